@@ -1,0 +1,34 @@
+# `make run` runs the bundled examples on the simulator; `make test` runs ruff, mypy and pytest.
+# Both create .venv and install the project into it when it is missing or older than pyproject.toml.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test lint typecheck pytest bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/visa run examples/*.py
+
+lint: $(STAMP)
+	$(BIN)/ruff check visa tests examples benchmarks
+
+typecheck: $(STAMP)
+	$(BIN)/mypy --strict visa
+
+pytest: $(STAMP)
+	$(BIN)/pytest
+
+test: lint typecheck pytest
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,125 @@
+"""A brute-force reference for mapping semantics, written straight from the parse tree.
+
+It follows the manual's trait implementations (L621–1016) with one change that ARCHITECTURE.md asks for:
+a stride, modulo, resize or padding that cuts through a composite (a pair or the identity) keeps the
+composite as one *atom*, so that ``[E] / n`` and ``[E] % n`` add their positions inside ``E`` before ``E``
+decodes them.  Symbols are atoms too, whose position is their coordinate.  A tensor index must lie inside
+every axis.  It is slow and simple on purpose: the canonical form is tested against it.
+"""
+
+from __future__ import annotations
+
+from visa.mapping.syntax import (
+    Escape,
+    Identity,
+    LinearCombination,
+    Modulo,
+    Node,
+    Padding,
+    Pair,
+    Resize,
+    Stride,
+    Symbol,
+)
+
+Terms = list[tuple[object, int]]
+
+
+def _base(node: Node, j: int) -> Terms | None:
+    """Position ``j`` of the operand of a unary constructor."""
+    if isinstance(node, Escape):
+        return _base(node.mapping.node, j)
+    if isinstance(node, Padding) and node.left:
+        return [(("comp", node), j)]  # left padding shifts positions: the cut keeps it whole
+    if isinstance(node, Symbol | Stride | Modulo | Resize | Padding):
+        return terms(node, j)
+    return [(("comp", node), j)]
+
+
+def terms(node: Node, i: int) -> Terms | None:
+    if isinstance(node, Identity):
+        return [] if i == 0 else None
+    if isinstance(node, Symbol):
+        return [(("sym", node.name, node.size, node.skew), i)] if 0 <= i < node.size else None
+    if isinstance(node, Pair):
+        if not 0 <= i < node.size:
+            return None
+        left = terms(node.left, i // node.right.size)
+        right = terms(node.right, i % node.right.size)
+        return None if left is None or right is None else left + right
+    if isinstance(node, Escape):
+        return terms(node.mapping.node, i)
+    if isinstance(node, Stride):
+        return _base(node.inner, i * node.n) if 0 <= i < node.size else None
+    if isinstance(node, Modulo):
+        return _base(node.inner, i) if 0 <= i < node.n else None
+    if isinstance(node, Resize):
+        return _base(node.inner, i) if 0 <= i < node.size else None
+    if isinstance(node, Padding):
+        if not 0 <= i < node.size:
+            return None
+        q = i - node.left
+        return _base(node.inner, q) if 0 <= q < node.inner.size else None
+    if isinstance(node, LinearCombination):
+        raise ValueError("linear combinations are relations")
+    raise TypeError(node)
+
+
+def sizes_of(node: Node) -> dict[str, int]:
+    out: dict[str, int] = {}
+    if isinstance(node, Symbol):
+        if node.skew is not None:
+            out[node.skew.base] = node.skew.size
+        else:
+            out[node.name] = node.size
+    elif isinstance(node, Pair):
+        out.update(sizes_of(node.left))
+        out.update(sizes_of(node.right))
+    elif isinstance(node, Escape):
+        out.update(sizes_of(node.mapping.node))
+    elif isinstance(node, LinearCombination):
+        for e, _ in node.parts:
+            out.update(sizes_of(e))
+    elif not isinstance(node, Identity):
+        out.update(sizes_of(node.inner))
+    return out
+
+
+def ref_map(node: Node, i: int) -> dict[str, int] | None:
+    """The tensor index at buffer position ``i`` (zeros dropped), or None."""
+    got = _decode(node, i)
+    if got is None:
+        return None
+    for name, size in sizes_of(node).items():
+        if not 0 <= got.get(name, 0) < size:
+            return None
+    return {k: v for k, v in got.items() if v}
+
+
+def _decode(node: Node, i: int) -> dict[str, int] | None:
+    ts = terms(node, i)
+    if ts is None:
+        return None
+    positions: dict[object, int] = {}
+    for key, pos in ts:
+        positions[key] = positions.get(key, 0) + pos
+    coords: dict[str, int] = {}
+    skews = []
+    for key, pos in positions.items():
+        assert isinstance(key, tuple)
+        if key[0] == "sym":
+            skew = key[3]
+            if skew is not None:
+                skews.append((skew, pos))
+            else:
+                coords[key[1]] = coords.get(key[1], 0) + pos
+        else:
+            sub = ref_map(key[1], pos)
+            if sub is None:
+                return None
+            for k, v in sub.items():
+                coords[k] = coords.get(k, 0) + v
+    for skew, pos in skews:
+        shift = sum(coef * coords.get(other, 0) for other, coef in skew.coefs)
+        coords[skew.base] = coords.get(skew.base, 0) + (pos - shift) % skew.size
+    return coords

@@ -1,0 +1,136 @@
+"""Property tests of the mapping algebra against brute force (ARCHITECTURE.md "Tests")."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from tests.mapping.reference import ref_map
+from tests.mapping.strategies import Expr, axes_and_expr
+from visa import AxisSet, Mapping
+from visa.errors import VisaError
+
+EXAMPLES = int(os.environ.get("VISA_EXAMPLES", "150"))
+FAST = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _parse(axes: dict[str, int], e: Expr) -> Mapping:
+    return AxisSet(**axes).m[e.text]
+
+
+@FAST
+@given(axes_and_expr())
+def test_canonical_form_maps_as_the_tree(case: tuple[dict[str, int], Expr]) -> None:
+    axes, e = case
+    got = _parse(axes, e)
+    assert got.size == e.size
+    ev = got.evaluate()
+    for k in range(got.size):
+        want = ref_map(got.node, k)
+        have = got.map(k)
+        assert (None if have is None else dict(have)) == want, (e.text, k, str(got))
+        assert bool(ev.valid[k]) == (want is not None)
+
+
+@FAST
+@given(axes_and_expr())
+def test_canonical_text_parses_back_to_an_equal_mapping(case: tuple[dict[str, int], Expr]) -> None:
+    axes, e = case
+    got = _parse(axes, e)
+    again = AxisSet(**axes).m[str(got)]
+    assert again == got
+    assert again.canon == got.canon
+    assert str(again) == str(got)
+    assert hash(again) == hash(got)
+
+
+@FAST
+@given(axes_and_expr(), st.data())
+def test_stride_modulo_decomposition_holds(case: tuple[dict[str, int], Expr], data: st.DataObject) -> None:
+    axes, e = case
+    ax = AxisSet(**axes)
+    E = ax.m[e.text]
+    divs = [d for d in range(1, E.size + 1) if E.size % d == 0]
+    n = data.draw(st.sampled_from(divs))
+    scope = {"E": E}
+    split = Mapping.parse(f"{{E}} / {n}, {{E}} % {n}", ax, scope)
+    assert split == E  # manual L1024
+    for k in range(E.size):
+        assert split.map(k) == E.map(k)
+
+
+@FAST
+@given(axes_and_expr(), axes_and_expr())
+def test_equivalence_is_brute_force_equality(a: tuple[dict[str, int], Expr], b: tuple[dict[str, int], Expr]) -> None:
+    axes = {**a[0], **b[0]}
+    assume(all(a[0].get(k, v) == v for k, v in b[0].items()))
+    ax = AxisSet(**axes)
+    x, y = ax.m[a[1].text], ax.m[b[1].text]
+    same = x.size == y.size and all(x.map(k) == y.map(k) for k in range(x.size))
+    assert (x == y) == same
+    if same:
+        assert hash(x) == hash(y)
+
+
+@FAST
+@given(axes_and_expr())
+def test_pair_laws(case: tuple[dict[str, int], Expr]) -> None:
+    axes, e = case
+    ax = AxisSet(**axes)
+    E = ax.m[e.text]
+    scope = {"E": E}
+    assert Mapping.parse("{E}, 1", ax, scope) == E == Mapping.parse("1, {E}", ax, scope)  # L1022
+    assert Mapping.parse("{E} / 1", ax, scope) == E  # L1026
+    assert Mapping.parse(f"{{E}} # {E.size}", ax, scope) == E
+    assert Mapping.parse(f"{{E}} = {E.size}", ax, scope) == E
+    mod1 = Mapping.parse("{E} % 1", ax, scope)
+    if E.map(0) is not None:
+        assert mod1 == ax.m["1"]  # L1027
+    else:  # position 0 of E is left padding: E % 1 keeps it (docs/manual-notes.md, "modulo by one")
+        assert mod1.size == 1 and mod1.map(0) is None
+
+
+@FAST
+@given(axes_and_expr(depth=2), axes_and_expr(depth=2))
+def test_pair_projection_and_associativity(a: tuple[dict[str, int], Expr], b: tuple[dict[str, int], Expr]) -> None:
+    assume(all(a[0].get(k, v) == v for k, v in b[0].items()))
+    ax = AxisSet(**{**a[0], **b[0]})
+    A, B = ax.m[a[1].text], ax.m[b[1].text]
+    scope = {"A": A, "B": B}
+    # The projections need position 0 of the dropped half to hold an index (docs/manual-notes.md).
+    if B.map(0) is not None:
+        assert Mapping.parse(f"[{{A}}, {{B}}] / {B.size}", ax, scope) == A  # L1025
+    if A.map(0) is not None:
+        assert Mapping.parse(f"[{{A}}, {{B}}] % {B.size}", ax, scope) == B
+    assert Mapping.parse("{A}, {B}, {A}", ax, scope) == Mapping.parse("[{A}, {B}], {A}", ax, scope)  # L1026
+
+
+@FAST
+@given(axes_and_expr())
+def test_inverse_finds_every_held_index(case: tuple[dict[str, int], Expr]) -> None:
+    axes, e = case
+    E = _parse(axes, e)
+    ev = E.evaluate()
+    pos, held = E.locate(ev.coords, (E.size,))
+    assert held[ev.valid].all()
+    back = E.evaluate(pos)
+    for name, arr in ev.coords.items():
+        assert np.array_equal(back.coord(name)[ev.valid], arr[ev.valid])
+
+
+_ALPHABET = st.sampled_from(list("AB1234#%/=,[]{}$():+ *@!-' ") + ["A", "B", "C", "indirect", "12", "0"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_ALPHABET, max_size=14).map("".join))
+def test_parser_gives_a_mapping_or_a_visa_error(text: str) -> None:
+    ax = AxisSet(A=4, B=6)
+    try:
+        got = ax.m[text]
+    except VisaError:
+        return
+    assert isinstance(got, Mapping)
+    assert got.size >= 1

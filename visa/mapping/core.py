@@ -1,0 +1,537 @@
+"""User-facing mapping objects: ``m["..."]``, :class:`Mapping`, :class:`Index` and ``i(...)``.
+
+``m["A / 8 # 256"]`` parses mapping text against the calling module's ``axes(...)`` (manual L582–1016) and
+returns a :class:`Mapping`.  The same spelling serves annotations and values (design API.md §3).
+
+>>> from visa.mapping.axes import AxisSet
+>>> ax = AxisSet(A=8, B=512)
+>>> e = ax.m["A, B"]
+>>> e.size, e.map(519), e.map(4096)                     # manual L678-689
+(4096, i(A=1, B=7), None)
+>>> ax.m["B / 64, B % 64"] == ax.m["B"]                  # manual L833-870
+True
+>>> str(ax.m["[A, B] / 512"])                           # pair projection, manual L1024
+'A'
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterator
+from collections.abc import Mapping as AbcMapping
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from visa.errors import MappingSyntaxError, UnknownAxisError, VisaError
+from visa.mapping import canon as C
+from visa.mapping.axes import AxisSet, module_axes
+from visa.mapping.evaluate import Evaluation, IntArray, RelationError, forward, inverse
+from visa.mapping.syntax import Identity, Modulo, Node, Padding, Pair, Resize, Stride, Symbol, items_of, parse
+
+__all__ = ["Index", "i", "Mapping", "MappingFactory", "m", "pair_of", "IDENTITY"]
+
+
+class Index(AbcMapping[str, int]):
+    """A tensor index: axis name to coordinate, where a zero coordinate is the same as an absent one (L671).
+
+    >>> i(A=2, B=0) == i(A=2)
+    True
+    >>> i(A=1) + i(A=2, B=3)                             # Index::add sums coordinates (L711)
+    i(A=3, B=3)
+    >>> i({"B / 64": 2, "B % 64": 5})                    # sugar of manual L841: B = 64·2 + 5
+    i(B=133)
+    """
+
+    __slots__ = ("_items", "_hash")
+
+    def __init__(self, coords: AbcMapping[str, int] | None = None, /, **kw: int) -> None:
+        merged: dict[str, int] = {}
+        for src in (coords or {}, kw):
+            for key, val in src.items():
+                name, scale = _index_key(key)
+                merged[name] = merged.get(name, 0) + int(val) * scale
+        self._items = tuple(sorted((k, v) for k, v in merged.items() if v != 0))
+        self._hash = hash(self._items)
+
+    def __getitem__(self, axis: str) -> int:
+        for k, v in self._items:
+            if k == axis:
+                return v
+        if isinstance(axis, str):
+            return 0
+        raise KeyError(axis)
+
+    def __iter__(self) -> Iterator[str]:
+        return (k for k, _ in self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, axis: object) -> bool:
+        return any(k == axis for k, _ in self._items)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Index):
+            return self._items == other._items
+        if isinstance(other, AbcMapping):
+            return self._items == tuple(sorted((k, v) for k, v in other.items() if v != 0))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __add__(self, other: AbcMapping[str, int]) -> Index:
+        out = dict(self._items)
+        for k, v in other.items():
+            out[k] = out.get(k, 0) + v
+        return Index(out)
+
+    def __repr__(self) -> str:
+        return "i(" + ", ".join(f"{k}={v}" if k.isidentifier() else f"**{{{k!r}: {v}}}"
+                                for k, v in self._items) + ")"
+
+    def text(self) -> str:
+        """The manual's notation: ``A: 2, B: 3`` (``{}`` for the empty index)."""
+        return ", ".join(f"{k}: {v}" for k, v in self._items) or "{}"
+
+
+_KEY = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*'*)\s*(?:([/%])\s*(\d+))?\s*\Z")
+
+
+def _index_key(key: str) -> tuple[str, int]:
+    mt = _KEY.match(key)
+    if not mt:
+        raise MappingSyntaxError(f"{key!r} is not an index key", call="i", fix="write i(A=2) or i({'B / 64': 2})")
+    name, op, n = mt.groups()
+    return name, (int(n) if op == "/" else 1)
+
+
+def i(coords: AbcMapping[str, int] | None = None, /, **kw: int) -> Index:
+    """Build an :class:`Index`: ``i(A=2, B=3)`` is the manual's ``i![A: 2, B: 3]`` (L601–610)."""
+    return Index(coords, **kw)
+
+
+def _index_at(ev: Evaluation, k: int) -> Index | None:
+    if not bool(ev.valid.reshape(-1)[k]):
+        return None
+    return Index({name: int(arr.reshape(-1)[k]) for name, arr in ev.coords.items()})
+
+
+class Mapping:
+    """A mapping expression: buffer position to tensor index (manual "Mapping Interface", L596–620).
+
+    ``size`` is the manual's ``SIZE``; ``map(i)`` its ``map``.  ``==`` is the manual's equivalence (same
+    size, same map for every position, L1017–1028) and equal mappings hash equal; ``str()`` prints the
+    canonical text; ``repr()`` the text as written.
+    """
+
+    __slots__ = ("node", "axis_set", "_canon", "_hash", "_text", "_items")
+
+    def __init__(self, node: Node, axis_set: AxisSet, text: str | None = None) -> None:
+        self.node = node
+        self.axis_set = axis_set
+        self._canon: C.Canon | None = None
+        self._hash: int | None = None
+        self._text = text
+        self._items: tuple[Mapping, ...] | None = None
+
+    # -- construction ------------------------------------------------------------------------------------
+    @classmethod
+    def parse(cls, text: str, axis_set: AxisSet, scope: AbcMapping[str, Any] | None = None) -> Mapping:
+        """Parse ``text``; escapes ``{Name}`` resolve in ``scope`` (a module's globals)."""
+        return _parse_cached(text, axis_set, scope)
+
+    @classmethod
+    def identity(cls, axis_set: AxisSet | None = None) -> Mapping:
+        """``m["1"]`` (manual L717–740)."""
+        return cls(Identity(), axis_set or AxisSet(), "1")
+
+    # -- the manual's interface --------------------------------------------------------------------------
+    @property
+    def size(self) -> int:
+        """Number of buffer positions (the manual's ``SIZE``)."""
+        return self.node.size
+
+    @property
+    def canon(self) -> C.Canon:
+        """Canonical form (see :mod:`visa.mapping.canon`)."""
+        if self._canon is None:
+            self._canon = C.build(self.node)
+        return self._canon
+
+    def map(self, position: int) -> Index | None:
+        """Tensor index held at buffer ``position``, or ``None`` for padding and positions past ``size``."""
+        return _index_at(forward(self.canon, np.array([int(position)])), 0)
+
+    def maps(self, position: int) -> list[Index]:
+        """Every tensor index related to ``position``: one (or none) except for linear combinations (L1016)."""
+        try:
+            got = self.map(position)
+            return [] if got is None else [got]
+        except RelationError:
+            return _relation_maps(self.canon, int(position))
+
+    def evaluate(self, positions: npt.ArrayLike | None = None) -> Evaluation:
+        """Vectorised ``map`` over ``positions`` (default: every position, in order)."""
+        return forward(self.canon, positions)
+
+    def locate(self, coords: AbcMapping[str, npt.ArrayLike],
+               shape: tuple[int, ...] | None = None) -> tuple[IntArray, npt.NDArray[np.bool_]]:
+        """Inverse: the buffer position holding each index, and whether the buffer holds it.
+
+        Axes the mapping does not use are ignored (broadcast, manual L1557).  ``shape`` is the broadcast
+        shape of the coordinate arrays (needed when ``coords`` is empty).
+        """
+        return inverse(self.canon, {k: np.asarray(v, dtype=np.int64) for k, v in coords.items()}, shape)
+
+    def position_of(self, index: AbcMapping[str, int]) -> int | None:
+        """The buffer position holding ``index`` (``None`` when it is not held)."""
+        pos, held = self.locate({k: np.array([v]) for k, v in index.items()})
+        return int(pos.reshape(-1)[0]) if bool(held.reshape(-1)[0]) else None
+
+    @property
+    def axes(self) -> frozenset[str]:
+        """Names of the axes this mapping sets (derived axes count as their base and the axes they use)."""
+        return frozenset(_axes_of(self.canon))
+
+    @property
+    def text(self) -> str:
+        """The text as written (escapes keep their names)."""
+        if self._text is None:
+            self._text = C.node_text(self.node)
+        return self._text
+
+    def items(self) -> tuple[Mapping, ...]:
+        """Top-level items, as the sequencer processes them term by term (manual L1454–1566)."""
+        if self._items is None:
+            self._items = tuple(Mapping(n, self.axis_set) for n in items_of(self.node))
+        return self._items
+
+    # -- building ----------------------------------------------------------------------------------------
+    def stride(self, n: int) -> Mapping:
+        """``self / n`` (n must divide ``size``, manual L874)."""
+        if n <= 0 or self.size % n:
+            raise MappingSyntaxError(f"Stride size must divide the original size: {n} does not divide "
+                                     f"{self.size}", call="stride", mapping=repr(self))
+        return Mapping(Stride(self.node, n), self.axis_set)
+
+    def modulo(self, n: int) -> Mapping:
+        """``self % n`` (n must divide ``size``, manual L891)."""
+        if n <= 0 or self.size % n:
+            raise MappingSyntaxError(f"Modulo size must divide the original size: {n} does not divide "
+                                     f"{self.size}", call="modulo", mapping=repr(self))
+        return Mapping(Modulo(self.node, n), self.axis_set)
+
+    def pad(self, n: int) -> Mapping:
+        """``self # n`` (n at least ``size``)."""
+        if n < self.size:
+            raise MappingSyntaxError(f"padding to {n} is smaller than the size {self.size}", call="pad",
+                                     mapping=repr(self))
+        return Mapping(Padding(self.node, n), self.axis_set)
+
+    def resize(self, n: int) -> Mapping:
+        """``self = n`` (n at most ``size``)."""
+        if not 0 < n <= self.size:
+            raise MappingSyntaxError(f"resize to {n} is outside 1..{self.size}", call="resize",
+                                     mapping=repr(self))
+        return Mapping(Resize(self.node, n), self.axis_set)
+
+    @classmethod
+    def from_canon(cls, dims: C.Canon, axis_set: AxisSet | None = None) -> Mapping:
+        """A mapping whose canonical form is ``dims`` (its written text is the canonical text)."""
+        if axis_set is None:
+            axis_set = AxisSet()
+            _declare_from(dims, axis_set)
+        return Mapping.parse(C.canon_text(dims), axis_set)
+
+    # -- equivalence -------------------------------------------------------------------------------------
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Mapping):
+            return NotImplemented
+        if self is other or self.canon == other.canon:
+            return True
+        if self.size != other.size or hash(self) != hash(other):
+            return False
+        return _semantic_equal(self.canon, other.canon)
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = _semantic_hash(self.canon)
+        return self._hash
+
+    def __str__(self) -> str:
+        return C.canon_text(self.canon)
+
+    def __repr__(self) -> str:
+        return f'm["{self.text}"]'
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (self.text, dict(self.axis_set.sizes)))
+
+    # -- views -------------------------------------------------------------------------------------------
+    def table(self, limit: int = 64) -> str:
+        """A grid like the manual's stride/modulo tables (L905–917): rows are the outer items, columns the last.
+
+        >>> from visa.mapping.axes import AxisSet
+        >>> print(AxisSet(B=16).m["B / 4, B % 4"].table())
+        |            | B % 4: 0 | B % 4: 1 | B % 4: 2 | B % 4: 3 |
+        |------------|----------|----------|----------|----------|
+        | B / 4: 0   | {}       | B: 1     | B: 2     | B: 3     |
+        | B / 4: 1   | B: 4     | B: 5     | B: 6     | B: 7     |
+        | B / 4: 2   | B: 8     | B: 9     | B: 10    | B: 11    |
+        | B / 4: 3   | B: 12    | B: 13    | B: 14    | B: 15    |
+        """
+        items = self.items()
+        last = items[-1]
+        outer_size = self.size // max(last.size, 1)
+        rows = min(outer_size, limit)
+        cols = min(last.size, limit)
+        outer_label = ", ".join(it.text for it in items[:-1])
+        head = ["", *(f"{last.text}: {c}" for c in range(cols))]
+        body = []
+        for r in range(rows):
+            cells = []
+            for c in range(cols):
+                got = self.maps(r * last.size + c)
+                cells.append(" | ".join(x.text() for x in got) if got else "·")
+            body.append([f"{outer_label}: {r}" if outer_label else "", *cells])
+        widths = [max(len(row[k]) for row in [head, *body]) + 2 for k in range(len(head))]
+        widths[0] = max(widths[0], 10)
+
+        def fmt(row: list[str]) -> str:
+            return "|" + "|".join(f" {cell:<{w - 1}}" for cell, w in zip(row, widths, strict=True)) + "|"
+
+        lines = [fmt(head), "|" + "|".join("-" * w for w in widths) + "|", *(fmt(r) for r in body)]
+        return "\n".join(line.rstrip() for line in lines)
+
+    def _repr_html_(self) -> str:
+        rows = self.table().splitlines()
+        cells = [r.strip("|").split("|") for r in rows if not set(r) <= {"|", "-"}]
+        html = "".join("<tr>" + "".join(f"<td>{c.strip()}</td>" for c in row) + "</tr>" for row in cells)
+        return f"<p><code>{self!r}</code> ≡ <code>{self}</code></p><table>{html}</table>"
+
+
+def _declare_from(dims: C.Canon, axis_set: AxisSet) -> None:
+    """Declare in ``axis_set`` every axis (and skew) that a canonical form uses."""
+    for d in dims:
+        if isinstance(d, C.Lin):
+            for c, _ in d.parts:
+                _declare_from(c, axis_set)
+        elif isinstance(d.atom, C.Sym):
+            axis_set.declare(**{d.atom.name: d.atom.size})
+        elif isinstance(d.atom, C.Win):
+            _declare_from(d.atom.inner, axis_set)
+        elif isinstance(d.atom, C.SkewAtom):
+            sk = d.atom.skew
+            if sk.base not in axis_set:
+                axis_set.declare(**{sk.base: sk.size})
+            if sk.name not in axis_set:
+                axis_set._skews[sk.name] = sk
+
+
+def _rebuild(text: str, sizes: dict[str, int]) -> Mapping:
+    return Mapping.parse(text, AxisSet(**sizes))
+
+
+def _axes_of(dims: C.Canon) -> set[str]:
+    out: set[str] = set()
+    for d in dims:
+        if isinstance(d, C.Lin):
+            for c, _ in d.parts:
+                out |= _axes_of(c)
+        elif isinstance(d.atom, C.Sym):
+            out.add(d.atom.name)
+        elif isinstance(d.atom, C.Win):
+            out |= _axes_of(d.atom.inner)
+        elif isinstance(d.atom, C.SkewAtom):
+            out.add(d.atom.skew.base)
+            out |= {name for name, _ in d.atom.skew.coefs}
+    return out
+
+
+_SAMPLES = 48
+
+
+def _sample_positions(size: int) -> npt.NDArray[np.int64]:
+    first = np.arange(min(size, 24), dtype=np.int64)
+    spread = (np.arange(1, _SAMPLES - 23, dtype=np.int64) * size) // (_SAMPLES - 22)
+    return np.unique(np.concatenate([first, spread, np.array([size - 1], dtype=np.int64)]))
+
+
+def _semantic_hash(dims: C.Canon) -> int:
+    size = C.canon_size(dims)
+    try:
+        ev = forward(dims, _sample_positions(size))
+    except RelationError:
+        return hash((size, dims))
+    parts: list[object] = [size, ev.valid.tobytes()]
+    for name in sorted(ev.coords):
+        arr = np.where(ev.valid, ev.coords[name], 0)
+        if arr.any():
+            parts.append((name, arr.tobytes()))
+    return hash(tuple(parts))
+
+
+_CHUNK = 1 << 22
+
+
+def _semantic_equal(a: C.Canon, b: C.Canon) -> bool:
+    size = C.canon_size(a)
+    try:
+        for start in range(0, size, _CHUNK):
+            pos = np.arange(start, min(size, start + _CHUNK), dtype=np.int64)
+            ea, eb = forward(a, pos), forward(b, pos)
+            if not np.array_equal(ea.valid, eb.valid):
+                return False
+            for name in set(ea.coords) | set(eb.coords):
+                ca = np.where(ea.valid, ea.coord(name), 0)
+                cb = np.where(eb.valid, eb.coord(name), 0)
+                if not np.array_equal(ca, cb):
+                    return False
+    except RelationError:
+        return False
+    return True
+
+
+def _relation_maps(dims: C.Canon, position: int) -> list[Index]:
+    """All indices at ``position`` of a mapping with linear combinations (brute force over the parts)."""
+    if not 0 <= position < C.canon_size(dims):
+        return []
+    weights = C.canon_size(dims)
+    digits = []
+    for d in dims:
+        weights //= d.size
+        digits.append((position // weights) % d.size)
+    results: list[Index] = [Index()]
+    for dig, d in zip(digits, dims, strict=True):
+        options: list[Index] = []
+        if isinstance(d, C.Lin):
+            options = _lin_options(d, dig)
+        else:
+            if dig >= d.count:
+                return []
+            if d.atom is None:
+                options = [Index()]
+            else:
+                got = Mapping.from_canon((C.Dim(d.atom, d.stride, d.size, d.count),)).map(dig)
+                options = [] if got is None else [got]
+        results = [r + o for r in results for o in options]
+        if not results:
+            return []
+    return sorted(set(results), key=lambda x: x.text())
+
+
+def _lin_options(d: C.Lin, digit: int) -> list[Index]:
+    out: list[Index] = []
+
+    def rec(k: int, remaining: int, acc: Index) -> None:
+        if k == len(d.parts):
+            if remaining == 0:
+                out.append(acc)
+            return
+        part, n = d.parts[k]
+        for s in range(min(C.canon_size(part), remaining // n + 1)):
+            for got in Mapping.from_canon(part).maps(s):
+                rec(k + 1, remaining - s * n, acc + got)
+
+    rec(0, digit, Index())
+    return out
+
+
+def pair_of(*parts: Mapping) -> Mapping:
+    """``m["{a}, {b}, ..."]`` built from mapping objects."""
+    if not parts:
+        raise MappingSyntaxError("pair_of needs at least one mapping", call="pair_of")
+    node: Node = parts[-1].node
+    for p in reversed(parts[:-1]):
+        node = Pair(p.node, node)
+    return Mapping(node, parts[0].axis_set)
+
+
+_CACHE: dict[tuple[str, int, tuple[tuple[str, int], ...]], Mapping] = {}
+
+
+def _parse_cached(text: str, axis_set: AxisSet, scope: AbcMapping[str, Any] | None) -> Mapping:
+    if not isinstance(text, str):
+        raise MappingSyntaxError(f"mapping text must be a string, got {type(text).__name__}", call="m",
+                                 fix='write m["A, B"]')
+    escapes: dict[str, Mapping] = {}
+
+    def resolve(name: str) -> Mapping:
+        found = scope.get(name) if scope is not None else None
+        if not isinstance(found, Mapping):
+            what = "is not defined" if found is None else f"is a {type(found).__name__}, not a mapping"
+            raise UnknownAxisError(f"escape {{{name}}} {what}", call="m", mapping=f'm["{text}"]',
+                                   fix=f'define {name} = m["..."] at module level before this line')
+        escapes[name] = found
+        return found
+
+    key = None
+    if "{" not in text:
+        key = (text, id(axis_set), tuple(sorted(axis_set.sizes.items())))
+        hit = _CACHE.get(key)
+        if hit is not None and hit.axis_set is axis_set:
+            return hit
+    node = parse(text, axis_set, resolve)
+    made = Mapping(node, axis_set, text.strip())
+    if key is not None:
+        if len(_CACHE) > 8192:
+            _CACHE.clear()
+        _CACHE[key] = made
+    return made
+
+
+class MappingFactory:
+    """``ax.m["..."]``: parse mapping text against an explicit :class:`AxisSet`."""
+
+    __slots__ = ("axis_set",)
+
+    def __init__(self, axis_set: AxisSet) -> None:
+        self.axis_set = axis_set
+
+    def __getitem__(self, text: str) -> Mapping:
+        frame = sys._getframe(1)
+        scope = {**frame.f_globals, **frame.f_locals}
+        return Mapping.parse(text, self.axis_set, scope)
+
+
+class m:  # noqa: N801 - the manual's spelling m![...]
+    """``m["A / 8 # 256"]``: a mapping expression, in annotations and values alike (design API.md §1, §3).
+
+    Names resolve against the calling module's ``axes(...)``; escapes ``{Name}`` against its variables.
+    """
+
+    def __class_getitem__(cls, text: str) -> Mapping:
+        frame = sys._getframe(1)
+        found = module_axes(frame.f_globals)
+        if found is None:
+            if isinstance(text, str) and _only_identity(text):
+                found = AxisSet(str(frame.f_globals.get("__name__", "")))
+            else:
+                name = frame.f_globals.get("__name__", "?")
+                raise UnknownAxisError(f"module {name} declares no axes", call="m",
+                                       mapping=f'm["{text}"]', fix="call axes(A=..., ...) at the top of the module")
+        scope = {**frame.f_globals, **frame.f_locals}
+        return Mapping.parse(text, found, scope)
+
+
+def _only_identity(text: str) -> bool:
+    return re.fullmatch(r"[\s1#=%/0-9\[\],]*", text) is not None
+
+
+IDENTITY = Mapping(Identity(), AxisSet(), "1")
+
+
+def symbol(name: str, size: int) -> Mapping:
+    """A one-axis mapping built without text (used by engines that invent axes, such as ``I``)."""
+    return Mapping(Symbol(name, size), AxisSet(**{name: size}), name)
+
+
+def ensure_mapping(value: object, what: str) -> Mapping:
+    """Check that an argument is a :class:`Mapping`; a clear error otherwise."""
+    if isinstance(value, Mapping):
+        return value
+    raise VisaError(f"{what} must be a mapping such as m[\"A\"], got {value!r}", call=what)

@@ -1,0 +1,280 @@
+"""Vectorised meaning of a canonical mapping: buffer positions to tensor indices, and back.
+
+:func:`forward` evaluates ``map`` over a numpy array of buffer positions (or over every position at once,
+built by broadcasting so that each coordinate array is materialised once) and returns per-axis coordinate
+arrays plus a validity mask (``False`` where ``map`` is ``None``: padding, resize, windows).
+:func:`inverse` goes the other way, from coordinates to the buffer position that holds them, with a mask
+of the indices the buffer holds.  Engines use only these two.
+
+>>> from visa.mapping.axes import AxisSet
+>>> from visa.mapping.syntax import parse
+>>> from visa.mapping.canon import build
+>>> import numpy as np
+>>> dims = build(parse("C, D # 64", AxisSet(C=13, D=61)))
+>>> ev = forward(dims, np.array([0, 60, 61, 64]))
+>>> ev.coords["D"].tolist(), ev.coords["C"].tolist(), ev.valid.tolist()
+([0, 60, 0, 0], [0, 0, 0, 1], [True, True, False, True])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from visa.errors import VisaError
+from visa.mapping.canon import Atom, Canon, Dim, Lin, SkewAtom, Sym, Win, canon_size, is_regular
+
+__all__ = ["Evaluation", "forward", "inverse", "IntArray", "BoolArray", "RelationError"]
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+class RelationError(VisaError):
+    """A linear combination is a relation, not a function (manual L1006–1016): it has no single ``map``."""
+
+    code = "V103"
+
+
+@dataclass(slots=True)
+class Evaluation:
+    """Per-axis coordinates (zero where an axis is absent) and the validity mask of a forward evaluation."""
+
+    coords: dict[str, IntArray]
+    valid: BoolArray
+
+    def coord(self, axis: str) -> IntArray:
+        """Coordinates along ``axis`` (zeros when the mapping never sets it)."""
+        got = self.coords.get(axis)
+        if got is None:
+            return np.zeros(self.valid.shape, dtype=np.int64)
+        return got
+
+
+def _weights(dims: Canon) -> list[int]:
+    w, out = 1, [0] * len(dims)
+    for j in range(len(dims) - 1, -1, -1):
+        out[j] = w
+        w *= dims[j].size
+    return out
+
+
+def _decode_atoms(
+    atoms: dict[Atom, IntArray], shape: tuple[int, ...]
+) -> tuple[dict[str, IntArray], BoolArray | None]:
+    """Turn atom flat positions into axis coordinates (symbols, then windows, then skews last)."""
+    coords: dict[str, IntArray] = {}
+    sizes: dict[str, int] = {}
+    valid: BoolArray | None = None
+
+    def add(name: str, value: IntArray) -> None:
+        if name in coords:
+            coords[name] = coords[name] + value
+        else:
+            coords[name] = value
+
+    skews: list[tuple[SkewAtom, IntArray]] = []
+    for atom, pos in atoms.items():
+        if isinstance(atom, Sym):
+            add(atom.name, pos)
+            sizes[atom.name] = atom.size
+        elif isinstance(atom, Win):
+            ok = (pos >= 0) & (pos < atom.size)
+            sub = forward(atom.inner, np.where(ok, pos, 0))
+            for name, val in sub.coords.items():
+                add(name, val)
+            sizes.update(_axis_sizes(atom.inner))
+            ok = ok & sub.valid
+            valid = ok if valid is None else valid & ok
+        else:
+            skews.append((atom, pos))
+    for atom, pos in skews:
+        sk = atom.skew
+        shift = np.zeros((), dtype=np.int64)
+        for other, coef in sk.coefs:
+            if other in coords:
+                shift = shift + coef * coords[other]
+        add(sk.base, np.mod(pos - shift, sk.size))
+        sizes[sk.base] = sk.size
+    # A tensor index must lie inside every axis: contributions that add up past the end are not held.
+    for name, val in coords.items():
+        size = sizes.get(name)
+        if size is not None and int(np.max(val, initial=0)) >= size:
+            ok = val < size
+            valid = ok if valid is None else valid & ok
+    return coords, valid
+
+
+def _axis_sizes(dims: Canon) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for d in dims:
+        if isinstance(d, Lin):
+            for c, _ in d.parts:
+                out.update(_axis_sizes(c))
+        elif isinstance(d.atom, Sym):
+            out[d.atom.name] = d.atom.size
+        elif isinstance(d.atom, Win):
+            out.update(_axis_sizes(d.atom.inner))
+        elif isinstance(d.atom, SkewAtom):
+            out[d.atom.skew.base] = d.atom.skew.size
+    return out
+
+
+def forward(dims: Canon, positions: npt.ArrayLike | None = None) -> Evaluation:
+    """Evaluate the mapping at buffer ``positions`` (any shape), or at every position when ``None``.
+
+    Positions outside ``[0, SIZE)`` are invalid.  Raises :class:`RelationError` for linear combinations.
+    """
+    size = canon_size(dims)
+    if positions is None:
+        nd = len(dims)
+        shape = tuple(d.size for d in dims)
+        digits: list[IntArray] = []
+        for j, d in enumerate(dims):
+            view = [1] * nd
+            view[j] = d.size
+            digits.append(np.arange(d.size, dtype=np.int64).reshape(view))
+        valid0: BoolArray | None = None
+    else:
+        pos = np.asarray(positions, dtype=np.int64)
+        shape = pos.shape
+        inside = (pos >= 0) & (pos < size)
+        pos = np.where(inside, pos, 0)
+        weights = _weights(dims)
+        digits = [(pos // w) % d.size if w > 1 else pos % d.size for w, d in zip(weights, dims, strict=True)]
+        valid0 = inside
+    valid = valid0
+    atoms: dict[Atom, IntArray] = {}
+    for dig, d in zip(digits, dims, strict=True):
+        if isinstance(d, Lin):
+            raise RelationError("a linear combination maps one position to several indices; it has no map()",
+                                call="map", fix="use maps(i) for all of them, or read it as a buffer")
+        if d.offset or d.count < d.size:
+            ok = (dig >= d.offset) & (dig < d.offset + d.count) if d.offset else dig < d.count
+            valid = ok if valid is None else valid & ok
+        if d.atom is None:
+            continue
+        rel = dig - d.offset if d.offset else dig
+        contrib = rel * d.stride if d.stride != 1 else rel
+        atoms[d.atom] = atoms[d.atom] + contrib if d.atom in atoms else contrib
+    coords, wvalid = _decode_atoms(atoms, shape)
+    if wvalid is not None:
+        valid = wvalid if valid is None else valid & wvalid
+    if positions is None:
+        full = (size,)
+        out = {k: np.broadcast_to(v, shape).reshape(full) for k, v in coords.items()}
+        mask = np.ones(full, dtype=bool) if valid is None else np.broadcast_to(valid, shape).reshape(full)
+        return Evaluation(out, mask)
+    outc = {k: np.broadcast_to(v, shape) for k, v in coords.items()}
+    mask2 = np.ones(shape, dtype=bool) if valid is None else np.broadcast_to(valid, shape)
+    return Evaluation(outc, mask2)
+
+
+def _atom_position(atom: Atom, coords: dict[str, IntArray], shape: tuple[int, ...]) -> tuple[IntArray, BoolArray]:
+    if isinstance(atom, Sym):
+        p = coords.get(atom.name)
+        if p is None:
+            p = np.zeros(shape, dtype=np.int64)
+        return p, (p >= 0) & (p < atom.size)
+    if isinstance(atom, SkewAtom):
+        sk = atom.skew
+        b = coords.get(sk.base, np.zeros(shape, dtype=np.int64))
+        for other, coef in sk.coefs:
+            if other in coords:
+                b = b + coef * coords[other]
+        return np.mod(b, sk.size), np.ones(shape, dtype=bool)
+    return inverse(atom.inner, coords, shape)
+
+
+def inverse(dims: Canon, coords: dict[str, IntArray], shape: tuple[int, ...] | None = None,
+            *, verify: bool | None = None) -> tuple[IntArray, BoolArray]:
+    """Buffer position holding each tensor index in ``coords``, and whether the buffer holds it at all.
+
+    Axes in ``coords`` that the mapping does not use are ignored (the buffer is constant along them:
+    broadcast, manual L1557).  ``shape`` is the common broadcast shape of the coordinate arrays.
+    """
+    arrs = {k: np.asarray(v, dtype=np.int64) for k, v in coords.items()}
+    if shape is None:
+        shape = np.broadcast_shapes(*(a.shape for a in arrs.values())) if arrs else ()
+    if verify is None and not is_regular(dims) and not _has_lin(dims) and canon_size(dims) <= _TABLE_LIMIT:
+        return _table_inverse(dims, arrs, shape)
+    weights = _weights(dims)
+    position = np.zeros(shape, dtype=np.int64)
+    held = np.ones(shape, dtype=bool)
+    by_atom: dict[Atom, list[tuple[int, Dim]]] = {}
+    for j, d in enumerate(dims):
+        if isinstance(d, Lin):
+            digit = np.zeros(shape, dtype=np.int64)
+            for part, n in d.parts:
+                q, h = inverse(part, arrs, shape)
+                digit = digit + q * n
+                held = held & h
+            held = held & (digit < d.size)
+            position = position + digit * weights[j]
+        elif d.atom is not None:
+            by_atom.setdefault(d.atom, []).append((j, d))
+        else:
+            position = position + d.offset * weights[j]
+            if d.offset >= d.size:
+                held = held & False
+    for atom, refs in by_atom.items():
+        p, ok = _atom_position(atom, arrs, shape)
+        held = held & ok
+        rem = p
+        for j, d in sorted(refs, key=lambda r: -r[1].stride):
+            rel = rem // d.stride if d.stride > 1 else rem
+            rel = np.minimum(rel, d.count - 1)
+            held = held & (rel >= 0)
+            rem = rem - rel * d.stride
+            position = position + (rel + d.offset) * weights[j]
+        held = held & (rem == 0)
+    if verify is None:
+        verify = not is_regular(dims) and not any(isinstance(d, Lin) for d in dims)
+    if verify:
+        back = forward(dims, np.where(held, position, 0))
+        for name, val in arrs.items():
+            if name in back.coords:
+                held = held & (back.coords[name] == val)
+        names = set(arrs)
+        for name, val in back.coords.items():
+            if name not in names:
+                held = held & (val == 0)
+        held = held & back.valid
+    return position, np.broadcast_to(held, shape)
+
+
+_TABLE_LIMIT = 1 << 24
+
+
+def _has_lin(dims: Canon) -> bool:
+    return any(isinstance(d, Lin) or (isinstance(d.atom, Win) and _has_lin(d.atom.inner)) for d in dims)
+
+
+def _table_inverse(dims: Canon, coords: dict[str, IntArray], shape: tuple[int, ...]) -> tuple[IntArray, BoolArray]:
+    """Inverse of an irregular mapping (an axis split across atoms, or skewed) by sorting its forward table.
+
+    The first buffer position holding an index wins when several do.
+    """
+    ev = forward(dims)
+    sizes = _axis_sizes(dims)
+    names = sorted(sizes)
+    key = np.zeros(canon_size(dims), dtype=np.int64)
+    want = np.zeros(shape, dtype=np.int64)
+    ok = np.ones(shape, dtype=bool)
+    for name in names:
+        key = key * sizes[name] + ev.coord(name)
+        c = np.broadcast_to(coords.get(name, np.zeros((), dtype=np.int64)), shape)
+        ok = ok & (c >= 0) & (c < sizes[name])
+        want = want * sizes[name] + np.where(ok, c, 0)
+    valid_pos = np.nonzero(ev.valid)[0]
+    keys = key[valid_pos]
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    at = np.searchsorted(sorted_keys, want)
+    at_c = np.minimum(at, max(len(sorted_keys) - 1, 0))
+    if len(sorted_keys) == 0:
+        return np.zeros(shape, dtype=np.int64), np.zeros(shape, dtype=bool)
+    found = ok & (sorted_keys[at_c] == want)
+    return np.where(found, valid_pos[order[at_c]], 0), found
