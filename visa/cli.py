@@ -8,29 +8,24 @@ runs mypy with the visa plugin on the files.
 from __future__ import annotations
 
 import argparse
-import importlib
 import runpy
 import subprocess
 import sys
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from visa.errors import VisaError
 
-__all__ = ["main", "run_file", "REPORT_HOOKS"]
-
-#: Callables that print what a run recorded (the context module registers its cycle tables here).
-REPORT_HOOKS: list[Callable[[], str]] = []
-#: Callables that reset per-file state before a file runs.
-RESET_HOOKS: list[Callable[[], None]] = []
+__all__ = ["main", "run_file"]
 
 
 def run_file(path: Path, *, verbose: bool = True) -> bool:
     """Run one file's ``main()``; print its outcome and reports; return whether it passed."""
-    for reset in RESET_HOOKS:
-        reset()
+    from visa.context import report_all, reset_acquired
+
+    reset_acquired()
     start = time.perf_counter()
     try:
         namespace = runpy.run_path(str(path), run_name="__visa_run__")
@@ -54,21 +49,13 @@ def run_file(path: Path, *, verbose: bool = True) -> bool:
     elapsed = time.perf_counter() - start
     print(f"PASS  {path}  ({elapsed:.2f} s wall)")
     if verbose:
-        for hook in REPORT_HOOKS:
-            text = hook()
-            if text:
-                print(text)
+        text = report_all()
+        if text:
+            print(text)
     return True
 
 
 def _run(args: argparse.Namespace) -> int:
-    # Importing the package registers the report hooks of the modules that have them.
-    import visa  # noqa: F401
-
-    try:
-        importlib.import_module("visa.context")
-    except ImportError:
-        pass
     ok = True
     for name in args.files:
         ok &= run_file(Path(name), verbose=not args.quiet)

@@ -1,0 +1,249 @@
+"""The host side: ``Context``, its engines' contexts, ``@device`` and ``launch`` (manual L36–67, L150–155).
+
+``Context.acquire(hw=RNGD)`` gives exclusive access to a (simulated) device: its memories, the two DMA
+contexts ``ctx.pdma`` (host ↔ HBM, PCIe) and ``ctx.tdma`` (HBM ↔ DM), and the two Tensor Unit contexts
+``ctx.main`` and ``ctx.sub`` (L150–155).  Every operation is recorded on its track with its simulated
+cycles; :meth:`Context.report` prints the per-engine cycle table and :meth:`Context.trace` the timeline.
+The host side is synchronous (design API.md §1).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import weakref
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+
+from visa.engines.common import EngineReport
+from visa.errors import TypestateError, VisaError
+from visa.hw import RNGD, HardwareProfile
+from visa.memory.device import DeviceMemory
+
+if TYPE_CHECKING:
+    from visa.mapping import Mapping
+    from visa.memory.tensors import DeviceTensor, DmTensorView
+    from visa.stream import BeginTensor
+
+__all__ = ["Context", "DmaContext", "TuContext", "EngineReport", "Operation", "Schedule", "device", "launch",
+           "acquired_contexts", "report_all", "reset_acquired"]
+
+
+@dataclass
+class Operation:
+    """One operation on one track: a DMA, or a Tensor Unit pipeline pass (fetch … commit)."""
+
+    track: str
+    name: str
+    start: int
+    cycles: int
+    engines: tuple[EngineReport, ...] = ()
+
+    @property
+    def end(self) -> int:
+        return self.start + self.cycles
+
+
+@dataclass
+class Schedule:
+    """Operations per track (pdma, tdma, main, sub).  An operation starts when its track is free and its
+    inputs are ready; a context runs one operation at a time (manual L2930, "Scheduling", L7042)."""
+
+    ops: list[Operation] = field(default_factory=list)
+    free_at: dict[str, int] = field(default_factory=dict)
+
+    def record(self, track: str, name: str, engines: Iterable[EngineReport], *, ready: int = 0,
+               cycles: int | None = None) -> Operation:
+        """Add an operation; its cycles are the slowest engine's plus the others' latencies (a pipeline)."""
+        reports = tuple(engines)
+        if cycles is None:
+            cycles = max((r.cycles for r in reports), default=0) + sum(r.latency for r in reports)
+        start = max(self.free_at.get(track, 0), ready)
+        op = Operation(track, name, start, cycles, reports)
+        self.ops.append(op)
+        self.free_at[track] = op.end
+        return op
+
+    @property
+    def makespan(self) -> int:
+        return max((op.end for op in self.ops), default=0)
+
+
+class DmaContext:
+    """``ctx.pdma`` (PCIe: host ↔ HBM) or ``ctx.tdma`` (tensor DMA: HBM/SPM ↔ DM; manual L44–47)."""
+
+    __slots__ = ("ctx", "kind")
+
+    def __init__(self, ctx: Context, kind: str) -> None:
+        self.ctx = ctx
+        self.kind = kind
+
+    def __repr__(self) -> str:
+        return f"ctx.{self.kind}"
+
+
+class TuContext:
+    """``ctx.main`` or ``ctx.sub``: a Tensor Unit execution context (manual L150–155, L3046–3053)."""
+
+    __slots__ = ("ctx", "kind")
+
+    def __init__(self, ctx: Context, kind: str) -> None:
+        self.ctx = ctx
+        self.kind = kind
+
+    def begin(self, view: DmTensorView) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
+        """Start a stream from a DM tensor view: Time ``m["1"]``, Packet = the view's Element (L1701)."""
+        from visa.stream import begin
+
+        return begin(self, view)
+
+    def begin_interleaved(self, axis: Mapping, lhs: DmTensorView,
+                          rhs: DmTensorView) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
+        """Interleave two tensors with identical mappings along a new Time axis ``axis`` of size 2 (L1843–1868)."""
+        from visa.stream import begin_interleaved
+
+        return begin_interleaved(self, axis, lhs, rhs)
+
+    def __repr__(self) -> str:
+        return f"ctx.{self.kind}"
+
+
+_ACQUIRED: list[weakref.ReferenceType[Context]] = []
+
+
+def acquired_contexts() -> list[Context]:
+    """Contexts acquired since the last reset (``visa run`` prints their reports)."""
+    return [c for c in (r() for r in _ACQUIRED) if c is not None]
+
+
+class Context:
+    """Exclusive access to a simulated device (manual ``Context::acquire()``, L39)."""
+
+    __slots__ = ("hw", "memory", "pdma", "tdma", "main", "sub", "schedule", "num_chips", "_in_kernel",
+                 "__weakref__")
+
+    def __init__(self, hw: HardwareProfile = RNGD) -> None:
+        self.hw = hw
+        self.memory = DeviceMemory(hw)
+        self.pdma = DmaContext(self, "pdma")
+        self.tdma = DmaContext(self, "tdma")
+        self.main = TuContext(self, "main")
+        self.sub = TuContext(self, "sub")
+        self.schedule = Schedule()
+        self.num_chips: int | None = None
+        self._in_kernel = False
+
+    @classmethod
+    def acquire(cls, hw: HardwareProfile = RNGD) -> Context:
+        """A fresh device with the given hardware profile (default RNGD; ``hw=RNGD_S`` for the other)."""
+        ctx = cls(hw)
+        _ACQUIRED.append(weakref.ref(ctx))
+        return ctx
+
+    def record(self, track: str, name: str, engines: Iterable[EngineReport], *,
+               inputs: Iterable[DeviceTensor | None] = (), cycles: int | None = None) -> Operation:
+        """Schedule an operation after its inputs are ready; returns it (its ``end`` is the outputs' ready time)."""
+        ready = max((t.ready_at for t in inputs if t is not None), default=0)
+        return self.schedule.record(track, name, engines, ready=ready, cycles=cycles)
+
+    # -- reports -----------------------------------------------------------------------------------------
+    def engine_cycles(self) -> dict[str, int]:
+        """Total cycles per engine over every operation."""
+        out: dict[str, int] = {}
+        for op in self.schedule.ops:
+            for r in op.engines:
+                out[r.engine] = out.get(r.engine, 0) + r.cycles
+        return out
+
+    def report(self) -> str:
+        """A per-engine and per-track cycle table, followed by the operations in order."""
+        lines = [f"  device {self.hw.name}: {len(self.schedule.ops)} operations, "
+                 f"{self.schedule.makespan} cycles end to end"]
+        per_engine = self.engine_cycles()
+        if per_engine:
+            lines.append(f"    {'engine':<22}{'cycles':>12}")
+            for name, cyc in sorted(per_engine.items(), key=lambda kv: -kv[1]):
+                lines.append(f"    {name:<22}{cyc:>12}")
+        tracks: dict[str, int] = {}
+        for op in self.schedule.ops:
+            tracks[op.track] = tracks.get(op.track, 0) + op.cycles
+        lines.append(f"    {'track':<22}{'busy':>12}")
+        for name, busy in tracks.items():
+            lines.append(f"    {name:<22}{busy:>12}")
+        lines.append(f"    {'operation':<40}{'track':<8}{'start':>10}{'cycles':>10}")
+        for op in self.schedule.ops:
+            lines.append(f"    {op.name[:39]:<40}{op.track:<8}{op.start:>10}{op.cycles:>10}")
+        return "\n".join(lines)
+
+    def trace(self) -> dict[str, Any]:
+        """The schedule as a Chrome trace (open in Perfetto): one row per track, one slice per operation."""
+        events: list[dict[str, Any]] = []
+        tids = {name: k for k, name in enumerate(["pdma", "tdma", "main", "sub"])}
+        for op in self.schedule.ops:
+            tid = tids.setdefault(op.track, len(tids))
+            events.append({"name": op.name, "ph": "X", "pid": 0, "tid": tid, "ts": op.start, "dur": op.cycles,
+                           "args": {r.engine: f"{r.config} ({r.cycles} cycles)" for r in op.engines}})
+        for name, tid in tids.items():
+            events.append({"name": "thread_name", "ph": "M", "pid": 0, "tid": tid, "args": {"name": name}})
+        return {"traceEvents": events, "displayTimeUnit": "ns"}
+
+    def write_trace(self, path: str) -> None:
+        """Write :meth:`trace` as JSON."""
+        with open(path, "w") as fh:
+            json.dump(self.trace(), fh)
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def device(chip: int = 1) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """``#[device(chip = N)]``: mark a kernel that runs on ``chip`` chips (manual L59)."""
+    if chip <= 0:
+        raise VisaError(f"a kernel runs on at least one chip, got chip={chip}", call="device")
+
+    def wrap(fn: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(fn)
+        def inner(*args: P.args, **kwargs: P.kwargs) -> R:
+            return fn(*args, **kwargs)
+
+        inner.__visa_chips__ = chip  # type: ignore[attr-defined]
+        return inner
+
+    return wrap
+
+
+def launch(kernel: Callable[..., R], ctx: Context, *args: Any) -> R:
+    """Run a ``@device`` kernel on the context's device and return its result (manual L56–58)."""
+    chips = getattr(kernel, "__visa_chips__", None)
+    if chips is None:
+        raise TypestateError(f"{getattr(kernel, '__name__', kernel)} is not a @device kernel", call="launch",
+                             fix="decorate it with @device(chip=1)")
+    if ctx.hw.max_chips and chips > ctx.hw.max_chips:
+        raise VisaError(f"the kernel needs {chips} chips; {ctx.hw.name} systems have at most {ctx.hw.max_chips}",
+                        call="launch")
+    previous = ctx.num_chips
+    ctx.num_chips = chips
+    ctx._in_kernel = True
+    try:
+        for a in args:
+            check = getattr(a, "levels", None)
+            if check is not None and "Chip" in check and check["Chip"].size != chips:
+                raise VisaError(f"argument {a!r} spans {check['Chip'].size} chips; the kernel runs on {chips}",
+                                call="launch", level="Chip", mapping=repr(check["Chip"]),
+                                fix=f'lay the argument out with Chip = m["1 # {chips}"] or an axis of size {chips}')
+        return kernel(ctx, *args)
+    finally:
+        ctx._in_kernel = False
+        ctx.num_chips = previous if previous is not None else chips
+
+
+def report_all() -> str:
+    """The reports of every context acquired since the last :func:`reset_acquired`."""
+    return "\n".join(c.report() for c in acquired_contexts() if c.schedule.ops)
+
+
+def reset_acquired() -> None:
+    """Forget the acquired contexts (``visa run`` does this before each file)."""
+    _ACQUIRED.clear()

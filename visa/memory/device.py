@@ -1,0 +1,77 @@
+"""The memories of one device: per chip, HBM (sparse), DM, TRF and VRF byte images, plus the registry.
+
+Sizes come from the hardware profile (manual L134–140, L1074–1093, L2862–2874).  The TRF image gives each row
+twice its byte capacity so that the widened i5 and i9 (whose images take 8 and 16 bits, docs/manual-notes.md
+"dtypes") fit at their counted size; capacity rules still count ``size_bits``.
+"""
+
+from __future__ import annotations
+
+from visa.hw import HardwareProfile
+from visa.memory.images import DenseImage, PagedImage
+from visa.memory.registry import Registry
+
+__all__ = ["ChipMemory", "DeviceMemory"]
+
+
+class ChipMemory:
+    """One chip's HBM, DM (clusters × slices × bytes), TRF (× rows) and VRF images, created on first use."""
+
+    __slots__ = ("hw", "chip", "_hbm", "_dm", "_trf", "_vrf")
+
+    def __init__(self, hw: HardwareProfile, chip: int) -> None:
+        self.hw = hw
+        self.chip = chip
+        self._hbm: PagedImage | None = None
+        self._dm: DenseImage | None = None
+        self._trf: DenseImage | None = None
+        self._vrf: DenseImage | None = None
+
+    @property
+    def hbm(self) -> PagedImage:
+        if self._hbm is None:
+            self._hbm = PagedImage(self.hw.hbm.chip_bytes, f"HBM of chip {self.chip}")
+        return self._hbm
+
+    @property
+    def dm(self) -> DenseImage:
+        if self._dm is None:
+            d = self.hw.dm
+            self._dm = DenseImage((d.clusters_per_chip, d.slices_per_cluster, d.slice_bytes),
+                                  f"DM slice of chip {self.chip}")
+        return self._dm
+
+    @property
+    def trf(self) -> DenseImage:
+        if self._trf is None:
+            d, t = self.hw.dm, self.hw.trf
+            self._trf = DenseImage((d.clusters_per_chip, d.slices_per_cluster, t.rows, 2 * t.row_bytes),
+                                   f"TRF row of chip {self.chip}")
+        return self._trf
+
+    @property
+    def vrf(self) -> DenseImage:
+        if self._vrf is None:
+            d = self.hw.dm
+            self._vrf = DenseImage((d.clusters_per_chip, d.slices_per_cluster, self.hw.vrf.slice_bytes),
+                                   f"VRF of chip {self.chip}")
+        return self._vrf
+
+
+class DeviceMemory:
+    """All chips of a device (created on first use) and the registry of live tensors."""
+
+    __slots__ = ("hw", "chips", "registry")
+
+    def __init__(self, hw: HardwareProfile) -> None:
+        self.hw = hw
+        self.chips: dict[int, ChipMemory] = {}
+        self.registry = Registry()
+
+    def chip(self, index: int) -> ChipMemory:
+        """The memories of chip ``index``."""
+        got = self.chips.get(index)
+        if got is None:
+            got = ChipMemory(self.hw, index)
+            self.chips[index] = got
+        return got

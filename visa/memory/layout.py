@@ -1,0 +1,118 @@
+"""The rules a tensor's placement must satisfy (manual "Alignment Constraint" and "Size Constraint", L1070–1093).
+
+:func:`check_placement` is the one place these rules live; the runtime calls it when a tensor is created and
+the mypy plugin calls it on the types it sees.  Every refusal names the tensor, the level and the axis.
+
+>>> from visa import AxisSet, RNGD, i32
+>>> ax = AxisSet(A=2048)
+>>> check_placement(RNGD, "dm", i32, {"Chip": ax.m["1"], "Cluster": ax.m["1 # 2"],
+...                 "Slice": ax.m["A / 8 # 256"], "Element": ax.m["A % 8"]}, 0, num_chips=1)
+>>> check_placement(RNGD, "dm", i32, {"Chip": ax.m["1"], "Cluster": ax.m["1"],
+...                 "Slice": ax.m["A / 8 # 256"], "Element": ax.m["A % 8"]}, 0, num_chips=1)
+Traceback (most recent call last):
+visa.errors.HardwareLimitError: DmTensor: Cluster m["1"]: Cluster size must be 2, got 1 ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping as AbcMapping
+
+from visa import dtypes as dt
+from visa.errors import AddressError, HardwareLimitError
+from visa.hw import HardwareProfile
+from visa.mapping import Mapping
+
+__all__ = ["LEVELS", "TYPE_NAMES", "check_placement", "element_bytes", "capacity_bytes"]
+
+#: The levels of each memory's tensor type, outermost first (manual L1033–1069).
+LEVELS: dict[str, tuple[str, ...]] = {
+    "host": ("Element",),
+    "hbm": ("Chip", "Element"),
+    "dm": ("Chip", "Cluster", "Slice", "Element"),
+    "trf": ("Chip", "Cluster", "Slice", "Row", "Element"),
+    "vrf": ("Chip", "Cluster", "Slice", "Element"),
+}
+
+TYPE_NAMES = {"host": "HostTensor", "hbm": "HbmTensor", "dm": "DmTensor", "trf": "TrfTensor", "vrf": "VrfTensor"}
+
+
+def element_bytes(dtype: type[dt.Scalar], n: int) -> int:
+    """Bytes that n elements of ``dtype`` count for in capacity rules (``size_of::<D>() · n``, L1088–1090)."""
+    return (n * dtype.size_bits + 7) // 8
+
+
+def capacity_bytes(hw: HardwareProfile, memory: str, trf_half: bool = False) -> int:
+    """Capacity of the Element level of one memory unit (per chip, slice or TRF row)."""
+    if memory == "hbm":
+        return hw.hbm.chip_bytes
+    if memory == "dm":
+        return hw.dm.slice_bytes
+    if memory == "trf":
+        return hw.trf.half_row_bytes if trf_half else hw.trf.row_bytes
+    if memory == "vrf":
+        return hw.vrf.slice_bytes
+    raise ValueError(memory)
+
+
+def _name(memory: str) -> str:
+    return TYPE_NAMES[memory]
+
+
+def check_placement(hw: HardwareProfile, memory: str, dtype: type[dt.Scalar], levels: AbcMapping[str, Mapping],
+                    address: int, *, num_chips: int | None, trf_half: bool = False, name: str | None = None) -> None:
+    """Raise unless a tensor of ``dtype`` with these level mappings may live at ``address`` in ``memory``.
+
+    ``address`` is a byte offset (per chip for HBM, per slice for DM and VRF, per row for the TRF).
+    ``num_chips`` is the kernel's chip count (``None`` on the host, before a launch fixes it).
+    """
+    who = name or _name(memory)
+    if address < 0:
+        raise AddressError(f"address {address} is negative", call=who, level="Element",
+                           fix="addresses are byte offsets from 0")
+    if address % dtype.alignment:
+        raise AddressError(
+            f"address {address} is not a multiple of size_of::<{dtype!r}>() = {dtype.alignment} "
+            "(manual L1071)", call=who, level="Element", mapping=repr(levels.get("Element")),
+            fix=f"use an address that is a multiple of {dtype.alignment}")
+    chip = levels.get("Chip")
+    if chip is not None and num_chips is not None and chip.size != num_chips:
+        raise HardwareLimitError(
+            f"Chip size must equal the kernel's chip count {num_chips}, got {chip.size} (manual L1079)",
+            call=who, level="Chip", mapping=repr(chip), axis=_axis(chip),
+            fix=f'pad it: m["1 # {num_chips}"] or m["X # {num_chips}"]')
+    if memory in ("dm", "trf", "vrf"):
+        cluster, slice_ = levels["Cluster"], levels["Slice"]
+        if cluster.size != hw.dm.clusters_per_chip:
+            raise HardwareLimitError(
+                f"Cluster size must be {hw.dm.clusters_per_chip}, got {cluster.size} (manual L1080, L1708)",
+                call=who, level="Cluster", mapping=repr(cluster), axis=_axis(cluster),
+                fix=f'pad it: m["1 # {hw.dm.clusters_per_chip}"] for one cluster')
+        if slice_.size != hw.dm.slices_per_cluster:
+            raise HardwareLimitError(
+                f"Slice size must be {hw.dm.slices_per_cluster}, got {slice_.size} (manual L1081, L1709)",
+                call=who, level="Slice", mapping=repr(slice_), axis=_axis(slice_),
+                fix=f'pad it: m["X # {hw.dm.slices_per_cluster}"]')
+    if memory == "trf":
+        row = levels["Row"]
+        if row.size > hw.trf.rows:
+            raise HardwareLimitError(f"Row size must be at most {hw.trf.rows}, got {row.size} (manual L1089)",
+                                     call=who, level="Row", mapping=repr(row), axis=_axis(row),
+                                     fix="put the extra part of the axis in the Element mapping")
+    element = levels["Element"]
+    need = element_bytes(dtype, element.size)
+    cap = capacity_bytes(hw, memory, trf_half)
+    unit = {"hbm": "chip", "dm": "slice", "trf": "TRF row" + (" half" if trf_half else ""), "vrf": "slice"}
+    if memory != "host" and need > cap:
+        raise HardwareLimitError(
+            f"Element holds {element.size} × {dtype!r} = {need} bytes, more than the {cap} bytes of one "
+            f"{unit[memory]} (manual L1088–1090)", call=who, level="Element", mapping=repr(element),
+            axis=_axis(element), fix="move part of an axis to Slice/Time, or tile the tensor")
+    if memory != "host" and address + need > cap:
+        raise AddressError(
+            f"bytes {address}..{address + need} run past the {cap} bytes of one {unit[memory]}", call=who,
+            level="Element", mapping=repr(element), fix=f"use an address at most {cap - need}")
+
+
+def _axis(mapping: Mapping) -> str | None:
+    names = sorted(mapping.axes)
+    return names[0] if len(names) == 1 else (", ".join(names) or None)

@@ -1,0 +1,96 @@
+"""Which bytes belong to which live tensor: allocation overlap and stale reads (manual L150–155, L1085–1093).
+
+Both contexts share the flat on-chip SRAM, "so the programmer must explicitly assign DM addresses ... to
+prevent tensors from overlapping" (L152–154).  The registry keeps, per memory and chip, the byte range of
+every live tensor (a tensor is live while Python holds it).  Two rules follow:
+
+* an operation may not write a tensor over the bytes of a tensor it reads (``AllocationError``: two live
+  tensors overlap in one operation, e.g. a commit onto the DM tensor being fetched);
+* any other write over a live tensor's bytes makes that tensor *stale*; reading it afterwards raises
+  ``StaleTensorError`` naming the write.  Memory reuse is fine as long as the old tensor is not read again.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+
+from visa.errors import AllocationError, StaleTensorError
+
+__all__ = ["Region", "Registry"]
+
+
+@dataclass(eq=False)
+class Region:
+    """The bytes one tensor occupies: ``[lo, hi)`` in ``memory`` on each of ``chips`` (in every slice for DM)."""
+
+    memory: str
+    chips: frozenset[int]
+    lo: int
+    hi: int
+    name: str
+    rows: frozenset[int] | None = None  # TRF rows, when the memory is the TRF
+    owner: weakref.ReferenceType[object] | None = None
+    stale_by: str | None = None
+    ident: int = field(default=0)
+
+    def overlaps(self, other: Region) -> bool:
+        """Same memory, a shared chip (and TRF row), and intersecting byte ranges."""
+        if self.memory != other.memory or not (self.chips & other.chips):
+            return False
+        if self.rows is not None and other.rows is not None and not (self.rows & other.rows):
+            return False
+        return self.lo < other.hi and other.lo < self.hi
+
+    def live(self) -> bool:
+        return self.owner is not None and self.owner() is not None
+
+
+class Registry:
+    """Live regions of one device (all chips, all memories)."""
+
+    def __init__(self) -> None:
+        self._regions: list[Region] = []
+        self._next = 1
+
+    def allocate(self, owner: object, memory: str, chips: frozenset[int], lo: int, hi: int, name: str, *,
+                 rows: frozenset[int] | None = None, reads: tuple[Region, ...] = (), call: str = "") -> Region:
+        """Register a new tensor's bytes; refuse an overlap with a tensor the same operation reads."""
+        region = Region(memory, chips, lo, hi, name, rows, weakref.ref(owner), ident=self._next)
+        self._next += 1
+        for src in reads:
+            if src.live() and region.overlaps(src):
+                raise AllocationError(
+                    f"the result {name} would occupy bytes {lo}..{hi} of {memory.upper()}, which overlap "
+                    f"{src.name} (bytes {src.lo}..{src.hi}) that this operation reads",
+                    call=call, level="Element",
+                    fix="give the result an address outside the input's bytes (manual L150–155)")
+        self.note_write(region, call=call, writer=name)
+        self._prune()
+        self._regions.append(region)
+        return region
+
+    def note_write(self, target: Region, *, call: str, writer: str) -> None:
+        """Mark every other live region that a write over ``target``'s bytes clobbers as stale."""
+        for r in self._regions:
+            if r is not target and r.live() and r.overlaps(target) and r.stale_by is None:
+                r.stale_by = f"{call} writing {writer} (bytes {target.lo}..{target.hi} of {target.memory.upper()})"
+
+    def check_readable(self, region: Region, *, call: str) -> None:
+        """Refuse to read a tensor another write has overwritten."""
+        if region.stale_by is not None:
+            raise StaleTensorError(
+                f"{region.name} was overwritten by {region.stale_by}; its bytes no longer hold it",
+                call=call, level="Element", fix="keep tensors that are still read at non-overlapping addresses")
+
+    def release(self, region: Region) -> None:
+        """Forget a region (the tensor was freed explicitly)."""
+        self._regions = [r for r in self._regions if r is not region]
+
+    def _prune(self) -> None:
+        self._regions = [r for r in self._regions if r.live()]
+
+    def live_regions(self, memory: str | None = None) -> list[Region]:
+        """Live regions, optionally of one memory."""
+        self._prune()
+        return [r for r in self._regions if memory is None or r.memory == memory]

@@ -1,0 +1,489 @@
+"""Tensor handles: where a tensor lives and how its buffer holds it (manual "Memory and Stream", L1029–1093).
+
+A tensor is a handle: its dtype, one mapping per level, its byte address and the memory (a context's device)
+it lives in.  A device tensor holds the tensor ``T`` when, for every level position, the element at
+``Chip.map(c) ∪ Cluster.map(k) ∪ Slice.map(s) ∪ [Row.map(r) ∪] Element.map(e)`` stores ``T`` at that
+index (L1152–1161).  Moves between memories are DMA operations (:mod:`visa.engines.dma`); the methods here
+only delegate to them.  Views and tiles are metadata (L813–832, L955–970).
+
+The type parameters (``HbmTensor[i32, m["1"], m["A"]]``) mirror the manual's; at run time the handle keeps
+the values, and the mypy plugin (:mod:`visa.mypy`) checks the annotations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from visa import dtypes as dt
+from visa.errors import LayoutError, PoisonError, VisaError
+from visa.mapping import Mapping, pair_of
+from visa.mapping.evaluate import IntArray
+from visa.memory.images import BoolArray, DenseImage, PagedImage, load
+from visa.memory.layout import LEVELS, TYPE_NAMES, check_placement
+from visa.memory.registry import Region
+
+if TYPE_CHECKING:
+    from visa.context import Context, DmaContext
+
+__all__ = [
+    "HostTensor", "DeviceTensor", "HbmTensor", "DmTensor", "TrfTensor", "VrfTensor", "TensorView",
+    "HbmTensorView", "DmTensorView", "TrfAddress", "logical_axes", "D", "Chip", "Cluster", "Slice", "Row",
+    "Element",
+]
+
+D = TypeVar("D", bound=dt.Scalar)
+Chip = TypeVar("Chip")
+Cluster = TypeVar("Cluster")
+Slice = TypeVar("Slice")
+Row = TypeVar("Row")
+Element = TypeVar("Element")
+
+
+class TrfAddress:
+    """Which part of each TRF row a tensor occupies (manual ``enum TrfAddress``, L4043–4048)."""
+
+    __slots__ = ("name", "offset_halves")
+    Full: ClassVar[TrfAddress]
+    FirstHalf: ClassVar[TrfAddress]
+    SecondHalf: ClassVar[TrfAddress]
+
+    def __init__(self, name: str, offset_halves: int) -> None:
+        self.name = name
+        self.offset_halves = offset_halves
+
+    @property
+    def half(self) -> bool:
+        """True for FirstHalf and SecondHalf (4 KB of each 8 KB row, L4151–4154)."""
+        return self.name != "Full"
+
+    def __repr__(self) -> str:
+        return f"TrfAddress.{self.name}"
+
+
+TrfAddress.Full = TrfAddress("Full", 0)
+TrfAddress.FirstHalf = TrfAddress("FirstHalf", 0)
+TrfAddress.SecondHalf = TrfAddress("SecondHalf", 1)
+
+
+def logical_axes(mappings: Sequence[Mapping], axes: str | Sequence[str] | None) -> list[str]:
+    """The axis order of a logical tensor: ``axes`` as given, else first appearance in the mappings."""
+    present: list[str] = []
+    for mp in mappings:
+        for d in _axis_order(mp):
+            if d not in present:
+                present.append(d)
+    if axes is None:
+        return present
+    order = axes.split() if isinstance(axes, str) else list(axes)
+    if sorted(order) != sorted(present):
+        raise LayoutError(f"axes {' '.join(order)} do not match the tensor's axes {' '.join(present)}",
+                          call="axes", fix=f'pass axes="{" ".join(present)}"')
+    return order
+
+
+def _axis_order(mp: Mapping) -> list[str]:
+    names = [n for n in _text_order(mp.text) + _text_order(str(mp)) if n in mp.axes]
+    names = list(dict.fromkeys(names))
+    return names + sorted(set(mp.axes) - set(names))
+
+
+def _text_order(text: str) -> list[str]:
+    import re
+
+    out: list[str] = []
+    for tok in re.findall(r"[A-Za-z_][A-Za-z0-9_]*'*", text):
+        if tok not in out:
+            out.append(tok)
+    return out
+
+
+def _sizes(mappings: Sequence[Mapping]) -> dict[str, int]:
+    from visa.mapping.evaluate import _axis_sizes
+
+    out: dict[str, int] = {}
+    for mp in mappings:
+        out.update(_axis_sizes(mp.canon))
+    return out
+
+
+class HostTensor(Generic[D, Element]):
+    """A tensor in host memory: ``Element.size`` values of ``dtype`` (manual L612–620).
+
+    >>> from visa import AxisSet, i32
+    >>> ax = AxisSet(A=2, B=3)
+    >>> t = HostTensor.from_numpy(np.arange(6).reshape(2, 3), i32, ax.m["B, A"], axes="A B")
+    >>> t.values.tolist(), t.numpy(axes="A B").tolist()
+    ([0, 3, 1, 4, 2, 5], [[0, 1, 2], [3, 4, 5]])
+    """
+
+    __slots__ = ("dtype", "element", "values", "known")
+
+    def __init__(self, dtype: type[D], element: Mapping, values: npt.NDArray[Any], known: BoolArray) -> None:
+        self.dtype = dtype
+        self.element = element
+        self.values = values
+        self.known = known
+
+    @classmethod
+    def from_numpy(cls, array: npt.ArrayLike, dtype: type[D], mapping: Mapping,
+                   axes: str | Sequence[str] | None = None) -> HostTensor[D, Any]:
+        """The host buffer holding the logical tensor ``array`` (numpy dims in the order ``axes`` names)."""
+        order = logical_axes([mapping], axes)
+        sizes = _sizes([mapping])
+        arr = np.asarray(array)
+        want = tuple(sizes[a] for a in order)
+        if arr.shape != want:
+            raise LayoutError(f"the array has shape {arr.shape}, but {mapping!r} over axes {' '.join(order)} "
+                              f"needs {want}", call="HostTensor.from_numpy", mapping=repr(mapping),
+                              fix="reshape the array, or pass axes= in the array's dimension order")
+        stored = _to_storage(dtype, arr)
+        ev = mapping.evaluate()
+        idx = tuple(np.where(ev.valid, ev.coord(a), 0) for a in order)
+        values = stored[idx] if order else np.broadcast_to(stored, (mapping.size,)).copy()
+        values = np.where(ev.valid, values, np.zeros((), dtype=values.dtype)).astype(dtype.storage)
+        return cls(dtype, mapping, values, ev.valid.copy())
+
+    @classmethod
+    def rand(cls, dtype: type[D], mapping: Mapping, rng: np.random.Generator) -> HostTensor[D, Any]:
+        """A host tensor of random representable values (manual ``HostTensor::rand``, L52)."""
+        order = logical_axes([mapping], None)
+        sizes = _sizes([mapping])
+        vals = dt.random_values(dtype, tuple(sizes[a] for a in order), rng)
+        return cls.from_numpy(vals, dtype, mapping, order)
+
+    @classmethod
+    def zeros(cls, dtype: type[D], mapping: Mapping) -> HostTensor[D, Any]:
+        """A host tensor of zeros."""
+        order = logical_axes([mapping], None)
+        sizes = _sizes([mapping])
+        return cls.from_numpy(np.zeros(tuple(sizes[a] for a in order), dtype=dtype.storage), dtype, mapping, order)
+
+    def numpy(self, axes: str | Sequence[str] | None = None) -> npt.NDArray[Any]:
+        """The logical tensor, numpy dims in the order ``axes`` names (default: first appearance)."""
+        return _logical(self.dtype, [self.element], axes, lambda pos: (self.values[pos[0]], self.known[pos[0]]),
+                        "HostTensor.numpy")
+
+    def to_hbm(self, chip: Mapping, element: Mapping, pdma: DmaContext, address: int) -> HbmTensor[D, Any, Any]:
+        """PCIe DMA to HBM (manual L53, L193): the same tensor, laid out as ``(chip, element)``."""
+        import visa.engines.dma as dma
+
+        return dma.host_to_hbm(self, chip, element, pdma, address)
+
+    def __repr__(self) -> str:
+        return f"HostTensor[{self.dtype!r}, {self.element!r}]"
+
+
+def _to_storage(dtype: type[dt.Scalar], arr: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    if dtype.kind == "int":
+        return dt.as_storage(dtype, arr)
+    return np.asarray(arr).astype(dtype.storage)
+
+
+def _logical(dtype: type[dt.Scalar], mappings: Sequence[Mapping], axes: str | Sequence[str] | None,
+             read: Any, call: str) -> npt.NDArray[Any]:
+    """Read the logical tensor held by a buffer whose levels are ``mappings`` (outermost first)."""
+    order = logical_axes(mappings, axes)
+    sizes = _sizes(mappings)
+    shape = tuple(sizes[a] for a in order)
+    grids = np.indices(shape).reshape(len(shape), -1) if shape else np.zeros((0, 1), dtype=np.int64)
+    coords = {a: grids[k] for k, a in enumerate(order)}
+    n = int(np.prod(shape)) if shape else 1
+    # the levels together are one buffer (their pair): locate there, then split the position per level
+    joint = pair_of(*mappings)
+    flat, held = joint.locate(coords, (n,))
+    positions: list[IntArray] = []
+    for mp in reversed(mappings):
+        positions.append(flat % mp.size)
+        flat = flat // mp.size
+    positions.reverse()
+    if not held.all():
+        bad = int(np.argmin(held))
+        where = ", ".join(f"{a}: {int(coords[a][bad])}" for a in order)
+        raise LayoutError(f"the buffer does not hold index {{{where}}}", call=call,
+                          mapping=", ".join(repr(mp) for mp in mappings))
+    vals, known = read(positions)
+    if not np.all(known):
+        bad = int(np.argmin(np.broadcast_to(known, (n,))))
+        where = ", ".join(f"{a}: {int(coords[a][bad])}" for a in order)
+        count = int(np.size(known) - np.count_nonzero(known))
+        raise PoisonError(f"{count} element(s) of the result were never written, e.g. index {{{where}}}",
+                          call=call, fix="check that every element is written (unmasked padding or a missing "
+                                         "slice leaves poison)")
+    return np.asarray(vals, dtype=dtype.storage).reshape(shape)
+
+
+class DeviceTensor:
+    """Common part of the device tensor handles: dtype, level mappings, byte address, device."""
+
+    __slots__ = ("ctx", "dtype", "levels", "address", "region", "ready_at", "__weakref__")
+    MEMORY: ClassVar[str] = ""
+
+    def __init__(self, ctx: Context, dtype: type[dt.Scalar], levels: dict[str, Mapping], address: int,
+                 *, register: bool = True, reads: tuple[Region, ...] = (), call: str = "", trf_half: bool = False,
+                 ready_at: int = 0) -> None:
+        self.ctx = ctx
+        self.dtype = dtype
+        self.levels = levels
+        self.address = address
+        self.ready_at = ready_at
+        self.region: Region | None = None
+        check_placement(ctx.hw, self.MEMORY, dtype, levels, address if self.MEMORY != "trf" else 0,
+                        num_chips=ctx.num_chips, trf_half=trf_half, name=self.type_name())
+        if register:
+            chips = frozenset(range(levels["Chip"].size))
+            nbytes = (levels["Element"].size * dtype.size_bits + 7) // 8
+            self.region = ctx.memory.registry.allocate(
+                self, self.MEMORY, chips, address, address + nbytes, self.describe(), reads=reads, call=call,
+                rows=frozenset(range(levels["Row"].size)) if "Row" in levels else None)
+
+    def type_name(self) -> str:
+        return TYPE_NAMES[self.MEMORY]
+
+    def describe(self) -> str:
+        """``DmTensor[i32, m["1"], ...] @ 4096``."""
+        inner = ", ".join([repr(self.dtype), *(repr(self.levels[k]) for k in LEVELS[self.MEMORY])])
+        return f"{self.type_name()}[{inner}] @ {self.address}"
+
+    def __repr__(self) -> str:
+        return self.describe()
+
+    def mapping(self, level: str) -> Mapping:
+        """The mapping of one level (``"Chip"``, ``"Element"``, ...)."""
+        return self.levels[level]
+
+    def check_readable(self, call: str) -> None:
+        """Refuse to read this tensor if another write overwrote its bytes."""
+        if self.region is not None:
+            self.ctx.memory.registry.check_readable(self.region, call=call)
+
+    def free(self) -> None:
+        """Release the tensor's bytes explicitly (dropping the last reference does the same)."""
+        if self.region is not None:
+            self.ctx.memory.registry.release(self.region)
+            self.region = None
+
+    # -- direct access, for host-side checks and tests (no cost, no schedule) ------------------------------
+    def image(self, chip: int) -> DenseImage | PagedImage:
+        raise NotImplementedError
+
+    def element_bit_offset(self) -> int:
+        """Bit offset of element 0 within one unit (chip for HBM, slice for DM/VRF, row for TRF)."""
+        return self.address * 8
+
+    def logical(self, axes: str | Sequence[str] | None = None) -> npt.NDArray[Any]:
+        """The tensor this buffer holds, read directly (for tests and debugging; raises on poison)."""
+        names = LEVELS[self.MEMORY]
+        maps = [self.levels[n] for n in names]
+        self.check_readable(f"{self.type_name()}.logical")
+
+        def read(positions: list[IntArray]) -> tuple[npt.NDArray[Any], BoolArray]:
+            vals = np.zeros(positions[0].shape, dtype=self.dtype.storage)
+            known = np.zeros(positions[0].shape, dtype=bool)
+            chips = positions[0]
+            for c in np.unique(chips).tolist():
+                sel = chips == c
+                img = self.image(int(c))
+                bits = self.element_bit_offset() + positions[-1][sel] * self.dtype.image_bits
+                if isinstance(img, PagedImage):
+                    v, k = load(self.dtype, img, bits)
+                else:
+                    lead = tuple(p[sel] for p in positions[1:-1])
+                    v_all, k_all = load(self.dtype, img, bits)
+                    v = v_all[(*lead, np.arange(bits.size))]
+                    k = k_all[(*lead, np.arange(bits.size))]
+                vals[sel] = v
+                known[sel] = k
+            return vals, known
+
+        return _logical(self.dtype, maps, axes, read, f"{self.type_name()}.logical")
+
+
+class HbmTensor(DeviceTensor, Generic[D, Chip, Element]):
+    """``HbmTensor<D, Chip, Element>``: chip i's element j holds T at ``Chip.map(i) ∪ Element.map(j)`` (L1064)."""
+
+    __slots__ = ()
+    MEMORY = "hbm"
+
+    def __init__(self, ctx: Context, dtype: type[D], chip: Mapping, element: Mapping, address: int, **kw: Any) -> None:
+        super().__init__(ctx, dtype, {"Chip": chip, "Element": element}, address, **kw)
+
+    def image(self, chip: int) -> PagedImage:
+        return self.ctx.memory.chip(chip).hbm
+
+    @property
+    def chip(self) -> Mapping:
+        return self.levels["Chip"]
+
+    @property
+    def element(self) -> Mapping:
+        return self.levels["Element"]
+
+    def view(self) -> HbmTensorView:
+        """A metadata view of the whole tensor (manual L823)."""
+        return HbmTensorView(self, self.levels["Element"], 0)
+
+    def to_dm(self, cluster: Mapping, slice_: Mapping, element: Mapping, tdma: DmaContext,
+              address: int) -> DmTensor[Any, Any, Any, Any, Any]:
+        """Tensor DMA from HBM to DM (manual L1188–1193, L2375–2384); Chip is kept."""
+        import visa.engines.dma as dma
+
+        return dma.hbm_to_dm(self, cluster, slice_, element, tdma, address)
+
+    def to_hbm(self, chip: Mapping, element: Mapping, tdma: DmaContext, address: int) -> HbmTensor[Any, Any, Any]:
+        """Tensor DMA from HBM to HBM with a new layout (manual L2431–2464)."""
+        import visa.engines.dma as dma
+
+        return dma.hbm_to_hbm(self, chip, element, tdma, address)
+
+    def to_host(self, element: Mapping, pdma: DmaContext) -> HostTensor[Any, Any]:
+        """PCIe DMA back to the host (manual L197): a host buffer laid out as ``element``."""
+        import visa.engines.dma as dma
+
+        return dma.hbm_to_host(self, element, pdma)
+
+
+class DmTensor(DeviceTensor, Generic[D, Chip, Cluster, Slice, Element]):
+    """``DmTensor<D, Chip, Cluster, Slice, Element>`` in on-chip SRAM (manual L1049, L1085–1093)."""
+
+    __slots__ = ()
+    MEMORY = "dm"
+
+    def __init__(self, ctx: Context, dtype: type[D], chip: Mapping, cluster: Mapping, slice_: Mapping,
+                 element: Mapping, address: int, **kw: Any) -> None:
+        super().__init__(ctx, dtype, {"Chip": chip, "Cluster": cluster, "Slice": slice_, "Element": element},
+                         address, **kw)
+
+    def image(self, chip: int) -> DenseImage:
+        return self.ctx.memory.chip(chip).dm
+
+    def view(self) -> DmTensorView:
+        """A metadata view of the whole tensor (what ``ctx.main.begin`` takes, manual L1866)."""
+        return DmTensorView(self, self.levels["Element"], 0)
+
+    def to_hbm(self, element: Mapping, tdma: DmaContext, address: int) -> HbmTensor[Any, Any, Any]:
+        """Tensor DMA from DM back to HBM (manual L217); Chip is kept, Cluster and Slice fold into HBM."""
+        import visa.engines.dma as dma
+
+        return dma.dm_to_hbm(self, element, tdma, address)
+
+    def to_dm(self, cluster: Mapping, slice_: Mapping, element: Mapping, tdma: DmaContext,
+              address: int) -> DmTensor[Any, Any, Any, Any, Any]:
+        """Tensor DMA from DM to DM with a new layout (manual L2659–2681)."""
+        import visa.engines.dma as dma
+
+        return dma.dm_to_dm(self, cluster, slice_, element, tdma, address)
+
+
+class TrfTensor(DeviceTensor, Generic[D, Chip, Cluster, Slice, Row, Element]):
+    """``TrfTensor<D, Chip, Cluster, Slice, Row, Element>``: Contraction Engine weights (manual L1053, L4055)."""
+
+    __slots__ = ("trf_address",)
+    MEMORY = "trf"
+
+    def __init__(self, ctx: Context, dtype: type[D], chip: Mapping, cluster: Mapping, slice_: Mapping, row: Mapping,
+                 element: Mapping, trf_address: TrfAddress, **kw: Any) -> None:
+        self.trf_address = trf_address
+        byte = trf_address.offset_halves * ctx.hw.trf.half_row_bytes
+        super().__init__(ctx, dtype, {"Chip": chip, "Cluster": cluster, "Slice": slice_, "Row": row,
+                                      "Element": element}, byte, trf_half=trf_address.half, **kw)
+
+    def image(self, chip: int) -> DenseImage:
+        return self.ctx.memory.chip(chip).trf
+
+    def element_bit_offset(self) -> int:
+        # the image gives each element its image width; the address counts size_bits
+        return self.address * 8 * self.dtype.image_bits // self.dtype.size_bits
+
+
+class VrfTensor(DeviceTensor, Generic[D, Chip, Cluster, Slice, Element]):
+    """``VrfTensor<D, Chip, Cluster, Slice, Element>``: Vector Engine operands (manual L1057, L1090)."""
+
+    __slots__ = ()
+    MEMORY = "vrf"
+
+    def __init__(self, ctx: Context, dtype: type[D], chip: Mapping, cluster: Mapping, slice_: Mapping,
+                 element: Mapping, address: int, **kw: Any) -> None:
+        super().__init__(ctx, dtype, {"Chip": chip, "Cluster": cluster, "Slice": slice_, "Element": element},
+                         address, **kw)
+
+    def image(self, chip: int) -> DenseImage:
+        return self.ctx.memory.chip(chip).vrf
+
+
+class TensorView:
+    """A metadata view: a base tensor, the Element mapping seen through the view, and an element offset.
+
+    ``tile(dim, size, tile_mapping, start)`` resizes dimension ``dim`` to ``size`` starting at index ``start``
+    of ``dim`` (manual L813–832, L955–970); tiles may overlap.  No data moves.
+    """
+
+    __slots__ = ("base", "element", "offset")
+
+    def __init__(self, base: DeviceTensor, element: Mapping, offset: int) -> None:
+        self.base = base
+        self.element = element
+        self.offset = offset
+
+    @property
+    def dtype(self) -> type[dt.Scalar]:
+        return self.base.dtype
+
+    @property
+    def address(self) -> int:
+        """Byte address of the view's element 0."""
+        return self.base.address + (self.offset * self.base.dtype.size_bits) // 8
+
+    def level(self, name: str) -> Mapping:
+        return self.element if name == "Element" else self.base.levels[name]
+
+    def tile(self, dim: Mapping, size: int, tile_mapping: Mapping, start: int) -> TensorView:
+        """The tile of ``size`` indices of ``dim`` from ``start``, seen through ``tile_mapping``."""
+        call = f"{type(self).__name__}.tile"
+        if not 0 <= start or start + size > dim.size:
+            raise LayoutError(f"a tile of {size} from {start} runs past {dim!r} (size {dim.size})", call=call,
+                              mapping=repr(dim), fix=f"start at most {dim.size - size}")
+        first = dim.map(start)
+        offset = self.element.position_of(first if first is not None else {})
+        if offset is None:
+            raise LayoutError(f"the view does not hold index {first} where the tile starts", call=call,
+                              mapping=repr(self.element))
+        # the tile holds the sub-tensor: tile position p holds base index (tile index + start index)
+        ev = tile_mapping.evaluate()
+        shift = dict(first or {})
+        coords = {a: np.where(ev.valid, ev.coord(a) + shift.get(a, 0), 0) for a in self.element.axes}
+        pos, held = self.element.locate(coords, (tile_mapping.size,))
+        want = offset + np.arange(tile_mapping.size)
+        bad = ev.valid & ~(held & (pos == want))
+        if bad.any():
+            k = int(np.argmax(bad))
+            raise LayoutError(f"tile position {k} holds a different element of the base than {tile_mapping!r} "
+                              "says: the tile mapping must keep the base layout's strides (manual L829)",
+                              call=call, level="Element", mapping=repr(tile_mapping),
+                              fix="write the tile dimension as `X = size # footprint` in the base's order")
+        return type(self)(self.base, tile_mapping, self.offset + offset)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.base.describe()}, {self.element!r} + {self.offset})"
+
+
+class HbmTensorView(TensorView):
+    """``HbmTensorView<'_, D, Chip, Element>`` (manual L823)."""
+
+    __slots__ = ()
+
+
+class DmTensorView(TensorView):
+    """``DmTensorView`` (manual L2160); ``ctx.main.begin(dm.view())`` starts a stream from it."""
+
+    __slots__ = ()
+
+
+def ensure(value: object, cls: type[Any], what: str) -> Any:
+    """Check an argument's type with a clear error."""
+    if not isinstance(value, cls):
+        raise VisaError(f"{what} must be a {cls.__name__}, got {type(value).__name__}", call=what)
+    return value

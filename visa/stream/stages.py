@@ -1,0 +1,357 @@
+"""The typestate of a stream through the Tensor Unit (manual "Memory and Stream", L1094–1161; L3010–3053).
+
+Each stage is its own generic class, so that a method exists only on the stage that has it: plain mypy
+already rejects ``.contract()`` on a :class:`FetchTensor`.  The order is the pipeline's
+(Fetch → Switch → Collect → Contraction → Vector → Cast → Transpose → Commit, L131, L3792), every engine
+after Collect is optional, and a stream value is consumed by the one method called on it.  Code that is not
+type-checked gets the same refusal at run time as a :class:`~visa.errors.TypestateError`.
+
+The methods here only check the typestate and delegate to the stream-side module of their engine
+(``visa.stream.fetch``, ``.switch``, ``.collect``, ``.contraction``, ``.cast``, ``.transpose``, ``.commit``,
+``.vector``), which calls the engine's pure ``plan`` and ``execute``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+
+from visa import dtypes as dt
+from visa.engines.common import EngineReport, StreamData, StreamLayout
+from visa.errors import TypestateError
+from visa.mapping import Mapping
+
+if TYPE_CHECKING:
+    from visa.context import Context, TuContext
+    from visa.memory.tensors import DeviceTensor, DmTensor, TrfAddress, TrfTensor, VrfTensor
+
+__all__ = [
+    "StreamTensor", "BeginTensor", "FetchTensor", "SwitchTensor", "CollectTensor", "AlignedTensor",
+    "ContractionTensor", "AccumulationTensor", "CastTensor", "TransposeTensor", "VectorFinalTensor",
+    "AccumulationKind", "STAGE_METHODS",
+]
+
+D = TypeVar("D", bound=dt.Scalar)
+D2 = TypeVar("D2", bound=dt.Scalar)
+Chip = TypeVar("Chip")
+Cluster = TypeVar("Cluster")
+Slice = TypeVar("Slice")
+Time = TypeVar("Time")
+Packet = TypeVar("Packet")
+Row = TypeVar("Row")
+
+
+class AccumulationKind:
+    """How the Reducer accumulates over time (manual ``enum AccumulationKind``, L4318–4324, L4437–4548)."""
+
+    __slots__ = ("name",)
+    Interleaved: ClassVar[AccumulationKind]
+    Sequential: ClassVar[AccumulationKind]
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"AccumulationKind.{self.name}"
+
+
+AccumulationKind.Interleaved = AccumulationKind("Interleaved")
+AccumulationKind.Sequential = AccumulationKind("Sequential")
+
+#: Which stages have each stage method (for the run-time typestate error).
+STAGE_METHODS: dict[str, tuple[str, ...]] = {
+    "fetch": ("BeginTensor",),
+    "fetch_with_table": ("BeginTensor",),
+    "fetch_with_zero_point": ("BeginTensor",),
+    "fetch_with_zero_points": ("BeginTensor",),
+    "switch": ("FetchTensor",),
+    "collect": ("FetchTensor", "SwitchTensor"),
+    "to_trf": ("CollectTensor",),
+    "to_vrf": ("CollectTensor",),
+    "align": ("CollectTensor",),
+    "contract": ("AlignedTensor",),
+    "accumulate": ("ContractionTensor",),
+    "vector_init": ("CollectTensor", "AccumulationTensor"),
+    "cast": ("CollectTensor", "AccumulationTensor", "VectorFinalTensor"),
+    "transpose": ("FetchTensor", "CollectTensor", "AccumulationTensor", "VectorFinalTensor", "CastTensor"),
+    "commit": ("FetchTensor", "SwitchTensor", "CollectTensor", "AccumulationTensor", "VectorFinalTensor",
+               "CastTensor", "TransposeTensor"),
+    "commit_view": ("FetchTensor", "SwitchTensor", "CollectTensor", "AccumulationTensor", "VectorFinalTensor",
+                    "CastTensor", "TransposeTensor"),
+}
+
+
+class StreamTensor(Generic[D, Chip, Cluster, Slice, Time, Packet]):
+    """``StreamTensor<'l, P, D, Chip, Cluster, Slice, Time, Packet>`` (manual L1123): data in flight.
+
+    ``tu`` is the Tensor Unit context (``ctx.main`` or ``ctx.sub``), ``layout`` the dtype and mappings,
+    ``data`` the values, ``reports`` what each engine of this pass did, and ``inputs`` the memory tensors
+    the pass reads (for ready times and overlap checks).
+    """
+
+    __slots__ = ("tu", "layout", "data", "reports", "inputs", "extra", "_used")
+    STAGE: ClassVar[str] = "StreamTensor"
+
+    def __init__(self, tu: TuContext, layout: StreamLayout, data: StreamData,
+                 reports: tuple[EngineReport, ...] = (), inputs: tuple[DeviceTensor, ...] = (),
+                 extra: dict[str, Any] | None = None) -> None:
+        self.tu = tu
+        self.layout = layout
+        self.data = data
+        self.reports = reports
+        self.inputs = inputs
+        self.extra: dict[str, Any] = extra or {}
+        self._used: str | None = None
+
+    # -- the typestate -----------------------------------------------------------------------------------
+    def take(self, call: str) -> None:
+        """Consume this stream value for ``call``; a second use is a typestate error."""
+        if self._used is not None:
+            raise TypestateError(f"this {self.STAGE} was already consumed by .{self._used}(); a stream value "
+                                 "flows through one engine", call=call, fix="build a second stream with begin()")
+        self._used = call
+
+    def then(self, cls: type[S], layout: StreamLayout, data: StreamData, *reports: EngineReport,
+             **extra: Any) -> S:
+        """The next stage of this pass, carrying its reports and inputs."""
+        data.check(layout)
+        return cls(self.tu, layout, data, self.reports + reports, self.inputs, {**self.extra, **extra})
+
+    def __getattr__(self, name: str) -> Any:
+        stages = STAGE_METHODS.get(name)
+        if stages is None or name.startswith("_"):
+            raise AttributeError(name)
+        raise TypestateError(f".{name}() is not available on a {self.STAGE}; it belongs to "
+                             f"{' / '.join(stages)} (manual pipeline order, L3792)", call=name,
+                             fix="follow the order fetch → switch → collect → align → contract → accumulate "
+                                 "→ vector → cast → transpose → commit")
+
+    # -- convenience -------------------------------------------------------------------------------------
+    @property
+    def ctx(self) -> Context:
+        return self.tu.ctx
+
+    @property
+    def dtype(self) -> type[dt.Scalar]:
+        return self.layout.dtype
+
+    def describe(self) -> str:
+        return self.layout.describe(self.STAGE)
+
+    def __repr__(self) -> str:
+        return f"<{self.describe()} on {self.tu!r}>"
+
+
+S = TypeVar("S", bound=StreamTensor[Any, Any, Any, Any, Any, Any])
+
+
+class _Commit(StreamTensor[D, Chip, Cluster, Slice, Time, Packet]):
+    """Stages that may be committed to DM (``StreamTensor::commit``, any position P; L2149–2163)."""
+
+    __slots__ = ()
+
+    def commit(self, element: Mapping, address: int) -> DmTensor[D, Chip, Cluster, Slice, Any]:
+        """Write the stream to DM at ``address`` as ``DmTensor<D, Chip, Cluster, Slice, Element>`` (L2149)."""
+        import visa.stream.commit as commit
+
+        self.take("commit")
+        return commit.commit(self, element, address)
+
+    def commit_view(self, view: Any) -> None:
+        """Write the stream into an existing DM tensor view (``commit_view``, L2159–2163)."""
+        import visa.stream.commit as commit
+
+        self.take("commit_view")
+        commit.commit_view(self, view)
+
+
+class _Transpose(_Commit[D, Chip, Cluster, Slice, Time, Packet]):
+    __slots__ = ()
+
+    def transpose(self, time: Mapping, packet: Mapping) -> TransposeTensor[D, Chip, Cluster, Slice, Any, Any]:
+        """Transpose Engine: ``transpose::<OutTime, OutPacket>()`` (manual L6820–7041)."""
+        import visa.stream.transpose as transpose
+
+        self.take("transpose")
+        return transpose.transpose(self, time, packet)
+
+
+class _Cast(_Transpose[D, Chip, Cluster, Slice, Time, Packet]):
+    __slots__ = ()
+
+    def cast(self, dtype: type[D2], packet: Mapping) -> CastTensor[D2, Chip, Cluster, Slice, Time, Any]:
+        """Cast Engine: ``cast::<D2, OutPacket>()`` (manual L6756–6819)."""
+        import visa.stream.cast as cast
+
+        self.take("cast")
+        return cast.cast(self, dtype, packet)
+
+
+class _Vector(_Cast[D, Chip, Cluster, Slice, Time, Packet]):
+    __slots__ = ()
+
+    def vector_init(self) -> Any:
+        """Enter the Vector Engine (manual L4560–4578); i32 and f32 streams only."""
+        import visa.stream.vector as vector
+
+        self.take("vector_init")
+        return vector.vector_init(self)
+
+
+class BeginTensor(StreamTensor[D, Chip, Cluster, Slice, Time, Packet]):
+    """``BeginTensor``: a DM tensor at the start of the pipeline (manual L1700–1718)."""
+
+    __slots__ = ()
+    STAGE = "BeginTensor"
+
+    def fetch(self, dtype: type[D2], time: Mapping, packet: Mapping) -> FetchTensor[D2, Chip, Cluster, Slice, Any, Any]:
+        """Fetch Engine: ``fetch::<D2, Time2, Packet2>()`` (manual L1700–1718)."""
+        import visa.stream.fetch as fetch
+
+        self.take("fetch")
+        return fetch.fetch(self, dtype, time, packet)
+
+    def fetch_with_table(self, dtype: type[D2], time: Mapping, packet: Mapping,
+                         table: Any) -> FetchTensor[D2, Chip, Cluster, Slice, Any, Any]:
+        """Fetch through a lookup table (main context, manual L1936–1959)."""
+        import visa.stream.fetch as fetch
+
+        self.take("fetch_with_table")
+        return fetch.fetch(self, dtype, time, packet, table=table)
+
+    def fetch_with_zero_point(self, dtype: type[D2], time: Mapping, packet: Mapping,
+                              zero_point: int) -> FetchTensor[D2, Chip, Cluster, Slice, Any, Any]:
+        """Fetch subtracting a zero point (manual L2022–2035)."""
+        import visa.stream.fetch as fetch
+
+        self.take("fetch_with_zero_point")
+        return fetch.fetch(self, dtype, time, packet, zero_points=(zero_point,))
+
+    def fetch_with_zero_points(self, dtype: type[D2], time: Mapping, packet: Mapping,
+                               zero_points: tuple[int, int]) -> FetchTensor[D2, Chip, Cluster, Slice, Any, Any]:
+        """Fetch an interleaved pair, one zero point per tensor (manual L2036–2049)."""
+        import visa.stream.fetch as fetch
+
+        self.take("fetch_with_zero_points")
+        return fetch.fetch(self, dtype, time, packet, zero_points=tuple(zero_points))
+
+
+class FetchTensor(_Transpose[D, Chip, Cluster, Slice, Time, Packet]):
+    """``FetchTensor``: the Fetch Engine's output stream (manual L1700–1743)."""
+
+    __slots__ = ()
+    STAGE = "FetchTensor"
+
+    def switch(self, slice_: Mapping, time: Mapping, config: Any) -> SwitchTensor[D, Chip, Cluster, Any, Any, Packet]:
+        """Switch Engine: ``switch::<Slice2, Time2>(config)`` (manual L3054–3542)."""
+        import visa.stream.switch as switch
+
+        self.take("switch")
+        return switch.switch(self, slice_, time, config)
+
+    def collect(self, time: Mapping, packet: Mapping) -> CollectTensor[D, Chip, Cluster, Slice, Any, Any]:
+        """Collect Engine (forwarding, no switch): ``collect::<Time2, Packet2>()`` (manual L3076–3084)."""
+        import visa.stream.collect as collect
+
+        self.take("collect")
+        return collect.collect(self, time, packet)
+
+
+class SwitchTensor(_Commit[D, Chip, Cluster, Slice, Time, Packet]):
+    """``SwitchTensor``: the Switch Engine's output (manual L3066–3075)."""
+
+    __slots__ = ()
+    STAGE = "SwitchTensor"
+
+    def collect(self, time: Mapping, packet: Mapping) -> CollectTensor[D, Chip, Cluster, Slice, Any, Any]:
+        """Collect Engine: normalise packets into 32-byte flits (manual L3543–3669)."""
+        import visa.stream.collect as collect
+
+        self.take("collect")
+        return collect.collect(self, time, packet)
+
+
+class CollectTensor(_Vector[D, Chip, Cluster, Slice, Time, Packet]):
+    """``CollectTensor``: flits after the Collect Engine (manual L3543–3669)."""
+
+    __slots__ = ()
+    STAGE = "CollectTensor"
+
+    def to_trf(self, row: Mapping, element: Mapping,
+               address: TrfAddress) -> TrfTensor[D, Chip, Cluster, Slice, Any, Any]:
+        """Load the Tensor Register File (manual L4055–4061): ``TrfTensor<D, Chip, Cluster, Slice, Row, Element>``."""
+        import visa.stream.collect as collect
+
+        self.take("to_trf")
+        return collect.to_trf(self, row, element, address)
+
+    def to_vrf(self, element: Mapping, address: int) -> VrfTensor[D, Chip, Cluster, Slice, Any]:
+        """Load the Vector Register File (manual L280–285, L5063–5081)."""
+        import visa.stream.collect as collect
+
+        self.take("to_vrf")
+        return collect.to_vrf(self, element, address)
+
+    def align(self, time: Mapping, packet: Mapping, trf: TrfTensor[Any, Any, Any, Any, Any, Any]) -> AlignedTensor[
+            D, Chip, Cluster, Slice, Any, Any]:
+        """Contraction Engine, Aligner: ``align::<OutTime, OutPacket, _, _>(&trf)`` (manual L3789–4296)."""
+        import visa.stream.contraction as contraction
+
+        self.take("align")
+        return contraction.align(self, time, packet, trf)
+
+
+class AlignedTensor(StreamTensor[D, Chip, Cluster, Slice, Time, Packet]):
+    """The Aligner's output: the stream paired with the TRF operand, row by row (manual L3889–3896)."""
+
+    __slots__ = ()
+    STAGE = "AlignedTensor"
+
+    def contract(self, packet: Mapping) -> ContractionTensor[Any, Chip, Cluster, Slice, Time, Any]:
+        """Reducer, spatial: ``contract::<OutPacket>()`` (manual L4310–4436)."""
+        import visa.stream.contraction as contraction
+
+        self.take("contract")
+        return contraction.contract(self, packet)
+
+
+class ContractionTensor(StreamTensor[D, Chip, Cluster, Slice, Time, Packet]):
+    """``ContractionTensor``: products reduced over the packet, per MAC row (manual L4310–4317)."""
+
+    __slots__ = ()
+    STAGE = "ContractionTensor"
+
+    def accumulate(self, time: Mapping, packet: Mapping,
+                   kind: AccumulationKind) -> AccumulationTensor[D, Chip, Cluster, Slice, Any, Any]:
+        """Reducer, temporal: ``accumulate::<OutTime, OutPacket>(kind)`` (manual L4318–4548)."""
+        import visa.stream.contraction as contraction
+
+        self.take("accumulate")
+        return contraction.accumulate(self, time, packet, kind)
+
+
+class AccumulationTensor(_Vector[D, Chip, Cluster, Slice, Time, Packet]):
+    """``AccumulationTensor``: the Contraction Engine's output (manual L4318–4324)."""
+
+    __slots__ = ()
+    STAGE = "AccumulationTensor"
+
+
+class CastTensor(_Transpose[D, Chip, Cluster, Slice, Time, Packet]):
+    """``CastTensor``: after the Cast Engine (manual L6756–6819)."""
+
+    __slots__ = ()
+    STAGE = "CastTensor"
+
+
+class TransposeTensor(_Commit[D, Chip, Cluster, Slice, Time, Packet]):
+    """``TransposeTensor``: after the Transpose Engine (manual L6820–7041)."""
+
+    __slots__ = ()
+    STAGE = "TransposeTensor"
+
+
+class VectorFinalTensor(_Cast[D, Chip, Cluster, Slice, Time, Packet]):
+    """``VectorFinalTensor``: the Vector Engine's output, a stream again (manual L4975–4976)."""
+
+    __slots__ = ()
+    STAGE = "VectorFinalTensor"

@@ -1,0 +1,138 @@
+"""Helpers for tests and examples: build and read buffers and streams by the tensor they hold.
+
+These bypass the engines on purpose: an engine test places its input with :func:`place_dm` or
+:func:`make_stream` and checks its output with :func:`stream_logical` / ``tensor.logical()``, so that it
+tests one engine at a time against the mathematical meaning of the layouts (manual "Tensor Functions",
+L1162–1197: every move is the identity on the tensor).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from visa import dtypes as dt
+from visa.engines.common import StreamData, StreamLayout
+from visa.errors import LayoutError, PoisonError
+from visa.mapping import Mapping
+from visa.mapping.evaluate import _axis_sizes
+from visa.memory.images import store
+from visa.memory.tensors import DmTensor, logical_axes
+
+__all__ = ["level_coords", "hold", "place_dm", "make_stream", "stream_logical", "read_held"]
+
+
+def level_coords(mappings: Sequence[Mapping]) -> tuple[dict[str, npt.NDArray[np.int64]], npt.NDArray[np.bool_]]:
+    """Coordinates of the index held at every position of a multi-level buffer, and its validity.
+
+    The result arrays have shape ``tuple(m.size for m in mappings)``; coordinates of one axis add across
+    levels (the union of partial indices, manual L1152–1161).
+    """
+    nd = len(mappings)
+    coords: dict[str, npt.NDArray[np.int64]] = {}
+    valid: npt.NDArray[np.bool_] = np.ones((1,) * nd, dtype=bool)
+    for k, mp in enumerate(mappings):
+        ev = mp.evaluate()
+        view = [1] * nd
+        view[k] = mp.size
+        valid = valid & ev.valid.reshape(view)
+        for axis, val in ev.coords.items():
+            c = np.where(ev.valid, val, 0).reshape(view)
+            coords[axis] = coords[axis] + c if axis in coords else c
+    shape = tuple(m.size for m in mappings)
+    return ({a: np.broadcast_to(c, shape) for a, c in coords.items()}, np.broadcast_to(valid, shape))
+
+
+def hold(array: npt.ArrayLike, dtype: type[dt.Scalar], mappings: Sequence[Mapping],
+         axes: str | Sequence[str] | None = None) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]:
+    """Values (storage-typed) and validity of a buffer with these level mappings holding ``array``.
+
+    Axes of ``array`` (named by ``axes``, default: first appearance) that no level uses must have size 1
+    or are broadcast; axes a level uses beyond ``array`` are an error.
+    """
+    order = logical_axes(mappings, axes)
+    sizes: dict[str, int] = {}
+    for mp in mappings:
+        sizes.update(_axis_sizes(mp.canon))
+    arr = np.asarray(array)
+    want = tuple(sizes[a] for a in order)
+    if arr.shape != want:
+        raise LayoutError(f"array shape {arr.shape} does not match axes {' '.join(order)} of sizes {want}",
+                          call="hold")
+    coords, valid = level_coords(mappings)
+    idx = tuple(np.where(valid, coords[a], 0) if a in coords else 0 for a in order)
+    if dtype.kind == "int":
+        stored = dt.as_storage(dtype, arr)
+    else:
+        stored = np.asarray(arr).astype(dtype.storage)
+    values = stored[idx] if order else np.broadcast_to(stored, valid.shape)
+    values = np.where(valid, values, np.zeros((), dtype=values.dtype)).astype(dtype.storage)
+    return values, np.array(valid)
+
+
+def place_dm(ctx: Any, array: npt.ArrayLike, dtype: type[dt.Scalar], chip: Mapping, cluster: Mapping,
+             slice_: Mapping, element: Mapping, address: int, axes: str | Sequence[str] | None = None
+             ) -> DmTensor[Any, Any, Any, Any, Any]:
+    """A DM tensor holding ``array``, written straight into the DM image (no DMA, no cost)."""
+    if ctx.num_chips is None:
+        ctx.num_chips = chip.size
+    tensor: DmTensor[Any, Any, Any, Any, Any] = DmTensor(ctx, dtype, chip, cluster, slice_, element, address,
+                                                         call="place_dm")
+    values, valid = hold(array, dtype, [chip, cluster, slice_, element], axes)
+    bits = address * 8 + np.arange(element.size, dtype=np.int64) * dtype.image_bits
+    for c in range(chip.size):
+        store(dtype, ctx.memory.chip(c).dm, bits, values[c], valid[c])
+    return tensor
+
+
+def make_stream(tu: Any, cls: type[Any], layout: StreamLayout, array: npt.ArrayLike,
+                axes: str | Sequence[str] | None = None) -> Any:
+    """A stream stage object (``cls``, e.g. ``CollectTensor``) of ``layout`` holding ``array``."""
+    maps = [layout.level(n) for n in ("Chip", "Cluster", "Slice", "Time", "Packet")]
+    values, valid = hold(array, layout.dtype, maps, axes)
+    return cls(tu, layout, StreamData(values, valid))
+
+
+def read_held(values: npt.NDArray[Any], known: npt.NDArray[np.bool_], dtype: type[dt.Scalar],
+              mappings: Sequence[Mapping], axes: str | Sequence[str] | None = None, *,
+              allow_missing: bool = False) -> npt.NDArray[Any]:
+    """The logical tensor held by ``values`` under these level mappings.
+
+    Every valid position must be known (else :class:`~visa.errors.PoisonError`); positions holding the same
+    index must agree (else ``AssertionError``: the buffer does not hold one tensor).
+    """
+    order = logical_axes(mappings, axes)
+    sizes: dict[str, int] = {}
+    for mp in mappings:
+        sizes.update(_axis_sizes(mp.canon))
+    shape = tuple(sizes[a] for a in order)
+    coords, valid = level_coords(mappings)
+    if not np.all(known[valid]):
+        raise PoisonError(f"{int(np.count_nonzero(valid & ~known))} valid position(s) hold poison",
+                          call="read_held")
+    flat = np.zeros(valid.shape, dtype=np.int64)
+    for a in order:
+        flat = flat * sizes[a] + (coords[a] if a in coords else 0)
+    n = int(np.prod(shape)) if shape else 1
+    out = np.zeros(n, dtype=values.dtype)
+    seen = np.zeros(n, dtype=bool)
+    fv, vv = flat[valid], values[valid]
+    out[fv] = vv
+    seen[fv] = True
+    back = out[fv]
+    same = (back == vv) | (np.isnan(back) & np.isnan(vv)) if values.dtype.kind == "f" else back == vv
+    assert np.all(same), "two positions holding the same index disagree"
+    if not allow_missing and not seen.all():
+        raise LayoutError(f"{int(n - seen.sum())} index(es) of the tensor are not held anywhere", call="read_held")
+    return out.reshape(shape)
+
+
+def stream_logical(stream: Any, axes: str | Sequence[str] | None = None, *, allow_missing: bool = False
+                   ) -> npt.NDArray[Any]:
+    """The logical tensor a stream stage object holds."""
+    layout: StreamLayout = stream.layout
+    maps = [layout.level(n) for n in ("Chip", "Cluster", "Slice", "Time", "Packet")]
+    return read_held(stream.data.values, stream.data.known, layout.dtype, maps, axes, allow_missing=allow_missing)
