@@ -21,6 +21,7 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict visa
+	$(BIN)/mypy --strict examples
 
 pytest: $(STAMP)
 	$(BIN)/pytest

@@ -62,6 +62,25 @@ def _run(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def _trace(args: argparse.Namespace) -> int:
+    import json
+
+    from visa.context import acquired_contexts
+
+    if not run_file(Path(args.file), verbose=False):
+        return 1
+    events: list[object] = []
+    for pid, ctx in enumerate(acquired_contexts()):
+        for ev in ctx.trace()["traceEvents"]:
+            events.append({**ev, "pid": pid})
+        name = f"device {pid} ({ctx.hw.name})"
+        events.append({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": name}})
+    with open(args.output, "w") as fh:
+        json.dump({"traceEvents": events, "displayTimeUnit": "ns"}, fh)
+    print(f"wrote {args.output}: {len(events)} events (open it in https://ui.perfetto.dev)")
+    return 0
+
+
 def _check(args: argparse.Namespace) -> int:
     cmd = [sys.executable, "-m", "mypy", "--strict", *args.files]
     return subprocess.call(cmd)
@@ -75,6 +94,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("files", nargs="+")
     run.add_argument("-q", "--quiet", action="store_true", help="print only PASS/FAIL lines")
     run.set_defaults(func=_run)
+    trace = sub.add_parser("trace", help="run a file and write its schedule as a Chrome trace (Perfetto)")
+    trace.add_argument("file")
+    trace.add_argument("-o", "--output", default="trace.json")
+    trace.set_defaults(func=_trace)
     check = sub.add_parser("check", help="type-check kernels with mypy and the visa plugin")
     check.add_argument("files", nargs="+")
     check.set_defaults(func=_check)

@@ -17,12 +17,13 @@ import numpy.typing as npt
 from visa import dtypes as dt
 from visa.engines.common import StreamData, StreamLayout
 from visa.errors import LayoutError, PoisonError
-from visa.mapping import Mapping
+from visa.mapping import Mapping, pair_of
 from visa.mapping.evaluate import _axis_sizes
 from visa.memory.images import store
-from visa.memory.tensors import DmTensor, logical_axes
+from visa.memory.tensors import DmTensor, VrfTensor, logical_axes
 
-__all__ = ["level_coords", "hold", "place_dm", "make_stream", "stream_logical", "read_held"]
+__all__ = ["level_coords", "hold", "place_dm", "place_trf", "place_vrf", "make_stream", "stream_logical",
+           "read_held"]
 
 
 def level_coords(mappings: Sequence[Mapping]) -> tuple[dict[str, npt.NDArray[np.int64]], npt.NDArray[np.bool_]]:
@@ -43,7 +44,16 @@ def level_coords(mappings: Sequence[Mapping]) -> tuple[dict[str, npt.NDArray[np.
             c = np.where(ev.valid, val, 0).reshape(view)
             coords[axis] = coords[axis] + c if axis in coords else c
     shape = tuple(m.size for m in mappings)
-    return ({a: np.broadcast_to(c, shape) for a, c in coords.items()}, np.broadcast_to(valid, shape))
+    # an axis padded and split across levels (R # 32 / 8 in Slice, R # 32 % 8 in Packet) is valid only where
+    # the whole index is inside the axis: decide validity on the joint mapping
+    joint = pair_of(*mappings).evaluate() if nd else None
+    if joint is None:
+        return ({a: np.broadcast_to(c, shape) for a, c in coords.items()}, np.broadcast_to(valid, shape))
+    # a composite cut by two levels (a left-padded B' = # 2 + B split as B' / 32 in Time and B' % 32 in Packet)
+    # is decoded once, from the position its parts add up to: take the coordinates from the joint mapping too
+    jvalid = joint.valid.reshape(shape)
+    coords = {a: np.where(joint.valid, c, 0).reshape(shape) for a, c in joint.coords.items()}
+    return coords, np.broadcast_to(jvalid, shape)
 
 
 def hold(array: npt.ArrayLike, dtype: type[dt.Scalar], mappings: Sequence[Mapping],
@@ -85,6 +95,47 @@ def place_dm(ctx: Any, array: npt.ArrayLike, dtype: type[dt.Scalar], chip: Mappi
     bits = address * 8 + np.arange(element.size, dtype=np.int64) * dtype.image_bits
     for c in range(chip.size):
         store(dtype, ctx.memory.chip(c).dm, bits, values[c], valid[c])
+    return tensor
+
+
+def place_trf(ctx: Any, array: npt.ArrayLike, dtype: type[dt.Scalar], chip: Mapping, cluster: Mapping,
+              slice_: Mapping, row: Mapping, element: Mapping, address: Any,
+              axes: str | Sequence[str] | None = None) -> Any:
+    """A TRF tensor holding ``array``, written straight into the TRF image (no StoTRF, no cost).
+
+    ``address`` is a :class:`~visa.memory.tensors.TrfAddress`; Row ``r`` of the tensor lives in the TRF's bank
+    row ``r`` (manual L4114–4148), its element ``e`` at ``element_bit_offset() + e · image_bits``.
+    """
+    from visa.memory.tensors import TrfTensor
+
+    if ctx.num_chips is None:
+        ctx.num_chips = chip.size
+    tensor: Any = TrfTensor(ctx, dtype, chip, cluster, slice_, row, element, address, call="place_trf")
+    values, valid = hold(array, dtype, [chip, cluster, slice_, row, element], axes)
+    bits = tensor.element_bit_offset() + np.arange(element.size, dtype=np.int64) * dtype.image_bits
+    rows = ctx.hw.trf.rows
+    for c in range(chip.size):
+        image = ctx.memory.chip(c).trf
+        full_v = np.zeros((*values.shape[1:3], rows, element.size), dtype=values.dtype)
+        full_m = np.zeros(full_v.shape, dtype=bool)
+        full_v[:, :, : row.size] = values[c]
+        full_m[:, :, : row.size] = valid[c]
+        store(dtype, image, bits, full_v, full_m)
+    return tensor
+
+
+def place_vrf(ctx: Any, array: npt.ArrayLike, dtype: type[dt.Scalar], chip: Mapping, cluster: Mapping,
+              slice_: Mapping, element: Mapping, address: int, axes: str | Sequence[str] | None = None
+              ) -> VrfTensor[Any, Any, Any, Any, Any]:
+    """A VRF tensor holding ``array``, written straight into the VRF image (no ``to_vrf`` pass, no cost)."""
+    if ctx.num_chips is None:
+        ctx.num_chips = chip.size
+    tensor: VrfTensor[Any, Any, Any, Any, Any] = VrfTensor(ctx, dtype, chip, cluster, slice_, element, address,
+                                                           call="place_vrf")
+    values, valid = hold(array, dtype, [chip, cluster, slice_, element], axes)
+    bits = address * 8 + np.arange(element.size, dtype=np.int64) * dtype.image_bits
+    for c in range(chip.size):
+        store(dtype, ctx.memory.chip(c).vrf, bits, values[c], valid[c])
     return tensor
 
 

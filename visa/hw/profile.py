@@ -429,6 +429,7 @@ class VectorEngine:
     branch_modes: tuple[str, ...] = field(metadata=src("L4796–4802"))
     branch_comparators: int = field(metadata=src("L4801"))
     stash_slots: int = field(metadata=src("L4983–4984, L5258"))
+    branch_operands_max: int = field(metadata=src("L5061–5062 (5: the reference crate's MAX_BRANCHES)"))
     intra_reduce_tree_width: int = field(metadata=src("L5386"))
     intra_reduce_tree_depth: int = field(metadata=src("L5387"))
     intra_reduce_slots: int = field(metadata=src("L5381, L5388"))

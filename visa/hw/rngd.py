@@ -295,6 +295,7 @@ _VECTOR = VectorEngine(
     branch_modes=("Unconditional", "AxisToggle", "ValidCount", "Comparison", "Vrf"),
     branch_comparators=4,
     stash_slots=1,
+    branch_operands_max=5,
     intra_reduce_tree_width=4,
     intra_reduce_tree_depth=2,
     intra_reduce_slots=8,

@@ -20,18 +20,21 @@ import re
 import sys
 from collections.abc import Iterator
 from collections.abc import Mapping as AbcMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from visa.errors import MappingSyntaxError, UnknownAxisError, VisaError
 from visa.mapping import canon as C
-from visa.mapping.axes import AxisSet, module_axes
+from visa.mapping.axes import AXES_ATTR, AxisSet
 from visa.mapping.evaluate import Evaluation, IntArray, RelationError, forward, inverse
 from visa.mapping.syntax import Identity, Modulo, Node, Padding, Pair, Resize, Stride, Symbol, items_of, parse
 
-__all__ = ["Index", "i", "Mapping", "MappingFactory", "m", "pair_of", "IDENTITY"]
+if TYPE_CHECKING:
+    from visa.mapping import static as _static  # noqa: F401 - the static type of m["..."] (visa.mypy)
+
+__all__ = ["Index", "i", "Mapping", "MappingFactory", "MappingSyntax", "m", "module_mapping", "pair_of", "IDENTITY"]
 
 
 class Index(AbcMapping[str, int]):
@@ -498,24 +501,47 @@ class MappingFactory:
         return Mapping.parse(text, self.axis_set, scope)
 
 
-class m:  # noqa: N801 - the manual's spelling m![...]
-    """``m["A / 8 # 256"]``: a mapping expression, in annotations and values alike (design API.md §1, §3).
+def module_mapping(text: str, module_globals: AbcMapping[str, Any],
+                   local_scope: AbcMapping[str, Any] | None = None) -> Mapping:
+    """``m[text]`` written in the module whose globals are ``module_globals`` (the one rule behind ``m``).
 
-    Names resolve against the calling module's ``axes(...)``; escapes ``{Name}`` against its variables.
+    Names resolve against the module's ``axes(...)``; escapes ``{Name}`` against its variables (locals first).
+    The mypy plugin (:mod:`visa.mypy`) calls this with the module it analyses.
+    """
+    found = module_globals.get(AXES_ATTR)
+    if not isinstance(found, AxisSet):
+        if isinstance(text, str) and _only_identity(text):
+            found = AxisSet(str(module_globals.get("__name__", "")))
+        else:
+            name = module_globals.get("__name__", "?")
+            raise UnknownAxisError(f"module {name} declares no axes", call="m",
+                                   mapping=f'm["{text}"]', fix="call axes(A=..., ...) at the top of the module")
+    scope = module_globals
+    if local_scope is not None and local_scope is not module_globals:
+        scope = {**module_globals, **local_scope}
+    return Mapping.parse(text, found, scope)
+
+
+class MappingSyntax:
+    """The type of :data:`m`: ``m["A / 8 # 256"]`` is an item lookup that parses mapping text.
+
+    ``m`` is an object, not a class, so that a type checker reads ``Slice = m["A / 8 # 256"]`` as a value
+    (a :class:`Mapping`), never as a type alias; the :mod:`visa.mypy` plugin makes ``m["..."]`` a type too.
     """
 
-    def __class_getitem__(cls, text: str) -> Mapping:
+    __slots__ = ()
+
+    def __getitem__(self, text: str) -> Mapping:
         frame = sys._getframe(1)
-        found = module_axes(frame.f_globals)
-        if found is None:
-            if isinstance(text, str) and _only_identity(text):
-                found = AxisSet(str(frame.f_globals.get("__name__", "")))
-            else:
-                name = frame.f_globals.get("__name__", "?")
-                raise UnknownAxisError(f"module {name} declares no axes", call="m",
-                                       mapping=f'm["{text}"]', fix="call axes(A=..., ...) at the top of the module")
-        scope = {**frame.f_globals, **frame.f_locals}
-        return Mapping.parse(text, found, scope)
+        return module_mapping(text, frame.f_globals, frame.f_locals)
+
+    def __repr__(self) -> str:
+        return "m"
+
+
+#: ``m["A / 8 # 256"]``: a mapping expression, in annotations and values alike (design API.md §1, §3).
+#: Names resolve against the calling module's ``axes(...)``; escapes ``{Name}`` against its variables.
+m = MappingSyntax()
 
 
 def _only_identity(text: str) -> bool:

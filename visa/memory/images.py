@@ -19,6 +19,7 @@ byte (element 0 in the low nibble, docs/manual-notes.md "dtypes").
 
 from __future__ import annotations
 
+import bisect
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,9 @@ import numpy.typing as npt
 from visa import dtypes as dt
 from visa.errors import AddressError
 
-__all__ = ["DenseImage", "PagedImage", "load", "store", "ByteArray", "BoolArray", "IntArray"]
+__all__ = ["DenseImage", "PagedImage", "Image", "load", "store", "ByteArray", "BoolArray", "IntArray"]
+
+_GAP = 1 << 20  # a scatter whose indices leave a larger hole writes separate regions
 
 ByteArray = npt.NDArray[np.uint8]
 BoolArray = npt.NDArray[np.bool_]
@@ -69,6 +72,17 @@ class DenseImage:
         self.data[where] = np.broadcast_to(values, shape)[nz]
         self.written[where] = True
 
+    def flat(self) -> tuple[ByteArray, BoolArray]:
+        """The data and written-mask as flat (C-order) views: unit ``u`` (a slice, a row...) starts at
+        ``u * nbytes``."""
+        return self.data.reshape(-1), self.written.reshape(-1)
+
+    def poison(self, lo: int, hi: int) -> None:
+        """Mark bytes ``[lo, hi)`` of every unit unwritten (fresh, undefined memory)."""
+        part = self.written[..., max(lo, 0): min(hi, self.nbytes)]
+        if part.any():  # reading memory never touched is cheap; writing it would allocate it
+            part[...] = False
+
     def _check(self, byte_index: IntArray) -> None:
         if byte_index.size and (int(byte_index.min()) < 0 or int(byte_index.max()) >= self.nbytes):
             lo, hi = int(byte_index.min()), int(byte_index.max())
@@ -77,63 +91,118 @@ class DenseImage:
 
 
 class PagedImage:
-    """A sparse byte image (HBM: 48 GB per chip is modelled by the pages actually touched, manual L2949)."""
+    """A sparse byte image modelled by *region* (HBM: 48 GB per chip, manual L137, L2949).
 
-    __slots__ = ("pages", "size", "name", "page_bits")
+    Only the byte ranges something touched exist: a sorted list of disjoint regions, each a contiguous byte
+    array with its written-mask.  :meth:`window` returns contiguous views of ``[lo, hi)`` (creating or merging
+    regions as needed), which is what a DMA's strided copy runs over; :meth:`gather` and :meth:`scatter` take
+    arbitrary byte indices.  Bytes outside every region were never written: they read back as poison.
+
+    >>> img = PagedImage(1 << 30)
+    >>> data, written = img.window(4096, 4104)
+    >>> data[:] = 7; written[:] = True
+    >>> vals, known = img.gather(np.array([4095, 4096, 4103]))
+    >>> vals.tolist(), known.tolist(), img.regions()
+    ([0, 7, 7], [False, True, True], [(4096, 4104)])
+    """
+
+    __slots__ = ("size", "name", "_starts", "_data", "_written")
 
     def __init__(self, size: int, name: str = "HBM", page_bits: int = 20) -> None:
-        self.pages: dict[int, tuple[ByteArray, BoolArray]] = {}
+        del page_bits  # kept for compatibility: the image is no longer paged
         self.size = size
         self.name = name
-        self.page_bits = page_bits
+        self._starts: list[int] = []
+        self._data: list[ByteArray] = []
+        self._written: list[BoolArray] = []
 
     @property
     def nbytes(self) -> int:
         return self.size
 
-    def _page(self, k: int, create: bool) -> tuple[ByteArray, BoolArray] | None:
-        got = self.pages.get(k)
-        if got is None and create:
-            n = 1 << self.page_bits
-            got = (np.zeros(n, dtype=np.uint8), np.zeros(n, dtype=bool))
-            self.pages[k] = got
-        return got
+    def regions(self) -> list[tuple[int, int]]:
+        """The ``[start, end)`` byte ranges that exist."""
+        return [(s, s + d.size) for s, d in zip(self._starts, self._data, strict=True)]
 
-    def _check(self, byte_index: IntArray) -> None:
-        if byte_index.size and (int(byte_index.min()) < 0 or int(byte_index.max()) >= self.size):
-            lo, hi = int(byte_index.min()), int(byte_index.max())
+    def _check_range(self, lo: int, hi: int) -> None:
+        if lo < 0 or hi > self.size:
             raise AddressError(f"bytes {lo}..{hi} fall outside the {self.size}-byte {self.name}", call=self.name,
                                fix="HBM addresses run from 0 to the chip's capacity")
 
+    def window(self, lo: int, hi: int) -> tuple[ByteArray, BoolArray]:
+        """Contiguous (data, written) views of bytes ``[lo, hi)``; regions are created or merged as needed."""
+        self._check_range(lo, hi)
+        if hi <= lo:
+            return np.zeros(0, np.uint8), np.zeros(0, bool)
+        first = bisect.bisect_right(self._starts, lo) - 1
+        if first >= 0 and self._starts[first] + self._data[first].size <= lo:
+            first += 1
+        first = max(first, 0)
+        last = bisect.bisect_left(self._starts, hi)  # regions [first, last) overlap [lo, hi)
+        if last - first == 1:
+            s = self._starts[first]
+            if s <= lo and hi <= s + self._data[first].size:
+                return self._data[first][lo - s: hi - s], self._written[first][lo - s: hi - s]
+        new_lo, new_hi = lo, hi
+        if last > first:
+            new_lo = min(lo, self._starts[first])
+            new_hi = max(hi, self._starts[last - 1] + self._data[last - 1].size)
+        data = np.zeros(new_hi - new_lo, np.uint8)
+        written = np.zeros(new_hi - new_lo, bool)
+        for k in range(first, last):
+            s = self._starts[k]
+            data[s - new_lo: s - new_lo + self._data[k].size] = self._data[k]
+            written[s - new_lo: s - new_lo + self._data[k].size] = self._written[k]
+        self._starts[first:last] = [new_lo]
+        self._data[first:last] = [data]
+        self._written[first:last] = [written]
+        return data[lo - new_lo: hi - new_lo], written[lo - new_lo: hi - new_lo]
+
+    def _check(self, byte_index: IntArray) -> None:
+        if byte_index.size and (int(byte_index.min()) < 0 or int(byte_index.max()) >= self.size):
+            self._check_range(int(byte_index.min()), int(byte_index.max()) + 1)
+
     def gather(self, byte_index: IntArray) -> tuple[ByteArray, BoolArray]:
-        """Bytes at ``byte_index`` (any shape)."""
-        self._check(byte_index)
-        out = np.zeros(byte_index.shape, dtype=np.uint8)
-        known = np.zeros(byte_index.shape, dtype=bool)
-        pages = byte_index >> self.page_bits
-        offs = byte_index & ((1 << self.page_bits) - 1)
-        for k in np.unique(pages).tolist():
-            page = self._page(int(k), create=False)
-            if page is None:
+        """Bytes at ``byte_index`` (any shape); bytes outside every region come back unknown."""
+        idx = np.asarray(byte_index, dtype=np.int64)
+        self._check(idx)
+        out = np.zeros(idx.shape, dtype=np.uint8)
+        known = np.zeros(idx.shape, dtype=bool)
+        if not idx.size or not self._starts:
+            return out, known
+        lo, hi = int(idx.min()), int(idx.max()) + 1
+        for s, d, w in zip(self._starts, self._data, self._written, strict=True):
+            if s >= hi or s + d.size <= lo:
                 continue
-            sel = pages == k
-            out[sel] = page[0][offs[sel]]
-            known[sel] = page[1][offs[sel]]
+            sel = (idx >= s) & (idx < s + d.size)
+            out[sel] = d[idx[sel] - s]
+            known[sel] = w[idx[sel] - s]
         return out, known
 
     def scatter(self, byte_index: IntArray, values: ByteArray, mask: BoolArray | None = None) -> None:
         """Write bytes at ``byte_index`` (same shape as values); ``mask`` selects which."""
-        self._check(byte_index)
-        vals = np.broadcast_to(values, byte_index.shape)
-        sel_all = np.ones(byte_index.shape, dtype=bool) if mask is None else np.broadcast_to(mask, byte_index.shape)
-        pages = byte_index >> self.page_bits
-        offs = byte_index & ((1 << self.page_bits) - 1)
-        for k in np.unique(pages[sel_all]).tolist():
-            page = self._page(int(k), create=True)
-            assert page is not None
-            sel = (pages == k) & sel_all
-            page[0][offs[sel]] = vals[sel]
-            page[1][offs[sel]] = True
+        idx = np.asarray(byte_index, dtype=np.int64)
+        self._check(idx)
+        vals = np.broadcast_to(values, idx.shape)
+        sel = np.ones(idx.shape, dtype=bool) if mask is None else np.broadcast_to(mask, idx.shape)
+        where, what = idx[sel], vals[sel]
+        if not where.size:
+            return
+        order = np.argsort(where, kind="stable")
+        where, what = where[order], what[order]
+        cuts = np.nonzero(np.diff(where) > _GAP)[0] + 1
+        for part_idx, part_val in zip(np.split(where, cuts), np.split(what, cuts), strict=True):
+            lo = int(part_idx[0])
+            data, written = self.window(lo, int(part_idx[-1]) + 1)
+            data[part_idx - lo] = part_val
+            written[part_idx - lo] = True
+
+    def poison(self, lo: int, hi: int) -> None:
+        """Mark bytes ``[lo, hi)`` unwritten (fresh, undefined memory)."""
+        if hi > lo:
+            written = self.window(lo, hi)[1]
+            if written.any():  # a region just created is unwritten already; writing it would allocate it
+                written[:] = False
 
 
 Image = DenseImage | PagedImage

@@ -18,11 +18,11 @@ from __future__ import annotations
 from collections.abc import Mapping as AbcMapping
 
 from visa import dtypes as dt
-from visa.errors import AddressError, HardwareLimitError
+from visa.errors import AddressError, HardwareLimitError, VisaError
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping
 
-__all__ = ["LEVELS", "TYPE_NAMES", "check_placement", "element_bytes", "capacity_bytes"]
+__all__ = ["LEVELS", "TYPE_NAMES", "check_placement", "describe", "element_bytes", "capacity_bytes"]
 
 #: The levels of each memory's tensor type, outermost first (manual L1033–1069).
 LEVELS: dict[str, tuple[str, ...]] = {
@@ -58,59 +58,72 @@ def _name(memory: str) -> str:
     return TYPE_NAMES[memory]
 
 
+def describe(memory: str, dtype: type[dt.Scalar], levels: AbcMapping[str, Mapping], address: int) -> str:
+    """``DmTensor[i32, m["1"], m["1 # 2"], m["A / 8 # 256"], m["A % 8"]] @ 0`` (how errors name a tensor)."""
+    inner = ", ".join([repr(dtype), *(repr(levels[k]) for k in LEVELS.get(memory, tuple(levels)) if k in levels)])
+    return f"{_name(memory)}[{inner}] @ {address}"
+
+
 def check_placement(hw: HardwareProfile, memory: str, dtype: type[dt.Scalar], levels: AbcMapping[str, Mapping],
-                    address: int, *, num_chips: int | None, trf_half: bool = False, name: str | None = None) -> None:
+                    address: int, *, num_chips: int | None, trf_half: bool = False, name: str | None = None,
+                    call: str | None = None) -> None:
     """Raise unless a tensor of ``dtype`` with these level mappings may live at ``address`` in ``memory``.
 
     ``address`` is a byte offset (per chip for HBM, per slice for DM and VRF, per row for the TRF).
-    ``num_chips`` is the kernel's chip count (``None`` on the host, before a launch fixes it).
+    ``num_chips`` is the kernel's chip count (``None`` on the host, before a launch fixes it).  ``call`` is
+    the operation creating the tensor (default: the type name) and ``name`` how messages name the tensor
+    (default: its type, mappings and address).  Pure: the mypy plugin calls it too.
     """
-    who = name or _name(memory)
+    who = call or _name(memory)
+    tensor = name or describe(memory, dtype, levels, address)
+
+    def fail(cls: type[VisaError], text: str, level: str, mapping: Mapping | None, fix: str,
+             axis: str | None = None) -> VisaError:
+        return cls(f"{text} in {tensor}", call=who, level=level, mapping=repr(mapping) if mapping else None,
+                   axis=axis, fix=fix)
+
+    element = levels["Element"]
     if address < 0:
-        raise AddressError(f"address {address} is negative", call=who, level="Element",
-                           fix="addresses are byte offsets from 0")
+        raise fail(AddressError, f"address {address} is negative", "Element", element,
+                   "addresses are byte offsets from 0", _axis(element))
     if address % dtype.alignment:
-        raise AddressError(
-            f"address {address} is not a multiple of size_of::<{dtype!r}>() = {dtype.alignment} "
-            "(manual L1071)", call=who, level="Element", mapping=repr(levels.get("Element")),
-            fix=f"use an address that is a multiple of {dtype.alignment}")
+        raise fail(AddressError, f"address {address} is not a multiple of size_of::<{dtype!r}>() = "
+                   f"{dtype.alignment} (manual L1071)", "Element", element,
+                   f"use an address that is a multiple of {dtype.alignment}", _axis(element))
     chip = levels.get("Chip")
     if chip is not None and num_chips is not None and chip.size != num_chips:
-        raise HardwareLimitError(
-            f"Chip size must equal the kernel's chip count {num_chips}, got {chip.size} (manual L1079)",
-            call=who, level="Chip", mapping=repr(chip), axis=_axis(chip),
-            fix=f'pad it: m["1 # {num_chips}"] or m["X # {num_chips}"]')
+        raise fail(HardwareLimitError, f"Chip size must equal the kernel's chip count {num_chips}, got "
+                   f"{chip.size} (manual L1079)", "Chip", chip,
+                   f'pad it: m["1 # {num_chips}"] or m["X # {num_chips}"]', _axis(chip))
     if memory in ("dm", "trf", "vrf"):
         cluster, slice_ = levels["Cluster"], levels["Slice"]
         if cluster.size != hw.dm.clusters_per_chip:
-            raise HardwareLimitError(
-                f"Cluster size must be {hw.dm.clusters_per_chip}, got {cluster.size} (manual L1080, L1708)",
-                call=who, level="Cluster", mapping=repr(cluster), axis=_axis(cluster),
-                fix=f'pad it: m["1 # {hw.dm.clusters_per_chip}"] for one cluster')
+            raise fail(HardwareLimitError, f"Cluster size must be {hw.dm.clusters_per_chip}, got {cluster.size} "
+                       "(manual L1080, L1708)", "Cluster", cluster,
+                       f'pad it: m["1 # {hw.dm.clusters_per_chip}"] for one cluster', _axis(cluster))
         if slice_.size != hw.dm.slices_per_cluster:
-            raise HardwareLimitError(
-                f"Slice size must be {hw.dm.slices_per_cluster}, got {slice_.size} (manual L1081, L1709)",
-                call=who, level="Slice", mapping=repr(slice_), axis=_axis(slice_),
-                fix=f'pad it: m["X # {hw.dm.slices_per_cluster}"]')
+            raise fail(HardwareLimitError, f"Slice size must be {hw.dm.slices_per_cluster}, got {slice_.size} "
+                       "(manual L1081, L1709)", "Slice", slice_,
+                       f'pad it: m["X # {hw.dm.slices_per_cluster}"]', _axis(slice_))
     if memory == "trf":
         row = levels["Row"]
         if row.size > hw.trf.rows:
-            raise HardwareLimitError(f"Row size must be at most {hw.trf.rows}, got {row.size} (manual L1089)",
-                                     call=who, level="Row", mapping=repr(row), axis=_axis(row),
-                                     fix="put the extra part of the axis in the Element mapping")
-    element = levels["Element"]
+            raise fail(HardwareLimitError, f"Row size must be at most {hw.trf.rows}, got {row.size} "
+                       "(manual L1089)", "Row", row, "put the extra part of the axis in the Element mapping",
+                       _axis(row))
+    if memory == "host":
+        return
     need = element_bytes(dtype, element.size)
     cap = capacity_bytes(hw, memory, trf_half)
     unit = {"hbm": "chip", "dm": "slice", "trf": "TRF row" + (" half" if trf_half else ""), "vrf": "slice"}
-    if memory != "host" and need > cap:
-        raise HardwareLimitError(
-            f"Element holds {element.size} × {dtype!r} = {need} bytes, more than the {cap} bytes of one "
-            f"{unit[memory]} (manual L1088–1090)", call=who, level="Element", mapping=repr(element),
-            axis=_axis(element), fix="move part of an axis to Slice/Time, or tile the tensor")
-    if memory != "host" and address + need > cap:
-        raise AddressError(
-            f"bytes {address}..{address + need} run past the {cap} bytes of one {unit[memory]}", call=who,
-            level="Element", mapping=repr(element), fix=f"use an address at most {cap - need}")
+    if need > cap:
+        raise fail(HardwareLimitError, f"Element holds {element.size} × {dtype!r} = {need} bytes, more than the "
+                   f"{cap} bytes of one {unit[memory]} (manual L1088–1090)", "Element", element,
+                   "move part of an axis to Slice/Time, or tile the tensor", _axis(element))
+    if address + need > cap:
+        raise fail(AddressError, f"bytes {address}..{address + need} run past the {cap} bytes of one "
+                   f"{unit[memory]} (manual L1091–1093)", "Element", element,
+                   f"use an address at most {cap - need}", _axis(element))
 
 
 def _axis(mapping: Mapping) -> str | None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import TypeVar as TypeVarD
 
 from visa import dtypes as dt
 from visa.errors import LayoutError, PoisonError, VisaError
@@ -26,13 +27,16 @@ from visa.memory.images import BoolArray, DenseImage, PagedImage, load
 from visa.memory.layout import LEVELS, TYPE_NAMES, check_placement
 from visa.memory.registry import Region
 
+#: An explicit DMA stream ``(Time, Packet)`` (manual ``Stream = { time, packet }``, L2413–2419).
+Stream = tuple[Mapping, Mapping]
+
 if TYPE_CHECKING:
     from visa.context import Context, DmaContext
 
 __all__ = [
     "HostTensor", "DeviceTensor", "HbmTensor", "DmTensor", "TrfTensor", "VrfTensor", "TensorView",
     "HbmTensorView", "DmTensorView", "TrfAddress", "logical_axes", "D", "Chip", "Cluster", "Slice", "Row",
-    "Element",
+    "Element", "Stream",
 ]
 
 D = TypeVar("D", bound=dt.Scalar)
@@ -41,6 +45,12 @@ Cluster = TypeVar("Cluster")
 Slice = TypeVar("Slice")
 Row = TypeVar("Row")
 Element = TypeVar("Element")
+# A view's parameters default to Any, so that a bare ``DmTensorView`` stays a complete type (PEP 696).
+VD = TypeVarD("VD", bound=dt.Scalar, default=Any)
+VChip = TypeVarD("VChip", default=Any)
+VCluster = TypeVarD("VCluster", default=Any)
+VSlice = TypeVarD("VSlice", default=Any)
+VElement = TypeVarD("VElement", default=Any)
 
 
 class TrfAddress:
@@ -102,12 +112,23 @@ def _text_order(text: str) -> list[str]:
 
 
 def _sizes(mappings: Sequence[Mapping]) -> dict[str, int]:
+    """The extent of each axis the buffer holds: the axis size, or less where a mapping resizes it (a tile's
+    ``B = 2`` holds B in 0..2, L824–832)."""
+    from visa.mapping import canon as C
     from visa.mapping.evaluate import _axis_sizes
 
-    out: dict[str, int] = {}
+    full: dict[str, int] = {}
+    top: dict[str, int] = {}
+    inexact: set[str] = set()
     for mp in mappings:
-        out.update(_axis_sizes(mp.canon))
-    return out
+        sizes = _axis_sizes(mp.canon)
+        full.update(sizes)
+        for d in mp.canon:
+            if isinstance(d, C.Dim) and isinstance(d.atom, C.Sym):
+                top[d.atom.name] = top.get(d.atom.name, 0) + (d.count - 1) * d.stride
+            elif not (isinstance(d, C.Dim) and d.atom is None):
+                inexact.update(sizes)
+    return {a: n if a in inexact or a not in top else min(n, top[a] + 1) for a, n in full.items()}
 
 
 class HostTensor(Generic[D, Element]):
@@ -167,11 +188,12 @@ class HostTensor(Generic[D, Element]):
         return _logical(self.dtype, [self.element], axes, lambda pos: (self.values[pos[0]], self.known[pos[0]]),
                         "HostTensor.numpy")
 
-    def to_hbm(self, chip: Mapping, element: Mapping, pdma: DmaContext, address: int) -> HbmTensor[D, Any, Any]:
+    def to_hbm(self, chip: Mapping, element: Mapping, pdma: DmaContext, address: int, *,
+               stream: Stream | None = None) -> HbmTensor[D, Any, Any]:
         """PCIe DMA to HBM (manual L53, L193): the same tensor, laid out as ``(chip, element)``."""
         import visa.engines.dma as dma
 
-        return dma.host_to_hbm(self, chip, element, pdma, address)
+        return dma.host_to_hbm(self, chip, element, pdma, address, stream=stream)
 
     def __repr__(self) -> str:
         return f"HostTensor[{self.dtype!r}, {self.element!r}]"
@@ -216,10 +238,18 @@ def _logical(dtype: type[dt.Scalar], mappings: Sequence[Mapping], axes: str | Se
     return np.asarray(vals, dtype=dtype.storage).reshape(shape)
 
 
+def _flat_image(img: DenseImage) -> DenseImage:
+    """The same image seen as one flat unit (views, no copy)."""
+    flat = object.__new__(DenseImage)
+    flat.data, flat.written = img.flat()
+    flat.name = img.name
+    return flat
+
+
 class DeviceTensor:
     """Common part of the device tensor handles: dtype, level mappings, byte address, device."""
 
-    __slots__ = ("ctx", "dtype", "levels", "address", "region", "ready_at", "__weakref__")
+    __slots__ = ("ctx", "dtype", "levels", "address", "region", "ready_at", "_alias", "__weakref__")
     MEMORY: ClassVar[str] = ""
 
     def __init__(self, ctx: Context, dtype: type[dt.Scalar], levels: dict[str, Mapping], address: int,
@@ -231,8 +261,9 @@ class DeviceTensor:
         self.address = address
         self.ready_at = ready_at
         self.region: Region | None = None
+        self._alias: DeviceTensor | None = None
         check_placement(ctx.hw, self.MEMORY, dtype, levels, address if self.MEMORY != "trf" else 0,
-                        num_chips=ctx.num_chips, trf_half=trf_half, name=self.type_name())
+                        num_chips=ctx.num_chips, trf_half=trf_half, call=call or None)
         if register:
             chips = frozenset(range(levels["Chip"].size))
             nbytes = (levels["Element"].size * dtype.size_bits + 7) // 8
@@ -254,6 +285,33 @@ class DeviceTensor:
     def mapping(self, level: str) -> Mapping:
         """The mapping of one level (``"Chip"``, ``"Element"``, ...)."""
         return self.levels[level]
+
+    def relabel(self, **levels: Mapping) -> Any:
+        """The same bytes read through other mappings of the same sizes, e.g. ``t.relabel(Element=m["R, C"])``
+        to see an axis of 64 as 8 × 8 (a "reshape (noop)", manual L8056): metadata only, nothing moves.
+
+        The handle shares this tensor's bytes (and keeps it alive); a write over them makes both stale.
+        """
+        new = dict(self.levels)
+        for name, mp in levels.items():
+            if name not in new:
+                raise LayoutError(f"{self.type_name()} has no level {name} (levels: {', '.join(self.levels)})",
+                                  call="relabel")
+            old = new[name]
+            if mp.size != old.size:
+                raise LayoutError(f"{name} {mp!r} has size {mp.size}, but {old!r} has {old.size}: a relabelling "
+                                  "keeps every level's size (the bytes do not move)", call="relabel", level=name,
+                                  mapping=repr(mp), fix="keep the size, or move the tensor with a DMA")
+            new[name] = mp
+        out = object.__new__(type(self))
+        for slot in ("ctx", "dtype", "address", "region", "ready_at"):
+            object.__setattr__(out, slot, getattr(self, slot))
+        for extra in getattr(type(self), "__slots__", ()):
+            if extra not in ("__weakref__",) and hasattr(self, extra):
+                object.__setattr__(out, extra, getattr(self, extra))
+        out.levels = new
+        out._alias = self
+        return out
 
     def check_readable(self, call: str) -> None:
         """Refuse to read this tensor if another write overwrote its bytes."""
@@ -290,11 +348,10 @@ class DeviceTensor:
                 bits = self.element_bit_offset() + positions[-1][sel] * self.dtype.image_bits
                 if isinstance(img, PagedImage):
                     v, k = load(self.dtype, img, bits)
-                else:
+                else:  # one flat image: unit u's bit b is at (u · nbytes) · 8 + b
                     lead = tuple(p[sel] for p in positions[1:-1])
-                    v_all, k_all = load(self.dtype, img, bits)
-                    v = v_all[(*lead, np.arange(bits.size))]
-                    k = k_all[(*lead, np.arange(bits.size))]
+                    unit = np.ravel_multi_index(lead, img.data.shape[:-1]) if lead else np.zeros_like(bits)
+                    v, k = load(self.dtype, _flat_image(img), unit * (img.nbytes * 8) + bits)
                 vals[sel] = v
                 known[sel] = k
             return vals, known
@@ -311,6 +368,14 @@ class HbmTensor(DeviceTensor, Generic[D, Chip, Element]):
     def __init__(self, ctx: Context, dtype: type[D], chip: Mapping, element: Mapping, address: int, **kw: Any) -> None:
         super().__init__(ctx, dtype, {"Chip": chip, "Element": element}, address, **kw)
 
+    @classmethod
+    def from_addr(cls, ctx: Context, dtype: type[D], chip: Mapping, element: Mapping,
+                  address: int) -> HbmTensor[D, Any, Any]:
+        """``unsafe { HbmTensor::from_addr(addr) }`` (manual L821): a handle over bytes already in HBM.
+
+        Nothing is allocated or checked for liveness; the placement rules still apply."""
+        return cls(ctx, dtype, chip, element, address, register=False)
+
     def image(self, chip: int) -> PagedImage:
         return self.ctx.memory.chip(chip).hbm
 
@@ -322,28 +387,29 @@ class HbmTensor(DeviceTensor, Generic[D, Chip, Element]):
     def element(self) -> Mapping:
         return self.levels["Element"]
 
-    def view(self) -> HbmTensorView:
+    def view(self) -> HbmTensorView[D, Chip, Element]:
         """A metadata view of the whole tensor (manual L823)."""
         return HbmTensorView(self, self.levels["Element"], 0)
 
     def to_dm(self, cluster: Mapping, slice_: Mapping, element: Mapping, tdma: DmaContext,
-              address: int) -> DmTensor[Any, Any, Any, Any, Any]:
+              address: int, *, stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
         """Tensor DMA from HBM to DM (manual L1188–1193, L2375–2384); Chip is kept."""
         import visa.engines.dma as dma
 
-        return dma.hbm_to_dm(self, cluster, slice_, element, tdma, address)
+        return dma.hbm_to_dm(self, cluster, slice_, element, tdma, address, stream=stream)
 
-    def to_hbm(self, chip: Mapping, element: Mapping, tdma: DmaContext, address: int) -> HbmTensor[Any, Any, Any]:
+    def to_hbm(self, chip: Mapping, element: Mapping, tdma: DmaContext, address: int, *,
+               stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
         """Tensor DMA from HBM to HBM with a new layout (manual L2431–2464)."""
         import visa.engines.dma as dma
 
-        return dma.hbm_to_hbm(self, chip, element, tdma, address)
+        return dma.hbm_to_hbm(self, chip, element, tdma, address, stream=stream)
 
-    def to_host(self, element: Mapping, pdma: DmaContext) -> HostTensor[Any, Any]:
+    def to_host(self, element: Mapping, pdma: DmaContext, *, stream: Stream | None = None) -> HostTensor[Any, Any]:
         """PCIe DMA back to the host (manual L197): a host buffer laid out as ``element``."""
         import visa.engines.dma as dma
 
-        return dma.hbm_to_host(self, element, pdma)
+        return dma.hbm_to_host(self, element, pdma, stream=stream)
 
 
 class DmTensor(DeviceTensor, Generic[D, Chip, Cluster, Slice, Element]):
@@ -360,22 +426,29 @@ class DmTensor(DeviceTensor, Generic[D, Chip, Cluster, Slice, Element]):
     def image(self, chip: int) -> DenseImage:
         return self.ctx.memory.chip(chip).dm
 
-    def view(self) -> DmTensorView:
+    def view(self) -> DmTensorView[D, Chip, Cluster, Slice, Element]:
         """A metadata view of the whole tensor (what ``ctx.main.begin`` takes, manual L1866)."""
         return DmTensorView(self, self.levels["Element"], 0)
 
-    def to_hbm(self, element: Mapping, tdma: DmaContext, address: int) -> HbmTensor[Any, Any, Any]:
+    @classmethod
+    def from_addr(cls, ctx: Context, dtype: type[D], chip: Mapping, cluster: Mapping, slice_: Mapping,
+                  element: Mapping, address: int) -> DmTensor[D, Any, Any, Any, Any]:
+        """A handle over bytes already in DM (as ``HbmTensor.from_addr``, manual L821); nothing is allocated."""
+        return cls(ctx, dtype, chip, cluster, slice_, element, address, register=False)
+
+    def to_hbm(self, element: Mapping, tdma: DmaContext, address: int, *,
+               stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
         """Tensor DMA from DM back to HBM (manual L217); Chip is kept, Cluster and Slice fold into HBM."""
         import visa.engines.dma as dma
 
-        return dma.dm_to_hbm(self, element, tdma, address)
+        return dma.dm_to_hbm(self, element, tdma, address, stream=stream)
 
     def to_dm(self, cluster: Mapping, slice_: Mapping, element: Mapping, tdma: DmaContext,
-              address: int) -> DmTensor[Any, Any, Any, Any, Any]:
+              address: int, *, stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
         """Tensor DMA from DM to DM with a new layout (manual L2659–2681)."""
         import visa.engines.dma as dma
 
-        return dma.dm_to_dm(self, cluster, slice_, element, tdma, address)
+        return dma.dm_to_dm(self, cluster, slice_, element, tdma, address, stream=stream)
 
 
 class TrfTensor(DeviceTensor, Generic[D, Chip, Cluster, Slice, Row, Element]):
@@ -438,7 +511,21 @@ class TensorView:
         return self.base.address + (self.offset * self.base.dtype.size_bits) // 8
 
     def level(self, name: str) -> Mapping:
+        """The mapping of one level: the view's Element, the base's others."""
         return self.element if name == "Element" else self.base.levels[name]
+
+    @property
+    def levels(self) -> dict[str, Mapping]:
+        """The level mappings seen through the view."""
+        return {**self.base.levels, "Element": self.element}
+
+    def relabel(self, element: Mapping) -> TensorView:
+        """The same positions read through another Element mapping of the same size (metadata only)."""
+        if element.size != self.element.size:
+            raise LayoutError(f"Element {element!r} has size {element.size}, but the view's {self.element!r} has "
+                              f"{self.element.size}: a relabelling keeps the size", call="relabel", level="Element",
+                              mapping=repr(element))
+        return type(self)(self.base, element, self.offset)
 
     def tile(self, dim: Mapping, size: int, tile_mapping: Mapping, start: int) -> TensorView:
         """The tile of ``size`` indices of ``dim`` from ``start``, seen through ``tile_mapping``."""
@@ -470,16 +557,50 @@ class TensorView:
         return f"{type(self).__name__}({self.base.describe()}, {self.element!r} + {self.offset})"
 
 
-class HbmTensorView(TensorView):
-    """``HbmTensorView<'_, D, Chip, Element>`` (manual L823)."""
+class HbmTensorView(TensorView, Generic[VD, VChip, VElement]):
+    """``HbmTensorView<'_, D, Chip, Element>`` (manual L823); a tile moves like a tensor."""
 
     __slots__ = ()
 
+    def to_dm(self, cluster: Mapping, slice_: Mapping, element: Mapping, tdma: DmaContext,
+              address: int, *, stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
+        """Tensor DMA of the tensor the view holds from HBM to DM (manual L2375–2384)."""
+        import visa.engines.dma as dma
 
-class DmTensorView(TensorView):
+        return dma.hbm_to_dm(self, cluster, slice_, element, tdma, address, stream=stream)
+
+    def to_hbm(self, chip: Mapping, element: Mapping, tdma: DmaContext, address: int, *,
+               stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
+        """Tensor DMA of the tensor the view holds to a new HBM tensor."""
+        import visa.engines.dma as dma
+
+        return dma.hbm_to_hbm(self, chip, element, tdma, address, stream=stream)
+
+    def to_host(self, element: Mapping, pdma: DmaContext, *, stream: Stream | None = None) -> HostTensor[Any, Any]:
+        """PCIe DMA of the tensor the view holds back to the host."""
+        import visa.engines.dma as dma
+
+        return dma.hbm_to_host(self, element, pdma, stream=stream)
+
+
+class DmTensorView(TensorView, Generic[VD, VChip, VCluster, VSlice, VElement]):
     """``DmTensorView`` (manual L2160); ``ctx.main.begin(dm.view())`` starts a stream from it."""
 
     __slots__ = ()
+
+    def to_hbm(self, element: Mapping, tdma: DmaContext, address: int, *,
+               stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
+        """Tensor DMA of the tensor the view holds from DM to HBM."""
+        import visa.engines.dma as dma
+
+        return dma.dm_to_hbm(self, element, tdma, address, stream=stream)
+
+    def to_dm(self, cluster: Mapping, slice_: Mapping, element: Mapping, tdma: DmaContext,
+              address: int, *, stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
+        """Tensor DMA of the tensor the view holds to a new DM tensor."""
+        import visa.engines.dma as dma
+
+        return dma.dm_to_dm(self, cluster, slice_, element, tdma, address, stream=stream)
 
 
 def ensure(value: object, cls: type[Any], what: str) -> Any:

@@ -1,21 +1,48 @@
-"""Stream side of the Cast Engine (manual L6756–6819).
+"""Stream side of the Cast Engine (manual L6756–6819): ``stream.cast(D2, OutPacket)``.
 
-NOT YET IMPLEMENTED: issue 5 (switch, contraction, cast) provides this module; the signatures below are the contract.
+The engine follows the Collect, Contraction (accumulation) or Vector stage and precedes Transpose and Commit
+(pipeline order L131, L3018).  Chip, Cluster, Slice and Time pass through; the rules and the conversion are
+:mod:`visa.engines.cast`'s.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from visa.errors import UnsupportedFeatureError
+from visa import dtypes as dt
+from visa.engines import cast as engine
+from visa.engines.common import EngineReport
+from visa.errors import TypestateError
+from visa.mapping.core import ensure_mapping
 
 if TYPE_CHECKING:
     from visa.mapping import Mapping
     from visa.stream.stages import CastTensor, StreamTensor
 
+__all__ = ["cast"]
+
 
 def cast(
     stream: StreamTensor[Any, Any, Any, Any, Any, Any], dtype: Any, packet: Mapping
 ) -> CastTensor[Any, Any, Any, Any, Any, Any]:
-    """Cast."""
-    raise UnsupportedFeatureError("issue 5 (switch, contraction, cast): not implemented yet", call="cast")
+    """``cast::<D2, OutPacket>()`` (manual L6756–6784): narrow every element and pad each flit.
+
+    Plans the engine (type pair, one-flit packets, OutPacket = input data padded), converts the data and
+    appends the engine's report (one flit per cycle, L6816–6819).
+    """
+    from visa.stream.stages import CastTensor
+
+    dst = dt.scalar(dtype)
+    packet = ensure_mapping(packet, "OutPacket")
+    hw = stream.ctx.hw
+    if stream.tu.kind == "sub" and hw.commit.sub_follows_fetch_only:
+        raise TypestateError(
+            "the sub context has no compute engines (L3046–3051) and its commits follow fetch only, never the "
+            "Cast Engine (manual L2337)", call="cast", level="Packet", fix="cast on ctx.main")
+    layout = stream.layout
+    config = engine.plan(hw, layout.dtype, dst, layout.packet, packet, layout.time)
+    data = engine.execute(config, stream.data)
+    report = EngineReport("cast", config.describe(), engine.cycles(config), details=engine.report_details(config))
+    out: CastTensor[Any, Any, Any, Any, Any, Any] = stream.then(
+        CastTensor, layout.with_(dtype=dst, packet=packet), data, report)
+    return out

@@ -1,36 +1,95 @@
-"""Stream side of the Collect Engine and the register-file loads (manual L3543–3669, L4055, L5063).
+"""Stream side of the Collect Engine and the register-file loads (manual L3543–3669, L4049–4061, L5063).
 
-NOT YET IMPLEMENTED: issue 4 (fetch, collect, commit) provides this module; the signatures below are the contract.
+``collect`` normalises the stream into 32-byte flits (:func:`visa.engines.collect.plan`); ``to_trf`` and
+``to_vrf`` end the pass by writing the collected flits into the TRF or the VRF, which records the whole pass
+on the context and makes the new tensor ready when the pass ends.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from visa.errors import UnsupportedFeatureError
+from visa.engines import collect as engine
+from visa.engines.common import EngineReport
+from visa.errors import VisaError
+from visa.mapping import Mapping
 
 if TYPE_CHECKING:
-    from visa.mapping import Mapping
     from visa.memory.tensors import TrfAddress, TrfTensor, VrfTensor
     from visa.stream.stages import CollectTensor, StreamTensor
 
-
-def collect(
-    stream: StreamTensor[Any, Any, Any, Any, Any, Any], time: Mapping, packet: Mapping
-) -> CollectTensor[Any, Any, Any, Any, Any, Any]:
-    """Collect."""
-    raise UnsupportedFeatureError("issue 4 (fetch, collect, commit): not implemented yet", call="collect")
+__all__ = ["collect", "to_trf", "to_vrf", "record_pass"]
 
 
-def to_trf(
-    stream: CollectTensor[Any, Any, Any, Any, Any, Any], row: Mapping, element: Mapping, address: TrfAddress
-) -> TrfTensor[Any, Any, Any, Any, Any, Any]:
-    """Load the TRF."""
-    raise UnsupportedFeatureError("issue 4 (fetch, collect, commit): not implemented yet", call="to_trf")
+def _mappings(call: str, **maps: object) -> None:
+    for name, mp in maps.items():
+        if not isinstance(mp, Mapping):
+            raise VisaError(f"{call}: {name} must be a mapping such as m[\"A\"], got {mp!r}", call=call, level=name)
 
 
-def to_vrf(
-    stream: CollectTensor[Any, Any, Any, Any, Any, Any], element: Mapping, address: int
-) -> VrfTensor[Any, Any, Any, Any, Any]:
-    """Load the VRF."""
-    raise UnsupportedFeatureError("issue 4 (fetch, collect, commit): not implemented yet", call="to_vrf")
+def collect(stream: StreamTensor[Any, Any, Any, Any, Any, Any], time: Mapping,
+            packet: Mapping) -> CollectTensor[Any, Any, Any, Any, Any, Any]:
+    """``collect::<Time2, Packet2>()``: pad to 32-byte flits and split larger packets along Time (L3560–3564)."""
+    from visa.stream.stages import CollectTensor
+
+    _mappings("collect", Time=time, Packet=packet)
+    from visa.stream.stages import FetchTensor
+
+    lay = stream.layout
+    cfg = engine.plan(stream.ctx.hw, lay.dtype, lay.time, lay.packet, time, packet)
+    data = engine.execute(cfg, stream.data)
+    reports = [EngineReport("collect", str(cfg), engine.cycles(cfg))]
+    if isinstance(stream, FetchTensor):  # FetchTensor::collect(): the Switch Engine forwards (L3120-3138)
+        from visa.stream.switch import forwarding_report
+
+        reports.insert(0, forwarding_report(stream.ctx.hw, lay))
+    return stream.then(CollectTensor, lay.with_(time=time, packet=packet), data, *reports)
+
+
+def record_pass(stream: StreamTensor[Any, Any, Any, Any, Any, Any], report: EngineReport) -> int:
+    """Record the whole pass (every engine's report and this terminal one) on the stream's context track;
+    returns the cycle at which it ends (its outputs' ready time)."""
+    reports = stream.reports + (report,)
+    name = " → ".join(r.engine for r in reports)
+    op = stream.ctx.record(stream.tu.kind, name, reports, inputs=stream.inputs)
+    return op.end
+
+
+def _regions(stream: StreamTensor[Any, Any, Any, Any, Any, Any]) -> tuple[Any, ...]:
+    return tuple(t.region for t in stream.inputs if t.region is not None)
+
+
+def to_trf(stream: CollectTensor[Any, Any, Any, Any, Any, Any], row: Mapping, element: Mapping,
+           address: TrfAddress) -> TrfTensor[Any, Any, Any, Any, Any, Any]:
+    """``to_trf::<Row, Element>(address)``: the outermost stream axes become Row, the rest Element (L4049–4061)."""
+    from visa.memory.tensors import TrfAddress, TrfTensor
+
+    _mappings("to_trf", Row=row, Element=element)
+    if not isinstance(address, TrfAddress):
+        raise VisaError(f"to_trf takes a TrfAddress (Full, FirstHalf or SecondHalf), got {address!r}",
+                        call="to_trf", fix="pass TrfAddress.Full")
+    ctx, lay = stream.ctx, stream.layout
+    cfg = engine.plan_trf(ctx.hw, lay.dtype, lay.time, lay.packet, row, element, address.name)
+    tensor: TrfTensor[Any, Any, Any, Any, Any, Any] = TrfTensor(
+        ctx, lay.dtype, lay.chip, lay.cluster, lay.slice, row, element, address, reads=_regions(stream),
+        call="to_trf")
+    images = [ctx.memory.chip(c).trf for c in range(lay.chip.size)]
+    engine.execute_load(cfg, stream.data, images, tensor.element_bit_offset())
+    tensor.ready_at = record_pass(stream, EngineReport("to_trf", str(cfg), engine.load_cycles(cfg)))
+    return tensor
+
+
+def to_vrf(stream: CollectTensor[Any, Any, Any, Any, Any, Any], element: Mapping,
+           address: int) -> VrfTensor[Any, Any, Any, Any, Any]:
+    """``to_vrf(address)`` with Element ``element``: the flattened stream (L280–285, L5063–5081)."""
+    from visa.memory.tensors import VrfTensor
+
+    _mappings("to_vrf", Element=element)
+    ctx, lay = stream.ctx, stream.layout
+    cfg = engine.plan_vrf(ctx.hw, lay.dtype, lay.time, lay.packet, element, address)
+    tensor: VrfTensor[Any, Any, Any, Any, Any] = VrfTensor(
+        ctx, lay.dtype, lay.chip, lay.cluster, lay.slice, element, address, reads=_regions(stream), call="to_vrf")
+    images = [ctx.memory.chip(c).vrf for c in range(lay.chip.size)]
+    engine.execute_load(cfg, stream.data, images, tensor.element_bit_offset())
+    tensor.ready_at = record_pass(stream, EngineReport("to_vrf", str(cfg), engine.load_cycles(cfg)))
+    return tensor

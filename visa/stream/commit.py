@@ -1,27 +1,92 @@
-"""Stream side of the Commit Engine (manual L2145–2354).
+"""Stream side of the Commit Engine: ``commit`` and ``commit_view`` (manual L2145–2354).
 
-NOT YET IMPLEMENTED: issue 4 (fetch, collect, commit) provides this module; the signatures below are the contract.
+Both end the pass: they ask :func:`visa.engines.commit.plan` for the configuration, write each enabled
+slice's DM image, record the pass on the stream's context and make the written tensor ready when it ends.
+A commit may not write over a tensor the same pass reads (``AllocationError``, L150–155).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from visa.errors import UnsupportedFeatureError
+from visa.engines import commit as engine
+from visa.engines.common import EngineReport
+from visa.errors import AllocationError, LayoutError, VisaError
+from visa.mapping import Mapping
+from visa.stream.collect import record_pass
 
 if TYPE_CHECKING:
-    from visa.mapping import Mapping
     from visa.memory.tensors import DmTensor
     from visa.stream.stages import StreamTensor
 
+__all__ = ["commit", "commit_view"]
 
-def commit(
-    stream: StreamTensor[Any, Any, Any, Any, Any, Any], element: Mapping, address: int
-) -> DmTensor[Any, Any, Any, Any, Any]:
-    """Commit."""
-    raise UnsupportedFeatureError("issue 4 (fetch, collect, commit): not implemented yet", call="commit")
+#: The engine whose output each stage is (the last engine of the pass, for the sub-context rule, L2337).
+STAGE_ENGINE = {"BeginTensor": "begin", "FetchTensor": "fetch", "SwitchTensor": "switch", "CollectTensor": "collect",
+                "AlignedTensor": "contraction", "ContractionTensor": "contraction",
+                "AccumulationTensor": "contraction", "CastTensor": "cast", "TransposeTensor": "transpose",
+                "VectorFinalTensor": "vector"}
+
+
+def _plan(stream: StreamTensor[Any, Any, Any, Any, Any, Any], element: Mapping,
+          region: tuple[Mapping, int] | None) -> engine.CommitConfig:
+    lay = stream.layout
+    return engine.plan(stream.ctx.hw, lay.dtype, lay.chip, lay.cluster, lay.slice, lay.time, lay.packet, element,
+                       context=stream.tu.kind, region=region,
+                       after=(*(r.engine for r in stream.reports), STAGE_ENGINE.get(stream.STAGE, stream.STAGE)))
+
+
+def commit(stream: StreamTensor[Any, Any, Any, Any, Any, Any], element: Mapping,
+           address: int) -> DmTensor[Any, Any, Any, Any, Any]:
+    """``commit::<Element>(address)`` → ``DmTensor<D, Chip, Cluster, Slice, Element>`` (L2149–2158)."""
+    from visa.memory.tensors import DmTensor
+
+    if not isinstance(element, Mapping):
+        raise VisaError(f"commit: Element must be a mapping such as m[\"A\"], got {element!r}", call="commit",
+                        level="Element")
+    ctx, lay = stream.ctx, stream.layout
+    cfg = _plan(stream, element, None)
+    reads = tuple(t.region for t in stream.inputs if t.region is not None)
+    tensor: DmTensor[Any, Any, Any, Any, Any] = DmTensor(ctx, lay.dtype, lay.chip, lay.cluster, lay.slice, element,
+                                                         address, reads=reads, call="commit")
+    images = [ctx.memory.chip(c).dm for c in range(lay.chip.size)]
+    engine.execute(cfg, stream.data, images, address * 8)
+    report = EngineReport("commit", cfg.describe(address), engine.cycles(cfg),
+                          details=(("commit_in_size", cfg.commit_in_size), ("commit_size", cfg.commit_size)))
+    tensor.ready_at = record_pass(stream, report)
+    return tensor
 
 
 def commit_view(stream: StreamTensor[Any, Any, Any, Any, Any, Any], view: Any) -> None:
-    """Commit into a view."""
-    raise UnsupportedFeatureError("issue 4 (fetch, collect, commit): not implemented yet", call="commit_view")
+    """``commit_view::<Element>(dst)``: write into an existing DM tensor's view (L2159–2163)."""
+    from visa.memory.tensors import TensorView
+
+    call = "commit_view"
+    if not isinstance(view, TensorView) or view.base.MEMORY != "dm":
+        raise VisaError(f"commit_view takes a DM tensor view, got {type(view).__name__}", call=call,
+                        fix="pass dm.view() or a tile of it")
+    ctx, lay = stream.ctx, stream.layout
+    base = view.base
+    if base.dtype is not lay.dtype:
+        raise LayoutError(f"the view holds {base.dtype!r} but the stream carries {lay.dtype!r}", call=call,
+                          level="Element", mapping=repr(view.element), fix="cast the stream first")
+    for level, mine in (("Chip", lay.chip), ("Cluster", lay.cluster), ("Slice", lay.slice)):
+        if base.levels[level] != mine:
+            raise LayoutError(f"the view's {level} {base.levels[level]!r} differs from the stream's {mine!r}",
+                              call=call, level=level, mapping=repr(mine),
+                              axis=", ".join(sorted(mine.axes)) or None, fix="commit with the stream's layout")
+    cfg = _plan(stream, view.element, (base.levels["Element"], view.offset))
+    if base.region is not None:
+        for t in stream.inputs:
+            if t.region is not None and t.region.live() and t.region.overlaps(base.region):
+                raise AllocationError(f"commit_view would write {base.describe()}, which overlaps {t.describe()} "
+                                      "that this pass reads", call=call, level="Element",
+                                      fix="write the result to a tensor outside the input's bytes (L150–155)")
+    images = [ctx.memory.chip(c).dm for c in range(lay.chip.size)]
+    engine.execute(cfg, stream.data, images, base.address * 8 + view.offset * lay.dtype.image_bits)
+    if base.region is not None:
+        ctx.memory.registry.note_write(base.region, call=call, writer=base.describe())
+    report = EngineReport("commit", cfg.describe(base.address + view.offset * lay.dtype.size_bits // 8),
+                          engine.cycles(cfg), details=(("commit_in_size", cfg.commit_in_size),
+                                                       ("commit_size", cfg.commit_size)))
+    base.ready_at = record_pass(stream, report)

@@ -1,18 +1,149 @@
-"""Stream side of the Contraction Engine: align, contract, accumulate (manual L3670–4548).
+"""Stream side of the Contraction Engine: ``align``, ``contract``, ``accumulate`` (manual L3670–4548).
 
-NOT YET IMPLEMENTED: issue 5 (switch, contraction, cast) provides this module; the signatures below are the contract.
+``collect_tensor.align(OutTime, OutPacket, trf)`` pairs the stream with a TRF tensor (the Aligner),
+``.contract(OutPacket)`` reduces over the packet (the Reducer's trees) and ``.accumulate(OutTime, OutPacket,
+kind)`` over time (its accumulator).  The rules and the arithmetic are :mod:`visa.engines.contraction`'s.
+
+The three calls are one pass of the Tensor Unit: ``align`` reads the TRF (a snapshot of the bytes the
+sequencer will read) and runs the Stream Adapter; ``contract`` and ``accumulate`` are planned at once, and the
+products are computed when the accumulator's result is built — fused, so that the reduction over a time axis
+becomes a matrix product.  A :class:`~visa.stream.stages.ContractionTensor`'s own data (the computation
+mapping with its Row level, ``(Chip, Cluster, Slice, Row, Time, Packet)``) is computed only if read.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from visa.errors import UnsupportedFeatureError
+import numpy as np
+import numpy.typing as npt
+
+from visa.engines import contraction as engine
+from visa.engines.common import EngineReport, StreamData, StreamLayout
+from visa.errors import TypestateError, VisaError
+from visa.mapping.core import ensure_mapping
+from visa.memory.images import DenseImage, load
+from visa.memory.tensors import TrfTensor
 
 if TYPE_CHECKING:
     from visa.mapping import Mapping
-    from visa.memory.tensors import TrfTensor
-    from visa.stream.stages import AccumulationKind, AccumulationTensor, AlignedTensor, CollectTensor, ContractionTensor
+    from visa.stream.stages import (
+        AccumulationKind,
+        AccumulationTensor,
+        AlignedTensor,
+        CollectTensor,
+        ContractionTensor,
+        StreamTensor,
+    )
+
+__all__ = ["align", "contract", "accumulate", "DeferredData", "valid_positions", "trf_window"]
+
+
+class DeferredData(StreamData):
+    """Stream data computed on first access (a ContractionTensor's, whose products the accumulator fuses)."""
+
+    def __init__(self, compute: Callable[[], tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]]) -> None:
+        self._compute = compute
+        self._cache: tuple[npt.NDArray[Any], npt.NDArray[np.bool_]] | None = None
+
+    def _get(self) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]:
+        if self._cache is None:
+            self._cache = self._compute()
+        return self._cache
+
+    @property
+    def values(self) -> npt.NDArray[Any]:
+        return self._get()[0]
+
+    @values.setter
+    def values(self, value: npt.NDArray[Any]) -> None:
+        self._cache = (value, self._get()[1])
+
+    @property
+    def known(self) -> npt.NDArray[np.bool_]:
+        return self._get()[1]
+
+    @known.setter
+    def known(self, value: npt.NDArray[np.bool_]) -> None:
+        self._cache = (self._get()[0], value)
+
+    def check(self, layout: StreamLayout) -> None:
+        """Deferred data is checked when computed (it has the Row level, see the module docstring)."""
+
+
+def _refuse_sub(stream: StreamTensor[Any, Any, Any, Any, Any, Any], call: str) -> None:
+    hw = stream.ctx.hw
+    if stream.tu.kind == "sub" and hw.commit.sub_follows_fetch_only:
+        raise TypestateError(
+            "the sub context has no compute engines (L3046–3051) and its commits follow fetch only (manual L2337); "
+            "it loads the TRF/VRF for the main context", call=call, fix=f"{call} on ctx.main")
+
+
+def valid_positions(layout: StreamLayout) -> npt.NDArray[np.bool_]:
+    """Which ``(Chip, Cluster, Slice)`` positions of a layout hold data (the others are padding)."""
+    c, k, s = (np.asarray(mp.evaluate().valid) for mp in (layout.chip, layout.cluster, layout.slice))
+    out: npt.NDArray[np.bool_] = c[:, None, None] & k[None, :, None] & s[None, None, :]
+    return out
+
+
+def trf_window(trf: TrfTensor[Any, Any, Any, Any, Any, Any], valid: npt.NDArray[np.bool_], lo: int,
+               hi: int) -> engine.TrfWindow:
+    """The TRF elements ``lo .. hi - 1`` of ``trf`` at the valid positions, per Row (outside the tensor's Element,
+    or at its padding, the values are poison)."""
+    dtype = trf.dtype
+    rows = trf.levels["Row"].size
+    element = trf.levels["Element"]
+    if dtype.image_bits % 8 == 0 and trf.element_bit_offset() % 8 == 0:
+        return _byte_window(trf, valid, lo, hi)
+    idx = np.arange(lo, hi, dtype=np.int64)
+    inside = (idx >= 0) & (idx < element.size)
+    ev = element.evaluate(np.where(inside, idx, 0))
+    held = inside & np.asarray(ev.valid)
+    bits = trf.element_bit_offset() + np.where(inside, idx, 0) * dtype.image_bits
+    chips, ks, ss = np.nonzero(valid)
+    values = np.zeros((len(chips), rows, idx.size), dtype=dtype.storage)
+    known = np.zeros((len(chips), rows, idx.size), dtype=bool)
+    for c in np.unique(chips).tolist():
+        sel = np.flatnonzero(chips == c)
+        image = trf.image(int(c))
+        part = DenseImage.__new__(DenseImage)
+        part.data = image.data[ks[sel], ss[sel], :rows]
+        part.written = image.written[ks[sel], ss[sel], :rows]
+        part.name = image.name
+        v, k = load(dtype, part, bits)
+        values[sel] = v
+        known[sel] = k & held
+    return engine.TrfWindow(values, known, lo)
+
+
+def _byte_window(trf: TrfTensor[Any, Any, Any, Any, Any, Any], valid: npt.NDArray[np.bool_], lo: int,
+                 hi: int) -> engine.TrfWindow:
+    """:func:`trf_window` for element types whose images are whole little-endian bytes: one slice of the image."""
+    dtype = trf.dtype
+    rows = trf.levels["Row"].size
+    element = trf.levels["Element"]
+    nb = dtype.image_bits // 8
+    c_lo, c_hi = max(lo, 0), min(hi, element.size)
+    chips, ks, ss = np.nonzero(valid)
+    values = np.zeros((len(chips), rows, hi - lo), dtype=dtype.storage)
+    known = np.zeros((len(chips), rows, hi - lo), dtype=bool)
+    if c_hi <= c_lo:
+        return engine.TrfWindow(values, known, lo)
+    held = np.asarray(element.evaluate(np.arange(c_lo, c_hi, dtype=np.int64)).valid)
+    b0 = trf.element_bit_offset() // 8 + c_lo * nb
+    b1 = b0 + (c_hi - c_lo) * nb
+    for c in np.unique(chips).tolist():
+        sel = np.flatnonzero(chips == c)
+        image = trf.image(int(c))
+        raw = np.ascontiguousarray(image.data[ks[sel], ss[sel], :rows, b0:b1])
+        wr = image.written[ks[sel], ss[sel], :rows, b0:b1].reshape(len(sel), rows, c_hi - c_lo, nb)
+        values[sel, :, c_lo - lo: c_hi - lo] = raw.view(dtype.storage.newbyteorder("<"))
+        every = wr[..., 0] & held
+        for k in range(1, nb):  # (not .all(axis=-1): a reduction over a tiny last axis is slow)
+            every &= wr[..., k]
+        known[sel, :, c_lo - lo: c_hi - lo] = every
+    return engine.TrfWindow(values, known, lo)
 
 
 def align(
@@ -21,19 +152,107 @@ def align(
     packet: Mapping,
     trf: TrfTensor[Any, Any, Any, Any, Any, Any],
 ) -> AlignedTensor[Any, Any, Any, Any, Any, Any]:
-    """Align."""
-    raise UnsupportedFeatureError("issue 5 (switch, contraction, cast): not implemented yet", call="align")
+    """``align::<OutTime, OutPacket, _, _>(&trf)`` (manual L3889–3896, L4063–4070): the Aligner.
+
+    Plans the Stream Adapter and the TRF Sequencer, runs the Stream Adapter over the data (the result's data
+    is the activation in the computation mapping; every Row sees the same) and reads the TRF as the sequencer
+    will.  The report gives ``collect_flits``, ``reg_read_size``, the sequencer entries and the TRF cache
+    misses.
+    """
+    from visa.stream.stages import AlignedTensor
+
+    time = ensure_mapping(time, "OutTime")
+    packet = ensure_mapping(packet, "OutPacket")
+    if not isinstance(trf, TrfTensor):
+        raise VisaError(f"align needs a TrfTensor (the weights loaded with to_trf), got {type(trf).__name__}",
+                        call="align", fix="load the weights with .collect(...).to_trf(Row, Element, TrfAddress.…)")
+    _refuse_sub(stream, "align")
+    trf.check_readable("align")
+    hw = stream.ctx.hw
+    layout = stream.layout
+    operand = engine.TrfOperand(trf.dtype, trf.levels["Chip"], trf.levels["Cluster"], trf.levels["Slice"],
+                                trf.levels["Row"], trf.levels["Element"], trf.trf_address.name, trf.address)
+    plan = engine.plan_align(hw, layout.dtype, layout.chip, layout.cluster, layout.slice, layout.time,
+                             layout.packet, operand, time, packet)
+    act, act_known = engine.adapt(plan, stream.data.values, stream.data.known)
+    valid = valid_positions(layout)
+    lo, hi = engine.window_range(plan)
+    window = trf_window(trf, valid, lo, hi)
+    if plan.tiles > 1:
+        data = StreamData(np.repeat(act, plan.tiles, axis=3), np.repeat(act_known, plan.tiles, axis=3))
+    else:
+        data = StreamData(act, act_known)
+    out_layout = layout.with_(time=time, packet=packet)
+    data.check(out_layout)
+    report = EngineReport("aligner", plan.describe(), engine.align_cycles(plan), details=engine.align_details(plan))
+    extra = {**stream.extra, "align": plan, "trf": trf, "activation": (act, act_known), "window": window,
+             "valid": valid}
+    return AlignedTensor(stream.tu, out_layout, data, stream.reports + (report,), stream.inputs + (trf,), extra)
 
 
 def contract(
     stream: AlignedTensor[Any, Any, Any, Any, Any, Any], packet: Mapping
 ) -> ContractionTensor[Any, Any, Any, Any, Any, Any]:
-    """Contract."""
-    raise UnsupportedFeatureError("issue 5 (switch, contraction, cast): not implemented yet", call="contract")
+    """``contract::<OutPacket>()`` (manual L4310–4317): the spatial reduction, widening to i32/f32.
+
+    Plans the tree depth; the products are computed with the accumulation (fused), or on reading the
+    result's data, which has the Row level: ``(Chip, Cluster, Slice, Row, Time, OutPacket)``.
+    """
+    from visa.stream.stages import ContractionTensor
+
+    packet = ensure_mapping(packet, "OutPacket")
+    hw = stream.ctx.hw
+    layout = stream.layout
+    plan = engine.plan_contract(hw, layout.dtype, layout.packet, packet)
+    align_plan: engine.AlignPlan = stream.extra["align"]
+    act, act_known = stream.extra["activation"]
+    window: engine.TrfWindow = stream.extra["window"]
+    valid = stream.extra["valid"]
+
+    def compute() -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]:
+        return engine.contract_values(align_plan, plan, act, act_known, window, valid)
+
+    cyc, lat = engine.contract_cycles(plan, align_plan.out_time)
+    report = EngineReport("reducer.tree", plan.describe(), cyc, latency=lat,
+                          details=(("depth", plan.depth), ("tree_depth", plan.tree_depth),
+                                   ("outputs_per_row", plan.columns), ("rows", align_plan.rows)))
+    out_layout = layout.with_(dtype=plan.out_dtype, packet=packet)
+    extra = {**stream.extra, "contract": plan}
+    return ContractionTensor(stream.tu, out_layout, DeferredData(compute), stream.reports + (report,), stream.inputs,
+                             extra)
 
 
 def accumulate(
     stream: ContractionTensor[Any, Any, Any, Any, Any, Any], time: Mapping, packet: Mapping, kind: AccumulationKind
 ) -> AccumulationTensor[Any, Any, Any, Any, Any, Any]:
-    """Accumulate."""
-    raise UnsupportedFeatureError("issue 5 (switch, contraction, cast): not implemented yet", call="accumulate")
+    """``accumulate::<OutTime, OutPacket>(kind)`` (manual L4318–4324): the temporal reduction and the output.
+
+    Plans the accumulator (kept and reduced Time axes, buffer slots, the kind's output layout) and computes
+    the whole contraction (products, tree and accumulation fused).
+    """
+    from visa.stream.stages import AccumulationKind, AccumulationTensor
+
+    time = ensure_mapping(time, "OutTime")
+    packet = ensure_mapping(packet, "OutPacket")
+    if not isinstance(kind, AccumulationKind):
+        raise VisaError(f"the accumulation kind must be AccumulationKind.Interleaved or .Sequential, got {kind!r}",
+                        call="accumulate", fix="pass AccumulationKind.Interleaved")
+    hw = stream.ctx.hw
+    layout = stream.layout
+    align_plan: engine.AlignPlan = stream.extra["align"]
+    contract_plan: engine.ContractPlan = stream.extra["contract"]
+    trf: TrfTensor[Any, Any, Any, Any, Any, Any] = stream.extra["trf"]
+    plan = engine.plan_accumulate(hw, layout.dtype, trf.levels["Row"], layout.time, layout.packet, time, packet,
+                                  kind.name)
+    act, act_known = stream.extra["activation"]
+    data = engine.accumulate(align_plan, contract_plan, plan, act, act_known, stream.extra["window"],
+                             stream.extra["valid"])
+    cyc, lat = engine.accumulate_cycles(plan)
+    report = EngineReport("reducer.accumulator", plan.describe(), cyc, latency=lat,
+                          details=(("kind", plan.kind), ("reduced", plan.reduced_text), ("steps", plan.reduced),
+                                   ("inner_slots", plan.inner_slots), ("slot_limit", plan.slot_limit)))
+    extra = {k: v for k, v in stream.extra.items() if k not in ("activation", "window", "valid")}
+    extra["accumulate"] = plan
+    out_layout = layout.with_(time=time, packet=packet)
+    data.check(out_layout)
+    return AccumulationTensor(stream.tu, out_layout, data, stream.reports + (report,), stream.inputs, extra)

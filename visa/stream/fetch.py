@@ -1,41 +1,131 @@
-"""Stream side of the Fetch Engine: begin, begin_interleaved and fetch (manual L1689–2144).
+"""Stream side of the Fetch Engine: ``begin``, ``begin_interleaved`` and ``fetch`` (manual L1689–2144).
 
-NOT YET IMPLEMENTED: issue 4 (fetch, collect, commit) provides this module; the signatures below are the contract.
+``ctx.main.begin(dm.view())`` makes a :class:`~visa.stream.stages.BeginTensor` whose Time is ``m["1"]`` and
+whose Packet is the view's Element (the manual's ``BeginTensor<…, m![1], Element>``, L1701, L1731–1743);
+``ctx.main.begin_interleaved(I, lhs, rhs)`` one whose Time is the axis ``I`` of size 2 (L1843–1868, L2044).
+``fetch`` asks :func:`visa.engines.fetch.plan` for the configuration, runs it over the DM images and returns
+the :class:`~visa.stream.stages.FetchTensor`.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from visa.errors import UnsupportedFeatureError
+import numpy as np
+
+from visa import dtypes as dt
+from visa.engines import fetch as engine
+from visa.engines.common import EngineReport, StreamData, StreamLayout
+from visa.errors import AddressError, LayoutError, VisaError
+from visa.mapping import Mapping
 
 if TYPE_CHECKING:
     from visa.context import TuContext
-    from visa.mapping import Mapping
     from visa.memory.tensors import DmTensorView
     from visa.stream.stages import BeginTensor, FetchTensor
 
-
-def begin(tu: TuContext, view: DmTensorView) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
-    """Start a stream from a DM view."""
-    raise UnsupportedFeatureError("issue 4 (fetch, collect, commit): not implemented yet", call="begin")
+__all__ = ["begin", "begin_interleaved", "fetch"]
 
 
-def begin_interleaved(
-    tu: TuContext, axis: Mapping, lhs: DmTensorView, rhs: DmTensorView
-) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
-    """Interleave two DM views."""
-    raise UnsupportedFeatureError("issue 4 (fetch, collect, commit): not implemented yet", call="begin_interleaved")
+def _check_view(view: object, call: str) -> DmTensorView[Any, Any, Any, Any, Any]:
+    from visa.memory.tensors import TensorView
+
+    if not isinstance(view, TensorView) or view.base.MEMORY != "dm":
+        raise VisaError(f"{call} takes a DM tensor view (dm.view()), got {type(view).__name__}", call=call,
+                        fix="call .view() on a DmTensor")
+    return view  # type: ignore[return-value]
 
 
-def fetch(
-    stream: BeginTensor[Any, Any, Any, Any, Any, Any],
-    dtype: Any,
-    time: Mapping,
-    packet: Mapping,
-    *,
-    table: Any = None,
-    zero_points: tuple[int, ...] | None = None,
-) -> FetchTensor[Any, Any, Any, Any, Any, Any]:
-    """Fetch."""
-    raise UnsupportedFeatureError("issue 4 (fetch, collect, commit): not implemented yet", call="fetch")
+def _placeholder(layout: StreamLayout) -> StreamData:
+    """The data of a BeginTensor: nothing has been read yet (broadcast poison, no memory)."""
+    shape = layout.shape
+    return StreamData(np.broadcast_to(np.zeros((), dtype=layout.dtype.storage), shape),
+                      np.broadcast_to(np.zeros((), dtype=bool), shape))
+
+
+def begin(tu: TuContext, view: DmTensorView[Any, Any, Any, Any, Any]) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
+    """``tu.begin(dm.view())``: the stream at the start of the pipeline, Time ``m["1"]``, Packet = Element (L1701)."""
+    from visa.stream.stages import BeginTensor
+
+    v = _check_view(view, "begin")
+    base = v.base
+    layout = StreamLayout(base.dtype, base.levels["Chip"], base.levels["Cluster"], base.levels["Slice"],
+                          Mapping.identity(v.element.axis_set), v.element)
+    return BeginTensor(tu, layout, _placeholder(layout), (), (base,), {"views": (v,), "interleave": None})
+
+
+def begin_interleaved(tu: TuContext, axis: Mapping, lhs: DmTensorView[Any, Any, Any, Any, Any],
+                      rhs: DmTensorView[Any, Any, Any, Any, Any]) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
+    """``tu.begin_interleaved::<I, …>(lhs, rhs)``: two tensors with identical mappings, alternating along the
+    Time axis ``axis`` (size 2; at most two tensors, L1843–1868)."""
+    from visa.stream.stages import BeginTensor
+
+    call = "begin_interleaved"
+    a, b = _check_view(lhs, call), _check_view(rhs, call)
+    if not isinstance(axis, Mapping):
+        raise VisaError(f"{call} takes the interleave axis first, e.g. m[\"I\"], got {axis!r}", call=call,
+                        fix='declare axes(I=2) and pass m["I"]')
+    max_n = tu.ctx.hw.fetch.max_interleaved
+    if axis.size != max_n:
+        raise LayoutError(f"the interleave axis {axis!r} must have size {max_n}: at most two tensors are "
+                          "interleaved in one fetch (manual L1850)", call=call, level="Time",
+                          mapping=repr(axis), axis=", ".join(sorted(axis.axes)) or None,
+                          fix="declare the interleave axis with size 2, e.g. axes(I=2)")
+    for level in ("Chip", "Cluster", "Slice"):
+        if a.base.levels[level] != b.base.levels[level]:
+            raise LayoutError(f"interleaved tensors need identical mappings; {level} differs: "
+                              f"{a.base.levels[level]!r} vs {b.base.levels[level]!r} (manual L1845)", call=call,
+                              level=level, mapping=repr(b.base.levels[level]))
+    if a.element != b.element or a.dtype is not b.dtype:
+        raise LayoutError(f"interleaved tensors need identical dtypes and mappings; got {a!r} and {b!r} "
+                          "(manual L1845)", call=call, level="Element", mapping=repr(b.element))
+    base = a.base
+    layout = StreamLayout(base.dtype, base.levels["Chip"], base.levels["Cluster"], base.levels["Slice"], axis,
+                          a.element)
+    inputs = (a.base,) if a.base is b.base else (a.base, b.base)
+    return BeginTensor(tu, layout, _placeholder(layout), (), inputs, {"views": (a, b), "interleave": axis})
+
+
+def _bit_base(view: DmTensorView[Any, Any, Any, Any, Any], hw_align: int) -> int:
+    bits = view.base.address * 8 + view.offset * view.base.dtype.image_bits
+    if bits % (8 * hw_align):
+        raise AddressError(f"the view starts at bit {bits}, not on a {hw_align}-byte boundary: fetch addresses "
+                           f"are {hw_align}-byte aligned (manual L1756)", call="fetch sequencer", level="Element",
+                           mapping=repr(view.element), fix="start the tile on a whole byte")
+    return bits
+
+
+def fetch(stream: BeginTensor[Any, Any, Any, Any, Any, Any], dtype: Any, time: Mapping, packet: Mapping, *,
+          table: Any = None, zero_points: tuple[int, ...] | None = None) -> FetchTensor[Any, Any, Any, Any, Any, Any]:
+    """``fetch::<D2, Time2, Packet2>()`` (L1700–1718), with an optional table (L1949) or zero points (L2030)."""
+    from visa.stream.stages import FetchTensor
+
+    ctx = stream.ctx
+    hw = ctx.hw
+    dst = dt.scalar(dtype)
+    for what, mp in (("Time", time), ("Packet", packet)):
+        if not isinstance(mp, Mapping):
+            raise VisaError(f"fetch: {what} must be a mapping such as m[\"A\"], got {mp!r}", call="fetch",
+                            level=what)
+    if table is not None and not isinstance(table, engine.LookupTable):
+        raise VisaError(f"fetch_with_table takes a LookupTable, got {type(table).__name__}",
+                        call="fetch table indexing", fix="build one with LookupTable.from_function(din, dout, f)")
+    views = stream.extra.get("views", ())
+    if not views:
+        raise VisaError("this BeginTensor has no DM view to fetch from", call="fetch",
+                        fix="start the stream with ctx.main.begin(dm.view())")
+    interleave: Mapping | None = stream.extra.get("interleave")
+    lay = stream.layout
+    cfg = engine.plan(hw, lay.dtype, dst, lay.chip, lay.cluster, lay.slice, lay.packet, time, packet,
+                      context=stream.tu.kind, interleave=interleave,
+                      table=None if table is None else (table.din, table.dout), zero_points=zero_points)
+    for v in views:
+        v.base.check_readable("fetch")
+    bases = [_bit_base(v, hw.fetch.address_align_bytes) for v in views]
+    images = [ctx.memory.chip(c).dm for c in range(lay.chip.size)]
+    data = engine.execute(cfg, images, bases, table)
+    report = EngineReport("fetch", cfg.describe([b // 8 for b in bases]), engine.cycles(cfg), cfg.latency,
+                          details=(("fetch_size", cfg.fetch_size), ("fetches_per_packet", cfg.fetches_per_packet),
+                                   ("contiguous_sram_access_size", cfg.contiguous_sram_access_size)))
+    layout = StreamLayout(dst, lay.chip, lay.cluster, lay.slice, time, packet)
+    return stream.then(FetchTensor, layout, data, report, fetch=cfg)

@@ -23,6 +23,7 @@ from visa.mapping import Mapping
 if TYPE_CHECKING:
     from visa.context import Context, TuContext
     from visa.memory.tensors import DeviceTensor, DmTensor, TrfAddress, TrfTensor, VrfTensor
+    from visa.stream.vector import VectorInitTensor
 
 __all__ = [
     "StreamTensor", "BeginTensor", "FetchTensor", "SwitchTensor", "CollectTensor", "AlignedTensor",
@@ -116,14 +117,16 @@ class StreamTensor(Generic[D, Chip, Cluster, Slice, Time, Packet]):
         data.check(layout)
         return cls(self.tu, layout, data, self.reports + reports, self.inputs, {**self.extra, **extra})
 
-    def __getattr__(self, name: str) -> Any:
-        stages = STAGE_METHODS.get(name)
-        if stages is None or name.startswith("_"):
-            raise AttributeError(name)
-        raise TypestateError(f".{name}() is not available on a {self.STAGE}; it belongs to "
-                             f"{' / '.join(stages)} (manual pipeline order, L3792)", call=name,
-                             fix="follow the order fetch → switch → collect → align → contract → accumulate "
-                                 "→ vector → cast → transpose → commit")
+    if not TYPE_CHECKING:  # hidden from type checkers, so that they reject a method on the wrong stage
+
+        def __getattr__(self, name: str) -> Any:
+            stages = STAGE_METHODS.get(name)
+            if stages is None or name.startswith("_"):
+                raise AttributeError(name)
+            raise TypestateError(f".{name}() is not available on a {self.STAGE}; it belongs to "
+                                 f"{' / '.join(stages)} (manual pipeline order, L3792)", call=name,
+                                 fix="follow the order fetch → switch → collect → align → contract → "
+                                     "accumulate → vector → cast → transpose → commit")
 
     # -- convenience -------------------------------------------------------------------------------------
     @property
@@ -189,7 +192,7 @@ class _Cast(_Transpose[D, Chip, Cluster, Slice, Time, Packet]):
 class _Vector(_Cast[D, Chip, Cluster, Slice, Time, Packet]):
     __slots__ = ()
 
-    def vector_init(self) -> Any:
+    def vector_init(self) -> VectorInitTensor[D, Chip, Cluster, Slice, Time, Packet]:
         """Enter the Vector Engine (manual L4560–4578); i32 and f32 streams only."""
         import visa.stream.vector as vector
 

@@ -1,21 +1,50 @@
-"""Stream side of the Transpose Engine (manual L6820–7041).
+"""Stream side of the Transpose Engine (manual L6820–7041): ``stream.transpose(OutTime, OutPacket)``.
 
-NOT YET IMPLEMENTED: issue 7 (transpose) provides this module; the signatures below are the contract.
+The engine sits after the Fetch, Collect, Contraction (Accumulation), Vector or Cast stage and before the
+Commit Engine (pipeline order L131, L3018; sources L6872–6875; interface L6826–6838); the result, a
+:class:`~visa.stream.stages.TransposeTensor`, can only be committed.  Chip, Cluster and Slice pass through
+unchanged (L6839).  The rules and the arithmetic are :mod:`visa.engines.transpose`'s.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from visa.errors import UnsupportedFeatureError
+from visa.engines import transpose as engine
+from visa.engines.common import EngineReport
+from visa.errors import TypestateError
+from visa.mapping.core import ensure_mapping
 
 if TYPE_CHECKING:
     from visa.mapping import Mapping
     from visa.stream.stages import StreamTensor, TransposeTensor
 
+__all__ = ["transpose"]
+
 
 def transpose(
     stream: StreamTensor[Any, Any, Any, Any, Any, Any], time: Mapping, packet: Mapping
 ) -> TransposeTensor[Any, Any, Any, Any, Any, Any]:
-    """Transpose."""
-    raise UnsupportedFeatureError("issue 7 (transpose): not implemented yet", call="transpose")
+    """``transpose::<OutTime, OutPacket>()`` (manual L6826–6838): reorder elements within flits.
+
+    Plans the engine (every limit of ``hw.transpose``), runs the configuration over the stream's data and
+    appends the engine's report (the single/double buffering cycle formula, L6887–6912).
+    """
+    from visa.stream.stages import TransposeTensor
+
+    time = ensure_mapping(time, "OutTime")
+    packet = ensure_mapping(packet, "OutPacket")
+    hw = stream.ctx.hw
+    if stream.tu.kind == "sub" and hw.commit.sub_follows_fetch_only:
+        raise TypestateError(
+            "the sub context has no compute engines (L3046–3051) and its commits follow fetch only, never the "
+            "Cast or Transpose Engine (manual L2337)", call="transpose", level="Time",
+            fix="transpose on ctx.main")
+    layout = stream.layout
+    config = engine.plan(hw, layout.dtype, layout.time, layout.packet, time, packet)
+    data = engine.execute(config, stream.data)
+    report = EngineReport("transpose", config.describe(), engine.cycles(config),
+                          details=engine.report_details(config))
+    out: TransposeTensor[Any, Any, Any, Any, Any, Any] = stream.then(
+        TransposeTensor, layout.with_(time=time, packet=packet), data, report)
+    return out

@@ -1,0 +1,123 @@
+"""The GEMM "Hello, TCP!" example (examples/gemm.py, manual L466–525) against numpy's float32 matmul (issue 5).
+
+The example runs the whole kernel on the simulator — host → HBM → DM by DMA, the TRF load in the sub context,
+fetch → collect → align → contract → accumulate → cast → commit in the main context, and back to the host — for
+A[512 × 1024] · B[1024 × 512] in bf16.  numpy computes the same logical product of the same bf16 values in float32
+(``A.astype(float32) @ B.astype(float32)``), in the same run.
+
+Two ratios: the whole example (``main()``, including its check), and the Contraction Engine alone (the time spent
+in ``align``, ``contract`` and ``accumulate``, which includes reading the TRF and the fused products).  A last line
+splits the example's time by the module it is spent in, to say what dominates.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from benchmarks.common import best_of, report
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "gemm.py"
+
+
+def _load() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_gemm_example", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+class _Timer:
+    """Wall time spent in some module-level functions, by wrapping them."""
+
+    def __init__(self, module: Any, names: tuple[str, ...]) -> None:
+        self.module, self.names, self.total = module, names, 0.0
+        self.saved: dict[str, Callable[..., Any]] = {}
+
+    def __enter__(self) -> _Timer:
+        for name in self.names:
+            fn = getattr(self.module, name)
+            self.saved[name] = fn
+
+            def wrapped(*args: Any, _fn: Callable[..., Any] = fn, **kw: Any) -> Any:
+                start = time.perf_counter()
+                try:
+                    return _fn(*args, **kw)
+                finally:
+                    self.total += time.perf_counter() - start
+
+            setattr(self.module, name, wrapped)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for name, fn in self.saved.items():
+            setattr(self.module, name, fn)
+
+
+STAGES = (
+    ("DMA", "visa.engines.dma", ("host_to_hbm", "hbm_to_dm", "dm_to_hbm", "hbm_to_host")),
+    ("fetch", "visa.stream.fetch", ("fetch",)),
+    ("collect + to_trf", "visa.stream.collect", ("collect", "to_trf")),
+    ("contraction", "visa.stream.contraction", ("align", "contract", "accumulate")),
+    ("cast", "visa.stream.cast", ("cast",)),
+    ("commit", "visa.stream.commit", ("commit",)),
+)
+
+
+def _breakdown(main: Callable[[], None]) -> str:
+    """Wall time of one run split by the stage it is spent in."""
+    timers = [(label, _Timer(importlib.import_module(mod), names)) for label, mod, names in STAGES]
+    for _, t in timers:
+        t.__enter__()
+    start = time.perf_counter()
+    try:
+        main()
+    finally:
+        total = time.perf_counter() - start
+        for _, t in timers:
+            t.__exit__()
+    parts = [(label, t.total) for label, t in timers]
+    parts.append(("host side and the check", total - sum(v for _, v in parts)))
+    parts.sort(key=lambda kv: -kv[1])
+    return "  where the example's time goes: " + ", ".join(f"{k} {v:.2f} s ({v / total:.0%})" for k, v in parts)
+
+
+def run() -> list[str]:
+    from visa.stream import contraction
+
+    module = _load()
+    rng = np.random.default_rng(42)
+    a = rng.uniform(-2, 2, size=(512, 1024)).astype(np.float32)
+    b = rng.uniform(-2, 2, size=(1024, 512)).astype(np.float32)
+    import ml_dtypes
+
+    a = a.astype(ml_dtypes.bfloat16).astype(np.float32)
+    b = b.astype(ml_dtypes.bfloat16).astype(np.float32)
+    theirs = best_of(lambda: a @ b, repeat=20)
+    module.main()  # warm-up (imports, caches)
+    whole, engine = [], []
+    for _ in range(3):
+        with _Timer(contraction, ("align", "contract", "accumulate")) as timer:
+            start = time.perf_counter()
+            module.main()
+            whole.append(time.perf_counter() - start)
+        engine.append(timer.total)
+    lines = [
+        report("GEMM example (512×1024 · 1024×512 bf16), whole run", min(whole), theirs, 10),
+        report("GEMM example, Contraction Engine only", min(engine), theirs, 10),
+        _breakdown(module.main),
+    ]
+    return lines
+
+
+if __name__ == "__main__":
+    print("\n".join(run()))

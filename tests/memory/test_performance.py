@@ -1,0 +1,70 @@
+"""Address decoding and the memory cost helpers (manual "Memory Performance", L2848–3009)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from visa import RNGD
+from visa.memory import performance as perf
+
+SL = RNGD.dm.slice_address_space_bytes
+
+
+def test_dm_bank_bits_l2877() -> None:
+    # bank = (addr >> 3) & 0xF: 128 consecutive bytes cover the 16 banks (L2877-2879)
+    assert [RNGD.dm.bank_of(a) for a in range(0, 128, 8)] == list(range(16))
+
+
+def test_hbm_stack_and_channel_bits_l2962() -> None:
+    ch = perf.hbm_channel(RNGD, np.arange(64) * 256)
+    assert len(set(ch.tolist())) == 32  # bits 8-12 spread 256-byte units over the 32 channels (L2990)
+    # without bit 8 only one stack's 16 channels are used (L2717-2751)
+    assert len(set(perf.hbm_channel(RNGD, np.arange(64) * 512).tolist())) == 16
+
+
+def test_hbm_channel_folds_bits_13_to_28() -> None:
+    # the channel is the XOR of bits 9-12 with bits 13-28 (L2977): bit 13 and bit 9 cancel
+    a = np.array([(1 << 9) | (1 << 13)])
+    assert perf.hbm_channel(RNGD, a).tolist() == [0]
+
+
+def test_hbm_row_and_bank() -> None:
+    assert perf.hbm_row(RNGD, np.array([1 << 21, 1 << 35])).tolist() == [1, 1 << 13]
+    assert perf.hbm_bank(RNGD, np.array([1 << 13, 1 << 19, 1 << 20])).tolist() == [1, 2, 16]
+
+
+def test_dm_dmn_of_an_address() -> None:
+    assert perf.dm_dmn(RNGD, np.array([0, 31 * SL, 32 * SL, 256 * SL])).tolist() == [0, 0, 1, 8]
+
+
+def test_dmn_interleaving_halves_the_dm_time_l2883() -> None:
+    dmn = 32 * SL
+    alternating = np.arange(64) % 2 * dmn
+    assert perf.dm_engine_time(RNGD, alternating, 256) == 64  # 256 B/cycle (L2893)
+    assert perf.dm_engine_time(RNGD, np.zeros(64, np.int64), 256) == 128  # 128 B/cycle on one DMN (L2857)
+
+
+def test_request_splitting_and_rmw_l2469_l2985() -> None:
+    # a 2800-byte write is ten 256-byte requests and one 240-byte read-modify-write (L2985)
+    units, factor = perf.hbm_transfers(RNGD, np.array([0]), 2800, write=True)
+    assert units.size == 11 and factor.tolist() == [1.0] * 10 + [50.0]
+    # a read crossing a 256-byte boundary takes two transfers (L2984)
+    units, factor = perf.hbm_transfers(RNGD, np.array([128]), 256, write=False)
+    assert units.tolist() == [0, 256] and factor.tolist() == [1.0, 1.0]
+    assert RNGD.dma.requests(4095) == 16  # L2469
+
+
+def test_row_switches_cost_only_when_not_hidden() -> None:
+    # rows k·(2^21 + 2^25): bits 21-24 and 25-28 cancel in the channel hash, so one channel, one bank, a new
+    # row every time; back to back, every switch but the first is exposed (40 cycles, L2987)
+    rows = np.arange(8, dtype=np.int64) * ((1 << 21) | (1 << 25))
+    assert len(set(perf.hbm_channel(RNGD, rows).tolist())) == 1
+    busy = perf.hbm_busy(RNGD, np.zeros(8, np.int64), rows, np.ones(8))
+    assert busy.max() == pytest.approx(8 * 16 / 3 + 7 * (40 - 16 / 3))
+    # the same switches with other banks' transfers in between are hidden (L2990-2993)
+    other = np.full(7, (1 << 17) | (1 << 9), dtype=np.int64)  # another bank of the same channel, one row
+    mixed = np.concatenate([np.concatenate([[r], other]) for r in rows])
+    assert len(set(perf.hbm_channel(RNGD, mixed).tolist())) == 1
+    busy = perf.hbm_busy(RNGD, np.zeros(mixed.size, np.int64), mixed, np.ones(mixed.size))
+    assert busy.max() == pytest.approx(mixed.size * 16 / 3)

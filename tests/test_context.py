@@ -1,0 +1,109 @@
+"""The host side: Context, its DMA and Tensor Unit contexts, @device and launch, the schedule (manual L36–67,
+L150–155, "Scheduling" L7042–7070)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pytest
+
+from visa import RNGD, RNGD_S, AxisSet, Context, device, launch
+from visa import dtypes as dt
+from visa.context import DmaContext, TuContext
+from visa.engines.common import EngineReport
+from visa.errors import TypestateError, VisaError
+from visa.memory.tensors import HbmTensor, HostTensor
+
+ax = AxisSet(A=2048)
+m = ax.m
+
+
+def test_acquire_gives_the_four_contexts() -> None:
+    ctx = Context.acquire()
+    assert ctx.hw is RNGD
+    assert isinstance(ctx.pdma, DmaContext) and ctx.pdma.kind == "pdma"
+    assert isinstance(ctx.tdma, DmaContext) and ctx.tdma.kind == "tdma"
+    assert isinstance(ctx.main, TuContext) and ctx.main.kind == "main"
+    assert isinstance(ctx.sub, TuContext) and ctx.sub.kind == "sub"
+    assert repr(ctx.tdma) == "ctx.tdma"
+    assert Context.acquire(hw=RNGD_S).hw is RNGD_S
+
+
+def test_launch_returns_the_kernels_result_and_sets_the_chip_count() -> None:
+    ctx = Context.acquire()
+
+    @device(chip=2)
+    def kernel(ctx: Context, a: int) -> int:
+        assert ctx.num_chips == 2
+        return a + 1
+
+    assert launch(kernel, ctx, 41) == 42
+
+
+def test_launch_refuses_plain_functions_and_too_many_chips() -> None:
+    ctx = Context.acquire()
+    with pytest.raises(TypestateError):
+        launch(lambda ctx: None, ctx)
+
+    @device(chip=RNGD.max_chips + 1)
+    def big(ctx: Context) -> None:
+        return None
+
+    with pytest.raises(VisaError):
+        launch(big, ctx)
+    with pytest.raises(VisaError):
+        device(chip=0)
+
+
+def test_launch_checks_the_arguments_chips_l1079() -> None:
+    ctx = Context.acquire()
+    x = HostTensor.rand(dt.i32, m["A"], np.random.default_rng(0))
+    h = x.to_hbm(m["1 # 2"], m["A"], ctx.pdma, 0)
+
+    @device(chip=1)
+    def kernel(ctx: Context, x: HbmTensor[Any, Any, Any]) -> None:
+        return None
+
+    with pytest.raises(VisaError) as err:
+        launch(kernel, ctx, h)
+    assert err.value.level == "Chip"
+
+
+def test_host_code_is_synchronous_and_operations_are_recorded_per_track() -> None:
+    ctx = Context.acquire()
+    x = HostTensor.rand(dt.i32, m["A"], np.random.default_rng(0))
+    h = x.to_hbm(m["1"], m["A"], ctx.pdma, 0)  # done when it returns
+    assert np.array_equal(h.logical(), x.numpy())
+    d = h.to_dm(m["1 # 2"], m["A / 8 # 256"], m["A % 8"], ctx.tdma, 0)
+    h2 = d.to_hbm(m["A"], ctx.tdma, 1 << 20)
+    ops = ctx.schedule.ops
+    assert [op.track for op in ops] == ["pdma", "tdma", "tdma"]
+    assert ops[1].start == ops[0].end and ops[2].start == ops[1].end  # each waits for its input
+    assert d.ready_at == ops[1].end and h2.ready_at == ops[2].end
+    assert ops[0].engines[0].engine == "pdma" and ops[1].engines[0].engine == "dma"
+    assert ops[1].cycles >= RNGD.dma.startup_cycles
+    assert "tdma" in ctx.report() and "dma" in ctx.engine_cycles()
+
+
+def test_tracks_run_in_parallel_and_a_context_runs_one_operation_at_a_time() -> None:
+    ctx = Context.acquire()
+    a = ctx.record("tdma", "a", [EngineReport("dma", "", 100)])
+    b = ctx.record("main", "b", [EngineReport("fetch", "", 50, latency=5)])
+    c = ctx.record("tdma", "c", [EngineReport("dma", "", 10)])
+    assert (a.start, a.end) == (0, 100)
+    assert (b.start, b.end) == (0, 55)  # another track: concurrent
+    assert c.start == 100  # the same track waits (L2930)
+    assert ctx.schedule.makespan == 110
+
+
+def test_trace_is_a_chrome_trace(tmp_path: Any) -> None:
+    ctx = Context.acquire()
+    ctx.record("main", "pass", [EngineReport("fetch", "cfg", 7)])
+    trace = ctx.trace()
+    names = {e["args"]["name"] for e in trace["traceEvents"] if e["ph"] == "M"}
+    assert {"pdma", "tdma", "main", "sub"} <= names
+    path = tmp_path / "t.json"
+    ctx.write_trace(str(path))
+    assert json.loads(path.read_text())["traceEvents"]

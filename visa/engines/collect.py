@@ -1,0 +1,281 @@
+"""Collect Engine: packets to 32-byte flits, and the loads into the register files (manual L3543–3669).
+
+:func:`normalise` is the Collect Engine's one rule (L3560–3564): pad the packet with zeros to a multiple of
+the flit (32 bytes, ``hw.collect.flit_bytes``); if that is more than one flit, the inner flit becomes the new
+Packet and the flit count becomes the new innermost Time axis.  :func:`plan` checks that the requested
+``Time2``/``Packet2`` are that normalisation (``verify_collect``, L3547–3558) by the manual's equivalence of
+mappings; :func:`execute` pads and splits the data; :func:`cycles` is one flit per cycle.
+
+The register-file loads take the collected stream as it flows, flit after flit:
+
+* ``to_trf(Row, Element, TrfAddress)`` (L4049–4061): "the outermost axes of the input become the Row
+  dimension, and the remaining inner axes become the Element dimension" — the stream, flattened in stream
+  order, is ``Row::SIZE`` consecutive blocks of ``Element::SIZE`` elements;
+* ``to_vrf(Element, address)`` (L280–285, L5063–5081): the flattened stream is the Element.
+
+:func:`plan_trf` / :func:`plan_vrf` check that the ``Row``/``Element`` given hold, at every position, the
+element the stream delivers there (positions the Element leaves as padding may hold anything); capacities
+are the tensor handles' rules (L1088–1090).
+
+>>> from visa.hw import RNGD
+>>> from visa.dtypes import bf16
+>>> from visa.mapping import AxisSet
+>>> ax = AxisSet(A=8, B=32)
+>>> t2, p2 = normalise(RNGD, bf16, ax.m["A"], ax.m["B"])          # manual L3647-3660
+>>> t2 == ax.m["A, B / 16"], p2 == ax.m["B % 16"]
+(True, True)
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from visa import dtypes as dt
+from visa.engines.common import StreamData
+from visa.engines.fetch import enabled_units, unwrite
+from visa.errors import HardwareLimitError, LayoutError
+from visa.hw import HardwareProfile
+from visa.mapping import Mapping, pair_of
+from visa.memory.images import DenseImage, store
+
+__all__ = ["CollectConfig", "RegisterLoadConfig", "normalise", "plan", "execute", "cycles", "plan_trf",
+           "plan_vrf", "execute_load", "load_cycles"]
+
+BoolArray = npt.NDArray[np.bool_]
+
+
+def _axis(mapping: Mapping) -> str | None:
+    names = sorted(mapping.axes)
+    return ", ".join(names) if names else None
+
+
+@dataclass(frozen=True)
+class CollectConfig:
+    """The Collect Engine's configuration (manual L3560–3564): how many flits a packet becomes."""
+
+    dtype: type[dt.Scalar]
+    time: Mapping
+    packet: Mapping
+    out_time: Mapping
+    out_packet: Mapping
+    packet_bytes: int
+    flit_bytes: int
+    flits_per_packet: int
+    pad_elements: int
+
+    def __str__(self) -> str:
+        pad = f", zero padding {self.pad_elements * self.dtype.size_bits // 8} B" if self.pad_elements else ""
+        split = f", {self.flits_per_packet} flits per packet (flit axis innermost in Time)" \
+            if self.flits_per_packet > 1 else ""
+        return (f"collect {self.dtype!r}: packet {self.packet!r} ({self.packet_bytes} B) → {self.flit_bytes}-byte "
+                f"flits{pad}{split}; Time {self.out_time!r} ({self.out_time.size}), Packet {self.out_packet!r}")
+
+
+def _flit(hw: HardwareProfile, dtype: type[dt.Scalar], packet: Mapping, call: str) -> tuple[int, int, int]:
+    """(packet bytes, elements per flit, flits per packet)."""
+    bits = packet.size * dtype.size_bits
+    if bits % 8:
+        raise HardwareLimitError(f"a packet of {packet.size} {dtype!r} elements is not whole bytes", call=call,
+                                 level="Packet", mapping=repr(packet), axis=_axis(packet),
+                                 fix="pad the packet to an even number of elements")
+    flit = hw.collect.flit_bytes
+    per = dtype.elements_per_bytes(flit)
+    return bits // 8, per, max(1, -(-bits // (8 * flit)))
+
+
+def normalise(hw: HardwareProfile, dtype: type[dt.Scalar], time: Mapping, packet: Mapping) -> tuple[Mapping, Mapping]:
+    """``(Time2, Packet2)`` of the collected stream (manual L3560–3564, L3590–3618).
+
+    The packet is padded to ``flits × 32`` bytes; with one flit, Time is unchanged and Packet2 is the padded
+    packet; with more, Time2 is ``[Time, padded / E]`` and Packet2 ``padded % E`` (E elements per flit).
+    """
+    _, per, flits = _flit(hw, dtype, packet, "collect")
+    padded = packet if packet.size == flits * per else packet.pad(flits * per)
+    if flits == 1:
+        return time, padded
+    return pair_of(time, padded.stride(per)), padded.modulo(per)
+
+
+def plan(hw: HardwareProfile, dtype: type[dt.Scalar], time: Mapping, packet: Mapping, time2: Mapping,
+         packet2: Mapping) -> CollectConfig:
+    """``collect::<Time2, Packet2>()`` of a stream ``(dtype, time, packet)``: refuses anything but the
+    normalisation (``verify_collect``, L3547–3558; exactly one flit per time step, L3544)."""
+    return _plan(hw, dtype, time, packet, time2, packet2)
+
+
+@functools.lru_cache(maxsize=512)
+def _plan(hw: HardwareProfile, dtype: type[dt.Scalar], time: Mapping, packet: Mapping, time2: Mapping,
+          packet2: Mapping) -> CollectConfig:
+    call = "collect"
+    nbytes, per, flits = _flit(hw, dtype, packet, call)
+    want_t, want_p = normalise(hw, dtype, time, packet)
+    flit = hw.collect.flit_bytes
+    if packet2.size * dtype.size_bits != 8 * flit:
+        raise HardwareLimitError(
+            f"the Collect Engine outputs exactly one {flit}-byte flit per time step (manual L3544); Packet2 "
+            f"{packet2!r} holds {packet2.size} {dtype!r} = {packet2.size * dtype.size_bits / 8:g} bytes",
+            call=call, level="Packet", mapping=repr(packet2), axis=_axis(packet2), fix=f"write {want_p!r}")
+    if packet2 != want_p:
+        raise LayoutError(
+            f"Packet2 {packet2!r} is not the packet {packet!r} padded to {flits * flit} bytes"
+            + (f" and split into {flits} flits" if flits > 1 else "") + " (manual L3560–3564)",
+            call=call, level="Packet", mapping=repr(packet2), axis=_axis(packet2) or _axis(packet),
+            fix=f"write {want_p!r}")
+    if time2 != want_t:
+        extra = f", with the flit index of the {flits} flits as the innermost axis" if flits > 1 else " unchanged"
+        raise LayoutError(f"Time2 {time2!r} must be the input Time {time!r}{extra} (manual L3562–3564)",
+                          call=call, level="Time", mapping=repr(time2), axis=_axis(time2) or _axis(time),
+                          fix=f"write {want_t!r}")
+    return CollectConfig(dtype, time, packet, time2, packet2, nbytes, flit, flits, flits * per - packet.size)
+
+
+def execute(cfg: CollectConfig, data: StreamData) -> StreamData:
+    """Pad each packet with zeros (known values, L2122) to whole flits and split them along Time."""
+    vals, known = data.values, data.known
+    if cfg.pad_elements:
+        pad = [(0, 0)] * (vals.ndim - 1) + [(0, cfg.pad_elements)]
+        vals = np.pad(vals, pad)
+        known = np.pad(known, pad, constant_values=True)
+    shape = (*vals.shape[:3], cfg.out_time.size, cfg.out_packet.size)
+    return StreamData(vals.reshape(shape), known.reshape(shape))
+
+
+def cycles(cfg: CollectConfig) -> int:
+    """One flit per cycle: ``Time2::SIZE`` (the manual gives no collect formula; a single-channel switch
+    delivers 32 bytes per cycle, L2125–2126)."""
+    return cfg.out_time.size
+
+
+# ------------------------------------------------------------------------------------------------ TRF / VRF
+
+
+@dataclass(frozen=True)
+class RegisterLoadConfig:
+    """A load of the collected stream into the TRF (``rows`` blocks) or the VRF (one block).
+
+    ``address`` is the TRF address mode (``"Full"``, ``"FirstHalf"``, ``"SecondHalf"``) or the VRF byte
+    address; ``flits`` the number of 32-byte flits written (the cost).
+    """
+
+    memory: str
+    dtype: type[dt.Scalar]
+    time: Mapping
+    packet: Mapping
+    row: Mapping | None
+    element: Mapping
+    address: str | int
+    flits: int
+
+    def __str__(self) -> str:
+        where = f"TrfAddress.{self.address}" if self.memory == "trf" else f"VRF {self.address}"
+        rows = f"Row {self.row!r} ({self.row.size}), " if self.row is not None else ""
+        return (f"to_{self.memory} {self.dtype!r}: {rows}Element {self.element!r} ({self.element.size}) at {where}; "
+                f"{self.flits} flits")
+
+
+def _agreement(stream: Mapping, buffer: Mapping, call: str, level: str, shown: Mapping) -> None:
+    """Every position where ``buffer`` holds an index must receive that index from ``stream`` (same flat
+    position); where ``buffer`` is padding anything may arrive."""
+    if stream.size != buffer.size:
+        raise LayoutError(f"the stream delivers {stream.size} elements per slice but {shown!r} has "
+                          f"{buffer.size} positions", call=call, level=level, mapping=repr(shown),
+                          axis=_axis(shown), fix="use the stream's Time and Packet, flattened")
+    sev, bev = stream.evaluate(), buffer.evaluate()
+    bad = bev.valid & ~sev.valid
+    for name in sorted(set(sev.coords) | set(bev.coords)):
+        bad = bad | (bev.valid & sev.valid & (sev.coord(name) != bev.coord(name)))
+    if bad.any():
+        k = int(np.argmax(bad))
+        held = buffer.map(k)
+        got = stream.map(k)
+        axis = _axis(shown)
+        if held is not None:
+            g: dict[str, int] = dict(got) if got is not None else {}
+            h: dict[str, int] = dict(held)
+            names = sorted(n for n in set(h) | set(g) if g.get(n, 0) != h.get(n, 0))
+            axis = ", ".join(names) or axis
+        raise LayoutError(
+            f"position {k} of {shown!r} holds {held.text() if held is not None else 'padding'} but the stream "
+            f"delivers {got.text() if got is not None else 'padding'} there: the load writes the flits in stream "
+            "order (manual L4049–4061)", call=call, level=level, mapping=repr(shown), axis=axis,
+            fix="write the Element as the stream's Time and Packet flattened (outermost Time axes become Row)")
+
+
+def plan_trf(hw: HardwareProfile, dtype: type[dt.Scalar], time: Mapping, packet: Mapping, row: Mapping,
+             element: Mapping, address: str = "Full") -> RegisterLoadConfig:
+    """``to_trf::<Row, Element>(address)`` of a collected stream (manual L4049–4061, L4150–4168)."""
+    return _plan_trf(hw, dtype, time, packet, row, element, address)
+
+
+@functools.lru_cache(maxsize=256)
+def _plan_trf(hw: HardwareProfile, dtype: type[dt.Scalar], time: Mapping, packet: Mapping, row: Mapping,
+              element: Mapping, address: str) -> RegisterLoadConfig:
+    call = "to_trf"
+    _check_flit(hw, dtype, packet, call)
+    if address not in hw.trf.address_modes:
+        raise LayoutError(f"unknown TRF address mode {address!r}; expected one of {hw.trf.address_modes} "
+                          "(manual L4043–4048)", call=call, fix="pass TrfAddress.Full, .FirstHalf or .SecondHalf")
+    if row.size not in hw.trf.valid_row_counts:
+        raise HardwareLimitError(f"the TRF is used with {', '.join(map(str, hw.trf.valid_row_counts))} Rows "
+                                 f"(manual L4160–4168), got Row {row!r} of size {row.size}", call=call, level="Row",
+                                 mapping=repr(row), axis=_axis(row),
+                                 fix="pad the Row axis to a power of two, e.g. m[\"N # 8\"]")
+    _agreement(pair_of(time, packet), pair_of(row, element), call, "Element", element)
+    return RegisterLoadConfig("trf", dtype, time, packet, row, element, address, time.size)
+
+
+def plan_vrf(hw: HardwareProfile, dtype: type[dt.Scalar], time: Mapping, packet: Mapping, element: Mapping,
+             address: int = 0) -> RegisterLoadConfig:
+    """``to_vrf(address)`` with Element ``element`` (manual L280–285, L5063–5081)."""
+    return _plan_vrf(hw, dtype, time, packet, element, int(address))
+
+
+@functools.lru_cache(maxsize=256)
+def _plan_vrf(hw: HardwareProfile, dtype: type[dt.Scalar], time: Mapping, packet: Mapping, element: Mapping,
+              address: int) -> RegisterLoadConfig:
+    call = "to_vrf"
+    _check_flit(hw, dtype, packet, call)
+    _agreement(pair_of(time, packet), element, call, "Element", element)
+    return RegisterLoadConfig("vrf", dtype, time, packet, None, element, address, time.size)
+
+
+def _check_flit(hw: HardwareProfile, dtype: type[dt.Scalar], packet: Mapping, call: str) -> None:
+    flit = hw.collect.flit_bytes
+    if packet.size * dtype.size_bits != 8 * flit:
+        raise HardwareLimitError(f"register files are loaded from collected {flit}-byte flits; the packet "
+                                 f"{packet!r} is {packet.size * dtype.size_bits / 8:g} bytes (manual L3604–3606)",
+                                 call=call, level="Packet", mapping=repr(packet), axis=_axis(packet),
+                                 fix="collect the stream first")
+
+
+def execute_load(cfg: RegisterLoadConfig, data: StreamData, images: Sequence[DenseImage], bit_base: int) -> None:
+    """Write the flattened stream into each chip's TRF (``(cluster, slice, rows, bytes)``) or VRF image.
+
+    Unknown (poison) elements leave their bytes unwritten, so that a later read reports them.
+    """
+    vals, known = data.values, data.known
+    n_chip, n_cl, n_sl = vals.shape[:3]
+    e = cfg.element.size
+    rows = cfg.row.size if cfg.row is not None else 1
+    flat_v = vals.reshape(n_chip, n_cl * n_sl * rows, e)
+    flat_k = known.reshape(n_chip, n_cl * n_sl * rows, e)
+    bits = bit_base + np.arange(e, dtype=np.int64) * cfg.dtype.image_bits
+    for c, img in enumerate(images):
+        enabled = np.ones(img.data.shape[:-1], dtype=bool)
+        if cfg.memory == "trf":
+            enabled[:, :, rows:] = False  # Row r is bank row r (L4114-4148)
+        target = enabled_units(img, enabled)
+        v, k = flat_v[c], flat_k[c]
+        store(cfg.dtype, target, bits, np.where(k, v, np.zeros((), dtype=v.dtype)))
+        unwrite(target, bits, ~k, cfg.dtype)
+
+
+def load_cycles(cfg: RegisterLoadConfig) -> int:
+    """One flit per cycle (the SRAM-to-TRF / to-VRF path of the collected stream; the manual gives no
+    formula, L4112–4113)."""
+    return cfg.flits

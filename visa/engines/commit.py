@@ -1,0 +1,435 @@
+"""Commit Engine: a flit stream back to DM, through the truncating adapter and the commit sequencer
+(manual L2145–2354, and the Fetch and Commit kernel examples L7611–7981).
+
+:func:`plan` derives, from dtypes and mappings only:
+
+* ``commit_in_size`` (L2187–2236): the leading bytes of each 32-byte flit that are written, the smallest of
+  8/16/24/32 bytes covering every packet position whose element the Element mapping holds — trailing
+  padding (``W # 32`` → 8 bytes) and elements the Element leaves out (``W`` → ``W = 4``) are dropped;
+* the **write sequencer** (the mapping algebra's :func:`~visa.mapping.sequencer.derive` of the Element
+  against ``Time`` and the truncated packet; L2239–2313) and ``commit_size = gcd(contiguous_sram_access_size,
+  commit_in_size)`` among the context's sizes (8/16/24/32 main, 8 sub), with ``commit_in_size / commit_size``
+  writes per time step where they differ (L2295–2313);
+* the **slice bitmap** (L2314–2319): the slices whose Slice (and Cluster, Chip) position holds data;
+* the rules: a 32-byte input packet, every stride a multiple of 8 bytes (L2338), no broadcast or discarded
+  Time axis (non-zero strides, L7775), sub-context commits only after fetch (L2337), and **writes never go
+  past the tensor's boundary** (L7883–7897) nor put padding over elements the tensor holds.
+
+:func:`execute` writes each slice's DM image (vectorised over clusters and slices); :func:`cycles` counts the
+DM writes of one slice: ``Time::SIZE × commit_in_size / commit_size``.
+
+>>> from visa.hw import RNGD
+>>> from visa.dtypes import i8
+>>> from visa.mapping import AxisSet
+>>> ax = AxisSet(M=4, K=2, W=8)
+>>> one, cl, sl = ax.m["1"], ax.m["1 # 2"], ax.m["1 # 256"]
+>>> cfg = plan(RNGD, i8, one, cl, sl, ax.m["K"], ax.m["M, W"], ax.m["K, M, W # 16"])   # manual L2295-2313
+>>> str(cfg.sequencer), cfg.commit_in_size, cfg.commit_size, cfg.writes_per_step, cycles(cfg)
+('[2 : 64, 4 : 16, 8 : 1] : 8', 32, 8, 4, 8)
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from visa import dtypes as dt
+from visa.engines.common import StreamData
+from visa.engines.fetch import CONTEXTS, enabled_units, stream_validity, unwrite
+from visa.errors import AddressError, HardwareLimitError, LayoutError, VisaError
+from visa.hw import HardwareProfile
+from visa.mapping import Mapping, pair_of
+from visa.mapping import canon as C
+from visa.mapping.sequencer import Entry, SequencerConfig, derive
+from visa.memory.images import DenseImage, store
+
+__all__ = ["CommitConfig", "plan", "execute", "cycles", "SUB_COMMIT_AFTER"]
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+#: Engines a sub-context commit may follow: fetch (through the switch and collect that carry it), never the
+#: Cast or Transpose Engine (L2337).
+SUB_COMMIT_AFTER = frozenset({"fetch", "switch", "collect"})
+
+
+def _axis(mapping: Mapping | None) -> str | None:
+    if mapping is None:
+        return None
+    names = sorted(mapping.axes)
+    return ", ".join(names) if names else None
+
+
+def _call(stage: str, context: str) -> str:
+    return f"commit {stage}" + (" (sub context)" if context == "sub" else "")
+
+
+@dataclass(frozen=True)
+class CommitConfig:
+    """Everything :func:`plan` derives for one commit (manual L2145–2354).
+
+    ``written`` is the packet truncated to ``commit_in_size`` bytes; ``sequencer`` writes ``(time, written)``
+    into the Element (strides in elements, base relative to the tensor's element 0, or to the view's);
+    ``slices`` says, per ``(chip, cluster, slice)``, whether the slice bitmap enables it.
+    """
+
+    context: str
+    dtype: type[dt.Scalar]
+    chip: Mapping
+    cluster: Mapping
+    slice: Mapping
+    time: Mapping
+    packet: Mapping
+    element: Mapping
+    written: Mapping
+    commit_in_size: int
+    sequencer: SequencerConfig
+    contiguous_sram_access_size: int
+    commit_size: int
+    writes_per_step: int
+    bitmaps: tuple[int, ...]
+
+    @property
+    def elements_written(self) -> int:
+        """Packet positions written per time step."""
+        return self.written.size
+
+    def bitmap_text(self) -> str:
+        """The slice bitmap per cluster, as the manual prints it (bit k = slice k; L2316–2319)."""
+        full = (1 << self.slice.size) - 1
+        parts = []
+        for k, b in enumerate(self.bitmaps):
+            if b == full:
+                parts.append(f"cluster {k}: all {self.slice.size} slices")
+            elif b == 0:
+                parts.append(f"cluster {k}: none")
+            else:
+                parts.append(f"cluster {k}: {bin(b).count('1')} slices, bitmap {b:#x}")
+        return "; ".join(parts)
+
+    def describe(self, address: int | None = None) -> str:
+        """The configuration in the manual's notation ``[n : s, ...] @ base / commit_size`` (L7674)."""
+        entries = ", ".join(str(e) for e in self.sequencer.entries)
+        base = self.sequencer.base * self.dtype.size_bits // 8 + (address or 0)
+        return (f"commit[{self.context}] {self.dtype!r}: Time {self.time!r} ({self.time.size}), Packet "
+                f"{self.packet!r} → Element {self.element!r}; sequencer [{entries}] @ {base} / "
+                f"{self.commit_size}; commit_in_size = {self.commit_in_size} B (packet {self.written!r}), "
+                f"contiguous_sram_access_size = {self.contiguous_sram_access_size} B, commit_size = "
+                f"{self.commit_size} B, {self.writes_per_step} write(s) per time step; slice bitmap: "
+                f"{self.bitmap_text()}")
+
+    def __str__(self) -> str:
+        return self.describe()
+
+
+def plan(hw: HardwareProfile, dtype: type[dt.Scalar], chip: Mapping, cluster: Mapping, slice_: Mapping,
+         time: Mapping, packet: Mapping, element: Mapping, *, context: str = "main",
+         after: Sequence[str] = ("fetch", "collect"),
+         region: tuple[Mapping, int] | None = None) -> CommitConfig:
+    """The Commit Engine's configuration writing ``StreamTensor<dtype, chip, cluster, slice_, time, packet>``
+    as ``DmTensor<dtype, chip, cluster, slice_, element>`` in ``context``.
+
+    ``after`` names the engines the stream went through (a sub-context commit may follow only fetch, L2337);
+    ``region`` is, for ``commit_view``, the whole tensor's Element and the view's element offset in it (the
+    boundary the writes must keep, L7883–7897).  Pure: raises the rule's error or returns the configuration.
+    """
+    return _plan(hw, dtype, chip, cluster, slice_, time, packet, element, context, tuple(after), region)
+
+
+@functools.lru_cache(maxsize=512)
+def _plan(hw: HardwareProfile, dtype: type[dt.Scalar], chip: Mapping, cluster: Mapping, slice_: Mapping,
+          time: Mapping, packet: Mapping, element: Mapping, context: str, after: tuple[str, ...],
+          region: tuple[Mapping, int] | None) -> CommitConfig:
+    c = hw.commit
+    if context not in CONTEXTS:
+        raise VisaError(f"unknown Tensor Unit context {context!r}; expected one of {CONTEXTS}", call="commit")
+    if dtype.image_bits != dtype.size_bits:
+        raise LayoutError(f"{dtype!r} lives only in the stream and the TRF (manual L2525, L6778); it cannot be "
+                          "committed to DM", call=_call("adapter", context), level="Element",
+                          mapping=repr(element), fix="cast it (e.g. to i32 or i8) before the commit")
+    # -- the input flit (L2192, L2328) -------------------------------------------------------------------
+    in_bits = packet.size * dtype.size_bits
+    if in_bits != 8 * c.in_packet_bytes:
+        raise HardwareLimitError(
+            f"the Commit Engine takes {c.in_packet_bytes}-byte flits; the packet {packet!r} is {in_bits / 8:g} "
+            "bytes (manual L2192, L2328)", call=_call("adapter", context), level="Packet",
+            mapping=repr(packet), axis=_axis(packet),
+            fix="collect the stream into 32-byte flits first (.collect(Time2, Packet2))")
+    # -- the sub context (L2332-2337) ---------------------------------------------------------------------
+    if context == "sub" and c.sub_follows_fetch_only:
+        bad = [e for e in after if e not in SUB_COMMIT_AFTER]
+        if bad:
+            raise HardwareLimitError(
+                f"a sub-context commit can only follow fetch; this stream went through {', '.join(bad)} "
+                "(manual L2337)", call=_call("adapter", context), level="Packet", mapping=repr(packet),
+                fix="commit in ctx.main, or commit the fetched stream before casting/transposing")
+    # -- truncation: commit_in_size (L2187-2236) -----------------------------------------------------------
+    valid = stream_validity(time, packet)
+    ev = pair_of(time, packet).evaluate()
+    coords = {a: ev.coord(a) for a in element.axes if a in ev.coords}
+    _, held = element.locate(coords, (time.size * packet.size,))
+    needed = (valid & np.asarray(held).reshape(valid.shape)).any(axis=0)
+    if not needed.any():
+        raise LayoutError(f"the Element {element!r} holds none of the elements the stream carries",
+                          call=_call("adapter", context), level="Element", mapping=repr(element),
+                          axis=_axis(element), fix="commit with an Element over the stream's axes")
+    need_bits = (int(np.flatnonzero(needed)[-1]) + 1) * dtype.size_bits
+    bitmaps = _bitmaps(chip, cluster, slice_)
+    # The compiler derives commit_in_size from the Element (L2236): every size that covers the positions the
+    # Element holds and writes legally is a candidate; the fewest writes per step win, then the largest
+    # (a full flit where the Element has room for it, L7748-7752).
+    best: CommitConfig | None = None
+    first_error: VisaError | None = None
+    for commit_in in sorted(c.commit_in_sizes):
+        if 8 * commit_in < need_bits or 8 * commit_in > in_bits:
+            continue
+        try:
+            cfg = _configure(hw, dtype, chip, cluster, slice_, time, packet, element, context, region, commit_in,
+                             bitmaps)
+        except VisaError as err:
+            first_error = first_error or err
+            continue
+        if best is None or cfg.writes_per_step <= best.writes_per_step:
+            best = cfg
+    if best is None:
+        assert first_error is not None
+        raise first_error
+    return best
+
+
+def _configure(hw: HardwareProfile, dtype: type[dt.Scalar], chip: Mapping, cluster: Mapping, slice_: Mapping,
+               time: Mapping, packet: Mapping, element: Mapping, context: str, region: tuple[Mapping, int] | None,
+               commit_in: int, bitmaps: tuple[int, ...]) -> CommitConfig:
+    """The commit with a given ``commit_in_size``, or the error that makes it illegal."""
+    c = hw.commit
+    n = 8 * commit_in // dtype.size_bits
+    written = packet if n >= packet.size else packet.resize(n)
+    # -- the write sequencer (L2239-2313) -----------------------------------------------------------------
+    seq = derive(element, time, written, limits=hw.sequencer, call=_call("sequencer", context))
+    seq = _padding_strides(seq, time, written, element)
+    for e in seq.entries:
+        if e.stride == 0:
+            what = "Packet" if e.packet else "Time"
+            raise LayoutError(
+                f"the write sequencer would need a stride-0 entry ({e}): the stream's {what} has an axis the "
+                f"Element {element!r} lacks, and a commit can neither broadcast nor discard (manual L7775)",
+                call=_call("sequencer", context), level=what,
+                mapping=repr(time if what == "Time" else written),
+                axis=", ".join(sorted((time.axes | written.axes) - element.axes)) or _axis(time),
+                fix="put every stream axis in the Element")
+    contiguous_bits = seq.contiguous_elements() * dtype.size_bits
+    sizes = c.main_commit_sizes if context == "main" else c.sub_commit_sizes
+    g = math.gcd(contiguous_bits, 8 * commit_in)
+    fitting = [s for s in sizes if g % (8 * s) == 0]
+    if not fitting:
+        raise HardwareLimitError(
+            f"commit_size = gcd(contiguous_sram_access_size = {contiguous_bits / 8:g} B, commit_in_size = "
+            f"{commit_in} B) = {g / 8:g} B is not one of the {context} context's {list(sizes)} bytes "
+            "(manual L2243–2248, L2330)", call=_call("sequencer", context), level="Element",
+            mapping=repr(element), axis=_axis(element),
+            fix="pad the Element's innermost axis so that 8-byte runs are contiguous (e.g. `W # 8`)")
+    commit_size = max(fitting)
+    _check_addresses(hw, dtype, seq, time, written, element, commit_size, context, region)
+    return CommitConfig(context, dtype, chip, cluster, slice_, time, packet, element, written, commit_in, seq,
+                        contiguous_bits // 8 if contiguous_bits % 8 == 0 else 0, commit_size,
+                        commit_in // commit_size, bitmaps)
+
+
+def _padding_strides(seq: SequencerConfig, time: Mapping, written: Mapping, element: Mapping) -> SequencerConfig:
+    """Give a non-zero stride to entries that carry only padding past their first index.
+
+    The algebra reads such a digit (``E # 16`` with ``E = 1``) with stride 0, which is harmless for a read; a
+    write needs a non-zero stride (L7775) and must put that padding into the Element's own padding.  The
+    Element's pure-padding digits are the candidates, tried from the innermost; the address checks decide.
+    """
+    if all(e.stride != 0 for e in seq.entries):
+        return seq
+    sizes = [e.size for e in seq.entries]
+    total = math.prod(sizes)
+    valid = stream_validity(time, written).reshape(-1)
+    if valid.size != total:
+        return seq
+    pos = np.arange(total, dtype=np.int64)
+    weights, w = [], 1
+    for d in reversed(element.canon):
+        weights.append((w, d))
+        w *= d.size
+    pads = [wt for wt, d in weights if isinstance(d, C.Dim) and d.atom is None]
+    entries = list(seq.entries)
+    inner = 1
+    for k in range(len(entries) - 1, -1, -1):
+        e = entries[k]
+        if e.stride == 0 and e.size > 1:
+            idx = (pos // inner) % e.size
+            if not (valid & (idx >= 1)).any():
+                free = [wt for wt in pads if all(x.stride != wt for x in entries)]
+                if free:
+                    entries[k] = Entry(e.size, free[0], e.packet)
+        inner *= e.size
+    return SequencerConfig(tuple(entries), seq.packet_size, seq.base, seq.raw)
+
+
+def _bitmaps(chip: Mapping, cluster: Mapping, slice_: Mapping) -> tuple[int, ...]:
+    """One slice bitmap per cluster: bit k set when slice k holds data (L2314–2319)."""
+    cv = np.asarray(cluster.evaluate().valid, dtype=bool) & bool(np.asarray(chip.evaluate().valid).any())
+    sv = np.asarray(slice_.evaluate().valid, dtype=bool)
+    word = sum(1 << k for k in np.flatnonzero(sv).tolist())
+    return tuple(word if ok else 0 for ok in cv.tolist())
+
+
+def _item_step(time: Mapping, written: Mapping, addr: IntArray) -> list[tuple[Mapping, str, int]]:
+    """``(item, level, address step)`` of every stream item of size > 1 (for naming the axis at fault)."""
+    out = []
+    items = [(it, "Time") for it in time.items()] + [(it, "Packet") for it in written.items()]
+    w = 1
+    weights = []
+    for it, _ in reversed(items):
+        weights.append(w)
+        w *= it.size
+    weights.reverse()
+    for (it, level), wt in zip(items, weights, strict=True):
+        if it.size > 1 and wt < addr.size:
+            out.append((it, level, int(addr[wt] - addr[0])))
+    return out
+
+
+def _check_addresses(hw: HardwareProfile, dtype: type[dt.Scalar], seq: SequencerConfig, time: Mapping,
+                     written: Mapping, element: Mapping, commit_size: int, context: str,
+                     region: tuple[Mapping, int] | None) -> None:
+    """The address rules of one configuration: 8-byte strides, the tensor boundary, no padding over data,
+    every held element written."""
+    call = _call("sequencer", context)
+    addr = seq.addresses().astype(np.int64)
+    bits = dtype.size_bits
+    gran = 8 * hw.commit.stride_granularity_bytes
+    unit = 8 * commit_size // bits
+    starts = addr[::unit]
+    if np.any(((starts - starts[0]) * bits) % gran):
+        k = int(np.argmax(((starts - starts[0]) * bits) % gran != 0))
+        steps = [s for s in _item_step(time, written, addr)
+                 if (s[2] * bits) % gran and abs(s[2]) * bits >= 8 * commit_size]
+        it, level, step = steps[0] if steps else (time, "Time", int(starts[k] - starts[0]))
+        raise HardwareLimitError(
+            f"every commit sequencer stride must be a multiple of {hw.commit.stride_granularity_bytes} bytes "
+            f"(manual L2338); {it!r} steps {step * bits / 8:g} bytes in the Element {element!r}",
+            call=call, level=level, mapping=repr(it), axis=_axis(it),
+            fix="pad the Element's inner axes to a multiple of 8 bytes (e.g. `W # 8`)")
+    lo, hi = 0, element.size
+    if region is not None:
+        lo, hi = -region[1], region[0].size - region[1]
+    if addr.min() < lo or addr.max() >= hi:
+        far = int(addr.max()) if addr.max() >= hi else int(addr.min())
+        pos = int(np.argmax(addr == far))
+        t = pos // written.size
+        raise AddressError(
+            f"the write of time step {t} reaches element {far} of a tensor of {hi - lo} elements: writes never "
+            f"go past the tensor's boundary (manual L7883–7897); commit_in_size writes "
+            f"{written.size * bits / 8:g} bytes per step", call=call, level="Element", mapping=repr(element),
+            axis=_axis(element),
+            fix="pad the Element so that whole writes fit (e.g. pad its innermost axis to 8, 16, 24 or 32 bytes)")
+    svalid = stream_validity(time, written).reshape(-1)
+    evalid = np.asarray(element.evaluate().valid, dtype=bool)
+    if region is not None:
+        base_el, off = region
+        bvalid = np.asarray(base_el.evaluate().valid, dtype=bool)
+        rel = np.arange(lo, hi, dtype=np.int64)
+        forbidden = np.zeros(hi - lo, dtype=bool)  # base data that the view does not own
+        inview = (rel >= 0) & (rel < element.size)
+        forbidden[inview] = bvalid[rel[inview] + off] & ~evalid[rel[inview]]
+        forbidden[~inview] = bvalid[rel[~inview] + off]
+        hit = forbidden[addr - lo]
+        if hit.any():
+            raise AddressError(
+                f"the commit would write element {int(addr[np.argmax(hit)]) + off} of the whole tensor, which "
+                "the view does not own (writes never go past the tensor's boundary, manual L7883–7897)",
+                call=call, level="Element", mapping=repr(element), axis=_axis(element),
+                fix="commit a view whose padding does not cover other elements of the tensor")
+    inside = (addr >= 0) & (addr < element.size)
+    clobber = inside & ~svalid
+    clobber[inside] &= evalid[addr[inside]]
+    if clobber.any():
+        k = int(np.argmax(clobber))
+        held = element.map(int(addr[k]))
+        raise LayoutError(
+            f"time step {k // written.size} writes padding over element "
+            f"{held.text() if held is not None else addr[k]} that the Element holds", call=call, level="Packet",
+            mapping=repr(written), axis=_axis(element),
+            fix="pad the Element where the stream carries padding (e.g. `A # 96`), or truncate the packet")
+    covered = np.zeros(element.size, dtype=bool)
+    covered[addr[inside & svalid]] = True
+    missing = evalid & ~covered
+    if missing.any():
+        k = int(np.argmax(missing))
+        idx = element.map(k)
+        names = sorted(idx) if idx is not None else []
+        lacking = sorted(element.axes - (time.axes | written.axes)) or names
+        raise LayoutError(
+            f"the Element {element!r} holds {idx.text() if idx is not None else k} but the stream never delivers it"
+            " (insufficient input for the write)", call=call, level="Element", mapping=repr(element),
+            axis=", ".join(lacking) or None, fix="commit with an Element over the stream's axes only")
+
+
+def _last_writes(addr: IntArray) -> IntArray:
+    """Indices of the writes that land last on each address (the order the sequencer writes them)."""
+    rev = addr[::-1]
+    _, first = np.unique(rev, return_index=True)
+    out: IntArray = np.sort(addr.size - 1 - first)
+    return out
+
+
+@functools.lru_cache(maxsize=32)
+def _static(cfg: CommitConfig) -> tuple[IntArray, IntArray, BoolArray]:
+    addr = cfg.sequencer.addresses().astype(np.int64)
+    keep = _last_writes(addr)
+    n = cfg.written.size
+    t = keep // n
+    p = keep % n
+    pos = (t * cfg.packet.size + p).astype(np.int64)  # position in the (Time, Packet) stream
+    enabled = np.zeros((cfg.chip.size, cfg.cluster.size, cfg.slice.size), dtype=bool)
+    for k, word in enumerate(cfg.bitmaps):
+        for s in range(cfg.slice.size):
+            enabled[:, k, s] = bool((word >> s) & 1)
+    enabled &= np.asarray(cfg.chip.evaluate().valid, dtype=bool)[:, None, None]
+    for a in (addr, pos, enabled):
+        a.flags.writeable = False
+    return addr[keep], pos, enabled
+
+
+def execute(cfg: CommitConfig, data: StreamData, images: Sequence[DenseImage], bit_base: int) -> None:
+    """Write the stream into each chip's DM image at element 0 = ``bit_base`` (bits within a slice).
+
+    Each enabled slice receives, per time step, the first ``commit_in_size`` bytes of its flit at the
+    sequencer's addresses; a poison element leaves its bytes unwritten (a later read reports it).
+    """
+    addr, pos, enabled = _static(cfg)
+    bits = bit_base + addr * cfg.dtype.image_bits
+    for c, img in enumerate(images):
+        on = enabled[c]
+        if not on.any():
+            continue
+        flat_v = data.values[c].reshape(on.size, -1)
+        flat_k = data.known[c].reshape(on.size, -1)
+        if not on.all():
+            flat_v, flat_k = flat_v[on.reshape(-1)], flat_k[on.reshape(-1)]
+        if pos.size == flat_v.shape[1] and _is_identity(pos):
+            vals, known = flat_v, flat_k  # every position written once, in stream order
+        else:
+            vals, known = flat_v[:, pos], flat_k[:, pos]
+        target = enabled_units(img, on)
+        store(cfg.dtype, target, bits, np.where(known, vals, np.zeros((), dtype=vals.dtype)))
+        unwrite(target, bits, ~known, cfg.dtype)
+
+
+def _is_identity(pos: IntArray) -> bool:
+    return bool(pos[0] == 0 and pos[-1] == pos.size - 1 and np.all(np.diff(pos) == 1))
+
+
+def cycles(cfg: CommitConfig) -> int:
+    """DM writes per slice: ``Time::SIZE × commit_in_size / commit_size`` (L2243–2248; 15 versus 3 cycles in
+    the kernel examples L7695, L7763)."""
+    return cfg.time.size * cfg.writes_per_step

@@ -1,0 +1,320 @@
+"""Running the Contraction Engine's configuration over the data: the Reducer's arithmetic, vectorised.
+
+The Reducer computes, for every slice, Row ``r``, computation step ``t`` and output column ``q``::
+
+    C[r, t, q] = Σ_{j < 2^n} A[t, q·2^n + j] · W[r, t, q·2^n + j]             (tree, L4384–4392)
+    out[t'', q, r] = Σ_{reduced t} C[r, t, q]                                  (accumulator, L4406–4548)
+
+where ``A`` is the Stream Adapter's packet (repeated over the tiling steps) and ``W`` the TRF Sequencer's read:
+``W[r, t, p] = TRF_r[base + Σ_k digit_k(t) · stride_k + p mod reg_read]`` — the configuration the Aligner
+derived, executed as such.  Time is split into *digits*: the common refinement of the sequencer entries,
+the tiling split and the accumulator's kept/reduced segments.  A digit with stride 0 is a weight broadcast
+and a tiling digit an activation broadcast; neither is materialised.  The sum over a reduced digit and the
+tree's ``j`` then is one batched matrix product (BLAS), in float32 for float operands (bf16 and fp8 products
+are exact in f32; the sum's order differs from the tree's, so float results agree to f32 rounding) and in
+float64 for integer operands (exact below 2^53, then wrapped to i32).
+
+Poison: an output is unknown when a product it sums is, and a product is unknown when one factor is unknown
+and the other is not a known zero — zero padding times a dummy is zero (``1+1#`` contracted with ``1+1z``
+yields ``1``, L3771–3774).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from visa.engines.common import StreamData
+from visa.engines.contraction.aligner import AlignPlan
+from visa.engines.contraction.reducer import AccumulatePlan, ContractPlan
+
+__all__ = ["TrfWindow", "contract_values", "accumulate", "window_range", "CHUNK_ELEMENTS"]
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+Array = npt.NDArray[Any]
+
+#: Elements of the operands converted to the compute type at once (bounds the working memory).
+CHUNK_ELEMENTS = 1 << 23
+
+
+@dataclass(frozen=True)
+class TrfWindow:
+    """The TRF elements the sequencer can read: ``values``/``known`` of shape ``(B, R, L)`` holding, for the
+    ``B`` computed ``(Chip, Cluster, Slice)`` positions (``flatnonzero(valid)``, in order) and each Row, the
+    tensor's elements ``lo .. lo + L - 1``."""
+
+    values: Array
+    known: BoolArray
+    lo: int
+
+
+@dataclass(frozen=True)
+class _Digit:
+    size: int
+    in_act: bool
+    stride: int  # TRF element stride (0 = weight broadcast)
+    kept: bool
+
+
+def window_range(align: AlignPlan) -> tuple[int, int]:
+    """The element range ``[lo, hi)`` of the TRF tensor the sequencer reads (entries plus reg_read)."""
+    lo = hi = align.base
+    for e in align.entries:
+        span = (e.size - 1) * e.stride
+        lo, hi = (lo + span, hi) if span < 0 else (lo, hi + span)
+    return lo, hi + align.rr_elements
+
+
+def _refine(total: int, structures: Sequence[Sequence[int]]) -> list[int] | None:
+    """Digit sizes (outermost first) refining every mixed-radix structure of ``total``, or None."""
+    places = {1, total}
+    for sizes in structures:
+        acc = 1
+        for s in reversed(sizes):
+            acc *= s
+            places.add(acc)
+    chain = sorted(places)
+    if any(b % a for a, b in zip(chain, chain[1:], strict=False)):
+        return None
+    return [b // a for a, b in zip(chain, chain[1:], strict=False)][::-1]
+
+
+def _place_of(sizes: Sequence[int]) -> list[int]:
+    out, acc = [0] * len(sizes), 1
+    for k in range(len(sizes) - 1, -1, -1):
+        out[k] = acc
+        acc *= sizes[k]
+    return out
+
+
+def _digits(align: AlignPlan, segments: Sequence[tuple[int, bool]], dense: bool = False) -> list[_Digit]:
+    """The time digits: refinement of the entries, the tiling split and the segments (outermost first)."""
+    t = align.out_time
+    seg_sizes = [s for s, _ in segments if s > 1]
+    entries = [(e.size, e.stride) for e in align.entries if e.size > 1]
+    structures = [seg_sizes, [align.act_time, align.tiles], [s for s, _ in entries]]
+    sizes = None if dense else _refine(t, structures)
+    if sizes is None:  # no common refinement: one digit per segment, weights gathered per step
+        sizes = seg_sizes if seg_sizes else [t]
+        dense = True
+    places = _place_of(sizes)
+    e_places = _place_of([s for s, _ in entries])
+    s_places = _place_of(seg_sizes)
+    seg_kept = [k for s, k in segments if s > 1]
+    out = []
+    for size, place in zip(sizes, places, strict=True):
+        if size == 1:
+            continue
+        stride = 0
+        if not dense:
+            for (esize, estride), ep in zip(entries, e_places, strict=True):
+                if ep <= place < ep * esize:
+                    stride = estride * (place // ep)
+        kept = True
+        for ssz, sp, sk in zip(seg_sizes, s_places, seg_kept, strict=True):
+            if sp <= place < sp * ssz:
+                kept = sk
+        out.append(_Digit(size, dense or place >= align.tiles, -1 if dense else stride, kept))
+    return out
+
+
+def _gather_weights(align: AlignPlan, digits: Sequence[_Digit], window: TrfWindow, rows: slice,
+                    dense: bool) -> tuple[Array, BoolArray, list[str]]:
+    """W over ``(b, r, <weight digits>, packet)`` for the batch positions, gathered from the TRF window."""
+    wd = [k for k, d in enumerate(digits) if d.stride != 0]
+    idx = np.full((), align.base - window.lo, dtype=np.int64)
+    nd = len(wd)
+    if dense:
+        t = np.arange(align.out_time, dtype=np.int64)
+        addr = np.zeros(align.out_time, dtype=np.int64)
+        for e, val in zip(align.entries, _entry_digits(align, t), strict=True):
+            addr += val * e.stride
+        idx = idx + addr.reshape([digits[k].size for k in wd])
+    else:
+        for pos, k in enumerate(wd):
+            shape = [1] * nd
+            shape[pos] = digits[k].size
+            idx = idx + (np.arange(digits[k].size, dtype=np.int64) * digits[k].stride).reshape(shape)
+    p = np.arange(align.out_packet, dtype=np.int64) % align.rr_elements
+    idx = np.asarray(idx)[..., None] + p
+    vals = window.values[rows]
+    known = window.known[rows]
+    return np.take(vals, idx, axis=-1), np.take(known, idx, axis=-1), [f"d{k}" for k in wd]
+
+
+def _entry_digits(align: AlignPlan, t: IntArray) -> list[IntArray]:
+    out, inner = [], align.out_time
+    for e in align.entries:
+        inner //= e.size
+        out.append((t // inner) % e.size)
+    return out
+
+
+def _contract(a: Array, la: list[str], w: Array, lw: list[str], lo: list[str], sizes: dict[str, int],
+              reduced: Sequence[str], ctype: type[np.floating[Any]]) -> Array:
+    """``einsum(a, w → lo)`` summing every label not in ``lo``, as one batched matmul (labels not in ``lo`` nor
+    in an operand multiply by their size; labels only in ``lo`` broadcast)."""
+    for side, labels in ((0, la), (1, lw)):
+        only = [lab for lab in labels if lab not in lo and lab not in (lw if side == 0 else la)]
+        if only:
+            axes = tuple(labels.index(lab) for lab in only)
+            if side == 0:
+                a = a.sum(axis=axes, dtype=ctype)
+                la = [lab for lab in la if lab not in only]
+            else:
+                w = w.sum(axis=axes, dtype=ctype)
+                lw = [lab for lab in lw if lab not in only]
+    batch = [lab for lab in lo if lab in la and lab in lw]
+    mm = [lab for lab in lo if lab in la and lab not in lw]
+    nn = [lab for lab in lo if lab in lw and lab not in la]
+    kk = [lab for lab in la if lab in lw and lab not in lo]
+    nb = math.prod(sizes[lab] for lab in batch)
+    nm = math.prod(sizes[lab] for lab in mm)
+    nn_ = math.prod(sizes[lab] for lab in nn)
+    nk = math.prod(sizes[lab] for lab in kk)
+    # convert in memory order (a streaming pass), then hand matmul strided views: a transposed operand whose
+    # matrix dimensions stay unit-stride needs no copy (BLAS takes the leading dimension)
+    bshape = [sizes[lab] for lab in batch]
+    a2 = a.astype(ctype, copy=False).transpose([la.index(lab) for lab in batch + mm + kk]).reshape(*bshape, nm, nk)
+    w2 = w.astype(ctype, copy=False).transpose([lw.index(lab) for lab in batch + kk + nn]).reshape(*bshape, nk, nn_)
+    res = np.matmul(a2, w2)
+    assert nb == math.prod(bshape)
+    scale = math.prod(sizes[lab] for lab in reduced if lab not in la and lab not in lw and lab not in lo)
+    if scale != 1:
+        res = res * ctype(scale)
+    cur = batch + mm + nn
+    res = res.reshape([sizes[lab] for lab in cur])
+    missing = [lab for lab in lo if lab not in cur]
+    if missing:
+        res = res.reshape(res.shape + (1,) * len(missing))
+        cur = cur + missing
+    res = res.transpose([cur.index(lab) for lab in lo])
+    return np.broadcast_to(res, [sizes[lab] for lab in lo])
+
+
+def _run(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int, bool]], act: Array,
+         act_known: BoolArray, window: TrfWindow, batch: IntArray, out_tail: list[str],
+         keep_all_time: bool) -> tuple[Array, BoolArray]:
+    """Values and known-mask over ``(b, <kept digits>, *out_tail)`` for the batch positions ``batch``."""
+    digits = _digits(align, segments)
+    dense = any(d.stride == -1 for d in digits)
+    if dense:
+        digits = [_Digit(d.size, True, -1, d.kept) for d in digits]
+    n, q_keep = contract.group, contract.kept
+    sizes: dict[str, int] = {"b": 0, "r": align.rows, "q": q_keep, "j": n}
+    for k, d in enumerate(digits):
+        sizes[f"d{k}"] = d.size
+    a_digits = [f"d{k}" for k, d in enumerate(digits) if d.in_act]
+    kept = [f"d{k}" for k, d in enumerate(digits) if d.kept or keep_all_time]
+    reduced = [f"d{k}" for k, d in enumerate(digits) if not (d.kept or keep_all_time)] + ["j"]
+    lo = ["b", *kept, *out_tail]
+    ctype: type[np.floating[Any]] = np.float64 if contract.out_dtype.kind == "int" else np.float32
+    flat = act.reshape(-1, *act.shape[3:])
+    flat_known = act_known.reshape(-1, *act_known.shape[3:])
+    out_shape = [len(batch)] + [sizes[lab] for lab in lo[1:]]
+    values = np.zeros(out_shape, dtype=ctype)
+    poison = np.zeros(out_shape, dtype=bool)
+    per_b = max(1, align.act_time * align.out_packet + align.rows * align.out_time * align.out_packet // 8)
+    step = max(1, CHUNK_ELEMENTS // per_b)
+    for start in range(0, len(batch), step):
+        chunk = batch[start: start + step]
+        sizes["b"] = len(chunk)
+        a = flat[chunk]
+        ak = flat_known[chunk]
+        if dense and align.tiles > 1:
+            a = np.repeat(a, align.tiles, axis=1)
+            ak = np.repeat(ak, align.tiles, axis=1)
+        a_shape = [len(chunk)] + [sizes[lab] for lab in a_digits] + [contract.columns, n]
+        a = a.reshape(a_shape)[..., :q_keep, :]
+        ak = ak.reshape(a_shape)[..., :q_keep, :]
+        sl = slice(start, start + len(chunk))
+        w, wk, w_digits = _gather_weights(align, digits, window, sl, dense)
+        w_shape = [len(chunk), align.rows] + [sizes[lab] for lab in w_digits] + [contract.columns, n]
+        w = w.reshape(w_shape)[..., :q_keep, :]
+        wk = wk.reshape(w_shape)[..., :q_keep, :]
+        la = ["b", *a_digits, "q", "j"]
+        lw = ["b", "r", *w_digits, "q", "j"]
+        all_known = bool(ak.all()) and bool(wk.all())
+        a0 = a if all_known else np.where(ak, a, np.zeros((), dtype=a.dtype))
+        w0 = w if all_known else np.where(wk, w, np.zeros((), dtype=w.dtype))
+        values[sl] = _contract(a0, la, w0, lw, lo, sizes, reduced, ctype)
+        if not all_known:
+            za, zw = ak & (a0 == 0), wk & (w0 == 0)
+            bad = _contract((~ak).astype(np.float32), la, (~zw).astype(np.float32), lw, lo, sizes, reduced,
+                            np.float32)
+            bad = bad + _contract((~za).astype(np.float32), la, (~wk).astype(np.float32), lw, lo, sizes,
+                                  reduced, np.float32)
+            poison[sl] = bad > 0
+    out = _to_output(values, contract)
+    return out, ~poison
+
+
+def _to_output(values: Array, contract: ContractPlan) -> Array:
+    target = contract.out_dtype.storage
+    if contract.out_dtype.kind == "int":
+        wide = np.rint(values).astype(np.int64)
+        return wide.astype(np.uint64).astype(np.uint32).view(np.int32).astype(target)
+    return values.astype(target)
+
+
+def _batch(valid: BoolArray) -> IntArray:
+    return np.flatnonzero(valid.reshape(-1)).astype(np.int64)
+
+
+def accumulate(align: AlignPlan, contract: ContractPlan, acc: AccumulatePlan, act: Array, act_known: BoolArray,
+               window: TrfWindow, valid: BoolArray) -> StreamData:
+    """The AccumulationTensor's data ``(Chip, Cluster, Slice, OutTime, OutPacket)``.
+
+    ``act``/``act_known`` are the Stream Adapter's output before time broadcast (:func:`aligner.adapt`);
+    ``valid`` marks the ``(Chip, Cluster, Slice)`` positions the layout holds data in (others are poison and
+    are not computed).  Interleaved: Rows past the TRF's are dummies (poison).  Sequential: the columns
+    padding the packet to the 8-wide bus are zeros (L4482–4492).
+    """
+    lead = act.shape[:3]
+    batch = _batch(valid)
+    rows = acc.rows
+    if acc.kind == "Interleaved":
+        vals, known = _run(align, contract, acc.segments, act, act_known, window, batch, ["q", "r"], False)
+        body = vals.reshape(len(batch), acc.kept_time * acc.columns, rows)
+        kbody = known.reshape(body.shape)
+        width = acc.out_packet
+        out = np.zeros((len(batch), acc.out_time, width), dtype=contract.out_dtype.storage)
+        kout = np.zeros(out.shape, dtype=bool)
+        out[..., :rows] = body
+        kout[..., :rows] = kbody
+    else:
+        vals, known = _run(align, contract, acc.segments, act, act_known, window, batch, ["r", "q"], False)
+        pad = np.zeros((*vals.shape[:-1], acc.pad_columns), dtype=vals.dtype)
+        kpad = np.ones(pad.shape, dtype=bool)
+        pad[..., : acc.columns] = vals
+        kpad[..., : acc.columns] = known
+        out = pad.reshape(len(batch), acc.out_time, acc.out_packet)
+        kout = kpad.reshape(out.shape)
+    full = np.zeros((*lead, acc.out_time, acc.out_packet), dtype=contract.out_dtype.storage)
+    kfull = np.zeros(full.shape, dtype=bool)
+    full.reshape(-1, acc.out_time, acc.out_packet)[batch] = out
+    kfull.reshape(-1, acc.out_time, acc.out_packet)[batch] = kout
+    return StreamData(full, kfull)
+
+
+def contract_values(align: AlignPlan, contract: ContractPlan, act: Array, act_known: BoolArray, window: TrfWindow,
+                    valid: BoolArray) -> tuple[Array, BoolArray]:
+    """The ContractionTensor's data: ``C[chip, cluster, slice, row, time, column]`` of shape
+    ``(C, K, S, Row, OutTime, kept columns)`` (the computation mapping with the Row level, L3811–3812)."""
+    lead = act.shape[:3]
+    batch = _batch(valid)
+    segments = ((align.out_time, True),)
+    vals, known = _run(align, contract, segments, act, act_known, window, batch, ["r", "q"], True)
+    vals = vals.reshape(len(batch), align.out_time, align.rows, contract.kept).transpose(0, 2, 1, 3)
+    known = known.reshape(vals.shape[0], align.out_time, align.rows, contract.kept).transpose(0, 2, 1, 3)
+    full = np.zeros((*lead, align.rows, align.out_time, contract.kept), dtype=contract.out_dtype.storage)
+    kfull = np.zeros(full.shape, dtype=bool)
+    full.reshape(-1, *full.shape[3:])[batch] = vals
+    kfull.reshape(-1, *full.shape[3:])[batch] = known
+    return full, kfull

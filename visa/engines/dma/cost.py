@@ -1,0 +1,155 @@
+"""What a DMA costs (manual L2465–2504, L2595–2605, L2809–2847; "Memory Performance", L2848–3009).
+
+See :func:`cycles` and docs/notes/dma.md for the model and the manual figures it reproduces.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from visa.engines.dma.config import DmaCost, DmaLoop, DmaPlan
+from visa.hw import HardwareProfile
+from visa.memory import performance as perf
+from visa.memory.transfer import AddressSpace, address_space
+
+__all__ = ["cycles"]
+
+_SAMPLE = 1 << 17  # requests modelled per DMA; longer DMAs are modelled on evenly spaced windows and scaled
+_WINDOWS = 8
+
+
+def _packet_indices(n: int, budget: int) -> tuple[np.ndarray, float]:
+    """Indices of the packets to model (all, or evenly spaced contiguous windows) and the scale factor."""
+    if n <= budget:
+        return np.arange(n, dtype=np.int64), 1.0
+    width = max(1, budget // _WINDOWS)
+    starts = (np.arange(_WINDOWS, dtype=np.int64) * (n - width)) // max(1, _WINDOWS - 1)
+    idx = (starts[:, None] + np.arange(width, dtype=np.int64)).reshape(-1)
+    return idx, n / idx.size
+
+
+def _addresses(loops: Sequence[DmaLoop], idx: np.ndarray, base: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    sizes = tuple(lp.size for lp in loops)
+    src = np.full(idx.shape, base[0], dtype=np.int64)
+    dst = np.full(idx.shape, base[1], dtype=np.int64)
+    if sizes:
+        digits = np.unravel_index(idx, sizes)
+        for dgt, lp in zip(digits, loops, strict=True):
+            src += dgt * lp.src
+            dst += dgt * lp.dst
+    return src, dst
+
+
+def _engine_bases(p: DmaPlan) -> list[tuple[int, int]]:
+    out = []
+    for combo in np.ndindex(*(lp.size for lp in p.spatial)):
+        out.append((p.base[0] + sum(i * lp.src for i, lp in zip(combo, p.spatial, strict=True)),
+                    p.base[1] + sum(i * lp.dst for i, lp in zip(combo, p.spatial, strict=True))))
+    return out or [p.base]
+
+
+@functools.lru_cache(maxsize=256)
+def cycles(p: DmaPlan) -> DmaCost:
+    """Cycles of the DMA (see the module docstring and docs/notes/dma.md for the model and its sources).
+
+    Each engine runs its commands one after another, each paying the startup (L2467, L2827) and then lasting
+    as long as its slowest part: its requests (one 256-byte request per cycle, L2469, L2596), PCIe (30 B/cycle,
+    L2845), DM (:func:`~visa.memory.performance.dm_engine_time`) and HBM (the busiest channel,
+    :func:`~visa.memory.performance.hbm_busy`).  Engines run in parallel but share the DMNs and HBM channels:
+    the DMA also lasts at least as long as the busiest DMN or channel serving all of them (L2595–2605, L2705).
+    """
+    hw = p.hw
+    spaces = (address_space(hw, p.src.medium), address_space(hw, p.dst.medium))
+    nbytes = p.stride0
+    inner = p.loops[:-1]
+    npk = p.packets
+    requests = npk * hw.dma.requests(nbytes)
+    startup = hw.dma.startup_cycles
+    engines = _engine_bases(p)
+    commands = [tuple(c) for c in np.ndindex(*(lp.size for lp in p.commands))] or [()]
+    runs = len(engines) * len(commands)
+    sides = sum(1 for sp in spaces if sp.medium in ("hbm", "dm"))
+    idx, scale = _packet_indices(npk, max(1, _SAMPLE // (runs * hw.dma.requests(nbytes) * max(1, sides))))
+    shared_dm: dict[int, float] = {}
+    parts: list[tuple[int, float, float, tuple[np.ndarray, np.ndarray, np.ndarray]]] = []
+    for e, ebase in enumerate(engines):
+        for combo in commands:
+            base = (ebase[0] + sum(i * lp.src for i, lp in zip(combo, p.commands, strict=True)),
+                    ebase[1] + sum(i * lp.dst for i, lp in zip(combo, p.commands, strict=True)))
+            addr = _addresses(inner, idx, base)
+            pcie = _pcie_bytes(p, spaces, addr) * scale / hw.dma.pcie_bytes_per_cycle
+            dm = _dm_time(hw, spaces, addr, nbytes, scale, shared_dm)
+            parts.append((e, pcie, dm, _hbm_transfers(hw, spaces, addr, nbytes)))
+    # HBM: transfers of all engines interleaved in time (each run's position as a fraction of its length)
+    pos = np.concatenate([np.arange(t[1].size) / max(1, t[1].size) + c % len(commands)
+                          for c, (_, _, _, t) in enumerate(parts)])
+    order = np.argsort(pos, kind="stable")
+    merged = [np.concatenate([t[k] for *_, t in parts])[order] for k in range(3)]
+    shared_busy = perf.hbm_busy(hw, merged[0], merged[1], merged[2])
+    shared_hbm = float(shared_busy.max()) * scale if shared_busy.size else 0.0
+    engine_time = [0.0] * len(engines)
+    worst = (0.0, 0.0, 0.0, 0.0)
+    for e, pcie, dm, t in parts:
+        if runs == 1:
+            hbm = shared_hbm
+        else:
+            own = perf.hbm_busy(hw, t[0], t[1], t[2])
+            hbm = float(own.max()) * scale if own.size else 0.0
+        busy = max(float(requests), pcie, dm, hbm)
+        engine_time[e] += startup + busy
+        worst = max(worst, (busy, dm, hbm, pcie))
+    dm_peak = max(shared_dm.values(), default=0.0)
+    total = max(max(engine_time), startup + max(dm_peak, shared_hbm))
+    return DmaCost(total=math.ceil(total), startup=startup * len(commands), issue=requests,
+                   dm=math.ceil(max(worst[1], dm_peak)), hbm=math.ceil(max(worst[2], shared_hbm)),
+                   pcie=math.ceil(worst[3]), engines=len(engines), commands=len(commands), packets=npk,
+                   nbytes=p.nbytes)
+
+
+def _dm_time(hw: HardwareProfile, spaces: tuple[AddressSpace, AddressSpace], addr: tuple[np.ndarray, np.ndarray],
+             nbytes: int, scale: float, shared: dict[int, float]) -> float:
+    """One command's DM time (both sides add up when they share a DMN: reads and writes of one DMN are
+    sequential, L2673), and the DMNs' busy cycles added to ``shared``."""
+    sides = [k for k in (0, 1) if spaces[k].medium == "dm"]
+    times = [perf.dm_engine_time(hw, addr[k], nbytes) * scale for k in sides]
+    for k in sides:
+        for dmn, busy in perf.dm_busy(hw, addr[k], nbytes).items():
+            shared[dmn] = shared.get(dmn, 0.0) + busy * scale
+    if len(sides) == 2 and np.intersect1d(perf.dm_dmn(hw, addr[0]), perf.dm_dmn(hw, addr[1])).size:
+        return sum(times)
+    return max(times, default=0.0)
+
+
+def _hbm_transfers(hw: HardwareProfile, spaces: tuple[AddressSpace, AddressSpace],
+                   addr: tuple[np.ndarray, np.ndarray], nbytes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(chips, unit addresses, cost factors) of one command's HBM transfers, reads and writes interleaved."""
+    got: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    for k in (0, 1):
+        if spaces[k].medium != "hbm":
+            continue
+        chip, off = np.divmod(addr[k], spaces[k].chip_bytes)
+        units, factor = perf.hbm_transfers(hw, off, nbytes, write=k == 1)
+        per = units.size // max(1, off.size)
+        chips = np.repeat(chip, per) if per * off.size == units.size else np.zeros(units.size, np.int64)
+        got.append((chips, units, factor))
+    if not got:
+        empty = np.zeros(0, np.int64)
+        return empty, empty, np.zeros(0)
+    order = np.argsort(np.concatenate([np.arange(g[1].size) / max(1, g[1].size) for g in got]), kind="stable")
+    return (np.concatenate([g[0] for g in got])[order], np.concatenate([g[1] for g in got])[order],
+            np.concatenate([g[2] for g in got])[order])
+
+
+def _pcie_bytes(p: DmaPlan, spaces: tuple[AddressSpace, AddressSpace], addr: tuple[np.ndarray, np.ndarray]
+                ) -> float:
+    """Bytes of the modelled packets that cross PCIe: host ↔ HBM, or between chips (L2389, L2845)."""
+    n = addr[0].size
+    if "host" in (spaces[0].medium, spaces[1].medium):
+        return float(n * p.stride0)
+    crossing = (addr[0] // spaces[0].chip_bytes) != (addr[1] // spaces[1].chip_bytes)
+    return float(np.count_nonzero(crossing) * p.stride0)
+

@@ -1,0 +1,250 @@
+"""The moves: host ↔ HBM over PCIe (``ctx.pdma``) and HBM/DM ↔ HBM/DM by the tensor DMA (``ctx.tdma``)
+(manual L44–57, L1188–1193, L2375–2384).
+
+Each move checks the source is still readable, plans (:func:`~visa.engines.dma.plan.plan`), allocates the
+destination (refusing an overlap with the source), poisons its bytes, executes and records the operation.
+Nothing is written when a rule refuses the move.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from visa import dtypes as dt
+from visa.engines.common import EngineReport
+from visa.engines.dma.config import LEVELS, NAMES, DmaPlan, Side
+from visa.engines.dma.cost import cycles
+from visa.engines.dma.plan import plan
+from visa.errors import TypestateError, VisaError
+from visa.mapping import Mapping
+from visa.memory.transfer import DmEndpoint, Endpoint, HbmEndpoint, HostBuffer
+from visa.memory.transfer import copy as copy_bytes
+
+if TYPE_CHECKING:
+    from visa.context import Context, DmaContext
+    from visa.memory.tensors import DmTensor, DmTensorView, HbmTensor, HbmTensorView, HostTensor
+
+__all__ = ["execute", "host_to_hbm", "hbm_to_host", "hbm_to_dm", "dm_to_hbm", "hbm_to_hbm", "dm_to_dm"]
+
+
+def execute(p: DmaPlan, src: Endpoint, dst: Endpoint) -> None:
+    """Run the plan's fused sequencer over the images (every engine, every command)."""
+    loops = [(lp.size, lp.src, lp.dst) for lp in p.all_loops()]
+    copy_bytes(loops, p.base, src, dst)
+
+
+
+def _dma_context(handle: object, kind: str, call: str) -> Context:
+    from visa.context import DmaContext
+
+    if not isinstance(handle, DmaContext):
+        raise TypestateError(f"{call} takes ctx.{kind}, got {type(handle).__name__}", call=call,
+                             fix=f"pass ctx.{kind}")
+    if handle.kind != kind:
+        what = "PCIe DMA between host and HBM" if kind == "pdma" else "tensor DMA between HBM and DM"
+        raise TypestateError(f"{call} takes ctx.{kind} (the {what}), got ctx.{handle.kind}", call=call,
+                             fix=f"pass ctx.{kind}")
+    return handle.ctx
+
+
+def _source(t: Any, call: str) -> tuple[Any, Side]:
+    """The base tensor and the DMA side of a tensor or view."""
+    from visa.memory.tensors import DeviceTensor, TensorView
+
+    if isinstance(t, TensorView):
+        base = t.base
+        levels = dict(base.levels)
+        levels["Element"] = t.element
+        bit = base.element_bit_offset() + t.offset * base.dtype.size_bits
+        side = Side.of(base.MEMORY, levels, name=repr(t))
+        side = replace(side, bit_address=bit)
+    elif isinstance(t, DeviceTensor):
+        base = t
+        side = replace(Side.of(t.MEMORY, dict(t.levels), name=t.describe()), bit_address=t.element_bit_offset())
+    else:
+        raise VisaError(f"{call}: expected a device tensor or view, got {type(t).__name__}", call=call)
+    base.check_readable(call)
+    return base, side
+
+
+def _endpoint(ctx: Context, medium: str) -> Endpoint:
+    mem = ctx.memory
+    if medium == "hbm":
+        return HbmEndpoint(ctx.hw, lambda c: mem.chip(c).hbm)
+    return DmEndpoint(ctx.hw, lambda c: mem.chip(c).dm)
+
+
+def _report(ctx: Context, track: str, name: str, p: DmaPlan, inputs: Sequence[Any]) -> int:
+    cost = cycles(p)
+    details: tuple[tuple[str, object], ...] = (
+        ("read", f"{p.read} {NAMES[p.src.medium]}"), ("write", f"{p.write} {NAMES[p.dst.medium]}"),
+        ("time", str(p.time)), ("packet", str(p.packet)), ("cost", str(cost)))
+    report = EngineReport("pdma" if track == "pdma" else "dma", str(p), cost.total - cost.startup,
+                          latency=cost.startup, details=details)
+    op = ctx.record(track, name, [report], inputs=inputs)
+    return op.end
+
+
+def _poison(ctx: Context, medium: str, chips: int, lo: int, hi: int) -> None:
+    for c in range(chips):
+        img = ctx.memory.chip(c)
+        (img.hbm if medium == "hbm" else img.dm).poison(lo, hi)
+
+
+def _to_device(src: Any, medium: str, levels: dict[str, Mapping], dma: DmaContext, address: int, call: str,
+               kind: str, stream: tuple[Mapping, Mapping] | None) -> Any:
+    from visa.memory.tensors import DmTensor, HbmTensor
+
+    ctx = _dma_context(dma, kind, call)
+    base, side = _source(src, call)
+    if base.ctx is not ctx:
+        raise VisaError(f"{call}: the tensor belongs to another context", call=call)
+    name = _describe(medium, base.dtype, levels, address)
+    p = plan(ctx.hw, base.dtype, side, Side.of(medium, levels, address, name=name), stream=stream, call=call)
+    reads = (base.region,) if base.region is not None else ()
+    out: Any
+    if medium == "hbm":
+        out = HbmTensor(ctx, base.dtype, levels["Chip"], levels["Element"], address, reads=reads, call=call)
+    else:
+        out = DmTensor(ctx, base.dtype, levels["Chip"], levels["Cluster"], levels["Slice"], levels["Element"],
+                       address, reads=reads, call=call)
+    nbytes = (levels["Element"].size * base.dtype.size_bits + 7) // 8
+    _poison(ctx, medium, levels["Chip"].size, address, address + nbytes)
+    execute(p, _endpoint(ctx, side.medium), _endpoint(ctx, medium))
+    out.ready_at = _report(ctx, kind, f"{call} → {out.describe()}", p, [base])
+    return out
+
+
+def _describe(medium: str, dtype: type[dt.Scalar], levels: dict[str, Mapping], address: int) -> str:
+    kind = {"hbm": "HbmTensor", "dm": "DmTensor"}[medium]
+    inner = ", ".join([repr(dtype), *(repr(levels[k]) for k in LEVELS[medium])])
+    return f"{kind}[{inner}] @ {address}"
+
+
+def host_to_hbm(host: HostTensor[Any, Any], chip: Mapping, element: Mapping, pdma: DmaContext, address: int, *,
+                stream: tuple[Mapping, Mapping] | None = None) -> HbmTensor[Any, Any, Any]:
+    """PCIe DMA host → HBM (manual L53, L193): the same tensor, laid out as ``(chip, element)``.
+
+    The host lays its buffer out in the HBM layout first (:func:`staging`), then the DMA copies it."""
+    from visa.memory.tensors import HbmTensor, HostTensor
+
+    call = "host.to_hbm"
+    ctx = _dma_context(pdma, "pdma", call)
+    if not isinstance(host, HostTensor):
+        raise VisaError(f"{call}: expected a HostTensor, got {type(host).__name__}", call=call)
+    dtype = host.dtype
+    levels = {"Chip": chip, "Element": element}
+    name = _describe("hbm", dtype, levels, address)
+    p = plan(ctx.hw, dtype, Side.of("host", {"Element": host.element}, name=repr(host)),
+             Side.of("hbm", levels, address, name=name), stream=stream, call=call)
+    out: HbmTensor[Any, Any, Any] = HbmTensor(ctx, dtype, chip, element, address, call=call)
+    _poison(ctx, "hbm", chip.size, address, address + (element.size * dtype.size_bits + 7) // 8)
+    staged = p.src.level("Element")
+    values, known = _rearrange(host.values, host.known, host.element, staged)
+    data, kbytes = _host_bytes(dtype, values, known)
+    execute(p, HostBuffer(data, kbytes), _endpoint(ctx, "hbm"))
+    out.ready_at = _report(ctx, "pdma", f"{call} → {out.describe()}", p, [])
+    return out
+
+
+def _rearrange(values: np.ndarray, known: np.ndarray, src: Mapping, dst: Mapping) -> tuple[np.ndarray, np.ndarray]:
+    """A host buffer laid out as ``src`` re-laid out as ``dst`` (positions ``dst`` holds get their values)."""
+    if src == dst:
+        return values, known
+    ev = dst.evaluate()
+    coords = {a: np.where(ev.valid, c, 0) for a, c in ev.coords.items()}
+    pos, held = src.locate(coords, (dst.size,))
+    ok = ev.valid & held
+    at = np.where(ok, pos, 0)
+    return values[at], known[at] & ok
+
+
+def _host_bytes(dtype: type[dt.Scalar], values: np.ndarray, known: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A host buffer as bytes and a per-byte written mask (a 4-bit byte is known if either nibble is)."""
+    if dtype.size_bits == 4 and values.size % 2:
+        values = np.concatenate([values, np.zeros(1, values.dtype)])
+        known = np.concatenate([known, np.zeros(1, bool)])
+    data = dt.to_bytes(dtype, values)
+    if dtype.size_bits == 4:
+        kb = known[0::2] | known[1::2]
+    else:
+        kb = np.repeat(known, dtype.size_bits // 8)
+    return data, kb
+
+
+def hbm_to_host(hbm: HbmTensor[Any, Any, Any] | HbmTensorView, element: Mapping,
+                pdma: DmaContext, *, stream: tuple[Mapping, Mapping] | None = None) -> HostTensor[Any, Any]:
+    """PCIe DMA HBM → host (manual L197): a host buffer laid out as ``element``.
+
+    The DMA copies the HBM layout as it is (:func:`staging`); the host then lays it out as ``element``."""
+    from visa.memory.tensors import HostTensor
+
+    call = "hbm.to_host"
+    ctx = _dma_context(pdma, "pdma", call)
+    base, side = _source(hbm, call)
+    dtype = base.dtype
+    p = plan(ctx.hw, dtype, side, Side.of("host", {"Element": element}, name=f"HostTensor[{dtype!r}, {element!r}]"),
+             stream=stream, call=call)
+    staged = p.dst.level("Element")
+    n = staged.size + (staged.size % 2 if dtype.size_bits == 4 else 0)
+    buf = HostBuffer(np.zeros(dtype.image_nbytes(n), np.uint8), written=False)
+    execute(p, _endpoint(ctx, "hbm"), buf)
+    values = dt.from_bytes(dtype, buf.data, n)[: staged.size]
+    if dtype.size_bits == 4:
+        known = np.repeat(buf.written, 2)[: staged.size]
+    else:
+        known = np.asarray(buf.written.reshape(-1, dtype.size_bits // 8).all(axis=1), dtype=bool)
+    values, known = _rearrange(values, known, staged, element)
+    _report(ctx, "pdma", f"{call} → HostTensor[{dtype!r}, {element!r}]", p, [base])
+    return HostTensor(dtype, element, values, known)
+
+
+def hbm_to_dm(hbm: HbmTensor[Any, Any, Any] | HbmTensorView, cluster: Mapping, slice_: Mapping, element: Mapping,
+              tdma: DmaContext, address: int, *, stream: tuple[Mapping, Mapping] | None = None
+              ) -> DmTensor[Any, Any, Any, Any, Any]:
+    """Tensor DMA HBM → DM (manual L1188–1193, L2375–2384, L2637–2658); Chip is kept."""
+    chip = _chip_of(hbm)
+    out: DmTensor[Any, Any, Any, Any, Any] = _to_device(
+        hbm, "dm", {"Chip": chip, "Cluster": cluster, "Slice": slice_, "Element": element}, tdma, address,
+        "hbm.to_dm", "tdma", stream)
+    return out
+
+
+def dm_to_hbm(dm: DmTensor[Any, Any, Any, Any, Any] | DmTensorView, element: Mapping, tdma: DmaContext,
+              address: int, *, stream: tuple[Mapping, Mapping] | None = None) -> HbmTensor[Any, Any, Any]:
+    """Tensor DMA DM → HBM (manual L217, L2752–2808); Chip is kept, Cluster and Slice fold into ``element``."""
+    out: HbmTensor[Any, Any, Any] = _to_device(dm, "hbm", {"Chip": _chip_of(dm), "Element": element}, tdma,
+                                                address, "dm.to_hbm", "tdma", stream)
+    return out
+
+
+def hbm_to_hbm(hbm: HbmTensor[Any, Any, Any] | HbmTensorView, chip: Mapping, element: Mapping, tdma: DmaContext,
+               address: int, *, stream: tuple[Mapping, Mapping] | None = None) -> HbmTensor[Any, Any, Any]:
+    """Tensor DMA HBM → HBM with a new layout (manual L2431–2464, L2555–2636); a new Chip crosses PCIe."""
+    out: HbmTensor[Any, Any, Any] = _to_device(hbm, "hbm", {"Chip": chip, "Element": element}, tdma, address,
+                                                "hbm.to_hbm", "tdma", stream)
+    return out
+
+
+def dm_to_dm(dm: DmTensor[Any, Any, Any, Any, Any] | DmTensorView, cluster: Mapping, slice_: Mapping,
+             element: Mapping, tdma: DmaContext, address: int, *, stream: tuple[Mapping, Mapping] | None = None
+             ) -> DmTensor[Any, Any, Any, Any, Any]:
+    """Tensor DMA DM → DM with a new layout (manual L2659–2681); Chip is kept."""
+    out: DmTensor[Any, Any, Any, Any, Any] = _to_device(
+        dm, "dm", {"Chip": _chip_of(dm), "Cluster": cluster, "Slice": slice_, "Element": element}, tdma, address,
+        "dm.to_dm", "tdma", stream)
+    return out
+
+
+def _chip_of(t: Any) -> Mapping:
+    from visa.memory.tensors import TensorView
+
+    base = t.base if isinstance(t, TensorView) else t
+    chip = base.levels.get("Chip") if hasattr(base, "levels") else None
+    if not isinstance(chip, Mapping):
+        raise VisaError(f"expected a device tensor, got {type(t).__name__}", call="dma")
+    return chip

@@ -1,0 +1,410 @@
+"""Exact arithmetic of every Vector Engine operator, vectorised with numpy (manual L4803–4972, L5390–5402, L6611).
+
+All functions take and return storage arrays (``int32`` for i32, ``float32`` for f32) of any shape and are
+pure.  Integer work is done in ``int64`` and then wrapped or saturated as the operator's name says; float work
+is IEEE binary32 with round-to-nearest-even, one rounding per operation (``FmaF`` is fused: one rounding of the
+exact a·b+c).  Where the manual gives no semantics the choice is documented here and in docs/notes/vector.md:
+
+* shifts take the count as a non-negative amount and mean multiplication/division by 2**b (a count of 32
+  or more shifts every bit out); a negative count is refused (:class:`~visa.errors.DtypeError`);
+* ``ArithRightShiftRound`` rounds half up, ``(a + 2**(b-1)) >> b`` in 64 bits (the same rounding as
+  ``MulFxp``'s Q31 ``((p >> 30) + 1) >> 1``);
+* ``MaskMulF(a, b)`` is a zero-masking multiply: 0.0 when either factor is ±0 (even if the other is
+  ±inf or NaN), else a·b; ``MaskFmaF(a, b, c)`` is ``c + MaskMulF(a, b)`` with one rounding;
+* Clip ``AbsMin``/``AbsMax`` compare magnitudes exactly (|i32::MIN| = 2**31 is the largest) and return the
+  second argument on ties; f32 ``Min``/``Max`` (Clip and reductions) return the non-NaN operand (numpy
+  ``fmin``/``fmax``);
+* transcendental functions are computed in binary64 and rounded once to binary32 (the hardware's accuracy is
+  not documented, L4874–4906).
+
+>>> import numpy as np
+>>> fxp("MulFxp", np.array([2**30, 3, -2**31], np.int32), np.array([2**30, 2**30, -2**31], np.int32)).tolist()
+[536870912, 2, 2147483647]
+>>> fp_to_fxp(np.array([2.5, -2.5, np.nan, -np.inf], np.float32), 31).tolist()
+[3, -3, 2147483647, -2147483648]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from visa.errors import DtypeError
+
+__all__ = [
+    "I32_MIN", "I32_MAX", "wrap32", "sat32", "logic_i32", "logic_f32", "fxp", "fxp_to_fp", "fp_to_fxp",
+    "fp_unary", "fp_binary", "fp_ternary", "fma_f32", "clip_i32", "clip_f32", "reduce_identity",
+    "combine", "BINARY_I32", "BINARY_F32",
+]
+
+I32_MIN = -(2**31)
+I32_MAX = 2**31 - 1
+Arr = npt.NDArray[Any]
+
+
+def wrap32(x: Arr) -> Arr:
+    """Two's-complement wrap of int64 values to int32."""
+    return np.asarray(x, dtype=np.int64).astype(np.int32)
+
+
+def sat32(x: Arr) -> Arr:
+    """Saturate int64 values to the i32 range."""
+    return np.clip(np.asarray(x, dtype=np.int64), I32_MIN, I32_MAX).astype(np.int32)
+
+
+def _count(b: Arr, op: str) -> Arr:
+    bb = np.asarray(b, dtype=np.int64)
+    if bb.size and int(bb.min()) < 0:
+        raise DtypeError(f"{op}: a shift count must be non-negative, got {int(bb.min())}", call=op,
+                         fix="shift by 0..31 (a count of 32 or more shifts every bit out)")
+    return np.minimum(bb, 63)
+
+
+def _shl_wrap(a: Arr, b: Arr) -> Arr:
+    cnt = _count(b, "LeftShift")
+    u = np.asarray(a, dtype=np.int64).astype(np.uint64) & np.uint64(0xFFFFFFFF)
+    out = np.where(cnt >= 32, np.uint64(0), (u << np.minimum(cnt, 31).astype(np.uint64)) & np.uint64(0xFFFFFFFF))
+    return out.astype(np.uint32).view(np.int32)
+
+
+def _shr_logic(a: Arr, b: Arr, op: str) -> Arr:
+    cnt = _count(b, op)
+    u = np.asarray(a, dtype=np.int32).view(np.uint32).astype(np.uint64)
+    out = np.where(cnt >= 32, np.uint64(0), u >> np.minimum(cnt, 31).astype(np.uint64))
+    return out.astype(np.uint32).view(np.int32)
+
+
+def _shr_arith(a: Arr, b: Arr, op: str) -> Arr:
+    cnt = _count(b, op)
+    return (np.asarray(a, dtype=np.int64) >> np.minimum(cnt, 63)).astype(np.int32)
+
+
+def _shr_round(a: Arr, b: Arr) -> Arr:
+    cnt = _count(b, "ArithRightShiftRound")
+    a64 = np.asarray(a, dtype=np.int64)
+    c = np.minimum(cnt, 62)
+    half = np.where(c > 0, np.left_shift(np.int64(1), np.maximum(c - 1, 0)), 0)
+    return ((a64 + half) >> c).astype(np.int32)
+
+
+def _shl_sat(a: Arr, b: Arr) -> Arr:
+    cnt = _count(b, "LeftShiftSat")
+    a64 = np.asarray(a, dtype=np.int64)
+    big = cnt >= 32
+    prod = a64 << np.where(big, 0, cnt)
+    res = np.where(big, np.sign(a64) * (2**40), prod)
+    return sat32(res)
+
+
+def _mul_fxp(a: Arr, b: Arr) -> Arr:
+    p = np.asarray(a, dtype=np.int64) * np.asarray(b, dtype=np.int64)
+    return sat32(((p >> 30) + 1) >> 1)
+
+
+def _i64(x: Arr) -> Arr:
+    return np.asarray(x, dtype=np.int64)
+
+
+_FXP: dict[str, Callable[[Arr, Arr], Arr]] = {
+    "AddFxp": lambda a, b: wrap32(_i64(a) + _i64(b)),
+    "AddFxpSat": lambda a, b: sat32(_i64(a) + _i64(b)),
+    "SubFxp": lambda a, b: wrap32(_i64(a) - _i64(b)),
+    "SubFxpSat": lambda a, b: sat32(_i64(a) - _i64(b)),
+    "LeftShift": _shl_wrap,
+    "LeftShiftSat": _shl_sat,
+    "MulFxp": _mul_fxp,
+    "MulInt": lambda a, b: wrap32(_i64(a) * _i64(b)),
+    "LogicRightShift": lambda a, b: _shr_logic(a, b, "LogicRightShift"),
+    "ArithRightShift": lambda a, b: _shr_arith(a, b, "ArithRightShift"),
+    "ArithRightShiftRound": _shr_round,
+}
+
+_LOGIC_I32: dict[str, Callable[[Arr, Arr], Arr]] = {
+    "BitAnd": lambda a, b: np.bitwise_and(np.asarray(a, np.int32), np.asarray(b, np.int32)),
+    "BitOr": lambda a, b: np.bitwise_or(np.asarray(a, np.int32), np.asarray(b, np.int32)),
+    "BitXor": lambda a, b: np.bitwise_xor(np.asarray(a, np.int32), np.asarray(b, np.int32)),
+    "LeftShift": _shl_wrap,
+    "LogicRightShift": lambda a, b: _shr_logic(a, b, "LogicRightShift"),
+    "ArithRightShift": lambda a, b: _shr_arith(a, b, "ArithRightShift"),
+}
+
+
+def fxp(name: str, a: Arr, b: Arr) -> Arr:
+    """``FxpBinaryOp`` ``name`` on i32 arrays (manual table L4823–4836; semantics in the module docstring)."""
+    return _FXP[name](a, b)
+
+
+def logic_i32(name: str, a: Arr, b: Arr) -> Arr:
+    """``LogicBinaryOpI32`` ``name`` (L4806–4815)."""
+    return _LOGIC_I32[name](a, b)
+
+
+def _bits(x: Arr) -> Arr:
+    return np.ascontiguousarray(np.asarray(x, dtype=np.float32)).view(np.uint32)
+
+
+def logic_f32(name: str, a: Arr, b: Arr) -> Arr:
+    """``LogicBinaryOpF32`` ``name``: the bitwise operator on the IEEE bit patterns (L4816–4820)."""
+    fn = {"BitAnd": np.bitwise_and, "BitOr": np.bitwise_or, "BitXor": np.bitwise_xor}[name]
+    ua, ub = np.broadcast_arrays(_bits(a), _bits(b))
+    return np.asarray(fn(ua, ub), dtype=np.uint32).view(np.float32)
+
+
+def fxp_to_fp(x: Arr, int_width: int) -> Arr:
+    """``vector_fxp_to_fp(int_width)``: signed fixed point with ``31 - int_width`` fraction bits to f32, RNE.
+
+    ``int_width = 31`` is a plain integer conversion (L4837–4841).  One rounding: the int → f32 conversion
+    is RNE and the scaling by a power of two is exact (the result is never subnormal).
+    """
+    f = np.asarray(x, dtype=np.int32).astype(np.float32)
+    return (f * np.float32(2.0 ** -(31 - int_width))).astype(np.float32)
+
+
+def round_half_away(x: Arr) -> Arr:
+    """Round binary64 values to the nearest integer, ties away from zero (exact for every input)."""
+    r = np.trunc(x)
+    frac = x - r
+    return r + np.where(np.abs(frac) >= 0.5, np.sign(x), 0.0)
+
+
+def fp_to_fxp(x: Arr, int_width: int) -> Arr:
+    """``vector_fp_to_fxp(int_width)``: f32 to signed fixed point with ``31 - int_width`` fraction bits.
+
+    Rounds half away from zero and saturates; +inf → MAX, -inf → MIN, NaN → MAX when its sign bit is
+    clear and MIN when set (L4948–4952).
+    """
+    f = np.asarray(x, dtype=np.float32)
+    scaled = f.astype(np.float64) * (2.0 ** (31 - int_width))
+    nan = np.isnan(scaled)
+    with np.errstate(invalid="ignore"):
+        r = round_half_away(np.where(nan, 0.0, scaled))
+        r = np.clip(r, I32_MIN, I32_MAX)
+    out = r.astype(np.int64)
+    neg_nan = nan & (np.signbit(f))
+    out = np.where(nan, np.where(neg_nan, I32_MIN, I32_MAX), out)
+    return out.astype(np.int32)
+
+
+_erf = np.frompyfunc(math.erf, 1, 1)
+
+
+def _sigmoid(x: Arr) -> Arr:
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(-x))
+
+
+_UNARY: dict[str, Callable[[Arr], Arr]] = {
+    "Exp": np.exp,
+    "NegExp": lambda x: np.exp(-x),
+    "Sqrt": np.sqrt,
+    "Tanh": np.tanh,
+    "Sigmoid": _sigmoid,
+    "Erf": lambda x: np.asarray(_erf(x), dtype=np.float64),
+    "Log": np.log,
+    "Sin": np.sin,
+    "Cos": np.cos,
+}
+
+
+def fp_unary(name: str, x: Arr) -> Arr:
+    """``FpUnaryOp`` ``name`` (L4878–4888): computed in binary64, rounded once to binary32."""
+    with np.errstate(all="ignore"):
+        return np.asarray(_UNARY[name](np.asarray(x, dtype=np.float32).astype(np.float64)), dtype=np.float32)
+
+
+def _mask_mul(a: Arr, b: Arr) -> Arr:
+    a32, b32 = np.asarray(a, np.float32), np.asarray(b, np.float32)
+    with np.errstate(all="ignore"):
+        prod = a32 * b32
+    return np.where((a32 == 0) | (b32 == 0), np.float32(0.0), prod).astype(np.float32)
+
+
+def fp_binary(name: str, a: Arr, b: Arr) -> Arr:
+    """``FpBinaryOp`` ``name`` (``AddF``, ``SubF``, ``MulF``, ``MaskMulF``, ``DivF``; L4889–4897)."""
+    a32, b32 = np.asarray(a, np.float32), np.asarray(b, np.float32)
+    with np.errstate(all="ignore"):
+        if name == "AddF":
+            return np.asarray(a32 + b32, np.float32)
+        if name == "SubF":
+            return np.asarray(a32 - b32, np.float32)
+        if name == "MulF":
+            return np.asarray(a32 * b32, np.float32)
+        if name == "DivF":
+            return np.asarray(a32 / b32, np.float32)
+        if name == "MaskMulF":
+            return _mask_mul(a32, b32)
+    raise KeyError(name)
+
+
+def fma_f32(a: Arr, b: Arr, c: Arr) -> Arr:
+    """Fused multiply-add in binary32: ``a·b + c`` rounded once (round-to-odd in binary64, then RNE).
+
+    a·b is exact in binary64 (24 + 24 bits); the sum is computed exactly as ``s + e`` (TwoSum), ``s`` is
+    made odd when the sum was inexact, and the final RNE to binary32 is then the correctly rounded result
+    (Boldo & Melquiond, "Emulation of FMA and correctly rounded sums", 2008).
+    """
+    a64 = np.asarray(a, np.float32).astype(np.float64)
+    b64 = np.asarray(b, np.float32).astype(np.float64)
+    c64 = np.asarray(c, np.float32).astype(np.float64)
+    with np.errstate(all="ignore"):
+        p = a64 * b64
+        s = p + c64
+        bb = s - p
+        e = (p - (s - bb)) + (c64 - bb)
+        finite = np.isfinite(s) & np.isfinite(e)
+        inexact = finite & (e != 0)
+        bits = np.ascontiguousarray(s).view(np.uint64)
+        even = (bits & np.uint64(1)) == 0
+        toward = np.nextafter(s, np.where(e > 0, np.inf, -np.inf))
+        s = np.where(inexact & even, toward, s)
+        return np.asarray(s.astype(np.float32), np.float32)
+
+
+def fp_ternary(name: str, a: Arr, b: Arr, c: Arr) -> Arr:
+    """``FpTernaryOp`` ``FmaF`` (fused a·b + c) or ``MaskFmaF`` (c + MaskMulF(a, b), one rounding)."""
+    if name == "FmaF":
+        return fma_f32(a, b, c)
+    if name == "MaskFmaF":
+        a32, b32 = np.asarray(a, np.float32), np.asarray(b, np.float32)
+        zero = (a32 == 0) | (b32 == 0)
+        fused = fma_f32(np.where(zero, np.float32(0.0), a32), np.where(zero, np.float32(0.0), b32), c)
+        return fused
+    raise KeyError(name)
+
+
+def _absmin_i32(a: Arr, b: Arr) -> Arr:
+    a64, b64 = _i64(a), _i64(b)
+    return np.where(np.abs(a64) < np.abs(b64), a64, b64).astype(np.int32)
+
+
+def _absmax_i32(a: Arr, b: Arr) -> Arr:
+    a64, b64 = _i64(a), _i64(b)
+    return np.where(np.abs(a64) > np.abs(b64), a64, b64).astype(np.int32)
+
+
+_CLIP_I32: dict[str, Callable[[Arr, Arr], Arr]] = {
+    "Min": lambda a, b: np.minimum(np.asarray(a, np.int32), np.asarray(b, np.int32)),
+    "Max": lambda a, b: np.maximum(np.asarray(a, np.int32), np.asarray(b, np.int32)),
+    "AbsMin": _absmin_i32,
+    "AbsMax": _absmax_i32,
+    "AddFxp": lambda a, b: wrap32(_i64(a) + _i64(b)),
+    "AddFxpSat": lambda a, b: sat32(_i64(a) + _i64(b)),
+}
+
+
+def clip_i32(name: str, a: Arr, b: Arr) -> Arr:
+    """``ClipBinaryOpI32`` ``name`` (L4955–4963)."""
+    return _CLIP_I32[name](a, b)
+
+
+def clip_f32(name: str, a: Arr, b: Arr) -> Arr:
+    """``ClipBinaryOpF32`` ``name`` (L4964–4972)."""
+    a32, b32 = np.asarray(a, np.float32), np.asarray(b, np.float32)
+    with np.errstate(all="ignore"):
+        if name == "Min":
+            return np.asarray(np.fmin(a32, b32), np.float32)
+        if name == "Max":
+            return np.asarray(np.fmax(a32, b32), np.float32)
+        if name == "AbsMin":
+            return np.asarray(np.where(np.abs(a32) < np.abs(b32), a32, b32), np.float32)
+        if name == "AbsMax":
+            return np.asarray(np.where(np.abs(a32) > np.abs(b32), a32, b32), np.float32)
+        if name == "Add":
+            return np.asarray(a32 + b32, np.float32)
+    raise KeyError(name)
+
+
+#: Binary operators by (family, name) for i32 and f32 streams.
+BINARY_I32: dict[str, Callable[[str, Arr, Arr], Arr]] = {
+    "LogicBinaryOpI32": logic_i32, "FxpBinaryOp": fxp, "ClipBinaryOpI32": clip_i32,
+}
+BINARY_F32: dict[str, Callable[[str, Arr, Arr], Arr]] = {
+    "LogicBinaryOpF32": logic_f32, "ClipBinaryOpF32": clip_f32,
+}
+
+
+# ------------------------------------------------------------------------------------------- reductions
+
+
+def reduce_identity(op: str, dtype: str) -> int | float:
+    """The identity element of a reduction (L5390–5402): 0 / MIN / MAX, 0.0 / -inf / +inf, 1.0 for Mul."""
+    table: dict[tuple[str, str], int | float] = {
+        ("AddSat", "i32"): 0, ("Add", "i32"): 0, ("Max", "i32"): I32_MIN, ("Min", "i32"): I32_MAX,
+        ("Add", "f32"): 0.0, ("Max", "f32"): -math.inf, ("Min", "f32"): math.inf, ("Mul", "f32"): 1.0,
+    }
+    return table[(op, dtype)]
+
+
+def combine(op: str, dtype: str, a: Arr, b: Arr) -> Arr:
+    """One step of a reduction: ``op(a, b)`` with the operator's arithmetic (wrap, saturate, f32 RNE)."""
+    if dtype == "i32":
+        if op == "AddSat":
+            return sat32(_i64(a) + _i64(b))
+        if op == "Add":
+            return wrap32(_i64(a) + _i64(b))
+        if op == "Max":
+            return np.maximum(np.asarray(a, np.int32), np.asarray(b, np.int32))
+        if op == "Min":
+            return np.minimum(np.asarray(a, np.int32), np.asarray(b, np.int32))
+    else:
+        a32, b32 = np.asarray(a, np.float32), np.asarray(b, np.float32)
+        with np.errstate(all="ignore"):
+            if op == "Add":
+                return np.asarray(a32 + b32, np.float32)
+            if op == "Mul":
+                return np.asarray(a32 * b32, np.float32)
+            if op == "Max":
+                return np.asarray(np.fmax(a32, b32), np.float32)
+            if op == "Min":
+                return np.asarray(np.fmin(a32, b32), np.float32)
+    raise KeyError((op, dtype))
+
+
+def sequential_reduce(op: str, dtype: str, x: Arr, axis: int = -1) -> Arr:
+    """Reduce ``x`` along ``axis`` in index order, starting from the identity: ``op(…op(op(id, x0), x1)…)``.
+
+    Vectorised: order-free operators reduce directly; f32 ``Add``/``Mul`` use numpy's sequential
+    ``accumulate``; i32 ``AddSat`` sums in int64 and replays step by step only where a partial sum leaves the
+    i32 range (saturation then depends on the order).
+    """
+    x = np.moveaxis(np.asarray(x), axis, -1)
+    if x.shape[-1] == 0:
+        return np.full(x.shape[:-1], reduce_identity(op, dtype), dtype=x.dtype)
+    if dtype == "i32":
+        if op == "Max":
+            return np.asarray(np.max(x, axis=-1), np.int32)
+        if op == "Min":
+            return np.asarray(np.min(x, axis=-1), np.int32)
+        if op == "Add":
+            return wrap32(np.asarray(np.sum(x, axis=-1, dtype=np.int64)))
+        partial = np.cumsum(x, axis=-1, dtype=np.int64)
+        over = np.any((partial > I32_MAX) | (partial < I32_MIN), axis=-1)
+        out = np.array(sat32(partial[..., -1]), dtype=np.int32).reshape(partial.shape[:-1])
+        if np.any(over):
+            rows = x[over]
+            acc = np.zeros(rows.shape[:-1], dtype=np.int64)
+            for k in range(rows.shape[-1]):  # rare: only rows whose partial sums saturate
+                acc = np.clip(acc + rows[..., k], I32_MIN, I32_MAX)
+            out[over] = acc.astype(np.int32)
+        return out
+    with np.errstate(all="ignore"):
+        if op == "Max":
+            return np.asarray(np.fmax.reduce(x, axis=-1), np.float32)
+        if op == "Min":
+            return np.asarray(np.fmin.reduce(x, axis=-1), np.float32)
+        if op == "Add":
+            acc = np.add.accumulate(x, axis=-1, dtype=np.float32)[..., -1]
+            return np.asarray(acc + np.float32(0.0), np.float32)
+        if op == "Mul":
+            return np.asarray(np.multiply.accumulate(x, axis=-1, dtype=np.float32)[..., -1], np.float32)
+    raise KeyError((op, dtype))
+
+
+def tree4(op: str, dtype: str, lanes: Arr) -> Arr:
+    """The intra-slice reducer's 2-level tree over the last axis of size 4: ``op(op(a, b), op(c, d))`` (L5363)."""
+    a, b, c, d = lanes[..., 0], lanes[..., 1], lanes[..., 2], lanes[..., 3]
+    return combine(op, dtype, combine(op, dtype, a, b), combine(op, dtype, c, d))

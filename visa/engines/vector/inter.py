@@ -1,0 +1,158 @@
+"""The Inter-Slice Block: ``vector_inter_slice_reduce::<Slice2, Time2>(op)`` (manual L6583–6755).
+
+Plan: Chip, Cluster and Packet are preserved; Slice and Time become ``Slice2`` and ``Time2``.  Every axis of the
+input's Slice and Time that the output lacks is reduced; an axis the output has and the input lacks is
+broadcast (the result is replicated over it, L6654–6672); an axis may move from Time into Slice
+(promotion, L6673–6697); a dummy ``1 # n`` leaves the other positions invalid (L6636–6653).  The reduction
+stays inside one cluster (L6732–6737): a reduced axis in Chip, Cluster or Packet is refused, as is an output
+that loses or invents an index.
+
+Execute: for every group of input elements that share the kept coordinates, fold them in ring order (slice,
+then time) from the operator's identity, with the operator's arithmetic (i32 ``Add`` wraps, ``AddSat``
+saturates at each step, f32 sums and products round at each step).  The cost is the input stream plus one
+ring traversal of the group (L6738–6755, L4375).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from visa.engines.common import StreamData, StreamLayout
+from visa.engines.vector import arith
+from visa.engines.vector.cache import cached
+from visa.engines.vector.ops import InterSliceReduceOpF32, InterSliceReduceOpI32
+from visa.engines.vector.plan import dtype_name
+from visa.engines.vector.relayout import joint_eval
+from visa.errors import DtypeError, HardwareLimitError, LayoutError
+from visa.hw import HardwareProfile
+from visa.mapping import Mapping
+from visa.mapping.evaluate import BoolArray, IntArray
+
+__all__ = ["InterReduceConfig", "plan_inter_reduce", "execute_inter_reduce"]
+
+CALL = "vector_inter_slice_reduce"
+
+
+@dataclass(frozen=True)
+class InterReduceConfig:
+    """The ring reduction: reduced and broadcast axes, the groups in ring order, and the ring size."""
+
+    op: str
+    dtype: str
+    out: StreamLayout
+    reduced: tuple[str, ...]
+    broadcast: tuple[str, ...]
+    members: IntArray  # (groups, r_max) flat input positions in ring order, -1 = none
+    out_group: IntArray  # output shape: the group of each output position (-1 = invalid)
+    ring: int
+
+    def describe(self) -> str:
+        red = ", ".join(self.reduced)
+        extra = f", broadcast over {', '.join(self.broadcast)}" if self.broadcast else ""
+        return f"inter_slice_reduce({self.op}) over {red} (ring of {self.ring} slices){extra}"
+
+
+def plan_inter_reduce(hw: HardwareProfile, layout: StreamLayout, op: InterSliceReduceOpI32 | InterSliceReduceOpF32,
+                      slice2: Mapping, time2: Mapping) -> InterReduceConfig:
+    """Check the inter-slice rules and derive the ring groups (see the module docstring)."""
+    return _plan(hw, layout, op.name, op.dtype, slice2, time2)
+
+
+@cached()
+def _plan(hw: HardwareProfile, layout: StreamLayout, op: str, op_dtype: str, slice2: Mapping,
+          time2: Mapping) -> InterReduceConfig:
+    v = hw.vector
+    name = dtype_name(layout.dtype)
+    if name not in v.input_dtypes:
+        raise DtypeError(f"the inter-slice reduce works on i32 / f32 only, got {name}", call=CALL, line=6733)
+    if op_dtype != name or op not in v.inter_reduce_ops.get(name, frozenset()):
+        raise DtypeError(f"{op} is not an inter-slice reduce of {name} (supported: "
+                         f"{', '.join(sorted(v.inter_reduce_ops.get(name, frozenset())))})", call=CALL, line=6611)
+    if layout.packet.size != v.way8_lanes:
+        raise LayoutError(f"the inter-slice reduce takes Way8 packets of {v.way8_lanes} elements, got "
+                          f"{layout.packet.size}", call=CALL, level="Packet", mapping=repr(layout.packet), line=6603)
+    if slice2.size > hw.dm.slices_per_cluster:
+        raise HardwareLimitError(f"Slice2 {slice2!r} has {slice2.size} positions, but a cluster has "
+                                 f"{hw.dm.slices_per_cluster} slices", call=CALL, level="Slice", mapping=repr(slice2),
+                                 line=6734, fix="the reduction stays inside one cluster")
+    src = (layout.chip, layout.cluster, layout.slice, layout.time, layout.packet)
+    out = layout.with_(slice=slice2, time=time2)
+    dst = (out.chip, out.cluster, out.slice, out.time, out.packet)
+    in_axes = frozenset().union(*(m.axes for m in src))
+    out_axes = frozenset().union(*(m.axes for m in dst))
+    moved = frozenset().union(*(m.axes for m in (layout.slice, layout.time)))
+    reduced = tuple(sorted(moved - (slice2.axes | time2.axes)))
+    broadcast = tuple(sorted(out_axes - in_axes))
+    for lv, mp in (("Chip", layout.chip), ("Cluster", layout.cluster), ("Packet", layout.packet)):
+        bad = sorted(set(reduced) & mp.axes)
+        if bad:
+            raise LayoutError(f"axis {bad[0]} is in {lv} {mp!r}; the inter-slice reduce reduces Slice and Time only "
+                              f"and keeps Chip, Cluster and Packet: the reduction stays inside one cluster's slices",
+                              call=CALL, level=lv, mapping=repr(mp), axis=bad[0], line=6733,
+                              fix=f"keep {bad[0]} in Slice2 / Time2, or move it out of {lv}")
+        new = sorted(set(broadcast) & mp.axes)
+        if new:
+            raise LayoutError(f"{lv} must not change", call=CALL, level=lv, axis=new[0], line=6736)
+    if not reduced:
+        raise LayoutError("Slice2 and Time2 keep every axis of Slice and Time, so nothing is reduced", call=CALL,
+                          level="Slice", mapping=repr(slice2), line=6626,
+                          fix="leave the reduced axis out of Slice2 / Time2 (a dummy 1 # n keeps the slice count)")
+    kept = sorted(in_axes & out_axes)
+    icoords, ivalid = joint_eval(src)
+    ocoords, ovalid = joint_eval(dst)
+    sizes = {a: int(max(int(icoords[a].max(initial=0)), int(ocoords[a].max(initial=0))) + 1) for a in kept}
+    gin = np.zeros(ivalid.shape, dtype=np.int64)
+    gout = np.zeros(ovalid.shape, dtype=np.int64)
+    for a in kept:
+        gin = gin * sizes[a] + icoords[a]
+        gout = gout * sizes[a] + ocoords[a]
+    in_groups = np.unique(gin[ivalid])
+    out_groups = np.unique(gout[ovalid])
+    lost = np.setdiff1d(in_groups, out_groups)
+    if lost.size:
+        raise LayoutError(f"Slice2 {slice2!r} / Time2 {time2!r} do not hold every index left after reducing "
+                          f"{', '.join(reduced)}", call=CALL, level="Slice", mapping=repr(slice2),
+                          fix="each kept axis must appear in Slice2 or Time2 at its full size")
+    extra = np.setdiff1d(out_groups, in_groups)
+    if extra.size:
+        raise LayoutError(f"Slice2 {slice2!r} / Time2 {time2!r} hold indices the input does not have", call=CALL,
+                          level="Slice", mapping=repr(slice2), fix="pad the output with a dummy (1 # n) instead")
+    # groups in ring order: by group, then slice, then time, then packet (flat C-order is chip, cluster, slice, …)
+    flat_in = np.flatnonzero(ivalid.reshape(-1))
+    g_of = gin.reshape(-1)[flat_in]
+    order = np.argsort(g_of, kind="stable")
+    g_sorted = g_of[order]
+    members_flat = flat_in[order]
+    uniq, start, counts = np.unique(g_sorted, return_index=True, return_counts=True)
+    r_max = int(counts.max(initial=0))
+    members = np.full((uniq.size, r_max), -1, dtype=np.int64)
+    col = np.arange(members_flat.size) - np.repeat(start, counts)
+    members[np.repeat(np.arange(uniq.size), counts), col] = members_flat
+    out_group = np.where(ovalid, np.searchsorted(uniq, gout), -1)
+    # ring size: distinct slices feeding one group
+    shape = ivalid.shape
+    slice_of = (members_flat // (shape[3] * shape[4])) % shape[2]
+    ring = int(len(np.unique(slice_of[g_sorted == uniq[0]]))) if uniq.size else 1
+    return InterReduceConfig(op, name, out, reduced, broadcast, members, out_group, ring)
+
+
+def execute_inter_reduce(cfg: InterReduceConfig, data: StreamData) -> StreamData:
+    """Fold each group in ring order and lay the results out in Slice2 / Time2 (broadcast where new)."""
+    ident = arith.reduce_identity(cfg.op, cfg.dtype)
+    vals = data.values.reshape(-1)
+    known = data.known.reshape(-1)
+    m = cfg.members
+    present = m >= 0
+    idx = np.where(present, m, 0)
+    x = np.where(present, vals[idx], np.asarray(ident, dtype=vals.dtype))
+    poison: BoolArray = np.asarray((present & ~known[idx]).any(axis=1))
+    red = arith.sequential_reduce(cfg.op, cfg.dtype, x, axis=1)
+    og = cfg.out_group
+    valid = og >= 0
+    g = np.where(valid, og, 0)
+    out_v: npt.NDArray[np.generic] = np.where(valid, red[g], np.zeros((), dtype=vals.dtype)).astype(vals.dtype)
+    out_k: BoolArray = valid & ~poison[g]
+    return StreamData(out_v, out_k)

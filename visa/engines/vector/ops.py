@@ -1,0 +1,560 @@
+"""The Vector Engine's vocabulary: operator enums, branch modes, operands and argument modes (manual L4793–5153).
+
+Every name keeps the manual's spelling (design API.md §1): ``FxpBinaryOp.AddFxp``, ``BranchMode.Unconditional``,
+``FpBinaryOp.MulF(FpMulAlu.Mul0)``, ``VeBranchOperand.group(100, GroupId.Zero)``.  Each operator knows the ALU
+it occupies (the stage tables at L4806–4971) and the dtype it works on; the arithmetic itself lives in
+:mod:`visa.engines.vector.arith`.
+
+>>> FxpBinaryOp.SubFxp.alu, FpBinaryOp.MulF(FpMulAlu.Mul1).alu, FpUnaryOp.Tanh.alu
+('FxpAdd', 'FpMul1', 'FpFpu')
+>>> BinaryArgMode.Mode10.args
+(1, 0)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Union
+
+if TYPE_CHECKING:
+    from visa.memory.tensors import VrfTensor
+
+__all__ = [
+    "VeOp", "LogicBinaryOpI32", "LogicBinaryOpF32", "FxpBinaryOp", "FpMulAlu", "FpUnaryOp", "FpBinaryOp",
+    "FpTernaryOp", "FpDivBinaryOp", "ClipBinaryOpI32", "ClipBinaryOpF32", "IntraSliceReduceOpI32",
+    "IntraSliceReduceOpF32", "InterSliceReduceOpI32", "InterSliceReduceOpF32", "BranchMode", "InputCmp",
+    "InputCmpI32", "InputCmpF32", "GroupId", "VeOrder", "UnaryArgMode", "BinaryArgMode", "TernaryArgMode",
+    "StashMarker", "Stash", "VeRhs", "VeBranchOperand", "TernaryOperand", "ValidBranchIds", "Operand",
+    "REDUCE_RESOURCE", "DIVIDE_RESOURCE",
+]
+
+#: The single-use resource of the IntraSliceReduce stage (the accumulation tree, L4908, L5383–5388).
+REDUCE_RESOURCE = "ReduceAccTree"
+#: The single-use resource of the FpDiv stage (the dedicated divider, L4914–4918).
+DIVIDE_RESOURCE = "ReduceFpDiv"
+
+
+@dataclass(frozen=True)
+class VeOp:
+    """One operator of a Vector Engine stage: its name, the ALU it occupies, its dtype and arity."""
+
+    name: str
+    alu: str
+    dtype: str = "i32"
+    arity: int = 2
+    FAMILY: ClassVar[str] = "VeOp"
+
+    def __repr__(self) -> str:
+        return f"{self.FAMILY}.{self.name}"
+
+
+class LogicBinaryOpI32(VeOp):
+    """``LogicBinaryOpI32`` (Logic cluster, i32, L4803–4815)."""
+
+    FAMILY = "LogicBinaryOpI32"
+    BitAnd: ClassVar[LogicBinaryOpI32]
+    BitOr: ClassVar[LogicBinaryOpI32]
+    BitXor: ClassVar[LogicBinaryOpI32]
+    LeftShift: ClassVar[LogicBinaryOpI32]
+    LogicRightShift: ClassVar[LogicBinaryOpI32]
+    ArithRightShift: ClassVar[LogicBinaryOpI32]
+
+
+class LogicBinaryOpF32(VeOp):
+    """``LogicBinaryOpF32`` (Logic cluster on IEEE bit patterns, L4816–4820)."""
+
+    FAMILY = "LogicBinaryOpF32"
+    BitAnd: ClassVar[LogicBinaryOpF32]
+    BitOr: ClassVar[LogicBinaryOpF32]
+    BitXor: ClassVar[LogicBinaryOpF32]
+
+
+class FxpBinaryOp(VeOp):
+    """``FxpBinaryOp`` (Fxp cluster, i32 only, L4821–4836)."""
+
+    FAMILY = "FxpBinaryOp"
+    AddFxp: ClassVar[FxpBinaryOp]
+    AddFxpSat: ClassVar[FxpBinaryOp]
+    SubFxp: ClassVar[FxpBinaryOp]
+    SubFxpSat: ClassVar[FxpBinaryOp]
+    LeftShift: ClassVar[FxpBinaryOp]
+    LeftShiftSat: ClassVar[FxpBinaryOp]
+    MulFxp: ClassVar[FxpBinaryOp]
+    MulInt: ClassVar[FxpBinaryOp]
+    LogicRightShift: ClassVar[FxpBinaryOp]
+    ArithRightShift: ClassVar[FxpBinaryOp]
+    ArithRightShiftRound: ClassVar[FxpBinaryOp]
+
+
+class FpMulAlu:
+    """``FpMulAlu``: which float multiplier a ``MulF``/``MaskMulF`` occupies (L4890–4893)."""
+
+    __slots__ = ("name", "alu")
+    Mul0: ClassVar[FpMulAlu]
+    Mul1: ClassVar[FpMulAlu]
+    Fma: ClassVar[FpMulAlu]
+
+    def __init__(self, name: str, alu: str) -> None:
+        self.name = name
+        self.alu = alu
+
+    def __repr__(self) -> str:
+        return f"FpMulAlu.{self.name}"
+
+
+FpMulAlu.Mul0 = FpMulAlu("Mul0", "FpMul0")
+FpMulAlu.Mul1 = FpMulAlu("Mul1", "FpMul1")
+FpMulAlu.Fma = FpMulAlu("Fma", "FpFma")
+
+
+class FpUnaryOp(VeOp):
+    """``FpUnaryOp`` (Float cluster, f32, Way4, L4878–4888)."""
+
+    FAMILY = "FpUnaryOp"
+    Exp: ClassVar[FpUnaryOp]
+    NegExp: ClassVar[FpUnaryOp]
+    Sqrt: ClassVar[FpUnaryOp]
+    Tanh: ClassVar[FpUnaryOp]
+    Sigmoid: ClassVar[FpUnaryOp]
+    Erf: ClassVar[FpUnaryOp]
+    Log: ClassVar[FpUnaryOp]
+    Sin: ClassVar[FpUnaryOp]
+    Cos: ClassVar[FpUnaryOp]
+
+
+class FpBinaryOp(VeOp):
+    """``FpBinaryOp`` (Float cluster, f32, Way4, L4889–4897); ``MulF``/``MaskMulF`` take an :class:`FpMulAlu`."""
+
+    FAMILY = "FpBinaryOp"
+    AddF: ClassVar[FpBinaryOp]
+    SubF: ClassVar[FpBinaryOp]
+    DivF: ClassVar[FpBinaryOp]
+
+    @staticmethod
+    def MulF(alu: FpMulAlu) -> FpBinaryOp:  # noqa: N802 - the manual's spelling
+        """``FpBinaryOp::MulF(FpMulAlu::Mul0 | Mul1)``: a·b on that multiplier (L4892–4893)."""
+        return FpBinaryOp(f"MulF({alu!r})", alu.alu, "f32")
+
+    @staticmethod
+    def MaskMulF(alu: FpMulAlu) -> FpBinaryOp:  # noqa: N802
+        """``FpBinaryOp::MaskMulF(..)``: zero-masking multiply (semantics decided in docs/notes/vector.md)."""
+        return FpBinaryOp(f"MaskMulF({alu!r})", alu.alu, "f32")
+
+    @property
+    def base(self) -> str:
+        """The operator without its ALU argument (``MulF``, ``MaskMulF``, ``AddF``, ...)."""
+        return self.name.split("(")[0]
+
+
+class FpTernaryOp(VeOp):
+    """``FpTernaryOp`` (Float cluster, L4898–4902): ``FmaF`` (fused a·b+c) and ``MaskFmaF``."""
+
+    FAMILY = "FpTernaryOp"
+    FmaF: ClassVar[FpTernaryOp]
+    MaskFmaF: ClassVar[FpTernaryOp]
+
+
+class FpDivBinaryOp(VeOp):
+    """``FpDivBinaryOp`` (FpDiv stage, L4914–4918): only ``DivF``."""
+
+    FAMILY = "FpDivBinaryOp"
+    DivF: ClassVar[FpDivBinaryOp]
+
+
+class ClipBinaryOpI32(VeOp):
+    """``ClipBinaryOpI32`` (Clip cluster, L4953–4963)."""
+
+    FAMILY = "ClipBinaryOpI32"
+    Min: ClassVar[ClipBinaryOpI32]
+    Max: ClassVar[ClipBinaryOpI32]
+    AbsMin: ClassVar[ClipBinaryOpI32]
+    AbsMax: ClassVar[ClipBinaryOpI32]
+    AddFxp: ClassVar[ClipBinaryOpI32]
+    AddFxpSat: ClassVar[ClipBinaryOpI32]
+
+
+class ClipBinaryOpF32(VeOp):
+    """``ClipBinaryOpF32`` (Clip cluster, L4964–4972)."""
+
+    FAMILY = "ClipBinaryOpF32"
+    Min: ClassVar[ClipBinaryOpF32]
+    Max: ClassVar[ClipBinaryOpF32]
+    AbsMin: ClassVar[ClipBinaryOpF32]
+    AbsMax: ClassVar[ClipBinaryOpF32]
+    Add: ClassVar[ClipBinaryOpF32]
+
+
+class IntraSliceReduceOpI32(VeOp):
+    """``IntraSliceReduceOpI32`` (L5390–5396): ``AddSat``, ``Max``, ``Min``."""
+
+    FAMILY = "IntraSliceReduceOpI32"
+    AddSat: ClassVar[IntraSliceReduceOpI32]
+    Max: ClassVar[IntraSliceReduceOpI32]
+    Min: ClassVar[IntraSliceReduceOpI32]
+
+
+class IntraSliceReduceOpF32(VeOp):
+    """``IntraSliceReduceOpF32`` (L5397–5402): ``Add``, ``Max``, ``Min``."""
+
+    FAMILY = "IntraSliceReduceOpF32"
+    Add: ClassVar[IntraSliceReduceOpF32]
+    Max: ClassVar[IntraSliceReduceOpF32]
+    Min: ClassVar[IntraSliceReduceOpF32]
+
+
+class InterSliceReduceOpI32(VeOp):
+    """``InterSliceReduceOpI32`` (L6611–6618): ``Add`` (wrapping), ``AddSat``, ``Max``, ``Min``."""
+
+    FAMILY = "InterSliceReduceOpI32"
+    Add: ClassVar[InterSliceReduceOpI32]
+    AddSat: ClassVar[InterSliceReduceOpI32]
+    Max: ClassVar[InterSliceReduceOpI32]
+    Min: ClassVar[InterSliceReduceOpI32]
+
+
+class InterSliceReduceOpF32(VeOp):
+    """``InterSliceReduceOpF32`` (L6619–6625): ``Add``, ``Max``, ``Min``, ``Mul``."""
+
+    FAMILY = "InterSliceReduceOpF32"
+    Add: ClassVar[InterSliceReduceOpF32]
+    Max: ClassVar[InterSliceReduceOpF32]
+    Min: ClassVar[InterSliceReduceOpF32]
+    Mul: ClassVar[InterSliceReduceOpF32]
+
+
+def _fill(cls: type[VeOp], dtype: str, arity: int, table: dict[str, str]) -> None:
+    for name, alu in table.items():
+        setattr(cls, name, cls(name, alu, dtype, arity))
+
+
+_fill(LogicBinaryOpI32, "i32", 2, {"BitAnd": "LogicAnd", "BitOr": "LogicOr", "BitXor": "LogicXor",
+                                   "LeftShift": "LogicLshift", "LogicRightShift": "LogicRshift",
+                                   "ArithRightShift": "LogicRshift"})
+_fill(LogicBinaryOpF32, "f32", 2, {"BitAnd": "LogicAnd", "BitOr": "LogicOr", "BitXor": "LogicXor"})
+_fill(FxpBinaryOp, "i32", 2, {"AddFxp": "FxpAdd", "AddFxpSat": "FxpAdd", "SubFxp": "FxpAdd",
+                              "SubFxpSat": "FxpAdd", "LeftShift": "FxpLshift", "LeftShiftSat": "FxpLshift",
+                              "MulFxp": "FxpMul", "MulInt": "FxpMul", "LogicRightShift": "FxpRshift",
+                              "ArithRightShift": "FxpRshift", "ArithRightShiftRound": "FxpRshift"})
+_fill(FpUnaryOp, "f32", 1, {"Exp": "FpExp", "NegExp": "FpExp", "Sqrt": "FpFpu", "Tanh": "FpFpu",
+                            "Sigmoid": "FpFpu", "Erf": "FpFpu", "Log": "FpFpu", "Sin": "FpFpu", "Cos": "FpFpu"})
+_fill(FpBinaryOp, "f32", 2, {"AddF": "FpFma", "SubF": "FpFma", "DivF": "FpFpu"})
+_fill(FpTernaryOp, "f32", 3, {"FmaF": "FpFma", "MaskFmaF": "FpFma"})
+_fill(FpDivBinaryOp, "f32", 2, {"DivF": DIVIDE_RESOURCE})
+_fill(ClipBinaryOpI32, "i32", 2, {"Min": "ClipMin", "Max": "ClipMax", "AbsMin": "ClipMin", "AbsMax": "ClipMax",
+                                  "AddFxp": "ClipAdd", "AddFxpSat": "ClipAdd"})
+_fill(ClipBinaryOpF32, "f32", 2, {"Min": "ClipMin", "Max": "ClipMax", "AbsMin": "ClipMin", "AbsMax": "ClipMax",
+                                  "Add": "ClipAdd"})
+_fill(IntraSliceReduceOpI32, "i32", 2, {"AddSat": REDUCE_RESOURCE, "Max": REDUCE_RESOURCE, "Min": REDUCE_RESOURCE})
+_fill(IntraSliceReduceOpF32, "f32", 2, {"Add": REDUCE_RESOURCE, "Max": REDUCE_RESOURCE, "Min": REDUCE_RESOURCE})
+_fill(InterSliceReduceOpI32, "i32", 2, {"Add": "InterSlice", "AddSat": "InterSlice", "Max": "InterSlice",
+                                        "Min": "InterSlice"})
+_fill(InterSliceReduceOpF32, "f32", 2, {"Add": "InterSlice", "Max": "InterSlice", "Min": "InterSlice",
+                                        "Mul": "InterSlice"})
+
+
+# ----------------------------------------------------------------------------------------------- branches
+
+
+@dataclass(frozen=True)
+class InputCmpI32:
+    """One comparison of ``BranchMode::Comparison`` on i32 data (L4801; operators as in the reference crate).
+
+    ``LessUnsigned``/``GreaterUnsigned`` compare the raw bits as u32; ``True_``/``False_`` always/never hold
+    (``True``/``False`` are Python keywords).
+    """
+
+    name: str
+    boundary: int = 0
+    DTYPE: ClassVar[str] = "i32"
+
+    @classmethod
+    def Equal(cls, boundary: int) -> InputCmpI32:  # noqa: N802
+        return cls("Equal", boundary)
+
+    @classmethod
+    def Less(cls, boundary: int) -> InputCmpI32:  # noqa: N802
+        return cls("Less", boundary)
+
+    @classmethod
+    def Greater(cls, boundary: int) -> InputCmpI32:  # noqa: N802
+        return cls("Greater", boundary)
+
+    @classmethod
+    def LessUnsigned(cls, boundary: int) -> InputCmpI32:  # noqa: N802
+        return cls("LessUnsigned", boundary)
+
+    @classmethod
+    def GreaterUnsigned(cls, boundary: int) -> InputCmpI32:  # noqa: N802
+        return cls("GreaterUnsigned", boundary)
+
+    @classmethod
+    def True_(cls) -> InputCmpI32:  # noqa: N802
+        return cls("True")
+
+    @classmethod
+    def False_(cls) -> InputCmpI32:  # noqa: N802
+        return cls("False")
+
+
+@dataclass(frozen=True)
+class InputCmpF32:
+    """One comparison of ``BranchMode::Comparison`` on f32 data (IEEE comparisons: NaN compares false)."""
+
+    name: str
+    boundary: float = 0.0
+    DTYPE: ClassVar[str] = "f32"
+
+    @classmethod
+    def Equal(cls, boundary: float) -> InputCmpF32:  # noqa: N802
+        return cls("Equal", boundary)
+
+    @classmethod
+    def Less(cls, boundary: float) -> InputCmpF32:  # noqa: N802
+        return cls("Less", boundary)
+
+    @classmethod
+    def Greater(cls, boundary: float) -> InputCmpF32:  # noqa: N802
+        return cls("Greater", boundary)
+
+    @classmethod
+    def True_(cls) -> InputCmpF32:  # noqa: N802
+        return cls("True")
+
+    @classmethod
+    def False_(cls) -> InputCmpF32:  # noqa: N802
+        return cls("False")
+
+
+class InputCmp:
+    """``InputCmp``: ``InputCmp.I32.Less(0)``, ``InputCmp.F32.Greater(0.5)`` (L4801)."""
+
+    I32 = InputCmpI32
+    F32 = InputCmpF32
+
+
+@dataclass(frozen=True)
+class BranchMode:
+    """``BranchMode`` (L4793–4802): how the Branch stage assigns each element its 4-bit ExecutionId.
+
+    ``Unconditional`` gives 0; ``AxisToggle(axis)`` gives group ``index % 2`` (the group is bit 3);
+    ``Comparison([c0, c1, c2, c3])`` sets bit i when comparison i holds; ``ValidCount`` and ``Vrf`` are
+    refused (the manual defines no ExecutionIds for them; docs/notes/vector.md).
+    """
+
+    name: str
+    axis: str | None = None
+    comparisons: tuple[InputCmpI32 | InputCmpF32, ...] = ()
+    Unconditional: ClassVar[BranchMode]
+    ValidCount: ClassVar[BranchMode]
+    Vrf: ClassVar[BranchMode]
+
+    @classmethod
+    def AxisToggle(cls, axis: Any) -> BranchMode:  # noqa: N802
+        """``BranchMode::AxisToggle { axis }``: group = the element's index along ``axis`` mod 2 (L4799)."""
+        return cls("AxisToggle", axis=_axis_name(axis))
+
+    @classmethod
+    def Comparison(cls, comparisons: Sequence[InputCmpI32 | InputCmpF32]) -> BranchMode:  # noqa: N802
+        """``BranchMode::Comparison([InputCmp; 4])`` (L4801)."""
+        return cls("Comparison", comparisons=tuple(comparisons))
+
+    def __repr__(self) -> str:
+        if self.name == "AxisToggle":
+            return f"BranchMode.AxisToggle({self.axis})"
+        if self.name == "Comparison":
+            return f"BranchMode.Comparison({list(self.comparisons)})"
+        return f"BranchMode.{self.name}"
+
+
+BranchMode.Unconditional = BranchMode("Unconditional")
+BranchMode.ValidCount = BranchMode("ValidCount")
+BranchMode.Vrf = BranchMode("Vrf")
+
+
+def _axis_name(axis: Any) -> str:
+    from visa.mapping import Mapping
+
+    if isinstance(axis, str):
+        return axis
+    if isinstance(axis, Mapping) and len(axis.axes) == 1:
+        return next(iter(axis.axes))
+    raise TypeError(f"an axis is named by a string or a one-axis mapping, got {axis!r}")
+
+
+class GroupId:
+    """``GroupId``: bit 3 of the ExecutionId (``Zero`` or ``One``)."""
+
+    __slots__ = ("value",)
+    Zero: ClassVar[GroupId]
+    One: ClassVar[GroupId]
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "GroupId.Zero" if self.value == 0 else "GroupId.One"
+
+
+GroupId.Zero = GroupId(0)
+GroupId.One = GroupId(1)
+
+
+class VeOrder:
+    """``VeOrder``: ``IntraFirst`` (intra-slice, then optionally inter) or ``InterFirst`` (L4625–4630).
+
+    The classes are also the type arguments of the vector stage types, so mypy sees the order.
+    """
+
+    IntraFirst: ClassVar[type[IntraFirst]]
+    InterFirst: ClassVar[type[InterFirst]]
+
+
+class IntraFirst:
+    """Marker: this pass runs its intra-slice block first (L4627)."""
+
+
+class InterFirst:
+    """Marker: this pass ran its inter-slice block first (L4628)."""
+
+
+VeOrder.IntraFirst = IntraFirst
+VeOrder.InterFirst = InterFirst
+
+
+# --------------------------------------------------------------------------------------- argument modes
+
+
+class _Mode:
+    __slots__ = ("name", "args")
+    FAMILY: ClassVar[str] = ""
+
+    def __init__(self, name: str, args: tuple[int, ...]) -> None:
+        self.name = name
+        self.args = args
+
+    def __repr__(self) -> str:
+        return f"{self.FAMILY}.{self.name}"
+
+
+class UnaryArgMode(_Mode):
+    """``UnaryArgMode`` (L5088–5093): ``Mode0`` op(stream); ``Mode1`` op(operand) (refused: no operand)."""
+
+    FAMILY = "UnaryArgMode"
+    Mode0: ClassVar[UnaryArgMode]
+    Mode1: ClassVar[UnaryArgMode]
+
+
+class BinaryArgMode(_Mode):
+    """``BinaryArgMode`` (L5094–5101): which of stream (0) and operand (1) feed each argument."""
+
+    FAMILY = "BinaryArgMode"
+    Mode00: ClassVar[BinaryArgMode]
+    Mode01: ClassVar[BinaryArgMode]
+    Mode10: ClassVar[BinaryArgMode]
+    Mode11: ClassVar[BinaryArgMode]
+
+
+class TernaryArgMode(_Mode):
+    """``TernaryArgMode`` (L5102–5112): 0 = stream, 1 = operand0, 2 = operand1."""
+
+    FAMILY = "TernaryArgMode"
+    Mode012: ClassVar[TernaryArgMode]
+    Mode002: ClassVar[TernaryArgMode]
+    Mode102: ClassVar[TernaryArgMode]
+    Mode112: ClassVar[TernaryArgMode]
+    Mode020: ClassVar[TernaryArgMode]
+    Mode021: ClassVar[TernaryArgMode]
+    Mode120: ClassVar[TernaryArgMode]
+
+
+UnaryArgMode.Mode0 = UnaryArgMode("Mode0", (0,))
+UnaryArgMode.Mode1 = UnaryArgMode("Mode1", (1,))
+for _n in ("00", "01", "10", "11"):
+    setattr(BinaryArgMode, f"Mode{_n}", BinaryArgMode(f"Mode{_n}", tuple(int(c) for c in _n)))
+for _n in ("012", "002", "102", "112", "020", "021", "120"):
+    setattr(TernaryArgMode, f"Mode{_n}", TernaryArgMode(f"Mode{_n}", tuple(int(c) for c in _n)))
+
+
+# -------------------------------------------------------------------------------------------- operands
+
+
+class StashMarker:
+    """``Stash``: the operand that reads the value saved by ``vector_stash()`` (L4977–5051)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "Stash"
+
+
+#: The stash operand (``Stash`` in the manual).
+Stash = StashMarker()
+
+
+@dataclass(frozen=True)
+class VeRhs:
+    """``VeRhs``: an explicit operand, ``VeRhs.constant(v)``, ``VeRhs.vrf(tensor)`` or ``VeRhs.stash()`` (L5058)."""
+
+    kind: str
+    value: Any = None
+
+    @classmethod
+    def constant(cls, value: int | float) -> VeRhs:
+        """A scalar broadcast to every element."""
+        return cls("constant", value)
+
+    @classmethod
+    def vrf(cls, tensor: VrfTensor[Any, Any, Any, Any, Any]) -> VeRhs:
+        """A VRF tensor, re-laid out to the stream's mapping (axes it lacks are broadcast)."""
+        return cls("vrf", tensor)
+
+    @classmethod
+    def stash(cls) -> VeRhs:
+        """The stash."""
+        return cls("stash")
+
+
+@dataclass(frozen=True)
+class VeBranchOperand:
+    """``VeBranchOperand`` (L5061–5062): an operand applied to every element (``always``) or to one group."""
+
+    operand: Any
+    group_id: GroupId | None = None
+
+    @classmethod
+    def always(cls, operand: Any) -> VeBranchOperand:
+        return cls(operand, None)
+
+    @classmethod
+    def group(cls, operand: Any, group_id: GroupId) -> VeBranchOperand:
+        return cls(operand, group_id)
+
+
+@dataclass(frozen=True)
+class TernaryOperand:
+    """``TernaryOperand``: operand0 (constant, VRF or stash) and operand1 (an f32 constant) of ``FmaF`` (L5059)."""
+
+    operand0: Any
+    operand1: float
+
+
+@dataclass(frozen=True)
+class ValidBranchIds:
+    """The ExecutionIds ``vector_filter`` keeps (the reference crate's ``ValidBranchIds``; L4973)."""
+
+    ids: frozenset[int] = field(default_factory=frozenset)
+
+    @classmethod
+    def of(cls, *ids: int) -> ValidBranchIds:
+        return cls(frozenset(int(i) for i in ids))
+
+    @classmethod
+    def group(cls, group_id: GroupId) -> ValidBranchIds:
+        """Every ExecutionId whose group bit (bit 3) is ``group_id``."""
+        return cls(frozenset(i for i in range(16) if (i >> 3) == group_id.value))
+
+
+#: What a binary operation accepts as its operand.
+Operand = Union[int, float, VeRhs, StashMarker, "VrfTensor[Any, Any, Any, Any, Any]", VeBranchOperand,
+                Sequence[VeBranchOperand]]

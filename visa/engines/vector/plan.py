@@ -1,0 +1,354 @@
+"""The rules of the intra-slice pipeline as pure functions of dtypes and mappings (manual L4679–4973, L5154–5273).
+
+Each ``plan_*`` function either returns the configuration of one step or raises the rule's
+:class:`~visa.errors.VisaError`; the stream classes (:mod:`visa.stream.vector`) and the mypy plugin call the
+same functions.  Limits come from ``hw.vector`` (stage order, lanes per stage, dtypes, ALU pools).
+
+>>> from visa.hw import RNGD
+>>> plan_transition(RNGD, "Branch", "Fxp").lanes
+8
+>>> plan_transition(RNGD, "Fp", "Fxp")
+Traceback (most recent call last):
+...
+visa.errors.TypestateError: vector_fxp: the Fxp stage comes before the Fp stage; the intra-slice stages run \
+in the order Branch → Logic → Fxp → FxpToFp → Narrow → Fp → IntraSliceReduce → FpDiv → Widen → FpToFxp → Clip \
+→ Filter → Output and never backwards [manual L4730]; fix: run it in a separate Tensor Unit pass
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from visa import dtypes as dt
+from visa.errors import DtypeError, LayoutError, ResourceError, TypestateError
+from visa.hw import HardwareProfile
+from visa.mapping import Mapping, pair_of
+from visa.mapping import canon as C
+from visa.mapping.evaluate import BoolArray, IntArray
+
+__all__ = [
+    "STAGE_CALLS", "STASHABLE", "StageStep", "LaneConfig", "UnzipConfig", "plan_transition", "input_lanes",
+    "check_dtype", "claim", "plan_split", "plan_trim", "plan_concat", "plan_pad", "plan_unzip", "plan_entry",
+    "plan_int_width", "dtype_name", "remove_axis_dims", "digit_maps", "valid_mask", "output_lanes",
+]
+
+#: The method that enters each stage (the stage table, L4733–4747).
+STAGE_CALLS: dict[str, str] = {
+    "Branch": "vector_intra_slice_branch", "Logic": "vector_logic", "Fxp": "vector_fxp",
+    "FxpToFp": "vector_fxp_to_fp", "Narrow": "vector_split / vector_trim_way4",
+    "Fp": "vector_fp_unary / vector_fp_binary / vector_fp_ternary", "IntraSliceReduce": "vector_intra_slice_reduce",
+    "FpDiv": "vector_fp_div", "Widen": "vector_concat / vector_pad_way8", "FpToFxp": "vector_fp_to_fxp",
+    "Clip": "vector_clip", "Filter": "vector_filter", "Output": "vector_final",
+    "InterSliceReduce": "vector_inter_slice_reduce",
+}
+
+#: Stages at which ``vector_stash()`` may be called (L4983).
+STASHABLE = frozenset({"Branch", "Logic", "Fxp", "Narrow", "Fp", "FpDiv", "Clip"})
+
+
+def dtype_name(dtype: type[dt.Scalar]) -> str:
+    """``"i32"`` / ``"f32"`` (the manual's names, as the hardware profile keys them)."""
+    return dtype.__name__
+
+
+@dataclass(frozen=True)
+class StageStep:
+    """A legal move to ``stage``: the lanes the stage's input must have."""
+
+    stage: str
+    lanes: int
+
+
+def input_lanes(hw: HardwareProfile, stage: str) -> int:
+    """Lanes a stage consumes: Narrow takes Way8 and Widen Way4; every other stage outputs what it takes."""
+    v = hw.vector
+    if stage == "Narrow":
+        return v.way8_lanes
+    if stage == "Widen":
+        return v.way4_lanes
+    if stage == "InterSliceReduce":
+        return v.way8_lanes
+    return v.stage_lanes[stage]
+
+
+def output_lanes(hw: HardwareProfile, stage: str) -> int:
+    """Lanes a stage produces (L4733–4747)."""
+    if stage in ("InterSliceReduce", "Init"):
+        return hw.vector.way8_lanes
+    return hw.vector.stage_lanes[stage]
+
+
+def _order(hw: HardwareProfile) -> str:
+    return " → ".join(hw.vector.stages)
+
+
+def plan_transition(hw: HardwareProfile, current: str, target: str) -> StageStep:
+    """Check that a stream at stage ``current`` may call the method of stage ``target`` (L4730, L4733–4751).
+
+    Stages run in the manual's order; every stage is optional; only the stages with an ALU pool (Logic,
+    Fxp, Fp, Clip) may repeat; the lanes the current stage produces must be the ones the target consumes
+    (Fp, IntraSliceReduce and FpDiv need Way4, so a Narrow first; everything after them needs Way8, so a
+    Widen first).
+    """
+    stages = hw.vector.stages
+    call = STAGE_CALLS.get(target, target).split(" / ")[0]
+    if target == "InterSliceReduce":
+        have = output_lanes(hw, current)
+        if current not in ("Init",) and have != hw.vector.way8_lanes:
+            raise TypestateError(f"the inter-slice reduce is reachable only from a Way8 stage, not from the "
+                                 f"{current} stage (Way{have})", call=call, line=6603,
+                                 fix="widen with vector_concat / vector_pad_way8 first")
+        return StageStep(target, hw.vector.way8_lanes)
+    if current == "InterSliceReduce":
+        if target not in ("Branch", "Filter", "Output"):
+            raise TypestateError(f"after the inter-slice reduce only vector_intra_slice_branch (InterFirst), "
+                                 f"vector_filter and vector_final follow, not the {target} stage", call=call,
+                                 line=4627, fix="start the intra-slice block with vector_intra_slice_branch")
+        here = -1
+    elif current == "Init":
+        here = -1
+    else:
+        here = stages.index(current)
+    there = stages.index(target)
+    repeat = target in hw.vector.alu_pools
+    if there < here or (there == here and not repeat):
+        what = "comes before" if there < here else "was already used at"
+        raise TypestateError(f"the {target} stage {what} the {current} stage; the intra-slice stages run in the "
+                             f"order {_order(hw)} and never backwards", call=call, line=4730,
+                             fix="run it in a separate Tensor Unit pass")
+    have = output_lanes(hw, current) if current != "Init" else hw.vector.way8_lanes
+    need = input_lanes(hw, target)
+    if have != need:
+        fix = ("narrow with vector_split / vector_trim_way4 first" if need == hw.vector.way4_lanes
+               else "widen with vector_concat / vector_pad_way8 first")
+        raise TypestateError(f"the {target} stage needs Way{need} packets, but the stream is Way{have} after the "
+                             f"{current} stage", call=call, level="Packet", line=4733, fix=fix)
+    return StageStep(target, need)
+
+
+def check_dtype(hw: HardwareProfile, stage: str, dtype: type[dt.Scalar], call: str, op_dtype: str | None = None,
+                ) -> None:
+    """The stage's dtype rule (L4733–4747); Narrow and Widen take i32 as well as f32 (docs/notes/vector.md Q1)."""
+    name = dtype_name(dtype)
+    allowed = hw.vector.stage_dtypes.get(stage, hw.vector.input_dtypes)
+    if stage in ("Narrow", "Widen"):
+        allowed = hw.vector.input_dtypes
+    if name not in allowed:
+        raise DtypeError(f"the {stage} stage works on {' / '.join(sorted(allowed))}, but the stream is {name}",
+                         call=call, line=4733,
+                         fix="convert with vector_fxp_to_fp / vector_fp_to_fxp first" if stage in
+                         ("Fxp", "Fp", "FpDiv", "FxpToFp", "FpToFxp") else None)
+    if op_dtype is not None and op_dtype != name:
+        raise DtypeError(f"the operator works on {op_dtype}, but the stream is {name}", call=call,
+                         fix=f"use the {name} operator family")
+
+
+def claim(used: frozenset[str], alu: str, call: str) -> frozenset[str]:
+    """Take ALU ``alu`` for this pass: each ALU is usable once per pass (L4750, L5252, L5260–5262)."""
+    if alu in used:
+        raise ResourceError(f"{alu} is already in use", call=call, line=4750,
+                            fix="use an operator on another ALU, or split the work over two Tensor Unit passes")
+    return used | {alu}
+
+
+def plan_entry(hw: HardwareProfile, dtype: type[dt.Scalar], packet: Mapping, call: str) -> None:
+    """``vector_init`` / branch / unzip / inter-slice input rule: i32 or f32, and Way8 packets (L4551, E16)."""
+    name = dtype_name(dtype)
+    if name not in hw.vector.input_dtypes:
+        raise DtypeError(f"the Vector Engine works on {' / '.join(sorted(hw.vector.input_dtypes))} only, got {name}",
+                         call=call, line=4551, fix="widen in the Fetch Engine (e.g. i8 → i32) or after contraction")
+    if call != "vector_init" and packet.size != hw.vector.way8_lanes:
+        raise LayoutError(f"{call} requires a Packet of {hw.vector.way8_lanes} elements (one 32-byte flit), "
+                          f"got {packet.size}", call=call, level="Packet", mapping=repr(packet), line=4838,
+                          fix=f"collect into packets of {hw.vector.way8_lanes} i32/f32 elements (pad with # 8)")
+
+
+def plan_int_width(int_width: int, call: str) -> int:
+    """``int_width`` of the fixed-point conversions: 0..31 integer bits of a 32-bit value (L4837, L4948)."""
+    if not isinstance(int_width, int) or not 0 <= int_width <= 31:
+        raise DtypeError(f"int_width must be 0..31 (integer bits of the 32-bit fixed-point value), got {int_width!r}",
+                         call=call, fix="vector_fxp_to_fp(31) converts plain integers")
+    return int_width
+
+
+# --------------------------------------------------------------------------------------- lane changes
+
+
+@dataclass(frozen=True)
+class LaneConfig:
+    """A Narrow or Widen step: its kind, the derived Time and Packet, and the flit count after it."""
+
+    kind: str
+    time: Mapping
+    packet: Mapping
+
+
+def _mismatch(call: str, level: str, want: Mapping, got: Mapping, rule: str, line: int) -> LayoutError:
+    return LayoutError(f"{rule}: expected {level} {want!r} (≡ {want}), got {got!r} (≡ {got})", call=call, level=level,
+                       mapping=repr(got), line=line, fix=f"pass {level} m[\"{want}\"]")
+
+
+def plan_split(hw: HardwareProfile, time: Mapping, packet: Mapping, time2: Mapping, packet2: Mapping) -> LaneConfig:
+    """``vector_split::<Time2, Packet2>()``: ``[T], [P] → [T, P / 4], [P % 4]`` (L4842–4864, Q4).
+
+    The upper half of each 8-lane packet becomes the innermost new Time factor of size 2, so the flit
+    count doubles.
+    """
+    w8, w4 = hw.vector.way8_lanes, hw.vector.way4_lanes
+    if packet.size != w8:
+        raise LayoutError(f"vector_split needs a Way8 packet of {w8} elements, got {packet.size}", call="vector_split",
+                          level="Packet", mapping=repr(packet), line=4842)
+    want_t, want_p = pair_of(time, packet.stride(w4)), packet.modulo(w4)
+    if time2 != want_t:
+        raise _mismatch("vector_split", "Time", want_t, time2, "the upper 4 lanes become the innermost Time factor",
+                        4864)
+    if packet2 != want_p:
+        raise _mismatch("vector_split", "Packet", want_p, packet2, "the lower 4 lanes stay in the Packet", 4864)
+    return LaneConfig("split", time2, packet2)
+
+
+def plan_trim(hw: HardwareProfile, time: Mapping, packet: Mapping, packet2: Mapping) -> LaneConfig:
+    """``vector_trim_way4::<Packet2>()``: keep the lower 4 lanes; the upper 4 must be padding (L4866–4871, E13)."""
+    w8, w4 = hw.vector.way8_lanes, hw.vector.way4_lanes
+    if packet.size != w8:
+        raise LayoutError(f"vector_trim_way4 needs a Way8 packet of {w8} elements, got {packet.size}",
+                          call="vector_trim_way4", level="Packet", mapping=repr(packet), line=4866)
+    valid = packet.evaluate().valid
+    if bool(valid[w4:].any()):
+        axes = ", ".join(sorted(packet.axes)) or None
+        raise LayoutError(f"the back {w8 - w4} lanes of the packet must be dummy, but Packet {packet!r} holds data "
+                          f"in lanes {[int(k) for k in range(w4, w8) if valid[k]]}", call="vector_trim_way4",
+                          level="Packet", mapping=repr(packet), axis=axes, line=4851,
+                          fix="use vector_split() to keep both halves")
+    want = packet.modulo(w4)
+    if packet2 != want:
+        raise _mismatch("vector_trim_way4", "Packet", want, packet2, "trim keeps the lower 4 lanes", 4871)
+    return LaneConfig("trim", time, packet2)
+
+
+def plan_concat(hw: HardwareProfile, time: Mapping, packet: Mapping, time2: Mapping, packet2: Mapping) -> LaneConfig:
+    """``vector_concat::<Time2, Packet2>()``: ``[T, 2], [P4] → [T], [2, P4]`` (reverses split, L4919–4947)."""
+    w4 = hw.vector.way4_lanes
+    if packet.size != w4:
+        raise LayoutError(f"vector_concat needs a Way4 packet of {w4} elements, got {packet.size}",
+                          call="vector_concat", level="Packet", mapping=repr(packet), line=4919)
+    if time.size % 2:
+        raise LayoutError(f"vector_concat merges the innermost Time factor of size 2 into the packet, but Time "
+                          f"{time!r} has odd size {time.size}", call="vector_concat", level="Time",
+                          mapping=repr(time), line=4935, fix="concat only what vector_split produced")
+    want_t, want_p = time.stride(2), pair_of(time.modulo(2), packet)
+    if time2 != want_t:
+        raise _mismatch("vector_concat", "Time", want_t, time2, "the innermost Time factor leaves the Time", 4935)
+    if packet2 != want_p:
+        raise _mismatch("vector_concat", "Packet", want_p, packet2, "it becomes the upper packet half", 4935)
+    return LaneConfig("concat", time2, packet2)
+
+
+def plan_pad(hw: HardwareProfile, time: Mapping, packet: Mapping, packet2: Mapping) -> LaneConfig:
+    """``vector_pad_way8::<Packet2>()``: ``[P] → [P # 8]``, the upper lanes invalid (L4940–4947)."""
+    w4, w8 = hw.vector.way4_lanes, hw.vector.way8_lanes
+    if packet.size != w4:
+        raise LayoutError(f"vector_pad_way8 needs a Way4 packet of {w4} elements, got {packet.size}",
+                          call="vector_pad_way8", level="Packet", mapping=repr(packet), line=4940)
+    want = packet.pad(w8)
+    if packet2 != want:
+        raise _mismatch("vector_pad_way8", "Packet", want, packet2, "pad appends 4 invalid lanes", 4946)
+    return LaneConfig("pad", time, packet2)
+
+
+# ------------------------------------------------------------------------------------ axis factors
+
+
+def _dim_axes(d: C.Dim | C.Lin) -> frozenset[str]:
+    from visa.mapping.core import _axes_of
+
+    return frozenset(_axes_of((d,)))
+
+
+def remove_axis_dims(mp: Mapping, axis: str, call: str, level: str) -> tuple[Mapping, tuple[bool, ...]]:
+    """``mp`` without its factors of ``axis``, and which canonical dims carried it (outermost first).
+
+    A factor that mixes ``axis`` with another axis (a linear combination, or a window over both) cannot be
+    separated and is refused.
+    """
+    dims = mp.canon
+    keep: list[C.Dim | C.Lin] = []
+    flags: list[bool] = []
+    for d in dims:
+        names = _dim_axes(d)
+        if axis in names and (len(names) > 1 or isinstance(d, C.Lin)):
+            raise LayoutError(f"the factor {C.canon_text((d,))} of {level} {mp!r} mixes {axis} with other axes",
+                              call=call, level=level, mapping=repr(mp), axis=axis,
+                              fix=f"give {axis} factors of its own (split it with / and %)")
+        flags.append(axis in names)
+        if axis not in names:
+            keep.append(d)
+    return Mapping.from_canon(tuple(keep), mp.axis_set) if keep else Mapping.identity(mp.axis_set), tuple(flags)
+
+
+def digit_maps(mp: Mapping, flags: tuple[bool, ...]) -> tuple[IntArray, IntArray]:
+    """For every position of ``mp``: its position with the flagged dims removed, and the flagged digits' number.
+
+    Dims are mixed-radix digits (outermost first); removing the flagged ones keeps the order of the others,
+    which is the position in :func:`remove_axis_dims`'s mapping.  Within one kept position the flagged
+    number grows with the position, so it is the time order.
+    """
+    pos = np.arange(mp.size, dtype=np.int64)
+    kept = np.zeros(mp.size, dtype=np.int64)
+    removed = np.zeros(mp.size, dtype=np.int64)
+    w = mp.size
+    for d, f in zip(mp.canon, flags, strict=True):
+        w //= d.size
+        digit = (pos // w) % d.size
+        if f:
+            removed = removed * d.size + digit
+        else:
+            kept = kept * d.size + digit
+    return kept, removed
+
+
+@dataclass(frozen=True)
+class UnzipConfig:
+    """``vector_intra_slice_unzip``: the grouping axis, its dims in Time, and the per-group Time."""
+
+    axis: str
+    time: Mapping
+    split_time: Mapping
+    flags: tuple[bool, ...]
+
+
+def plan_unzip(hw: HardwareProfile, axis: str, time: Mapping, packet: Mapping, tile_time: Mapping,
+               split_time: Mapping) -> UnzipConfig:
+    """``vector_intra_slice_unzip::<I, TileTime, SplitTime>()`` (L5154–5249).
+
+    Time must hold the 2-way grouping axis ``I`` (``begin_interleaved``); group g is the data at ``I = g``.
+    ``SplitTime`` is Time without ``I``; ``TileTime`` is Time with ``I``'s factor replaced by a dummy of the
+    same size (``m["1 # 2"]`` in the manual's examples).
+    """
+    call = "vector_intra_slice_unzip"
+    if axis not in time.axes:
+        raise LayoutError(f"the grouping axis {axis} is not in Time {time!r}", call=call, level="Time",
+                          mapping=repr(time), axis=axis, line=5156, fix="collect the interleaved axis into Time")
+    rest, flags = remove_axis_dims(time, axis, call, "Time")
+    dims = [d for d, f in zip(time.canon, flags, strict=True) if f]
+    size = 1
+    for d in dims:
+        size *= d.size
+    if size != 2 or any(isinstance(d, C.Lin) or d.count != d.size for d in dims):
+        raise LayoutError(f"the grouping axis {axis} must be a 2-way factor of Time, got size {size}", call=call,
+                          level="Time", mapping=repr(time), axis=axis, line=5156, fix=f"use {axis} of size 2")
+    if split_time != rest:
+        raise _mismatch(call, "Time", rest, split_time, f"SplitTime is Time without {axis}", 5156)
+    tile_dims = tuple(C.Dim(None, 1, d.size, 1) if f else d for d, f in zip(time.canon, flags, strict=True))
+    want_tile = Mapping.from_canon(tile_dims, time.axis_set)
+    if tile_time != want_tile:
+        raise _mismatch(call, "Time", want_tile, tile_time, f"TileTime is Time with {axis} replaced by a dummy", 5156)
+    return UnzipConfig(axis, time, split_time, flags)
+
+
+def valid_mask(mappings: tuple[Mapping, ...]) -> BoolArray:
+    """Joint validity of a multi-level buffer (padding split across levels is decided on the whole index)."""
+    ev = pair_of(*mappings).evaluate()
+    return ev.valid.reshape(tuple(m.size for m in mappings))

@@ -1,0 +1,102 @@
+"""Reading a VRF tensor or the stash at the stream's mapping (manual L4977–4984, L5052–5081).
+
+A VRF or stash operand is read element by element in the stream's order: the element at stream position
+``(chip, cluster, slice, time, packet)`` is the operand's value at the same tensor index, taken from the
+**same** chip, cluster and slice (a slice reads only its own register file).  Axes the operand lacks are
+broadcast (the manual's ``vrf_add`` broadcasts over Time axis B, L5063–5081); an axis the operand has and the
+stream lacks, an index the operand does not hold, or an index held in another slice is refused.
+
+The gather index of a (source mappings, stream mappings) pair is computed once and cached.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from visa.engines.vector.cache import cached
+from visa.errors import LayoutError
+from visa.mapping import Mapping, pair_of
+from visa.mapping.evaluate import BoolArray, IntArray
+
+__all__ = ["Gather", "plan_gather", "joint_eval"]
+
+LEAD = ("Chip", "Cluster", "Slice")
+
+
+@dataclass(frozen=True)
+class Gather:
+    """For every stream position: the flat position in the source array, and whether it is read at all."""
+
+    index: IntArray
+    used: BoolArray
+
+
+def joint_eval(mappings: tuple[Mapping, ...]) -> tuple[dict[str, IntArray], BoolArray]:
+    """Coordinates (zero where invalid) and validity of every position of a multi-level buffer, shaped per level."""
+    shape = tuple(m.size for m in mappings)
+    ev = pair_of(*mappings).evaluate()
+    valid = ev.valid.reshape(shape)
+    coords = {a: np.where(ev.valid, c, 0).reshape(shape) for a, c in ev.coords.items()}
+    return coords, valid
+
+
+@cached()
+def plan_gather(source: tuple[Mapping, ...], stream: tuple[Mapping, ...], call: str, what: str) -> Gather:
+    """The gather that reads ``source`` (Chip, Cluster, Slice, inner levels...) at every ``stream`` position.
+
+    ``stream`` is the five stream levels.  Raises :class:`~visa.errors.LayoutError` naming the axis and the
+    level when the source cannot feed the stream from the same slice.
+    """
+    coords, valid = joint_eval(stream)
+    shape = valid.shape
+    src_axes = frozenset().union(*(m.axes for m in source))
+    dst_axes = frozenset().union(*(m.axes for m in stream))
+    extra = sorted(src_axes - dst_axes)
+    if extra:
+        raise LayoutError(f"the {what} holds axis {extra[0]}, which the stream does not have, so an element "
+                          "of the stream does not name one value of it", call=call, axis=extra[0],
+                          mapping=", ".join(repr(m) for m in source), fix=f"give the {what} the stream's axes only")
+    joint = pair_of(*source)
+    flat, held = joint.locate({a: coords[a] for a in src_axes}, shape)
+    flat = np.where(valid & held, flat, 0)
+    missing = valid & ~held
+    if missing.any():
+        bad = tuple(int(k[0]) for k in np.nonzero(missing))
+        index = ", ".join(f"{a}: {int(coords[a][bad])}" for a in sorted(dst_axes))
+        raise LayoutError(f"the {what} does not hold index {{{index}}} that the stream needs", call=call,
+                          mapping=", ".join(repr(m) for m in source),
+                          fix=f"load every index of the stream's operand into the {what}")
+    # the source position's chip / cluster / slice must be the stream position's
+    inner = 1
+    for m in source[3:]:
+        inner *= m.size
+    rest = flat // inner
+    for k in (2, 1, 0):
+        here = rest % source[k].size
+        rest = rest // source[k].size
+        view = [1] * len(shape)
+        view[k] = shape[k]
+        pos = np.arange(shape[k], dtype=np.int64).reshape(view)
+        wrong = valid & (here != pos)
+        if wrong.any():
+            bad = tuple(int(x[0]) for x in np.nonzero(wrong))
+            index = ", ".join(f"{a}: {int(coords[a][bad])}" for a in sorted(dst_axes))
+            level = LEAD[k]
+            raise LayoutError(f"index {{{index}}} is held by {level.lower()} {int(here[bad])} of the {what}, but "
+                              f"the stream processes it in {level.lower()} {bad[k]}; a slice reads only its own "
+                              f"{what}", call=call, level=level, mapping=repr(source[k]),
+                              axis=", ".join(sorted(source[k].axes | stream[k].axes)) or None,
+                              fix=f"lay the {what} out with the stream's {level} mapping {stream[k]!r}")
+    return Gather(np.ascontiguousarray(flat), np.ascontiguousarray(valid))
+
+
+def apply_gather(g: Gather, values: npt.NDArray[Any], known: npt.NDArray[np.bool_]
+                 ) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]:
+    """The source's values and known mask at every stream position (positions not read are unknown)."""
+    v = values.reshape(-1)[g.index]
+    k = known.reshape(-1)[g.index] & g.used
+    return v, k

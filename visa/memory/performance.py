@@ -1,0 +1,173 @@
+"""Address decoding for the memory performance model (manual "Memory Performance", L2848–3009).
+
+Vectorised over numpy arrays of byte addresses:
+
+* HBM (L2960–2977): the channel a 256-byte block lands in (stack bit 8 and the four channel bits 9–12 XOR-ed
+  with bits 13–28), its bank (slice, bank group and bank bits) and its row (bits 21–33 and 35).  The manual
+  names the channel hash only by example ("the channel's first bit equals the XOR of bits 9, 13, 21, and
+  25", L2977) while its table marks every bit 13–28 as feeding the channel; the fold used here XORs the
+  four-bit groups 9–12, 13–16, 17–20, 21–24 and 25–28 (docs/notes/dma.md).
+* DM (L2862–2879): the DMN of a DMA address in the DM address space, where slices are
+  ``hw.dm.slice_address_space_bytes`` apart (L2541) and 32 consecutive slices form a DMN (L2868).
+
+>>> import numpy as np
+>>> from visa.hw import RNGD
+>>> hbm_channel(RNGD, np.array([0, 256, 512, 1 << 13])).tolist()
+[0, 1, 2, 2]
+>>> int(hbm_row(RNGD, np.array([1 << 21]))[0]), int(hbm_bank(RNGD, np.array([1 << 17]))[0])
+(1, 4)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from visa.hw import HardwareProfile
+
+__all__ = ["hbm_channel", "hbm_bank", "hbm_row", "hbm_channels", "dm_dmn"]
+
+IntArray = npt.NDArray[np.int64]
+
+
+def _field(addr: IntArray, bits: tuple[int, ...]) -> IntArray:
+    if bits and bits == tuple(range(bits[0], bits[0] + len(bits))):
+        return (addr >> bits[0]) & ((1 << len(bits)) - 1)
+    out = np.zeros(addr.shape, dtype=np.int64)
+    for k, b in enumerate(bits):
+        out |= ((addr >> b) & 1) << k
+    return out
+
+
+def _bits(hw: HardwareProfile, component: str) -> tuple[int, ...]:
+    return tuple(b for f in hw.hbm.address_map if f.component == component for b in f.bits)
+
+
+def hbm_channels(hw: HardwareProfile) -> int:
+    """Channels per chip (2 stacks × 16, L2952–2953)."""
+    return hw.hbm.channels
+
+
+def hbm_channel(hw: HardwareProfile, addr: npt.ArrayLike) -> IntArray:
+    """Channel of each byte address: ``channel · stacks + stack`` (L2962–2977)."""
+    a = np.asarray(addr, dtype=np.int64)
+    h = hw.hbm
+    width = len(h.channel_bits)
+    ch = _field(a, h.channel_bits)
+    xor = h.channel_xor_bits
+    for k in range(0, len(xor), width):
+        ch ^= _field(a, xor[k: k + width])
+    return ch * h.stacks + _field(a, h.stack_bits)
+
+
+def hbm_bank(hw: HardwareProfile, addr: npt.ArrayLike) -> IntArray:
+    """Bank of each address within its channel: bank group, bank and slice bits together (L2962–2972)."""
+    a = np.asarray(addr, dtype=np.int64)
+    return _field(a, _bits(hw, "bank_group") + _bits(hw, "bank") + _bits(hw, "slice"))
+
+
+def hbm_row(hw: HardwareProfile, addr: npt.ArrayLike) -> IntArray:
+    """Row of each address within its bank (bits 21–33 and 35, L2970–2972)."""
+    return _field(np.asarray(addr, dtype=np.int64), _bits(hw, "row"))
+
+
+def dm_dmn(hw: HardwareProfile, addr: npt.ArrayLike) -> IntArray:
+    """DMN (global over clusters and chips) of each address in the DMA's DM address space (L2541, L2866)."""
+    a = np.asarray(addr, dtype=np.int64)
+    return (a // hw.dm.slice_address_space_bytes) // hw.dm.slices_per_dmn
+
+
+# ---------------------------------------------------------------------------------------------------------
+# cost of a stream of DMA packets on DM and HBM
+# ---------------------------------------------------------------------------------------------------------
+
+
+def dm_engine_time(hw: HardwareProfile, packets: IntArray, packet_bytes: int) -> float:
+    """Cycles one DMA engine spends on DM for packets starting at ``packets`` (DM addresses, in order).
+
+    A DMN moves 128 B/cycle (L2344, L2603), so a packet occupies its DMN ``ceil(bytes / 128)`` cycles; while
+    one DMN works the engine may issue to the other DMN of its pair, so a packet that alternates DMN with its
+    predecessor costs half (two DMNs interleaved give 256 B/cycle, L2883–2893; without interleaving half the
+    bandwidth is lost, L2857).
+
+    >>> import numpy as np
+    >>> from visa.hw import RNGD
+    >>> dmn = RNGD.dm.slices_per_dmn * RNGD.dm.slice_address_space_bytes
+    >>> dm_engine_time(RNGD, np.array([0, dmn, 0, dmn]), 256), dm_engine_time(RNGD, np.array([0, 0, 0, 0]), 256)
+    (4.0, 8.0)
+    """
+    n = int(packets.size)
+    if n == 0:
+        return 0.0
+    c = -(-packet_bytes // hw.dm.dmn_bytes_per_cycle)
+    dmn = dm_dmn(hw, packets)
+    same = int(np.count_nonzero(dmn[1:] == dmn[:-1]))
+    if n == 1 or dmn[1] == dmn[0]:
+        same += 1
+    return c / 2 * (n + same)
+
+
+def dm_busy(hw: HardwareProfile, packets: IntArray, packet_bytes: int) -> dict[int, float]:
+    """Cycles each DMN is busy serving these packets (``ceil(bytes / 128)`` per packet, L2933)."""
+    c = -(-packet_bytes // hw.dm.dmn_bytes_per_cycle)
+    dmn, count = np.unique(dm_dmn(hw, packets), return_counts=True)
+    return {int(d): float(k) * c for d, k in zip(dmn.tolist(), count.tolist(), strict=True)}
+
+
+def hbm_transfers(hw: HardwareProfile, packets: IntArray, packet_bytes: int,
+                  write: bool) -> tuple[IntArray, npt.NDArray[np.float64]]:
+    """The 256-byte HBM transfers of packets starting at ``packets`` (chip-relative addresses, in order).
+
+    A packet is split into ``ceil(bytes / 256)`` requests (L2469, L2981); a request that crosses a 256-byte
+    boundary needs two transfers (unaligned read: 2×, L2984), and a write that covers only part of a 256-byte
+    unit is a read-modify-write (about 50×, L2985).  Returns the unit address of every transfer in issue
+    order and its cost factor (1, or the RMW penalty).
+    """
+    unit = hw.hbm.access_unit_bytes
+    req = hw.dma.request_bytes
+    nreq = -(-packet_bytes // req)
+    start = packets[:, None] + np.arange(nreq, dtype=np.int64) * req
+    end = np.minimum(start + req, packets[:, None] + packet_bytes)
+    first, last = start // unit, (end - 1) // unit
+    blocks = np.stack([first, last], axis=-1)
+    valid = np.stack([np.ones_like(first, dtype=bool), last != first], axis=-1)
+    if write:
+        lo = np.maximum(blocks * unit, start[..., None])
+        hi = np.minimum((blocks + 1) * unit, end[..., None])
+        factor = np.where(hi - lo < unit, float(hw.hbm.unaligned_write_penalty), 1.0)
+    else:
+        factor = np.ones(blocks.shape)
+    return (blocks * unit)[valid], factor[valid]
+
+
+def hbm_busy(hw: HardwareProfile, chips: IntArray, units: IntArray,
+             factor: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Busy cycles of every HBM channel (``chip · channels + channel``) serving these transfers in order.
+
+    A channel moves one 256-byte unit in 4 controller cycles at 0.75 GHz (L2980), 16/3 core cycles.  A
+    transfer to a bank whose open row differs costs a row switch of 40 ns (L2987, at the 1 GHz core clock);
+    the controller hides a switch behind transfers to other banks (L2990–2993), so only the part of the
+    switch not covered by the channel's transfers since that bank's previous access is added.
+    """
+    if units.size == 0:
+        return np.zeros(0)
+    h, clk = hw.hbm, hw.clocks
+    t = h.access_unit_channel_cycles * clk.core_hz / clk.hbm_controller_hz
+    switch = h.row_switch_ns[0] * clk.core_hz / 1e9
+    ch = chips * h.channels + hbm_channel(hw, units)
+    order = np.argsort(ch, kind="stable")
+    ch_sorted = ch[order]
+    firsts = np.searchsorted(ch_sorted, ch_sorted, side="left")
+    rank = np.empty(units.size, dtype=np.int64)
+    rank[order] = np.arange(units.size) - firsts
+    key = ch * 64 + hbm_bank(hw, units)
+    o2 = np.argsort(key, kind="stable")
+    k2, r2, g2 = key[o2], hbm_row(hw, units)[o2], rank[o2]
+    switched = np.zeros(units.size, dtype=bool)
+    switched[1:] = (k2[1:] == k2[:-1]) & (r2[1:] != r2[:-1])
+    gap = np.zeros(units.size)
+    gap[1:] = g2[1:] - g2[:-1] - 1
+    extra = np.where(switched, np.maximum(0.0, switch - t - gap * t), 0.0)
+    n = int(ch.max()) + 1
+    busy = np.bincount(ch, weights=factor * t, minlength=n) + np.bincount(ch[o2], weights=extra, minlength=n)
+    return np.asarray(busy, dtype=np.float64)

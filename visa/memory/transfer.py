@@ -1,0 +1,247 @@
+"""Running a DMA's byte-level sequencer over the memory images (manual "DMA Sequencer Internals", L2555–2594).
+
+A DMA moves bytes: its fused sequencer is a list of loops ``(size, source stride, destination stride)`` in
+bytes, outermost first, whose innermost loop is the packet (``stride0`` consecutive bytes on both sides), plus
+a base address on each side.  Each side addresses its medium in the DMA's *address space*
+(:class:`AddressSpace`): chip after chip, and on DM slice after slice ``hw.dm.slice_address_space_bytes``
+apart (the "slice_stride" of L2541), of which only ``hw.dm.slice_bytes`` exist.
+
+:func:`copy` runs such a sequencer as one strided numpy copy per pair of chips: a loop of the sequencer is
+a dimension of a strided view of the image (its stride converted from the address space to the image), so
+the copy visits exactly the bytes the sequencer visits, in the order numpy chooses (the bytes a sequencer
+writes are distinct, so the order does not matter).  The written-mask travels with the data: a DMA of poison
+is poison.  Reads past the bytes that exist (a padded packet at the end of a slice, manual L1841, L7896)
+come back as poison; writes there are refused (an engine bug: placement rules keep a destination inside).
+
+>>> import numpy as np
+>>> from visa.hw import RNGD
+>>> src, dst = HostBuffer(np.arange(6, dtype=np.uint8)), HostBuffer(np.zeros(6, np.uint8), written=False)
+>>> copy([(3, 2, 1), (2, 1, 3)], (0, 0), src, dst)   # a 3 x 2 -> 2 x 3 transpose of bytes
+>>> dst.data.tolist()
+[0, 2, 4, 1, 3, 5]
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from visa.errors import AddressError
+from visa.hw import HardwareProfile
+from visa.memory.images import BoolArray, ByteArray, DenseImage, IntArray, PagedImage
+
+__all__ = ["AddressSpace", "address_space", "Endpoint", "HostBuffer", "HbmEndpoint", "DmEndpoint", "copy",
+           "ByteLoop"]
+
+#: One loop of a byte-level sequencer: ``(size, source stride, destination stride)``.
+ByteLoop = tuple[int, int, int]
+
+_HOST_SPAN = 1 << 62
+
+
+@dataclass(frozen=True)
+class AddressSpace:
+    """How a DMA addresses one medium: ``chip · chip_bytes + unit · unit_bytes + byte`` (bytes)."""
+
+    medium: str
+    chip_bytes: int
+    unit_bytes: int
+    units_per_chip: int
+    backed_bytes: int
+
+    def real_stride(self, stride: int) -> int:
+        """A stride of the address space as a stride of the chip's image (units packed back to back)."""
+        if self.unit_bytes == self.chip_bytes or stride % self.unit_bytes:
+            return stride
+        return (stride // self.unit_bytes) * self.backed_bytes
+
+    def is_unit_level(self, stride: int) -> bool:
+        return stride != 0 and stride % self.unit_bytes == 0
+
+
+def address_space(hw: HardwareProfile, medium: str) -> AddressSpace:
+    """The address space of ``"host"``, ``"hbm"`` or ``"dm"`` (L2415–2423, L2541)."""
+    if medium == "dm":
+        d = hw.dm
+        units = d.clusters_per_chip * d.slices_per_cluster
+        return AddressSpace("dm", units * d.slice_address_space_bytes, d.slice_address_space_bytes, units,
+                            d.slice_bytes)
+    if medium == "hbm":
+        return AddressSpace("hbm", hw.hbm.chip_bytes, hw.hbm.chip_bytes, 1, hw.hbm.chip_bytes)
+    if medium == "host":
+        return AddressSpace("host", _HOST_SPAN, _HOST_SPAN, 1, _HOST_SPAN)
+    raise ValueError(medium)
+
+
+class Endpoint(Protocol):
+    """One side of a copy: the images of its medium."""
+
+    space: AddressSpace
+
+    def contiguous(self, chip: int, lo: int, hi: int) -> tuple[ByteArray, BoolArray, int] | None:
+        """Flat (data, written) arrays holding image bytes ``[lo, hi)`` of ``chip`` and the index of ``lo``
+        in them; ``None`` if those bytes do not all exist."""
+
+    def gather(self, chip: int, real: IntArray) -> tuple[ByteArray, BoolArray]:
+        """Bytes at image offsets ``real`` of ``chip`` (unknown where they do not exist)."""
+
+
+class HostBuffer:
+    """A host buffer's bytes (the host side of a PCIe DMA)."""
+
+    def __init__(self, data: ByteArray, written: BoolArray | bool = True) -> None:
+        self.data = np.ascontiguousarray(data, dtype=np.uint8).reshape(-1)
+        self.written = (np.full(self.data.shape, bool(written)) if isinstance(written, bool)
+                        else np.ascontiguousarray(written, dtype=bool).reshape(-1))
+        self.space = AddressSpace("host", _HOST_SPAN, _HOST_SPAN, 1, _HOST_SPAN)
+
+    def contiguous(self, chip: int, lo: int, hi: int) -> tuple[ByteArray, BoolArray, int] | None:
+        if chip != 0 or lo < 0 or hi > self.data.size:
+            return None
+        return self.data, self.written, lo
+
+    def gather(self, chip: int, real: IntArray) -> tuple[ByteArray, BoolArray]:
+        ok = (real >= 0) & (real < self.data.size) & (chip == 0)
+        idx = np.where(ok, real, 0)
+        return self.data[idx], self.written[idx] & ok
+
+
+class HbmEndpoint:
+    """The HBM images of a device (one sparse image per chip)."""
+
+    def __init__(self, hw: HardwareProfile, chip_image: Callable[[int], PagedImage]) -> None:
+        self.space = address_space(hw, "hbm")
+        self._image = chip_image
+
+    def contiguous(self, chip: int, lo: int, hi: int) -> tuple[ByteArray, BoolArray, int] | None:
+        if chip < 0 or lo < 0 or hi > self.space.backed_bytes:
+            return None
+        data, written = self._image(chip).window(lo, hi)
+        return data, written, 0
+
+    def gather(self, chip: int, real: IntArray) -> tuple[ByteArray, BoolArray]:
+        ok = (real >= 0) & (real < self.space.backed_bytes) & (chip >= 0)
+        if chip < 0:
+            return np.zeros(real.shape, np.uint8), np.zeros(real.shape, bool)
+        data, known = self._image(chip).gather(np.where(ok, real, 0))
+        return data, known & ok
+
+
+class DmEndpoint:
+    """The DM images of a device (clusters × slices × bytes per chip)."""
+
+    def __init__(self, hw: HardwareProfile, chip_image: Callable[[int], DenseImage]) -> None:
+        self.space = address_space(hw, "dm")
+        self._image = chip_image
+
+    def contiguous(self, chip: int, lo: int, hi: int) -> tuple[ByteArray, BoolArray, int] | None:
+        if chip < 0:
+            return None
+        data, written = self._image(chip).flat()
+        if lo < 0 or hi > data.size:
+            return None
+        return data, written, lo
+
+    def gather(self, chip: int, real: IntArray) -> tuple[ByteArray, BoolArray]:
+        if chip < 0:
+            return np.zeros(real.shape, np.uint8), np.zeros(real.shape, bool)
+        data, written = self._image(chip).flat()
+        ok = (real >= 0) & (real < data.size)
+        idx = np.where(ok, real, 0)
+        return data[idx], written[idx] & ok
+
+
+@dataclass
+class _Resolved:
+    """One side of a copy within one chip: image strides, the image offset of the base, and bounds."""
+
+    chip: int
+    base: int
+    strides: tuple[int, ...]
+    lo: int
+    hi: int
+    in_units: bool  # every byte lies inside an existing unit (DM: inside the 512 KB of its slice)
+
+
+def _resolve(space: AddressSpace, base: int, loops: Sequence[tuple[int, int]]) -> _Resolved:
+    chip, off = divmod(base, space.chip_bytes)
+    unit, byte = divmod(off, space.unit_bytes)
+    strides = tuple(space.real_stride(s) for _, s in loops)
+    real_base = unit * space.backed_bytes + byte
+    lo = hi = real_base
+    b_lo = b_hi = byte
+    for (n, s), r in zip(loops, strides, strict=True):
+        span = (n - 1) * r
+        lo, hi = lo + min(0, span), hi + max(0, span)
+        if not space.is_unit_level(s):
+            bspan = (n - 1) * s
+            b_lo, b_hi = b_lo + min(0, bspan), b_hi + max(0, bspan)
+    in_units = b_lo >= 0 and b_hi < space.backed_bytes
+    return _Resolved(chip, real_base, strides, lo, hi + 1, in_units)
+
+
+def _view(arr: np.ndarray, offset: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
+    item = arr.itemsize
+    return np.ndarray(shape, dtype=arr.dtype, buffer=arr, offset=offset * item,
+                      strides=tuple(s * item for s in strides))
+
+
+def _addresses(space: AddressSpace, base: int, loops: Sequence[tuple[int, int]]) -> tuple[IntArray, IntArray]:
+    """Image offsets (per chip) of every byte a side visits, and their chips (slow path)."""
+    virt = np.full((), base, dtype=np.int64)
+    for n, s in loops:
+        virt = virt[..., None] + np.arange(n, dtype=np.int64) * s
+    chip, off = np.divmod(virt, space.chip_bytes)
+    unit, byte = np.divmod(off, space.unit_bytes)
+    real = np.where(byte < space.backed_bytes, unit * space.backed_bytes + byte, -1)
+    return real, chip
+
+
+def copy(loops: Sequence[ByteLoop], bases: tuple[int, int], src: Endpoint, dst: Endpoint) -> None:
+    """Run the byte-level sequencer ``loops`` from ``src`` to ``dst`` (see the module docstring)."""
+    chip_level = [k for k, (_, s, d) in enumerate(loops)
+                  if (s != 0 and s % src.space.chip_bytes == 0) or (d != 0 and d % dst.space.chip_bytes == 0)]
+    inner = [loop for k, loop in enumerate(loops) if k not in chip_level]
+    for combo in itertools.product(*(range(loops[k][0]) for k in chip_level)):
+        sb = bases[0] + sum(i * loops[k][1] for i, k in zip(combo, chip_level, strict=True))
+        db = bases[1] + sum(i * loops[k][2] for i, k in zip(combo, chip_level, strict=True))
+        _copy_chip(inner, sb, db, src, dst)
+
+
+def _copy_chip(loops: Sequence[ByteLoop], sb: int, db: int, src: Endpoint, dst: Endpoint) -> None:
+    shape = tuple(n for n, _, _ in loops)
+    if math.prod(shape) == 0:
+        return
+    w = _resolve(dst.space, db, [(n, d) for n, _, d in loops])
+    got = dst.contiguous(w.chip, w.lo, w.hi) if w.in_units else None
+    if got is None:
+        raise AddressError(f"the DMA would write bytes {w.lo}..{w.hi} of {dst.space.medium.upper()} chip {w.chip}, "
+                           "outside the memory that exists", call="dma.execute")
+    d_data, d_written, d_at = got
+    d_off = d_at + (w.base - w.lo)
+    r = _resolve(src.space, sb, [(n, s) for n, s, _ in loops])
+    got_src = src.contiguous(r.chip, r.lo, r.hi) if r.in_units else None
+    dv = _view(d_data, d_off, shape, w.strides)
+    dk = _view(d_written, d_off, shape, w.strides)
+    if got_src is not None:
+        s_data, s_written, s_at = got_src
+        s_off = s_at + (r.base - r.lo)
+        dv[...] = _view(s_data, s_off, shape, r.strides)
+        dk[...] = _view(s_written, s_off, shape, r.strides)
+        return
+    # slow path: some bytes read lie outside the memory (reads past the data are allowed; they are poison)
+    real, chips = _addresses(src.space, sb, [(n, s) for n, s, _ in loops])
+    vals = np.zeros(real.shape, np.uint8)
+    known = np.zeros(real.shape, bool)
+    for c in np.unique(chips).tolist():
+        sel = chips == c
+        v, k = src.gather(int(c), real[sel])
+        vals[sel] = v
+        known[sel] = k & (real[sel] >= 0)
+    dv[...] = vals
+    dk[...] = known

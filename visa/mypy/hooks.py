@@ -1,0 +1,712 @@
+"""The plugin's hooks: mapping types, tensor annotations and constructors, and every stage method.
+
+A hook reads the receiver's type arguments (dtype class, mapping types) and the call's argument types
+(``m["..."]`` values, dtype classes, integers), rebuilds the :class:`~visa.mapping.Mapping` objects, calls the
+function the runtime calls for that method (:mod:`visa.mypy.rules`) and returns the exact result type, or
+reports the :class:`~visa.errors.VisaError`'s message at the line of the call.  Anything it cannot see
+statically (``Any``, a bare ``Mapping``, a non-constant integer) is left unchecked, never guessed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from mypy.constant_fold import constant_fold_expr
+from mypy.errorcodes import ErrorCode
+from mypy.nodes import CallExpr, Context, Decorator, Expression, IndexExpr, MemberExpr, NameExpr, RefExpr, StrExpr
+from mypy.plugin import AnalyzeTypeContext, FunctionContext, MethodContext
+from mypy.types import (
+    AnyType,
+    CallableType,
+    Instance,
+    LiteralType,
+    RawExpressionType,
+    Type,
+    TypeOfAny,
+    TypeType,
+    UnboundType,
+    get_proper_type,
+)
+
+from visa import dtypes as dt
+from visa.errors import VisaError
+from visa.mapping import Mapping
+from visa.mypy import rules
+from visa.mypy.mappings import ModuleFacts, Unresolved, _value, decode, encode, is_m, resolve
+from visa.stream.stages import STAGE_METHODS
+
+if TYPE_CHECKING:
+    from visa.mypy import VisaPlugin
+
+__all__ = ["VISA", "METHODS", "RECEIVERS", "FUNCTIONS", "TENSOR_MEMORY", "m_annotation", "tensor_annotation",
+           "mapping_of"]
+
+#: The error code of every refusal the plugin reports (``disable_error_code = ["visa"]`` silences them).
+VISA = ErrorCode("visa", "A layout rule of the visa package refuses the call", "General")
+
+STATIC_M = "visa.mapping.static.m"
+MAPPING = "visa.mapping.core.Mapping"
+T = "visa.memory.tensors."
+S = "visa.stream.stages."
+TENSOR_MEMORY = {T + "HostTensor": "host", T + "HbmTensor": "hbm", T + "DmTensor": "dm", T + "TrfTensor": "trf",
+                 T + "VrfTensor": "vrf"}
+DTYPES: dict[str, type[dt.Scalar]] = {f"visa.dtypes.{c.__name__}": c for c in dt.SCALARS.values()}
+LEVELS = {"host": ("Element",), "hbm": ("Chip", "Element"), "dm": ("Chip", "Cluster", "Slice", "Element"),
+          "trf": ("Chip", "Cluster", "Slice", "Row", "Element"), "vrf": ("Chip", "Cluster", "Slice", "Element")}
+STREAM = ("Chip", "Cluster", "Slice", "Time", "Packet")
+
+
+# -- types <-> python objects ------------------------------------------------------------------------------
+def mapping_of(typ: Type | None) -> Mapping | None:
+    """The mapping ``m[Literal["..."]]`` names; None for anything else (Any, a bare Mapping, a type variable)."""
+    if typ is None:
+        return None
+    p = get_proper_type(typ)
+    if isinstance(p, Instance) and p.type.fullname == STATIC_M and p.args:
+        lit = get_proper_type(p.args[0])
+        if isinstance(lit, LiteralType) and isinstance(lit.value, str):
+            try:
+                return decode(lit.value)
+            except VisaError:
+                return None
+    return None
+
+
+def dtype_of(typ: Type | None) -> type[dt.Scalar] | None:
+    """The dtype class a type argument (``i32``) or a class-object argument (``type[i32]``) names."""
+    if typ is None:
+        return None
+    p = get_proper_type(typ)
+    if isinstance(p, CallableType) and p.is_type_obj():
+        return DTYPES.get(p.type_object().fullname)
+    if isinstance(p, TypeType):
+        p = get_proper_type(p.item)
+    if isinstance(p, Instance):
+        return DTYPES.get(p.type.fullname)
+    return None
+
+
+def dtype_instance(typ: Type | None) -> Type:
+    """The type argument for a dtype given as a class object (``i32`` → ``i32``)."""
+    p = get_proper_type(typ) if typ is not None else None
+    if isinstance(p, CallableType) and p.is_type_obj():
+        return p.ret_type
+    if isinstance(p, TypeType):
+        return p.item
+    return AnyType(TypeOfAny.special_form)
+
+
+def static_type(plugin: VisaPlugin, mapping: Mapping) -> Type:
+    """``m[Literal["<canonical text> (<sizes>)"]]`` for a mapping (a bare Mapping if mypy lacks the class)."""
+    text = encode(mapping)
+    str_type = plugin.instance("builtins.str", [])
+    got = plugin.instance(STATIC_M, [LiteralType(text, str_type)]) if str_type is not None else None
+    if got is None:
+        got = plugin.instance(MAPPING, [])
+    return got if got is not None else AnyType(TypeOfAny.special_form)
+
+
+def _module_of(api: Any) -> str:
+    """The module being analysed, from the semantic analyser (annotations) or the checker (calls)."""
+    tree = getattr(api, "tree", None)
+    if tree is not None:
+        return str(tree.fullname)
+    inner = getattr(api, "api", None)
+    return str(getattr(inner, "cur_mod_id", ""))
+
+
+def _facts(plugin: VisaPlugin, module: str) -> ModuleFacts:
+    return plugin.facts(module) or ModuleFacts(module)
+
+
+# -- m["..."] ------------------------------------------------------------------------------------------------
+def _raw_text(arg: Type) -> str | None:
+    if isinstance(arg, RawExpressionType) and isinstance(arg.literal_value, str):
+        return arg.literal_value
+    if isinstance(arg, UnboundType) and arg.original_str_expr is not None:
+        return arg.original_str_expr
+    return None
+
+
+def m_annotation(plugin: VisaPlugin, ctx: AnalyzeTypeContext) -> Type:
+    """``m["A % 8"]`` in an annotation: the mapping type, or the runtime's error at the annotation's line."""
+    args = ctx.type.args
+    if not args:
+        got = plugin.instance(MAPPING, [])
+        return got if got is not None else AnyType(TypeOfAny.special_form)
+    text = _raw_text(args[0]) if len(args) == 1 else None
+    if text is None:
+        ctx.api.fail('m[...] takes the text of one mapping, e.g. m["A / 8 # 256"]', ctx.context, code=VISA)
+        return AnyType(TypeOfAny.from_error)
+    module = _module_of(ctx.api)
+    try:
+        mapping = resolve(text, _facts(plugin, module), lambda name: plugin.lookup_mapping(module, name))
+    except VisaError as err:
+        ctx.api.fail(str(err), ctx.context, code=VISA)
+        return AnyType(TypeOfAny.from_error)
+    except Unresolved:
+        return plugin.instance(MAPPING, []) or AnyType(TypeOfAny.special_form)
+    return static_type(plugin, mapping)
+
+
+def alias_annotation(plugin: VisaPlugin, fullname: str, ctx: AnalyzeTypeContext) -> Type:
+    """A mapping alias used as a type (``Slice`` after ``Slice = m["A / 8 # 256"]``): its mapping type."""
+    found = plugin.alias_of(fullname)
+    if isinstance(found, Type):
+        return found
+    module, _, name = fullname.rpartition(".")
+    facts = _facts(plugin, module)
+    try:
+        mapping = _value(found, facts, lambda n: plugin.lookup_mapping(module, n), frozenset({name})) \
+            if found is not None else None
+    except (VisaError, Unresolved):
+        mapping = None  # the alias's own line reports its error
+    if mapping is None:
+        return AnyType(TypeOfAny.from_error)
+    return static_type(plugin, mapping)
+
+
+def m_value(plugin: VisaPlugin, ctx: MethodContext) -> Type:
+    """``m["A % 8"]`` as a value: the same type as in an annotation."""
+    expr = ctx.args[0][0] if ctx.args and ctx.args[0] else None
+    if not isinstance(expr, StrExpr):
+        return ctx.default_return_type
+    call = Call(plugin, ctx, "m")
+    try:
+        mapping = call.resolve_text(expr.value)
+    except VisaError as err:
+        ctx.api.fail(str(err), ctx.context, code=VISA)
+        return AnyType(TypeOfAny.from_error)
+    except Unresolved:
+        return ctx.default_return_type
+    return static_type(plugin, mapping)
+
+
+def axes_call(plugin: VisaPlugin, ctx: FunctionContext) -> Type:
+    """``axes(...)`` / ``skew(...)``: a declaration the runtime refuses is an error at its line."""
+    facts = _facts(plugin, _module_of(ctx.api))
+    err = facts.errors.get((ctx.context.line, ctx.context.column))
+    if err is not None:
+        ctx.api.fail(str(err), ctx.context, code=VISA)
+    return ctx.default_return_type
+
+
+# -- a call being checked --------------------------------------------------------------------------------------
+class Call:
+    """One method or constructor call: its receiver's layout, its arguments, where to report."""
+
+    def __init__(self, plugin: VisaPlugin, ctx: MethodContext | FunctionContext, name: str) -> None:
+        self.plugin = plugin
+        self.ctx = ctx
+        self.name = name
+        self.module = _module_of(ctx.api)
+        self.where = _call_line(ctx.context)
+
+    # receiver
+    def recv_args(self) -> list[Type]:
+        t = get_proper_type(self.ctx.type) if isinstance(self.ctx, MethodContext) else None
+        if isinstance(t, Instance):
+            return list(t.args)
+        return []
+
+    # arguments (by formal position, excluding self)
+    def arg_type(self, i: int) -> Type | None:
+        types = self.ctx.arg_types
+        return types[i][0] if i < len(types) and types[i] else None
+
+    def arg_expr(self, i: int) -> Expression | None:
+        args = self.ctx.args
+        return args[i][0] if i < len(args) and args[i] else None
+
+    def resolve_text(self, text: str) -> Mapping:
+        return resolve(text, _facts(self.plugin, self.module), self._lookup)
+
+    def _lookup(self, name: str) -> Mapping | None:
+        if self._is_local(name):
+            raise Unresolved(name)
+        return self.plugin.lookup_mapping(self.module, name)
+
+    def _is_local(self, name: str) -> bool:
+        scope = getattr(self.ctx.api, "scope", None)
+        fn = scope.current_function() if scope is not None else None
+        if fn is None:
+            return False
+        return name in {a.variable.name for a in fn.arguments} or _assigns(fn, name)
+
+    def arg_mapping(self, i: int) -> Mapping | None:
+        """The mapping argument ``i`` holds, spelled as written when the call writes it (None if unknown)."""
+        expr = self.arg_expr(i)
+        try:
+            if isinstance(expr, IndexExpr) and is_m(expr.base) and isinstance(expr.index, StrExpr):
+                return self.resolve_text(expr.index.value)
+            if isinstance(expr, NameExpr) and expr.name in _facts(self.plugin, self.module).aliases \
+                    and not self._is_local(expr.name):
+                got = _value(expr, _facts(self.plugin, self.module), self._lookup, frozenset())
+                if got is not None:
+                    return got
+        except (VisaError, Unresolved):
+            return None  # the m[...] hook reports its own error
+        return mapping_of(self.arg_type(i))
+
+    def arg_dtype(self, i: int) -> type[dt.Scalar] | None:
+        return dtype_of(self.arg_type(i))
+
+    def arg_int(self, i: int) -> int | None:
+        expr = self.arg_expr(i)
+        if expr is not None:
+            got = constant_fold_expr(expr, self.module)
+            if isinstance(got, int) and not isinstance(got, bool):
+                return got
+        t = get_proper_type(self.arg_type(i)) if self.arg_type(i) is not None else None
+        if isinstance(t, Instance) and t.last_known_value is not None:
+            t = t.last_known_value
+        if isinstance(t, LiteralType) and isinstance(t.value, int) and not isinstance(t.value, bool):
+            return t.value
+        return None
+
+    def arg_expr_value(self, i: int) -> Expression | None:
+        return self.arg_expr(i)
+
+    def function(self) -> Any:
+        scope = getattr(self.ctx.api, "scope", None)
+        return scope.current_function() if scope is not None else None
+
+    def expr_type(self, expr: Expression) -> Type | None:
+        """The type of a name the call refers to (no other expression is re-checked)."""
+        if not isinstance(expr, NameExpr):
+            return None
+        return self.ctx.api.get_expression_type(expr)
+
+    # the kernel this call is in
+    def num_chips(self) -> int | None:
+        """``chip`` of the enclosing ``@device(chip=N)`` kernel (None outside a kernel, as on the host)."""
+        scope = getattr(self.ctx.api, "scope", None)
+        fn = scope.top_level_function() if scope is not None else None
+        tree = getattr(self.ctx.api, "tree", None)
+        if fn is None or tree is None:
+            return None
+        sym = tree.names.get(fn.name)
+        node = sym.node if sym is not None else None
+        if not isinstance(node, Decorator) or node.func is not fn:
+            return None
+        for dec in node.decorators:
+            if isinstance(dec, CallExpr) and isinstance(dec.callee, RefExpr) and \
+                    dec.callee.fullname in ("visa.context.device", "visa.device"):
+                for name, arg in zip(dec.arg_names, dec.args, strict=True):
+                    if name in (None, "chip"):
+                        got = constant_fold_expr(arg, self.module)
+                        return got if isinstance(got, int) else None
+                return 1
+        return None
+
+    # results
+    def fail(self, err: VisaError) -> None:
+        self.ctx.api.fail(str(err), self.where, code=VISA)
+
+    def run(self, rule: Callable[[], object]) -> bool:
+        """Run a rule; report its refusal.  True when it passed."""
+        try:
+            rule()
+        except VisaError as err:
+            self.fail(err)
+            return False
+        except (Unresolved, rules.Unknown):
+            return True
+        except Exception as exc:  # a bug in a rule must not crash mypy: say so, without an error
+            self.ctx.api.msg.note(f"visa plugin: could not check .{self.name}() ({type(exc).__name__}: {exc})",
+                                  self.where)
+            return True
+        return True
+
+    def instance(self, fullname: str, args: Sequence[Type]) -> Type:
+        got = self.plugin.instance(fullname, list(args))
+        return got if got is not None else self.ctx.default_return_type
+
+    def mapping_type(self, i: int) -> Type:
+        """The type argument for mapping argument ``i`` (canonical; Any when unknown)."""
+        mp = self.arg_mapping(i)
+        if mp is not None:
+            return static_type(self.plugin, mp)
+        t = self.arg_type(i)
+        return t if t is not None and mapping_of(t) is not None else AnyType(TypeOfAny.special_form)
+
+
+def _assigns(fn: Any, name: str) -> bool:
+    """Does the function body bind ``name`` (a local escape the plugin cannot see)?"""
+    from mypy.nodes import AssignmentStmt
+    from mypy.traverser import all_return_statements  # noqa: F401 - keeps mypy.traverser imported once
+
+    stack = list(fn.body.body)
+    while stack:
+        st = stack.pop()
+        if isinstance(st, AssignmentStmt):
+            for lv in st.lvalues:
+                if isinstance(lv, NameExpr) and lv.name == name:
+                    return True
+        for attr in ("body", "else_body"):
+            inner = getattr(st, attr, None)
+            if inner is not None and hasattr(inner, "body"):
+                stack.extend(inner.body)
+            elif isinstance(inner, list):
+                for blk in inner:
+                    stack.extend(getattr(blk, "body", []))
+    return False
+
+
+def _call_line(context: Context) -> Context:
+    """Report at the line of the method name: in a chain ``(a\\n .fetch(...)\\n .collect(...))`` every call
+    starts on the chain's first line, but the user reads the error at ``.collect``."""
+    if isinstance(context, CallExpr) and isinstance(context.callee, MemberExpr):
+        callee = context.callee
+        where = Context()
+        line = callee.end_line if callee.end_line is not None else callee.line
+        col = (callee.end_column - len(callee.name)) if callee.end_column is not None else callee.column
+        where.set_line(line, col)
+        return where
+    return context
+
+
+# -- layouts of receivers -------------------------------------------------------------------------------------
+def layout(call: Call, names: Sequence[str]) -> tuple[type[dt.Scalar] | None, dict[str, Mapping] | None,
+                                                      list[Type]]:
+    """(dtype, {level: mapping} or None if any is unknown, raw type args) of the receiver."""
+    args = call.recv_args()
+    if len(args) != 1 + len(names):
+        return None, None, [AnyType(TypeOfAny.special_form)] * (1 + len(names))
+    d = dtype_of(args[0])
+    levels = {}
+    for name, a in zip(names, args[1:], strict=True):
+        mp = mapping_of(a)
+        if mp is None:
+            return d, None, args
+        levels[name] = mp
+    return d, levels, args
+
+
+def check_tensor_type(plugin: VisaPlugin, typ: Type, fail: Callable[[VisaError], None],
+                      num_chips: int | None = None, address: int = 0) -> None:
+    """``check_placement`` on a tensor type whose dtype and mappings are all known."""
+    p = get_proper_type(typ)
+    if not isinstance(p, Instance):
+        return
+    memory = TENSOR_MEMORY.get(p.type.fullname)
+    if memory is None or len(p.args) != 1 + len(LEVELS[memory]):
+        return
+    d = dtype_of(p.args[0])
+    levels = {n: mapping_of(a) for n, a in zip(LEVELS[memory], p.args[1:], strict=True)}
+    if d is None or any(v is None for v in levels.values()):
+        return
+    known = {k: v for k, v in levels.items() if v is not None}
+    try:
+        rules.placement(plugin.hw, memory, d, known, address, num_chips)
+    except VisaError as err:
+        fail(err)
+
+
+def tensor_of(typ: Type | None) -> tuple[type[dt.Scalar], dict[str, Mapping]] | None:
+    """(dtype, levels) of a tensor type whose dtype and mappings are all known."""
+    p = get_proper_type(typ) if typ is not None else None
+    if not isinstance(p, Instance):
+        return None
+    memory = TENSOR_MEMORY.get(p.type.fullname)
+    if memory is None or len(p.args) != 1 + len(LEVELS[memory]):
+        return None
+    d = dtype_of(p.args[0])
+    levels = {n: mapping_of(a) for n, a in zip(LEVELS[memory], p.args[1:], strict=True)}
+    if d is None or any(v is None for v in levels.values()):
+        return None
+    return d, {k: v for k, v in levels.items() if v is not None}
+
+
+def tensor_annotation(plugin: VisaPlugin, ctx: AnalyzeTypeContext) -> Type:
+    """``DmTensor[i32, m["1"], ...]`` in an annotation: mypy's own analysis, then the placement rules."""
+    plugin._busy = True
+    try:
+        typ = ctx.api.analyze_type(ctx.type)
+    finally:
+        plugin._busy = False
+    check_tensor_type(plugin, typ, lambda err: ctx.api.fail(str(err), ctx.context, code=VISA))
+    return typ
+
+
+# -- tensors: constructors and DMA ------------------------------------------------------------------------------
+def constructor(memory: str) -> Callable[[VisaPlugin, FunctionContext], Type]:
+    """``DmTensor(ctx, i32, chip, cluster, slice, element, address)``: its type, and the placement rules."""
+
+    def hook(plugin: VisaPlugin, ctx: FunctionContext) -> Type:
+        call = Call(plugin, ctx, TENSOR_NAMES[memory])
+        names = LEVELS[memory]
+        if memory == "host":
+            return ctx.default_return_type
+        d_type = dtype_instance(call.arg_type(1))
+        args: list[Type] = [d_type, *(call.mapping_type(2 + k) for k in range(len(names)))]
+        out = call.instance(T + TENSOR_NAMES[memory], args)
+        address = call.arg_int(2 + len(names)) if memory != "trf" else 0
+        check_tensor_type(plugin, out, call.fail, call.num_chips(), address if address is not None else 0)
+        return out
+
+    return hook
+
+
+TENSOR_NAMES = {"host": "HostTensor", "hbm": "HbmTensor", "dm": "DmTensor", "trf": "TrfTensor", "vrf": "VrfTensor"}
+
+
+def host_make(plugin: VisaPlugin, ctx: MethodContext) -> Type:
+    """``HostTensor.rand(i32, m["A"], rng)`` / ``.zeros`` / ``.from_numpy(array, i32, m["A"])``."""
+    call = Call(plugin, ctx, "HostTensor")
+    k = 1 if _method(ctx) == "from_numpy" else 0
+    return call.instance(T + "HostTensor", [dtype_instance(call.arg_type(k)), call.mapping_type(k + 1)])
+
+
+def _method(ctx: MethodContext | FunctionContext) -> str:
+    c = ctx.context
+    if isinstance(c, CallExpr) and isinstance(c.callee, MemberExpr):
+        return c.callee.name
+    return ""
+
+
+def dma(plugin: VisaPlugin, ctx: MethodContext) -> Type:
+    """``host.to_hbm``, ``hbm.to_dm``, ``hbm.to_hbm``, ``hbm.to_host``, ``dm.to_hbm``, ``dm.to_dm``."""
+    method = _method(ctx)
+    call = Call(plugin, ctx, method)
+    recv = get_proper_type(ctx.type)
+    if not isinstance(recv, Instance):
+        return ctx.default_return_type
+    src_memory = TENSOR_MEMORY.get(recv.type.fullname, "")
+    if not src_memory:
+        return ctx.default_return_type
+    d, src_levels, args = layout(call, LEVELS[src_memory])
+    # each destination level: the receiver's Chip (kept), or a call argument (spelled as written)
+    sources: list[int | None]
+    addr_i: int | None
+    if method == "to_host":
+        dst, sources, addr_i = "host", [0], None
+    elif method == "to_dm":
+        dst, sources, addr_i = "dm", [None, 0, 1, 2], 4
+    elif method == "to_hbm" and src_memory in ("host", "hbm"):
+        dst, sources, addr_i = "hbm", [0, 1], 3
+    elif method == "to_hbm":
+        dst, sources, addr_i = "hbm", [None, 0], 2
+    else:
+        return ctx.default_return_type
+    types = [args[1] if k is None else call.mapping_type(k) for k in sources]
+    out = call.instance(T + TENSOR_NAMES[dst], [args[0], *types])
+    dst_levels = {n: (src_levels or {}).get("Chip") if k is None else call.arg_mapping(k)
+                  for n, k in zip(LEVELS[dst], sources, strict=True)}
+    address = call.arg_int(addr_i) if addr_i is not None else 0
+    if d is not None and src_levels is not None and all(v is not None for v in dst_levels.values()):
+        known = {k: v for k, v in dst_levels.items() if v is not None}
+        if not call.run(lambda: rules.dma_move(plugin.hw, d, src_memory, src_levels, dst, known, address,
+                                               call.num_chips())):
+            return ctx.default_return_type
+    return out
+
+
+def view_tile(plugin: VisaPlugin, ctx: MethodContext) -> Type:
+    """``view.tile(dim, size, tile_mapping, start)``: the same view with the tile's Element mapping."""
+    call = Call(plugin, ctx, "tile")
+    recv = get_proper_type(ctx.type)
+    if not isinstance(recv, Instance) or not recv.args:
+        return ctx.default_return_type
+    args = [*recv.args[:-1], call.mapping_type(2)]
+    return call.instance(recv.type.fullname, args)
+
+
+# -- streams -------------------------------------------------------------------------------------------------------
+def begin(plugin: VisaPlugin, ctx: MethodContext) -> Type:
+    """``ctx.main.begin(dm.view())``: ``BeginTensor[D, Chip, Cluster, Slice, m["1"], Element]`` (L1701)."""
+    call = Call(plugin, ctx, "begin")
+    view = get_proper_type(call.arg_type(0))
+    if not isinstance(view, Instance) or len(view.args) != 5:
+        return ctx.default_return_type
+    d, chip, cluster, slice_, element = view.args
+    return call.instance(S + "BeginTensor", [d, chip, cluster, slice_, static_type(plugin, Mapping.identity()),
+                                             element])
+
+
+def stage(plugin: VisaPlugin, ctx: MethodContext) -> Type:
+    """A stream stage method: the rule of its engine, and the next stage's exact type."""
+    method = _method(ctx)
+    spec = rules.STAGES.get(method)
+    if spec is None:
+        return ctx.default_return_type
+    call = Call(plugin, ctx, method)
+    d, levels, args = layout(call, STREAM)
+    fn = call.function()
+    context, history = chain_of(ctx.context, fn)
+    inputs = rules.StageInputs(
+        hw=plugin.hw, dtype=d, layout=levels, stage=_stage_name(ctx),
+        mapping=call.arg_mapping, dtype_arg=call.arg_dtype, integer=call.arg_int, expr=call.arg_expr,
+        num_chips=call.num_chips, module=call.module, context=context or "main", history=history,
+        extra={"calls": lambda: calls_before(ctx.context, fn), "source": lambda e: source_of(e, fn),
+               "type_of": call.expr_type, "tensor": tensor_of, "arg_type": call.arg_type})
+    result = spec(inputs)
+    if result.check is not None and d is not None and levels is not None:
+        if not call.run(result.check):
+            return ctx.default_return_type  # refused: the signature's type, so that one mistake is one error
+    out_args: list[Type] = []
+    for k, part in enumerate(result.args):
+        if part is rules.SAME:
+            out_args.append(args[k])
+        elif isinstance(part, rules.ArgMapping):
+            out_args.append(call.mapping_type(part.index))
+        elif isinstance(part, rules.ArgDtype):
+            out_args.append(dtype_instance(call.arg_type(part.index)))
+        elif isinstance(part, Mapping):
+            out_args.append(static_type(plugin, part))
+        elif isinstance(part, type) and issubclass(part, dt.Scalar):
+            out_args.append(_dtype_type(plugin, part))
+        else:
+            out_args.append(AnyType(TypeOfAny.special_form))
+    if result.cls.startswith("visa."):
+        return call.instance(result.cls, out_args)
+    return ctx.default_return_type
+
+
+def source_of(expr: Expression | None, fn: Any) -> Expression | None:
+    """The expression a local name was assigned from, when the function assigns it exactly once."""
+    if not isinstance(expr, NameExpr) or fn is None:
+        return expr
+    from mypy.nodes import AssignmentStmt
+
+    found: list[Expression] = []
+    stack = list(fn.body.body)
+    while stack:
+        st = stack.pop()
+        if isinstance(st, AssignmentStmt):
+            if any(isinstance(lv, NameExpr) and lv.name == expr.name for lv in st.lvalues):
+                found.append(st.rvalue)
+        for attr in ("body", "else_body"):
+            inner = getattr(st, attr, None)
+            if inner is not None and hasattr(inner, "body"):
+                stack.extend(inner.body)
+            elif isinstance(inner, list):
+                for blk in inner:
+                    stack.extend(getattr(blk, "body", []))
+    return found[0] if len(found) == 1 else None
+
+
+def calls_before(context: Context, fn: Any) -> list[CallExpr]:
+    """The method calls a stream went through before this call, nearest first (through one-time variables)."""
+    out: list[CallExpr] = []
+    node: Expression | None = context.callee.expr if isinstance(context, CallExpr) and \
+        isinstance(context.callee, MemberExpr) else None
+    for _ in range(64):
+        node = source_of(node, fn)
+        if not (isinstance(node, CallExpr) and isinstance(node.callee, MemberExpr)):
+            break
+        out.append(node)
+        if node.callee.name in ("begin", "begin_interleaved"):
+            break
+        node = node.callee.expr
+    return out
+
+
+def chain_of(context: Context, fn: Any = None) -> tuple[str | None, tuple[str, ...] | None]:
+    """For a call whose stream is visible back to ``X.main.begin(...)``/``X.sub.begin(...)`` (one expression,
+    or local variables assigned once): the context's name and the stage methods called before this one."""
+    calls = calls_before(context, fn)
+    tu = calls[-1].callee if calls else None
+    if isinstance(tu, MemberExpr) and tu.name in ("begin", "begin_interleaved"):
+        if isinstance(tu.expr, MemberExpr) and tu.expr.name in ("main", "sub"):
+            return tu.expr.name, tuple(c.callee.name for c in reversed(calls[:-1]) if isinstance(c.callee,
+                                                                                                  MemberExpr))
+    return None, None
+
+
+def _dtype_type(plugin: VisaPlugin, d: type[dt.Scalar]) -> Type:
+    got = plugin.instance(f"visa.dtypes.{d.__name__}", [])
+    return got if got is not None else AnyType(TypeOfAny.special_form)
+
+
+def _stage_name(ctx: MethodContext) -> str:
+    t = get_proper_type(ctx.type)
+    return t.type.name if isinstance(t, Instance) else ""
+
+
+def vector(plugin: VisaPlugin, ctx: MethodContext) -> Type:
+    """A Vector Engine stage (:mod:`visa.stream.vector`): the plain generic types already give the result; the
+    hook runs the entry rule of ``vector_init`` and, where the chain shows the pass, the ALU rule (each ALU once
+    per pass, manual L4750) by replaying :func:`visa.engines.vector.plan.claim` over the chain's operators."""
+    method = _method(ctx)
+    call = Call(plugin, ctx, method)
+    d, levels, _ = layout(call, STREAM)
+    fn = call.function()
+    if method == "vector_init":
+        if d is not None and levels is not None:
+            call.run(lambda: rules.vector_entry(plugin.hw, d, levels["Packet"]))
+        return ctx.default_return_type
+    current = rules.alu_of(method, call.arg_expr(0), call.module)
+    if current is None:
+        return ctx.default_return_type
+    earlier: list[tuple[str, str]] = []
+    for c in calls_before(ctx.context, fn):
+        if not isinstance(c.callee, MemberExpr) or not c.callee.name.startswith("vector_"):
+            break
+        if c.callee.name == "vector_init":
+            call.run(partial(rules.claim_all, list(reversed(earlier)), (current, method)))
+            break
+        alu = rules.alu_of(c.callee.name, c.args[0] if c.args else None, call.module)
+        if alu is not None:
+            earlier.append((alu, c.callee.name))
+    return ctx.default_return_type
+
+
+# -- dispatch tables (read by VisaPlugin) ----------------------------------------------------------------------
+Handler = Callable[["VisaPlugin", Any], Type]
+
+METHODS: dict[str, Handler] = {
+    "__getitem__": m_value,
+    "to_dm": dma, "to_hbm": dma, "to_host": dma,
+    "rand": host_make, "zeros": host_make, "from_numpy": host_make,
+    "tile": view_tile,
+    "begin": begin,
+}
+RECEIVERS: dict[str, frozenset[str]] = {
+    "__getitem__": frozenset({"visa.mapping.core.MappingSyntax"}),
+    "to_dm": frozenset({T + "HbmTensor", T + "DmTensor"}),
+    "to_hbm": frozenset({T + "HostTensor", T + "HbmTensor", T + "DmTensor"}),
+    "to_host": frozenset({T + "HbmTensor"}),
+    "rand": frozenset({T + "HostTensor"}), "zeros": frozenset({T + "HostTensor"}),
+    "from_numpy": frozenset({T + "HostTensor"}),
+    "tile": frozenset({T + "HbmTensorView", T + "DmTensorView"}),
+    "begin": frozenset({"visa.context.TuContext"}),
+}
+for _name, _stages in STAGE_METHODS.items():
+    METHODS[_name] = vector if _name == "vector_init" else stage
+    RECEIVERS[_name] = frozenset(S + s for s in _stages)
+for _name in rules.STAGES:
+    if _name not in STAGE_METHODS:  # vector stages and anything the stage table does not list
+        METHODS[_name] = stage
+        RECEIVERS[_name] = frozenset(S + s for s in rules.RECEIVERS.get(_name, ()))
+
+def launch(plugin: VisaPlugin, ctx: FunctionContext) -> Type:
+    """``launch(kernel, ctx, *args)``: each argument must have the type the kernel's parameter declares, so
+    that a tensor of another layout is refused here as in a direct call (mypy's own message)."""
+    from mypy.messages import format_type
+    from mypy.subtypes import is_subtype
+
+    kernel = get_proper_type(ctx.arg_types[0][0]) if ctx.arg_types and ctx.arg_types[0] else None
+    if not isinstance(kernel, CallableType) or len(ctx.arg_types) < 3:
+        return ctx.default_return_type
+    params = kernel.arg_types[1:]
+    if len(ctx.args[2]) != len(params) and not kernel.is_ellipsis_args:
+        ctx.api.fail(f'"launch" gives {len(ctx.args[2])} argument(s) to a kernel that takes {len(params)} after '
+                     "its Context", ctx.context)
+        return ctx.default_return_type
+    for k, (got, want) in enumerate(zip(ctx.arg_types[2], params, strict=False)):
+        if not is_subtype(got, want):
+            options = ctx.api.options
+            ctx.api.fail(f'Argument {k + 3} to "launch" has incompatible type {format_type(got, options)}; '
+                         f"expected {format_type(want, options)}", ctx.args[2][k], code=VISA)
+    return ctx.default_return_type
+
+
+FUNCTIONS: dict[str, Handler] = {
+    "visa.context.launch": launch,
+    "visa.mapping.axes.axes": axes_call,
+    "visa.mapping.axes.skew": axes_call,
+    **{T + name: constructor(memory) for memory, name in TENSOR_NAMES.items()},
+}

@@ -1,0 +1,250 @@
+"""The state a Vector Engine stream carries through its pass, and the helpers every stage method uses.
+
+A vector stage object is a :class:`~visa.stream.stages.StreamTensor` plus a :class:`VeState`: the stage it is
+at, the ExecutionIds, the ALUs and single-use units consumed so far, the stash slot, the order
+(IntraFirst / InterFirst), the context (Standalone / Zipped), and what the pass has done (for its report).
+The rules themselves are the engine's (:mod:`visa.engines.vector`); this module only threads state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from visa import dtypes as dt
+from visa.engines.common import EngineReport, StreamData, StreamLayout
+from visa.engines.vector.elementwise import Resolved, check_constant, kind_of
+from visa.engines.vector.intra import Narrowed
+from visa.engines.vector.ops import StashMarker, TernaryOperand, VeRhs
+from visa.engines.vector.plan import STAGE_CALLS, dtype_name, plan_transition
+from visa.engines.vector.relayout import apply_gather, plan_gather
+from visa.errors import DtypeError, PoisonError, TypestateError, VisaError
+from visa.hw import HardwareProfile
+from visa.stream.stages import StreamTensor
+
+if TYPE_CHECKING:
+    from visa.context import TuContext
+    from visa.memory.tensors import DeviceTensor, VrfTensor
+
+__all__ = ["VeState", "StashSlot", "VeBase", "METHOD_STAGE", "D", "Chip", "Cluster", "Slice", "Time", "Packet",
+           "O", "ExecIds"]
+
+D = TypeVar("D", bound=dt.Scalar)
+Chip = TypeVar("Chip")
+Cluster = TypeVar("Cluster")
+Slice = TypeVar("Slice")
+Time = TypeVar("Time")
+Packet = TypeVar("Packet")
+O = TypeVar("O")  # noqa: E741 - the order marker, IntraFirst or InterFirst
+ExecIds = npt.NDArray[np.uint8]
+
+#: The stage each vector method enters (for the run-time typestate error).
+METHOD_STAGE: dict[str, str] = {
+    "vector_intra_slice_branch": "Branch", "vector_intra_slice_unzip": "Branch",
+    "vector_logic": "Logic", "vector_logic_with_mode": "Logic", "vector_logic_zip": "Logic",
+    "vector_logic_zip_with_mode": "Logic",
+    "vector_fxp": "Fxp", "vector_fxp_with_mode": "Fxp", "vector_fxp_zip": "Fxp", "vector_fxp_zip_with_mode": "Fxp",
+    "vector_fxp_to_fp": "FxpToFp", "vector_split": "Narrow", "vector_trim_way4": "Narrow",
+    "vector_fp_unary": "Fp", "vector_fp_unary_with_mode": "Fp", "vector_fp_binary": "Fp",
+    "vector_fp_binary_with_mode": "Fp", "vector_fp_ternary": "Fp", "vector_fp_ternary_with_mode": "Fp",
+    "vector_fp_zip": "Fp", "vector_fp_zip_with_mode": "Fp",
+    "vector_intra_slice_reduce": "IntraSliceReduce", "vector_fp_div": "FpDiv", "vector_fp_div_with_mode": "FpDiv",
+    "vector_concat": "Widen", "vector_pad_way8": "Widen", "vector_fp_to_fxp": "FpToFxp",
+    "vector_clip": "Clip", "vector_clip_with_mode": "Clip", "vector_clip_zip": "Clip",
+    "vector_clip_zip_with_mode": "Clip", "vector_filter": "Filter", "vector_final": "Output",
+    "vector_inter_slice_reduce": "InterSliceReduce", "vector_stash": "Stash",
+}
+
+
+@dataclass(frozen=True)
+class StashSlot:
+    """The stash: the tensor saved by ``vector_stash()`` at its mapping, and who consumed it."""
+
+    layout: StreamLayout
+    data: StreamData
+    stage: str
+    consumed_by: str | None = None
+
+
+@dataclass(frozen=True)
+class VeState:
+    """Everything a vector stream carries besides its data."""
+
+    stage: str = "Init"
+    exec_id: ExecIds | None = None
+    alus: frozenset[str] = frozenset()
+    alu_order: tuple[str, ...] = ()
+    stash: StashSlot | None = None
+    stash_taken: bool = False
+    order: str = "IntraFirst"
+    context: str = "Standalone"
+    ops: tuple[str, ...] = ()
+    sections: tuple[int, ...] = ()
+    reduce_steps: int = 0
+    ring: int = 0
+    narrowed: Narrowed | None = None
+    inter_done: bool = False
+
+    def step(self, stage: str, op: str, flits: int, **changes: Any) -> VeState:
+        """The state after a stage: the stage, one more op in the report, one more section."""
+        return replace(self, stage=stage, ops=(*self.ops, op), sections=(*self.sections, flits), **changes)
+
+    def use(self, alu: str, call: str) -> VeState:
+        """Consume ALU ``alu`` (each once per pass, L4750)."""
+        from visa.engines.vector.plan import claim
+
+        return replace(self, alus=claim(self.alus, alu, call), alu_order=(*self.alu_order, alu))
+
+
+S = TypeVar("S", bound="VeBase[Any, Any, Any, Any, Any, Any, Any]")
+
+
+class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chip, Cluster, Slice, Time, Packet, O]):
+    """A stream inside the Vector Engine (``VectorTensor<…, Stage, …, VeOrder, Way>`` of the manual)."""
+
+    __slots__ = ("ve",)
+    STAGE = "VectorTensor"
+
+    def __init__(self, tu: TuContext, layout: StreamLayout, data: StreamData,
+                 reports: tuple[EngineReport, ...] = (), inputs: tuple[DeviceTensor, ...] = (),
+                 extra: dict[str, Any] | None = None, *, ve: VeState | None = None) -> None:
+        super().__init__(tu, layout, data, reports, inputs, extra)
+        self.ve = ve if ve is not None else VeState(sections=(layout.time.size,))
+
+    @property
+    def hw(self) -> HardwareProfile:
+        return self.tu.ctx.hw
+
+    def advance(self, cls: type[S], layout: StreamLayout, data: StreamData, ve: VeState,
+                inputs: tuple[DeviceTensor, ...] = ()) -> S:
+        """The next vector stage object of this pass."""
+        data.check(layout)
+        return cls(self.tu, layout, data, self.reports, self.inputs + inputs, self.extra, ve=ve)
+
+    def enter(self, call: str, target: str) -> None:
+        """Consume this value for ``call`` and check the stage order and the context."""
+        self.take(call)
+        if self.ve.context == "Zipped" and target in ("Filter",):
+            raise TypestateError(f"{call} is unavailable after a _zip (two-group mode)", call=call, line=5204)
+        plan_transition(self.hw, self.ve.stage, target)
+
+    if not TYPE_CHECKING:  # hidden from type checkers, so that a method of another stage is a mypy error
+
+        def __getattr__(self, name: str) -> Any:
+            target = METHOD_STAGE.get(name)
+            if target is None or name.startswith("_"):
+                return super().__getattr__(name)
+            stage = object.__getattribute__(self, "ve").stage
+            where = f"{self.STAGE} (stage {stage})"
+            if target == "Stash":
+                raise TypestateError(f".vector_stash() is not available on a {where}: the stash is taken at the "
+                                     f"Branch, Logic, Fxp, Narrow, Fp, FpDiv or Clip stage, once per pass, and not in "
+                                     f"two-group mode", call=name, line=4983)
+            try:
+                plan_transition(self.hw, stage, target)
+            except VisaError as err:
+                raise TypestateError(f".{name}() is not available on a {where}: {err.message}", call=name,
+                                     line=err.line, fix=err.fix) from None
+            raise TypestateError(f".{name}() is not available on a {where}", call=name,
+                                 fix=f"the {target} stage is entered with {STAGE_CALLS.get(target, target)}")
+
+    # -- operands -----------------------------------------------------------------------------------------
+    def levels(self, layout: StreamLayout | None = None) -> tuple[Any, ...]:
+        lay = layout or self.layout
+        return (lay.chip, lay.cluster, lay.slice, lay.time, lay.packet)
+
+    def resolve(self, operand: Any, dtype: str, call: str, ve: VeState, layout: StreamLayout | None = None,
+                known: npt.NDArray[np.bool_] | None = None
+                ) -> tuple[Resolved, VeState, tuple[DeviceTensor, ...]]:
+        """Read one operand at every stream position (constant, VRF or stash; L5052–5081)."""
+        lay = layout or self.layout
+        kind = kind_of(operand)
+        if isinstance(operand, VeRhs):
+            operand = operand.value if kind != "stash" else operand
+        if kind == "constant":
+            return Resolved(check_constant(operand, dtype, call), True), ve, ()
+        if kind == "vrf":
+            return self._vrf(operand, dtype, call, lay, known)
+        if kind == "stash":
+            return self._stash(dtype, call, ve, lay)
+        raise DtypeError(f"{call} takes a constant, a VRF tensor or Stash as its operand, got {operand!r}", call=call)
+
+    def _vrf(self, vrf: VrfTensor[Any, Any, Any, Any, Any], dtype: str, call: str, lay: StreamLayout,
+             known: npt.NDArray[np.bool_] | None) -> tuple[Resolved, VeState, tuple[DeviceTensor, ...]]:
+        from visa.memory.images import load
+
+        if dtype_name(vrf.dtype) != dtype:
+            raise DtypeError(f"the VRF operand is {dtype_name(vrf.dtype)} but the operation works on {dtype}",
+                             call=call, fix=f"load a {dtype} tensor with .to_vrf()")
+        if vrf.ctx is not self.tu.ctx:
+            raise VisaError("the VRF operand belongs to another context", call=call)
+        vrf.check_readable(call)
+        chip, cluster, slice_, element = (vrf.mapping(k) for k in ("Chip", "Cluster", "Slice", "Element"))
+        bits = vrf.address * 8 + np.arange(element.size, dtype=np.int64) * vrf.dtype.image_bits
+        vals, kn = [], []
+        for c in range(chip.size):
+            v, k = load(vrf.dtype, vrf.image(c), bits)
+            vals.append(v[:cluster.size, :slice_.size])
+            kn.append(k[:cluster.size, :slice_.size])
+        g = plan_gather((chip, cluster, slice_, element), self.levels(lay), call, "VRF operand")
+        values, vk = apply_gather(g, np.stack(vals), np.stack(kn))
+        need = g.used if known is None else (g.used & known)
+        if (need & ~vk).any():
+            count = int(np.count_nonzero(need & ~vk))
+            raise PoisonError(f"{count} element(s) of the VRF operand were never loaded", call=call, line=5256,
+                              mapping=repr(element), fix="load the operand with .to_vrf() (in ctx.sub) first")
+        return Resolved(values, vk), self.ve, (vrf,)
+
+    def _stash(self, dtype: str, call: str, ve: VeState, lay: StreamLayout
+               ) -> tuple[Resolved, VeState, tuple[DeviceTensor, ...]]:
+        slot = ve.stash
+        if slot is None:
+            raise TypestateError("the Stash operand needs a vector_stash() earlier in this pass", call=call,
+                                 line=4979, fix="call .vector_stash() at a Stashable stage before this operation")
+        if slot.consumed_by is not None:
+            raise TypestateError(f"the stash was already consumed by {slot.consumed_by}; it is not available after "
+                                 "a binary op consumes it", call=call, line=4984)
+        if dtype_name(slot.layout.dtype) != dtype:
+            raise DtypeError(f"the stash holds {dtype_name(slot.layout.dtype)}, but this operation works on {dtype}; "
+                             "a stash is consumed only by operations of its own dtype", call=call, line=4981)
+        src = self.levels(slot.layout)
+        g = plan_gather(src, self.levels(lay), call, "stash")
+        values, vk = apply_gather(g, slot.data.values, slot.data.known)
+        return Resolved(values, vk), replace(ve, stash=replace(slot, consumed_by=call)), ()
+
+    def resolve_ternary(self, operands: Any, call: str, ve: VeState, layout: StreamLayout | None = None
+                        ) -> tuple[list[Resolved], VeState, tuple[DeviceTensor, ...]]:
+        """Operand0 (constant, VRF or stash) and operand1 (an f32 constant only) of a ternary op (L5059)."""
+        if isinstance(operands, TernaryOperand):
+            o0, o1 = operands.operand0, operands.operand1
+        elif isinstance(operands, tuple) and len(operands) == 2:
+            o0, o1 = operands
+        else:
+            raise DtypeError(f"{call} takes (operand0, operand1) or a TernaryOperand, got {operands!r}", call=call)
+        if kind_of(o1) != "constant" or isinstance(o1, (VeRhs, StashMarker)):
+            raise DtypeError("operand1 of a ternary operation must be an f32 constant", call=call, line=5059)
+        r0, ve2, ins = self.resolve(o0, "f32", call, ve, layout)
+        r1 = Resolved(check_constant(o1, "f32", call), True)
+        return [r0, r1], ve2, ins
+
+
+def describe_operand(operand: Any) -> str:
+    """Short text of an operand for the pass report."""
+    from visa.engines.vector.ops import VeBranchOperand
+
+    if isinstance(operand, (list, tuple)) and operand and all(isinstance(o, VeBranchOperand) for o in operand):
+        return "[" + ", ".join(describe_operand(o) for o in operand) + "]"
+    if isinstance(operand, VeBranchOperand):
+        inner = describe_operand(operand.operand)
+        return f"always({inner})" if operand.group_id is None else f"group({inner}, {operand.group_id!r})"
+    kind = kind_of(operand)
+    if kind == "vrf":
+        return "vrf"
+    if kind == "stash":
+        return "Stash"
+    if isinstance(operand, VeRhs):
+        return repr(operand.value)
+    return repr(operand)

@@ -1,0 +1,695 @@
+"""The single-stream Vector Engine stages: one class per stage, so that mypy sees the stage order (manual L4679–4976).
+
+``Branch → Logic → Fxp → FxpToFp → Narrow → Fp → IntraSliceReduce → FpDiv → Widen → FpToFxp → Clip → Filter →
+Output``: each class has exactly the methods of the stages that may follow it (every stage optional, never
+backwards, L4730) **and** that take its lane mode (Fp, IntraSliceReduce and FpDiv are Way4; everything else is
+Way8, L4733–4747), so a backwards call or a Way4 op on a Way8 stream is an attribute error under mypy.  The
+order marker (``IntraFirst`` / ``InterFirst``) is the last type argument: the inter-slice reduce is callable
+only on ``IntraFirst`` streams, the branch after an inter-slice reduce only on ``InterFirst`` ones.  The same
+rules are checked at run time (``TypestateError``), together with the ones types cannot express (ALU reuse,
+dtypes, the stash, the context after a zip).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+
+from visa import dtypes as dt
+from visa.engines.common import StreamData
+from visa.engines.vector import arith
+from visa.engines.vector.cost import vector_report
+from visa.engines.vector.elementwise import Resolved, apply, branch_ids, operand_list
+from visa.engines.vector.inter import execute_inter_reduce, plan_inter_reduce
+from visa.engines.vector.intra import Narrowed, execute_intra_reduce, plan_intra_reduce
+from visa.engines.vector.ops import (
+    REDUCE_RESOURCE,
+    BinaryArgMode,
+    BranchMode,
+    ClipBinaryOpF32,
+    ClipBinaryOpI32,
+    FpBinaryOp,
+    FpDivBinaryOp,
+    FpTernaryOp,
+    FpUnaryOp,
+    FxpBinaryOp,
+    GroupId,
+    InterFirst,
+    InterSliceReduceOpF32,
+    InterSliceReduceOpI32,
+    IntraFirst,
+    IntraSliceReduceOpF32,
+    IntraSliceReduceOpI32,
+    LogicBinaryOpF32,
+    LogicBinaryOpI32,
+    TernaryArgMode,
+    UnaryArgMode,
+    ValidBranchIds,
+    VeOp,
+)
+from visa.engines.vector.plan import (
+    STASHABLE,
+    check_dtype,
+    dtype_name,
+    plan_concat,
+    plan_entry,
+    plan_int_width,
+    plan_pad,
+    plan_split,
+    plan_transition,
+    plan_trim,
+)
+from visa.errors import DtypeError, TypestateError
+from visa.mapping import Mapping
+from visa.stream.stages import VectorFinalTensor
+from visa.stream.vector.base import (
+    Chip,
+    Cluster,
+    D,
+    O,
+    Packet,
+    Slice,
+    StashSlot,
+    Time,
+    VeBase,
+    describe_operand,
+)
+
+if TYPE_CHECKING:
+    from visa.memory.tensors import DeviceTensor
+    from visa.stream.vector.pair import VectorTensorPair
+
+__all__ = [
+    "VectorInitTensor", "VectorBranchTensor", "VectorLogicTensor", "VectorFxpTensor", "VectorFxpToFpTensor",
+    "VectorNarrowTensor", "VectorFpTensor", "VectorIntraSliceReduceTensor", "VectorFpDivTensor",
+    "VectorWidenTensor", "VectorFpToFxpTensor", "VectorClipTensor", "VectorFilterTensor",
+    "VectorInterSliceReduceTensor", "binary_fn",
+]
+
+V = TypeVar("V", bound=VeBase[Any, Any, Any, Any, Any, Any, Any])
+
+_FAMILY: dict[tuple[str, str], type[VeOp]] = {
+    ("Logic", "i32"): LogicBinaryOpI32, ("Logic", "f32"): LogicBinaryOpF32, ("Fxp", "i32"): FxpBinaryOp,
+    ("Fp", "f32"): FpBinaryOp, ("FpDiv", "f32"): FpDivBinaryOp, ("Clip", "i32"): ClipBinaryOpI32,
+    ("Clip", "f32"): ClipBinaryOpF32,
+}
+
+
+def binary_fn(op: VeOp) -> Callable[[Any, Any], Any]:
+    """The exact arithmetic of a binary operator (:mod:`visa.engines.vector.arith`)."""
+    if isinstance(op, FxpBinaryOp):
+        return lambda a, b: arith.fxp(op.name, a, b)
+    if isinstance(op, LogicBinaryOpI32):
+        return lambda a, b: arith.logic_i32(op.name, a, b)
+    if isinstance(op, LogicBinaryOpF32):
+        return lambda a, b: arith.logic_f32(op.name, a, b)
+    if isinstance(op, FpBinaryOp):
+        return lambda a, b: arith.fp_binary(op.base, a, b)
+    if isinstance(op, FpDivBinaryOp):
+        return lambda a, b: arith.fp_binary("DivF", a, b)
+    if isinstance(op, ClipBinaryOpI32):
+        return lambda a, b: arith.clip_i32(op.name, a, b)
+    if isinstance(op, ClipBinaryOpF32):
+        return lambda a, b: arith.clip_f32(op.name, a, b)
+    raise TypeError(op)
+
+
+def check_op(stage: str, op: Any, dtype: str, call: str) -> None:
+    """The operator must be of the stage's family for the stream's dtype (L4803–4972)."""
+    fam = _FAMILY.get((stage, dtype))
+    if fam is None or not isinstance(op, fam):
+        want = fam.FAMILY if fam is not None else "an operator of another dtype"
+        raise DtypeError(f"{call} on a {dtype} stream takes a {want}, got {op!r}", call=call,
+                         fix="convert the stream with vector_fxp_to_fp / vector_fp_to_fxp, or pick the matching "
+                             "operator family")
+
+
+def check_mode(mode: Any, cls: type[Any], call: str) -> tuple[int, ...]:
+    if not isinstance(mode, cls):
+        raise TypestateError(f"{call} takes a {cls.__name__}, got {mode!r}", call=call)
+    args: tuple[int, ...] = mode.args
+    return args
+
+
+class _Ops(VeBase[D, Chip, Cluster, Slice, Time, Packet, O]):
+    """The shared machinery of the stage methods."""
+
+    __slots__ = ()
+
+    def _binop(self, cls: type[V], stage: str, op: VeOp, args: tuple[int, ...], operand: Any, call: str) -> V:
+        self.enter(call, stage)
+        dtype = dtype_name(self.dtype)
+        check_dtype(self.hw, stage, self.dtype, call)
+        check_op(stage, op, dtype, call)
+        ve = self.ve.use(op.alu, call)
+        fn = binary_fn(op)
+        resolved: list[tuple[list[Resolved], GroupId | None]] = []
+        inputs: tuple[DeviceTensor, ...] = ()
+        for raw, gid in operand_list(self.hw, operand, call):
+            r, ve, ins = self.resolve(raw, dtype, call, ve, known=self.data.known)
+            resolved.append(([r], gid))
+            inputs += ins
+        values, known = apply(fn, args, self.data.values, self.data.known, resolved, self.ve.exec_id,
+                              self.hw.vector.execution_id_bits - 1)
+        mode = "" if args == (0, 1) else f", Mode{''.join(map(str, args))}"
+        ve = ve.step(stage, f"{op!r}{mode}, {describe_operand(operand)}", self.layout.time.size)
+        return self.advance(cls, self.layout, StreamData(values, known), ve, inputs)
+
+
+class _Logic(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
+    __slots__ = ()
+
+    def vector_logic(self, op: LogicBinaryOpI32 | LogicBinaryOpF32, operand: Any
+                     ) -> VectorLogicTensor[D, Chip, Cluster, Slice, Time, Packet, O]:
+        """Logic cluster, Way8 (L4803–4820): a bitwise operator against an operand."""
+        return self._binop(VectorLogicTensor, "Logic", op, (0, 1), operand, "vector_logic")
+
+    def vector_logic_with_mode(self, op: LogicBinaryOpI32 | LogicBinaryOpF32, mode: BinaryArgMode, operand: Any
+                               ) -> VectorLogicTensor[D, Chip, Cluster, Slice, Time, Packet, O]:
+        """``vector_logic`` with a :class:`BinaryArgMode` (L5094–5101)."""
+        args = check_mode(mode, BinaryArgMode, "vector_logic_with_mode")
+        return self._binop(VectorLogicTensor, "Logic", op, args, operand, "vector_logic_with_mode")
+
+
+class _Fxp(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
+    __slots__ = ()
+
+    def vector_fxp(self, op: FxpBinaryOp, operand: Any) -> VectorFxpTensor[D, Chip, Cluster, Slice, Time, Packet, O]:
+        """Fxp cluster, i32, Way8 (L4821–4836): ``op(x, operand)``."""
+        return self._binop(VectorFxpTensor, "Fxp", op, (0, 1), operand, "vector_fxp")
+
+    def vector_fxp_with_mode(self, op: FxpBinaryOp, mode: BinaryArgMode, operand: Any
+                             ) -> VectorFxpTensor[D, Chip, Cluster, Slice, Time, Packet, O]:
+        """``vector_fxp`` with a :class:`BinaryArgMode`: ``Mode10`` computes ``op(operand, x)`` (L5120–5134)."""
+        args = check_mode(mode, BinaryArgMode, "vector_fxp_with_mode")
+        return self._binop(VectorFxpTensor, "Fxp", op, args, operand, "vector_fxp_with_mode")
+
+
+class _FxpToFp(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
+    __slots__ = ()
+
+    def vector_fxp_to_fp(self, int_width: int) -> VectorFxpToFpTensor[dt.f32, Chip, Cluster, Slice, Time, Packet, O]:
+        """i32 → f32 with ``int_width`` integer bits (L4837–4841; ``31`` converts plain integers)."""
+        call = "vector_fxp_to_fp"
+        self.enter(call, "FxpToFp")
+        check_dtype(self.hw, "FxpToFp", self.dtype, call)
+        iw = plan_int_width(int_width, call)
+        values = arith.fxp_to_fp(self.data.values, iw)
+        ve = self.ve.step("FxpToFp", f"fxp_to_fp({iw})", self.layout.time.size)
+        return self.advance(VectorFxpToFpTensor, self.layout.with_(dtype=dt.f32),
+                            StreamData(values, self.data.known.copy()), ve)
+
+
+class _FpToFxp(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
+    __slots__ = ()
+
+    def vector_fp_to_fxp(self, int_width: int) -> VectorFpToFxpTensor[dt.i32, Chip, Cluster, Slice, Time, Packet, O]:
+        """f32 → i32 with ``int_width`` integer bits, rounding half away from zero, saturating (L4948–4952)."""
+        call = "vector_fp_to_fxp"
+        self.enter(call, "FpToFxp")
+        check_dtype(self.hw, "FpToFxp", self.dtype, call)
+        iw = plan_int_width(int_width, call)
+        values = arith.fp_to_fxp(self.data.values, iw)
+        ve = self.ve.step("FpToFxp", f"fp_to_fxp({iw})", self.layout.time.size)
+        return self.advance(VectorFpToFxpTensor, self.layout.with_(dtype=dt.i32),
+                            StreamData(values, self.data.known.copy()), ve)
+
+
+class _Narrow(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
+    __slots__ = ()
+
+    def vector_split(self, time: Mapping, packet: Mapping
+                     ) -> VectorNarrowTensor[D, Chip, Cluster, Slice, Any, Any, O]:
+        """Narrow, both halves real: ``[T], [P] → [T, P / 4], [P % 4]`` (L4842–4864); the flits double."""
+        call = "vector_split"
+        self.enter(call, "Narrow")
+        check_dtype(self.hw, "Narrow", self.dtype, call)
+        cfg = plan_split(self.hw, self.layout.time, self.layout.packet, time, packet)
+        w4 = self.hw.vector.way4_lanes
+        c, k, s, t, p = self.layout.shape
+        shape = (c, k, s, t * (p // w4), w4)
+        data = StreamData(self.data.values.reshape(shape), self.data.known.reshape(shape))
+        ids = None if self.ve.exec_id is None else self.ve.exec_id.reshape(shape)
+        ve = self.ve.step("Narrow", f"split({time!r}, {packet!r})", shape[3], exec_id=ids,
+                          narrowed=Narrowed(self.layout.time, self.layout.packet, "split"))
+        return self.advance(VectorNarrowTensor, self.layout.with_(time=cfg.time, packet=cfg.packet), data, ve)
+
+    def vector_trim_way4(self, packet: Mapping) -> VectorNarrowTensor[D, Chip, Cluster, Slice, Time, Any, O]:
+        """Narrow, upper lanes padding: ``[T], [P] → [T], [P % 4]`` (L4866–4871); type-only in hardware."""
+        call = "vector_trim_way4"
+        self.enter(call, "Narrow")
+        check_dtype(self.hw, "Narrow", self.dtype, call)
+        cfg = plan_trim(self.hw, self.layout.time, self.layout.packet, packet)
+        w4 = self.hw.vector.way4_lanes
+        data = StreamData(np.ascontiguousarray(self.data.values[..., :w4]),
+                          np.ascontiguousarray(self.data.known[..., :w4]))
+        ids = None if self.ve.exec_id is None else np.ascontiguousarray(self.ve.exec_id[..., :w4])
+        ve = self.ve.step("Narrow", f"trim_way4({packet!r})", self.layout.time.size, exec_id=ids,
+                          narrowed=Narrowed(self.layout.time, self.layout.packet, "trim"))
+        return self.advance(VectorNarrowTensor, self.layout.with_(packet=cfg.packet), data, ve)
+
+
+class _Widen(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
+    __slots__ = ()
+
+    def vector_concat(self, time: Mapping, packet: Mapping) -> VectorWidenTensor[D, Chip, Cluster, Slice, Any, Any, O]:
+        """Widen, reversing a split: ``[T, 2], [P4] → [T], [2, P4]`` (L4919–4939)."""
+        call = "vector_concat"
+        self.enter(call, "Widen")
+        check_dtype(self.hw, "Widen", self.dtype, call)
+        cfg = plan_concat(self.hw, self.layout.time, self.layout.packet, time, packet)
+        c, k, s, t, p = self.layout.shape
+        shape = (c, k, s, t // 2, p * 2)
+        data = StreamData(self.data.values.reshape(shape), self.data.known.reshape(shape))
+        ids = None if self.ve.exec_id is None else self.ve.exec_id.reshape(shape)
+        ve = self.ve.step("Widen", f"concat({time!r}, {packet!r})", shape[3], exec_id=ids)
+        return self.advance(VectorWidenTensor, self.layout.with_(time=cfg.time, packet=cfg.packet), data, ve)
+
+    def vector_pad_way8(self, packet: Mapping) -> VectorWidenTensor[D, Chip, Cluster, Slice, Time, Any, O]:
+        """Widen, reversing a trim: ``[P] → [P # 8]`` with invalid upper lanes (L4940–4947)."""
+        call = "vector_pad_way8"
+        self.enter(call, "Widen")
+        check_dtype(self.hw, "Widen", self.dtype, call)
+        cfg = plan_pad(self.hw, self.layout.time, self.layout.packet, packet)
+        extra = self.hw.vector.way8_lanes - self.layout.packet.size
+        pad = [(0, 0)] * 4 + [(0, extra)]
+        data = StreamData(np.pad(self.data.values, pad), np.pad(self.data.known, pad))
+        ids = None if self.ve.exec_id is None else np.pad(self.ve.exec_id, pad)
+        ve = self.ve.step("Widen", f"pad_way8({packet!r})", self.layout.time.size, exec_id=ids)
+        return self.advance(VectorWidenTensor, self.layout.with_(packet=cfg.packet), data, ve)
+
+
+class _Fp(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
+    __slots__ = ()
+
+    def _unary(self, op: FpUnaryOp, args: tuple[int, ...], operand: Any, call: str
+               ) -> VectorFpTensor[D, Chip, Cluster, Slice, Time, Packet, O]:
+        self.enter(call, "Fp")
+        check_dtype(self.hw, "Fp", self.dtype, call)
+        if not isinstance(op, FpUnaryOp):
+            raise DtypeError(f"{call} takes an FpUnaryOp, got {op!r}", call=call)
+        ve = self.ve.use(op.alu, call)
+        inputs: tuple[DeviceTensor, ...] = ()
+        if args == (1,):
+            if operand is None:
+                raise TypestateError("UnaryArgMode.Mode1 computes op(operand): pass the operand", call=call,
+                                     line=5092)
+            r, ve, inputs = self.resolve(operand, "f32", call, ve, known=self.data.known)
+            src, kn = np.broadcast_to(r.values, self.layout.shape), np.broadcast_to(r.known, self.layout.shape)
+        else:
+            src, kn = self.data.values, self.data.known
+        values = arith.fp_unary(op.name, src)
+        ve = ve.step("Fp", f"{op!r}" + ("" if args == (0,) else f"(Mode1, {describe_operand(operand)})"),
+                     self.layout.time.size)
+        return self.advance(VectorFpTensor, self.layout, StreamData(np.ascontiguousarray(values),
+                                                                    np.ascontiguousarray(kn)), ve, inputs)
+
+    def vector_fp_unary(self, op: FpUnaryOp) -> VectorFpTensor[D, Chip, Cluster, Slice, Time, Packet, O]:
+        """Float cluster, f32, Way4 (L4878–4888): exp, sqrt, tanh, sigmoid, erf, log, sin, cos."""
+        return self._unary(op, (0,), None, "vector_fp_unary")
+
+    def vector_fp_unary_with_mode(self, op: FpUnaryOp, mode: UnaryArgMode, operand: Any = None
+                                  ) -> VectorFpTensor[D, Chip, Cluster, Slice, Time, Packet, O]:
+        """``vector_fp_unary`` with a :class:`UnaryArgMode`; ``Mode1`` computes ``op(operand)`` (L5088–5093)."""
+        args = check_mode(mode, UnaryArgMode, "vector_fp_unary_with_mode")
+        return self._unary(op, args, operand, "vector_fp_unary_with_mode")
+
+    def vector_fp_binary(self, op: FpBinaryOp, operand: Any) -> VectorFpTensor[D, Chip, Cluster, Slice, Time, Packet,
+                                                                               O]:
+        """Float cluster binary (L4889–4897): ``AddF``, ``SubF``, ``MulF(alu)``, ``MaskMulF(alu)``, ``DivF``."""
+        return self._binop(VectorFpTensor, "Fp", op, (0, 1), operand, "vector_fp_binary")
+
+    def vector_fp_binary_with_mode(self, op: FpBinaryOp, mode: BinaryArgMode, operand: Any
+                                   ) -> VectorFpTensor[D, Chip, Cluster, Slice, Time, Packet, O]:
+        """``vector_fp_binary`` with a :class:`BinaryArgMode`."""
+        args = check_mode(mode, BinaryArgMode, "vector_fp_binary_with_mode")
+        return self._binop(VectorFpTensor, "Fp", op, args, operand, "vector_fp_binary_with_mode")
+
+    def _ternary(self, op: FpTernaryOp, args: tuple[int, ...], operands: Any, call: str
+                 ) -> VectorFpTensor[D, Chip, Cluster, Slice, Time, Packet, O]:
+        self.enter(call, "Fp")
+        check_dtype(self.hw, "Fp", self.dtype, call)
+        if not isinstance(op, FpTernaryOp):
+            raise DtypeError(f"{call} takes an FpTernaryOp, got {op!r}", call=call)
+        ve = self.ve.use(op.alu, call)
+        resolved: list[tuple[list[Resolved], GroupId | None]] = []
+        inputs: tuple[DeviceTensor, ...] = ()
+        for raw, gid in operand_list(self.hw, operands, call):
+            rs, ve, ins = self.resolve_ternary(raw, call, ve)
+            resolved.append((rs, gid))
+            inputs += ins
+        values, known = apply(lambda a, b, c: arith.fp_ternary(op.name, a, b, c), args, self.data.values,
+                              self.data.known, resolved, self.ve.exec_id, self.hw.vector.execution_id_bits - 1)
+        mode = "" if args == (0, 1, 2) else f", Mode{''.join(map(str, args))}"
+        ve = ve.step("Fp", f"{op!r}{mode}, {describe_operand(operands)}", self.layout.time.size)
+        return self.advance(VectorFpTensor, self.layout, StreamData(values, known), ve, inputs)
+
+    def vector_fp_ternary(self, op: FpTernaryOp, operands: Any
+                          ) -> VectorFpTensor[D, Chip, Cluster, Slice, Time, Packet, O]:
+        """Float cluster ternary (L4898–4902): ``FmaF`` = ``x · operand0 + operand1``, fused."""
+        return self._ternary(op, (0, 1, 2), operands, "vector_fp_ternary")
+
+    def vector_fp_ternary_with_mode(self, op: FpTernaryOp, mode: TernaryArgMode, operands: Any
+                                    ) -> VectorFpTensor[D, Chip, Cluster, Slice, Time, Packet, O]:
+        """``vector_fp_ternary`` with a :class:`TernaryArgMode` (L5102–5112)."""
+        args = check_mode(mode, TernaryArgMode, "vector_fp_ternary_with_mode")
+        return self._ternary(op, args, operands, "vector_fp_ternary_with_mode")
+
+
+class _Isr(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
+    __slots__ = ()
+
+    def vector_intra_slice_reduce(self, axis: Any, time: Mapping, packet: Mapping,
+                                  op: IntraSliceReduceOpI32 | IntraSliceReduceOpF32
+                                  ) -> VectorIntraSliceReduceTensor[D, Chip, Cluster, Slice, Any, Any, O]:
+        """``vector_intra_slice_reduce::<R, OTime, OPacket>(op)``, Way4 (L4907–4913, L5278–5573)."""
+        call = "vector_intra_slice_reduce"
+        self.enter(call, "IntraSliceReduce")
+        check_dtype(self.hw, "IntraSliceReduce", self.dtype, call)
+        if not isinstance(op, (IntraSliceReduceOpI32, IntraSliceReduceOpF32)):
+            raise DtypeError(f"{call} takes an IntraSliceReduceOpI32 / F32, got {op!r}", call=call)
+        ve = self.ve.use(REDUCE_RESOURCE, call)
+        cfg = plan_intra_reduce(self.hw, self.layout, op, axis, time, packet, self.ve.narrowed)
+        data, ids = execute_intra_reduce(cfg, self.data, self.ve.exec_id)
+        ve = ve.step("IntraSliceReduce", cfg.describe(), self.layout.time.size, exec_id=ids,
+                     reduce_steps=cfg.steps)
+        return self.advance(VectorIntraSliceReduceTensor, cfg.out, data, ve)
+
+
+class _FpDiv(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
+    __slots__ = ()
+
+    def vector_fp_div(self, op: FpDivBinaryOp, operand: Any
+                      ) -> VectorFpDivTensor[D, Chip, Cluster, Slice, Time, Packet, O]:
+        """FpDiv stage, f32, Way4 (L4914–4918): ``x / operand`` on the dedicated divider."""
+        return self._binop(VectorFpDivTensor, "FpDiv", op, (0, 1), operand, "vector_fp_div")
+
+    def vector_fp_div_with_mode(self, op: FpDivBinaryOp, mode: BinaryArgMode, operand: Any
+                                ) -> VectorFpDivTensor[D, Chip, Cluster, Slice, Time, Packet, O]:
+        """``vector_fp_div`` with a :class:`BinaryArgMode` (``Mode10``: ``operand / x``)."""
+        args = check_mode(mode, BinaryArgMode, "vector_fp_div_with_mode")
+        return self._binop(VectorFpDivTensor, "FpDiv", op, args, operand, "vector_fp_div_with_mode")
+
+
+class _Clip(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
+    __slots__ = ()
+
+    def vector_clip(self, op: ClipBinaryOpI32 | ClipBinaryOpF32, operand: Any
+                    ) -> VectorClipTensor[D, Chip, Cluster, Slice, Time, Packet, O]:
+        """Clip cluster, Way8 (L4953–4972): min, max, abs-min, abs-max, add."""
+        return self._binop(VectorClipTensor, "Clip", op, (0, 1), operand, "vector_clip")
+
+    def vector_clip_with_mode(self, op: ClipBinaryOpI32 | ClipBinaryOpF32, mode: BinaryArgMode, operand: Any
+                              ) -> VectorClipTensor[D, Chip, Cluster, Slice, Time, Packet, O]:
+        """``vector_clip`` with a :class:`BinaryArgMode`."""
+        args = check_mode(mode, BinaryArgMode, "vector_clip_with_mode")
+        return self._binop(VectorClipTensor, "Clip", op, args, operand, "vector_clip_with_mode")
+
+
+class _Filter(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
+    __slots__ = ()
+
+    def vector_filter(self, ids: ValidBranchIds | GroupId | Iterable[int]
+                      ) -> VectorFilterTensor[D, Chip, Cluster, Slice, Time, Packet, O]:
+        """Filter, Way8 (L4973–4974): elements whose ExecutionId is not in ``ids`` are dropped from the output
+        (they are not committed; decision, docs/notes/vector.md).  Unavailable after a ``_zip``."""
+        call = "vector_filter"
+        self.enter(call, "Filter")
+        if isinstance(ids, GroupId):
+            keep = ValidBranchIds.group(ids)
+        elif isinstance(ids, ValidBranchIds):
+            keep = ids
+        else:
+            keep = ValidBranchIds.of(*ids)
+        eid = self.ve.exec_id if self.ve.exec_id is not None else np.zeros(self.layout.shape, dtype=np.uint8)
+        mask = np.isin(eid, np.array(sorted(keep.ids), dtype=np.uint8))
+        data = StreamData(self.data.values.copy(), self.data.known & mask)
+        ve = self.ve.step("Filter", f"filter({sorted(keep.ids)})", self.layout.time.size)
+        return self.advance(VectorFilterTensor, self.layout, data, ve)
+
+
+class _Final(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
+    __slots__ = ()
+
+    def vector_final(self) -> VectorFinalTensor[D, Chip, Cluster, Slice, Time, Packet]:
+        """Leave the Vector Engine (L4975–4976); the result continues to cast, transpose or commit."""
+        call = "vector_final"
+        self.enter(call, "Output")
+        report = vector_report(self.hw, self.ve.ops, (*self.ve.sections, self.layout.time.size),
+                               alus=len(self.ve.alu_order), reduce_steps=self.ve.reduce_steps, ring=self.ve.ring,
+                               alu_names=self.ve.alu_order)
+        return self.then(VectorFinalTensor, self.layout, StreamData(self.data.values, self.data.known), report)
+
+
+class _Inter(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
+    __slots__ = ()
+
+    def vector_inter_slice_reduce(self: _Inter[D, Chip, Cluster, Slice, Time, Packet, IntraFirst],
+                                  slice_: Mapping, time: Mapping, op: InterSliceReduceOpI32 | InterSliceReduceOpF32
+                                  ) -> VectorInterSliceReduceTensor[D, Chip, Cluster, Any, Any, Packet, IntraFirst]:
+        """Switch to the Inter-Slice Block (IntraFirst; Way8 stages only, L6600–6604)."""
+        result: VectorInterSliceReduceTensor[D, Chip, Cluster, Any, Any, Packet, IntraFirst] = \
+            inter_reduce(self, slice_, time, op)
+        return result
+
+
+def inter_reduce(self: VeBase[Any, Any, Any, Any, Any, Any, Any], slice_: Mapping, time: Mapping, op: Any) -> Any:
+    """``vector_inter_slice_reduce::<Slice2, Time2>(op)`` from any eligible stage (L6583–6755)."""
+    call = "vector_inter_slice_reduce"
+    if self.ve.order == "InterFirst" or self.ve.inter_done:
+        self.take(call)
+        raise TypestateError("this pass already ran its inter-slice reduce (InterFirst); only one switch between "
+                             "the blocks is possible", call=call, line=4626, fix="finish the pass with vector_final()")
+    self.enter(call, "InterSliceReduce")
+    if not isinstance(op, (InterSliceReduceOpI32, InterSliceReduceOpF32)):
+        raise DtypeError(f"{call} takes an InterSliceReduceOpI32 / F32, got {op!r}", call=call)
+    plan_entry(self.hw, self.dtype, self.layout.packet, call)
+    cfg = plan_inter_reduce(self.hw, self.layout, op, slice_, time)
+    data = execute_inter_reduce(cfg, self.data)
+    first = self.ve.stage == "Init"
+    ve = self.ve.step("InterSliceReduce", cfg.describe(), time.size, exec_id=None, ring=cfg.ring,
+                      order="InterFirst" if first else "IntraFirst", inter_done=True)
+    return self.advance(VectorInterSliceReduceTensor, cfg.out, data, ve)
+
+
+class _Stash(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
+    __slots__ = ()
+
+    def vector_stash(self: V) -> V:
+        """Snapshot the tensor for a later ``Stash`` operand (L4977–5051); not a stage, once per pass."""
+        call = "vector_stash"
+        self.take(call)
+        if self.ve.context != "Standalone":
+            raise TypestateError("vector_stash() is unavailable in two-group mode, before or after the _zip",
+                                 call=call, line=5202)
+        if self.ve.stage not in STASHABLE:
+            raise TypestateError(f"vector_stash() is not available at the {self.ve.stage} stage (Stashable: "
+                                 f"{', '.join(sorted(STASHABLE))})", call=call, line=4983)
+        if self.ve.stash_taken:
+            raise TypestateError("a stash was already taken in this pass; there is one slot per pass", call=call,
+                                 line=4984)
+        slot = StashSlot(self.layout, StreamData(self.data.values.copy(), self.data.known.copy()), self.ve.stage)
+        ve = replace(self.ve, stash=slot, stash_taken=True, ops=(*self.ve.ops, "stash"))
+        return self.advance(type(self), self.layout, StreamData(self.data.values, self.data.known), ve)
+
+
+# ------------------------------------------------------------------------------------------------ stages
+
+
+class VectorInitTensor(_Ops[D, Chip, Cluster, Slice, Time, Packet, IntraFirst]):
+    """``VectorInitTensor``: fresh Vector Engine input (L4560–4578); choose a block next."""
+
+    __slots__ = ()
+    STAGE = "VectorInitTensor"
+
+    def vector_intra_slice_branch(self, mode: BranchMode
+                                  ) -> VectorBranchTensor[D, Chip, Cluster, Slice, Time, Packet, IntraFirst]:
+        """Enter the single-stream intra-slice block, tagging ExecutionIds (L4793–4802)."""
+        return branch(self, mode, VectorBranchTensor)
+
+    def vector_intra_slice_unzip(self, axis: Any, tile_time: Mapping, split_time: Mapping
+                                 ) -> VectorTensorPair[D, Chip, Cluster, Slice, Any, Packet]:
+        """Enter two-group mode: group g is the data at ``axis = g`` (L5154–5249)."""
+        from visa.stream.vector.pair import unzip
+
+        return unzip(self, axis, tile_time, split_time)
+
+    def vector_inter_slice_reduce(self, slice_: Mapping, time: Mapping,
+                                  op: InterSliceReduceOpI32 | InterSliceReduceOpF32
+                                  ) -> VectorInterSliceReduceTensor[D, Chip, Cluster, Any, Any, Packet, InterFirst]:
+        """Run the Inter-Slice Block first (InterFirst, L4560–4578, L6586–6598)."""
+        result: VectorInterSliceReduceTensor[D, Chip, Cluster, Any, Any, Packet, InterFirst] = \
+            inter_reduce(self, slice_, time, op)
+        return result
+
+
+def branch(self: VeBase[Any, Any, Any, Any, Any, Any, Any], mode: BranchMode, cls: type[V]) -> V:
+    """``vector_intra_slice_branch(mode)`` from VectorInit or after an InterFirst inter-slice reduce."""
+    call = "vector_intra_slice_branch"
+    self.take(call)
+    plan_transition(self.hw, self.ve.stage, "Branch")
+    plan_entry(self.hw, self.dtype, self.layout.packet, call)
+    ids = branch_ids(self.hw, mode, self.layout, self.data.values)
+    ve = self.ve.step("Branch", f"branch({mode!r})", self.layout.time.size, exec_id=ids)
+    return self.advance(cls, self.layout, self.data, ve)
+
+
+class VectorBranchTensor(_Logic[D, Chip, Cluster, Slice, Time, Packet, O],
+                         _Fxp[D, Chip, Cluster, Slice, Time, Packet, O],
+                         _FxpToFp[D, Chip, Cluster, Slice, Time, Packet, O],
+                         _Narrow[D, Chip, Cluster, Slice, Time, Packet, O],
+                         _FpToFxp[D, Chip, Cluster, Slice, Time, Packet, O],
+                         _Clip[D, Chip, Cluster, Slice, Time, Packet, O],
+                         _Filter[D, Chip, Cluster, Slice, Time, Packet, O],
+                         _Final[D, Chip, Cluster, Slice, Time, Packet, O],
+                         _Inter[D, Chip, Cluster, Slice, Time, Packet, O],
+                         _Stash[D, Chip, Cluster, Slice, Time, Packet, O]):
+    """``VectorBranchTensor``: after the Branch stage (Way8)."""
+
+    __slots__ = ()
+    STAGE = "VectorBranchTensor"
+
+
+class VectorLogicTensor(_Logic[D, Chip, Cluster, Slice, Time, Packet, O],
+                        _Fxp[D, Chip, Cluster, Slice, Time, Packet, O],
+                        _FxpToFp[D, Chip, Cluster, Slice, Time, Packet, O],
+                        _Narrow[D, Chip, Cluster, Slice, Time, Packet, O],
+                        _FpToFxp[D, Chip, Cluster, Slice, Time, Packet, O],
+                        _Clip[D, Chip, Cluster, Slice, Time, Packet, O],
+                        _Filter[D, Chip, Cluster, Slice, Time, Packet, O],
+                        _Final[D, Chip, Cluster, Slice, Time, Packet, O],
+                        _Inter[D, Chip, Cluster, Slice, Time, Packet, O],
+                        _Stash[D, Chip, Cluster, Slice, Time, Packet, O]):
+    """``VectorLogicTensor``: after a Logic op (Way8)."""
+
+    __slots__ = ()
+    STAGE = "VectorLogicTensor"
+
+
+class VectorFxpTensor(_Fxp[D, Chip, Cluster, Slice, Time, Packet, O],
+                      _FxpToFp[D, Chip, Cluster, Slice, Time, Packet, O],
+                      _Narrow[D, Chip, Cluster, Slice, Time, Packet, O],
+                      _FpToFxp[D, Chip, Cluster, Slice, Time, Packet, O],
+                      _Clip[D, Chip, Cluster, Slice, Time, Packet, O],
+                      _Filter[D, Chip, Cluster, Slice, Time, Packet, O],
+                      _Final[D, Chip, Cluster, Slice, Time, Packet, O],
+                      _Inter[D, Chip, Cluster, Slice, Time, Packet, O],
+                      _Stash[D, Chip, Cluster, Slice, Time, Packet, O]):
+    """``VectorFxpTensor``: after an Fxp op (Way8)."""
+
+    __slots__ = ()
+    STAGE = "VectorFxpTensor"
+
+
+class VectorFxpToFpTensor(_Narrow[D, Chip, Cluster, Slice, Time, Packet, O],
+                          _FpToFxp[D, Chip, Cluster, Slice, Time, Packet, O],
+                          _Clip[D, Chip, Cluster, Slice, Time, Packet, O],
+                          _Filter[D, Chip, Cluster, Slice, Time, Packet, O],
+                          _Final[D, Chip, Cluster, Slice, Time, Packet, O],
+                          _Inter[D, Chip, Cluster, Slice, Time, Packet, O]):
+    """``VectorFxpToFpTensor``: after ``vector_fxp_to_fp`` (f32, Way8)."""
+
+    __slots__ = ()
+    STAGE = "VectorFxpToFpTensor"
+
+
+class VectorNarrowTensor(_Fp[D, Chip, Cluster, Slice, Time, Packet, O],
+                         _Isr[D, Chip, Cluster, Slice, Time, Packet, O],
+                         _FpDiv[D, Chip, Cluster, Slice, Time, Packet, O],
+                         _Widen[D, Chip, Cluster, Slice, Time, Packet, O],
+                         _Stash[D, Chip, Cluster, Slice, Time, Packet, O]):
+    """``VectorNarrowTensor``: after ``vector_split`` / ``vector_trim_way4`` (Way4)."""
+
+    __slots__ = ()
+    STAGE = "VectorNarrowTensor"
+
+
+class VectorFpTensor(_Fp[D, Chip, Cluster, Slice, Time, Packet, O],
+                     _Isr[D, Chip, Cluster, Slice, Time, Packet, O],
+                     _FpDiv[D, Chip, Cluster, Slice, Time, Packet, O],
+                     _Widen[D, Chip, Cluster, Slice, Time, Packet, O],
+                     _Stash[D, Chip, Cluster, Slice, Time, Packet, O]):
+    """``VectorFpTensor``: after a Float-cluster op (Way4)."""
+
+    __slots__ = ()
+    STAGE = "VectorFpTensor"
+
+
+class VectorIntraSliceReduceTensor(_FpDiv[D, Chip, Cluster, Slice, Time, Packet, O],
+                                   _Widen[D, Chip, Cluster, Slice, Time, Packet, O]):
+    """``VectorIntraSliceReduceTensor``: after the intra-slice reduce (Way4)."""
+
+    __slots__ = ()
+    STAGE = "VectorIntraSliceReduceTensor"
+
+
+class VectorFpDivTensor(_Widen[D, Chip, Cluster, Slice, Time, Packet, O],
+                        _Stash[D, Chip, Cluster, Slice, Time, Packet, O]):
+    """``VectorFpDivTensor``: after ``vector_fp_div`` (Way4)."""
+
+    __slots__ = ()
+    STAGE = "VectorFpDivTensor"
+
+
+class VectorWidenTensor(_FpToFxp[D, Chip, Cluster, Slice, Time, Packet, O],
+                        _Clip[D, Chip, Cluster, Slice, Time, Packet, O],
+                        _Filter[D, Chip, Cluster, Slice, Time, Packet, O],
+                        _Final[D, Chip, Cluster, Slice, Time, Packet, O],
+                        _Inter[D, Chip, Cluster, Slice, Time, Packet, O]):
+    """``VectorWidenTensor``: after ``vector_concat`` / ``vector_pad_way8`` (Way8)."""
+
+    __slots__ = ()
+    STAGE = "VectorWidenTensor"
+
+
+class VectorFpToFxpTensor(_Clip[D, Chip, Cluster, Slice, Time, Packet, O],
+                          _Filter[D, Chip, Cluster, Slice, Time, Packet, O],
+                          _Final[D, Chip, Cluster, Slice, Time, Packet, O],
+                          _Inter[D, Chip, Cluster, Slice, Time, Packet, O]):
+    """``VectorFpToFxpTensor``: after ``vector_fp_to_fxp`` (i32, Way8)."""
+
+    __slots__ = ()
+    STAGE = "VectorFpToFxpTensor"
+
+
+class VectorClipTensor(_Clip[D, Chip, Cluster, Slice, Time, Packet, O],
+                       _Filter[D, Chip, Cluster, Slice, Time, Packet, O],
+                       _Final[D, Chip, Cluster, Slice, Time, Packet, O],
+                       _Inter[D, Chip, Cluster, Slice, Time, Packet, O],
+                       _Stash[D, Chip, Cluster, Slice, Time, Packet, O]):
+    """``VectorClipTensor``: after a Clip op (Way8)."""
+
+    __slots__ = ()
+    STAGE = "VectorClipTensor"
+
+
+class VectorFilterTensor(_Final[D, Chip, Cluster, Slice, Time, Packet, O]):
+    """``VectorFilterTensor``: after ``vector_filter`` (Way8)."""
+
+    __slots__ = ()
+    STAGE = "VectorFilterTensor"
+
+
+class VectorInterSliceReduceTensor(_Filter[D, Chip, Cluster, Slice, Time, Packet, O],
+                                   _Final[D, Chip, Cluster, Slice, Time, Packet, O]):
+    """``VectorInterSliceReduceTensor``: after the inter-slice reduce (L6583–6755).
+
+    ``InterFirst``: an intra-slice block may follow (``vector_intra_slice_branch``); ``IntraFirst``: only
+    ``vector_filter`` and ``vector_final`` remain (L4626–4629).
+    """
+
+    __slots__ = ()
+    STAGE = "VectorInterSliceReduceTensor"
+
+    def vector_intra_slice_branch(self: VectorInterSliceReduceTensor[D, Chip, Cluster, Slice, Time, Packet, InterFirst],
+                                  mode: BranchMode
+                                  ) -> VectorBranchTensor[D, Chip, Cluster, Slice, Time, Packet, InterFirst]:
+        """Continue with intra-slice work after an InterFirst inter-slice reduce (L4683, L6608)."""
+        if self.ve.order != "InterFirst":
+            self.take("vector_intra_slice_branch")
+            raise TypestateError("after an IntraFirst inter-slice reduce only vector_filter and vector_final remain",
+                                 call="vector_intra_slice_branch", line=4627, fix="finish with vector_final()")
+        return branch(self, mode, VectorBranchTensor)
