@@ -188,7 +188,8 @@ class Scalar(metaclass=_ScalarMeta):
 
 
 class IntScalar(Scalar):
-    """A two's complement integer type; ``min``/``max`` are ints, ``-2**(bits-1)`` .. ``2**(bits-1)-1``."""
+    """A two's complement integer type (the manual's i4 … i32, L1962–1979); ``min``/``max`` are ints,
+    ``-2**(bits-1)`` .. ``2**(bits-1)-1``."""
 
     kind: ClassVar[Literal["int", "float"]] = "int"
     signed: ClassVar[bool] = True
@@ -400,7 +401,8 @@ def _float_representable(x: npt.NDArray[np.float64], d: type[FloatScalar]) -> np
 
 
 def as_storage(dtype: type[Scalar], values: npt.ArrayLike) -> npt.NDArray[Any]:
-    """``values`` as an array of ``dtype.storage``, raising :class:`DtypeError` unless every value is exact.
+    """``values`` as an array of ``dtype.storage``, raising :class:`DtypeError` unless every value is exact
+    (the manual's scalars, L1962–1979, hold values exactly; nothing is rounded silently).
 
     Integers must come as an integer array (or Python ints) inside ``dtype.min..dtype.max``; floats may come
     in any float or integer array whose values ``dtype`` holds exactly (NaN always, inf when ``has_inf``).
@@ -450,7 +452,8 @@ def as_storage(dtype: type[Scalar], values: npt.ArrayLike) -> npt.NDArray[Any]:
 
 
 def to_bits(dtype: type[Scalar], values: npt.ArrayLike) -> npt.NDArray[Any]:
-    """The bit pattern of each value as an unsigned integer array of ``dtype.bits_dtype``.
+    """The bit pattern of each value as an unsigned integer array of ``dtype.bits_dtype`` (fp8 layouts as
+    seed 000 defines them; integers two's complement, manual L1962–1979).
 
     Integers give their two's complement in ``image_bits`` bits (i4: 0..15), floats their IEEE-style layout.
 
@@ -465,7 +468,8 @@ def to_bits(dtype: type[Scalar], values: npt.ArrayLike) -> npt.NDArray[Any]:
 
 
 def from_bits(dtype: type[Scalar], bits: npt.ArrayLike) -> npt.NDArray[Any]:
-    """Values of ``dtype`` (in ``dtype.storage``) from their bit patterns; inverse of :func:`to_bits`.
+    """Values of ``dtype`` (in ``dtype.storage``) from their bit patterns; inverse of :func:`to_bits` (seed 000,
+    manual L1962–1979).
 
     Integers must be sign extensions in ``image_bits`` (for i5 and i9 the unused top bits must repeat the sign
     bit), else :class:`DtypeError`.
@@ -514,7 +518,8 @@ def to_bytes(dtype: type[Scalar], values: npt.ArrayLike) -> npt.NDArray[np.uint8
 
 
 def from_bytes(dtype: type[Scalar], raw: npt.ArrayLike, count: int | None = None) -> npt.NDArray[Any]:
-    """Decode ``count`` elements from the byte image ``raw`` (uint8); inverse of :func:`to_bytes`.
+    """Decode ``count`` elements from the byte image ``raw`` (uint8); inverse of :func:`to_bytes` (the byte
+    layout of a DM or HBM element, manual L1071–1093; 4-bit packing per docs/manual-notes.md "dtypes").
 
     ``raw`` must be exactly ``dtype.image_nbytes(count)`` bytes long; ``count=None`` takes all of it.  Returns
     a 1-D array of ``dtype.storage``.
@@ -714,6 +719,13 @@ def convert(
         r = np.where(nan, 0.0, r)
         return _int_overflow(r, d, overflow)
     f = _as_float(dst)
+    if src.kind == "float" and rounding == "nearest_even" and overflow == "inf" and f.has_inf:
+        # numpy's and ml_dtypes' float casts round once to nearest even and overflow to ±inf: the same
+        # bits as below, except for NaN payloads (made canonical below)
+        with np.errstate(over="ignore", invalid="ignore"):
+            if not np.isnan(arr).any():
+                out: npt.NDArray[Any] = arr.astype(f.storage)
+                return out
     x = _to_f64(arr)  # exact for every source type (i32 < 2**53, floats widen exactly)
     return _decode_bits_to_storage(_encode_float(x, f, rounding, overflow), f)
 
@@ -784,7 +796,8 @@ _VALUE_CACHE: dict[str, npt.NDArray[np.float64]] = {}
 
 
 def representable_values(dtype: type[FloatScalar]) -> npt.NDArray[np.float64]:
-    """Every finite value of a float type of at most 16 bits, sorted ascending, as float64 (one zero).
+    """Every finite value of a float type of at most 16 bits, sorted ascending, as float64 (one zero): the
+    exhaustive domain the fp8 and 16-bit formats of seed 000 and manual L1967–1979 allow.
 
     >>> v = representable_values(f8e4m3); v.size, float(v[0]), float(v[-1])
     (253, -448.0, 448.0)
@@ -800,6 +813,28 @@ def representable_values(dtype: type[FloatScalar]) -> npt.NDArray[np.float64]:
     return cached
 
 
+def _round_down(f: type[FloatScalar], u: npt.NDArray[np.float64], lowest: float) -> npt.NDArray[Any]:
+    """The largest value of ``f`` (at most 16 bits) not above each ``u``, but at least ``lowest`` (a value of
+    ``f``), never -0: the table lookup ``inside[searchsorted(inside, u) - 1]`` of :func:`random_values`, without
+    the search.  The cast to ``f`` gives one of the two neighbours of ``u``; the upper one steps down by one
+    bit pattern (the formats are sign-magnitude: a positive value's pattern decreases, a negative one's grows,
+    below zero comes the smallest negative subnormal)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        v = u.astype(f.storage)
+    bits = v.view(f.bits_dtype)
+    up = np.flatnonzero(_to_f64(v).reshape(-1) > u.reshape(-1))
+    flat = bits.reshape(-1)
+    b = flat[up].astype(np.int64)
+    above = _to_f64(v.reshape(-1)[up])
+    sign = 1 << (f.bits - 1)
+    flat[up] = np.where(above > 0, b - 1, np.where(above < 0, b + 1, sign | 1)).astype(f.bits_dtype)
+    flat[flat == sign] = 0  # -0 is +0 (the table holds +0 only)
+    low = int(_encode_float(np.array([lowest]), f, "nearest_even", "nan")[0])
+    np.copyto(bits, np.asarray(low, dtype=f.bits_dtype), where=u < lowest)  # floor(u) < lowest ⇔ u < lowest
+    out: npt.NDArray[Any] = bits.view(f.storage)
+    return out
+
+
 def random_values(
     dtype: type[Scalar],
     shape: int | tuple[int, ...],
@@ -808,7 +843,8 @@ def random_values(
     low: float | None = None,
     high: float | None = None,
 ) -> npt.NDArray[Any]:
-    """Random finite values of ``dtype`` in ``[low, high)`` as ``dtype.storage`` (for ``HostTensor.rand``).
+    """Random finite values of ``dtype`` in ``[low, high)`` as ``dtype.storage`` (for ``HostTensor.rand``,
+    manual L52, L192; the distribution is a simulator choice, docs/manual-notes.md "dtypes").
 
     Integers: uniform over ``[low, high)``; by default the whole range ``dtype.min..dtype.max`` inclusive.
     Floats: by default ``[-2, 2)`` so that kernels compare well; a uniform real in the range, rounded down to
@@ -842,8 +878,7 @@ def random_values(
         inside = table[(table >= flo) & (table < fhi)]
         if inside.size == 0:
             raise DtypeError(f"no {f!r} value lies in [{flo}, {fhi})")
-        idx = np.clip(np.searchsorted(inside, u, side="right") - 1, 0, inside.size - 1)
-        return as_storage(f, inside[idx])
+        return _round_down(f, u, float(inside[0]))
     v = u.astype(np.float32)
     v = np.where(v >= fhi, np.nextafter(v, np.float32(-np.inf)), v)
     v = np.where(v < flo, np.nextafter(v, np.float32(np.inf)), v)

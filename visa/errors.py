@@ -137,7 +137,8 @@ class IncompatibleShapesError(LayoutError):
 
 
 class HardwareLimitError(VisaError):
-    """A configuration exceeds a limit of the hardware profile (entries, sizes, packets, capacities)."""
+    """A configuration exceeds a limit of the hardware profile (entries, sizes, packets, capacities;
+    manual "Configuration Failures" L1628–1637, "Size Constraint" L1074–1093)."""
 
     code = "V400"
 
@@ -179,7 +180,8 @@ class UnsupportedFeatureError(VisaError):
 
 
 class PoisonError(VisaError):
-    """A result depends on memory that was never written, or on padding that was not masked."""
+    """A result depends on memory that was never written, or on padding that was not masked (the manual
+    leaves padding values unconstrained, L616–620, and masks them only on request, L1877–1935)."""
 
     code = "V800"
 

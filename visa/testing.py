@@ -18,7 +18,7 @@ from visa import dtypes as dt
 from visa.engines.common import StreamData, StreamLayout
 from visa.errors import LayoutError, PoisonError
 from visa.mapping import Mapping, pair_of
-from visa.mapping.evaluate import _axis_sizes
+from visa.mapping.evaluate import _axis_sizes, forward
 from visa.memory.images import store
 from visa.memory.tensors import DmTensor, VrfTensor, logical_axes
 
@@ -32,28 +32,46 @@ def level_coords(mappings: Sequence[Mapping]) -> tuple[dict[str, npt.NDArray[np.
     The result arrays have shape ``tuple(m.size for m in mappings)``; coordinates of one axis add across
     levels (the union of partial indices, manual L1152–1161).
     """
-    nd = len(mappings)
-    coords: dict[str, npt.NDArray[np.int64]] = {}
-    valid: npt.NDArray[np.bool_] = np.ones((1,) * nd, dtype=bool)
-    for k, mp in enumerate(mappings):
-        ev = mp.evaluate()
-        view = [1] * nd
-        view[k] = mp.size
-        valid = valid & ev.valid.reshape(view)
-        for axis, val in ev.coords.items():
-            c = np.where(ev.valid, val, 0).reshape(view)
-            coords[axis] = coords[axis] + c if axis in coords else c
     shape = tuple(m.size for m in mappings)
-    # an axis padded and split across levels (R # 32 / 8 in Slice, R # 32 % 8 in Packet) is valid only where
-    # the whole index is inside the axis: decide validity on the joint mapping
-    joint = pair_of(*mappings).evaluate() if nd else None
-    if joint is None:
-        return ({a: np.broadcast_to(c, shape) for a, c in coords.items()}, np.broadcast_to(valid, shape))
+    if not mappings:
+        return {}, np.broadcast_to(np.ones((), dtype=bool), shape)
+    # coordinates of one axis add across levels; an axis padded and split across levels (R # 32 / 8 in Slice,
+    # R # 32 % 8 in Packet) is valid only where the whole index is inside the axis: decide on the joint mapping
     # a composite cut by two levels (a left-padded B' = # 2 + B split as B' / 32 in Time and B' % 32 in Packet)
     # is decoded once, from the position its parts add up to: take the coordinates from the joint mapping too
-    jvalid = joint.valid.reshape(shape)
-    coords = {a: np.where(joint.valid, c, 0).reshape(shape) for a, c in joint.coords.items()}
-    return coords, np.broadcast_to(jvalid, shape)
+    joint = forward(pair_of(*mappings).canon, digits_shape=True)
+    jvalid = np.ascontiguousarray(joint.valid).reshape(shape)
+    out = {a: np.where(joint.valid, c, 0).reshape(shape) for a, c in joint.coords.items()}
+    return out, jvalid
+
+
+def _held_index(mappings: Sequence[Mapping], order: Sequence[str], sizes: dict[str, int]
+                ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64] | None, npt.NDArray[np.int64]]:
+    """Where a multi-level buffer holds an element, and which: :func:`level_coords` folded into the flat index
+    (C order over the axes ``order``) of the tensor element, computed over the joint mapping's digits.
+
+    Returns ``(valid, positions, index)``: ``valid`` has the levels' shape; when most positions hold an element,
+    ``positions`` is None and ``index`` has the levels' shape too (0 at padding); otherwise ``positions`` are the
+    flat positions that hold one and ``index`` their elements (a buffer that is mostly padding, a tensor in one
+    slice of 512, costs the size of the tensor).
+    """
+    shape = tuple(m.size for m in mappings)
+    canon = pair_of(*mappings).canon
+    joint = forward(canon, digits_shape=True)
+    valid = np.ascontiguousarray(joint.valid).reshape(shape)
+    count = int(np.count_nonzero(valid))
+    if 4 * count < valid.size:
+        positions = np.flatnonzero(valid)
+        joint = forward(canon, positions)
+    flat: npt.NDArray[np.int64] = np.zeros((), dtype=np.int64)
+    for a in order:
+        c = joint.coords.get(a)
+        flat = flat * sizes[a] + c if c is not None else flat * sizes[a]
+    if 4 * count < valid.size:
+        return valid, positions, np.broadcast_to(flat, positions.shape).astype(np.int64)
+    index = np.empty(joint.valid.shape, dtype=np.int64)
+    np.multiply(flat, joint.valid, out=index)  # 0 at padding
+    return valid, None, index.reshape(shape)
 
 
 def hold(array: npt.ArrayLike, dtype: type[dt.Scalar], mappings: Sequence[Mapping],
@@ -72,15 +90,20 @@ def hold(array: npt.ArrayLike, dtype: type[dt.Scalar], mappings: Sequence[Mappin
     if arr.shape != want:
         raise LayoutError(f"array shape {arr.shape} does not match axes {' '.join(order)} of sizes {want}",
                           call="hold")
-    coords, valid = level_coords(mappings)
-    idx = tuple(np.where(valid, coords[a], 0) if a in coords else 0 for a in order)
+    valid, positions, index = _held_index(mappings, order, sizes)
     if dtype.kind == "int":
         stored = dt.as_storage(dtype, arr)
     else:
         stored = np.asarray(arr).astype(dtype.storage)
-    values = stored[idx] if order else np.broadcast_to(stored, valid.shape)
-    values = np.where(valid, values, np.zeros((), dtype=values.dtype)).astype(dtype.storage)
-    return values, np.array(valid)
+    if positions is not None:  # mostly padding: write the elements into zeros
+        values = np.zeros(valid.size, dtype=stored.dtype)
+        values[positions] = np.ravel(stored)[index]
+        values = values.reshape(valid.shape)
+    else:
+        values = np.ravel(stored)[index] if order else np.array(np.broadcast_to(stored, valid.shape))
+        if not valid.all():
+            np.copyto(values, np.zeros((), dtype=values.dtype), where=~valid)
+    return values.astype(dtype.storage, copy=False), valid
 
 
 def place_dm(ctx: Any, array: npt.ArrayLike, dtype: type[dt.Scalar], chip: Mapping, cluster: Mapping,
@@ -160,17 +183,20 @@ def read_held(values: npt.NDArray[Any], known: npt.NDArray[np.bool_], dtype: typ
     for mp in mappings:
         sizes.update(_axis_sizes(mp.canon))
     shape = tuple(sizes[a] for a in order)
-    coords, valid = level_coords(mappings)
-    if not np.all(known[valid]):
+    valid, positions, flat = _held_index(mappings, order, sizes)
+    every = positions is None and bool(valid.all())
+    if every:
+        fv, vv, kv = flat.reshape(-1), np.reshape(values, -1), np.broadcast_to(known, valid.shape).reshape(-1)
+    elif positions is not None:
+        fv, vv, kv = flat, np.reshape(values, -1)[positions], np.broadcast_to(known, valid.shape).reshape(-1)[positions]
+    else:
+        fv, vv, kv = flat[valid], values[valid], np.broadcast_to(known, valid.shape)[valid]
+    if not np.all(kv):
         raise PoisonError(f"{int(np.count_nonzero(valid & ~known))} valid position(s) hold poison",
                           call="read_held")
-    flat = np.zeros(valid.shape, dtype=np.int64)
-    for a in order:
-        flat = flat * sizes[a] + (coords[a] if a in coords else 0)
     n = int(np.prod(shape)) if shape else 1
     out = np.zeros(n, dtype=values.dtype)
     seen = np.zeros(n, dtype=bool)
-    fv, vv = flat[valid], values[valid]
     out[fv] = vv
     seen[fv] = True
     back = out[fv]

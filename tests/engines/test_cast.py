@@ -1,7 +1,7 @@
 """Tests of the Cast Engine (manual "Cast Engine", L6756–6819; digest 3 §7, tests T50, T51, E20).
 
 The manual gives neither rounding nor overflow; the engine rounds floats to nearest-even (overflow to ±inf, or NaN
-for f8e4m3) and wraps integers (docs/notes/contraction.md).  Those choices are tested bit-exactly against
+for f8e4m3) and wraps integers (docs/manual-notes.md).  Those choices are tested bit-exactly against
 ``ml_dtypes``/numpy ``astype``, which make the same ones, on random bit patterns covering every exponent.
 """
 

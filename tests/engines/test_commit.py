@@ -23,7 +23,7 @@ from visa import RNGD, AxisSet, Context, DmTensor, bf16, f8e4m3, f32, i4, i8, i3
 from visa import dtypes as dt
 from visa.engines import collect as CO
 from visa.engines import commit as CM
-from visa.engines.common import StreamLayout
+from visa.engines.common import StreamData, StreamLayout
 from visa.errors import AddressError, AllocationError, HardwareLimitError, LayoutError, VisaError
 from visa.memory.images import load
 from visa.stream.stages import AccumulationTensor, CastTensor, CollectTensor, FetchTensor
@@ -378,3 +378,60 @@ def fetch_commit_identity(dtype: Any, nb: int, sizes: dict[str, int], order: lis
         raise AssertionError(f"{out_elem}: {err}") from err
     assert np.array_equal(out.logical(axes=names), x, equal_nan=True)
     assert np.array_equal(src.logical(axes=names), x, equal_nan=True)
+
+
+# ------------------------------------------------------------------------------------------------ regressions
+
+
+def test_odd_number_of_4bit_elements_per_row_keeps_the_last_one() -> None:
+    # R = 3 i4 per row in `R # 16`: element 2 shares byte 1 with the padding nibble 3, which the stream carries as
+    # padding (poison); the byte stays written (the padding holds no element), element 2 reads back
+    ax = AxisSet(A=4, R=3)
+    m = ax.m
+    ctx = new_ctx()
+    x = dt.random_values(i4, (4, 3), RNG)
+    out = stream(ctx.main, CastTensor, ax, i4, "A", "R # 64", x, axes="A R").commit(m["A, R # 16"], 0)
+    assert np.array_equal(out.logical(axes="A R"), x)
+    written = ctx.memory.chip(0).dm.written[0, 0, :32].reshape(4, 8)
+    assert written[:, :2].all() and not written[:, 2:].any()  # bytes of padding alone stay unwritten
+
+
+def test_poisoned_4bit_element_poisons_its_byte() -> None:
+    # a poisoned element (not padding) next to a known one: one written flag per byte, so both read as poison
+    ax = AxisSet(A=2, R=4)
+    m = ax.m
+    ctx = new_ctx()
+    layout = StreamLayout(i4, m["1"], m["1 # 2"], m["1 # 256"], m["A"], m["R # 64"])
+    levels = [layout.level(n) for n in ("Chip", "Cluster", "Slice", "Time", "Packet")]
+    values, known = hold(dt.random_values(i4, (2, 4), RNG), i4, levels, axes="A R")
+    known = known.copy()
+    known[0, 0, 0, 1, 3] = False  # element (A=1, R=3), high nibble of byte 1 of row 1
+    out = CastTensor(ctx.main, layout, StreamData(values, known)).commit(m["A, R # 16"], 0)
+    _, k = held_in_dm(ctx, out)
+    assert k[:4].all() and k[16:18].all() and not k[18:20].any()
+
+
+def test_one_element_tiles_commit_through_merged_padding() -> None:
+    # E = R = 1: `E # 8` in Time and `R # 8` in the written packet are padding-only loops; the Element's padding
+    # (one merged 64-position digit) takes them both, strides 8 and 1 (the write sequencer has no stride 0, L7775)
+    ax = AxisSet(O=2, E=1, R=1)
+    m = ax.m
+    cfg = plan(ax, i8, "O, E # 8", "R # 32", "O, E # 8, R # 8")
+    assert [str(e) for e in cfg.sequencer.entries] == ["2 : 64", "8 : 8", "8 : 1"]
+    ctx = new_ctx()
+    x = dt.random_values(i8, (2,), RNG)  # axes of size 1 are no axes of the tensor
+    out = stream(ctx.main, CastTensor, ax, i8, "O, E # 8", "R # 32", x, axes="O").commit(m["O, E # 8, R # 8"], 0)
+    assert np.array_equal(out.logical(axes="O"), x)
+
+
+def test_stream_validity_is_joint_whatever_was_cached_before() -> None:
+    # `1, [A, B] # 16 / 8` with A·B = 12 and `1, [A, B] / 8` with A·B = 16 are equivalent level by level, but
+    # jointly the first holds 12 elements and the second 16: a cache keyed by the levels gave one for the other
+    from visa.engines.fetch import stream_validity
+
+    full, padded = AxisSet(A=4, B=4).m, AxisSet(A=3, B=4).m
+    t16, p16 = full["1, [A, B] / 8"], full["[A, B] % 8"]
+    t12, p12 = padded["1, [A, B] # 16 / 8"], padded["[A, B] # 16 % 8"]
+    assert t16 == t12 and p16 == p12
+    assert stream_validity(t16, p16).all()
+    assert stream_validity(t12, p12).reshape(-1).tolist() == [True] * 12 + [False] * 4

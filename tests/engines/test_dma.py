@@ -2,7 +2,7 @@
 
 Every move is the identity on the tensor (L1162–1197): the test of a move is that the logical tensor comes
 back unchanged.  The manual's worked configurations and cycle figures are checked with their lines, with the
-typos corrected as docs/notes/dma.md explains.
+typos corrected as docs/manual-notes.md explains.
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def test_d4_example1_hbm_to_hbm_l2608() -> None:
     assert str(p.write) == "[8 : 256, 8 : 2048, 256 : 1] : 256 @ 16384"  # L2622
     # "approximately 128 cycles (64 read requests + 64 write requests) plus ~500" (L2630); the engine moves a
     # 256-byte read and write per cycle as D3 on the same page counts (L2577-2581, L2596), and HBM has
-    # separate read and write bandwidth (L2602): 64 + 500 (docs/notes/dma.md)
+    # separate read and write bandwidth (L2602): 64 + 500 (docs/manual-notes.md)
     assert cycles(p).total == 500 + 64
 
 

@@ -197,7 +197,7 @@ def test_sw10_custom_partial_extraction_ring_4_cycles_128_L3420_L3458() -> None:
     p = S.plan(RNGD, dt.i8, m["A, B"], m["C"], m["D, E"], m["A, B / 4, X"], m["C, B % 4 = 3"],
                SwitchConfig.CustomBroadcast(ring_size=4))
     # ring_size × input_time × cycles_per_packet with ring 4 (not 3): L3447–3449 writes "4 × 8 × 2 = 128", but
-    # the product of its own terms is 64 (i8 [D, E] = 64 bytes = 2 flits); the formula wins (docs/notes/contraction.md)
+    # the product of its own terms is 64 (i8 [D, E] = 64 bytes = 2 flits); the formula wins (docs/manual-notes.md)
     assert (p.ring_size, p.in_time, p.flits_per_packet) == (4, 8, 2)
     assert S.cycles(p) == 4 * 8 * 2 == 64
     assert [p.bitmap(o) for o in (0, 1, 2, 3, 4)] == [(0, 1, 2)] * 4 + [(4, 5, 6)]

@@ -5,7 +5,7 @@ Vector Engine) to i4/i8/i16 or f8e5m2/f8e4m3/f16/bf16 (L6774–6779).  The input
 (``P # (32 / sizeof(D1))``); each element is converted and the result is padded back to one flit
 (``P # (32 / sizeof(D2))``); Time passes through (L6780–6784).
 
-Rounding and overflow are not in the manual; this engine (docs/notes/contraction.md, "Cast Engine"):
+Rounding and overflow are not in the manual; this engine (docs/manual-notes.md, "Cast Engine"):
 
 - **floats** round to nearest, ties to even, once from the exact f32 value; a value whose rounded magnitude
   exceeds the target's largest finite value becomes ±inf (bf16, f16, f8e5m2) or NaN (f8e4m3, which has no
@@ -27,18 +27,18 @@ The padding the engine adds is poison (``#``: arbitrary values, L3771); the Comm
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
 
 from visa import dtypes as dt
+from visa.engines.cache import cached
 from visa.engines.common import StreamData
-from visa.errors import DtypeError, HardwareLimitError, LayoutError
+from visa.errors import DtypeError, HardwareLimitError, LayoutError, TypestateError
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping
 
-__all__ = ["CastPlan", "plan", "execute", "cycles", "report_details", "overflow_mode", "ROUNDING"]
+__all__ = ["CastPlan", "plan", "check_context", "execute", "cycles", "report_details", "overflow_mode", "ROUNDING"]
 
 CALL = "cast"
 
@@ -83,6 +83,15 @@ def report_details(plan: CastPlan) -> tuple[tuple[str, object], ...]:
             ("rounding", plan.rounding), ("overflow", plan.overflow))
 
 
+def check_context(hw: HardwareProfile, context: str) -> None:
+    """Refuse the Cast Engine in the sub context (``"main"``/``"sub"``): the sub context has no compute engines
+    (L3046–3051) and its commits follow fetch only (L2337).  Pure (the stream and the mypy plugin call it)."""
+    if context == "sub" and hw.commit.sub_follows_fetch_only:
+        raise TypestateError(
+            "the sub context has no compute engines (L3046–3051) and its commits follow fetch only, never the "
+            "Cast Engine (manual L2337)", call=CALL, level="Packet", fix="cast on ctx.main")
+
+
 def plan(hw: HardwareProfile, src: type[dt.Scalar], dst: type[dt.Scalar], in_packet: Mapping, out_packet: Mapping,
          time: Mapping) -> CastPlan:
     """``cast::<D2, OutPacket>()`` of a ``src`` stream ``[time, in_packet]``: the configuration, or the refusal.
@@ -94,7 +103,7 @@ def plan(hw: HardwareProfile, src: type[dt.Scalar], dst: type[dt.Scalar], in_pac
     return _plan(hw, src, dst, in_packet, out_packet, time.size)
 
 
-@functools.lru_cache(maxsize=256)
+@cached(256)
 def _plan(hw: HardwareProfile, src: type[dt.Scalar], dst: type[dt.Scalar], in_packet: Mapping, out_packet: Mapping,
           time: int) -> CastPlan:
     refusal = hw.cast_refusal(src.name, dst.name)

@@ -28,7 +28,6 @@ are the tensor handles' rules (L1088–1090).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -36,12 +35,14 @@ import numpy as np
 import numpy.typing as npt
 
 from visa import dtypes as dt
+from visa.engines.cache import cached
 from visa.engines.common import StreamData
-from visa.engines.fetch import enabled_units, unwrite
+from visa.engines.fetch import stream_validity
 from visa.errors import HardwareLimitError, LayoutError
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping, pair_of
-from visa.memory.images import DenseImage, store
+from visa.memory.images import DenseImage, store_nest, store_stream
+from visa.memory.units import enabled_units
 
 __all__ = ["CollectConfig", "RegisterLoadConfig", "normalise", "plan", "execute", "cycles", "plan_trf",
            "plan_vrf", "execute_load", "load_cycles"]
@@ -108,7 +109,7 @@ def plan(hw: HardwareProfile, dtype: type[dt.Scalar], time: Mapping, packet: Map
     return _plan(hw, dtype, time, packet, time2, packet2)
 
 
-@functools.lru_cache(maxsize=512)
+@cached(512)
 def _plan(hw: HardwareProfile, dtype: type[dt.Scalar], time: Mapping, packet: Mapping, time2: Mapping,
           packet2: Mapping) -> CollectConfig:
     call = "collect"
@@ -212,7 +213,7 @@ def plan_trf(hw: HardwareProfile, dtype: type[dt.Scalar], time: Mapping, packet:
     return _plan_trf(hw, dtype, time, packet, row, element, address)
 
 
-@functools.lru_cache(maxsize=256)
+@cached(256)
 def _plan_trf(hw: HardwareProfile, dtype: type[dt.Scalar], time: Mapping, packet: Mapping, row: Mapping,
               element: Mapping, address: str) -> RegisterLoadConfig:
     call = "to_trf"
@@ -235,7 +236,7 @@ def plan_vrf(hw: HardwareProfile, dtype: type[dt.Scalar], time: Mapping, packet:
     return _plan_vrf(hw, dtype, time, packet, element, int(address))
 
 
-@functools.lru_cache(maxsize=256)
+@cached(256)
 def _plan_vrf(hw: HardwareProfile, dtype: type[dt.Scalar], time: Mapping, packet: Mapping, element: Mapping,
               address: int) -> RegisterLoadConfig:
     call = "to_vrf"
@@ -264,15 +265,20 @@ def execute_load(cfg: RegisterLoadConfig, data: StreamData, images: Sequence[Den
     rows = cfg.row.size if cfg.row is not None else 1
     flat_v = vals.reshape(n_chip, n_cl * n_sl * rows, e)
     flat_k = known.reshape(n_chip, n_cl * n_sl * rows, e)
-    bits = bit_base + np.arange(e, dtype=np.int64) * cfg.dtype.image_bits
+    loops = ((e, 1),)  # element j of a row at bit_base + j · image_bits
+    bits: npt.NDArray[np.int64] | None = None
     for c, img in enumerate(images):
-        enabled = np.ones(img.data.shape[:-1], dtype=bool)
+        enabled = np.ones(img.lead_shape, dtype=bool)
         if cfg.memory == "trf":
             enabled[:, :, rows:] = False  # Row r is bank row r (L4114-4148)
         target = enabled_units(img, enabled)
         v, k = flat_v[c], flat_k[c]
-        store(cfg.dtype, target, bits, np.where(k, v, np.zeros((), dtype=v.dtype)))
-        unwrite(target, bits, ~k, cfg.dtype)
+        if store_nest(cfg.dtype, target, bit_base, loops, v, k):
+            continue
+        if bits is None:
+            bits = bit_base + np.arange(e, dtype=np.int64) * cfg.dtype.image_bits
+        held = stream_validity(cfg.time, cfg.packet).reshape(rows, e)  # stream padding holds no element
+        store_stream(cfg.dtype, target, bits, v, k, np.broadcast_to(held, (n_cl * n_sl, rows, e)).reshape(-1, e))
 
 
 def load_cycles(cfg: RegisterLoadConfig) -> int:

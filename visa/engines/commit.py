@@ -30,8 +30,8 @@ DM writes of one slice: ``Time::SIZE × commit_in_size / commit_size``.
 
 from __future__ import annotations
 
-import functools
 import math
+from collections.abc import Mapping as AbcMapping
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -39,16 +39,18 @@ import numpy as np
 import numpy.typing as npt
 
 from visa import dtypes as dt
+from visa.engines.cache import cached
 from visa.engines.common import StreamData
-from visa.engines.fetch import CONTEXTS, enabled_units, stream_validity, unwrite
+from visa.engines.fetch import CONTEXTS, stream_validity
 from visa.errors import AddressError, HardwareLimitError, LayoutError, VisaError
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping, pair_of
 from visa.mapping import canon as C
 from visa.mapping.sequencer import Entry, SequencerConfig, derive
-from visa.memory.images import DenseImage, store
+from visa.memory.images import DenseImage, store_nest, store_stream
+from visa.memory.units import enabled_units
 
-__all__ = ["CommitConfig", "plan", "execute", "cycles", "SUB_COMMIT_AFTER"]
+__all__ = ["CommitConfig", "plan", "check_view", "execute", "cycles", "SUB_COMMIT_AFTER"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -141,7 +143,23 @@ def plan(hw: HardwareProfile, dtype: type[dt.Scalar], chip: Mapping, cluster: Ma
     return _plan(hw, dtype, chip, cluster, slice_, time, packet, element, context, tuple(after), region)
 
 
-@functools.lru_cache(maxsize=512)
+def check_view(dtype: type[dt.Scalar], chip: Mapping, cluster: Mapping, slice_: Mapping, view_dtype: type[dt.Scalar],
+               view_levels: AbcMapping[str, Mapping]) -> None:
+    """``commit_view``'s own rules (L2159–2163): the DM view holds the stream's dtype and has its Chip, Cluster
+    and Slice mappings (``view_levels``: the view's ``Chip``, ``Cluster``, ``Slice``, ``Element``).  Pure (the
+    stream and the mypy plugin call it; :func:`plan` with ``region`` checks the writes)."""
+    call = "commit_view"
+    if view_dtype is not dtype:
+        raise LayoutError(f"the view holds {view_dtype!r} but the stream carries {dtype!r}", call=call,
+                          level="Element", mapping=repr(view_levels["Element"]), fix="cast the stream first")
+    for level, mine in (("Chip", chip), ("Cluster", cluster), ("Slice", slice_)):
+        if view_levels[level] != mine:
+            raise LayoutError(f"the view's {level} {view_levels[level]!r} differs from the stream's {mine!r}",
+                              call=call, level=level, mapping=repr(mine),
+                              axis=", ".join(sorted(mine.axes)) or None, fix="commit with the stream's layout")
+
+
+@cached(512)
 def _plan(hw: HardwareProfile, dtype: type[dt.Scalar], chip: Mapping, cluster: Mapping, slice_: Mapping,
           time: Mapping, packet: Mapping, element: Mapping, context: str, after: tuple[str, ...],
           region: tuple[Mapping, int] | None) -> CommitConfig:
@@ -245,7 +263,8 @@ def _padding_strides(seq: SequencerConfig, time: Mapping, written: Mapping, elem
 
     The algebra reads such a digit (``E # 16`` with ``E = 1``) with stride 0, which is harmless for a read; a
     write needs a non-zero stride (L7775) and must put that padding into the Element's own padding.  The
-    Element's pure-padding digits are the candidates, tried from the innermost; the address checks decide.
+    Element's pure-padding digits are the candidates, tried from the innermost: a digit no entry steps through
+    yet, else one with room left after the loops already in it (:func:`_pad_room`); the address checks decide.
     """
     if all(e.stride != 0 for e in seq.entries):
         return seq
@@ -259,7 +278,7 @@ def _padding_strides(seq: SequencerConfig, time: Mapping, written: Mapping, elem
     for d in reversed(element.canon):
         weights.append((w, d))
         w *= d.size
-    pads = [wt for wt, d in weights if isinstance(d, C.Dim) and d.atom is None]
+    pads = [(wt, d.size) for wt, d in weights if isinstance(d, C.Dim) and d.atom is None]
     entries = list(seq.entries)
     inner = 1
     for k in range(len(entries) - 1, -1, -1):
@@ -267,11 +286,23 @@ def _padding_strides(seq: SequencerConfig, time: Mapping, written: Mapping, elem
         if e.stride == 0 and e.size > 1:
             idx = (pos // inner) % e.size
             if not (valid & (idx >= 1)).any():
-                free = [wt for wt in pads if all(x.stride != wt for x in entries)]
-                if free:
-                    entries[k] = Entry(e.size, free[0], e.packet)
+                free = [wt for wt, _ in pads if all(x.stride != wt for x in entries)]
+                shared = [c for c in (_pad_room(wt, size, e.size, entries) for wt, size in pads) if c]
+                if free or shared:
+                    entries[k] = Entry(e.size, free[0] if free else shared[0], e.packet)
         inner *= e.size
     return SequencerConfig(tuple(entries), seq.packet_size, seq.base, seq.raw)
+
+
+def _pad_room(weight: int, size: int, n: int, entries: Sequence[Entry]) -> int:
+    """The stride at which ``n`` more positions fit in the Element's padding digit ``(weight, size)`` after the
+    entries already stepping through it (strides ``weight``, ``weight · n1``, ...: one digit split into loops,
+    innermost first), or 0 if they do not fit.  Merged padding (``E # 8, R # 8`` of one-element axes is one
+    64-position digit) serves several padding-only loops this way."""
+    used = 1
+    while any(x.stride == weight * used and x.size > 1 for x in entries):
+        used *= next(x.size for x in entries if x.stride == weight * used and x.size > 1)
+    return weight * used if used > 1 and used * n <= size else 0
 
 
 def _bitmaps(chip: Mapping, cluster: Mapping, slice_: Mapping) -> tuple[int, ...]:
@@ -382,7 +413,7 @@ def _last_writes(addr: IntArray) -> IntArray:
     return out
 
 
-@functools.lru_cache(maxsize=32)
+@cached(32)
 def _static(cfg: CommitConfig) -> tuple[IntArray, IntArray, BoolArray]:
     addr = cfg.sequencer.addresses().astype(np.int64)
     keep = _last_writes(addr)
@@ -408,21 +439,29 @@ def execute(cfg: CommitConfig, data: StreamData, images: Sequence[DenseImage], b
     """
     addr, pos, enabled = _static(cfg)
     bits = bit_base + addr * cfg.dtype.image_bits
+    seq, n = cfg.sequencer, cfg.written.size
+    loops = tuple((e.size, e.stride) for e in seq.entries)
     for c, img in enumerate(images):
         on = enabled[c]
         if not on.any():
             continue
+        target = enabled_units(img, on)
         flat_v = data.values[c].reshape(on.size, -1)
         flat_k = data.known[c].reshape(on.size, -1)
+        if pos.size == seq.stream_size:  # every write lands on its own address: the loops run as they are
+            sel = slice(None) if on.all() else on.reshape(-1)
+            per_v = flat_v[sel].reshape(-1, cfg.time.size, cfg.packet.size)[..., :n]
+            per_k = flat_k[sel].reshape(-1, cfg.time.size, cfg.packet.size)[..., :n]
+            if store_nest(cfg.dtype, target, bit_base + seq.base * cfg.dtype.image_bits, loops, per_v, per_k):
+                continue
         if not on.all():
             flat_v, flat_k = flat_v[on.reshape(-1)], flat_k[on.reshape(-1)]
         if pos.size == flat_v.shape[1] and _is_identity(pos):
             vals, known = flat_v, flat_k  # every position written once, in stream order
         else:
             vals, known = flat_v[:, pos], flat_k[:, pos]
-        target = enabled_units(img, on)
-        store(cfg.dtype, target, bits, np.where(known, vals, np.zeros((), dtype=vals.dtype)))
-        unwrite(target, bits, ~known, cfg.dtype)
+        held = stream_validity(cfg.time, cfg.packet).reshape(-1)[pos]  # stream padding holds no element
+        store_stream(cfg.dtype, target, bits, vals, known, held)
 
 
 def _is_identity(pos: IntArray) -> bool:

@@ -30,9 +30,9 @@ packet is poison (unknown) unless the masking stage writes ``pad_value`` there.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable, Sequence
+from collections.abc import Mapping as AbcMapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -40,8 +40,10 @@ import numpy as np
 import numpy.typing as npt
 
 from visa import dtypes as dt
+from visa.engines.cache import cached
 from visa.engines.common import StreamData
 from visa.errors import (
+    AddressError,
     DtypeError,
     HardwareLimitError,
     LayoutError,
@@ -52,11 +54,13 @@ from visa.errors import (
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping, pair_of
 from visa.mapping import canon as C
+from visa.mapping.evaluate import forward
 from visa.mapping.sequencer import SequencerConfig, derive, stream_items
-from visa.memory.images import DenseImage, load
+from visa.memory.images import DenseImage, load, load_nest
+from visa.memory.units import UnitSelection, enabled_units, unwrite
 
-__all__ = ["FetchConfig", "MaskConfig", "LookupTable", "plan", "execute", "cycles", "stream_validity",
-           "CONTEXTS", "UnitSelection", "unwrite"]
+__all__ = ["FetchConfig", "MaskConfig", "LookupTable", "plan", "plan_interleave", "view_bit_base", "execute", "cycles",
+           "stream_validity", "CONTEXTS", "UnitSelection", "unwrite"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -270,7 +274,45 @@ def plan(hw: HardwareProfile, src: type[dt.Scalar], dst: type[dt.Scalar], chip: 
                  None if zero_points is None else tuple(int(z) for z in zero_points))
 
 
-@functools.lru_cache(maxsize=512)
+def plan_interleave(hw: HardwareProfile, axis: Mapping, lhs: tuple[type[dt.Scalar], AbcMapping[str, Mapping]],
+                    rhs: tuple[type[dt.Scalar], AbcMapping[str, Mapping]]) -> None:
+    """``begin_interleaved::<I, …>(lhs, rhs)``'s rules (L1843–1868): the axis ``I`` has size
+    ``max_interleaved`` (at most two tensors, L1850) and the two tensors have identical dtypes and mappings
+    (L1845).  ``lhs``/``rhs`` are ``(dtype, {"Chip", "Cluster", "Slice", "Element": mapping})`` of the views.
+    Pure (the stream and the mypy plugin call it)."""
+    call = "begin_interleaved"
+    max_n = hw.fetch.max_interleaved
+    if axis.size != max_n:
+        raise LayoutError(f"the interleave axis {axis!r} must have size {max_n}: at most two tensors are "
+                          "interleaved in one fetch (manual L1850)", call=call, level="Time",
+                          mapping=repr(axis), axis=", ".join(sorted(axis.axes)) or None,
+                          fix="declare the interleave axis with size 2, e.g. axes(I=2)")
+    (da, a), (db, b) = lhs, rhs
+    for level in ("Chip", "Cluster", "Slice"):
+        if a[level] != b[level]:
+            raise LayoutError(f"interleaved tensors need identical mappings; {level} differs: "
+                              f"{a[level]!r} vs {b[level]!r} (manual L1845)", call=call,
+                              level=level, mapping=repr(b[level]))
+    if a["Element"] != b["Element"] or da is not db:
+        raise LayoutError(f"interleaved tensors need identical dtypes and mappings; got {da!r} Element "
+                          f"{a['Element']!r} and {db!r} Element {b['Element']!r} (manual L1845)", call=call,
+                          level="Element", mapping=repr(b["Element"]))
+
+
+def view_bit_base(hw: HardwareProfile, dtype: type[dt.Scalar], address: int, offset: int, element: Mapping) -> int:
+    """The bit address the Fetch Engine starts a view at: the base tensor's byte ``address`` plus ``offset``
+    elements of ``dtype``; refused unless it is on an ``address_align_bytes`` boundary (L1756).  Pure (the
+    stream and the mypy plugin call it)."""
+    align = hw.fetch.address_align_bytes
+    bits = address * 8 + offset * dtype.image_bits
+    if bits % (8 * align):
+        raise AddressError(f"the view starts at bit {bits}, not on a {align}-byte boundary: fetch addresses "
+                           f"are {align}-byte aligned (manual L1756)", call="fetch sequencer", level="Element",
+                           mapping=repr(element), fix="start the tile on a whole byte")
+    return bits
+
+
+@cached(512)
 def _plan(hw: HardwareProfile, src: type[dt.Scalar], dst: type[dt.Scalar], chip: Mapping, cluster: Mapping,
           slice_: Mapping, element: Mapping, time: Mapping, packet: Mapping, context: str,
           interleave: Mapping | None, table: tuple[type[dt.Scalar], type[dt.Scalar]] | None,
@@ -517,80 +559,22 @@ def _mask(hw: HardwareProfile, src: type[dt.Scalar], time: Mapping, packet: Mapp
 # ------------------------------------------------------------------------------------------------ execute
 
 
-class UnitSelection(DenseImage):
-    """Some units of a dense image (the enabled ``(cluster, slice)`` pairs of a DM image, the ``(cluster,
-    slice, row)`` of the TRF) seen as an image of shape ``(n, nbytes)``.
-
-    Engines move data only through this view: it gathers and scatters the enabled units only, and with flat
-    (one-dimensional) byte indices, which numpy handles an order of magnitude faster than an index on the last
-    axis of a three-dimensional image.
-    """
-
-    __slots__ = ("base", "offsets")
-
-    def __init__(self, base: DenseImage, enabled: BoolArray) -> None:  # noqa: D107
-        self.base = base
-        self.name = base.name
-        units = np.flatnonzero(np.broadcast_to(enabled, base.data.shape[:-1]))
-        self.offsets: IntArray = units.astype(np.int64) * base.nbytes
-
-    @property
-    def nbytes(self) -> int:
-        return self.base.nbytes
-
-    def _flat(self, byte_index: IntArray) -> IntArray:
-        self._check(byte_index)
-        out: IntArray = self.offsets[:, None] + np.asarray(byte_index, dtype=np.int64).reshape(1, -1)
-        return out
-
-    def gather(self, byte_index: IntArray) -> tuple[npt.NDArray[np.uint8], BoolArray]:
-        idx = self._flat(byte_index)
-        return self.base.data.reshape(-1)[idx], self.base.written.reshape(-1)[idx]
-
-    def scatter(self, byte_index: IntArray, values: npt.NDArray[np.uint8], mask: BoolArray | None = None) -> None:
-        idx = self._flat(byte_index)
-        vals = np.broadcast_to(values, idx.shape)
-        data, written = self.base.data.reshape(-1), self.base.written.reshape(-1)
-        if mask is None:
-            data[idx] = vals
-            written[idx] = True
-            return
-        sel = np.broadcast_to(mask, idx.shape)
-        data[idx[sel]] = vals[sel]
-        written[idx[sel]] = True
-
-    def unwrite(self, byte_index: IntArray, where: BoolArray) -> None:
-        """Mark the bytes ``byte_index`` of the units where ``where`` (``(n, len)``) as never written."""
-        idx = self._flat(byte_index)
-        self.base.written.reshape(-1)[idx[np.broadcast_to(where, idx.shape)]] = False
-
-
-def unwrite(image: UnitSelection, bits: IntArray, where: BoolArray, dtype: type[dt.Scalar]) -> None:
-    """Poison the elements at bit offsets ``bits`` where ``where`` (``(units, len(bits))``): their bytes read
-    back as never written (a 4-bit element poisons its whole byte)."""
-    if not where.any():
-        return
-    first = bits >> 3
-    for b in range(max(1, dtype.image_bits // 8)):
-        image.unwrite(first + b, where)
-
-
-def enabled_units(image: DenseImage, enabled: BoolArray) -> UnitSelection:
-    """The :class:`UnitSelection` of ``image``'s units where ``enabled`` (the image's leading shape)."""
-    return UnitSelection(image, enabled)
-
-
-@functools.lru_cache(maxsize=64)
 def stream_validity(time: Mapping, packet: Mapping) -> BoolArray:
     """``(Time::SIZE, Packet::SIZE)``: True where the stream holds an element (jointly: composite axes cut by
     both levels, such as ``B' / 32`` and ``B' % 32``, decide their padding together)."""
-    ev = pair_of(time, packet).evaluate()
-    out: BoolArray = np.asarray(ev.valid, dtype=bool).reshape(time.size, packet.size)
+    return _joint_validity(pair_of(time, packet).canon, time.size, packet.size)
+
+
+@cached(64)
+def _joint_validity(joint: C.Canon, n_time: int, n_packet: int) -> BoolArray:
+    # Cached by the joint mapping's canonical form, not by (time, packet): two pairs of equivalent mappings
+    # (``==``, each level alone) can hold different elements jointly (``[A, B] # 16 / 8`` and ``[A, B] / 8``).
+    out: BoolArray = np.asarray(forward(joint).valid, dtype=bool).reshape(n_time, n_packet)
     out.flags.writeable = False
     return out
 
 
-@functools.lru_cache(maxsize=32)
+@cached(32)
 def _static(cfg: FetchConfig) -> tuple[IntArray, IntArray, BoolArray, BoolArray | None, IntArray | None]:
     """Per stream position: tensor selector, element offset, validity, mask; per time step: tensor selector."""
     addr = cfg.sequencer.addresses().astype(np.int64)
@@ -629,39 +613,54 @@ def execute(cfg: FetchConfig, images: Sequence[DenseImage], bit_bases: Sequence[
     sel, off, valid, mask, tsel = _static(cfg)
     src = cfg.src
     bases = np.asarray(list(bit_bases), dtype=np.int64)
-    bits = bases[sel] + off * src.image_bits
-    limit = 8 * images[0].nbytes if images else 0
-    inside = (bits >= 0) & (bits + src.image_bits <= limit)
-    bits = np.where(inside, bits, 0)
+    nest = _nest(cfg, bases)
     lv = _level_valid(cfg)
     n_t, n_p = cfg.time.size, cfg.packet.size
     shape = (len(images), cfg.cluster.size, cfg.slice.size, n_t * n_p)
     values = np.zeros(shape, dtype=src.storage)
     known = np.zeros(shape, dtype=bool)
+    bits: IntArray | None = None
+    stream_ok = valid
     for c, img in enumerate(images):
         if not lv[c].any():
             continue
         # only the slices that hold data are read: the others' stream is poison whatever they hold
-        v, k = load(src, enabled_units(img, lv[c]), bits)
-        if lv[c].all():
-            values[c] = v.reshape(values[c].shape)
-            known[c] = k.reshape(known[c].shape) & (valid & inside)[None, None, :]
-        else:
-            values[c][lv[c]] = v
-            known[c][lv[c]] = k & (valid & inside)[None, :]
+        units = enabled_units(img, lv[c])
+        span = units.span  # the slices read, as a range of this chip's (cluster, slice) positions
+        out = None if span is None else (values[c].reshape(-1, n_t * n_p)[span],
+                                         known[c].reshape(-1, n_t * n_p)[span])
+        got = None if nest is None else load_nest(src, units, nest[0], nest[1], out)
+        in_place = got is not None and out is not None
+        if got is None:  # the general path: one address per stream position, reads outside the slice poison
+            if bits is None:
+                bits = bases[sel] + off * src.image_bits
+                limit = 8 * img.nbytes
+                inside = (bits >= 0) & (bits + src.image_bits <= limit)
+                bits = np.where(inside, bits, 0)
+                stream_ok = valid & inside
+            got = load(src, units, bits)
+        v, k = got[0].reshape(units.count, -1), got[1].reshape(units.count, -1)
+        if not stream_ok.all():
+            k &= stream_ok[None, :]
+        if not k.all():
+            np.copyto(v, np.zeros((), dtype=src.storage), where=~k)  # poison reads as 0
+        if in_place:
+            continue  # read straight into the stream
+        values[c][lv[c]] = v
+        known[c][lv[c]] = k
     # -- masking (L1877-1935): the masked padding becomes pad_value, known ----------------------------------
     if mask is not None and cfg.mask is not None:
-        values = np.where(mask, np.asarray(cfg.mask.pad_value).astype(src.storage), values)
-        known = known | mask
-    values = np.where(known, values, np.zeros((), dtype=src.storage))
+        np.copyto(values, np.asarray(cfg.mask.pad_value).astype(src.storage), where=mask)
+        known |= mask
     cur: type[dt.Scalar] = src
     # -- table indexing (L1936-1959) ------------------------------------------------------------------------
     if cfg.table is not None:
         if table is None:
             raise VisaError("the configuration indexes a table but none was given", call="fetch table indexing")
         values = table.lookup(values)
+        values = np.where(known, values, np.zeros((), dtype=values.dtype))  # poison stays 0
         cur = table.dout
-    # -- type casting (L1960-2021) ---------------------------------------------------------------------------
+    # -- type casting (L1960-2021): 0 casts to 0, so poison stays 0 ------------------------------------------
     if cfg.cast is not None:
         try:
             values = dt.convert(values, cur, cfg.dst)
@@ -672,9 +671,20 @@ def execute(cfg: FetchConfig, images: Sequence[DenseImage], bit_bases: Sequence[
     # -- zero-point subtraction (L2022-2049) -----------------------------------------------------------------
     if cfg.zero_points:
         values = _subtract(values, known, cfg, tsel)
-    values = np.where(known, values, np.zeros((), dtype=cfg.dst.storage)).astype(cfg.dst.storage)
+    values = values.astype(cfg.dst.storage, copy=False)
     out_shape = (len(images), cfg.cluster.size, cfg.slice.size, n_t, n_p)
     return StreamData(values.reshape(out_shape), known.reshape(out_shape))
+
+
+def _nest(cfg: FetchConfig, bases: IntArray) -> tuple[int, tuple[tuple[int, int], ...]] | None:
+    """``(bit base, loops)`` of the derived sequencer over the slice's bits, when its addresses are that loop
+    nest: one tensor, or an interleaved pair whose second tensor follows the first (then the buffer
+    ``[I, Element]`` is the bytes themselves).  None otherwise."""
+    seq = cfg.sequencer
+    if len(bases) > 1 and any(int(b) != int(bases[0]) + k * cfg.element.size * cfg.src.image_bits
+                              for k, b in enumerate(bases.tolist())):
+        return None
+    return int(bases[0]) + seq.base * cfg.src.image_bits, tuple((e.size, e.stride) for e in seq.entries)
 
 
 def _subtract(values: npt.NDArray[Any], known: BoolArray, cfg: FetchConfig, tsel: IntArray | None) -> npt.NDArray[Any]:

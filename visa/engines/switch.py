@@ -27,7 +27,6 @@ call, L3120–3138) is :func:`forwarding`: ring size 1.
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -36,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from visa import dtypes as dt
+from visa.engines.cache import cached
 from visa.engines.common import StreamData
 from visa.errors import (
     HardwareLimitError,
@@ -243,7 +243,7 @@ def _digit_values(digits: tuple[Digit, ...], n: int) -> list[IntArray]:
     return out
 
 
-@functools.lru_cache(maxsize=128)
+@cached(128)
 def routes(plan: SwitchPlan) -> tuple[IntArray, IntArray]:
     """Where every output packet comes from: ``(source_slice, source_time)``, both of shape
     ``(slices, out_time)`` (read-only).  Output slice ``o``, time step ``t`` outputs the packet that input
@@ -309,7 +309,7 @@ def plan(hw: HardwareProfile, dtype: type[dt.Scalar], slice_: Mapping, time: Map
     return _plan(hw.switch, dtype, slice_, time, packet, slice2, time2, config)
 
 
-@functools.lru_cache(maxsize=256)
+@cached(256)
 def _plan(sw: SwitchEngine, dtype: type[dt.Scalar], slice_: Mapping, time: Mapping, packet: Mapping,
           slice2: Mapping, time2: Mapping, config: SwitchConfig) -> SwitchPlan:
     for name, mp in (("input Slice", slice_), ("Slice2", slice2)):

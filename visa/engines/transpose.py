@@ -30,7 +30,6 @@ buffering formula (L6887–6912).
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,12 +37,13 @@ import numpy as np
 import numpy.typing as npt
 
 from visa import dtypes as dt
+from visa.engines.cache import cached
 from visa.engines.common import StreamData
-from visa.errors import HardwareLimitError, IncompatibleShapesError, UnsupportedFeatureError
+from visa.errors import HardwareLimitError, IncompatibleShapesError, TypestateError, UnsupportedFeatureError
 from visa.hw import HardwareProfile, TransposeEngine
 from visa.mapping import Mapping
 
-__all__ = ["TransposeConfig", "plan", "execute", "cycles", "source_index", "report_details"]
+__all__ = ["TransposeConfig", "plan", "check_context", "execute", "cycles", "source_index", "report_details"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -189,6 +189,16 @@ def execute(config: TransposeConfig, data: StreamData) -> StreamData:
 # ------------------------------------------------------------------------------------------------ planning
 
 
+def check_context(hw: HardwareProfile, context: str) -> None:
+    """Refuse the Transpose Engine in the sub context (``"main"``/``"sub"``): the sub context has no compute
+    engines (L3046–3051) and its commits follow fetch only (L2337).  Pure (the stream and the mypy plugin call it)."""
+    if context == "sub" and hw.commit.sub_follows_fetch_only:
+        raise TypestateError(
+            "the sub context has no compute engines (L3046–3051) and its commits follow fetch only, never the "
+            "Cast or Transpose Engine (manual L2337)", call="transpose", level="Time",
+            fix="transpose on ctx.main")
+
+
 def plan(hw: HardwareProfile, dtype: type[dt.Scalar], in_time: Mapping, in_packet: Mapping, out_time: Mapping,
          out_packet: Mapping) -> TransposeConfig:
     """``transpose::<OutTime, OutPacket>()`` of a ``dtype`` stream ``[in_time, in_packet]``: the configuration,
@@ -204,7 +214,7 @@ def plan(hw: HardwareProfile, dtype: type[dt.Scalar], in_time: Mapping, in_packe
     return _plan(hw.transpose, dtype, in_time, in_packet, out_time, out_packet)
 
 
-@functools.lru_cache(maxsize=512)
+@cached(512)
 def _plan(te: TransposeEngine, dtype: type[dt.Scalar], in_time: Mapping, in_packet: Mapping, out_time: Mapping,
           out_packet: Mapping) -> TransposeConfig:
     bits = dtype.size_bits

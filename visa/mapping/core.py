@@ -131,7 +131,7 @@ class Mapping:
     canonical text; ``repr()`` the text as written.
     """
 
-    __slots__ = ("node", "axis_set", "_canon", "_hash", "_text", "_items")
+    __slots__ = ("node", "axis_set", "_canon", "_hash", "_text", "_items", "_key")
 
     def __init__(self, node: Node, axis_set: AxisSet, text: str | None = None) -> None:
         self.node = node
@@ -140,6 +140,7 @@ class Mapping:
         self._hash: int | None = None
         self._text = text
         self._items: tuple[Mapping, ...] | None = None
+        self._key: tuple[object, ...] | None = None
 
     # -- construction ------------------------------------------------------------------------------------
     @classmethod
@@ -164,6 +165,18 @@ class Mapping:
         if self._canon is None:
             self._canon = C.build(self.node)
         return self._canon
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        """An exact, hashable identity: the composite-preserving form (axis sizes included).
+
+        ``==`` is the manual's equivalence of one mapping on its own; two equivalent mappings can still mean
+        different things next to others (``[A, B] % 2`` and ``B = 2`` pair differently with ``[A, B] / 2``)
+        or over axes of other sizes.  Caches of anything derived from several mappings key on this.
+        """
+        if self._key is None:
+            self._key = C.build_raw(self.node)
+        return self._key
 
     def map(self, position: int) -> Index | None:
         """Tensor index held at buffer ``position``, or ``None`` for padding and positions past ``size``."""
@@ -445,7 +458,7 @@ def _lin_options(d: C.Lin, digit: int) -> list[Index]:
 
 
 def pair_of(*parts: Mapping) -> Mapping:
-    """``m["{a}, {b}, ..."]`` built from mapping objects."""
+    """``m["{a}, {b}, ..."]`` built from mapping objects: the right-nested ``Pair`` (manual L674–716)."""
     if not parts:
         raise MappingSyntaxError("pair_of needs at least one mapping", call="pair_of")
     node: Node = parts[-1].node

@@ -122,10 +122,12 @@ def _axis_sizes(dims: Canon) -> dict[str, int]:
     return out
 
 
-def forward(dims: Canon, positions: npt.ArrayLike | None = None) -> Evaluation:
+def forward(dims: Canon, positions: npt.ArrayLike | None = None, *, digits_shape: bool = False) -> Evaluation:
     """Evaluate the mapping at buffer ``positions`` (any shape), or at every position when ``None``.
 
     Positions outside ``[0, SIZE)`` are invalid.  Raises :class:`RelationError` for linear combinations.
+    With ``digits_shape`` (and every position), the arrays keep the shape of the canonical digits (one axis per
+    digit, position order) as read-only broadcast views: nothing of the mapping's size is materialised.
     """
     size = canon_size(dims)
     if positions is None:
@@ -162,6 +164,9 @@ def forward(dims: Canon, positions: npt.ArrayLike | None = None) -> Evaluation:
     coords, wvalid = _decode_atoms(atoms, shape)
     if wvalid is not None:
         valid = wvalid if valid is None else valid & wvalid
+    if positions is None and digits_shape:
+        views = {k: np.broadcast_to(v, shape) for k, v in coords.items()}
+        return Evaluation(views, np.broadcast_to(True if valid is None else valid, shape))
     if positions is None:
         full = (size,)
         out = {k: np.broadcast_to(v, shape).reshape(full) for k, v in coords.items()}

@@ -20,6 +20,8 @@ byte (element 0 in the low nibble, docs/manual-notes.md "dtypes").
 from __future__ import annotations
 
 import bisect
+import mmap
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -28,7 +30,9 @@ import numpy.typing as npt
 from visa import dtypes as dt
 from visa.errors import AddressError
 
-__all__ = ["DenseImage", "PagedImage", "Image", "load", "store", "ByteArray", "BoolArray", "IntArray"]
+__all__ = ["DenseImage", "PagedImage", "Image", "load", "store", "store_stream", "unwrite", "load_nest", "store_nest",
+           "word_view", "Nest",
+           "ByteArray", "BoolArray", "IntArray"]
 
 _GAP = 1 << 20  # a scatter whose indices leave a larger hole writes separate regions
 
@@ -36,51 +40,235 @@ ByteArray = npt.NDArray[np.uint8]
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
 
+#: A loop nest over bytes: ``(size, byte stride)`` per loop, outermost first (a sequencer in bytes).
+Nest = tuple[tuple[int, int], ...]
+
+#: The unsigned little-endian word of each element size, and the written-mask word of an element whose bytes
+#: were all written (a bool is one byte holding 0 or 1).
+_WORD: dict[int, np.dtype[Any]] = {1: np.dtype(np.uint8), 2: np.dtype("<u2"), 4: np.dtype("<u4"), 8: np.dtype("<u8")}
+_ALL_WRITTEN = {nb: int.from_bytes(b"\x01" * nb, "little") for nb in _WORD}
+
+
+def word_view(arr: npt.NDArray[Any], nb: int) -> npt.NDArray[Any] | None:
+    """The ``nb``-byte little-endian words starting at every byte of the last axis of ``arr`` (a C-contiguous
+    uint8 or bool array): shape ``(..., n - nb + 1)``, a view (no copy).  None if ``arr`` is not contiguous.
+
+    Elements of whole bytes are read and written through this view, one word per element, instead of one
+    byte at a time (the image is still bytes: any byte offset is an element start).
+    """
+    if nb not in _WORD or not arr.flags.c_contiguous:
+        return None
+    if nb == 1:
+        return arr.view(np.uint8)
+    shape = (*arr.shape[:-1], max(arr.shape[-1] - nb + 1, 0))
+    out: npt.NDArray[Any] = np.ndarray(shape, dtype=_WORD[nb], buffer=arr, strides=(*arr.strides[:-1], 1))
+    return out
+
+
+def _all_written(words: npt.NDArray[Any], nb: int) -> BoolArray:
+    """Elementwise: were all ``nb`` bytes written (``words`` from :func:`word_view` of a written-mask)."""
+    out: BoolArray = np.equal(words, _ALL_WRITTEN[nb])
+    return out
+
+
+def _put_known(data: npt.NDArray[Any], written: npt.NDArray[Any], words: npt.NDArray[Any], known: BoolArray,
+               nb: int) -> None:
+    """``data = known ? words : 0`` and ``written = known`` (all bytes or none), written into word views in
+    one pass each (no temporary arrays)."""
+    w = words.reshape(data.shape)
+    k = known.reshape(data.shape)
+    np.multiply(w, k, out=data)
+    np.multiply(k, np.asarray(_ALL_WRITTEN[nb], dtype=_WORD[nb]), out=written)
+
+
+_SMALL_PAGES_FROM = 1 << 22
+
+
+def _lazy_zeros(shape: tuple[int, ...], dtype: np.dtype[Any]) -> npt.NDArray[Any]:
+    """Zeros that take memory only where written, page by page.
+
+    A device memory is large and written sparsely (a tensor takes part of every slice, a few rows of the TRF).
+    numpy asks the system for huge pages on large arrays, which would commit (and clear) 2 MB for every few
+    rows touched; large images are mapped with small pages instead, where the system allows it.
+    """
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    if nbytes < _SMALL_PAGES_FROM or not hasattr(mmap, "MADV_NOHUGEPAGE"):
+        return np.zeros(shape, dtype=dtype)
+    try:
+        mem = mmap.mmap(-1, nbytes)
+        mem.madvise(mmap.MADV_NOHUGEPAGE)
+    except (OSError, ValueError):
+        return np.zeros(shape, dtype=dtype)
+    out: npt.NDArray[Any] = np.frombuffer(mem, dtype=dtype).reshape(shape)
+    return out
+
 
 class DenseImage:
     """A dense byte image ``(..., nbytes)`` with a written-mask; allocated lazily by the operating system."""
 
-    __slots__ = ("data", "written", "name")
+    __slots__ = ("_data", "_written", "_dirty", "name")
 
     def __init__(self, shape: tuple[int, ...], name: str = "memory") -> None:
-        self.data: ByteArray = np.zeros(shape, dtype=np.uint8)
-        self.written: BoolArray = np.zeros(shape, dtype=bool)
+        self._data: ByteArray = _lazy_zeros(shape, np.dtype(np.uint8))
+        self._written: BoolArray = _lazy_zeros(shape, np.dtype(bool))
+        self._dirty = (0, 0)
         self.name = name
+
+    # The bytes ``[lo, hi)`` of a unit (the same range in every unit) outside of which nothing was ever written
+    # (``_dirty``): poisoning fresh memory outside it is a no-op, and reading it to find out would make the
+    # system map it.  Every write through the methods below widens it; handing out the arrays themselves
+    # (``data``, ``written``, :meth:`flat`) counts as writing everywhere.
+
+    @property
+    def data(self) -> ByteArray:
+        """The bytes, ``(..., nbytes)`` (whoever takes the array may write it)."""
+        self._touch(0, self.nbytes)
+        return self._data
+
+    @data.setter
+    def data(self, value: ByteArray) -> None:
+        self._data = value
+        self._dirty = (0, int(value.shape[-1]))
+
+    @property
+    def written(self) -> BoolArray:
+        """The written-mask, same shape as :attr:`data` (whoever takes the array may write it)."""
+        self._touch(0, self.nbytes)
+        return self._written
+
+    @written.setter
+    def written(self, value: BoolArray) -> None:
+        self._written = value
+        self._dirty = (0, int(value.shape[-1]))
+
+    def _touch(self, lo: int, hi: int) -> None:
+        """Bytes ``[lo, hi)`` of some units may be written."""
+        if hi > lo:
+            d_lo, d_hi = self._dirty
+            self._dirty = (lo, hi) if d_hi <= d_lo else (min(d_lo, lo), max(d_hi, hi))
+
+    def _touch_index(self, byte_index: IntArray, nb: int = 1) -> None:
+        if byte_index.size:
+            self._touch(int(byte_index.min()), int(byte_index.max()) + nb)
 
     @property
     def nbytes(self) -> int:
         """Bytes along the last axis (one slice, one row, ...)."""
-        return int(self.data.shape[-1])
+        return int(self._data.shape[-1])
 
     def gather(self, byte_index: IntArray) -> tuple[ByteArray, BoolArray]:
         """Bytes at ``byte_index`` along the last axis, for every leading position: ``(..., len(index))``."""
         self._check(byte_index)
-        return self.data[..., byte_index], self.written[..., byte_index]
+        return self._data[..., byte_index], self._written[..., byte_index]
 
     def scatter(self, byte_index: IntArray, values: ByteArray, mask: BoolArray | None = None) -> None:
         """Write bytes at ``byte_index`` (last axis); ``mask`` (same shape as values) selects which to write."""
         self._check(byte_index)
+        self._touch_index(byte_index)
         if mask is None:
-            self.data[..., byte_index] = values
-            self.written[..., byte_index] = True
+            self._data[..., byte_index] = values
+            self._written[..., byte_index] = True
             return
-        lead = self.data.shape[:-1]
+        lead = self._data.shape[:-1]
         shape = np.broadcast_shapes(mask.shape, values.shape, (*lead, byte_index.shape[-1]))
         full = np.broadcast_to(mask, shape)
         nz = np.nonzero(full)
         where = (*nz[:-1], byte_index[nz[-1]])
-        self.data[where] = np.broadcast_to(values, shape)[nz]
-        self.written[where] = True
+        self._data[where] = np.broadcast_to(values, shape)[nz]
+        self._written[where] = True
+
+    @property
+    def lead_shape(self) -> tuple[int, ...]:
+        """The shape of the units (everything but the bytes): what reads return before the index's shape."""
+        return tuple(self._data.shape[:-1])
+
+    def gather_words(self, byte_index: IntArray, nb: int) -> tuple[npt.NDArray[Any], BoolArray] | None:
+        """The ``nb``-byte words at ``byte_index`` (last axis) and whether all their bytes were written, for
+        every leading position; None when the image cannot be seen as words (see :func:`word_view`)."""
+        wv, kv = word_view(self._data, nb), word_view(self._written, nb)
+        if wv is None or kv is None:
+            return None
+        self._check_words(byte_index, nb)
+        return wv[..., byte_index], _all_written(kv[..., byte_index], nb)
+
+    def scatter_words(self, byte_index: IntArray, nb: int, words: npt.NDArray[Any],
+                      mask: BoolArray | None = None) -> bool:
+        """Write ``nb``-byte words at ``byte_index`` (last axis; ``words`` broadcast to the leading shape and
+        the index's), marking their bytes written; ``mask`` selects which.  False (nothing written) when the
+        image cannot be seen as words."""
+        wv, kv = word_view(self._data, nb), word_view(self._written, nb)
+        if wv is None or kv is None:
+            return False
+        self._check_words(byte_index, nb)
+        self._touch_index(byte_index, nb)
+        ones = np.asarray(_ALL_WRITTEN[nb], dtype=_WORD[nb])
+        if mask is None:
+            wv[..., byte_index] = words
+            kv[..., byte_index] = ones
+            return True
+        shape = np.broadcast_shapes(mask.shape, words.shape, (*self._data.shape[:-1], *byte_index.shape))
+        nz = np.nonzero(np.broadcast_to(mask, shape))
+        k = byte_index.ndim
+        where = (*nz[: len(nz) - k], byte_index[tuple(nz[len(nz) - k:])])
+        wv[where] = np.broadcast_to(words, shape)[nz]
+        kv[where] = ones
+        return True
+
+    def read_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any], known: BoolArray) -> bool:
+        """Copy the words a byte loop nest visits from ``byte_base`` into ``words``, and whether all their bytes
+        were written into ``known`` (C-contiguous, ``leading × sizes`` elements); False if the image cannot be
+        seen as words.  The caller keeps the nest inside the image (:func:`load_nest`)."""
+        wv, kv = word_view(self._data, nb), word_view(self._written, nb)
+        if wv is None or kv is None:
+            return False
+        src = _nest_view(wv, byte_base, nest)
+        np.copyto(words.reshape(src.shape), src)
+        np.equal(_nest_view(kv, byte_base, nest), _ALL_WRITTEN[nb], out=known.reshape(src.shape))
+        return True
+
+    def write_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any], known: BoolArray) -> bool:
+        """Write ``words`` where ``known`` and poison (unwritten zeros) elsewhere at the positions of a byte loop
+        nest (which visits every byte at most once, :func:`store_nest`), for every leading position (``words``
+        and ``known`` hold ``leading × sizes`` elements in that order)."""
+        wv, kv = word_view(self._data, nb), word_view(self._written, nb)
+        if wv is None or kv is None:
+            return False
+        lo, hi = _nest_bounds(nest)
+        self._touch(byte_base + lo, byte_base + hi + nb)
+        target = _nest_view(wv, byte_base, nest)
+        _put_known(target, _nest_view(kv, byte_base, nest), words, known, nb)
+        return True
+
+    def _check_words(self, byte_index: IntArray, nb: int) -> None:
+        if byte_index.size:
+            lo, hi = int(byte_index.min()), int(byte_index.max()) + nb - 1
+            if lo < 0 or hi >= self.nbytes:
+                self._check(np.array([lo, hi], dtype=np.int64))
 
     def flat(self) -> tuple[ByteArray, BoolArray]:
         """The data and written-mask as flat (C-order) views: unit ``u`` (a slice, a row...) starts at
         ``u * nbytes``."""
         return self.data.reshape(-1), self.written.reshape(-1)
 
+    def flat_span(self, lo: int, hi: int) -> tuple[ByteArray, BoolArray]:
+        """:meth:`flat`, for a caller that writes bytes ``[lo, hi)`` of units only (or nothing)."""
+        self._touch(lo, hi)
+        return self._data.reshape(-1), self._written.reshape(-1)
+
+    def unwrite(self, byte_index: IntArray, where: BoolArray) -> None:
+        """Mark the bytes ``byte_index`` (last axis) as never written where ``where`` (the leading shape
+        followed by the index's)."""
+        self._check(byte_index)
+        shape = (*self._data.shape[:-1], *byte_index.shape)
+        nz = np.nonzero(np.broadcast_to(where, shape))
+        k = byte_index.ndim
+        self._written[(*nz[: len(nz) - k], byte_index[tuple(nz[len(nz) - k:])])] = False
+
     def poison(self, lo: int, hi: int) -> None:
         """Mark bytes ``[lo, hi)`` of every unit unwritten (fresh, undefined memory)."""
-        part = self.written[..., max(lo, 0): min(hi, self.nbytes)]
-        if part.any():  # reading memory never touched is cheap; writing it would allocate it
+        d_lo, d_hi = self._dirty  # outside it nothing was ever written: nothing to do, nothing to read
+        part = self._written[..., max(lo, d_lo, 0): min(hi, d_hi, self.nbytes)]
+        if part.size and part.any():  # reading memory never touched is cheap; writing it would allocate it
             part[...] = False
 
     def _check(self, byte_index: IntArray) -> None:
@@ -208,6 +396,110 @@ class PagedImage:
 Image = DenseImage | PagedImage
 
 
+def _nest_view(words: npt.NDArray[Any], byte_base: int, nest: Nest) -> npt.NDArray[Any]:
+    """A strided view of ``words`` (a :func:`word_view`, one word per byte offset): the word at
+    ``byte_base + Σ i_k · stride_k`` for every leading position and loop index ``(i_0, i_1, ...)``."""
+    start = words[..., byte_base:]
+    out: npt.NDArray[Any] = np.lib.stride_tricks.as_strided(
+        start, shape=(*words.shape[:-1], *(n for n, _ in nest)),
+        strides=(*words.strides[:-1], *(s * words.strides[-1] for _, s in nest)))
+    return out
+
+
+def _nest_bounds(nest: Nest) -> tuple[int, int]:
+    """Smallest and largest byte offset (relative to the base) a nest visits."""
+    lo = sum(min(0, (n - 1) * s) for n, s in nest)
+    hi = sum(max(0, (n - 1) * s) for n, s in nest)
+    return lo, hi
+
+
+def _byte_nest(dtype: type[dt.Scalar], image: Image, bit_base: int,
+               loops: Sequence[tuple[int, int]]) -> tuple[int, int, Nest] | None:
+    """``(bytes per element, byte base, byte nest)`` of a loop nest over elements (``(size, stride)``,
+    strides in elements) starting at bit ``bit_base``, if it can run on words of the image: whole-byte
+    elements starting on a byte, every element inside the image."""
+    if dtype.image_bits % 8 or bit_base % 8 or not isinstance(image, DenseImage):
+        return None
+    nb = dtype.image_bits // 8
+    if nb not in _WORD:
+        return None
+    nest = tuple((int(n), int(s) * nb) for n, s in loops if n != 1)
+    if any(n <= 0 for n, _ in nest):
+        return None
+    base = bit_base // 8
+    lo, hi = _nest_bounds(nest)
+    if base + lo < 0 or base + hi + nb > image.nbytes:
+        return None
+    return nb, base, nest
+
+
+def _injective(nest: Nest, nb: int) -> bool:
+    """Does the nest visit every byte at most once (each loop steps past everything the inner loops span)?"""
+    span = nb
+    for n, s in sorted(nest, key=lambda e: abs(e[1])):
+        if abs(s) < span:
+            return False
+        span += (n - 1) * abs(s)
+    return True
+
+
+def _from_words(dtype: type[dt.Scalar], words: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """Values (``dtype.storage``) from their little-endian image words; as :func:`visa.dtypes.from_bits`."""
+    vals: npt.NDArray[Any] = words.view(dtype.storage)
+    if dtype.kind == "int" and dtype.bits != dtype.image_bits and vals.size:
+        if vals.min() < dtype.min or vals.max() > dtype.max:
+            dt.from_bits(dtype, words)  # raises the sign-extension error
+    return vals
+
+
+def _to_words(dtype: type[dt.Scalar], vals: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """The little-endian image words of storage-typed values; as :func:`visa.dtypes.to_bits`."""
+    out: npt.NDArray[Any] = np.asarray(vals, dtype=dtype.storage).view(_WORD[_nbytes_per(dtype)])
+    return out
+
+
+def load_nest(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: Sequence[tuple[int, int]],
+              out: tuple[npt.NDArray[Any], BoolArray] | None = None) -> tuple[npt.NDArray[Any], BoolArray] | None:
+    """:func:`load` of the elements a loop nest visits: ``loops`` are ``(size, stride)`` (strides in elements,
+    outermost first, a sequencer's entries) from bit ``bit_base``.  One strided copy of the image (a stride-0
+    loop is a broadcast).  Returns values and known of shape ``(*leading, *sizes)`` (or fills ``out``,
+    C-contiguous arrays of ``dtype.storage`` and bool holding that many elements), or None when the nest cannot
+    run on words (4-bit elements, an element outside the image): then use :func:`load`.
+    """
+    got = _byte_nest(dtype, image, bit_base, loops)
+    if got is None:
+        return None
+    nb, base, nest = got
+    assert isinstance(image, DenseImage)
+    shape = (*image.lead_shape, *(n for n, _ in loops))
+    if out is None:
+        out = np.empty(shape, dtype=dtype.storage), np.empty(shape, dtype=bool)
+    values, known = out
+    if not (values.flags.c_contiguous and known.flags.c_contiguous and values.dtype == dtype.storage):
+        return None
+    if not image.read_nest(nb, base, nest, values.view(_WORD[nb]), known):
+        return None
+    _from_words(dtype, values.view(_WORD[nb]))  # the range check of i5 and i9 images
+    return values.reshape(shape), known.reshape(shape)
+
+
+def store_nest(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: Sequence[tuple[int, int]],
+               values: npt.ArrayLike, known: npt.ArrayLike) -> bool:
+    """Write the elements a loop nest visits (see :func:`load_nest`): ``values`` where ``known``, poison
+    (unwritten bytes holding 0) elsewhere; ``values``/``known`` hold ``leading × sizes`` elements in that order
+    (e.g. shape ``(*leading, *sizes)``).  One strided copy.  False (nothing written) when the nest cannot run
+    on words or may visit an element twice: then use :func:`store_stream`.
+    """
+    got = _byte_nest(dtype, image, bit_base, loops)
+    if got is None or not _injective(got[2], got[0]):
+        return False
+    nb, base, nest = got
+    assert isinstance(image, DenseImage)
+    vals = dt.as_storage(dtype, values)
+    k = np.broadcast_to(np.asarray(known, dtype=bool), vals.shape)
+    return image.write_nest(nb, base, nest, _to_words(dtype, vals), k)
+
+
 def _nbytes_per(dtype: type[dt.Scalar]) -> int:
     return max(1, dtype.image_bits // 8)
 
@@ -226,6 +518,10 @@ def load(dtype: type[dt.Scalar], image: Image, bit_offsets: npt.ArrayLike) -> tu
     if offs.size and np.any(offs & 7):
         raise AddressError(f"{dtype!r} elements must start on a byte boundary", call="load")
     nb = _nbytes_per(dtype)
+    if isinstance(image, DenseImage):
+        got = image.gather_words(offs >> 3, nb)
+        if got is not None:
+            return _from_words(dtype, got[0]), got[1]
     idx = (offs >> 3)[..., None] + np.arange(nb, dtype=np.int64)
     raw, known = image.gather(idx.reshape(-1) if isinstance(image, DenseImage) else idx)
     if isinstance(image, DenseImage):
@@ -260,6 +556,8 @@ def store(dtype: type[dt.Scalar], image: Image, bit_offsets: npt.ArrayLike, valu
     if offs.size and np.any(offs & 7):
         raise AddressError(f"{dtype!r} elements must start on a byte boundary", call="store")
     nb = _nbytes_per(dtype)
+    if isinstance(image, DenseImage) and image.scatter_words(offs >> 3, nb, _to_words(dtype, vals), sel):
+        return
     raw = dt.to_bytes(dtype, vals.reshape(-1)).reshape(*vals.shape, nb)
     idx = (offs >> 3)[..., None] + np.arange(nb, dtype=np.int64)
     bmask = None if sel is None else np.broadcast_to(sel[..., None], sel.shape + (nb,))
@@ -269,3 +567,46 @@ def store(dtype: type[dt.Scalar], image: Image, bit_offsets: npt.ArrayLike, valu
                       None if bmask is None else np.broadcast_to(bmask, raw.shape).reshape(*lead, -1))
     else:
         image.scatter(idx, np.broadcast_to(raw, idx.shape), bmask)
+
+
+def unwrite(image: DenseImage, bits: IntArray, where: BoolArray, dtype: type[dt.Scalar]) -> None:
+    """Poison the elements at bit offsets ``bits`` where ``where`` (the image's leading shape followed by
+    ``bits``' shape): their bytes read back as never written (a 4-bit element poisons its whole byte)."""
+    if not where.any():
+        return
+    first = bits >> 3
+    for b in range(max(1, dtype.image_bits // 8)):
+        image.unwrite(first + b, where)
+
+
+def store_stream(dtype: type[dt.Scalar], image: DenseImage, bit_offsets: IntArray, values: npt.ArrayLike,
+                 known: BoolArray, held: BoolArray | None = None) -> None:
+    """Write a stream's elements at ``bit_offsets`` (one position each, at most once): known values, and
+    poison (unwritten bytes holding 0) for the others, as :func:`store_nest` does.
+
+    ``held`` (broadcast like ``known``; default everywhere) is False at positions that hold no element of
+    the stream (its padding).  Poison belongs to elements: a byte is unwritten when it receives a poisoned
+    element or no known one.  Whole-byte elements fill their bytes alone, so this is ``written = known``; two
+    4-bit elements share a byte, and one known element next to a padding nibble leaves the byte written (the
+    padding holds no value anyone reads as an element) while a poisoned element poisons its neighbour too (a
+    byte has one written flag; poison must never read back as known).
+    """
+    vals = dt.as_storage(dtype, values)
+    k = np.broadcast_to(np.asarray(known, dtype=bool), vals.shape)
+    store(dtype, image, bit_offsets, vals if k.all() else np.where(k, vals, np.zeros((), dtype=vals.dtype)))
+    if dtype.image_bits != 4 or held is None:
+        unwrite(image, bit_offsets, ~k, dtype)
+        return
+    h = np.broadcast_to(np.asarray(held, dtype=bool), vals.shape)
+    byte = np.asarray(bit_offsets, dtype=np.int64) >> 3
+    first, slot = np.unique(byte, return_inverse=True)  # the bytes written, and each position's byte
+    slot = slot.reshape(byte.shape)
+    lead = vals.shape[: vals.ndim - byte.ndim]
+    got_known = np.zeros((*lead, first.size), dtype=bool)
+    got_poison = np.zeros((*lead, first.size), dtype=bool)
+    high = ((np.asarray(bit_offsets, dtype=np.int64) >> 2) & 1).astype(bool)
+    for half in (False, True):  # a byte takes at most one low and one high nibble of a stream
+        at = high == half
+        got_known[..., slot[at]] |= k[..., at]
+        got_poison[..., slot[at]] |= (~k & h)[..., at]
+    unwrite(image, first << 3, got_poison | ~got_known, dtype)

@@ -17,12 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping as AbcMapping
 
+import numpy as np
+
 from visa import dtypes as dt
-from visa.errors import AddressError, HardwareLimitError, VisaError
+from visa.errors import AddressError, HardwareLimitError, LayoutError, VisaError
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping
 
-__all__ = ["LEVELS", "TYPE_NAMES", "check_placement", "describe", "element_bytes", "capacity_bytes"]
+__all__ = ["LEVELS", "TYPE_NAMES", "check_placement", "describe", "element_bytes", "capacity_bytes", "tile_offset"]
 
 #: The levels of each memory's tensor type, outermost first (manual L1033–1069).
 LEVELS: dict[str, tuple[str, ...]] = {
@@ -129,3 +131,32 @@ def check_placement(hw: HardwareProfile, memory: str, dtype: type[dt.Scalar], le
 def _axis(mapping: Mapping) -> str | None:
     names = sorted(mapping.axes)
     return names[0] if len(names) == 1 else (", ".join(names) or None)
+
+
+def tile_offset(element: Mapping, dim: Mapping, size: int, tile_mapping: Mapping, start: int, call: str) -> int:
+    """The element offset of ``view.tile(dim, size, tile_mapping, start)`` in a view whose Element is
+    ``element`` (manual L813–832, L955–970), or the refusal: a tile that runs past ``dim``, starts at an index
+    the view does not hold, or whose mapping does not keep the base layout's strides (L829).  Pure (the
+    tensor views and the mypy plugin call it)."""
+    if not 0 <= start or start + size > dim.size:
+        raise LayoutError(f"a tile of {size} from {start} runs past {dim!r} (size {dim.size})", call=call,
+                          mapping=repr(dim), fix=f"start at most {dim.size - size}")
+    first = dim.map(start)
+    offset = element.position_of(first if first is not None else {})
+    if offset is None:
+        raise LayoutError(f"the view does not hold index {first} where the tile starts", call=call,
+                          mapping=repr(element))
+    # the tile holds the sub-tensor: tile position p holds base index (tile index + start index)
+    ev = tile_mapping.evaluate()
+    shift = dict(first or {})
+    coords = {a: np.where(ev.valid, ev.coord(a) + shift.get(a, 0), 0) for a in element.axes}
+    pos, held = element.locate(coords, (tile_mapping.size,))
+    want = offset + np.arange(tile_mapping.size)
+    bad = ev.valid & ~(held & (pos == want))
+    if bad.any():
+        k = int(np.argmax(bad))
+        raise LayoutError(f"tile position {k} holds a different element of the base than {tile_mapping!r} "
+                          "says: the tile mapping must keep the base layout's strides (manual L829)",
+                          call=call, level="Element", mapping=repr(tile_mapping),
+                          fix="write the tile dimension as `X = size # footprint` in the base's order")
+    return int(offset)

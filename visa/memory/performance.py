@@ -6,7 +6,7 @@ Vectorised over numpy arrays of byte addresses:
   with bits 13–28), its bank (slice, bank group and bank bits) and its row (bits 21–33 and 35).  The manual
   names the channel hash only by example ("the channel's first bit equals the XOR of bits 9, 13, 21, and
   25", L2977) while its table marks every bit 13–28 as feeding the channel; the fold used here XORs the
-  four-bit groups 9–12, 13–16, 17–20, 21–24 and 25–28 (docs/notes/dma.md).
+  four-bit groups 9–12, 13–16, 17–20, 21–24 and 25–28 (docs/manual-notes.md).
 * DM (L2862–2879): the DMN of a DMA address in the DM address space, where slices are
   ``hw.dm.slice_address_space_bytes`` apart (L2541) and 32 consecutive slices form a DMN (L2868).
 

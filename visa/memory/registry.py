@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from visa.errors import AllocationError, StaleTensorError
 
-__all__ = ["Region", "Registry"]
+__all__ = ["Region", "Registry", "refuse_overlap"]
 
 
 @dataclass(eq=False)
@@ -46,6 +46,16 @@ class Region:
         return self.owner is not None and self.owner() is not None
 
 
+def refuse_overlap(result: Region, source: Region, call: str) -> None:
+    """An operation may not write its result over the bytes of a tensor it reads (manual L150–155).  Pure (the
+    registry calls it for every live input, the mypy plugin for a source whose address the call shows)."""
+    if result.overlaps(source):
+        raise AllocationError(
+            f"the result {result.name} would occupy bytes {result.lo}..{result.hi} of {result.memory.upper()}, "
+            f"which overlap {source.name} (bytes {source.lo}..{source.hi}) that this operation reads",
+            call=call, level="Element", fix="give the result an address outside the input's bytes (manual L150–155)")
+
+
 class Registry:
     """Live regions of one device (all chips, all memories)."""
 
@@ -59,12 +69,8 @@ class Registry:
         region = Region(memory, chips, lo, hi, name, rows, weakref.ref(owner), ident=self._next)
         self._next += 1
         for src in reads:
-            if src.live() and region.overlaps(src):
-                raise AllocationError(
-                    f"the result {name} would occupy bytes {lo}..{hi} of {memory.upper()}, which overlap "
-                    f"{src.name} (bytes {src.lo}..{src.hi}) that this operation reads",
-                    call=call, level="Element",
-                    fix="give the result an address outside the input's bytes (manual L150–155)")
+            if src.live():
+                refuse_overlap(region, src, call)
         self.note_write(region, call=call, writer=name)
         self._prune()
         self._regions.append(region)

@@ -24,7 +24,7 @@ from visa.errors import LayoutError, PoisonError, VisaError
 from visa.mapping import Mapping, pair_of
 from visa.mapping.evaluate import IntArray
 from visa.memory.images import BoolArray, DenseImage, PagedImage, load
-from visa.memory.layout import LEVELS, TYPE_NAMES, check_placement
+from visa.memory.layout import LEVELS, TYPE_NAMES, check_placement, tile_offset
 from visa.memory.registry import Region
 
 #: An explicit DMA stream ``(Time, Packet)`` (manual ``Stream = { time, packet }``, L2413–2419).
@@ -211,26 +211,33 @@ def _logical(dtype: type[dt.Scalar], mappings: Sequence[Mapping], axes: str | Se
     order = logical_axes(mappings, axes)
     sizes = _sizes(mappings)
     shape = tuple(sizes[a] for a in order)
-    grids = np.indices(shape).reshape(len(shape), -1) if shape else np.zeros((0, 1), dtype=np.int64)
-    coords = {a: grids[k] for k, a in enumerate(order)}
+    nd = len(shape)
+    # open grids (axis k's coordinate varies along dimension k only): the inverse broadcasts them
+    coords = {a: np.arange(sizes[a], dtype=np.int64).reshape([-1 if j == k else 1 for j in range(nd)])
+              for k, a in enumerate(order)}
     n = int(np.prod(shape)) if shape else 1
     # the levels together are one buffer (their pair): locate there, then split the position per level
     joint = pair_of(*mappings)
-    flat, held = joint.locate(coords, (n,))
+    found, inside = joint.locate(coords, shape)
+    flat = np.broadcast_to(found, shape).reshape(-1)
+    held = np.broadcast_to(inside, shape).reshape(-1)
+
+    def index(k: int) -> str:
+        at = np.unravel_index(k, shape)
+        return ", ".join(f"{a}: {int(at[j])}" for j, a in enumerate(order))
+
     positions: list[IntArray] = []
     for mp in reversed(mappings):
         positions.append(flat % mp.size)
         flat = flat // mp.size
     positions.reverse()
     if not held.all():
-        bad = int(np.argmin(held))
-        where = ", ".join(f"{a}: {int(coords[a][bad])}" for a in order)
+        where = index(int(np.argmin(held)))
         raise LayoutError(f"the buffer does not hold index {{{where}}}", call=call,
                           mapping=", ".join(repr(mp) for mp in mappings))
     vals, known = read(positions)
     if not np.all(known):
-        bad = int(np.argmin(np.broadcast_to(known, (n,))))
-        where = ", ".join(f"{a}: {int(coords[a][bad])}" for a in order)
+        where = index(int(np.argmin(np.broadcast_to(known, (n,)))))
         count = int(np.size(known) - np.count_nonzero(known))
         raise PoisonError(f"{count} element(s) of the result were never written, e.g. index {{{where}}}",
                           call=call, fix="check that every element is written (unmasked padding or a missing "
@@ -241,7 +248,7 @@ def _logical(dtype: type[dt.Scalar], mappings: Sequence[Mapping], axes: str | Se
 def _flat_image(img: DenseImage) -> DenseImage:
     """The same image seen as one flat unit (views, no copy)."""
     flat = object.__new__(DenseImage)
-    flat.data, flat.written = img.flat()
+    flat.data, flat.written = img.flat_span(0, 0)  # read only
     flat.name = img.name
     return flat
 
@@ -342,15 +349,16 @@ class DeviceTensor:
             vals = np.zeros(positions[0].shape, dtype=self.dtype.storage)
             known = np.zeros(positions[0].shape, dtype=bool)
             chips = positions[0]
-            for c in np.unique(chips).tolist():
-                sel = chips == c
+            one = chips.size == 0 or int(chips.min()) == int(chips.max())
+            for c in ([int(chips.flat[0])] if chips.size else []) if one else np.unique(chips).tolist():
+                sel: Any = slice(None) if one else chips == c
                 img = self.image(int(c))
                 bits = self.element_bit_offset() + positions[-1][sel] * self.dtype.image_bits
                 if isinstance(img, PagedImage):
                     v, k = load(self.dtype, img, bits)
                 else:  # one flat image: unit u's bit b is at (u · nbytes) · 8 + b
                     lead = tuple(p[sel] for p in positions[1:-1])
-                    unit = np.ravel_multi_index(lead, img.data.shape[:-1]) if lead else np.zeros_like(bits)
+                    unit = np.ravel_multi_index(lead, img.lead_shape) if lead else np.zeros_like(bits)
                     v, k = load(self.dtype, _flat_image(img), unit * (img.nbytes * 8) + bits)
                 vals[sel] = v
                 known[sel] = k
@@ -529,28 +537,7 @@ class TensorView:
 
     def tile(self, dim: Mapping, size: int, tile_mapping: Mapping, start: int) -> TensorView:
         """The tile of ``size`` indices of ``dim`` from ``start``, seen through ``tile_mapping``."""
-        call = f"{type(self).__name__}.tile"
-        if not 0 <= start or start + size > dim.size:
-            raise LayoutError(f"a tile of {size} from {start} runs past {dim!r} (size {dim.size})", call=call,
-                              mapping=repr(dim), fix=f"start at most {dim.size - size}")
-        first = dim.map(start)
-        offset = self.element.position_of(first if first is not None else {})
-        if offset is None:
-            raise LayoutError(f"the view does not hold index {first} where the tile starts", call=call,
-                              mapping=repr(self.element))
-        # the tile holds the sub-tensor: tile position p holds base index (tile index + start index)
-        ev = tile_mapping.evaluate()
-        shift = dict(first or {})
-        coords = {a: np.where(ev.valid, ev.coord(a) + shift.get(a, 0), 0) for a in self.element.axes}
-        pos, held = self.element.locate(coords, (tile_mapping.size,))
-        want = offset + np.arange(tile_mapping.size)
-        bad = ev.valid & ~(held & (pos == want))
-        if bad.any():
-            k = int(np.argmax(bad))
-            raise LayoutError(f"tile position {k} holds a different element of the base than {tile_mapping!r} "
-                              "says: the tile mapping must keep the base layout's strides (manual L829)",
-                              call=call, level="Element", mapping=repr(tile_mapping),
-                              fix="write the tile dimension as `X = size # footprint` in the base's order")
+        offset = tile_offset(self.element, dim, size, tile_mapping, start, f"{type(self).__name__}.tile")
         return type(self)(self.base, tile_mapping, self.offset + offset)
 
     def __repr__(self) -> str:

@@ -90,6 +90,9 @@ class Endpoint(Protocol):
     def gather(self, chip: int, real: IntArray) -> tuple[ByteArray, BoolArray]:
         """Bytes at image offsets ``real`` of ``chip`` (unknown where they do not exist)."""
 
+    def will_write(self, chip: int, lo: int, hi: int) -> None:
+        """The copy is about to write bytes ``[lo, hi)`` of units (slices) of ``chip``'s image."""
+
 
 class HostBuffer:
     """A host buffer's bytes (the host side of a PCIe DMA)."""
@@ -109,6 +112,9 @@ class HostBuffer:
         ok = (real >= 0) & (real < self.data.size) & (chip == 0)
         idx = np.where(ok, real, 0)
         return self.data[idx], self.written[idx] & ok
+
+    def will_write(self, chip: int, lo: int, hi: int) -> None:
+        del chip, lo, hi
 
 
 class HbmEndpoint:
@@ -131,6 +137,9 @@ class HbmEndpoint:
         data, known = self._image(chip).gather(np.where(ok, real, 0))
         return data, known & ok
 
+    def will_write(self, chip: int, lo: int, hi: int) -> None:
+        del chip, lo, hi
+
 
 class DmEndpoint:
     """The DM images of a device (clusters × slices × bytes per chip)."""
@@ -142,7 +151,7 @@ class DmEndpoint:
     def contiguous(self, chip: int, lo: int, hi: int) -> tuple[ByteArray, BoolArray, int] | None:
         if chip < 0:
             return None
-        data, written = self._image(chip).flat()
+        data, written = self._image(chip).flat_span(0, 0)  # a write says which bytes first (will_write)
         if lo < 0 or hi > data.size:
             return None
         return data, written, lo
@@ -150,10 +159,14 @@ class DmEndpoint:
     def gather(self, chip: int, real: IntArray) -> tuple[ByteArray, BoolArray]:
         if chip < 0:
             return np.zeros(real.shape, np.uint8), np.zeros(real.shape, bool)
-        data, written = self._image(chip).flat()
+        data, written = self._image(chip).flat_span(0, 0)
         ok = (real >= 0) & (real < data.size)
         idx = np.where(ok, real, 0)
         return data[idx], written[idx] & ok
+
+    def will_write(self, chip: int, lo: int, hi: int) -> None:
+        if chip >= 0:
+            self._image(chip).flat_span(lo, hi)
 
 
 @dataclass
@@ -166,6 +179,8 @@ class _Resolved:
     lo: int
     hi: int
     in_units: bool  # every byte lies inside an existing unit (DM: inside the 512 KB of its slice)
+    unit_lo: int  # the bytes [unit_lo, unit_hi) of a unit that the side visits (in every unit it visits)
+    unit_hi: int
 
 
 def _resolve(space: AddressSpace, base: int, loops: Sequence[tuple[int, int]]) -> _Resolved:
@@ -182,7 +197,7 @@ def _resolve(space: AddressSpace, base: int, loops: Sequence[tuple[int, int]]) -
             bspan = (n - 1) * s
             b_lo, b_hi = b_lo + min(0, bspan), b_hi + max(0, bspan)
     in_units = b_lo >= 0 and b_hi < space.backed_bytes
-    return _Resolved(chip, real_base, strides, lo, hi + 1, in_units)
+    return _Resolved(chip, real_base, strides, lo, hi + 1, in_units, b_lo, b_hi + 1)
 
 
 def _view(arr: np.ndarray, offset: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
@@ -223,6 +238,7 @@ def _copy_chip(loops: Sequence[ByteLoop], sb: int, db: int, src: Endpoint, dst: 
         raise AddressError(f"the DMA would write bytes {w.lo}..{w.hi} of {dst.space.medium.upper()} chip {w.chip}, "
                            "outside the memory that exists", call="dma.execute")
     d_data, d_written, d_at = got
+    dst.will_write(w.chip, w.unit_lo, w.unit_hi)
     d_off = d_at + (w.base - w.lo)
     r = _resolve(src.space, sb, [(n, s) for n, s, _ in loops])
     got_src = src.contiguous(r.chip, r.lo, r.hi) if r.in_units else None

@@ -57,6 +57,11 @@ class VisaPlugin(Plugin):
         self._facts: dict[str, tuple[MypyFile, ModuleFacts]] = {}
         self._busy = False  # analysing a tensor annotation with mypy's own logic (see hooks.tensor_annotation)
         self._digest: str | None = None
+        #: the Vector Engine pass state after each vector call expression (visa.mypy.vector), by node identity
+        self.vector_states: dict[int, tuple[Expression, Any]] = {}
+        #: the level mappings each stream or tensor call expression produced, spelled as the source writes them
+        #: (a type carries the canonical spelling; messages name a mapping as the runtime does), by node identity
+        self.spelled: dict[int, tuple[object, tuple[Mapping, ...]]] = {}
 
     # -- cache ---------------------------------------------------------------------------------------------
     def report_config_data(self, ctx: ReportConfigContext) -> object:

@@ -10,12 +10,22 @@ statically (``Any``, a bare ``Mapping``, a non-constant integer) is left uncheck
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from mypy.constant_fold import constant_fold_expr
 from mypy.errorcodes import ErrorCode
-from mypy.nodes import CallExpr, Context, Decorator, Expression, IndexExpr, MemberExpr, NameExpr, RefExpr, StrExpr
+from mypy.nodes import (
+    CallExpr,
+    Context,
+    Decorator,
+    Expression,
+    IndexExpr,
+    MemberExpr,
+    NameExpr,
+    RefExpr,
+    StrExpr,
+    TupleExpr,
+)
 from mypy.plugin import AnalyzeTypeContext, FunctionContext, MethodContext
 from mypy.types import (
     AnyType,
@@ -25,7 +35,6 @@ from mypy.types import (
     RawExpressionType,
     Type,
     TypeOfAny,
-    TypeType,
     UnboundType,
     get_proper_type,
 )
@@ -34,7 +43,18 @@ from visa import dtypes as dt
 from visa.errors import VisaError
 from visa.mapping import Mapping
 from visa.mypy import rules
-from visa.mypy.mappings import ModuleFacts, Unresolved, _value, decode, encode, is_m, resolve
+from visa.mypy.chain import calls_before, chain_of, source_of, type_of
+from visa.mypy.mappings import ModuleFacts, Unresolved, _value, encode, is_m, resolve
+from visa.mypy.typeargs import (
+    LEVELS,
+    STREAM,
+    TENSOR_MEMORY,
+    dtype_instance,
+    dtype_of,
+    mapping_of,
+    memory_of,
+    tensor_of,
+)
 from visa.stream.stages import STAGE_METHODS
 
 if TYPE_CHECKING:
@@ -50,52 +70,6 @@ STATIC_M = "visa.mapping.static.m"
 MAPPING = "visa.mapping.core.Mapping"
 T = "visa.memory.tensors."
 S = "visa.stream.stages."
-TENSOR_MEMORY = {T + "HostTensor": "host", T + "HbmTensor": "hbm", T + "DmTensor": "dm", T + "TrfTensor": "trf",
-                 T + "VrfTensor": "vrf"}
-DTYPES: dict[str, type[dt.Scalar]] = {f"visa.dtypes.{c.__name__}": c for c in dt.SCALARS.values()}
-LEVELS = {"host": ("Element",), "hbm": ("Chip", "Element"), "dm": ("Chip", "Cluster", "Slice", "Element"),
-          "trf": ("Chip", "Cluster", "Slice", "Row", "Element"), "vrf": ("Chip", "Cluster", "Slice", "Element")}
-STREAM = ("Chip", "Cluster", "Slice", "Time", "Packet")
-
-
-# -- types <-> python objects ------------------------------------------------------------------------------
-def mapping_of(typ: Type | None) -> Mapping | None:
-    """The mapping ``m[Literal["..."]]`` names; None for anything else (Any, a bare Mapping, a type variable)."""
-    if typ is None:
-        return None
-    p = get_proper_type(typ)
-    if isinstance(p, Instance) and p.type.fullname == STATIC_M and p.args:
-        lit = get_proper_type(p.args[0])
-        if isinstance(lit, LiteralType) and isinstance(lit.value, str):
-            try:
-                return decode(lit.value)
-            except VisaError:
-                return None
-    return None
-
-
-def dtype_of(typ: Type | None) -> type[dt.Scalar] | None:
-    """The dtype class a type argument (``i32``) or a class-object argument (``type[i32]``) names."""
-    if typ is None:
-        return None
-    p = get_proper_type(typ)
-    if isinstance(p, CallableType) and p.is_type_obj():
-        return DTYPES.get(p.type_object().fullname)
-    if isinstance(p, TypeType):
-        p = get_proper_type(p.item)
-    if isinstance(p, Instance):
-        return DTYPES.get(p.type.fullname)
-    return None
-
-
-def dtype_instance(typ: Type | None) -> Type:
-    """The type argument for a dtype given as a class object (``i32`` → ``i32``)."""
-    p = get_proper_type(typ) if typ is not None else None
-    if isinstance(p, CallableType) and p.is_type_obj():
-        return p.ret_type
-    if isinstance(p, TypeType):
-        return p.item
-    return AnyType(TypeOfAny.special_form)
 
 
 def static_type(plugin: VisaPlugin, mapping: Mapping) -> Type:
@@ -174,14 +148,40 @@ def m_value(plugin: VisaPlugin, ctx: MethodContext) -> Type:
     if not isinstance(expr, StrExpr):
         return ctx.default_return_type
     call = Call(plugin, ctx, "m")
+    recv = get_proper_type(ctx.type)
+    explicit = isinstance(recv, Instance) and recv.type.fullname == "visa.mapping.core.MappingFactory"
     try:
-        mapping = call.resolve_text(expr.value)
+        if explicit:
+            mapping = _explicit_mapping(call, expr.value)
+            if mapping is None:
+                return ctx.default_return_type
+        else:
+            mapping = call.resolve_text(expr.value)
     except VisaError as err:
         ctx.api.fail(str(err), ctx.context, code=VISA)
         return AnyType(TypeOfAny.from_error)
     except Unresolved:
         return ctx.default_return_type
     return static_type(plugin, mapping)
+
+
+def _explicit_mapping(call: Call, text: str) -> Mapping | None:
+    """``ax.m["..."]`` on an explicit :class:`~visa.mapping.AxisSet`: ``Mapping.parse`` (what ``ax.m`` calls) with
+    the axis set the source builds, when it is ``AxisSet(A=8, ...)`` with constant sizes (in the call, or in a
+    variable assigned once that nothing declares more axes on); escapes resolve to module-level mappings."""
+    from visa.mypy.explicit import axis_set_of
+    from visa.mypy.mappings import _Scope
+
+    index = call.ctx.context
+    base = index.base if isinstance(index, IndexExpr) else None
+    if isinstance(base, NameExpr) and call._is_local(base.name):  # m = ax.m (or AxisSet(...).m)
+        base = source_of(base, call.function())
+    if not (isinstance(base, MemberExpr) and base.name == "m"):
+        return None
+    axis_set = axis_set_of(base.expr, call)
+    if axis_set is None:
+        return None
+    return Mapping.parse(text, axis_set, _Scope(_facts(call.plugin, call.module), call._lookup, frozenset()))
 
 
 def axes_call(plugin: VisaPlugin, ctx: FunctionContext) -> Type:
@@ -237,7 +237,11 @@ class Call:
 
     def arg_mapping(self, i: int) -> Mapping | None:
         """The mapping argument ``i`` holds, spelled as written when the call writes it (None if unknown)."""
-        expr = self.arg_expr(i)
+        return self.expr_mapping(self.arg_expr(i), self.arg_type(i))
+
+    def expr_mapping(self, expr: Expression | None, typ: Type | None = None) -> Mapping | None:
+        """The mapping an expression of this function holds: ``m["..."]`` or a module alias spelled as written,
+        else what its type says (``typ``, or the type mypy inferred for it)."""
         try:
             if isinstance(expr, IndexExpr) and is_m(expr.base) and isinstance(expr.index, StrExpr):
                 return self.resolve_text(expr.index.value)
@@ -248,7 +252,7 @@ class Call:
                     return got
         except (VisaError, Unresolved):
             return None  # the m[...] hook reports its own error
-        return mapping_of(self.arg_type(i))
+        return mapping_of(typ if typ is not None else type_of(self.ctx.api, expr))
 
     def arg_dtype(self, i: int) -> type[dt.Scalar] | None:
         return dtype_of(self.arg_type(i))
@@ -272,6 +276,12 @@ class Call:
     def function(self) -> Any:
         scope = getattr(self.ctx.api, "scope", None)
         return scope.current_function() if scope is not None else None
+
+    def origin(self, expr: Expression | None) -> Any:
+        """Where the tensor or view ``expr`` holds was made, when the source shows it (:mod:`visa.mypy.origin`)."""
+        from visa.mypy.origin import origin_of
+
+        return origin_of(expr, self)
 
     def expr_type(self, expr: Expression) -> Type | None:
         """The type of a name the call refers to (no other expression is re-checked)."""
@@ -373,16 +383,42 @@ def layout(call: Call, names: Sequence[str]) -> tuple[type[dt.Scalar] | None, di
                                                       list[Type]]:
     """(dtype, {level: mapping} or None if any is unknown, raw type args) of the receiver."""
     args = call.recv_args()
-    if len(args) != 1 + len(names):
+    if len(args) < 1 + len(names):
         return None, None, [AnyType(TypeOfAny.special_form)] * (1 + len(names))
     d = dtype_of(args[0])
     levels = {}
-    for name, a in zip(names, args[1:], strict=True):
+    for name, a in zip(names, args[1:1 + len(names)], strict=True):
         mp = mapping_of(a)
         if mp is None:
             return d, None, args
         levels[name] = mp
+    callee = call.ctx.context.callee if isinstance(call.ctx.context, CallExpr) else None
+    spelled = recorded(call, callee.expr) if isinstance(callee, MemberExpr) else None
+    if spelled is not None and len(spelled) >= len(names) and \
+            all(sp == levels[n] for sp, n in zip(spelled, names, strict=False)):
+        levels = dict(zip(names, spelled, strict=False))
     return d, levels, args
+
+
+def record(plugin: VisaPlugin, node: Context, levels: Sequence[Mapping | None]) -> None:
+    """Remember the level mappings a call expression produced, spelled as written (see ``VisaPlugin.spelled``)."""
+    if all(mp is not None for mp in levels):
+        plugin.spelled[id(node)] = (node, tuple(mp for mp in levels if mp is not None))
+
+
+def recorded(call: Call, expr: Expression | None) -> tuple[Mapping, ...] | None:
+    """The spelled level mappings of the value ``expr`` holds (through local variables and ``.view()``)."""
+    fn = call.function()
+    for _ in range(16):
+        src = source_of(expr, fn)
+        if src is None or src is expr:
+            break
+        expr = src
+    if isinstance(expr, CallExpr) and isinstance(expr.callee, MemberExpr) and expr.callee.name == "view" \
+            and not expr.args:
+        return recorded(call, expr.callee.expr)
+    got = call.plugin.spelled.get(id(expr)) if expr is not None else None
+    return got[1] if got is not None and got[0] is expr else None
 
 
 def check_tensor_type(plugin: VisaPlugin, typ: Type, fail: Callable[[VisaError], None],
@@ -403,21 +439,6 @@ def check_tensor_type(plugin: VisaPlugin, typ: Type, fail: Callable[[VisaError],
         rules.placement(plugin.hw, memory, d, known, address, num_chips)
     except VisaError as err:
         fail(err)
-
-
-def tensor_of(typ: Type | None) -> tuple[type[dt.Scalar], dict[str, Mapping]] | None:
-    """(dtype, levels) of a tensor type whose dtype and mappings are all known."""
-    p = get_proper_type(typ) if typ is not None else None
-    if not isinstance(p, Instance):
-        return None
-    memory = TENSOR_MEMORY.get(p.type.fullname)
-    if memory is None or len(p.args) != 1 + len(LEVELS[memory]):
-        return None
-    d = dtype_of(p.args[0])
-    levels = {n: mapping_of(a) for n, a in zip(LEVELS[memory], p.args[1:], strict=True)}
-    if d is None or any(v is None for v in levels.values()):
-        return None
-    return d, {k: v for k, v in levels.items() if v is not None}
 
 
 def tensor_annotation(plugin: VisaPlugin, ctx: AnalyzeTypeContext) -> Type:
@@ -443,6 +464,7 @@ def constructor(memory: str) -> Callable[[VisaPlugin, FunctionContext], Type]:
         d_type = dtype_instance(call.arg_type(1))
         args: list[Type] = [d_type, *(call.mapping_type(2 + k) for k in range(len(names)))]
         out = call.instance(T + TENSOR_NAMES[memory], args)
+        record(plugin, ctx.context, [call.arg_mapping(2 + k) for k in range(len(names))])
         address = call.arg_int(2 + len(names)) if memory != "trf" else 0
         check_tensor_type(plugin, out, call.fail, call.num_chips(), address if address is not None else 0)
         return out
@@ -474,9 +496,10 @@ def dma(plugin: VisaPlugin, ctx: MethodContext) -> Type:
     recv = get_proper_type(ctx.type)
     if not isinstance(recv, Instance):
         return ctx.default_return_type
-    src_memory = TENSOR_MEMORY.get(recv.type.fullname, "")
-    if not src_memory:
+    kind = memory_of(recv)
+    if kind is None:
         return ctx.default_return_type
+    src_memory = kind[0]
     d, src_levels, args = layout(call, LEVELS[src_memory])
     # each destination level: the receiver's Chip (kept), or a call argument (spelled as written)
     sources: list[int | None]
@@ -496,20 +519,54 @@ def dma(plugin: VisaPlugin, ctx: MethodContext) -> Type:
     dst_levels = {n: (src_levels or {}).get("Chip") if k is None else call.arg_mapping(k)
                   for n, k in zip(LEVELS[dst], sources, strict=True)}
     address = call.arg_int(addr_i) if addr_i is not None else 0
+    if dst != "host":
+        record(plugin, ctx.context, list(dst_levels.values()))
     if d is not None and src_levels is not None and all(v is not None for v in dst_levels.values()):
         known = {k: v for k, v in dst_levels.items() if v is not None}
+        source = call.origin(ctx.context.callee.expr) if isinstance(ctx.context, CallExpr) and \
+            isinstance(ctx.context.callee, MemberExpr) else None
+        stream = _dma_stream(call)
         if not call.run(lambda: rules.dma_move(plugin.hw, d, src_memory, src_levels, dst, known, address,
-                                               call.num_chips())):
+                                               call.num_chips(), source, stream)):
             return ctx.default_return_type
     return out
 
 
+def _dma_stream(call: Call) -> tuple[Mapping, Mapping] | None | bool:
+    """The explicit ``stream=(Time, Packet)`` of a DMA call: the two mappings, None when the call gives none,
+    False when it gives one the source does not spell out (then the plan, which depends on it, is skipped)."""
+    names = getattr(call.ctx, "callee_arg_names", [])
+    if "stream" not in names:
+        return None
+    expr = call.arg_expr(names.index("stream"))
+    if expr is None or (isinstance(expr, NameExpr) and expr.fullname == "builtins.None"):
+        return None
+    if isinstance(expr, TupleExpr) and len(expr.items) == 2:
+        time, packet = (call.expr_mapping(e) for e in expr.items)
+        if time is not None and packet is not None:
+            return time, packet
+    return False
+
+
 def view_tile(plugin: VisaPlugin, ctx: MethodContext) -> Type:
-    """``view.tile(dim, size, tile_mapping, start)``: the same view with the tile's Element mapping."""
+    """``view.tile(dim, size, tile_mapping, start)``: :func:`visa.memory.layout.tile_offset` (what
+    ``TensorView.tile`` calls) with the view's Element, and the same view type with the tile's Element."""
+    from visa.memory.layout import tile_offset
+
     call = Call(plugin, ctx, "tile")
     recv = get_proper_type(ctx.type)
     if not isinstance(recv, Instance) or not recv.args:
         return ctx.default_return_type
+    element, dim, tile = mapping_of(recv.args[-1]), call.arg_mapping(0), call.arg_mapping(2)
+    size, start = call.arg_int(1), call.arg_int(3)
+    if element is not None and dim is not None and tile is not None and size is not None and start is not None:
+        where = f"{recv.type.name}.tile"
+        if not call.run(lambda: tile_offset(element, dim, size, tile, start, where)):
+            return ctx.default_return_type
+    spelled = recorded(call, ctx.context.callee.expr) if isinstance(ctx.context, CallExpr) and \
+        isinstance(ctx.context.callee, MemberExpr) else None
+    if spelled is not None:
+        record(plugin, ctx.context, [*spelled[:-1], tile])
     args = [*recv.args[:-1], call.mapping_type(2)]
     return call.instance(recv.type.fullname, args)
 
@@ -522,8 +579,34 @@ def begin(plugin: VisaPlugin, ctx: MethodContext) -> Type:
     if not isinstance(view, Instance) or len(view.args) != 5:
         return ctx.default_return_type
     d, chip, cluster, slice_, element = view.args
+    spelled = recorded(call, call.arg_expr(0))
+    if spelled is not None and len(spelled) == 4:
+        record(plugin, ctx.context, [*spelled[:3], Mapping.identity(), spelled[3]])
     return call.instance(S + "BeginTensor", [d, chip, cluster, slice_, static_type(plugin, Mapping.identity()),
                                              element])
+
+
+def begin_interleaved(plugin: VisaPlugin, ctx: MethodContext) -> Type:
+    """``ctx.main.begin_interleaved(m["I"], lhs.view(), rhs.view())``: :func:`visa.engines.fetch.plan_interleave`
+    with the views' types; ``BeginTensor[D, Chip, Cluster, Slice, I, Element]`` (L1843–1868)."""
+    from visa.engines.fetch import plan_interleave
+
+    call = Call(plugin, ctx, "begin_interleaved")
+    axis = call.arg_mapping(0)
+    views = [tensor_of(call.arg_type(k)) for k in (1, 2)]
+    lhs, rhs = views
+    if axis is None or lhs is None or rhs is None:
+        return ctx.default_return_type
+    if not call.run(lambda: plan_interleave(plugin.hw, axis, lhs, rhs)):
+        return ctx.default_return_type
+    view = get_proper_type(call.arg_type(1))
+    if not isinstance(view, Instance) or len(view.args) != 5:
+        return ctx.default_return_type
+    d, chip, cluster, slice_, element = view.args
+    spelled = recorded(call, call.arg_expr(1))
+    if spelled is not None and len(spelled) == 4:
+        record(plugin, ctx.context, [*spelled[:3], axis, spelled[3]])
+    return call.instance(S + "BeginTensor", [d, chip, cluster, slice_, call.mapping_type(0), element])
 
 
 def stage(plugin: VisaPlugin, ctx: MethodContext) -> Type:
@@ -541,13 +624,21 @@ def stage(plugin: VisaPlugin, ctx: MethodContext) -> Type:
         mapping=call.arg_mapping, dtype_arg=call.arg_dtype, integer=call.arg_int, expr=call.arg_expr,
         num_chips=call.num_chips, module=call.module, context=context or "main", history=history,
         extra={"calls": lambda: calls_before(ctx.context, fn), "source": lambda e: source_of(e, fn),
-               "type_of": call.expr_type, "tensor": tensor_of, "arg_type": call.arg_type})
+               "type_of": call.expr_type, "tensor": tensor_of, "arg_type": call.arg_type, "origin": call.origin,
+               "recv_args": call.recv_args, "mapping_of": mapping_of})
     result = spec(inputs)
     if result.check is not None and d is not None and levels is not None:
         if not call.run(result.check):
             return ctx.default_return_type  # refused: the signature's type, so that one mistake is one error
     out_args: list[Type] = []
+    spelled: list[Mapping | None] = []
+    recv_levels = list(levels.values()) if levels is not None else []
     for k, part in enumerate(result.args):
+        if k > 0:
+            spelled.append(recv_levels[k - 1] if part is rules.SAME and k - 1 < len(recv_levels) else
+                           call.arg_mapping(part.index) if isinstance(part, rules.ArgMapping) else
+                           part if isinstance(part, Mapping) else
+                           mapping_of(args[k]) if part is rules.SAME and k < len(args) else None)
         if part is rules.SAME:
             out_args.append(args[k])
         elif isinstance(part, rules.ArgMapping):
@@ -561,59 +652,9 @@ def stage(plugin: VisaPlugin, ctx: MethodContext) -> Type:
         else:
             out_args.append(AnyType(TypeOfAny.special_form))
     if result.cls.startswith("visa."):
+        record(plugin, ctx.context, spelled)
         return call.instance(result.cls, out_args)
     return ctx.default_return_type
-
-
-def source_of(expr: Expression | None, fn: Any) -> Expression | None:
-    """The expression a local name was assigned from, when the function assigns it exactly once."""
-    if not isinstance(expr, NameExpr) or fn is None:
-        return expr
-    from mypy.nodes import AssignmentStmt
-
-    found: list[Expression] = []
-    stack = list(fn.body.body)
-    while stack:
-        st = stack.pop()
-        if isinstance(st, AssignmentStmt):
-            if any(isinstance(lv, NameExpr) and lv.name == expr.name for lv in st.lvalues):
-                found.append(st.rvalue)
-        for attr in ("body", "else_body"):
-            inner = getattr(st, attr, None)
-            if inner is not None and hasattr(inner, "body"):
-                stack.extend(inner.body)
-            elif isinstance(inner, list):
-                for blk in inner:
-                    stack.extend(getattr(blk, "body", []))
-    return found[0] if len(found) == 1 else None
-
-
-def calls_before(context: Context, fn: Any) -> list[CallExpr]:
-    """The method calls a stream went through before this call, nearest first (through one-time variables)."""
-    out: list[CallExpr] = []
-    node: Expression | None = context.callee.expr if isinstance(context, CallExpr) and \
-        isinstance(context.callee, MemberExpr) else None
-    for _ in range(64):
-        node = source_of(node, fn)
-        if not (isinstance(node, CallExpr) and isinstance(node.callee, MemberExpr)):
-            break
-        out.append(node)
-        if node.callee.name in ("begin", "begin_interleaved"):
-            break
-        node = node.callee.expr
-    return out
-
-
-def chain_of(context: Context, fn: Any = None) -> tuple[str | None, tuple[str, ...] | None]:
-    """For a call whose stream is visible back to ``X.main.begin(...)``/``X.sub.begin(...)`` (one expression,
-    or local variables assigned once): the context's name and the stage methods called before this one."""
-    calls = calls_before(context, fn)
-    tu = calls[-1].callee if calls else None
-    if isinstance(tu, MemberExpr) and tu.name in ("begin", "begin_interleaved"):
-        if isinstance(tu.expr, MemberExpr) and tu.expr.name in ("main", "sub"):
-            return tu.expr.name, tuple(c.callee.name for c in reversed(calls[:-1]) if isinstance(c.callee,
-                                                                                                  MemberExpr))
-    return None, None
 
 
 def _dtype_type(plugin: VisaPlugin, d: type[dt.Scalar]) -> Type:
@@ -627,31 +668,10 @@ def _stage_name(ctx: MethodContext) -> str:
 
 
 def vector(plugin: VisaPlugin, ctx: MethodContext) -> Type:
-    """A Vector Engine stage (:mod:`visa.stream.vector`): the plain generic types already give the result; the
-    hook runs the entry rule of ``vector_init`` and, where the chain shows the pass, the ALU rule (each ALU once
-    per pass, manual L4750) by replaying :func:`visa.engines.vector.plan.claim` over the chain's operators."""
-    method = _method(ctx)
-    call = Call(plugin, ctx, method)
-    d, levels, _ = layout(call, STREAM)
-    fn = call.function()
-    if method == "vector_init":
-        if d is not None and levels is not None:
-            call.run(lambda: rules.vector_entry(plugin.hw, d, levels["Packet"]))
-        return ctx.default_return_type
-    current = rules.alu_of(method, call.arg_expr(0), call.module)
-    if current is None:
-        return ctx.default_return_type
-    earlier: list[tuple[str, str]] = []
-    for c in calls_before(ctx.context, fn):
-        if not isinstance(c.callee, MemberExpr) or not c.callee.name.startswith("vector_"):
-            break
-        if c.callee.name == "vector_init":
-            call.run(partial(rules.claim_all, list(reversed(earlier)), (current, method)))
-            break
-        alu = rules.alu_of(c.callee.name, c.args[0] if c.args else None, call.module)
-        if alu is not None:
-            earlier.append((alu, c.callee.name))
-    return ctx.default_return_type
+    """A Vector Engine stage (``vector_init`` and every ``vector_*`` method): :func:`visa.mypy.vector.hook`."""
+    from visa.mypy.vector import hook
+
+    return hook(plugin, ctx)
 
 
 # -- dispatch tables (read by VisaPlugin) ----------------------------------------------------------------------
@@ -662,17 +682,17 @@ METHODS: dict[str, Handler] = {
     "to_dm": dma, "to_hbm": dma, "to_host": dma,
     "rand": host_make, "zeros": host_make, "from_numpy": host_make,
     "tile": view_tile,
-    "begin": begin,
+    "begin": begin, "begin_interleaved": begin_interleaved,
 }
 RECEIVERS: dict[str, frozenset[str]] = {
-    "__getitem__": frozenset({"visa.mapping.core.MappingSyntax"}),
-    "to_dm": frozenset({T + "HbmTensor", T + "DmTensor"}),
-    "to_hbm": frozenset({T + "HostTensor", T + "HbmTensor", T + "DmTensor"}),
-    "to_host": frozenset({T + "HbmTensor"}),
+    "__getitem__": frozenset({"visa.mapping.core.MappingSyntax", "visa.mapping.core.MappingFactory"}),
+    "to_dm": frozenset({T + "HbmTensor", T + "DmTensor", T + "HbmTensorView", T + "DmTensorView"}),
+    "to_hbm": frozenset({T + "HostTensor", T + "HbmTensor", T + "DmTensor", T + "HbmTensorView", T + "DmTensorView"}),
+    "to_host": frozenset({T + "HbmTensor", T + "HbmTensorView"}),
     "rand": frozenset({T + "HostTensor"}), "zeros": frozenset({T + "HostTensor"}),
     "from_numpy": frozenset({T + "HostTensor"}),
     "tile": frozenset({T + "HbmTensorView", T + "DmTensorView"}),
-    "begin": frozenset({"visa.context.TuContext"}),
+    "begin": frozenset({"visa.context.TuContext"}), "begin_interleaved": frozenset({"visa.context.TuContext"}),
 }
 for _name, _stages in STAGE_METHODS.items():
     METHODS[_name] = vector if _name == "vector_init" else stage

@@ -18,12 +18,14 @@ from types import ModuleType
 from typing import Any
 
 from mypy.constant_fold import constant_fold_expr
-from mypy.nodes import CallExpr, Expression, MemberExpr, NameExpr, RefExpr
+from mypy.nodes import CallExpr, Expression, ListExpr, MemberExpr, NameExpr, RefExpr, TupleExpr
 
 from visa import dtypes as dt
+from visa.errors import VisaError
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping
 from visa.memory.layout import check_placement
+from visa.mypy.chain import call_arg
 
 __all__ = ["SAME", "ArgMapping", "ArgDtype", "Result", "StageInputs", "STAGES", "RECEIVERS", "placement",
            "static_value", "engine"]
@@ -125,8 +127,9 @@ def _object(fullname: str) -> Any:
 
 
 def static_value(expr: Expression, module: str) -> Any:
-    """Evaluate a constant argument: numbers and strings, visa enum members (``TrfAddress.Full``) and visa
-    configuration constructors with constant arguments (``SwitchConfig.Broadcast01(slice1=256, ...)``)."""
+    """Evaluate a constant argument: numbers and strings, visa enum members (``TrfAddress.Full``), visa
+    configuration constructors with constant arguments (``SwitchConfig.Broadcast01(slice1=256, ...)``) and lists
+    or tuples of them (``BranchMode.Comparison([InputCmp.I32.Less(0)])``)."""
     folded = constant_fold_expr(expr, module)
     if folded is not None:
         return folded
@@ -145,40 +148,70 @@ def static_value(expr: Expression, module: str) -> Any:
             else:
                 kwargs[name] = static_value(arg, module)
         return fn(*args, **kwargs)
+    if isinstance(expr, (ListExpr, TupleExpr)):
+        items = [static_value(item, module) for item in expr.items]
+        return items if isinstance(expr, ListExpr) else tuple(items)
     raise Unknown(expr)
 
 
 # -- memories ------------------------------------------------------------------------------------------------------
 def placement(hw: HardwareProfile, memory: str, dtype: type[dt.Scalar], levels: dict[str, Mapping],
-              address: int | None, num_chips: int | None, trf_half: bool = False) -> None:
+              address: int | None, num_chips: int | None, trf_half: bool = False, call: str | None = None) -> None:
     """:func:`visa.memory.layout.check_placement` (an unknown address is checked as 0: its own rules skipped)."""
     check_placement(hw, memory, dtype, levels, address if address is not None else 0, num_chips=num_chips,
-                    trf_half=trf_half)
+                    trf_half=trf_half, call=call)
+
+
+def overlap(hw: HardwareProfile, dtype: type[dt.Scalar], memory: str, levels: dict[str, Mapping], address: int,
+            source: Any, call: str) -> None:
+    """:func:`visa.memory.registry.refuse_overlap` of a new tensor (at a constant ``address``) and a tensor the
+    same operation reads, whose origin the source shows (:class:`visa.mypy.origin.Origin`)."""
+    from visa.memory.layout import describe, element_bytes
+    from visa.memory.registry import Region, refuse_overlap
+
+    def region(mem: str, lv: dict[str, Mapping], at: int, name: str) -> Region:
+        rows = frozenset(range(lv["Row"].size)) if "Row" in lv else None
+        return Region(mem, frozenset(range(lv["Chip"].size)), at, at + element_bytes(dtype, lv["Element"].size),
+                      name, rows)
+
+    refuse_overlap(region(memory, levels, address, describe(memory, dtype, levels, address)),
+                   region(source.memory, source.levels, source.address, source.describe()), call)
 
 
 def dma_move(hw: HardwareProfile, dtype: type[dt.Scalar], src_memory: str, src: dict[str, Mapping],
-             dst_memory: str, dst: dict[str, Mapping], address: int | None, num_chips: int | None) -> None:
-    """A DMA move (``host.to_hbm``, ``hbm.to_dm``, ...): :func:`visa.engines.dma.plan` of the two sides, then
-    the destination's placement with the kernel's chip count, as :mod:`visa.engines.dma` does.  The source's
-    address is not in its type: it is taken as 0 (rules about it are left to run time)."""
+             dst_memory: str, dst: dict[str, Mapping], address: int | None, num_chips: int | None,
+             source: Any = None, stream: tuple[Mapping, Mapping] | None | bool = None) -> None:
+    """A DMA move (``host.to_hbm``, ``hbm.to_dm``, ``view.to_dm``, ...): :func:`visa.engines.dma.plan` of the two
+    sides, then the destination's placement with the kernel's chip count, then (both addresses known) the
+    overlap of the result with its source, as :mod:`visa.engines.dma` does.  ``source`` is the source's origin
+    (:class:`visa.mypy.origin.Origin`) when the source shows where it was made; without it the source's address
+    is not known: it is taken as 0 and named without it (the rules about it are left to run time).  ``stream`` is
+    the call's explicit ``stream=(Time, Packet)`` (False: given but not spelled out, so the plan is skipped)."""
     from visa.memory.layout import LEVELS, TYPE_NAMES
 
     mod = engine("dma")
+    call = src_memory + ".to_" + dst_memory
     if mod is None or not hasattr(mod, "plan") or not hasattr(mod, "Side"):
         if dst_memory != "host":
-            placement(hw, dst_memory, dtype, dst, address, num_chips)
+            placement(hw, dst_memory, dtype, dst, address, num_chips, call=call)
         return
-    call = src_memory + ".to_" + dst_memory
 
     def name(memory: str, levels: dict[str, Mapping]) -> str:  # DeviceTensor.describe() without the address
         return f"{TYPE_NAMES[memory]}[{', '.join([repr(dtype), *(repr(levels[k]) for k in LEVELS[memory])])}]"
 
-    src_name = name(src_memory, src)
+    if source is not None:
+        src_side = mod.Side.of(src_memory, src, 0, name=source.name())
+        src_side = mod.Side(src_side.medium, src_side.levels, source.bit_address(), src_side.name)
+    else:
+        src_side = mod.Side.of(src_memory, src, 0, name=name(src_memory, src))
     dst_name = name(dst_memory, dst) + ("" if dst_memory == "host" else f" @ {address or 0}")
-    mod.plan(hw, dtype, mod.Side.of(src_memory, src, 0, name=src_name),
-             mod.Side.of(dst_memory, dst, address if address is not None else 0, name=dst_name), call=call)
+    if stream is not False:
+        mod.plan(hw, dtype, src_side, mod.Side.of(dst_memory, dst, address if address is not None else 0,
+                                                  name=dst_name), stream=stream or None, call=call)
     if dst_memory != "host":
-        placement(hw, dst_memory, dtype, dst, address, num_chips)
+        placement(hw, dst_memory, dtype, dst, address, num_chips, call=call)
+        if source is not None and address is not None:
+            overlap(hw, dtype, dst_memory, dst, address, source, call)
 
 
 # -- stream stages ---------------------------------------------------------------------------------------------------
@@ -209,10 +242,28 @@ def _fetch(with_: str) -> Callable[[StageInputs], Result]:
                 kw["zero_points"] = tuple(int(z) for z in inp.value(3))
             mod.plan(inp.hw, inp.dtype, d2, inp.level("Chip"), inp.level("Cluster"), inp.level("Slice"),
                      inp.level("Packet"), time, packet, context=inp.context, **kw)
+            for view in _begin_views(inp):  # the views' start addresses, where the source shows them (L1756)
+                mod.view_bit_base(inp.hw, view.dtype, view.address, view.offset, view.element)
 
         return _stream("FetchTensor", ArgDtype(0), SAME, SAME, SAME, ArgMapping(1), ArgMapping(2), check=check)
 
     return rule
+
+
+def _begin_views(inp: StageInputs) -> list[Any]:
+    """The origins of the views the stream's ``begin``/``begin_interleaved`` took (only when all are known)."""
+    calls = inp.extra["calls"]()
+    begin = calls[-1] if calls else None
+    if not (isinstance(begin, CallExpr) and isinstance(begin.callee, MemberExpr)):
+        return []
+    if begin.callee.name == "begin":
+        args = begin.args[:1]
+    elif begin.callee.name == "begin_interleaved":
+        args = begin.args[1:3]
+    else:
+        return []
+    views = [inp.extra["origin"](a) for a in args]
+    return views if views and all(v is not None and v.memory == "dm" for v in views) else []
 
 
 def switch(inp: StageInputs) -> Result:
@@ -275,11 +326,39 @@ def commit(inp: StageInputs) -> Result:
             return
         mod.plan(inp.hw, inp.dtype, inp.level("Chip"), inp.level("Cluster"), inp.level("Slice"), inp.level("Time"),
                  inp.level("Packet"), element, context=inp.context, after=_after(inp))
-        placement(inp.hw, "dm", inp.dtype, {"Chip": inp.level("Chip"), "Cluster": inp.level("Cluster"),
-                                            "Slice": inp.level("Slice"), "Element": element},
-                  inp.integer(1), inp.num_chips())
+        levels = {"Chip": inp.level("Chip"), "Cluster": inp.level("Cluster"), "Slice": inp.level("Slice"),
+                  "Element": element}
+        address = inp.integer(1)
+        placement(inp.hw, "dm", inp.dtype, levels, address, inp.num_chips(), call="commit")
+        if address is not None:  # the result may not overlap a DM tensor the pass reads (L150–155)
+            for view in _begin_views(inp):
+                overlap(inp.hw, inp.dtype, "dm", levels, address, view, "commit")
 
     return Result(T + "DmTensor", [SAME, SAME, SAME, SAME, ArgMapping(0)], check)
+
+
+def commit_view(inp: StageInputs) -> Result:
+    """``commit_view(view)`` (L2159–2163): :func:`visa.engines.commit.check_view` with the view's type, then
+    :func:`visa.engines.commit.plan` with the whole tensor's Element and the view's offset when the source shows
+    where the view comes from (``dm.view()``, ``.tile(...)``)."""
+
+    def check() -> None:
+        mod = engine("commit")
+        view = inp.extra["tensor"](inp.extra["arg_type"](0))
+        if mod is None or view is None or inp.dtype is None:
+            return
+        d, lv = view
+        mod.check_view(inp.dtype, inp.level("Chip"), inp.level("Cluster"), inp.level("Slice"), d, lv)
+        origin = inp.extra["origin"](inp.expr(0))
+        if origin is None or not origin.view:
+            return
+        mod.plan(inp.hw, inp.dtype, inp.level("Chip"), inp.level("Cluster"), inp.level("Slice"), inp.level("Time"),
+                 inp.level("Packet"), origin.element, context=inp.context, after=_after(inp),
+                 region=(origin.levels["Element"], origin.offset))
+        for view in _begin_views(inp):  # the tensor written may not overlap one the pass reads (L150–155)
+            overlap(inp.hw, inp.dtype, "dm", origin.levels, origin.address, view, "commit_view")
+
+    return Result("", [], check)
 
 
 def to_trf(inp: StageInputs) -> Result:
@@ -295,7 +374,7 @@ def to_trf(inp: StageInputs) -> Result:
         mod.plan_trf(inp.hw, inp.dtype, inp.level("Time"), inp.level("Packet"), row, element, address.name)
         placement(inp.hw, "trf", inp.dtype, {"Chip": inp.level("Chip"), "Cluster": inp.level("Cluster"),
                                              "Slice": inp.level("Slice"), "Row": row, "Element": element},
-                  0, inp.num_chips(), trf_half=address.half)
+                  0, inp.num_chips(), trf_half=address.half, call="to_trf")
 
     return Result(T + "TrfTensor", [SAME, SAME, SAME, SAME, ArgMapping(0), ArgMapping(1)], check)
 
@@ -314,54 +393,53 @@ def to_vrf(inp: StageInputs) -> Result:
                      address if address is not None else 0)
         placement(inp.hw, "vrf", inp.dtype, {"Chip": inp.level("Chip"), "Cluster": inp.level("Cluster"),
                                              "Slice": inp.level("Slice"), "Element": element},
-                  address, inp.num_chips())
+                  address, inp.num_chips(), call="to_vrf")
 
     return Result(T + "VrfTensor", [SAME, SAME, SAME, SAME, ArgMapping(0)], check)
 
 
-def call_arg(call: CallExpr, index: int, name: str) -> Expression | None:
-    """Argument ``index`` (or keyword ``name``) of a call expression (``self`` not counted)."""
-    for k, (arg_name, arg) in enumerate(zip(call.arg_names, call.args, strict=True)):
-        if arg_name == name or (arg_name is None and k == index):
-            return arg
-    return None
-
-
-def _trf_mode(inp: StageInputs, expr: Expression | None) -> tuple[str, int] | None:
-    """The address mode and byte address of a TRF tensor, from the ``to_trf`` call that made it."""
-    src = inp.extra["source"](expr) if expr is not None else None
-    if isinstance(src, CallExpr) and isinstance(src.callee, MemberExpr) and src.callee.name == "to_trf":
-        arg = call_arg(src, 2, "address")
-        if arg is not None:
-            address = static_value(arg, inp.module)
-            return address.name, address.offset_halves * inp.hw.trf.half_row_bytes
-    return None
-
-
 def align(inp: StageInputs) -> Result:
-    """``align(Time, Packet, trf)`` (L3789–4296): :func:`visa.engines.contraction.plan_align` with the TRF
-    operand's type (its address mode from the ``to_trf`` call that made it, when the source shows it)."""
+    """``align(Time, Packet, trf)`` (L3789–4296): the sub context's refusal, then
+    :func:`visa.engines.contraction.plan_align` with the TRF operand's type.  Its address mode comes from the
+    ``to_trf`` call that made it when the source shows it; otherwise (a ``TrfTensor`` parameter) the plan is run
+    for each address (a full row or its first half at byte 0, the second half) and a refusal is reported only
+    when every one of them gives it.  The result carries the TRF's Row (``AlignedTensor[..., Row]``)."""
     time2, packet2 = inp.mapping(0), inp.mapping(1)
+    trf = inp.extra["tensor"](inp.extra["arg_type"](2))
+    row = trf[1]["Row"] if trf is not None else None
 
     def check() -> None:
         mod = engine("contraction")
-        trf = inp.extra["tensor"](inp.extra["arg_type"](2))
-        mode = _trf_mode(inp, inp.expr(2))
-        if mod is None or time2 is None or packet2 is None or inp.dtype is None or trf is None or mode is None:
+        if mod is None:
+            return
+        mod.check_context(inp.hw, inp.context, "align")
+        if time2 is None or packet2 is None or inp.dtype is None or trf is None:
             return
         d, lv = trf
-        operand = mod.TrfOperand(d, lv["Chip"], lv["Cluster"], lv["Slice"], lv["Row"], lv["Element"], *mode)
-        mod.plan_align(inp.hw, inp.dtype, inp.level("Chip"), inp.level("Cluster"), inp.level("Slice"),
-                       inp.level("Time"), inp.level("Packet"), operand, time2, packet2)
+        origin = inp.extra["origin"](inp.expr(2))
+        if origin is not None and origin.trf_mode is not None:
+            modes = [(origin.trf_mode, origin.address)]
+        else:
+            modes = [("Full", 0), ("SecondHalf", inp.hw.trf.half_row_bytes)]
+        refusals: list[VisaError] = []
+        for mode in modes:
+            operand = mod.TrfOperand(d, lv["Chip"], lv["Cluster"], lv["Slice"], lv["Row"], lv["Element"], *mode)
+            try:
+                mod.plan_align(inp.hw, inp.dtype, inp.level("Chip"), inp.level("Cluster"), inp.level("Slice"),
+                               inp.level("Time"), inp.level("Packet"), operand, time2, packet2)
+            except VisaError as err:
+                refusals.append(err)
+        if len(refusals) == len(modes) and len({str(e) for e in refusals}) == 1:
+            raise refusals[0]
 
-    return _stream("AlignedTensor", SAME, SAME, SAME, SAME, ArgMapping(0), ArgMapping(1), check=check)
+    return _stream("AlignedTensor", SAME, SAME, SAME, SAME, ArgMapping(0), ArgMapping(1), row, check=check)
 
 
 def contract(inp: StageInputs) -> Result:
     """``contract(Packet)`` (L4310–4436): :func:`visa.engines.contraction.plan_contract`, whose output dtype
-    (i32 or f32) is the result's."""
+    (i32 or f32) is the result's; the Row is carried on (``ContractionTensor[..., Row]``)."""
     packet2 = inp.mapping(0)
-    result = _stream("ContractionTensor", None, SAME, SAME, SAME, SAME, ArgMapping(0))
+    result = _stream("ContractionTensor", None, SAME, SAME, SAME, SAME, ArgMapping(0), SAME)
 
     def check() -> None:
         mod = engine("contraction")
@@ -373,9 +451,24 @@ def contract(inp: StageInputs) -> Result:
     return result
 
 
+def _row(inp: StageInputs) -> Mapping | None:
+    """The Row of the TRF operand this stream was aligned with: the receiver's ``Row`` type argument, else the
+    TRF operand of the ``align`` the chain shows."""
+    args = inp.extra["recv_args"]()
+    row: Mapping | None = inp.extra["mapping_of"](args[6]) if len(args) > 6 else None
+    if row is not None:
+        return row
+    for c in inp.extra["calls"]():
+        if isinstance(c.callee, MemberExpr) and c.callee.name == "align":
+            arg = call_arg(c, 2, "trf")
+            found = inp.extra["tensor"](inp.extra["type_of"](arg)) if arg is not None else None
+            return found[1]["Row"] if found is not None else None
+    return None
+
+
 def accumulate(inp: StageInputs) -> Result:
     """``accumulate(Time, Packet, kind)`` (L4318–4548): :func:`visa.engines.contraction.plan_accumulate`, with
-    the Row of the TRF operand of the ``align`` this stream went through (when the source shows it)."""
+    the Row of the TRF operand the stream was aligned with (:func:`_row`)."""
     time2, packet2 = inp.mapping(0), inp.mapping(1)
 
     def check() -> None:
@@ -383,13 +476,7 @@ def accumulate(inp: StageInputs) -> Result:
         if mod is None or time2 is None or packet2 is None or inp.dtype is None:
             return
         kind = inp.value(2)
-        row = None
-        for c in inp.extra["calls"]():
-            if isinstance(c.callee, MemberExpr) and c.callee.name == "align":
-                arg = call_arg(c, 2, "trf")
-                found = inp.extra["tensor"](inp.extra["type_of"](arg)) if arg is not None else None
-                row = found[1]["Row"] if found is not None else None
-                break
+        row = _row(inp)
         if row is None:
             return
         mod.plan_accumulate(inp.hw, inp.dtype, row, inp.level("Time"), inp.level("Packet"), time2, packet2,
@@ -404,7 +491,10 @@ def cast(inp: StageInputs) -> Result:
 
     def check() -> None:
         mod = engine("cast")
-        if mod is None or d2 is None or packet is None or inp.dtype is None:
+        if mod is None:
+            return
+        mod.check_context(inp.hw, inp.context)
+        if d2 is None or packet is None or inp.dtype is None:
             return
         mod.plan(inp.hw, inp.dtype, d2, inp.level("Packet"), packet, inp.level("Time"))
 
@@ -417,7 +507,10 @@ def transpose(inp: StageInputs) -> Result:
 
     def check() -> None:
         mod = engine("transpose")
-        if mod is None or time is None or packet is None or inp.dtype is None:
+        if mod is None:
+            return
+        mod.check_context(inp.hw, inp.context)
+        if time is None or packet is None or inp.dtype is None:
             return
         mod.plan(inp.hw, inp.dtype, inp.level("Time"), inp.level("Packet"), time, packet)
 
@@ -428,45 +521,8 @@ STAGES: dict[str, Callable[[StageInputs], Result]] = {
     "fetch": _fetch(""), "fetch_with_table": _fetch("table"), "fetch_with_zero_point": _fetch("zero_point"),
     "fetch_with_zero_points": _fetch("zero_points"),
     "collect": collect, "switch": switch, "commit": commit, "to_trf": to_trf, "to_vrf": to_vrf,
-    "align": align, "contract": contract, "accumulate": accumulate, "cast": cast, "transpose": transpose,
+    "commit_view": commit_view, "align": align, "contract": contract, "accumulate": accumulate, "cast": cast,
+    "transpose": transpose,
 }
 #: Receivers of stage methods that ``visa.stream.stages.STAGE_METHODS`` does not list (vector stages).
 RECEIVERS: dict[str, tuple[str, ...]] = {}
-
-
-# -- the Vector Engine ---------------------------------------------------------------------------------------------
-def vector_entry(hw: HardwareProfile, dtype: type[dt.Scalar], packet: Mapping) -> None:
-    """``vector_init``: :func:`visa.engines.vector.plan.plan_entry` (i32 and f32 only, L4551)."""
-    from visa.engines.vector.plan import plan_entry
-
-    plan_entry(hw, dtype, packet, "vector_init")
-
-
-def alu_of(method: str, op: Expression | None, module: str) -> str | None:
-    """The ALU a vector stage call takes, as the stream classes claim it: the operator's ``alu`` (the reducer's
-    resource for an intra-slice reduction); None when the source does not show it."""
-    if method == "vector_intra_slice_reduce":
-        from visa.engines.vector import REDUCE_RESOURCE
-
-        return REDUCE_RESOURCE
-    if op is None or not method.startswith("vector_") or "zip" in method:
-        return None
-    try:
-        value = static_value(op, module)
-    except (Unknown, AttributeError, TypeError):
-        return None
-    alu = getattr(value, "alu", None)
-    return alu if isinstance(alu, str) else None
-
-
-def claim_all(earlier: list[tuple[str, str]], current: tuple[str, str]) -> None:
-    """Replay :func:`visa.engines.vector.plan.claim` over a pass: the earlier stages' ALUs, then this one's."""
-    from visa.engines.vector.plan import claim
-
-    used: frozenset[str] = frozenset()
-    for alu, call in earlier:
-        try:
-            used = claim(used, alu, call)
-        except Exception:  # noqa: BLE001 - an earlier call reports its own refusal
-            return
-    claim(used, current[0], current[1])

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 from visa import dtypes as dt
 from visa.engines import cast as engine
 from visa.engines.common import EngineReport
-from visa.errors import TypestateError
 from visa.mapping.core import ensure_mapping
 
 if TYPE_CHECKING:
@@ -35,10 +34,7 @@ def cast(
     dst = dt.scalar(dtype)
     packet = ensure_mapping(packet, "OutPacket")
     hw = stream.ctx.hw
-    if stream.tu.kind == "sub" and hw.commit.sub_follows_fetch_only:
-        raise TypestateError(
-            "the sub context has no compute engines (L3046–3051) and its commits follow fetch only, never the "
-            "Cast Engine (manual L2337)", call="cast", level="Packet", fix="cast on ctx.main")
+    engine.check_context(hw, stream.tu.kind)
     layout = stream.layout
     config = engine.plan(hw, layout.dtype, dst, layout.packet, packet, layout.time)
     data = engine.execute(config, stream.data)

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from visa.engines import commit as engine
 from visa.engines.common import EngineReport
-from visa.errors import AllocationError, LayoutError, VisaError
+from visa.errors import VisaError
 from visa.mapping import Mapping
+from visa.memory.registry import refuse_overlap
 from visa.stream.collect import record_pass
 
 if TYPE_CHECKING:
@@ -67,21 +68,12 @@ def commit_view(stream: StreamTensor[Any, Any, Any, Any, Any, Any], view: Any) -
                         fix="pass dm.view() or a tile of it")
     ctx, lay = stream.ctx, stream.layout
     base = view.base
-    if base.dtype is not lay.dtype:
-        raise LayoutError(f"the view holds {base.dtype!r} but the stream carries {lay.dtype!r}", call=call,
-                          level="Element", mapping=repr(view.element), fix="cast the stream first")
-    for level, mine in (("Chip", lay.chip), ("Cluster", lay.cluster), ("Slice", lay.slice)):
-        if base.levels[level] != mine:
-            raise LayoutError(f"the view's {level} {base.levels[level]!r} differs from the stream's {mine!r}",
-                              call=call, level=level, mapping=repr(mine),
-                              axis=", ".join(sorted(mine.axes)) or None, fix="commit with the stream's layout")
+    engine.check_view(lay.dtype, lay.chip, lay.cluster, lay.slice, base.dtype, view.levels)
     cfg = _plan(stream, view.element, (base.levels["Element"], view.offset))
     if base.region is not None:
         for t in stream.inputs:
-            if t.region is not None and t.region.live() and t.region.overlaps(base.region):
-                raise AllocationError(f"commit_view would write {base.describe()}, which overlaps {t.describe()} "
-                                      "that this pass reads", call=call, level="Element",
-                                      fix="write the result to a tensor outside the input's bytes (L150–155)")
+            if t.region is not None and t.region.live():
+                refuse_overlap(base.region, t.region, call)
     images = [ctx.memory.chip(c).dm for c in range(lay.chip.size)]
     engine.execute(cfg, stream.data, images, base.address * 8 + view.offset * lay.dtype.image_bits)
     if base.region is not None:

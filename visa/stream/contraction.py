@@ -21,10 +21,11 @@ import numpy.typing as npt
 
 from visa.engines import contraction as engine
 from visa.engines.common import EngineReport, StreamData, StreamLayout
-from visa.errors import TypestateError, VisaError
+from visa.errors import VisaError
 from visa.mapping.core import ensure_mapping
-from visa.memory.images import DenseImage, load
+from visa.memory.images import DenseImage, load, load_nest
 from visa.memory.tensors import TrfTensor
+from visa.memory.units import UnitSelection
 
 if TYPE_CHECKING:
     from visa.mapping import Mapping
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
         AlignedTensor,
         CollectTensor,
         ContractionTensor,
-        StreamTensor,
     )
 
 __all__ = ["align", "contract", "accumulate", "DeferredData", "valid_positions", "trf_window"]
@@ -70,14 +70,6 @@ class DeferredData(StreamData):
 
     def check(self, layout: StreamLayout) -> None:
         """Deferred data is checked when computed (it has the Row level, see the module docstring)."""
-
-
-def _refuse_sub(stream: StreamTensor[Any, Any, Any, Any, Any, Any], call: str) -> None:
-    hw = stream.ctx.hw
-    if stream.tu.kind == "sub" and hw.commit.sub_follows_fetch_only:
-        raise TypestateError(
-            "the sub context has no compute engines (L3046–3051) and its commits follow fetch only (manual L2337); "
-            "it loads the TRF/VRF for the main context", call=call, fix=f"{call} on ctx.main")
 
 
 def valid_positions(layout: StreamLayout) -> npt.NDArray[np.bool_]:
@@ -136,6 +128,14 @@ def _byte_window(trf: TrfTensor[Any, Any, Any, Any, Any, Any], valid: npt.NDArra
     for c in np.unique(chips).tolist():
         sel = np.flatnonzero(chips == c)
         image = trf.image(int(c))
+        # the window of every Row of the valid slices: one strided copy through element words
+        on = np.zeros(image.lead_shape, dtype=bool)
+        on[ks[sel], ss[sel], :rows] = True
+        got = load_nest(dtype, UnitSelection(image, on), 8 * b0, ((c_hi - c_lo, 1),))
+        if got is not None:
+            values[sel, :, c_lo - lo: c_hi - lo] = got[0].reshape(len(sel), rows, c_hi - c_lo)
+            known[sel, :, c_lo - lo: c_hi - lo] = got[1].reshape(len(sel), rows, c_hi - c_lo) & held
+            continue
         raw = np.ascontiguousarray(image.data[ks[sel], ss[sel], :rows, b0:b1])
         wr = image.written[ks[sel], ss[sel], :rows, b0:b1].reshape(len(sel), rows, c_hi - c_lo, nb)
         values[sel, :, c_lo - lo: c_hi - lo] = raw.view(dtype.storage.newbyteorder("<"))
@@ -166,7 +166,7 @@ def align(
     if not isinstance(trf, TrfTensor):
         raise VisaError(f"align needs a TrfTensor (the weights loaded with to_trf), got {type(trf).__name__}",
                         call="align", fix="load the weights with .collect(...).to_trf(Row, Element, TrfAddress.…)")
-    _refuse_sub(stream, "align")
+    engine.check_context(stream.ctx.hw, stream.tu.kind, "align")
     trf.check_readable("align")
     hw = stream.ctx.hw
     layout = stream.layout

@@ -16,7 +16,7 @@ import numpy as np
 from visa import dtypes as dt
 from visa.engines import fetch as engine
 from visa.engines.common import EngineReport, StreamData, StreamLayout
-from visa.errors import AddressError, LayoutError, VisaError
+from visa.errors import VisaError
 from visa.mapping import Mapping
 
 if TYPE_CHECKING:
@@ -65,34 +65,12 @@ def begin_interleaved(tu: TuContext, axis: Mapping, lhs: DmTensorView[Any, Any, 
     if not isinstance(axis, Mapping):
         raise VisaError(f"{call} takes the interleave axis first, e.g. m[\"I\"], got {axis!r}", call=call,
                         fix='declare axes(I=2) and pass m["I"]')
-    max_n = tu.ctx.hw.fetch.max_interleaved
-    if axis.size != max_n:
-        raise LayoutError(f"the interleave axis {axis!r} must have size {max_n}: at most two tensors are "
-                          "interleaved in one fetch (manual L1850)", call=call, level="Time",
-                          mapping=repr(axis), axis=", ".join(sorted(axis.axes)) or None,
-                          fix="declare the interleave axis with size 2, e.g. axes(I=2)")
-    for level in ("Chip", "Cluster", "Slice"):
-        if a.base.levels[level] != b.base.levels[level]:
-            raise LayoutError(f"interleaved tensors need identical mappings; {level} differs: "
-                              f"{a.base.levels[level]!r} vs {b.base.levels[level]!r} (manual L1845)", call=call,
-                              level=level, mapping=repr(b.base.levels[level]))
-    if a.element != b.element or a.dtype is not b.dtype:
-        raise LayoutError(f"interleaved tensors need identical dtypes and mappings; got {a!r} and {b!r} "
-                          "(manual L1845)", call=call, level="Element", mapping=repr(b.element))
+    engine.plan_interleave(tu.ctx.hw, axis, (a.dtype, a.levels), (b.dtype, b.levels))
     base = a.base
     layout = StreamLayout(base.dtype, base.levels["Chip"], base.levels["Cluster"], base.levels["Slice"], axis,
                           a.element)
     inputs = (a.base,) if a.base is b.base else (a.base, b.base)
     return BeginTensor(tu, layout, _placeholder(layout), (), inputs, {"views": (a, b), "interleave": axis})
-
-
-def _bit_base(view: DmTensorView[Any, Any, Any, Any, Any], hw_align: int) -> int:
-    bits = view.base.address * 8 + view.offset * view.base.dtype.image_bits
-    if bits % (8 * hw_align):
-        raise AddressError(f"the view starts at bit {bits}, not on a {hw_align}-byte boundary: fetch addresses "
-                           f"are {hw_align}-byte aligned (manual L1756)", call="fetch sequencer", level="Element",
-                           mapping=repr(view.element), fix="start the tile on a whole byte")
-    return bits
 
 
 def fetch(stream: BeginTensor[Any, Any, Any, Any, Any, Any], dtype: Any, time: Mapping, packet: Mapping, *,
@@ -121,7 +99,7 @@ def fetch(stream: BeginTensor[Any, Any, Any, Any, Any, Any], dtype: Any, time: M
                       table=None if table is None else (table.din, table.dout), zero_points=zero_points)
     for v in views:
         v.base.check_readable("fetch")
-    bases = [_bit_base(v, hw.fetch.address_align_bytes) for v in views]
+    bases = [engine.view_bit_base(hw, v.base.dtype, v.base.address, v.offset, v.element) for v in views]
     images = [ctx.memory.chip(c).dm for c in range(lay.chip.size)]
     data = engine.execute(cfg, images, bases, table)
     report = EngineReport("fetch", cfg.describe([b // 8 for b in bases]), engine.cycles(cfg), cfg.latency,

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
+from typing_extensions import TypeVar as TypeVarD
+
 from visa import dtypes as dt
 from visa.engines.common import EngineReport, StreamData, StreamLayout
 from visa.errors import TypestateError
@@ -39,6 +41,10 @@ Slice = TypeVar("Slice")
 Time = TypeVar("Time")
 Packet = TypeVar("Packet")
 Row = TypeVar("Row")
+#: The Row of the TRF operand an aligned stream pairs with (the manual's ``AlignedPair<…, Row, Time, Packet>`` and
+#: ``ContractionTensor<…, Row, Time, Packet>``, L4305–4317); last and defaulting to Any, so that the six-argument
+#: spelling stays valid (PEP 696).  The mypy plugin fills it, so that ``accumulate`` sees the accumulator's rows.
+RowD = TypeVarD("RowD", default=Any)
 
 
 class AccumulationKind:
@@ -294,8 +300,8 @@ class CollectTensor(_Vector[D, Chip, Cluster, Slice, Time, Packet]):
         self.take("to_vrf")
         return collect.to_vrf(self, element, address)
 
-    def align(self, time: Mapping, packet: Mapping, trf: TrfTensor[Any, Any, Any, Any, Any, Any]) -> AlignedTensor[
-            D, Chip, Cluster, Slice, Any, Any]:
+    def align(self, time: Mapping, packet: Mapping, trf: TrfTensor[Any, Any, Any, Any, Row, Any]) -> AlignedTensor[
+            D, Chip, Cluster, Slice, Any, Any, Row]:
         """Contraction Engine, Aligner: ``align::<OutTime, OutPacket, _, _>(&trf)`` (manual L3789–4296)."""
         import visa.stream.contraction as contraction
 
@@ -303,13 +309,14 @@ class CollectTensor(_Vector[D, Chip, Cluster, Slice, Time, Packet]):
         return contraction.align(self, time, packet, trf)
 
 
-class AlignedTensor(StreamTensor[D, Chip, Cluster, Slice, Time, Packet]):
+class AlignedTensor(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chip, Cluster, Slice, Time, Packet,
+                                                                                RowD]):
     """The Aligner's output: the stream paired with the TRF operand, row by row (manual L3889–3896)."""
 
     __slots__ = ()
     STAGE = "AlignedTensor"
 
-    def contract(self, packet: Mapping) -> ContractionTensor[Any, Chip, Cluster, Slice, Time, Any]:
+    def contract(self, packet: Mapping) -> ContractionTensor[Any, Chip, Cluster, Slice, Time, Any, RowD]:
         """Reducer, spatial: ``contract::<OutPacket>()`` (manual L4310–4436)."""
         import visa.stream.contraction as contraction
 
@@ -317,7 +324,8 @@ class AlignedTensor(StreamTensor[D, Chip, Cluster, Slice, Time, Packet]):
         return contraction.contract(self, packet)
 
 
-class ContractionTensor(StreamTensor[D, Chip, Cluster, Slice, Time, Packet]):
+class ContractionTensor(StreamTensor[D, Chip, Cluster, Slice, Time, Packet],
+                        Generic[D, Chip, Cluster, Slice, Time, Packet, RowD]):
     """``ContractionTensor``: products reduced over the packet, per MAC row (manual L4310–4317)."""
 
     __slots__ = ()

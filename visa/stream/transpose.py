@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 from visa.engines import transpose as engine
 from visa.engines.common import EngineReport
-from visa.errors import TypestateError
 from visa.mapping.core import ensure_mapping
 
 if TYPE_CHECKING:
@@ -35,11 +34,7 @@ def transpose(
     time = ensure_mapping(time, "OutTime")
     packet = ensure_mapping(packet, "OutPacket")
     hw = stream.ctx.hw
-    if stream.tu.kind == "sub" and hw.commit.sub_follows_fetch_only:
-        raise TypestateError(
-            "the sub context has no compute engines (L3046–3051) and its commits follow fetch only, never the "
-            "Cast or Transpose Engine (manual L2337)", call="transpose", level="Time",
-            fix="transpose on ctx.main")
+    engine.check_context(hw, stream.tu.kind)
     layout = stream.layout
     config = engine.plan(hw, layout.dtype, layout.time, layout.packet, time, packet)
     data = engine.execute(config, stream.data)

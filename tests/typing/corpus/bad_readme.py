@@ -1,4 +1,4 @@
-"""The README's example (docs/notes/readme-mypy.md): a layout mistake and a transposed argument."""
+"""The README's example (README.md): a layout mistake and a transposed argument."""
 
 from visa import Context, HbmTensor, axes, device, i32, launch, m
 

@@ -29,7 +29,6 @@ per computation step), which :func:`cache_misses` replays through the direct-map
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
@@ -37,6 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from visa import dtypes as dt
+from visa.engines.cache import cached
 from visa.errors import (
     AddressError,
     DtypeError,
@@ -44,6 +44,7 @@ from visa.errors import (
     IncompatibleShapesError,
     InsufficientInputError,
     LayoutError,
+    TypestateError,
     VisaError,
 )
 from visa.hw import HardwareProfile
@@ -51,8 +52,8 @@ from visa.mapping import Mapping, pair_of
 from visa.mapping.evaluate import _axis_sizes
 from visa.mapping.sequencer import Entry, contiguous_elements, derive, merge_entries
 
-__all__ = ["TrfOperand", "AlignPlan", "plan", "adapt", "addresses", "cache_misses", "report_details", "cycles",
-           "disjoint_axis"]
+__all__ = ["TrfOperand", "AlignPlan", "plan", "check_context", "adapt", "addresses", "cache_misses", "report_details",
+           "cycles", "disjoint_axis"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -147,6 +148,16 @@ def report_details(p: AlignPlan) -> tuple[tuple[str, object], ...]:
 # ------------------------------------------------------------------------------------------------ planning
 
 
+def check_context(hw: HardwareProfile, context: str, call: str = CALL) -> None:
+    """Refuse the Contraction Engine in the sub context (``"main"``/``"sub"``): the sub context has no compute
+    engines (L3046–3051) and its commits follow fetch only (L2337); it loads the TRF/VRF for the main context.
+    Pure (the stream and the mypy plugin call it)."""
+    if context == "sub" and hw.commit.sub_follows_fetch_only:
+        raise TypestateError(
+            "the sub context has no compute engines (L3046–3051) and its commits follow fetch only (manual L2337); "
+            "it loads the TRF/VRF for the main context", call=call, fix=f"{call} on ctx.main")
+
+
 def plan(hw: HardwareProfile, dtype: type[dt.Scalar], chip: Mapping, cluster: Mapping, slice_: Mapping,
          time: Mapping, packet: Mapping, trf: TrfOperand, out_time: Mapping, out_packet: Mapping) -> AlignPlan:
     """``align::<OutTime, OutPacket, Row, TrfElement>(&trf)`` of a collected ``dtype`` stream ``[time, packet]``:
@@ -164,7 +175,7 @@ def plan(hw: HardwareProfile, dtype: type[dt.Scalar], chip: Mapping, cluster: Ma
     return _plan(hw, dtype, chip, cluster, slice_, time, packet, trf, out_time, out_packet)
 
 
-@functools.lru_cache(maxsize=256)
+@cached(256)
 def _plan(hw: HardwareProfile, dtype: type[dt.Scalar], chip: Mapping, cluster: Mapping, slice_: Mapping,
           time: Mapping, packet: Mapping, trf: TrfOperand, out_time: Mapping, out_packet: Mapping) -> AlignPlan:
     ce = hw.contraction
@@ -427,7 +438,7 @@ def addresses(p: AlignPlan) -> IntArray:
     return _addresses(p)
 
 
-@functools.lru_cache(maxsize=64)
+@cached(64)
 def _addresses(p: AlignPlan) -> IntArray:
     bits = _enumerate(tuple(Entry(e.size, e.stride * p.element_size) for e in p.entries),
                       p.address * 8 + p.base * p.element_size)
@@ -436,7 +447,7 @@ def _addresses(p: AlignPlan) -> IntArray:
     return out
 
 
-@functools.lru_cache(maxsize=64)
+@cached(64)
 def cache_misses(p: AlignPlan) -> int:
     """Reads that miss the direct-mapped TRF cache (8 entries of 32 bytes per Row: 4 bank lines × 2 columns,
     L4177–4199), replaying the sequencer's addresses; a 64-byte read fills both columns of a line."""

@@ -27,7 +27,6 @@ the Time axes absent from OutTime in a 1024-slot buffer (L4406–4434) and emits
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
@@ -35,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from visa import dtypes as dt
+from visa.engines.cache import cached
 from visa.errors import DtypeError, HardwareLimitError, LayoutError
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping, pair_of
@@ -91,7 +91,7 @@ def plan_contract(hw: HardwareProfile, dtype: type[dt.Scalar], packet: Mapping, 
     return _plan_contract(hw, dtype, packet, out_packet)
 
 
-@functools.lru_cache(maxsize=256)
+@cached(256)
 def _plan_contract(hw: HardwareProfile, dtype: type[dt.Scalar], packet: Mapping, out_packet: Mapping) -> ContractPlan:
     ce = hw.contraction
     if dtype.name not in ce.input_dtypes:
@@ -197,7 +197,7 @@ def plan_accumulate(hw: HardwareProfile, dtype: type[dt.Scalar], row: Mapping, t
     return _plan_accumulate(hw, dtype, row, time, packet, out_time, out_packet, kind)
 
 
-@functools.lru_cache(maxsize=256)
+@cached(256)
 def _plan_accumulate(hw: HardwareProfile, dtype: type[dt.Scalar], row: Mapping, time: Mapping, packet: Mapping,
                      out_time: Mapping, out_packet: Mapping, kind: str) -> AccumulatePlan:
     ce = hw.contraction

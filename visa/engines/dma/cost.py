@@ -1,16 +1,16 @@
 """What a DMA costs (manual L2465–2504, L2595–2605, L2809–2847; "Memory Performance", L2848–3009).
 
-See :func:`cycles` and docs/notes/dma.md for the model and the manual figures it reproduces.
+See :func:`cycles` and docs/manual-notes.md for the model and the manual figures it reproduces.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
 
 import numpy as np
 
+from visa.engines.cache import cached
 from visa.engines.dma.config import DmaCost, DmaLoop, DmaPlan
 from visa.hw import HardwareProfile
 from visa.memory import performance as perf
@@ -52,9 +52,9 @@ def _engine_bases(p: DmaPlan) -> list[tuple[int, int]]:
     return out or [p.base]
 
 
-@functools.lru_cache(maxsize=256)
+@cached(256)
 def cycles(p: DmaPlan) -> DmaCost:
-    """Cycles of the DMA (see the module docstring and docs/notes/dma.md for the model and its sources).
+    """Cycles of the DMA (see the module docstring and docs/manual-notes.md for the model and its sources).
 
     Each engine runs its commands one after another, each paying the startup (L2467, L2827) and then lasting
     as long as its slowest part: its requests (one 256-byte request per cycle, L2469, L2596), PCIe (30 B/cycle,

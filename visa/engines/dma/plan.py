@@ -1,12 +1,11 @@
 """Planning a DMA: the stream, the fused sequencer and the DMA's rules (manual L2405–2594, L2834–2839).
 
 :func:`plan` is pure (the runtime and the mypy plugin call it) and cached by its arguments.  See
-:mod:`visa.engines.dma` for the overview and docs/notes/dma.md for the decisions.
+:mod:`visa.engines.dma` for the overview and docs/manual-notes.md for the decisions.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -14,6 +13,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from visa import dtypes as dt
+from visa.engines.cache import cached
 from visa.engines.dma.config import MEDIA, NAMES, TABLE, DmaLoop, DmaPlan, Side
 from visa.errors import (
     AddressError,
@@ -52,7 +52,7 @@ def plan(hw: HardwareProfile, dtype: type[dt.Scalar], src: Side, dst: Side, *,
     return _plan(hw, dtype, src, dst, stream, call)
 
 
-@functools.lru_cache(maxsize=512)
+@cached(512)
 def _plan(hw: HardwareProfile, dtype: type[dt.Scalar], src: Side, dst: Side,
           stream: tuple[Mapping, Mapping] | None, call: str) -> DmaPlan:
     _check_media(hw, dtype, src, dst, call)

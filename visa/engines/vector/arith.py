@@ -3,7 +3,7 @@
 All functions take and return storage arrays (``int32`` for i32, ``float32`` for f32) of any shape and are
 pure.  Integer work is done in ``int64`` and then wrapped or saturated as the operator's name says; float work
 is IEEE binary32 with round-to-nearest-even, one rounding per operation (``FmaF`` is fused: one rounding of the
-exact a·b+c).  Where the manual gives no semantics the choice is documented here and in docs/notes/vector.md:
+exact a·b+c).  Where the manual gives no semantics the choice is documented here and in docs/manual-notes.md:
 
 * shifts take the count as a non-negative amount and mean multiplication/division by 2**b (a count of 32
   or more shifts every bit out); a negative count is refused (:class:`~visa.errors.DtypeError`);

@@ -6,7 +6,7 @@
   ``Stash``, or ``VeBranchOperand``\\ s) into a list of (operand, group) pairs.
 * :func:`apply` computes ``op`` over the stream: each element takes the **first** operand whose group
   matches its group bit (an ``always`` operand matches every element); an element no operand matches
-  passes through unchanged (decision, docs/notes/vector.md).  The argument mode picks, per argument, the
+  passes through unchanged (decision, docs/manual-notes.md).  The argument mode picks, per argument, the
   stream (0) or the operand (1 / 2).  A result is known only where every argument it read is known.
 """
 
@@ -35,20 +35,41 @@ from visa.engines.vector.relayout import joint_eval
 from visa.errors import DtypeError, LayoutError, TypestateError, UnsupportedFeatureError
 from visa.hw import HardwareProfile
 
-__all__ = ["branch_ids", "operand_list", "Resolved", "apply", "check_constant"]
+__all__ = ["branch_ids", "plan_branch", "operand_list", "Resolved", "apply", "check_constant"]
 
 Arr = npt.NDArray[Any]
 ExecIds = npt.NDArray[np.uint8]
 
 
-def branch_ids(hw: HardwareProfile, mode: BranchMode, layout: StreamLayout, values: Arr) -> ExecIds | None:
-    """ExecutionIds of ``vector_intra_slice_branch(mode)``; ``None`` means every element has ExecutionId 0."""
+def plan_branch(hw: HardwareProfile, mode: Any, dtype: str) -> None:
+    """``vector_intra_slice_branch(mode)``'s rules (L4793–4802) on a ``dtype`` (``"i32"``/``"f32"``) stream: a
+    :class:`BranchMode`; ``Comparison`` takes 1..``branch_comparators`` comparisons of the stream's dtype;
+    ``ValidCount``/``Vrf`` have no ExecutionIds the manual defines.  Pure (the stream and the mypy plugin call it)."""
     call = "vector_intra_slice_branch"
     if not isinstance(mode, BranchMode):
         raise TypestateError(f"vector_intra_slice_branch takes a BranchMode, got {mode!r}", call=call)
+    if mode.name in ("Unconditional", "AxisToggle"):
+        return
+    if mode.name == "Comparison":
+        cmps = mode.comparisons
+        if not 1 <= len(cmps) <= hw.vector.branch_comparators:
+            raise LayoutError(f"BranchMode.Comparison takes up to {hw.vector.branch_comparators} comparisons, got "
+                              f"{len(cmps)}", call=call, line=4801)
+        for bit, c in enumerate(cmps):
+            if c.DTYPE != dtype:
+                raise DtypeError(f"Type mismatch: comparison {bit} is an InputCmp.{c.DTYPE.upper()} but the stream is "
+                                 f"{dtype}", call=call, fix=f"use InputCmp.{dtype.upper()}")
+        return
+    raise UnsupportedFeatureError(f"BranchMode.{mode.name}: the manual defines no ExecutionIds for it (the Valid "
+                                  "Count Generator's tags feed the reducer, and the Branch Logger that would "
+                                  "write VRF ids has no API)", call=call, line=4800,
+                                  fix="use Unconditional, AxisToggle or Comparison")
+
+
+def branch_ids(hw: HardwareProfile, mode: BranchMode, layout: StreamLayout, values: Arr) -> ExecIds | None:
+    """ExecutionIds of ``vector_intra_slice_branch(mode)``; ``None`` means every element has ExecutionId 0."""
+    plan_branch(hw, mode, dtype_name(layout.dtype))
     group_bit = hw.vector.execution_id_bits - 1
-    if mode.name == "Unconditional":
-        return None
     if mode.name == "AxisToggle":
         axis = mode.axis or ""
         maps = (layout.chip, layout.cluster, layout.slice, layout.time, layout.packet)
@@ -57,22 +78,11 @@ def branch_ids(hw: HardwareProfile, mode: BranchMode, layout: StreamLayout, valu
             return None
         return ((coords[axis] % 2).astype(np.uint8) << group_bit).astype(np.uint8)
     if mode.name == "Comparison":
-        cmps = mode.comparisons
-        if not 1 <= len(cmps) <= hw.vector.branch_comparators:
-            raise LayoutError(f"BranchMode.Comparison takes up to {hw.vector.branch_comparators} comparisons, got "
-                              f"{len(cmps)}", call=call, line=4801)
-        name = dtype_name(layout.dtype)
         ids = np.zeros(values.shape, dtype=np.uint8)
-        for bit, c in enumerate(cmps):
-            if c.DTYPE != name:
-                raise DtypeError(f"Type mismatch: comparison {bit} is an InputCmp.{c.DTYPE.upper()} but the stream is "
-                                 f"{name}", call=call, fix=f"use InputCmp.{name.upper()}")
+        for bit, c in enumerate(mode.comparisons):
             ids |= (_compare(c, values).astype(np.uint8) << bit).astype(np.uint8)
         return ids
-    raise UnsupportedFeatureError(f"BranchMode.{mode.name}: the manual defines no ExecutionIds for it (the Valid "
-                                  "Count Generator's tags feed the reducer, and the Branch Logger that would "
-                                  "write VRF ids has no API)", call=call, line=4800,
-                                  fix="use Unconditional, AxisToggle or Comparison")
+    return None
 
 
 def _compare(c: InputCmpI32 | InputCmpF32, x: Arr) -> Arr:

@@ -138,7 +138,7 @@ class FpBinaryOp(VeOp):
 
     @staticmethod
     def MaskMulF(alu: FpMulAlu) -> FpBinaryOp:  # noqa: N802
-        """``FpBinaryOp::MaskMulF(..)``: zero-masking multiply (semantics decided in docs/notes/vector.md)."""
+        """``FpBinaryOp::MaskMulF(..)``: zero-masking multiply (semantics decided in docs/manual-notes.md)."""
         return FpBinaryOp(f"MaskMulF({alu!r})", alu.alu, "f32")
 
     @property
@@ -299,7 +299,8 @@ class InputCmpI32:
 
 @dataclass(frozen=True)
 class InputCmpF32:
-    """One comparison of ``BranchMode::Comparison`` on f32 data (IEEE comparisons: NaN compares false)."""
+    """One comparison of ``BranchMode::Comparison`` on f32 data (manual L4793–4802; IEEE comparisons: NaN
+    compares false)."""
 
     name: str
     boundary: float = 0.0
@@ -339,7 +340,7 @@ class BranchMode:
 
     ``Unconditional`` gives 0; ``AxisToggle(axis)`` gives group ``index % 2`` (the group is bit 3);
     ``Comparison([c0, c1, c2, c3])`` sets bit i when comparison i holds; ``ValidCount`` and ``Vrf`` are
-    refused (the manual defines no ExecutionIds for them; docs/notes/vector.md).
+    refused (the manual defines no ExecutionIds for them; docs/manual-notes.md).
     """
 
     name: str
@@ -383,7 +384,7 @@ def _axis_name(axis: Any) -> str:
 
 
 class GroupId:
-    """``GroupId``: bit 3 of the ExecutionId (``Zero`` or ``One``)."""
+    """``GroupId``: bit 3 of the ExecutionId (``Zero`` or ``One``; manual L4795–4799)."""
 
     __slots__ = ("value",)
     Zero: ClassVar[GroupId]

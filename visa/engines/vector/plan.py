@@ -18,6 +18,7 @@ in the order Branch → Logic → Fxp → FxpToFp → Narrow → Fp → IntraSli
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -32,6 +33,7 @@ __all__ = [
     "STAGE_CALLS", "STASHABLE", "StageStep", "LaneConfig", "UnzipConfig", "plan_transition", "input_lanes",
     "check_dtype", "claim", "plan_split", "plan_trim", "plan_concat", "plan_pad", "plan_unzip", "plan_entry",
     "plan_int_width", "dtype_name", "remove_axis_dims", "digit_maps", "valid_mask", "output_lanes",
+    "plan_enter", "check_op", "plan_stash", "plan_stash_operand", "plan_inter_entry", "check_vrf_operand",
 ]
 
 #: The method that enters each stage (the stage table, L4733–4747).
@@ -128,9 +130,80 @@ def plan_transition(hw: HardwareProfile, current: str, target: str) -> StageStep
     return StageStep(target, need)
 
 
+def plan_enter(hw: HardwareProfile, current: str, target: str, context: str, call: str) -> StageStep:
+    """A stage method called on a stream at stage ``current`` in ``context`` (``"Standalone"``, ``"Paired"``
+    after an unzip, ``"Zipped"`` after a ``_zip`` op): the Filter stage is unavailable after a zip (L5204), then
+    :func:`plan_transition`."""
+    if context == "Zipped" and target in ("Filter",):
+        raise TypestateError(f"{call} is unavailable after a _zip (two-group mode)", call=call, line=5204)
+    return plan_transition(hw, current, target)
+
+
+def _families() -> dict[tuple[str, str], type[Any]]:
+    from visa.engines.vector import ops
+
+    return {("Logic", "i32"): ops.LogicBinaryOpI32, ("Logic", "f32"): ops.LogicBinaryOpF32,
+            ("Fxp", "i32"): ops.FxpBinaryOp, ("Fp", "f32"): ops.FpBinaryOp, ("FpDiv", "f32"): ops.FpDivBinaryOp,
+            ("Clip", "i32"): ops.ClipBinaryOpI32, ("Clip", "f32"): ops.ClipBinaryOpF32}
+
+
+def check_op(stage: str, op: Any, dtype: str, call: str) -> None:
+    """The operator must be of the stage's family for the stream's dtype (``"i32"``/``"f32"``; L4803–4972)."""
+    fam = _families().get((stage, dtype))
+    if fam is None or not isinstance(op, fam):
+        want = fam.FAMILY if fam is not None else "an operator of another dtype"
+        raise DtypeError(f"{call} on a {dtype} stream takes a {want}, got {op!r}", call=call,
+                         fix="convert the stream with vector_fxp_to_fp / vector_fp_to_fxp, or pick the matching "
+                             "operator family")
+
+
+def plan_stash(stage: str, context: str, taken: bool) -> None:
+    """``vector_stash()`` (L4977–5051): standalone streams only (L5202), at a Stashable stage (L4983), once per
+    pass (one slot, L4984)."""
+    call = "vector_stash"
+    if context != "Standalone":
+        raise TypestateError("vector_stash() is unavailable in two-group mode, before or after the _zip",
+                             call=call, line=5202)
+    if stage not in STASHABLE:
+        raise TypestateError(f"vector_stash() is not available at the {stage} stage (Stashable: "
+                             f"{', '.join(sorted(STASHABLE))})", call=call, line=4983)
+    if taken:
+        raise TypestateError("a stash was already taken in this pass; there is one slot per pass", call=call,
+                             line=4984)
+
+
+def plan_stash_operand(stash_dtype: str | None, consumed_by: str | None, dtype: str, call: str) -> None:
+    """A ``Stash`` operand (L4977–4984): a ``vector_stash()`` earlier in the pass (``stash_dtype`` is the dtype
+    it saved, None if none), not yet consumed by a binary op, and of the operation's dtype (L4981)."""
+    if stash_dtype is None:
+        raise TypestateError("the Stash operand needs a vector_stash() earlier in this pass", call=call,
+                             line=4979, fix="call .vector_stash() at a Stashable stage before this operation")
+    if consumed_by is not None:
+        raise TypestateError(f"the stash was already consumed by {consumed_by}; it is not available after "
+                             "a binary op consumes it", call=call, line=4984)
+    if stash_dtype != dtype:
+        raise DtypeError(f"the stash holds {stash_dtype}, but this operation works on {dtype}; "
+                         "a stash is consumed only by operations of its own dtype", call=call, line=4981)
+
+
+def plan_inter_entry(order: str, inter_done: bool) -> None:
+    """Only one switch between the intra- and the inter-slice block per pass (L4626)."""
+    call = "vector_inter_slice_reduce"
+    if order == "InterFirst" or inter_done:
+        raise TypestateError("this pass already ran its inter-slice reduce (InterFirst); only one switch between "
+                             "the blocks is possible", call=call, line=4626, fix="finish the pass with vector_final()")
+
+
+def check_vrf_operand(vrf_dtype: str, dtype: str, call: str) -> None:
+    """A VRF operand has the operation's dtype (L5063–5081)."""
+    if vrf_dtype != dtype:
+        raise DtypeError(f"the VRF operand is {vrf_dtype} but the operation works on {dtype}",
+                         call=call, fix=f"load a {dtype} tensor with .to_vrf()")
+
+
 def check_dtype(hw: HardwareProfile, stage: str, dtype: type[dt.Scalar], call: str, op_dtype: str | None = None,
                 ) -> None:
-    """The stage's dtype rule (L4733–4747); Narrow and Widen take i32 as well as f32 (docs/notes/vector.md Q1)."""
+    """The stage's dtype rule (L4733–4747); Narrow and Widen take i32 as well as f32 (docs/manual-notes.md Q1)."""
     name = dtype_name(dtype)
     allowed = hw.vector.stage_dtypes.get(stage, hw.vector.input_dtypes)
     if stage in ("Narrow", "Widen"):

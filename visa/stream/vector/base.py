@@ -19,7 +19,14 @@ from visa.engines.common import EngineReport, StreamData, StreamLayout
 from visa.engines.vector.elementwise import Resolved, check_constant, kind_of
 from visa.engines.vector.intra import Narrowed
 from visa.engines.vector.ops import StashMarker, TernaryOperand, VeRhs
-from visa.engines.vector.plan import STAGE_CALLS, dtype_name, plan_transition
+from visa.engines.vector.plan import (
+    STAGE_CALLS,
+    check_vrf_operand,
+    dtype_name,
+    plan_enter,
+    plan_stash_operand,
+    plan_transition,
+)
 from visa.engines.vector.relayout import apply_gather, plan_gather
 from visa.errors import DtypeError, PoisonError, TypestateError, VisaError
 from visa.hw import HardwareProfile
@@ -127,9 +134,7 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
     def enter(self, call: str, target: str) -> None:
         """Consume this value for ``call`` and check the stage order and the context."""
         self.take(call)
-        if self.ve.context == "Zipped" and target in ("Filter",):
-            raise TypestateError(f"{call} is unavailable after a _zip (two-group mode)", call=call, line=5204)
-        plan_transition(self.hw, self.ve.stage, target)
+        plan_enter(self.hw, self.ve.stage, target, self.ve.context, call)
 
     if not TYPE_CHECKING:  # hidden from type checkers, so that a method of another stage is a mypy error
 
@@ -176,9 +181,7 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
              known: npt.NDArray[np.bool_] | None) -> tuple[Resolved, VeState, tuple[DeviceTensor, ...]]:
         from visa.memory.images import load
 
-        if dtype_name(vrf.dtype) != dtype:
-            raise DtypeError(f"the VRF operand is {dtype_name(vrf.dtype)} but the operation works on {dtype}",
-                             call=call, fix=f"load a {dtype} tensor with .to_vrf()")
+        check_vrf_operand(dtype_name(vrf.dtype), dtype, call)
         if vrf.ctx is not self.tu.ctx:
             raise VisaError("the VRF operand belongs to another context", call=call)
         vrf.check_readable(call)
@@ -201,15 +204,9 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
     def _stash(self, dtype: str, call: str, ve: VeState, lay: StreamLayout
                ) -> tuple[Resolved, VeState, tuple[DeviceTensor, ...]]:
         slot = ve.stash
-        if slot is None:
-            raise TypestateError("the Stash operand needs a vector_stash() earlier in this pass", call=call,
-                                 line=4979, fix="call .vector_stash() at a Stashable stage before this operation")
-        if slot.consumed_by is not None:
-            raise TypestateError(f"the stash was already consumed by {slot.consumed_by}; it is not available after "
-                                 "a binary op consumes it", call=call, line=4984)
-        if dtype_name(slot.layout.dtype) != dtype:
-            raise DtypeError(f"the stash holds {dtype_name(slot.layout.dtype)}, but this operation works on {dtype}; "
-                             "a stash is consumed only by operations of its own dtype", call=call, line=4981)
+        plan_stash_operand(None if slot is None else dtype_name(slot.layout.dtype),
+                           None if slot is None else slot.consumed_by, dtype, call)
+        assert slot is not None
         src = self.levels(slot.layout)
         g = plan_gather(src, self.levels(lay), call, "stash")
         values, vk = apply_gather(g, slot.data.values, slot.data.known)

@@ -37,6 +37,7 @@ from visa.engines.vector.ops import (
 )
 from visa.engines.vector.plan import (
     check_dtype,
+    check_op,
     digit_maps,
     dtype_name,
     plan_concat,
@@ -57,7 +58,6 @@ from visa.stream.vector.single import (
     VectorLogicTensor,
     binary_fn,
     check_mode,
-    check_op,
 )
 
 if TYPE_CHECKING:
@@ -414,7 +414,8 @@ class VectorTensorPair(_PLogic[D, Chip, Cluster, Slice, Time, Packet],
                        _PNarrow[D, Chip, Cluster, Slice, Time, Packet],
                        _PFpToFxp[D, Chip, Cluster, Slice, Time, Packet],
                        _PClip[D, Chip, Cluster, Slice, Time, Packet]):
-    """``VectorTensorPair<…, stage::Branch, …>``: two groups after ``vector_intra_slice_unzip`` (Way8)."""
+    """``VectorTensorPair<…, stage::Branch, …>``: two groups after ``vector_intra_slice_unzip``
+    (Way8; manual "Two-Group Mode", L4571–4588)."""
 
     __slots__ = ()
     STAGE = "VectorTensorPair"

@@ -51,14 +51,17 @@ from visa.engines.vector.ops import (
     VeOp,
 )
 from visa.engines.vector.plan import (
-    STASHABLE,
     check_dtype,
+    check_op,
     dtype_name,
     plan_concat,
+    plan_enter,
     plan_entry,
     plan_int_width,
+    plan_inter_entry,
     plan_pad,
     plan_split,
+    plan_stash,
     plan_transition,
     plan_trim,
 )
@@ -91,13 +94,6 @@ __all__ = [
 
 V = TypeVar("V", bound=VeBase[Any, Any, Any, Any, Any, Any, Any])
 
-_FAMILY: dict[tuple[str, str], type[VeOp]] = {
-    ("Logic", "i32"): LogicBinaryOpI32, ("Logic", "f32"): LogicBinaryOpF32, ("Fxp", "i32"): FxpBinaryOp,
-    ("Fp", "f32"): FpBinaryOp, ("FpDiv", "f32"): FpDivBinaryOp, ("Clip", "i32"): ClipBinaryOpI32,
-    ("Clip", "f32"): ClipBinaryOpF32,
-}
-
-
 def binary_fn(op: VeOp) -> Callable[[Any, Any], Any]:
     """The exact arithmetic of a binary operator (:mod:`visa.engines.vector.arith`)."""
     if isinstance(op, FxpBinaryOp):
@@ -115,16 +111,6 @@ def binary_fn(op: VeOp) -> Callable[[Any, Any], Any]:
     if isinstance(op, ClipBinaryOpF32):
         return lambda a, b: arith.clip_f32(op.name, a, b)
     raise TypeError(op)
-
-
-def check_op(stage: str, op: Any, dtype: str, call: str) -> None:
-    """The operator must be of the stage's family for the stream's dtype (L4803–4972)."""
-    fam = _FAMILY.get((stage, dtype))
-    if fam is None or not isinstance(op, fam):
-        want = fam.FAMILY if fam is not None else "an operator of another dtype"
-        raise DtypeError(f"{call} on a {dtype} stream takes a {want}, got {op!r}", call=call,
-                         fix="convert the stream with vector_fxp_to_fp / vector_fp_to_fxp, or pick the matching "
-                             "operator family")
 
 
 def check_mode(mode: Any, cls: type[Any], call: str) -> tuple[int, ...]:
@@ -415,7 +401,7 @@ class _Filter(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
     def vector_filter(self, ids: ValidBranchIds | GroupId | Iterable[int]
                       ) -> VectorFilterTensor[D, Chip, Cluster, Slice, Time, Packet, O]:
         """Filter, Way8 (L4973–4974): elements whose ExecutionId is not in ``ids`` are dropped from the output
-        (they are not committed; decision, docs/notes/vector.md).  Unavailable after a ``_zip``."""
+        (they are not committed; decision, docs/manual-notes.md).  Unavailable after a ``_zip``."""
         call = "vector_filter"
         self.enter(call, "Filter")
         if isinstance(ids, GroupId):
@@ -459,11 +445,9 @@ class _Inter(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
 def inter_reduce(self: VeBase[Any, Any, Any, Any, Any, Any, Any], slice_: Mapping, time: Mapping, op: Any) -> Any:
     """``vector_inter_slice_reduce::<Slice2, Time2>(op)`` from any eligible stage (L6583–6755)."""
     call = "vector_inter_slice_reduce"
-    if self.ve.order == "InterFirst" or self.ve.inter_done:
-        self.take(call)
-        raise TypestateError("this pass already ran its inter-slice reduce (InterFirst); only one switch between "
-                             "the blocks is possible", call=call, line=4626, fix="finish the pass with vector_final()")
-    self.enter(call, "InterSliceReduce")
+    self.take(call)
+    plan_inter_entry(self.ve.order, self.ve.inter_done)
+    plan_enter(self.hw, self.ve.stage, "InterSliceReduce", self.ve.context, call)
     if not isinstance(op, (InterSliceReduceOpI32, InterSliceReduceOpF32)):
         raise DtypeError(f"{call} takes an InterSliceReduceOpI32 / F32, got {op!r}", call=call)
     plan_entry(self.hw, self.dtype, self.layout.packet, call)
@@ -482,15 +466,7 @@ class _Stash(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
         """Snapshot the tensor for a later ``Stash`` operand (L4977–5051); not a stage, once per pass."""
         call = "vector_stash"
         self.take(call)
-        if self.ve.context != "Standalone":
-            raise TypestateError("vector_stash() is unavailable in two-group mode, before or after the _zip",
-                                 call=call, line=5202)
-        if self.ve.stage not in STASHABLE:
-            raise TypestateError(f"vector_stash() is not available at the {self.ve.stage} stage (Stashable: "
-                                 f"{', '.join(sorted(STASHABLE))})", call=call, line=4983)
-        if self.ve.stash_taken:
-            raise TypestateError("a stash was already taken in this pass; there is one slot per pass", call=call,
-                                 line=4984)
+        plan_stash(self.ve.stage, self.ve.context, self.ve.stash_taken)
         slot = StashSlot(self.layout, StreamData(self.data.values.copy(), self.data.known.copy()), self.ve.stage)
         ve = replace(self.ve, stash=slot, stash_taken=True, ops=(*self.ve.ops, "stash"))
         return self.advance(type(self), self.layout, StreamData(self.data.values, self.data.known), ve)
@@ -547,7 +523,8 @@ class VectorBranchTensor(_Logic[D, Chip, Cluster, Slice, Time, Packet, O],
                          _Final[D, Chip, Cluster, Slice, Time, Packet, O],
                          _Inter[D, Chip, Cluster, Slice, Time, Packet, O],
                          _Stash[D, Chip, Cluster, Slice, Time, Packet, O]):
-    """``VectorBranchTensor``: after the Branch stage (Way8)."""
+    """``VectorBranchTensor``: after the Branch stage (Way8)
+    (manual stage table, L4733–4747)."""
 
     __slots__ = ()
     STAGE = "VectorBranchTensor"
@@ -563,7 +540,8 @@ class VectorLogicTensor(_Logic[D, Chip, Cluster, Slice, Time, Packet, O],
                         _Final[D, Chip, Cluster, Slice, Time, Packet, O],
                         _Inter[D, Chip, Cluster, Slice, Time, Packet, O],
                         _Stash[D, Chip, Cluster, Slice, Time, Packet, O]):
-    """``VectorLogicTensor``: after a Logic op (Way8)."""
+    """``VectorLogicTensor``: after a Logic op (Way8)
+    (manual stage table, L4733–4747)."""
 
     __slots__ = ()
     STAGE = "VectorLogicTensor"
@@ -578,7 +556,8 @@ class VectorFxpTensor(_Fxp[D, Chip, Cluster, Slice, Time, Packet, O],
                       _Final[D, Chip, Cluster, Slice, Time, Packet, O],
                       _Inter[D, Chip, Cluster, Slice, Time, Packet, O],
                       _Stash[D, Chip, Cluster, Slice, Time, Packet, O]):
-    """``VectorFxpTensor``: after an Fxp op (Way8)."""
+    """``VectorFxpTensor``: after an Fxp op (Way8)
+    (manual stage table, L4733–4747)."""
 
     __slots__ = ()
     STAGE = "VectorFxpTensor"
@@ -590,7 +569,8 @@ class VectorFxpToFpTensor(_Narrow[D, Chip, Cluster, Slice, Time, Packet, O],
                           _Filter[D, Chip, Cluster, Slice, Time, Packet, O],
                           _Final[D, Chip, Cluster, Slice, Time, Packet, O],
                           _Inter[D, Chip, Cluster, Slice, Time, Packet, O]):
-    """``VectorFxpToFpTensor``: after ``vector_fxp_to_fp`` (f32, Way8)."""
+    """``VectorFxpToFpTensor``: after ``vector_fxp_to_fp`` (f32, Way8)
+    (manual stage table, L4733–4747)."""
 
     __slots__ = ()
     STAGE = "VectorFxpToFpTensor"
@@ -601,7 +581,8 @@ class VectorNarrowTensor(_Fp[D, Chip, Cluster, Slice, Time, Packet, O],
                          _FpDiv[D, Chip, Cluster, Slice, Time, Packet, O],
                          _Widen[D, Chip, Cluster, Slice, Time, Packet, O],
                          _Stash[D, Chip, Cluster, Slice, Time, Packet, O]):
-    """``VectorNarrowTensor``: after ``vector_split`` / ``vector_trim_way4`` (Way4)."""
+    """``VectorNarrowTensor``: after ``vector_split`` / ``vector_trim_way4`` (Way4)
+    (manual stage table, L4733–4747)."""
 
     __slots__ = ()
     STAGE = "VectorNarrowTensor"
@@ -612,7 +593,8 @@ class VectorFpTensor(_Fp[D, Chip, Cluster, Slice, Time, Packet, O],
                      _FpDiv[D, Chip, Cluster, Slice, Time, Packet, O],
                      _Widen[D, Chip, Cluster, Slice, Time, Packet, O],
                      _Stash[D, Chip, Cluster, Slice, Time, Packet, O]):
-    """``VectorFpTensor``: after a Float-cluster op (Way4)."""
+    """``VectorFpTensor``: after a Float-cluster op (Way4)
+    (manual stage table, L4733–4747)."""
 
     __slots__ = ()
     STAGE = "VectorFpTensor"
@@ -620,7 +602,8 @@ class VectorFpTensor(_Fp[D, Chip, Cluster, Slice, Time, Packet, O],
 
 class VectorIntraSliceReduceTensor(_FpDiv[D, Chip, Cluster, Slice, Time, Packet, O],
                                    _Widen[D, Chip, Cluster, Slice, Time, Packet, O]):
-    """``VectorIntraSliceReduceTensor``: after the intra-slice reduce (Way4)."""
+    """``VectorIntraSliceReduceTensor``: after the intra-slice reduce (Way4)
+    (manual stage table, L4733–4747)."""
 
     __slots__ = ()
     STAGE = "VectorIntraSliceReduceTensor"
@@ -628,7 +611,8 @@ class VectorIntraSliceReduceTensor(_FpDiv[D, Chip, Cluster, Slice, Time, Packet,
 
 class VectorFpDivTensor(_Widen[D, Chip, Cluster, Slice, Time, Packet, O],
                         _Stash[D, Chip, Cluster, Slice, Time, Packet, O]):
-    """``VectorFpDivTensor``: after ``vector_fp_div`` (Way4)."""
+    """``VectorFpDivTensor``: after ``vector_fp_div`` (Way4)
+    (manual stage table, L4733–4747)."""
 
     __slots__ = ()
     STAGE = "VectorFpDivTensor"
@@ -639,7 +623,8 @@ class VectorWidenTensor(_FpToFxp[D, Chip, Cluster, Slice, Time, Packet, O],
                         _Filter[D, Chip, Cluster, Slice, Time, Packet, O],
                         _Final[D, Chip, Cluster, Slice, Time, Packet, O],
                         _Inter[D, Chip, Cluster, Slice, Time, Packet, O]):
-    """``VectorWidenTensor``: after ``vector_concat`` / ``vector_pad_way8`` (Way8)."""
+    """``VectorWidenTensor``: after ``vector_concat`` / ``vector_pad_way8`` (Way8)
+    (manual stage table, L4733–4747)."""
 
     __slots__ = ()
     STAGE = "VectorWidenTensor"
@@ -649,7 +634,8 @@ class VectorFpToFxpTensor(_Clip[D, Chip, Cluster, Slice, Time, Packet, O],
                           _Filter[D, Chip, Cluster, Slice, Time, Packet, O],
                           _Final[D, Chip, Cluster, Slice, Time, Packet, O],
                           _Inter[D, Chip, Cluster, Slice, Time, Packet, O]):
-    """``VectorFpToFxpTensor``: after ``vector_fp_to_fxp`` (i32, Way8)."""
+    """``VectorFpToFxpTensor``: after ``vector_fp_to_fxp`` (i32, Way8)
+    (manual stage table, L4733–4747)."""
 
     __slots__ = ()
     STAGE = "VectorFpToFxpTensor"
@@ -660,14 +646,16 @@ class VectorClipTensor(_Clip[D, Chip, Cluster, Slice, Time, Packet, O],
                        _Final[D, Chip, Cluster, Slice, Time, Packet, O],
                        _Inter[D, Chip, Cluster, Slice, Time, Packet, O],
                        _Stash[D, Chip, Cluster, Slice, Time, Packet, O]):
-    """``VectorClipTensor``: after a Clip op (Way8)."""
+    """``VectorClipTensor``: after a Clip op (Way8)
+    (manual stage table, L4733–4747)."""
 
     __slots__ = ()
     STAGE = "VectorClipTensor"
 
 
 class VectorFilterTensor(_Final[D, Chip, Cluster, Slice, Time, Packet, O]):
-    """``VectorFilterTensor``: after ``vector_filter`` (Way8)."""
+    """``VectorFilterTensor``: after ``vector_filter`` (Way8)
+    (manual stage table, L4733–4747)."""
 
     __slots__ = ()
     STAGE = "VectorFilterTensor"

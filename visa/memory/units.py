@@ -1,0 +1,235 @@
+"""Some units of a dense image (the enabled slices of a DM image, the rows of a TRF...) seen as one image.
+
+Engines move data only through :class:`UnitSelection`: it reads and writes the selected units only.  When the
+selection is a box (a range of clusters × a range of slices × a range of rows: what a slice bitmap and a Row
+count give), it is a view of the image, and a sequencer's loop nest runs on it as one strided copy
+(:func:`visa.memory.images.load_nest`); otherwise units are picked by index.  No index of ``units × bytes``
+is ever materialised.
+
+>>> import numpy as np
+>>> from visa.dtypes import i16
+>>> from visa.memory.images import DenseImage, load, store
+>>> img = DenseImage((2, 3, 8))
+>>> rows = UnitSelection(img, np.array([[True, False, True], [False, False, False]]))
+>>> store(i16, rows, np.array([0, 16]), np.array([[1, 2], [3, 4]]))
+>>> load(i16, img, np.array([0, 16]))[0][0].tolist(), rows.count
+([[1, 2], [0, 0], [3, 4]], 2)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from visa.memory.images import (
+    _ALL_WRITTEN,
+    _WORD,
+    BoolArray,
+    DenseImage,
+    IntArray,
+    Nest,
+    _all_written,
+    _nest_bounds,
+    _nest_view,
+    _put_known,
+    unwrite,
+    word_view,
+)
+
+__all__ = ["UnitSelection", "enabled_units", "unwrite"]
+
+
+def _box(enabled: BoolArray) -> tuple[slice, ...] | None:
+    """The slices whose product is exactly the True positions of ``enabled``, if it is such a box."""
+    box = []
+    for k in range(enabled.ndim):
+        others = tuple(a for a in range(enabled.ndim) if a != k)
+        idx = np.flatnonzero(enabled.any(axis=others) if others else enabled)
+        if idx.size == 0:
+            return tuple(slice(0, 0) for _ in range(enabled.ndim))
+        if int(idx[-1]) - int(idx[0]) + 1 != idx.size:
+            return None
+        box.append(slice(int(idx[0]), int(idx[-1]) + 1))
+    out = tuple(box)
+    return out if bool(enabled[out].all()) else None
+
+
+class UnitSelection(DenseImage):
+    """The units of ``base`` (its leading positions) where ``enabled`` is True, as an image of shape
+    ``(count, nbytes)``, in C order of the leading positions.
+
+    It gathers and scatters the selected units only; reads return ``(count, *index shape)``.
+    """
+
+    __slots__ = ("base", "units", "box")
+
+    def __init__(self, base: DenseImage, enabled: npt.ArrayLike) -> None:  # noqa: D107
+        self.base = base
+        self.name = base.name
+        en = np.broadcast_to(np.asarray(enabled, dtype=bool), base.lead_shape)
+        self.units: IntArray = np.flatnonzero(en).astype(np.int64)
+        self.box = _box(en)
+
+    @property
+    def nbytes(self) -> int:
+        return self.base.nbytes
+
+    @property
+    def lead_shape(self) -> tuple[int, ...]:
+        return (self.count,)
+
+    @property
+    def count(self) -> int:
+        """Number of units selected."""
+        return int(self.units.size)
+
+    # -- picking the units of an array shaped like the image (data, written-mask, or a word view of them) ----
+    def _rows(self, arr: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        """``arr`` (leading shape of the image, then one axis; units equally spaced, as in the image and its
+        word views) as ``(all units, last)``: always a view, so that writes reach the image."""
+        units = int(np.prod(arr.shape[:-1]))
+        step = arr.strides[-2] if arr.ndim >= 2 else 0
+        out: npt.NDArray[Any] = np.lib.stride_tricks.as_strided(arr, shape=(units, arr.shape[-1]),
+                                                                strides=(step, arr.strides[-1]))
+        return out
+
+    def _take(self, arr: npt.NDArray[Any], index: IntArray) -> npt.NDArray[Any]:
+        if self.box is not None:
+            out: npt.NDArray[Any] = arr[self.box][..., index]
+            return out.reshape(self.count, *index.shape)
+        picked: npt.NDArray[Any] = self._rows(arr)[self.units.reshape(-1, *([1] * index.ndim)), index]
+        return picked
+
+    def _put(self, arr: npt.NDArray[Any], index: IntArray, values: npt.ArrayLike, mask: npt.ArrayLike | None) -> None:
+        shape = (self.count, *index.shape)
+        vals = np.broadcast_to(values, shape)
+        if mask is None:
+            if self.box is not None:
+                target = arr[self.box]
+                target[..., index] = vals.reshape(*target.shape[:-1], *index.shape)
+            else:
+                self._rows(arr)[self.units.reshape(-1, *([1] * index.ndim)), index] = vals
+            return
+        nz = np.nonzero(np.broadcast_to(mask, shape))
+        self._rows(arr)[(self.units[nz[0]], index[tuple(nz[1:])])] = vals[nz]
+
+    # -- the image interface -----------------------------------------------------------------------------------
+    def gather(self, byte_index: IntArray) -> tuple[npt.NDArray[np.uint8], BoolArray]:
+        idx = np.asarray(byte_index, dtype=np.int64)
+        self._check(idx)
+        return self._take(self.base._data, idx), self._take(self.base._written, idx)
+
+    def scatter(self, byte_index: IntArray, values: npt.NDArray[np.uint8], mask: BoolArray | None = None) -> None:
+        idx = np.asarray(byte_index, dtype=np.int64)
+        self._check(idx)
+        self.base._touch_index(idx)
+        self._put(self.base._data, idx, values, mask)
+        self._put(self.base._written, idx, True, mask)
+
+    def unwrite(self, byte_index: IntArray, where: BoolArray) -> None:
+        """Mark the bytes ``byte_index`` of the units where ``where`` (``(count, len)``) as never written."""
+        idx = np.asarray(byte_index, dtype=np.int64)
+        self._check(idx)
+        self._put(self.base._written, idx, False, where)
+
+    def gather_words(self, byte_index: IntArray, nb: int) -> tuple[npt.NDArray[Any], BoolArray] | None:
+        wv, kv = word_view(self.base._data, nb), word_view(self.base._written, nb)
+        if wv is None or kv is None:
+            return None
+        idx = np.asarray(byte_index, dtype=np.int64)
+        self._check_words(idx, nb)
+        return self._take(wv, idx), _all_written(self._take(kv, idx), nb)
+
+    def scatter_words(self, byte_index: IntArray, nb: int, words: npt.NDArray[Any],
+                      mask: BoolArray | None = None) -> bool:
+        wv, kv = word_view(self.base._data, nb), word_view(self.base._written, nb)
+        if wv is None or kv is None:
+            return False
+        idx = np.asarray(byte_index, dtype=np.int64)
+        self._check_words(idx, nb)
+        self.base._touch_index(idx, nb)
+        self._put(wv, idx, words, mask)
+        self._put(kv, idx, np.asarray(_ALL_WRITTEN[nb], dtype=_WORD[nb]), mask)
+        return True
+
+    def _nest(self, words: npt.NDArray[Any], byte_base: int, nest: Nest) -> npt.NDArray[Any]:
+        """The nest's view over the selected units: ``(*box shape, *sizes)``, or over all units (picked by
+        the caller) when the selection is not a box."""
+        if self.box is not None:
+            return _nest_view(words[self.box], byte_base, nest)
+        return _nest_view(self._rows(words), byte_base, nest)
+
+    def read_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any], known: BoolArray) -> bool:
+        wv, kv = word_view(self.base._data, nb), word_view(self.base._written, nb)
+        if wv is None or kv is None:
+            return False
+        sizes = tuple(n for n, _ in nest)
+        if self.box is not None:
+            src = self._nest(wv, byte_base, nest)
+            np.copyto(words.reshape(src.shape), src)
+            np.equal(self._nest(kv, byte_base, nest), _ALL_WRITTEN[nb], out=known.reshape(src.shape))
+        else:
+            words.reshape(self.count, *sizes)[...] = self._nest(wv, byte_base, nest)[self.units]
+            known.reshape(self.count, *sizes)[...] = _all_written(self._nest(kv, byte_base, nest)[self.units], nb)
+        return True
+
+    @property
+    def span(self) -> slice | None:
+        """The selected units as a range of the image's units (C order), if they are consecutive."""
+        if self.count and int(self.units[-1]) - int(self.units[0]) + 1 == self.count:
+            return slice(int(self.units[0]), int(self.units[-1]) + 1)
+        return None
+
+    def write_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any], known: BoolArray) -> bool:
+        wv, kv = word_view(self.base._data, nb), word_view(self.base._written, nb)
+        if wv is None or kv is None:
+            return False
+        sizes = tuple(n for n, _ in nest)
+        lo, hi = _nest_bounds(nest)
+        keep = self._changing(kv, byte_base, nest, known, (byte_base + lo, byte_base + hi + nb))
+        self.base._touch(byte_base + lo, byte_base + hi + nb)
+        if keep is not None:  # some units stay as they are: write the others, picked by index
+            w = words.reshape(self.count, *sizes)[keep]
+            k = known.reshape(self.count, *sizes)[keep]
+            units = self.units[keep]
+            _nest_view(self._rows(wv), byte_base, nest)[units] = w * k
+            _nest_view(self._rows(kv), byte_base, nest)[units] = k * np.asarray(_ALL_WRITTEN[nb], dtype=_WORD[nb])
+        elif self.box is not None:
+            _put_known(self._nest(wv, byte_base, nest), self._nest(kv, byte_base, nest), words, known, nb)
+        else:
+            w = words.reshape(self.count, *sizes)
+            k = known.reshape(self.count, *sizes)
+            _nest_view(self._rows(wv), byte_base, nest)[self.units] = w * k
+            _nest_view(self._rows(kv), byte_base, nest)[self.units] = k * np.asarray(_ALL_WRITTEN[nb], dtype=_WORD[nb])
+        return True
+
+    def _changing(self, kv: npt.NDArray[Any], byte_base: int, nest: Nest, known: BoolArray,
+                  span: tuple[int, int]) -> BoolArray | None:
+        """The units a nest write changes, if it leaves some as they are (else None): a unit that receives
+        only poison where it holds poison already — a slice or cluster a stream holds no data in, over memory
+        never written.  (The bytes under poison are undefined: their value is never read as an element.)
+        Skipping those keeps memory never written untouched: the system allocates a page of the image on its
+        first write."""
+        dead = ~known.reshape(self.count, -1).any(axis=1)
+        units = self.units[dead]
+        if not units.size:
+            return None
+        axes = tuple(range(1, 1 + len(nest)))
+        rows_k = _nest_view(self._rows(kv), byte_base, nest)
+        clean = np.ones(units.size, dtype=bool)
+        d_lo, d_hi = self.base._dirty
+        if max(d_lo, span[0]) < min(d_hi, span[1]):  # else no unit was ever written there
+            for lo in range(0, units.size, 64):  # a few units at a time
+                clean[lo: lo + 64] = ~rows_k[units[lo: lo + 64]].any(axis=axes)
+        if not clean.any():
+            return None
+        keep = np.ones(self.count, dtype=bool)
+        keep[np.flatnonzero(dead)[clean]] = False
+        return keep
+
+
+def enabled_units(image: DenseImage, enabled: npt.ArrayLike) -> UnitSelection:
+    """The :class:`UnitSelection` of ``image``'s units where ``enabled`` (the image's leading shape)."""
+    return UnitSelection(image, enabled)
