@@ -93,3 +93,21 @@ def test_typestate_without_the_plugin(without_plugin: dict[str, list[str]], name
 def test_every_negative_kernel_expects_an_error() -> None:
     for out in CORPUS.glob("bad_*.out"):
         assert ": error: " in out.read_text(), out.name
+
+
+def _readme_blocks(lang: str) -> list[list[str]]:
+    lines = (ROOT / "README.md").read_text().splitlines()
+    starts = [k for k, line in enumerate(lines) if line == f"```{lang}"]
+    return [lines[k + 1:lines.index("```", k + 1)] for k in starts]
+
+
+def test_readme_mypy_example_is_the_corpus_kernel() -> None:
+    """The README's layout-error kernel and the mypy output it shows are ``corpus/bad_readme.py`` and its ``.out``
+    (the corpus file has a two-line docstring more, so its line numbers are two more)."""
+    source = (CORPUS / "bad_readme.py").read_text().splitlines()[2:]
+    assert source in _readme_blocks("python")
+    console = _readme_blocks("console")[0]
+    assert console[0] == "$ mypy kernel.py" and console[-1].startswith("Found ")
+    expected = [re.sub(r"^bad_readme\.py:(\d+):", lambda g: f"kernel.py:{int(g.group(1)) - 2}:", line)
+                for line in (CORPUS / "bad_readme.out").read_text().splitlines()]
+    assert console[1:-1] == expected

@@ -164,7 +164,7 @@ def test_runnable_kernels_raise_what_mypy_reports(name: str) -> None:
 
 
 #: Positive kernels written as ``def kernel(ctx: Context)``: the plugin reports nothing, and they run.
-OK_RUNNABLE = ["ok_vector_types"]
+OK_RUNNABLE = ["ok_reassigned", "ok_vector_types"]
 
 
 @pytest.mark.parametrize("name", OK_RUNNABLE)

@@ -19,6 +19,7 @@ Canon = TypeVar("Canon")
 
 
 class m(Mapping, Generic[Canon]):  # noqa: N801 - printed by mypy as the user wrote it: m[Literal['A']]
-    """A mapping whose canonical text and axis sizes are the literal type argument (static typing only)."""
+    """A mapping whose canonical text and axis sizes are the literal type argument (static typing only; the
+    equivalence classes of manual L1017–1028)."""
 
     __slots__ = ()

@@ -42,14 +42,13 @@ from visa.hw import profile as hw_profile
 from visa.mapping import Mapping
 from visa.mypy import hooks
 from visa.mypy.mappings import M_NAMES, ModuleFacts, Unresolved, decode, fix_annotations, is_mapping_expr
+from visa.mypy.typeargs import TENSOR_MEMORY, mapping_of
 
 __all__ = ["plugin", "VisaPlugin", "decode"]
 
-STATIC_M = "visa.mapping.static.m"
-
 
 class VisaPlugin(Plugin):
-    """The hooks (see the module docstring).  One instance per mypy run."""
+    """The hooks (see the module docstring; design API.md §4).  One instance per mypy run."""
 
     def __init__(self, options: Options) -> None:
         super().__init__(options)
@@ -80,9 +79,10 @@ class VisaPlugin(Plugin):
 
     # -- dispatch ------------------------------------------------------------------------------------------
     def get_type_analyze_hook(self, fullname: str) -> Callable[[AnalyzeTypeContext], Type] | None:
+        """``m["..."]``, a tensor type and a module-level mapping alias in an annotation."""
         if fullname in M_NAMES:
             return partial(_guard, partial(hooks.m_annotation, self))
-        if fullname in hooks.TENSOR_MEMORY and not self._busy:
+        if fullname in TENSOR_MEMORY and not self._busy:
             return partial(_guard, partial(hooks.tensor_annotation, self))
         sym = self.lookup_fully_qualified(fullname) if "." in fullname else None
         if sym is not None and isinstance(sym.node, Var) and self.alias_of(fullname) is not None:
@@ -90,6 +90,7 @@ class VisaPlugin(Plugin):
         return None
 
     def get_method_hook(self, fullname: str) -> Callable[[MethodContext], Type] | None:
+        """Every Vector Engine stage method, and the methods of :data:`visa.mypy.hooks.METHODS` on their receivers."""
         cls, _, method = fullname.rpartition(".")
         if cls.startswith("visa.stream.vector.") and method.startswith("vector_"):
             return partial(_guard, partial(hooks.vector, self))
@@ -99,13 +100,18 @@ class VisaPlugin(Plugin):
         return None
 
     def get_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
+        """``launch``, ``axes``, ``skew`` and the tensor constructors (:data:`visa.mypy.hooks.FUNCTIONS`)."""
         handler = hooks.FUNCTIONS.get(fullname)
         return partial(_guard, partial(handler, self)) if handler is not None else None
 
     # -- services for the hooks ----------------------------------------------------------------------------
+    def tree(self, module: str) -> MypyFile | None:
+        """The parsed module ``module`` (None when mypy has not loaded it)."""
+        return self._modules.get(module) if self._modules is not None else None
+
     def facts(self, module: str) -> ModuleFacts | None:
         """What the module's source declares (axes, skews, aliases), scanned once per parsed module."""
-        tree = self._modules.get(module) if self._modules is not None else None
+        tree = self.tree(module)
         if tree is None:
             return None
         got = self._facts.get(module)
@@ -116,7 +122,7 @@ class VisaPlugin(Plugin):
 
     def lookup_mapping(self, module: str, name: str) -> Mapping | None:
         """The mapping a module-level name holds, from its type (an imported alias); see mappings.Lookup."""
-        tree = self._modules.get(module) if self._modules is not None else None
+        tree = self.tree(module)
         sym = tree.names.get(name) if tree is not None else None
         if sym is None:
             return None
@@ -141,14 +147,16 @@ class VisaPlugin(Plugin):
         return None
 
     def info(self, fullname: str) -> TypeInfo | None:
+        """The class mypy knows under ``fullname`` (None when the module defining it is not loaded)."""
         sym = self.lookup_fully_qualified(fullname)
         return sym.node if sym is not None and isinstance(sym.node, TypeInfo) else None
 
     def mapping_of(self, typ: Type) -> Mapping | None:
         """The mapping a type describes (``m[Literal[...]]``), or None (Any, a bare Mapping, a type variable)."""
-        return hooks.mapping_of(typ)
+        return mapping_of(typ)
 
     def instance(self, fullname: str, args: list[Type]) -> Instance | None:
+        """The type ``fullname[args]`` (None when the class is unknown or takes another number of arguments)."""
         info = self.info(fullname)
         if info is None or len(info.defn.type_vars) != len(args):
             return None

@@ -8,33 +8,59 @@ sub-expressions (:func:`type_of`: the checker visits a receiver before the call 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
-from mypy.nodes import ARG_POS, AssignmentStmt, CallExpr, Context, Expression, MemberExpr, NameExpr
+from mypy.nodes import ARG_POS, AssignmentStmt, CallExpr, Context, Expression, MemberExpr, NameExpr, Node
 from mypy.types import CallableType, Type, get_proper_type
 
-__all__ = ["source_of", "calls_before", "chain_of", "call_arg", "formal_arg", "type_of"]
+__all__ = ["walk", "assignments", "source_of", "root_of", "calls_before", "chain_of", "call_arg", "formal_arg",
+           "type_of"]
+
+
+#: The attributes of mypy's statement nodes that hold nested statements or blocks.
+_NESTED = ("body", "else_body", "finally_body", "handlers", "bodies", "defs", "func", "items")
+
+
+def walk(node: Any) -> Iterator[Any]:
+    """``node`` and every statement and block nested in it: the blocks of ``if``/``for``/``while``/``with``/``try``
+    (its handlers and ``finally`` included) and ``match``, nested and decorated functions, overloads, classes,
+    a module's definitions."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        for attr in _NESTED:
+            inner = getattr(n, attr, None)
+            if isinstance(inner, list):
+                stack.extend(inner)
+            elif isinstance(inner, Node):
+                stack.append(inner)
+
+
+def assignments(fn: Any, name: str) -> list[Expression]:
+    """The right-hand sides the function body assigns to the local ``name`` (nested blocks included)."""
+    return [st.rvalue for st in walk(fn.body) if isinstance(st, AssignmentStmt)
+            and any(isinstance(lv, NameExpr) and lv.name == name for lv in st.lvalues)]
 
 
 def source_of(expr: Expression | None, fn: Any) -> Expression | None:
     """The expression a local name was assigned from, when the function assigns it exactly once."""
     if not isinstance(expr, NameExpr) or fn is None:
         return expr
-    found: list[Expression] = []
-    stack = list(fn.body.body)
-    while stack:
-        st = stack.pop()
-        if isinstance(st, AssignmentStmt):
-            if any(isinstance(lv, NameExpr) and lv.name == expr.name for lv in st.lvalues):
-                found.append(st.rvalue)
-        for attr in ("body", "else_body"):
-            inner = getattr(st, attr, None)
-            if inner is not None and hasattr(inner, "body"):
-                stack.extend(inner.body)
-            elif isinstance(inner, list):
-                for blk in inner:
-                    stack.extend(getattr(blk, "body", []))
+    found = assignments(fn, expr.name)
     return found[0] if len(found) == 1 else None
+
+
+def root_of(expr: Expression | None, fn: Any) -> Expression | None:
+    """The expression that made the value ``expr`` holds: :func:`source_of` followed through local names
+    (``a = x.view(); b = a; b`` is ``x.view()``); None when a name on the way is not assigned exactly once."""
+    for _ in range(16):
+        src = source_of(expr, fn)
+        if src is None or src is expr:
+            return src
+        expr = src
+    return expr
 
 
 def calls_before(context: Context, fn: Any) -> list[CallExpr]:

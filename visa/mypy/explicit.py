@@ -10,7 +10,7 @@ from mypy.nodes import AssignmentStmt, CallExpr, Expression, ExpressionStmt, Mem
 
 from visa.errors import VisaError
 from visa.mapping import AxisSet
-from visa.mypy.chain import source_of
+from visa.mypy.chain import source_of, walk
 
 __all__ = ["axis_set_of"]
 
@@ -26,20 +26,8 @@ def _grows(expr: Expression | None, name: str) -> bool:
 
 def _mutated(name: str, scope: Any) -> bool:
     """Does a statement of ``scope`` (a function or module, nested blocks included) grow the axis set ``name``?"""
-    stack: list[Any] = [scope]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ExpressionStmt) and _grows(node.expr, name):
-            return True
-        if isinstance(node, AssignmentStmt) and _grows(node.rvalue, name):
-            return True
-        for attr in ("body", "else_body", "finally_body", "defs", "handlers", "func"):
-            inner = getattr(node, attr, None)
-            if isinstance(inner, list):
-                stack.extend(inner)
-            elif inner is not None and not isinstance(inner, (str, int)):
-                stack.append(inner)
-    return False
+    return any((isinstance(node, ExpressionStmt) and _grows(node.expr, name))
+               or (isinstance(node, AssignmentStmt) and _grows(node.rvalue, name)) for node in walk(scope))
 
 
 def axis_set_of(expr: Expression, call: Any) -> AxisSet | None:
@@ -53,7 +41,7 @@ def axis_set_of(expr: Expression, call: Any) -> AxisSet | None:
         else:
             facts = call.plugin.facts(call.module)
             src = facts.aliases.get(name) if facts is not None else None
-            scope = call.plugin._modules.get(call.module) if call.plugin._modules is not None else None
+            scope = call.plugin.tree(call.module)
         if src is None or scope is None or _mutated(name, scope):
             return None
         expr = src

@@ -10,7 +10,7 @@ statically (``Any``, a bare ``Mapping``, a non-constant integer) is left uncheck
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from mypy.constant_fold import constant_fold_expr
 from mypy.errorcodes import ErrorCode
@@ -42,13 +42,16 @@ from mypy.types import (
 from visa import dtypes as dt
 from visa.errors import VisaError
 from visa.mapping import Mapping
+from visa.memory.layout import TYPE_NAMES
 from visa.mypy import rules
-from visa.mypy.chain import calls_before, chain_of, source_of, type_of
+from visa.mypy.chain import assignments, calls_before, chain_of, root_of, source_of, type_of
 from visa.mypy.mappings import ModuleFacts, Unresolved, _value, encode, is_m, resolve
 from visa.mypy.typeargs import (
     LEVELS,
+    STATIC_M,
     STREAM,
-    TENSOR_MEMORY,
+    S,
+    T,
     dtype_instance,
     dtype_of,
     mapping_of,
@@ -60,16 +63,12 @@ from visa.stream.stages import STAGE_METHODS
 if TYPE_CHECKING:
     from visa.mypy import VisaPlugin
 
-__all__ = ["VISA", "METHODS", "RECEIVERS", "FUNCTIONS", "TENSOR_MEMORY", "m_annotation", "tensor_annotation",
-           "mapping_of"]
+__all__ = ["VISA", "METHODS", "RECEIVERS", "FUNCTIONS", "Call", "static_type", "m_annotation", "tensor_annotation"]
 
 #: The error code of every refusal the plugin reports (``disable_error_code = ["visa"]`` silences them).
 VISA = ErrorCode("visa", "A layout rule of the visa package refuses the call", "General")
 
-STATIC_M = "visa.mapping.static.m"
 MAPPING = "visa.mapping.core.Mapping"
-T = "visa.memory.tensors."
-S = "visa.stream.stages."
 
 
 def static_type(plugin: VisaPlugin, mapping: Mapping) -> Type:
@@ -205,7 +204,13 @@ class Call:
         self.where = _call_line(ctx.context)
 
     # receiver
+    def receiver(self) -> Expression | None:
+        """The expression the method is called on (``x`` in ``x.to_dm(...)``); None for a constructor."""
+        c = self.ctx.context
+        return c.callee.expr if isinstance(c, CallExpr) and isinstance(c.callee, MemberExpr) else None
+
     def recv_args(self) -> list[Type]:
+        """The receiver's type arguments (none for a constructor or a receiver mypy does not know)."""
         t = get_proper_type(self.ctx.type) if isinstance(self.ctx, MethodContext) else None
         if isinstance(t, Instance):
             return list(t.args)
@@ -213,14 +218,17 @@ class Call:
 
     # arguments (by formal position, excluding self)
     def arg_type(self, i: int) -> Type | None:
+        """The type mypy inferred for formal argument ``i`` (None when the call does not pass it)."""
         types = self.ctx.arg_types
         return types[i][0] if i < len(types) and types[i] else None
 
     def arg_expr(self, i: int) -> Expression | None:
+        """The expression the call passes as formal argument ``i`` (None when it passes none)."""
         args = self.ctx.args
         return args[i][0] if i < len(args) and args[i] else None
 
     def resolve_text(self, text: str) -> Mapping:
+        """``m[text]`` as the runtime resolves it in this module (design API.md §3)."""
         return resolve(text, _facts(self.plugin, self.module), self._lookup)
 
     def _lookup(self, name: str) -> Mapping | None:
@@ -233,7 +241,7 @@ class Call:
         fn = scope.current_function() if scope is not None else None
         if fn is None:
             return False
-        return name in {a.variable.name for a in fn.arguments} or _assigns(fn, name)
+        return name in {a.variable.name for a in fn.arguments} or bool(assignments(fn, name))
 
     def arg_mapping(self, i: int) -> Mapping | None:
         """The mapping argument ``i`` holds, spelled as written when the call writes it (None if unknown)."""
@@ -255,9 +263,11 @@ class Call:
         return mapping_of(typ if typ is not None else type_of(self.ctx.api, expr))
 
     def arg_dtype(self, i: int) -> type[dt.Scalar] | None:
+        """The dtype class argument ``i`` names (``i32``), or None."""
         return dtype_of(self.arg_type(i))
 
     def arg_int(self, i: int) -> int | None:
+        """Argument ``i`` when the source spells it as an integer constant (``1 << 12``), else None."""
         expr = self.arg_expr(i)
         if expr is not None:
             got = constant_fold_expr(expr, self.module)
@@ -270,10 +280,8 @@ class Call:
             return t.value
         return None
 
-    def arg_expr_value(self, i: int) -> Expression | None:
-        return self.arg_expr(i)
-
     def function(self) -> Any:
+        """The function (``FuncDef``) the call is in, or None at module level."""
         scope = getattr(self.ctx.api, "scope", None)
         return scope.current_function() if scope is not None else None
 
@@ -313,6 +321,7 @@ class Call:
 
     # results
     def fail(self, err: VisaError) -> None:
+        """Report a refusal at the line of the method name, with the runtime's message."""
         self.ctx.api.fail(str(err), self.where, code=VISA)
 
     def run(self, rule: Callable[[], object]) -> bool:
@@ -331,6 +340,7 @@ class Call:
         return True
 
     def instance(self, fullname: str, args: Sequence[Type]) -> Type:
+        """The type ``fullname[args]``, or the signature's result type when mypy cannot build it."""
         got = self.plugin.instance(fullname, list(args))
         return got if got is not None else self.ctx.default_return_type
 
@@ -341,28 +351,6 @@ class Call:
             return static_type(self.plugin, mp)
         t = self.arg_type(i)
         return t if t is not None and mapping_of(t) is not None else AnyType(TypeOfAny.special_form)
-
-
-def _assigns(fn: Any, name: str) -> bool:
-    """Does the function body bind ``name`` (a local escape the plugin cannot see)?"""
-    from mypy.nodes import AssignmentStmt
-    from mypy.traverser import all_return_statements  # noqa: F401 - keeps mypy.traverser imported once
-
-    stack = list(fn.body.body)
-    while stack:
-        st = stack.pop()
-        if isinstance(st, AssignmentStmt):
-            for lv in st.lvalues:
-                if isinstance(lv, NameExpr) and lv.name == name:
-                    return True
-        for attr in ("body", "else_body"):
-            inner = getattr(st, attr, None)
-            if inner is not None and hasattr(inner, "body"):
-                stack.extend(inner.body)
-            elif isinstance(inner, list):
-                for blk in inner:
-                    stack.extend(getattr(blk, "body", []))
-    return False
 
 
 def _call_line(context: Context) -> Context:
@@ -392,8 +380,7 @@ def layout(call: Call, names: Sequence[str]) -> tuple[type[dt.Scalar] | None, di
         if mp is None:
             return d, None, args
         levels[name] = mp
-    callee = call.ctx.context.callee if isinstance(call.ctx.context, CallExpr) else None
-    spelled = recorded(call, callee.expr) if isinstance(callee, MemberExpr) else None
+    spelled = recorded(call, call.receiver())
     if spelled is not None and len(spelled) >= len(names) and \
             all(sp == levels[n] for sp, n in zip(spelled, names, strict=False)):
         levels = dict(zip(names, spelled, strict=False))
@@ -408,12 +395,7 @@ def record(plugin: VisaPlugin, node: Context, levels: Sequence[Mapping | None]) 
 
 def recorded(call: Call, expr: Expression | None) -> tuple[Mapping, ...] | None:
     """The spelled level mappings of the value ``expr`` holds (through local variables and ``.view()``)."""
-    fn = call.function()
-    for _ in range(16):
-        src = source_of(expr, fn)
-        if src is None or src is expr:
-            break
-        expr = src
+    expr = root_of(expr, call.function())
     if isinstance(expr, CallExpr) and isinstance(expr.callee, MemberExpr) and expr.callee.name == "view" \
             and not expr.args:
         return recorded(call, expr.callee.expr)
@@ -423,20 +405,13 @@ def recorded(call: Call, expr: Expression | None) -> tuple[Mapping, ...] | None:
 
 def check_tensor_type(plugin: VisaPlugin, typ: Type, fail: Callable[[VisaError], None],
                       num_chips: int | None = None, address: int = 0) -> None:
-    """``check_placement`` on a tensor type whose dtype and mappings are all known."""
-    p = get_proper_type(typ)
-    if not isinstance(p, Instance):
+    """:func:`~visa.memory.layout.check_placement` (manual L1070–1093) on a tensor type (not a view) whose dtype
+    and mappings are all known."""
+    kind, found = memory_of(typ), tensor_of(typ)
+    if kind is None or kind[1] or found is None:
         return
-    memory = TENSOR_MEMORY.get(p.type.fullname)
-    if memory is None or len(p.args) != 1 + len(LEVELS[memory]):
-        return
-    d = dtype_of(p.args[0])
-    levels = {n: mapping_of(a) for n, a in zip(LEVELS[memory], p.args[1:], strict=True)}
-    if d is None or any(v is None for v in levels.values()):
-        return
-    known = {k: v for k, v in levels.items() if v is not None}
     try:
-        rules.placement(plugin.hw, memory, d, known, address, num_chips)
+        rules.placement(plugin.hw, kind[0], *found, address, num_chips)
     except VisaError as err:
         fail(err)
 
@@ -457,22 +432,19 @@ def constructor(memory: str) -> Callable[[VisaPlugin, FunctionContext], Type]:
     """``DmTensor(ctx, i32, chip, cluster, slice, element, address)``: its type, and the placement rules."""
 
     def hook(plugin: VisaPlugin, ctx: FunctionContext) -> Type:
-        call = Call(plugin, ctx, TENSOR_NAMES[memory])
+        call = Call(plugin, ctx, TYPE_NAMES[memory])
         names = LEVELS[memory]
         if memory == "host":
             return ctx.default_return_type
         d_type = dtype_instance(call.arg_type(1))
         args: list[Type] = [d_type, *(call.mapping_type(2 + k) for k in range(len(names)))]
-        out = call.instance(T + TENSOR_NAMES[memory], args)
+        out = call.instance(T + TYPE_NAMES[memory], args)
         record(plugin, ctx.context, [call.arg_mapping(2 + k) for k in range(len(names))])
         address = call.arg_int(2 + len(names)) if memory != "trf" else 0
         check_tensor_type(plugin, out, call.fail, call.num_chips(), address if address is not None else 0)
         return out
 
     return hook
-
-
-TENSOR_NAMES = {"host": "HostTensor", "hbm": "HbmTensor", "dm": "DmTensor", "trf": "TrfTensor", "vrf": "VrfTensor"}
 
 
 def host_make(plugin: VisaPlugin, ctx: MethodContext) -> Type:
@@ -515,7 +487,7 @@ def dma(plugin: VisaPlugin, ctx: MethodContext) -> Type:
     else:
         return ctx.default_return_type
     types = [args[1] if k is None else call.mapping_type(k) for k in sources]
-    out = call.instance(T + TENSOR_NAMES[dst], [args[0], *types])
+    out = call.instance(T + TYPE_NAMES[dst], [args[0], *types])
     dst_levels = {n: (src_levels or {}).get("Chip") if k is None else call.arg_mapping(k)
                   for n, k in zip(LEVELS[dst], sources, strict=True)}
     address = call.arg_int(addr_i) if addr_i is not None else 0
@@ -523,8 +495,7 @@ def dma(plugin: VisaPlugin, ctx: MethodContext) -> Type:
         record(plugin, ctx.context, list(dst_levels.values()))
     if d is not None and src_levels is not None and all(v is not None for v in dst_levels.values()):
         known = {k: v for k, v in dst_levels.items() if v is not None}
-        source = call.origin(ctx.context.callee.expr) if isinstance(ctx.context, CallExpr) and \
-            isinstance(ctx.context.callee, MemberExpr) else None
+        source = call.origin(call.receiver())
         stream = _dma_stream(call)
         if not call.run(lambda: rules.dma_move(plugin.hw, d, src_memory, src_levels, dst, known, address,
                                                call.num_chips(), source, stream)):
@@ -532,7 +503,7 @@ def dma(plugin: VisaPlugin, ctx: MethodContext) -> Type:
     return out
 
 
-def _dma_stream(call: Call) -> tuple[Mapping, Mapping] | None | bool:
+def _dma_stream(call: Call) -> tuple[Mapping, Mapping] | Literal[False] | None:
     """The explicit ``stream=(Time, Packet)`` of a DMA call: the two mappings, None when the call gives none,
     False when it gives one the source does not spell out (then the plan, which depends on it, is skipped)."""
     names = getattr(call.ctx, "callee_arg_names", [])
@@ -563,8 +534,7 @@ def view_tile(plugin: VisaPlugin, ctx: MethodContext) -> Type:
         where = f"{recv.type.name}.tile"
         if not call.run(lambda: tile_offset(element, dim, size, tile, start, where)):
             return ctx.default_return_type
-    spelled = recorded(call, ctx.context.callee.expr) if isinstance(ctx.context, CallExpr) and \
-        isinstance(ctx.context.callee, MemberExpr) else None
+    spelled = recorded(call, call.receiver())
     if spelled is not None:
         record(plugin, ctx.context, [*spelled[:-1], tile])
     args = [*recv.args[:-1], call.mapping_type(2)]
@@ -572,18 +542,22 @@ def view_tile(plugin: VisaPlugin, ctx: MethodContext) -> Type:
 
 
 # -- streams -------------------------------------------------------------------------------------------------------
+def _begin_tensor(call: Call, view_index: int, time: Mapping, time_type: Type) -> Type:
+    """``BeginTensor[D, Chip, Cluster, Slice, Time, Element]`` from the view argument ``view_index`` (L1701)."""
+    view = get_proper_type(call.arg_type(view_index))
+    if not isinstance(view, Instance) or len(view.args) != 5:
+        return call.ctx.default_return_type
+    d, chip, cluster, slice_, element = view.args
+    spelled = recorded(call, call.arg_expr(view_index))
+    if spelled is not None and len(spelled) == 4:
+        record(call.plugin, call.ctx.context, [*spelled[:3], time, spelled[3]])
+    return call.instance(S + "BeginTensor", [d, chip, cluster, slice_, time_type, element])
+
+
 def begin(plugin: VisaPlugin, ctx: MethodContext) -> Type:
     """``ctx.main.begin(dm.view())``: ``BeginTensor[D, Chip, Cluster, Slice, m["1"], Element]`` (L1701)."""
-    call = Call(plugin, ctx, "begin")
-    view = get_proper_type(call.arg_type(0))
-    if not isinstance(view, Instance) or len(view.args) != 5:
-        return ctx.default_return_type
-    d, chip, cluster, slice_, element = view.args
-    spelled = recorded(call, call.arg_expr(0))
-    if spelled is not None and len(spelled) == 4:
-        record(plugin, ctx.context, [*spelled[:3], Mapping.identity(), spelled[3]])
-    return call.instance(S + "BeginTensor", [d, chip, cluster, slice_, static_type(plugin, Mapping.identity()),
-                                             element])
+    one = Mapping.identity()
+    return _begin_tensor(Call(plugin, ctx, "begin"), 0, one, static_type(plugin, one))
 
 
 def begin_interleaved(plugin: VisaPlugin, ctx: MethodContext) -> Type:
@@ -593,20 +567,12 @@ def begin_interleaved(plugin: VisaPlugin, ctx: MethodContext) -> Type:
 
     call = Call(plugin, ctx, "begin_interleaved")
     axis = call.arg_mapping(0)
-    views = [tensor_of(call.arg_type(k)) for k in (1, 2)]
-    lhs, rhs = views
+    lhs, rhs = (tensor_of(call.arg_type(k)) for k in (1, 2))
     if axis is None or lhs is None or rhs is None:
         return ctx.default_return_type
     if not call.run(lambda: plan_interleave(plugin.hw, axis, lhs, rhs)):
         return ctx.default_return_type
-    view = get_proper_type(call.arg_type(1))
-    if not isinstance(view, Instance) or len(view.args) != 5:
-        return ctx.default_return_type
-    d, chip, cluster, slice_, element = view.args
-    spelled = recorded(call, call.arg_expr(1))
-    if spelled is not None and len(spelled) == 4:
-        record(plugin, ctx.context, [*spelled[:3], axis, spelled[3]])
-    return call.instance(S + "BeginTensor", [d, chip, cluster, slice_, call.mapping_type(0), element])
+    return _begin_tensor(call, 1, axis, call.mapping_type(0))
 
 
 def stage(plugin: VisaPlugin, ctx: MethodContext) -> Type:
@@ -623,9 +589,8 @@ def stage(plugin: VisaPlugin, ctx: MethodContext) -> Type:
         hw=plugin.hw, dtype=d, layout=levels, stage=_stage_name(ctx),
         mapping=call.arg_mapping, dtype_arg=call.arg_dtype, integer=call.arg_int, expr=call.arg_expr,
         num_chips=call.num_chips, module=call.module, context=context or "main", history=history,
-        extra={"calls": lambda: calls_before(ctx.context, fn), "source": lambda e: source_of(e, fn),
-               "type_of": call.expr_type, "tensor": tensor_of, "arg_type": call.arg_type, "origin": call.origin,
-               "recv_args": call.recv_args, "mapping_of": mapping_of})
+        calls=lambda: calls_before(ctx.context, fn), arg_type=call.arg_type, recv_args=call.recv_args,
+        expr_type=call.expr_type, origin=call.origin)
     result = spec(inputs)
     if result.check is not None and d is not None and levels is not None:
         if not call.run(result.check):
@@ -697,10 +662,7 @@ RECEIVERS: dict[str, frozenset[str]] = {
 for _name, _stages in STAGE_METHODS.items():
     METHODS[_name] = vector if _name == "vector_init" else stage
     RECEIVERS[_name] = frozenset(S + s for s in _stages)
-for _name in rules.STAGES:
-    if _name not in STAGE_METHODS:  # vector stages and anything the stage table does not list
-        METHODS[_name] = stage
-        RECEIVERS[_name] = frozenset(S + s for s in rules.RECEIVERS.get(_name, ()))
+
 
 def launch(plugin: VisaPlugin, ctx: FunctionContext) -> Type:
     """``launch(kernel, ctx, *args)``: each argument must have the type the kernel's parameter declares, so
@@ -714,7 +676,7 @@ def launch(plugin: VisaPlugin, ctx: FunctionContext) -> Type:
     params = kernel.arg_types[1:]
     if len(ctx.args[2]) != len(params) and not kernel.is_ellipsis_args:
         ctx.api.fail(f'"launch" gives {len(ctx.args[2])} argument(s) to a kernel that takes {len(params)} after '
-                     "its Context", ctx.context)
+                     "its Context", ctx.context, code=VISA)
         return ctx.default_return_type
     for k, (got, want) in enumerate(zip(ctx.arg_types[2], params, strict=False)):
         if not is_subtype(got, want):
@@ -728,5 +690,5 @@ FUNCTIONS: dict[str, Handler] = {
     "visa.context.launch": launch,
     "visa.mapping.axes.axes": axes_call,
     "visa.mapping.axes.skew": axes_call,
-    **{T + name: constructor(memory) for memory, name in TENSOR_NAMES.items()},
+    **{T + name: constructor(memory) for memory, name in TYPE_NAMES.items()},
 }

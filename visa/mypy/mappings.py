@@ -26,6 +26,7 @@ from mypy.nodes import (
     CallExpr,
     Expression,
     ExpressionStmt,
+    FuncDef,
     IndexExpr,
     MemberExpr,
     MypyFile,
@@ -39,6 +40,7 @@ from visa.errors import VisaError
 from visa.mapping import AxisSet, Mapping
 from visa.mapping.axes import AXES_ATTR
 from visa.mapping.core import _declare_from, module_mapping
+from visa.mypy.chain import walk
 
 __all__ = ["encode", "decode", "ModuleFacts", "resolve", "Unresolved", "is_m", "is_mapping_expr", "M_NAMES"]
 
@@ -264,11 +266,7 @@ def fix_annotations(tree: MypyFile) -> None:
     the name ``A`` up (an axis, not a Python name) before any plugin hook sees it.  Run from
     ``get_additional_deps``, right after parsing; idempotent.
     """
-    from mypy.nodes import AssignmentStmt, Block, FuncDef
-
-    stack: list[object] = list(tree.defs)
-    while stack:
-        node = stack.pop()
+    for node in walk(tree):
         if isinstance(node, FuncDef):
             _fix_type(node.type)
             _fix_type(node.unanalyzed_type)
@@ -277,13 +275,3 @@ def fix_annotations(tree: MypyFile) -> None:
         elif isinstance(node, AssignmentStmt):
             _fix_type(node.type)
             _fix_type(node.unanalyzed_type)
-            continue
-        elif isinstance(node, Block):
-            stack.extend(node.body)
-            continue
-        for attr in ("body", "else_body", "finally_body", "defs", "func", "items", "handlers"):
-            inner = getattr(node, attr, None)
-            if isinstance(inner, list):
-                stack.extend(inner)
-            elif inner is not None:
-                stack.append(inner)

@@ -20,8 +20,8 @@ from mypy.nodes import CallExpr, Expression, MemberExpr, NameExpr
 from visa import dtypes as dt
 from visa.errors import VisaError
 from visa.mapping import Mapping
-from visa.memory.layout import LEVELS, TYPE_NAMES, tile_offset
-from visa.mypy.chain import formal_arg, source_of, type_of
+from visa.memory.layout import TYPE_NAMES, describe, tile_offset
+from visa.mypy.chain import formal_arg, root_of, type_of
 from visa.mypy.typeargs import memory_of, tensor_of
 
 __all__ = ["Origin", "origin_of"]
@@ -43,8 +43,7 @@ class Origin:
 
     def describe(self) -> str:
         """``DeviceTensor.describe()`` of the base tensor: ``DmTensor[i32, m["1"], ...] @ 4096``."""
-        inner = ", ".join([repr(self.dtype), *(repr(self.levels[k]) for k in LEVELS[self.memory])])
-        return f"{TYPE_NAMES[self.memory]}[{inner}] @ {self.address}"
+        return describe(self.memory, self.dtype, self.levels, self.address)
 
     def name(self) -> str:
         """How the runtime names the value: the tensor's description, or ``repr`` of the view."""
@@ -65,12 +64,8 @@ _MAKERS = frozenset({"to_dm", "to_hbm", "commit", "to_vrf", "from_addr"})
 def origin_of(expr: Expression | None, call: Any) -> Origin | None:
     """The origin of the value ``expr`` holds, or None when the source does not show it.  ``call`` is the
     :class:`visa.mypy.hooks.Call` being checked (its function, module, checker and hardware profile)."""
-    fn, api, module, hw = call.function(), call.ctx.api, call.module, call.plugin.hw
-    for _ in range(16):
-        src = source_of(expr, fn)
-        if src is None or src is expr:
-            break
-        expr = src
+    api, module, hw = call.ctx.api, call.module, call.plugin.hw
+    expr = root_of(expr, call.function())
     if not isinstance(expr, CallExpr):
         return None
     callee = expr.callee

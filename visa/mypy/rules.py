@@ -13,26 +13,31 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from types import ModuleType
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from mypy.constant_fold import constant_fold_expr
 from mypy.nodes import CallExpr, Expression, ListExpr, MemberExpr, NameExpr, RefExpr, TupleExpr
+from mypy.types import Type
 
 from visa import dtypes as dt
+from visa.engines import cast as cast_engine
+from visa.engines import collect as collect_engine
+from visa.engines import commit as commit_engine
+from visa.engines import contraction as contraction_engine
+from visa.engines import dma as dma_engine
+from visa.engines import fetch as fetch_engine
+from visa.engines import switch as switch_engine
+from visa.engines import transpose as transpose_engine
 from visa.errors import VisaError
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping
 from visa.memory.layout import check_placement
 from visa.mypy.chain import call_arg
+from visa.mypy.typeargs import S, T, mapping_of, tensor_of
 
-__all__ = ["SAME", "ArgMapping", "ArgDtype", "Result", "StageInputs", "STAGES", "RECEIVERS", "placement",
-           "static_value", "engine"]
-
-S = "visa.stream.stages."
-T = "visa.memory.tensors."
-
+__all__ = ["SAME", "ArgMapping", "ArgDtype", "Result", "StageInputs", "STAGES", "placement",
+           "static_value"]
 
 class _Same:
     def __repr__(self) -> str:
@@ -84,9 +89,18 @@ class StageInputs:
     #: of one chained expression that starts at ``ctx.main.begin(...)``/``ctx.sub.begin(...)``
     context: str = "main"
     history: tuple[str, ...] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    #: the method calls the stream went through before this one, nearest first (:func:`~visa.mypy.chain.calls_before`)
+    calls: Callable[[], list[CallExpr]] = list
+    #: the type mypy gives argument ``i``, and the receiver's type arguments
+    arg_type: Callable[[int], Type | None] = lambda i: None
+    recv_args: Callable[[], list[Type]] = list
+    #: the type of a name the call refers to (``trf`` in ``.align(T, P, trf)``)
+    expr_type: Callable[[Expression], Type | None] = lambda e: None
+    #: where the tensor or view an expression holds was made (:func:`visa.mypy.origin.origin_of`), or None
+    origin: Callable[[Expression | None], Any] = lambda e: None
 
     def level(self, name: str) -> Mapping:
+        """The receiver's mapping at ``name`` (Chip, Cluster, Slice, Time or Packet); its layout is known."""
         assert self.layout is not None
         return self.layout[name]
 
@@ -100,14 +114,6 @@ class StageInputs:
 
 class Unknown(Exception):
     """An argument the plugin cannot evaluate statically: the check that needs it is skipped."""
-
-
-def engine(name: str) -> ModuleType | None:
-    """``visa.engines.<name>`` if it exists (engines land one by one)."""
-    try:
-        return importlib.import_module(f"visa.engines.{name}")
-    except ImportError:
-        return None
 
 
 def _object(fullname: str) -> Any:
@@ -180,7 +186,7 @@ def overlap(hw: HardwareProfile, dtype: type[dt.Scalar], memory: str, levels: di
 
 def dma_move(hw: HardwareProfile, dtype: type[dt.Scalar], src_memory: str, src: dict[str, Mapping],
              dst_memory: str, dst: dict[str, Mapping], address: int | None, num_chips: int | None,
-             source: Any = None, stream: tuple[Mapping, Mapping] | None | bool = None) -> None:
+             source: Any = None, stream: tuple[Mapping, Mapping] | Literal[False] | None = None) -> None:
     """A DMA move (``host.to_hbm``, ``hbm.to_dm``, ``view.to_dm``, ...): :func:`visa.engines.dma.plan` of the two
     sides, then the destination's placement with the kernel's chip count, then (both addresses known) the
     overlap of the result with its source, as :mod:`visa.engines.dma` does.  ``source`` is the source's origin
@@ -189,25 +195,20 @@ def dma_move(hw: HardwareProfile, dtype: type[dt.Scalar], src_memory: str, src: 
     the call's explicit ``stream=(Time, Packet)`` (False: given but not spelled out, so the plan is skipped)."""
     from visa.memory.layout import LEVELS, TYPE_NAMES
 
-    mod = engine("dma")
     call = src_memory + ".to_" + dst_memory
-    if mod is None or not hasattr(mod, "plan") or not hasattr(mod, "Side"):
-        if dst_memory != "host":
-            placement(hw, dst_memory, dtype, dst, address, num_chips, call=call)
-        return
 
     def name(memory: str, levels: dict[str, Mapping]) -> str:  # DeviceTensor.describe() without the address
         return f"{TYPE_NAMES[memory]}[{', '.join([repr(dtype), *(repr(levels[k]) for k in LEVELS[memory])])}]"
 
     if source is not None:
-        src_side = mod.Side.of(src_memory, src, 0, name=source.name())
-        src_side = mod.Side(src_side.medium, src_side.levels, source.bit_address(), src_side.name)
+        src_side = dma_engine.Side.of(src_memory, src, 0, name=source.name())
+        src_side = dma_engine.Side(src_side.medium, src_side.levels, source.bit_address(), src_side.name)
     else:
-        src_side = mod.Side.of(src_memory, src, 0, name=name(src_memory, src))
+        src_side = dma_engine.Side.of(src_memory, src, 0, name=name(src_memory, src))
     dst_name = name(dst_memory, dst) + ("" if dst_memory == "host" else f" @ {address or 0}")
     if stream is not False:
-        mod.plan(hw, dtype, src_side, mod.Side.of(dst_memory, dst, address if address is not None else 0,
-                                                  name=dst_name), stream=stream or None, call=call)
+        dst_side = dma_engine.Side.of(dst_memory, dst, address if address is not None else 0, name=dst_name)
+        dma_engine.plan(hw, dtype, src_side, dst_side, stream=stream, call=call)
     if dst_memory != "host":
         placement(hw, dst_memory, dtype, dst, address, num_chips, call=call)
         if source is not None and address is not None:
@@ -226,8 +227,7 @@ def _fetch(with_: str) -> Callable[[StageInputs], Result]:
         d2, time, packet = inp.dtype_arg(0), inp.mapping(1), inp.mapping(2)
 
         def check() -> None:
-            mod = engine("fetch")
-            if mod is None or d2 is None or time is None or packet is None or inp.dtype is None:
+            if d2 is None or time is None or packet is None or inp.dtype is None:
                 return
             kw: dict[str, Any] = {}
             begin_time = inp.level("Time")
@@ -240,10 +240,10 @@ def _fetch(with_: str) -> Callable[[StageInputs], Result]:
                 kw["zero_points"] = (int(inp.value(3)),)
             elif with_ == "zero_points":
                 kw["zero_points"] = tuple(int(z) for z in inp.value(3))
-            mod.plan(inp.hw, inp.dtype, d2, inp.level("Chip"), inp.level("Cluster"), inp.level("Slice"),
-                     inp.level("Packet"), time, packet, context=inp.context, **kw)
+            fetch_engine.plan(inp.hw, inp.dtype, d2, inp.level("Chip"), inp.level("Cluster"), inp.level("Slice"),
+                              inp.level("Packet"), time, packet, context=inp.context, **kw)
             for view in _begin_views(inp):  # the views' start addresses, where the source shows them (L1756)
-                mod.view_bit_base(inp.hw, view.dtype, view.address, view.offset, view.element)
+                fetch_engine.view_bit_base(inp.hw, view.dtype, view.address, view.offset, view.element)
 
         return _stream("FetchTensor", ArgDtype(0), SAME, SAME, SAME, ArgMapping(1), ArgMapping(2), check=check)
 
@@ -252,7 +252,7 @@ def _fetch(with_: str) -> Callable[[StageInputs], Result]:
 
 def _begin_views(inp: StageInputs) -> list[Any]:
     """The origins of the views the stream's ``begin``/``begin_interleaved`` took (only when all are known)."""
-    calls = inp.extra["calls"]()
+    calls = inp.calls()
     begin = calls[-1] if calls else None
     if not (isinstance(begin, CallExpr) and isinstance(begin.callee, MemberExpr)):
         return []
@@ -262,7 +262,7 @@ def _begin_views(inp: StageInputs) -> list[Any]:
         args = begin.args[1:3]
     else:
         return []
-    views = [inp.extra["origin"](a) for a in args]
+    views = [inp.origin(a) for a in args]
     return views if views and all(v is not None and v.memory == "dm" for v in views) else []
 
 
@@ -271,12 +271,11 @@ def switch(inp: StageInputs) -> Result:
     slice2, time2 = inp.mapping(0), inp.mapping(1)
 
     def check() -> None:
-        mod = engine("switch")
-        if mod is None or slice2 is None or time2 is None or inp.dtype is None:
+        if slice2 is None or time2 is None or inp.dtype is None:
             return
         config = inp.value(2)
-        mod.plan(inp.hw, inp.dtype, inp.level("Slice"), inp.level("Time"), inp.level("Packet"), slice2, time2,
-                 config)
+        switch_engine.plan(inp.hw, inp.dtype, inp.level("Slice"), inp.level("Time"), inp.level("Packet"), slice2,
+                           time2, config)
 
     return _stream("SwitchTensor", SAME, SAME, SAME, ArgMapping(0), ArgMapping(1), SAME, check=check)
 
@@ -286,10 +285,9 @@ def collect(inp: StageInputs) -> Result:
     time2, packet2 = inp.mapping(0), inp.mapping(1)
 
     def check() -> None:
-        mod = engine("collect")
-        if mod is None or time2 is None or packet2 is None or inp.dtype is None:
+        if time2 is None or packet2 is None or inp.dtype is None:
             return
-        mod.plan(inp.hw, inp.dtype, inp.level("Time"), inp.level("Packet"), time2, packet2)
+        collect_engine.plan(inp.hw, inp.dtype, inp.level("Time"), inp.level("Packet"), time2, packet2)
 
     return _stream("CollectTensor", SAME, SAME, SAME, SAME, ArgMapping(0), ArgMapping(1), check=check)
 
@@ -321,11 +319,10 @@ def commit(inp: StageInputs) -> Result:
     element = inp.mapping(0)
 
     def check() -> None:
-        mod = engine("commit")
-        if mod is None or element is None or inp.dtype is None:
+        if element is None or inp.dtype is None:
             return
-        mod.plan(inp.hw, inp.dtype, inp.level("Chip"), inp.level("Cluster"), inp.level("Slice"), inp.level("Time"),
-                 inp.level("Packet"), element, context=inp.context, after=_after(inp))
+        commit_engine.plan(inp.hw, inp.dtype, inp.level("Chip"), inp.level("Cluster"), inp.level("Slice"),
+                           inp.level("Time"), inp.level("Packet"), element, context=inp.context, after=_after(inp))
         levels = {"Chip": inp.level("Chip"), "Cluster": inp.level("Cluster"), "Slice": inp.level("Slice"),
                   "Element": element}
         address = inp.integer(1)
@@ -343,18 +340,17 @@ def commit_view(inp: StageInputs) -> Result:
     where the view comes from (``dm.view()``, ``.tile(...)``)."""
 
     def check() -> None:
-        mod = engine("commit")
-        view = inp.extra["tensor"](inp.extra["arg_type"](0))
-        if mod is None or view is None or inp.dtype is None:
+        view = tensor_of(inp.arg_type(0))
+        if view is None or inp.dtype is None:
             return
         d, lv = view
-        mod.check_view(inp.dtype, inp.level("Chip"), inp.level("Cluster"), inp.level("Slice"), d, lv)
-        origin = inp.extra["origin"](inp.expr(0))
+        commit_engine.check_view(inp.dtype, inp.level("Chip"), inp.level("Cluster"), inp.level("Slice"), d, lv)
+        origin = inp.origin(inp.expr(0))
         if origin is None or not origin.view:
             return
-        mod.plan(inp.hw, inp.dtype, inp.level("Chip"), inp.level("Cluster"), inp.level("Slice"), inp.level("Time"),
-                 inp.level("Packet"), origin.element, context=inp.context, after=_after(inp),
-                 region=(origin.levels["Element"], origin.offset))
+        commit_engine.plan(inp.hw, inp.dtype, inp.level("Chip"), inp.level("Cluster"), inp.level("Slice"),
+                           inp.level("Time"), inp.level("Packet"), origin.element, context=inp.context,
+                           after=_after(inp), region=(origin.levels["Element"], origin.offset))
         for view in _begin_views(inp):  # the tensor written may not overlap one the pass reads (L150–155)
             overlap(inp.hw, inp.dtype, "dm", origin.levels, origin.address, view, "commit_view")
 
@@ -367,11 +363,10 @@ def to_trf(inp: StageInputs) -> Result:
     row, element = inp.mapping(0), inp.mapping(1)
 
     def check() -> None:
-        mod = engine("collect")
-        if mod is None or row is None or element is None or inp.dtype is None:
+        if row is None or element is None or inp.dtype is None:
             return
         address = inp.value(2)
-        mod.plan_trf(inp.hw, inp.dtype, inp.level("Time"), inp.level("Packet"), row, element, address.name)
+        collect_engine.plan_trf(inp.hw, inp.dtype, inp.level("Time"), inp.level("Packet"), row, element, address.name)
         placement(inp.hw, "trf", inp.dtype, {"Chip": inp.level("Chip"), "Cluster": inp.level("Cluster"),
                                              "Slice": inp.level("Slice"), "Row": row, "Element": element},
                   0, inp.num_chips(), trf_half=address.half, call="to_trf")
@@ -385,12 +380,11 @@ def to_vrf(inp: StageInputs) -> Result:
     element = inp.mapping(0)
 
     def check() -> None:
-        mod = engine("collect")
-        if mod is None or element is None or inp.dtype is None:
+        if element is None or inp.dtype is None:
             return
         address = inp.integer(1)
-        mod.plan_vrf(inp.hw, inp.dtype, inp.level("Time"), inp.level("Packet"), element,
-                     address if address is not None else 0)
+        collect_engine.plan_vrf(inp.hw, inp.dtype, inp.level("Time"), inp.level("Packet"), element,
+                                address if address is not None else 0)
         placement(inp.hw, "vrf", inp.dtype, {"Chip": inp.level("Chip"), "Cluster": inp.level("Cluster"),
                                              "Slice": inp.level("Slice"), "Element": element},
                   address, inp.num_chips(), call="to_vrf")
@@ -405,28 +399,27 @@ def align(inp: StageInputs) -> Result:
     for each address (a full row or its first half at byte 0, the second half) and a refusal is reported only
     when every one of them gives it.  The result carries the TRF's Row (``AlignedTensor[..., Row]``)."""
     time2, packet2 = inp.mapping(0), inp.mapping(1)
-    trf = inp.extra["tensor"](inp.extra["arg_type"](2))
+    trf = tensor_of(inp.arg_type(2))
     row = trf[1]["Row"] if trf is not None else None
 
     def check() -> None:
-        mod = engine("contraction")
-        if mod is None:
-            return
-        mod.check_context(inp.hw, inp.context, "align")
+        contraction_engine.check_context(inp.hw, inp.context, "align")
         if time2 is None or packet2 is None or inp.dtype is None or trf is None:
             return
         d, lv = trf
-        origin = inp.extra["origin"](inp.expr(2))
+        origin = inp.origin(inp.expr(2))
         if origin is not None and origin.trf_mode is not None:
             modes = [(origin.trf_mode, origin.address)]
         else:
             modes = [("Full", 0), ("SecondHalf", inp.hw.trf.half_row_bytes)]
         refusals: list[VisaError] = []
         for mode in modes:
-            operand = mod.TrfOperand(d, lv["Chip"], lv["Cluster"], lv["Slice"], lv["Row"], lv["Element"], *mode)
+            operand = contraction_engine.TrfOperand(d, lv["Chip"], lv["Cluster"], lv["Slice"], lv["Row"],
+                                                    lv["Element"], *mode)
             try:
-                mod.plan_align(inp.hw, inp.dtype, inp.level("Chip"), inp.level("Cluster"), inp.level("Slice"),
-                               inp.level("Time"), inp.level("Packet"), operand, time2, packet2)
+                contraction_engine.plan_align(inp.hw, inp.dtype, inp.level("Chip"), inp.level("Cluster"),
+                                              inp.level("Slice"), inp.level("Time"), inp.level("Packet"), operand,
+                                              time2, packet2)
             except VisaError as err:
                 refusals.append(err)
         if len(refusals) == len(modes) and len({str(e) for e in refusals}) == 1:
@@ -442,10 +435,9 @@ def contract(inp: StageInputs) -> Result:
     result = _stream("ContractionTensor", None, SAME, SAME, SAME, SAME, ArgMapping(0), SAME)
 
     def check() -> None:
-        mod = engine("contraction")
-        if mod is None or packet2 is None or inp.dtype is None:
+        if packet2 is None or inp.dtype is None:
             return
-        result.args[0] = mod.plan_contract(inp.hw, inp.dtype, inp.level("Packet"), packet2).out_dtype
+        result.args[0] = contraction_engine.plan_contract(inp.hw, inp.dtype, inp.level("Packet"), packet2).out_dtype
 
     result.check = check
     return result
@@ -454,14 +446,14 @@ def contract(inp: StageInputs) -> Result:
 def _row(inp: StageInputs) -> Mapping | None:
     """The Row of the TRF operand this stream was aligned with: the receiver's ``Row`` type argument, else the
     TRF operand of the ``align`` the chain shows."""
-    args = inp.extra["recv_args"]()
-    row: Mapping | None = inp.extra["mapping_of"](args[6]) if len(args) > 6 else None
+    args = inp.recv_args()
+    row: Mapping | None = mapping_of(args[6]) if len(args) > 6 else None
     if row is not None:
         return row
-    for c in inp.extra["calls"]():
+    for c in inp.calls():
         if isinstance(c.callee, MemberExpr) and c.callee.name == "align":
             arg = call_arg(c, 2, "trf")
-            found = inp.extra["tensor"](inp.extra["type_of"](arg)) if arg is not None else None
+            found = tensor_of(inp.expr_type(arg)) if arg is not None else None
             return found[1]["Row"] if found is not None else None
     return None
 
@@ -472,15 +464,14 @@ def accumulate(inp: StageInputs) -> Result:
     time2, packet2 = inp.mapping(0), inp.mapping(1)
 
     def check() -> None:
-        mod = engine("contraction")
-        if mod is None or time2 is None or packet2 is None or inp.dtype is None:
+        if time2 is None or packet2 is None or inp.dtype is None:
             return
         kind = inp.value(2)
         row = _row(inp)
         if row is None:
             return
-        mod.plan_accumulate(inp.hw, inp.dtype, row, inp.level("Time"), inp.level("Packet"), time2, packet2,
-                            kind.name)
+        contraction_engine.plan_accumulate(inp.hw, inp.dtype, row, inp.level("Time"), inp.level("Packet"), time2,
+                                           packet2, kind.name)
 
     return _stream("AccumulationTensor", SAME, SAME, SAME, SAME, ArgMapping(0), ArgMapping(1), check=check)
 
@@ -490,13 +481,10 @@ def cast(inp: StageInputs) -> Result:
     d2, packet = inp.dtype_arg(0), inp.mapping(1)
 
     def check() -> None:
-        mod = engine("cast")
-        if mod is None:
-            return
-        mod.check_context(inp.hw, inp.context)
+        cast_engine.check_context(inp.hw, inp.context)
         if d2 is None or packet is None or inp.dtype is None:
             return
-        mod.plan(inp.hw, inp.dtype, d2, inp.level("Packet"), packet, inp.level("Time"))
+        cast_engine.plan(inp.hw, inp.dtype, d2, inp.level("Packet"), packet, inp.level("Time"))
 
     return _stream("CastTensor", ArgDtype(0), SAME, SAME, SAME, SAME, ArgMapping(1), check=check)
 
@@ -506,13 +494,10 @@ def transpose(inp: StageInputs) -> Result:
     time, packet = inp.mapping(0), inp.mapping(1)
 
     def check() -> None:
-        mod = engine("transpose")
-        if mod is None:
-            return
-        mod.check_context(inp.hw, inp.context)
+        transpose_engine.check_context(inp.hw, inp.context)
         if time is None or packet is None or inp.dtype is None:
             return
-        mod.plan(inp.hw, inp.dtype, inp.level("Time"), inp.level("Packet"), time, packet)
+        transpose_engine.plan(inp.hw, inp.dtype, inp.level("Time"), inp.level("Packet"), time, packet)
 
     return _stream("TransposeTensor", SAME, SAME, SAME, SAME, ArgMapping(0), ArgMapping(1), check=check)
 
@@ -524,5 +509,3 @@ STAGES: dict[str, Callable[[StageInputs], Result]] = {
     "commit_view": commit_view, "align": align, "contract": contract, "accumulate": accumulate, "cast": cast,
     "transpose": transpose,
 }
-#: Receivers of stage methods that ``visa.stream.stages.STAGE_METHODS`` does not list (vector stages).
-RECEIVERS: dict[str, tuple[str, ...]] = {}

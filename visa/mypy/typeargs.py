@@ -7,20 +7,21 @@ from mypy.types import AnyType, CallableType, Instance, LiteralType, Type, TypeO
 from visa import dtypes as dt
 from visa.errors import VisaError
 from visa.mapping import Mapping
+from visa.memory.layout import LEVELS, TYPE_NAMES
 from visa.mypy.mappings import decode
 
-__all__ = ["STATIC_M", "TENSOR_MEMORY", "DTYPES", "LEVELS", "STREAM", "mapping_of", "dtype_of", "dtype_instance",
-           "tensor_of", "memory_of"]
+__all__ = ["STATIC_M", "T", "S", "TENSOR_MEMORY", "VIEW_MEMORY", "DTYPES", "LEVELS", "STREAM", "mapping_of",
+           "dtype_of", "dtype_instance", "tensor_of", "memory_of"]
 
+#: The class of a mapping type (:mod:`visa.mapping.static`), the module of the tensor classes, of the stages.
 STATIC_M = "visa.mapping.static.m"
 T = "visa.memory.tensors."
-TENSOR_MEMORY = {T + "HostTensor": "host", T + "HbmTensor": "hbm", T + "DmTensor": "dm", T + "TrfTensor": "trf",
-                 T + "VrfTensor": "vrf"}
+S = "visa.stream.stages."
+#: Tensor class → its memory; a tensor type's arguments are the dtype and the memory's LEVELS.
+TENSOR_MEMORY = {T + name: memory for memory, name in TYPE_NAMES.items()}
 #: Views have their tensor's type parameters.
 VIEW_MEMORY = {T + "HbmTensorView": "hbm", T + "DmTensorView": "dm"}
 DTYPES: dict[str, type[dt.Scalar]] = {f"visa.dtypes.{c.__name__}": c for c in dt.SCALARS.values()}
-LEVELS = {"host": ("Element",), "hbm": ("Chip", "Element"), "dm": ("Chip", "Cluster", "Slice", "Element"),
-          "trf": ("Chip", "Cluster", "Slice", "Row", "Element"), "vrf": ("Chip", "Cluster", "Slice", "Element")}
 STREAM = ("Chip", "Cluster", "Slice", "Time", "Packet")
 
 

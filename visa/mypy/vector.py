@@ -32,7 +32,7 @@ from visa import dtypes as dt
 from visa.engines.common import StreamLayout
 from visa.engines.vector import plan as vp
 from visa.mapping import Mapping
-from visa.mypy.chain import source_of, type_of
+from visa.mypy.chain import root_of, type_of
 from visa.mypy.typeargs import STREAM, tensor_of
 
 if TYPE_CHECKING:
@@ -168,14 +168,7 @@ def _record(plugin: VisaPlugin, node: Expression, state: PassState) -> None:
 def _state_of(plugin: VisaPlugin, ctx: MethodContext, call: Call, where: tuple[str, bool],
               args: list[Type]) -> PassState:
     """The receiver's pass state: recorded by the hook of the call that produced it, else what its type says."""
-    fn = call.function()
-    callee = ctx.context.callee if isinstance(ctx.context, CallExpr) else None
-    node: Expression | None = callee.expr if isinstance(callee, MemberExpr) else None
-    for _ in range(16):
-        src = source_of(node, fn)
-        if src is None or src is node:
-            break
-        node = src
+    node = root_of(call.receiver(), call.function())
     got = plugin.vector_states.get(id(node)) if node is not None else None
     if got is not None and got[0] is node and isinstance(got[1], PassState) and got[1].stage == where[0]:
         return got[1]
@@ -217,6 +210,7 @@ class Step:
 
     # helpers
     def rule(self, fn: Callable[[], object]) -> None:
+        """Run one rule; a refusal is reported at the call and ends the step (:class:`_Refused`)."""
         if not self.call.run(fn):
             raise _Refused
 
@@ -233,9 +227,11 @@ class Step:
             return None
 
     def dname(self) -> str | None:
+        """The stream's dtype as the Vector Engine names it (``"i32"``/``"f32"``), or None when unknown."""
         return vp.dtype_name(self.dtype) if self.dtype is not None else None
 
     def enter(self, target: str) -> None:
+        """The stage order (L4730, L4733–4751) and, in a known context, the zipped context's rule (L5204)."""
         st = self.state
         if st.context is not None:
             self.rule(lambda: vp.plan_enter(self.hw, st.stage, target, st.context or "Standalone", self.method))
@@ -243,11 +239,13 @@ class Step:
             self.rule(lambda: vp.plan_transition(self.hw, st.stage, target))
 
     def dtype_rule(self, stage: str) -> None:
+        """The stage's dtype (L4733–4747)."""
         d = self.dtype
         if d is not None:
             self.rule(lambda: vp.check_dtype(self.hw, stage, d, self.method))
 
     def claim(self, alu: str | None) -> None:
+        """Take an ALU for the pass (each once, L4750); an unknown ALU makes the pass's ALU set unknown."""
         alus = self.state.alus
         if alus is None or alu is None:
             self.state = replace(self.state, alus=None)
@@ -308,8 +306,12 @@ class Step:
 
     # the kinds ---------------------------------------------------------------------------------------------
     def run(self, kind: str, stage: str) -> tuple[PassState, StreamLayout | None] | None:
-        handler = getattr(self, "_" + kind)
-        out: tuple[PassState, StreamLayout | None] | None = handler(stage)
+        """The rules of a call of this ``kind`` (:data:`METHODS`) entering ``stage``: the new state and layout."""
+        lanes = kind.removeprefix("pair_")
+        if lanes in ("split", "trim", "concat", "pad"):  # Narrow/Widen, the same on one stream or a pair
+            out: tuple[PassState, StreamLayout | None] | None = self._lanes(stage, lanes)
+        else:
+            out = getattr(self, "_" + kind)(stage)
         return out
 
     def _next(self, stage: str, lay: StreamLayout | None = None, **changes: Any) -> tuple[PassState,
@@ -351,12 +353,12 @@ class Step:
         out = replace(lay, dtype=dt.f32 if stage == "FxpToFp" else dt.i32) if lay is not None else None
         return self._next(stage, out)
 
-    def _lanes(self, stage: str, which: str, dtype_rule: bool) -> Any:
+    def _lanes(self, stage: str, which: str) -> Any:
         """``vector_split``/``vector_concat`` (Time2, Packet2) and ``vector_trim_way4``/``vector_pad_way8``
-        (Packet2): the Narrow/Widen plan's Time and Packet are the result's."""
+        (Packet2), on one stream or a pair (``VeBase.enter``, then the plan): the Narrow/Widen plan's Time and
+        Packet are the result's."""
         self.enter(stage)
-        if dtype_rule:
-            self.dtype_rule(stage)
+        self.dtype_rule(stage)
         lay = self.layout
         two = which in ("split", "concat")
         t2 = self.call.arg_mapping(0) if two else None
@@ -372,30 +374,6 @@ class Step:
         out: list[vp.LaneConfig] = []
         self.rule(lambda: out.append(plans[which]()))
         return self._next(stage, replace(lay, time=out[0].time, packet=out[0].packet))
-
-    def _split(self, stage: str) -> Any:
-        return self._lanes(stage, "split", True)
-
-    def _trim(self, stage: str) -> Any:
-        return self._lanes(stage, "trim", True)
-
-    def _concat(self, stage: str) -> Any:
-        return self._lanes(stage, "concat", True)
-
-    def _pad(self, stage: str) -> Any:
-        return self._lanes(stage, "pad", True)
-
-    def _pair_split(self, stage: str) -> Any:
-        return self._lanes(stage, "split", False)
-
-    def _pair_trim(self, stage: str) -> Any:
-        return self._lanes(stage, "trim", False)
-
-    def _pair_concat(self, stage: str) -> Any:
-        return self._lanes(stage, "concat", False)
-
-    def _pair_pad(self, stage: str) -> Any:
-        return self._lanes(stage, "pad", False)
 
     def _intra(self, stage: str) -> Any:
         from visa.engines.vector import REDUCE_RESOURCE
@@ -469,7 +447,7 @@ class Step:
         return self._next(stage)
 
     def _unzip(self, stage: str) -> Any:
-        from visa.engines.vector.ops import _axis_name
+        from visa.engines.vector.ops import axis_name
 
         st, lay, d = self.state, self.layout, self.dtype
         self.rule(lambda: vp.plan_transition(self.hw, st.stage, "Branch"))
@@ -479,8 +457,7 @@ class Step:
         axis, tile, split = self._axis(0), self.call.arg_mapping(1), self.call.arg_mapping(2)
         if axis is None or tile is None or split is None:
             return self._next(stage, context="Paired")
-        name = _axis_name(axis)
-        self.rule(lambda: vp.plan_unzip(self.hw, name, lay.time, lay.packet, tile, split))
+        self.rule(lambda: vp.plan_unzip(self.hw, axis_name(axis, self.method), lay.time, lay.packet, tile, split))
         return self._next(stage, replace(lay, time=split), context="Paired")
 
     def _pergroup(self, stage: str, ternary: bool = False) -> Any:

@@ -16,3 +16,7 @@ def host(ctx: Context, same: HbmTensor[i32, m["1"], m["A / 8, A % 8"]],
     launch(kernel, ctx, other)
     kernel(ctx, other)
     return launch(kernel, ctx, same)
+
+
+def wrong_count(ctx: Context, x: HbmTensor[i32, m["1"], m["A"]]) -> None:
+    launch(kernel, ctx, x, x)  # the kernel takes one tensor after its Context
