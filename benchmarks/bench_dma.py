@@ -10,6 +10,8 @@ element transpose, the worst case for a byte mover).  The first run pays for pla
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from benchmarks.common import best_of, report
@@ -33,8 +35,6 @@ def _case(a: int, b: int, c: int) -> tuple[str, float, float, float]:
     def visa_move() -> None:
         out.clear()
         out.append(src.to_hbm(m["1"], m["B, A, C"], ctx.tdma, 1 << 30))
-
-    import time
 
     start = time.perf_counter()
     visa_move()

@@ -1,9 +1,12 @@
-"""Hello, TCP! — Constant Addition (manual L157–218), as design API.md §2 writes it.
+"""Hello, TCP! — Constant Addition (manual L158–220), as design API.md §2 writes it.
 
 One chip, one of the two clusters, all 256 slices with one 8-element group each: the input moves HBM → DM
-(``Slice = m["A / 8 # 256"]``, L191–195), streams through Fetch → Collect → Vector Engine → Commit in one pass,
-and the Vector Engine's Fxp cluster adds the integer constant 1 to every element (``FxpBinaryOp.AddFxp``,
-a wrapping add, L4825) after an ``Unconditional`` branch (every element runs the same op, L4797).
+(``Slice = m["A / 8 # 256"]``, L186, L202), streams through Fetch → Collect → Vector Engine → Commit in one
+pass, and the Vector Engine's Fxp cluster adds the integer constant 1 to every element (``FxpBinaryOp.AddFxp``,
+a wrapping add, L4826) after an ``Unconditional`` branch (every element gets ExecutionId 0, L4798).
+
+The kernel is the manual's line for line (L199–220).  The host side (L187–198) departs in one place: the
+manual discards the result (``let _out``, L197); ``main()`` compares it with numpy, so that ``visa run`` checks it.
 
 Run it with ``visa run examples/constant_add.py``.
 """
@@ -19,6 +22,7 @@ Chip, Cluster, Slice = m["1"], m["1 # 2"], m["A / 8 # 256"]
 
 @device(chip=1)
 def kernel(ctx: Context, x: HbmTensor[i32, m["1"], m["A"]]) -> HbmTensor[i32, m["1"], m["A"]]:
+    """The manual's kernel (L199–220)."""
     # HBM → DM: split 2048 elements across 256 slices (8 elements per slice)
     dm = x.to_dm(Cluster, Slice, m["A % 8"], ctx.tdma, 0)
     out = (ctx.main.begin(dm.view())
@@ -33,7 +37,7 @@ def kernel(ctx: Context, x: HbmTensor[i32, m["1"], m["A"]]) -> HbmTensor[i32, m[
 
 
 def main() -> None:
-    """The host side (L197–206): random input, launch, read back, compare with numpy (wrapping i32 add)."""
+    """The host side (L187–198): random input, launch, read back, compare with numpy (wrapping i32 add)."""
     ctx = Context.acquire()
     x = HostTensor.rand(i32, m["A"], np.random.default_rng(42))
     y = launch(kernel, ctx, x.to_hbm(m["1"], m["A"], ctx.pdma, 0)).to_host(m["A"], ctx.pdma)

@@ -1,10 +1,16 @@
-"""Hello, TCP! — Dot Product (manual L300–377), line by line in the Python spelling (design API.md).
+"""Hello, TCP! — Dot Product (manual L301–377), line by line in the Python spelling (design API.md).
 
 The dot product ``I, I → 1`` has no broadcast: the sub context loads ``rhs`` into the TRF (Fetch → Collect →
 ``to_trf``); the main context streams ``lhs``, pairs consecutive 32-byte flits into 64-byte packets
 (``align``), multiplies and reduce-adds 32 products per packet in the Reducer's tree (``contract``), adds the 64
 packets over time (``accumulate``) and casts the f32 result back to bf16.  The Switch Engine is skipped
 (forwarding, L363–377).
+
+The kernel is the manual's line for line (L332–362); the manual's typed ``let`` bindings (``DmTensor<…>`` on
+``lhs.to_dm``, ``TrfTensor<…>`` on ``to_trf``, L339–349) become the mapping arguments of the calls (design
+API.md §1), and the DM tensors are named ``lhs_dm``/``rhs_dm`` where the manual shadows ``lhs``/``rhs``.  The
+host side (L321–331) departs in one place: ``main()`` compares the result with numpy (the manual only reads it
+back, L330).
 
 Run it with ``visa run examples/dot_product.py``: the host entry point ``main()`` checks the result against
 numpy and ``visa run`` prints the per-engine cycle table.
@@ -26,6 +32,7 @@ Row = m["1"]  # No row parallelism
 @device(chip=1)
 def kernel(ctx: Context, lhs: HbmTensor[bf16, m["1"], m["A"]],
            rhs: HbmTensor[bf16, m["1"], m["A"]]) -> HbmTensor[bf16, m["1"], m["1"]]:
+    """The manual's kernel (L332–362)."""
     # HBM → DM
     lhs_dm = lhs.to_dm(Cluster, Slice, m["A"], ctx.tdma, 0)
     rhs_dm = rhs.to_dm(Cluster, Slice, m["A"], ctx.tdma, 1 << 12)

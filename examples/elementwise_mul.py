@@ -1,10 +1,13 @@
-"""Hello, TCP! — Elementwise Multiplication (manual L219–299): ``lhs * rhs`` with the second operand in the VRF.
+"""Hello, TCP! — Elementwise Multiplication (manual L221–299): ``lhs * rhs`` with the second operand in the VRF.
 
-The Fxp cluster's multiplier takes its second operand per element from the Vector Register File (L228–230).
-The sub context loads ``rhs`` into each slice's VRF (Fetch → Collect → ``.to_vrf``) while the main context
+The Fxp cluster's multiplier takes its second operand per element from the Vector Register File (L223–224).
+The sub context loads ``rhs`` into each slice's VRF (Fetch → Collect → ``.to_vrf``, L244) while the main context
 streams ``lhs`` through the Vector Engine, which multiplies each element by the VRF element holding the same
-index (``FxpBinaryOp.MulInt``: an integer multiply that wraps to i32, L4832).  The main pass waits for the
+index (``FxpBinaryOp.MulInt``: an integer multiply that wraps to i32, L4833).  The main pass waits for the
 sub pass that writes the VRF (the scheduler's read-after-write, L153, L7067–7070).
+
+The kernel is the manual's line for line (L269–299).  The host side (L258–268) departs in one place: the
+manual discards the result (``let _out``, L267); ``main()`` compares it with numpy, so that ``visa run`` checks it.
 
 Run it with ``visa run examples/elementwise_mul.py``.
 """
@@ -21,11 +24,12 @@ Chip, Cluster, Slice = m["1"], m["1 # 2"], m["A / 8 # 256"]
 @device(chip=1)
 def kernel(ctx: Context, lhs: HbmTensor[i32, m["1"], m["A"]],
            rhs: HbmTensor[i32, m["1"], m["A"]]) -> HbmTensor[i32, m["1"], m["A"]]:
-    # Move both operands from HBM to DM; distinct base addresses so that they do not overlap (L283)
+    """The manual's kernel (L269–299)."""
+    # Move both operands from HBM to DM; distinct base addresses so that they do not overlap (L243, L275)
     lhs_dm = lhs.to_dm(Cluster, Slice, m["A % 8"], ctx.tdma, 0)
     rhs_dm = rhs.to_dm(Cluster, Slice, m["A % 8"], ctx.tdma, 1 << 12)
 
-    # Sub context: load rhs into the VRF, a per-slice operand the Vector Engine reads every cycle (L280–285)
+    # Sub context: load rhs into the VRF, a per-slice operand the Vector Engine reads every cycle (L278–285)
     rhs_vrf: VrfTensor[i32, m["1"], m["1 # 2"], m["A / 8 # 256"], m["A % 8"]] = (
         ctx.sub.begin(rhs_dm.view())
         .fetch(i32, m["1"], m["A % 8"])
@@ -45,7 +49,7 @@ def kernel(ctx: Context, lhs: HbmTensor[i32, m["1"], m["A"]],
 
 
 def main() -> None:
-    """The host side (L255–265): two random vectors, launch, read back, compare with numpy's wrapping product."""
+    """The host side (L258–268): two random vectors, launch, read back, compare with numpy's wrapping product."""
     ctx = Context.acquire()
     rng = np.random.default_rng(42)
     lhs = HostTensor.rand(i32, m["A"], rng)

@@ -10,13 +10,21 @@ collect → commit → DM and checks the data and the cycle counts the manual gi
    (L7883–7897);
 4. segmentation of a 64 KB tensor into two executions of 1024 cycles (L7898–7981).
 
-Spelling.  The manual's examples write Chip, Cluster and Slice as ``m![1]``; a DM tensor needs Cluster 2 and
-Slice 256 (L1079–1084), so they are ``m["1 # 2"]`` and ``m["1 # 256"]`` here (only slice 0 of cluster 0 holds
-data; the commit's slice bitmap enables just that slice).  In this chapter ``# n`` often means "add n bytes"
-(``C # 6`` is an 8-byte packet); visa's ``#`` always pads *to* n, so ``C # 6`` is written ``C # 8``,
-``C # 30`` is ``C # 32``, ``[B, C] # 22`` is ``[B, C] # 32``.  ``B * (A # 72) / 24`` is ``B, [A # 72] / 24``
-and ``A % 24`` is ``[A # 72] % 24``; ``slice(A, 0..1024)`` is a tile and ``A @ 1024`` its second half.
+Spelling.  The manual's ``f8`` (L7618) is ``f8e4m3``, and ``.commit(addr)`` passes the Element Rust infers from
+the ``let`` annotation (L7620, design API.md §1).  The manual's examples write Chip, Cluster and Slice as
+``m![1]``; a DM tensor needs Cluster 2 and Slice 256 (L1079–1084), so they are ``m["1 # 2"]`` and ``m["1 # 256"]``
+here (only slice 0 of cluster 0 holds data; the commit's slice bitmap enables just that slice).  In this
+chapter ``# n`` often means "add n bytes" (``C # 6`` is an 8-byte packet); visa's ``#`` always pads *to* n,
+so ``C # 6`` is written ``C # 8``, ``C # 30`` is ``C # 32``, ``[B, C] # 22`` is ``[B, C] # 32``.
+``B * (A # 72) / 24`` is ``B, [A # 72] / 24`` and ``A % 24`` is ``[A # 72] % 24``; ``slice(A, 0..1024)`` is a
+tile and ``A @ 1024`` its second half.
 Inputs are put in DM with :func:`visa.testing.place_dm` (the DMA is not part of these examples).
+
+Departures.  Example 3 gives code for dummy 7 and 31 only (L7782–7793) and the configuration for 23
+(L7894–7895); all four paddings of the table (L7864–7867) run the same pattern here, and dummy 7's 24-byte
+step is fetched as a packet padded to 32 bytes (see :func:`tail_padding`).  Example 4 commits its two segments
+(L7905–7915) into the two halves of one output tensor ``m![A, B]`` at 256K, as the manual describes its output
+(L7925–7930, L7949–7951), with ``commit_view`` on a tile of it instead of two tensors at 256K and 256K + 32K.
 """
 
 from __future__ import annotations
@@ -74,6 +82,7 @@ def permute(ctx: Context, x: Dm) -> Dm:
 
 
 def example1() -> Run:
+    """Run example 1 and check the permuted bytes at 1024 (L7690–7694)."""
     ctx = Context.acquire()
     x = _input(ctx, AX1, "A, B, C", (3, 5, 2), "A B C", 1)
     out = launch(permute, ctx, x)
@@ -99,6 +108,7 @@ def full_flit(ctx: Context, x: Dm) -> Dm:
 
 
 def example2() -> Run:
+    """Run example 2 and check the committed tensor."""
     ctx = Context.acquire()
     x = _input(ctx, AX1, "A, B, C", (3, 5, 2), "A B C", 2)
     out = launch(full_flit, ctx, x)
@@ -132,6 +142,7 @@ def tail_padding(ctx: Context, x: Dm, dummy: int) -> Dm:
 
 
 def example3(dummy: int) -> Run:
+    """Run example 3 with ``dummy`` bytes of padding and check the rows at 1024."""
     ctx = Context.acquire()
     ctx.num_chips = 1
     x = _input(ctx, AX3, "B, A # 72", (2, 65), "B A", 3)   # the input of L7780: m![B, A # 72]
@@ -181,6 +192,7 @@ def segmented_copy(ctx: Context, x: Dm) -> Dm:
 
 
 def example4() -> tuple[Run, Run]:
+    """Run example 4 and check that the output is a byte copy of the input."""
     ctx = Context.acquire()
     x = _input(ctx, AX4, "A, B", (2048, 32), "A B", 4)
     out = launch(segmented_copy, ctx, x)
@@ -206,6 +218,7 @@ def _show(run: Run, want: int) -> None:
 
 
 def main() -> None:
+    """The four examples, checked against the data and the manual's cycle counts."""
     print("Fetch and Commit Engine kernel examples (manual L7611–7981)")
     one, two = example1(), example2()
     _show(one, 15)                                     # L7695

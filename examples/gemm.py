@@ -9,16 +9,17 @@ accumulator.
 
 The manual's kernel breaks its own limits; the changes, each the smallest that makes it legal:
 
-- **K = 1024, not 2048** (L474): the TRF Element ``m["J / 8 % 4, K"]`` holds 4 × K bf16 per Row, 16 KiB for
+- **K = 1024, not 2048** (L479): the TRF Element ``m["J / 8 % 4, K"]`` holds 4 × K bf16 per Row, 16 KiB for
   K = 2048 — twice a Row's 8 KiB (L139, L1089; 128 KiB per slice against 64 KiB).  With K = 1024 it fills a
   Row exactly; the kernel and every mapping are otherwise the manual's.
-- **DM addresses** (L496–520): ``a`` (64 KiB per slice at K = 1024) at 0, ``b`` at ``1 << 16`` and the result at
-  ``1 << 17`` — the manual's ``a`` at 0, ``b`` at ``1 << 12`` and ``.commit(0)`` overlap one another.
-- **B's HBM layout** ``m["J, K"]``, not ``m![K, J]`` (L497): ``b.to_dm(…, m![J % 32, K], …)`` would transpose B
+- **DM addresses** (L497–498, L521): ``a`` (64 KiB per slice at K = 1024) at 0, ``b`` at ``1 << 16`` and the result
+  at ``1 << 17`` — the manual's ``a`` at 0, ``b`` at ``1 << 12`` and ``.commit(0)`` overlap one another.
+- **B's HBM layout** ``m["J, K"]``, not ``m![K, J]`` (L494, L498): ``b.to_dm(…, m![J % 32, K], …)`` would transpose B
   element by element, 2-byte runs, and an HBM→DM transfer moves packets of multiples of 8 bytes (L2424–2427).
   The tensor is the same B[K, J] (``IK, KJ → IJ``, L116; the heading's ``B_jk``, L467, is this layout); the host
   writes it J-major (PCIe writes to HBM have no such alignment).
-- ``.commit(0)`` infers its Element from the annotation in Rust; Python passes it: ``m["I % 32, J % 32"]``.
+- ``.commit(0)`` infers its Element from the annotation in Rust (L512); Python passes it: ``m["I % 32, J % 32"]``;
+  the other typed ``let`` bindings (L497–503) become the mapping arguments of the calls as well (design API.md §1).
 
 The host code is omitted in the manual ("similar to previous examples", L486–489); ``main()`` follows GEMV's.
 Run it with ``visa run examples/gemm.py``.
@@ -40,6 +41,7 @@ Row = m["J % 8"]
 @device(chip=1)
 def kernel(ctx: Context, a: HbmTensor[bf16, m["1"], m["I, K"]],
            b: HbmTensor[bf16, m["1"], m["J, K"]]) -> HbmTensor[bf16, m["1"], m["I, J"]]:  # manual: m![K, J]
+    """The manual's kernel (L490–524), with the changes of the module docstring."""
     # Move data from HBM to DM
     a_dm = a.to_dm(Cluster, Slice, m["I % 32, K"], ctx.tdma, 0)
     b_dm = b.to_dm(Cluster, Slice, m["J % 32, K"], ctx.tdma, 1 << 16)  # manual: 1 << 12, inside a
@@ -69,7 +71,7 @@ def kernel(ctx: Context, a: HbmTensor[bf16, m["1"], m["I, K"]],
 
 
 def main() -> None:
-    """Host side: random bf16 A and B, launch, read C back, compare with numpy's matmul."""
+    """Host side (omitted in the manual, L485–489): random bf16 A and B, launch, read C back, compare with numpy."""
     ctx = Context.acquire()
     rng = np.random.default_rng(42)
     a = HostTensor.rand(bf16, m["I, K"], rng)

@@ -4,17 +4,21 @@ GEMV ``IJ, J → I`` computes ``y_i = Σ_j A_ij x_j``: the output axis I maps to
 slice); the reduced axis J splits into Time (``J / 32``, 64 computation steps) and Packet (``J % 32``, 32
 products per step).  The vector is needed in every slice: the kernel's DMA places it in each slice's DM
 (``Slice = m["I"]`` on a tensor without I broadcasts it), and the sub context loads it into each slice's TRF.
-The Switch Engine's Broadcast01 {slice1: 256, slice0: 1, time0: 1} (the pseudocode of L383–401) is the
+The Switch Engine's Broadcast01 {slice1: 256, slice0: 1, time0: 1} (the pseudocode of L390–399) is the
 alternative route for that broadcast; ``tests/engines/test_switch.py`` runs it (SW-14).
 
-Two changes from the manual's kernel, each the smallest that makes it legal:
+The kernel follows the manual's (L432–464) line for line, with two changes, each the smallest that makes it
+legal:
 
-- ``.collect::<Time, Packet>()`` (L452) would keep a 64-byte packet, but the Collect Engine emits 32-byte
+- ``.collect::<Time, Packet>()`` (L456) would keep a 64-byte packet, but the Collect Engine emits 32-byte
   flits (L3543–3564): the flit axis ``J % 32 / 16`` goes innermost in Time, ``.collect(m["J / 32, J % 32 / 16"],
   m["J % 16"])``; ``.align(Time, Packet, …)`` then collects the two flits back into 64 bytes (collect_flits = 2).
-- ``.commit(0)`` (L457) would write over the matrix, which lives at DM address 0 (L438), and its Element
+- ``.commit(0)`` (L461) would write over the matrix, which lives at DM address 0 (L439), and its Element
   ``m![1]`` (2 bytes) is below the smallest commit (8 bytes, L2193): the result goes to ``1 << 13`` as
   ``m["1 # 4"]``.
+
+The manual's typed ``let`` bindings (L439–452) become the mapping arguments of the calls (design API.md §1).
+The host side (L417–431) also compares the result with numpy, which the manual does not.
 
 Run it with ``visa run examples/gemv.py``.
 """
@@ -36,6 +40,7 @@ Row = m["1"]
 @device(chip=1)
 def kernel(ctx: Context, matrix: HbmTensor[bf16, m["1"], m["I, J"]],
            vector: HbmTensor[bf16, m["1"], m["J"]]) -> HbmTensor[bf16, m["1"], m["I"]]:
+    """The manual's kernel (L432–464), with the two changes of the module docstring."""
     # Move data from HBM to DM
     matrix_dm = matrix.to_dm(Cluster, Slice, m["J"], ctx.tdma, 0)
     vector_dm = vector.to_dm(Cluster, Slice, m["J"], ctx.tdma, 1 << 12)
@@ -65,7 +70,7 @@ def kernel(ctx: Context, matrix: HbmTensor[bf16, m["1"], m["I, J"]],
 
 
 def main() -> None:
-    """The host side (manual L418–434): random bf16 matrix and vector, launch, read back, compare."""
+    """The host side (manual L417–431): random bf16 matrix and vector, launch, read back, compare."""
     ctx = Context.acquire()
     rng = np.random.default_rng(42)
     matrix = HostTensor.rand(bf16, m["I, J"], rng)

@@ -1,10 +1,16 @@
 """Inter-slice reduce (manual "Vector Engine" → Examples → Inter-Slice Reduce, L4608–4623; L6636–6653).
 
+The manual's examples are fragments from a ``CollectTensor`` to a ``VectorFinalTensor`` (L4616–4623,
+L6721–6730); each kernel here is that fragment line for line (the calls from ``.vector_init()`` to
+``.vector_final()``), with what a runnable kernel adds around it: the DMA into DM with the fragment's Cluster,
+Slice and Element, the fetch and collect that give its ``CollectTensor`` (Time ``m["1"]``, Packet
+``m["A % 8"]``), and the commit and DMA back to HBM.
+
 Each group of four neighbouring slices holds the four ``R`` values of the same eight ``A`` elements
 (``Slice = m["A / 8, R"]``).  ``vector_inter_slice_reduce(m["A / 8, 1 # 4"], m["1"], AddSat)`` sums them over the
 slice ring with saturation: the sum lands in the first slice of each group and the other three become dummy
 positions (the "Dummy" output rule, L6626–6653).  The commit writes the sums; the DMA gathers them back into
-``m["A"]`` on the host.  The second kernel is the IntraFirst order of L6716–6731: ``+100`` per element, then
+``m["A"]`` on the host.  The second kernel is the IntraFirst order of L6713–6731: ``+100`` per element, then
 the reduce.
 
 Run it with ``visa run examples/inter_slice_reduce.py``.
@@ -21,6 +27,7 @@ Chip, Cluster = m["1"], m["1 # 2"]
 
 @device(chip=1)
 def reduce_kernel(ctx: Context, x: HbmTensor[i32, m["1"], m["R, A"]]) -> HbmTensor[i32, m["1"], m["A"]]:
+    """The Dummy Replacement fragment (L4616–4623, L6644–6651) between a DMA, fetch, collect and commit."""
     dm = x.to_dm(Cluster, m["A / 8, R"], m["A % 8"], ctx.tdma, 0)
     out = (ctx.main.begin(dm.view())
            .fetch(i32, m["1"], m["A % 8"])
@@ -34,6 +41,7 @@ def reduce_kernel(ctx: Context, x: HbmTensor[i32, m["1"], m["R, A"]]) -> HbmTens
 
 @device(chip=1)
 def add_then_reduce(ctx: Context, x: HbmTensor[i32, m["1"], m["R, A"]]) -> HbmTensor[i32, m["1"], m["A"]]:
+    """The IntraFirst fragment ``add_then_reduce`` (L6721–6730) between a DMA, fetch, collect and commit."""
     dm = x.to_dm(Cluster, m["A / 8, R"], m["A % 8"], ctx.tdma, 0)
     out = (ctx.main.begin(dm.view())
            .fetch(i32, m["1"], m["A % 8"])
@@ -56,6 +64,7 @@ def saturating_sum(x: np.ndarray) -> np.ndarray:
 
 
 def main() -> None:
+    """Both kernels on random i32 data, checked against a saturating sum over R in numpy."""
     ctx = Context.acquire()
     x = HostTensor.rand(i32, m["R, A"], np.random.default_rng(3))
     x_hbm = x.to_hbm(m["1"], m["R, A"], ctx.pdma, 0)  # A innermost: 32-byte runs for the DMA

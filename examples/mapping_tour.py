@@ -8,18 +8,19 @@ from visa.mapping.sequencer import derive, fetch_size
 
 
 def main() -> None:
+    """Each worked mapping and sequencer configuration of the manual, printed and checked."""
     ax = AxisSet(A=8, B=512)
     e = ax.m["A, B"]
-    print(f"{e!r}: size {e.size}, map(519) = {e.map(519)}")  # manual L674
+    print(f"{e!r}: size {e.size}, map(519) = {e.map(519)}")  # manual L675–678
     assert e.map(519) == i(A=1, B=7)
 
     nested = ax.m["B / 64, B % 32, B / 32 % 2"]
-    print(f"{nested!r}: map(67) = {nested.map(67)}")  # manual L941
+    print(f"{nested!r}: map(67) = {nested.map(67)}")  # manual L928, L946–950
     assert nested.map(67) == i(B=97)
-    assert ax.m["B / 64, B % 64"] == ax.m["B"]
+    assert ax.m["B / 64, B % 64"] == ax.m["B"]  # manual L845, L905
     print(ax.m["B / 64, B % 64"], "≡", ax.m["B"])
 
-    print(AxisSet(B=16).m["B / 4, B % 4"].table())  # manual L905
+    print(AxisSet(B=16).m["B / 4, B % 4"].table())  # manual L906–913
 
     cases = [
         # (line, axes, buffer, time, packet, the manual's configuration)

@@ -1,11 +1,11 @@
 """ReLU after a matrix multiplication (manual "Vector Engine" → Examples → ReLU Activation, L4590–4606).
 
-The manual's fragment applies ``vector_clip(ClipBinaryOpF32::Max, 0.0)`` to an f32 ``AccumulationTensor``.  Its
-shape ``[K]; [M]; [N]`` with ``N = 256`` in the Packet is not one 32-byte flit of 8 f32 lanes, which the
-Vector Engine requires (L4551, L4838; spec digest E16), so this kernel keeps the pattern on a legal
-accumulation stream: the GEMV of ``examples/gemv.py`` (L378–465) produces, per slice, one f32 result in a
-Way8 packet ``m["1 # 8"]``; the Vector Engine clamps it at zero (``ClipMax``, L4955–4963) and the Cast Engine
-rounds it to bf16.
+The manual's fragment (L4598–4606) applies ``vector_clip(ClipBinaryOpF32::Max, 0.0)`` to an f32
+``AccumulationTensor``.  Its shape ``[K]; [M]; [N]`` with ``N = 256`` in the Packet (L4597–4599) is not one
+32-byte flit of 8 f32 lanes, which the Vector Engine requires (L4551, L4844, L4954; spec digest E16), so this
+kernel keeps the four calls of the fragment (L4602–4605, the ``vector_*`` calls below) on a legal stream:
+the GEMV of ``examples/gemv.py`` (L378–465) produces, per slice, one f32 result in a Way8 packet ``m["1 # 8"]``;
+the Vector Engine clamps it at zero (``Max`` on the ClipMax ALU, L4969) and the Cast Engine rounds it to bf16.
 
 Run it with ``visa run examples/relu.py``.
 """
@@ -24,6 +24,7 @@ Time, Packet, Row = m["J / 32"], m["J % 32"], m["1"]
 @device(chip=1)
 def kernel(ctx: Context, matrix: HbmTensor[bf16, Chip, m["I, J"]],
            vector: HbmTensor[bf16, Chip, m["J"]]) -> HbmTensor[bf16, Chip, m["I"]]:
+    """GEMV (``examples/gemv.py``), then the manual's ReLU fragment (L4601–4605), cast and commit."""
     matrix_dm = matrix.to_dm(Cluster, Slice, m["J"], ctx.tdma, 0)
     vector_dm = vector.to_dm(Cluster, Slice, m["J"], ctx.tdma, 1 << 12)
     vector_trf = (ctx.sub.begin(vector_dm.view())

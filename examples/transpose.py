@@ -3,6 +3,13 @@
 Run with ``visa run examples/transpose.py``.  Each example puts a tensor in DM, fetches it, collects it into
 32-byte flits, transposes within the flits, commits the result, checks it against numpy, and prints the
 engine's configuration and cycles (the manual's 72, 6, 128 and 68).
+
+The manual's examples are fragments ``input.transpose()`` on a ``CollectTensor`` (L6922–6944, L6954–6977,
+L6987–7009, L7019–7039).  Here the fetch and collect build that ``CollectTensor`` (the fragment's Time and
+Packet) from DM, ``.transpose(Time, Packet)`` passes the ``TransposeTensor`` mappings Rust infers from the
+fragment's result type (design API.md §1), and a commit writes the result back.  Two departures, both for the
+DM tensor's exact Cluster and Slice sizes (L1079–1084): Cluster ``m![1]`` is ``m["1 # 2"]``, and the small
+matrix's ``P = 64`` (L6953) is ``P = 256``.
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ def transpose_through_dm(ctx: Context, line: str, sizes: dict[str, int], dtype: 
 
 
 def main() -> None:
+    """The four examples, each at its own DM address, checked against numpy and the manual's cycle counts."""
     ctx = Context.acquire()
     # Basic 8×8 (L6913–6945): in_rows = D, in_cols = E, n = C, double buffering.
     transpose_through_dm(ctx, "L6913 basic 8x8", dict(P=256, C=8, D=8, E=8), dt.i8, element="C, D, E",
