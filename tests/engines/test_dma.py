@@ -441,6 +441,18 @@ def test_spm_is_refused_l2942() -> None:
     assert "L2942" in str(err.value)
 
 
+def test_a_linear_combination_is_refused_l1006() -> None:
+    # regression: the padded DMA buffer of a linear combination failed an assertion inside the mapping algebra
+    ax = AxisSet(A=8, B=8)
+    m = ax.m
+    ctx = Context.acquire()
+    host = HostTensor.from_numpy(np.zeros((8, 8), np.int8), dt.i8, m["A, B"])
+    with pytest.raises(UnsupportedFeatureError) as err:
+        host.to_hbm(m["1"], m["$(A : 1, B : 1)"], ctx.pdma, 0)
+    assert err.value.level == "Element" and err.value.axis == "A, B" and err.value.call == "host.to_hbm"
+    assert not ctx.schedule.ops and not ctx.memory.chip(0).hbm.regions()
+
+
 def test_trf_and_stream_only_types_are_not_dma_media_l2525() -> None:
     ax = AxisSet(A=64)
     m = ax.m
@@ -458,6 +470,22 @@ def test_the_right_dma_context(setup: tuple[Context, Any, Any]) -> None:
     with pytest.raises(TypestateError):
         h.to_host(m["A, B # 16"], ctx.tdma)
     nothing_written(ctx)
+
+
+def test_a_move_reads_a_tensor_of_its_own_context_l39() -> None:
+    # regression: hbm.to_host with another context's pdma read that context's HBM at the tensor's address
+    ax = AxisSet(A=64)
+    m = ax.m
+    mine, other = Context.acquire(), Context.acquire()
+    theirs = HostTensor.from_numpy(np.arange(64), dt.i8, m["A"]).to_hbm(m["1"], m["A"], other.pdma, 0)
+    HostTensor.from_numpy(np.arange(64)[::-1], dt.i8, m["A"]).to_hbm(m["1"], m["A"], mine.pdma, 0)
+    for move in (lambda: theirs.to_host(m["A"], mine.pdma),
+                 lambda: theirs.to_dm(m["1 # 2"], m["A # 256"], m["1"], mine.tdma, 0)):
+        with pytest.raises(VisaError) as err:
+            move()
+        assert "another context" in str(err.value) and err.value.fix and err.value.call in ("hbm.to_host",
+                                                                                               "hbm.to_dm")
+    assert len(mine.schedule.ops) == 1 and not mine.memory.chip(0).dm.written.any()
 
 
 def test_a_given_stream_may_not_write_past_the_destination_l7896() -> None:

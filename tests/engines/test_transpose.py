@@ -228,6 +228,23 @@ def test_trim_to_fewer_rows_and_partial_packets() -> None:
     assert (cfg.out_rows, cfg.trimmed_rows, T.cycles(cfg)) == (3, 5, 7)
 
 
+@pytest.mark.parametrize("out_time", ["C", "C # 16"])
+def test_axis_cut_by_time_and_packet_is_padded_jointly_L6850(out_time: str) -> None:
+    """Regression: C = 12 padded to 16 and cut as ``C # 16 / 8`` (Time) × ``C # 16 % 8`` (Packet), as a collect
+    of a long packet makes.  Columns 12..15 of the second packet are padding (``C`` has no index 12), so Trim may
+    drop them and an output of ``C # 16`` rows holds padding there; both were refused when the two levels' indices
+    were added without deciding the padding on the joint mapping."""
+    ctx = Context.acquire()
+    sizes = dict(R=8, C=12)
+    s, arr, m = _stream(ctx, CollectTensor, sizes, dt.i8, "R, C # 16 / 8", "C # 16 % 8 # 32",
+                        np.random.default_rng(6850), slice_="1")
+    cfg = T.plan(RNGD, dt.i8, m["R, C # 16 / 8"], m["C # 16 % 8 # 32"], m[out_time], m["R # 32"])
+    assert (cfg.in_rows, cfg.packets_per_col, cfg.out_rows) == (8, 2, m[out_time].size)
+    out = s.transpose(m[out_time], m["R # 32"])
+    np.testing.assert_array_equal(_logical(out, sizes), arr)
+    _check_physical(cfg, s, out)
+
+
 # ------------------------------------------------------------------------------ pass-through and poison
 
 

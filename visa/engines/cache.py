@@ -22,7 +22,8 @@ R = TypeVar("R")
 
 
 def exact_key(value: Any) -> Hashable:
-    """A hashable key that tells apart anything built from mappings by the mappings' exact identity."""
+    """A hashable key that tells apart anything built from mappings by the mappings' exact identity (not the
+    manual's equivalence, L1017–1028)."""
     if isinstance(value, Mapping):
         return ("M", value.key)
     if isinstance(value, tuple | list):
@@ -37,7 +38,8 @@ def exact_key(value: Any) -> Hashable:
 
 
 def cached(limit: int = 256) -> Callable[[Callable[..., R]], Callable[..., R]]:
-    """Memoise a pure function on :func:`exact_key` of its positional arguments (at most ``limit`` entries)."""
+    """Memoise a pure function on :func:`exact_key` of its positional arguments (at most ``limit`` entries):
+    two equivalent mappings (L1017–1028) may plan differently, so they never share an entry."""
 
     def wrap(fn: Callable[..., R]) -> Callable[..., R]:
         store: dict[Hashable, R] = {}

@@ -33,8 +33,8 @@ import numpy as np
 
 from visa import dtypes as dt
 from visa.engines.cache import cached
-from visa.engines.common import StreamData
-from visa.errors import DtypeError, HardwareLimitError, LayoutError, TypestateError
+from visa.engines.common import StreamData, axes_text, refuse_in_sub_context
+from visa.errors import DtypeError, HardwareLimitError, LayoutError
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping
 
@@ -47,8 +47,8 @@ ROUNDING: dt.Rounding = "nearest_even"
 
 
 def overflow_mode(dst: type[dt.Scalar]) -> dt.Overflow:
-    """What the Cast Engine does with a value past ``dst``'s range: integers wrap; floats become ±inf, or NaN
-    for f8e4m3 (no infinity) — the choices of the module docstring."""
+    """What the Cast Engine does with a value past ``dst``'s range (the manual is silent, L6756–6819): integers
+    wrap; floats become ±inf, or NaN for f8e4m3 (no infinity) — the choices of the module docstring."""
     if dst.kind == "int":
         return "wrap"
     return "inf" if getattr(dst, "has_inf", True) else "nan"
@@ -56,7 +56,8 @@ def overflow_mode(dst: type[dt.Scalar]) -> dt.Overflow:
 
 @dataclass(frozen=True)
 class CastPlan:
-    """The Cast Engine's configuration for one pass: types, packet sizes, time steps, rounding and overflow."""
+    """The Cast Engine's configuration for one pass (L6756–6819): types, packet sizes, time steps, rounding and
+    overflow."""
 
     src: type[dt.Scalar]
     dst: type[dt.Scalar]
@@ -78,7 +79,7 @@ def cycles(plan: CastPlan) -> int:
 
 
 def report_details(plan: CastPlan) -> tuple[tuple[str, object], ...]:
-    """The plan's terms, for an :class:`~visa.engines.common.EngineReport`."""
+    """The plan's terms (one flit per cycle, L6816–6819), for an :class:`~visa.engines.common.EngineReport`."""
     return (("from", repr(plan.src)), ("to", repr(plan.dst)), ("flits", plan.time),
             ("rounding", plan.rounding), ("overflow", plan.overflow))
 
@@ -86,10 +87,7 @@ def report_details(plan: CastPlan) -> tuple[tuple[str, object], ...]:
 def check_context(hw: HardwareProfile, context: str) -> None:
     """Refuse the Cast Engine in the sub context (``"main"``/``"sub"``): the sub context has no compute engines
     (L3046–3051) and its commits follow fetch only (L2337).  Pure (the stream and the mypy plugin call it)."""
-    if context == "sub" and hw.commit.sub_follows_fetch_only:
-        raise TypestateError(
-            "the sub context has no compute engines (L3046–3051) and its commits follow fetch only, never the "
-            "Cast Engine (manual L2337)", call=CALL, level="Packet", fix="cast on ctx.main")
+    refuse_in_sub_context(hw, context, "Cast Engine", CALL, "Packet")
 
 
 def plan(hw: HardwareProfile, src: type[dt.Scalar], dst: type[dt.Scalar], in_packet: Mapping, out_packet: Mapping,
@@ -119,7 +117,7 @@ def _plan(hw: HardwareProfile, src: type[dt.Scalar], dst: type[dt.Scalar], in_pa
             raise HardwareLimitError(
                 f"the {what} holds {mp.size} {d!r} elements ({nbits / 8:g} bytes); the Cast Engine takes and "
                 f"gives one {flit}-byte flit ({want} {d!r} elements, manual L6780–6784)", call=CALL,
-                level="Packet", mapping=repr(mp), axis=", ".join(sorted(mp.axes)) or None,
+                level="Packet", mapping=repr(mp), axis=axes_text(mp),
                 fix=(f"collect the stream into {flit}-byte flits first" if what == "input packet" else
                      f'pad the data to one flit: m["{in_packet.text} # {want}"]'))
     expect = in_packet.pad(out_packet.size)
@@ -128,13 +126,14 @@ def _plan(hw: HardwareProfile, src: type[dt.Scalar], dst: type[dt.Scalar], in_pa
             f"OutPacket {out_packet!r} is not the input packet {in_packet!r} padded to {out_packet.size} elements: "
             "the Cast Engine converts each element in place and pads the flit (Packet = [P # (32 / sizeof(D2))], "
             "manual L6780–6784)", call=CALL, level="Packet", mapping=repr(out_packet),
-            axis=", ".join(sorted(out_packet.axes ^ in_packet.axes)) or ", ".join(sorted(out_packet.axes)) or None,
+            axis=", ".join(sorted(out_packet.axes ^ in_packet.axes)) or axes_text(out_packet),
             fix=f'write OutPacket as m["{in_packet.text} # {out_packet.size}"]')
     return CastPlan(src, dst, in_packet.size, out_packet.size, time, ROUNDING, overflow_mode(dst))
 
 
 def execute(plan: CastPlan, data: StreamData) -> StreamData:
-    """Convert every element (round/overflow per the plan) and pad each flit; the padding is poison."""
+    """Convert every element (round/overflow per the plan) and pad each flit (L6780–6784); the padding is
+    poison (L3771)."""
     values = data.values
     lead = values.shape[:-1]
     if values.shape[-1] != plan.in_elements:

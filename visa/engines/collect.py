@@ -36,7 +36,7 @@ import numpy.typing as npt
 
 from visa import dtypes as dt
 from visa.engines.cache import cached
-from visa.engines.common import StreamData
+from visa.engines.common import StreamData, axes_text
 from visa.engines.fetch import stream_validity
 from visa.errors import HardwareLimitError, LayoutError
 from visa.hw import HardwareProfile
@@ -48,11 +48,6 @@ __all__ = ["CollectConfig", "RegisterLoadConfig", "normalise", "plan", "execute"
            "plan_vrf", "execute_load", "load_cycles"]
 
 BoolArray = npt.NDArray[np.bool_]
-
-
-def _axis(mapping: Mapping) -> str | None:
-    names = sorted(mapping.axes)
-    return ", ".join(names) if names else None
 
 
 @dataclass(frozen=True)
@@ -82,7 +77,7 @@ def _flit(hw: HardwareProfile, dtype: type[dt.Scalar], packet: Mapping, call: st
     bits = packet.size * dtype.size_bits
     if bits % 8:
         raise HardwareLimitError(f"a packet of {packet.size} {dtype!r} elements is not whole bytes", call=call,
-                                 level="Packet", mapping=repr(packet), axis=_axis(packet),
+                                 level="Packet", mapping=repr(packet), axis=axes_text(packet),
                                  fix="pad the packet to an even number of elements")
     flit = hw.collect.flit_bytes
     per = dtype.elements_per_bytes(flit)
@@ -120,17 +115,17 @@ def _plan(hw: HardwareProfile, dtype: type[dt.Scalar], time: Mapping, packet: Ma
         raise HardwareLimitError(
             f"the Collect Engine outputs exactly one {flit}-byte flit per time step (manual L3544); Packet2 "
             f"{packet2!r} holds {packet2.size} {dtype!r} = {packet2.size * dtype.size_bits / 8:g} bytes",
-            call=call, level="Packet", mapping=repr(packet2), axis=_axis(packet2), fix=f"write {want_p!r}")
+            call=call, level="Packet", mapping=repr(packet2), axis=axes_text(packet2), fix=f"write {want_p!r}")
     if packet2 != want_p:
         raise LayoutError(
             f"Packet2 {packet2!r} is not the packet {packet!r} padded to {flits * flit} bytes"
             + (f" and split into {flits} flits" if flits > 1 else "") + " (manual L3560–3564)",
-            call=call, level="Packet", mapping=repr(packet2), axis=_axis(packet2) or _axis(packet),
+            call=call, level="Packet", mapping=repr(packet2), axis=axes_text(packet2) or axes_text(packet),
             fix=f"write {want_p!r}")
     if time2 != want_t:
         extra = f", with the flit index of the {flits} flits as the innermost axis" if flits > 1 else " unchanged"
         raise LayoutError(f"Time2 {time2!r} must be the input Time {time!r}{extra} (manual L3562–3564)",
-                          call=call, level="Time", mapping=repr(time2), axis=_axis(time2) or _axis(time),
+                          call=call, level="Time", mapping=repr(time2), axis=axes_text(time2) or axes_text(time),
                           fix=f"write {want_t!r}")
     return CollectConfig(dtype, time, packet, time2, packet2, nbytes, flit, flits, flits * per - packet.size)
 
@@ -157,7 +152,8 @@ def cycles(cfg: CollectConfig) -> int:
 
 @dataclass(frozen=True)
 class RegisterLoadConfig:
-    """A load of the collected stream into the TRF (``rows`` blocks) or the VRF (one block).
+    """A load of the collected stream into the TRF (``rows`` blocks, L4049–4061) or the VRF (one block,
+    L5063–5081).
 
     ``address`` is the TRF address mode (``"Full"``, ``"FirstHalf"``, ``"SecondHalf"``) or the VRF byte
     address; ``flits`` the number of 32-byte flits written (the cost).
@@ -185,7 +181,7 @@ def _agreement(stream: Mapping, buffer: Mapping, call: str, level: str, shown: M
     if stream.size != buffer.size:
         raise LayoutError(f"the stream delivers {stream.size} elements per slice but {shown!r} has "
                           f"{buffer.size} positions", call=call, level=level, mapping=repr(shown),
-                          axis=_axis(shown), fix="use the stream's Time and Packet, flattened")
+                          axis=axes_text(shown), fix="use the stream's Time and Packet, flattened")
     sev, bev = stream.evaluate(), buffer.evaluate()
     bad = bev.valid & ~sev.valid
     for name in sorted(set(sev.coords) | set(bev.coords)):
@@ -194,7 +190,7 @@ def _agreement(stream: Mapping, buffer: Mapping, call: str, level: str, shown: M
         k = int(np.argmax(bad))
         held = buffer.map(k)
         got = stream.map(k)
-        axis = _axis(shown)
+        axis = axes_text(shown)
         if held is not None:
             g: dict[str, int] = dict(got) if got is not None else {}
             h: dict[str, int] = dict(held)
@@ -224,7 +220,7 @@ def _plan_trf(hw: HardwareProfile, dtype: type[dt.Scalar], time: Mapping, packet
     if row.size not in hw.trf.valid_row_counts:
         raise HardwareLimitError(f"the TRF is used with {', '.join(map(str, hw.trf.valid_row_counts))} Rows "
                                  f"(manual L4160–4168), got Row {row!r} of size {row.size}", call=call, level="Row",
-                                 mapping=repr(row), axis=_axis(row),
+                                 mapping=repr(row), axis=axes_text(row),
                                  fix="pad the Row axis to a power of two, e.g. m[\"N # 8\"]")
     _agreement(pair_of(time, packet), pair_of(row, element), call, "Element", element)
     return RegisterLoadConfig("trf", dtype, time, packet, row, element, address, time.size)
@@ -250,12 +246,13 @@ def _check_flit(hw: HardwareProfile, dtype: type[dt.Scalar], packet: Mapping, ca
     if packet.size * dtype.size_bits != 8 * flit:
         raise HardwareLimitError(f"register files are loaded from collected {flit}-byte flits; the packet "
                                  f"{packet!r} is {packet.size * dtype.size_bits / 8:g} bytes (manual L3604–3606)",
-                                 call=call, level="Packet", mapping=repr(packet), axis=_axis(packet),
+                                 call=call, level="Packet", mapping=repr(packet), axis=axes_text(packet),
                                  fix="collect the stream first")
 
 
 def execute_load(cfg: RegisterLoadConfig, data: StreamData, images: Sequence[DenseImage], bit_base: int) -> None:
-    """Write the flattened stream into each chip's TRF (``(cluster, slice, rows, bytes)``) or VRF image.
+    """Write the flattened stream into each chip's TRF (``(cluster, slice, rows, bytes)``, Row r in bank row r,
+    L4114–4148) or VRF image (L5063–5081).
 
     Unknown (poison) elements leave their bytes unwritten, so that a later read reports them.
     """

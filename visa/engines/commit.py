@@ -30,6 +30,7 @@ DM writes of one slice: ``Time::SIZE × commit_in_size / commit_size``.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping as AbcMapping
 from collections.abc import Sequence
@@ -40,7 +41,7 @@ import numpy.typing as npt
 
 from visa import dtypes as dt
 from visa.engines.cache import cached
-from visa.engines.common import StreamData
+from visa.engines.common import StreamData, axes_text, engine_call
 from visa.engines.fetch import CONTEXTS, stream_validity
 from visa.errors import AddressError, HardwareLimitError, LayoutError, VisaError
 from visa.hw import HardwareProfile
@@ -54,21 +55,11 @@ __all__ = ["CommitConfig", "plan", "check_view", "execute", "cycles", "SUB_COMMI
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
+_call = functools.partial(engine_call, "commit")  # a refusal's call: "commit <stage>" (sub context marked)
 
 #: Engines a sub-context commit may follow: fetch (through the switch and collect that carry it), never the
 #: Cast or Transpose Engine (L2337).
 SUB_COMMIT_AFTER = frozenset({"fetch", "switch", "collect"})
-
-
-def _axis(mapping: Mapping | None) -> str | None:
-    if mapping is None:
-        return None
-    names = sorted(mapping.axes)
-    return ", ".join(names) if names else None
-
-
-def _call(stage: str, context: str) -> str:
-    return f"commit {stage}" + (" (sub context)" if context == "sub" else "")
 
 
 @dataclass(frozen=True)
@@ -156,7 +147,7 @@ def check_view(dtype: type[dt.Scalar], chip: Mapping, cluster: Mapping, slice_: 
         if view_levels[level] != mine:
             raise LayoutError(f"the view's {level} {view_levels[level]!r} differs from the stream's {mine!r}",
                               call=call, level=level, mapping=repr(mine),
-                              axis=", ".join(sorted(mine.axes)) or None, fix="commit with the stream's layout")
+                              axis=axes_text(mine), fix="commit with the stream's layout")
 
 
 @cached(512)
@@ -176,7 +167,7 @@ def _plan(hw: HardwareProfile, dtype: type[dt.Scalar], chip: Mapping, cluster: M
         raise HardwareLimitError(
             f"the Commit Engine takes {c.in_packet_bytes}-byte flits; the packet {packet!r} is {in_bits / 8:g} "
             "bytes (manual L2192, L2328)", call=_call("adapter", context), level="Packet",
-            mapping=repr(packet), axis=_axis(packet),
+            mapping=repr(packet), axis=axes_text(packet),
             fix="collect the stream into 32-byte flits first (.collect(Time2, Packet2))")
     # -- the sub context (L2332-2337) ---------------------------------------------------------------------
     if context == "sub" and c.sub_follows_fetch_only:
@@ -195,7 +186,7 @@ def _plan(hw: HardwareProfile, dtype: type[dt.Scalar], chip: Mapping, cluster: M
     if not needed.any():
         raise LayoutError(f"the Element {element!r} holds none of the elements the stream carries",
                           call=_call("adapter", context), level="Element", mapping=repr(element),
-                          axis=_axis(element), fix="commit with an Element over the stream's axes")
+                          axis=axes_text(element), fix="commit with an Element over the stream's axes")
     need_bits = (int(np.flatnonzero(needed)[-1]) + 1) * dtype.size_bits
     bitmaps = _bitmaps(chip, cluster, slice_)
     # The compiler derives commit_in_size from the Element (L2236): every size that covers the positions the
@@ -238,7 +229,7 @@ def _configure(hw: HardwareProfile, dtype: type[dt.Scalar], chip: Mapping, clust
                 f"Element {element!r} lacks, and a commit can neither broadcast nor discard (manual L7775)",
                 call=_call("sequencer", context), level=what,
                 mapping=repr(time if what == "Time" else written),
-                axis=", ".join(sorted((time.axes | written.axes) - element.axes)) or _axis(time),
+                axis=", ".join(sorted((time.axes | written.axes) - element.axes)) or axes_text(time),
                 fix="put every stream axis in the Element")
     contiguous_bits = seq.contiguous_elements() * dtype.size_bits
     sizes = c.main_commit_sizes if context == "main" else c.sub_commit_sizes
@@ -249,7 +240,7 @@ def _configure(hw: HardwareProfile, dtype: type[dt.Scalar], chip: Mapping, clust
             f"commit_size = gcd(contiguous_sram_access_size = {contiguous_bits / 8:g} B, commit_in_size = "
             f"{commit_in} B) = {g / 8:g} B is not one of the {context} context's {list(sizes)} bytes "
             "(manual L2243–2248, L2330)", call=_call("sequencer", context), level="Element",
-            mapping=repr(element), axis=_axis(element),
+            mapping=repr(element), axis=axes_text(element),
             fix="pad the Element's innermost axis so that 8-byte runs are contiguous (e.g. `W # 8`)")
     commit_size = max(fitting)
     _check_addresses(hw, dtype, seq, time, written, element, commit_size, context, region)
@@ -348,7 +339,7 @@ def _check_addresses(hw: HardwareProfile, dtype: type[dt.Scalar], seq: Sequencer
         raise HardwareLimitError(
             f"every commit sequencer stride must be a multiple of {hw.commit.stride_granularity_bytes} bytes "
             f"(manual L2338); {it!r} steps {step * bits / 8:g} bytes in the Element {element!r}",
-            call=call, level=level, mapping=repr(it), axis=_axis(it),
+            call=call, level=level, mapping=repr(it), axis=axes_text(it),
             fix="pad the Element's inner axes to a multiple of 8 bytes (e.g. `W # 8`)")
     lo, hi = 0, element.size
     if region is not None:
@@ -361,7 +352,7 @@ def _check_addresses(hw: HardwareProfile, dtype: type[dt.Scalar], seq: Sequencer
             f"the write of time step {t} reaches element {far} of a tensor of {hi - lo} elements: writes never "
             f"go past the tensor's boundary (manual L7883–7897); commit_in_size writes "
             f"{written.size * bits / 8:g} bytes per step", call=call, level="Element", mapping=repr(element),
-            axis=_axis(element),
+            axis=axes_text(element),
             fix="pad the Element so that whole writes fit (e.g. pad its innermost axis to 8, 16, 24 or 32 bytes)")
     svalid = stream_validity(time, written).reshape(-1)
     evalid = np.asarray(element.evaluate().valid, dtype=bool)
@@ -378,7 +369,7 @@ def _check_addresses(hw: HardwareProfile, dtype: type[dt.Scalar], seq: Sequencer
             raise AddressError(
                 f"the commit would write element {int(addr[np.argmax(hit)]) + off} of the whole tensor, which "
                 "the view does not own (writes never go past the tensor's boundary, manual L7883–7897)",
-                call=call, level="Element", mapping=repr(element), axis=_axis(element),
+                call=call, level="Element", mapping=repr(element), axis=axes_text(element),
                 fix="commit a view whose padding does not cover other elements of the tensor")
     inside = (addr >= 0) & (addr < element.size)
     clobber = inside & ~svalid
@@ -389,7 +380,7 @@ def _check_addresses(hw: HardwareProfile, dtype: type[dt.Scalar], seq: Sequencer
         raise LayoutError(
             f"time step {k // written.size} writes padding over element "
             f"{held.text() if held is not None else addr[k]} that the Element holds", call=call, level="Packet",
-            mapping=repr(written), axis=_axis(element),
+            mapping=repr(written), axis=axes_text(element),
             fix="pad the Element where the stream carries padding (e.g. `A # 96`), or truncate the packet")
     covered = np.zeros(element.size, dtype=bool)
     covered[addr[inside & svalid]] = True
@@ -432,7 +423,8 @@ def _static(cfg: CommitConfig) -> tuple[IntArray, IntArray, BoolArray]:
 
 
 def execute(cfg: CommitConfig, data: StreamData, images: Sequence[DenseImage], bit_base: int) -> None:
-    """Write the stream into each chip's DM image at element 0 = ``bit_base`` (bits within a slice).
+    """Write the stream into each chip's DM image at element 0 = ``bit_base`` (bits within a slice): the write
+    sequencer (L2239–2313) in every slice the bitmap enables (L2314–2319).
 
     Each enabled slice receives, per time step, the first ``commit_in_size`` bytes of its flit at the
     sequencer's addresses; a poison element leaves its bytes unwritten (a later read reports it).

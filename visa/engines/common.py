@@ -14,6 +14,7 @@ stream classes in :mod:`visa.stream` call them; the mypy plugin calls the same `
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -21,11 +22,54 @@ import numpy as np
 import numpy.typing as npt
 
 from visa import dtypes as dt
+from visa.errors import TypestateError
+from visa.hw import HardwareProfile
 from visa.mapping import Mapping
 
-__all__ = ["StreamLayout", "StreamData", "EngineReport", "STREAM_LEVELS"]
+__all__ = ["StreamLayout", "StreamData", "EngineReport", "STREAM_LEVELS", "axes_text", "engine_call", "unit_validity",
+           "refuse_in_sub_context", "divisors"]
 
 STREAM_LEVELS = ("Chip", "Cluster", "Slice", "Time", "Packet")
+
+
+def axes_text(mapping: Mapping | None) -> str | None:
+    """The axes ``mapping`` sets, sorted and comma-separated: a refusal's ``axis=`` when the whole mapping is at
+    fault (None when there is no mapping or it sets no axis; design API.md §5, manual "Mapping", L582–620)."""
+    if mapping is None:
+        return None
+    return ", ".join(sorted(mapping.axes)) or None
+
+
+def engine_call(engine: str, stage: str, context: str = "main") -> str:
+    """A refusal's ``call=``: the engine and its stage (``"fetch sequencer"``), marked when it runs in the sub
+    context, whose engines have their own limits (manual L150–155, L3046–3052)."""
+    return f"{engine} {stage}" + (" (sub context)" if context == "sub" else "")
+
+
+def refuse_in_sub_context(hw: HardwareProfile, context: str, engine: str, call: str, level: str | None = None) -> None:
+    """Refuse a compute engine (``engine``, e.g. ``"Cast Engine"``) in the sub context (``context`` is ``"main"``
+    or ``"sub"``): the sub context has no compute engines (L3046–3051) and its commits follow fetch only (L2337).
+    Pure (the engines' ``check_context``, and so the stream and the mypy plugin, call it)."""
+    if context == "sub" and hw.commit.sub_follows_fetch_only:
+        raise TypestateError(
+            "the sub context has no compute engines (L3046–3051) and its commits follow fetch only, never the "
+            f"{engine} (manual L2337)", call=call, level=level, fix=f"{call} on ctx.main")
+
+
+def divisors(n: int) -> list[int]:
+    """The divisors of ``n`` in ascending order: the ways a configuration can split a loop of ``n`` (a packet
+    out of a contiguous run, L2424–2428; rows and columns out of the input flits, L6841–6856)."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
+
+
+def unit_validity(chip: Mapping, cluster: Mapping, slice_: Mapping) -> npt.NDArray[np.bool_]:
+    """``(Chip, Cluster, Slice)`` array: True where every level holds an index, the units a stream or tensor
+    occupies (the others are padding: the slice bitmap leaves them out, manual L2314–2319)."""
+    out: npt.NDArray[np.bool_] = (np.asarray(chip.evaluate().valid, dtype=bool)[:, None, None]
+                                  & np.asarray(cluster.evaluate().valid, dtype=bool)[None, :, None]
+                                  & np.asarray(slice_.evaluate().valid, dtype=bool)[None, None, :])
+    return out
 
 
 @dataclass(frozen=True)
@@ -68,6 +112,7 @@ class StreamLayout:
 
     @property
     def shape(self) -> tuple[int, int, int, int, int]:
+        """The data's shape: the five level sizes (``Chip::SIZE``, ..., ``Packet::SIZE``, L1123)."""
         return (self.chip.size, self.cluster.size, self.slice.size, self.time.size, self.packet.size)
 
     @property
@@ -83,7 +128,7 @@ class StreamLayout:
 
 @dataclass
 class StreamData:
-    """The values of a stream and which of them are known (see the module docstring)."""
+    """The values of a stream and which of them are known (manual L1094–1151; see the module docstring)."""
 
     values: npt.NDArray[Any]
     known: npt.NDArray[np.bool_]

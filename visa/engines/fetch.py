@@ -30,6 +30,7 @@ packet is poison (unknown) unless the masking stage writes ``pad_value`` there.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from collections.abc import Mapping as AbcMapping
@@ -41,7 +42,7 @@ import numpy.typing as npt
 
 from visa import dtypes as dt
 from visa.engines.cache import cached
-from visa.engines.common import StreamData
+from visa.engines.common import StreamData, axes_text, engine_call, unit_validity
 from visa.errors import (
     AddressError,
     DtypeError,
@@ -64,6 +65,7 @@ __all__ = ["FetchConfig", "MaskConfig", "LookupTable", "plan", "plan_interleave"
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
+_call = functools.partial(engine_call, "fetch")  # a refusal's call: "fetch <stage>" (sub context marked)
 
 #: The Tensor Unit contexts (manual L150–155, L3046–3052).
 CONTEXTS = ("main", "sub")
@@ -203,10 +205,6 @@ class FetchConfig:
     latency: int = 0
     note: str = ""
 
-    @property
-    def time_size(self) -> int:
-        return self.time.size
-
     def stages(self) -> list[str]:
         """The adapter stages this fetch uses, in the manual's order (L1870)."""
         out = []
@@ -248,17 +246,6 @@ class FetchConfig:
 # ------------------------------------------------------------------------------------------------ plan
 
 
-def _axis(mapping: Mapping | None) -> str | None:
-    if mapping is None:
-        return None
-    names = sorted(mapping.axes)
-    return ", ".join(names) if names else None
-
-
-def _call(stage: str, context: str) -> str:
-    return f"fetch {stage}" + (" (sub context)" if context == "sub" else "")
-
-
 def plan(hw: HardwareProfile, src: type[dt.Scalar], dst: type[dt.Scalar], chip: Mapping, cluster: Mapping,
          slice_: Mapping, element: Mapping, time: Mapping, packet: Mapping, *, context: str = "main",
          interleave: Mapping | None = None, table: tuple[type[dt.Scalar], type[dt.Scalar]] | None = None,
@@ -281,22 +268,31 @@ def plan_interleave(hw: HardwareProfile, axis: Mapping, lhs: tuple[type[dt.Scala
     (L1845).  ``lhs``/``rhs`` are ``(dtype, {"Chip", "Cluster", "Slice", "Element": mapping})`` of the views.
     Pure (the stream and the mypy plugin call it)."""
     call = "begin_interleaved"
-    max_n = hw.fetch.max_interleaved
-    if axis.size != max_n:
-        raise LayoutError(f"the interleave axis {axis!r} must have size {max_n}: at most two tensors are "
-                          "interleaved in one fetch (manual L1850)", call=call, level="Time",
-                          mapping=repr(axis), axis=", ".join(sorted(axis.axes)) or None,
-                          fix="declare the interleave axis with size 2, e.g. axes(I=2)")
+    _check_interleave_size(hw, axis, call)
     (da, a), (db, b) = lhs, rhs
     for level in ("Chip", "Cluster", "Slice"):
         if a[level] != b[level]:
             raise LayoutError(f"interleaved tensors need identical mappings; {level} differs: "
                               f"{a[level]!r} vs {b[level]!r} (manual L1845)", call=call,
-                              level=level, mapping=repr(b[level]))
+                              level=level, mapping=repr(b[level]),
+                              axis=", ".join(sorted(a[level].axes ^ b[level].axes)) or axes_text(b[level]),
+                              fix=f"place both tensors with the same {level} mapping")
     if a["Element"] != b["Element"] or da is not db:
         raise LayoutError(f"interleaved tensors need identical dtypes and mappings; got {da!r} Element "
                           f"{a['Element']!r} and {db!r} Element {b['Element']!r} (manual L1845)", call=call,
-                          level="Element", mapping=repr(b["Element"]))
+                          level="Element", mapping=repr(b["Element"]),
+                          axis=", ".join(sorted(a["Element"].axes ^ b["Element"].axes)) or None,
+                          fix="interleave two tensors of one dtype laid out with the same Element")
+
+
+def _check_interleave_size(hw: HardwareProfile, axis: Mapping, call: str) -> None:
+    """The interleave axis selects one of ``max_interleaved`` tensors: at most two per fetch (L1850)."""
+    max_n = hw.fetch.max_interleaved
+    if axis.size != max_n:
+        raise LayoutError(f"the interleave axis {axis!r} must have size {max_n}: at most two tensors are "
+                          "interleaved in one fetch (manual L1850)", call=call, level="Time",
+                          mapping=repr(axis), axis=axes_text(axis),
+                          fix=f"declare the interleave axis with size {max_n}, e.g. axes(I={max_n})")
 
 
 def view_bit_base(hw: HardwareProfile, dtype: type[dt.Scalar], address: int, offset: int, element: Mapping) -> int:
@@ -308,7 +304,7 @@ def view_bit_base(hw: HardwareProfile, dtype: type[dt.Scalar], address: int, off
     if bits % (8 * align):
         raise AddressError(f"the view starts at bit {bits}, not on a {align}-byte boundary: fetch addresses "
                            f"are {align}-byte aligned (manual L1756)", call="fetch sequencer", level="Element",
-                           mapping=repr(element), fix="start the tile on a whole byte")
+                           mapping=repr(element), axis=axes_text(element), fix="start the tile on a whole byte")
     return bits
 
 
@@ -324,12 +320,12 @@ def _plan(hw: HardwareProfile, src: type[dt.Scalar], dst: type[dt.Scalar], chip:
     if cluster.size != hw.dm.clusters_per_chip:
         raise HardwareLimitError(f"Cluster size must be {hw.dm.clusters_per_chip}, got {cluster.size} "
                                  "(manual L1708)", call=_call("sequencer", context), level="Cluster",
-                                 mapping=repr(cluster), axis=_axis(cluster),
+                                 mapping=repr(cluster), axis=axes_text(cluster),
                                  fix=f'pad it: m["1 # {hw.dm.clusters_per_chip}"]')
     if slice_.size != hw.dm.slices_per_cluster:
         raise HardwareLimitError(f"Slice size must be {hw.dm.slices_per_cluster}, got {slice_.size} "
                                  "(manual L1709)", call=_call("sequencer", context), level="Slice",
-                                 mapping=repr(slice_), axis=_axis(slice_),
+                                 mapping=repr(slice_), axis=axes_text(slice_),
                                  fix=f'pad it: m["X # {hw.dm.slices_per_cluster}"]')
     out_bits = packet.size * dst.size_bits
     if out_bits % (8 * f.align_bytes):
@@ -337,23 +333,18 @@ def _plan(hw: HardwareProfile, src: type[dt.Scalar], dst: type[dt.Scalar], chip:
         unit = 8 * f.align_bytes // math.gcd(8 * f.align_bytes, dst.size_bits)
         raise HardwareLimitError(
             f"Fetch output packet must be {f.align_bytes}-byte aligned, got {got} bytes. (manual L1711–1716)",
-            call=_call("adapter", context), level="Packet", mapping=repr(packet), axis=_axis(packet),
+            call=_call("adapter", context), level="Packet", mapping=repr(packet), axis=axes_text(packet),
             fix=f"pad the packet to a multiple of {f.align_bytes} bytes, e.g. "
                 f"m[\"{packet.text} # {_round_up(packet.size, unit)}\"]")
     in_bits = packet.size * src.size_bits
     if in_bits % 8:
         raise HardwareLimitError(f"a packet of {packet.size} {src!r} elements is {in_bits} bits, not whole bytes",
                                  call=_call("sequencer", context), level="Packet", mapping=repr(packet),
-                                 axis=_axis(packet), fix="pad the packet to an even number of elements")
+                                 axis=axes_text(packet), fix="pad the packet to an even number of elements")
     # -- interleaving (L1843-1868) ------------------------------------------------------------------------
     buffer = element
     if interleave is not None:
-        if interleave.size != f.max_interleaved:
-            raise HardwareLimitError(
-                f"begin_interleaved interleaves exactly {f.max_interleaved} tensors (at most two, manual L1850); "
-                f"its axis {interleave!r} has size {interleave.size}", call=_call("sequencer", context),
-                level="Time", mapping=repr(interleave), axis=_axis(interleave),
-                fix=f"declare the interleave axis with size {f.max_interleaved}, e.g. axes(I=2)")
+        _check_interleave_size(hw, interleave, _call("sequencer", context))
         clash = interleave.axes & (element.axes | slice_.axes | cluster.axes | chip.axes)
         if clash:
             raise LayoutError(f"the interleave axis {interleave!r} is also an axis of the tensors",
@@ -363,7 +354,7 @@ def _plan(hw: HardwareProfile, src: type[dt.Scalar], dst: type[dt.Scalar], chip:
             raise LayoutError(f"the interleave axis {interleave!r} selects the tensor, one per time step: it "
                               "must be an axis of Time, not of Packet (manual L1850–1852)",
                               call=_call("sequencer", context), level="Time", mapping=repr(time),
-                              axis=_axis(interleave), fix=f"put {interleave.text} in Time, e.g. m[\"..., "
+                              axis=axes_text(interleave), fix=f"put {interleave.text} in Time, e.g. m[\"..., "
                                                           f"{interleave.text}\"]")
         buffer = pair_of(interleave, element)
     # -- the sequencer (L1219-1688, L1749-1762) ------------------------------------------------------------
@@ -387,7 +378,7 @@ def _plan(hw: HardwareProfile, src: type[dt.Scalar], dst: type[dt.Scalar], chip:
             other = [p for p in _profiles() if p.supports_fetch_cast(after_table.name, dst.name)]
             cls = UnsupportedOnProfileError if other else DtypeError
             raise cls(refusal, call=_call("type casting", context), level="Packet", mapping=repr(packet),
-                      axis=_axis(packet),
+                      axis=axes_text(packet),
                       fix=f"fetch as {after_table!r} and cast later, or choose a target the table lists")
         cast = (after_table, dst)
     zps: tuple[int, ...] = ()
@@ -405,7 +396,7 @@ def _plan(hw: HardwareProfile, src: type[dt.Scalar], dst: type[dt.Scalar], chip:
                 f"no fetch size of {list(f.main_fetch_sizes)} bytes divides gcd(packet_size = "
                 f"{packet_bits / 8:g} B, contiguous_sram_access_size = {contiguous_bits / 8:g} B) with at most "
                 f"{f.cast_output_max_bytes} bytes per fetch after the cast (manual L1757–1762, L1996)",
-                call=_call("sequencer", context), level="Packet", mapping=repr(packet), axis=_axis(packet),
+                call=_call("sequencer", context), level="Packet", mapping=repr(packet), axis=axes_text(packet),
                 fix="make the packet's innermost axis contiguous in the Element, or pad the packet")
         fetch_size = max(fitting)
     else:
@@ -416,13 +407,15 @@ def _plan(hw: HardwareProfile, src: type[dt.Scalar], dst: type[dt.Scalar], chip:
                 f"the sub context fetches {fetch_size} bytes at a time (manual L1759), which does not divide "
                 f"gcd(packet_size = {packet_bits / 8:g} B, contiguous_sram_access_size = "
                 f"{contiguous_bits / 8:g} B)", call=_call("sequencer", context), level="Packet",
-                mapping=repr(packet), axis=_axis(packet),
+                mapping=repr(packet), axis=axes_text(packet),
                 fix=f"make {fetch_size}-byte runs of the packet contiguous in the Element, or fetch in ctx.main")
         if fetch_size * ratio[0] > f.cast_output_max_bytes * ratio[1]:
             raise HardwareLimitError(
                 f"one {fetch_size}-byte fetch cast to {dst!r} gives {fetch_size * ratio[0] // ratio[1]} bytes, "
                 f"more than the {f.cast_output_max_bytes}-byte flit (manual L1996–2021)",
-                call=_call("type casting", context), level="Packet", mapping=repr(packet), axis=_axis(packet))
+                call=_call("type casting", context), level="Packet", mapping=repr(packet), axis=axes_text(packet),
+                fix="fetch in ctx.main, whose fetch size shrinks to fit the cast, or fetch as "
+                    f"{after_table!r} and cast later")
     packet_bytes = packet_bits // 8
     fpp = -(-packet_bytes // fetch_size)
     mask = _mask(hw, src, time, packet, context)
@@ -452,7 +445,7 @@ def _check_zero_points(hw: HardwareProfile, dst: type[dt.Scalar], zero_points: t
     if len(zero_points) not in (1, n):
         raise LayoutError(f"{len(zero_points)} zero points for {n} tensor(s): fetch_with_zero_points takes one "
                           "per interleaved tensor (manual L2036–2049)", call=call, level="Time",
-                          mapping=None if interleave is None else repr(interleave), axis=_axis(interleave),
+                          mapping=None if interleave is None else repr(interleave), axis=axes_text(interleave),
                           fix="use begin_interleaved for two zero points, or fetch_with_zero_point for one")
     if dst.kind != "int":
         raise UnsupportedFeatureError(
@@ -560,8 +553,9 @@ def _mask(hw: HardwareProfile, src: type[dt.Scalar], time: Mapping, packet: Mapp
 
 
 def stream_validity(time: Mapping, packet: Mapping) -> BoolArray:
-    """``(Time::SIZE, Packet::SIZE)``: True where the stream holds an element (jointly: composite axes cut by
-    both levels, such as ``B' / 32`` and ``B' % 32``, decide their padding together)."""
+    """``(Time::SIZE, Packet::SIZE)``: True where the stream holds an element, False at its padding (manual
+    L1094–1151, L616–620; jointly: composite axes cut by both levels, such as ``B' / 32`` and ``B' % 32``,
+    decide their padding together)."""
     return _joint_validity(pair_of(time, packet).canon, time.size, packet.size)
 
 
@@ -575,8 +569,9 @@ def _joint_validity(joint: C.Canon, n_time: int, n_packet: int) -> BoolArray:
 
 
 @cached(32)
-def _static(cfg: FetchConfig) -> tuple[IntArray, IntArray, BoolArray, BoolArray | None, IntArray | None]:
-    """Per stream position: tensor selector, element offset, validity, mask; per time step: tensor selector."""
+def _static(cfg: FetchConfig) -> tuple[IntArray, IntArray, BoolArray, BoolArray | None, IntArray | None, BoolArray]:
+    """Per stream position: tensor selector, element offset, validity, mask; per time step: tensor selector;
+    per ``(chip, cluster, slice)``: whether it holds data."""
     addr = cfg.sequencer.addresses().astype(np.int64)
     n = cfg.element.size
     if cfg.interleave is not None:
@@ -590,31 +585,25 @@ def _static(cfg: FetchConfig) -> tuple[IntArray, IntArray, BoolArray, BoolArray 
     tsel = None
     if cfg.interleave is not None:  # the tensor of each time step is its I digit (L1850-1852)
         tsel = np.asarray(cfg.time.evaluate().coord(next(iter(cfg.interleave.axes))), dtype=np.int64)
-    for a in (sel, off):
+    units = unit_validity(cfg.chip, cfg.cluster, cfg.slice)
+    for a in (sel, off, units):
         a.flags.writeable = False
-    return sel, off, valid, mask, tsel
-
-
-def _level_valid(cfg: FetchConfig) -> BoolArray:
-    v = (cfg.chip.evaluate().valid[:, None, None] & cfg.cluster.evaluate().valid[None, :, None]
-         & cfg.slice.evaluate().valid[None, None, :])
-    out: BoolArray = np.asarray(v, dtype=bool)
-    return out
+    return sel, off, valid, mask, tsel, units
 
 
 def execute(cfg: FetchConfig, images: Sequence[DenseImage], bit_bases: Sequence[int],
             table: LookupTable[Any, Any] | None = None) -> StreamData:
-    """Run the fetch: the derived sequencer loops over each chip's DM image, then the adapter stages.
+    """Run the fetch: the derived sequencer loops over each chip's DM image (L1219–1688), then the adapter
+    stages in the manual's order (L1870).
 
     ``images`` are the DM images of the chips (``Chip::SIZE`` of them), ``bit_bases`` the bit offset of each
     tensor's element 0 in a slice (two with an interleaved pair).  Returns values of shape
     ``(Chip, Cluster, Slice, Time, Packet)`` in ``cfg.dst``'s storage type, with the poison mask.
     """
-    sel, off, valid, mask, tsel = _static(cfg)
+    sel, off, valid, mask, tsel, lv = _static(cfg)
     src = cfg.src
     bases = np.asarray(list(bit_bases), dtype=np.int64)
     nest = _nest(cfg, bases)
-    lv = _level_valid(cfg)
     n_t, n_p = cfg.time.size, cfg.packet.size
     shape = (len(images), cfg.cluster.size, cfg.slice.size, n_t * n_p)
     values = np.zeros(shape, dtype=src.storage)
@@ -665,7 +654,8 @@ def execute(cfg: FetchConfig, images: Sequence[DenseImage], bit_bases: Sequence[
         try:
             values = dt.convert(values, cur, cfg.dst)
         except DtypeError as err:
-            raise DtypeError(f"casting {cur!r} to {cfg.dst!r}: {err.message}", call="fetch type casting",
+            raise DtypeError(f"casting {cur!r} to {cfg.dst!r}: {err.message}",
+                             call=_call("type casting", cfg.context), level="Packet", mapping=repr(cfg.packet),
                              fix=err.fix) from None
         cur = cfg.dst
     # -- zero-point subtraction (L2022-2049) -----------------------------------------------------------------
@@ -699,7 +689,7 @@ def _subtract(values: npt.NDArray[Any], known: BoolArray, cfg: FetchConfig, tsel
     if bad.any():
         v = int(diff[bad].flat[0])
         raise DtypeError(f"zero-point subtraction gives {v}, outside {dst!r}'s range {dst.min:g}..{dst.max:g}",
-                         call="fetch zero-point subtraction",
+                         call=_call("zero-point subtraction", cfg.context), level="Packet", mapping=repr(cfg.packet),
                          fix="choose a zero point that keeps x - zp in range, or a wider target type")
     out: npt.NDArray[Any] = diff.astype(dst.storage)
     return out

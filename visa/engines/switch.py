@@ -36,7 +36,7 @@ import numpy.typing as npt
 
 from visa import dtypes as dt
 from visa.engines.cache import cached
-from visa.engines.common import StreamData
+from visa.engines.common import StreamData, axes_text
 from visa.errors import (
     HardwareLimitError,
     IncompatibleShapesError,
@@ -170,7 +170,8 @@ class Digit:
 
 @dataclass(frozen=True)
 class SwitchPlan:
-    """The Switch Engine's configuration for one switch (or a forwarding): the routing and its cost terms.
+    """The Switch Engine's configuration for one switch (or a forwarding): the routing (snoop bitmaps and delivery
+    order, L3092–3103) and its cost terms (L3520–3542).
 
     Regular topologies (and forwarding) carry ``slice_digits``/``time_digits``; a custom topology carries
     ``custom_bitmap`` (per output slice, its sources in delivery order) and ``moved`` (how many sources each
@@ -219,7 +220,7 @@ def cycles(plan: SwitchPlan) -> int:
 
 
 def report_details(plan: SwitchPlan) -> tuple[tuple[str, object], ...]:
-    """The cycle formula's terms, for an :class:`~visa.engines.common.EngineReport`."""
+    """The cycle formula's terms (L3520–3542), for an :class:`~visa.engines.common.EngineReport`."""
     out: list[tuple[str, object]] = [
         ("topology", plan.topology), ("ring_size", plan.ring_size), ("input_time", plan.in_time),
         ("cycles_per_packet", plan.flits_per_packet), ("rings", plan.ring_groups)]
@@ -245,9 +246,9 @@ def _digit_values(digits: tuple[Digit, ...], n: int) -> list[IntArray]:
 
 @cached(128)
 def routes(plan: SwitchPlan) -> tuple[IntArray, IntArray]:
-    """Where every output packet comes from: ``(source_slice, source_time)``, both of shape
-    ``(slices, out_time)`` (read-only).  Output slice ``o``, time step ``t`` outputs the packet that input
-    slice ``source_slice[o, t]`` fetched at its time step ``source_time[o, t]``."""
+    """Where every output packet comes from (the ring's delivery, L3092–3103): ``(source_slice, source_time)``,
+    both of shape ``(slices, out_time)`` (read-only).  Output slice ``o``, time step ``t`` outputs the packet that
+    input slice ``source_slice[o, t]`` fetched at its time step ``source_time[o, t]``."""
     if plan.custom_bitmap is not None:
         table = np.asarray(plan.custom_bitmap, dtype=np.int64).reshape(plan.slices, plan.moved)
         t = np.arange(plan.out_time, dtype=np.int64)
@@ -317,7 +318,7 @@ def _plan(sw: SwitchEngine, dtype: type[dt.Scalar], slice_: Mapping, time: Mappi
             raise HardwareLimitError(
                 f"{name} has {mp.size} positions; the switch runs on a full cluster of {sw.ring_slices} slices "
                 "(InSlice::SIZE = OutSlice::SIZE = 256, manual L3501–3502)", call=CALL, level="Slice",
-                mapping=repr(mp), axis=_axes(mp), fix=f'pad it to the cluster: m["{mp.text} # {sw.ring_slices}"]')
+                mapping=repr(mp), axis=axes_text(mp), fix=f'pad it to the cluster: m["{mp.text} # {sw.ring_slices}"]')
     nbytes = _packet_bytes(dtype, packet)
     flits = _flits(sw, nbytes)
     n = sw.ring_slices
@@ -338,13 +339,10 @@ def _flits(sw: SwitchEngine, nbytes: int) -> int:
     return max(1, -(-nbytes // sw.width_bytes))
 
 
-def _axes(mp: Mapping) -> str | None:
-    return ", ".join(sorted(mp.axes)) or None
-
-
 def _param(value: object, name: str, config: SwitchConfig) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise VisaError(f"{config.describe()}: {name} must be a positive integer, got {value!r}", call=CALL,
+                        level="Time" if name.startswith("time") else "Slice",
                         fix=f"give {name} the size of the Slice/Time sub-axis it names")
     return value
 
@@ -354,7 +352,7 @@ def _divides(part: int, whole: int, what: str, config: SwitchConfig, level: str,
         raise IncompatibleShapesError(
             f"{config.describe()}: {what} = {part} does not divide the {level} size {whole} (the topology splits "
             f"{level} into sub-axes, manual L3146, L3224, L3288)", call=CALL, level=level, mapping=repr(mp),
-            axis=_axes(mp), fix=f"choose parameters whose product divides {whole}")
+            axis=axes_text(mp), fix=f"choose parameters whose product divides {whole}")
 
 
 def _regular(sw: SwitchEngine, slice_: Mapping, time: Mapping, time2: Mapping, config: SwitchConfig, nbytes: int,
@@ -393,7 +391,7 @@ def _regular(sw: SwitchEngine, slice_: Mapping, time: Mapping, time2: Mapping, c
         raise IncompatibleShapesError(
             f"{config.describe()} turns {t_in} input time steps into {out_time} "
             f"({' × '.join(f'{d.role} {d.size}' for d in td)}), but Time2 has {time2.size} (manual L3146–3158, "
-            "L3224–3235, L3288–3300)", call=CALL, level="Time", mapping=repr(time2), axis=_axes(time2),
+            "L3224–3235, L3288–3300)", call=CALL, level="Time", mapping=repr(time2), axis=axes_text(time2),
             fix=_expected_text(config, slice_, time))
     return SwitchPlan(config.name, config, ring, n, t_in, out_time, nbytes, flits, sd, td)
 
@@ -408,7 +406,7 @@ def _custom(sw: SwitchEngine, slice_: Mapping, time: Mapping, slice2: Mapping, t
     if isinstance(ring, bool) or not isinstance(ring, int) or not _is_pow2(ring) or ring > sw.max_ring_size:
         raise HardwareLimitError(
             f"ring_size must be a power of 2 up to {sw.max_ring_size}, got {ring!r} (manual L3364)", call=CALL,
-            level="Slice", mapping=repr(slice2), axis=_axes(slice2),
+            level="Slice", mapping=repr(slice2), axis=axes_text(slice2),
             fix="use the smallest power of two whose aligned slice groups contain every transfer")
     moved = _split_time2(slice_, time, time2)
     inner = moved if moved is not None else Mapping.identity()
@@ -420,7 +418,7 @@ def _custom(sw: SwitchEngine, slice_: Mapping, time: Mapping, slice2: Mapping, t
         raise LayoutError(
             f"position {j} of the Slice→Time part {inner!r} of Time2 is padding; the ring delivers packets of "
             "source slices only, so a moved axis cannot be padded (custom topologies, L3332–3458)", call=CALL,
-            level="Time", mapping=repr(time2), axis=_axes(inner),
+            level="Time", mapping=repr(time2), axis=axes_text(inner),
             fix="resize the moved axis with '=' (partial extraction, L3420–3458) instead of padding it")
     foreign = sorted(inner.axes - slice_.axes)
     if foreign:
@@ -444,7 +442,7 @@ def _custom(sw: SwitchEngine, slice_: Mapping, time: Mapping, slice2: Mapping, t
         raise InsufficientInputError(
             f"output slice {o} (moved position {j}) must hold {{{idx}}}, which no input slice holds", call=CALL,
             level="Time" if k > 1 else "Slice", mapping=f"{slice2!r} × {time2!r}",
-            axis=_axes(inner) if k > 1 else _axes(slice2),
+            axis=axes_text(inner) if k > 1 else axes_text(slice2),
             fix="Slice2 and the moved part of Time2 must together name indices of the input Slice")
     # Output slices that are padding in Slice2 snoop their own ring position (they carry no data).
     own = np.arange(slice2.size, dtype=np.int64)[:, None]
@@ -460,7 +458,7 @@ def _custom(sw: SwitchEngine, slice_: Mapping, time: Mapping, slice2: Mapping, t
             f"{config.describe()} cannot route: output slice {o} needs input slice {int(src[o, j])}, outside its "
             f"ring group of {ring} slices ({o // ring * ring}..{o // ring * ring + ring - 1}); this bitmap needs "
             f"ring_size {least} (manual L3364–3367)", call=CALL, level="Slice", mapping=repr(slice2),
-            axis=_axes(slice2), fix=f"CustomBroadcast(ring_size={least})")
+            axis=axes_text(slice2), fix=f"CustomBroadcast(ring_size={least})")
     bitmap = tuple(tuple(int(v) for v in row) for row in src)
     return SwitchPlan("CustomBroadcast", config, ring, sw.ring_slices, time.size, time.size * k, nbytes, flits,
                       custom_bitmap=bitmap, moved=k)
@@ -489,7 +487,8 @@ def _split_time2(slice_: Mapping, time: Mapping, time2: Mapping) -> Mapping | No
     raise LayoutError(
         f"Time2 {time2!r} does not start with the input Time {time!r}; a switch cannot reorder time steps, it only "
         "appends the axes moved from Slice innermost (manual L3471–3482, L3509–3514)", call=CALL, level="Time",
-        mapping=repr(time2), axis=_axes(time2) or _axes(time), fix=f"write Time2 as [{time.text}, <moved axes>]")
+        mapping=repr(time2), axis=axes_text(time2) or axes_text(time),
+        fix=f"write Time2 as [{time.text}, <moved axes>]")
 
 
 def _unit_steps(inner: Mapping, slice_: Mapping) -> list[tuple[Mapping, int | None]]:
@@ -532,7 +531,7 @@ def _check_order(src: IntArray, need: BoolArray, inner: Mapping, slice_: Mapping
     step = np.diff(src[rows], axis=1)
     if bool(np.all(step > 0)):
         return
-    raise _order_error(inner, slice_, _axes(inner))
+    raise _order_error(inner, slice_, axes_text(inner))
 
 
 def _expected_text(config: SwitchConfig, slice_: Mapping, time: Mapping) -> str:
@@ -616,7 +615,7 @@ def _verify(p: SwitchPlan, slice_: Mapping, time: Mapping, slice2: Mapping, time
     held = _index_text({a: int(got[a][o, t]) for a in got}) if bool(in_valid[o, t]) else "padding"
     wanted = _index_text({a: int(_sum(a, so, every, to, every, shape)[o, t]) for a in set(so) | set(to)})
     axis = first_axis if first_at == int(np.flatnonzero(bad)[0]) else None
-    axis = axis or first_axis or _axes(slice2) or _axes(time2)
+    axis = axis or first_axis or axes_text(slice2) or axes_text(time2)
     level = "Time" if t > 0 or (axis is not None and axis not in slice2.axes) else "Slice"
     head = "Forwarding" if p.config is None else p.config.describe()
     fix = _expected_text(p.config, slice_, time) if p.config is not None else "keep Slice and Time"

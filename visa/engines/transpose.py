@@ -38,10 +38,10 @@ import numpy.typing as npt
 
 from visa import dtypes as dt
 from visa.engines.cache import cached
-from visa.engines.common import StreamData
-from visa.errors import HardwareLimitError, IncompatibleShapesError, TypestateError, UnsupportedFeatureError
+from visa.engines.common import StreamData, axes_text, divisors, refuse_in_sub_context
+from visa.errors import HardwareLimitError, IncompatibleShapesError, UnsupportedFeatureError
 from visa.hw import HardwareProfile, TransposeEngine
-from visa.mapping import Mapping
+from visa.mapping import Mapping, pair_of
 
 __all__ = ["TransposeConfig", "plan", "check_context", "execute", "cycles", "source_index", "report_details"]
 
@@ -144,7 +144,8 @@ def report_details(config: TransposeConfig) -> tuple[tuple[str, object], ...]:
 
 
 def source_index(config: TransposeConfig, flits: int | None = None) -> tuple[IntArray, BoolArray]:
-    """Where each output element comes from: a flat ``time · in_packet + lane`` input index, and a mask.
+    """Where each output element comes from (Unpack, Transpose, Trim, Align, L6841–6856): a flat
+    ``time · in_packet + lane`` input index, and a mask.
 
     Output flit ``o · out_rows + j``, lane ``l`` holds input flit ``o · in_rows · packets_per_col + l ·
     packets_per_col + j // elements_per_packet``, lane ``j % elements_per_packet`` (Unpack, Transpose), when
@@ -163,7 +164,7 @@ def source_index(config: TransposeConfig, flits: int | None = None) -> tuple[Int
 
 
 def execute(config: TransposeConfig, data: StreamData) -> StreamData:
-    """Run the configuration over a stream's data (shape ``(Chip, Cluster, Slice, Time, Packet)``).
+    """Run the configuration over a stream's data (shape ``(Chip, Cluster, Slice, Time, Packet)``; L6841–6856).
 
     Unpack, Transpose, Trim and Align as array views of each ``[in_rows × in_cols]`` tile and one copy per
     array (the same map as :func:`source_index`, which a test checks); alignment padding is poison
@@ -192,11 +193,7 @@ def execute(config: TransposeConfig, data: StreamData) -> StreamData:
 def check_context(hw: HardwareProfile, context: str) -> None:
     """Refuse the Transpose Engine in the sub context (``"main"``/``"sub"``): the sub context has no compute
     engines (L3046–3051) and its commits follow fetch only (L2337).  Pure (the stream and the mypy plugin call it)."""
-    if context == "sub" and hw.commit.sub_follows_fetch_only:
-        raise TypestateError(
-            "the sub context has no compute engines (L3046–3051) and its commits follow fetch only, never the "
-            "Cast or Transpose Engine (manual L2337)", call="transpose", level="Time",
-            fix="transpose on ctx.main")
+    refuse_in_sub_context(hw, context, "Transpose Engine", CALL, "Time")
 
 
 def plan(hw: HardwareProfile, dtype: type[dt.Scalar], in_time: Mapping, in_packet: Mapping, out_time: Mapping,
@@ -230,51 +227,44 @@ def _plan(te: TransposeEngine, dtype: type[dt.Scalar], in_time: Mapping, in_pack
     _check_unpack(dtype, in_packet, epp)
     dst = _coords(out_time, out_packet)
 
-    candidates = []
-    for in_rows in _divisors(in_time.size):
-        if in_rows > align:
-            break
-        for ppc in _divisors(in_time.size // in_rows):
-            n = in_time.size // (in_rows * ppc)
-            if out_time.size % n:
-                continue
-            cfg = TransposeConfig(dtype, in_rows, ppc, epp, out_time.size // n, align, n, in_packet.size,
-                                  te.buffer_cols)
-            if all(_mismatch(cfg, src, dst, flits) is None for flits in (2, cfg.out_rows, None)):
-                candidates.append(cfg)
+    candidates = [(_violations(te, cfg, in_time, out_time, src, dst), cfg)
+                  for cfg in _configs(te, dtype, in_time.size, in_packet.size, out_time.size)
+                  if all(_mismatch(cfg, src, dst, flits) is None for flits in (2, cfg.out_rows, None))]
     if not candidates:
         raise _no_transpose(te, dtype, in_time, in_packet, out_time, out_packet, src, dst)
-    ranked = sorted(candidates, key=lambda c: (len(_violations(te, c, in_time, out_time, src, dst)), cycles(c),
-                                               -c.iterations))
-    best = ranked[0]
-    problems = _violations(te, best, in_time, out_time, src, dst)
+    problems, best = min(candidates, key=lambda pc: (len(pc[0]), cycles(pc[1]), -pc[1].iterations))
     if problems:
         raise problems[0]
     return best
 
 
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+def _configs(te: TransposeEngine, dtype: type[dt.Scalar], in_time: int, in_packet: int,
+             out_time: int) -> list[TransposeConfig]:
+    """Every split of ``in_time`` input flits into ``n`` iterations of ``in_rows × packets_per_col`` flits
+    (``in_rows`` at most ``output_alignment``) that gives ``out_time`` output flits (L6841–6856)."""
+    bits = dtype.size_bits
+    epp, align = te.elements_per_packet[bits], te.output_alignment[bits]
+    return [TransposeConfig(dtype, in_rows, ppc, epp, out_time // n, align, n, in_packet, te.buffer_cols)
+            for in_rows in divisors(in_time) if in_rows <= align
+            for ppc in divisors(in_time // in_rows)
+            for n in (in_time // (in_rows * ppc),) if out_time % n == 0]
 
 
 def _coords(time: Mapping, packet: Mapping) -> Coords:
-    """Tensor indices (per-axis coordinates, summed over the two levels) of every ``[time, packet]`` position."""
-    t, p = time.evaluate(), packet.evaluate()
-    valid = np.asarray(t.valid)[:, None] & np.asarray(p.valid)[None, :]
-    coords: dict[str, IntArray] = {}
-    for a in set(t.coords) | set(p.coords):
-        tc = np.where(t.valid, t.coord(a), 0)[:, None]
-        pc = np.where(p.valid, p.coord(a), 0)[None, :]
-        coords[a] = np.where(valid, tc + pc, 0)
-    return coords, valid
+    """Tensor indices (per-axis coordinates) of every ``[time, packet]`` position, shape ``(Time, Packet)``.
+
+    Evaluated on the joint mapping: an axis padded and cut by both levels (``C # 16 / 8`` in Time, ``C # 16 % 8``
+    in Packet, as a collect of a long packet makes) is valid only where its whole index is inside the axis.
+    """
+    ev = pair_of(time, packet).evaluate()
+    shape = (time.size, packet.size)
+    valid = np.asarray(ev.valid, dtype=bool)
+    coords = {a: np.where(valid, c, 0).reshape(shape) for a, c in ev.coords.items()}
+    return coords, valid.reshape(shape)
 
 
 def _bytes(n: int, bits: int) -> str:
     return f"{n * bits / 8:g} bytes"
-
-
-def _axes_text(mp: Mapping) -> str | None:
-    return ", ".join(sorted(mp.axes)) or None
 
 
 def _check_packets(te: TransposeEngine, dtype: type[dt.Scalar], in_packet: Mapping, out_packet: Mapping,
@@ -285,14 +275,14 @@ def _check_packets(te: TransposeEngine, dtype: type[dt.Scalar], in_packet: Mappi
         raise HardwareLimitError(
             f"the input packet holds {in_packet.size} {dtype!r} elements ({_bytes(in_packet.size, bits)}); the "
             f"Transpose Engine takes {te.packet_bytes}-byte packets ({want} elements, manual L6865–6885)",
-            call=CALL, level="Packet", mapping=repr(in_packet), axis=_axes_text(in_packet),
+            call=CALL, level="Packet", mapping=repr(in_packet), axis=axes_text(in_packet),
             fix=f"pad the packet to {want} elements: m[\"{in_packet.text} # {want}\"] (or collect it so)")
     if out_packet.size != align:
         raise HardwareLimitError(
             f"OutPacket holds {out_packet.size} {dtype!r} elements ({_bytes(out_packet.size, bits)}); the Align "
             f"stage pads each output row of in_rows elements to output_alignment = {align} elements "
             f"({te.packet_bytes} bytes, manual L6853–6856, L6880–6885)",
-            call=CALL, level="Packet", mapping=repr(out_packet), axis=_axes_text(out_packet),
+            call=CALL, level="Packet", mapping=repr(out_packet), axis=axes_text(out_packet),
             fix=f"write OutPacket as [rows # {align}]")
 
 
@@ -313,12 +303,10 @@ def _check_unpack(dtype: type[dt.Scalar], in_packet: Mapping, epp: int) -> None:
                 "move the rest of the axis into Time")
 
 
-def _mismatch(cfg: TransposeConfig, src: Coords, dst: Coords,
-              flits: int | None = None) -> tuple[int, int, str | None] | None:
-    """The first output position (time, lane, axis) where ``cfg`` does not produce the output layout.
-
-    Only the first ``flits`` output flits are compared when given (a cheap first filter of candidates).
-    """
+def _misses(cfg: TransposeConfig, src: Coords, dst: Coords,
+            flits: int | None = None) -> tuple[BoolArray, dict[int, str]]:
+    """Where ``cfg`` does not produce the output layout: a ``(flits, output_alignment)`` mask over the first
+    ``flits`` output flits (all by default), and the axis of the first miss of each axis, by flat position."""
     s_coords, s_valid = src
     d_coords, d_valid = dst
     index, has = source_index(cfg, flits)
@@ -333,10 +321,20 @@ def _mismatch(cfg: TransposeConfig, src: Coords, dst: Coords,
         if diff.any():
             axis_at_fault.setdefault(int(np.flatnonzero(diff)[0]), a)
             bad |= diff
+    return bad, axis_at_fault
+
+
+def _mismatch(cfg: TransposeConfig, src: Coords, dst: Coords,
+              flits: int | None = None) -> tuple[int, int, str | None] | None:
+    """The first output position (time, lane, axis) where ``cfg`` does not produce the output layout.
+
+    Only the first ``flits`` output flits are compared when given (a cheap first filter of candidates).
+    """
+    bad, axis_at_fault = _misses(cfg, src, dst, flits)
     if not bad.any():
         return None
     flat = int(np.flatnonzero(bad)[0])
-    return flat // index.shape[1], flat % index.shape[1], axis_at_fault.get(flat)
+    return flat // bad.shape[1], flat % bad.shape[1], axis_at_fault.get(flat)
 
 
 def _index_text(coords: dict[str, IntArray], valid: BoolArray, t: int, lane: int) -> str:
@@ -349,29 +347,18 @@ def _index_text(coords: dict[str, IntArray], valid: BoolArray, t: int, lane: int
 def _no_transpose(te: TransposeEngine, dtype: type[dt.Scalar], in_time: Mapping, in_packet: Mapping,
                   out_time: Mapping, out_packet: Mapping, src: Coords, dst: Coords) -> IncompatibleShapesError:
     """The refusal when no configuration produces the requested output, showing the closest one's first miss."""
-    epp = te.elements_per_packet[dtype.size_bits]
     align = te.output_alignment[dtype.size_bits]
     shape = (f"the Transpose Engine turns Time [outer, in_rows, packets_per_col] × Packet [cols # "
              f"{in_packet.size}] into OutTime [outer, packets_per_col, cols] (trimmed) × OutPacket [in_rows # "
              f"{align}] (manual L6841–6856)")
-    best: tuple[int, TransposeConfig] | None = None
-    for in_rows in _divisors(in_time.size):
-        for ppc in _divisors(in_time.size // in_rows):
-            n = in_time.size // (in_rows * ppc)
-            if in_rows > align or out_time.size % n:
-                continue
-            cfg = TransposeConfig(dtype, in_rows, ppc, epp, out_time.size // n, align, n, in_packet.size,
-                                  te.buffer_cols)
-            score = _score(cfg, src, dst)
-            if best is None or score < best[0]:
-                best = (score, cfg)
+    configs = _configs(te, dtype, in_time.size, in_packet.size, out_time.size)
     mapping = f"{out_time!r} × {out_packet!r} from {in_time!r} × {in_packet!r}"
-    if best is None:
+    if not configs:
         return IncompatibleShapesError(
             f"{shape}; OutTime has {out_time.size} flits, which no split of the {in_time.size} input flits into "
             f"n iterations of in_rows ≤ {align} rows gives", call=CALL, level="Time", mapping=mapping,
-            axis=_axes_text(out_time), fix="keep the outer Time axes of the input as the outer axes of OutTime")
-    cfg = best[1]
+            axis=axes_text(out_time), fix="keep the outer Time axes of the input as the outer axes of OutTime")
+    cfg = min(configs, key=lambda c: int(np.count_nonzero(_misses(c, src, dst)[0])))  # the closest one
     miss = _mismatch(cfg, src, dst)
     assert miss is not None
     t, lane, axis = miss
@@ -386,23 +373,9 @@ def _no_transpose(te: TransposeEngine, dtype: type[dt.Scalar], in_time: Mapping,
     return IncompatibleShapesError(
         f"{shape}; the closest configuration ({cfg.describe()}) puts {produced} at output flit {t}, element "
         f"{lane}, where OutTime × OutPacket hold {wanted}", call=CALL, level=level, mapping=mapping,
-        axis=axis or _axes_text(out_time),
+        axis=axis or axes_text(out_time),
         fix="write OutTime as the input's outer Time axes followed by the packet's axes, and OutPacket as the "
             f"input's row axis padded to {align}")
-
-
-def _score(cfg: TransposeConfig, src: Coords, dst: Coords) -> int:
-    """Number of output positions where ``cfg`` misses the output layout (for the refusal only)."""
-    s_coords, s_valid = src
-    d_coords, d_valid = dst
-    index, has = source_index(cfg)
-    got_valid = has & s_valid.reshape(-1)[index]
-    bad = got_valid != d_valid
-    for a in set(s_coords) | set(d_coords):
-        got = s_coords[a].reshape(-1)[index] if a in s_coords else 0
-        want = d_coords[a] if a in d_coords else 0
-        bad |= got_valid & (got != want)
-    return int(np.count_nonzero(bad))
 
 
 def _varying_axes(coords: dict[str, IntArray], valid: BoolArray, ts: IntArray, lanes: range) -> str | None:
@@ -435,7 +408,7 @@ def _violations(te: TransposeEngine, cfg: TransposeConfig, in_time: Mapping, out
             f"in_rows = {cfg.in_rows} rows of {bits}-bit {cfg.dtype!r}, above the Transpose Engine's maximum "
             f"in_rows = {max_rows} ({max_rows * bits // 8} bytes per output row, manual L6876–6883)",
             call=CALL, level="Time", mapping=repr(in_time),
-            axis=_varying_axes(s_coords2, s_valid2, ts, lanes) or _axes_text(in_time),
+            axis=_varying_axes(s_coords2, s_valid2, ts, lanes) or axes_text(in_time),
             fix=f"split the row axis: at most {max_rows} rows per iteration, the rest as an outer Time axis"))
     valid_cols = te.valid_in_cols[bits]
     if cfg.in_cols not in valid_cols:
@@ -447,7 +420,7 @@ def _violations(te: TransposeEngine, cfg: TransposeConfig, in_time: Mapping, out
             f"{cfg.elements_per_packet}); for {bits}-bit {cfg.dtype!r} the valid in_cols are {allowed} "
             f"(manual L6880–6883)",
             call=CALL, level="Time", mapping=repr(in_time),
-            axis=_varying_axes(s_coords2, s_valid2, ts, lanes) or _axes_text(in_time),
+            axis=_varying_axes(s_coords2, s_valid2, ts, lanes) or axes_text(in_time),
             fix=f"make the packets-per-column axis (innermost in Time) of size {ppcs}"))
     if cfg.out_rows > cfg.in_cols:
         d_coords, d_valid = dst
@@ -456,7 +429,7 @@ def _violations(te: TransposeEngine, cfg: TransposeConfig, in_time: Mapping, out
             f"out_rows = {cfg.out_rows} output flits per iteration, more than in_cols = {cfg.in_cols} "
             f"(out_rows ≤ in_cols, manual L6886)",
             call=CALL, level="Time", mapping=repr(out_time),
-            axis=_varying_axes(d_coords, d_valid, ts, range(cfg.output_alignment)) or _axes_text(out_time),
+            axis=_varying_axes(d_coords, d_valid, ts, range(cfg.output_alignment)) or axes_text(out_time),
             fix=f"at most {cfg.in_cols} rows per iteration in OutTime (drop the padding of its inner axis)"))
     elif cfg.out_rows < cfg.in_cols:
         # Trim drops columns out_rows .. in_cols-1 of every row: they must hold padding (L6850-6852).
@@ -471,6 +444,6 @@ def _violations(te: TransposeEngine, cfg: TransposeConfig, in_time: Mapping, out
                 f"the Trim stage keeps out_rows = {cfg.out_rows} of in_cols = {cfg.in_cols} rows, but dropped "
                 f"column {int(col[tt, e])} holds data ({', '.join(f'{a}: {v}' for a, v in held.items())}) at input "
                 f"flit {tt}, element {e}; Trim may drop only padding rows (manual L6850–6852)",
-                call=CALL, level="Time", mapping=repr(out_time), axis=", ".join(axes) or _axes_text(out_time),
+                call=CALL, level="Time", mapping=repr(out_time), axis=", ".join(axes) or axes_text(out_time),
                 fix=f"keep all {cfg.in_cols} rows in OutTime"))
     return out

@@ -38,7 +38,8 @@ __all__ = [
 
 
 def begin(tu: TuContext, view: DmTensorView) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
-    """``ctx.main.begin(dm.view())``: a stream at the start of the pipeline (Time ``1``, Packet = Element)."""
+    """``ctx.main.begin(dm.view())``: a stream at the start of the pipeline (Time ``1``, Packet = Element;
+    L1700–1743)."""
     import visa.stream.fetch as fetch
 
     return fetch.begin(tu, view)

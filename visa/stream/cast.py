@@ -32,7 +32,7 @@ def cast(
     from visa.stream.stages import CastTensor
 
     dst = dt.scalar(dtype)
-    packet = ensure_mapping(packet, "OutPacket")
+    packet = ensure_mapping(packet, "OutPacket", "cast", "Packet")
     hw = stream.ctx.hw
     engine.check_context(hw, stream.tu.kind)
     layout = stream.layout

@@ -13,28 +13,23 @@ from visa.engines import collect as engine
 from visa.engines.common import EngineReport
 from visa.errors import VisaError
 from visa.mapping import Mapping
+from visa.mapping.core import ensure_mapping
 
 if TYPE_CHECKING:
+    from visa.memory.registry import Region
     from visa.memory.tensors import TrfAddress, TrfTensor, VrfTensor
     from visa.stream.stages import CollectTensor, StreamTensor
 
-__all__ = ["collect", "to_trf", "to_vrf", "record_pass"]
-
-
-def _mappings(call: str, **maps: object) -> None:
-    for name, mp in maps.items():
-        if not isinstance(mp, Mapping):
-            raise VisaError(f"{call}: {name} must be a mapping such as m[\"A\"], got {mp!r}", call=call, level=name)
+__all__ = ["collect", "to_trf", "to_vrf", "record_pass", "input_regions"]
 
 
 def collect(stream: StreamTensor[Any, Any, Any, Any, Any, Any], time: Mapping,
             packet: Mapping) -> CollectTensor[Any, Any, Any, Any, Any, Any]:
     """``collect::<Time2, Packet2>()``: pad to 32-byte flits and split larger packets along Time (L3560–3564)."""
-    from visa.stream.stages import CollectTensor
+    from visa.stream.stages import CollectTensor, FetchTensor
 
-    _mappings("collect", Time=time, Packet=packet)
-    from visa.stream.stages import FetchTensor
-
+    time = ensure_mapping(time, "Time2", "collect", "Time")
+    packet = ensure_mapping(packet, "Packet2", "collect", "Packet")
     lay = stream.layout
     cfg = engine.plan(stream.ctx.hw, lay.dtype, lay.time, lay.packet, time, packet)
     data = engine.execute(cfg, stream.data)
@@ -47,15 +42,17 @@ def collect(stream: StreamTensor[Any, Any, Any, Any, Any, Any], time: Mapping,
 
 
 def record_pass(stream: StreamTensor[Any, Any, Any, Any, Any, Any], report: EngineReport) -> int:
-    """Record the whole pass (every engine's report and this terminal one) on the stream's context track;
-    returns the cycle at which it ends (its outputs' ready time)."""
+    """Record the whole pass (every engine's report and this terminal one) on the stream's context track (one
+    pass through the pipeline, L3010–3053); returns the cycle at which it ends (its outputs' ready time)."""
     reports = stream.reports + (report,)
     name = " → ".join(r.engine for r in reports)
     op = stream.ctx.record(stream.tu.kind, name, reports, inputs=stream.inputs)
     return op.end
 
 
-def _regions(stream: StreamTensor[Any, Any, Any, Any, Any, Any]) -> tuple[Any, ...]:
+def input_regions(stream: StreamTensor[Any, Any, Any, Any, Any, Any]) -> tuple[Region, ...]:
+    """The registered bytes of the memory tensors the pass reads: a result written by the pass may not overlap
+    them (manual L150–155)."""
     return tuple(t.region for t in stream.inputs if t.region is not None)
 
 
@@ -64,14 +61,15 @@ def to_trf(stream: CollectTensor[Any, Any, Any, Any, Any, Any], row: Mapping, el
     """``to_trf::<Row, Element>(address)``: the outermost stream axes become Row, the rest Element (L4049–4061)."""
     from visa.memory.tensors import TrfAddress, TrfTensor
 
-    _mappings("to_trf", Row=row, Element=element)
+    row = ensure_mapping(row, "Row", "to_trf", "Row")
+    element = ensure_mapping(element, "Element", "to_trf", "Element")
     if not isinstance(address, TrfAddress):
         raise VisaError(f"to_trf takes a TrfAddress (Full, FirstHalf or SecondHalf), got {address!r}",
                         call="to_trf", fix="pass TrfAddress.Full")
     ctx, lay = stream.ctx, stream.layout
     cfg = engine.plan_trf(ctx.hw, lay.dtype, lay.time, lay.packet, row, element, address.name)
     tensor: TrfTensor[Any, Any, Any, Any, Any, Any] = TrfTensor(
-        ctx, lay.dtype, lay.chip, lay.cluster, lay.slice, row, element, address, reads=_regions(stream),
+        ctx, lay.dtype, lay.chip, lay.cluster, lay.slice, row, element, address, reads=input_regions(stream),
         call="to_trf")
     images = [ctx.memory.chip(c).trf for c in range(lay.chip.size)]
     engine.execute_load(cfg, stream.data, images, tensor.element_bit_offset())
@@ -84,11 +82,11 @@ def to_vrf(stream: CollectTensor[Any, Any, Any, Any, Any, Any], element: Mapping
     """``to_vrf(address)`` with Element ``element``: the flattened stream (L280–285, L5063–5081)."""
     from visa.memory.tensors import VrfTensor
 
-    _mappings("to_vrf", Element=element)
+    element = ensure_mapping(element, "Element", "to_vrf", "Element")
     ctx, lay = stream.ctx, stream.layout
     cfg = engine.plan_vrf(ctx.hw, lay.dtype, lay.time, lay.packet, element, address)
     tensor: VrfTensor[Any, Any, Any, Any, Any] = VrfTensor(
-        ctx, lay.dtype, lay.chip, lay.cluster, lay.slice, element, address, reads=_regions(stream), call="to_vrf")
+        ctx, lay.dtype, lay.chip, lay.cluster, lay.slice, element, address, reads=input_regions(stream), call="to_vrf")
     images = [ctx.memory.chip(c).vrf for c in range(lay.chip.size)]
     engine.execute_load(cfg, stream.data, images, tensor.element_bit_offset())
     tensor.ready_at = record_pass(stream, EngineReport("to_vrf", str(cfg), engine.load_cycles(cfg)))

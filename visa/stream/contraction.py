@@ -20,10 +20,10 @@ import numpy as np
 import numpy.typing as npt
 
 from visa.engines import contraction as engine
-from visa.engines.common import EngineReport, StreamData, StreamLayout
+from visa.engines.common import EngineReport, StreamData, StreamLayout, unit_validity
 from visa.errors import VisaError
 from visa.mapping.core import ensure_mapping
-from visa.memory.images import DenseImage, load, load_nest
+from visa.memory.images import load, load_nest
 from visa.memory.tensors import TrfTensor
 from visa.memory.units import UnitSelection
 
@@ -37,11 +37,12 @@ if TYPE_CHECKING:
         ContractionTensor,
     )
 
-__all__ = ["align", "contract", "accumulate", "DeferredData", "valid_positions", "trf_window"]
+__all__ = ["align", "contract", "accumulate", "DeferredData", "trf_window"]
 
 
 class DeferredData(StreamData):
-    """Stream data computed on first access (a ContractionTensor's, whose products the accumulator fuses)."""
+    """Stream data computed on first access (a ContractionTensor's, L4310–4317, whose products the accumulator
+    fuses)."""
 
     def __init__(self, compute: Callable[[], tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]]) -> None:
         self._compute = compute
@@ -54,6 +55,7 @@ class DeferredData(StreamData):
 
     @property
     def values(self) -> npt.NDArray[Any]:
+        """The values, computed on first access."""
         return self._get()[0]
 
     @values.setter
@@ -62,6 +64,7 @@ class DeferredData(StreamData):
 
     @property
     def known(self) -> npt.NDArray[np.bool_]:
+        """The poison mask, computed on first access."""
         return self._get()[1]
 
     @known.setter
@@ -72,17 +75,10 @@ class DeferredData(StreamData):
         """Deferred data is checked when computed (it has the Row level, see the module docstring)."""
 
 
-def valid_positions(layout: StreamLayout) -> npt.NDArray[np.bool_]:
-    """Which ``(Chip, Cluster, Slice)`` positions of a layout hold data (the others are padding)."""
-    c, k, s = (np.asarray(mp.evaluate().valid) for mp in (layout.chip, layout.cluster, layout.slice))
-    out: npt.NDArray[np.bool_] = c[:, None, None] & k[None, :, None] & s[None, None, :]
-    return out
-
-
 def trf_window(trf: TrfTensor[Any, Any, Any, Any, Any, Any], valid: npt.NDArray[np.bool_], lo: int,
                hi: int) -> engine.TrfWindow:
-    """The TRF elements ``lo .. hi - 1`` of ``trf`` at the valid positions, per Row (outside the tensor's Element,
-    or at its padding, the values are poison)."""
+    """The TRF elements ``lo .. hi - 1`` of ``trf`` at the valid positions, per Row, as the TRF Sequencer reads
+    them (L4063–4070; outside the tensor's Element, or at its padding, the values are poison)."""
     dtype = trf.dtype
     rows = trf.levels["Row"].size
     element = trf.levels["Element"]
@@ -99,13 +95,11 @@ def trf_window(trf: TrfTensor[Any, Any, Any, Any, Any, Any], valid: npt.NDArray[
     for c in np.unique(chips).tolist():
         sel = np.flatnonzero(chips == c)
         image = trf.image(int(c))
-        part = DenseImage.__new__(DenseImage)
-        part.data = image.data[ks[sel], ss[sel], :rows]
-        part.written = image.written[ks[sel], ss[sel], :rows]
-        part.name = image.name
-        v, k = load(dtype, part, bits)
-        values[sel] = v
-        known[sel] = k & held
+        on = np.zeros(image.lead_shape, dtype=bool)  # every Row of the valid slices, in (cluster, slice, row) order
+        on[ks[sel], ss[sel], :rows] = True
+        v, k = load(dtype, UnitSelection(image, on), bits)
+        values[sel] = v.reshape(len(sel), rows, idx.size)
+        known[sel] = k.reshape(len(sel), rows, idx.size) & held
     return engine.TrfWindow(values, known, lo)
 
 
@@ -161,12 +155,13 @@ def align(
     """
     from visa.stream.stages import AlignedTensor
 
-    time = ensure_mapping(time, "OutTime")
-    packet = ensure_mapping(packet, "OutPacket")
+    time = ensure_mapping(time, "OutTime", "align", "Time")
+    packet = ensure_mapping(packet, "OutPacket", "align", "Packet")
     if not isinstance(trf, TrfTensor):
         raise VisaError(f"align needs a TrfTensor (the weights loaded with to_trf), got {type(trf).__name__}",
                         call="align", fix="load the weights with .collect(...).to_trf(Row, Element, TrfAddress.…)")
     engine.check_context(stream.ctx.hw, stream.tu.kind, "align")
+    trf.check_context(stream.ctx, "align")
     trf.check_readable("align")
     hw = stream.ctx.hw
     layout = stream.layout
@@ -175,7 +170,7 @@ def align(
     plan = engine.plan_align(hw, layout.dtype, layout.chip, layout.cluster, layout.slice, layout.time,
                              layout.packet, operand, time, packet)
     act, act_known = engine.adapt(plan, stream.data.values, stream.data.known)
-    valid = valid_positions(layout)
+    valid = unit_validity(layout.chip, layout.cluster, layout.slice)
     lo, hi = engine.window_range(plan)
     window = trf_window(trf, valid, lo, hi)
     if plan.tiles > 1:
@@ -200,7 +195,7 @@ def contract(
     """
     from visa.stream.stages import ContractionTensor
 
-    packet = ensure_mapping(packet, "OutPacket")
+    packet = ensure_mapping(packet, "OutPacket", "contract", "Packet")
     hw = stream.ctx.hw
     layout = stream.layout
     plan = engine.plan_contract(hw, layout.dtype, layout.packet, packet)
@@ -232,8 +227,8 @@ def accumulate(
     """
     from visa.stream.stages import AccumulationKind, AccumulationTensor
 
-    time = ensure_mapping(time, "OutTime")
-    packet = ensure_mapping(packet, "OutPacket")
+    time = ensure_mapping(time, "OutTime", "accumulate", "Time")
+    packet = ensure_mapping(packet, "OutPacket", "accumulate", "Packet")
     if not isinstance(kind, AccumulationKind):
         raise VisaError(f"the accumulation kind must be AccumulationKind.Interleaved or .Sequential, got {kind!r}",
                         call="accumulate", fix="pass AccumulationKind.Interleaved")

@@ -18,6 +18,7 @@ from visa.engines import fetch as engine
 from visa.engines.common import EngineReport, StreamData, StreamLayout
 from visa.errors import VisaError
 from visa.mapping import Mapping
+from visa.mapping.core import ensure_mapping
 
 if TYPE_CHECKING:
     from visa.context import TuContext
@@ -27,12 +28,13 @@ if TYPE_CHECKING:
 __all__ = ["begin", "begin_interleaved", "fetch"]
 
 
-def _check_view(view: object, call: str) -> DmTensorView[Any, Any, Any, Any, Any]:
+def _check_view(tu: TuContext, view: object, call: str) -> DmTensorView[Any, Any, Any, Any, Any]:
     from visa.memory.tensors import TensorView
 
     if not isinstance(view, TensorView) or view.base.MEMORY != "dm":
         raise VisaError(f"{call} takes a DM tensor view (dm.view()), got {type(view).__name__}", call=call,
                         fix="call .view() on a DmTensor")
+    view.base.check_context(tu.ctx, call)
     return view  # type: ignore[return-value]
 
 
@@ -47,7 +49,7 @@ def begin(tu: TuContext, view: DmTensorView[Any, Any, Any, Any, Any]) -> BeginTe
     """``tu.begin(dm.view())``: the stream at the start of the pipeline, Time ``m["1"]``, Packet = Element (L1701)."""
     from visa.stream.stages import BeginTensor
 
-    v = _check_view(view, "begin")
+    v = _check_view(tu, view, "begin")
     base = v.base
     layout = StreamLayout(base.dtype, base.levels["Chip"], base.levels["Cluster"], base.levels["Slice"],
                           Mapping.identity(v.element.axis_set), v.element)
@@ -61,7 +63,7 @@ def begin_interleaved(tu: TuContext, axis: Mapping, lhs: DmTensorView[Any, Any, 
     from visa.stream.stages import BeginTensor
 
     call = "begin_interleaved"
-    a, b = _check_view(lhs, call), _check_view(rhs, call)
+    a, b = _check_view(tu, lhs, call), _check_view(tu, rhs, call)
     if not isinstance(axis, Mapping):
         raise VisaError(f"{call} takes the interleave axis first, e.g. m[\"I\"], got {axis!r}", call=call,
                         fix='declare axes(I=2) and pass m["I"]')
@@ -81,10 +83,8 @@ def fetch(stream: BeginTensor[Any, Any, Any, Any, Any, Any], dtype: Any, time: M
     ctx = stream.ctx
     hw = ctx.hw
     dst = dt.scalar(dtype)
-    for what, mp in (("Time", time), ("Packet", packet)):
-        if not isinstance(mp, Mapping):
-            raise VisaError(f"fetch: {what} must be a mapping such as m[\"A\"], got {mp!r}", call="fetch",
-                            level=what)
+    time = ensure_mapping(time, "Time2", "fetch", "Time")
+    packet = ensure_mapping(packet, "Packet2", "fetch", "Packet")
     if table is not None and not isinstance(table, engine.LookupTable):
         raise VisaError(f"fetch_with_table takes a LookupTable, got {type(table).__name__}",
                         call="fetch table indexing", fix="build one with LookupTable.from_function(din, dout, f)")

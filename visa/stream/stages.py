@@ -137,13 +137,16 @@ class StreamTensor(Generic[D, Chip, Cluster, Slice, Time, Packet]):
     # -- convenience -------------------------------------------------------------------------------------
     @property
     def ctx(self) -> Context:
+        """The context (device) the stream runs on."""
         return self.tu.ctx
 
     @property
     def dtype(self) -> type[dt.Scalar]:
+        """The element type ``D`` (L1123)."""
         return self.layout.dtype
 
     def describe(self) -> str:
+        """The stage's type in the manual's notation, e.g. ``FetchTensor[i8, m["1"], ...]`` (L1107–1123)."""
         return self.layout.describe(self.STAGE)
 
     def __repr__(self) -> str:

@@ -25,7 +25,8 @@ __all__ = ["switch", "forwarding_report", "report"]
 
 
 def report(plan: engine.SwitchPlan) -> EngineReport:
-    """The Switch Engine's report for one plan: configuration text and ``ring_size × time × flits`` cycles."""
+    """The Switch Engine's report for one plan: configuration text and ``ring_size × time × flits`` cycles
+    (L3520–3542)."""
     return EngineReport("switch", plan.describe(), engine.cycles(plan), details=engine.report_details(plan))
 
 
@@ -44,8 +45,8 @@ def switch(
     """
     from visa.stream.stages import SwitchTensor
 
-    slice_ = ensure_mapping(slice_, "Slice2")
-    time = ensure_mapping(time, "Time2")
+    slice_ = ensure_mapping(slice_, "Slice2", "switch", "Slice")
+    time = ensure_mapping(time, "Time2", "switch", "Time")
     layout = stream.layout
     plan = engine.plan(stream.ctx.hw, layout.dtype, layout.slice, layout.time, layout.packet, slice_, time,
                        config)

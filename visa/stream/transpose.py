@@ -31,8 +31,8 @@ def transpose(
     """
     from visa.stream.stages import TransposeTensor
 
-    time = ensure_mapping(time, "OutTime")
-    packet = ensure_mapping(packet, "OutPacket")
+    time = ensure_mapping(time, "OutTime", "transpose", "Time")
+    packet = ensure_mapping(packet, "OutPacket", "transpose", "Packet")
     hw = stream.ctx.hw
     engine.check_context(hw, stream.tu.kind)
     layout = stream.layout

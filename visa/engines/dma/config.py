@@ -11,13 +11,13 @@ from visa import dtypes as dt
 from visa.hw import HardwareProfile
 from visa.mapping import IDENTITY, Mapping
 from visa.mapping.sequencer import Entry, SequencerConfig
+from visa.memory.layout import LEVELS
 
 __all__ = ["Side", "DmaLoop", "DmaPlan", "DmaCost", "MEDIA", "TABLE", "NAMES", "LEVELS"]
 
 MEDIA = ("host", "hbm", "dm")
 TABLE = {"host": "HBM", "hbm": "HBM", "dm": "DM"}  # columns of the alignment table (L2426); host as HBM
 NAMES = {"host": "host", "hbm": "HBM", "dm": "DM"}
-LEVELS = {"host": ("Element",), "hbm": ("Chip", "Element"), "dm": ("Chip", "Cluster", "Slice", "Element")}
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,7 @@ class Side:
 
     @property
     def mappings(self) -> dict[str, Mapping]:
+        """The level mappings as a dict (what :func:`~visa.memory.layout.check_placement` takes)."""
         return dict(self.levels)
 
     def label(self) -> str:

@@ -16,11 +16,12 @@ import numpy as np
 
 from visa import dtypes as dt
 from visa.engines.common import EngineReport
-from visa.engines.dma.config import LEVELS, NAMES, DmaPlan, Side
+from visa.engines.dma.config import NAMES, DmaPlan, Side
 from visa.engines.dma.cost import cycles
 from visa.engines.dma.plan import plan
 from visa.errors import TypestateError, VisaError
 from visa.mapping import Mapping
+from visa.memory.layout import describe, element_bytes
 from visa.memory.transfer import DmEndpoint, Endpoint, HbmEndpoint, HostBuffer
 from visa.memory.transfer import copy as copy_bytes
 
@@ -32,10 +33,10 @@ __all__ = ["execute", "host_to_hbm", "hbm_to_host", "hbm_to_dm", "dm_to_hbm", "h
 
 
 def execute(p: DmaPlan, src: Endpoint, dst: Endpoint) -> None:
-    """Run the plan's fused sequencer over the images (every engine, every command)."""
+    """Run the plan's fused sequencer (``DmaSequencer``, L2505–2541) over the images: every engine, every
+    command."""
     loops = [(lp.size, lp.src, lp.dst) for lp in p.all_loops()]
     copy_bytes(loops, p.base, src, dst)
-
 
 
 def _dma_context(handle: object, kind: str, call: str) -> Context:
@@ -51,8 +52,8 @@ def _dma_context(handle: object, kind: str, call: str) -> Context:
     return handle.ctx
 
 
-def _source(t: Any, call: str) -> tuple[Any, Side]:
-    """The base tensor and the DMA side of a tensor or view."""
+def _source(t: Any, call: str, ctx: Context) -> tuple[Any, Side]:
+    """The base tensor and the DMA side of a tensor or view of ``ctx`` that the move may read."""
     from visa.memory.tensors import DeviceTensor, TensorView
 
     if isinstance(t, TensorView):
@@ -66,7 +67,9 @@ def _source(t: Any, call: str) -> tuple[Any, Side]:
         base = t
         side = replace(Side.of(t.MEMORY, dict(t.levels), name=t.describe()), bit_address=t.element_bit_offset())
     else:
-        raise VisaError(f"{call}: expected a device tensor or view, got {type(t).__name__}", call=call)
+        raise VisaError(f"expected a device tensor or view, got {type(t).__name__}", call=call,
+                        fix="move an HbmTensor, a DmTensor or a view of one")
+    base.check_context(ctx, call)
     base.check_readable(call)
     return base, side
 
@@ -97,13 +100,13 @@ def _poison(ctx: Context, medium: str, chips: int, lo: int, hi: int) -> None:
 
 def _to_device(src: Any, medium: str, levels: dict[str, Mapping], dma: DmaContext, address: int, call: str,
                kind: str, stream: tuple[Mapping, Mapping] | None) -> Any:
+    """The tensor DMA of ``src`` to a new ``medium`` tensor with ``levels`` (the source's Chip unless given)."""
     from visa.memory.tensors import DmTensor, HbmTensor
 
     ctx = _dma_context(dma, kind, call)
-    base, side = _source(src, call)
-    if base.ctx is not ctx:
-        raise VisaError(f"{call}: the tensor belongs to another context", call=call)
-    name = _describe(medium, base.dtype, levels, address)
+    base, side = _source(src, call, ctx)
+    levels = {"Chip": base.levels["Chip"], **levels}
+    name = describe(medium, base.dtype, levels, address)
     p = plan(ctx.hw, base.dtype, side, Side.of(medium, levels, address, name=name), stream=stream, call=call)
     reads = (base.region,) if base.region is not None else ()
     out: Any
@@ -112,17 +115,10 @@ def _to_device(src: Any, medium: str, levels: dict[str, Mapping], dma: DmaContex
     else:
         out = DmTensor(ctx, base.dtype, levels["Chip"], levels["Cluster"], levels["Slice"], levels["Element"],
                        address, reads=reads, call=call)
-    nbytes = (levels["Element"].size * base.dtype.size_bits + 7) // 8
-    _poison(ctx, medium, levels["Chip"].size, address, address + nbytes)
+    _poison(ctx, medium, levels["Chip"].size, address, address + element_bytes(base.dtype, levels["Element"].size))
     execute(p, _endpoint(ctx, side.medium), _endpoint(ctx, medium))
     out.ready_at = _report(ctx, kind, f"{call} → {out.describe()}", p, [base])
     return out
-
-
-def _describe(medium: str, dtype: type[dt.Scalar], levels: dict[str, Mapping], address: int) -> str:
-    kind = {"hbm": "HbmTensor", "dm": "DmTensor"}[medium]
-    inner = ", ".join([repr(dtype), *(repr(levels[k]) for k in LEVELS[medium])])
-    return f"{kind}[{inner}] @ {address}"
 
 
 def host_to_hbm(host: HostTensor[Any, Any], chip: Mapping, element: Mapping, pdma: DmaContext, address: int, *,
@@ -135,14 +131,15 @@ def host_to_hbm(host: HostTensor[Any, Any], chip: Mapping, element: Mapping, pdm
     call = "host.to_hbm"
     ctx = _dma_context(pdma, "pdma", call)
     if not isinstance(host, HostTensor):
-        raise VisaError(f"{call}: expected a HostTensor, got {type(host).__name__}", call=call)
+        raise VisaError(f"expected a HostTensor, got {type(host).__name__}", call=call,
+                        fix="build one with HostTensor.from_numpy or HostTensor.rand")
     dtype = host.dtype
     levels = {"Chip": chip, "Element": element}
-    name = _describe("hbm", dtype, levels, address)
+    name = describe("hbm", dtype, levels, address)
     p = plan(ctx.hw, dtype, Side.of("host", {"Element": host.element}, name=repr(host)),
              Side.of("hbm", levels, address, name=name), stream=stream, call=call)
     out: HbmTensor[Any, Any, Any] = HbmTensor(ctx, dtype, chip, element, address, call=call)
-    _poison(ctx, "hbm", chip.size, address, address + (element.size * dtype.size_bits + 7) // 8)
+    _poison(ctx, "hbm", chip.size, address, address + element_bytes(dtype, element.size))
     staged = p.src.level("Element")
     values, known = _rearrange(host.values, host.known, host.element, staged)
     data, kbytes = _host_bytes(dtype, values, known)
@@ -185,7 +182,7 @@ def hbm_to_host(hbm: HbmTensor[Any, Any, Any] | HbmTensorView, element: Mapping,
 
     call = "hbm.to_host"
     ctx = _dma_context(pdma, "pdma", call)
-    base, side = _source(hbm, call)
+    base, side = _source(hbm, call, ctx)
     dtype = base.dtype
     p = plan(ctx.hw, dtype, side, Side.of("host", {"Element": element}, name=f"HostTensor[{dtype!r}, {element!r}]"),
              stream=stream, call=call)
@@ -207,18 +204,17 @@ def hbm_to_dm(hbm: HbmTensor[Any, Any, Any] | HbmTensorView, cluster: Mapping, s
               tdma: DmaContext, address: int, *, stream: tuple[Mapping, Mapping] | None = None
               ) -> DmTensor[Any, Any, Any, Any, Any]:
     """Tensor DMA HBM → DM (manual L1188–1193, L2375–2384, L2637–2658); Chip is kept."""
-    chip = _chip_of(hbm)
     out: DmTensor[Any, Any, Any, Any, Any] = _to_device(
-        hbm, "dm", {"Chip": chip, "Cluster": cluster, "Slice": slice_, "Element": element}, tdma, address,
-        "hbm.to_dm", "tdma", stream)
+        hbm, "dm", {"Cluster": cluster, "Slice": slice_, "Element": element}, tdma, address, "hbm.to_dm", "tdma",
+        stream)
     return out
 
 
 def dm_to_hbm(dm: DmTensor[Any, Any, Any, Any, Any] | DmTensorView, element: Mapping, tdma: DmaContext,
               address: int, *, stream: tuple[Mapping, Mapping] | None = None) -> HbmTensor[Any, Any, Any]:
     """Tensor DMA DM → HBM (manual L217, L2752–2808); Chip is kept, Cluster and Slice fold into ``element``."""
-    out: HbmTensor[Any, Any, Any] = _to_device(dm, "hbm", {"Chip": _chip_of(dm), "Element": element}, tdma,
-                                                address, "dm.to_hbm", "tdma", stream)
+    out: HbmTensor[Any, Any, Any] = _to_device(dm, "hbm", {"Element": element}, tdma, address, "dm.to_hbm", "tdma",
+                                                stream)
     return out
 
 
@@ -235,16 +231,5 @@ def dm_to_dm(dm: DmTensor[Any, Any, Any, Any, Any] | DmTensorView, cluster: Mapp
              ) -> DmTensor[Any, Any, Any, Any, Any]:
     """Tensor DMA DM → DM with a new layout (manual L2659–2681); Chip is kept."""
     out: DmTensor[Any, Any, Any, Any, Any] = _to_device(
-        dm, "dm", {"Chip": _chip_of(dm), "Cluster": cluster, "Slice": slice_, "Element": element}, tdma, address,
-        "dm.to_dm", "tdma", stream)
+        dm, "dm", {"Cluster": cluster, "Slice": slice_, "Element": element}, tdma, address, "dm.to_dm", "tdma", stream)
     return out
-
-
-def _chip_of(t: Any) -> Mapping:
-    from visa.memory.tensors import TensorView
-
-    base = t.base if isinstance(t, TensorView) else t
-    chip = base.levels.get("Chip") if hasattr(base, "levels") else None
-    if not isinstance(chip, Mapping):
-        raise VisaError(f"expected a device tensor, got {type(t).__name__}", call="dma")
-    return chip

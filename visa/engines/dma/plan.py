@@ -14,6 +14,7 @@ import numpy as np
 
 from visa import dtypes as dt
 from visa.engines.cache import cached
+from visa.engines.common import axes_text, divisors
 from visa.engines.dma.config import MEDIA, NAMES, TABLE, DmaLoop, DmaPlan, Side
 from visa.errors import (
     AddressError,
@@ -81,12 +82,15 @@ def _plan(hw: HardwareProfile, dtype: type[dt.Scalar], src: Side, dst: Side,
 
 
 def staging(device: Side, name: str = "") -> Side:
-    """The host buffer a PCIe DMA copies: the device side's levels laid out as they are, chip-major."""
+    """The host buffer a PCIe DMA copies (host ↔ HBM, L44–57): the device side's levels laid out as they are,
+    chip-major."""
     return Side("host", (("Element", pair_of(*(mp for _, mp in device.levels))),), 0,
                 name or f"host staging of {device.label()}")
 
 
 def _check_media(hw: HardwareProfile, dtype: type[dt.Scalar], src: Side, dst: Side, call: str) -> None:
+    """What a DMA can move at all: its media (L2386–2389), its types (L2525) and no linear combination
+    (L1006–1016), refused before any layout is derived from the sides."""
     for side in (src, dst):
         if side.medium == "spm":
             raise UnsupportedFeatureError(
@@ -105,6 +109,13 @@ def _check_media(hw: HardwareProfile, dtype: type[dt.Scalar], src: Side, dst: Si
     if dtype.name not in hw.dma.dtypes:
         raise DtypeError(f"{dtype!r} is not a DMA type: the DMA moves {', '.join(sorted(hw.dma.dtypes))} "
                          "(L2525)", call=call, fix="cast to a memory type in the Tensor Unit first")
+    for side in (src, dst):
+        for level, mp in side.levels:
+            if any(isinstance(d, C.Lin) for d in mp.canon):
+                raise UnsupportedFeatureError(
+                    f"{side.label()} lays {level} out as a linear combination, which a DMA cannot read or write as "
+                    "a sequencer (L1006–1016)", call=call, level=level, mapping=repr(mp), axis=axes_text(mp),
+                    fix="move the tensor in a layout without linear combinations")
 
 
 def _axes(side: Side) -> frozenset[str]:
@@ -138,7 +149,8 @@ def _buffer(hw: HardwareProfile, side: Side, bits: int) -> Mapping:
 def _offset(side: Side, bits: int, call: str) -> int:
     if side.bit_address % bits:
         raise AddressError(f"{side.label()} starts at bit {side.bit_address}, inside an element", call=call,
-                           level="Element", mapping=repr(side.levels[-1][1]))
+                           level="Element", mapping=repr(side.levels[-1][1]), axis=axes_text(side.levels[-1][1]),
+                           fix="place the tensor (or start the tile) on a whole element")
     return side.bit_address // bits
 
 
@@ -164,9 +176,6 @@ def _stream_dims(side: Side, pad_inner: bool) -> list[C.Dim]:
     """The side's layout as stream digits, outermost first, without padding (the innermost keeps it when
     ``pad_inner``)."""
     dims = pair_of(*(mp for _, mp in side.levels)).canon
-    if any(isinstance(d, C.Lin) for d in dims):
-        raise UnsupportedFeatureError(f"{side.label()} is a linear combination, which a DMA cannot write or "
-                                      "stream (L1006–1016)", call="dma")
     real = [d for d in dims if isinstance(d, C.Dim) and d.atom is not None and d.count > 1]
     out = [C.Dim(d.atom, d.stride, d.count, d.count, 0) for d in real]
     if pad_inner and real and real[-1].count < real[-1].size:
@@ -340,7 +349,7 @@ def _packet_elements(hw: HardwareProfile, dtype: type[dt.Scalar], src: Side, dst
     bits = dtype.size_bits
     align = _packet_align(hw, src, dst)
     best = 0
-    for p in _divisors(run):
+    for p in divisors(run):
         nbytes = p * bits
         if nbytes % 8 or nbytes // 8 > hw.dma.max_packet_bytes or (nbytes // 8) % align:
             continue
@@ -369,11 +378,6 @@ def _round_up(n: int, k: int) -> int:
     return -(-n // k) * k
 
 
-def _divisors(n: int) -> list[int]:
-    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
-    return sorted(set(small + [n // d for d in small]))
-
-
 def _packet_align(hw: HardwareProfile, src: Side, dst: Side) -> int:
     align = hw.dma.packet_align[TABLE[dst.medium]]
     if (src.medium, dst.medium) == ("hbm", "dm"):
@@ -385,7 +389,7 @@ def _bytes_of(elements: int, bits: int, side: Side, call: str) -> int:
     if (elements * bits) % 8:
         raise AddressError(f"{side.label()}: element {elements} starts inside a byte; the DMA addresses bytes",
                            call=call, level="Element", mapping=repr(side.levels[-1][1]),
-                           fix="start 4-bit tensors and tiles on an even element")
+                           axis=axes_text(side.levels[-1][1]), fix="start 4-bit tensors and tiles on an even element")
     return elements * bits // 8
 
 
@@ -417,7 +421,7 @@ def _check_alignment(hw: HardwareProfile, src: Side, dst: Side, loops: list[DmaL
             addr = base[k] % address_space(hw, side.medium).unit_bytes
             raise AddressError(
                 f"{side.label()}: {rule} {align}-byte aligned addresses (manual L2424–2427), but the DMA "
-                f"{what} it from byte {addr}", call=call, level=level, mapping=repr(mp), axis=_axis_of(mp),
+                f"{what} it from byte {addr}", call=call, level=level, mapping=repr(mp), axis=axes_text(mp),
                 fix=f"use an address (or tile start) that is a multiple of {align} bytes")
         for lp in loops:
             stride = lp.dst if k else lp.src
@@ -427,10 +431,6 @@ def _check_alignment(hw: HardwareProfile, src: Side, dst: Side, loops: list[DmaL
                     f"packets along axis {lp.axes or '?'} start {stride} bytes apart", call=call, level="Time",
                     mapping=repr(time), axis=lp.axes or None,
                     fix=f"pad the axes inside {lp.axes or 'it'} so that one step is a multiple of {align} bytes")
-
-
-def _axis_of(mp: Mapping) -> str | None:
-    return ", ".join(sorted(mp.axes)) or None
 
 
 def _distribute(hw: HardwareProfile, src: Side, dst: Side, loops: list[DmaLoop], explicit: bool, call: str,
@@ -503,7 +503,7 @@ def _fit_sizes(hw: HardwareProfile, loops: list[DmaLoop], call: str, time: Mappi
         if lp.size <= limit:
             out.append(lp)
             continue
-        inner = max((q for q in _divisors(lp.size) if q <= limit and lp.size // q <= limit), default=0)
+        inner = max((q for q in divisors(lp.size) if q <= limit and lp.size // q <= limit), default=0)
         if not inner:
             raise HardwareLimitError(
                 f"a DMA loop of {lp.size} iterations (axis {lp.axes or '?'}) cannot be split into loops of at most "
