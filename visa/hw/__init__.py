@@ -74,7 +74,8 @@ def _key(name: str) -> str:
 
 
 def profile(name: str | HardwareProfile) -> HardwareProfile:
-    """The hardware profile called ``name`` ("RNGD", "RNGD-S"; case, ``-`` and ``_`` do not matter).
+    """The hardware profile called ``name`` ("RNGD", "RNGD-S", manual L127, L1973; case, ``-`` and ``_`` do not
+    matter).
 
     A :class:`HardwareProfile` is returned as it is, so callers can accept either.
 

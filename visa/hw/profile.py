@@ -156,7 +156,8 @@ class Clocks:
 
 @dataclass(frozen=True, kw_only=True)
 class BitField:
-    """One row of an address bit map: which address bits hold a component (and what else they feed)."""
+    """One row of an address bit map: which address bits hold a component (and what else they feed; manual
+    L2877–2879, L2962–2972)."""
 
     component: str = field(metadata=src("L2877–2879, L2962–2972"))
     bits: tuple[int, ...] = field(metadata=src("L2877–2879, L2962–2972", bit_positions=True))

@@ -262,18 +262,20 @@ _VECTOR = VectorEngine(
             "Output": 8,
         }
     ),
-    # Input dtypes per stage as the table states them (Narrow/Widen say f32; FxpToFp takes i32, FpToFxp f32).
+    # Input dtypes per stage as the table states them (FxpToFp takes i32, FpToFxp f32), except Narrow and Widen:
+    # the table says f32 (L4739, L4743) but the manual's examples narrow and widen i32 (L4859, L4933, L5414), so
+    # both (docs/manual-notes.md, vector Q1).
     stage_dtypes=FrozenMap(
         {
             "Branch": _BOTH,
             "Logic": _BOTH,
             "Fxp": _I32,
             "FxpToFp": _I32,
-            "Narrow": _F32,
+            "Narrow": _BOTH,
             "Fp": _F32,
             "IntraSliceReduce": _BOTH,
             "FpDiv": _F32,
-            "Widen": _F32,
+            "Widen": _BOTH,
             "FpToFxp": _F32,
             "Clip": _BOTH,
             "Filter": _BOTH,

@@ -36,6 +36,16 @@ def logical(stream: Any, axes: str | None = None, **kw: Any) -> np.ndarray:
     return stream_logical(stream, axes, **kw)
 
 
+def sat_sum(x: np.ndarray, axis: int) -> np.ndarray:
+    """The i32 saturating sum along ``axis``, saturating at each step in index order (the accumulator's and the
+    ring's order, L5363–5389, L6738)."""
+    v = np.moveaxis(x.astype(np.int64), axis, -1)
+    acc = np.zeros(v.shape[:-1], np.int64)
+    for k in range(v.shape[-1]):
+        acc = np.clip(acc + v[..., k], I32_MIN, I32_MAX)
+    return acc.astype(np.int32)
+
+
 def rand_i32(rng: np.random.Generator, shape: Any, extremes: bool = True) -> np.ndarray:
     x = rng.integers(I32_MIN, I32_MAX, size=shape, endpoint=True, dtype=np.int64)
     if extremes:

@@ -18,7 +18,7 @@ from visa.engines.vector import (
 )
 from visa.errors import DtypeError, LayoutError, TypestateError
 
-from .helpers import I32_MAX, I32_MIN, collect, layout, logical, rand_f32, rand_i32
+from .helpers import collect, layout, logical, rand_f32, rand_i32, sat_sum
 
 RNG = np.random.default_rng(3)
 
@@ -28,14 +28,6 @@ def t2_input(x: np.ndarray) -> tuple:
     ax = AxisSet(R=4, A=512)
     lay = layout(ax, i32, "1", "1 # 2", "A / 8, R", "1", "A % 8")
     return collect(Context.acquire(), lay, x, "A R").vector_init(), ax
-
-
-def sat_sum(x: np.ndarray, axis: int) -> np.ndarray:
-    v = np.moveaxis(x.astype(np.int64), axis, -1)
-    acc = np.zeros(v.shape[:-1], np.int64)
-    for k in range(v.shape[-1]):
-        acc = np.clip(acc + v[..., k], I32_MIN, I32_MAX)
-    return acc.astype(np.int32)
 
 
 def test_t2_inter_slice_dummy_l4608() -> None:
@@ -120,8 +112,14 @@ def test_e19_inter_rules_l6732() -> None:
         init2.vector_inter_slice_reduce(ax2.m["A / 8, 1 # 2"], ax2.m["1"], InterSliceReduceOpI32.Add)
     assert err.value.axis == "R" and err.value.level == "Cluster"
     init3, _ = t2_input(x)
-    with pytest.raises(LayoutError, match="do not hold every index"):
+    with pytest.raises(LayoutError, match="do not hold every index") as err3:
         init3.vector_inter_slice_reduce(ax.m["A / 16, 1 # 8"], ax.m["1"], InterSliceReduceOpI32.Add)
+    assert err3.value.axis == "A" and err3.value.level == "Slice"
+    half = layout(ax, i32, "1", "1 # 2", "A / 8 % 32, R", "1", "A % 8")  # holds A < 256 only
+    init6 = collect(Context.acquire(), half, x, "A R").vector_init()
+    with pytest.raises(LayoutError, match="indices the input does not have") as err6:
+        init6.vector_inter_slice_reduce(ax.m["A / 8, 1 # 4"], ax.m["1"], InterSliceReduceOpI32.Add)
+    assert err6.value.axis == "A" and err6.value.level == "Slice"
     init5, _ = t2_input(x)
     with pytest.raises(LayoutError, match="Packet") as err5:  # A is partly in the Packet: it cannot be reduced
         init5.vector_inter_slice_reduce(ax.m["1 # 256"], ax.m["1"], InterSliceReduceOpI32.Add)

@@ -19,7 +19,7 @@ from visa.engines.vector.vcg import DISABLED, Gate, VcgConfig, configure, counte
 from visa.errors import HardwareLimitError, LayoutError
 from visa.hw import RNGD
 
-from .helpers import I32_MAX, I32_MIN, collect, layout, logical, rand_f32, rand_i32
+from .helpers import I32_MAX, collect, layout, logical, rand_f32, rand_i32, sat_sum
 
 RNG = np.random.default_rng(5)
 Add, Max, Min = IntraSliceReduceOpF32.Add, IntraSliceReduceOpF32.Max, IntraSliceReduceOpF32.Min
@@ -32,15 +32,6 @@ def start(ax: AxisSet, dtype: type, slice_: str, time: str, packet: str, x: np.n
     return collect(Context.acquire(), lay, x, axes).vector_init().vector_intra_slice_branch(BranchMode.Unconditional)
 
 
-def sat_cumsum(v: np.ndarray, axis: int) -> np.ndarray:
-    """Sequential saturating sum along ``axis`` (the accumulator's order)."""
-    v = np.moveaxis(v.astype(np.int64), axis, -1)
-    acc = np.zeros(v.shape[:-1], np.int64)
-    for k in range(v.shape[-1]):
-        acc = np.clip(acc + v[..., k], I32_MIN, I32_MAX)
-    return acc.astype(np.int32)
-
-
 # ------------------------------------------------------------------------------------------ examples
 
 
@@ -51,7 +42,7 @@ def test_t21_reduce_in_time_addsat_l5405() -> None:
     out = (b.vector_trim_way4(ax.m["A % 2 # 4"])  # type: ignore[attr-defined]
            .vector_intra_slice_reduce("R", ax.m["1"], ax.m["A % 2 # 4"], AddSat))
     assert out.layout.time == ax.m["1"] and out.layout.slice == ax.m["A / 2"]
-    assert np.array_equal(logical(out, "A"), sat_cumsum(x, 1))
+    assert np.array_equal(logical(out, "A"), sat_sum(x, 1))
 
 
 def test_t22_reduce_in_packet_tree_l5429() -> None:
@@ -172,7 +163,7 @@ def test_t27_slice_time_vcg_trace_l5643() -> None:
     out = b.vector_trim_way4(m["A"]).vector_intra_slice_reduce("R", m["1"], m["A"], AddSat)  # type: ignore
     got = logical(out, "A R X", allow_missing=True)
     for rs_ in range(6):
-        assert np.array_equal(got[:, 3 * rs_], sat_cumsum(x[:, 3 * rs_:min(3 * rs_ + 3, 17)], 1))
+        assert np.array_equal(got[:, 3 * rs_], sat_sum(x[:, 3 * rs_:min(3 * rs_ + 3, 17)], 1))
 
 
 def test_t28_transposed_supported_l5740() -> None:
@@ -187,7 +178,7 @@ def test_t28_transposed_supported_l5740() -> None:
     b = start(ax, i32, "X, R # 8 % 4", "R # 8 / 4", "1 # 8", x, "R X")
     out = b.vector_trim_way4(m["1 # 4"]).vector_intra_slice_reduce("R", m["1"], m["1 # 4"], AddSat)  # type: ignore
     got = logical(out, "R X", allow_missing=True)
-    assert np.array_equal(got[0], sat_cumsum(x[[0, 4]], 0))
+    assert np.array_equal(got[0], sat_sum(x[[0, 4]], 0))
     for s_ in (1, 2, 3):
         assert np.array_equal(got[s_], x[s_])
 
@@ -209,7 +200,7 @@ def test_t30_time_only_l5810() -> None:
     b = start(ax, i32, "X, A / 2", "R # 16", "A % 2 # 8", x, "A R X")
     out = (b.vector_trim_way4(ax.m["A % 2 # 4"])  # type: ignore[attr-defined]
            .vector_intra_slice_reduce("R", ax.m["1"], ax.m["A % 2 # 4"], AddSat))
-    assert np.array_equal(logical(out, "A X"), sat_cumsum(x, 1))
+    assert np.array_equal(logical(out, "A X"), sat_sum(x, 1))
     assert out.ve.reduce_steps == 16
 
 

@@ -17,6 +17,7 @@ from visa.engines.vector import (
     FxpBinaryOp,
     GroupId,
     InputCmp,
+    Stash,
     VeBranchOperand,
     VeRhs,
 )
@@ -69,6 +70,51 @@ def test_vrf_in_another_slice_is_refused() -> None:
     with pytest.raises(LayoutError, match="reads only its own") as err:
         b.vector_fxp(FxpBinaryOp.AddFxp, vrf)
     assert err.value.level == "Slice" and "A" in (err.value.axis or "")
+
+
+def test_vrf_operand_consumes_the_alu_l4750() -> None:
+    """Regression: an op whose operand is a VRF tensor claims its ALU like any other (L4750, L5205); the claim
+    used to be dropped, so a second op on that ALU was accepted and the pass latency left it out."""
+    ctx = Context.acquire()
+    ax = AxisSet(A=2048)
+    m = ax.m
+    lay = layout(ax, i32, "1", "1 # 2", "A / 8 # 256", "1", "A % 8")
+    vrf = place_vrf(ctx, rand_i32(RNG, 2048), i32, m["1"], m["1 # 2"], m["A / 8 # 256"], m["A % 8"], 0)
+    b = collect(ctx, lay, rand_i32(RNG, 2048)).vector_init().vector_intra_slice_branch(BranchMode.Unconditional)
+    s = b.vector_fxp(FxpBinaryOp.AddFxp, vrf)
+    assert s.ve.alu_order == ("FxpAdd",)
+    with pytest.raises(ResourceError, match="FxpAdd is already in use"):
+        s.vector_fxp(FxpBinaryOp.SubFxp, 1)
+    out = (collect(ctx, lay, rand_i32(RNG, 2048)).vector_init().vector_intra_slice_branch(BranchMode.Unconditional)
+           .vector_fxp(FxpBinaryOp.AddFxp, VeRhs.vrf(vrf)).vector_final())
+    assert out.reports[-1].latency == ctx.hw.vector.alu_latency_cycles
+
+
+def test_vrf_operand_keeps_the_stash_consumed_l4984() -> None:
+    """Regression: a VRF operand read after a Stash operand (branch operands of one op) keeps the stash
+    consumed; a second Stash read is refused (L4984)."""
+    ctx = Context.acquire()
+    ax = AxisSet(A=2048)
+    m = ax.m
+    lay = layout(ax, i32, "1", "1 # 2", "A / 8 # 256", "1", "A % 8")
+    vrf = place_vrf(ctx, rand_i32(RNG, 2048), i32, m["1"], m["1 # 2"], m["A / 8 # 256"], m["A % 8"], 0)
+    b = (collect(ctx, lay, rand_i32(RNG, 2048)).vector_init().vector_intra_slice_branch(BranchMode.AxisToggle("A"))
+         .vector_stash())
+    s = b.vector_fxp(FxpBinaryOp.AddFxp, [VeBranchOperand.group(Stash, GroupId.Zero),
+                                          VeBranchOperand.group(vrf, GroupId.One)])
+    with pytest.raises(TypestateError, match="already consumed"):
+        s.vector_clip(ClipBinaryOpI32.Max, Stash)
+
+
+def test_pair_vrf_operand_consumes_the_alu_l5205() -> None:
+    """Regression: in two-group mode too, a VRF operand's op consumes its ALU for the pair (L5205)."""
+    ctx = Context.acquire()
+    p, ax = pair(ctx, i32, rand_i32(RNG, (512, 2)))
+    m = ax.m
+    vrf = place_vrf(ctx, rand_i32(RNG, 512), i32, m["1"], m["1 # 2"], m["A / 2"], m["A % 2 # 8"], 0)
+    q = p.vector_fxp(FxpBinaryOp.AddFxp, vrf, ())  # type: ignore[attr-defined]
+    with pytest.raises(ResourceError, match="FxpAdd is already in use"):
+        q.vector_fxp_zip(FxpBinaryOp.SubFxp)
 
 
 def test_e17_vrf_not_loaded_and_wrong_dtype() -> None:
@@ -132,6 +178,18 @@ def test_comparison_unsigned_and_type_mismatch() -> None:
     b2 = stream8(ctx, f32, y).vector_intra_slice_branch(  # type: ignore[attr-defined]
         BranchMode.Comparison([InputCmp.F32.Less(0.5), InputCmp.F32.Greater(0.5)]))
     assert b2.ve.exec_id[0, 0, 0, 0, :3].tolist() == [0, 2, 1]
+
+
+def test_comparison_boundary_has_the_stream_type_l4801() -> None:
+    """Regression: an i32 comparison with a fractional boundary was truncated (``Less(1.5)`` compared with 1)."""
+    ctx = Context.acquire()
+    with pytest.raises(DtypeError, match="compares with an integer") as err:
+        stream8(ctx, i32, rand_i32(RNG, (4, 8))).vector_intra_slice_branch(  # type: ignore[attr-defined]
+            BranchMode.Comparison([InputCmp.I32.Less(1.5)]))  # type: ignore[arg-type]
+    assert err.value.call == "vector_intra_slice_branch" and err.value.fix
+    b = stream8(ctx, f32, rand_f32(RNG, (4, 8))).vector_intra_slice_branch(  # type: ignore[attr-defined]
+        BranchMode.Comparison([InputCmp.F32.Less(1)]))
+    assert b.ve.exec_id is not None
 
 
 def test_axis_toggle_l4799() -> None:
@@ -286,6 +344,11 @@ def test_unzip_checks_its_mappings() -> None:
         collect(ctx, lay, rand_i32(RNG, (512, 2)), "A I").vector_init().vector_intra_slice_unzip(
             "A", ax.m["1 # 2"], ax.m["1"])
     assert err2.value.axis == "A"
+    # the grouping axis is one axis (a string or a one-axis mapping): a refusal, not a TypeError
+    with pytest.raises(LayoutError, match="one-axis mapping") as err3:
+        collect(ctx, lay, rand_i32(RNG, (512, 2)), "A I").vector_init().vector_intra_slice_unzip(
+            ax.m["I, A"], ax.m["1 # 2"], ax.m["1"])
+    assert err3.value.call == "vector_intra_slice_unzip" and err3.value.axis == "A, I"
 
 
 def test_e23_execution_ids_are_four_bits_l5255() -> None:

@@ -37,6 +37,8 @@ import numpy.typing as npt
 
 from visa import dtypes as dt
 from visa.engines.cache import cached
+from visa.engines.common import axes_text
+from visa.engines.contraction.reducer import flat_items
 from visa.errors import (
     AddressError,
     DtypeError,
@@ -137,7 +139,7 @@ def cycles(p: AlignPlan) -> int:
 
 
 def report_details(p: AlignPlan) -> tuple[tuple[str, object], ...]:
-    """The configuration's terms and the TRF cache behaviour, for an EngineReport."""
+    """The configuration's terms and the TRF cache behaviour (L4177–4199), for an EngineReport."""
     misses = cache_misses(p)
     return (("collect_flits", p.collect_flits), ("rows", p.rows), ("tiles", p.tiles),
             ("reg_read_size", p.reg_read_bytes), ("entries", p.entries_text()), ("base", p.base_bytes),
@@ -189,27 +191,27 @@ def _plan(hw: HardwareProfile, dtype: type[dt.Scalar], chip: Mapping, cluster: M
         if mine != theirs:
             raise LayoutError(f"the stream's {level} {mine!r} differs from the TRF tensor's {theirs!r}; each slice "
                               "contracts with its own TRF (L3811–3812, L3889–3896)", call=CALL, level=level,
-                              mapping=f"{mine!r} vs {theirs!r}", axis=_axes(mine) or _axes(theirs),
+                              mapping=f"{mine!r} vs {theirs!r}", axis=axes_text(mine) or axes_text(theirs),
                               fix=f"load the TRF with the stream's {level} mapping")
     rows = trf.row.size
     if rows not in ce.valid_row_counts:
         raise HardwareLimitError(f"the TRF tensor has {rows} Rows; the Reducer uses 1, 2, 4 or 8 Rows (manual "
                                  "L4160–4168, L4529)", call=CALL, level="Row", mapping=repr(trf.row),
-                                 axis=_axes(trf.row), fix="pad Row to a power of two: m[\"… # 8\"]")
+                                 axis=axes_text(trf.row), fix="pad Row to a power of two: m[\"… # 8\"]")
     bits = dtype.size_bits
     flit_bits = hw.collect.flit_bytes * 8
     mac_bits = ce.mac_width_bytes * 8
     if packet.size * bits != flit_bits:
         raise HardwareLimitError(f"the collected packet holds {packet.size * bits / 8:g} bytes; the Stream Adapter "
                                  f"takes {hw.collect.flit_bytes}-byte flits (L3913–3916)", call=CALL,
-                                 level="Packet", mapping=repr(packet), axis=_axes(packet),
+                                 level="Packet", mapping=repr(packet), axis=axes_text(packet),
                                  fix="collect the stream first")
     n64 = mac_bits // bits
     if out_packet.size != n64:
         raise HardwareLimitError(
             f"OutPacket holds {out_packet.size} {dtype!r} elements ({out_packet.size * bits / 8:g} bytes); the "
             f"computation packet is always mac_width = {ce.mac_width_bytes} bytes ({n64} elements, L3921, L4099)",
-            call=CALL, level="Packet", mapping=repr(out_packet), axis=_axes(out_packet),
+            call=CALL, level="Packet", mapping=repr(out_packet), axis=axes_text(out_packet),
             fix=f"collect two flits (m[\"<innermost Time flit axis>, {packet.text}\"]) or pad one: "
                 f"m[\"{packet.text} # {n64}\"]")
     collect_flits, act = _stream_adapter(ce.default_collect_flits, time, packet, out_packet, n64)
@@ -247,13 +249,10 @@ def _plan(hw: HardwareProfile, dtype: type[dt.Scalar], chip: Mapping, cluster: M
                      hw.trf.cache_entries_per_row, hw.trf.cache_entry_bytes)
 
 
-def _axes(mp: Mapping) -> str | None:
-    return ", ".join(sorted(mp.axes)) or None
-
-
 def disjoint_axis(axis: str, a: Mapping, b: Mapping) -> str | None:
     """``None`` when the parts of ``axis`` that ``a`` and ``b`` hold are disjoint digits (every sum of their
-    coordinates is distinct and inside the axis), else a description of the clash."""
+    coordinates is distinct and inside the axis), else a description of the clash (the Row and tiling rules,
+    L3929–3945)."""
     ea, eb = a.evaluate(), b.evaluate()
     ca = np.unique(np.where(ea.valid, ea.coord(axis), 0)[np.asarray(ea.valid)])
     cb = np.unique(np.where(eb.valid, eb.coord(axis), 0)[np.asarray(eb.valid)])
@@ -283,14 +282,12 @@ def _stream_adapter(default: int, time: Mapping, packet: Mapping, out_packet: Ma
     raise LayoutError(
         f"OutPacket {out_packet!r} is not what the Stream Adapter makes of Time {time!r} × Packet {packet!r}: it "
         f"collects the innermost Time flits into the packet or zero-pads one flit ({'; '.join(tried)}; manual "
-        "L3913–3927, L3961–4008)", call=CALL, level="Packet", mapping=repr(out_packet), axis=_axes(out_packet),
+        "L3913–3927, L3961–4008)", call=CALL, level="Packet", mapping=repr(out_packet), axis=axes_text(out_packet),
         fix=f"write OutPacket as {' or '.join(t.split(': ', 1)[1] for t in tried)}")
 
 
 def _tiles(act: Mapping, time: Mapping, packet: Mapping, out_time: Mapping) -> Mapping:
     """OutTime = [the activation's remaining Time, tiling axes...]: the tiling part, or the refusal."""
-    from visa.engines.contraction.reducer import flat_items
-
     items = flat_items(out_time)
     for j in range(len(items) + 1):
         head = pair_of(*items[:j]) if j else Mapping.identity()
@@ -311,7 +308,7 @@ def _tiles(act: Mapping, time: Mapping, packet: Mapping, out_time: Mapping) -> M
         f"OutTime {out_time!r} does not start with the stream's remaining Time m[\"{act}\"]: the Stream Adapter passes "
         "the activation's time steps through in order (it collects flits and broadcasts; it does not reorder, "
         "L3903–3912); reorder the weights instead (TRF Sequencer, L4084)", call=CALL, level="Time",
-        mapping=repr(out_time), axis=_axes(out_time), fix=f"write OutTime as [{act}, <tiling axes>]")
+        mapping=repr(out_time), axis=axes_text(out_time), fix=f"write OutTime as [{act}, <tiling axes>]")
 
 
 def _reg_type(hw: HardwareProfile, dtype: type[dt.Scalar]) -> int:
@@ -365,7 +362,7 @@ def _sequencer(hw: HardwareProfile, dtype: type[dt.Scalar], trf: TrfOperand, out
         f"no reg_read_size reads the TRF Element {trf.element!r} as the computation {out_time!r} × {out_packet!r}: "
         "each cycle the sequencer reads reg_read_size contiguous bytes (1–64) and repeats them over the 64-byte "
         "packet, and walks OutTime with its entries (L4085–4108)", call=CALL, level="Packet",
-        mapping=repr(out_packet), axis=_axes(out_packet) or _axes(trf.element),
+        mapping=repr(out_packet), axis=axes_text(out_packet) or axes_text(trf.element),
         fix="make the innermost OutPacket axes the innermost, contiguous axes of the TRF Element, and the outer "
             "OutPacket axes ones the TRF lacks (broadcast)")
 
@@ -380,19 +377,20 @@ def _limits(hw: HardwareProfile, dtype: type[dt.Scalar], trf: TrfOperand, entrie
     if len(entries) > lim.max_entries:
         raise HardwareLimitError(f"the TRF sequencer needs {len(entries)} entries [{text}]; it has "
                                  f"{lim.max_entries} (manual L4169–4175)", call=CALL, level="Time",
-                                 mapping=repr(trf.element), axis=_axes(trf.element),
+                                 mapping=repr(trf.element), axis=axes_text(trf.element),
                                  fix="merge OutTime axes that are contiguous in the TRF Element")
     bits = dtype.size_bits
     for e in entries:
         if e.size > lim.max_entry_size:
             raise HardwareLimitError(f"a TRF sequencer entry iterates {e.size} times; the limit is "
                                      f"{lim.max_entry_size} (manual L4174)", call=CALL, level="Time",
-                                     mapping=repr(trf.element), axis=_axes(trf.element),
+                                     mapping=repr(trf.element), axis=axes_text(trf.element),
                                      fix="split the OutTime axis into two")
         if abs(e.stride * bits) // 8 >= 1 << (lim.stride_bits - 1):
             raise HardwareLimitError(f"a TRF sequencer stride of {e.stride * bits // 8} bytes does not fit a signed "
                                      f"{lim.stride_bits}-bit field (manual L4175)", call=CALL, level="Time",
-                                     mapping=repr(trf.element), axis=_axes(trf.element))
+                                     mapping=repr(trf.element), axis=axes_text(trf.element),
+                                     fix="reorder OutTime so that each sequencer entry steps less far in the TRF")
     base_bits = trf.address * 8 + base * bits
     stride_bits = [e.stride * bits for e in entries]
     wide = hw.trf.wide_read_alignment_bytes
@@ -403,7 +401,7 @@ def _limits(hw: HardwareProfile, dtype: type[dt.Scalar], trf: TrfOperand, entrie
                 f"a {rr}-byte reg_read_size spans both TRF bank columns, so the base address and every sequencer "
                 f"stride must be multiples of {wide} bytes; got base {base_bits / 8:g} B and strides "
                 f"[{', '.join(f'{s / 8:g}' for s in stride_bits)}] B (manual L4110–4111)", call=CALL,
-                level="Element", mapping=repr(trf.element), axis=_axes(trf.element),
+                level="Element", mapping=repr(trf.element), axis=axes_text(trf.element),
                 fix=f"pad the TRF Element's inner axes to {wide}-byte multiples (e.g. `# {wide * 8 // bits}`)")
     else:
         line = hw.trf.bank_line_bytes * 8
@@ -416,7 +414,7 @@ def _limits(hw: HardwareProfile, dtype: type[dt.Scalar], trf: TrfOperand, entrie
                     f"read {k} of the TRF sequencer starts at byte {int(addrs[k]) / 8:g} and its {rr} bytes cross a "
                     f"{line // 8}-byte bank column (a read of at most {line // 8} bytes uses one column, "
                     "L4110–4111, L4191–4194)", call=CALL, level="Element", mapping=repr(trf.element),
-                    axis=_axes(trf.element), fix=f"align the TRF Element's inner axes to {rr} bytes")
+                    axis=axes_text(trf.element), fix=f"align the TRF Element's inner axes to {rr} bytes")
     return tuple(entries)
 
 

@@ -47,7 +47,7 @@ CHUNK_ELEMENTS = 1 << 23
 class TrfWindow:
     """The TRF elements the sequencer can read: ``values``/``known`` of shape ``(B, R, L)`` holding, for the
     ``B`` computed ``(Chip, Cluster, Slice)`` positions (``flatnonzero(valid)``, in order) and each Row, the
-    tensor's elements ``lo .. lo + L - 1``."""
+    tensor's elements ``lo .. lo + L - 1`` (what the TRF Sequencer may read, L4035–4100)."""
 
     values: Array
     known: BoolArray
@@ -63,7 +63,7 @@ class _Digit:
 
 
 def window_range(align: AlignPlan) -> tuple[int, int]:
-    """The element range ``[lo, hi)`` of the TRF tensor the sequencer reads (entries plus reg_read)."""
+    """The element range ``[lo, hi)`` of the TRF tensor the sequencer reads (entries plus reg_read, L4085–4100)."""
     lo = hi = align.base
     for e in align.entries:
         span = (e.size - 1) * e.stride
@@ -174,7 +174,6 @@ def _contract(a: Array, la: list[str], w: Array, lw: list[str], lo: list[str], s
     mm = [lab for lab in lo if lab in la and lab not in lw]
     nn = [lab for lab in lo if lab in lw and lab not in la]
     kk = [lab for lab in la if lab in lw and lab not in lo]
-    nb = math.prod(sizes[lab] for lab in batch)
     nm = math.prod(sizes[lab] for lab in mm)
     nn_ = math.prod(sizes[lab] for lab in nn)
     nk = math.prod(sizes[lab] for lab in kk)
@@ -184,7 +183,6 @@ def _contract(a: Array, la: list[str], w: Array, lw: list[str], lo: list[str], s
     a2 = a.astype(ctype, copy=False).transpose([la.index(lab) for lab in batch + mm + kk]).reshape(*bshape, nm, nk)
     w2 = w.astype(ctype, copy=False).transpose([lw.index(lab) for lab in batch + kk + nn]).reshape(*bshape, nk, nn_)
     res = np.matmul(a2, w2)
-    assert nb == math.prod(bshape)
     scale = math.prod(sizes[lab] for lab in reduced if lab not in la and lab not in lw and lab not in lo)
     if scale != 1:
         res = res * ctype(scale)

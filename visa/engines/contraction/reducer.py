@@ -35,6 +35,7 @@ import numpy.typing as npt
 
 from visa import dtypes as dt
 from visa.engines.cache import cached
+from visa.engines.common import axes_text
 from visa.errors import DtypeError, HardwareLimitError, LayoutError
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping, pair_of
@@ -46,10 +47,6 @@ IntArray = npt.NDArray[np.int64]
 
 #: The accumulation kinds by name (``AccumulationKind.Interleaved`` / ``.Sequential``, L4433–4434).
 KINDS = ("Interleaved", "Sequential")
-
-
-def _axes(mp: Mapping) -> str | None:
-    return ", ".join(sorted(mp.axes)) or None
 
 
 # ------------------------------------------------------------------------------------------------ contract
@@ -116,13 +113,13 @@ def _plan_contract(hw: HardwareProfile, dtype: type[dt.Scalar], packet: Mapping,
         raise LayoutError(
             f"OutPacket {out_packet!r} is not the computation packet {packet!r} reduced by a tree of depth n "
             "(Packet / 2^n, whose padding may be sliced off; manual L4392, L4440)", call="contract",
-            level="Packet", mapping=repr(out_packet), axis=_axes(out_packet) or _axes(packet),
+            level="Packet", mapping=repr(out_packet), axis=axes_text(out_packet) or axes_text(packet),
             fix=f"one of {options}")
     if found > tree:
         raise HardwareLimitError(
             f"reducing {packet.size} {dtype!r} products to {out_packet.size} needs tree depth {found}; the {dtype!r} "
             f"tree has depth {tree} ({ce.reduced_elements(dtype.name)} elements, manual L4388, L4531)",
-            call="contract", level="Packet", mapping=repr(out_packet), axis=_axes(packet),
+            call="contract", level="Packet", mapping=repr(out_packet), axis=axes_text(packet),
             fix="keep more of the packet, or reduce the rest over time with accumulate")
     columns = packet.size >> found
     if columns > ce.resize_columns:
@@ -130,7 +127,7 @@ def _plan_contract(hw: HardwareProfile, dtype: type[dt.Scalar], packet: Mapping,
             f"tree depth {found} leaves {columns} outputs per Row; the Reducer resizes each Row's output to "
             f"{ce.resize_columns} columns and more are invalid (depth 0 must not give more than "
             f"{ce.depth0_max_outputs}, manual L4396–4398, L4532)", call="contract", level="Packet",
-            mapping=repr(out_packet), axis=_axes(out_packet) or _axes(packet),
+            mapping=repr(out_packet), axis=axes_text(out_packet) or axes_text(packet),
             fix=f'reduce at least pairs: OutPacket m["{packet.stride(max(2, packet.size // ce.resize_columns))}"]')
     return ContractPlan(dtype, out_dtype, packet.size, found, tree, columns, out_packet.size)
 
@@ -222,14 +219,14 @@ def _plan_accumulate(hw: HardwareProfile, dtype: type[dt.Scalar], row: Mapping, 
             f"{kind} accumulation outputs Packet m[\"{want_packet}\"], not {out_packet!r} (Interleaved: one value of "
             f"each Row per beat, Row # {ce.accumulator_rows}; Sequential: the packet padded to a multiple of {bus} "
             "and split by the 8-wide bus, manual L4445–4448, L4484–4492)", call="accumulate", level="Packet",
-            mapping=repr(out_packet), axis=_axes(out_packet) or _axes(want_packet),
+            mapping=repr(out_packet), axis=axes_text(out_packet) or axes_text(want_packet),
             fix=f'write OutPacket as m["{want_packet}"]')
     tail = appended.size
     if out_time.size % tail or out_time.modulo(tail) != appended:
         raise LayoutError(
             f"{kind} accumulation outputs Time {shape} with {appended!r} innermost, which {out_time!r} does not end "
             "with (manual L4445–4448, L4484–4492)", call="accumulate", level="Time", mapping=repr(out_time),
-            axis=_axes(out_time), fix=f'write OutTime as m["<kept Time axes>, {appended}"]')
+            axis=axes_text(out_time), fix=f'write OutTime as m["<kept Time axes>, {appended}"]')
     kept_items = _kept_items(out_time, appended)
     kept_map = pair_of(*kept_items) if kept_items else Mapping.identity()
     segments = _segments(time, kept_items, kept_map)
@@ -245,7 +242,7 @@ def _plan_accumulate(hw: HardwareProfile, dtype: type[dt.Scalar], row: Mapping, 
         raise HardwareLimitError(
             f"the axes inner to the reduced axis {seg!r} need {inner} accumulator slots; {kind} accumulation holds "
             f"{limit} (align_up(rows or packet) × inner ≤ {ce.accumulator_slots}, manual L4434, L4534–4539)",
-            call="accumulate", level="Time", mapping=repr(out_time), axis=_axes(seg),
+            call="accumulate", level="Time", mapping=repr(out_time), axis=axes_text(seg),
             fix="make the reduced axis an inner Time axis, or use Interleaved (128 slots)" if kind == "Sequential"
             else "make the reduced axis an inner Time axis (fewer slots inner to it)")
     text = ", ".join(str(seg) for seg, kept in segments if not kept)
@@ -254,7 +251,8 @@ def _plan_accumulate(hw: HardwareProfile, dtype: type[dt.Scalar], row: Mapping, 
 
 
 def flat_items(mp: Mapping) -> list[Mapping]:
-    """The items of a mapping with nested pairs flattened (``[[O, T], L]`` → ``O, T, L``), size-1 items dropped."""
+    """The items of a mapping with nested pairs flattened (``[[O, T], L]`` → ``O, T, L``), size-1 items dropped
+    (the Time axes accumulate keeps or reduces, L4445–4446, L4489–4490)."""
     out: list[Mapping] = []
     for it in mp.items():
         inner = it.items()
@@ -288,7 +286,7 @@ def _segments(time: Mapping, want: list[Mapping], kept: Mapping) -> list[tuple[M
                 raise LayoutError(
                     f"OutTime's kept axis {v!r} is not a Time axis of the contraction {time!r} in the same order: "
                     "accumulation removes Time axes but keeps the others in order (manual L4445–4446, L4489–4490)",
-                    call="accumulate", level="Time", mapping=repr(kept), axis=_axes(v),
+                    call="accumulate", level="Time", mapping=repr(kept), axis=axes_text(v),
                     fix=f"keep the contraction's Time axes in the order of {time!r}")
             u = queue.pop(0)
             if u == v:

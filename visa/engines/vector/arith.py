@@ -38,7 +38,7 @@ from visa.errors import DtypeError
 __all__ = [
     "I32_MIN", "I32_MAX", "wrap32", "sat32", "logic_i32", "logic_f32", "fxp", "fxp_to_fp", "fp_to_fxp",
     "fp_unary", "fp_binary", "fp_ternary", "fma_f32", "clip_i32", "clip_f32", "reduce_identity",
-    "combine", "BINARY_I32", "BINARY_F32",
+    "combine", "BINARY", "CONVERSIONS",
 ]
 
 I32_MIN = -(2**31)
@@ -189,6 +189,10 @@ def fp_to_fxp(x: Arr, int_width: int) -> Arr:
     return out.astype(np.int32)
 
 
+#: The conversion stages (L4837–4841, L4948–4952): the function of ``(values, int_width)`` and the output dtype.
+CONVERSIONS: dict[str, tuple[Callable[[Arr, int], Arr], str]] = {"FxpToFp": (fxp_to_fp, "f32"),
+                                                                 "FpToFxp": (fp_to_fxp, "i32")}
+
 _erf = np.frompyfunc(math.erf, 1, 1)
 
 
@@ -318,12 +322,10 @@ def clip_f32(name: str, a: Arr, b: Arr) -> Arr:
     raise KeyError(name)
 
 
-#: Binary operators by (family, name) for i32 and f32 streams.
-BINARY_I32: dict[str, Callable[[str, Arr, Arr], Arr]] = {
-    "LogicBinaryOpI32": logic_i32, "FxpBinaryOp": fxp, "ClipBinaryOpI32": clip_i32,
-}
-BINARY_F32: dict[str, Callable[[str, Arr, Arr], Arr]] = {
-    "LogicBinaryOpF32": logic_f32, "ClipBinaryOpF32": clip_f32,
+#: The arithmetic of each binary operator family (``VeOp.FAMILY``), called with the operator's base name.
+BINARY: dict[str, Callable[[str, Arr, Arr], Arr]] = {
+    "LogicBinaryOpI32": logic_i32, "LogicBinaryOpF32": logic_f32, "FxpBinaryOp": fxp, "FpBinaryOp": fp_binary,
+    "FpDivBinaryOp": fp_binary, "ClipBinaryOpI32": clip_i32, "ClipBinaryOpF32": clip_f32,
 }
 
 

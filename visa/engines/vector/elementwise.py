@@ -47,18 +47,25 @@ def plan_branch(hw: HardwareProfile, mode: Any, dtype: str) -> None:
     ``ValidCount``/``Vrf`` have no ExecutionIds the manual defines.  Pure (the stream and the mypy plugin call it)."""
     call = "vector_intra_slice_branch"
     if not isinstance(mode, BranchMode):
-        raise TypestateError(f"vector_intra_slice_branch takes a BranchMode, got {mode!r}", call=call)
+        raise TypestateError(f"vector_intra_slice_branch takes a BranchMode, got {mode!r}", call=call,
+                             fix="pass BranchMode.Unconditional, BranchMode.AxisToggle(axis) or BranchMode.Comparison")
     if mode.name in ("Unconditional", "AxisToggle"):
         return
     if mode.name == "Comparison":
         cmps = mode.comparisons
         if not 1 <= len(cmps) <= hw.vector.branch_comparators:
             raise LayoutError(f"BranchMode.Comparison takes up to {hw.vector.branch_comparators} comparisons, got "
-                              f"{len(cmps)}", call=call, line=4801)
+                              f"{len(cmps)}", call=call, line=4801,
+                              fix=f"give 1 to {hw.vector.branch_comparators} comparisons (one ExecutionId bit each)")
         for bit, c in enumerate(cmps):
             if c.DTYPE != dtype:
                 raise DtypeError(f"Type mismatch: comparison {bit} is an InputCmp.{c.DTYPE.upper()} but the stream is "
                                  f"{dtype}", call=call, fix=f"use InputCmp.{dtype.upper()}")
+            number = (int, np.integer) if dtype == "i32" else (int, float, np.integer, np.floating)
+            if isinstance(c.boundary, bool) or not isinstance(c.boundary, number):
+                raise DtypeError(f"comparison {bit} ({c.name}) of an {dtype} stream compares with "
+                                 f"{'an integer' if dtype == 'i32' else 'a number'}, got {c.boundary!r}", call=call,
+                                 line=4801, fix=f"pass {'an int' if dtype == 'i32' else 'a float'} boundary")
         return
     raise UnsupportedFeatureError(f"BranchMode.{mode.name}: the manual defines no ExecutionIds for it (the Valid "
                                   "Count Generator's tags feed the reducer, and the Branch Logger that would "
@@ -120,10 +127,10 @@ def check_constant(value: Any, dtype: str, call: str) -> Arr:
             raise DtypeError(f"an i32 operation takes an integer constant, got {value!r}", call=call,
                              fix="pass an int (or convert the stream with vector_fxp_to_fp)")
         if not -(2**31) <= int(value) < 2**31:
-            raise DtypeError(f"constant {value} does not fit i32", call=call)
+            raise DtypeError(f"constant {value} does not fit i32", call=call, fix="pass a value in -2**31 .. 2**31 - 1")
         return np.asarray(int(value), dtype=np.int32)
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise DtypeError(f"an f32 operation takes a number, got {value!r}", call=call)
+        raise DtypeError(f"an f32 operation takes a number, got {value!r}", call=call, fix="pass a float")
     return np.asarray(value, dtype=np.float32)
 
 
@@ -137,7 +144,7 @@ def operand_list(hw: HardwareProfile, operand: Any, call: str) -> list[tuple[Any
         return [(operand, None)]
     if len(items) > hw.vector.branch_operands_max:
         raise LayoutError(f"{len(items)} branch operands, at most {hw.vector.branch_operands_max}", call=call,
-                          line=5061)
+                          line=5061, fix=f"give at most {hw.vector.branch_operands_max} VeBranchOperands")
     if sum(1 for o in items if o.group_id is None) > 1:
         raise LayoutError("Multiple ValidAlways operands are not allowed", call=call, line=5061,
                           fix="give one VeBranchOperand.always and group the others")

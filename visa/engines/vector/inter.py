@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from visa.engines.common import StreamData, StreamLayout
+from visa.engines.common import StreamData, StreamLayout, axes_text
 from visa.engines.vector import arith
 from visa.engines.vector.cache import cached
 from visa.engines.vector.ops import InterSliceReduceOpF32, InterSliceReduceOpI32
@@ -50,6 +50,7 @@ class InterReduceConfig:
     ring: int
 
     def describe(self) -> str:
+        """The configuration for the pass report (reduced and broadcast axes, ring size)."""
         red = ", ".join(self.reduced)
         extra = f", broadcast over {', '.join(self.broadcast)}" if self.broadcast else ""
         return f"inter_slice_reduce({self.op}) over {red} (ring of {self.ring} slices){extra}"
@@ -67,17 +68,21 @@ def _plan(hw: HardwareProfile, layout: StreamLayout, op: str, op_dtype: str, sli
     v = hw.vector
     name = dtype_name(layout.dtype)
     if name not in v.input_dtypes:
-        raise DtypeError(f"the inter-slice reduce works on i32 / f32 only, got {name}", call=CALL, line=6733)
+        raise DtypeError(f"the inter-slice reduce works on i32 / f32 only, got {name}", call=CALL, line=6733,
+                         fix="convert to i32 / f32 before the Vector Engine")
     if op_dtype != name or op not in v.inter_reduce_ops.get(name, frozenset()):
         raise DtypeError(f"{op} is not an inter-slice reduce of {name} (supported: "
-                         f"{', '.join(sorted(v.inter_reduce_ops.get(name, frozenset())))})", call=CALL, line=6611)
+                         f"{', '.join(sorted(v.inter_reduce_ops.get(name, frozenset())))})", call=CALL, line=6611,
+                         fix=f"use an InterSliceReduceOp{name.upper()} operator")
     if layout.packet.size != v.way8_lanes:
         raise LayoutError(f"the inter-slice reduce takes Way8 packets of {v.way8_lanes} elements, got "
-                          f"{layout.packet.size}", call=CALL, level="Packet", mapping=repr(layout.packet), line=6603)
+                          f"{layout.packet.size}", call=CALL, level="Packet", mapping=repr(layout.packet),
+                          axis=axes_text(layout.packet), line=6603,
+                          fix=f"collect into packets of {v.way8_lanes} i32/f32 elements (pad with # {v.way8_lanes})")
     if slice2.size > hw.dm.slices_per_cluster:
         raise HardwareLimitError(f"Slice2 {slice2!r} has {slice2.size} positions, but a cluster has "
                                  f"{hw.dm.slices_per_cluster} slices", call=CALL, level="Slice", mapping=repr(slice2),
-                                 line=6734, fix="the reduction stays inside one cluster")
+                                 axis=axes_text(slice2), line=6734, fix="the reduction stays inside one cluster")
     src = (layout.chip, layout.cluster, layout.slice, layout.time, layout.packet)
     out = layout.with_(slice=slice2, time=time2)
     dst = (out.chip, out.cluster, out.slice, out.time, out.packet)
@@ -85,7 +90,7 @@ def _plan(hw: HardwareProfile, layout: StreamLayout, op: str, op_dtype: str, sli
     out_axes = frozenset().union(*(m.axes for m in dst))
     moved = frozenset().union(*(m.axes for m in (layout.slice, layout.time)))
     reduced = tuple(sorted(moved - (slice2.axes | time2.axes)))
-    broadcast = tuple(sorted(out_axes - in_axes))
+    broadcast = tuple(sorted(out_axes - in_axes))  # Chip, Cluster and Packet do not change: only Slice2 / Time2's
     for lv, mp in (("Chip", layout.chip), ("Cluster", layout.cluster), ("Packet", layout.packet)):
         bad = sorted(set(reduced) & mp.axes)
         if bad:
@@ -93,9 +98,6 @@ def _plan(hw: HardwareProfile, layout: StreamLayout, op: str, op_dtype: str, sli
                               f"and keeps Chip, Cluster and Packet: the reduction stays inside one cluster's slices",
                               call=CALL, level=lv, mapping=repr(mp), axis=bad[0], line=6733,
                               fix=f"keep {bad[0]} in Slice2 / Time2, or move it out of {lv}")
-        new = sorted(set(broadcast) & mp.axes)
-        if new:
-            raise LayoutError(f"{lv} must not change", call=CALL, level=lv, axis=new[0], line=6736)
     if not reduced:
         raise LayoutError("Slice2 and Time2 keep every axis of Slice and Time, so nothing is reduced", call=CALL,
                           level="Slice", mapping=repr(slice2), line=6626,
@@ -115,11 +117,13 @@ def _plan(hw: HardwareProfile, layout: StreamLayout, op: str, op_dtype: str, sli
     if lost.size:
         raise LayoutError(f"Slice2 {slice2!r} / Time2 {time2!r} do not hold every index left after reducing "
                           f"{', '.join(reduced)}", call=CALL, level="Slice", mapping=repr(slice2),
+                          axis=_short(kept, (icoords, ivalid), (ocoords, ovalid)),
                           fix="each kept axis must appear in Slice2 or Time2 at its full size")
     extra = np.setdiff1d(out_groups, in_groups)
     if extra.size:
         raise LayoutError(f"Slice2 {slice2!r} / Time2 {time2!r} hold indices the input does not have", call=CALL,
-                          level="Slice", mapping=repr(slice2), fix="pad the output with a dummy (1 # n) instead")
+                          level="Slice", mapping=repr(slice2), axis=_short(kept, (ocoords, ovalid), (icoords, ivalid)),
+                          fix="pad the output with a dummy (1 # n) instead")
     # groups in ring order: by group, then slice, then time, then packet (flat C-order is chip, cluster, slice, …)
     flat_in = np.flatnonzero(ivalid.reshape(-1))
     g_of = gin.reshape(-1)[flat_in]
@@ -137,6 +141,14 @@ def _plan(hw: HardwareProfile, layout: StreamLayout, op: str, op_dtype: str, sli
     slice_of = (members_flat // (shape[3] * shape[4])) % shape[2]
     ring = int(len(np.unique(slice_of[g_sorted == uniq[0]]))) if uniq.size else 1
     return InterReduceConfig(op, name, out, reduced, broadcast, members, out_group, ring)
+
+
+def _short(axes: list[str], a: tuple[dict[str, IntArray], BoolArray], b: tuple[dict[str, IntArray], BoolArray]
+           ) -> str | None:
+    """The axes of which ``a`` holds an index (at its valid positions) that ``b`` does not (all ``axes`` when
+    only their combinations differ)."""
+    short = [x for x in axes if np.setdiff1d(a[0][x][a[1]], b[0][x][b[1]]).size]
+    return ", ".join(short or axes) or None
 
 
 def execute_inter_reduce(cfg: InterReduceConfig, data: StreamData) -> StreamData:

@@ -22,12 +22,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from visa import dtypes as dt
 from visa.engines.common import StreamData, StreamLayout
 from visa.engines.vector import arith
 from visa.engines.vector.cache import cached
-from visa.engines.vector.ops import IntraSliceReduceOpF32, IntraSliceReduceOpI32
-from visa.engines.vector.plan import digit_maps, dtype_name, remove_axis_dims, valid_mask
+from visa.engines.vector.ops import IntraSliceReduceOpF32, IntraSliceReduceOpI32, axis_name
+from visa.engines.vector.plan import digit_maps, dim_axes, dtype_name, remove_axis_dims, valid_mask
 from visa.engines.vector.vcg import VcgResult, check
 from visa.errors import DtypeError, HardwareLimitError, LayoutError
 from visa.hw import HardwareProfile
@@ -63,22 +62,16 @@ class IntraReduceConfig:
     perm: IntArray  # (OTime.size, steps): the input time position of each (slot position, R step)
     contributes: BoolArray
     relevant: BoolArray
+    out_valid: BoolArray  # the output layout's joint validity
     vcg: VcgResult | None
 
     def describe(self) -> str:
+        """The configuration for the pass report (reduced axis, slots, steps, the VCG's configuration)."""
         vcg = "no padding" if self.vcg is None else (self.vcg.config.describe() if self.vcg.supported and
                                                       self.vcg.config else "identity padding")
         mode = "packet+time" if self.packet_reduce else "time"
         return (f"intra_slice_reduce<{self.axis}>({self.op}) {mode}, {self.slots} slot(s), {self.steps} step(s), "
                 f"{vcg}")
-
-
-def _axis_of(axis: Any) -> str:
-    if isinstance(axis, str):
-        return axis
-    if isinstance(axis, Mapping) and len(axis.axes) == 1:
-        return next(iter(axis.axes))
-    raise LayoutError(f"the reduce axis is named by a string such as \"R\", got {axis!r}", call=CALL)
 
 
 def _axis_size(layout: StreamLayout, axis: str) -> int:
@@ -94,7 +87,7 @@ def _axis_size(layout: StreamLayout, axis: str) -> int:
 def plan_intra_reduce(hw: HardwareProfile, layout: StreamLayout, op: IntraSliceReduceOpI32 | IntraSliceReduceOpF32,
                       axis: Any, otime: Mapping, opacket: Mapping, narrowed: Narrowed | None) -> IntraReduceConfig:
     """Check the reduce's rules and derive its configuration (see the module docstring)."""
-    return _plan(hw, layout, op.name, op.dtype, _axis_of(axis), otime, opacket, narrowed)
+    return _plan(hw, layout, op.name, op.dtype, axis_name(axis, CALL), otime, opacket, narrowed)
 
 
 @cached()
@@ -104,16 +97,18 @@ def _plan(hw: HardwareProfile, layout: StreamLayout, op: str, op_dtype: str, axi
     name = dtype_name(layout.dtype)
     if op_dtype != name or op not in v.intra_reduce_ops.get(name, frozenset()):
         raise DtypeError(f"{op} is not an intra-slice reduce of {name} (supported: "
-                         f"{', '.join(sorted(v.intra_reduce_ops.get(name, frozenset())))})", call=CALL, line=5390)
+                         f"{', '.join(sorted(v.intra_reduce_ops.get(name, frozenset())))})", call=CALL, line=5390,
+                         fix=f"use an IntraSliceReduceOp{name.upper()} operator")
     time, packet = layout.time, layout.packet
     if axis not in time.axes and axis not in packet.axes:
         raise LayoutError(f"the reduce axis {axis} is in neither Time {time!r} nor Packet {packet!r}; factors in "
                           "Slice are not reduced by the intra-slice reducer", call=CALL, level="Time",
-                          axis=axis, line=5359, fix="reduce across slices with vector_inter_slice_reduce")
+                          mapping=repr(time), axis=axis, line=5359,
+                          fix="reduce across slices with vector_inter_slice_reduce")
     rest_t, tflags = remove_axis_dims(time, axis, CALL, "Time")
     packet_reduce = axis in packet.axes
     if packet_reduce:
-        others = [d for d in packet.canon if isinstance(d, C.Lin) or (d.atom is not None and not _dim_has(d, axis))]
+        others = [d for d in packet.canon if isinstance(d, C.Lin) or (d.atom is not None and axis not in dim_axes(d))]
         if others:
             raise LayoutError(f"Packet {packet!r} mixes {axis} with other axes; the reducer folds a whole packet "
                               "into lane 0 or none of it (a partial packet reduce is impossible)", call=CALL,
@@ -168,14 +163,8 @@ def _plan(hw: HardwareProfile, layout: StreamLayout, op: str, op_dtype: str, axi
         else:
             vcg = check(hw, axis, _axis_size(layout, axis), layout.slice, narrowed.time, narrowed.packet,
                         narrowed.kind, contributes, relevant)
-    return IntraReduceConfig(op, name, axis, out, packet_reduce, slots, steps, perm, contributes, relevant, vcg)
-
-
-def _dim_has(d: C.Dim, axis: str) -> bool:
-    from visa.mapping.core import _axes_of
-
-    names = _axes_of((d,))
-    return axis in names
+    return IntraReduceConfig(op, name, axis, out, packet_reduce, slots, steps, perm, contributes, relevant,
+                             out_valid, vcg)
 
 
 def execute_intra_reduce(cfg: IntraReduceConfig, data: StreamData, exec_id: npt.NDArray[np.uint8] | None
@@ -202,10 +191,8 @@ def execute_intra_reduce(cfg: IntraReduceConfig, data: StreamData, exec_id: npt.
     if cfg.packet_reduce:
         x = arith.tree4(op, dtype, x)  # (C, K, S, T)
         poison: BoolArray = np.asarray(bad_known.any(axis=-1))
-        any_contrib = contrib.any(axis=-1)
     else:
         poison = bad_known
-        any_contrib = contrib
     perm = cfg.perm
     y = x[:, :, :, perm]  # (C, K, S, T', steps, [P])
     p = np.asarray(poison)[:, :, :, perm]
@@ -215,7 +202,6 @@ def execute_intra_reduce(cfg: IntraReduceConfig, data: StreamData, exec_id: npt.
     else:
         red = arith.sequential_reduce(op, dtype, np.moveaxis(y, 4, -1), axis=-1)
         pois = p.any(axis=4)
-    del any_contrib
     shape = cfg.out.shape
     if cfg.packet_reduce:
         out_v = np.zeros(shape, dtype=values.dtype)
@@ -225,8 +211,7 @@ def execute_intra_reduce(cfg: IntraReduceConfig, data: StreamData, exec_id: npt.
     else:
         out_v = np.asarray(red, dtype=values.dtype)
         out_k = np.asarray(~pois)
-    ov = valid_mask((cfg.out.chip, cfg.out.cluster, cfg.out.slice, cfg.out.time, cfg.out.packet))
-    out_k = out_k & ov
+    out_k = out_k & cfg.out_valid
     out_e: npt.NDArray[np.uint8] | None = None
     if exec_id is not None:
         last = exec_id[:, :, :, perm[:, -1]]
@@ -236,8 +221,3 @@ def execute_intra_reduce(cfg: IntraReduceConfig, data: StreamData, exec_id: npt.
         else:
             out_e = np.ascontiguousarray(last)
     return StreamData(out_v, out_k), out_e
-
-
-def dtype_of(name: str) -> type[dt.Scalar]:
-    """The scalar class of ``"i32"`` / ``"f32"``."""
-    return dt.i32 if name == "i32" else dt.f32

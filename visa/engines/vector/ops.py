@@ -17,6 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Union
 
+from visa.errors import LayoutError
+from visa.mapping import Mapping
+
 if TYPE_CHECKING:
     from visa.memory.tensors import VrfTensor
 
@@ -26,7 +29,7 @@ __all__ = [
     "IntraSliceReduceOpF32", "InterSliceReduceOpI32", "InterSliceReduceOpF32", "BranchMode", "InputCmp",
     "InputCmpI32", "InputCmpF32", "GroupId", "VeOrder", "UnaryArgMode", "BinaryArgMode", "TernaryArgMode",
     "StashMarker", "Stash", "VeRhs", "VeBranchOperand", "TernaryOperand", "ValidBranchIds", "Operand",
-    "REDUCE_RESOURCE", "DIVIDE_RESOURCE",
+    "REDUCE_RESOURCE", "DIVIDE_RESOURCE", "axis_name",
 ]
 
 #: The single-use resource of the IntraSliceReduce stage (the accumulation tree, L4908, L5383–5388).
@@ -37,7 +40,8 @@ DIVIDE_RESOURCE = "ReduceFpDiv"
 
 @dataclass(frozen=True)
 class VeOp:
-    """One operator of a Vector Engine stage: its name, the ALU it occupies, its dtype and arity."""
+    """One operator of a Vector Engine stage: its name, the ALU it occupies, its dtype and arity (the stage
+    tables, L4803–4972)."""
 
     name: str
     alu: str
@@ -47,6 +51,11 @@ class VeOp:
 
     def __repr__(self) -> str:
         return f"{self.FAMILY}.{self.name}"
+
+    @property
+    def base(self) -> str:
+        """The operator without its ALU argument (``MulF`` of ``MulF(FpMulAlu.Mul0)``; the name otherwise)."""
+        return self.name.split("(")[0]
 
 
 class LogicBinaryOpI32(VeOp):
@@ -140,11 +149,6 @@ class FpBinaryOp(VeOp):
     def MaskMulF(alu: FpMulAlu) -> FpBinaryOp:  # noqa: N802
         """``FpBinaryOp::MaskMulF(..)``: zero-masking multiply (semantics decided in docs/manual-notes.md)."""
         return FpBinaryOp(f"MaskMulF({alu!r})", alu.alu, "f32")
-
-    @property
-    def base(self) -> str:
-        """The operator without its ALU argument (``MulF``, ``MaskMulF``, ``AddF``, ...)."""
-        return self.name.split("(")[0]
 
 
 class FpTernaryOp(VeOp):
@@ -270,30 +274,37 @@ class InputCmpI32:
 
     @classmethod
     def Equal(cls, boundary: int) -> InputCmpI32:  # noqa: N802
+        """Holds where the element equals ``boundary`` (L4801)."""
         return cls("Equal", boundary)
 
     @classmethod
     def Less(cls, boundary: int) -> InputCmpI32:  # noqa: N802
+        """Holds where the element is less than ``boundary`` (L4801)."""
         return cls("Less", boundary)
 
     @classmethod
     def Greater(cls, boundary: int) -> InputCmpI32:  # noqa: N802
+        """Holds where the element is greater than ``boundary`` (L4801)."""
         return cls("Greater", boundary)
 
     @classmethod
     def LessUnsigned(cls, boundary: int) -> InputCmpI32:  # noqa: N802
+        """Holds where the element's bits, read as u32, are less than ``boundary``'s (L4801)."""
         return cls("LessUnsigned", boundary)
 
     @classmethod
     def GreaterUnsigned(cls, boundary: int) -> InputCmpI32:  # noqa: N802
+        """Holds where the element's bits, read as u32, are greater than ``boundary``'s (L4801)."""
         return cls("GreaterUnsigned", boundary)
 
     @classmethod
     def True_(cls) -> InputCmpI32:  # noqa: N802
+        """Always holds (``InputCmp::True``, L4801)."""
         return cls("True")
 
     @classmethod
     def False_(cls) -> InputCmpI32:  # noqa: N802
+        """Never holds (``InputCmp::False``, L4801)."""
         return cls("False")
 
 
@@ -308,22 +319,27 @@ class InputCmpF32:
 
     @classmethod
     def Equal(cls, boundary: float) -> InputCmpF32:  # noqa: N802
+        """Holds where the element equals ``boundary`` (L4801)."""
         return cls("Equal", boundary)
 
     @classmethod
     def Less(cls, boundary: float) -> InputCmpF32:  # noqa: N802
+        """Holds where the element is less than ``boundary`` (L4801)."""
         return cls("Less", boundary)
 
     @classmethod
     def Greater(cls, boundary: float) -> InputCmpF32:  # noqa: N802
+        """Holds where the element is greater than ``boundary`` (L4801)."""
         return cls("Greater", boundary)
 
     @classmethod
     def True_(cls) -> InputCmpF32:  # noqa: N802
+        """Always holds (``InputCmp::True``, L4801)."""
         return cls("True")
 
     @classmethod
     def False_(cls) -> InputCmpF32:  # noqa: N802
+        """Never holds (``InputCmp::False``, L4801)."""
         return cls("False")
 
 
@@ -353,7 +369,7 @@ class BranchMode:
     @classmethod
     def AxisToggle(cls, axis: Any) -> BranchMode:  # noqa: N802
         """``BranchMode::AxisToggle { axis }``: group = the element's index along ``axis`` mod 2 (L4799)."""
-        return cls("AxisToggle", axis=_axis_name(axis))
+        return cls("AxisToggle", axis=axis_name(axis, "BranchMode.AxisToggle"))
 
     @classmethod
     def Comparison(cls, comparisons: Sequence[InputCmpI32 | InputCmpF32]) -> BranchMode:  # noqa: N802
@@ -373,14 +389,17 @@ BranchMode.ValidCount = BranchMode("ValidCount")
 BranchMode.Vrf = BranchMode("Vrf")
 
 
-def _axis_name(axis: Any) -> str:
-    from visa.mapping import Mapping
-
+def axis_name(axis: Any, call: str) -> str:
+    """The axis ``call`` names (``AxisToggle``, the unzip's ``I``, the reduce's ``R``): a string such as ``"R"`` or
+    a one-axis mapping ``m["R"]`` (the manual writes the axis as a type, L4799, L5156, L5278)."""
     if isinstance(axis, str):
         return axis
     if isinstance(axis, Mapping) and len(axis.axes) == 1:
         return next(iter(axis.axes))
-    raise TypeError(f"an axis is named by a string or a one-axis mapping, got {axis!r}")
+    several = axis.axes if isinstance(axis, Mapping) else frozenset()
+    raise LayoutError(f"an axis is named by a string or a one-axis mapping, got {axis!r}", call=call,
+                      mapping=repr(axis) if isinstance(axis, Mapping) else None,
+                      axis=", ".join(sorted(several)) or None, fix='name one axis: "R" or m["R"]')
 
 
 class GroupId:
@@ -525,10 +544,12 @@ class VeBranchOperand:
 
     @classmethod
     def always(cls, operand: Any) -> VeBranchOperand:
+        """``VeBranchOperand::Always(operand)``: the operand of every element (at most one per op, L5061)."""
         return cls(operand, None)
 
     @classmethod
     def group(cls, operand: Any, group_id: GroupId) -> VeBranchOperand:
+        """``VeBranchOperand::Group(operand, group_id)``: the operand of the elements of one group (L5061–5062)."""
         return cls(operand, group_id)
 
 
@@ -548,6 +569,7 @@ class ValidBranchIds:
 
     @classmethod
     def of(cls, *ids: int) -> ValidBranchIds:
+        """These ExecutionIds (0..15, L4795)."""
         return cls(frozenset(int(i) for i in ids))
 
     @classmethod

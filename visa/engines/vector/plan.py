@@ -21,19 +21,23 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from visa import dtypes as dt
+from visa.engines.common import axes_text
 from visa.errors import DtypeError, LayoutError, ResourceError, TypestateError
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping, pair_of
 from visa.mapping import canon as C
+from visa.mapping.core import _axes_of
 from visa.mapping.evaluate import BoolArray, IntArray
 
 __all__ = [
     "STAGE_CALLS", "STASHABLE", "StageStep", "LaneConfig", "UnzipConfig", "plan_transition", "input_lanes",
-    "check_dtype", "claim", "plan_split", "plan_trim", "plan_concat", "plan_pad", "plan_unzip", "plan_entry",
-    "plan_int_width", "dtype_name", "remove_axis_dims", "digit_maps", "valid_mask", "output_lanes",
-    "plan_enter", "check_op", "plan_stash", "plan_stash_operand", "plan_inter_entry", "check_vrf_operand",
+    "check_dtype", "check_kind", "claim", "plan_split", "plan_trim", "plan_concat", "plan_pad", "plan_unzip",
+    "plan_entry", "plan_int_width", "dtype_name", "dim_axes", "remove_axis_dims", "digit_maps", "valid_mask",
+    "output_lanes", "plan_enter", "check_op", "plan_stash", "plan_stash_operand", "plan_inter_entry",
+    "check_vrf_operand",
 ]
 
 #: The method that enters each stage (the stage table, L4733–4747).
@@ -98,21 +102,16 @@ def plan_transition(hw: HardwareProfile, current: str, target: str) -> StageStep
     call = STAGE_CALLS.get(target, target).split(" / ")[0]
     if target == "InterSliceReduce":
         have = output_lanes(hw, current)
-        if current not in ("Init",) and have != hw.vector.way8_lanes:
+        if have != hw.vector.way8_lanes:
             raise TypestateError(f"the inter-slice reduce is reachable only from a Way8 stage, not from the "
                                  f"{current} stage (Way{have})", call=call, line=6603,
                                  fix="widen with vector_concat / vector_pad_way8 first")
         return StageStep(target, hw.vector.way8_lanes)
-    if current == "InterSliceReduce":
-        if target not in ("Branch", "Filter", "Output"):
-            raise TypestateError(f"after the inter-slice reduce only vector_intra_slice_branch (InterFirst), "
-                                 f"vector_filter and vector_final follow, not the {target} stage", call=call,
-                                 line=4627, fix="start the intra-slice block with vector_intra_slice_branch")
-        here = -1
-    elif current == "Init":
-        here = -1
-    else:
-        here = stages.index(current)
+    if current == "InterSliceReduce" and target not in ("Branch", "Filter", "Output"):
+        raise TypestateError(f"after the inter-slice reduce only vector_intra_slice_branch (InterFirst), "
+                             f"vector_filter and vector_final follow, not the {target} stage", call=call,
+                             line=4627, fix="start the intra-slice block with vector_intra_slice_branch")
+    here = stages.index(current) if current in stages else -1  # Init and InterSliceReduce precede every stage
     there = stages.index(target)
     repeat = target in hw.vector.alu_pools
     if there < here or (there == here and not repeat):
@@ -120,7 +119,7 @@ def plan_transition(hw: HardwareProfile, current: str, target: str) -> StageStep
         raise TypestateError(f"the {target} stage {what} the {current} stage; the intra-slice stages run in the "
                              f"order {_order(hw)} and never backwards", call=call, line=4730,
                              fix="run it in a separate Tensor Unit pass")
-    have = output_lanes(hw, current) if current != "Init" else hw.vector.way8_lanes
+    have = output_lanes(hw, current)
     need = input_lanes(hw, target)
     if have != need:
         fix = ("narrow with vector_split / vector_trim_way4 first" if need == hw.vector.way4_lanes
@@ -135,7 +134,8 @@ def plan_enter(hw: HardwareProfile, current: str, target: str, context: str, cal
     after an unzip, ``"Zipped"`` after a ``_zip`` op): the Filter stage is unavailable after a zip (L5204), then
     :func:`plan_transition`."""
     if context == "Zipped" and target in ("Filter",):
-        raise TypestateError(f"{call} is unavailable after a _zip (two-group mode)", call=call, line=5204)
+        raise TypestateError(f"{call} is unavailable after a _zip (two-group mode)", call=call, line=5204,
+                             fix="filter in a single-stream pass (no unzip)")
     return plan_transition(hw, current, target)
 
 
@@ -157,19 +157,29 @@ def check_op(stage: str, op: Any, dtype: str, call: str) -> None:
                              "operator family")
 
 
+def check_kind(op: Any, kinds: tuple[type[Any], ...], call: str) -> None:
+    """``call`` takes an operator of one of the families ``kinds`` (unary, ternary and reduce operators, whose
+    method fixes the family: L4878–4902, L5390–5402, L6611–6625)."""
+    if not isinstance(op, kinds):
+        names = " / ".join(k.__name__ for k in kinds)
+        raise DtypeError(f"{call} takes an operator of {names}, got {op!r}", call=call,
+                         fix=f"pass an operator of {names}")
+
+
 def plan_stash(stage: str, context: str, taken: bool) -> None:
     """``vector_stash()`` (L4977–5051): standalone streams only (L5202), at a Stashable stage (L4983), once per
     pass (one slot, L4984)."""
     call = "vector_stash"
     if context != "Standalone":
         raise TypestateError("vector_stash() is unavailable in two-group mode, before or after the _zip",
-                             call=call, line=5202)
+                             call=call, line=5202, fix="stash in a single-stream pass (no unzip)")
     if stage not in STASHABLE:
         raise TypestateError(f"vector_stash() is not available at the {stage} stage (Stashable: "
-                             f"{', '.join(sorted(STASHABLE))})", call=call, line=4983)
+                             f"{', '.join(sorted(STASHABLE))})", call=call, line=4983,
+                             fix="call vector_stash() right after a Stashable stage")
     if taken:
         raise TypestateError("a stash was already taken in this pass; there is one slot per pass", call=call,
-                             line=4984)
+                             line=4984, fix="keep one vector_stash() per pass, or split the work over two passes")
 
 
 def plan_stash_operand(stash_dtype: str | None, consumed_by: str | None, dtype: str, call: str) -> None:
@@ -180,10 +190,12 @@ def plan_stash_operand(stash_dtype: str | None, consumed_by: str | None, dtype: 
                              line=4979, fix="call .vector_stash() at a Stashable stage before this operation")
     if consumed_by is not None:
         raise TypestateError(f"the stash was already consumed by {consumed_by}; it is not available after "
-                             "a binary op consumes it", call=call, line=4984)
+                             "a binary op consumes it", call=call, line=4984,
+                             fix="read the stash once per pass, or split the work over two passes")
     if stash_dtype != dtype:
         raise DtypeError(f"the stash holds {stash_dtype}, but this operation works on {dtype}; "
-                         "a stash is consumed only by operations of its own dtype", call=call, line=4981)
+                         "a stash is consumed only by operations of its own dtype", call=call, line=4981,
+                         fix=f"stash the stream where it is {dtype}")
 
 
 def plan_inter_entry(order: str, inter_done: bool) -> None:
@@ -201,21 +213,16 @@ def check_vrf_operand(vrf_dtype: str, dtype: str, call: str) -> None:
                          call=call, fix=f"load a {dtype} tensor with .to_vrf()")
 
 
-def check_dtype(hw: HardwareProfile, stage: str, dtype: type[dt.Scalar], call: str, op_dtype: str | None = None,
-                ) -> None:
-    """The stage's dtype rule (L4733–4747); Narrow and Widen take i32 as well as f32 (docs/manual-notes.md Q1)."""
+def check_dtype(hw: HardwareProfile, stage: str, dtype: type[dt.Scalar], call: str) -> None:
+    """The stage's dtype rule (``hw.vector.stage_dtypes``, L4733–4747; Narrow and Widen take i32 as well as f32,
+    docs/manual-notes.md Q1)."""
     name = dtype_name(dtype)
     allowed = hw.vector.stage_dtypes.get(stage, hw.vector.input_dtypes)
-    if stage in ("Narrow", "Widen"):
-        allowed = hw.vector.input_dtypes
     if name not in allowed:
         raise DtypeError(f"the {stage} stage works on {' / '.join(sorted(allowed))}, but the stream is {name}",
                          call=call, line=4733,
                          fix="convert with vector_fxp_to_fp / vector_fp_to_fxp first" if stage in
                          ("Fxp", "Fp", "FpDiv", "FxpToFp", "FpToFxp") else None)
-    if op_dtype is not None and op_dtype != name:
-        raise DtypeError(f"the operator works on {op_dtype}, but the stream is {name}", call=call,
-                         fix=f"use the {name} operator family")
 
 
 def claim(used: frozenset[str], alu: str, call: str) -> frozenset[str]:
@@ -234,7 +241,8 @@ def plan_entry(hw: HardwareProfile, dtype: type[dt.Scalar], packet: Mapping, cal
                          call=call, line=4551, fix="widen in the Fetch Engine (e.g. i8 → i32) or after contraction")
     if call != "vector_init" and packet.size != hw.vector.way8_lanes:
         raise LayoutError(f"{call} requires a Packet of {hw.vector.way8_lanes} elements (one 32-byte flit), "
-                          f"got {packet.size}", call=call, level="Packet", mapping=repr(packet), line=4838,
+                          f"got {packet.size}", call=call, level="Packet", mapping=repr(packet),
+                          axis=axes_text(packet), line=4838,
                           fix=f"collect into packets of {hw.vector.way8_lanes} i32/f32 elements (pad with # 8)")
 
 
@@ -251,16 +259,31 @@ def plan_int_width(int_width: int, call: str) -> int:
 
 @dataclass(frozen=True)
 class LaneConfig:
-    """A Narrow or Widen step: its kind, the derived Time and Packet, and the flit count after it."""
+    """A Narrow or Widen step: its kind (``split``, ``trim``, ``concat``, ``pad``) and the Time and Packet after
+    it (L4842–4947)."""
 
     kind: str
     time: Mapping
     packet: Mapping
 
+    def apply(self, a: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        """The step over one array ``(Chip, Cluster, Slice, Time, Packet)`` (values, known mask, ExecutionIds):
+        split and concat regroup the lanes of consecutive flits (the upper half of a Way8 packet is the next
+        Way4 time step, L4864, L4935), trim keeps the lower lanes, pad appends invalid ones (L4871, L4946)."""
+        lanes = self.packet.size
+        if self.kind in ("split", "concat"):
+            return a.reshape(*a.shape[:3], -1, lanes)
+        if self.kind == "trim":
+            return np.ascontiguousarray(a[..., :lanes])
+        return np.pad(a, [(0, 0)] * (a.ndim - 1) + [(0, lanes - a.shape[-1])])
+
 
 def _mismatch(call: str, level: str, want: Mapping, got: Mapping, rule: str, line: int) -> LayoutError:
+    """The refusal of a ``level`` mapping other than the one the rule derives (the axis at fault: the axes the
+    two do not share, or else theirs)."""
+    axis = ", ".join(sorted(want.axes ^ got.axes or want.axes | got.axes)) or None
     return LayoutError(f"{rule}: expected {level} {want!r} (≡ {want}), got {got!r} (≡ {got})", call=call, level=level,
-                       mapping=repr(got), line=line, fix=f"pass {level} m[\"{want}\"]")
+                       mapping=repr(got), axis=axis, line=line, fix=f"pass {level} m[\"{want}\"]")
 
 
 def plan_split(hw: HardwareProfile, time: Mapping, packet: Mapping, time2: Mapping, packet2: Mapping) -> LaneConfig:
@@ -272,7 +295,8 @@ def plan_split(hw: HardwareProfile, time: Mapping, packet: Mapping, time2: Mappi
     w8, w4 = hw.vector.way8_lanes, hw.vector.way4_lanes
     if packet.size != w8:
         raise LayoutError(f"vector_split needs a Way8 packet of {w8} elements, got {packet.size}", call="vector_split",
-                          level="Packet", mapping=repr(packet), line=4842)
+                          level="Packet", mapping=repr(packet), axis=axes_text(packet), line=4842,
+                          fix=f"collect into packets of {w8} i32/f32 elements (one 32-byte flit; pad with # {w8})")
     want_t, want_p = pair_of(time, packet.stride(w4)), packet.modulo(w4)
     if time2 != want_t:
         raise _mismatch("vector_split", "Time", want_t, time2, "the upper 4 lanes become the innermost Time factor",
@@ -287,13 +311,14 @@ def plan_trim(hw: HardwareProfile, time: Mapping, packet: Mapping, packet2: Mapp
     w8, w4 = hw.vector.way8_lanes, hw.vector.way4_lanes
     if packet.size != w8:
         raise LayoutError(f"vector_trim_way4 needs a Way8 packet of {w8} elements, got {packet.size}",
-                          call="vector_trim_way4", level="Packet", mapping=repr(packet), line=4866)
+                          call="vector_trim_way4", level="Packet", mapping=repr(packet), axis=axes_text(packet),
+                          line=4866,
+                          fix=f"collect into packets of {w8} i32/f32 elements (one 32-byte flit; pad with # {w8})")
     valid = packet.evaluate().valid
     if bool(valid[w4:].any()):
-        axes = ", ".join(sorted(packet.axes)) or None
         raise LayoutError(f"the back {w8 - w4} lanes of the packet must be dummy, but Packet {packet!r} holds data "
                           f"in lanes {[int(k) for k in range(w4, w8) if valid[k]]}", call="vector_trim_way4",
-                          level="Packet", mapping=repr(packet), axis=axes, line=4851,
+                          level="Packet", mapping=repr(packet), axis=axes_text(packet), line=4851,
                           fix="use vector_split() to keep both halves")
     want = packet.modulo(w4)
     if packet2 != want:
@@ -306,11 +331,13 @@ def plan_concat(hw: HardwareProfile, time: Mapping, packet: Mapping, time2: Mapp
     w4 = hw.vector.way4_lanes
     if packet.size != w4:
         raise LayoutError(f"vector_concat needs a Way4 packet of {w4} elements, got {packet.size}",
-                          call="vector_concat", level="Packet", mapping=repr(packet), line=4919)
+                          call="vector_concat", level="Packet", mapping=repr(packet), axis=axes_text(packet),
+                          line=4919, fix="concat what vector_split produced")
     if time.size % 2:
         raise LayoutError(f"vector_concat merges the innermost Time factor of size 2 into the packet, but Time "
                           f"{time!r} has odd size {time.size}", call="vector_concat", level="Time",
-                          mapping=repr(time), line=4935, fix="concat only what vector_split produced")
+                          mapping=repr(time), axis=axes_text(time), line=4935,
+                          fix="concat only what vector_split produced")
     want_t, want_p = time.stride(2), pair_of(time.modulo(2), packet)
     if time2 != want_t:
         raise _mismatch("vector_concat", "Time", want_t, time2, "the innermost Time factor leaves the Time", 4935)
@@ -324,7 +351,8 @@ def plan_pad(hw: HardwareProfile, time: Mapping, packet: Mapping, packet2: Mappi
     w4, w8 = hw.vector.way4_lanes, hw.vector.way8_lanes
     if packet.size != w4:
         raise LayoutError(f"vector_pad_way8 needs a Way4 packet of {w4} elements, got {packet.size}",
-                          call="vector_pad_way8", level="Packet", mapping=repr(packet), line=4940)
+                          call="vector_pad_way8", level="Packet", mapping=repr(packet), axis=axes_text(packet),
+                          line=4940, fix="pad what vector_trim_way4 produced")
     want = packet.pad(w8)
     if packet2 != want:
         raise _mismatch("vector_pad_way8", "Packet", want, packet2, "pad appends 4 invalid lanes", 4946)
@@ -334,9 +362,8 @@ def plan_pad(hw: HardwareProfile, time: Mapping, packet: Mapping, packet2: Mappi
 # ------------------------------------------------------------------------------------ axis factors
 
 
-def _dim_axes(d: C.Dim | C.Lin) -> frozenset[str]:
-    from visa.mapping.core import _axes_of
-
+def dim_axes(d: C.Dim | C.Lin) -> frozenset[str]:
+    """The axes one canonical factor (dim) of a mapping sets (its atom's, or a linear combination's)."""
     return frozenset(_axes_of((d,)))
 
 
@@ -350,7 +377,7 @@ def remove_axis_dims(mp: Mapping, axis: str, call: str, level: str) -> tuple[Map
     keep: list[C.Dim | C.Lin] = []
     flags: list[bool] = []
     for d in dims:
-        names = _dim_axes(d)
+        names = dim_axes(d)
         if axis in names and (len(names) > 1 or isinstance(d, C.Lin)):
             raise LayoutError(f"the factor {C.canon_text((d,))} of {level} {mp!r} mixes {axis} with other axes",
                               call=call, level=level, mapping=repr(mp), axis=axis,

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from visa.engines.vector.plan import dim_axes
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping
 from visa.mapping import canon as C
@@ -66,6 +67,7 @@ class VcgConfig:
     gates: tuple[Gate, Gate, Gate] = (DISABLED, DISABLED, DISABLED)
 
     def describe(self) -> str:
+        """The configuration in the manual's terms (L6197–6209) for the pass report."""
         parts = [f"L={list(self.limits)}", f"dims={list(self.assign)}", f"σ={list(self.strides)}",
                  f"V_p={self.v_p}", f"stride_p={self.stride_p}"]
         for k, g in enumerate(self.gates):
@@ -144,17 +146,11 @@ def _r_dims(mp: Mapping, level: str, axis: str) -> tuple[list[_RDim], list[tuple
                 isinstance(atom.inner[0].atom, C.Sym) and atom.inner[0].atom.name == axis and \
                 atom.inner[0].stride == 1 and atom.inner[0].offset == 0:
             rd.append(_RDim(level, w, d.size, d.stride, d.count))
-        elif atom is not None and axis in _atom_axes(atom):
+        elif atom is not None and axis in dim_axes(d):
             return None
         else:
             other.append((w, d.size))
     return rd, other
-
-
-def _atom_axes(atom: C.Atom) -> set[str]:
-    from visa.mapping.core import _axes_of
-
-    return _axes_of((C.Dim(atom, 1, 1, 1),))
 
 
 def _pow2(x: int) -> bool:

@@ -8,6 +8,7 @@ The rules themselves are the engine's (:mod:`visa.engines.vector`); this module 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -16,12 +17,15 @@ import numpy.typing as npt
 
 from visa import dtypes as dt
 from visa.engines.common import EngineReport, StreamData, StreamLayout
-from visa.engines.vector.elementwise import Resolved, check_constant, kind_of
+from visa.engines.vector import arith
+from visa.engines.vector.elementwise import Resolved, apply, check_constant, kind_of, operand_list
 from visa.engines.vector.intra import Narrowed
-from visa.engines.vector.ops import StashMarker, TernaryOperand, VeRhs
+from visa.engines.vector.ops import FpTernaryOp, GroupId, StashMarker, TernaryOperand, VeOp, VeRhs
 from visa.engines.vector.plan import (
     STAGE_CALLS,
+    check_dtype,
     check_vrf_operand,
+    claim,
     dtype_name,
     plan_enter,
     plan_stash_operand,
@@ -37,7 +41,7 @@ if TYPE_CHECKING:
     from visa.memory.tensors import DeviceTensor, VrfTensor
 
 __all__ = ["VeState", "StashSlot", "VeBase", "METHOD_STAGE", "D", "Chip", "Cluster", "Slice", "Time", "Packet",
-           "O", "ExecIds"]
+           "O", "ExecIds", "op_fn", "describe_operand"]
 
 D = TypeVar("D", bound=dt.Scalar)
 Chip = TypeVar("Chip")
@@ -101,8 +105,6 @@ class VeState:
 
     def use(self, alu: str, call: str) -> VeState:
         """Consume ALU ``alu`` (each once per pass, L4750)."""
-        from visa.engines.vector.plan import claim
-
         return replace(self, alus=claim(self.alus, alu, call), alu_order=(*self.alu_order, alu))
 
 
@@ -123,6 +125,7 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
 
     @property
     def hw(self) -> HardwareProfile:
+        """The context's hardware profile (every Vector Engine limit comes from ``hw.vector``)."""
         return self.tu.ctx.hw
 
     def advance(self, cls: type[S], layout: StreamLayout, data: StreamData, ve: VeState,
@@ -132,9 +135,10 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
         return cls(self.tu, layout, data, self.reports, self.inputs + inputs, self.extra, ve=ve)
 
     def enter(self, call: str, target: str) -> None:
-        """Consume this value for ``call`` and check the stage order and the context."""
+        """Consume this value for ``call`` and check the stage order, the context and the stage's dtype."""
         self.take(call)
         plan_enter(self.hw, self.ve.stage, target, self.ve.context, call)
+        check_dtype(self.hw, target, self.dtype, call)
 
     if not TYPE_CHECKING:  # hidden from type checkers, so that a method of another stage is a mypy error
 
@@ -158,32 +162,34 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
 
     # -- operands -----------------------------------------------------------------------------------------
     def levels(self, layout: StreamLayout | None = None) -> tuple[Any, ...]:
+        """The five level mappings (Chip, Cluster, Slice, Time, Packet) of ``layout`` (this stream's by default)."""
         lay = layout or self.layout
         return (lay.chip, lay.cluster, lay.slice, lay.time, lay.packet)
 
-    def resolve(self, operand: Any, dtype: str, call: str, ve: VeState, layout: StreamLayout | None = None,
-                known: npt.NDArray[np.bool_] | None = None
+    def resolve(self, operand: Any, dtype: str, call: str, ve: VeState, known: npt.NDArray[np.bool_] | None = None
                 ) -> tuple[Resolved, VeState, tuple[DeviceTensor, ...]]:
-        """Read one operand at every stream position (constant, VRF or stash; L5052–5081)."""
-        lay = layout or self.layout
+        """Read one operand at every stream position (constant, VRF or stash; L5052–5081); the pass state ``ve``
+        comes back updated (a stash read consumes the stash) with the device tensors read."""
         kind = kind_of(operand)
         if isinstance(operand, VeRhs):
             operand = operand.value if kind != "stash" else operand
         if kind == "constant":
             return Resolved(check_constant(operand, dtype, call), True), ve, ()
         if kind == "vrf":
-            return self._vrf(operand, dtype, call, lay, known)
+            return self._vrf(operand, dtype, call, known), ve, (operand,)
         if kind == "stash":
-            return self._stash(dtype, call, ve, lay)
-        raise DtypeError(f"{call} takes a constant, a VRF tensor or Stash as its operand, got {operand!r}", call=call)
+            return self._stash(dtype, call, ve)
+        raise DtypeError(f"{call} takes a constant, a VRF tensor or Stash as its operand, got {operand!r}", call=call,
+                         fix="pass a number, VeRhs.vrf(tensor) or Stash")
 
-    def _vrf(self, vrf: VrfTensor[Any, Any, Any, Any, Any], dtype: str, call: str, lay: StreamLayout,
-             known: npt.NDArray[np.bool_] | None) -> tuple[Resolved, VeState, tuple[DeviceTensor, ...]]:
+    def _vrf(self, vrf: VrfTensor[Any, Any, Any, Any, Any], dtype: str, call: str,
+             known: npt.NDArray[np.bool_] | None) -> Resolved:
         from visa.memory.images import load
 
         check_vrf_operand(dtype_name(vrf.dtype), dtype, call)
         if vrf.ctx is not self.tu.ctx:
-            raise VisaError("the VRF operand belongs to another context", call=call)
+            raise VisaError("the VRF operand belongs to another context", call=call,
+                            fix="load the operand with .to_vrf() in this kernel's context")
         vrf.check_readable(call)
         chip, cluster, slice_, element = (vrf.mapping(k) for k in ("Chip", "Cluster", "Slice", "Element"))
         bits = vrf.address * 8 + np.arange(element.size, dtype=np.int64) * vrf.dtype.image_bits
@@ -192,27 +198,47 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
             v, k = load(vrf.dtype, vrf.image(c), bits)
             vals.append(v[:cluster.size, :slice_.size])
             kn.append(k[:cluster.size, :slice_.size])
-        g = plan_gather((chip, cluster, slice_, element), self.levels(lay), call, "VRF operand")
+        g = plan_gather((chip, cluster, slice_, element), self.levels(), call, "VRF operand")
         values, vk = apply_gather(g, np.stack(vals), np.stack(kn))
         need = g.used if known is None else (g.used & known)
         if (need & ~vk).any():
             count = int(np.count_nonzero(need & ~vk))
             raise PoisonError(f"{count} element(s) of the VRF operand were never loaded", call=call, line=5256,
                               mapping=repr(element), fix="load the operand with .to_vrf() (in ctx.sub) first")
-        return Resolved(values, vk), self.ve, (vrf,)
+        return Resolved(values, vk)
 
-    def _stash(self, dtype: str, call: str, ve: VeState, lay: StreamLayout
-               ) -> tuple[Resolved, VeState, tuple[DeviceTensor, ...]]:
+    def _stash(self, dtype: str, call: str, ve: VeState) -> tuple[Resolved, VeState, tuple[DeviceTensor, ...]]:
         slot = ve.stash
         plan_stash_operand(None if slot is None else dtype_name(slot.layout.dtype),
                            None if slot is None else slot.consumed_by, dtype, call)
         assert slot is not None
         src = self.levels(slot.layout)
-        g = plan_gather(src, self.levels(lay), call, "stash")
+        g = plan_gather(src, self.levels(), call, "stash")
         values, vk = apply_gather(g, slot.data.values, slot.data.known)
         return Resolved(values, vk), replace(ve, stash=replace(slot, consumed_by=call)), ()
 
-    def resolve_ternary(self, operands: Any, call: str, ve: VeState, layout: StreamLayout | None = None
+    def operate(self, op: VeOp, args: tuple[int, ...], operand: Any, call: str, ve: VeState, data: StreamData,
+                exec_id: ExecIds | None) -> tuple[StreamData, VeState, tuple[DeviceTensor, ...]]:
+        """``op`` over ``data`` with its operand argument (a constant, VRF tensor or Stash, or branch operands per
+        group; ``args`` is the argument mode, L5052–5153): the result, the pass state after reading the operands,
+        and the device tensors read."""
+        ternary = isinstance(op, FpTernaryOp)
+        dtype = dtype_name(self.dtype)
+        resolved: list[tuple[list[Resolved], GroupId | None]] = []
+        inputs: tuple[DeviceTensor, ...] = ()
+        for raw, gid in operand_list(self.hw, operand, call):
+            if ternary:
+                rs, ve, ins = self.resolve_ternary(raw, call, ve)
+            else:
+                r, ve, ins = self.resolve(raw, dtype, call, ve, known=data.known)
+                rs = [r]
+            resolved.append((rs, gid))
+            inputs += ins
+        values, known = apply(op_fn(op), args, data.values, data.known, resolved, exec_id,
+                              self.hw.vector.execution_id_bits - 1)
+        return StreamData(values, known), ve, inputs
+
+    def resolve_ternary(self, operands: Any, call: str, ve: VeState
                         ) -> tuple[list[Resolved], VeState, tuple[DeviceTensor, ...]]:
         """Operand0 (constant, VRF or stash) and operand1 (an f32 constant only) of a ternary op (L5059)."""
         if isinstance(operands, TernaryOperand):
@@ -220,12 +246,23 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
         elif isinstance(operands, tuple) and len(operands) == 2:
             o0, o1 = operands
         else:
-            raise DtypeError(f"{call} takes (operand0, operand1) or a TernaryOperand, got {operands!r}", call=call)
+            raise DtypeError(f"{call} takes (operand0, operand1) or a TernaryOperand, got {operands!r}", call=call,
+                             fix="pass (operand0, f32 constant)")
         if kind_of(o1) != "constant" or isinstance(o1, (VeRhs, StashMarker)):
-            raise DtypeError("operand1 of a ternary operation must be an f32 constant", call=call, line=5059)
-        r0, ve2, ins = self.resolve(o0, "f32", call, ve, layout)
+            raise DtypeError("operand1 of a ternary operation must be an f32 constant", call=call, line=5059,
+                             fix="pass a float as operand1 (operand0 may be a VRF tensor or Stash)")
+        r0, ve2, ins = self.resolve(o0, "f32", call, ve)
         r1 = Resolved(check_constant(o1, "f32", call), True)
         return [r0, r1], ve2, ins
+
+
+def op_fn(op: VeOp) -> Callable[..., Any]:
+    """The exact arithmetic of a binary or ternary operator (:data:`visa.engines.vector.arith.BINARY`,
+    :func:`~visa.engines.vector.arith.fp_ternary`; the stage tables, L4803–4972)."""
+    if isinstance(op, FpTernaryOp):
+        return lambda a, b, c: arith.fp_ternary(op.name, a, b, c)
+    fn = arith.BINARY[op.FAMILY]
+    return lambda a, b: fn(op.base, a, b)
 
 
 def describe_operand(operand: Any) -> str:

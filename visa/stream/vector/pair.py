@@ -18,7 +18,6 @@ import numpy as np
 from visa import dtypes as dt
 from visa.engines.common import EngineReport, StreamData, StreamLayout
 from visa.engines.vector import arith
-from visa.engines.vector.elementwise import Resolved, apply, operand_list
 from visa.engines.vector.ops import (
     BinaryArgMode,
     ClipBinaryOpF32,
@@ -28,15 +27,16 @@ from visa.engines.vector.ops import (
     FpTernaryOp,
     FpUnaryOp,
     FxpBinaryOp,
-    GroupId,
     IntraFirst,
     LogicBinaryOpF32,
     LogicBinaryOpI32,
     TernaryArgMode,
     VeOp,
+    axis_name,
 )
 from visa.engines.vector.plan import (
-    check_dtype,
+    LaneConfig,
+    check_kind,
     check_op,
     digit_maps,
     dtype_name,
@@ -45,18 +45,17 @@ from visa.engines.vector.plan import (
     plan_int_width,
     plan_pad,
     plan_split,
+    plan_transition,
     plan_trim,
     plan_unzip,
 )
-from visa.errors import DtypeError
 from visa.mapping import Mapping
-from visa.stream.vector.base import Chip, Cluster, D, Packet, Slice, Time, VeBase, VeState, describe_operand
+from visa.stream.vector.base import Chip, Cluster, D, Packet, Slice, Time, VeBase, VeState, describe_operand, op_fn
 from visa.stream.vector.single import (
     VectorClipTensor,
     VectorFpTensor,
     VectorFxpTensor,
     VectorLogicTensor,
-    binary_fn,
     check_mode,
 )
 
@@ -79,7 +78,8 @@ def _skip(operand: Any) -> bool:
 
 
 class PairBase(VeBase[D, Chip, Cluster, Slice, Time, Packet, IntraFirst]):
-    """Two streams in lock-step: ``data`` is group 0, ``g1`` group 1 (same layout)."""
+    """Two streams in lock-step: ``data`` is group 0, ``g1`` group 1 (same layout; manual "Two-Group Mode",
+    L5154–5249)."""
 
     __slots__ = ("g1",)
     STAGE = "VectorTensorPair"
@@ -93,49 +93,50 @@ class PairBase(VeBase[D, Chip, Cluster, Slice, Time, Packet, IntraFirst]):
 
     def pair(self, cls: type[P], layout: StreamLayout, g0: StreamData, g1: StreamData, ve: VeState,
              inputs: tuple[DeviceTensor, ...] = ()) -> P:
+        """The next pair stage of this pass (both groups keep one layout, L5164)."""
         g0.check(layout)
         g1.check(layout)
         return cls(self.tu, layout, g0, self.reports, self.inputs + inputs, self.extra, ve=ve, g1=g1)
 
     def groups(self) -> tuple[StreamData, StreamData]:
+        """Group 0 (``I = 0``) and group 1 (``I = 1``) (L5156)."""
         return self.data, self.g1
 
     # -- common stages ---------------------------------------------------------------------------------
-    def _both(self, fn: Any) -> tuple[StreamData, StreamData]:
-        a, b = (fn(g) for g in self.groups())
-        return a, b
+    def _relane(self, cls: type[P], stage: str, cfg: LaneConfig, text: str) -> P:
+        """A Narrow or Widen step of both groups."""
+        a, b = (StreamData(cfg.apply(g.values), cfg.apply(g.known)) for g in self.groups())
+        ve = self.ve.step(stage, text, cfg.time.size)
+        return self.pair(cls, self.layout.with_(time=cfg.time, packet=cfg.packet), a, b, ve)
+
+    def _convert(self, cls: type[P], stage: str, call: str, int_width: int) -> P:
+        """``vector_fxp_to_fp`` / ``vector_fp_to_fxp`` of both groups."""
+        self.enter(call, stage)
+        fn, dtype = arith.CONVERSIONS[stage]
+        iw = plan_int_width(int_width, call)
+        a, b = (StreamData(fn(g.values, iw), g.known.copy()) for g in self.groups())
+        ve = self.ve.step(stage, f"{call.removeprefix('vector_')}({iw})", self.layout.time.size)
+        return self.pair(cls, self.layout.with_(dtype=dt.scalar(dtype)), a, b, ve)
 
     # -- per-group ops ---------------------------------------------------------------------------------
     def _pergroup(self, cls: type[P], stage: str, op: VeOp, args: tuple[int, ...], operands: tuple[Any, Any],
                   call: str, ternary: bool = False) -> P:
         self.enter(call, stage)
         dtype = dtype_name(self.dtype)
-        check_dtype(self.hw, stage, self.dtype, call)
         if ternary:
-            if not isinstance(op, FpTernaryOp):
-                raise DtypeError(f"{call} takes an FpTernaryOp, got {op!r}", call=call)
+            check_kind(op, (FpTernaryOp,), call)
         else:
             check_op(stage, op, dtype, call)
         ve = self.ve.use(op.alu, call) if not all(_skip(o) for o in operands) else self.ve
         out: list[StreamData] = []
         inputs: tuple[DeviceTensor, ...] = ()
-        gbit = self.hw.vector.execution_id_bits - 1
         for g, operand in zip(self.groups(), operands, strict=True):
             if _skip(operand):
                 out.append(g)
                 continue
-            resolved: list[tuple[list[Resolved], GroupId | None]] = []
-            for raw, gid in operand_list(self.hw, operand, call):
-                if ternary:
-                    rs, ve, ins = self.resolve_ternary(raw, call, ve)
-                else:
-                    r, ve, ins = self.resolve(raw, dtype, call, ve, known=g.known)
-                    rs = [r]
-                resolved.append((rs, gid))
-                inputs += ins
-            fn = (lambda a, b, c: arith.fp_ternary(op.name, a, b, c)) if ternary else binary_fn(op)
-            values, known = apply(fn, args, g.values, g.known, resolved, None, gbit)
-            out.append(StreamData(values, known))
+            result, ve, ins = self.operate(op, args, operand, call, ve, g, None)
+            out.append(result)
+            inputs += ins
         text = f"{op!r}, g0: {describe_operand(operands[0])}, g1: {describe_operand(operands[1])}"
         ve = ve.step(stage, text, self.layout.time.size)
         return self.pair(cls, self.layout, out[0], out[1], ve, inputs)
@@ -143,14 +144,12 @@ class PairBase(VeBase[D, Chip, Cluster, Slice, Time, Packet, IntraFirst]):
     def _zip(self, cls: type[V], stage: str, op: VeOp, args: tuple[int, ...], call: str) -> V:
         self.enter(call, stage)
         dtype = dtype_name(self.dtype)
-        check_dtype(self.hw, stage, self.dtype, call)
         check_op(stage, op, dtype, call)
         ve = self.ve.use(op.alu, call)
         g0, g1 = self.groups()
         slots = [g0.values, g1.values]
         knowns = [g0.known, g1.known]
-        fn = binary_fn(op)
-        values = np.asarray(fn(slots[args[0]], slots[args[1]]), dtype=g0.values.dtype)
+        values = np.asarray(op_fn(op)(slots[args[0]], slots[args[1]]), dtype=g0.values.dtype)
         known = knowns[args[0]] & knowns[args[1]]
         mode = "" if args == (0, 1) else f", Mode{''.join(map(str, args))}"
         ve = ve.step(stage, f"zip {op!r}{mode}", self.layout.time.size, context="Zipped", exec_id=None)
@@ -161,14 +160,11 @@ class PairBase(VeBase[D, Chip, Cluster, Slice, Time, Packet, IntraFirst]):
 def unzip(self: VeBase[Any, Any, Any, Any, Any, Any, Any], axis: Any, tile_time: Mapping, split_time: Mapping
           ) -> VectorTensorPair[Any, Any, Any, Any, Any, Any]:
     """``vector_intra_slice_unzip::<I, TileTime, SplitTime>()`` (only from VectorInitTensor, L4748)."""
-    from visa.engines.vector.ops import _axis_name
-    from visa.engines.vector.plan import plan_transition
-
     call = "vector_intra_slice_unzip"
     self.take(call)
     plan_transition(self.hw, self.ve.stage, "Branch")
     plan_entry(self.hw, self.dtype, self.layout.packet, call)
-    cfg = plan_unzip(self.hw, _axis_name(axis), self.layout.time, self.layout.packet, tile_time, split_time)
+    cfg = plan_unzip(self.hw, axis_name(axis, call), self.layout.time, self.layout.packet, tile_time, split_time)
     kept, removed = digit_maps(self.layout.time, cfg.flags)
     perm = np.zeros((2, split_time.size), dtype=np.int64)
     perm[removed, kept] = np.arange(self.layout.time.size, dtype=np.int64)
@@ -239,13 +235,7 @@ class _PFxpToFp(PairBase[D, Chip, Cluster, Slice, Time, Packet]):
 
     def vector_fxp_to_fp(self, int_width: int) -> VectorPairFxpToFpTensor[dt.f32, Chip, Cluster, Slice, Time, Packet]:
         """Common stage: both groups i32 → f32 (L4837–4841, L5164)."""
-        call = "vector_fxp_to_fp"
-        self.enter(call, "FxpToFp")
-        check_dtype(self.hw, "FxpToFp", self.dtype, call)
-        iw = plan_int_width(int_width, call)
-        a, b = self._both(lambda g: StreamData(arith.fxp_to_fp(g.values, iw), g.known.copy()))
-        ve = self.ve.step("FxpToFp", f"fxp_to_fp({iw})", self.layout.time.size)
-        return self.pair(VectorPairFxpToFpTensor, self.layout.with_(dtype=dt.f32), a, b, ve)
+        return self._convert(VectorPairFxpToFpTensor, "FxpToFp", "vector_fxp_to_fp", int_width)
 
 
 class _PFpToFxp(PairBase[D, Chip, Cluster, Slice, Time, Packet]):
@@ -253,13 +243,7 @@ class _PFpToFxp(PairBase[D, Chip, Cluster, Slice, Time, Packet]):
 
     def vector_fp_to_fxp(self, int_width: int) -> VectorPairFpToFxpTensor[dt.i32, Chip, Cluster, Slice, Time, Packet]:
         """Common stage: both groups f32 → i32 (L4948–4952, L5164)."""
-        call = "vector_fp_to_fxp"
-        self.enter(call, "FpToFxp")
-        check_dtype(self.hw, "FpToFxp", self.dtype, call)
-        iw = plan_int_width(int_width, call)
-        a, b = self._both(lambda g: StreamData(arith.fp_to_fxp(g.values, iw), g.known.copy()))
-        ve = self.ve.step("FpToFxp", f"fp_to_fxp({iw})", self.layout.time.size)
-        return self.pair(VectorPairFpToFxpTensor, self.layout.with_(dtype=dt.i32), a, b, ve)
+        return self._convert(VectorPairFpToFxpTensor, "FpToFxp", "vector_fp_to_fxp", int_width)
 
 
 class _PNarrow(PairBase[D, Chip, Cluster, Slice, Time, Packet]):
@@ -268,26 +252,15 @@ class _PNarrow(PairBase[D, Chip, Cluster, Slice, Time, Packet]):
     def vector_split(self, time: Mapping, packet: Mapping) -> VectorPairNarrowTensor[D, Chip, Cluster, Slice, Any,
                                                                                      Any]:
         """Common stage: both groups split to Way4 (L4842–4864)."""
-        call = "vector_split"
-        self.enter(call, "Narrow")
+        self.enter("vector_split", "Narrow")
         cfg = plan_split(self.hw, self.layout.time, self.layout.packet, time, packet)
-        c, k, s, t, p = self.layout.shape
-        w4 = self.hw.vector.way4_lanes
-        shape = (c, k, s, t * (p // w4), w4)
-        a, b = self._both(lambda g: StreamData(g.values.reshape(shape), g.known.reshape(shape)))
-        ve = self.ve.step("Narrow", f"split({time!r}, {packet!r})", shape[3])
-        return self.pair(VectorPairNarrowTensor, self.layout.with_(time=cfg.time, packet=cfg.packet), a, b, ve)
+        return self._relane(VectorPairNarrowTensor, "Narrow", cfg, f"split({time!r}, {packet!r})")
 
     def vector_trim_way4(self, packet: Mapping) -> VectorPairNarrowTensor[D, Chip, Cluster, Slice, Time, Any]:
         """Common stage: both groups trimmed to Way4 (L4866–4871)."""
-        call = "vector_trim_way4"
-        self.enter(call, "Narrow")
+        self.enter("vector_trim_way4", "Narrow")
         cfg = plan_trim(self.hw, self.layout.time, self.layout.packet, packet)
-        w4 = self.hw.vector.way4_lanes
-        a, b = self._both(lambda g: StreamData(np.ascontiguousarray(g.values[..., :w4]),
-                                               np.ascontiguousarray(g.known[..., :w4])))
-        ve = self.ve.step("Narrow", f"trim_way4({packet!r})", self.layout.time.size)
-        return self.pair(VectorPairNarrowTensor, self.layout.with_(packet=cfg.packet), a, b, ve)
+        return self._relane(VectorPairNarrowTensor, "Narrow", cfg, f"trim_way4({packet!r})")
 
 
 class _PWiden(PairBase[D, Chip, Cluster, Slice, Time, Packet]):
@@ -296,24 +269,15 @@ class _PWiden(PairBase[D, Chip, Cluster, Slice, Time, Packet]):
     def vector_concat(self, time: Mapping, packet: Mapping) -> VectorPairWidenTensor[D, Chip, Cluster, Slice, Any,
                                                                                      Any]:
         """Common stage: both groups concatenated back to Way8 (L4919–4939)."""
-        call = "vector_concat"
-        self.enter(call, "Widen")
+        self.enter("vector_concat", "Widen")
         cfg = plan_concat(self.hw, self.layout.time, self.layout.packet, time, packet)
-        c, k, s, t, p = self.layout.shape
-        shape = (c, k, s, t // 2, p * 2)
-        a, b = self._both(lambda g: StreamData(g.values.reshape(shape), g.known.reshape(shape)))
-        ve = self.ve.step("Widen", f"concat({time!r}, {packet!r})", shape[3])
-        return self.pair(VectorPairWidenTensor, self.layout.with_(time=cfg.time, packet=cfg.packet), a, b, ve)
+        return self._relane(VectorPairWidenTensor, "Widen", cfg, f"concat({time!r}, {packet!r})")
 
     def vector_pad_way8(self, packet: Mapping) -> VectorPairWidenTensor[D, Chip, Cluster, Slice, Time, Any]:
         """Common stage: both groups padded back to Way8 (L4940–4947)."""
-        call = "vector_pad_way8"
-        self.enter(call, "Widen")
+        self.enter("vector_pad_way8", "Widen")
         cfg = plan_pad(self.hw, self.layout.time, self.layout.packet, packet)
-        pad = [(0, 0)] * 4 + [(0, self.hw.vector.way8_lanes - self.layout.packet.size)]
-        a, b = self._both(lambda g: StreamData(np.pad(g.values, pad), np.pad(g.known, pad)))
-        ve = self.ve.step("Widen", f"pad_way8({packet!r})", self.layout.time.size)
-        return self.pair(VectorPairWidenTensor, self.layout.with_(packet=cfg.packet), a, b, ve)
+        return self._relane(VectorPairWidenTensor, "Widen", cfg, f"pad_way8({packet!r})")
 
 
 class _PFp(PairBase[D, Chip, Cluster, Slice, Time, Packet]):
@@ -324,9 +288,7 @@ class _PFp(PairBase[D, Chip, Cluster, Slice, Time, Packet]):
         """Per-group unary: ``vector_fp_unary(FpUnaryOp.Exp, True, False)`` applies exp to group 0 (L5237–5246)."""
         call = "vector_fp_unary"
         self.enter(call, "Fp")
-        check_dtype(self.hw, "Fp", self.dtype, call)
-        if not isinstance(op, FpUnaryOp):
-            raise DtypeError(f"{call} takes an FpUnaryOp, got {op!r}", call=call)
+        check_kind(op, (FpUnaryOp,), call)
         ve = self.ve.use(op.alu, call) if (g0 or g1) else self.ve
         out: list[StreamData] = [StreamData(arith.fp_unary(op.name, g.values), g.known.copy()) if on else g
                for g, on in zip(self.groups(), (g0, g1), strict=True)]
@@ -427,7 +389,7 @@ class VectorPairLogicTensor(_PLogic[D, Chip, Cluster, Slice, Time, Packet],
                             _PNarrow[D, Chip, Cluster, Slice, Time, Packet],
                             _PFpToFxp[D, Chip, Cluster, Slice, Time, Packet],
                             _PClip[D, Chip, Cluster, Slice, Time, Packet]):
-    """A pair after a per-group Logic op (Way8)."""
+    """A pair after a per-group Logic op (Way8; L5164)."""
 
     __slots__ = ()
     STAGE = "VectorTensorPair (Logic)"
@@ -438,7 +400,7 @@ class VectorPairFxpTensor(_PFxp[D, Chip, Cluster, Slice, Time, Packet],
                           _PNarrow[D, Chip, Cluster, Slice, Time, Packet],
                           _PFpToFxp[D, Chip, Cluster, Slice, Time, Packet],
                           _PClip[D, Chip, Cluster, Slice, Time, Packet]):
-    """A pair after a per-group Fxp op (Way8)."""
+    """A pair after a per-group Fxp op (Way8; L5164)."""
 
     __slots__ = ()
     STAGE = "VectorTensorPair (Fxp)"
@@ -447,7 +409,7 @@ class VectorPairFxpTensor(_PFxp[D, Chip, Cluster, Slice, Time, Packet],
 class VectorPairFxpToFpTensor(_PNarrow[D, Chip, Cluster, Slice, Time, Packet],
                               _PFpToFxp[D, Chip, Cluster, Slice, Time, Packet],
                               _PClip[D, Chip, Cluster, Slice, Time, Packet]):
-    """A pair after ``vector_fxp_to_fp`` (f32, Way8)."""
+    """A pair after ``vector_fxp_to_fp`` (f32, Way8; L5164)."""
 
     __slots__ = ()
     STAGE = "VectorTensorPair (FxpToFp)"
@@ -456,7 +418,7 @@ class VectorPairFxpToFpTensor(_PNarrow[D, Chip, Cluster, Slice, Time, Packet],
 class VectorPairNarrowTensor(_PFp[D, Chip, Cluster, Slice, Time, Packet],
                              _PFpDiv[D, Chip, Cluster, Slice, Time, Packet],
                              _PWiden[D, Chip, Cluster, Slice, Time, Packet]):
-    """A pair after the Narrow step (Way4)."""
+    """A pair after the Narrow step (Way4; L5164)."""
 
     __slots__ = ()
     STAGE = "VectorTensorPair (Narrow)"
@@ -465,14 +427,14 @@ class VectorPairNarrowTensor(_PFp[D, Chip, Cluster, Slice, Time, Packet],
 class VectorPairFpTensor(_PFp[D, Chip, Cluster, Slice, Time, Packet],
                          _PFpDiv[D, Chip, Cluster, Slice, Time, Packet],
                          _PWiden[D, Chip, Cluster, Slice, Time, Packet]):
-    """A pair after a per-group Float op (Way4)."""
+    """A pair after a per-group Float op (Way4; L5164)."""
 
     __slots__ = ()
     STAGE = "VectorTensorPair (Fp)"
 
 
 class VectorPairFpDivTensor(_PWiden[D, Chip, Cluster, Slice, Time, Packet]):
-    """A pair after a per-group division (Way4)."""
+    """A pair after a per-group division (Way4; L5164)."""
 
     __slots__ = ()
     STAGE = "VectorTensorPair (FpDiv)"
@@ -480,21 +442,21 @@ class VectorPairFpDivTensor(_PWiden[D, Chip, Cluster, Slice, Time, Packet]):
 
 class VectorPairWidenTensor(_PFpToFxp[D, Chip, Cluster, Slice, Time, Packet],
                             _PClip[D, Chip, Cluster, Slice, Time, Packet]):
-    """A pair after the Widen step (Way8)."""
+    """A pair after the Widen step (Way8; L5164)."""
 
     __slots__ = ()
     STAGE = "VectorTensorPair (Widen)"
 
 
 class VectorPairFpToFxpTensor(_PClip[D, Chip, Cluster, Slice, Time, Packet]):
-    """A pair after ``vector_fp_to_fxp`` (i32, Way8)."""
+    """A pair after ``vector_fp_to_fxp`` (i32, Way8; L5164)."""
 
     __slots__ = ()
     STAGE = "VectorTensorPair (FpToFxp)"
 
 
 class VectorPairClipTensor(_PClip[D, Chip, Cluster, Slice, Time, Packet]):
-    """A pair after a per-group Clip op (Way8)."""
+    """A pair after a per-group Clip op (Way8; L5164)."""
 
     __slots__ = ()
     STAGE = "VectorTensorPair (Clip)"

@@ -12,7 +12,7 @@ dtypes, the stash, the context after a zip).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -22,7 +22,7 @@ from visa import dtypes as dt
 from visa.engines.common import StreamData
 from visa.engines.vector import arith
 from visa.engines.vector.cost import vector_report
-from visa.engines.vector.elementwise import Resolved, apply, branch_ids, operand_list
+from visa.engines.vector.elementwise import branch_ids
 from visa.engines.vector.inter import execute_inter_reduce, plan_inter_reduce
 from visa.engines.vector.intra import Narrowed, execute_intra_reduce, plan_intra_reduce
 from visa.engines.vector.ops import (
@@ -51,7 +51,8 @@ from visa.engines.vector.ops import (
     VeOp,
 )
 from visa.engines.vector.plan import (
-    check_dtype,
+    LaneConfig,
+    check_kind,
     check_op,
     dtype_name,
     plan_concat,
@@ -65,7 +66,7 @@ from visa.engines.vector.plan import (
     plan_transition,
     plan_trim,
 )
-from visa.errors import DtypeError, TypestateError
+from visa.errors import TypestateError
 from visa.mapping import Mapping
 from visa.stream.stages import VectorFinalTensor
 from visa.stream.vector.base import (
@@ -89,33 +90,16 @@ __all__ = [
     "VectorInitTensor", "VectorBranchTensor", "VectorLogicTensor", "VectorFxpTensor", "VectorFxpToFpTensor",
     "VectorNarrowTensor", "VectorFpTensor", "VectorIntraSliceReduceTensor", "VectorFpDivTensor",
     "VectorWidenTensor", "VectorFpToFxpTensor", "VectorClipTensor", "VectorFilterTensor",
-    "VectorInterSliceReduceTensor", "binary_fn",
+    "VectorInterSliceReduceTensor",
 ]
 
 V = TypeVar("V", bound=VeBase[Any, Any, Any, Any, Any, Any, Any])
 
-def binary_fn(op: VeOp) -> Callable[[Any, Any], Any]:
-    """The exact arithmetic of a binary operator (:mod:`visa.engines.vector.arith`)."""
-    if isinstance(op, FxpBinaryOp):
-        return lambda a, b: arith.fxp(op.name, a, b)
-    if isinstance(op, LogicBinaryOpI32):
-        return lambda a, b: arith.logic_i32(op.name, a, b)
-    if isinstance(op, LogicBinaryOpF32):
-        return lambda a, b: arith.logic_f32(op.name, a, b)
-    if isinstance(op, FpBinaryOp):
-        return lambda a, b: arith.fp_binary(op.base, a, b)
-    if isinstance(op, FpDivBinaryOp):
-        return lambda a, b: arith.fp_binary("DivF", a, b)
-    if isinstance(op, ClipBinaryOpI32):
-        return lambda a, b: arith.clip_i32(op.name, a, b)
-    if isinstance(op, ClipBinaryOpF32):
-        return lambda a, b: arith.clip_f32(op.name, a, b)
-    raise TypeError(op)
-
-
 def check_mode(mode: Any, cls: type[Any], call: str) -> tuple[int, ...]:
+    """The argument slots of an argument mode of the class ``cls`` (``BinaryArgMode`` …, L5086–5112)."""
     if not isinstance(mode, cls):
-        raise TypestateError(f"{call} takes a {cls.__name__}, got {mode!r}", call=call)
+        raise TypestateError(f"{call} takes a {cls.__name__}, got {mode!r}", call=call,
+                             fix=f"pass a {cls.__name__}.Mode… (L5086–5112)")
     args: tuple[int, ...] = mode.args
     return args
 
@@ -127,22 +111,32 @@ class _Ops(VeBase[D, Chip, Cluster, Slice, Time, Packet, O]):
 
     def _binop(self, cls: type[V], stage: str, op: VeOp, args: tuple[int, ...], operand: Any, call: str) -> V:
         self.enter(call, stage)
-        dtype = dtype_name(self.dtype)
-        check_dtype(self.hw, stage, self.dtype, call)
-        check_op(stage, op, dtype, call)
+        check_op(stage, op, dtype_name(self.dtype), call)
+        return self._operate(cls, stage, op, args, operand, call)
+
+    def _operate(self, cls: type[V], stage: str, op: VeOp, args: tuple[int, ...], operand: Any, call: str) -> V:
+        """``op`` with its operand(s) over the stream (the stage entered and the operator checked)."""
         ve = self.ve.use(op.alu, call)
-        fn = binary_fn(op)
-        resolved: list[tuple[list[Resolved], GroupId | None]] = []
-        inputs: tuple[DeviceTensor, ...] = ()
-        for raw, gid in operand_list(self.hw, operand, call):
-            r, ve, ins = self.resolve(raw, dtype, call, ve, known=self.data.known)
-            resolved.append(([r], gid))
-            inputs += ins
-        values, known = apply(fn, args, self.data.values, self.data.known, resolved, self.ve.exec_id,
-                              self.hw.vector.execution_id_bits - 1)
-        mode = "" if args == (0, 1) else f", Mode{''.join(map(str, args))}"
+        data, ve, inputs = self.operate(op, args, operand, call, ve, self.data, self.ve.exec_id)
+        mode = "" if args == tuple(range(len(args))) else f", Mode{''.join(map(str, args))}"
         ve = ve.step(stage, f"{op!r}{mode}, {describe_operand(operand)}", self.layout.time.size)
-        return self.advance(cls, self.layout, StreamData(values, known), ve, inputs)
+        return self.advance(cls, self.layout, data, ve, inputs)
+
+    def _relane(self, cls: type[V], stage: str, cfg: LaneConfig, text: str, **changes: Any) -> V:
+        """A Narrow or Widen step: the data and the ExecutionIds regrouped as the plan says."""
+        ids = None if self.ve.exec_id is None else cfg.apply(self.ve.exec_id)
+        ve = self.ve.step(stage, text, cfg.time.size, exec_id=ids, **changes)
+        data = StreamData(cfg.apply(self.data.values), cfg.apply(self.data.known))
+        return self.advance(cls, self.layout.with_(time=cfg.time, packet=cfg.packet), data, ve)
+
+    def _convert(self, cls: type[V], stage: str, call: str, int_width: int) -> V:
+        """``vector_fxp_to_fp`` / ``vector_fp_to_fxp``: the FxpToFp or FpToFxp stage."""
+        self.enter(call, stage)
+        fn, dtype = arith.CONVERSIONS[stage]
+        iw = plan_int_width(int_width, call)
+        ve = self.ve.step(stage, f"{call.removeprefix('vector_')}({iw})", self.layout.time.size)
+        return self.advance(cls, self.layout.with_(dtype=dt.scalar(dtype)),
+                            StreamData(fn(self.data.values, iw), self.data.known.copy()), ve)
 
 
 class _Logic(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
@@ -179,14 +173,7 @@ class _FxpToFp(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
 
     def vector_fxp_to_fp(self, int_width: int) -> VectorFxpToFpTensor[dt.f32, Chip, Cluster, Slice, Time, Packet, O]:
         """i32 → f32 with ``int_width`` integer bits (L4837–4841; ``31`` converts plain integers)."""
-        call = "vector_fxp_to_fp"
-        self.enter(call, "FxpToFp")
-        check_dtype(self.hw, "FxpToFp", self.dtype, call)
-        iw = plan_int_width(int_width, call)
-        values = arith.fxp_to_fp(self.data.values, iw)
-        ve = self.ve.step("FxpToFp", f"fxp_to_fp({iw})", self.layout.time.size)
-        return self.advance(VectorFxpToFpTensor, self.layout.with_(dtype=dt.f32),
-                            StreamData(values, self.data.known.copy()), ve)
+        return self._convert(VectorFxpToFpTensor, "FxpToFp", "vector_fxp_to_fp", int_width)
 
 
 class _FpToFxp(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
@@ -194,14 +181,7 @@ class _FpToFxp(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
 
     def vector_fp_to_fxp(self, int_width: int) -> VectorFpToFxpTensor[dt.i32, Chip, Cluster, Slice, Time, Packet, O]:
         """f32 → i32 with ``int_width`` integer bits, rounding half away from zero, saturating (L4948–4952)."""
-        call = "vector_fp_to_fxp"
-        self.enter(call, "FpToFxp")
-        check_dtype(self.hw, "FpToFxp", self.dtype, call)
-        iw = plan_int_width(int_width, call)
-        values = arith.fp_to_fxp(self.data.values, iw)
-        ve = self.ve.step("FpToFxp", f"fp_to_fxp({iw})", self.layout.time.size)
-        return self.advance(VectorFpToFxpTensor, self.layout.with_(dtype=dt.i32),
-                            StreamData(values, self.data.known.copy()), ve)
+        return self._convert(VectorFpToFxpTensor, "FpToFxp", "vector_fp_to_fxp", int_width)
 
 
 class _Narrow(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
@@ -210,32 +190,17 @@ class _Narrow(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
     def vector_split(self, time: Mapping, packet: Mapping
                      ) -> VectorNarrowTensor[D, Chip, Cluster, Slice, Any, Any, O]:
         """Narrow, both halves real: ``[T], [P] → [T, P / 4], [P % 4]`` (L4842–4864); the flits double."""
-        call = "vector_split"
-        self.enter(call, "Narrow")
-        check_dtype(self.hw, "Narrow", self.dtype, call)
+        self.enter("vector_split", "Narrow")
         cfg = plan_split(self.hw, self.layout.time, self.layout.packet, time, packet)
-        w4 = self.hw.vector.way4_lanes
-        c, k, s, t, p = self.layout.shape
-        shape = (c, k, s, t * (p // w4), w4)
-        data = StreamData(self.data.values.reshape(shape), self.data.known.reshape(shape))
-        ids = None if self.ve.exec_id is None else self.ve.exec_id.reshape(shape)
-        ve = self.ve.step("Narrow", f"split({time!r}, {packet!r})", shape[3], exec_id=ids,
-                          narrowed=Narrowed(self.layout.time, self.layout.packet, "split"))
-        return self.advance(VectorNarrowTensor, self.layout.with_(time=cfg.time, packet=cfg.packet), data, ve)
+        return self._relane(VectorNarrowTensor, "Narrow", cfg, f"split({time!r}, {packet!r})",
+                            narrowed=Narrowed(self.layout.time, self.layout.packet, "split"))
 
     def vector_trim_way4(self, packet: Mapping) -> VectorNarrowTensor[D, Chip, Cluster, Slice, Time, Any, O]:
         """Narrow, upper lanes padding: ``[T], [P] → [T], [P % 4]`` (L4866–4871); type-only in hardware."""
-        call = "vector_trim_way4"
-        self.enter(call, "Narrow")
-        check_dtype(self.hw, "Narrow", self.dtype, call)
+        self.enter("vector_trim_way4", "Narrow")
         cfg = plan_trim(self.hw, self.layout.time, self.layout.packet, packet)
-        w4 = self.hw.vector.way4_lanes
-        data = StreamData(np.ascontiguousarray(self.data.values[..., :w4]),
-                          np.ascontiguousarray(self.data.known[..., :w4]))
-        ids = None if self.ve.exec_id is None else np.ascontiguousarray(self.ve.exec_id[..., :w4])
-        ve = self.ve.step("Narrow", f"trim_way4({packet!r})", self.layout.time.size, exec_id=ids,
-                          narrowed=Narrowed(self.layout.time, self.layout.packet, "trim"))
-        return self.advance(VectorNarrowTensor, self.layout.with_(packet=cfg.packet), data, ve)
+        return self._relane(VectorNarrowTensor, "Narrow", cfg, f"trim_way4({packet!r})",
+                            narrowed=Narrowed(self.layout.time, self.layout.packet, "trim"))
 
 
 class _Widen(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
@@ -243,29 +208,15 @@ class _Widen(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
 
     def vector_concat(self, time: Mapping, packet: Mapping) -> VectorWidenTensor[D, Chip, Cluster, Slice, Any, Any, O]:
         """Widen, reversing a split: ``[T, 2], [P4] → [T], [2, P4]`` (L4919–4939)."""
-        call = "vector_concat"
-        self.enter(call, "Widen")
-        check_dtype(self.hw, "Widen", self.dtype, call)
+        self.enter("vector_concat", "Widen")
         cfg = plan_concat(self.hw, self.layout.time, self.layout.packet, time, packet)
-        c, k, s, t, p = self.layout.shape
-        shape = (c, k, s, t // 2, p * 2)
-        data = StreamData(self.data.values.reshape(shape), self.data.known.reshape(shape))
-        ids = None if self.ve.exec_id is None else self.ve.exec_id.reshape(shape)
-        ve = self.ve.step("Widen", f"concat({time!r}, {packet!r})", shape[3], exec_id=ids)
-        return self.advance(VectorWidenTensor, self.layout.with_(time=cfg.time, packet=cfg.packet), data, ve)
+        return self._relane(VectorWidenTensor, "Widen", cfg, f"concat({time!r}, {packet!r})")
 
     def vector_pad_way8(self, packet: Mapping) -> VectorWidenTensor[D, Chip, Cluster, Slice, Time, Any, O]:
         """Widen, reversing a trim: ``[P] → [P # 8]`` with invalid upper lanes (L4940–4947)."""
-        call = "vector_pad_way8"
-        self.enter(call, "Widen")
-        check_dtype(self.hw, "Widen", self.dtype, call)
+        self.enter("vector_pad_way8", "Widen")
         cfg = plan_pad(self.hw, self.layout.time, self.layout.packet, packet)
-        extra = self.hw.vector.way8_lanes - self.layout.packet.size
-        pad = [(0, 0)] * 4 + [(0, extra)]
-        data = StreamData(np.pad(self.data.values, pad), np.pad(self.data.known, pad))
-        ids = None if self.ve.exec_id is None else np.pad(self.ve.exec_id, pad)
-        ve = self.ve.step("Widen", f"pad_way8({packet!r})", self.layout.time.size, exec_id=ids)
-        return self.advance(VectorWidenTensor, self.layout.with_(packet=cfg.packet), data, ve)
+        return self._relane(VectorWidenTensor, "Widen", cfg, f"pad_way8({packet!r})")
 
 
 class _Fp(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
@@ -274,9 +225,7 @@ class _Fp(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
     def _unary(self, op: FpUnaryOp, args: tuple[int, ...], operand: Any, call: str
                ) -> VectorFpTensor[D, Chip, Cluster, Slice, Time, Packet, O]:
         self.enter(call, "Fp")
-        check_dtype(self.hw, "Fp", self.dtype, call)
-        if not isinstance(op, FpUnaryOp):
-            raise DtypeError(f"{call} takes an FpUnaryOp, got {op!r}", call=call)
+        check_kind(op, (FpUnaryOp,), call)
         ve = self.ve.use(op.alu, call)
         inputs: tuple[DeviceTensor, ...] = ()
         if args == (1,):
@@ -317,21 +266,8 @@ class _Fp(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
     def _ternary(self, op: FpTernaryOp, args: tuple[int, ...], operands: Any, call: str
                  ) -> VectorFpTensor[D, Chip, Cluster, Slice, Time, Packet, O]:
         self.enter(call, "Fp")
-        check_dtype(self.hw, "Fp", self.dtype, call)
-        if not isinstance(op, FpTernaryOp):
-            raise DtypeError(f"{call} takes an FpTernaryOp, got {op!r}", call=call)
-        ve = self.ve.use(op.alu, call)
-        resolved: list[tuple[list[Resolved], GroupId | None]] = []
-        inputs: tuple[DeviceTensor, ...] = ()
-        for raw, gid in operand_list(self.hw, operands, call):
-            rs, ve, ins = self.resolve_ternary(raw, call, ve)
-            resolved.append((rs, gid))
-            inputs += ins
-        values, known = apply(lambda a, b, c: arith.fp_ternary(op.name, a, b, c), args, self.data.values,
-                              self.data.known, resolved, self.ve.exec_id, self.hw.vector.execution_id_bits - 1)
-        mode = "" if args == (0, 1, 2) else f", Mode{''.join(map(str, args))}"
-        ve = ve.step("Fp", f"{op!r}{mode}, {describe_operand(operands)}", self.layout.time.size)
-        return self.advance(VectorFpTensor, self.layout, StreamData(values, known), ve, inputs)
+        check_kind(op, (FpTernaryOp,), call)
+        return self._operate(VectorFpTensor, "Fp", op, args, operands, call)
 
     def vector_fp_ternary(self, op: FpTernaryOp, operands: Any
                           ) -> VectorFpTensor[D, Chip, Cluster, Slice, Time, Packet, O]:
@@ -354,9 +290,7 @@ class _Isr(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
         """``vector_intra_slice_reduce::<R, OTime, OPacket>(op)``, Way4 (L4907–4913, L5278–5573)."""
         call = "vector_intra_slice_reduce"
         self.enter(call, "IntraSliceReduce")
-        check_dtype(self.hw, "IntraSliceReduce", self.dtype, call)
-        if not isinstance(op, (IntraSliceReduceOpI32, IntraSliceReduceOpF32)):
-            raise DtypeError(f"{call} takes an IntraSliceReduceOpI32 / F32, got {op!r}", call=call)
+        check_kind(op, (IntraSliceReduceOpI32, IntraSliceReduceOpF32), call)
         ve = self.ve.use(REDUCE_RESOURCE, call)
         cfg = plan_intra_reduce(self.hw, self.layout, op, axis, time, packet, self.ve.narrowed)
         data, ids = execute_intra_reduce(cfg, self.data, self.ve.exec_id)
@@ -412,7 +346,7 @@ class _Filter(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
             keep = ValidBranchIds.of(*ids)
         eid = self.ve.exec_id if self.ve.exec_id is not None else np.zeros(self.layout.shape, dtype=np.uint8)
         mask = np.isin(eid, np.array(sorted(keep.ids), dtype=np.uint8))
-        data = StreamData(self.data.values.copy(), self.data.known & mask)
+        data = StreamData(self.data.values, self.data.known & mask)
         ve = self.ve.step("Filter", f"filter({sorted(keep.ids)})", self.layout.time.size)
         return self.advance(VectorFilterTensor, self.layout, data, ve)
 
@@ -448,8 +382,7 @@ def inter_reduce(self: VeBase[Any, Any, Any, Any, Any, Any, Any], slice_: Mappin
     self.take(call)
     plan_inter_entry(self.ve.order, self.ve.inter_done)
     plan_enter(self.hw, self.ve.stage, "InterSliceReduce", self.ve.context, call)
-    if not isinstance(op, (InterSliceReduceOpI32, InterSliceReduceOpF32)):
-        raise DtypeError(f"{call} takes an InterSliceReduceOpI32 / F32, got {op!r}", call=call)
+    check_kind(op, (InterSliceReduceOpI32, InterSliceReduceOpF32), call)
     plan_entry(self.hw, self.dtype, self.layout.packet, call)
     cfg = plan_inter_reduce(self.hw, self.layout, op, slice_, time)
     data = execute_inter_reduce(cfg, self.data)
