@@ -13,7 +13,7 @@ from visa import RNGD, RNGD_S, AxisSet, Context, device, launch
 from visa import dtypes as dt
 from visa.context import DmaContext, TuContext
 from visa.engines.common import EngineReport
-from visa.errors import TypestateError, VisaError
+from visa.errors import HardwareLimitError, LayoutError, TypestateError, VisaError
 from visa.memory.tensors import HbmTensor, HostTensor
 
 ax = AxisSet(A=2048)
@@ -51,10 +51,12 @@ def test_launch_refuses_plain_functions_and_too_many_chips() -> None:
     def big(ctx: Context) -> None:
         return None
 
-    with pytest.raises(VisaError):
+    with pytest.raises(HardwareLimitError) as err:
         launch(big, ctx)
-    with pytest.raises(VisaError):
+    assert err.value.level == "Chip" and err.value.fix
+    with pytest.raises(VisaError) as err:
         device(chip=0)
+    assert err.value.level == "Chip" and err.value.fix
 
 
 def test_launch_checks_the_arguments_chips_l1079() -> None:
@@ -66,9 +68,29 @@ def test_launch_checks_the_arguments_chips_l1079() -> None:
     def kernel(ctx: Context, x: HbmTensor[Any, Any, Any]) -> None:
         return None
 
-    with pytest.raises(VisaError) as err:
+    with pytest.raises(LayoutError) as err:
         launch(kernel, ctx, h)
-    assert err.value.level == "Chip"
+    assert err.value.level == "Chip" and err.value.fix
+    assert ctx.num_chips is None  # refused before anything changed
+
+
+def test_the_host_has_no_chip_count_between_launches_l1079() -> None:
+    # regression: the first launch's chip count stayed, so data for a two-chip kernel could not be placed after
+    # a one-chip kernel ran ("Chip size must equal the kernel's chip count 1")
+    ctx = Context.acquire()
+    x = HostTensor.rand(dt.i32, m["A"], np.random.default_rng(0))
+
+    @device(chip=1)
+    def one(ctx: Context, x: HbmTensor[Any, Any, Any]) -> int:
+        return ctx.num_chips or 0
+
+    @device(chip=2)
+    def two(ctx: Context, x: HbmTensor[Any, Any, Any]) -> int:
+        return ctx.num_chips or 0
+
+    assert launch(one, ctx, x.to_hbm(m["1"], m["A"], ctx.pdma, 0)) == 1
+    assert ctx.num_chips is None
+    assert launch(two, ctx, x.to_hbm(m["1 # 2"], m["A"], ctx.pdma, 1 << 20)) == 2
 
 
 def test_host_code_is_synchronous_and_operations_are_recorded_per_track() -> None:
@@ -103,7 +125,8 @@ def test_trace_is_a_chrome_trace(tmp_path: Any) -> None:
     ctx.record("main", "pass", [EngineReport("fetch", "cfg", 7)])
     trace = ctx.trace()
     names = {e["args"]["name"] for e in trace["traceEvents"] if e["ph"] == "M"}
-    assert {"pdma", "tdma", "main", "sub"} <= names
+    assert {"pdma", "tdma", "main", "sub", "device 0 (RNGD)"} <= names
+    assert {e["pid"] for e in ctx.trace(pid=3)["traceEvents"]} == {3}
     path = tmp_path / "t.json"
     ctx.write_trace(str(path))
     assert json.loads(path.read_text())["traceEvents"]

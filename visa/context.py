@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from visa.engines.common import EngineReport
-from visa.errors import TypestateError, VisaError
+from visa.errors import HardwareLimitError, LayoutError, TypestateError, VisaError
 from visa.hw import RNGD, HardwareProfile
 from visa.memory.device import DeviceMemory
 
@@ -32,7 +32,8 @@ __all__ = ["Context", "DmaContext", "TuContext", "EngineReport", "Operation", "S
 
 @dataclass
 class Operation:
-    """One operation on one track: a DMA, or a Tensor Unit pipeline pass (fetch … commit)."""
+    """One operation on one track: a DMA, or a Tensor Unit pipeline pass (fetch … commit); manual
+    "Scheduling", L7042–7070."""
 
     track: str
     name: str
@@ -42,6 +43,7 @@ class Operation:
 
     @property
     def end(self) -> int:
+        """The cycle the operation finishes: its outputs are ready then."""
         return self.start + self.cycles
 
 
@@ -67,6 +69,7 @@ class Schedule:
 
     @property
     def makespan(self) -> int:
+        """Cycles from the first operation's start to the last one's end."""
         return max((op.end for op in self.ops), default=0)
 
 
@@ -113,15 +116,14 @@ _ACQUIRED: list[weakref.ReferenceType[Context]] = []
 
 
 def acquired_contexts() -> list[Context]:
-    """Contexts acquired since the last reset (``visa run`` prints their reports)."""
+    """Contexts acquired since the last reset (``visa run`` prints their reports, design API.md §6)."""
     return [c for c in (r() for r in _ACQUIRED) if c is not None]
 
 
 class Context:
     """Exclusive access to a simulated device (manual ``Context::acquire()``, L39)."""
 
-    __slots__ = ("hw", "memory", "pdma", "tdma", "main", "sub", "schedule", "num_chips", "_in_kernel",
-                 "__weakref__")
+    __slots__ = ("hw", "memory", "pdma", "tdma", "main", "sub", "schedule", "num_chips", "__weakref__")
 
     def __init__(self, hw: HardwareProfile = RNGD) -> None:
         self.hw = hw
@@ -131,8 +133,7 @@ class Context:
         self.main = TuContext(self, "main")
         self.sub = TuContext(self, "sub")
         self.schedule = Schedule()
-        self.num_chips: int | None = None
-        self._in_kernel = False
+        self.num_chips: int | None = None  # the running kernel's chip count (L1079); None on the host
 
     @classmethod
     def acquire(cls, hw: HardwareProfile = RNGD) -> Context:
@@ -176,16 +177,18 @@ class Context:
             lines.append(f"    {op.name[:39]:<40}{op.track:<8}{op.start:>10}{op.cycles:>10}")
         return "\n".join(lines)
 
-    def trace(self) -> dict[str, Any]:
-        """The schedule as a Chrome trace (open in Perfetto): one row per track, one slice per operation."""
-        events: list[dict[str, Any]] = []
+    def trace(self, pid: int = 0) -> dict[str, Any]:
+        """The schedule as a Chrome trace (open in Perfetto): the device is process ``pid`` (``visa trace``
+        numbers the devices of a run), with one row per track and one slice per operation (L7042–7070)."""
+        events: list[dict[str, Any]] = [{"name": "process_name", "ph": "M", "pid": pid,
+                                         "args": {"name": f"device {pid} ({self.hw.name})"}}]
         tids = {name: k for k, name in enumerate(["pdma", "tdma", "main", "sub"])}
         for op in self.schedule.ops:
             tid = tids.setdefault(op.track, len(tids))
-            events.append({"name": op.name, "ph": "X", "pid": 0, "tid": tid, "ts": op.start, "dur": op.cycles,
+            events.append({"name": op.name, "ph": "X", "pid": pid, "tid": tid, "ts": op.start, "dur": op.cycles,
                            "args": {r.engine: f"{r.config} ({r.cycles} cycles)" for r in op.engines}})
         for name, tid in tids.items():
-            events.append({"name": "thread_name", "ph": "M", "pid": 0, "tid": tid, "args": {"name": name}})
+            events.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": name}})
         return {"traceEvents": events, "displayTimeUnit": "ns"}
 
     def write_trace(self, path: str) -> None:
@@ -201,7 +204,8 @@ R = TypeVar("R")
 def device(chip: int = 1) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """``#[device(chip = N)]``: mark a kernel that runs on ``chip`` chips (manual L59)."""
     if chip <= 0:
-        raise VisaError(f"a kernel runs on at least one chip, got chip={chip}", call="device")
+        raise VisaError(f"a kernel runs on at least one chip, got chip={chip}", call="device", level="Chip",
+                        fix="write @device(chip=1) for a one-chip kernel")
 
     def wrap(fn: Callable[P, R]) -> Callable[P, R]:
         @functools.wraps(fn)
@@ -221,29 +225,30 @@ def launch(kernel: Callable[..., R], ctx: Context, *args: Any) -> R:
         raise TypestateError(f"{getattr(kernel, '__name__', kernel)} is not a @device kernel", call="launch",
                              fix="decorate it with @device(chip=1)")
     if ctx.hw.max_chips and chips > ctx.hw.max_chips:
-        raise VisaError(f"the kernel needs {chips} chips; {ctx.hw.name} systems have at most {ctx.hw.max_chips}",
-                        call="launch")
+        raise HardwareLimitError(f"the kernel needs {chips} chips; {ctx.hw.name} systems have at most "
+                                 f"{ctx.hw.max_chips} (manual L129, L1075)", call="launch", level="Chip",
+                                 fix=f"split the work over at most {ctx.hw.max_chips} chips")
+    for a in args:
+        check = getattr(a, "levels", None)
+        if check is not None and "Chip" in check and check["Chip"].size != chips:
+            raise LayoutError(f"argument {a!r} spans {check['Chip'].size} chips; the kernel runs on {chips} "
+                              "(manual L1079)", call="launch", level="Chip", mapping=repr(check["Chip"]),
+                              axis=", ".join(sorted(check["Chip"].axes)) or None,
+                              fix=f'lay the argument out with Chip = m["1 # {chips}"] or an axis of size {chips}')
     previous = ctx.num_chips
     ctx.num_chips = chips
-    ctx._in_kernel = True
     try:
-        for a in args:
-            check = getattr(a, "levels", None)
-            if check is not None and "Chip" in check and check["Chip"].size != chips:
-                raise VisaError(f"argument {a!r} spans {check['Chip'].size} chips; the kernel runs on {chips}",
-                                call="launch", level="Chip", mapping=repr(check["Chip"]),
-                                fix=f'lay the argument out with Chip = m["1 # {chips}"] or an axis of size {chips}')
         return kernel(ctx, *args)
     finally:
-        ctx._in_kernel = False
-        ctx.num_chips = previous if previous is not None else chips
+        ctx.num_chips = previous  # back on the host: the next launch may use another chip count
 
 
 def report_all() -> str:
-    """The reports of every context acquired since the last :func:`reset_acquired`."""
+    """The reports of every context acquired since the last :func:`reset_acquired` (``visa run``, design API.md
+    §6)."""
     return "\n".join(c.report() for c in acquired_contexts() if c.schedule.ops)
 
 
 def reset_acquired() -> None:
-    """Forget the acquired contexts (``visa run`` does this before each file)."""
+    """Forget the acquired contexts (``visa run`` does this before each file, design API.md §6)."""
     _ACQUIRED.clear()

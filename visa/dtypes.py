@@ -129,15 +129,20 @@ class Scalar(metaclass=_ScalarMeta):
         >>> i5.size_in_bytes_from_length(64), i9.size_in_bytes_from_length(32)
         (32, 32)
         """
+        return cls._whole_bytes(n, cls.size_bits)
+
+    @classmethod
+    def _whole_bytes(cls, n: int, bits: int) -> int:
+        """Bytes that ``n`` elements of ``bits`` bits fill; refused unless they fill whole bytes (L2229–2232)."""
         if n < 0:
             raise DtypeError(f"a length of {cls!r} elements must be >= 0, got {n}")
-        total = n * cls.size_bits
+        total = n * bits
         if total % 8:
+            k = 8 // math.gcd(8, bits)
             raise DtypeError(
-                f"{n} {cls!r} elements occupy {total} bits, not whole bytes (manual L2229–2232: "
-                f"{cls.size_bits}-bit elements)",
-                fix=f"use a multiple of {8 // math.gcd(8, cls.size_bits)} elements, e.g. pad with "
-                f"`# {8 // math.gcd(8, cls.size_bits)}`",
+                f"{n} {cls!r} elements occupy {total} bits, not whole bytes (manual L2229–2232: {bits}-bit "
+                "elements)",
+                fix=f"use a multiple of {k} elements, e.g. pad with `# {k}`",
             )
         return total // 8
 
@@ -175,16 +180,7 @@ class Scalar(metaclass=_ScalarMeta):
         >>> i4.image_nbytes(4), i5.image_nbytes(4), i9.image_nbytes(4)
         (2, 4, 8)
         """
-        if n < 0:
-            raise DtypeError(f"a length of {cls!r} elements must be >= 0, got {n}")
-        total = n * cls.image_bits
-        if total % 8:
-            raise DtypeError(
-                f"{n} {cls!r} elements occupy {total} bits, not whole bytes; a byte image of {cls!r} "
-                f"needs an even number of elements (manual L2229–2232)",
-                fix="pad the element count to an even number",
-            )
-        return total // 8
+        return cls._whole_bytes(n, cls.image_bits)
 
 
 class IntScalar(Scalar):

@@ -20,7 +20,7 @@ from visa.errors import LayoutError, PoisonError
 from visa.mapping import Mapping, pair_of
 from visa.mapping.evaluate import _axis_sizes, forward
 from visa.memory.images import store
-from visa.memory.tensors import DmTensor, VrfTensor, logical_axes
+from visa.memory.tensors import DeviceTensor, DmTensor, TrfTensor, VrfTensor, logical_axes, to_storage
 
 __all__ = ["level_coords", "hold", "place_dm", "place_trf", "place_vrf", "make_stream", "stream_logical",
            "read_held"]
@@ -74,27 +74,31 @@ def _held_index(mappings: Sequence[Mapping], order: Sequence[str], sizes: dict[s
     return valid, None, index.reshape(shape)
 
 
+def _axes_and_sizes(mappings: Sequence[Mapping], axes: str | Sequence[str] | None
+                    ) -> tuple[list[str], dict[str, int]]:
+    """The axis order of the logical tensor (``axes``, default: first appearance) and the size of every axis."""
+    sizes: dict[str, int] = {}
+    for mp in mappings:
+        sizes.update(_axis_sizes(mp.canon))
+    return logical_axes(mappings, axes), sizes
+
+
 def hold(array: npt.ArrayLike, dtype: type[dt.Scalar], mappings: Sequence[Mapping],
          axes: str | Sequence[str] | None = None) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]:
-    """Values (storage-typed) and validity of a buffer with these level mappings holding ``array``.
+    """Values (storage-typed) and validity of a buffer with these level mappings holding ``array`` (manual
+    L1152–1161).
 
     Axes of ``array`` (named by ``axes``, default: first appearance) that no level uses must have size 1
     or are broadcast; axes a level uses beyond ``array`` are an error.
     """
-    order = logical_axes(mappings, axes)
-    sizes: dict[str, int] = {}
-    for mp in mappings:
-        sizes.update(_axis_sizes(mp.canon))
+    order, sizes = _axes_and_sizes(mappings, axes)
     arr = np.asarray(array)
     want = tuple(sizes[a] for a in order)
     if arr.shape != want:
         raise LayoutError(f"array shape {arr.shape} does not match axes {' '.join(order)} of sizes {want}",
-                          call="hold")
+                          call="hold", fix="reshape the array, or pass axes= in the array's dimension order")
     valid, positions, index = _held_index(mappings, order, sizes)
-    if dtype.kind == "int":
-        stored = dt.as_storage(dtype, arr)
-    else:
-        stored = np.asarray(arr).astype(dtype.storage)
+    stored = to_storage(dtype, arr, "hold")
     if positions is not None:  # mostly padding: write the elements into zeros
         values = np.zeros(valid.size, dtype=stored.dtype)
         values[positions] = np.ravel(stored)[index]
@@ -106,18 +110,29 @@ def hold(array: npt.ArrayLike, dtype: type[dt.Scalar], mappings: Sequence[Mappin
     return values.astype(dtype.storage, copy=False), valid
 
 
+def _enter_kernel(ctx: Any, chip: Mapping) -> None:
+    """Placing a tensor directly acts as a kernel on ``chip.size`` chips would (manual L1079)."""
+    if ctx.num_chips is None:
+        ctx.num_chips = chip.size
+
+
+def _write(tensor: DeviceTensor, values: npt.NDArray[Any], valid: npt.NDArray[np.bool_]) -> None:
+    """Write :func:`hold`'s values (chip first, element last) straight into a tensor's images (no engine, no
+    cost)."""
+    bits = tensor.element_bit_offset() + np.arange(values.shape[-1], dtype=np.int64) * tensor.dtype.image_bits
+    for c in range(values.shape[0]):
+        store(tensor.dtype, tensor.image(c), bits, values[c], valid[c])
+
+
 def place_dm(ctx: Any, array: npt.ArrayLike, dtype: type[dt.Scalar], chip: Mapping, cluster: Mapping,
              slice_: Mapping, element: Mapping, address: int, axes: str | Sequence[str] | None = None
              ) -> DmTensor[Any, Any, Any, Any, Any]:
-    """A DM tensor holding ``array``, written straight into the DM image (no DMA, no cost)."""
-    if ctx.num_chips is None:
-        ctx.num_chips = chip.size
+    """A DM tensor holding ``array``, written straight into the DM image (no DMA, no cost; manual L1049)."""
+    values, valid = hold(array, dtype, [chip, cluster, slice_, element], axes)  # refused before anything changes
+    _enter_kernel(ctx, chip)
     tensor: DmTensor[Any, Any, Any, Any, Any] = DmTensor(ctx, dtype, chip, cluster, slice_, element, address,
                                                          call="place_dm")
-    values, valid = hold(array, dtype, [chip, cluster, slice_, element], axes)
-    bits = address * 8 + np.arange(element.size, dtype=np.int64) * dtype.image_bits
-    for c in range(chip.size):
-        store(dtype, ctx.memory.chip(c).dm, bits, values[c], valid[c])
+    _write(tensor, values, valid)
     return tensor
 
 
@@ -129,42 +144,31 @@ def place_trf(ctx: Any, array: npt.ArrayLike, dtype: type[dt.Scalar], chip: Mapp
     ``address`` is a :class:`~visa.memory.tensors.TrfAddress`; Row ``r`` of the tensor lives in the TRF's bank
     row ``r`` (manual L4114–4148), its element ``e`` at ``element_bit_offset() + e · image_bits``.
     """
-    from visa.memory.tensors import TrfTensor
-
-    if ctx.num_chips is None:
-        ctx.num_chips = chip.size
-    tensor: Any = TrfTensor(ctx, dtype, chip, cluster, slice_, row, element, address, call="place_trf")
     values, valid = hold(array, dtype, [chip, cluster, slice_, row, element], axes)
-    bits = tensor.element_bit_offset() + np.arange(element.size, dtype=np.int64) * dtype.image_bits
-    rows = ctx.hw.trf.rows
-    for c in range(chip.size):
-        image = ctx.memory.chip(c).trf
-        full_v = np.zeros((*values.shape[1:3], rows, element.size), dtype=values.dtype)
-        full_m = np.zeros(full_v.shape, dtype=bool)
-        full_v[:, :, : row.size] = values[c]
-        full_m[:, :, : row.size] = valid[c]
-        store(dtype, image, bits, full_v, full_m)
+    _enter_kernel(ctx, chip)
+    tensor: Any = TrfTensor(ctx, dtype, chip, cluster, slice_, row, element, address, call="place_trf")
+    rows = [(0, 0)] * 3 + [(0, ctx.hw.trf.rows - row.size), (0, 0)]  # the rows past Row are not written
+    _write(tensor, np.pad(values, rows), np.pad(valid, rows))
     return tensor
 
 
 def place_vrf(ctx: Any, array: npt.ArrayLike, dtype: type[dt.Scalar], chip: Mapping, cluster: Mapping,
               slice_: Mapping, element: Mapping, address: int, axes: str | Sequence[str] | None = None
               ) -> VrfTensor[Any, Any, Any, Any, Any]:
-    """A VRF tensor holding ``array``, written straight into the VRF image (no ``to_vrf`` pass, no cost)."""
-    if ctx.num_chips is None:
-        ctx.num_chips = chip.size
+    """A VRF tensor holding ``array``, written straight into the VRF image (no ``to_vrf`` pass, no cost; manual
+    L1057)."""
+    values, valid = hold(array, dtype, [chip, cluster, slice_, element], axes)
+    _enter_kernel(ctx, chip)
     tensor: VrfTensor[Any, Any, Any, Any, Any] = VrfTensor(ctx, dtype, chip, cluster, slice_, element, address,
                                                            call="place_vrf")
-    values, valid = hold(array, dtype, [chip, cluster, slice_, element], axes)
-    bits = address * 8 + np.arange(element.size, dtype=np.int64) * dtype.image_bits
-    for c in range(chip.size):
-        store(dtype, ctx.memory.chip(c).vrf, bits, values[c], valid[c])
+    _write(tensor, values, valid)
     return tensor
 
 
 def make_stream(tu: Any, cls: type[Any], layout: StreamLayout, array: npt.ArrayLike,
                 axes: str | Sequence[str] | None = None) -> Any:
-    """A stream stage object (``cls``, e.g. ``CollectTensor``) of ``layout`` holding ``array``."""
+    """A stream stage object (``cls``, e.g. ``CollectTensor``) of ``layout`` holding ``array`` (Time and
+    Packet levels, manual L1152–1161)."""
     maps = [layout.level(n) for n in ("Chip", "Cluster", "Slice", "Time", "Packet")]
     values, valid = hold(array, layout.dtype, maps, axes)
     return cls(tu, layout, StreamData(values, valid))
@@ -173,15 +177,12 @@ def make_stream(tu: Any, cls: type[Any], layout: StreamLayout, array: npt.ArrayL
 def read_held(values: npt.NDArray[Any], known: npt.NDArray[np.bool_], dtype: type[dt.Scalar],
               mappings: Sequence[Mapping], axes: str | Sequence[str] | None = None, *,
               allow_missing: bool = False) -> npt.NDArray[Any]:
-    """The logical tensor held by ``values`` under these level mappings.
+    """The logical tensor held by ``values`` under these level mappings (manual L1152–1161).
 
     Every valid position must be known (else :class:`~visa.errors.PoisonError`); positions holding the same
     index must agree (else ``AssertionError``: the buffer does not hold one tensor).
     """
-    order = logical_axes(mappings, axes)
-    sizes: dict[str, int] = {}
-    for mp in mappings:
-        sizes.update(_axis_sizes(mp.canon))
+    order, sizes = _axes_and_sizes(mappings, axes)
     shape = tuple(sizes[a] for a in order)
     valid, positions, flat = _held_index(mappings, order, sizes)
     every = positions is None and bool(valid.all())
@@ -209,7 +210,7 @@ def read_held(values: npt.NDArray[Any], known: npt.NDArray[np.bool_], dtype: typ
 
 def stream_logical(stream: Any, axes: str | Sequence[str] | None = None, *, allow_missing: bool = False
                    ) -> npt.NDArray[Any]:
-    """The logical tensor a stream stage object holds."""
+    """The logical tensor a stream stage object holds (manual L1152–1161)."""
     layout: StreamLayout = stream.layout
     maps = [layout.level(n) for n in ("Chip", "Cluster", "Slice", "Time", "Packet")]
     return read_held(stream.data.values, stream.data.known, layout.dtype, maps, axes, allow_missing=allow_missing)

@@ -108,6 +108,9 @@ def test_skewed_axis_L986_L1003() -> None:
     for a in range(4):
         for bp in range(4):
             assert e.map(4 * a + bp) == i(A=a, B=(bp + a) % 4)  # L1003
+    with pytest.raises(UnknownAxisError) as err:  # every axis of the derivation must be declared
+        AxisSet(A=4, B=4).skew("B'", "B - Z")
+    assert (err.value.call, err.value.axis) == ("skew", "Z") and err.value.fix
 
 
 def test_linear_combination_sliding_window_L1011_L1016() -> None:
@@ -202,6 +205,15 @@ def test_modulo_must_divide_L891() -> None:
         AxisSet(A=10).m["A % 3"]
 
 
+def test_building_methods_refuse_like_the_text_L741_L903() -> None:
+    a = AxisSet(A=10).m["A"]
+    assert a.stride(5) == AxisSet(A=10).m["A / 5"] and a.modulo(5) == AxisSet(A=10).m["A % 5"]
+    for build in (lambda: a.stride(3), lambda: a.modulo(3), lambda: a.pad(8), lambda: a.resize(11)):
+        with pytest.raises(MappingSyntaxError) as err:
+            build()
+        assert err.value.mapping == 'm["A"]' and err.value.fix
+
+
 def test_unknown_axis_names_axis_and_mapping() -> None:
     with pytest.raises(UnknownAxisError) as err:
         AxisSet(A=8).m["A, Q / 2"]
@@ -241,3 +253,16 @@ def test_vectorised_evaluation_agrees_with_map() -> None:
     pos, held = e.locate({a: ev.coords[a] for a in ev.coords})
     assert np.array_equal(pos[ev.valid], np.arange(e.size)[ev.valid])
     assert held[ev.valid].all()
+
+
+def test_mappings_pickle_with_skewed_axes_and_escapes_L972_L986() -> None:
+    # regression: a mapping was pickled as its text over a fresh AxisSet of its sizes, which knows neither the
+    # skewed axis nor the escape's alias, so unpickling (and copy.deepcopy) raised UnknownAxisError
+    import copy
+    import pickle
+
+    ax = AxisSet(A=4, B=4).skew("B'", "B - A")
+    X = ax.m["A"]  # noqa: F841 - the escape below names it
+    for e in (ax.m["A, B' = 4"], ax.m["{X}, B"]):
+        for back in (pickle.loads(pickle.dumps(e)), copy.deepcopy(e)):
+            assert back == e and repr(back) == repr(e) and back.key == e.key

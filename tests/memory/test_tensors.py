@@ -8,7 +8,7 @@ import pytest
 
 from visa import AxisSet, Context
 from visa import dtypes as dt
-from visa.errors import AllocationError, LayoutError, PoisonError, StaleTensorError
+from visa.errors import AllocationError, DtypeError, LayoutError, PoisonError, StaleTensorError
 from visa.memory.tensors import DmTensor, HbmTensor, HostTensor
 
 ax = AxisSet(A=8, B=512)
@@ -30,6 +30,13 @@ def test_host_tensor_rand_and_zeros() -> None:
     assert r.numpy().shape == (8, 512) and r.known.all()
     z = HostTensor.zeros(dt.i4, m["A"])
     assert z.numpy().tolist() == [0] * 8
+
+
+def test_host_values_outside_the_dtype_are_refused_naming_the_call() -> None:
+    with pytest.raises(DtypeError) as err:
+        HostTensor.from_numpy(np.array([1, 300] + [0] * 6), dt.i8, m["A"])
+    assert err.value.call == "HostTensor.from_numpy" and err.value.fix
+    assert "value 300 is outside i8's range -128..127" in str(err.value)
 
 
 def test_host_padding_is_poison() -> None:
@@ -77,8 +84,9 @@ def test_overlapping_block_tiles_l955() -> None:
         tile = t.view().tile(m["B / 32"], 2, m["A, B / 32 = 2 # 16, B % 32"], i)
         got = tile.to_host(m["A, B = 64"], ctx.pdma).numpy(axes="A B")
         assert np.array_equal(got.view(np.uint16), want[:, 32 * i: 32 * i + 64].view(np.uint16))
-    with pytest.raises(LayoutError):
+    with pytest.raises(LayoutError) as err:
         t.view().tile(m["B / 32"], 2, m["A, B / 32 = 2 # 16, B % 32"], 15)  # past block 15
+    assert (err.value.level, err.value.axis, err.value.fix) == ("Element", "B", "start at most 14")
 
 
 def test_relabel_is_a_reshape_without_moving_l8056() -> None:
@@ -89,10 +97,14 @@ def test_relabel_is_a_reshape_without_moving_l8056() -> None:
     r = h.relabel(Element=ax2.m["P, F"])
     assert r.address == h.address and r.region is h.region
     assert np.array_equal(r.logical(axes="P F"), x.numpy().reshape(32, 2))
-    with pytest.raises(LayoutError):
+    with pytest.raises(LayoutError) as err:
         h.relabel(Element=ax2.m["P"])
+    assert err.value.level == "Element" and err.value.fix
+    with pytest.raises(LayoutError) as err:
+        h.relabel(Row=ax2.m["P"])
+    assert err.value.level == "Row" and err.value.fix
     v = h.view().relabel(ax2.m["P, F"])
-    assert v.element.size == 64
+    assert v.element.size == 64 and type(v) is type(h.view())
 
 
 def test_from_addr_reads_bytes_already_there_l821() -> None:
@@ -153,3 +165,15 @@ def test_poison_travels_with_the_data() -> None:
     with pytest.raises(PoisonError):
         dm.logical()
     assert isinstance(dm, DmTensor)
+
+
+def test_a_refused_placement_leaves_the_live_tensors_readable() -> None:
+    # regression: visa.testing.place_dm registered (and so clobbered) the bytes before it refused the array
+    from visa.testing import place_dm
+
+    ctx = Context.acquire()
+    levels = (m["1"], m["1 # 2"], m["B / 2"], m["B % 2"])
+    kept = place_dm(ctx, np.arange(512, dtype=np.int32), dt.i32, *levels, 0)
+    with pytest.raises(LayoutError):
+        place_dm(ctx, np.zeros(7, dtype=np.int32), dt.i32, *levels, 0)
+    assert kept.logical().tolist() == list(range(512))

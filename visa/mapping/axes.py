@@ -118,9 +118,11 @@ class AxisSet:
             raise MappingSyntaxError(f"the skew {name} = {expr} must start with its base axis",
                                      call="skew", fix="write e.g. skew(\"B'\", \"B - A\")")
         base = terms[0][0]
-        for axis, _ in terms:
-            self.size(axis)  # each must exist
-        self._skews[name] = Skew(name, base, tuple(terms[1:]), self.size(base))
+        try:
+            sizes = [self.size(axis) for axis, _ in terms]  # each must exist
+        except UnknownAxisError as e:
+            raise UnknownAxisError(e.message, call="skew", axis=e.axis, fix=e.fix) from None
+        self._skews[name] = Skew(name, base, tuple(terms[1:]), sizes[0])
         return self
 
     # -- lookup ------------------------------------------------------------------------------------------
@@ -170,7 +172,7 @@ def _caller_globals(depth: int) -> dict[str, Any]:
 
 
 def module_axes(module_globals: dict[str, Any], *, create: bool = False) -> AxisSet | None:
-    """The :class:`AxisSet` that ``axes(...)`` attached to a module (its globals dict)."""
+    """The :class:`AxisSet` that ``axes(...)`` attached to a module (its globals dict; manual L587–595)."""
     found = module_globals.get(AXES_ATTR)
     if isinstance(found, AxisSet):
         return found

@@ -27,6 +27,7 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -46,13 +47,13 @@ from visa.mapping.syntax import (
 )
 
 __all__ = ["Sym", "Win", "SkewAtom", "Atom", "Dim", "Lin", "Canon", "build", "build_raw", "simplify",
-           "simplify_groups",
+           "simplify_groups", "axis_atoms",
            "canon_size", "canon_text", "node_text", "pad", "resize", "stride", "pair", "is_regular"]
 
 
 @dataclass(frozen=True, slots=True)
 class Sym:
-    """An axis as an atom: its flat position is its coordinate."""
+    """An axis as an atom: its flat position is its coordinate (``Mapping::Symbol``, manual L624–673)."""
 
     name: str
     size: int
@@ -60,12 +61,14 @@ class Sym:
 
 @dataclass(frozen=True, slots=True)
 class Win:
-    """A composite atom: flat position p holds ``inner.map(p)`` (decoded after every term is added)."""
+    """A composite atom: flat position p holds ``inner.map(p)`` (decoded after every term is added), what a
+    stride, modulo, resize or padding of a pair cuts through (manual L870–903)."""
 
     inner: Canon
 
     @property
     def size(self) -> int:
+        """SIZE of the composite."""
         return canon_size(self.inner)
 
 
@@ -77,6 +80,7 @@ class SkewAtom:
 
     @property
     def size(self) -> int:
+        """The size of the base axis (manual L986–1003)."""
         return self.skew.size
 
 
@@ -85,7 +89,7 @@ Atom = Sym | Win | SkewAtom
 
 @dataclass(frozen=True, slots=True)
 class Dim:
-    """One mixed-radix digit of the buffer position.
+    """One mixed-radix digit of the buffer position (a term of the manual's pair, L674–716).
 
     Digit d is valid when ``offset <= d < offset + count`` and then adds ``(d - offset)·stride`` to the
     flat position of ``atom``; ``atom is None`` adds nothing (pure padding, ``count == 1``).
@@ -110,11 +114,24 @@ Canon = tuple[Dim | Lin, ...]
 
 
 def canon_size(dims: Canon) -> int:
-    """SIZE of a canonical mapping."""
+    """SIZE of a canonical mapping (the product of its digits' sizes, as for ``Pair``, manual L674–716)."""
     out = 1
     for d in dims:
         out *= d.size
     return out
+
+
+def axis_atoms(dims: Canon) -> Iterator[Sym | SkewAtom]:
+    """Every axis atom of a canonical mapping, outermost first, composites and linear combinations opened (an
+    atom that several digits use comes once per digit): the axes the mapping's indices set (manual L596–620)."""
+    for d in dims:
+        if isinstance(d, Lin):
+            for c, _ in d.parts:
+                yield from axis_atoms(c)
+        elif isinstance(d.atom, Win):
+            yield from axis_atoms(d.atom.inner)
+        elif d.atom is not None:
+            yield d.atom
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -318,7 +335,8 @@ def _collides(cut: Canon, dims: Canon, owner: Dim) -> bool:
 
 
 def simplify(dims: Canon) -> Canon:
-    """Replace each composite that a single dim refers to by the inner dims it cuts exactly.
+    """Replace each composite that a single dim refers to by the inner dims it cuts exactly (the stride–modulo
+    decomposition and pair projection of manual L1017–1028).
 
     Applied once, to a whole mapping, after every constructor has run: while a mapping is still being built
     a composite must stay whole, so that ``[E] / n`` and ``[E] % n`` can meet and add their positions.
@@ -356,13 +374,13 @@ def simplify_groups(groups: list[Canon]) -> list[Canon]:
 
 
 def build(node: Node) -> Canon:
-    """Canonical form of a parsed mapping tree."""
+    """Canonical form of a parsed mapping tree: equivalent mappings (manual L1017–1028) get equal forms."""
     return simplify(build_raw(node))
 
 
 @lru_cache(maxsize=4096)
 def build_raw(node: Node) -> Canon:
-    """Composite-preserving form of a parsed tree (see :func:`simplify`)."""
+    """Composite-preserving form of a parsed tree (see :func:`simplify`; the constructors of manual L650–1016)."""
     if isinstance(node, Identity):
         return ()
     if isinstance(node, Symbol):
@@ -406,7 +424,8 @@ def _lin(parts: tuple[tuple[Canon, int], ...], size: int) -> Canon:
 
 
 def is_regular(dims: Canon) -> bool:
-    """True when every axis appears in one atom only and no Lin or skew is involved.
+    """True when every axis appears in one atom only and no Lin or skew is involved (manual L986–1016 are the
+    irregular cases).
 
     For regular mappings the inverse (tensor index to buffer position) is a plain digit decomposition.
     """
@@ -503,14 +522,15 @@ def _dim_text(d: Dim | Lin) -> str:
 
 
 def canon_text(dims: Canon) -> str:
-    """Canonical text: parsing it gives back an equivalent mapping with the same canonical form."""
+    """Canonical text: parsing it gives back an equivalent mapping with the same canonical form (the grammar of
+    manual L582–1016)."""
     if not dims:
         return "1"
     return ", ".join(_dim_text(d) for d in dims)
 
 
 def node_text(node: Node) -> str:
-    """Text of a parse tree as written (escapes keep their names)."""
+    """Text of a parse tree as written (escapes keep their names, manual L972–984)."""
     if isinstance(node, Identity):
         return "1"
     if isinstance(node, Symbol):

@@ -131,7 +131,7 @@ class Mapping:
     canonical text; ``repr()`` the text as written.
     """
 
-    __slots__ = ("node", "axis_set", "_canon", "_hash", "_text", "_items", "_key")
+    __slots__ = ("node", "axis_set", "_canon", "_hash", "_text", "_items", "_key", "_axes")
 
     def __init__(self, node: Node, axis_set: AxisSet, text: str | None = None) -> None:
         self.node = node
@@ -141,6 +141,7 @@ class Mapping:
         self._text = text
         self._items: tuple[Mapping, ...] | None = None
         self._key: tuple[object, ...] | None = None
+        self._axes: frozenset[str] | None = None
 
     # -- construction ------------------------------------------------------------------------------------
     @classmethod
@@ -211,7 +212,9 @@ class Mapping:
     @property
     def axes(self) -> frozenset[str]:
         """Names of the axes this mapping sets (derived axes count as their base and the axes they use)."""
-        return frozenset(_axes_of(self.canon))
+        if self._axes is None:
+            self._axes = frozenset(_axes_of(self.canon))
+        return self._axes
 
     @property
     def text(self) -> str:
@@ -231,28 +234,32 @@ class Mapping:
         """``self / n`` (n must divide ``size``, manual L874)."""
         if n <= 0 or self.size % n:
             raise MappingSyntaxError(f"Stride size must divide the original size: {n} does not divide "
-                                     f"{self.size}", call="stride", mapping=repr(self))
+                                     f"{self.size}", call="stride", mapping=repr(self),
+                                     fix=f"stride by a divisor of {self.size}, or pad first: .pad(m).stride(n)")
         return Mapping(Stride(self.node, n), self.axis_set)
 
     def modulo(self, n: int) -> Mapping:
         """``self % n`` (n must divide ``size``, manual L891)."""
         if n <= 0 or self.size % n:
             raise MappingSyntaxError(f"Modulo size must divide the original size: {n} does not divide "
-                                     f"{self.size}", call="modulo", mapping=repr(self))
+                                     f"{self.size}", call="modulo", mapping=repr(self),
+                                     fix=f"take a divisor of {self.size}, or .resize(n) to keep the first n "
+                                     "positions")
         return Mapping(Modulo(self.node, n), self.axis_set)
 
     def pad(self, n: int) -> Mapping:
-        """``self # n`` (n at least ``size``)."""
+        """``self # n`` (n at least ``size``, manual L741–778)."""
         if n < self.size:
             raise MappingSyntaxError(f"padding to {n} is smaller than the size {self.size}", call="pad",
-                                     mapping=repr(self))
+                                     mapping=repr(self), fix="use .resize(n) to keep fewer positions")
         return Mapping(Padding(self.node, n), self.axis_set)
 
     def resize(self, n: int) -> Mapping:
-        """``self = n`` (n at most ``size``)."""
+        """``self = n`` (n at most ``size``, manual L779–812)."""
         if not 0 < n <= self.size:
             raise MappingSyntaxError(f"resize to {n} is outside 1..{self.size}", call="resize",
-                                     mapping=repr(self))
+                                     mapping=repr(self), fix=f"resize to 1..{self.size}, or use .pad(n) to add "
+                                     "positions")
         return Mapping(Resize(self.node, n), self.axis_set)
 
     @classmethod
@@ -284,8 +291,8 @@ class Mapping:
     def __repr__(self) -> str:
         return f'm["{self.text}"]'
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (self.text, dict(self.axis_set.sizes)))
+    def __reduce__(self) -> tuple[Any, ...]:  # the tree, not the text: escapes and skewed axes need no scope
+        return (Mapping, (self.node, self.axis_set, self.text))
 
     # -- views -------------------------------------------------------------------------------------------
     def table(self, limit: int = 64) -> str:
@@ -332,39 +339,26 @@ class Mapping:
 
 def _declare_from(dims: C.Canon, axis_set: AxisSet) -> None:
     """Declare in ``axis_set`` every axis (and skew) that a canonical form uses."""
-    for d in dims:
-        if isinstance(d, C.Lin):
-            for c, _ in d.parts:
-                _declare_from(c, axis_set)
-        elif isinstance(d.atom, C.Sym):
-            axis_set.declare(**{d.atom.name: d.atom.size})
-        elif isinstance(d.atom, C.Win):
-            _declare_from(d.atom.inner, axis_set)
-        elif isinstance(d.atom, C.SkewAtom):
-            sk = d.atom.skew
-            if sk.base not in axis_set:
-                axis_set.declare(**{sk.base: sk.size})
-            if sk.name not in axis_set:
-                axis_set._skews[sk.name] = sk
-
-
-def _rebuild(text: str, sizes: dict[str, int]) -> Mapping:
-    return Mapping.parse(text, AxisSet(**sizes))
+    for a in C.axis_atoms(dims):
+        if isinstance(a, C.Sym):
+            axis_set.declare(**{a.name: a.size})
+            continue
+        sk = a.skew
+        if sk.base not in axis_set:
+            axis_set.declare(**{sk.base: sk.size})
+        if sk.name not in axis_set:
+            axis_set._skews[sk.name] = sk
 
 
 def _axes_of(dims: C.Canon) -> set[str]:
+    """The axes a canonical form sets: its axes, and for a skewed axis its base and the axes it uses."""
     out: set[str] = set()
-    for d in dims:
-        if isinstance(d, C.Lin):
-            for c, _ in d.parts:
-                out |= _axes_of(c)
-        elif isinstance(d.atom, C.Sym):
-            out.add(d.atom.name)
-        elif isinstance(d.atom, C.Win):
-            out |= _axes_of(d.atom.inner)
-        elif isinstance(d.atom, C.SkewAtom):
-            out.add(d.atom.skew.base)
-            out |= {name for name, _ in d.atom.skew.coefs}
+    for a in C.axis_atoms(dims):
+        if isinstance(a, C.Sym):
+            out.add(a.name)
+        else:
+            out.add(a.skew.base)
+            out.update(name for name, _ in a.skew.coefs)
     return out
 
 
@@ -460,7 +454,8 @@ def _lin_options(d: C.Lin, digit: int) -> list[Index]:
 def pair_of(*parts: Mapping) -> Mapping:
     """``m["{a}, {b}, ..."]`` built from mapping objects: the right-nested ``Pair`` (manual L674–716)."""
     if not parts:
-        raise MappingSyntaxError("pair_of needs at least one mapping", call="pair_of")
+        raise MappingSyntaxError("pair_of needs at least one mapping", call="pair_of",
+                                 fix='pass one mapping or more; m["1"] is the identity')
     node: Node = parts[-1].node
     for p in reversed(parts[:-1]):
         node = Pair(p.node, node)
@@ -471,22 +466,16 @@ _CACHE: dict[tuple[str, int, tuple[tuple[str, int], ...]], Mapping] = {}
 
 
 def _parse_cached(text: str, axis_set: AxisSet, scope: AbcMapping[str, Any] | None) -> Mapping:
-    if not isinstance(text, str):
-        raise MappingSyntaxError(f"mapping text must be a string, got {type(text).__name__}", call="m",
-                                 fix='write m["A, B"]')
-    escapes: dict[str, Mapping] = {}
-
     def resolve(name: str) -> Mapping:
         found = scope.get(name) if scope is not None else None
         if not isinstance(found, Mapping):
             what = "is not defined" if found is None else f"is a {type(found).__name__}, not a mapping"
             raise UnknownAxisError(f"escape {{{name}}} {what}", call="m", mapping=f'm["{text}"]',
                                    fix=f'define {name} = m["..."] at module level before this line')
-        escapes[name] = found
         return found
 
     key = None
-    if "{" not in text:
+    if isinstance(text, str) and "{" not in text:  # parse() refuses anything but text
         key = (text, id(axis_set), tuple(sorted(axis_set.sizes.items())))
         hit = _CACHE.get(key)
         if hit is not None and hit.axis_set is axis_set:
@@ -501,7 +490,8 @@ def _parse_cached(text: str, axis_set: AxisSet, scope: AbcMapping[str, Any] | No
 
 
 class MappingFactory:
-    """``ax.m["..."]``: parse mapping text against an explicit :class:`AxisSet`."""
+    """``ax.m["..."]``: parse mapping text against an explicit :class:`AxisSet` (design API.md §3; manual
+    L587–595)."""
 
     __slots__ = ("axis_set",)
 
@@ -516,7 +506,8 @@ class MappingFactory:
 
 def module_mapping(text: str, module_globals: AbcMapping[str, Any],
                    local_scope: AbcMapping[str, Any] | None = None) -> Mapping:
-    """``m[text]`` written in the module whose globals are ``module_globals`` (the one rule behind ``m``).
+    """``m[text]`` written in the module whose globals are ``module_globals`` (the one rule behind ``m``; design
+    API.md §3, manual L582–595).
 
     Names resolve against the module's ``axes(...)``; escapes ``{Name}`` against its variables (locals first).
     The mypy plugin (:mod:`visa.mypy`) calls this with the module it analyses.
@@ -536,7 +527,8 @@ def module_mapping(text: str, module_globals: AbcMapping[str, Any],
 
 
 class MappingSyntax:
-    """The type of :data:`m`: ``m["A / 8 # 256"]`` is an item lookup that parses mapping text.
+    """The type of :data:`m`: ``m["A / 8 # 256"]`` is an item lookup that parses mapping text (the manual's
+    ``m![...]``, L582; design API.md §1).
 
     ``m`` is an object, not a class, so that a type checker reads ``Slice = m["A / 8 # 256"]`` as a value
     (a :class:`Mapping`), never as a type alias; the :mod:`visa.mypy` plugin makes ``m["..."]`` a type too.
@@ -565,12 +557,15 @@ IDENTITY = Mapping(Identity(), AxisSet(), "1")
 
 
 def symbol(name: str, size: int) -> Mapping:
-    """A one-axis mapping built without text (used by engines that invent axes, such as ``I``)."""
+    """A one-axis mapping built without text (used by engines that invent axes, such as ``I``; manual
+    L624–673)."""
     return Mapping(Symbol(name, size), AxisSet(**{name: size}), name)
 
 
-def ensure_mapping(value: object, what: str) -> Mapping:
-    """Check that an argument is a :class:`Mapping`; a clear error otherwise."""
+def ensure_mapping(value: object, what: str, call: str | None = None, level: str | None = None) -> Mapping:
+    """Check that an argument (``what``, e.g. ``"OutTime"``) is a :class:`Mapping`; otherwise the refusal names
+    the ``call`` that took it and the ``level`` it was meant for (manual "Mapping Expressions", L582)."""
     if isinstance(value, Mapping):
         return value
-    raise VisaError(f"{what} must be a mapping such as m[\"A\"], got {value!r}", call=what)
+    raise VisaError(f"{what} must be a mapping such as m[\"A\"], got {value!r}", call=call or what, level=level,
+                    fix=f'write {what} as m["..."] over declared axes')

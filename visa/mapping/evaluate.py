@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from visa.errors import VisaError
-from visa.mapping.canon import Atom, Canon, Dim, Lin, SkewAtom, Sym, Win, canon_size, is_regular
+from visa.mapping.canon import Atom, Canon, Dim, Lin, SkewAtom, Sym, Win, axis_atoms, canon_size, is_regular
 
 __all__ = ["Evaluation", "forward", "inverse", "IntArray", "BoolArray", "RelationError"]
 
@@ -40,7 +40,8 @@ class RelationError(VisaError):
 
 @dataclass(slots=True)
 class Evaluation:
-    """Per-axis coordinates (zero where an axis is absent) and the validity mask of a forward evaluation."""
+    """Per-axis coordinates (zero where an axis is absent) and the validity mask of a forward evaluation: the
+    manual's ``map`` (L596–620) at many positions, ``None`` where the mask is False."""
 
     coords: dict[str, IntArray]
     valid: BoolArray
@@ -108,22 +109,19 @@ def _decode_atoms(
 
 
 def _axis_sizes(dims: Canon) -> dict[str, int]:
+    """The size of every axis a canonical mapping holds (a skewed axis stands for its base)."""
     out: dict[str, int] = {}
-    for d in dims:
-        if isinstance(d, Lin):
-            for c, _ in d.parts:
-                out.update(_axis_sizes(c))
-        elif isinstance(d.atom, Sym):
-            out[d.atom.name] = d.atom.size
-        elif isinstance(d.atom, Win):
-            out.update(_axis_sizes(d.atom.inner))
-        elif isinstance(d.atom, SkewAtom):
-            out[d.atom.skew.base] = d.atom.skew.size
+    for a in axis_atoms(dims):
+        if isinstance(a, Sym):
+            out[a.name] = a.size
+        else:
+            out[a.skew.base] = a.skew.size
     return out
 
 
 def forward(dims: Canon, positions: npt.ArrayLike | None = None, *, digits_shape: bool = False) -> Evaluation:
-    """Evaluate the mapping at buffer ``positions`` (any shape), or at every position when ``None``.
+    """Evaluate the mapping at buffer ``positions`` (any shape), or at every position when ``None`` (the
+    manual's ``map``, L596–620, vectorised).
 
     Positions outside ``[0, SIZE)`` are invalid.  Raises :class:`RelationError` for linear combinations.
     With ``digits_shape`` (and every position), the arrays keep the shape of the canonical digits (one axis per

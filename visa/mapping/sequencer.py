@@ -30,7 +30,7 @@ from visa.errors import HardwareLimitError, IncompatibleShapesError, Insufficien
 from visa.hw import RNGD
 from visa.mapping import canon as C
 from visa.mapping.core import Mapping
-from visa.mapping.evaluate import IntArray, RelationError, forward, inverse
+from visa.mapping.evaluate import IntArray, RelationError, _axis_sizes, _weights, forward, inverse
 
 __all__ = [
     "Entry", "SequencerConfig", "SequencerLimits", "DEFAULT_LIMITS", "derive", "derive_many",
@@ -42,10 +42,14 @@ class SequencerLimits(Protocol):
     """The sequencer's hard limits (manual L1628–1637): the hardware profile's ``hw.sequencer``."""
 
     @property
-    def max_entries(self) -> int: ...
+    def max_entries(self) -> int:
+        """Entries a configuration may have (8, L1630)."""
+        ...
 
     @property
-    def max_entry_size(self) -> int: ...
+    def max_entry_size(self) -> int:
+        """Iterations one entry may make (65 536, L1631–1632)."""
+        ...
 
 
 DEFAULT_LIMITS: SequencerLimits = RNGD.sequencer
@@ -119,7 +123,8 @@ def contiguous_elements(entries: Sequence[Entry]) -> int:
 
 
 def largest_divisor(value: int, allowed: Sequence[int]) -> int | None:
-    """The largest allowed size that divides ``value`` (``None`` if none does)."""
+    """The largest allowed size that divides ``value`` (``None`` if none does): how fetch and commit sizes are
+    picked (manual L1760–1762, L2193)."""
     best = None
     for a in allowed:
         if a > 0 and value % a == 0 and (best is None or a > best):
@@ -174,14 +179,6 @@ class _Buffer:
     records: list[tuple[C.Atom, int, int, list[tuple[int, int]]]] = field(default_factory=list)
 
 
-def _weights(dims: C.Canon) -> list[int]:
-    w, out = 1, [0] * len(dims)
-    for j in range(len(dims) - 1, -1, -1):
-        out[j] = w
-        w *= dims[j].size
-    return out
-
-
 def _collect(dims: C.Canon, scale: int, into: _Buffer) -> None:
     weights = _weights(dims)
     for j, d in enumerate(dims):
@@ -202,10 +199,7 @@ def _collect(dims: C.Canon, scale: int, into: _Buffer) -> None:
 
 
 def _buffer(mapping: Mapping) -> _Buffer:
-    from visa.mapping.core import _axes_of
-    from visa.mapping.evaluate import _axis_sizes
-
-    buf = _Buffer(mapping, {}, set(_axes_of(mapping.canon)), _axis_sizes(mapping.canon), 0)
+    buf = _Buffer(mapping, {}, set(mapping.axes), _axis_sizes(mapping.canon), 0)
     _collect(mapping.canon, 1, buf)
     for fl in buf.factors.values():
         fl.sort(key=lambda f: f.stride)

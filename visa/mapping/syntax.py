@@ -43,6 +43,7 @@ class Identity:
 
     @property
     def size(self) -> int:
+        """SIZE = 1."""
         return 1
 
 
@@ -64,6 +65,7 @@ class Pair:
 
     @property
     def size(self) -> int:
+        """SIZE = L·R."""
         return self.left.size * self.right.size
 
 
@@ -93,6 +95,7 @@ class Stride:
 
     @property
     def size(self) -> int:
+        """SIZE = L.SIZE / n."""
         return self.inner.size // self.n
 
 
@@ -105,6 +108,7 @@ class Modulo:
 
     @property
     def size(self) -> int:
+        """SIZE = n."""
         return self.n
 
 
@@ -118,6 +122,7 @@ class Escape:
 
     @property
     def size(self) -> int:
+        """The alias's SIZE."""
         return self.mapping.size
 
 
@@ -133,6 +138,7 @@ class LinearCombination:
 
     @property
     def size(self) -> int:
+        """SIZE = 1 + Σ (SIZE(e_k) − 1)·n_k."""
         return 1 + sum((node.size - 1) * n for node, n in self.parts)
 
 
@@ -326,13 +332,14 @@ def _size_error(msg: str, text: str, node: Node, n: int, pos: int, fix: str) -> 
 
 
 def parse(text: str, axes: AxisSet, resolve: Resolver | None = None) -> Node:
-    """Parse mapping text into a tree whose node sizes are resolved against ``axes``.
+    """Parse mapping text into a tree whose node sizes are resolved against ``axes`` (manual L582–1016).
 
     Raises :class:`~visa.errors.MappingSyntaxError`, :class:`~visa.errors.UnknownAxisError` or
     :class:`~visa.errors.UnsupportedFeatureError`; never another exception for any input string.
     """
     if not isinstance(text, str):
-        raise MappingSyntaxError(f"mapping text must be a string, got {type(text).__name__}", call="m")
+        raise MappingSyntaxError(f"mapping text must be a string, got {type(text).__name__}", call="m",
+                                 fix='write m["A, B"]')
     return _Parser(text, axes, resolve).parse()
 
 

@@ -15,7 +15,8 @@ __all__ = ["ChipMemory", "DeviceMemory"]
 
 
 class ChipMemory:
-    """One chip's HBM, DM (clusters × slices × bytes), TRF (× rows) and VRF images, created on first use."""
+    """One chip's HBM, DM (clusters × slices × bytes), TRF (× rows) and VRF images, created on first use (the
+    memories of manual L134–140)."""
 
     __slots__ = ("hw", "chip", "_hbm", "_dm", "_trf", "_vrf")
 
@@ -29,12 +30,14 @@ class ChipMemory:
 
     @property
     def hbm(self) -> PagedImage:
+        """The chip's HBM: 48 GB, sparse (L137, L2949)."""
         if self._hbm is None:
             self._hbm = PagedImage(self.hw.hbm.chip_bytes, f"HBM of chip {self.chip}")
         return self._hbm
 
     @property
     def dm(self) -> DenseImage:
+        """The chip's DM: clusters × slices × 512 KB (L138, L1088)."""
         if self._dm is None:
             d = self.hw.dm
             self._dm = DenseImage((d.clusters_per_chip, d.slices_per_cluster, d.slice_bytes),
@@ -43,6 +46,7 @@ class ChipMemory:
 
     @property
     def trf(self) -> DenseImage:
+        """The chip's TRFs: clusters × slices × rows × twice the 8 KB of a row (L139, L1089; module docstring)."""
         if self._trf is None:
             d, t = self.hw.dm, self.hw.trf
             self._trf = DenseImage((d.clusters_per_chip, d.slices_per_cluster, t.rows, 2 * t.row_bytes),
@@ -51,6 +55,7 @@ class ChipMemory:
 
     @property
     def vrf(self) -> DenseImage:
+        """The chip's VRFs: clusters × slices × 8 KB (L140, L1090)."""
         if self._vrf is None:
             d = self.hw.dm
             self._vrf = DenseImage((d.clusters_per_chip, d.slices_per_cluster, self.hw.vrf.slice_bytes),
@@ -59,7 +64,7 @@ class ChipMemory:
 
 
 class DeviceMemory:
-    """All chips of a device (created on first use) and the registry of live tensors."""
+    """All chips of a device (created on first use) and the registry of live tensors (manual L150–155)."""
 
     __slots__ = ("hw", "chips", "registry")
 

@@ -296,8 +296,7 @@ class PagedImage:
 
     __slots__ = ("size", "name", "_starts", "_data", "_written")
 
-    def __init__(self, size: int, name: str = "HBM", page_bits: int = 20) -> None:
-        del page_bits  # kept for compatibility: the image is no longer paged
+    def __init__(self, size: int, name: str = "HBM") -> None:
         self.size = size
         self.name = name
         self._starts: list[int] = []
@@ -306,6 +305,7 @@ class PagedImage:
 
     @property
     def nbytes(self) -> int:
+        """Bytes the image addresses (HBM: one chip's 48 GB, manual L137)."""
         return self.size
 
     def regions(self) -> list[tuple[int, int]]:
@@ -505,7 +505,8 @@ def _nbytes_per(dtype: type[dt.Scalar]) -> int:
 
 
 def load(dtype: type[dt.Scalar], image: Image, bit_offsets: npt.ArrayLike) -> tuple[npt.NDArray[Any], BoolArray]:
-    """Load elements of ``dtype`` at ``bit_offsets`` (one element each; last axis of a dense image).
+    """Load elements of ``dtype`` at ``bit_offsets`` (one element each; last axis of a dense image; the byte
+    layout of manual L1071–1093).
 
     Returns storage-typed values and a mask that is False where any byte of the element was never written.
     For a dense image the result has the image's leading shape followed by the offsets' shape.
@@ -534,7 +535,8 @@ def load(dtype: type[dt.Scalar], image: Image, bit_offsets: npt.ArrayLike) -> tu
 
 def store(dtype: type[dt.Scalar], image: Image, bit_offsets: npt.ArrayLike, values: npt.ArrayLike,
           mask: npt.ArrayLike | None = None) -> None:
-    """Store ``values`` (storage-typed or exactly representable) at ``bit_offsets``; ``mask`` selects elements.
+    """Store ``values`` (storage-typed or exactly representable) at ``bit_offsets``; ``mask`` selects elements
+    (the byte layout of manual L1071–1093).
 
     4-bit elements are merged into their bytes (read, modify, write of the other nibble).
     """

@@ -44,7 +44,7 @@ def element_bytes(dtype: type[dt.Scalar], n: int) -> int:
 
 
 def capacity_bytes(hw: HardwareProfile, memory: str, trf_half: bool = False) -> int:
-    """Capacity of the Element level of one memory unit (per chip, slice or TRF row)."""
+    """Capacity of the Element level of one memory unit (per chip, slice or TRF row; manual L1088–1090)."""
     if memory == "hbm":
         return hw.hbm.chip_bytes
     if memory == "dm":
@@ -61,7 +61,8 @@ def _name(memory: str) -> str:
 
 
 def describe(memory: str, dtype: type[dt.Scalar], levels: AbcMapping[str, Mapping], address: int) -> str:
-    """``DmTensor[i32, m["1"], m["1 # 2"], m["A / 8 # 256"], m["A % 8"]] @ 0`` (how errors name a tensor)."""
+    """``DmTensor[i32, m["1"], m["1 # 2"], m["A / 8 # 256"], m["A % 8"]] @ 0`` (how errors name a tensor; the
+    manual's types, L1033–1069)."""
     inner = ", ".join([repr(dtype), *(repr(levels[k]) for k in LEVELS.get(memory, tuple(levels)) if k in levels)])
     return f"{_name(memory)}[{inner}] @ {address}"
 
@@ -69,7 +70,8 @@ def describe(memory: str, dtype: type[dt.Scalar], levels: AbcMapping[str, Mappin
 def check_placement(hw: HardwareProfile, memory: str, dtype: type[dt.Scalar], levels: AbcMapping[str, Mapping],
                     address: int, *, num_chips: int | None, trf_half: bool = False, name: str | None = None,
                     call: str | None = None) -> None:
-    """Raise unless a tensor of ``dtype`` with these level mappings may live at ``address`` in ``memory``.
+    """Raise unless a tensor of ``dtype`` with these level mappings may live at ``address`` in ``memory`` (manual
+    L1070–1093).
 
     ``address`` is a byte offset (per chip for HBM, per slice for DM and VRF, per row for the TRF).
     ``num_chips`` is the kernel's chip count (``None`` on the host, before a launch fixes it).  ``call`` is
@@ -140,12 +142,15 @@ def tile_offset(element: Mapping, dim: Mapping, size: int, tile_mapping: Mapping
     tensor views and the mypy plugin call it)."""
     if not 0 <= start or start + size > dim.size:
         raise LayoutError(f"a tile of {size} from {start} runs past {dim!r} (size {dim.size})", call=call,
-                          mapping=repr(dim), fix=f"start at most {dim.size - size}")
+                          level="Element", mapping=repr(dim), axis=_axis(dim),
+                          fix=f"start at most {dim.size - size}" if size <= dim.size else
+                          f"take a tile of at most {dim.size}")
     first = dim.map(start)
     offset = element.position_of(first if first is not None else {})
     if offset is None:
         raise LayoutError(f"the view does not hold index {first} where the tile starts", call=call,
-                          mapping=repr(element))
+                          level="Element", mapping=repr(element), axis=_axis(dim),
+                          fix="start the tile at an index the view holds")
     # the tile holds the sub-tensor: tile position p holds base index (tile index + start index)
     ev = tile_mapping.evaluate()
     shift = dict(first or {})
@@ -157,6 +162,6 @@ def tile_offset(element: Mapping, dim: Mapping, size: int, tile_mapping: Mapping
         k = int(np.argmax(bad))
         raise LayoutError(f"tile position {k} holds a different element of the base than {tile_mapping!r} "
                           "says: the tile mapping must keep the base layout's strides (manual L829)",
-                          call=call, level="Element", mapping=repr(tile_mapping),
+                          call=call, level="Element", mapping=repr(tile_mapping), axis=_axis(dim),
                           fix="write the tile dimension as `X = size # footprint` in the base's order")
     return int(offset)

@@ -25,7 +25,7 @@ import numpy.typing as npt
 
 from visa.hw import HardwareProfile
 
-__all__ = ["hbm_channel", "hbm_bank", "hbm_row", "hbm_channels", "dm_dmn"]
+__all__ = ["hbm_channel", "hbm_bank", "hbm_row", "dm_dmn", "dm_engine_time", "dm_busy", "hbm_transfers", "hbm_busy"]
 
 IntArray = npt.NDArray[np.int64]
 
@@ -41,11 +41,6 @@ def _field(addr: IntArray, bits: tuple[int, ...]) -> IntArray:
 
 def _bits(hw: HardwareProfile, component: str) -> tuple[int, ...]:
     return tuple(b for f in hw.hbm.address_map if f.component == component for b in f.bits)
-
-
-def hbm_channels(hw: HardwareProfile) -> int:
-    """Channels per chip (2 stacks × 16, L2952–2953)."""
-    return hw.hbm.channels
 
 
 def hbm_channel(hw: HardwareProfile, addr: npt.ArrayLike) -> IntArray:

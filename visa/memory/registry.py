@@ -22,7 +22,8 @@ __all__ = ["Region", "Registry", "refuse_overlap"]
 
 @dataclass(eq=False)
 class Region:
-    """The bytes one tensor occupies: ``[lo, hi)`` in ``memory`` on each of ``chips`` (in every slice for DM)."""
+    """The bytes one tensor occupies: ``[lo, hi)`` in ``memory`` on each of ``chips`` (in every slice for DM;
+    manual L1085–1093)."""
 
     memory: str
     chips: frozenset[int]
@@ -43,6 +44,7 @@ class Region:
         return self.lo < other.hi and other.lo < self.hi
 
     def live(self) -> bool:
+        """Whether the tensor holding these bytes still exists."""
         return self.owner is not None and self.owner() is not None
 
 
@@ -57,7 +59,8 @@ def refuse_overlap(result: Region, source: Region, call: str) -> None:
 
 
 class Registry:
-    """Live regions of one device (all chips, all memories)."""
+    """Live regions of one device (all chips, all memories): the overlap and staleness rules of manual
+    L150–155."""
 
     def __init__(self) -> None:
         self._regions: list[Region] = []

@@ -12,8 +12,9 @@ the values, and the mypy plugin (:mod:`visa.mypy`) checks the annotations.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -22,9 +23,10 @@ from typing_extensions import TypeVar as TypeVarD
 from visa import dtypes as dt
 from visa.errors import LayoutError, PoisonError, VisaError
 from visa.mapping import Mapping, pair_of
-from visa.mapping.evaluate import IntArray
+from visa.mapping import canon as C
+from visa.mapping.evaluate import IntArray, _axis_sizes
 from visa.memory.images import BoolArray, DenseImage, PagedImage, load
-from visa.memory.layout import LEVELS, TYPE_NAMES, check_placement, tile_offset
+from visa.memory.layout import LEVELS, TYPE_NAMES, check_placement, element_bytes, tile_offset
 from visa.memory.registry import Region
 
 #: An explicit DMA stream ``(Time, Packet)`` (manual ``Stream = { time, packet }``, L2413–2419).
@@ -36,7 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "HostTensor", "DeviceTensor", "HbmTensor", "DmTensor", "TrfTensor", "VrfTensor", "TensorView",
     "HbmTensorView", "DmTensorView", "TrfAddress", "logical_axes", "D", "Chip", "Cluster", "Slice", "Row",
-    "Element", "Stream",
+    "Element", "Stream", "to_storage",
 ]
 
 D = TypeVar("D", bound=dt.Scalar)
@@ -80,7 +82,8 @@ TrfAddress.SecondHalf = TrfAddress("SecondHalf", 1)
 
 
 def logical_axes(mappings: Sequence[Mapping], axes: str | Sequence[str] | None) -> list[str]:
-    """The axis order of a logical tensor: ``axes`` as given, else first appearance in the mappings."""
+    """The axis order of a logical tensor: ``axes`` as given, else first appearance in the mappings (design
+    API.md §1, ``HostTensor.from_numpy``)."""
     present: list[str] = []
     for mp in mappings:
         for d in _axis_order(mp):
@@ -102,8 +105,6 @@ def _axis_order(mp: Mapping) -> list[str]:
 
 
 def _text_order(text: str) -> list[str]:
-    import re
-
     out: list[str] = []
     for tok in re.findall(r"[A-Za-z_][A-Za-z0-9_]*'*", text):
         if tok not in out:
@@ -114,9 +115,6 @@ def _text_order(text: str) -> list[str]:
 def _sizes(mappings: Sequence[Mapping]) -> dict[str, int]:
     """The extent of each axis the buffer holds: the axis size, or less where a mapping resizes it (a tile's
     ``B = 2`` holds B in 0..2, L824–832)."""
-    from visa.mapping import canon as C
-    from visa.mapping.evaluate import _axis_sizes
-
     full: dict[str, int] = {}
     top: dict[str, int] = {}
     inexact: set[str] = set()
@@ -152,16 +150,15 @@ class HostTensor(Generic[D, Element]):
     @classmethod
     def from_numpy(cls, array: npt.ArrayLike, dtype: type[D], mapping: Mapping,
                    axes: str | Sequence[str] | None = None) -> HostTensor[D, Any]:
-        """The host buffer holding the logical tensor ``array`` (numpy dims in the order ``axes`` names)."""
-        order = logical_axes([mapping], axes)
-        sizes = _sizes([mapping])
+        """The host buffer holding the logical tensor ``array`` (numpy dims in the order ``axes`` names; design
+        API.md §1).  Integers must be values of ``dtype``; floats are rounded to it (numpy's ``astype``)."""
+        order, want = _logical_shape([mapping], axes)
         arr = np.asarray(array)
-        want = tuple(sizes[a] for a in order)
         if arr.shape != want:
             raise LayoutError(f"the array has shape {arr.shape}, but {mapping!r} over axes {' '.join(order)} "
                               f"needs {want}", call="HostTensor.from_numpy", mapping=repr(mapping),
                               fix="reshape the array, or pass axes= in the array's dimension order")
-        stored = _to_storage(dtype, arr)
+        stored = to_storage(dtype, arr, "HostTensor.from_numpy")
         ev = mapping.evaluate()
         idx = tuple(np.where(ev.valid, ev.coord(a), 0) for a in order)
         values = stored[idx] if order else np.broadcast_to(stored, (mapping.size,)).copy()
@@ -171,17 +168,14 @@ class HostTensor(Generic[D, Element]):
     @classmethod
     def rand(cls, dtype: type[D], mapping: Mapping, rng: np.random.Generator) -> HostTensor[D, Any]:
         """A host tensor of random representable values (manual ``HostTensor::rand``, L52)."""
-        order = logical_axes([mapping], None)
-        sizes = _sizes([mapping])
-        vals = dt.random_values(dtype, tuple(sizes[a] for a in order), rng)
-        return cls.from_numpy(vals, dtype, mapping, order)
+        order, shape = _logical_shape([mapping], None)
+        return cls.from_numpy(dt.random_values(dtype, shape, rng), dtype, mapping, order)
 
     @classmethod
     def zeros(cls, dtype: type[D], mapping: Mapping) -> HostTensor[D, Any]:
-        """A host tensor of zeros."""
-        order = logical_axes([mapping], None)
-        sizes = _sizes([mapping])
-        return cls.from_numpy(np.zeros(tuple(sizes[a] for a in order), dtype=dtype.storage), dtype, mapping, order)
+        """A host tensor of zeros (as ``HostTensor::rand``, manual L52, with every value 0)."""
+        order, shape = _logical_shape([mapping], None)
+        return cls.from_numpy(np.zeros(shape, dtype=dtype.storage), dtype, mapping, order)
 
     def numpy(self, axes: str | Sequence[str] | None = None) -> npt.NDArray[Any]:
         """The logical tensor, numpy dims in the order ``axes`` names (default: first appearance)."""
@@ -199,21 +193,33 @@ class HostTensor(Generic[D, Element]):
         return f"HostTensor[{self.dtype!r}, {self.element!r}]"
 
 
-def _to_storage(dtype: type[dt.Scalar], arr: npt.NDArray[Any]) -> npt.NDArray[Any]:
+def to_storage(dtype: type[dt.Scalar], arr: npt.NDArray[Any], call: str) -> npt.NDArray[Any]:
+    """Host values as ``dtype.storage``: integers must be values of ``dtype`` (else the
+    :class:`~visa.errors.DtypeError` names ``call``), floats round to nearest (numpy's ``astype``; L1962–1979
+    name the types, the host side converts)."""
     if dtype.kind == "int":
-        return dt.as_storage(dtype, arr)
+        try:
+            return dt.as_storage(dtype, arr)
+        except dt.DtypeError as err:
+            raise dt.DtypeError(err.message, call=call, fix=err.fix or f"pass values in {dtype.min}..{dtype.max}"
+                                ) from None
     return np.asarray(arr).astype(dtype.storage)
+
+
+def _logical_shape(mappings: Sequence[Mapping], axes: str | Sequence[str] | None) -> tuple[list[str], tuple[int, ...]]:
+    """The axis order and numpy shape of the logical tensor that a buffer with these level mappings holds."""
+    order = logical_axes(mappings, axes)
+    sizes = _sizes(mappings)
+    return order, tuple(sizes[a] for a in order)
 
 
 def _logical(dtype: type[dt.Scalar], mappings: Sequence[Mapping], axes: str | Sequence[str] | None,
              read: Any, call: str) -> npt.NDArray[Any]:
     """Read the logical tensor held by a buffer whose levels are ``mappings`` (outermost first)."""
-    order = logical_axes(mappings, axes)
-    sizes = _sizes(mappings)
-    shape = tuple(sizes[a] for a in order)
+    order, shape = _logical_shape(mappings, axes)
     nd = len(shape)
     # open grids (axis k's coordinate varies along dimension k only): the inverse broadcasts them
-    coords = {a: np.arange(sizes[a], dtype=np.int64).reshape([-1 if j == k else 1 for j in range(nd)])
+    coords = {a: np.arange(shape[k], dtype=np.int64).reshape([-1 if j == k else 1 for j in range(nd)])
               for k, a in enumerate(order)}
     n = int(np.prod(shape)) if shape else 1
     # the levels together are one buffer (their pair): locate there, then split the position per level
@@ -233,8 +239,9 @@ def _logical(dtype: type[dt.Scalar], mappings: Sequence[Mapping], axes: str | Se
     positions.reverse()
     if not held.all():
         where = index(int(np.argmin(held)))
-        raise LayoutError(f"the buffer does not hold index {{{where}}}", call=call,
-                          mapping=", ".join(repr(mp) for mp in mappings))
+        raise LayoutError(f"the buffer does not hold index {{{where}}}", call=call, level="Element",
+                          mapping=", ".join(repr(mp) for mp in mappings),
+                          fix="read the tensor through mappings that hold every index (a tile holds part of it)")
     vals, known = read(positions)
     if not np.all(known):
         where = index(int(np.argmin(np.broadcast_to(known, (n,)))))
@@ -254,7 +261,8 @@ def _flat_image(img: DenseImage) -> DenseImage:
 
 
 class DeviceTensor:
-    """Common part of the device tensor handles: dtype, level mappings, byte address, device."""
+    """Common part of the device tensor handles: dtype, level mappings, byte address, device (manual
+    L1029–1093)."""
 
     __slots__ = ("ctx", "dtype", "levels", "address", "region", "ready_at", "_alias", "__weakref__")
     MEMORY: ClassVar[str] = ""
@@ -273,12 +281,13 @@ class DeviceTensor:
                         num_chips=ctx.num_chips, trf_half=trf_half, call=call or None)
         if register:
             chips = frozenset(range(levels["Chip"].size))
-            nbytes = (levels["Element"].size * dtype.size_bits + 7) // 8
+            nbytes = element_bytes(dtype, levels["Element"].size)
             self.region = ctx.memory.registry.allocate(
                 self, self.MEMORY, chips, address, address + nbytes, self.describe(), reads=reads, call=call,
                 rows=frozenset(range(levels["Row"].size)) if "Row" in levels else None)
 
     def type_name(self) -> str:
+        """``"DmTensor"``, ``"HbmTensor"``, ... (the manual's type, L1033–1069)."""
         return TYPE_NAMES[self.MEMORY]
 
     def describe(self) -> str:
@@ -303,7 +312,8 @@ class DeviceTensor:
         for name, mp in levels.items():
             if name not in new:
                 raise LayoutError(f"{self.type_name()} has no level {name} (levels: {', '.join(self.levels)})",
-                                  call="relabel")
+                                  call="relabel", level=name, mapping=repr(mp),
+                                  fix=f"relabel one of {', '.join(self.levels)}")
             old = new[name]
             if mp.size != old.size:
                 raise LayoutError(f"{name} {mp!r} has size {mp.size}, but {old!r} has {old.size}: a relabelling "
@@ -325,6 +335,14 @@ class DeviceTensor:
         if self.region is not None:
             self.ctx.memory.registry.check_readable(self.region, call=call)
 
+    def check_context(self, ctx: Context, call: str) -> None:
+        """Refuse to use this tensor in an operation of another context: each context is its own device, with
+        its own memories (manual ``Context::acquire()``, L39)."""
+        if self.ctx is not ctx:
+            raise VisaError(f"{self.describe()} belongs to another context; an operation reads and writes the "
+                            "memories of its own context only", call=call,
+                            fix="move the tensor through the host, or use the context that made it")
+
     def free(self) -> None:
         """Release the tensor's bytes explicitly (dropping the last reference does the same)."""
         if self.region is not None:
@@ -333,6 +351,7 @@ class DeviceTensor:
 
     # -- direct access, for host-side checks and tests (no cost, no schedule) ------------------------------
     def image(self, chip: int) -> DenseImage | PagedImage:
+        """The byte image of this tensor's memory on ``chip`` (manual L134–140)."""
         raise NotImplementedError
 
     def element_bit_offset(self) -> int:
@@ -389,10 +408,12 @@ class HbmTensor(DeviceTensor, Generic[D, Chip, Element]):
 
     @property
     def chip(self) -> Mapping:
+        """The Chip mapping (manual L1064)."""
         return self.levels["Chip"]
 
     @property
     def element(self) -> Mapping:
+        """The Element mapping (manual L1064)."""
         return self.levels["Element"]
 
     def view(self) -> HbmTensorView[D, Chip, Element]:
@@ -511,6 +532,7 @@ class TensorView:
 
     @property
     def dtype(self) -> type[dt.Scalar]:
+        """The base tensor's element type."""
         return self.base.dtype
 
     @property
@@ -527,15 +549,16 @@ class TensorView:
         """The level mappings seen through the view."""
         return {**self.base.levels, "Element": self.element}
 
-    def relabel(self, element: Mapping) -> TensorView:
-        """The same positions read through another Element mapping of the same size (metadata only)."""
+    def relabel(self, element: Mapping) -> Self:
+        """The same positions read through another Element mapping of the same size (metadata only, a "reshape
+        (noop)", manual L8056)."""
         if element.size != self.element.size:
             raise LayoutError(f"Element {element!r} has size {element.size}, but the view's {self.element!r} has "
                               f"{self.element.size}: a relabelling keeps the size", call="relabel", level="Element",
-                              mapping=repr(element))
+                              mapping=repr(element), fix="keep the size, or move the tensor with a DMA")
         return type(self)(self.base, element, self.offset)
 
-    def tile(self, dim: Mapping, size: int, tile_mapping: Mapping, start: int) -> TensorView:
+    def tile(self, dim: Mapping, size: int, tile_mapping: Mapping, start: int) -> Self:
         """The tile of ``size`` indices of ``dim`` from ``start``, seen through ``tile_mapping``."""
         offset = tile_offset(self.element, dim, size, tile_mapping, start, f"{type(self).__name__}.tile")
         return type(self)(self.base, tile_mapping, self.offset + offset)
@@ -589,9 +612,3 @@ class DmTensorView(TensorView, Generic[VD, VChip, VCluster, VSlice, VElement]):
 
         return dma.dm_to_dm(self, cluster, slice_, element, tdma, address, stream=stream)
 
-
-def ensure(value: object, cls: type[Any], what: str) -> Any:
-    """Check an argument's type with a clear error."""
-    if not isinstance(value, cls):
-        raise VisaError(f"{what} must be a {cls.__name__}, got {type(value).__name__}", call=what)
-    return value

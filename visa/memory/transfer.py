@@ -61,6 +61,7 @@ class AddressSpace:
         return (stride // self.unit_bytes) * self.backed_bytes
 
     def is_unit_level(self, stride: int) -> bool:
+        """Whether a loop with this stride steps from unit to unit (slice to slice on DM, L2541)."""
         return stride != 0 and stride % self.unit_bytes == 0
 
 
@@ -218,7 +219,8 @@ def _addresses(space: AddressSpace, base: int, loops: Sequence[tuple[int, int]])
 
 
 def copy(loops: Sequence[ByteLoop], bases: tuple[int, int], src: Endpoint, dst: Endpoint) -> None:
-    """Run the byte-level sequencer ``loops`` from ``src`` to ``dst`` (see the module docstring)."""
+    """Run the byte-level sequencer ``loops`` from ``src`` to ``dst`` (manual L2555–2594; see the module
+    docstring)."""
     chip_level = [k for k, (_, s, d) in enumerate(loops)
                   if (s != 0 and s % src.space.chip_bytes == 0) or (d != 0 and d % dst.space.chip_bytes == 0)]
     inner = [loop for k, loop in enumerate(loops) if k not in chip_level]
