@@ -130,3 +130,15 @@ def test_trace_is_a_chrome_trace(tmp_path: Any) -> None:
     path = tmp_path / "t.json"
     ctx.write_trace(str(path))
     assert json.loads(path.read_text())["traceEvents"]
+
+
+def test_launch_with_the_wrong_arguments_is_a_refusal_not_a_type_error() -> None:
+    @device(chip=1)
+    def kernel(ctx: Context, x: object) -> None:
+        """A kernel of one argument."""
+
+    ctx = Context.acquire()
+    with pytest.raises(TypestateError, match="cannot take these 2 argument") as err:
+        launch(kernel, ctx, 1, 2)
+    assert err.value.call == "launch" and err.value.fix
+    assert ctx.num_chips is None  # nothing changed

@@ -10,6 +10,7 @@ The host side is synchronous (design API.md §1).
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import weakref
 from collections.abc import Callable, Iterable
@@ -228,6 +229,13 @@ def launch(kernel: Callable[..., R], ctx: Context, *args: Any) -> R:
         raise HardwareLimitError(f"the kernel needs {chips} chips; {ctx.hw.name} systems have at most "
                                  f"{ctx.hw.max_chips} (manual L129, L1075)", call="launch", level="Chip",
                                  fix=f"split the work over at most {ctx.hw.max_chips} chips")
+    try:
+        inspect.signature(kernel).bind(ctx, *args)
+    except TypeError as err:
+        name = getattr(kernel, "__name__", "the kernel")
+        raise TypestateError(f"{name}{inspect.signature(kernel)} cannot take these {len(args)} argument(s) after "
+                             f"the context: {err}", call="launch",
+                             fix=f"pass exactly the arguments {name} takes after ctx") from None
     for a in args:
         check = getattr(a, "levels", None)
         if check is not None and "Chip" in check and check["Chip"].size != chips:

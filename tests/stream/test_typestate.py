@@ -130,3 +130,21 @@ def test_stage_classes_follow_the_pipeline_L3010_L3053() -> None:
     vrf = ctx.sub.begin(t.view()).fetch(i32, m["A"], m["B"]).collect(m["A, B / 8"], m["B % 8"]).to_vrf(
         m["A, B"], 0)
     assert isinstance(vrf, VrfTensor) and np.array_equal(vrf.logical(axes="A B"), t.logical(axes="A B"))
+
+
+def test_a_refused_call_leaves_the_stream_unconsumed() -> None:
+    # A refusal is the run-time form of a compile error (the manual's layout errors never run, L1700–1718):
+    # the stream is given back, so a corrected call can follow.
+    from visa.errors import HardwareLimitError
+
+    ctx = new_ctx()
+    ax, t, begin = fetched(ctx)
+    m = ax.m
+    with pytest.raises(HardwareLimitError) as err:
+        begin.fetch(i8, m["A, B / 4"], m["B % 4"])  # a 4-byte packet: not 8-byte aligned (L1711–1716)
+    assert err.value.axis == "B" and err.value.level == "Packet"
+    f = begin.fetch(i8, m["A"], m["B"])
+    c = f.collect(m["A"], m["B"])
+    assert c.layout.time == m["A"]
+    with pytest.raises(TypestateError, match="already consumed"):
+        begin.fetch(i8, m["A"], m["B"])  # the successful call did consume it

@@ -13,13 +13,16 @@ The methods here only check the typestate and delegate to the stream-side module
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from typing_extensions import TypeVar as TypeVarD
 
 from visa import dtypes as dt
 from visa.engines.common import EngineReport, StreamData, StreamLayout
-from visa.errors import TypestateError
+from visa.errors import TypestateError, VisaError
 from visa.mapping import Mapping
 
 if TYPE_CHECKING:
@@ -109,6 +112,13 @@ class StreamTensor(Generic[D, Chip, Cluster, Slice, Time, Packet]):
         self.extra: dict[str, Any] = extra or {}
         self._used: str | None = None
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Wrap each stage method so that a refusal leaves the stream unconsumed (see :func:`_keeps_on_refusal`)."""
+        super().__init_subclass__(**kwargs)
+        for name, fn in list(vars(cls).items()):
+            if not name.startswith("_") and name not in _NOT_STAGE_METHODS and inspect.isfunction(fn):
+                setattr(cls, name, _keeps_on_refusal(fn))
+
     # -- the typestate -----------------------------------------------------------------------------------
     def take(self, call: str) -> None:
         """Consume this stream value for ``call``; a second use is a typestate error."""
@@ -154,6 +164,29 @@ class StreamTensor(Generic[D, Chip, Cluster, Slice, Time, Packet]):
 
 
 S = TypeVar("S", bound=StreamTensor[Any, Any, Any, Any, Any, Any])
+
+_NOT_STAGE_METHODS = frozenset({"take", "then", "describe"})
+
+
+def _keeps_on_refusal(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A stage method that gives the stream back when it is refused.
+
+    In the manual a stream is moved into the method that consumes it (L1700–1718), and a layout error is a
+    compile-time error, so a refused call never consumes anything.  Here the refusal is raised at run time,
+    before any engine writes (the plans run first): the stream is left as it was, so a corrected call can
+    follow (a notebook, or ``pytest.raises`` then a retry).
+    """
+
+    @functools.wraps(fn)
+    def method(self: StreamTensor[Any, Any, Any, Any, Any, Any], *args: Any, **kwargs: Any) -> Any:
+        before = self._used
+        try:
+            return fn(self, *args, **kwargs)
+        except VisaError:
+            self._used = before
+            raise
+
+    return method
 
 
 class _Commit(StreamTensor[D, Chip, Cluster, Slice, Time, Packet]):
