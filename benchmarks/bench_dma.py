@@ -16,7 +16,7 @@ import numpy as np
 
 from benchmarks.common import best_of, report
 from visa import AxisSet, Context, i32
-from visa.memory.tensors import HbmTensor
+from visa.tensors.handles import HbmTensor
 
 MiB = 1 << 20
 

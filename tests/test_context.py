@@ -14,7 +14,7 @@ from visa import dtypes as dt
 from visa.context import DmaContext, TuContext
 from visa.engines.common import EngineReport
 from visa.errors import HardwareLimitError, LayoutError, TypestateError, VisaError
-from visa.memory.tensors import HbmTensor, HostTensor
+from visa.tensors.handles import HbmTensor, HostTensor
 
 ax = AxisSet(A=2048)
 m = ax.m

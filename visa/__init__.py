@@ -45,17 +45,6 @@ from visa.engines.vector import (
 from visa.errors import *  # noqa: F403
 from visa.hw import RNGD, RNGD_S, HardwareProfile
 from visa.mapping import IDENTITY, AxisSet, Index, Mapping, axes, i, m, pair_of, skew
-from visa.memory.tensors import (
-    DmTensor,
-    DmTensorView,
-    HbmTensor,
-    HbmTensorView,
-    HostTensor,
-    TensorView,
-    TrfAddress,
-    TrfTensor,
-    VrfTensor,
-)
 from visa.stream import (
     AccumulationKind,
     AccumulationTensor,
@@ -86,6 +75,17 @@ from visa.stream.vector import (
     VectorNarrowTensor,
     VectorTensorPair,
     VectorWidenTensor,
+)
+from visa.tensors.handles import (
+    DmTensor,
+    DmTensorView,
+    HbmTensor,
+    HbmTensorView,
+    HostTensor,
+    TensorView,
+    TrfAddress,
+    TrfTensor,
+    VrfTensor,
 )
 
 __all__ = [

@@ -21,11 +21,11 @@ from visa.engines.common import EngineReport
 from visa.errors import HardwareLimitError, LayoutError, TypestateError, VisaError
 from visa.hw import RNGD, HardwareProfile
 from visa.memory.device import DeviceMemory
+from visa.stream import TuContext
+from visa.tensors.device import DmaContext
 
 if TYPE_CHECKING:
-    from visa.mapping import Mapping
-    from visa.memory.tensors import DeviceTensor, DmTensorView
-    from visa.stream import BeginTensor
+    from visa.tensors.handles import DeviceTensor
 
 __all__ = ["Context", "DmaContext", "TuContext", "EngineReport", "Operation", "Schedule", "device", "launch",
            "acquired_contexts", "report_all", "reset_acquired"]
@@ -72,45 +72,6 @@ class Schedule:
     def makespan(self) -> int:
         """Cycles from the first operation's start to the last one's end."""
         return max((op.end for op in self.ops), default=0)
-
-
-class DmaContext:
-    """``ctx.pdma`` (PCIe: host ↔ HBM) or ``ctx.tdma`` (tensor DMA: HBM/SPM ↔ DM; manual L44–47)."""
-
-    __slots__ = ("ctx", "kind")
-
-    def __init__(self, ctx: Context, kind: str) -> None:
-        self.ctx = ctx
-        self.kind = kind
-
-    def __repr__(self) -> str:
-        return f"ctx.{self.kind}"
-
-
-class TuContext:
-    """``ctx.main`` or ``ctx.sub``: a Tensor Unit execution context (manual L150–155, L3046–3053)."""
-
-    __slots__ = ("ctx", "kind")
-
-    def __init__(self, ctx: Context, kind: str) -> None:
-        self.ctx = ctx
-        self.kind = kind
-
-    def begin(self, view: DmTensorView) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
-        """Start a stream from a DM tensor view: Time ``m["1"]``, Packet = the view's Element (L1701)."""
-        from visa.stream import begin
-
-        return begin(self, view)
-
-    def begin_interleaved(self, axis: Mapping, lhs: DmTensorView,
-                          rhs: DmTensorView) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
-        """Interleave two tensors with identical mappings along a new Time axis ``axis`` of size 2 (L1843–1868)."""
-        from visa.stream import begin_interleaved
-
-        return begin_interleaved(self, axis, lhs, rhs)
-
-    def __repr__(self) -> str:
-        return f"ctx.{self.kind}"
 
 
 _ACQUIRED: list[weakref.ReferenceType[Context]] = []

@@ -20,7 +20,7 @@ from visa.errors import LayoutError, PoisonError
 from visa.mapping import Mapping, pair_of
 from visa.mapping.evaluate import _axis_sizes, forward
 from visa.memory.images import store
-from visa.memory.tensors import DeviceTensor, DmTensor, TrfTensor, VrfTensor, logical_axes, to_storage
+from visa.tensors.handles import DeviceTensor, DmTensor, TrfTensor, VrfTensor, logical_axes, to_storage
 
 __all__ = ["level_coords", "hold", "place_dm", "place_trf", "place_vrf", "make_stream", "stream_logical",
            "read_held"]
@@ -141,7 +141,7 @@ def place_trf(ctx: Any, array: npt.ArrayLike, dtype: type[dt.Scalar], chip: Mapp
               axes: str | Sequence[str] | None = None) -> Any:
     """A TRF tensor holding ``array``, written straight into the TRF image (no StoTRF, no cost).
 
-    ``address`` is a :class:`~visa.memory.tensors.TrfAddress`; Row ``r`` of the tensor lives in the TRF's bank
+    ``address`` is a :class:`~visa.tensors.handles.TrfAddress`; Row ``r`` of the tensor lives in the TRF's bank
     row ``r`` (manual L4114–4148), its element ``e`` at ``element_bit_offset() + e · image_bits``.
     """
     values, valid = hold(array, dtype, [chip, cluster, slice_, row, element], axes)

@@ -32,8 +32,8 @@ from visa.errors import (
 )
 from visa.hw import RNGD
 from visa.mapping import AxisSet, Mapping, pair_of
-from visa.memory.tensors import TrfAddress
 from visa.stream.stages import AccumulationKind, AccumulationTensor, AlignedTensor, CollectTensor, ContractionTensor
+from visa.tensors.handles import TrfAddress
 from visa.testing import make_stream, place_trf, read_held, stream_logical
 
 Interleaved, Sequential = AccumulationKind.Interleaved, AccumulationKind.Sequential

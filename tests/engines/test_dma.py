@@ -26,7 +26,7 @@ from visa.errors import (
     UnsupportedFeatureError,
     VisaError,
 )
-from visa.memory.tensors import HbmTensor, HostTensor
+from visa.tensors.handles import HbmTensor, HostTensor
 
 SL = RNGD.dm.slice_address_space_bytes  # the manual's slice_stride (L2541)
 DMN = RNGD.dm.slices_per_dmn * SL  # DMN_stride

@@ -13,7 +13,7 @@ from visa import RNGD, AxisSet, Context, device, launch
 from visa import dtypes as dt
 from visa.errors import AddressError, HardwareLimitError, VisaError
 from visa.memory.layout import check_placement
-from visa.memory.tensors import HostTensor, TrfAddress, TrfTensor, VrfTensor
+from visa.tensors.handles import HostTensor, TrfAddress, TrfTensor, VrfTensor
 
 ax = AxisSet(A=2048, B=4, E=131073, R=16, C=128)
 m = ax.m

@@ -9,7 +9,7 @@ import pytest
 from visa import AxisSet, Context
 from visa import dtypes as dt
 from visa.errors import AllocationError, DtypeError, LayoutError, PoisonError, StaleTensorError
-from visa.memory.tensors import DmTensor, HbmTensor, HostTensor
+from visa.tensors.handles import DmTensor, HbmTensor, HostTensor
 
 ax = AxisSet(A=8, B=512)
 m = ax.m

@@ -1,17 +1,2 @@
-"""The memory tiers as byte images, tensor handles, placement rules and the live-tensor registry."""
-
-from visa.memory.tensors import (
-    DeviceTensor,
-    DmTensor,
-    DmTensorView,
-    HbmTensor,
-    HbmTensorView,
-    HostTensor,
-    TensorView,
-    TrfAddress,
-    TrfTensor,
-    VrfTensor,
-)
-
-__all__ = ["HostTensor", "DeviceTensor", "HbmTensor", "DmTensor", "TrfTensor", "VrfTensor", "TensorView",
-           "HbmTensorView", "DmTensorView", "TrfAddress"]
+"""The memory tiers as byte images, placement rules and the live-tensor registry (manual L132–155,
+L1070–1093).  Tensor handles live one layer up, in :mod:`visa.tensors`."""

@@ -657,7 +657,7 @@ RECEIVERS: dict[str, frozenset[str]] = {
     "rand": frozenset({T + "HostTensor"}), "zeros": frozenset({T + "HostTensor"}),
     "from_numpy": frozenset({T + "HostTensor"}),
     "tile": frozenset({T + "HbmTensorView", T + "DmTensorView"}),
-    "begin": frozenset({"visa.context.TuContext"}), "begin_interleaved": frozenset({"visa.context.TuContext"}),
+    "begin": frozenset({"visa.stream.TuContext"}), "begin_interleaved": frozenset({"visa.stream.TuContext"}),
 }
 for _name, _stages in STAGE_METHODS.items():
     METHODS[_name] = vector if _name == "vector_init" else stage

@@ -15,7 +15,7 @@ __all__ = ["STATIC_M", "T", "S", "TENSOR_MEMORY", "VIEW_MEMORY", "DTYPES", "LEVE
 
 #: The class of a mapping type (:mod:`visa.mapping.static`), the module of the tensor classes, of the stages.
 STATIC_M = "visa.mapping.static.m"
-T = "visa.memory.tensors."
+T = "visa.tensors.handles."
 S = "visa.stream.stages."
 #: Tensor class → its memory; a tensor type's arguments are the dtype and the memory's LEVELS.
 TENSOR_MEMORY = {T + name: memory for memory, name in TYPE_NAMES.items()}

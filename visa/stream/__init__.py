@@ -24,20 +24,35 @@ from visa.stream.stages import (
     TransposeTensor,
     VectorFinalTensor,
 )
+from visa.tensors.device import TuHandle
 
 if TYPE_CHECKING:
-    from visa.context import TuContext
     from visa.mapping import Mapping
-    from visa.memory.tensors import DmTensorView
+    from visa.tensors.handles import DmTensorView
 
 __all__ = [
     "StreamTensor", "BeginTensor", "FetchTensor", "SwitchTensor", "CollectTensor", "AlignedTensor",
     "ContractionTensor", "AccumulationTensor", "CastTensor", "TransposeTensor", "VectorFinalTensor",
-    "AccumulationKind", "STAGE_METHODS", "begin", "begin_interleaved",
+    "AccumulationKind", "STAGE_METHODS", "begin", "begin_interleaved", "TuContext",
 ]
 
 
-def begin(tu: TuContext, view: DmTensorView) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
+class TuContext(TuHandle):
+    """``ctx.main`` or ``ctx.sub``: a Tensor Unit execution context (manual L150–155, L3046–3053)."""
+
+    __slots__ = ()
+
+    def begin(self, view: DmTensorView) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
+        """Start a stream from a DM tensor view: Time ``m["1"]``, Packet = the view's Element (L1701)."""
+        return begin(self, view)
+
+    def begin_interleaved(self, axis: Mapping, lhs: DmTensorView,
+                          rhs: DmTensorView) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
+        """Interleave two tensors with identical mappings along a new Time axis ``axis`` of size 2 (L1843–1868)."""
+        return begin_interleaved(self, axis, lhs, rhs)
+
+
+def begin(tu: TuHandle, view: DmTensorView) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
     """``ctx.main.begin(dm.view())``: a stream at the start of the pipeline (Time ``1``, Packet = Element;
     L1700–1743)."""
     import visa.stream.fetch as fetch
@@ -45,7 +60,7 @@ def begin(tu: TuContext, view: DmTensorView) -> BeginTensor[Any, Any, Any, Any, 
     return fetch.begin(tu, view)
 
 
-def begin_interleaved(tu: TuContext, axis: Mapping, lhs: DmTensorView,
+def begin_interleaved(tu: TuHandle, axis: Mapping, lhs: DmTensorView,
                       rhs: DmTensorView) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
     """``ctx.main.begin_interleaved::<I, …>(lhs, rhs)`` (manual L1843–1868)."""
     import visa.stream.fetch as fetch

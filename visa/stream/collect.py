@@ -17,8 +17,8 @@ from visa.mapping.core import ensure_mapping
 
 if TYPE_CHECKING:
     from visa.memory.registry import Region
-    from visa.memory.tensors import TrfAddress, TrfTensor, VrfTensor
     from visa.stream.stages import CollectTensor, StreamTensor
+    from visa.tensors.handles import TrfAddress, TrfTensor, VrfTensor
 
 __all__ = ["collect", "to_trf", "to_vrf", "record_pass", "input_regions"]
 
@@ -59,7 +59,7 @@ def input_regions(stream: StreamTensor[Any, Any, Any, Any, Any, Any]) -> tuple[R
 def to_trf(stream: CollectTensor[Any, Any, Any, Any, Any, Any], row: Mapping, element: Mapping,
            address: TrfAddress) -> TrfTensor[Any, Any, Any, Any, Any, Any]:
     """``to_trf::<Row, Element>(address)``: the outermost stream axes become Row, the rest Element (L4049–4061)."""
-    from visa.memory.tensors import TrfAddress, TrfTensor
+    from visa.tensors.handles import TrfAddress, TrfTensor
 
     row = ensure_mapping(row, "Row", "to_trf", "Row")
     element = ensure_mapping(element, "Element", "to_trf", "Element")
@@ -80,7 +80,7 @@ def to_trf(stream: CollectTensor[Any, Any, Any, Any, Any, Any], row: Mapping, el
 def to_vrf(stream: CollectTensor[Any, Any, Any, Any, Any, Any], element: Mapping,
            address: int) -> VrfTensor[Any, Any, Any, Any, Any]:
     """``to_vrf(address)`` with Element ``element``: the flattened stream (L280–285, L5063–5081)."""
-    from visa.memory.tensors import VrfTensor
+    from visa.tensors.handles import VrfTensor
 
     element = ensure_mapping(element, "Element", "to_vrf", "Element")
     ctx, lay = stream.ctx, stream.layout

@@ -18,8 +18,8 @@ from visa.memory.registry import refuse_overlap
 from visa.stream.collect import input_regions, record_pass
 
 if TYPE_CHECKING:
-    from visa.memory.tensors import DmTensor
     from visa.stream.stages import StreamTensor
+    from visa.tensors.handles import DmTensor
 
 __all__ = ["commit", "commit_view"]
 
@@ -46,7 +46,7 @@ def _report(cfg: engine.CommitConfig, address: int) -> EngineReport:
 def commit(stream: StreamTensor[Any, Any, Any, Any, Any, Any], element: Mapping,
            address: int) -> DmTensor[Any, Any, Any, Any, Any]:
     """``commit::<Element>(address)`` → ``DmTensor<D, Chip, Cluster, Slice, Element>`` (L2149–2158)."""
-    from visa.memory.tensors import DmTensor
+    from visa.tensors.handles import DmTensor
 
     element = ensure_mapping(element, "Element", "commit", "Element")
     ctx, lay = stream.ctx, stream.layout
@@ -61,7 +61,7 @@ def commit(stream: StreamTensor[Any, Any, Any, Any, Any, Any], element: Mapping,
 
 def commit_view(stream: StreamTensor[Any, Any, Any, Any, Any, Any], view: Any) -> None:
     """``commit_view::<Element>(dst)``: write into an existing DM tensor's view (L2159–2163)."""
-    from visa.memory.tensors import TensorView
+    from visa.tensors.handles import TensorView
 
     call = "commit_view"
     if not isinstance(view, TensorView) or view.base.MEMORY != "dm":

@@ -24,8 +24,8 @@ from visa.engines.common import EngineReport, StreamData, StreamLayout, unit_val
 from visa.errors import VisaError
 from visa.mapping.core import ensure_mapping
 from visa.memory.images import load, load_nest
-from visa.memory.tensors import TrfTensor
 from visa.memory.units import UnitSelection
+from visa.tensors.handles import TrfTensor
 
 if TYPE_CHECKING:
     from visa.mapping import Mapping

@@ -21,15 +21,15 @@ from visa.mapping import Mapping
 from visa.mapping.core import ensure_mapping
 
 if TYPE_CHECKING:
-    from visa.context import TuContext
-    from visa.memory.tensors import DmTensorView
     from visa.stream.stages import BeginTensor, FetchTensor
+    from visa.tensors.device import TuHandle
+    from visa.tensors.handles import DmTensorView
 
 __all__ = ["begin", "begin_interleaved", "fetch"]
 
 
-def _check_view(tu: TuContext, view: object, call: str) -> DmTensorView[Any, Any, Any, Any, Any]:
-    from visa.memory.tensors import TensorView
+def _check_view(tu: TuHandle, view: object, call: str) -> DmTensorView[Any, Any, Any, Any, Any]:
+    from visa.tensors.handles import TensorView
 
     if not isinstance(view, TensorView) or view.base.MEMORY != "dm":
         raise VisaError(f"{call} takes a DM tensor view (dm.view()), got {type(view).__name__}", call=call,
@@ -45,7 +45,7 @@ def _placeholder(layout: StreamLayout) -> StreamData:
                       np.broadcast_to(np.zeros((), dtype=bool), shape))
 
 
-def begin(tu: TuContext, view: DmTensorView[Any, Any, Any, Any, Any]) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
+def begin(tu: TuHandle, view: DmTensorView[Any, Any, Any, Any, Any]) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
     """``tu.begin(dm.view())``: the stream at the start of the pipeline, Time ``m["1"]``, Packet = Element (L1701)."""
     from visa.stream.stages import BeginTensor
 
@@ -56,7 +56,7 @@ def begin(tu: TuContext, view: DmTensorView[Any, Any, Any, Any, Any]) -> BeginTe
     return BeginTensor(tu, layout, _placeholder(layout), (), (base,), {"views": (v,), "interleave": None})
 
 
-def begin_interleaved(tu: TuContext, axis: Mapping, lhs: DmTensorView[Any, Any, Any, Any, Any],
+def begin_interleaved(tu: TuHandle, axis: Mapping, lhs: DmTensorView[Any, Any, Any, Any, Any],
                       rhs: DmTensorView[Any, Any, Any, Any, Any]) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
     """``tu.begin_interleaved::<I, …>(lhs, rhs)``: two tensors with identical mappings, alternating along the
     Time axis ``axis`` (size 2; at most two tensors, L1843–1868)."""

@@ -26,9 +26,9 @@ from visa.errors import TypestateError, VisaError
 from visa.mapping import Mapping
 
 if TYPE_CHECKING:
-    from visa.context import Context, TuContext
-    from visa.memory.tensors import DeviceTensor, DmTensor, TrfAddress, TrfTensor, VrfTensor
     from visa.stream.vector import VectorInitTensor
+    from visa.tensors.device import Device, TuHandle
+    from visa.tensors.handles import DeviceTensor, DmTensor, TrfAddress, TrfTensor, VrfTensor
 
 __all__ = [
     "StreamTensor", "BeginTensor", "FetchTensor", "SwitchTensor", "CollectTensor", "AlignedTensor",
@@ -101,7 +101,7 @@ class StreamTensor(Generic[D, Chip, Cluster, Slice, Time, Packet]):
     __slots__ = ("tu", "layout", "data", "reports", "inputs", "extra", "_used")
     STAGE: ClassVar[str] = "StreamTensor"
 
-    def __init__(self, tu: TuContext, layout: StreamLayout, data: StreamData,
+    def __init__(self, tu: TuHandle, layout: StreamLayout, data: StreamData,
                  reports: tuple[EngineReport, ...] = (), inputs: tuple[DeviceTensor, ...] = (),
                  extra: dict[str, Any] | None = None) -> None:
         self.tu = tu
@@ -146,7 +146,7 @@ class StreamTensor(Generic[D, Chip, Cluster, Slice, Time, Packet]):
 
     # -- convenience -------------------------------------------------------------------------------------
     @property
-    def ctx(self) -> Context:
+    def ctx(self) -> Device:
         """The context (device) the stream runs on."""
         return self.tu.ctx
 

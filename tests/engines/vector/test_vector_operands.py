@@ -118,7 +118,7 @@ def test_pair_vrf_operand_consumes_the_alu_l5205() -> None:
 
 
 def test_e17_vrf_not_loaded_and_wrong_dtype() -> None:
-    from visa.memory.tensors import VrfTensor
+    from visa.tensors.handles import VrfTensor
 
     ctx = Context.acquire()
     ax = AxisSet(A=2048)
@@ -136,7 +136,7 @@ def test_e17_vrf_not_loaded_and_wrong_dtype() -> None:
 
 def test_e17_vrf_capacity_8kb_per_slice_l1090() -> None:
     from visa.errors import VisaError
-    from visa.memory.tensors import VrfTensor
+    from visa.tensors.handles import VrfTensor
 
     ctx = Context.acquire()
     ax = AxisSet(E=4096)

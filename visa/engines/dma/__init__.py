@@ -19,10 +19,10 @@ holds, in another layout.  Three pure functions do the work, the runtime and the
   interleaved DMNs give 256), HBM channels at 256 B per 16/3 cycles with row switches, unaligned reads and
   read-modify-write partial writes, PCIe at 30 B/cycle between host and HBM or across chips.
 
-The moves themselves (:func:`host_to_hbm`, :func:`hbm_to_host`, :func:`hbm_to_dm`, :func:`dm_to_hbm`,
-:func:`hbm_to_hbm`, :func:`dm_to_dm`) check the source is still readable, plan, allocate the destination
-(refusing an overlap with the source), poison its bytes, execute, and record the operation on the context's
-``pdma`` or ``tdma`` track.  SPM is refused: the manual gives no capacity or addressing (L2942–2947).
+The engine knows nothing of tensor handles or contexts: the moves users call (``host.to_hbm``,
+``hbm.to_dm``, ... in :mod:`visa.tensors.moves`) check the source is still readable, plan, allocate the
+destination, poison its bytes, execute, and record the operation on the schedule.  SPM is refused: the
+manual gives no capacity or addressing (L2942–2947).
 
 >>> from visa import AxisSet, RNGD, i8
 >>> ax = AxisSet(N=4, C=3, H=8, W=8)                                      # manual L2431-2464
@@ -37,10 +37,9 @@ The moves themselves (:func:`host_to_hbm`, :func:`hbm_to_host`, :func:`hbm_to_dm
 
 from visa.engines.dma.config import DmaCost, DmaLoop, DmaPlan, Side
 from visa.engines.dma.cost import cycles
-from visa.engines.dma.moves import dm_to_dm, dm_to_hbm, execute, hbm_to_dm, hbm_to_hbm, hbm_to_host, host_to_hbm
+from visa.engines.dma.execute import execute
 from visa.engines.dma.plan import plan, staging
 
 __all__ = [
     "Side", "DmaLoop", "DmaPlan", "DmaCost", "plan", "execute", "cycles", "staging",
-    "host_to_hbm", "hbm_to_host", "hbm_to_dm", "dm_to_hbm", "hbm_to_hbm", "dm_to_dm",
 ]

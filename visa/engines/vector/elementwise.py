@@ -29,6 +29,7 @@ from visa.engines.vector.ops import (
     TernaryOperand,
     VeBranchOperand,
     VeRhs,
+    is_vrf_tensor,
 )
 from visa.engines.vector.plan import dtype_name
 from visa.engines.vector.relayout import joint_eval
@@ -161,13 +162,11 @@ class Resolved:
 
 def kind_of(operand: Any) -> str:
     """``"constant"``, ``"vrf"``, ``"stash"`` or ``"ternary"``."""
-    from visa.memory.tensors import VrfTensor
-
     if isinstance(operand, VeRhs):
         return operand.kind
     if isinstance(operand, StashMarker):
         return "stash"
-    if isinstance(operand, VrfTensor):
+    if is_vrf_tensor(operand):
         return "vrf"
     if isinstance(operand, (TernaryOperand, tuple)):
         return "ternary"

@@ -15,13 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Union
+from typing import Any, ClassVar, Protocol
 
 from visa.errors import LayoutError
 from visa.mapping import Mapping
-
-if TYPE_CHECKING:
-    from visa.memory.tensors import VrfTensor
 
 __all__ = [
     "VeOp", "LogicBinaryOpI32", "LogicBinaryOpF32", "FxpBinaryOp", "FpMulAlu", "FpUnaryOp", "FpBinaryOp",
@@ -29,8 +26,21 @@ __all__ = [
     "IntraSliceReduceOpF32", "InterSliceReduceOpI32", "InterSliceReduceOpF32", "BranchMode", "InputCmp",
     "InputCmpI32", "InputCmpF32", "GroupId", "VeOrder", "UnaryArgMode", "BinaryArgMode", "TernaryArgMode",
     "StashMarker", "Stash", "VeRhs", "VeBranchOperand", "TernaryOperand", "ValidBranchIds", "Operand",
-    "REDUCE_RESOURCE", "DIVIDE_RESOURCE", "axis_name",
+    "REDUCE_RESOURCE", "DIVIDE_RESOURCE", "axis_name", "VrfOperand", "is_vrf_tensor",
 ]
+
+
+class VrfOperand(Protocol):
+    """A VRF tensor as the engine sees an operand (manual L4793–4802, L5058): any handle whose memory is
+    ``"vrf"``.  The stream stages read its bytes; the engine only needs to know the operand's kind, so it
+    names no tensor class (engines sit below the tensor handles)."""
+
+    MEMORY: ClassVar[str]
+
+
+def is_vrf_tensor(operand: object) -> bool:
+    """Whether ``operand`` is a VRF tensor handle (its memory is ``"vrf"``)."""
+    return getattr(type(operand), "MEMORY", None) == "vrf"
 
 #: The single-use resource of the IntraSliceReduce stage (the accumulation tree, L4908, L5383–5388).
 REDUCE_RESOURCE = "ReduceAccTree"
@@ -525,7 +535,7 @@ class VeRhs:
         return cls("constant", value)
 
     @classmethod
-    def vrf(cls, tensor: VrfTensor[Any, Any, Any, Any, Any]) -> VeRhs:
+    def vrf(cls, tensor: VrfOperand) -> VeRhs:
         """A VRF tensor, re-laid out to the stream's mapping (axes it lacks are broadcast)."""
         return cls("vrf", tensor)
 
@@ -579,5 +589,4 @@ class ValidBranchIds:
 
 
 #: What a binary operation accepts as its operand.
-Operand = Union[int, float, VeRhs, StashMarker, "VrfTensor[Any, Any, Any, Any, Any]", VeBranchOperand,
-                Sequence[VeBranchOperand]]
+Operand = int | float | VeRhs | StashMarker | VrfOperand | VeBranchOperand | Sequence[VeBranchOperand]

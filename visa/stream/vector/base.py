@@ -37,8 +37,8 @@ from visa.hw import HardwareProfile
 from visa.stream.stages import StreamTensor
 
 if TYPE_CHECKING:
-    from visa.context import TuContext
-    from visa.memory.tensors import DeviceTensor, VrfTensor
+    from visa.tensors.device import TuHandle
+    from visa.tensors.handles import DeviceTensor, VrfTensor
 
 __all__ = ["VeState", "StashSlot", "VeBase", "METHOD_STAGE", "D", "Chip", "Cluster", "Slice", "Time", "Packet",
            "O", "ExecIds", "op_fn", "describe_operand"]
@@ -117,7 +117,7 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
     __slots__ = ("ve",)
     STAGE = "VectorTensor"
 
-    def __init__(self, tu: TuContext, layout: StreamLayout, data: StreamData,
+    def __init__(self, tu: TuHandle, layout: StreamLayout, data: StreamData,
                  reports: tuple[EngineReport, ...] = (), inputs: tuple[DeviceTensor, ...] = (),
                  extra: dict[str, Any] | None = None, *, ve: VeState | None = None) -> None:
         super().__init__(tu, layout, data, reports, inputs, extra)

@@ -60,8 +60,8 @@ from visa.stream.vector.single import (
 )
 
 if TYPE_CHECKING:
-    from visa.context import TuContext
-    from visa.memory.tensors import DeviceTensor
+    from visa.tensors.device import TuHandle
+    from visa.tensors.handles import DeviceTensor
 
 __all__ = [
     "VectorTensorPair", "VectorPairLogicTensor", "VectorPairFxpTensor", "VectorPairFxpToFpTensor",
@@ -84,7 +84,7 @@ class PairBase(VeBase[D, Chip, Cluster, Slice, Time, Packet, IntraFirst]):
     __slots__ = ("g1",)
     STAGE = "VectorTensorPair"
 
-    def __init__(self, tu: TuContext, layout: StreamLayout, data: StreamData,
+    def __init__(self, tu: TuHandle, layout: StreamLayout, data: StreamData,
                  reports: tuple[EngineReport, ...] = (), inputs: tuple[DeviceTensor, ...] = (),
                  extra: dict[str, Any] | None = None, *, ve: VeState | None = None,
                  g1: StreamData | None = None) -> None:

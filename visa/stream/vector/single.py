@@ -83,8 +83,8 @@ from visa.stream.vector.base import (
 )
 
 if TYPE_CHECKING:
-    from visa.memory.tensors import DeviceTensor
     from visa.stream.vector.pair import VectorTensorPair
+    from visa.tensors.handles import DeviceTensor
 
 __all__ = [
     "VectorInitTensor", "VectorBranchTensor", "VectorLogicTensor", "VectorFxpTensor", "VectorFxpToFpTensor",

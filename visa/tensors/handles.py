@@ -3,8 +3,8 @@
 A tensor is a handle: its dtype, one mapping per level, its byte address and the memory (a context's device)
 it lives in.  A device tensor holds the tensor ``T`` when, for every level position, the element at
 ``Chip.map(c) ∪ Cluster.map(k) ∪ Slice.map(s) ∪ [Row.map(r) ∪] Element.map(e)`` stores ``T`` at that
-index (L1152–1161).  Moves between memories are DMA operations (:mod:`visa.engines.dma`); the methods here
-only delegate to them.  Views and tiles are metadata (L813–832, L955–970).
+index (L1152–1161).  Moves between memories are DMA operations (:mod:`visa.tensors.moves`, planned by
+:mod:`visa.engines.dma`); the methods here only delegate to them.  Views and tiles are metadata (L813–832, L955–970).
 
 The type parameters (``HbmTensor[i32, m["1"], m["A"]]``) mirror the manual's; at run time the handle keeps
 the values, and the mypy plugin (:mod:`visa.mypy`) checks the annotations.
@@ -33,7 +33,7 @@ from visa.memory.registry import Region
 Stream = tuple[Mapping, Mapping]
 
 if TYPE_CHECKING:
-    from visa.context import Context, DmaContext
+    from visa.tensors.device import Device, DmaContext
 
 __all__ = [
     "HostTensor", "DeviceTensor", "HbmTensor", "DmTensor", "TrfTensor", "VrfTensor", "TensorView",
@@ -185,7 +185,7 @@ class HostTensor(Generic[D, Element]):
     def to_hbm(self, chip: Mapping, element: Mapping, pdma: DmaContext, address: int, *,
                stream: Stream | None = None) -> HbmTensor[D, Any, Any]:
         """PCIe DMA to HBM (manual L53, L193): the same tensor, laid out as ``(chip, element)``."""
-        import visa.engines.dma as dma
+        import visa.tensors.moves as dma
 
         return dma.host_to_hbm(self, chip, element, pdma, address, stream=stream)
 
@@ -267,7 +267,7 @@ class DeviceTensor:
     __slots__ = ("ctx", "dtype", "levels", "address", "region", "ready_at", "_alias", "__weakref__")
     MEMORY: ClassVar[str] = ""
 
-    def __init__(self, ctx: Context, dtype: type[dt.Scalar], levels: dict[str, Mapping], address: int,
+    def __init__(self, ctx: Device, dtype: type[dt.Scalar], levels: dict[str, Mapping], address: int,
                  *, register: bool = True, reads: tuple[Region, ...] = (), call: str = "", trf_half: bool = False,
                  ready_at: int = 0) -> None:
         self.ctx = ctx
@@ -335,7 +335,7 @@ class DeviceTensor:
         if self.region is not None:
             self.ctx.memory.registry.check_readable(self.region, call=call)
 
-    def check_context(self, ctx: Context, call: str) -> None:
+    def check_context(self, ctx: Device, call: str) -> None:
         """Refuse to use this tensor in an operation of another context: each context is its own device, with
         its own memories (manual ``Context::acquire()``, L39)."""
         if self.ctx is not ctx:
@@ -392,11 +392,11 @@ class HbmTensor(DeviceTensor, Generic[D, Chip, Element]):
     __slots__ = ()
     MEMORY = "hbm"
 
-    def __init__(self, ctx: Context, dtype: type[D], chip: Mapping, element: Mapping, address: int, **kw: Any) -> None:
+    def __init__(self, ctx: Device, dtype: type[D], chip: Mapping, element: Mapping, address: int, **kw: Any) -> None:
         super().__init__(ctx, dtype, {"Chip": chip, "Element": element}, address, **kw)
 
     @classmethod
-    def from_addr(cls, ctx: Context, dtype: type[D], chip: Mapping, element: Mapping,
+    def from_addr(cls, ctx: Device, dtype: type[D], chip: Mapping, element: Mapping,
                   address: int) -> HbmTensor[D, Any, Any]:
         """``unsafe { HbmTensor::from_addr(addr) }`` (manual L821): a handle over bytes already in HBM.
 
@@ -423,20 +423,20 @@ class HbmTensor(DeviceTensor, Generic[D, Chip, Element]):
     def to_dm(self, cluster: Mapping, slice_: Mapping, element: Mapping, tdma: DmaContext,
               address: int, *, stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
         """Tensor DMA from HBM to DM (manual L1188–1193, L2375–2384); Chip is kept."""
-        import visa.engines.dma as dma
+        import visa.tensors.moves as dma
 
         return dma.hbm_to_dm(self, cluster, slice_, element, tdma, address, stream=stream)
 
     def to_hbm(self, chip: Mapping, element: Mapping, tdma: DmaContext, address: int, *,
                stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
         """Tensor DMA from HBM to HBM with a new layout (manual L2431–2464)."""
-        import visa.engines.dma as dma
+        import visa.tensors.moves as dma
 
         return dma.hbm_to_hbm(self, chip, element, tdma, address, stream=stream)
 
     def to_host(self, element: Mapping, pdma: DmaContext, *, stream: Stream | None = None) -> HostTensor[Any, Any]:
         """PCIe DMA back to the host (manual L197): a host buffer laid out as ``element``."""
-        import visa.engines.dma as dma
+        import visa.tensors.moves as dma
 
         return dma.hbm_to_host(self, element, pdma, stream=stream)
 
@@ -447,7 +447,7 @@ class DmTensor(DeviceTensor, Generic[D, Chip, Cluster, Slice, Element]):
     __slots__ = ()
     MEMORY = "dm"
 
-    def __init__(self, ctx: Context, dtype: type[D], chip: Mapping, cluster: Mapping, slice_: Mapping,
+    def __init__(self, ctx: Device, dtype: type[D], chip: Mapping, cluster: Mapping, slice_: Mapping,
                  element: Mapping, address: int, **kw: Any) -> None:
         super().__init__(ctx, dtype, {"Chip": chip, "Cluster": cluster, "Slice": slice_, "Element": element},
                          address, **kw)
@@ -460,7 +460,7 @@ class DmTensor(DeviceTensor, Generic[D, Chip, Cluster, Slice, Element]):
         return DmTensorView(self, self.levels["Element"], 0)
 
     @classmethod
-    def from_addr(cls, ctx: Context, dtype: type[D], chip: Mapping, cluster: Mapping, slice_: Mapping,
+    def from_addr(cls, ctx: Device, dtype: type[D], chip: Mapping, cluster: Mapping, slice_: Mapping,
                   element: Mapping, address: int) -> DmTensor[D, Any, Any, Any, Any]:
         """A handle over bytes already in DM (as ``HbmTensor.from_addr``, manual L821); nothing is allocated."""
         return cls(ctx, dtype, chip, cluster, slice_, element, address, register=False)
@@ -468,14 +468,14 @@ class DmTensor(DeviceTensor, Generic[D, Chip, Cluster, Slice, Element]):
     def to_hbm(self, element: Mapping, tdma: DmaContext, address: int, *,
                stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
         """Tensor DMA from DM back to HBM (manual L217); Chip is kept, Cluster and Slice fold into HBM."""
-        import visa.engines.dma as dma
+        import visa.tensors.moves as dma
 
         return dma.dm_to_hbm(self, element, tdma, address, stream=stream)
 
     def to_dm(self, cluster: Mapping, slice_: Mapping, element: Mapping, tdma: DmaContext,
               address: int, *, stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
         """Tensor DMA from DM to DM with a new layout (manual L2659–2681)."""
-        import visa.engines.dma as dma
+        import visa.tensors.moves as dma
 
         return dma.dm_to_dm(self, cluster, slice_, element, tdma, address, stream=stream)
 
@@ -486,7 +486,7 @@ class TrfTensor(DeviceTensor, Generic[D, Chip, Cluster, Slice, Row, Element]):
     __slots__ = ("trf_address",)
     MEMORY = "trf"
 
-    def __init__(self, ctx: Context, dtype: type[D], chip: Mapping, cluster: Mapping, slice_: Mapping, row: Mapping,
+    def __init__(self, ctx: Device, dtype: type[D], chip: Mapping, cluster: Mapping, slice_: Mapping, row: Mapping,
                  element: Mapping, trf_address: TrfAddress, **kw: Any) -> None:
         self.trf_address = trf_address
         byte = trf_address.offset_halves * ctx.hw.trf.half_row_bytes
@@ -507,7 +507,7 @@ class VrfTensor(DeviceTensor, Generic[D, Chip, Cluster, Slice, Element]):
     __slots__ = ()
     MEMORY = "vrf"
 
-    def __init__(self, ctx: Context, dtype: type[D], chip: Mapping, cluster: Mapping, slice_: Mapping,
+    def __init__(self, ctx: Device, dtype: type[D], chip: Mapping, cluster: Mapping, slice_: Mapping,
                  element: Mapping, address: int, **kw: Any) -> None:
         super().__init__(ctx, dtype, {"Chip": chip, "Cluster": cluster, "Slice": slice_, "Element": element},
                          address, **kw)
@@ -575,20 +575,20 @@ class HbmTensorView(TensorView, Generic[VD, VChip, VElement]):
     def to_dm(self, cluster: Mapping, slice_: Mapping, element: Mapping, tdma: DmaContext,
               address: int, *, stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
         """Tensor DMA of the tensor the view holds from HBM to DM (manual L2375–2384)."""
-        import visa.engines.dma as dma
+        import visa.tensors.moves as dma
 
         return dma.hbm_to_dm(self, cluster, slice_, element, tdma, address, stream=stream)
 
     def to_hbm(self, chip: Mapping, element: Mapping, tdma: DmaContext, address: int, *,
                stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
         """Tensor DMA of the tensor the view holds to a new HBM tensor."""
-        import visa.engines.dma as dma
+        import visa.tensors.moves as dma
 
         return dma.hbm_to_hbm(self, chip, element, tdma, address, stream=stream)
 
     def to_host(self, element: Mapping, pdma: DmaContext, *, stream: Stream | None = None) -> HostTensor[Any, Any]:
         """PCIe DMA of the tensor the view holds back to the host."""
-        import visa.engines.dma as dma
+        import visa.tensors.moves as dma
 
         return dma.hbm_to_host(self, element, pdma, stream=stream)
 
@@ -601,14 +601,14 @@ class DmTensorView(TensorView, Generic[VD, VChip, VCluster, VSlice, VElement]):
     def to_hbm(self, element: Mapping, tdma: DmaContext, address: int, *,
                stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
         """Tensor DMA of the tensor the view holds from DM to HBM."""
-        import visa.engines.dma as dma
+        import visa.tensors.moves as dma
 
         return dma.dm_to_hbm(self, element, tdma, address, stream=stream)
 
     def to_dm(self, cluster: Mapping, slice_: Mapping, element: Mapping, tdma: DmaContext,
               address: int, *, stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
         """Tensor DMA of the tensor the view holds to a new DM tensor."""
-        import visa.engines.dma as dma
+        import visa.tensors.moves as dma
 
         return dma.dm_to_dm(self, cluster, slice_, element, tdma, address, stream=stream)
 

@@ -18,43 +18,23 @@ from visa import dtypes as dt
 from visa.engines.common import EngineReport
 from visa.engines.dma.config import NAMES, DmaPlan, Side
 from visa.engines.dma.cost import cycles
+from visa.engines.dma.execute import execute
 from visa.engines.dma.plan import plan
-from visa.errors import TypestateError, VisaError
+from visa.errors import VisaError
 from visa.mapping import Mapping
 from visa.memory.layout import describe, element_bytes
 from visa.memory.transfer import DmEndpoint, Endpoint, HbmEndpoint, HostBuffer
-from visa.memory.transfer import copy as copy_bytes
+from visa.tensors.device import Device, DmaContext, dma_device
 
 if TYPE_CHECKING:
-    from visa.context import Context, DmaContext
-    from visa.memory.tensors import DmTensor, DmTensorView, HbmTensor, HbmTensorView, HostTensor
+    from visa.tensors.handles import DmTensor, DmTensorView, HbmTensor, HbmTensorView, HostTensor
 
-__all__ = ["execute", "host_to_hbm", "hbm_to_host", "hbm_to_dm", "dm_to_hbm", "hbm_to_hbm", "dm_to_dm"]
-
-
-def execute(p: DmaPlan, src: Endpoint, dst: Endpoint) -> None:
-    """Run the plan's fused sequencer (``DmaSequencer``, L2505–2541) over the images: every engine, every
-    command."""
-    loops = [(lp.size, lp.src, lp.dst) for lp in p.all_loops()]
-    copy_bytes(loops, p.base, src, dst)
+__all__ = ["host_to_hbm", "hbm_to_host", "hbm_to_dm", "dm_to_hbm", "hbm_to_hbm", "dm_to_dm"]
 
 
-def _dma_context(handle: object, kind: str, call: str) -> Context:
-    from visa.context import DmaContext
-
-    if not isinstance(handle, DmaContext):
-        raise TypestateError(f"{call} takes ctx.{kind}, got {type(handle).__name__}", call=call,
-                             fix=f"pass ctx.{kind}")
-    if handle.kind != kind:
-        what = "PCIe DMA between host and HBM" if kind == "pdma" else "tensor DMA between HBM and DM"
-        raise TypestateError(f"{call} takes ctx.{kind} (the {what}), got ctx.{handle.kind}", call=call,
-                             fix=f"pass ctx.{kind}")
-    return handle.ctx
-
-
-def _source(t: Any, call: str, ctx: Context) -> tuple[Any, Side]:
+def _source(t: Any, call: str, ctx: Device) -> tuple[Any, Side]:
     """The base tensor and the DMA side of a tensor or view of ``ctx`` that the move may read."""
-    from visa.memory.tensors import DeviceTensor, TensorView
+    from visa.tensors.handles import DeviceTensor, TensorView
 
     if isinstance(t, TensorView):
         base = t.base
@@ -74,14 +54,14 @@ def _source(t: Any, call: str, ctx: Context) -> tuple[Any, Side]:
     return base, side
 
 
-def _endpoint(ctx: Context, medium: str) -> Endpoint:
+def _endpoint(ctx: Device, medium: str) -> Endpoint:
     mem = ctx.memory
     if medium == "hbm":
         return HbmEndpoint(ctx.hw, lambda c: mem.chip(c).hbm)
     return DmEndpoint(ctx.hw, lambda c: mem.chip(c).dm)
 
 
-def _report(ctx: Context, track: str, name: str, p: DmaPlan, inputs: Sequence[Any]) -> int:
+def _report(ctx: Device, track: str, name: str, p: DmaPlan, inputs: Sequence[Any]) -> int:
     cost = cycles(p)
     details: tuple[tuple[str, object], ...] = (
         ("read", f"{p.read} {NAMES[p.src.medium]}"), ("write", f"{p.write} {NAMES[p.dst.medium]}"),
@@ -92,7 +72,7 @@ def _report(ctx: Context, track: str, name: str, p: DmaPlan, inputs: Sequence[An
     return op.end
 
 
-def _poison(ctx: Context, medium: str, chips: int, lo: int, hi: int) -> None:
+def _poison(ctx: Device, medium: str, chips: int, lo: int, hi: int) -> None:
     for c in range(chips):
         img = ctx.memory.chip(c)
         (img.hbm if medium == "hbm" else img.dm).poison(lo, hi)
@@ -101,9 +81,9 @@ def _poison(ctx: Context, medium: str, chips: int, lo: int, hi: int) -> None:
 def _to_device(src: Any, medium: str, levels: dict[str, Mapping], dma: DmaContext, address: int, call: str,
                kind: str, stream: tuple[Mapping, Mapping] | None) -> Any:
     """The tensor DMA of ``src`` to a new ``medium`` tensor with ``levels`` (the source's Chip unless given)."""
-    from visa.memory.tensors import DmTensor, HbmTensor
+    from visa.tensors.handles import DmTensor, HbmTensor
 
-    ctx = _dma_context(dma, kind, call)
+    ctx = dma_device(dma, kind, call)
     base, side = _source(src, call, ctx)
     levels = {"Chip": base.levels["Chip"], **levels}
     name = describe(medium, base.dtype, levels, address)
@@ -126,10 +106,10 @@ def host_to_hbm(host: HostTensor[Any, Any], chip: Mapping, element: Mapping, pdm
     """PCIe DMA host → HBM (manual L53, L193): the same tensor, laid out as ``(chip, element)``.
 
     The host lays its buffer out in the HBM layout first (:func:`staging`), then the DMA copies it."""
-    from visa.memory.tensors import HbmTensor, HostTensor
+    from visa.tensors.handles import HbmTensor, HostTensor
 
     call = "host.to_hbm"
-    ctx = _dma_context(pdma, "pdma", call)
+    ctx = dma_device(pdma, "pdma", call)
     if not isinstance(host, HostTensor):
         raise VisaError(f"expected a HostTensor, got {type(host).__name__}", call=call,
                         fix="build one with HostTensor.from_numpy or HostTensor.rand")
@@ -178,10 +158,10 @@ def hbm_to_host(hbm: HbmTensor[Any, Any, Any] | HbmTensorView, element: Mapping,
     """PCIe DMA HBM → host (manual L197): a host buffer laid out as ``element``.
 
     The DMA copies the HBM layout as it is (:func:`staging`); the host then lays it out as ``element``."""
-    from visa.memory.tensors import HostTensor
+    from visa.tensors.handles import HostTensor
 
     call = "hbm.to_host"
-    ctx = _dma_context(pdma, "pdma", call)
+    ctx = dma_device(pdma, "pdma", call)
     base, side = _source(hbm, call, ctx)
     dtype = base.dtype
     p = plan(ctx.hw, dtype, side, Side.of("host", {"Element": element}, name=f"HostTensor[{dtype!r}, {element!r}]"),

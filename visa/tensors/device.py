@@ -1,0 +1,81 @@
+"""What a tensor handle, a DMA move and a stream stage need of the device they run on (manual L36–67,
+L150–155).
+
+The host layer's :class:`~visa.context.Context` is that device: its hardware profile, its memories, the
+running kernel's chip count and the schedule its operations are recorded on.  This layer names only the
+:class:`Device` protocol, so the handles and the stream stages import nothing from the host layer (imports
+point down only, ARCHITECTURE "Layers").  :class:`DmaContext` is ``ctx.pdma`` / ``ctx.tdma``, the DMA contexts
+a move takes (L44–47); :class:`TuHandle` is what a stream keeps of ``ctx.main`` / ``ctx.sub`` (L150–155).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from visa.errors import TypestateError
+from visa.hw import HardwareProfile
+from visa.memory.device import DeviceMemory
+
+__all__ = ["Device", "Recorded", "DmaContext", "TuHandle", "dma_device"]
+
+
+class Recorded(Protocol):
+    """An operation on the schedule, as the caller that recorded it sees it."""
+
+    @property
+    def end(self) -> int:
+        """The cycle the operation finishes: its outputs are ready then."""
+        ...
+
+
+class Device(Protocol):
+    """A simulated device: ``hw``, ``memory``, the running kernel's ``num_chips`` (``None`` on the host,
+    L1079) and ``record``, which puts an operation on the schedule ("Scheduling", L7042–7070)."""
+
+    hw: HardwareProfile
+    memory: DeviceMemory
+    num_chips: int | None
+
+    def record(self, *args: Any, **kwargs: Any) -> Recorded:
+        """Put an operation on the device's schedule and return it (its ``end`` is when its outputs are ready)."""
+        ...
+
+
+class DmaContext:
+    """``ctx.pdma`` (PCIe: host ↔ HBM) or ``ctx.tdma`` (tensor DMA: HBM/SPM ↔ DM; manual L44–47)."""
+
+    __slots__ = ("ctx", "kind")
+
+    def __init__(self, ctx: Device, kind: str) -> None:
+        self.ctx = ctx
+        self.kind = kind
+
+    def __repr__(self) -> str:
+        return f"ctx.{self.kind}"
+
+
+class TuHandle:
+    """``ctx.main`` or ``ctx.sub`` as a stream sees it: the device and which Tensor Unit context runs the pass
+    (manual L150–155, L3046–3053).  :class:`visa.stream.TuContext` adds ``begin``."""
+
+    __slots__ = ("ctx", "kind")
+
+    def __init__(self, ctx: Device, kind: str) -> None:
+        self.ctx = ctx
+        self.kind = kind
+
+    def __repr__(self) -> str:
+        return f"ctx.{self.kind}"
+
+
+def dma_device(handle: object, kind: str, call: str) -> Device:
+    """The device of ``handle`` when it is the DMA context ``kind`` (``"pdma"`` or ``"tdma"``, L44–47); a
+    :class:`~visa.errors.TypestateError` naming the call otherwise."""
+    if not isinstance(handle, DmaContext):
+        raise TypestateError(f"{call} takes ctx.{kind}, got {type(handle).__name__}", call=call,
+                             fix=f"pass ctx.{kind}")
+    if handle.kind != kind:
+        what = "PCIe DMA between host and HBM" if kind == "pdma" else "tensor DMA between HBM and DM"
+        raise TypestateError(f"{call} takes ctx.{kind} (the {what}), got ctx.{handle.kind}", call=call,
+                             fix=f"pass ctx.{kind}")
+    return handle.ctx
