@@ -46,16 +46,18 @@ _UNLIMITED = _Unlimited()
 
 
 def plan(hw: HardwareProfile, dtype: type[dt.Scalar], src: Side, dst: Side, *,
-         stream: tuple[Mapping, Mapping] | None = None, call: str = "dma") -> DmaPlan:
+         stream: tuple[Mapping, Mapping] | None = None, call: str = "dma", own_padding: bool = True) -> DmaPlan:
     """The DMA configuration moving the tensor ``src`` holds to the placement ``dst`` (pure; raises the
     rule's :class:`~visa.errors.VisaError`).  ``stream=(time, packet)`` fixes the stream of a single engine
-    (L2413–2419); without it the plan derives one and spreads it over the engines."""
-    return _plan(hw, dtype, src, dst, stream, call)
+    (L2413–2419); without it the plan derives one and spreads it over the engines.  ``own_padding=False``
+    says the destination's pure padding digits are not its own bytes (the other rows of an indirect DMA), so
+    no packet may write them."""
+    return _plan(hw, dtype, src, dst, stream, call, own_padding)
 
 
 @cached(512)
 def _plan(hw: HardwareProfile, dtype: type[dt.Scalar], src: Side, dst: Side,
-          stream: tuple[Mapping, Mapping] | None, call: str) -> DmaPlan:
+          stream: tuple[Mapping, Mapping] | None, call: str, own_padding: bool = True) -> DmaPlan:
     _check_media(hw, dtype, src, dst, call)
     if dst.medium != "host":
         check_placement(hw, dst.medium, dtype, dst.mappings, dst.bit_address // 8, num_chips=None,
@@ -76,7 +78,7 @@ def _plan(hw: HardwareProfile, dtype: type[dt.Scalar], src: Side, dst: Side,
         time, packet = stream
         result = _attempt(hw, dtype, src, dst, sbuf, dbuf, offsets, time, packet, None, call)
     else:
-        result = _derived(hw, dtype, src, dst, sbuf, dbuf, offsets, call)
+        result = _derived(hw, dtype, src, dst, sbuf, dbuf, offsets, call, own_padding)
     _check_holds(src, dst, sbuf, dbuf, call)
     return result
 
@@ -172,7 +174,7 @@ def _check_holds(src: Side, dst: Side, sbuf: Mapping, dbuf: Mapping, call: str) 
         pass
 
 
-def _stream_dims(side: Side, pad_inner: bool) -> list[C.Dim]:
+def _stream_dims(side: Side, pad_inner: bool, own_padding: bool = True) -> list[C.Dim]:
     """The side's layout as stream digits, outermost first, without padding (the innermost keeps it when
     ``pad_inner``)."""
     dims = pair_of(*(mp for _, mp in side.levels)).canon
@@ -180,7 +182,7 @@ def _stream_dims(side: Side, pad_inner: bool) -> list[C.Dim]:
     out = [C.Dim(d.atom, d.stride, d.count, d.count, 0) for d in real]
     if pad_inner and real and real[-1].count < real[-1].size:
         out[-1] = real[-1]
-    if pad_inner and real:
+    if pad_inner and real and own_padding:
         # pure padding digits inside the innermost real one (``A, 1 # 2``): the packet may carry the element
         # and its padding (a padded packet, L1818–1840), writing only the destination's own padding
         last = max(k for k, d in enumerate(dims) if d is real[-1])
@@ -212,12 +214,12 @@ def _continue_padding(loops: list[_Loop], cfgs: tuple[SequencerConfig, Sequencer
 
 
 def _derived(hw: HardwareProfile, dtype: type[dt.Scalar], src: Side, dst: Side, sbuf: Mapping, dbuf: Mapping,
-             offsets: tuple[int, int], call: str) -> DmaPlan:
+             offsets: tuple[int, int], call: str, own_padding: bool = True) -> DmaPlan:
     """Pick the stream: the destination's digits; keep the innermost padding when it gives a larger packet."""
     tried: list[DmaPlan] = []
     errors: list[VisaError] = []
     variants = [_stream_dims(dst, False)]
-    padded = _stream_dims(dst, True)
+    padded = _stream_dims(dst, True, own_padding)
     if padded != variants[0]:
         variants.append(padded)
     for dims in variants:
