@@ -86,6 +86,14 @@ class DmaContext:
     def __repr__(self) -> str:
         return f"ctx.{self.kind}"
 
+    def when(self, tensor: DeviceTensor, predicate: Callable[[Any], Any]) -> bool:
+        """Runtime guard (MoE blockwise execution, manual L8596–8707): read the device scalar ``tensor`` on
+        this context's track and return ``bool(predicate(value))``; write ``if ctx.main.when(count, lambda n:
+        n > 0): ...`` so that skipped work costs only the guard's read (:mod:`visa.engines.guard`)."""
+        from visa.engines.guard import when
+
+        return when(self.ctx, self.kind, tensor, predicate)
+
 
 class TuContext:
     """``ctx.main`` or ``ctx.sub``: a Tensor Unit execution context (manual L150–155, L3046–3053)."""
@@ -111,6 +119,14 @@ class TuContext:
 
     def __repr__(self) -> str:
         return f"ctx.{self.kind}"
+
+    def when(self, tensor: DeviceTensor, predicate: Callable[[Any], Any]) -> bool:
+        """Runtime guard (MoE blockwise execution, manual L8596–8707): read the device scalar ``tensor`` on
+        this context's track and return ``bool(predicate(value))``; write ``if ctx.main.when(count, lambda n:
+        n > 0): ...`` so that skipped work costs only the guard's read (:mod:`visa.engines.guard`)."""
+        from visa.engines.guard import when
+
+        return when(self.ctx, self.kind, tensor, predicate)
 
 
 _ACQUIRED: list[weakref.ReferenceType[Context]] = []
