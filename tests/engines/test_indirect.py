@@ -381,3 +381,22 @@ def test_padded_packet_refusals_name_the_axis_and_a_new_fix() -> None:
     with pytest.raises(LayoutError) as e3:  # a padding digit outside the packet: named, not "?"
         plan(RNGD, dt.f32, _dm_side(m, "A"), _dm_side(m, "A, 1 # 2"), stream=(m["1 # 2, A"], m["1"]))
     assert "?" not in str(e3.value)
+
+
+def test_runtime_agrees_with_the_plugin_on_the_destination_rule() -> None:
+    # tests/typing/corpus/bad_indirect.py:19 and :24 — the same refusal, the same message
+    from pathlib import Path
+
+    out = (Path(__file__).resolve().parents[1] / "typing" / "corpus" / "bad_indirect.out").read_text().splitlines()
+    want = {int(line.split(":")[1]): line.split(": error: ", 1)[1].rsplit("  [", 1)[0] for line in out}
+    ax = AxisSet(V=64, D=64, T=16)
+    m = ax.m
+    ctx = Context.acquire()
+    _, table = _table(ctx, m, 64, 64)
+    ids = _ids(ctx, m, np.arange(16))
+    with pytest.raises(LayoutError) as e19:
+        table.view().gather(m["V"], ids).to_hbm(m["1"], m["V, D"], ctx.tdma, 1 << 20)
+    assert str(e19.value) == want[19]
+    with pytest.raises(LayoutError) as e24:
+        table.view().gather(m["V"], ids).to_dm(m["1 # 2"], m["1 # 256"], m["D"], ctx.tdma, 0)
+    assert str(e24.value) == want[24]
