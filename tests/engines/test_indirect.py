@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from visa import RNGD, AxisSet, Context
 from visa import dtypes as dt
@@ -40,8 +42,11 @@ def _table(ctx: Context, m: Any, v: int, d: int, dtype: Any = dt.i32, element: s
 
 def _ids(ctx: Context, m: Any, values: np.ndarray, element: str = "T", address: int = 64 * MB,
          dtype: Any = dt.i32) -> Any:
-    axes = " ".join(a for a in ("B", "T") if a in element)
-    return _hbm(ctx, values.astype(np.int32), dtype, m, element, axes, address)
+    axes = " ".join(a for a in ("B", "T") if a in m[element].axes)
+    arr = values.astype(np.int32).reshape(-1 if axes else ())
+    if " " in axes:
+        arr = values.astype(np.int32)
+    return _hbm(ctx, arr, dtype, m, element, axes, address)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -384,7 +389,7 @@ def test_padded_packet_refusals_name_the_axis_and_a_new_fix() -> None:
 
 
 def test_runtime_agrees_with_the_plugin_on_the_destination_rule() -> None:
-    # tests/typing/corpus/bad_indirect.py:19 and :24 — the same refusal, the same message
+    # tests/typing/corpus/bad_indirect.py:17 and :23 — the same refusal, the same message
     from pathlib import Path
 
     out = (Path(__file__).resolve().parents[1] / "typing" / "corpus" / "bad_indirect.out").read_text().splitlines()
@@ -394,9 +399,54 @@ def test_runtime_agrees_with_the_plugin_on_the_destination_rule() -> None:
     ctx = Context.acquire()
     _, table = _table(ctx, m, 64, 64)
     ids = _ids(ctx, m, np.arange(16))
-    with pytest.raises(LayoutError) as e19:
+    with pytest.raises(LayoutError) as e17:
         table.view().gather(m["V"], ids).to_hbm(m["1"], m["V, D"], ctx.tdma, 1 << 20)
-    assert str(e19.value) == want[19]
-    with pytest.raises(LayoutError) as e24:
+    assert str(e17.value) == want[17]
+    with pytest.raises(LayoutError) as e23:
         table.view().gather(m["V"], ids).to_dm(m["1 # 2"], m["1 # 256"], m["D"], ctx.tdma, 0)
-    assert str(e24.value) == want[24]
+    assert str(e23.value) == want[23]
+
+
+def test_gather_from_a_dm_table_and_scatter_into_one() -> None:
+    # Token_Rank = gather(Cumsum_Mask, index: TopK_Indices) (L8644) on a DM table; then a scatter back into DM.
+    ax = AxisSet(V=16, D=8, T=5)
+    m = ax.m
+    ctx = Context.acquire()
+    tab = rng.integers(-50, 50, (16, 8)).astype(np.int32)
+    table = _hbm(ctx, tab, dt.i32, m, "V, D", "V D", 0).to_dm(m["1 # 2"], m["V # 256"], m["D"], ctx.tdma, 0)
+    idx = np.array([15, 0, 7, 8, 3])
+    ids = _ids(ctx, m, idx).to_dm(m["1 # 2"], m["1 # 256"], m["T # 8"], ctx.tdma, 4096)
+    out = table.view().gather(m["V"], ids).to_dm(m["1 # 2"], m["T # 256"], m["D"], ctx.tdma, 8192)
+    assert np.array_equal(out.logical("T D"), tab[idx])
+    perm = np.array([1, 2, 3, 4, 5])
+    out.to_dm_view(table.view().scatter(m["V"], _ids(ctx, m, perm, address=96 * MB)), ctx.tdma)
+    want = tab.copy()
+    want[perm] = tab[idx]
+    assert np.array_equal(table.logical("V D"), want)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(v=st.integers(2, 9), d=st.sampled_from([2, 4, 8]), t=st.integers(1, 6), inner=st.booleans(),
+       to_dm=st.booleans(), data=st.data())
+def test_gather_and_scatter_agree_with_numpy(v: int, d: int, t: int, inner: bool, to_dm: bool,
+                                             data: st.DataObject) -> None:
+    # brute force: numpy fancy indexing; the table lays V out outermost or split around D
+    ax = AxisSet(V=v, D=d, T=t)
+    m = ax.m
+    ctx = Context.acquire()
+    tab = np.arange(v * d, dtype=np.int32).reshape(v, d) * 3 - 7
+    element = "D / 2, V, D % 2" if inner else "V, D"
+    table = _hbm(ctx, tab, dt.i32, m, element, "V D", 0)
+    idx = np.array(data.draw(st.lists(st.integers(0, v - 1), min_size=t, max_size=t)))
+    ids = _ids(ctx, m, idx)
+    g = table.view().gather(m["V"], ids)
+    out = (g.to_dm(m["1 # 2"], m["T # 256"], m["D"], ctx.tdma, 0) if to_dm
+           else g.to_hbm(m["1"], m["T, D"], ctx.tdma, 8 * MB))
+    axes = "T D" if t > 1 else "D"  # an axis of size 1 is no axis: a single index (API.md §7)
+    assert np.array_equal(out.logical(axes).reshape(t, d), tab[idx])
+    if len(set(idx.tolist())) == len(idx):
+        dst = _hbm(ctx, np.zeros((v, d), np.int32), dt.i32, m, "V, D", "V D", 16 * MB)
+        out.to_hbm_view(dst.view().scatter(m["V"], ids), ctx.tdma)
+        want = np.zeros((v, d), np.int32)
+        want[idx] = tab[idx]
+        assert np.array_equal(dst.logical("V D"), want)

@@ -1,8 +1,6 @@
 """Gather and scatter DMAs (IndirectLoop, manual L1684–1688; design API.md §7): what the types decide."""
 
-from visa import Context, DmTensor, HbmTensor, i16, i32, m
-
-from visa import axes
+from visa import Context, DmTensor, HbmTensor, axes, i16, i32, m
 
 axes(V=64, D=64, T=16, E=4)
 
@@ -19,7 +17,8 @@ def dst_names_v(ctx: Context, table: HbmTensor[i32, m["1"], m["V, D"]], ids: Hbm
     table.view().gather(m["V"], ids).to_hbm(m["1"], m["V, D"], ctx.tdma, 1 << 20)
 
 
-def dst_lacks_index(ctx: Context, table: HbmTensor[i32, m["1"], m["V, D"]], ids: HbmTensor[i32, m["1"], m["T"]]) -> None:
+def dst_lacks_index(ctx: Context, table: HbmTensor[i32, m["1"], m["V, D"]],
+                    ids: HbmTensor[i32, m["1"], m["T"]]) -> None:
     g = table.view().gather(m["V"], ids)
     g.to_dm(m["1 # 2"], m["1 # 256"], m["D"], ctx.tdma, 0)
 

@@ -1,8 +1,6 @@
 """Gather, scatter, in-place DMA and a guard that type-check (issue 13)."""
 
-from visa import Context, DmTensor, HbmTensor, i32, m
-
-from visa import axes
+from visa import Context, DmTensor, HbmTensor, axes, i32, m
 
 axes(V=64, D=64, T=16, S=8)
 

@@ -14,7 +14,7 @@ ordinary DMA planned by :func:`~visa.engines.dma.plan.plan` with the same rules 
 the rows' offsets must keep those rules.  Three pure functions, as for every engine:
 
 * :func:`plan_indirect` (the rules; the mypy plugin calls :func:`check_indirect_types` for the part the types
-  decide): ids are i32, V is an axis of the table's Element and its own digits, the index axes are new to the
+  decide): ids are i32, V is an axis of the table (not of its Chip) laid out as digits of its own, the index axes are new to the
   table, the other side names the index axes in place of V, and the row DMA is legal for every row;
 * :func:`check_indices` and :func:`execute`: every index inside V (the refusal names the position and the
   value), no repeated scatter index, and only then the copy, row after row;
@@ -88,24 +88,22 @@ def check_indirect_types(kind: str, ids_dtype: str, axis: Mapping, table_levels:
                          call=call, fix=f"cast the indices to {INDEX_DTYPE} first")
     v = _axis_name(axis, call)
     element = dict(table_levels)["Element"]
-    if v not in element.axes:
-        raise LayoutError(f"{v} is not an axis of the table's Element {element!r}: the IndirectLoop walks rows "
-                          "of the table within its element (L1684–1688)", call=call, level="Element",
-                          mapping=repr(element), axis=v, fix=f"index an axis of {element!r}")
-    for level, mp in table_levels:
-        if level != "Element" and v in mp.axes:
-            raise LayoutError(f"{v} is also in the table's {level} {mp!r}; the indexed axis must lie in Element only",
-                              call=call, level=level, mapping=repr(mp), axis=v,
-                              fix=f"keep {v} inside the table's Element mapping")
+    if not any(v in mp.axes for _, mp in table_levels):
+        where = ", ".join(f"{level} {mp!r}" for level, mp in table_levels if level != "Chip")
+        raise LayoutError(f"{v} is not an axis of the table ({where}): the IndirectLoop walks rows of the table "
+                          "(L1684–1688)", call=call, level="Element", mapping=repr(element), axis=v,
+                          fix=f"index an axis of the table, e.g. one of {', '.join(sorted(element.axes)) or '?'}")
+    chip = dict(table_levels).get("Chip")
+    if chip is not None and v in chip.axes:
+        raise LayoutError(f"{v} spreads the table over chips ({chip!r}); a gather or scatter picks rows within each "
+                          "chip's table", call=call, level="Chip", mapping=repr(chip), axis=v,
+                          fix=f"keep {v} in the table's Element (or Cluster/Slice in DM)")
     table_axes = frozenset().union(*(mp.axes for _, mp in table_levels))
     clash = sorted(set(index_axes) & table_axes)
     if clash:
         raise LayoutError(f"the index axis {clash[0]} is also an axis of the table: out[{clash[0]}, …] would name "
                           "two indices at once", call=call, axis=clash[0],
                           fix="give the index tensor axes of its own (say T)")
-    if not index_axes:
-        raise LayoutError("the index tensor has no axis", call=call,
-                          fix='lay a single index out over an axis of size 1 (API.md §7)')
     if other_axes is not None:
         side = "destination" if kind == "gather" else "source"
         if v in other_axes:
@@ -148,7 +146,10 @@ def _fix_axes(side: Side, names: frozenset[str], call: str) -> Side:
 
 def _steps(hw: HardwareProfile, side: Side, names: Sequence[str], shape: tuple[int, ...], bits: int,
            call: str) -> tuple[int, ...]:
-    """Byte offsets (in the side's DMA address space) of each index of ``names`` from index 0, others at 0."""
+    """Byte offsets (in the side's DMA address space) of each index of ``names`` from index 0, others at 0
+    (one offset, 0, for no axis: a single index)."""
+    if not names:
+        return (0,)
     buf = _buffer(hw, side, bits)
     grids = np.meshgrid(*(np.arange(n, dtype=np.int64) for n in shape), indexing="ij")
     coords = {a: g.reshape(-1) for a, g in zip(names, grids, strict=True)}
