@@ -8,6 +8,7 @@ from visa import errors as _errors
 from visa import hw as _hw
 from visa.context import Context, DmaContext, TuContext, device, launch
 from visa.dtypes import *  # noqa: F403
+from visa.engines.dma.indirect_moves import GatherSource, ScatterTarget
 from visa.engines.fetch import LookupTable
 from visa.engines.switch import SwitchConfig
 from visa.engines.vector import (
@@ -113,6 +114,8 @@ __all__ = [
     "VrfTensor",
     "HbmTensorView",
     "DmTensorView",
+    "GatherSource",
+    "ScatterTarget",
     "TrfAddress",
     "StreamTensor",
     "BeginTensor",

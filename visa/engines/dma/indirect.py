@@ -14,8 +14,9 @@ ordinary DMA planned by :func:`~visa.engines.dma.plan.plan` with the same rules 
 the rows' offsets must keep those rules.  Three pure functions, as for every engine:
 
 * :func:`plan_indirect` (the rules; the mypy plugin calls :func:`check_indirect_types` for the part the types
-  decide): ids are i32, V is an axis of the table (not of its Chip) laid out as digits of its own, the index axes are new to the
-  table, the other side names the index axes in place of V, and the row DMA is legal for every row;
+  decide): ids are i32, V is an axis of the table (not of its Chip) laid out as digits of its own, the index
+  axes are new to the table, the other side names the index axes in place of V, and the row DMA is legal for
+  every row;
 * :func:`check_indices` and :func:`execute`: every index inside V (the refusal names the position and the
   value), no repeated scatter index, and only then the copy, row after row;
 * :func:`indirect_cycles`: :func:`~visa.engines.dma.cost.cycles` of the row plan with the IndirectLoop entry
