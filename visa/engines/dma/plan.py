@@ -403,10 +403,14 @@ def _packet_elements(hw: HardwareProfile, dtype: type[dt.Scalar], src: Side, dst
     medium = "HBM→DM transfers" if (src.medium, dst.medium) == ("hbm", "dm") else f"{NAMES[dst.medium]} writes"
     unit = max(1, align * 8 // bits)
     inner = axes.split(", ")[-1] if axes else _inner_axis(dst) or _inner_axis(src)
-    if split is None:  # a given stream: the packet is the kernel writer's choice
-        fix = (f"give the stream a packet of a multiple of {align} bytes: where the destination pads each "
-               f"element, carry the padding in the packet (stream=({time!r}, m[\"1 # {unit}\"])); or omit "
-               "stream= and let visa derive it")
+    padded = _stream_dims(dst, True)
+    pads_each = bool(padded) and padded[-1].atom is None and padded[-1].size * bits % (8 * align) == 0
+    if split is None and pads_each and packet.size == 1:  # the destination pads each element: carry it
+        fix = (f"carry each element's padding in the packet: stream=({time!r}, m[\"1 # {padded[-1].size}\"]); "
+               "or omit stream= and let visa derive it")
+    elif split is None:  # a given stream: the packet is the kernel writer's choice
+        fix = (f"give the stream a packet of a multiple of {align} bytes that is contiguous in both layouts (the "
+               "innermost axes of both), or omit stream= and let visa derive it")
     else:
         fix = (f"pad axis {inner or '(innermost)'} in both layouts so that a contiguous run is a multiple of {align}"
                f" bytes (e.g. m[\"{inner or 'X'}, 1 # {unit}\"] or m[\"{inner or 'X'} # "
