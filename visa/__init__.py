@@ -87,6 +87,7 @@ from visa.tensors.handles import (
     TrfTensor,
     VrfTensor,
 )
+from visa.tensors.indirect import GatherSource, ScatterTarget
 
 __all__ = [
     *_errors.__all__,
@@ -113,6 +114,8 @@ __all__ = [
     "VrfTensor",
     "HbmTensorView",
     "DmTensorView",
+    "GatherSource",
+    "ScatterTarget",
     "TrfAddress",
     "StreamTensor",
     "BeginTensor",

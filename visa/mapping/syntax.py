@@ -275,7 +275,8 @@ class _Parser:
                 raise UnsupportedFeatureError(
                     "indirect sequencing is a TODO in the manual (L1004): it defines no mapping constructor, "
                     "so visa refuses it", call="m", mapping=f'm["{self.text}"]', line=1004,
-                    fix="express the access with strides, or gather on the host")
+                    fix='a data-dependent access is a DMA: table.view().gather(m["V"], ids) or '
+                        'dst.view().scatter(m["V"], ids) (IndirectLoop, L1684–1688)')
             try:
                 size = self.axes.size(val)
             except VisaError as e:

@@ -468,6 +468,8 @@ def dma(plugin: VisaPlugin, ctx: MethodContext) -> Type:
     recv = get_proper_type(ctx.type)
     if not isinstance(recv, Instance):
         return ctx.default_return_type
+    if recv.type.fullname == "visa.tensors.indirect.GatherSource":
+        return gather_move(plugin, ctx)
     kind = memory_of(recv)
     if kind is None:
         return ctx.default_return_type
@@ -651,8 +653,10 @@ METHODS: dict[str, Handler] = {
 }
 RECEIVERS: dict[str, frozenset[str]] = {
     "__getitem__": frozenset({"visa.mapping.core.MappingSyntax", "visa.mapping.core.MappingFactory"}),
-    "to_dm": frozenset({T + "HbmTensor", T + "DmTensor", T + "HbmTensorView", T + "DmTensorView"}),
-    "to_hbm": frozenset({T + "HostTensor", T + "HbmTensor", T + "DmTensor", T + "HbmTensorView", T + "DmTensorView"}),
+    "to_dm": frozenset({T + "HbmTensor", T + "DmTensor", T + "HbmTensorView", T + "DmTensorView",
+                        "visa.tensors.indirect.GatherSource"}),
+    "to_hbm": frozenset({T + "HostTensor", T + "HbmTensor", T + "DmTensor", T + "HbmTensorView", T + "DmTensorView",
+                         "visa.tensors.indirect.GatherSource"}),
     "to_host": frozenset({T + "HbmTensor", T + "HbmTensorView"}),
     "rand": frozenset({T + "HostTensor"}), "zeros": frozenset({T + "HostTensor"}),
     "from_numpy": frozenset({T + "HostTensor"}),
@@ -692,3 +696,105 @@ FUNCTIONS: dict[str, Handler] = {
     "visa.mapping.axes.skew": axes_call,
     **{T + name: constructor(memory) for memory, name in TYPE_NAMES.items()},
 }
+
+
+# -- gather and scatter (issue 13) ------------------------------------------------------------------------------
+STAGED = "visa.tensors.indirect."
+
+
+def _staged_parts(call: Call, expr: Expression | None, method: str
+                  ) -> tuple[Mapping | None, dict[str, Mapping] | None, tuple[str, Type | None] | None]:
+    """For ``table.view().gather(m["V"], ids)`` (or ``.scatter``) reached from ``expr``: V, the table's levels
+    and (ids dtype name, ids type); Nones where the source does not show them."""
+    made = root_of(expr, call.function())
+    if not (isinstance(made, CallExpr) and isinstance(made.callee, MemberExpr) and made.callee.name == method
+            and len(made.args) == 2):
+        return None, None, None
+    axis = call.expr_mapping(made.args[0])
+    table = tensor_of(type_of(call.ctx.api, made.callee.expr))
+    ids_t = type_of(call.ctx.api, made.args[1])
+    ids_dtype = _ids_dtype(ids_t)
+    return axis, table[1] if table else None, (ids_dtype.name, ids_t) if ids_dtype else None
+
+
+def _ids_dtype(ids_t: Type | None) -> type[dt.Scalar] | None:
+    p = get_proper_type(ids_t) if ids_t is not None else None
+    return dtype_of(p.args[0]) if isinstance(p, Instance) and p.args else None
+
+
+def _index_axes(ids_t: Type | None) -> tuple[str, ...] | None:
+    found = tensor_of(ids_t)
+    if found is None:
+        return None
+    from visa.tensors.handles import logical_axes
+
+    kind = memory_of(ids_t)
+    names = LEVELS[kind[0]] if kind else tuple(found[1])
+    return tuple(logical_axes([found[1][n] for n in names if n in found[1]], None))
+
+
+def _check_staged(call: Call, kind: str, axis: Mapping | None, table: dict[str, Mapping] | None,
+                  ids: tuple[str, Type | None] | None, other_axes: frozenset[str] | None) -> None:
+    """:func:`visa.engines.dma.indirect.check_indirect_types`, the part of the rules the types decide."""
+    from visa.engines.dma.indirect import check_indirect_types
+
+    if axis is None or table is None or ids is None:
+        return
+    ids_dtype, ids_t = ids
+    index_axes = _index_axes(ids_t)
+    if not ids_dtype:
+        return
+    levels = tuple(table.items())
+    if index_axes is None:  # the dtype is known, the layout is not: check what does not need it
+        call.run(lambda: check_indirect_types(kind, ids_dtype, axis, levels, ("?",), None, call.name))
+        return
+    call.run(lambda: check_indirect_types(kind, ids_dtype, axis, levels, index_axes, other_axes, call.name))
+
+
+def indirect_stage(plugin: VisaPlugin, ctx: MethodContext) -> Type:
+    """``view.gather(m["V"], ids)`` / ``view.scatter(m["V"], ids)``: the index type, V in the Element, the
+    index axes new to the table."""
+    method = _method(ctx)
+    call = Call(plugin, ctx, method)
+    recv = get_proper_type(ctx.type)
+    table = tensor_of(recv)
+    ids_t = call.arg_type(1)
+    ids_dtype = _ids_dtype(ids_t)
+    _check_staged(call, method, call.arg_mapping(0), table[1] if table else None,
+                  (ids_dtype.name, ids_t) if ids_dtype else None, None)
+    return ctx.default_return_type
+
+
+def gather_move(plugin: VisaPlugin, ctx: MethodContext) -> Type:
+    """``….gather(m["V"], ids).to_dm(Cluster, Slice, Element, …)`` / ``.to_hbm(Chip, Element, …)``: the
+    destination names the index axes in place of V."""
+    method = _method(ctx)
+    call = Call(plugin, ctx, "gather." + method)
+    axis, table, ids = _staged_parts(call, call.receiver(), "gather")
+    dst = [call.arg_mapping(k) for k in ((0, 1, 2) if method == "to_dm" else (0, 1))]
+    if table is not None and method == "to_dm":
+        dst.append(table.get("Chip"))
+    if all(mp is not None for mp in dst):
+        other = frozenset().union(*(mp.axes for mp in dst if mp is not None))
+        _check_staged(call, "gather", axis, table, ids, other)
+    return ctx.default_return_type
+
+
+def scatter_move(plugin: VisaPlugin, ctx: MethodContext) -> Type:
+    """``src.to_hbm_view(dst.view().scatter(m["V"], ids), …)``: the source names the index axes in place of V."""
+    method = _method(ctx)
+    call = Call(plugin, ctx, method)
+    axis, table, ids = _staged_parts(call, call.arg_expr(0), "scatter")
+    src = tensor_of(get_proper_type(ctx.type))
+    if src is not None:
+        other = frozenset().union(*(mp.axes for mp in src[1].values()))
+        _check_staged(call, "scatter", axis, table, ids, other)
+    return ctx.default_return_type
+
+
+METHODS.update({"gather": indirect_stage, "scatter": indirect_stage, "to_hbm_view": scatter_move,
+                "to_dm_view": scatter_move})
+for _name in ("gather", "scatter"):
+    RECEIVERS[_name] = frozenset({T + "HbmTensorView", T + "DmTensorView"})
+for _name in ("to_hbm_view", "to_dm_view"):
+    RECEIVERS[_name] = frozenset({T + "HbmTensor", T + "DmTensor", T + "HbmTensorView", T + "DmTensorView"})

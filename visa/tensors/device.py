@@ -10,6 +10,7 @@ a move takes (L44–47); :class:`TuHandle` is what a stream keeps of ``ctx.main`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from visa.errors import TypestateError
@@ -53,6 +54,14 @@ class DmaContext:
     def __repr__(self) -> str:
         return f"ctx.{self.kind}"
 
+    def when(self, tensor: Any, predicate: Callable[[Any], Any]) -> bool:
+        """Runtime guard (MoE blockwise execution, manual L8596–8707): read the device scalar ``tensor`` on
+        this context's track and return ``bool(predicate(value))``; write ``if ctx.main.when(count, lambda n:
+        n > 0): ...`` so that skipped work costs only the guard's read (:mod:`visa.tensors.guard`)."""
+        from visa.tensors.guard import when
+
+        return when(self.ctx, self.kind, tensor, predicate)
+
 
 class TuHandle:
     """``ctx.main`` or ``ctx.sub`` as a stream sees it: the device and which Tensor Unit context runs the pass
@@ -66,6 +75,14 @@ class TuHandle:
 
     def __repr__(self) -> str:
         return f"ctx.{self.kind}"
+
+    def when(self, tensor: Any, predicate: Callable[[Any], Any]) -> bool:
+        """Runtime guard (MoE blockwise execution, manual L8596–8707): read the device scalar ``tensor`` on
+        this context's track and return ``bool(predicate(value))``; write ``if ctx.main.when(count, lambda n:
+        n > 0): ...`` so that skipped work costs only the guard's read (:mod:`visa.tensors.guard`)."""
+        from visa.tensors.guard import when
+
+        return when(self.ctx, self.kind, tensor, predicate)
 
 
 def dma_device(handle: object, kind: str, call: str) -> Device:

@@ -34,6 +34,7 @@ Stream = tuple[Mapping, Mapping]
 
 if TYPE_CHECKING:
     from visa.tensors.device import Device, DmaContext
+    from visa.tensors.indirect import GatherSource, ScatterTarget
 
 __all__ = [
     "HostTensor", "DeviceTensor", "HbmTensor", "DmTensor", "TrfTensor", "VrfTensor", "TensorView",
@@ -440,6 +441,24 @@ class HbmTensor(DeviceTensor, Generic[D, Chip, Element]):
 
         return dma.hbm_to_host(self, element, pdma, stream=stream)
 
+    def to_hbm_view(self, target: HbmTensorView | ScatterTarget, tdma: DmaContext, *,
+                    stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
+        """Tensor DMA into part of a live HBM tensor, in place (KV-cache append, manual L8286–8297; design
+        API.md §7): ``target`` is a view or tile of it, or ``view.scatter(m["V"], ids)``.  Returns the
+        written tensor, which stays live and current."""
+        import visa.tensors.indirect as im
+
+        out: HbmTensor[Any, Any, Any] = im.to_view(self, target, "hbm", tdma, stream=stream)
+        return out
+
+    def to_dm_view(self, target: DmTensorView | ScatterTarget, tdma: DmaContext, *,
+                   stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
+        """Tensor DMA into part of a live DM tensor, in place (as :meth:`to_hbm_view`)."""
+        import visa.tensors.indirect as im
+
+        out: DmTensor[Any, Any, Any, Any, Any] = im.to_view(self, target, "dm", tdma, stream=stream)
+        return out
+
 
 class DmTensor(DeviceTensor, Generic[D, Chip, Cluster, Slice, Element]):
     """``DmTensor<D, Chip, Cluster, Slice, Element>`` in on-chip SRAM (manual L1049, L1085–1093)."""
@@ -478,6 +497,24 @@ class DmTensor(DeviceTensor, Generic[D, Chip, Cluster, Slice, Element]):
         import visa.tensors.moves as dma
 
         return dma.dm_to_dm(self, cluster, slice_, element, tdma, address, stream=stream)
+
+    def to_hbm_view(self, target: HbmTensorView | ScatterTarget, tdma: DmaContext, *,
+                    stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
+        """Tensor DMA into part of a live HBM tensor, in place (KV-cache append, manual L8286–8297; design
+        API.md §7): ``target`` is a view or tile of it, or ``view.scatter(m["V"], ids)``.  Returns the
+        written tensor, which stays live and current."""
+        import visa.tensors.indirect as im
+
+        out: HbmTensor[Any, Any, Any] = im.to_view(self, target, "hbm", tdma, stream=stream)
+        return out
+
+    def to_dm_view(self, target: DmTensorView | ScatterTarget, tdma: DmaContext, *,
+                   stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
+        """Tensor DMA into part of a live DM tensor, in place (as :meth:`to_hbm_view`)."""
+        import visa.tensors.indirect as im
+
+        out: DmTensor[Any, Any, Any, Any, Any] = im.to_view(self, target, "dm", tdma, stream=stream)
+        return out
 
 
 class TrfTensor(DeviceTensor, Generic[D, Chip, Cluster, Slice, Row, Element]):
@@ -563,6 +600,22 @@ class TensorView:
         offset = tile_offset(self.element, dim, size, tile_mapping, start, f"{type(self).__name__}.tile")
         return type(self)(self.base, tile_mapping, self.offset + offset)
 
+    def gather(self, axis: Mapping, ids: DeviceTensor) -> GatherSource:
+        """The rows ``ids[t]`` of ``axis`` (an axis of the Element) as a staged source: ``.to_dm(...)`` /
+        ``.to_hbm(...)`` make ``out[t, …] = self[ids[t], …]`` (IndirectLoop, manual L1684–1688; design API.md §7).
+        ``ids`` is an i32 HBM or DM tensor over its own axes, which the destination names in place of ``axis``."""
+        from visa.tensors.indirect import GatherSource
+
+        return GatherSource(self, axis, ids)
+
+    def scatter(self, axis: Mapping, ids: DeviceTensor) -> ScatterTarget:
+        """This view as a staged scatter destination: ``src.to_hbm_view(view.scatter(m["V"], ids), ctx.tdma)``
+        writes ``self[ids[t], …] = src[t, …]`` in place (IndirectLoop, L1684–1688; MoE dispatch L8664–8690).
+        Repeated or out-of-range indices are refused before anything is written."""
+        from visa.tensors.indirect import ScatterTarget
+
+        return ScatterTarget(self, axis, ids)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.base.describe()}, {self.element!r} + {self.offset})"
 
@@ -592,6 +645,24 @@ class HbmTensorView(TensorView, Generic[VD, VChip, VElement]):
 
         return dma.hbm_to_host(self, element, pdma, stream=stream)
 
+    def to_hbm_view(self, target: HbmTensorView | ScatterTarget, tdma: DmaContext, *,
+                    stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
+        """Tensor DMA into part of a live HBM tensor, in place (KV-cache append, manual L8286–8297; design
+        API.md §7): ``target`` is a view or tile of it, or ``view.scatter(m["V"], ids)``.  Returns the
+        written tensor, which stays live and current."""
+        import visa.tensors.indirect as im
+
+        out: HbmTensor[Any, Any, Any] = im.to_view(self, target, "hbm", tdma, stream=stream)
+        return out
+
+    def to_dm_view(self, target: DmTensorView | ScatterTarget, tdma: DmaContext, *,
+                   stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
+        """Tensor DMA into part of a live DM tensor, in place (as :meth:`to_hbm_view`)."""
+        import visa.tensors.indirect as im
+
+        out: DmTensor[Any, Any, Any, Any, Any] = im.to_view(self, target, "dm", tdma, stream=stream)
+        return out
+
 
 class DmTensorView(TensorView, Generic[VD, VChip, VCluster, VSlice, VElement]):
     """``DmTensorView`` (manual L2160); ``ctx.main.begin(dm.view())`` starts a stream from it."""
@@ -612,3 +683,20 @@ class DmTensorView(TensorView, Generic[VD, VChip, VCluster, VSlice, VElement]):
 
         return dma.dm_to_dm(self, cluster, slice_, element, tdma, address, stream=stream)
 
+    def to_hbm_view(self, target: HbmTensorView | ScatterTarget, tdma: DmaContext, *,
+                    stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
+        """Tensor DMA into part of a live HBM tensor, in place (KV-cache append, manual L8286–8297; design
+        API.md §7): ``target`` is a view or tile of it, or ``view.scatter(m["V"], ids)``.  Returns the
+        written tensor, which stays live and current."""
+        import visa.tensors.indirect as im
+
+        out: HbmTensor[Any, Any, Any] = im.to_view(self, target, "hbm", tdma, stream=stream)
+        return out
+
+    def to_dm_view(self, target: DmTensorView | ScatterTarget, tdma: DmaContext, *,
+                   stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
+        """Tensor DMA into part of a live DM tensor, in place (as :meth:`to_hbm_view`)."""
+        import visa.tensors.indirect as im
+
+        out: DmTensor[Any, Any, Any, Any, Any] = im.to_view(self, target, "dm", tdma, stream=stream)
+        return out

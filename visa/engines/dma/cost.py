@@ -32,10 +32,16 @@ def _packet_indices(n: int, budget: int) -> tuple[np.ndarray, float]:
     return idx, n / idx.size
 
 
-def _addresses(loops: Sequence[DmaLoop], idx: np.ndarray, base: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+def _addresses(loops: Sequence[DmaLoop], idx: np.ndarray, base: tuple[int, int],
+               indirect: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     sizes = tuple(lp.size for lp in loops)
     src = np.full(idx.shape, base[0], dtype=np.int64)
     dst = np.full(idx.shape, base[1], dtype=np.int64)
+    if indirect is not None:  # the IndirectLoop entry, outermost: iteration k adds its own offsets (L1684–1688)
+        per = max(1, math.prod(sizes))
+        it, idx = np.divmod(idx, per)
+        src += indirect[0][it]
+        dst += indirect[1][it]
     if sizes:
         digits = np.unravel_index(idx, sizes)
         for dgt, lp in zip(digits, loops, strict=True):
@@ -52,9 +58,12 @@ def _engine_bases(p: DmaPlan) -> list[tuple[int, int]]:
     return out or [p.base]
 
 
-@cached(256)
-def cycles(p: DmaPlan) -> DmaCost:
+def cycles(p: DmaPlan, indirect: tuple[Sequence[int], Sequence[int]] | None = None) -> DmaCost:
     """Cycles of the DMA (see the module docstring and docs/manual-notes.md for the model and its sources).
+
+    ``indirect=(source offsets, destination offsets)`` (bytes, one pair per iteration) adds an IndirectLoop
+    entry (L1684–1688) outermost in each command's sequencer: every packet of the plan is sent once per
+    iteration, at the plan's addresses plus that iteration's offsets, and costed like any other packet.
 
     Each engine runs its commands one after another, each paying the startup (L2467, L2827) and then lasting
     as long as its slowest part: its requests (one 256-byte request per cycle, L2469, L2596), PCIe (30 B/cycle,
@@ -62,11 +71,21 @@ def cycles(p: DmaPlan) -> DmaCost:
     :func:`~visa.memory.performance.hbm_busy`).  Engines run in parallel but share the DMNs and HBM channels:
     the DMA also lasts at least as long as the busiest DMN or channel serving all of them (L2595–2605, L2705).
     """
+    ind = None if indirect is None else (tuple(int(x) for x in indirect[0]), tuple(int(x) for x in indirect[1]))
+    return _cycles(p, ind)
+
+
+@cached(256)
+def _cycles(p: DmaPlan, indirect: tuple[tuple[int, ...], tuple[int, ...]] | None) -> DmaCost:
     hw = p.hw
     spaces = (address_space(hw, p.src.medium), address_space(hw, p.dst.medium))
     nbytes = p.stride0
     inner = p.loops[:-1]
     npk = p.packets
+    offsets = None
+    if indirect is not None:
+        offsets = (np.asarray(indirect[0], dtype=np.int64), np.asarray(indirect[1], dtype=np.int64))
+        npk *= len(indirect[0])
     requests = npk * hw.dma.requests(nbytes)
     startup = hw.dma.startup_cycles
     engines = _engine_bases(p)
@@ -80,7 +99,7 @@ def cycles(p: DmaPlan) -> DmaCost:
         for combo in commands:
             base = (ebase[0] + sum(i * lp.src for i, lp in zip(combo, p.commands, strict=True)),
                     ebase[1] + sum(i * lp.dst for i, lp in zip(combo, p.commands, strict=True)))
-            addr = _addresses(inner, idx, base)
+            addr = _addresses(inner, idx, base, offsets)
             pcie = _pcie_bytes(p, spaces, addr) * scale / hw.dma.pcie_bytes_per_cycle
             dm = _dm_time(hw, spaces, addr, nbytes, scale, shared_dm)
             parts.append((e, pcie, dm, _hbm_transfers(hw, spaces, addr, nbytes)))

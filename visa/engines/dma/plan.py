@@ -46,16 +46,18 @@ _UNLIMITED = _Unlimited()
 
 
 def plan(hw: HardwareProfile, dtype: type[dt.Scalar], src: Side, dst: Side, *,
-         stream: tuple[Mapping, Mapping] | None = None, call: str = "dma") -> DmaPlan:
+         stream: tuple[Mapping, Mapping] | None = None, call: str = "dma", own_padding: bool = True) -> DmaPlan:
     """The DMA configuration moving the tensor ``src`` holds to the placement ``dst`` (pure; raises the
     rule's :class:`~visa.errors.VisaError`).  ``stream=(time, packet)`` fixes the stream of a single engine
-    (L2413–2419); without it the plan derives one and spreads it over the engines."""
-    return _plan(hw, dtype, src, dst, stream, call)
+    (L2413–2419); without it the plan derives one and spreads it over the engines.  ``own_padding=False``
+    says the destination's pure padding digits are not its own bytes (the other rows of an indirect DMA), so
+    no packet may write them."""
+    return _plan(hw, dtype, src, dst, stream, call, own_padding)
 
 
 @cached(512)
 def _plan(hw: HardwareProfile, dtype: type[dt.Scalar], src: Side, dst: Side,
-          stream: tuple[Mapping, Mapping] | None, call: str) -> DmaPlan:
+          stream: tuple[Mapping, Mapping] | None, call: str, own_padding: bool = True) -> DmaPlan:
     _check_media(hw, dtype, src, dst, call)
     if dst.medium != "host":
         check_placement(hw, dst.medium, dtype, dst.mappings, dst.bit_address // 8, num_chips=None,
@@ -76,7 +78,7 @@ def _plan(hw: HardwareProfile, dtype: type[dt.Scalar], src: Side, dst: Side,
         time, packet = stream
         result = _attempt(hw, dtype, src, dst, sbuf, dbuf, offsets, time, packet, None, call)
     else:
-        result = _derived(hw, dtype, src, dst, sbuf, dbuf, offsets, call)
+        result = _derived(hw, dtype, src, dst, sbuf, dbuf, offsets, call, own_padding)
     _check_holds(src, dst, sbuf, dbuf, call)
     return result
 
@@ -172,7 +174,7 @@ def _check_holds(src: Side, dst: Side, sbuf: Mapping, dbuf: Mapping, call: str) 
         pass
 
 
-def _stream_dims(side: Side, pad_inner: bool) -> list[C.Dim]:
+def _stream_dims(side: Side, pad_inner: bool, own_padding: bool = True) -> list[C.Dim]:
     """The side's layout as stream digits, outermost first, without padding (the innermost keeps it when
     ``pad_inner``)."""
     dims = pair_of(*(mp for _, mp in side.levels)).canon
@@ -180,16 +182,44 @@ def _stream_dims(side: Side, pad_inner: bool) -> list[C.Dim]:
     out = [C.Dim(d.atom, d.stride, d.count, d.count, 0) for d in real]
     if pad_inner and real and real[-1].count < real[-1].size:
         out[-1] = real[-1]
+    if pad_inner and real and own_padding:
+        # pure padding digits inside the innermost real one (``A, 1 # 2``): the packet may carry the element
+        # and its padding (a padded packet, L1818–1840), writing only the destination's own padding
+        last = max(k for k, d in enumerate(dims) if d is real[-1])
+        out += [d for d in dims[last + 1:] if isinstance(d, C.Dim) and d.atom is None and d.size > 1]
     return out
 
 
+def _continue_padding(loops: list[_Loop], cfgs: tuple[SequencerConfig, SequencerConfig]
+                      ) -> tuple[SequencerConfig, SequencerConfig]:
+    """Innermost stream digits of pure padding (no axis, stride 0 on both sides) continue the packet into the
+    next elements, as a padded packet does (L1818–1840, reading past the data L1841): stride 1 for the
+    innermost, the product of the inner sizes for the next."""
+    k = len(loops)
+    while k > 0 and not loops[k - 1].axes and loops[k - 1].src == 0 and loops[k - 1].dst == 0:
+        k -= 1
+    if k == len(loops):
+        return cfgs
+    step = 1
+    for j in range(len(loops) - 1, k - 1, -1):
+        loops[j].src = loops[j].dst = step
+        step *= loops[j].size
+    out = []
+    for cfg in cfgs:
+        entries = list(cfg.entries)
+        for j in range(k, len(loops)):
+            entries[j] = replace(entries[j], stride=loops[j].src)
+        out.append(replace(cfg, entries=tuple(entries)))
+    return out[0], out[1]
+
+
 def _derived(hw: HardwareProfile, dtype: type[dt.Scalar], src: Side, dst: Side, sbuf: Mapping, dbuf: Mapping,
-             offsets: tuple[int, int], call: str) -> DmaPlan:
+             offsets: tuple[int, int], call: str, own_padding: bool = True) -> DmaPlan:
     """Pick the stream: the destination's digits; keep the innermost padding when it gives a larger packet."""
     tried: list[DmaPlan] = []
     errors: list[VisaError] = []
     variants = [_stream_dims(dst, False)]
-    padded = _stream_dims(dst, True)
+    padded = _stream_dims(dst, True, own_padding)
     if padded != variants[0]:
         variants.append(padded)
     for dims in variants:
@@ -261,6 +291,8 @@ def _attempt(hw: HardwareProfile, dtype: type[dt.Scalar], src: Side, dst: Side, 
     labels = _labels(time, packet, sizes)
     loops = [_Loop(r.size, r.stride, w.stride, lab)
              for r, w, lab in zip(rcfg.entries, wcfg.entries, labels, strict=True)]
+    if len(rcfg.entries) == len(loops):
+        rcfg, wcfg = _continue_padding(loops, (rcfg, wcfg))
     bases = (rcfg.base + offsets[0], wcfg.base + offsets[1])
     if explicit:
         _check_writes(loops, dst, time, packet, call)
@@ -308,10 +340,13 @@ def _check_writes(loops: list[_Loop], dst: Side, time: Mapping, packet: Mapping,
     for k, lp in enumerate(loops):
         if lp.size > 1 and lp.dst == 0:
             level = "Packet" if k == len(loops) - 1 and packet.size > 1 else "Time"
-            raise LayoutError(f"the stream walks axis {lp.axes or '?'} that {dst.label()} does not hold: the "
+            what = (f"axis {lp.axes}" if lp.axes else
+                    f"a padding digit of {lp.size} positions (no axis) outside the packet's innermost digits")
+            raise LayoutError(f"the stream walks {what} that {dst.label()} does not hold: the "
                               "DMA would write the same bytes again", call=call, level=level,
                               mapping=repr(packet if level == "Packet" else time), axis=lp.axes or None,
-                              fix="stream only the destination's axes")
+                              fix="stream only the destination's axes (padding only as the packet's innermost "
+                                  "digits, where it continues the packet)")
 
 
 _ENUMERATE = 1 << 22
@@ -366,12 +401,32 @@ def _packet_elements(hw: HardwareProfile, dtype: type[dt.Scalar], src: Side, dst
             f"layouts is {what}", call=call, level="Packet", mapping=repr(packet), axis=axes or None,
             fix="keep an even number of 4-bit elements contiguous in both layouts (pad with # 2)")
     medium = "HBM→DM transfers" if (src.medium, dst.medium) == ("hbm", "dm") else f"{NAMES[dst.medium]} writes"
+    unit = max(1, align * 8 // bits)
+    inner = axes.split(", ")[-1] if axes else _inner_axis(dst) or _inner_axis(src)
+    padded = _stream_dims(dst, True)
+    pads_each = bool(padded) and padded[-1].atom is None and padded[-1].size * bits % (8 * align) == 0
+    if split is None and pads_each and packet.size == 1:  # the destination pads each element: carry it
+        fix = (f"carry each element's padding in the packet: stream=({time!r}, m[\"1 # {padded[-1].size}\"]); "
+               "or omit stream= and let visa derive it")
+    elif split is None:  # a given stream: the packet is the kernel writer's choice
+        fix = (f"give the stream a packet of a multiple of {align} bytes that is contiguous in both layouts (the "
+               "innermost axes of both), or omit stream= and let visa derive it")
+    else:
+        fix = (f"pad axis {inner or '(innermost)'} in both layouts so that a contiguous run is a multiple of {align}"
+               f" bytes (e.g. m[\"{inner or 'X'}, 1 # {unit}\"] or m[\"{inner or 'X'} # "
+               f"{_round_up(run, unit)}\"] on both sides), or keep it contiguous on both sides")
     raise HardwareLimitError(
         f"{src.label()} → {dst.label()}: {medium} need packets of a multiple of {align} bytes (manual "
         f"L2424–2427), but the longest run contiguous in both layouts is {what}", call=call, level="Packet",
-        mapping=repr(packet), axis=axes or None,
-        fix=f"pad the innermost axis so that a contiguous run is a multiple of {align} bytes "
-            f"(e.g. m[\"X # {_round_up(run, max(1, align * 8 // bits))}\"]), or keep it contiguous on both sides")
+        mapping=repr(packet), axis=inner or None, fix=fix)
+
+
+def _inner_axis(side: Side) -> str:
+    """The axis of the side's innermost real digit ("" if none)."""
+    dims = _stream_dims(side, pad_inner=False)
+    if not dims:
+        return ""
+    return axes_text(Mapping.from_canon((dims[-1],))) or ""
 
 
 def _round_up(n: int, k: int) -> int:
@@ -430,7 +485,9 @@ def _check_alignment(hw: HardwareProfile, src: Side, dst: Side, loops: list[DmaL
                     f"{side.label()}: {rule} {align}-byte aligned addresses (manual L2424–2427), but successive "
                     f"packets along axis {lp.axes or '?'} start {stride} bytes apart", call=call, level="Time",
                     mapping=repr(time), axis=lp.axes or None,
-                    fix=f"pad the axes inside {lp.axes or 'it'} so that one step is a multiple of {align} bytes")
+                    fix=f"pad the axes inside {lp.axes or 'it'} so that one step is a multiple of {align} bytes"
+                        + (f" (e.g. m[\"{lp.axes}, 1 # {align // math.gcd(stride, align)}\"] where {lp.axes} is "
+                           f"innermost in {side.label()})" if lp.axes and ", " not in lp.axes else ""))
 
 
 def _distribute(hw: HardwareProfile, src: Side, dst: Side, loops: list[DmaLoop], explicit: bool, call: str,

@@ -1,0 +1,221 @@
+"""Staged gather sources, scatter destinations and in-place DMAs (design API.md §7; manual L1684–1688,
+embedding L7994–8005 and L8241, KV-cache append L8286–8297, MoE L8646–8707).
+
+* ``table.view().gather(m["V"], ids)`` is a :class:`GatherSource`: ``.to_dm(Cluster, Slice, Element, ctx.tdma,
+  addr)`` or ``.to_hbm(Chip, Element, ctx.tdma, addr)`` moves ``out[t, …] = table[ids[t], …]`` into a new
+  tensor laid out as given (the index axes in place of V).
+* ``dst.view().scatter(m["V"], ids)`` is a :class:`ScatterTarget`: ``src.to_hbm_view(target, ctx.tdma)`` (or
+  ``to_dm_view`` for a DM table) writes ``dst[ids[t], …] = src[t, …]`` in place.
+* ``src.to_hbm_view(dst.view().tile(…), ctx.tdma)`` / ``to_dm_view``: a DMA into part of a live tensor; ``dst``
+  stays live and current (other live tensors over the written bytes go stale as for any write).
+
+The rules, execution and cycles are the pure functions of :mod:`visa.engines.dma.indirect` and
+:mod:`visa.engines.dma.plan`; this module reads the index tensor (a :class:`~visa.errors.PoisonError` when its
+bytes were never written), checks every index before anything is written, runs and records the DMA.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from visa.engines.common import EngineReport
+from visa.engines.dma.config import NAMES, DmaCost, Side
+from visa.engines.dma.cost import cycles
+from visa.engines.dma.execute import execute
+from visa.engines.dma.indirect import IndirectPlan, check_indices, indirect_cycles, plan_indirect
+from visa.engines.dma.indirect import execute as execute_indirect
+from visa.engines.dma.plan import plan
+from visa.errors import DtypeError, LayoutError, PoisonError, TypestateError, VisaError
+from visa.mapping import Mapping
+from visa.memory.layout import LEVELS, describe, element_bytes
+from visa.memory.registry import refuse_overlap
+from visa.tensors.device import Device, DmaContext, Recorded, dma_device
+from visa.tensors.moves import _endpoint, _poison, _source
+
+if TYPE_CHECKING:
+    from visa.tensors.handles import DeviceTensor, DmTensor, HbmTensor, TensorView
+
+__all__ = ["GatherSource", "ScatterTarget", "to_view", "record_dma", "read_indices"]
+
+
+def record_dma(ctx: Device, name: str, config: str, cost: DmaCost, *, reads: Sequence[DeviceTensor],
+               writes: Sequence[DeviceTensor]) -> Recorded:
+    """Put a tensor DMA on the ``tdma`` track after its inputs (``reads`` and, for an in-place write, the
+    tensors written) are ready; the written tensors are ready when it ends.  The one place these operations
+    meet the schedule."""
+    details: tuple[tuple[str, object], ...] = (("cost", str(cost)),)
+    report = EngineReport("dma", config, cost.total - cost.startup, latency=cost.startup, details=details)
+    op = ctx.record("tdma", name, [report], inputs=[*reads, *writes])
+    for t in writes:
+        t.ready_at = max(t.ready_at, op.end)
+    return op
+
+
+def read_indices(ids: Any, ctx: Device, call: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """The index tensor's axes (in order of appearance) and their extents; refuses anything but a live HBM or DM
+    tensor of this context."""
+    from visa.tensors.handles import DeviceTensor, _logical_shape
+
+    if not isinstance(ids, DeviceTensor) or ids.MEMORY not in ("hbm", "dm"):
+        raise VisaError(f"the indices must be an HbmTensor or DmTensor, got {type(ids).__name__}", call=call,
+                        fix="move the indices to HBM or DM first")
+    ids.check_context(ctx, call)
+    ids.check_readable(call)
+    order, shape = _logical_shape([ids.levels[n] for n in LEVELS[ids.MEMORY]], None)
+    return tuple(order), shape
+
+
+def _values(ids: DeviceTensor, axes: tuple[str, ...], call: str) -> np.ndarray:
+    """The index values; a :class:`~visa.errors.PoisonError` naming ``call`` if any byte was never written."""
+    try:
+        return np.asarray(ids.logical(axes), dtype=np.int64)
+    except PoisonError as err:
+        raise PoisonError(f"the indices {ids.describe()}: {err.message}", call=call, fix=err.fix) from None
+
+
+class _Staged:
+    """A view of a table and the index tensor that picks its rows along ``axis``."""
+
+    __slots__ = ("view", "axis", "ids")
+    KIND = ""
+
+    def __init__(self, view: TensorView, axis: Mapping, ids: DeviceTensor) -> None:
+        self.view = view
+        self.axis = axis
+        self.ids = ids
+
+    @property
+    def dtype(self) -> type:
+        """The table's element type."""
+        return self.view.dtype
+
+    def side(self) -> Side:
+        """The table as one side of the DMA."""
+        base = self.view.base
+        bit = base.element_bit_offset() + self.view.offset * base.dtype.size_bits
+        return replace(Side.of(base.MEMORY, self.view.levels, name=repr(self.view)), bit_address=bit)
+
+    def _plan(self, kind: str, src: Side, dst: Side, ctx: Device, call: str) -> tuple[IndirectPlan, np.ndarray]:
+        axes, shape = read_indices(self.ids, ctx, call)
+        p = plan_indirect(ctx.hw, self.view.dtype, kind, src, dst, self.axis, self.ids.dtype.name, axes, shape,
+                          call=call)
+        values = _values(self.ids, axes, call)
+        check_indices(p, values, call)
+        return p, values
+
+    def __repr__(self) -> str:
+        return f"{self.view!r}.{self.KIND}({self.axis!r}, {self.ids.describe()})"
+
+
+class GatherSource(_Staged):
+    """``table.view().gather(m["V"], ids)``: a staged source (design API.md §7, manual L1684–1688,
+    L7994–8005).  ``.to_dm(…)``/``.to_hbm(…)`` make ``out[t, …] = table[ids[t], …]`` in the destination's
+    layout, whose mappings name the index axes in place of V."""
+
+    __slots__ = ()
+    KIND = "gather"
+
+    def to_dm(self, cluster: Mapping, slice_: Mapping, element: Mapping, tdma: DmaContext, address: int
+              ) -> DmTensor[Any, Any, Any, Any, Any]:
+        """Gather into a new DM tensor (Chip kept from the table)."""
+        out: DmTensor[Any, Any, Any, Any, Any] = self._move(
+            "dm", {"Cluster": cluster, "Slice": slice_, "Element": element}, tdma, address, "gather.to_dm")
+        return out
+
+    def to_hbm(self, chip: Mapping, element: Mapping, tdma: DmaContext, address: int) -> HbmTensor[Any, Any, Any]:
+        """Gather into a new HBM tensor."""
+        out: HbmTensor[Any, Any, Any] = self._move("hbm", {"Chip": chip, "Element": element}, tdma, address,
+                                                   "gather.to_hbm")
+        return out
+
+    def _move(self, medium: str, levels: dict[str, Mapping], tdma: DmaContext, address: int, call: str) -> Any:
+        from visa.tensors.handles import DmTensor, HbmTensor
+
+        ctx = dma_device(tdma, "tdma", call)
+        base, _ = _source(self.view, call, ctx)
+        levels = {"Chip": base.levels["Chip"], **levels}
+        name = describe(medium, base.dtype, levels, address)
+        p, values = self._plan("gather", self.side(), Side.of(medium, levels, address, name=name), ctx, call)
+        reads = tuple(r for r in (base.region, self.ids.region) if r is not None)
+        out: Any
+        if medium == "hbm":
+            out = HbmTensor(ctx, base.dtype, levels["Chip"], levels["Element"], address, reads=reads, call=call)
+        else:
+            out = DmTensor(ctx, base.dtype, levels["Chip"], levels["Cluster"], levels["Slice"], levels["Element"],
+                           address, reads=reads, call=call)
+        _poison(ctx, medium, levels["Chip"].size, address, address + element_bytes(base.dtype, levels["Element"].size))
+        execute_indirect(p, values, _endpoint(ctx, base.MEMORY), _endpoint(ctx, medium))
+        cost = indirect_cycles(p, values)
+        op = record_dma(ctx, f"{call} → {out.describe()}", _config(p), cost, reads=[base, self.ids], writes=[])
+        out.ready_at = op.end
+        return out
+
+
+class ScatterTarget(_Staged):
+    """``dst.view().scatter(m["V"], ids)``: a staged destination (design API.md §7, MoE dispatch L8664–8690):
+    ``src.to_hbm_view(target, ctx.tdma)`` writes ``dst[ids[t], …] = src[t, …]`` in place."""
+
+    __slots__ = ()
+    KIND = "scatter"
+
+
+def _config(p: IndirectPlan) -> str:
+    return (f"IndirectLoop {len(p.index_steps)} over {', '.join(p.index_axes)} → {p.axis}; row {p.row}")
+
+
+def to_view(src: Any, target: Any, medium: str, tdma: DmaContext, *, stream: tuple[Mapping, Mapping] | None = None
+            ) -> Any:
+    """``src.to_hbm_view(target, ctx.tdma)`` / ``to_dm_view``: write ``src`` into ``target`` in place — a view
+    or tile of a live tensor (KV-cache append, L8286–8297) or a :class:`ScatterTarget` — and return the
+    target's tensor, which stays live and current."""
+    from visa.tensors.handles import TensorView
+
+    call = f"to_{medium}_view"
+    ctx = dma_device(tdma, "tdma", call)
+    view = target.view if isinstance(target, _Staged) else target
+    if not isinstance(view, TensorView):
+        raise TypestateError(f"{call} writes into a view of a live tensor (t.view(), a tile, or "
+                             f".scatter(...)), got {type(target).__name__}", call=call,
+                             fix=f"pass dst.view() or dst.view().tile(...) of an {NAMES[medium]} tensor")
+    dst = view.base
+    if dst.MEMORY != medium:
+        other = "to_dm_view" if dst.MEMORY == "dm" else "to_hbm_view"
+        raise TypestateError(f"{call} writes an {NAMES[medium]} tensor, but {dst.describe()} lives in "
+                             f"{NAMES.get(dst.MEMORY, dst.MEMORY.upper())}", call=call, fix=f"use {other}")
+    dst.check_context(ctx, call)
+    base, side = _source(src, call, ctx)
+    if base.dtype is not dst.dtype:
+        raise DtypeError(f"{base.describe()} holds {base.dtype!r} but {dst.describe()} holds {dst.dtype!r}: a DMA "
+                         "does not convert (L2525)", call=call, fix="cast in the Tensor Unit first")
+    if stream is not None and isinstance(target, _Staged):
+        raise LayoutError("a scatter derives its row stream; stream= is not accepted", call=call,
+                          fix="omit stream=")
+    if isinstance(target, ScatterTarget):
+        p, values = target._plan("scatter", side, target.side(), ctx, call)
+        what = f"{call}({target!r})"
+    elif isinstance(target, _Staged):
+        raise TypestateError(f"{target!r} is a staged source; write into a view or a .scatter(...) target",
+                             call=call, fix="move a gather with .to_dm(...) / .to_hbm(...)")
+    else:
+        bit = dst.element_bit_offset() + view.offset * dst.dtype.size_bits
+        dside = replace(Side.of(medium, view.levels, name=repr(view)), bit_address=bit)
+        dplan = plan(ctx.hw, base.dtype, side, dside, stream=stream, call=call)
+        what = f"{call}({view!r})"
+    if dst.region is not None and base.region is not None:
+        refuse_overlap(dst.region, base.region, call)  # nothing written yet
+    if isinstance(target, ScatterTarget):
+        execute_indirect(p, values, _endpoint(ctx, base.MEMORY), _endpoint(ctx, medium))
+        cost, config = indirect_cycles(p, values), _config(p)
+        reads = [base, target.ids]
+    else:
+        execute(dplan, _endpoint(ctx, base.MEMORY), _endpoint(ctx, medium))
+        cost, config = cycles(dplan), str(dplan)
+        reads = [base]
+    if dst.region is not None:
+        ctx.memory.registry.note_write(dst.region, call=call, writer=what)
+    record_dma(ctx, what, config, cost, reads=reads, writes=[dst])
+    return dst
