@@ -10,8 +10,8 @@ issued, so a skipped block costs only this read.  Spelling (design, not in the m
         ...   # the guarded pass or DMA
 
 The user-facing ``when`` (:mod:`visa.tensors.guard`) waits for the guard tensor to be ready, records the
-read on that context's track (so the guarded work starts after it), reads the tensor's logical value (a :class:`~visa.errors.PoisonError` if a byte was
-never written) and returns ``bool(predicate(value))``.
+read on that context's track (so the guarded work starts after it), reads the tensor's logical value (a
+:class:`~visa.errors.PoisonError` if a byte was never written) and returns ``bool(predicate(value))``.
 """
 
 from __future__ import annotations
