@@ -70,6 +70,7 @@ from visa.stream import (
     TransposeTensor,
     VectorFinalTensor,
 )
+from visa.stream.collective import ShuffledSource
 from visa.stream.vector import (
     VectorBranchTensor,
     VectorClipTensor,
@@ -176,5 +177,6 @@ __all__ = [
     "VectorFilterTensor",
     "VectorInterSliceReduceTensor",
     "VectorTensorPair",
+    "ShuffledSource",
 ]
 del _hw

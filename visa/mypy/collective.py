@@ -1,0 +1,118 @@
+"""The plugin's hooks for the collectives (design API.md §7; manual L7382–7610): ``chip_shuffle``,
+``cluster_swap``, ``asymmetric_chip_slice`` and ``asymmetric_cluster_slice``.
+
+Where the permutation, the indices and the mappings are literals, the same rule functions the runtime calls
+(:func:`visa.engines.dma.shuffle.check_permutation`, :func:`~visa.engines.dma.shuffle.check_cluster_swap`,
+:func:`visa.engines.parallel_copy.plan`) report their refusals at the line of the call.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from mypy.constant_fold import constant_fold_expr
+from mypy.nodes import ListExpr, TupleExpr
+from mypy.plugin import MethodContext
+from mypy.types import Instance, Type, get_proper_type
+
+from visa.engines import parallel_copy as pcopy
+from visa.engines.dma import shuffle
+from visa.mypy.typeargs import T, dtype_of, mapping_of
+
+if TYPE_CHECKING:
+    from visa.mypy import VisaPlugin
+
+__all__ = ["chip_shuffle", "cluster_swap", "asymmetric_slice", "METHODS", "RECEIVERS"]
+
+_VIEWS = frozenset({T + "HbmTensorView", T + "DmTensorView", T + "TensorView"})
+
+
+def _literal_list(call: Any, i: int) -> list[object] | None:
+    """Argument ``i`` when the source spells it as a list or tuple of integer constants."""
+    expr = call.arg_expr(i)
+    if not isinstance(expr, ListExpr | TupleExpr):
+        return None
+    out: list[object] = []
+    for item in expr.items:
+        got = constant_fold_expr(item, call.module)
+        if not isinstance(got, int):
+            return None
+        out.append(got)
+    return out
+
+
+def _receiver(ctx: MethodContext) -> Instance | None:
+    recv = get_proper_type(ctx.type)
+    return recv if isinstance(recv, Instance) else None
+
+
+def chip_shuffle(plugin: VisaPlugin, ctx: MethodContext) -> Type:
+    """``view.chip_shuffle(perm)``: the permutation's rules against the view's Chip (or the kernel's chips)."""
+    from visa.mypy.hooks import Call
+
+    call = Call(plugin, ctx, "chip_shuffle")
+    perm = _literal_list(call, 0)
+    recv = _receiver(ctx)
+    chip = mapping_of(recv.args[1]) if recv is not None and len(recv.args) > 1 else None
+    chips = chip.size if chip is not None else call.num_chips()
+    if perm is not None and chips is not None:
+        call.run(lambda: shuffle.check_permutation(perm, chips, mapping=repr(chip) if chip is not None else None))
+    return ctx.default_return_type
+
+
+def cluster_swap(plugin: VisaPlugin, ctx: MethodContext) -> Type:
+    """``view.cluster_swap()``: a DM view whose Cluster spans the chip's clusters."""
+    from visa.mypy.hooks import Call
+
+    call = Call(plugin, ctx, "cluster_swap")
+    recv = _receiver(ctx)
+    if recv is None:
+        return ctx.default_return_type
+    if recv.type.fullname == T + "HbmTensorView":
+        call.run(lambda: shuffle.check_cluster_swap(plugin.hw, 0, medium="hbm"))
+    elif recv.type.fullname == T + "DmTensorView" and len(recv.args) > 2:
+        cluster = mapping_of(recv.args[2])
+        if cluster is not None:
+            call.run(lambda: shuffle.check_cluster_swap(plugin.hw, cluster.size, medium="dm",
+                                                        mapping=repr(cluster)))
+    return ctx.default_return_type
+
+
+def asymmetric_slice(which: str) -> Any:
+    """``dm.asymmetric_{chip,cluster}_slice(digit, ctx.sub, indices, addr)``: :func:`visa.engines.parallel_copy.plan`
+    and the result type ``DmTensor[D, Chip, Cluster, Slice, <Element without the digit>]``."""
+
+    def hook(plugin: VisaPlugin, ctx: MethodContext) -> Type:
+        from visa.mypy.hooks import Call, static_type
+
+        call = Call(plugin, ctx, f"asymmetric_{which}_slice")
+        recv = _receiver(ctx)
+        if recv is None or len(recv.args) != 5:
+            return ctx.default_return_type
+        dtype = dtype_of(recv.args[0])
+        levels = {k: mapping_of(a) for k, a in zip(("Chip", "Cluster", "Slice", "Element"), recv.args[1:],
+                                                      strict=True)}
+        digit = call.arg_mapping(0)
+        indices = _literal_list(call, 2)
+        if dtype is None or digit is None or indices is None or any(v is None for v in levels.values()):
+            return ctx.default_return_type
+        known = {k: v for k, v in levels.items() if v is not None}
+        result: list[Any] = []
+
+        def rule() -> None:
+            result.append(pcopy.plan(plugin.hw, dtype, known, digit, indices, which))
+
+        if not call.run(rule) or not result:
+            return ctx.default_return_type
+        got = call.instance(T + "DmTensor", [*recv.args[:4], static_type(plugin, result[0].out)])
+        return got
+
+    return hook
+
+
+METHODS = {"chip_shuffle": chip_shuffle, "cluster_swap": cluster_swap,
+           "asymmetric_chip_slice": asymmetric_slice("chip"),
+           "asymmetric_cluster_slice": asymmetric_slice("cluster")}
+RECEIVERS = {"chip_shuffle": _VIEWS, "cluster_swap": _VIEWS,
+             "asymmetric_chip_slice": frozenset({T + "DmTensor"}),
+             "asymmetric_cluster_slice": frozenset({T + "DmTensor"})}
