@@ -118,8 +118,11 @@ def all_gather(ctx: Context, mm: Any, s: Dm, n: int, base: int) -> Dm:
     width = lv["Element"].size * 4  # bytes of one slot (i32)
     slots = base
     for r in range(n):
-        src = s.view().chip_shuffle(list(rotation(n, r))) if r else s.view().chip_shuffle(list(range(n)))
-        src.to_dm(lv["Cluster"], lv["Slice"], lv["Element"], ctx.tdma, slots + r * width)
+        if r == 0:  # slot 0: the chip's own part, a plain copy
+            s.view().to_dm(lv["Cluster"], lv["Slice"], lv["Element"], ctx.tdma, slots)
+        else:
+            s.view().chip_shuffle(list(rotation(n, r))).to_dm(lv["Cluster"], lv["Slice"], lv["Element"], ctx.tdma,
+                                                              slots + r * width)
     stacked: Dm = DmTensor.from_addr(ctx, i32, mm["R"], lv["Cluster"], lv["Slice"], mm["Q, D"], slots)
     out = base + (1 << 14)
     for a in range(n):
