@@ -469,3 +469,49 @@ def test_wrapping_sums_are_exact_at_the_extremes() -> None:
     out = EX.ring_all_reduce(ctx, m, t, n, 1 << 16)
     want = (x.astype(np.int64).sum(axis=0) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
     assert np.array_equal(out.logical(axes="A S D"), np.broadcast_to(want, x.shape))
+
+
+# ------------------------------------------------------------------------------------- static = runtime message
+def _mypy_said(line: int) -> str:
+    corpus = ROOT / "tests" / "typing" / "corpus" / "bad_collectives.out"
+    for text in corpus.read_text().splitlines():
+        head = f"bad_collectives.py:{line}: error: "
+        if text.startswith(head):
+            return text[len(head):].rsplit("  [", 1)[0]
+    raise AssertionError(f"no error at bad_collectives.py:{line}")
+
+
+def test_the_plugin_reports_the_runtime_refusals() -> None:
+    """``corpus/bad_collectives.py``: the same calls, run, raise exactly what mypy printed at their lines."""
+    ax = AxisSet(A=4, B=4, S=256, D=8, C=8)
+    m = ax.m
+    ctx = ctx_for(4)
+    x = place_dm(ctx, ints((4, 256, 4, 8)), i32, m["A"], m["1 # 2"], m["S"], m["B, D"], 0, axes="A S B D")
+    h = HostTensor.from_numpy(ints((4, 4, 256, 8)), i32, m["A, B, S, D"], axes="A B S D").to_hbm(
+        m["A"], m["B, S, D"], ctx.pdma, 0)
+    cases: list[tuple[int, Any]] = [
+        (12, lambda: h.view().chip_shuffle([1, 2, 3])),
+        (13, lambda: h.view().chip_shuffle([0, 0, 1, 2])),
+        (14, lambda: h.view().chip_shuffle([0, 1, 2, 7])),
+        (15, lambda: h.view().cluster_swap()),
+        (28, lambda: x.asymmetric_chip_slice(m["S"], ctx.sub, [0, 1, 2, 3], 4096)),
+        (29, lambda: x.asymmetric_chip_slice(m["B"], ctx.sub, [0, 1, 2, 4], 4096)),
+        (30, lambda: x.asymmetric_chip_slice(m["B"], ctx.sub, [0, 1, 2], 4096)),
+        (31, lambda: x.asymmetric_chip_slice(m["B"], ctx.main, [0, 1, 2, 3], 4096)),
+        (32, lambda: x.asymmetric_cluster_slice(m["C / 4 % 2"], ctx.sub, [0, 1], 4096)),
+    ]
+    for line, run in cases:
+        with pytest.raises(VisaError) as err:
+            run()
+        assert str(err.value) == _mypy_said(line), line
+    one = ctx_for(1)
+    h1 = HostTensor.from_numpy(ints((4, 256, 8)), i32, m["B, S, D"], axes="B S D").to_hbm(
+        m["1"], m["B, S, D"], one.pdma, 0)
+    with pytest.raises(VisaError) as err1:
+        h1.view().chip_shuffle([0])
+    assert str(err1.value) == _mypy_said(20)
+    c1 = ctx_for(1)
+    d = place_dm(c1, ints((256, 8, 8)), i32, m["1"], m["1 # 2"], m["S"], m["C, D"], 0, axes="S C D")
+    with pytest.raises(VisaError) as err2:
+        d.asymmetric_cluster_slice(m["C / 4 % 2"], c1.sub, [1, 2], 4096)
+    assert str(err2.value) == _mypy_said(41)

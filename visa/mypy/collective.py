@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mypy.constant_fold import constant_fold_expr
-from mypy.nodes import ListExpr, TupleExpr
+from mypy.nodes import ListExpr, MemberExpr, TupleExpr
 from mypy.plugin import MethodContext
 from mypy.types import Instance, Type, get_proper_type
 
@@ -89,6 +89,10 @@ def asymmetric_slice(which: str) -> Any:
         recv = _receiver(ctx)
         if recv is None or len(recv.args) != 5:
             return ctx.default_return_type
+        tu = call.arg_expr(1)
+        if isinstance(tu, MemberExpr) and tu.name in ("main", "sub"):
+            if not call.run(lambda: pcopy.check_context(tu.name, f"asymmetric_{which}_slice")):
+                return ctx.default_return_type
         dtype = dtype_of(recv.args[0])
         levels = {k: mapping_of(a) for k, a in zip(("Chip", "Cluster", "Slice", "Element"), recv.args[1:],
                                                       strict=True)}
