@@ -23,7 +23,7 @@ from visa import RNGD, AxisSet, Context, device, i8, i32, launch
 from visa import dtypes as dt
 from visa.engines import parallel_copy as pcopy
 from visa.engines.dma import shuffle
-from visa.errors import LayoutError, TypestateError, UnsupportedFeatureError, VisaError
+from visa.errors import HardwareLimitError, LayoutError, TypestateError, UnsupportedFeatureError, VisaError
 from visa.memory.tensors import HbmTensor, HostTensor
 from visa.testing import place_dm
 
@@ -515,3 +515,25 @@ def test_the_plugin_reports_the_runtime_refusals() -> None:
     with pytest.raises(VisaError) as err2:
         d.asymmetric_cluster_slice(m["C / 4 % 2"], c1.sub, [1, 2], 4096)
     assert str(err2.value) == _mypy_said(41)
+
+
+def test_the_manuals_step_2_literally_i8_4x4_l7417_l7431() -> None:
+    """The manual's own tensor: i8 [A=4, B=4], ``{chip: A, slice: 256 (padding), element: B}``.  Slice(3,0,1,2)
+    keeps (0,3) (1,0) (2,1) (3,2) (L7417–7423); ChipShuffle(1,2,3,0) through HBM (L7607) gives chip 0 (1,0),
+    chip 1 (2,1), chip 2 (3,2), chip 3 (0,3) (L7424–7431).  One i8 is padded to the sub context's 8-byte write
+    (L2330)."""
+    ax = AxisSet(A=4, B=4)
+    m = ax.m
+    ctx = ctx_for(4)
+    x = (10 * np.arange(4)[:, None] + np.arange(4)[None, :]).astype(np.int8)  # X[a, b] = 10·a + b
+    t = place_dm(ctx, x, i8, m["A"], m["1 # 2"], m["1 # 256"], m["B"], 0, axes="A B")
+    s = t.asymmetric_chip_slice(m["B"], ctx.sub, [3, 0, 1, 2], 64)
+    assert s.levels["Element"] == m["1 # 8"]
+    assert s.logical(axes="A").tolist() == [3, 10, 21, 32]
+    t1 = s.view().chip_shuffle([1, 2, 3, 0]).to_hbm(m["A"], m["1"], ctx.tdma, 0)
+    assert t1.logical(axes="A").tolist() == [10, 21, 32, 3]
+    cost = dict(ctx.schedule.ops[-1].engines[0].details)["cost"]
+    assert "PCIe 1)" in str(cost)  # 1 byte over PCIe; a 1-byte HBM write is a read-modify-write (L2836-2837)
+    assert ctx.schedule.ops[-1].cycles > STARTUP
+    with pytest.raises(HardwareLimitError):  # one byte cannot be written to DM by a DMA (L2424–2427, L2834)
+        s.view().chip_shuffle([1, 2, 3, 0]).to_dm(m["1 # 2"], m["1 # 256"], m["1"], ctx.tdma, 128)

@@ -8,7 +8,9 @@ ParallelCopy, ``stos`` (store to SRAM) commands in the sub context, so it overla
 
 * :func:`plan` is the rule set (shared with the mypy plugin): the digit must be one digit of one axis that the
   Element holds whole, one index per chip (cluster), each inside the digit; it derives the new Element and,
-  for every entry of the digit, which source element each destination element copies.
+  for every entry of the digit, which source element each destination element copies.  The sub context
+  writes whole 8-byte words (``commit_size`` 8, L2330), so a new Element of fewer bytes than a multiple of 8
+  is padded to one (``m["1 # 8"]`` for one i8): the padding bytes are written and hold no element.
 * :func:`execute` copies the bytes, per chip and cluster, over the DM images (the written-mask travels with
   them: a slice of poison is poison).
 * :func:`cycles`: every slice commits its share of the result, ``commit_size`` = 8 bytes a write in the sub
@@ -165,11 +167,14 @@ def _plan(hw: HardwareProfile, dtype: type[dt.Scalar], chip: Mapping, cluster: M
     idx = check_indices(indices, units, size, level=level, call=call, digit=repr(digit), axis=axis)
     kept = tuple(d for k, d in enumerate(dims) if k != at)
     out = Mapping.from_canon(kept, element.axis_set) if kept else Mapping.identity(element.axis_set)
+    word = 8 * max(hw.commit.sub_commit_sizes) // dtype.size_bits  # elements of one sub-context write (L2330)
+    if out.size % word:  # the stos writes whole 8-byte words: the new Element ends in padding
+        out = out.pad(-(-out.size // word) * word)
     # destination position p' and entry j -> source position: the mixed-radix digits of ``dims``
     sizes = [d.size for d in dims]
     outer = math.prod(sizes[:at])
     inner = math.prod(sizes[at + 1:])
-    p = np.arange(outer * inner, dtype=np.int64)
+    p = np.arange(outer * inner, dtype=np.int64)  # the real positions of the new Element (padding follows)
     o, i = np.divmod(p, inner)
     j = np.arange(size, dtype=np.int64)[:, None]
     source = (o[None, :] * size + j) * inner + i[None, :]
@@ -184,8 +189,8 @@ def execute(cfg: SliceConfig, src: DenseImage, dst: DenseImage, chip: int, src_a
     nb = cfg.dtype.size_bits // 8
     lead = src.lead_shape
     nbytes = src.nbytes
-    out_len = cfg.out.size * nb
-    lo, hi = dst_address, dst_address + out_len
+    real = cfg.source.shape[1]  # elements copied; the padding of a padded Element stays poison
+    lo, hi = dst_address, dst_address + real * nb
     s_data, s_written = src.flat_span(0, 0)
     d_data, d_written = dst.flat_span(lo, hi)
     sv = s_data.reshape(*lead, nbytes)
@@ -193,7 +198,7 @@ def execute(cfg: SliceConfig, src: DenseImage, dst: DenseImage, chip: int, src_a
     dv = d_data.reshape(*lead, nbytes)
     dk = d_written.reshape(*lead, nbytes)
     byte = np.arange(nb, dtype=np.int64)
-    dst_idx = dst_address + (np.arange(cfg.out.size, dtype=np.int64)[:, None] * nb + byte).reshape(-1)
+    dst_idx = dst_address + (np.arange(real, dtype=np.int64)[:, None] * nb + byte).reshape(-1)
     for k in range(lead[0]):
         j = cfg.indices[chip] if cfg.level == "Chip" else cfg.indices[min(k, len(cfg.indices) - 1)]
         src_idx = src_address + (cfg.source[j][:, None] * nb + byte).reshape(-1)
