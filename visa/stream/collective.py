@@ -141,7 +141,7 @@ def shuffled_move(src: ShuffledSource, medium: str, levels: dict[str, Mapping], 
     cost = engine.cycles(sp)
     details: tuple[tuple[str, object], ...] = (
         ("shuffle", str(list(sp.chips)) if sp.chips else "none"), ("cluster swap", bool(sp.clusters)),
-        ("read", str(p.read)), ("write", str(p.write)), ("cost", str(cost)))
+        ("pcie bytes", engine.pcie_bytes(sp)), ("read", str(p.read)), ("write", str(p.write)), ("cost", str(cost)))
     report = EngineReport("dma", str(sp), cost.total - cost.startup, latency=cost.startup, details=details)
     out.ready_at = record(ctx, "tdma", f"{call} → {out.describe()}", [report], [base]).end
     return out
