@@ -537,3 +537,21 @@ def test_the_manuals_step_2_literally_i8_4x4_l7417_l7431() -> None:
     assert ctx.schedule.ops[-1].cycles > STARTUP
     with pytest.raises(HardwareLimitError):  # one byte cannot be written to DM by a DMA (L2424–2427, L2834)
         s.view().chip_shuffle([1, 2, 3, 0]).to_dm(m["1 # 2"], m["1 # 256"], m["1"], ctx.tdma, 128)
+
+
+def test_tensor_unit_engines_touch_only_their_own_chip() -> None:
+    """A main-context pass on a 4-chip tensor computes chip c from chip c's DM only: changing chip 2's input
+    changes chip 2's output and nothing else; only the DMA (a shuffle) moves data between chips (L2389)."""
+    n = 4
+    ax = AxisSet(A=n, S=256, D=8, I=2)
+    m = ax.m
+    x = ints((n, 256, 8))
+    outs = []
+    for bump in (0, 5):
+        ctx = ctx_for(n)
+        y = x.copy()
+        y[2] += bump
+        t = place_dm(ctx, y, i32, m["A"], m["1 # 2"], m["S"], m["D"], 0, axes="A S D")
+        outs.append(EX.add(ctx, m, t, t, 4096).logical(axes="A S D"))
+    diff = np.any(outs[0] != outs[1], axis=(1, 2))
+    assert diff.tolist() == [False, False, True, False]
