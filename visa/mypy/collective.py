@@ -16,6 +16,7 @@ from mypy.plugin import MethodContext
 from mypy.types import Instance, Type, get_proper_type
 
 from visa.engines import parallel_copy as pcopy
+from visa.engines.common import axes_text
 from visa.engines.dma import shuffle
 from visa.mypy.typeargs import T, dtype_of, mapping_of
 
@@ -56,7 +57,8 @@ def chip_shuffle(plugin: VisaPlugin, ctx: MethodContext) -> Type:
     chip = mapping_of(recv.args[1]) if recv is not None and len(recv.args) > 1 else None
     chips = chip.size if chip is not None else call.num_chips()
     if perm is not None and chips is not None:
-        call.run(lambda: shuffle.check_permutation(perm, chips, mapping=repr(chip) if chip is not None else None))
+        call.run(lambda: shuffle.check_permutation(perm, chips, mapping=repr(chip) if chip is not None else None,
+                                                   axis=axes_text(chip)))
     return ctx.default_return_type
 
 
@@ -74,7 +76,7 @@ def cluster_swap(plugin: VisaPlugin, ctx: MethodContext) -> Type:
         cluster = mapping_of(recv.args[2])
         if cluster is not None:
             call.run(lambda: shuffle.check_cluster_swap(plugin.hw, cluster.size, medium="dm",
-                                                        mapping=repr(cluster)))
+                                                        mapping=repr(cluster), axis=axes_text(cluster)))
     return ctx.default_return_type
 
 

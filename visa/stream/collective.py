@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from visa.engines import parallel_copy as pcopy
-from visa.engines.common import EngineReport
+from visa.engines.common import EngineReport, axes_text
 from visa.engines.dma import shuffle as engine
 from visa.engines.dma.config import Side
 from visa.engines.dma.moves import _dma_context, _endpoint, _poison, _source
@@ -65,12 +65,12 @@ class ShuffledSource:
         t = base.base if hasattr(base, "base") else base
         if perm is not None:
             n = levels["Chip"].size
-            new = engine.check_permutation(perm, n, mapping=repr(levels["Chip"]))
+            new = engine.check_permutation(perm, n, mapping=repr(levels["Chip"]), axis=axes_text(levels["Chip"]))
             chips = tuple(chips[p] for p in new) if chips else new
         if swap:
             cl = levels.get("Cluster")
             new_c = engine.check_cluster_swap(t.ctx.hw, cl.size if cl is not None else 0, medium=t.MEMORY,
-                                              mapping=repr(cl) if cl is not None else None)
+                                              mapping=repr(cl) if cl is not None else None, axis=axes_text(cl))
             clusters = tuple(clusters[k] for k in new_c) if clusters else new_c
         return cls(base, chips, clusters)
 

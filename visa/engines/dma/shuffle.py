@@ -47,26 +47,26 @@ def rotation(n: int, r: int) -> tuple[int, ...]:
 
 
 def check_permutation(perm: Sequence[object], chips: int, *, call: str = "chip_shuffle",
-                      mapping: str | None = None) -> tuple[int, ...]:
+                      mapping: str | None = None, axis: str | None = None) -> tuple[int, ...]:
     """The rules of ``ChipShuffle(p)`` (L7445–7470): ``chips`` > 1 (a one-chip kernel has no other chip), one
     entry per chip, and every chip exactly once.  Returns the permutation as a tuple; raises
     :class:`~visa.errors.LayoutError` naming the chip at fault."""
     if chips <= 1:
         raise LayoutError("a chip shuffle moves data between chips, and this tensor (the kernel) has one chip "
-                          "(manual L7445–7470)", call=call, level="Chip", mapping=mapping,
+                          "(manual L7445–7470)", call=call, level="Chip", mapping=mapping, axis=axis,
                           fix="run the kernel on several chips (@device(chip=N)) with the tensor's Chip over N, "
                               "or drop the shuffle")
     values = list(perm)
     if len(values) != chips:
         raise LayoutError(f"the permutation {values} has {len(values)} entries, but the tensor has {chips} chips: "
                           "destination chip c receives chip p[c] (manual L7541)", call=call, level="Chip",
-                          mapping=mapping, fix=f"give one source chip per destination chip, e.g. "
+                          mapping=mapping, axis=axis, fix=f"give one source chip per destination chip, e.g. "
                                                f"{list(rotation(chips, 1))}")
     out: list[int] = []
     for c, p in enumerate(values):
         if isinstance(p, bool) or not isinstance(p, int | np.integer) or not 0 <= int(p) < chips:
             raise LayoutError(f"p[{c}] = {p!r} is not a chip of the tensor (0..{chips - 1}; manual L7541)",
-                              call=call, level="Chip", mapping=mapping,
+                              call=call, level="Chip", mapping=mapping, axis=axis,
                               fix=f"use chip numbers 0..{chips - 1}")
         out.append(int(p))
     seen: dict[int, int] = {}
@@ -75,23 +75,23 @@ def check_permutation(perm: Sequence[object], chips: int, *, call: str = "chip_s
             missing = sorted(set(range(chips)) - set(out))
             raise LayoutError(f"{out} is not a permutation: chip {p} is the source of destination chips {seen[p]} "
                               f"and {c}, and chip {missing[0]} of none (manual L7541)", call=call, level="Chip",
-                              mapping=mapping, fix="name every chip exactly once")
+                              mapping=mapping, axis=axis, fix="name every chip exactly once")
         seen[p] = c
     return tuple(out)
 
 
 def check_cluster_swap(hw: HardwareProfile, clusters: int, *, medium: str, call: str = "cluster_swap",
-                       mapping: str | None = None) -> tuple[int, ...]:
+                       mapping: str | None = None, axis: str | None = None) -> tuple[int, ...]:
     """The rules of the cluster swap: a DM tensor whose Cluster level spans the chip's clusters (HBM has no
     clusters, L1064).  Returns the cluster permutation (cluster 0 ↔ cluster 1)."""
     if medium != "dm":
         raise LayoutError(f"a cluster swap exchanges the clusters of a DM tensor; an {medium.upper()} tensor has no "
                           "Cluster level (manual L1064, L1085)", call=call, level="Cluster", mapping=mapping,
-                          fix="move the tensor to DM first, or swap a DM view")
+                          axis=axis, fix="move the tensor to DM first, or swap a DM view")
     if clusters != hw.dm.clusters_per_chip or clusters < 2:
         raise LayoutError(f"a cluster swap needs the tensor's Cluster over the chip's {hw.dm.clusters_per_chip} "
                           f"clusters, but its Cluster has size {clusters} (manual L1080–1081)", call=call,
-                          level="Cluster", mapping=mapping,
+                          level="Cluster", mapping=mapping, axis=axis,
                           fix=f'lay the tensor out with a Cluster of size {hw.dm.clusters_per_chip} (e.g. m["X # 2"])')
     return tuple(range(clusters - 1, -1, -1))
 
