@@ -588,14 +588,14 @@ class TensorView:
                               mapping=repr(element), fix="keep the size, or move the tensor with a DMA")
         return type(self)(self.base, element, self.offset)
 
-    def chip_shuffle(self, perm: Sequence[int]) -> ShuffledSource:
+    def chip_shuffle(self, perm: Sequence[int]) -> ShuffledSource[Self]:
         """ChipShuffle(p) staged on the view (manual L7445–7470, design API.md §7): destination chip c receives
         what chip ``perm[c]`` held (L7541); ``.to_hbm(...)`` / ``.to_dm(...)`` moves it."""
         from visa.stream.collective import ShuffledSource
 
         return ShuffledSource.stage(self, perm=perm)
 
-    def cluster_swap(self) -> ShuffledSource:
+    def cluster_swap(self) -> ShuffledSource[Self]:
         """The cluster swap staged on a DM view (cluster 0 ↔ cluster 1; design API.md §7)."""
         from visa.stream.collective import ShuffledSource
 

@@ -11,21 +11,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mypy.constant_fold import constant_fold_expr
-from mypy.nodes import ListExpr, MemberExpr, TupleExpr
+from mypy.nodes import CallExpr, ListExpr, MemberExpr, TupleExpr
 from mypy.plugin import MethodContext
 from mypy.types import Instance, Type, get_proper_type
 
 from visa.engines import parallel_copy as pcopy
 from visa.engines.common import axes_text
 from visa.engines.dma import shuffle
-from visa.mypy.typeargs import T, dtype_of, mapping_of
+from visa.mypy.typeargs import T, dtype_of, mapping_of, memory_of
 
 if TYPE_CHECKING:
     from visa.mypy import VisaPlugin
 
-__all__ = ["chip_shuffle", "cluster_swap", "asymmetric_slice", "METHODS", "RECEIVERS"]
+__all__ = ["chip_shuffle", "cluster_swap", "asymmetric_slice", "staged_move", "METHODS", "RECEIVERS"]
 
 _VIEWS = frozenset({T + "HbmTensorView", T + "DmTensorView", T + "TensorView"})
+SHUFFLED_ = "visa.stream.collective.ShuffledSource"
 
 
 def _literal_list(call: Any, i: int) -> list[object] | None:
@@ -47,13 +48,22 @@ def _receiver(ctx: MethodContext) -> Instance | None:
     return recv if isinstance(recv, Instance) else None
 
 
+def _view(ctx: MethodContext) -> Instance | None:
+    """The view a shuffle is staged on: the receiver, or the view inside a staged source."""
+    recv = _receiver(ctx)
+    if recv is not None and recv.type.fullname == SHUFFLED_:
+        inner = get_proper_type(recv.args[0]) if recv.args else None
+        return inner if isinstance(inner, Instance) else None
+    return recv
+
+
 def chip_shuffle(plugin: VisaPlugin, ctx: MethodContext) -> Type:
     """``view.chip_shuffle(perm)``: the permutation's rules against the view's Chip (or the kernel's chips)."""
     from visa.mypy.hooks import Call
 
     call = Call(plugin, ctx, "chip_shuffle")
     perm = _literal_list(call, 0)
-    recv = _receiver(ctx)
+    recv = _view(ctx)
     chip = mapping_of(recv.args[1]) if recv is not None and len(recv.args) > 1 else None
     chips = chip.size if chip is not None else call.num_chips()
     if perm is not None and chips is not None:
@@ -67,7 +77,7 @@ def cluster_swap(plugin: VisaPlugin, ctx: MethodContext) -> Type:
     from visa.mypy.hooks import Call
 
     call = Call(plugin, ctx, "cluster_swap")
-    recv = _receiver(ctx)
+    recv = _view(ctx)
     if recv is None:
         return ctx.default_return_type
     if recv.type.fullname == T + "HbmTensorView":
@@ -116,9 +126,75 @@ def asymmetric_slice(which: str) -> Any:
     return hook
 
 
+def staged_move(plugin: VisaPlugin, ctx: MethodContext) -> Type:
+    """``view.chip_shuffle(p).to_dm(Cluster, Slice, Element, ctx.tdma, addr)`` and ``.to_hbm(Chip, Element, ...)``:
+    the DMA's rules (:func:`visa.mypy.rules.dma_move`, as for a plain move of the view) and the exact result
+    type.  The shuffle changes which chip's bytes are read, not the layouts, so the rules are the plain move's."""
+    from visa.memory.layout import LEVELS, TYPE_NAMES
+    from visa.mypy import rules
+    from visa.mypy.hooks import Call, _dma_stream, _method
+
+    method = _method(ctx)
+    call = Call(plugin, ctx, method)
+    recv = _receiver(ctx)
+    view = get_proper_type(recv.args[0]) if recv is not None and recv.args else None
+    kind = memory_of(view)
+    if not isinstance(view, Instance) or kind is None or method not in ("to_dm", "to_hbm"):
+        return ctx.default_return_type
+    src_memory = kind[0]
+    names = LEVELS[src_memory]
+    if len(view.args) != 1 + len(names):
+        return ctx.default_return_type
+    dst = method.removeprefix("to_")
+    sources: list[int | None] = [None, 0, 1, 2] if dst == "dm" else [0, 1]
+    addr_i = 4 if dst == "dm" else 3
+    types = [view.args[1] if k is None else call.mapping_type(k) for k in sources]
+    out = call.instance(T + TYPE_NAMES[dst], [view.args[0], *types])
+    d = dtype_of(view.args[0])
+    src_levels = {n: mapping_of(a) for n, a in zip(names, view.args[1:], strict=True)}
+    dst_levels = {n: src_levels.get("Chip") if k is None else call.arg_mapping(k)
+                  for n, k in zip(LEVELS[dst], sources, strict=True)}
+    if d is None or any(v is None for v in [*src_levels.values(), *dst_levels.values()]):
+        return out
+    src_known = {k: v for k, v in src_levels.items() if v is not None}
+    dst_known = {k: v for k, v in dst_levels.items() if v is not None}
+    address = call.arg_int(addr_i)
+    stream = _dma_stream(call)
+    inner = call.receiver()  # the view under the staged shuffles: where the source was made, when shown
+    while isinstance(inner, CallExpr) and isinstance(inner.callee, MemberExpr) and \
+            inner.callee.name in ("chip_shuffle", "cluster_swap"):
+        inner = inner.callee.expr
+    source = call.origin(inner)
+    if not call.run(lambda: rules.dma_move(plugin.hw, d, src_memory, src_known, dst, dst_known, address,
+                                           call.num_chips(), source, stream)):
+        return ctx.default_return_type
+    return out
+
+
 METHODS = {"chip_shuffle": chip_shuffle, "cluster_swap": cluster_swap,
            "asymmetric_chip_slice": asymmetric_slice("chip"),
            "asymmetric_cluster_slice": asymmetric_slice("cluster")}
-RECEIVERS = {"chip_shuffle": _VIEWS, "cluster_swap": _VIEWS,
+RECEIVERS = {"chip_shuffle": _VIEWS | {SHUFFLED_}, "cluster_swap": _VIEWS | {SHUFFLED_},
              "asymmetric_chip_slice": frozenset({T + "DmTensor"}),
              "asymmetric_cluster_slice": frozenset({T + "DmTensor"})}
+
+SHUFFLED = SHUFFLED_
+
+
+def extend(methods: dict[str, Any], receivers: dict[str, frozenset[str]]) -> None:
+    """Add this module's hooks to the plugin's dispatch tables (:data:`visa.mypy.hooks.METHODS`): its own
+    methods, and ``to_dm``/``to_hbm`` on a staged source (the plain moves keep their hook)."""
+    methods.update(METHODS)
+    receivers.update(RECEIVERS)
+    for name in ("to_dm", "to_hbm"):
+        plain = methods[name]
+
+        def hook(plugin: VisaPlugin, ctx: MethodContext, plain: Any = plain) -> Type:
+            recv = _receiver(ctx)
+            if recv is not None and recv.type.fullname == SHUFFLED:
+                return staged_move(plugin, ctx)
+            result: Type = plain(plugin, ctx)
+            return result
+
+        methods[name] = hook
+        receivers[name] = receivers[name] | {SHUFFLED}

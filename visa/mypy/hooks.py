@@ -659,8 +659,7 @@ RECEIVERS: dict[str, frozenset[str]] = {
     "tile": frozenset({T + "HbmTensorView", T + "DmTensorView"}),
     "begin": frozenset({"visa.context.TuContext"}), "begin_interleaved": frozenset({"visa.context.TuContext"}),
 }
-METHODS.update(collective.METHODS)
-RECEIVERS.update(collective.RECEIVERS)
+collective.extend(METHODS, RECEIVERS)
 for _name, _stages in STAGE_METHODS.items():
     METHODS[_name] = vector if _name == "vector_init" else stage
     RECEIVERS[_name] = frozenset(S + s for s in _stages)

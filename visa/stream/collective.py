@@ -15,7 +15,9 @@ Every operation is put on the schedule by :func:`record` (one place, for the sch
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic
+
+from typing_extensions import TypeVar
 
 from visa.engines import parallel_copy as pcopy
 from visa.engines.common import EngineReport, axes_text
@@ -43,7 +45,12 @@ def record(ctx: Context, track: str, name: str, reports: Sequence[EngineReport],
     return ctx.record(track, name, reports, inputs=inputs)
 
 
-class ShuffledSource:
+#: The staged view's type (``ShuffledSource[DmTensorView[i32, …]]``), so that the mypy plugin knows the source's
+#: layout when the staged source is moved.
+V = TypeVar("V", default=Any)
+
+
+class ShuffledSource(Generic[V]):
     """A staged DMA source: the tensor ``view`` holds, with its chips permuted (``chips[c]`` is the chip whose
     data chip ``c`` holds, L7541) and/or its two clusters exchanged.  Nothing moves until ``.to_hbm`` or
     ``.to_dm``; a refused move writes nothing."""
@@ -56,7 +63,7 @@ class ShuffledSource:
         self.clusters = clusters
 
     @classmethod
-    def stage(cls, view: Any, *, perm: Sequence[object] | None = None, swap: bool = False) -> ShuffledSource:
+    def stage(cls, view: Any, *, perm: Sequence[object] | None = None, swap: bool = False) -> ShuffledSource[Any]:
         """Stage a shuffle (``perm``) or a cluster swap (``swap``) on a view or an already staged source."""
         base = view.view if isinstance(view, ShuffledSource) else view
         chips = view.chips if isinstance(view, ShuffledSource) else ()
@@ -80,12 +87,12 @@ class ShuffledSource:
         levels: dict[str, Mapping] = self.view.levels
         return levels
 
-    def chip_shuffle(self, perm: Sequence[int]) -> ShuffledSource:
+    def chip_shuffle(self, perm: Sequence[int]) -> ShuffledSource[V]:
         """Compose another chip shuffle: destination chip c receives what chip ``perm[c]`` of this staged tensor
         holds."""
         return ShuffledSource.stage(self, perm=perm)
 
-    def cluster_swap(self) -> ShuffledSource:
+    def cluster_swap(self) -> ShuffledSource[V]:
         """Compose a cluster swap (cluster 0 ↔ cluster 1)."""
         return ShuffledSource.stage(self, swap=True)
 
@@ -120,7 +127,10 @@ def shuffled_move(src: ShuffledSource, medium: str, levels: dict[str, Mapping], 
     record."""
     from visa.memory.tensors import DmTensor, HbmTensor
 
-    call = f"{'chip_shuffle' if src.chips else 'cluster_swap'}.to_{medium}"
+    # refusals name the DMA as the plain moves do (``dm.to_dm``: the mypy plugin runs the same rules); the
+    # schedule names the shuffle
+    what = "chip_shuffle" if src.chips else "cluster_swap"
+    call = f"{getattr(getattr(src.view, 'base', src.view), 'MEMORY', 'dm')}.to_{medium}"
     for name, mp in levels.items():
         ensure_mapping(mp, name, call, name)
     ctx = _dma_context(tdma, "tdma", call)
@@ -143,7 +153,7 @@ def shuffled_move(src: ShuffledSource, medium: str, levels: dict[str, Mapping], 
         ("shuffle", str(list(sp.chips)) if sp.chips else "none"), ("cluster swap", bool(sp.clusters)),
         ("pcie bytes", engine.pcie_bytes(sp)), ("read", str(p.read)), ("write", str(p.write)), ("cost", str(cost)))
     report = EngineReport("dma", str(sp), cost.total - cost.startup, latency=cost.startup, details=details)
-    out.ready_at = record(ctx, "tdma", f"{call} → {out.describe()}", [report], [base]).end
+    out.ready_at = record(ctx, "tdma", f"{what}.{call} → {out.describe()}", [report], [base]).end
     return out
 
 

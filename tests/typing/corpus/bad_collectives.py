@@ -39,3 +39,17 @@ def cluster(ctx: Context) -> None:
     d = DmTensor(ctx, i32, m["1"], m["1 # 2"], m["S"], m["C, D"], 0)
     d.asymmetric_cluster_slice(m["C / 4 % 2"], ctx.sub, [1, 0], 4096)  # fine
     d.asymmetric_cluster_slice(m["C / 4 % 2"], ctx.sub, [1, 2], 4096)
+
+
+@device(chip=4)
+def staged_moves(ctx: Context, x: HbmTensor[i32, m["A"], m["B, S, D"]]) -> None:
+    good: DmTensor[i32, m["A"], m["1 # 2"], m["S"], m["B, D"]] = x.view().chip_shuffle([1, 2, 3, 0]).to_dm(
+        m["1 # 2"], m["S"], m["B, D"], ctx.tdma, 0)
+    hb: HbmTensor[i32, m["A"], m["S, D, B"]] = good.view().chip_shuffle([3, 2, 1, 0]).to_hbm(
+        m["A"], m["S, D, B"], ctx.tdma, 1 << 20)
+    x.view().chip_shuffle([1, 2, 3, 0]).to_dm(m["1 # 2"], m["S"], m["D"], ctx.tdma, 0)
+    x.view().chip_shuffle([1, 2, 3, 0]).chip_shuffle([1, 2])
+    good.view().chip_shuffle([1, 2, 3, 0]).cluster_swap().to_dm(m["1 # 2"], m["S"], m["B, D"], ctx.tdma, 4096)
+    wrong: DmTensor[i32, m["A"], m["1 # 2"], m["S"], m["D, B"]] = good.view().cluster_swap().to_dm(
+        m["1 # 2"], m["S"], m["B, D"], ctx.tdma, 8192)
+    del hb, wrong
