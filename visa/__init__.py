@@ -76,6 +76,7 @@ from visa.stream.vector import (
     VectorTensorPair,
     VectorWidenTensor,
 )
+from visa.tensors.collective import ShuffledSource
 from visa.tensors.handles import (
     DmTensor,
     DmTensorView,
@@ -179,5 +180,6 @@ __all__ = [
     "VectorFilterTensor",
     "VectorInterSliceReduceTensor",
     "VectorTensorPair",
+    "ShuffledSource",
 ]
 del _hw

@@ -576,3 +576,20 @@ def test_round_trip_property(case: tuple[Any, ...]) -> None:
         want = np.broadcast_to(want[..., None], (*want.shape, z))
     assert same(y.numpy(axes=order), np.ascontiguousarray(want))
     assert same(d.logical(axes=order), np.ascontiguousarray(want))
+
+
+def test_a_packet_carries_the_elements_own_padding_only_l2424() -> None:
+    """A padded packet may carry an element and its own padding (``A, 1 # 2``, L1818–1840), never the padding
+    of the Cluster or Slice levels: those positions are other units' bytes.  A one-byte Element with padded
+    Cluster and Slice is refused for the 8-byte DM write rule (L2424–2427) rather than planned as a 512-byte
+    packet that would overwrite 511 bytes of other slices' data (found by the collectives' i8 step, L7417)."""
+    ax = AxisSet(A=4)
+    m = ax.m
+    src = Side.of("dm", {"Chip": m["A"], "Cluster": m["1 # 2"], "Slice": m["1 # 256"], "Element": m["1 # 8"]}, 64)
+    dst = Side.of("dm", {"Chip": m["A"], "Cluster": m["1 # 2"], "Slice": m["1 # 256"], "Element": m["1"]}, 128)
+    with pytest.raises(HardwareLimitError) as err:
+        plan(RNGD, dt.i8, src, dst)
+    assert err.value.level == "Packet"
+    padded = Side.of("dm", {"Chip": m["A"], "Cluster": m["1 # 2"], "Slice": m["1 # 256"], "Element": m["1 # 8"]},
+                     128)
+    assert plan(RNGD, dt.i8, src, padded).stride0 == 8

@@ -33,7 +33,8 @@ from visa.memory.registry import Region
 Stream = tuple[Mapping, Mapping]
 
 if TYPE_CHECKING:
-    from visa.tensors.device import Device, DmaContext
+    from visa.tensors.collective import ShuffledSource
+    from visa.tensors.device import Device, DmaContext, TuHandle
     from visa.tensors.indirect import GatherSource, ScatterTarget
 
 __all__ = [
@@ -343,6 +344,20 @@ class DeviceTensor:
             raise VisaError(f"{self.describe()} belongs to another context; an operation reads and writes the "
                             "memories of its own context only", call=call,
                             fix="move the tensor through the host, or use the context that made it")
+        self.check_chips(ctx, call)
+
+    def check_chips(self, ctx: Device, call: str) -> None:
+        """Refuse a tensor laid out over other chips than the running kernel's: a chip's engines touch only
+        that chip's memories, other chips only through DMA/PCIe (manual L1079, L2389)."""
+        n = ctx.num_chips
+        chip = self.levels["Chip"]
+        if n is not None and chip.size != n:
+            raise LayoutError(f"{self.describe()} spans chips 0..{chip.size - 1}, but the kernel runs on {n} "
+                              f"chip(s) (@device(chip={n})): chip {n if chip.size > n else chip.size - 1} is "
+                              "not the kernel's (manual L1079)", call=call, level="Chip", mapping=repr(chip),
+                              axis=", ".join(sorted(chip.axes)) or None,
+                              fix=f"lay the tensor over the kernel's {n} chip(s), or run the kernel on "
+                                  f"{chip.size} (@device(chip={chip.size}))")
 
     def free(self) -> None:
         """Release the tensor's bytes explicitly (dropping the last reference does the same)."""
@@ -491,6 +506,21 @@ class DmTensor(DeviceTensor, Generic[D, Chip, Cluster, Slice, Element]):
 
         return dma.dm_to_hbm(self, element, tdma, address, stream=stream)
 
+    def asymmetric_chip_slice(self, digit: Mapping, sub: TuHandle, indices: Sequence[int],
+                              address: int) -> DmTensor[Any, Any, Any, Any, Any]:
+        """Asymmetric Slice by ParallelCopy in the sub context (manual L7400–7441, L7603–7606): a new DM tensor
+        whose Element lacks ``digit``; chip c keeps entry ``indices[c]`` of it."""
+        from visa.tensors.collective import asymmetric_slice
+
+        return asymmetric_slice(self, digit, sub, indices, address, "chip")
+
+    def asymmetric_cluster_slice(self, digit: Mapping, sub: TuHandle, indices: Sequence[int],
+                                 address: int) -> DmTensor[Any, Any, Any, Any, Any]:
+        """As :meth:`asymmetric_chip_slice`, per cluster: cluster k keeps entry ``indices[k]``."""
+        from visa.tensors.collective import asymmetric_slice
+
+        return asymmetric_slice(self, digit, sub, indices, address, "cluster")
+
     def to_dm(self, cluster: Mapping, slice_: Mapping, element: Mapping, tdma: DmaContext,
               address: int, *, stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
         """Tensor DMA from DM to DM with a new layout (manual L2659–2681)."""
@@ -594,6 +624,19 @@ class TensorView:
                               f"{self.element.size}: a relabelling keeps the size", call="relabel", level="Element",
                               mapping=repr(element), fix="keep the size, or move the tensor with a DMA")
         return type(self)(self.base, element, self.offset)
+
+    def chip_shuffle(self, perm: Sequence[int]) -> ShuffledSource[Self]:
+        """ChipShuffle(p) staged on the view (manual L7445–7470, design API.md §7): destination chip c receives
+        what chip ``perm[c]`` held (L7541); ``.to_hbm(...)`` / ``.to_dm(...)`` moves it."""
+        from visa.tensors.collective import ShuffledSource
+
+        return ShuffledSource.stage(self, perm=perm)
+
+    def cluster_swap(self) -> ShuffledSource[Self]:
+        """The cluster swap staged on a DM view (cluster 0 ↔ cluster 1; design API.md §7)."""
+        from visa.tensors.collective import ShuffledSource
+
+        return ShuffledSource.stage(self, swap=True)
 
     def tile(self, dim: Mapping, size: int, tile_mapping: Mapping, start: int) -> Self:
         """The tile of ``size`` indices of ``dim`` from ``start``, seen through ``tile_mapping``."""

@@ -183,10 +183,14 @@ def _stream_dims(side: Side, pad_inner: bool, own_padding: bool = True) -> list[
     if pad_inner and real and real[-1].count < real[-1].size:
         out[-1] = real[-1]
     if pad_inner and real and own_padding:
-        # pure padding digits inside the innermost real one (``A, 1 # 2``): the packet may carry the element
-        # and its padding (a padded packet, L1818–1840), writing only the destination's own padding
-        last = max(k for k, d in enumerate(dims) if d is real[-1])
-        out += [d for d in dims[last + 1:] if isinstance(d, C.Dim) and d.atom is None and d.size > 1]
+        # pure padding digits after the Element's innermost real digit (``A, 1 # 2``, or all of ``1 # 8``):
+        # the packet may carry the element and its padding (a padded packet, L1818–1840), writing only the
+        # destination's own padding.  Only the Element's: padding of the Cluster or Slice level stands for
+        # other units' bytes and is never part of a packet
+        edims = side.level("Element").canon
+        ereal = [k for k, d in enumerate(edims) if isinstance(d, C.Dim) and d.atom is not None and d.count > 1]
+        tail = edims[ereal[-1] + 1:] if ereal else edims
+        out += [d for d in tail if isinstance(d, C.Dim) and d.atom is None and d.size > 1]
     return out
 
 

@@ -1,0 +1,227 @@
+"""ChipShuffle and the cluster swap: a DMA whose source chips (clusters) are permuted (manual "Chip/Cluster
+Reduce", L7445–7470, L7538–7573, L7607–7608).
+
+``ChipShuffle(p0, …, pN−1)`` moves data between chips through HBM: destination chip ``c`` receives what chip
+``p[c]`` held (L7455–7459, L7541).  Here the shuffle is *staged on the source*: the tensor a source holds in
+its layout is replaced by the one whose chip ``c`` holds what chip ``p[c]`` held, and that tensor is moved to
+the destination's layout by the ordinary DMA plan (:func:`visa.engines.dma.plan.plan`), in the same DMA as any
+layout change.  The cluster swap is the same with the two clusters of every chip exchanged.
+
+Three pure functions, as for every engine:
+
+* :func:`check_permutation` / :func:`check_cluster_swap` are the rules (shared with the mypy plugin): the
+  permutation must have one entry per chip and be a permutation of them, and a kernel on one chip (a tensor
+  with one cluster) has nothing to exchange.
+* :func:`execute` runs the DMA plan with the source endpoint re-addressed (:class:`ShuffledEndpoint`): the
+  sequencer reads chip ``p[c]`` where the unshuffled plan reads chip ``c`` (cluster ``1 − k`` for ``k``).
+* :func:`cycles` costs it with the DMA model (:func:`visa.engines.dma.cost.cycles`): the plan is split into
+  one part per source chip, addressed at the chip it really reads; the chips' DMA engines run their parts in
+  parallel, each paying the ~500-cycle startup per command (L2472) and PCIe at 30 B/cycle for every byte that
+  crosses chips (L2389, L2843–2847).  A cluster swap costs what the same move without the swap costs: the two
+  clusters' DMNs are symmetric (L2866–2893), so the swap changes no bank, channel or link.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from visa.engines.dma.config import DmaCost, DmaLoop, DmaPlan
+from visa.engines.dma.cost import cycles as dma_cycles
+from visa.errors import LayoutError
+from visa.hw import HardwareProfile
+from visa.memory.images import BoolArray, ByteArray, IntArray
+from visa.memory.transfer import AddressSpace, Endpoint, address_space
+from visa.memory.transfer import copy as copy_bytes
+
+__all__ = ["ShufflePlan", "check_permutation", "check_cluster_swap", "rotation", "ShuffledEndpoint", "execute",
+           "cycles", "chip_parts", "pcie_bytes"]
+
+
+def rotation(n: int, r: int) -> tuple[int, ...]:
+    """The rotation by ``r`` chips, ``p[c] = (c + r) mod n``: ChipShuffle(1,2,3,0) is ``rotation(4, 1)``
+    (manual L7538–7573)."""
+    return tuple((c + r) % n for c in range(n))
+
+
+def check_permutation(perm: Sequence[object], chips: int, *, call: str = "chip_shuffle",
+                      mapping: str | None = None, axis: str | None = None) -> tuple[int, ...]:
+    """The rules of ``ChipShuffle(p)`` (L7445–7470): ``chips`` > 1 (a one-chip kernel has no other chip), one
+    entry per chip, and every chip exactly once.  Returns the permutation as a tuple; raises
+    :class:`~visa.errors.LayoutError` naming the chip at fault."""
+    if chips <= 1:
+        raise LayoutError("a chip shuffle moves data between chips, and this tensor (the kernel) has one chip "
+                          "(manual L7445–7470)", call=call, level="Chip", mapping=mapping, axis=axis,
+                          fix="run the kernel on several chips (@device(chip=N)) with the tensor's Chip over N, "
+                              "or drop the shuffle")
+    values = list(perm)
+    if len(values) != chips:
+        raise LayoutError(f"the permutation {values} has {len(values)} entries, but the tensor has {chips} chips: "
+                          "destination chip c receives chip p[c] (manual L7541)", call=call, level="Chip",
+                          mapping=mapping, axis=axis, fix=f"give one source chip per destination chip, e.g. "
+                                               f"{list(rotation(chips, 1))}")
+    out: list[int] = []
+    for c, p in enumerate(values):
+        if isinstance(p, bool) or not isinstance(p, int | np.integer) or not 0 <= int(p) < chips:
+            raise LayoutError(f"p[{c}] = {p!r} is not a chip of the tensor (0..{chips - 1}; manual L7541)",
+                              call=call, level="Chip", mapping=mapping, axis=axis,
+                              fix=f"use chip numbers 0..{chips - 1}")
+        out.append(int(p))
+    seen: dict[int, int] = {}
+    for c, p in enumerate(out):
+        if p in seen:
+            missing = sorted(set(range(chips)) - set(out))
+            raise LayoutError(f"{out} is not a permutation: chip {p} is the source of destination chips {seen[p]} "
+                              f"and {c}, and chip {missing[0]} of none (manual L7541)", call=call, level="Chip",
+                              mapping=mapping, axis=axis, fix="name every chip exactly once")
+        seen[p] = c
+    return tuple(out)
+
+
+def check_cluster_swap(hw: HardwareProfile, clusters: int, *, medium: str, call: str = "cluster_swap",
+                       mapping: str | None = None, axis: str | None = None) -> tuple[int, ...]:
+    """The rules of the cluster swap: a DM tensor whose Cluster level spans the chip's clusters (HBM has no
+    clusters, L1064).  Returns the cluster permutation (cluster 0 ↔ cluster 1)."""
+    if medium != "dm":
+        raise LayoutError(f"a cluster swap exchanges the clusters of a DM tensor; an {medium.upper()} tensor has no "
+                          "Cluster level (manual L1064, L1085)", call=call, level="Cluster", mapping=mapping,
+                          axis=axis, fix="move the tensor to DM first, or swap a DM view")
+    if clusters != hw.dm.clusters_per_chip or clusters < 2:
+        raise LayoutError(f"a cluster swap needs the tensor's Cluster over the chip's {hw.dm.clusters_per_chip} "
+                          f"clusters, but its Cluster has size {clusters} (manual L1080–1081)", call=call,
+                          level="Cluster", mapping=mapping, axis=axis,
+                          fix=f'lay the tensor out with a Cluster of size {hw.dm.clusters_per_chip} (e.g. m["X # 2"])')
+    return tuple(range(clusters - 1, -1, -1))
+
+
+@dataclass(frozen=True, eq=False)
+class ShufflePlan:
+    """A shuffled DMA: the layout-change plan ``dma`` and the permutations of the source's chips and clusters
+    (``chips[c]`` is the chip that source chip ``c``'s bytes are read from; ``clusters`` likewise, or ``()``)."""
+
+    dma: DmaPlan
+    chips: tuple[int, ...]
+    clusters: tuple[int, ...]
+
+    def __str__(self) -> str:
+        parts = []
+        if self.chips and self.chips != tuple(range(len(self.chips))):
+            parts.append(f"ChipShuffle{self.chips}")
+        if self.clusters:
+            parts.append("ClusterSwap")
+        return " + ".join(parts + [str(self.dma)])
+
+
+class ShuffledEndpoint:
+    """A source endpoint read through the shuffle: chip ``c`` reads chip ``chips[c]`` and, on DM, cluster ``k``
+    reads cluster ``clusters[k]`` (the bytes of unit ``k · S + s`` come from unit ``clusters[k] · S + s``)."""
+
+    def __init__(self, inner: Endpoint, chips: tuple[int, ...], clusters: tuple[int, ...], slices_per_cluster: int
+                 ) -> None:
+        self.inner = inner
+        self.space: AddressSpace = inner.space
+        self._chips = chips
+        self._clusters = clusters
+        self._span = slices_per_cluster * inner.space.backed_bytes  # one cluster's bytes in the image
+
+    def _chip(self, chip: int) -> int:
+        return self._chips[chip] if 0 <= chip < len(self._chips) else chip
+
+    def _real(self, real: IntArray) -> IntArray:
+        if not self._clusters:
+            return real
+        k, rest = np.divmod(real, self._span)
+        perm = np.asarray(self._clusters, dtype=np.int64)
+        ok = (real >= 0) & (k < perm.size)
+        return np.where(ok, perm[np.clip(k, 0, perm.size - 1)] * self._span + rest, real)
+
+    def contiguous(self, chip: int, lo: int, hi: int) -> tuple[ByteArray, BoolArray, int] | None:
+        got = self.inner.contiguous(self._chip(chip), lo, hi)
+        if got is None or not self._clusters:
+            return got
+        k_lo, k_hi = lo // self._span, (hi - 1) // self._span
+        if k_lo != k_hi or not 0 <= k_lo < len(self._clusters):
+            return None  # spans both clusters: the copy gathers byte by byte (:meth:`gather`)
+        data, written, at = got
+        return data, written, at + (self._clusters[k_lo] - k_lo) * self._span
+
+    def gather(self, chip: int, real: IntArray) -> tuple[ByteArray, BoolArray]:
+        return self.inner.gather(self._chip(chip), self._real(real))
+
+    def will_write(self, chip: int, lo: int, hi: int) -> None:
+        del chip, lo, hi  # a source is never written
+
+
+def execute(sp: ShufflePlan, src: Endpoint, dst: Endpoint) -> None:
+    """Run the shuffled DMA over the images: the plan's fused sequencer (L2505–2541) reading through
+    :class:`ShuffledEndpoint`."""
+    p = sp.dma
+    loops = [(lp.size, lp.src, lp.dst) for lp in p.all_loops()]
+    shuffled = ShuffledEndpoint(src, sp.chips, sp.clusters, p.hw.dm.slices_per_cluster)
+    copy_bytes(loops, p.base, shuffled, dst)
+
+
+def chip_parts(sp: ShufflePlan) -> list[tuple[int, int, DmaPlan]]:
+    """The shuffled DMA as one plan per source chip: ``(source chip c, the chip it really reads, the plan)``,
+    the plan's source base moved to the chip read, its loops over source chips removed."""
+    p = sp.dma
+    space = address_space(p.hw, p.src.medium)
+    cb = space.chip_bytes
+
+    def is_chip(lp: DmaLoop) -> bool:
+        return lp.src != 0 and lp.src % cb == 0
+
+    groups = (p.spatial, p.commands, p.loops[:-1])
+    chip_loops = [lp for g in groups for lp in g if is_chip(lp)]
+    rest = [tuple(lp for lp in g if not is_chip(lp)) for g in groups]
+    out: list[tuple[int, int, DmaPlan]] = []
+    for combo in np.ndindex(*(lp.size for lp in chip_loops)):
+        sb = p.base[0] + sum(i * lp.src for i, lp in zip(combo, chip_loops, strict=True))
+        db = p.base[1] + sum(i * lp.dst for i, lp in zip(combo, chip_loops, strict=True))
+        chip, off = divmod(sb, cb)
+        real = sp.chips[chip] if 0 <= chip < len(sp.chips) else chip
+        part = replace(p, spatial=rest[0], commands=rest[1], loops=(*rest[2], p.loops[-1]),
+                       base=(real * cb + off, db))
+        out.append((chip, real, part))
+    return out
+
+
+def _crossing(sp: ShufflePlan, real: int, part: DmaPlan) -> int:
+    """Bytes of one chip's part that land on another chip than the one they are read from (L2389)."""
+    dcb = address_space(part.hw, part.dst.medium).chip_bytes
+    loops = [lp for lp in part.all_loops()[:-1] if lp.dst != 0 and lp.dst % dcb == 0]
+    combos = list(np.ndindex(*(lp.size for lp in loops))) or [()]
+    per = part.nbytes // len(combos)
+    total = 0
+    for combo in combos:
+        dchip = (part.base[1] + sum(i * lp.dst for i, lp in zip(combo, loops, strict=True))) // dcb
+        total += per if dchip != real else 0
+    return total
+
+
+def pcie_bytes(sp: ShufflePlan) -> int:
+    """Bytes that cross chips over PCIe (L2389, L2843–2847), over every chip's part."""
+    return sum(_crossing(sp, real, part) for _, real, part in chip_parts(sp))
+
+
+def cycles(sp: ShufflePlan) -> DmaCost:
+    """The shuffled DMA's cycles (see the module docstring): the slowest chip's part.  Each part is costed by
+    the DMA model (:func:`visa.engines.dma.cost.cycles`) with its bytes read from the chip it really reads, and
+    lasts at least the startup plus its bytes that cross chips over the chip's PCIe link at 30 B/cycle
+    (L2472, L2843–2847): the link is the chip's, shared by its DMA engines."""
+    rate = sp.dma.hw.dma.pcie_bytes_per_cycle
+    startup = sp.dma.hw.dma.startup_cycles
+    costs: list[DmaCost] = []
+    for _, real, part in chip_parts(sp):
+        c = dma_cycles(part)
+        link = -(-_crossing(sp, real, part) // rate)
+        costs.append(replace(c, total=max(c.total, startup + link), pcie=max(c.pcie, link)))
+    if not costs:
+        return dma_cycles(sp.dma)
+    worst = max(costs, key=lambda c: c.total)
+    return DmaCost(total=worst.total, startup=worst.startup, issue=max(c.issue for c in costs),
+                   dm=max(c.dm for c in costs), hbm=max(c.hbm for c in costs), pcie=max(c.pcie for c in costs),
+                   engines=sum(c.engines for c in costs), commands=worst.commands,
+                   packets=sum(c.packets for c in costs), nbytes=sum(c.nbytes for c in costs))
