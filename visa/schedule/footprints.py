@@ -1,0 +1,101 @@
+"""The footprint of a tensor handle: which bytes of which memory a tensor, a view or a tile occupies (manual
+L1085–1093, L813–832, "Scheduling" L7067–7070).
+
+Aliases see the same bytes because they are the same bytes: a view, a tile, a ``relabel`` or a ``from_addr``
+handle gives the span of the addresses it covers, whatever object it is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from visa.memory.footprint import EMPTY, Footprint, Span
+from visa.memory.layout import element_bytes
+
+__all__ = ["footprint", "span_of", "units_of", "live_dm_bytes"]
+
+#: Views whose Element is larger than this are covered by their extent (one interval) instead of element by
+#: element: a conservative cover, cheap for huge tensors.
+_EXACT_LIMIT = 1 << 20
+
+
+def _valid(mapping: Any) -> list[int]:
+    return np.flatnonzero(np.asarray(mapping.evaluate().valid, dtype=bool)).tolist()
+
+
+def units_of(levels: dict[str, Any], slices_per_cluster: int) -> int:
+    """The units (``cluster · slices_per_cluster + slice``) a DM, TRF or VRF tensor occupies: the positions its
+    Cluster and Slice mappings hold (padding positions are left out, as the slice bitmap leaves them, L2314)."""
+    out = 0
+    slices = _valid(levels["Slice"])
+    for k in _valid(levels["Cluster"]):
+        for s in slices:
+            out |= 1 << (k * slices_per_cluster + s)
+    return out
+
+
+def span_of(handle: Any) -> Span | None:
+    """The span of a device tensor or a view of one (``None`` for a host tensor: the host is synchronous)."""
+    from visa.memory.tensors import DeviceTensor, TensorView
+
+    if isinstance(handle, TensorView):
+        base, element, offset = handle.base, handle.element, handle.offset
+    elif isinstance(handle, DeviceTensor):
+        base, element, offset = handle, None, 0
+    else:
+        return None
+    hw = base.ctx.hw
+    memory = base.MEMORY
+    levels = base.levels
+    bits = base.dtype.size_bits
+    start = base.address
+    if element is None or (offset == 0 and element == levels["Element"]):
+        lo = np.array([start], dtype=np.int64)
+        hi = lo + element_bytes(base.dtype, levels["Element"].size)
+    elif element.size > _EXACT_LIMIT:
+        lo = np.array([start + (offset * bits) // 8], dtype=np.int64)
+        hi = np.array([start + ((offset + element.size) * bits + 7) // 8], dtype=np.int64)
+    else:
+        pos = offset + np.flatnonzero(np.asarray(element.evaluate().valid, dtype=bool)).astype(np.int64)
+        lo = start + (pos * bits) // 8
+        hi = start + ((pos + 1) * bits + 7) // 8
+    chips = _valid(levels["Chip"])
+    if memory == "hbm":
+        return Span.of("hbm", chips, lo, hi)
+    units = units_of(levels, hw.dm.slices_per_cluster)
+    rows = _valid(levels["Row"]) if "Row" in levels else -1
+    return Span.of(memory, chips, lo, hi, units=units, rows=rows)
+
+
+def footprint(*handles: Any) -> Footprint:
+    """The footprint of tensors, views and footprints together (``None`` and host tensors are skipped)."""
+    spans: list[Span] = []
+    for h in handles:
+        if h is None:
+            continue
+        if isinstance(h, Footprint):
+            spans.extend(h.spans)
+        elif isinstance(h, Span):
+            spans.append(h)
+        else:
+            s = span_of(h)
+            if s is not None:
+                spans.append(s)
+    return Footprint(tuple(spans)) if spans else EMPTY
+
+
+def live_dm_bytes(registry: Any) -> dict[int, int]:
+    """DM bytes per chip held by live tensors (the trace's counter track): each live DM region's bytes per
+    slice times the slices its tensor occupies."""
+    out: dict[int, int] = {}
+    for region in registry.live_regions("dm"):
+        owner = region.owner() if region.owner is not None else None
+        levels = getattr(owner, "levels", None)
+        units = 1
+        if levels is not None:
+            units = bin(units_of(levels, owner.ctx.hw.dm.slices_per_cluster)).count("1")
+        for c in region.chips:
+            out[c] = out.get(c, 0) + (region.hi - region.lo) * units
+    return out
