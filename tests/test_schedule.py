@@ -213,7 +213,7 @@ def test_main_and_sub_sharing_banks_stretch_toward_main_plus_sub() -> None:
     b = DmTensor(ctx, i32, m["1"], m["1 # 2"], m["1 # 256"], m["A"], 1 << 14, register=False)
     limit = RNGD.dm.bank_starvation_limit
     with pytest.warns(BankStarvationWarning):
-        main = _op(ctx, "main", 1000, reads=[a], bank_run=limit)
+        _op(ctx, "main", 1000, reads=[a], bank_run=limit)
     sub = _op(ctx, "sub", 300, reads=[b])  # same slice 0, other bytes: waits for the bank the whole overlap
     assert (sub.start, sub.stretch, sub.end) == (0, 300, 600)
     ctx2 = _ctx()

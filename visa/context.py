@@ -28,7 +28,7 @@ from visa.schedule import trace as tracing
 if TYPE_CHECKING:
     from visa.engines.dma.config import DmaPlan
     from visa.mapping import Mapping
-    from visa.memory.tensors import DeviceTensor, DmTensorView
+    from visa.memory.tensors import DmTensorView
     from visa.stream import BeginTensor
 
 __all__ = ["Context", "DmaContext", "TuContext", "EngineReport", "Operation", "Schedule", "device", "launch",

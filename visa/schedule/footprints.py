@@ -94,7 +94,7 @@ def live_dm_bytes(registry: Any) -> dict[int, int]:
         owner = region.owner() if region.owner is not None else None
         levels = getattr(owner, "levels", None)
         units = 1
-        if levels is not None:
+        if owner is not None and levels is not None:
             units = bin(units_of(levels, owner.ctx.hw.dm.slices_per_cluster)).count("1")
         for c in region.chips:
             out[c] = out.get(c, 0) + (region.hi - region.lo) * units

@@ -52,9 +52,15 @@ class Roofline:
         return self.bound_cycles / self.cycles if self.cycles else 0.0
 
     def __str__(self) -> str:
-        parts = [f"MAC {self.mac_cycles:,.0f}"] + [f"{k} {v:,.0f}" for k, v in self.path_cycles.items()]
-        return (f"{self.utilisation:6.1%} of the {self.bound}-bound {self.bound_cycles:,.0f} cycles "
-                f"({', '.join(parts)}; simulated {self.cycles:,})")
+        parts = ([f"MAC {_fmt(self.mac_cycles)}"] if self.macs else []) + \
+            [f"{k} {_fmt(v)}" for k, v in self.path_cycles.items()]
+        return (f"{self.utilisation:6.1%} of the {self.bound}-bound {_fmt(self.bound_cycles)} cycles "
+                f"({', '.join(parts) or 'no MACs, no traffic'}; simulated {self.cycles:,})")
+
+
+def _fmt(cycles: float) -> str:
+    """Cycles with as many decimals as a small bound needs."""
+    return f"{cycles:,.0f}" if cycles >= 100 else f"{cycles:.2g}" if cycles < 1 else f"{cycles:.1f}"
 
 
 @dataclass(frozen=True)
