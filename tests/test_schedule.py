@@ -362,3 +362,20 @@ def test_trace_is_at_true_time_with_names_ids_nesting_args_flows_and_counters(tm
     counters = [e for e in events if e["ph"] == "C"]
     assert counters and all(e["name"] == "live DM bytes" and e["args"]["bytes"] >= 0 for e in counters)
     assert max(e["args"]["bytes"] for e in counters) >= 4 * 2048  # activation + weights, 2 KB each, live
+
+
+def test_a_transfer_between_chips_occupies_their_pcie_links() -> None:
+    ax = AxisSet(C=2, A=1024)
+    ctx = _ctx(2)
+    x = HostTensor.rand(i32, ax.m["C, A"], np.random.default_rng(0))
+    h = x.to_hbm(ax.m["C"], ax.m["A"], ctx.pdma, 0)
+    load = ctx.schedule.ops[-1]
+    assert load.lanes == ((0, "pcie"), (1, "pcie"))  # host -> HBM of both chips
+    gathered = h.to_hbm(ax.m["1 # 2"], ax.m["C, A"], ctx.tdma, 1 << 20)  # chip 1's half crosses to chip 0
+    op = ctx.schedule.ops[-1]
+    assert {(0, "pcie"), (1, "pcie")} <= set(op.lanes) and op.start == load.end
+    assert op.traffic["PCIe"] == 1024 * 4 and op.traffic["DMA"] == 2 * 1024 * 4
+    assert np.array_equal(gathered.logical(axes="C A"), x.numpy(axes="C A"))
+    rep = ctx.report()
+    assert rep.roofline.bytes["PCIe"] == 2 * 1024 * 4 + 1024 * 4
+    assert rep.roofline.path_cycles["PCIe"] == pytest.approx(3 * 1024 * 4 / (30 * 2))

@@ -7,9 +7,11 @@ handle gives the span of the addresses it covers, whatever object it is.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from visa.memory.footprint import EMPTY, Footprint, Span
 from visa.memory.layout import element_bytes
@@ -21,19 +23,35 @@ __all__ = ["footprint", "span_of", "units_of", "live_dm_bytes"]
 _EXACT_LIMIT = 1 << 20
 
 
-def _valid(mapping: Any) -> list[int]:
-    return np.flatnonzero(np.asarray(mapping.evaluate().valid, dtype=bool)).tolist()
+@functools.lru_cache(maxsize=1024)
+def _valid_positions(mapping: Any) -> npt.NDArray[np.int64]:
+    """The positions a mapping holds (cached: a kernel's few mappings are evaluated once)."""
+    out: npt.NDArray[np.int64] = np.flatnonzero(np.asarray(mapping.evaluate().valid, dtype=bool)).astype(np.int64)
+    out.setflags(write=False)
+    return out
+
+
+def _valid(mapping: Any) -> npt.NDArray[np.int64]:
+    try:
+        return _valid_positions(mapping)
+    except TypeError:  # an unhashable mapping: evaluate it each time
+        return np.flatnonzero(np.asarray(mapping.evaluate().valid, dtype=bool)).astype(np.int64)
+
+
+def _mask(indices: npt.NDArray[np.int64]) -> int:
+    """The bitmask of a set of indices, built from packed bits (no loop over the indices)."""
+    if indices.size == 0:
+        return 0
+    bits = np.zeros(int(indices.max()) + 1, dtype=bool)
+    bits[indices] = True
+    return int.from_bytes(np.packbits(bits, bitorder="little").tobytes(), "little")
 
 
 def units_of(levels: dict[str, Any], slices_per_cluster: int) -> int:
     """The units (``cluster · slices_per_cluster + slice``) a DM, TRF or VRF tensor occupies: the positions its
     Cluster and Slice mappings hold (padding positions are left out, as the slice bitmap leaves them, L2314)."""
-    out = 0
-    slices = _valid(levels["Slice"])
-    for k in _valid(levels["Cluster"]):
-        for s in slices:
-            out |= 1 << (k * slices_per_cluster + s)
-    return out
+    clusters, slices = _valid(levels["Cluster"]), _valid(levels["Slice"])
+    return _mask((clusters[:, None] * slices_per_cluster + slices[None, :]).reshape(-1))
 
 
 def span_of(handle: Any) -> Span | None:
@@ -54,18 +72,18 @@ def span_of(handle: Any) -> Span | None:
     if element is None or (offset == 0 and element == levels["Element"]):
         lo = np.array([start], dtype=np.int64)
         hi = lo + element_bytes(base.dtype, levels["Element"].size)
-    elif element.size > _EXACT_LIMIT:
+    elif element.size > _EXACT_LIMIT or element.size == 0:
         lo = np.array([start + (offset * bits) // 8], dtype=np.int64)
         hi = np.array([start + ((offset + element.size) * bits + 7) // 8], dtype=np.int64)
     else:
-        pos = offset + np.flatnonzero(np.asarray(element.evaluate().valid, dtype=bool)).astype(np.int64)
+        pos = offset + _valid(element)
         lo = start + (pos * bits) // 8
         hi = start + ((pos + 1) * bits + 7) // 8
-    chips = _valid(levels["Chip"])
+    chips = _mask(_valid(levels["Chip"]))
     if memory == "hbm":
         return Span.of("hbm", chips, lo, hi)
     units = units_of(levels, hw.dm.slices_per_cluster)
-    rows = _valid(levels["Row"]) if "Row" in levels else -1
+    rows = _mask(_valid(levels["Row"])) if "Row" in levels else -1
     return Span.of(memory, chips, lo, hi, units=units, rows=rows)
 
 
@@ -95,7 +113,7 @@ def live_dm_bytes(registry: Any) -> dict[int, int]:
         levels = getattr(owner, "levels", None)
         units = 1
         if owner is not None and levels is not None:
-            units = bin(units_of(levels, owner.ctx.hw.dm.slices_per_cluster)).count("1")
+            units = _valid(levels["Cluster"]).size * _valid(levels["Slice"]).size
         for c in region.chips:
             out[c] = out.get(c, 0) + (region.hi - region.lo) * units
     return out

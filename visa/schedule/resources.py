@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 
 from visa.engines.dma.config import DmaPlan
+from visa.engines.dma.cost import cycles
 from visa.memory.footprint import Footprint
 from visa.memory.transfer import address_space
 from visa.schedule.core import Lane, Schedule, dma_lane
@@ -57,11 +58,28 @@ def dma_lanes(schedule: Schedule, p: DmaPlan, reads: Footprint, writes: Footprin
         if lane not in lanes:
             lanes.append(lane)
     # a chip loop inside one engine's commands still crosses PCIe (the cost model counts those bytes)
-    touched = sorted({c for c in range((reads + writes).chips().bit_length()) if (reads + writes).chips() >> c & 1})
-    rd, wr = reads.chips(), writes.chips()
-    if rd and wr and rd != wr:
-        pcie |= set(touched)
+    if _crosses(p, reads, writes):
+        pcie |= {c for c in range((reads + writes).chips().bit_length()) if (reads + writes).chips() >> c & 1}
     return tuple(lanes) + tuple((c, "pcie") for c in sorted(pcie))
+
+
+def _crosses(p: DmaPlan, reads: Footprint, writes: Footprint) -> bool:
+    """Whether a tensor DMA moves bytes between chips: its sides' chips differ, or its cost model counts PCIe
+    time (a chip permutation, L2389, L2845)."""
+    rd, wr = reads.chips(), writes.chips()
+    return bool(rd and wr and rd != wr) or cycles(p).pcie > 0
+
+
+def _pcie_bytes(p: DmaPlan, reads: Footprint, writes: Footprint) -> int:
+    """Bytes a tensor DMA moves between chips: those read on a chip it does not write and written on a chip it
+    does not read; when both sides span the same chips but the cost model counts PCIe time (a permutation of
+    chips), every byte."""
+    rd, wr = reads.chips(), writes.chips()
+    if rd != wr:
+        out = sum(s.nbytes * bin(s.chips & ~wr).count("1") // max(1, bin(s.chips).count("1")) for s in reads.spans)
+        return max(out, sum(s.nbytes * bin(s.chips & ~rd).count("1") // max(1, bin(s.chips).count("1"))
+                            for s in writes.spans))
+    return p.nbytes if cycles(p).pcie > 0 else 0
 
 
 def dma_traffic(p: DmaPlan, reads: Footprint, writes: Footprint) -> dict[str, int]:
@@ -72,9 +90,10 @@ def dma_traffic(p: DmaPlan, reads: Footprint, writes: Footprint) -> dict[str, in
     host = "host" in (p.src.medium, p.dst.medium)
     if not host:
         out["DMA"] = p.nbytes
-    rd, wr = reads.chips(), writes.chips()
-    if host or (rd and wr and rd != wr):
+    if host:
         out["PCIe"] = p.nbytes
+    elif _crosses(p, reads, writes):
+        out["PCIe"] = _pcie_bytes(p, reads, writes)
     hbm = reads.nbytes("hbm") + writes.nbytes("hbm")
     if hbm:
         out["HBM"] = hbm
