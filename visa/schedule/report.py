@@ -90,7 +90,7 @@ class PassProfile:
 class KernelReport:
     """What :meth:`visa.Context.report` returns: the profile of everything a context ran.
 
-    ``str(report)`` is the text table ``visa run`` prints (:meth:`text`)."""
+    ``str(report)`` is the table ``visa run`` prints; :meth:`text` adds every operation and what it waited for."""
 
     device: str
     makespan: int
@@ -132,7 +132,7 @@ class KernelReport:
         return "\n".join(lines)
 
     def __str__(self) -> str:
-        return self.text()
+        return self.text(operations=False)
 
 
 def _chip_count(ops: list[Operation]) -> int:

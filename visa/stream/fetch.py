@@ -9,6 +9,7 @@ the :class:`~visa.stream.stages.FetchTensor`.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -110,8 +111,8 @@ def fetch(stream: BeginTensor[Any, Any, Any, Any, Any, Any], dtype: Any, time: M
     report = EngineReport("fetch", cfg.describe([b // 8 for b in bases]), engine.cycles(cfg), cfg.latency,
                           details=(("fetch_size", cfg.fetch_size), ("fetches_per_packet", cfg.fetches_per_packet),
                                    ("contiguous_sram_access_size", cfg.contiguous_sram_access_size)),
-                          nbytes=int(np.count_nonzero(lay.chip.evaluate().valid)) * cfg.sequencer.addresses().size
-                          * lay.dtype.size_bits // 8 * _units(lay),
+                          nbytes=int(np.count_nonzero(lay.chip.evaluate().valid))
+                          * math.prod(e.size for e in cfg.sequencer.entries) * lay.dtype.size_bits // 8 * _units(lay),
                           bank_run=max(engine.bank_run(hw, cfg, b) for b in bases))
     layout = StreamLayout(dst, lay.chip, lay.cluster, lay.slice, time, packet)
     return stream.then(FetchTensor, layout, data, report, fetch=cfg)
