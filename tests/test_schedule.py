@@ -331,37 +331,59 @@ def test_report_is_data_with_a_roofline_and_renders_the_table() -> None:
     assert ctx.report_text().startswith(text) and "waits for" in ctx.report_text()
 
 
-def test_trace_is_at_true_time_with_names_ids_nesting_args_flows_and_counters(tmp_path: Path) -> None:
-    ctx, loads, passes, _ = _weights_kernel(double=True, tiles=3)
-    path = tmp_path / "trace.json"
+def _check_trace(ctx: Context, path: Path) -> list[dict[str, Any]]:
+    """Load the written trace and check what holds for every schedule: units, names, ids, nesting per thread,
+    args, one flow per dependency across threads; returns the events."""
     ctx.write_trace(str(path))
-    events = json.loads(path.read_text())["traceEvents"]
+    events: list[dict[str, Any]] = json.loads(path.read_text())["traceEvents"]
     slices = [e for e in events if e["ph"] == "X"]
     ops = ctx.schedule.ops
-    assert len(slices) == sum(len(op.lanes) for op in ops)
+    assert len(slices) == sum(len(op.lanes) for op in ops)  # one slice per operation and resource it occupies
+    procs = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
+    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["name"] == "thread_name"}
     for e in slices:
         op = ops[e["args"]["op"]]
         assert isinstance(e["args"]["cycles"], int) and e["args"]["cycles"] == op.cycles
         assert e["ts"] == pytest.approx(op.start / 1000) and e["dur"] == pytest.approx(op.cycles / 1000)  # 1 GHz
-        assert e["pid"] > 0 and e["tid"] > 0
-        assert e["args"]["source"].split(":")[0].endswith(HERE)
-        assert "fetch" in e["args"] and e["args"]["bytes"]
-    procs = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
-    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["name"] == "thread_name"}
-    assert procs == {1: "device 0 (RNGD) chip 0"} and set(threads.values()) == {"main", "sub"}
-    for (pid, tid) in threads:  # slices of one thread never overlap (one operation at a time)
-        row = sorted((e["ts"], e["ts"] + e["dur"]) for e in slices if (e["pid"], e["tid"]) == (pid, tid))
+        assert e["pid"] > 0 and e["tid"] > 0 and e["name"] == op.name
+        chip, resource = next(ln for ln in op.lanes if threads[(e["pid"], e["tid"])] == ln[1])
+        assert procs[e["pid"]] == f"device 0 (RNGD) chip {chip}"
+        assert e["args"]["source"].split(":")[0].endswith(HERE) and int(e["args"]["source"].split(":")[1]) > 0
+        assert all(r.engine in e["args"] for r in op.engines) and e["args"]["bytes"]
+    for key in threads:  # slices of one thread never overlap (one operation at a time)
+        row = sorted((e["ts"], e["ts"] + e["dur"]) for e in slices if (e["pid"], e["tid"]) == key)
         assert all(a[1] <= b[0] + 1e-9 for a, b in zip(row, row[1:], strict=False))
-    cross = [(d.op, op.index) for op in ops for d in op.deps if ops[d.op].track != op.track]
-    starts = [e for e in events if e["ph"] == "s"]
-    finishes = [e for e in events if e["ph"] == "f"]
-    assert len(starts) == len(finishes) == len(cross) > 0
-    assert sorted(e["id"] for e in starts) == sorted(e["id"] for e in finishes)
-    for s, f in zip(sorted(starts, key=lambda e: e["id"]), sorted(finishes, key=lambda e: e["id"]), strict=True):
-        assert f["bp"] == "e" and s["ts"] <= f["ts"]
+    cross = [(d.op, op.index) for op in ops for d in op.deps if ops[d.op].lanes[0] != op.lanes[0]]
+    starts = sorted((e for e in events if e["ph"] == "s"), key=lambda e: e["id"])
+    finishes = sorted((e for e in events if e["ph"] == "f"), key=lambda e: e["id"])
+    assert len(starts) == len(finishes) == len(cross)
+    for s, f in zip(starts, finishes, strict=True):
+        assert s["id"] == f["id"] and f["bp"] == "e" and s["ts"] <= f["ts"]
+    return events
+
+
+def test_trace_is_at_true_time_with_names_ids_nesting_args_flows_and_counters(tmp_path: Path) -> None:
+    ctx, loads, passes, _ = _weights_kernel(double=True, tiles=3)
+    events = _check_trace(ctx, tmp_path / "trace.json")
+    threads = {e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    assert threads == {"main", "sub"} and any(e["ph"] == "s" for e in events)
     counters = [e for e in events if e["ph"] == "C"]
     assert counters and all(e["name"] == "live DM bytes" and e["args"]["bytes"] >= 0 for e in counters)
-    assert max(e["args"]["bytes"] for e in counters) >= 4 * 2048  # activation + weights, 2 KB each, live
+    assert max(e["args"]["bytes"] for e in counters) >= 4 * 2048  # activation + three weight tiles, 2 KB each
+
+
+def test_trace_of_dma_engines_and_pcie(tmp_path: Path) -> None:
+    ctx = _ctx()
+    x = HostTensor.rand(i32, m["A"], np.random.default_rng(3))
+    h = x.to_hbm(m["1"], m["A"], ctx.pdma, 0)
+    d = h.to_dm(m["1 # 2"], m["A / 8 # 256"], m["A % 8"], ctx.tdma, 0)  # 256 slices: engines 0-3
+    out = ctx.main.begin(d.view()).fetch(i32, m["1"], m["A % 8"]).commit(m["A % 8"], 1 << 12)
+    back = out.to_hbm(m["A"], ctx.tdma, 1 << 20).to_host(m["A"], ctx.pdma)
+    assert np.array_equal(back.numpy(), x.numpy())
+    events = _check_trace(ctx, tmp_path / "dma.json")
+    threads = {e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    assert threads == {"main", "pcie", *(f"dma{e}" for e in range(4))}
+    assert len([e for e in events if e["ph"] == "s"]) >= 3  # PCIe -> DMA -> main -> DMA -> PCIe
 
 
 def test_a_transfer_between_chips_occupies_their_pcie_links() -> None:

@@ -10,7 +10,8 @@ core clock, ``clocks.core_hz``, L2623, L2636).
   configuration, the bytes it moved per path, its MACs, the user's ``file:line`` that issued it and the
   operations it waited for.
 * One flow (``s`` at the earlier operation, ``f`` binding to the enclosing slice of the later one) per
-  dependency between operations on different tracks.
+  dependency between operations on different tracks (their first resources differ: another context, another
+  DMA engine or another chip).
 * A counter track per chip: the DM bytes held by live tensors after each operation.
 """
 
@@ -80,8 +81,8 @@ def events(schedule: Schedule, hw: HardwareProfile, device: int = 0, live_dm: li
             continue
         for d in op.deps:
             src = schedule.ops[d.op]
-            if not src.lanes or src.track == op.track:
-                continue
+            if not src.lanes or src.lanes[0] == op.lanes[0]:
+                continue  # the same thread: its order already shows the dependency
             a, b = src.lanes[0], op.lanes[0]
             at = max(src.start, src.end - 1) if src.cycles else src.start
             common = {"name": "/".join(d.kinds), "cat": "dependency", "id": flow}
