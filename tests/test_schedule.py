@@ -401,3 +401,16 @@ def test_a_transfer_between_chips_occupies_their_pcie_links() -> None:
     rep = ctx.report()
     assert rep.roofline.bytes["PCIe"] == 2 * 1024 * 4 + 1024 * 4
     assert rep.roofline.path_cycles["PCIe"] == pytest.approx(3 * 1024 * 4 / (30 * 2))
+
+
+def test_fetch_reports_its_longest_same_bank_run() -> None:
+    # i32 rows of 32 elements (128 bytes): walking down a column stays in one bank (address bits 3–6, L2878);
+    # C = 0 and C = 1 share the bank's 8 bytes, so the run is two columns of 128 rows
+    ax = AxisSet(R=128, C=8)
+    ctx = _ctx()
+    x = np.arange(128 * 8, dtype=np.int32).reshape(128, 8)
+    d = place_dm(ctx, x, i32, ax.m["1"], ax.m["1 # 2"], ax.m["1 # 256"], ax.m["R, C # 32"], 0, axes="R C")
+    column = ctx.main.begin(d.view()).fetch(i32, ax.m["C, R"], ax.m["1 # 2"])
+    assert column.reports[-1].bank_run == 256 >= RNGD.dm.bank_starvation_limit
+    rows = ctx.main.begin(d.view()).fetch(i32, ax.m["R"], ax.m["C # 32"])
+    assert rows.reports[-1].bank_run == 1  # 128-byte fetches sweep all 16 banks

@@ -47,16 +47,30 @@ def dma_lane(chip: int, engine: int) -> Lane:
     return (chip, f"dma{engine}")
 
 
-def user_location() -> str:
-    """``file:line`` of the innermost caller outside the visa package (the user's line that issued the
-    operation); empty if every frame is inside visa."""
-    frame = sys._getframe(1)
+def _user_frame() -> tuple[str, int, int]:
+    """``(file, line, depth)`` of the innermost frame outside the visa package, ``depth`` counted from the
+    caller of this function (``("", 0, 1)`` if every frame is inside visa)."""
+    frame = sys._getframe(2)
+    depth = 1
     while frame is not None:
         name = os.path.abspath(frame.f_code.co_filename)
         if not name.startswith(_VISA_DIR + os.sep):
-            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+            return frame.f_code.co_filename, frame.f_lineno, depth
         frame = frame.f_back  # type: ignore[assignment]
-    return ""
+        depth += 1
+    return "", 0, 1
+
+
+def user_location() -> str:
+    """``file:line`` of the innermost caller outside the visa package (the user's line that issued the
+    operation); empty if every frame is inside visa."""
+    path, line, _ = _user_frame()
+    return f"{path}:{line}" if path else ""
+
+
+def _bits(mask: int) -> list[int]:
+    """The indices of a bitmask's set bits, ascending."""
+    return [i for i in range(mask.bit_length()) if mask >> i & 1]
 
 
 @dataclass(frozen=True)
@@ -183,7 +197,7 @@ class Schedule:
         reports = tuple(engines)
         if cycles is None:
             cycles = max((r.cycles for r in reports), default=0) + sum(r.latency for r in reports)
-        chips = [i for i in range((reads + writes).chips().bit_length()) if (reads + writes).chips() >> i & 1]
+        chips = _bits((reads + writes).chips())
         lane_list = list(lanes) if lanes is not None else list(self.default_lanes(track, chips))
         notes: list[str] = []
         bank_run = max((r.bank_run for r in reports), default=0)
@@ -196,7 +210,7 @@ class Schedule:
                     "engines (manual L2841–2842, L2922)")
             notes.append(note)
             self.warnings.append(note)
-            warnings.warn(note, BankStarvationWarning, stacklevel=2)
+            warnings.warn(note, BankStarvationWarning, stacklevel=_user_frame()[2] + 1)
         issue = self.ops[-1].start if self.ops else 0
         self.active = [a for a in self.active if a.end > issue]
         # when each constraint is met, and by which operation
