@@ -69,15 +69,6 @@ def intervals_overlap(alo: IntArray, ahi: IntArray, blo: IntArray, bhi: IntArray
     return bool(np.any(blo[np.minimum(k, blo.size - 1)][ok] < ahi[ok]))
 
 
-def intersection_bytes(alo: IntArray, ahi: IntArray, blo: IntArray, bhi: IntArray) -> int:
-    """Bytes two sorted disjoint interval sets share."""
-    if alo.size == 0 or blo.size == 0:
-        return 0
-    lo = np.maximum(alo[:, None], blo[None, :])
-    hi = np.minimum(ahi[:, None], bhi[None, :])
-    return int(np.clip(hi - lo, 0, None).sum())
-
-
 @dataclass(frozen=True, eq=False)
 class Span:
     """One memory's region set: ``chips`` × ``units`` × ``rows`` × byte intervals ``[lo[i], hi[i])``.
