@@ -260,8 +260,8 @@ class Schedule:
 
     def critical_path(self) -> list[Operation]:
         """The chain of operations that fixes the makespan: from the last to finish back through the operation
-        whose end fixed each one's start (an operation that started when issued continues the chain through the
-        operation issued before it)."""
+        whose end fixed each one's start (an operation that started when issued, with the one written before
+        it, continues the chain through what fixed that one's start)."""
         if not self.ops:
             return []
         op: Operation | None = max(self.ops, key=lambda o: (o.end, -o.index))
@@ -270,11 +270,10 @@ class Schedule:
         while op is not None and op.index not in seen:
             seen.add(op.index)
             path.append(op)
-            if op.waits_for is not None:
-                op = self.ops[op.waits_for]
-            elif op.start > 0 and op.index > 0:
-                op = self.ops[op.index - 1]
-            else:
-                op = None
+            cur = op
+            # an operation that started when issued started with the one before it: follow what fixed that one
+            while cur.waits_for is None and cur.start > 0 and cur.index > 0:
+                cur = self.ops[cur.index - 1]
+            op = self.ops[cur.waits_for] if cur.waits_for is not None else None
         path.reverse()
         return path

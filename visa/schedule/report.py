@@ -65,13 +65,15 @@ def _fmt(cycles: float) -> str:
 
 @dataclass(frozen=True)
 class TrackProfile:
-    """One resource of one chip: cycles busy, idle within the makespan, and operations run."""
+    """One resource of one chip: cycles busy, idle within the makespan, operations run, and cycles of its
+    operations that lie on the critical path (shortening those shortens the kernel)."""
 
     chip: int
     track: str
     busy: int
     idle: int
     ops: int
+    critical: int = 0
 
 
 @dataclass(frozen=True)
@@ -112,9 +114,9 @@ class KernelReport:
             lines.append(f"    {'engine':<22}{'cycles':>12}")
             for name, cyc in sorted(self.engines.items(), key=lambda kv: -kv[1]):
                 lines.append(f"    {name:<22}{cyc:>12}")
-        lines.append(f"    {'track':<22}{'busy':>12}{'idle':>12}{'ops':>8}")
+        lines.append(f"    {'track':<22}{'busy':>12}{'idle':>12}{'ops':>8}{'critical':>12}")
         for t in self.tracks:
-            lines.append(f"    {f'chip {t.chip} {t.track}':<22}{t.busy:>12}{t.idle:>12}{t.ops:>8}")
+            lines.append(f"    {f'chip {t.chip} {t.track}':<22}{t.busy:>12}{t.idle:>12}{t.ops:>8}{t.critical:>12}")
         if self.critical_path:
             names = " → ".join(f"#{i}" for i in self.critical_path)
             lines.append(f"    critical path: {names}")
@@ -180,11 +182,16 @@ def build(hw: HardwareProfile, schedule: Schedule) -> KernelReport:
             got = busy.setdefault(lane, [0, 0])
             got[0] += op.cycles
             got[1] += 1
+    path = schedule.critical_path()
+    critical: dict[tuple[int, str], int] = {}
+    for op in path:
+        for lane in op.lanes:
+            critical[lane] = critical.get(lane, 0) + op.cycles
     order = {"main": 0, "sub": 1, "pcie": 99}
-    tracks = [TrackProfile(c, t, b, span - b, n) for (c, t), (b, n) in
+    tracks = [TrackProfile(c, t, b, span - b, n, critical.get((c, t), 0)) for (c, t), (b, n) in
               sorted(busy.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 2), kv[0][1]))]
     passes = [PassProfile(op.index, op.name, op.start, op.cycles, op.source,
                           roofline(hw, [op], op.cycles, max(1, len(op.chips))))
               for op in ops if op.track == "main"]
-    return KernelReport(hw.name, span, engines, tracks, [op.index for op in schedule.critical_path()], passes,
+    return KernelReport(hw.name, span, engines, tracks, [op.index for op in path], passes,
                         roofline(hw, ops, span, _chip_count(ops)), list(schedule.warnings), list(ops))
