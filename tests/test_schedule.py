@@ -14,7 +14,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from visa import AccumulationKind, AxisSet, Context, DmTensor, HbmTensor, HostTensor, TrfAddress, bf16, i32
+from visa import (
+    AccumulationKind,
+    AxisSet,
+    Context,
+    DmTensor,
+    HbmTensor,
+    HostTensor,
+    TrfAddress,
+    bf16,
+    device,
+    i32,
+    launch,
+)
 from visa import dtypes as dt
 from visa.engines.common import EngineReport
 from visa.errors import BankStarvationWarning
@@ -423,3 +435,21 @@ def test_fetch_reports_its_longest_same_bank_run() -> None:
     assert column.reports[-1].bank_run == 256 >= RNGD.dm.bank_starvation_limit
     rows = ctx.main.begin(d.view()).fetch(i32, ax.m["R"], ax.m["C # 32"])
     assert rows.reports[-1].bank_run == 1  # 128-byte fetches sweep all 16 banks
+
+
+def test_the_kernel_roofline_covers_what_the_launched_kernel_issued() -> None:
+    @device(chip=1)
+    def kernel(ctx: Context, h: Any) -> Any:
+        return h.to_dm(m["1 # 2"], m["A / 8 # 256"], m["A % 8"], ctx.tdma, 0).to_hbm(m["A"], ctx.tdma, 1 << 20)
+
+    ctx = Context.acquire()
+    x = HostTensor.rand(i32, m["A"], np.random.default_rng(5))
+    y = launch(kernel, ctx, x.to_hbm(m["1"], m["A"], ctx.pdma, 0)).to_host(m["A"], ctx.pdma)
+    assert np.array_equal(y.numpy(), x.numpy())
+    inside = [op for op in ctx.schedule.ops if op.in_kernel]
+    assert [op.track for op in inside] == ["tdma", "tdma"] and len(ctx.schedule.ops) == 4
+    rep = ctx.report()
+    assert rep.kernel is not None and rep.kernel.cycles == inside[-1].end - inside[0].start
+    assert rep.kernel.bytes == {"DMA": 2 * 8192, "HBM": 2 * 8192} and rep.roofline.bytes["PCIe"] == 2 * 8192
+    assert rep.kernel.bound == "HBM" and rep.kernel.path_cycles["HBM"] == pytest.approx(2 * 8192 / 1500)
+    assert "kernel roofline" in str(rep) and "run roofline" in str(rep)

@@ -127,7 +127,7 @@ class Context:
             lanes = dma_lanes(self.schedule, transfer, rd, wr) if lanes is None else lanes
             traffic = dma_traffic(transfer, rd, wr) if traffic is None else traffic
         op = self.schedule.record(track, name, reports, reads=rd, writes=wr, lanes=lanes, cycles=cycles,
-                                  traffic=traffic)
+                                  traffic=traffic, in_kernel=self.num_chips is not None)
         self.live_dm.append(live_dm_bytes(self.memory.registry))
         return op
 

@@ -108,6 +108,7 @@ class Operation:
     traffic: dict[str, int] = field(default_factory=dict)
     bank_run: int = 0
     notes: tuple[str, ...] = ()
+    in_kernel: bool = False
 
     @property
     def end(self) -> int:
@@ -187,7 +188,7 @@ class Schedule:
     def record(self, track: str, name: str, engines: Iterable[EngineReport], *, reads: Footprint = EMPTY,
                writes: Footprint = EMPTY, lanes: Iterable[Lane] | None = None, ready: int = 0,
                cycles: int | None = None, traffic: dict[str, int] | None = None,
-               source: str | None = None) -> Operation:
+               source: str | None = None, in_kernel: bool = False) -> Operation:
         """Add an operation in program order and return it (its ``end`` is its outputs' ready time).
 
         Its cycles are the slowest engine's plus every engine's latency (a pipeline), unless given.  It starts
@@ -245,7 +246,7 @@ class Schedule:
                     traffic[path] = n
         op = Operation(track, name, start, cycles + stretch, reports, len(self.ops), tuple(lane_list), reads,
                        writes, tuple(deps), waits_for, stretch, user_location() if source is None else source,
-                       dict(traffic), bank_run, tuple(notes))
+                       dict(traffic), bank_run, tuple(notes), in_kernel)
         self.ops.append(op)
         self.active.append(op)
         for lane in lane_list:

@@ -92,6 +92,9 @@ class PassProfile:
 class KernelReport:
     """What :meth:`visa.Context.report` returns: the profile of everything a context ran.
 
+    ``roofline`` covers the whole run (host transfers included), ``kernel`` the operations ``@device`` kernels
+    issued (inside ``launch``), from the first one's start to the last one's end (``None`` without a launch).
+
     ``str(report)`` is the table ``visa run`` prints; :meth:`text` adds every operation and what it waited for."""
 
     device: str
@@ -101,6 +104,7 @@ class KernelReport:
     critical_path: list[int]
     passes: list[PassProfile]
     roofline: Roofline
+    kernel: Roofline | None = None
     warnings: list[str] = field(default_factory=list)
     operations: list[Operation] = field(default_factory=list)
 
@@ -108,8 +112,10 @@ class KernelReport:
         """The report as text: totals, roofline, engines, tracks, critical path, passes and (if asked) every
         operation."""
         ops = self.operations
-        lines = [f"  device {self.device}: {len(ops)} operations, {self.makespan} cycles end to end",
-                 f"    roofline: {self.roofline}"]
+        lines = [f"  device {self.device}: {len(ops)} operations, {self.makespan} cycles end to end"]
+        if self.kernel is not None:
+            lines.append(f"    kernel roofline: {self.kernel}")
+        lines.append(f"    run roofline:    {self.roofline}")
         if self.engines:
             lines.append(f"    {'engine':<22}{'cycles':>12}")
             for name, cyc in sorted(self.engines.items(), key=lambda kv: -kv[1]):
@@ -193,5 +199,10 @@ def build(hw: HardwareProfile, schedule: Schedule) -> KernelReport:
     passes = [PassProfile(op.index, op.name, op.start, op.cycles, op.source,
                           roofline(hw, [op], op.cycles, max(1, len(op.chips))))
               for op in ops if op.track == "main"]
+    inside = [op for op in ops if op.in_kernel]
+    kernel = None
+    if inside:
+        kernel = roofline(hw, inside, max(op.end for op in inside) - min(op.start for op in inside),
+                          _chip_count(inside))
     return KernelReport(hw.name, span, engines, tracks, [op.index for op in path], passes,
-                        roofline(hw, ops, span, _chip_count(ops)), list(schedule.warnings), list(ops))
+                        roofline(hw, ops, span, _chip_count(ops)), kernel, list(schedule.warnings), list(ops))
