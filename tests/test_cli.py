@@ -132,12 +132,54 @@ def test_trace_writes_one_chrome_trace_per_run(tmp_path: Path, capsys: pytest.Ca
     assert main(["trace", str(ROOT / "examples" / "constant_add.py"), "-o", str(out)]) == 0
     events = json.loads(out.read_text())["traceEvents"]
     process = [e for e in events if e["name"] == "process_name"]
-    assert [e["args"]["name"] for e in process] == ["device 0 (RNGD)"]
+    assert [e["args"]["name"] for e in process] == ["device 0 (RNGD) chip 0"]
     slices = [e for e in events if e["ph"] == "X"]
-    assert slices and all(e["pid"] == 0 and e["dur"] > 0 for e in slices)
+    assert slices and all(e["pid"] == 1 and e["tid"] > 0 and e["dur"] > 0 for e in slices)
     threads = {e["args"]["name"] for e in events if e["name"] == "thread_name"}
-    assert {"pdma", "tdma", "main"} <= threads
+    assert {"pcie", "main"} <= threads and any(t.startswith("dma") for t in threads)
     assert f"wrote {out}" in capsys.readouterr().out
+
+
+def test_trace_of_a_failing_run_is_written_up_to_the_failure(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, "fails.py", '''
+        import numpy as np
+        from visa import Context, HostTensor, axes, i32, m
+
+        axes(N=256)
+
+        def main() -> None:
+            ctx = Context.acquire()
+            x = HostTensor.from_numpy(np.arange(256, dtype=np.int32), i32, m["N"])
+            x.to_hbm(m["1"], m["N"], ctx.pdma, 0)
+            assert False, "the check fails after one DMA"
+        ''')
+    out = tmp_path / "trace.json"
+    assert main(["trace", str(path), "-o", str(out)]) == 1
+    events = json.loads(out.read_text())["traceEvents"]
+    assert [e["name"] for e in events if e["ph"] == "X"] and "up to the failure" in capsys.readouterr().out
+
+
+def test_run_reports_every_context_even_garbage_collected_ones(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, "many.py", '''
+        import gc
+        import numpy as np
+        from visa import Context, HostTensor, axes, i32, m
+
+        axes(N=64)
+
+        def one() -> None:
+            ctx = Context.acquire()
+            HostTensor.from_numpy(np.arange(64, dtype=np.int32), i32, m["N"]).to_hbm(m["1"], m["N"], ctx.pdma, 0)
+
+        def main() -> None:
+            for _ in range(3):
+                one()
+                gc.collect()
+        ''')
+    assert main(["run", str(path)]) == 0
+    assert capsys.readouterr().out.count("device RNGD") == 3
 
 
 def test_check_enables_the_plugin_without_a_project_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -92,15 +92,15 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _trace(args: argparse.Namespace) -> int:
-    from visa.context import acquired_contexts
+    from visa.context import trace_all
 
-    if not run_file(Path(args.file), verbose=False):
-        return 1
-    events = [ev for pid, ctx in enumerate(acquired_contexts()) for ev in ctx.trace(pid=pid)["traceEvents"]]
+    ok = run_file(Path(args.file), verbose=False)
+    trace = trace_all()  # a failed run still writes what it scheduled up to the failure (issue 11)
     with open(args.output, "w") as fh:
-        json.dump({"traceEvents": events, "displayTimeUnit": "ns"}, fh)
-    print(f"wrote {args.output}: {len(events)} events (open it in https://ui.perfetto.dev)")
-    return 0
+        json.dump(trace, fh)
+    what = "" if ok else " up to the failure"
+    print(f"wrote {args.output}: {len(trace['traceEvents'])} events{what} (open it in https://ui.perfetto.dev)")
+    return 0 if ok else 1
 
 
 def _project_config() -> tuple[str | None, bool]:

@@ -2,9 +2,10 @@
 
 ``Context.acquire(hw=RNGD)`` gives exclusive access to a (simulated) device: its memories, the two DMA
 contexts ``ctx.pdma`` (host ↔ HBM, PCIe) and ``ctx.tdma`` (HBM ↔ DM), and the two Tensor Unit contexts
-``ctx.main`` and ``ctx.sub`` (L150–155).  Every operation is recorded on its track with its simulated
-cycles; :meth:`Context.report` prints the per-engine cycle table and :meth:`Context.trace` the timeline.
-The host side is synchronous (design API.md §1).
+``ctx.main`` and ``ctx.sub`` (L150–155).  Every operation is recorded with the bytes it reads and writes and
+the resources it occupies (:mod:`visa.schedule`, which holds the rules); :meth:`Context.report` returns the
+kernel's profile and roofline and :meth:`Context.trace` the timeline as a Chrome trace.  The host side is
+synchronous (design API.md §1).
 """
 
 from __future__ import annotations
@@ -12,80 +13,40 @@ from __future__ import annotations
 import functools
 import inspect
 import json
-import weakref
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from visa.engines.common import EngineReport
 from visa.errors import HardwareLimitError, LayoutError, TypestateError, VisaError
 from visa.hw import RNGD, HardwareProfile
 from visa.memory.device import DeviceMemory
+from visa.memory.footprint import Footprint
+from visa.schedule import Lane, Operation, Schedule, dma_lanes, dma_traffic, footprint, live_dm_bytes
+from visa.schedule import report as profile
+from visa.schedule import trace as tracing
 from visa.stream import TuContext
 from visa.tensors.device import DmaContext
 
 if TYPE_CHECKING:
-    from visa.tensors.handles import DeviceTensor
+    from visa.engines.dma.config import DmaPlan
 
 __all__ = ["Context", "DmaContext", "TuContext", "EngineReport", "Operation", "Schedule", "device", "launch",
-           "acquired_contexts", "report_all", "reset_acquired"]
+           "acquired_contexts", "report_all", "reset_acquired", "trace_all"]
 
 
-@dataclass
-class Operation:
-    """One operation on one track: a DMA, or a Tensor Unit pipeline pass (fetch … commit); manual
-    "Scheduling", L7042–7070."""
-
-    track: str
-    name: str
-    start: int
-    cycles: int
-    engines: tuple[EngineReport, ...] = ()
-
-    @property
-    def end(self) -> int:
-        """The cycle the operation finishes: its outputs are ready then."""
-        return self.start + self.cycles
-
-
-@dataclass
-class Schedule:
-    """Operations per track (pdma, tdma, main, sub).  An operation starts when its track is free and its
-    inputs are ready; a context runs one operation at a time (manual L2930, "Scheduling", L7042)."""
-
-    ops: list[Operation] = field(default_factory=list)
-    free_at: dict[str, int] = field(default_factory=dict)
-
-    def record(self, track: str, name: str, engines: Iterable[EngineReport], *, ready: int = 0,
-               cycles: int | None = None) -> Operation:
-        """Add an operation; its cycles are the slowest engine's plus the others' latencies (a pipeline)."""
-        reports = tuple(engines)
-        if cycles is None:
-            cycles = max((r.cycles for r in reports), default=0) + sum(r.latency for r in reports)
-        start = max(self.free_at.get(track, 0), ready)
-        op = Operation(track, name, start, cycles, reports)
-        self.ops.append(op)
-        self.free_at[track] = op.end
-        return op
-
-    @property
-    def makespan(self) -> int:
-        """Cycles from the first operation's start to the last one's end."""
-        return max((op.end for op in self.ops), default=0)
-
-
-_ACQUIRED: list[weakref.ReferenceType[Context]] = []
+_ACQUIRED: list[Context] = []
 
 
 def acquired_contexts() -> list[Context]:
-    """Contexts acquired since the last reset (``visa run`` prints their reports, design API.md §6)."""
-    return [c for c in (r() for r in _ACQUIRED) if c is not None]
+    """Every context acquired since the last reset, garbage-collected or not (``visa run`` prints their reports,
+    design API.md §6): the list holds them until :func:`reset_acquired`."""
+    return list(_ACQUIRED)
 
 
 class Context:
     """Exclusive access to a simulated device (manual ``Context::acquire()``, L39)."""
 
-    __slots__ = ("hw", "memory", "pdma", "tdma", "main", "sub", "schedule", "num_chips", "__weakref__")
+    __slots__ = ("hw", "memory", "pdma", "tdma", "main", "sub", "schedule", "num_chips", "live_dm", "__weakref__")
 
     def __init__(self, hw: HardwareProfile = RNGD) -> None:
         self.hw = hw
@@ -94,21 +55,51 @@ class Context:
         self.tdma = DmaContext(self, "tdma")
         self.main = TuContext(self, "main")
         self.sub = TuContext(self, "sub")
-        self.schedule = Schedule()
+        self.schedule = Schedule(hw)
         self.num_chips: int | None = None  # the running kernel's chip count (L1079); None on the host
+        self.live_dm: list[dict[int, int]] = []  # DM bytes per chip held by live tensors after each operation
 
     @classmethod
     def acquire(cls, hw: HardwareProfile = RNGD) -> Context:
         """A fresh device with the given hardware profile (default RNGD; ``hw=RNGD_S`` for the other)."""
         ctx = cls(hw)
-        _ACQUIRED.append(weakref.ref(ctx))
+        _ACQUIRED.append(ctx)
         return ctx
 
-    def record(self, track: str, name: str, engines: Iterable[EngineReport], *,
-               inputs: Iterable[DeviceTensor | None] = (), cycles: int | None = None) -> Operation:
-        """Schedule an operation after its inputs are ready; returns it (its ``end`` is the outputs' ready time)."""
-        ready = max((t.ready_at for t in inputs if t is not None), default=0)
-        return self.schedule.record(track, name, engines, ready=ready, cycles=cycles)
+    def record(self, track: str, name: str, engines: Iterable[EngineReport], *, inputs: Iterable[Any] = (),
+               reads: Iterable[Any] = (), writes: Iterable[Any] = (), lanes: Iterable[Lane] | None = None,
+               cycles: int | None = None, traffic: dict[str, int] | None = None,
+               transfer: DmaPlan | None = None, extra_lanes: Iterable[Lane] = (),
+               extra_traffic: dict[str, int] | None = None) -> Operation:
+        """Schedule an operation (the rules are :meth:`visa.schedule.Schedule.record`'s); returns it, its ``end``
+        being the outputs' ready time.
+
+        ``reads`` and ``writes`` are what it touches: tensors, views, tiles, or explicit
+        :class:`~visa.memory.footprint.Footprint` / :class:`~visa.memory.footprint.Span` objects; ``inputs``
+        (tensors it reads) are added to ``reads``.  ``lanes`` are the ``(chip, resource)`` pairs it occupies
+        (default: its track on each chip it touches); ``traffic`` the bytes per roofline path (default: its
+        HBM and DM footprints).  A DMA passes its plan as ``transfer``: its lanes are then the engines the plan
+        spreads over and the PCIe links it crosses, its traffic the bytes it moves (:mod:`visa.schedule.resources`);
+        ``extra_lanes`` and ``extra_traffic`` add what the plan alone does not show (a chip shuffle's PCIe links
+        and bytes, L2389, L2845).
+        """
+        reports = tuple(engines)
+        rd: Footprint = footprint(*inputs, *reads)
+        wr: Footprint = footprint(*writes)
+        if transfer is not None:
+            lanes = dma_lanes(self.schedule, transfer, rd, wr) if lanes is None else lanes
+            traffic = dma_traffic(transfer, rd, wr) if traffic is None else traffic
+        if extra_lanes:
+            base = tuple(lanes) if lanes is not None else self.schedule.default_lanes(track, _chips(rd + wr))
+            lanes = base + tuple(lane for lane in extra_lanes if lane not in base)
+        if extra_traffic:
+            traffic = dict(traffic or {})
+            for path, nbytes in extra_traffic.items():
+                traffic[path] = max(traffic.get(path, 0), nbytes)
+        op = self.schedule.record(track, name, reports, reads=rd, writes=wr, lanes=lanes, cycles=cycles,
+                                  traffic=traffic, in_kernel=self.num_chips is not None)
+        self.live_dm.append(live_dm_bytes(self.memory.registry))
+        return op
 
     # -- reports -----------------------------------------------------------------------------------------
     def engine_cycles(self) -> dict[str, int]:
@@ -119,44 +110,31 @@ class Context:
                 out[r.engine] = out.get(r.engine, 0) + r.cycles
         return out
 
-    def report(self) -> str:
-        """A per-engine and per-track cycle table, followed by the operations in order."""
-        lines = [f"  device {self.hw.name}: {len(self.schedule.ops)} operations, "
-                 f"{self.schedule.makespan} cycles end to end"]
-        per_engine = self.engine_cycles()
-        if per_engine:
-            lines.append(f"    {'engine':<22}{'cycles':>12}")
-            for name, cyc in sorted(per_engine.items(), key=lambda kv: -kv[1]):
-                lines.append(f"    {name:<22}{cyc:>12}")
-        tracks: dict[str, int] = {}
-        for op in self.schedule.ops:
-            tracks[op.track] = tracks.get(op.track, 0) + op.cycles
-        lines.append(f"    {'track':<22}{'busy':>12}")
-        for name, busy in tracks.items():
-            lines.append(f"    {name:<22}{busy:>12}")
-        lines.append(f"    {'operation':<40}{'track':<8}{'start':>10}{'cycles':>10}")
-        for op in self.schedule.ops:
-            lines.append(f"    {op.name[:39]:<40}{op.track:<8}{op.start:>10}{op.cycles:>10}")
-        return "\n".join(lines)
+    def report(self) -> profile.KernelReport:
+        """The kernel's profile: per track busy and idle, the critical path, per main pass and overall the
+        roofline (:mod:`visa.schedule.report`); ``str()`` of it is the table ``visa run`` prints."""
+        return profile.build(self.hw, self.schedule)
+
+    def report_text(self) -> str:
+        """:meth:`report` as text (totals, roofline, engines, tracks, passes and every operation)."""
+        return self.report().text()
 
     def trace(self, pid: int = 0) -> dict[str, Any]:
-        """The schedule as a Chrome trace (open in Perfetto): the device is process ``pid`` (``visa trace``
-        numbers the devices of a run), with one row per track and one slice per operation (L7042–7070)."""
-        events: list[dict[str, Any]] = [{"name": "process_name", "ph": "M", "pid": pid,
-                                         "args": {"name": f"device {pid} ({self.hw.name})"}}]
-        tids = {name: k for k, name in enumerate(["pdma", "tdma", "main", "sub"])}
-        for op in self.schedule.ops:
-            tid = tids.setdefault(op.track, len(tids))
-            events.append({"name": op.name, "ph": "X", "pid": pid, "tid": tid, "ts": op.start, "dur": op.cycles,
-                           "args": {r.engine: f"{r.config} ({r.cycles} cycles)" for r in op.engines}})
-        for name, tid in tids.items():
-            events.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": name}})
-        return {"traceEvents": events, "displayTimeUnit": "ns"}
+        """The schedule as a Chrome trace (open it in https://ui.perfetto.dev): device ``pid`` of a run (``visa
+        trace`` numbers the devices), a process per chip and a thread per resource (:mod:`visa.schedule.trace`)."""
+        return {"traceEvents": tracing.events(self.schedule, self.hw, pid, self.live_dm),
+                "displayTimeUnit": "ns", "otherData": {"clock_hz": self.hw.clocks.core_hz}}
 
     def write_trace(self, path: str) -> None:
         """Write :meth:`trace` as JSON."""
         with open(path, "w") as fh:
             json.dump(self.trace(), fh)
+
+
+def _chips(fp: Footprint) -> list[int]:
+    """The chips a footprint touches."""
+    mask = fp.chips()
+    return [c for c in range(mask.bit_length()) if mask >> c & 1]
 
 
 P = ParamSpec("P")
@@ -212,10 +190,17 @@ def launch(kernel: Callable[..., R], ctx: Context, *args: Any) -> R:
         ctx.num_chips = previous  # back on the host: the next launch may use another chip count
 
 
-def report_all() -> str:
+def report_all(*, operations: bool = False) -> str:
     """The reports of every context acquired since the last :func:`reset_acquired` (``visa run``, design API.md
-    §6)."""
-    return "\n".join(c.report() for c in acquired_contexts() if c.schedule.ops)
+    §6); each operation listed too if ``operations``."""
+    return "\n".join(c.report().text(operations=operations) for c in acquired_contexts() if c.schedule.ops)
+
+
+def trace_all() -> dict[str, Any]:
+    """One Chrome trace of every context acquired since the last reset (``visa trace``): device ``d``'s chips
+    are processes ``d · 64 + chip + 1``."""
+    events = [ev for d, ctx in enumerate(acquired_contexts()) for ev in ctx.trace(pid=d)["traceEvents"]]
+    return {"traceEvents": events, "displayTimeUnit": "ns"}
 
 
 def reset_acquired() -> None:

@@ -190,3 +190,9 @@ class ResourceError(VisaError):
     """A hardware unit is used twice in one pass (for example an ALU, manual "Vector Engine")."""
 
     code = "V900"
+
+
+class BankStarvationWarning(UserWarning):
+    """A Tensor Unit operation accesses one DM bank 64 or more times in a row: run concurrently with a DMA it
+    would starve the DMA and trip the NoC timeout (manual L2841–2842, L2897–2941).  The scheduler runs it as if
+    it occupied the DMA engines of its chips (the compiler's behaviour, L2922) and warns."""

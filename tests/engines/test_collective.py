@@ -178,6 +178,10 @@ def test_shuffle_cycles_startup_plus_pcie_l2472_l2845(n: int) -> None:
     op = ctx.schedule.ops[-1]
     assert op.track == "tdma"
     assert op.cycles == STARTUP + math.ceil(row / PCIE)  # 500 + 274 = 774 for 8 KiB
+    # on the schedule: every chip's PCIe link is busy (each sends and receives a row), and the PCIe path
+    # carries the bytes that cross chips (L2389, L2845)
+    assert {c for c, lane in op.lanes if lane == "pcie"} == set(range(n))
+    assert op.traffic["PCIe"] == n * row
 
 
 def test_shuffle_pcie_bytes_and_growth() -> None:
@@ -188,6 +192,7 @@ def test_shuffle_pcie_bytes_and_growth() -> None:
         t, _ = rows(ctx, ax, n)
         src = t.view().chip_shuffle([1, 0, 2, 3])  # chips 2 and 3 keep their rows: no PCIe for them
         out = src.to_dm(ax.m["1 # 2"], ax.m["S"], ax.m["D"], ctx.tdma, 1 << 16)
+        assert {c for c, lane in ctx.schedule.ops[-1].lanes if lane == "pcie"} == {0, 1}
         del out
         from visa.engines.dma.config import Side
         from visa.engines.dma.plan import plan

@@ -450,3 +450,27 @@ def test_gather_and_scatter_agree_with_numpy(v: int, d: int, t: int, inner: bool
         want = np.zeros((v, d), np.int32)
         want[idx] = tab[idx]
         assert np.array_equal(dst.logical("V D"), want)
+
+
+def test_in_place_write_is_ordered_against_its_readers_by_bytes_l7042() -> None:
+    """An in-place DMA is ordered by the bytes it writes ("Scheduling", L7042–7070): it waits for an earlier
+    DMA reading the same cache (write after read), a read of another tile issued next does not (independent
+    bytes, another DMA engine), and a read of the written tile waits for it (read after write, through the
+    tile)."""
+    ax = AxisSet(S=8, D=64)
+    m = ax.m
+    ctx = Context.acquire()
+    cache = _hbm(ctx, np.zeros((8, 64), np.int32), dt.i32, m, "S, D", "S D", 0)
+    new = _hbm(ctx, np.ones(64, np.int32), dt.i32, m, "D", "D", 8 * MB)
+    before = cache.view().to_hbm(m["1"], m["S, D"], ctx.tdma, 16 * MB)
+    read_before = ctx.schedule.ops[-1]
+    new.to_hbm_view(cache.view().tile(m["S"], 1, m["S = 1, D"], 5), ctx.tdma)
+    write = ctx.schedule.ops[-1]
+    assert write.start >= read_before.end  # WAR: the whole cache was being read
+    cache.view().tile(m["S"], 1, m["S = 1, D"], 2).to_hbm(m["1"], m["S = 1, D"], ctx.tdma, 32 * MB)
+    other = ctx.schedule.ops[-1]
+    assert other.start < write.end  # other bytes: no dependency on the write (issued in order, L7046-7055)
+    cache.view().tile(m["S"], 1, m["S = 1, D"], 5).to_hbm(m["1"], m["S = 1, D"], ctx.tdma, 24 * MB)
+    raw = ctx.schedule.ops[-1]
+    assert raw.start >= write.end  # RAW through the tile
+    assert before.logical("S D").sum() == 0

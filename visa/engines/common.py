@@ -77,7 +77,10 @@ class EngineReport:
     """What one engine did in one operation: its configuration (in the manual's notation) and its cycles.
 
     ``latency`` is the fill latency the engine adds to a pipeline pass (a pass costs its slowest engine's
-    cycles plus every engine's latency).
+    cycles plus every engine's latency).  ``nbytes`` is the bytes the engine moved to or from memory (DMA,
+    fetch, commit, register-file loads), ``macs`` the multiply-accumulates it performed in ``mac_dtype``
+    (the Contraction Engine), ``bank_run`` its longest run of consecutive accesses to one DM bank (fetch;
+    the bank-starvation rule, L2897–2941).  The schedule's roofline adds them up.
     """
 
     engine: str
@@ -85,6 +88,10 @@ class EngineReport:
     cycles: int
     latency: int = 0
     details: tuple[tuple[str, object], ...] = ()
+    nbytes: int = 0
+    macs: int = 0
+    mac_dtype: str = ""
+    bank_run: int = 0
 
     def __str__(self) -> str:
         return f"{self.engine}: {self.config} ({self.cycles} cycles)"

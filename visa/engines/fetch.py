@@ -698,3 +698,18 @@ def _subtract(values: npt.NDArray[Any], known: BoolArray, cfg: FetchConfig, tsel
 def cycles(cfg: FetchConfig) -> int:
     """``Time::SIZE × ceil(packet_size / fetch_size)`` (manual L2060), the packet counted in bytes (L2063–2110)."""
     return cfg.time.size * cfg.fetches_per_packet
+
+
+def bank_run(hw: HardwareProfile, cfg: FetchConfig, bit_base: int, sample: int = 1 << 14) -> int:
+    """The longest run of consecutive fetches whose first byte falls in the same DM bank (bits 3–6, L2878),
+    over the first ``sample`` elements: the count the bank-starvation rule limits (L2897–2941).  A fetch reads
+    ``fetch_size`` bytes; sequential fetches walk the banks, a stride that is a multiple of 128 bytes (or a
+    re-read of one address) stays on one."""
+    addr = cfg.sequencer.addresses()[:sample]
+    if addr.size == 0:
+        return 0
+    per = max(1, (cfg.fetch_size * 8) // cfg.src.size_bits)
+    first = (bit_base + addr[::per] * cfg.src.size_bits) // 8
+    banks = (first >> hw.dm.bank_bits[0]) & ((1 << len(hw.dm.bank_bits)) - 1)
+    edges = np.concatenate([[-1], np.flatnonzero(np.diff(banks) != 0), [banks.size - 1]])
+    return int(np.diff(edges).max())

@@ -411,6 +411,13 @@ class ContractionEngine:
         """Elements a Row's tree reduces at its maximum depth: 2**depth (L4388: i4 128, i8/f8 64, bf16 32)."""
         return 1 << self.max_tree_depth[dtype]
 
+    def macs_per_slice_cycle(self, dtype: str) -> int:
+        """Multiply-accumulates one slice's Contraction Engine performs per cycle at full rate: every Row
+        multiplies a 64-byte operand pair at depth 0 (L4378–4388), i.e. ``rows × 2**depth`` (i8: 8 × 64 = 512).
+        A dtype without a tree depth (not a contraction input) counts as the widest, i4."""
+        depth = self.max_tree_depth.get(dtype, max(self.max_tree_depth.values()))
+        return self.rows * (1 << depth)
+
 
 @dataclass(frozen=True, kw_only=True)
 class VectorEngine:

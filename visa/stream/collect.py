@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from visa.stream.stages import CollectTensor, StreamTensor
     from visa.tensors.handles import TrfAddress, TrfTensor, VrfTensor
 
-__all__ = ["collect", "to_trf", "to_vrf", "record_pass", "input_regions"]
+__all__ = ["collect", "to_trf", "to_vrf", "record_pass", "pass_reads", "input_regions"]
 
 
 def collect(stream: StreamTensor[Any, Any, Any, Any, Any, Any], time: Mapping,
@@ -41,12 +41,22 @@ def collect(stream: StreamTensor[Any, Any, Any, Any, Any, Any], time: Mapping,
     return stream.then(CollectTensor, lay.with_(time=time, packet=packet), data, *reports)
 
 
-def record_pass(stream: StreamTensor[Any, Any, Any, Any, Any, Any], report: EngineReport) -> int:
+def pass_reads(stream: StreamTensor[Any, Any, Any, Any, Any, Any]) -> tuple[Any, ...]:
+    """What the pass reads: the DM views it fetches (only their bytes: a tile is not its whole tensor) and every
+    other memory tensor it reads (TRF weights, VRF operands)."""
+    views = tuple(stream.extra.get("views", ()))
+    fetched = {id(v.base) for v in views}
+    return views + tuple(t for t in stream.inputs if id(t) not in fetched)
+
+
+def record_pass(stream: StreamTensor[Any, Any, Any, Any, Any, Any], report: EngineReport,
+                writes: tuple[Any, ...] = ()) -> int:
     """Record the whole pass (every engine's report and this terminal one) on the stream's context track (one
-    pass through the pipeline, L3010–3053); returns the cycle at which it ends (its outputs' ready time)."""
+    pass through the pipeline, L3010–3053), reading :func:`pass_reads` and writing ``writes`` (tensors or
+    views); returns the cycle at which it ends (its outputs' ready time)."""
     reports = stream.reports + (report,)
     name = " → ".join(r.engine for r in reports)
-    op = stream.ctx.record(stream.tu.kind, name, reports, inputs=stream.inputs)
+    op = stream.ctx.record(stream.tu.kind, name, reports, reads=pass_reads(stream), writes=writes)
     return op.end
 
 
@@ -73,7 +83,7 @@ def to_trf(stream: CollectTensor[Any, Any, Any, Any, Any, Any], row: Mapping, el
         call="to_trf")
     images = [ctx.memory.chip(c).trf for c in range(lay.chip.size)]
     engine.execute_load(cfg, stream.data, images, tensor.element_bit_offset())
-    tensor.ready_at = record_pass(stream, EngineReport("to_trf", str(cfg), engine.load_cycles(cfg)))
+    tensor.ready_at = record_pass(stream, EngineReport("to_trf", str(cfg), engine.load_cycles(cfg)), (tensor,))
     return tensor
 
 
@@ -89,5 +99,5 @@ def to_vrf(stream: CollectTensor[Any, Any, Any, Any, Any, Any], element: Mapping
         ctx, lay.dtype, lay.chip, lay.cluster, lay.slice, element, address, reads=input_regions(stream), call="to_vrf")
     images = [ctx.memory.chip(c).vrf for c in range(lay.chip.size)]
     engine.execute_load(cfg, stream.data, images, tensor.element_bit_offset())
-    tensor.ready_at = record_pass(stream, EngineReport("to_vrf", str(cfg), engine.load_cycles(cfg)))
+    tensor.ready_at = record_pass(stream, EngineReport("to_vrf", str(cfg), engine.load_cycles(cfg)), (tensor,))
     return tensor

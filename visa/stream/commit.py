@@ -39,8 +39,11 @@ def _plan(stream: StreamTensor[Any, Any, Any, Any, Any, Any], element: Mapping,
 
 
 def _report(cfg: engine.CommitConfig, address: int) -> EngineReport:
+    slices = sum(bin(b).count("1") for b in cfg.bitmaps)  # per chip
+    nbytes = cfg.elements_written * cfg.time.size * cfg.dtype.size_bits // 8 * slices * cfg.chip.size
     return EngineReport("commit", cfg.describe(address), engine.cycles(cfg),
-                        details=(("commit_in_size", cfg.commit_in_size), ("commit_size", cfg.commit_size)))
+                        details=(("commit_in_size", cfg.commit_in_size), ("commit_size", cfg.commit_size)),
+                        nbytes=nbytes)
 
 
 def commit(stream: StreamTensor[Any, Any, Any, Any, Any, Any], element: Mapping,
@@ -55,7 +58,7 @@ def commit(stream: StreamTensor[Any, Any, Any, Any, Any, Any], element: Mapping,
                                                          address, reads=input_regions(stream), call="commit")
     images = [ctx.memory.chip(c).dm for c in range(lay.chip.size)]
     engine.execute(cfg, stream.data, images, address * 8)
-    tensor.ready_at = record_pass(stream, _report(cfg, address))
+    tensor.ready_at = record_pass(stream, _report(cfg, address), (tensor,))
     return tensor
 
 
@@ -80,4 +83,5 @@ def commit_view(stream: StreamTensor[Any, Any, Any, Any, Any, Any], view: Any) -
     engine.execute(cfg, stream.data, images, base.address * 8 + view.offset * lay.dtype.image_bits)
     if base.region is not None:
         ctx.memory.registry.note_write(base.region, call=call, writer=base.describe())
-    base.ready_at = record_pass(stream, _report(cfg, base.address + view.offset * lay.dtype.size_bits // 8))
+    base.ready_at = record_pass(stream, _report(cfg, base.address + view.offset * lay.dtype.size_bits // 8),
+                                (view,))

@@ -208,9 +208,12 @@ def contract(
         return engine.contract_values(align_plan, plan, act, act_known, window, valid)
 
     cyc, lat = engine.contract_cycles(plan, align_plan.out_time)
+    held = (int(np.count_nonzero(valid)) * int(np.count_nonzero(layout.time.evaluate().valid))
+            * int(np.count_nonzero(layout.packet.evaluate().valid)))
     report = EngineReport("reducer.tree", plan.describe(), cyc, latency=lat,
                           details=(("depth", plan.depth), ("tree_depth", plan.tree_depth),
-                                   ("outputs_per_row", plan.columns), ("rows", align_plan.rows)))
+                                   ("outputs_per_row", plan.columns), ("rows", align_plan.rows)),
+                          macs=held * align_plan.rows, mac_dtype=layout.dtype.name)
     out_layout = layout.with_(dtype=plan.out_dtype, packet=packet)
     extra = {**stream.extra, "contract": plan}
     return ContractionTensor(stream.tu, out_layout, DeferredData(compute), stream.reports + (report,), stream.inputs,

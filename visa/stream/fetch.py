@@ -9,6 +9,7 @@ the :class:`~visa.stream.stages.FetchTensor`.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -75,6 +76,11 @@ def begin_interleaved(tu: TuHandle, axis: Mapping, lhs: DmTensorView[Any, Any, A
     return BeginTensor(tu, layout, _placeholder(layout), (), inputs, {"views": (a, b), "interleave": axis})
 
 
+def _units(lay: StreamLayout) -> int:
+    """Slices per chip a stream occupies (its valid Cluster × Slice positions)."""
+    return (int(np.count_nonzero(lay.cluster.evaluate().valid)) * int(np.count_nonzero(lay.slice.evaluate().valid)))
+
+
 def fetch(stream: BeginTensor[Any, Any, Any, Any, Any, Any], dtype: Any, time: Mapping, packet: Mapping, *,
           table: Any = None, zero_points: tuple[int, ...] | None = None) -> FetchTensor[Any, Any, Any, Any, Any, Any]:
     """``fetch::<D2, Time2, Packet2>()`` (L1700–1718), with an optional table (L1949) or zero points (L2030)."""
@@ -104,6 +110,9 @@ def fetch(stream: BeginTensor[Any, Any, Any, Any, Any, Any], dtype: Any, time: M
     data = engine.execute(cfg, images, bases, table)
     report = EngineReport("fetch", cfg.describe([b // 8 for b in bases]), engine.cycles(cfg), cfg.latency,
                           details=(("fetch_size", cfg.fetch_size), ("fetches_per_packet", cfg.fetches_per_packet),
-                                   ("contiguous_sram_access_size", cfg.contiguous_sram_access_size)))
+                                   ("contiguous_sram_access_size", cfg.contiguous_sram_access_size)),
+                          nbytes=int(np.count_nonzero(lay.chip.evaluate().valid))
+                          * math.prod(e.size for e in cfg.sequencer.entries) * lay.dtype.size_bits // 8 * _units(lay),
+                          bank_run=max(engine.bank_run(hw, cfg, b) for b in bases))
     layout = StreamLayout(dst, lay.chip, lay.cluster, lay.slice, time, packet)
     return stream.then(FetchTensor, layout, data, report, fetch=cfg)

@@ -39,10 +39,12 @@ __all__ = ["ShuffledSource", "record", "shuffled_move", "asymmetric_slice"]
 Stream = tuple[Mapping, Mapping]
 
 
-def record(ctx: Device, track: str, name: str, reports: Sequence[EngineReport],
-           inputs: Sequence[DeviceTensor | None]) -> Recorded:
-    """Put a collective's operation on the schedule (the one place this module touches it)."""
-    return ctx.record(track, name, reports, inputs=inputs)
+def record(ctx: Device, track: str, name: str, reports: Sequence[EngineReport], reads: Sequence[Any],
+           writes: Sequence[Any], **placement: Any) -> Recorded:
+    """Put a collective's operation on the schedule (the one place this module touches it): it reads ``reads``
+    and writes ``writes``; ``placement`` says which lanes and paths it occupies (``transfer=``, ``extra_lanes=``,
+    ``extra_traffic=``, :meth:`visa.context.Context.record`)."""
+    return ctx.record(track, name, reports, reads=reads, writes=writes, **placement)
 
 
 #: The staged view's type (``ShuffledSource[DmTensorView[i32, …]]``), so that the mypy plugin knows the source's
@@ -153,7 +155,13 @@ def shuffled_move(src: ShuffledSource, medium: str, levels: dict[str, Mapping], 
         ("shuffle", str(list(sp.chips)) if sp.chips else "none"), ("cluster swap", bool(sp.clusters)),
         ("pcie bytes", engine.pcie_bytes(sp)), ("read", str(p.read)), ("write", str(p.write)), ("cost", str(cost)))
     report = EngineReport("dma", str(sp), cost.total - cost.startup, latency=cost.startup, details=details)
-    out.ready_at = record(ctx, "tdma", f"{what}.{call} → {out.describe()}", [report], [base]).end
+    # the engines of the layout change, and the PCIe link of every chip that sends or receives across chips
+    pcie = engine.pcie_bytes(sp)
+    crossing = sorted({c for c, src_chip in enumerate(sp.chips) if src_chip != c} |
+                      {src_chip for c, src_chip in enumerate(sp.chips) if src_chip != c})
+    out.ready_at = record(ctx, "tdma", f"{what}.{call} → {out.describe()}", [report], [src.view], [out],
+                          transfer=p, extra_lanes=[(c, "pcie") for c in crossing],
+                          extra_traffic={"PCIe": pcie} if pcie else None).end
     return out
 
 
@@ -185,5 +193,5 @@ def asymmetric_slice(dm: DmTensor[Any, Any, Any, Any, Any], digit: Mapping, sub:
         pcopy.execute(cfg, img, img, c, dm.address, address)
     report = EngineReport("parallel_copy", str(cfg), pcopy.cycles(cfg),
                           details=(("indices", str(list(cfg.indices))), ("bytes per slice", str(cfg.out_bytes))))
-    out.ready_at = record(ctx, "sub", f"{call} → {out.describe()}", [report], [dm]).end
+    out.ready_at = record(ctx, "sub", f"{call} → {out.describe()}", [report], [dm], [out]).end
     return out

@@ -44,5 +44,5 @@ def when(ctx: Device, track: str, tensor: Any, predicate: Callable[[Any], Any]) 
     taken = bool(arr.reshape(-1)[0])
     report = EngineReport("guard", f"read {nbytes} B of {tensor.describe()}: {'run' if taken else 'skip'}",
                           cost - ctx.hw.dma.startup_cycles, latency=ctx.hw.dma.startup_cycles)
-    ctx.record(track, f"{call}({tensor.describe()}) → {'run' if taken else 'skip'}", [report], inputs=[tensor])
+    ctx.record(track, f"{call}({tensor.describe()}) → {'run' if taken else 'skip'}", [report], reads=[tensor])
     return taken

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from visa.engines.common import EngineReport
-from visa.engines.dma.config import NAMES, DmaCost, Side
+from visa.engines.dma.config import NAMES, DmaCost, DmaPlan, Side
 from visa.engines.dma.cost import cycles
 from visa.engines.dma.execute import execute
 from visa.engines.dma.indirect import IndirectPlan, check_indices, indirect_cycles, plan_indirect
@@ -42,17 +42,25 @@ if TYPE_CHECKING:
 __all__ = ["GatherSource", "ScatterTarget", "to_view", "record_dma", "read_indices"]
 
 
-def record_dma(ctx: Device, name: str, config: str, cost: DmaCost, *, reads: Sequence[DeviceTensor],
-               writes: Sequence[DeviceTensor]) -> Recorded:
-    """Put a tensor DMA on the ``tdma`` track after its inputs (``reads`` and, for an in-place write, the
-    tensors written) are ready; the written tensors are ready when it ends.  The one place these operations
-    meet the schedule."""
+def record_dma(ctx: Device, name: str, config: str, cost: DmaCost, *, reads: Sequence[Any],
+               writes: Sequence[Any], transfer: DmaPlan | None = None, iterations: int = 1) -> Recorded:
+    """Put a tensor DMA on the ``tdma`` track: it waits for every earlier operation that writes what it
+    ``reads`` or touches what it ``writes`` (tensors or views: an in-place write names only the view it writes),
+    on the engines ``transfer`` (the row plan, run ``iterations`` times by the IndirectLoop) spreads over; the
+    written tensors are ready when it ends.  The one place these operations meet the schedule."""
     details: tuple[tuple[str, object], ...] = (("cost", str(cost)),)
     report = EngineReport("dma", config, cost.total - cost.startup, latency=cost.startup, details=details)
-    op = ctx.record("tdma", name, [report], inputs=[*reads, *writes])
+    traffic = {"DMA": transfer.nbytes * iterations} if transfer is not None and iterations > 1 else None
+    op = ctx.record("tdma", name, [report], reads=reads, writes=writes, transfer=transfer, extra_traffic=traffic)
     for t in writes:
-        t.ready_at = max(t.ready_at, op.end)
+        base = getattr(t, "base", t)
+        base.ready_at = max(base.ready_at, op.end)
     return op
+
+
+def _iterations(p: IndirectPlan) -> int:
+    """How many rows the IndirectLoop moves: one per index position."""
+    return int(np.prod(p.index_shape, dtype=np.int64))
 
 
 def read_indices(ids: Any, ctx: Device, call: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
@@ -150,7 +158,8 @@ class GatherSource(_Staged):
         _poison(ctx, medium, levels["Chip"].size, address, address + element_bytes(base.dtype, levels["Element"].size))
         execute_indirect(p, values, _endpoint(ctx, base.MEMORY), _endpoint(ctx, medium))
         cost = indirect_cycles(p, values)
-        op = record_dma(ctx, f"{call} → {out.describe()}", _config(p), cost, reads=[base, self.ids], writes=[])
+        op = record_dma(ctx, f"{call} → {out.describe()}", _config(p), cost, reads=[base, self.ids], writes=[out],
+                        transfer=p.row, iterations=_iterations(p))
         out.ready_at = op.end
         return out
 
@@ -207,15 +216,16 @@ def to_view(src: Any, target: Any, medium: str, tdma: DmaContext, *, stream: tup
         what = f"{call}({view!r})"
     if dst.region is not None and base.region is not None:
         refuse_overlap(dst.region, base.region, call)  # nothing written yet
+    written: Any
     if isinstance(target, ScatterTarget):
         execute_indirect(p, values, _endpoint(ctx, base.MEMORY), _endpoint(ctx, medium))
-        cost, config = indirect_cycles(p, values), _config(p)
-        reads = [base, target.ids]
+        cost, config, row, runs = indirect_cycles(p, values), _config(p), p.row, _iterations(p)
+        reads, written = [base, target.ids], dst  # the rows an index names: the whole table, conservatively
     else:
         execute(dplan, _endpoint(ctx, base.MEMORY), _endpoint(ctx, medium))
-        cost, config = cycles(dplan), str(dplan)
-        reads = [base]
+        cost, config, row, runs = cycles(dplan), str(dplan), dplan, 1
+        reads, written = [base], view
     if dst.region is not None:
         ctx.memory.registry.note_write(dst.region, call=call, writer=what)
-    record_dma(ctx, what, config, cost, reads=reads, writes=[dst])
+    record_dma(ctx, what, config, cost, reads=reads, writes=[written], transfer=row, iterations=runs)
     return dst

@@ -61,14 +61,16 @@ def _endpoint(ctx: Device, medium: str) -> Endpoint:
     return DmEndpoint(ctx.hw, lambda c: mem.chip(c).dm)
 
 
-def _report(ctx: Device, track: str, name: str, p: DmaPlan, inputs: Sequence[Any]) -> int:
+def _report(ctx: Device, track: str, name: str, p: DmaPlan, reads: Sequence[Any], writes: Sequence[Any]) -> int:
+    """Record the move: it reads ``reads`` and writes ``writes`` (tensors or views) on the engines its plan
+    spreads over (``transfer=p``)."""
     cost = cycles(p)
     details: tuple[tuple[str, object], ...] = (
         ("read", f"{p.read} {NAMES[p.src.medium]}"), ("write", f"{p.write} {NAMES[p.dst.medium]}"),
         ("time", str(p.time)), ("packet", str(p.packet)), ("cost", str(cost)))
     report = EngineReport("pdma" if track == "pdma" else "dma", str(p), cost.total - cost.startup,
-                          latency=cost.startup, details=details)
-    op = ctx.record(track, name, [report], inputs=inputs)
+                          latency=cost.startup, details=details, nbytes=cost.nbytes)
+    op = ctx.record(track, name, [report], reads=reads, writes=writes, transfer=p)
     return op.end
 
 
@@ -97,7 +99,7 @@ def _to_device(src: Any, medium: str, levels: dict[str, Mapping], dma: DmaContex
                        address, reads=reads, call=call)
     _poison(ctx, medium, levels["Chip"].size, address, address + element_bytes(base.dtype, levels["Element"].size))
     execute(p, _endpoint(ctx, side.medium), _endpoint(ctx, medium))
-    out.ready_at = _report(ctx, kind, f"{call} → {out.describe()}", p, [base])
+    out.ready_at = _report(ctx, kind, f"{call} → {out.describe()}", p, [src], [out])
     return out
 
 
@@ -124,7 +126,7 @@ def host_to_hbm(host: HostTensor[Any, Any], chip: Mapping, element: Mapping, pdm
     values, known = _rearrange(host.values, host.known, host.element, staged)
     data, kbytes = _host_bytes(dtype, values, known)
     execute(p, HostBuffer(data, kbytes), _endpoint(ctx, "hbm"))
-    out.ready_at = _report(ctx, "pdma", f"{call} → {out.describe()}", p, [])
+    out.ready_at = _report(ctx, "pdma", f"{call} → {out.describe()}", p, [], [out])
     return out
 
 
@@ -176,7 +178,7 @@ def hbm_to_host(hbm: HbmTensor[Any, Any, Any] | HbmTensorView, element: Mapping,
     else:
         known = np.asarray(buf.written.reshape(-1, dtype.size_bits // 8).all(axis=1), dtype=bool)
     values, known = _rearrange(values, known, staged, element)
-    _report(ctx, "pdma", f"{call} → HostTensor[{dtype!r}, {element!r}]", p, [base])
+    _report(ctx, "pdma", f"{call} → HostTensor[{dtype!r}, {element!r}]", p, [hbm], [])
     return HostTensor(dtype, element, values, known)
 
 

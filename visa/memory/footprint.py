@@ -1,0 +1,178 @@
+"""Footprints: the bytes an operation reads or writes, as compact region sets (manual "Scheduling", L7042–7070).
+
+The scheduler finds read-after-write, write-after-read and write-after-write hazards "by analyzing the memory
+addresses specified in the program" (L7067–7070).  A :class:`Span` is one region set of one memory: a set of
+chips, a set of units within each chip (DM and VRF: ``cluster · slices_per_cluster + slice``; TRF the same,
+with a set of rows), and sorted disjoint byte intervals ``[lo, hi)`` within each unit (manual L1085–1093: a
+DM, TRF or VRF tensor occupies the same byte range in every slice it is laid out over).  A
+:class:`Footprint` is a tuple of spans.  Intersection is interval arithmetic on numpy arrays, never a loop
+over bytes.
+
+Sets of chips, units and rows are Python ints used as bitmasks (bit ``i`` set: index ``i`` is in the set).
+Plain data: the memory layer holds it so that every layer above (engines' moves, streams, the scheduler) can
+build one; :mod:`visa.schedule` turns tensor handles into footprints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["Span", "Footprint", "EMPTY", "MEMORIES", "bitmask", "merge_intervals", "intervals_overlap"]
+
+#: The memories a footprint can name (manual L134–140; SPM where it exists, L2942–2947; the host buffer).
+MEMORIES = ("hbm", "dm", "trf", "vrf", "spm", "host")
+
+IntArray = npt.NDArray[np.int64]
+
+
+def bitmask(indices: Iterable[int]) -> int:
+    """The bitmask of a set of indices (bit ``i`` for index ``i``)."""
+    out = 0
+    for i in indices:
+        out |= 1 << int(i)
+    return out
+
+
+def merge_intervals(lo: npt.ArrayLike, hi: npt.ArrayLike) -> tuple[IntArray, IntArray]:
+    """Sorted, disjoint, non-adjacent ``[lo, hi)`` intervals covering the given ones (empty ones dropped)."""
+    a = np.asarray(lo, dtype=np.int64).reshape(-1)
+    b = np.asarray(hi, dtype=np.int64).reshape(-1)
+    keep = b > a
+    a, b = a[keep], b[keep]
+    if a.size <= 1:
+        return a, b
+    order = np.argsort(a, kind="stable")
+    a, b = a[order], b[order]
+    reach = np.maximum.accumulate(b)
+    start = np.ones(a.size, dtype=bool)
+    start[1:] = a[1:] > reach[:-1]
+    idx = np.flatnonzero(start)
+    ends = np.append(idx[1:], a.size) - 1
+    return a[idx], reach[ends]
+
+
+def intervals_overlap(alo: IntArray, ahi: IntArray, blo: IntArray, bhi: IntArray) -> bool:
+    """Whether two sorted disjoint interval sets share a byte (vectorised: one ``searchsorted``)."""
+    if alo.size == 0 or blo.size == 0:
+        return False
+    if ahi[-1] <= blo[0] or bhi[-1] <= alo[0]:
+        return False
+    if alo.size > blo.size:
+        alo, ahi, blo, bhi = blo, bhi, alo, ahi
+    # for each interval of A, the first interval of B that ends after A's start
+    k = np.searchsorted(bhi, alo, side="right")
+    ok = k < blo.size
+    return bool(np.any(blo[np.minimum(k, blo.size - 1)][ok] < ahi[ok]))
+
+
+@dataclass(frozen=True, eq=False)
+class Span:
+    """One memory's region set: ``chips`` × ``units`` × ``rows`` × byte intervals ``[lo[i], hi[i])``.
+
+    ``units`` is ``-1`` (every unit) for HBM, whose unit is the chip; ``rows`` is ``-1`` (every row) outside
+    the TRF.  Byte intervals are relative to the unit (slice, or TRF row, or the chip's HBM)."""
+
+    memory: str
+    chips: int
+    units: int
+    rows: int
+    lo: IntArray
+    hi: IntArray
+
+    @classmethod
+    def of(cls, memory: str, chips: Iterable[int] | int, lo: npt.ArrayLike, hi: npt.ArrayLike, *,
+           units: Iterable[int] | int = -1, rows: Iterable[int] | int = -1) -> Span:
+        """A span from index sets (or bitmasks) and intervals (merged)."""
+        if memory not in MEMORIES:
+            raise ValueError(f"unknown memory {memory!r}; expected one of {MEMORIES}")
+        a, b = merge_intervals(lo, hi)
+        return cls(memory, chips if isinstance(chips, int) else bitmask(chips),
+                   units if isinstance(units, int) else bitmask(units),
+                   rows if isinstance(rows, int) else bitmask(rows), a, b)
+
+    @property
+    def bytes_per_unit(self) -> int:
+        """Bytes the intervals cover in one unit (one row of a TRF unit)."""
+        return int((self.hi - self.lo).sum())
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes covered in all (chips × units × rows × intervals); a unit or row set of -1 counts once."""
+        n = self.bytes_per_unit * bin(self.chips).count("1")
+        if self.units > 0:
+            n *= bin(self.units).count("1")
+        if self.rows > 0:
+            n *= bin(self.rows).count("1")
+        return n
+
+    def chip_list(self) -> list[int]:
+        """The chips, ascending."""
+        return [i for i in range(self.chips.bit_length()) if self.chips >> i & 1]
+
+    def unit_count(self) -> int:
+        """Units per chip the span covers (1 for HBM)."""
+        return bin(self.units).count("1") if self.units > 0 else 1
+
+    def overlaps(self, other: Span) -> bool:
+        """Same memory, a shared chip, unit and row, and a shared byte (the aliasing rule: same bytes)."""
+        if self.memory != other.memory or not (self.chips & other.chips):
+            return False
+        if not (self.units & other.units) or not (self.rows & other.rows):
+            return False
+        return intervals_overlap(self.lo, self.hi, other.lo, other.hi)
+
+    def shares_units(self, other: Span) -> bool:
+        """Same memory and a shared chip and unit (bytes may differ): the banks they use may collide."""
+        return (self.memory == other.memory and bool(self.chips & other.chips)
+                and bool(self.units & other.units))
+
+    def __repr__(self) -> str:
+        ranges = ", ".join(f"{int(a)}..{int(b)}" for a, b in zip(self.lo[:3], self.hi[:3], strict=True))
+        more = f", … ({self.lo.size} ranges)" if self.lo.size > 3 else ""
+        return (f"Span({self.memory.upper()}, chips {self.chip_list()}, {self.unit_count()} unit(s), "
+                f"bytes {ranges}{more})")
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """The region sets of one side (reads or writes) of an operation: a span per tensor it touches."""
+
+    spans: tuple[Span, ...] = ()
+
+    @classmethod
+    def of(cls, spans: Sequence[Span] | Iterable[Span]) -> Footprint:
+        """A footprint from spans."""
+        return cls(tuple(spans))
+
+    def __add__(self, other: Footprint) -> Footprint:
+        return Footprint(self.spans + other.spans)
+
+    def __bool__(self) -> bool:
+        return bool(self.spans)
+
+    def overlaps(self, other: Footprint) -> bool:
+        """Whether any span of one shares a byte with any span of the other."""
+        return any(a.overlaps(b) for a in self.spans for b in other.spans)
+
+    def memories(self) -> set[str]:
+        """The memories touched."""
+        return {s.memory for s in self.spans}
+
+    def chips(self) -> int:
+        """The chips touched (bitmask)."""
+        out = 0
+        for s in self.spans:
+            out |= s.chips
+        return out
+
+    def nbytes(self, memory: str | None = None) -> int:
+        """Bytes covered, in one memory or all (overlapping spans count each time)."""
+        return sum(s.nbytes for s in self.spans if memory is None or s.memory == memory)
+
+
+#: The footprint of an operation that touches no device memory.
+EMPTY = Footprint()

@@ -1,0 +1,280 @@
+"""The scheduler: resources, hazards by address and contention (manual "Scheduling", L7042–7070; DMA engines
+L2473–2504; bank arbitration L2897–2941).
+
+Rules, each in one place:
+
+* **Program order** (L7046–7055): operations issue in the order they are written; an operation never starts
+  before the one written before it (in-order issue, out-of-order completion; docs/manual-notes.md).
+* **Resources** (L7057–7065): an operation occupies *lanes* — ``(chip, resource)`` pairs: ``main`` and ``sub``
+  (one operation at a time each, L7064, L2930), ``dma0`` … ``dma7`` (the chip's DMA engines, one per pair of
+  DMNs, L2473–2504) and ``pcie`` (the chip's PCIe link, L2389, L2843–2847).  It starts when every lane is free.
+* **Hazards** (L7066–7070): it also starts after every earlier operation it conflicts with has finished:
+  read-after-write, write-after-read, write-after-write, found by intersecting footprints
+  (:mod:`visa.memory.footprint`), so aliases and other chips are covered by construction.
+* **Bank starvation** (L2841–2842, L2922): a Tensor Unit operation with a run of 64 or more accesses to one DM
+  bank is scheduled as if it occupied the DMA engines of its chips, and a
+  :class:`~visa.errors.BankStarvationWarning` says so.
+* **Main/sub contention** (L2927–2931): a main and a sub operation that overlap in time on the same DM slices,
+  one of them hammering a bank, stretch toward main + sub: the later-issued one is lengthened by the overlap.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from visa.engines.common import EngineReport
+from visa.errors import BankStarvationWarning
+from visa.hw import RNGD, HardwareProfile
+from visa.memory.footprint import EMPTY, Footprint
+
+__all__ = ["Lane", "Dependency", "Operation", "Schedule", "TU_TRACKS", "dma_lane", "user_location"]
+
+#: A resource of one chip: ``(chip, "main" | "sub" | "dma<i>" | "pcie")``.
+Lane = tuple[int, str]
+
+#: The Tensor Unit contexts (L150–155, L3046–3053).
+TU_TRACKS = ("main", "sub")
+
+_VISA_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def dma_lane(chip: int, engine: int) -> Lane:
+    """The lane of DMA engine ``engine`` of ``chip``."""
+    return (chip, f"dma{engine}")
+
+
+def _user_frame() -> tuple[str, int, int]:
+    """``(file, line, depth)`` of the innermost frame outside the visa package, ``depth`` counted from the
+    caller of this function (``("", 0, 1)`` if every frame is inside visa)."""
+    frame = sys._getframe(2)
+    depth = 1
+    while frame is not None:
+        name = os.path.abspath(frame.f_code.co_filename)
+        if not name.startswith(_VISA_DIR + os.sep):
+            return frame.f_code.co_filename, frame.f_lineno, depth
+        frame = frame.f_back  # type: ignore[assignment]
+        depth += 1
+    return "", 0, 1
+
+
+def user_location() -> str:
+    """``file:line`` of the innermost caller outside the visa package (the user's line that issued the
+    operation); empty if every frame is inside visa."""
+    path, line, _ = _user_frame()
+    return f"{path}:{line}" if path else ""
+
+
+def _bits(mask: int) -> list[int]:
+    """The indices of a bitmask's set bits, ascending."""
+    return [i for i in range(mask.bit_length()) if mask >> i & 1]
+
+
+@dataclass(frozen=True)
+class Dependency:
+    """An earlier operation this one waited for, and why: ``"RAW"``, ``"WAR"`` and/or ``"WAW"`` (L7067–7069)."""
+
+    op: int
+    kinds: tuple[str, ...]
+
+
+@dataclass
+class Operation:
+    """One operation: a DMA, or a Tensor Unit pipeline pass (fetch … commit); manual "Scheduling", L7042–7070.
+
+    ``track`` is the context that issued it (``pdma``, ``tdma``, ``main``, ``sub``); ``lanes`` the resources it
+    occupies; ``reads``/``writes`` its footprints; ``deps`` the in-flight operations it conflicted with;
+    ``waits_for`` the operation whose end fixed its start (``None``: it started when issued); ``stretch`` the
+    cycles contention added (included in ``cycles``); ``source`` the user's ``file:line``; ``traffic`` the
+    bytes it moved per path (``"HBM"``, ``"DM"``, ``"DMA"``, ``"PCIe"``).
+    """
+
+    track: str
+    name: str
+    start: int
+    cycles: int
+    engines: tuple[EngineReport, ...] = ()
+    index: int = 0
+    lanes: tuple[Lane, ...] = ()
+    reads: Footprint = EMPTY
+    writes: Footprint = EMPTY
+    deps: tuple[Dependency, ...] = ()
+    waits_for: int | None = None
+    stretch: int = 0
+    source: str = ""
+    traffic: dict[str, int] = field(default_factory=dict)
+    bank_run: int = 0
+    notes: tuple[str, ...] = ()
+    in_kernel: bool = False
+
+    @property
+    def end(self) -> int:
+        """The cycle the operation finishes: its outputs are ready then."""
+        return self.start + self.cycles
+
+    @property
+    def macs(self) -> int:
+        """Multiply-accumulates its engines performed."""
+        return sum(r.macs for r in self.engines)
+
+    @property
+    def chips(self) -> list[int]:
+        """The chips whose resources it occupies."""
+        return sorted({c for c, _ in self.lanes})
+
+
+def _hazards(earlier: Operation, reads: Footprint, writes: Footprint) -> tuple[str, ...]:
+    kinds = []
+    if earlier.writes and reads and earlier.writes.overlaps(reads):
+        kinds.append("RAW")
+    if earlier.reads and writes and earlier.reads.overlaps(writes):
+        kinds.append("WAR")
+    if earlier.writes and writes and earlier.writes.overlaps(writes):
+        kinds.append("WAW")
+    return tuple(kinds)
+
+
+def _shares_dm_units(a: Operation, reads: Footprint, writes: Footprint) -> bool:
+    mine = [s for s in (reads + writes).spans if s.memory == "dm"]
+    theirs = [s for s in (a.reads + a.writes).spans if s.memory == "dm"]
+    return any(x.shares_units(y) for x in mine for y in theirs)
+
+
+class Schedule:
+    """Operations in program order with their start times, given resources and hazards (module docstring).
+
+    Only operations still in flight when the next one issues can delay it (issue is in order), so the
+    scheduler keeps those (``active``) and compares a new operation's footprints with theirs alone.
+    """
+
+    def __init__(self, hw: HardwareProfile = RNGD) -> None:
+        self.hw = hw
+        self.ops: list[Operation] = []
+        self.free_at: dict[Lane, int] = {}
+        self.owner: dict[Lane, int] = {}
+        self.active: list[Operation] = []
+        self.warnings: list[str] = []
+
+    # -- resources -----------------------------------------------------------------------------------------
+    def dma_engines(self, chip: int) -> list[Lane]:
+        """The DMA engine lanes of one chip (L2473–2504)."""
+        return [dma_lane(chip, e) for e in range(self.hw.dma.engines_per_chip)]
+
+    def earliest_engine(self, chip: int, taken: Iterable[Lane] = ()) -> Lane:
+        """The chip's DMA engine that is free first (lowest index on a tie), not among ``taken``: how a transfer
+        with no DM side picks its engine (docs/manual-notes.md, "schedule")."""
+        skip = set(taken)
+        free = [(self.free_at.get(lane, 0), e, lane) for e, lane in enumerate(self.dma_engines(chip))
+                if lane not in skip]
+        return min(free)[2] if free else dma_lane(chip, 0)
+
+    def default_lanes(self, track: str, chips: Iterable[int]) -> tuple[Lane, ...]:
+        """The lanes of an operation given only its track: ``main``/``sub`` on each chip, the PCIe link for
+        ``pdma``, the first free DMA engine of each chip for ``tdma``."""
+        out: list[Lane] = []
+        for c in sorted(set(chips)) or [0]:
+            if track == "pdma":
+                out.append((c, "pcie"))
+            elif track == "tdma":
+                out.append(self.earliest_engine(c))
+            else:
+                out.append((c, track))
+        return tuple(out)
+
+    # -- recording -----------------------------------------------------------------------------------------
+    def record(self, track: str, name: str, engines: Iterable[EngineReport], *, reads: Footprint = EMPTY,
+               writes: Footprint = EMPTY, lanes: Iterable[Lane] | None = None, ready: int = 0,
+               cycles: int | None = None, traffic: dict[str, int] | None = None,
+               source: str | None = None, in_kernel: bool = False) -> Operation:
+        """Add an operation in program order and return it (its ``end`` is its outputs' ready time).
+
+        Its cycles are the slowest engine's plus every engine's latency (a pipeline), unless given.  It starts
+        at the latest of: the previous operation's start (in-order issue), each lane's free time, the end of
+        every in-flight operation it conflicts with, and ``ready``; contention may then lengthen it.
+        """
+        reports = tuple(engines)
+        if cycles is None:
+            cycles = max((r.cycles for r in reports), default=0) + sum(r.latency for r in reports)
+        chips = _bits((reads + writes).chips())
+        lane_list = list(lanes) if lanes is not None else list(self.default_lanes(track, chips))
+        notes: list[str] = []
+        bank_run = max((r.bank_run for r in reports), default=0)
+        limit = self.hw.dm.bank_starvation_limit
+        if track in TU_TRACKS and bank_run >= limit:
+            for c in sorted({c for c, _ in lane_list}):
+                lane_list += [ln for ln in self.dma_engines(c) if ln not in lane_list]
+            note = (f"{name}: {bank_run} consecutive accesses to one DM bank (limit {limit}); concurrent DMA would "
+                    "starve and trip the 4096-cycle NoC timeout, so it is scheduled as if it occupied the DMA "
+                    "engines (manual L2841–2842, L2922)")
+            notes.append(note)
+            self.warnings.append(note)
+            warnings.warn(note, BankStarvationWarning, stacklevel=_user_frame()[2] + 1)
+        issue = self.ops[-1].start if self.ops else 0
+        self.active = [a for a in self.active if a.end > issue]
+        # when each constraint is met, and by which operation
+        bounds: list[tuple[int, int | None]] = [(issue, None), (ready, None)]
+        for lane in lane_list:
+            bounds.append((self.free_at.get(lane, 0), self.owner.get(lane)))
+        deps: list[Dependency] = []
+        for a in self.active:
+            kinds = _hazards(a, reads, writes)
+            if kinds:
+                deps.append(Dependency(a.index, kinds))
+                bounds.append((a.end, a.index))
+        start = max(b for b, _ in bounds)
+        waits_for = None  # started when issued (with, or right after, the previous operation)
+        if start > issue:
+            waits_for = next((who for b, who in bounds if b == start and who is not None), None)
+        stretch = 0
+        if track in TU_TRACKS:
+            for a in self.active:
+                if a.track in TU_TRACKS and a.track != track and a.end > start and \
+                        max(a.bank_run, bank_run) >= limit and _shares_dm_units(a, reads, writes):
+                    overlap = min(a.end, start + cycles + stretch) - max(a.start, start)
+                    if overlap > 0:
+                        stretch += overlap
+            if stretch:
+                notes.append(f"stretched {stretch} cycles sharing DM banks with the other context (L2927–2931)")
+        if traffic is None:
+            traffic = {}
+            for mem, path in (("hbm", "HBM"), ("dm", "DM")):
+                n = reads.nbytes(mem) + writes.nbytes(mem)
+                if n:
+                    traffic[path] = n
+        op = Operation(track, name, start, cycles + stretch, reports, len(self.ops), tuple(lane_list), reads,
+                       writes, tuple(deps), waits_for, stretch, user_location() if source is None else source,
+                       dict(traffic), bank_run, tuple(notes), in_kernel)
+        self.ops.append(op)
+        self.active.append(op)
+        for lane in lane_list:
+            self.free_at[lane] = op.end
+            self.owner[lane] = op.index
+        return op
+
+    @property
+    def makespan(self) -> int:
+        """Cycles from the first operation's start to the last one's end."""
+        return max((op.end for op in self.ops), default=0)
+
+    def critical_path(self) -> list[Operation]:
+        """The chain of operations that fixes the makespan: from the last to finish back through the operation
+        whose end fixed each one's start (an operation that started when issued, with the one written before
+        it, continues the chain through what fixed that one's start)."""
+        if not self.ops:
+            return []
+        op: Operation | None = max(self.ops, key=lambda o: (o.end, -o.index))
+        path: list[Operation] = []
+        seen: set[int] = set()
+        while op is not None and op.index not in seen:
+            seen.add(op.index)
+            path.append(op)
+            cur = op
+            # an operation that started when issued started with the one before it: follow what fixed that one
+            while cur.waits_for is None and cur.start > 0 and cur.index > 0:
+                cur = self.ops[cur.index - 1]
+            op = self.ops[cur.waits_for] if cur.waits_for is not None else None
+        path.reverse()
+        return path

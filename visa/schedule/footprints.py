@@ -1,0 +1,119 @@
+"""The footprint of a tensor handle: which bytes of which memory a tensor, a view or a tile occupies (manual
+L1085–1093, L813–832, "Scheduling" L7067–7070).
+
+Aliases see the same bytes because they are the same bytes: a view, a tile, a ``relabel`` or a ``from_addr``
+handle gives the span of the addresses it covers, whatever object it is.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from visa.memory.footprint import EMPTY, Footprint, Span
+from visa.memory.layout import element_bytes
+
+__all__ = ["footprint", "span_of", "units_of", "live_dm_bytes"]
+
+#: Views whose Element is larger than this are covered by their extent (one interval) instead of element by
+#: element: a conservative cover, cheap for huge tensors.
+_EXACT_LIMIT = 1 << 20
+
+
+@functools.lru_cache(maxsize=1024)
+def _valid_positions(mapping: Any) -> npt.NDArray[np.int64]:
+    """The positions a mapping holds (cached: a kernel's few mappings are evaluated once)."""
+    out: npt.NDArray[np.int64] = np.flatnonzero(np.asarray(mapping.evaluate().valid, dtype=bool)).astype(np.int64)
+    out.setflags(write=False)
+    return out
+
+
+def _valid(mapping: Any) -> npt.NDArray[np.int64]:
+    try:
+        return _valid_positions(mapping)
+    except TypeError:  # an unhashable mapping: evaluate it each time
+        return np.flatnonzero(np.asarray(mapping.evaluate().valid, dtype=bool)).astype(np.int64)
+
+
+def _mask(indices: npt.NDArray[np.int64]) -> int:
+    """The bitmask of a set of indices, built from packed bits (no loop over the indices)."""
+    if indices.size == 0:
+        return 0
+    bits = np.zeros(int(indices.max()) + 1, dtype=bool)
+    bits[indices] = True
+    return int.from_bytes(np.packbits(bits, bitorder="little").tobytes(), "little")
+
+
+def units_of(levels: dict[str, Any], slices_per_cluster: int) -> int:
+    """The units (``cluster · slices_per_cluster + slice``) a DM, TRF or VRF tensor occupies: the positions its
+    Cluster and Slice mappings hold (padding positions are left out, as the slice bitmap leaves them, L2314)."""
+    clusters, slices = _valid(levels["Cluster"]), _valid(levels["Slice"])
+    return _mask((clusters[:, None] * slices_per_cluster + slices[None, :]).reshape(-1))
+
+
+def span_of(handle: Any) -> Span | None:
+    """The span of a device tensor or a view of one (``None`` for a host tensor: the host is synchronous)."""
+    from visa.tensors.handles import DeviceTensor, TensorView
+
+    if isinstance(handle, TensorView):
+        base, element, offset = handle.base, handle.element, handle.offset
+    elif isinstance(handle, DeviceTensor):
+        base, element, offset = handle, None, 0
+    else:
+        return None
+    hw = base.ctx.hw
+    memory = base.MEMORY
+    levels = base.levels
+    bits = base.dtype.size_bits
+    start = base.address
+    if element is None or (offset == 0 and element == levels["Element"]):
+        lo = np.array([start], dtype=np.int64)
+        hi = lo + element_bytes(base.dtype, levels["Element"].size)
+    elif element.size > _EXACT_LIMIT or element.size == 0:
+        lo = np.array([start + (offset * bits) // 8], dtype=np.int64)
+        hi = np.array([start + ((offset + element.size) * bits + 7) // 8], dtype=np.int64)
+    else:
+        pos = offset + _valid(element)
+        lo = start + (pos * bits) // 8
+        hi = start + ((pos + 1) * bits + 7) // 8
+    chips = _mask(_valid(levels["Chip"]))
+    if memory == "hbm":
+        return Span.of("hbm", chips, lo, hi)
+    units = units_of(levels, hw.dm.slices_per_cluster)
+    rows = _mask(_valid(levels["Row"])) if "Row" in levels else -1
+    return Span.of(memory, chips, lo, hi, units=units, rows=rows)
+
+
+def footprint(*handles: Any) -> Footprint:
+    """The footprint of tensors, views and footprints together (``None`` and host tensors are skipped)."""
+    spans: list[Span] = []
+    for h in handles:
+        if h is None:
+            continue
+        if isinstance(h, Footprint):
+            spans.extend(h.spans)
+        elif isinstance(h, Span):
+            spans.append(h)
+        else:
+            s = span_of(h)
+            if s is not None:
+                spans.append(s)
+    return Footprint(tuple(spans)) if spans else EMPTY
+
+
+def live_dm_bytes(registry: Any) -> dict[int, int]:
+    """DM bytes per chip held by live tensors (the trace's counter track): each live DM region's bytes per
+    slice times the slices its tensor occupies."""
+    out: dict[int, int] = {}
+    for region in registry.live_regions("dm"):
+        owner = region.owner() if region.owner is not None else None
+        levels = getattr(owner, "levels", None)
+        units = 1
+        if owner is not None and levels is not None:
+            units = _valid(levels["Cluster"]).size * _valid(levels["Slice"]).size
+        for c in region.chips:
+            out[c] = out.get(c, 0) + (region.hi - region.lo) * units
+    return out

@@ -1,0 +1,208 @@
+"""The profile of a kernel: per track busy, idle and the critical path; per main-context pass and per kernel the
+roofline (manual "Scheduling" L7042–7070; bandwidths "Memory Performance" L2848–3009; MAC array L4378–4391).
+
+The roofline compares the simulated cycles with what the hardware could not beat:
+
+* MAC-bound cycles: multiply-accumulates ÷ the chips' MACs per cycle for the dtype
+  (:meth:`visa.hw.profile.ContractionEngine.macs_per_slice_cycle` × slices per chip × chips);
+* memory-bound cycles, per path: bytes ÷ the path's bandwidth in bytes per core cycle — ``HBM``
+  (``hbm.bytes_per_s`` ÷ ``clocks.core_hz`` per chip), ``DMA`` (``dma.bytes_per_cycle`` per engine × engines),
+  ``PCIe`` (``dma.pcie_bytes_per_cycle`` per chip) and ``DM`` (the Tensor Unit's fetch and commit traffic,
+  ``collect.flit_bytes`` per slice per cycle × slices);
+* the bound is the largest of these, and utilisation = bound ÷ simulated cycles (1.0: at the hardware's limit).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from visa.hw import HardwareProfile
+from visa.schedule.core import Operation, Schedule
+
+__all__ = ["Roofline", "TrackProfile", "PassProfile", "KernelReport", "roofline", "build"]
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """MAC- and memory-bound cycles of some work against the cycles it took (module docstring)."""
+
+    cycles: int
+    macs: int
+    mac_cycles: float
+    bytes: dict[str, int]
+    path_cycles: dict[str, float]
+
+    @property
+    def bound(self) -> str:
+        """What bounds the work: ``"MAC"`` or a memory path (``"HBM"``, ``"DMA"``, ``"PCIe"``, ``"DM"``)."""
+        best = ("MAC", self.mac_cycles)
+        for k, v in self.path_cycles.items():
+            if v > best[1]:
+                best = (k, v)
+        return best[0]
+
+    @property
+    def bound_cycles(self) -> float:
+        """The hardware's lower bound on the cycles (the largest of the MAC- and memory-bound cycles)."""
+        return max([self.mac_cycles, *self.path_cycles.values()])
+
+    @property
+    def utilisation(self) -> float:
+        """Bound ÷ simulated cycles (0 when nothing ran)."""
+        return self.bound_cycles / self.cycles if self.cycles else 0.0
+
+    def __str__(self) -> str:
+        parts = ([f"MAC {_fmt(self.mac_cycles)}"] if self.macs else []) + \
+            [f"{k} {_fmt(v)}" for k, v in self.path_cycles.items()]
+        return (f"{self.utilisation:6.1%} of the {self.bound}-bound {_fmt(self.bound_cycles)} cycles "
+                f"({', '.join(parts) or 'no MACs, no traffic'}; simulated {self.cycles:,})")
+
+
+def _fmt(cycles: float) -> str:
+    """Cycles with as many decimals as a small bound needs."""
+    return f"{cycles:,.0f}" if cycles >= 100 else f"{cycles:.2g}" if cycles < 1 else f"{cycles:.1f}"
+
+
+@dataclass(frozen=True)
+class TrackProfile:
+    """One resource of one chip: cycles busy, idle within the makespan, operations run, and cycles of its
+    operations that lie on the critical path (shortening those shortens the kernel)."""
+
+    chip: int
+    track: str
+    busy: int
+    idle: int
+    ops: int
+    critical: int = 0
+
+
+@dataclass(frozen=True)
+class PassProfile:
+    """One main-context pass: where it ran and its roofline."""
+
+    index: int
+    name: str
+    start: int
+    cycles: int
+    source: str
+    roofline: Roofline
+
+
+@dataclass
+class KernelReport:
+    """What :meth:`visa.Context.report` returns: the profile of everything a context ran.
+
+    ``roofline`` covers the whole run (host transfers included), ``kernel`` the operations ``@device`` kernels
+    issued (inside ``launch``), from the first one's start to the last one's end (``None`` without a launch).
+
+    ``str(report)`` is the table ``visa run`` prints; :meth:`text` adds every operation and what it waited for."""
+
+    device: str
+    makespan: int
+    engines: dict[str, int]
+    tracks: list[TrackProfile]
+    critical_path: list[int]
+    passes: list[PassProfile]
+    roofline: Roofline
+    kernel: Roofline | None = None
+    warnings: list[str] = field(default_factory=list)
+    operations: list[Operation] = field(default_factory=list)
+
+    def text(self, *, operations: bool = True) -> str:
+        """The report as text: totals, roofline, engines, tracks, critical path, passes and (if asked) every
+        operation."""
+        ops = self.operations
+        lines = [f"  device {self.device}: {len(ops)} operations, {self.makespan} cycles end to end"]
+        if self.kernel is not None:
+            lines.append(f"    kernel roofline: {self.kernel}")
+        lines.append(f"    run roofline:    {self.roofline}")
+        if self.engines:
+            lines.append(f"    {'engine':<22}{'cycles':>12}")
+            for name, cyc in sorted(self.engines.items(), key=lambda kv: -kv[1]):
+                lines.append(f"    {name:<22}{cyc:>12}")
+        lines.append(f"    {'track':<22}{'busy':>12}{'idle':>12}{'ops':>8}{'critical':>12}")
+        for t in self.tracks:
+            lines.append(f"    {f'chip {t.chip} {t.track}':<22}{t.busy:>12}{t.idle:>12}{t.ops:>8}{t.critical:>12}")
+        if self.critical_path:
+            names = " → ".join(f"#{i}" for i in self.critical_path)
+            lines.append(f"    critical path: {names}")
+        if self.passes:
+            lines.append(f"    {'main pass':<40}{'cycles':>10}  roofline")
+            for p in self.passes:
+                lines.append(f"    #{p.index:<3}{p.name[:35]:<36}{p.cycles:>10}  {p.roofline}")
+        for w in self.warnings:
+            lines.append(f"    warning: {w}")
+        if operations:
+            lines.append(f"    {'operation':<44}{'track':<6}{'start':>10}{'cycles':>10}  waits for")
+            for op in ops:
+                waits = ", ".join(f"#{d.op} {'/'.join(d.kinds)}" for d in op.deps)
+                lines.append(f"    #{op.index:<3}{op.name[:39]:<40}{op.track:<6}{op.start:>10}{op.cycles:>10}  {waits}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.text(operations=False)
+
+
+def _chip_count(ops: list[Operation]) -> int:
+    chips: set[int] = set()
+    for op in ops:
+        chips.update(op.chips)
+    return max(1, len(chips))
+
+
+def roofline(hw: HardwareProfile, ops: list[Operation], cycles: int, chips: int) -> Roofline:
+    """The roofline of ``ops`` run in ``cycles`` on ``chips`` chips (module docstring)."""
+    macs = 0
+    mac_cycles = 0.0
+    per_cycle_slices = hw.dm.slices_per_chip * chips
+    for op in ops:
+        for r in op.engines:
+            if r.macs:
+                macs += r.macs
+                mac_cycles += r.macs / (hw.contraction.macs_per_slice_cycle(r.mac_dtype) * per_cycle_slices)
+    nbytes: dict[str, int] = {}
+    for op in ops:
+        for path, n in op.traffic.items():
+            nbytes[path] = nbytes.get(path, 0) + n
+    bandwidth = {
+        "HBM": hw.hbm.bytes_per_s / hw.clocks.core_hz * chips,
+        "DMA": float(hw.dma.bytes_per_cycle * hw.dma.engines_per_chip * chips),
+        "PCIe": float(hw.dma.pcie_bytes_per_cycle * chips),
+        "DM": float(hw.collect.flit_bytes * hw.dm.slices_per_chip * chips),
+    }
+    path_cycles = {k: nbytes[k] / bandwidth[k] for k in bandwidth if nbytes.get(k)}
+    return Roofline(cycles, macs, mac_cycles, nbytes, path_cycles)
+
+
+def build(hw: HardwareProfile, schedule: Schedule) -> KernelReport:
+    """The report of a schedule (:class:`KernelReport`)."""
+    ops = schedule.ops
+    span = schedule.makespan
+    engines: dict[str, int] = {}
+    for op in ops:
+        for r in op.engines:
+            engines[r.engine] = engines.get(r.engine, 0) + r.cycles
+    busy: dict[tuple[int, str], list[int]] = {}
+    for op in ops:
+        for lane in op.lanes:
+            got = busy.setdefault(lane, [0, 0])
+            got[0] += op.cycles
+            got[1] += 1
+    path = schedule.critical_path()
+    critical: dict[tuple[int, str], int] = {}
+    for op in path:
+        for lane in op.lanes:
+            critical[lane] = critical.get(lane, 0) + op.cycles
+    order = {"main": 0, "sub": 1, "pcie": 99}
+    tracks = [TrackProfile(c, t, b, span - b, n, critical.get((c, t), 0)) for (c, t), (b, n) in
+              sorted(busy.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 2), kv[0][1]))]
+    passes = [PassProfile(op.index, op.name, op.start, op.cycles, op.source,
+                          roofline(hw, [op], op.cycles, max(1, len(op.chips))))
+              for op in ops if op.track == "main"]
+    inside = [op for op in ops if op.in_kernel]
+    kernel = None
+    if inside:
+        kernel = roofline(hw, inside, max(op.end for op in inside) - min(op.start for op in inside),
+                          _chip_count(inside))
+    return KernelReport(hw.name, span, engines, tracks, [op.index for op in path], passes,
+                        roofline(hw, ops, span, _chip_count(ops)), kernel, list(schedule.warnings), list(ops))
