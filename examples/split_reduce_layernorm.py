@@ -58,6 +58,7 @@ from visa import (
     launch,
     m,
 )
+from visa.context import Operation
 
 axes(Batch=2, SeqLen=128, H0=4096, I=2)  # manual: Batch = 32 (L7192); H0 is Hidden_0 = Hidden_1 = 4096
 HIDDEN = 2 * 4096
@@ -66,7 +67,7 @@ Slice = m["Batch, SeqLen"]  # one token per slice
 
 Stat = DmTensor[f32, m["1"], m["1 # 2"], m["Batch, SeqLen"], m["1 # 8"]]
 StatHbm = HbmTensor[f32, m["1"], m["Batch, SeqLen"]]
-PASSES: list[tuple[str, int]] = []  # (pass, cycles) of the last run, in order
+PASSES: list[tuple[str, Operation]] = []  # (pass, cycles) of the last run, in order
 
 
 def chunk_sum(ctx: Context, chunk: DmTensor[bf16, m["1"], m["1 # 2"], m["Batch, SeqLen"], m["H0"]],
@@ -87,7 +88,7 @@ def chunk_sum(ctx: Context, chunk: DmTensor[bf16, m["1"], m["1 # 2"], m["Batch, 
              .vector_fp_binary(FpBinaryOp.MulF(FpMulAlu.Mul0), Stash)  # (x − mean)², the stash (L4983)
              .vector_intra_slice_reduce("H0", m["1"], m["1 # 4"], IntraSliceReduceOpF32.Add))
     out = r.vector_pad_way8(m["1 # 8"]).vector_final().commit(m["1 # 8"], address)
-    PASSES.append(("chunk " + ("Σ(x−mean)²" if mean is not None else "Σx"), ctx.schedule.ops[-1].cycles))
+    PASSES.append(("chunk " + ("Σ(x−mean)²" if mean is not None else "Σx"), ctx.schedule.ops[-1]))
     return out
 
 
@@ -104,7 +105,7 @@ def split_reduce(ctx: Context, s0: Stat, s1: Stat, address: int, *, sqrt: bool) 
     if sqrt:
         s = s.vector_fp_unary(FpUnaryOp.Sqrt)
     out = s.vector_pad_way8(m["1 # 8"]).vector_final().commit(m["1 # 8"], address)
-    PASSES.append(("split reduce" + (" → std" if sqrt else " → mean"), ctx.schedule.ops[-1].cycles))
+    PASSES.append(("split reduce" + (" → std" if sqrt else " → mean"), ctx.schedule.ops[-1]))
     return out
 
 
@@ -139,7 +140,7 @@ class Result:
 
     mean_err: float
     std_err: float
-    passes: list[tuple[str, int]]
+    passes: list[tuple[str, Operation]]
 
 
 def run(seed: int = 7) -> Result:
@@ -178,11 +179,11 @@ def main() -> None:
     """Run, check against numpy, print each pass's cycles and the manual's estimate."""
     r = run()
     print(f"  layer-norm statistics over Hidden = 2 × 4096: max |Δmean| {r.mean_err:.2e}, max |Δstd| {r.std_err:.2e}")
-    for name, cycles in r.passes:
-        print(f"    {name:<26}{cycles:>8} cycles")
-    split = sum(c for name, c in r.passes if name.startswith("split"))
+    for name, op in r.passes:
+        print(f"    {name:<26}{op.cycles:>8} cycles")
+    split = sum(op.cycles for name, op in r.passes if name.startswith("split"))
     print(f"    manual estimate (L7249–7254, Batch 32): {manual_estimate()} cycles for fetch + VE; here step 1 "
-          f"costs {16 * r.passes[0][1]} per chunk at 16 tokens per slice (Way4: 4 f32 per cycle), the two "
+          f"costs {16 * r.passes[0][1].cycles} per chunk at 16 tokens per slice (Way4: 4 f32 per cycle), the two "
           f"split reduces {split} cycles for one token per slice")
 
 
