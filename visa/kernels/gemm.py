@@ -1,0 +1,152 @@
+"""Tiled GEMM / GEMV: ``out[M, N] = x[M, K] · w[N, K]ᵀ`` in bf16 with f32 partials (manual L7090–7150).
+
+:class:`Gemm` derives the kernel from the sizes of three axes of an :class:`~visa.mapping.AxisSet`:
+
+- each slice computes an ``[M, 32]`` output tile (``M ≤ 32``: the accumulator holds ``M × 4`` interleaved
+  outputs of 8 Rows, at most 128, L4434), 32 columns of N split as 8 TRF Rows (``N % 8``) × 4
+  (``N / 8 % 4``) as in the "Hello, TCP!" GEMM (L466–525);
+- N is spread over the slices (``N / 32``, up to 256 tiles of 32 columns, 8192 columns per N tile) and
+  tiled beyond that (``N / 8192``);
+- K is tiled by 512: a tile of w per Row is ``4 × 512`` bf16 = 4 KiB, one TRF half (L4151–4154), so the sub
+  context loads the next tile into the other half while the main context contracts (double buffering; the
+  first tile is loaded by main, whose fetch is wider, L1757–1759);
+- each K tile's contraction commits its f32 accumulator output (no cast); the K partials are added in f32 by
+  split-reduce passes (interleaved fetch and ``vector_clip_zip(Add)``, L7151–7381) and cast to bf16 once.
+
+x is broadcast to every slice by the DMA (it does not depend on N) and w is read from HBM N-major
+(``m["N, K"]``, 8-byte DMA packets, L2424–2427).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from visa import dtypes as dt
+from visa.context import Context
+from visa.engines.vector import ClipBinaryOpF32
+from visa.errors import HardwareLimitError, LayoutError
+from visa.kernels.memory import Arena
+from visa.mapping import AxisSet
+from visa.memory.tensors import DmTensor, HbmTensor, TrfAddress
+from visa.stream import AccumulationKind
+
+__all__ = ["Gemm"]
+
+Hbm = HbmTensor[Any, Any, Any]
+Dm = DmTensor[Any, Any, Any, Any, Any]
+
+K_TILE = 512  # 4 × 512 bf16 = 4 KiB per TRF Row: one half (L4151–4154)
+N_SLICE = 32  # output columns per slice: 8 Rows × 4
+N_TILE = 256 * N_SLICE  # columns per N tile: all 256 slices of a cluster
+PAIR = "Pair_"  # the axis Gemm declares in its AxisSet to interleave two K partials
+
+
+class Gemm:
+    """``out[M, N] = x[M, K] · w[N, K]ᵀ`` for the axes ``m``, ``n``, ``k`` of ``ax`` (bf16 in and out).
+
+    Shapes: ``M ≤ 32``; ``N`` a multiple of 32, at most 8192 or a multiple of 8192; ``K`` a multiple of 32, at
+    most 512 or a multiple of 512.  The refusals name the axis and the fix.
+    """
+
+    def __init__(self, ax: AxisSet, m: str = "M", n: str = "N", k: str = "K") -> None:
+        call = f"visa.kernels.Gemm({m!r}, {n!r}, {k!r})"
+        sm, sn, sk = ax.size(m), ax.size(n), ax.size(k)
+        if sm > 32:
+            raise HardwareLimitError(f"{m} = {sm}: a slice accumulates at most 32 rows × 4 outputs per Row "
+                                     "(128 interleaved, manual L4434)", call=call, level="Time", mapping=f'm["{m}"]',
+                                     axis=m, fix=f"tile {m} by 32 and call the kernel per tile")
+        if sn % N_SLICE or (sn > N_TILE and sn % N_TILE):
+            raise LayoutError(f"{n} = {sn} must be a multiple of 32 (8 Rows × 4 columns per slice), at most "
+                              f"{N_TILE} or a multiple of it", call=call, level="Slice", mapping=f'm["{n}"]', axis=n,
+                              fix=f"pad {n} to a multiple of 32")
+        if sk % 32 or (sk > K_TILE and sk % K_TILE):
+            raise LayoutError(f"{k} = {sk} must be a multiple of 32 (a 64-byte packet of bf16, L4388), at most "
+                              f"{K_TILE} or a multiple of it", call=call, level="Packet", mapping=f'm["{k}"]', axis=k,
+                              fix=f"pad {k} with zeros to a multiple of 32")
+        if self.k_tiles_of(sk) > 1 and PAIR not in ax:
+            ax.declare(**{PAIR: 2})  # the interleave axis of the K-partial adds (size 2, L1850)
+        self.ax, self.m, self.n, self.k = ax, m, n, k
+        self.sm, self.sn, self.sk = sm, sn, sk
+        self.k_tiles = max(1, sk // K_TILE)
+        self.n_tiles = max(1, sn // N_TILE)
+        self.kin = f"{k} % {K_TILE}" if self.k_tiles > 1 else k
+        self.nin = f"{n} % {N_TILE}" if self.n_tiles > 1 else n
+        mm = ax.m
+        self.cluster = mm["1 # 2"]
+        cols = sn if self.n_tiles == 1 else N_TILE
+        self.slice = mm[f"{self.nin} / 32" + (" # 256" if cols < N_TILE else "")]
+
+    @staticmethod
+    def k_tiles_of(size: int) -> int:
+        """K tiles of 512 for a K of ``size``."""
+        return max(1, size // K_TILE)
+
+    def _outer(self, *parts: str) -> str:
+        return ", ".join(p for p in parts if p)
+
+    @property
+    def macs(self) -> int:
+        """Multiply-accumulates of one call: M·N·K."""
+        return self.sm * self.sn * self.sk
+
+    def __call__(self, ctx: Context, arena: Arena, x: Hbm, w: Hbm, *, double_buffer: bool = True) -> Hbm:
+        """Run the GEMM on HBM ``x`` (``m["M, K"]``) and ``w`` (``m["N, K"]``); returns HBM ``m["M, N"]`` bf16."""
+        mm, m, n, k, kin, nin = self.ax.m, self.m, self.n, self.k, self.kin, self.nin
+        kt_axis = f"{k} / {K_TILE}" if self.k_tiles > 1 else ""
+        nt_axis = f"{n} / {N_TILE}" if self.n_tiles > 1 else ""
+        x_el = mm[self._outer(kt_axis, m, kin)]
+        w_el = mm[self._outer(nt_axis, kt_axis, f"{nin} % 32", kin)]
+        x_dm = x.to_dm(self.cluster, self.slice, x_el, ctx.tdma, arena.take_dm(2 * x_el.size))
+        w_dm = w.to_dm(self.cluster, self.slice, w_el, ctx.tdma, arena.take_dm(2 * w_el.size))
+        out_el = mm[self._outer(nt_axis, m, f"{nin} % 32")]
+        out: Dm = DmTensor(ctx, dt.bf16, mm["1"], self.cluster, self.slice, out_el, arena.take_dm(2 * out_el.size),
+                           call="visa.kernels.Gemm")
+        rows = mm[f"{nin} % 8"]
+        halves = (TrfAddress.FirstHalf, TrfAddress.SecondHalf)
+        trf_el = mm[f"{nin} / 8 % 4, {kin}"]
+        partial_el = mm[f"{m}, {nin} / 8 % 4, {nin} % 8"]
+        for nt in range(self.n_tiles):
+            out_view = (out.view().tile(mm[nt_axis], 1, mm[f"{m}, {nin} % 32"], nt) if nt_axis else out.view())
+            acc: Dm | None = None
+            for kt in range(self.k_tiles):
+                step = nt * self.k_tiles + kt
+                wv = w_dm.view()
+                if nt_axis or kt_axis:
+                    wv = wv.tile(mm[self._outer(nt_axis, kt_axis)], 1, mm[f"{nin} % 32, {kin}"], step)
+                xv = x_dm.view().tile(mm[kt_axis], 1, mm[f"{m}, {kin}"], kt) if kt_axis else x_dm.view()
+                loader = ctx.sub if double_buffer and step > 0 else ctx.main
+                trf = (loader.begin(wv)
+                       .fetch(dt.bf16, mm[f"{nin} % 8, {nin} / 8 % 4"], mm[kin])
+                       .collect(mm[f"{nin} % 8, {nin} / 8 % 4, {kin} / 16"], mm[f"{kin} % 16"])
+                       .to_trf(rows, trf_el, halves[step % 2]))
+                acc_stream = (ctx.main.begin(xv)
+                              .fetch(dt.bf16, mm[f"{m}, {nin} / 8 % 4"], mm[kin])
+                              .collect(mm[f"{m}, {nin} / 8 % 4, {kin} / 16"], mm[f"{kin} % 16"])
+                              .align(mm[f"{m}, {nin} / 8 % 4, {kin} / 32"], mm[f"{kin} % 32"], trf)
+                              .contract(mm["1"])
+                              .accumulate(mm[f"{m}, {nin} / 8 % 4"], rows, AccumulationKind.Interleaved))
+                if self.k_tiles == 1:
+                    acc_stream.cast(dt.bf16, mm[f"{nin} % 8 # 16"]).commit_view(out_view)
+                    continue
+                part = acc_stream.commit(partial_el, arena.take_dm(4 * partial_el.size))
+                if acc is None:
+                    acc = part
+                    continue
+                s = self._pair(ctx, acc, part)
+                if kt == self.k_tiles - 1:
+                    s.cast(dt.bf16, mm[f"{nin} % 8 # 16"]).commit_view(out_view)
+                else:
+                    acc = s.commit(partial_el, arena.take_dm(4 * partial_el.size))
+        return out.to_hbm(mm[f"{m}, {n}"], ctx.tdma, arena.take_hbm(2 * self.sm * self.sn))
+
+    def _pair(self, ctx: Context, a: Dm, b: Dm) -> Any:
+        """``a + b`` in f32 by a split reduce (interleaved fetch, unzip, ``Add``; L7151–7381)."""
+        mm, m, nin = self.ax.m, self.m, self.nin
+        pair_axis = PAIR
+        return (ctx.main.begin_interleaved(mm[pair_axis], a.view(), b.view())
+                .fetch(dt.f32, mm[f"{pair_axis}, {m}, {nin} / 8 % 4"], mm[f"{nin} % 8"])
+                .collect(mm[f"{pair_axis}, {m}, {nin} / 8 % 4"], mm[f"{nin} % 8"])
+                .vector_init()
+                .vector_intra_slice_unzip(pair_axis, mm[f"1 # 2, {m}, {nin} / 8 % 4"], mm[f"{m}, {nin} / 8 % 4"])
+                .vector_clip_zip(ClipBinaryOpF32.Add)
+                .vector_final())

@@ -1,0 +1,49 @@
+"""Address bookkeeping for kernels built by :mod:`visa.kernels`: a bump allocator per memory.
+
+A kernel of this package places its DM tensors, its VRF operands and its HBM outputs at addresses an
+:class:`Arena` hands out, so that kernels compose in one ``@device`` function without overlapping.  Capacity
+is not checked here: the memories refuse a tensor that runs past them (the DM is 512 KiB per slice, L138; the
+VRF 8 KiB per slice, L1090; an HBM address past the chip's HBM is refused by the DMA).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Arena"]
+
+
+def _align(value: int, alignment: int) -> int:
+    return -(-value // alignment) * alignment
+
+
+@dataclass
+class Arena:
+    """Next free byte of each memory: DM and VRF per slice, HBM per chip (manual L136–139).
+
+    ``dm`` starts at 0 and grows; allocations are 32-byte aligned (a flit, L2424–2427; L1701).  HBM allocations
+    are 4 KiB aligned from ``hbm`` (default 1 GiB, above the host-written inputs a caller places lower).
+    """
+
+    dm: int = 0
+    vrf: int = 0
+    hbm: int = 1 << 30
+    flit: int = 32
+
+    def take_dm(self, nbytes: int) -> int:
+        """A DM address (per slice) for ``nbytes`` bytes."""
+        addr = _align(self.dm, self.flit)
+        self.dm = addr + nbytes
+        return addr
+
+    def take_vrf(self, nbytes: int) -> int:
+        """A VRF address (per slice) for ``nbytes`` bytes."""
+        addr = _align(self.vrf, self.flit)
+        self.vrf = addr + nbytes
+        return addr
+
+    def take_hbm(self, nbytes: int) -> int:
+        """An HBM address for ``nbytes`` bytes."""
+        addr = _align(self.hbm, 4096)
+        self.hbm = addr + nbytes
+        return addr
