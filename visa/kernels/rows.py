@@ -158,7 +158,8 @@ class Rows:
         """RMSNorm (Llama 3, L8240–8245): ``x / sqrt(mean(x²) + eps) · gain``, bf16 in and out, f32 inside.
 
         Three passes: Σx² per row; ``1 / sqrt(Σ/cols + eps)`` per row; ``x · rstd · gain`` (two multipliers,
-        ``Mul0`` and ``Mul1``, L4890–4893), cast to bf16.
+        ``Mul0`` and ``Mul1``, L4890–4893), cast to bf16.  The gain (f32, ``4·cols`` bytes) and rstd (one flit)
+        share the slice's 8 KiB VRF (L1090): ``cols ≤ 2040``; the VRF refuses more (an ``AddressError``).
         """
         rstd = self.finish_stat(ctx, arena, self.sum_of_squares(ctx, arena, x), scale=1.0 / self.d, add=eps,
                                 sqrt=True, reciprocal=True)

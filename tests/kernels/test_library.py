@@ -1,0 +1,239 @@
+"""``visa.kernels`` against numpy: Gemm (several shapes), RMSNorm, softmax, SwiGLU, attention; the refusals.
+
+Float tolerances are derived, never tuned.  Notation: u = 2⁻²⁴ (f32 unit roundoff), b = 2⁻⁸ (bf16's: 8 bits of
+precision, so rounding to nearest is within b·|y|), γ_n = n·u/(1 − n·u) (a sum of n terms in any order in f32
+is within γ_n·Σ|terms| of the exact sum).  bf16 inputs are exact in f32 and a product of two bf16 is exact in
+f32.  The simulator's unary functions are computed in binary64 and rounded once to f32 (``arith.fp_unary``), so
+each is within u relative.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from visa import AxisSet, Context, HardwareLimitError, HbmTensor, HostTensor, LayoutError, bf16, device, launch
+from visa.kernels import Arena, Attention, Gemm, Rows
+
+F64 = npt.NDArray[np.float64]
+RNG = np.random.default_rng(2024)
+
+
+def gamma(n: int) -> float:
+    """γ_n = n·u/(1 − n·u) with u = 2⁻²⁴."""
+    return n * 2.0**-24 / (1 - n * 2.0**-24)
+
+
+def host(ax: AxisSet, text: str, scale: float = 1.0) -> HostTensor[Any, Any]:
+    """A random bf16 host tensor over ``text`` (values of HostTensor.rand, times ``scale``)."""
+    t = HostTensor.rand(bf16, ax.m[text], RNG)
+    if scale == 1.0:
+        return t
+    return HostTensor.from_numpy(t.numpy(axes=text.replace(",", " ")).astype(np.float32) * scale, bf16, ax.m[text],
+                                 axes=text.replace(",", " "))
+
+
+def values(t: HostTensor[Any, Any], axes: str) -> F64:
+    return np.asarray(t.numpy(axes=axes), dtype=np.float64)
+
+
+def gemm_bound(x: F64, w: F64, k_tiles: int) -> F64:
+    """|C − C*| ≤ b·|C*| + γ_{K + k_tiles}·(|x||w|ᵀ): f32 accumulation of exact products and of the K-tile
+    partials, one rounding to bf16 (taken as b·|C*| plus the f32 error carried through it)."""
+    want = x @ w.T
+    return np.abs(want) * 2.0**-8 + gamma(x.shape[1] + k_tiles) * (1 + 2.0**-8) * (np.abs(x) @ np.abs(w).T)
+
+
+# -------------------------------------------------------------------------------------------------- Gemm
+
+
+@pytest.mark.parametrize(("m", "n", "k"), [(8, 256, 1024), (1, 8192, 512), (32, 512, 1536), (4, 16384, 64),
+                                           (16, 96, 2048)])
+def test_gemm_shapes(m: int, n: int, k: int) -> None:
+    ax = AxisSet(M=m, N=n, K=k)
+    gemm = Gemm(ax)
+
+    @device(chip=1)
+    def kernel(ctx: Context, x: HbmTensor[Any, Any, Any], w: HbmTensor[Any, Any, Any]) -> HbmTensor[Any, Any, Any]:
+        return gemm(ctx, Arena(), x, w)
+
+    ctx = Context.acquire()
+    x, w = host(ax, "M, K"), host(ax, "N, K")
+    out = launch(kernel, ctx, x.to_hbm(ax.m["1"], ax.m["M, K"], ctx.pdma, 0),
+                 w.to_hbm(ax.m["1"], ax.m["N, K"], ctx.pdma, 1 << 28)).to_host(ax.m["M, N"], ctx.pdma)
+    xv = values(x, "M K") if m > 1 else values(x, "K")[None, :]  # an axis of size 1 leaves the mapping
+    wv = values(w, "N K")
+    got = values(out, "M N") if m > 1 else values(out, "N")[None, :]
+    want = xv @ wv.T
+    assert np.all(np.abs(got - want) <= gemm_bound(xv, wv, gemm.k_tiles))
+    # schedule: every K tile after the first is loaded by the sub context (double buffering)
+    loads = [op for op in ctx.schedule.ops if op.name.endswith("to_trf")]
+    assert len(loads) == gemm.k_tiles * gemm.n_tiles
+    assert [op.track for op in loads] == ["main"] + ["sub"] * (len(loads) - 1)
+
+
+def test_gemm_single_vs_double_buffer_makespan() -> None:
+    """The same GEMM with every TRF load on main (single) and with sub loads (double): same bits; double is not
+    slower (by hand: T·(L_main + C) against L_main + T·C while L_sub ≤ C, T = 4 K tiles)."""
+    ax = AxisSet(M=32, N=8192, K=2048)
+    gemm = Gemm(ax)
+    x, w = host(ax, "M, K"), host(ax, "N, K")
+    results, spans = [], []
+    for double in (False, True):
+        ctx = Context.acquire()
+        xh = x.to_hbm(ax.m["1"], ax.m["M, K"], ctx.pdma, 0)
+        wh = w.to_hbm(ax.m["1"], ax.m["N, K"], ctx.pdma, 1 << 28)
+        first = len(ctx.schedule.ops)
+
+        @device(chip=1)
+        def kernel(ctx: Context, a: HbmTensor[Any, Any, Any], b: HbmTensor[Any, Any, Any],
+                   double: bool = double) -> HbmTensor[Any, Any, Any]:
+            return gemm(ctx, Arena(), a, b, double_buffer=double)
+
+        results.append(values(launch(kernel, ctx, xh, wh).to_host(ax.m["M, N"], ctx.pdma), "M N"))
+        tu = [op for op in ctx.schedule.ops[first:] if op.track in ("main", "sub")]
+        spans.append(max(op.end for op in tu) - min(op.start for op in tu))
+    assert np.array_equal(results[0], results[1])
+    assert spans[1] <= spans[0]
+
+
+def test_gemm_refusals() -> None:
+    with pytest.raises(HardwareLimitError) as e1:
+        Gemm(AxisSet(M=64, N=256, K=512))
+    assert e1.value.axis == "M" and e1.value.level == "Time" and e1.value.fix
+    with pytest.raises(LayoutError) as e2:
+        Gemm(AxisSet(M=8, N=100, K=512))
+    assert e2.value.axis == "N" and e2.value.level == "Slice"
+    with pytest.raises(LayoutError) as e3:
+        Gemm(AxisSet(M=8, N=256, K=768))
+    assert e3.value.axis == "K" and e3.value.level == "Packet"
+
+
+# -------------------------------------------------------------------------------------------------- Rows
+
+
+def run_rows(ax: AxisSet, build: Any, *inputs: tuple[str, HostTensor[Any, Any]]) -> F64:
+    """Launch ``build(ctx, arena, *hbm)`` (returns HBM ``[T, D]``) and read the result back as float64."""
+    ctx = Context.acquire()
+    hbm = [t.to_hbm(ax.m["1"], ax.m[text], ctx.pdma, k << 26) for k, (text, t) in enumerate(inputs)]
+
+    @device(chip=1)
+    def kernel(ctx: Context, *args: HbmTensor[Any, Any, Any]) -> HbmTensor[Any, Any, Any]:
+        result: HbmTensor[Any, Any, Any] = build(ctx, Arena(), *args)
+        return result
+
+    return values(launch(kernel, ctx, *hbm).to_host(ax.m["T, D"], ctx.pdma), "T D")
+
+
+@pytest.mark.parametrize(("t", "d"), [(64, 256), (256, 64), (3, 1024)])
+def test_rms_norm(t: int, d: int) -> None:
+    """Bound: rstd = 1/√(Σx²/D + ε) carries γ_D (the sum) + 4u (scale, +ε, √, 1/·; √ halves the first two) and the
+    two products 2u more: relative γ_{D+6} in f32; the bf16 rounding adds b."""
+    ax = AxisSet(T=t, D=d)
+    rows = Rows(ax, "T", "D")
+    eps = 1e-5
+    x, g = host(ax, "T, D"), host(ax, "D")
+
+    def build(ctx: Context, arena: Arena, xh: Any, gh: Any) -> Any:
+        return rows.store(ctx, arena, rows.rms_norm(ctx, arena, rows.load(ctx, arena, xh),
+                                                    rows.load_broadcast(ctx, arena, gh), eps=eps))
+
+    got = run_rows(ax, build, ("T, D", x), ("D", g))
+    xv, gv = values(x, "T D"), values(g, "D")
+    want = xv / np.sqrt((xv**2).mean(axis=-1, keepdims=True) + eps) * gv
+    bound = (2.0**-8 + gamma(d + 6) * (1 + 2.0**-8)) * np.abs(want)
+    assert np.all(np.abs(got - want) <= bound)
+
+
+@pytest.mark.parametrize(("t", "d", "scale"), [(64, 256, 1.0), (8, 1024, 0.125)])
+def test_softmax(t: int, d: int, scale: float) -> None:
+    """Bound on p = e^{z−max}/Σ: z = scale·x rounds once (u), z − max once (u·|z − max| absolute, so e^… gains
+    u·|z − max| relative), exp u, Σ over D γ_D, 1/Σ u, the product u; the numerator's and the sum's exponentials
+    both move: relative ρ = 2·(u·(1 + max|z − max|) + u) + γ_D + 2u in f32; then b for the bf16 rounding."""
+    ax = AxisSet(T=t, D=d)
+    rows = Rows(ax, "T", "D")
+    x = host(ax, "T, D", 4.0)
+
+    def build(ctx: Context, arena: Arena, xh: Any) -> Any:
+        return rows.store(ctx, arena, rows.softmax(ctx, arena, rows.load(ctx, arena, xh), scale=scale))
+
+    got = run_rows(ax, build, ("T, D", x))
+    z = scale * values(x, "T D")
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    want = e / e.sum(axis=-1, keepdims=True)
+    u = 2.0**-24
+    spread = float(np.max(z.max(axis=-1, keepdims=True) - z))
+    rho = 2 * (u * (1 + spread) + u) + gamma(d) + 2 * u
+    bound = (2.0**-8 + rho * (1 + 2.0**-8)) * want
+    assert np.all(np.abs(got - want) <= bound)
+    assert np.allclose(got.sum(axis=-1), 1.0, atol=d * 2.0**-8)  # each of D entries within b of its value
+
+
+def test_swiglu() -> None:
+    """silu(g)·u: σ(g) within u (binary64 then rounded), g·σ(g) one more u, the f32 round trip through DM exact,
+    ·u one more u: relative 3u; then b."""
+    ax = AxisSet(T=32, D=512)
+    rows = Rows(ax, "T", "D")
+    gate, up = host(ax, "T, D", 3.0), host(ax, "T, D")
+
+    def build(ctx: Context, arena: Arena, gh: Any, uh: Any) -> Any:
+        return rows.store(ctx, arena, rows.swiglu(ctx, arena, rows.load(ctx, arena, gh), rows.load(ctx, arena, uh)))
+
+    got = run_rows(ax, build, ("T, D", gate), ("T, D", up))
+    g, u = values(gate, "T D"), values(up, "T D")
+    want = g / (1 + np.exp(-g)) * u
+    bound = (2.0**-8 + 3 * 2.0**-24 * (1 + 2.0**-8)) * np.abs(want) + 2.0**-133  # + the least subnormal
+    assert np.all(np.abs(got - want) <= bound)
+
+
+def test_rows_refusals() -> None:
+    with pytest.raises(HardwareLimitError) as e1:
+        Rows(AxisSet(T=300, D=64), "T", "D")
+    assert e1.value.axis == "T" and e1.value.level == "Slice"
+    with pytest.raises(LayoutError) as e2:
+        Rows(AxisSet(T=8, D=60), "T", "D")
+    assert e2.value.axis == "D" and e2.value.level == "Element"
+    with pytest.raises(LayoutError):
+        rows = Rows(AxisSet(T=8, D=64), "T", "D")
+        rows.softmax(Context.acquire(), Arena(), None, scale=-1.0)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------------------------- attention
+
+
+def test_attention_single_head() -> None:
+    """Bound: the scores are a GEMM rounded to bf16 (``gemm_bound``, scaled by 1/√d_k: δ_ij); moving every score
+    by at most δ = max δ_ij moves each probability by a factor within e^{±2δ}; the softmax adds its own f32 error
+    (see ``test_softmax``) and b; the second GEMM (K = S) adds b·|out| + γ_{S+1}·(p̂ @ |V|)."""
+    ax = AxisSet(Q=4, S=256, Dk=128, Dv=128)
+    att = Attention(ax)
+    q, k, vt = host(ax, "Q, Dk"), host(ax, "S, Dk"), host(ax, "Dv, S")
+
+    @device(chip=1)
+    def kernel(ctx: Context, qh: HbmTensor[Any, Any, Any], kh: HbmTensor[Any, Any, Any],
+               vh: HbmTensor[Any, Any, Any]) -> HbmTensor[Any, Any, Any]:
+        return att(ctx, Arena(), qh, kh, vh)
+
+    ctx = Context.acquire()
+    out = launch(kernel, ctx, q.to_hbm(ax.m["1"], ax.m["Q, Dk"], ctx.pdma, 0),
+                 k.to_hbm(ax.m["1"], ax.m["S, Dk"], ctx.pdma, 1 << 26),
+                 vt.to_hbm(ax.m["1"], ax.m["Dv, S"], ctx.pdma, 2 << 26)).to_host(ax.m["Q, Dv"], ctx.pdma)
+    qv, kv, v = values(q, "Q Dk"), values(k, "S Dk"), values(vt, "Dv S").T
+    scale = 1 / math.sqrt(128)
+    s = qv @ kv.T * scale
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    p /= p.sum(axis=-1, keepdims=True)
+    want = p @ v
+    delta = float(np.max(gemm_bound(qv, kv, 1))) * scale
+    u = 2.0**-24
+    spread = float(np.max(s.max(axis=-1, keepdims=True) - s)) + delta
+    rho_f32 = 2 * (u * (1 + spread) + u) + gamma(256) + 2 * u
+    rho = (math.exp(2 * delta) * (1 + rho_f32) * (1 + 2.0**-8)) - 1
+    pv = p @ np.abs(v)
+    bound = rho * pv + 2.0**-8 * (np.abs(want) + rho * pv) + gamma(257) * (1 + rho) * pv
+    got = values(out, "Q Dv")
+    assert np.all(np.abs(got - want) <= bound)
