@@ -1,10 +1,7 @@
-"""``visa.kernels`` against numpy: Gemm (several shapes), RMSNorm, softmax, SwiGLU, attention; the refusals.
+"""``visa.kernels`` against numpy: Gemm (several shapes), RMSNorm, softmax, SwiGLU, add, attention; refusals.
 
-Float tolerances are derived, never tuned.  Notation: u = 2⁻²⁴ (f32 unit roundoff), b = 2⁻⁸ (bf16's: 8 bits of
-precision, so rounding to nearest is within b·|y|), γ_n = n·u/(1 − n·u) (a sum of n terms in any order in f32
-is within γ_n·Σ|terms| of the exact sum).  bf16 inputs are exact in f32 and a product of two bf16 is exact in
-f32.  The simulator's unary functions are computed in binary64 and rounded once to f32 (``arith.fp_unary``), so
-each is within u relative.
+Float tolerances are the derived bounds of :mod:`visa.kernels.bounds` (each function's docstring states its
+derivation), never tuned.
 """
 
 from __future__ import annotations
@@ -17,15 +14,10 @@ import numpy.typing as npt
 import pytest
 
 from visa import AxisSet, Context, HardwareLimitError, HbmTensor, HostTensor, LayoutError, bf16, device, launch
-from visa.kernels import Arena, Attention, Gemm, Rows
+from visa.kernels import Arena, Attention, Gemm, Rows, bounds
 
 F64 = npt.NDArray[np.float64]
 RNG = np.random.default_rng(2024)
-
-
-def gamma(n: int) -> float:
-    """γ_n = n·u/(1 − n·u) with u = 2⁻²⁴."""
-    return n * 2.0**-24 / (1 - n * 2.0**-24)
 
 
 def host(ax: AxisSet, text: str, scale: float = 1.0) -> HostTensor[Any, Any]:
@@ -41,14 +33,7 @@ def values(t: HostTensor[Any, Any], axes: str) -> F64:
     return np.asarray(t.numpy(axes=axes), dtype=np.float64)
 
 
-def gemm_bound(x: F64, w: F64, k_tiles: int) -> F64:
-    """|C − C*| ≤ b·|C*| + γ_{K + k_tiles}·(|x||w|ᵀ): f32 accumulation of exact products and of the K-tile
-    partials, one rounding to bf16 (taken as b·|C*| plus the f32 error carried through it)."""
-    want = x @ w.T
-    return np.abs(want) * 2.0**-8 + gamma(x.shape[1] + k_tiles) * (1 + 2.0**-8) * (np.abs(x) @ np.abs(w).T)
-
-
-# -------------------------------------------------------------------------------------------------- Gemm
+# ------------------------------------------------------------------------------------------------- Gemm
 
 
 @pytest.mark.parametrize(("m", "n", "k"), [(8, 256, 1024), (1, 8192, 512), (32, 512, 1536), (4, 16384, 64),
@@ -69,7 +54,7 @@ def test_gemm_shapes(m: int, n: int, k: int) -> None:
     wv = values(w, "N K")
     got = values(out, "M N") if m > 1 else values(out, "N")[None, :]
     want = xv @ wv.T
-    assert np.all(np.abs(got - want) <= gemm_bound(xv, wv, gemm.k_tiles))
+    assert np.all(np.abs(got - want) <= bounds.gemm(xv, wv, gemm.k_tiles))
     # schedule: every K tile after the first is loaded by the sub context (double buffering)
     loads = [op for op in ctx.schedule.ops if op.name.endswith("to_trf")]
     assert len(loads) == gemm.k_tiles * gemm.n_tiles
@@ -131,8 +116,7 @@ def run_rows(ax: AxisSet, build: Any, *inputs: tuple[str, HostTensor[Any, Any]])
 
 @pytest.mark.parametrize(("t", "d"), [(64, 256), (256, 64), (3, 1024)])
 def test_rms_norm(t: int, d: int) -> None:
-    """Bound: rstd = 1/√(Σx²/D + ε) carries γ_D (the sum) + 4u (scale, +ε, √, 1/·; √ halves the first two) and the
-    two products 2u more: relative γ_{D+6} in f32; the bf16 rounding adds b."""
+    """Bound: :func:`visa.kernels.bounds.rms_norm`."""
     ax = AxisSet(T=t, D=d)
     rows = Rows(ax, "T", "D")
     eps = 1e-5
@@ -145,15 +129,12 @@ def test_rms_norm(t: int, d: int) -> None:
     got = run_rows(ax, build, ("T, D", x), ("D", g))
     xv, gv = values(x, "T D"), values(g, "D")
     want = xv / np.sqrt((xv**2).mean(axis=-1, keepdims=True) + eps) * gv
-    bound = (2.0**-8 + gamma(d + 6) * (1 + 2.0**-8)) * np.abs(want)
-    assert np.all(np.abs(got - want) <= bound)
+    assert np.all(np.abs(got - want) <= bounds.rms_norm(want, d))
 
 
 @pytest.mark.parametrize(("t", "d", "scale"), [(64, 256, 1.0), (8, 1024, 0.125)])
 def test_softmax(t: int, d: int, scale: float) -> None:
-    """Bound on p = e^{z−max}/Σ: z = scale·x rounds once (u), z − max once (u·|z − max| absolute, so e^… gains
-    u·|z − max| relative), exp u, Σ over D γ_D, 1/Σ u, the product u; the numerator's and the sum's exponentials
-    both move: relative ρ = 2·(u·(1 + max|z − max|) + u) + γ_D + 2u in f32; then b for the bf16 rounding."""
+    """Bound: :func:`visa.kernels.bounds.softmax` (the input scaling rounds once more, inside its first term)."""
     ax = AxisSet(T=t, D=d)
     rows = Rows(ax, "T", "D")
     x = host(ax, "T, D", 4.0)
@@ -165,17 +146,13 @@ def test_softmax(t: int, d: int, scale: float) -> None:
     z = scale * values(x, "T D")
     e = np.exp(z - z.max(axis=-1, keepdims=True))
     want = e / e.sum(axis=-1, keepdims=True)
-    u = 2.0**-24
     spread = float(np.max(z.max(axis=-1, keepdims=True) - z))
-    rho = 2 * (u * (1 + spread) + u) + gamma(d) + 2 * u
-    bound = (2.0**-8 + rho * (1 + 2.0**-8)) * want
-    assert np.all(np.abs(got - want) <= bound)
+    assert np.all(np.abs(got - want) <= bounds.softmax(want, d, spread))
     assert np.allclose(got.sum(axis=-1), 1.0, atol=d * 2.0**-8)  # each of D entries within b of its value
 
 
 def test_swiglu() -> None:
-    """silu(g)·u: σ(g) within u (binary64 then rounded), g·σ(g) one more u, the f32 round trip through DM exact,
-    ·u one more u: relative 3u; then b."""
+    """Bound: :func:`visa.kernels.bounds.swiglu`."""
     ax = AxisSet(T=32, D=512)
     rows = Rows(ax, "T", "D")
     gate, up = host(ax, "T, D", 3.0), host(ax, "T, D")
@@ -186,8 +163,21 @@ def test_swiglu() -> None:
     got = run_rows(ax, build, ("T, D", gate), ("T, D", up))
     g, u = values(gate, "T D"), values(up, "T D")
     want = g / (1 + np.exp(-g)) * u
-    bound = (2.0**-8 + 3 * 2.0**-24 * (1 + 2.0**-8)) * np.abs(want) + 2.0**-133  # + the least subnormal
-    assert np.all(np.abs(got - want) <= bound)
+    assert np.all(np.abs(got - want) <= bounds.swiglu(want))
+
+
+def test_add() -> None:
+    """Bound: :func:`visa.kernels.bounds.add`; bf16 magnitudes 2^24 apart make the f32 sum round."""
+    ax = AxisSet(T=16, D=128)
+    rows = Rows(ax, "T", "D")
+    a, c = host(ax, "T, D", 2.0**12), host(ax, "T, D", 2.0**-12)
+
+    def build(ctx: Context, arena: Arena, ah: Any, ch: Any) -> Any:
+        return rows.store(ctx, arena, rows.add(ctx, arena, rows.load(ctx, arena, ah), rows.load(ctx, arena, ch)))
+
+    got = run_rows(ax, build, ("T, D", a), ("T, D", c))
+    want = values(a, "T D") + values(c, "T D")
+    assert np.all(np.abs(got - want) <= bounds.add(want))
 
 
 def test_rows_refusals() -> None:
@@ -206,9 +196,7 @@ def test_rows_refusals() -> None:
 
 
 def test_attention_single_head() -> None:
-    """Bound: the scores are a GEMM rounded to bf16 (``gemm_bound``, scaled by 1/√d_k: δ_ij); moving every score
-    by at most δ = max δ_ij moves each probability by a factor within e^{±2δ}; the softmax adds its own f32 error
-    (see ``test_softmax``) and b; the second GEMM (K = S) adds b·|out| + γ_{S+1}·(p̂ @ |V|)."""
+    """Bound: :func:`visa.kernels.bounds.attention`."""
     ax = AxisSet(Q=4, S=256, Dk=128, Dv=128)
     att = Attention(ax)
     q, k, vt = host(ax, "Q, Dk"), host(ax, "S, Dk"), host(ax, "Dv, S")
@@ -223,17 +211,6 @@ def test_attention_single_head() -> None:
                  k.to_hbm(ax.m["1"], ax.m["S, Dk"], ctx.pdma, 1 << 26),
                  vt.to_hbm(ax.m["1"], ax.m["Dv, S"], ctx.pdma, 2 << 26)).to_host(ax.m["Q, Dv"], ctx.pdma)
     qv, kv, v = values(q, "Q Dk"), values(k, "S Dk"), values(vt, "Dv S").T
-    scale = 1 / math.sqrt(128)
-    s = qv @ kv.T * scale
-    p = np.exp(s - s.max(axis=-1, keepdims=True))
-    p /= p.sum(axis=-1, keepdims=True)
-    want = p @ v
-    delta = float(np.max(gemm_bound(qv, kv, 1))) * scale
-    u = 2.0**-24
-    spread = float(np.max(s.max(axis=-1, keepdims=True) - s)) + delta
-    rho_f32 = 2 * (u * (1 + spread) + u) + gamma(256) + 2 * u
-    rho = (math.exp(2 * delta) * (1 + rho_f32) * (1 + 2.0**-8)) - 1
-    pv = p @ np.abs(v)
-    bound = rho * pv + 2.0**-8 * (np.abs(want) + rho * pv) + gamma(257) * (1 + rho) * pv
+    want, bound = bounds.attention(qv, kv, v, 1 / math.sqrt(128))
     got = values(out, "Q Dv")
     assert np.all(np.abs(got - want) <= bound)

@@ -25,7 +25,7 @@ from visa import dtypes as dt
 from visa.context import Context
 from visa.engines.vector import ClipBinaryOpF32
 from visa.errors import HardwareLimitError, LayoutError
-from visa.kernels.memory import Arena
+from visa.kernels.memory import PAIR, Arena, pair_axis
 from visa.mapping import AxisSet
 from visa.memory.tensors import DmTensor, HbmTensor, TrfAddress
 from visa.stream import AccumulationKind
@@ -38,7 +38,6 @@ Dm = DmTensor[Any, Any, Any, Any, Any]
 K_TILE = 512  # 4 × 512 bf16 = 4 KiB per TRF Row: one half (L4151–4154)
 N_SLICE = 32  # output columns per slice: 8 Rows × 4
 N_TILE = 256 * N_SLICE  # columns per N tile: all 256 slices of a cluster
-PAIR = "Pair_"  # the axis Gemm declares in its AxisSet to interleave two K partials
 
 
 class Gemm:
@@ -63,8 +62,8 @@ class Gemm:
             raise LayoutError(f"{k} = {sk} must be a multiple of 32 (a 64-byte packet of bf16, L4388), at most "
                               f"{K_TILE} or a multiple of it", call=call, level="Packet", mapping=f'm["{k}"]', axis=k,
                               fix=f"pad {k} with zeros to a multiple of 32")
-        if self.k_tiles_of(sk) > 1 and PAIR not in ax:
-            ax.declare(**{PAIR: 2})  # the interleave axis of the K-partial adds (size 2, L1850)
+        if self.k_tiles_of(sk) > 1:
+            pair_axis(ax)  # the interleave axis of the K-partial adds
         self.ax, self.m, self.n, self.k = ax, m, n, k
         self.sm, self.sn, self.sk = sm, sn, sk
         self.k_tiles = max(1, sk // K_TILE)
@@ -142,11 +141,11 @@ class Gemm:
     def _pair(self, ctx: Context, a: Dm, b: Dm) -> Any:
         """``a + b`` in f32 by a split reduce (interleaved fetch, unzip, ``Add``; L7151–7381)."""
         mm, m, nin = self.ax.m, self.m, self.nin
-        pair_axis = PAIR
-        return (ctx.main.begin_interleaved(mm[pair_axis], a.view(), b.view())
-                .fetch(dt.f32, mm[f"{pair_axis}, {m}, {nin} / 8 % 4"], mm[f"{nin} % 8"])
-                .collect(mm[f"{pair_axis}, {m}, {nin} / 8 % 4"], mm[f"{nin} % 8"])
+        pair = PAIR
+        return (ctx.main.begin_interleaved(mm[pair], a.view(), b.view())
+                .fetch(dt.f32, mm[f"{pair}, {m}, {nin} / 8 % 4"], mm[f"{nin} % 8"])
+                .collect(mm[f"{pair}, {m}, {nin} / 8 % 4"], mm[f"{nin} % 8"])
                 .vector_init()
-                .vector_intra_slice_unzip(pair_axis, mm[f"1 # 2, {m}, {nin} / 8 % 4"], mm[f"{m}, {nin} / 8 % 4"])
+                .vector_intra_slice_unzip(pair, mm[f"1 # 2, {m}, {nin} / 8 % 4"], mm[f"{m}, {nin} / 8 % 4"])
                 .vector_clip_zip(ClipBinaryOpF32.Add)
                 .vector_final())

@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Arena"]
+from visa.mapping import AxisSet
+
+__all__ = ["Arena", "PAIR", "pair_axis"]
+
+#: The interleave axis (size 2, L1843–1868) the kernels declare in their AxisSet to fetch two tensors together.
+PAIR = "Pair_"
 
 
 def _align(value: int, alignment: int) -> int:
@@ -47,3 +52,10 @@ class Arena:
         addr = _align(self.hbm, 4096)
         self.hbm = addr + nbytes
         return addr
+
+
+def pair_axis(ax: AxisSet) -> str:
+    """Declare :data:`PAIR` (size 2: at most two tensors are interleaved, L1850) in ``ax`` once; its name."""
+    if PAIR not in ax:
+        ax.declare(**{PAIR: 2})
+    return PAIR

@@ -30,7 +30,7 @@ from visa.engines.vector import (
     Stash,
 )
 from visa.errors import HardwareLimitError, LayoutError
-from visa.kernels.memory import Arena
+from visa.kernels.memory import Arena, pair_axis
 from visa.mapping import AxisSet, Mapping
 from visa.memory.tensors import DmTensor, HbmTensor, VrfTensor
 
@@ -199,6 +199,20 @@ class Rows:
         out: Dm = (s.vector_concat(m[f"{self.cols} / 8"], m[f"{self.cols} % 8"]).vector_final()
                    .commit(self.element, arena.take_dm(4 * self.d)))
         return out
+
+    def add(self, ctx: Context, arena: Arena, a: Dm, b: Dm) -> Dm:
+        """``a + b`` (the residual connections, L8318–8322, L8352–8356): interleaved fetch of the two rows along an
+        axis of size 2 (L1843–1868), unzip, ``AddF`` in f32, cast to bf16 — one rounding."""
+        m = self.ax.m
+        pair = pair_axis(self.ax)
+        s = (ctx.main.begin_interleaved(m[pair], a.view(), b.view())
+             .fetch(dt.f32, m[f"{pair}, {self.cols} / 4"], self.packet4x8)
+             .collect(m[f"{pair}, {self.cols} / 4"], self.packet4x8)
+             .vector_init()
+             .vector_intra_slice_unzip(pair, m[f"1 # 2, {self.cols} / 4"], self.time4)
+             .vector_trim_way4(self.packet4)
+             .vector_fp_zip(FpBinaryOp.AddF))
+        return self._rows_out(ctx, arena, s)
 
     def swiglu(self, ctx: Context, arena: Arena, gate: Dm, up: Dm) -> Dm:
         """SwiGLU's gating (Llama 3 FFN, L8329–8343): ``silu(gate) · up = gate · sigmoid(gate) · up``, bf16 out.
