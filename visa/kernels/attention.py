@@ -19,11 +19,12 @@ from visa.kernels.gemm import Gemm
 from visa.kernels.memory import Arena
 from visa.kernels.rows import Rows
 from visa.mapping import AxisSet
-from visa.memory.tensors import HbmTensor
+from visa.memory.tensors import HbmTensor, HbmTensorView
 
 __all__ = ["Attention"]
 
 Hbm = HbmTensor[Any, Any, Any]
+HbmIn = HbmTensor[Any, Any, Any] | HbmTensorView[Any, Any, Any]  # a tensor, or a view of one (tile, relabel)
 
 
 class Attention:
@@ -40,7 +41,7 @@ class Attention:
         self.scale = 1.0 / math.sqrt(ax.size(dk))
         self.ax, self.q, self.s = ax, q, s
 
-    def __call__(self, ctx: Context, arena: Arena, q: Hbm, k: Hbm, v_t: Hbm) -> Hbm:
+    def __call__(self, ctx: Context, arena: Arena, q: HbmIn, k: HbmIn, v_t: HbmIn) -> Hbm:
         """``q`` ``m["Q, Dk"]``, ``k`` ``m["S, Dk"]``, ``v_t`` ``m["Dv, S"]`` (all bf16 in HBM) → ``m["Q, Dv"]``."""
         scores = self.scores(ctx, arena, q, k)
         probs_dm = self.softmax.softmax(ctx, arena, self.softmax.load(ctx, arena, scores), scale=self.scale)

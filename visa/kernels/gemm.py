@@ -27,12 +27,13 @@ from visa.engines.vector import ClipBinaryOpF32
 from visa.errors import HardwareLimitError, LayoutError
 from visa.kernels.memory import PAIR, Arena, pair_axis
 from visa.mapping import AxisSet
-from visa.memory.tensors import DmTensor, HbmTensor, TrfAddress
+from visa.memory.tensors import DmTensor, HbmTensor, HbmTensorView, TrfAddress
 from visa.stream import AccumulationKind
 
 __all__ = ["Gemm"]
 
 Hbm = HbmTensor[Any, Any, Any]
+HbmIn = HbmTensor[Any, Any, Any] | HbmTensorView[Any, Any, Any]  # a tensor, or a view of one (tile, relabel)
 Dm = DmTensor[Any, Any, Any, Any, Any]
 
 K_TILE = 512  # 4 × 512 bf16 = 4 KiB per TRF Row: one half (L4151–4154)
@@ -88,7 +89,7 @@ class Gemm:
         """Multiply-accumulates of one call: M·N·K."""
         return self.sm * self.sn * self.sk
 
-    def __call__(self, ctx: Context, arena: Arena, x: Hbm, w: Hbm, *, double_buffer: bool = True) -> Hbm:
+    def __call__(self, ctx: Context, arena: Arena, x: HbmIn, w: HbmIn, *, double_buffer: bool = True) -> Hbm:
         """Run the GEMM on HBM ``x`` (``m["M, K"]``) and ``w`` (``m["N, K"]``); returns HBM ``m["M, N"]`` bf16."""
         mm, m, n, k, kin, nin = self.ax.m, self.m, self.n, self.k, self.kin, self.nin
         kt_axis = f"{k} / {K_TILE}" if self.k_tiles > 1 else ""

@@ -32,13 +32,14 @@ from visa.engines.vector import (
 from visa.errors import HardwareLimitError, LayoutError
 from visa.kernels.memory import Arena, pair_axis
 from visa.mapping import AxisSet, Mapping
-from visa.memory.tensors import DmTensor, HbmTensor, VrfTensor
+from visa.memory.tensors import DmTensor, HbmTensor, HbmTensorView, VrfTensor
 
 __all__ = ["Rows"]
 
 Dm = DmTensor[Any, Any, Any, Any, Any]
 Vrf = VrfTensor[Any, Any, Any, Any, Any]
 Hbm = HbmTensor[Any, Any, Any]
+HbmIn = HbmTensor[Any, Any, Any] | HbmTensorView[Any, Any, Any]  # a tensor, or a view of one (tile, relabel)
 
 
 class Rows:
@@ -71,12 +72,12 @@ class Rows:
         self.stat: Mapping = m["1 # 8"]
 
     # -- moving rows in and out ----------------------------------------------------------------------------
-    def load(self, ctx: Context, arena: Arena, x: Hbm) -> Dm:
+    def load(self, ctx: Context, arena: Arena, x: HbmIn) -> Dm:
         """HBM ``[rows, cols]`` → DM, one row per slice."""
         addr = arena.take_dm(self.d * x.dtype.size_bits // 8)
         return x.to_dm(self.cluster, self.slice, self.element, ctx.tdma, addr)
 
-    def load_broadcast(self, ctx: Context, arena: Arena, g: Hbm) -> Vrf:
+    def load_broadcast(self, ctx: Context, arena: Arena, g: HbmIn) -> Vrf:
         """A ``[cols]`` vector (e.g. RMSNorm's gain) into every row's slice, then into the VRF as f32."""
         dm = g.to_dm(self.cluster, self.slice, self.element, ctx.tdma, arena.take_dm(self.d * g.dtype.size_bits // 8))
         m = self.ax.m

@@ -1,0 +1,30 @@
+"""The small Llama 3 decode layer (examples/llama_decode_layer.py; manual L8225–8364).
+
+``run()`` compares every stage with numpy applied to that stage's inputs as the device produced them, within
+the stage's derived bound (:mod:`visa.kernels.bounds`); this test runs it at two positions and checks the
+schedule: launch 1 (norm, projections, RoPE) is shorter than launch 2 (attention over 128 positions and the FFN,
+whose weights are 3 × 256 × 512 against 384 × 256).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "llama_decode_layer.py"
+
+
+@pytest.mark.parametrize("position", [1, 128])
+def test_decode_layer_every_stage_within_bound_L8225_L8364(position: int) -> None:
+    spec = importlib.util.spec_from_file_location("visa_example_llama_decode_layer", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    result = mod.run(seed=position, position=position)
+    stages = [k for k in result if not k.startswith("makespan")]
+    assert len(stages) == 15
+    assert 0 < result["makespan launch 1"] < result["makespan launch 2"]
