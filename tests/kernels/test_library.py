@@ -86,6 +86,37 @@ def test_gemm_single_vs_double_buffer_makespan() -> None:
     assert spans[1] <= spans[0]
 
 
+@pytest.mark.parametrize(("m", "n", "k"), [(8, 256, 2048), (4, 16384, 64)])
+def test_gemm_streams_tiles_from_hbm(m: int, n: int, k: int) -> None:
+    """``stream=True`` moves one tile of x and w per step from HBM into two alternating DM buffers: the same
+    bits as the resident mode, one DMA pair per (N, K) tile, and the DMA of tile t + 1 is issued before
+    contraction t ends (it waits only for the tdma track, so it overlaps the Tensor Unit)."""
+    ax = AxisSet(M=m, N=n, K=k)
+    gemm = Gemm(ax)
+    x, w = host(ax, "M, K"), host(ax, "N, K")
+    got = []
+    for stream in (False, True):
+        ctx = Context.acquire()
+        xh = x.to_hbm(ax.m["1"], ax.m["M, K"], ctx.pdma, 0)
+        wh = w.to_hbm(ax.m["1"], ax.m["N, K"], ctx.pdma, 1 << 28)
+        first = len(ctx.schedule.ops)
+
+        @device(chip=1)
+        def kernel(ctx: Context, a: HbmTensor[Any, Any, Any], b: HbmTensor[Any, Any, Any],
+                   stream: bool = stream) -> HbmTensor[Any, Any, Any]:
+            return gemm(ctx, Arena(), a, b, stream=stream)
+
+        got.append(values(launch(kernel, ctx, xh, wh).to_host(ax.m["M, N"], ctx.pdma), "M N"))
+        ops = ctx.schedule.ops[first:]
+        dmas = [op for op in ops if op.track == "tdma" and op.name.startswith("hbm.to_dm")]
+        tiles = gemm.k_tiles * gemm.n_tiles
+        assert len(dmas) == (2 * tiles if stream else 2)
+        if stream and tiles > 1:
+            contractions = [op for op in ops if "reducer" in op.name]
+            assert dmas[2].start < contractions[0].end  # tile 1's DMA overlaps contraction 0
+    assert np.array_equal(got[0], got[1])
+
+
 def test_gemm_refusals() -> None:
     with pytest.raises(HardwareLimitError) as e1:
         Gemm(AxisSet(M=64, N=256, K=512))

@@ -89,15 +89,32 @@ class Gemm:
         """Multiply-accumulates of one call: M·N·K."""
         return self.sm * self.sn * self.sk
 
-    def __call__(self, ctx: Context, arena: Arena, x: HbmIn, w: HbmIn, *, double_buffer: bool = True) -> Hbm:
-        """Run the GEMM on HBM ``x`` (``m["M, K"]``) and ``w`` (``m["N, K"]``); returns HBM ``m["M, N"]`` bf16."""
+    def resident_bytes(self) -> int:
+        """DM bytes per slice that x and w take when held whole (the resident mode)."""
+        return 2 * self.sm * self.sk + 2 * N_SLICE * self.sk * self.n_tiles
+
+    def __call__(self, ctx: Context, arena: Arena, x: HbmIn, w: HbmIn, *, double_buffer: bool = True,
+                 stream: bool | None = None) -> Hbm:
+        """Run the GEMM on HBM ``x`` (``m["M, K"]``) and ``w`` (``m["N, K"]``); returns HBM ``m["M, N"]`` bf16.
+
+        ``stream`` (default: when x and w would take more than half a slice's DM, L138) moves one (N, K) tile of
+        w and one K tile of x from HBM per step into two alternating DM buffers, so the tensor DMA of the next
+        tile overlaps the current contraction; otherwise x and w are moved into DM whole first.
+        """
+        if stream is None:
+            stream = self.resident_bytes() > ctx.hw.dm.slice_bytes // 2
         mm, m, n, k, kin, nin = self.ax.m, self.m, self.n, self.k, self.kin, self.nin
         kt_axis = f"{k} / {K_TILE}" if self.k_tiles > 1 else ""
         nt_axis = f"{n} / {N_TILE}" if self.n_tiles > 1 else ""
-        x_el = mm[self._outer(kt_axis, m, kin)]
-        w_el = mm[self._outer(nt_axis, kt_axis, f"{nin} % 32", kin)]
-        x_dm = x.to_dm(self.cluster, self.slice, x_el, ctx.tdma, arena.take_dm(2 * x_el.size))
-        w_dm = w.to_dm(self.cluster, self.slice, w_el, ctx.tdma, arena.take_dm(2 * w_el.size))
+        x_tile, w_tile = mm[f"{m}, {kin}"], mm[f"{nin} % 32, {kin}"]
+        if stream:
+            x_slots = [arena.take_dm(2 * x_tile.size) for _ in range(2)]
+            w_slots = [arena.take_dm(2 * w_tile.size) for _ in range(2)]
+        else:
+            x_el = mm[self._outer(kt_axis, m, kin)]
+            w_el = mm[self._outer(nt_axis, kt_axis, f"{nin} % 32", kin)]
+            x_dm = x.to_dm(self.cluster, self.slice, x_el, ctx.tdma, arena.take_dm(2 * x_el.size))
+            w_dm = w.to_dm(self.cluster, self.slice, w_el, ctx.tdma, arena.take_dm(2 * w_el.size))
         out_el = mm[self._outer(nt_axis, m, f"{nin} % 32")]
         out: Dm = DmTensor(ctx, dt.bf16, mm["1"], self.cluster, self.slice, out_el, arena.take_dm(2 * out_el.size),
                            call="visa.kernels.Gemm")
@@ -105,15 +122,20 @@ class Gemm:
         halves = (TrfAddress.FirstHalf, TrfAddress.SecondHalf)
         trf_el = mm[f"{nin} / 8 % 4, {kin}"]
         partial_el = mm[f"{m}, {nin} / 8 % 4, {nin} % 8"]
+        parts = [arena.take_dm(4 * partial_el.size) for _ in range(2 if self.k_tiles > 1 else 0)]
+        sums = [arena.take_dm(4 * partial_el.size) for _ in range(2 if self.k_tiles > 2 else 0)]
         for nt in range(self.n_tiles):
             out_view = (out.view().tile(mm[nt_axis], 1, mm[f"{m}, {nin} % 32"], nt) if nt_axis else out.view())
             acc: Dm | None = None
             for kt in range(self.k_tiles):
                 step = nt * self.k_tiles + kt
-                wv = w_dm.view()
-                if nt_axis or kt_axis:
-                    wv = wv.tile(mm[self._outer(nt_axis, kt_axis)], 1, mm[f"{nin} % 32, {kin}"], step)
-                xv = x_dm.view().tile(mm[kt_axis], 1, mm[f"{m}, {kin}"], kt) if kt_axis else x_dm.view()
+                if stream:
+                    xv, wv = self._stream_tiles(ctx, x, w, nt, kt, x_slots[step % 2], w_slots[step % 2])
+                else:
+                    wv = w_dm.view()
+                    if nt_axis or kt_axis:
+                        wv = wv.tile(mm[self._outer(nt_axis, kt_axis)], 1, w_tile, step)
+                    xv = x_dm.view().tile(mm[kt_axis], 1, x_tile, kt) if kt_axis else x_dm.view()
                 loader = ctx.sub if double_buffer and step > 0 else ctx.main
                 trf = (loader.begin(wv)
                        .fetch(dt.bf16, mm[f"{nin} % 8, {nin} / 8 % 4"], mm[kin])
@@ -128,7 +150,7 @@ class Gemm:
                 if self.k_tiles == 1:
                     acc_stream.cast(dt.bf16, mm[f"{nin} % 8 # 16"]).commit_view(out_view)
                     continue
-                part = acc_stream.commit(partial_el, arena.take_dm(4 * partial_el.size))
+                part = acc_stream.commit(partial_el, parts[kt % 2])
                 if acc is None:
                     acc = part
                     continue
@@ -136,8 +158,25 @@ class Gemm:
                 if kt == self.k_tiles - 1:
                     s.cast(dt.bf16, mm[f"{nin} % 8 # 16"]).commit_view(out_view)
                 else:
-                    acc = s.commit(partial_el, arena.take_dm(4 * partial_el.size))
+                    acc = s.commit(partial_el, sums[kt % 2])
         return out.to_hbm(mm[f"{m}, {n}"], ctx.tdma, arena.take_hbm(2 * self.sm * self.sn))
+
+    def _stream_tiles(self, ctx: Context, x: HbmIn, w: HbmIn, nt: int, kt: int, x_addr: int, w_addr: int
+                      ) -> tuple[Any, Any]:
+        """One step's tiles, HBM → DM (views of the HBM tensors, L813–832): w's (N, K) tile, x's K tile."""
+        mm, m, n, k, kin, nin = self.ax.m, self.m, self.n, self.k, self.kin, self.nin
+        wv: Any = w.view() if isinstance(w, HbmTensor) else w
+        xv: Any = x.view() if isinstance(x, HbmTensor) else x
+        n_el, k_el = (f"{n} = {N_TILE}" if self.n_tiles > 1 else n), (f"{k} = {K_TILE} # {self.sk}"
+                                                                       if self.k_tiles > 1 else k)
+        if self.n_tiles > 1:
+            wv = wv.relabel(mm[f"{n}, {k}"]).tile(mm[n], N_TILE, mm[f"{n_el}, {k}"], nt * N_TILE)
+        if self.k_tiles > 1:
+            wv = wv.tile(mm[k], K_TILE, mm[f"{n_el}, {k_el}"], kt * K_TILE)
+            xv = xv.relabel(mm[f"{m}, {k}"]).tile(mm[k], K_TILE, mm[f"{m}, {k_el}"], kt * K_TILE)
+        w_dm = wv.to_dm(self.cluster, self.slice, mm[f"{nin} % 32, {kin}"], ctx.tdma, w_addr)
+        x_dm = xv.to_dm(self.cluster, self.slice, mm[f"{m}, {kin}"], ctx.tdma, x_addr)
+        return x_dm.view(), w_dm.view()
 
     def _pair(self, ctx: Context, a: Dm, b: Dm) -> Any:
         """``a + b`` in f32 by a split reduce (interleaved fetch, unzip, ``Add``; L7151–7381)."""
