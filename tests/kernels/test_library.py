@@ -245,3 +245,25 @@ def test_attention_single_head() -> None:
     want, bound = bounds.attention(qv, kv, v, 1 / math.sqrt(128))
     got = values(out, "Q Dv")
     assert np.all(np.abs(got - want) <= bound)
+
+
+def test_kernels_free_their_scratch() -> None:
+    """A chain of kernels on 256 × 1024 rows: the gain (4 KiB of f32 per slice) stays in the VRF while softmax
+    and SwiGLU take their operands (SwiGLU 4 KiB more) and give them back (``Arena.scratch``); without that the
+    8 KiB VRF (L1090) runs out.  A reused address never changes an earlier result (the registry would raise a
+    stale read)."""
+    ax = AxisSet(T=256, D=1024)
+    rows = Rows(ax, "T", "D")
+    x, g = host(ax, "T, D"), host(ax, "D")
+
+    def build(ctx: Context, arena: Arena, xh: Any, gh: Any) -> Any:
+        xd = rows.load(ctx, arena, xh)
+        gain = rows.load_broadcast(ctx, arena, gh)
+        y = xd
+        for _ in range(2):
+            y = rows.swiglu(ctx, arena, rows.softmax(ctx, arena, rows.rms_norm(ctx, arena, y, gain, eps=1e-6)), y)
+        assert arena.vrf == 4 * 1024  # only the gain is left
+        return rows.store(ctx, arena, y)
+
+    got = run_rows(ax, build, ("T, D", x), ("D", g))
+    assert np.all(np.isfinite(got))

@@ -14,7 +14,11 @@
   split-reduce passes (interleaved fetch and ``vector_clip_zip(Add)``, L7151–7381) and cast to bf16 once.
 
 x is broadcast to every slice by the DMA (it does not depend on N) and w is read from HBM N-major
-(``m["N, K"]``, 8-byte DMA packets, L2424–2427).
+(``m["N, K"]``, 8-byte DMA packets, L2424–2427).  When x and w together would take more than half a slice's
+DM (512 KiB, L138) — a GEMV over a 70B-size weight, say — the kernel streams: one (N, K) tile of w and one K
+tile of x per step move from HBM into two alternating DM buffers, so the tensor DMA of the next tile overlaps
+the current contraction (the weights pass through DM once, as the decode of the manual does, L8225–8419).
+Every DM buffer is scratch (:meth:`Arena.scratch`): the result leaves in HBM.
 """
 
 from __future__ import annotations
@@ -103,6 +107,11 @@ class Gemm:
         """
         if stream is None:
             stream = self.resident_bytes() > ctx.hw.dm.slice_bytes // 2
+        with arena.scratch(vrf=False):  # every DM buffer is temporary: the result leaves in HBM
+            return self._run(ctx, arena, x, w, double_buffer, stream)
+
+    def _run(self, ctx: Context, arena: Arena, x: HbmIn, w: HbmIn, double_buffer: bool, stream: bool) -> Hbm:
+        """The body of :meth:`__call__`."""
         mm, m, n, k, kin, nin = self.ax.m, self.m, self.n, self.k, self.kin, self.nin
         kt_axis = f"{k} / {K_TILE}" if self.k_tiles > 1 else ""
         nt_axis = f"{n} / {N_TILE}" if self.n_tiles > 1 else ""

@@ -8,6 +8,8 @@ VRF 8 KiB per slice, L1090; an HBM address past the chip's HBM is refused by the
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from visa.mapping import AxisSet
@@ -46,6 +48,23 @@ class Arena:
         addr = _align(self.vrf, self.flit)
         self.vrf = addr + nbytes
         return addr
+
+    @contextmanager
+    def scratch(self, *, dm: bool = True, vrf: bool = True) -> Iterator[Arena]:
+        """Temporaries: the DM (and/or VRF) allocated inside the ``with`` block are free again after it.
+
+        A kernel whose result leaves the block (an HBM tensor, or a DM tensor allocated before the block) uses
+        this for its intermediate statistics, operands and tiles.  The simulator runs each operation when it is
+        called, so a later tensor at a reused address never changes an earlier result.
+        """
+        marks = (self.dm, self.vrf)
+        try:
+            yield self
+        finally:
+            if dm:
+                self.dm = marks[0]
+            if vrf:
+                self.vrf = marks[1]
 
     def take_hbm(self, nbytes: int) -> int:
         """An HBM address for ``nbytes`` bytes."""

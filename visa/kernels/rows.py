@@ -114,13 +114,14 @@ class Rows:
                    .vector_pad_way8(self.stat).vector_final().commit(self.stat, arena.take_dm(32)))
         return out
 
-    def _rows_out(self, ctx: Context, arena: Arena, s: Any) -> Dm:
-        """Widen four-lane packets to eight, cast to bf16 and commit the row (L6756)."""
+    def _rows_out(self, ctx: Context, arena: Arena, s: Any, address: int | None = None) -> Dm:
+        """Widen four-lane packets to eight, cast to bf16 and commit the row (L6756) at ``address`` (default: a
+        new DM allocation)."""
         m = self.ax.m
         out: Dm = (s.vector_concat(m[f"{self.cols} / 8"], m[f"{self.cols} % 8"])
                    .vector_final()
                    .cast(dt.bf16, m[f"{self.cols} % 8 # 16"])
-                   .commit(self.element, arena.take_dm(2 * self.d)))
+                   .commit(self.element, arena.take_dm(2 * self.d) if address is None else address))
         return out
 
     def sum_of_squares(self, ctx: Context, arena: Arena, x: Dm) -> Dm:
@@ -162,13 +163,15 @@ class Rows:
         ``Mul0`` and ``Mul1``, L4890–4893), cast to bf16.  The gain (f32, ``4·cols`` bytes) and rstd (one flit)
         share the slice's 8 KiB VRF (L1090): ``cols ≤ 2040``; the VRF refuses more (an ``AddressError``).
         """
-        rstd = self.finish_stat(ctx, arena, self.sum_of_squares(ctx, arena, x), scale=1.0 / self.d, add=eps,
-                                sqrt=True, reciprocal=True)
-        r = self.to_vrf(ctx, arena, rstd)
-        s = (self._row(ctx, x)
-             .vector_fp_binary(FpBinaryOp.MulF(FpMulAlu.Mul0), r)
-             .vector_fp_binary(FpBinaryOp.MulF(FpMulAlu.Mul1), gain))
-        return self._rows_out(ctx, arena, s)
+        out = arena.take_dm(2 * self.d)
+        with arena.scratch():
+            rstd = self.finish_stat(ctx, arena, self.sum_of_squares(ctx, arena, x), scale=1.0 / self.d, add=eps,
+                                    sqrt=True, reciprocal=True)
+            r = self.to_vrf(ctx, arena, rstd)
+            s = (self._row(ctx, x)
+                 .vector_fp_binary(FpBinaryOp.MulF(FpMulAlu.Mul0), r)
+                 .vector_fp_binary(FpBinaryOp.MulF(FpMulAlu.Mul1), gain))
+            return self._rows_out(ctx, arena, s, out)
 
     def softmax(self, ctx: Context, arena: Arena, x: Dm, *, scale: float = 1.0) -> Dm:
         """Row-wise softmax of ``scale · x`` with max subtraction: ``exp(x − max) / Σ exp(x − max)``.
@@ -181,17 +184,19 @@ class Rows:
             raise LayoutError(f"softmax scale must be positive, got {scale}", call="visa.kernels.Rows.softmax",
                               level="Element", mapping=repr(self.element), axis=self.cols,
                               fix="fold a negative factor into the scores")
-        src = x
-        if scale != 1.0:
-            src = self.scaled(ctx, arena, x, scale)
-        mx = self.to_vrf(ctx, arena, self.row_max(ctx, arena, src))
-        total = self.finish_stat(ctx, arena, self.sum_exp(ctx, arena, src, mx), reciprocal=True)
-        inv = self.to_vrf(ctx, arena, total)
-        s = (self._row(ctx, src)
-             .vector_fp_binary(FpBinaryOp.SubF, mx)
-             .vector_fp_unary(FpUnaryOp.Exp)
-             .vector_fp_binary(FpBinaryOp.MulF(FpMulAlu.Mul0), inv))
-        return self._rows_out(ctx, arena, s)
+        out = arena.take_dm(2 * self.d)
+        with arena.scratch():
+            src = x
+            if scale != 1.0:
+                src = self.scaled(ctx, arena, x, scale)
+            mx = self.to_vrf(ctx, arena, self.row_max(ctx, arena, src))
+            total = self.finish_stat(ctx, arena, self.sum_exp(ctx, arena, src, mx), reciprocal=True)
+            inv = self.to_vrf(ctx, arena, total)
+            s = (self._row(ctx, src)
+                 .vector_fp_binary(FpBinaryOp.SubF, mx)
+                 .vector_fp_unary(FpUnaryOp.Exp)
+                 .vector_fp_binary(FpBinaryOp.MulF(FpMulAlu.Mul0), inv))
+            return self._rows_out(ctx, arena, s, out)
 
     def scaled(self, ctx: Context, arena: Arena, x: Dm, scale: float) -> Dm:
         """``scale · x`` in f32, written back as f32 rows (no bf16 rounding before the softmax)."""
@@ -223,13 +228,15 @@ class Rows:
         ``4·cols`` bytes per slice of it: ``cols ≤ 2048`` (8 KiB, L1090).
         """
         m = self.ax.m
-        silu = (self._row(ctx, gate).vector_stash().vector_fp_unary(FpUnaryOp.Sigmoid)
-                .vector_fp_binary(FpBinaryOp.MulF(FpMulAlu.Mul0), Stash)
-                .vector_concat(m[f"{self.cols} / 8"], m[f"{self.cols} % 8"]).vector_final()
-                .commit(self.element, arena.take_dm(4 * self.d)))
-        silu_vrf = (ctx.sub.begin(silu.view())
-                    .fetch(dt.f32, m[f"{self.cols} / 8"], m[f"{self.cols} % 8"])
-                    .collect(m[f"{self.cols} / 8"], m[f"{self.cols} % 8"])
-                    .to_vrf(self.element, arena.take_vrf(4 * self.d)))
-        s = self._row(ctx, up).vector_fp_binary(FpBinaryOp.MulF(FpMulAlu.Mul0), silu_vrf)
-        return self._rows_out(ctx, arena, s)
+        out = arena.take_dm(2 * self.d)
+        with arena.scratch():
+            silu = (self._row(ctx, gate).vector_stash().vector_fp_unary(FpUnaryOp.Sigmoid)
+                    .vector_fp_binary(FpBinaryOp.MulF(FpMulAlu.Mul0), Stash)
+                    .vector_concat(m[f"{self.cols} / 8"], m[f"{self.cols} % 8"]).vector_final()
+                    .commit(self.element, arena.take_dm(4 * self.d)))
+            silu_vrf = (ctx.sub.begin(silu.view())
+                        .fetch(dt.f32, m[f"{self.cols} / 8"], m[f"{self.cols} % 8"])
+                        .collect(m[f"{self.cols} / 8"], m[f"{self.cols} % 8"])
+                        .to_vrf(self.element, arena.take_vrf(4 * self.d)))
+            s = self._row(ctx, up).vector_fp_binary(FpBinaryOp.MulF(FpMulAlu.Mul0), silu_vrf)
+            return self._rows_out(ctx, arena, s, out)
