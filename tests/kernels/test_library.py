@@ -267,3 +267,34 @@ def test_kernels_free_their_scratch() -> None:
 
     got = run_rows(ax, build, ("T, D", x), ("D", g))
     assert np.all(np.isfinite(got))
+
+
+@pytest.mark.parametrize("filled", [1, 37, 64])
+def test_attention_with_additive_mask(filled: int) -> None:
+    """A cache of 64 positions of which ``filled`` hold keys: the mask (0, then −inf) drops the rest, and the
+    result is the attention over the filled part (bound of :func:`visa.kernels.bounds.attention` on it: the
+    dropped positions get probability exactly 0).  The unfilled cache rows hold large values, which would
+    dominate if the mask leaked."""
+    ax = AxisSet(Q=4, S=64, Dk=64, Dv=32)
+    att = Attention(ax)
+    q, vt = host(ax, "Q, Dk"), host(ax, "Dv, S")
+    keys = values(host(ax, "S, Dk"), "S Dk")
+    keys[filled:] = 1000.0
+    k = HostTensor.from_numpy(keys.astype(np.float32), bf16, ax.m["S, Dk"], axes="S Dk")
+    mask_values = np.where(np.arange(64) < filled, 0.0, -np.inf).astype(np.float32)
+    mask = HostTensor.from_numpy(mask_values, bf16, ax.m["S"])
+
+    @device(chip=1)
+    def kernel(ctx: Context, qh: HbmTensor[Any, Any, Any], kh: HbmTensor[Any, Any, Any],
+               vh: HbmTensor[Any, Any, Any], mh: HbmTensor[Any, Any, Any]) -> HbmTensor[Any, Any, Any]:
+        return att(ctx, Arena(), qh, kh, vh, mh)
+
+    ctx = Context.acquire()
+    out = launch(kernel, ctx, q.to_hbm(ax.m["1"], ax.m["Q, Dk"], ctx.pdma, 0),
+                 k.to_hbm(ax.m["1"], ax.m["S, Dk"], ctx.pdma, 1 << 26),
+                 vt.to_hbm(ax.m["1"], ax.m["Dv, S"], ctx.pdma, 2 << 26),
+                 mask.to_hbm(ax.m["1"], ax.m["S"], ctx.pdma, 3 << 26)).to_host(ax.m["Q, Dv"], ctx.pdma)
+    qv, v = values(q, "Q Dk"), values(vt, "Dv S").T
+    want, bound = bounds.attention(qv, keys[:filled], v[:filled], 1 / math.sqrt(64))
+    got = values(out, "Q Dv")
+    assert np.all(np.abs(got - want) <= bound)

@@ -31,7 +31,10 @@ class Attention:
     """``out[Q, Dv] = softmax(q[Q, Dk] · k[S, Dk]ᵀ / √|Dk|) · v[S, Dv]`` for the named axes of ``ax``.
 
     Shapes are those of the parts: ``Q ≤ 32`` queries, ``S`` a multiple of 32 (a GEMM's N, then its K), ``Dk``
-    and ``Dv`` multiples of 32.  ``causal_offset`` is not offered: a mask needs the branch log (issue 13).
+    and ``Dv`` multiples of 32.  An additive ``mask`` over S (bf16 in HBM, ``m["S"]``: 0 to keep a position,
+    −inf to drop it) is added to the scores before the softmax (:meth:`Rows.add`; ``s + 0`` is exact and
+    ``exp(−inf) = 0``), e.g. for a cache only partly filled; the manual's causal mask by the branch log
+    (L8128–8140) is issue 13's.
     """
 
     def __init__(self, ax: AxisSet, q: str = "Q", s: str = "S", dk: str = "Dk", dv: str = "Dv") -> None:
@@ -41,9 +44,14 @@ class Attention:
         self.scale = 1.0 / math.sqrt(ax.size(dk))
         self.ax, self.q, self.s = ax, q, s
 
-    def __call__(self, ctx: Context, arena: Arena, q: HbmIn, k: HbmIn, v_t: HbmIn) -> Hbm:
+    def __call__(self, ctx: Context, arena: Arena, q: HbmIn, k: HbmIn, v_t: HbmIn, mask: HbmIn | None = None
+                 ) -> Hbm:
         """``q`` ``m["Q, Dk"]``, ``k`` ``m["S, Dk"]``, ``v_t`` ``m["Dv, S"]`` (all bf16 in HBM) → ``m["Q, Dv"]``."""
         scores = self.scores(ctx, arena, q, k)
-        probs_dm = self.softmax.softmax(ctx, arena, self.softmax.load(ctx, arena, scores), scale=self.scale)
+        rows = self.softmax
+        s_dm = rows.load(ctx, arena, scores)
+        if mask is not None:
+            s_dm = rows.add(ctx, arena, s_dm, rows.load(ctx, arena, mask))  # the mask is broadcast over Q
+        probs_dm = rows.softmax(ctx, arena, s_dm, scale=self.scale)
         probs = self.softmax.store(ctx, arena, probs_dm)
         return self.mix(ctx, arena, probs, v_t)
