@@ -56,41 +56,42 @@ ATTENTION = Attention(AX, q="G", s="S", dk="Dr", dv="Dv")
 O_PROJ = Gemm(AX, "T", "D", "HO")
 GATE, UP, DOWN = Gemm(AX, "T", "F", "D"), Gemm(AX, "T", "F", "D"), Gemm(AX, "T", "D", "F")
 Hbm = HbmTensor[Any, Any, Any]
+ARENA = Arena()  # one HBM allocator for every launch of the run
 F64 = npt.NDArray[np.float64]
 
 
 @device(chip=1)
 def qkv_rope(ctx: Context, x: Hbm, g_attn: Hbm, w_q: Hbm, w_k: Hbm, w_v: Hbm, rope: Hbm) -> tuple[Hbm, ...]:
     """Steps 2.1–2.2.2: RMSNorm, the Q/K/V projections, RoPE at position s."""
-    arena = Arena()
-    x_norm = ROWS_D.store(ctx, arena, ROWS_D.rms_norm(ctx, arena, ROWS_D.load(ctx, arena, x),
-                                                      ROWS_D.load_broadcast(ctx, arena, g_attn), eps=EPS))
-    q = Q_PROJ(ctx, arena, x_norm, w_q)
-    k_new = K_PROJ(ctx, arena, x_norm, w_k)
-    v_new = V_PROJ(ctx, arena, x_norm, w_v)
-    q_rope = ROPE_Q(ctx, arena, q.view().relabel(m["G, Dk"]), rope)  # reshape (noop, L8274)
-    k_rope = ROPE_K(ctx, arena, k_new, rope)
-    return x_norm, q, k_new, v_new, q_rope, k_rope
+    with ARENA.scratch() as arena:  # on-chip memory is the launch's; HBM results persist
+        x_norm = ROWS_D.store(ctx, arena, ROWS_D.rms_norm(ctx, arena, ROWS_D.load(ctx, arena, x),
+                                                          ROWS_D.load_broadcast(ctx, arena, g_attn), eps=EPS))
+        q = Q_PROJ(ctx, arena, x_norm, w_q)
+        k_new = K_PROJ(ctx, arena, x_norm, w_k)
+        v_new = V_PROJ(ctx, arena, x_norm, w_v)
+        q_rope = ROPE_Q(ctx, arena, q.view().relabel(m["G, Dk"]), rope)  # reshape (noop, L8274)
+        k_rope = ROPE_K(ctx, arena, k_new, rope)
+        return x_norm, q, k_new, v_new, q_rope, k_rope
 
 
 @device(chip=1)
 def attend_ffn(ctx: Context, x: Hbm, q_rope: Hbm, k_cache: Hbm, v_cache_t: Hbm, w_o: Hbm, g_ffn: Hbm,
                w_gate: Hbm, w_up: Hbm, w_down: Hbm) -> tuple[Hbm, ...]:
     """Steps 2.2.4–2.3.3: attention over the cache, output projection, residual, RMSNorm, SwiGLU FFN, residual."""
-    arena = Arena()
-    attn = ATTENTION(ctx, arena, q_rope, k_cache, v_cache_t)
-    attn_out = O_PROJ(ctx, arena, attn.view().relabel(m["HO"]), w_o)  # [G, Dv] as [1, h_q·d_k] (L8325)
-    x_attn = ROWS_D.store(ctx, arena, ROWS_D.add(ctx, arena, ROWS_D.load(ctx, arena, x),
-                                                 ROWS_D.load(ctx, arena, attn_out)))
-    h = ROWS_D.store(ctx, arena, ROWS_D.rms_norm(ctx, arena, ROWS_D.load(ctx, arena, x_attn),
-                                                 ROWS_D.load_broadcast(ctx, arena, g_ffn), eps=EPS))
-    gate, up = GATE(ctx, arena, h, w_gate), UP(ctx, arena, h, w_up)
-    act = ROWS_F.store(ctx, arena, ROWS_F.swiglu(ctx, arena, ROWS_F.load(ctx, arena, gate),
-                                                 ROWS_F.load(ctx, arena, up)))
-    ffn = DOWN(ctx, arena, act, w_down)
-    out = ROWS_D.store(ctx, arena, ROWS_D.add(ctx, arena, ROWS_D.load(ctx, arena, x_attn),
-                                              ROWS_D.load(ctx, arena, ffn)))
-    return attn, attn_out, x_attn, h, gate, up, act, ffn, out
+    with ARENA.scratch() as arena:  # on-chip memory is the launch's; HBM results persist
+        attn = ATTENTION(ctx, arena, q_rope, k_cache, v_cache_t)
+        attn_out = O_PROJ(ctx, arena, attn.view().relabel(m["HO"]), w_o)  # [G, Dv] as [1, h_q·d_k] (L8325)
+        x_attn = ROWS_D.store(ctx, arena, ROWS_D.add(ctx, arena, ROWS_D.load(ctx, arena, x),
+                                                     ROWS_D.load(ctx, arena, attn_out)))
+        h = ROWS_D.store(ctx, arena, ROWS_D.rms_norm(ctx, arena, ROWS_D.load(ctx, arena, x_attn),
+                                                     ROWS_D.load_broadcast(ctx, arena, g_ffn), eps=EPS))
+        gate, up = GATE(ctx, arena, h, w_gate), UP(ctx, arena, h, w_up)
+        act = ROWS_F.store(ctx, arena, ROWS_F.swiglu(ctx, arena, ROWS_F.load(ctx, arena, gate),
+                                                     ROWS_F.load(ctx, arena, up)))
+        ffn = DOWN(ctx, arena, act, w_down)
+        out = ROWS_D.store(ctx, arena, ROWS_D.add(ctx, arena, ROWS_D.load(ctx, arena, x_attn),
+                                                  ROWS_D.load(ctx, arena, ffn)))
+        return attn, attn_out, x_attn, h, gate, up, act, ffn, out
 
 
 def rope_matrix(position: int, d: int, base: float = 500000.0) -> F64:

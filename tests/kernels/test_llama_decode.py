@@ -28,3 +28,20 @@ def test_decode_layer_every_stage_within_bound_L8225_L8364(position: int) -> Non
     stages = [k for k in result if not k.startswith("makespan")]
     assert len(stages) == 15
     assert 0 < result["makespan launch 1"] < result["makespan launch 2"]
+
+
+def test_generate_tokens_in_a_host_loop_L8202_L8224() -> None:
+    """examples/llama_generate.py: every step's attention, logits and probabilities are checked inside ``run``
+    (derived bounds); here: the sampled tokens are in the vocabulary, one per generated position, and every
+    step — the same passes on the same shapes, only the data and the mask differ — takes the same cycles."""
+    path = EXAMPLE.parent / "llama_generate.py"
+    spec = importlib.util.spec_from_file_location("visa_example_llama_generate", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    tokens, cycles = mod.run()
+    assert tokens[:len(mod.PROMPT)] == list(mod.PROMPT)
+    assert len(tokens) == len(mod.PROMPT) + mod.NEW_TOKENS
+    assert all(0 <= t < mod.AX.size("V") for t in tokens)
+    assert len(cycles) == len(tokens) - 1 and len(set(cycles)) == 1
