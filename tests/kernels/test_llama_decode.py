@@ -25,7 +25,7 @@ def test_decode_layer_every_stage_within_bound_L8225_L8364(position: int) -> Non
     sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)
     result = mod.run(seed=position, position=position)
-    stages = [k for k in result if not k.startswith("makespan")]
+    stages = [k for k in result if not k.startswith(("makespan", "memory bound"))]
     assert len(stages) == 15
     assert 0 < result["makespan launch 1"] < result["makespan launch 2"]
 
