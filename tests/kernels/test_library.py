@@ -37,7 +37,7 @@ def values(t: HostTensor[Any, Any], axes: str) -> F64:
 
 
 @pytest.mark.parametrize(("m", "n", "k"), [(8, 256, 1024), (1, 8192, 512), (32, 512, 1536), (4, 16384, 64),
-                                           (16, 96, 2048)])
+                                           (16, 96, 2048), (64, 256, 1024), (96, 64, 512)])
 def test_gemm_shapes(m: int, n: int, k: int) -> None:
     ax = AxisSet(M=m, N=n, K=k)
     gemm = Gemm(ax)
@@ -55,9 +55,11 @@ def test_gemm_shapes(m: int, n: int, k: int) -> None:
     got = values(out, "M N") if m > 1 else values(out, "N")[None, :]
     want = xv @ wv.T
     assert np.all(np.abs(got - want) <= bounds.gemm(xv, wv, gemm.k_tiles))
-    # schedule: every K tile after the first is loaded by the sub context (double buffering)
+    # schedule: one TRF load per (N, K) tile, shared by the M tiles; every one after the first is loaded by the
+    # sub context (double buffering); one contraction per (N, K, M) tile
     loads = [op for op in ctx.schedule.ops if op.name.endswith("to_trf")]
     assert len(loads) == gemm.k_tiles * gemm.n_tiles
+    assert len([op for op in ctx.schedule.ops if "reducer" in op.name]) == len(loads) * gemm.m_tiles
     assert [op.track for op in loads] == ["main"] + ["sub"] * (len(loads) - 1)
 
 
@@ -86,7 +88,7 @@ def test_gemm_single_vs_double_buffer_makespan() -> None:
     assert spans[1] <= spans[0]
 
 
-@pytest.mark.parametrize(("m", "n", "k"), [(8, 256, 2048), (4, 16384, 64)])
+@pytest.mark.parametrize(("m", "n", "k"), [(8, 256, 2048), (4, 16384, 64), (64, 128, 1024)])
 def test_gemm_streams_tiles_from_hbm(m: int, n: int, k: int) -> None:
     """``stream=True`` moves one tile of x and w per step from HBM into two alternating DM buffers: the same
     bits as the resident mode, one DMA pair per (N, K) tile, and the DMA of tile t + 1 is issued before
@@ -110,7 +112,7 @@ def test_gemm_streams_tiles_from_hbm(m: int, n: int, k: int) -> None:
         ops = ctx.schedule.ops[first:]
         dmas = [op for op in ops if op.track == "tdma" and op.name.startswith("hbm.to_dm")]
         tiles = gemm.k_tiles * gemm.n_tiles
-        assert len(dmas) == (2 * tiles if stream else 2)
+        assert len(dmas) == (tiles * (1 + gemm.m_tiles) if stream else 2)
         if stream and tiles > 1:
             contractions = [op for op in ops if "reducer" in op.name]
             assert dmas[2].start < contractions[0].end  # tile 1's DMA overlaps contraction 0
@@ -119,7 +121,7 @@ def test_gemm_streams_tiles_from_hbm(m: int, n: int, k: int) -> None:
 
 def test_gemm_refusals() -> None:
     with pytest.raises(HardwareLimitError) as e1:
-        Gemm(AxisSet(M=64, N=256, K=512))
+        Gemm(AxisSet(M=48, N=256, K=512))  # M is tiled by 32 (the accumulator's 128 outputs per Row, L4434)
     assert e1.value.axis == "M" and e1.value.level == "Time" and e1.value.fix
     with pytest.raises(LayoutError) as e2:
         Gemm(AxisSet(M=8, N=100, K=512))

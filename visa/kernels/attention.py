@@ -30,11 +30,11 @@ HbmIn = HbmTensor[Any, Any, Any] | HbmTensorView[Any, Any, Any]  # a tensor, or 
 class Attention:
     """``out[Q, Dv] = softmax(q[Q, Dk] · k[S, Dk]ᵀ / √|Dk|) · v[S, Dv]`` for the named axes of ``ax``.
 
-    Shapes are those of the parts: ``Q ≤ 32`` queries, ``S`` a multiple of 32 (a GEMM's N, then its K), ``Dk``
-    and ``Dv`` multiples of 32.  An additive ``mask`` over S (bf16 in HBM, ``m["S"]``: 0 to keep a position,
-    −inf to drop it) is added to the scores before the softmax (:meth:`Rows.add`; ``s + 0`` is exact and
-    ``exp(−inf) = 0``), e.g. for a cache only partly filled; the manual's causal mask by the branch log
-    (L8128–8140) is issue 13's.
+    Shapes are those of the parts: ``Q`` at most 32 queries or a multiple of 32 up to 256 (one row per slice),
+    ``S`` a multiple of 32 (a GEMM's N, then its K), ``Dk`` and ``Dv`` multiples of 32.  An additive ``mask``
+    over S (bf16 in HBM, ``m["S"]``: 0 to keep a position, −inf to drop it) is added to the scores before the
+    softmax (:meth:`Rows.add`; ``s + 0`` is exact and ``exp(−inf) = 0``), e.g. for a cache only partly filled;
+    the manual's causal mask by the branch log (L8128–8140) is issue 13's.
     """
 
     def __init__(self, ax: AxisSet, q: str = "Q", s: str = "S", dk: str = "Dk", dv: str = "Dv") -> None:
