@@ -213,6 +213,20 @@ def test_add() -> None:
     assert np.all(np.abs(got - want) <= bounds.add(want))
 
 
+def test_mul() -> None:
+    """Bound: :func:`visa.kernels.bounds.mul` (the product of two bf16 is exact in f32; one rounding to bf16)."""
+    ax = AxisSet(T=40, D=64)
+    rows = Rows(ax, "T", "D")
+    a, c = host(ax, "T, D", 3.0), host(ax, "T, D")
+
+    def build(ctx: Context, arena: Arena, ah: Any, ch: Any) -> Any:
+        return rows.store(ctx, arena, rows.mul(ctx, arena, rows.load(ctx, arena, ah), rows.load(ctx, arena, ch)))
+
+    got = run_rows(ax, build, ("T, D", a), ("T, D", c))
+    want = values(a, "T D") * values(c, "T D")
+    assert np.all(np.abs(got - want) <= bounds.mul(want))
+
+
 def test_rows_refusals() -> None:
     with pytest.raises(HardwareLimitError) as e1:
         Rows(AxisSet(T=300, D=64), "T", "D")

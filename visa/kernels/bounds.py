@@ -14,7 +14,7 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["U", "B", "gamma", "gemm", "rms_norm", "softmax_rel", "softmax", "swiglu", "add", "attention"]
+__all__ = ["U", "B", "gamma", "gemm", "rms_norm", "softmax_rel", "softmax", "swiglu", "add", "mul", "attention"]
 
 F64 = npt.NDArray[np.float64]
 U = 2.0**-24
@@ -60,6 +60,12 @@ def swiglu(want: F64) -> F64:
 def add(want: F64) -> F64:
     """:meth:`~visa.kernels.Rows.add`: one f32 rounding of the sum, then ``b``."""
     return (B + U * (1 + B)) * np.abs(want)
+
+
+def mul(want: F64) -> F64:
+    """:meth:`~visa.kernels.Rows.mul`: one f32 rounding of the product (exact for two bf16), then ``b``; plus the
+    least f32 subnormal for a product that underflows."""
+    return (B + U * (1 + B)) * np.abs(want) + 2.0**-149
 
 
 def attention(q: F64, k: F64, v: F64, scale: float) -> tuple[F64, F64]:

@@ -207,8 +207,17 @@ class Rows:
         return out
 
     def add(self, ctx: Context, arena: Arena, a: Dm, b: Dm) -> Dm:
-        """``a + b`` (the residual connections, L8318–8322, L8352–8356): interleaved fetch of the two rows along an
-        axis of size 2 (L1843–1868), unzip, ``AddF`` in f32, cast to bf16 — one rounding."""
+        """``a + b`` (the residual connections, L8318–8322, L8352–8356; an additive mask, L8090–8100):
+        interleaved fetch of the two rows along an axis of size 2 (L1843–1868), unzip, ``AddF`` in f32, cast to
+        bf16 — one rounding."""
+        return self._zip(ctx, arena, a, b, FpBinaryOp.AddF)
+
+    def mul(self, ctx: Context, arena: Arena, a: Dm, b: Dm) -> Dm:
+        """``a · b`` elementwise (e.g. RoPE's cos/sin tables, L8258–8284), as :meth:`add` with ``MulF``."""
+        return self._zip(ctx, arena, a, b, FpBinaryOp.MulF(FpMulAlu.Mul0))
+
+    def _zip(self, ctx: Context, arena: Arena, a: Dm, b: Dm, op: FpBinaryOp) -> Dm:
+        """Two rows in one pass: interleaved fetch, unzip, the two groups combined by ``op``, cast to bf16."""
         m = self.ax.m
         pair = pair_axis(self.ax)
         s = (ctx.main.begin_interleaved(m[pair], a.view(), b.view())
@@ -217,7 +226,7 @@ class Rows:
              .vector_init()
              .vector_intra_slice_unzip(pair, m[f"1 # 2, {self.cols} / 4"], self.time4)
              .vector_trim_way4(self.packet4)
-             .vector_fp_zip(FpBinaryOp.AddF))
+             .vector_fp_zip(op))
         return self._rows_out(ctx, arena, s)
 
     def swiglu(self, ctx: Context, arena: Arena, gate: Dm, up: Dm) -> Dm:
