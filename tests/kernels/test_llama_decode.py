@@ -45,3 +45,19 @@ def test_generate_tokens_in_a_host_loop_L8202_L8224() -> None:
     assert len(tokens) == len(mod.PROMPT) + mod.NEW_TOKENS
     assert all(0 <= t < mod.AX.size("V") for t in tokens)
     assert len(cycles) == len(tokens) - 1 and len(set(cycles)) == 1
+
+
+def test_prefill_layer_causal_L7982_L8190() -> None:
+    """examples/llama_prefill_layer.py: all 32 tokens through one layer; every stage is checked inside ``run``
+    within its derived bound — among them each query row's attention against numpy over keys 0..i only (the
+    causal mask, L8090–8100); the pair swap of RoPE is a permutation, so exact."""
+    path = EXAMPLE.parent / "llama_prefill_layer.py"
+    spec = importlib.util.spec_from_file_location("visa_example_llama_prefill_layer", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    errors, cycles = mod.run()
+    assert errors["rope swap"] == 0.0
+    assert "causal attention" in errors and len(errors) == 15
+    assert cycles > 0
