@@ -1,0 +1,316 @@
+"""``visa.kernels`` against numpy: Gemm (several shapes), RMSNorm, softmax, SwiGLU, add, attention; refusals.
+
+Float tolerances are the derived bounds of :mod:`visa.kernels.bounds` (each function's docstring states its
+derivation), never tuned.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from visa import AxisSet, Context, HardwareLimitError, HbmTensor, HostTensor, LayoutError, bf16, device, launch
+from visa.kernels import Arena, Attention, Gemm, Rows, bounds
+
+F64 = npt.NDArray[np.float64]
+RNG = np.random.default_rng(2024)
+
+
+def host(ax: AxisSet, text: str, scale: float = 1.0) -> HostTensor[Any, Any]:
+    """A random bf16 host tensor over ``text`` (values of HostTensor.rand, times ``scale``)."""
+    t = HostTensor.rand(bf16, ax.m[text], RNG)
+    if scale == 1.0:
+        return t
+    return HostTensor.from_numpy(t.numpy(axes=text.replace(",", " ")).astype(np.float32) * scale, bf16, ax.m[text],
+                                 axes=text.replace(",", " "))
+
+
+def values(t: HostTensor[Any, Any], axes: str) -> F64:
+    return np.asarray(t.numpy(axes=axes), dtype=np.float64)
+
+
+# ------------------------------------------------------------------------------------------------- Gemm
+
+
+@pytest.mark.parametrize(("m", "n", "k"), [(8, 256, 1024), (1, 8192, 512), (32, 512, 1536), (4, 16384, 64),
+                                           (16, 96, 2048), (64, 256, 1024), (96, 64, 512)])
+def test_gemm_shapes(m: int, n: int, k: int) -> None:
+    ax = AxisSet(M=m, N=n, K=k)
+    gemm = Gemm(ax)
+
+    @device(chip=1)
+    def kernel(ctx: Context, x: HbmTensor[Any, Any, Any], w: HbmTensor[Any, Any, Any]) -> HbmTensor[Any, Any, Any]:
+        return gemm(ctx, Arena(), x, w)
+
+    ctx = Context.acquire()
+    x, w = host(ax, "M, K"), host(ax, "N, K")
+    out = launch(kernel, ctx, x.to_hbm(ax.m["1"], ax.m["M, K"], ctx.pdma, 0),
+                 w.to_hbm(ax.m["1"], ax.m["N, K"], ctx.pdma, 1 << 28)).to_host(ax.m["M, N"], ctx.pdma)
+    xv = values(x, "M K") if m > 1 else values(x, "K")[None, :]  # an axis of size 1 leaves the mapping
+    wv = values(w, "N K")
+    got = values(out, "M N") if m > 1 else values(out, "N")[None, :]
+    want = xv @ wv.T
+    assert np.all(np.abs(got - want) <= bounds.gemm(xv, wv, gemm.k_tiles))
+    # schedule: one TRF load per (N, K) tile, shared by the M tiles; every one after the first is loaded by the
+    # sub context (double buffering); one contraction per (N, K, M) tile
+    loads = [op for op in ctx.schedule.ops if op.name.endswith("to_trf")]
+    assert len(loads) == gemm.k_tiles * gemm.n_tiles
+    assert len([op for op in ctx.schedule.ops if "reducer" in op.name]) == len(loads) * gemm.m_tiles
+    assert [op.track for op in loads] == ["main"] + ["sub"] * (len(loads) - 1)
+
+
+def test_gemm_single_vs_double_buffer_makespan() -> None:
+    """The same GEMM with every TRF load on main (single) and with sub loads (double): same bits; double is not
+    slower (by hand: T·(L_main + C) against L_main + T·C while L_sub ≤ C, T = 4 K tiles)."""
+    ax = AxisSet(M=32, N=8192, K=2048)
+    gemm = Gemm(ax)
+    x, w = host(ax, "M, K"), host(ax, "N, K")
+    results, spans = [], []
+    for double in (False, True):
+        ctx = Context.acquire()
+        xh = x.to_hbm(ax.m["1"], ax.m["M, K"], ctx.pdma, 0)
+        wh = w.to_hbm(ax.m["1"], ax.m["N, K"], ctx.pdma, 1 << 28)
+        first = len(ctx.schedule.ops)
+
+        @device(chip=1)
+        def kernel(ctx: Context, a: HbmTensor[Any, Any, Any], b: HbmTensor[Any, Any, Any],
+                   double: bool = double) -> HbmTensor[Any, Any, Any]:
+            return gemm(ctx, Arena(), a, b, double_buffer=double)
+
+        results.append(values(launch(kernel, ctx, xh, wh).to_host(ax.m["M, N"], ctx.pdma), "M N"))
+        tu = [op for op in ctx.schedule.ops[first:] if op.track in ("main", "sub")]
+        spans.append(max(op.end for op in tu) - min(op.start for op in tu))
+    assert np.array_equal(results[0], results[1])
+    assert spans[1] <= spans[0]
+
+
+@pytest.mark.parametrize(("m", "n", "k"), [(8, 256, 2048), (4, 16384, 64), (64, 128, 1024)])
+def test_gemm_streams_tiles_from_hbm(m: int, n: int, k: int) -> None:
+    """``stream=True`` moves one tile of x and w per step from HBM into two alternating DM buffers: the same
+    bits as the resident mode, one DMA pair per (N, K) tile, and the DMA of tile t + 1 is issued before
+    contraction t ends (it waits only for the tdma track, so it overlaps the Tensor Unit)."""
+    ax = AxisSet(M=m, N=n, K=k)
+    gemm = Gemm(ax)
+    x, w = host(ax, "M, K"), host(ax, "N, K")
+    got = []
+    for stream in (False, True):
+        ctx = Context.acquire()
+        xh = x.to_hbm(ax.m["1"], ax.m["M, K"], ctx.pdma, 0)
+        wh = w.to_hbm(ax.m["1"], ax.m["N, K"], ctx.pdma, 1 << 28)
+        first = len(ctx.schedule.ops)
+
+        @device(chip=1)
+        def kernel(ctx: Context, a: HbmTensor[Any, Any, Any], b: HbmTensor[Any, Any, Any],
+                   stream: bool = stream) -> HbmTensor[Any, Any, Any]:
+            return gemm(ctx, Arena(), a, b, stream=stream)
+
+        got.append(values(launch(kernel, ctx, xh, wh).to_host(ax.m["M, N"], ctx.pdma), "M N"))
+        ops = ctx.schedule.ops[first:]
+        dmas = [op for op in ops if op.track == "tdma" and op.name.startswith("hbm.to_dm")]
+        tiles = gemm.k_tiles * gemm.n_tiles
+        assert len(dmas) == (tiles * (1 + gemm.m_tiles) if stream else 2)
+        if stream and tiles > 1:
+            contractions = [op for op in ops if "reducer" in op.name]
+            assert dmas[2].start < contractions[0].end  # tile 1's DMA overlaps contraction 0
+    assert np.array_equal(got[0], got[1])
+
+
+def test_gemm_refusals() -> None:
+    with pytest.raises(HardwareLimitError) as e1:
+        Gemm(AxisSet(M=48, N=256, K=512))  # M is tiled by 32 (the accumulator's 128 outputs per Row, L4434)
+    assert e1.value.axis == "M" and e1.value.level == "Time" and e1.value.fix
+    with pytest.raises(LayoutError) as e2:
+        Gemm(AxisSet(M=8, N=100, K=512))
+    assert e2.value.axis == "N" and e2.value.level == "Slice"
+    with pytest.raises(LayoutError) as e3:
+        Gemm(AxisSet(M=8, N=256, K=768))
+    assert e3.value.axis == "K" and e3.value.level == "Packet"
+
+
+# -------------------------------------------------------------------------------------------------- Rows
+
+
+def run_rows(ax: AxisSet, build: Any, *inputs: tuple[str, HostTensor[Any, Any]]) -> F64:
+    """Launch ``build(ctx, arena, *hbm)`` (returns HBM ``[T, D]``) and read the result back as float64."""
+    ctx = Context.acquire()
+    hbm = [t.to_hbm(ax.m["1"], ax.m[text], ctx.pdma, k << 26) for k, (text, t) in enumerate(inputs)]
+
+    @device(chip=1)
+    def kernel(ctx: Context, *args: HbmTensor[Any, Any, Any]) -> HbmTensor[Any, Any, Any]:
+        result: HbmTensor[Any, Any, Any] = build(ctx, Arena(), *args)
+        return result
+
+    return values(launch(kernel, ctx, *hbm).to_host(ax.m["T, D"], ctx.pdma), "T D")
+
+
+@pytest.mark.parametrize(("t", "d"), [(64, 256), (256, 64), (3, 1024)])
+def test_rms_norm(t: int, d: int) -> None:
+    """Bound: :func:`visa.kernels.bounds.rms_norm`."""
+    ax = AxisSet(T=t, D=d)
+    rows = Rows(ax, "T", "D")
+    eps = 1e-5
+    x, g = host(ax, "T, D"), host(ax, "D")
+
+    def build(ctx: Context, arena: Arena, xh: Any, gh: Any) -> Any:
+        return rows.store(ctx, arena, rows.rms_norm(ctx, arena, rows.load(ctx, arena, xh),
+                                                    rows.load_broadcast(ctx, arena, gh), eps=eps))
+
+    got = run_rows(ax, build, ("T, D", x), ("D", g))
+    xv, gv = values(x, "T D"), values(g, "D")
+    want = xv / np.sqrt((xv**2).mean(axis=-1, keepdims=True) + eps) * gv
+    assert np.all(np.abs(got - want) <= bounds.rms_norm(want, d))
+
+
+@pytest.mark.parametrize(("t", "d", "scale"), [(64, 256, 1.0), (8, 1024, 0.125)])
+def test_softmax(t: int, d: int, scale: float) -> None:
+    """Bound: :func:`visa.kernels.bounds.softmax` (the input scaling rounds once more, inside its first term)."""
+    ax = AxisSet(T=t, D=d)
+    rows = Rows(ax, "T", "D")
+    x = host(ax, "T, D", 4.0)
+
+    def build(ctx: Context, arena: Arena, xh: Any) -> Any:
+        return rows.store(ctx, arena, rows.softmax(ctx, arena, rows.load(ctx, arena, xh), scale=scale))
+
+    got = run_rows(ax, build, ("T, D", x))
+    z = scale * values(x, "T D")
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    want = e / e.sum(axis=-1, keepdims=True)
+    spread = float(np.max(z.max(axis=-1, keepdims=True) - z))
+    assert np.all(np.abs(got - want) <= bounds.softmax(want, d, spread))
+    assert np.allclose(got.sum(axis=-1), 1.0, atol=d * 2.0**-8)  # each of D entries within b of its value
+
+
+def test_swiglu() -> None:
+    """Bound: :func:`visa.kernels.bounds.swiglu`."""
+    ax = AxisSet(T=32, D=512)
+    rows = Rows(ax, "T", "D")
+    gate, up = host(ax, "T, D", 3.0), host(ax, "T, D")
+
+    def build(ctx: Context, arena: Arena, gh: Any, uh: Any) -> Any:
+        return rows.store(ctx, arena, rows.swiglu(ctx, arena, rows.load(ctx, arena, gh), rows.load(ctx, arena, uh)))
+
+    got = run_rows(ax, build, ("T, D", gate), ("T, D", up))
+    g, u = values(gate, "T D"), values(up, "T D")
+    want = g / (1 + np.exp(-g)) * u
+    assert np.all(np.abs(got - want) <= bounds.swiglu(want))
+
+
+def test_add() -> None:
+    """Bound: :func:`visa.kernels.bounds.add`; bf16 magnitudes 2^24 apart make the f32 sum round."""
+    ax = AxisSet(T=16, D=128)
+    rows = Rows(ax, "T", "D")
+    a, c = host(ax, "T, D", 2.0**12), host(ax, "T, D", 2.0**-12)
+
+    def build(ctx: Context, arena: Arena, ah: Any, ch: Any) -> Any:
+        return rows.store(ctx, arena, rows.add(ctx, arena, rows.load(ctx, arena, ah), rows.load(ctx, arena, ch)))
+
+    got = run_rows(ax, build, ("T, D", a), ("T, D", c))
+    want = values(a, "T D") + values(c, "T D")
+    assert np.all(np.abs(got - want) <= bounds.add(want))
+
+
+def test_mul() -> None:
+    """Bound: :func:`visa.kernels.bounds.mul` (the product of two bf16 is exact in f32; one rounding to bf16)."""
+    ax = AxisSet(T=40, D=64)
+    rows = Rows(ax, "T", "D")
+    a, c = host(ax, "T, D", 3.0), host(ax, "T, D")
+
+    def build(ctx: Context, arena: Arena, ah: Any, ch: Any) -> Any:
+        return rows.store(ctx, arena, rows.mul(ctx, arena, rows.load(ctx, arena, ah), rows.load(ctx, arena, ch)))
+
+    got = run_rows(ax, build, ("T, D", a), ("T, D", c))
+    want = values(a, "T D") * values(c, "T D")
+    assert np.all(np.abs(got - want) <= bounds.mul(want))
+
+
+def test_rows_refusals() -> None:
+    with pytest.raises(HardwareLimitError) as e1:
+        Rows(AxisSet(T=300, D=64), "T", "D")
+    assert e1.value.axis == "T" and e1.value.level == "Slice"
+    with pytest.raises(LayoutError) as e2:
+        Rows(AxisSet(T=8, D=60), "T", "D")
+    assert e2.value.axis == "D" and e2.value.level == "Element"
+    with pytest.raises(LayoutError):
+        rows = Rows(AxisSet(T=8, D=64), "T", "D")
+        rows.softmax(Context.acquire(), Arena(), None, scale=-1.0)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------------------------- attention
+
+
+def test_attention_single_head() -> None:
+    """Bound: :func:`visa.kernels.bounds.attention`."""
+    ax = AxisSet(Q=4, S=256, Dk=128, Dv=128)
+    att = Attention(ax)
+    q, k, vt = host(ax, "Q, Dk"), host(ax, "S, Dk"), host(ax, "Dv, S")
+
+    @device(chip=1)
+    def kernel(ctx: Context, qh: HbmTensor[Any, Any, Any], kh: HbmTensor[Any, Any, Any],
+               vh: HbmTensor[Any, Any, Any]) -> HbmTensor[Any, Any, Any]:
+        return att(ctx, Arena(), qh, kh, vh)
+
+    ctx = Context.acquire()
+    out = launch(kernel, ctx, q.to_hbm(ax.m["1"], ax.m["Q, Dk"], ctx.pdma, 0),
+                 k.to_hbm(ax.m["1"], ax.m["S, Dk"], ctx.pdma, 1 << 26),
+                 vt.to_hbm(ax.m["1"], ax.m["Dv, S"], ctx.pdma, 2 << 26)).to_host(ax.m["Q, Dv"], ctx.pdma)
+    qv, kv, v = values(q, "Q Dk"), values(k, "S Dk"), values(vt, "Dv S").T
+    want, bound = bounds.attention(qv, kv, v, 1 / math.sqrt(128))
+    got = values(out, "Q Dv")
+    assert np.all(np.abs(got - want) <= bound)
+
+
+def test_kernels_free_their_scratch() -> None:
+    """A chain of kernels on 256 × 1024 rows: the gain (4 KiB of f32 per slice) stays in the VRF while softmax
+    and SwiGLU take their operands (SwiGLU 4 KiB more) and give them back (``Arena.scratch``); without that the
+    8 KiB VRF (L1090) runs out.  A reused address never changes an earlier result (the registry would raise a
+    stale read)."""
+    ax = AxisSet(T=256, D=1024)
+    rows = Rows(ax, "T", "D")
+    x, g = host(ax, "T, D"), host(ax, "D")
+
+    def build(ctx: Context, arena: Arena, xh: Any, gh: Any) -> Any:
+        xd = rows.load(ctx, arena, xh)
+        gain = rows.load_broadcast(ctx, arena, gh)
+        y = xd
+        for _ in range(2):
+            y = rows.swiglu(ctx, arena, rows.softmax(ctx, arena, rows.rms_norm(ctx, arena, y, gain, eps=1e-6)), y)
+        assert arena.vrf == 4 * 1024  # only the gain is left
+        return rows.store(ctx, arena, y)
+
+    got = run_rows(ax, build, ("T, D", x), ("D", g))
+    assert np.all(np.isfinite(got))
+
+
+@pytest.mark.parametrize("filled", [1, 37, 64])
+def test_attention_with_additive_mask(filled: int) -> None:
+    """A cache of 64 positions of which ``filled`` hold keys: the mask (0, then −inf) drops the rest, and the
+    result is the attention over the filled part (bound of :func:`visa.kernels.bounds.attention` on it: the
+    dropped positions get probability exactly 0).  The unfilled cache rows hold large values, which would
+    dominate if the mask leaked."""
+    ax = AxisSet(Q=4, S=64, Dk=64, Dv=32)
+    att = Attention(ax)
+    q, vt = host(ax, "Q, Dk"), host(ax, "Dv, S")
+    keys = values(host(ax, "S, Dk"), "S Dk")
+    keys[filled:] = 1000.0
+    k = HostTensor.from_numpy(keys.astype(np.float32), bf16, ax.m["S, Dk"], axes="S Dk")
+    mask_values = np.where(np.arange(64) < filled, 0.0, -np.inf).astype(np.float32)
+    mask = HostTensor.from_numpy(mask_values, bf16, ax.m["S"])
+
+    @device(chip=1)
+    def kernel(ctx: Context, qh: HbmTensor[Any, Any, Any], kh: HbmTensor[Any, Any, Any],
+               vh: HbmTensor[Any, Any, Any], mh: HbmTensor[Any, Any, Any]) -> HbmTensor[Any, Any, Any]:
+        return att(ctx, Arena(), qh, kh, vh, mh)
+
+    ctx = Context.acquire()
+    out = launch(kernel, ctx, q.to_hbm(ax.m["1"], ax.m["Q, Dk"], ctx.pdma, 0),
+                 k.to_hbm(ax.m["1"], ax.m["S, Dk"], ctx.pdma, 1 << 26),
+                 vt.to_hbm(ax.m["1"], ax.m["Dv, S"], ctx.pdma, 2 << 26),
+                 mask.to_hbm(ax.m["1"], ax.m["S"], ctx.pdma, 3 << 26)).to_host(ax.m["Q, Dv"], ctx.pdma)
+    qv, v = values(q, "Q Dk"), values(vt, "Dv S").T
+    want, bound = bounds.attention(qv, keys[:filled], v[:filled], 1 / math.sqrt(64))
+    got = values(out, "Q Dv")
+    assert np.all(np.abs(got - want) <= bound)

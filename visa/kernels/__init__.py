@@ -1,0 +1,20 @@
+"""``visa.kernels``: typed functions that build kernels for the shapes they are given (issue 14).
+
+A layer above the tensors and streams and below the command line: each builder takes an
+:class:`~visa.mapping.AxisSet` and axis names, derives the mappings, and chains the engines' own stages —
+no engine rule is repeated here.  :class:`Arena` hands out DM, VRF and HBM addresses so that kernels compose in
+one ``@device`` function.
+
+- :class:`Rows`: RMSNorm, row-wise softmax (max-subtracted), SwiGLU, per-row statistics.
+- :class:`Gemm`: ``x[M, K] · w[N, K]ᵀ`` tiled along K and N with f32 partials (GEMV when M = 1 … 32).
+- :mod:`visa.kernels.bounds`: each kernel's derived error bound against a float64 numpy reference.
+- :class:`Attention`: single-head ``softmax(q Kᵀ/√d_k) V`` over a given cache, composed of the two above.
+"""
+
+from visa.kernels import bounds
+from visa.kernels.attention import Attention
+from visa.kernels.gemm import Gemm
+from visa.kernels.memory import Arena
+from visa.kernels.rows import Rows
+
+__all__ = ["Arena", "Attention", "Gemm", "Rows", "bounds"]

@@ -1,0 +1,57 @@
+"""Single-head scaled dot-product attention over a given cache: ``softmax(q Kᵀ / √d_k) V``.
+
+:class:`Attention` composes the library's own kernels: :class:`~visa.kernels.Gemm` for the scores
+``q[Q, Dk] · K[S, Dk]ᵀ`` (the K cache in its natural ``m["S, Dk"]`` layout is already the N-major weight the
+GEMM reads), :meth:`~visa.kernels.Rows.softmax` over S with the scale ``1/√d_k`` (max-subtracted), and
+:class:`~visa.kernels.Gemm` again for ``P[Q, S] · V`` — which reads V N-major, so the V cache is kept
+transposed, ``m["Dv, S"]`` (a layout choice of the cache, as the manual's decode keeps the caches in HBM in the
+layouts its kernels read, L8286–8297).  The intermediate scores and probabilities go through HBM in bf16
+(rounded once each, as a bf16 kernel chain does).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from visa.context import Context
+from visa.kernels.gemm import Gemm
+from visa.kernels.memory import Arena
+from visa.kernels.rows import Rows
+from visa.mapping import AxisSet
+from visa.tensors.handles import HbmTensor, HbmTensorView
+
+__all__ = ["Attention"]
+
+Hbm = HbmTensor[Any, Any, Any]
+HbmIn = HbmTensor[Any, Any, Any] | HbmTensorView[Any, Any, Any]  # a tensor, or a view of one (tile, relabel)
+
+
+class Attention:
+    """``out[Q, Dv] = softmax(q[Q, Dk] · k[S, Dk]ᵀ / √|Dk|) · v[S, Dv]`` for the named axes of ``ax``.
+
+    Shapes are those of the parts: ``Q`` at most 32 queries or a multiple of 32 up to 256 (one row per slice),
+    ``S`` a multiple of 32 (a GEMM's N, then its K), ``Dk`` and ``Dv`` multiples of 32.  An additive ``mask``
+    over S (bf16 in HBM, ``m["S"]``: 0 to keep a position, −inf to drop it) is added to the scores before the
+    softmax (:meth:`Rows.add`; ``s + 0`` is exact and ``exp(−inf) = 0``), e.g. for a cache only partly filled;
+    the manual's causal mask by the branch log (L8128–8140) is issue 13's.
+    """
+
+    def __init__(self, ax: AxisSet, q: str = "Q", s: str = "S", dk: str = "Dk", dv: str = "Dv") -> None:
+        self.scores = Gemm(ax, m=q, n=s, k=dk)
+        self.softmax = Rows(ax, q, s)
+        self.mix = Gemm(ax, m=q, n=dv, k=s)
+        self.scale = 1.0 / math.sqrt(ax.size(dk))
+        self.ax, self.q, self.s = ax, q, s
+
+    def __call__(self, ctx: Context, arena: Arena, q: HbmIn, k: HbmIn, v_t: HbmIn, mask: HbmIn | None = None
+                 ) -> Hbm:
+        """``q`` ``m["Q, Dk"]``, ``k`` ``m["S, Dk"]``, ``v_t`` ``m["Dv, S"]`` (all bf16 in HBM) → ``m["Q, Dv"]``."""
+        scores = self.scores(ctx, arena, q, k)
+        rows = self.softmax
+        s_dm = rows.load(ctx, arena, scores)
+        if mask is not None:
+            s_dm = rows.add(ctx, arena, s_dm, rows.load(ctx, arena, mask))  # the mask is broadcast over Q
+        probs_dm = rows.softmax(ctx, arena, s_dm, scale=self.scale)
+        probs = self.softmax.store(ctx, arena, probs_dm)
+        return self.mix(ctx, arena, probs, v_t)

@@ -1,0 +1,87 @@
+"""Error bounds of the :mod:`visa.kernels` kernels, for checking them against numpy (float64) references.
+
+Each bound is derived from the roundings the kernel performs, never tuned.  Notation: ``u = 2⁻²⁴`` (f32 unit
+roundoff), ``b = 2⁻⁸`` (bf16: 8 bits of precision, so rounding to nearest is within ``b·|y|``), ``γ_n =
+n·u/(1 − n·u)`` (a sum of n terms in any order in f32 is within ``γ_n·Σ|terms|`` of the exact sum).  bf16
+inputs are exact in f32 and a product of two bf16 values is exact in f32.  The simulator's unary functions are
+computed in binary64 and rounded once (``visa.engines.vector.arith.fp_unary``): within ``u`` relative.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["U", "B", "gamma", "gemm", "rms_norm", "softmax_rel", "softmax", "swiglu", "add", "mul", "attention"]
+
+F64 = npt.NDArray[np.float64]
+U = 2.0**-24
+B = 2.0**-8
+
+
+def gamma(n: int) -> float:
+    """``γ_n = n·u/(1 − n·u)``."""
+    return n * U / (1 - n * U)
+
+
+def gemm(x: F64, w: F64, k_tiles: int) -> F64:
+    """:class:`~visa.kernels.Gemm` ``x[M, K] · w[N, K]ᵀ``: f32 accumulation of exact products and of the
+    ``k_tiles`` partials (γ_{K + k_tiles}), one rounding to bf16: ``b·|C| + γ·(1 + b)·(|x| |w|ᵀ)``."""
+    return np.abs(x @ w.T) * B + gamma(x.shape[1] + k_tiles) * (1 + B) * (np.abs(x) @ np.abs(w).T)
+
+
+def rms_norm(want: F64, cols: int) -> F64:
+    """:meth:`~visa.kernels.Rows.rms_norm`: rstd carries γ_cols (Σx²) and four roundings (scale, + ε, √, 1/·);
+    two products add 2u: γ_{cols+6} relative in f32, then ``b``."""
+    return (B + gamma(cols + 6) * (1 + B)) * np.abs(want)
+
+
+def softmax_rel(cols: int, spread: float) -> float:
+    """Relative f32 error of :meth:`~visa.kernels.Rows.softmax` before the bf16 rounding: ``z − max`` rounds
+    (``u·|z − max|`` absolute, so ``e^…`` gains as much relative) and exp rounds (u), in the numerator and in the
+    sum (twice), the sum γ_cols, the reciprocal and the product 2u; ``spread = max (max z − z)``; the scaling
+    of the input (one u on z) is inside the first term."""
+    return 2 * (U * (1 + spread) + U) + gamma(cols) + 2 * U
+
+
+def softmax(want: F64, cols: int, spread: float) -> F64:
+    """:meth:`~visa.kernels.Rows.softmax`: :func:`softmax_rel`, then ``b``."""
+    return (B + softmax_rel(cols, spread) * (1 + B)) * want
+
+
+def swiglu(want: F64) -> F64:
+    """:meth:`~visa.kernels.Rows.swiglu`: σ (u), ·gate (u), ·up (u), then ``b``; plus the least f32 subnormal
+    for products that underflow."""
+    return (B + 3 * U * (1 + B)) * np.abs(want) + 2.0**-149
+
+
+def add(want: F64) -> F64:
+    """:meth:`~visa.kernels.Rows.add`: one f32 rounding of the sum, then ``b``."""
+    return (B + U * (1 + B)) * np.abs(want)
+
+
+def mul(want: F64) -> F64:
+    """:meth:`~visa.kernels.Rows.mul`: one f32 rounding of the product (exact for two bf16), then ``b``; plus the
+    least f32 subnormal for a product that underflows."""
+    return (B + U * (1 + B)) * np.abs(want) + 2.0**-149
+
+
+def attention(q: F64, k: F64, v: F64, scale: float) -> tuple[F64, F64]:
+    """:class:`~visa.kernels.Attention` ``softmax(q kᵀ·scale) v``: ``(want, bound)``.
+
+    The scores are a GEMM rounded to bf16 (:func:`gemm`, times ``scale``: at most δ); moving every score by at
+    most δ moves each probability by a factor within ``e^{±2δ}``; the softmax adds :func:`softmax_rel` and ``b``
+    (ρ in all); the second GEMM (K = S) adds ``b·|out| + γ_{S+1}·(p̂ |v|)``.
+    """
+    s = q @ k.T * scale
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    p /= p.sum(axis=-1, keepdims=True)
+    want = p @ v
+    delta = float(np.max(gemm(q, k, 1))) * scale
+    spread = float(np.max(s.max(axis=-1, keepdims=True) - s)) + 2 * delta
+    rho = math.exp(2 * delta) * (1 + softmax_rel(k.shape[0], spread)) * (1 + B) - 1
+    pv = p @ np.abs(v)
+    bound = rho * pv + B * (np.abs(want) + rho * pv) + gamma(k.shape[0] + 1) * (1 + rho) * pv
+    return want, bound

@@ -1,0 +1,225 @@
+"""Tiled GEMM / GEMV: ``out[M, N] = x[M, K] · w[N, K]ᵀ`` in bf16 with f32 partials (manual L7090–7150).
+
+:class:`Gemm` derives the kernel from the sizes of three axes of an :class:`~visa.mapping.AxisSet`:
+
+- each contraction computes an ``[M_t, 32]`` output tile per slice with ``M_t ≤ 32`` rows (the accumulator
+  holds ``M_t × 4`` interleaved outputs of 8 Rows, at most 128, L4434); a larger M is tiled by 32, the M tiles
+  sharing each TRF load; 32 columns of N are split as 8 TRF Rows (``N % 8``) × 4 (``N / 8 % 4``) as in the
+  "Hello, TCP!" GEMM (L466–525);
+- N is spread over the slices (``N / 32``, up to 256 tiles of 32 columns, 8192 columns per N tile) and
+  tiled beyond that (``N / 8192``);
+- K is tiled by 512: a tile of w per Row is ``4 × 512`` bf16 = 4 KiB, one TRF half (L4151–4154), so the sub
+  context loads the next tile into the other half while the main context contracts (double buffering; the
+  first tile is loaded by main, whose fetch is wider, L1757–1759);
+- each K tile's contraction commits its f32 accumulator output (no cast); the K partials are added in f32 by
+  split-reduce passes (interleaved fetch and ``vector_clip_zip(Add)``, L7151–7381) and cast to bf16 once.
+
+x is broadcast to every slice by the DMA (it does not depend on N) and w is read from HBM N-major
+(``m["N, K"]``, 8-byte DMA packets, L2424–2427).  When x and w together would take more than half a slice's
+DM (512 KiB, L138) — a GEMV over a 70B-size weight, say — the kernel streams: one (N, K) tile of w and one K
+tile of x per step move from HBM into two alternating DM buffers, so the tensor DMA of the next tile overlaps
+the current contraction (the weights pass through DM once, as the decode of the manual does, L8225–8419).
+Every DM buffer is scratch (:meth:`Arena.scratch`): the result leaves in HBM.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from visa import dtypes as dt
+from visa.context import Context
+from visa.engines.vector import ClipBinaryOpF32
+from visa.errors import HardwareLimitError, LayoutError
+from visa.kernels.memory import PAIR, Arena, pair_axis
+from visa.mapping import AxisSet
+from visa.tensors.handles import DmTensor, HbmTensor, HbmTensorView, TrfAddress
+from visa.stream import AccumulationKind
+
+__all__ = ["Gemm"]
+
+Hbm = HbmTensor[Any, Any, Any]
+HbmIn = HbmTensor[Any, Any, Any] | HbmTensorView[Any, Any, Any]  # a tensor, or a view of one (tile, relabel)
+Dm = DmTensor[Any, Any, Any, Any, Any]
+
+K_TILE = 512  # 4 × 512 bf16 = 4 KiB per TRF Row: one half (L4151–4154)
+N_SLICE = 32  # output columns per slice: 8 Rows × 4
+M_TILE = 32  # rows per contraction: 32 × 4 interleaved accumulator outputs per Row (L4434)
+N_TILE = 256 * N_SLICE  # columns per N tile: all 256 slices of a cluster
+
+
+class Gemm:
+    """``out[M, N] = x[M, K] · w[N, K]ᵀ`` for the axes ``m``, ``n``, ``k`` of ``ax`` (bf16 in and out).
+
+    Shapes: ``M`` at most 32 or a multiple of 32 (M tiles of 32 share each TRF load); ``N`` a multiple of 32,
+    at most 8192 or a multiple of 8192; ``K`` a multiple of 32, at most 512 or a multiple of 512.  The refusals
+    name the axis and the fix.
+    """
+
+    def __init__(self, ax: AxisSet, m: str = "M", n: str = "N", k: str = "K") -> None:
+        call = f"visa.kernels.Gemm({m!r}, {n!r}, {k!r})"
+        sm, sn, sk = ax.size(m), ax.size(n), ax.size(k)
+        if sm > M_TILE and sm % M_TILE:
+            raise HardwareLimitError(f"{m} = {sm}: a slice accumulates at most {M_TILE} rows × 4 outputs per Row "
+                                     "(128 interleaved, manual L4434), so M is tiled by 32 and must be a multiple "
+                                     "of it", call=call, level="Time", mapping=f'm["{m}"]', axis=m,
+                                     fix=f"pad {m} to a multiple of {M_TILE}")
+        if sn % N_SLICE or (sn > N_TILE and sn % N_TILE):
+            raise LayoutError(f"{n} = {sn} must be a multiple of 32 (8 Rows × 4 columns per slice), at most "
+                              f"{N_TILE} or a multiple of it", call=call, level="Slice", mapping=f'm["{n}"]', axis=n,
+                              fix=f"pad {n} to a multiple of 32")
+        if sk % 32 or (sk > K_TILE and sk % K_TILE):
+            raise LayoutError(f"{k} = {sk} must be a multiple of 32 (a 64-byte packet of bf16, L4388), at most "
+                              f"{K_TILE} or a multiple of it", call=call, level="Packet", mapping=f'm["{k}"]', axis=k,
+                              fix=f"pad {k} with zeros to a multiple of 32")
+        if self.k_tiles_of(sk) > 1:
+            pair_axis(ax)  # the interleave axis of the K-partial adds
+        self.ax, self.m, self.n, self.k = ax, m, n, k
+        self.sm, self.sn, self.sk = sm, sn, sk
+        self.k_tiles = max(1, sk // K_TILE)
+        self.n_tiles = max(1, sn // N_TILE)
+        self.m_tiles = max(1, sm // M_TILE)
+        self.mi = f"{m} % {M_TILE}" if self.m_tiles > 1 else m
+        self.kin = f"{k} % {K_TILE}" if self.k_tiles > 1 else k
+        self.nin = f"{n} % {N_TILE}" if self.n_tiles > 1 else n
+        mm = ax.m
+        self.cluster = mm["1 # 2"]
+        cols = sn if self.n_tiles == 1 else N_TILE
+        self.slice = mm[f"{self.nin} / 32" + (" # 256" if cols < N_TILE else "")]
+
+    @staticmethod
+    def k_tiles_of(size: int) -> int:
+        """K tiles of 512 for a K of ``size``."""
+        return max(1, size // K_TILE)
+
+    def _outer(self, *parts: str) -> str:
+        return ", ".join(p for p in parts if p)
+
+    @property
+    def macs(self) -> int:
+        """Multiply-accumulates of one call: M·N·K."""
+        return self.sm * self.sn * self.sk
+
+    def resident_bytes(self) -> int:
+        """DM bytes per slice that x and w take when held whole (the resident mode)."""
+        return 2 * self.sm * self.sk + 2 * N_SLICE * self.sk * self.n_tiles + 8 * self.sm * N_SLICE
+
+    def __call__(self, ctx: Context, arena: Arena, x: HbmIn, w: HbmIn, *, double_buffer: bool = True,
+                 stream: bool | None = None) -> Hbm:
+        """Run the GEMM on HBM ``x`` (``m["M, K"]``) and ``w`` (``m["N, K"]``); returns HBM ``m["M, N"]`` bf16.
+
+        ``stream`` (default: when x and w would take more than half a slice's DM, L138) moves one (N, K) tile of
+        w and one K tile of x from HBM per step into two alternating DM buffers, so the tensor DMA of the next
+        tile overlaps the current contraction; otherwise x and w are moved into DM whole first.
+        """
+        if stream is None:
+            stream = self.resident_bytes() > ctx.hw.dm.slice_bytes // 2
+        with arena.scratch(vrf=False):  # every DM buffer is temporary: the result leaves in HBM
+            return self._run(ctx, arena, x, w, double_buffer, stream)
+
+    def _run(self, ctx: Context, arena: Arena, x: HbmIn, w: HbmIn, double_buffer: bool, stream: bool) -> Hbm:
+        """The body of :meth:`__call__`: for each N tile and K tile, one TRF load shared by the M tiles."""
+        mm, m, n, k, kin, nin, mi = self.ax.m, self.m, self.n, self.k, self.kin, self.nin, self.mi
+        kt_axis = f"{k} / {K_TILE}" if self.k_tiles > 1 else ""
+        nt_axis = f"{n} / {N_TILE}" if self.n_tiles > 1 else ""
+        mt_axis = f"{m} / {M_TILE}" if self.m_tiles > 1 else ""
+        x_tile, w_tile = mm[f"{mi}, {kin}"], mm[f"{nin} % 32, {kin}"]
+        if stream:
+            x_slots = [arena.take_dm(2 * x_tile.size) for _ in range(2)]
+            w_slots = [arena.take_dm(2 * w_tile.size) for _ in range(2)]
+        else:
+            x_el = mm[self._outer(kt_axis, mt_axis, mi, kin)]
+            w_el = mm[self._outer(nt_axis, kt_axis, f"{nin} % 32", kin)]
+            x_dm = x.to_dm(self.cluster, self.slice, x_el, ctx.tdma, arena.take_dm(2 * x_el.size))
+            w_dm = w.to_dm(self.cluster, self.slice, w_el, ctx.tdma, arena.take_dm(2 * w_el.size))
+        out_el = mm[self._outer(nt_axis, mt_axis, mi, f"{nin} % 32")]
+        out: Dm = DmTensor(ctx, dt.bf16, mm["1"], self.cluster, self.slice, out_el, arena.take_dm(2 * out_el.size),
+                           call="visa.kernels.Gemm")
+        rows = mm[f"{nin} % 8"]
+        halves = (TrfAddress.FirstHalf, TrfAddress.SecondHalf)
+        trf_el = mm[f"{nin} / 8 % 4, {kin}"]
+        partial_el = mm[f"{mi}, {nin} / 8 % 4, {nin} % 8"]
+        many = self.k_tiles > 1
+        parts = [arena.take_dm(4 * partial_el.size) for _ in range(2 if many else 0)]
+        # per M tile: the first K tile's partial, then the running sums alternating between two buffers
+        firsts = [arena.take_dm(4 * partial_el.size) if many else 0 for _ in range(self.m_tiles)]
+        sums = [[arena.take_dm(4 * partial_el.size) for _ in range(2 if self.k_tiles > 2 else 0)]
+                for _ in range(self.m_tiles)]
+        outer_out = self._outer(nt_axis, mt_axis)
+        for nt in range(self.n_tiles):
+            acc: list[Dm | None] = [None] * self.m_tiles
+            for kt in range(self.k_tiles):
+                step = nt * self.k_tiles + kt
+                if stream:
+                    wv = self._stream_w(ctx, w, nt, kt, w_slots[step % 2])
+                else:
+                    wv = w_dm.view()
+                    if nt_axis or kt_axis:
+                        wv = wv.tile(mm[self._outer(nt_axis, kt_axis)], 1, w_tile, step)
+                loader = ctx.sub if double_buffer and step > 0 else ctx.main
+                trf = (loader.begin(wv)
+                       .fetch(dt.bf16, mm[f"{nin} % 8, {nin} / 8 % 4"], mm[kin])
+                       .collect(mm[f"{nin} % 8, {nin} / 8 % 4, {kin} / 16"], mm[f"{kin} % 16"])
+                       .to_trf(rows, trf_el, halves[step % 2]))
+                for mt in range(self.m_tiles):
+                    if stream:
+                        xv = self._stream_x(ctx, x, mt, kt, x_slots[(step * self.m_tiles + mt) % 2])
+                    elif kt_axis or mt_axis:
+                        xv = x_dm.view().tile(mm[self._outer(kt_axis, mt_axis)], 1, x_tile, kt * self.m_tiles + mt)
+                    else:
+                        xv = x_dm.view()
+                    out_view = (out.view().tile(mm[outer_out], 1, mm[f"{mi}, {nin} % 32"], nt * self.m_tiles + mt)
+                                if outer_out else out.view())
+                    acc_stream = (ctx.main.begin(xv)
+                                  .fetch(dt.bf16, mm[f"{mi}, {nin} / 8 % 4"], mm[kin])
+                                  .collect(mm[f"{mi}, {nin} / 8 % 4, {kin} / 16"], mm[f"{kin} % 16"])
+                                  .align(mm[f"{mi}, {nin} / 8 % 4, {kin} / 32"], mm[f"{kin} % 32"], trf)
+                                  .contract(mm["1"])
+                                  .accumulate(mm[f"{mi}, {nin} / 8 % 4"], rows, AccumulationKind.Interleaved))
+                    if not many:
+                        acc_stream.cast(dt.bf16, mm[f"{nin} % 8 # 16"]).commit_view(out_view)
+                        continue
+                    prev = acc[mt]
+                    if prev is None:
+                        acc[mt] = acc_stream.commit(partial_el, firsts[mt])
+                        continue
+                    part = acc_stream.commit(partial_el, parts[(kt * self.m_tiles + mt) % 2])
+                    s = self._pair(ctx, prev, part)
+                    if kt == self.k_tiles - 1:
+                        s.cast(dt.bf16, mm[f"{nin} % 8 # 16"]).commit_view(out_view)
+                    else:
+                        acc[mt] = s.commit(partial_el, sums[mt][kt % 2])
+        return out.to_hbm(mm[f"{m}, {n}"], ctx.tdma, arena.take_hbm(2 * self.sm * self.sn))
+
+    def _stream_w(self, ctx: Context, w: HbmIn, nt: int, kt: int, address: int) -> Any:
+        """w's (N, K) tile, HBM → DM (a view of the HBM tensor, L813–832)."""
+        mm, n, k, kin, nin = self.ax.m, self.n, self.k, self.kin, self.nin
+        wv: Any = w.view() if isinstance(w, HbmTensor) else w
+        n_el = f"{n} = {N_TILE}" if self.n_tiles > 1 else n
+        if self.n_tiles > 1:
+            wv = wv.relabel(mm[f"{n}, {k}"]).tile(mm[n], N_TILE, mm[f"{n_el}, {k}"], nt * N_TILE)
+        if self.k_tiles > 1:
+            wv = wv.tile(mm[k], K_TILE, mm[f"{n_el}, {k} = {K_TILE} # {self.sk}"], kt * K_TILE)
+        return wv.to_dm(self.cluster, self.slice, mm[f"{nin} % 32, {kin}"], ctx.tdma, address).view()
+
+    def _stream_x(self, ctx: Context, x: HbmIn, mt: int, kt: int, address: int) -> Any:
+        """x's (M, K) tile, HBM → DM, broadcast to every slice."""
+        mm, m, k, kin, mi = self.ax.m, self.m, self.k, self.kin, self.mi
+        xv: Any = (x.view() if isinstance(x, HbmTensor) else x).relabel(mm[f"{m}, {k}"])
+        m_el = f"{m} = {M_TILE}" if self.m_tiles > 1 else m
+        if self.m_tiles > 1:
+            xv = xv.tile(mm[m], M_TILE, mm[f"{m_el}, {k}"], mt * M_TILE)
+        if self.k_tiles > 1:
+            xv = xv.tile(mm[k], K_TILE, mm[f"{m_el}, {k} = {K_TILE} # {self.sk}"], kt * K_TILE)
+        return xv.to_dm(self.cluster, self.slice, mm[f"{mi}, {kin}"], ctx.tdma, address).view()
+
+    def _pair(self, ctx: Context, a: Dm, b: Dm) -> Any:
+        """``a + b`` in f32 by a split reduce (interleaved fetch, unzip, ``Add``; L7151–7381)."""
+        mm, m, nin = self.ax.m, self.mi, self.nin
+        pair = PAIR
+        return (ctx.main.begin_interleaved(mm[pair], a.view(), b.view())
+                .fetch(dt.f32, mm[f"{pair}, {m}, {nin} / 8 % 4"], mm[f"{nin} % 8"])
+                .collect(mm[f"{pair}, {m}, {nin} / 8 % 4"], mm[f"{nin} % 8"])
+                .vector_init()
+                .vector_intra_slice_unzip(pair, mm[f"1 # 2, {m}, {nin} / 8 % 4"], mm[f"{m}, {nin} / 8 % 4"])
+                .vector_clip_zip(ClipBinaryOpF32.Add)
+                .vector_final())
