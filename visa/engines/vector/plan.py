@@ -37,7 +37,7 @@ __all__ = [
     "check_dtype", "check_kind", "claim", "plan_split", "plan_trim", "plan_concat", "plan_pad", "plan_unzip",
     "plan_entry", "plan_int_width", "dtype_name", "dim_axes", "remove_axis_dims", "digit_maps", "valid_mask",
     "output_lanes", "plan_enter", "check_op", "plan_stash", "plan_stash_operand", "plan_inter_entry",
-    "check_vrf_operand",
+    "check_vrf_operand", "plan_write_operand", "plan_filter", "pack_order",
 ]
 
 #: The method that enters each stage (the stage table, L4733–4747).
@@ -196,6 +196,27 @@ def plan_stash_operand(stash_dtype: str | None, consumed_by: str | None, dtype: 
         raise DtypeError(f"the stash holds {stash_dtype}, but this operation works on {dtype}; "
                          "a stash is consumed only by operations of its own dtype", call=call, line=4981,
                          fix=f"stash the stream where it is {dtype}")
+
+
+def plan_write_operand(write: Any, stage: str, context: str, written: bool) -> None:
+    """``vector_write_operand(WriteOperand(...))`` (L8708–8721): a :class:`WriteOperand`, single-stream passes
+    only, at a Stashable stage (the stash's tap points, L4983), once per pass (one register per lane)."""
+    from visa.engines.vector.ops import WriteOperand
+
+    call = "vector_write_operand"
+    if not isinstance(write, WriteOperand):
+        raise TypestateError(f"vector_write_operand takes a WriteOperand, got {write!r}", call=call, line=8716,
+                             fix="pass WriteOperand(branch=(0, 1))")
+    if context != "Standalone":
+        raise TypestateError("vector_write_operand() is unavailable in two-group mode", call=call, line=8716,
+                             fix="carry the operand in a single-stream pass (no unzip)")
+    if stage not in STASHABLE:
+        raise TypestateError(f"vector_write_operand() is not available at the {stage} stage (at "
+                             f"{', '.join(sorted(STASHABLE))})", call=call, line=4983,
+                             fix="write the operand right after a Stashable stage")
+    if written:
+        raise TypestateError("this pass already wrote the operand register; there is one per lane and pass",
+                             call=call, line=8716, fix="write the operand once per pass")
 
 
 def plan_inter_entry(order: str, inter_done: bool) -> None:
@@ -452,3 +473,40 @@ def valid_mask(mappings: tuple[Mapping, ...]) -> BoolArray:
     """Joint validity of a multi-level buffer (padding split across levels is decided on the whole index)."""
     ev = pair_of(*mappings).evaluate()
     return ev.valid.reshape(tuple(m.size for m in mappings))
+
+
+# ------------------------------------------------------------------------------------------------- filter
+
+
+def plan_filter(ids: Any, call: str = "vector_filter") -> Any:
+    """The ExecutionIds ``vector_filter`` keeps: a ``ValidBranchIds``, a ``GroupId`` (its eight ids) or ids 0..15
+    (L4795, L4973)."""
+    from visa.engines.vector.ops import GroupId, ValidBranchIds
+
+    if isinstance(ids, GroupId):
+        return ValidBranchIds.group(ids)
+    if isinstance(ids, ValidBranchIds):
+        keep = ids
+    else:
+        try:
+            keep = ValidBranchIds.of(*ids)
+        except (TypeError, ValueError):
+            raise LayoutError(f"vector_filter takes ValidBranchIds, a GroupId or ExecutionIds, got {ids!r}",
+                              call=call, line=4973, fix="pass ValidBranchIds.of(0, 1) or GroupId.One") from None
+    bad = sorted(i for i in keep.ids if not 0 <= i <= 15)
+    if bad:
+        raise LayoutError(f"ExecutionIds are 0..15, got {bad[0]}", call=call, line=4795,
+                          fix="keep ExecutionIds 0..15")
+    return keep
+
+
+def pack_order(exec_id: npt.NDArray[np.uint8] | None, keep: Any, valid: BoolArray
+               ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """FilterCompaction (L8580–8584, valid-count packing L2324): per packet, how many elements are kept and the
+    lane order that puts them first, in lane order (a stable sort; the dropped ones follow).  A layout padding
+    position is not an element and is never kept."""
+    shape = valid.shape
+    eid = np.zeros(shape, dtype=np.uint8) if exec_id is None else exec_id
+    kept = np.isin(eid, np.array(sorted(keep.ids), dtype=np.uint8)) & valid
+    order = np.argsort(~kept, axis=-1, kind="stable").astype(np.int64)
+    return kept.sum(axis=-1).astype(np.int64), order

@@ -40,8 +40,8 @@ if TYPE_CHECKING:
     from visa.context import TuContext
     from visa.memory.tensors import DeviceTensor, VrfTensor
 
-__all__ = ["VeState", "StashSlot", "VeBase", "METHOD_STAGE", "D", "Chip", "Cluster", "Slice", "Time", "Packet",
-           "O", "ExecIds", "op_fn", "describe_operand"]
+__all__ = ["VeState", "Carry", "PendingRead", "StashSlot", "VeBase", "METHOD_STAGE", "D", "Chip", "Cluster", "Slice",
+           "Time", "Packet", "O", "ExecIds", "op_fn", "describe_operand"]
 
 D = TypeVar("D", bound=dt.Scalar)
 Chip = TypeVar("Chip")
@@ -67,6 +67,7 @@ METHOD_STAGE: dict[str, str] = {
     "vector_clip": "Clip", "vector_clip_with_mode": "Clip", "vector_clip_zip": "Clip",
     "vector_clip_zip_with_mode": "Clip", "vector_filter": "Filter", "vector_final": "Output",
     "vector_inter_slice_reduce": "InterSliceReduce", "vector_stash": "Stash",
+    "vector_write_operand": "WriteOperand",
 }
 
 
@@ -78,6 +79,30 @@ class StashSlot:
     data: StreamData
     stage: str
     consumed_by: str | None = None
+
+
+@dataclass(frozen=True)
+class Carry:
+    """The operand register after ``vector_write_operand`` (L8708–8721): the dtype and stream Time / Packet it was
+    written at, and, at every stream position, the value a later ``OperandRead`` of that time step sees."""
+
+    dtype: str
+    time: Any
+    packet: Any
+    values: npt.NDArray[Any]
+    known: npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class PendingRead:
+    """An op that read the operand register before this pass wrote it: it runs, time step by time step, when
+    the ``vector_write_operand`` right after it says which results the register keeps (L8716–8721)."""
+
+    fn: Callable[..., Any]
+    args: tuple[int, ...]
+    data: StreamData
+    read: frozenset[int]
+    call: str
 
 
 @dataclass(frozen=True)
@@ -98,6 +123,9 @@ class VeState:
     ring: int = 0
     narrowed: Narrowed | None = None
     inter_done: bool = False
+    carry: Carry | None = None
+    pending: PendingRead | None = None
+    packed: npt.NDArray[np.int64] | None = None
 
     def step(self, stage: str, op: str, flits: int, **changes: Any) -> VeState:
         """The state after a stage: the stage, one more op in the report, one more section."""
@@ -134,6 +162,18 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
         data.check(layout)
         return cls(self.tu, layout, data, self.reports, self.inputs + inputs, self.extra, ve=ve)
 
+    def take(self, call: str) -> None:
+        """Consume this value for ``call``; while an ``OperandRead`` waits for its ``vector_write_operand`` only
+        that call may follow (L8716–8721)."""
+        pending = self.ve.pending
+        if pending is not None and call != "vector_write_operand":
+            raise TypestateError(f"{pending.call} read the operand register (OperandRead) before this pass wrote "
+                                 f"it, so .vector_write_operand(WriteOperand(...)) must follow it right away, not "
+                                 f".{call}()", call=call, line=8716,
+                                 fix="call .vector_write_operand(WriteOperand(branch=...)) after the op that reads "
+                                     "OperandRead")
+        super().take(call)
+
     def enter(self, call: str, target: str) -> None:
         """Consume this value for ``call`` and check the stage order, the context and the stage's dtype."""
         self.take(call)
@@ -148,6 +188,10 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
                 return super().__getattr__(name)
             stage = object.__getattribute__(self, "ve").stage
             where = f"{self.STAGE} (stage {stage})"
+            if target == "WriteOperand":
+                raise TypestateError(f".vector_write_operand() is not available on a {where}: the operand register "
+                                     f"is written at the Branch, Logic, Fxp, Narrow, Fp, FpDiv or Clip stage, once "
+                                     f"per pass, and not in two-group mode", call=name, line=8716)
             if target == "Stash":
                 raise TypestateError(f".vector_stash() is not available on a {where}: the stash is taken at the "
                                      f"Branch, Logic, Fxp, Narrow, Fp, FpDiv or Clip stage, once per pass, and not in "
@@ -179,6 +223,10 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
             return self._vrf(operand, dtype, call, known), ve, (operand,)
         if kind == "stash":
             return self._stash(dtype, call, ve)
+        if kind == "carried":
+            raise TypestateError("OperandRead is the operand of a binary op (vector_logic, vector_fxp, "
+                                 "vector_fp_binary, vector_fp_div, vector_clip) in a single-stream pass", call=call,
+                                 line=8716, fix="read the carried operand with a binary op of a single stream")
         raise DtypeError(f"{call} takes a constant, a VRF tensor or Stash as its operand, got {operand!r}", call=call,
                          fix="pass a number, VeRhs.vrf(tensor) or Stash")
 
