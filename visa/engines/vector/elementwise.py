@@ -264,17 +264,30 @@ def plan_operand_read(written: str | None, dtype: str, context: str, call: str) 
                          line=8716, fix=f"write the operand where the stream is {dtype}")
 
 
+def _fold(a: Arr, fold: int) -> Arr:
+    """``(C, K, S, T, P)`` seen as Way8 flits: after a split (``fold = 2``) two consecutive Way4 time steps are the
+    halves of one Way8 flit (L4864)."""
+    return a if fold == 1 else a.reshape(*a.shape[:3], a.shape[3] // fold, a.shape[4] * fold)
+
+
+def _unfold(a: Arr, shape: tuple[int, ...]) -> Arr:
+    return a.reshape(shape)
+
+
 def carry_scan(fn: Callable[..., Arr], args_mode: tuple[int, ...], stream: Arr, known: npt.NDArray[np.bool_],
-               exec_id: ExecIds | None, read: frozenset[int], write: frozenset[int]
+               exec_id: ExecIds | None, read: frozenset[int], write: frozenset[int], fold: int = 1
                ) -> tuple[Arr, npt.NDArray[np.bool_]]:
     """A binary op whose operand is the carried register, followed by ``WriteOperand(write)`` (L8708–8721).
 
     Per lane (chip, cluster, slice, packet lane: axes 0, 1, 2, 4), time step by time step in order: an element
     whose ExecutionId is in ``read`` computes ``fn`` with the register as its operand (``args_mode`` places
     stream 0 and operand 1), the others pass through; then an element whose id is in ``write`` stores its result
-    in the register.  The register starts unwritten: a read of it gives an unknown (poison) result.
+    in the register.  The register starts unwritten: a read of it gives an unknown (poison) result.  A lane is a
+    lane of the Way8 flit: after a split (``fold = 2``) the two halves keep their registers apart.
     """
-    ids = np.zeros(stream.shape, np.uint8) if exec_id is None else exec_id
+    shape = stream.shape
+    stream, known = _fold(stream, fold), _fold(known, fold)
+    ids = np.zeros(stream.shape, np.uint8) if exec_id is None else _fold(exec_id, fold)
     r_mask = np.isin(ids, np.array(sorted(read), np.uint8))
     w_mask = np.isin(ids, np.array(sorted(write), np.uint8))
     out = stream.copy()
@@ -298,15 +311,17 @@ def carry_scan(fn: Callable[..., Arr], args_mode: tuple[int, ...], stream: Arr, 
         wm = w_mask[:, :, :, t]
         reg = np.where(wm, res, reg)
         reg_k = np.where(wm, res_k, reg_k)
-    return out, out_k
+    return _unfold(out, shape), _unfold(out_k, shape)
 
 
 def carry_fill(values: Arr, known: npt.NDArray[np.bool_], exec_id: ExecIds | None, write: frozenset[int],
-               reg: tuple[Arr, npt.NDArray[np.bool_]] | None = None) -> tuple[Arr, npt.NDArray[np.bool_]]:
+               fold: int = 1) -> tuple[Arr, npt.NDArray[np.bool_]]:
     """The register each element sees after ``WriteOperand(write)`` ran at its own time step (a read later
     in the pipeline, L8708–8721): per lane, the last value written at this or an earlier step (unknown
-    before the first write).  ``reg`` is the register's value before the pass's first step (None: unwritten)."""
-    ids = np.zeros(values.shape, np.uint8) if exec_id is None else exec_id
+    before the first write); lanes are Way8 lanes (``fold`` as in :func:`carry_scan`)."""
+    shape = values.shape
+    values, known = _fold(values, fold), _fold(known, fold)
+    ids = np.zeros(values.shape, np.uint8) if exec_id is None else _fold(exec_id, fold)
     w = np.isin(ids, np.array(sorted(write), np.uint8))
     t = np.arange(values.shape[3]).reshape(1, 1, 1, -1, 1)
     last = np.where(w, t, -1)
@@ -314,7 +329,4 @@ def carry_fill(values: Arr, known: npt.NDArray[np.bool_], exec_id: ExecIds | Non
     idx = np.maximum(last, 0)
     got = np.take_along_axis(values, idx, axis=3)
     got_k = np.take_along_axis(known, idx, axis=3) & (last >= 0)
-    if reg is not None:
-        got = np.where(last >= 0, got, reg[0])
-        got_k = np.where(last >= 0, got_k, reg[1])
-    return got, got_k
+    return _unfold(got, shape), _unfold(got_k, shape)

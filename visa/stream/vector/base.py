@@ -162,6 +162,13 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
         data.check(layout)
         return cls(self.tu, layout, data, self.reports, self.inputs + inputs, self.extra, ve=ve)
 
+    def _fold(self) -> int:
+        """2 when this Way4 stream came from a split (two time steps per Way8 flit), else 1: the operand register
+        belongs to a lane of the Way8 flit (L4864)."""
+        nw = self.ve.narrowed
+        return 2 if nw is not None and nw.kind == "split" and self.layout.packet.size == self.hw.vector.way4_lanes \
+            else 1
+
     def take(self, call: str) -> None:
         """Consume this value for ``call``; while an ``OperandRead`` waits for its ``vector_write_operand`` only
         that call may follow (L8716–8721)."""

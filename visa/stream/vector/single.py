@@ -475,9 +475,9 @@ class _Stash(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
         pending = self.ve.pending
         if pending is not None:
             vals, known = carry_scan(pending.fn, pending.args, pending.data.values, pending.data.known, ids,
-                                     pending.read, write.branch)
+                                     pending.read, write.branch, self._fold())
             data = StreamData(vals, known)
-        reg = carry_fill(data.values, data.known, ids, write.branch)
+        reg = carry_fill(data.values, data.known, ids, write.branch, self._fold())
         carry = Carry(dtype, self.layout.time, self.layout.packet, reg[0], reg[1])
         ve = replace(self.ve, carry=carry, pending=None, ops=(*self.ve.ops, repr(write)))
         return self.advance(type(self), self.layout, StreamData(data.values, data.known), ve)
