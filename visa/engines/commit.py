@@ -169,7 +169,7 @@ def packed_packet(chip: Mapping, cluster: Mapping, slice_: Mapping, time: Mappin
         size = element.axis_set.size(k)
         if size > packet.size:
             raise LayoutError(f"the packed axis {k} has {size} positions, but a packet has {packet.size} lanes",
-                              call=call, level="Packet", mapping=repr(element), axis=k, line=2324,
+                              call=call, level="Element", mapping=repr(element), axis=k, line=2324,
                               fix=f"declare {k} with at most {packet.size} positions (the kept elements per packet)")
         text = k if size == packet.size else f"{k} # {packet.size}"
         return Mapping.parse(text, element.axis_set)

@@ -37,7 +37,7 @@ __all__ = [
     "check_dtype", "check_kind", "claim", "plan_split", "plan_trim", "plan_concat", "plan_pad", "plan_unzip",
     "plan_entry", "plan_int_width", "dtype_name", "dim_axes", "remove_axis_dims", "digit_maps", "valid_mask",
     "output_lanes", "plan_enter", "check_op", "plan_stash", "plan_stash_operand", "plan_inter_entry",
-    "check_vrf_operand", "plan_write_operand", "plan_filter", "pack_order",
+    "check_vrf_operand", "plan_write_operand", "plan_filter", "pack_order", "plan_pending", "plan_carried_lanes",
 ]
 
 #: The method that enters each stage (the stage table, L4733–4747).
@@ -196,6 +196,27 @@ def plan_stash_operand(stash_dtype: str | None, consumed_by: str | None, dtype: 
         raise DtypeError(f"the stash holds {stash_dtype}, but this operation works on {dtype}; "
                          "a stash is consumed only by operations of its own dtype", call=call, line=4981,
                          fix=f"stash the stream where it is {dtype}")
+
+
+def plan_pending(pending: str | None, call: str) -> None:
+    """While an op that read ``OperandRead`` (``pending`` names its call) waits for the register's first write in
+    the pass, only ``vector_write_operand`` may follow it (L8716–8721: the loop read → write closes per step)."""
+    if pending is not None and call != "vector_write_operand":
+        raise TypestateError(f"{pending} read the operand register (OperandRead) before this pass wrote it, so "
+                             f".vector_write_operand(WriteOperand(...)) must follow it right away, not .{call}()",
+                             call=call, line=8716,
+                             fix="call .vector_write_operand(WriteOperand(branch=...)) after the op that reads "
+                                 "OperandRead")
+
+
+def plan_carried_lanes(written: tuple[Mapping, Mapping], here: tuple[Mapping, Mapping], call: str) -> None:
+    """The register belongs to a lane: a read at other lanes than the write's (Time, Packet) is refused."""
+    if written != here:
+        (t0, p0), (t1, p1) = written, here
+        raise LayoutError(f"the operand register was written with Time {t0!r}, Packet {p0!r}, but this stream is "
+                          f"Time {t1!r}, Packet {p1!r}; each lane carries its own register", call=call,
+                          level="Packet", mapping=repr(p1), axis=axes_text(p1), line=8716,
+                          fix="read the operand at the lanes that wrote it (before a Narrow or after the Widen)")
 
 
 def plan_write_operand(write: Any, stage: str, context: str, written: bool) -> None:

@@ -18,7 +18,14 @@ import numpy.typing as npt
 from visa import dtypes as dt
 from visa.engines.common import EngineReport, StreamData, StreamLayout
 from visa.engines.vector import arith
-from visa.engines.vector.elementwise import Resolved, apply, check_constant, kind_of, operand_list
+from visa.engines.vector.elementwise import (
+    Resolved,
+    apply,
+    check_constant,
+    kind_of,
+    operand_list,
+    plan_operand_read,
+)
 from visa.engines.vector.intra import Narrowed
 from visa.engines.vector.ops import FpTernaryOp, GroupId, StashMarker, TernaryOperand, VeOp, VeRhs
 from visa.engines.vector.plan import (
@@ -28,6 +35,7 @@ from visa.engines.vector.plan import (
     claim,
     dtype_name,
     plan_enter,
+    plan_pending,
     plan_stash_operand,
     plan_transition,
 )
@@ -172,13 +180,7 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
     def take(self, call: str) -> None:
         """Consume this value for ``call``; while an ``OperandRead`` waits for its ``vector_write_operand`` only
         that call may follow (L8716–8721)."""
-        pending = self.ve.pending
-        if pending is not None and call != "vector_write_operand":
-            raise TypestateError(f"{pending.call} read the operand register (OperandRead) before this pass wrote "
-                                 f"it, so .vector_write_operand(WriteOperand(...)) must follow it right away, not "
-                                 f".{call}()", call=call, line=8716,
-                                 fix="call .vector_write_operand(WriteOperand(branch=...)) after the op that reads "
-                                     "OperandRead")
+        plan_pending(None if self.ve.pending is None else self.ve.pending.call, call)
         super().take(call)
 
     def enter(self, call: str, target: str) -> None:
@@ -231,6 +233,7 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
         if kind == "stash":
             return self._stash(dtype, call, ve)
         if kind == "carried":
+            plan_operand_read(None, dtype, ve.context, call)
             raise TypestateError("OperandRead is the operand of a binary op (vector_logic, vector_fxp, "
                                  "vector_fp_binary, vector_fp_div, vector_clip) in a single-stream pass", call=call,
                                  line=8716, fix="read the carried operand with a binary op of a single stream")

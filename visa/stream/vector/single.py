@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from visa import dtypes as dt
-from visa.engines.common import StreamData, axes_text
+from visa.engines.common import StreamData
 from visa.engines.vector import arith
 from visa.engines.vector.cost import vector_report
 from visa.engines.vector.elementwise import (
@@ -67,6 +67,7 @@ from visa.engines.vector.plan import (
     check_op,
     dtype_name,
     pack_order,
+    plan_carried_lanes,
     plan_concat,
     plan_enter,
     plan_entry,
@@ -81,7 +82,7 @@ from visa.engines.vector.plan import (
     plan_write_operand,
     valid_mask,
 )
-from visa.errors import LayoutError, TypestateError
+from visa.errors import TypestateError
 from visa.mapping import Mapping
 from visa.stream.stages import VectorFinalTensor
 from visa.stream.vector.base import (
@@ -162,12 +163,7 @@ class _Ops(VeBase[D, Chip, Cluster, Slice, Time, Packet, O]):
             pending = PendingRead(fn, args, self.data, operand.branch, call)
             ve = ve.step(stage, text, self.layout.time.size, pending=pending)
             return self.advance(cls, self.layout, StreamData(self.data.values, self.data.known), ve)
-        if carry.time != self.layout.time or carry.packet != self.layout.packet:
-            raise LayoutError(f"the operand register was written with Time {carry.time!r}, Packet {carry.packet!r}, "
-                              f"but this stream is Time {self.layout.time!r}, Packet {self.layout.packet!r}; each "
-                              "lane carries its own register", call=call, level="Packet",
-                              mapping=repr(self.layout.packet), axis=axes_text(self.layout.packet), line=8716,
-                              fix="read the operand at the lanes that wrote it (before a Narrow or after the Widen)")
+        plan_carried_lanes((carry.time, carry.packet), (self.layout.time, self.layout.packet), call)
         ids = self.ve.exec_id if self.ve.exec_id is not None else np.zeros(self.layout.shape, np.uint8)
         sel = np.isin(ids, np.array(sorted(operand.branch), np.uint8))
         values, known = apply(fn, args, self.data.values, self.data.known, [([Resolved(carry.values, carry.known)],
