@@ -482,3 +482,16 @@ def test_log_with_stash_in_one_pass() -> None:
     want = x.astype(np.int64)
     want[0::2] *= 2
     assert np.array_equal(logical(out, "T L"), want.astype(np.int32))
+
+
+def test_operand_read_is_single_stream_only() -> None:
+    """Two-group mode has no carried operand (one register per lane, L8716; pair operands are per group)."""
+    ctx = ctx1()
+    ax = AxisSet(A=512, I=2)
+    s = collect(ctx, layout(ax, i32, "1", CL, "A / 2", "I", "A % 2 # 8"), rand_i32(RNG, (512, 2)), "A I")
+    p = s.vector_init().vector_intra_slice_unzip("I", ax.m["1 # 2"], ax.m["1"])
+    with pytest.raises(TypestateError, match="unavailable in two-group mode") as err:
+        p.vector_fxp(FxpBinaryOp.AddFxp, OperandRead(branch=0), ())
+    assert err.value.call == "vector_fxp" and err.value.fix
+    with pytest.raises(TypestateError, match="not available"):
+        p.vector_write_operand(WriteOperand(branch=0))  # type: ignore[attr-defined]
