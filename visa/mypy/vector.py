@@ -431,6 +431,9 @@ class Step:
 
     def _filter(self, stage: str) -> Any:
         self.enter(stage)
+        ids = self.value(0)
+        if ids is not None:
+            self.rule(lambda: vp.plan_filter(ids, self.method))
         return self._next(stage)
 
     def _final(self, stage: str) -> Any:

@@ -495,3 +495,40 @@ def test_operand_read_is_single_stream_only() -> None:
     assert err.value.call == "vector_fxp" and err.value.fix
     with pytest.raises(TypestateError, match="not available"):
         p.vector_write_operand(WriteOperand(branch=0))  # type: ignore[attr-defined]
+
+
+def test_bitcast_hbm_view_moves_the_bits_by_dma_and_costs_nothing() -> None:
+    """An HBM view read as another type moves its bytes unchanged (the DMA takes the view's dtype); the bitcast
+    itself is metadata: no operation on the schedule."""
+    from visa import HostTensor
+
+    ctx = ctx1()
+    ax = AxisSet(A=64)
+    m = ax.m
+    x = RNG.standard_normal(64).astype(np.float32)
+    hbm = HostTensor.from_numpy(x, f32, m["A"]).to_hbm(m["1"], m["A"], ctx.pdma, 0)
+    ops = len(ctx.schedule.ops)
+    v = hbm.view().bitcast(i32)
+    assert len(ctx.schedule.ops) == ops
+    dm = v.to_dm(m[CL], m["A / 8 # 256"], m["A % 8"], ctx.tdma, 0)
+    assert dm.dtype is i32 and np.array_equal(dm.logical("A"), x.view(np.int32))
+
+
+def test_pad_value_costs_what_zero_padding_costs() -> None:
+    ctx = ctx1()
+    _, zero = _masked(ctx, f32, PadValue.Zero, np.arange(6, dtype=np.float32))
+    ctx2 = ctx1()
+    _, low = _masked(ctx2, f32, PadValue.Min, np.arange(6, dtype=np.float32))
+    assert zero.reports[-1].cycles == low.reports[-1].cycles == 1
+
+
+def test_filter_ids_are_execution_ids() -> None:
+    ctx = ctx1()
+    ax = AxisSet(T=4, L=8)
+    b = (collect(ctx, layout(ax, i32, "1", CL, SL, "T", "L"), rand_i32(RNG, (4, 8)), "T L").vector_init()
+         .vector_intra_slice_branch(BranchMode.Unconditional))
+    with pytest.raises(LayoutError, match="ExecutionIds are 0..15, got 16") as err:
+        b.vector_filter(ValidBranchIds.of(3, 16))
+    assert err.value.call == "vector_filter" and err.value.fix
+    with pytest.raises(LayoutError, match="takes ValidBranchIds"):
+        b.vector_filter(3.5)  # type: ignore[arg-type]

@@ -70,3 +70,8 @@ def pad_custom(ctx: Context) -> None:
 def pad_in_sub(ctx: Context) -> None:
     x = DmTensor(ctx, i32, m["1"], m["1 # 2"], m["1 # 256"], m["A # 8"], 0)
     ctx.sub.begin(x.view()).fetch(i32, m["1"], m["A # 8"], pad_value=PadValue.Min)
+
+
+def filter_ids(ctx: Context) -> None:
+    (ctx.main.begin(_x(ctx).view()).fetch(i32, m["T"], m["L"]).collect(m["T"], m["L"]).vector_init()
+     .vector_intra_slice_branch(BranchMode.Unconditional).vector_filter(ValidBranchIds.of(3, 16)))
