@@ -126,6 +126,7 @@ def test_cumsum_kernel_with_a_static_branch_logger_l8708() -> None:
     assert np.array_equal(out.logical("s n c"), np.cumsum(x.astype(np.int64), axis=1).astype(np.int32))
     main = [op for op in ctx.schedule.ops if op.track == "main"][-1]
     assert next(r for r in main.engines if r.engine == "vector").cycles == 32
+    assert main.start >= log.ready_at > 0  # the pass reads the log: it waits for the sub pass that wrote it
 
 
 # ------------------------------------------------------------------------------------------------- TopK

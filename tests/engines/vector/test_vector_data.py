@@ -230,6 +230,10 @@ def test_carried_operand_refusals() -> None:
     n = w2.vector_split(m["T, L / 4"], m["L % 4"])
     with pytest.raises(DtypeError, match="holds i32"):
         n.vector_fp_binary(FpBinaryOp.AddF, OperandRead(branch=0))
+    # the manual's spelling OperandRead(branch = 1, 2) (L8716) positionally too; ids given twice are refused
+    assert OperandRead(1, 2) == OperandRead(branch=(1, 2)) and WriteOperand(0, 1).branch == frozenset({0, 1})
+    with pytest.raises(LayoutError, match="once"):
+        OperandRead(1, branch=2)
     # ids outside 0..15, and OperandRead inside a branch operand
     with pytest.raises(LayoutError, match="0..15"):
         OperandRead(branch=16)

@@ -608,8 +608,12 @@ class OperandRead:
 
     branch: frozenset[int]
 
-    def __init__(self, branch: int | Sequence[int]) -> None:
-        object.__setattr__(self, "branch", _branch_set(branch, "OperandRead"))
+    def __init__(self, *ids: int, branch: int | Sequence[int] | None = None) -> None:
+        """``OperandRead(branch=(1, 2))`` or ``OperandRead(1, 2)``: the ExecutionIds (0..15) it applies to."""
+        if branch is not None and ids:
+            raise LayoutError("give the ExecutionIds once: positionally or as branch=", call="OperandRead",
+                              fix="OperandRead(branch=(1, 2))")
+        object.__setattr__(self, "branch", _branch_set(branch if branch is not None else ids, "OperandRead"))
 
     def __repr__(self) -> str:
         return f"OperandRead(branch={tuple(sorted(self.branch))})"
@@ -622,8 +626,12 @@ class WriteOperand:
 
     branch: frozenset[int]
 
-    def __init__(self, branch: int | Sequence[int]) -> None:
-        object.__setattr__(self, "branch", _branch_set(branch, "WriteOperand"))
+    def __init__(self, *ids: int, branch: int | Sequence[int] | None = None) -> None:
+        """``WriteOperand(branch=(1, 2))`` or ``WriteOperand(1, 2)``: the ExecutionIds (0..15) it applies to."""
+        if branch is not None and ids:
+            raise LayoutError("give the ExecutionIds once: positionally or as branch=", call="WriteOperand",
+                              fix="WriteOperand(branch=(1, 2))")
+        object.__setattr__(self, "branch", _branch_set(branch if branch is not None else ids, "WriteOperand"))
 
     def __repr__(self) -> str:
         return f"WriteOperand(branch={tuple(sorted(self.branch))})"
