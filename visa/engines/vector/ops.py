@@ -382,7 +382,9 @@ class BranchMode:
         """``BranchMode::Vrf``: each element's ExecutionId is the value of the i32 VRF tensor ``ids`` at the
         element's index — the branch log, written by an earlier pass (e.g. in the sub context) (L4802,
         L8090–8099).  ``ids`` is read as a VRF operand is (same slice, axes it lacks broadcast); every id read
-        must be 0..15 (L4795)."""
+        must be 0..15 (L4795).  ``VeRhs.vrf(t)`` is accepted for ``t``."""
+        if isinstance(ids, VeRhs) and ids.kind == "vrf":
+            ids = ids.value
         return cls("Vrf", ids=ids)
 
     def __repr__(self) -> str:
