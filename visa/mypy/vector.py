@@ -373,6 +373,9 @@ class Step:
         self.dtype_rule(stage)
         op = self.value(0)
         self.claim(getattr(op, "alu", None) if op is not None else None)
+        first = _operand0(self.call.arg_expr(2 if self.method.endswith("_with_mode") else 1))
+        if first is not None:
+            self.operand(first, "f32")  # OperandRead as operand0 (L8716) has the carried operand's rules
         return self._next(stage)
 
     def _convert(self, stage: str) -> Any:
@@ -567,6 +570,22 @@ class Step:
         self.dtype_rule(stage)
         self.op(0, stage)
         return self._next(stage, context="Zipped")
+
+
+def _operand0(expr: Expression | None) -> Expression | None:
+    """Operand0 of a ternary op's operands, ``(o0, o1)`` or ``TernaryOperand(o0, o1)``, when it reads the carried
+    operand (``OperandRead(...)``); else None (its other kinds are checked at run time)."""
+    if isinstance(expr, TupleExpr) and expr.items:
+        first: Expression | None = expr.items[0]
+    elif isinstance(expr, CallExpr) and isinstance(expr.callee, (NameExpr, MemberExpr)) and \
+            expr.callee.name == "TernaryOperand" and expr.args:
+        first = expr.args[0]
+    else:
+        return None
+    if isinstance(first, CallExpr) and isinstance(first.callee, (NameExpr, MemberExpr)) and \
+            first.callee.name == "OperandRead":
+        return first
+    return None
 
 
 def _levels(lay: StreamLayout) -> tuple[Mapping, ...]:

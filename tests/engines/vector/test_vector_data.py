@@ -536,3 +536,32 @@ def test_filter_ids_are_execution_ids() -> None:
     assert err.value.call == "vector_filter" and err.value.fix
     with pytest.raises(LayoutError, match="takes ValidBranchIds"):
         b.vector_filter(3.5)  # type: ignore[arg-type]
+
+
+def test_exponential_moving_average_with_a_ternary_read() -> None:
+    """``y[t] = a · y[t-1] + x[t]``: ``FmaF`` with ``Mode120`` (operand0 · operand1 + stream) and the register as
+    operand0; fused, so each step is the exact a·y + x rounded once (checked with rationals)."""
+    from fractions import Fraction
+
+    from visa.engines.vector import FpTernaryOp, TernaryArgMode
+
+    from .helpers import nearest_f32
+
+    ctx = ctx1()
+    ax = AxisSet(T=8, L=8)
+    m = ax.m
+    ids = np.ones(8, np.int32)
+    ids[0] = 0
+    log = place_vrf(ctx, ids, i32, m["1"], m[CL], m[SL], m["T"], 0)
+    x = RNG.standard_normal((8, 8)).astype(np.float32)
+    a = 0.7
+    out = (collect(ctx, layout(ax, f32, "1", CL, SL, "T", "L"), x, "T L").vector_init()
+           .vector_intra_slice_branch(BranchMode.Vrf(log)).vector_split(m["T, L / 4"], m["L % 4"])
+           .vector_fp_ternary_with_mode(FpTernaryOp.FmaF, TernaryArgMode.Mode120, (OperandRead(branch=1), a))
+           .vector_write_operand(WriteOperand(branch=(0, 1))).vector_concat(m["T"], m["L"]).vector_final())
+    want = x.copy()
+    fa = Fraction(float(np.float32(a)))
+    for t in range(1, 8):
+        want[t] = [nearest_f32(fa * Fraction(float(p)) + Fraction(float(q))) for p, q in zip(want[t - 1], x[t],
+                                                                                             strict=True)]
+    assert np.array_equal(logical(out, "T L"), want)

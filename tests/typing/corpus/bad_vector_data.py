@@ -3,7 +3,15 @@ bitcast (L8589) and pad values (L1870, L1898) — the same plan functions the st
 raises the message mypy reports."""
 
 from visa import Context, DmTensor, PadValue, VrfTensor, axes, f32, i16, i32, m
-from visa.engines.vector import BranchMode, FxpBinaryOp, OperandRead, ValidBranchIds, WriteOperand
+from visa.engines.vector import (
+    BranchMode,
+    FpTernaryOp,
+    FpUnaryOp,
+    FxpBinaryOp,
+    OperandRead,
+    ValidBranchIds,
+    WriteOperand,
+)
 
 axes(T=16, L=8, K=2, J=3, W=9, A=6)
 
@@ -75,3 +83,12 @@ def pad_in_sub(ctx: Context) -> None:
 def filter_ids(ctx: Context) -> None:
     (ctx.main.begin(_x(ctx).view()).fetch(i32, m["T"], m["L"]).collect(m["T"], m["L"]).vector_init()
      .vector_intra_slice_branch(BranchMode.Unconditional).vector_filter(ValidBranchIds.of(3, 16)))
+
+
+def ternary_read_without_write(ctx: Context) -> None:
+    x = DmTensor(ctx, f32, m["1"], m["1 # 2"], m["1 # 256"], m["T, L"], 0)
+    (ctx.main.begin(x.view()).fetch(f32, m["T"], m["L"]).collect(m["T"], m["L"]).vector_init()
+     .vector_intra_slice_branch(BranchMode.Unconditional)
+     .vector_split(m["T, L / 4"], m["L % 4"])
+     .vector_fp_ternary(FpTernaryOp.FmaF, (OperandRead(branch=1), 0.5))
+     .vector_fp_unary(FpUnaryOp.Exp))

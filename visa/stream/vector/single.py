@@ -28,6 +28,8 @@ from visa.engines.vector.elementwise import (
     branch_ids,
     carry_fill,
     carry_scan,
+    check_constant,
+    kind_of,
     plan_branch,
     plan_operand_read,
     vrf_branch_ids,
@@ -55,10 +57,13 @@ from visa.engines.vector.ops import (
     LogicBinaryOpF32,
     LogicBinaryOpI32,
     OperandRead,
+    StashMarker,
     TernaryArgMode,
+    TernaryOperand,
     UnaryArgMode,
     ValidBranchIds,
     VeOp,
+    VeRhs,
     WriteOperand,
 )
 from visa.engines.vector.plan import (
@@ -82,7 +87,7 @@ from visa.engines.vector.plan import (
     plan_write_operand,
     valid_mask,
 )
-from visa.errors import TypestateError
+from visa.errors import DtypeError, TypestateError
 from visa.mapping import Mapping
 from visa.stream.stages import VectorFinalTensor
 from visa.stream.vector.base import (
@@ -138,6 +143,10 @@ class _Ops(VeBase[D, Chip, Cluster, Slice, Time, Packet, O]):
         """``op`` with its operand(s) over the stream (the stage entered and the operator checked)."""
         if isinstance(operand, OperandRead):
             return self._carried(cls, stage, op, args, operand, call)
+        if isinstance(op, FpTernaryOp):
+            pair = (operand.operand0, operand.operand1) if isinstance(operand, TernaryOperand) else operand
+            if isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], OperandRead):
+                return self._carried(cls, stage, op, args, pair[0], call, pair[1])
         ve = self.ve.use(op.alu, call)
         data, ve, inputs = self.operate(op, args, operand, call, ve, self.data, self.ve.exec_id)
         mode = "" if args == tuple(range(len(args))) else f", Mode{''.join(map(str, args))}"
@@ -145,20 +154,30 @@ class _Ops(VeBase[D, Chip, Cluster, Slice, Time, Packet, O]):
         return self.advance(cls, self.layout, data, ve, inputs)
 
     def _carried(self, cls: type[V], stage: str, op: VeOp, args: tuple[int, ...], operand: OperandRead,
-                 call: str) -> V:
-        """``op`` with ``OperandRead``: the carried register as its operand (L8708–8721).  Written earlier in
-        the pass, the register is read as it stands at each time step; not yet written, the op waits for the
+                 call: str, constant: Any = None) -> V:
+        """``op`` with ``OperandRead``: the carried register as its operand (L8708–8721) — of a binary op, or
+        operand0 of a ternary one (``constant`` is then its f32 operand1, L5059).  Written earlier in the pass, the
+        register is read as it stands at each time step; not yet written, the op waits for the
         ``vector_write_operand`` that must follow (:class:`PendingRead`)."""
-        if isinstance(op, FpTernaryOp):
-            raise TypestateError("OperandRead is the operand of a binary op, not of a ternary one", call=call,
-                                 line=8716, fix="use a binary op (e.g. AddF) with OperandRead")
         dtype = dtype_name(self.dtype)
         carry = self.ve.carry
         plan_operand_read(carry.dtype if carry is not None else None, dtype, self.ve.context, call)
-        ve = self.ve.use(op.alu, call)
         fn = op_fn(op)
         mode = "" if args == tuple(range(len(args))) else f", Mode{''.join(map(str, args))}"
         text = f"{op!r}{mode}, {operand!r}"
+        if isinstance(op, FpTernaryOp):
+            if kind_of(constant) != "constant" or isinstance(constant, (VeRhs, StashMarker)):
+                raise DtypeError("operand1 of a ternary operation must be an f32 constant", call=call, line=5059,
+                                 fix="pass (OperandRead(...), a float)")
+            c = check_constant(constant, "f32", call)
+            fn3, slots3 = fn, args
+
+            def fn(x: Any, reg: Any) -> Any:
+                return fn3(*((x, reg, c)[a] for a in slots3))
+
+            args = (0, 1)
+            text += f", {constant!r}"
+        ve = self.ve.use(op.alu, call)
         if carry is None:
             pending = PendingRead(fn, args, self.data, operand.branch, call)
             ve = ve.step(stage, text, self.layout.time.size, pending=pending)
