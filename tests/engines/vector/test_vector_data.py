@@ -9,8 +9,11 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from visa import AxisSet, Context, bf16, f32, i8, i16, i32
+from visa.dtypes import SCALARS
 from visa.engines.fetch import PadValue
 from visa.engines.vector import (
     BranchMode,
@@ -565,3 +568,80 @@ def test_exponential_moving_average_with_a_ternary_read() -> None:
         want[t] = [nearest_f32(fa * Fraction(float(p)) + Fraction(float(q))) for p, q in zip(want[t - 1], x[t],
                                                                                              strict=True)]
     assert np.array_equal(logical(out, "T L"), want)
+
+
+# ----------------------------------------------------------------------------------- properties (brute force)
+
+SCALAR_NAMES = tuple(SCALARS)
+_IDS = st.lists(st.integers(0, 15), min_size=32, max_size=32)
+_SETS = st.sets(st.integers(0, 15), min_size=1, max_size=6)
+
+
+@settings(max_examples=25, deadline=None)
+@given(ids=_IDS, keep=_SETS, seed=st.integers(0, 2**16))
+def test_filter_packing_matches_brute_force(ids: list[int], keep: set[int], seed: int) -> None:
+    """Every packet: the elements with a kept id, in lane order, at lanes 0.. (L2324); the rest not produced."""
+    ctx = ctx1()
+    ax = AxisSet(T=4, E=8)
+    m = ax.m
+    idarr = np.array(ids, np.int32).reshape(4, 8)
+    x = np.random.default_rng(seed).integers(-1000, 1000, (4, 8)).astype(np.int32)
+    log = place_vrf(ctx, idarr, i32, m["1"], m[CL], m[SL], m["T, E"], 0)
+    out = (collect(ctx, layout(ax, i32, "1", CL, SL, "T", "E"), x, "T E").vector_init()
+           .vector_intra_slice_branch(BranchMode.Vrf(log)).vector_filter(ValidBranchIds.of(*keep)).vector_final())
+    v, k = out.data.values[0, 0, 0], out.data.known[0, 0, 0]
+    for t in range(4):
+        row = [int(x[t, e]) for e in range(8) if int(idarr[t, e]) in keep]
+        assert v[t, :len(row)].tolist() == row and k[t, :len(row)].all() and not k[t, len(row):].any()
+
+
+@settings(max_examples=25, deadline=None)
+@given(ids=st.lists(st.integers(0, 3), min_size=8, max_size=8), read=st.sets(st.integers(0, 3), min_size=1),
+       write=st.sets(st.integers(0, 3), min_size=1), seed=st.integers(0, 2**16), before=st.booleans())
+def test_carried_operand_matches_a_sequential_model(ids: list[int], read: set[int], write: set[int], seed: int,
+                                                     before: bool) -> None:
+    """Per lane, time step by time step, in chain order: read (op with the register), then write — or, with
+    ``before``, write then read (L8708–8721).  An unwritten register reads as poison."""
+    ctx = ctx1()
+    ax = AxisSet(T=8, L=8)
+    m = ax.m
+    x = np.random.default_rng(seed).integers(-1000, 1000, (8, 8)).astype(np.int32)
+    log = place_vrf(ctx, np.array(ids, np.int32), i32, m["1"], m[CL], m[SL], m["T"], 0)
+    b = (collect(ctx, layout(ax, i32, "1", CL, SL, "T", "L"), x, "T L").vector_init()
+         .vector_intra_slice_branch(BranchMode.Vrf(log)))
+    if before:
+        s = b.vector_write_operand(WriteOperand(branch=tuple(write))).vector_fxp(
+            FxpBinaryOp.SubFxp, OperandRead(branch=tuple(read)))
+    else:
+        s = b.vector_fxp(FxpBinaryOp.SubFxp, OperandRead(branch=tuple(read))).vector_write_operand(
+            WriteOperand(branch=tuple(write)))
+    out = s.vector_final()
+    reg: list[int | None] = [None] * 8
+    for t in range(8):
+        for lane in range(8):
+            val: int | None = int(x[t, lane])
+            if before and ids[t] in write:
+                reg[lane] = val
+            if ids[t] in read:
+                val = None if reg[lane] is None or val is None else val - reg[lane]
+            if not before and ids[t] in write:
+                reg[lane] = val
+            got_k = bool(out.data.known[0, 0, 0, t, lane])
+            assert got_k == (val is not None)
+            if val is not None:
+                assert int(out.data.values[0, 0, 0, t, lane]) == val
+
+
+@given(a=st.sampled_from(sorted(SCALAR_NAMES)), b=st.sampled_from(sorted(SCALAR_NAMES)))
+@settings(max_examples=40, deadline=None)
+def test_bitcast_is_accepted_exactly_for_equal_widths(a: str, b: str) -> None:
+    from visa import dtypes as dt
+    from visa.memory.tensors import check_bitcast
+
+    da, db = dt.scalar(a), dt.scalar(b)
+    same = da.size_bits == db.size_bits and da.image_bits == db.image_bits
+    if same:
+        check_bitcast(da, db)
+    else:
+        with pytest.raises(DtypeError, match="same width"):
+            check_bitcast(da, db)
