@@ -66,6 +66,7 @@ class PassState:
     #: that read it before the write (only ``vector_write_operand`` may follow that op)
     carry: tuple[str, tuple[Mapping, Mapping] | None] | None = None
     pending: str | None = None
+    pending_dtype: str | None = None
 
 
 #: method → (kind, stage it enters); pairs have their own kinds (see :func:`_kind`).
@@ -329,12 +330,13 @@ class Step:
         carry = st.carry
         self.rule(lambda: plan_operand_read(carry[0] if carry else None, dtype, st.context or "Standalone",
                                             self.method))
+        self.rule(lambda: vp.plan_second_read(st.pending, self.method))
         lay = self.layout
         if carry is not None and carry[1] is not None and lay is not None:
             lanes = carry[1]
             self.rule(lambda: vp.plan_carried_lanes(lanes, (lay.time, lay.packet), self.method))
         if carry is None:
-            self.state = replace(self.state, pending=self.method)
+            self.state = replace(self.state, pending=self.method, pending_dtype=dtype)
 
     # the kinds ---------------------------------------------------------------------------------------------
     def run(self, kind: str, stage: str) -> tuple[PassState, StreamLayout | None] | None:
@@ -508,13 +510,14 @@ class Step:
         the stream's dtype at its lanes."""
         st, lay = self.state, self.layout
         write = self.value(0)
+        name = self.dname()
         if st.known and st.context is not None and write is not None:
             context = st.context
-            self.rule(lambda: vp.plan_write_operand(write, st.stage, context, st.carry is not None))
-        name = self.dname()
+            self.rule(lambda: vp.plan_write_operand(write, st.stage, context, st.carry is not None,
+                                                    st.pending_dtype, name))
         lanes = (lay.time, lay.packet) if lay is not None else None
         carry = (name, lanes) if name is not None else None
-        return replace(st, carry=carry, pending=None, known=st.known and carry is not None), lay
+        return replace(st, carry=carry, pending=None, pending_dtype=None, known=st.known and carry is not None), lay
 
     def _unzip(self, stage: str) -> Any:
         from visa.engines.vector.ops import axis_name

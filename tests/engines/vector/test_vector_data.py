@@ -220,7 +220,7 @@ def test_carried_operand_refusals() -> None:
 
     # a read not followed by its write
     r = branch().vector_fxp(FxpBinaryOp.AddFxp, OperandRead(branch=0))
-    with pytest.raises(TypestateError, match="must follow it right away") as err:
+    with pytest.raises(TypestateError, match="only elementwise ops and .vector_write_operand") as err:
         r.vector_final()
     call, _level, _axis, fix = _parts(err)
     assert call == "vector_final" and "vector_write_operand" in fix
@@ -645,3 +645,62 @@ def test_bitcast_is_accepted_exactly_for_equal_widths(a: str, b: str) -> None:
     else:
         with pytest.raises(DtypeError, match="same width"):
             check_bitcast(da, db)
+
+
+def test_elementwise_steps_between_the_read_and_the_write() -> None:
+    """The loop read → ops → write closes per time step: ``y[t] = (y[t-1] + x[t]) << 1`` (i32) and
+    ``y[t] = 0.5 · (y[t-1] + x[t])`` (f32, each op rounded once, exact in binary32 here: halving is exact)."""
+    from visa.engines.vector import ClipBinaryOpF32, FpMulAlu
+
+    ctx = ctx1()
+    ax = AxisSet(T=8, L=8)
+    m = ax.m
+    ids = np.ones(8, np.int32)
+    ids[0] = 0
+    log = place_vrf(ctx, ids, i32, m["1"], m[CL], m[SL], m["T"], 0)
+    x = RNG.integers(-50, 50, (8, 8)).astype(np.int32)
+    out = (collect(ctx, layout(ax, i32, "1", CL, SL, "T", "L"), x, "T L").vector_init()
+           .vector_intra_slice_branch(BranchMode.Vrf(log))
+           .vector_fxp(FxpBinaryOp.AddFxp, OperandRead(1))
+           .vector_fxp(FxpBinaryOp.LeftShift, 1)
+           .vector_write_operand(WriteOperand(0, 1)).vector_final())
+    want = np.zeros((8, 8), np.int64)
+    for t in range(8):
+        want[t] = (x[t] if t == 0 else want[t - 1] + x[t]) * 2
+    assert np.array_equal(logical(out, "T L"), want.astype(np.int32))
+    xf = RNG.standard_normal((8, 8)).astype(np.float32)
+    outf = (collect(ctx, layout(ax, f32, "1", CL, SL, "T", "L"), xf, "T L").vector_init()
+            .vector_intra_slice_branch(BranchMode.Vrf(log))
+            .vector_split(m["T, L / 4"], m["L % 4"])
+            .vector_fp_binary(FpBinaryOp.AddF, OperandRead(1))
+            .vector_fp_binary(FpBinaryOp.MulF(FpMulAlu.Mul0), 0.5)
+            .vector_write_operand(WriteOperand(0, 1)).vector_concat(m["T"], m["L"])
+            .vector_clip(ClipBinaryOpF32.Max, -1e30).vector_final())
+    wf = np.zeros((8, 8), np.float32)
+    for t in range(8):
+        wf[t] = (xf[t] if t == 0 else (wf[t - 1] + xf[t])) * np.float32(0.5)
+    assert np.array_equal(logical(outf, "T L"), wf)
+
+
+def test_between_the_read_and_the_write_refusals() -> None:
+    from visa.engines.vector import ClipBinaryOpF32
+
+    ctx = ctx1()
+    ax = AxisSet(T=4, L=8)
+    m = ax.m
+
+    def read() -> Any:
+        return (collect(ctx, layout(ax, i32, "1", CL, SL, "T", "L"), rand_i32(RNG, (4, 8)), "T L").vector_init()
+                .vector_intra_slice_branch(BranchMode.Unconditional)
+                .vector_fxp(FxpBinaryOp.AddFxp, OperandRead(0)))
+
+    with pytest.raises(TypestateError, match="not .vector_stash"):
+        read().vector_stash()
+    with pytest.raises(TypestateError, match="not .vector_split"):
+        read().vector_split(m["T, L / 4"], m["L % 4"])
+    with pytest.raises(TypestateError, match="one OperandRead per write"):
+        read().vector_fxp(FxpBinaryOp.MulInt, OperandRead(0))
+    f = read().vector_fxp_to_fp(31).vector_clip(ClipBinaryOpF32.Max, 0.0)
+    with pytest.raises(DtypeError, match="works on i32, but the stream written is f32") as err:
+        f.vector_write_operand(WriteOperand(0))
+    assert err.value.call == "vector_write_operand" and err.value.fix

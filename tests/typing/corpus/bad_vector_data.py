@@ -5,6 +5,7 @@ raises the message mypy reports."""
 from visa import Context, DmTensor, PadValue, VrfTensor, axes, f32, i16, i32, m
 from visa.engines.vector import (
     BranchMode,
+    ClipBinaryOpF32,
     FpTernaryOp,
     FpUnaryOp,
     FxpBinaryOp,
@@ -91,4 +92,14 @@ def ternary_read_without_write(ctx: Context) -> None:
      .vector_intra_slice_branch(BranchMode.Unconditional)
      .vector_split(m["T, L / 4"], m["L % 4"])
      .vector_fp_ternary(FpTernaryOp.FmaF, (OperandRead(branch=1), 0.5))
-     .vector_fp_unary(FpUnaryOp.Exp))
+     .vector_fp_unary(FpUnaryOp.Exp)
+     .vector_concat(m["T"], m["L"]))
+
+
+def write_other_dtype(ctx: Context) -> None:
+    (ctx.main.begin(_x(ctx).view()).fetch(i32, m["T"], m["L"]).collect(m["T"], m["L"]).vector_init()
+     .vector_intra_slice_branch(BranchMode.Unconditional)
+     .vector_fxp(FxpBinaryOp.AddFxp, OperandRead(branch=1))
+     .vector_fxp_to_fp(31)
+     .vector_clip(ClipBinaryOpF32.Max, 0.0)
+     .vector_write_operand(WriteOperand(branch=1)))

@@ -274,44 +274,54 @@ def _unfold(a: Arr, shape: tuple[int, ...]) -> Arr:
     return a.reshape(shape)
 
 
-def carry_scan(fn: Callable[..., Arr], args_mode: tuple[int, ...], stream: Arr, known: npt.NDArray[np.bool_],
-               exec_id: ExecIds | None, read: frozenset[int], write: frozenset[int], fold: int = 1
-               ) -> tuple[Arr, npt.NDArray[np.bool_]]:
-    """A binary op whose operand is the carried register, followed by ``WriteOperand(write)`` (L8708–8721).
+#: One elementwise step of a pass, at one time step: ``(values, known, t) -> (values, known)`` over the
+#: ``(Chip, Cluster, Slice, Packet)`` slice of time step ``t``.
+Step = Callable[[Arr, npt.NDArray[np.bool_], int], tuple[Arr, npt.NDArray[np.bool_]]]
 
-    Per lane (chip, cluster, slice, packet lane: axes 0, 1, 2, 4), time step by time step in order: an element
-    whose ExecutionId is in ``read`` computes ``fn`` with the register as its operand (``args_mode`` places
-    stream 0 and operand 1), the others pass through; then an element whose id is in ``write`` stores its result
-    in the register.  The register starts unwritten: a read of it gives an unknown (poison) result.  A lane is a
-    lane of the Way8 flit: after a split (``fold = 2``) the two halves keep their registers apart.
+
+def carry_scan(fn: Callable[..., Arr], args_mode: tuple[int, ...], stream: Arr, known: npt.NDArray[np.bool_],
+               exec_id: ExecIds | None, read: frozenset[int], write: frozenset[int], fold: int = 1,
+               after: Sequence[Step] = ()) -> tuple[Arr, npt.NDArray[np.bool_]]:
+    """An op whose operand is the carried register, the elementwise ``after`` steps of the chain, then
+    ``WriteOperand(write)`` (L8708–8721).
+
+    Per lane, time step by time step in order: an element whose ExecutionId is in ``read`` computes ``fn`` with
+    the register as its operand (``args_mode`` places stream 0 and operand 1), the others pass through; the
+    ``after`` steps follow; then an element whose id is in ``write`` stores the result in the register.  The
+    register starts unwritten: a read of it gives an unknown (poison) result.  A lane is a lane of the Way8
+    flit: after a split (``fold = 2``) time steps 2t and 2t + 1 are the two halves of one flit, and each half
+    keeps its own registers (L4864).
     """
-    shape = stream.shape
-    stream, known = _fold(stream, fold), _fold(known, fold)
-    ids = np.zeros(stream.shape, np.uint8) if exec_id is None else _fold(exec_id, fold)
+    ids = np.zeros(stream.shape, np.uint8) if exec_id is None else exec_id
     r_mask = np.isin(ids, np.array(sorted(read), np.uint8))
     w_mask = np.isin(ids, np.array(sorted(write), np.uint8))
-    out = stream.copy()
-    out_k = known.copy()
-    lead = stream.shape[:3] + stream.shape[4:]
-    reg = np.zeros(lead, dtype=stream.dtype)
-    reg_k = np.zeros(lead, dtype=bool)
-    for t in range(stream.shape[3]):
+    c, k, sl, steps, lanes = stream.shape
+    reg = np.zeros((c, k, sl, lanes * fold), dtype=stream.dtype)
+    reg_k = np.zeros((c, k, sl, lanes * fold), dtype=bool)
+    out: Arr | None = None
+    out_k = np.zeros(stream.shape, dtype=bool)
+    for t in range(steps):
+        half = slice((t % fold) * lanes, (t % fold + 1) * lanes)
         x, xk = stream[:, :, :, t], known[:, :, :, t]
-        slots = [x, reg]
-        kn = [xk, reg_k]
+        slots = [x, reg[..., half]]
+        kn = [xk, reg_k[..., half]]
         y = np.asarray(fn(*(slots[a] for a in args_mode)), dtype=stream.dtype)
-        yk = np.ones(lead, dtype=bool)
+        yk = np.ones(x.shape, dtype=bool)
         for a in set(args_mode):
             yk = yk & kn[a]
         rm = r_mask[:, :, :, t]
-        res = np.where(rm, y, x)
-        res_k = np.where(rm, yk, xk)
+        res, res_k = np.where(rm, y, x), np.where(rm, yk, xk)
+        for step in after:
+            res, res_k = step(res, res_k, t)
+        if out is None:
+            out = np.zeros(stream.shape, dtype=res.dtype)
         out[:, :, :, t] = res
         out_k[:, :, :, t] = res_k
         wm = w_mask[:, :, :, t]
-        reg = np.where(wm, res, reg)
-        reg_k = np.where(wm, res_k, reg_k)
-    return _unfold(out, shape), _unfold(out_k, shape)
+        reg[..., half] = np.where(wm, res, reg[..., half])
+        reg_k[..., half] = np.where(wm, res_k, reg_k[..., half])
+    assert out is not None
+    return out, out_k
 
 
 def carry_fill(values: Arr, known: npt.NDArray[np.bool_], exec_id: ExecIds | None, write: frozenset[int],

@@ -38,6 +38,7 @@ __all__ = [
     "plan_entry", "plan_int_width", "dtype_name", "dim_axes", "remove_axis_dims", "digit_maps", "valid_mask",
     "output_lanes", "plan_enter", "check_op", "plan_stash", "plan_stash_operand", "plan_inter_entry",
     "check_vrf_operand", "plan_write_operand", "plan_filter", "pack_order", "plan_pending", "plan_carried_lanes",
+    "PENDING_CALLS", "plan_second_read",
 ]
 
 #: The method that enters each stage (the stage table, L4733–4747).
@@ -198,15 +199,34 @@ def plan_stash_operand(stash_dtype: str | None, consumed_by: str | None, dtype: 
                          fix=f"stash the stream where it is {dtype}")
 
 
+#: What may follow an op that read ``OperandRead`` before the pass wrote the register: elementwise ops (they run
+#: per time step between the read and the write) and the write itself.
+PENDING_CALLS = frozenset({
+    "vector_write_operand", "vector_logic", "vector_logic_with_mode", "vector_fxp", "vector_fxp_with_mode",
+    "vector_fxp_to_fp", "vector_fp_to_fxp", "vector_fp_unary", "vector_fp_unary_with_mode", "vector_fp_binary",
+    "vector_fp_binary_with_mode", "vector_fp_ternary", "vector_fp_ternary_with_mode", "vector_fp_div",
+    "vector_fp_div_with_mode", "vector_clip", "vector_clip_with_mode",
+})
+
+
 def plan_pending(pending: str | None, call: str) -> None:
     """While an op that read ``OperandRead`` (``pending`` names its call) waits for the register's first write in
-    the pass, only ``vector_write_operand`` may follow it (L8716–8721: the loop read → write closes per step)."""
-    if pending is not None and call != "vector_write_operand":
-        raise TypestateError(f"{pending} read the operand register (OperandRead) before this pass wrote it, so "
-                             f".vector_write_operand(WriteOperand(...)) must follow it right away, not .{call}()",
-                             call=call, line=8716,
+    the pass, only elementwise ops and ``vector_write_operand`` may follow (L8716–8721: the loop read → write
+    closes per time step; a lane change, a reduce, the stash or the end of the pass would break it)."""
+    if pending is not None and call not in PENDING_CALLS:
+        raise TypestateError(f"{pending} read the operand register (OperandRead) before this pass wrote it; only "
+                             f"elementwise ops and .vector_write_operand(WriteOperand(...)) may follow it, not "
+                             f".{call}()", call=call, line=8716,
                              fix="call .vector_write_operand(WriteOperand(branch=...)) after the op that reads "
                                  "OperandRead")
+
+
+def plan_second_read(pending: str | None, call: str) -> None:
+    """A second ``OperandRead`` while one waits for its write: one read per write (L8716–8721)."""
+    if pending is not None:
+        raise TypestateError(f"{pending} already reads the operand register and waits for its write; one OperandRead "
+                             "per write", call=call, line=8716,
+                             fix="write the operand (vector_write_operand) before reading it again")
 
 
 def plan_carried_lanes(written: tuple[Mapping, Mapping], here: tuple[Mapping, Mapping], call: str) -> None:
@@ -219,9 +239,11 @@ def plan_carried_lanes(written: tuple[Mapping, Mapping], here: tuple[Mapping, Ma
                           fix="read the operand at the lanes that wrote it (before a Narrow or after the Widen)")
 
 
-def plan_write_operand(write: Any, stage: str, context: str, written: bool) -> None:
+def plan_write_operand(write: Any, stage: str, context: str, written: bool, read_dtype: str | None = None,
+                       dtype: str | None = None) -> None:
     """``vector_write_operand(WriteOperand(...))`` (L8708–8721): a :class:`WriteOperand`, single-stream passes
-    only, at a Stashable stage (the stash's tap points, L4983), once per pass (one register per lane)."""
+    only, at a Stashable stage (the stash's tap points, L4983), once per pass (one register per lane); closing a
+    read that waits (``read_dtype``), it writes the dtype that read takes."""
     from visa.engines.vector.ops import WriteOperand
 
     call = "vector_write_operand"
@@ -238,6 +260,9 @@ def plan_write_operand(write: Any, stage: str, context: str, written: bool) -> N
     if written:
         raise TypestateError("this pass already wrote the operand register; there is one per lane and pass",
                              call=call, line=8716, fix="write the operand once per pass")
+    if read_dtype is not None and dtype is not None and read_dtype != dtype:
+        raise DtypeError(f"the op that reads the operand register works on {read_dtype}, but the stream written "
+                         f"is {dtype}", call=call, line=8716, fix=f"write the operand where the stream is {read_dtype}")
 
 
 def plan_inter_entry(order: str, inter_done: bool) -> None:

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from visa.memory.tensors import DeviceTensor, VrfTensor
 
 __all__ = ["VeState", "Carry", "PendingRead", "StashSlot", "VeBase", "METHOD_STAGE", "D", "Chip", "Cluster", "Slice",
-           "Time", "Packet", "O", "ExecIds", "op_fn", "describe_operand"]
+           "Time", "Packet", "O", "ExecIds", "op_fn", "describe_operand", "per_step"]
 
 D = TypeVar("D", bound=dt.Scalar)
 Chip = TypeVar("Chip")
@@ -111,6 +111,12 @@ class PendingRead:
     data: StreamData
     read: frozenset[int]
     call: str
+    dtype: str
+    after: tuple[Callable[..., Any], ...] = ()
+
+    def then(self, step: Callable[..., Any]) -> PendingRead:
+        """This wait with one more elementwise step between the read and the write."""
+        return replace(self, after=(*self.after, step))
 
 
 @dataclass(frozen=True)
@@ -292,8 +298,11 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
                 rs = [r]
             resolved.append((rs, gid))
             inputs += ins
-        values, known = apply(op_fn(op), args, data.values, data.known, resolved, exec_id,
-                              self.hw.vector.execution_id_bits - 1)
+        group_bit = self.hw.vector.execution_id_bits - 1
+        fn = op_fn(op)
+        values, known = apply(fn, args, data.values, data.known, resolved, exec_id, group_bit)
+        if ve.pending is not None:
+            ve = replace(ve, pending=ve.pending.then(per_step(fn, args, resolved, exec_id, group_bit, values.shape)))
         return StreamData(values, known), ve, inputs
 
     def resolve_ternary(self, operands: Any, call: str, ve: VeState
@@ -312,6 +321,21 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
         r0, ve2, ins = self.resolve(o0, "f32", call, ve)
         r1 = Resolved(check_constant(o1, "f32", call), True)
         return [r0, r1], ve2, ins
+
+
+def per_step(fn: Callable[..., Any], args: tuple[int, ...], resolved: list[tuple[list[Resolved], GroupId | None]],
+             exec_id: ExecIds | None, group_bit: int, shape: tuple[int, ...]) -> Callable[..., Any]:
+    """``fn`` with its resolved operands as one step at time step ``t`` (between an ``OperandRead`` and its
+    ``WriteOperand``, :func:`visa.engines.vector.elementwise.carry_scan`)."""
+
+    def at(a: Any, t: int) -> Any:
+        return np.broadcast_to(np.asarray(a), shape)[:, :, :, t]
+
+    def step(y: Any, yk: Any, t: int) -> tuple[Any, Any]:
+        ops = [([Resolved(at(r.values, t), at(r.known, t)) for r in rs], gid) for rs, gid in resolved]
+        return apply(fn, args, y, yk, ops, None if exec_id is None else exec_id[:, :, :, t], group_bit)
+
+    return step
 
 
 def op_fn(op: VeOp) -> Callable[..., Any]:

@@ -80,6 +80,7 @@ from visa.engines.vector.plan import (
     plan_int_width,
     plan_inter_entry,
     plan_pad,
+    plan_second_read,
     plan_split,
     plan_stash,
     plan_transition,
@@ -162,6 +163,7 @@ class _Ops(VeBase[D, Chip, Cluster, Slice, Time, Packet, O]):
         dtype = dtype_name(self.dtype)
         carry = self.ve.carry
         plan_operand_read(carry.dtype if carry is not None else None, dtype, self.ve.context, call)
+        plan_second_read(None if self.ve.pending is None else self.ve.pending.call, call)
         fn = op_fn(op)
         mode = "" if args == tuple(range(len(args))) else f", Mode{''.join(map(str, args))}"
         text = f"{op!r}{mode}, {operand!r}"
@@ -179,7 +181,7 @@ class _Ops(VeBase[D, Chip, Cluster, Slice, Time, Packet, O]):
             text += f", {constant!r}"
         ve = self.ve.use(op.alu, call)
         if carry is None:
-            pending = PendingRead(fn, args, self.data, operand.branch, call)
+            pending = PendingRead(fn, args, self.data, operand.branch, call, dtype)
             ve = ve.step(stage, text, self.layout.time.size, pending=pending)
             return self.advance(cls, self.layout, StreamData(self.data.values, self.data.known), ve)
         plan_carried_lanes((carry.time, carry.packet), (self.layout.time, self.layout.packet), call)
@@ -204,6 +206,8 @@ class _Ops(VeBase[D, Chip, Cluster, Slice, Time, Packet, O]):
         fn, dtype = arith.CONVERSIONS[stage]
         iw = plan_int_width(int_width, call)
         ve = self.ve.step(stage, f"{call.removeprefix('vector_')}({iw})", self.layout.time.size)
+        if ve.pending is not None:
+            ve = replace(ve, pending=ve.pending.then(lambda y, yk, t: (fn(y, iw), yk)))
         return self.advance(cls, self.layout.with_(dtype=dt.scalar(dtype)),
                             StreamData(fn(self.data.values, iw), self.data.known.copy()), ve)
 
@@ -308,6 +312,15 @@ class _Fp(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
         values = arith.fp_unary(op.name, src)
         ve = ve.step("Fp", f"{op!r}" + ("" if args == (0,) else f"(Mode1, {describe_operand(operand)})"),
                      self.layout.time.size)
+        pending = ve.pending
+        if pending is not None:
+            name = op.name
+            if args == (1,):
+                fixed, fixed_k = src, kn
+                pending = pending.then(lambda y, yk, t: (arith.fp_unary(name, fixed[:, :, :, t]), fixed_k[:, :, :, t]))
+            else:
+                pending = pending.then(lambda y, yk, t: (arith.fp_unary(name, y), yk))
+            ve = replace(ve, pending=pending)
         return self.advance(VectorFpTensor, self.layout, StreamData(np.ascontiguousarray(values),
                                                                     np.ascontiguousarray(kn)), ve, inputs)
 
@@ -483,14 +496,15 @@ class _Stash(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
         read ``OperandRead`` it closes the loop: that op then runs time step by time step."""
         call = "vector_write_operand"
         self.take(call)
-        plan_write_operand(write, self.ve.stage, self.ve.context, self.ve.carry is not None)
         dtype = dtype_name(self.dtype)
+        pending = self.ve.pending
+        plan_write_operand(write, self.ve.stage, self.ve.context, self.ve.carry is not None,
+                           None if pending is None else pending.dtype, dtype)
         ids = self.ve.exec_id
         data = self.data
-        pending = self.ve.pending
         if pending is not None:
             vals, known = carry_scan(pending.fn, pending.args, pending.data.values, pending.data.known, ids,
-                                     pending.read, write.branch, self._fold())
+                                     pending.read, write.branch, self._fold(), pending.after)
             data = StreamData(vals, known)
         reg = carry_fill(data.values, data.known, ids, write.branch, self._fold())
         carry = Carry(dtype, self.layout.time, self.layout.packet, reg[0], reg[1])
