@@ -438,7 +438,7 @@ class Step:
         self.enter(stage)
         ids = self.value(0)
         if ids is not None:
-            self.rule(lambda: vp.plan_filter(ids, self.method))
+            self.rule(lambda: vp.plan_filter(self.hw, ids, self.method))
         return self._next(stage)
 
     def _final(self, stage: str) -> Any:

@@ -524,9 +524,9 @@ def valid_mask(mappings: tuple[Mapping, ...]) -> BoolArray:
 # ------------------------------------------------------------------------------------------------- filter
 
 
-def plan_filter(ids: Any, call: str = "vector_filter") -> Any:
-    """The ExecutionIds ``vector_filter`` keeps: a ``ValidBranchIds``, a ``GroupId`` (its eight ids) or ids 0..15
-    (L4795, L4973)."""
+def plan_filter(hw: HardwareProfile, ids: Any, call: str = "vector_filter") -> Any:
+    """The ExecutionIds ``vector_filter`` keeps: a ``ValidBranchIds``, a ``GroupId`` (its ids) or ids, each of
+    ``0 .. 2**execution_id_bits - 1`` (L4795, L4973)."""
     from visa.engines.vector.ops import GroupId, ValidBranchIds
 
     if isinstance(ids, GroupId):
@@ -539,10 +539,11 @@ def plan_filter(ids: Any, call: str = "vector_filter") -> Any:
         except (TypeError, ValueError):
             raise LayoutError(f"vector_filter takes ValidBranchIds, a GroupId or ExecutionIds, got {ids!r}",
                               call=call, line=4973, fix="pass ValidBranchIds.of(0, 1) or GroupId.One") from None
-    bad = sorted(i for i in keep.ids if not 0 <= i <= 15)
+    top = (1 << hw.vector.execution_id_bits) - 1
+    bad = sorted(i for i in keep.ids if not 0 <= i <= top)
     if bad:
-        raise LayoutError(f"ExecutionIds are 0..15, got {bad[0]}", call=call, line=4795,
-                          fix="keep ExecutionIds 0..15")
+        raise LayoutError(f"ExecutionIds are 0..{top}, got {bad[0]}", call=call, line=4795,
+                          fix=f"keep ExecutionIds 0..{top}")
     return keep
 
 

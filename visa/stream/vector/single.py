@@ -422,7 +422,7 @@ class _Filter(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
         as they were.  Unavailable after a ``_zip``."""
         call = "vector_filter"
         self.enter(call, "Filter")
-        keep = plan_filter(ids, call)
+        keep = plan_filter(self.hw, ids, call)
         counts, order = pack_order(self.ve.exec_id, keep, valid_mask(self.levels()))
         lanes = np.arange(self.layout.packet.size).reshape(1, 1, 1, 1, -1)
         live = lanes < counts[..., None]
