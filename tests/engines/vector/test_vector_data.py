@@ -704,3 +704,20 @@ def test_between_the_read_and_the_write_refusals() -> None:
     with pytest.raises(DtypeError, match="works on i32, but the stream written is f32") as err:
         f.vector_write_operand(WriteOperand(0))
     assert err.value.call == "vector_write_operand" and err.value.fix
+
+
+def test_a_packet_keeping_fewer_than_k_leaves_the_rest_unwritten() -> None:
+    """Valid-count packing writes the leading ``count`` lanes (L2324): into a new tensor the rest of the packet's K
+    is never written (reading it is a ``PoisonError``); through ``commit_view`` it keeps its old value."""
+    ctx = ctx1()
+    x = np.array([[1, 2, 3, 4, 6, 7, 8, 10]] * 4, np.int32)  # ids x % 4: 1, 2, 3, 0, 2, 3, 0, 2
+    out, _ = _filtered(ctx, x, (1,))  # one kept per packet (the 1), K = 2
+    ax = AxisSet(T=4, E=8, K=2)
+    m = ax.m
+    dm = out.commit(m["T, K"], 1 << 12)
+    with pytest.raises(PoisonError):
+        dm.logical("T K")
+    out2, _ = _filtered(ctx, x, (1,))
+    dst = place_dm(ctx, np.full((4, 2), -9, np.int32), i32, m["1"], m[CL], m[SL], m["T, K"], 1 << 13, axes="T K")
+    out2.commit_view(dst.view())
+    assert dst.logical("T K").tolist() == [[1, -9]] * 4
