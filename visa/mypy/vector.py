@@ -501,7 +501,7 @@ class Step:
         if vrf is None or "Row" in vrf[1] or "Cluster" not in vrf[1]:
             return
         vd, vl = vrf
-        self.rule(lambda: check_branch_log_dtype(vp.dtype_name(vd), self.method))
+        self.rule(lambda: check_branch_log_dtype(vp.dtype_name(vd), self.method, vl["Element"]))
         src = (vl["Chip"], vl["Cluster"], vl["Slice"], vl["Element"])
         self.rule(lambda: plan_gather(src, _levels(lay), self.method, "VRF operand"))
 

@@ -83,13 +83,14 @@ def test_vrf_branch_refusals() -> None:
     s, log, _ = _log_stream(ctx, np.array([0, 16, 1, 2], np.int32))
     with pytest.raises(LayoutError, match="holds 16 at chip 0, cluster 0, slice 0, time 1") as err:
         s.vector_intra_slice_branch(BranchMode.Vrf(log))
-    call, level, _axis, fix = _parts(err)
-    assert call == "vector_intra_slice_branch" and level == "Element" and "0..15" in fix
+    call, level, axis, fix = _parts(err)
+    assert call == "vector_intra_slice_branch" and level == "Element" and axis == "T" and "0..15" in fix
     ax = AxisSet(T=4)
     flog = place_vrf(ctx, np.zeros(4, np.float32), f32, ax.m["1"], ax.m[CL], ax.m[SL], ax.m["T"], 64)
     with pytest.raises(DtypeError, match="i32 VRF tensor, got f32") as err2:
         s.vector_intra_slice_branch(BranchMode.Vrf(flog))
-    assert err2.value.call == "vector_intra_slice_branch" and err2.value.fix
+    call, level, axis, fix = _parts(err2)
+    assert call == "vector_intra_slice_branch" and level == "Element" and axis == "T" and fix
     with pytest.raises(TypestateError, match="takes the VRF tensor"):
         s.vector_intra_slice_branch(BranchMode.Vrf(np.zeros(4)))  # type: ignore[arg-type]
     # a log in another slice than the stream's element is refused (a slice reads only its own VRF)

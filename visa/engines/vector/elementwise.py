@@ -78,22 +78,25 @@ def plan_branch(hw: HardwareProfile, mode: Any, dtype: str) -> None:
             raise TypestateError(f"BranchMode.Vrf takes the VRF tensor that holds the ExecutionIds, got "
                                  f"{type(ids).__name__}", call=call, line=4802,
                                  fix="write the ids with .to_vrf(Element, address) (e.g. in ctx.sub) and pass it")
-        check_branch_log_dtype(dtype_name(ids.dtype), call)
+        check_branch_log_dtype(dtype_name(ids.dtype), call, ids.mapping("Element"))
         return
     raise UnsupportedFeatureError(f"BranchMode.{mode.name}: the manual defines no ExecutionIds for it (the Valid "
                                   "Count Generator's tags feed the reducer)", call=call, line=4800,
                                   fix="use Unconditional, AxisToggle, Comparison or Vrf(ids)")
 
 
-def check_branch_log_dtype(ids_dtype: str, call: str = "vector_intra_slice_branch") -> None:
-    """The branch log is an i32 VRF tensor (one ExecutionId per 32-bit element, L4795, L4802)."""
+def check_branch_log_dtype(ids_dtype: str, call: str = "vector_intra_slice_branch", element: Any = None) -> None:
+    """The branch log is an i32 VRF tensor (one ExecutionId per 32-bit element, L4795, L4802); ``element`` is its
+    Element mapping (named in the refusal)."""
     if ids_dtype != "i32":
         raise DtypeError(f"BranchMode.Vrf reads ExecutionIds from an i32 VRF tensor, got {ids_dtype}", call=call,
-                         level="Element", line=4802, fix="load the ids as i32 (one id 0..15 per element)")
+                         level="Element", mapping=None if element is None else repr(element),
+                         axis=None if element is None else ", ".join(sorted(element.axes)) or None, line=4802,
+                         fix="load the ids as i32 (one id 0..15 per element)")
 
 
 def vrf_branch_ids(hw: HardwareProfile, values: Arr, known: npt.NDArray[np.bool_], used: npt.NDArray[np.bool_],
-                   call: str = "vector_intra_slice_branch") -> ExecIds:
+                   call: str = "vector_intra_slice_branch", element: Any = None) -> ExecIds:
     """ExecutionIds read from the branch log (``BranchMode.Vrf``, L4802): the i32 value at each stream
     position; an id outside ``0 .. 2**execution_id_bits - 1`` at a position the stream holds is refused,
     naming the position and the value (the log is data: the check runs when the pass runs)."""
@@ -104,7 +107,9 @@ def vrf_branch_ids(hw: HardwareProfile, values: Arr, known: npt.NDArray[np.bool_
         where = tuple(int(k[0]) for k in np.nonzero(bad))
         raise LayoutError(f"the branch log holds {int(v[where])} at chip {where[0]}, cluster {where[1]}, slice "
                           f"{where[2]}, time {where[3]}, lane {where[4]}; an ExecutionId is 0..{top}", call=call,
-                          level="Element", line=4795, fix=f"write ids 0..{top} into the branch log")
+                          level="Element", mapping=None if element is None else repr(element),
+                          axis=None if element is None else ", ".join(sorted(element.axes)) or None, line=4795,
+                          fix=f"write ids 0..{top} into the branch log")
     return np.where(used & known, v, 0).astype(np.uint8)
 
 

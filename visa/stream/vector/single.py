@@ -554,7 +554,7 @@ def branch(self: VeBase[Any, Any, Any, Any, Any, Any, Any], mode: BranchMode, cl
         plan_branch(self.hw, mode, dtype_name(self.dtype))
         log = self._vrf(mode.ids, "i32", call, None)
         ids = vrf_branch_ids(self.hw, log.values, np.asarray(log.known, dtype=bool),
-                             np.asarray(log.known, dtype=bool), call)
+                             np.asarray(log.known, dtype=bool), call, mode.ids.mapping("Element"))
         inputs = (mode.ids,)
     else:
         ids = branch_ids(self.hw, mode, self.layout, self.data.values)
