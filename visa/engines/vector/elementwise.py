@@ -37,7 +37,7 @@ from visa.errors import DtypeError, LayoutError, TypestateError, UnsupportedFeat
 from visa.hw import HardwareProfile
 
 __all__ = ["branch_ids", "plan_branch", "operand_list", "Resolved", "apply", "check_constant", "vrf_branch_ids",
-           "check_branch_log_dtype", "carry_scan", "carry_fill", "plan_operand_read"]
+           "check_branch_log_dtype", "carry_scan", "carry_fill", "plan_operand_read", "id_mask"]
 
 Arr = npt.NDArray[Any]
 ExecIds = npt.NDArray[np.uint8]
@@ -279,6 +279,14 @@ def _unfold(a: Arr, shape: tuple[int, ...]) -> Arr:
     return a.reshape(shape)
 
 
+def id_mask(ids: ExecIds, keep: frozenset[int] | set[int]) -> npt.NDArray[np.bool_]:
+    """Where the ExecutionId (4 bits, L4795) is one of ``keep``: a table lookup."""
+    table = np.zeros(256, dtype=bool)
+    table[sorted(keep)] = True
+    out: npt.NDArray[np.bool_] = table[ids]
+    return out
+
+
 #: One elementwise step of a pass, at one time step: ``(values, known, t) -> (values, known)`` over the
 #: ``(Chip, Cluster, Slice, Packet)`` slice of time step ``t``.
 Step = Callable[[Arr, npt.NDArray[np.bool_], int], tuple[Arr, npt.NDArray[np.bool_]]]
@@ -298,35 +306,41 @@ def carry_scan(fn: Callable[..., Arr], args_mode: tuple[int, ...], stream: Arr, 
     keeps its own registers (L4864).
     """
     ids = np.zeros(stream.shape, np.uint8) if exec_id is None else exec_id
-    r_mask = np.isin(ids, np.array(sorted(read), np.uint8))
-    w_mask = np.isin(ids, np.array(sorted(write), np.uint8))
+    # time-major copies, so that each step reads and writes contiguous slices
+    r_mask = np.ascontiguousarray(np.moveaxis(id_mask(ids, read), 3, 0))
+    w_mask = np.ascontiguousarray(np.moveaxis(id_mask(ids, write), 3, 0))
+    xs = np.ascontiguousarray(np.moveaxis(stream, 3, 0))
+    xks = np.ascontiguousarray(np.moveaxis(known, 3, 0))
     c, k, sl, steps, lanes = stream.shape
     reg = np.zeros((c, k, sl, lanes * fold), dtype=stream.dtype)
     reg_k = np.zeros((c, k, sl, lanes * fold), dtype=bool)
     out: Arr | None = None
-    out_k = np.zeros(stream.shape, dtype=bool)
+    out_k = np.zeros(xks.shape, dtype=bool)
+    arg_set = sorted(set(args_mode))
     for t in range(steps):
         half = slice((t % fold) * lanes, (t % fold + 1) * lanes)
-        x, xk = stream[:, :, :, t], known[:, :, :, t]
-        slots = [x, reg[..., half]]
-        kn = [xk, reg_k[..., half]]
+        x, xk = xs[t], xks[t]
+        r, rk = (reg, reg_k) if fold == 1 else (reg[..., half], reg_k[..., half])
+        slots = (x, r)
         y = np.asarray(fn(*(slots[a] for a in args_mode)), dtype=stream.dtype)
-        yk = np.ones(x.shape, dtype=bool)
-        for a in set(args_mode):
-            yk = yk & kn[a]
-        rm = r_mask[:, :, :, t]
+        yk = xk & rk if arg_set == [0, 1] else (rk if arg_set == [1] else xk)
+        rm = r_mask[t]
         res, res_k = np.where(rm, y, x), np.where(rm, yk, xk)
         for step in after:
             res, res_k = step(res, res_k, t)
         if out is None:
-            out = np.zeros(stream.shape, dtype=res.dtype)
-        out[:, :, :, t] = res
-        out_k[:, :, :, t] = res_k
-        wm = w_mask[:, :, :, t]
-        reg[..., half] = np.where(wm, res, reg[..., half])
-        reg_k[..., half] = np.where(wm, res_k, reg_k[..., half])
+            out = np.zeros((steps, *res.shape), dtype=res.dtype)
+        out[t] = res
+        out_k[t] = res_k
+        wm = w_mask[t]
+        if fold == 1:
+            np.copyto(reg, res, where=wm)
+            np.copyto(reg_k, res_k, where=wm)
+        else:
+            reg[..., half] = np.where(wm, res, r)
+            reg_k[..., half] = np.where(wm, res_k, rk)
     assert out is not None
-    return out, out_k
+    return np.ascontiguousarray(np.moveaxis(out, 0, 3)), np.ascontiguousarray(np.moveaxis(out_k, 0, 3))
 
 
 def carry_fill(values: Arr, known: npt.NDArray[np.bool_], exec_id: ExecIds | None, write: frozenset[int],
@@ -337,7 +351,7 @@ def carry_fill(values: Arr, known: npt.NDArray[np.bool_], exec_id: ExecIds | Non
     shape = values.shape
     values, known = _fold(values, fold), _fold(known, fold)
     ids = np.zeros(values.shape, np.uint8) if exec_id is None else _fold(exec_id, fold)
-    w = np.isin(ids, np.array(sorted(write), np.uint8))
+    w = id_mask(ids, write)
     t = np.arange(values.shape[3]).reshape(1, 1, 1, -1, 1)
     last = np.where(w, t, -1)
     last = np.maximum.accumulate(last, axis=3)

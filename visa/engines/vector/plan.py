@@ -554,6 +554,8 @@ def pack_order(exec_id: npt.NDArray[np.uint8] | None, keep: Any, valid: BoolArra
     position is not an element and is never kept."""
     shape = valid.shape
     eid = np.zeros(shape, dtype=np.uint8) if exec_id is None else exec_id
-    kept = np.isin(eid, np.array(sorted(keep.ids), dtype=np.uint8)) & valid
+    table = np.zeros(256, dtype=bool)
+    table[sorted(keep.ids)] = True
+    kept = table[eid] & valid
     order = np.argsort(~kept, axis=-1, kind="stable").astype(np.int64)
     return kept.sum(axis=-1).astype(np.int64), order

@@ -97,8 +97,11 @@ class Carry:
     dtype: str
     time: Any
     packet: Any
-    values: npt.NDArray[Any]
-    known: npt.NDArray[np.bool_]
+    fill: Callable[[], tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]]
+
+    def seen(self) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]:
+        """The register each position's read sees (computed when a read needs it)."""
+        return self.fill()
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ dtypes, the stash, the context after a zip).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -29,6 +30,7 @@ from visa.engines.vector.elementwise import (
     carry_fill,
     carry_scan,
     check_constant,
+    id_mask,
     kind_of,
     plan_branch,
     plan_operand_read,
@@ -186,9 +188,9 @@ class _Ops(VeBase[D, Chip, Cluster, Slice, Time, Packet, O]):
             return self.advance(cls, self.layout, StreamData(self.data.values, self.data.known), ve)
         plan_carried_lanes((carry.time, carry.packet), (self.layout.time, self.layout.packet), call)
         ids = self.ve.exec_id if self.ve.exec_id is not None else np.zeros(self.layout.shape, np.uint8)
-        sel = np.isin(ids, np.array(sorted(operand.branch), np.uint8))
-        values, known = apply(fn, args, self.data.values, self.data.known, [([Resolved(carry.values, carry.known)],
-                                                                              None)], None, 0)
+        sel = id_mask(ids, operand.branch)
+        reg, reg_k = carry.seen()
+        values, known = apply(fn, args, self.data.values, self.data.known, [([Resolved(reg, reg_k)], None)], None, 0)
         data = StreamData(np.where(sel, values, self.data.values), np.where(sel, known, self.data.known))
         ve = ve.step(stage, text, self.layout.time.size)
         return self.advance(cls, self.layout, data, ve)
@@ -506,8 +508,9 @@ class _Stash(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
             vals, known = carry_scan(pending.fn, pending.args, pending.data.values, pending.data.known, ids,
                                      pending.read, write.branch, self._fold(), pending.after)
             data = StreamData(vals, known)
-        reg = carry_fill(data.values, data.known, ids, write.branch, self._fold())
-        carry = Carry(dtype, self.layout.time, self.layout.packet, reg[0], reg[1])
+        fold, written = self._fold(), StreamData(data.values, data.known)
+        carry = Carry(dtype, self.layout.time, self.layout.packet,
+                      functools.cache(lambda: carry_fill(written.values, written.known, ids, write.branch, fold)))
         ve = replace(self.ve, carry=carry, pending=None, ops=(*self.ve.ops, repr(write)))
         return self.advance(type(self), self.layout, StreamData(data.values, data.known), ve)
 
