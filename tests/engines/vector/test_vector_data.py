@@ -722,3 +722,16 @@ def test_a_packet_keeping_fewer_than_k_leaves_the_rest_unwritten() -> None:
     dst = place_dm(ctx, np.full((4, 2), -9, np.int32), i32, m["1"], m[CL], m[SL], m["T, K"], 1 << 13, axes="T K")
     out2.commit_view(dst.view())
     assert dst.logical("T K").tolist() == [[1, -9]] * 4
+
+
+@pytest.mark.parametrize("name,low,high", [("f32", -np.inf, np.inf), ("bf16", -np.inf, np.inf),
+                                           ("f8e5m2", -np.inf, np.inf), ("f8e4m3", -448.0, 448.0),
+                                           ("i4", -8, 7), ("i8", -128, 127), ("i16", -32768, 32767)])
+def test_min_max_pad_values_per_type(name: str, low: float, high: float) -> None:
+    """Min/Max are the fetched type's: ±inf where the type has them (f8e4m3 has none: its finite extremes)."""
+    from visa import dtypes as dt
+    from visa.engines.fetch import plan_pad_value
+
+    d = dt.scalar(name)
+    assert plan_pad_value(PadValue.Min, d, "main") == low and plan_pad_value(PadValue.Max, d, "main") == high
+    assert plan_pad_value(PadValue.Zero, d, "main") == 0
