@@ -8,7 +8,7 @@ from visa import errors as _errors
 from visa import hw as _hw
 from visa.context import Context, DmaContext, TuContext, device, launch
 from visa.dtypes import *  # noqa: F403
-from visa.engines.fetch import LookupTable
+from visa.engines.fetch import LookupTable, PadValue
 from visa.engines.switch import SwitchConfig
 from visa.engines.vector import (
     BinaryArgMode,
@@ -33,6 +33,7 @@ from visa.engines.vector import (
     IntraSliceReduceOpI32,
     LogicBinaryOpF32,
     LogicBinaryOpI32,
+    OperandRead,
     Stash,
     TernaryArgMode,
     TernaryOperand,
@@ -41,6 +42,7 @@ from visa.engines.vector import (
     VeBranchOperand,
     VeOrder,
     VeRhs,
+    WriteOperand,
 )
 from visa.errors import *  # noqa: F403
 from visa.hw import RNGD, RNGD_S, HardwareProfile
@@ -181,5 +183,8 @@ __all__ = [
     "VectorInterSliceReduceTensor",
     "VectorTensorPair",
     "ShuffledSource",
+    "OperandRead",
+    "WriteOperand",
+    "PadValue",
 ]
 del _hw

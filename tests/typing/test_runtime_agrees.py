@@ -92,7 +92,7 @@ def test_the_runtime_raises_what_mypy_reports(name: str, line: int, run: Callabl
 # -- runnable corpus files -------------------------------------------------------------------------------------
 #: Negative kernels written as ``def kernel(ctx: Context)`` (constructors, no parameters to fabricate).
 RUNNABLE = ["bad_addresses", "bad_axis_set", "bad_sub_context", "bad_trf_param", "bad_vector_pass",
-            "bad_vector_stages", "bad_views"]
+            "bad_vector_stages", "bad_views", "bad_vector_data"]
 
 _ERROR = re.compile(r"^(?P<file>[^:]+\.py):(?P<line>\d+): error: (?P<msg>.*?)(?:  \[(?P<code>[a-z-]+)\])?$")
 

@@ -51,7 +51,8 @@ from visa.mapping.sequencer import Entry, SequencerConfig, derive
 from visa.memory.images import DenseImage, store_nest, store_stream
 from visa.memory.units import enabled_units
 
-__all__ = ["CommitConfig", "plan", "check_view", "execute", "cycles", "SUB_COMMIT_AFTER"]
+__all__ = ["CommitConfig", "plan", "check_view", "execute", "cycles", "SUB_COMMIT_AFTER", "packed_packet",
+           "check_packed_counts"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -148,6 +149,48 @@ def check_view(dtype: type[dt.Scalar], chip: Mapping, cluster: Mapping, slice_: 
             raise LayoutError(f"the view's {level} {view_levels[level]!r} differs from the stream's {mine!r}",
                               call=call, level=level, mapping=repr(mine),
                               axis=axes_text(mine), fix="commit with the stream's layout")
+
+
+def packed_packet(chip: Mapping, cluster: Mapping, slice_: Mapping, time: Mapping, packet: Mapping,
+                  element: Mapping, call: str = "commit") -> Mapping:
+    """The Packet a compacted stream (after ``vector_filter``, valid-count packing L2322–2326, L8580–8584) is
+    committed with: the kept elements sit at lanes 0, 1, … of each packet.
+
+    An Element over the stream's own axes writes lane j where lane j goes; an Element that names, instead of
+    the Packet's axes, one new axis ``K`` (the kept element's position in its packet) reads the packet as
+    ``K # Packet::SIZE``.  Pure (the commit and the mypy plugin call it).
+    """
+    stream_axes = chip.axes | cluster.axes | slice_.axes | time.axes | packet.axes
+    new = sorted(element.axes - stream_axes)
+    if not new:
+        return packet
+    if len(new) == 1 and not (packet.axes & element.axes):
+        k = new[0]
+        size = element.axis_set.size(k)
+        if size > packet.size:
+            raise LayoutError(f"the packed axis {k} has {size} positions, but a packet has {packet.size} lanes",
+                              call=call, level="Element", mapping=repr(element), axis=k, line=2324,
+                              fix=f"declare {k} with at most {packet.size} positions (the kept elements per packet)")
+        text = k if size == packet.size else f"{k} # {packet.size}"
+        return Mapping.parse(text, element.axis_set)
+    raise LayoutError(f"the Element {element!r} of a compacted stream names {', '.join(new)} besides the stream's "
+                      f"axes; a packed Element replaces the Packet's axes ({axes_text(packet)}) by one axis, the "
+                      "kept element's position in its packet", call=call, level="Element", mapping=repr(element),
+                      axis=", ".join(new), line=2324,
+                      fix="commit with the stream's own axes, or with Time's axes and one new axis K (e.g. T, K)")
+
+
+def check_packed_counts(counts: npt.NDArray[np.int64], packet: Mapping, call: str = "commit") -> None:
+    """A packet keeping more elements than the packed Packet ``K # n`` holds is refused at run time, naming its
+    position and count (the valid count is data, L2324)."""
+    room = int(np.asarray(packet.evaluate().valid, dtype=bool).sum())
+    over = counts > room
+    if over.any():
+        where = tuple(int(k[0]) for k in np.nonzero(over))
+        raise LayoutError(f"the packet at chip {where[0]}, cluster {where[1]}, slice {where[2]}, time {where[3]} keeps "
+                          f"{int(counts[where])} elements, but the packed Packet {packet!r} holds {room}", call=call,
+                          level="Packet", mapping=repr(packet), axis=axes_text(packet), line=2324,
+                          fix="filter fewer elements per packet, or give the packed axis more positions")
 
 
 @cached(512)
@@ -422,14 +465,20 @@ def _static(cfg: CommitConfig) -> tuple[IntArray, IntArray, BoolArray]:
     return addr[keep], pos, enabled
 
 
-def execute(cfg: CommitConfig, data: StreamData, images: Sequence[DenseImage], bit_base: int) -> None:
+def execute(cfg: CommitConfig, data: StreamData, images: Sequence[DenseImage], bit_base: int,
+            keep: BoolArray | None = None) -> None:
     """Write the stream into each chip's DM image at element 0 = ``bit_base`` (bits within a slice): the write
     sequencer (L2239–2313) in every slice the bitmap enables (L2314–2319).
 
     Each enabled slice receives, per time step, the first ``commit_in_size`` bytes of its flit at the
-    sequencer's addresses; a poison element leaves its bytes unwritten (a later read reports it).
+    sequencer's addresses; a poison element leaves its bytes unwritten (a later read reports it).  ``keep``
+    (the stream's shape) marks positions not written at all: their elements keep the bytes they had (the
+    lanes valid-count packing drops, L2324).
     """
     addr, pos, enabled = _static(cfg)
+    if keep is not None and keep.any():
+        _execute_keeping(cfg, data, images, bit_base, keep, addr, pos, enabled)
+        return
     bits = bit_base + addr * cfg.dtype.image_bits
     seq, n = cfg.sequencer, cfg.written.size
     loops = tuple((e.size, e.stride) for e in seq.entries)
@@ -454,6 +503,29 @@ def execute(cfg: CommitConfig, data: StreamData, images: Sequence[DenseImage], b
             vals, known = flat_v[:, pos], flat_k[:, pos]
         held = stream_validity(cfg.time, cfg.packet).reshape(-1)[pos]  # stream padding holds no element
         store_stream(cfg.dtype, target, bits, vals, known, held)
+
+
+def _execute_keeping(cfg: CommitConfig, data: StreamData, images: Sequence[DenseImage], bit_base: int,
+                     keep: BoolArray, addr: IntArray, pos: IntArray, enabled: BoolArray) -> None:
+    """:func:`execute` where ``keep`` marks positions whose elements keep their bytes: each is read back first
+    and written again unchanged (known or unwritten, as it was)."""
+    from visa.memory.images import load
+
+    bits = bit_base + addr * cfg.dtype.image_bits
+    held = stream_validity(cfg.time, cfg.packet).reshape(-1)[pos]
+    for c, img in enumerate(images):
+        on = enabled[c]
+        if not on.any():
+            continue
+        target = enabled_units(img, on)
+        sel = on.reshape(-1)
+        vals = data.values[c].reshape(on.size, -1)[sel][:, pos]
+        known = data.known[c].reshape(on.size, -1)[sel][:, pos]
+        kept = keep[c].reshape(on.size, -1)[sel][:, pos]
+        old_v, old_k = load(cfg.dtype, target, bits)
+        old_v = np.asarray(old_v).reshape(vals.shape)
+        old_k = np.asarray(old_k).reshape(vals.shape)
+        store_stream(cfg.dtype, target, bits, np.where(kept, old_v, vals), np.where(kept, old_k, known), held)
 
 
 def _is_identity(pos: IntArray) -> bool:

@@ -34,8 +34,8 @@ import functools
 import math
 from collections.abc import Callable, Sequence
 from collections.abc import Mapping as AbcMapping
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -60,7 +60,8 @@ from visa.mapping.sequencer import SequencerConfig, derive, stream_items
 from visa.memory.images import DenseImage, load, load_nest
 from visa.memory.units import UnitSelection, enabled_units, unwrite
 
-__all__ = ["FetchConfig", "MaskConfig", "LookupTable", "plan", "plan_interleave", "view_bit_base", "execute", "cycles",
+__all__ = ["FetchConfig", "MaskConfig", "LookupTable", "PadValue", "plan_pad_value",
+           "plan", "plan_interleave", "view_bit_base", "execute", "cycles",
            "stream_validity", "CONTEXTS", "UnitSelection", "unwrite"]
 
 IntArray = npt.NDArray[np.int64]
@@ -150,7 +151,7 @@ class MaskConfig:
     packet_weight: int
     lo: tuple[int, ...]
     hi: tuple[int, ...]
-    pad_value: int = 0
+    pad_value: int | float = 0
 
     def __str__(self) -> str:
         right = self.packet_size - self.hi[-1]
@@ -249,16 +250,94 @@ class FetchConfig:
 def plan(hw: HardwareProfile, src: type[dt.Scalar], dst: type[dt.Scalar], chip: Mapping, cluster: Mapping,
          slice_: Mapping, element: Mapping, time: Mapping, packet: Mapping, *, context: str = "main",
          interleave: Mapping | None = None, table: tuple[type[dt.Scalar], type[dt.Scalar]] | None = None,
-         zero_points: tuple[int, ...] | None = None) -> FetchConfig:
+         zero_points: tuple[int, ...] | None = None, pad_value: PadValue | None = None) -> FetchConfig:
     """The Fetch Engine's configuration reading ``DmTensor<src, chip, cluster, slice_, element>`` as the stream
     ``FetchTensor<dst, chip, cluster, slice_, time, packet>`` in ``context`` (``"main"`` or ``"sub"``).
 
     ``interleave`` is the axis ``I`` of ``begin_interleaved`` (L1843–1868), ``table`` the ``(Din, Dout)`` of a
-    ``LookupTable`` (L1936–1959), ``zero_points`` the values subtracted (L2022–2049).  Pure: raises the rule's
+    ``LookupTable`` (L1936–1959), ``zero_points`` the values subtracted (L2022–2049), ``pad_value`` what the
+    masking stage writes into the masked padding (default zero, L1898–1902).  Pure: raises the rule's
     :class:`~visa.errors.VisaError` or returns the configuration.
     """
-    return _plan(hw, src, dst, chip, cluster, slice_, element, time, packet, context, interleave, table,
-                 None if zero_points is None else tuple(int(z) for z in zero_points))
+    cfg = _plan(hw, src, dst, chip, cluster, slice_, element, time, packet, context, interleave, table,
+                None if zero_points is None else tuple(int(z) for z in zero_points))
+    if pad_value is None:
+        return cfg
+    value = plan_pad_value(pad_value, src, context, packet)
+    if cfg.mask is None or cfg.mask.pad_value == value:
+        return cfg
+    return replace(cfg, mask=replace(cfg.mask, pad_value=value))
+
+
+@dataclass(frozen=True)
+class PadValue:
+    """What the masking stage writes into padding (manual L1898–1902; seed 003's pad values): ``PadValue.Zero``,
+    ``PadValue.Min`` (the element type's minimum: ``-inf`` for a float type that has one, else its lowest
+    value), ``PadValue.Max`` (``+inf`` / its highest), ``PadValue.Custom(v)`` (``v``, exactly representable).
+
+    ``PadValue.identity(op)`` is the padding under which a reduction ignores the padded elements (L5544–5565):
+    ``Max`` pads with Min, ``Min`` with Max, ``Add``/``AddSat`` with zero, ``Mul`` with one.
+    """
+
+    kind: str
+    value: int | float | None = None
+    Zero: ClassVar[PadValue]
+    Min: ClassVar[PadValue]
+    Max: ClassVar[PadValue]
+
+    @classmethod
+    def Custom(cls, value: int | float) -> PadValue:  # noqa: N802 - the seed's spelling (PadValueCustom)
+        """Pad with ``value`` (it must be exactly representable in the fetched element type)."""
+        return cls("Custom", value)
+
+    @classmethod
+    def identity(cls, op: Any) -> PadValue:
+        """The identity padding of a reduce operator (``IntraSliceReduceOpF32.Max`` → ``PadValue.Min``; L5556)."""
+        name = getattr(op, "name", op)
+        table = {"Max": cls.Min, "Min": cls.Max, "Add": cls.Zero, "AddSat": cls.Zero, "Mul": cls("Custom", 1)}
+        got = table.get(str(name))
+        if got is None:
+            raise DtypeError(f"{op!r} has no identity padding (Max, Min, Add, AddSat and Mul have)",
+                             call="PadValue.identity", line=5556, fix="pad with PadValue.Custom(value)")
+        return got
+
+    def __repr__(self) -> str:
+        return f"PadValue.Custom({self.value!r})" if self.kind == "Custom" else f"PadValue.{self.kind}"
+
+
+PadValue.Zero = PadValue("Zero")
+PadValue.Min = PadValue("Min")
+PadValue.Max = PadValue("Max")
+
+
+def plan_pad_value(pad: Any, src: type[dt.Scalar], context: str, packet: Mapping | None = None) -> int | float:
+    """The value ``pad`` writes into a ``src`` element (the masking stage runs before the cast, L1870), or the
+    rule that refuses it: a :class:`PadValue`, in the main context (the sub context has no masking, L1870), and a
+    custom value exactly representable in ``src``.  Pure (the stream and the mypy plugin call it)."""
+    call = "fetch masking"
+    where = dict(level="Packet", mapping=None if packet is None else repr(packet),
+                 axis=None if packet is None else axes_text(packet))
+    if not isinstance(pad, PadValue):
+        raise DtypeError(f"pad_value takes a PadValue, got {pad!r}", call=call, line=1898, **where,
+                         fix="pass PadValue.Zero, PadValue.Min, PadValue.Max or PadValue.Custom(v)")
+    if context != "main":
+        raise HardwareLimitError("the sub context's fetch has no masking stage, so no pad value (manual L1870)",
+                                 call=engine_call("fetch", "masking", context), line=1870, **where,
+                                 fix="fetch in ctx.main to pad with a value")
+    if pad.kind == "Zero":
+        return 0
+    if pad.kind in ("Min", "Max"):
+        sign = -1.0 if pad.kind == "Min" else 1.0
+        if src.kind == "float" and dt.is_representable(sign * math.inf, src):
+            return sign * math.inf
+        extreme = src.min if pad.kind == "Min" else src.max
+        return int(extreme) if src.kind == "int" else float(extreme)
+    value = pad.value
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not dt.is_representable(value, src):
+        raise DtypeError(f"PadValue.Custom({value!r}) is not exactly representable in {src!r}, the type the "
+                         "masking stage writes (before the cast, L1870)", call=call, line=1898, **where,
+                         fix=f"pad with a value of {src!r}")
+    return value
 
 
 def plan_interleave(hw: HardwareProfile, axis: Mapping, lhs: tuple[type[dt.Scalar], AbcMapping[str, Mapping]],

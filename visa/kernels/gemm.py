@@ -32,8 +32,8 @@ from visa.engines.vector import ClipBinaryOpF32
 from visa.errors import HardwareLimitError, LayoutError
 from visa.kernels.memory import PAIR, Arena, pair_axis
 from visa.mapping import AxisSet
-from visa.tensors.handles import DmTensor, HbmTensor, HbmTensorView, TrfAddress
 from visa.stream import AccumulationKind
+from visa.tensors.handles import DmTensor, HbmTensor, HbmTensorView, TrfAddress
 
 __all__ = ["Gemm"]
 

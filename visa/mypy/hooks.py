@@ -543,6 +543,23 @@ def view_tile(plugin: VisaPlugin, ctx: MethodContext) -> Type:
     return call.instance(recv.type.fullname, args)
 
 
+def view_bitcast(plugin: VisaPlugin, ctx: MethodContext) -> Type:
+    """``view.bitcast(D2)``: :func:`visa.tensors.handles.check_bitcast` (same width, L8589) with the view's dtype;
+    the declared result (the view with ``D2``) keeps the spelled mappings."""
+    from visa.tensors.handles import check_bitcast
+
+    call = Call(plugin, ctx, "bitcast")
+    src, dst = tensor_of(ctx.type), call.arg_dtype(0)
+    if src is not None and dst is not None:
+        element = src[1]["Element"]
+        if not call.run(lambda: check_bitcast(src[0], dst, element)):
+            return ctx.default_return_type
+    spelled = recorded(call, call.receiver())
+    if spelled is not None:
+        record(plugin, ctx.context, list(spelled))
+    return ctx.default_return_type
+
+
 # -- streams -------------------------------------------------------------------------------------------------------
 def _begin_tensor(call: Call, view_index: int, time: Mapping, time_type: Type) -> Type:
     """``BeginTensor[D, Chip, Cluster, Slice, Time, Element]`` from the view argument ``view_index`` (L1701)."""
@@ -648,7 +665,7 @@ METHODS: dict[str, Handler] = {
     "__getitem__": m_value,
     "to_dm": dma, "to_hbm": dma, "to_host": dma,
     "rand": host_make, "zeros": host_make, "from_numpy": host_make,
-    "tile": view_tile,
+    "tile": view_tile, "bitcast": view_bitcast,
     "begin": begin, "begin_interleaved": begin_interleaved,
 }
 RECEIVERS: dict[str, frozenset[str]] = {
@@ -661,6 +678,7 @@ RECEIVERS: dict[str, frozenset[str]] = {
     "rand": frozenset({T + "HostTensor"}), "zeros": frozenset({T + "HostTensor"}),
     "from_numpy": frozenset({T + "HostTensor"}),
     "tile": frozenset({T + "HbmTensorView", T + "DmTensorView"}),
+    "bitcast": frozenset({T + "HbmTensorView", T + "DmTensorView"}),
     "begin": frozenset({"visa.stream.TuContext"}), "begin_interleaved": frozenset({"visa.stream.TuContext"}),
 }
 collective.extend(METHODS, RECEIVERS)

@@ -240,6 +240,8 @@ def _fetch(with_: str) -> Callable[[StageInputs], Result]:
                 kw["zero_points"] = (int(inp.value(3)),)
             elif with_ == "zero_points":
                 kw["zero_points"] = tuple(int(z) for z in inp.value(3))
+            if with_ == "" and inp.expr(3) is not None:  # fetch(..., pad_value=PadValue.Min) (L1898–1902)
+                kw["pad_value"] = inp.value(3)
             fetch_engine.plan(inp.hw, inp.dtype, d2, inp.level("Chip"), inp.level("Cluster"), inp.level("Slice"),
                               inp.level("Packet"), time, packet, context=inp.context, **kw)
             for view in _begin_views(inp):  # the views' start addresses, where the source shows them (L1756)
@@ -313,6 +315,18 @@ def _after(inp: StageInputs) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _packet(inp: StageInputs, element: Mapping, call: str) -> Mapping:
+    """The Packet a commit reads: a stream compacted by ``vector_filter`` (the chain shows it, or, unseen, the
+    Element names an axis the stream lacks) is read as :func:`visa.engines.commit.packed_packet` says (L2324)."""
+    packet = inp.level("Packet")
+    if inp.stage != "VectorFinalTensor":
+        return packet
+    chip, cluster, slice_, time = (inp.level(k) for k in ("Chip", "Cluster", "Slice", "Time"))
+    filtered = "vector_filter" in inp.history if inp.history is not None else \
+        bool(element.axes - (chip.axes | cluster.axes | slice_.axes | time.axes | packet.axes))
+    return commit_engine.packed_packet(chip, cluster, slice_, time, packet, element, call) if filtered else packet
+
+
 def commit(inp: StageInputs) -> Result:
     """``commit(Element, address)`` (L2149–2163): :func:`visa.engines.commit.plan`, then the DmTensor's
     placement (:func:`~visa.memory.layout.check_placement`)."""
@@ -322,7 +336,8 @@ def commit(inp: StageInputs) -> Result:
         if element is None or inp.dtype is None:
             return
         commit_engine.plan(inp.hw, inp.dtype, inp.level("Chip"), inp.level("Cluster"), inp.level("Slice"),
-                           inp.level("Time"), inp.level("Packet"), element, context=inp.context, after=_after(inp))
+                           inp.level("Time"), _packet(inp, element, "commit"), element, context=inp.context,
+                           after=_after(inp))
         levels = {"Chip": inp.level("Chip"), "Cluster": inp.level("Cluster"), "Slice": inp.level("Slice"),
                   "Element": element}
         address = inp.integer(1)
@@ -349,8 +364,8 @@ def commit_view(inp: StageInputs) -> Result:
         if origin is None or not origin.view:
             return
         commit_engine.plan(inp.hw, inp.dtype, inp.level("Chip"), inp.level("Cluster"), inp.level("Slice"),
-                           inp.level("Time"), inp.level("Packet"), origin.element, context=inp.context,
-                           after=_after(inp), region=(origin.levels["Element"], origin.offset))
+                           inp.level("Time"), _packet(inp, origin.element, "commit_view"), origin.element,
+                           context=inp.context, after=_after(inp), region=(origin.levels["Element"], origin.offset))
         for view in _begin_views(inp):  # the tensor written may not overlap one the pass reads (L150–155)
             overlap(inp.hw, inp.dtype, "dm", origin.levels, origin.address, view, "commit_view")
 

@@ -62,6 +62,11 @@ class PassState:
     stash_taken: bool = False
     inter_done: bool = False
     known: bool = True
+    #: the operand register (L8708–8721): the dtype and (Time, Packet) it was written at, and the call of an op
+    #: that read it before the write (only ``vector_write_operand`` may follow that op)
+    carry: tuple[str, tuple[Mapping, Mapping] | None] | None = None
+    pending: str | None = None
+    pending_dtype: str | None = None
 
 
 #: method → (kind, stage it enters); pairs have their own kinds (see :func:`_kind`).
@@ -80,6 +85,7 @@ METHODS: dict[str, tuple[str, str]] = {
     "vector_clip": ("binop", "Clip"), "vector_clip_with_mode": ("binop", "Clip"),
     "vector_filter": ("filter", "Filter"), "vector_final": ("final", "Output"),
     "vector_inter_slice_reduce": ("inter", "InterSliceReduce"), "vector_stash": ("stash", ""),
+    "vector_write_operand": ("write_operand", ""),
     "vector_logic_zip": ("zip", "Logic"), "vector_logic_zip_with_mode": ("zip", "Logic"),
     "vector_fxp_zip": ("zip", "Fxp"), "vector_fxp_zip_with_mode": ("zip", "Fxp"),
     "vector_fp_zip": ("zip", "Fp"), "vector_fp_zip_with_mode": ("zip", "Fp"),
@@ -143,6 +149,8 @@ def hook(plugin: VisaPlugin, ctx: MethodContext) -> Type:
     state = _state_of(plugin, ctx, call, where, args)
     step = Step(plugin, call, method, state, d, levels)
     try:
+        if state.known:
+            step.rule(lambda: vp.plan_pending(state.pending, method))
         out = step.run(*kind)
     except _Refused:
         return ctx.default_return_type
@@ -265,8 +273,9 @@ class Step:
     def operand(self, expr: Expression | None, dtype: str | None) -> None:
         """One operand's rules (``VeBase.resolve``): a constant, a VRF tensor or the stash."""
         from visa.engines.vector.elementwise import check_constant
-        from visa.engines.vector.ops import StashMarker, VeRhs
+        from visa.engines.vector.ops import OperandRead, StashMarker, VeRhs
         from visa.engines.vector.relayout import plan_gather
+        from visa.errors import VisaError
 
         if expr is None or dtype is None:
             return
@@ -277,8 +286,14 @@ class Step:
                 from visa.mypy.rules import static_value
 
                 value = static_value(expr, self.call.module)
+            except VisaError as err:  # a visa constructor refused its constant arguments (OperandRead(16))
+                self.call.fail(err)
+                raise _Refused from None
             except Exception:  # noqa: BLE001 - not a constant operand
                 value = None
+        if isinstance(value, OperandRead):
+            self.carried(dtype)
+            return
         if isinstance(value, VeRhs):
             value = value.value if value.kind == "constant" else (StashMarker() if value.kind == "stash" else None)
         if isinstance(value, (int, float)):
@@ -303,6 +318,25 @@ class Step:
             if lay is not None:
                 src = (vl["Chip"], vl["Cluster"], vl["Slice"], vl["Element"])
                 self.rule(lambda: plan_gather(src, _levels(lay), self.method, "VRF operand"))
+
+    def carried(self, dtype: str) -> None:
+        """An ``OperandRead`` operand (L8708–8721): single stream, the register's dtype and lanes; not yet written
+        in the pass, the op waits for the ``vector_write_operand`` that must follow."""
+        from visa.engines.vector.elementwise import plan_operand_read
+
+        st = self.state
+        if not st.known:
+            return
+        carry = st.carry
+        self.rule(lambda: plan_operand_read(carry[0] if carry else None, dtype, st.context or "Standalone",
+                                            self.method))
+        self.rule(lambda: vp.plan_second_read(st.pending, self.method))
+        lay = self.layout
+        if carry is not None and carry[1] is not None and lay is not None:
+            lanes = carry[1]
+            self.rule(lambda: vp.plan_carried_lanes(lanes, (lay.time, lay.packet), self.method))
+        if carry is None:
+            self.state = replace(self.state, pending=self.method, pending_dtype=dtype)
 
     # the kinds ---------------------------------------------------------------------------------------------
     def run(self, kind: str, stage: str) -> tuple[PassState, StreamLayout | None] | None:
@@ -341,6 +375,9 @@ class Step:
         self.dtype_rule(stage)
         op = self.value(0)
         self.claim(getattr(op, "alu", None) if op is not None else None)
+        first = _operand0(self.call.arg_expr(2 if self.method.endswith("_with_mode") else 1))
+        if first is not None:
+            self.operand(first, "f32")  # OperandRead as operand0 (L8716) has the carried operand's rules
         return self._next(stage)
 
     def _convert(self, stage: str) -> Any:
@@ -399,6 +436,9 @@ class Step:
 
     def _filter(self, stage: str) -> Any:
         self.enter(stage)
+        ids = self.value(0)
+        if ids is not None:
+            self.rule(lambda: vp.plan_filter(self.hw, ids, self.method))
         return self._next(stage)
 
     def _final(self, stage: str) -> Any:
@@ -444,7 +484,40 @@ class Step:
             mode = self.value(0)
             if mode is not None:
                 self.rule(lambda: plan_branch(self.hw, mode, vp.dtype_name(d)))
+            else:
+                self._branch_log(lay)
         return self._next(stage)
+
+    def _branch_log(self, lay: StreamLayout) -> None:
+        """``BranchMode.Vrf(ids)`` (L4802): the log is an i32 VRF tensor the stream reads from its own slices."""
+        from visa.engines.vector.elementwise import check_branch_log_dtype
+        from visa.engines.vector.relayout import plan_gather
+
+        expr = self.call.arg_expr(0)
+        if not (isinstance(expr, CallExpr) and isinstance(expr.callee, MemberExpr) and expr.callee.name == "Vrf"
+                and len(expr.args) == 1):
+            return
+        vrf = tensor_of(type_of(self.call.ctx.api, expr.args[0]))
+        if vrf is None or "Row" in vrf[1] or "Cluster" not in vrf[1]:
+            return
+        vd, vl = vrf
+        self.rule(lambda: check_branch_log_dtype(vp.dtype_name(vd), self.method, vl["Element"]))
+        src = (vl["Chip"], vl["Cluster"], vl["Slice"], vl["Element"])
+        self.rule(lambda: plan_gather(src, _levels(lay), self.method, "VRF operand"))
+
+    def _write_operand(self, stage: str) -> Any:
+        """``vector_write_operand(WriteOperand(...))`` (L8708–8721): ``plan_write_operand``; the register now holds
+        the stream's dtype at its lanes."""
+        st, lay = self.state, self.layout
+        write = self.value(0)
+        name = self.dname()
+        if st.known and st.context is not None and write is not None:
+            context = st.context
+            self.rule(lambda: vp.plan_write_operand(write, st.stage, context, st.carry is not None,
+                                                    st.pending_dtype, name))
+        lanes = (lay.time, lay.packet) if lay is not None else None
+        carry = (name, lanes) if name is not None else None
+        return replace(st, carry=carry, pending=None, pending_dtype=None, known=st.known and carry is not None), lay
 
     def _unzip(self, stage: str) -> Any:
         from visa.engines.vector.ops import axis_name
@@ -500,6 +573,22 @@ class Step:
         self.dtype_rule(stage)
         self.op(0, stage)
         return self._next(stage, context="Zipped")
+
+
+def _operand0(expr: Expression | None) -> Expression | None:
+    """Operand0 of a ternary op's operands, ``(o0, o1)`` or ``TernaryOperand(o0, o1)``, when it reads the carried
+    operand (``OperandRead(...)``); else None (its other kinds are checked at run time)."""
+    if isinstance(expr, TupleExpr) and expr.items:
+        first: Expression | None = expr.items[0]
+    elif isinstance(expr, CallExpr) and isinstance(expr.callee, (NameExpr, MemberExpr)) and \
+            expr.callee.name == "TernaryOperand" and expr.args:
+        first = expr.args[0]
+    else:
+        return None
+    if isinstance(first, CallExpr) and isinstance(first.callee, (NameExpr, MemberExpr)) and \
+            first.callee.name == "OperandRead":
+        return first
+    return None
 
 
 def _levels(lay: StreamLayout) -> tuple[Mapping, ...]:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from visa.engines import commit as engine
 from visa.engines.common import EngineReport
 from visa.errors import VisaError
@@ -30,10 +32,25 @@ STAGE_ENGINE = {"FetchTensor": "fetch", "SwitchTensor": "switch", "CollectTensor
                 "VectorFinalTensor": "vector"}
 
 
-def _plan(stream: StreamTensor[Any, Any, Any, Any, Any, Any], element: Mapping,
-          region: tuple[Mapping, int] | None) -> engine.CommitConfig:
+def _packed(stream: StreamTensor[Any, Any, Any, Any, Any, Any], element: Mapping, call: str
+            ) -> tuple[Mapping, Any]:
+    """The Packet the commit reads and the per-packet kept counts of a compacted stream (``vector_filter``
+    then ``vector_final``, L2324, L8580–8584; None otherwise)."""
     lay = stream.layout
-    return engine.plan(stream.ctx.hw, lay.dtype, lay.chip, lay.cluster, lay.slice, lay.time, lay.packet, element,
+    counts = stream.extra.get("packed") if stream.STAGE == "VectorFinalTensor" else None
+    if counts is None:
+        return lay.packet, None
+    packet = engine.packed_packet(lay.chip, lay.cluster, lay.slice, lay.time, lay.packet, element, call)
+    if packet is not lay.packet:
+        engine.check_packed_counts(counts, packet, call)
+    return packet, counts
+
+
+def _plan(stream: StreamTensor[Any, Any, Any, Any, Any, Any], element: Mapping,
+          region: tuple[Mapping, int] | None, packet: Mapping | None = None) -> engine.CommitConfig:
+    lay = stream.layout
+    return engine.plan(stream.ctx.hw, lay.dtype, lay.chip, lay.cluster, lay.slice, lay.time, packet or lay.packet,
+                       element,
                        context=stream.tu.kind, region=region,
                        after=(*(r.engine for r in stream.reports), STAGE_ENGINE.get(stream.STAGE, stream.STAGE)))
 
@@ -53,7 +70,8 @@ def commit(stream: StreamTensor[Any, Any, Any, Any, Any, Any], element: Mapping,
 
     element = ensure_mapping(element, "Element", "commit", "Element")
     ctx, lay = stream.ctx, stream.layout
-    cfg = _plan(stream, element, None)
+    packet, _counts = _packed(stream, element, "commit")
+    cfg = _plan(stream, element, None, packet)
     tensor: DmTensor[Any, Any, Any, Any, Any] = DmTensor(ctx, lay.dtype, lay.chip, lay.cluster, lay.slice, element,
                                                          address, reads=input_regions(stream), call="commit")
     images = [ctx.memory.chip(c).dm for c in range(lay.chip.size)]
@@ -74,13 +92,17 @@ def commit_view(stream: StreamTensor[Any, Any, Any, Any, Any, Any], view: Any) -
     base = view.base
     base.check_context(ctx, call)
     engine.check_view(lay.dtype, lay.chip, lay.cluster, lay.slice, base.dtype, view.levels)
-    cfg = _plan(stream, view.element, (base.levels["Element"], view.offset))
+    packet, counts = _packed(stream, view.element, call)
+    cfg = _plan(stream, view.element, (base.levels["Element"], view.offset), packet)
     if base.region is not None:
         for region in input_regions(stream):
             if region.live():
                 refuse_overlap(base.region, region, call)
     images = [ctx.memory.chip(c).dm for c in range(lay.chip.size)]
-    engine.execute(cfg, stream.data, images, base.address * 8 + view.offset * lay.dtype.image_bits)
+    keep = None
+    if counts is not None:  # the lanes after each packet's kept elements are not written (L2324)
+        keep = np.arange(lay.packet.size).reshape(1, 1, 1, 1, -1) >= counts[..., None]
+    engine.execute(cfg, stream.data, images, base.address * 8 + view.offset * lay.dtype.image_bits, keep)
     if base.region is not None:
         ctx.memory.registry.note_write(base.region, call=call, writer=base.describe())
     base.ready_at = record_pass(stream, _report(cfg, base.address + view.offset * lay.dtype.size_bits // 8),

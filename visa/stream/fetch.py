@@ -82,7 +82,8 @@ def _units(lay: StreamLayout) -> int:
 
 
 def fetch(stream: BeginTensor[Any, Any, Any, Any, Any, Any], dtype: Any, time: Mapping, packet: Mapping, *,
-          table: Any = None, zero_points: tuple[int, ...] | None = None) -> FetchTensor[Any, Any, Any, Any, Any, Any]:
+          table: Any = None, zero_points: tuple[int, ...] | None = None,
+          pad_value: Any = None) -> FetchTensor[Any, Any, Any, Any, Any, Any]:
     """``fetch::<D2, Time2, Packet2>()`` (L1700–1718), with an optional table (L1949) or zero points (L2030)."""
     from visa.stream.stages import FetchTensor
 
@@ -102,7 +103,8 @@ def fetch(stream: BeginTensor[Any, Any, Any, Any, Any, Any], dtype: Any, time: M
     lay = stream.layout
     cfg = engine.plan(hw, lay.dtype, dst, lay.chip, lay.cluster, lay.slice, lay.packet, time, packet,
                       context=stream.tu.kind, interleave=interleave,
-                      table=None if table is None else (table.din, table.dout), zero_points=zero_points)
+                      table=None if table is None else (table.din, table.dout), zero_points=zero_points,
+                      pad_value=pad_value)
     for v in views:
         v.base.check_readable("fetch")
     bases = [engine.view_bit_base(hw, v.base.dtype, v.base.address, v.offset, v.element) for v in views]

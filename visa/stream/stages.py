@@ -248,12 +248,14 @@ class BeginTensor(StreamTensor[D, Chip, Cluster, Slice, Time, Packet]):
     __slots__ = ()
     STAGE = "BeginTensor"
 
-    def fetch(self, dtype: type[D2], time: Mapping, packet: Mapping) -> FetchTensor[D2, Chip, Cluster, Slice, Any, Any]:
-        """Fetch Engine: ``fetch::<D2, Time2, Packet2>()`` (manual L1700–1718)."""
+    def fetch(self, dtype: type[D2], time: Mapping, packet: Mapping, *, pad_value: Any = None
+              ) -> FetchTensor[D2, Chip, Cluster, Slice, Any, Any]:
+        """Fetch Engine: ``fetch::<D2, Time2, Packet2>()`` (manual L1700–1718); ``pad_value`` (a
+        :class:`~visa.engines.fetch.PadValue`) is what masking writes into the padding (zero by default, L1898)."""
         import visa.stream.fetch as fetch
 
         self.take("fetch")
-        return fetch.fetch(self, dtype, time, packet)
+        return fetch.fetch(self, dtype, time, packet, pad_value=pad_value)
 
     def fetch_with_table(self, dtype: type[D2], time: Mapping, packet: Mapping,
                          table: Any) -> FetchTensor[D2, Chip, Cluster, Slice, Any, Any]:

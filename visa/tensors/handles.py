@@ -21,7 +21,7 @@ import numpy.typing as npt
 from typing_extensions import TypeVar as TypeVarD
 
 from visa import dtypes as dt
-from visa.errors import LayoutError, PoisonError, VisaError
+from visa.errors import DtypeError, LayoutError, PoisonError, VisaError
 from visa.mapping import Mapping, pair_of
 from visa.mapping import canon as C
 from visa.mapping.evaluate import IntArray, _axis_sizes
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 __all__ = [
     "HostTensor", "DeviceTensor", "HbmTensor", "DmTensor", "TrfTensor", "VrfTensor", "TensorView",
     "HbmTensorView", "DmTensorView", "TrfAddress", "logical_axes", "D", "Chip", "Cluster", "Slice", "Row",
-    "Element", "Stream", "to_storage",
+    "Element", "Stream", "to_storage", "check_bitcast",
 ]
 
 D = TypeVar("D", bound=dt.Scalar)
@@ -52,6 +52,7 @@ Element = TypeVar("Element")
 # A view's parameters default to Any, so that a bare ``DmTensorView`` stays a complete type (PEP 696).
 VD = TypeVarD("VD", bound=dt.Scalar, default=Any)
 VChip = TypeVarD("VChip", default=Any)
+VD2 = TypeVar("VD2", bound=dt.Scalar)
 VCluster = TypeVarD("VCluster", default=Any)
 VSlice = TypeVarD("VSlice", default=Any)
 VElement = TypeVarD("VElement", default=Any)
@@ -659,14 +660,41 @@ class TensorView:
 
         return ScatterTarget(self, axis, ids)
 
+    def _bitcast(self, dtype: Any) -> Any:
+        """The same bits read as ``dtype`` (:func:`check_bitcast`): a view of an alias handle of the base that
+        shares its bytes, its region and its ready time (as :meth:`DeviceTensor.relabel`)."""
+        new = dt.scalar(dtype)
+        check_bitcast(self.base.dtype, new, self.element)
+        alias = self.base.relabel()
+        object.__setattr__(alias, "dtype", new)
+        return type(self)(alias, self.element, self.offset)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.base.describe()}, {self.element!r} + {self.offset})"
+
+
+def check_bitcast(src: type[dt.Scalar], dst: type[dt.Scalar], element: Mapping | None = None,
+                  call: str = "bitcast") -> None:
+    """``view.bitcast(D2)``: the same bits read as another element type of the same width (bf16 ↔ i16, f32 ↔ i32,
+    i8 ↔ f8e4m3 …; reading bf16 bits as an integer, manual L8547–8553, L8589).  A different width would move
+    every element's bytes and is refused.  Pure (the view and the mypy plugin call it)."""
+    if src.size_bits != dst.size_bits or src.image_bits != dst.image_bits:
+        raise DtypeError(f"a bitcast reads the same bits as another type of the same width; {src!r} is "
+                         f"{src.size_bits} bits and {dst!r} {dst.size_bits}", call=call, level="Element",
+                         mapping=None if element is None else repr(element),
+                         axis=None if element is None else ", ".join(sorted(element.axes)) or None, line=8589,
+                         fix=f"bitcast to a {src.size_bits}-bit type, or convert the values with a cast")
 
 
 class HbmTensorView(TensorView, Generic[VD, VChip, VElement]):
     """``HbmTensorView<'_, D, Chip, Element>`` (manual L823); a tile moves like a tensor."""
 
     __slots__ = ()
+
+    def bitcast(self, dtype: type[VD2]) -> HbmTensorView[VD2, VChip, VElement]:
+        """The view's bits read as ``dtype`` of the same width (:func:`check_bitcast`; L8547–8553, L8589)."""
+        out: HbmTensorView[VD2, VChip, VElement] = self._bitcast(dtype)
+        return out
 
     def to_dm(self, cluster: Mapping, slice_: Mapping, element: Mapping, tdma: DmaContext,
               address: int, *, stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
@@ -711,6 +739,12 @@ class DmTensorView(TensorView, Generic[VD, VChip, VCluster, VSlice, VElement]):
     """``DmTensorView`` (manual L2160); ``ctx.main.begin(dm.view())`` starts a stream from it."""
 
     __slots__ = ()
+
+    def bitcast(self, dtype: type[VD2]) -> DmTensorView[VD2, VChip, VCluster, VSlice, VElement]:
+        """The view's bits read as ``dtype`` of the same width (:func:`check_bitcast`; L8547–8553, L8589):
+        ``ctx.main.begin(scores.view().bitcast(i16))`` fetches bf16 bits as integers."""
+        out: DmTensorView[VD2, VChip, VCluster, VSlice, VElement] = self._bitcast(dtype)
+        return out
 
     def to_hbm(self, element: Mapping, tdma: DmaContext, address: int, *,
                stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:

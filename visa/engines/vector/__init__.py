@@ -35,6 +35,7 @@ from visa.engines.vector.ops import (
     IntraSliceReduceOpI32,
     LogicBinaryOpF32,
     LogicBinaryOpI32,
+    OperandRead,
     Stash,
     StashMarker,
     TernaryArgMode,
@@ -45,6 +46,7 @@ from visa.engines.vector.ops import (
     VeOp,
     VeOrder,
     VeRhs,
+    WriteOperand,
 )
 
 __all__ = [
@@ -53,5 +55,5 @@ __all__ = [
     "InterSliceReduceOpF32", "InterSliceReduceOpI32", "IntraFirst", "IntraSliceReduceOpF32", "IntraSliceReduceOpI32",
     "LogicBinaryOpF32", "LogicBinaryOpI32", "Stash", "StashMarker", "TernaryArgMode", "TernaryOperand",
     "UnaryArgMode", "ValidBranchIds", "VeBranchOperand", "VeOp", "VeOrder", "VeRhs", "REDUCE_RESOURCE",
-    "DIVIDE_RESOURCE",
+    "DIVIDE_RESOURCE", "OperandRead", "WriteOperand",
 ]

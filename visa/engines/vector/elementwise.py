@@ -25,6 +25,7 @@ from visa.engines.vector.ops import (
     GroupId,
     InputCmpF32,
     InputCmpI32,
+    OperandRead,
     StashMarker,
     TernaryOperand,
     VeBranchOperand,
@@ -36,7 +37,8 @@ from visa.engines.vector.relayout import joint_eval
 from visa.errors import DtypeError, LayoutError, TypestateError, UnsupportedFeatureError
 from visa.hw import HardwareProfile
 
-__all__ = ["branch_ids", "plan_branch", "operand_list", "Resolved", "apply", "check_constant"]
+__all__ = ["branch_ids", "plan_branch", "operand_list", "Resolved", "apply", "check_constant", "vrf_branch_ids",
+           "check_branch_log_dtype", "carry_scan", "carry_fill", "plan_operand_read", "id_mask"]
 
 Arr = npt.NDArray[Any]
 ExecIds = npt.NDArray[np.uint8]
@@ -45,7 +47,8 @@ ExecIds = npt.NDArray[np.uint8]
 def plan_branch(hw: HardwareProfile, mode: Any, dtype: str) -> None:
     """``vector_intra_slice_branch(mode)``'s rules (L4793–4802) on a ``dtype`` (``"i32"``/``"f32"``) stream: a
     :class:`BranchMode`; ``Comparison`` takes 1..``branch_comparators`` comparisons of the stream's dtype;
-    ``ValidCount``/``Vrf`` have no ExecutionIds the manual defines.  Pure (the stream and the mypy plugin call it)."""
+    ``Vrf`` takes an i32 VRF tensor (the branch log, L4802); ``ValidCount`` has no ExecutionIds the manual
+    defines.  Pure (the stream and the mypy plugin call it)."""
     call = "vector_intra_slice_branch"
     if not isinstance(mode, BranchMode):
         raise TypestateError(f"vector_intra_slice_branch takes a BranchMode, got {mode!r}", call=call,
@@ -68,10 +71,45 @@ def plan_branch(hw: HardwareProfile, mode: Any, dtype: str) -> None:
                                  f"{'an integer' if dtype == 'i32' else 'a number'}, got {c.boundary!r}", call=call,
                                  line=4801, fix=f"pass {'an int' if dtype == 'i32' else 'a float'} boundary")
         return
+    if mode.name == "Vrf":
+        ids = mode.ids
+        if not is_vrf_tensor(ids):
+            raise TypestateError(f"BranchMode.Vrf takes the VRF tensor that holds the ExecutionIds, got "
+                                 f"{type(ids).__name__}", call=call, line=4802,
+                                 fix="write the ids with .to_vrf(Element, address) (e.g. in ctx.sub) and pass it")
+        check_branch_log_dtype(dtype_name(ids.dtype), call, ids.mapping("Element"))
+        return
     raise UnsupportedFeatureError(f"BranchMode.{mode.name}: the manual defines no ExecutionIds for it (the Valid "
-                                  "Count Generator's tags feed the reducer, and the Branch Logger that would "
-                                  "write VRF ids has no API)", call=call, line=4800,
-                                  fix="use Unconditional, AxisToggle or Comparison")
+                                  "Count Generator's tags feed the reducer)", call=call, line=4800,
+                                  fix="use Unconditional, AxisToggle, Comparison or Vrf(ids)")
+
+
+def check_branch_log_dtype(ids_dtype: str, call: str = "vector_intra_slice_branch", element: Any = None) -> None:
+    """The branch log is an i32 VRF tensor (one ExecutionId per 32-bit element, L4795, L4802); ``element`` is its
+    Element mapping (named in the refusal)."""
+    if ids_dtype != "i32":
+        raise DtypeError(f"BranchMode.Vrf reads ExecutionIds from an i32 VRF tensor, got {ids_dtype}", call=call,
+                         level="Element", mapping=None if element is None else repr(element),
+                         axis=None if element is None else ", ".join(sorted(element.axes)) or None, line=4802,
+                         fix="load the ids as i32 (one id 0..15 per element)")
+
+
+def vrf_branch_ids(hw: HardwareProfile, values: Arr, known: npt.NDArray[np.bool_], used: npt.NDArray[np.bool_],
+                   call: str = "vector_intra_slice_branch", element: Any = None) -> ExecIds:
+    """ExecutionIds read from the branch log (``BranchMode.Vrf``, L4802): the i32 value at each stream
+    position; an id outside ``0 .. 2**execution_id_bits - 1`` at a position the stream holds is refused,
+    naming the position and the value (the log is data: the check runs when the pass runs)."""
+    top = (1 << hw.vector.execution_id_bits) - 1
+    v = np.asarray(values, dtype=np.int64)
+    bad = used & known & ((v < 0) | (v > top))
+    if bad.any():
+        where = tuple(int(k[0]) for k in np.nonzero(bad))
+        raise LayoutError(f"the branch log holds {int(v[where])} at chip {where[0]}, cluster {where[1]}, slice "
+                          f"{where[2]}, time {where[3]}, lane {where[4]}; an ExecutionId is 0..{top}", call=call,
+                          level="Element", mapping=None if element is None else repr(element),
+                          axis=None if element is None else ", ".join(sorted(element.axes)) or None, line=4795,
+                          fix=f"write ids 0..{top} into the branch log")
+    return np.where(used & known, v, 0).astype(np.uint8)
 
 
 def branch_ids(hw: HardwareProfile, mode: BranchMode, layout: StreamLayout, values: Arr) -> ExecIds | None:
@@ -143,6 +181,9 @@ def operand_list(hw: HardwareProfile, operand: Any, call: str) -> list[tuple[Any
         items = list(operand)
     else:
         return [(operand, None)]
+    if any(isinstance(o.operand, OperandRead) for o in items):
+        raise LayoutError("OperandRead selects its elements by ExecutionId itself; it is not a VeBranchOperand",
+                          call=call, line=8716, fix="pass OperandRead(branch=...) as the op's only operand")
     if len(items) > hw.vector.branch_operands_max:
         raise LayoutError(f"{len(items)} branch operands, at most {hw.vector.branch_operands_max}", call=call,
                           line=5061, fix=f"give at most {hw.vector.branch_operands_max} VeBranchOperands")
@@ -170,6 +211,8 @@ def kind_of(operand: Any) -> str:
         return "vrf"
     if isinstance(operand, (TernaryOperand, tuple)):
         return "ternary"
+    if isinstance(operand, OperandRead):
+        return "carried"
     return "constant"
 
 
@@ -207,3 +250,109 @@ def apply(fn: Callable[..., Arr], args_mode: tuple[int, ...], stream: Arr, strea
         known[sel] = k[sel]
         taken |= sel
     return result, known
+
+
+# ------------------------------------------------------------------------------------- carried operand
+
+
+def plan_operand_read(written: str | None, dtype: str, context: str, call: str) -> None:
+    """An ``OperandRead`` operand (L8708–8721): single-stream passes only, and, when the pass already wrote the
+    operand register (``written`` is the dtype it holds), of that dtype.  Pure (the plugin calls it too)."""
+    if context != "Standalone":
+        raise TypestateError("OperandRead is unavailable in two-group mode", call=call, line=8716,
+                             fix="carry the operand in a single-stream pass (no unzip)")
+    if written is not None and written != dtype:
+        raise DtypeError(f"the operand register holds {written}, but this operation works on {dtype}", call=call,
+                         line=8716, fix=f"write the operand where the stream is {dtype}")
+
+
+def _fold(a: Arr, fold: int) -> Arr:
+    """``(C, K, S, T, P)`` seen as Way8 flits: after a split (``fold = 2``) two consecutive Way4 time steps are the
+    halves of one Way8 flit (L4864)."""
+    return a if fold == 1 else a.reshape(*a.shape[:3], a.shape[3] // fold, a.shape[4] * fold)
+
+
+def _unfold(a: Arr, shape: tuple[int, ...]) -> Arr:
+    return a.reshape(shape)
+
+
+def id_mask(ids: ExecIds, keep: frozenset[int] | set[int]) -> npt.NDArray[np.bool_]:
+    """Where the ExecutionId (4 bits, L4795) is one of ``keep``: a table lookup."""
+    table = np.zeros(256, dtype=bool)
+    table[sorted(keep)] = True
+    out: npt.NDArray[np.bool_] = table[ids]
+    return out
+
+
+#: One elementwise step of a pass, at one time step: ``(values, known, t) -> (values, known)`` over the
+#: ``(Chip, Cluster, Slice, Packet)`` slice of time step ``t``.
+Step = Callable[[Arr, npt.NDArray[np.bool_], int], tuple[Arr, npt.NDArray[np.bool_]]]
+
+
+def carry_scan(fn: Callable[..., Arr], args_mode: tuple[int, ...], stream: Arr, known: npt.NDArray[np.bool_],
+               exec_id: ExecIds | None, read: frozenset[int], write: frozenset[int], fold: int = 1,
+               after: Sequence[Step] = ()) -> tuple[Arr, npt.NDArray[np.bool_]]:
+    """An op whose operand is the carried register, the elementwise ``after`` steps of the chain, then
+    ``WriteOperand(write)`` (L8708–8721).
+
+    Per lane, time step by time step in order: an element whose ExecutionId is in ``read`` computes ``fn`` with
+    the register as its operand (``args_mode`` places stream 0 and operand 1), the others pass through; the
+    ``after`` steps follow; then an element whose id is in ``write`` stores the result in the register.  The
+    register starts unwritten: a read of it gives an unknown (poison) result.  A lane is a lane of the Way8
+    flit: after a split (``fold = 2``) time steps 2t and 2t + 1 are the two halves of one flit, and each half
+    keeps its own registers (L4864).
+    """
+    ids = np.zeros(stream.shape, np.uint8) if exec_id is None else exec_id
+    # time-major copies, so that each step reads and writes contiguous slices
+    r_mask = np.ascontiguousarray(np.moveaxis(id_mask(ids, read), 3, 0))
+    w_mask = np.ascontiguousarray(np.moveaxis(id_mask(ids, write), 3, 0))
+    xs = np.ascontiguousarray(np.moveaxis(stream, 3, 0))
+    xks = np.ascontiguousarray(np.moveaxis(known, 3, 0))
+    c, k, sl, steps, lanes = stream.shape
+    reg = np.zeros((c, k, sl, lanes * fold), dtype=stream.dtype)
+    reg_k = np.zeros((c, k, sl, lanes * fold), dtype=bool)
+    out: Arr | None = None
+    out_k = np.zeros(xks.shape, dtype=bool)
+    arg_set = sorted(set(args_mode))
+    for t in range(steps):
+        half = slice((t % fold) * lanes, (t % fold + 1) * lanes)
+        x, xk = xs[t], xks[t]
+        r, rk = (reg, reg_k) if fold == 1 else (reg[..., half], reg_k[..., half])
+        slots = (x, r)
+        y = np.asarray(fn(*(slots[a] for a in args_mode)), dtype=stream.dtype)
+        yk = xk & rk if arg_set == [0, 1] else (rk if arg_set == [1] else xk)
+        rm = r_mask[t]
+        res, res_k = np.where(rm, y, x), np.where(rm, yk, xk)
+        for step in after:
+            res, res_k = step(res, res_k, t)
+        if out is None:
+            out = np.zeros((steps, *res.shape), dtype=res.dtype)
+        out[t] = res
+        out_k[t] = res_k
+        wm = w_mask[t]
+        if fold == 1:
+            np.copyto(reg, res, where=wm)
+            np.copyto(reg_k, res_k, where=wm)
+        else:
+            reg[..., half] = np.where(wm, res, r)
+            reg_k[..., half] = np.where(wm, res_k, rk)
+    assert out is not None
+    return np.ascontiguousarray(np.moveaxis(out, 0, 3)), np.ascontiguousarray(np.moveaxis(out_k, 0, 3))
+
+
+def carry_fill(values: Arr, known: npt.NDArray[np.bool_], exec_id: ExecIds | None, write: frozenset[int],
+               fold: int = 1) -> tuple[Arr, npt.NDArray[np.bool_]]:
+    """The register each element sees after ``WriteOperand(write)`` ran at its own time step (a read later
+    in the pipeline, L8708–8721): per lane, the last value written at this or an earlier step (unknown
+    before the first write); lanes are Way8 lanes (``fold`` as in :func:`carry_scan`)."""
+    shape = values.shape
+    values, known = _fold(values, fold), _fold(known, fold)
+    ids = np.zeros(values.shape, np.uint8) if exec_id is None else _fold(exec_id, fold)
+    w = id_mask(ids, write)
+    t = np.arange(values.shape[3]).reshape(1, 1, 1, -1, 1)
+    last = np.where(w, t, -1)
+    last = np.maximum.accumulate(last, axis=3)
+    idx = np.maximum(last, 0)
+    got = np.take_along_axis(values, idx, axis=3)
+    got_k = np.take_along_axis(known, idx, axis=3) & (last >= 0)
+    return _unfold(got, shape), _unfold(got_k, shape)

@@ -26,7 +26,8 @@ __all__ = [
     "IntraSliceReduceOpF32", "InterSliceReduceOpI32", "InterSliceReduceOpF32", "BranchMode", "InputCmp",
     "InputCmpI32", "InputCmpF32", "GroupId", "VeOrder", "UnaryArgMode", "BinaryArgMode", "TernaryArgMode",
     "StashMarker", "Stash", "VeRhs", "VeBranchOperand", "TernaryOperand", "ValidBranchIds", "Operand",
-    "REDUCE_RESOURCE", "DIVIDE_RESOURCE", "axis_name", "VrfOperand", "is_vrf_tensor",
+    "REDUCE_RESOURCE", "DIVIDE_RESOURCE", "axis_name", "VrfOperand", "is_vrf_tensor", "OperandRead",
+    "WriteOperand",
 ]
 
 
@@ -36,6 +37,15 @@ class VrfOperand(Protocol):
     names no tensor class (engines sit below the tensor handles)."""
 
     MEMORY: ClassVar[str]
+
+    @property
+    def dtype(self) -> Any:
+        """The tensor's element type (a :mod:`visa.dtypes` class)."""
+        ...
+
+    def mapping(self, level: str) -> Mapping:
+        """The mapping of one level (``"Element"``, ...)."""
+        ...
 
 
 def is_vrf_tensor(operand: object) -> bool:
@@ -365,16 +375,17 @@ class BranchMode:
     """``BranchMode`` (L4793–4802): how the Branch stage assigns each element its 4-bit ExecutionId.
 
     ``Unconditional`` gives 0; ``AxisToggle(axis)`` gives group ``index % 2`` (the group is bit 3);
-    ``Comparison([c0, c1, c2, c3])`` sets bit i when comparison i holds; ``ValidCount`` and ``Vrf`` are
-    refused (the manual defines no ExecutionIds for them; docs/manual-notes.md).
+    ``Comparison([c0, c1, c2, c3])`` sets bit i when comparison i holds; ``Vrf(ids)`` reads each element's
+    ExecutionId from the i32 VRF tensor ``ids`` (the branch log, L4802, L8090–8099); ``ValidCount`` is refused
+    (the manual defines no ExecutionIds for it; docs/manual-notes.md).
     """
 
     name: str
     axis: str | None = None
     comparisons: tuple[InputCmpI32 | InputCmpF32, ...] = ()
+    ids: Any = field(default=None, compare=False)
     Unconditional: ClassVar[BranchMode]
     ValidCount: ClassVar[BranchMode]
-    Vrf: ClassVar[BranchMode]
 
     @classmethod
     def AxisToggle(cls, axis: Any) -> BranchMode:  # noqa: N802
@@ -386,17 +397,28 @@ class BranchMode:
         """``BranchMode::Comparison([InputCmp; 4])`` (L4801)."""
         return cls("Comparison", comparisons=tuple(comparisons))
 
+    @classmethod
+    def Vrf(cls, ids: VrfOperand | VeRhs) -> BranchMode:  # noqa: N802
+        """``BranchMode::Vrf``: each element's ExecutionId is the value of the i32 VRF tensor ``ids`` at the
+        element's index — the branch log, written by an earlier pass (e.g. in the sub context) (L4802,
+        L8090–8099).  ``ids`` is read as a VRF operand is (same slice, axes it lacks broadcast); every id read
+        must be 0..15 (L4795).  ``VeRhs.vrf(t)`` is accepted for ``t``."""
+        if isinstance(ids, VeRhs) and ids.kind == "vrf":
+            ids = ids.value
+        return cls("Vrf", ids=ids)
+
     def __repr__(self) -> str:
         if self.name == "AxisToggle":
             return f"BranchMode.AxisToggle({self.axis})"
         if self.name == "Comparison":
             return f"BranchMode.Comparison({list(self.comparisons)})"
+        if self.name == "Vrf":
+            return "BranchMode.Vrf(ids)"
         return f"BranchMode.{self.name}"
 
 
 BranchMode.Unconditional = BranchMode("Unconditional")
 BranchMode.ValidCount = BranchMode("ValidCount")
-BranchMode.Vrf = BranchMode("Vrf")
 
 
 def axis_name(axis: Any, call: str) -> str:
@@ -588,5 +610,54 @@ class ValidBranchIds:
         return cls(frozenset(i for i in range(16) if (i >> 3) == group_id.value))
 
 
+def _branch_set(branch: Any, what: str) -> frozenset[int]:
+    ids = (branch,) if isinstance(branch, int) else tuple(branch)
+    bad = [b for b in ids if isinstance(b, bool) or not isinstance(b, int) or not 0 <= b <= 15]
+    if bad or not ids:
+        raise LayoutError(f"{what} takes ExecutionIds 0..15, got {branch!r}", call=what, line=4795,
+                          fix=f"{what}(branch=(1, 2)): one or more ExecutionIds of 0..15")
+    return frozenset(ids)
+
+
+@dataclass(frozen=True)
+class OperandRead:
+    """``OperandRead(branch = …)``: the carried operand as the operand of a binary op (cumsum, L8708–8721).
+
+    Elements whose ExecutionId is in ``branch`` take the operand register's value (per lane: each slice and
+    packet lane has its own register, carried from one time step to the next); the other elements pass
+    through unchanged.  The register holds what ``.vector_write_operand(WriteOperand(...))`` stored.
+    """
+
+    branch: frozenset[int]
+
+    def __init__(self, *ids: int, branch: int | Sequence[int] | None = None) -> None:
+        """``OperandRead(branch=(1, 2))`` or ``OperandRead(1, 2)``: the ExecutionIds (0..15) it applies to."""
+        if branch is not None and ids:
+            raise LayoutError("give the ExecutionIds once: positionally or as branch=", call="OperandRead",
+                              fix="OperandRead(branch=(1, 2))")
+        object.__setattr__(self, "branch", _branch_set(branch if branch is not None else ids, "OperandRead"))
+
+    def __repr__(self) -> str:
+        return f"OperandRead(branch={tuple(sorted(self.branch))})"
+
+
+@dataclass(frozen=True)
+class WriteOperand:
+    """``WriteOperand(branch = …)``: store the stream's running value into the operand register of each lane,
+    for the elements whose ExecutionId is in ``branch`` (L8708–8721); ``.vector_write_operand(...)``."""
+
+    branch: frozenset[int]
+
+    def __init__(self, *ids: int, branch: int | Sequence[int] | None = None) -> None:
+        """``WriteOperand(branch=(1, 2))`` or ``WriteOperand(1, 2)``: the ExecutionIds (0..15) it applies to."""
+        if branch is not None and ids:
+            raise LayoutError("give the ExecutionIds once: positionally or as branch=", call="WriteOperand",
+                              fix="WriteOperand(branch=(1, 2))")
+        object.__setattr__(self, "branch", _branch_set(branch if branch is not None else ids, "WriteOperand"))
+
+    def __repr__(self) -> str:
+        return f"WriteOperand(branch={tuple(sorted(self.branch))})"
+
+
 #: What a binary operation accepts as its operand.
-Operand = int | float | VeRhs | StashMarker | VrfOperand | VeBranchOperand | Sequence[VeBranchOperand]
+Operand = int | float | VeRhs | StashMarker | VrfOperand | VeBranchOperand | Sequence[VeBranchOperand] | OperandRead

@@ -37,7 +37,8 @@ __all__ = [
     "check_dtype", "check_kind", "claim", "plan_split", "plan_trim", "plan_concat", "plan_pad", "plan_unzip",
     "plan_entry", "plan_int_width", "dtype_name", "dim_axes", "remove_axis_dims", "digit_maps", "valid_mask",
     "output_lanes", "plan_enter", "check_op", "plan_stash", "plan_stash_operand", "plan_inter_entry",
-    "check_vrf_operand",
+    "check_vrf_operand", "plan_write_operand", "plan_filter", "pack_order", "plan_pending", "plan_carried_lanes",
+    "PENDING_CALLS", "plan_second_read",
 ]
 
 #: The method that enters each stage (the stage table, L4733–4747).
@@ -196,6 +197,72 @@ def plan_stash_operand(stash_dtype: str | None, consumed_by: str | None, dtype: 
         raise DtypeError(f"the stash holds {stash_dtype}, but this operation works on {dtype}; "
                          "a stash is consumed only by operations of its own dtype", call=call, line=4981,
                          fix=f"stash the stream where it is {dtype}")
+
+
+#: What may follow an op that read ``OperandRead`` before the pass wrote the register: elementwise ops (they run
+#: per time step between the read and the write) and the write itself.
+PENDING_CALLS = frozenset({
+    "vector_write_operand", "vector_logic", "vector_logic_with_mode", "vector_fxp", "vector_fxp_with_mode",
+    "vector_fxp_to_fp", "vector_fp_to_fxp", "vector_fp_unary", "vector_fp_unary_with_mode", "vector_fp_binary",
+    "vector_fp_binary_with_mode", "vector_fp_ternary", "vector_fp_ternary_with_mode", "vector_fp_div",
+    "vector_fp_div_with_mode", "vector_clip", "vector_clip_with_mode",
+})
+
+
+def plan_pending(pending: str | None, call: str) -> None:
+    """While an op that read ``OperandRead`` (``pending`` names its call) waits for the register's first write in
+    the pass, only elementwise ops and ``vector_write_operand`` may follow (L8716–8721: the loop read → write
+    closes per time step; a lane change, a reduce, the stash or the end of the pass would break it)."""
+    if pending is not None and call not in PENDING_CALLS:
+        raise TypestateError(f"{pending} read the operand register (OperandRead) before this pass wrote it; only "
+                             f"elementwise ops and .vector_write_operand(WriteOperand(...)) may follow it, not "
+                             f".{call}()", call=call, line=8716,
+                             fix="call .vector_write_operand(WriteOperand(branch=...)) after the op that reads "
+                                 "OperandRead")
+
+
+def plan_second_read(pending: str | None, call: str) -> None:
+    """A second ``OperandRead`` while one waits for its write: one read per write (L8716–8721)."""
+    if pending is not None:
+        raise TypestateError(f"{pending} already reads the operand register and waits for its write; one OperandRead "
+                             "per write", call=call, line=8716,
+                             fix="write the operand (vector_write_operand) before reading it again")
+
+
+def plan_carried_lanes(written: tuple[Mapping, Mapping], here: tuple[Mapping, Mapping], call: str) -> None:
+    """The register belongs to a lane: a read at other lanes than the write's (Time, Packet) is refused."""
+    if written != here:
+        (t0, p0), (t1, p1) = written, here
+        raise LayoutError(f"the operand register was written with Time {t0!r}, Packet {p0!r}, but this stream is "
+                          f"Time {t1!r}, Packet {p1!r}; each lane carries its own register", call=call,
+                          level="Packet", mapping=repr(p1), axis=axes_text(p1), line=8716,
+                          fix="read the operand at the lanes that wrote it (before a Narrow or after the Widen)")
+
+
+def plan_write_operand(write: Any, stage: str, context: str, written: bool, read_dtype: str | None = None,
+                       dtype: str | None = None) -> None:
+    """``vector_write_operand(WriteOperand(...))`` (L8708–8721): a :class:`WriteOperand`, single-stream passes
+    only, at a Stashable stage (the stash's tap points, L4983), once per pass (one register per lane); closing a
+    read that waits (``read_dtype``), it writes the dtype that read takes."""
+    from visa.engines.vector.ops import WriteOperand
+
+    call = "vector_write_operand"
+    if not isinstance(write, WriteOperand):
+        raise TypestateError(f"vector_write_operand takes a WriteOperand, got {write!r}", call=call, line=8716,
+                             fix="pass WriteOperand(branch=(0, 1))")
+    if context != "Standalone":
+        raise TypestateError("vector_write_operand() is unavailable in two-group mode", call=call, line=8716,
+                             fix="carry the operand in a single-stream pass (no unzip)")
+    if stage not in STASHABLE:
+        raise TypestateError(f"vector_write_operand() is not available at the {stage} stage (at "
+                             f"{', '.join(sorted(STASHABLE))})", call=call, line=4983,
+                             fix="write the operand right after a Stashable stage")
+    if written:
+        raise TypestateError("this pass already wrote the operand register; there is one per lane and pass",
+                             call=call, line=8716, fix="write the operand once per pass")
+    if read_dtype is not None and dtype is not None and read_dtype != dtype:
+        raise DtypeError(f"the op that reads the operand register works on {read_dtype}, but the stream written "
+                         f"is {dtype}", call=call, line=8716, fix=f"write the operand where the stream is {read_dtype}")
 
 
 def plan_inter_entry(order: str, inter_done: bool) -> None:
@@ -452,3 +519,43 @@ def valid_mask(mappings: tuple[Mapping, ...]) -> BoolArray:
     """Joint validity of a multi-level buffer (padding split across levels is decided on the whole index)."""
     ev = pair_of(*mappings).evaluate()
     return ev.valid.reshape(tuple(m.size for m in mappings))
+
+
+# ------------------------------------------------------------------------------------------------- filter
+
+
+def plan_filter(hw: HardwareProfile, ids: Any, call: str = "vector_filter") -> Any:
+    """The ExecutionIds ``vector_filter`` keeps: a ``ValidBranchIds``, a ``GroupId`` (its ids) or ids, each of
+    ``0 .. 2**execution_id_bits - 1`` (L4795, L4973)."""
+    from visa.engines.vector.ops import GroupId, ValidBranchIds
+
+    if isinstance(ids, GroupId):
+        return ValidBranchIds.group(ids)
+    if isinstance(ids, ValidBranchIds):
+        keep = ids
+    else:
+        try:
+            keep = ValidBranchIds.of(*ids)
+        except (TypeError, ValueError):
+            raise LayoutError(f"vector_filter takes ValidBranchIds, a GroupId or ExecutionIds, got {ids!r}",
+                              call=call, line=4973, fix="pass ValidBranchIds.of(0, 1) or GroupId.One") from None
+    top = (1 << hw.vector.execution_id_bits) - 1
+    bad = sorted(i for i in keep.ids if not 0 <= i <= top)
+    if bad:
+        raise LayoutError(f"ExecutionIds are 0..{top}, got {bad[0]}", call=call, line=4795,
+                          fix=f"keep ExecutionIds 0..{top}")
+    return keep
+
+
+def pack_order(exec_id: npt.NDArray[np.uint8] | None, keep: Any, valid: BoolArray
+               ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """FilterCompaction (L8580–8584, valid-count packing L2324): per packet, how many elements are kept and the
+    lane order that puts them first, in lane order (a stable sort; the dropped ones follow).  A layout padding
+    position is not an element and is never kept."""
+    shape = valid.shape
+    eid = np.zeros(shape, dtype=np.uint8) if exec_id is None else exec_id
+    table = np.zeros(256, dtype=bool)
+    table[sorted(keep.ids)] = True
+    kept = table[eid] & valid
+    order = np.argsort(~kept, axis=-1, kind="stable").astype(np.int64)
+    return kept.sum(axis=-1).astype(np.int64), order

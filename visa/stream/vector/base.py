@@ -18,7 +18,14 @@ import numpy.typing as npt
 from visa import dtypes as dt
 from visa.engines.common import EngineReport, StreamData, StreamLayout
 from visa.engines.vector import arith
-from visa.engines.vector.elementwise import Resolved, apply, check_constant, kind_of, operand_list
+from visa.engines.vector.elementwise import (
+    Resolved,
+    apply,
+    check_constant,
+    kind_of,
+    operand_list,
+    plan_operand_read,
+)
 from visa.engines.vector.intra import Narrowed
 from visa.engines.vector.ops import FpTernaryOp, GroupId, StashMarker, TernaryOperand, VeOp, VeRhs
 from visa.engines.vector.plan import (
@@ -28,6 +35,7 @@ from visa.engines.vector.plan import (
     claim,
     dtype_name,
     plan_enter,
+    plan_pending,
     plan_stash_operand,
     plan_transition,
 )
@@ -40,8 +48,8 @@ if TYPE_CHECKING:
     from visa.tensors.device import TuHandle
     from visa.tensors.handles import DeviceTensor, VrfTensor
 
-__all__ = ["VeState", "StashSlot", "VeBase", "METHOD_STAGE", "D", "Chip", "Cluster", "Slice", "Time", "Packet",
-           "O", "ExecIds", "op_fn", "describe_operand"]
+__all__ = ["VeState", "Carry", "PendingRead", "StashSlot", "VeBase", "METHOD_STAGE", "D", "Chip", "Cluster", "Slice",
+           "Time", "Packet", "O", "ExecIds", "op_fn", "describe_operand", "per_step"]
 
 D = TypeVar("D", bound=dt.Scalar)
 Chip = TypeVar("Chip")
@@ -67,6 +75,7 @@ METHOD_STAGE: dict[str, str] = {
     "vector_clip": "Clip", "vector_clip_with_mode": "Clip", "vector_clip_zip": "Clip",
     "vector_clip_zip_with_mode": "Clip", "vector_filter": "Filter", "vector_final": "Output",
     "vector_inter_slice_reduce": "InterSliceReduce", "vector_stash": "Stash",
+    "vector_write_operand": "WriteOperand",
 }
 
 
@@ -78,6 +87,39 @@ class StashSlot:
     data: StreamData
     stage: str
     consumed_by: str | None = None
+
+
+@dataclass(frozen=True)
+class Carry:
+    """The operand register after ``vector_write_operand`` (L8708–8721): the dtype and stream Time / Packet it was
+    written at, and, at every stream position, the value a later ``OperandRead`` of that time step sees."""
+
+    dtype: str
+    time: Any
+    packet: Any
+    fill: Callable[[], tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]]
+
+    def seen(self) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]:
+        """The register each position's read sees (computed when a read needs it)."""
+        return self.fill()
+
+
+@dataclass(frozen=True)
+class PendingRead:
+    """An op that read the operand register before this pass wrote it: it runs, time step by time step, when
+    the ``vector_write_operand`` right after it says which results the register keeps (L8716–8721)."""
+
+    fn: Callable[..., Any]
+    args: tuple[int, ...]
+    data: StreamData
+    read: frozenset[int]
+    call: str
+    dtype: str
+    after: tuple[Callable[..., Any], ...] = ()
+
+    def then(self, step: Callable[..., Any]) -> PendingRead:
+        """This wait with one more elementwise step between the read and the write."""
+        return replace(self, after=(*self.after, step))
 
 
 @dataclass(frozen=True)
@@ -98,6 +140,9 @@ class VeState:
     ring: int = 0
     narrowed: Narrowed | None = None
     inter_done: bool = False
+    carry: Carry | None = None
+    pending: PendingRead | None = None
+    packed: npt.NDArray[np.int64] | None = None
 
     def step(self, stage: str, op: str, flits: int, **changes: Any) -> VeState:
         """The state after a stage: the stage, one more op in the report, one more section."""
@@ -134,6 +179,19 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
         data.check(layout)
         return cls(self.tu, layout, data, self.reports, self.inputs + inputs, self.extra, ve=ve)
 
+    def _fold(self) -> int:
+        """2 when this Way4 stream came from a split (two time steps per Way8 flit), else 1: the operand register
+        belongs to a lane of the Way8 flit (L4864)."""
+        nw = self.ve.narrowed
+        return 2 if nw is not None and nw.kind == "split" and self.layout.packet.size == self.hw.vector.way4_lanes \
+            else 1
+
+    def take(self, call: str) -> None:
+        """Consume this value for ``call``; while an ``OperandRead`` waits for its ``vector_write_operand`` only
+        that call may follow (L8716–8721)."""
+        plan_pending(None if self.ve.pending is None else self.ve.pending.call, call)
+        super().take(call)
+
     def enter(self, call: str, target: str) -> None:
         """Consume this value for ``call`` and check the stage order, the context and the stage's dtype."""
         self.take(call)
@@ -148,6 +206,10 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
                 return super().__getattr__(name)
             stage = object.__getattribute__(self, "ve").stage
             where = f"{self.STAGE} (stage {stage})"
+            if target == "WriteOperand":
+                raise TypestateError(f".vector_write_operand() is not available on a {where}: the operand register "
+                                     f"is written at the Branch, Logic, Fxp, Narrow, Fp, FpDiv or Clip stage, once "
+                                     f"per pass, and not in two-group mode", call=name, line=8716)
             if target == "Stash":
                 raise TypestateError(f".vector_stash() is not available on a {where}: the stash is taken at the "
                                      f"Branch, Logic, Fxp, Narrow, Fp, FpDiv or Clip stage, once per pass, and not in "
@@ -179,6 +241,11 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
             return self._vrf(operand, dtype, call, known), ve, (operand,)
         if kind == "stash":
             return self._stash(dtype, call, ve)
+        if kind == "carried":
+            plan_operand_read(None, dtype, ve.context, call)
+            raise TypestateError("OperandRead is the operand of a binary op (vector_logic, vector_fxp, "
+                                 "vector_fp_binary, vector_fp_div, vector_clip) in a single-stream pass", call=call,
+                                 line=8716, fix="read the carried operand with a binary op of a single stream")
         raise DtypeError(f"{call} takes a constant, a VRF tensor or Stash as its operand, got {operand!r}", call=call,
                          fix="pass a number, VeRhs.vrf(tensor) or Stash")
 
@@ -234,8 +301,11 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
                 rs = [r]
             resolved.append((rs, gid))
             inputs += ins
-        values, known = apply(op_fn(op), args, data.values, data.known, resolved, exec_id,
-                              self.hw.vector.execution_id_bits - 1)
+        group_bit = self.hw.vector.execution_id_bits - 1
+        fn = op_fn(op)
+        values, known = apply(fn, args, data.values, data.known, resolved, exec_id, group_bit)
+        if ve.pending is not None:
+            ve = replace(ve, pending=ve.pending.then(per_step(fn, args, resolved, exec_id, group_bit, values.shape)))
         return StreamData(values, known), ve, inputs
 
     def resolve_ternary(self, operands: Any, call: str, ve: VeState
@@ -254,6 +324,21 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
         r0, ve2, ins = self.resolve(o0, "f32", call, ve)
         r1 = Resolved(check_constant(o1, "f32", call), True)
         return [r0, r1], ve2, ins
+
+
+def per_step(fn: Callable[..., Any], args: tuple[int, ...], resolved: list[tuple[list[Resolved], GroupId | None]],
+             exec_id: ExecIds | None, group_bit: int, shape: tuple[int, ...]) -> Callable[..., Any]:
+    """``fn`` with its resolved operands as one step at time step ``t`` (between an ``OperandRead`` and its
+    ``WriteOperand``, :func:`visa.engines.vector.elementwise.carry_scan`)."""
+
+    def at(a: Any, t: int) -> Any:
+        return np.broadcast_to(np.asarray(a), shape)[:, :, :, t]
+
+    def step(y: Any, yk: Any, t: int) -> tuple[Any, Any]:
+        ops = [([Resolved(at(r.values, t), at(r.known, t)) for r in rs], gid) for rs, gid in resolved]
+        return apply(fn, args, y, yk, ops, None if exec_id is None else exec_id[:, :, :, t], group_bit)
+
+    return step
 
 
 def op_fn(op: VeOp) -> Callable[..., Any]:

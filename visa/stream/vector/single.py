@@ -12,6 +12,7 @@ dtypes, the stash, the context after a zip).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -22,7 +23,19 @@ from visa import dtypes as dt
 from visa.engines.common import StreamData
 from visa.engines.vector import arith
 from visa.engines.vector.cost import vector_report
-from visa.engines.vector.elementwise import branch_ids
+from visa.engines.vector.elementwise import (
+    Resolved,
+    apply,
+    branch_ids,
+    carry_fill,
+    carry_scan,
+    check_constant,
+    id_mask,
+    kind_of,
+    plan_branch,
+    plan_operand_read,
+    vrf_branch_ids,
+)
 from visa.engines.vector.inter import execute_inter_reduce, plan_inter_reduce
 from visa.engines.vector.intra import Narrowed, execute_intra_reduce, plan_intra_reduce
 from visa.engines.vector.ops import (
@@ -45,41 +58,56 @@ from visa.engines.vector.ops import (
     IntraSliceReduceOpI32,
     LogicBinaryOpF32,
     LogicBinaryOpI32,
+    OperandRead,
+    StashMarker,
     TernaryArgMode,
+    TernaryOperand,
     UnaryArgMode,
     ValidBranchIds,
     VeOp,
+    VeRhs,
+    WriteOperand,
 )
 from visa.engines.vector.plan import (
     LaneConfig,
     check_kind,
     check_op,
     dtype_name,
+    pack_order,
+    plan_carried_lanes,
     plan_concat,
     plan_enter,
     plan_entry,
+    plan_filter,
     plan_int_width,
     plan_inter_entry,
     plan_pad,
+    plan_second_read,
     plan_split,
     plan_stash,
     plan_transition,
     plan_trim,
+    plan_write_operand,
+    valid_mask,
 )
-from visa.errors import TypestateError
+from visa.errors import DtypeError, TypestateError
 from visa.mapping import Mapping
 from visa.stream.stages import VectorFinalTensor
 from visa.stream.vector.base import (
+    Carry,
     Chip,
     Cluster,
     D,
+    ExecIds,
     O,
     Packet,
+    PendingRead,
     Slice,
     StashSlot,
     Time,
     VeBase,
     describe_operand,
+    op_fn,
 )
 
 if TYPE_CHECKING:
@@ -116,11 +144,56 @@ class _Ops(VeBase[D, Chip, Cluster, Slice, Time, Packet, O]):
 
     def _operate(self, cls: type[V], stage: str, op: VeOp, args: tuple[int, ...], operand: Any, call: str) -> V:
         """``op`` with its operand(s) over the stream (the stage entered and the operator checked)."""
+        if isinstance(operand, OperandRead):
+            return self._carried(cls, stage, op, args, operand, call)
+        if isinstance(op, FpTernaryOp):
+            pair = (operand.operand0, operand.operand1) if isinstance(operand, TernaryOperand) else operand
+            if isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], OperandRead):
+                return self._carried(cls, stage, op, args, pair[0], call, pair[1])
         ve = self.ve.use(op.alu, call)
         data, ve, inputs = self.operate(op, args, operand, call, ve, self.data, self.ve.exec_id)
         mode = "" if args == tuple(range(len(args))) else f", Mode{''.join(map(str, args))}"
         ve = ve.step(stage, f"{op!r}{mode}, {describe_operand(operand)}", self.layout.time.size)
         return self.advance(cls, self.layout, data, ve, inputs)
+
+    def _carried(self, cls: type[V], stage: str, op: VeOp, args: tuple[int, ...], operand: OperandRead,
+                 call: str, constant: Any = None) -> V:
+        """``op`` with ``OperandRead``: the carried register as its operand (L8708–8721) — of a binary op, or
+        operand0 of a ternary one (``constant`` is then its f32 operand1, L5059).  Written earlier in the pass, the
+        register is read as it stands at each time step; not yet written, the op waits for the
+        ``vector_write_operand`` that must follow (:class:`PendingRead`)."""
+        dtype = dtype_name(self.dtype)
+        carry = self.ve.carry
+        plan_operand_read(carry.dtype if carry is not None else None, dtype, self.ve.context, call)
+        plan_second_read(None if self.ve.pending is None else self.ve.pending.call, call)
+        fn = op_fn(op)
+        mode = "" if args == tuple(range(len(args))) else f", Mode{''.join(map(str, args))}"
+        text = f"{op!r}{mode}, {operand!r}"
+        if isinstance(op, FpTernaryOp):
+            if kind_of(constant) != "constant" or isinstance(constant, (VeRhs, StashMarker)):
+                raise DtypeError("operand1 of a ternary operation must be an f32 constant", call=call, line=5059,
+                                 fix="pass (OperandRead(...), a float)")
+            c = check_constant(constant, "f32", call)
+            fn3, slots3 = fn, args
+
+            def fn(x: Any, reg: Any) -> Any:
+                return fn3(*((x, reg, c)[a] for a in slots3))
+
+            args = (0, 1)
+            text += f", {constant!r}"
+        ve = self.ve.use(op.alu, call)
+        if carry is None:
+            pending = PendingRead(fn, args, self.data, operand.branch, call, dtype)
+            ve = ve.step(stage, text, self.layout.time.size, pending=pending)
+            return self.advance(cls, self.layout, StreamData(self.data.values, self.data.known), ve)
+        plan_carried_lanes((carry.time, carry.packet), (self.layout.time, self.layout.packet), call)
+        ids = self.ve.exec_id if self.ve.exec_id is not None else np.zeros(self.layout.shape, np.uint8)
+        sel = id_mask(ids, operand.branch)
+        reg, reg_k = carry.seen()
+        values, known = apply(fn, args, self.data.values, self.data.known, [([Resolved(reg, reg_k)], None)], None, 0)
+        data = StreamData(np.where(sel, values, self.data.values), np.where(sel, known, self.data.known))
+        ve = ve.step(stage, text, self.layout.time.size)
+        return self.advance(cls, self.layout, data, ve)
 
     def _relane(self, cls: type[V], stage: str, cfg: LaneConfig, text: str, **changes: Any) -> V:
         """A Narrow or Widen step: the data and the ExecutionIds regrouped as the plan says."""
@@ -135,6 +208,8 @@ class _Ops(VeBase[D, Chip, Cluster, Slice, Time, Packet, O]):
         fn, dtype = arith.CONVERSIONS[stage]
         iw = plan_int_width(int_width, call)
         ve = self.ve.step(stage, f"{call.removeprefix('vector_')}({iw})", self.layout.time.size)
+        if ve.pending is not None:
+            ve = replace(ve, pending=ve.pending.then(lambda y, yk, t: (fn(y, iw), yk)))
         return self.advance(cls, self.layout.with_(dtype=dt.scalar(dtype)),
                             StreamData(fn(self.data.values, iw), self.data.known.copy()), ve)
 
@@ -239,6 +314,15 @@ class _Fp(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
         values = arith.fp_unary(op.name, src)
         ve = ve.step("Fp", f"{op!r}" + ("" if args == (0,) else f"(Mode1, {describe_operand(operand)})"),
                      self.layout.time.size)
+        pending = ve.pending
+        if pending is not None:
+            name = op.name
+            if args == (1,):
+                fixed, fixed_k = src, kn
+                pending = pending.then(lambda y, yk, t: (arith.fp_unary(name, fixed[:, :, :, t]), fixed_k[:, :, :, t]))
+            else:
+                pending = pending.then(lambda y, yk, t: (arith.fp_unary(name, y), yk))
+            ve = replace(ve, pending=pending)
         return self.advance(VectorFpTensor, self.layout, StreamData(np.ascontiguousarray(values),
                                                                     np.ascontiguousarray(kn)), ve, inputs)
 
@@ -334,21 +418,22 @@ class _Filter(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
 
     def vector_filter(self, ids: ValidBranchIds | GroupId | Iterable[int]
                       ) -> VectorFilterTensor[D, Chip, Cluster, Slice, Time, Packet, O]:
-        """Filter, Way8 (L4973–4974): elements whose ExecutionId is not in ``ids`` are dropped from the output
-        (they are not committed; decision, docs/manual-notes.md).  Unavailable after a ``_zip``."""
+        """Filter, Way8 (L4973–4974; FilterCompaction L8580–8584): the elements whose ExecutionId is in ``ids``
+        are kept and packed to the front of their packet, in order (valid-count packing, L2324); the lanes after
+        them hold nothing.  ``commit`` writes only the kept elements, ``commit_view`` leaves the others' bytes
+        as they were.  Unavailable after a ``_zip``."""
         call = "vector_filter"
         self.enter(call, "Filter")
-        if isinstance(ids, GroupId):
-            keep = ValidBranchIds.group(ids)
-        elif isinstance(ids, ValidBranchIds):
-            keep = ids
-        else:
-            keep = ValidBranchIds.of(*ids)
-        eid = self.ve.exec_id if self.ve.exec_id is not None else np.zeros(self.layout.shape, dtype=np.uint8)
-        mask = np.isin(eid, np.array(sorted(keep.ids), dtype=np.uint8))
-        data = StreamData(self.data.values, self.data.known & mask)
-        ve = self.ve.step("Filter", f"filter({sorted(keep.ids)})", self.layout.time.size)
-        return self.advance(VectorFilterTensor, self.layout, data, ve)
+        keep = plan_filter(self.hw, ids, call)
+        counts, order = pack_order(self.ve.exec_id, keep, valid_mask(self.levels()))
+        lanes = np.arange(self.layout.packet.size).reshape(1, 1, 1, 1, -1)
+        live = lanes < counts[..., None]
+        values = np.take_along_axis(self.data.values, order, axis=-1)
+        known = np.take_along_axis(self.data.known, order, axis=-1) & live
+        eid = None if self.ve.exec_id is None else np.take_along_axis(self.ve.exec_id, order, axis=-1)
+        ve = self.ve.step("Filter", f"filter({sorted(keep.ids)}), packed", self.layout.time.size, exec_id=eid,
+                          packed=counts)
+        return self.advance(VectorFilterTensor, self.layout, StreamData(values, known), ve)
 
 
 class _Final(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
@@ -361,7 +446,9 @@ class _Final(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
         report = vector_report(self.hw, self.ve.ops, (*self.ve.sections, self.layout.time.size),
                                alus=len(self.ve.alu_order), reduce_steps=self.ve.reduce_steps, ring=self.ve.ring,
                                alu_names=self.ve.alu_order)
-        return self.then(VectorFinalTensor, self.layout, StreamData(self.data.values, self.data.known), report)
+        extra = {} if self.ve.packed is None else {"packed": self.ve.packed}
+        return self.then(VectorFinalTensor, self.layout, StreamData(self.data.values, self.data.known), report,
+                         **extra)
 
 
 class _Inter(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
@@ -404,6 +491,29 @@ class _Stash(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
         ve = replace(self.ve, stash=slot, stash_taken=True, ops=(*self.ve.ops, "stash"))
         return self.advance(type(self), self.layout, StreamData(self.data.values, self.data.known), ve)
 
+    def vector_write_operand(self: V, write: WriteOperand) -> V:
+        """``WriteOperand(branch = …)`` (cumsum, L8708–8721): the elements whose ExecutionId is in ``branch`` store
+        their value in their lane's operand register, which carries to later time steps; not a stage, once per
+        pass, at a Stashable stage (the stash's tap points, L4983), single-stream only.  Right after an op that
+        read ``OperandRead`` it closes the loop: that op then runs time step by time step."""
+        call = "vector_write_operand"
+        self.take(call)
+        dtype = dtype_name(self.dtype)
+        pending = self.ve.pending
+        plan_write_operand(write, self.ve.stage, self.ve.context, self.ve.carry is not None,
+                           None if pending is None else pending.dtype, dtype)
+        ids = self.ve.exec_id
+        data = self.data
+        if pending is not None:
+            vals, known = carry_scan(pending.fn, pending.args, pending.data.values, pending.data.known, ids,
+                                     pending.read, write.branch, self._fold(), pending.after)
+            data = StreamData(vals, known)
+        fold, written = self._fold(), StreamData(data.values, data.known)
+        carry = Carry(dtype, self.layout.time, self.layout.packet,
+                      functools.cache(lambda: carry_fill(written.values, written.known, ids, write.branch, fold)))
+        ve = replace(self.ve, carry=carry, pending=None, ops=(*self.ve.ops, repr(write)))
+        return self.advance(type(self), self.layout, StreamData(data.values, data.known), ve)
+
 
 # ------------------------------------------------------------------------------------------------ stages
 
@@ -441,9 +551,18 @@ def branch(self: VeBase[Any, Any, Any, Any, Any, Any, Any], mode: BranchMode, cl
     self.take(call)
     plan_transition(self.hw, self.ve.stage, "Branch")
     plan_entry(self.hw, self.dtype, self.layout.packet, call)
-    ids = branch_ids(self.hw, mode, self.layout, self.data.values)
+    inputs: tuple[DeviceTensor, ...] = ()
+    ids: ExecIds | None
+    if isinstance(mode, BranchMode) and mode.name == "Vrf":
+        plan_branch(self.hw, mode, dtype_name(self.dtype))
+        log = self._vrf(mode.ids, "i32", call, None)
+        ids = vrf_branch_ids(self.hw, log.values, np.asarray(log.known, dtype=bool),
+                             np.asarray(log.known, dtype=bool), call, mode.ids.mapping("Element"))
+        inputs = (mode.ids,)
+    else:
+        ids = branch_ids(self.hw, mode, self.layout, self.data.values)
     ve = self.ve.step("Branch", f"branch({mode!r})", self.layout.time.size, exec_id=ids)
-    return self.advance(cls, self.layout, self.data, ve)
+    return self.advance(cls, self.layout, self.data, ve, inputs)
 
 
 class VectorBranchTensor(_Logic[D, Chip, Cluster, Slice, Time, Packet, O],
