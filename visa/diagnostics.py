@@ -288,8 +288,12 @@ def catalogue(sites: list[Site], codes: dict[str, str]) -> str:
             site = group[0]
             cls = classes[site.cls]
             where = f"`{site.call}`" if site.call else f"`{site.path.stem}.{site.qualname}`"
-            meaning = _cell(re.sub(r"\{…\}", "*…*", site.message)) or _cell((cls.__doc__ or "").split("\n\n")[0])
-            fix = _cell(re.sub(r"\{…\}", "*…*", site.fix)) or "—"
+            summary = " ".join((cls.__doc__ or "").split("\n\n")[0].split())
+            message = " ".join(re.sub(r"\{…\}", "*…*", site.message).split())
+            if len(_WORD.findall(site.message.replace(PLACEHOLDER, " "))) < 4:  # mostly filled in at run time
+                message = f"{summary} {f'(*{message}*)' if message.strip('*… ') else ''}".strip()
+            meaning = _cell(message)
+            fix = _cell(" ".join(re.sub(r"\{…\}", "*…*", site.fix).split())) or "—"
             lines.append(f"| <a id=\"{code}\"></a>{code} | `{site.cls}` | {where} | {meaning} | "
                          f"{_cell(_rule(site, cls)) or '—'} | {fix} |")
         lines.append("")

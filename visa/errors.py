@@ -89,8 +89,6 @@ class VisaError(Exception):
         if code is None:  # rebuilt from a refusal being handled (``raise type(e)(...)``): keep that one's code
             handled = sys.exc_info()[1]
             code = handled.code if isinstance(handled, VisaError) and type(handled) is type(self) else None
-        if code is None and __import__("os").environ.get("VISA_DEBUG_CODES"):
-            print(f"NOCODE {frame.f_code.co_filename}:{frame.f_lineno} {type(self).__name__}", file=sys.stderr)
         return code or type(self).code
 
     def __str__(self) -> str:
