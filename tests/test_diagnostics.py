@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from visa import AxisSet, m
+from visa import AxisSet
 from visa.diagnostic_codes import CODES, RETIRED
 from visa.diagnostics import Site, catalogue, scan, site_key
 from visa.errors import LayoutError, MappingSyntaxError, UnknownAxisError, VisaError

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from visa.stream import BeginTensor
 
 __all__ = ["Context", "DmaContext", "TuContext", "EngineReport", "Operation", "Schedule", "device", "launch",
-           "acquired_contexts", "report_all", "reset_acquired"]
+           "acquired_contexts", "report_all", "reset_acquired", "OBSERVERS"]
 
 
 @dataclass
@@ -46,6 +46,10 @@ class Operation:
     def end(self) -> int:
         """The cycle the operation finishes: its outputs are ready then."""
         return self.start + self.cycles
+
+
+#: Callables told of every operation as it is scheduled (``visa run`` shows progress with one).
+OBSERVERS: list[Callable[[Operation], None]] = []
 
 
 @dataclass
@@ -66,6 +70,8 @@ class Schedule:
         op = Operation(track, name, start, cycles, reports)
         self.ops.append(op)
         self.free_at[track] = op.end
+        for observer in OBSERVERS:
+            observer(op)
         return op
 
     @property
@@ -173,9 +179,10 @@ class Context:
         lines.append(f"    {'track':<22}{'busy':>12}")
         for name, busy in tracks.items():
             lines.append(f"    {name:<22}{busy:>12}")
-        lines.append(f"    {'operation':<40}{'track':<8}{'start':>10}{'cycles':>10}")
+        width = max([40, *(len(op.name) + 2 for op in self.schedule.ops)])  # whole names, never cut
+        lines.append(f"    {'operation':<{width}}{'track':<8}{'start':>10}{'cycles':>10}")
         for op in self.schedule.ops:
-            lines.append(f"    {op.name[:39]:<40}{op.track:<8}{op.start:>10}{op.cycles:>10}")
+            lines.append(f"    {op.name:<{width}}{op.track:<8}{op.start:>10}{op.cycles:>10}")
         return "\n".join(lines)
 
     def trace(self, pid: int = 0) -> dict[str, Any]:

@@ -1,3 +1,4 @@
+# ruff: noqa: E501 - one line per diagnostic, as the maintenance tool writes them
 """The code of every diagnostic (see :mod:`visa.diagnostics`): one line per raise site.
 
 Add a line for a new raise site (``python -m visa.diagnostics --assign`` does it); never change or

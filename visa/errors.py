@@ -19,6 +19,7 @@ Input, L1639) (axis N); fix: give the buffer all of N [V300]'
 from __future__ import annotations
 
 import sys
+from types import FrameType
 
 __all__ = [
     "VisaError",
@@ -75,7 +76,7 @@ class VisaError(Exception):
 
     def _site_code(self) -> str:
         """The code of the raise site that built this error (its catalogue entry), else the class's code."""
-        frame = sys._getframe(2)
+        frame: FrameType | None = sys._getframe(2)
         while frame is not None and frame.f_code.co_name == "__init__" and frame.f_locals.get("self") is self:
             frame = frame.f_back  # a subclass's __init__ calling ours
         if frame is None:

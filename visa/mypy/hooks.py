@@ -63,7 +63,8 @@ from visa.stream.stages import STAGE_METHODS
 if TYPE_CHECKING:
     from visa.mypy import VisaPlugin
 
-__all__ = ["VISA", "error_code", "METHODS", "RECEIVERS", "FUNCTIONS", "Call", "static_type", "m_annotation", "tensor_annotation"]
+__all__ = ["VISA", "error_code", "METHODS", "RECEIVERS", "FUNCTIONS", "Call", "static_type", "m_annotation",
+           "tensor_annotation"]
 
 #: The parent error code of every refusal the plugin reports (``disable_error_code = ["visa"]`` silences them).
 VISA = ErrorCode("visa", "A layout rule of the visa package refuses the call", "General")
