@@ -110,3 +110,13 @@ def test_citations_name_the_manuals_sections() -> None:
     with pytest.raises(MappingSyntaxError) as err:
         AxisSet(A=8).m["A / 3 / "]
     assert not re.search(r"(?<!, )\bL\d{3,4}", str(err.value))  # every citation has its section
+
+
+def test_the_manual_page_is_current_and_the_docs_site_lists_it() -> None:
+    from visa.manual import page
+
+    assert (ROOT / "docs" / "manual.md").read_text() == page() + "\n", FIX
+    nav = (ROOT / "mkdocs.yml").read_text()
+    for name in ("errors.md", "manual.md", "tutorial/first-kernel.md", "tutorial/timeline.md",
+                 "tutorial/tiling-gemm.md"):
+        assert name in nav and (ROOT / "docs" / name).is_file()

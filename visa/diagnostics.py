@@ -14,7 +14,7 @@ The codes' first digit is the family of the error class (1 mapping, 2 dtype, 3 l
 Maintenance (``tests/test_diagnostics.py`` fails until both are done)::
 
     python -m visa.diagnostics --assign      # give every new raise site the next free code of its family
-    python -m visa.diagnostics --catalogue   # rewrite docs/errors.md
+    python -m visa.diagnostics --catalogue   # rewrite docs/errors.md (and docs/manual.md)
 
 >>> site_key("plan.py", "_check_axes", "LayoutError", "{…} does not use axis {…} of {…}")
 'plan._check_axes LayoutError: does not use axis'
@@ -325,7 +325,10 @@ def main(argv: list[str] | None = None) -> int:
         k = args.index("--catalogue")
         target = Path(args[k + 1]) if len(args) > k + 1 else PACKAGE.parent / "docs" / "errors.md"
         target.write_text(catalogue(sites, codes) + "\n")
-        print(f"wrote {target}")
+        from visa.manual import page
+
+        (target.parent / "manual.md").write_text(page() + "\n")
+        print(f"wrote {target} and {target.parent / 'manual.md'}")
         return 0
     missing = [s for s in sites if s.key not in codes]
     for s in missing:
