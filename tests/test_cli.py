@@ -205,6 +205,16 @@ def test_a_failed_check_says_what_it_compared(tmp_path: Path, capsys: pytest.Cap
     assert main(["run", str(scalar)]) == 1
     out = capsys.readouterr().out
     assert "total = 4" in out and "5 = 5" in out
+    bound = _write(tmp_path, "bound.py", '''
+        import numpy as np
+
+        def main() -> None:
+            got, want = np.array([1.0, 2.0, 3.5]), np.array([1.0, 2.0, 3.0])
+            assert np.all(np.abs(got - want) <= 0.25)
+        ''')
+    assert main(["run", str(bound)]) == 1
+    assert ("1 of 3 elements fail np.abs(got - want) <= 0.25; first at index (2,): np.abs(got - want) = "
+            "np.float64(0.5), 0.25 = np.float64(0.25)") in capsys.readouterr().out
 
 
 def test_run_prints_whole_operation_names_and_a_summary(capsys: pytest.CaptureFixture[str]) -> None:
@@ -231,6 +241,10 @@ def test_ctrl_c_stops_and_prints_the_schedule_so_far(tmp_path: Path, capsys: pyt
     assert f"STOP  {path}: interrupted after" in out and "the schedule so far" in out
     assert "host.to_hbm" in out and "device RNGD: 1 operations" in out
     assert "constant_add" not in out and "0 of 2 files finished" in out
+    trace = tmp_path / "stopped.json"
+    assert main(["trace", str(path), "-o", str(trace)]) == 130
+    assert [ev["name"] for ev in json.loads(trace.read_text())["traceEvents"] if ev["ph"] == "X"] == \
+        ['host.to_hbm → HbmTensor[i32, m["1"], m["A"]] @ 0']
 
 
 def test_progress_shows_on_a_terminal_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -144,6 +144,17 @@ def explain_assertion(err: AssertionError) -> list[str]:
             diff = _array_difference(left, right)
             if diff and not isinstance(left, (int, float, str)):
                 out.append(diff)
+        elif (isinstance(test, ast.Call) and len(test.args) == 1 and isinstance(test.args[0], ast.Compare)
+              and len(test.args[0].ops) == 1):  # np.all(a <= b): where the comparison fails
+            cmp = test.args[0]
+            left, right = value(cmp.left), value(cmp.comparators[0])
+            holds = np.asarray(value(cmp))
+            if holds.ndim and not holds.all():
+                first = tuple(int(k) for k in np.argwhere(~holds)[0])
+                a = np.broadcast_to(np.asarray(left), holds.shape)[first]
+                b = np.broadcast_to(np.asarray(right), holds.shape)[first]
+                out.append(f"{int((~holds).sum())} of {holds.size} elements fail {ast.unparse(cmp)}; first at index "
+                           f"{first}: {ast.unparse(cmp.left)} = {a!r}, {ast.unparse(cmp.comparators[0])} = {b!r}")
         elif isinstance(test, ast.Call) and len(test.args) >= 2:
             a, b = value(test.args[0]), value(test.args[1])
             out.append(_array_difference(a, b) or f"{ast.unparse(test.args[0])} = {_short(a)}; "
@@ -303,13 +314,17 @@ def _run(args: argparse.Namespace) -> int:
 def _trace(args: argparse.Namespace) -> int:
     from visa.context import acquired_contexts
 
-    if not run_file(Path(args.file), verbose=False):
-        return 1
+    status = 0
+    try:
+        if not run_file(Path(args.file), verbose=False):
+            return 1
+    except KeyboardInterrupt:  # Ctrl-C: the trace of the operations scheduled so far
+        status = 130
     events = [ev for pid, ctx in enumerate(acquired_contexts()) for ev in ctx.trace(pid=pid)["traceEvents"]]
     with open(args.output, "w") as fh:
         json.dump({"traceEvents": events, "displayTimeUnit": "ns"}, fh)
     print(f"wrote {args.output}: {len(events)} events (open it in https://ui.perfetto.dev)")
-    return 0
+    return status
 
 
 def _project_config() -> tuple[str | None, bool]:

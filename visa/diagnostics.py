@@ -78,6 +78,7 @@ class Site:
     fix: str
     call: str
     manual_line: int | None = None
+    doc: str = ""  # the enclosing function's docstring (its citations are the rule when the message has none)
     key: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -123,10 +124,10 @@ def _sites_in(path: Path, source: str, is_error: set[str] | None) -> list[Site]:
     def kw(node: ast.Call, name: str) -> ast.expr | None:
         return next((k.value for k in node.keywords if k.arg == name), None)
 
-    def visit(node: ast.AST, qual: list[str]) -> None:
+    def visit(node: ast.AST, qual: list[str], doc: str) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                visit(child, [*qual, child.name])
+                visit(child, [*qual, child.name], ast.get_docstring(child) or doc)
                 continue
             if isinstance(child, ast.Call):
                 name = _call_name(child)
@@ -148,10 +149,10 @@ def _sites_in(path: Path, source: str, is_error: set[str] | None) -> list[Site]:
                                       _template(message), _template(kw(child, "fix")) if kw(child, "fix") else "",
                                       call_text,
                                       line.value if isinstance(line, ast.Constant) and isinstance(line.value, int)
-                                      else None))
-            visit(child, qual)
+                                      else None, doc))
+            visit(child, qual, doc)
 
-    visit(tree, [])
+    visit(tree, [], "")
     return sites
 
 
@@ -252,7 +253,9 @@ def _rule(site: Site, cls: type) -> str:
     found = re.findall(r"L\d{1,4}(?:\s*[–-]\s*L?\d{1,4})?", text)
     if site.manual_line is not None:
         found.insert(0, f"L{site.manual_line}")
-    if not found:
+    if not found:  # the function's docstring, else the error class's (not the base class's: it cites examples)
+        found = re.findall(r"L\d{1,4}(?:\s*[–-]\s*L?\d{1,4})?", site.doc)
+    if not found and cls.__name__ != "VisaError":
         found = re.findall(r"L\d{1,4}(?:\s*[–-]\s*L?\d{1,4})?", cls.__doc__ or "")
     seen: list[str] = []
     for f in found:
