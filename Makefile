@@ -41,7 +41,7 @@ $(VENV)/.docs-installed: $(STAMP)
 
 docs: $(VENV)/.docs-installed
 	$(BIN)/python -m visa.diagnostics --catalogue
-	$(BIN)/mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # The plugin's tests at the oldest mypy the package declares (pyproject: tcp-visa[check]), in a second venv.
 MYPY_FLOOR := $(shell sed -n 's/^check = \["mypy>=\([0-9.]*\)"\]/\1/p' pyproject.toml)

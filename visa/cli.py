@@ -263,7 +263,7 @@ def _run_one(path: Path, verbose: bool, console: Console) -> Outcome:
         console.print(f"[bold yellow]STOP[/]  {escape(str(path))}: interrupted after {elapsed:.2f} s; "
                       "the schedule so far:")
         text = report_all()
-        console.out(text or "  (no operation was scheduled)", highlight=False)
+        console.out(str(text) if text else "  (no operation was scheduled)", highlight=False)
         raise
     except Exception:  # noqa: BLE001 - a crash in an example is reported, not hidden
         console.print(f"[bold red]ERROR[/] {escape(str(path))}:")
@@ -279,7 +279,7 @@ def _run_one(path: Path, verbose: bool, console: Console) -> Outcome:
         if verbose:
             text = report_all()
             if text:
-                console.out(text, highlight=False)
+                console.out(str(text), highlight=False)
     return Outcome(path, status, elapsed)
 
 

@@ -72,7 +72,7 @@ class VisaError(Exception):
         self.fix = fix
         self.line = line
         self.code = self._site_code()
-        super().__init__(self._render())
+        super().__init__(message)  # str() renders the parts when asked (a refusal caught and retried costs less)
 
     def _site_code(self) -> str:
         """The code of the raise site that built this error (its catalogue entry), else the class's code."""
@@ -125,7 +125,6 @@ def _rebuild(cls: type[VisaError], message: str, state: dict[str, object]) -> Vi
     err = cls.__new__(cls)
     Exception.__init__(err, message)
     err.__dict__.update(state)
-    Exception.__init__(err, err._render())
     return err
 
 
