@@ -191,13 +191,13 @@ class _Progress:
         if self.bar is None:
             if time.perf_counter() - self.start < _PROGRESS_AFTER:
                 return
-            self.bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+            self.bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(bar_width=16),
                                 TextColumn("{task.fields[what]}"), TimeElapsedColumn(), console=self.console,
                                 transient=True)
             self.bar.start()
             self.task = self.bar.add_task(f"{self.path.name}", total=None, what="")
         assert self.task is not None
-        self.bar.update(self.task, what=f"{self.count} ops, {self.cycles} cycles: {op.name[:40]}")
+        self.bar.update(self.task, what=f"{self.count} ops, {self.cycles} cycles: {op.name}")
 
     def stop(self) -> None:
         if self.bar is not None:

@@ -72,6 +72,19 @@ VISA = ErrorCode("visa", "A layout rule of the visa package refuses the call", "
 _CODES: dict[str, ErrorCode] = {}
 
 
+def _register_codes() -> None:
+    """Create every diagnostic's error code when the plugin loads, so mypy knows them before it reads
+    ``disable_error_code`` / ``--disable-error-code`` (mypy ≥ 1.19 checks plugin codes after loading plugins;
+    older releases warn about them in a configuration file and still honour them)."""
+    import visa.errors as errors_module
+    from visa.diagnostic_codes import CODES
+
+    classes = {getattr(errors_module, n).code for n in errors_module.__all__}
+    for code in sorted(set(CODES.values()) | classes):
+        _CODES[code] = ErrorCode(f"visa-{code}", f"visa refusal {code} (docs/errors.md)", "General",
+                                 sub_code_of=VISA)
+
+
 def error_code(err: VisaError) -> ErrorCode:
     """The mypy error code of a refusal: ``visa-V3012`` for the diagnostic ``V3012`` (docs/errors.md), a
     sub-code of ``visa``, so ``disable_error_code = ["visa-V3012"]`` silences that diagnostic alone."""
@@ -80,6 +93,9 @@ def error_code(err: VisaError) -> ErrorCode:
         code = _CODES[err.code] = ErrorCode(f"visa-{err.code}", f"visa refusal {err.code} (docs/errors.md)",
                                             "General", sub_code_of=VISA)
     return code
+
+
+_register_codes()
 
 MAPPING = "visa.mapping.core.Mapping"
 
