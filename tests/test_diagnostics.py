@@ -120,3 +120,10 @@ def test_the_manual_page_is_current_and_the_docs_site_lists_it() -> None:
     for name in ("errors.md", "manual.md", "tutorial/first-kernel.md", "tutorial/timeline.md",
                  "tutorial/tiling-gemm.md"):
         assert name in nav and (ROOT / "docs" / name).is_file()
+
+
+def test_codes_quoted_in_the_docs_exist() -> None:
+    """The README and the tutorial quote real diagnostics: a code they show must be in the catalogue."""
+    texts = [ROOT / "README.md", *sorted((ROOT / "docs" / "tutorial").glob("*.md")), ROOT / "docs" / "index.md"]
+    quoted = {c for path in texts for c in re.findall(r"\bV\d{4}\b", path.read_text())}
+    assert quoted and quoted <= set(CODES.values()), quoted - set(CODES.values())
