@@ -18,6 +18,7 @@ import runpy
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Sequence
@@ -174,34 +175,50 @@ class Outcome:
 
 
 class _Progress:
-    """A live line while a run simulates (a pulsing bar, the operations and cycles so far, the last
-    operation); shown only on a terminal, and only once a run takes longer than a moment."""
+    """A live line while a run simulates (a spinner, a pulsing bar, the operations and cycles so far, the last
+    operation, the time); shown only on a terminal, and only once a run takes longer than a moment.  A timer
+    shows it, so a first operation that runs for minutes still has its line."""
 
     def __init__(self, console: Console, path: Path) -> None:
         self.console, self.path = console, path
         self.count = 0
         self.cycles = 0
+        self.last = "starting"
         self.bar: Progress | None = None
         self.task: TaskID | None = None
-        self.start = time.perf_counter()
+        self.stopped = False
+        self.lock = threading.Lock()
+        self.timer = threading.Timer(_PROGRESS_AFTER, self._show)
+        self.timer.daemon = True
+        self.timer.start()
 
-    def __call__(self, op: Operation) -> None:
-        self.count += 1
-        self.cycles = max(self.cycles, op.end)
-        if self.bar is None:
-            if time.perf_counter() - self.start < _PROGRESS_AFTER:
+    def _text(self) -> str:
+        return f"{self.count} ops, {self.cycles} cycles: {self.last}"
+
+    def _show(self) -> None:
+        with self.lock:
+            if self.stopped:
                 return
             self.bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(bar_width=16),
                                 TextColumn("{task.fields[what]}"), TimeElapsedColumn(), console=self.console,
                                 transient=True)
             self.bar.start()
-            self.task = self.bar.add_task(f"{self.path.name}", total=None, what="")
-        assert self.task is not None
-        self.bar.update(self.task, what=f"{self.count} ops, {self.cycles} cycles: {op.name}")
+            self.task = self.bar.add_task(self.path.name, total=None, what=self._text())
+
+    def __call__(self, op: Operation) -> None:
+        self.count += 1
+        self.cycles = max(self.cycles, op.end)
+        self.last = op.name
+        if self.bar is not None and self.task is not None:
+            self.bar.update(self.task, what=self._text())
 
     def stop(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()
+        with self.lock:
+            self.stopped = True
+            self.timer.cancel()
+            if self.bar is not None:
+                self.bar.stop()
+                self.bar = None
 
 
 #: Seconds before ``visa run`` shows progress (shorter runs stay quiet).
