@@ -127,3 +127,14 @@ def test_codes_quoted_in_the_docs_exist() -> None:
     texts = [ROOT / "README.md", *sorted((ROOT / "docs" / "tutorial").glob("*.md")), ROOT / "docs" / "index.md"]
     quoted = {c for path in texts for c in re.findall(r"\bV\d{4}\b", path.read_text())}
     assert quoted and quoted <= set(CODES.values()), quoted - set(CODES.values())
+
+
+def test_assign_gives_a_new_site_the_next_free_code_of_its_family_never_a_retired_one() -> None:
+    from visa.diagnostics import assign
+
+    new = Site(Path("visa/engines/fetch.py"), 1, 1, "brand_new", "LayoutError", "a new refusal {…}", "", "")
+    top = max(int(c[2:]) for c in [*CODES.values(), *RETIRED.values()] if c[1] == "3")
+    retired = f"V3{top + 1:03d}"
+    out = assign([new], dict(CODES) | {f"retired {retired}": retired})
+    assert out[new.key] == f"V3{top + 2:03d}"  # LayoutError is family 3; the retired code is skipped
+    assert {k: v for k, v in out.items() if k != new.key} == dict(CODES) | {f"retired {retired}": retired}

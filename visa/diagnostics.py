@@ -320,10 +320,11 @@ def main(argv: list[str] | None = None) -> int:
     if "--assign" in args:
         keys = {s.key for s in sites}
         gone = {k: v for k, v in codes.items() if k not in keys}
+        retired |= gone  # a code is never reused: the retired ones take part in choosing the next free one
         codes = assign(sites, {k: v for k, v in codes.items() if k in keys} | {f"retired {v}": v
                                                                                for v in retired.values()})
         codes = {k: v for k, v in codes.items() if not k.startswith("retired ")}
-        write_codes(codes, retired | gone)
+        write_codes(codes, retired)
         print(f"{len(codes)} codes; {len(gone)} retired now")
         return 0
     if "--catalogue" in args:
