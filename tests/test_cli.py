@@ -111,6 +111,7 @@ def test_run_reports_a_refusal_in_one_line(tmp_path: Path, capsys: pytest.Captur
     # the user's file, line and kernel statement, not the visa frame that raised
     line = INSUFFICIENT.splitlines().index('    ctx.main.begin(buf.view()).fetch(i8, m["N / 512"], m["N % 512"])') + 1
     assert where == f'      at {path}:{line}: ctx.main.begin(buf.view()).fetch(i8, m["N / 512"], m["N % 512"])'
+    assert out.out.splitlines()[2] == f"      (visa explain {code}: the rule and the fix)"
     assert "Traceback" not in out.out + out.err
 
 
@@ -302,3 +303,16 @@ def test_the_declared_mypy_floor_is_the_one_check_enforces() -> None:
     floor = ".".join(map(str, cli.MYPY_FLOOR))
     assert f'check = ["mypy>={floor}"]' in text
     assert "make typing-floor" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_explain_prints_the_catalogue_entry(capsys: pytest.CaptureFixture[str]) -> None:
+    from visa.diagnostic_codes import CODES
+
+    code = CODES["sequencer._Ctx.insufficient InsufficientInputError: needs indices of that"]
+    assert main(["explain", code.lower()]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"{code}  InsufficientInputError in sequencer._Ctx.insufficient"
+    assert out[2] == "  the manual's rule: manual §Sequencer › Insufficient Input, L1639–1659"
+    assert out[3].startswith("  fix: give the buffer the whole of")
+    assert main(["explain", "V9999"]) == 2
+    assert "no diagnostic V9999" in capsys.readouterr().err

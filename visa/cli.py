@@ -262,7 +262,8 @@ def _run_one(path: Path, verbose: bool, console: Console) -> Outcome:
                       f"{escape(err.describe())}")
         where = _where(_user_frame(err.__traceback__))
         if where:
-            console.print(f"      at {escape(where)}", style="dim" if console.is_terminal else None)
+            console.print(f"      at {escape(where)}")
+        console.print(f"      (visa explain {err.code}: the rule and the fix)", style="dim")
     except AssertionError as err:
         console.print(f"[bold red]FAIL[/]  {escape(str(path))}: result check failed"
                       + (f": {escape(str(err))}" if str(err) else ""))
@@ -326,6 +327,17 @@ def _run(args: argparse.Namespace) -> int:
             if o.status != "pass":
                 console.print(f"  [red]{o.status.upper()}[/] {escape(str(o.path))}")
     return 0 if not failed else 1
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from visa.diagnostics import explain
+
+    text = explain(args.code)
+    if text is None:
+        print(f"visa explain: no diagnostic {args.code} (docs/errors.md lists them)", file=sys.stderr)
+        return 2
+    print(text)
+    return 0
 
 
 def _trace(args: argparse.Namespace) -> int:
@@ -423,6 +435,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     trace.add_argument("file")
     trace.add_argument("-o", "--output", default="trace.json")
     trace.set_defaults(func=_trace)
+    explain = sub.add_parser("explain", help="what an error code means, the manual's rule and the fix")
+    explain.add_argument("code")
+    explain.set_defaults(func=_explain)
     check = sub.add_parser("check", help="type-check kernels with mypy --strict and the visa plugin")
     check.add_argument("files", nargs="+")
     check.set_defaults(func=_check)

@@ -29,7 +29,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Site", "site_key", "code_at", "scan", "assign", "catalogue", "main", "PACKAGE", "PLACEHOLDER"]
+__all__ = ["Site", "Entry", "site_key", "code_at", "scan", "assign", "entry", "explain", "catalogue", "main",
+           "PACKAGE", "PLACEHOLDER"]
 
 #: The directory of the ``visa`` package (a site outside it has no catalogued code).
 PACKAGE = Path(__file__).resolve().parent
@@ -269,6 +270,43 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ").replace("`", "'").strip()
 
 
+@dataclass(frozen=True)
+class Entry:
+    """A diagnostic as the catalogue describes it (``*…*`` stands for what the message fills in)."""
+
+    cls: str
+    where: str
+    meaning: str
+    rule: str
+    fix: str
+
+
+def entry(site: Site, classes: dict[str, type]) -> Entry:
+    """The catalogue's description of one raise site: its class, where it is, what it means, the manual's rule and
+    the fix."""
+    cls = classes[site.cls]
+    where = site.call or f"{site.path.stem}.{site.qualname}"
+    summary = " ".join((cls.__doc__ or "").split("\n\n")[0].split())
+    message = " ".join(re.sub(r"\{…\}", "*…*", site.message).split())
+    if len(_WORD.findall(site.message.replace(PLACEHOLDER, " "))) < 4:  # mostly filled in at run time
+        message = f"{summary} {f'(*{message}*)' if message.strip('*… ') else ''}".strip()
+    fix = " ".join(re.sub(r"\{…\}", "*…*", site.fix).split())
+    return Entry(site.cls, where, message, _rule(site, cls), fix)
+
+
+def explain(code: str) -> str | None:
+    """What ``visa explain CODE`` prints: the catalogue's entry for a code, or ``None`` for an unknown code."""
+    from visa.diagnostic_codes import CODES
+
+    code = code.upper()
+    sites = [s for s in scan() if CODES.get(s.key) == code]
+    if not sites:
+        return None
+    e = entry(sites[0], _error_classes())
+    return "\n".join([f"{code}  {e.cls} in {e.where}", f"  meaning: {e.meaning}",
+                      f"  the manual's rule: {e.rule or '—'}", f"  fix: {e.fix or '—'}"])
+
+
 def catalogue(sites: list[Site], codes: dict[str, str]) -> str:
     """The Markdown page ``docs/errors.md``: every code, its class, what it means, the manual's rule, the fix."""
     classes = _error_classes()
@@ -290,18 +328,9 @@ def catalogue(sites: list[Site], codes: dict[str, str]) -> str:
         lines += [f"## V{family}xxx: {_FAMILIES.get(family, 'Other')}", "",
                   "| code | error | where | meaning | the manual's rule | fix |", "|---|---|---|---|---|---|"]
         for code in sorted(c for c in by_code if c[1] == family):
-            group = by_code[code]
-            site = group[0]
-            cls = classes[site.cls]
-            where = f"`{site.call}`" if site.call else f"`{site.path.stem}.{site.qualname}`"
-            summary = " ".join((cls.__doc__ or "").split("\n\n")[0].split())
-            message = " ".join(re.sub(r"\{…\}", "*…*", site.message).split())
-            if len(_WORD.findall(site.message.replace(PLACEHOLDER, " "))) < 4:  # mostly filled in at run time
-                message = f"{summary} {f'(*{message}*)' if message.strip('*… ') else ''}".strip()
-            meaning = _cell(message)
-            fix = _cell(" ".join(re.sub(r"\{…\}", "*…*", site.fix).split())) or "—"
-            lines.append(f"| <a id=\"{code}\"></a>{code} | `{site.cls}` | {where} | {meaning} | "
-                         f"{_cell(_rule(site, cls)) or '—'} | {fix} |")
+            e = entry(by_code[code][0], classes)
+            lines.append(f"| <a id=\"{code}\"></a>{code} | `{e.cls}` | `{e.where}` | {_cell(e.meaning)} | "
+                         f"{_cell(e.rule) or '—'} | {_cell(e.fix) or '—'} |")
         lines.append("")
     return "\n".join(lines)
 
