@@ -138,3 +138,13 @@ def test_assign_gives_a_new_site_the_next_free_code_of_its_family_never_a_retire
     out = assign([new], dict(CODES) | {f"retired {retired}": retired})
     assert out[new.key] == f"V3{top + 2:03d}"  # LayoutError is family 3; the retired code is skipped
     assert {k: v for k, v in out.items() if k != new.key} == dict(CODES) | {f"retired {retired}": retired}
+
+
+def test_the_docs_site_names_sections_outside_code() -> None:
+    from visa.manual import cite_markdown
+
+    page = "Prose (L2386–2389).\n`L1639` in code\n```\nL1639 in a block\n```\n| x | L1639 | L154 |"
+    assert cite_markdown(page).split("\n") == [
+        "Prose (manual §DMA Engine › Interface, L2386–2389).", "`L1639` in code", "```", "L1639 in a block", "```",
+        "| x | manual §Sequencer › Insufficient Input, L1639 | manual §Tensor Contraction Processor › Execution "
+        "Contexts, L154 |"]

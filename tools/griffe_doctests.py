@@ -3,7 +3,8 @@ doctest (reStructuredText roles, ``>>>`` examples); this turns them into Markdow
 
 * a ``>>>`` example and its output lines become a ``pycon`` code block (otherwise ``[64, 32]`` in an output
   reads as a Markdown link);
-* ``:class:`~visa.errors.VisaError``` and the other roles become code spans (``VisaError``).
+* ``:class:`~visa.errors.VisaError``` and the other roles become code spans (``VisaError``);
+* a manual citation ``L1639`` names its section, as the error messages do.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ _ROLE = re.compile(r":(?:class|func|meth|mod|attr|data|exc|obj):`~?([^`]+)`")
 
 
 def _markdown(text: str) -> str:
+    from visa.manual import cite_markdown
+
     text = _ROLE.sub(lambda g: f"`{g.group(1).split('.')[-1] if g.group(0).count('~') else g.group(1)}`", text)
     out: list[str] = []
     in_block = False
@@ -30,7 +33,7 @@ def _markdown(text: str) -> str:
         out.append(line)
     if in_block:
         out.append("```")
-    return "\n".join(out)
+    return cite_markdown("\n".join(out))
 
 
 class DoctestBlocks(griffe.Extension):

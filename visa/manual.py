@@ -15,7 +15,7 @@ from __future__ import annotations
 import bisect
 import re
 
-__all__ = ["CHAPTERS", "SUBSECTIONS", "section", "cite", "page"]
+__all__ = ["CHAPTERS", "SUBSECTIONS", "section", "cite"]
 
 #: The manual's chapters and engine sections: (first line, title).
 CHAPTERS: tuple[tuple[int, str], ...] = (
@@ -65,37 +65,37 @@ SUBSECTIONS: tuple[tuple[int, str], ...] = (
     (221, 'Elementwise Multiplication'), (301, 'Dot Product'), (378, 'GEMV'), (466, 'GEMM'), (526, 'Blocked GEMM'),
     (530, 'Flash Attention'), (534, 'Further Reading'), (540, 'Layout and Performance'), (552, 'H Major, W Minor'),
     (557, 'W Major, H Minor'), (572, 'The Declarative Approach'), (587, 'Axis Sizes'), (596, 'Mapping Interface'),
-    (621, 'Constructors'), (672, 'For every symbol'), (833, 'Stride and Modulo'), (985, 'Advanced Constructors'),
-    (986, 'Skewed Axis'), (1004, 'Indirect Sequencing'), (1006, 'Sliding (Linear Combination)'),
-    (1008, 'Linear combination expressions'), (1033, 'HBM and SRAM'), (1070, 'Alignment Constraint'),
-    (1074, 'Size Constraint'), (1094, 'Tensor Unit Stream'), (1152, 'Formal Definition'), (1226, 'Interface'),
-    (1261, 'Examples'), (1336, 'Configuration'), (1424, 'Configuration Examples'), (1426, 'Rearranging Axes'),
-    (1461, 'Splitting Axes'), (1497, 'Slicing Axes'), (1533, 'Broadcasting Axes'), (1567, 'Merging Entries'),
-    (1628, 'Configuration Failures'), (1639, 'Insufficient Input'), (1660, 'Incompatible Shapes'),
-    (1684, 'Indirect Access'), (1698, 'Interface'), (1727, 'Examples'), (1746, 'Fetch Sequencer'),
-    (1749, 'Constraints'), (1810, 'Optimizations'), (1812, 'Padding Packets'), (1843, 'Interleaving Tensors'),
-    (1871, 'Sequencer and Adapter Interaction'), (1877, 'Masking'), (1898, 'Masking Configuration'),
-    (1903, 'Example (Padding case 1)'), (1912, 'Example (Padding case 2)'), (1922, 'Example (Padding case 3)'),
-    (1936, 'Table Indexing'), (1955, 'Performance'), (1960, 'Type Casting'), (1995, 'Constraints'),
-    (2022, 'Zero-Point Subtraction'), (2050, 'Batching'), (2113, 'Constraints'),
-    (2119, 'Fetch Engine and Switch Engine Interaction'), (2131, 'Performance'), (2132, 'Memory Bandwidth'),
-    (2134, 'Adapter Overhead'), (2136, 'Bank Starvation'), (2138, 'Dual Channel Mode Benefits'),
-    (2143, 'Packet Alignment'), (2148, 'Interface'), (2167, 'Examples'), (2187, 'Adapter'), (2190, 'Truncating'),
-    (2239, 'Commit Sequencer'), (2314, 'Slice Bitmap'), (2320, 'Hardware Constraint'),
-    (2322, 'Sub-Context Operations'), (2327, 'Constraints'), (2339, 'Performance'), (2341, 'Write Bandwidth'),
-    (2347, 'Adapter Stage Costs'), (2350, 'Bank Starvation Prevention'), (2359, 'Interface'), (2391, 'Examples'),
-    (2392, 'Layout Transformation'), (2403, 'Architecture'), (2405, 'Single-Engine Operation'), (2407, 'Parameters'),
-    (2413, 'Alignment Constraints'), (2415, 'Structural Requirements'), (2465, 'Performance'),
-    (2473, 'Homogeneous Aggregate Operation'), (2492, 'Heterogeneous Aggregate Operation'),
-    (2505, 'DMA Command Syntax'), (2507, 'Heterogeneous Syntax (Full Flexibility)'),
-    (2519, 'Homogeneous Syntax (Common Case)'), (2542, 'Implementation Details'), (2555, 'Tensor Memory Mapping'),
-    (2563, 'DMA Sequencer Internals'), (2595, 'Memory Bandwidth Limits'), (2606, 'Detailed Examples'),
-    (2809, 'Performance'), (2811, 'Memory-Specific Bandwidth'), (2826, 'Startup Latency'),
-    (2829, 'Parallelism Strategies'), (2834, 'Alignment Constraints'), (2840, 'Bank Starvation Prevention'),
-    (2843, 'Inter-Chip Transfers'), (2862, 'Data Memory (DM)'), (2873, 'Address Space in a Slice'),
-    (2881, 'Optimizing DMA Performance'), (2897, 'Bank Starvation'), (2919, 'Cumulative Bank Access Constraint'),
-    (2942, 'Scratchpad Memory (SPM)'), (2948, 'High-Bandwidth Memory (HBM)'), (2959, 'Address Space in a Chip'),
-    (2979, 'Peak Bandwidth'), (2982, 'Misaligned Access'), (2986, 'Bank Conflict'), (2991, 'Column-to-Column Delay'),
+    (621, 'Constructors'), (833, 'Stride and Modulo'), (985, 'Advanced Constructors'), (986, 'Skewed Axis'),
+    (1004, 'Indirect Sequencing'), (1006, 'Sliding (Linear Combination)'), (1033, 'HBM and SRAM'),
+    (1070, 'Alignment Constraint'), (1074, 'Size Constraint'), (1094, 'Tensor Unit Stream'),
+    (1152, 'Formal Definition'), (1226, 'Interface'), (1261, 'Examples'), (1336, 'Configuration'),
+    (1424, 'Configuration Examples'), (1426, 'Rearranging Axes'), (1461, 'Splitting Axes'), (1497, 'Slicing Axes'),
+    (1533, 'Broadcasting Axes'), (1567, 'Merging Entries'), (1628, 'Configuration Failures'),
+    (1639, 'Insufficient Input'), (1660, 'Incompatible Shapes'), (1684, 'Indirect Access'), (1698, 'Interface'),
+    (1727, 'Examples'), (1746, 'Fetch Sequencer'), (1749, 'Constraints'), (1810, 'Optimizations'),
+    (1812, 'Padding Packets'), (1843, 'Interleaving Tensors'), (1871, 'Sequencer and Adapter Interaction'),
+    (1877, 'Masking'), (1898, 'Masking Configuration'), (1903, 'Example (Padding case 1)'),
+    (1912, 'Example (Padding case 2)'), (1922, 'Example (Padding case 3)'), (1936, 'Table Indexing'),
+    (1955, 'Performance'), (1960, 'Type Casting'), (1995, 'Constraints'), (2022, 'Zero-Point Subtraction'),
+    (2050, 'Batching'), (2113, 'Constraints'), (2119, 'Fetch Engine and Switch Engine Interaction'),
+    (2131, 'Performance'), (2132, 'Memory Bandwidth'), (2134, 'Adapter Overhead'), (2136, 'Bank Starvation'),
+    (2138, 'Dual Channel Mode Benefits'), (2143, 'Packet Alignment'), (2148, 'Interface'), (2167, 'Examples'),
+    (2187, 'Adapter'), (2190, 'Truncating'), (2239, 'Commit Sequencer'), (2314, 'Slice Bitmap'),
+    (2320, 'Hardware Constraint'), (2322, 'Sub-Context Operations'), (2327, 'Constraints'), (2339, 'Performance'),
+    (2341, 'Write Bandwidth'), (2347, 'Adapter Stage Costs'), (2350, 'Bank Starvation Prevention'),
+    (2359, 'Interface'), (2391, 'Examples'), (2392, 'Layout Transformation'), (2403, 'Architecture'),
+    (2405, 'Single-Engine Operation'), (2407, 'Parameters'), (2413, 'Alignment Constraints'),
+    (2415, 'Structural Requirements'), (2465, 'Performance'), (2473, 'Homogeneous Aggregate Operation'),
+    (2492, 'Heterogeneous Aggregate Operation'), (2505, 'DMA Command Syntax'),
+    (2507, 'Heterogeneous Syntax (Full Flexibility)'), (2519, 'Homogeneous Syntax (Common Case)'),
+    (2542, 'Implementation Details'), (2555, 'Tensor Memory Mapping'), (2563, 'DMA Sequencer Internals'),
+    (2595, 'Memory Bandwidth Limits'), (2606, 'Detailed Examples'), (2809, 'Performance'),
+    (2811, 'Memory-Specific Bandwidth'), (2826, 'Startup Latency'), (2829, 'Parallelism Strategies'),
+    (2834, 'Alignment Constraints'), (2840, 'Bank Starvation Prevention'), (2843, 'Inter-Chip Transfers'),
+    (2862, 'Data Memory (DM)'), (2873, 'Address Space in a Slice'), (2881, 'Optimizing DMA Performance'),
+    (2897, 'Bank Starvation'), (2919, 'Cumulative Bank Access Constraint'), (2942, 'Scratchpad Memory (SPM)'),
+    (2948, 'High-Bandwidth Memory (HBM)'), (2959, 'Address Space in a Chip'), (2979, 'Peak Bandwidth'),
+    (2982, 'Misaligned Access'), (2986, 'Bank Conflict'), (2991, 'Column-to-Column Delay'),
     (3046, 'Execution Contexts'), (3059, 'Interface'), (3090, 'Architecture'), (3092, 'Router Decision Process'),
     (3120, 'Forwarding'), (3139, 'Broadcast01'), (3160, 'Example'), (3205, 'Cycle Estimation'),
     (3210, 'Ring Structure'), (3218, 'Broadcast1'), (3235, 'Example'), (3255, 'Transpose'), (3264, 'Example'),
@@ -110,41 +110,38 @@ SUBSECTIONS: tuple[tuple[int, str], ...] = (
     (3708, 'Case Studies'), (3709, 'Batched MatMul'), (3712, 'K contraction by Reducer'),
     (3720, 'V - vectorized mapping'), (3728, 'N x M - tiled mapping'), (3739, 'Filter-Stride 1'),
     (3746, 'Filter-Stride 2'), (3760, 'Dilation 2'), (3768, 'Filter-Stride 2, Dilation 2'), (3777, 'Constraints'),
-    (3783, 'Performance'), (3799, 'Overview'), (3821, 'The order of axes in TRF Element'), (3880, 'Interface'),
-    (3900, 'Architecture'), (3901, 'Conceptual Operation'), (3912, 'Flit Buffer'), (3929, 'Rows Broadcast'),
-    (3937, 'Time Broadcast'), (3947, 'Specifications'), (3955, 'Performance'), (3958, 'Examples'),
-    (4010, 'Time Broadcast'), (4040, 'Interface'), (4074, 'Architecture'), (4075, 'Conceptual Operation'),
-    (4086, 'SRAM'), (4098, 'TRF Read Mechanism'), (4112, 'SRAM-to-TRF (StoTRF)'), (4115, 'TRF Memory Layout'),
+    (3783, 'Performance'), (3799, 'Overview'), (3880, 'Interface'), (3900, 'Architecture'),
+    (3901, 'Conceptual Operation'), (3912, 'Flit Buffer'), (3929, 'Rows Broadcast'), (3937, 'Time Broadcast'),
+    (3947, 'Specifications'), (3955, 'Performance'), (3958, 'Examples'), (4010, 'Time Broadcast'),
+    (4040, 'Interface'), (4074, 'Architecture'), (4075, 'Conceptual Operation'), (4086, 'SRAM'),
+    (4098, 'TRF Read Mechanism'), (4112, 'SRAM-to-TRF (StoTRF)'), (4115, 'TRF Memory Layout'),
     (4149, 'Specifications'), (4150, 'TRF Address Modes'), (4160, 'Rows'), (4169, 'Sequencer Configuration'),
     (4178, 'Performance'), (4179, 'TRF Cache'), (4180, 'Purpose'), (4182, 'Structure'), (4190, 'Operation'),
     (4193, 'Bank Conflict Priority'), (4200, 'Examples'), (4201, 'Basic Weight Broadcasting (MatMul)'),
-    (4299, 'Interface'), (4330, 'Timedimension via the accumulator buffer'), (4332, 'Examples'),
-    (4333, 'Matrix Multiplication'), (4360, 'Full Tensor Reduction'), (4377, 'Architecture'),
-    (4384, 'Spatial Reduction'), (4394, 'Spatial reduction in'), (4406, 'Temporal Reduction'),
-    (4435, 'Interleaved Mode'), (4440, 'User-specified slicing should only slice padded'), (4451, 'Example'),
-    (4482, 'Sequential Mode'), (4493, 'Example'), (4528, 'Constraints'), (4541, 'Performance'), (4560, 'Interface'),
-    (4583, 'Quick Reference'), (4589, 'Examples'), (4590, 'ReLU Activation'), (4608, 'Inter-Slice Reduce'),
-    (4625, 'Ordering'), (4631, 'Constraints'), (4633, 'Intra-Slice Block'), (4637, 'Interface'),
-    (4679, 'Architecture'), (4719, 'Quick Reference'), (4720, 'Entry and Transition'), (4729, 'Stages'),
-    (4752, 'Examples'), (4792, 'Stage Details'), (5052, 'Operands'), (5063, 'VRF Input'), (5082, 'Argument Modes'),
-    (5154, 'Two-Group Mode'), (5209, 'Float Pipeline with Zip'), (5229, 'Per-Group Preprocessing'),
-    (5250, 'Constraints'), (5260, 'ALU Conflict Example'), (5270, 'Performance'), (5271, 'Throughput'),
-    (5274, 'Pipeline Latency'), (5278, 'Intra-Slice Reduce'), (5284, 'Interface'), (5362, 'Mechanism'),
-    (5363, 'Conceptual Operation'), (5383, 'Architectural Parameters'), (5390, 'Supported Operations'),
-    (5391, 'Integer Operations (IntraSliceReduceOpI32)'), (5403, 'Examples'),
+    (4299, 'Interface'), (4332, 'Examples'), (4333, 'Matrix Multiplication'), (4360, 'Full Tensor Reduction'),
+    (4377, 'Architecture'), (4384, 'Spatial Reduction'), (4406, 'Temporal Reduction'), (4435, 'Interleaved Mode'),
+    (4451, 'Example'), (4482, 'Sequential Mode'), (4493, 'Example'), (4528, 'Constraints'), (4541, 'Performance'),
+    (4560, 'Interface'), (4583, 'Quick Reference'), (4589, 'Examples'), (4590, 'ReLU Activation'),
+    (4608, 'Inter-Slice Reduce'), (4625, 'Ordering'), (4631, 'Constraints'), (4633, 'Intra-Slice Block'),
+    (4637, 'Interface'), (4679, 'Architecture'), (4719, 'Quick Reference'), (4720, 'Entry and Transition'),
+    (4729, 'Stages'), (4752, 'Examples'), (4792, 'Stage Details'), (5052, 'Operands'), (5063, 'VRF Input'),
+    (5082, 'Argument Modes'), (5154, 'Two-Group Mode'), (5209, 'Float Pipeline with Zip'),
+    (5229, 'Per-Group Preprocessing'), (5250, 'Constraints'), (5260, 'ALU Conflict Example'), (5270, 'Performance'),
+    (5271, 'Throughput'), (5274, 'Pipeline Latency'), (5278, 'Intra-Slice Reduce'), (5284, 'Interface'),
+    (5362, 'Mechanism'), (5363, 'Conceptual Operation'), (5383, 'Architectural Parameters'),
+    (5390, 'Supported Operations'), (5391, 'Integer Operations (IntraSliceReduceOpI32)'), (5403, 'Examples'),
     (5404, 'Reduce in Time (i32 Saturating Add)'), (5427, 'Reduce in Packet Only (f32 Add)'), (5498, 'Constraints'),
     (5499, 'Accumulator Slot Limit'), (5544, 'Padding Strategy'), (5566, 'Performance'), (5567, 'Throughput'),
     (5569, 'Latency'), (5575, 'Overview'), (5584, 'Quick Reference'), (5598, 'Two Modes'),
     (5604, 'How R Should Be Distributed'), (5810, 'Time Only'), (5837, 'Non-Outer/Inner Ordering (Not Supported)'),
     (5943, 'Packet Only'), (6168, 'Data Model'), (6180, 'Valid Count Formula'), (6197, 'VCG Configuration'),
     (6210, 'Sequencer'), (6212, 'Counter Structure'), (6233, 'Original Dimensions'), (6250, 'Validity Decision'),
-    (6282, 'HW width cap remaining valid data'), (6442, 'What Patterns Are Expressible'),
-    (6445, 'Why Limitations Arise'), (6460, 'Single-Axis Scenarios'), (6548, 'Multiple Axes'), (6556, 'Summary'),
-    (6583, 'Inter-Slice Block'), (6586, 'Interface'), (6605, 'Quick Reference'), (6611, 'Operations'),
-    (6612, 'Integer Operations (InterSliceReduceOpI32)'), (6626, 'Output Mapping Rule'), (6635, 'Examples'),
-    (6636, 'Dummy Replacement'), (6654, 'Broadcast Into a New Slice Axis'),
-    (6673, 'Promotion from Time into SliceOut'), (6713, 'Intra-Slice Then Inter-Slice Reduce with AddSat'),
-    (6732, 'Constraints'), (6738, 'Performance'), (6747, 'O(r)cycles - larger'),
+    (6442, 'What Patterns Are Expressible'), (6445, 'Why Limitations Arise'), (6460, 'Single-Axis Scenarios'),
+    (6548, 'Multiple Axes'), (6556, 'Summary'), (6583, 'Inter-Slice Block'), (6586, 'Interface'),
+    (6605, 'Quick Reference'), (6611, 'Operations'), (6612, 'Integer Operations (InterSliceReduceOpI32)'),
+    (6626, 'Output Mapping Rule'), (6635, 'Examples'), (6636, 'Dummy Replacement'),
+    (6654, 'Broadcast Into a New Slice Axis'), (6673, 'Promotion from Time into SliceOut'),
+    (6713, 'Intra-Slice Then Inter-Slice Reduce with AddSat'), (6732, 'Constraints'), (6738, 'Performance'),
     (6750, 'Interaction With Other Pipelines'), (6758, 'Interface'), (6774, 'Precision Lowering'),
     (6780, 'Packet Transformation'), (6785, 'Examples'), (6786, 'Single-flit packet'), (6803, 'Padded input packet'),
     (6824, 'Interface'), (6840, 'Architecture'), (6841, 'Conceptual Operation'), (6857, 'Specifications'),
@@ -164,11 +161,10 @@ SUBSECTIONS: tuple[tuple[int, str], ...] = (
     (7603, 'Implementation Methods for Each Operation'), (7605, 'Asymmetric Slice'), (7607, 'Shuffle'),
     (7609, 'Tensor Addition'), (7984, 'Model Parameters'), (7992, 'Prefill Phase'), (8215, 'V)'),
     (8225, 'Decode Phase'), (8420, 'Prefill vs Decode Phase Comparison'), (8448, 'MoE Structure'),
-    (8454, 'Model Parameters'), (8461, 'MoE Processing Steps'), (8473, 'EExperts per token'),
-    (8515, 'MoE Implementation on TCP'), (8532, 'Blockunits'),
-    (8581, 'FilterCompaction)- Only elements satisfying the'), (8628, 'Mask Generation (One-Hot)'),
-    (8632, 'Histogram'), (8636, 'Block calculation'), (8641, 'Global offset Calculation'),
-    (8646, 'Local Offset Calculation'), (8650, 'Expert ID expansion'), (8660, 'Address Synthesis'),
+    (8454, 'Model Parameters'), (8461, 'MoE Processing Steps'), (8515, 'MoE Implementation on TCP'),
+    (8532, 'Blockunits'), (8628, 'Mask Generation (One-Hot)'), (8632, 'Histogram'), (8636, 'Block calculation'),
+    (8641, 'Global offset Calculation'), (8646, 'Local Offset Calculation'), (8650, 'Expert ID expansion'),
+    (8660, 'Address Synthesis'),
 )
 
 _CHAPTER_LINES = [k for k, _ in CHAPTERS]
@@ -201,7 +197,7 @@ def cite(text: str) -> str:
 
     def named(found: re.Match[str]) -> str:
         before = text[:found.start()]
-        opened = max(before.rfind("("), before.rfind("["), before.rfind(";"))
+        opened = max(before.rfind(c) for c in "([;|\n")
         if "§" in before[opened + 1:]:
             return found.group(0)
         first = int(found.group(1))
@@ -212,6 +208,20 @@ def cite(text: str) -> str:
         return f"manual §{title}, {span}"
 
     return _CITATION.sub(named, text)
+
+
+def cite_markdown(text: str) -> str:
+    """:func:`cite` over Markdown prose: fenced and indented code and inline code spans are left as they are."""
+    out: list[str] = []
+    fenced = False
+    for line in text.split("\n"):
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        elif not fenced and not line.startswith("    "):
+            parts = line.split("`")
+            line = "`".join(cite(p) if k % 2 == 0 else p for k, p in enumerate(parts))
+        out.append(line)
+    return "\n".join(out)
 
 
 def page() -> str:
