@@ -20,7 +20,7 @@ run: $(STAMP)
 	$(BIN)/visa run examples/*.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check visa tests examples benchmarks
+	$(BIN)/ruff check visa tests examples benchmarks tools
 
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict visa
