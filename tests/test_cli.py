@@ -316,3 +316,24 @@ def test_explain_prints_the_catalogue_entry(capsys: pytest.CaptureFixture[str]) 
     assert out[3].startswith("  fix: give the buffer the whole of")
     assert main(["explain", "V9999"]) == 2
     assert "no diagnostic V9999" in capsys.readouterr().err
+
+
+def test_run_reports_a_device_whose_last_reference_went_away(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Contexts are held weakly (tests acquire thousands); ``visa run`` holds them during a file, so a device the
+    garbage collector could take before the report is still reported, and counted in the summary."""
+    path = _write(tmp_path, "dropped.py", '''
+        import gc
+
+        def helper() -> None:
+            ctx = Context.acquire()
+            HostTensor.zeros(i32, m["A"]).to_hbm(m["1"], m["A"], ctx.pdma, 0)
+
+        def main() -> None:
+            helper()
+            gc.collect()
+        ''', prefix="from visa import Context, HostTensor, axes, i32, m\naxes(A=2048)\n")
+    assert main(["run", str(path), str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("device RNGD: 1 operations") == 2
+    assert out.splitlines()[-1].startswith("2 passed, 0 failed") and "2 operations" in out.splitlines()[-1]

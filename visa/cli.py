@@ -172,6 +172,8 @@ class Outcome:
     path: Path
     status: str
     seconds: float = 0.0
+    operations: int = 0
+    cycles: int = 0
 
 
 class _Progress:
@@ -240,12 +242,26 @@ def run_file(path: Path, *, verbose: bool = True, console: Console | None = None
 
 
 def _run_one(path: Path, verbose: bool, console: Console) -> Outcome:
-    from visa.context import OBSERVERS, report_all, reset_acquired
+    from visa.context import acquired_contexts, hold_acquired, reset_acquired
 
     if not path.is_file():
         console.print(f"[bold red]ERROR[/] {escape(str(path))}: no such file")
         return Outcome(path, "error")
     reset_acquired()
+    hold_acquired(True)  # a device whose last reference goes away inside main() is still reported
+    try:
+        outcome = _simulate(path, verbose, console)
+        contexts = acquired_contexts()
+        outcome.operations = sum(len(c.schedule.ops) for c in contexts)
+        outcome.cycles = sum(c.schedule.makespan for c in contexts)
+        return outcome
+    finally:
+        hold_acquired(False)
+
+
+def _simulate(path: Path, verbose: bool, console: Console) -> Outcome:
+    from visa.context import OBSERVERS, report_all
+
     start = time.perf_counter()
     progress = _Progress(console, path) if console.is_terminal else None
     if progress is not None:
@@ -302,18 +318,12 @@ def _run_one(path: Path, verbose: bool, console: Console) -> Outcome:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from visa.context import acquired_contexts
-
     console = _console()
     outcomes: list[Outcome] = []
-    ops = cycles = 0
     start = time.perf_counter()
     try:
         for name in args.files:
             outcomes.append(_run_one(Path(name), not args.quiet, console))
-            contexts = acquired_contexts()
-            ops += sum(len(c.schedule.ops) for c in contexts)
-            cycles += sum(c.schedule.makespan for c in contexts)
     except KeyboardInterrupt:
         console.print(f"[bold yellow]interrupted[/]: {len(outcomes)} of {len(args.files)} files finished")
         return 130
@@ -322,7 +332,8 @@ def _run(args: argparse.Namespace) -> int:
     if len(outcomes) > 1:
         colour = "green" if not failed else "red"
         console.print(f"[bold {colour}]{passed} passed, {failed} failed[/] in {time.perf_counter() - start:.1f} s: "
-                      f"{ops} operations, {cycles} cycles simulated")
+                      f"{sum(o.operations for o in outcomes)} operations, "
+                      f"{sum(o.cycles for o in outcomes)} cycles simulated")
         for o in outcomes:
             if o.status != "pass":
                 console.print(f"  [red]{o.status.upper()}[/] {escape(str(o.path))}")

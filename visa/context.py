@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from visa.stream import BeginTensor
 
 __all__ = ["Context", "DmaContext", "TuContext", "EngineReport", "Operation", "Schedule", "device", "launch",
-           "acquired_contexts", "report_all", "reset_acquired", "OBSERVERS"]
+           "acquired_contexts", "report_all", "reset_acquired", "hold_acquired", "OBSERVERS"]
 
 
 @dataclass
@@ -122,6 +122,18 @@ class TuContext:
 _ACQUIRED: list[weakref.ReferenceType[Context]] = []
 
 
+#: Strong references to the contexts acquired while ``visa run`` holds them (else only weak ones are kept).
+_HELD: list[Context] | None = None
+
+
+def hold_acquired(hold: bool) -> None:
+    """Keep the contexts acquired from now on alive (``True``) until the next call, so that ``visa run`` can
+    report a device whose last reference went away inside ``main()`` (the garbage collector would take it);
+    ``False`` lets them go."""
+    global _HELD
+    _HELD = [] if hold else None
+
+
 def acquired_contexts() -> list[Context]:
     """Contexts acquired since the last reset (``visa run`` prints their reports, design API.md §6)."""
     return [c for c in (r() for r in _ACQUIRED) if c is not None]
@@ -147,6 +159,8 @@ class Context:
         """A fresh device with the given hardware profile (default RNGD; ``hw=RNGD_S`` for the other)."""
         ctx = cls(hw)
         _ACQUIRED.append(weakref.ref(ctx))
+        if _HELD is not None:
+            _HELD.append(ctx)
         return ctx
 
     def record(self, track: str, name: str, engines: Iterable[EngineReport], *,
