@@ -1,23 +1,26 @@
 # `make run` runs the bundled examples on the simulator; `make test` runs ruff, mypy and pytest.
 # Both create .venv and install the project into it when it is missing or older than pyproject.toml.
+# The install is editable in setuptools' "compat" mode (a .pth naming this directory), so that mypy run from
+# any directory sees the package and its plugin (the default editable mode hides it behind an import hook).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+EDITABLE := --config-settings editable_mode=compat -e
 
-.PHONY: run test lint typecheck pytest bench clean
+.PHONY: run test lint typecheck pytest bench docs typing-floor clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet $(EDITABLE) '.[dev]'
 	touch $(STAMP)
 
 run: $(STAMP)
 	$(BIN)/visa run examples/*.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check visa tests examples benchmarks
+	$(BIN)/ruff check visa tests examples benchmarks tools
 
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict visa
@@ -31,5 +34,26 @@ test: lint typecheck pytest
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
+# The documentation site (site/): the API reference from the docstrings, the tutorial, the error catalogue.
+$(VENV)/.docs-installed: $(STAMP)
+	$(BIN)/python -m pip install --quiet $(EDITABLE) '.[dev,docs]'
+	touch $@
+
+docs: $(VENV)/.docs-installed
+	$(BIN)/python -m visa.catalogue --catalogue
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+# The plugin's tests at the oldest mypy the package declares (pyproject: tcp-visa[check]), in a second venv.
+MYPY_FLOOR := $(shell sed -n 's/^check = \["mypy>=\([0-9.]*\)"\]/\1/p' pyproject.toml)
+FLOOR  := .venv-mypy-floor
+$(FLOOR)/.installed: pyproject.toml
+	test -x $(FLOOR)/bin/python || $(PYTHON) -m venv $(FLOOR)
+	$(FLOOR)/bin/python -m pip install --quiet $(EDITABLE) '.[dev]' 'mypy==$(MYPY_FLOOR).*'
+	touch $@
+
+typing-floor: $(FLOOR)/.installed
+	$(FLOOR)/bin/mypy --version
+	$(FLOOR)/bin/pytest tests/typing
+
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(FLOOR) .mypy_cache .pytest_cache .ruff_cache site

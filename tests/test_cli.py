@@ -104,7 +104,14 @@ def test_run_reports_a_refusal_in_one_line(tmp_path: Path, capsys: pytest.Captur
         ''', prefix=INSUFFICIENT)
     assert main(["run", str(path)]) == 1
     out = capsys.readouterr()
-    assert out.out.startswith("FAIL  ") and "InsufficientInputError [V301]" in out.out and "axis N" in out.out
+    first, where = out.out.splitlines()[:2]
+    assert first.startswith("FAIL  ") and "InsufficientInputError [V3" in first and "axis N" in first
+    code = first.split("[", 1)[1].split("]", 1)[0]
+    assert first.endswith("'%'") and f"[{code}]" not in first.split("]: ", 1)[1]  # the code once, up front
+    # the user's file, line and kernel statement, not the visa frame that raised
+    line = INSUFFICIENT.splitlines().index('    ctx.main.begin(buf.view()).fetch(i8, m["N / 512"], m["N % 512"])') + 1
+    assert where == f'      at {path}:{line}: ctx.main.begin(buf.view()).fetch(i8, m["N / 512"], m["N % 512"])'
+    assert out.out.splitlines()[2] == f"      (visa explain {code}: the rule and the fix)"
     assert "Traceback" not in out.out + out.err
 
 
@@ -212,9 +219,163 @@ def test_check_reports_the_layout_error_at_the_call(tmp_path: Path, monkeypatch:
     # end to end, in a directory without any mypy configuration (design API.md §4, §6)
     _write(tmp_path, "kernel.py", INSUFFICIENT)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # mypy imports the plugin, installed or not
+    # no PYTHONPATH: mypy must find the installed package and its plugin from another directory (issue 16; make
+    # installs in setuptools' compat editable mode, whose .pth mypy reads; the default mode's import hook it does not)
+    monkeypatch.delenv("PYTHONPATH", raising=False)
     assert main(["check", "kernel.py"]) == 1
     out = capfd.readouterr().out
     line = INSUFFICIENT.splitlines().index('    ctx.main.begin(buf.view()).fetch(i8, m["N / 512"], m["N % 512"])') + 1
     assert f'kernel.py:{line}: error: fetch sequencer: Time m["N / 512"]: needs indices of N' in out
-    assert out.count("error:") == 1 and "[visa]" in out
+    assert out.count("error:") == 1 and "[visa-V3" in out  # the diagnostic's own code, a sub-code of [visa]
+
+
+def test_a_failed_check_says_what_it_compared(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 16: "result check failed: " used to end there; now the assert, its line and its operands."""
+    path = _write(tmp_path, "arrays.py", '''
+        import numpy as np
+
+        def main() -> None:
+            got = np.arange(6).reshape(2, 3)
+            want = got.copy()
+            want[1, 2] = 7
+            assert np.array_equal(got, want)
+        ''')
+    assert main(["run", str(path)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"FAIL  {path}: result check failed"
+    assert lines[1] == f"      at {path}:8: assert np.array_equal(got, want)"
+    assert lines[2] == ("      1 of 6 elements differ; first at index (1, 2): np.int64(5) and np.int64(7); "
+                        "largest difference 2")
+    scalar = _write(tmp_path, "scalar.py", "def main() -> None:\n    total = 2 + 2\n    assert total == 5\n")
+    assert main(["run", str(scalar)]) == 1
+    out = capsys.readouterr().out
+    assert "total = 4" in out and "5 = 5" in out
+    bound = _write(tmp_path, "bound.py", '''
+        import numpy as np
+
+        def main() -> None:
+            got, want = np.array([1.0, 2.0, 3.5]), np.array([1.0, 2.0, 3.0])
+            assert np.all(np.abs(got - want) <= 0.25)
+        ''')
+    assert main(["run", str(bound)]) == 1
+    assert ("1 of 3 elements fail np.abs(got - want) <= 0.25; first at index (2,): np.abs(got - want) = "
+            "np.float64(0.5), 0.25 = np.float64(0.25)") in capsys.readouterr().out
+
+
+def test_run_prints_whole_operation_names_and_a_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    files = [str(ROOT / "examples" / name) for name in ("gemm.py", "constant_add.py")]
+    assert main(["run", *files]) == 0
+    out = capsys.readouterr().out
+    assert "fetch → switch → collect → aligner → reducer.tree → reducer.accumulator → cast → commit " in out
+    last = out.splitlines()[-1]
+    assert last.startswith("2 passed, 0 failed in ") and "operations" in last and "cycles simulated" in last
+    assert "\x1b[" not in out  # no colour codes when the output is not a terminal
+
+
+def test_ctrl_c_stops_and_prints_the_schedule_so_far(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, "stopped.py", '''
+        import numpy as np
+
+        def main() -> None:
+            ctx = Context.acquire()
+            HostTensor.zeros(i32, m["A"]).to_hbm(m["1"], m["A"], ctx.pdma, 0)
+            raise KeyboardInterrupt  # the user's Ctrl-C during the next operation
+        ''', prefix="from visa import Context, HostTensor, axes, i32, m\naxes(A=2048)\n")
+    assert main(["run", str(path), str(ROOT / "examples" / "constant_add.py")]) == 130
+    out = capsys.readouterr().out
+    assert f"STOP  {path}: interrupted after" in out and "the schedule so far" in out
+    assert "host.to_hbm" in out and "device RNGD: 1 operations" in out
+    assert "constant_add" not in out and "0 of 2 files finished" in out
+    trace = tmp_path / "stopped.json"
+    assert main(["trace", str(path), "-o", str(trace)]) == 130
+    assert [ev["name"] for ev in json.loads(trace.read_text())["traceEvents"] if ev["ph"] == "X"] == \
+        ['host.to_hbm → HbmTensor[i32, m["1"], m["A"]] @ 0']
+
+
+def test_progress_shows_on_a_terminal_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from rich.console import Console
+
+    import visa.cli as cli
+    from visa.context import OBSERVERS
+
+    monkeypatch.setattr(cli, "_PROGRESS_AFTER", 0.0)
+    example = ROOT / "examples" / "constant_add.py"
+    tty = io.StringIO()
+    assert cli._run_one(example, False, Console(file=tty, force_terminal=True, soft_wrap=True)).status == "pass"
+    assert "ops," in tty.getvalue() and "cycles" in tty.getvalue()
+    # a first operation that takes long still shows the line (a timer starts it, not the next operation)
+    slow = _write(tmp_path, "slow.py", "import time\n\ndef main() -> None:\n    time.sleep(0.6)\n")
+    monkeypatch.setattr(cli, "_PROGRESS_AFTER", 0.1)
+    tty = io.StringIO()
+    assert cli._run_one(slow, False, Console(file=tty, force_terminal=True, soft_wrap=True)).status == "pass"
+    assert "0 ops, 0 cycles: starting" in tty.getvalue()
+    log = io.StringIO()
+    assert cli._run_one(example, False, Console(file=log, force_terminal=False, soft_wrap=True)).status == "pass"
+    assert "ops," not in log.getvalue() and log.getvalue().startswith("PASS  ")
+    assert OBSERVERS == []
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.strip() == f"visa {version('tcp-visa')}"
+
+
+@pytest.mark.parametrize(("found", "words"), [(None, "needs mypy >= 1.16"), ((1, 15), "found 1.15")])
+def test_check_names_the_extra_when_mypy_is_missing_or_too_old(monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str],
+                                                             found: tuple[int, ...] | None, words: str) -> None:
+    import visa.cli as cli
+
+    monkeypatch.setattr(cli, "_mypy_version", lambda: found)
+    assert main(["check", "kernel.py"]) == 2
+    err = capsys.readouterr().err
+    assert words in err and "pip install 'tcp-visa[check]'" in err
+
+
+def test_the_declared_mypy_floor_is_the_one_check_enforces() -> None:
+    import visa.cli as cli
+
+    text = (ROOT / "pyproject.toml").read_text()
+    floor = ".".join(map(str, cli.MYPY_FLOOR))
+    assert f'check = ["mypy>={floor}"]' in text
+    assert "make typing-floor" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_explain_prints_the_catalogue_entry(capsys: pytest.CaptureFixture[str]) -> None:
+    from visa.diagnostic_codes import CODES
+
+    code = CODES["sequencer._Ctx.insufficient InsufficientInputError: needs indices of that"]
+    assert main(["explain", code.lower()]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"{code}  InsufficientInputError in sequencer._Ctx.insufficient"
+    assert out[2] == "  the manual's rule: manual §Sequencer › Insufficient Input, L1639–1659"
+    assert out[3].startswith("  fix: give the buffer the whole of")
+    assert main(["explain", "V9999"]) == 2
+    assert "no diagnostic V9999" in capsys.readouterr().err
+
+
+def test_run_reports_a_device_whose_last_reference_went_away(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Contexts are held weakly (tests acquire thousands); ``visa run`` holds them during a file, so a device the
+    garbage collector could take before the report is still reported, and counted in the summary."""
+    path = _write(tmp_path, "dropped.py", '''
+        import gc
+
+        def helper() -> None:
+            ctx = Context.acquire()
+            HostTensor.zeros(i32, m["A"]).to_hbm(m["1"], m["A"], ctx.pdma, 0)
+
+        def main() -> None:
+            helper()
+            gc.collect()
+        ''', prefix="from visa import Context, HostTensor, axes, i32, m\naxes(A=2048)\n")
+    assert main(["run", str(path), str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("device RNGD: 1 operations") == 2
+    assert out.splitlines()[-1].startswith("2 passed, 0 failed") and "2 operations" in out.splitlines()[-1]

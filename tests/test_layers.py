@@ -3,7 +3,8 @@
 
 The layers, lowest first: hardware tables and errors; scalars; the mapping algebra; memories; engines; tensor
 handles and their moves; stream stages; the test helpers and the host side (``Context``, the schedule);
-kernels built from them; the mypy plugin; the command line; the package face (``visa/__init__.py``).
+kernels built from them; the mypy plugin; the command line and the error catalogue (which imports every module);
+the package face (``visa/__init__.py``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "visa"
 
 #: Module prefix → layer rank (the longest matching prefix wins).
 LAYERS = {
-    "visa.hw": 0, "visa.errors": 0,
+    "visa.hw": 0, "visa.errors": 0, "visa.diagnostics": 0, "visa.diagnostic_codes": 0, "visa.manual": 0,
     "visa.dtypes": 1,
     "visa.mapping": 2,
     "visa.memory": 3,
@@ -27,7 +28,7 @@ LAYERS = {
     "visa.testing": 7, "visa.context": 7, "visa.schedule": 7,
     "visa.kernels": 8,
     "visa.mypy": 9,
-    "visa.cli": 10,
+    "visa.cli": 10, "visa.catalogue": 10,
     "visa": 11,
 }
 

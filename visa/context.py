@@ -31,10 +31,25 @@ if TYPE_CHECKING:
     from visa.engines.dma.config import DmaPlan
 
 __all__ = ["Context", "DmaContext", "TuContext", "EngineReport", "Operation", "Schedule", "device", "launch",
-           "acquired_contexts", "report_all", "reset_acquired", "trace_all"]
+           "acquired_contexts", "report_all", "reset_acquired", "trace_all", "OBSERVERS"]
 
 
 _ACQUIRED: list[Context] = []
+
+#: Callables told of every operation as it is scheduled (``visa run`` shows progress with one).
+OBSERVERS: list[Callable[[Operation], None]] = []
+
+
+#: Strong references to the contexts acquired while ``visa run`` holds them (else only weak ones are kept).
+_HELD: list[Context] | None = None
+
+
+def hold_acquired(hold: bool) -> None:
+    """Keep the contexts acquired from now on alive (``True``) until the next call, so that ``visa run`` can
+    report a device whose last reference went away inside ``main()`` (the garbage collector would take it);
+    ``False`` lets them go."""
+    global _HELD
+    _HELD = [] if hold else None
 
 
 def acquired_contexts() -> list[Context]:
@@ -99,6 +114,8 @@ class Context:
         op = self.schedule.record(track, name, reports, reads=rd, writes=wr, lanes=lanes, cycles=cycles,
                                   traffic=traffic, in_kernel=self.num_chips is not None)
         self.live_dm.append(live_dm_bytes(self.memory.registry))
+        for observer in OBSERVERS:
+            observer(op)
         return op
 
     # -- reports -----------------------------------------------------------------------------------------

@@ -409,7 +409,7 @@ def as_storage(dtype: type[Scalar], values: npt.ArrayLike) -> npt.NDArray[Any]:
     >>> try:
     ...     as_storage(i4, [8])
     ... except DtypeError as e:
-    ...     print(e)
+    ...     print(e.describe())
     value 8 is outside i4's range -8..7
     """
     arr = np.asarray(values)

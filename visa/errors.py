@@ -1,18 +1,25 @@
-"""Every refusal visa makes is a :class:`VisaError` subclass with a stable code.
+"""Every refusal visa makes is a :class:`VisaError` subclass with a stable code per diagnostic.
 
 A message names the call (engine and stage), the level (Chip, Cluster, Slice, Row, Time, Packet, Element),
-the mappings involved, the axis at fault, and the fix, where they apply (design API.md §5).  The parts are
-keyword arguments so that callers cannot forget the order and tests can check them one by one:
+the mappings involved, the axis at fault, and the fix, where they apply.  The parts are keyword arguments so
+that callers cannot forget the order and tests can check them one by one.  The message ends with the code:
+each raise site in visa has its own (``docs/errors.md`` lists them, :mod:`visa.diagnostics` assigns them);
+an error built elsewhere carries its class's code.  Manual citations name the manual's section
+(:func:`visa.manual.cite`):
 
->>> e = LayoutError("needs indices of N that the buffer does not hold", call="fetch", level="Time",
+>>> e = LayoutError("needs indices of N that the buffer does not hold (L1639)", call="fetch", level="Time",
 ...                 mapping='m["N / 512"]', axis="N", fix="give the buffer all of N")
->>> str(e)
-'fetch: Time m["N / 512"]: needs indices of N that the buffer does not hold (axis N); fix: give the buffer all of N'
+>>> str(e)  # doctest: +NORMALIZE_WHITESPACE
+'fetch: Time m["N / 512"]: needs indices of N that the buffer does not hold (manual §Sequencer › Insufficient
+Input, L1639) (axis N); fix: give the buffer all of N [V300]'
 >>> e.code, e.axis, e.level
 ('V300', 'N', 'Time')
 """
 
 from __future__ import annotations
+
+import sys
+from types import FrameType
 
 __all__ = [
     "VisaError",
@@ -36,10 +43,12 @@ __all__ = [
 
 
 class VisaError(Exception):
-    """Base class of every error visa raises for a mistake in a kernel (design API.md §5).
+    """Base class of every error visa raises for a mistake in a kernel (the manual's refusals, for example
+    "Configuration Failures", L1628–1637).
 
-    ``code`` is stable across releases; the keyword parts are kept as attributes so a tool (or the mypy
-    plugin) can report them separately.
+    ``code`` is the diagnostic's code, stable across releases (``docs/errors.md``); ``type(err).code`` is the
+    class's.  The keyword parts are kept as attributes so a tool (or the mypy plugin) can report them
+    separately.
     """
 
     code = "V000"
@@ -62,9 +71,37 @@ class VisaError(Exception):
         self.axis = axis
         self.fix = fix
         self.line = line
-        super().__init__(self._render())
+        self.code = self._site_code()
+        super().__init__(message)  # str() renders the parts when asked (a refusal caught and retried costs less)
+
+    def _site_code(self) -> str:
+        """The code of the raise site that built this error (its catalogue entry), else the class's code."""
+        frame: FrameType | None = sys._getframe(2)
+        while frame is not None and frame.f_code.co_name == "__init__" and frame.f_locals.get("self") is self:
+            frame = frame.f_back  # a subclass's __init__ calling ours
+        if frame is None:
+            return type(self).code
+        from visa.diagnostics import code_at
+
+        name = type(self).__name__
+        code = code_at(frame.f_code.co_filename, frame.f_lineno, name)
+        if code is None and frame.f_back is not None:  # built by a helper: fail(AError, "message", ...)
+            code = code_at(frame.f_back.f_code.co_filename, frame.f_back.f_lineno, name)
+        if code is None:  # rebuilt from a refusal being handled (``raise type(e)(...)``): keep that one's code
+            handled = sys.exc_info()[1]
+            code = handled.code if isinstance(handled, VisaError) and type(handled) is type(self) else None
+        return code or type(self).code
+
+    def __str__(self) -> str:
+        return f"{self._render()} [{self.code}]"
+
+    def describe(self) -> str:
+        """The message without its code (the mypy plugin reports the code apart, as ``[visa-V3012]``)."""
+        return self._render()
 
     def _render(self) -> str:
+        from visa.manual import cite
+
         head = []
         if self.call:
             head.append(self.call)
@@ -76,6 +113,7 @@ class VisaError(Exception):
             text += f" [manual L{self.line}]"
         if self.fix:
             text += f"; fix: {self.fix}"
+        text = cite(text)
         prefix = ": ".join(p for p in (*head, where) if p)
         return f"{prefix}: {text}" if prefix else text
 
@@ -87,7 +125,6 @@ def _rebuild(cls: type[VisaError], message: str, state: dict[str, object]) -> Vi
     err = cls.__new__(cls)
     Exception.__init__(err, message)
     err.__dict__.update(state)
-    Exception.__init__(err, err._render())
     return err
 
 

@@ -111,3 +111,21 @@ def test_readme_mypy_example_is_the_corpus_kernel() -> None:
     expected = [re.sub(r"^bad_readme\.py:(\d+):", lambda g: f"kernel.py:{int(g.group(1)) - 2}:", line)
                 for line in (CORPUS / "bad_readme.out").read_text().splitlines()]
     assert console[1:-1] == expected
+
+
+def test_a_diagnostic_code_silences_that_refusal_only(tmp_path: Path) -> None:
+    """Each refusal is reported under its own code (``[visa-V…]``, docs/errors.md), so ``# type: ignore[visa-V…]``
+    silences that diagnostic and nothing else (mypy ≥ 1.16)."""
+    source = (CORPUS / "bad_readme.py").read_text().splitlines()
+    code = re.search(r"\[(visa-V\d+)\]", (CORPUS / "bad_readme.out").read_text().splitlines()[0])
+    assert code is not None
+    line = int((CORPUS / "bad_readme.out").read_text().split(":", 2)[1]) - 1
+    for ignore, silenced in ((code.group(1), True), ("visa-V9999", False), ("visa", True)):
+        lines = list(source)
+        lines[line] = lines[line].split("  #")[0] + f"  # type: ignore[{ignore}]"  # before its own comment
+        kernel = tmp_path / "kernel.py"
+        kernel.write_text("\n".join(lines) + "\n")
+        (tmp_path / ignore).mkdir()
+        out = run_mypy([kernel], True, tmp_path / ignore)["kernel.py"]
+        refusals = [x for x in out if f"kernel.py:{line + 1}: error: fetch sequencer" in x]
+        assert (refusals == []) is silenced, (ignore, out)

@@ -32,7 +32,9 @@ def _expected(name: str, line: int) -> str:
     for text in (CORPUS / f"{name}.out").read_text().splitlines():
         head = f"{name}.py:{line}: error: "
         if text.startswith(head):
-            return text[len(head):].rsplit("  [", 1)[0]
+            message, code = text[len(head):].rsplit("  [", 1)
+            assert code.startswith("visa-V"), text  # the plugin reports the diagnostic's own code
+            return f"{message} [{code[len('visa-'):-1]}]"  # str(err) ends with the code
     raise AssertionError(f"no error at {name}.py:{line}")
 
 
@@ -94,7 +96,7 @@ def test_the_runtime_raises_what_mypy_reports(name: str, line: int, run: Callabl
 RUNNABLE = ["bad_addresses", "bad_axis_set", "bad_sub_context", "bad_trf_param", "bad_vector_pass",
             "bad_vector_stages", "bad_views", "bad_vector_data"]
 
-_ERROR = re.compile(r"^(?P<file>[^:]+\.py):(?P<line>\d+): error: (?P<msg>.*?)(?:  \[(?P<code>[a-z-]+)\])?$")
+_ERROR = re.compile(r"^(?P<file>[^:]+\.py):(?P<line>\d+): error: (?P<msg>.*?)(?:  \[(?P<code>[A-Za-z0-9-]+)\])?$")
 
 
 def _errors(name: str) -> list[tuple[int, str]]:
@@ -109,8 +111,10 @@ def _errors(name: str) -> list[tuple[int, str]]:
             text += "\n" + lines[k]
         found = _ERROR.match(text.replace("\n", "\x00"))
         assert found is not None, text
-        if found.group("code") == "visa":
-            out.append((int(found.group("line")), found.group("msg").replace("\x00", "\n")))
+        code = found.group("code") or ""
+        if code.startswith("visa"):  # str(err) is the message and its code: [V3012] for [visa-V3012]
+            suffix = f" [{code[len('visa-'):]}]" if code.startswith("visa-") else ""
+            out.append((int(found.group("line")), found.group("msg").replace("\x00", "\n") + suffix))
         k += 1
     return out
 

@@ -63,10 +63,39 @@ from visa.stream.stages import STAGE_METHODS
 if TYPE_CHECKING:
     from visa.mypy import VisaPlugin
 
-__all__ = ["VISA", "METHODS", "RECEIVERS", "FUNCTIONS", "Call", "static_type", "m_annotation", "tensor_annotation"]
+__all__ = ["VISA", "error_code", "METHODS", "RECEIVERS", "FUNCTIONS", "Call", "static_type", "m_annotation",
+           "tensor_annotation"]
 
-#: The error code of every refusal the plugin reports (``disable_error_code = ["visa"]`` silences them).
+#: The parent error code of every refusal the plugin reports (``disable_error_code = ["visa"]`` silences them).
 VISA = ErrorCode("visa", "A layout rule of the visa package refuses the call", "General")
+
+_CODES: dict[str, ErrorCode] = {}
+
+
+def _register_codes() -> None:
+    """Create every diagnostic's error code when the plugin loads, so mypy knows them before it reads
+    ``disable_error_code`` / ``--disable-error-code`` (mypy ≥ 1.19 checks plugin codes after loading plugins;
+    older releases warn about them in a configuration file and still honour them)."""
+    import visa.errors as errors_module
+    from visa.diagnostic_codes import CODES
+
+    classes = {getattr(errors_module, n).code for n in errors_module.__all__}
+    for code in sorted(set(CODES.values()) | classes):
+        _CODES[code] = ErrorCode(f"visa-{code}", f"visa refusal {code} (docs/errors.md)", "General",
+                                 sub_code_of=VISA)
+
+
+def error_code(err: VisaError) -> ErrorCode:
+    """The mypy error code of a refusal: ``visa-V3012`` for the diagnostic ``V3012`` (docs/errors.md), a
+    sub-code of ``visa``, so ``disable_error_code = ["visa-V3012"]`` silences that diagnostic alone."""
+    code = _CODES.get(err.code)
+    if code is None:
+        code = _CODES[err.code] = ErrorCode(f"visa-{err.code}", f"visa refusal {err.code} (docs/errors.md)",
+                                            "General", sub_code_of=VISA)
+    return code
+
+
+_register_codes()
 
 MAPPING = "visa.mapping.core.Mapping"
 
@@ -117,7 +146,7 @@ def m_annotation(plugin: VisaPlugin, ctx: AnalyzeTypeContext) -> Type:
     try:
         mapping = resolve(text, _facts(plugin, module), lambda name: plugin.lookup_mapping(module, name))
     except VisaError as err:
-        ctx.api.fail(str(err), ctx.context, code=VISA)
+        ctx.api.fail(err.describe(), ctx.context, code=error_code(err))
         return AnyType(TypeOfAny.from_error)
     except Unresolved:
         return plugin.instance(MAPPING, []) or AnyType(TypeOfAny.special_form)
@@ -157,7 +186,7 @@ def m_value(plugin: VisaPlugin, ctx: MethodContext) -> Type:
         else:
             mapping = call.resolve_text(expr.value)
     except VisaError as err:
-        ctx.api.fail(str(err), ctx.context, code=VISA)
+        ctx.api.fail(err.describe(), ctx.context, code=error_code(err))
         return AnyType(TypeOfAny.from_error)
     except Unresolved:
         return ctx.default_return_type
@@ -188,7 +217,7 @@ def axes_call(plugin: VisaPlugin, ctx: FunctionContext) -> Type:
     facts = _facts(plugin, _module_of(ctx.api))
     err = facts.errors.get((ctx.context.line, ctx.context.column))
     if err is not None:
-        ctx.api.fail(str(err), ctx.context, code=VISA)
+        ctx.api.fail(err.describe(), ctx.context, code=error_code(err))
     return ctx.default_return_type
 
 
@@ -322,7 +351,7 @@ class Call:
     # results
     def fail(self, err: VisaError) -> None:
         """Report a refusal at the line of the method name, with the runtime's message."""
-        self.ctx.api.fail(str(err), self.where, code=VISA)
+        self.ctx.api.fail(err.describe(), self.where, code=error_code(err))
 
     def run(self, rule: Callable[[], object]) -> bool:
         """Run a rule; report its refusal.  True when it passed."""
@@ -423,7 +452,7 @@ def tensor_annotation(plugin: VisaPlugin, ctx: AnalyzeTypeContext) -> Type:
         typ = ctx.api.analyze_type(ctx.type)
     finally:
         plugin._busy = False
-    check_tensor_type(plugin, typ, lambda err: ctx.api.fail(str(err), ctx.context, code=VISA))
+    check_tensor_type(plugin, typ, lambda err: ctx.api.fail(err.describe(), ctx.context, code=error_code(err)))
     return typ
 
 

@@ -126,17 +126,19 @@ class KernelReport:
         if self.critical_path:
             names = " → ".join(f"#{i}" for i in self.critical_path)
             lines.append(f"    critical path: {names}")
-        if self.passes:
-            lines.append(f"    {'main pass':<40}{'cycles':>10}  roofline")
+        if self.passes:  # whole names, never cut: the column is as wide as the longest
+            width = max([36, *(len(p.name) + 1 for p in self.passes)])
+            lines.append(f"    {'main pass':<{width + 4}}{'cycles':>10}  roofline")
             for p in self.passes:
-                lines.append(f"    #{p.index:<3}{p.name[:35]:<36}{p.cycles:>10}  {p.roofline}")
+                lines.append(f"    #{p.index:<3}{p.name:<{width}}{p.cycles:>10}  {p.roofline}")
         for w in self.warnings:
             lines.append(f"    warning: {w}")
         if operations:
-            lines.append(f"    {'operation':<44}{'track':<6}{'start':>10}{'cycles':>10}  waits for")
+            width = max([40, *(len(op.name) + 1 for op in ops)])
+            lines.append(f"    {'operation':<{width + 4}}{'track':<6}{'start':>10}{'cycles':>10}  waits for")
             for op in ops:
                 waits = ", ".join(f"#{d.op} {'/'.join(d.kinds)}" for d in op.deps)
-                lines.append(f"    #{op.index:<3}{op.name[:39]:<40}{op.track:<6}{op.start:>10}{op.cycles:>10}  {waits}")
+                lines.append(f"    #{op.index:<3}{op.name:<{width}}{op.track:<6}{op.start:>10}{op.cycles:>10}  {waits}")
         return "\n".join(lines)
 
     def __str__(self) -> str:

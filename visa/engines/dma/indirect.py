@@ -85,7 +85,7 @@ def check_indirect_types(kind: str, ids_dtype: str, axis: Mapping, table_levels:
     index axes new to the table, and the other side naming the index axes in place of V (when ``other_axes``,
     the axes of the gather's destination or the scatter's source, are known).  Returns V's name."""
     if ids_dtype != INDEX_DTYPE:
-        raise DtypeError(f"{kind} indices must be {INDEX_DTYPE}, got {ids_dtype} (API.md §7, L1684–1688)",
+        raise DtypeError(f"{kind} indices must be {INDEX_DTYPE}, got {ids_dtype} (L1684–1688)",
                          call=call, fix=f"cast the indices to {INDEX_DTYPE} first")
     v = _axis_name(axis, call)
     element = dict(table_levels)["Element"]
@@ -244,7 +244,7 @@ def check_indices(p: IndirectPlan, ids: npt.NDArray[np.int64], call: str) -> Non
             value = int(np.unique(flat)[np.argmax(counts > 1)])
             ks = np.flatnonzero(flat == value)
             raise AddressError(f"indices {{{where(int(ks[0]))}}} and {{{where(int(ks[1]))}}} both scatter to "
-                               f"{p.axis} = {value}: a scatter writes each row once (API.md §7); nothing was moved",
+                               f"{p.axis} = {value}: a scatter writes each row once; nothing was moved",
                                call=call, axis=p.axis, fix="make the scatter indices distinct")
 
 

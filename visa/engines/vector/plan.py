@@ -12,7 +12,8 @@ Traceback (most recent call last):
 ...
 visa.errors.TypestateError: vector_fxp: the Fxp stage comes before the Fp stage; the intra-slice stages run \
 in the order Branch → Logic → Fxp → FxpToFp → Narrow → Fp → IntraSliceReduce → FpDiv → Widen → FpToFxp → Clip \
-→ Filter → Output and never backwards [manual L4730]; fix: run it in a separate Tensor Unit pass
+→ Filter → Output and never backwards [manual §Vector Engine › Stages, L4730]; fix: run it in a separate Tensor \
+Unit pass [V...]
 """
 
 from __future__ import annotations
