@@ -32,6 +32,8 @@ __all__ = [
     "UnsupportedFeatureError",
     "PoisonError",
     "ResourceError",
+    "WrongTypeError",
+    "RangeError",
 ]
 
 
@@ -190,3 +192,16 @@ class ResourceError(VisaError):
     """A hardware unit is used twice in one pass (for example an ALU, manual "Vector Engine")."""
 
     code = "V900"
+
+
+class WrongTypeError(VisaError, TypeError):
+    """A public call got an argument of the wrong Python type; the message names the parameter, what was given
+    and what is expected (issue 16).  Also a ``TypeError``, so plain Python code can catch it."""
+
+    code = "V001"
+
+
+class RangeError(VisaError, ValueError):
+    """An integer argument is outside the range its parameter allows (issue 16).  Also a ``ValueError``."""
+
+    code = "V002"
