@@ -463,6 +463,8 @@ def _relation_maps(dims: C.Canon, position: int) -> list[Index]:
                 return []
             if d.atom is None:
                 options = [Index()]
+            elif isinstance(d.atom, C.Win) and _has_relation(d.atom.inner):  # a padded or cut combination
+                options = _relation_maps(d.atom.inner, (dig - d.offset) * d.stride)
             else:
                 got = _index_at(forward((C.Dim(d.atom, d.stride, d.size, d.count, d.offset),), np.array([dig])), 0)
                 options = [] if got is None else [got]
@@ -470,6 +472,10 @@ def _relation_maps(dims: C.Canon, position: int) -> list[Index]:
         if not results:
             return []
     return sorted(set(results), key=lambda x: x.text())
+
+
+def _has_relation(dims: C.Canon) -> bool:
+    return any(isinstance(d, C.Lin) or (isinstance(d.atom, C.Win) and _has_relation(d.atom.inner)) for d in dims)
 
 
 def _part_maps(part: C.Canon, count: int) -> list[list[Index]]:

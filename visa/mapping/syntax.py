@@ -193,7 +193,8 @@ class _Parser:
     def integer(self, after: str) -> int:
         kind, val, pos = self.take()
         if kind != "int":
-            raise self.err(f"{after} needs a whole number, found {val!r}", pos)
+            digits = " written with the digits 0-9" if val.isnumeric() else ""
+            raise self.err(f"{after} needs a whole number{digits}, found {val!r}", pos)
         if len(val) > 20 or int(val) > MAX_SIZE:
             raise self.err(f"{after} needs a number of at most {MAX_SIZE} (2**48), found {val[:24]}", pos,
                            fix="sizes count buffer positions; no memory holds more")
