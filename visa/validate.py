@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from visa.errors import RangeError, VisaError, WrongTypeError
 
 __all__ = ["WrongTypeError", "RangeError", "describe", "wrong_type", "expect_int", "expect_instance", "expect_str",
-           "expect_choice", "expect_callable"]
+           "expect_choice", "expect_callable", "expect_mapping", "expect_dtype"]
 
 T = TypeVar("T")
 
@@ -90,3 +90,27 @@ def expect_callable(value: object, param: str, *, call: str) -> Callable[..., ob
         raise wrong_type(param, value, "a function", call=call)
     return value
 
+
+
+def expect_mapping(value: object, param: str, *, call: str, level: str | None = None) -> Any:
+    """``value`` if it is a :class:`~visa.mapping.Mapping` (a bare ``"A"`` is refused with the fix ``m["A"]``)."""
+    from visa.mapping.core import Mapping
+
+    if isinstance(value, Mapping):
+        return value
+    hint = f' (m["{value}"], not the bare text)' if isinstance(value, str) else ""
+    raise WrongTypeError(f"parameter {param} must be a mapping such as m[\"A\"], got {describe(value)}", call=call,
+                         level=level, fix=f'write {param} as m["..."] over declared axes{hint}')
+
+
+def expect_dtype(value: object, param: str, *, call: str) -> Any:
+    """The element type ``value`` names (a visa scalar class such as ``i32``, or its manual spelling ``"i32"``,
+    manual L1962–1979); numpy types and anything else are refused."""
+    from visa import dtypes as dt
+
+    try:
+        return dt.scalar(value)  # type: ignore[arg-type]
+    except (VisaError, TypeError, KeyError):
+        raise wrong_type(param, value, "a visa element type such as i32 or bf16", call=call,
+                         fix=f"pass one of {', '.join(dt.SCALARS)} (from visa import i32), not a numpy type"
+                         ) from None

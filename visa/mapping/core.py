@@ -623,13 +623,17 @@ def symbol(name: str, size: int) -> Mapping:
     return Mapping(Symbol(name, size), AxisSet(**{name: size}), name)
 
 
+#: The Python parameter behind each type-parameter name the stages pass to :func:`ensure_mapping`.
+_PARAMS = {"Time2": "time", "OutTime": "time", "Packet2": "packet", "OutPacket": "packet", "Element": "element",
+           "Row": "row", "Slice2": "slice_", "Cluster": "cluster", "Chip": "chip", "Time": "time", "Packet": "packet"}
+
+
 def ensure_mapping(value: object, what: str, call: str | None = None, level: str | None = None) -> Mapping:
-    """Check that an argument (``what``, e.g. ``"OutTime"``) is a :class:`Mapping`; otherwise the refusal names
-    the ``call`` that took it and the ``level`` it was meant for (manual "Mapping Expressions", L582)."""
-    if isinstance(value, Mapping):
-        return value
-    err = wrong_type(what, value, 'a mapping such as m["A"]', call=call or what,
-                     fix=f'write {what} as m["..."] over declared axes' + (
-                         f' (m["{value}"], not the bare text)' if isinstance(value, str) else ""))
-    err.level = level
-    raise type(err)(err.message, call=err.call, level=level, fix=err.fix)
+    """Check that an argument (``what``, e.g. ``"OutTime"``) is a :class:`Mapping`; otherwise a
+    :class:`~visa.errors.WrongTypeError` names the parameter, the ``call`` that took it and the ``level`` it was
+    meant for (manual "Mapping Expressions", L582)."""
+    from visa.validate import expect_mapping
+
+    param = _PARAMS.get(what, what)
+    return expect_mapping(value, param if param == what else f"{param} ({what})", call=call or what,  # type: ignore[no-any-return]
+                          level=level)
