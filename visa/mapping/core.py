@@ -227,6 +227,7 @@ class Mapping:
 
     def position_of(self, index: AbcMapping[str, int]) -> int | None:
         """The buffer position holding ``index`` (``None`` when it is not held)."""
+        expect_instance(index, AbcMapping, "index", call="position_of", expected="an index such as i(A=2)")
         index = Index(index) if not isinstance(index, Index) else index
         if any(abs(v) > MAX_SIZE for v in index.values()):
             return None

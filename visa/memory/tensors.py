@@ -91,6 +91,8 @@ def logical_axes(mappings: Sequence[Mapping], axes: str | Sequence[str] | None) 
                 present.append(d)
     if axes is None:
         return present
+    if not (isinstance(axes, str) or (isinstance(axes, list | tuple) and all(isinstance(a, str) for a in axes))):
+        raise _wrong("axes", axes, 'axis names: a str such as "A B" or a list of str', "axes")
     order = axes.split() if isinstance(axes, str) else list(axes)
     if sorted(order) != sorted(present):
         raise LayoutError(f"axes {' '.join(order)} do not match the tensor's axes {' '.join(present)}",
@@ -218,12 +220,22 @@ class HostTensor(Generic[D, Element]):
     @classmethod
     def rand(cls, dtype: type[D], mapping: Mapping, rng: np.random.Generator) -> HostTensor[D, Any]:
         """A host tensor of random representable values (manual ``HostTensor::rand``, L52)."""
+        from visa.validate import expect_dtype, expect_instance, expect_mapping
+
+        dtype = expect_dtype(dtype, "dtype", call="HostTensor.rand")
+        mapping = expect_mapping(mapping, "mapping", call="HostTensor.rand")
+        expect_instance(rng, np.random.Generator, "rng", call="HostTensor.rand",
+                        expected="a numpy Generator (np.random.default_rng(seed))")
         order, shape = _logical_shape([mapping], None)
         return cls.from_numpy(dt.random_values(dtype, shape, rng), dtype, mapping, order)
 
     @classmethod
     def zeros(cls, dtype: type[D], mapping: Mapping) -> HostTensor[D, Any]:
         """A host tensor of zeros (as ``HostTensor::rand``, manual L52, with every value 0)."""
+        from visa.validate import expect_dtype, expect_mapping
+
+        dtype = expect_dtype(dtype, "dtype", call="HostTensor.zeros")
+        mapping = expect_mapping(mapping, "mapping", call="HostTensor.zeros")
         order, shape = _logical_shape([mapping], None)
         return cls.from_numpy(np.zeros(shape, dtype=dtype.storage), dtype, mapping, order)
 
@@ -415,6 +427,9 @@ class DeviceTensor:
                  *, register: bool = True, reads: tuple[Region, ...] = (), call: str = "", trf_half: bool = False,
                  ready_at: int = 0) -> None:
         _check_context_type(ctx, call or self.type_name())
+        from visa.validate import expect_dtype
+
+        dtype = expect_dtype(dtype, "dtype", call=call or self.type_name())
         self.origin = call  # the operation that created the tensor (named when a read finds poison)
         self.ctx = ctx
         self.dtype = dtype
@@ -638,6 +653,11 @@ class TrfTensor(DeviceTensor, Generic[D, Chip, Cluster, Slice, Row, Element]):
 
     def __init__(self, ctx: Context, dtype: type[D], chip: Mapping, cluster: Mapping, slice_: Mapping, row: Mapping,
                  element: Mapping, trf_address: TrfAddress, **kw: Any) -> None:
+        from visa.validate import expect_instance
+
+        _check_context_type(ctx, kw.get("call") or "TrfTensor")
+        expect_instance(trf_address, TrfAddress, "trf_address", call=kw.get("call") or "TrfTensor",
+                        expected="a TrfAddress (Full, FirstHalf or SecondHalf)")
         self.trf_address = trf_address
         byte = trf_address.offset_halves * ctx.hw.trf.half_row_bytes
         super().__init__(ctx, dtype, {"Chip": chip, "Cluster": cluster, "Slice": slice_, "Row": row,

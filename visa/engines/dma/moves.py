@@ -52,14 +52,12 @@ def _dma_context(handle: object, kind: str, call: str) -> Context:
     return handle.ctx
 
 
-def _check_args(call: str, mappings: dict[str, object], address: object | None,
-                stream: object | None) -> None:
+def _check_args(call: str, mappings: dict[str, object], address: object, stream: object | None) -> None:
     """Refuse wrong Python types among a move's arguments before anything reads them (issue 16): each level's
     mapping (keyed by its parameter name), the byte address, and the explicit ``(Time, Packet)`` stream."""
     for param, mp in mappings.items():
         expect_mapping(mp, param, call=call)
-    if address is not None:
-        expect_int(address, "address", call=call)
+    expect_int(address, "address", call=call)
     if stream is not None and not (isinstance(stream, tuple) and len(stream) == 2
                                    and all(isinstance(x, Mapping) for x in stream)):
         raise wrong_type("stream", stream, 'a (Time, Packet) pair of mappings such as (m["A / 8"], m["A % 8"])',
@@ -196,7 +194,7 @@ def hbm_to_host(hbm: HbmTensor[Any, Any, Any] | HbmTensorView, element: Mapping,
     from visa.memory.tensors import HostTensor
 
     call = "hbm.to_host"
-    _check_args(call, {"element": element}, None, stream)
+    _check_args(call, {"element": element}, 0, stream)
     ctx = _dma_context(pdma, "pdma", call)
     base, side = _source(hbm, call, ctx)
     dtype = base.dtype
