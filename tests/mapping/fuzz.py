@@ -42,6 +42,18 @@ def exercise(axes: Axes, text: str) -> str:
             got.map(pos)
         except VisaError:
             pass
+    for positions in ([0, size - 1, size, -1, 1 << 62], [1 << 70], [0.5], ["0"]):
+        try:
+            got.evaluate(positions)
+        except VisaError:
+            pass
+    for name in sorted(got.axes)[:2]:
+        for coords in ([0, 1, -1, 1 << 40], [1 << 70], [0.5]):
+            try:
+                got.locate({name: coords})
+                got.position_of({name: coords[0]})
+            except VisaError:
+                pass
     try:
         again = ax.m[str(got)]
         if size <= 1 << 12:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from visa.errors import MappingSyntaxError, UnknownAxisError
+from visa.errors import MappingSyntaxError, RangeError, UnknownAxisError
 from visa.mapping import canon as C
 from visa.mapping.axes import AXES_ATTR, AxisSet
 from visa.mapping.evaluate import Evaluation, IntArray, RelationError, forward, inverse
@@ -214,6 +214,8 @@ class Mapping:
 
     def evaluate(self, positions: npt.ArrayLike | None = None) -> Evaluation:
         """Vectorised ``map`` over ``positions`` (default: every position, in order)."""
+        if positions is not None:
+            positions = int_array(positions, "positions", "evaluate")
         return forward(self.canon, positions)
 
     def locate(self, coords: AbcMapping[str, npt.ArrayLike],
@@ -223,7 +225,11 @@ class Mapping:
         Axes the mapping does not use are ignored (broadcast, manual L1557).  ``shape`` is the broadcast
         shape of the coordinate arrays (needed when ``coords`` is empty).
         """
-        return inverse(self.canon, {k: np.asarray(v, dtype=np.int64) for k, v in coords.items()}, shape)
+        expect_instance(coords, AbcMapping, "coords", call="locate", expected="a dict of axis name to coordinates")
+        for k in coords:
+            if not isinstance(k, str):
+                raise wrong_type("coords", k, "axis names (str) as keys", call="locate")
+        return inverse(self.canon, {k: int_array(v, f"coords[{k!r}]", "locate") for k, v in coords.items()}, shape)
 
     def position_of(self, index: AbcMapping[str, int]) -> int | None:
         """The buffer position holding ``index`` (``None`` when it is not held)."""
@@ -339,6 +345,7 @@ class Mapping:
         | B / 4: 2 | B: 8     | B: 9     | B: 10    | B: 11    |
         | B / 4: 3 | B: 12    | B: 13    | B: 14    | B: 15    |
         """
+        limit = expect_int(limit, "limit", call="table", lo=1)
         items = self.items()
         last = items[-1]
         outer_size = self.size // max(last.size, 1)
@@ -373,6 +380,29 @@ def _built(made: Mapping) -> Mapping:
     """A mapping built by a method, refused past the depth and size limits as parsed text is."""
     check_node(made.node, repr(made), "m")
     return made
+
+
+def int_array(value: object, param: str, call: str) -> npt.NDArray[np.int64]:
+    """``value`` as an int64 array: integers only (no floats, no text), each within ±2**62 so that no position
+    or coordinate wraps (issue 16)."""
+    try:
+        arr = np.asarray(value)
+    except (ValueError, TypeError, OverflowError):
+        raise wrong_type(param, value, "integers (an int or an array of ints)", call=call) from None
+    if arr.dtype == object:
+        flat = arr.reshape(-1).tolist()
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in flat):
+            raise wrong_type(param, value, "integers (an int or an array of ints)", call=call)
+        if any(abs(v) > 1 << 62 for v in flat):
+            raise RangeError(f"parameter {param} holds a value beyond ±2**62", call=call,
+                             fix="positions and coordinates are at most 2**48")
+        return arr.astype(np.int64)
+    if arr.size and arr.dtype.kind not in "iu":
+        raise wrong_type(param, value, "integers (an int or an array of ints)", call=call)
+    if arr.dtype.kind == "u" and arr.size and int(arr.max()) > 1 << 62:
+        raise RangeError(f"parameter {param} holds a value beyond 2**62", call=call,
+                         fix="positions and coordinates are at most 2**48")
+    return arr.astype(np.int64)
 
 
 def _declare_from(dims: C.Canon, axis_set: AxisSet) -> None:
