@@ -339,3 +339,28 @@ def test_launch_checks_the_result_against_the_annotation(world: World) -> None:
         return world.hbm
 
     assert launch(fine, ctx) is world.hbm
+
+
+def test_launch_checks_the_results_dtype_and_mappings(world: World) -> None:
+    from visa.errors import DtypeError, LayoutError
+
+    ctx = world.ctx
+
+    @device(chip=1)
+    def wrong_dtype(ctx: Context) -> HbmTensor[i32, Any, Any]:
+        return world.hbm  # type: ignore[return-value]
+
+    @device(chip=1)
+    def wrong_layout(ctx: Context) -> HbmTensor[bf16, Any, m["J, I"]]:  # noqa: F821 - a run-time mapping
+        return world.hbm  # type: ignore[return-value]
+
+    @device(chip=1)
+    def equivalent_layout(ctx: Context) -> HbmTensor[bf16, m["1"], m["I, J / 16, J % 16"]]:  # noqa: F821
+        return world.hbm  # type: ignore[return-value]
+
+    with pytest.raises(DtypeError, match="annotated to return i32 elements"):
+        launch(wrong_dtype, ctx)
+    with pytest.raises(LayoutError) as err:
+        launch(wrong_layout, ctx)
+    assert err.value.level == "Element" and 'm["J, I"]' in str(err.value)
+    assert launch(equivalent_layout, ctx) is world.hbm  # equal by the manual's equivalence (L1017–1028)

@@ -136,6 +136,11 @@ class AxisSet:
             sizes = [self.size(axis) for axis, _ in terms]  # each must exist
         except UnknownAxisError as e:
             raise UnknownAxisError(e.message, call="skew", axis=e.axis, fix=e.fix) from None
+        reach = sum(abs(c) * n for (_, c), n in zip(terms[1:], sizes[1:], strict=True))
+        if reach > 1 << 60:  # Σ|coef|·size(other) bounds the shift; keep it exact in int64
+            raise AxisDeclarationError(f"the skew {name} = {expr} shifts by up to {reach}, more than 2**60",
+                                       call="skew", axis=name, fix="use smaller coefficients (they act modulo the "
+                                       "base axis's size anyway)")
         self._skews[name] = Skew(name, base, tuple(terms[1:]), sizes[0])
         return self
 
