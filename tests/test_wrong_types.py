@@ -51,6 +51,7 @@ from visa.hw import RNGD
 ax = AxisSet(I=256, J=2048)
 m = ax.m
 Chip, Cluster, Slice = m["1"], m["1 # 2"], m["I"]
+TRANSPOSED, SPLIT = m["J, I"], m["I, J / 16, J % 16"]  # result annotations for launch's check
 
 #: wrong values per kind of parameter
 WRONG: dict[str, list[object]] = {
@@ -351,11 +352,11 @@ def test_launch_checks_the_results_dtype_and_mappings(world: World) -> None:
         return world.hbm  # type: ignore[return-value]
 
     @device(chip=1)
-    def wrong_layout(ctx: Context) -> HbmTensor[bf16, Any, m["J, I"]]:  # noqa: F821 - a run-time mapping
+    def wrong_layout(ctx: Context) -> HbmTensor[bf16, Any, TRANSPOSED]:
         return world.hbm  # type: ignore[return-value]
 
     @device(chip=1)
-    def equivalent_layout(ctx: Context) -> HbmTensor[bf16, m["1"], m["I, J / 16, J % 16"]]:  # noqa: F821
+    def equivalent_layout(ctx: Context) -> HbmTensor[bf16, Chip, SPLIT]:
         return world.hbm  # type: ignore[return-value]
 
     with pytest.raises(DtypeError, match="annotated to return i32 elements"):

@@ -18,7 +18,8 @@ from visa.errors import DtypeError, PoisonError, WrongTypeError
 
 ax = AxisSet(A=4, P=6)
 m = ax.m
-FLOATS = [(bf16, 3.3895313892515355e38), (f16, 65504.0), (f8e4m3, 448.0), (f8e5m2, 57344.0), (f32, 3.4028234663852886e38)]
+FLOATS = [(bf16, 3.3895313892515355e38), (f16, 65504.0), (f8e4m3, 448.0), (f8e5m2, 57344.0),
+          (f32, 3.4028234663852886e38)]
 
 
 @pytest.mark.parametrize(("dtype", "value"), [(bf16, 1e39), (f16, 1e6), (f8e4m3, 1000.0), (f8e5m2, 1e6),
