@@ -12,6 +12,7 @@ dtypes, the stash, the context after a zip).
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -81,6 +82,7 @@ from visa.stream.vector.base import (
     VeBase,
     describe_operand,
 )
+from visa.validate import wrong_type
 
 if TYPE_CHECKING:
     from visa.memory.tensors import DeviceTensor
@@ -343,7 +345,11 @@ class _Filter(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
         elif isinstance(ids, ValidBranchIds):
             keep = ids
         else:
-            keep = ValidBranchIds.of(*ids)
+            given = list(ids) if isinstance(ids, Iterable) and not isinstance(ids, str | bytes) else None
+            if given is None or not all(isinstance(k, numbers.Integral) and not isinstance(k, bool) and 0 <= k < 16
+                                        for k in given):
+                raise wrong_type("ids", ids, "a ValidBranchIds, a GroupId or ExecutionIds 0..15", call=call)
+            keep = ValidBranchIds.of(*given)
         eid = self.ve.exec_id if self.ve.exec_id is not None else np.zeros(self.layout.shape, dtype=np.uint8)
         mask = np.isin(eid, np.array(sorted(keep.ids), dtype=np.uint8))
         data = StreamData(self.data.values, self.data.known & mask)
