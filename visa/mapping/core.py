@@ -509,6 +509,10 @@ def _has_relation(dims: C.Canon) -> bool:
     return any(isinstance(d, C.Lin) or (isinstance(d.atom, C.Win) and _has_relation(d.atom.inner)) for d in dims)
 
 
+#: The most term positions (and indices) ``maps`` enumerates for one linear combination.
+_MAPS_LIMIT = 1 << 16
+
+
 def _part_maps(part: C.Canon, count: int) -> list[list[Index]]:
     """``maps(s)`` of one term of a linear combination for s in 0..count-1, evaluated at once."""
     try:
@@ -523,21 +527,34 @@ def _part_maps(part: C.Canon, count: int) -> list[list[Index]]:
 
 def _lin_options(d: C.Lin, digit: int) -> list[Index]:
     """Every index at value ``digit`` of ``$(e1 : n1, ...)``: Σ s_k·n_k = digit over the terms' positions."""
-    tables = [_part_maps(part, min(C.canon_size(part), digit // n + 1)) for part, n in d.parts]
+    counts = [min(C.canon_size(part), digit // n + 1) for part, n in d.parts]
+    if sum(counts) > _MAPS_LIMIT:
+        raise RelationError(f"maps() would look at {sum(counts)} positions of the combination's terms, more than "
+                            f"{_MAPS_LIMIT}", call="maps", fix="evaluate the terms separately, or use smaller axes")
+    tables = [_part_maps(part, count) for (part, _), count in zip(d.parts, counts, strict=True)]
     out: list[Index] = []
-    # iterate over the choices of s_k term by term, keeping the partial sums (an explicit stack, no recursion)
+    last = len(d.parts) - 1
+    work = 0
+    # iterate over the choices of s_k term by term, keeping the partial sums (an explicit stack, no recursion);
+    # the last term's position is what remains, so it is looked up rather than searched
     stack: list[tuple[int, int, Index]] = [(0, digit, Index())]
     while stack:
         k, remaining, acc = stack.pop()
-        if k == len(d.parts):
-            if remaining == 0:
-                out.append(acc)
-            continue
         n = d.parts[k][1]
         table = tables[k]
-        for s in range(min(len(table), remaining // n + 1)):
-            for got in table[s]:
-                stack.append((k + 1, remaining - s * n, acc + got))
+        if k == last:
+            if remaining % n == 0 and remaining // n < len(table):
+                out.extend(acc + got for got in table[remaining // n])
+            work += 1
+        else:
+            for s in range(min(len(table), remaining // n + 1)):
+                for got in table[s]:
+                    stack.append((k + 1, remaining - s * n, acc + got))
+                    work += 1
+        if len(out) > _MAPS_LIMIT or work > 16 * _MAPS_LIMIT:
+            raise RelationError(f"position {digit} of the combination holds too many indices to list (more than "
+                                f"{_MAPS_LIMIT}, or more than {16 * _MAPS_LIMIT} partial splits)", call="maps",
+                                fix="evaluate the terms separately, or use smaller axes")
     return out
 
 
