@@ -294,8 +294,9 @@ def to_storage(dtype: type[dt.Scalar], arr: npt.NDArray[Any], call: str, *,
         try:
             return dt.as_storage(dtype, arr)
         except dt.DtypeError as err:
-            raise dt.DtypeError(err.message, call=call, fix=err.fix or f"pass values in {dtype.min}..{dtype.max}, "
-                                "or overflow='saturate' / 'wrap'") from None
+            fix = ("round the values yourself (np.rint) and pass an integer array" if arr.dtype.kind not in "iu"
+                   else f"pass values in {dtype.min}..{dtype.max}, or overflow='saturate' / 'wrap'")
+            raise dt.DtypeError(err.message, call=call, fix=err.fix or fix) from None
     if arr.dtype.kind not in "biuf" and arr.dtype not in dt._ML_FLOATS:
         raise dt.DtypeError(f"{dtype!r} values must be numbers, got an array of {arr.dtype}", call=call,
                             fix="pass an int or float numpy array")
