@@ -2,7 +2,7 @@
 
 :func:`exercise` parses a text and, when it is a mapping, drives every public operation on it.  The
 strategies below draw printable text, any unicode, token soup, mutations of valid expressions and deep nesting,
-over axis sets with skewed axes.  ``python -m tests.mapping.fuzz 100000`` runs a long campaign by hand.
+over axis sets with skewed axes.  ``python -m tests.mapping.fuzz 100000 [seed]`` runs a long campaign by hand.
 """
 
 from __future__ import annotations
@@ -123,9 +123,11 @@ def texts() -> st.SearchStrategy[tuple[Axes, str]]:
                      axes_and_expr().map(lambda case: (case[0], case[1].text)))
 
 
-def main(count: int) -> int:
-    """Run ``count`` random strings through :func:`exercise`; print the tally; return failures found."""
+def main(count: int, seed: int | None = None) -> int:
+    """Run ``count`` random strings through :func:`exercise` (``seed`` fixes the draw); print the tally; return
+    the number of failures found."""
     from hypothesis import HealthCheck, given, settings
+    from hypothesis import seed as fix_seed
 
     tally = {"ok": 0, "refused": 0}
     failures: list[tuple[Axes, str, BaseException]] = []
@@ -140,6 +142,8 @@ def main(count: int) -> int:
             if len(failures) < 50:
                 failures.append((case[0], case[1], e))
 
+    if seed is not None:
+        run = fix_seed(seed)(run)
     start = time.time()
     run()
     print(f"{count} strings in {time.time() - start:.0f} s: {tally['ok']} mappings, {tally['refused']} refused "
@@ -150,4 +154,5 @@ def main(count: int) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(1 if main(int(sys.argv[1]) if len(sys.argv) > 1 else 100_000) else 0)
+    sys.exit(1 if main(int(sys.argv[1]) if len(sys.argv) > 1 else 100_000,
+                       int(sys.argv[2]) if len(sys.argv) > 2 else None) else 0)
