@@ -13,6 +13,8 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import types
+import typing
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
@@ -26,6 +28,7 @@ from visa.schedule import report as profile
 from visa.schedule import trace as tracing
 from visa.stream import TuContext
 from visa.tensors.device import DmaContext
+from visa.validate import expect_callable, expect_instance, expect_int, wrong_type
 
 if TYPE_CHECKING:
     from visa.engines.dma.config import DmaPlan
@@ -64,6 +67,8 @@ class Context:
     __slots__ = ("hw", "memory", "pdma", "tdma", "main", "sub", "schedule", "num_chips", "live_dm", "__weakref__")
 
     def __init__(self, hw: HardwareProfile = RNGD) -> None:
+        expect_instance(hw, HardwareProfile, "hw", call="Context.acquire",
+                        expected="a HardwareProfile (RNGD or RNGD_S)")
         self.hw = hw
         self.memory = DeviceMemory(hw)
         self.pdma = DmaContext(self, "pdma")
@@ -160,11 +165,14 @@ R = TypeVar("R")
 
 def device(chip: int = 1) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """``#[device(chip = N)]``: mark a kernel that runs on ``chip`` chips (manual L59)."""
+    chip = expect_int(chip, "chip", call="device", fix="write @device(chip=1) for a one-chip kernel")
     if chip <= 0:
         raise VisaError(f"a kernel runs on at least one chip, got chip={chip}", call="device", level="Chip",
                         fix="write @device(chip=1) for a one-chip kernel")
 
     def wrap(fn: Callable[P, R]) -> Callable[P, R]:
+        expect_callable(fn, "kernel", call="device")
+
         @functools.wraps(fn)
         def inner(*args: P.args, **kwargs: P.kwargs) -> R:
             return fn(*args, **kwargs)
@@ -177,6 +185,8 @@ def device(chip: int = 1) -> Callable[[Callable[P, R]], Callable[P, R]]:
 
 def launch(kernel: Callable[..., R], ctx: Context, *args: Any) -> R:
     """Run a ``@device`` kernel on the context's device and return its result (manual L56–58)."""
+    expect_callable(kernel, "kernel", call="launch")
+    expect_instance(ctx, Context, "ctx", call="launch", expected="a Context (Context.acquire())")
     chips = getattr(kernel, "__visa_chips__", None)
     if chips is None:
         raise TypestateError(f"{getattr(kernel, '__name__', kernel)} is not a @device kernel", call="launch",
@@ -202,9 +212,83 @@ def launch(kernel: Callable[..., R], ctx: Context, *args: Any) -> R:
     previous = ctx.num_chips
     ctx.num_chips = chips
     try:
-        return kernel(ctx, *args)
+        result = kernel(ctx, *args)
     finally:
         ctx.num_chips = previous  # back on the host: the next launch may use another chip count
+    check_result(kernel, result)
+    return result
+
+
+def check_result(kernel: Callable[..., Any], result: object) -> None:
+    """Refuse a kernel's result that does not match its return annotation (issue 16): the class (``None``,
+    ``int``, ``HbmTensor`` …), and for a tensor annotated with parameters its dtype and level mappings where they
+    are written (``HbmTensor[bf16, m["1"], m["I"]]``; ``Any`` and type variables match anything).  An annotation
+    that cannot be evaluated at run time (a name local to a function, under ``from __future__ import
+    annotations``) is left to the mypy plugin."""
+    name = getattr(kernel, "__name__", "the kernel")
+    target = inspect.unwrap(kernel)
+    try:
+        hints = inspect.get_annotations(target, eval_str=True)
+    except Exception:  # an annotation that names something this scope cannot see
+        return
+    if "return" not in hints:
+        return
+    _check_value(hints["return"], result, f"{name}'s result", name)
+
+
+def _check_value(want: Any, got: object, what: str, name: str) -> None:
+    from visa import dtypes as dt
+    from visa.mapping import Mapping
+    from visa.memory.layout import LEVELS
+    from visa.tensors.handles import DeviceTensor, HostTensor
+
+    if want is None or want is type(None):
+        if got is not None:
+            raise wrong_type("return", got, "None", call="launch", fix=f"{name} is annotated -> None: return nothing")
+        return
+    if want is Any or isinstance(want, TypeVar) or isinstance(want, str):
+        return
+    origin = typing.get_origin(want)
+    args = typing.get_args(want)
+    if origin in (typing.Union, types.UnionType):
+        for option in args:
+            try:
+                _check_value(option, got, what, name)
+                return
+            except VisaError:
+                continue
+        raise wrong_type("return", got, str(want), call="launch", fix=f"return what {name} is annotated with")
+    if origin is tuple and isinstance(got, tuple):
+        if len(args) == 2 and args[1] is Ellipsis:
+            args = (args[0],) * len(got)
+        if len(args) != len(got):
+            raise wrong_type("return", got, f"a tuple of {len(args)}", call="launch")
+        for k, (a, g) in enumerate(zip(args, got, strict=True)):
+            _check_value(a, g, f"{what}[{k}]", name)
+        return
+    cls = origin if isinstance(origin, type) else want
+    if not isinstance(cls, type):
+        return  # Literal, Callable[...] and other typing forms: left to the type checker
+    if not isinstance(got, cls):
+        raise wrong_type("return", got, f"{_type_text(want)} ({what}, as annotated)", call="launch",
+                         fix=f"return a {cls.__name__}, or fix {name}'s return annotation")
+    if not args or not isinstance(got, DeviceTensor | HostTensor):
+        return
+    dtype, maps = args[0], args[1:]
+    if isinstance(dtype, type) and issubclass(dtype, dt.Scalar) and got.dtype is not dtype:
+        raise dt.DtypeError(f"{what} is {got!r}, but {name} is annotated to return {dtype!r} elements",
+                            call="launch", fix=f"cast to {dtype!r} before returning, or fix the annotation")
+    levels = LEVELS[got.MEMORY] if isinstance(got, DeviceTensor) else ("Element",)
+    have = got.levels if isinstance(got, DeviceTensor) else {"Element": got.element}
+    for level, want_map in zip(levels, maps, strict=False):
+        if isinstance(want_map, Mapping) and have[level] != want_map:
+            raise LayoutError(f"{what} has {level} {have[level]!r}, but {name} is annotated with {want_map!r}",
+                              call="launch", level=level, mapping=repr(have[level]),
+                              fix=f"lay the result out as {want_map!r}, or fix the annotation")
+
+
+def _type_text(want: Any) -> str:
+    return getattr(want, "__name__", None) or repr(want)
 
 
 def report_all(*, operations: bool = False) -> str:

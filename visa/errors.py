@@ -39,6 +39,8 @@ __all__ = [
     "UnsupportedFeatureError",
     "PoisonError",
     "ResourceError",
+    "WrongTypeError",
+    "RangeError",
 ]
 
 
@@ -233,3 +235,17 @@ class BankStarvationWarning(UserWarning):
     """A Tensor Unit operation accesses one DM bank 64 or more times in a row: run concurrently with a DMA it
     would starve the DMA and trip the NoC timeout (manual L2841–2842, L2897–2941).  The scheduler runs it as if
     it occupied the DMA engines of its chips (the compiler's behaviour, L2922) and warns."""
+
+
+class WrongTypeError(VisaError, TypeError):
+    """A public call got an argument of the wrong Python type; the message names the parameter, what was given
+    and what is expected (design API.md §5; issue 16).  Also a ``TypeError``, so plain Python code can catch it."""
+
+    code = "V001"
+
+
+class RangeError(VisaError, ValueError):
+    """An integer argument is outside the range its parameter allows (design API.md §5; issue 16).  Also a
+    ``ValueError``."""
+
+    code = "V002"

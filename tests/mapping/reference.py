@@ -65,38 +65,48 @@ def terms(node: Node, i: int) -> Terms | None:
     raise TypeError(node)
 
 
-def sizes_of(node: Node) -> dict[str, int]:
+def sizes_of(node: Node, skews: bool = True) -> dict[str, int]:
     out: dict[str, int] = {}
     if isinstance(node, Symbol):
         if node.skew is not None:
-            out[node.skew.base] = node.skew.size
+            if skews:
+                out[node.skew.base] = node.skew.size
         else:
             out[node.name] = node.size
     elif isinstance(node, Pair):
-        out.update(sizes_of(node.left))
-        out.update(sizes_of(node.right))
+        out.update(sizes_of(node.left, skews))
+        out.update(sizes_of(node.right, skews))
     elif isinstance(node, Escape):
-        out.update(sizes_of(node.mapping.node))
+        out.update(sizes_of(node.mapping.node, skews))
     elif isinstance(node, LinearCombination):
         for e, _ in node.parts:
-            out.update(sizes_of(e))
+            out.update(sizes_of(e, skews))
     elif not isinstance(node, Identity):
-        out.update(sizes_of(node.inner))
+        out.update(sizes_of(node.inner, skews))
     return out
 
 
 def ref_map(node: Node, i: int) -> dict[str, int] | None:
-    """The tensor index at buffer position ``i`` (zeros dropped), or None."""
+    """The tensor index at buffer position ``i`` (zeros dropped), or None.
+
+    A skewed axis ``B' = B - A`` is resolved last, over the whole index (manual L988: its coordinate "at any
+    point equals B minus A"), also when it sits inside a composite.
+    """
     got = _decode(node, i)
     if got is None:
         return None
+    coords, skews = got
+    for skew, pos in skews:
+        shift = sum(coef * coords.get(other, 0) for other, coef in skew.coefs)
+        coords[skew.base] = coords.get(skew.base, 0) + (pos - shift) % skew.size
     for name, size in sizes_of(node).items():
-        if not 0 <= got.get(name, 0) < size:
+        if not 0 <= coords.get(name, 0) < size:
             return None
-    return {k: v for k, v in got.items() if v}
+    return {k: v for k, v in coords.items() if v}
 
 
-def _decode(node: Node, i: int) -> dict[str, int] | None:
+def _decode(node: Node, i: int) -> tuple[dict[str, int], list[tuple[object, int]]] | None:
+    """Coordinates of the plain axes at position ``i``, and the skewed axes' positions still to resolve."""
     ts = terms(node, i)
     if ts is None:
         return None
@@ -104,7 +114,7 @@ def _decode(node: Node, i: int) -> dict[str, int] | None:
     for key, pos in ts:
         positions[key] = positions.get(key, 0) + pos
     coords: dict[str, int] = {}
-    skews = []
+    skews: list[tuple[object, int]] = []
     for key, pos in positions.items():
         assert isinstance(key, tuple)
         if key[0] == "sym":
@@ -114,12 +124,14 @@ def _decode(node: Node, i: int) -> dict[str, int] | None:
             else:
                 coords[key[1]] = coords.get(key[1], 0) + pos
         else:
-            sub = ref_map(key[1], pos)
+            sub = _decode(key[1], pos)
             if sub is None:
                 return None
-            for k, v in sub.items():
+            sub_coords, sub_skews = sub
+            for name, size in sizes_of(key[1], skews=False).items():  # a composite holds only its own range
+                if not 0 <= sub_coords.get(name, 0) < size:
+                    return None
+            for k, v in sub_coords.items():
                 coords[k] = coords.get(k, 0) + v
-    for skew, pos in skews:
-        shift = sum(coef * coords.get(other, 0) for other, coef in skew.coefs)
-        coords[skew.base] = coords.get(skew.base, 0) + (pos - shift) % skew.size
-    return coords
+            skews += sub_skews
+    return coords, skews

@@ -7,6 +7,12 @@ from dataclasses import dataclass
 
 from hypothesis import strategies as st
 
+from visa import AxisSet
+
+#: Axis declarations: a name to its size, or a skewed axis ("B'") to its expression over the others
+#: ("B - A", manual L986–1003).
+Axes = dict[str, int | str]
+
 
 @dataclass(frozen=True)
 class Expr:
@@ -23,9 +29,28 @@ def _wrap(e: Expr) -> str:
     return e.text if e.atomic else f"[{e.text}]"
 
 
+def sizes(axes: Axes) -> dict[str, int]:
+    """Every axis name usable in a mapping and its size (a skewed axis has the size of its base)."""
+    out = {k: v for k, v in axes.items() if isinstance(v, int)}
+    for k, v in axes.items():
+        if isinstance(v, str):
+            out[k] = out[v.split()[0]]
+    return out
+
+
+def axis_set(axes: Axes) -> AxisSet:
+    """The :class:`AxisSet` declaring ``axes`` (skews after the plain axes)."""
+    ax = AxisSet(**{k: v for k, v in axes.items() if isinstance(v, int)})
+    for k, v in axes.items():
+        if isinstance(v, str):
+            ax.skew(k, v)
+    return ax
+
+
 @st.composite
-def expressions(draw: st.DrawFn, axes: dict[str, int], depth: int = 3) -> Expr:
+def expressions(draw: st.DrawFn, axes: Axes, depth: int = 3) -> Expr:
     """A random mapping expression over ``axes`` with every constructor of the grammar."""
+    axes = sizes(axes)
     names = sorted(axes)
     if depth <= 0 or draw(st.integers(0, 3)) == 0:
         if draw(st.integers(0, 5)) == 0:
@@ -68,12 +93,28 @@ def expressions(draw: st.DrawFn, axes: dict[str, int], depth: int = 3) -> Expr:
     return Expr(text, k if k > 1 else rest, True)
 
 
-AXES = st.dictionaries(st.sampled_from(["A", "B", "C", "D"]), st.sampled_from([1, 2, 3, 4, 6]),
-                       min_size=1, max_size=3)
+PLAIN_AXES = st.dictionaries(st.sampled_from(["A", "B", "C", "D"]), st.sampled_from([1, 2, 3, 4, 6]),
+                             min_size=1, max_size=3)
 
 
 @st.composite
-def axes_and_expr(draw: st.DrawFn, depth: int = 3, max_size: int = 600) -> tuple[dict[str, int], Expr]:
+def skewed_axes(draw: st.DrawFn) -> Axes:
+    """Plain axes, and about half the time a skewed axis ``X' = X ± k·Y`` over two of them (L986–1003)."""
+    axes: Axes = dict(draw(PLAIN_AXES))
+    names = sorted(axes)
+    if len(names) >= 2 and draw(st.booleans()):
+        base, other = draw(st.permutations(names))[:2]
+        sign = draw(st.sampled_from(["-", "+"]))
+        coef = draw(st.sampled_from(["", "", "2*"]))
+        axes[f"{base}'"] = f"{base} {sign} {coef}{other}"
+    return axes
+
+
+AXES = skewed_axes()
+
+
+@st.composite
+def axes_and_expr(draw: st.DrawFn, depth: int = 3, max_size: int = 600) -> tuple[Axes, Expr]:
     axes = draw(AXES)
     e = draw(expressions(axes, depth))
     if e.size > max_size:

@@ -34,7 +34,7 @@ __all__ = ["AxisSet", "Skew", "axes", "skew", "module_axes", "AXES_ATTR"]
 #: Name of the module attribute where ``axes(...)`` keeps the module's :class:`AxisSet`.
 AXES_ATTR = "__visa_axes__"
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*'*\Z")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*'*\Z", re.ASCII)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +74,8 @@ class AxisSet:
         return self
 
     def _declare_one(self, name: str, size: object) -> None:
+        from visa.mapping.syntax import MAX_SIZE
+
         if not _NAME.match(name):
             raise AxisDeclarationError(f"{name!r} is not an axis name", call="axes",
                                        fix="use an identifier such as A or Batch")
@@ -83,6 +85,9 @@ class AxisSet:
         if size <= 0:
             raise AxisDeclarationError(f"axis {name} must have a positive size, got {size}", call="axes",
                                        axis=name, fix="sizes count elements and start at 1")
+        if size > MAX_SIZE:
+            raise AxisDeclarationError(f"axis {name} has size {size}, more than the limit {MAX_SIZE} (2**48)",
+                                       call="axes", axis=name, fix="no memory holds more elements")
         old = self._sizes.get(name, self._skews[name].size if name in self._skews else None)
         if old is not None and (old != size or name in self._skews):
             raise AxisDeclarationError(f"axis {name} is already declared with size {old}, not {size}",
@@ -95,13 +100,19 @@ class AxisSet:
 
         The expression is ``base ± [k*]other ± ...``; the derived axis has the size of ``base``.
         """
+        from visa.mapping.syntax import MAX_SIZE
+        from visa.validate import expect_str
+
+        expect_str(name, "name", call="skew")
+        expect_str(expr, "expr", call="skew")
         if not _NAME.match(name):
             raise AxisDeclarationError(f"{name!r} is not an axis name", call="skew",
                                        fix="primed names such as B' are allowed")
         if name in self._sizes or name in self._skews:
             raise AxisDeclarationError(f"axis {name} is already declared", call="skew", axis=name,
                                        fix="pick a new name for the derived axis")
-        tokens = re.findall(r"[+-]|\d+\s*\*\s*[A-Za-z_][A-Za-z0-9_]*'*|[A-Za-z_][A-Za-z0-9_]*'*|\S", expr)
+        tokens = re.findall(r"[+-]|[0-9]+\s*\*\s*[A-Za-z_][A-Za-z0-9_]*'*|[A-Za-z_][A-Za-z0-9_]*'*|\S", expr,
+                            re.ASCII)
         sign, terms = 1, []
         for tok in tokens:
             if tok in "+-":
@@ -112,6 +123,9 @@ class AxisSet:
             if not _NAME.match(axis):
                 raise MappingSyntaxError(f"cannot read {tok!r} in the skew {name} = {expr}", call="skew",
                                          fix="write e.g. skew(\"B'\", \"B - A\")")
+            if len(coef.strip()) > 15 or (coef.strip() and int(coef) > MAX_SIZE):
+                raise MappingSyntaxError(f"the coefficient in {tok!r} is larger than {MAX_SIZE}", call="skew",
+                                         fix="a coefficient is taken modulo the base axis's size anyway")
             terms.append((axis, sign * (int(coef) if coef.strip() else 1)))
             sign = 1
         if not terms or terms[0][1] != 1:
@@ -122,6 +136,11 @@ class AxisSet:
             sizes = [self.size(axis) for axis, _ in terms]  # each must exist
         except UnknownAxisError as e:
             raise UnknownAxisError(e.message, call="skew", axis=e.axis, fix=e.fix) from None
+        reach = sum(abs(c) * n for (_, c), n in zip(terms[1:], sizes[1:], strict=True))
+        if reach > 1 << 60:  # Σ|coef|·size(other) bounds the shift; keep it exact in int64
+            raise AxisDeclarationError(f"the skew {name} = {expr} shifts by up to {reach}, more than 2**60",
+                                       call="skew", axis=name, fix="use smaller coefficients (they act modulo the "
+                                       "base axis's size anyway)")
         self._skews[name] = Skew(name, base, tuple(terms[1:]), sizes[0])
         return self
 

@@ -323,7 +323,8 @@ def _cut(inner: Canon, t: int, n: int, c: int, off: int) -> Canon | None:
         if len(got) != 1:
             return None
         d = got[0]
-        assert isinstance(d, Dim)
+        if not isinstance(d, Dim):  # a linear combination is padded as a whole, never cut (L1006–1016)
+            return None
         got = (Dim(d.atom, d.stride, n, d.count, d.offset + off),)
     return got
 

@@ -25,11 +25,25 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from visa.errors import MappingSyntaxError, UnknownAxisError, VisaError
+from visa.errors import MappingSyntaxError, RangeError, UnknownAxisError
 from visa.mapping import canon as C
 from visa.mapping.axes import AXES_ATTR, AxisSet
 from visa.mapping.evaluate import Evaluation, IntArray, RelationError, forward, inverse
-from visa.mapping.syntax import Identity, Modulo, Node, Padding, Pair, Resize, Stride, Symbol, items_of, parse
+from visa.mapping.syntax import (
+    MAX_SIZE,
+    Identity,
+    Modulo,
+    Node,
+    Padding,
+    Pair,
+    Resize,
+    Stride,
+    Symbol,
+    check_node,
+    items_of,
+    parse,
+)
+from visa.validate import expect_instance, expect_int, wrong_type
 
 if TYPE_CHECKING:
     from visa.mapping import static as _static  # noqa: F401 - the static type of m["..."] (visa.mypy)
@@ -55,7 +69,8 @@ class Index(AbcMapping[str, int]):
         for src in (coords or {}, kw):
             for key, val in src.items():
                 name, scale = _index_key(key)
-                merged[name] = merged.get(name, 0) + int(val) * scale
+                coord = expect_int(val, name, call="i", lo=-MAX_SIZE, hi=MAX_SIZE, error=MappingSyntaxError)
+                merged[name] = merged.get(name, 0) + coord * scale
         self._items = tuple(sorted((k, v) for k, v in merged.items() if v != 0))
         self._hash = hash(self._items)
 
@@ -101,10 +116,12 @@ class Index(AbcMapping[str, int]):
         return ", ".join(f"{k}: {v}" for k, v in self._items) or "{}"
 
 
-_KEY = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*'*)\s*(?:([/%])\s*(\d+))?\s*\Z")
+_KEY = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*'*)\s*(?:([/%])\s*([0-9]{1,15}))?\s*\Z", re.ASCII)
 
 
 def _index_key(key: str) -> tuple[str, int]:
+    if not isinstance(key, str):
+        raise wrong_type("key", key, "an axis name (str)", call="i")
     mt = _KEY.match(key)
     if not mt:
         raise MappingSyntaxError(f"{key!r} is not an index key", call="i", fix="write i(A=2) or i({'B / 64': 2})")
@@ -181,18 +198,24 @@ class Mapping:
 
     def map(self, position: int) -> Index | None:
         """Tensor index held at buffer ``position``, or ``None`` for padding and positions past ``size``."""
-        return _index_at(forward(self.canon, np.array([int(position)])), 0)
+        position = expect_int(position, "position", call="map")
+        if not 0 <= position < self.size:
+            return None
+        return _index_at(forward(self.canon, np.array([position])), 0)
 
     def maps(self, position: int) -> list[Index]:
         """Every tensor index related to ``position``: one (or none) except for linear combinations (L1016)."""
+        position = expect_int(position, "position", call="maps")
         try:
             got = self.map(position)
             return [] if got is None else [got]
         except RelationError:
-            return _relation_maps(self.canon, int(position))
+            return _relation_maps(self.canon, position)
 
     def evaluate(self, positions: npt.ArrayLike | None = None) -> Evaluation:
         """Vectorised ``map`` over ``positions`` (default: every position, in order)."""
+        if positions is not None:
+            positions = int_array(positions, "positions", "evaluate")
         return forward(self.canon, positions)
 
     def locate(self, coords: AbcMapping[str, npt.ArrayLike],
@@ -202,10 +225,18 @@ class Mapping:
         Axes the mapping does not use are ignored (broadcast, manual L1557).  ``shape`` is the broadcast
         shape of the coordinate arrays (needed when ``coords`` is empty).
         """
-        return inverse(self.canon, {k: np.asarray(v, dtype=np.int64) for k, v in coords.items()}, shape)
+        expect_instance(coords, AbcMapping, "coords", call="locate", expected="a dict of axis name to coordinates")
+        for k in coords:
+            if not isinstance(k, str):
+                raise wrong_type("coords", k, "axis names (str) as keys", call="locate")
+        return inverse(self.canon, {k: int_array(v, f"coords[{k!r}]", "locate") for k, v in coords.items()}, shape)
 
     def position_of(self, index: AbcMapping[str, int]) -> int | None:
         """The buffer position holding ``index`` (``None`` when it is not held)."""
+        expect_instance(index, AbcMapping, "index", call="position_of", expected="an index such as i(A=2)")
+        index = Index(index) if not isinstance(index, Index) else index
+        if any(abs(v) > MAX_SIZE for v in index.values()):
+            return None
         pos, held = self.locate({k: np.array([v]) for k, v in index.items()})
         return int(pos.reshape(-1)[0]) if bool(held.reshape(-1)[0]) else None
 
@@ -232,35 +263,42 @@ class Mapping:
     # -- building ----------------------------------------------------------------------------------------
     def stride(self, n: int) -> Mapping:
         """``self / n`` (n must divide ``size``, manual L874)."""
+        n = expect_int(n, "n", call="stride")
         if n <= 0 or self.size % n:
             raise MappingSyntaxError(f"Stride size must divide the original size: {n} does not divide "
                                      f"{self.size}", call="stride", mapping=repr(self),
                                      fix=f"stride by a divisor of {self.size}, or pad first: .pad(m).stride(n)")
-        return Mapping(Stride(self.node, n), self.axis_set)
+        return _built(Mapping(Stride(self.node, n), self.axis_set))
 
     def modulo(self, n: int) -> Mapping:
         """``self % n`` (n must divide ``size``, manual L891)."""
+        n = expect_int(n, "n", call="modulo")
         if n <= 0 or self.size % n:
             raise MappingSyntaxError(f"Modulo size must divide the original size: {n} does not divide "
                                      f"{self.size}", call="modulo", mapping=repr(self),
                                      fix=f"take a divisor of {self.size}, or .resize(n) to keep the first n "
                                      "positions")
-        return Mapping(Modulo(self.node, n), self.axis_set)
+        return _built(Mapping(Modulo(self.node, n), self.axis_set))
 
     def pad(self, n: int) -> Mapping:
-        """``self # n`` (n at least ``size``, manual L741–778)."""
+        """``self # n`` (n at least ``size`` and at most 2**48, manual L741–778)."""
+        n = expect_int(n, "n", call="pad")
+        if n > MAX_SIZE:
+            raise MappingSyntaxError(f"padding to {n} is more than the limit {MAX_SIZE} (2**48)", call="pad",
+                                     mapping=repr(self), fix="sizes count buffer positions; no memory holds more")
         if n < self.size:
             raise MappingSyntaxError(f"padding to {n} is smaller than the size {self.size}", call="pad",
                                      mapping=repr(self), fix="use .resize(n) to keep fewer positions")
-        return Mapping(Padding(self.node, n), self.axis_set)
+        return _built(Mapping(Padding(self.node, n), self.axis_set))
 
     def resize(self, n: int) -> Mapping:
         """``self = n`` (n at most ``size``, manual L779–812)."""
+        n = expect_int(n, "n", call="resize")
         if not 0 < n <= self.size:
             raise MappingSyntaxError(f"resize to {n} is outside 1..{self.size}", call="resize",
                                      mapping=repr(self), fix=f"resize to 1..{self.size}, or use .pad(n) to add "
                                      "positions")
-        return Mapping(Resize(self.node, n), self.axis_set)
+        return _built(Mapping(Resize(self.node, n), self.axis_set))
 
     @classmethod
     def from_canon(cls, dims: C.Canon, axis_set: AxisSet | None = None) -> Mapping:
@@ -307,6 +345,7 @@ class Mapping:
         | B / 4: 2 | B: 8     | B: 9     | B: 10    | B: 11    |
         | B / 4: 3 | B: 12    | B: 13    | B: 14    | B: 15    |
         """
+        limit = expect_int(limit, "limit", call="table", lo=1)
         items = self.items()
         last = items[-1]
         outer_size = self.size // max(last.size, 1)
@@ -335,6 +374,35 @@ class Mapping:
         cells = [r.strip("|").split("|") for r in rows if not set(r) <= {"|", "-"}]
         html = "".join("<tr>" + "".join(f"<td>{c.strip()}</td>" for c in row) + "</tr>" for row in cells)
         return f"<p><code>{self!r}</code> ≡ <code>{self}</code></p><table>{html}</table>"
+
+
+def _built(made: Mapping) -> Mapping:
+    """A mapping built by a method, refused past the depth and size limits as parsed text is."""
+    check_node(made.node, repr(made), "m")
+    return made
+
+
+def int_array(value: object, param: str, call: str) -> npt.NDArray[np.int64]:
+    """``value`` as an int64 array: integers only (no floats, no text), each within ±2**62 so that no position
+    or coordinate wraps (issue 16)."""
+    try:
+        arr = np.asarray(value)
+    except (ValueError, TypeError, OverflowError):
+        raise wrong_type(param, value, "integers (an int or an array of ints)", call=call) from None
+    if arr.dtype == object:
+        flat = arr.reshape(-1).tolist()
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in flat):
+            raise wrong_type(param, value, "integers (an int or an array of ints)", call=call)
+        if any(abs(v) > 1 << 62 for v in flat):
+            raise RangeError(f"parameter {param} holds a value beyond ±2**62", call=call,
+                             fix="positions and coordinates are at most 2**48")
+        return arr.astype(np.int64)
+    if arr.size and arr.dtype.kind not in "iu":
+        raise wrong_type(param, value, "integers (an int or an array of ints)", call=call)
+    if arr.dtype.kind == "u" and arr.size and int(arr.max()) > 1 << 62:
+        raise RangeError(f"parameter {param} holds a value beyond 2**62", call=call,
+                         fix="positions and coordinates are at most 2**48")
+    return arr.astype(np.int64)
 
 
 def _declare_from(dims: C.Canon, axis_set: AxisSet) -> None:
@@ -366,9 +434,9 @@ _SAMPLES = 48
 
 
 def _sample_positions(size: int) -> npt.NDArray[np.int64]:
-    first = np.arange(min(size, 24), dtype=np.int64)
-    spread = (np.arange(1, _SAMPLES - 23, dtype=np.int64) * size) // (_SAMPLES - 22)
-    return np.unique(np.concatenate([first, spread, np.array([size - 1], dtype=np.int64)]))
+    first = list(range(min(size, 24)))
+    spread = [k * size // (_SAMPLES - 22) for k in range(1, _SAMPLES - 23)]  # exact Python ints, no overflow
+    return np.unique(np.array([*first, *spread, size - 1], dtype=np.int64))
 
 
 def _semantic_hash(dims: C.Canon) -> int:
@@ -407,7 +475,8 @@ def _semantic_equal(a: C.Canon, b: C.Canon) -> bool:
 
 
 def _relation_maps(dims: C.Canon, position: int) -> list[Index]:
-    """All indices at ``position`` of a mapping with linear combinations (brute force over the parts)."""
+    """All indices at ``position`` of a mapping with linear combinations (manual L1006–1016): each ordinary
+    digit gives one index (or none), each linear-combination digit every split of its value over its terms."""
     if not 0 <= position < C.canon_size(dims):
         return []
     weights = C.canon_size(dims)
@@ -421,12 +490,14 @@ def _relation_maps(dims: C.Canon, position: int) -> list[Index]:
         if isinstance(d, C.Lin):
             options = _lin_options(d, dig)
         else:
-            if dig >= d.count:
+            if not d.offset <= dig < d.offset + d.count:
                 return []
             if d.atom is None:
                 options = [Index()]
+            elif isinstance(d.atom, C.Win) and _has_relation(d.atom.inner):  # a padded or cut combination
+                options = _relation_maps(d.atom.inner, (dig - d.offset) * d.stride)
             else:
-                got = Mapping.from_canon((C.Dim(d.atom, d.stride, d.size, d.count),)).map(dig)
+                got = _index_at(forward((C.Dim(d.atom, d.stride, d.size, d.count, d.offset),), np.array([dig])), 0)
                 options = [] if got is None else [got]
         results = [r + o for r in results for o in options]
         if not results:
@@ -434,20 +505,56 @@ def _relation_maps(dims: C.Canon, position: int) -> list[Index]:
     return sorted(set(results), key=lambda x: x.text())
 
 
+def _has_relation(dims: C.Canon) -> bool:
+    return any(isinstance(d, C.Lin) or (isinstance(d.atom, C.Win) and _has_relation(d.atom.inner)) for d in dims)
+
+
+#: The most term positions (and indices) ``maps`` enumerates for one linear combination.
+_MAPS_LIMIT = 1 << 16
+
+
+def _part_maps(part: C.Canon, count: int) -> list[list[Index]]:
+    """``maps(s)`` of one term of a linear combination for s in 0..count-1, evaluated at once."""
+    try:
+        ev = forward(part, np.arange(count, dtype=np.int64))
+    except RelationError:
+        return [_relation_maps(part, s) for s in range(count)]
+    names = sorted(ev.coords)
+    cols = [ev.coords[n].tolist() for n in names]
+    valid = ev.valid.tolist()
+    return [[Index(dict(zip(names, (c[s] for c in cols), strict=True)))] if valid[s] else [] for s in range(count)]
+
+
 def _lin_options(d: C.Lin, digit: int) -> list[Index]:
+    """Every index at value ``digit`` of ``$(e1 : n1, ...)``: Σ s_k·n_k = digit over the terms' positions."""
+    counts = [min(C.canon_size(part), digit // n + 1) for part, n in d.parts]
+    if sum(counts) > _MAPS_LIMIT:
+        raise RelationError(f"maps() would look at {sum(counts)} positions of the combination's terms, more than "
+                            f"{_MAPS_LIMIT}", call="maps", fix="evaluate the terms separately, or use smaller axes")
+    tables = [_part_maps(part, count) for (part, _), count in zip(d.parts, counts, strict=True)]
     out: list[Index] = []
-
-    def rec(k: int, remaining: int, acc: Index) -> None:
-        if k == len(d.parts):
-            if remaining == 0:
-                out.append(acc)
-            return
-        part, n = d.parts[k]
-        for s in range(min(C.canon_size(part), remaining // n + 1)):
-            for got in Mapping.from_canon(part).maps(s):
-                rec(k + 1, remaining - s * n, acc + got)
-
-    rec(0, digit, Index())
+    last = len(d.parts) - 1
+    work = 0
+    # iterate over the choices of s_k term by term, keeping the partial sums (an explicit stack, no recursion);
+    # the last term's position is what remains, so it is looked up rather than searched
+    stack: list[tuple[int, int, Index]] = [(0, digit, Index())]
+    while stack:
+        k, remaining, acc = stack.pop()
+        n = d.parts[k][1]
+        table = tables[k]
+        if k == last:
+            if remaining % n == 0 and remaining // n < len(table):
+                out.extend(acc + got for got in table[remaining // n])
+            work += 1
+        else:
+            for s in range(min(len(table), remaining // n + 1)):
+                for got in table[s]:
+                    stack.append((k + 1, remaining - s * n, acc + got))
+                    work += 1
+        if len(out) > _MAPS_LIMIT or work > 16 * _MAPS_LIMIT:
+            raise RelationError(f"position {digit} of the combination holds too many indices to list (more than "
+                                f"{_MAPS_LIMIT}, or more than {16 * _MAPS_LIMIT} partial splits)", call="maps",
+                                fix="evaluate the terms separately, or use smaller axes")
     return out
 
 
@@ -456,10 +563,12 @@ def pair_of(*parts: Mapping) -> Mapping:
     if not parts:
         raise MappingSyntaxError("pair_of needs at least one mapping", call="pair_of",
                                  fix='pass one mapping or more; m["1"] is the identity')
+    for k, p in enumerate(parts):
+        expect_instance(p, Mapping, f"parts[{k}]", call="pair_of", expected='a mapping such as m["A"]')
     node: Node = parts[-1].node
     for p in reversed(parts[:-1]):
         node = Pair(p.node, node)
-    return Mapping(node, parts[0].axis_set)
+    return _built(Mapping(node, parts[0].axis_set))
 
 
 _CACHE: dict[tuple[str, int, tuple[tuple[str, int], ...]], Mapping] = {}
@@ -562,10 +671,17 @@ def symbol(name: str, size: int) -> Mapping:
     return Mapping(Symbol(name, size), AxisSet(**{name: size}), name)
 
 
+#: The Python parameter behind each type-parameter name the stages pass to :func:`ensure_mapping`.
+_PARAMS = {"Time2": "time", "OutTime": "time", "Packet2": "packet", "OutPacket": "packet", "Element": "element",
+           "Row": "row", "Slice2": "slice_", "Cluster": "cluster", "Chip": "chip", "Time": "time", "Packet": "packet"}
+
+
 def ensure_mapping(value: object, what: str, call: str | None = None, level: str | None = None) -> Mapping:
-    """Check that an argument (``what``, e.g. ``"OutTime"``) is a :class:`Mapping`; otherwise the refusal names
-    the ``call`` that took it and the ``level`` it was meant for (manual "Mapping Expressions", L582)."""
-    if isinstance(value, Mapping):
-        return value
-    raise VisaError(f"{what} must be a mapping such as m[\"A\"], got {value!r}", call=call or what, level=level,
-                    fix=f'write {what} as m["..."] over declared axes')
+    """Check that an argument (``what``, e.g. ``"OutTime"``) is a :class:`Mapping`; otherwise a
+    :class:`~visa.errors.WrongTypeError` names the parameter, the ``call`` that took it and the ``level`` it was
+    meant for (manual "Mapping Expressions", L582)."""
+    from visa.validate import expect_mapping
+
+    param = _PARAMS.get(what, what)
+    return expect_mapping(value, param if param == what else f"{param} ({what})", call=call or what,  # type: ignore[no-any-return]
+                          level=level)

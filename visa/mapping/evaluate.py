@@ -62,10 +62,18 @@ def _weights(dims: Canon) -> list[int]:
     return out
 
 
+_Pending = list[tuple[SkewAtom, IntArray]]
+
+
 def _decode_atoms(
-    atoms: dict[Atom, IntArray], shape: tuple[int, ...]
-) -> tuple[dict[str, IntArray], BoolArray | None]:
-    """Turn atom flat positions into axis coordinates (symbols, then windows, then skews last)."""
+    atoms: dict[Atom, IntArray], shape: tuple[int, ...], *, top: bool = True
+) -> tuple[dict[str, IntArray], BoolArray | None, _Pending]:
+    """Turn atom flat positions into axis coordinates (symbols, then windows, then skews last).
+
+    A skewed axis's coordinate is ``B' = B − A`` over the *whole* tensor index (manual L988: "whose coordinate
+    at any point equals B minus A"), so a skew inside a window is only resolved at the top level, with every
+    coordinate known (``top=False`` returns it pending).
+    """
     coords: dict[str, IntArray] = {}
     sizes: dict[str, int] = {}
     valid: BoolArray | None = None
@@ -76,45 +84,72 @@ def _decode_atoms(
         else:
             coords[name] = value
 
-    skews: list[tuple[SkewAtom, IntArray]] = []
+    skews: _Pending = []
     for atom, pos in atoms.items():
         if isinstance(atom, Sym):
             add(atom.name, pos)
             sizes[atom.name] = atom.size
         elif isinstance(atom, Win):
             ok = (pos >= 0) & (pos < atom.size)
-            sub = forward(atom.inner, np.where(ok, pos, 0))
-            for name, val in sub.coords.items():
+            sub_atoms, sub_valid = _atoms_at(atom.inner, np.where(ok, pos, 0))
+            sub_coords, sub_wvalid, sub_skews = _decode_atoms(sub_atoms, shape, top=False)
+            for name, val in sub_coords.items():
                 add(name, val)
-            sizes.update(_axis_sizes(atom.inner))
-            ok = ok & sub.valid
+            skews += sub_skews
+            sizes.update(_axis_sizes(atom.inner, skews=False))
+            for part in (sub_valid, sub_wvalid):
+                if part is not None:
+                    ok = ok & part
             valid = ok if valid is None else valid & ok
         else:
             skews.append((atom, pos))
-    for atom, pos in skews:
-        sk = atom.skew
-        shift = np.zeros((), dtype=np.int64)
-        for other, coef in sk.coefs:
-            if other in coords:
-                shift = shift + coef * coords[other]
-        add(sk.base, np.mod(pos - shift, sk.size))
-        sizes[sk.base] = sk.size
+    if top:
+        for atom, pos in skews:
+            sk = atom.skew
+            shift = np.zeros((), dtype=np.int64)
+            for other, coef in sk.coefs:
+                if other in coords:
+                    shift = shift + coef * coords[other]
+            add(sk.base, np.mod(pos - shift, sk.size))
+            sizes[sk.base] = sk.size
+        skews = []
     # A tensor index must lie inside every axis: contributions that add up past the end are not held.
     for name, val in coords.items():
         size = sizes.get(name)
         if size is not None and int(np.max(val, initial=0)) >= size:
             ok = val < size
             valid = ok if valid is None else valid & ok
-    return coords, valid
+    return coords, valid, skews
 
 
-def _axis_sizes(dims: Canon) -> dict[str, int]:
+def _atoms_at(dims: Canon, positions: IntArray) -> tuple[dict[Atom, IntArray], BoolArray | None]:
+    """The flat position of every atom of ``dims`` at buffer ``positions`` (already inside [0, SIZE))."""
+    weights = _weights(dims)
+    valid: BoolArray | None = None
+    atoms: dict[Atom, IntArray] = {}
+    for w, d in zip(weights, dims, strict=True):
+        if isinstance(d, Lin):
+            raise RelationError("a linear combination maps one position to several indices; it has no map()",
+                                call="map", fix="use maps(i) for all of them, or read it as a buffer")
+        dig = (positions // w) % d.size if w > 1 else positions % d.size
+        if d.offset or d.count < d.size:
+            ok = (dig >= d.offset) & (dig < d.offset + d.count) if d.offset else dig < d.count
+            valid = ok if valid is None else valid & ok
+        if d.atom is None:
+            continue
+        rel = dig - d.offset if d.offset else dig
+        contrib = rel * d.stride if d.stride != 1 else rel
+        atoms[d.atom] = atoms[d.atom] + contrib if d.atom in atoms else contrib
+    return atoms, valid
+
+
+def _axis_sizes(dims: Canon, *, skews: bool = True) -> dict[str, int]:
     """The size of every axis a canonical mapping holds (a skewed axis stands for its base)."""
     out: dict[str, int] = {}
     for a in axis_atoms(dims):
         if isinstance(a, Sym):
             out[a.name] = a.size
-        else:
+        elif skews:
             out[a.skew.base] = a.skew.size
     return out
 
@@ -159,7 +194,7 @@ def forward(dims: Canon, positions: npt.ArrayLike | None = None, *, digits_shape
         rel = dig - d.offset if d.offset else dig
         contrib = rel * d.stride if d.stride != 1 else rel
         atoms[d.atom] = atoms[d.atom] + contrib if d.atom in atoms else contrib
-    coords, wvalid = _decode_atoms(atoms, shape)
+    coords, wvalid, _ = _decode_atoms(atoms, shape)
     if wvalid is not None:
         valid = wvalid if valid is None else valid & wvalid
     if positions is None and digits_shape:

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Node", "Identity", "Symbol", "Pair", "Padding", "Resize", "Stride", "Modulo", "Escape",
-    "LinearCombination", "parse", "items_of", "Resolver",
+    "LinearCombination", "parse", "items_of", "Resolver", "MAX_SIZE", "MAX_DEPTH", "check_node", "depth_of",
 ]
 
 
@@ -62,11 +62,10 @@ class Pair:
 
     left: Node
     right: Node
+    size: int = field(init=False, repr=False, compare=False)  # SIZE = L·R, kept so no walk recurses for it
 
-    @property
-    def size(self) -> int:
-        """SIZE = L·R."""
-        return self.left.size * self.right.size
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "size", self.left.size * self.right.size)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +146,14 @@ Node = Identity | Symbol | Pair | Padding | Resize | Stride | Modulo | Escape | 
 #: Looks up an escape ``{Name}``; returns the aliased mapping or raises UnknownAxisError.
 Resolver = Callable[[str], "Mapping"]
 
-_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z0-9_]*'*)|(.))")
+_TOKEN = re.compile(r"\s*(?:([0-9]+)|([A-Za-z_][A-Za-z0-9_]*'*)|(.))", re.ASCII | re.DOTALL)
+
+#: The largest SIZE a mapping, an axis or any part of a mapping may have: positions, strides and their sums
+#: stay exact in int64 with room to spare (docs/manual-notes.md, "Limits of the mapping algebra").
+MAX_SIZE = 1 << 48
+#: The deepest a mapping tree may nest (brackets, chained postfix operators, items of a list and escapes
+#: each count as a level), so that no walk over it runs out of Python stack.
+MAX_DEPTH = 64
 
 
 class _Parser:
@@ -162,6 +168,7 @@ class _Parser:
             kind = "int" if mt.group(1) else "name" if mt.group(2) else "op"
             self.toks.append((kind, mt.group(0).strip(), mt.start(mt.lastindex or 0)))
         self.i = 0
+        self.depth = 0
 
     # -- helpers -----------------------------------------------------------------------------------------
     def err(self, msg: str, pos: int | None = None, fix: str | None = None) -> MappingSyntaxError:
@@ -186,11 +193,22 @@ class _Parser:
     def integer(self, after: str) -> int:
         kind, val, pos = self.take()
         if kind != "int":
-            raise self.err(f"{after} needs a whole number, found {val!r}", pos)
+            digits = " written with the digits 0-9" if val.isnumeric() else ""
+            raise self.err(f"{after} needs a whole number{digits}, found {val!r}", pos)
+        if len(val) > 20 or int(val) > MAX_SIZE:
+            raise self.err(f"{after} needs a number of at most {MAX_SIZE} (2**48), found {val[:24]}", pos,
+                           fix="sizes count buffer positions; no memory holds more")
         n = int(val)
         if n <= 0:
             raise self.err(f"{after} needs a positive number, found {n}", pos)
         return n
+
+    def sized(self, node: Node, pos: int) -> Node:
+        """``node`` if its SIZE is within :data:`MAX_SIZE` (checked on exact Python ints, before any use)."""
+        if node.size > MAX_SIZE:
+            raise self.err(f"this part of the mapping has size {node.size}, more than the limit {MAX_SIZE} "
+                           "(2**48)", pos, fix="sizes count buffer positions; no memory holds more")
+        return node
 
     # -- grammar -----------------------------------------------------------------------------------------
     def parse(self) -> Node:
@@ -207,9 +225,12 @@ class _Parser:
         while self.peek() == ",":
             self.take(",")
             items.append(self.item())
+        if len(items) > MAX_DEPTH:
+            raise self.err(f"a mapping has at most {MAX_DEPTH} items, found {len(items)}", 0,
+                           fix="group items with [ ] or merge adjacent ones")
         node = items[-1]
         for left in reversed(items[:-1]):
-            node = Pair(left, node)
+            node = self.sized(Pair(left, node), 0)
         return node
 
     def item(self) -> Node:
@@ -233,13 +254,18 @@ class _Parser:
         if left or right:
             if isinstance(node, LinearCombination):
                 raise self.err("a linear combination cannot be padded on the left", start)
-            node = Padding(node, left + node.size + right, left)
+            node = self.sized(Padding(node, left + node.size + right, left), start)
         return node
 
     def postfix(self) -> Node:
         node = self.primary()
+        ops = 0
         while self.peek() in ("/", "%", "#", "="):
             _, op, pos = self.take()
+            ops += 1
+            if ops > MAX_DEPTH:
+                raise self.err(f"at most {MAX_DEPTH} operators may follow one operand", pos,
+                               fix="merge them: B / 2 / 2 is B / 4")
             n = self.integer(f"'{op}'")
             if op == "/":
                 if node.size % n:
@@ -284,11 +310,21 @@ class _Parser:
                 raise type(e)(e.message, call="m", mapping=e.mapping, axis=val, fix=e.fix) from None
             return Symbol(val, size, self.axes.skew_of(val))
         if val == "[":
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
+                raise self.err(f"brackets nest more than {MAX_DEPTH} deep", pos,
+                               fix="remove redundant brackets: [[A]] is A")
             node = self.mapping()
             self.take("]")
+            self.depth -= 1
+            if depth_of(node) > 2 * MAX_DEPTH:
+                raise self.err(f"the mapping nests more than {2 * MAX_DEPTH} levels deep", pos,
+                               fix="write the mapping flat, without redundant brackets")
             return node
         if val == "{":
-            _, name, npos = self.take()
+            kind, name, npos = self.take()
+            if kind != "name":
+                raise self.err(f"an escape {{Name}} needs a name, found {name!r}", npos)
             self.take("}")
             if self.resolve is None:
                 raise self.err(f"escape {{{name}}} cannot be resolved here", npos,
@@ -296,11 +332,17 @@ class _Parser:
             from visa.mapping.canon import build_raw
 
             target = self.resolve(name)
+            check_node(target.node, f'm["{self.text}"]', "m")
             return Escape(name, target, build_raw(target.node))
         if val == "$":
             self.take("(")
-            parts = []
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
+                raise self.err(f"brackets nest more than {MAX_DEPTH} deep", pos)
+            parts: list[tuple[Node, int]] = []
             while True:
+                if len(parts) >= MAX_DEPTH:
+                    raise self.err(f"a linear combination has at most {MAX_DEPTH} terms", pos)
                 node = self.postfix()
                 self.take(":")
                 parts.append((node, self.integer("a linear-combination stride")))
@@ -308,7 +350,8 @@ class _Parser:
                     break
                 self.take(",")
             self.take(")")
-            return LinearCombination(tuple(parts))
+            self.depth -= 1
+            return self.sized(LinearCombination(tuple(parts)), pos)
         raise self.err(f"unexpected {val!r}", pos, fix=_hint(val))
 
 
@@ -341,7 +384,42 @@ def parse(text: str, axes: AxisSet, resolve: Resolver | None = None) -> Node:
     if not isinstance(text, str):
         raise MappingSyntaxError(f"mapping text must be a string, got {type(text).__name__}", call="m",
                                  fix='write m["A, B"]')
-    return _Parser(text, axes, resolve).parse()
+    node = _Parser(text, axes, resolve).parse()
+    check_node(node, f'm["{text}"]', "m")
+    return node
+
+
+def depth_of(node: Node) -> int:
+    """Nesting depth of a tree (escapes count their alias's depth), computed without recursion."""
+    best = 0
+    stack: list[tuple[Node, int]] = [(node, 1)]
+    while stack:
+        cur, d = stack.pop()
+        best = max(best, d)
+        if best > 4 * MAX_DEPTH:  # enough to refuse; stop walking a pathological tree
+            return best
+        if isinstance(cur, Pair):
+            stack += [(cur.left, d + 1), (cur.right, d + 1)]
+        elif isinstance(cur, Padding | Resize | Stride | Modulo):
+            stack.append((cur.inner, d + 1))
+        elif isinstance(cur, Escape):
+            stack.append((cur.mapping.node, d + 1))
+        elif isinstance(cur, LinearCombination):
+            stack += [(e, d + 1) for e, _ in cur.parts]
+    return best
+
+
+def check_node(node: Node, mapping: str, call: str) -> None:
+    """Refuse a tree deeper than :data:`MAX_DEPTH` (twice that, counting a flat list's items as levels) or with
+    a SIZE above :data:`MAX_SIZE`: the limits that keep every walk, hash and position exact and stack-safe."""
+    depth = depth_of(node)
+    if depth > 2 * MAX_DEPTH:
+        raise MappingSyntaxError(f"the mapping nests {depth} levels deep, more than the limit {2 * MAX_DEPTH}",
+                                 call=call, mapping=mapping[:200],
+                                 fix="name parts with escapes sparingly, or write the mapping flat")
+    if node.size > MAX_SIZE:
+        raise MappingSyntaxError(f"the mapping has size {node.size}, more than the limit {MAX_SIZE} (2**48)",
+                                 call=call, mapping=mapping[:200], fix="sizes count buffer positions")
 
 
 def items_of(node: Node) -> list[Node]:

@@ -24,7 +24,8 @@ from visa.errors import AddressError, HardwareLimitError, LayoutError, VisaError
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping
 
-__all__ = ["LEVELS", "TYPE_NAMES", "check_placement", "describe", "element_bytes", "capacity_bytes", "tile_offset"]
+__all__ = ["LEVELS", "TYPE_NAMES", "LEVEL_PARAMS", "check_types",
+           "check_placement", "describe", "element_bytes", "capacity_bytes", "tile_offset"]
 
 #: The levels of each memory's tensor type, outermost first (manual L1033–1069).
 LEVELS: dict[str, tuple[str, ...]] = {
@@ -79,6 +80,7 @@ def check_placement(hw: HardwareProfile, memory: str, dtype: type[dt.Scalar], le
     (default: its type, mappings and address).  Pure: the mypy plugin calls it too.
     """
     who = call or _name(memory)
+    check_types(dtype, levels, address, who)
     tensor = name or describe(memory, dtype, levels, address)
 
     def fail(cls: type[VisaError], text: str, level: str, mapping: Mapping | None, fix: str,
@@ -130,6 +132,21 @@ def check_placement(hw: HardwareProfile, memory: str, dtype: type[dt.Scalar], le
                    f"use an address at most {cap - need}", _axis(element))
 
 
+#: The Python parameter that carries each level's mapping (``slice`` is a Python builtin, hence ``slice_``).
+LEVEL_PARAMS = {"Chip": "chip", "Cluster": "cluster", "Slice": "slice_", "Row": "row", "Element": "element"}
+
+
+def check_types(dtype: object, levels: AbcMapping[str, object], address: object, call: str) -> None:
+    """Refuse a wrong Python type among a tensor's parts before any rule reads them: the element type, each
+    level's mapping and the byte address (a :class:`~visa.errors.WrongTypeError` that names the parameter)."""
+    from visa.validate import expect_dtype, expect_int, expect_mapping
+
+    expect_dtype(dtype, "dtype", call=call)
+    for level, mp in levels.items():
+        expect_mapping(mp, LEVEL_PARAMS.get(level, level), call=call, level=level)
+    expect_int(address, "address", call=call)
+
+
 def _axis(mapping: Mapping) -> str | None:
     names = sorted(mapping.axes)
     return names[0] if len(names) == 1 else (", ".join(names) or None)
@@ -140,6 +157,12 @@ def tile_offset(element: Mapping, dim: Mapping, size: int, tile_mapping: Mapping
     ``element`` (manual L813–832, L955–970), or the refusal: a tile that runs past ``dim``, starts at an index
     the view does not hold, or whose mapping does not keep the base layout's strides (L829).  Pure (the
     tensor views and the mypy plugin call it)."""
+    from visa.validate import expect_int, expect_mapping
+
+    dim = expect_mapping(dim, "dim", call=call)
+    tile_mapping = expect_mapping(tile_mapping, "tile_mapping", call=call)
+    size = expect_int(size, "size", call=call)
+    start = expect_int(start, "start", call=call)
     if not 0 <= start or start + size > dim.size:
         raise LayoutError(f"a tile of {size} from {start} runs past {dim!r} (size {dim.size})", call=call,
                           level="Element", mapping=repr(dim), axis=_axis(dim),

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from visa import dtypes as dt
 from visa.engines import cast as engine
 from visa.engines.common import EngineReport
 from visa.mapping.core import ensure_mapping
+from visa.validate import expect_dtype
 
 if TYPE_CHECKING:
     from visa.mapping import Mapping
@@ -31,7 +31,7 @@ def cast(
     """
     from visa.stream.stages import CastTensor
 
-    dst = dt.scalar(dtype)
+    dst = expect_dtype(dtype, "dtype", call="cast")
     packet = ensure_mapping(packet, "OutPacket", "cast", "Packet")
     hw = stream.ctx.hw
     engine.check_context(hw, stream.tu.kind)

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from visa.engines import collect as engine
 from visa.engines.common import EngineReport
-from visa.errors import VisaError
 from visa.mapping import Mapping
 from visa.mapping.core import ensure_mapping
+from visa.validate import expect_instance, expect_int
 
 if TYPE_CHECKING:
     from visa.memory.registry import Region
@@ -73,9 +73,8 @@ def to_trf(stream: CollectTensor[Any, Any, Any, Any, Any, Any], row: Mapping, el
 
     row = ensure_mapping(row, "Row", "to_trf", "Row")
     element = ensure_mapping(element, "Element", "to_trf", "Element")
-    if not isinstance(address, TrfAddress):
-        raise VisaError(f"to_trf takes a TrfAddress (Full, FirstHalf or SecondHalf), got {address!r}",
-                        call="to_trf", fix="pass TrfAddress.Full")
+    expect_instance(address, TrfAddress, "address", call="to_trf",
+                    expected="a TrfAddress (Full, FirstHalf or SecondHalf)", fix="pass TrfAddress.Full")
     ctx, lay = stream.ctx, stream.layout
     cfg = engine.plan_trf(ctx.hw, lay.dtype, lay.time, lay.packet, row, element, address.name)
     tensor: TrfTensor[Any, Any, Any, Any, Any, Any] = TrfTensor(
@@ -93,6 +92,7 @@ def to_vrf(stream: CollectTensor[Any, Any, Any, Any, Any, Any], element: Mapping
     from visa.tensors.handles import VrfTensor
 
     element = ensure_mapping(element, "Element", "to_vrf", "Element")
+    address = expect_int(address, "address", call="to_vrf")
     ctx, lay = stream.ctx, stream.layout
     cfg = engine.plan_vrf(ctx.hw, lay.dtype, lay.time, lay.packet, element, address)
     tensor: VrfTensor[Any, Any, Any, Any, Any] = VrfTensor(

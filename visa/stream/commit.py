@@ -13,11 +13,11 @@ import numpy as np
 
 from visa.engines import commit as engine
 from visa.engines.common import EngineReport
-from visa.errors import VisaError
 from visa.mapping import Mapping
 from visa.mapping.core import ensure_mapping
 from visa.memory.registry import refuse_overlap
 from visa.stream.collect import input_regions, record_pass
+from visa.validate import expect_int, wrong_type
 
 if TYPE_CHECKING:
     from visa.stream.stages import StreamTensor
@@ -69,6 +69,7 @@ def commit(stream: StreamTensor[Any, Any, Any, Any, Any, Any], element: Mapping,
     from visa.tensors.handles import DmTensor
 
     element = ensure_mapping(element, "Element", "commit", "Element")
+    address = expect_int(address, "address", call="commit")
     ctx, lay = stream.ctx, stream.layout
     packet, _counts = _packed(stream, element, "commit")
     cfg = _plan(stream, element, None, packet)
@@ -86,8 +87,7 @@ def commit_view(stream: StreamTensor[Any, Any, Any, Any, Any, Any], view: Any) -
 
     call = "commit_view"
     if not isinstance(view, TensorView) or view.base.MEMORY != "dm":
-        raise VisaError(f"commit_view takes a DM tensor view, got {type(view).__name__}", call=call,
-                        fix="pass dm.view() or a tile of it")
+        raise wrong_type("view", view, "a DM tensor view", call=call, fix="pass dm.view() or a tile of it")
     ctx, lay = stream.ctx, stream.layout
     base = view.base
     base.check_context(ctx, call)

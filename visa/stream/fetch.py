@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from visa import dtypes as dt
 from visa.engines import fetch as engine
 from visa.engines.common import EngineReport, StreamData, StreamLayout
 from visa.errors import VisaError
 from visa.mapping import Mapping
 from visa.mapping.core import ensure_mapping
+from visa.validate import expect_dtype, wrong_type
 
 if TYPE_CHECKING:
     from visa.stream.stages import BeginTensor, FetchTensor
@@ -29,12 +29,11 @@ if TYPE_CHECKING:
 __all__ = ["begin", "begin_interleaved", "fetch"]
 
 
-def _check_view(tu: TuHandle, view: object, call: str) -> DmTensorView[Any, Any, Any, Any, Any]:
+def _check_view(tu: TuHandle, view: object, call: str, param: str = "view") -> DmTensorView[Any, Any, Any, Any, Any]:
     from visa.tensors.handles import TensorView
 
     if not isinstance(view, TensorView) or view.base.MEMORY != "dm":
-        raise VisaError(f"{call} takes a DM tensor view (dm.view()), got {type(view).__name__}", call=call,
-                        fix="call .view() on a DmTensor")
+        raise wrong_type(param, view, "a DM tensor view (dm.view())", call=call, fix="call .view() on a DmTensor")
     view.base.check_context(tu.ctx, call)
     return view  # type: ignore[return-value]
 
@@ -64,10 +63,10 @@ def begin_interleaved(tu: TuHandle, axis: Mapping, lhs: DmTensorView[Any, Any, A
     from visa.stream.stages import BeginTensor
 
     call = "begin_interleaved"
-    a, b = _check_view(tu, lhs, call), _check_view(tu, rhs, call)
     if not isinstance(axis, Mapping):
-        raise VisaError(f"{call} takes the interleave axis first, e.g. m[\"I\"], got {axis!r}", call=call,
-                        fix='declare axes(I=2) and pass m["I"]')
+        raise wrong_type("axis", axis, 'the interleave axis, a mapping such as m["I"]', call=call,
+                         fix='declare axes(I=2) and pass m["I"]')
+    a, b = _check_view(tu, lhs, call, "lhs"), _check_view(tu, rhs, call, "rhs")
     engine.plan_interleave(tu.ctx.hw, axis, (a.dtype, a.levels), (b.dtype, b.levels))
     base = a.base
     layout = StreamLayout(base.dtype, base.levels["Chip"], base.levels["Cluster"], base.levels["Slice"], axis,
@@ -89,7 +88,7 @@ def fetch(stream: BeginTensor[Any, Any, Any, Any, Any, Any], dtype: Any, time: M
 
     ctx = stream.ctx
     hw = ctx.hw
-    dst = dt.scalar(dtype)
+    dst = expect_dtype(dtype, "dtype", call="fetch")
     time = ensure_mapping(time, "Time2", "fetch", "Time")
     packet = ensure_mapping(packet, "Packet2", "fetch", "Packet")
     if table is not None and not isinstance(table, engine.LookupTable):

@@ -24,6 +24,7 @@ from visa import dtypes as dt
 from visa.engines.common import EngineReport, StreamData, StreamLayout
 from visa.errors import TypestateError, VisaError
 from visa.mapping import Mapping
+from visa.validate import expect_dtype, expect_int, expect_mapping
 
 if TYPE_CHECKING:
     from visa.stream.vector import VectorInitTensor
@@ -168,6 +169,42 @@ S = TypeVar("S", bound=StreamTensor[Any, Any, Any, Any, Any, Any])
 _NOT_STAGE_METHODS = frozenset({"take", "then", "describe"})
 
 
+def _argument_checks(fn: Callable[..., Any]) -> dict[str, str]:
+    """The parameters of a stage method whose Python type is checked before it runs, by annotation: a
+    ``Mapping`` (a bare ``"A"`` refused), an ``int`` (addresses, widths), a ``type[...]`` (element types)."""
+    out: dict[str, str] = {}
+    for name, note in getattr(fn, "__annotations__", {}).items():
+        text = note if isinstance(note, str) else getattr(note, "__name__", "")
+        if name == "return":
+            continue
+        if text == "Mapping":
+            out[name] = "mapping"
+        elif text == "int":
+            out[name] = "int"
+        elif text.startswith("type[") and name == "dtype":
+            out[name] = "dtype"
+    return out
+
+
+def _check_arguments(sig: inspect.Signature, call: str, checks: dict[str, str], stream: object,
+                     args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Refuse a wrong Python type among a stage call's arguments, naming the parameter (issue 16)."""
+    try:
+        bound = sig.bind(stream, *args, **kwargs)
+    except TypeError:
+        return  # a wrong number of arguments: Python's own message names them
+    for name, kind in checks.items():
+        if name not in bound.arguments:
+            continue
+        value = bound.arguments[name]
+        if kind == "mapping":
+            expect_mapping(value, name, call=call)
+        elif kind == "int":
+            expect_int(value, name, call=call)
+        else:
+            expect_dtype(value, name, call=call)
+
+
 def _keeps_on_refusal(fn: Callable[..., Any]) -> Callable[..., Any]:
     """A stage method that gives the stream back when it is refused.
 
@@ -177,10 +214,15 @@ def _keeps_on_refusal(fn: Callable[..., Any]) -> Callable[..., Any]:
     follow (a notebook, or ``pytest.raises`` then a retry).
     """
 
+    checks = _argument_checks(fn)
+    sig = inspect.signature(fn) if checks else None
+
     @functools.wraps(fn)
     def method(self: StreamTensor[Any, Any, Any, Any, Any, Any], *args: Any, **kwargs: Any) -> Any:
         before = self._used
         try:
+            if sig is not None:
+                _check_arguments(sig, fn.__name__, checks, self, args, kwargs)
             return fn(self, *args, **kwargs)
         except VisaError:
             self._used = before

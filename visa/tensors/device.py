@@ -11,11 +11,12 @@ a move takes (L44–47); :class:`TuHandle` is what a stream keeps of ``ctx.main`
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from visa.errors import TypestateError
 from visa.hw import HardwareProfile
 from visa.memory.device import DeviceMemory
+from visa.validate import wrong_type
 
 __all__ = ["Device", "Recorded", "DmaContext", "TuHandle", "dma_device"]
 
@@ -29,6 +30,7 @@ class Recorded(Protocol):
         ...
 
 
+@runtime_checkable
 class Device(Protocol):
     """A simulated device: ``hw``, ``memory``, the running kernel's ``num_chips`` (``None`` on the host,
     L1079) and ``record``, which puts an operation on the schedule ("Scheduling", L7042–7070)."""
@@ -89,8 +91,7 @@ def dma_device(handle: object, kind: str, call: str) -> Device:
     """The device of ``handle`` when it is the DMA context ``kind`` (``"pdma"`` or ``"tdma"``, L44–47); a
     :class:`~visa.errors.TypestateError` naming the call otherwise."""
     if not isinstance(handle, DmaContext):
-        raise TypestateError(f"{call} takes ctx.{kind}, got {type(handle).__name__}", call=call,
-                             fix=f"pass ctx.{kind}")
+        raise wrong_type(kind, handle, f"ctx.{kind}", call=call)
     if handle.kind != kind:
         what = "PCIe DMA between host and HBM" if kind == "pdma" else "tensor DMA between HBM and DM"
         raise TypestateError(f"{call} takes ctx.{kind} (the {what}), got ctx.{handle.kind}", call=call,

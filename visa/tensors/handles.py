@@ -94,6 +94,8 @@ def logical_axes(mappings: Sequence[Mapping], axes: str | Sequence[str] | None) 
                 present.append(d)
     if axes is None:
         return present
+    if not (isinstance(axes, str) or (isinstance(axes, list | tuple) and all(isinstance(a, str) for a in axes))):
+        raise _wrong("axes", axes, 'axis names: a str such as "A B" or a list of str', "axes")
     order = axes.split() if isinstance(axes, str) else list(axes)
     if sorted(order) != sorted(present):
         raise LayoutError(f"axes {' '.join(order)} do not match the tensor's axes {' '.join(present)}",
@@ -142,26 +144,76 @@ class HostTensor(Generic[D, Element]):
     ([0, 3, 1, 4, 2, 5], [[0, 1, 2], [3, 4, 5]])
     """
 
-    __slots__ = ("dtype", "element", "values", "known")
+    __slots__ = ("dtype", "element", "_values", "known", "source")
 
-    def __init__(self, dtype: type[D], element: Mapping, values: npt.NDArray[Any], known: BoolArray) -> None:
+    def __init__(self, dtype: type[D], element: Mapping, values: npt.NDArray[Any], known: BoolArray, *,
+                 source: str = "") -> None:
         self.dtype = dtype
         self.element = element
-        self.values = values
+        self._values = values
         self.known = known
+        self.source = source  # the operation that filled the buffer ("" for the host's own data)
+
+    @property
+    def values(self) -> npt.NDArray[Any]:
+        """The buffer, one value per position (a read-only view).  Positions that hold no tensor index (padding)
+        read 0; a position that holds an index but was never written is poison and raises
+        :class:`~visa.errors.PoisonError` naming the tensor and the operation that filled it (issue 16)."""
+        held = self.element.evaluate().valid
+        missing = held & ~self.known
+        if missing.any():
+            k = int(np.argmax(missing))
+            raise PoisonError(f"{int(missing.sum())} position(s) of {self!r} hold a tensor index but were never "
+                              f"written{_origin(self.source)}, e.g. position {k} (index "
+                              f"{_index_text((self.element.map(k) or i_empty()).text())})", call="HostTensor.values",
+                              mapping=repr(self.element),
+                              fix="write every element (unmasked padding or a missing slice leaves poison); "
+                                  "read .known to see which positions hold data")
+        out = np.where(held, self._values, np.zeros((), dtype=self._values.dtype))
+        out.flags.writeable = False
+        return out
+
+    def buffer(self) -> tuple[npt.NDArray[Any], BoolArray]:
+        """The raw buffer and its written mask, poison included (for the DMA that moves it; never a result)."""
+        return self._values, self.known
 
     @classmethod
     def from_numpy(cls, array: npt.ArrayLike, dtype: type[D], mapping: Mapping,
-                   axes: str | Sequence[str] | None = None) -> HostTensor[D, Any]:
+                   axes: str | Sequence[str] | None = None, *, overflow: str = "error") -> HostTensor[D, Any]:
         """The host buffer holding the logical tensor ``array`` (numpy dims in the order ``axes`` names; design
-        API.md §1).  Integers must be values of ``dtype``; floats are rounded to it (numpy's ``astype``)."""
+        API.md §1).
+
+        Integers must be values of ``dtype``; floats are rounded to the nearest value of ``dtype`` (ties to
+        even).  A value beyond ``dtype``'s range, an infinity where ``dtype`` has none (f8e4m3, seed 000) and
+        complex input are refused (:class:`~visa.errors.DtypeError`) unless ``overflow`` says how to convert:
+        ``"saturate"`` clamps to the range ends (±inf too), ``"wrap"`` (integer types) keeps the low bits
+        (two's complement), ``"inf"`` / ``"nan"`` (float types that have them) give ±inf or NaN as a numpy cast
+        would.  NaN is kept in a float type (every visa float type has NaN).  docs/manual-notes.md, "Host data".
+        """
+        from visa.validate import expect_choice, expect_dtype, expect_mapping
+
+        call = "HostTensor.from_numpy"
+        dtype = expect_dtype(dtype, "dtype", call=call)
+        mapping = expect_mapping(mapping, "mapping", call=call)
+        expect_choice(overflow, _OVERFLOW, "overflow", call=call)
+        if axes is not None and not isinstance(axes, str | list | tuple):
+            raise _wrong("axes", axes, 'a str such as "A B" or a list of axis names', call)
         order, want = _logical_shape([mapping], axes)
-        arr = np.asarray(array)
+        try:
+            arr = np.asarray(array)
+        except Exception as err:  # ragged lists and the like: numpy's own refusal, named
+            raise _wrong("array", array, f"an array of shape {want}", call) from err
+        if arr.dtype.kind not in "biuf" and arr.dtype not in dt._ML_FLOATS:
+            raise dt.DtypeError(f"the array holds {arr.dtype} values, which are not numbers of {dtype!r}"
+                                + (" (complex input: its imaginary part would be dropped)"
+                                   if arr.dtype.kind == "c" else ""), call=call, mapping=repr(mapping),
+                                fix="pass array.real (or abs) explicitly" if arr.dtype.kind == "c"
+                                else "pass an int or float numpy array")
         if arr.shape != want:
             raise LayoutError(f"the array has shape {arr.shape}, but {mapping!r} over axes {' '.join(order)} "
                               f"needs {want}", call="HostTensor.from_numpy", mapping=repr(mapping),
                               fix="reshape the array, or pass axes= in the array's dimension order")
-        stored = to_storage(dtype, arr, "HostTensor.from_numpy")
+        stored = to_storage(dtype, arr, call, overflow=overflow)
         ev = mapping.evaluate()
         idx = tuple(np.where(ev.valid, ev.coord(a), 0) for a in order)
         values = stored[idx] if order else np.broadcast_to(stored, (mapping.size,)).copy()
@@ -171,19 +223,29 @@ class HostTensor(Generic[D, Element]):
     @classmethod
     def rand(cls, dtype: type[D], mapping: Mapping, rng: np.random.Generator) -> HostTensor[D, Any]:
         """A host tensor of random representable values (manual ``HostTensor::rand``, L52)."""
+        from visa.validate import expect_dtype, expect_instance, expect_mapping
+
+        dtype = expect_dtype(dtype, "dtype", call="HostTensor.rand")
+        mapping = expect_mapping(mapping, "mapping", call="HostTensor.rand")
+        expect_instance(rng, np.random.Generator, "rng", call="HostTensor.rand",
+                        expected="a numpy Generator (np.random.default_rng(seed))")
         order, shape = _logical_shape([mapping], None)
         return cls.from_numpy(dt.random_values(dtype, shape, rng), dtype, mapping, order)
 
     @classmethod
     def zeros(cls, dtype: type[D], mapping: Mapping) -> HostTensor[D, Any]:
         """A host tensor of zeros (as ``HostTensor::rand``, manual L52, with every value 0)."""
+        from visa.validate import expect_dtype, expect_mapping
+
+        dtype = expect_dtype(dtype, "dtype", call="HostTensor.zeros")
+        mapping = expect_mapping(mapping, "mapping", call="HostTensor.zeros")
         order, shape = _logical_shape([mapping], None)
         return cls.from_numpy(np.zeros(shape, dtype=dtype.storage), dtype, mapping, order)
 
     def numpy(self, axes: str | Sequence[str] | None = None) -> npt.NDArray[Any]:
         """The logical tensor, numpy dims in the order ``axes`` names (default: first appearance)."""
-        return _logical(self.dtype, [self.element], axes, lambda pos: (self.values[pos[0]], self.known[pos[0]]),
-                        "HostTensor.numpy")
+        return _logical(self.dtype, [self.element], axes, lambda pos: (self._values[pos[0]], self.known[pos[0]]),
+                        "HostTensor.numpy", name=repr(self) + _origin(self.source))
 
     def to_hbm(self, chip: Mapping, element: Mapping, pdma: DmaContext, address: int, *,
                stream: Stream | None = None) -> HbmTensor[D, Any, Any]:
@@ -196,17 +258,104 @@ class HostTensor(Generic[D, Element]):
         return f"HostTensor[{self.dtype!r}, {self.element!r}]"
 
 
-def to_storage(dtype: type[dt.Scalar], arr: npt.NDArray[Any], call: str) -> npt.NDArray[Any]:
-    """Host values as ``dtype.storage``: integers must be values of ``dtype`` (else the
-    :class:`~visa.errors.DtypeError` names ``call``), floats round to nearest (numpy's ``astype``; L1962–1979
-    name the types, the host side converts)."""
+_OVERFLOW = ("error", "saturate", "wrap", "inf", "nan")
+
+
+def _wrong(param: str, value: object, expected: str, call: str) -> VisaError:
+    from visa.validate import wrong_type
+
+    return wrong_type(param, value, expected, call=call)
+
+
+def i_empty() -> Any:
+    """The empty index (how a message shows position data of padding)."""
+    from visa.mapping import Index
+
+    return Index()
+
+
+def _index_text(text: str) -> str:
+    return text if text == "{}" else "{" + text + "}"
+
+
+def _origin(source: str) -> str:
+    return f" (filled by {source})" if source else ""
+
+
+def to_storage(dtype: type[dt.Scalar], arr: npt.NDArray[Any], call: str, *,
+               overflow: str = "error") -> npt.NDArray[Any]:
+    """Host values as ``dtype.storage`` (L1962–1979 name the types; the host side converts), by the range rules
+    of :func:`host_range_check`: nothing out of range, no infinity where ``dtype`` has none, and no complex
+    values, unless ``overflow`` says how to convert.  Floats round to nearest, ties to even."""
+    arr = np.asarray(arr)
+    if arr.dtype.kind == "c":
+        raise dt.DtypeError(f"complex values cannot be {dtype!r} values (the imaginary part would be dropped)",
+                            call=call, fix="pass array.real (or abs) explicitly")
     if dtype.kind == "int":
+        if overflow in ("wrap", "saturate") and arr.dtype.kind in "iu" and arr.size:
+            arr = host_wrap_or_saturate(dtype, arr, overflow)
         try:
             return dt.as_storage(dtype, arr)
         except dt.DtypeError as err:
-            raise dt.DtypeError(err.message, call=call, fix=err.fix or f"pass values in {dtype.min}..{dtype.max}"
-                                ) from None
-    return np.asarray(arr).astype(dtype.storage)
+            fix = ("round the values yourself (np.rint) and pass an integer array" if arr.dtype.kind not in "iu"
+                   else f"pass values in {dtype.min}..{dtype.max}, or overflow='saturate' / 'wrap'")
+            raise dt.DtypeError(err.message, call=call, fix=err.fix or fix) from None
+    if arr.dtype.kind not in "biuf" and arr.dtype not in dt._ML_FLOATS:
+        raise dt.DtypeError(f"{dtype!r} values must be numbers, got an array of {arr.dtype}", call=call,
+                            fix="pass an int or float numpy array")
+    return host_range_check(dtype, arr, call, overflow)
+
+
+def host_wrap_or_saturate(dtype: type[dt.Scalar], arr: npt.NDArray[Any], overflow: str) -> npt.NDArray[Any]:
+    """Integers beyond an integer ``dtype``'s range, clamped (``"saturate"``) or wrapped to its low bits
+    (``"wrap"``, two's complement) — only when the caller asked (docs/manual-notes.md, "Host data")."""
+    lo, hi = int(dtype.min), int(dtype.max)
+    if arr.dtype.kind == "u" and arr.dtype.itemsize == 8 and arr.size and int(arr.max()) > 2**62:
+        arr = arr.astype(object)
+    v: npt.NDArray[Any] = arr.astype(np.int64) if arr.dtype != object else arr
+    if overflow == "saturate":
+        out: npt.NDArray[Any] = np.clip(v, lo, hi).astype(np.int64)
+        return out
+    modulus = 1 << (hi - lo).bit_length()
+    u = np.mod(v, modulus)
+    wrapped: npt.NDArray[Any] = np.where(u > hi, u - modulus, u).astype(np.int64)
+    return wrapped
+
+
+def host_range_check(dtype: type[dt.Scalar], arr: npt.NDArray[Any], call: str, overflow: str) -> npt.NDArray[Any]:
+    """Float host values into a float ``dtype``, rounded to nearest (ties to even), refusing what the cast would
+    turn into a number that is not the value: a finite value whose rounding overflows ``dtype`` (to ±inf, or to
+    NaN in f8e4m3) and an infinity where ``dtype`` has none.  ``overflow`` converts them instead:
+    ``"saturate"`` clamps to ±``dtype.max``; ``"inf"`` / ``"nan"`` give what the plain cast gives (where the type
+    has it).  Kept apart from :mod:`visa.dtypes`' conversions, which it only calls."""
+    f: Any = dtype
+    if overflow == "wrap":
+        raise dt.DtypeError(f"overflow='wrap' applies to integer types, not {dtype!r}", call=call,
+                            fix="pass overflow='saturate', or 'inf' / 'nan'")
+    if overflow == "inf" and not f.has_inf:
+        raise dt.DtypeError(f"{dtype!r} has no infinity (seed 000: E4M3FN)", call=call,
+                            fix="pass overflow='nan' or 'saturate'")
+    if arr.dtype.kind in "iu" and arr.size and (int(arr.max()) > 2**53 or int(arr.min()) < -(2**53)):
+        raise dt.DtypeError(f"integer values beyond ±2**53 are not rounded exactly to {dtype!r}", call=call,
+                            fix="convert them to floats yourself first")
+    with np.errstate(over="ignore", invalid="ignore"):
+        x = arr.astype(np.float64)
+        if overflow == "saturate":
+            x = np.clip(x, -float(f.max), float(f.max))  # ±inf clamp too; NaN stays NaN
+        out = x.astype(dtype.storage)
+        back = out.astype(np.float64)
+    finite_in = np.isfinite(x)
+    bad = (finite_in & ~np.isfinite(back)) | (np.isinf(x) & np.isnan(back))
+    if overflow == "error" and bad.any():
+        value = float(x[bad].flat[0])
+        kind = "an infinity, which it does not have" if np.isinf(value) else \
+            f"{'NaN' if not f.has_inf else '±inf'} (its range is ±{float(f.max):g})"
+        raise dt.DtypeError(f"value {value!r} does not fit {dtype!r}: the cast would give {kind}", call=call,
+                            fix="scale the data, or pass overflow='saturate' (clamp to the range ends)"
+                            + (" or overflow='inf'" if f.has_inf else " or overflow='nan'"))
+    if overflow == "inf" and (np.isinf(x) & ~np.isinf(back)).any():  # cannot happen: inf types keep inf
+        raise dt.DtypeError(f"{dtype!r} lost an infinity", call=call)  # pragma: no cover
+    return out
 
 
 def _logical_shape(mappings: Sequence[Mapping], axes: str | Sequence[str] | None) -> tuple[list[str], tuple[int, ...]]:
@@ -217,7 +366,7 @@ def _logical_shape(mappings: Sequence[Mapping], axes: str | Sequence[str] | None
 
 
 def _logical(dtype: type[dt.Scalar], mappings: Sequence[Mapping], axes: str | Sequence[str] | None,
-             read: Any, call: str) -> npt.NDArray[Any]:
+             read: Any, call: str, name: str = "") -> npt.NDArray[Any]:
     """Read the logical tensor held by a buffer whose levels are ``mappings`` (outermost first)."""
     order, shape = _logical_shape(mappings, axes)
     nd = len(shape)
@@ -249,10 +398,19 @@ def _logical(dtype: type[dt.Scalar], mappings: Sequence[Mapping], axes: str | Se
     if not np.all(known):
         where = index(int(np.argmin(np.broadcast_to(known, (n,)))))
         count = int(np.size(known) - np.count_nonzero(known))
-        raise PoisonError(f"{count} element(s) of the result were never written, e.g. index {{{where}}}",
-                          call=call, fix="check that every element is written (unmasked padding or a missing "
-                                         "slice leaves poison)")
+        raise PoisonError(f"{count} element(s) of {name or 'the result'} were never written, e.g. index "
+                          f"{{{where}}}", call=call,
+                          fix="check that every element is written (unmasked padding or a missing slice leaves poison)")
     return np.asarray(vals, dtype=dtype.storage).reshape(shape)
+
+
+def _check_context_type(ctx: object, call: str) -> None:
+    """Refuse anything but a device (a :class:`~visa.context.Context`, by the :class:`~visa.tensors.device.Device`
+    protocol: this layer names no host class) where a tensor needs its device."""
+    from visa.tensors.device import Device
+
+    if not isinstance(ctx, Device):
+        raise _wrong("ctx", ctx, "a Context (Context.acquire())", call)
 
 
 def _flat_image(img: DenseImage) -> DenseImage:
@@ -267,12 +425,17 @@ class DeviceTensor:
     """Common part of the device tensor handles: dtype, level mappings, byte address, device (manual
     L1029–1093)."""
 
-    __slots__ = ("ctx", "dtype", "levels", "address", "region", "ready_at", "_alias", "__weakref__")
+    __slots__ = ("ctx", "dtype", "levels", "address", "region", "ready_at", "_alias", "origin", "__weakref__")
     MEMORY: ClassVar[str] = ""
 
     def __init__(self, ctx: Device, dtype: type[dt.Scalar], levels: dict[str, Mapping], address: int,
                  *, register: bool = True, reads: tuple[Region, ...] = (), call: str = "", trf_half: bool = False,
                  ready_at: int = 0) -> None:
+        _check_context_type(ctx, call or self.type_name())
+        from visa.validate import expect_dtype
+
+        dtype = expect_dtype(dtype, "dtype", call=call or self.type_name())
+        self.origin = call  # the operation that created the tensor (named when a read finds poison)
         self.ctx = ctx
         self.dtype = dtype
         self.levels = levels
@@ -311,8 +474,11 @@ class DeviceTensor:
 
         The handle shares this tensor's bytes (and keeps it alive); a write over them makes both stale.
         """
+        from visa.validate import expect_mapping
+
         new = dict(self.levels)
         for name, mp in levels.items():
+            expect_mapping(mp, name, call="relabel", level=name)
             if name not in new:
                 raise LayoutError(f"{self.type_name()} has no level {name} (levels: {', '.join(self.levels)})",
                                   call="relabel", level=name, mapping=repr(mp),
@@ -324,7 +490,7 @@ class DeviceTensor:
                                   mapping=repr(mp), fix="keep the size, or move the tensor with a DMA")
             new[name] = mp
         out = object.__new__(type(self))
-        for slot in ("ctx", "dtype", "address", "region", "ready_at"):
+        for slot in ("ctx", "dtype", "address", "region", "ready_at", "origin"):
             object.__setattr__(out, slot, getattr(self, slot))
         for extra in getattr(type(self), "__slots__", ()):
             if extra not in ("__weakref__",) and hasattr(self, extra):
@@ -400,7 +566,8 @@ class DeviceTensor:
                 known[sel] = k
             return vals, known
 
-        return _logical(self.dtype, maps, axes, read, f"{self.type_name()}.logical")
+        return _logical(self.dtype, maps, axes, read, f"{self.type_name()}.logical",
+                        name=self.describe() + _origin(self.origin))
 
 
 class HbmTensor(DeviceTensor, Generic[D, Chip, Element]):
@@ -556,6 +723,11 @@ class TrfTensor(DeviceTensor, Generic[D, Chip, Cluster, Slice, Row, Element]):
 
     def __init__(self, ctx: Device, dtype: type[D], chip: Mapping, cluster: Mapping, slice_: Mapping, row: Mapping,
                  element: Mapping, trf_address: TrfAddress, **kw: Any) -> None:
+        from visa.validate import expect_instance
+
+        _check_context_type(ctx, kw.get("call") or "TrfTensor")
+        expect_instance(trf_address, TrfAddress, "trf_address", call=kw.get("call") or "TrfTensor",
+                        expected="a TrfAddress (Full, FirstHalf or SecondHalf)")
         self.trf_address = trf_address
         byte = trf_address.offset_halves * ctx.hw.trf.half_row_bytes
         super().__init__(ctx, dtype, {"Chip": chip, "Cluster": cluster, "Slice": slice_, "Row": row,
@@ -620,6 +792,9 @@ class TensorView:
     def relabel(self, element: Mapping) -> Self:
         """The same positions read through another Element mapping of the same size (metadata only, a "reshape
         (noop)", manual L8056)."""
+        from visa.validate import expect_mapping
+
+        element = expect_mapping(element, "element", call="relabel", level="Element")
         if element.size != self.element.size:
             raise LayoutError(f"Element {element!r} has size {element.size}, but the view's {self.element!r} has "
                               f"{self.element.size}: a relabelling keeps the size", call="relabel", level="Element",

@@ -20,16 +20,28 @@ from visa.engines.dma.config import NAMES, DmaPlan, Side
 from visa.engines.dma.cost import cycles
 from visa.engines.dma.execute import execute
 from visa.engines.dma.plan import plan
-from visa.errors import VisaError
 from visa.mapping import Mapping
-from visa.memory.layout import describe, element_bytes
+from visa.memory.layout import LEVEL_PARAMS, describe, element_bytes
 from visa.memory.transfer import DmEndpoint, Endpoint, HbmEndpoint, HostBuffer
 from visa.tensors.device import Device, DmaContext, dma_device
+from visa.validate import expect_int, expect_mapping, wrong_type
 
 if TYPE_CHECKING:
     from visa.tensors.handles import DmTensor, DmTensorView, HbmTensor, HbmTensorView, HostTensor
 
 __all__ = ["host_to_hbm", "hbm_to_host", "hbm_to_dm", "dm_to_hbm", "hbm_to_hbm", "dm_to_dm"]
+
+
+def _check_args(call: str, mappings: dict[str, object], address: object, stream: object | None) -> None:
+    """Refuse wrong Python types among a move's arguments before anything reads them (issue 16): each level's
+    mapping (keyed by its parameter name), the byte address, and the explicit ``(Time, Packet)`` stream."""
+    for param, mp in mappings.items():
+        expect_mapping(mp, param, call=call)
+    expect_int(address, "address", call=call)
+    if stream is not None and not (isinstance(stream, tuple) and len(stream) == 2
+                                   and all(isinstance(x, Mapping) for x in stream)):
+        raise wrong_type("stream", stream, 'a (Time, Packet) pair of mappings such as (m["A / 8"], m["A % 8"])',
+                         call=call)
 
 
 def _source(t: Any, call: str, ctx: Device) -> tuple[Any, Side]:
@@ -47,8 +59,7 @@ def _source(t: Any, call: str, ctx: Device) -> tuple[Any, Side]:
         base = t
         side = replace(Side.of(t.MEMORY, dict(t.levels), name=t.describe()), bit_address=t.element_bit_offset())
     else:
-        raise VisaError(f"expected a device tensor or view, got {type(t).__name__}", call=call,
-                        fix="move an HbmTensor, a DmTensor or a view of one")
+        raise wrong_type("tensor", t, "an HbmTensor, a DmTensor or a view of one", call=call)
     base.check_context(ctx, call)
     base.check_readable(call)
     return base, side
@@ -85,6 +96,7 @@ def _to_device(src: Any, medium: str, levels: dict[str, Mapping], dma: DmaContex
     """The tensor DMA of ``src`` to a new ``medium`` tensor with ``levels`` (the source's Chip unless given)."""
     from visa.tensors.handles import DmTensor, HbmTensor
 
+    _check_args(call, {LEVEL_PARAMS[k]: v for k, v in levels.items()}, address, stream)
     ctx = dma_device(dma, kind, call)
     base, side = _source(src, call, ctx)
     levels = {"Chip": base.levels["Chip"], **levels}
@@ -111,10 +123,11 @@ def host_to_hbm(host: HostTensor[Any, Any], chip: Mapping, element: Mapping, pdm
     from visa.tensors.handles import HbmTensor, HostTensor
 
     call = "host.to_hbm"
+    _check_args(call, {"chip": chip, "element": element}, address, stream)
     ctx = dma_device(pdma, "pdma", call)
     if not isinstance(host, HostTensor):
-        raise VisaError(f"expected a HostTensor, got {type(host).__name__}", call=call,
-                        fix="build one with HostTensor.from_numpy or HostTensor.rand")
+        raise wrong_type("host", host, "a HostTensor", call=call,
+                         fix="build one with HostTensor.from_numpy or HostTensor.rand")
     dtype = host.dtype
     levels = {"Chip": chip, "Element": element}
     name = describe("hbm", dtype, levels, address)
@@ -123,7 +136,7 @@ def host_to_hbm(host: HostTensor[Any, Any], chip: Mapping, element: Mapping, pdm
     out: HbmTensor[Any, Any, Any] = HbmTensor(ctx, dtype, chip, element, address, call=call)
     _poison(ctx, "hbm", chip.size, address, address + element_bytes(dtype, element.size))
     staged = p.src.level("Element")
-    values, known = _rearrange(host.values, host.known, host.element, staged)
+    values, known = _rearrange(*host.buffer(), host.element, staged)
     data, kbytes = _host_bytes(dtype, values, known)
     execute(p, HostBuffer(data, kbytes), _endpoint(ctx, "hbm"))
     out.ready_at = _report(ctx, "pdma", f"{call} → {out.describe()}", p, [], [out])
@@ -163,6 +176,7 @@ def hbm_to_host(hbm: HbmTensor[Any, Any, Any] | HbmTensorView, element: Mapping,
     from visa.tensors.handles import HostTensor
 
     call = "hbm.to_host"
+    _check_args(call, {"element": element}, 0, stream)
     ctx = dma_device(pdma, "pdma", call)
     base, side = _source(hbm, call, ctx)
     dtype = base.dtype
@@ -179,7 +193,7 @@ def hbm_to_host(hbm: HbmTensor[Any, Any, Any] | HbmTensorView, element: Mapping,
         known = np.asarray(buf.written.reshape(-1, dtype.size_bits // 8).all(axis=1), dtype=bool)
     values, known = _rearrange(values, known, staged, element)
     _report(ctx, "pdma", f"{call} → HostTensor[{dtype!r}, {element!r}]", p, [hbm], [])
-    return HostTensor(dtype, element, values, known)
+    return HostTensor(dtype, element, values, known, source=f"{call} (ctx.pdma) from {base.describe()}")
 
 
 def hbm_to_dm(hbm: HbmTensor[Any, Any, Any] | HbmTensorView, cluster: Mapping, slice_: Mapping, element: Mapping,

@@ -28,7 +28,15 @@ from visa.engines.vector import (
     VeBranchOperand,
     WriteOperand,
 )
-from visa.errors import DtypeError, HardwareLimitError, LayoutError, PoisonError, ResourceError, TypestateError
+from visa.errors import (
+    DtypeError,
+    HardwareLimitError,
+    LayoutError,
+    PoisonError,
+    ResourceError,
+    TypestateError,
+    WrongTypeError,
+)
 from visa.testing import place_dm, place_vrf, stream_logical
 
 from .helpers import collect, layout, logical, rand_i32
@@ -538,7 +546,7 @@ def test_filter_ids_are_execution_ids() -> None:
     with pytest.raises(LayoutError, match="ExecutionIds are 0..15, got 16") as err:
         b.vector_filter(ValidBranchIds.of(3, 16))
     assert err.value.call == "vector_filter" and err.value.fix
-    with pytest.raises(LayoutError, match="takes ValidBranchIds"):
+    with pytest.raises(WrongTypeError, match="parameter ids must be a ValidBranchIds"):
         b.vector_filter(3.5)  # type: ignore[arg-type]
 
 

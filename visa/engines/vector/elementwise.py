@@ -51,7 +51,7 @@ def plan_branch(hw: HardwareProfile, mode: Any, dtype: str) -> None:
     defines.  Pure (the stream and the mypy plugin call it)."""
     call = "vector_intra_slice_branch"
     if not isinstance(mode, BranchMode):
-        raise TypestateError(f"vector_intra_slice_branch takes a BranchMode, got {mode!r}", call=call,
+        raise TypestateError(f"parameter mode of vector_intra_slice_branch takes a BranchMode, got {mode!r}", call=call,
                              fix="pass BranchMode.Unconditional, BranchMode.AxisToggle(axis) or BranchMode.Comparison")
     if mode.name in ("Unconditional", "AxisToggle"):
         return

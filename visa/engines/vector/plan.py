@@ -18,6 +18,8 @@ Unit pass [V...]
 
 from __future__ import annotations
 
+import numbers
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +34,7 @@ from visa.mapping import Mapping, pair_of
 from visa.mapping import canon as C
 from visa.mapping.core import _axes_of
 from visa.mapping.evaluate import BoolArray, IntArray
+from visa.validate import wrong_type
 
 __all__ = [
     "STAGE_CALLS", "STASHABLE", "StageStep", "LaneConfig", "UnzipConfig", "plan_transition", "input_lanes",
@@ -535,11 +538,11 @@ def plan_filter(hw: HardwareProfile, ids: Any, call: str = "vector_filter") -> A
     if isinstance(ids, ValidBranchIds):
         keep = ids
     else:
-        try:
-            keep = ValidBranchIds.of(*ids)
-        except (TypeError, ValueError):
-            raise LayoutError(f"vector_filter takes ValidBranchIds, a GroupId or ExecutionIds, got {ids!r}",
-                              call=call, line=4973, fix="pass ValidBranchIds.of(0, 1) or GroupId.One") from None
+        given = list(ids) if isinstance(ids, Iterable) and not isinstance(ids, str | bytes) else None
+        if given is None or not all(isinstance(k, numbers.Integral) and not isinstance(k, bool) for k in given):
+            raise wrong_type("ids", ids, "a ValidBranchIds, a GroupId or ExecutionIds 0..15", call=call,
+                             fix="pass ValidBranchIds.of(0, 1) or GroupId.One")
+        keep = ValidBranchIds.of(*(int(k) for k in given))
     top = (1 << hw.vector.execution_id_bits) - 1
     bad = sorted(i for i in keep.ids if not 0 <= i <= top)
     if bad:
