@@ -9,7 +9,7 @@ is expected.  Values of the right type that the manual does not allow stay with 
 3
 >>> expect_int(5000.5, "n", call="pad")
 Traceback (most recent call last):
-visa.errors.WrongTypeError: pad: parameter n must be an int, got 5000.5 (float); fix: pass an int
+visa.errors.WrongTypeError: pad: parameter n must be an int, got 5000.5 (float); fix: pass an int [V...]
 """
 
 from __future__ import annotations
