@@ -62,15 +62,35 @@ def test_decode_layer_schedule_orders_the_appends() -> None:
 
 
 def test_generate_tokens_in_a_host_loop_L8202_L8224() -> None:
-    """examples/llama_generate.py: every step's attention, logits and probabilities are checked inside ``run``
-    (derived bounds); here: the sampled tokens are in the vocabulary, one per generated position, and every
-    step — the same passes on the same shapes, only the data and the mask differ — takes the same cycles."""
+    """examples/llama_generate.py: every step's embedding gather and KV appends (exact) and its attention, logits
+    and probabilities (derived bounds) are checked inside ``run``; here: the sampled tokens are in the
+    vocabulary, one per generated position; every step — the same passes on the same shapes, only the data, the
+    gathered rows and the append's position differ — takes the same device cycles; and across steps the
+    schedule orders the loop: each step's embedding gather starts after the host's write of the sampled id, which
+    follows the host's read of the previous step's probabilities, and each append after the previous step's
+    attention read the cache."""
+    from visa.context import acquired_contexts
+
     mod = load("llama_generate")
     tokens, cycles = mod.run()
     assert tokens[:len(mod.PROMPT)] == list(mod.PROMPT)
     assert len(tokens) == len(mod.PROMPT) + mod.NEW_TOKENS
     assert all(0 <= t < mod.AX.size("V") for t in tokens)
     assert len(cycles) == len(tokens) - 1 and len(set(cycles)) == 1
+    ops = acquired_contexts()[-1].schedule.ops
+    embeds = [k for k, op in enumerate(ops) if op.name.startswith("gather.to_dm")]
+    assert len(embeds) == len(cycles)
+    for k in embeds:  # the host wrote the token id, then the position; the gathers read them (RAW)
+        token_w, pos_w = [j for j in range(k) if ops[j].track == "pdma" and ops[j].name.startswith("host.to_hbm")
+                          and 'HbmTensor[i32, m["1"], m["1"]]' in ops[j].name][-2:]
+        rope = next(op for op in ops[k:] if op.name.startswith("gather.to_hbm"))
+        assert ops[k].start >= ops[token_w].end and rope.start >= ops[pos_w].end
+    for a, b in zip(embeds, embeds[1:], strict=False):
+        reads = [op for op in ops[a:b] if op.track == "pdma" and op.name.startswith("hbm.to_host")]
+        assert ops[b].start >= max(op.end for op in reads)  # the host sampled from this step's probabilities
+        appends = [op for op in ops[b:] if op.name.startswith("to_hbm_view")][:2]
+        cache_reads = [op for op in ops[a:b] if op.name.startswith("hbm.to_dm") and "Dr" in op.name]
+        assert min(op.start for op in appends) >= max(op.start for op in cache_reads)
 
 
 def test_prefill_layer_causal_L7982_L8190() -> None:
