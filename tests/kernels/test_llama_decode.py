@@ -96,9 +96,18 @@ def test_generate_tokens_in_a_host_loop_L8202_L8224() -> None:
 def test_prefill_layer_causal_L7982_L8190() -> None:
     """examples/llama_prefill_layer.py: all 32 tokens through one layer; every stage is checked inside ``run``
     within its derived bound — among them each query row's attention against numpy over keys 0..i only (the
-    causal mask, L8090–8100); the pair swap of RoPE is a permutation, so exact."""
+    causal mask by the branch log, L8090–8100); the pair swap of RoPE is a permutation and the RoPE rows are
+    gathered, so both exact."""
     mod = load("llama_prefill_layer")
     errors, cycles = mod.run()
-    assert errors["rope swap"] == 0.0
-    assert "causal attention" in errors and len(errors) == 15
+    assert errors["rope swap"] == 0.0 and errors["rope rows gather"] == 0.0
+    assert "causal attention" in errors and len(errors) == 16
+    from visa.context import acquired_contexts
+
+    ops = acquired_contexts()[-1].schedule.ops
+    ids = next(k for k, op in enumerate(ops) if op.name.startswith("hbm.to_dm → DmTensor[i32"))  # the mask → DM
+    log = next(op for op in ops[ids:] if op.track == "sub")  # the branch logger: sub context, DM → VRF, once
+    assert "to_vrf" in log.name and log.start >= ops[ids].end
+    assert log.end <= min(op.start for op in ops if op.track == "main")  # before any pass
+    assert len([op for op in ops if op.name.startswith("gather.to_hbm")]) == 2  # the cos and sin rows
     assert cycles > 0
