@@ -165,7 +165,8 @@ def run(seed: int = 8, position: int = 128) -> dict[str, float]:
 
     emb = host_tensor(rng.standard_normal((512, d)), "V, D")
     token = int(rng.integers(0, 512))  # the token the host sampled at the previous step (L8233)
-    g_attn, g_ffn = host_tensor(1 + 0.1 * rng.standard_normal(d), "D"), host_tensor(1 + 0.1 * rng.standard_normal(d), "D")
+    g_attn = host_tensor(1 + 0.1 * rng.standard_normal(d), "D")
+    g_ffn = host_tensor(1 + 0.1 * rng.standard_normal(d), "D")
     wq, wk, wv = host_tensor(w(256, d), "HD, D"), host_tensor(w(64, d), "Dk, D"), host_tensor(w(64, d), "Dv, D")
     wo = host_tensor(w(d, 256), "D, HO")
     wg, wu, wd = host_tensor(w(f, d), "F, D"), host_tensor(w(f, d), "F, D"), host_tensor(w(d, f), "D, F")
@@ -251,7 +252,8 @@ def main() -> None:
         elif name == "memory bound":
             continue
         else:
-            print(f"    {name:<22}{value:>10.2e} max |error| ({'exact' if 'gather' in name or 'append' in name else 'within its derived bound'})")
+            how = "exact" if "gather" in name or "append" in name else "within its derived bound"
+            print(f"    {name:<22}{value:>10.2e} max |error| ({how})")
 
 
 if __name__ == "__main__":

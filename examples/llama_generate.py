@@ -93,8 +93,8 @@ def step(ctx: Context, position: int, token: Hbm, pos: Hbm, w_emb: Hbm, w_rope: 
         log = MASK.decode_log(ctx, arena, mask_table, pos)  # positions > p masked (branch log)
         for k, (w, cache) in enumerate(zip(weights, caches, strict=True)):
             x, out[f"layer {k}"] = layer(ctx, arena, x, w, cache, t_rope, log, position)
-        h = out["h"] = ROWS_D.store(ctx, arena, ROWS_D.rms_norm(ctx, arena, x, ROWS_D.load_broadcast(ctx, arena, g_final),
-                                                                eps=EPS))
+        gain = ROWS_D.load_broadcast(ctx, arena, g_final)
+        h = out["h"] = ROWS_D.store(ctx, arena, ROWS_D.rms_norm(ctx, arena, x, gain, eps=EPS))
         logits = out["logits"] = LM_HEAD(ctx, arena, h, w_lm)
         out["probs"] = ROWS_V.store(ctx, arena, ROWS_V.softmax(ctx, arena, ROWS_V.load(ctx, arena, logits),
                                                                scale=1.0 / TEMPERATURE))

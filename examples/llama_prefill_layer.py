@@ -153,7 +153,8 @@ def run(seed: int = 21) -> tuple[dict[str, float], int]:
             "w_q": w(HEADS, 64, d), "w_k": w(64, d), "w_v": w(64, d), "w_o": w(HEADS, d, 64),
             "g_ffn": bf(1 + 0.1 * rng.standard_normal(d)), "w_gate": w(f, d), "w_up": w(f, d), "w_down": w(d, f)}
     p, c, s = tables(64, AX.size("P"))
-    host.update(swap=p, cos=bf(c), sin=bf(s), mask=CausalMask.table(t, t), positions=np.arange(t, dtype=np.int32))
+    host.update(swap=p, cos=bf(c), sin=bf(s), mask=CausalMask.table(t, t).astype(np.float64),
+                positions=np.arange(t, dtype=np.float64))  # small integers: exact as float64, written as i32
     texts = {"x": "T, D", "g_attn": "D", "w_q": "G, Dk, D", "w_k": "Dk, D", "w_v": "Dv, D", "w_o": "G, D, Dv",
              "g_ffn": "D", "w_gate": "F, D", "w_up": "F, D", "w_down": "D, F", "swap": "Dp, Dk", "cos": "P, Dk",
              "sin": "P, Dk", "mask": "T, S", "positions": "T"}

@@ -122,10 +122,10 @@ class Rows:
         the Branch stage reads each element's ExecutionId from it (``BranchMode.Vrf``, L4802) and the elements of
         group One become −inf by two Logic ops on the group (bits AND 0, then OR −inf's bits; Logic runs in Way8,
         L4806, before the trim to Way4): the manual's ``scores_masked`` (L8090–8099)."""
-        s = (ctx.main.begin(x.view())
-             .fetch(dt.f32, self.time4, self.packet4x8)
-             .collect(self.time4, self.packet4x8)
-             .vector_init())
+        s: Any = (ctx.main.begin(x.view())
+                  .fetch(dt.f32, self.time4, self.packet4x8)
+                  .collect(self.time4, self.packet4x8)
+                  .vector_init())
         if log is None:
             s = s.vector_intra_slice_branch(BranchMode.Unconditional)
         else:
