@@ -173,3 +173,22 @@ def test_decode_log_masks_the_unwritten_cache_positions() -> None:
     want, bound = bounds.attention(q, keys[:position + 1], v[:position + 1], 1 / math.sqrt(32))
     assert np.all(np.abs(np.asarray(out.logical("G Dv"), np.float64) - want) <= bound)
     assert MASKED_ID == 8  # group One (bit 3), the group the Logic ops select
+
+
+@pytest.mark.parametrize("position", [32, -1])
+def test_kv_cache_append_outside_the_cache_is_refused_before_writing(position: int) -> None:
+    """A position outside the cache is the tile's ``LayoutError`` (axis S, a fix naming the last position);
+    both tiles are checked before either DMA, so neither cache is written."""
+    from visa import LayoutError
+
+    ax = AxisSet(T=1, S=32, Dk=32, Dv=32)
+    ctx = Context.acquire()
+    kc = put(ctx, ax, np.zeros((32, 32)), bf16, "S, Dk", 0)
+    vc = put(ctx, ax, np.zeros((32, 32)), bf16, "Dv, S", 1 << 20)
+    kn, vn = put(ctx, ax, np.ones(32), bf16, "T, Dk", 2 << 20), put(ctx, ax, np.ones(32), bf16, "T, Dv", 3 << 20)
+    with pytest.raises(LayoutError) as err:
+        KvCache(ax, kc, vc).append(ctx, kn, vn, position)
+    assert "axis S" in str(err.value) and "at most 31" in str(err.value)
+    assert not np.asarray(kc.logical("S Dk"), np.float64).any()
+    assert not np.asarray(vc.logical("Dv S"), np.float64).any()
+    assert not [op for op in ctx.schedule.ops if op.name.startswith("to_hbm_view")]
