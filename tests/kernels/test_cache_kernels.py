@@ -14,6 +14,8 @@ import ml_dtypes
 import numpy as np
 import numpy.typing as npt
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from visa import AxisSet, Context, HbmTensor, HostTensor, bf16, device, i32, launch
 from visa.kernels import Arena, Attention, CausalMask, Embedding, KvCache, Rows, bounds
@@ -192,3 +194,25 @@ def test_kv_cache_append_outside_the_cache_is_refused_before_writing(position: i
     assert not np.asarray(kc.logical("S Dk"), np.float64).any()
     assert not np.asarray(vc.logical("Dv S"), np.float64).any()
     assert not [op for op in ctx.schedule.ops if op.name.startswith("to_hbm_view")]
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(s=st.sampled_from([4, 8, 16]), dk=st.sampled_from([4, 8, 32]), dv=st.sampled_from([4, 16]),
+       data=st.data())
+def test_kv_cache_append_agrees_with_numpy(s: int, dk: int, dv: int, data: st.DataObject) -> None:
+    """Property (small sizes): after appends at distinct positions in any order, both caches equal numpy's with
+    those rows (K) and columns (V) replaced, byte for byte (i32 values, exact)."""
+    ax = AxisSet(T=1, S=s, Dk=dk, Dv=dv)
+    positions = data.draw(st.lists(st.integers(0, s - 1), min_size=1, max_size=3, unique=True))
+    ctx = Context.acquire()
+    k0 = RNG.integers(-999, 999, (s, dk)).astype(np.int32)
+    v0 = RNG.integers(-999, 999, (s, dv)).astype(np.int32)
+    cache = KvCache(ax, put(ctx, ax, k0, i32, "S, Dk", 0), put(ctx, ax, v0.T.copy(), i32, "Dv, S", 1 << 20))
+    for n, p in enumerate(positions):
+        kr = RNG.integers(-999, 999, dk).astype(np.int32)
+        vr = RNG.integers(-999, 999, dv).astype(np.int32)
+        cache.append(ctx, put(ctx, ax, kr, i32, "T, Dk", (2 + 2 * n) << 20),
+                     put(ctx, ax, vr, i32, "T, Dv", (3 + 2 * n) << 20), p)
+        k0[p], v0[p] = kr, vr
+    assert np.array_equal(cache.k.logical("S Dk"), k0)
+    assert np.array_equal(cache.v_t.logical("Dv S"), v0.T)
