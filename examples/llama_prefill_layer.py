@@ -9,8 +9,10 @@ All T = 32 prompt tokens go through the layer together (the manual's 2.1–2.3.3
 3. RoPE, each token at its own position (L8035–8063): ``q' = q ∘ C + (q · Pᵀ) ∘ S`` with the pair swap P (a
    :class:`Gemm` by a permutation, exact) and the per-position tables C (cos) and S (∓ sin) —
    :meth:`Rows.mul`, :meth:`Rows.add`;
-4. per head, ``softmax(q' k'ᵀ / √d_k + mask) v`` with the causal mask (L8090–8100) — :class:`Attention` with a
-   ``[T, S]`` additive mask (0 where j ≤ i, −inf where j > i);
+4. per head, ``softmax(masked(q' k'ᵀ / √d_k)) v`` with the causal mask written to the branch log (L8090–8100) —
+   :class:`CausalMask`: the ``[T, S]`` ``attention_mask`` as ExecutionIds (0 where j ≤ i, 8 where j > i) loaded
+   into the VRF once by the sub context, then each softmax pass reads it (``BranchMode.Vrf``) and its group-One
+   elements become −inf by two Logic ops (bits AND 0, OR −inf's bits) — :class:`Attention` with ``log=``;
 5. ``Σ_g o_g · w_o[g]`` (the output projection split by head, summed by :meth:`Rows.add`), residual, RMSNorm,
    SwiGLU FFN, residual.
 
@@ -18,15 +20,18 @@ Departures from the manual, with lines:
 
 - **Scale**: T = 32 tokens, D = 256, one KV head shared by G = 4 query heads (GQA, h_kv = 1; 70B: h_q = 64,
   h_kv = 8, L7990), d_k = 64, F = 512; one layer, no embedding, LM head or sampling.
-- **The causal mask is added, not applied through the branch log** (L8100: "the attention_mask tensor is written
-  to the branch log, then processed through branched operations"): the branch log is issue 13's.  The additive
-  mask gives the same ``scores_masked`` (``s + 0 = s`` exactly, ``s + (−inf) = −inf``, L8097).
-- **RoPE tables on the host** (L8035–8040, ``gather(index: positions, table: w_rope)``): gather is issue 13's;
-  the host passes the rows for positions 0..31 as the C and S tables, and the rotation is elementwise (two
-  products and a sum, each rounded to bf16) rather than the manual's einsum over the pair axis.
+- **The branched operation is "mask to −inf"** (L8100 names no operation): ``scores_masked(i, j) = −inf`` where
+  j > i (L8097) is what the group-One elements get, in each of the softmax's three passes (row max, Σ exp, the
+  normalised row), so ``exp(−inf) = 0`` exactly; the 1/√d_k scaling pass before them does not read the log.
+- **RoPE**: ``t_rope = gather(index: position, table: w_rope)`` (L8035–8040) is done on the device with
+  ``position(i) = i`` (an i32 index tensor from the host), but the table is stored as two ``[s_max, d_k]`` tables
+  C (cos) and S (∓ sin) instead of ``[s_max, d_k', 2, 2]``, and the rotation is elementwise (two products and a
+  sum, each rounded to bf16) rather than the manual's einsum over the pair axis.
 - **w_o is stored split by head** (``[G][D, Dv]``), so the output projection is a sum of per-head GEMMs (three
   more bf16 roundings, within their bounds) instead of one GEMM over the concatenated heads.
-- The KV cache write of prefill (L8064–8076) is not done (no decode follows here).
+- The KV cache write of prefill (L8064–8076) is not done as a separate step: K_rope and Vᵀ leave the layer in HBM
+  in the cache layouts the decode reads (``m["S, Dk"]``, ``m["Dv, S"]``), which is the manual's "Stores einsum
+  computation results from DM to HBM" (L8076).
 
 Check: every stage against numpy applied to that stage's inputs as the device produced them, within the
 stage's derived bound (:mod:`visa.kernels.bounds`).  Run it with ``visa run examples/llama_prefill_layer.py``.
@@ -41,10 +46,10 @@ import ml_dtypes
 import numpy as np
 import numpy.typing as npt
 
-from visa import AxisSet, Context, HbmTensor, HostTensor, bf16, device, launch
-from visa.kernels import Arena, Attention, Gemm, Rows, bounds
+from visa import AxisSet, Context, HbmTensor, HostTensor, bf16, device, i32, launch
+from visa.kernels import Arena, Attention, CausalMask, Embedding, Gemm, Rows, bounds
 
-AX = AxisSet(T=32, S=32, D=256, G=4, Dk=64, Dp=64, Dv=64, F=512)  # Dp: the pair swap's output axis
+AX = AxisSet(T=32, S=32, P=128, D=256, G=4, Dk=64, Dp=64, Dv=64, F=512)  # Dp: the pair swap's output axis
 m = AX.m
 EPS, HEADS = 1e-5, 4
 ROWS_D, ROWS_K, ROWS_F = Rows(AX, "T", "D"), Rows(AX, "T", "Dk"), Rows(AX, "T", "F")
@@ -52,6 +57,8 @@ PROJ = Gemm(AX, "T", "Dk", "D")  # q_g and k (Dk = Dv)
 V_T = Gemm(AX, "Dv", "T", "D")  # vᵀ = w_v · hᵀ
 SWAP = Gemm(AX, "T", "Dp", "Dk")  # the pair swap q · Pᵀ
 ATTENTION = Attention(AX, q="T", s="S", dk="Dk", dv="Dv")
+MASK = CausalMask(AX, q="T", s="S")
+ROPE_ROWS = Embedding(AX, "P", "Dk", rows="T")  # t_rope = gather(position, table) (L8035–8040)
 O_PROJ = Gemm(AX, "T", "D", "Dv")
 GATE, DOWN = Gemm(AX, "T", "F", "D"), Gemm(AX, "T", "D", "F")
 Hbm = HbmTensor[Any, Any, Any]
@@ -70,10 +77,14 @@ def rope(ctx: Context, arena: Arena, q: Hbm, swap: Hbm, cos: Hbm, sin: Hbm) -> t
 
 @device(chip=1)
 def prefill(ctx: Context, x: Hbm, g_attn: Hbm, w_q: Hbm, w_k: Hbm, w_v: Hbm, w_o: Hbm, g_ffn: Hbm, w_gate: Hbm,
-            w_up: Hbm, w_down: Hbm, swap: Hbm, cos: Hbm, sin: Hbm, mask: Hbm) -> dict[str, Any]:
+            w_up: Hbm, w_down: Hbm, swap: Hbm, cos_table: Hbm, sin_table: Hbm, mask: Hbm, positions: Hbm
+            ) -> dict[str, Any]:
     """The layer for all 32 tokens; returns every intermediate (HBM) for the checks."""
     out: dict[str, Any] = {}
     with ARENA.scratch() as arena:  # on-chip memory is the launch's; HBM results persist
+        cos = out["cos"] = ROPE_ROWS.to_hbm(ctx, arena, cos_table, positions)  # the rows of positions 0..T−1
+        sin = out["sin"] = ROPE_ROWS.to_hbm(ctx, arena, sin_table, positions)
+        log = MASK.prefill_log(ctx, arena, mask)  # attention_mask → the branch log, once (L8099)
         h = out["h"] = ROWS_D.store(ctx, arena, ROWS_D.rms_norm(ctx, arena, ROWS_D.load(ctx, arena, x),
                                                                 ROWS_D.load_broadcast(ctx, arena, g_attn), eps=EPS))
         k = out["k"] = PROJ(ctx, arena, h, w_k)
@@ -87,7 +98,7 @@ def prefill(ctx: Context, x: Hbm, g_attn: Hbm, w_q: Hbm, w_k: Hbm, w_v: Hbm, w_o
             out[f"q_swap{g}"], q_rot = rope(ctx, arena, q, swap, cos, sin)
             out[f"q_rot{g}"] = q_rot
             o = out[f"o{g}"] = ATTENTION(ctx, arena, q_rot, k_rot.view().relabel(m["S, Dk"]),
-                                         v_t.view().relabel(m["Dv, S"]), mask)
+                                         v_t.view().relabel(m["Dv, S"]), log=log)
             p = out[f"p{g}"] = O_PROJ(ctx, arena, o, w_o.view().tile(m["G"], 1, m["D, Dv"], g))
             proj = ROWS_D.load(ctx, arena, p) if proj is None else ROWS_D.add(ctx, arena, proj,
                                                                               ROWS_D.load(ctx, arena, p))
@@ -141,22 +152,24 @@ def run(seed: int = 21) -> tuple[dict[str, float], int]:
     host = {"x": bf(rng.standard_normal((t, d))), "g_attn": bf(1 + 0.1 * rng.standard_normal(d)),
             "w_q": w(HEADS, 64, d), "w_k": w(64, d), "w_v": w(64, d), "w_o": w(HEADS, d, 64),
             "g_ffn": bf(1 + 0.1 * rng.standard_normal(d)), "w_gate": w(f, d), "w_up": w(f, d), "w_down": w(d, f)}
-    p, c, s = tables(64, t)
-    host.update(swap=p, cos=bf(c), sin=bf(s), mask=np.where(np.arange(t)[None, :] <= np.arange(t)[:, None], 0.0,
-                                                             -np.inf))
+    p, c, s = tables(64, AX.size("P"))
+    host.update(swap=p, cos=bf(c), sin=bf(s), mask=CausalMask.table(t, t).astype(np.float64),
+                positions=np.arange(t, dtype=np.float64))  # small integers: exact as float64, written as i32
     texts = {"x": "T, D", "g_attn": "D", "w_q": "G, Dk, D", "w_k": "Dk, D", "w_v": "Dv, D", "w_o": "G, D, Dv",
-             "g_ffn": "D", "w_gate": "F, D", "w_up": "F, D", "w_down": "D, F", "swap": "Dp, Dk", "cos": "T, Dk",
-             "sin": "T, Dk", "mask": "T, S"}
+             "g_ffn": "D", "w_gate": "F, D", "w_up": "F, D", "w_down": "D, F", "swap": "Dp, Dk", "cos": "P, Dk",
+             "sin": "P, Dk", "mask": "T, S", "positions": "T"}
     ctx = Context.acquire()
     hbm = {}
     for k, (name, text) in enumerate(texts.items()):
         axes_ = " ".join(a.strip() for a in text.split(","))
-        hbm[name] = HostTensor.from_numpy(np.asarray(host[name], np.float32), bf16, m[text], axes=axes_).to_hbm(
+        integer = name in ("mask", "positions")  # the ExecutionIds and position(i) = i are i32 (L8041–8043)
+        arr = np.asarray(host[name], np.int32 if integer else np.float32)
+        hbm[name] = HostTensor.from_numpy(arr, i32 if integer else bf16, m[text], axes=axes_).to_hbm(
             m["1"], m[text], ctx.pdma, k << 24)
     first = len(ctx.schedule.ops)
     args = [hbm[n] for n in texts]
     res = launch(prefill, ctx, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7], args[8],
-                 args[9], args[10], args[11], args[12], args[13])  # spelled out: the plugin checks each argument
+                 args[9], args[10], args[11], args[12], args[13], args[14])  # spelled out: the plugin checks each
     ops = [op for op in ctx.schedule.ops[first:] if op.track != "pdma"]
     cycles = max(op.end for op in ops) - min(op.start for op in ops)
 
@@ -175,10 +188,13 @@ def run(seed: int = 21) -> tuple[dict[str, float], int]:
 
     def rope_check(src: F64, swapped: F64, rotated: F64) -> None:
         check("rope swap", swapped, src @ p.T, bounds.gemm(src, p, 1), e)
-        a, b = bf(src * host["cos"]), bf(swapped * host["sin"])  # the products: exact in f32, one bf16 rounding
+        a, b = bf(src * cos), bf(swapped * sin)  # the products: exact in f32, one bf16 rounding
         want = a + b
         check("rope", rotated, want, bounds.add(want), e)
 
+    cos, sin = get("cos", "T, Dk"), get("sin", "T, Dk")
+    e["rope rows gather"] = 0.0
+    assert np.array_equal(cos, host["cos"][:t]) and np.array_equal(sin, host["sin"][:t])  # exact: bytes moved
     k_rot = get("k_rot", "T, Dk")
     rope_check(kk, get("k_swap", "T, Dp"), k_rot)
     total = None
@@ -219,7 +235,8 @@ def main() -> None:
     """Run, check every stage against numpy, print each stage's largest error and the device cycles."""
     errors, cycles = run()
     for name, value in errors.items():
-        print(f"    {name:<20}{value:>10.2e} max |error| (within its derived bound)")
+        how = "exact" if name in ("rope rows gather", "rope swap") else "within its derived bound"
+        print(f"    {name:<20}{value:>10.2e} max |error| ({how})")
     print(f"    prefill of 32 tokens: {cycles} cycles on the device")
 
 

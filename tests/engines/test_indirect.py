@@ -265,6 +265,25 @@ def test_kv_cache_append_in_place_l8286(from_dm: bool) -> None:
     assert op.cycles == cycles(plan(RNGD, dt.i32, src_side, dst_side)).total
 
 
+@pytest.mark.parametrize(("dtype", "position"), [(dt.bf16, 0), (dt.bf16, 5), (dt.i32, 7)])
+def test_in_place_column_keeps_the_other_columns(dtype: Any, position: int) -> None:
+    # Regression: a V cache kept transposed (m["Dv, S"]) gets V_new as column s − 1 (L8286–8297).  The tile
+    # m["Dv, S = 1 # 8"] pads S: that padding is the cache's other columns, not the tile's own bytes, so the
+    # in-place DMA may not write it as a padded packet (L1818–1840).  It did (the element and its padding in one
+    # packet), poisoning every other column.
+    ax = AxisSet(Dv=4, S=8)
+    m = ax.m
+    ctx = Context.acquire()
+    cache_np = dt.random_values(dtype, (4, 8), rng)
+    cache = _hbm(ctx, cache_np, dtype, m, "Dv, S", "Dv S", 0)
+    new = dt.random_values(dtype, (4,), rng)
+    v = _hbm(ctx, new, dtype, m, "Dv", "Dv", 8 * MB)
+    assert v.to_hbm_view(cache.view().tile(m["S"], 1, m["Dv, S = 1 # 8"], position), ctx.tdma) is cache
+    want = cache_np.copy()
+    want[:, position] = new
+    assert np.array_equal(np.asarray(cache.logical("Dv S"), np.float64), np.asarray(want, np.float64))
+
+
 def test_in_place_into_dm_and_refusals() -> None:
     ax = AxisSet(S=4, D=16)
     m = ax.m

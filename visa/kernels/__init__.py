@@ -9,12 +9,15 @@ one ``@device`` function.
 - :class:`Gemm`: ``x[M, K] · w[N, K]ᵀ`` tiled along K and N with f32 partials (GEMV when M = 1 … 32).
 - :mod:`visa.kernels.bounds`: each kernel's derived error bound against a float64 numpy reference.
 - :class:`Attention`: single-head ``softmax(q Kᵀ/√d_k) V`` over a given cache, composed of the two above.
+- :class:`Embedding`, :class:`KvCache`, :class:`CausalMask`: table lookups by an on-device gather, the KV-cache
+  append by in-place DMA, the causal mask as a branch log (:mod:`visa.kernels.cache`, L7982–8431).
 """
 
 from visa.kernels import bounds
 from visa.kernels.attention import Attention
+from visa.kernels.cache import CausalMask, Embedding, KvCache
 from visa.kernels.gemm import Gemm
 from visa.kernels.memory import Arena
 from visa.kernels.rows import Rows
 
-__all__ = ["Arena", "Attention", "Gemm", "Rows", "bounds"]
+__all__ = ["Arena", "Attention", "CausalMask", "Embedding", "Gemm", "KvCache", "Rows", "bounds"]

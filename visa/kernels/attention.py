@@ -19,12 +19,13 @@ from visa.kernels.gemm import Gemm
 from visa.kernels.memory import Arena
 from visa.kernels.rows import Rows
 from visa.mapping import AxisSet
-from visa.tensors.handles import HbmTensor, HbmTensorView
+from visa.tensors.handles import HbmTensor, HbmTensorView, VrfTensor
 
 __all__ = ["Attention"]
 
 Hbm = HbmTensor[Any, Any, Any]
 HbmIn = HbmTensor[Any, Any, Any] | HbmTensorView[Any, Any, Any]  # a tensor, or a view of one (tile, relabel)
+Vrf = VrfTensor[Any, Any, Any, Any, Any]
 
 
 class Attention:
@@ -34,7 +35,8 @@ class Attention:
     ``S`` a multiple of 32 (a GEMM's N, then its K), ``Dk`` and ``Dv`` multiples of 32.  An additive ``mask``
     over S (bf16 in HBM, ``m["S"]``: 0 to keep a position, −inf to drop it) is added to the scores before the
     softmax (:meth:`Rows.add`; ``s + 0`` is exact and ``exp(−inf) = 0``), e.g. for a cache only partly filled;
-    the manual's causal mask by the branch log (L8128–8140) is issue 13's.
+    or a branch ``log`` masks them in the softmax passes (the manual's causal mask by the branch log,
+    L8090–8100).
     """
 
     def __init__(self, ax: AxisSet, q: str = "Q", s: str = "S", dk: str = "Dk", dv: str = "Dv") -> None:
@@ -44,14 +46,17 @@ class Attention:
         self.scale = 1.0 / math.sqrt(ax.size(dk))
         self.ax, self.q, self.s = ax, q, s
 
-    def __call__(self, ctx: Context, arena: Arena, q: HbmIn, k: HbmIn, v_t: HbmIn, mask: HbmIn | None = None
-                 ) -> Hbm:
-        """``q`` ``m["Q, Dk"]``, ``k`` ``m["S, Dk"]``, ``v_t`` ``m["Dv, S"]`` (all bf16 in HBM) → ``m["Q, Dv"]``."""
+    def __call__(self, ctx: Context, arena: Arena, q: HbmIn, k: HbmIn, v_t: HbmIn, mask: HbmIn | None = None,
+                 *, log: Vrf | None = None) -> Hbm:
+        """``q`` ``m["Q, Dk"]``, ``k`` ``m["S, Dk"]``, ``v_t`` ``m["Dv, S"]`` (all bf16 in HBM) → ``m["Q, Dv"]``.
+
+        ``log``: a branch log over ``[Q, S]`` (:meth:`Rows.branch_log`, :class:`~visa.kernels.CausalMask`) —
+        the positions it marks :data:`~visa.kernels.rows.MASKED_ID` are −inf in every softmax pass (L8090–8100)."""
         scores = self.scores(ctx, arena, q, k)
         rows = self.softmax
         s_dm = rows.load(ctx, arena, scores)
         if mask is not None:
             s_dm = rows.add(ctx, arena, s_dm, rows.load(ctx, arena, mask))  # the mask is broadcast over Q
-        probs_dm = rows.softmax(ctx, arena, s_dm, scale=self.scale)
+        probs_dm = rows.softmax(ctx, arena, s_dm, scale=self.scale, log=log)
         probs = self.softmax.store(ctx, arena, probs_dm)
         return self.mix(ctx, arena, probs, v_t)

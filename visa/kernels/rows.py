@@ -26,15 +26,23 @@ from visa.engines.vector import (
     FpDivBinaryOp,
     FpMulAlu,
     FpUnaryOp,
+    GroupId,
     IntraSliceReduceOpF32,
+    LogicBinaryOpF32,
     Stash,
+    VeBranchOperand,
 )
 from visa.errors import HardwareLimitError, LayoutError
 from visa.kernels.memory import Arena, pair_axis
 from visa.mapping import AxisSet, Mapping
 from visa.tensors.handles import DmTensor, HbmTensor, HbmTensorView, VrfTensor
 
-__all__ = ["Rows"]
+__all__ = ["Rows", "MASKED_ID", "NEG_INF_BITS"]
+
+#: The ExecutionId of a masked element in a branch log (group One, bit 3: L4795, L5061–5062).
+MASKED_ID = 8
+#: −inf's bits (0xFF800000) as the f32 constant a Logic op ORs in (Logic works on the bit pattern, L4806–4813).
+NEG_INF_BITS = -float("inf")
 
 Dm = DmTensor[Any, Any, Any, Any, Any]
 Vrf = VrfTensor[Any, Any, Any, Any, Any]
@@ -99,14 +107,32 @@ class Rows:
                 .to_vrf(self.stat, arena.take_vrf(32)))
 
     # -- passes ------------------------------------------------------------------------------------------
-    def _row(self, ctx: Context, x: Dm) -> Any:
-        """Fetch a row as f32, four lanes per packet, into the Vector Engine's Way4 stages."""
-        return (ctx.main.begin(x.view())
-                .fetch(dt.f32, self.time4, self.packet4x8)
-                .collect(self.time4, self.packet4x8)
-                .vector_init()
-                .vector_intra_slice_branch(BranchMode.Unconditional)
-                .vector_trim_way4(self.packet4))
+    def branch_log(self, ctx: Context, arena: Arena, ids: Dm) -> Vrf:
+        """The branch log (L4802, L8090–8099): an i32 ``[rows, cols]`` DM tensor of ExecutionIds in this layout
+        (0 to keep an element, :data:`MASKED_ID` to mask it), loaded into the VRF by the sub context — the
+        "Branch Logger" of an earlier pass.  ``4·cols`` bytes of VRF per slice (8 KiB, L1090)."""
+        m = self.ax.m
+        return (ctx.sub.begin(ids.view())
+                .fetch(dt.i32, m[f"{self.cols} / 8"], m[f"{self.cols} % 8"])
+                .collect(m[f"{self.cols} / 8"], m[f"{self.cols} % 8"])
+                .to_vrf(self.element, arena.take_vrf(4 * self.d)))
+
+    def _row(self, ctx: Context, x: Dm, log: Vrf | None = None) -> Any:
+        """Fetch a row as f32, four lanes per packet, into the Vector Engine's Way4 stages.  With a branch ``log``
+        the Branch stage reads each element's ExecutionId from it (``BranchMode.Vrf``, L4802) and the elements of
+        group One become −inf by two Logic ops on the group (bits AND 0, then OR −inf's bits; Logic runs in Way8,
+        L4806, before the trim to Way4): the manual's ``scores_masked`` (L8090–8099)."""
+        s: Any = (ctx.main.begin(x.view())
+                  .fetch(dt.f32, self.time4, self.packet4x8)
+                  .collect(self.time4, self.packet4x8)
+                  .vector_init())
+        if log is None:
+            s = s.vector_intra_slice_branch(BranchMode.Unconditional)
+        else:
+            s = (s.vector_intra_slice_branch(BranchMode.Vrf(log))
+                 .vector_logic(LogicBinaryOpF32.BitAnd, VeBranchOperand.group(0.0, GroupId.One))
+                 .vector_logic(LogicBinaryOpF32.BitOr, VeBranchOperand.group(NEG_INF_BITS, GroupId.One)))
+        return s.vector_trim_way4(self.packet4)
 
     def _reduce(self, ctx: Context, arena: Arena, s: Any, op: IntraSliceReduceOpF32) -> Dm:
         """Reduce the row's columns (Time and lanes) to one f32 per row, committed as one flit."""
@@ -129,13 +155,13 @@ class Rows:
         s = self._row(ctx, x).vector_stash().vector_fp_binary(FpBinaryOp.MulF(FpMulAlu.Mul0), Stash)
         return self._reduce(ctx, arena, s, IntraSliceReduceOpF32.Add)
 
-    def row_max(self, ctx: Context, arena: Arena, x: Dm) -> Dm:
-        """max_cols x per row (f32)."""
-        return self._reduce(ctx, arena, self._row(ctx, x), IntraSliceReduceOpF32.Max)
+    def row_max(self, ctx: Context, arena: Arena, x: Dm, log: Vrf | None = None) -> Dm:
+        """max_cols x per row (f32); the elements a branch ``log`` masks count as −inf."""
+        return self._reduce(ctx, arena, self._row(ctx, x, log), IntraSliceReduceOpF32.Max)
 
-    def sum_exp(self, ctx: Context, arena: Arena, x: Dm, mx: Vrf) -> Dm:
-        """Σ_cols exp(x − max) per row (f32), ``mx`` the row max in the VRF."""
-        s = self._row(ctx, x).vector_fp_binary(FpBinaryOp.SubF, mx).vector_fp_unary(FpUnaryOp.Exp)
+    def sum_exp(self, ctx: Context, arena: Arena, x: Dm, mx: Vrf, log: Vrf | None = None) -> Dm:
+        """Σ_cols exp(x − max) per row (f32), ``mx`` the row max in the VRF; masked elements add exp(−inf) = 0."""
+        s = self._row(ctx, x, log).vector_fp_binary(FpBinaryOp.SubF, mx).vector_fp_unary(FpUnaryOp.Exp)
         return self._reduce(ctx, arena, s, IntraSliceReduceOpF32.Add)
 
     def finish_stat(self, ctx: Context, arena: Arena, stat: Dm, *, scale: float = 1.0, add: float = 0.0,
@@ -173,12 +199,15 @@ class Rows:
                  .vector_fp_binary(FpBinaryOp.MulF(FpMulAlu.Mul1), gain))
             return self._rows_out(ctx, arena, s, out)
 
-    def softmax(self, ctx: Context, arena: Arena, x: Dm, *, scale: float = 1.0) -> Dm:
+    def softmax(self, ctx: Context, arena: Arena, x: Dm, *, scale: float = 1.0, log: Vrf | None = None) -> Dm:
         """Row-wise softmax of ``scale · x`` with max subtraction: ``exp(x − max) / Σ exp(x − max)``.
 
         ``scale`` (e.g. 1/√d_k for attention scores) must be positive; it is applied to the bf16 scores as they
         are read.  Passes: the row max; Σ exp(x − max) and its reciprocal; ``exp(x − max) · (1/Σ)`` cast to
         bf16.  The exponential is recomputed rather than stored (the row is read three times, written once).
+        A branch ``log`` (:meth:`branch_log`) masks elements in each of the three passes: they read as −inf,
+        so their probability is exactly 0 (the causal mask by the branch log, L8090–8100).  Every row must keep
+        at least one element (a row of −inf has no softmax: its max is −inf and −inf − (−inf) is NaN).
         """
         if scale <= 0:
             raise LayoutError(f"softmax scale must be positive, got {scale}", call="visa.kernels.Rows.softmax",
@@ -189,10 +218,10 @@ class Rows:
             src = x
             if scale != 1.0:
                 src = self.scaled(ctx, arena, x, scale)
-            mx = self.to_vrf(ctx, arena, self.row_max(ctx, arena, src))
-            total = self.finish_stat(ctx, arena, self.sum_exp(ctx, arena, src, mx), reciprocal=True)
+            mx = self.to_vrf(ctx, arena, self.row_max(ctx, arena, src, log))
+            total = self.finish_stat(ctx, arena, self.sum_exp(ctx, arena, src, mx, log), reciprocal=True)
             inv = self.to_vrf(ctx, arena, total)
-            s = (self._row(ctx, src)
+            s = (self._row(ctx, src, log)
                  .vector_fp_binary(FpBinaryOp.SubF, mx)
                  .vector_fp_unary(FpUnaryOp.Exp)
                  .vector_fp_binary(FpBinaryOp.MulF(FpMulAlu.Mul0), inv))

@@ -212,7 +212,11 @@ def to_view(src: Any, target: Any, medium: str, tdma: DmaContext, *, stream: tup
     else:
         bit = dst.element_bit_offset() + view.offset * dst.dtype.size_bits
         dside = replace(Side.of(medium, view.levels, name=repr(view)), bit_address=bit)
-        dplan = plan(ctx.hw, base.dtype, side, dside, stream=stream, call=call)
+        # a padded packet may write only the destination's own padding (L1818–1840): a tile's padding digits
+        # are the base tensor's other elements (a KV-cache column ``m["Dv, S = 1 # S"]``), which an in-place
+        # write must leave as they are; only a view of the whole tensor has the base's padding as its own
+        whole = view.offset == 0 and view.element == dst.levels["Element"]
+        dplan = plan(ctx.hw, base.dtype, side, dside, stream=stream, call=call, own_padding=whole)
         what = f"{call}({view!r})"
     if dst.region is not None and base.region is not None:
         refuse_overlap(dst.region, base.region, call)  # nothing written yet
