@@ -173,12 +173,18 @@ def align(
     valid = unit_validity(layout.chip, layout.cluster, layout.slice)
     lo, hi = engine.window_range(plan)
     window = trf_window(trf, valid, lo, hi)
-    if plan.tiles > 1:
-        data = StreamData(np.repeat(act, plan.tiles, axis=3), np.repeat(act_known, plan.tiles, axis=3))
+    out_layout = layout.with_(time=time, packet=packet)
+    data: StreamData
+    if plan.tiles > 1:  # the time broadcast is materialised only if the aligned data itself is read
+        tiles = plan.tiles
+
+        def repeat() -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]:
+            return np.repeat(act, tiles, axis=3), np.repeat(act_known, tiles, axis=3)
+
+        data = DeferredData(repeat)
     else:
         data = StreamData(act, act_known)
-    out_layout = layout.with_(time=time, packet=packet)
-    data.check(out_layout)
+        data.check(out_layout)
     report = EngineReport("aligner", plan.describe(), engine.align_cycles(plan), details=engine.align_details(plan))
     extra = {**stream.extra, "align": plan, "trf": trf, "activation": (act, act_known), "window": window,
              "valid": valid}

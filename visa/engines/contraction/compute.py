@@ -128,6 +128,14 @@ def _gather_weights(align: AlignPlan, digits: Sequence[_Digit], window: TrfWindo
                     dense: bool) -> tuple[Array, BoolArray, list[str]]:
     """W over ``(b, r, <weight digits>, packet)`` for the batch positions, gathered from the TRF window."""
     wd = [k for k, d in enumerate(digits) if d.stride != 0]
+    labels = [f"d{k}" for k in wd]
+    if not dense and align.out_packet <= align.rr_elements:
+        # every index is base + Σ digit · stride + p: a strided view of the window, no gather (the indices lie
+        # in the window by construction, window_range)
+        shape = [digits[k].size for k in wd] + [align.out_packet]
+        steps = [digits[k].stride for k in wd] + [1]
+        return (_strided(window.values[rows], align.base - window.lo, shape, steps),
+                _strided(window.known[rows], align.base - window.lo, shape, steps), labels)
     idx = np.full((), align.base - window.lo, dtype=np.int64)
     nd = len(wd)
     if dense:
@@ -145,7 +153,16 @@ def _gather_weights(align: AlignPlan, digits: Sequence[_Digit], window: TrfWindo
     idx = np.asarray(idx)[..., None] + p
     vals = window.values[rows]
     known = window.known[rows]
-    return np.take(vals, idx, axis=-1), np.take(known, idx, axis=-1), [f"d{k}" for k in wd]
+    return np.take(vals, idx, axis=-1), np.take(known, idx, axis=-1), labels
+
+
+def _strided(arr: Array, start: int, shape: Sequence[int], steps: Sequence[int]) -> Array:
+    """The view ``arr[..., start + Σ i_k · steps_k]`` over the index grid ``shape`` (the last axis of ``arr``
+    addressed with element strides; read-only)."""
+    item = arr.strides[-1]
+    view: Array = np.lib.stride_tricks.as_strided(arr[..., start:], (*arr.shape[:-1], *shape),
+                                                  (*arr.strides[:-1], *(s * item for s in steps)), writeable=False)
+    return view
 
 
 def _entry_digits(align: AlignPlan, t: IntArray) -> list[IntArray]:
@@ -154,6 +171,45 @@ def _entry_digits(align: AlignPlan, t: IntArray) -> list[IntArray]:
         inner //= e.size
         out.append((t // inner) % e.size)
     return out
+
+
+#: Integers up to 2^24 are exact in float32 (a 24-bit significand).
+_F32_EXACT = 1 << 24
+
+
+def _exact_f32_terms(a: Array, w: Array) -> int:
+    """How many products of integer operands ``a`` and ``w`` a float32 sum may hold and stay exact: every
+    partial sum of ``n`` products is an integer of magnitude at most ``n · max|a| · max|w|``, exact in float32
+    while that is at most 2^24 (the storage types bound the values: i8 gives 2^14 per product, so 1024 terms).
+    0 when the operands are not integers or fewer than 64 terms would fit (then float64 does it, exact below
+    2^53)."""
+    if a.dtype.kind not in "iub" or w.dtype.kind not in "iub":
+        return 0
+
+    def bound(dtype: np.dtype[Any]) -> int:
+        if dtype.kind == "b":
+            return 1
+        info = np.iinfo(dtype)
+        return max(abs(int(info.min)), int(info.max))
+
+    terms = _F32_EXACT // (bound(a.dtype) * bound(w.dtype))
+    return terms if terms >= 64 else 0
+
+
+def _matmul(a2: Array, w2: Array, terms: int, ctype: type[np.floating[Any]]) -> Array:
+    """``a2 @ w2`` (batched) in the compute type.  With ``terms`` (integer operands, float32 copies): the
+    contracted dimension is split into runs of at most ``terms`` products, each an exact float32 matrix product
+    (see :func:`_exact_f32_terms`), and the runs are summed in float64 (exact below 2^53) — the same integers as
+    a float64 product, at float32 BLAS speed."""
+    if not terms:
+        return np.matmul(a2, w2)
+    nk = a2.shape[-1]
+    if nk <= terms:
+        return np.matmul(a2, w2).astype(ctype)
+    res = np.zeros((*np.broadcast_shapes(a2.shape[:-2], w2.shape[:-2]), a2.shape[-2], w2.shape[-1]), dtype=ctype)
+    for k0 in range(0, nk, terms):
+        res += np.matmul(a2[..., k0: k0 + terms], w2[..., k0: k0 + terms, :])
+    return res
 
 
 def _contract(a: Array, la: list[str], w: Array, lw: list[str], lo: list[str], sizes: dict[str, int],
@@ -180,9 +236,11 @@ def _contract(a: Array, la: list[str], w: Array, lw: list[str], lo: list[str], s
     # convert in memory order (a streaming pass), then hand matmul strided views: a transposed operand whose
     # matrix dimensions stay unit-stride needs no copy (BLAS takes the leading dimension)
     bshape = [sizes[lab] for lab in batch]
-    a2 = a.astype(ctype, copy=False).transpose([la.index(lab) for lab in batch + mm + kk]).reshape(*bshape, nm, nk)
-    w2 = w.astype(ctype, copy=False).transpose([lw.index(lab) for lab in batch + kk + nn]).reshape(*bshape, nk, nn_)
-    res = np.matmul(a2, w2)
+    terms = _exact_f32_terms(a, w) if ctype is np.float64 else 0
+    mtype = np.float32 if terms else ctype
+    a2 = a.astype(mtype, copy=False).transpose([la.index(lab) for lab in batch + mm + kk]).reshape(*bshape, nm, nk)
+    w2 = w.astype(mtype, copy=False).transpose([lw.index(lab) for lab in batch + kk + nn]).reshape(*bshape, nk, nn_)
+    res = _matmul(a2, w2, terms, ctype)
     scale = math.prod(sizes[lab] for lab in reduced if lab not in la and lab not in lw and lab not in lo)
     if scale != 1:
         res = res * ctype(scale)
