@@ -100,8 +100,12 @@ class HostBuffer:
 
     def __init__(self, data: ByteArray, written: BoolArray | bool = True) -> None:
         self.data = np.ascontiguousarray(data, dtype=np.uint8).reshape(-1)
-        self.written = (np.full(self.data.shape, bool(written)) if isinstance(written, bool)
-                        else np.ascontiguousarray(written, dtype=bool).reshape(-1))
+        if isinstance(written, bool):
+            self.written = np.full(self.data.shape, written)
+        elif written.ndim == 1 and written.strides == (0,) and written.dtype == bool:
+            self.written = written  # a constant mask (every byte known): kept as the broadcast it is
+        else:
+            self.written = np.ascontiguousarray(written, dtype=bool).reshape(-1)
         self.space = AddressSpace("host", _HOST_SPAN, _HOST_SPAN, 1, _HOST_SPAN)
 
     def contiguous(self, chip: int, lo: int, hi: int) -> tuple[ByteArray, BoolArray, int] | None:
@@ -203,6 +207,8 @@ def _resolve(space: AddressSpace, base: int, loops: Sequence[tuple[int, int]]) -
 
 def _view(arr: np.ndarray, offset: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
     item = arr.itemsize
+    if arr.ndim == 1 and arr.strides == (0,):  # a constant (broadcast) buffer: every byte reads the same
+        return np.lib.stride_tricks.as_strided(arr, shape, (0,) * len(shape), writeable=False)
     return np.ndarray(shape, dtype=arr.dtype, buffer=arr, offset=offset * item,
                       strides=tuple(s * item for s in strides))
 

@@ -31,6 +31,7 @@ import numpy.typing as npt
 
 from visa.engines.common import StreamData
 from visa.engines.contraction.aligner import AlignPlan
+from visa.engines.contraction.blas import batched_matmul
 from visa.engines.contraction.reducer import AccumulatePlan, ContractPlan
 
 __all__ = ["TrfWindow", "contract_values", "accumulate", "window_range", "CHUNK_ELEMENTS"]
@@ -159,10 +160,12 @@ def _gather_weights(align: AlignPlan, digits: Sequence[_Digit], window: TrfWindo
 def _strided(arr: Array, start: int, shape: Sequence[int], steps: Sequence[int]) -> Array:
     """The view ``arr[..., start + Σ i_k · steps_k]`` over the index grid ``shape`` (the last axis of ``arr``
     addressed with element strides; read-only)."""
-    item = arr.strides[-1]
-    view: Array = np.lib.stride_tricks.as_strided(arr[..., start:], (*arr.shape[:-1], *shape),
-                                                  (*arr.strides[:-1], *(s * item for s in steps)), writeable=False)
-    return view
+    item = arr.itemsize
+    word = np.dtype(f"u{item}") if item in (1, 2, 4, 8) else arr.dtype  # as evaluate.strided_view (ml_dtypes)
+    view: Array = np.lib.stride_tricks.as_strided(arr[..., start:].view(word), (*arr.shape[:-1], *shape),
+                                                  (*arr.strides[:-1], *(s * arr.strides[-1] for s in steps)),
+                                                  writeable=False)
+    return view.view(arr.dtype)
 
 
 def _entry_digits(align: AlignPlan, t: IntArray) -> list[IntArray]:
@@ -196,19 +199,30 @@ def _exact_f32_terms(a: Array, w: Array) -> int:
     return terms if terms >= 64 else 0
 
 
+def _matrix(x: Array, order: list[int], shape: tuple[int, ...], mtype: type[np.floating[Any]]) -> Array:
+    """``x`` transposed to ``order`` and reshaped to ``shape`` in the compute type: a view when ``x`` already is
+    of that type and the reshape needs no copy, else one pass that converts and reorders at once."""
+    t = x.transpose(order)
+    if t.dtype == mtype:
+        return t.reshape(shape)
+    out = np.empty(t.shape, dtype=mtype)
+    np.copyto(out, t, casting="unsafe")
+    return out.reshape(shape)
+
+
 def _matmul(a2: Array, w2: Array, terms: int, ctype: type[np.floating[Any]]) -> Array:
     """``a2 @ w2`` (batched) in the compute type.  With ``terms`` (integer operands, float32 copies): the
     contracted dimension is split into runs of at most ``terms`` products, each an exact float32 matrix product
     (see :func:`_exact_f32_terms`), and the runs are summed in float64 (exact below 2^53) — the same integers as
     a float64 product, at float32 BLAS speed."""
     if not terms:
-        return np.matmul(a2, w2)
+        return batched_matmul(a2, w2)
     nk = a2.shape[-1]
     if nk <= terms:
-        return np.matmul(a2, w2).astype(ctype)
+        return batched_matmul(a2, w2).astype(ctype)
     res = np.zeros((*np.broadcast_shapes(a2.shape[:-2], w2.shape[:-2]), a2.shape[-2], w2.shape[-1]), dtype=ctype)
     for k0 in range(0, nk, terms):
-        res += np.matmul(a2[..., k0: k0 + terms], w2[..., k0: k0 + terms, :])
+        res += batched_matmul(a2[..., k0: k0 + terms], w2[..., k0: k0 + terms, :])
     return res
 
 
@@ -238,8 +252,8 @@ def _contract(a: Array, la: list[str], w: Array, lw: list[str], lo: list[str], s
     bshape = [sizes[lab] for lab in batch]
     terms = _exact_f32_terms(a, w) if ctype is np.float64 else 0
     mtype = np.float32 if terms else ctype
-    a2 = a.astype(mtype, copy=False).transpose([la.index(lab) for lab in batch + mm + kk]).reshape(*bshape, nm, nk)
-    w2 = w.astype(mtype, copy=False).transpose([lw.index(lab) for lab in batch + kk + nn]).reshape(*bshape, nk, nn_)
+    a2 = _matrix(a, [la.index(lab) for lab in batch + mm + kk], (*bshape, nm, nk), mtype)
+    w2 = _matrix(w, [lw.index(lab) for lab in batch + kk + nn], (*bshape, nk, nn_), mtype)
     res = _matmul(a2, w2, terms, ctype)
     scale = math.prod(sizes[lab] for lab in reduced if lab not in la and lab not in lw and lab not in lo)
     if scale != 1:
