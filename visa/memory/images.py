@@ -147,6 +147,13 @@ class DenseImage:
             d_lo, d_hi = self._dirty
             self._dirty = (lo, hi) if d_hi <= d_lo else (min(d_lo, lo), max(d_hi, hi))
 
+    def read_view(self) -> tuple[ByteArray, BoolArray]:
+        """Read-only views of the bytes and the written-mask (reading marks nothing as written)."""
+        data, written = self._data.view(), self._written.view()
+        data.flags.writeable = False
+        written.flags.writeable = False
+        return data, written
+
     def _touch_index(self, byte_index: IntArray, nb: int = 1) -> None:
         if byte_index.size:
             self._touch(int(byte_index.min()), int(byte_index.max()) + nb)

@@ -119,6 +119,12 @@ def _byte_window(trf: TrfTensor[Any, Any, Any, Any, Any, Any], valid: npt.NDArra
     held = np.asarray(element.evaluate(np.arange(c_lo, c_hi, dtype=np.int64)).valid)
     b0 = trf.element_bit_offset() // 8 + c_lo * nb
     b1 = b0 + (c_hi - c_lo) * nb
+    if nb == 1 and valid.shape[0] == 1 and valid.all() and held.all() and (c_lo, c_hi) == (lo, hi):
+        # one chip, every slice, a window inside the element: one copy of the rows' bytes and their mask
+        data, written = trf.image(0).read_view()
+        n = len(chips)
+        return engine.TrfWindow(data[:, :, :rows, b0:b1].view(dtype.storage).reshape(n, rows, hi - lo).copy(),
+                                written[:, :, :rows, b0:b1].reshape(n, rows, hi - lo).copy(), lo)
     for c in np.unique(chips).tolist():
         sel = np.flatnonzero(chips == c)
         image = trf.image(int(c))

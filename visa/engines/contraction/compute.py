@@ -41,7 +41,7 @@ BoolArray = npt.NDArray[np.bool_]
 Array = npt.NDArray[Any]
 
 #: Elements of the operands converted to the compute type at once (bounds the working memory).
-CHUNK_ELEMENTS = 1 << 23
+CHUNK_ELEMENTS = 1 << 25
 
 
 @dataclass(frozen=True)
@@ -295,8 +295,12 @@ def _run(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int,
     for start in range(0, len(batch), step):
         chunk = batch[start: start + step]
         sizes["b"] = len(chunk)
-        a = flat[chunk]
-        ak = flat_known[chunk]
+        if int(chunk[-1]) - int(chunk[0]) + 1 == len(chunk):  # consecutive positions: a view, no copy
+            a = flat[int(chunk[0]): int(chunk[-1]) + 1]
+            ak = flat_known[int(chunk[0]): int(chunk[-1]) + 1]
+        else:
+            a = flat[chunk]
+            ak = flat_known[chunk]
         if dense and align.tiles > 1:
             a = np.repeat(a, align.tiles, axis=1)
             ak = np.repeat(ak, align.tiles, axis=1)
