@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.common import best_of, report
-from visa import AccumulationKind, AxisSet, Context, HbmTensor, HostTensor, TrfAddress, device, i8, i32, launch
+from visa import AccumulationKind, AxisSet, Context, HbmTensor, HostTensor, TrfAddress, device, i8, launch
 
 AX = AxisSet(I=4096, J=4096)
 M = AX.m
