@@ -20,12 +20,13 @@ import math
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["batched_matmul", "MAX_WORKERS"]
+__all__ = ["batched_matmul", "parallel_pieces", "MAX_WORKERS"]
 
 #: Worker threads at most (the product of a batch is split into this many parts).
 MAX_WORKERS = 4
@@ -86,3 +87,17 @@ def batched_matmul(a: npt.NDArray[Any], w: npt.NDArray[Any]) -> npt.NDArray[Any]
     for f in [pool.submit(run, k) for k in range(parts)]:
         f.result()
     return out.reshape(*lead, a.shape[-2], w.shape[-1])
+
+
+def parallel_pieces(n: int, piece: int, fn: Callable[[int, int], None]) -> None:
+    """Run ``fn(lo, hi)`` over ``[0, n)`` in pieces of at most ``piece`` items, on the worker threads (each
+    with one BLAS thread), or in this thread when there are none.  The pieces must write disjoint outputs."""
+    bounds = list(range(0, n, max(1, piece))) + [n]
+    pairs = list(zip(bounds, bounds[1:], strict=False))
+    pool = _pool() if len(pairs) > 1 else None
+    if pool is None:
+        for lo, hi in pairs:
+            fn(lo, hi)
+        return
+    for f in [pool.submit(fn, lo, hi) for lo, hi in pairs]:
+        f.result()

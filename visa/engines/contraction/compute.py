@@ -22,16 +22,17 @@ yields ``1``, L3771–3774).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 import numpy.typing as npt
 
 from visa.engines.common import StreamData
 from visa.engines.contraction.aligner import AlignPlan
-from visa.engines.contraction.blas import batched_matmul
+from visa.engines.contraction.blas import batched_matmul, parallel_pieces
 from visa.engines.contraction.reducer import AccumulatePlan, ContractPlan
 
 __all__ = ["TrfWindow", "contract_values", "accumulate", "window_range", "CHUNK_ELEMENTS"]
@@ -176,6 +177,9 @@ def _entry_digits(align: AlignPlan, t: IntArray) -> list[IntArray]:
     return out
 
 
+#: Elements of both operands converted at once by one worker (a piece stays in the cache while it is multiplied).
+_PIECE_ELEMENTS = 1 << 20
+
 #: Integers up to 2^24 are exact in float32 (a 24-bit significand).
 _F32_EXACT = 1 << 24
 
@@ -206,23 +210,28 @@ def _matrix(x: Array, order: list[int], shape: tuple[int, ...], mtype: type[np.f
     if t.dtype == mtype:
         return t.reshape(shape)
     out = np.empty(t.shape, dtype=mtype)
-    np.copyto(out, t, casting="unsafe")
+    if t.dtype == _BF16 and mtype is np.float32:
+        # bfloat16 is the upper half of a binary32: widen the bits (exact, and far faster than the cast)
+        np.left_shift(t.view(np.uint16), 16, out=out.view(np.uint32), dtype=np.uint32)
+    else:
+        np.copyto(out, t, casting="unsafe")
     return out.reshape(shape)
 
 
-def _matmul(a2: Array, w2: Array, terms: int, ctype: type[np.floating[Any]]) -> Array:
+def _matmul(a2: Array, w2: Array, terms: int, ctype: type[np.floating[Any]],
+            matmul: Callable[[Array, Array], Array]) -> Array:
     """``a2 @ w2`` (batched) in the compute type.  With ``terms`` (integer operands, float32 copies): the
     contracted dimension is split into runs of at most ``terms`` products, each an exact float32 matrix product
     (see :func:`_exact_f32_terms`), and the runs are summed in float64 (exact below 2^53) — the same integers as
     a float64 product, at float32 BLAS speed."""
     if not terms:
-        return batched_matmul(a2, w2)
+        return matmul(a2, w2)
     nk = a2.shape[-1]
     if nk <= terms:
-        return batched_matmul(a2, w2).astype(ctype)
+        return matmul(a2, w2).astype(ctype)
     res = np.zeros((*np.broadcast_shapes(a2.shape[:-2], w2.shape[:-2]), a2.shape[-2], w2.shape[-1]), dtype=ctype)
     for k0 in range(0, nk, terms):
-        res += batched_matmul(a2[..., k0: k0 + terms], w2[..., k0: k0 + terms, :])
+        res += matmul(a2[..., k0: k0 + terms], w2[..., k0: k0 + terms, :])
     return res
 
 
@@ -252,9 +261,27 @@ def _contract(a: Array, la: list[str], w: Array, lw: list[str], lo: list[str], s
     bshape = [sizes[lab] for lab in batch]
     terms = _exact_f32_terms(a, w) if ctype is np.float64 else 0
     mtype = np.float32 if terms else ctype
-    a2 = _matrix(a, [la.index(lab) for lab in batch + mm + kk], (*bshape, nm, nk), mtype)
-    w2 = _matrix(w, [lw.index(lab) for lab in batch + kk + nn], (*bshape, nk, nn_), mtype)
-    res = _matmul(a2, w2, terms, ctype)
+    order_a = [la.index(lab) for lab in batch + mm + kk]
+    order_w = [lw.index(lab) for lab in batch + kk + nn]
+    if bshape and bshape[0] > 1:
+        # per piece of the first batch axis, on the worker threads: convert the piece (it stays in cache) and
+        # multiply it; each worker's BLAS calls use one thread (blas.py)
+        res = np.empty((*bshape, nm, nn_), dtype=ctype if terms else mtype)
+        ta, tw = a.transpose(order_a), w.transpose(order_w)
+        per = max(1, (nm * nk + nk * nn_) * math.prod(bshape[1:]))
+        piece = max(1, min(-(-bshape[0] // 8), _PIECE_ELEMENTS // per))
+
+        def run(lo: int, hi: int) -> None:
+            n = hi - lo
+            a2 = _matrix(ta[lo:hi], list(range(ta.ndim)), (n, *bshape[1:], nm, nk), mtype)
+            w2 = _matrix(tw[lo:hi], list(range(tw.ndim)), (n, *bshape[1:], nk, nn_), mtype)
+            res[lo:hi] = _matmul(a2, w2, terms, ctype, np.matmul)
+
+        parallel_pieces(bshape[0], piece, run)
+    else:
+        a2 = _matrix(a, order_a, (*bshape, nm, nk), mtype)
+        w2 = _matrix(w, order_w, (*bshape, nk, nn_), mtype)
+        res = _matmul(a2, w2, terms, ctype, batched_matmul)
     scale = math.prod(sizes[lab] for lab in reduced if lab not in la and lab not in lw and lab not in lo)
     if scale != 1:
         res = res * ctype(scale)
@@ -314,6 +341,7 @@ def _run(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int,
         wk = wk.reshape(w_shape)[..., :q_keep, :]
         la = ["b", *a_digits, "q", "j"]
         lw = ["b", "r", *w_digits, "q", "j"]
+        a, ak, la = _drop_repeats(a, ak, la, lw, lo)
         all_known = bool(ak.all()) and bool(wk.all())
         a0 = a if all_known else np.where(ak, a, np.zeros((), dtype=a.dtype))
         w0 = w if all_known else np.where(wk, w, np.zeros((), dtype=w.dtype))
@@ -327,6 +355,35 @@ def _run(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int,
             poison[sl] = bad > 0
     out = _to_output(values, contract)
     return out, ~poison
+
+
+_BF16 = np.dtype(ml_dtypes.bfloat16)
+
+
+def _bits_view(x: Array) -> Array:
+    """``x`` as unsigned integers of its width (a view)."""
+    return x.view(np.dtype(f"u{x.itemsize}")) if x.itemsize in (1, 2, 4, 8) else x
+
+
+def _drop_repeats(a: Array, ak: BoolArray, la: list[str], lw: list[str],
+                  lo: list[str]) -> tuple[Array, BoolArray, list[str]]:
+    """Drop the activation's time digits along which it repeats itself (values and known alike) and that the
+    weights and the output also index: such a digit, e.g. a fetch that broadcasts the stream over the weights'
+    columns (``J / 8 % 4`` in the GEMM example, L466–525), then multiplies one activation by several weight
+    columns — a wider matrix product instead of a batch of narrow ones.  The products are the same numbers:
+    the result does not change, only how many BLAS calls compute it."""
+    for lab in [x for x in la if x.startswith("d") and x in lw and x in lo]:
+        axis = la.index(lab)
+        if a.shape[axis] < 2:
+            continue
+        first = np.take(a, [0], axis=axis)
+        first_k = np.take(ak, [0], axis=axis)
+        bits = _bits_view(a)  # the same bits, the same products (and a fast comparison for extension types)
+        if (np.array_equal(bits, np.broadcast_to(_bits_view(first), a.shape))
+                and np.array_equal(ak, np.broadcast_to(first_k, ak.shape))):
+            a, ak = first.squeeze(axis), first_k.squeeze(axis)
+            la = [x for x in la if x != lab]
+    return a, ak, la
 
 
 def _to_output(values: Array, contract: ContractPlan) -> Array:
