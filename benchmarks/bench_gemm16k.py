@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from visa import AccumulationKind, AxisSet, Context, HbmTensor, HostTensor, TrfAddress, device, i8, i32, launch
+from visa.engines.contraction.blas import parallel_pieces
 from visa.engines.vector import InterSliceReduceOpI32
 
 TI, TJ = 1024, 256  # the chip's tile of C per step
@@ -89,11 +90,17 @@ def make_kernels(n: int) -> tuple[Any, Any]:
 
 
 def reference_rows(x: np.ndarray, y: np.ndarray, rows: slice) -> np.ndarray:
-    """``x[rows] @ y`` exactly (int64): float32 products over K runs of 1024, each exact (module docstring)."""
+    """``x[rows] @ y`` exactly (int64): float32 products over K runs of 1024, each exact (module docstring);
+    the columns are split between worker threads with one BLAS thread each (as the simulator's products)."""
     out = np.zeros((rows.stop - rows.start, y.shape[1]), dtype=np.int64)
     xr = x[rows].astype(np.float32)
-    for k0 in range(0, x.shape[1], 1024):
-        out += (xr[:, k0: k0 + 1024] @ y[k0: k0 + 1024].astype(np.float32)).astype(np.int64)
+
+    def cols(lo: int, hi: int) -> None:
+        for k0 in range(0, x.shape[1], 1024):
+            yk = y[k0: k0 + 1024, lo:hi].astype(np.float32)
+            out[:, lo:hi] += (xr[:, k0: k0 + 1024] @ yk).astype(np.int64)
+
+    parallel_pieces(y.shape[1], 2048, cols)
     return out
 
 

@@ -415,6 +415,8 @@ def as_storage(dtype: type[Scalar], values: npt.ArrayLike) -> npt.NDArray[Any]:
     arr = np.asarray(values)
     if dtype.kind == "int":
         d = _as_int(dtype)
+        if arr.dtype == d.storage and d.bits == 8 * arr.dtype.itemsize:
+            return arr  # every value of the storage type is a value of the type (i8 in int8, i32 in int32)
         if arr.dtype.kind not in "iu":
             if arr.size == 0 and arr.dtype.kind == "f":
                 return arr.astype(d.storage)

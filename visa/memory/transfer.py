@@ -236,7 +236,25 @@ def copy(loops: Sequence[ByteLoop], bases: tuple[int, int], src: Endpoint, dst: 
         _copy_chip(inner, sb, db, src, dst)
 
 
+def _coalesce(loops: Sequence[ByteLoop]) -> list[ByteLoop]:
+    """The same visit with adjacent loops merged where the outer one steps exactly over the inner one on both
+    sides (fewer, longer rows for numpy's copy: a contiguous move becomes one run of bytes)."""
+    out: list[ByteLoop] = []
+    for n, s, d in loops:
+        if n == 1:
+            continue
+        out.append((n, s, d))
+        while len(out) > 1:
+            (n0, s0, d0), (n1, s1, d1) = out[-2], out[-1]
+            if s0 == n1 * s1 and d0 == n1 * d1:
+                out[-2:] = [(n0 * n1, s1, d1)]
+            else:
+                break
+    return out
+
+
 def _copy_chip(loops: Sequence[ByteLoop], sb: int, db: int, src: Endpoint, dst: Endpoint) -> None:
+    loops = _coalesce(loops)
     shape = tuple(n for n, _, _ in loops)
     if math.prod(shape) == 0:
         return
@@ -256,7 +274,10 @@ def _copy_chip(loops: Sequence[ByteLoop], sb: int, db: int, src: Endpoint, dst: 
         s_data, s_written, s_at = got_src
         s_off = s_at + (r.base - r.lo)
         dv[...] = _view(s_data, s_off, shape, r.strides)
-        dk[...] = _view(s_written, s_off, shape, r.strides)
+        if s_written.ndim == 1 and s_written.strides == (0,):  # a constant mask: a fill, not a copy
+            dk[...] = bool(s_written[0]) if s_written.size else False
+        else:
+            dk[...] = _view(s_written, s_off, shape, r.strides)
         return
     # slow path: some bytes read lie outside the memory (reads past the data are allowed; they are poison)
     real, chips = _addresses(src.space, sb, [(n, s) for n, s, _ in loops])

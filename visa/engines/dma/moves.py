@@ -93,6 +93,21 @@ def _report(ctx: Context, track: str, name: str, p: DmaPlan, inputs: Sequence[An
     return op.end
 
 
+def _covers(p: DmaPlan, nbytes: int) -> bool:
+    """Does the plan write each of the ``nbytes`` bytes from its destination base, on every chip it writes
+    (its destination strides, sorted, form a dense mixed radix of exactly ``nbytes``)?"""
+    loops = sorted((lp.dst, lp.size) for lp in p.all_loops() if lp.size > 1)
+    chip_loops = [lp for lp in loops if lp[0] >= nbytes]
+    place = 1
+    for stride, size in loops:
+        if (stride, size) in chip_loops:
+            continue
+        if stride != place:
+            return False
+        place *= size
+    return place == nbytes
+
+
 def _poison(ctx: Context, medium: str, chips: int, lo: int, hi: int) -> None:
     for c in range(chips):
         img = ctx.memory.chip(c)
@@ -140,7 +155,9 @@ def host_to_hbm(host: HostTensor[Any, Any], chip: Mapping, element: Mapping, pdm
     p = plan(ctx.hw, dtype, Side.of("host", {"Element": host.element}, name=repr(host)),
              Side.of("hbm", levels, address, name=name), stream=stream, call=call)
     out: HbmTensor[Any, Any, Any] = HbmTensor(ctx, dtype, chip, element, address, call=call)
-    _poison(ctx, "hbm", chip.size, address, address + element_bytes(dtype, element.size))
+    nbytes = element_bytes(dtype, element.size)
+    if not _covers(p, nbytes):  # (a move that writes every byte of the tensor leaves nothing to poison)
+        _poison(ctx, "hbm", chip.size, address, address + nbytes)
     staged = p.src.level("Element")
     values, known = _rearrange(host.values, host.known, host.element, staged)
     data, kbytes = _host_bytes(dtype, values, known)
