@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint typecheck pytest bench clean
+.PHONY: run test lint typecheck pytest bench bench16k clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,10 @@ test: lint typecheck pytest
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
+
+# the 16384³ i8 GEMM (about a quarter of an hour on 2 cores; N=2048 runs it small)
+bench16k: $(STAMP)
+	PROGRESS=1 $(BIN)/python -m benchmarks gemm16k
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

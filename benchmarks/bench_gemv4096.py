@@ -53,8 +53,8 @@ def gemv(ctx: Context, a: HbmTensor[Any, Any, Any], x: HbmTensor[Any, Any, Any])
 def setup(rng: np.random.Generator) -> tuple[Context, HbmTensor[Any, Any, Any], HbmTensor[Any, Any, Any],
                                              np.ndarray, np.ndarray]:
     """The context and the operands in HBM (and as numpy arrays)."""
-    a = rng.integers(-128, 128, size=(4096, 4096), dtype=np.int8)
-    x = rng.integers(-128, 128, size=4096, dtype=np.int8)
+    a = np.frombuffer(rng.bytes(4096 * 4096), dtype=np.int8).reshape(4096, 4096)  # uniform i8, no wider temporary
+    x = np.frombuffer(rng.bytes(4096), dtype=np.int8)
     ctx = Context.acquire()
     a_hbm = HostTensor.from_numpy(a, i8, M["I, J"]).to_hbm(M["1"], M["I, J"], ctx.pdma, 0)
     x_hbm = HostTensor.from_numpy(x, i8, M["J"]).to_hbm(M["1"], M["J"], ctx.pdma, 1 << 27)
