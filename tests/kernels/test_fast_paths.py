@@ -34,8 +34,8 @@ RNG = np.random.default_rng(15)
 
 
 def _gemm(ax: AxisSet, x: np.ndarray, y: np.ndarray, dtype: Any, tiled: bool) -> tuple[Context, Any]:
-    """A 64-row GEMM (J / 8 groups of 8 columns) on 2 slices: ``tiled`` puts ``J / 8`` in the aligner's OutTime (the Stream
-    Adapter's broadcast), else in the fetch's Time (the stream carries the repeats, as examples/gemm.py)."""
+    """A 64-row GEMM (J / 8 groups of 8 columns) on 2 slices: ``tiled`` puts ``J / 8`` in the aligner's OutTime
+    (the Stream Adapter's broadcast), else in the fetch's Time (the stream carries the repeats, as examples/gemm.py)."""
     m = ax.m
     ctx = Context.acquire()
     a = HostTensor.from_numpy(x, dtype, m["I, K"]).to_hbm(m["1"], m["I, K"], ctx.pdma, 0)
