@@ -2,23 +2,23 @@
 16384 matmul as too slow for a regular run).
 
 ``C[I, J] = Σ_K A[I, K] · B[K, J]`` with A, B i8 and C i32, N = 16384 (``python -m benchmarks gemm16k``; ``N=2048``
-in the environment runs the same kernel smaller).  One chip; per step the chip computes a 512 × 256 tile of C
+in the environment runs the same kernel smaller).  One chip; per step the chip computes a 1024 × 256 tile of C
 over the whole of K:
 
-- **Slices**: ``Slice = m["I % 256 / 64, J / 32, K / KS"]`` (4 × 8 × 8 = 256 per cluster) and ``Cluster =
-  m["I / 256"]``: each slice holds 64 rows of A and 32 columns of B over one eighth of K (``KS = N / 8`` = 2048
-  elements, its TRF full: 8 Rows × 4 × 2048 bytes, manual L139, L1089).
-- **Tiles through DM and TRF**: the host writes A row-major and B J-major to HBM (PCIe); per row block of 512
+- **Slices**: ``Slice = m["I % 512 / 128, J / 32, K / KS"]`` (4 × 8 × 8 = 256 per cluster) and ``Cluster =
+  m["I / 512"]``: each slice holds 128 rows of A (256 KiB of DM) and 32 columns of B over one eighth of K
+  (``KS = N / 8`` = 2048 elements, its TRF full: 8 Rows × 4 × 2048 bytes, manual L139, L1089).
+- **Tiles through DM and TRF**: the host writes A row-major and B J-major to HBM (PCIe); per row block of 1024
   rows the tensor DMA moves A's tile to DM once (L2375–2384, broadcast to the 8 column groups), per column block
   of 256 it moves B's tile to DM and the sub context loads it into the TRF (``to_trf``, L3792).
-- **Contraction**: fetch A (Time ``I % 64``, 2 KB packets), collect 32-byte flits, align with the TRF tiling
+- **Contraction**: fetch A (Time ``I % 128``, 2 KB packets), collect 32-byte flits, align with the TRF tiling
   ``J / 8 % 4`` innermost (the Stream Adapter's time broadcast, L3934–3945: the activation is not repeated in
   DM or in the stream), contract 64 products per Row, accumulate ``K / 64`` (Interleaved, 8 Rows = 8 columns of
   J per packet, L4482–4548).
 - **Partials reduced across tiles**: each slice holds the partial sum of its K tile; the Vector Engine's
   inter-slice reduce adds the 8 K tiles over the slice ring (``m["…, 1 # 8"]``, AddSat; L4608–4623, L6636–6653;
   |sum| ≤ 2^28, so it never saturates) — the sums land in the first slice of each group, the commit writes them
-  and the tensor DMA moves the 512 × 256 tile to HBM.  The two clusters hold different rows of I: a cluster
+  and the tensor DMA moves the 1024 × 256 tile to HBM.  The two clusters hold different rows of I: a cluster
   reduces nothing across the other (the inter-slice ring is a cluster's, L6636).
 - **Check**: after each row block the host reads it back (PCIe) and compares it with numpy's exact product of the
   same rows: float32 matrix products over K runs of 1024 (i8 products are at most 2^14 in magnitude, so every
@@ -117,6 +117,7 @@ def gemm(n: int, check: bool = True, progress: bool = False, row_blocks: int | N
     a_addr, b_addr, c_addr = 0, n * n, 2 * n * n
     ctx = Context.acquire()
     sim = chk = 0.0
+    cpu0 = time.process_time()
     start = time.perf_counter()
     a_hbm = HostTensor.from_numpy(x, i8, full.m["I, K"]).to_hbm(full.m["1"], full.m["I, K"], ctx.pdma, a_addr)
     b_hbm = HostTensor.from_numpy(y, i8, full.m["J, K"], axes="K J").to_hbm(full.m["1"], full.m["J, K"], ctx.pdma,
@@ -148,7 +149,7 @@ def gemm(n: int, check: bool = True, progress: bool = False, row_blocks: int | N
             print(f"  row block {it + 1}/{n // TI}: simulator {sim:7.1f} s, check {chk:6.1f} s "
                   f"(about {sim / done - sim:5.0f} s of simulation left)", file=sys.stderr, flush=True)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    return {"n": n, "simulator_s": sim, "check_s": chk, "peak_rss": peak,
+    return {"n": n, "simulator_s": sim, "check_s": chk, "cpu_s": time.process_time() - cpu0, "peak_rss": peak,
             "device_bytes": 2 * n * n + 4 * n * n, "host_bytes": 2 * n * n,
             "cycles": ctx.schedule.makespan, "ops": len(ctx.schedule.ops)}
 
@@ -158,7 +159,7 @@ def describe(r: dict[str, float]) -> str:
     n = int(r["n"])
     tensors = r["device_bytes"] + r["host_bytes"]
     return (f"i8 GEMM {n}³ (one chip, {TI} × {TJ} tiles, K over 8 slices): simulator {r['simulator_s']:.1f} s, "
-            f"exact check {r['check_s']:.1f} s; peak RSS {r['peak_rss'] / 2**30:.2f} GiB = "
+            f"exact check {r['check_s']:.1f} s (wall; {r['cpu_s']:.0f} s of CPU in all); peak RSS {r['peak_rss'] / 2**30:.2f} GiB = "
             f"{r['peak_rss'] / tensors:.2f}× the tensors' {tensors / 2**30:.2f} GiB (A, B on the host and in HBM, C "
             f"in HBM); {int(r['cycles']):,} simulated cycles ({r['cycles'] / 1e9:.3f} s at 1 GHz) over "
             f"{int(r['ops']):,} operations")
