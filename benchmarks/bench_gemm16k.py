@@ -159,7 +159,8 @@ def describe(r: dict[str, float]) -> str:
     n = int(r["n"])
     tensors = r["device_bytes"] + r["host_bytes"]
     return (f"i8 GEMM {n}³ (one chip, {TI} × {TJ} tiles, K over 8 slices): simulator {r['simulator_s']:.1f} s, "
-            f"exact check {r['check_s']:.1f} s (wall; {r['cpu_s']:.0f} s of CPU in all); peak RSS {r['peak_rss'] / 2**30:.2f} GiB = "
+            f"exact check {r['check_s']:.1f} s (wall; {r['cpu_s']:.0f} s of CPU in all); "
+            f"peak RSS {r['peak_rss'] / 2**30:.2f} GiB = "
             f"{r['peak_rss'] / tensors:.2f}× the tensors' {tensors / 2**30:.2f} GiB (A, B on the host and in HBM, C "
             f"in HBM); {int(r['cycles']):,} simulated cycles ({r['cycles'] / 1e9:.3f} s at 1 GHz) over "
             f"{int(r['ops']):,} operations")

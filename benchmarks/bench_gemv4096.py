@@ -65,7 +65,8 @@ def peak_rss() -> str:
     """Peak RSS of one kernel run in a fresh process, against the bytes its tensors occupy."""
     # the child's own high-water mark (VmHWM: getrusage's ru_maxrss also counts the parent's RSS at the fork)
     code = ("import numpy as np\nfrom benchmarks.bench_gemv4096 import setup, gemv\nfrom visa import launch\n"
-            "def hwm():\n    return [int(x.split()[1]) for x in open('/proc/self/status') if x.startswith('VmHWM')][0]\n"
+            "def hwm():\n"
+            "    return [int(x.split()[1]) for x in open('/proc/self/status') if x.startswith('VmHWM')][0]\n"
             "base = hwm()\nctx, a, x, _, _ = setup(np.random.default_rng(0))\nlaunch(gemv, ctx, a, x)\n"
             "print(base, hwm())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
