@@ -188,3 +188,46 @@ def test_whole_word_bytes_round_trip(dtype: Any) -> None:
     assert np.array_equal(back, v)
     raw[:] = 0  # the image is a copy: the values are untouched
     assert np.array_equal(dt.from_bytes(dtype, dt.to_bytes(dtype, v)), v)
+
+
+@pytest.mark.parametrize("dtype", [i8, bf16])
+def test_slices_sharing_weights_and_activations(dtype: Any) -> None:
+    """Slice = [I / 32, J / 8]: the slices of one column block share their weights and those of one row block
+    their activations (the DMA broadcasts each), so the products run as one product of the distinct ones
+    (``compute._weight_period``, ``compute._block_constant``)."""
+    ax = AxisSet(I=64, J=32, K=256)
+    m = ax.m
+    rng = np.random.default_rng(7)
+    x = dt.random_values(dtype, (64, 256), rng)
+    y = dt.random_values(dtype, (256, 32), rng)
+    ctx = Context.acquire()
+    a = HostTensor.from_numpy(x, dtype, m["I, K"]).to_hbm(m["1"], m["I, K"], ctx.pdma, 0)
+    b = HostTensor.from_numpy(y, dtype, m["J, K"], axes="K J").to_hbm(m["1"], m["J, K"], ctx.pdma, 1 << 24)
+    n = 64 if dtype is i8 else 32
+    slice_ = m["I / 32, J / 8 # 128"]
+    a_dm = a.to_dm(m["1 # 2"], slice_, m["I % 32, K"], ctx.tdma, 0)
+    b_dm = b.to_dm(m["1 # 2"], slice_, m["J % 8, K"], ctx.tdma, 1 << 16)
+    trf = (ctx.sub.begin(b_dm.view()).fetch(dtype, m["J % 8"], m["K"])
+           .collect(m[f"J % 8, K / {n // 2}"], m[f"K % {n // 2}"]).to_trf(m["J % 8"], m["K"], TrfAddress.Full))
+    out = (ctx.main.begin(a_dm.view()).fetch(dtype, m["I % 32"], m["K"])
+           .collect(m[f"I % 32, K / {n // 2}"], m[f"K % {n // 2}"])
+           .align(m[f"I % 32, K / {n}"], m[f"K % {n}"], trf).contract(m["1"])
+           .accumulate(m["I % 32"], m["J % 8"], AccumulationKind.Interleaved)
+           .commit(m["I % 32, J % 8"], 1 << 17))
+    got = np.asarray(out.logical(axes="I J"), dtype=np.float64)
+    xf, yf = x.astype(np.float64), y.astype(np.float64)
+    if dtype is i8:
+        assert np.array_equal(got, xf @ yf)
+    else:
+        assert np.all(np.abs(got - xf @ yf) <= 256 * 2.0**-23 * (np.abs(xf) @ np.abs(yf)))
+
+
+def test_weight_period_and_block_constant() -> None:
+    w = np.tile(RNG.integers(-9, 9, size=(4, 3, 5)), (6, 1, 1))  # w[b] = w[b mod 4]
+    assert C._weight_period(w) == 4
+    w[23, 2, 4] += 1
+    assert C._weight_period(w) == 0
+    t = np.repeat(RNG.integers(-9, 9, size=(3, 1, 5)), 4, axis=1)  # constant along the second axis
+    assert C._block_constant(t)
+    t[2, 3, 0] += 1
+    assert not C._block_constant(t)

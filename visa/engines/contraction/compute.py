@@ -203,6 +203,27 @@ def _exact_f32_terms(a: Array, w: Array) -> int:
     return terms if terms >= 64 else 0
 
 
+def _weight_period(w: Array) -> int:
+    """The smallest ``p`` < the batch size ``B`` (the first axis of ``w``) with ``w[b] == w[b mod p]`` for every
+    ``b`` (bit for bit), or 0.  Each divisor is tried on a sample of every position's weights first (the first
+    64 elements of one row), then on all of them."""
+    b = w.shape[0]
+    if w.size == 0 or w.ndim < 2:
+        return 0
+    bits = _bits_view(w)
+    sample = np.ascontiguousarray(bits[(slice(None),) + (0,) * (w.ndim - 2) + (slice(0, 64),)])
+    for p in range(1, b):
+        if b % p:
+            continue
+        s3 = sample.reshape(b // p, p, -1)
+        if not np.array_equal(s3, np.broadcast_to(s3[:1], s3.shape)):
+            continue
+        full = bits.reshape(b // p, p, *bits.shape[1:])  # splits the first axis: a view
+        if np.array_equal(full, np.broadcast_to(full[:1], full.shape)):
+            return p
+    return 0
+
+
 def _matrix(x: Array, order: list[int], shape: tuple[int, ...], mtype: type[np.floating[Any]]) -> Array:
     """``x`` transposed to ``order`` and reshaped to ``shape`` in the compute type: a view when ``x`` already is
     of that type and the reshape needs no copy, else one pass that converts and reorders at once."""
@@ -263,7 +284,43 @@ def _contract(a: Array, la: list[str], w: Array, lw: list[str], lo: list[str], s
     mtype = np.float32 if terms else ctype
     order_a = [la.index(lab) for lab in batch + mm + kk]
     order_w = [lw.index(lab) for lab in batch + kk + nn]
-    if bshape and bshape[0] > 1:
+    period = _weight_period(w.transpose(order_w)) if bshape and bshape[0] > 1 and math.prod(bshape[1:]) == 1 else 0
+    if period:
+        # the weights repeat every `period` batch positions (slices sharing a TRF content, e.g. one column block
+        # of B broadcast to every row block of A): the activations of the positions that share weights are stacked
+        # into one taller product per distinct weight matrix (the same products, fewer and larger BLAS calls)
+        groups = bshape[0] // period
+        res = np.empty((*bshape, nm, nn_), dtype=ctype if terms else mtype)
+        res4 = res.reshape(groups, period, nm, nn_)
+        ta = a.transpose(order_a)
+        ta = ta.reshape(groups, period, *ta.shape[1:])
+        tw = w.transpose(order_w)
+        piece = max(1, min(-(-period // 8), _PIECE_ELEMENTS // max(1, groups * nm * nk + nk * nn_)))
+        if _block_constant(ta):
+            # and the activations repeat within each block of `period` positions (one row block of A broadcast to
+            # every column block): one product of the distinct activations by the distinct weights
+            a_u = _matrix(ta[:, 0], list(range(ta.ndim - 1)), (groups * nm, nk), mtype)
+            nkd = tw.ndim - 1 - len(nn)  # the contracted axes of tw, after the batch axis
+            w_order = [*range(1, 1 + nkd), 0, *range(1 + nkd, tw.ndim)]
+
+            def run_unique(lo: int, hi: int) -> None:
+                n = hi - lo
+                w_u = _matrix(tw[lo:hi], w_order, (nk, n * nn_), mtype)
+                out = _matmul(a_u, w_u, terms, ctype, np.matmul)
+                res4[:, lo:hi] = out.reshape(groups, nm, n, nn_).transpose(0, 2, 1, 3)
+
+            parallel_pieces(period, max(1, -(-period // 4)), run_unique)
+            return _finish(res, sizes, reduced, la, lw, lo, batch, mm, nn, ctype)
+
+        def run_shared(lo: int, hi: int) -> None:
+            n = hi - lo
+            a2 = _matrix(ta[:, lo:hi], [1, 0, *range(2, ta.ndim)], (n, groups * nm, nk), mtype)
+            w2 = _matrix(tw[lo:hi], list(range(tw.ndim)), (n, nk, nn_), mtype)
+            out = _matmul(a2, w2, terms, ctype, np.matmul)
+            res4[:, lo:hi] = out.reshape(n, groups, nm, nn_).transpose(1, 0, 2, 3)
+
+        parallel_pieces(period, piece, run_shared)
+    elif bshape and bshape[0] > 1:
         # per piece of the first batch axis, on the worker threads: convert the piece (it stays in cache) and
         # multiply it; each worker's BLAS calls use one thread (blas.py)
         res = np.empty((*bshape, nm, nn_), dtype=ctype if terms else mtype)
@@ -282,6 +339,12 @@ def _contract(a: Array, la: list[str], w: Array, lw: list[str], lo: list[str], s
         a2 = _matrix(a, order_a, (*bshape, nm, nk), mtype)
         w2 = _matrix(w, order_w, (*bshape, nk, nn_), mtype)
         res = _matmul(a2, w2, terms, ctype, batched_matmul)
+    return _finish(res, sizes, reduced, la, lw, lo, batch, mm, nn, ctype)
+
+
+def _finish(res: Array, sizes: dict[str, int], reduced: Sequence[str], la: list[str], lw: list[str], lo: list[str],
+            batch: list[str], mm: list[str], nn: list[str], ctype: type[np.floating[Any]]) -> Array:
+    """The product ``res`` (batch, m, n) scaled by the labels in neither operand and laid out as ``lo``."""
     scale = math.prod(sizes[lab] for lab in reduced if lab not in la and lab not in lw and lab not in lo)
     if scale != 1:
         res = res * ctype(scale)
@@ -293,6 +356,12 @@ def _contract(a: Array, la: list[str], w: Array, lw: list[str], lo: list[str], s
         cur = cur + missing
     res = res.transpose([cur.index(lab) for lab in lo])
     return np.broadcast_to(res, [sizes[lab] for lab in lo])
+
+
+def _block_constant(t: Array) -> bool:
+    """Is ``t`` (groups, period, ...) the same, bit for bit, at every position of its second axis?"""
+    bits = _bits_view(t)
+    return bool(np.array_equal(bits, np.broadcast_to(bits[:, :1], bits.shape)))
 
 
 def _run(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int, bool]], act: Array,
@@ -318,7 +387,7 @@ def _run(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int,
     values = np.zeros(out_shape, dtype=ctype)
     poison = np.zeros(out_shape, dtype=bool)
     per_b = max(1, align.act_time * align.out_packet + align.rows * align.out_time * align.out_packet // 8)
-    step = max(1, CHUNK_ELEMENTS // per_b)
+    step = 1 << max(0, (CHUNK_ELEMENTS // per_b).bit_length() - 1)  # a power of two: chunks keep slice patterns
     for start in range(0, len(batch), step):
         chunk = batch[start: start + step]
         sizes["b"] = len(chunk)
