@@ -180,6 +180,10 @@ def _entry_digits(align: AlignPlan, t: IntArray) -> list[IntArray]:
 #: Elements of both operands converted at once by one worker (a piece stays in the cache while it is multiplied).
 _PIECE_ELEMENTS = 1 << 20
 
+#: Fewest distinct weight matrices for which stacking the activations pays (fewer leave too few pieces for the
+#: workers, and one stacked activation takes the memory of all of them at once).
+_MIN_PERIOD = 4
+
 #: Integers up to 2^24 are exact in float32 (a 24-bit significand).
 _F32_EXACT = 1 << 24
 
@@ -285,7 +289,7 @@ def _contract(a: Array, la: list[str], w: Array, lw: list[str], lo: list[str], s
     order_a = [la.index(lab) for lab in batch + mm + kk]
     order_w = [lw.index(lab) for lab in batch + kk + nn]
     period = _weight_period(w.transpose(order_w)) if bshape and bshape[0] > 1 and math.prod(bshape[1:]) == 1 else 0
-    if period:
+    if period >= _MIN_PERIOD:
         # the weights repeat every `period` batch positions (slices sharing a TRF content, e.g. one column block
         # of B broadcast to every row block of A): the activations of the positions that share weights are stacked
         # into one taller product per distinct weight matrix (the same products, fewer and larger BLAS calls)
