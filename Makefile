@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 EDITABLE := --config-settings editable_mode=compat -e
 
-.PHONY: run test lint typecheck pytest bench docs typing-floor clean
+.PHONY: run test lint typecheck pytest bench bench16k docs typing-floor clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -54,6 +54,10 @@ $(FLOOR)/.installed: pyproject.toml
 typing-floor: $(FLOOR)/.installed
 	$(FLOOR)/bin/mypy --version
 	$(FLOOR)/bin/pytest tests/typing
+
+# the 16384³ i8 GEMM (about a quarter of an hour on 2 cores; N=2048 runs it small)
+bench16k: $(STAMP)
+	PROGRESS=1 $(BIN)/python -m benchmarks gemm16k
 
 clean:
 	rm -rf $(VENV) $(FLOOR) .mypy_cache .pytest_cache .ruff_cache site

@@ -415,6 +415,8 @@ def as_storage(dtype: type[Scalar], values: npt.ArrayLike) -> npt.NDArray[Any]:
     arr = np.asarray(values)
     if dtype.kind == "int":
         d = _as_int(dtype)
+        if arr.dtype == d.storage and d.bits == 8 * arr.dtype.itemsize:
+            return arr  # every value of the storage type is a value of the type (i8 in int8, i32 in int32)
         if arr.dtype.kind not in "iu":
             if arr.size == 0 and arr.dtype.kind == "f":
                 return arr.astype(d.storage)
@@ -458,6 +460,9 @@ def to_bits(dtype: type[Scalar], values: npt.ArrayLike) -> npt.NDArray[Any]:
     """
     arr = as_storage(dtype, values)
     if dtype.kind == "int":
+        if arr.dtype.itemsize * 8 == dtype.image_bits == dtype.bits_dtype.itemsize * 8:
+            # the storage word is the image word: its two's complement bits are the pattern (one copy)
+            return np.array(arr, dtype=arr.dtype, copy=True).view(dtype.bits_dtype)
         u = arr.astype(np.int64) & ((1 << dtype.image_bits) - 1)
         return u.astype(dtype.bits_dtype)
     return arr.view(dtype.bits_dtype).copy()
@@ -476,6 +481,10 @@ def from_bits(dtype: type[Scalar], bits: npt.ArrayLike) -> npt.NDArray[Any]:
     b = np.asarray(bits)
     if b.dtype.kind not in "iu":
         raise DtypeError(f"bit patterns must be an integer array, got {b.dtype}")
+    if (dtype.kind == "int" and b.dtype == dtype.bits_dtype and dtype.bits == dtype.image_bits == 8 * b.dtype.itemsize
+            and np.dtype(dtype.storage).itemsize == b.dtype.itemsize):
+        # every pattern of the full word is a two's complement value: reinterpret (one copy)
+        return np.array(b, copy=True).view(dtype.storage)
     u = b.astype(np.int64)
     width = dtype.image_bits
     if u.size and (u.min() < 0 or u.max() >= (1 << width)):
@@ -507,8 +516,10 @@ def to_bytes(dtype: type[Scalar], values: npt.ArrayLike) -> npt.NDArray[np.uint8
     if dtype.image_bits == 4:
         b = bits.astype(np.uint8)
         return np.ascontiguousarray(b[0::2] | (b[1::2] << 4)).astype(np.uint8)
-    le = bits.astype(bits.dtype.newbyteorder("<"))
-    out = np.frombuffer(le.tobytes(), dtype=np.uint8).copy()
+    if not bits.flags.c_contiguous or bits.dtype.byteorder == ">" or (
+            bits.dtype.byteorder == "=" and np.little_endian is False):
+        bits = np.ascontiguousarray(bits.astype(bits.dtype.newbyteorder("<")))
+    out: npt.NDArray[np.uint8] = bits.view(np.uint8).reshape(-1)  # to_bits made a fresh array: no copy
     assert out.size == nbytes
     return out
 
@@ -539,7 +550,11 @@ def from_bytes(dtype: type[Scalar], raw: npt.ArrayLike, count: int | None = None
         bits[0::2] = r & 0x0F
         bits[1::2] = r >> 4
     else:
-        bits = np.frombuffer(r.tobytes(), dtype=dtype.bits_dtype.newbyteorder("<")).astype(dtype.bits_dtype)
+        le = dtype.bits_dtype.newbyteorder("<")
+        if np.little_endian and r.flags.c_contiguous:
+            bits = r.view(le).view(dtype.bits_dtype)  # from_bits copies
+        else:
+            bits = np.frombuffer(r.tobytes(), dtype=le).astype(dtype.bits_dtype)
     return from_bits(dtype, bits)
 
 

@@ -137,8 +137,8 @@ def test_gather_poisoned_indices_are_a_poison_error() -> None:
     m = ax.m
     ctx = Context.acquire()
     _, table = _table(ctx, m, 16, 32)
-    host = HostTensor.from_numpy(np.arange(4), dt.i32, m["T"])
-    host.known[2] = False  # never written
+    known = np.array([True, True, False, True])  # ids[2] never written
+    host = HostTensor(dt.i32, m["T"], np.arange(4, dtype=np.int32), known)
     ids = host.to_hbm(m["1"], m["T"], ctx.pdma, 64 * MB)
     with pytest.raises(PoisonError) as err:
         table.view().gather(m["V"], ids).to_hbm(m["1"], m["T, D"], ctx.tdma, 8 * MB)
@@ -363,8 +363,7 @@ def test_guard_refusals() -> None:
     with pytest.raises(TypestateError):
         ctx.main.when(two, lambda n: n > 0)
     assert ctx.main.when(two, lambda n: (n > 0).any())
-    host = HostTensor.from_numpy(np.array([1, 0]), dt.i32, m["C"])
-    host.known[:] = False
+    host = HostTensor(dt.i32, m["C"], np.array([1, 0], dtype=np.int32), np.zeros(2, dtype=bool))  # never written
     with pytest.raises(PoisonError):
         ctx.main.when(host.to_hbm(m["1"], m["C"], ctx.pdma, 4096), lambda n: n[0] > 0)
 

@@ -685,11 +685,15 @@ def execute(cfg: FetchConfig, images: Sequence[DenseImage], bit_bases: Sequence[
     nest = _nest(cfg, bases)
     n_t, n_p = cfg.time.size, cfg.packet.size
     shape = (len(images), cfg.cluster.size, cfg.slice.size, n_t * n_p)
-    values = np.zeros(shape, dtype=src.storage)
-    known = np.zeros(shape, dtype=bool)
+    # every position is written below (the slices read, or poison for the others): no clearing first
+    values = np.empty(shape, dtype=src.storage)
+    known = np.empty(shape, dtype=bool)
     bits: IntArray | None = None
     stream_ok = valid
     for c, img in enumerate(images):
+        if not lv[c].all():  # the slices that hold no data: poison (0, unknown)
+            values[c][~lv[c]] = 0
+            known[c][~lv[c]] = False
         if not lv[c].any():
             continue
         # only the slices that hold data are read: the others' stream is poison whatever they hold

@@ -18,7 +18,9 @@ of the indices the buffer holds.  Engines use only these two.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -26,7 +28,8 @@ import numpy.typing as npt
 from visa.errors import VisaError
 from visa.mapping.canon import Atom, Canon, Dim, Lin, SkewAtom, Sym, Win, axis_atoms, canon_size, is_regular
 
-__all__ = ["Evaluation", "forward", "inverse", "IntArray", "BoolArray", "RelationError"]
+__all__ = ["Evaluation", "forward", "inverse", "plain_dims", "covers_once", "strided_view", "IntArray", "BoolArray",
+           "RelationError"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -316,3 +319,48 @@ def _table_inverse(dims: Canon, coords: dict[str, IntArray], shape: tuple[int, .
         return np.zeros(shape, dtype=np.int64), np.zeros(shape, dtype=bool)
     found = ok & (sorted_keys[at_c] == want)
     return np.where(found, valid_pos[order[at_c]], 0), found
+
+
+def plain_dims(dims: Canon) -> tuple[tuple[str, int, int], ...] | None:
+    """``(axis, stride, size)`` per dim, outermost first, when every dim of ``dims`` is a plain digit of an axis
+    (no padding, window, skew or linear combination): then buffer position ``p`` holds, on each axis, the sum
+    of its digits times their strides — the buffer is a strided view of the logical tensor (no evaluation
+    needed, :func:`strided_view`).  None otherwise."""
+    out = []
+    for d in dims:
+        if not isinstance(d, Dim) or not isinstance(d.atom, Sym) or d.count != d.size or d.offset:
+            return None
+        out.append((d.atom.name, d.stride, d.size))
+    return tuple(out)
+
+
+def covers_once(plain: tuple[tuple[str, int, int], ...], sizes: dict[str, int]) -> bool:
+    """Does the plain mapping hold every index of the axes ``sizes`` exactly once (a permutation of them)?"""
+    seen: dict[str, list[tuple[int, int]]] = {a: [] for a in sizes}
+    for axis, stride, size in plain:
+        if axis not in seen:
+            return False
+        seen[axis].append((stride, size))
+    for axis, digits in seen.items():
+        place = 1
+        for stride, size in sorted(digits):
+            if stride != place:
+                return False
+            place *= size
+        if place != sizes[axis]:
+            return False
+    return True
+
+
+def strided_view(logical: npt.NDArray[Any], order: Sequence[str], plain: tuple[tuple[str, int, int], ...],
+                 writeable: bool = False) -> npt.NDArray[Any]:
+    """The buffer of a plain mapping (:func:`plain_dims`) over ``logical`` (numpy dims in the axis ``order``),
+    shaped by the mapping's dims: a view (flatten it for the buffer).  Writing through it (``writeable``) lays
+    a buffer out as the logical tensor when the mapping holds every index once (:func:`covers_once`)."""
+    shape = tuple(size for _, _, size in plain)
+    strides = tuple(stride * logical.strides[list(order).index(axis)] for axis, stride, _ in plain)
+    # as_strided goes through the array interface, which does not know extension types (ml_dtypes' floats):
+    # stride an unsigned integer view of the same width, then view it back
+    word = np.dtype(f"u{logical.dtype.itemsize}") if logical.dtype.itemsize in (1, 2, 4, 8) else logical.dtype
+    view: npt.NDArray[Any] = np.lib.stride_tricks.as_strided(logical.view(word), shape, strides, writeable=writeable)
+    return view.view(logical.dtype)

@@ -100,8 +100,12 @@ class HostBuffer:
 
     def __init__(self, data: ByteArray, written: BoolArray | bool = True) -> None:
         self.data = np.ascontiguousarray(data, dtype=np.uint8).reshape(-1)
-        self.written = (np.full(self.data.shape, bool(written)) if isinstance(written, bool)
-                        else np.ascontiguousarray(written, dtype=bool).reshape(-1))
+        if isinstance(written, bool):
+            self.written = np.full(self.data.shape, written)
+        elif written.ndim == 1 and written.strides == (0,) and written.dtype == bool:
+            self.written = written  # a constant mask (every byte known): kept as the broadcast it is
+        else:
+            self.written = np.ascontiguousarray(written, dtype=bool).reshape(-1)
         self.space = AddressSpace("host", _HOST_SPAN, _HOST_SPAN, 1, _HOST_SPAN)
 
     def contiguous(self, chip: int, lo: int, hi: int) -> tuple[ByteArray, BoolArray, int] | None:
@@ -203,6 +207,8 @@ def _resolve(space: AddressSpace, base: int, loops: Sequence[tuple[int, int]]) -
 
 def _view(arr: np.ndarray, offset: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
     item = arr.itemsize
+    if arr.ndim == 1 and arr.strides == (0,):  # a constant (broadcast) buffer: every byte reads the same
+        return np.lib.stride_tricks.as_strided(arr, shape, (0,) * len(shape), writeable=False)
     return np.ndarray(shape, dtype=arr.dtype, buffer=arr, offset=offset * item,
                       strides=tuple(s * item for s in strides))
 
@@ -230,7 +236,25 @@ def copy(loops: Sequence[ByteLoop], bases: tuple[int, int], src: Endpoint, dst: 
         _copy_chip(inner, sb, db, src, dst)
 
 
+def _coalesce(loops: Sequence[ByteLoop]) -> list[ByteLoop]:
+    """The same visit with adjacent loops merged where the outer one steps exactly over the inner one on both
+    sides (fewer, longer rows for numpy's copy: a contiguous move becomes one run of bytes)."""
+    out: list[ByteLoop] = []
+    for n, s, d in loops:
+        if n == 1:
+            continue
+        out.append((n, s, d))
+        while len(out) > 1:
+            (n0, s0, d0), (n1, s1, d1) = out[-2], out[-1]
+            if s0 == n1 * s1 and d0 == n1 * d1:
+                out[-2:] = [(n0 * n1, s1, d1)]
+            else:
+                break
+    return out
+
+
 def _copy_chip(loops: Sequence[ByteLoop], sb: int, db: int, src: Endpoint, dst: Endpoint) -> None:
+    loops = _coalesce(loops)
     shape = tuple(n for n, _, _ in loops)
     if math.prod(shape) == 0:
         return
@@ -250,7 +274,10 @@ def _copy_chip(loops: Sequence[ByteLoop], sb: int, db: int, src: Endpoint, dst: 
         s_data, s_written, s_at = got_src
         s_off = s_at + (r.base - r.lo)
         dv[...] = _view(s_data, s_off, shape, r.strides)
-        dk[...] = _view(s_written, s_off, shape, r.strides)
+        if s_written.ndim == 1 and s_written.strides == (0,):  # a constant mask: a fill, not a copy
+            dk[...] = bool(s_written[0]) if s_written.size else False
+        else:
+            dk[...] = _view(s_written, s_off, shape, r.strides)
         return
     # slow path: some bytes read lie outside the memory (reads past the data are allowed; they are poison)
     real, chips = _addresses(src.space, sb, [(n, s) for n, s, _ in loops])

@@ -119,6 +119,12 @@ def _byte_window(trf: TrfTensor[Any, Any, Any, Any, Any, Any], valid: npt.NDArra
     held = np.asarray(element.evaluate(np.arange(c_lo, c_hi, dtype=np.int64)).valid)
     b0 = trf.element_bit_offset() // 8 + c_lo * nb
     b1 = b0 + (c_hi - c_lo) * nb
+    if nb == 1 and valid.shape[0] == 1 and valid.all() and held.all() and (c_lo, c_hi) == (lo, hi):
+        # one chip, every slice, a window inside the element: one copy of the rows' bytes and their mask
+        data, written = trf.image(0).read_view()
+        n = len(chips)
+        return engine.TrfWindow(data[:, :, :rows, b0:b1].view(dtype.storage).reshape(n, rows, hi - lo).copy(),
+                                written[:, :, :rows, b0:b1].reshape(n, rows, hi - lo).copy(), lo)
     for c in np.unique(chips).tolist():
         sel = np.flatnonzero(chips == c)
         image = trf.image(int(c))
@@ -173,12 +179,18 @@ def align(
     valid = unit_validity(layout.chip, layout.cluster, layout.slice)
     lo, hi = engine.window_range(plan)
     window = trf_window(trf, valid, lo, hi)
-    if plan.tiles > 1:
-        data = StreamData(np.repeat(act, plan.tiles, axis=3), np.repeat(act_known, plan.tiles, axis=3))
+    out_layout = layout.with_(time=time, packet=packet)
+    data: StreamData
+    if plan.tiles > 1:  # the time broadcast is materialised only if the aligned data itself is read
+        tiles = plan.tiles
+
+        def repeat() -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]:
+            return np.repeat(act, tiles, axis=3), np.repeat(act_known, tiles, axis=3)
+
+        data = DeferredData(repeat)
     else:
         data = StreamData(act, act_known)
-    out_layout = layout.with_(time=time, packet=packet)
-    data.check(out_layout)
+        data.check(out_layout)
     report = EngineReport("aligner", plan.describe(), engine.align_cycles(plan), details=engine.align_details(plan))
     extra = {**stream.extra, "align": plan, "trf": trf, "activation": (act, act_known), "window": window,
              "valid": valid}

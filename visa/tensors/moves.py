@@ -21,6 +21,7 @@ from visa.engines.dma.cost import cycles
 from visa.engines.dma.execute import execute
 from visa.engines.dma.plan import plan
 from visa.mapping import Mapping
+from visa.mapping.evaluate import covers_once, plain_dims, strided_view
 from visa.memory.layout import LEVEL_PARAMS, describe, element_bytes
 from visa.memory.transfer import DmEndpoint, Endpoint, HbmEndpoint, HostBuffer
 from visa.tensors.device import Device, DmaContext, dma_device
@@ -85,6 +86,21 @@ def _report(ctx: Device, track: str, name: str, p: DmaPlan, reads: Sequence[Any]
     return op.end
 
 
+def _covers(p: DmaPlan, nbytes: int) -> bool:
+    """Does the plan write each of the ``nbytes`` bytes from its destination base, on every chip it writes
+    (its destination strides, sorted, form a dense mixed radix of exactly ``nbytes``)?"""
+    loops = sorted((lp.dst, lp.size) for lp in p.all_loops() if lp.size > 1)
+    chip_loops = [lp for lp in loops if lp[0] >= nbytes]
+    place = 1
+    for stride, size in loops:
+        if (stride, size) in chip_loops:
+            continue
+        if stride != place:
+            return False
+        place *= size
+    return place == nbytes
+
+
 def _poison(ctx: Device, medium: str, chips: int, lo: int, hi: int) -> None:
     for c in range(chips):
         img = ctx.memory.chip(c)
@@ -134,7 +150,9 @@ def host_to_hbm(host: HostTensor[Any, Any], chip: Mapping, element: Mapping, pdm
     p = plan(ctx.hw, dtype, Side.of("host", {"Element": host.element}, name=repr(host)),
              Side.of("hbm", levels, address, name=name), stream=stream, call=call)
     out: HbmTensor[Any, Any, Any] = HbmTensor(ctx, dtype, chip, element, address, call=call)
-    _poison(ctx, "hbm", chip.size, address, address + element_bytes(dtype, element.size))
+    nbytes = element_bytes(dtype, element.size)
+    if not _covers(p, nbytes):  # (a move that writes every byte of the tensor leaves nothing to poison)
+        _poison(ctx, "hbm", chip.size, address, address + nbytes)
     staged = p.src.level("Element")
     values, known = _rearrange(*host.buffer(), host.element, staged)
     data, kbytes = _host_bytes(dtype, values, known)
@@ -147,6 +165,9 @@ def _rearrange(values: np.ndarray, known: np.ndarray, src: Mapping, dst: Mapping
     """A host buffer laid out as ``src`` re-laid out as ``dst`` (positions ``dst`` holds get their values)."""
     if src == dst:
         return values, known
+    fast = _rearrange_plain(values, known, src, dst)
+    if fast is not None:
+        return fast
     ev = dst.evaluate()
     coords = {a: np.where(ev.valid, c, 0) for a, c in ev.coords.items()}
     pos, held = src.locate(coords, (dst.size,))
@@ -155,14 +176,42 @@ def _rearrange(values: np.ndarray, known: np.ndarray, src: Mapping, dst: Mapping
     return values[at], known[at] & ok
 
 
+def _rearrange_plain(values: np.ndarray, known: np.ndarray, src: Mapping,
+                     dst: Mapping) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`_rearrange` as two strided copies, when both mappings are plain (no padding or windows), ``src``
+    holds every index once and every value is known; None otherwise."""
+    sp, dp = plain_dims(src.canon), plain_dims(dst.canon)
+    if sp is None or dp is None or not known.all():
+        return None
+    sizes: dict[str, int] = {}
+    for axis, stride, size in sp:
+        sizes[axis] = max(sizes.get(axis, 1), stride * size)
+    reach: dict[str, int] = {}
+    for axis, stride, size in dp:
+        reach[axis] = reach.get(axis, 0) + stride * (size - 1)
+    if not covers_once(sp, sizes) or any(a not in sizes or r >= sizes[a] for a, r in reach.items()):
+        return None
+    order = sorted(sizes)
+    logical = np.empty([sizes[a] for a in order], dtype=values.dtype)
+    strided_view(logical, order, sp, writeable=True)[...] = values.reshape([n for _, _, n in sp])
+    out = np.ascontiguousarray(strided_view(logical, order, dp)).reshape(-1)
+    return out, np.broadcast_to(np.True_, out.shape)
+
+
 def _host_bytes(dtype: type[dt.Scalar], values: np.ndarray, known: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A host buffer as bytes and a per-byte written mask (a 4-bit byte is known if either nibble is)."""
     if dtype.size_bits == 4 and values.size % 2:
         values = np.concatenate([values, np.zeros(1, values.dtype)])
         known = np.concatenate([known, np.zeros(1, bool)])
-    data = dt.to_bytes(dtype, values)
+    if (dtype.kind == "int" and dtype.bits == dtype.image_bits == values.dtype.itemsize * 8 and np.little_endian
+            and values.flags.c_contiguous and values.dtype == np.dtype(dtype.storage)):
+        data = values.reshape(-1).view(np.uint8)  # the buffer is only read: its bytes are the image, no copy
+    else:
+        data = dt.to_bytes(dtype, values)
     if dtype.size_bits == 4:
         kb = known[0::2] | known[1::2]
+    elif dtype.size_bits == 8:
+        kb = known
     else:
         kb = np.repeat(known, dtype.size_bits // 8)
     return data, kb

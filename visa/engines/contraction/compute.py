@@ -22,15 +22,17 @@ yields ``1``, L3771–3774).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 import numpy.typing as npt
 
 from visa.engines.common import StreamData
 from visa.engines.contraction.aligner import AlignPlan
+from visa.engines.contraction.blas import batched_matmul, parallel_pieces
 from visa.engines.contraction.reducer import AccumulatePlan, ContractPlan
 
 __all__ = ["TrfWindow", "contract_values", "accumulate", "window_range", "CHUNK_ELEMENTS"]
@@ -40,7 +42,7 @@ BoolArray = npt.NDArray[np.bool_]
 Array = npt.NDArray[Any]
 
 #: Elements of the operands converted to the compute type at once (bounds the working memory).
-CHUNK_ELEMENTS = 1 << 23
+CHUNK_ELEMENTS = 1 << 25
 
 
 @dataclass(frozen=True)
@@ -128,6 +130,14 @@ def _gather_weights(align: AlignPlan, digits: Sequence[_Digit], window: TrfWindo
                     dense: bool) -> tuple[Array, BoolArray, list[str]]:
     """W over ``(b, r, <weight digits>, packet)`` for the batch positions, gathered from the TRF window."""
     wd = [k for k, d in enumerate(digits) if d.stride != 0]
+    labels = [f"d{k}" for k in wd]
+    if not dense and align.out_packet <= align.rr_elements:
+        # every index is base + Σ digit · stride + p: a strided view of the window, no gather (the indices lie
+        # in the window by construction, window_range)
+        shape = [digits[k].size for k in wd] + [align.out_packet]
+        steps = [digits[k].stride for k in wd] + [1]
+        return (_strided(window.values[rows], align.base - window.lo, shape, steps),
+                _strided(window.known[rows], align.base - window.lo, shape, steps), labels)
     idx = np.full((), align.base - window.lo, dtype=np.int64)
     nd = len(wd)
     if dense:
@@ -145,7 +155,18 @@ def _gather_weights(align: AlignPlan, digits: Sequence[_Digit], window: TrfWindo
     idx = np.asarray(idx)[..., None] + p
     vals = window.values[rows]
     known = window.known[rows]
-    return np.take(vals, idx, axis=-1), np.take(known, idx, axis=-1), [f"d{k}" for k in wd]
+    return np.take(vals, idx, axis=-1), np.take(known, idx, axis=-1), labels
+
+
+def _strided(arr: Array, start: int, shape: Sequence[int], steps: Sequence[int]) -> Array:
+    """The view ``arr[..., start + Σ i_k · steps_k]`` over the index grid ``shape`` (the last axis of ``arr``
+    addressed with element strides; read-only)."""
+    item = arr.itemsize
+    word = np.dtype(f"u{item}") if item in (1, 2, 4, 8) else arr.dtype  # as evaluate.strided_view (ml_dtypes)
+    view: Array = np.lib.stride_tricks.as_strided(arr[..., start:].view(word), (*arr.shape[:-1], *shape),
+                                                  (*arr.strides[:-1], *(s * arr.strides[-1] for s in steps)),
+                                                  writeable=False)
+    return view.view(arr.dtype)
 
 
 def _entry_digits(align: AlignPlan, t: IntArray) -> list[IntArray]:
@@ -154,6 +175,89 @@ def _entry_digits(align: AlignPlan, t: IntArray) -> list[IntArray]:
         inner //= e.size
         out.append((t // inner) % e.size)
     return out
+
+
+#: Elements of both operands converted at once by one worker (a piece stays in the cache while it is multiplied).
+_PIECE_ELEMENTS = 1 << 20
+
+#: Fewest distinct weight matrices for which stacking the activations pays (fewer leave too few pieces for the
+#: workers, and one stacked activation takes the memory of all of them at once).
+_MIN_PERIOD = 4
+
+#: Integers up to 2^24 are exact in float32 (a 24-bit significand).
+_F32_EXACT = 1 << 24
+
+
+def _exact_f32_terms(a: Array, w: Array) -> int:
+    """How many products of integer operands ``a`` and ``w`` a float32 sum may hold and stay exact: every
+    partial sum of ``n`` products is an integer of magnitude at most ``n · max|a| · max|w|``, exact in float32
+    while that is at most 2^24 (the storage types bound the values: i8 gives 2^14 per product, so 1024 terms).
+    0 when the operands are not integers or fewer than 64 terms would fit (then float64 does it, exact below
+    2^53)."""
+    if a.dtype.kind not in "iub" or w.dtype.kind not in "iub":
+        return 0
+
+    def bound(dtype: np.dtype[Any]) -> int:
+        if dtype.kind == "b":
+            return 1
+        info = np.iinfo(dtype)
+        return max(abs(int(info.min)), int(info.max))
+
+    terms = _F32_EXACT // (bound(a.dtype) * bound(w.dtype))
+    return terms if terms >= 64 else 0
+
+
+def _weight_period(w: Array) -> int:
+    """The smallest ``p`` < the batch size ``B`` (the first axis of ``w``) with ``w[b] == w[b mod p]`` for every
+    ``b`` (bit for bit), or 0.  Each divisor is tried on a sample of every position's weights first (the first
+    64 elements of one row), then on all of them."""
+    b = w.shape[0]
+    if w.size == 0 or w.ndim < 2:
+        return 0
+    bits = _bits_view(w)
+    sample = np.ascontiguousarray(bits[(slice(None),) + (0,) * (w.ndim - 2) + (slice(0, 64),)])
+    for p in range(1, b):
+        if b % p:
+            continue
+        s3 = sample.reshape(b // p, p, -1)
+        if not np.array_equal(s3, np.broadcast_to(s3[:1], s3.shape)):
+            continue
+        full = bits.reshape(b // p, p, *bits.shape[1:])  # splits the first axis: a view
+        if np.array_equal(full, np.broadcast_to(full[:1], full.shape)):
+            return p
+    return 0
+
+
+def _matrix(x: Array, order: list[int], shape: tuple[int, ...], mtype: type[np.floating[Any]]) -> Array:
+    """``x`` transposed to ``order`` and reshaped to ``shape`` in the compute type: a view when ``x`` already is
+    of that type and the reshape needs no copy, else one pass that converts and reorders at once."""
+    t = x.transpose(order)
+    if t.dtype == mtype:
+        return t.reshape(shape)
+    out = np.empty(t.shape, dtype=mtype)
+    if t.dtype == _BF16 and mtype is np.float32:
+        # bfloat16 is the upper half of a binary32: widen the bits (exact, and far faster than the cast)
+        np.left_shift(t.view(np.uint16), 16, out=out.view(np.uint32), dtype=np.uint32)
+    else:
+        np.copyto(out, t, casting="unsafe")
+    return out.reshape(shape)
+
+
+def _matmul(a2: Array, w2: Array, terms: int, ctype: type[np.floating[Any]],
+            matmul: Callable[[Array, Array], Array]) -> Array:
+    """``a2 @ w2`` (batched) in the compute type.  With ``terms`` (integer operands, float32 copies): the
+    contracted dimension is split into runs of at most ``terms`` products, each an exact float32 matrix product
+    (see :func:`_exact_f32_terms`), and the runs are summed in float64 (exact below 2^53) — the same integers as
+    a float64 product, at float32 BLAS speed."""
+    if not terms:
+        return matmul(a2, w2)
+    nk = a2.shape[-1]
+    if nk <= terms:
+        return matmul(a2, w2).astype(ctype)
+    res = np.zeros((*np.broadcast_shapes(a2.shape[:-2], w2.shape[:-2]), a2.shape[-2], w2.shape[-1]), dtype=ctype)
+    for k0 in range(0, nk, terms):
+        res += matmul(a2[..., k0: k0 + terms], w2[..., k0: k0 + terms, :])
+    return res
 
 
 def _contract(a: Array, la: list[str], w: Array, lw: list[str], lo: list[str], sizes: dict[str, int],
@@ -180,9 +284,71 @@ def _contract(a: Array, la: list[str], w: Array, lw: list[str], lo: list[str], s
     # convert in memory order (a streaming pass), then hand matmul strided views: a transposed operand whose
     # matrix dimensions stay unit-stride needs no copy (BLAS takes the leading dimension)
     bshape = [sizes[lab] for lab in batch]
-    a2 = a.astype(ctype, copy=False).transpose([la.index(lab) for lab in batch + mm + kk]).reshape(*bshape, nm, nk)
-    w2 = w.astype(ctype, copy=False).transpose([lw.index(lab) for lab in batch + kk + nn]).reshape(*bshape, nk, nn_)
-    res = np.matmul(a2, w2)
+    terms = _exact_f32_terms(a, w) if ctype is np.float64 else 0
+    mtype = np.float32 if terms else ctype
+    order_a = [la.index(lab) for lab in batch + mm + kk]
+    order_w = [lw.index(lab) for lab in batch + kk + nn]
+    period = _weight_period(w.transpose(order_w)) if bshape and bshape[0] > 1 and math.prod(bshape[1:]) == 1 else 0
+    if period >= _MIN_PERIOD:
+        # the weights repeat every `period` batch positions (slices sharing a TRF content, e.g. one column block
+        # of B broadcast to every row block of A): the activations of the positions that share weights are stacked
+        # into one taller product per distinct weight matrix (the same products, fewer and larger BLAS calls)
+        groups = bshape[0] // period
+        res = np.empty((*bshape, nm, nn_), dtype=ctype if terms else mtype)
+        res4 = res.reshape(groups, period, nm, nn_)
+        ta = a.transpose(order_a)
+        ta = ta.reshape(groups, period, *ta.shape[1:])
+        tw = w.transpose(order_w)
+        piece = max(1, min(-(-period // 8), _PIECE_ELEMENTS // max(1, groups * nm * nk + nk * nn_)))
+        if _block_constant(ta):
+            # and the activations repeat within each block of `period` positions (one row block of A broadcast to
+            # every column block): one product of the distinct activations by the distinct weights
+            a_u = _matrix(ta[:, 0], list(range(ta.ndim - 1)), (groups * nm, nk), mtype)
+            nkd = tw.ndim - 1 - len(nn)  # the contracted axes of tw, after the batch axis
+            w_order = [*range(1, 1 + nkd), 0, *range(1 + nkd, tw.ndim)]
+
+            def run_unique(lo: int, hi: int) -> None:
+                n = hi - lo
+                w_u = _matrix(tw[lo:hi], w_order, (nk, n * nn_), mtype)
+                out = _matmul(a_u, w_u, terms, ctype, np.matmul)
+                res4[:, lo:hi] = out.reshape(groups, nm, n, nn_).transpose(0, 2, 1, 3)
+
+            parallel_pieces(period, max(1, -(-period // 4)), run_unique)
+            return _finish(res, sizes, reduced, la, lw, lo, batch, mm, nn, ctype)
+
+        def run_shared(lo: int, hi: int) -> None:
+            n = hi - lo
+            a2 = _matrix(ta[:, lo:hi], [1, 0, *range(2, ta.ndim)], (n, groups * nm, nk), mtype)
+            w2 = _matrix(tw[lo:hi], list(range(tw.ndim)), (n, nk, nn_), mtype)
+            out = _matmul(a2, w2, terms, ctype, np.matmul)
+            res4[:, lo:hi] = out.reshape(n, groups, nm, nn_).transpose(1, 0, 2, 3)
+
+        parallel_pieces(period, piece, run_shared)
+    elif bshape and bshape[0] > 1:
+        # per piece of the first batch axis, on the worker threads: convert the piece (it stays in cache) and
+        # multiply it; each worker's BLAS calls use one thread (blas.py)
+        res = np.empty((*bshape, nm, nn_), dtype=ctype if terms else mtype)
+        ta, tw = a.transpose(order_a), w.transpose(order_w)
+        per = max(1, (nm * nk + nk * nn_) * math.prod(bshape[1:]))
+        piece = max(1, min(-(-bshape[0] // 8), _PIECE_ELEMENTS // per))
+
+        def run(lo: int, hi: int) -> None:
+            n = hi - lo
+            a2 = _matrix(ta[lo:hi], list(range(ta.ndim)), (n, *bshape[1:], nm, nk), mtype)
+            w2 = _matrix(tw[lo:hi], list(range(tw.ndim)), (n, *bshape[1:], nk, nn_), mtype)
+            res[lo:hi] = _matmul(a2, w2, terms, ctype, np.matmul)
+
+        parallel_pieces(bshape[0], piece, run)
+    else:
+        a2 = _matrix(a, order_a, (*bshape, nm, nk), mtype)
+        w2 = _matrix(w, order_w, (*bshape, nk, nn_), mtype)
+        res = _matmul(a2, w2, terms, ctype, batched_matmul)
+    return _finish(res, sizes, reduced, la, lw, lo, batch, mm, nn, ctype)
+
+
+def _finish(res: Array, sizes: dict[str, int], reduced: Sequence[str], la: list[str], lw: list[str], lo: list[str],
+            batch: list[str], mm: list[str], nn: list[str], ctype: type[np.floating[Any]]) -> Array:
+    """The product ``res`` (batch, m, n) scaled by the labels in neither operand and laid out as ``lo``."""
     scale = math.prod(sizes[lab] for lab in reduced if lab not in la and lab not in lw and lab not in lo)
     if scale != 1:
         res = res * ctype(scale)
@@ -194,6 +360,12 @@ def _contract(a: Array, la: list[str], w: Array, lw: list[str], lo: list[str], s
         cur = cur + missing
     res = res.transpose([cur.index(lab) for lab in lo])
     return np.broadcast_to(res, [sizes[lab] for lab in lo])
+
+
+def _block_constant(t: Array) -> bool:
+    """Is ``t`` (groups, period, ...) the same, bit for bit, at every position of its second axis?"""
+    bits = _bits_view(t)
+    return bool(np.array_equal(bits, np.broadcast_to(bits[:, :1], bits.shape)))
 
 
 def _run(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int, bool]], act: Array,
@@ -219,12 +391,16 @@ def _run(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int,
     values = np.zeros(out_shape, dtype=ctype)
     poison = np.zeros(out_shape, dtype=bool)
     per_b = max(1, align.act_time * align.out_packet + align.rows * align.out_time * align.out_packet // 8)
-    step = max(1, CHUNK_ELEMENTS // per_b)
+    step = 1 << max(0, (CHUNK_ELEMENTS // per_b).bit_length() - 1)  # a power of two: chunks keep slice patterns
     for start in range(0, len(batch), step):
         chunk = batch[start: start + step]
         sizes["b"] = len(chunk)
-        a = flat[chunk]
-        ak = flat_known[chunk]
+        if int(chunk[-1]) - int(chunk[0]) + 1 == len(chunk):  # consecutive positions: a view, no copy
+            a = flat[int(chunk[0]): int(chunk[-1]) + 1]
+            ak = flat_known[int(chunk[0]): int(chunk[-1]) + 1]
+        else:
+            a = flat[chunk]
+            ak = flat_known[chunk]
         if dense and align.tiles > 1:
             a = np.repeat(a, align.tiles, axis=1)
             ak = np.repeat(ak, align.tiles, axis=1)
@@ -238,6 +414,7 @@ def _run(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int,
         wk = wk.reshape(w_shape)[..., :q_keep, :]
         la = ["b", *a_digits, "q", "j"]
         lw = ["b", "r", *w_digits, "q", "j"]
+        a, ak, la = _drop_repeats(a, ak, la, lw, lo)
         all_known = bool(ak.all()) and bool(wk.all())
         a0 = a if all_known else np.where(ak, a, np.zeros((), dtype=a.dtype))
         w0 = w if all_known else np.where(wk, w, np.zeros((), dtype=w.dtype))
@@ -251,6 +428,35 @@ def _run(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int,
             poison[sl] = bad > 0
     out = _to_output(values, contract)
     return out, ~poison
+
+
+_BF16 = np.dtype(ml_dtypes.bfloat16)
+
+
+def _bits_view(x: Array) -> Array:
+    """``x`` as unsigned integers of its width (a view)."""
+    return x.view(np.dtype(f"u{x.itemsize}")) if x.itemsize in (1, 2, 4, 8) else x
+
+
+def _drop_repeats(a: Array, ak: BoolArray, la: list[str], lw: list[str],
+                  lo: list[str]) -> tuple[Array, BoolArray, list[str]]:
+    """Drop the activation's time digits along which it repeats itself (values and known alike) and that the
+    weights and the output also index: such a digit, e.g. a fetch that broadcasts the stream over the weights'
+    columns (``J / 8 % 4`` in the GEMM example, L466–525), then multiplies one activation by several weight
+    columns — a wider matrix product instead of a batch of narrow ones.  The products are the same numbers:
+    the result does not change, only how many BLAS calls compute it."""
+    for lab in [x for x in la if x.startswith("d") and x in lw and x in lo]:
+        axis = la.index(lab)
+        if a.shape[axis] < 2:
+            continue
+        first = np.take(a, [0], axis=axis)
+        first_k = np.take(ak, [0], axis=axis)
+        bits = _bits_view(a)  # the same bits, the same products (and a fast comparison for extension types)
+        if (np.array_equal(bits, np.broadcast_to(_bits_view(first), a.shape))
+                and np.array_equal(ak, np.broadcast_to(first_k, ak.shape))):
+            a, ak = first.squeeze(axis), first_k.squeeze(axis)
+            la = [x for x in la if x != lab]
+    return a, ak, la
 
 
 def _to_output(values: Array, contract: ContractPlan) -> Array:
