@@ -40,6 +40,7 @@ from visa import (
     VrfTensor,
     bf16,
     device,
+    i16,
     i32,
     launch,
 )
@@ -47,10 +48,17 @@ from visa.context import TuContext
 from visa.engines.vector import BranchMode, ClipBinaryOpF32
 from visa.errors import VisaError
 from visa.hw import RNGD
+from visa.tensors.collective import ShuffledSource
+from visa.tensors.device import DmaContext
+from visa.tensors.indirect import GatherSource, ScatterTarget
+from visa.testing import place_dm
 
 ax = AxisSet(I=256, J=2048)
 m = ax.m
 Chip, Cluster, Slice = m["1"], m["1 # 2"], m["I"]
+#: four chips (shuffles, chip slices) and a gather's table, index axis T and row axis V
+bx = AxisSet(A=4, B=4, S=256, D=8, V=16, E=32, T=4)
+n = bx.m
 TRANSPOSED, SPLIT = m["J, I"], m["I, J / 16, J % 16"]  # result annotations for launch's check
 
 #: wrong values per kind of parameter
@@ -71,6 +79,10 @@ WRONG: dict[str, list[object]] = {
     "kernel": [None, 3, "kernel"],
     "overflow": [None, 3, "clip"],
     "index": [None, "I", 3],
+    "ints": [None, "1 0", 3, [0, "1"], [0.5, 1], {0, 1}, [True, False]],
+    "sub": [None, "ctx.sub", 0],
+    "tensor": [None, "ids", 0, np.zeros(4, np.int32)],
+    "stream": ["J", m["J"], (m["J"],), ("J / 16", "J % 16")],
 }
 
 
@@ -116,6 +128,21 @@ class World:
                      .collect(m["J / 32, J % 32 / 16"], m["J % 16"]).align(m["J / 32"], m["J % 32"], self.trf)
                      .contract(m["1"]).accumulate(m["1"], m["1 # 8"], AccumulationKind.Interleaved).vector_init()
                      .vector_intra_slice_branch(BranchMode.Unconditional).vector_final().cast(bf16, m["1 # 16"]))
+        # destinations of the in-place DMAs, a guard's count, a gather's table and indices
+        self.hbm_dst = HbmTensor(ctx, bf16, Chip, m["I, J"], 1 << 30)
+        self.dm_dst = DmTensor(ctx, bf16, Chip, Cluster, Slice, m["J"], 1 << 17)
+        self.count = HostTensor.from_numpy(np.int32(3), i32, m["1"]).to_hbm(Chip, m["1"], ctx.pdma, 1 << 31)
+        self.table = (HostTensor.from_numpy(np.arange(16 * 32).reshape(16, 32), i32, n["V, E"], axes="V E")
+                      .to_hbm(n["1"], n["V, E"], ctx.pdma, 3 << 30))
+        self.dm_table = self.table.to_dm(n["1 # 2"], n["1 # 256"], n["V, E"], ctx.tdma, 1 << 18)
+        self.ids = HostTensor.from_numpy(np.array([3, 1, 4, 1]), i32, n["T"], axes="T").to_hbm(
+            n["1"], n["T"], ctx.pdma, (3 << 30) + (1 << 20))
+        # a four-chip kernel's context: a DM tensor X[A, S, B, D] (chip a holds row a) and its HBM copy
+        ctx4 = self.ctx4 = Context(RNGD)
+        ctx4.num_chips = 4
+        x = np.arange(4 * 256 * 4 * 8, dtype=np.int32).reshape(4, 256, 4, 8)
+        self.x4 = place_dm(ctx4, x, i32, n["A"], n["1 # 2"], n["S"], n["B, D"], 0, axes="A S B D")
+        self.h4 = self.x4.to_hbm(n["S, B, D"], ctx4.tdma, 0)
 
 
 Case = tuple[str, Callable[..., Any], dict[str, Any], dict[str, str]]
@@ -230,6 +257,50 @@ def cases(w: World) -> list[Case]:
          dict(element="mapping", address="int")),
         ("CastTensor.transpose", w.cast.transpose, dict(time=m["1"], packet=m["1 # 16"]),
          dict(time="mapping", packet="mapping")),
+        # in-place DMAs (one entry point, visa.tensors.indirect.to_view)
+        ("HbmTensor.to_hbm_view", hbm.to_hbm_view, dict(target=w.hbm_dst.view(), tdma=ctx.tdma),
+         dict(target="view", tdma="tdma", stream="stream")),
+        ("DmTensor.to_dm_view", dm.to_dm_view, dict(target=w.dm_dst.view(), tdma=ctx.tdma),
+         dict(target="view", tdma="tdma", stream="stream")),
+        ("HbmTensorView.to_dm_view", hbm.view().to_dm_view, dict(target=w.dm_dst.view(), tdma=ctx.tdma),
+         dict(target="view", tdma="tdma", stream="stream")),
+        ("DmTensorView.to_hbm_view", dm.view().to_hbm_view, dict(target=w.hbm_dst.view(), tdma=ctx.tdma),
+         dict(target="view", tdma="tdma", stream="stream")),
+        # bitcast (the views' _bitcast)
+        ("HbmTensorView.bitcast", hbm.view().bitcast, dict(dtype=i16), dict(dtype="dtype")),
+        ("DmTensorView.bitcast", dm.view().bitcast, dict(dtype=i16), dict(dtype="dtype")),
+        # gather / scatter staging (_Staged) and the gather's moves (GatherSource._move)
+        ("HbmTensorView.gather", w.table.view().gather, dict(axis=n["V"], ids=w.ids),
+         dict(axis="mapping", ids="tensor")),
+        ("DmTensorView.scatter", w.dm_table.view().scatter, dict(axis=n["V"], ids=w.ids),
+         dict(axis="mapping", ids="tensor")),
+        ("GatherSource.to_hbm", w.table.view().gather(n["V"], w.ids).to_hbm,
+         dict(chip=n["1"], element=n["T, E"], tdma=ctx.tdma, address=next(free)),
+         dict(chip="mapping", element="mapping", tdma="tdma", address="int")),
+        ("GatherSource.to_dm", w.table.view().gather(n["V"], w.ids).to_dm,
+         dict(cluster=n["1 # 2"], slice_=n["T # 256"], element=n["E"], tdma=ctx.tdma, address=3 << 17),
+         dict(cluster="mapping", slice_="mapping", element="mapping", tdma="tdma", address="int")),
+        # guards (one entry point, visa.tensors.guard.when)
+        ("TuContext.when", ctx.main.when, dict(tensor=w.count, predicate=lambda v: v > 0),
+         dict(tensor="tensor", predicate="kernel")),
+        ("DmaContext.when", ctx.tdma.when, dict(tensor=w.count, predicate=lambda v: v > 0),
+         dict(tensor="tensor", predicate="kernel")),
+        # collectives on four chips (ShuffledSource.stage, shuffled_move, asymmetric_slice)
+        ("HbmTensorView.chip_shuffle", w.h4.view().chip_shuffle, dict(perm=[1, 2, 3, 0]), dict(perm="ints")),
+        ("DmTensorView.chip_shuffle", w.x4.view().chip_shuffle, dict(perm=[1, 2, 3, 0]), dict(perm="ints")),
+        ("ShuffledSource.to_hbm", w.h4.view().chip_shuffle([1, 2, 3, 0]).to_hbm,
+         dict(chip=n["A"], element=n["S, B, D"], tdma=w.ctx4.tdma, address=1 << 24),
+         dict(chip="mapping", element="mapping", tdma="tdma", address="int", stream="stream")),
+        ("ShuffledSource.to_dm", w.x4.view().chip_shuffle([1, 2, 3, 0]).to_dm,
+         dict(cluster=n["1 # 2"], slice_=n["S"], element=n["B, D"], tdma=w.ctx4.tdma, address=1 << 12),
+         dict(cluster="mapping", slice_="mapping", element="mapping", tdma="tdma", address="int",
+              stream="stream")),
+        ("DmTensor.asymmetric_chip_slice", w.x4.asymmetric_chip_slice,
+         dict(digit=n["B"], sub=w.ctx4.sub, indices=[3, 0, 1, 2], address=1 << 13),
+         dict(digit="mapping", sub="sub", indices="ints", address="int")),
+        ("DmTensor.asymmetric_cluster_slice", w.x4.asymmetric_cluster_slice,
+         dict(digit=n["B / 2"], sub=w.ctx4.sub, indices=[1, 0], address=1 << 13),
+         dict(digit="mapping", sub="sub", indices="ints", address="int")),
     ]
 
 
@@ -258,11 +329,21 @@ EXEMPT = {
     "logical": "covered on HbmTensor",
     "to_dm": "covered on HbmTensor, DmTensor and both views",
     "to_hbm": "covered on every tensor and view",
+    "check_chips": "internal guard (as check_context: takes the operation's own context)",
+    "stage": "internal step of the views' chip_shuffle / cluster_swap (covered through chip_shuffle)",
+    "to_hbm_view": "covered on HbmTensor and DmTensorView (one entry point, indirect.to_view)",
+    "to_dm_view": "covered on DmTensor and HbmTensorView (one entry point, indirect.to_view)",
+    "gather": "covered on HbmTensorView (the staged classes' constructor)",
+    "scatter": "covered on DmTensorView (the staged classes' constructor)",
+    "bitcast": "covered on both views",
+    "chip_shuffle": "covered on both views (ShuffledSource.stage)",
+    "when": "covered on TuContext and DmaContext (one entry point, guard.when)",
 }
 
 CLASSES = [HostTensor, HbmTensor, DmTensor, TrfTensor, VrfTensor, HbmTensorView, DmTensorView, Context, TuContext,
            BeginTensor, FetchTensor, CollectTensor, SwitchTensor, AlignedTensor, ContractionTensor,
-           AccumulationTensor, CastTensor, TransposeTensor, VectorFinalTensor]
+           AccumulationTensor, CastTensor, TransposeTensor, VectorFinalTensor, DmaContext, ShuffledSource,
+           GatherSource, ScatterTarget]
 
 
 @pytest.fixture(scope="module")
@@ -286,14 +367,19 @@ def test_every_public_method_with_arguments_is_in_the_table(world: World) -> Non
 def test_wrong_types_are_refused_naming_the_parameter(world: World) -> None:
     failures = []
     count = 0
+    schedules = (world.ctx.schedule, world.ctx4.schedule)
     for name, fn, good, kinds in cases(world):
         for param, kind in kinds.items():
             for bad in WRONG[kind]:
                 count += 1
                 args = {**good, param: bad}
+                ops = [len(s.ops) for s in schedules]
                 try:
                     fn(**args)
                 except (TypeError, VisaError) as err:
+                    if [len(s.ops) for s in schedules] != ops:
+                        failures.append(f"{name}({param}={bad!r}): refused after putting an operation on the "
+                                        "schedule")
                     if type(err) is TypeError and not isinstance(err, VisaError):
                         failures.append(f"{name}({param}={bad!r}): a bare TypeError: {err}")
                     elif param.rstrip("_") not in str(err) and param not in str(err):

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from visa.errors import RangeError, VisaError, WrongTypeError
 
 __all__ = ["WrongTypeError", "RangeError", "describe", "wrong_type", "expect_int", "expect_instance", "expect_str",
-           "expect_choice", "expect_callable", "expect_mapping", "expect_dtype"]
+           "expect_choice", "expect_callable", "expect_ints", "expect_mapping", "expect_dtype"]
 
 T = TypeVar("T")
 
@@ -90,6 +90,19 @@ def expect_callable(value: object, param: str, *, call: str) -> Callable[..., ob
         raise wrong_type(param, value, "a function", call=call)
     return value
 
+
+def expect_ints(value: object, param: str, *, call: str, expected: str = "a list of ints",
+                fix: str | None = None) -> tuple[int, ...]:
+    """``value`` as a tuple of Python ints: a list, tuple, range or 1-d integer numpy array whose every entry is
+    an int (numpy integers accepted; bool, float and str refused).  Text, a set, a dict or a lone number is
+    refused whole, naming the parameter (its entries' values are the caller's rule)."""
+    import numpy as np
+
+    ok = isinstance(value, list | tuple | range) or (isinstance(value, np.ndarray) and value.ndim == 1)
+    entries = list(value) if ok else []  # type: ignore[call-overload]
+    if not ok or any(isinstance(v, bool | np.bool_) or not isinstance(v, numbers.Integral) for v in entries):
+        raise wrong_type(param, value, expected, call=call, fix=fix)
+    return tuple(int(v) for v in entries)
 
 
 def expect_mapping(value: object, param: str, *, call: str, level: str | None = None) -> Any:

@@ -24,6 +24,7 @@ from visa.errors import (
     PoisonError,
     StaleTensorError,
     TypestateError,
+    WrongTypeError,
 )
 from visa.tensors.handles import HostTensor
 
@@ -317,8 +318,8 @@ def test_in_place_marks_overlapping_tensors_stale() -> None:
     src = _hbm(ctx, np.ones((4, 16), np.int32), dt.i32, m, "S, D", "S D", 16 * MB)
     src.to_hbm_view(shadow.view(), ctx.tdma)
     assert np.array_equal(shadow.logical("S D"), np.ones((4, 16)))
-    with pytest.raises(TypestateError):
-        src.to_hbm_view(shadow, ctx.tdma)  # a tensor, not a view
+    with pytest.raises(WrongTypeError, match="parameter target must be a view"):
+        src.to_hbm_view(shadow, ctx.tdma)  # a tensor, not a view: a wrong Python type (issue 16)
 
 
 # ---------------------------------------------------------------------------------------------------------

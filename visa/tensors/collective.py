@@ -26,10 +26,10 @@ from visa.engines.dma.config import Side
 from visa.engines.dma.plan import plan as dma_plan
 from visa.errors import VisaError
 from visa.mapping import Mapping
-from visa.mapping.core import ensure_mapping
-from visa.memory.layout import describe, element_bytes
+from visa.memory.layout import LEVEL_PARAMS, describe, element_bytes
 from visa.tensors.device import Device, DmaContext, Recorded, TuHandle, dma_device
-from visa.tensors.moves import _endpoint, _poison, _source
+from visa.tensors.moves import _check_args, _endpoint, _poison, _source
+from visa.validate import expect_int, expect_ints, expect_mapping, wrong_type
 
 if TYPE_CHECKING:
     from visa.tensors.handles import DeviceTensor, DmTensor, HbmTensor, TensorView
@@ -66,7 +66,13 @@ class ShuffledSource(Generic[V]):
 
     @classmethod
     def stage(cls, view: Any, *, perm: Sequence[object] | None = None, swap: bool = False) -> ShuffledSource[Any]:
-        """Stage a shuffle (``perm``) or a cluster swap (``swap``) on a view or an already staged source."""
+        """Stage a shuffle (``perm``) or a cluster swap (``swap``) on a view or an already staged source.
+
+        Without ``swap`` it is a shuffle: ``perm`` must be a list of chip numbers (a wrong Python type, ``None``
+        included, is a :class:`~visa.errors.WrongTypeError` naming ``perm``; its values are the shuffle's rule)."""
+        if not swap:
+            perm = expect_ints(perm, "perm", call="chip_shuffle",
+                               expected="a list of chip numbers such as [1, 2, 3, 0]")
         base = view.view if isinstance(view, ShuffledSource) else view
         chips = view.chips if isinstance(view, ShuffledSource) else ()
         clusters = view.clusters if isinstance(view, ShuffledSource) else ()
@@ -133,8 +139,7 @@ def shuffled_move(src: ShuffledSource, medium: str, levels: dict[str, Mapping], 
     # schedule names the shuffle
     what = "chip_shuffle" if src.chips else "cluster_swap"
     call = f"{getattr(getattr(src.view, 'base', src.view), 'MEMORY', 'dm')}.to_{medium}"
-    for name, mp in levels.items():
-        ensure_mapping(mp, name, call, name)
+    _check_args(call, {LEVEL_PARAMS[name]: mp for name, mp in levels.items()}, address, stream)
     ctx = dma_device(tdma, "tdma", call)
     base, side = _source(src.view, call, ctx)
     levels = {"Chip": base.levels["Chip"], **levels}
@@ -175,9 +180,12 @@ def asymmetric_slice(dm: DmTensor[Any, Any, Any, Any, Any], digit: Mapping, sub:
     if not isinstance(dm, DmTensor):
         raise VisaError(f"{call} slices a DmTensor, got {type(dm).__name__}", call=call,
                         fix="move the tensor to DM first (.to_dm)")
+    # wrong Python types first, each naming its parameter (issue 16); nothing is allocated or written before
+    digit = expect_mapping(digit, "digit", call=call, level="Element")
     if not isinstance(sub, TuHandle):
-        raise VisaError(f"{call} runs in ctx.sub, got {type(sub).__name__}", call=call, fix="pass ctx.sub")
-    digit = ensure_mapping(digit, "the sliced digit", call, "Element")
+        raise wrong_type("sub", sub, "ctx.sub", call=call)
+    indices = expect_ints(indices, "indices", call=call, expected=f"a list of ints, one entry of the digit per {which}")
+    address = expect_int(address, "address", call=call)
     pcopy.check_context(sub.kind, call)
     ctx = sub.ctx
     dm.check_context(ctx, call)

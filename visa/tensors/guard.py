@@ -10,9 +10,10 @@ import numpy as np
 
 from visa.engines.common import EngineReport
 from visa.engines.guard import guard_cycles
-from visa.errors import PoisonError, TypestateError, VisaError
+from visa.errors import PoisonError, TypestateError
 from visa.memory.layout import element_bytes
 from visa.tensors.device import Device
+from visa.validate import expect_callable, wrong_type
 
 __all__ = ["when"]
 
@@ -26,8 +27,9 @@ def when(ctx: Device, track: str, tensor: Any, predicate: Callable[[Any], Any]) 
 
     call = f"ctx.{track}.when"
     if not isinstance(tensor, DeviceTensor) or tensor.MEMORY not in ("hbm", "dm"):
-        raise VisaError(f"a guard reads a device scalar in HBM or DM, got {type(tensor).__name__}", call=call,
-                        fix="move the count to HBM or DM first (e.g. commit it from the Vector Engine)")
+        raise wrong_type("tensor", tensor, "a device scalar in HBM or DM (an HbmTensor or DmTensor)", call=call,
+                         fix="move the count to HBM or DM first (e.g. commit it from the Vector Engine)")
+    expect_callable(predicate, "predicate", call=call)
     tensor.check_context(ctx, call)
     tensor.check_readable(call)
     try:

@@ -860,7 +860,9 @@ class TensorView:
     def _bitcast(self, dtype: Any) -> Any:
         """The same bits read as ``dtype`` (:func:`check_bitcast`): a view of an alias handle of the base that
         shares its bytes, its region and its ready time (as :meth:`DeviceTensor.relabel`)."""
-        new = dt.scalar(dtype)
+        from visa.validate import expect_dtype
+
+        new = expect_dtype(dtype, "dtype", call="bitcast")
         check_bitcast(self.base.dtype, new, self.element)
         alias = self.base.relabel()
         object.__setattr__(alias, "dtype", new)

@@ -29,17 +29,18 @@ from visa.engines.dma.execute import execute
 from visa.engines.dma.indirect import IndirectPlan, check_indices, indirect_cycles, plan_indirect
 from visa.engines.dma.indirect import execute as execute_indirect
 from visa.engines.dma.plan import plan
-from visa.errors import DtypeError, LayoutError, PoisonError, TypestateError, VisaError
+from visa.errors import DtypeError, LayoutError, PoisonError, TypestateError
 from visa.mapping import Mapping
-from visa.memory.layout import LEVELS, describe, element_bytes
+from visa.memory.layout import LEVEL_PARAMS, LEVELS, describe, element_bytes
 from visa.memory.registry import refuse_overlap
 from visa.tensors.device import Device, DmaContext, Recorded, dma_device
-from visa.tensors.moves import _endpoint, _poison, _source
+from visa.tensors.moves import _check_args, _endpoint, _poison, _source, check_stream
+from visa.validate import expect_mapping, wrong_type
 
 if TYPE_CHECKING:
     from visa.tensors.handles import DeviceTensor, DmTensor, HbmTensor, TensorView
 
-__all__ = ["GatherSource", "ScatterTarget", "to_view", "record_dma", "read_indices"]
+__all__ = ["GatherSource", "ScatterTarget", "to_view", "record_dma", "check_ids", "read_indices"]
 
 
 def record_dma(ctx: Device, name: str, config: str, cost: DmaCost, *, reads: Sequence[Any],
@@ -63,14 +64,23 @@ def _iterations(p: IndirectPlan) -> int:
     return int(np.prod(p.index_shape, dtype=np.int64))
 
 
+def check_ids(ids: object, call: str) -> DeviceTensor:
+    """``ids`` if it is an HBM or DM tensor (the index tensor of a gather or scatter); otherwise a
+    :class:`~visa.errors.WrongTypeError` naming the parameter ``ids``."""
+    from visa.tensors.handles import DeviceTensor
+
+    if not isinstance(ids, DeviceTensor) or ids.MEMORY not in ("hbm", "dm"):
+        raise wrong_type("ids", ids, "an HbmTensor or DmTensor of i32 indices", call=call,
+                         fix="move the indices to HBM or DM first (a host array is not an index tensor)")
+    return ids
+
+
 def read_indices(ids: Any, ctx: Device, call: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
     """The index tensor's axes (in order of appearance) and their extents; refuses anything but a live HBM or DM
     tensor of this context."""
-    from visa.tensors.handles import DeviceTensor, _logical_shape
+    from visa.tensors.handles import _logical_shape
 
-    if not isinstance(ids, DeviceTensor) or ids.MEMORY not in ("hbm", "dm"):
-        raise VisaError(f"the indices must be an HbmTensor or DmTensor, got {type(ids).__name__}", call=call,
-                        fix="move the indices to HBM or DM first")
+    ids = check_ids(ids, call)
     ids.check_context(ctx, call)
     ids.check_readable(call)
     order, shape = _logical_shape([ids.levels[n] for n in LEVELS[ids.MEMORY]], None)
@@ -92,9 +102,10 @@ class _Staged:
     KIND = ""
 
     def __init__(self, view: TensorView, axis: Mapping, ids: DeviceTensor) -> None:
+        # wrong Python types are refused when the source or target is staged, naming the parameter (issue 16)
+        self.axis = expect_mapping(axis, "axis", call=self.KIND, level="Element")
+        self.ids = check_ids(ids, self.KIND)
         self.view = view
-        self.axis = axis
-        self.ids = ids
 
     @property
     def dtype(self) -> type:
@@ -143,6 +154,7 @@ class GatherSource(_Staged):
     def _move(self, medium: str, levels: dict[str, Mapping], tdma: DmaContext, address: int, call: str) -> Any:
         from visa.tensors.handles import DmTensor, HbmTensor
 
+        _check_args(call, {LEVEL_PARAMS[name]: mp for name, mp in levels.items()}, address, None)
         ctx = dma_device(tdma, "tdma", call)
         base, _ = _source(self.view, call, ctx)
         levels = {"Chip": base.levels["Chip"], **levels}
@@ -184,12 +196,12 @@ def to_view(src: Any, target: Any, medium: str, tdma: DmaContext, *, stream: tup
     from visa.tensors.handles import TensorView
 
     call = f"to_{medium}_view"
-    ctx = dma_device(tdma, "tdma", call)
     view = target.view if isinstance(target, _Staged) else target
     if not isinstance(view, TensorView):
-        raise TypestateError(f"{call} writes into a view of a live tensor (t.view(), a tile, or "
-                             f".scatter(...)), got {type(target).__name__}", call=call,
-                             fix=f"pass dst.view() or dst.view().tile(...) of an {NAMES[medium]} tensor")
+        raise wrong_type("target", target, "a view of a live tensor (t.view(), a tile, or .scatter(...))",
+                         call=call, fix=f"pass dst.view() or dst.view().tile(...) of the {NAMES[medium]} tensor")
+    check_stream(stream, call)
+    ctx = dma_device(tdma, "tdma", call)
     dst = view.base
     if dst.MEMORY != medium:
         other = "to_dm_view" if dst.MEMORY == "dm" else "to_hbm_view"

@@ -30,7 +30,7 @@ from visa.validate import expect_int, expect_mapping, wrong_type
 if TYPE_CHECKING:
     from visa.tensors.handles import DmTensor, DmTensorView, HbmTensor, HbmTensorView, HostTensor
 
-__all__ = ["host_to_hbm", "hbm_to_host", "hbm_to_dm", "dm_to_hbm", "hbm_to_hbm", "dm_to_dm"]
+__all__ = ["check_stream", "host_to_hbm", "hbm_to_host", "hbm_to_dm", "dm_to_hbm", "hbm_to_hbm", "dm_to_dm"]
 
 
 def _check_args(call: str, mappings: dict[str, object], address: object, stream: object | None) -> None:
@@ -39,6 +39,11 @@ def _check_args(call: str, mappings: dict[str, object], address: object, stream:
     for param, mp in mappings.items():
         expect_mapping(mp, param, call=call)
     expect_int(address, "address", call=call)
+    check_stream(stream, call)
+
+
+def check_stream(stream: object | None, call: str) -> None:
+    """Refuse a wrong Python type as a move's explicit ``(Time, Packet)`` stream (``None``: the plan's own)."""
     if stream is not None and not (isinstance(stream, tuple) and len(stream) == 2
                                    and all(isinstance(x, Mapping) for x in stream)):
         raise wrong_type("stream", stream, 'a (Time, Packet) pair of mappings such as (m["A / 8"], m["A % 8"])',
