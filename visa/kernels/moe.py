@@ -1,0 +1,278 @@
+"""Mixture-of-Experts routing on the Vector Engine: branchless TopK and the blockwise indices (manual L8432–8721).
+
+:class:`MoeRouting` derives, from the sizes of four axes of an :class:`~visa.mapping.AxisSet` (tokens ``T``,
+experts ``E``, selected experts ``K`` and the block ``Bt``), the passes of the manual's "MoE Implementation on
+TCP":
+
+- **Branchless TopK** (L8540–8595): the bf16 scores' bits read as i16 (``view().bitcast(i16)``, L8589) are
+  packed ``(bits << 16) | index`` with the comparison trick (XOR ``0x7fff0000`` on negatives, L8555); an
+  all-to-all compare against the VRF and a saturating reduce give each expert's rank (L8563–8575); the ranks
+  are the branch log of a ``vector_filter`` that keeps ranks ``0..K−1`` and packs them (FilterCompaction,
+  L8580–8584); the packed Element ``m["T, K"]`` receives exactly the kept values.  Unpacking is ``& 0xffff``
+  (index) and ``& 0xffff0000`` read as f32 (the score: the bf16 bits in the upper half *are* the f32 of the
+  same value, L8588–8589).
+- **Expert mask and cumsum** (L8627–8644, L8708–8721): ``mask[t, e] = rank < K`` (the one-hot of the TopK
+  indices summed over K); the carried operand ``OperandRead(1, 2)`` / ``WriteOperand(0, 1)`` with the static
+  branch logger (0 first, 1 inside, 2 last) gives ``cumsum(mask)`` over the tokens; its last row is ``Count``.
+- **Blocks** (L8635–8641): ``Num_Blocks = (Count + B − 1) >> log2 B``; ``End = cumsum(Num_Blocks)`` over the
+  experts by the carried operand again (scaled by B in the same pass), ``Start·B − 1 = End·B − (Num_Blocks·B | 1)``.
+- **Expert_IDs** (L8645–8660): ``Expert_IDs[g] = #{e : End[e] ≤ g}`` by an all-to-all compare of ``End``
+  against ``Block_Range`` and a reduce over the experts — ``E`` for the empty trailing blocks.
+- **Scatter_Idx** (L8661–8663): ``Start[e]·B + cumsum[t, e] − 1`` over every (t, e), packed by the same
+  filter as the TopK (ranks ``< K``), so that its (t, k) order is the TopK indices' order.
+
+Everything runs in one slice (the routing tensors are small: ``T × E`` i32); the Element layouts are named in
+each method.  The constant tables the manual lists as inputs (``Index_expert``, ``Block_Range`` and the static
+branch loggers, L8541, L8622, L8712) come from :meth:`MoeRouting.constants`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from visa import dtypes as dt
+from visa.context import Context
+from visa.engines.vector import (
+    BinaryArgMode,
+    BranchMode,
+    FxpBinaryOp,
+    GroupId,
+    InputCmp,
+    IntraSliceReduceOpI32,
+    LogicBinaryOpI32,
+    OperandRead,
+    ValidBranchIds,
+    VeBranchOperand,
+    WriteOperand,
+)
+from visa.errors import HardwareLimitError, LayoutError
+from visa.kernels.memory import Arena
+from visa.mapping import AxisSet
+from visa.tensors.handles import DmTensor, HbmTensor, HbmTensorView, VrfTensor
+
+__all__ = ["MoeRouting", "Routing", "grid_size"]
+
+Dm = DmTensor[Any, Any, Any, Any, Any]
+Vrf = VrfTensor[Any, Any, Any, Any, Any]
+HbmIn = HbmTensor[Any, Any, Any] | HbmTensorView[Any, Any, Any]
+
+FLIP = 0x7FFF0000  # the comparison trick's XOR on negative packed values (L8555)
+LOW = 0xFFFF  # the index half of a packed value (L8589)
+HIGH = -0x10000  # 0xffff0000 as i32: the score half
+
+
+def grid_size(tokens: int, experts: int, k: int, block: int) -> int:
+    """The worst-case number of blocks the compiler allocates (L8617–8620): ``Σ_e ceil(Count_e / B)`` is at most
+    ``(T·K + n·(B − 1)) / B`` with ``n = min(E, T·K)`` non-empty experts — the manual's ``(T·K − E)/B + E``
+    when every expert has a token."""
+    n = min(experts, tokens * k)
+    return (tokens * k + n * (block - 1)) // block
+
+
+@dataclass
+class Routing:
+    """The routing results in DM (one slice): each field names its Element."""
+
+    packed: Dm  #: ``m["T, K"]`` i32: the kept ``(score bits << 16) | index``, in expert order
+    rank: Dm  #: ``m["T, E_i, 1 # 2"]`` i32: each expert's rank per token (0 = highest score)
+    indices: Dm  #: ``m["T, K"]`` i32: TopK_Indices
+    scores: Dm  #: ``m["T, K"]`` f32: TopK_Scores (exactly the bf16 scores)
+    mask: Dm  #: ``m["T, E"]`` i32: 1 where the expert is among the token's K
+    cumsum: Dm  #: ``m["T, E"]`` i32: cumsum of the mask over the tokens (Token_Rank at the kept positions)
+    blocks: Dm  #: ``m["E, 1 # 8"]`` i32: Num_Blocks per expert
+    end: Dm  #: ``m["E, 1 # 8"]`` i32: ``cumsum(Num_Blocks)``, the block after each expert's last
+    expert_ids: Dm  #: ``m["G, 1 # 2"]`` i32: the expert of each block (``E`` for an empty block)
+    scatter_idx: Dm  #: ``m["T, K"]`` i32: the row of ``x_blocked`` each (token, k) goes to
+
+
+class MoeRouting:
+    """Branchless TopK and the blockwise indices for the axes ``t`` (tokens), ``e`` (experts), ``k`` (selected)
+    and ``b`` (rows per block) of ``ax``; declares ``g`` (the worst-case grid, :func:`grid_size`) and the
+    helper axes ``{e}_i``, ``{e}_j`` (the compare's two expert axes) and ``{g}_r`` (blocks × rows) when absent.
+
+    Shapes: ``E`` a multiple of 4 (the rank and Expert_IDs reduce over four-lane packets, L4731), at most 16
+    (a branch log holds ExecutionIds 0..15, L4802); ``K ≤ E``; ``B`` a power of two (``ceil(Count / B)`` is a
+    shift); ``T`` any.
+    """
+
+    def __init__(self, ax: AxisSet, t: str = "T", e: str = "E", k: str = "K", b: str = "Bt", g: str = "G") -> None:
+        call = f"visa.kernels.MoeRouting({t!r}, {e!r}, {k!r}, {b!r})"
+        st, se, sk, sb = ax.size(t), ax.size(e), ax.size(k), ax.size(b)
+        if se % 4 or se > 16:
+            raise LayoutError(f"{e} = {se}: the ranks are reduced over four-lane packets and are ExecutionIds of "
+                              "a branch log (0..15, L4802)", call=call, level="Packet", mapping=f'm["{e}"]', axis=e,
+                              fix=f"pad {e} to a multiple of 4 (at most 16) with experts whose router weights are "
+                                  "very negative")
+        if not 1 <= sk <= se:
+            raise LayoutError(f"{k} = {sk} must be between 1 and {e} = {se}", call=call, level="Element",
+                              mapping=f'm["{k}"]', axis=k, fix=f"select at most {se} experts")
+        if sb & (sb - 1) or sb > 32:
+            raise HardwareLimitError(f"{b} = {sb}: the block is a power of two (ceil(Count / B) is a shift) of at "
+                                     "most 32 rows (one GEMM M tile, L4434)", call=call, level="Time",
+                                     mapping=f'm["{b}"]', axis=b, fix=f"choose {b} in 1, 2, 4, 8, 16, 32")
+        self.grid = grid_size(st, se, sk, sb)
+        self.ei, self.ej, self.gr = f"{e}_i", f"{e}_j", f"{g}_r"
+        need = {g: self.grid, self.ei: se, self.ej: se, self.gr: self.grid * sb}
+        for name, size in need.items():
+            if name not in ax:
+                ax.declare(**{name: size})
+            elif ax.size(name) != size:
+                raise LayoutError(f"axis {name} has size {ax.size(name)}, the routing needs {size}", call=call,
+                                  level="Element", mapping=f'm["{name}"]', axis=name,
+                                  fix=f"leave {name} undeclared or declare it with size {size}")
+        self.ax, self.t, self.e, self.k, self.b, self.g = ax, t, e, k, b, g
+        self.st, self.se, self.sk, self.sb = st, se, sk, sb
+        self.shift = sb.bit_length() - 1
+        m = ax.m
+        self.chip, self.cluster, self.slice = m["1"], m["1 # 2"], m["1 # 256"]
+
+    # -- constants ---------------------------------------------------------------------------------------
+    def constants(self) -> dict[str, np.ndarray]:
+        """The static tables (i32) the manual lists as inputs: ``index`` = Index_expert (L8541), ``blocks`` =
+        Block_Range (L8622), and the static branch loggers of the two cumsums, over the tokens and over the
+        experts (0 first, 1 inside, 2 last, L8712–8718)."""
+        return {"index": np.arange(self.se, dtype=np.int32), "block_range": np.arange(self.grid, dtype=np.int32),
+                "log_t": logger(self.st), "log_e": logger(self.se)}
+
+    def constant_text(self) -> dict[str, str]:
+        """Each constant's Element text (for ``HostTensor.from_numpy`` and ``to_hbm``)."""
+        return {"index": self.e, "block_range": self.g, "log_t": self.t, "log_e": self.e}
+
+    # -- helpers -----------------------------------------------------------------------------------------
+    def _dm(self, ctx: Context, arena: Arena, src: HbmIn, element: str) -> Dm:
+        nbytes = self.ax.m[element].size * src.dtype.size_bits // 8
+        return src.to_dm(self.cluster, self.slice, self.ax.m[element], ctx.tdma, arena.take_dm(nbytes))
+
+    def _vrf(self, ctx: Context, arena: Arena, dm: Any, time: str, packet: str, element: str) -> Vrf:
+        """The sub context loads a DM tensor into the slice's VRF (Fetch → Collect → to_vrf, L278–285)."""
+        m = self.ax.m
+        out: Vrf = (ctx.sub.begin(dm.view()).fetch(dt.i32, m[time], m[packet]).collect(m[time], m[packet])
+                    .to_vrf(m[element], arena.take_vrf(4 * m[element].size)))
+        return out
+
+    def _commit(self, s: Any, arena: Arena, element: str) -> Dm:
+        el = self.ax.m[element]
+        out: Dm = s.vector_final().commit(el, arena.take_dm(4 * el.size))
+        return out
+
+    # -- the passes --------------------------------------------------------------------------------------
+    def __call__(self, ctx: Context, arena: Arena, scores: HbmIn, consts: dict[str, HbmIn]) -> Routing:
+        """Route ``scores`` (bf16 ``m["T, E"]`` in HBM, or a view of the router GEMM's padded output) with the
+        constant tables of :meth:`constants` (in HBM, keyed as there).  Returns every stage in DM."""
+        m, t, e, k, ei, ej, g = self.ax.m, self.t, self.e, self.k, self.ei, self.ej, self.g
+        s_dm = self._dm(ctx, arena, scores, f"{t}, {e}")
+        index = self._vrf(ctx, arena, self._dm(ctx, arena, consts["index"], e), "1", e, e)
+        log_t_dm = self._dm(ctx, arena, consts["log_t"], t)
+        log_e_dm = self._dm(ctx, arena, consts["log_e"], e)
+        range_dm = self._dm(ctx, arena, consts["block_range"], g)
+
+        # 2.1 bit packing with the comparison trick (L8547–8555): the Branch stage's Comparison sets the group
+        # bit (bit 3) of the negative scores, whose packed value the XOR flips
+        negative = BranchMode.Comparison([InputCmp.I32.False_(), InputCmp.I32.False_(), InputCmp.I32.False_(),
+                                          InputCmp.I32.Less(0)])
+
+        def pack(flip: bool) -> Dm:
+            s = (ctx.main.begin(s_dm.view().bitcast(dt.i16)).fetch(dt.i32, m[t], m[e]).collect(m[t], m[e])
+                 .vector_init().vector_intra_slice_branch(negative)
+                 .vector_logic(LogicBinaryOpI32.LeftShift, 16).vector_logic(LogicBinaryOpI32.BitOr, index))
+            if flip:
+                s = s.vector_logic(LogicBinaryOpI32.BitXor, VeBranchOperand.group(FLIP, GroupId.One))
+            return self._commit(s, arena, f"{t}, {e}")
+
+        packed, cmp = pack(False), pack(True)
+        # 2.2 parallel ranking (L8563–8575): rank[t, i] = #{j : cmp[t, j] > cmp[t, i]}; the stream is cmp[t, j]
+        # broadcast over i, the VRF holds cmp[t, i]; (cmp_i − cmp_j) saturated, its sign bit, summed over j
+        cmp_i = self._vrf(ctx, arena, cmp.relabel(Element=m[f"{t}, {ei}"]), t, ei, f"{t}, {ei}")
+        rank = self._commit(
+            ctx.main.begin(cmp.relabel(Element=m[f"{t}, {ej}"]).view()).fetch(dt.i32, m[f"{t}, {ei}"], m[ej])
+            .collect(m[f"{t}, {ei}"], m[ej]).vector_init().vector_intra_slice_branch(BranchMode.Unconditional)
+            .vector_fxp_with_mode(FxpBinaryOp.SubFxpSat, BinaryArgMode.Mode10, cmp_i)
+            .vector_fxp(FxpBinaryOp.LogicRightShift, 31)
+            .vector_split(m[f"{t}, {ei}, {ej} / 4"], m[f"{ej} % 4"])
+            .vector_intra_slice_reduce(ej, m[f"{t}, {ei}"], m["1 # 4"], IntraSliceReduceOpI32.AddSat)
+            .vector_pad_way8(m["1 # 8"]), arena, f"{t}, {ei}, 1 # 2")
+        # the ranks as the branch log of every pass over (t, e) that keeps the K best
+        log = self._vrf(ctx, arena, rank.relabel(Element=m[f"{t}, {e}, 1 # 2"]), f"{t}, {e} / 4",
+                        f"{e} % 4, 1 # 2", f"{t}, {e}, 1 # 2")
+        keep = ValidBranchIds.of(*range(self.sk))
+
+        def over_te(src: Dm, branch: Any = BranchMode.Unconditional) -> Any:
+            return (ctx.main.begin(src.view()).fetch(dt.i32, m[t], m[e]).collect(m[t], m[e]).vector_init()
+                    .vector_intra_slice_branch(branch))
+
+        # 2.3 filtering (FilterCompaction, L8580–8584) and unpacking (L8586–8589)
+        top = self._commit(over_te(packed, BranchMode.Vrf(log)).vector_filter(keep), arena, f"{t}, {k}")
+        indices = self._commit(self._over_tk(ctx, top).vector_logic(LogicBinaryOpI32.BitAnd, LOW), arena,
+                               f"{t}, {k}")
+        score_bits = self._commit(self._over_tk(ctx, top).vector_logic(LogicBinaryOpI32.BitAnd, HIGH), arena,
+                                  f"{t}, {k}")
+        scores_f32: Dm = score_bits.relabel()  # an alias of the same bytes, read as f32
+        object.__setattr__(scores_f32, "dtype", dt.f32)
+        # 3.3 the expert mask (rank < K: the one-hot of the TopK indices summed over K) and its cumsum over the
+        # tokens with the carried operand (L8627–8644, L8708–8721)
+        rank_te = rank.relabel(Element=m[f"{t}, {e}, 1 # 2"])
+        mask = self._commit(over_te(rank_te).vector_fxp(FxpBinaryOp.SubFxp, self.sk)
+                            .vector_fxp(FxpBinaryOp.LogicRightShift, 31), arena, f"{t}, {e}")
+        log_t = self._vec_vrf(ctx, arena, log_t_dm, t)
+        cumsum = self._commit(over_te(mask, BranchMode.Vrf(log_t))
+                              .vector_fxp(FxpBinaryOp.AddFxp, OperandRead(branch=(1, 2)))
+                              .vector_write_operand(WriteOperand(branch=(0, 1))), arena, f"{t}, {e}")
+        # blocks per expert, one expert per time step (lane 0 of a padded packet): Num_Blocks = ceil(Count / B)
+        count = cumsum.view().tile(m[t], 1, m[e], self.st - 1)  # the last row of the cumsum: Count
+
+        def over_e(src: Any, branch: Any = BranchMode.Unconditional) -> Any:
+            return (ctx.main.begin(src).fetch(dt.i32, m[e], m["1 # 8"]).collect(m[e], m["1 # 8"]).vector_init()
+                    .vector_intra_slice_branch(branch))
+
+        blocks = self._commit(over_e(count).vector_fxp(FxpBinaryOp.AddFxp, self.sb - 1)
+                              .vector_fxp(FxpBinaryOp.ArithRightShift, self.shift), arena, f"{e}, 1 # 8")
+        # End = cumsum(Num_Blocks) over the experts (the carried operand again), then Start·B = (End − nb)·B
+        log_e = self._vec_vrf(ctx, arena, log_e_dm, e)
+        end = self._commit(over_e(blocks.view(), BranchMode.Vrf(log_e))
+                           .vector_fxp(FxpBinaryOp.AddFxp, OperandRead(branch=(1, 2)))
+                           .vector_write_operand(WriteOperand(branch=(0, 1))), arena, f"{e}, 1 # 8")
+        blocks_vrf = self._vrf(ctx, arena, blocks, e, "1 # 8", f"{e}, 1 # 8")
+        start_b = self._commit(over_e(end.view()).vector_fxp(FxpBinaryOp.SubFxp, blocks_vrf)
+                               .vector_fxp(FxpBinaryOp.LeftShift, self.shift), arena, f"{e}, 1 # 8")
+        start_vrf = self._vrf(ctx, arena, start_b, e, "1 # 8", f"{e}, 1 # 8")
+        # Scatter_Idx = Start·B + Token_Rank − 1 (L8661–8663): dense over (t, e), packed by the TopK's filter
+        # (its (t, k) order is the TopK indices' order), then − 1
+        plus1 = self._commit(over_te(cumsum, BranchMode.Vrf(log)).vector_fxp(FxpBinaryOp.AddFxp, start_vrf)
+                             .vector_filter(keep), arena, f"{t}, {k}")
+        scatter_idx = self._commit(self._over_tk(ctx, plus1).vector_fxp(FxpBinaryOp.SubFxp, 1), arena,
+                                   f"{t}, {k}")
+        # Expert_IDs[g] = #{e : End[e] <= g} (L8645–8660): Block_Range[g] broadcast over the experts' lanes,
+        # End[e] from the VRF; End − g − 1 = End + ~g is negative exactly where End <= g
+        end_vrf = self._vrf(ctx, arena, end, e, "1 # 8", f"{e}, 1 # 8")
+        expert_ids = self._commit(
+            ctx.main.begin(range_dm.view()).fetch(dt.i32, m[g], m[e]).collect(m[g], m[e]).vector_init()
+            .vector_intra_slice_branch(BranchMode.Unconditional)
+            .vector_logic(LogicBinaryOpI32.BitXor, -1)  # ~g
+            .vector_fxp(FxpBinaryOp.AddFxp, end_vrf)  # End[e] − g − 1
+            .vector_fxp(FxpBinaryOp.LogicRightShift, 31)  # 1 where End[e] <= g
+            .vector_split(m[f"{g}, {e} / 4"], m[f"{e} % 4"])
+            .vector_intra_slice_reduce(e, m[g], m["1 # 4"], IntraSliceReduceOpI32.AddSat)
+            .vector_pad_way8(m["1 # 8"]), arena, f"{g}, 1 # 2")
+        return Routing(packed=top, rank=rank, indices=indices, scores=scores_f32, mask=mask, cumsum=cumsum,
+                       blocks=blocks, end=end, expert_ids=expert_ids, scatter_idx=scatter_idx)
+
+    def _vec_vrf(self, ctx: Context, arena: Arena, dm: Dm, axis: str) -> Vrf:
+        """A vector over ``axis`` (one element per time step, lane 0 of a padded packet) into the VRF."""
+        return self._vrf(ctx, arena, dm, axis, "1 # 8", f"{axis}, 1 # 8")
+
+    def _over_tk(self, ctx: Context, src: Dm) -> Any:
+        m, t, k = self.ax.m, self.t, self.k
+        return (ctx.main.begin(src.view()).fetch(dt.i32, m[t], m[f"{k} # 8"]).collect(m[t], m[f"{k} # 8"])
+                .vector_init().vector_intra_slice_branch(BranchMode.Unconditional))
+
+
+def logger(n: int) -> np.ndarray:
+    """The static branch logger of a cumsum over n steps (L8712–8718): 0 first, 1 inside, 2 last."""
+    ids = np.ones(n, np.int32)
+    ids[0] = 0
+    if n > 1:
+        ids[-1] = 2
+    return ids
