@@ -38,9 +38,14 @@ from visa.context import Context
 from visa.engines.vector import (
     BinaryArgMode,
     BranchMode,
+    FpBinaryOp,
+    FpDivBinaryOp,
+    FpMulAlu,
+    FpUnaryOp,
     FxpBinaryOp,
     GroupId,
     InputCmp,
+    IntraSliceReduceOpF32,
     IntraSliceReduceOpI32,
     LogicBinaryOpI32,
     OperandRead,
@@ -53,7 +58,7 @@ from visa.kernels.memory import Arena
 from visa.mapping import AxisSet
 from visa.tensors.handles import DmTensor, HbmTensor, HbmTensorView, VrfTensor
 
-__all__ = ["MoeRouting", "Routing", "grid_size"]
+__all__ = ["MoeRouting", "Routing", "TokenRows", "grid_size", "logger"]
 
 Dm = DmTensor[Any, Any, Any, Any, Any]
 Vrf = VrfTensor[Any, Any, Any, Any, Any]
@@ -276,3 +281,78 @@ def logger(n: int) -> np.ndarray:
     if n > 1:
         ids[-1] = 2
     return ids
+
+
+class TokenRows:
+    """The per-token float work of an MoE block, one token per slice (``Slice = m["T # 256"]``, L1081): the
+    routing weights ``softmax`` over the K selected scores (L8590–8594) and the combine's weighted sum
+    ``Σ_k w[t, k] · y[t, k, :]`` (L8697–8705).  K sits in the packet (at most 4, one Way4 packet of f32,
+    L4731): every reduction over K is one ``vector_intra_slice_reduce``; a per-token statistic reaches the next
+    pass through the VRF (loaded by the sub context, L5063–5081)."""
+
+    def __init__(self, ax: AxisSet, t: str = "T", k: str = "K", d: str = "D") -> None:
+        call = f"visa.kernels.moe.TokenRows({t!r}, {k!r}, {d!r})"
+        st, sk = ax.size(t), ax.size(k)
+        if st > 256:
+            raise HardwareLimitError(f"{t} = {st} tokens need more than the 256 slices of a cluster, one per slice "
+                                     "(L1081)", call=call, level="Slice", mapping=f'm["{t}"]', axis=t,
+                                     fix="split the tokens into tiles of at most 256")
+        if sk > 4:
+            raise LayoutError(f"{k} = {sk}: the K selected values of a token are one Way4 packet of f32 (L4731)",
+                              call=call, level="Packet", mapping=f'm["{k}"]', axis=k,
+                              fix="select at most 4 experts per token, or split K into groups of 4")
+        m = ax.m
+        self.ax, self.t, self.k, self.d = ax, t, k, d
+        self.cluster, self.slice = m["1 # 2"], (m[f"{t} # 256"] if st < 256 else m[t])
+
+    def spread(self, ctx: Context, arena: Arena, src: Dm | HbmIn) -> Dm:
+        """A ``m["T, K"]`` tensor (e.g. the routing's TopK scores) moved to one token per slice (``m["K"]``)."""
+        m = self.ax.m
+        return src.to_dm(self.cluster, self.slice, m[self.k], ctx.tdma, arena.take_dm(4 * m[self.k].size))
+
+    def _k(self, ctx: Context, src: Dm) -> Any:
+        m, k = self.ax.m, self.k
+        return (ctx.main.begin(src.view()).fetch(dt.f32, m["1"], m[f"{k} # 8"]).collect(m["1"], m[f"{k} # 8"])
+                .vector_init().vector_intra_slice_branch(BranchMode.Unconditional).vector_trim_way4(m[f"{k} # 4"]))
+
+    def _stat(self, ctx: Context, arena: Arena, s: Any, op: IntraSliceReduceOpF32) -> Vrf:
+        m = self.ax.m
+        out = (s.vector_intra_slice_reduce(self.k, m["1"], m["1 # 4"], op).vector_pad_way8(m["1 # 8"])
+               .vector_final().commit(m["1 # 8"], arena.take_dm(32)))
+        vrf: Vrf = (ctx.sub.begin(out.view()).fetch(dt.f32, m["1"], m["1 # 8"]).collect(m["1"], m["1 # 8"])
+                    .to_vrf(m["1 # 8"], arena.take_vrf(32)))
+        return vrf
+
+    def softmax(self, ctx: Context, arena: Arena, scores: Dm) -> Dm:
+        """``exp(s − max) / Σ exp(s − max)`` over K per token (f32 in, f32 out, ``m["K"]`` per slice): the max,
+        the sum of exponentials and the quotient are three passes."""
+        m = self.ax.m
+        out_addr = arena.take_dm(32)
+        with arena.scratch():
+            mx = self._stat(ctx, arena, self._k(ctx, scores), IntraSliceReduceOpF32.Max)
+            total = self._stat(ctx, arena, self._k(ctx, scores).vector_fp_binary(FpBinaryOp.SubF, mx)
+                               .vector_fp_unary(FpUnaryOp.Exp), IntraSliceReduceOpF32.Add)
+            s = (self._k(ctx, scores).vector_fp_binary(FpBinaryOp.SubF, mx).vector_fp_unary(FpUnaryOp.Exp)
+                 .vector_fp_div(FpDivBinaryOp.DivF, total).vector_pad_way8(m[f"{self.k} # 8"]))
+            out: Dm = s.vector_final().commit(m[self.k], out_addr)
+        return out
+
+    def to_vrf(self, ctx: Context, arena: Arena, w: Dm) -> Vrf:
+        """The per-token weights (``m["K"]`` f32) into the VRF, for :meth:`weighted_sum`."""
+        m = self.ax.m
+        vrf: Vrf = (ctx.sub.begin(w.view()).fetch(dt.f32, m["1"], m[f"{self.k} # 8"])
+                    .collect(m["1"], m[f"{self.k} # 8"]).to_vrf(m[f"{self.k} # 8"], arena.take_vrf(32)))
+        return vrf
+
+    def weighted_sum(self, ctx: Context, arena: Arena, y: Dm, w: Vrf) -> Dm:
+        """``Σ_k w[k] · y[k, d]`` per token: ``y`` is the combine gather's ``m["K, D"]`` (bf16, fetched as f32,
+        L1960) read with K in the packet and D on Time; one product and a K-term sum in f32 per output.  Returns
+        f32 ``m["D, 1 # 8"]`` per slice (one flit per output; :meth:`store` writes the ``[T, D]`` tensor)."""
+        m, k, d = self.ax.m, self.k, self.d
+        out: Dm = (ctx.main.begin(y.view()).fetch(dt.f32, m[d], m[f"{k} # 8"]).collect(m[d], m[f"{k} # 8"])
+                   .vector_init().vector_intra_slice_branch(BranchMode.Unconditional).vector_trim_way4(m[f"{k} # 4"])
+                   .vector_fp_binary(FpBinaryOp.MulF(FpMulAlu.Mul0), w)
+                   .vector_intra_slice_reduce(k, m[d], m["1 # 4"], IntraSliceReduceOpF32.Add)
+                   .vector_pad_way8(m["1 # 8"]).vector_final()
+                   .commit(m[f"{d}, 1 # 8"], arena.take_dm(32 * m[d].size)))
+        return out
