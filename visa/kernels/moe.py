@@ -106,11 +106,13 @@ class MoeRouting:
     def __init__(self, ax: AxisSet, t: str = "T", e: str = "E", k: str = "K", b: str = "Bt", g: str = "G") -> None:
         call = f"visa.kernels.MoeRouting({t!r}, {e!r}, {k!r}, {b!r})"
         st, se, sk, sb = ax.size(t), ax.size(e), ax.size(k), ax.size(b)
-        if se % 4 or se > 16:
-            raise LayoutError(f"{e} = {se}: the ranks are reduced over four-lane packets and are ExecutionIds of "
-                              "a branch log (0..15, L4802)", call=call, level="Packet", mapping=f'm["{e}"]', axis=e,
-                              fix=f"pad {e} to a multiple of 4 (at most 16) with experts whose router weights are "
-                                  "very negative")
+        if se not in (4, 8):
+            raise LayoutError(f"{e} = {se}: a token's expert scores are one packet, packed by FilterCompaction "
+                              "within it (L8580–8584), so E fits one 32-byte flit of i32 (L3544), and the ranks are "
+                              "reduced over four-lane packets (L4842–4871): E is 4 or 8", call=call,
+                              level="Packet", mapping=f'm["{e}"]', axis=e,
+                              fix=f"pad {e} to 4 or 8 with experts whose router scores are very negative (never "
+                                  "selected), or route hierarchically over groups of 8")
         if not 1 <= sk <= se:
             raise LayoutError(f"{k} = {sk} must be between 1 and {e} = {se}", call=call, level="Element",
                               mapping=f'm["{k}"]', axis=k, fix=f"select at most {se} experts")
@@ -131,6 +133,8 @@ class MoeRouting:
         self.ax, self.t, self.e, self.k, self.b, self.g = ax, t, e, k, b, g
         self.st, self.se, self.sk, self.sb = st, se, sk, sb
         self.shift = sb.bit_length() - 1
+        # the (token, k) Element: K padded to an even count, as a commit writes whole 8-byte words (L2236)
+        self.tk = f"{t}, {k}" if sk % 2 == 0 else f"{t}, {k} # {sk + 1}"
         m = ax.m
         self.chip, self.cluster, self.slice = m["1"], m["1 # 2"], m["1 # 256"]
 
@@ -144,7 +148,12 @@ class MoeRouting:
 
     def constant_text(self) -> dict[str, str]:
         """Each constant's Element text (for ``HostTensor.from_numpy`` and ``to_hbm``)."""
-        return {"index": self.e, "block_range": self.g, "log_t": self.t, "log_e": self.e}
+        return {"index": self.e, "block_range": self._even(self.g), "log_t": self._even(self.t), "log_e": self.e}
+
+    def _even(self, axis: str) -> str:
+        """A vector over ``axis`` padded to an even count of i32 (DMA packets are whole 8 bytes, L2424–2427)."""
+        size = self.ax.size(axis)
+        return axis if size % 2 == 0 else f"{axis} # {size + 1}"
 
     # -- helpers -----------------------------------------------------------------------------------------
     def _dm(self, ctx: Context, arena: Arena, src: HbmIn, element: str) -> Dm:
@@ -168,11 +177,13 @@ class MoeRouting:
         """Route ``scores`` (bf16 ``m["T, E"]`` in HBM, or a view of the router GEMM's padded output) with the
         constant tables of :meth:`constants` (in HBM, keyed as there).  Returns every stage in DM."""
         m, t, e, k, ei, ej, g = self.ax.m, self.t, self.e, self.k, self.ei, self.ej, self.g
+        pe, pj = self._packet(e), self._packet(ej)  # an expert axis in the packet: one 32-byte flit (L3544)
+        tk = self.tk
         s_dm = self._dm(ctx, arena, scores, f"{t}, {e}")
-        index = self._vrf(ctx, arena, self._dm(ctx, arena, consts["index"], e), "1", e, e)
-        log_t_dm = self._dm(ctx, arena, consts["log_t"], t)
+        index = self._vrf(ctx, arena, self._dm(ctx, arena, consts["index"], e), "1", pe, pe)
+        log_t_dm = self._dm(ctx, arena, consts["log_t"], self._even(t))
         log_e_dm = self._dm(ctx, arena, consts["log_e"], e)
-        range_dm = self._dm(ctx, arena, consts["block_range"], g)
+        range_dm = self._dm(ctx, arena, consts["block_range"], self._even(g))
 
         # 2.1 bit packing with the comparison trick (L8547–8555): the Branch stage's Comparison sets the group
         # bit (bit 3) of the negative scores, whose packed value the XOR flips
@@ -180,7 +191,7 @@ class MoeRouting:
                                           InputCmp.I32.Less(0)])
 
         def pack(flip: bool) -> Dm:
-            s = (ctx.main.begin(s_dm.view().bitcast(dt.i16)).fetch(dt.i32, m[t], m[e]).collect(m[t], m[e])
+            s = (ctx.main.begin(s_dm.view().bitcast(dt.i16)).fetch(dt.i32, m[t], m[pe]).collect(m[t], m[pe])
                  .vector_init().vector_intra_slice_branch(negative)
                  .vector_logic(LogicBinaryOpI32.LeftShift, 16).vector_logic(LogicBinaryOpI32.BitOr, index))
             if flip:
@@ -190,30 +201,30 @@ class MoeRouting:
         packed, cmp = pack(False), pack(True)
         # 2.2 parallel ranking (L8563–8575): rank[t, i] = #{j : cmp[t, j] > cmp[t, i]}; the stream is cmp[t, j]
         # broadcast over i, the VRF holds cmp[t, i]; (cmp_i − cmp_j) saturated, its sign bit, summed over j
-        cmp_i = self._vrf(ctx, arena, cmp.relabel(Element=m[f"{t}, {ei}"]), t, ei, f"{t}, {ei}")
-        rank = self._commit(
-            ctx.main.begin(cmp.relabel(Element=m[f"{t}, {ej}"]).view()).fetch(dt.i32, m[f"{t}, {ei}"], m[ej])
-            .collect(m[f"{t}, {ei}"], m[ej]).vector_init().vector_intra_slice_branch(BranchMode.Unconditional)
-            .vector_fxp_with_mode(FxpBinaryOp.SubFxpSat, BinaryArgMode.Mode10, cmp_i)
-            .vector_fxp(FxpBinaryOp.LogicRightShift, 31)
-            .vector_split(m[f"{t}, {ei}, {ej} / 4"], m[f"{ej} % 4"])
-            .vector_intra_slice_reduce(ej, m[f"{t}, {ei}"], m["1 # 4"], IntraSliceReduceOpI32.AddSat)
-            .vector_pad_way8(m["1 # 8"]), arena, f"{t}, {ei}, 1 # 2")
+        cmp_i = self._vrf(ctx, arena, cmp.relabel(Element=m[f"{t}, {ei}"]), t, self._packet(ei),
+                          f"{t}, {self._packet(ei)}")
+        diff = (ctx.main.begin(cmp.relabel(Element=m[f"{t}, {ej}"]).view()).fetch(dt.i32, m[f"{t}, {ei}"], m[pj])
+                .collect(m[f"{t}, {ei}"], m[pj]).vector_init().vector_intra_slice_branch(BranchMode.Unconditional)
+                .vector_fxp_with_mode(FxpBinaryOp.SubFxpSat, BinaryArgMode.Mode10, cmp_i)
+                .vector_fxp(FxpBinaryOp.LogicRightShift, 31))  # 1 where cmp_j > cmp_i
+        rank = self._commit(self._way4(diff, f"{t}, {ei}", ej)
+                            .vector_intra_slice_reduce(ej, m[f"{t}, {ei}"], m["1 # 4"], IntraSliceReduceOpI32.AddSat)
+                            .vector_pad_way8(m["1 # 8"]), arena, f"{t}, {ei}, 1 # 2")
         # the ranks as the branch log of every pass over (t, e) that keeps the K best
         log = self._vrf(ctx, arena, rank.relabel(Element=m[f"{t}, {e}, 1 # 2"]), f"{t}, {e} / 4",
                         f"{e} % 4, 1 # 2", f"{t}, {e}, 1 # 2")
         keep = ValidBranchIds.of(*range(self.sk))
 
         def over_te(src: Dm, branch: Any = BranchMode.Unconditional) -> Any:
-            return (ctx.main.begin(src.view()).fetch(dt.i32, m[t], m[e]).collect(m[t], m[e]).vector_init()
+            return (ctx.main.begin(src.view()).fetch(dt.i32, m[t], m[pe]).collect(m[t], m[pe]).vector_init()
                     .vector_intra_slice_branch(branch))
 
         # 2.3 filtering (FilterCompaction, L8580–8584) and unpacking (L8586–8589)
-        top = self._commit(over_te(packed, BranchMode.Vrf(log)).vector_filter(keep), arena, f"{t}, {k}")
+        top = self._commit(over_te(packed, BranchMode.Vrf(log)).vector_filter(keep), arena, tk)
         indices = self._commit(self._over_tk(ctx, top).vector_logic(LogicBinaryOpI32.BitAnd, LOW), arena,
-                               f"{t}, {k}")
+                               tk)
         score_bits = self._commit(self._over_tk(ctx, top).vector_logic(LogicBinaryOpI32.BitAnd, HIGH), arena,
-                                  f"{t}, {k}")
+                                  tk)
         scores_f32: Dm = score_bits.relabel()  # an alias of the same bytes, read as f32
         object.__setattr__(scores_f32, "dtype", dt.f32)
         # 3.3 the expert mask (rank < K: the one-hot of the TopK indices summed over K) and its cumsum over the
@@ -246,23 +257,34 @@ class MoeRouting:
         # Scatter_Idx = Start·B + Token_Rank − 1 (L8661–8663): dense over (t, e), packed by the TopK's filter
         # (its (t, k) order is the TopK indices' order), then − 1
         plus1 = self._commit(over_te(cumsum, BranchMode.Vrf(log)).vector_fxp(FxpBinaryOp.AddFxp, start_vrf)
-                             .vector_filter(keep), arena, f"{t}, {k}")
+                             .vector_filter(keep), arena, tk)
         scatter_idx = self._commit(self._over_tk(ctx, plus1).vector_fxp(FxpBinaryOp.SubFxp, 1), arena,
-                                   f"{t}, {k}")
+                                   tk)
         # Expert_IDs[g] = #{e : End[e] <= g} (L8645–8660): Block_Range[g] broadcast over the experts' lanes,
         # End[e] from the VRF; End − g − 1 = End + ~g is negative exactly where End <= g
         end_vrf = self._vrf(ctx, arena, end, e, "1 # 8", f"{e}, 1 # 8")
-        expert_ids = self._commit(
-            ctx.main.begin(range_dm.view()).fetch(dt.i32, m[g], m[e]).collect(m[g], m[e]).vector_init()
-            .vector_intra_slice_branch(BranchMode.Unconditional)
-            .vector_logic(LogicBinaryOpI32.BitXor, -1)  # ~g
-            .vector_fxp(FxpBinaryOp.AddFxp, end_vrf)  # End[e] − g − 1
-            .vector_fxp(FxpBinaryOp.LogicRightShift, 31)  # 1 where End[e] <= g
-            .vector_split(m[f"{g}, {e} / 4"], m[f"{e} % 4"])
-            .vector_intra_slice_reduce(e, m[g], m["1 # 4"], IntraSliceReduceOpI32.AddSat)
-            .vector_pad_way8(m["1 # 8"]), arena, f"{g}, 1 # 2")
+        below = (ctx.main.begin(range_dm.view()).fetch(dt.i32, m[g], m[pe]).collect(m[g], m[pe]).vector_init()
+                 .vector_intra_slice_branch(BranchMode.Unconditional)
+                 .vector_logic(LogicBinaryOpI32.BitXor, -1)  # ~g
+                 .vector_fxp(FxpBinaryOp.AddFxp, end_vrf)  # End[e] − g − 1
+                 .vector_fxp(FxpBinaryOp.LogicRightShift, 31))  # 1 where End[e] <= g
+        expert_ids = self._commit(self._way4(below, g, e)
+                                  .vector_intra_slice_reduce(e, m[g], m["1 # 4"], IntraSliceReduceOpI32.AddSat)
+                                  .vector_pad_way8(m["1 # 8"]), arena, f"{g}, 1 # 2")
         return Routing(packed=top, rank=rank, indices=indices, scores=scores_f32, mask=mask, cumsum=cumsum,
                        blocks=blocks, end=end, expert_ids=expert_ids, scatter_idx=scatter_idx)
+
+    def _packet(self, axis: str) -> str:
+        """An expert axis as a packet: padded to the flit's 8 lanes of i32 (L3544)."""
+        return axis if self.se == 8 else f"{axis} # 8"
+
+    def _way4(self, s: Any, time: str, axis: str) -> Any:
+        """The i32 packet over an expert axis in Way4 packets for the reduce over it (L4842–4871): E = 8
+        splits in two, E = 4 is the lower four lanes."""
+        m = self.ax.m
+        if self.se == 8:
+            return s.vector_split(m[f"{time}, {axis} / 4"], m[f"{axis} % 4"])
+        return s.vector_trim_way4(m[axis])
 
     def _vec_vrf(self, ctx: Context, arena: Arena, dm: Dm, axis: str) -> Vrf:
         """A vector over ``axis`` (one element per time step, lane 0 of a padded packet) into the VRF."""
@@ -287,7 +309,7 @@ class TokenRows:
     """The per-token float work of an MoE block, one token per slice (``Slice = m["T # 256"]``, L1081): the
     routing weights ``softmax`` over the K selected scores (L8590–8594) and the combine's weighted sum
     ``Σ_k w[t, k] · y[t, k, :]`` (L8697–8705).  K sits in the packet (at most 4, one Way4 packet of f32,
-    L4731): every reduction over K is one ``vector_intra_slice_reduce``; a per-token statistic reaches the next
+    L4731) — K is 2 or 4: every reduction over K is one ``vector_intra_slice_reduce``; a per-token statistic reaches the next
     pass through the VRF (loaded by the sub context, L5063–5081)."""
 
     def __init__(self, ax: AxisSet, t: str = "T", k: str = "K", d: str = "D") -> None:
@@ -297,10 +319,12 @@ class TokenRows:
             raise HardwareLimitError(f"{t} = {st} tokens need more than the 256 slices of a cluster, one per slice "
                                      "(L1081)", call=call, level="Slice", mapping=f'm["{t}"]', axis=t,
                                      fix="split the tokens into tiles of at most 256")
-        if sk > 4:
-            raise LayoutError(f"{k} = {sk}: the K selected values of a token are one Way4 packet of f32 (L4731)",
-                              call=call, level="Packet", mapping=f'm["{k}"]', axis=k,
-                              fix="select at most 4 experts per token, or split K into groups of 4")
+        if sk not in (2, 4):
+            raise LayoutError(f"{k} = {sk}: the K selected values of a token are one Way4 packet of f32 (L4731), "
+                              "moved by DMAs in whole 8-byte words (L2424–2427): K is 2 or 4", call=call,
+                              level="Packet", mapping=f'm["{k}"]', axis=k,
+                              fix="select 2 or 4 experts per token (top-1: the weight is 1 and the combine a "
+                                  "gather), or split K into groups of 4")
         m = ax.m
         self.ax, self.t, self.k, self.d = ax, t, k, d
         self.cluster, self.slice = m["1 # 2"], (m[f"{t} # 256"] if st < 256 else m[t])
