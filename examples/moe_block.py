@@ -56,7 +56,7 @@ import ml_dtypes
 import numpy as np
 import numpy.typing as npt
 
-from visa import AxisSet, Context, HbmTensor, HostTensor, bf16, device, f32, i32, launch
+from visa import AxisSet, Context, HbmTensor, HostTensor, bf16, device, i32, launch
 from visa.kernels import Arena, Gemm, bounds
 from visa.kernels.moe import MoeRouting, TokenRows
 
@@ -73,6 +73,11 @@ F64 = npt.NDArray[np.float64]
 ARENA = Arena()
 
 
+def block_rows(blocked: Hbm, g: int) -> Any:
+    """Block g's B rows of a ``[G·B, D]`` tensor, seen as ``m["Bt, D"]``."""
+    return blocked.view().tile(m["G_r"], BLOCK, m[f"G_r = {BLOCK}, D"], g * BLOCK).relabel(m["Bt, D"])
+
+
 def expert_block(ctx: Context, arena: Arena, routing: Any, g: int, x_blocked: Hbm, y_blocked: Hbm, w_up: Hbm,
                  w_down: Hbm, out: dict[str, Any]) -> None:
     """Block g: guard on its expert id; if live, gather the expert's weights and run the two GEMMs, writing
@@ -82,10 +87,10 @@ def expert_block(ctx: Context, arena: Arena, routing: Any, g: int, x_blocked: Hb
         return  # an empty block: only the guard ran (L8616)
     wu = w_up.view().gather(m["E"], eid).to_hbm(m["1"], m["One, F, D"], ctx.tdma, arena.take_hbm(2 * F * D))
     wd = w_down.view().gather(m["E"], eid).to_hbm(m["1"], m["One, D, F"], ctx.tdma, arena.take_hbm(2 * F * D))
-    rows = x_blocked.view().tile(m["G_r"], BLOCK, m[f"G_r = {BLOCK}, D"], g * BLOCK).relabel(m["Bt, D"])
+    rows = block_rows(x_blocked, g)
     up = out[f"up{g}"] = UP(ctx, arena, rows, wu.view().relabel(m["F, D"]))
     y = DOWN(ctx, arena, up, wd.view().relabel(m["D, F"]))
-    y.to_hbm_view(y_blocked.view().tile(m["G_r"], BLOCK, m[f"G_r = {BLOCK}, D"], g * BLOCK).relabel(m["Bt, D"]), ctx.tdma)
+    y.to_hbm_view(block_rows(y_blocked, g), ctx.tdma)
 
 
 @device(chip=1)

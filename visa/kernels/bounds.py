@@ -93,4 +93,5 @@ def weighted_sum(y: F64, w: F64) -> F64:
     ``[T, K]``): each product rounds once in f32 (u) and the K-term sum carries γ_K: γ_{K+1}·Σ_k |w y|; plus the
     least f32 subnormal for products that underflow."""
     k = y.shape[1]
-    return gamma(k + 1) * np.einsum("tkd,tk->td", np.abs(y), np.abs(w)) + 2.0**-149
+    out: F64 = gamma(k + 1) * np.einsum("tkd,tk->td", np.abs(y), np.abs(w)) + 2.0**-149
+    return out

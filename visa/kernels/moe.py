@@ -28,6 +28,7 @@ branch loggers, L8541, L8622, L8712) come from :meth:`MoeRouting.constants`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -173,10 +174,10 @@ class MoeRouting:
         return out
 
     # -- the passes --------------------------------------------------------------------------------------
-    def __call__(self, ctx: Context, arena: Arena, scores: HbmIn, consts: dict[str, HbmIn]) -> Routing:
+    def __call__(self, ctx: Context, arena: Arena, scores: HbmIn, consts: Mapping[str, HbmIn]) -> Routing:
         """Route ``scores`` (bf16 ``m["T, E"]`` in HBM, or a view of the router GEMM's padded output) with the
         constant tables of :meth:`constants` (in HBM, keyed as there).  Returns every stage in DM."""
-        m, t, e, k, ei, ej, g = self.ax.m, self.t, self.e, self.k, self.ei, self.ej, self.g
+        m, t, e, ei, ej, g = self.ax.m, self.t, self.e, self.ei, self.ej, self.g
         pe, pj = self._packet(e), self._packet(ej)  # an expert axis in the packet: one 32-byte flit (L3544)
         tk = self.tk
         s_dm = self._dm(ctx, arena, scores, f"{t}, {e}")
@@ -308,9 +309,10 @@ def logger(n: int) -> np.ndarray:
 class TokenRows:
     """The per-token float work of an MoE block, one token per slice (``Slice = m["T # 256"]``, L1081): the
     routing weights ``softmax`` over the K selected scores (L8590–8594) and the combine's weighted sum
-    ``Σ_k w[t, k] · y[t, k, :]`` (L8697–8705).  K sits in the packet (at most 4, one Way4 packet of f32,
-    L4731) — K is 2 or 4: every reduction over K is one ``vector_intra_slice_reduce``; a per-token statistic reaches the next
-    pass through the VRF (loaded by the sub context, L5063–5081)."""
+    ``Σ_k w[t, k] · y[t, k, :]`` (L8697–8705).  K sits in the packet (one Way4 packet of f32, L4731; moved by
+    DMAs in whole 8-byte words, L2424–2427: K is 2 or 4), so every reduction over K is one
+    ``vector_intra_slice_reduce``; a per-token statistic reaches the next pass through the VRF (loaded by the sub
+    context, L5063–5081)."""
 
     def __init__(self, ax: AxisSet, t: str = "T", k: str = "K", d: str = "D") -> None:
         call = f"visa.kernels.moe.TokenRows({t!r}, {k!r}, {d!r})"
