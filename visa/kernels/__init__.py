@@ -9,12 +9,14 @@ one ``@device`` function.
 - :class:`Gemm`: ``x[M, K] · w[N, K]ᵀ`` tiled along K and N with f32 partials (GEMV when M = 1 … 32).
 - :mod:`visa.kernels.bounds`: each kernel's derived error bound against a float64 numpy reference.
 - :class:`Attention`: single-head ``softmax(q Kᵀ/√d_k) V`` over a given cache, composed of the two above.
+- :mod:`visa.kernels.moe`: the MoE block's routing (branchless TopK with FilterCompaction, expert mask, cumsums by
+  the carried operand, Expert_IDs, Scatter_Idx) and its per-token float work (routing softmax, weighted sum).
 """
 
-from visa.kernels import bounds
+from visa.kernels import bounds, moe
 from visa.kernels.attention import Attention
 from visa.kernels.gemm import Gemm
 from visa.kernels.memory import Arena
 from visa.kernels.rows import Rows
 
-__all__ = ["Arena", "Attention", "Gemm", "Rows", "bounds"]
+__all__ = ["Arena", "Attention", "Gemm", "Rows", "bounds", "moe"]
