@@ -18,6 +18,9 @@ T = 16 tokens of D = 64 go through a router (E = 8 experts, top K = 2) and the b
 7. combine: ``y_restored = gather(y_blocked, Scatter_Idx)`` (L8692–8695) into one token per slice, and
    ``moe_out = Σ_k w[t, k] · y_restored[t, k]`` (L8697–8705) — :class:`~visa.kernels.moe.TokenRows`.
 
+The block is :class:`~visa.kernels.moe.MoeBlock`, built for the sizes of an ``AxisSet``; ``run(block=...)``
+checks it at other sizes too (``tests/kernels/test_moe.py``).
+
 Departures from the manual, with lines:
 
 - **Scale**: T = 16, D = 64, F = 128, E = 8, K = 2, B = 4 rows per block (the manual: E typically 128, K of
@@ -57,65 +60,30 @@ import numpy as np
 import numpy.typing as npt
 
 from visa import AxisSet, Context, HbmTensor, HostTensor, bf16, device, i32, launch
-from visa.kernels import Arena, Gemm, bounds
-from visa.kernels.moe import MoeRouting, TokenRows
+from visa.kernels import Arena, bounds
+from visa.kernels.moe import MoeBlock
 
-T, D, F, E, K, BLOCK, R = 16, 64, 128, 8, 2, 4, 32
-AX = AxisSet(T=T, D=D, F=F, E=E, K=K, Bt=BLOCK, R=R, One=1)
-ROUTING = MoeRouting(AX, "T", "E", "K", "Bt", "G")  # declares G (the worst-case grid), G_r = G · Bt, E_i, E_j
-G = ROUTING.grid
-m = AX.m
-ROUTER = Gemm(AX, "T", "R", "D")
-UP, DOWN = Gemm(AX, "Bt", "F", "D"), Gemm(AX, "Bt", "D", "F")
-TOKENS = TokenRows(AX, "T", "K", "D")
+T, D, F, E, K, BLOCK = 16, 64, 128, 8, 2, 4
+AX = AxisSet(T=T, D=D, F=F, E=E, K=K, Bt=BLOCK)
+MOE = MoeBlock(AX)  # declares G (the worst-case grid), G_r = G · Bt, E_i, E_j, E_r (router columns), One_
+G = MOE.routing.grid
 Hbm = HbmTensor[Any, Any, Any]
 F64 = npt.NDArray[np.float64]
 ARENA = Arena()
 
 
-def block_rows(blocked: Hbm, g: int) -> Any:
-    """Block g's B rows of a ``[G·B, D]`` tensor, seen as ``m["Bt, D"]``."""
-    return blocked.view().tile(m["G_r"], BLOCK, m[f"G_r = {BLOCK}, D"], g * BLOCK).relabel(m["Bt, D"])
+def kernel(block: MoeBlock) -> Any:
+    """The ``@device`` kernel running ``block`` (the MoE block of :mod:`visa.kernels.moe`) on HBM inputs."""
 
-
-def expert_block(ctx: Context, arena: Arena, routing: Any, g: int, x_blocked: Hbm, y_blocked: Hbm, w_up: Hbm,
-                 w_down: Hbm, out: dict[str, Any]) -> None:
-    """Block g: guard on its expert id; if live, gather the expert's weights and run the two GEMMs, writing
-    the block's rows of ``y_blocked`` in place."""
-    eid = routing.expert_ids.view().tile(m["G"], 1, m["One, 1 # 2"], g).as_tensor()  # Expert_IDs[g]
-    if not ctx.main.when(eid, lambda e: e < E):
-        return  # an empty block: only the guard ran (L8616)
-    wu = w_up.view().gather(m["E"], eid).to_hbm(m["1"], m["One, F, D"], ctx.tdma, arena.take_hbm(2 * F * D))
-    wd = w_down.view().gather(m["E"], eid).to_hbm(m["1"], m["One, D, F"], ctx.tdma, arena.take_hbm(2 * F * D))
-    rows = block_rows(x_blocked, g)
-    up = out[f"up{g}"] = UP(ctx, arena, rows, wu.view().relabel(m["F, D"]))
-    y = DOWN(ctx, arena, up, wd.view().relabel(m["D, F"]))
-    y.to_hbm_view(block_rows(y_blocked, g), ctx.tdma)
-
-
-@device(chip=1)
-def moe(ctx: Context, x: Hbm, w_router: Hbm, w_up: Hbm, w_down: Hbm, x_blocked: Hbm, y_blocked: Hbm,
-        index: Hbm, block_range: Hbm, log_t: Hbm, log_e: Hbm) -> dict[str, Any]:
-    """The MoE block for the T tokens; returns every intermediate for the checks."""
-    out: dict[str, Any] = {}
-    with ARENA.scratch() as arena:  # on-chip memory is the launch's; HBM results persist
-        scores = out["scores"] = ROUTER(ctx, arena, x, w_router)
+    @device(chip=1)
+    def moe(ctx: Context, x: Hbm, w_router: Hbm, w_up: Hbm, w_down: Hbm, x_blocked: Hbm, y_blocked: Hbm,
+            index: Hbm, block_range: Hbm, log_t: Hbm, log_e: Hbm) -> dict[str, Any]:
+        """The MoE block for the T tokens; returns every intermediate for the checks."""
         consts = {"index": index, "block_range": block_range, "log_t": log_t, "log_e": log_e}
-        routing = out["routing"] = ROUTING(ctx, arena, scores.view().relabel(m[f"T, E # {R}"]), consts)
-        weights = out["weights"] = TOKENS.softmax(ctx, arena, TOKENS.spread(ctx, arena, routing.scores))
-        # dispatch (L8664–8672): x broadcast over K by the DMA, scattered to the rows Scatter_Idx[t, k]
-        x_k = x.view().to_hbm(m["1"], m["T, K, D"], ctx.tdma, arena.take_hbm(2 * T * K * D))
-        x_k.to_hbm_view(x_blocked.view().scatter(m["G_r"], routing.scatter_idx), ctx.tdma)
-        out["guards"] = len(ctx.schedule.ops)
-        for g in range(G):
-            expert_block(ctx, arena, routing, g, x_blocked, y_blocked, w_up, w_down, out)
-        out["blocks_end"] = len(ctx.schedule.ops)
-        # combine (L8690–8705): gather each (t, k)'s row back, one token per slice; weighted sum over K
-        y_restored = out["y_restored"] = y_blocked.view().gather(m["G_r"], routing.scatter_idx).to_dm(
-            TOKENS.cluster, TOKENS.slice, m["K, D"], ctx.tdma, arena.take_dm(2 * K * D))
-        summed = TOKENS.weighted_sum(ctx, arena, y_restored, TOKENS.to_vrf(ctx, arena, weights))
-        out["moe_out"] = summed.to_hbm(m["T, D"], ctx.tdma, arena.take_hbm(4 * T * D))
-    return out
+        with ARENA.scratch() as arena:  # on-chip memory is the launch's; HBM results persist
+            return block(ctx, arena, x, w_router, w_up, w_down, x_blocked, y_blocked, consts)
+
+    return moe
 
 
 def bf(array: npt.ArrayLike) -> F64:
@@ -154,97 +122,88 @@ def check(name: str, got: F64, want: F64, bound: F64 | float, errors: dict[str, 
     errors[name] = max(errors.get(name, 0.0), float(np.max(err)))
 
 
-def run(seed: int = 5, skew: float = 0.0) -> dict[str, Any]:
-    """Run the block on random inputs (``skew`` biases the router towards the first experts, emptying the
+def run(seed: int = 5, skew: float = 0.0, block: MoeBlock = MOE) -> dict[str, Any]:
+    """Run ``block`` on random inputs (``skew`` biases the router towards the first experts, emptying the
     others' blocks), check every stage; returns the errors, the live blocks and the schedule facts."""
+    t, d, f, e, k, nb = (block.sizes[n] for n in (block.t, block.d, block.f, block.e, block.k, block.b))
+    grid, r, mm = block.routing.grid, block.ax.size(block.r), block.ax.m
     rng = np.random.default_rng(seed)
-    x = bf(rng.standard_normal((T, D)))
-    w_router = np.zeros((R, D))
-    w_router[:E] = bf(rng.standard_normal((E, D)) / math.sqrt(D))
-    w_router[:E] += bf(skew * np.linspace(1, -1, E)[:, None] * np.sign(x.mean(axis=0))[None, :] / math.sqrt(D))
+    x = bf(rng.standard_normal((t, d)))
+    w_router = np.zeros((r, d))
+    w_router[:e] = rng.standard_normal((e, d)) / math.sqrt(d)
+    w_router[:e] += skew * np.linspace(1, -1, e)[:, None] * np.sign(x.mean(axis=0))[None, :] / math.sqrt(d)
     w_router = bf(w_router)
-    w_up = bf(rng.standard_normal((E, F, D)) / math.sqrt(D))
-    w_down = bf(rng.standard_normal((E, D, F)) / math.sqrt(F))
+    w_up = bf(rng.standard_normal((e, f, d)) / math.sqrt(d))
+    w_down = bf(rng.standard_normal((e, d, f)) / math.sqrt(f))
     ctx = Context.acquire()
-
-    def put(name: str, array: npt.ArrayLike, dtype: type, text: str, address: int) -> Hbm:
-        axes_ = " ".join(a.strip() for a in text.split(",") if not a.strip().startswith("1"))
-        host = HostTensor.from_numpy(np.asarray(array, np.float32 if dtype is bf16 else np.int32), dtype, m[text],
-                                     axes=axes_)
-        return host.to_hbm(m["1"], m[text], ctx.pdma, address)
-
-    consts = ROUTING.constants()
-    text = ROUTING.constant_text()
-    args = [put("x", x, bf16, "T, D", 0), put("w_router", w_router, bf16, "R, D", 1 << 24),
-            put("w_up", w_up, bf16, "E, F, D", 2 << 24), put("w_down", w_down, bf16, "E, D, F", 3 << 24),
-            put("x_blocked", np.zeros((G * BLOCK, D)), bf16, "G_r, D", 4 << 24),
-            put("y_blocked", np.zeros((G * BLOCK, D)), bf16, "G_r, D", 5 << 24)]
-    args += [put(n, consts[n], i32, text[n], (6 + j) << 24) for j, n in enumerate(consts)]
+    consts = block.routing.constants()
+    host = {"x": x, "w_router": w_router, "w_up": w_up, "w_down": w_down, "x_blocked": np.zeros((grid * nb, d)),
+            "y_blocked": np.zeros((grid * nb, d)), **consts}
+    args = []
+    for j, (name, text) in enumerate(block.inputs_text().items()):
+        dtype = i32 if name in consts else bf16
+        names = " ".join(p.split("#")[0].strip() for p in text.split(","))
+        arr = np.asarray(host[name], np.int32 if dtype is i32 else np.float32)
+        args.append(HostTensor.from_numpy(arr, dtype, mm[text], axes=names).to_hbm(mm["1"], mm[text], ctx.pdma,
+                                                                                    j << 24))
     first = len(ctx.schedule.ops)
-    res = launch(moe, ctx, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7], args[8],
-                 args[9])  # spelled out: the plugin checks each argument
+    res = launch(kernel(block), ctx, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7],
+                 args[8], args[9])  # spelled out: the plugin checks each argument
     ops = [op for op in ctx.schedule.ops[first:] if op.track != "pdma"]
     cycles = max(op.end for op in ops) - min(op.start for op in ops)
-    r = res["routing"]
-    e: dict[str, float] = {}
+    rt = res["routing"]
+    errors: dict[str, float] = {}
+
+    def tk(tensor: Any) -> np.ndarray:  # an axis of size 1 sets no index: K = 1 reads as [T]
+        return np.asarray(tensor.logical(f"{block.t} {block.k}") if k > 1 else tensor.logical(block.t)[:, None])
 
     # 1. router (float): within the GEMM's bound
-    scores = np.asarray(args[0].logical("T D"), np.float64)  # x as the device holds it
-    got_scores = np.asarray(res["scores"].logical("T R"), np.float64)
-    check("router", got_scores, x @ w_router.T, bounds.gemm(x, w_router, ROUTER.k_tiles), e)
-    scores = got_scores[:, :E]
-    # 2., 4. routing (integer): exact
-    want = reference_routing(scores, K, BLOCK, G)
-    assert np.array_equal(r.rank.logical("T E_i"), want["rank"])
-    assert np.array_equal(r.indices.logical("T K"), want["indices"])
-    assert np.array_equal(r.scores.logical("T K"), want["scores"])  # exact: the bf16 scores as f32
-    assert np.array_equal(r.mask.logical("T E"), want["mask"])
-    assert np.array_equal(r.cumsum.logical("T E"), want["cumsum"])
-    assert np.array_equal(r.cumsum.logical("T E")[-1], want["count"])
-    assert np.array_equal(r.blocks.logical("E"), want["blocks"])
-    assert np.array_equal(r.end.logical("E"), want["end"])
-    assert np.array_equal(r.expert_ids.logical("G"), want["expert_ids"])
-    assert np.array_equal(r.scatter_idx.logical("T K"), want["scatter_idx"])
+    got_scores = np.asarray(res["scores"].logical(f"{block.t} {block.r}"), np.float64)
+    check("router", got_scores, x @ w_router.T, bounds.gemm(x, w_router, block.router.k_tiles), errors)
+    # 2., 4. routing (integer): exact, from the device's scores
+    want = reference_routing(got_scores[:, :e], k, nb, grid)
+    assert np.array_equal(rt.rank.logical(f"{block.t} {block.routing.ei}"), want["rank"])
+    assert np.array_equal(tk(rt.indices), want["indices"])
+    assert np.array_equal(tk(rt.scores), want["scores"])  # exact: the bf16 scores as f32
+    assert np.array_equal(rt.mask.logical(f"{block.t} {block.e}"), want["mask"])
+    assert np.array_equal(rt.cumsum.logical(f"{block.t} {block.e}"), want["cumsum"])
+    assert np.array_equal(rt.cumsum.logical(f"{block.t} {block.e}")[-1], want["count"])
+    assert np.array_equal(rt.blocks.logical(block.e), want["blocks"])
+    assert np.array_equal(rt.end.logical(block.e), want["end"])
+    assert np.array_equal(rt.expert_ids.logical(block.g), want["expert_ids"])
+    idx = want["scatter_idx"]
+    assert np.array_equal(tk(rt.scatter_idx), idx)
     # 3. routing weights (float, f32 out): softmax_rel of K terms (no bf16 rounding)
     top = want["scores"]
     ref_w = np.exp(top - top.max(axis=1, keepdims=True))
     ref_w /= ref_w.sum(axis=1, keepdims=True)
-    w = np.asarray(res["weights"].logical("T K"), np.float64)
+    w = tk(res["weights"]).astype(np.float64)
     spread = float(np.max(top.max(axis=1) - top.min(axis=1)))
-    check("routing weights", w, ref_w, bounds.softmax_rel(K, spread) * ref_w + 2.0**-149, e)
-    # 5. dispatch (data movement): exact
-    xb = np.asarray(args[4].logical("G_r D"), np.float64)
-    idx = want["scatter_idx"]
-    for t in range(T):
-        for k in range(K):
-            assert np.array_equal(xb[idx[t, k]], x[t])
-    untouched = np.setdiff1d(np.arange(G * BLOCK), idx.ravel())
-    assert not xb[untouched].any()
+    check("routing weights", w, ref_w, bounds.softmax_rel(k, spread) * ref_w + 2.0**-149, errors)
+    # 5. dispatch (data movement): exact; the rows no token fills stay zero
+    xb = np.asarray(args[4].logical(f"{block.gr} {block.d}"), np.float64)
+    assert np.array_equal(xb[idx], np.broadcast_to(x[:, None, :], (t, k, d)))
+    assert not np.delete(xb, idx.ravel(), axis=0).any()
     # 6. expert MLP per live block (float): each GEMM within its bound, on the device's inputs
-    yb = np.asarray(args[5].logical("G_r D"), np.float64)
+    yb = np.asarray(args[5].logical(f"{block.gr} {block.d}"), np.float64)
     ids = want["expert_ids"]
-    live = [g for g in range(G) if ids[g] < E]
+    live = [g for g in range(grid) if ids[g] < e]
     for g in live:
-        rows = xb[g * BLOCK:(g + 1) * BLOCK]
-        up = np.asarray(res[f"up{g}"].logical("Bt F"), np.float64)
-        check("expert up", up, rows @ w_up[ids[g]].T, bounds.gemm(rows, w_up[ids[g]], UP.k_tiles), e)
-        check("expert down", yb[g * BLOCK:(g + 1) * BLOCK], up @ w_down[ids[g]].T,
-              bounds.gemm(up, w_down[ids[g]], DOWN.k_tiles), e)
-    assert not yb[G_live_rows(len(live)):].any()  # the skipped blocks were never written
-    assert sorted(k for k in res if k.startswith("up")) == sorted(f"up{g}" for g in live)
+        rows = xb[g * nb:(g + 1) * nb]
+        up = np.asarray(res[f"up{g}"].logical(f"{block.b} {block.f}"), np.float64)
+        check("expert up", up, rows @ w_up[ids[g]].T, bounds.gemm(rows, w_up[ids[g]], block.up.k_tiles), errors)
+        check("expert down", yb[g * nb:(g + 1) * nb], up @ w_down[ids[g]].T,
+              bounds.gemm(up, w_down[ids[g]], block.down.k_tiles), errors)
+    assert live == list(range(len(live)))  # the live blocks are the first ones of the grid
+    assert not yb[len(live) * nb:].any()  # the skipped blocks were never written
+    assert sorted(n for n in res if n.startswith("up")) == sorted(f"up{g}" for g in live)
     # 7. combine: the gather is exact; the weighted sum within γ_{K+1} Σ |w y|
-    y_restored = np.asarray(res["y_restored"].logical("T K D"), np.float64)
+    y_restored = np.asarray(res["y_restored"].logical(f"{block.t} {block.k} {block.d}"), np.float64)
     assert np.array_equal(y_restored, yb[idx])
-    want_out = np.einsum("tkd,tk->td", y_restored, w)
-    got = np.asarray(res["moe_out"].logical("T D"), np.float64)
-    check("weighted sum", got, want_out, bounds.weighted_sum(y_restored, w), e)
-    return {"errors": e, "cycles": cycles, "live": live, "ctx": ctx, "guards": res["guards"],
+    got = np.asarray(res["moe_out"].logical(f"{block.t} {block.d}"), np.float64)
+    check("weighted sum", got, np.einsum("tkd,tk->td", y_restored, w), bounds.weighted_sum(y_restored, w), errors)
+    return {"errors": errors, "cycles": cycles, "live": live, "ctx": ctx, "guards": res["guards"],
             "blocks_end": res["blocks_end"], "expert_ids": ids}
-
-
-def G_live_rows(n_live: int) -> int:  # noqa: N802 — the manual's G
-    """The first row after the live blocks (the live blocks are the first ones of the grid)."""
-    return n_live * BLOCK
 
 
 def main() -> None:

@@ -21,7 +21,7 @@ from visa import AxisSet, Context, HostTensor, bf16, f32, i32
 from visa.engines.guard import guard_cycles
 from visa.errors import HardwareLimitError, LayoutError
 from visa.kernels import Arena, bounds
-from visa.kernels.moe import MoeRouting, TokenRows, grid_size, logger
+from visa.kernels.moe import MoeBlock, MoeRouting, TokenRows, grid_size, logger
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "moe_block.py"
 
@@ -184,3 +184,16 @@ def test_moe_block_every_stage_and_the_guard_cost_l8596_l8707() -> None:
     # the empty blocks together cost their guards: back to back on the main track
     tail = [op for span in spans[len(res["live"]):] for op in span]
     assert sum(op.cycles for op in tail) == len(empty) * guard_cycles(ctx.hw, 8)
+
+
+@pytest.mark.parametrize(("sizes", "skew"), [
+    ({"T": 32, "D": 32, "F": 64, "E": 4, "K": 4, "Bt": 8}, 0.0),  # every expert selected by every token
+    ({"T": 8, "D": 96, "F": 32, "E": 8, "K": 2, "Bt": 2}, 3.0),
+])
+def test_moe_block_other_shapes(sizes: dict[str, int], skew: float) -> None:
+    """The same block built by :class:`MoeBlock` for other sizes: every stage checked by the example's ``run``."""
+    block = MoeBlock(AxisSet(**sizes))
+    res = MOE.run(seed=11, skew=skew, block=block)
+    assert res["live"] and set(res["errors"]) >= {"router", "routing weights", "weighted sum"}
+    if sizes["K"] == sizes["E"]:  # each expert gets all T tokens: T / B full blocks each, the rest skipped
+        assert len(res["live"]) == sizes["E"] * sizes["T"] // sizes["Bt"] < block.routing.grid

@@ -59,7 +59,7 @@ from visa.kernels.memory import Arena
 from visa.mapping import AxisSet
 from visa.tensors.handles import DmTensor, HbmTensor, HbmTensorView, VrfTensor
 
-__all__ = ["MoeRouting", "Routing", "TokenRows", "grid_size", "logger"]
+__all__ = ["MoeBlock", "MoeRouting", "Routing", "TokenRows", "grid_size", "logger"]
 
 Dm = DmTensor[Any, Any, Any, Any, Any]
 Vrf = VrfTensor[Any, Any, Any, Any, Any]
@@ -381,4 +381,83 @@ class TokenRows:
                    .vector_intra_slice_reduce(k, m[d], m["1 # 4"], IntraSliceReduceOpF32.Add)
                    .vector_pad_way8(m["1 # 8"]).vector_final()
                    .commit(m[f"{d}, 1 # 8"], arena.take_dm(32 * m[d].size)))
+        return out
+
+
+class MoeBlock:
+    """The whole MoE block of the manual (L8527–8721) for the axes ``t`` (tokens), ``d`` (model), ``f`` (expert
+    hidden), ``e`` (experts), ``k`` (selected) and ``b`` (rows per block) of ``ax``: router GEMM,
+    :class:`MoeRouting`, routing weights, dispatch scatter, per-block guarded expert MLP with gathered weights,
+    combine gather and weighted sum.  Declares ``{e}_r`` (the router's 32 output columns, E of them scores) and
+    ``One_`` (an axis of size 1: one block's expert id) besides :class:`MoeRouting`'s axes.
+
+    Shapes: those of :class:`MoeRouting`, :class:`TokenRows` (K of 2 or 4) and :class:`~visa.kernels.Gemm`
+    (``T ≤ 32`` or a multiple of 32; ``D`` and ``F`` multiples of 32).
+    """
+
+    def __init__(self, ax: AxisSet, t: str = "T", d: str = "D", f: str = "F", e: str = "E", k: str = "K",
+                 b: str = "Bt", g: str = "G") -> None:
+        from visa.kernels.gemm import Gemm
+
+        self.routing = MoeRouting(ax, t, e, k, b, g)
+        self.r, self.one = f"{e}_r", "One_"
+        for name, size in ((self.r, 32 * -(-ax.size(e) // 32)), (self.one, 1)):
+            if name not in ax:
+                ax.declare(**{name: size})
+        self.router = Gemm(ax, t, self.r, d)
+        self.up, self.down = Gemm(ax, b, f, d), Gemm(ax, b, d, f)
+        self.tokens = TokenRows(ax, t, k, d)
+        self.ax, self.t, self.d, self.f, self.e, self.k, self.b, self.g = ax, t, d, f, e, k, b, g
+        self.gr = self.routing.gr
+        self.sizes = {name: ax.size(name) for name in (t, d, f, e, k, b)}
+
+    def inputs_text(self) -> dict[str, str]:
+        """The Element text of each HBM input, in the order :meth:`__call__` takes them (the constants last)."""
+        t, d, f, e = self.t, self.d, self.f, self.e
+        return {"x": f"{t}, {d}", "w_router": f"{self.r}, {d}", "w_up": f"{e}, {f}, {d}", "w_down": f"{e}, {d}, {f}",
+                "x_blocked": f"{self.gr}, {d}", "y_blocked": f"{self.gr}, {d}", **self.routing.constant_text()}
+
+    def block_rows(self, blocked: HbmTensor[Any, Any, Any], g: int) -> Any:
+        """Block g's B rows of a ``[G·B, D]`` tensor, seen as ``m["Bt, D"]`` (a tile view, no copy)."""
+        m, sb = self.ax.m, self.routing.sb
+        return blocked.view().tile(m[self.gr], sb, m[f"{self.gr} = {sb}, {self.d}"], g * sb).relabel(
+            m[f"{self.b}, {self.d}"])
+
+    def __call__(self, ctx: Context, arena: Arena, x: Any, w_router: Any, w_up: Any, w_down: Any, x_blocked: Any,
+                 y_blocked: Any, consts: Mapping[str, HbmIn]) -> dict[str, Any]:
+        """Run the block on HBM inputs (``x`` bf16 ``[T, D]``; ``w_router`` ``[32, D]`` with zero rows beyond E;
+        ``w_up`` ``[E, F, D]``; ``w_down`` ``[E, D, F]``; ``x_blocked`` and ``y_blocked`` ``[G·B, D]`` zeroed by
+        the host, the worst-case grid the compiler allocates, L8617–8620; the constants of
+        :meth:`MoeRouting.constants`).  Returns every intermediate: ``scores``, ``routing``, ``weights``,
+        ``up{g}`` for each live block, ``y_restored``, ``moe_out`` (f32 ``[T, D]`` in HBM) and the schedule
+        positions ``guards`` / ``blocks_end`` of the block loop."""
+        m, t, d, e, k = self.ax.m, self.t, self.d, self.e, self.k
+        st, sd, sk, se, sf = (self.sizes[n] for n in (t, d, k, e, self.f))
+        out: dict[str, Any] = {}
+        scores = out["scores"] = self.router(ctx, arena, x, w_router)
+        routing = out["routing"] = self.routing(ctx, arena, scores.view().relabel(m[f"{t}, {e} # {m[self.r].size}"]),
+                                                consts)
+        weights = out["weights"] = self.tokens.softmax(ctx, arena, self.tokens.spread(ctx, arena, routing.scores))
+        # dispatch (L8664–8672): x broadcast over K by a DMA, scattered to the rows Scatter_Idx[t, k]
+        x_k = x.view().to_hbm(m["1"], m[f"{t}, {k}, {d}"], ctx.tdma, arena.take_hbm(2 * st * sk * sd))
+        x_k.to_hbm_view(x_blocked.view().scatter(m[self.gr], routing.scatter_idx), ctx.tdma)
+        out["guards"] = len(ctx.schedule.ops)
+        for g in range(self.routing.grid):
+            eid = routing.expert_ids.view().tile(m[self.g], 1, m[f"{self.one}, 1 # 2"], g).as_tensor()
+            if not ctx.main.when(eid, lambda ids: ids < se):
+                continue  # an empty block: only the guard ran ("skip execution for empty Grids", L8616)
+            wu = w_up.view().gather(m[e], eid).to_hbm(m["1"], m[f"{self.one}, {self.f}, {d}"], ctx.tdma,
+                                                       arena.take_hbm(2 * sf * sd))
+            wd = w_down.view().gather(m[e], eid).to_hbm(m["1"], m[f"{self.one}, {d}, {self.f}"], ctx.tdma,
+                                                         arena.take_hbm(2 * sf * sd))
+            up = out[f"up{g}"] = self.up(ctx, arena, self.block_rows(x_blocked, g),
+                                         wu.view().relabel(m[f"{self.f}, {d}"]))
+            y = self.down(ctx, arena, up, wd.view().relabel(m[f"{d}, {self.f}"]))
+            y.to_hbm_view(self.block_rows(y_blocked, g), ctx.tdma)
+        out["blocks_end"] = len(ctx.schedule.ops)
+        # combine (L8690–8705): each (t, k)'s row back, one token per slice; the weighted sum over K
+        y_restored = out["y_restored"] = y_blocked.view().gather(m[self.gr], routing.scatter_idx).to_dm(
+            self.tokens.cluster, self.tokens.slice, m[f"{k}, {d}"], ctx.tdma, arena.take_dm(2 * sk * sd))
+        summed = self.tokens.weighted_sum(ctx, arena, y_restored, self.tokens.to_vrf(ctx, arena, weights))
+        out["moe_out"] = summed.to_hbm(m[f"{t}, {d}"], ctx.tdma, arena.take_hbm(4 * st * sd))
         return out
