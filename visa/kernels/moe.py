@@ -226,8 +226,7 @@ class MoeRouting:
                                tk)
         score_bits = self._commit(self._over_tk(ctx, top).vector_logic(LogicBinaryOpI32.BitAnd, HIGH), arena,
                                   tk)
-        scores_f32: Dm = score_bits.relabel()  # an alias of the same bytes, read as f32
-        object.__setattr__(scores_f32, "dtype", dt.f32)
+        scores_f32: Dm = score_bits.view().bitcast(dt.f32).as_tensor()  # the same bytes read as f32 (L8589)
         # 3.3 the expert mask (rank < K: the one-hot of the TopK indices summed over K) and its cumsum over the
         # tokens with the carried operand (L8627–8644, L8708–8721)
         rank_te = rank.relabel(Element=m[f"{t}, {e}, 1 # 2"])
