@@ -16,6 +16,8 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from visa import AxisSet, Context, HostTensor, bf16, f32, i32
 from visa.engines.guard import guard_cycles
@@ -197,3 +199,16 @@ def test_moe_block_other_shapes(sizes: dict[str, int], skew: float) -> None:
     assert res["live"] and set(res["errors"]) >= {"router", "routing weights", "weighted sum"}
     if sizes["K"] == sizes["E"]:  # each expert gets all T tokens: T / B full blocks each, the rest skipped
         assert len(res["live"]) == sizes["E"] * sizes["T"] // sizes["Bt"] < block.routing.grid
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(t=st.integers(2, 12), e=st.sampled_from([4, 8]), data=st.data(), block=st.sampled_from([1, 2, 4, 8]))
+def test_routing_property_against_brute_force(t: int, e: int, data: Any, block: int) -> None:
+    """Any T, E of 4 or 8, any K ≤ E, any power-of-two B, scores drawn from a few bf16 values (many ties,
+    negatives, ±0): the device's routing equals numpy's, exactly."""
+    k = data.draw(st.integers(1, e))
+    values = [-2.5, -1.0, -0.0, 0.0, 0.5, 1.0, 3.0]
+    scores = np.array(data.draw(st.lists(st.sampled_from(values), min_size=t * e, max_size=t * e)), np.float32)
+    scores = scores.reshape(t, e).astype(ml_dtypes.bfloat16)
+    routing, r, _ = _route(t, e, k, block, scores)
+    _assert_routing(routing, r, scores)
