@@ -126,6 +126,9 @@ def test_routing_refusals() -> None:
     with pytest.raises(HardwareLimitError, match="power of two") as err2:
         MoeRouting(AxisSet(T=8, E=8, K=2, Bt=3))
     assert err2.value.axis == "Bt" and err2.value.fix
+    with pytest.raises(LayoutError, match="at least two tokens|one i32") as err4:
+        MoeRouting(AxisSet(T=1, E=8, K=2, Bt=4))
+    assert err4.value.axis == "T" and "two tokens" in (err4.value.fix or "")
     with pytest.raises(LayoutError, match="between 1 and"):
         MoeRouting(AxisSet(T=8, E=8, K=9, Bt=4))
     with pytest.raises(LayoutError, match="has size 3, the routing needs"):

@@ -1,4 +1,4 @@
-"""Mixture-of-Experts routing on the Vector Engine: branchless TopK and the blockwise indices (manual L8432–8721).
+"""Mixture-of-Experts on the TCP (manual L8432–8721): branchless TopK, the blockwise indices, the whole block.
 
 :class:`MoeRouting` derives, from the sizes of four axes of an :class:`~visa.mapping.AxisSet` (tokens ``T``,
 experts ``E``, selected experts ``K`` and the block ``Bt``), the passes of the manual's "MoE Implementation on
@@ -15,11 +15,15 @@ TCP":
   indices summed over K); the carried operand ``OperandRead(1, 2)`` / ``WriteOperand(0, 1)`` with the static
   branch logger (0 first, 1 inside, 2 last) gives ``cumsum(mask)`` over the tokens; its last row is ``Count``.
 - **Blocks** (L8635–8641): ``Num_Blocks = (Count + B − 1) >> log2 B``; ``End = cumsum(Num_Blocks)`` over the
-  experts by the carried operand again (scaled by B in the same pass), ``Start·B − 1 = End·B − (Num_Blocks·B | 1)``.
+  experts by the carried operand again (one expert per time step); ``Start·B = (End − Num_Blocks) << log2 B``.
 - **Expert_IDs** (L8645–8660): ``Expert_IDs[g] = #{e : End[e] ≤ g}`` by an all-to-all compare of ``End``
   against ``Block_Range`` and a reduce over the experts — ``E`` for the empty trailing blocks.
 - **Scatter_Idx** (L8661–8663): ``Start[e]·B + cumsum[t, e] − 1`` over every (t, e), packed by the same
   filter as the TopK (ranks ``< K``), so that its (t, k) order is the TopK indices' order.
+
+:class:`TokenRows` does the per-token float work one token per slice (the routing softmax over K, the
+combine's weighted sum) and :class:`MoeBlock` composes the whole block: router GEMM, routing, dispatch scatter,
+per-block guarded expert GEMMs with gathered weights, combine gather, weighted sum.
 
 Everything runs in one slice (the routing tensors are small: ``T × E`` i32); the Element layouts are named in
 each method.  The constant tables the manual lists as inputs (``Index_expert``, ``Block_Range`` and the static
@@ -99,9 +103,10 @@ class MoeRouting:
     and ``b`` (rows per block) of ``ax``; declares ``g`` (the worst-case grid, :func:`grid_size`) and the
     helper axes ``{e}_i``, ``{e}_j`` (the compare's two expert axes) and ``{g}_r`` (blocks × rows) when absent.
 
-    Shapes: ``E`` a multiple of 4 (the rank and Expert_IDs reduce over four-lane packets, L4731), at most 16
-    (a branch log holds ExecutionIds 0..15, L4802); ``K ≤ E``; ``B`` a power of two (``ceil(Count / B)`` is a
-    shift); ``T`` any.
+    Shapes: ``E`` is 4 or 8 (a token's scores are one 32-byte packet of i32, packed by FilterCompaction within
+    it, L3544, L8580–8584; the ranks are reduced over four-lane packets, L4842–4871); ``1 ≤ K ≤ E`` (odd K is
+    padded to an even count in the ``[T, K]`` Elements); ``B`` a power of two up to 32 (``ceil(Count / B)`` is a
+    shift; a block is one GEMM M tile); ``T ≥ 2``.
     """
 
     def __init__(self, ax: AxisSet, t: str = "T", e: str = "E", k: str = "K", b: str = "Bt", g: str = "G") -> None:
@@ -114,6 +119,11 @@ class MoeRouting:
                               level="Packet", mapping=f'm["{e}"]', axis=e,
                               fix=f"pad {e} to 4 or 8 with experts whose router scores are very negative (never "
                                   "selected), or route hierarchically over groups of 8")
+        if st < 2:
+            raise LayoutError(f"{t} = {st}: an axis of size 1 sets no index, so the token vectors (the branch "
+                              "logger, L8712) would be one i32, below the 8-byte DMA word (L2424–2427)", call=call,
+                              level="Element", mapping=f'm["{t}"]', axis=t,
+                              fix="route at least two tokens (pad a single decode token with a dummy one)")
         if not 1 <= sk <= se:
             raise LayoutError(f"{k} = {sk} must be between 1 and {e} = {se}", call=call, level="Element",
                               mapping=f'm["{k}"]', axis=k, fix=f"select at most {se} experts")
