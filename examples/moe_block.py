@@ -213,6 +213,10 @@ def main() -> None:
         print(f"    {name:<18}{value:>10.2e} max |error| (within its derived bound)")
     print(f"    routing, dispatch, combine gather: exact; {len(res['live'])} of {G} blocks live "
           f"(Expert_IDs {res['expert_ids'].tolist()})")
+    ops = res["ctx"].schedule.ops[res["guards"]:res["blocks_end"]]
+    skipped = [op for op in ops if op.name.endswith("skip")]
+    print(f"    {len(skipped)} empty blocks cost their guards only: {sum(op.cycles for op in skipped)} cycles "
+          f"({', '.join(str(op.cycles) for op in skipped)})")
     print(f"    MoE block of {T} tokens: {res['cycles']} cycles on the device")
 
 
