@@ -11,8 +11,9 @@ T = 16 tokens of D = 64 go through a router (E = 8 experts, top K = 2) and the b
    and the static branch logger, L8708–8721), Count, Num_Blocks, the cumsum over the experts, Expert_IDs and
    Scatter_Idx (L8621–8663) — :class:`~visa.kernels.moe.MoeRouting`;
 5. dispatch: ``x_blocked[Scatter_Idx[t, k]] = x[t]`` by one scatter DMA (L8664–8672);
-6. per block g of the worst-case grid G = 14 (L8617–8620): ``ctx.main.when(expert_ids, …)`` guards the block
-   (an empty block costs only the guard, L8616); a live block gathers its expert's W_up and W_down by
+6. per block g of the worst-case grid G = 14 (L8617–8620): ``ctx.main.when(count, lambda n: n > 0)`` on the
+   block's token count guards it (an empty block costs only the guard, L8616); a live block gathers its
+   expert's W_up and W_down by
    ``table.view().gather(m["E"], id)`` (L8676–8681) and runs ``up = x_g · W_up[e]ᵀ``, ``y_g = up · W_down[e]ᵀ``
    (L8682–8684) — two :class:`~visa.kernels.Gemm`;
 7. combine: ``y_restored = gather(y_blocked, Scatter_Idx)`` (L8692–8695) into one token per slice, and
@@ -36,7 +37,9 @@ Departures from the manual, with lines:
 - **Expert_IDs** is ``#{e : End[e] ≤ g}`` (an all-to-all compare of the experts' block ends against
   Block_Range and a reduce), not ``filter_compaction(Grid)`` over ``E × G`` (L8648–8660): FilterCompaction
   packs within a packet (L2324, L8580–8584), and the Grid's rows are of data-dependent length across packets.
-  Empty trailing blocks get id E; a block is live iff its id is below E, which is what the guard tests.
+  Empty trailing blocks get id E.
+- **Block counts** (the guard's count; the manual only says "skip execution for empty Grids", L8616):
+  ``#{(t, e) kept : (Start[e]·B + Token_Rank − 1) >> log2 B = g}`` by an XOR with Block_Range and a reduce.
 - **TopK_Scores** are ``packed & 0xffff0000`` read as f32 (the bf16 bits in the upper half are the f32 of the
   same value) rather than ``>> 16`` read as bf16 (L8588); the values are identical.
 - **Routing weights** are f32 (the manual leaves their type open); the expert MLP is the manual's up/down
@@ -110,9 +113,11 @@ def reference_routing(scores: F64, k: int, block: int, grid: int) -> dict[str, n
                                     indices[:, :, None], axis=2)[:, :, 0]
     ids = np.full(grid, e)
     ids[:blocks.sum()] = np.repeat(np.arange(e), blocks)
+    scatter_idx = start[indices] * block + token_rank - 1
     return {"rank": rank, "indices": indices, "scores": top, "mask": keep.astype(np.int64),
+            "block_count": np.bincount(scatter_idx.ravel() // block, minlength=grid),
             "cumsum": np.cumsum(keep, axis=0), "count": count, "blocks": blocks, "end": np.cumsum(blocks),
-            "expert_ids": ids, "scatter_idx": start[indices] * block + token_rank - 1}
+            "expert_ids": ids, "scatter_idx": scatter_idx}
 
 
 def check(name: str, got: F64, want: F64, bound: F64 | float, errors: dict[str, float]) -> None:
@@ -173,6 +178,7 @@ def run(seed: int = 5, skew: float = 0.0, block: MoeBlock = MOE) -> dict[str, An
     assert np.array_equal(rt.expert_ids.logical(block.g), want["expert_ids"])
     idx = want["scatter_idx"]
     assert np.array_equal(tk(rt.scatter_idx), idx)
+    assert np.array_equal(rt.block_count.logical(block.g), want["block_count"])
     # 3. routing weights (float, f32 out): softmax_rel of K terms (no bf16 rounding)
     top = want["scores"]
     ref_w = np.exp(top - top.max(axis=1, keepdims=True))

@@ -71,6 +71,8 @@ def _assert_routing(routing: MoeRouting, r: Any, scores: np.ndarray) -> dict[str
     assert np.array_equal(r.blocks.logical("E"), want["blocks"])
     assert np.array_equal(r.end.logical("E"), want["end"])
     assert np.array_equal(r.expert_ids.logical("G"), want["expert_ids"])
+    assert np.array_equal(r.block_count.logical("G"), want["block_count"])
+    assert np.all((r.block_count.logical("G") > 0) == (want["expert_ids"] < routing.se))
     assert np.array_equal(_tk(r.scatter_idx, k), want["scatter_idx"])
     # the addresses are a permutation into [0, G·B): each block holds one expert's tokens, from its front
     idx = _tk(r.scatter_idx, k)
@@ -170,7 +172,7 @@ def test_token_rows_softmax_and_weighted_sum() -> None:
 def test_moe_block_every_stage_and_the_guard_cost_l8596_l8707() -> None:
     """The example, with a router skewed towards the first experts so that blocks of the grid stay empty: every
     stage is checked inside ``run``; here, the schedule — a skipped block records one operation, its guard,
-    whose cycles are the guard's read of the 8-byte Expert_IDs entry (startup + one request, L2467–2469), and
+    whose cycles are the guard's read of the block's 8-byte count (startup + one request, L2467–2469), and
     no gather or GEMM; a live block records the guard, the id-indexed weight gathers and the GEMMs."""
     res = MOE.run(seed=3, skew=6.0)
     ctx, ids = res["ctx"], res["expert_ids"]

@@ -50,6 +50,7 @@ from visa.engines.vector import (
     FxpBinaryOp,
     GroupId,
     InputCmp,
+    ClipBinaryOpI32,
     IntraSliceReduceOpF32,
     IntraSliceReduceOpI32,
     LogicBinaryOpI32,
@@ -96,6 +97,7 @@ class Routing:
     end: Dm  #: ``m["E, 1 # 8"]`` i32: ``cumsum(Num_Blocks)``, the block after each expert's last
     expert_ids: Dm  #: ``m["G, 1 # 2"]`` i32: the expert of each block (``E`` for an empty block)
     scatter_idx: Dm  #: ``m["T, K"]`` i32: the row of ``x_blocked`` each (token, k) goes to
+    block_count: Dm  #: ``m["G, 1 # 2"]`` i32: the tokens of each block (0 for an empty block)
 
 
 class MoeRouting:
@@ -132,8 +134,8 @@ class MoeRouting:
                                      "most 32 rows (one GEMM M tile, L4434)", call=call, level="Time",
                                      mapping=f'm["{b}"]', axis=b, fix=f"choose {b} in 1, 2, 4, 8, 16, 32")
         self.grid = grid_size(st, se, sk, sb)
-        self.ei, self.ej, self.gr = f"{e}_i", f"{e}_j", f"{g}_r"
-        need = {g: self.grid, self.ei: se, self.ej: se, self.gr: self.grid * sb}
+        self.ei, self.ej, self.gr, self.te = f"{e}_i", f"{e}_j", f"{g}_r", f"{t}{e}_"
+        need = {g: self.grid, self.ei: se, self.ej: se, self.gr: self.grid * sb, self.te: st * se}
         for name, size in need.items():
             if name not in ax:
                 ax.declare(**{name: size})
@@ -261,15 +263,37 @@ class MoeRouting:
                            .vector_fxp(FxpBinaryOp.AddFxp, OperandRead(branch=(1, 2)))
                            .vector_write_operand(WriteOperand(branch=(0, 1))), arena, f"{e}, 1 # 8")
         blocks_vrf = self._vrf(ctx, arena, blocks, e, "1 # 8", f"{e}, 1 # 8")
-        start_b = self._commit(over_e(end.view()).vector_fxp(FxpBinaryOp.SubFxp, blocks_vrf)
-                               .vector_fxp(FxpBinaryOp.LeftShift, self.shift), arena, f"{e}, 1 # 8")
-        start_vrf = self._vrf(ctx, arena, start_b, e, "1 # 8", f"{e}, 1 # 8")
+        start_b1 = self._commit(over_e(end.view()).vector_fxp(FxpBinaryOp.SubFxp, blocks_vrf)
+                                .vector_fxp(FxpBinaryOp.LeftShift, self.shift)
+                                .vector_clip(ClipBinaryOpI32.AddFxp, -1), arena, f"{e}, 1 # 8")  # Start·B − 1
+        start_vrf = self._vrf(ctx, arena, start_b1, e, "1 # 8", f"{e}, 1 # 8")
         # Scatter_Idx = Start·B + Token_Rank − 1 (L8661–8663): dense over (t, e), packed by the TopK's filter
-        # (its (t, k) order is the TopK indices' order), then − 1
-        plus1 = self._commit(over_te(cumsum, BranchMode.Vrf(log)).vector_fxp(FxpBinaryOp.AddFxp, start_vrf)
-                             .vector_filter(keep), arena, tk)
-        scatter_idx = self._commit(self._over_tk(ctx, plus1).vector_fxp(FxpBinaryOp.SubFxp, 1), arena,
-                                   tk)
+        # (its (t, k) order is the TopK indices' order)
+        scatter_idx = self._commit(over_te(cumsum, BranchMode.Vrf(log)).vector_fxp(FxpBinaryOp.AddFxp, start_vrf)
+                                   .vector_filter(keep), arena, tk)
+        # the tokens of each block (the guard's count, L8616): the dense block index (Start·B + Token_Rank − 1)
+        # >> log2 B where the expert is kept, 2³⁰ + … where not (the Comparison of the rank sets the group bit),
+        # then #{(t, e) : block index = g} per block g (XOR with g is 0 exactly there)
+        not_kept = BranchMode.Comparison([InputCmp.I32.False_(), InputCmp.I32.False_(), InputCmp.I32.False_(),
+                                          InputCmp.I32.Greater(self.sk - 1)])
+        cumsum_vrf = self._vrf(ctx, arena, cumsum, t, pe, f"{t}, {pe}")
+        block_of = self._commit(
+            over_te(rank_te, not_kept).vector_logic(LogicBinaryOpI32.BitAnd, 0)
+            .vector_logic(LogicBinaryOpI32.BitOr, cumsum_vrf)
+            .vector_logic(LogicBinaryOpI32.BitXor, VeBranchOperand.group(1 << 30, GroupId.One))
+            .vector_fxp(FxpBinaryOp.AddFxp, start_vrf).vector_fxp(FxpBinaryOp.ArithRightShift, self.shift),
+            arena, f"{t}, {e}")
+        range_vrf = self._vec_vrf(ctx, arena, range_dm, g)
+        te = self.te
+        block_count = self._commit(
+            ctx.main.begin(block_of.relabel(Element=m[te]).view())
+            .fetch(dt.i32, m[f"{g}, {te} / 4"], m[f"{te} % 4 # 8"]).collect(m[f"{g}, {te} / 4"], m[f"{te} % 4 # 8"])
+            .vector_init().vector_intra_slice_branch(BranchMode.Unconditional)
+            .vector_logic(LogicBinaryOpI32.BitXor, range_vrf)  # 0 exactly where the block index is g
+            .vector_fxp(FxpBinaryOp.SubFxp, 1).vector_fxp(FxpBinaryOp.LogicRightShift, 31)
+            .vector_trim_way4(m[f"{te} % 4"])
+            .vector_intra_slice_reduce(te, m[g], m["1 # 4"], IntraSliceReduceOpI32.AddSat)
+            .vector_pad_way8(m["1 # 8"]), arena, f"{g}, 1 # 2")
         # Expert_IDs[g] = #{e : End[e] <= g} (L8645–8660): Block_Range[g] broadcast over the experts' lanes,
         # End[e] from the VRF; End − g − 1 = End + ~g is negative exactly where End <= g
         end_vrf = self._vrf(ctx, arena, end, e, "1 # 8", f"{e}, 1 # 8")
@@ -282,7 +306,8 @@ class MoeRouting:
                                   .vector_intra_slice_reduce(e, m[g], m["1 # 4"], IntraSliceReduceOpI32.AddSat)
                                   .vector_pad_way8(m["1 # 8"]), arena, f"{g}, 1 # 2")
         return Routing(packed=top, rank=rank, indices=indices, scores=scores_f32, mask=mask, cumsum=cumsum,
-                       blocks=blocks, end=end, expert_ids=expert_ids, scatter_idx=scatter_idx)
+                       blocks=blocks, end=end, expert_ids=expert_ids, scatter_idx=scatter_idx,
+                       block_count=block_count)
 
     def _packet(self, axis: str) -> str:
         """An expert axis as a packet: padded to the flit's 8 lanes of i32 (L3544)."""
@@ -452,9 +477,10 @@ class MoeBlock:
         x_k.to_hbm_view(x_blocked.view().scatter(m[self.gr], routing.scatter_idx), ctx.tdma)
         out["guards"] = len(ctx.schedule.ops)
         for g in range(self.routing.grid):
-            eid = routing.expert_ids.view().tile(m[self.g], 1, m[f"{self.one}, 1 # 2"], g).as_tensor()
-            if not ctx.main.when(eid, lambda ids: ids < se):
+            count = routing.block_count.view().tile(m[self.g], 1, m[f"{self.one}, 1 # 2"], g).as_tensor()
+            if not ctx.main.when(count, lambda n: n > 0):
                 continue  # an empty block: only the guard ran ("skip execution for empty Grids", L8616)
+            eid = routing.expert_ids.view().tile(m[self.g], 1, m[f"{self.one}, 1 # 2"], g).as_tensor()
             wu = w_up.view().gather(m[e], eid).to_hbm(m["1"], m[f"{self.one}, {self.f}, {d}"], ctx.tdma,
                                                        arena.take_hbm(2 * sf * sd))
             wd = w_down.view().gather(m[e], eid).to_hbm(m["1"], m[f"{self.one}, {d}, {self.f}"], ctx.tdma,
