@@ -43,6 +43,7 @@ from visa.context import Context
 from visa.engines.vector import (
     BinaryArgMode,
     BranchMode,
+    ClipBinaryOpI32,
     FpBinaryOp,
     FpDivBinaryOp,
     FpMulAlu,
@@ -50,7 +51,6 @@ from visa.engines.vector import (
     FxpBinaryOp,
     GroupId,
     InputCmp,
-    ClipBinaryOpI32,
     IntraSliceReduceOpF32,
     IntraSliceReduceOpI32,
     LogicBinaryOpI32,
