@@ -13,9 +13,8 @@ T = 16 tokens of D = 64 go through a router (E = 8 experts, top K = 2) and the b
 5. dispatch: ``x_blocked[Scatter_Idx[t, k]] = x[t]`` by one scatter DMA (L8664–8672);
 6. per block g of the worst-case grid G = 14 (L8617–8620): ``ctx.main.when(count, lambda n: n > 0)`` on the
    block's token count guards it (an empty block costs only the guard, L8616); a live block gathers its
-   expert's W_up and W_down by
-   ``table.view().gather(m["E"], id)`` (L8676–8681) and runs ``up = x_g · W_up[e]ᵀ``, ``y_g = up · W_down[e]ᵀ``
-   (L8682–8684) — two :class:`~visa.kernels.Gemm`;
+   expert's W_up and W_down by ``table.view().gather(m["E"], Expert_IDs[g])`` (L8676–8681) and runs
+   ``up = x_g · W_up[e]ᵀ``, ``y_g = up · W_down[e]ᵀ`` (L8682–8684) — two :class:`~visa.kernels.Gemm`;
 7. combine: ``y_restored = gather(y_blocked, Scatter_Idx)`` (L8692–8695) into one token per slice, and
    ``moe_out = Σ_k w[t, k] · y_restored[t, k]`` (L8697–8705) — :class:`~visa.kernels.moe.TokenRows`.
 
@@ -26,6 +25,10 @@ Departures from the manual, with lines:
 
 - **Scale**: T = 16, D = 64, F = 128, E = 8, K = 2, B = 4 rows per block (the manual: E typically 128, K of
   1/4/8, L8456–8460, B open).
+- **E is 4 or 8** (the manual's E is typically 128, L8458): a token's scores are one 32-byte packet of i32, and
+  FilterCompaction packs within a packet (L2324, L3544); a larger E needs a hierarchical TopK over groups of 8.
+- **Dispatch source**: ``x`` is broadcast over K by a DMA (``[T, D]`` → ``[T, K, D]``) so one scatter DMA places
+  all T·K rows (L8668–8671 scatter ``x_norm`` by the ``T × K`` Scatter_Idx).
 - **Router padding**: the GEMM computes 32 columns (a slice's 8 Rows × 4, :class:`~visa.kernels.Gemm`) of which
   the first E are the scores; W_router is stored ``[32, D]`` with zero rows beyond E and transposed
   (``x · wᵀ``) — the routing reads the view ``m["T, E # 32"]``.
