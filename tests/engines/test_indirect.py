@@ -356,6 +356,28 @@ def test_guarded_block_with_zero_tokens_costs_only_the_guard() -> None:
     assert tdma1[1].start >= tdma1[0].end
 
 
+def test_a_one_element_tile_as_gather_indices_and_guard_scalar_l8676() -> None:
+    """``view().tile(...).as_tensor()``: the MoE block's ``Expert_IDs[g]`` picks one expert's weight rows and
+    guards the block without a DMA of its own; the alias shares the base's bytes and ready time, and reads the
+    tile's own position."""
+    ctx = Context.acquire()
+    ax = AxisSet(V=8, D=16, G=4, One=1)
+    m = ax.m
+    tab, table = _table(ctx, m, 8, 16)
+    ids = _hbm(ctx, np.array([5, 2, 8, 8], np.int32), dt.i32, m, "G, 1 # 2", "G", 64 * MB)
+    picked = []
+    for g in range(4):
+        one = ids.view().tile(m["G"], 1, m["One, 1 # 2"], g).as_tensor()
+        assert one.ready_at == ids.ready_at and one.address == ids.address + 8 * g
+        if ctx.tdma.when(one, lambda e: e < 8):
+            rows = table.view().gather(m["V"], one).to_hbm(m["1"], m["One, D"], ctx.tdma, (80 + g) * MB)
+            picked.append(rows.logical("D"))
+    assert len(picked) == 2
+    np.testing.assert_array_equal(np.stack(picked), tab[[5, 2]])
+    skips = [op for op in ctx.schedule.ops if op.name.endswith("skip")]
+    assert len(skips) == 2 and all(op.cycles == guard_cycles(RNGD, 8) for op in skips)
+
+
 def test_guard_refusals() -> None:
     ax = AxisSet(C=2)
     m = ax.m

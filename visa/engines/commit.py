@@ -163,6 +163,10 @@ def packed_packet(chip: Mapping, cluster: Mapping, slice_: Mapping, time: Mappin
     stream_axes = chip.axes | cluster.axes | slice_.axes | time.axes | packet.axes
     new = sorted(element.axes - stream_axes)
     if not new:
+        if packet.axes and not (packet.axes & element.axes):
+            # the packed axis has one position (top-1 routing, K = 1, L8456–8460): a size-1 axis sets no
+            # index, so the Element names none of the Packet's axes and no new one — lane 0 of each packet
+            return Mapping.parse(f"1 # {packet.size}", element.axis_set)
         return packet
     if len(new) == 1 and not (packet.axes & element.axes):
         k = new[0]

@@ -14,7 +14,8 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["U", "B", "gamma", "gemm", "rms_norm", "softmax_rel", "softmax", "swiglu", "add", "mul", "attention"]
+__all__ = ["U", "B", "gamma", "gemm", "rms_norm", "softmax_rel", "softmax", "swiglu", "add", "mul", "attention",
+           "weighted_sum"]
 
 F64 = npt.NDArray[np.float64]
 U = 2.0**-24
@@ -85,3 +86,12 @@ def attention(q: F64, k: F64, v: F64, scale: float) -> tuple[F64, F64]:
     pv = p @ np.abs(v)
     bound = rho * pv + B * (np.abs(want) + rho * pv) + gamma(k.shape[0] + 1) * (1 + rho) * pv
     return want, bound
+
+
+def weighted_sum(y: F64, w: F64) -> F64:
+    """:meth:`~visa.kernels.moe.TokenRows.weighted_sum` ``Σ_k w[t, k] · y[t, k, d]`` (``y`` ``[T, K, D]``, ``w``
+    ``[T, K]``): each product rounds once in f32 (u) and the K-term sum carries γ_K: γ_{K+1}·Σ_k |w y|; plus the
+    least f32 subnormal for products that underflow."""
+    k = y.shape[1]
+    out: F64 = gamma(k + 1) * np.einsum("tkd,tk->td", np.abs(y), np.abs(w)) + 2.0**-149
+    return out

@@ -841,6 +841,16 @@ class TensorView:
         offset = tile_offset(self.element, dim, size, tile_mapping, start, f"{type(self).__name__}.tile")
         return type(self)(self.base, tile_mapping, self.offset + offset)
 
+    def as_tensor(self) -> Any:
+        """The view as a tensor handle of its own — its Element, at its address — sharing the base's bytes, region
+        and ready time (metadata only, as :meth:`DeviceTensor.relabel`).  A one-element tile so becomes the
+        indices of a gather or the scalar of a guard without a DMA: the expert id of one MoE block
+        (``Expert_IDs[g]``, manual L8676–8681, L8616)."""
+        alias = self.base.relabel()
+        object.__setattr__(alias, "levels", {**self.base.levels, "Element": self.element})
+        object.__setattr__(alias, "address", self.address)
+        return alias
+
     def gather(self, axis: Mapping, ids: DeviceTensor) -> GatherSource:
         """The rows ``ids[t]`` of ``axis`` (an axis of the Element) as a staged source: ``.to_dm(...)`` /
         ``.to_hbm(...)`` make ``out[t, …] = self[ids[t], …]`` (IndirectLoop, manual L1684–1688; design API.md §7).

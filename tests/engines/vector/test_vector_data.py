@@ -339,6 +339,28 @@ def test_packed_commit_refusals() -> None:
         out.commit(ax9.m["T, K"], 1 << 12)
 
 
+def test_packed_commit_of_one_kept_element_per_packet_top1() -> None:
+    """Top-1 (K = 1, L8456–8460): an axis of size 1 sets no index, so ``m["T, K # 2"]`` names none of the
+    Packet's axes and no new one; the packed Packet is lane 0 (``1 # 8``).  Before the fix the commit took the
+    stream's own Packet and refused it ("a commit can neither broadcast nor discard"); a packet keeping two is
+    refused as for any K."""
+    ctx = ctx1()
+    x = RNG.integers(0, 1000, (4, 8)).astype(np.int32)
+    x[:, 0] = [1, 5, 9, 13]  # id 1 at lane 0 of every row
+    ids = x % 4
+    x[:, 1:] = np.where(ids[:, 1:] == 1, x[:, 1:] + 1, x[:, 1:])  # exactly one id 1 per row
+    out, ids = _filtered(ctx, x, (1,))
+    ax = AxisSet(T=4, E=8, K=1)
+    dm = out.commit(ax.m["T, K # 2"], 1 << 12)
+    assert np.array_equal(dm.logical("T"), x[:, 0])
+    x2 = x.copy()
+    x2[2, 3] = 4 * 7 + 1  # a second id 1 in row 2
+    out2, _ = _filtered(ctx, x2, (1,))
+    with pytest.raises(LayoutError, match="time 2 keeps 2 elements") as err:
+        out2.commit(ax.m["T, K # 2"], 1 << 13)
+    assert err.value.level == "Packet" and err.value.fix
+
+
 def test_commit_view_leaves_dropped_elements_as_they_were() -> None:
     """The issue's bug: ``commit_view`` after a filter poisoned the dropped elements; now their bytes stay."""
     ctx = ctx1()
