@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping as AbcMapping
 
 import numpy as np
+import numpy.typing as npt
 
 from visa import dtypes as dt
 from visa.errors import AddressError, HardwareLimitError, LayoutError, VisaError
@@ -216,7 +217,7 @@ def strides_kept(element: Mapping, tile_mapping: Mapping, shift: dict[str, int],
     for name, idx in groups.items():
         sub = tuple(tdims[j] for j in idx)
         # the tile-position part of each combination of this group's digits, in forward()'s (C) order
-        part = np.zeros((), dtype=np.int64)
+        part: npt.NDArray[np.int64] = np.zeros((), dtype=np.int64)
         for k, j in enumerate(idx):
             view = [1] * len(idx)
             view[k] = tdims[j].size
@@ -227,7 +228,7 @@ def strides_kept(element: Mapping, tile_mapping: Mapping, shift: dict[str, int],
         if not valid.any():
             return True  # the tile holds no valid position: nothing to check
         if name is None or name not in base_axes:
-            base = np.full(part.shape, offset, dtype=np.int64)
+            base: npt.NDArray[np.int64] = np.full(part.shape, offset, dtype=np.int64)
         else:
             coords = {a: np.full(part.shape, shift.get(a, 0), dtype=np.int64) for a in base_axes}
             coords[name] = np.asarray(ev.coord(name)).reshape(-1) + shift.get(name, 0)
