@@ -125,7 +125,8 @@ class Layer:
     def kernel(self, ctx: Context, x: Hbm, g_attn: Hbm, w_q: Hbm, w_k: Hbm, w_v: Hbm, rope: Hbm, k_cache: Hbm,
                v_cache: Hbm, w_o: Hbm, g_ffn: Hbm, w_gate: Hbm, w_up: Hbm, w_down: Hbm) -> dict[str, Hbm]:
         """The decode step (the module docstring's stages 1–7); returns every stage's HBM output."""
-        m, sz, out = self.m, self.size, {}
+        m, sz = self.m, self.size
+        out: dict[str, Hbm] = {}
         with self.arena.scratch() as arena:
             rd, rdd, rf = self.rows_d, self.rows_dd, self.rows_fc
             x_norm = rd.store(ctx, arena, rd.rms_norm_streamed(ctx, arena, rd.load(ctx, arena, x),
@@ -147,7 +148,8 @@ class Layer:
             attn = HbmTensor(ctx, bf16, m["1"], m["Hkv, G, Dv"], arena.take_hbm(2 * sz.heads * sz.dk),
                              call="llama70b.attn")
             for h in range(sz.kv_heads):
-                qh = q_rope.view().tile(m["H"], sz.heads // sz.kv_heads, m[f"H = {sz.heads // sz.kv_heads}, Dr"], h * (sz.heads // sz.kv_heads))
+                g = sz.heads // sz.kv_heads
+                qh = q_rope.view().tile(m["H"], g, m[f"H = {g}, Dr"], h * g)
                 kh = k_cache.view().tile(m["Hkv"], 1, m["S, Dr"], h)
                 vh = v_cache_t.view().tile(m["Hkv"], 1, m["Dv, S"], h)
                 a = self.attention(ctx, arena, qh.relabel(m["G, Dr"]), kh, vh)
@@ -276,7 +278,8 @@ def run(size: Size = REDUCED, seed: int = 8) -> dict[str, float]:
                             w_down)
 
     first = len(ctx.schedule.ops)
-    outs = launch(decode_layer, ctx, *args)
+    outs = launch(decode_layer, ctx, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7],
+                  args[8], args[9], args[10], args[11], args[12])  # spelled out: the plugin checks each argument
     span = device_span(ctx, first)
     t2 = time.perf_counter()
 
