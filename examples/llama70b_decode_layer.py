@@ -199,18 +199,24 @@ def to_bf16(array: npt.ArrayLike) -> F64:
 
 
 class Weights:
-    """Random weights with unit-variance outputs, generated in row chunks from a seed (so the host check can
+    """Random weights (uniform, variance 1/cols: unit-variance outputs), generated in row chunks from a seed (so the host check can
     regenerate a chunk instead of keeping 1.7 GB of weights)."""
 
     def __init__(self, seed: int) -> None:
         self.seed = seed
 
-    def chunks(self, key: int, rows: int, cols: int) -> Iterator[tuple[int, F64]]:
-        """(first row, bf16 values as float64) of each chunk of ``CHUNK_ROWS`` rows of weight ``key``."""
+    def chunks(self, key: int, rows: int, cols: int) -> Iterator[tuple[int, npt.NDArray[np.float32]]]:
+        """(first row, bf16 values as float32) of each chunk of ``CHUNK_ROWS`` rows of weight ``key``."""
+        from ml_dtypes import bfloat16
+
+        scale = np.float32(math.sqrt(12 / cols))  # uniform on ±√(3/cols): variance 1/cols
         for r0 in range(0, rows, CHUNK_ROWS):
             n = min(CHUNK_ROWS, rows - r0)
             rng = np.random.default_rng((self.seed, key, r0))
-            yield r0, to_bf16(rng.standard_normal((n, cols), dtype=np.float32) / np.float32(math.sqrt(cols)))
+            w = rng.random((n, cols), dtype=np.float32)
+            w -= np.float32(0.5)
+            w *= scale
+            yield r0, w.astype(bfloat16).astype(np.float32)
 
 
 def upload(ctx: Context, weights: Weights, key: int, rows: int, cols: int, chip: Any, element: Any,
@@ -219,7 +225,7 @@ def upload(ctx: Context, weights: Weights, key: int, rows: int, cols: int, chip:
     one handle over all of it (``HbmTensor.from_addr``, L821) laid out as ``element``."""
     for r0, chunk in weights.chunks(key, rows, cols):
         cax = AxisSet(R=chunk.shape[0], C=cols)
-        host = HostTensor.from_numpy(chunk.astype(np.float32), bf16, cax.m["R, C"], axes="R C")
+        host = HostTensor.from_numpy(chunk, bf16, cax.m["R, C"], axes="R C")
         host.to_hbm(cax.m["1"], cax.m["R, C"], ctx.pdma, address + 2 * r0 * cols)
     out: Hbm = HbmTensor.from_addr(ctx, bf16, chip, element, address)
     return out
@@ -288,7 +294,8 @@ def run(size: Size = REDUCED, seed: int = 8) -> dict[str, float]:
 
     def gemv(key: int, rows: int, cols: int, vec: F64, k_tiles: int) -> tuple[F64, F64]:
         want, bound = np.zeros(rows), np.zeros(rows)
-        for r0, w in weights.chunks(key, rows, cols):
+        for r0, w32 in weights.chunks(key, rows, cols):
+            w = w32.astype(np.float64)
             want[r0:r0 + w.shape[0]] = w @ vec
             bound[r0:r0 + w.shape[0]] = bounds.gemm(vec[None, :], w, k_tiles)[0]
         return want, bound

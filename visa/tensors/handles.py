@@ -162,6 +162,9 @@ class HostTensor(Generic[D, Element]):
                               f"needs {want}", call="HostTensor.from_numpy", mapping=repr(mapping),
                               fix="reshape the array, or pass axes= in the array's dimension order")
         stored = to_storage(dtype, arr, "HostTensor.from_numpy")
+        if _c_order(mapping, order):  # the buffer is the array in C order: no index arrays of the tensor's size
+            flat = np.ascontiguousarray(stored, dtype=dtype.storage).reshape(-1)
+            return cls(dtype, mapping, flat, np.ones(flat.shape, dtype=bool))
         ev = mapping.evaluate()
         idx = tuple(np.where(ev.valid, ev.coord(a), 0) for a in order)
         values = stored[idx] if order else np.broadcast_to(stored, (mapping.size,)).copy()
@@ -194,6 +197,19 @@ class HostTensor(Generic[D, Element]):
 
     def __repr__(self) -> str:
         return f"HostTensor[{self.dtype!r}, {self.element!r}]"
+
+
+def _c_order(mapping: Mapping, order: Sequence[str]) -> bool:
+    """True when buffer position p of ``mapping`` holds the C-order element p of an array whose dimensions are
+    the axes ``order``: one unpadded, unresized digit per axis, in that order (``m["R, C"]`` over ``R C``)."""
+    dims = mapping.canon
+    if len(dims) != len(order):
+        return False
+    for d, name in zip(dims, order, strict=True):
+        if not (isinstance(d, C.Dim) and isinstance(d.atom, C.Sym) and d.atom.name == name and d.stride == 1
+                and d.offset == 0 and d.size == d.count == d.atom.size):
+            return False
+    return True
 
 
 def to_storage(dtype: type[dt.Scalar], arr: npt.NDArray[Any], call: str) -> npt.NDArray[Any]:
