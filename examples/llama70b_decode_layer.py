@@ -199,8 +199,8 @@ def to_bf16(array: npt.ArrayLike) -> F64:
 
 
 class Weights:
-    """Random weights (uniform, variance 1/cols: unit-variance outputs), generated in row chunks from a seed (so the host check can
-    regenerate a chunk instead of keeping 1.7 GB of weights)."""
+    """Random weights (uniform, variance 1/cols: unit-variance outputs), generated in row chunks from a seed (so
+    the host check can regenerate a chunk instead of keeping 1.7 GB of weights)."""
 
     def __init__(self, seed: int) -> None:
         self.seed = seed
