@@ -90,7 +90,8 @@ class Size:
         g = self.heads // self.kv_heads
         fc = self.f // self.f_chunks
         return AxisSet(T=1, D=self.d, HQ=self.heads * self.dk, HKV=self.kv_heads * self.dk, HO=self.heads * self.dk,
-                       H=self.heads, Hkv=self.kv_heads, G=g, Dk=self.dk, Dr=self.dk, Dv=self.dk, S=self.s,
+                       H=self.heads, Hkv=self.kv_heads, G=g, Dk=self.dk, Dr=self.dk, Dv=self.dk,
+                       Dvi=self.dk, S=self.s,
                        F=self.f, Fk=self.f_chunks, Fc=fc, Dh=self.d // 128, Dl=128, Fh=fc // 128, Fl=128)
 
     @property
@@ -117,13 +118,14 @@ class Layer:
         self.q_proj, self.kv_proj = Gemm(ax, "T", "HQ", "D"), Gemm(ax, "T", "HKV", "D")
         self.rope_q, self.rope_k = Gemm(ax, "H", "Dr", "Dk"), Gemm(ax, "Hkv", "Dr", "Dk")
         self.attention = Attention(ax, q="G", s="S", dk="Dr", dv="Dv")
+        self.transpose = Gemm(ax, "Dv", "S", "Dvi")  # Vᵀ[Dv, S] = I[Dv, Dvi] · V[S, Dvi]ᵀ
         self.o_proj = Gemm(ax, "T", "D", "HO")
         self.gate_up = Gemm(ax, "T", "Fc", "D")
         self.down = Gemm(ax, "T", "D", "F")
         self.arena = Arena()
 
     def kernel(self, ctx: Context, x: Hbm, g_attn: Hbm, w_q: Hbm, w_k: Hbm, w_v: Hbm, rope: Hbm, k_cache: Hbm,
-               v_cache: Hbm, w_o: Hbm, g_ffn: Hbm, w_gate: Hbm, w_up: Hbm, w_down: Hbm) -> dict[str, Hbm]:
+               v_cache: Hbm, eye: Hbm, w_o: Hbm, g_ffn: Hbm, w_gate: Hbm, w_up: Hbm, w_down: Hbm) -> dict[str, Hbm]:
         """The decode step (the module docstring's stages 1–7); returns every stage's HBM output."""
         m, sz = self.m, self.size
         out: dict[str, Hbm] = {}
@@ -140,18 +142,16 @@ class Layer:
             at = sz.s - 1
             k_rope.view().relabel(m["Hkv, S = 1, Dr"]).to_hbm_view(
                 k_cache.view().tile(m["S"], 1, m[f"Hkv, S = 1 # {sz.s}, Dr"], at), ctx.tdma)
-            v_new.view().relabel(m["Hkv, S = 1, Dv"]).to_hbm_view(
-                v_cache.view().tile(m["S"], 1, m[f"Hkv, S = 1 # {sz.s}, Dv"], at), ctx.tdma)
-            # the second attention GEMM reads V N-major: V transposed by a tensor DMA (a new layout, L2431–2464)
-            v_cache_t = v_cache.to_hbm(m["1"], m["Hkv, Dv, S"], ctx.tdma,
-                                       arena.take_hbm(2 * sz.kv_heads * sz.s * sz.dk))
+            v_new.view().relabel(m["Hkv, S = 1, Dvi"]).to_hbm_view(
+                v_cache.view().tile(m["S"], 1, m[f"Hkv, S = 1 # {sz.s}, Dvi"], at), ctx.tdma)
             attn = HbmTensor(ctx, bf16, m["1"], m["Hkv, G, Dv"], arena.take_hbm(2 * sz.heads * sz.dk),
                              call="llama70b.attn")
             for h in range(sz.kv_heads):
                 g = sz.heads // sz.kv_heads
                 qh = q_rope.view().tile(m["H"], g, m[f"H = {g}, Dr"], h * g)
                 kh = k_cache.view().tile(m["Hkv"], 1, m["S, Dr"], h)
-                vh = v_cache_t.view().tile(m["Hkv"], 1, m["Dv, S"], h)
+                # Vᵀ for the second attention GEMM (it reads V N-major): I · Vᵀ on the Tensor Unit, exact
+                vh = self.transpose(ctx, arena, eye, v_cache.view().tile(m["Hkv"], 1, m["S, Dvi"], h))
                 a = self.attention(ctx, arena, qh.relabel(m["G, Dr"]), kh, vh)
                 a.view().to_hbm_view(attn.view().tile(m["Hkv"], 1, m["G, Dv"], h), ctx.tdma)
             attn_out = self.o_proj(ctx, arena, attn.view().relabel(m["T, HO"]), w_o)  # [h_q·d_k] (L8325)
@@ -273,19 +273,22 @@ def run(size: Size = REDUCED, seed: int = 8) -> dict[str, float]:
         hbm[name] = upload(ctx, weights, key, rows, cols, m["1"], m[text], base)
         base += -(-2 * rows * cols // 4096) * 4096
     args = (put(x, "T, D", "D"), put(g_attn, "D", "D"), hbm["q"], hbm["k"], hbm["v"], put(rope, "Dr, Dk", "Dr Dk"),
-            put(k_cache, "Hkv, S, Dr", "Hkv S Dr"), put(v_cache, "Hkv, S, Dv", "Hkv S Dv"),
+            put(k_cache, "Hkv, S, Dr", "Hkv S Dr"), put(v_cache, "Hkv, S, Dvi", "Hkv S Dvi"),
+            put(np.eye(sz.dk), "Dv, Dvi", "Dv Dvi"),
             hbm["o"], put(g_ffn, "D", "D"), hbm["gate"], hbm["up"], hbm["down"])
     t1 = time.perf_counter()
 
     @device(chip=1)
     def decode_layer(ctx: Context, x: Hbm, g_attn: Hbm, w_q: Hbm, w_k: Hbm, w_v: Hbm, rope: Hbm, k_cache: Hbm,
-                     v_cache: Hbm, w_o: Hbm, g_ffn: Hbm, w_gate: Hbm, w_up: Hbm, w_down: Hbm) -> dict[str, Hbm]:
-        return layer.kernel(ctx, x, g_attn, w_q, w_k, w_v, rope, k_cache, v_cache, w_o, g_ffn, w_gate, w_up,
+                     v_cache: Hbm, eye: Hbm, w_o: Hbm, g_ffn: Hbm, w_gate: Hbm, w_up: Hbm, w_down: Hbm
+                     ) -> dict[str, Hbm]:
+        return layer.kernel(ctx, x, g_attn, w_q, w_k, w_v, rope, k_cache, v_cache, eye, w_o, g_ffn, w_gate, w_up,
                             w_down)
 
     first = len(ctx.schedule.ops)
+    # spelled out: the plugin checks each argument
     outs = launch(decode_layer, ctx, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7],
-                  args[8], args[9], args[10], args[11], args[12])  # spelled out: the plugin checks each argument
+                  args[8], args[9], args[10], args[11], args[12], args[13])
     span = device_span(ctx, first)
     t2 = time.perf_counter()
 
