@@ -4,11 +4,11 @@ issue 14), composed from :mod:`visa.kernels`, with the weights in HBM streamed t
 Full size (``LLAMA70B_FULL=1 visa run examples/llama70b_decode_layer.py``, or ``python
 examples/llama70b_decode_layer.py --full``): D = 8192, 64 query heads and 8 KV heads of d_k = 128 (L7990),
 F = 28672, bf16 weights in HBM (Q 8192×8192, K and V 1024×8192, O 8192×8192, gate, up 28672×8192, down
-8192×28672: 849M weights, 1.70 GB), a KV cache of S = 256 positions per KV head.  It takes about 75 s on this
-2-core machine (about 25 s of it writing 1.7 GB of weights to HBM and 15 s the numpy check; README "Llama 3
-70B decode layer") and about 5.5 GB peak memory.  By default (``visa run``, ``make run``, and the test
-``tests/kernels/test_llama70b.py``) the same code runs at a reduced size: D = 1024, 16 query heads, 2 KV
-heads of d_k = 64, F = 3584, S = 128.
+8192×28672: 856M weights, 1.71 GB), a KV cache of S = 256 positions per KV head.  It takes about 40 s on this
+2-core machine (17 s writing the weights to HBM, 12 s the launch — the simulation — and 8 s the numpy check;
+about 60 s when the machine is loaded; README "Llama 3 70B decode layer") and about 5 GB peak memory.  By
+default (``visa run``, ``make run``, and the test ``tests/kernels/test_llama70b.py``) the same code runs at a
+reduced size: D = 1024, 16 query heads, 2 KV heads of d_k = 64, F = 3584, S = 128.
 
 The layer for one token at position s, each stage a kernel of :mod:`visa.kernels`:
 
@@ -21,8 +21,9 @@ The layer for one token at position s, each stage a kernel of :mod:`visa.kernels
 4. KV-cache append (2.2.3, L8286–8297) — ``to_hbm_view`` of K_rope and V_new into position s − 1 of the caches
    (in-place DMAs, design API.md §7);
 5. attention (2.2.4, L8298–8317) — one :class:`Attention` per KV head, its G = 8 query heads the GEMMs' M rows
-   (the manual's broadcast of G, L8302); the 8 outputs are DMAed into one ``[h_kv, G, d_v]`` tensor, which is
-   ``[1, h_q·d_k]`` for the output projection (a reshape, L8325);
+   (the manual's broadcast of G, L8302), Vᵀ of the head (the second GEMM reads V N-major) as ``I · Vᵀ`` by a
+   :class:`Gemm` (exact: one nonzero product per output); the 8 outputs are DMAed into one ``[h_kv, G, d_v]``
+   tensor, which is ``[1, h_q·d_k]`` for the output projection (a reshape, L8325);
 6. output projection, residual (2.2.5–2.2.6, L8318–8328) — :class:`Gemm`, :meth:`Rows.add`;
 7. RMSNorm, SwiGLU FFN, residual (2.3, L8329–8364) — the gate and up projections in 4 chunks of 7168 rows
    (a :class:`Gemm` takes N ≤ 8192 or a multiple of it; 28672 = 3.5 × 8192), :meth:`Rows.swiglu` per chunk,
@@ -34,8 +35,11 @@ Departures from the manual, with lines:
   operand of the row's width (8 KiB, L1090); the residual adds and SwiGLU read the ``[D]`` / ``[F]`` vectors
   as ``[D/128, 128]`` / ``[F/128, 128]`` (a relabelling: elementwise results do not depend on it).
 - **The cache** is 256 positions (S = 128 reduced), filled with random keys and values, the new token at
-  position s = S (its K and V appended at index s − 1); the V cache is kept transposed ``[h_kv, d_v, S]``, the
-  layout the second attention GEMM reads (as :class:`Attention` documents).
+  position s = S (its K and V appended at index s − 1).  Both caches are ``[h_kv, S, d]``, so an append is one
+  contiguous run per head; the transposed V the second attention GEMM reads is made per step on the Tensor Unit
+  (``I · Vᵀ``).  Kept transposed, the V append would be a strided in-place write, which today's in-place DMA
+  gets wrong (it writes the tile's padding positions, docs/manual-notes.md), and an HBM → HBM transposing DMA
+  of the whole cache costs 2.5M cycles (2-byte read-modify-writes, L2985), 20% of the layer.
 - **The RoPE table row is built on the host** (L8268–8270, ``gather(position, w_rope)``): the rotation of
   ``w_rope[s]`` is an input; the embedding gather, final norm, LM head and sampling (steps 1, 3–5) are not
   part of the layer.
