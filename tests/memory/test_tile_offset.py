@@ -83,3 +83,21 @@ def test_a_weight_tile_of_the_70b_layer_is_checked_per_axis() -> None:
     assert tile_offset(element, ax.m["K"], 512, tm, 7 * 512, "tile") == 7 * 512
     assert strides_kept(element, tm, {"K": 7 * 512}, 7 * 512)
     assert not strides_kept(element, ax.m["N, K = 512 # 8190"], {"K": 0}, 0)
+
+
+def test_a_large_tile_views_footprint_is_its_runs_not_its_extent() -> None:
+    """A tile view over more than 2^20 positions (a K tile of a weight) occupies its rows' runs: the schedule's
+    hazards and traffic see the tile's bytes (N × 512 × 2), not everything from its start to its footprint's end."""
+    from visa import Context, bf16
+    from visa.schedule.footprints import span_of
+    from visa.tensors.handles import HbmTensor
+
+    ax = AxisSet(N=4096, K=1024)
+    ctx = Context.acquire()
+    w = HbmTensor(ctx, bf16, ax.m["1"], ax.m["N, K"], 1 << 20)
+    tile = w.view().tile(ax.m["K"], 512, ax.m["N, K = 512 # 1024"], 512)
+    span = span_of(tile)
+    assert span is not None and span.nbytes == 4096 * 512 * 2
+    assert span.lo[0] == (1 << 20) + 1024 and span.hi[0] == (1 << 20) + 2048 and span.lo.size == 4096
+    whole = span_of(w.view())
+    assert whole is not None and whole.nbytes == 4096 * 1024 * 2 and whole.lo.size == 1
