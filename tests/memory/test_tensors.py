@@ -177,3 +177,18 @@ def test_a_refused_placement_leaves_the_live_tensors_readable() -> None:
     with pytest.raises(LayoutError):
         place_dm(ctx, np.zeros(7, dtype=np.int32), dt.i32, *levels, 0)
     assert kept.logical().tolist() == list(range(512))
+
+
+def test_host_tensor_in_c_order_is_the_array_itself_and_other_layouts_are_not() -> None:
+    """``from_numpy`` into a mapping that lists the array's axes in its order (no padding, no resize) keeps the
+    array as the buffer (no index arrays of the tensor's size: a 70B weight chunk); any other layout still
+    places each element by its index."""
+    arr = np.arange(8 * 512, dtype=np.int32).reshape(8, 512)
+    plain = HostTensor.from_numpy(arr, dt.i32, m["A, B"], axes="A B")
+    assert plain.values.tolist() == arr.reshape(-1).tolist() and plain.known.all()
+    assert plain.values.dtype == dt.i32.storage and plain.values.flags.c_contiguous
+    swapped = HostTensor.from_numpy(arr.T.copy(), dt.i32, m["A, B"], axes="B A")
+    assert np.array_equal(swapped.values, plain.values)
+    padded = HostTensor.from_numpy(arr, dt.i32, m["A, B # 520"], axes="A B")
+    assert padded.values.size == 8 * 520 and int(padded.known.sum()) == 8 * 512
+    assert np.array_equal(padded.numpy(axes="A B"), arr)

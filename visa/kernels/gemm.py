@@ -123,13 +123,17 @@ class Gemm:
         nt_axis = f"{n} / {N_TILE}" if self.n_tiles > 1 else ""
         mt_axis = f"{m} / {M_TILE}" if self.m_tiles > 1 else ""
         x_tile, w_tile = mm[f"{mi}, {kin}"], mm[f"{nin} % 32, {kin}"]
+        # x stays resident (one broadcast DMA) when it takes at most an eighth of a slice's DM (a GEMV's x up to
+        # K = 32768); in stream mode only w then moves per step
+        x_resident = not stream or 2 * self.sm * self.sk <= ctx.hw.dm.slice_bytes // 8
         if stream:
-            x_slots = [arena.take_dm(2 * x_tile.size) for _ in range(2)]
+            x_slots = [] if x_resident else [arena.take_dm(2 * x_tile.size) for _ in range(2)]
             w_slots = [arena.take_dm(2 * w_tile.size) for _ in range(2)]
-        else:
+        if x_resident:
             x_el = mm[self._outer(kt_axis, mt_axis, mi, kin)]
-            w_el = mm[self._outer(nt_axis, kt_axis, f"{nin} % 32", kin)]
             x_dm = x.to_dm(self.cluster, self.slice, x_el, ctx.tdma, arena.take_dm(2 * x_el.size))
+        if not stream:
+            w_el = mm[self._outer(nt_axis, kt_axis, f"{nin} % 32", kin)]
             w_dm = w.to_dm(self.cluster, self.slice, w_el, ctx.tdma, arena.take_dm(2 * w_el.size))
         out_el = mm[self._outer(nt_axis, mt_axis, mi, f"{nin} % 32")]
         out: Dm = DmTensor(ctx, dt.bf16, mm["1"], self.cluster, self.slice, out_el, arena.take_dm(2 * out_el.size),
@@ -145,12 +149,32 @@ class Gemm:
         sums = [[arena.take_dm(4 * partial_el.size) for _ in range(2 if self.k_tiles > 2 else 0)]
                 for _ in range(self.m_tiles)]
         outer_out = self._outer(nt_axis, mt_axis)
+        steps = self.n_tiles * self.k_tiles
+        # stream mode issues w's DMA of step t + 1 before step t's TRF load and contractions, and x's DMA of step
+        # t + 1 after them: operations issue in program order (L7046–7055), so the tensor DMA runs back to back
+        # (w, x, w, x, …) while the Tensor Unit works on the tiles already in DM.  x is prefetched when there is
+        # one M tile (two slots); with several, its tiles load in the loop.
+        prefetch_x = stream and not x_resident and self.m_tiles == 1
+        w_ahead: dict[int, Any] = {}
+        x_ahead: dict[int, Any] = {}
+
+        def issue_w(step: int) -> None:
+            if stream and step < steps:
+                w_ahead[step] = self._stream_w(ctx, w, *divmod(step, self.k_tiles), w_slots[step % 2])
+
+        def issue_x(step: int) -> None:
+            if prefetch_x and step < steps:
+                x_ahead[step] = self._stream_x(ctx, x, 0, step % self.k_tiles, x_slots[step % 2])
+
+        issue_w(0)
+        issue_x(0)
         for nt in range(self.n_tiles):
             acc: list[Dm | None] = [None] * self.m_tiles
             for kt in range(self.k_tiles):
                 step = nt * self.k_tiles + kt
                 if stream:
-                    wv = self._stream_w(ctx, w, nt, kt, w_slots[step % 2])
+                    issue_w(step + 1)
+                    wv = w_ahead.pop(step)
                 else:
                     wv = w_dm.view()
                     if nt_axis or kt_axis:
@@ -161,7 +185,9 @@ class Gemm:
                        .collect(mm[f"{nin} % 8, {nin} / 8 % 4, {kin} / 16"], mm[f"{kin} % 16"])
                        .to_trf(rows, trf_el, halves[step % 2]))
                 for mt in range(self.m_tiles):
-                    if stream:
+                    if prefetch_x:
+                        xv = x_ahead.pop(step)
+                    elif not x_resident:
                         xv = self._stream_x(ctx, x, mt, kt, x_slots[(step * self.m_tiles + mt) % 2])
                     elif kt_axis or mt_axis:
                         xv = x_dm.view().tile(mm[self._outer(kt_axis, mt_axis)], 1, x_tile, kt * self.m_tiles + mt)
@@ -188,6 +214,7 @@ class Gemm:
                         s.cast(dt.bf16, mm[f"{nin} % 8 # 16"]).commit_view(out_view)
                     else:
                         acc[mt] = s.commit(partial_el, sums[mt][kt % 2])
+                issue_x(step + 1)
         return out.to_hbm(mm[f"{m}, {n}"], ctx.tdma, arena.take_hbm(2 * self.sm * self.sn))
 
     def _stream_w(self, ctx: Context, w: HbmIn, nt: int, kt: int, address: int) -> Any:

@@ -278,3 +278,29 @@ class Rows:
                         .to_vrf(self.element, arena.take_vrf(4 * self.d)))
             s = self._row(ctx, up).vector_fp_binary(FpBinaryOp.MulF(FpMulAlu.Mul0), silu_vrf)
             return self._rows_out(ctx, arena, s, out)
+
+    def rms_norm_streamed(self, ctx: Context, arena: Arena, x: Dm, gain: Dm, *, eps: float) -> Dm:
+        """RMSNorm (L8240–8245) with the gain read from DM beside the row instead of held in the VRF, for rows of
+        any width (Llama 3 70B's D = 8192 needs 32 KiB of f32 gain, more than the 8 KiB VRF, L1090).
+
+        Σx² and ``rstd = 1 / sqrt(Σ/cols + eps)`` as :meth:`rms_norm`; then one pass fetches ``x`` and ``gain``
+        (bf16, DM, one row per slice, e.g. from :meth:`load`) interleaved along an axis of size 2 (L1843–1868),
+        multiplies them (``MulF``) and by the VRF's rstd (``Mul1``), and casts to bf16: the same two f32 products
+        as :meth:`rms_norm` in the other order, so the same bound (:func:`visa.kernels.bounds.rms_norm`).
+        """
+        m = self.ax.m
+        out = arena.take_dm(2 * self.d)
+        with arena.scratch():
+            rstd = self.finish_stat(ctx, arena, self.sum_of_squares(ctx, arena, x), scale=1.0 / self.d, add=eps,
+                                    sqrt=True, reciprocal=True)
+            r = self.to_vrf(ctx, arena, rstd)
+            pair = pair_axis(self.ax)
+            s = (ctx.main.begin_interleaved(m[pair], x.view(), gain.view())
+                 .fetch(dt.f32, m[f"{pair}, {self.cols} / 4"], self.packet4x8)
+                 .collect(m[f"{pair}, {self.cols} / 4"], self.packet4x8)
+                 .vector_init()
+                 .vector_intra_slice_unzip(pair, m[f"1 # 2, {self.cols} / 4"], self.time4)
+                 .vector_trim_way4(self.packet4)
+                 .vector_fp_zip(FpBinaryOp.MulF(FpMulAlu.Mul0))
+                 .vector_fp_binary(FpBinaryOp.MulF(FpMulAlu.Mul1), r))
+            return self._rows_out(ctx, arena, s, out)

@@ -18,14 +18,17 @@ from __future__ import annotations
 from collections.abc import Mapping as AbcMapping
 
 import numpy as np
+import numpy.typing as npt
 
 from visa import dtypes as dt
 from visa.errors import AddressError, HardwareLimitError, LayoutError, VisaError
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping
+from visa.mapping.canon import Canon, Dim, Sym, is_regular
+from visa.mapping.evaluate import forward
 
-__all__ = ["LEVELS", "TYPE_NAMES", "LEVEL_PARAMS", "check_types",
-           "check_placement", "describe", "element_bytes", "capacity_bytes", "tile_offset"]
+__all__ = ["LEVELS", "TYPE_NAMES", "LEVEL_PARAMS", "check_types", "check_placement", "describe", "element_bytes",
+           "capacity_bytes", "tile_offset", "check_every_position", "strides_kept", "sym_only"]
 
 #: The levels of each memory's tensor type, outermost first (manual L1033–1069).
 LEVELS: dict[str, tuple[str, ...]] = {
@@ -175,8 +178,19 @@ def tile_offset(element: Mapping, dim: Mapping, size: int, tile_mapping: Mapping
                           level="Element", mapping=repr(element), axis=_axis(dim),
                           fix="start the tile at an index the view holds")
     # the tile holds the sub-tensor: tile position p holds base index (tile index + start index)
-    ev = tile_mapping.evaluate()
     shift = dict(first or {})
+    if strides_kept(element, tile_mapping, shift, int(offset)):
+        return int(offset)
+    # not separable, or a refusal: check every position (and name the first one that differs)
+    check_every_position(element, dim, tile_mapping, shift, int(offset), call)
+    return int(offset)
+
+
+def check_every_position(element: Mapping, dim: Mapping, tile_mapping: Mapping, shift: dict[str, int], offset: int,
+                         call: str) -> None:
+    """The refusal of :func:`tile_offset` by brute force: every valid position p of ``tile_mapping``, its index
+    shifted by ``shift``, must be held by ``element`` at ``offset + p`` (L829); O(tile size)."""
+    ev = tile_mapping.evaluate()
     coords = {a: np.where(ev.valid, ev.coord(a) + shift.get(a, 0), 0) for a in element.axes}
     pos, held = element.locate(coords, (tile_mapping.size,))
     want = offset + np.arange(tile_mapping.size)
@@ -187,4 +201,66 @@ def tile_offset(element: Mapping, dim: Mapping, size: int, tile_mapping: Mapping
                           "says: the tile mapping must keep the base layout's strides (manual L829)",
                           call=call, level="Element", mapping=repr(tile_mapping), axis=_axis(dim),
                           fix="write the tile dimension as `X = size # footprint` in the base's order")
-    return int(offset)
+
+
+def sym_only(dims: Canon) -> bool:
+    """Every digit is a plain axis digit or padding (no window, skew or linear combination) and regular."""
+    return is_regular(dims) and all(isinstance(d, Dim) and (d.atom is None or isinstance(d.atom, Sym))
+                                    for d in dims)
+
+
+def strides_kept(element: Mapping, tile_mapping: Mapping, shift: dict[str, int], offset: int) -> bool:
+    """True when every valid position p of ``tile_mapping`` holds, shifted by ``shift``, the base element at
+    position ``offset + p`` of ``element`` — the check :func:`tile_offset` makes, in O(Σ axis extents) instead of
+    O(tile size); False when it does not hold or when this shortcut does not apply (the caller then checks
+    every position).
+
+    It applies when both mappings are regular digit decompositions of plain axes (``canon.is_regular``, no
+    window, skew or linear combination).  Then a tile position is a sum of per-axis parts (the digits of each
+    axis, and the padding digits), its validity is a product of per-axis conditions, and the base position of
+    an index is ``offset`` plus a sum of per-axis terms (a regular inverse is a digit decomposition per axis).
+    A sum of functions of independent digit groups equals ``offset + p`` on the product of their valid sets
+    exactly when each group's difference is constant over its own valid set and the constants cancel, so each
+    axis' digits are checked alone (the other axes held at the tile's start index).
+    """
+    tdims, bdims = tile_mapping.canon, element.canon
+    if not (sym_only(tdims) and sym_only(bdims)):
+        return False
+    weights, w = [0] * len(tdims), 1
+    for j in range(len(tdims) - 1, -1, -1):
+        weights[j] = w
+        w *= tdims[j].size
+    groups: dict[str | None, list[int]] = {}
+    for j, d in enumerate(tdims):
+        assert isinstance(d, Dim)
+        groups.setdefault(d.atom.name if isinstance(d.atom, Sym) else None, []).append(j)
+    base_axes = element.axes
+    total = 0  # Σ of the per-group constants: base part − tile part
+    for name, idx in groups.items():
+        sub = tuple(tdims[j] for j in idx)
+        # the tile-position part of each combination of this group's digits, in forward()'s (C) order
+        part: npt.NDArray[np.int64] = np.zeros((), dtype=np.int64)
+        for k, j in enumerate(idx):
+            view = [1] * len(idx)
+            view[k] = tdims[j].size
+            part = part + np.arange(tdims[j].size, dtype=np.int64).reshape(view) * weights[j]
+        part = np.broadcast_to(part, tuple(tdims[j].size for j in idx)).reshape(-1)
+        ev = forward(sub)
+        valid = np.asarray(ev.valid).reshape(-1)
+        if not valid.any():
+            return True  # the tile holds no valid position: nothing to check
+        if name is None or name not in base_axes:
+            base: npt.NDArray[np.int64] = np.full(part.shape, offset, dtype=np.int64)
+        else:
+            coords = {a: np.full(part.shape, shift.get(a, 0), dtype=np.int64) for a in base_axes}
+            coords[name] = np.asarray(ev.coord(name)).reshape(-1) + shift.get(name, 0)
+            pos, held = element.locate(coords, part.shape)
+            if not bool(np.all(held.reshape(-1)[valid])):
+                return False
+            base = pos.reshape(-1)
+        diff = (base - offset - part)[valid]
+        if bool(np.any(diff != diff[0])):
+            return False
+        total += int(diff[0])
+    return total == 0
+

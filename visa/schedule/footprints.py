@@ -14,13 +14,44 @@ import numpy as np
 import numpy.typing as npt
 
 from visa.memory.footprint import EMPTY, Footprint, Span
-from visa.memory.layout import element_bytes
+from visa.memory.layout import element_bytes, sym_only
 
 __all__ = ["footprint", "span_of", "units_of", "live_dm_bytes"]
 
-#: Views whose Element is larger than this are covered by their extent (one interval) instead of element by
-#: element: a conservative cover, cheap for huge tensors.
+#: Views whose Element is larger than this are covered by their runs (:func:`_runs`) or, failing that, by their
+#: extent (one interval) instead of element by element: a conservative cover, cheap for huge tensors.
 _EXACT_LIMIT = 1 << 20
+#: At most this many runs describe a large view (else its extent).
+_RUN_LIMIT = 1 << 16
+
+
+def _runs(element: Any) -> tuple[npt.NDArray[np.int64], int] | None:
+    """The starts and the length (positions) of runs covering every position a large regular Element holds: the
+    trailing unpadded digits and the first padded one make a run, the digits outside it enumerate the starts
+    (each within its valid range).  A cover, not always exact (an axis split into digits may stop short of its
+    last digit's range); ``None`` when the mapping is not a plain digit decomposition or has too many runs."""
+    dims = element.canon
+    if not sym_only(dims):
+        return None
+    weights, total = [0] * len(dims), 1
+    for i in range(len(dims) - 1, -1, -1):
+        weights[i] = total
+        total *= dims[i].size
+    j = len(dims) - 1
+    while j >= 0 and dims[j].offset == 0 and dims[j].count == dims[j].size:
+        j -= 1
+    if j < 0:
+        return np.zeros(1, dtype=np.int64), total
+    inner, length = dims[j].offset * weights[j], dims[j].count * weights[j]
+    count = 1
+    for d in dims[:j]:
+        count *= d.count
+    if count > _RUN_LIMIT:
+        return None
+    starts = np.full(1, inner, dtype=np.int64)
+    for d, w in zip(dims[:j], weights[:j], strict=True):
+        starts = (starts[:, None] + ((d.offset + np.arange(d.count, dtype=np.int64)) * w)[None, :]).reshape(-1)
+    return starts, length
 
 
 @functools.lru_cache(maxsize=1024)
@@ -72,6 +103,10 @@ def span_of(handle: Any) -> Span | None:
     if element is None or (offset == 0 and element == levels["Element"]):
         lo = np.array([start], dtype=np.int64)
         hi = lo + element_bytes(base.dtype, levels["Element"].size)
+    elif element.size > _EXACT_LIMIT and (runs := _runs(element)) is not None:
+        first, length = runs
+        lo = start + ((offset + first) * bits) // 8
+        hi = start + ((offset + first + length) * bits + 7) // 8
     elif element.size > _EXACT_LIMIT or element.size == 0:
         lo = np.array([start + (offset * bits) // 8], dtype=np.int64)
         hi = np.array([start + ((offset + element.size) * bits + 7) // 8], dtype=np.int64)

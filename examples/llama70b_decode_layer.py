@@ -1,0 +1,384 @@
+"""One Llama 3 70B decoder layer, decode step, at full size on one chip (manual "Decode Phase", L8225–8419;
+issue 14), composed from :mod:`visa.kernels`, with the weights in HBM streamed through DM in tiles.
+
+Full size (``LLAMA70B_FULL=1 visa run examples/llama70b_decode_layer.py``, or ``python
+examples/llama70b_decode_layer.py --full``): D = 8192, 64 query heads and 8 KV heads of d_k = 128 (L7990),
+F = 28672, bf16 weights in HBM (Q 8192×8192, K and V 1024×8192, O 8192×8192, gate, up 28672×8192, down
+8192×28672: 856M weights, 1.71 GB), a KV cache of S = 256 positions per KV head.  It takes about 40 s on this
+2-core machine (17 s writing the weights to HBM, 12 s the launch — the simulation — and 8 s the numpy check;
+about 60 s when the machine is loaded; README "Llama 3 70B decode layer") and about 5 GB peak memory.  By
+default (``visa run``, ``make run``, and the test ``tests/kernels/test_llama70b.py``) the same code runs at a
+reduced size: D = 1024, 16 query heads, 2 KV heads of d_k = 64, F = 3584, S = 128.
+
+The layer for one token at position s, each stage a kernel of :mod:`visa.kernels`:
+
+1. ``x_norm = RMSNorm(x)`` (2.1, L8241–8246) — :meth:`Rows.rms_norm_streamed` (the gain read from DM beside
+   the row: 8192 f32 gains do not fit the 8 KiB VRF, L1090);
+2. ``Q, K_new, V_new = x_norm · w_q, w_k, w_v`` (2.2.1, L8247–8257) — :class:`Gemm` in stream mode: per (N, K)
+   tile, w's tile moves HBM → DM into one of two alternating buffers while the other is contracted;
+3. RoPE at position s (2.2.2, L8258–8284) — a :class:`Gemm` of the 64 (8) heads against the block-diagonal
+   rotation of ``w_rope[s]`` (the manual's ``einsum`` over the pair axis: the same products, plus zeros);
+4. KV-cache append (2.2.3, L8286–8297) — ``to_hbm_view`` of K_rope and V_new into position s − 1 of the caches
+   (in-place DMAs, design API.md §7);
+5. attention (2.2.4, L8298–8317) — one :class:`Attention` per KV head, its G = 8 query heads the GEMMs' M rows
+   (the manual's broadcast of G, L8302), Vᵀ of the head (the second GEMM reads V N-major) as ``I · Vᵀ`` by a
+   :class:`Gemm` (exact: one nonzero product per output); the 8 outputs are DMAed into one ``[h_kv, G, d_v]``
+   tensor, which is ``[1, h_q·d_k]`` for the output projection (a reshape, L8325);
+6. output projection, residual (2.2.5–2.2.6, L8318–8328) — :class:`Gemm`, :meth:`Rows.add`;
+7. RMSNorm, SwiGLU FFN, residual (2.3, L8329–8364) — the gate and up projections in 4 chunks of 7168 rows
+   (a :class:`Gemm` takes N ≤ 8192 or a multiple of it; 28672 = 3.5 × 8192), :meth:`Rows.swiglu` per chunk,
+   the chunks DMAed into one ``[F]`` activation, the down projection (K = 28672, 56 tiles of 512), residual.
+
+Departures from the manual, with lines:
+
+- **Elementwise kernels on a ``[rows, 128]`` view**: :class:`Rows` holds one row per slice and an f32 VRF
+  operand of the row's width (8 KiB, L1090); the residual adds and SwiGLU read the ``[D]`` / ``[F]`` vectors
+  as ``[D/128, 128]`` / ``[F/128, 128]`` (a relabelling: elementwise results do not depend on it).
+- **The cache** is 256 positions (S = 128 reduced), filled with random keys and values, the new token at
+  position s = S (its K and V appended at index s − 1).  Both caches are ``[h_kv, S, d]``, so an append is one
+  contiguous run per head; the transposed V the second attention GEMM reads is made per step on the Tensor Unit
+  (``I · Vᵀ``).  Kept transposed, the V append would be a strided in-place write, which today's in-place DMA
+  gets wrong (it writes the tile's padding positions, docs/manual-notes.md), and an HBM → HBM transposing DMA
+  of the whole cache costs 2.5M cycles (2-byte read-modify-writes, L2985), 20% of the layer.
+- **The RoPE table row is built on the host** (L8268–8270, ``gather(position, w_rope)``): the rotation of
+  ``w_rope[s]`` is an input; the embedding gather, final norm, LM head and sampling (steps 1, 3–5) are not
+  part of the layer.
+- **Weights are written to HBM in row chunks** (host → HBM DMAs of 1024 rows each at consecutive addresses)
+  and read as one tensor through ``HbmTensor.from_addr`` (L821), so the host never holds a 28672 × 8192
+  weight at once; the host check regenerates each chunk from its seed.
+
+Check: every stage is compared with numpy (float64) applied to that stage's own inputs as the device produced
+them, within the stage's derived bound (:mod:`visa.kernels.bounds`).  The cycles of the launch (first to last
+device operation) are compared with the memory-bound limit, the weights' bytes ÷ the HBM read bandwidth of the
+hardware profile (``hw.hbm.read_bytes_per_s`` at ``hw.clocks.core_hz``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import resource
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from visa import AxisSet, Context, HbmTensor, HostTensor, bf16, device, launch
+from visa.kernels import Arena, Attention, Gemm, Rows, bounds
+
+Hbm = HbmTensor[Any, Any, Any]
+F64 = npt.NDArray[np.float64]
+EPS = 1e-5
+CHUNK_ROWS = 1024  # rows of a weight per host → HBM DMA
+WEIGHT_BASE = 4 << 30  # HBM byte address of the first weight (the arena's outputs start at 1 GiB)
+
+
+@dataclass(frozen=True)
+class Size:
+    """The layer's dimensions: model width, heads, head width, FFN width, FFN chunks, cache length."""
+
+    d: int
+    heads: int
+    kv_heads: int
+    dk: int
+    f: int
+    f_chunks: int
+    s: int
+
+    def axes(self) -> AxisSet:
+        """Every axis the kernels name (heads × d_k flattened as HQ / HKV / HO; 128-wide row views)."""
+        g = self.heads // self.kv_heads
+        fc = self.f // self.f_chunks
+        return AxisSet(T=1, D=self.d, HQ=self.heads * self.dk, HKV=self.kv_heads * self.dk, HO=self.heads * self.dk,
+                       H=self.heads, Hkv=self.kv_heads, G=g, Dk=self.dk, Dr=self.dk, Dv=self.dk,
+                       Dvi=self.dk, S=self.s,
+                       F=self.f, Fk=self.f_chunks, Fc=fc, Dh=self.d // 128, Dl=128, Fh=fc // 128, Fl=128)
+
+    @property
+    def weights(self) -> int:
+        """Number of weights of the layer's projections (the norms' gains are 2·D more)."""
+        q, kv = self.heads * self.dk, self.kv_heads * self.dk
+        return self.d * (q + 2 * kv) + q * self.d + 3 * self.f * self.d
+
+
+FULL = Size(d=8192, heads=64, kv_heads=8, dk=128, f=28672, f_chunks=4, s=256)
+REDUCED = Size(d=1024, heads=16, kv_heads=2, dk=64, f=3584, f_chunks=4, s=128)
+
+
+class Layer:
+    """The kernels of one layer for a :class:`Size` (each derives its mappings from the axis sizes)."""
+
+    def __init__(self, size: Size) -> None:
+        self.size = size
+        self.ax = ax = size.axes()
+        self.m = ax.m
+        self.rows_d = Rows(ax, "T", "D")  # RMSNorm: the whole row in one slice
+        self.rows_dd = Rows(ax, "Dh", "Dl")  # residual adds on the [D/128, 128] view
+        self.rows_fc = Rows(ax, "Fh", "Fl")  # SwiGLU on a chunk's [Fc/128, 128] view
+        self.q_proj, self.kv_proj = Gemm(ax, "T", "HQ", "D"), Gemm(ax, "T", "HKV", "D")
+        self.rope_q, self.rope_k = Gemm(ax, "H", "Dr", "Dk"), Gemm(ax, "Hkv", "Dr", "Dk")
+        self.attention = Attention(ax, q="G", s="S", dk="Dr", dv="Dv")
+        self.transpose = Gemm(ax, "Dv", "S", "Dvi")  # Vᵀ[Dv, S] = I[Dv, Dvi] · V[S, Dvi]ᵀ
+        self.o_proj = Gemm(ax, "T", "D", "HO")
+        self.gate_up = Gemm(ax, "T", "Fc", "D")
+        self.down = Gemm(ax, "T", "D", "F")
+        self.arena = Arena()
+
+    def kernel(self, ctx: Context, x: Hbm, g_attn: Hbm, w_q: Hbm, w_k: Hbm, w_v: Hbm, rope: Hbm, k_cache: Hbm,
+               v_cache: Hbm, eye: Hbm, w_o: Hbm, g_ffn: Hbm, w_gate: Hbm, w_up: Hbm, w_down: Hbm) -> dict[str, Hbm]:
+        """The decode step (the module docstring's stages 1–7); returns every stage's HBM output."""
+        m, sz = self.m, self.size
+        out: dict[str, Hbm] = {}
+        with self.arena.scratch() as arena:
+            rd, rdd, rf = self.rows_d, self.rows_dd, self.rows_fc
+            x_norm = rd.store(ctx, arena, rd.rms_norm_streamed(ctx, arena, rd.load(ctx, arena, x),
+                                                               rd.load(ctx, arena, g_attn), eps=EPS))
+            q = self.q_proj(ctx, arena, x_norm, w_q)
+            k_new = self.kv_proj(ctx, arena, x_norm, w_k)
+            v_new = self.kv_proj(ctx, arena, x_norm, w_v)
+            q_rope = self.rope_q(ctx, arena, q.view().relabel(m["H, Dk"]), rope)  # reshape (noop, L8274)
+            k_rope = self.rope_k(ctx, arena, k_new.view().relabel(m["Hkv, Dk"]), rope)
+            # KV-cache append at position s − 1 (L8286–8297): in-place DMAs into the caches
+            at = sz.s - 1
+            k_rope.view().relabel(m["Hkv, S = 1, Dr"]).to_hbm_view(
+                k_cache.view().tile(m["S"], 1, m[f"Hkv, S = 1 # {sz.s}, Dr"], at), ctx.tdma)
+            v_new.view().relabel(m["Hkv, S = 1, Dvi"]).to_hbm_view(
+                v_cache.view().tile(m["S"], 1, m[f"Hkv, S = 1 # {sz.s}, Dvi"], at), ctx.tdma)
+            attn = HbmTensor(ctx, bf16, m["1"], m["Hkv, G, Dv"], arena.take_hbm(2 * sz.heads * sz.dk),
+                             call="llama70b.attn")
+            for h in range(sz.kv_heads):
+                g = sz.heads // sz.kv_heads
+                qh = q_rope.view().tile(m["H"], g, m[f"H = {g}, Dr"], h * g)
+                kh = k_cache.view().tile(m["Hkv"], 1, m["S, Dr"], h)
+                # Vᵀ for the second attention GEMM (it reads V N-major): I · Vᵀ on the Tensor Unit, exact
+                vh = self.transpose(ctx, arena, eye, v_cache.view().tile(m["Hkv"], 1, m["S, Dvi"], h))
+                a = self.attention(ctx, arena, qh.relabel(m["G, Dr"]), kh, vh)
+                a.view().to_hbm_view(attn.view().tile(m["Hkv"], 1, m["G, Dv"], h), ctx.tdma)
+            attn_out = self.o_proj(ctx, arena, attn.view().relabel(m["T, HO"]), w_o)  # [h_q·d_k] (L8325)
+            x_attn = rdd.store(ctx, arena, rdd.add(ctx, arena, rdd.load(ctx, arena, x.view().relabel(m["Dh, Dl"])),
+                                                   rdd.load(ctx, arena, attn_out.view().relabel(m["Dh, Dl"]))))
+            h_ = rd.store(ctx, arena, rd.rms_norm_streamed(ctx, arena, rd.load(ctx, arena, x_attn.view().relabel(
+                m["T, D"])), rd.load(ctx, arena, g_ffn), eps=EPS))
+            act = HbmTensor(ctx, bf16, m["1"], m["Fk, Fc"], arena.take_hbm(2 * sz.f), call="llama70b.act")
+            gates, ups = [], []
+            for c in range(sz.f_chunks):
+                gate = self.gate_up(ctx, arena, h_, w_gate.view().tile(m["Fk"], 1, m["Fc, D"], c))
+                up = self.gate_up(ctx, arena, h_, w_up.view().tile(m["Fk"], 1, m["Fc, D"], c))
+                a_c = rf.store(ctx, arena, rf.swiglu(ctx, arena, rf.load(ctx, arena, gate.view().relabel(m["Fh, Fl"])),
+                                                     rf.load(ctx, arena, up.view().relabel(m["Fh, Fl"]))))
+                a_c.view().relabel(m["Fc"]).to_hbm_view(act.view().tile(m["Fk"], 1, m["Fc"], c), ctx.tdma)
+                gates.append(gate)
+                ups.append(up)
+            ffn = self.down(ctx, arena, act.view().relabel(m["T, F"]), w_down)
+            y = rdd.store(ctx, arena, rdd.add(ctx, arena, rdd.load(ctx, arena, x_attn),
+                                              rdd.load(ctx, arena, ffn.view().relabel(m["Dh, Dl"]))))
+            out.update(x_norm=x_norm, q=q, k_new=k_new, v_new=v_new, q_rope=q_rope, k_rope=k_rope, attn=attn,
+                       attn_out=attn_out, x_attn=x_attn, h=h_, act=act, ffn=ffn, out=y)
+            out.update({f"gate{c}": g for c, g in enumerate(gates)})
+            out.update({f"up{c}": u for c, u in enumerate(ups)})
+            return out
+
+
+def rope_matrix(position: int, d: int, base: float = 500000.0) -> F64:
+    """The rotation of ``w_rope[position]`` (L8258–8284) as a ``[d_out, d_in]`` matrix: pairs (2i, 2i + 1) rotate
+    by ``position · base^(−2i/d)`` (Llama 3's θ base 500000)."""
+    r = np.zeros((d, d))
+    for i in range(d // 2):
+        theta = position * base ** (-2 * i / d)
+        c, s = math.cos(theta), math.sin(theta)
+        r[2 * i, 2 * i], r[2 * i, 2 * i + 1] = c, -s
+        r[2 * i + 1, 2 * i], r[2 * i + 1, 2 * i + 1] = s, c
+    return r
+
+
+def to_bf16(array: npt.ArrayLike) -> F64:
+    """``array`` rounded to bf16 (round to nearest even), as float64."""
+    from ml_dtypes import bfloat16
+
+    return np.asarray(np.asarray(array, np.float32).astype(bfloat16), np.float64)
+
+
+class Weights:
+    """Random weights (uniform, variance 1/cols: unit-variance outputs), generated in row chunks from a seed (so
+    the host check can regenerate a chunk instead of keeping 1.7 GB of weights)."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+
+    def chunks(self, key: int, rows: int, cols: int) -> Iterator[tuple[int, npt.NDArray[np.float32]]]:
+        """(first row, bf16 values as float32) of each chunk of ``CHUNK_ROWS`` rows of weight ``key``."""
+        from ml_dtypes import bfloat16
+
+        scale = np.float32(math.sqrt(12 / cols))  # uniform on ±√(3/cols): variance 1/cols
+        for r0 in range(0, rows, CHUNK_ROWS):
+            n = min(CHUNK_ROWS, rows - r0)
+            rng = np.random.default_rng((self.seed, key, r0))
+            w = rng.random((n, cols), dtype=np.float32)
+            w -= np.float32(0.5)
+            w *= scale
+            yield r0, w.astype(bfloat16).astype(np.float32)
+
+
+def upload(ctx: Context, weights: Weights, key: int, rows: int, cols: int, chip: Any, element: Any,
+           address: int) -> Hbm:
+    """Write weight ``key`` (``[rows, cols]``) to HBM at ``address`` chunk by chunk (host → HBM DMAs), and return
+    one handle over all of it (``HbmTensor.from_addr``, L821) laid out as ``element``."""
+    for r0, chunk in weights.chunks(key, rows, cols):
+        cax = AxisSet(R=chunk.shape[0], C=cols)
+        host = HostTensor.from_numpy(chunk, bf16, cax.m["R, C"], axes="R C")
+        host.to_hbm(cax.m["1"], cax.m["R, C"], ctx.pdma, address + 2 * r0 * cols)
+    out: Hbm = HbmTensor.from_addr(ctx, bf16, chip, element, address)
+    return out
+
+
+def device_span(ctx: Context, first: int) -> int:
+    """Cycles from the first to the last device operation (tdma, main, sub) recorded since ``first``."""
+    ops = [op for op in ctx.schedule.ops[first:] if op.track != "pdma"]
+    return max(op.end for op in ops) - min(op.start for op in ops)
+
+
+def check(name: str, got: F64, want: F64, bound: F64) -> float:
+    """Assert ``|got − want| ≤ bound`` elementwise; return the largest error."""
+    err = np.abs(got - want)
+    assert np.all(err <= bound), (name, float(np.max(err - bound)))
+    return float(np.max(err))
+
+
+def run(size: Size = REDUCED, seed: int = 8) -> dict[str, float]:
+    """Build the layer at ``size``, run it in one launch on random weights, check every stage against numpy;
+    return each stage's largest error, the launch's cycles, its memory-bound limit and the wall times."""
+    t0 = time.perf_counter()
+    layer = Layer(size)
+    m, sz = layer.m, size
+    rng = np.random.default_rng(seed)
+    weights = Weights(seed)
+    ctx = Context.acquire()
+    addr = iter(range(0, 1 << 30, 1 << 24))  # the small inputs, below the arena's 1 GiB
+
+    def put(values: F64, text: str, axes: str) -> Hbm:
+        host = HostTensor.from_numpy(np.asarray(values, np.float32), bf16, m[text], axes=axes)
+        return host.to_hbm(m["1"], m[text], ctx.pdma, next(addr))
+
+    x = to_bf16(rng.standard_normal(sz.d))
+    g_attn, g_ffn = to_bf16(1 + 0.1 * rng.standard_normal(sz.d)), to_bf16(1 + 0.1 * rng.standard_normal(sz.d))
+    rope = to_bf16(rope_matrix(sz.s - 1, sz.dk))
+    k_cache = to_bf16(0.5 * rng.standard_normal((sz.kv_heads, sz.s, sz.dk)))
+    v_cache = to_bf16(rng.standard_normal((sz.kv_heads, sz.s, sz.dk)))
+    hq, hkv = sz.heads * sz.dk, sz.kv_heads * sz.dk
+    shapes = {"q": (hq, sz.d, "HQ, D"), "k": (hkv, sz.d, "HKV, D"), "v": (hkv, sz.d, "HKV, D"),
+              "o": (sz.d, hq, "D, HO"), "gate": (sz.f, sz.d, "Fk, Fc, D"), "up": (sz.f, sz.d, "Fk, Fc, D"),
+              "down": (sz.d, sz.f, "D, F")}
+    base, hbm = WEIGHT_BASE, {}
+    for key, (name, (rows, cols, text)) in enumerate(shapes.items()):
+        hbm[name] = upload(ctx, weights, key, rows, cols, m["1"], m[text], base)
+        base += -(-2 * rows * cols // 4096) * 4096
+    args = (put(x, "T, D", "D"), put(g_attn, "D", "D"), hbm["q"], hbm["k"], hbm["v"], put(rope, "Dr, Dk", "Dr Dk"),
+            put(k_cache, "Hkv, S, Dr", "Hkv S Dr"), put(v_cache, "Hkv, S, Dvi", "Hkv S Dvi"),
+            put(np.eye(sz.dk), "Dv, Dvi", "Dv Dvi"),
+            hbm["o"], put(g_ffn, "D", "D"), hbm["gate"], hbm["up"], hbm["down"])
+    t1 = time.perf_counter()
+
+    @device(chip=1)
+    def decode_layer(ctx: Context, x: Hbm, g_attn: Hbm, w_q: Hbm, w_k: Hbm, w_v: Hbm, rope: Hbm, k_cache: Hbm,
+                     v_cache: Hbm, eye: Hbm, w_o: Hbm, g_ffn: Hbm, w_gate: Hbm, w_up: Hbm, w_down: Hbm
+                     ) -> dict[str, Hbm]:
+        return layer.kernel(ctx, x, g_attn, w_q, w_k, w_v, rope, k_cache, v_cache, eye, w_o, g_ffn, w_gate, w_up,
+                            w_down)
+
+    first = len(ctx.schedule.ops)
+    # spelled out: the plugin checks each argument
+    outs = launch(decode_layer, ctx, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7],
+                  args[8], args[9], args[10], args[11], args[12], args[13])
+    span = device_span(ctx, first)
+    t2 = time.perf_counter()
+
+    def read(name: str, text: str, axes: str) -> F64:
+        return np.asarray(outs[name].to_host(m[text], ctx.pdma).numpy(axes=axes), np.float64)
+
+    def gemv(key: int, rows: int, cols: int, vec: F64, k_tiles: int) -> tuple[F64, F64]:
+        want, bound = np.zeros(rows), np.zeros(rows)
+        for r0, w32 in weights.chunks(key, rows, cols):
+            w = w32.astype(np.float64)
+            want[r0:r0 + w.shape[0]] = w @ vec
+            bound[r0:r0 + w.shape[0]] = bounds.gemm(vec[None, :], w, k_tiles)[0]
+        return want, bound
+
+    errors: dict[str, float] = {}
+    x_norm = read("x_norm", "T, D", "D")
+    want = x / np.sqrt(np.mean(x**2) + EPS) * g_attn
+    errors["rms_norm (attn)"] = check("x_norm", x_norm, want, bounds.rms_norm(want, sz.d))
+    kt = layer.q_proj.k_tiles
+    q, k_new, v_new = read("q", "T, HQ", "HQ"), read("k_new", "T, HKV", "HKV"), read("v_new", "T, HKV", "HKV")
+    for name, key, got in (("q", 0, q), ("k_new", 1, k_new), ("v_new", 2, v_new)):
+        errors[name] = check(name, got, *gemv(key, got.shape[0], sz.d, x_norm, kt))
+    q_rope, k_rope = read("q_rope", "H, Dr", "H Dr"), read("k_rope", "Hkv, Dr", "Hkv Dr")
+    qh, kh = q.reshape(sz.heads, sz.dk), k_new.reshape(sz.kv_heads, sz.dk)
+    errors["rope q"] = check("q_rope", q_rope, qh @ rope.T, bounds.gemm(qh, rope, 1))
+    errors["rope k"] = check("k_rope", k_rope, kh @ rope.T, bounds.gemm(kh, rope, 1))
+    k_cache[:, sz.s - 1], v_cache[:, sz.s - 1] = k_rope, v_new.reshape(sz.kv_heads, sz.dk)
+    attn = read("attn", "Hkv, G, Dv", "Hkv G Dv")
+    g = sz.heads // sz.kv_heads
+    worst = 0.0
+    for h in range(sz.kv_heads):
+        want_a, bound_a = bounds.attention(q_rope[h * g:(h + 1) * g], k_cache[h], v_cache[h], 1 / math.sqrt(sz.dk))
+        worst = max(worst, check(f"attention {h}", attn[h], want_a, bound_a))
+    errors["attention"] = worst
+    flat = attn.reshape(-1)
+    attn_out = read("attn_out", "T, D", "D")
+    errors["o_proj"] = check("attn_out", attn_out, *gemv(3, sz.d, hq, flat, layer.o_proj.k_tiles))
+    x_attn = read("x_attn", "Dh, Dl", "Dh Dl").reshape(-1)
+    errors["residual 1"] = check("x_attn", x_attn, x + attn_out, bounds.add(x + attn_out))
+    h_ = read("h", "T, D", "D")
+    want = x_attn / np.sqrt(np.mean(x_attn**2) + EPS) * g_ffn
+    errors["rms_norm (ffn)"] = check("h", h_, want, bounds.rms_norm(want, sz.d))
+    gate = np.concatenate([read(f"gate{c}", "T, Fc", "Fc") for c in range(sz.f_chunks)])
+    up = np.concatenate([read(f"up{c}", "T, Fc", "Fc") for c in range(sz.f_chunks)])
+    errors["gate"] = check("gate", gate, *gemv(4, sz.f, sz.d, h_, layer.gate_up.k_tiles))
+    errors["up"] = check("up", up, *gemv(5, sz.f, sz.d, h_, layer.gate_up.k_tiles))
+    act = read("act", "Fk, Fc", "Fk Fc").reshape(-1)
+    want = gate / (1 + np.exp(-gate)) * up
+    errors["swiglu"] = check("act", act, want, bounds.swiglu(want))
+    ffn = read("ffn", "T, D", "D")
+    errors["down"] = check("ffn", ffn, *gemv(6, sz.d, sz.f, act, layer.down.k_tiles))
+    out = read("out", "Dh, Dl", "Dh Dl").reshape(-1)
+    errors["residual 2"] = check("out", out, x_attn + ffn, bounds.add(x_attn + ffn))
+    t3 = time.perf_counter()
+    per_cycle = ctx.hw.hbm.read_bytes_per_s / ctx.hw.clocks.core_hz
+    cache_bytes = 2 * 2 * sz.kv_heads * sz.s * sz.dk
+    errors["makespan"] = float(span)
+    errors["memory bound"] = (2 * sz.weights + cache_bytes) / per_cycle
+    errors["setup s"], errors["launch s"], errors["check s"] = t1 - t0, t2 - t1, t3 - t2
+    errors["peak MB"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return errors
+
+
+def full_requested() -> bool:
+    """``LLAMA70B_FULL=1`` in the environment or ``--full`` on the command line."""
+    return os.environ.get("LLAMA70B_FULL", "") not in ("", "0") or "--full" in sys.argv[1:]
+
+
+def main() -> None:
+    """Run the reduced size (or the full 70B size when asked), check every stage, print errors, cycles, times."""
+    size = FULL if full_requested() else REDUCED
+    print(f"    size: D = {size.d}, {size.heads} query / {size.kv_heads} KV heads of {size.dk}, F = {size.f}, "
+          f"cache S = {size.s}, {size.weights / 1e6:.0f}M weights ({'full 70B' if size is FULL else 'reduced'})")
+    result = run(size)
+    for name, value in result.items():
+        if name == "makespan":
+            limit = result["memory bound"]
+            print(f"    {'makespan':<18}{int(value):>12} cycles on the device; (weights + KV cache) ÷ HBM read "
+                  f"bandwidth = {limit:.0f} cycles: memory-roofline utilisation {limit / value:.1%}")
+        elif name.endswith(" s"):
+            print(f"    {name:<18}{value:>12.1f} s (wall)")
+        elif name == "peak MB":
+            print(f"    {name:<18}{value:>12.0f} MB (resource.getrusage ru_maxrss)")
+        elif name != "memory bound":
+            print(f"    {name:<18}{value:>12.2e} max |error| (within its derived bound)")
+
+
+if __name__ == "__main__":
+    main()
