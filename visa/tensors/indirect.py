@@ -31,10 +31,10 @@ from visa.engines.dma.indirect import execute as execute_indirect
 from visa.engines.dma.plan import plan
 from visa.errors import DtypeError, LayoutError, PoisonError, TypestateError
 from visa.mapping import Mapping
-from visa.memory.layout import LEVEL_PARAMS, LEVELS, describe, element_bytes
+from visa.memory.layout import LEVELS
 from visa.memory.registry import refuse_overlap
 from visa.tensors.device import Device, DmaContext, Recorded, dma_device
-from visa.tensors.moves import _check_args, _endpoint, _poison, _source, check_stream
+from visa.tensors.moves import _allocate, _destination, _endpoint, _source, check_stream
 from visa.validate import expect_mapping, wrong_type
 
 if TYPE_CHECKING:
@@ -152,22 +152,10 @@ class GatherSource(_Staged):
         return out
 
     def _move(self, medium: str, levels: dict[str, Mapping], tdma: DmaContext, address: int, call: str) -> Any:
-        from visa.tensors.handles import DmTensor, HbmTensor
-
-        _check_args(call, {LEVEL_PARAMS[name]: mp for name, mp in levels.items()}, address, None)
-        ctx = dma_device(tdma, "tdma", call)
-        base, _ = _source(self.view, call, ctx)
-        levels = {"Chip": base.levels["Chip"], **levels}
-        name = describe(medium, base.dtype, levels, address)
-        p, values = self._plan("gather", self.side(), Side.of(medium, levels, address, name=name), ctx, call)
-        reads = tuple(r for r in (base.region, self.ids.region) if r is not None)
-        out: Any
-        if medium == "hbm":
-            out = HbmTensor(ctx, base.dtype, levels["Chip"], levels["Element"], address, reads=reads, call=call)
-        else:
-            out = DmTensor(ctx, base.dtype, levels["Chip"], levels["Cluster"], levels["Slice"], levels["Element"],
-                           address, reads=reads, call=call)
-        _poison(ctx, medium, levels["Chip"].size, address, address + element_bytes(base.dtype, levels["Element"].size))
+        ctx, base, _, levels, dst = _destination(self.view, medium, levels, tdma, address, call, "tdma", None)
+        p, values = self._plan("gather", self.side(), dst, ctx, call)
+        reads = [r for r in (base.region, self.ids.region) if r is not None]
+        out = _allocate(ctx, medium, base.dtype, levels, address, reads, call)
         execute_indirect(p, values, _endpoint(ctx, base.MEMORY), _endpoint(ctx, medium))
         cost = indirect_cycles(p, values)
         op = record_dma(ctx, f"{call} → {out.describe()}", _config(p), cost, reads=[base, self.ids], writes=[out],

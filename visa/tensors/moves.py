@@ -112,25 +112,42 @@ def _poison(ctx: Device, medium: str, chips: int, lo: int, hi: int) -> None:
         (img.hbm if medium == "hbm" else img.dm).poison(lo, hi)
 
 
-def _to_device(src: Any, medium: str, levels: dict[str, Mapping], dma: DmaContext, address: int, call: str,
-               kind: str, stream: tuple[Mapping, Mapping] | None) -> Any:
-    """The tensor DMA of ``src`` to a new ``medium`` tensor with ``levels`` (the source's Chip unless given)."""
-    from visa.tensors.handles import DmTensor, HbmTensor
-
+def _destination(src: Any, medium: str, levels: dict[str, Mapping], dma: DmaContext, address: int, call: str,
+                 kind: str, stream: object | None) -> tuple[Device, Any, Side, dict[str, Mapping], Side]:
+    """What every move to a new ``medium`` tensor checks first, before anything is written (the plain moves,
+    the shuffled ones and the gathers): the arguments' types, the DMA context ``kind``, the readable source.
+    Returns the device, the source's base tensor and DMA side, the destination's levels (the source's Chip
+    unless given) and its DMA side."""
     _check_args(call, {LEVEL_PARAMS[k]: v for k, v in levels.items()}, address, stream)
     ctx = dma_device(dma, kind, call)
     base, side = _source(src, call, ctx)
     levels = {"Chip": base.levels["Chip"], **levels}
-    name = describe(medium, base.dtype, levels, address)
-    p = plan(ctx.hw, base.dtype, side, Side.of(medium, levels, address, name=name), stream=stream, call=call)
-    reads = (base.region,) if base.region is not None else ()
+    dst = Side.of(medium, levels, address, name=describe(medium, base.dtype, levels, address))
+    return ctx, base, side, levels, dst
+
+
+def _allocate(ctx: Device, medium: str, dtype: type[dt.Scalar], levels: dict[str, Mapping], address: int,
+              reads: Sequence[Any], call: str) -> Any:
+    """The new ``medium`` tensor a move writes (its regions overlapping ``reads`` allowed), its bytes poisoned
+    on every chip until the move's execution writes them."""
+    from visa.tensors.handles import DmTensor, HbmTensor
+
     out: Any
     if medium == "hbm":
-        out = HbmTensor(ctx, base.dtype, levels["Chip"], levels["Element"], address, reads=reads, call=call)
+        out = HbmTensor(ctx, dtype, levels["Chip"], levels["Element"], address, reads=tuple(reads), call=call)
     else:
-        out = DmTensor(ctx, base.dtype, levels["Chip"], levels["Cluster"], levels["Slice"], levels["Element"],
-                       address, reads=reads, call=call)
-    _poison(ctx, medium, levels["Chip"].size, address, address + element_bytes(base.dtype, levels["Element"].size))
+        out = DmTensor(ctx, dtype, levels["Chip"], levels["Cluster"], levels["Slice"], levels["Element"],
+                       address, reads=tuple(reads), call=call)
+    _poison(ctx, medium, levels["Chip"].size, address, address + element_bytes(dtype, levels["Element"].size))
+    return out
+
+
+def _to_device(src: Any, medium: str, levels: dict[str, Mapping], dma: DmaContext, address: int, call: str,
+               kind: str, stream: tuple[Mapping, Mapping] | None) -> Any:
+    """The tensor DMA of ``src`` to a new ``medium`` tensor with ``levels`` (the source's Chip unless given)."""
+    ctx, base, side, levels, dst = _destination(src, medium, levels, dma, address, call, kind, stream)
+    p = plan(ctx.hw, base.dtype, side, dst, stream=stream, call=call)
+    out = _allocate(ctx, medium, base.dtype, levels, address, [r for r in (base.region,) if r is not None], call)
     execute(p, _endpoint(ctx, side.medium), _endpoint(ctx, medium))
     out.ready_at = _report(ctx, kind, f"{call} → {out.describe()}", p, [src], [out])
     return out
