@@ -43,18 +43,6 @@ _ACQUIRED: list[Context] = []
 OBSERVERS: list[Callable[[Operation], None]] = []
 
 
-#: Strong references to the contexts acquired while ``visa run`` holds them (else only weak ones are kept).
-_HELD: list[Context] | None = None
-
-
-def hold_acquired(hold: bool) -> None:
-    """Keep the contexts acquired from now on alive (``True``) until the next call, so that ``visa run`` can
-    report a device whose last reference went away inside ``main()`` (the garbage collector would take it);
-    ``False`` lets them go."""
-    global _HELD
-    _HELD = [] if hold else None
-
-
 def acquired_contexts() -> list[Context]:
     """Every context acquired since the last reset, garbage-collected or not (``visa run`` prints their reports,
     design API.md §6): the list holds them until :func:`reset_acquired`."""

@@ -158,10 +158,6 @@ class Footprint:
         """Whether any span of one shares a byte with any span of the other."""
         return any(a.overlaps(b) for a in self.spans for b in other.spans)
 
-    def memories(self) -> set[str]:
-        """The memories touched."""
-        return {s.memory for s in self.spans}
-
     def chips(self) -> int:
         """The chips touched (bitmask)."""
         out = 0
