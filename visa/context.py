@@ -98,7 +98,7 @@ class Context:
             lanes = dma_lanes(self.schedule, transfer, rd, wr) if lanes is None else lanes
             traffic = dma_traffic(transfer, rd, wr) if traffic is None else traffic
         if extra_lanes:
-            base = tuple(lanes) if lanes is not None else self.schedule.default_lanes(track, _chips(rd + wr))
+            base = tuple(lanes) if lanes is not None else self.schedule.default_lanes(track, (rd + wr).chip_indices())
             lanes = base + tuple(lane for lane in extra_lanes if lane not in base)
         if extra_traffic:
             traffic = dict(traffic or {})
@@ -139,12 +139,6 @@ class Context:
         """Write :meth:`trace` as JSON."""
         with open(path, "w") as fh:
             json.dump(self.trace(), fh)
-
-
-def _chips(fp: Footprint) -> list[int]:
-    """The chips a footprint touches."""
-    mask = fp.chips()
-    return [c for c in range(mask.bit_length()) if mask >> c & 1]
 
 
 P = ParamSpec("P")

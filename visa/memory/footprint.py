@@ -165,6 +165,11 @@ class Footprint:
             out |= s.chips
         return out
 
+    def chip_indices(self) -> list[int]:
+        """The chips touched, ascending (the set bits of :meth:`chips`)."""
+        mask = self.chips()
+        return [c for c in range(mask.bit_length()) if mask >> c & 1]
+
     def nbytes(self, memory: str | None = None) -> int:
         """Bytes covered, in one memory or all (overlapping spans count each time)."""
         return sum(s.nbytes for s in self.spans if memory is None or s.memory == memory)

@@ -68,11 +68,6 @@ def user_location() -> str:
     return f"{path}:{line}" if path else ""
 
 
-def _bits(mask: int) -> list[int]:
-    """The indices of a bitmask's set bits, ascending."""
-    return [i for i in range(mask.bit_length()) if mask >> i & 1]
-
-
 @dataclass(frozen=True)
 class Dependency:
     """An earlier operation this one waited for, and why: ``"RAW"``, ``"WAR"`` and/or ``"WAW"`` (L7067–7069)."""
@@ -198,7 +193,7 @@ class Schedule:
         reports = tuple(engines)
         if cycles is None:
             cycles = max((r.cycles for r in reports), default=0) + sum(r.latency for r in reports)
-        chips = _bits((reads + writes).chips())
+        chips = (reads + writes).chip_indices()
         lane_list = list(lanes) if lanes is not None else list(self.default_lanes(track, chips))
         notes: list[str] = []
         bank_run = max((r.bank_run for r in reports), default=0)
