@@ -181,14 +181,13 @@ class Schedule:
 
     # -- recording -----------------------------------------------------------------------------------------
     def record(self, track: str, name: str, engines: Iterable[EngineReport], *, reads: Footprint = EMPTY,
-               writes: Footprint = EMPTY, lanes: Iterable[Lane] | None = None, ready: int = 0,
-               cycles: int | None = None, traffic: dict[str, int] | None = None,
-               source: str | None = None, in_kernel: bool = False) -> Operation:
+               writes: Footprint = EMPTY, lanes: Iterable[Lane] | None = None, cycles: int | None = None,
+               traffic: dict[str, int] | None = None, in_kernel: bool = False) -> Operation:
         """Add an operation in program order and return it (its ``end`` is its outputs' ready time).
 
         Its cycles are the slowest engine's plus every engine's latency (a pipeline), unless given.  It starts
-        at the latest of: the previous operation's start (in-order issue), each lane's free time, the end of
-        every in-flight operation it conflicts with, and ``ready``; contention may then lengthen it.
+        at the latest of: the previous operation's start (in-order issue), each lane's free time and the end
+        of every in-flight operation it conflicts with; contention may then lengthen it.
         """
         reports = tuple(engines)
         if cycles is None:
@@ -210,7 +209,7 @@ class Schedule:
         issue = self.ops[-1].start if self.ops else 0
         self.active = [a for a in self.active if a.end > issue]
         # when each constraint is met, and by which operation
-        bounds: list[tuple[int, int | None]] = [(issue, None), (ready, None)]
+        bounds: list[tuple[int, int | None]] = [(issue, None)]
         for lane in lane_list:
             bounds.append((self.free_at.get(lane, 0), self.owner.get(lane)))
         deps: list[Dependency] = []
@@ -240,7 +239,7 @@ class Schedule:
                 if n:
                     traffic[path] = n
         op = Operation(track, name, start, cycles + stretch, reports, len(self.ops), tuple(lane_list), reads,
-                       writes, tuple(deps), waits_for, stretch, user_location() if source is None else source,
+                       writes, tuple(deps), waits_for, stretch, user_location(),
                        dict(traffic), bank_run, tuple(notes), in_kernel)
         self.ops.append(op)
         self.active.append(op)
