@@ -26,7 +26,7 @@ from visa.engines.dma.plan import plan as dma_plan
 from visa.errors import VisaError
 from visa.mapping import Mapping
 from visa.tensors.device import Device, DmaContext, Recorded, TuHandle
-from visa.tensors.moves import _allocate, _destination, _endpoint, _poison
+from visa.tensors.moves import _allocate, _destination, _endpoint, _poison, dma_report
 from visa.validate import expect_int, expect_ints, expect_mapping, wrong_type
 
 if TYPE_CHECKING:
@@ -140,13 +140,11 @@ def shuffled_move(src: ShuffledSource, medium: str, levels: dict[str, Mapping], 
     sp = engine.ShufflePlan(p, src.chips, src.clusters)
     out = _allocate(ctx, medium, base.dtype, levels, address, [r for r in (base.region,) if r is not None], call)
     engine.execute(sp, _endpoint(ctx, side.medium), _endpoint(ctx, medium))
-    cost = engine.cycles(sp)
-    details: tuple[tuple[str, object], ...] = (
-        ("shuffle", str(list(sp.chips)) if sp.chips else "none"), ("cluster swap", bool(sp.clusters)),
-        ("pcie bytes", engine.pcie_bytes(sp)), ("read", str(p.read)), ("write", str(p.write)), ("cost", str(cost)))
-    report = EngineReport("dma", str(sp), cost.total - cost.startup, latency=cost.startup, details=details)
-    # the engines of the layout change, and the PCIe link of every chip that sends or receives across chips
     pcie = engine.pcie_bytes(sp)
+    report = dma_report("dma", str(sp), engine.cycles(sp), (
+        ("shuffle", str(list(sp.chips)) if sp.chips else "none"), ("cluster swap", bool(sp.clusters)),
+        ("pcie bytes", pcie), ("read", str(p.read)), ("write", str(p.write))))
+    # the engines of the layout change, and the PCIe link of every chip that sends or receives across chips
     crossing = sorted({c for c, src_chip in enumerate(sp.chips) if src_chip != c} |
                       {src_chip for c, src_chip in enumerate(sp.chips) if src_chip != c})
     out.ready_at = record(ctx, "tdma", f"{what}.{call} → {out.describe()}", [report], [src.view], [out],

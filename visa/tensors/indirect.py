@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from visa.engines.common import EngineReport
 from visa.engines.dma.config import NAMES, DmaCost, DmaPlan, Side
 from visa.engines.dma.cost import cycles
 from visa.engines.dma.execute import execute
@@ -34,7 +33,7 @@ from visa.mapping import Mapping
 from visa.memory.layout import LEVELS
 from visa.memory.registry import refuse_overlap
 from visa.tensors.device import Device, DmaContext, Recorded, dma_device
-from visa.tensors.moves import _allocate, _destination, _endpoint, _source, check_stream
+from visa.tensors.moves import _allocate, _destination, _endpoint, _source, check_stream, dma_report
 from visa.validate import expect_mapping, wrong_type
 
 if TYPE_CHECKING:
@@ -49,8 +48,7 @@ def record_dma(ctx: Device, name: str, config: str, cost: DmaCost, *, reads: Seq
     ``reads`` or touches what it ``writes`` (tensors or views: an in-place write names only the view it writes),
     on the engines ``transfer`` (the row plan, run ``iterations`` times by the IndirectLoop) spreads over; the
     written tensors are ready when it ends.  The one place these operations meet the schedule."""
-    details: tuple[tuple[str, object], ...] = (("cost", str(cost)),)
-    report = EngineReport("dma", config, cost.total - cost.startup, latency=cost.startup, details=details)
+    report = dma_report("dma", config, cost)
     traffic = {"DMA": transfer.nbytes * iterations} if transfer is not None and iterations > 1 else None
     op = ctx.record("tdma", name, [report], reads=reads, writes=writes, transfer=transfer, extra_traffic=traffic)
     for t in writes:

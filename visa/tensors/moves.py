@@ -16,7 +16,7 @@ import numpy as np
 
 from visa import dtypes as dt
 from visa.engines.common import EngineReport
-from visa.engines.dma.config import NAMES, DmaPlan, Side
+from visa.engines.dma.config import NAMES, DmaCost, DmaPlan, Side
 from visa.engines.dma.cost import cycles
 from visa.engines.dma.execute import execute
 from visa.engines.dma.plan import plan
@@ -30,7 +30,8 @@ from visa.validate import expect_int, expect_mapping, wrong_type
 if TYPE_CHECKING:
     from visa.tensors.handles import DmTensor, DmTensorView, HbmTensor, HbmTensorView, HostTensor
 
-__all__ = ["check_stream", "host_to_hbm", "hbm_to_host", "hbm_to_dm", "dm_to_hbm", "hbm_to_hbm", "dm_to_dm"]
+__all__ = ["check_stream", "dma_report", "host_to_hbm", "hbm_to_host", "hbm_to_dm", "dm_to_hbm", "hbm_to_hbm",
+           "dm_to_dm"]
 
 
 def _check_args(call: str, mappings: dict[str, object], address: object, stream: object | None) -> None:
@@ -78,15 +79,21 @@ def _endpoint(ctx: Device, medium: str) -> Endpoint:
     return DmEndpoint(ctx.hw, lambda c: mem.chip(c).dm)
 
 
+def dma_report(engine: str, config: str, cost: DmaCost, details: Sequence[tuple[str, object]] = (), *,
+               nbytes: int = 0) -> EngineReport:
+    """The report of a DMA (plain, shuffled or indirect) that costs ``cost`` (L2465–2504): busy for its cycles
+    after the startup, the startup being its latency; ``details`` and then the cost's parts."""
+    return EngineReport(engine, config, cost.total - cost.startup, latency=cost.startup,
+                        details=(*details, ("cost", str(cost))), nbytes=nbytes)
+
+
 def _report(ctx: Device, track: str, name: str, p: DmaPlan, reads: Sequence[Any], writes: Sequence[Any]) -> int:
     """Record the move: it reads ``reads`` and writes ``writes`` (tensors or views) on the engines its plan
     spreads over (``transfer=p``)."""
     cost = cycles(p)
-    details: tuple[tuple[str, object], ...] = (
-        ("read", f"{p.read} {NAMES[p.src.medium]}"), ("write", f"{p.write} {NAMES[p.dst.medium]}"),
-        ("time", str(p.time)), ("packet", str(p.packet)), ("cost", str(cost)))
-    report = EngineReport("pdma" if track == "pdma" else "dma", str(p), cost.total - cost.startup,
-                          latency=cost.startup, details=details, nbytes=cost.nbytes)
+    details = (("read", f"{p.read} {NAMES[p.src.medium]}"), ("write", f"{p.write} {NAMES[p.dst.medium]}"),
+               ("time", str(p.time)), ("packet", str(p.packet)))
+    report = dma_report("pdma" if track == "pdma" else "dma", str(p), cost, details, nbytes=cost.nbytes)
     op = ctx.record(track, name, [report], reads=reads, writes=writes, transfer=p)
     return op.end
 
