@@ -28,8 +28,8 @@ import numpy.typing as npt
 from visa.errors import VisaError
 from visa.mapping.canon import Atom, Canon, Dim, Lin, SkewAtom, Sym, Win, axis_atoms, canon_size, is_regular
 
-__all__ = ["Evaluation", "forward", "inverse", "plain_dims", "covers_once", "strided_view", "IntArray", "BoolArray",
-           "RelationError"]
+__all__ = ["Evaluation", "digit_weights", "forward", "inverse", "plain_dims", "covers_once", "strided_view", "IntArray",
+           "BoolArray", "RelationError"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -57,7 +57,9 @@ class Evaluation:
         return got
 
 
-def _weights(dims: Canon) -> list[int]:
+def digit_weights(dims: Canon) -> list[int]:
+    """The buffer-position weight of each digit of a canonical mapping (mixed radix, the last digit the
+    fastest: position = Σ digit · weight, manual L596–620)."""
     w, out = 1, [0] * len(dims)
     for j in range(len(dims) - 1, -1, -1):
         out[j] = w
@@ -133,7 +135,7 @@ def _atoms_at(dims: Canon, positions: IntArray) -> tuple[dict[Atom, IntArray], B
 def _digits(dims: Canon, positions: IntArray) -> list[IntArray]:
     """The digit of every dimension of ``dims`` at buffer ``positions`` (already inside [0, SIZE))."""
     return [(positions // w) % d.size if w > 1 else positions % d.size
-            for w, d in zip(_weights(dims), dims, strict=True)]
+            for w, d in zip(digit_weights(dims), dims, strict=True)]
 
 
 def _digit_atoms(dims: Canon, digits: list[IntArray], valid: BoolArray | None
@@ -236,7 +238,7 @@ def inverse(dims: Canon, coords: dict[str, IntArray], shape: tuple[int, ...] | N
         shape = np.broadcast_shapes(*(a.shape for a in arrs.values())) if arrs else ()
     if verify is None and not is_regular(dims) and not _has_lin(dims) and canon_size(dims) <= _TABLE_LIMIT:
         return _table_inverse(dims, arrs, shape)
-    weights = _weights(dims)
+    weights = digit_weights(dims)
     position = np.zeros(shape, dtype=np.int64)
     held = np.ones(shape, dtype=bool)
     by_atom: dict[Atom, list[tuple[int, Dim]]] = {}
