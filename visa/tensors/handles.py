@@ -570,7 +570,82 @@ class DeviceTensor:
                         name=self.describe() + _origin(self.origin))
 
 
-class HbmTensor(DeviceTensor, Generic[D, Chip, Element]):
+class _InPlaceWrites:
+    """The in-place DMAs of an HBM or DM tensor, or of the tensor a view holds (the source's side)."""
+
+    __slots__ = ()
+
+    def to_hbm_view(self, target: HbmTensorView | ScatterTarget, tdma: DmaContext, *,
+                    stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
+        """Tensor DMA into part of a live HBM tensor, in place (KV-cache append, manual L8286–8297; design
+        API.md §7): ``target`` is a view or tile of it, or ``view.scatter(m["V"], ids)``.  Returns the
+        written tensor, which stays live and current."""
+        import visa.tensors.indirect as im
+
+        out: HbmTensor[Any, Any, Any] = im.to_view(self, target, "hbm", tdma, stream=stream)
+        return out
+
+    def to_dm_view(self, target: DmTensorView | ScatterTarget, tdma: DmaContext, *,
+                   stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
+        """Tensor DMA into part of a live DM tensor, in place (as :meth:`to_hbm_view`)."""
+        import visa.tensors.indirect as im
+
+        out: DmTensor[Any, Any, Any, Any, Any] = im.to_view(self, target, "dm", tdma, stream=stream)
+        return out
+
+
+class _HbmMoves(_InPlaceWrites):
+    """The DMAs out of an HBM tensor, or out of the tensor an HBM view (a tile) holds."""
+
+    __slots__ = ()
+
+    def to_dm(self, cluster: Mapping, slice_: Mapping, element: Mapping, tdma: DmaContext,
+              address: int, *, stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
+        """Tensor DMA from HBM to DM (manual L1188–1193, L2375–2384); Chip is kept."""
+        import visa.tensors.moves as dma
+
+        src: Any = self
+        return dma.hbm_to_dm(src, cluster, slice_, element, tdma, address, stream=stream)
+
+    def to_hbm(self, chip: Mapping, element: Mapping, tdma: DmaContext, address: int, *,
+               stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
+        """Tensor DMA from HBM to a new HBM tensor with a new layout (manual L2431–2464)."""
+        import visa.tensors.moves as dma
+
+        src: Any = self
+        return dma.hbm_to_hbm(src, chip, element, tdma, address, stream=stream)
+
+    def to_host(self, element: Mapping, pdma: DmaContext, *, stream: Stream | None = None) -> HostTensor[Any, Any]:
+        """PCIe DMA back to the host (manual L197): a host buffer laid out as ``element``."""
+        import visa.tensors.moves as dma
+
+        src: Any = self
+        return dma.hbm_to_host(src, element, pdma, stream=stream)
+
+
+class _DmMoves(_InPlaceWrites):
+    """The DMAs out of a DM tensor, or out of the tensor a DM view holds."""
+
+    __slots__ = ()
+
+    def to_hbm(self, element: Mapping, tdma: DmaContext, address: int, *,
+               stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
+        """Tensor DMA from DM back to HBM (manual L217); Chip is kept, Cluster and Slice fold into HBM."""
+        import visa.tensors.moves as dma
+
+        src: Any = self
+        return dma.dm_to_hbm(src, element, tdma, address, stream=stream)
+
+    def to_dm(self, cluster: Mapping, slice_: Mapping, element: Mapping, tdma: DmaContext,
+              address: int, *, stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
+        """Tensor DMA from DM to a new DM tensor with a new layout (manual L2659–2681)."""
+        import visa.tensors.moves as dma
+
+        src: Any = self
+        return dma.dm_to_dm(src, cluster, slice_, element, tdma, address, stream=stream)
+
+
+class HbmTensor(DeviceTensor, _HbmMoves, Generic[D, Chip, Element]):
     """``HbmTensor<D, Chip, Element>``: chip i's element j holds T at ``Chip.map(i) ∪ Element.map(j)`` (L1064)."""
 
     __slots__ = ()
@@ -604,46 +679,8 @@ class HbmTensor(DeviceTensor, Generic[D, Chip, Element]):
         """A metadata view of the whole tensor (manual L823)."""
         return HbmTensorView(self, self.levels["Element"], 0)
 
-    def to_dm(self, cluster: Mapping, slice_: Mapping, element: Mapping, tdma: DmaContext,
-              address: int, *, stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
-        """Tensor DMA from HBM to DM (manual L1188–1193, L2375–2384); Chip is kept."""
-        import visa.tensors.moves as dma
 
-        return dma.hbm_to_dm(self, cluster, slice_, element, tdma, address, stream=stream)
-
-    def to_hbm(self, chip: Mapping, element: Mapping, tdma: DmaContext, address: int, *,
-               stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
-        """Tensor DMA from HBM to HBM with a new layout (manual L2431–2464)."""
-        import visa.tensors.moves as dma
-
-        return dma.hbm_to_hbm(self, chip, element, tdma, address, stream=stream)
-
-    def to_host(self, element: Mapping, pdma: DmaContext, *, stream: Stream | None = None) -> HostTensor[Any, Any]:
-        """PCIe DMA back to the host (manual L197): a host buffer laid out as ``element``."""
-        import visa.tensors.moves as dma
-
-        return dma.hbm_to_host(self, element, pdma, stream=stream)
-
-    def to_hbm_view(self, target: HbmTensorView | ScatterTarget, tdma: DmaContext, *,
-                    stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
-        """Tensor DMA into part of a live HBM tensor, in place (KV-cache append, manual L8286–8297; design
-        API.md §7): ``target`` is a view or tile of it, or ``view.scatter(m["V"], ids)``.  Returns the
-        written tensor, which stays live and current."""
-        import visa.tensors.indirect as im
-
-        out: HbmTensor[Any, Any, Any] = im.to_view(self, target, "hbm", tdma, stream=stream)
-        return out
-
-    def to_dm_view(self, target: DmTensorView | ScatterTarget, tdma: DmaContext, *,
-                   stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
-        """Tensor DMA into part of a live DM tensor, in place (as :meth:`to_hbm_view`)."""
-        import visa.tensors.indirect as im
-
-        out: DmTensor[Any, Any, Any, Any, Any] = im.to_view(self, target, "dm", tdma, stream=stream)
-        return out
-
-
-class DmTensor(DeviceTensor, Generic[D, Chip, Cluster, Slice, Element]):
+class DmTensor(DeviceTensor, _DmMoves, Generic[D, Chip, Cluster, Slice, Element]):
     """``DmTensor<D, Chip, Cluster, Slice, Element>`` in on-chip SRAM (manual L1049, L1085–1093)."""
 
     __slots__ = ()
@@ -667,13 +704,6 @@ class DmTensor(DeviceTensor, Generic[D, Chip, Cluster, Slice, Element]):
         """A handle over bytes already in DM (as ``HbmTensor.from_addr``, manual L821); nothing is allocated."""
         return cls(ctx, dtype, chip, cluster, slice_, element, address, register=False)
 
-    def to_hbm(self, element: Mapping, tdma: DmaContext, address: int, *,
-               stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
-        """Tensor DMA from DM back to HBM (manual L217); Chip is kept, Cluster and Slice fold into HBM."""
-        import visa.tensors.moves as dma
-
-        return dma.dm_to_hbm(self, element, tdma, address, stream=stream)
-
     def asymmetric_chip_slice(self, digit: Mapping, sub: TuHandle, indices: Sequence[int],
                               address: int) -> DmTensor[Any, Any, Any, Any, Any]:
         """Asymmetric Slice by ParallelCopy in the sub context (manual L7400–7441, L7603–7606): a new DM tensor
@@ -688,31 +718,6 @@ class DmTensor(DeviceTensor, Generic[D, Chip, Cluster, Slice, Element]):
         from visa.tensors.collective import asymmetric_slice
 
         return asymmetric_slice(self, digit, sub, indices, address, "cluster")
-
-    def to_dm(self, cluster: Mapping, slice_: Mapping, element: Mapping, tdma: DmaContext,
-              address: int, *, stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
-        """Tensor DMA from DM to DM with a new layout (manual L2659–2681)."""
-        import visa.tensors.moves as dma
-
-        return dma.dm_to_dm(self, cluster, slice_, element, tdma, address, stream=stream)
-
-    def to_hbm_view(self, target: HbmTensorView | ScatterTarget, tdma: DmaContext, *,
-                    stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
-        """Tensor DMA into part of a live HBM tensor, in place (KV-cache append, manual L8286–8297; design
-        API.md §7): ``target`` is a view or tile of it, or ``view.scatter(m["V"], ids)``.  Returns the
-        written tensor, which stays live and current."""
-        import visa.tensors.indirect as im
-
-        out: HbmTensor[Any, Any, Any] = im.to_view(self, target, "hbm", tdma, stream=stream)
-        return out
-
-    def to_dm_view(self, target: DmTensorView | ScatterTarget, tdma: DmaContext, *,
-                   stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
-        """Tensor DMA into part of a live DM tensor, in place (as :meth:`to_hbm_view`)."""
-        import visa.tensors.indirect as im
-
-        out: DmTensor[Any, Any, Any, Any, Any] = im.to_view(self, target, "dm", tdma, stream=stream)
-        return out
 
 
 class TrfTensor(DeviceTensor, Generic[D, Chip, Cluster, Slice, Row, Element]):
@@ -867,7 +872,7 @@ def check_bitcast(src: type[dt.Scalar], dst: type[dt.Scalar], element: Mapping |
                          fix=f"bitcast to a {src.size_bits}-bit type, or convert the values with a cast")
 
 
-class HbmTensorView(TensorView, Generic[VD, VChip, VElement]):
+class HbmTensorView(TensorView, _HbmMoves, Generic[VD, VChip, VElement]):
     """``HbmTensorView<'_, D, Chip, Element>`` (manual L823); a tile moves like a tensor."""
 
     __slots__ = ()
@@ -877,46 +882,8 @@ class HbmTensorView(TensorView, Generic[VD, VChip, VElement]):
         out: HbmTensorView[VD2, VChip, VElement] = self._bitcast(dtype)
         return out
 
-    def to_dm(self, cluster: Mapping, slice_: Mapping, element: Mapping, tdma: DmaContext,
-              address: int, *, stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
-        """Tensor DMA of the tensor the view holds from HBM to DM (manual L2375–2384)."""
-        import visa.tensors.moves as dma
 
-        return dma.hbm_to_dm(self, cluster, slice_, element, tdma, address, stream=stream)
-
-    def to_hbm(self, chip: Mapping, element: Mapping, tdma: DmaContext, address: int, *,
-               stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
-        """Tensor DMA of the tensor the view holds to a new HBM tensor."""
-        import visa.tensors.moves as dma
-
-        return dma.hbm_to_hbm(self, chip, element, tdma, address, stream=stream)
-
-    def to_host(self, element: Mapping, pdma: DmaContext, *, stream: Stream | None = None) -> HostTensor[Any, Any]:
-        """PCIe DMA of the tensor the view holds back to the host."""
-        import visa.tensors.moves as dma
-
-        return dma.hbm_to_host(self, element, pdma, stream=stream)
-
-    def to_hbm_view(self, target: HbmTensorView | ScatterTarget, tdma: DmaContext, *,
-                    stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
-        """Tensor DMA into part of a live HBM tensor, in place (KV-cache append, manual L8286–8297; design
-        API.md §7): ``target`` is a view or tile of it, or ``view.scatter(m["V"], ids)``.  Returns the
-        written tensor, which stays live and current."""
-        import visa.tensors.indirect as im
-
-        out: HbmTensor[Any, Any, Any] = im.to_view(self, target, "hbm", tdma, stream=stream)
-        return out
-
-    def to_dm_view(self, target: DmTensorView | ScatterTarget, tdma: DmaContext, *,
-                   stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
-        """Tensor DMA into part of a live DM tensor, in place (as :meth:`to_hbm_view`)."""
-        import visa.tensors.indirect as im
-
-        out: DmTensor[Any, Any, Any, Any, Any] = im.to_view(self, target, "dm", tdma, stream=stream)
-        return out
-
-
-class DmTensorView(TensorView, Generic[VD, VChip, VCluster, VSlice, VElement]):
+class DmTensorView(TensorView, _DmMoves, Generic[VD, VChip, VCluster, VSlice, VElement]):
     """``DmTensorView`` (manual L2160); ``ctx.main.begin(dm.view())`` starts a stream from it."""
 
     __slots__ = ()
@@ -925,36 +892,4 @@ class DmTensorView(TensorView, Generic[VD, VChip, VCluster, VSlice, VElement]):
         """The view's bits read as ``dtype`` of the same width (:func:`check_bitcast`; L8547–8553, L8589):
         ``ctx.main.begin(scores.view().bitcast(i16))`` fetches bf16 bits as integers."""
         out: DmTensorView[VD2, VChip, VCluster, VSlice, VElement] = self._bitcast(dtype)
-        return out
-
-    def to_hbm(self, element: Mapping, tdma: DmaContext, address: int, *,
-               stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
-        """Tensor DMA of the tensor the view holds from DM to HBM."""
-        import visa.tensors.moves as dma
-
-        return dma.dm_to_hbm(self, element, tdma, address, stream=stream)
-
-    def to_dm(self, cluster: Mapping, slice_: Mapping, element: Mapping, tdma: DmaContext,
-              address: int, *, stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
-        """Tensor DMA of the tensor the view holds to a new DM tensor."""
-        import visa.tensors.moves as dma
-
-        return dma.dm_to_dm(self, cluster, slice_, element, tdma, address, stream=stream)
-
-    def to_hbm_view(self, target: HbmTensorView | ScatterTarget, tdma: DmaContext, *,
-                    stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
-        """Tensor DMA into part of a live HBM tensor, in place (KV-cache append, manual L8286–8297; design
-        API.md §7): ``target`` is a view or tile of it, or ``view.scatter(m["V"], ids)``.  Returns the
-        written tensor, which stays live and current."""
-        import visa.tensors.indirect as im
-
-        out: HbmTensor[Any, Any, Any] = im.to_view(self, target, "hbm", tdma, stream=stream)
-        return out
-
-    def to_dm_view(self, target: DmTensorView | ScatterTarget, tdma: DmaContext, *,
-                   stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
-        """Tensor DMA into part of a live DM tensor, in place (as :meth:`to_hbm_view`)."""
-        import visa.tensors.indirect as im
-
-        out: DmTensor[Any, Any, Any, Any, Any] = im.to_view(self, target, "dm", tdma, stream=stream)
         return out
