@@ -43,18 +43,6 @@ _ACQUIRED: list[Context] = []
 OBSERVERS: list[Callable[[Operation], None]] = []
 
 
-#: Strong references to the contexts acquired while ``visa run`` holds them (else only weak ones are kept).
-_HELD: list[Context] | None = None
-
-
-def hold_acquired(hold: bool) -> None:
-    """Keep the contexts acquired from now on alive (``True``) until the next call, so that ``visa run`` can
-    report a device whose last reference went away inside ``main()`` (the garbage collector would take it);
-    ``False`` lets them go."""
-    global _HELD
-    _HELD = [] if hold else None
-
-
 def acquired_contexts() -> list[Context]:
     """Every context acquired since the last reset, garbage-collected or not (``visa run`` prints their reports,
     design API.md §6): the list holds them until :func:`reset_acquired`."""
@@ -110,7 +98,7 @@ class Context:
             lanes = dma_lanes(self.schedule, transfer, rd, wr) if lanes is None else lanes
             traffic = dma_traffic(transfer, rd, wr) if traffic is None else traffic
         if extra_lanes:
-            base = tuple(lanes) if lanes is not None else self.schedule.default_lanes(track, _chips(rd + wr))
+            base = tuple(lanes) if lanes is not None else self.schedule.default_lanes(track, (rd + wr).chip_indices())
             lanes = base + tuple(lane for lane in extra_lanes if lane not in base)
         if extra_traffic:
             traffic = dict(traffic or {})
@@ -151,12 +139,6 @@ class Context:
         """Write :meth:`trace` as JSON."""
         with open(path, "w") as fh:
             json.dump(self.trace(), fh)
-
-
-def _chips(fp: Footprint) -> list[int]:
-    """The chips a footprint touches."""
-    mask = fp.chips()
-    return [c for c in range(mask.bit_length()) if mask >> c & 1]
 
 
 P = ParamSpec("P")

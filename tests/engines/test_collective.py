@@ -8,10 +8,8 @@ intermediate T_r checked.
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -19,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.example_loader import load_example
 from visa import RNGD, AxisSet, Context, device, i8, i32, launch
 from visa import dtypes as dt
 from visa.engines import parallel_copy as pcopy
@@ -378,15 +377,7 @@ def test_stream_engines_refuse_other_chips_too() -> None:
 
 
 # ----------------------------------------------------------------------------------- the collectives (examples)
-def _examples() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("collectives_example", ROOT / "examples" / "collectives.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-EX = _examples()
+EX = load_example("collectives")
 
 
 @pytest.mark.parametrize("n", [2, 4, 8])

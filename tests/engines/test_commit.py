@@ -7,11 +7,7 @@ Streams are built with ``visa.testing.make_stream`` (one engine at a time) or fe
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -19,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.example_loader import load_example
 from visa import RNGD, AxisSet, Context, DmTensor, bf16, f8e4m3, f32, i4, i8, i32
 from visa import dtypes as dt
 from visa.engines import collect as CO
@@ -30,7 +27,6 @@ from visa.stream.stages import AccumulationTensor, CastTensor, CollectTensor, Fe
 from visa.testing import hold, make_stream, place_dm
 
 RNG = np.random.default_rng(5)
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def new_ctx() -> Context:
@@ -260,17 +256,7 @@ def test_commit_view_keeps_to_its_view() -> None:
 # ------------------------------------------------------------------------------------------------ examples
 
 
-def _examples() -> ModuleType:
-    path = ROOT / "examples" / "fetch_commit.py"
-    spec = importlib.util.spec_from_file_location("visa_example_fetch_commit", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-EX = _examples()
+EX = load_example("fetch_commit")
 
 
 def test_example1_axis_permutation_L7614_L7708() -> None:

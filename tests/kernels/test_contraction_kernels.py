@@ -8,29 +8,15 @@ own; the GEMM one with K = 256 (the kernel's mappings; K only sets the length of
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pytest
 
+from tests.example_loader import load_example as _load
 from visa import AccumulationKind, AxisSet, Context, DmTensor, TrfAddress, UnsupportedFeatureError, bf16
 from visa import dtypes as dt
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
-
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"visa_example_{name}", EXAMPLES / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.parametrize("name", ["dot_product", "gemv", "gemm"])

@@ -8,19 +8,11 @@ and the streamed weight GEMMs dominate the layer.  The full size runs behind ``L
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "llama70b_decode_layer.py"
+from tests.example_loader import load_example
 
 
 def test_reduced_70b_layer_every_stage_within_bound_and_above_the_memory_bound() -> None:
-    spec = importlib.util.spec_from_file_location("visa_example_llama70b", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
+    mod = load_example("llama70b_decode_layer")
     result = mod.run(mod.REDUCED, seed=3)
     stages = [k for k in result if k not in ("makespan", "memory bound", "setup s", "launch s", "check s",
                                              "peak MB")]

@@ -8,24 +8,9 @@ derived bound (:mod:`visa.kernels.bounds`).  These tests run them and check the 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
-
 import pytest
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "llama_decode_layer.py"
-
-
-def load(name: str) -> ModuleType:
-    path = EXAMPLE.parent / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"visa_example_{name}", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+from tests.example_loader import load_example as load
 
 
 @pytest.mark.parametrize("position", [1, 37, 128])

@@ -8,9 +8,6 @@ shapes and for routers that leave experts empty; the float stages within the bou
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from typing import Any
 
 import ml_dtypes
@@ -19,25 +16,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.example_loader import load_example
 from visa import AxisSet, Context, HostTensor, bf16, f32, i32
 from visa.engines.guard import guard_cycles
 from visa.errors import HardwareLimitError, LayoutError
 from visa.kernels import Arena, bounds
 from visa.kernels.moe import MoeBlock, MoeRouting, TokenRows, grid_size, logger
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "moe_block.py"
-
-
-def example() -> Any:
-    spec = importlib.util.spec_from_file_location("visa_example_moe_block", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-MOE = example()
+MOE = load_example("moe_block")
 
 
 def _route(t: int, e: int, k: int, block: int, scores: np.ndarray) -> tuple[Any, Any, Context]:

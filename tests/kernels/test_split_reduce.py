@@ -8,28 +8,13 @@ fetch cycles are its Time size.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
+from tests.example_loader import load_example as load
 from visa import AxisSet, Context, LayoutError, f32
 from visa.testing import place_dm
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
-
-def load(name: str) -> ModuleType:
-    """Import ``examples/<name>.py`` as a module."""
-    spec = importlib.util.spec_from_file_location(f"visa_example_{name}", EXAMPLES / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def engine(op: Any, name: str) -> int:

@@ -13,22 +13,7 @@ contraction, S an add pass, two of them):
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
-
-def load(name: str) -> ModuleType:
-    """Import ``examples/<name>.py`` as a module."""
-    spec = importlib.util.spec_from_file_location(f"visa_example_{name}", EXAMPLES / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+from tests.example_loader import load_example as load
 
 
 def test_tiled_gemm_double_buffered_L7089_L7150() -> None:

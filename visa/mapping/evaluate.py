@@ -28,8 +28,8 @@ import numpy.typing as npt
 from visa.errors import VisaError
 from visa.mapping.canon import Atom, Canon, Dim, Lin, SkewAtom, Sym, Win, axis_atoms, canon_size, is_regular
 
-__all__ = ["Evaluation", "forward", "inverse", "plain_dims", "covers_once", "strided_view", "IntArray", "BoolArray",
-           "RelationError"]
+__all__ = ["Evaluation", "digit_weights", "forward", "inverse", "plain_dims", "covers_once", "strided_view", "IntArray",
+           "BoolArray", "RelationError"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -57,7 +57,9 @@ class Evaluation:
         return got
 
 
-def _weights(dims: Canon) -> list[int]:
+def digit_weights(dims: Canon) -> list[int]:
+    """The buffer-position weight of each digit of a canonical mapping (mixed radix, the last digit the
+    fastest: position = Σ digit · weight, manual L596–620)."""
     w, out = 1, [0] * len(dims)
     for j in range(len(dims) - 1, -1, -1):
         out[j] = w
@@ -127,14 +129,24 @@ def _decode_atoms(
 
 def _atoms_at(dims: Canon, positions: IntArray) -> tuple[dict[Atom, IntArray], BoolArray | None]:
     """The flat position of every atom of ``dims`` at buffer ``positions`` (already inside [0, SIZE))."""
-    weights = _weights(dims)
-    valid: BoolArray | None = None
+    return _digit_atoms(dims, _digits(dims, positions), None)
+
+
+def _digits(dims: Canon, positions: IntArray) -> list[IntArray]:
+    """The digit of every dimension of ``dims`` at buffer ``positions`` (already inside [0, SIZE))."""
+    return [(positions // w) % d.size if w > 1 else positions % d.size
+            for w, d in zip(digit_weights(dims), dims, strict=True)]
+
+
+def _digit_atoms(dims: Canon, digits: list[IntArray], valid: BoolArray | None
+                 ) -> tuple[dict[Atom, IntArray], BoolArray | None]:
+    """The flat position of every atom of ``dims`` from each dimension's ``digits``, and ``valid`` narrowed to
+    the digits inside each dimension's window (manual ``map``, L596–620)."""
     atoms: dict[Atom, IntArray] = {}
-    for w, d in zip(weights, dims, strict=True):
+    for dig, d in zip(digits, dims, strict=True):
         if isinstance(d, Lin):
             raise RelationError("a linear combination maps one position to several indices; it has no map()",
                                 call="map", fix="use maps(i) for all of them, or read it as a buffer")
-        dig = (positions // w) % d.size if w > 1 else positions % d.size
         if d.offset or d.count < d.size:
             ok = (dig >= d.offset) & (dig < d.offset + d.count) if d.offset else dig < d.count
             valid = ok if valid is None else valid & ok
@@ -179,24 +191,9 @@ def forward(dims: Canon, positions: npt.ArrayLike | None = None, *, digits_shape
         pos = np.asarray(positions, dtype=np.int64)
         shape = pos.shape
         inside = (pos >= 0) & (pos < size)
-        pos = np.where(inside, pos, 0)
-        weights = _weights(dims)
-        digits = [(pos // w) % d.size if w > 1 else pos % d.size for w, d in zip(weights, dims, strict=True)]
+        digits = _digits(dims, np.where(inside, pos, 0))
         valid0 = inside
-    valid = valid0
-    atoms: dict[Atom, IntArray] = {}
-    for dig, d in zip(digits, dims, strict=True):
-        if isinstance(d, Lin):
-            raise RelationError("a linear combination maps one position to several indices; it has no map()",
-                                call="map", fix="use maps(i) for all of them, or read it as a buffer")
-        if d.offset or d.count < d.size:
-            ok = (dig >= d.offset) & (dig < d.offset + d.count) if d.offset else dig < d.count
-            valid = ok if valid is None else valid & ok
-        if d.atom is None:
-            continue
-        rel = dig - d.offset if d.offset else dig
-        contrib = rel * d.stride if d.stride != 1 else rel
-        atoms[d.atom] = atoms[d.atom] + contrib if d.atom in atoms else contrib
+    atoms, valid = _digit_atoms(dims, digits, valid0)
     coords, wvalid, _ = _decode_atoms(atoms, shape)
     if wvalid is not None:
         valid = wvalid if valid is None else valid & wvalid
@@ -241,7 +238,7 @@ def inverse(dims: Canon, coords: dict[str, IntArray], shape: tuple[int, ...] | N
         shape = np.broadcast_shapes(*(a.shape for a in arrs.values())) if arrs else ()
     if verify is None and not is_regular(dims) and not _has_lin(dims) and canon_size(dims) <= _TABLE_LIMIT:
         return _table_inverse(dims, arrs, shape)
-    weights = _weights(dims)
+    weights = digit_weights(dims)
     position = np.zeros(shape, dtype=np.int64)
     held = np.ones(shape, dtype=bool)
     by_atom: dict[Atom, list[tuple[int, Dim]]] = {}

@@ -30,7 +30,7 @@ from visa.errors import HardwareLimitError, IncompatibleShapesError, Insufficien
 from visa.hw import RNGD
 from visa.mapping import canon as C
 from visa.mapping.core import Mapping
-from visa.mapping.evaluate import IntArray, RelationError, _axis_sizes, _weights, forward, inverse
+from visa.mapping.evaluate import IntArray, RelationError, _axis_sizes, digit_weights, forward, inverse
 
 __all__ = [
     "Entry", "SequencerConfig", "SequencerLimits", "DEFAULT_LIMITS", "derive", "derive_many",
@@ -180,7 +180,7 @@ class _Buffer:
 
 
 def _collect(dims: C.Canon, scale: int, into: _Buffer) -> None:
-    weights = _weights(dims)
+    weights = digit_weights(dims)
     for j, d in enumerate(dims):
         w = weights[j] * scale
         if isinstance(d, C.Lin):

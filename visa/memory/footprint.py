@@ -158,16 +158,17 @@ class Footprint:
         """Whether any span of one shares a byte with any span of the other."""
         return any(a.overlaps(b) for a in self.spans for b in other.spans)
 
-    def memories(self) -> set[str]:
-        """The memories touched."""
-        return {s.memory for s in self.spans}
-
     def chips(self) -> int:
         """The chips touched (bitmask)."""
         out = 0
         for s in self.spans:
             out |= s.chips
         return out
+
+    def chip_indices(self) -> list[int]:
+        """The chips touched, ascending (the set bits of :meth:`chips`)."""
+        mask = self.chips()
+        return [c for c in range(mask.bit_length()) if mask >> c & 1]
 
     def nbytes(self, memory: str | None = None) -> int:
         """Bytes covered, in one memory or all (overlapping spans count each time)."""

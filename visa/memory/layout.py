@@ -25,7 +25,7 @@ from visa.errors import AddressError, HardwareLimitError, LayoutError, VisaError
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping
 from visa.mapping.canon import Canon, Dim, Sym, is_regular
-from visa.mapping.evaluate import forward
+from visa.mapping.evaluate import digit_weights, forward
 
 __all__ = ["LEVELS", "TYPE_NAMES", "LEVEL_PARAMS", "check_types", "check_placement", "describe", "element_bytes",
            "capacity_bytes", "tile_offset", "check_every_position", "strides_kept", "sym_only"]
@@ -226,10 +226,7 @@ def strides_kept(element: Mapping, tile_mapping: Mapping, shift: dict[str, int],
     tdims, bdims = tile_mapping.canon, element.canon
     if not (sym_only(tdims) and sym_only(bdims)):
         return False
-    weights, w = [0] * len(tdims), 1
-    for j in range(len(tdims) - 1, -1, -1):
-        weights[j] = w
-        w *= tdims[j].size
+    weights = digit_weights(tdims)
     groups: dict[str | None, list[int]] = {}
     for j, d in enumerate(tdims):
         assert isinstance(d, Dim)

@@ -68,11 +68,6 @@ def user_location() -> str:
     return f"{path}:{line}" if path else ""
 
 
-def _bits(mask: int) -> list[int]:
-    """The indices of a bitmask's set bits, ascending."""
-    return [i for i in range(mask.bit_length()) if mask >> i & 1]
-
-
 @dataclass(frozen=True)
 class Dependency:
     """An earlier operation this one waited for, and why: ``"RAW"``, ``"WAR"`` and/or ``"WAW"`` (L7067–7069)."""
@@ -186,19 +181,18 @@ class Schedule:
 
     # -- recording -----------------------------------------------------------------------------------------
     def record(self, track: str, name: str, engines: Iterable[EngineReport], *, reads: Footprint = EMPTY,
-               writes: Footprint = EMPTY, lanes: Iterable[Lane] | None = None, ready: int = 0,
-               cycles: int | None = None, traffic: dict[str, int] | None = None,
-               source: str | None = None, in_kernel: bool = False) -> Operation:
+               writes: Footprint = EMPTY, lanes: Iterable[Lane] | None = None, cycles: int | None = None,
+               traffic: dict[str, int] | None = None, in_kernel: bool = False) -> Operation:
         """Add an operation in program order and return it (its ``end`` is its outputs' ready time).
 
         Its cycles are the slowest engine's plus every engine's latency (a pipeline), unless given.  It starts
-        at the latest of: the previous operation's start (in-order issue), each lane's free time, the end of
-        every in-flight operation it conflicts with, and ``ready``; contention may then lengthen it.
+        at the latest of: the previous operation's start (in-order issue), each lane's free time and the end
+        of every in-flight operation it conflicts with; contention may then lengthen it.
         """
         reports = tuple(engines)
         if cycles is None:
             cycles = max((r.cycles for r in reports), default=0) + sum(r.latency for r in reports)
-        chips = _bits((reads + writes).chips())
+        chips = (reads + writes).chip_indices()
         lane_list = list(lanes) if lanes is not None else list(self.default_lanes(track, chips))
         notes: list[str] = []
         bank_run = max((r.bank_run for r in reports), default=0)
@@ -215,7 +209,7 @@ class Schedule:
         issue = self.ops[-1].start if self.ops else 0
         self.active = [a for a in self.active if a.end > issue]
         # when each constraint is met, and by which operation
-        bounds: list[tuple[int, int | None]] = [(issue, None), (ready, None)]
+        bounds: list[tuple[int, int | None]] = [(issue, None)]
         for lane in lane_list:
             bounds.append((self.free_at.get(lane, 0), self.owner.get(lane)))
         deps: list[Dependency] = []
@@ -245,7 +239,7 @@ class Schedule:
                 if n:
                     traffic[path] = n
         op = Operation(track, name, start, cycles + stretch, reports, len(self.ops), tuple(lane_list), reads,
-                       writes, tuple(deps), waits_for, stretch, user_location() if source is None else source,
+                       writes, tuple(deps), waits_for, stretch, user_location(),
                        dict(traffic), bank_run, tuple(notes), in_kernel)
         self.ops.append(op)
         self.active.append(op)

@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from visa.mapping.canon import canon_size
+from visa.mapping.evaluate import digit_weights
 from visa.memory.footprint import EMPTY, Footprint, Span
 from visa.memory.layout import element_bytes, sym_only
 
@@ -33,10 +35,7 @@ def _runs(element: Any) -> tuple[npt.NDArray[np.int64], int] | None:
     dims = element.canon
     if not sym_only(dims):
         return None
-    weights, total = [0] * len(dims), 1
-    for i in range(len(dims) - 1, -1, -1):
-        weights[i] = total
-        total *= dims[i].size
+    weights, total = digit_weights(dims), canon_size(dims)
     j = len(dims) - 1
     while j >= 0 and dims[j].offset == 0 and dims[j].count == dims[j].size:
         j -= 1

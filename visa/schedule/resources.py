@@ -39,7 +39,7 @@ def dma_lanes(schedule: Schedule, p: DmaPlan, reads: Footprint, writes: Footprin
     pcie: set[int] = set()
     host = "host" in media
     if host:  # ctx.pdma: the PCIe link of each chip the HBM side touches
-        pcie |= {c for c in range((reads + writes).chips().bit_length()) if (reads + writes).chips() >> c & 1}
+        pcie |= set((reads + writes).chip_indices())
         return tuple((c, "pcie") for c in sorted(pcie)) or ((0, "pcie"),)
     dm_side = 0 if media[0] == "dm" else 1 if media[1] == "dm" else None
     d = hw.dm
@@ -59,7 +59,7 @@ def dma_lanes(schedule: Schedule, p: DmaPlan, reads: Footprint, writes: Footprin
             lanes.append(lane)
     # a chip loop inside one engine's commands still crosses PCIe (the cost model counts those bytes)
     if _crosses(p, reads, writes):
-        pcie |= {c for c in range((reads + writes).chips().bit_length()) if (reads + writes).chips() >> c & 1}
+        pcie |= set((reads + writes).chip_indices())
     return tuple(lanes) + tuple((c, "pcie") for c in sorted(pcie))
 
 

@@ -22,13 +22,11 @@ from typing_extensions import TypeVar
 from visa.engines import parallel_copy as pcopy
 from visa.engines.common import EngineReport, axes_text
 from visa.engines.dma import shuffle as engine
-from visa.engines.dma.config import Side
 from visa.engines.dma.plan import plan as dma_plan
 from visa.errors import VisaError
 from visa.mapping import Mapping
-from visa.memory.layout import LEVEL_PARAMS, describe, element_bytes
-from visa.tensors.device import Device, DmaContext, Recorded, TuHandle, dma_device
-from visa.tensors.moves import _check_args, _endpoint, _poison, _source
+from visa.tensors.device import Device, DmaContext, Recorded, TuHandle
+from visa.tensors.moves import _allocate, _destination, _endpoint, _poison, dma_report
 from visa.validate import expect_int, expect_ints, expect_mapping, wrong_type
 
 if TYPE_CHECKING:
@@ -133,35 +131,20 @@ def shuffled_move(src: ShuffledSource, medium: str, levels: dict[str, Mapping], 
     """The shuffled DMA of ``src`` to a new ``medium`` tensor with ``levels`` (the source's Chip unless given):
     plan the layout change (:func:`visa.engines.dma.plan.plan`), allocate, poison, execute through the shuffle,
     record."""
-    from visa.tensors.handles import DmTensor, HbmTensor
-
     # refusals name the DMA as the plain moves do (``dm.to_dm``: the mypy plugin runs the same rules); the
     # schedule names the shuffle
     what = "chip_shuffle" if src.chips else "cluster_swap"
     call = f"{getattr(getattr(src.view, 'base', src.view), 'MEMORY', 'dm')}.to_{medium}"
-    _check_args(call, {LEVEL_PARAMS[name]: mp for name, mp in levels.items()}, address, stream)
-    ctx = dma_device(tdma, "tdma", call)
-    base, side = _source(src.view, call, ctx)
-    levels = {"Chip": base.levels["Chip"], **levels}
-    name = describe(medium, base.dtype, levels, address)
-    p = dma_plan(ctx.hw, base.dtype, side, Side.of(medium, levels, address, name=name), stream=stream, call=call)
+    ctx, base, side, levels, dst = _destination(src.view, medium, levels, tdma, address, call, "tdma", stream)
+    p = dma_plan(ctx.hw, base.dtype, side, dst, stream=stream, call=call)
     sp = engine.ShufflePlan(p, src.chips, src.clusters)
-    reads = (base.region,) if base.region is not None else ()
-    out: Any
-    if medium == "hbm":
-        out = HbmTensor(ctx, base.dtype, levels["Chip"], levels["Element"], address, reads=reads, call=call)
-    else:
-        out = DmTensor(ctx, base.dtype, levels["Chip"], levels["Cluster"], levels["Slice"], levels["Element"],
-                       address, reads=reads, call=call)
-    _poison(ctx, medium, levels["Chip"].size, address, address + element_bytes(base.dtype, levels["Element"].size))
+    out = _allocate(ctx, medium, base.dtype, levels, address, [r for r in (base.region,) if r is not None], call)
     engine.execute(sp, _endpoint(ctx, side.medium), _endpoint(ctx, medium))
-    cost = engine.cycles(sp)
-    details: tuple[tuple[str, object], ...] = (
-        ("shuffle", str(list(sp.chips)) if sp.chips else "none"), ("cluster swap", bool(sp.clusters)),
-        ("pcie bytes", engine.pcie_bytes(sp)), ("read", str(p.read)), ("write", str(p.write)), ("cost", str(cost)))
-    report = EngineReport("dma", str(sp), cost.total - cost.startup, latency=cost.startup, details=details)
-    # the engines of the layout change, and the PCIe link of every chip that sends or receives across chips
     pcie = engine.pcie_bytes(sp)
+    report = dma_report("dma", str(sp), engine.cycles(sp), (
+        ("shuffle", str(list(sp.chips)) if sp.chips else "none"), ("cluster swap", bool(sp.clusters)),
+        ("pcie bytes", pcie), ("read", str(p.read)), ("write", str(p.write))))
+    # the engines of the layout change, and the PCIe link of every chip that sends or receives across chips
     crossing = sorted({c for c, src_chip in enumerate(sp.chips) if src_chip != c} |
                       {src_chip for c, src_chip in enumerate(sp.chips) if src_chip != c})
     out.ready_at = record(ctx, "tdma", f"{what}.{call} → {out.describe()}", [report], [src.view], [out],

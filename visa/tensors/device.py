@@ -44,8 +44,9 @@ class Device(Protocol):
         ...
 
 
-class DmaContext:
-    """``ctx.pdma`` (PCIe: host ↔ HBM) or ``ctx.tdma`` (tensor DMA: HBM/SPM ↔ DM; manual L44–47)."""
+class _Track:
+    """A context of the device that runs on its own track of the schedule (``ctx.<kind>``, manual L36–67): the
+    device, the track's name and the runtime guard every such context offers."""
 
     __slots__ = ("ctx", "kind")
 
@@ -65,26 +66,17 @@ class DmaContext:
         return when(self.ctx, self.kind, tensor, predicate)
 
 
-class TuHandle:
+class DmaContext(_Track):
+    """``ctx.pdma`` (PCIe: host ↔ HBM) or ``ctx.tdma`` (tensor DMA: HBM/SPM ↔ DM; manual L44–47)."""
+
+    __slots__ = ()
+
+
+class TuHandle(_Track):
     """``ctx.main`` or ``ctx.sub`` as a stream sees it: the device and which Tensor Unit context runs the pass
     (manual L150–155, L3046–3053).  :class:`visa.stream.TuContext` adds ``begin``."""
 
-    __slots__ = ("ctx", "kind")
-
-    def __init__(self, ctx: Device, kind: str) -> None:
-        self.ctx = ctx
-        self.kind = kind
-
-    def __repr__(self) -> str:
-        return f"ctx.{self.kind}"
-
-    def when(self, tensor: Any, predicate: Callable[[Any], Any]) -> bool:
-        """Runtime guard (MoE blockwise execution, manual L8596–8707): read the device scalar ``tensor`` on
-        this context's track and return ``bool(predicate(value))``; write ``if ctx.main.when(count, lambda n:
-        n > 0): ...`` so that skipped work costs only the guard's read (:mod:`visa.tensors.guard`)."""
-        from visa.tensors.guard import when
-
-        return when(self.ctx, self.kind, tensor, predicate)
+    __slots__ = ()
 
 
 def dma_device(handle: object, kind: str, call: str) -> Device:

@@ -22,12 +22,13 @@ from typing_extensions import TypeVar as TypeVarD
 
 from visa import dtypes as dt
 from visa.errors import DtypeError, LayoutError, PoisonError, VisaError
-from visa.mapping import Mapping, pair_of
+from visa.mapping import Index, Mapping, pair_of
 from visa.mapping import canon as C
 from visa.mapping.evaluate import IntArray, _axis_sizes, covers_once, plain_dims, strided_view
 from visa.memory.images import BoolArray, DenseImage, PagedImage, load
 from visa.memory.layout import LEVELS, TYPE_NAMES, check_placement, element_bytes, tile_offset
 from visa.memory.registry import Region
+from visa.validate import expect_choice, expect_dtype, expect_instance, expect_mapping, wrong_type
 
 #: An explicit DMA stream ``(Time, Packet)`` (manual ``Stream = { time, packet }``, L2413–2419).
 Stream = tuple[Mapping, Mapping]
@@ -95,7 +96,7 @@ def logical_axes(mappings: Sequence[Mapping], axes: str | Sequence[str] | None) 
     if axes is None:
         return present
     if not (isinstance(axes, str) or (isinstance(axes, list | tuple) and all(isinstance(a, str) for a in axes))):
-        raise _wrong("axes", axes, 'axis names: a str such as "A B" or a list of str', "axes")
+        raise wrong_type("axes", axes, 'axis names: a str such as "A B" or a list of str', call="axes")
     order = axes.split() if isinstance(axes, str) else list(axes)
     if sorted(order) != sorted(present):
         raise LayoutError(f"axes {' '.join(order)} do not match the tensor's axes {' '.join(present)}",
@@ -165,7 +166,7 @@ class HostTensor(Generic[D, Element]):
             k = int(np.argmax(missing))
             raise PoisonError(f"{int(missing.sum())} position(s) of {self!r} hold a tensor index but were never "
                               f"written{_origin(self.source)}, e.g. position {k} (index "
-                              f"{_index_text((self.element.map(k) or i_empty()).text())})", call="HostTensor.values",
+                              f"{_index_text((self.element.map(k) or Index()).text())})", call="HostTensor.values",
                               mapping=repr(self.element),
                               fix="write every element (unmasked padding or a missing slice leaves poison); "
                                   "read .known to see which positions hold data")
@@ -190,19 +191,17 @@ class HostTensor(Generic[D, Element]):
         (two's complement), ``"inf"`` / ``"nan"`` (float types that have them) give ±inf or NaN as a numpy cast
         would.  NaN is kept in a float type (every visa float type has NaN).  docs/manual-notes.md, "Host data".
         """
-        from visa.validate import expect_choice, expect_dtype, expect_mapping
-
         call = "HostTensor.from_numpy"
         dtype = expect_dtype(dtype, "dtype", call=call)
         mapping = expect_mapping(mapping, "mapping", call=call)
         expect_choice(overflow, _OVERFLOW, "overflow", call=call)
         if axes is not None and not isinstance(axes, str | list | tuple):
-            raise _wrong("axes", axes, 'a str such as "A B" or a list of axis names', call)
+            raise wrong_type("axes", axes, 'a str such as "A B" or a list of axis names', call=call)
         order, want = _logical_shape([mapping], axes)
         try:
             arr = np.asarray(array)
         except Exception as err:  # ragged lists and the like: numpy's own refusal, named
-            raise _wrong("array", array, f"an array of shape {want}", call) from err
+            raise wrong_type("array", array, f"an array of shape {want}", call=call) from err
         if arr.dtype.kind not in "biuf" and arr.dtype not in dt._ML_FLOATS:
             raise dt.DtypeError(f"the array holds {arr.dtype} values, which are not numbers of {dtype!r}"
                                 + (" (complex input: its imaginary part would be dropped)"
@@ -227,8 +226,6 @@ class HostTensor(Generic[D, Element]):
     @classmethod
     def rand(cls, dtype: type[D], mapping: Mapping, rng: np.random.Generator) -> HostTensor[D, Any]:
         """A host tensor of random representable values (manual ``HostTensor::rand``, L52)."""
-        from visa.validate import expect_dtype, expect_instance, expect_mapping
-
         dtype = expect_dtype(dtype, "dtype", call="HostTensor.rand")
         mapping = expect_mapping(mapping, "mapping", call="HostTensor.rand")
         expect_instance(rng, np.random.Generator, "rng", call="HostTensor.rand",
@@ -239,8 +236,6 @@ class HostTensor(Generic[D, Element]):
     @classmethod
     def zeros(cls, dtype: type[D], mapping: Mapping) -> HostTensor[D, Any]:
         """A host tensor of zeros (as ``HostTensor::rand``, manual L52, with every value 0)."""
-        from visa.validate import expect_dtype, expect_mapping
-
         dtype = expect_dtype(dtype, "dtype", call="HostTensor.zeros")
         mapping = expect_mapping(mapping, "mapping", call="HostTensor.zeros")
         order, shape = _logical_shape([mapping], None)
@@ -266,19 +261,6 @@ class HostTensor(Generic[D, Element]):
 
 
 _OVERFLOW = ("error", "saturate", "wrap", "inf", "nan")
-
-
-def _wrong(param: str, value: object, expected: str, call: str) -> VisaError:
-    from visa.validate import wrong_type
-
-    return wrong_type(param, value, expected, call=call)
-
-
-def i_empty() -> Any:
-    """The empty index (how a message shows position data of padding)."""
-    from visa.mapping import Index
-
-    return Index()
 
 
 def _index_text(text: str) -> str:
@@ -432,7 +414,7 @@ def _check_context_type(ctx: object, call: str) -> None:
     from visa.tensors.device import Device
 
     if not isinstance(ctx, Device):
-        raise _wrong("ctx", ctx, "a Context (Context.acquire())", call)
+        raise wrong_type("ctx", ctx, "a Context (Context.acquire())", call=call)
 
 
 def _flat_image(img: DenseImage) -> DenseImage:
@@ -454,8 +436,6 @@ class DeviceTensor:
                  *, register: bool = True, reads: tuple[Region, ...] = (), call: str = "", trf_half: bool = False,
                  ready_at: int = 0) -> None:
         _check_context_type(ctx, call or self.type_name())
-        from visa.validate import expect_dtype
-
         dtype = expect_dtype(dtype, "dtype", call=call or self.type_name())
         self.origin = call  # the operation that created the tensor (named when a read finds poison)
         self.ctx = ctx
@@ -496,8 +476,6 @@ class DeviceTensor:
 
         The handle shares this tensor's bytes (and keeps it alive); a write over them makes both stale.
         """
-        from visa.validate import expect_mapping
-
         new = dict(self.levels)
         for name, mp in levels.items():
             expect_mapping(mp, name, call="relabel", level=name)
@@ -592,7 +570,82 @@ class DeviceTensor:
                         name=self.describe() + _origin(self.origin))
 
 
-class HbmTensor(DeviceTensor, Generic[D, Chip, Element]):
+class _InPlaceWrites:
+    """The in-place DMAs of an HBM or DM tensor, or of the tensor a view holds (the source's side)."""
+
+    __slots__ = ()
+
+    def to_hbm_view(self, target: HbmTensorView | ScatterTarget, tdma: DmaContext, *,
+                    stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
+        """Tensor DMA into part of a live HBM tensor, in place (KV-cache append, manual L8286–8297; design
+        API.md §7): ``target`` is a view or tile of it, or ``view.scatter(m["V"], ids)``.  Returns the
+        written tensor, which stays live and current."""
+        import visa.tensors.indirect as im
+
+        out: HbmTensor[Any, Any, Any] = im.to_view(self, target, "hbm", tdma, stream=stream)
+        return out
+
+    def to_dm_view(self, target: DmTensorView | ScatterTarget, tdma: DmaContext, *,
+                   stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
+        """Tensor DMA into part of a live DM tensor, in place (as :meth:`to_hbm_view`)."""
+        import visa.tensors.indirect as im
+
+        out: DmTensor[Any, Any, Any, Any, Any] = im.to_view(self, target, "dm", tdma, stream=stream)
+        return out
+
+
+class _HbmMoves(_InPlaceWrites):
+    """The DMAs out of an HBM tensor, or out of the tensor an HBM view (a tile) holds."""
+
+    __slots__ = ()
+
+    def to_dm(self, cluster: Mapping, slice_: Mapping, element: Mapping, tdma: DmaContext,
+              address: int, *, stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
+        """Tensor DMA from HBM to DM (manual L1188–1193, L2375–2384); Chip is kept."""
+        import visa.tensors.moves as dma
+
+        src: Any = self
+        return dma.hbm_to_dm(src, cluster, slice_, element, tdma, address, stream=stream)
+
+    def to_hbm(self, chip: Mapping, element: Mapping, tdma: DmaContext, address: int, *,
+               stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
+        """Tensor DMA from HBM to a new HBM tensor with a new layout (manual L2431–2464)."""
+        import visa.tensors.moves as dma
+
+        src: Any = self
+        return dma.hbm_to_hbm(src, chip, element, tdma, address, stream=stream)
+
+    def to_host(self, element: Mapping, pdma: DmaContext, *, stream: Stream | None = None) -> HostTensor[Any, Any]:
+        """PCIe DMA back to the host (manual L197): a host buffer laid out as ``element``."""
+        import visa.tensors.moves as dma
+
+        src: Any = self
+        return dma.hbm_to_host(src, element, pdma, stream=stream)
+
+
+class _DmMoves(_InPlaceWrites):
+    """The DMAs out of a DM tensor, or out of the tensor a DM view holds."""
+
+    __slots__ = ()
+
+    def to_hbm(self, element: Mapping, tdma: DmaContext, address: int, *,
+               stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
+        """Tensor DMA from DM back to HBM (manual L217); Chip is kept, Cluster and Slice fold into HBM."""
+        import visa.tensors.moves as dma
+
+        src: Any = self
+        return dma.dm_to_hbm(src, element, tdma, address, stream=stream)
+
+    def to_dm(self, cluster: Mapping, slice_: Mapping, element: Mapping, tdma: DmaContext,
+              address: int, *, stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
+        """Tensor DMA from DM to a new DM tensor with a new layout (manual L2659–2681)."""
+        import visa.tensors.moves as dma
+
+        src: Any = self
+        return dma.dm_to_dm(src, cluster, slice_, element, tdma, address, stream=stream)
+
+
+class HbmTensor(DeviceTensor, _HbmMoves, Generic[D, Chip, Element]):
     """``HbmTensor<D, Chip, Element>``: chip i's element j holds T at ``Chip.map(i) ∪ Element.map(j)`` (L1064)."""
 
     __slots__ = ()
@@ -626,46 +679,8 @@ class HbmTensor(DeviceTensor, Generic[D, Chip, Element]):
         """A metadata view of the whole tensor (manual L823)."""
         return HbmTensorView(self, self.levels["Element"], 0)
 
-    def to_dm(self, cluster: Mapping, slice_: Mapping, element: Mapping, tdma: DmaContext,
-              address: int, *, stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
-        """Tensor DMA from HBM to DM (manual L1188–1193, L2375–2384); Chip is kept."""
-        import visa.tensors.moves as dma
 
-        return dma.hbm_to_dm(self, cluster, slice_, element, tdma, address, stream=stream)
-
-    def to_hbm(self, chip: Mapping, element: Mapping, tdma: DmaContext, address: int, *,
-               stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
-        """Tensor DMA from HBM to HBM with a new layout (manual L2431–2464)."""
-        import visa.tensors.moves as dma
-
-        return dma.hbm_to_hbm(self, chip, element, tdma, address, stream=stream)
-
-    def to_host(self, element: Mapping, pdma: DmaContext, *, stream: Stream | None = None) -> HostTensor[Any, Any]:
-        """PCIe DMA back to the host (manual L197): a host buffer laid out as ``element``."""
-        import visa.tensors.moves as dma
-
-        return dma.hbm_to_host(self, element, pdma, stream=stream)
-
-    def to_hbm_view(self, target: HbmTensorView | ScatterTarget, tdma: DmaContext, *,
-                    stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
-        """Tensor DMA into part of a live HBM tensor, in place (KV-cache append, manual L8286–8297; design
-        API.md §7): ``target`` is a view or tile of it, or ``view.scatter(m["V"], ids)``.  Returns the
-        written tensor, which stays live and current."""
-        import visa.tensors.indirect as im
-
-        out: HbmTensor[Any, Any, Any] = im.to_view(self, target, "hbm", tdma, stream=stream)
-        return out
-
-    def to_dm_view(self, target: DmTensorView | ScatterTarget, tdma: DmaContext, *,
-                   stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
-        """Tensor DMA into part of a live DM tensor, in place (as :meth:`to_hbm_view`)."""
-        import visa.tensors.indirect as im
-
-        out: DmTensor[Any, Any, Any, Any, Any] = im.to_view(self, target, "dm", tdma, stream=stream)
-        return out
-
-
-class DmTensor(DeviceTensor, Generic[D, Chip, Cluster, Slice, Element]):
+class DmTensor(DeviceTensor, _DmMoves, Generic[D, Chip, Cluster, Slice, Element]):
     """``DmTensor<D, Chip, Cluster, Slice, Element>`` in on-chip SRAM (manual L1049, L1085–1093)."""
 
     __slots__ = ()
@@ -689,13 +704,6 @@ class DmTensor(DeviceTensor, Generic[D, Chip, Cluster, Slice, Element]):
         """A handle over bytes already in DM (as ``HbmTensor.from_addr``, manual L821); nothing is allocated."""
         return cls(ctx, dtype, chip, cluster, slice_, element, address, register=False)
 
-    def to_hbm(self, element: Mapping, tdma: DmaContext, address: int, *,
-               stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
-        """Tensor DMA from DM back to HBM (manual L217); Chip is kept, Cluster and Slice fold into HBM."""
-        import visa.tensors.moves as dma
-
-        return dma.dm_to_hbm(self, element, tdma, address, stream=stream)
-
     def asymmetric_chip_slice(self, digit: Mapping, sub: TuHandle, indices: Sequence[int],
                               address: int) -> DmTensor[Any, Any, Any, Any, Any]:
         """Asymmetric Slice by ParallelCopy in the sub context (manual L7400–7441, L7603–7606): a new DM tensor
@@ -711,31 +719,6 @@ class DmTensor(DeviceTensor, Generic[D, Chip, Cluster, Slice, Element]):
 
         return asymmetric_slice(self, digit, sub, indices, address, "cluster")
 
-    def to_dm(self, cluster: Mapping, slice_: Mapping, element: Mapping, tdma: DmaContext,
-              address: int, *, stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
-        """Tensor DMA from DM to DM with a new layout (manual L2659–2681)."""
-        import visa.tensors.moves as dma
-
-        return dma.dm_to_dm(self, cluster, slice_, element, tdma, address, stream=stream)
-
-    def to_hbm_view(self, target: HbmTensorView | ScatterTarget, tdma: DmaContext, *,
-                    stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
-        """Tensor DMA into part of a live HBM tensor, in place (KV-cache append, manual L8286–8297; design
-        API.md §7): ``target`` is a view or tile of it, or ``view.scatter(m["V"], ids)``.  Returns the
-        written tensor, which stays live and current."""
-        import visa.tensors.indirect as im
-
-        out: HbmTensor[Any, Any, Any] = im.to_view(self, target, "hbm", tdma, stream=stream)
-        return out
-
-    def to_dm_view(self, target: DmTensorView | ScatterTarget, tdma: DmaContext, *,
-                   stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
-        """Tensor DMA into part of a live DM tensor, in place (as :meth:`to_hbm_view`)."""
-        import visa.tensors.indirect as im
-
-        out: DmTensor[Any, Any, Any, Any, Any] = im.to_view(self, target, "dm", tdma, stream=stream)
-        return out
-
 
 class TrfTensor(DeviceTensor, Generic[D, Chip, Cluster, Slice, Row, Element]):
     """``TrfTensor<D, Chip, Cluster, Slice, Row, Element>``: Contraction Engine weights (manual L1053, L4055)."""
@@ -745,8 +728,6 @@ class TrfTensor(DeviceTensor, Generic[D, Chip, Cluster, Slice, Row, Element]):
 
     def __init__(self, ctx: Device, dtype: type[D], chip: Mapping, cluster: Mapping, slice_: Mapping, row: Mapping,
                  element: Mapping, trf_address: TrfAddress, **kw: Any) -> None:
-        from visa.validate import expect_instance
-
         _check_context_type(ctx, kw.get("call") or "TrfTensor")
         expect_instance(trf_address, TrfAddress, "trf_address", call=kw.get("call") or "TrfTensor",
                         expected="a TrfAddress (Full, FirstHalf or SecondHalf)")
@@ -814,8 +795,6 @@ class TensorView:
     def relabel(self, element: Mapping) -> Self:
         """The same positions read through another Element mapping of the same size (metadata only, a "reshape
         (noop)", manual L8056)."""
-        from visa.validate import expect_mapping
-
         element = expect_mapping(element, "element", call="relabel", level="Element")
         if element.size != self.element.size:
             raise LayoutError(f"Element {element!r} has size {element.size}, but the view's {self.element!r} has "
@@ -870,8 +849,6 @@ class TensorView:
     def _bitcast(self, dtype: Any) -> Any:
         """The same bits read as ``dtype`` (:func:`check_bitcast`): a view of an alias handle of the base that
         shares its bytes, its region and its ready time (as :meth:`DeviceTensor.relabel`)."""
-        from visa.validate import expect_dtype
-
         new = expect_dtype(dtype, "dtype", call="bitcast")
         check_bitcast(self.base.dtype, new, self.element)
         alias = self.base.relabel()
@@ -895,7 +872,7 @@ def check_bitcast(src: type[dt.Scalar], dst: type[dt.Scalar], element: Mapping |
                          fix=f"bitcast to a {src.size_bits}-bit type, or convert the values with a cast")
 
 
-class HbmTensorView(TensorView, Generic[VD, VChip, VElement]):
+class HbmTensorView(TensorView, _HbmMoves, Generic[VD, VChip, VElement]):
     """``HbmTensorView<'_, D, Chip, Element>`` (manual L823); a tile moves like a tensor."""
 
     __slots__ = ()
@@ -905,46 +882,8 @@ class HbmTensorView(TensorView, Generic[VD, VChip, VElement]):
         out: HbmTensorView[VD2, VChip, VElement] = self._bitcast(dtype)
         return out
 
-    def to_dm(self, cluster: Mapping, slice_: Mapping, element: Mapping, tdma: DmaContext,
-              address: int, *, stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
-        """Tensor DMA of the tensor the view holds from HBM to DM (manual L2375–2384)."""
-        import visa.tensors.moves as dma
 
-        return dma.hbm_to_dm(self, cluster, slice_, element, tdma, address, stream=stream)
-
-    def to_hbm(self, chip: Mapping, element: Mapping, tdma: DmaContext, address: int, *,
-               stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
-        """Tensor DMA of the tensor the view holds to a new HBM tensor."""
-        import visa.tensors.moves as dma
-
-        return dma.hbm_to_hbm(self, chip, element, tdma, address, stream=stream)
-
-    def to_host(self, element: Mapping, pdma: DmaContext, *, stream: Stream | None = None) -> HostTensor[Any, Any]:
-        """PCIe DMA of the tensor the view holds back to the host."""
-        import visa.tensors.moves as dma
-
-        return dma.hbm_to_host(self, element, pdma, stream=stream)
-
-    def to_hbm_view(self, target: HbmTensorView | ScatterTarget, tdma: DmaContext, *,
-                    stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
-        """Tensor DMA into part of a live HBM tensor, in place (KV-cache append, manual L8286–8297; design
-        API.md §7): ``target`` is a view or tile of it, or ``view.scatter(m["V"], ids)``.  Returns the
-        written tensor, which stays live and current."""
-        import visa.tensors.indirect as im
-
-        out: HbmTensor[Any, Any, Any] = im.to_view(self, target, "hbm", tdma, stream=stream)
-        return out
-
-    def to_dm_view(self, target: DmTensorView | ScatterTarget, tdma: DmaContext, *,
-                   stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
-        """Tensor DMA into part of a live DM tensor, in place (as :meth:`to_hbm_view`)."""
-        import visa.tensors.indirect as im
-
-        out: DmTensor[Any, Any, Any, Any, Any] = im.to_view(self, target, "dm", tdma, stream=stream)
-        return out
-
-
-class DmTensorView(TensorView, Generic[VD, VChip, VCluster, VSlice, VElement]):
+class DmTensorView(TensorView, _DmMoves, Generic[VD, VChip, VCluster, VSlice, VElement]):
     """``DmTensorView`` (manual L2160); ``ctx.main.begin(dm.view())`` starts a stream from it."""
 
     __slots__ = ()
@@ -953,36 +892,4 @@ class DmTensorView(TensorView, Generic[VD, VChip, VCluster, VSlice, VElement]):
         """The view's bits read as ``dtype`` of the same width (:func:`check_bitcast`; L8547–8553, L8589):
         ``ctx.main.begin(scores.view().bitcast(i16))`` fetches bf16 bits as integers."""
         out: DmTensorView[VD2, VChip, VCluster, VSlice, VElement] = self._bitcast(dtype)
-        return out
-
-    def to_hbm(self, element: Mapping, tdma: DmaContext, address: int, *,
-               stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
-        """Tensor DMA of the tensor the view holds from DM to HBM."""
-        import visa.tensors.moves as dma
-
-        return dma.dm_to_hbm(self, element, tdma, address, stream=stream)
-
-    def to_dm(self, cluster: Mapping, slice_: Mapping, element: Mapping, tdma: DmaContext,
-              address: int, *, stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
-        """Tensor DMA of the tensor the view holds to a new DM tensor."""
-        import visa.tensors.moves as dma
-
-        return dma.dm_to_dm(self, cluster, slice_, element, tdma, address, stream=stream)
-
-    def to_hbm_view(self, target: HbmTensorView | ScatterTarget, tdma: DmaContext, *,
-                    stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
-        """Tensor DMA into part of a live HBM tensor, in place (KV-cache append, manual L8286–8297; design
-        API.md §7): ``target`` is a view or tile of it, or ``view.scatter(m["V"], ids)``.  Returns the
-        written tensor, which stays live and current."""
-        import visa.tensors.indirect as im
-
-        out: HbmTensor[Any, Any, Any] = im.to_view(self, target, "hbm", tdma, stream=stream)
-        return out
-
-    def to_dm_view(self, target: DmTensorView | ScatterTarget, tdma: DmaContext, *,
-                   stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
-        """Tensor DMA into part of a live DM tensor, in place (as :meth:`to_hbm_view`)."""
-        import visa.tensors.indirect as im
-
-        out: DmTensor[Any, Any, Any, Any, Any] = im.to_view(self, target, "dm", tdma, stream=stream)
         return out

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from visa.engines.common import EngineReport
 from visa.engines.dma.config import NAMES, DmaCost, DmaPlan, Side
 from visa.engines.dma.cost import cycles
 from visa.engines.dma.execute import execute
@@ -31,10 +30,10 @@ from visa.engines.dma.indirect import execute as execute_indirect
 from visa.engines.dma.plan import plan
 from visa.errors import DtypeError, LayoutError, PoisonError, TypestateError
 from visa.mapping import Mapping
-from visa.memory.layout import LEVEL_PARAMS, LEVELS, describe, element_bytes
+from visa.memory.layout import LEVELS
 from visa.memory.registry import refuse_overlap
 from visa.tensors.device import Device, DmaContext, Recorded, dma_device
-from visa.tensors.moves import _check_args, _endpoint, _poison, _source, check_stream
+from visa.tensors.moves import _allocate, _destination, _endpoint, _source, check_stream, dma_report
 from visa.validate import expect_mapping, wrong_type
 
 if TYPE_CHECKING:
@@ -49,8 +48,7 @@ def record_dma(ctx: Device, name: str, config: str, cost: DmaCost, *, reads: Seq
     ``reads`` or touches what it ``writes`` (tensors or views: an in-place write names only the view it writes),
     on the engines ``transfer`` (the row plan, run ``iterations`` times by the IndirectLoop) spreads over; the
     written tensors are ready when it ends.  The one place these operations meet the schedule."""
-    details: tuple[tuple[str, object], ...] = (("cost", str(cost)),)
-    report = EngineReport("dma", config, cost.total - cost.startup, latency=cost.startup, details=details)
+    report = dma_report("dma", config, cost)
     traffic = {"DMA": transfer.nbytes * iterations} if transfer is not None and iterations > 1 else None
     op = ctx.record("tdma", name, [report], reads=reads, writes=writes, transfer=transfer, extra_traffic=traffic)
     for t in writes:
@@ -152,22 +150,10 @@ class GatherSource(_Staged):
         return out
 
     def _move(self, medium: str, levels: dict[str, Mapping], tdma: DmaContext, address: int, call: str) -> Any:
-        from visa.tensors.handles import DmTensor, HbmTensor
-
-        _check_args(call, {LEVEL_PARAMS[name]: mp for name, mp in levels.items()}, address, None)
-        ctx = dma_device(tdma, "tdma", call)
-        base, _ = _source(self.view, call, ctx)
-        levels = {"Chip": base.levels["Chip"], **levels}
-        name = describe(medium, base.dtype, levels, address)
-        p, values = self._plan("gather", self.side(), Side.of(medium, levels, address, name=name), ctx, call)
-        reads = tuple(r for r in (base.region, self.ids.region) if r is not None)
-        out: Any
-        if medium == "hbm":
-            out = HbmTensor(ctx, base.dtype, levels["Chip"], levels["Element"], address, reads=reads, call=call)
-        else:
-            out = DmTensor(ctx, base.dtype, levels["Chip"], levels["Cluster"], levels["Slice"], levels["Element"],
-                           address, reads=reads, call=call)
-        _poison(ctx, medium, levels["Chip"].size, address, address + element_bytes(base.dtype, levels["Element"].size))
+        ctx, base, _, levels, dst = _destination(self.view, medium, levels, tdma, address, call, "tdma", None)
+        p, values = self._plan("gather", self.side(), dst, ctx, call)
+        reads = [r for r in (base.region, self.ids.region) if r is not None]
+        out = _allocate(ctx, medium, base.dtype, levels, address, reads, call)
         execute_indirect(p, values, _endpoint(ctx, base.MEMORY), _endpoint(ctx, medium))
         cost = indirect_cycles(p, values)
         op = record_dma(ctx, f"{call} → {out.describe()}", _config(p), cost, reads=[base, self.ids], writes=[out],

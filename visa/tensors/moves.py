@@ -16,7 +16,7 @@ import numpy as np
 
 from visa import dtypes as dt
 from visa.engines.common import EngineReport
-from visa.engines.dma.config import NAMES, DmaPlan, Side
+from visa.engines.dma.config import NAMES, DmaCost, DmaPlan, Side
 from visa.engines.dma.cost import cycles
 from visa.engines.dma.execute import execute
 from visa.engines.dma.plan import plan
@@ -30,7 +30,8 @@ from visa.validate import expect_int, expect_mapping, wrong_type
 if TYPE_CHECKING:
     from visa.tensors.handles import DmTensor, DmTensorView, HbmTensor, HbmTensorView, HostTensor
 
-__all__ = ["check_stream", "host_to_hbm", "hbm_to_host", "hbm_to_dm", "dm_to_hbm", "hbm_to_hbm", "dm_to_dm"]
+__all__ = ["check_stream", "dma_report", "host_to_hbm", "hbm_to_host", "hbm_to_dm", "dm_to_hbm", "hbm_to_hbm",
+           "dm_to_dm"]
 
 
 def _check_args(call: str, mappings: dict[str, object], address: object, stream: object | None) -> None:
@@ -78,15 +79,21 @@ def _endpoint(ctx: Device, medium: str) -> Endpoint:
     return DmEndpoint(ctx.hw, lambda c: mem.chip(c).dm)
 
 
+def dma_report(engine: str, config: str, cost: DmaCost, details: Sequence[tuple[str, object]] = (), *,
+               nbytes: int = 0) -> EngineReport:
+    """The report of a DMA (plain, shuffled or indirect) that costs ``cost`` (L2465–2504): busy for its cycles
+    after the startup, the startup being its latency; ``details`` and then the cost's parts."""
+    return EngineReport(engine, config, cost.total - cost.startup, latency=cost.startup,
+                        details=(*details, ("cost", str(cost))), nbytes=nbytes)
+
+
 def _report(ctx: Device, track: str, name: str, p: DmaPlan, reads: Sequence[Any], writes: Sequence[Any]) -> int:
     """Record the move: it reads ``reads`` and writes ``writes`` (tensors or views) on the engines its plan
     spreads over (``transfer=p``)."""
     cost = cycles(p)
-    details: tuple[tuple[str, object], ...] = (
-        ("read", f"{p.read} {NAMES[p.src.medium]}"), ("write", f"{p.write} {NAMES[p.dst.medium]}"),
-        ("time", str(p.time)), ("packet", str(p.packet)), ("cost", str(cost)))
-    report = EngineReport("pdma" if track == "pdma" else "dma", str(p), cost.total - cost.startup,
-                          latency=cost.startup, details=details, nbytes=cost.nbytes)
+    details = (("read", f"{p.read} {NAMES[p.src.medium]}"), ("write", f"{p.write} {NAMES[p.dst.medium]}"),
+               ("time", str(p.time)), ("packet", str(p.packet)))
+    report = dma_report("pdma" if track == "pdma" else "dma", str(p), cost, details, nbytes=cost.nbytes)
     op = ctx.record(track, name, [report], reads=reads, writes=writes, transfer=p)
     return op.end
 
@@ -112,25 +119,42 @@ def _poison(ctx: Device, medium: str, chips: int, lo: int, hi: int) -> None:
         (img.hbm if medium == "hbm" else img.dm).poison(lo, hi)
 
 
-def _to_device(src: Any, medium: str, levels: dict[str, Mapping], dma: DmaContext, address: int, call: str,
-               kind: str, stream: tuple[Mapping, Mapping] | None) -> Any:
-    """The tensor DMA of ``src`` to a new ``medium`` tensor with ``levels`` (the source's Chip unless given)."""
-    from visa.tensors.handles import DmTensor, HbmTensor
-
+def _destination(src: Any, medium: str, levels: dict[str, Mapping], dma: DmaContext, address: int, call: str,
+                 kind: str, stream: object | None) -> tuple[Device, Any, Side, dict[str, Mapping], Side]:
+    """What every move to a new ``medium`` tensor checks first, before anything is written (the plain moves,
+    the shuffled ones and the gathers): the arguments' types, the DMA context ``kind``, the readable source.
+    Returns the device, the source's base tensor and DMA side, the destination's levels (the source's Chip
+    unless given) and its DMA side."""
     _check_args(call, {LEVEL_PARAMS[k]: v for k, v in levels.items()}, address, stream)
     ctx = dma_device(dma, kind, call)
     base, side = _source(src, call, ctx)
     levels = {"Chip": base.levels["Chip"], **levels}
-    name = describe(medium, base.dtype, levels, address)
-    p = plan(ctx.hw, base.dtype, side, Side.of(medium, levels, address, name=name), stream=stream, call=call)
-    reads = (base.region,) if base.region is not None else ()
+    dst = Side.of(medium, levels, address, name=describe(medium, base.dtype, levels, address))
+    return ctx, base, side, levels, dst
+
+
+def _allocate(ctx: Device, medium: str, dtype: type[dt.Scalar], levels: dict[str, Mapping], address: int,
+              reads: Sequence[Any], call: str) -> Any:
+    """The new ``medium`` tensor a move writes (its regions overlapping ``reads`` allowed), its bytes poisoned
+    on every chip until the move's execution writes them."""
+    from visa.tensors.handles import DmTensor, HbmTensor
+
     out: Any
     if medium == "hbm":
-        out = HbmTensor(ctx, base.dtype, levels["Chip"], levels["Element"], address, reads=reads, call=call)
+        out = HbmTensor(ctx, dtype, levels["Chip"], levels["Element"], address, reads=tuple(reads), call=call)
     else:
-        out = DmTensor(ctx, base.dtype, levels["Chip"], levels["Cluster"], levels["Slice"], levels["Element"],
-                       address, reads=reads, call=call)
-    _poison(ctx, medium, levels["Chip"].size, address, address + element_bytes(base.dtype, levels["Element"].size))
+        out = DmTensor(ctx, dtype, levels["Chip"], levels["Cluster"], levels["Slice"], levels["Element"],
+                       address, reads=tuple(reads), call=call)
+    _poison(ctx, medium, levels["Chip"].size, address, address + element_bytes(dtype, levels["Element"].size))
+    return out
+
+
+def _to_device(src: Any, medium: str, levels: dict[str, Mapping], dma: DmaContext, address: int, call: str,
+               kind: str, stream: tuple[Mapping, Mapping] | None) -> Any:
+    """The tensor DMA of ``src`` to a new ``medium`` tensor with ``levels`` (the source's Chip unless given)."""
+    ctx, base, side, levels, dst = _destination(src, medium, levels, dma, address, call, kind, stream)
+    p = plan(ctx.hw, base.dtype, side, dst, stream=stream, call=call)
+    out = _allocate(ctx, medium, base.dtype, levels, address, [r for r in (base.region,) if r is not None], call)
     execute(p, _endpoint(ctx, side.medium), _endpoint(ctx, medium))
     out.ready_at = _report(ctx, kind, f"{call} → {out.describe()}", p, [src], [out])
     return out

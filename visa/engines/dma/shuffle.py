@@ -188,7 +188,7 @@ def chip_parts(sp: ShufflePlan) -> list[tuple[int, int, DmaPlan]]:
     return out
 
 
-def _crossing(sp: ShufflePlan, real: int, part: DmaPlan) -> int:
+def _crossing(real: int, part: DmaPlan) -> int:
     """Bytes of one chip's part that land on another chip than the one they are read from (L2389)."""
     dcb = address_space(part.hw, part.dst.medium).chip_bytes
     loops = [lp for lp in part.all_loops()[:-1] if lp.dst != 0 and lp.dst % dcb == 0]
@@ -203,7 +203,7 @@ def _crossing(sp: ShufflePlan, real: int, part: DmaPlan) -> int:
 
 def pcie_bytes(sp: ShufflePlan) -> int:
     """Bytes that cross chips over PCIe (L2389, L2843–2847), over every chip's part."""
-    return sum(_crossing(sp, real, part) for _, real, part in chip_parts(sp))
+    return sum(_crossing(real, part) for _, real, part in chip_parts(sp))
 
 
 def cycles(sp: ShufflePlan) -> DmaCost:
@@ -216,7 +216,7 @@ def cycles(sp: ShufflePlan) -> DmaCost:
     costs: list[DmaCost] = []
     for _, real, part in chip_parts(sp):
         c = dma_cycles(part)
-        link = -(-_crossing(sp, real, part) // rate)
+        link = -(-_crossing(real, part) // rate)
         costs.append(replace(c, total=max(c.total, startup + link), pcie=max(c.pcie, link)))
     if not costs:
         return dma_cycles(sp.dma)

@@ -610,7 +610,12 @@ class ValidBranchIds:
         return cls(frozenset(i for i in range(16) if (i >> 3) == group_id.value))
 
 
-def _branch_set(branch: Any, what: str) -> frozenset[int]:
+def _branch_set(given: tuple[int, ...], branch: Any, what: str) -> frozenset[int]:
+    """The ExecutionIds of ``what(*given)`` or ``what(branch=…)`` (0..15, L4795), given one way only."""
+    if branch is not None and given:
+        raise LayoutError("give the ExecutionIds once: positionally or as branch=", call=what,
+                          fix=f"{what}(branch=(1, 2))")
+    branch = branch if branch is not None else given
     ids = (branch,) if isinstance(branch, int) else tuple(branch)
     bad = [b for b in ids if isinstance(b, bool) or not isinstance(b, int) or not 0 <= b <= 15]
     if bad or not ids:
@@ -632,10 +637,7 @@ class OperandRead:
 
     def __init__(self, *ids: int, branch: int | Sequence[int] | None = None) -> None:
         """``OperandRead(branch=(1, 2))`` or ``OperandRead(1, 2)``: the ExecutionIds (0..15) it applies to."""
-        if branch is not None and ids:
-            raise LayoutError("give the ExecutionIds once: positionally or as branch=", call="OperandRead",
-                              fix="OperandRead(branch=(1, 2))")
-        object.__setattr__(self, "branch", _branch_set(branch if branch is not None else ids, "OperandRead"))
+        object.__setattr__(self, "branch", _branch_set(ids, branch, "OperandRead"))
 
     def __repr__(self) -> str:
         return f"OperandRead(branch={tuple(sorted(self.branch))})"
@@ -650,10 +652,7 @@ class WriteOperand:
 
     def __init__(self, *ids: int, branch: int | Sequence[int] | None = None) -> None:
         """``WriteOperand(branch=(1, 2))`` or ``WriteOperand(1, 2)``: the ExecutionIds (0..15) it applies to."""
-        if branch is not None and ids:
-            raise LayoutError("give the ExecutionIds once: positionally or as branch=", call="WriteOperand",
-                              fix="WriteOperand(branch=(1, 2))")
-        object.__setattr__(self, "branch", _branch_set(branch if branch is not None else ids, "WriteOperand"))
+        object.__setattr__(self, "branch", _branch_set(ids, branch, "WriteOperand"))
 
     def __repr__(self) -> str:
         return f"WriteOperand(branch={tuple(sorted(self.branch))})"
