@@ -97,6 +97,8 @@ def ref_map(node: Node, i: int) -> dict[str, int] | None:
         return None
     coords, skews = got
     for skew, pos in skews:
+        if not 0 <= pos < skew.size:  # the skewed coordinate itself past its end (terms of a repeated B' add up)
+            return None
         shift = sum(coef * coords.get(other, 0) for other, coef in skew.coefs)
         coords[skew.base] = coords.get(skew.base, 0) + (pos - shift) % skew.size
     for name, size in sizes_of(node).items():

@@ -117,6 +117,9 @@ def _decode_atoms(
                     shift = shift + coef * coords[other]
             add(sk.base, np.mod(pos - shift, sk.size))
             sizes[sk.base] = sk.size
+            if int(np.max(pos, initial=0)) >= sk.size:  # B' itself past its end (terms of a repeated B' add up)
+                ok = pos < sk.size
+                valid = ok if valid is None else valid & ok
         skews = []
     # A tensor index must lie inside every axis: contributions that add up past the end are not held.
     for name, val in coords.items():
