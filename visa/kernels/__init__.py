@@ -19,9 +19,9 @@ one ``@device`` function.
 """
 
 from visa.kernels import bounds, moe
-from visa.kernels.collectives import all_reduce
 from visa.kernels.attention import Attention
 from visa.kernels.cache import CausalMask, Embedding, KvCache
+from visa.kernels.collectives import all_reduce
 from visa.kernels.gemm import Gemm
 from visa.kernels.memory import Arena
 from visa.kernels.rows import Rows
