@@ -15,7 +15,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from visa import AxisSet, Context, HostTensor, bf16, device, i32, launch
+from visa import AxisSet, Context, HostTensor, bf16, device, f32, i32, launch
 from visa.errors import DtypeError, LayoutError
 from visa.kernels import Arena, Gemm, all_reduce, bounds
 from visa.kernels.collectives import rounds
@@ -73,6 +73,16 @@ def test_all_reduce_bf16_butterfly_within_bound_and_equal_on_every_chip(n: int) 
     want, bound = bounds.all_reduce(x.astype(np.float64), rounds(n))
     assert np.all(np.abs(got - want) <= bound)
     assert all(np.array_equal(got[0], got[c]) for c in range(n))  # a + b = b + a: replicas stay equal
+
+
+def test_all_reduce_f32_ring_within_its_deeper_bound() -> None:
+    n = 4
+    x = np.random.default_rng(20).standard_normal((n, 16, 128)).astype(np.float32)
+    out, _ = _run(n, "ring", x, f32)
+    assert out.dtype is f32
+    got = np.asarray(out.logical(axes="C S D"), np.float64)
+    want, bound = bounds.all_reduce(x.astype(np.float64), rounds(n, "ring"), cast=False)  # γ_{n−1}, no bf16
+    assert np.all(np.abs(got - want) <= bound)
 
 
 def test_all_reduce_refusals_name_the_fix() -> None:
