@@ -11,6 +11,9 @@ one ``@device`` function.
 - :class:`Attention`: single-head ``softmax(q Kᵀ/√d_k) V`` over a given cache, composed of the two above.
 - :class:`Embedding`, :class:`KvCache`, :class:`CausalMask`: table lookups by an on-device gather, the KV-cache
   append by in-place DMA, the causal mask as a branch log (:mod:`visa.kernels.cache`, L7982–8431).
+- :func:`all_reduce` (:mod:`visa.kernels.collectives`): the sum over the chips on every chip, by a butterfly or
+  a ring of ChipShuffle DMAs and Vector Engine adds (L7382–7610); the kernels take a ``chip`` mapping so each
+  chip computes its shard in one launch (tensor parallelism).
 - :mod:`visa.kernels.moe`: the MoE block's routing (branchless TopK with FilterCompaction, expert mask, cumsums by
   the carried operand, Expert_IDs, Scatter_Idx) and its per-token float work (routing softmax, weighted sum).
 """
@@ -18,8 +21,9 @@ one ``@device`` function.
 from visa.kernels import bounds, moe
 from visa.kernels.attention import Attention
 from visa.kernels.cache import CausalMask, Embedding, KvCache
+from visa.kernels.collectives import all_reduce
 from visa.kernels.gemm import Gemm
 from visa.kernels.memory import Arena
 from visa.kernels.rows import Rows
 
-__all__ = ["Arena", "Attention", "CausalMask", "Embedding", "Gemm", "KvCache", "Rows", "bounds", "moe"]
+__all__ = ["Arena", "Attention", "CausalMask", "Embedding", "Gemm", "KvCache", "Rows", "all_reduce", "bounds", "moe"]

@@ -36,13 +36,14 @@ class Attention:
     over S (bf16 in HBM, ``m["S"]``: 0 to keep a position, −inf to drop it) is added to the scores before the
     softmax (:meth:`Rows.add`; ``s + 0`` is exact and ``exp(−inf) = 0``), e.g. for a cache only partly filled;
     or a branch ``log`` masks them in the softmax passes (the manual's causal mask by the branch log,
-    L8090–8100).
+    L8090–8100).  ``chip``: the Chip level of the parts (:class:`Gemm`), one head per chip with ``chip="C"``.
     """
 
-    def __init__(self, ax: AxisSet, q: str = "Q", s: str = "S", dk: str = "Dk", dv: str = "Dv") -> None:
-        self.scores = Gemm(ax, m=q, n=s, k=dk)
-        self.softmax = Rows(ax, q, s)
-        self.mix = Gemm(ax, m=q, n=dv, k=s)
+    def __init__(self, ax: AxisSet, q: str = "Q", s: str = "S", dk: str = "Dk", dv: str = "Dv", *,
+                 chip: str = "1") -> None:
+        self.scores = Gemm(ax, m=q, n=s, k=dk, chip=chip)
+        self.softmax = Rows(ax, q, s, chip=chip)
+        self.mix = Gemm(ax, m=q, n=dv, k=s, chip=chip)
         self.scale = 1.0 / math.sqrt(ax.size(dk))
         self.ax, self.q, self.s = ax, q, s
 

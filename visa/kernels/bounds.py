@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = ["U", "B", "gamma", "gemm", "rms_norm", "softmax_rel", "softmax", "swiglu", "add", "mul", "attention",
-           "weighted_sum"]
+           "weighted_sum", "all_reduce"]
 
 F64 = npt.NDArray[np.float64]
 U = 2.0**-24
@@ -95,3 +95,14 @@ def weighted_sum(y: F64, w: F64) -> F64:
     k = y.shape[1]
     out: F64 = gamma(k + 1) * np.einsum("tkd,tk->td", np.abs(y), np.abs(w)) + 2.0**-149
     return out
+
+
+def all_reduce(parts: F64, depth: int, cast: bool = True) -> tuple[F64, F64]:
+    """:func:`~visa.kernels.collectives.all_reduce` of the chips' ``parts`` (``[n, …]``, the values as the
+    device holds them): ``(want, bound)``.  Every chip's sum is a tree of f32 additions ``depth`` deep (log2 n
+    for the butterfly, n − 1 for the ring), each rounding once (u): γ_depth·Σ_c |parts[c]|; then one rounding to
+    bf16 (``b``) when ``cast``.  bf16 inputs are exact in f32 (the fetch's widening, L1960)."""
+    want: F64 = parts.sum(axis=0)
+    f32 = gamma(depth) * np.abs(parts).sum(axis=0)
+    bound: F64 = (B * (np.abs(want) + f32) + f32) if cast else f32
+    return want, bound

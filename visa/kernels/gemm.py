@@ -53,9 +53,14 @@ class Gemm:
     Shapes: ``M`` at most 32 or a multiple of 32 (M tiles of 32 share each TRF load); ``N`` a multiple of 32,
     at most 8192 or a multiple of 8192; ``K`` a multiple of 32, at most 512 or a multiple of 512.  The refusals
     name the axis and the fix.
+
+    ``chip`` (a mapping expression over ``ax``, default ``"1"``: one chip) is the Chip level (L1079) of the
+    kernel's DM tensors.  With a chip axis (``chip="C"``, ``|C|`` the launch's chips) each chip contracts its own
+    shard in the same launch: x and w carry that Chip level in HBM (``HbmTensor(…, m["C"], m["M, K"])``), the
+    DMAs keep it, and the output is ``m["C"]`` × ``m["M, N"]`` — the tensor-parallel split of L8225–8419.
     """
 
-    def __init__(self, ax: AxisSet, m: str = "M", n: str = "N", k: str = "K") -> None:
+    def __init__(self, ax: AxisSet, m: str = "M", n: str = "N", k: str = "K", *, chip: str = "1") -> None:
         call = f"visa.kernels.Gemm({m!r}, {n!r}, {k!r})"
         sm, sn, sk = ax.size(m), ax.size(n), ax.size(k)
         if sm > M_TILE and sm % M_TILE:
@@ -83,6 +88,7 @@ class Gemm:
         self.nin = f"{n} % {N_TILE}" if self.n_tiles > 1 else n
         mm = ax.m
         self.cluster = mm["1 # 2"]
+        self.chip = mm[chip]  # the Chip level of every DM tensor (x, w and the output keep their HBM chips)
         cols = sn if self.n_tiles == 1 else N_TILE
         self.slice = mm[f"{self.nin} / 32" + (" # 256" if cols < N_TILE else "")]
 
@@ -136,7 +142,7 @@ class Gemm:
             w_el = mm[self._outer(nt_axis, kt_axis, f"{nin} % 32", kin)]
             w_dm = w.to_dm(self.cluster, self.slice, w_el, ctx.tdma, arena.take_dm(2 * w_el.size))
         out_el = mm[self._outer(nt_axis, mt_axis, mi, f"{nin} % 32")]
-        out: Dm = DmTensor(ctx, dt.bf16, mm["1"], self.cluster, self.slice, out_el, arena.take_dm(2 * out_el.size),
+        out: Dm = DmTensor(ctx, dt.bf16, self.chip, self.cluster, self.slice, out_el, arena.take_dm(2 * out_el.size),
                            call="visa.kernels.Gemm")
         rows = mm[f"{nin} % 8"]
         halves = (TrfAddress.FirstHalf, TrfAddress.SecondHalf)

@@ -54,10 +54,12 @@ class Rows:
     """Row-wise kernels for ``[rows, cols]`` tensors of the axis set ``ax`` (one row per slice).
 
     ``Rows(ax, "T", "D")`` needs ``|T| ≤ 256`` (one row per slice of a cluster, L1081) and ``|D|`` a multiple of
-    8 (whole 32-byte flits of f32 after the cast's four-lane packets are padded, L1701, L4731).
+    8 (whole 32-byte flits of f32 after the cast's four-lane packets are padded, L1701, L4731).  ``chip``
+    (default ``"1"``) names the Chip level the rows live on; the passes take it from the tensors they are given
+    (an HBM tensor laid out over ``m["C"]`` runs on every chip of the launch at once).
     """
 
-    def __init__(self, ax: AxisSet, rows: str, cols: str) -> None:
+    def __init__(self, ax: AxisSet, rows: str, cols: str, *, chip: str = "1") -> None:
         self.ax, self.rows, self.cols = ax, rows, cols
         t, d = ax.size(rows), ax.size(cols)
         call = f"visa.kernels.Rows({rows!r}, {cols!r})"
@@ -71,7 +73,7 @@ class Rows:
                               axis=cols, fix="pad the columns to a multiple of 8")
         m = ax.m
         self.t, self.d = t, d
-        self.chip, self.cluster = m["1"], m["1 # 2"]
+        self.chip, self.cluster = m[chip], m["1 # 2"]  # every pass keeps its input's Chip level (L1079)
         self.slice: Mapping = m[f"{rows} # 256"] if t < 256 else m[rows]
         self.element: Mapping = m[cols]
         self.time4: Mapping = m[f"{cols} / 4"]

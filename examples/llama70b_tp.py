@@ -1,0 +1,356 @@
+"""The Llama 3 70B decoder layer's decode step (manual "Decode Phase", L8225–8419) tensor-parallel over several
+chips with the collectives of "Chip/Cluster Reduce" (L7382–7610; issue 14), composed from :mod:`visa.kernels`.
+
+Megatron-style split over the chip axis ``C`` (n chips, ``@device(chip=n)``), every kernel built with
+``chip="C"`` so each chip computes its own shard in the same launch:
+
+1. RMSNorm of x on every chip (x and the gains are replicated: each chip holds a copy);
+2. Q, K, V projections split by heads: chip c holds query heads ``[c·h_q/n, (c+1)·h_q/n)`` and their KV heads
+   ``[c·h_kv/n, …)`` (rows of w_q, w_k, w_v); RoPE, the KV-cache append (each chip's cache holds its KV heads)
+   and attention of those heads stay on the chip;
+3. the output projection split by rows of its K (the columns of w_o that multiply the chip's heads): each chip
+   holds a partial ``[D]`` sum; an :func:`~visa.kernels.all_reduce` (butterfly: log2 n ChipShuffle DMAs and
+   Vector Engine adds, bitwise the same sum on every chip) gives every chip the output; residual;
+4. RMSNorm, gate and up projections split by rows of F, SwiGLU of the chip's F/n columns, the down projection
+   split by its K (the chip's F/n columns of w_down): a partial sum, AllReduce, residual.
+
+Every chip ends with the same ``[D]`` layer output (checked bitwise), ready for the next layer.
+
+By default the size is reduced (D = 1024, 16 query heads and 4 KV heads of d_k = 64, F = 4096, cache S = 128),
+run on 2 and 4 chips, and compared with the one-chip layer of ``examples/llama70b_decode_layer.py`` run at the
+same size (its ``run``).  Measured on this machine (``visa run``, about 5 s for all three): the one-chip layer
+419,593 cycles, 2 chips 249,629 (1.68×), 4 chips 154,468 (2.72×).  One AllReduce of the ``[1024]`` bf16 vector
+costs 604 cycles on 2 chips (a 569-cycle ChipShuffle DMA of the bf16 partial, a 35-cycle add) and 1,274 on 4
+(a second round: a 637-cycle shuffle of the f32 sum, a 33-cycle add), so the two per layer are under 2% of the
+makespan; the speedup stops short of n because each chip's tensor DMA still streams its weight tiles at the DMA
+cost model's rate and the per-head attention, norms and SwiGLU passes do not shrink with n (the memory-roofline
+utilisation printed by ``main`` is per chip).
+
+Departures from the manual, with lines:
+
+- **F = 4096, not 3.5·D**: a :class:`~visa.kernels.Gemm`'s K is at most 512 or a multiple of 512, and the down
+  projection's K is F/n; 3584/4 = 896 is neither.  Llama 3 70B's own F = 28672 splits into 14336, 7168 or
+  3584 per chip on 2, 4 or 8 chips, all multiples of 512.  And 4 KV heads (the one-chip example's reduced size
+  has 2): Megatron splits the KV heads over the chips, so each of 4 chips holds one (70B's 8 split over 8).
+- **Replicated activations carry the chip axis**: x, the gains, the RoPE rotation and the identity of the Vᵀ
+  GEMM are ``[C, …]`` host arrays of n equal copies (``HbmTensor(…, m["C"], …)``), so every tensor of the layer
+  has the one Chip level ``m["C"]``.
+- **AllReduce in f32 of the bf16 partials**: each chip's partial leaves its GEMM rounded to bf16 (the GEMM's
+  own output); the butterfly adds them in f32 and rounds the sum to bf16 once (``bounds.all_reduce``).  The
+  shuffles are DM → DM DMAs over the chip-to-chip path (L2386–2389), not the HBM → HBM of L7607.
+- As in the one-chip example: the elementwise kernels read ``[D]`` / ``[F/n]`` as rows of 128, the caches are
+  ``[h_kv, S, d_k]`` with Vᵀ made by ``I · Vᵀ`` per step, the RoPE rotation of ``w_rope[s]`` is an input, and
+  the embedding gather, final norm, LM head and sampling are not part of the layer (L8202–8224).
+
+Check: every stage on every chip against numpy (float64) applied to that stage's inputs as the device produced
+them, within the bound of :mod:`visa.kernels.bounds` (the AllReduce's f32 adds add γ_{log2 n}·Σ|partials|, then
+one bf16 rounding).  Cycles: first to last device operation of the launch; the memory-bound limit per chip is
+(its weights + its KV cache) ÷ the HBM read bandwidth (each chip reads its own HBM, L2602).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import numpy.typing as npt
+
+from visa import AxisSet, Context, HbmTensor, HostTensor, bf16, device, launch
+from visa.kernels import Arena, Attention, Gemm, Rows, all_reduce, bounds
+from visa.kernels.collectives import rounds
+
+Hbm = HbmTensor[Any, Any, Any]
+F64 = npt.NDArray[np.float64]
+EPS = 1e-5
+CHIPS = (2, 4)
+
+
+@dataclass(frozen=True)
+class Size:
+    """The layer's dimensions: model width, heads, head width, FFN width, cache length."""
+
+    d: int
+    heads: int
+    kv_heads: int
+    dk: int
+    f: int
+    s: int
+
+    def axes(self, n: int) -> AxisSet:
+        """The axes of one chip's shard (local heads Hl, Hkvl; F/n columns Fl) and the chip axis C."""
+        hl, hkvl, fl = self.heads // n, self.kv_heads // n, self.f // n
+        return AxisSet(C=n, T=1, D=self.d, HQl=hl * self.dk, HKVl=hkvl * self.dk, HOl=hl * self.dk, Hl=hl,
+                       Hkvl=hkvl, G=self.heads // self.kv_heads, Dk=self.dk, Dr=self.dk, Dv=self.dk, Dvi=self.dk,
+                       S=self.s, Fl=fl, Dh=self.d // 128, Dl=128, Fh=fl // 128, Fw=128)
+
+    @property
+    def weights(self) -> int:
+        """Weights of the layer's projections."""
+        q, kv = self.heads * self.dk, self.kv_heads * self.dk
+        return self.d * (q + 2 * kv) + q * self.d + 3 * self.f * self.d
+
+
+SIZE = Size(d=1024, heads=16, kv_heads=4, dk=64, f=4096, s=128)
+
+
+class TpLayer:
+    """The kernels of one layer's shard on each of ``n`` chips (every kernel built with ``chip="C"``)."""
+
+    def __init__(self, size: Size, n: int) -> None:
+        self.size, self.n = size, n
+        self.ax = ax = size.axes(n)
+        self.m = ax.m
+        self.rows_d = Rows(ax, "T", "D", chip="C")
+        self.rows_dd = Rows(ax, "Dh", "Dl", chip="C")
+        self.rows_f = Rows(ax, "Fh", "Fw", chip="C")
+        self.q_proj, self.kv_proj = Gemm(ax, "T", "HQl", "D", chip="C"), Gemm(ax, "T", "HKVl", "D", chip="C")
+        self.rope_q, self.rope_k = Gemm(ax, "Hl", "Dr", "Dk", chip="C"), Gemm(ax, "Hkvl", "Dr", "Dk", chip="C")
+        self.attention = Attention(ax, q="G", s="S", dk="Dr", dv="Dv", chip="C")
+        self.transpose = Gemm(ax, "Dv", "S", "Dvi", chip="C")
+        self.o_proj = Gemm(ax, "T", "D", "HOl", chip="C")
+        self.gate_up = Gemm(ax, "T", "Fl", "D", chip="C")
+        self.down = Gemm(ax, "T", "D", "Fl", chip="C")
+        self.arena = Arena()
+
+    def reduce(self, ctx: Context, arena: Arena, partial: Hbm) -> Any:
+        """AllReduce (butterfly) of the chips' partial ``[D]`` sums, as ``[D/128, 128]`` rows in DM (bf16)."""
+        rdd = self.rows_dd
+        return all_reduce(ctx, self.ax, arena, rdd.load(ctx, arena, partial.view().relabel(self.m["Dh, Dl"])))
+
+    def kernel(self, ctx: Context, x: Hbm, g_attn: Hbm, w_q: Hbm, w_k: Hbm, w_v: Hbm, rope: Hbm, k_cache: Hbm,
+               v_cache: Hbm, eye: Hbm, w_o: Hbm, g_ffn: Hbm, w_gate: Hbm, w_up: Hbm, w_down: Hbm) -> dict[str, Hbm]:
+        """The decode step on every chip (the module docstring's stages 1–4); returns every stage's output."""
+        m, sz = self.m, self.size
+        hl, hkvl, g = sz.heads // self.n, sz.kv_heads // self.n, sz.heads // sz.kv_heads
+        with self.arena.scratch() as arena:
+            rd, rdd, rf = self.rows_d, self.rows_dd, self.rows_f
+            x_norm = rd.store(ctx, arena, rd.rms_norm_streamed(ctx, arena, rd.load(ctx, arena, x),
+                                                               rd.load(ctx, arena, g_attn), eps=EPS))
+            q = self.q_proj(ctx, arena, x_norm, w_q)
+            k_new = self.kv_proj(ctx, arena, x_norm, w_k)
+            v_new = self.kv_proj(ctx, arena, x_norm, w_v)
+            q_rope = self.rope_q(ctx, arena, q.view().relabel(m["Hl, Dk"]), rope)
+            k_rope = self.rope_k(ctx, arena, k_new.view().relabel(m["Hkvl, Dk"]), rope)
+            at = sz.s - 1  # the KV-cache append at s − 1 (L8286–8297), each chip its own heads
+            k_rope.view().relabel(m["Hkvl, S = 1, Dr"]).to_hbm_view(
+                k_cache.view().tile(m["S"], 1, m[f"Hkvl, S = 1 # {sz.s}, Dr"], at), ctx.tdma)
+            v_new.view().relabel(m["Hkvl, S = 1, Dvi"]).to_hbm_view(
+                v_cache.view().tile(m["S"], 1, m[f"Hkvl, S = 1 # {sz.s}, Dvi"], at), ctx.tdma)
+            attn = HbmTensor(ctx, bf16, m["C"], m["Hkvl, G, Dv"], arena.take_hbm(2 * hl * sz.dk),
+                             call="llama70b_tp.attn")
+            for h in range(hkvl):
+                qh = q_rope.view().tile(m["Hl"], g, m[f"Hl = {g}, Dr"], h * g)
+                kh = k_cache.view().tile(m["Hkvl"], 1, m["S, Dr"], h)
+                vh = self.transpose(ctx, arena, eye, v_cache.view().tile(m["Hkvl"], 1, m["S, Dvi"], h))
+                a = self.attention(ctx, arena, qh.relabel(m["G, Dr"]), kh, vh)
+                a.view().to_hbm_view(attn.view().tile(m["Hkvl"], 1, m["G, Dv"], h), ctx.tdma)
+            o_part = self.o_proj(ctx, arena, attn.view().relabel(m["T, HOl"]), w_o)  # this chip's partial sum
+            o_sum = self.reduce(ctx, arena, o_part)
+            x_attn = rdd.store(ctx, arena, rdd.add(ctx, arena, rdd.load(ctx, arena, x.view().relabel(m["Dh, Dl"])),
+                                                   o_sum))
+            h_ = rd.store(ctx, arena, rd.rms_norm_streamed(ctx, arena, rd.load(ctx, arena, x_attn.view().relabel(
+                m["T, D"])), rd.load(ctx, arena, g_ffn), eps=EPS))
+            gate = self.gate_up(ctx, arena, h_, w_gate)
+            up = self.gate_up(ctx, arena, h_, w_up)
+            act = rf.store(ctx, arena, rf.swiglu(ctx, arena, rf.load(ctx, arena, gate.view().relabel(m["Fh, Fw"])),
+                                                 rf.load(ctx, arena, up.view().relabel(m["Fh, Fw"]))))
+            f_part = self.down(ctx, arena, act.view().relabel(m["T, Fl"]), w_down)
+            f_sum = self.reduce(ctx, arena, f_part)
+            y = rdd.store(ctx, arena, rdd.add(ctx, arena, rdd.load(ctx, arena, x_attn), f_sum))
+            return dict(x_norm=x_norm, q=q, k_new=k_new, v_new=v_new, q_rope=q_rope, k_rope=k_rope, attn=attn,
+                        o_part=o_part, o_sum=rdd.store(ctx, arena, o_sum), x_attn=x_attn, h=h_, gate=gate, up=up,
+                        act=act, f_part=f_part, f_sum=rdd.store(ctx, arena, f_sum), out=y)
+
+
+def rope_matrix(position: int, d: int, base: float = 500000.0) -> F64:
+    """The rotation of ``w_rope[position]`` (L8258–8284) as a ``[d_out, d_in]`` matrix (Llama 3's θ base)."""
+    r = np.zeros((d, d))
+    for i in range(d // 2):
+        theta = position * base ** (-2 * i / d)
+        c, s = math.cos(theta), math.sin(theta)
+        r[2 * i, 2 * i], r[2 * i, 2 * i + 1] = c, -s
+        r[2 * i + 1, 2 * i], r[2 * i + 1, 2 * i + 1] = s, c
+    return r
+
+
+def to_bf16(array: npt.ArrayLike) -> F64:
+    """``array`` rounded to bf16 (round to nearest even), as float64."""
+    return np.asarray(np.asarray(array, np.float32).astype(ml_dtypes.bfloat16), np.float64)
+
+
+def device_span(ctx: Context, first: int) -> int:
+    """Cycles from the first to the last device operation (tdma, main, sub) recorded since ``first``."""
+    ops = [op for op in ctx.schedule.ops[first:] if op.track != "pdma"]
+    return max(op.end for op in ops) - min(op.start for op in ops)
+
+
+def check(name: str, got: F64, want: F64, bound: F64) -> float:
+    """Assert ``|got − want| ≤ bound`` elementwise; return the largest error."""
+    err = np.abs(got - want)
+    assert np.all(err <= bound), (name, float(np.max(err - bound)))
+    return float(np.max(err))
+
+
+def run(n: int, size: Size = SIZE, seed: int = 8) -> dict[str, float]:
+    """Run the layer on ``n`` chips on random weights, check every stage on every chip against numpy; return
+    each stage's largest error, the launch's cycles and the per-chip memory-bound limit."""
+    layer = TpLayer(size, n)
+    m, sz = layer.m, size
+    rng = np.random.default_rng(seed)
+    ctx = Context.acquire()
+    addr = iter(range(0, 1 << 30, 1 << 24))
+    hl, hkvl, fl, dk = sz.heads // n, sz.kv_heads // n, sz.f // n, sz.dk
+
+    def put(values: F64, text: str, axes: str) -> Hbm:
+        """Chip c's shard is ``values[c]`` (a ``[C, …]`` array), laid out ``m[text]`` in its HBM."""
+        kept = [a for a in f"C {axes}".split() if layer.ax.size(a) > 1]  # a size-1 axis is no logical axis
+        flat = np.asarray(values, np.float32).reshape([layer.ax.size(a) for a in kept])
+        host = HostTensor.from_numpy(flat, bf16, m[f"C, {text}"], axes=" ".join(kept))
+        return host.to_hbm(m["C"], m[text], ctx.pdma, next(addr))
+
+    def rep(values: F64) -> F64:
+        return np.broadcast_to(values, (n, *np.shape(values)))
+
+    def weight(rows: int, cols: int) -> F64:
+        return to_bf16((rng.random((rows, cols)) - 0.5) * math.sqrt(12 / cols))
+
+    x = to_bf16(rng.standard_normal(sz.d))
+    g_attn, g_ffn = to_bf16(1 + 0.1 * rng.standard_normal(sz.d)), to_bf16(1 + 0.1 * rng.standard_normal(sz.d))
+    rope = to_bf16(rope_matrix(sz.s - 1, dk))
+    k_cache = to_bf16(0.5 * rng.standard_normal((sz.kv_heads, sz.s, dk)))
+    v_cache = to_bf16(rng.standard_normal((sz.kv_heads, sz.s, dk)))
+    w_q, w_k, w_v = weight(sz.heads * dk, sz.d), weight(sz.kv_heads * dk, sz.d), weight(sz.kv_heads * dk, sz.d)
+    w_o, w_gate, w_up, w_down = weight(sz.d, sz.heads * dk), weight(sz.f, sz.d), weight(sz.f, sz.d), weight(sz.d, sz.f)
+    def by_rows(w: F64) -> F64:
+        """Chip c's shard: rows ``[c·r/n, (c+1)·r/n)``."""
+        return w.reshape(n, -1, w.shape[1])
+
+    def by_cols(w: F64) -> F64:
+        """Chip c's shard: columns ``[c·k/n, (c+1)·k/n)``."""
+        return w.reshape(w.shape[0], n, -1).transpose(1, 0, 2)
+
+    args = (put(rep(x[None]), "T, D", "T D"), put(rep(g_attn), "D", "D"),
+            put(by_rows(w_q), "HQl, D", "HQl D"), put(by_rows(w_k), "HKVl, D", "HKVl D"),
+            put(by_rows(w_v), "HKVl, D", "HKVl D"), put(rep(rope), "Dr, Dk", "Dr Dk"),
+            put(k_cache.reshape(n, hkvl, sz.s, dk), "Hkvl, S, Dr", "Hkvl S Dr"),
+            put(v_cache.reshape(n, hkvl, sz.s, dk), "Hkvl, S, Dvi", "Hkvl S Dvi"),
+            put(rep(np.eye(dk)), "Dv, Dvi", "Dv Dvi"), put(by_cols(w_o), "D, HOl", "D HOl"),
+            put(rep(g_ffn), "D", "D"), put(by_rows(w_gate), "Fl, D", "Fl D"), put(by_rows(w_up), "Fl, D", "Fl D"),
+            put(by_cols(w_down), "D, Fl", "D Fl"))
+
+    @device(chip=n)
+    def decode_layer_tp(ctx: Context, x: Hbm, g_attn: Hbm, w_q: Hbm, w_k: Hbm, w_v: Hbm, rope: Hbm, k_cache: Hbm,
+                        v_cache: Hbm, eye: Hbm, w_o: Hbm, g_ffn: Hbm, w_gate: Hbm, w_up: Hbm, w_down: Hbm
+                        ) -> dict[str, Hbm]:
+        return layer.kernel(ctx, x, g_attn, w_q, w_k, w_v, rope, k_cache, v_cache, eye, w_o, g_ffn, w_gate, w_up,
+                            w_down)
+
+    first = len(ctx.schedule.ops)
+    outs = launch(decode_layer_tp, ctx, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7],
+                  args[8], args[9], args[10], args[11], args[12], args[13])
+    span = device_span(ctx, first)
+
+    def read(name: str, text: str, axes: str) -> F64:
+        """Chip c's ``[axes]`` output as ``[C, axes]`` (size-1 axes restored)."""
+        names = f"C {axes}".split()
+        kept = " ".join(a for a in names if layer.ax.size(a) > 1)
+        got = np.asarray(outs[name].logical(axes=kept), np.float64)
+        return got.reshape([layer.ax.size(a) for a in names])
+
+    def gemv(w: F64, vec: F64, k_tiles: int) -> tuple[F64, F64]:
+        return w @ vec, bounds.gemm(vec[None, :], w, k_tiles)[0]
+
+    err: dict[str, float] = {}
+
+    def each(name: str, got: F64, fn: Any) -> None:
+        err[name] = max(check(f"{name} chip {c}", got[c], *fn(c)) for c in range(n))
+
+    x_norm = read("x_norm", "T, D", "T D")[:, 0]
+    want = x / np.sqrt(np.mean(x**2) + EPS) * g_attn
+    each("rms_norm (attn)", x_norm, lambda c: (want, bounds.rms_norm(want, sz.d)))
+    kt = layer.q_proj.k_tiles
+    q, k_new = read("q", "T, HQl", "T HQl")[:, 0], read("k_new", "T, HKVl", "T HKVl")[:, 0]
+    v_new = read("v_new", "T, HKVl", "T HKVl")[:, 0]
+    each("q", q, lambda c: gemv(by_rows(w_q)[c], x_norm[c], kt))
+    each("k_new", k_new, lambda c: gemv(by_rows(w_k)[c], x_norm[c], kt))
+    each("v_new", v_new, lambda c: gemv(by_rows(w_v)[c], x_norm[c], kt))
+    q_rope, k_rope = read("q_rope", "Hl, Dr", "Hl Dr"), read("k_rope", "Hkvl, Dr", "Hkvl Dr")
+    qh, kh = q.reshape(n, hl, dk), k_new.reshape(n, hkvl, dk)
+    each("rope q", q_rope, lambda c: (qh[c] @ rope.T, bounds.gemm(qh[c], rope, 1)))
+    each("rope k", k_rope, lambda c: (kh[c] @ rope.T, bounds.gemm(kh[c], rope, 1)))
+    k_cache[:, sz.s - 1], v_cache[:, sz.s - 1] = k_rope.reshape(-1, dk), v_new.reshape(-1, dk)
+    attn = read("attn", "Hkvl, G, Dv", "Hkvl G Dv")
+    g = sz.heads // sz.kv_heads
+    worst = 0.0
+    for c in range(n):
+        for h in range(hkvl):
+            hq = c * hl + h * g
+            want_a, bound_a = bounds.attention(q_rope[c, h * g:(h + 1) * g], k_cache[c * hkvl + h],
+                                               v_cache[c * hkvl + h], 1 / math.sqrt(dk))
+            worst = max(worst, check(f"attention chip {c} head {hq // g}", attn[c, h], want_a, bound_a))
+    err["attention"] = worst
+    depth = rounds(n)
+    flat = attn.reshape(n, -1)
+    o_part = read("o_part", "T, D", "T D")[:, 0]
+    each("o_proj partial", o_part, lambda c: gemv(by_cols(w_o)[c], flat[c], layer.o_proj.k_tiles))
+    o_sum = read("o_sum", "Dh, Dl", "Dh Dl").reshape(n, -1)
+    each("all_reduce (attn)", o_sum, lambda c: bounds.all_reduce(o_part, depth))
+    x_attn = read("x_attn", "Dh, Dl", "Dh Dl").reshape(n, -1)
+    each("residual 1", x_attn, lambda c: (x + o_sum[c], bounds.add(x + o_sum[c])))
+    h_ = read("h", "T, D", "T D")[:, 0]
+    each("rms_norm (ffn)", h_, lambda c: (w := x_attn[c] / np.sqrt(np.mean(x_attn[c]**2) + EPS) * g_ffn,
+                                          bounds.rms_norm(w, sz.d)))
+    gate, up = read("gate", "T, Fl", "T Fl")[:, 0], read("up", "T, Fl", "T Fl")[:, 0]
+    each("gate", gate, lambda c: gemv(by_rows(w_gate)[c], h_[c], layer.gate_up.k_tiles))
+    each("up", up, lambda c: gemv(by_rows(w_up)[c], h_[c], layer.gate_up.k_tiles))
+    act = read("act", "Fh, Fw", "Fh Fw").reshape(n, -1)
+    each("swiglu", act, lambda c: (w := gate[c] / (1 + np.exp(-gate[c])) * up[c], bounds.swiglu(w)))
+    f_part = read("f_part", "T, D", "T D")[:, 0]
+    each("down partial", f_part, lambda c: gemv(by_cols(w_down)[c], act[c], layer.down.k_tiles))
+    f_sum = read("f_sum", "Dh, Dl", "Dh Dl").reshape(n, -1)
+    each("all_reduce (ffn)", f_sum, lambda c: bounds.all_reduce(f_part, depth))
+    out = read("out", "Dh, Dl", "Dh Dl").reshape(n, -1)
+    each("residual 2", out, lambda c: (x_attn[c] + f_sum[c], bounds.add(x_attn[c] + f_sum[c])))
+    assert all(np.array_equal(out[0], out[c]) for c in range(n))  # every chip holds the same layer output
+    per_cycle = ctx.hw.hbm.read_bytes_per_s / ctx.hw.clocks.core_hz
+    err["makespan"] = float(span)
+    err["memory bound"] = (2 * sz.weights + 2 * 2 * sz.kv_heads * sz.s * dk) / n / per_cycle
+    return err
+
+
+def one_chip_makespan(size: Size) -> float:
+    """The one-chip layer of ``examples/llama70b_decode_layer.py`` at ``size``: its launch's cycles."""
+    path = Path(__file__).resolve().parent / "llama70b_decode_layer.py"
+    spec = importlib.util.spec_from_file_location("visa_example_llama70b_one_chip", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    one = mod.Size(d=size.d, heads=size.heads, kv_heads=size.kv_heads, dk=size.dk, f=size.f, f_chunks=4, s=size.s)
+    return float(mod.run(one)["makespan"])
+
+
+def main() -> None:
+    """Run the layer on 2 and 4 chips, check every stage, and compare the makespans with one chip."""
+    sz = SIZE
+    print(f"    size: D = {sz.d}, {sz.heads} query / {sz.kv_heads} KV heads of {sz.dk}, F = {sz.f}, cache S = "
+          f"{sz.s}, {sz.weights / 1e6:.1f}M weights (reduced)")
+    one = one_chip_makespan(sz)
+    print(f"    1 chip : {int(one):>8} cycles (examples/llama70b_decode_layer.py at this size)")
+    for n in CHIPS:
+        result = run(n)
+        span, limit = result["makespan"], result["memory bound"]
+        worst = max(v for k, v in result.items() if k not in ("makespan", "memory bound"))
+        print(f"    {n} chips: {int(span):>8} cycles, {one / span:.2f}× the one-chip layer; per-chip (weights + "
+              f"KV cache) ÷ HBM read bandwidth = {limit:.0f} cycles: memory-roofline utilisation "
+              f"{limit / span:.1%}; {len(result) - 2} stages within their bounds (max |error| {worst:.2e})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+"""The tensor-parallel Llama 3 70B decode layer (examples/llama70b_tp.py; manual L8225–8419 and the AllReduce of
+"Chip/Cluster Reduce", L7382–7610) at its reduced size on 2 and 4 chips.
+
+``run(n)`` checks every stage on every chip against numpy within its derived bound (asserted inside ``run``) and
+that every chip ends with bitwise the same output; here the stages are counted and the cycles checked: the
+launch cannot beat each chip reading its own weights once (the per-chip memory bound), and 4 chips finish
+before 2 (each chip streams half the weights; the AllReduce adds two rounds, not twice the weights).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+from visa.hw.rngd import RNGD
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "llama70b_tp.py"
+
+
+def _module() -> Any:
+    spec = importlib.util.spec_from_file_location("visa_example_llama70b_tp", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_tensor_parallel_layer_on_2_and_4_chips_within_bounds_and_faster_with_more_chips() -> None:
+    mod = _module()
+    results = {n: mod.run(n, seed=5) for n in (2, 4)}
+    for n, result in results.items():
+        stages = [k for k in result if k not in ("makespan", "memory bound")]
+        assert len(stages) == 17  # every stage was checked, the two AllReduces included
+        assert "all_reduce (attn)" in stages and "all_reduce (ffn)" in stages
+        sz = mod.SIZE
+        per_cycle = RNGD.hbm.read_bytes_per_s / RNGD.clocks.core_hz  # 0.75 TB/s at 1 GHz (L2602)
+        limit = (2 * sz.weights + 4 * sz.kv_heads * sz.s * sz.dk) / n / per_cycle
+        assert abs(result["memory bound"] - limit) <= 1e-6 * limit
+        assert result["makespan"] > result["memory bound"]
+    assert results[4]["makespan"] < results[2]["makespan"]
