@@ -52,7 +52,11 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import os
+import resource
 import sys
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,6 +73,8 @@ Hbm = HbmTensor[Any, Any, Any]
 F64 = npt.NDArray[np.float64]
 EPS = 1e-5
 CHIPS = (2, 4)
+CHUNK_ROWS = 1024  # rows of every chip's weight shard per host → HBM DMA
+WEIGHT_BASE = 4 << 30  # HBM byte address of the first weight on every chip (the arena's outputs start at 1 GiB)
 
 
 @dataclass(frozen=True)
@@ -97,6 +103,9 @@ class Size:
 
 
 SIZE = Size(d=1024, heads=16, kv_heads=4, dk=64, f=4096, s=128)
+FULL = Size(d=8192, heads=64, kv_heads=8, dk=128, f=28672, s=256)
+ONE_CHIP_FULL = 10_307_355  # examples/llama70b_decode_layer.py --full, its makespan (README)
+FULL_CHIPS = (4,)  # at 2 chips a shard's F/n = 14336 is more than a Gemm's N of 8192 and not a multiple of it
 
 
 class TpLayer:
@@ -184,6 +193,49 @@ def to_bf16(array: npt.ArrayLike) -> F64:
     return np.asarray(np.asarray(array, np.float32).astype(ml_dtypes.bfloat16), np.float64)
 
 
+class Weights:
+    """Random weight shards (uniform, variance 1/K of the whole weight: unit-variance sums), generated from a seed
+    in chunks of ``CHUNK_ROWS`` rows of every chip's shard at once, so neither the upload nor the host check ever
+    holds a whole weight (at full size a chip's w_gate shard alone is 7168 × 8192)."""
+
+    def __init__(self, seed: int, n: int) -> None:
+        self.seed, self.n = seed, n
+
+    def chunks(self, key: int, rows: int, cols: int, k: int) -> Iterator[tuple[int, npt.NDArray[np.float32]]]:
+        """(first row, ``[n, rows', cols]`` bf16 values as float32): rows ``[r0, r0 + rows')`` of each chip's
+        ``[rows, cols]`` shard of weight ``key``, whose whole contraction length is ``k``."""
+        scale = np.float32(math.sqrt(12 / k))  # uniform on ±√(3/k): variance 1/k
+        for r0 in range(0, rows, CHUNK_ROWS):
+            r = min(CHUNK_ROWS, rows - r0)
+            w = np.random.default_rng((self.seed, key, r0)).random((self.n, r, cols), dtype=np.float32)
+            w -= np.float32(0.5)
+            w *= scale
+            yield r0, w.astype(ml_dtypes.bfloat16).astype(np.float32)
+
+    def upload(self, ctx: Context, chip: Any, key: int, rows: int, cols: int, k: int, element: Any,
+               address: int) -> Hbm:
+        """Write every chip's ``[rows, cols]`` shard of weight ``key`` to its HBM at ``address``, chunk by chunk
+        (host → HBM DMAs over ``m["C"]``), and return one handle over the shards (``HbmTensor.from_addr``, L821)
+        laid out as ``element`` on every chip."""
+        for r0, chunk in self.chunks(key, rows, cols, k):
+            cax = AxisSet(C=self.n, R=chunk.shape[1], K=cols)
+            host = HostTensor.from_numpy(chunk, bf16, cax.m["C, R, K"], axes="C R K")
+            host.to_hbm(cax.m["C"], cax.m["R, K"], ctx.pdma, address + 2 * r0 * cols)
+        out: Hbm = HbmTensor.from_addr(ctx, bf16, chip, element, address)
+        return out
+
+    def gemv(self, key: int, rows: int, cols: int, k: int, vec: F64, k_tiles: int) -> tuple[F64, F64]:
+        """Every chip's shard of weight ``key`` times its ``vec[c]`` in float64, and the Gemm's bound:
+        ``[n, rows]`` each, regenerated chunk by chunk."""
+        want, bound = np.zeros((self.n, rows)), np.zeros((self.n, rows))
+        for r0, chunk in self.chunks(key, rows, cols, k):
+            for c in range(self.n):
+                w = chunk[c].astype(np.float64)
+                want[c, r0:r0 + w.shape[0]] = w @ vec[c]
+                bound[c, r0:r0 + w.shape[0]] = bounds.gemm(vec[c][None, :], w, k_tiles)[0]
+        return want, bound
+
+
 def device_span(ctx: Context, first: int) -> int:
     """Cycles from the first to the last device operation (tdma, main, sub) recorded since ``first``."""
     ops = [op for op in ctx.schedule.ops[first:] if op.track != "pdma"]
@@ -200,11 +252,13 @@ def check(name: str, got: F64, want: F64, bound: F64) -> float:
 def run(n: int, size: Size = SIZE, seed: int = 8) -> dict[str, float]:
     """Run the layer on ``n`` chips on random weights, check every stage on every chip against numpy; return
     each stage's largest error, the launch's cycles and the per-chip memory-bound limit."""
+    t0 = time.perf_counter()
     layer = TpLayer(size, n)
     m, sz = layer.m, size
     rng = np.random.default_rng(seed)
+    weights = Weights(seed, n)
     ctx = Context.acquire()
-    addr = iter(range(0, 1 << 30, 1 << 24))
+    addr = iter(range(0, 1 << 30, 1 << 24))  # the small inputs, below the arena's 1 GiB
     hl, hkvl, fl, dk = sz.heads // n, sz.kv_heads // n, sz.f // n, sz.dk
 
     def put(values: F64, text: str, axes: str) -> Hbm:
@@ -217,32 +271,28 @@ def run(n: int, size: Size = SIZE, seed: int = 8) -> dict[str, float]:
     def rep(values: F64) -> F64:
         return np.broadcast_to(values, (n, *np.shape(values)))
 
-    def weight(rows: int, cols: int) -> F64:
-        return to_bf16((rng.random((rows, cols)) - 0.5) * math.sqrt(12 / cols))
-
     x = to_bf16(rng.standard_normal(sz.d))
     g_attn, g_ffn = to_bf16(1 + 0.1 * rng.standard_normal(sz.d)), to_bf16(1 + 0.1 * rng.standard_normal(sz.d))
     rope = to_bf16(rope_matrix(sz.s - 1, dk))
     k_cache = to_bf16(0.5 * rng.standard_normal((sz.kv_heads, sz.s, dk)))
     v_cache = to_bf16(rng.standard_normal((sz.kv_heads, sz.s, dk)))
-    w_q, w_k, w_v = weight(sz.heads * dk, sz.d), weight(sz.kv_heads * dk, sz.d), weight(sz.kv_heads * dk, sz.d)
-    w_o, w_gate, w_up, w_down = weight(sz.d, sz.heads * dk), weight(sz.f, sz.d), weight(sz.f, sz.d), weight(sz.d, sz.f)
-    def by_rows(w: F64) -> F64:
-        """Chip c's shard: rows ``[c·r/n, (c+1)·r/n)``."""
-        return w.reshape(n, -1, w.shape[1])
-
-    def by_cols(w: F64) -> F64:
-        """Chip c's shard: columns ``[c·k/n, (c+1)·k/n)``."""
-        return w.reshape(w.shape[0], n, -1).transpose(1, 0, 2)
-
-    args = (put(rep(x[None]), "T, D", "T D"), put(rep(g_attn), "D", "D"),
-            put(by_rows(w_q), "HQl, D", "HQl D"), put(by_rows(w_k), "HKVl, D", "HKVl D"),
-            put(by_rows(w_v), "HKVl, D", "HKVl D"), put(rep(rope), "Dr, Dk", "Dr Dk"),
-            put(k_cache.reshape(n, hkvl, sz.s, dk), "Hkvl, S, Dr", "Hkvl S Dr"),
+    hq = sz.heads * dk
+    # each chip's shard: Q, K, V, gate, up by rows (its heads, its F/n rows); O, down by columns (K = its heads'
+    # columns, its F/n columns); (rows, cols, the whole weight's K, layout)
+    shapes = {"q": (hl * dk, sz.d, sz.d, "HQl, D"), "k": (hkvl * dk, sz.d, sz.d, "HKVl, D"),
+              "v": (hkvl * dk, sz.d, sz.d, "HKVl, D"), "o": (sz.d, hl * dk, hq, "D, HOl"),
+              "gate": (fl, sz.d, sz.d, "Fl, D"), "up": (fl, sz.d, sz.d, "Fl, D"), "down": (sz.d, fl, sz.f, "D, Fl")}
+    keys = {name: key for key, name in enumerate(shapes)}
+    base, hbm = WEIGHT_BASE, {}
+    for name, (rows, cols, k, text) in shapes.items():
+        hbm[name] = weights.upload(ctx, m["C"], keys[name], rows, cols, k, m[text], base)
+        base += -(-2 * rows * cols // 4096) * 4096
+    args = (put(rep(x[None]), "T, D", "T D"), put(rep(g_attn), "D", "D"), hbm["q"], hbm["k"], hbm["v"],
+            put(rep(rope), "Dr, Dk", "Dr Dk"), put(k_cache.reshape(n, hkvl, sz.s, dk), "Hkvl, S, Dr", "Hkvl S Dr"),
             put(v_cache.reshape(n, hkvl, sz.s, dk), "Hkvl, S, Dvi", "Hkvl S Dvi"),
-            put(rep(np.eye(dk)), "Dv, Dvi", "Dv Dvi"), put(by_cols(w_o), "D, HOl", "D HOl"),
-            put(rep(g_ffn), "D", "D"), put(by_rows(w_gate), "Fl, D", "Fl D"), put(by_rows(w_up), "Fl, D", "Fl D"),
-            put(by_cols(w_down), "D, Fl", "D Fl"))
+            put(rep(np.eye(dk)), "Dv, Dvi", "Dv Dvi"), hbm["o"], put(rep(g_ffn), "D", "D"), hbm["gate"], hbm["up"],
+            hbm["down"])
+    t1 = time.perf_counter()
 
     @device(chip=n)
     def decode_layer_tp(ctx: Context, x: Hbm, g_attn: Hbm, w_q: Hbm, w_k: Hbm, w_v: Hbm, rope: Hbm, k_cache: Hbm,
@@ -255,6 +305,7 @@ def run(n: int, size: Size = SIZE, seed: int = 8) -> dict[str, float]:
     outs = launch(decode_layer_tp, ctx, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7],
                   args[8], args[9], args[10], args[11], args[12], args[13])
     span = device_span(ctx, first)
+    t2 = time.perf_counter()
 
     def read(name: str, text: str, axes: str) -> F64:
         """Chip c's ``[axes]`` output as ``[C, axes]`` (size-1 axes restored)."""
@@ -263,8 +314,11 @@ def run(n: int, size: Size = SIZE, seed: int = 8) -> dict[str, float]:
         got = np.asarray(outs[name].logical(axes=kept), np.float64)
         return got.reshape([layer.ax.size(a) for a in names])
 
-    def gemv(w: F64, vec: F64, k_tiles: int) -> tuple[F64, F64]:
-        return w @ vec, bounds.gemm(vec[None, :], w, k_tiles)[0]
+    def gemv(name: str, vec: F64, k_tiles: int) -> Any:
+        """Chip c's (want, bound) of weight ``name``'s shard times ``vec[c]``."""
+        rows, cols, k, _ = shapes[name]
+        want, bound = weights.gemv(keys[name], rows, cols, k, vec, k_tiles)
+        return lambda c: (want[c], bound[c])
 
     err: dict[str, float] = {}
 
@@ -277,9 +331,9 @@ def run(n: int, size: Size = SIZE, seed: int = 8) -> dict[str, float]:
     kt = layer.q_proj.k_tiles
     q, k_new = read("q", "T, HQl", "T HQl")[:, 0], read("k_new", "T, HKVl", "T HKVl")[:, 0]
     v_new = read("v_new", "T, HKVl", "T HKVl")[:, 0]
-    each("q", q, lambda c: gemv(by_rows(w_q)[c], x_norm[c], kt))
-    each("k_new", k_new, lambda c: gemv(by_rows(w_k)[c], x_norm[c], kt))
-    each("v_new", v_new, lambda c: gemv(by_rows(w_v)[c], x_norm[c], kt))
+    each("q", q, gemv("q", x_norm, kt))
+    each("k_new", k_new, gemv("k", x_norm, kt))
+    each("v_new", v_new, gemv("v", x_norm, kt))
     q_rope, k_rope = read("q_rope", "Hl, Dr", "Hl Dr"), read("k_rope", "Hkvl, Dr", "Hkvl Dr")
     qh, kh = q.reshape(n, hl, dk), k_new.reshape(n, hkvl, dk)
     each("rope q", q_rope, lambda c: (qh[c] @ rope.T, bounds.gemm(qh[c], rope, 1)))
@@ -298,7 +352,7 @@ def run(n: int, size: Size = SIZE, seed: int = 8) -> dict[str, float]:
     depth = rounds(n)
     flat = attn.reshape(n, -1)
     o_part = read("o_part", "T, D", "T D")[:, 0]
-    each("o_proj partial", o_part, lambda c: gemv(by_cols(w_o)[c], flat[c], layer.o_proj.k_tiles))
+    each("o_proj partial", o_part, gemv("o", flat, layer.o_proj.k_tiles))
     o_sum = read("o_sum", "Dh, Dl", "Dh Dl").reshape(n, -1)
     each("all_reduce (attn)", o_sum, lambda c: bounds.all_reduce(o_part, depth))
     x_attn = read("x_attn", "Dh, Dl", "Dh Dl").reshape(n, -1)
@@ -307,12 +361,12 @@ def run(n: int, size: Size = SIZE, seed: int = 8) -> dict[str, float]:
     each("rms_norm (ffn)", h_, lambda c: (w := x_attn[c] / np.sqrt(np.mean(x_attn[c]**2) + EPS) * g_ffn,
                                           bounds.rms_norm(w, sz.d)))
     gate, up = read("gate", "T, Fl", "T Fl")[:, 0], read("up", "T, Fl", "T Fl")[:, 0]
-    each("gate", gate, lambda c: gemv(by_rows(w_gate)[c], h_[c], layer.gate_up.k_tiles))
-    each("up", up, lambda c: gemv(by_rows(w_up)[c], h_[c], layer.gate_up.k_tiles))
+    each("gate", gate, gemv("gate", h_, layer.gate_up.k_tiles))
+    each("up", up, gemv("up", h_, layer.gate_up.k_tiles))
     act = read("act", "Fh, Fw", "Fh Fw").reshape(n, -1)
     each("swiglu", act, lambda c: (w := gate[c] / (1 + np.exp(-gate[c])) * up[c], bounds.swiglu(w)))
     f_part = read("f_part", "T, D", "T D")[:, 0]
-    each("down partial", f_part, lambda c: gemv(by_cols(w_down)[c], act[c], layer.down.k_tiles))
+    each("down partial", f_part, gemv("down", act, layer.down.k_tiles))
     f_sum = read("f_sum", "Dh, Dl", "Dh Dl").reshape(n, -1)
     each("all_reduce (ffn)", f_sum, lambda c: bounds.all_reduce(f_part, depth))
     out = read("out", "Dh, Dl", "Dh Dl").reshape(n, -1)
@@ -321,6 +375,8 @@ def run(n: int, size: Size = SIZE, seed: int = 8) -> dict[str, float]:
     per_cycle = ctx.hw.hbm.read_bytes_per_s / ctx.hw.clocks.core_hz
     err["makespan"] = float(span)
     err["memory bound"] = (2 * sz.weights + 2 * 2 * sz.kv_heads * sz.s * dk) / n / per_cycle
+    err["setup s"], err["launch s"], err["check s"] = t1 - t0, t2 - t1, time.perf_counter() - t2
+    err["peak MB"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return err
 
 
@@ -336,20 +392,35 @@ def one_chip_makespan(size: Size) -> float:
     return float(mod.run(one)["makespan"])
 
 
+def full_requested() -> bool:
+    """``LLAMA70B_FULL=1`` in the environment or ``--full`` on the command line."""
+    return os.environ.get("LLAMA70B_FULL", "") not in ("", "0") or "--full" in sys.argv[1:]
+
+
+NOT_ERRORS = ("makespan", "memory bound", "setup s", "launch s", "check s", "peak MB")
+
+
 def main() -> None:
-    """Run the layer on 2 and 4 chips, check every stage, and compare the makespans with one chip."""
-    sz = SIZE
+    """Run the layer on 2 and 4 chips, check every stage, and compare the makespans with one chip (or, asked for
+    the full 70B size, run it on 4 chips and print the wall times and peak memory too)."""
+    full = full_requested()
+    sz = FULL if full else SIZE
     print(f"    size: D = {sz.d}, {sz.heads} query / {sz.kv_heads} KV heads of {sz.dk}, F = {sz.f}, cache S = "
-          f"{sz.s}, {sz.weights / 1e6:.1f}M weights (reduced)")
-    one = one_chip_makespan(sz)
-    print(f"    1 chip : {int(one):>8} cycles (examples/llama70b_decode_layer.py at this size)")
-    for n in CHIPS:
-        result = run(n)
+          f"{sz.s}, {sz.weights / 1e6:.1f}M weights ({'full 70B' if full else 'reduced'})")
+    one = ONE_CHIP_FULL if full else one_chip_makespan(sz)
+    print(f"    1 chip : {int(one):>8} cycles (examples/llama70b_decode_layer.py at this size"
+          f"{', as measured in its README section' if full else ''})")
+    for n in FULL_CHIPS if full else CHIPS:
+        result = run(n, sz)
         span, limit = result["makespan"], result["memory bound"]
-        worst = max(v for k, v in result.items() if k not in ("makespan", "memory bound"))
+        worst = max(v for k, v in result.items() if k not in NOT_ERRORS)
         print(f"    {n} chips: {int(span):>8} cycles, {one / span:.2f}× the one-chip layer; per-chip (weights + "
               f"KV cache) ÷ HBM read bandwidth = {limit:.0f} cycles: memory-roofline utilisation "
-              f"{limit / span:.1%}; {len(result) - 2} stages within their bounds (max |error| {worst:.2e})")
+              f"{limit / span:.1%}; {len(result) - len(NOT_ERRORS)} stages within their bounds (max |error| "
+              f"{worst:.2e})")
+        if full:
+            print(f"             wall: weights to HBM {result['setup s']:.1f} s, launch {result['launch s']:.1f} s, "
+                  f"check {result['check s']:.1f} s; peak RSS {result['peak MB']:.0f} MB (ru_maxrss)")
 
 
 if __name__ == "__main__":
