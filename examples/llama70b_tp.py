@@ -16,15 +16,31 @@ Megatron-style split over the chip axis ``C`` (n chips, ``@device(chip=n)``), ev
 
 Every chip ends with the same ``[D]`` layer output (checked bitwise), ready for the next layer.
 
-By default the size is reduced (D = 1024, 16 query heads and 4 KV heads of d_k = 64, F = 4096, cache S = 128),
-run on 2 and 4 chips, and compared with the one-chip layer of ``examples/llama70b_decode_layer.py`` run at the
-same size (its ``run``).  Measured on this machine (``visa run``, about 5 s for all three): the one-chip layer
-419,593 cycles, 2 chips 249,629 (1.68×), 4 chips 154,468 (2.72×).  One AllReduce of the ``[1024]`` bf16 vector
-costs 604 cycles on 2 chips (a 569-cycle ChipShuffle DMA of the bf16 partial, a 35-cycle add) and 1,274 on 4
-(a second round: a 637-cycle shuffle of the f32 sum, a 33-cycle add), so the two per layer are under 2% of the
-makespan; the speedup stops short of n because each chip's tensor DMA still streams its weight tiles at the DMA
-cost model's rate and the per-head attention, norms and SwiGLU passes do not shrink with n (the memory-roofline
-utilisation printed by ``main`` is per chip).
+By default (``visa run``, ``make run``, the test ``tests/kernels/test_llama70b_tp.py``) the size is reduced
+(D = 1024, 16 query heads and 4 KV heads of d_k = 64, F = 4096, cache S = 128), run on 2 and 4 chips, and
+compared with the one-chip layer of ``examples/llama70b_decode_layer.py`` run at the same size (its ``run``).
+Measured on this machine (``visa run``, about 5 s for all three): the one-chip layer 419,593 cycles, 2 chips
+190,648 (2.20×), 4 chips 141,377 (2.97×).  One AllReduce of the ``[1024]`` bf16 vector costs 604 cycles on 2
+chips (a 569-cycle ChipShuffle DMA of the bf16 partial, a 35-cycle add) and 1,274 on 4 (a second round: a
+637-cycle shuffle of the f32 sum, a 33-cycle add), so the two per layer are under 2% of the makespan; the
+speedup stops short of n because each chip's tensor DMA still streams its weight tiles at the DMA cost model's
+rate and the per-head attention, norms and SwiGLU passes do not shrink with n (the memory-roofline utilisation
+printed by ``main`` is per chip).  (Before the weights were uploaded ahead of the activations, the launch's
+first operations waited for later weights still crossing PCIe, and 249,629 / 154,468 cycles were reported.)
+
+Full size (``LLAMA70B_FULL=1 visa run examples/llama70b_tp.py``, or ``python examples/llama70b_tp.py --full``): D =
+8192, 64 query / 8 KV heads of 128, F = 28672, a KV cache of 256 positions, on 4 chips (``LLAMA70B_CHIPS=2`` or
+``--chips 2``: on 2; one chip count per process, as ``visa run`` keeps every context's device images for its report)
+(a chip holds its n-th of the 856M bf16 weights: 214M, 428 MB on 4 chips; 428M, 856 MB on 2). Every chip's weight
+shards are generated from a seed in chunks of 1024 rows (all chips' chunk at once, ``[n, 1024, cols]``), written
+host → HBM at consecutive addresses on every chip and read as one tensor through ``HbmTensor.from_addr`` (L821); the
+check regenerates each chunk, so the host never holds a weight. Measured on this machine (2 shared cores), one
+process per chip count: 4 chips 23 s wall (weights to HBM 6 s, launch 13.5 s, check 3 s; 18.5 s to HBM when the
+machine was busier), peak RSS 6.99 GB, makespan 2,924,517 cycles = 3.52× the one-chip layer's 10,307,355, per-chip
+memory-bound limit 570,775 cycles (19.5%); 2 chips 33 s wall (18.5 s, 10.6 s, 3.1 s), peak RSS 6.55 GB, makespan
+5,416,660 cycles = 1.90×, limit 1,141,550 (21.1%). On 2 chips a chip's F/n = 14336 rows of gate and up exceed a
+:class:`~visa.kernels.Gemm`'s N of 8192 (and are no multiple of it), so they run in 2 chunks of 7168
+(``Size.f_chunks``), as the one-chip example's 4 chunks of 28672.
 
 Departures from the manual, with lines:
 
@@ -91,9 +107,17 @@ class Size:
     def axes(self, n: int) -> AxisSet:
         """The axes of one chip's shard (local heads Hl, Hkvl; F/n columns Fl) and the chip axis C."""
         hl, hkvl, fl = self.heads // n, self.kv_heads // n, self.f // n
+        fk = self.f_chunks(n)
         return AxisSet(C=n, T=1, D=self.d, HQl=hl * self.dk, HKVl=hkvl * self.dk, HOl=hl * self.dk, Hl=hl,
                        Hkvl=hkvl, G=self.heads // self.kv_heads, Dk=self.dk, Dr=self.dk, Dv=self.dk, Dvi=self.dk,
-                       S=self.s, Fl=fl, Dh=self.d // 128, Dl=128, Fh=fl // 128, Fw=128)
+                       S=self.s, Fl=fl, Fk=fk, Fc=fl // fk, Dh=self.d // 128, Dl=128, Fh=fl // fk // 128, Fw=128)
+
+    def f_chunks(self, n: int) -> int:
+        """Chunks of a chip's F/n rows of w_gate and w_up: the fewest that divide F/n into multiples of 128 of at
+        most 8192 rows (a :class:`Gemm`'s N is at most 8192 or a multiple of it): 1, except 2 at 70B on 2 chips
+        (14336 = 2 × 7168)."""
+        fl = self.f // n
+        return next(k for k in range(1, fl + 1) if fl % (128 * k) == 0 and fl // k <= 8192)
 
     @property
     def weights(self) -> int:
@@ -105,7 +129,7 @@ class Size:
 SIZE = Size(d=1024, heads=16, kv_heads=4, dk=64, f=4096, s=128)
 FULL = Size(d=8192, heads=64, kv_heads=8, dk=128, f=28672, s=256)
 ONE_CHIP_FULL = 10_307_355  # examples/llama70b_decode_layer.py --full, its makespan (README)
-FULL_CHIPS = (4,)  # at 2 chips a shard's F/n = 14336 is more than a Gemm's N of 8192 and not a multiple of it
+FULL_CHIPS = 4  # at full size one chip count per process (LLAMA70B_CHIPS=2 or --chips 2 for the other)
 
 
 class TpLayer:
@@ -117,13 +141,13 @@ class TpLayer:
         self.m = ax.m
         self.rows_d = Rows(ax, "T", "D", chip="C")
         self.rows_dd = Rows(ax, "Dh", "Dl", chip="C")
-        self.rows_f = Rows(ax, "Fh", "Fw", chip="C")
+        self.rows_f = Rows(ax, "Fh", "Fw", chip="C")  # SwiGLU on a chunk's [Fc/128, 128] view
         self.q_proj, self.kv_proj = Gemm(ax, "T", "HQl", "D", chip="C"), Gemm(ax, "T", "HKVl", "D", chip="C")
         self.rope_q, self.rope_k = Gemm(ax, "Hl", "Dr", "Dk", chip="C"), Gemm(ax, "Hkvl", "Dr", "Dk", chip="C")
         self.attention = Attention(ax, q="G", s="S", dk="Dr", dv="Dv", chip="C")
         self.transpose = Gemm(ax, "Dv", "S", "Dvi", chip="C")
         self.o_proj = Gemm(ax, "T", "D", "HOl", chip="C")
-        self.gate_up = Gemm(ax, "T", "Fl", "D", chip="C")
+        self.gate_up = Gemm(ax, "T", "Fc", "D", chip="C")
         self.down = Gemm(ax, "T", "D", "Fl", chip="C")
         self.arena = Arena()
 
@@ -165,16 +189,24 @@ class TpLayer:
                                                    o_sum))
             h_ = rd.store(ctx, arena, rd.rms_norm_streamed(ctx, arena, rd.load(ctx, arena, x_attn.view().relabel(
                 m["T, D"])), rd.load(ctx, arena, g_ffn), eps=EPS))
-            gate = self.gate_up(ctx, arena, h_, w_gate)
-            up = self.gate_up(ctx, arena, h_, w_up)
-            act = rf.store(ctx, arena, rf.swiglu(ctx, arena, rf.load(ctx, arena, gate.view().relabel(m["Fh, Fw"])),
-                                                 rf.load(ctx, arena, up.view().relabel(m["Fh, Fw"]))))
+            fk = self.ax.size("Fk")
+            act = HbmTensor(ctx, bf16, m["C"], m["Fk, Fc"], arena.take_hbm(2 * sz.f // self.n),
+                            call="llama70b_tp.act")
+            chunks: dict[str, Hbm] = {}
+            for c in range(fk):  # the chip's F/n rows of gate and up in Fk chunks of Fc rows (tile views)
+                gate = self.gate_up(ctx, arena, h_, w_gate.view().tile(m["Fk"], 1, m["Fc, D"], c))
+                up = self.gate_up(ctx, arena, h_, w_up.view().tile(m["Fk"], 1, m["Fc, D"], c))
+                a_c = rf.store(ctx, arena, rf.swiglu(ctx, arena,
+                                                     rf.load(ctx, arena, gate.view().relabel(m["Fh, Fw"])),
+                                                     rf.load(ctx, arena, up.view().relabel(m["Fh, Fw"]))))
+                a_c.view().relabel(m["Fc"]).to_hbm_view(act.view().tile(m["Fk"], 1, m["Fc"], c), ctx.tdma)
+                chunks.update({f"gate{c}": gate, f"up{c}": up})
             f_part = self.down(ctx, arena, act.view().relabel(m["T, Fl"]), w_down)
             f_sum = self.reduce(ctx, arena, f_part)
             y = rdd.store(ctx, arena, rdd.add(ctx, arena, rdd.load(ctx, arena, x_attn), f_sum))
             return dict(x_norm=x_norm, q=q, k_new=k_new, v_new=v_new, q_rope=q_rope, k_rope=k_rope, attn=attn,
-                        o_part=o_part, o_sum=rdd.store(ctx, arena, o_sum), x_attn=x_attn, h=h_, gate=gate, up=up,
-                        act=act, f_part=f_part, f_sum=rdd.store(ctx, arena, f_sum), out=y)
+                        o_part=o_part, o_sum=rdd.store(ctx, arena, o_sum), x_attn=x_attn, h=h_, **chunks, act=act,
+                        f_part=f_part, f_sum=rdd.store(ctx, arena, f_sum), out=y)
 
 
 def rope_matrix(position: int, d: int, base: float = 500000.0) -> F64:
@@ -281,7 +313,8 @@ def run(n: int, size: Size = SIZE, seed: int = 8) -> dict[str, float]:
     # columns, its F/n columns); (rows, cols, the whole weight's K, layout)
     shapes = {"q": (hl * dk, sz.d, sz.d, "HQl, D"), "k": (hkvl * dk, sz.d, sz.d, "HKVl, D"),
               "v": (hkvl * dk, sz.d, sz.d, "HKVl, D"), "o": (sz.d, hl * dk, hq, "D, HOl"),
-              "gate": (fl, sz.d, sz.d, "Fl, D"), "up": (fl, sz.d, sz.d, "Fl, D"), "down": (sz.d, fl, sz.f, "D, Fl")}
+              "gate": (fl, sz.d, sz.d, "Fk, Fc, D"), "up": (fl, sz.d, sz.d, "Fk, Fc, D"),
+              "down": (sz.d, fl, sz.f, "D, Fl")}
     keys = {name: key for key, name in enumerate(shapes)}
     base, hbm = WEIGHT_BASE, {}
     for name, (rows, cols, k, text) in shapes.items():
@@ -360,10 +393,12 @@ def run(n: int, size: Size = SIZE, seed: int = 8) -> dict[str, float]:
     h_ = read("h", "T, D", "T D")[:, 0]
     each("rms_norm (ffn)", h_, lambda c: (w := x_attn[c] / np.sqrt(np.mean(x_attn[c]**2) + EPS) * g_ffn,
                                           bounds.rms_norm(w, sz.d)))
-    gate, up = read("gate", "T, Fl", "T Fl")[:, 0], read("up", "T, Fl", "T Fl")[:, 0]
+    fk = layer.ax.size("Fk")
+    gate = np.concatenate([read(f"gate{c}", "T, Fc", "T Fc")[:, 0] for c in range(fk)], axis=1)
+    up = np.concatenate([read(f"up{c}", "T, Fc", "T Fc")[:, 0] for c in range(fk)], axis=1)
     each("gate", gate, gemv("gate", h_, layer.gate_up.k_tiles))
     each("up", up, gemv("up", h_, layer.gate_up.k_tiles))
-    act = read("act", "Fh, Fw", "Fh Fw").reshape(n, -1)
+    act = read("act", "Fk, Fc", "Fk Fc").reshape(n, -1)
     each("swiglu", act, lambda c: (w := gate[c] / (1 + np.exp(-gate[c])) * up[c], bounds.swiglu(w)))
     f_part = read("f_part", "T, D", "T D")[:, 0]
     each("down partial", f_part, gemv("down", act, layer.down.k_tiles))
@@ -397,12 +432,22 @@ def full_requested() -> bool:
     return os.environ.get("LLAMA70B_FULL", "") not in ("", "0") or "--full" in sys.argv[1:]
 
 
+def full_chips() -> int:
+    """The chip count of a full-size run: ``LLAMA70B_CHIPS`` or ``--chips N``, else 4.  One per process: ``visa
+    run`` keeps every acquired context (its device images) for its report, so a second full-size run in the same
+    process would add its 1.71 GB of weights (and their written-masks) to the first's."""
+    args = sys.argv[1:]
+    if "--chips" in args and args.index("--chips") + 1 < len(args):
+        return int(args[args.index("--chips") + 1])
+    return int(os.environ.get("LLAMA70B_CHIPS", FULL_CHIPS))
+
+
 NOT_ERRORS = ("makespan", "memory bound", "setup s", "launch s", "check s", "peak MB")
 
 
 def main() -> None:
     """Run the layer on 2 and 4 chips, check every stage, and compare the makespans with one chip (or, asked for
-    the full 70B size, run it on 4 chips and print the wall times and peak memory too)."""
+    the full 70B size, run it on :func:`full_chips` chips and print the wall times and peak memory too)."""
     full = full_requested()
     sz = FULL if full else SIZE
     print(f"    size: D = {sz.d}, {sz.heads} query / {sz.kv_heads} KV heads of {sz.dk}, F = {sz.f}, cache S = "
@@ -410,7 +455,7 @@ def main() -> None:
     one = ONE_CHIP_FULL if full else one_chip_makespan(sz)
     print(f"    1 chip : {int(one):>8} cycles (examples/llama70b_decode_layer.py at this size"
           f"{', as measured in its README section' if full else ''})")
-    for n in FULL_CHIPS if full else CHIPS:
+    for n in (full_chips(),) if full else CHIPS:
         result = run(n, sz)
         span, limit = result["makespan"], result["memory bound"]
         worst = max(v for k, v in result.items() if k not in NOT_ERRORS)
