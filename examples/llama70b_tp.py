@@ -16,15 +16,31 @@ Megatron-style split over the chip axis ``C`` (n chips, ``@device(chip=n)``), ev
 
 Every chip ends with the same ``[D]`` layer output (checked bitwise), ready for the next layer.
 
-By default the size is reduced (D = 1024, 16 query heads and 4 KV heads of d_k = 64, F = 4096, cache S = 128),
-run on 2 and 4 chips, and compared with the one-chip layer of ``examples/llama70b_decode_layer.py`` run at the
-same size (its ``run``).  Measured on this machine (``visa run``, about 5 s for all three): the one-chip layer
-419,593 cycles, 2 chips 249,629 (1.68×), 4 chips 154,468 (2.72×).  One AllReduce of the ``[1024]`` bf16 vector
-costs 604 cycles on 2 chips (a 569-cycle ChipShuffle DMA of the bf16 partial, a 35-cycle add) and 1,274 on 4
-(a second round: a 637-cycle shuffle of the f32 sum, a 33-cycle add), so the two per layer are under 2% of the
-makespan; the speedup stops short of n because each chip's tensor DMA still streams its weight tiles at the DMA
-cost model's rate and the per-head attention, norms and SwiGLU passes do not shrink with n (the memory-roofline
-utilisation printed by ``main`` is per chip).
+By default (``visa run``, ``make run``, the test ``tests/kernels/test_llama70b_tp.py``) the size is reduced
+(D = 1024, 16 query heads and 4 KV heads of d_k = 64, F = 4096, cache S = 128), run on 2 and 4 chips, and
+compared with the one-chip layer of ``examples/llama70b_decode_layer.py`` run at the same size (its ``run``).
+Measured on this machine (``visa run``, about 5 s for all three): the one-chip layer 419,593 cycles, 2 chips
+190,648 (2.20×), 4 chips 141,377 (2.97×).  One AllReduce of the ``[1024]`` bf16 vector costs 604 cycles on 2
+chips (a 569-cycle ChipShuffle DMA of the bf16 partial, a 35-cycle add) and 1,274 on 4 (a second round: a
+637-cycle shuffle of the f32 sum, a 33-cycle add), so the two per layer are under 2% of the makespan; the
+speedup stops short of n because each chip's tensor DMA still streams its weight tiles at the DMA cost model's
+rate and the per-head attention, norms and SwiGLU passes do not shrink with n (the memory-roofline utilisation
+printed by ``main`` is per chip).  (Before the weights were uploaded ahead of the activations, the launch's
+first operations waited for later weights still crossing PCIe, and 249,629 / 154,468 cycles were reported.)
+
+Full size (``LLAMA70B_FULL=1 visa run examples/llama70b_tp.py``, or ``python examples/llama70b_tp.py --full``): D =
+8192, 64 query / 8 KV heads of 128, F = 28672, a KV cache of 256 positions, on 4 chips (``LLAMA70B_CHIPS=2`` or
+``--chips 2``: on 2; one chip count per process, as ``visa run`` keeps every context's device images for its report)
+(a chip holds its n-th of the 856M bf16 weights: 214M, 428 MB on 4 chips; 428M, 856 MB on 2). Every chip's weight
+shards are generated from a seed in chunks of 1024 rows (all chips' chunk at once, ``[n, 1024, cols]``), written
+host → HBM at consecutive addresses on every chip and read as one tensor through ``HbmTensor.from_addr`` (L821); the
+check regenerates each chunk, so the host never holds a weight. Measured on this machine (2 shared cores), one
+process per chip count: 4 chips 23 s wall (weights to HBM 6 s, launch 13.5 s, check 3 s; 18.5 s to HBM when the
+machine was busier), peak RSS 6.99 GB, makespan 2,924,517 cycles = 3.52× the one-chip layer's 10,307,355, per-chip
+memory-bound limit 570,775 cycles (19.5%); 2 chips 33 s wall (18.5 s, 10.6 s, 3.1 s), peak RSS 6.55 GB, makespan
+5,416,660 cycles = 1.90×, limit 1,141,550 (21.1%). On 2 chips a chip's F/n = 14336 rows of gate and up exceed a
+:class:`~visa.kernels.Gemm`'s N of 8192 (and are no multiple of it), so they run in 2 chunks of 7168
+(``Size.f_chunks``), as the one-chip example's 4 chunks of 28672.
 
 Departures from the manual, with lines:
 
@@ -52,7 +68,11 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import os
+import resource
 import sys
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,6 +89,8 @@ Hbm = HbmTensor[Any, Any, Any]
 F64 = npt.NDArray[np.float64]
 EPS = 1e-5
 CHIPS = (2, 4)
+CHUNK_ROWS = 1024  # rows of every chip's weight shard per host → HBM DMA
+WEIGHT_BASE = 4 << 30  # HBM byte address of the first weight on every chip (the arena's outputs start at 1 GiB)
 
 
 @dataclass(frozen=True)
@@ -85,9 +107,17 @@ class Size:
     def axes(self, n: int) -> AxisSet:
         """The axes of one chip's shard (local heads Hl, Hkvl; F/n columns Fl) and the chip axis C."""
         hl, hkvl, fl = self.heads // n, self.kv_heads // n, self.f // n
+        fk = self.f_chunks(n)
         return AxisSet(C=n, T=1, D=self.d, HQl=hl * self.dk, HKVl=hkvl * self.dk, HOl=hl * self.dk, Hl=hl,
                        Hkvl=hkvl, G=self.heads // self.kv_heads, Dk=self.dk, Dr=self.dk, Dv=self.dk, Dvi=self.dk,
-                       S=self.s, Fl=fl, Dh=self.d // 128, Dl=128, Fh=fl // 128, Fw=128)
+                       S=self.s, Fl=fl, Fk=fk, Fc=fl // fk, Dh=self.d // 128, Dl=128, Fh=fl // fk // 128, Fw=128)
+
+    def f_chunks(self, n: int) -> int:
+        """Chunks of a chip's F/n rows of w_gate and w_up: the fewest that divide F/n into multiples of 128 of at
+        most 8192 rows (a :class:`Gemm`'s N is at most 8192 or a multiple of it): 1, except 2 at 70B on 2 chips
+        (14336 = 2 × 7168)."""
+        fl = self.f // n
+        return next(k for k in range(1, fl + 1) if fl % (128 * k) == 0 and fl // k <= 8192)
 
     @property
     def weights(self) -> int:
@@ -97,6 +127,9 @@ class Size:
 
 
 SIZE = Size(d=1024, heads=16, kv_heads=4, dk=64, f=4096, s=128)
+FULL = Size(d=8192, heads=64, kv_heads=8, dk=128, f=28672, s=256)
+ONE_CHIP_FULL = 10_307_355  # examples/llama70b_decode_layer.py --full, its makespan (README)
+FULL_CHIPS = 4  # at full size one chip count per process (LLAMA70B_CHIPS=2 or --chips 2 for the other)
 
 
 class TpLayer:
@@ -108,13 +141,13 @@ class TpLayer:
         self.m = ax.m
         self.rows_d = Rows(ax, "T", "D", chip="C")
         self.rows_dd = Rows(ax, "Dh", "Dl", chip="C")
-        self.rows_f = Rows(ax, "Fh", "Fw", chip="C")
+        self.rows_f = Rows(ax, "Fh", "Fw", chip="C")  # SwiGLU on a chunk's [Fc/128, 128] view
         self.q_proj, self.kv_proj = Gemm(ax, "T", "HQl", "D", chip="C"), Gemm(ax, "T", "HKVl", "D", chip="C")
         self.rope_q, self.rope_k = Gemm(ax, "Hl", "Dr", "Dk", chip="C"), Gemm(ax, "Hkvl", "Dr", "Dk", chip="C")
         self.attention = Attention(ax, q="G", s="S", dk="Dr", dv="Dv", chip="C")
         self.transpose = Gemm(ax, "Dv", "S", "Dvi", chip="C")
         self.o_proj = Gemm(ax, "T", "D", "HOl", chip="C")
-        self.gate_up = Gemm(ax, "T", "Fl", "D", chip="C")
+        self.gate_up = Gemm(ax, "T", "Fc", "D", chip="C")
         self.down = Gemm(ax, "T", "D", "Fl", chip="C")
         self.arena = Arena()
 
@@ -156,16 +189,24 @@ class TpLayer:
                                                    o_sum))
             h_ = rd.store(ctx, arena, rd.rms_norm_streamed(ctx, arena, rd.load(ctx, arena, x_attn.view().relabel(
                 m["T, D"])), rd.load(ctx, arena, g_ffn), eps=EPS))
-            gate = self.gate_up(ctx, arena, h_, w_gate)
-            up = self.gate_up(ctx, arena, h_, w_up)
-            act = rf.store(ctx, arena, rf.swiglu(ctx, arena, rf.load(ctx, arena, gate.view().relabel(m["Fh, Fw"])),
-                                                 rf.load(ctx, arena, up.view().relabel(m["Fh, Fw"]))))
+            fk = self.ax.size("Fk")
+            act = HbmTensor(ctx, bf16, m["C"], m["Fk, Fc"], arena.take_hbm(2 * sz.f // self.n),
+                            call="llama70b_tp.act")
+            chunks: dict[str, Hbm] = {}
+            for c in range(fk):  # the chip's F/n rows of gate and up in Fk chunks of Fc rows (tile views)
+                gate = self.gate_up(ctx, arena, h_, w_gate.view().tile(m["Fk"], 1, m["Fc, D"], c))
+                up = self.gate_up(ctx, arena, h_, w_up.view().tile(m["Fk"], 1, m["Fc, D"], c))
+                a_c = rf.store(ctx, arena, rf.swiglu(ctx, arena,
+                                                     rf.load(ctx, arena, gate.view().relabel(m["Fh, Fw"])),
+                                                     rf.load(ctx, arena, up.view().relabel(m["Fh, Fw"]))))
+                a_c.view().relabel(m["Fc"]).to_hbm_view(act.view().tile(m["Fk"], 1, m["Fc"], c), ctx.tdma)
+                chunks.update({f"gate{c}": gate, f"up{c}": up})
             f_part = self.down(ctx, arena, act.view().relabel(m["T, Fl"]), w_down)
             f_sum = self.reduce(ctx, arena, f_part)
             y = rdd.store(ctx, arena, rdd.add(ctx, arena, rdd.load(ctx, arena, x_attn), f_sum))
             return dict(x_norm=x_norm, q=q, k_new=k_new, v_new=v_new, q_rope=q_rope, k_rope=k_rope, attn=attn,
-                        o_part=o_part, o_sum=rdd.store(ctx, arena, o_sum), x_attn=x_attn, h=h_, gate=gate, up=up,
-                        act=act, f_part=f_part, f_sum=rdd.store(ctx, arena, f_sum), out=y)
+                        o_part=o_part, o_sum=rdd.store(ctx, arena, o_sum), x_attn=x_attn, h=h_, **chunks, act=act,
+                        f_part=f_part, f_sum=rdd.store(ctx, arena, f_sum), out=y)
 
 
 def rope_matrix(position: int, d: int, base: float = 500000.0) -> F64:
@@ -184,6 +225,49 @@ def to_bf16(array: npt.ArrayLike) -> F64:
     return np.asarray(np.asarray(array, np.float32).astype(ml_dtypes.bfloat16), np.float64)
 
 
+class Weights:
+    """Random weight shards (uniform, variance 1/K of the whole weight: unit-variance sums), generated from a seed
+    in chunks of ``CHUNK_ROWS`` rows of every chip's shard at once, so neither the upload nor the host check ever
+    holds a whole weight (at full size a chip's w_gate shard alone is 7168 × 8192)."""
+
+    def __init__(self, seed: int, n: int) -> None:
+        self.seed, self.n = seed, n
+
+    def chunks(self, key: int, rows: int, cols: int, k: int) -> Iterator[tuple[int, npt.NDArray[np.float32]]]:
+        """(first row, ``[n, rows', cols]`` bf16 values as float32): rows ``[r0, r0 + rows')`` of each chip's
+        ``[rows, cols]`` shard of weight ``key``, whose whole contraction length is ``k``."""
+        scale = np.float32(math.sqrt(12 / k))  # uniform on ±√(3/k): variance 1/k
+        for r0 in range(0, rows, CHUNK_ROWS):
+            r = min(CHUNK_ROWS, rows - r0)
+            w = np.random.default_rng((self.seed, key, r0)).random((self.n, r, cols), dtype=np.float32)
+            w -= np.float32(0.5)
+            w *= scale
+            yield r0, w.astype(ml_dtypes.bfloat16).astype(np.float32)
+
+    def upload(self, ctx: Context, chip: Any, key: int, rows: int, cols: int, k: int, element: Any,
+               address: int) -> Hbm:
+        """Write every chip's ``[rows, cols]`` shard of weight ``key`` to its HBM at ``address``, chunk by chunk
+        (host → HBM DMAs over ``m["C"]``), and return one handle over the shards (``HbmTensor.from_addr``, L821)
+        laid out as ``element`` on every chip."""
+        for r0, chunk in self.chunks(key, rows, cols, k):
+            cax = AxisSet(C=self.n, R=chunk.shape[1], K=cols)
+            host = HostTensor.from_numpy(chunk, bf16, cax.m["C, R, K"], axes="C R K")
+            host.to_hbm(cax.m["C"], cax.m["R, K"], ctx.pdma, address + 2 * r0 * cols)
+        out: Hbm = HbmTensor.from_addr(ctx, bf16, chip, element, address)
+        return out
+
+    def gemv(self, key: int, rows: int, cols: int, k: int, vec: F64, k_tiles: int) -> tuple[F64, F64]:
+        """Every chip's shard of weight ``key`` times its ``vec[c]`` in float64, and the Gemm's bound:
+        ``[n, rows]`` each, regenerated chunk by chunk."""
+        want, bound = np.zeros((self.n, rows)), np.zeros((self.n, rows))
+        for r0, chunk in self.chunks(key, rows, cols, k):
+            for c in range(self.n):
+                w = chunk[c].astype(np.float64)
+                want[c, r0:r0 + w.shape[0]] = w @ vec[c]
+                bound[c, r0:r0 + w.shape[0]] = bounds.gemm(vec[c][None, :], w, k_tiles)[0]
+        return want, bound
+
+
 def device_span(ctx: Context, first: int) -> int:
     """Cycles from the first to the last device operation (tdma, main, sub) recorded since ``first``."""
     ops = [op for op in ctx.schedule.ops[first:] if op.track != "pdma"]
@@ -200,11 +284,13 @@ def check(name: str, got: F64, want: F64, bound: F64) -> float:
 def run(n: int, size: Size = SIZE, seed: int = 8) -> dict[str, float]:
     """Run the layer on ``n`` chips on random weights, check every stage on every chip against numpy; return
     each stage's largest error, the launch's cycles and the per-chip memory-bound limit."""
+    t0 = time.perf_counter()
     layer = TpLayer(size, n)
     m, sz = layer.m, size
     rng = np.random.default_rng(seed)
+    weights = Weights(seed, n)
     ctx = Context.acquire()
-    addr = iter(range(0, 1 << 30, 1 << 24))
+    addr = iter(range(0, 1 << 30, 1 << 24))  # the small inputs, below the arena's 1 GiB
     hl, hkvl, fl, dk = sz.heads // n, sz.kv_heads // n, sz.f // n, sz.dk
 
     def put(values: F64, text: str, axes: str) -> Hbm:
@@ -217,32 +303,29 @@ def run(n: int, size: Size = SIZE, seed: int = 8) -> dict[str, float]:
     def rep(values: F64) -> F64:
         return np.broadcast_to(values, (n, *np.shape(values)))
 
-    def weight(rows: int, cols: int) -> F64:
-        return to_bf16((rng.random((rows, cols)) - 0.5) * math.sqrt(12 / cols))
-
     x = to_bf16(rng.standard_normal(sz.d))
     g_attn, g_ffn = to_bf16(1 + 0.1 * rng.standard_normal(sz.d)), to_bf16(1 + 0.1 * rng.standard_normal(sz.d))
     rope = to_bf16(rope_matrix(sz.s - 1, dk))
     k_cache = to_bf16(0.5 * rng.standard_normal((sz.kv_heads, sz.s, dk)))
     v_cache = to_bf16(rng.standard_normal((sz.kv_heads, sz.s, dk)))
-    w_q, w_k, w_v = weight(sz.heads * dk, sz.d), weight(sz.kv_heads * dk, sz.d), weight(sz.kv_heads * dk, sz.d)
-    w_o, w_gate, w_up, w_down = weight(sz.d, sz.heads * dk), weight(sz.f, sz.d), weight(sz.f, sz.d), weight(sz.d, sz.f)
-    def by_rows(w: F64) -> F64:
-        """Chip c's shard: rows ``[c·r/n, (c+1)·r/n)``."""
-        return w.reshape(n, -1, w.shape[1])
-
-    def by_cols(w: F64) -> F64:
-        """Chip c's shard: columns ``[c·k/n, (c+1)·k/n)``."""
-        return w.reshape(w.shape[0], n, -1).transpose(1, 0, 2)
-
-    args = (put(rep(x[None]), "T, D", "T D"), put(rep(g_attn), "D", "D"),
-            put(by_rows(w_q), "HQl, D", "HQl D"), put(by_rows(w_k), "HKVl, D", "HKVl D"),
-            put(by_rows(w_v), "HKVl, D", "HKVl D"), put(rep(rope), "Dr, Dk", "Dr Dk"),
-            put(k_cache.reshape(n, hkvl, sz.s, dk), "Hkvl, S, Dr", "Hkvl S Dr"),
+    hq = sz.heads * dk
+    # each chip's shard: Q, K, V, gate, up by rows (its heads, its F/n rows); O, down by columns (K = its heads'
+    # columns, its F/n columns); (rows, cols, the whole weight's K, layout)
+    shapes = {"q": (hl * dk, sz.d, sz.d, "HQl, D"), "k": (hkvl * dk, sz.d, sz.d, "HKVl, D"),
+              "v": (hkvl * dk, sz.d, sz.d, "HKVl, D"), "o": (sz.d, hl * dk, hq, "D, HOl"),
+              "gate": (fl, sz.d, sz.d, "Fk, Fc, D"), "up": (fl, sz.d, sz.d, "Fk, Fc, D"),
+              "down": (sz.d, fl, sz.f, "D, Fl")}
+    keys = {name: key for key, name in enumerate(shapes)}
+    base, hbm = WEIGHT_BASE, {}
+    for name, (rows, cols, k, text) in shapes.items():
+        hbm[name] = weights.upload(ctx, m["C"], keys[name], rows, cols, k, m[text], base)
+        base += -(-2 * rows * cols // 4096) * 4096
+    args = (put(rep(x[None]), "T, D", "T D"), put(rep(g_attn), "D", "D"), hbm["q"], hbm["k"], hbm["v"],
+            put(rep(rope), "Dr, Dk", "Dr Dk"), put(k_cache.reshape(n, hkvl, sz.s, dk), "Hkvl, S, Dr", "Hkvl S Dr"),
             put(v_cache.reshape(n, hkvl, sz.s, dk), "Hkvl, S, Dvi", "Hkvl S Dvi"),
-            put(rep(np.eye(dk)), "Dv, Dvi", "Dv Dvi"), put(by_cols(w_o), "D, HOl", "D HOl"),
-            put(rep(g_ffn), "D", "D"), put(by_rows(w_gate), "Fl, D", "Fl D"), put(by_rows(w_up), "Fl, D", "Fl D"),
-            put(by_cols(w_down), "D, Fl", "D Fl"))
+            put(rep(np.eye(dk)), "Dv, Dvi", "Dv Dvi"), hbm["o"], put(rep(g_ffn), "D", "D"), hbm["gate"], hbm["up"],
+            hbm["down"])
+    t1 = time.perf_counter()
 
     @device(chip=n)
     def decode_layer_tp(ctx: Context, x: Hbm, g_attn: Hbm, w_q: Hbm, w_k: Hbm, w_v: Hbm, rope: Hbm, k_cache: Hbm,
@@ -255,6 +338,7 @@ def run(n: int, size: Size = SIZE, seed: int = 8) -> dict[str, float]:
     outs = launch(decode_layer_tp, ctx, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7],
                   args[8], args[9], args[10], args[11], args[12], args[13])
     span = device_span(ctx, first)
+    t2 = time.perf_counter()
 
     def read(name: str, text: str, axes: str) -> F64:
         """Chip c's ``[axes]`` output as ``[C, axes]`` (size-1 axes restored)."""
@@ -263,8 +347,11 @@ def run(n: int, size: Size = SIZE, seed: int = 8) -> dict[str, float]:
         got = np.asarray(outs[name].logical(axes=kept), np.float64)
         return got.reshape([layer.ax.size(a) for a in names])
 
-    def gemv(w: F64, vec: F64, k_tiles: int) -> tuple[F64, F64]:
-        return w @ vec, bounds.gemm(vec[None, :], w, k_tiles)[0]
+    def gemv(name: str, vec: F64, k_tiles: int) -> Any:
+        """Chip c's (want, bound) of weight ``name``'s shard times ``vec[c]``."""
+        rows, cols, k, _ = shapes[name]
+        want, bound = weights.gemv(keys[name], rows, cols, k, vec, k_tiles)
+        return lambda c: (want[c], bound[c])
 
     err: dict[str, float] = {}
 
@@ -277,9 +364,9 @@ def run(n: int, size: Size = SIZE, seed: int = 8) -> dict[str, float]:
     kt = layer.q_proj.k_tiles
     q, k_new = read("q", "T, HQl", "T HQl")[:, 0], read("k_new", "T, HKVl", "T HKVl")[:, 0]
     v_new = read("v_new", "T, HKVl", "T HKVl")[:, 0]
-    each("q", q, lambda c: gemv(by_rows(w_q)[c], x_norm[c], kt))
-    each("k_new", k_new, lambda c: gemv(by_rows(w_k)[c], x_norm[c], kt))
-    each("v_new", v_new, lambda c: gemv(by_rows(w_v)[c], x_norm[c], kt))
+    each("q", q, gemv("q", x_norm, kt))
+    each("k_new", k_new, gemv("k", x_norm, kt))
+    each("v_new", v_new, gemv("v", x_norm, kt))
     q_rope, k_rope = read("q_rope", "Hl, Dr", "Hl Dr"), read("k_rope", "Hkvl, Dr", "Hkvl Dr")
     qh, kh = q.reshape(n, hl, dk), k_new.reshape(n, hkvl, dk)
     each("rope q", q_rope, lambda c: (qh[c] @ rope.T, bounds.gemm(qh[c], rope, 1)))
@@ -298,7 +385,7 @@ def run(n: int, size: Size = SIZE, seed: int = 8) -> dict[str, float]:
     depth = rounds(n)
     flat = attn.reshape(n, -1)
     o_part = read("o_part", "T, D", "T D")[:, 0]
-    each("o_proj partial", o_part, lambda c: gemv(by_cols(w_o)[c], flat[c], layer.o_proj.k_tiles))
+    each("o_proj partial", o_part, gemv("o", flat, layer.o_proj.k_tiles))
     o_sum = read("o_sum", "Dh, Dl", "Dh Dl").reshape(n, -1)
     each("all_reduce (attn)", o_sum, lambda c: bounds.all_reduce(o_part, depth))
     x_attn = read("x_attn", "Dh, Dl", "Dh Dl").reshape(n, -1)
@@ -306,13 +393,15 @@ def run(n: int, size: Size = SIZE, seed: int = 8) -> dict[str, float]:
     h_ = read("h", "T, D", "T D")[:, 0]
     each("rms_norm (ffn)", h_, lambda c: (w := x_attn[c] / np.sqrt(np.mean(x_attn[c]**2) + EPS) * g_ffn,
                                           bounds.rms_norm(w, sz.d)))
-    gate, up = read("gate", "T, Fl", "T Fl")[:, 0], read("up", "T, Fl", "T Fl")[:, 0]
-    each("gate", gate, lambda c: gemv(by_rows(w_gate)[c], h_[c], layer.gate_up.k_tiles))
-    each("up", up, lambda c: gemv(by_rows(w_up)[c], h_[c], layer.gate_up.k_tiles))
-    act = read("act", "Fh, Fw", "Fh Fw").reshape(n, -1)
+    fk = layer.ax.size("Fk")
+    gate = np.concatenate([read(f"gate{c}", "T, Fc", "T Fc")[:, 0] for c in range(fk)], axis=1)
+    up = np.concatenate([read(f"up{c}", "T, Fc", "T Fc")[:, 0] for c in range(fk)], axis=1)
+    each("gate", gate, gemv("gate", h_, layer.gate_up.k_tiles))
+    each("up", up, gemv("up", h_, layer.gate_up.k_tiles))
+    act = read("act", "Fk, Fc", "Fk Fc").reshape(n, -1)
     each("swiglu", act, lambda c: (w := gate[c] / (1 + np.exp(-gate[c])) * up[c], bounds.swiglu(w)))
     f_part = read("f_part", "T, D", "T D")[:, 0]
-    each("down partial", f_part, lambda c: gemv(by_cols(w_down)[c], act[c], layer.down.k_tiles))
+    each("down partial", f_part, gemv("down", act, layer.down.k_tiles))
     f_sum = read("f_sum", "Dh, Dl", "Dh Dl").reshape(n, -1)
     each("all_reduce (ffn)", f_sum, lambda c: bounds.all_reduce(f_part, depth))
     out = read("out", "Dh, Dl", "Dh Dl").reshape(n, -1)
@@ -321,6 +410,8 @@ def run(n: int, size: Size = SIZE, seed: int = 8) -> dict[str, float]:
     per_cycle = ctx.hw.hbm.read_bytes_per_s / ctx.hw.clocks.core_hz
     err["makespan"] = float(span)
     err["memory bound"] = (2 * sz.weights + 2 * 2 * sz.kv_heads * sz.s * dk) / n / per_cycle
+    err["setup s"], err["launch s"], err["check s"] = t1 - t0, t2 - t1, time.perf_counter() - t2
+    err["peak MB"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return err
 
 
@@ -336,20 +427,45 @@ def one_chip_makespan(size: Size) -> float:
     return float(mod.run(one)["makespan"])
 
 
+def full_requested() -> bool:
+    """``LLAMA70B_FULL=1`` in the environment or ``--full`` on the command line."""
+    return os.environ.get("LLAMA70B_FULL", "") not in ("", "0") or "--full" in sys.argv[1:]
+
+
+def full_chips() -> int:
+    """The chip count of a full-size run: ``LLAMA70B_CHIPS`` or ``--chips N``, else 4.  One per process: ``visa
+    run`` keeps every acquired context (its device images) for its report, so a second full-size run in the same
+    process would add its 1.71 GB of weights (and their written-masks) to the first's."""
+    args = sys.argv[1:]
+    if "--chips" in args and args.index("--chips") + 1 < len(args):
+        return int(args[args.index("--chips") + 1])
+    return int(os.environ.get("LLAMA70B_CHIPS", FULL_CHIPS))
+
+
+NOT_ERRORS = ("makespan", "memory bound", "setup s", "launch s", "check s", "peak MB")
+
+
 def main() -> None:
-    """Run the layer on 2 and 4 chips, check every stage, and compare the makespans with one chip."""
-    sz = SIZE
+    """Run the layer on 2 and 4 chips, check every stage, and compare the makespans with one chip (or, asked for
+    the full 70B size, run it on :func:`full_chips` chips and print the wall times and peak memory too)."""
+    full = full_requested()
+    sz = FULL if full else SIZE
     print(f"    size: D = {sz.d}, {sz.heads} query / {sz.kv_heads} KV heads of {sz.dk}, F = {sz.f}, cache S = "
-          f"{sz.s}, {sz.weights / 1e6:.1f}M weights (reduced)")
-    one = one_chip_makespan(sz)
-    print(f"    1 chip : {int(one):>8} cycles (examples/llama70b_decode_layer.py at this size)")
-    for n in CHIPS:
-        result = run(n)
+          f"{sz.s}, {sz.weights / 1e6:.1f}M weights ({'full 70B' if full else 'reduced'})")
+    one = ONE_CHIP_FULL if full else one_chip_makespan(sz)
+    print(f"    1 chip : {int(one):>8} cycles (examples/llama70b_decode_layer.py at this size"
+          f"{', as measured in its README section' if full else ''})")
+    for n in (full_chips(),) if full else CHIPS:
+        result = run(n, sz)
         span, limit = result["makespan"], result["memory bound"]
-        worst = max(v for k, v in result.items() if k not in ("makespan", "memory bound"))
+        worst = max(v for k, v in result.items() if k not in NOT_ERRORS)
         print(f"    {n} chips: {int(span):>8} cycles, {one / span:.2f}× the one-chip layer; per-chip (weights + "
               f"KV cache) ÷ HBM read bandwidth = {limit:.0f} cycles: memory-roofline utilisation "
-              f"{limit / span:.1%}; {len(result) - 2} stages within their bounds (max |error| {worst:.2e})")
+              f"{limit / span:.1%}; {len(result) - len(NOT_ERRORS)} stages within their bounds (max |error| "
+              f"{worst:.2e})")
+        if full:
+            print(f"             wall: weights to HBM {result['setup s']:.1f} s, launch {result['launch s']:.1f} s, "
+                  f"check {result['check s']:.1f} s; peak RSS {result['peak MB']:.0f} MB (ru_maxrss)")
 
 
 if __name__ == "__main__":
