@@ -76,7 +76,7 @@ class _Timer:
 
 
 STAGES = (
-    ("DMA", "visa.engines.dma", ("host_to_hbm", "hbm_to_dm", "dm_to_hbm", "hbm_to_host")),
+    ("DMA", "visa.tensors.moves", ("host_to_hbm", "hbm_to_dm", "dm_to_hbm", "hbm_to_host")),
     ("fetch", "visa.stream.fetch", ("fetch",)),
     ("collect + to_trf", "visa.stream.collect", ("collect", "to_trf")),
     ("contraction", "visa.stream.contraction", ("align", "contract", "accumulate")),
