@@ -130,6 +130,34 @@ def test_drop_repeats_only_drops_real_repeats() -> None:
     assert C._drop_repeats(np.broadcast_to(a[:, :1], a.shape), k, la, lw, lo)[2] == la
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 3), min_size=1, max_size=4), st.integers(0, 3), st.integers(0, 3),
+       st.sampled_from(["int8", "bf16", "float32", "bool", "int64"]), st.booleans(), st.integers(0, 10**6))
+def test_repeats_is_the_bitwise_comparison(shape: list[int], axis: int, variant: int, kind: str,
+                                           transposed: bool, seed: int) -> None:
+    """``compute._repeats`` (word-wise on C-ordered arrays) equals comparing every position with the first."""
+    axis %= len(shape)
+    rng = np.random.default_rng(seed)
+    storage: Any = ml_dtypes.bfloat16 if kind == "bf16" else np.dtype(kind)
+    x = rng.integers(0, 2, size=shape).astype(storage)
+    if variant:  # repeated along the axis (variant 1), then maybe one bit changed (variant 2), or -0.0 (3)
+        x = np.repeat(np.take(x, [0], axis=axis), shape[axis], axis=axis)
+        if variant == 2 and x.size:
+            flat = x.reshape(-1)
+            at = int(rng.integers(x.size))
+            flat[at] = not flat[at] if kind == "bool" else flat[at] + 1
+        if variant == 3 and kind in ("bf16", "float32") and x.shape[axis] > 1:
+            np.moveaxis(x, axis, 0)[-1] = 0.0
+            np.moveaxis(x, axis, 0)[0] = -0.0
+    if transposed and x.ndim > 1:
+        x = x.transpose()
+        axis = x.ndim - 1 - axis
+    bits = x.view(np.dtype(f"u{x.itemsize}"))
+    want = all(np.array_equal(np.take(bits, [k], axis=axis), np.take(bits, [0], axis=axis))
+               for k in range(x.shape[axis]))
+    assert C._repeats(x, axis) == want
+
+
 def test_bf16_widening_is_the_cast() -> None:
     x = np.array([1.5, -0.0, np.inf, -3.25e38, 1e-40], dtype=ml_dtypes.bfloat16).reshape(1, 5)
     got = C._matrix(x, [0, 1], (1, 5), np.float32)

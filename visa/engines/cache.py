@@ -24,17 +24,35 @@ R = TypeVar("R")
 def exact_key(value: Any) -> Hashable:
     """A hashable key that tells apart anything built from mappings by the mappings' exact identity (not the
     manual's equivalence, L1017–1028)."""
-    if isinstance(value, Mapping):
-        return ("M", value.key)
-    if isinstance(value, tuple | list):
-        return tuple(exact_key(v) for v in value)
-    if isinstance(value, type) or type(value).__module__.startswith("visa.hw"):
-        plain: Hashable = value  # dtype classes, hardware profiles and their tables: hashable, no mappings
+    kind = _KINDS.get(type(value))
+    if kind is None:
+        kind = _KINDS[type(value)] = _kind(type(value))
+    if kind is _PLAIN:
+        plain: Hashable = value
         return plain
-    if dataclasses.is_dataclass(value):
-        return (type(value), tuple(exact_key(getattr(value, f.name)) for f in dataclasses.fields(value)))
-    other: Hashable = value
-    return other
+    if kind is _MAPPING:
+        return ("M", value.key)
+    if kind is _SEQUENCE:
+        return tuple(exact_key(v) for v in value)
+    return (type(value), tuple(exact_key(getattr(value, name)) for name in kind))
+
+
+_MAPPING, _SEQUENCE, _PLAIN = ("mapping",), ("sequence",), ("plain",)
+_KINDS: dict[type, tuple[str, ...]] = {}  # per type: how its values are keyed (a dataclass: its field names)
+
+
+def _kind(cls: type) -> tuple[str, ...]:
+    """How :func:`exact_key` keys the values of ``cls`` (decided once per type; the order of the tests is the
+    rule: mappings, sequences, then classes and hardware tables as they are, then dataclasses field by field)."""
+    if issubclass(cls, Mapping):
+        return _MAPPING
+    if issubclass(cls, tuple | list):
+        return _SEQUENCE
+    if issubclass(cls, type) or cls.__module__.startswith("visa.hw"):
+        return _PLAIN  # dtype classes, hardware profiles and their tables: hashable, no mappings
+    if dataclasses.is_dataclass(cls):
+        return tuple(f.name for f in dataclasses.fields(cls))
+    return _PLAIN
 
 
 def cached(limit: int = 256) -> Callable[[Callable[..., R]], Callable[..., R]]:

@@ -449,14 +449,26 @@ def _drop_repeats(a: Array, ak: BoolArray, la: list[str], lw: list[str],
         axis = la.index(lab)
         if a.shape[axis] < 2:
             continue
-        first = np.take(a, [0], axis=axis)
-        first_k = np.take(ak, [0], axis=axis)
-        bits = _bits_view(a)  # the same bits, the same products (and a fast comparison for extension types)
-        if (np.array_equal(bits, np.broadcast_to(_bits_view(first), a.shape))
-                and np.array_equal(ak, np.broadcast_to(first_k, ak.shape))):
-            a, ak = first.squeeze(axis), first_k.squeeze(axis)
+        if _repeats(a, axis) and _repeats(ak, axis):  # the same bits, the same products
+            a, ak = np.take(a, [0], axis=axis).squeeze(axis), np.take(ak, [0], axis=axis).squeeze(axis)
             la = [x for x in la if x != lab]
     return a, ak, la
+
+
+def _repeats(x: Array, axis: int) -> bool:
+    """Is ``x`` the same, bit for bit, at every position of ``axis``?  A C-ordered array is compared as the
+    64-bit (or narrower) words of each block the axis steps over: the same bits, a fraction of the compares
+    and of the temporary mask an element-wise comparison of a 2-byte type would make."""
+    n = x.shape[axis]
+    if n < 2 or x.size == 0 or x.strides[axis] == 0:
+        return True
+    if x.flags.c_contiguous and x.itemsize in (1, 2, 4, 8):
+        inner = x.itemsize * math.prod(x.shape[axis + 1:])
+        word = next(w for w in (8, 4, 2, 1) if inner % w == 0)
+        v = x.reshape(-1).view(np.uint8).view(np.dtype(f"u{word}")).reshape(-1, n, inner // word)
+        return bool(np.array_equal(v[:, 1:], np.broadcast_to(v[:, :1], v[:, 1:].shape)))
+    bits = _bits_view(x)
+    return bool(np.array_equal(bits, np.broadcast_to(np.take(bits, [0], axis=axis), bits.shape)))
 
 
 def _to_output(values: Array, contract: ContractPlan) -> Array:
