@@ -144,3 +144,25 @@ def test_launch_with_the_wrong_arguments_is_a_refusal_not_a_type_error() -> None
         launch(kernel, ctx, 1, 2)
     assert err.value.call == "launch" and err.value.fix
     assert ctx.num_chips is None  # nothing changed
+
+
+def test_contexts_are_freed_unless_held() -> None:
+    """A device nothing refers to any more is freed with its memories (a notebook or a test suite keeps no
+    device it dropped); inside ``holding()`` (what ``visa run`` and ``visa trace`` use) each one acquired stays
+    alive for its report, even after the script dropped it."""
+    import gc
+
+    from visa.context import acquired_contexts, holding
+
+    def make() -> None:
+        Context.acquire()
+
+    gc.collect()
+    before = len(acquired_contexts())
+    make()
+    gc.collect()
+    assert len(acquired_contexts()) == before
+    with holding() as made:
+        make()
+        gc.collect()
+        assert len(made) == 1 and made[0] in acquired_contexts()

@@ -242,16 +242,16 @@ def run_file(path: Path, *, verbose: bool = True, console: Console | None = None
 
 
 def _run_one(path: Path, verbose: bool, console: Console) -> Outcome:
-    from visa.context import acquired_contexts, reset_acquired
+    from visa.context import holding, reset_acquired
 
     if not path.is_file():
         console.print(f"[bold red]ERROR[/] {escape(str(path))}: no such file")
         return Outcome(path, "error")
-    reset_acquired()  # the contexts acquired from here on are held until the next reset: all are reported
-    outcome = _simulate(path, verbose, console)
-    contexts = acquired_contexts()
-    outcome.operations = sum(len(c.schedule.ops) for c in contexts)
-    outcome.cycles = sum(c.schedule.makespan for c in contexts)
+    reset_acquired()
+    with holding() as contexts:  # every device the file makes is reported, even one collected inside main()
+        outcome = _simulate(path, verbose, console)
+        outcome.operations = sum(len(c.schedule.ops) for c in contexts)
+        outcome.cycles = sum(c.schedule.makespan for c in contexts)
     return outcome
 
 
@@ -348,14 +348,15 @@ def _explain(args: argparse.Namespace) -> int:
 
 
 def _trace(args: argparse.Namespace) -> int:
-    from visa.context import trace_all
+    from visa.context import holding, trace_all
 
     status = 0
-    try:
-        ok = run_file(Path(args.file), verbose=False)
-    except KeyboardInterrupt:  # Ctrl-C: the trace of the operations scheduled so far
-        ok, status = False, 130
-    trace = trace_all()  # a failed or stopped run still writes what it scheduled up to then (issue 11)
+    with holding():  # the devices stay alive until their trace is written
+        try:
+            ok = run_file(Path(args.file), verbose=False)
+        except KeyboardInterrupt:  # Ctrl-C: the trace of the operations scheduled so far
+            ok, status = False, 130
+        trace = trace_all()  # a failed or stopped run still writes what it scheduled up to then (issue 11)
     with open(args.output, "w") as fh:
         json.dump(trace, fh)
     what = "" if ok else " up to the failure" if status == 0 else " up to the interruption"

@@ -10,12 +10,14 @@ synchronous (design API.md §1).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import json
 import types
 import typing
-from collections.abc import Callable, Iterable
+import weakref
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from visa.engines.common import EngineReport
@@ -34,19 +36,35 @@ if TYPE_CHECKING:
     from visa.engines.dma.config import DmaPlan
 
 __all__ = ["Context", "DmaContext", "TuContext", "EngineReport", "Operation", "Schedule", "device", "launch",
-           "acquired_contexts", "report_all", "reset_acquired", "trace_all", "OBSERVERS"]
+           "acquired_contexts", "holding", "report_all", "reset_acquired", "trace_all", "OBSERVERS"]
 
 
-_ACQUIRED: list[Context] = []
+_ACQUIRED: list[weakref.ReferenceType[Context]] = []
+#: The lists of the open :func:`holding` blocks: each keeps every context acquired inside it alive.
+_HELD: list[list[Context]] = []
 
 #: Callables told of every operation as it is scheduled (``visa run`` shows progress with one).
 OBSERVERS: list[Callable[[Operation], None]] = []
 
 
 def acquired_contexts() -> list[Context]:
-    """Every context acquired since the last reset, garbage-collected or not (``visa run`` prints their reports,
-    design API.md §6): the list holds them until :func:`reset_acquired`."""
-    return list(_ACQUIRED)
+    """The contexts acquired since the last reset that are still alive (``visa run`` prints their reports).
+    Inside a :func:`holding` block every context acquired there stays alive, garbage or not; outside, a context
+    nothing refers to any more is freed with its memories (a notebook or a test suite does not keep every device
+    it ever made)."""
+    return [c for c in (r() for r in _ACQUIRED) if c is not None]
+
+
+@contextlib.contextmanager
+def holding() -> Iterator[list[Context]]:
+    """Keep every context acquired inside the block alive until it ends (``visa run`` and ``visa trace`` report
+    each device a script made, even one whose last reference went away inside ``main()``); yields them."""
+    held: list[Context] = []
+    _HELD.append(held)
+    try:
+        yield held
+    finally:
+        _HELD.remove(held)
 
 
 class Context:
@@ -71,7 +89,9 @@ class Context:
     def acquire(cls, hw: HardwareProfile = RNGD) -> Context:
         """A fresh device with the given hardware profile (default RNGD; ``hw=RNGD_S`` for the other)."""
         ctx = cls(hw)
-        _ACQUIRED.append(ctx)
+        _ACQUIRED.append(weakref.ref(ctx))
+        for held in _HELD:
+            held.append(ctx)
         return ctx
 
     def record(self, track: str, name: str, engines: Iterable[EngineReport], *, inputs: Iterable[Any] = (),

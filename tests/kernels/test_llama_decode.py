@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from tests.example_loader import load_example as load
+from visa.context import holding
 
 
 @pytest.mark.parametrize("position", [1, 37, 128])
@@ -33,10 +34,9 @@ def test_decode_layer_every_stage_within_bound_L8225_L8364(position: int) -> Non
 def test_decode_layer_schedule_orders_the_appends() -> None:
     """The three gathers run on the tensor DMA (none on the host); each cache is read after its append ends."""
     mod = load("llama_decode_layer")
-    from visa.context import acquired_contexts
-
-    mod.run(seed=3, position=64)
-    ops = acquired_contexts()[-1].schedule.ops
+    with holding() as made:
+        mod.run(seed=3, position=64)
+    ops = made[-1].schedule.ops
     k_app, v_app = [op for op in ops if op.name.startswith("to_hbm_view")][-2:]
     gathers = [op for op in ops if op.name.startswith("gather")]
     assert [op.track for op in gathers] == ["tdma"] * 3  # the embedding, RoPE and mask rows
@@ -54,15 +54,14 @@ def test_generate_tokens_in_a_host_loop_L8202_L8224() -> None:
     schedule orders the loop: each step's embedding gather starts after the host's write of the sampled id, which
     follows the host's read of the previous step's probabilities, and each append after the previous step's
     attention read the cache."""
-    from visa.context import acquired_contexts
-
     mod = load("llama_generate")
-    tokens, cycles = mod.run()
+    with holding() as made:
+        tokens, cycles = mod.run()
     assert tokens[:len(mod.PROMPT)] == list(mod.PROMPT)
     assert len(tokens) == len(mod.PROMPT) + mod.NEW_TOKENS
     assert all(0 <= t < mod.AX.size("V") for t in tokens)
     assert len(cycles) == len(tokens) - 1 and len(set(cycles)) == 1
-    ops = acquired_contexts()[-1].schedule.ops
+    ops = made[-1].schedule.ops
     embeds = [k for k, op in enumerate(ops) if op.name.startswith("gather.to_dm")]
     assert len(embeds) == len(cycles)
     for k in embeds:  # the host wrote the token id, then the position; the gathers read them (RAW)
@@ -84,12 +83,11 @@ def test_prefill_layer_causal_L7982_L8190() -> None:
     causal mask by the branch log, L8090–8100); the pair swap of RoPE is a permutation and the RoPE rows are
     gathered, so both exact."""
     mod = load("llama_prefill_layer")
-    errors, cycles = mod.run()
+    with holding() as made:
+        errors, cycles = mod.run()
     assert errors["rope swap"] == 0.0 and errors["rope rows gather"] == 0.0
     assert "causal attention" in errors and len(errors) == 16
-    from visa.context import acquired_contexts
-
-    ops = acquired_contexts()[-1].schedule.ops
+    ops = made[-1].schedule.ops
     ids = next(k for k, op in enumerate(ops) if op.name.startswith("hbm.to_dm → DmTensor[i32"))  # the mask → DM
     log = next(op for op in ops[ids:] if op.track == "sub")  # the branch logger: sub context, DM → VRF, once
     assert "to_vrf" in log.name and log.start >= ops[ids].end
