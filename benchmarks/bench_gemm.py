@@ -9,9 +9,9 @@ Two ratios: the whole example (``main()``, including its check), and the Contrac
 in ``align``, ``contract`` and ``accumulate``, which includes reading the TRF and the fused products).  A last line
 splits the example's time by the module it is spent in, to say what dominates.
 
-Each run is timed after a garbage collection.  A finished example's context (its device memories) is not freed
-by it: ``Context.acquire`` keeps every context for ``visa run``'s report until ``visa.context.reset_acquired()``,
-so every run maps fresh DM pages, and its DMAs are mostly those page faults (see below).
+Each run is timed after a garbage collection, which frees the previous run's context (contexts are held only
+inside ``visa.context.holding()``); each run still maps fresh DM pages for its own images, and its DMAs are
+mostly those page faults (see below).
 
 What dominates (measured on the 2-core VM, issue 15, after the Contraction Engine's products were batched): the
 DMA (HBM → DM of A and B, mostly the first touch of the DM pages it writes: the DM image uses small pages so that
