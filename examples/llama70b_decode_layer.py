@@ -69,6 +69,7 @@ import numpy.typing as npt
 
 from visa import AxisSet, Context, HbmTensor, HostTensor, bf16, device, launch
 from visa.kernels import Arena, Attention, Gemm, Rows, bounds
+from visa.kernels.cache import rope_matrix
 
 Hbm = HbmTensor[Any, Any, Any]
 F64 = npt.NDArray[np.float64]
@@ -183,16 +184,6 @@ class Layer:
             return out
 
 
-def rope_matrix(position: int, d: int, base: float = 500000.0) -> F64:
-    """The rotation of ``w_rope[position]`` (L8258–8284) as a ``[d_out, d_in]`` matrix: pairs (2i, 2i + 1) rotate
-    by ``position · base^(−2i/d)`` (Llama 3's θ base 500000)."""
-    r = np.zeros((d, d))
-    for i in range(d // 2):
-        theta = position * base ** (-2 * i / d)
-        c, s = math.cos(theta), math.sin(theta)
-        r[2 * i, 2 * i], r[2 * i, 2 * i + 1] = c, -s
-        r[2 * i + 1, 2 * i], r[2 * i + 1, 2 * i + 1] = s, c
-    return r
 
 
 def to_bf16(array: npt.ArrayLike) -> F64:
@@ -235,10 +226,6 @@ def upload(ctx: Context, weights: Weights, key: int, rows: int, cols: int, chip:
     return out
 
 
-def device_span(ctx: Context, first: int) -> int:
-    """Cycles from the first to the last device operation (tdma, main, sub) recorded since ``first``."""
-    ops = [op for op in ctx.schedule.ops[first:] if op.track != "pdma"]
-    return max(op.end for op in ops) - min(op.start for op in ops)
 
 
 def check(name: str, got: F64, want: F64, bound: F64) -> float:
@@ -293,7 +280,7 @@ def run(size: Size = REDUCED, seed: int = 8) -> dict[str, float]:
     # spelled out: the plugin checks each argument
     outs = launch(decode_layer, ctx, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7],
                   args[8], args[9], args[10], args[11], args[12], args[13])
-    span = device_span(ctx, first)
+    span = ctx.schedule.device_span(first)
     t2 = time.perf_counter()
 
     def read(name: str, text: str, axes: str) -> F64:

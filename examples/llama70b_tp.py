@@ -83,6 +83,7 @@ import numpy.typing as npt
 
 from visa import AxisSet, Context, HbmTensor, HostTensor, bf16, device, launch
 from visa.kernels import Arena, Attention, Gemm, Rows, all_reduce, bounds
+from visa.kernels.cache import rope_matrix
 from visa.kernels.collectives import rounds
 
 Hbm = HbmTensor[Any, Any, Any]
@@ -209,15 +210,6 @@ class TpLayer:
                         f_part=f_part, f_sum=rdd.store(ctx, arena, f_sum), out=y)
 
 
-def rope_matrix(position: int, d: int, base: float = 500000.0) -> F64:
-    """The rotation of ``w_rope[position]`` (L8258–8284) as a ``[d_out, d_in]`` matrix (Llama 3's θ base)."""
-    r = np.zeros((d, d))
-    for i in range(d // 2):
-        theta = position * base ** (-2 * i / d)
-        c, s = math.cos(theta), math.sin(theta)
-        r[2 * i, 2 * i], r[2 * i, 2 * i + 1] = c, -s
-        r[2 * i + 1, 2 * i], r[2 * i + 1, 2 * i + 1] = s, c
-    return r
 
 
 def to_bf16(array: npt.ArrayLike) -> F64:
@@ -268,10 +260,6 @@ class Weights:
         return want, bound
 
 
-def device_span(ctx: Context, first: int) -> int:
-    """Cycles from the first to the last device operation (tdma, main, sub) recorded since ``first``."""
-    ops = [op for op in ctx.schedule.ops[first:] if op.track != "pdma"]
-    return max(op.end for op in ops) - min(op.start for op in ops)
 
 
 def check(name: str, got: F64, want: F64, bound: F64) -> float:
@@ -337,7 +325,7 @@ def run(n: int, size: Size = SIZE, seed: int = 8) -> dict[str, float]:
     first = len(ctx.schedule.ops)
     outs = launch(decode_layer_tp, ctx, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7],
                   args[8], args[9], args[10], args[11], args[12], args[13])
-    span = device_span(ctx, first)
+    span = ctx.schedule.device_span(first)
     t2 = time.perf_counter()
 
     def read(name: str, text: str, axes: str) -> F64:

@@ -58,6 +58,7 @@ import numpy.typing as npt
 
 from visa import AxisSet, Context, HbmTensor, HostTensor, bf16, device, i32, launch
 from visa.kernels import Arena, Attention, CausalMask, Embedding, Gemm, KvCache, Rows, bounds
+from visa.kernels.cache import rope_matrix
 
 AX = AxisSet(T=1, V=512, P=128, D=256, G=4, Dk=64, Dr=64, Dv=64, HD=256, HO=256, S=128, F=512)
 m = AX.m
@@ -108,16 +109,6 @@ def decode_layer(ctx: Context, position: int, token: Hbm, pos: Hbm, w_emb: Hbm, 
         return out
 
 
-def rope_matrix(position: int, d: int, base: float = 500000.0) -> F64:
-    """The rotation of ``w_rope[position]`` (L8258–8284) as a ``[d_out, d_in]`` matrix: pairs (2i, 2i + 1) rotate
-    by ``position · base^(−2i/d)`` (Llama 3's θ base 500000)."""
-    r = np.zeros((d, d))
-    for i in range(d // 2):
-        theta = position * base ** (-2 * i / d)
-        c, s = math.cos(theta), math.sin(theta)
-        r[2 * i, 2 * i], r[2 * i, 2 * i + 1] = c, -s
-        r[2 * i + 1, 2 * i], r[2 * i + 1, 2 * i + 1] = s, c
-    return r
 
 
 def host_tensor(array: Any, text: str, dtype: Any = bf16) -> HostTensor[Any, Any]:
@@ -135,10 +126,6 @@ def read(ctx: Context, t: Hbm, text: str) -> F64:
     return np.asarray(out, dtype=np.float64)
 
 
-def device_span(ctx: Context, first: int) -> int:
-    """Cycles from the first to the last device operation (tdma, main, sub) recorded since ``first``."""
-    ops = [op for op in ctx.schedule.ops[first:] if op.track != "pdma"]
-    return max(op.end for op in ops) - min(op.start for op in ops)
 
 
 def check(name: str, got: F64, want: F64, bound: F64) -> float:
@@ -190,7 +177,7 @@ def run(seed: int = 8, position: int = 128) -> dict[str, float]:
     first = len(ctx.schedule.ops)
     res = launch(decode_layer, ctx, p, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7],
                  args[8], args[9], args[10], args[11], args[12], args[13], args[14], args[15])  # for the plugin
-    span = device_span(ctx, first)
+    span = ctx.schedule.device_span(first)
     texts = {"t_rope": "Dr, Dk", "x_norm": "T, D", "q": "T, HD", "k_new": "T, Dk", "v_new": "T, Dv",
              "q_rope": "G, Dr", "k_rope": "T, Dr", "attn": "G, Dv", "attn_out": "T, D", "x_attn": "T, D",
              "h": "T, D", "gate": "T, F", "up": "T, F", "act": "T, F", "ffn": "T, D", "out": "T, D"}

@@ -43,6 +43,7 @@ import numpy.typing as npt
 
 from visa import AxisSet, Context, HbmTensor, HostTensor, bf16, device, i32, launch
 from visa.kernels import Arena, Attention, CausalMask, Embedding, Gemm, KvCache, Rows, bounds
+from visa.kernels.cache import rope_matrix
 
 AX = AxisSet(T=1, D=128, G=4, Dk=32, Dr=32, Dv=32, HD=128, HO=128, S=32, P=32, F=256, V=256)
 m = AX.m
@@ -101,13 +102,6 @@ def step(ctx: Context, position: int, token: Hbm, pos: Hbm, w_emb: Hbm, w_rope: 
         return out
 
 
-def rope_matrix(position: int, d: int, base: float = 500000.0) -> F64:
-    """The rotation of ``w_rope[position]`` as a ``[d_out, d_in]`` matrix (pairs (2i, 2i + 1), Llama 3's base)."""
-    r = np.zeros((d, d))
-    for i in range(d // 2):
-        c, s = math.cos(position * base ** (-2 * i / d)), math.sin(position * base ** (-2 * i / d))
-        r[2 * i, 2 * i], r[2 * i, 2 * i + 1], r[2 * i + 1, 2 * i], r[2 * i + 1, 2 * i + 1] = c, -s, s, c
-    return r
 
 
 def bf16_of(array: F64) -> F64:

@@ -453,3 +453,16 @@ def test_the_kernel_roofline_covers_what_the_launched_kernel_issued() -> None:
     assert rep.kernel.bytes == {"DMA": 2 * 8192, "HBM": 2 * 8192} and rep.roofline.bytes["PCIe"] == 2 * 8192
     assert rep.kernel.bound == "HBM" and rep.kernel.path_cycles["HBM"] == pytest.approx(2 * 8192 / 1500)
     assert "kernel roofline" in str(rep) and "run roofline" in str(rep)
+
+
+def test_device_span_counts_device_operations_since_an_index() -> None:
+    """``Schedule.device_span(first)``: from the first to the last device operation recorded since ``first``;
+    the host's PCIe DMA (``pdma``) is not the device's time."""
+    ctx = _ctx()
+    _op(ctx, "pdma", 100)
+    first = len(ctx.schedule.ops)
+    a = _op(ctx, "main", 40)
+    b = _op(ctx, "tdma", 70)
+    _op(ctx, "pdma", 500)
+    assert ctx.schedule.device_span(first) == max(a.end, b.end) - min(a.start, b.start)
+    assert ctx.schedule.device_span(len(ctx.schedule.ops)) == 0

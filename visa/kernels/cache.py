@@ -19,6 +19,7 @@ chooses mappings and addresses.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -30,7 +31,7 @@ from visa.kernels.rows import MASKED_ID, Rows
 from visa.mapping import AxisSet
 from visa.tensors.handles import DmTensor, HbmTensor, HbmTensorView, VrfTensor
 
-__all__ = ["Embedding", "KvCache", "CausalMask"]
+__all__ = ["Embedding", "KvCache", "CausalMask", "rope_matrix"]
 
 Hbm = HbmTensor[Any, Any, Any]
 HbmIn = HbmTensor[Any, Any, Any] | HbmTensorView[Any, Any, Any]
@@ -135,3 +136,19 @@ class CausalMask:
         dm = row.to_dm(self.rows.cluster, self.rows.slice, self.rows.element, ctx.tdma,
                        arena.take_dm(4 * self.rows.d))
         return self.rows.branch_log(ctx, arena, dm)
+
+
+def rope_matrix(position: int, d: int, base: float = 500000.0) -> npt.NDArray[np.float64]:
+    """The rotation of ``w_rope[position]`` (manual L8258–8284) as a ``[d_out, d_in]`` matrix: pairs (2i, 2i + 1)
+    rotate by ``position · base^(−2i/d)`` (Llama 3's θ base 500000); the host builds the RoPE table from it.
+
+    >>> np.round(rope_matrix(0, 4), 6).tolist() == np.eye(4).tolist()
+    True
+    """
+    r = np.zeros((d, d))
+    for i in range(d // 2):
+        theta = position * base ** (-2 * i / d)
+        c, s = math.cos(theta), math.sin(theta)
+        r[2 * i, 2 * i], r[2 * i, 2 * i + 1] = c, -s
+        r[2 * i + 1, 2 * i], r[2 * i + 1, 2 * i + 1] = s, c
+    return r

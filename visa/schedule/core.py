@@ -253,6 +253,12 @@ class Schedule:
         """Cycles from the first operation's start to the last one's end."""
         return max((op.end for op in self.ops), default=0)
 
+    def device_span(self, first: int = 0) -> int:
+        """Cycles from the first to the last device operation (``tdma``, ``main``, ``sub``; not the host's PCIe
+        DMA) recorded since operation ``first`` — what a kernel launch takes on the device."""
+        ops = [op for op in self.ops[first:] if op.track != "pdma"]
+        return max((op.end for op in ops), default=0) - min((op.start for op in ops), default=0)
+
     def critical_path(self) -> list[Operation]:
         """The chain of operations that fixes the makespan: from the last to finish back through the operation
         whose end fixed each one's start (an operation that started when issued, with the one written before
