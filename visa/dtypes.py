@@ -463,6 +463,8 @@ def to_bits(dtype: type[Scalar], values: npt.ArrayLike) -> npt.NDArray[Any]:
         if arr.dtype.itemsize * 8 == dtype.image_bits == dtype.bits_dtype.itemsize * 8:
             # the storage word is the image word: its two's complement bits are the pattern (one copy)
             return np.array(arr, dtype=arr.dtype, copy=True).view(dtype.bits_dtype)
+        if arr.dtype.itemsize == 1 and dtype.bits_dtype.itemsize == 1:  # two's complement in a byte: mask it
+            return np.bitwise_and(arr.view(np.uint8), (1 << dtype.image_bits) - 1, dtype=np.uint8)
         u = arr.astype(np.int64) & ((1 << dtype.image_bits) - 1)
         return u.astype(dtype.bits_dtype)
     return arr.view(dtype.bits_dtype).copy()
@@ -485,6 +487,14 @@ def from_bits(dtype: type[Scalar], bits: npt.ArrayLike) -> npt.NDArray[Any]:
             and np.dtype(dtype.storage).itemsize == b.dtype.itemsize):
         # every pattern of the full word is a two's complement value: reinterpret (one copy)
         return np.array(b, copy=True).view(dtype.storage)
+    if dtype.kind == "int" and dtype.image_bits <= 8 and (b.dtype == np.uint8 or (
+            b.size and int(b.min()) >= 0 and int(b.max()) < 256)):
+        # narrow patterns (i4, i5, i8 in a wider storage): one lookup per pattern in a table of all 2^bits
+        # (a pattern out of range or not a sign extension takes the general path below, which refuses it)
+        values, valid = _pattern_table(dtype)
+        if not b.size or (int(b.max()) < values.size and (dtype.bits == dtype.image_bits or bool(valid[b].all()))):
+            out: npt.NDArray[Any] = values[b]
+            return out
     u = b.astype(np.int64)
     width = dtype.image_bits
     if u.size and (u.min() < 0 or u.max() >= (1 << width)):
@@ -498,6 +508,22 @@ def from_bits(dtype: type[Scalar], bits: npt.ArrayLike) -> npt.NDArray[Any]:
             )
         return v.astype(dtype.storage)
     return u.astype(dtype.bits_dtype).view(dtype.storage)
+
+
+_PATTERNS: dict[type[Scalar], tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]] = {}
+
+
+def _pattern_table(dtype: type[Scalar]) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]:
+    """Every ``image_bits``-bit pattern's two's complement value (in ``dtype.storage``) and whether it is a
+    sign extension of a ``bits``-bit value (manual L1962–1979), computed once per type."""
+    got = _PATTERNS.get(dtype)
+    if got is None:
+        width = dtype.image_bits
+        u = np.arange(1 << width, dtype=np.int64)
+        v = np.where(u >= (1 << (width - 1)), u - (1 << width), u)
+        valid = (v >= dtype.min) & (v <= dtype.max)
+        got = _PATTERNS[dtype] = (np.where(valid, v, 0).astype(dtype.storage), valid)
+    return got
 
 
 def to_bytes(dtype: type[Scalar], values: npt.ArrayLike) -> npt.NDArray[np.uint8]:

@@ -553,7 +553,7 @@ def load(dtype: type[dt.Scalar], image: Image, bit_offsets: npt.ArrayLike) -> tu
     if dtype.image_bits == 4:
         raw, known = image.gather(offs >> 3)
         nib = np.where(((offs >> 2) & 1).astype(bool), raw >> 4, raw & 0xF).astype(np.uint8)
-        return dt.from_bits(dtype, nib.astype(np.int64)), known
+        return dt.from_bits(dtype, nib), known
     if offs.size and np.any(offs & 7):
         raise AddressError(f"{dtype!r} elements must start on a byte boundary", call="load")
     nb = _nbytes_per(dtype)
