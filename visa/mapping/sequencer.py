@@ -608,15 +608,17 @@ def _check_held(bufs: list[_Buffer], items: list[_Item], call: str, cap: int = 1
             factors = buf.factors.get(atom)
             if factors is None:
                 continue
-            counts = [c for _, c, _ in reqs]
-            if math.prod(counts) > cap:
+            digits = [(t, c) for t, c, _ in reqs if t and c > 1]  # a broadcast digit asks for nothing new
+            if _holds_all(factors, sum((c - 1) * t for t, c in digits), atom):
+                continue
+            if math.prod(c for _, c in digits) > cap:
                 continue
             pos = np.zeros((), dtype=np.int64)
-            for k, (t, c, _) in enumerate(reqs):
-                view = [1] * len(reqs)
+            for k, (t, c) in enumerate(digits):
+                view = [1] * len(digits)
                 view[k] = c
                 pos = pos + (np.arange(c, dtype=np.int64) * t).reshape(view)
-            pos = np.unique(pos.reshape(-1))
+            pos = pos.reshape(-1)  # (a position asked twice is checked twice: cheaper than finding repeats)
             if isinstance(atom, C.Sym):
                 pos = pos[pos < atom.size]  # past the end of the axis the stream itself is padding
             ok = np.ones(pos.shape, dtype=bool)
@@ -629,6 +631,21 @@ def _check_held(bufs: list[_Buffer], items: list[_Item], call: str, cap: int = 1
             if not ok.all():
                 it = reqs[0][2]
                 raise _Ctx(call, it.level, it.mapping, buf.mapping).insufficient(_atom_name(atom))
+
+
+def _holds_all(factors: list[_Factor], last: int, atom: C.Atom) -> bool:
+    """Does the buffer hold every position ``0..last`` of the atom (clipped to a symbol's size)?  True when the
+    values its digits hold form a complete mixed radix from stride 1 (each digit's stride is the previous one
+    times the values it holds) that reaches past ``last``: then every such position decomposes exactly, each
+    digit below its count (the check of :func:`_check_held`, without enumerating the positions)."""
+    if isinstance(atom, C.Sym):
+        last = min(last, atom.size - 1)
+    reach = 1
+    for f in sorted(factors, key=lambda f: f.stride):
+        if f.stride != reach or not 0 < f.count <= f.size:
+            return False
+        reach *= f.count
+    return last < reach
 
 
 def _wants(dims: C.Canon, it: _Item, wanted: dict[C.Atom, list[tuple[int, int, _Item]]],
