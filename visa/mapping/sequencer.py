@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 from visa.errors import HardwareLimitError, IncompatibleShapesError, InsufficientInputError, LayoutError
 from visa.hw import RNGD
@@ -613,7 +614,7 @@ def _check_held(bufs: list[_Buffer], items: list[_Item], call: str, cap: int = 1
                 continue
             if math.prod(c for _, c in digits) > cap:
                 continue
-            pos = np.zeros((), dtype=np.int64)
+            pos: npt.NDArray[np.int64] = np.zeros((), dtype=np.int64)
             for k, (t, c) in enumerate(digits):
                 view = [1] * len(digits)
                 view[k] = c
