@@ -326,6 +326,23 @@ def host_wrap_or_saturate(dtype: type[dt.Scalar], arr: npt.NDArray[Any], overflo
     return wrapped
 
 
+_CLASSES: dict[type[dt.Scalar], tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]] = {}
+
+
+def _float_classes(dtype: type[dt.Scalar], out: npt.NDArray[Any]) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
+    """Which values of ``out`` (``dtype.storage``) are finite, and which NaN: by a table of every bit pattern for
+    types of at most 16 bits (a lookup, where converting fp8 back to float64 would cost more than the cast)."""
+    if dtype.bits_dtype.itemsize > 2:
+        return np.isfinite(out), np.isnan(out)
+    got = _CLASSES.get(dtype)
+    if got is None:
+        every = np.arange(1 << (8 * dtype.bits_dtype.itemsize)).astype(dtype.bits_dtype).view(dtype.storage)
+        wide = every.astype(np.float64)
+        got = _CLASSES[dtype] = (np.isfinite(wide), np.isnan(wide))
+    bits = out.view(dtype.bits_dtype)
+    return got[0][bits], got[1][bits]
+
+
 def host_range_check(dtype: type[dt.Scalar], arr: npt.NDArray[Any], call: str, overflow: str) -> npt.NDArray[Any]:
     """Float host values into a float ``dtype``, rounded to nearest (ties to even), refusing what the cast would
     turn into a number that is not the value: a finite value whose rounding overflows ``dtype`` (to ±inf, or to
@@ -343,13 +360,14 @@ def host_range_check(dtype: type[dt.Scalar], arr: npt.NDArray[Any], call: str, o
         raise dt.DtypeError(f"integer values beyond ±2**53 are not rounded exactly to {dtype!r}", call=call,
                             fix="convert them to floats yourself first")
     with np.errstate(over="ignore", invalid="ignore"):
-        x = arr.astype(np.float64)
+        # float32 and narrower round to the type exactly as their float64 values do (one rounding either way)
+        x = arr if arr.dtype.kind == "f" and arr.dtype.itemsize <= 4 else arr.astype(np.float64)
         if overflow == "saturate":
             x = np.clip(x, -float(f.max), float(f.max))  # ±inf clamp too; NaN stays NaN
         out = x.astype(dtype.storage)
-        back = out.astype(np.float64)
+    finite_out, nan_out = _float_classes(dtype, out)
     finite_in = np.isfinite(x)
-    bad = (finite_in & ~np.isfinite(back)) | (np.isinf(x) & np.isnan(back))
+    bad = (finite_in & ~finite_out) | (np.isinf(x) & nan_out)
     if overflow == "error" and bad.any():
         value = float(x[bad].flat[0])
         kind = "an infinity, which it does not have" if np.isinf(value) else \
@@ -357,7 +375,7 @@ def host_range_check(dtype: type[dt.Scalar], arr: npt.NDArray[Any], call: str, o
         raise dt.DtypeError(f"value {value!r} does not fit {dtype!r}: the cast would give {kind}", call=call,
                             fix="scale the data, or pass overflow='saturate' (clamp to the range ends)"
                             + (" or overflow='inf'" if f.has_inf else " or overflow='nan'"))
-    if overflow == "inf" and (np.isinf(x) & ~np.isinf(back)).any():  # cannot happen: inf types keep inf
+    if overflow == "inf" and (np.isinf(x) & (finite_out | nan_out)).any():  # cannot happen: inf types keep inf
         raise dt.DtypeError(f"{dtype!r} lost an infinity", call=call)  # pragma: no cover
     return out
 
