@@ -71,6 +71,9 @@ def test_launch_checks_the_arguments_chips_l1079() -> None:
     with pytest.raises(LayoutError) as err:
         launch(kernel, ctx, h)
     assert err.value.level == "Chip" and err.value.fix
+    text = err.value.describe()  # the call, the level, the mapping, the rule and the fix (the plugin says the same)
+    assert text.startswith('launch: Chip m["1 # 2"]: argument ') and "spans 2 chip(s); the kernel runs on 1" in text
+    assert 'Chip = m["1 # 1"]' in text and "launch on 2 chip(s)" in text and "L1079" in text
     assert ctx.num_chips is None  # refused before anything changed
 
 

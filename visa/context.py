@@ -34,6 +34,7 @@ from visa.validate import expect_callable, expect_instance, expect_int, wrong_ty
 
 if TYPE_CHECKING:
     from visa.engines.dma.config import DmaPlan
+    from visa.mapping import Mapping
 
 __all__ = ["Context", "DmaContext", "TuContext", "EngineReport", "Operation", "Schedule", "device", "launch",
            "acquired_contexts", "holding", "report_all", "reset_acquired", "trace_all", "OBSERVERS"]
@@ -206,11 +207,8 @@ def launch(kernel: Callable[..., R], ctx: Context, *args: Any) -> R:
                              fix=f"pass exactly the arguments {name} takes after ctx") from None
     for a in args:
         check = getattr(a, "levels", None)
-        if check is not None and "Chip" in check and check["Chip"].size != chips:
-            raise LayoutError(f"argument {a!r} spans {check['Chip'].size} chips; the kernel runs on {chips} "
-                              "(manual L1079)", call="launch", level="Chip", mapping=repr(check["Chip"]),
-                              axis=", ".join(sorted(check["Chip"].axes)) or None,
-                              fix=f'lay the argument out with Chip = m["1 # {chips}"] or an axis of size {chips}')
+        if check is not None and "Chip" in check:
+            check_argument_chips(f"argument {a!r}", check["Chip"], chips)
     previous = ctx.num_chips
     ctx.num_chips = chips
     try:
@@ -219,6 +217,17 @@ def launch(kernel: Callable[..., R], ctx: Context, *args: Any) -> R:
         ctx.num_chips = previous  # back on the host: the next launch may use another chip count
     check_result(kernel, result)
     return result
+
+
+def check_argument_chips(what: str, chip: Mapping, chips: int) -> None:
+    """A kernel's tensor argument (or parameter annotation) must span the chips the kernel runs on: its Chip
+    mapping's size is the ``@device(chip=N)`` count (manual L1079; the mypy plugin checks the same at
+    ``launch``)."""
+    if chip.size != chips:
+        raise LayoutError(f"{what} spans {chip.size} chip(s); the kernel runs on {chips} (manual L1079)",
+                          call="launch", level="Chip", mapping=repr(chip), axis=", ".join(sorted(chip.axes)) or None,
+                          fix=f'lay it out with Chip = m["1 # {chips}"] or an axis of size {chips}, or launch on '
+                              f"{chip.size} chip(s)")
 
 
 def check_result(kernel: Callable[..., Any], result: object) -> None:

@@ -140,7 +140,7 @@ CODES: dict[str, str] = {
     'handles.host_range_check DtypeError: value does not fit': 'V2083',
     'handles.host_range_check DtypeError: lost an infinity': 'V2084',
     'collectives.all_reduce DtypeError: the ring adds each': 'V2085',
-    'context.launch LayoutError: argument spans chips the': 'V3001',
+    'context.check_argument_chips LayoutError: spans chip s the': 'V3001',
     'cast._plan LayoutError: outpacket is not the': 'V3002',
     'collect._plan LayoutError: packet2 is not the': 'V3003',
     'collect._plan LayoutError: time2 must be the': 'V3004',

@@ -338,15 +338,7 @@ class Call:
         node = sym.node if sym is not None else None
         if not isinstance(node, Decorator) or node.func is not fn:
             return None
-        for dec in node.decorators:
-            if isinstance(dec, CallExpr) and isinstance(dec.callee, RefExpr) and \
-                    dec.callee.fullname in ("visa.context.device", "visa.device"):
-                for name, arg in zip(dec.arg_names, dec.args, strict=True):
-                    if name in (None, "chip"):
-                        got = constant_fold_expr(arg, self.module)
-                        return got if isinstance(got, int) else None
-                return 1
-        return None
+        return device_chips(node, self.module)
 
     # results
     def fail(self, err: VisaError) -> None:
@@ -716,9 +708,63 @@ for _name, _stages in STAGE_METHODS.items():
     RECEIVERS[_name] = frozenset(S + s for s in _stages)
 
 
+def device_chips(node: Decorator, module: str) -> int | None:
+    """``chip`` of a ``@device(chip=N)`` kernel's decorator (1 when not given; None when not a literal or when
+    the function is not a ``@device`` kernel)."""
+    for dec in node.decorators:
+        if isinstance(dec, CallExpr) and isinstance(dec.callee, RefExpr) and \
+                dec.callee.fullname in ("visa.context.device", "visa.device"):
+            for name, arg in zip(dec.arg_names, dec.args, strict=True):
+                if name in (None, "chip"):
+                    got = constant_fold_expr(arg, module)
+                    return got if isinstance(got, int) else None
+            return 1
+    return None
+
+
+def _chip_of(typ: Type) -> Mapping | None:
+    """The Chip mapping of a device tensor (or view) type, when its type argument is known."""
+    p = get_proper_type(typ)
+    if not isinstance(p, Instance):
+        return None
+    got = memory_of(p)
+    if got is None or not LEVELS[got[0]] or LEVELS[got[0]][0] != "Chip" or len(p.args) < 2:
+        return None
+    return mapping_of(p.args[1])
+
+
+def _launch_chips(plugin: VisaPlugin, ctx: FunctionContext, kernel: CallableType) -> set[int]:
+    """The chip count rule of :func:`visa.context.check_argument_chips` on each parameter's annotation and each
+    argument's type; the positions (after the Context) already reported."""
+    from visa.context import check_argument_chips
+
+    expr = ctx.args[0][0] if ctx.args and ctx.args[0] else None
+    node = expr.node if isinstance(expr, RefExpr) else None
+    chips = device_chips(node, _module_of(ctx.api)) if isinstance(node, Decorator) else None
+    if chips is None:
+        return set()
+    reported = set()
+    names = kernel.arg_names[1:]
+    for k, (want, got) in enumerate(zip(kernel.arg_types[1:], ctx.arg_types[2], strict=False)):
+        for what, typ in ((f"parameter {names[k] or k + 1!s} of {kernel.name or 'the kernel'}", want),
+                          (f'argument {k + 3} to "launch"', got)):
+            chip = _chip_of(typ)
+            if chip is None:
+                continue
+            try:
+                check_argument_chips(what, chip, chips)
+            except VisaError as err:
+                ctx.api.fail(err.describe(), ctx.args[2][k], code=error_code(err))
+                reported.add(k)
+                break
+    return reported
+
+
 def launch(plugin: VisaPlugin, ctx: FunctionContext) -> Type:
     """``launch(kernel, ctx, *args)``: each argument must have the type the kernel's parameter declares, so
-    that a tensor of another layout is refused here as in a direct call (mypy's own message)."""
+    that a tensor of another layout is refused here as in a direct call (mypy's own message); a parameter or
+    an argument spanning another number of chips than the kernel's ``@device(chip=N)`` is refused as at run
+    time (:func:`visa.context.check_argument_chips`)."""
     from mypy.messages import format_type
     from mypy.subtypes import is_subtype
 
@@ -730,8 +776,9 @@ def launch(plugin: VisaPlugin, ctx: FunctionContext) -> Type:
         ctx.api.fail(f'"launch" gives {len(ctx.args[2])} argument(s) to a kernel that takes {len(params)} after '
                      "its Context", ctx.context, code=VISA)
         return ctx.default_return_type
+    reported = _launch_chips(plugin, ctx, kernel)
     for k, (got, want) in enumerate(zip(ctx.arg_types[2], params, strict=False)):
-        if not is_subtype(got, want):
+        if k not in reported and not is_subtype(got, want):
             options = ctx.api.options
             ctx.api.fail(f'Argument {k + 3} to "launch" has incompatible type {format_type(got, options)}; '
                          f"expected {format_type(want, options)}", ctx.args[2][k], code=VISA)

@@ -1,7 +1,7 @@
 """Collectives (design API.md §7; manual L7382–7610): with literal permutations, indices and mappings the
 plugin reports the runtime's refusals of ``chip_shuffle``, ``cluster_swap`` and the asymmetric slices."""
 
-from visa import Context, DmTensor, HbmTensor, axes, device, i32, m
+from visa import Context, DmTensor, HbmTensor, axes, device, i32, launch, m
 
 axes(A=4, B=4, S=256, D=8, C=8)
 
@@ -53,3 +53,20 @@ def staged_moves(ctx: Context, x: HbmTensor[i32, m["A"], m["B, S, D"]]) -> None:
     wrong: DmTensor[i32, m["A"], m["1 # 2"], m["S"], m["D, B"]] = good.view().cluster_swap().to_dm(
         m["1 # 2"], m["S"], m["B, D"], ctx.tdma, 8192)
     del hb, wrong
+
+
+# A kernel parameter annotated with another chip count than @device(chip=N), and an argument spanning another
+# count: launch refuses both at run time (visa.context.check_argument_chips), the plugin at the launch call.
+@device(chip=4)
+def four_chips(ctx: Context, x: HbmTensor[i32, m["1"], m["B, S, D"]], y: HbmTensor[i32, m["A"], m["B, S, D"]]) -> None:
+    del x, y
+
+
+@device(chip=2)
+def two_chips(ctx: Context, y: HbmTensor[i32, m["A"], m["B, S, D"]]) -> None:
+    del y
+
+
+def host(ctx: Context, x: HbmTensor[i32, m["1"], m["B, S, D"]], y: HbmTensor[i32, m["A"], m["B, S, D"]]) -> None:
+    launch(four_chips, ctx, x, y)  # x: parameter annotated m["1"] on a 4-chip kernel
+    launch(two_chips, ctx, y)  # y spans 4 chips, the kernel runs on 2
