@@ -50,3 +50,16 @@ def test_shortcut_takes_the_common_layouts() -> None:
     assert _holds_all([_Factor(1, 3 << 32, 1 << 22, 1)], (1 << 22) - 1, atom)
     assert _holds_all([_Factor(1, 1 << 20, 8192, 1), _Factor(8192, 512, 512, 8192)], (1 << 22) - 1, atom)
     assert not _holds_all([_Factor(1, 8, 4, 1), _Factor(8, 4, 4, 8)], 31, C.Sym("A", 32))
+
+
+@given(st.lists(st.tuples(st.integers(1, 7), st.integers(2, 5)), min_size=1, max_size=4), st.integers(1, 40))
+def test_positions_in_chunks_are_every_sum(digits: list[tuple[int, int]], chunk: int) -> None:
+    """The enumeration in chunks yields the multiset of ``Σ i_k t_k``, whatever the chunk size."""
+    import itertools
+
+    from visa.mapping.sequencer import _positions
+
+    got = sorted(int(p) for part in _positions(sorted(digits, reverse=True), chunk) for p in part)
+    want = sorted(sum(i * t for i, (t, _) in zip(idx, digits, strict=True))
+                  for idx in itertools.product(*(range(c) for _, c in digits)))
+    assert got == want

@@ -279,3 +279,11 @@ def test_derived_configuration_visits_what_brute_force_visits(case: tuple[Mappin
     except LayoutError:
         raise
     _check_config(buf, time, packet, config)
+
+
+def test_insufficient_input_past_four_million_positions() -> None:
+    """The check enumerates in chunks: a stream asking 2^23 positions of a buffer that holds half of them is
+    refused (the enumeration once stopped at 2^22 positions and let it through)."""
+    with pytest.raises(InsufficientInputError) as err:
+        cfg(dict(N=1 << 23), "N % 4194304", "N / 2048", "N % 2048")
+    assert err.value.axis == "N" and "insufficient input" in str(err.value)

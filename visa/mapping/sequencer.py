@@ -20,7 +20,7 @@ that they share loop sizes (L2542–2594).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -598,8 +598,10 @@ def _finish(entries: list[Entry], raw: list[Entry], base: int, limits: Sequencer
     return SequencerConfig(tuple(entries), packet_size, base, tuple(raw))
 
 
-def _check_held(bufs: list[_Buffer], items: list[_Item], call: str, cap: int = 1 << 22) -> None:
-    """Insufficient-input check per atom: every position the stream asks of an atom must be stored."""
+def _check_held(bufs: list[_Buffer], items: list[_Item], call: str, cap: int = 1 << 26) -> None:
+    """Insufficient-input check per atom: every position the stream asks of an atom must be stored (without
+    enumerating when :func:`_holds_all` says so; by enumeration in chunks up to ``cap`` positions otherwise —
+    beyond it, the check is not made: docs/manual-notes.md)."""
     for buf in bufs:
         wanted: dict[C.Atom, list[tuple[int, int, _Item]]] = {}
         opened: set[C.Win] = set()
@@ -614,24 +616,53 @@ def _check_held(bufs: list[_Buffer], items: list[_Item], call: str, cap: int = 1
                 continue
             if math.prod(c for _, c in digits) > cap:
                 continue
-            pos: npt.NDArray[np.int64] = np.zeros((), dtype=np.int64)
-            for k, (t, c) in enumerate(digits):
-                view = [1] * len(digits)
-                view[k] = c
-                pos = pos + (np.arange(c, dtype=np.int64) * t).reshape(view)
-            pos = pos.reshape(-1)  # (a position asked twice is checked twice: cheaper than finding repeats)
-            if isinstance(atom, C.Sym):
-                pos = pos[pos < atom.size]  # past the end of the axis the stream itself is padding
-            ok = np.ones(pos.shape, dtype=bool)
-            rem = pos.copy()
-            for f in sorted(factors, key=lambda f: -f.stride):
-                digit = np.minimum(rem // f.stride, f.size - 1)
-                ok &= digit < f.count
-                rem = rem - digit * f.stride
-            ok &= rem == 0
-            if not ok.all():
-                it = reqs[0][2]
-                raise _Ctx(call, it.level, it.mapping, buf.mapping).insufficient(_atom_name(atom))
+            for pos in _positions(sorted(digits, reverse=True)):
+                if isinstance(atom, C.Sym):
+                    pos = pos[pos < atom.size]  # past the end of the axis the stream itself is padding
+                if not _all_held(factors, pos):
+                    it = reqs[0][2]
+                    raise _Ctx(call, it.level, it.mapping, buf.mapping).insufficient(_atom_name(atom))
+
+
+def _positions(digits: list[tuple[int, int]], chunk: int = 1 << 20) -> Iterator[npt.NDArray[np.int64]]:
+    """Every ``Σ i_k · t_k`` (``0 ≤ i_k < c_k``) of the digits ``(t_k, c_k)``, in arrays of at most about
+    ``chunk`` positions (a position asked twice comes twice: cheaper than finding repeats)."""
+    if len(digits) == 1 and digits[0][1] > chunk:
+        t, c = digits[0]
+        for lo in range(0, c, chunk):
+            yield np.arange(lo, min(c, lo + chunk), dtype=np.int64) * t
+        return
+    if math.prod(c for _, c in digits) <= chunk or len(digits) == 1:
+        pos: npt.NDArray[np.int64] = np.zeros((), dtype=np.int64)
+        for k, (t, c) in enumerate(digits):
+            view = [1] * len(digits)
+            view[k] = c
+            pos = pos + (np.arange(c, dtype=np.int64) * t).reshape(view)
+        yield pos.reshape(-1)
+        return
+    (t, c), rest = digits[0], digits[1:]
+    if math.prod(n for _, n in rest) <= chunk:  # the inner digits at once, the outer one a block at a time
+        inner = next(_positions(rest, chunk))
+        step = max(1, chunk // max(1, inner.size))
+        for lo in range(0, c, step):
+            outer = np.arange(lo, min(c, lo + step), dtype=np.int64) * t
+            yield (outer[:, None] + inner[None, :]).reshape(-1)
+        return
+    for i in range(c):
+        for part in _positions(rest, chunk):
+            yield part + i * t
+
+
+def _all_held(factors: list[_Factor], pos: npt.NDArray[np.int64]) -> bool:
+    """Does the buffer hold every position (each digit, taken from the largest stride, below its count)?"""
+    ok = np.ones(pos.shape, dtype=bool)
+    rem = pos.copy()
+    for f in sorted(factors, key=lambda f: -f.stride):
+        digit = np.minimum(rem // f.stride, f.size - 1)
+        ok &= digit < f.count
+        rem = rem - digit * f.stride
+    ok &= rem == 0
+    return bool(ok.all())
 
 
 def _holds_all(factors: list[_Factor], last: int, atom: C.Atom) -> bool:
