@@ -122,3 +122,37 @@ def test_i8_gemm_reduces_over_slices_then_clusters_exactly_and_the_cross_cluster
         assert swap.start == contract.end and add.start == swap.end and store.start == add.end
         for later, earlier in ((swap, contract), (add, swap), (store, add)):
             assert ("RAW",) in [d.kinds for d in later.deps if d.op == earlier.index]
+
+
+@pytest.mark.parametrize("slices", [16, 256])
+@pytest.mark.parametrize("by_cluster", [True, False])
+def test_cluster_swap_copies_cluster_by_cluster_or_byte_by_byte_alike(slices: int, by_cluster: bool,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The swap's execution: the plan's source loop over the clusters is apart from the others (it steps one
+    cluster, the rest stay inside one), so each destination cluster is one plain copy from the other cluster;
+    without that shortcut (forced here) the bytes are gathered through the remapped addresses.  Both give the
+    tensor with its clusters exchanged, and the swap costs the same move without it (L2866–2893)."""
+    from visa.engines.dma import shuffle
+    from visa.engines.dma.plan import Side, plan
+    from visa.memory.transfer import address_space
+
+    ax = AxisSet(H=2, S=slices, D=8)
+    m = ax.m
+    x = np.random.default_rng(slices).integers(-(1 << 30), 1 << 30, size=(2, slices, 8)).astype(np.int32)
+    ctx = Context.acquire()
+    xh = HostTensor.from_numpy(x, i32, m["H, S, D"], axes="H S D").to_hbm(m["1"], m["H, S, D"], ctx.pdma, 0)
+    lv = {"Chip": m["1"], "Cluster": m["H"], "Slice": m["S # 256"], "Element": m["D"]}
+    p = plan(RNGD, i32, Side.of("dm", lv, 0), Side.of("dm", lv, 64))
+    loops = [(lp.size, lp.src, lp.dst) for lp in p.all_loops()]
+    assert shuffle._cluster_loop(shuffle.ShufflePlan(p, (), (1, 0)), loops, address_space(RNGD, "dm")) is not None
+    if not by_cluster:
+        monkeypatch.setattr(shuffle, "_cluster_loop", lambda *_: None)
+
+    @device(chip=1)
+    def kernel(ctx: Context, xh: Any) -> Any:
+        xd = xh.to_dm(lv["Cluster"], lv["Slice"], lv["Element"], ctx.tdma, 0)
+        return xd.view().cluster_swap().to_dm(lv["Cluster"], lv["Slice"], lv["Element"], ctx.tdma, 64)
+
+    out = launch(kernel, ctx, xh)
+    assert np.array_equal(out.logical(axes="H S D"), x[::-1])
+    assert ctx.schedule.ops[-1].cycles == shuffle.cycles(shuffle.ShufflePlan(p, (), ())).total
