@@ -13,7 +13,7 @@ size n) and returns, on every chip, the elementwise sum over the chips:
   chips add in different orders, so their sums may differ in the last bit; x must be i32 or f32 (each T_r is
   interleaved with the f32 running sum, and an interleaved fetch takes one dtype, L1845).
 
-:func:`cluster_all_reduce` is the same across the two clusters of each chip (the "Cluster" row of L7076–7078,
+:func:`cluster_all_reduce` is the same across the two clusters of each chip (the "Cluster" row of L7073–7076,
 reduced by "DMA + Vector"): one cluster swap by DMA between the clusters' DMs (``view.cluster_swap().to_dm(…)``,
 each cluster's DMA engines writing the other's partial) and one interleaved add, after which both clusters hold
 the sum.  A kernel that split a contraction axis over the clusters (the inter-slice reduce stays inside one
@@ -112,7 +112,7 @@ def all_reduce(ctx: Context, ax: AxisSet, arena: Arena, x: Dm, *, algorithm: str
 
 def cluster_all_reduce(ctx: Context, ax: AxisSet, arena: Arena, x: Dm, *, out_dtype: Any = None) -> Dm:
     """The sum of ``x`` over the two clusters of each chip, held by both clusters, in ``x``'s layout (the
-    "Cluster" row of manual L7076–7078: reduced by DMA + Vector; the AllReduce of L7503–7602 with the cluster
+    "Cluster" row of manual L7073–7076: reduced by DMA + Vector; the AllReduce of L7503–7602 with the cluster
     swap as its shuffle).  ``x`` is a DM tensor whose Cluster level spans the chip's 2 clusters (the cluster
     swap's rule, :func:`visa.engines.dma.shuffle.check_cluster_swap`, refuses any other).
 
@@ -126,7 +126,7 @@ def cluster_all_reduce(ctx: Context, ax: AxisSet, arena: Arena, x: Dm, *, out_dt
     lv = x.levels
     if not lv["Cluster"].axes:
         raise LayoutError("x's Cluster holds no axis: both clusters hold the same data (or one holds padding), so "
-                          "there is nothing to reduce across them (manual L7076–7078)",
+                          "there is nothing to reduce across them (manual L7073–7076)",
                           call="visa.kernels.cluster_all_reduce", level="Cluster", mapping=repr(lv["Cluster"]),
                           fix='lay the axis to reduce out over the clusters (Cluster m["H"] with H of size 2)')
     final = None if x.dtype is dt.i32 else (out_dtype or x.dtype)

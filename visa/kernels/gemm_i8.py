@@ -21,7 +21,7 @@ axes, ``H`` (its half, size 2) and ``K`` (size n / 2): A row-major is ``m["I, H,
   in Cluster.
 - **Partials reduced across clusters**: :func:`visa.kernels.collectives.cluster_all_reduce` — a cluster swap, one
   DM → DM tensor DMA between the clusters' DMs (cross-cluster transfers, L2386–2388; "DMA + Vector" for the
-  Cluster level, L7076–7078), then an interleaved fetch of the two partials and a Vector Engine ``AddFxp``
+  Cluster level, L7073–7076), then an interleaved fetch of the two partials and a Vector Engine ``AddFxp``
   (L7610, L4826): both clusters hold C's tile.  The tensor DMA moves cluster 0's copy to HBM (the result's
   Cluster relabelled ``1 # 2``, metadata only).
 
