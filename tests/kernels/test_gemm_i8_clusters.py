@@ -156,3 +156,13 @@ def test_cluster_swap_copies_cluster_by_cluster_or_byte_by_byte_alike(slices: in
     out = launch(kernel, ctx, xh)
     assert np.array_equal(out.logical(axes="H S D"), x[::-1])
     assert ctx.schedule.ops[-1].cycles == shuffle.cycles(shuffle.ShufflePlan(p, (), ())).total
+
+
+def test_i8_gemm_kernels_refuse_a_size_the_layout_cannot_hold() -> None:
+    with pytest.raises(LayoutError) as err:
+        i8_gemm_kernels(1000, 64)  # not a multiple of 8 · 64 = 512
+    e = err.value
+    assert (e.call, e.level, e.axis) == ("i8_gemm_kernels", "Slice", "K")
+    assert "multiple of 512" in e.describe() and "16384" in (e.fix or "")
+    with pytest.raises(LayoutError, match="at most 2048"):
+        i8_gemm_kernels(32768)  # K tiles of 4096: 4 × 4096 i8 per TRF Row is past the 8 KiB TRF (L139)
