@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from visa import AxisSet, Context, HbmTensor, HostTensor, device, i8, i32, launch
+from visa import AxisSet, Context, HbmTensor, HostTensor, device, f32, i8, i32, launch
 from visa.errors import LayoutError
 from visa.hw import RNGD
 from visa.kernels import Arena
@@ -166,3 +166,22 @@ def test_i8_gemm_kernels_refuse_a_size_the_layout_cannot_hold() -> None:
     assert "multiple of 512" in e.describe() and "16384" in (e.fix or "")
     with pytest.raises(LayoutError, match="at most 2048"):
         i8_gemm_kernels(32768)  # K tiles of 4096: 4 × 4096 i8 per TRF Row is past the 8 KiB TRF (L139)
+
+
+def test_cluster_all_reduce_f32_is_one_ieee_add_and_both_clusters_agree() -> None:
+    ax = AxisSet(H=2, S=16, D=128)
+    m = ax.m
+    x = np.random.default_rng(2).standard_normal((2, 16, 128)).astype(np.float32)
+    ctx = Context.acquire()
+    xh = HostTensor.from_numpy(x, f32, m["H, S, D"], axes="H S D").to_hbm(m["1"], m["H, S, D"], ctx.pdma, 0)
+
+    @device(chip=1)
+    def kernel(ctx: Context, xh: Any) -> Any:
+        arena = Arena()
+        xd = xh.to_dm(m["H"], m["S # 256"], m["D"], ctx.tdma, arena.take_dm(4 * 128))
+        return cluster_all_reduce(ctx, ax, arena, xd)
+
+    out = launch(kernel, ctx, xh)
+    got = out.logical(axes="H S D")
+    assert out.dtype is f32
+    assert np.array_equal(got[0], x[0] + x[1]) and np.array_equal(got[1], x[1] + x[0])  # a + b = b + a (L7580)
