@@ -275,6 +275,8 @@ CODES: dict[str, str] = {
     'layout.check_every_position LayoutError: tile position holds a': 'V3143',
     'collectives.all_reduce LayoutError: unknown allreduce algorithm': 'V3144',
     'collectives.all_reduce LayoutError: a butterfly pairs chips': 'V3145',
+    "collectives.cluster_all_reduce LayoutError: x's cluster holds no": 'V3146',
+    'gemm_i8.i8_gemm_kernels LayoutError: n with rows per': 'V3147',
     'context.launch HardwareLimitError: the kernel needs chips': 'V4001',
     'cast._plan HardwareLimitError: the holds elements bytes': 'V4002',
     'collect._flit HardwareLimitError: a packet of elements': 'V4003',

@@ -13,7 +13,10 @@ one ``@device`` function.
   append by in-place DMA, the causal mask as a branch log (:mod:`visa.kernels.cache`, L7982–8431).
 - :func:`all_reduce` (:mod:`visa.kernels.collectives`): the sum over the chips on every chip, by a butterfly or
   a ring of ChipShuffle DMAs and Vector Engine adds (L7382–7610); the kernels take a ``chip`` mapping so each
-  chip computes its shard in one launch (tensor parallelism).
+  chip computes its shard in one launch (tensor parallelism); :func:`cluster_all_reduce` the same across the two
+  clusters of a chip (one cluster swap DMA and one add).
+- :mod:`visa.kernels.gemm_i8`: the i8 GEMM whose K is split over the slices and the two clusters, its partials
+  reduced over the slice ring and then across the clusters (the 16384³ benchmark's kernels).
 - :mod:`visa.kernels.moe`: the MoE block's routing (branchless TopK with FilterCompaction, expert mask, cumsums by
   the carried operand, Expert_IDs, Scatter_Idx) and its per-token float work (routing softmax, weighted sum).
 """
@@ -21,9 +24,10 @@ one ``@device`` function.
 from visa.kernels import bounds, moe
 from visa.kernels.attention import Attention
 from visa.kernels.cache import CausalMask, Embedding, KvCache
-from visa.kernels.collectives import all_reduce
+from visa.kernels.collectives import all_reduce, cluster_all_reduce
 from visa.kernels.gemm import Gemm
 from visa.kernels.memory import Arena
 from visa.kernels.rows import Rows
 
-__all__ = ["Arena", "Attention", "CausalMask", "Embedding", "Gemm", "KvCache", "Rows", "all_reduce", "bounds", "moe"]
+__all__ = ["Arena", "Attention", "CausalMask", "Embedding", "Gemm", "KvCache", "Rows", "all_reduce", "bounds",
+           "cluster_all_reduce", "moe"]

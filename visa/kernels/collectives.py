@@ -13,6 +13,12 @@ size n) and returns, on every chip, the elementwise sum over the chips:
   chips add in different orders, so their sums may differ in the last bit; x must be i32 or f32 (each T_r is
   interleaved with the f32 running sum, and an interleaved fetch takes one dtype, L1845).
 
+:func:`cluster_all_reduce` is the same across the two clusters of each chip (the "Cluster" row of L7073–7076,
+reduced by "DMA + Vector"): one cluster swap by DMA between the clusters' DMs (``view.cluster_swap().to_dm(…)``,
+each cluster's DMA engines writing the other's partial) and one interleaved add, after which both clusters hold
+the sum.  A kernel that split a contraction axis over the clusters (the inter-slice reduce stays inside one
+cluster, L6733–6734) finishes its reduction with it.
+
 i32 adds wrap (``AddFxp``, L4826): exact.  Float tensors (bf16 or f32) are fetched as f32 (the fetch's cast,
 L1960), added with ``ClipBinaryOpF32.Add`` and committed as f32; the last add casts to ``out_dtype`` (bf16 by
 default for a bf16 input) — the error bound is :func:`visa.kernels.bounds.all_reduce`.
@@ -31,7 +37,7 @@ from visa.kernels.memory import Arena, pair_axis
 from visa.mapping import AxisSet
 from visa.tensors.handles import DmTensor
 
-__all__ = ["all_reduce", "add_pair", "rounds"]
+__all__ = ["all_reduce", "add_pair", "cluster_all_reduce", "rounds"]
 
 Dm = DmTensor[Any, Any, Any, Any, Any]
 
@@ -102,3 +108,28 @@ def all_reduce(ctx: Context, ax: AxisSet, arena: Arena, x: Dm, *, algorithm: str
             arena.take_dm(src.dtype.size_bits // 8 * lv["Element"].size))
         acc = add_pair(ctx, ax, arena, acc, t, final if r == total - 1 else None)
     return acc
+
+
+def cluster_all_reduce(ctx: Context, ax: AxisSet, arena: Arena, x: Dm, *, out_dtype: Any = None) -> Dm:
+    """The sum of ``x`` over the two clusters of each chip, held by both clusters, in ``x``'s layout (the
+    "Cluster" row of manual L7073–7076: reduced by DMA + Vector; the AllReduce of L7503–7602 with the cluster
+    swap as its shuffle).  ``x`` is a DM tensor whose Cluster level spans the chip's 2 clusters (the cluster
+    swap's rule, :func:`visa.engines.dma.shuffle.check_cluster_swap`, refuses any other).
+
+    Two operations: the cluster swap, one DM → DM tensor DMA (``x.view().cluster_swap().to_dm(…)``; cross-cluster
+    transfers, L2386–2388) on the tensor DMA queue, both directions at once — every DMN sends its cluster's
+    partial and receives the other's, so it costs what the same move without the swap costs
+    (:mod:`visa.engines.dma.shuffle`) — and :func:`add_pair` on the main context, one pass over both clusters
+    (L7610).  i32 sums wrap (``AddFxp``, L4826); floats are added in f32 (``out_dtype`` as for
+    :func:`all_reduce`) and, a + b being b + a, both clusters hold bitwise the same sum.  A caller that wants the
+    reduced axis gone relabels the result's Cluster (``.relabel(Cluster=m["1 # 2"])``: cluster 0's copy)."""
+    lv = x.levels
+    if not lv["Cluster"].axes:
+        raise LayoutError("x's Cluster holds no axis: both clusters hold the same data (or one holds padding), so "
+                          "there is nothing to reduce across them (manual L7073–7076)",
+                          call="visa.kernels.cluster_all_reduce", level="Cluster", mapping=repr(lv["Cluster"]),
+                          fix='lay the axis to reduce out over the clusters (Cluster m["H"] with H of size 2)')
+    final = None if x.dtype is dt.i32 else (out_dtype or x.dtype)
+    swapped: Dm = x.view().cluster_swap().to_dm(lv["Cluster"], lv["Slice"], lv["Element"], ctx.tdma,
+                                                 arena.take_dm(x.dtype.size_bits // 8 * lv["Element"].size))
+    return add_pair(ctx, ax, arena, x, swapped, final)

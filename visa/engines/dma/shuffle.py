@@ -13,7 +13,9 @@ Three pure functions, as for every engine:
   permutation must have one entry per chip and be a permutation of them, and a kernel on one chip (a tensor
   with one cluster) has nothing to exchange.
 * :func:`execute` runs the DMA plan with the source endpoint re-addressed (:class:`ShuffledEndpoint`): the
-  sequencer reads chip ``p[c]`` where the unshuffled plan reads chip ``c`` (cluster ``1 − k`` for ``k``).
+  sequencer reads chip ``p[c]`` where the unshuffled plan reads chip ``c`` (cluster ``1 − k`` for ``k``).  When
+  one source loop steps over the clusters and the others stay inside one cluster (the plans split DM by DMN pair,
+  so in practice always), each destination cluster is one plain copy from its source cluster instead.
 * :func:`cycles` costs it with the DMA model (:func:`visa.engines.dma.cost.cycles`): the plan is split into
   one part per source chip, addressed at the chip it really reads; the chips' DMA engines run their parts in
   parallel, each paying the ~500-cycle startup per command (L2472) and PCIe at 30 B/cycle for every byte that
@@ -159,8 +161,35 @@ def execute(sp: ShufflePlan, src: Endpoint, dst: Endpoint) -> None:
     :class:`ShuffledEndpoint`."""
     p = sp.dma
     loops = [(lp.size, lp.src, lp.dst) for lp in p.all_loops()]
+    split = _cluster_loop(sp, loops, src.space)
+    if split is not None:  # each cluster's bytes come from one other cluster: a plain copy per cluster, shifted
+        k, span = split
+        rest = loops[:k] + loops[k + 1:]
+        plain = ShuffledEndpoint(src, sp.chips, (), p.hw.dm.slices_per_cluster)
+        for c, real in enumerate(sp.clusters):
+            copy_bytes(rest, (p.base[0] + real * span, p.base[1] + c * loops[k][2]), plain, dst)
+        return
     shuffled = ShuffledEndpoint(src, sp.chips, sp.clusters, p.hw.dm.slices_per_cluster)
     copy_bytes(loops, p.base, shuffled, dst)
+
+
+def _cluster_loop(sp: ShufflePlan, loops: Sequence[tuple[int, int, int]], space: AddressSpace
+                  ) -> tuple[int, int] | None:
+    """The index of the source loop that steps from cluster to cluster of a cluster swap, and the clusters' span
+    in the address space, when every other loop stays inside one cluster from a base in cluster 0 (then cluster
+    ``c`` of the destination reads exactly the bytes the loop's index ``clusters[c]`` reads); else ``None``."""
+    if not sp.clusters or space.medium != "dm":
+        return None
+    span = sp.dma.hw.dm.slices_per_cluster * space.unit_bytes
+    hits = [k for k, (n, s, _) in enumerate(loops) if s == span and n == len(sp.clusters)]
+    if len(hits) != 1:
+        return None
+    k = hits[0]
+    lo = hi = sp.dma.base[0] % space.chip_bytes
+    for j, (n, s, _) in enumerate(loops):
+        if j != k and s % space.chip_bytes:  # chip loops leave the offset in the chip unchanged
+            lo, hi = lo + min(0, (n - 1) * s), hi + max(0, (n - 1) * s)
+    return (k, span) if 0 <= lo and hi < span else None
 
 
 def chip_parts(sp: ShufflePlan) -> list[tuple[int, int, DmaPlan]]:
