@@ -180,15 +180,16 @@ def hbm_busy(hw: HardwareProfile, chips: IntArray, units: IntArray, factor: npt.
     window = seg * (-(-units.size // queue)) + seg_rank // queue
     bank = ch * 64 + hbm_bank(hw, units)
     row = hbm_row(hw, units)
-    o2 = np.lexsort((rank, bank))  # each bank's transfers in arrival order
+    o2 = np.argsort(bank, kind="stable")  # each bank's transfers in arrival order
     k2, r2, g2, w2 = bank[o2], row[o2], rank[o2], window[o2]
     switched = np.zeros(units.size, dtype=bool)
     switched[1:] = (k2[1:] == k2[:-1]) & (r2[1:] != r2[:-1])
-    # requests already asked for in their window (same bank, row and window, not the first of them)
-    o3 = np.lexsort((g2, r2, w2, k2))
+    # requests already asked for in their window (same bank, window and row, after the first of them)
+    group = (k2 * (int(window.max()) + 1) + w2) * (int(row.max()) + 1) + r2
+    o3 = np.argsort(group, kind="stable")
+    g3 = group[o3]
     repeat = np.zeros(units.size, dtype=bool)
-    s3 = (k2[o3][1:] == k2[o3][:-1]) & (w2[o3][1:] == w2[o3][:-1]) & (r2[o3][1:] == r2[o3][:-1])
-    repeat[o3[1:][s3]] = True
+    repeat[o3[1:][g3[1:] == g3[:-1]]] = True
     switched &= ~repeat
     gap = np.zeros(units.size)
     gap[1:] = g2[1:] - g2[:-1] - 1
