@@ -62,7 +62,7 @@ class Gemm:
     ``w_tiles=True`` says w is stored K-tile-major in HBM (``m["K / 512, N, K % 512"]``, N ≤ 8192): each (N, K)
     tile the stream mode moves is then one contiguous run.  A K tile of a row-major ``m["N, K"]`` w reads 1 KiB
     of every 2·K bytes, which under the HBM address map puts every 256-byte unit in a DRAM row of its own (a row
-    switch per request, L2682–2716, L2960–2977; docs/manual-notes.md, "DMA cost vs HBM channels").
+    switch per request: the manual's lines are in docs/manual-notes.md, "DMA cost vs HBM channels").
     """
 
     def __init__(self, ax: AxisSet, m: str = "M", n: str = "N", k: str = "K", *, chip: str = "1",
