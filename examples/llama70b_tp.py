@@ -38,7 +38,9 @@ check regenerates each chunk, so the host never holds a weight. Measured on this
 process per chip count: 4 chips 23 s wall (weights to HBM 6 s, launch 13.5 s, check 3 s; 18.5 s to HBM when the
 machine was busier), peak RSS 6.99 GB, makespan 2,924,517 cycles = 3.52× the one-chip layer's 10,307,355, per-chip
 memory-bound limit 570,775 cycles (19.5%); 2 chips 33 s wall (18.5 s, 10.6 s, 3.1 s), peak RSS 6.55 GB, makespan
-5,416,660 cycles = 1.90×, limit 1,141,550 (21.1%). On 2 chips a chip's F/n = 14336 rows of gate and up exceed a
+5,416,660 cycles = 1.90×, limit 1,141,550 (21.1%) — both measured before the DMA fixes of docs/manual-notes.md
+("DMA cost vs HBM channels"; the one-chip layer went 10,307,355 → 6,794,139), not re-run. On 2 chips a chip's
+F/n = 14336 rows of gate and up exceed a
 :class:`~visa.kernels.Gemm`'s N of 8192 (and are no multiple of it), so they run in 2 chunks of 7168
 (``Size.f_chunks``), as the one-chip example's 4 chunks of 28672.
 

@@ -198,6 +198,38 @@ def test_d10_packet_size_and_requests_l2469() -> None:
     assert p.stride0 == 4096 and str(p).startswith("[2 : (4096, 4096), 4096 : (1, 1)]")  # AXI limit (L2428)
 
 
+def test_weight_tiles_of_the_70b_layer_l2682_l2981() -> None:
+    # An 8192 x 512 bf16 weight tile (8 MiB) into cluster 0's 256 slices, as visa.kernels.Gemm streams it: four
+    # engines, one per DMN pair, each 2 MiB = 8192 requests of 256 bytes (L2469).
+    from visa.memory import performance as perf
+
+    ax = AxisSet(N=8192, F=7168, K=512)
+    m = ax.m
+    ideal = 32768 / 32 * 16 / 3  # 8 MiB over 32 channels at 16/3 cycles per 256 bytes (L2980): 5461
+    contiguous = cycles(plan(RNGD, dt.bf16, hbm(m, "N, K"), dm(m, "N / 32", "N % 32, K")))
+    assert contiguous.engines == 4 and contiguous.issue == 8192
+    # The engines' requests reach each channel interleaved, every engine in another DRAM row of the same banks
+    # (2 MiB apart: bit 21 is a row bit, L2970); the 64-entry queue (L2981) holds each row's requests of a
+    # window together (FR-FCFS, L2990-2993), so a row is switched at most once per window: the tile is bound by
+    # the engines' requests and HBM within 2.5x the channels' time (before: every request switched, 32586).
+    assert 500 + 8192 <= contiguous.total < 500 + 2.5 * ideal
+    # The layer's tile is K-tile t of a row-major [8192, 8192] weight: 1 KiB of every 16 KiB.  Bits 10-13 are
+    # fixed and bits 14-16 (the byte-in-row bits of a 2 KiB DRAM row) also pick the channel (L2970-2977), so
+    # every 256-byte unit of the tile lands in a DRAM row of its own: the bank-conflict case of L2682-2716,
+    # which the manual charges 40 cycles per request per channel (L2709-2711): 1024 x 40 per channel at most.
+    units = (np.arange(8192, dtype=np.int64)[:, None] * 16384 + np.arange(4) * 256).reshape(-1)
+    rows = {(c, b, r) for c, b, r in zip(perf.hbm_channel(RNGD, units).tolist(), perf.hbm_bank(RNGD, units).tolist(),
+                                         perf.hbm_row(RNGD, units).tolist(), strict=True)}
+    assert len(rows) == units.size
+    strided = cycles(plan(RNGD, dt.bf16, hbm(m, "N, K # 8192"), dm(m, "N / 32", "N % 32, K")))
+    assert 0.75 * 1024 * 40 <= strided.hbm <= 1024 * 40 and strided.total == 500 + strided.hbm
+    # gate/up's 7168-row tiles fill 224 slices, 3.5 DMN pairs: one engine per DMN (seven), 1 MiB each at
+    # 128 B/cycle (L2603) = 8192 cycles, as long as a whole pair's engine (before: one engine, 57320)
+    gate = plan(RNGD, dt.bf16, hbm(m, "F, K"), dm(m, "F / 32 # 256", "F % 32, K"))
+    assert len(gate.spatial) == 1 and gate.spatial[0].size == 7 and gate.spatial[0].dst == DMN
+    assert cycles(gate).dm == 8192 and cycles(gate).issue == 4096
+
+
 def test_gemv_broadcast_vector_to_all_slices_l441() -> None:
     # vector: HbmTensor<bf16, Chip, m![J]> → DmTensor<bf16, Chip, Cluster, m![I], m![J]> (L441-446): every
     # slice i holds the vector, a tensor constant along I

@@ -126,6 +126,36 @@ def test_gemm_streams_tiles_from_hbm(m: int, n: int, k: int) -> None:
     assert np.array_equal(got[0], got[1])
 
 
+def test_gemm_streams_k_tile_major_weights_as_contiguous_tiles() -> None:
+    """``w_tiles=True``: w stored ``m["K / 512, N, K % 512"]`` streams each 8192 × 512 tile (8 MiB) as one
+    contiguous run: the same bits as the row-major w, and each tile's DMA as the contiguous tile of
+    tests/engines/test_dma.py (4 engines, 8192 requests each; HBM rows once per queue window, L2981, L2990–2993)
+    instead of a K tile of 1 KiB runs 4 KiB apart, whose 256-byte units mostly open DRAM rows of their own."""
+    ax = AxisSet(M=1, N=8192, K=2048)
+    x, w = host(ax, "M, K"), host(ax, "N, K")
+    got, tiles = [], []
+    for layout, w_tiles in (("N, K", False), ("K / 512, N, K % 512", True)):
+        gemm = Gemm(ax, w_tiles=w_tiles)
+        ctx = Context.acquire()
+        xh = x.to_hbm(ax.m["1"], ax.m["M, K"], ctx.pdma, 0)
+        wh = w.to_hbm(ax.m["1"], ax.m[layout], ctx.pdma, 1 << 28)
+        first = len(ctx.schedule.ops)
+
+        @device(chip=1)
+        def kernel(ctx: Context, a: HbmTensor[Any, Any, Any], b: HbmTensor[Any, Any, Any],
+                   gemm: Gemm = gemm) -> HbmTensor[Any, Any, Any]:
+            return gemm(ctx, Arena(), a, b, stream=True)
+
+        got.append(values(launch(kernel, ctx, xh, wh).to_host(ax.m["M, N"], ctx.pdma), "N"))
+        dmas = [op for op in ctx.schedule.ops[first:] if op.track == "tdma" and op.name.startswith("hbm.to_dm")]
+        tiles.append([op.end - op.start for op in dmas[1:]])  # after x's one broadcast DMA
+    assert np.array_equal(got[0], got[1])
+    assert len(tiles[1]) == 4 and len(set(tiles[1])) == 1
+    ideal = 32768 / 32 * 16 / 3  # 8 MiB over 32 channels (L2980)
+    assert 500 + 8192 <= tiles[1][0] < 500 + 2.5 * ideal
+    assert all(t < r for t, r in zip(tiles[1], tiles[0], strict=True))
+
+
 def test_gemm_refusals() -> None:
     with pytest.raises(HardwareLimitError) as e1:
         Gemm(AxisSet(M=48, N=256, K=512))  # M is tiled by 32 (the accumulator's 128 outputs per Row, L4434)

@@ -68,3 +68,20 @@ def test_row_switches_cost_only_when_not_hidden() -> None:
     assert len(set(perf.hbm_channel(RNGD, mixed).tolist())) == 1
     busy = perf.hbm_busy(RNGD, np.zeros(mixed.size, np.int64), mixed, np.ones(mixed.size))
     assert busy.max() == pytest.approx(mixed.size * 16 / 3)
+
+
+def test_fr_fcfs_serves_a_row_already_asked_for_in_its_window_l2981_l2990() -> None:
+    # two rows of one bank (and one channel) asked for alternately, 32 times each: FCFS would switch on every
+    # request; the 64-entry queue (L2981) holds them all and FR-FCFS serves each row's requests together
+    # (L2990-2993), so only the first request of the second row switches, back to back (40 - 16/3 exposed)
+    r0, r1 = 0, (1 << 21) | (1 << 25)  # bits 21-24 and 25-28 cancel in the channel hash
+    stream = np.array([r0, r1] * 32, dtype=np.int64)
+    assert len(set(perf.hbm_channel(RNGD, stream).tolist())) == 1
+    assert len(set(perf.hbm_bank(RNGD, stream).tolist())) == 1
+    chips, ones = np.zeros(64, np.int64), np.ones(64)
+    assert perf.hbm_busy(RNGD, chips, stream, ones).max() == pytest.approx(64 * 16 / 3 + (40 - 16 / 3))
+    # the same requests as two stretches that are not adjacent in time (a long DMA's sampled windows): no
+    # window joins them, so the second stretch switches to its first row and then to the other one again
+    segment = np.repeat(np.arange(2), 32)
+    busy = perf.hbm_busy(RNGD, chips, stream, ones, segment)
+    assert busy.max() == pytest.approx(64 * 16 / 3 + 3 * (40 - 16 / 3))

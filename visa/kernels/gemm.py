@@ -58,9 +58,15 @@ class Gemm:
     kernel's DM tensors.  With a chip axis (``chip="C"``, ``|C|`` the launch's chips) each chip contracts its own
     shard in the same launch: x and w carry that Chip level in HBM (``HbmTensor(…, m["C"], m["M, K"])``), the
     DMAs keep it, and the output is ``m["C"]`` × ``m["M, N"]`` — the tensor-parallel split of L8225–8419.
+
+    ``w_tiles=True`` says w is stored K-tile-major in HBM (``m["K / 512, N, K % 512"]``, N ≤ 8192): each (N, K)
+    tile the stream mode moves is then one contiguous run.  A K tile of a row-major ``m["N, K"]`` w reads 1 KiB
+    of every 2·K bytes, which under the HBM address map puts every 256-byte unit in a DRAM row of its own (a row
+    switch per request: the manual's lines are in docs/manual-notes.md, "DMA cost vs HBM channels").
     """
 
-    def __init__(self, ax: AxisSet, m: str = "M", n: str = "N", k: str = "K", *, chip: str = "1") -> None:
+    def __init__(self, ax: AxisSet, m: str = "M", n: str = "N", k: str = "K", *, chip: str = "1",
+                 w_tiles: bool = False) -> None:
         call = f"visa.kernels.Gemm({m!r}, {n!r}, {k!r})"
         sm, sn, sk = ax.size(m), ax.size(n), ax.size(k)
         if sm > M_TILE and sm % M_TILE:
@@ -79,6 +85,7 @@ class Gemm:
         if self.k_tiles_of(sk) > 1:
             pair_axis(ax)  # the interleave axis of the K-partial adds
         self.ax, self.m, self.n, self.k = ax, m, n, k
+        self.w_tiles = w_tiles
         self.sm, self.sn, self.sk = sm, sn, sk
         self.k_tiles = max(1, sk // K_TILE)
         self.n_tiles = max(1, sn // N_TILE)
@@ -231,7 +238,8 @@ class Gemm:
         if self.n_tiles > 1:
             wv = wv.relabel(mm[f"{n}, {k}"]).tile(mm[n], N_TILE, mm[f"{n_el}, {k}"], nt * N_TILE)
         if self.k_tiles > 1:
-            wv = wv.tile(mm[k], K_TILE, mm[f"{n_el}, {k} = {K_TILE} # {self.sk}"], kt * K_TILE)
+            pad = "" if self.w_tiles else f" # {self.sk}"  # tile-major: the tile's rows are adjacent
+            wv = wv.tile(mm[k], K_TILE, mm[f"{n_el}, {k} = {K_TILE}{pad}"], kt * K_TILE)
         return wv.to_dm(self.cluster, self.slice, mm[f"{nin} % 32, {kin}"], ctx.tdma, address).view()
 
     def _stream_x(self, ctx: Context, x: HbmIn, mt: int, kt: int, address: int) -> Any:

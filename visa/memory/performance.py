@@ -25,7 +25,8 @@ import numpy.typing as npt
 
 from visa.hw import HardwareProfile
 
-__all__ = ["hbm_channel", "hbm_bank", "hbm_row", "dm_dmn", "dm_engine_time", "dm_busy", "hbm_transfers", "hbm_busy"]
+__all__ = ["hbm_channel", "hbm_bank", "hbm_row", "dm_dmn", "dm_engine_time", "dm_busy", "hbm_transfers",
+           "hbm_packet_transfers", "hbm_busy"]
 
 IntArray = npt.NDArray[np.int64]
 
@@ -111,12 +112,19 @@ def dm_busy(hw: HardwareProfile, packets: IntArray, packet_bytes: int) -> dict[i
 
 def hbm_transfers(hw: HardwareProfile, packets: IntArray, packet_bytes: int,
                   write: bool) -> tuple[IntArray, npt.NDArray[np.float64]]:
+    """The unit addresses and cost factors of :func:`hbm_packet_transfers` (without the packet indices)."""
+    units, factor, _ = hbm_packet_transfers(hw, packets, packet_bytes, write)
+    return units, factor
+
+
+def hbm_packet_transfers(hw: HardwareProfile, packets: IntArray, packet_bytes: int,
+                         write: bool) -> tuple[IntArray, npt.NDArray[np.float64], IntArray]:
     """The 256-byte HBM transfers of packets starting at ``packets`` (chip-relative addresses, in order).
 
     A packet is split into ``ceil(bytes / 256)`` requests (L2469, L2981); a request that crosses a 256-byte
     boundary needs two transfers (unaligned read: 2×, L2984), and a write that covers only part of a 256-byte
     unit is a read-modify-write (about 50×, L2985).  Returns the unit address of every transfer in issue
-    order and its cost factor (1, or the RMW penalty).
+    order, its cost factor (1, or the RMW penalty) and the index of the packet it belongs to.
     """
     unit = hw.hbm.access_unit_bytes
     req = hw.dma.request_bytes
@@ -132,34 +140,57 @@ def hbm_transfers(hw: HardwareProfile, packets: IntArray, packet_bytes: int,
         factor = np.where(hi - lo < unit, float(hw.hbm.unaligned_write_penalty), 1.0)
     else:
         factor = np.ones(blocks.shape)
-    return (blocks * unit)[valid], factor[valid]
+    packet = np.broadcast_to(np.arange(packets.size, dtype=np.int64)[:, None, None], blocks.shape)
+    return (blocks * unit)[valid], factor[valid], packet[valid]
 
 
-def hbm_busy(hw: HardwareProfile, chips: IntArray, units: IntArray,
-             factor: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+def hbm_busy(hw: HardwareProfile, chips: IntArray, units: IntArray, factor: npt.NDArray[np.float64],
+             segment: IntArray | None = None) -> npt.NDArray[np.float64]:
     """Busy cycles of every HBM channel (``chip · channels + channel``) serving these transfers in order.
 
     A channel moves one 256-byte unit in 4 controller cycles at 0.75 GHz (L2980), 16/3 core cycles.  A
     transfer to a bank whose open row differs costs a row switch of 40 ns (L2987, at the 1 GHz core clock);
     the controller hides a switch behind transfers to other banks (L2990–2993), so only the part of the
     switch not covered by the channel's transfers since that bank's previous access is added.
+
+    The controller holds 64 requests per channel (L2981) and serves those to an already open row first
+    (FR-FCFS, L2990–2993): a request to a bank and row that an earlier request in the same window of 64
+    arrivals on that channel already asked for is served with that request and never pays a switch (several
+    engines streaming different rows of the same banks, for instance).  ``segment`` (one id per transfer)
+    marks stretches of requests that are not adjacent in time (the sampled windows of a long DMA): a window
+    of 64 never spans two of them.
     """
     if units.size == 0:
         return np.zeros(0)
     h, clk = hw.hbm, hw.clocks
     t = h.access_unit_channel_cycles * clk.core_hz / clk.hbm_controller_hz
     switch = h.row_switch_ns[0] * clk.core_hz / 1e9
+    queue = h.channel_command_queue_entries
+    seg = np.zeros(units.size, dtype=np.int64) if segment is None else np.asarray(segment, dtype=np.int64)
     ch = chips * h.channels + hbm_channel(hw, units)
+    # arrival rank of each transfer on its channel (gaps), and within its channel and segment (windows)
     order = np.argsort(ch, kind="stable")
     ch_sorted = ch[order]
-    firsts = np.searchsorted(ch_sorted, ch_sorted, side="left")
     rank = np.empty(units.size, dtype=np.int64)
-    rank[order] = np.arange(units.size) - firsts
-    key = ch * 64 + hbm_bank(hw, units)
-    o2 = np.argsort(key, kind="stable")
-    k2, r2, g2 = key[o2], hbm_row(hw, units)[o2], rank[o2]
+    rank[order] = np.arange(units.size) - np.searchsorted(ch_sorted, ch_sorted, side="left")
+    order = np.lexsort((seg, ch))
+    cs = (ch * (int(seg.max()) + 1) + seg)[order]
+    seg_rank = np.empty(units.size, dtype=np.int64)
+    seg_rank[order] = np.arange(units.size) - np.searchsorted(cs, cs, side="left")
+    window = seg * (-(-units.size // queue)) + seg_rank // queue
+    bank = ch * 64 + hbm_bank(hw, units)
+    row = hbm_row(hw, units)
+    o2 = np.argsort(bank, kind="stable")  # each bank's transfers in arrival order
+    k2, r2, g2, w2 = bank[o2], row[o2], rank[o2], window[o2]
     switched = np.zeros(units.size, dtype=bool)
     switched[1:] = (k2[1:] == k2[:-1]) & (r2[1:] != r2[:-1])
+    # requests already asked for in their window (same bank, window and row, after the first of them)
+    group = (k2 * (int(window.max()) + 1) + w2) * (int(row.max()) + 1) + r2
+    o3 = np.argsort(group, kind="stable")
+    g3 = group[o3]
+    repeat = np.zeros(units.size, dtype=bool)
+    repeat[o3[1:][g3[1:] == g3[:-1]]] = True
+    switched &= ~repeat
     gap = np.zeros(units.size)
     gap[1:] = g2[1:] - g2[:-1] - 1
     extra = np.where(switched, np.maximum(0.0, switch - t - gap * t), 0.0)

@@ -22,14 +22,15 @@ _SAMPLE = 1 << 17  # requests modelled per DMA; longer DMAs are modelled on even
 _WINDOWS = 8
 
 
-def _packet_indices(n: int, budget: int) -> tuple[np.ndarray, float]:
-    """Indices of the packets to model (all, or evenly spaced contiguous windows) and the scale factor."""
+def _packet_indices(n: int, budget: int) -> tuple[np.ndarray, float, np.ndarray]:
+    """Indices of the packets to model (all, or evenly spaced contiguous windows), the scale factor, and the
+    window of each index (the HBM model does not join two windows into one stretch of requests)."""
     if n <= budget:
-        return np.arange(n, dtype=np.int64), 1.0
+        return np.arange(n, dtype=np.int64), 1.0, np.zeros(n, dtype=np.int64)
     width = max(1, budget // _WINDOWS)
     starts = (np.arange(_WINDOWS, dtype=np.int64) * (n - width)) // max(1, _WINDOWS - 1)
     idx = (starts[:, None] + np.arange(width, dtype=np.int64)).reshape(-1)
-    return idx, n / idx.size
+    return idx, n / idx.size, np.repeat(np.arange(_WINDOWS, dtype=np.int64), width)
 
 
 def _addresses(loops: Sequence[DmaLoop], idx: np.ndarray, base: tuple[int, int],
@@ -92,9 +93,9 @@ def _cycles(p: DmaPlan, indirect: tuple[tuple[int, ...], tuple[int, ...]] | None
     commands = [tuple(c) for c in np.ndindex(*(lp.size for lp in p.commands))] or [()]
     runs = len(engines) * len(commands)
     sides = sum(1 for sp in spaces if sp.medium in ("hbm", "dm"))
-    idx, scale = _packet_indices(npk, max(1, _SAMPLE // (runs * hw.dma.requests(nbytes) * max(1, sides))))
+    idx, scale, seg = _packet_indices(npk, max(1, _SAMPLE // (runs * hw.dma.requests(nbytes) * max(1, sides))))
     shared_dm: dict[int, float] = {}
-    parts: list[tuple[int, float, float, tuple[np.ndarray, np.ndarray, np.ndarray]]] = []
+    parts: list[tuple[int, float, float, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]] = []
     for e, ebase in enumerate(engines):
         for combo in commands:
             base = (ebase[0] + sum(i * lp.src for i, lp in zip(combo, p.commands, strict=True)),
@@ -102,13 +103,13 @@ def _cycles(p: DmaPlan, indirect: tuple[tuple[int, ...], tuple[int, ...]] | None
             addr = _addresses(inner, idx, base, offsets)
             pcie = _pcie_bytes(p, spaces, addr) * scale / hw.dma.pcie_bytes_per_cycle
             dm = _dm_time(hw, spaces, addr, nbytes, scale, shared_dm)
-            parts.append((e, pcie, dm, _hbm_transfers(hw, spaces, addr, nbytes)))
+            parts.append((e, pcie, dm, _hbm_transfers(hw, spaces, addr, nbytes, seg)))
     # HBM: transfers of all engines interleaved in time (each run's position as a fraction of its length)
     pos = np.concatenate([np.arange(t[1].size) / max(1, t[1].size) + c % len(commands)
                           for c, (_, _, _, t) in enumerate(parts)])
     order = np.argsort(pos, kind="stable")
-    merged = [np.concatenate([t[k] for *_, t in parts])[order] for k in range(3)]
-    shared_busy = perf.hbm_busy(hw, merged[0], merged[1], merged[2])
+    merged = [np.concatenate([t[k] for *_, t in parts])[order] for k in range(4)]
+    shared_busy = perf.hbm_busy(hw, merged[0], merged[1], merged[2], merged[3])
     shared_hbm = float(shared_busy.max()) * scale if shared_busy.size else 0.0
     engine_time = [0.0] * len(engines)
     worst = (0.0, 0.0, 0.0, 0.0)
@@ -116,7 +117,7 @@ def _cycles(p: DmaPlan, indirect: tuple[tuple[int, ...], tuple[int, ...]] | None
         if runs == 1:
             hbm = shared_hbm
         else:
-            own = perf.hbm_busy(hw, t[0], t[1], t[2])
+            own = perf.hbm_busy(hw, t[0], t[1], t[2], t[3])
             hbm = float(own.max()) * scale if own.size else 0.0
         busy = max(float(requests), pcie, dm, hbm)
         engine_time[e] += startup + busy
@@ -144,23 +145,24 @@ def _dm_time(hw: HardwareProfile, spaces: tuple[AddressSpace, AddressSpace], add
 
 
 def _hbm_transfers(hw: HardwareProfile, spaces: tuple[AddressSpace, AddressSpace],
-                   addr: tuple[np.ndarray, np.ndarray], nbytes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(chips, unit addresses, cost factors) of one command's HBM transfers, reads and writes interleaved."""
-    got: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+                   addr: tuple[np.ndarray, np.ndarray], nbytes: int, seg: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(chips, unit addresses, cost factors, sample windows) of one command's HBM transfers, reads and writes
+    interleaved."""
+    got: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
     for k in (0, 1):
         if spaces[k].medium != "hbm":
             continue
         chip, off = np.divmod(addr[k], spaces[k].chip_bytes)
-        units, factor = perf.hbm_transfers(hw, off, nbytes, write=k == 1)
-        per = units.size // max(1, off.size)
-        chips = np.repeat(chip, per) if per * off.size == units.size else np.zeros(units.size, np.int64)
-        got.append((chips, units, factor))
+        units, factor, packet = perf.hbm_packet_transfers(hw, off, nbytes, write=k == 1)
+        got.append((chip[packet], units, factor, seg[packet]))
     if not got:
         empty = np.zeros(0, np.int64)
-        return empty, empty, np.zeros(0)
+        return empty, empty, np.zeros(0), empty
     order = np.argsort(np.concatenate([np.arange(g[1].size) / max(1, g[1].size) for g in got]), kind="stable")
-    return (np.concatenate([g[0] for g in got])[order], np.concatenate([g[1] for g in got])[order],
-            np.concatenate([g[2] for g in got])[order])
+    def cat(j: int) -> np.ndarray:
+        return np.concatenate([g[j] for g in got])[order]
+    return cat(0), cat(1), cat(2), cat(3)
 
 
 def _pcie_bytes(p: DmaPlan, spaces: tuple[AddressSpace, AddressSpace], addr: tuple[np.ndarray, np.ndarray]

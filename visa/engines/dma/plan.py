@@ -31,7 +31,7 @@ from visa.mapping import IDENTITY, Mapping, pair_of
 from visa.mapping import canon as C
 from visa.mapping.sequencer import Entry, SequencerConfig, derive_many
 from visa.memory.layout import check_placement
-from visa.memory.transfer import address_space
+from visa.memory.transfer import AddressSpace, address_space
 
 __all__ = ["plan", "staging"]
 
@@ -522,6 +522,8 @@ def _distribute(hw: HardwareProfile, src: Side, dst: Side, loops: list[DmaLoop],
         else:
             temporal.append(lp)
     if not explicit:
+        _split_by_dmn(hw, spaces, dm_side, spatial, temporal)
+        _interleave_dmns(hw, src, dst, temporal)
         _interleave_dmns(hw, src, dst, temporal)
     temporal = _fit_sizes(hw, temporal, call, time)
     commands: list[DmaLoop] = []
@@ -531,6 +533,35 @@ def _distribute(hw: HardwareProfile, src: Side, dst: Side, loops: list[DmaLoop],
     while len(temporal) > limit:
         commands.append(temporal.pop(0))
     return spatial, commands, temporal
+
+
+def _split_by_dmn(hw: HardwareProfile, spaces: tuple[AddressSpace, AddressSpace], dm_side: int | None,
+                  spatial: list[DmaLoop], temporal: list[DmaLoop]) -> None:
+    """Run a slice loop over more than one DMN pair that is not a whole number of pairs (224 slices: 3½ pairs)
+    on one engine per DMN, if the chip has the engines (8, L2404, L2831).
+
+    The manual's answer to a slice count that does not divide among the DMNs is a heterogeneous operation
+    (L2752–2808: whole pairs on their engines, the rest on its own); visa plans the homogeneous equivalent,
+    one engine per DMN at 128 B/cycle (L2603), which takes as long as the pairs (a pair's engine alternates two
+    DMNs at 256 B/cycle for twice the bytes).  Any engine may serve any DMN (L2547–2548)."""
+    if dm_side is None:
+        return
+    d = hw.dm
+    dmn = d.slices_per_dmn * d.slice_address_space_bytes
+    pair = hw.dma.dmns_per_engine * dmn
+    def per_chip(lp: DmaLoop) -> bool:  # a loop of engines within a chip, not of chips
+        return not any(x and x % sp.chip_bytes == 0 for x, sp in zip((lp.src, lp.dst), spaces, strict=True))
+    engines = math.prod(lp.size for lp in spatial if per_chip(lp))
+    for k, lp in enumerate(temporal):
+        s = lp.dst if dm_side else lp.src
+        if not s or dmn % s or s * lp.size <= pair or lp.size % (dmn // s):
+            continue
+        per = dmn // s
+        if engines * (lp.size // per) > hw.dma.engines_per_chip:
+            continue
+        spatial.append(DmaLoop(lp.size // per, lp.src * per, lp.dst * per, lp.axes))
+        temporal[k] = DmaLoop(per, lp.src, lp.dst, lp.axes)
+        return
 
 
 def _interleave_dmns(hw: HardwareProfile, src: Side, dst: Side, temporal: list[DmaLoop]) -> None:
