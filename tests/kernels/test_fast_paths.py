@@ -99,7 +99,8 @@ def test_tiled_align_data_reads_as_the_repeated_activation() -> None:
     x = dt.random_values(bf16, (64, 128), RNG)
     y = dt.random_values(bf16, (128, 32), RNG)
     _, s = _gemm(ax, x, y, bf16, True)
-    act, _ = s.extra["activation"]
+    act, _, digits = s.extra["activation"]
+    assert digits == ((act.shape[3], False),)  # nothing repeated by the fetch here
     assert np.array_equal(np.asarray(s.data.values).view(np.uint16),
                           np.repeat(act, s.extra["align"].tiles, axis=3).view(np.uint16))
 
@@ -256,6 +257,12 @@ def test_weight_period_and_block_constant() -> None:
     w[23, 2, 4] += 1
     assert C._weight_period(w) == 0
     t = np.repeat(RNG.integers(-9, 9, size=(3, 1, 5)), 4, axis=1)  # constant along the second axis
-    assert C._block_constant(t)
+    assert C._same_along(t)
     t[2, 3, 0] += 1
-    assert not C._block_constant(t)
+    assert not C._same_along(t)
+    # past the 64-word sample, in a non-contiguous view, and for 2-byte elements (compared as 64-bit words)
+    big = np.repeat(RNG.integers(0, 1 << 16, size=(2, 1, 300, 7)).astype(np.uint16), 3, axis=1)
+    assert C._same_along(big) and C._same_along(big[..., ::2])
+    big[1, 2, 299, 6] ^= 1
+    assert not C._same_along(big) and not C._same_along(big[..., ::2])
+    assert C._same_along(big[..., :6])

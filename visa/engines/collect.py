@@ -35,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from visa import dtypes as dt
+from visa.engines.broadcast import BroadcastData
 from visa.engines.cache import cached
 from visa.engines.common import StreamData, axes_text
 from visa.engines.fetch import stream_validity
@@ -131,12 +132,21 @@ def _plan(hw: HardwareProfile, dtype: type[dt.Scalar], time: Mapping, packet: Ma
 
 
 def execute(cfg: CollectConfig, data: StreamData) -> StreamData:
-    """Pad each packet with zeros (known values, L2122) to whole flits and split them along Time."""
-    vals, known = data.values, data.known
+    """Pad each packet with zeros (known values, L2122) to whole flits and split them along Time.  A stream
+    repeated along Time (:class:`~visa.engines.broadcast.BroadcastData`) stays so: the flits of each compact
+    packet, the flit index a new innermost Time digit that does not repeat."""
+    if isinstance(data, BroadcastData):
+        vals, known = data.compact_values, data.compact_known
+    else:
+        vals, known = data.values, data.known
     if cfg.pad_elements:
         pad = [(0, 0)] * (vals.ndim - 1) + [(0, cfg.pad_elements)]
         vals = np.pad(vals, pad)
         known = np.pad(known, pad, constant_values=True)
+    if isinstance(data, BroadcastData):
+        shape = (*vals.shape[:3], vals.shape[3] * cfg.flits_per_packet, cfg.out_packet.size)
+        return BroadcastData(vals.reshape(shape), known.reshape(shape),
+                             (*data.digits, (cfg.flits_per_packet, False)))
     shape = (*vals.shape[:3], cfg.out_time.size, cfg.out_packet.size)
     return StreamData(vals.reshape(shape), known.reshape(shape))
 
