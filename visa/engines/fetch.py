@@ -757,15 +757,13 @@ def execute(cfg: FetchConfig, images: Sequence[DenseImage], bit_bases: Sequence[
         n_t = repeat.keep_time.size
     nest = _nest(cfg, bases, entries)
     shape = (len(images), cfg.cluster.size, cfg.slice.size, n_t * n_p)
-    # every position is written below (the slices read, or poison for the others): no clearing first
-    values = np.empty(shape, dtype=src.storage)
-    known = np.empty(shape, dtype=bool)
+    # zeros: the slices that hold no data stay poison (0, unknown) — pages the allocator maps lazily, so that the
+    # padding of Cluster or Slice (half the units with Cluster m["1 # 2"]) costs nothing unless it is read
+    values = np.zeros(shape, dtype=src.storage)
+    known = np.zeros(shape, dtype=bool)
     bits: IntArray | None = None
     stream_ok = valid
     for c, img in enumerate(images):
-        if not lv[c].all():  # the slices that hold no data: poison (0, unknown)
-            values[c][~lv[c]] = 0
-            known[c][~lv[c]] = False
         if not lv[c].any():
             continue
         # only the slices that hold data are read: the others' stream is poison whatever they hold
