@@ -236,9 +236,9 @@ def _weight_period(w: Array) -> int:
     return 0
 
 
-def _words(x: Array) -> Array:
+def _words(x: Array) -> Array | None:
     """``x`` as ``(x.shape[0], x.shape[1], words)``: the bits of each ``x[g, k]`` as the widest unsigned words that
-    divide them (a view when each ``x[g, k]`` is C-contiguous, else a copy)."""
+    divide them — a view, when each ``x[g, k]`` is C-contiguous (else None: no copy is made)."""
     g, n = x.shape[:2]
     m = math.prod(x.shape[2:])
     bits = _bits_view(x)
@@ -246,18 +246,24 @@ def _words(x: Array) -> Array:
         flat = np.lib.stride_tricks.as_strided(bits, (g, n, m), (*x.strides[:2], x.itemsize), writeable=False)
         word = next(w for w in (8, 4, 2, 1) if (m * x.itemsize) % w == 0 and w >= x.itemsize)
         return flat.view(np.dtype(f"u{word}"))
-    return bits.reshape(g, n, m)
+    return None
 
 
 def _same_along(x: Array) -> bool:
     """Is ``x`` (shape ``(G, N, ...)``) the same, bit for bit, at every position of its second axis, for each
     ``g``?  A sample (the first 64 words of each position) is compared first, then every word; positions are
-    compared as 64-bit words when their bits allow (a fraction of the element compares)."""
+    compared as 64-bit words when their bits allow (a fraction of the element compares), element by element
+    otherwise (a strided view is not copied)."""
     if x.shape[1] < 2 or x.size == 0:
         return True
     v = _words(x)
-    head = v[:, 1:, :64]
-    if not np.array_equal(head, np.broadcast_to(v[:, :1, :64], head.shape)):
+    if v is None:
+        v = _bits_view(x)
+        index: tuple[Any, ...] = (slice(None), slice(None), *((0,) * (v.ndim - 3)), slice(0, 64))
+        head = v[index] if v.ndim > 2 else v
+    else:
+        head = v[:, :, :64]
+    if not np.array_equal(head[:, 1:], np.broadcast_to(head[:, :1], head[:, 1:].shape)):
         return False
     return bool(np.array_equal(v[:, 1:], np.broadcast_to(v[:, :1], v[:, 1:].shape)))
 
@@ -271,15 +277,18 @@ def _matrix(x: Array, order: list[int], shape: tuple[int, ...], mtype: type[np.f
     if t.dtype == mtype:
         return t.reshape(shape)
     mem = sorted(range(x.ndim), key=lambda k: -abs(x.strides[k]))  # x's axes, outermost in memory first
-    src = x.transpose(mem)
-    out = np.empty(src.shape, dtype=mtype)
+    out = np.empty([x.shape[k] for k in mem], dtype=mtype)
+    try:  # the converted array in x's memory order, seen in the order asked for: a view?
+        view = np.reshape(out.transpose(np.argsort(mem)).transpose(order), shape, copy=False)
+        src = x.transpose(mem)
+    except ValueError:  # no: convert and reorder in one pass
+        out, view, src = np.empty(t.shape, dtype=mtype), None, t
     if src.dtype == _BF16 and mtype is np.float32:
         # bfloat16 is the upper half of a binary32: widen the bits (exact, and far faster than the cast)
         np.left_shift(src.view(np.uint16), 16, out=out.view(np.uint32), dtype=np.uint32)
     else:
         np.copyto(out, src, casting="unsafe")
-    back = out.transpose(np.argsort(mem)).transpose(order)
-    return back.reshape(shape)
+    return out.reshape(shape) if view is None else view
 
 
 def _matmul(a2: Array, w2: Array, terms: int, ctype: type[np.floating[Any]],
