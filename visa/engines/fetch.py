@@ -757,10 +757,12 @@ def execute(cfg: FetchConfig, images: Sequence[DenseImage], bit_bases: Sequence[
         n_t = repeat.keep_time.size
     nest = _nest(cfg, bases, entries)
     shape = (len(images), cfg.cluster.size, cfg.slice.size, n_t * n_p)
-    # zeros: the slices that hold no data stay poison (0, unknown) — pages the allocator maps lazily, so that the
-    # padding of Cluster or Slice (half the units with Cluster m["1 # 2"]) costs nothing unless it is read
-    values = np.zeros(shape, dtype=src.storage)
-    known = np.zeros(shape, dtype=bool)
+    # the slices that hold no data are poison (0, unknown): with some, zeros (pages a fresh allocation maps
+    # lazily, so that the padding of Cluster or Slice — half the units with Cluster m["1 # 2"] — costs nothing
+    # unless it is read); with none, every position is written below
+    alloc = np.empty if lv.all() else np.zeros
+    values = alloc(shape, dtype=src.storage)
+    known = alloc(shape, dtype=bool)
     bits: IntArray | None = None
     stream_ok = valid
     for c, img in enumerate(images):
