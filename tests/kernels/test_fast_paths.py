@@ -262,7 +262,9 @@ def test_weight_period_and_block_constant() -> None:
     assert not C._same_along(t)
     # past the 64-word sample, in a non-contiguous view, and for 2-byte elements (compared as 64-bit words)
     big = np.repeat(RNG.integers(0, 1 << 16, size=(2, 1, 300, 7)).astype(np.uint16), 3, axis=1)
-    assert C._same_along(big) and C._same_along(big[..., ::2])
+    perm = big.transpose(0, 1, 3, 2)  # one run of memory per position, its axes permuted: compared by words
+    assert C._words(perm) is not None and C._words(big[..., ::2]) is None
+    assert C._same_along(big) and C._same_along(big[..., ::2]) and C._same_along(perm)
     big[1, 2, 299, 6] ^= 1
-    assert not C._same_along(big) and not C._same_along(big[..., ::2])
+    assert not C._same_along(big) and not C._same_along(big[..., ::2]) and not C._same_along(perm)
     assert C._same_along(big[..., :6])

@@ -238,15 +238,27 @@ def _weight_period(w: Array) -> int:
 
 def _words(x: Array) -> Array | None:
     """``x`` as ``(x.shape[0], x.shape[1], words)``: the bits of each ``x[g, k]`` as the widest unsigned words that
-    divide them — a view, when each ``x[g, k]`` is C-contiguous (else None: no copy is made)."""
+    divide them — a view, when each ``x[g, k]`` is one run of memory, its axes in any order (else None: no copy
+    is made)."""
     g, n = x.shape[:2]
     m = math.prod(x.shape[2:])
     bits = _bits_view(x)
-    if bits.dtype.kind == "u" and (x.ndim == 2 or x[0, 0].flags.c_contiguous):
+    if bits.dtype.kind == "u" and _dense(x.shape[2:], x.strides[2:], x.itemsize):
         flat = np.lib.stride_tricks.as_strided(bits, (g, n, m), (*x.strides[:2], x.itemsize), writeable=False)
         word = next(w for w in (8, 4, 2, 1) if (m * x.itemsize) % w == 0 and w >= x.itemsize)
         return flat.view(np.dtype(f"u{word}"))
     return None
+
+
+def _dense(shape: Sequence[int], strides: Sequence[int], itemsize: int) -> bool:
+    """Do the elements of ``shape``/``strides`` fill one run of memory from the first (index 0) on, in some order of
+    the axes?  Then comparing two such blocks word by word compares the same elements."""
+    expect = itemsize
+    for size, stride in sorted(((n, s) for n, s in zip(shape, strides, strict=True) if n > 1), key=lambda a: a[1]):
+        if stride != expect:
+            return False
+        expect *= size
+    return True
 
 
 def _same_along(x: Array) -> bool:
