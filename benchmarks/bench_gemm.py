@@ -13,13 +13,16 @@ Each run is timed after a garbage collection, which frees the previous run's con
 inside ``visa.context.holding()``); each run still maps fresh DM pages for its own images, and its DMAs are
 mostly those page faults (see below).
 
-What dominates (measured on the 2-core VM, issue 15, after the Contraction Engine's products were batched): the
-DMA (HBM → DM of A and B, mostly the first touch of the DM pages it writes: the DM image uses small pages so that
-a sparse use of its 256 MB commits little), the Contraction Engine (converting the operands, comparing the
-activation's repeats, the products), the host side (``HostTensor.rand``'s rounding to bf16, the PCIe copies and
-the example's check: two float64 matrix products, by themselves several times numpy's float32 product), the TRF
-load and the fetch, roughly a fifth each.  The whole run cannot meet 10×: its own check and its random inputs
-take about that long.
+What dominates (measured on the 2-core VM, shared, issue 15, after the fetch's broadcast became structure:
+``J / 8 % 4`` is read once and passed on as a repeating Time digit, see docs/manual-notes.md "Broadcast streams as
+views"): the whole run went from about 180–210 ms to 150–160 ms (numpy's product 2.2 ms), the Contraction Engine
+from 29 ms (13×) to 14 ms (6.3×).  The run is now dominated by the DMA (HBM → DM of A and B, about half: mostly
+the first touch of the DM pages it writes), then the host side (``HostTensor.rand``'s rounding to bf16, the PCIe
+copies; the check is now two float32 products, about 5 ms) and the TRF load (writing B's 16 MB and its written
+mask into a fresh TRF image), each about a sixth, then the Contraction Engine (about a tenth: reading the TRF
+window, 6 ms, the products, 3–4 ms, about numpy's own, and comparing the slices' weights and activations to find
+the ones they share, 1 ms) and the fetch (DM reads).  The whole run cannot meet 10×: the DMA and the random
+inputs alone take about that long.
 """
 
 from __future__ import annotations
