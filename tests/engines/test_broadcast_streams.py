@@ -151,3 +151,19 @@ def test_digits_and_expand() -> None:
     assert full[0, 0, 0, :, 0].tolist() == [0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5]
     data = BroadcastData(x, np.ones_like(x, dtype=bool), ((2, False), (2, True), (3, False)))
     assert np.array_equal(data.values, full) and data.time_size == 12 and data.repeats
+
+
+def test_switch_reads_the_compact_stream() -> None:
+    # the Broadcast1 routing of the manual's SW-5 (L3236–3254) over a stream whose Time B repeats its second half
+    from visa.engines import switch as S
+
+    ax = AxisSet(A=256, B=4, C=64, X=4)
+    m = ax.m
+    plan = S.plan(RNGD, i8, m["A"], m["B"], m["C"], m["A / 32, X, A % 8"], m["B, A / 8 % 4"],
+                  S.SwitchConfig.Broadcast1(slice1=4, slice0=8))
+    rng = np.random.default_rng(3)
+    vals = rng.integers(-128, 128, size=(1, 2, 256, 2, 64)).astype(np.int8)
+    data = BroadcastData(vals, rng.random(vals.shape) < 0.9, ((2, False), (2, True)))
+    got = S.execute(plan, data)
+    want = S.execute(plan, StreamData(data.values.copy(), data.known.copy()))
+    assert np.array_equal(got.values, want.values) and np.array_equal(got.known, want.known)

@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from visa.engines.common import StreamData, StreamLayout
 
-__all__ = ["BroadcastData", "TimeDigits", "normal_digits", "expand"]
+__all__ = ["BroadcastData", "TimeDigits", "normal_digits", "expand", "compact_index"]
 
 #: Time as digits, outermost first: ``(size, repeats)``; a repeating digit's steps all hold digit 0's data.
 TimeDigits = tuple[tuple[int, bool], ...]
@@ -51,6 +51,12 @@ def expand(compact: npt.NDArray[Any], digits: TimeDigits, axis: int = 3) -> npt.
     lead, tail = compact.shape[:axis], compact.shape[axis + 1:]
     split = compact.reshape(*lead, *(1 if rep else s for s, rep in digits), *tail)
     return np.broadcast_to(split, (*lead, *(s for s, _ in digits), *tail))
+
+
+def compact_index(digits: TimeDigits) -> npt.NDArray[np.int64]:
+    """For every time step of the whole stream, the compact time step holding its packet."""
+    index = np.arange(compact_size(digits), dtype=np.int64)
+    return np.ascontiguousarray(expand(index.reshape(1, 1, 1, -1), digits).reshape(-1))
 
 
 class BroadcastData(StreamData):
