@@ -544,7 +544,7 @@ def _to_output(values: Array, contract: ContractPlan) -> Array:
     if contract.out_dtype.kind == "int":
         wide = np.rint(values).astype(np.int64)
         return wide.astype(np.uint64).astype(np.uint32).view(np.int32).astype(target)
-    return values.astype(target)
+    return values.astype(target, copy=False)
 
 
 def _batch(valid: BoolArray) -> IntArray:
@@ -564,13 +564,19 @@ def accumulate(align: AlignPlan, contract: ContractPlan, acc: AccumulatePlan, ac
     lead = act.shape[:3]
     batch = _batch(valid)
     rows = acc.rows
+    full = np.zeros((*lead, acc.out_time, acc.out_packet), dtype=contract.out_dtype.storage)
+    kfull = np.zeros(full.shape, dtype=bool)
     if acc.kind == "Interleaved":
         vals, known = _run(align, contract, acc.segments, act, act_known, window, batch, ["q", "r"], False,
                            act_digits)
         body = vals.reshape(len(batch), acc.kept_time * acc.columns, rows)
         kbody = known.reshape(body.shape)
-        width = acc.out_packet
-        out = np.zeros((len(batch), acc.out_time, width), dtype=contract.out_dtype.storage)
+        if len(batch) and int(batch[-1]) - int(batch[0]) + 1 == len(batch):  # consecutive positions: in place
+            span = slice(int(batch[0]), int(batch[-1]) + 1)
+            full.reshape(-1, acc.out_time, acc.out_packet)[span, :, :rows] = body
+            kfull.reshape(-1, acc.out_time, acc.out_packet)[span, :, :rows] = kbody
+            return StreamData(full, kfull)
+        out = np.zeros((len(batch), acc.out_time, acc.out_packet), dtype=contract.out_dtype.storage)
         kout = np.zeros(out.shape, dtype=bool)
         out[..., :rows] = body
         kout[..., :rows] = kbody
@@ -583,8 +589,6 @@ def accumulate(align: AlignPlan, contract: ContractPlan, acc: AccumulatePlan, ac
         kpad[..., : acc.columns] = known
         out = pad.reshape(len(batch), acc.out_time, acc.out_packet)
         kout = kpad.reshape(out.shape)
-    full = np.zeros((*lead, acc.out_time, acc.out_packet), dtype=contract.out_dtype.storage)
-    kfull = np.zeros(full.shape, dtype=bool)
     full.reshape(-1, acc.out_time, acc.out_packet)[batch] = out
     kfull.reshape(-1, acc.out_time, acc.out_packet)[batch] = kout
     return StreamData(full, kfull)
