@@ -167,3 +167,18 @@ def test_switch_reads_the_compact_stream() -> None:
     got = S.execute(plan, data)
     want = S.execute(plan, StreamData(data.values.copy(), data.known.copy()))
     assert np.array_equal(got.values, want.values) and np.array_equal(got.known, want.known)
+
+
+def test_dense_time_digits_materialise_the_repeats(monkeypatch: pytest.MonkeyPatch) -> None:
+    # without a common refinement of the time structures the Reducer gathers per step ("dense"): the compact
+    # activation is then expanded first, and the result is the structural path's
+    from visa.engines.contraction import compute
+
+    x, y = _inputs(i8)
+    fetched, finish = _gemm(i8, x, y, True)
+    want = finish(fetched)
+    monkeypatch.setattr(compute, "_refine", lambda total, structures: None)
+    fetched2, finish2 = _gemm(i8, x, y, True)
+    got = finish2(fetched2)
+    assert isinstance(fetched2.data, BroadcastData)
+    assert np.array_equal(got.data.values, want.data.values) and np.array_equal(got.data.known, want.data.known)
