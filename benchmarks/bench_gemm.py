@@ -15,8 +15,8 @@ mostly those page faults (see below).
 
 What dominates (measured on the 2-core VM, shared, issue 15, after the fetch's broadcast became structure:
 ``J / 8 % 4`` is read once and passed on as a repeating Time digit, see docs/manual-notes.md "Broadcast streams as
-views"): the whole run went from about 180–210 ms to 150–160 ms (numpy's product 2.2 ms), the Contraction Engine
-from 29 ms (13×) to 14 ms (6.3×).  The run is now dominated by the DMA (HBM → DM of A and B, about half: mostly
+views"): the whole run went from about 180–225 ms (80–95×) to 130–160 ms (55–70×; numpy's product 2.2–2.4 ms),
+the Contraction Engine from 28–30 ms (12–14×) to 14–15 ms (6.1–6.5×).  The run is now dominated by the DMA (HBM → DM of A and B, about half: mostly
 the first touch of the DM pages it writes), then the host side (``HostTensor.rand``'s rounding to bf16, the PCIe
 copies; the check is now two float32 products, about 5 ms) and the TRF load (writing B's 16 MB and its written
 mask into a fresh TRF image), each about a sixth, then the Contraction Engine (about a tenth: reading the TRF
