@@ -18,7 +18,7 @@ What dominates (measured on the 2-core VM, shared, issue 15, after the fetch's b
 views"): the whole run went from about 180–225 ms (80–95×) to 130–160 ms (55–70×; numpy's product 2.2–2.4 ms),
 the Contraction Engine from 28–30 ms (12–14×) to 14–15 ms (6.1–6.5×).  The run is now dominated by the DMA (HBM → DM of A and B, about half: mostly
 the first touch of the DM pages it writes), then the host side (``HostTensor.rand``'s rounding to bf16, the PCIe
-copies; the check is now two float32 products, about 5 ms) and the TRF load (writing B's 16 MB and its written
+copies; the check is now one float32 product and two row norms, 5–10 ms, from 20) and the TRF load (writing B's 16 MB and its written
 mask into a fresh TRF image), each about a sixth, then the Contraction Engine (about a tenth: reading the TRF
 window, 6 ms, the products, 3–4 ms, about numpy's own, and comparing the slices' weights and activations to find
 the ones they share, 1 ms) and the fetch (DM reads).  The whole run cannot meet 10×: the DMA and the random
