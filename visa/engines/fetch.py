@@ -757,15 +757,15 @@ def execute(cfg: FetchConfig, images: Sequence[DenseImage], bit_bases: Sequence[
         n_t = repeat.keep_time.size
     nest = _nest(cfg, bases, entries)
     shape = (len(images), cfg.cluster.size, cfg.slice.size, n_t * n_p)
-    # the slices that hold no data are poison (0, unknown): with some, zeros (pages a fresh allocation maps
-    # lazily, so that the padding of Cluster or Slice — half the units with Cluster m["1 # 2"] — costs nothing
-    # unless it is read); with none, every position is written below
-    alloc = np.empty if lv.all() else np.zeros
-    values = alloc(shape, dtype=src.storage)
-    known = alloc(shape, dtype=bool)
+    # every position is written below: the slices read, and the others as poison (0, unknown)
+    values = np.empty(shape, dtype=src.storage)
+    known = np.empty(shape, dtype=bool)
     bits: IntArray | None = None
     stream_ok = valid
     for c, img in enumerate(images):
+        for lo, hi in _runs(~lv[c].reshape(-1)):  # the slices that hold no data, a range at a time
+            values[c].reshape(-1, n_t * n_p)[lo:hi] = 0
+            known[c].reshape(-1, n_t * n_p)[lo:hi] = False
         if not lv[c].any():
             continue
         # only the slices that hold data are read: the others' stream is poison whatever they hold
@@ -821,6 +821,12 @@ def execute(cfg: FetchConfig, images: Sequence[DenseImage], bit_bases: Sequence[
     if repeat is not None:
         return BroadcastData(values.reshape(out_shape), known.reshape(out_shape), repeat.digits)
     return StreamData(values.reshape(out_shape), known.reshape(out_shape))
+
+
+def _runs(on: BoolArray) -> list[tuple[int, int]]:
+    """The ranges ``[lo, hi)`` of consecutive True positions of ``on``."""
+    edges = np.flatnonzero(np.diff(np.concatenate(([False], on, [False])).astype(np.int8)))
+    return list(zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True))
 
 
 def _nest(cfg: FetchConfig, bases: IntArray, entries: Sequence[Any]) -> tuple[int, tuple[tuple[int, int], ...]] | None:
