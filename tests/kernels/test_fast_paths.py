@@ -6,8 +6,9 @@ Each fast path must give exactly what the general path gives:
   beyond 2^24 stay exact;
 - the Stream Adapter's time broadcast (tiling, L3934–3945) is not materialised for the products, and the aligned
   data still reads as the repeated activation;
-- an activation repeated along a weight digit (a fetch broadcast, the GEMM example's ``J / 8 % 4``) is multiplied
-  once (``compute._drop_repeats``), and one that differs along it is not;
+- an activation repeated along a weight digit that only the data shows (a materialised broadcast) is multiplied
+  once (``compute._drop_repeats``), and one that differs along it is not (the fetch's own broadcast, the GEMM
+  example's ``J / 8 % 4``, is structure: tests/engines/test_broadcast_streams.py);
 - batched products on worker threads equal numpy's;
 - plain host layouts (strided copies) equal the evaluated gather, do not alias the caller's array, and round-trip
   through HBM;

@@ -8,8 +8,9 @@ The Reducer computes, for every slice, Row ``r``, computation step ``t`` and out
 where ``A`` is the Stream Adapter's packet (repeated over the tiling steps) and ``W`` the TRF Sequencer's read:
 ``W[r, t, p] = TRF_r[base + Σ_k digit_k(t) · stride_k + p mod reg_read]`` — the configuration the Aligner
 derived, executed as such.  Time is split into *digits*: the common refinement of the sequencer entries,
-the tiling split and the accumulator's kept/reduced segments.  A digit with stride 0 is a weight broadcast
-and a tiling digit an activation broadcast; neither is materialised.  The sum over a reduced digit and the
+the tiling split, the activation's own repeating digits (a fetch that read the stream once per weight column,
+:class:`~visa.engines.broadcast.BroadcastData`) and the accumulator's kept/reduced segments.  A digit with stride
+0 is a weight broadcast, and a tiling or repeating digit an activation broadcast; none is materialised.  The sum over a reduced digit and the
 tree's ``j`` then is one batched matrix product (BLAS), in float32 for float operands (bf16 and fp8 products
 are exact in f32; the sum's order differs from the tree's, so float results agree to f32 rounding) and in
 float64 for integer operands (exact below 2^53, then wrapped to i32).
@@ -507,10 +508,11 @@ def _bits_view(x: Array) -> Array:
 def _drop_repeats(a: Array, ak: BoolArray, la: list[str], lw: list[str],
                   lo: list[str]) -> tuple[Array, BoolArray, list[str]]:
     """Drop the activation's time digits along which it repeats itself (values and known alike) and that the
-    weights and the output also index: such a digit, e.g. a fetch that broadcasts the stream over the weights'
-    columns (``J / 8 % 4`` in the GEMM example, L466–525), then multiplies one activation by several weight
-    columns — a wider matrix product instead of a batch of narrow ones.  The products are the same numbers:
-    the result does not change, only how many BLAS calls compute it."""
+    weights and the output also index: such a digit then multiplies one activation by several weight columns — a
+    wider matrix product instead of a batch of narrow ones.  The products are the same numbers: the result does
+    not change, only how many BLAS calls compute it.  A fetch's broadcast (``J / 8 % 4`` in the GEMM example,
+    L466–525) arrives as structure and is never compared here (:func:`_digits`); this finds the repeats only the
+    data shows (a broadcast materialised on the way, e.g. by an engine that does not keep the structure)."""
     for lab in [x for x in la if x.startswith("d") and x in lw and x in lo]:
         axis = la.index(lab)
         if a.shape[axis] < 2:
