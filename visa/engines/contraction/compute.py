@@ -10,8 +10,9 @@ where ``A`` is the Stream Adapter's packet (repeated over the tiling steps) and 
 derived, executed as such.  Time is split into *digits*: the common refinement of the sequencer entries,
 the tiling split, the activation's own repeating digits (a fetch that read the stream once per weight column,
 :class:`~visa.engines.broadcast.BroadcastData`) and the accumulator's kept/reduced segments.  A digit with stride
-0 is a weight broadcast, and a tiling or repeating digit an activation broadcast; none is materialised.  The sum over a reduced digit and the
-tree's ``j`` then is one batched matrix product (BLAS), in float32 for float operands (bf16 and fp8 products
+0 is a weight broadcast, and a tiling or repeating digit an activation broadcast; none is materialised.  The
+sum over a reduced digit and the tree's ``j`` then is one batched matrix product (BLAS), in float32 for float
+operands (bf16 and fp8 products
 are exact in f32; the sum's order differs from the tree's, so float results agree to f32 rounding) and in
 float64 for integer operands (exact below 2^53, then wrapped to i32).
 
