@@ -13,13 +13,18 @@ Each run is timed after a garbage collection, which frees the previous run's con
 inside ``visa.context.holding()``); each run still maps fresh DM pages for its own images, and its DMAs are
 mostly those page faults (see below).
 
-What dominates (measured on the 2-core VM, issue 15, after the Contraction Engine's products were batched): the
-DMA (HBM → DM of A and B, mostly the first touch of the DM pages it writes: the DM image uses small pages so that
-a sparse use of its 256 MB commits little), the Contraction Engine (converting the operands, comparing the
-activation's repeats, the products), the host side (``HostTensor.rand``'s rounding to bf16, the PCIe copies and
-the example's check: two float64 matrix products, by themselves several times numpy's float32 product), the TRF
-load and the fetch, roughly a fifth each.  The whole run cannot meet 10×: its own check and its random inputs
-take about that long.
+What dominates (measured on the 2-core VM, shared, issue 15, after the fetch's broadcast became structure:
+``J / 8 % 4`` is read once and passed on as a repeating Time digit, see docs/manual-notes.md "Broadcast streams as
+views"): the whole run went from about 170–225 ms (80–95×) to 125–160 ms (55–70×; numpy's product 2.2–2.5 ms),
+the Contraction Engine from 28–30 ms (12–14×) to 14–15 ms (5.8–6.5×).  Split by stage (the fastest of seven runs
+in one process, before → after): the DMA HBM → DM of A and B 42 → 42 ms (a third of the run now: mostly the first
+touch of the DM pages it writes), the TRF load 26 → 25 ms (writing B's 16 MB and its written mask into a fresh TRF
+image), the fetch 24 → 12.5 ms (reading DM and its written mask; A is read once, not four times), the Contraction
+Engine 29 → 14.5 ms (align 6 ms: the TRF window the sequencer reads, copied with its mask; accumulate 8.5 ms: the
+products, about numpy's own product, and 2 ms comparing the slices' weights and activations to find the ones they
+share), cast + commit 4 ms, the PCIe copies 6.5 ms, and the rest of the host side about 20 ms
+(``HostTensor.rand``'s rounding to bf16, and the check: now one float32 product and two row norms, 5 ms, from 20).
+The whole run cannot meet 10×: the DMA alone takes about twenty times numpy's product.
 """
 
 from __future__ import annotations

@@ -6,8 +6,9 @@ Each fast path must give exactly what the general path gives:
   beyond 2^24 stay exact;
 - the Stream Adapter's time broadcast (tiling, L3934–3945) is not materialised for the products, and the aligned
   data still reads as the repeated activation;
-- an activation repeated along a weight digit (a fetch broadcast, the GEMM example's ``J / 8 % 4``) is multiplied
-  once (``compute._drop_repeats``), and one that differs along it is not;
+- an activation repeated along a weight digit that only the data shows (a materialised broadcast) is multiplied
+  once (``compute._drop_repeats``), and one that differs along it is not (the fetch's own broadcast, the GEMM
+  example's ``J / 8 % 4``, is structure: tests/engines/test_broadcast_streams.py);
 - batched products on worker threads equal numpy's;
 - plain host layouts (strided copies) equal the evaluated gather, do not alias the caller's array, and round-trip
   through HBM;
@@ -99,7 +100,8 @@ def test_tiled_align_data_reads_as_the_repeated_activation() -> None:
     x = dt.random_values(bf16, (64, 128), RNG)
     y = dt.random_values(bf16, (128, 32), RNG)
     _, s = _gemm(ax, x, y, bf16, True)
-    act, _ = s.extra["activation"]
+    act, _, digits = s.extra["activation"]
+    assert digits == ((act.shape[3], False),)  # nothing repeated by the fetch here
     assert np.array_equal(np.asarray(s.data.values).view(np.uint16),
                           np.repeat(act, s.extra["align"].tiles, axis=3).view(np.uint16))
 
@@ -256,6 +258,14 @@ def test_weight_period_and_block_constant() -> None:
     w[23, 2, 4] += 1
     assert C._weight_period(w) == 0
     t = np.repeat(RNG.integers(-9, 9, size=(3, 1, 5)), 4, axis=1)  # constant along the second axis
-    assert C._block_constant(t)
+    assert C._same_along(t)
     t[2, 3, 0] += 1
-    assert not C._block_constant(t)
+    assert not C._same_along(t)
+    # past the 64-word sample, in a non-contiguous view, and for 2-byte elements (compared as 64-bit words)
+    big = np.repeat(RNG.integers(0, 1 << 16, size=(2, 1, 300, 7)).astype(np.uint16), 3, axis=1)
+    perm = big.transpose(0, 1, 3, 2)  # one run of memory per position, its axes permuted: compared by words
+    assert C._words(perm) is not None and C._words(big[..., ::2]) is None
+    assert C._same_along(big) and C._same_along(big[..., ::2]) and C._same_along(perm)
+    big[1, 2, 299, 6] ^= 1
+    assert not C._same_along(big) and not C._same_along(big[..., ::2]) and not C._same_along(perm)
+    assert C._same_along(big[..., :6])

@@ -35,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from visa import dtypes as dt
+from visa.engines.broadcast import BroadcastData
 from visa.engines.cache import cached
 from visa.engines.common import StreamData, axes_text
 from visa.engines.fetch import stream_validity
@@ -131,12 +132,21 @@ def _plan(hw: HardwareProfile, dtype: type[dt.Scalar], time: Mapping, packet: Ma
 
 
 def execute(cfg: CollectConfig, data: StreamData) -> StreamData:
-    """Pad each packet with zeros (known values, L2122) to whole flits and split them along Time."""
-    vals, known = data.values, data.known
+    """Pad each packet with zeros (known values, L2122) to whole flits and split them along Time.  A stream
+    repeated along Time (:class:`~visa.engines.broadcast.BroadcastData`) stays so: the flits of each compact
+    packet, the flit index a new innermost Time digit that does not repeat."""
+    if isinstance(data, BroadcastData):
+        vals, known = data.compact_values, data.compact_known
+    else:
+        vals, known = data.values, data.known
     if cfg.pad_elements:
         pad = [(0, 0)] * (vals.ndim - 1) + [(0, cfg.pad_elements)]
         vals = np.pad(vals, pad)
         known = np.pad(known, pad, constant_values=True)
+    if isinstance(data, BroadcastData):
+        shape = (*vals.shape[:3], vals.shape[3] * cfg.flits_per_packet, cfg.out_packet.size)
+        return BroadcastData(vals.reshape(shape), known.reshape(shape),
+                             (*data.digits, (cfg.flits_per_packet, False)))
     shape = (*vals.shape[:3], cfg.out_time.size, cfg.out_packet.size)
     return StreamData(vals.reshape(shape), known.reshape(shape))
 
@@ -250,32 +260,42 @@ def _check_flit(hw: HardwareProfile, dtype: type[dt.Scalar], packet: Mapping, ca
                                  fix="collect the stream first")
 
 
-def execute_load(cfg: RegisterLoadConfig, data: StreamData, images: Sequence[DenseImage], bit_base: int) -> None:
+def execute_load(cfg: RegisterLoadConfig, data: StreamData, images: Sequence[DenseImage], bit_base: int,
+                 units: BoolArray | None = None) -> None:
     """Write the flattened stream into each chip's TRF (``(cluster, slice, rows, bytes)``, Row r in bank row r,
     L4114–4148) or VRF image (L5063–5081).
 
-    Unknown (poison) elements leave their bytes unwritten, so that a later read reports them.
+    Unknown (poison) elements leave their bytes unwritten, so that a later read reports them.  ``units``
+    (``(Chip, Cluster, Slice)``) are the slices the stream holds data in: only they load (the slice bitmap
+    leaves the others out, L2314–2319, as for a commit); None loads every slice.
     """
     vals, known = data.values, data.known
     n_chip, n_cl, n_sl = vals.shape[:3]
     e = cfg.element.size
     rows = cfg.row.size if cfg.row is not None else 1
-    flat_v = vals.reshape(n_chip, n_cl * n_sl * rows, e)
-    flat_k = known.reshape(n_chip, n_cl * n_sl * rows, e)
+    flat_v = vals.reshape(n_chip, n_cl * n_sl, rows, e)
+    flat_k = known.reshape(n_chip, n_cl * n_sl, rows, e)
     loops = ((e, 1),)  # element j of a row at bit_base + j · image_bits
     bits: npt.NDArray[np.int64] | None = None
     for c, img in enumerate(images):
-        enabled = np.ones(img.lead_shape, dtype=bool)
+        on = np.ones(n_cl * n_sl, dtype=bool) if units is None else units[c].reshape(-1)
+        if not on.any():
+            continue
+        run = np.flatnonzero(on)
+        pick: slice | npt.NDArray[np.bool_] = slice(int(run[0]), int(run[-1]) + 1) \
+            if int(run[-1]) - int(run[0]) + 1 == run.size else on  # a range of slices: a view
+        v, k = flat_v[c][pick].reshape(-1, e), flat_k[c][pick].reshape(-1, e)
+        enabled = np.zeros(img.lead_shape, dtype=bool)
+        enabled.reshape(n_cl * n_sl, -1)[on] = True
         if cfg.memory == "trf":
             enabled[:, :, rows:] = False  # Row r is bank row r (L4114-4148)
         target = enabled_units(img, enabled)
-        v, k = flat_v[c], flat_k[c]
         if store_nest(cfg.dtype, target, bit_base, loops, v, k):
             continue
         if bits is None:
             bits = bit_base + np.arange(e, dtype=np.int64) * cfg.dtype.image_bits
         held = stream_validity(cfg.time, cfg.packet).reshape(rows, e)  # stream padding holds no element
-        store_stream(cfg.dtype, target, bits, v, k, np.broadcast_to(held, (n_cl * n_sl, rows, e)).reshape(-1, e))
+        store_stream(cfg.dtype, target, bits, v, k, np.broadcast_to(held, (run.size, rows, e)).reshape(-1, e))
 
 
 def load_cycles(cfg: RegisterLoadConfig) -> int:

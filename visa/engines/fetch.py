@@ -41,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from visa import dtypes as dt
+from visa.engines.broadcast import BroadcastData, TimeDigits, normal_digits
 from visa.engines.cache import cached
 from visa.engines.common import StreamData, axes_text, engine_call, unit_validity
 from visa.errors import (
@@ -670,6 +671,66 @@ def _static(cfg: FetchConfig) -> tuple[IntArray, IntArray, BoolArray, BoolArray 
     return sel, off, valid, mask, tsel, units
 
 
+@dataclass(frozen=True)
+class _Repeat:
+    """A fetch's repeating Time digits (stride-0 sequencer loops over whole packets): the Time digits
+    (:data:`~visa.engines.broadcast.TimeDigits`), the sequencer entries without the repeating loops, and the
+    stream positions (time step × packet) of the compact stream in the whole one."""
+
+    digits: TimeDigits
+    entries: tuple[Any, ...]
+    keep: IntArray
+    keep_time: IntArray
+
+
+@cached(32)
+def _repeat(cfg: FetchConfig) -> _Repeat | None:
+    """The repeating Time digits of ``cfg``'s sequencer, or None when there are none (or when a repeated step
+    is not the same as the step it repeats: its validity, masking or tensor differ, e.g. a padded axis)."""
+    entries = cfg.sequencer.entries
+    n_p = cfg.packet.size
+    places = [math.prod(e.size for e in entries[k + 1:]) for k in range(len(entries))]
+    rep = [k for k, e in enumerate(entries) if e.stride == 0 and e.size > 1 and places[k] % n_p == 0]
+    if not rep:
+        return None
+    # Time split at the repeating loops: (outer, size, inner) per loop, in time steps
+    bounds = sorted({1, cfg.time.size} | {places[k] // n_p for k in rep}
+                    | {places[k] * entries[k].size // n_p for k in rep})
+    sizes = [b // a for a, b in zip(bounds, bounds[1:], strict=False)][::-1]  # outermost first
+    starts = {places[k] // n_p for k in rep}
+    inner = _place_list(sizes)
+    digits = tuple((s, p in starts) for s, p in zip(sizes, inner, strict=True))
+    sel, off, valid, mask, tsel, _ = _static(cfg)
+    shape = (*sizes, n_p)
+    first = tuple(slice(0, 1) if r else slice(None) for _, r in digits)
+    for arr in (sel, off, valid, mask):
+        if arr is None:
+            continue
+        a = arr.reshape(shape)
+        if not np.array_equal(a, np.broadcast_to(a[first], shape)):
+            return None
+    if tsel is not None:
+        ts = tsel.reshape(sizes)
+        if not np.array_equal(ts, np.broadcast_to(ts[first], ts.shape)):
+            return None
+    index = np.arange(cfg.time.size * n_p, dtype=np.int64).reshape(shape)
+    keep = np.ascontiguousarray(index[first]).reshape(-1)
+    keep_time = np.ascontiguousarray(np.arange(cfg.time.size, dtype=np.int64).reshape(sizes)[first]).reshape(-1)
+    kept = tuple(e for k, e in enumerate(entries) if k not in rep)
+    for a in (keep, keep_time):
+        a.flags.writeable = False
+    return _Repeat(normal_digits(digits), kept, keep, keep_time)
+
+
+def _place_list(sizes: Sequence[int]) -> list[int]:
+    """The place value of each digit of a mixed radix (outermost first)."""
+    out, acc = [0] * len(sizes), 1
+    for k in range(len(sizes) - 1, -1, -1):
+        out[k] = acc
+        acc *= sizes[k]
+    return out
+
+
 def execute(cfg: FetchConfig, images: Sequence[DenseImage], bit_bases: Sequence[int],
             table: LookupTable[Any, Any] | None = None) -> StreamData:
     """Run the fetch: the derived sequencer loops over each chip's DM image (L1219–1688), then the adapter
@@ -677,23 +738,34 @@ def execute(cfg: FetchConfig, images: Sequence[DenseImage], bit_bases: Sequence[
 
     ``images`` are the DM images of the chips (``Chip::SIZE`` of them), ``bit_bases`` the bit offset of each
     tensor's element 0 in a slice (two with an interleaved pair).  Returns values of shape
-    ``(Chip, Cluster, Slice, Time, Packet)`` in ``cfg.dst``'s storage type, with the poison mask.
+    ``(Chip, Cluster, Slice, Time, Packet)`` in ``cfg.dst``'s storage type, with the poison mask.  When the
+    sequencer repeats whole packets along Time (a stride-0 loop, e.g. the GEMM's ``J / 8 % 4``), the result is a
+    :class:`~visa.engines.broadcast.BroadcastData`: the packets are read once and the repetition is structure
+    (the same values; the cycles count every time step all the same, :func:`cycles`).
     """
     sel, off, valid, mask, tsel, lv = _static(cfg)
     src = cfg.src
     bases = np.asarray(list(bit_bases), dtype=np.int64)
-    nest = _nest(cfg, bases)
     n_t, n_p = cfg.time.size, cfg.packet.size
+    repeat = _repeat(cfg)
+    entries = cfg.sequencer.entries
+    if repeat is not None:  # the compact stream: the time steps at digit 0 of every repeating digit
+        entries = repeat.entries
+        sel, off, valid = sel[repeat.keep], off[repeat.keep], valid[repeat.keep]
+        mask = None if mask is None else mask[repeat.keep]
+        tsel = None if tsel is None else tsel[repeat.keep_time]
+        n_t = repeat.keep_time.size
+    nest = _nest(cfg, bases, entries)
     shape = (len(images), cfg.cluster.size, cfg.slice.size, n_t * n_p)
-    # every position is written below (the slices read, or poison for the others): no clearing first
+    # every position is written below: the slices read, and the others as poison (0, unknown)
     values = np.empty(shape, dtype=src.storage)
     known = np.empty(shape, dtype=bool)
     bits: IntArray | None = None
     stream_ok = valid
     for c, img in enumerate(images):
-        if not lv[c].all():  # the slices that hold no data: poison (0, unknown)
-            values[c][~lv[c]] = 0
-            known[c][~lv[c]] = False
+        for lo, hi in _runs(~lv[c].reshape(-1)):  # the slices that hold no data, a range at a time
+            values[c].reshape(-1, n_t * n_p)[lo:hi] = 0
+            known[c].reshape(-1, n_t * n_p)[lo:hi] = False
         if not lv[c].any():
             continue
         # only the slices that hold data are read: the others' stream is poison whatever they hold
@@ -743,28 +815,38 @@ def execute(cfg: FetchConfig, images: Sequence[DenseImage], bit_bases: Sequence[
         cur = cfg.dst
     # -- zero-point subtraction (L2022-2049) -----------------------------------------------------------------
     if cfg.zero_points:
-        values = _subtract(values, known, cfg, tsel)
+        values = _subtract(values, known, cfg, tsel, n_t)
     values = values.astype(cfg.dst.storage, copy=False)
     out_shape = (len(images), cfg.cluster.size, cfg.slice.size, n_t, n_p)
+    if repeat is not None:
+        return BroadcastData(values.reshape(out_shape), known.reshape(out_shape), repeat.digits)
     return StreamData(values.reshape(out_shape), known.reshape(out_shape))
 
 
-def _nest(cfg: FetchConfig, bases: IntArray) -> tuple[int, tuple[tuple[int, int], ...]] | None:
-    """``(bit base, loops)`` of the derived sequencer over the slice's bits, when its addresses are that loop
+def _runs(on: BoolArray) -> list[tuple[int, int]]:
+    """The ranges ``[lo, hi)`` of consecutive True positions of ``on``."""
+    edges = np.flatnonzero(np.diff(np.concatenate(([False], on, [False])).astype(np.int8)))
+    return list(zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True))
+
+
+def _nest(cfg: FetchConfig, bases: IntArray, entries: Sequence[Any]) -> tuple[int, tuple[tuple[int, int], ...]] | None:
+    """``(bit base, loops)`` of the sequencer ``entries`` over the slice's bits, when its addresses are that loop
     nest: one tensor, or an interleaved pair whose second tensor follows the first (then the buffer
     ``[I, Element]`` is the bytes themselves).  None otherwise."""
     seq = cfg.sequencer
     if len(bases) > 1 and any(int(b) != int(bases[0]) + k * cfg.element.size * cfg.src.image_bits
                               for k, b in enumerate(bases.tolist())):
         return None
-    return int(bases[0]) + seq.base * cfg.src.image_bits, tuple((e.size, e.stride) for e in seq.entries)
+    return int(bases[0]) + seq.base * cfg.src.image_bits, tuple((e.size, e.stride) for e in entries)
 
 
-def _subtract(values: npt.NDArray[Any], known: BoolArray, cfg: FetchConfig, tsel: IntArray | None) -> npt.NDArray[Any]:
-    """``cast(x) - zp`` (L2025), the zero point chosen per time step by the interleave digit (L2044)."""
+def _subtract(values: npt.NDArray[Any], known: BoolArray, cfg: FetchConfig, tsel: IntArray | None,
+              n_t: int) -> npt.NDArray[Any]:
+    """``cast(x) - zp`` (L2025), the zero point chosen per time step (``n_t`` of them) by the interleave digit
+    (L2044)."""
     dst = cfg.dst
     zps = np.asarray(cfg.zero_points, dtype=np.int64)
-    n_t, n_p = cfg.time.size, cfg.packet.size
+    n_p = cfg.packet.size
     z = np.full((n_t,), zps[0], dtype=np.int64) if len(zps) == 1 or tsel is None else zps[tsel]
     zfull = np.broadcast_to(np.repeat(z, n_p), values.shape)
     diff = np.where(known, values.astype(np.int64) - zfull, 0)

@@ -35,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from visa import dtypes as dt
+from visa.engines.broadcast import BroadcastData, compact_index
 from visa.engines.cache import cached
 from visa.engines.common import StreamData, axes_text
 from visa.errors import (
@@ -272,9 +273,12 @@ def execute(plan: SwitchPlan, data: StreamData) -> StreamData:
     """Run the routing over a stream's data (shape ``(Chip, Cluster, Slice, Time, Packet)``): one gather.
 
     Every output packet is a copy of the source packet, values and poison alike (the switch never changes a
-    value, L3085–3089).
+    value, L3085–3089); a :class:`~visa.engines.broadcast.BroadcastData` is read through its compact stream.
     """
     src, tim = routes(plan)
+    if isinstance(data, BroadcastData):  # a stream the fetch repeated along Time: gather from the compact one
+        ct = compact_index(data.digits)[tim]
+        return StreamData(data.compact_values[:, :, src, ct, :], data.compact_known[:, :, src, ct, :])
     return StreamData(data.values[:, :, src, tim, :], data.known[:, :, src, tim, :])
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from visa.engines import collect as engine
-from visa.engines.common import EngineReport
+from visa.engines.common import EngineReport, unit_validity
 from visa.mapping import Mapping
 from visa.mapping.core import ensure_mapping
 from visa.validate import expect_instance, expect_int
@@ -81,7 +81,8 @@ def to_trf(stream: CollectTensor[Any, Any, Any, Any, Any, Any], row: Mapping, el
         ctx, lay.dtype, lay.chip, lay.cluster, lay.slice, row, element, address, reads=input_regions(stream),
         call="to_trf")
     images = [ctx.memory.chip(c).trf for c in range(lay.chip.size)]
-    engine.execute_load(cfg, stream.data, images, tensor.element_bit_offset())
+    engine.execute_load(cfg, stream.data, images, tensor.element_bit_offset(),
+                        unit_validity(lay.chip, lay.cluster, lay.slice))
     tensor.ready_at = record_pass(stream, EngineReport("to_trf", str(cfg), engine.load_cycles(cfg)), (tensor,))
     return tensor
 
@@ -98,6 +99,7 @@ def to_vrf(stream: CollectTensor[Any, Any, Any, Any, Any, Any], element: Mapping
     tensor: VrfTensor[Any, Any, Any, Any, Any] = VrfTensor(
         ctx, lay.dtype, lay.chip, lay.cluster, lay.slice, element, address, reads=input_regions(stream), call="to_vrf")
     images = [ctx.memory.chip(c).vrf for c in range(lay.chip.size)]
-    engine.execute_load(cfg, stream.data, images, tensor.element_bit_offset())
+    engine.execute_load(cfg, stream.data, images, tensor.element_bit_offset(),
+                        unit_validity(lay.chip, lay.cluster, lay.slice))
     tensor.ready_at = record_pass(stream, EngineReport("to_vrf", str(cfg), engine.load_cycles(cfg)), (tensor,))
     return tensor

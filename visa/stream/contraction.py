@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from visa.engines import contraction as engine
+from visa.engines.broadcast import BroadcastData, compact_size
 from visa.engines.common import EngineReport, StreamData, StreamLayout, unit_validity
 from visa.errors import VisaError
 from visa.mapping.core import ensure_mapping
@@ -175,24 +176,22 @@ def align(
                                 trf.levels["Row"], trf.levels["Element"], trf.trf_address.name, trf.address)
     plan = engine.plan_align(hw, layout.dtype, layout.chip, layout.cluster, layout.slice, layout.time,
                              layout.packet, operand, time, packet)
-    act, act_known = engine.adapt(plan, stream.data.values, stream.data.known)
+    src = stream.data
+    digits = engine.adapt_digits(plan, src.digits) if isinstance(src, BroadcastData) and src.repeats else None
+    if isinstance(src, BroadcastData) and digits is not None:  # the fetch's broadcast: adapt the compact stream
+        act, act_known = engine.adapt(plan, src.compact_values, src.compact_known, compact_size(digits))
+    else:
+        act, act_known = engine.adapt(plan, src.values, src.known)
+        digits = ((plan.act_time, False),)
     valid = unit_validity(layout.chip, layout.cluster, layout.slice)
     lo, hi = engine.window_range(plan)
     window = trf_window(trf, valid, lo, hi)
     out_layout = layout.with_(time=time, packet=packet)
-    data: StreamData
-    if plan.tiles > 1:  # the time broadcast is materialised only if the aligned data itself is read
-        tiles = plan.tiles
-
-        def repeat() -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]:
-            return np.repeat(act, tiles, axis=3), np.repeat(act_known, tiles, axis=3)
-
-        data = DeferredData(repeat)
-    else:
-        data = StreamData(act, act_known)
-        data.check(out_layout)
+    # the repeats (the fetch's and the tiling's time broadcast) are materialised only if the aligned data is read
+    data = BroadcastData(act, act_known, (*digits, (plan.tiles, True)))
+    data.check(out_layout)
     report = EngineReport("aligner", plan.describe(), engine.align_cycles(plan), details=engine.align_details(plan))
-    extra = {**stream.extra, "align": plan, "trf": trf, "activation": (act, act_known), "window": window,
+    extra = {**stream.extra, "align": plan, "trf": trf, "activation": (act, act_known, digits), "window": window,
              "valid": valid}
     return AlignedTensor(stream.tu, out_layout, data, stream.reports + (report,), stream.inputs + (trf,), extra)
 
@@ -212,12 +211,12 @@ def contract(
     layout = stream.layout
     plan = engine.plan_contract(hw, layout.dtype, layout.packet, packet)
     align_plan: engine.AlignPlan = stream.extra["align"]
-    act, act_known = stream.extra["activation"]
+    act, act_known, digits = stream.extra["activation"]
     window: engine.TrfWindow = stream.extra["window"]
     valid = stream.extra["valid"]
 
     def compute() -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]:
-        return engine.contract_values(align_plan, plan, act, act_known, window, valid)
+        return engine.contract_values(align_plan, plan, act, act_known, window, valid, digits)
 
     cyc, lat = engine.contract_cycles(plan, align_plan.out_time)
     held = (int(np.count_nonzero(valid)) * int(np.count_nonzero(layout.time.evaluate().valid))
@@ -254,9 +253,9 @@ def accumulate(
     trf: TrfTensor[Any, Any, Any, Any, Any, Any] = stream.extra["trf"]
     plan = engine.plan_accumulate(hw, layout.dtype, trf.levels["Row"], layout.time, layout.packet, time, packet,
                                   kind.name)
-    act, act_known = stream.extra["activation"]
+    act, act_known, digits = stream.extra["activation"]
     data = engine.accumulate(align_plan, contract_plan, plan, act, act_known, stream.extra["window"],
-                             stream.extra["valid"])
+                             stream.extra["valid"], digits)
     cyc, lat = engine.accumulate_cycles(plan)
     report = EngineReport("reducer.accumulator", plan.describe(), cyc, latency=lat,
                           details=(("kind", plan.kind), ("reduced", plan.reduced_text), ("steps", plan.reduced),

@@ -12,7 +12,7 @@ multiplies and adds, spatially over the packet (``contract``) and temporally ove
 - :mod:`~visa.engines.contraction.compute`: the arithmetic over the data.
 """
 
-from visa.engines.contraction.aligner import AlignPlan, TrfOperand, adapt, addresses, cache_misses
+from visa.engines.contraction.aligner import AlignPlan, TrfOperand, adapt, adapt_digits, addresses, cache_misses
 from visa.engines.contraction.aligner import check_context as check_context
 from visa.engines.contraction.aligner import cycles as align_cycles
 from visa.engines.contraction.aligner import plan as plan_align
@@ -30,8 +30,8 @@ from visa.engines.contraction.reducer import (
 )
 
 __all__ = [
-    "AlignPlan", "TrfOperand", "plan_align", "check_context", "adapt", "addresses", "cache_misses", "align_cycles",
-    "align_details",
+    "AlignPlan", "TrfOperand", "plan_align", "check_context", "adapt", "adapt_digits", "addresses", "cache_misses",
+    "align_cycles", "align_details",
     "ContractPlan", "AccumulatePlan", "plan_contract", "plan_accumulate", "contract_cycles", "accumulate_cycles",
     "accumulator_trace", "KINDS", "TrfWindow", "accumulate", "contract_values", "window_range",
 ]

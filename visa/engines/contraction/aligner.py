@@ -36,6 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from visa import dtypes as dt
+from visa.engines.broadcast import TimeDigits, normal_digits
 from visa.engines.cache import cached
 from visa.engines.common import axes_text
 from visa.engines.contraction.reducer import flat_items
@@ -464,16 +465,30 @@ def cache_misses(p: AlignPlan) -> int:
     return int(np.unique(st[miss]).size)
 
 
-def adapt(p: AlignPlan, values: npt.NDArray[np.generic], known: BoolArray) -> tuple[npt.NDArray[np.generic],
-                                                                                     BoolArray]:
+def adapt(p: AlignPlan, values: npt.NDArray[np.generic], known: BoolArray,
+          act_time: int | None = None) -> tuple[npt.NDArray[np.generic], BoolArray]:
     """The Stream Adapter over collected data ``(Chip, Cluster, Slice, Time, Packet)``: the activation before
     time broadcast, ``(Chip, Cluster, Slice, act_time, 64-byte packet)`` (a view when collect_flits = 2; the
-    zero padding of collect_flits = 1 is known zeros, L3922–3927)."""
+    zero padding of collect_flits = 1 is known zeros, L3922–3927).  ``act_time`` is the activation's time steps
+    when ``values`` is a compact stream (:func:`adapt_digits`)."""
     lead = values.shape[:3]
+    steps = p.act_time if act_time is None else act_time
     if p.collect_flits == 1:
-        out = np.zeros((*lead, p.act_time, p.out_packet), dtype=values.dtype)
-        kout = np.ones((*lead, p.act_time, p.out_packet), dtype=bool)
+        out = np.zeros((*lead, steps, p.out_packet), dtype=values.dtype)
+        kout = np.ones((*lead, steps, p.out_packet), dtype=bool)
         out[..., : p.in_packet] = values
         kout[..., : p.in_packet] = known
         return out, kout
-    return (values.reshape(*lead, p.act_time, p.out_packet), known.reshape(*lead, p.act_time, p.out_packet))
+    return (values.reshape(*lead, steps, p.out_packet), known.reshape(*lead, steps, p.out_packet))
+
+
+def adapt_digits(p: AlignPlan, digits: TimeDigits) -> TimeDigits | None:
+    """The Time digits of the activation the Stream Adapter makes of a stream repeated along Time (``digits``,
+    :class:`~visa.engines.broadcast.BroadcastData`), or None when the compact stream cannot be adapted as such
+    (collect_flits = 2 pairs the innermost time steps: that digit must not repeat and must be even)."""
+    if p.collect_flits == 1:
+        return digits
+    size, rep = digits[-1] if digits else (1, False)
+    if rep or size % p.collect_flits:
+        return None
+    return normal_digits((*digits[:-1], (size // p.collect_flits, False)))

@@ -8,9 +8,11 @@ The Reducer computes, for every slice, Row ``r``, computation step ``t`` and out
 where ``A`` is the Stream Adapter's packet (repeated over the tiling steps) and ``W`` the TRF Sequencer's read:
 ``W[r, t, p] = TRF_r[base + Σ_k digit_k(t) · stride_k + p mod reg_read]`` — the configuration the Aligner
 derived, executed as such.  Time is split into *digits*: the common refinement of the sequencer entries,
-the tiling split and the accumulator's kept/reduced segments.  A digit with stride 0 is a weight broadcast
-and a tiling digit an activation broadcast; neither is materialised.  The sum over a reduced digit and the
-tree's ``j`` then is one batched matrix product (BLAS), in float32 for float operands (bf16 and fp8 products
+the tiling split, the activation's own repeating digits (a fetch that read the stream once per weight column,
+:class:`~visa.engines.broadcast.BroadcastData`) and the accumulator's kept/reduced segments.  A digit with stride
+0 is a weight broadcast, and a tiling or repeating digit an activation broadcast; none is materialised.  The
+sum over a reduced digit and the tree's ``j`` then is one batched matrix product (BLAS), in float32 for float
+operands (bf16 and fp8 products
 are exact in f32; the sum's order differs from the tree's, so float results agree to f32 rounding) and in
 float64 for integer operands (exact below 2^53, then wrapped to i32).
 
@@ -30,6 +32,7 @@ import ml_dtypes
 import numpy as np
 import numpy.typing as npt
 
+from visa.engines.broadcast import TimeDigits, expand
 from visa.engines.common import StreamData
 from visa.engines.contraction.aligner import AlignPlan
 from visa.engines.contraction.blas import batched_matmul, parallel_pieces
@@ -95,12 +98,19 @@ def _place_of(sizes: Sequence[int]) -> list[int]:
     return out
 
 
-def _digits(align: AlignPlan, segments: Sequence[tuple[int, bool]], dense: bool = False) -> list[_Digit]:
-    """The time digits: refinement of the entries, the tiling split and the segments (outermost first)."""
+def _digits(align: AlignPlan, segments: Sequence[tuple[int, bool]], dense: bool = False,
+            act_digits: TimeDigits = ()) -> list[_Digit]:
+    """The time digits: refinement of the entries, the tiling split, the activation's own repeating digits
+    (``act_digits``, a stream the fetch broadcast along Time) and the segments (outermost first).  A digit is in
+    the activation (``in_act``) unless it is a tiling digit or inside a repeating activation digit."""
     t = align.out_time
     seg_sizes = [s for s, _ in segments if s > 1]
     entries = [(e.size, e.stride) for e in align.entries if e.size > 1]
-    structures = [seg_sizes, [align.act_time, align.tiles], [s for s, _ in entries]]
+    act_digits = act_digits or ((align.act_time, False),)
+    act_sizes = [s for s, _ in act_digits]
+    structures = [seg_sizes, [*act_sizes, align.tiles], [s for s, _ in entries]]
+    a_places = [p * align.tiles for p in _place_of(act_sizes)]
+    repeating = [(p, p * s) for (s, rep), p in zip(act_digits, a_places, strict=True) if rep]
     sizes = None if dense else _refine(t, structures)
     if sizes is None:  # no common refinement: one digit per segment, weights gathered per step
         sizes = seg_sizes if seg_sizes else [t]
@@ -122,7 +132,8 @@ def _digits(align: AlignPlan, segments: Sequence[tuple[int, bool]], dense: bool 
         for ssz, sp, sk in zip(seg_sizes, s_places, seg_kept, strict=True):
             if sp <= place < sp * ssz:
                 kept = sk
-        out.append(_Digit(size, dense or place >= align.tiles, -1 if dense else stride, kept))
+        in_act = dense or (place >= align.tiles and not any(lo <= place < hi for lo, hi in repeating))
+        out.append(_Digit(size, in_act, -1 if dense else stride, kept))
     return out
 
 
@@ -210,7 +221,7 @@ def _exact_f32_terms(a: Array, w: Array) -> int:
 def _weight_period(w: Array) -> int:
     """The smallest ``p`` < the batch size ``B`` (the first axis of ``w``) with ``w[b] == w[b mod p]`` for every
     ``b`` (bit for bit), or 0.  Each divisor is tried on a sample of every position's weights first (the first
-    64 elements of one row), then on all of them."""
+    64 elements of one row), then on all of them (:func:`_same_along`)."""
     b = w.shape[0]
     if w.size == 0 or w.ndim < 2:
         return 0
@@ -222,25 +233,76 @@ def _weight_period(w: Array) -> int:
         s3 = sample.reshape(b // p, p, -1)
         if not np.array_equal(s3, np.broadcast_to(s3[:1], s3.shape)):
             continue
-        full = bits.reshape(b // p, p, *bits.shape[1:])  # splits the first axis: a view
-        if np.array_equal(full, np.broadcast_to(full[:1], full.shape)):
+        if _same_along(w.reshape(1, b // p, p, *w.shape[1:])):  # splits the first axis: a view
             return p
     return 0
 
 
+def _words(x: Array) -> Array | None:
+    """``x`` as ``(x.shape[0], x.shape[1], words)``: the bits of each ``x[g, k]`` as the widest unsigned words that
+    divide them — a view, when each ``x[g, k]`` is one run of memory, its axes in any order (else None: no copy
+    is made)."""
+    g, n = x.shape[:2]
+    m = math.prod(x.shape[2:])
+    bits = _bits_view(x)
+    if bits.dtype.kind == "u" and _dense(x.shape[2:], x.strides[2:], x.itemsize):
+        flat = np.lib.stride_tricks.as_strided(bits, (g, n, m), (*x.strides[:2], x.itemsize), writeable=False)
+        word = next(w for w in (8, 4, 2, 1) if (m * x.itemsize) % w == 0 and w >= x.itemsize)
+        return flat.view(np.dtype(f"u{word}"))
+    return None
+
+
+def _dense(shape: Sequence[int], strides: Sequence[int], itemsize: int) -> bool:
+    """Do the elements of ``shape``/``strides`` fill one run of memory from the first (index 0) on, in some order of
+    the axes?  Then comparing two such blocks word by word compares the same elements."""
+    expect = itemsize
+    for size, stride in sorted(((n, s) for n, s in zip(shape, strides, strict=True) if n > 1), key=lambda a: a[1]):
+        if stride != expect:
+            return False
+        expect *= size
+    return True
+
+
+def _same_along(x: Array) -> bool:
+    """Is ``x`` (shape ``(G, N, ...)``) the same, bit for bit, at every position of its second axis, for each
+    ``g``?  A sample (the first 64 words of each position) is compared first, then every word; positions are
+    compared as 64-bit words when their bits allow (a fraction of the element compares), element by element
+    otherwise (a strided view is not copied)."""
+    if x.shape[1] < 2 or x.size == 0:
+        return True
+    v = _words(x)
+    if v is None:
+        v = _bits_view(x)
+        index: tuple[Any, ...] = (slice(None), slice(None), *((0,) * (v.ndim - 3)), slice(0, 64))
+        head = v[index] if v.ndim > 2 else v
+    else:
+        head = v[:, :, :64]
+    if not np.array_equal(head[:, 1:], np.broadcast_to(head[:, :1], head[:, 1:].shape)):
+        return False
+    return bool(np.array_equal(v[:, 1:], np.broadcast_to(v[:, :1], v[:, 1:].shape)))
+
+
 def _matrix(x: Array, order: list[int], shape: tuple[int, ...], mtype: type[np.floating[Any]]) -> Array:
     """``x`` transposed to ``order`` and reshaped to ``shape`` in the compute type: a view when ``x`` already is
-    of that type and the reshape needs no copy, else one pass that converts and reorders at once."""
+    of that type and the reshape needs no copy.  Else ``x`` is converted in its own memory order (a streaming
+    pass) and the converted array transposed and reshaped — a view when that order allows it (a matrix whose
+    columns are rows in memory is a transposed operand BLAS takes as such), else one more copy."""
     t = x.transpose(order)
     if t.dtype == mtype:
         return t.reshape(shape)
-    out = np.empty(t.shape, dtype=mtype)
-    if t.dtype == _BF16 and mtype is np.float32:
+    mem = sorted(range(x.ndim), key=lambda k: -abs(x.strides[k]))  # x's axes, outermost in memory first
+    out = np.empty([x.shape[k] for k in mem], dtype=mtype)
+    try:  # the converted array in x's memory order, seen in the order asked for: a view?
+        view = np.reshape(out.transpose(np.argsort(mem)).transpose(order), shape, copy=False)
+        src = x.transpose(mem)
+    except ValueError:  # no: convert and reorder in one pass
+        out, view, src = np.empty(t.shape, dtype=mtype), None, t
+    if src.dtype == _BF16 and mtype is np.float32:
         # bfloat16 is the upper half of a binary32: widen the bits (exact, and far faster than the cast)
-        np.left_shift(t.view(np.uint16), 16, out=out.view(np.uint32), dtype=np.uint32)
+        np.left_shift(src.view(np.uint16), 16, out=out.view(np.uint32), dtype=np.uint32)
     else:
-        np.copyto(out, t, casting="unsafe")
-    return out.reshape(shape)
+        np.copyto(out, src, casting="unsafe")
+    return out.reshape(shape) if view is None else view
 
 
 def _matmul(a2: Array, w2: Array, terms: int, ctype: type[np.floating[Any]],
@@ -276,7 +338,9 @@ def _contract(a: Array, la: list[str], w: Array, lw: list[str], lo: list[str], s
                 lw = [lab for lab in lw if lab not in only]
     batch = [lab for lab in lo if lab in la and lab in lw]
     mm = [lab for lab in lo if lab in la and lab not in lw]
-    nn = [lab for lab in lo if lab in lw and lab not in la]
+    # the weights' own labels in their memory order (outermost first): the converted weights are then a view of
+    # a matrix BLAS reads as is (the output is reordered to ``lo`` at the end, _finish)
+    nn = sorted((lab for lab in lo if lab in lw and lab not in la), key=lambda lab: -abs(w.strides[lw.index(lab)]))
     kk = [lab for lab in la if lab in lw and lab not in lo]
     nm = math.prod(sizes[lab] for lab in mm)
     nn_ = math.prod(sizes[lab] for lab in nn)
@@ -288,7 +352,7 @@ def _contract(a: Array, la: list[str], w: Array, lw: list[str], lo: list[str], s
     mtype = np.float32 if terms else ctype
     order_a = [la.index(lab) for lab in batch + mm + kk]
     order_w = [lw.index(lab) for lab in batch + kk + nn]
-    period = _weight_period(w.transpose(order_w)) if bshape and bshape[0] > 1 and math.prod(bshape[1:]) == 1 else 0
+    period = _weight_period(w) if bshape and bshape[0] > 1 and math.prod(bshape[1:]) == 1 else 0
     if period >= _MIN_PERIOD:
         # the weights repeat every `period` batch positions (slices sharing a TRF content, e.g. one column block
         # of B broadcast to every row block of A): the activations of the positions that share weights are stacked
@@ -300,7 +364,7 @@ def _contract(a: Array, la: list[str], w: Array, lw: list[str], lo: list[str], s
         ta = ta.reshape(groups, period, *ta.shape[1:])
         tw = w.transpose(order_w)
         piece = max(1, min(-(-period // 8), _PIECE_ELEMENTS // max(1, groups * nm * nk + nk * nn_)))
-        if _block_constant(ta):
+        if _same_along(a.reshape(groups, period, *a.shape[1:])):
             # and the activations repeat within each block of `period` positions (one row block of A broadcast to
             # every column block): one product of the distinct activations by the distinct weights
             a_u = _matrix(ta[:, 0], list(range(ta.ndim - 1)), (groups * nm, nk), mtype)
@@ -362,20 +426,21 @@ def _finish(res: Array, sizes: dict[str, int], reduced: Sequence[str], la: list[
     return np.broadcast_to(res, [sizes[lab] for lab in lo])
 
 
-def _block_constant(t: Array) -> bool:
-    """Is ``t`` (groups, period, ...) the same, bit for bit, at every position of its second axis?"""
-    bits = _bits_view(t)
-    return bool(np.array_equal(bits, np.broadcast_to(bits[:, :1], bits.shape)))
-
-
 def _run(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int, bool]], act: Array,
          act_known: BoolArray, window: TrfWindow, batch: IntArray, out_tail: list[str],
-         keep_all_time: bool) -> tuple[Array, BoolArray]:
-    """Values and known-mask over ``(b, <kept digits>, *out_tail)`` for the batch positions ``batch``."""
-    digits = _digits(align, segments)
+         keep_all_time: bool, act_digits: TimeDigits = ()) -> tuple[Array, BoolArray]:
+    """Values and known-mask over ``(b, <kept digits>, *out_tail)`` for the batch positions ``batch``.
+
+    ``act`` is the activation over its compact time when ``act_digits`` has repeating digits (a stream the
+    fetch broadcast along Time): those digits are not in the activation's labels, so the products multiply one
+    activation by every weight they pair with (a wider matrix product), the repeats never materialised."""
+    digits = _digits(align, segments, act_digits=act_digits)
     dense = any(d.stride == -1 for d in digits)
     if dense:
         digits = [_Digit(d.size, True, -1, d.kept) for d in digits]
+        if any(rep for _, rep in act_digits):  # no common refinement: the activation's repeats materialised
+            act = _expand_time(act, act_digits, align.act_time)
+            act_known = _expand_time(act_known, act_digits, align.act_time)
     n, q_keep = contract.group, contract.kept
     sizes: dict[str, int] = {"b": 0, "r": align.rows, "q": q_keep, "j": n}
     for k, d in enumerate(digits):
@@ -390,7 +455,10 @@ def _run(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int,
     out_shape = [len(batch)] + [sizes[lab] for lab in lo[1:]]
     values = np.zeros(out_shape, dtype=ctype)
     poison = np.zeros(out_shape, dtype=bool)
-    per_b = max(1, align.act_time * align.out_packet + align.rows * align.out_time * align.out_packet // 8)
+    # elements per batch position: the (compact) activation and the weights (a strided view of the window unless
+    # dense, then a gather over every step)
+    w_steps = align.out_time if dense else math.prod(d.size for d in digits if d.stride != 0)
+    per_b = max(1, act.shape[3] * align.out_packet + align.rows * w_steps * align.out_packet)
     step = 1 << max(0, (CHUNK_ELEMENTS // per_b).bit_length() - 1)  # a power of two: chunks keep slice patterns
     for start in range(0, len(batch), step):
         chunk = batch[start: start + step]
@@ -441,10 +509,11 @@ def _bits_view(x: Array) -> Array:
 def _drop_repeats(a: Array, ak: BoolArray, la: list[str], lw: list[str],
                   lo: list[str]) -> tuple[Array, BoolArray, list[str]]:
     """Drop the activation's time digits along which it repeats itself (values and known alike) and that the
-    weights and the output also index: such a digit, e.g. a fetch that broadcasts the stream over the weights'
-    columns (``J / 8 % 4`` in the GEMM example, L466–525), then multiplies one activation by several weight
-    columns — a wider matrix product instead of a batch of narrow ones.  The products are the same numbers:
-    the result does not change, only how many BLAS calls compute it."""
+    weights and the output also index: such a digit then multiplies one activation by several weight columns — a
+    wider matrix product instead of a batch of narrow ones.  The products are the same numbers: the result does
+    not change, only how many BLAS calls compute it.  A fetch's broadcast (``J / 8 % 4`` in the GEMM example,
+    L466–525) arrives as structure and is never compared here (:func:`_digits`); this finds the repeats only the
+    data shows (a broadcast materialised on the way, e.g. by an engine that does not keep the structure)."""
     for lab in [x for x in la if x.startswith("d") and x in lw and x in lo]:
         axis = la.index(lab)
         if a.shape[axis] < 2:
@@ -462,13 +531,15 @@ def _repeats(x: Array, axis: int) -> bool:
     n = x.shape[axis]
     if n < 2 or x.size == 0 or x.strides[axis] == 0:
         return True
-    if x.flags.c_contiguous and x.itemsize in (1, 2, 4, 8):
-        inner = x.itemsize * math.prod(x.shape[axis + 1:])
-        word = next(w for w in (8, 4, 2, 1) if inner % w == 0)
-        v = x.reshape(-1).view(np.uint8).view(np.dtype(f"u{word}")).reshape(-1, n, inner // word)
-        return bool(np.array_equal(v[:, 1:], np.broadcast_to(v[:, :1], v[:, 1:].shape)))
+    if x.flags.c_contiguous:
+        return _same_along(x.reshape(math.prod(x.shape[:axis]), n, *x.shape[axis + 1:]))
     bits = _bits_view(x)
     return bool(np.array_equal(bits, np.broadcast_to(np.take(bits, [0], axis=axis), bits.shape)))
+
+
+def _expand_time(x: Array, digits: TimeDigits, steps: int) -> Array:
+    """The compact activation ``x`` (its axis 3 the compact time) over all ``steps`` of its time (a copy)."""
+    return expand(x, digits).reshape(*x.shape[:3], steps, *x.shape[4:])
 
 
 def _to_output(values: Array, contract: ContractPlan) -> Array:
@@ -476,7 +547,7 @@ def _to_output(values: Array, contract: ContractPlan) -> Array:
     if contract.out_dtype.kind == "int":
         wide = np.rint(values).astype(np.int64)
         return wide.astype(np.uint64).astype(np.uint32).view(np.int32).astype(target)
-    return values.astype(target)
+    return values.astype(target, copy=False)
 
 
 def _batch(valid: BoolArray) -> IntArray:
@@ -484,10 +555,11 @@ def _batch(valid: BoolArray) -> IntArray:
 
 
 def accumulate(align: AlignPlan, contract: ContractPlan, acc: AccumulatePlan, act: Array, act_known: BoolArray,
-               window: TrfWindow, valid: BoolArray) -> StreamData:
+               window: TrfWindow, valid: BoolArray, act_digits: TimeDigits = ()) -> StreamData:
     """The AccumulationTensor's data ``(Chip, Cluster, Slice, OutTime, OutPacket)``.
 
-    ``act``/``act_known`` are the Stream Adapter's output before time broadcast (:func:`aligner.adapt`);
+    ``act``/``act_known`` are the Stream Adapter's output before time broadcast (:func:`aligner.adapt`), over
+    the compact time of ``act_digits`` when the fetch repeated the stream along Time;
     ``valid`` marks the ``(Chip, Cluster, Slice)`` positions the layout holds data in (others are poison and
     are not computed).  Interleaved: Rows past the TRF's are dummies (poison).  Sequential: the columns
     padding the packet to the 8-wide bus are zeros (L4482–4492).
@@ -495,38 +567,45 @@ def accumulate(align: AlignPlan, contract: ContractPlan, acc: AccumulatePlan, ac
     lead = act.shape[:3]
     batch = _batch(valid)
     rows = acc.rows
+    full = np.zeros((*lead, acc.out_time, acc.out_packet), dtype=contract.out_dtype.storage)
+    kfull = np.zeros(full.shape, dtype=bool)
     if acc.kind == "Interleaved":
-        vals, known = _run(align, contract, acc.segments, act, act_known, window, batch, ["q", "r"], False)
+        vals, known = _run(align, contract, acc.segments, act, act_known, window, batch, ["q", "r"], False,
+                           act_digits)
         body = vals.reshape(len(batch), acc.kept_time * acc.columns, rows)
         kbody = known.reshape(body.shape)
-        width = acc.out_packet
-        out = np.zeros((len(batch), acc.out_time, width), dtype=contract.out_dtype.storage)
+        if len(batch) and int(batch[-1]) - int(batch[0]) + 1 == len(batch):  # consecutive positions: in place
+            span = slice(int(batch[0]), int(batch[-1]) + 1)
+            full.reshape(-1, acc.out_time, acc.out_packet)[span, :, :rows] = body
+            kfull.reshape(-1, acc.out_time, acc.out_packet)[span, :, :rows] = kbody
+            return StreamData(full, kfull)
+        out = np.zeros((len(batch), acc.out_time, acc.out_packet), dtype=contract.out_dtype.storage)
         kout = np.zeros(out.shape, dtype=bool)
         out[..., :rows] = body
         kout[..., :rows] = kbody
     else:
-        vals, known = _run(align, contract, acc.segments, act, act_known, window, batch, ["r", "q"], False)
+        vals, known = _run(align, contract, acc.segments, act, act_known, window, batch, ["r", "q"], False,
+                           act_digits)
         pad = np.zeros((*vals.shape[:-1], acc.pad_columns), dtype=vals.dtype)
         kpad = np.ones(pad.shape, dtype=bool)
         pad[..., : acc.columns] = vals
         kpad[..., : acc.columns] = known
         out = pad.reshape(len(batch), acc.out_time, acc.out_packet)
         kout = kpad.reshape(out.shape)
-    full = np.zeros((*lead, acc.out_time, acc.out_packet), dtype=contract.out_dtype.storage)
-    kfull = np.zeros(full.shape, dtype=bool)
     full.reshape(-1, acc.out_time, acc.out_packet)[batch] = out
     kfull.reshape(-1, acc.out_time, acc.out_packet)[batch] = kout
     return StreamData(full, kfull)
 
 
 def contract_values(align: AlignPlan, contract: ContractPlan, act: Array, act_known: BoolArray, window: TrfWindow,
-                    valid: BoolArray) -> tuple[Array, BoolArray]:
+                    valid: BoolArray, act_digits: TimeDigits = ()) -> tuple[Array, BoolArray]:
     """The ContractionTensor's data: ``C[chip, cluster, slice, row, time, column]`` of shape
     ``(C, K, S, Row, OutTime, kept columns)`` (the computation mapping with the Row level, L3811–3812)."""
     lead = act.shape[:3]
     batch = _batch(valid)
     segments = ((align.out_time, True),)
-    vals, known = _run(align, contract, segments, act, act_known, window, batch, ["r", "q"], True)
+    vals, known = _run(align, contract, segments, act, act_known, window, batch, ["r", "q"], True,
+                       act_digits)
     vals = vals.reshape(len(batch), align.out_time, align.rows, contract.kept).transpose(0, 2, 1, 3)
     known = known.reshape(vals.shape[0], align.out_time, align.rows, contract.kept).transpose(0, 2, 1, 3)
     full = np.zeros((*lead, align.rows, align.out_time, contract.kept), dtype=contract.out_dtype.storage)
