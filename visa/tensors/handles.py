@@ -337,7 +337,8 @@ def _float_classes(dtype: type[dt.Scalar], out: npt.NDArray[Any]) -> tuple[npt.N
     got = _CLASSES.get(dtype)
     if got is None:
         every = np.arange(1 << (8 * dtype.bits_dtype.itemsize)).astype(dtype.bits_dtype).view(dtype.storage)
-        wide = every.astype(np.float64)
+        with np.errstate(invalid="ignore"):  # NaN patterns convert to NaN: that is what is being classified
+            wide = every.astype(np.float64)
         got = _CLASSES[dtype] = (np.isfinite(wide), np.isnan(wide))
     bits = out.view(dtype.bits_dtype)
     return got[0][bits], got[1][bits]
