@@ -214,6 +214,13 @@ class DenseImage:
         written.flags.writeable = False
         return data, written
 
+    def read_data(self) -> ByteArray:
+        """A read-only view of the bytes (reading marks nothing as written; pair it with :meth:`all_written`
+        or :meth:`known_bytes`)."""
+        data = self._data.view()
+        data.flags.writeable = False
+        return data
+
     def _units(self, lead: tuple[Any, ...]) -> Units:
         """The flat unit indices ``lead`` (an index of the leading shape) selects, or a slice for all."""
         if not lead:

@@ -256,7 +256,8 @@ class UnitSelection(DenseImage):
             self._write_units(kv, byte_base, nest, k * ones, keep)
         return True
 
-    def _changing(self, nb: int, byte_base: int, nest: Nest, known: BoolArray, span: tuple[int, int]) -> BoolArray | None:
+    def _changing(self, nb: int, byte_base: int, nest: Nest, known: BoolArray,
+                  span: tuple[int, int]) -> BoolArray | None:
         """The units a nest write changes, if it leaves some as they are (else None): a unit that receives
         only poison where it holds poison already — a slice or cluster a stream holds no data in, over memory
         never written.  (The bytes under poison are undefined: their value is never read as an element.)
