@@ -420,6 +420,11 @@ class DenseImage:
         self._pages.materialise(units, lo, hi)
         return self._written.reshape(-1)
 
+    def settle(self, units: slice, lo: int, hi: int) -> None:
+        """After a write of the mask :meth:`mask_for_write` handed out: pages of bytes ``[lo, hi)`` of the
+        (flat) ``units`` now wholly written (or wholly poison) keep no mask."""
+        self._pages.settle_range(units, lo, hi)
+
     def known_units(self, units: slice, lo: int, hi: int) -> BoolArray | None:
         """None if every byte ``[lo, hi)`` of the (flat) ``units`` was written, else whether each was:
         ``(units, hi - lo)`` (a new array; nothing changes)."""

@@ -228,6 +228,29 @@ class PageMask:
         if empty.any():
             self.state[units[empty], p] = NONE
 
+    def settle_range(self, us: Units, lo: int, hi: int) -> None:
+        """:meth:`settle` every page bytes ``[lo, hi)`` of the units touch (after a write of their mask)."""
+        if hi <= lo:
+            return
+        ids = self._ids(us)
+        p0, p1 = self._pages(lo, hi)
+        full = self.n // self.page
+        if p1 > full:  # the shorter last page
+            self.settle(ids, full)
+            p1 = full
+        if p1 <= p0:
+            return
+        uu, pp = np.nonzero(self.state[ids, p0:p1] == MIXED)
+        for k in range(0, uu.size, 1024):  # a few MB of mask at a time
+            units, pages = ids[uu[k: k + 1024]], p0 + pp[k: k + 1024].astype(np.int64)
+            block = self._blocks()[units, pages]
+            whole, empty = block.all(axis=1), ~block.any(axis=1)
+            if whole.any():
+                self._fill(units[whole], pages[whole], False)
+                self.state[units[whole], pages[whole]] = ALL
+            if empty.any():
+                self.state[units[empty], pages[empty]] = NONE
+
     def copy_from(self, other: PageMask, at: int) -> None:
         """Take ``other``'s states (one unit) as bytes ``[at, at + other.n)`` of unit 0 (a region merged into a
         larger one)."""

@@ -108,6 +108,10 @@ class Endpoint(Protocol):
         """The flat written-mask, exact over those bytes (for a copy that writes it there), and the index of
         ``lo`` in it."""
 
+    def settle(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> None:
+        """The copy wrote the mask handed out by :meth:`mask_for_write`: pages it made wholly written (or
+        wholly poison) go back to a state without mask."""
+
 
 def _constant(mask: BoolArray) -> bool:
     return mask.ndim == 1 and mask.strides == (0,) and mask.dtype == bool
@@ -136,7 +140,9 @@ class HostBuffer:
     def known(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> BoolArray | None:
         del chip, lo, hi
         part = self.written[unit_lo:unit_hi]
-        if bool(part.all()):
+        if _constant(part) and (not part.size or bool(part[0])):  # (all() would still visit every byte)
+            return None
+        if not _constant(part) and bool(part.all()):
             return None
         return np.array(part, dtype=bool).reshape(1, -1)
 
@@ -155,6 +161,9 @@ class HostBuffer:
     def mask_for_write(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> tuple[BoolArray, int]:
         del chip, hi, unit_lo, unit_hi
         return self._own(), lo
+
+    def settle(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> None:
+        del chip, lo, hi, unit_lo, unit_hi  # a host buffer's mask is its bytes
 
     def _own(self) -> BoolArray:
         """The mask as an array of its own (a constant one made into bytes)."""
@@ -199,6 +208,10 @@ class HbmEndpoint:
         pages.materialise(slice(None), at + unit_lo - lo, at + unit_hi - lo)
         return pages.mask[0], at
 
+    def settle(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> None:
+        _, pages, at = self._image(chip).span(lo, hi)
+        pages.settle_range(slice(None), at + unit_lo - lo, at + unit_hi - lo)
+
 
 class DmEndpoint:
     """The DM images of a device (clusters × slices × bytes per chip)."""
@@ -236,6 +249,9 @@ class DmEndpoint:
 
     def mask_for_write(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> tuple[BoolArray, int]:
         return self._image(chip).mask_for_write(self._units(lo, hi), unit_lo, unit_hi), lo
+
+    def settle(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> None:
+        self._image(chip).settle(self._units(lo, hi), unit_lo, unit_hi)
 
 
 @dataclass
@@ -347,6 +363,7 @@ def _copy_chip(loops: Sequence[ByteLoop], sb: int, db: int, src: Endpoint, dst: 
             dk[...] = True
         else:
             dk[...] = _known_view(known, r, src.space, shape)
+        dst.settle(w.chip, w.lo, w.hi, w.unit_lo, w.unit_hi)
         return
     # slow path: some bytes read lie outside the memory (reads past the data are allowed; they are poison)
     real, chips = _addresses(src.space, sb, [(n, s) for n, s, _ in loops])
@@ -360,6 +377,7 @@ def _copy_chip(loops: Sequence[ByteLoop], sb: int, db: int, src: Endpoint, dst: 
     dv[...] = vals
     d_written, m_at = dst.mask_for_write(w.chip, w.lo, w.hi, w.unit_lo, w.unit_hi)
     _view(d_written, m_at + (w.base - w.lo), shape, w.strides)[...] = known_all
+    dst.settle(w.chip, w.lo, w.hi, w.unit_lo, w.unit_hi)
 
 
 def _covers(side: _Resolved, space: AddressSpace, shape: tuple[int, ...]) -> bool:

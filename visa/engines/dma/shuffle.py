@@ -168,6 +168,9 @@ class ShuffledEndpoint:
         del chip, lo, hi, unit_lo, unit_hi  # a source is never written: nothing to hand out
         return np.zeros(0, bool), 0
 
+    def settle(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> None:
+        del chip, lo, hi, unit_lo, unit_hi  # a source is never written
+
 
 def execute(sp: ShufflePlan, src: Endpoint, dst: Endpoint) -> None:
     """Run the shuffled DMA over the images: the plan's fused sequencer (L2505–2541) reading through
