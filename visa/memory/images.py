@@ -515,13 +515,13 @@ def _nest_known(pm: PageMask, us: Units, mask: BoolArray, nb: int, byte_base: in
                                                    strides=(kv.strides[-2] if kv.ndim >= 2 else 0, kv.strides[-1]))
             words = _nest_view(rows, byte_base, nest)[us].reshape(k2.shape)
         k2 |= words == _ALL_WRITTEN[nb]
-        straddle = np.flatnonzero(first != last)
-        if straddle.size:  # a word over two pages, one of them wholly written: byte by byte
-            pos = off[straddle]
-            exact = pm.known_at(us, pos)
-            for b in range(1, nb):
-                exact &= pm.known_at(us, pos + b)
-            k2[:, straddle] = exact
+    straddle = np.flatnonzero(first != last)
+    if straddle.size:  # a word over two pages or more: byte by byte
+        pos = off[straddle]
+        exact = pm.known_at(us, pos)
+        for b in range(1, nb):
+            exact &= pm.known_at(us, pos + b)
+        k2[:, straddle] = exact
 
 
 class PagedImage:

@@ -179,9 +179,10 @@ class PageMask:
         u, b = np.broadcast_arrays(np.asarray(units, np.int64), np.asarray(byte, np.int64))
         u, b = u.reshape(-1), b.reshape(-1)
         pages = b // self.page
-        last = (b + nb - 1) // self.page
-        if nb > 1 and bool((last != pages).any()):
-            u, pages = np.concatenate([u, u]), np.concatenate([pages, last])
+        if nb > 1:  # every page of the word: its first and last byte's, and any between (pages under nb bytes)
+            steps = [nb - 1] if self.page >= nb else list(range(1, nb))
+            more = [(b + j) // self.page for j in steps]
+            u, pages = np.concatenate([u] * (1 + len(more))), np.concatenate([pages, *more])
         key = np.unique(u * self.npages + pages)
         self.materialise_pairs(key // self.npages, key % self.npages)
 

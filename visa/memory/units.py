@@ -39,7 +39,7 @@ from visa.memory.images import (
     unwrite,
     word_view,
 )
-from visa.memory.pages import ALL, NONE, PageMask
+from visa.memory.pages import NONE, PageMask, nest_offsets
 
 __all__ = ["UnitSelection", "enabled_units", "unwrite"]
 
@@ -272,17 +272,13 @@ class UnitSelection(DenseImage):
         if max(d_lo, span[0]) < min(d_hi, span[1]):  # else no unit was ever written there
             pm = self._pm()
             p0, p1 = span[0] // pm.page, -(-span[1] // pm.page)
-            st = pm.state[units, p0:p1]
-            clean = (st == NONE).all(axis=1)
-            maybe = np.flatnonzero(~clean & ~(st == ALL).any(axis=1))  # MIXED pages (and NONE): read the mask
+            clean = (pm.state[units, p0:p1] == NONE).all(axis=1)
+            maybe = np.flatnonzero(~clean)  # some page there was written: is a byte the nest visits?
             if maybe.size:
-                kv = word_view(self.base._pages.mask, nb)
-                assert kv is not None
-                axes = tuple(range(1, 1 + len(nest)))
-                rows_k = _nest_view(kv, byte_base, nest)
+                off = nest_offsets(byte_base, nest).reshape(-1, 1) + np.arange(nb, dtype=np.int64)
                 for lo in range(0, maybe.size, 64):  # a few units at a time
                     part = maybe[lo: lo + 64]
-                    clean[part] = ~rows_k[units[part]].any(axis=axes)
+                    clean[part] = ~pm.known_at(units[part], off).reshape(part.size, -1).any(axis=1)
         if not clean.any():
             return None
         keep = np.ones(self.count, dtype=bool)
