@@ -89,7 +89,7 @@ def _store(img: DenseImage, ref: Model, rng: np.random.Generator, sel: bool) -> 
     pos = np.sort(rng.choice(slots, size=count, replace=False)).astype(np.int64)
     offs = pos * bits
     vals = dt.random_values(d, (*LEAD, count), rng)
-    mask = rng.random((*LEAD, count)) < 0.6 if sel else None
+    mask = rng.random((*LEAD, count)) < rng.choice([0.6, 1.0]) if sel else None  # (a mask of all True too)
     store(d, img, offs, vals, mask)
     m = np.ones((*LEAD, count), bool) if mask is None else mask
     if bits == 4:

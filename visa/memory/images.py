@@ -271,12 +271,12 @@ class DenseImage:
             return False
         lo, hi = int(byte_index.min()), int(byte_index.max()) + nb
         pm = self._pages
-        units = pm.state.shape[0]
+        if mask is not None and bool(np.all(mask)):
+            mask = None
         if mask is None:
             if pm.all_known(slice(None), lo, hi):
                 return False
-            u = np.arange(units, dtype=np.int64)[:, None]
-            pm.materialise_bytes(u, np.unique(byte_index)[None, :], nb)
+            pm.materialise_index(slice(None), byte_index, nb)
             return True
         shape = (*self.lead_shape, *byte_index.shape)
         nz = np.nonzero(np.broadcast_to(mask, shape))
@@ -337,8 +337,8 @@ class DenseImage:
         k = byte_index.ndim
         where = (*nz[: len(nz) - k], byte_index[tuple(nz[len(nz) - k:])])
         wv[where] = np.broadcast_to(words, shape)[nz]
-        self._before_mask_write(byte_index, nb, np.broadcast_to(mask, shape))
-        kv[where] = ones
+        if self._before_mask_write(byte_index, nb, np.broadcast_to(mask, shape)):
+            kv[where] = ones
         return True
 
     def read_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any], known: BoolArray) -> bool:

@@ -174,15 +174,34 @@ class PageMask:
             self._fill(units[a], pages[a], True)
         self.state[units, pages] = MIXED
 
+    def _word_pages(self, byte: IntArray, nb: int) -> IntArray:
+        """The pages of bytes ``byte .. byte + nb - 1`` (flat, with repeats)."""
+        b = np.asarray(byte, np.int64).reshape(-1)
+        pages = b // self.page
+        if nb > 1:  # every page of the word: its first and last byte's, and any between (pages under nb bytes)
+            steps = [nb - 1] if self.page >= nb else list(range(1, nb))
+            pages = np.concatenate([pages, *[(b + j) // self.page for j in steps]])
+        return pages
+
+    def materialise_index(self, us: Units, byte: IntArray, nb: int = 1) -> None:
+        """:meth:`materialise` the pages holding bytes ``byte[k] .. byte[k] + nb - 1`` (the same in every unit)
+        of the units."""
+        if not np.size(byte):
+            return
+        pages = np.unique(self._word_pages(byte, nb))
+        ids = self._ids(us)
+        st = self.state[ids[:, None], pages[None, :]]
+        uu, pp = np.nonzero(st == ALL)
+        if uu.size:
+            self._fill(ids[uu], pages[pp], True)
+        self.state[ids[:, None], pages[None, :]] = MIXED
+
     def materialise_bytes(self, units: IntArray, byte: IntArray, nb: int = 1) -> None:
         """:meth:`materialise` the pages holding bytes ``byte[k] .. byte[k] + nb - 1`` of unit ``units[k]``."""
         u, b = np.broadcast_arrays(np.asarray(units, np.int64), np.asarray(byte, np.int64))
         u, b = u.reshape(-1), b.reshape(-1)
-        pages = b // self.page
-        if nb > 1:  # every page of the word: its first and last byte's, and any between (pages under nb bytes)
-            steps = [nb - 1] if self.page >= nb else list(range(1, nb))
-            more = [(b + j) // self.page for j in steps]
-            u, pages = np.concatenate([u] * (1 + len(more))), np.concatenate([pages, *more])
+        pages = self._word_pages(b, nb)
+        u = np.tile(u, pages.size // max(u.size, 1))
         key = np.unique(u * self.npages + pages)
         self.materialise_pairs(key // self.npages, key % self.npages)
 

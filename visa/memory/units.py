@@ -133,10 +133,12 @@ class UnitSelection(DenseImage):
         if not idx.size or not self.count:
             return False
         pm = self._pm()
+        if mask is not None and bool(np.all(mask)):
+            mask = None
         if mask is None:
             if pm.all_known(self.units, int(idx.min()), int(idx.max()) + nb):
                 return False
-            pm.materialise_bytes(self.units[:, None], np.unique(idx)[None, :], nb)
+            pm.materialise_index(self.units, idx, nb)
             return True
         nz = np.nonzero(np.broadcast_to(mask, (self.count, *idx.shape)))
         pm.materialise_bytes(self.units[nz[0]], idx[tuple(nz[1:])], nb)
