@@ -1,9 +1,13 @@
 """Byte images of the memory tiers (manual "Hello, TCP!" memories L134–140; "Memory and Stream" L1070–1093).
 
-Every tier is a byte image that starts *poisoned*: a parallel mask records which bytes were ever written, and
-a value loaded from an unwritten byte comes back marked unknown.  Engines move data only through
-:func:`load` and :func:`store`, which address elements by *bit offset* so that 4-bit types pack two to a
-byte (element 0 in the low nibble, docs/manual-notes.md "dtypes").
+Every tier is a byte image that starts *poisoned*: the image records which bytes were ever written, and a
+value loaded from an unwritten byte comes back marked unknown (an element is known iff all its bytes were
+written).  The record is kept by page (:mod:`visa.memory.pages`, issue 15): a state per page of every unit
+(none written / all written / mixed) and a byte mask that only mixed pages use, so that whole ranges of known
+data — a DMA, a nest of known words that covers its bytes — cost no mask memory and no mask traffic; what
+hands out the byte mask itself makes its pages exact first.  Engines move data only through :func:`load` and
+:func:`store` (and the nest and word paths below), which address elements by *bit offset* so that 4-bit types
+pack two to a byte (element 0 in the low nibble, docs/manual-notes.md "dtypes").
 
 >>> import numpy as np
 >>> from visa.dtypes import i4, i32

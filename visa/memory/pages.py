@@ -22,7 +22,7 @@ the mask bytes as before.  Reads ask :meth:`PageMask.all_known` first and read n
 >>> pm = PageMask(np.zeros((2, 40), bool), page=16)
 >>> pm.mark(slice(None), 4, 36, True)           # pages 0 and 2 partial (mask bytes), page 1 whole (state only)
 >>> pm.state.tolist(), int(pm.mask.sum())
-([[2, 1, 2], [2, 1, 2]], 48)
+([[2, 1, 2], [2, 1, 2]], 32)
 >>> pm.all_known(slice(None), 4, 36), pm.all_known(slice(None), 3, 36)
 (True, False)
 >>> pm.known_at(slice(None), np.array([3, 4, 20, 35, 36]))[0].tolist()

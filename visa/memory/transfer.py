@@ -9,9 +9,13 @@ apart (the "slice_stride" of L2541), of which only ``hw.dm.slice_bytes`` exist.
 :func:`copy` runs such a sequencer as one strided numpy copy per pair of chips: a loop of the sequencer is
 a dimension of a strided view of the image (its stride converted from the address space to the image), so
 the copy visits exactly the bytes the sequencer visits, in the order numpy chooses (the bytes a sequencer
-writes are distinct, so the order does not matter).  The written-mask travels with the data: a DMA of poison
-is poison.  Reads past the bytes that exist (a padded packet at the end of a slice, manual L1841, L7896)
-come back as poison; writes there are refused (an engine bug: placement rules keep a destination inside).
+writes are distinct, so the order does not matter).  The written-state travels with the data (a DMA of
+poison is poison) by range (:mod:`visa.memory.pages`, issue 15): a source whose visited bytes were all written
+(a host buffer from a numpy array, HBM or DM pages wholly written) and a destination visit that covers whole
+ranges mark those ranges written page by page, with no mask read or written; otherwise the destination's mask
+is made exact over the range and copied byte by byte, then its wholly written pages settle back.  Reads past
+the bytes that exist (a padded packet at the end of a slice, manual L1841, L7896) come back as poison; writes
+there are refused (an engine bug: placement rules keep a destination inside).
 
 >>> import numpy as np
 >>> from visa.hw import RNGD
@@ -131,6 +135,13 @@ class HostBuffer:
         else:
             self.written = np.ascontiguousarray(written, dtype=bool).reshape(-1)
         self.space = AddressSpace("host", _HOST_SPAN, _HOST_SPAN, 1, _HOST_SPAN)
+
+    @property
+    def constant(self) -> bool | None:
+        """The value of every byte's written flag when the mask is a constant, else None."""
+        if _constant(self.written) and self.written.size:
+            return bool(self.written[0])
+        return None
 
     def contiguous(self, chip: int, lo: int, hi: int) -> tuple[ByteArray, int] | None:
         if chip != 0 or lo < 0 or hi > self.data.size:
