@@ -297,3 +297,18 @@ def test_a_write_over_known_pages_leaves_no_mask_behind() -> None:
     assert load(dt.i32, img, np.array([0, 64]))[0].tolist() == [[1, 2], [3, 4]]
     img.poison(0, 32)
     assert not img.written.any()
+
+
+def test_the_flat_image_reads_the_same_known_bytes() -> None:
+    """``flat_image()`` (a device tensor's ``logical()`` reads through it) sees unit ``u``'s byte ``b`` at
+    ``u · nbytes + b``, whether units are whole pages (shared states) or not (made exact first)."""
+    for n, page in ((32, 8), (30, 8)):
+        img = DenseImage((2, n), page_bytes=page)
+        img.mark_written(slice(0, 1), 3, 20)
+        store(dt.i8, img, np.array([8 * 25]), np.array([[1], [2]]))
+        want = np.zeros((2, n), bool)
+        want[0, 3:20] = True
+        want[:, 25] = True
+        flat = img.flat_image()
+        np.testing.assert_array_equal(flat.gather(np.arange(2 * n, dtype=np.int64))[1], want.reshape(-1))
+        np.testing.assert_array_equal(img.written, want)

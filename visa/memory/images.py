@@ -443,9 +443,12 @@ class DenseImage:
         flat._data = self._data.reshape(-1)
         flat._written = self._written.reshape(-1)
         pm = self._pages
-        if pm.n % pm.page:
+        if pm.n % pm.page:  # pages do not line up across units: every page exact, and the flat one all MIXED
             pm.materialise(slice(None), 0, pm.n)
-        flat._pages = PageMask(flat._written.reshape(1, -1), pm.page, pm.state.reshape(1, -1))
+            flat._pages = PageMask(flat._written.reshape(1, -1), pm.page)
+            flat._pages.state[...] = MIXED
+        else:
+            flat._pages = PageMask(flat._written.reshape(1, -1), pm.page, pm.state.reshape(1, -1))
         flat._dirty = (0, int(flat._data.size))
         flat.name = self.name
         return flat
