@@ -204,7 +204,7 @@ def _step(img: DenseImage, ref: Model, rng: np.random.Generator, op: int) -> Non
         ref.written.reshape(6, n)[u0, lo: lo + (count - 1) * step + 1: step] = bits_
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(n=st.integers(1, 70), page=st.integers(1, 20), seed=st.integers(0, 2**32 - 1),
        ops=st.lists(st.integers(0, 9), min_size=1, max_size=12))
 def test_written_by_page_is_the_per_byte_mask(n: int, page: int, seed: int, ops: list[int]) -> None:
