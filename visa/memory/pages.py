@@ -61,11 +61,9 @@ class PageMask:
     __slots__ = ("mask", "state", "page", "n", "npages")
 
     def __init__(self, mask: BoolArray, page: int = PAGE_BYTES, state: npt.NDArray[np.uint8] | None = None) -> None:
-        if page <= 0:
-            raise ValueError("a page holds at least one byte")
         self.mask = mask
         self.n = int(mask.shape[1])
-        self.page = int(page)
+        self.page = max(1, int(page))  # (a page holds at least one byte)
         self.npages = -(-self.n // self.page)
         self.state: npt.NDArray[np.uint8] = (np.zeros((mask.shape[0], self.npages), np.uint8) if state is None
                                              else state)

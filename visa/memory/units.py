@@ -4,7 +4,8 @@ Engines move data only through :class:`UnitSelection`: it reads and writes the s
 selection is a box (a range of clusters × a range of slices × a range of rows: what a slice bitmap and a Row
 count give), it is a view of the image, and a sequencer's loop nest runs on it as one strided copy
 (:func:`visa.memory.images.load_nest`); otherwise units are picked by index.  No index of ``units × bytes``
-is ever materialised.
+is ever materialised.  The written-state is the base image's, by page (:mod:`visa.memory.pages`): a nest of
+known words that covers its bytes marks the selected units' pages written without touching their mask.
 
 >>> import numpy as np
 >>> from visa.dtypes import i16
