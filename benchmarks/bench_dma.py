@@ -1,11 +1,12 @@
 """A 64 MiB DMA with a reordering mapping against numpy's ``transpose().copy()`` of the same permutation (issue 3).
 
 The tensor ``A × B × C`` (i32, 64 MiB) moves HBM → HBM from ``m["A, B, C"]`` to ``m["B, A, C"]``: the DMA
-plans its sequencer, poisons the destination, copies the bytes (and their written-mask) with one strided
-numpy copy and costs the move.  numpy does the same permutation with ``x.transpose(1, 0, 2).copy()``.  Two
-shapes: 1 KiB rows (C = 256, the DMA's natural case, 256-byte requests) and 4-byte packets (C = 1, a full
-element transpose, the worst case for a byte mover).  The first run pays for planning and the cost model
-(both cached by configuration); the figure reported is the best of several runs, as for numpy.
+plans its sequencer, poisons the destination, copies the bytes with one strided numpy copy (their written-state
+travels by page: a known source marks the destination's pages written, no mask) and costs the move.  numpy does
+the same permutation with ``x.transpose(1, 0, 2).copy()``.  Two shapes: 1 KiB rows (C = 256, the DMA's natural
+case, 256-byte requests) and 4-byte packets (C = 1, a full element transpose, the worst case for a byte mover).
+The first run pays for planning and the cost model (both cached by configuration); the figure reported is the best
+of several runs, as for numpy.
 """
 
 from __future__ import annotations

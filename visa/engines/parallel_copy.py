@@ -12,7 +12,8 @@ ParallelCopy, ``stos`` (store to SRAM) commands in the sub context, so it overla
   writes whole 8-byte words (``commit_size`` 8, L2330), so a new Element of fewer bytes than a multiple of 8
   is padded to one (``m["1 # 8"]`` for one i8): the padding bytes are written and hold no element.
 * :func:`execute` copies the bytes, per chip and cluster, over the DM images (the written-mask travels with
-  them: a slice of poison is poison).
+  them: a slice of poison is poison; a source whose bytes were all written marks the result's range written
+  by page, without a mask, docs/manual-notes.md "Written-mask by page").
 * :func:`cycles`: every slice commits its share of the result, ``commit_size`` = 8 bytes a write in the sub
   context (L2330) and one write a cycle (the Commit Engine's rate, L2187–2248), all slices in parallel.  The
   fetch side reads 32-byte flits (L2192) and keeps ahead of the 8-byte writes, so the writes bound it.
@@ -191,18 +192,25 @@ def execute(cfg: SliceConfig, src: DenseImage, dst: DenseImage, chip: int, src_a
     nbytes = src.nbytes
     real = cfg.source.shape[1]  # elements copied; the padding of a padded Element stays poison
     lo, hi = dst_address, dst_address + real * nb
-    s_data, s_written = src.flat_span(0, 0)
-    d_data, d_written = dst.flat_span(lo, hi)
-    sv = s_data.reshape(*lead, nbytes)
-    sk = s_written.reshape(*lead, nbytes)
-    dv = d_data.reshape(*lead, nbytes)
-    dk = d_written.reshape(*lead, nbytes)
+    s_lo = src_address + int(cfg.source.min()) * nb if cfg.source.size else src_address
+    s_hi = src_address + (int(cfg.source.max()) + 1) * nb if cfg.source.size else src_address
+    sv = src.flat_data(0, 0).reshape(*lead, nbytes)
+    dv = dst.flat_data(lo, hi).reshape(*lead, nbytes)
     byte = np.arange(nb, dtype=np.int64)
     dst_idx = dst_address + (np.arange(real, dtype=np.int64)[:, None] * nb + byte).reshape(-1)
     for k in range(lead[0]):
         j = cfg.indices[chip] if cfg.level == "Chip" else cfg.indices[min(k, len(cfg.indices) - 1)]
         src_idx = src_address + (cfg.source[j][:, None] * nb + byte).reshape(-1)
         dv[k][..., dst_idx] = sv[k][..., src_idx]
+    # the written-mask travels with the bytes: the result's bytes [lo, hi) are one range in every slice
+    if src.all_written(s_lo, s_hi):
+        dst.mark_written(slice(None), lo, hi)
+        return
+    sk = src.known_bytes(s_lo, s_hi)
+    dk = dst.mask_for_write(slice(None), lo, hi).reshape(*lead, nbytes)
+    for k in range(lead[0]):
+        j = cfg.indices[chip] if cfg.level == "Chip" else cfg.indices[min(k, len(cfg.indices) - 1)]
+        src_idx = src_address - s_lo + (cfg.source[j][:, None] * nb + byte).reshape(-1)
         dk[k][..., dst_idx] = sk[k][..., src_idx]
 
 

@@ -1,9 +1,13 @@
 """Byte images of the memory tiers (manual "Hello, TCP!" memories L134–140; "Memory and Stream" L1070–1093).
 
-Every tier is a byte image that starts *poisoned*: a parallel mask records which bytes were ever written, and
-a value loaded from an unwritten byte comes back marked unknown.  Engines move data only through
-:func:`load` and :func:`store`, which address elements by *bit offset* so that 4-bit types pack two to a
-byte (element 0 in the low nibble, docs/manual-notes.md "dtypes").
+Every tier is a byte image that starts *poisoned*: the image records which bytes were ever written, and a
+value loaded from an unwritten byte comes back marked unknown (an element is known iff all its bytes were
+written).  The record is kept by page (:mod:`visa.memory.pages`, issue 15): a state per page of every unit
+(none written / all written / mixed) and a byte mask that only mixed pages use, so that whole ranges of known
+data — a DMA, a nest of known words that covers its bytes — cost no mask memory and no mask traffic; what
+hands out the byte mask itself makes its pages exact first.  Engines move data only through :func:`load` and
+:func:`store` (and the nest and word paths below), which address elements by *bit offset* so that 4-bit types
+pack two to a byte (element 0 in the low nibble, docs/manual-notes.md "dtypes").
 
 >>> import numpy as np
 >>> from visa.dtypes import i4, i32
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import bisect
 import ctypes
+import math
 import mmap
 import os
 import sys
@@ -32,6 +37,7 @@ import numpy.typing as npt
 
 from visa import dtypes as dt
 from visa.errors import AddressError
+from visa.memory.pages import ALL, MIXED, PAGE_BYTES, PageMask, Units, nest_offsets
 
 __all__ = ["DenseImage", "PagedImage", "Image", "load", "store", "store_stream", "unwrite", "load_nest", "store_nest",
            "word_view", "Nest",
@@ -135,42 +141,67 @@ def _lazy_zeros(shape: tuple[int, ...], dtype: np.dtype[Any]) -> npt.NDArray[Any
 
 
 class DenseImage:
-    """A dense byte image ``(..., nbytes)`` with a written-mask; allocated lazily by the operating system."""
+    """A dense byte image ``(..., nbytes)`` with its written-state (a :class:`~visa.memory.pages.PageMask`
+    over the units, pages of ``page_bytes``); allocated lazily by the operating system.
 
-    __slots__ = ("_data", "_written", "_dirty", "name")
+    Nothing hands out the byte mask without first making the pages it covers exact (*materialised*):
+    :attr:`written`, :meth:`read_view`, :meth:`flat` and :meth:`flat_span` do so over the whole image (and
+    leave it so: their caller may write it).  Hot paths ask :meth:`all_written` or :meth:`known_bytes`
+    instead, which change nothing.
+    """
 
-    def __init__(self, shape: tuple[int, ...], name: str = "memory") -> None:
+    __slots__ = ("_data", "_written", "_pages", "_dirty", "name")
+
+    def __init__(self, shape: tuple[int, ...], name: str = "memory", page_bytes: int = PAGE_BYTES) -> None:
         self._data: ByteArray = _lazy_zeros(shape, np.dtype(np.uint8))
         self._written: BoolArray = _lazy_zeros(shape, np.dtype(bool))
+        n = int(shape[-1])
+        units = int(np.prod(shape[:-1], dtype=np.int64))
+        self._pages = PageMask(self._written.reshape(units, n), max(1, min(page_bytes, n or 1)))
         self._dirty = (0, 0)
         self.name = name
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> DenseImage:
+        out = object.__new__(type(self))
+        out._data = self._data.copy()
+        out._written = self._written.copy()
+        out._pages = PageMask(out._written.reshape(self._pages.mask.shape), self._pages.page,
+                              self._pages.state.copy())
+        out._dirty = self._dirty
+        out.name = self.name
+        return out
+
     # The bytes ``[lo, hi)`` of a unit (the same range in every unit) outside of which nothing was ever written
-    # (``_dirty``): poisoning fresh memory outside it is a no-op, and reading it to find out would make the
-    # system map it.  Every write through the methods below widens it; handing out the arrays themselves
-    # (``data``, ``written``, :meth:`flat`) counts as writing everywhere.
+    # (``_dirty``): a unit that receives only poison there holds poison already (UnitSelection._changing).
+    # Every write through the methods below widens it; handing out the arrays themselves (``data``,
+    # ``written``, :meth:`flat`) counts as writing everywhere.
+
+    @property
+    def page_bytes(self) -> int:
+        """The page of the written-state (bytes)."""
+        return self._pages.page
+
+    @property
+    def state(self) -> npt.NDArray[np.uint8]:
+        """The page states (``NONE``/``ALL``/``MIXED`` of :mod:`visa.memory.pages`), ``(..., pages)``; read only."""
+        out = self._pages.state.reshape(*self._data.shape[:-1], self._pages.npages).view()
+        out.flags.writeable = False
+        return out
 
     @property
     def data(self) -> ByteArray:
-        """The bytes, ``(..., nbytes)`` (whoever takes the array may write it)."""
+        """The bytes, ``(..., nbytes)`` (whoever takes the array may write it; writing bytes does not change
+        whether they count as written)."""
         self._touch(0, self.nbytes)
         return self._data
 
-    @data.setter
-    def data(self, value: ByteArray) -> None:
-        self._data = value
-        self._dirty = (0, int(value.shape[-1]))
-
     @property
     def written(self) -> BoolArray:
-        """The written-mask, same shape as :attr:`data` (whoever takes the array may write it)."""
+        """The written-mask, same shape as :attr:`data`, made exact everywhere first (whoever takes the array
+        may write it)."""
         self._touch(0, self.nbytes)
+        self._pages.materialise(slice(None), 0, self.nbytes)
         return self._written
-
-    @written.setter
-    def written(self, value: BoolArray) -> None:
-        self._written = value
-        self._dirty = (0, int(value.shape[-1]))
 
     def _touch(self, lo: int, hi: int) -> None:
         """Bytes ``[lo, hi)`` of some units may be written."""
@@ -179,11 +210,38 @@ class DenseImage:
             self._dirty = (lo, hi) if d_hi <= d_lo else (min(d_lo, lo), max(d_hi, hi))
 
     def read_view(self) -> tuple[ByteArray, BoolArray]:
-        """Read-only views of the bytes and the written-mask (reading marks nothing as written)."""
+        """Read-only views of the bytes and the written-mask (made exact everywhere first: prefer
+        :meth:`all_written` and :meth:`known_bytes`, which change nothing)."""
+        self._pages.materialise(slice(None), 0, self.nbytes)
         data, written = self._data.view(), self._written.view()
         data.flags.writeable = False
         written.flags.writeable = False
         return data, written
+
+    def read_data(self) -> ByteArray:
+        """A read-only view of the bytes (reading marks nothing as written; pair it with :meth:`all_written`
+        or :meth:`known_bytes`)."""
+        data = self._data.view()
+        data.flags.writeable = False
+        return data
+
+    def _units(self, lead: tuple[Any, ...]) -> Units:
+        """The flat unit indices ``lead`` (an index of the leading shape) selects, or a slice for all."""
+        if not lead:
+            return slice(None)
+        ids = np.arange(self._pages.state.shape[0], dtype=np.int64).reshape(self._data.shape[:-1])
+        return np.asarray(ids[lead], dtype=np.int64).reshape(-1)
+
+    def all_written(self, lo: int, hi: int, lead: tuple[Any, ...] = ()) -> bool:
+        """Were all bytes ``[lo, hi)`` of the units ``lead`` selects (an index of the leading shape; all by
+        default) written?  Reads no mask when their pages are all written."""
+        return self._pages.all_known(self._units(lead), max(lo, 0), min(hi, self.nbytes))
+
+    def known_bytes(self, lo: int, hi: int, lead: tuple[Any, ...] = ()) -> BoolArray:
+        """Whether each byte ``[lo, hi)`` of the units ``lead`` selects was written: a new array of shape
+        ``(*selected leading shape, hi - lo)`` (exact; nothing changes)."""
+        shape = np.empty(self._data.shape[:-1], dtype=np.bool_)[lead].shape if lead else self._data.shape[:-1]
+        return self._pages.known_span(self._units(lead), lo, hi).reshape(*shape, hi - lo)
 
     def _touch_index(self, byte_index: IntArray, nb: int = 1) -> None:
         if byte_index.size:
@@ -194,18 +252,52 @@ class DenseImage:
         """Bytes along the last axis (one slice, one row, ...)."""
         return int(self._data.shape[-1])
 
+    @property
+    def lead_shape(self) -> tuple[int, ...]:
+        """The shape of the units (everything but the bytes): what reads return before the index's shape."""
+        return tuple(self._data.shape[:-1])
+
+    def _mask2(self) -> BoolArray:
+        return self._pages.mask
+
+    def _known(self, byte_index: IntArray) -> BoolArray:
+        return self._pages.known_at(slice(None), byte_index).reshape(*self.lead_shape, *byte_index.shape)
+
     def gather(self, byte_index: IntArray) -> tuple[ByteArray, BoolArray]:
         """Bytes at ``byte_index`` along the last axis, for every leading position: ``(..., len(index))``."""
         self._check(byte_index)
-        return self._data[..., byte_index], self._written[..., byte_index]
+        return self._data[..., byte_index], self._known(byte_index)
+
+    def _before_mask_write(self, byte_index: IntArray, nb: int, mask: BoolArray | None) -> bool:
+        """Materialise the pages a write of ``nb`` bytes at ``byte_index`` (where ``mask``, broadcast to the
+        leading shape and the index's) reaches; False if they are all written already (no mask to write)."""
+        if not byte_index.size:
+            return False
+        lo, hi = int(byte_index.min()), int(byte_index.max()) + nb
+        pm = self._pages
+        if mask is not None and bool(np.all(mask)):
+            mask = None
+        if mask is None:
+            if pm.all_known(slice(None), lo, hi):
+                return False
+            pm.materialise_index(slice(None), byte_index, nb)
+            return True
+        shape = (*self.lead_shape, *byte_index.shape)
+        nz = np.nonzero(np.broadcast_to(mask, shape))
+        k = byte_index.ndim
+        lead = nz[: len(nz) - k]
+        u = np.ravel_multi_index(lead, self.lead_shape) if lead else np.zeros(nz[0].shape, np.int64)
+        pm.materialise_bytes(np.asarray(u, np.int64), byte_index[tuple(nz[len(nz) - k:])], nb)
+        return True
 
     def scatter(self, byte_index: IntArray, values: ByteArray, mask: BoolArray | None = None) -> None:
-        """Write bytes at ``byte_index`` (last axis); ``mask`` (same shape as values) selects which to write."""
+        """Write bytes at ``byte_index`` (last axis); ``mask`` (same shape as values) selects which."""
         self._check(byte_index)
         self._touch_index(byte_index)
         if mask is None:
             self._data[..., byte_index] = values
-            self._written[..., byte_index] = True
+            if self._before_mask_write(byte_index, 1, None):
+                self._written[..., byte_index] = True
             return
         lead = self._data.shape[:-1]
         shape = np.broadcast_shapes(mask.shape, values.shape, (*lead, byte_index.shape[-1]))
@@ -213,21 +305,20 @@ class DenseImage:
         nz = np.nonzero(full)
         where = (*nz[:-1], byte_index[nz[-1]])
         self._data[where] = np.broadcast_to(values, shape)[nz]
+        flat = np.ravel_multi_index(where, self._data.shape) if where[0].size else np.zeros(0, np.int64)
+        unit, byte = np.divmod(np.asarray(flat, np.int64), self.nbytes)
+        self._pages.materialise_bytes(unit, byte)
         self._written[where] = True
-
-    @property
-    def lead_shape(self) -> tuple[int, ...]:
-        """The shape of the units (everything but the bytes): what reads return before the index's shape."""
-        return tuple(self._data.shape[:-1])
 
     def gather_words(self, byte_index: IntArray, nb: int) -> tuple[npt.NDArray[Any], BoolArray] | None:
         """The ``nb``-byte words at ``byte_index`` (last axis) and whether all their bytes were written, for
         every leading position; None when the image cannot be seen as words (see :func:`word_view`)."""
-        wv, kv = word_view(self._data, nb), word_view(self._written, nb)
-        if wv is None or kv is None:
+        wv = word_view(self._data, nb)
+        if wv is None:
             return None
         self._check_words(byte_index, nb)
-        return wv[..., byte_index], _all_written(kv[..., byte_index], nb)
+        return wv[..., byte_index], _known_words(self._pages, slice(None), byte_index, nb).reshape(
+            *self.lead_shape, *byte_index.shape)
 
     def scatter_words(self, byte_index: IntArray, nb: int, words: npt.NDArray[Any],
                       mask: BoolArray | None = None) -> bool:
@@ -242,38 +333,58 @@ class DenseImage:
         ones = np.asarray(_ALL_WRITTEN[nb], dtype=_WORD[nb])
         if mask is None:
             wv[..., byte_index] = words
-            kv[..., byte_index] = ones
+            if self._before_mask_write(byte_index, nb, None):
+                kv[..., byte_index] = ones
             return True
         shape = np.broadcast_shapes(mask.shape, words.shape, (*self._data.shape[:-1], *byte_index.shape))
         nz = np.nonzero(np.broadcast_to(mask, shape))
         k = byte_index.ndim
         where = (*nz[: len(nz) - k], byte_index[tuple(nz[len(nz) - k:])])
         wv[where] = np.broadcast_to(words, shape)[nz]
-        kv[where] = ones
+        if self._before_mask_write(byte_index, nb, np.broadcast_to(mask, shape)):
+            kv[where] = ones
         return True
 
     def read_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any], known: BoolArray) -> bool:
         """Copy the words a byte loop nest visits from ``byte_base`` into ``words``, and whether all their bytes
         were written into ``known`` (C-contiguous, ``leading × sizes`` elements); False if the image cannot be
-        seen as words.  The caller keeps the nest inside the image (:func:`load_nest`)."""
-        wv, kv = word_view(self._data, nb), word_view(self._written, nb)
-        if wv is None or kv is None:
+        seen as words.  The caller keeps the nest inside the image (:func:`load_nest`).  Where every page the
+        nest reaches was written, no mask is read."""
+        wv = word_view(self._data, nb)
+        if wv is None:
             return False
         src = _nest_view(wv, byte_base, nest)
         np.copyto(words.reshape(src.shape), src)
-        np.equal(_nest_view(kv, byte_base, nest), _ALL_WRITTEN[nb], out=known.reshape(src.shape))
+        _nest_known(self._pages, slice(None), self._written, nb, byte_base, nest, known.reshape(src.shape))
         return True
 
     def write_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any], known: BoolArray) -> bool:
         """Write ``words`` where ``known`` and poison (unwritten zeros) elsewhere at the positions of a byte loop
         nest (which visits every byte at most once, :func:`store_nest`), for every leading position (``words``
-        and ``known`` hold ``leading × sizes`` elements in that order)."""
+        and ``known`` hold ``leading × sizes`` elements in that order).  A nest of known words that covers its
+        byte range (or one over pages written already) changes page states only (no mask bytes)."""
         wv, kv = word_view(self._data, nb), word_view(self._written, nb)
         if wv is None or kv is None:
             return False
         lo, hi = _nest_bounds(nest)
-        self._touch(byte_base + lo, byte_base + hi + nb)
+        r_lo, r_hi = byte_base + lo, byte_base + hi + nb
+        self._touch(r_lo, r_hi)
         target = _nest_view(wv, byte_base, nest)
+        covering = math.prod(n for n, _ in nest) * nb == r_hi - r_lo
+        pm = self._pages
+        if known.all():
+            np.copyto(target, words.reshape(target.shape))
+            if covering:
+                pm.mark(slice(None), r_lo, r_hi, True)
+            elif not pm.all_known(slice(None), r_lo, r_hi):
+                pm.materialise(slice(None), r_lo, r_hi)
+                _nest_view(kv, byte_base, nest)[...] = np.asarray(_ALL_WRITTEN[nb], dtype=_WORD[nb])
+            return True
+        if covering and not known.any():
+            target[...] = 0
+            pm.mark(slice(None), r_lo, r_hi, False)
+            return True
+        pm.materialise(slice(None), r_lo, r_hi)
         _put_known(target, _nest_view(kv, byte_base, nest), words, known, nb)
         return True
 
@@ -285,13 +396,62 @@ class DenseImage:
 
     def flat(self) -> tuple[ByteArray, BoolArray]:
         """The data and written-mask as flat (C-order) views: unit ``u`` (a slice, a row...) starts at
-        ``u * nbytes``."""
+        ``u * nbytes`` (the mask made exact everywhere first)."""
         return self.data.reshape(-1), self.written.reshape(-1)
 
     def flat_span(self, lo: int, hi: int) -> tuple[ByteArray, BoolArray]:
-        """:meth:`flat`, for a caller that writes bytes ``[lo, hi)`` of units only (or nothing)."""
+        """:meth:`flat`, for a caller that writes bytes ``[lo, hi)`` of units only (or nothing); the mask is
+        made exact everywhere first."""
         self._touch(lo, hi)
+        self._pages.materialise(slice(None), 0, self.nbytes)
         return self._data.reshape(-1), self._written.reshape(-1)
+
+    def flat_data(self, lo: int, hi: int) -> ByteArray:
+        """The bytes as a flat view (unit ``u`` at ``u * nbytes``), for a caller that writes bytes ``[lo, hi)``
+        of units only (or nothing) and says what it wrote by :meth:`mark_written` or :meth:`mask_for_write`."""
+        self._touch(lo, hi)
+        return self._data.reshape(-1)
+
+    def mark_written(self, units: slice, lo: int, hi: int, known: bool = True) -> None:
+        """Bytes ``[lo, hi)`` of the (flat) ``units`` are now all written (or all poison, ``known=False``)."""
+        self._touch(lo, hi)
+        self._pages.mark(units, lo, hi, known)
+
+    def mask_for_write(self, units: slice, lo: int, hi: int) -> BoolArray:
+        """The flat written-mask, made exact over bytes ``[lo, hi)`` of the (flat) ``units``, for a caller that
+        writes it there."""
+        self._touch(lo, hi)
+        self._pages.materialise(units, lo, hi)
+        return self._written.reshape(-1)
+
+    def settle(self, units: slice, lo: int, hi: int) -> None:
+        """After a write of the mask :meth:`mask_for_write` handed out: pages of bytes ``[lo, hi)`` of the
+        (flat) ``units`` now wholly written (or wholly poison) keep no mask."""
+        self._pages.settle_range(units, lo, hi)
+
+    def known_units(self, units: slice, lo: int, hi: int) -> BoolArray | None:
+        """None if every byte ``[lo, hi)`` of the (flat) ``units`` was written, else whether each was:
+        ``(units, hi - lo)`` (a new array; nothing changes)."""
+        if self._pages.all_known(units, lo, hi):
+            return None
+        return self._pages.known_span(units, lo, hi)
+
+    def flat_image(self) -> DenseImage:
+        """The same image seen as one flat unit (views, no copy; its page states are this image's when a unit
+        is a whole number of pages, else the mask is made exact everywhere first)."""
+        flat = object.__new__(DenseImage)
+        flat._data = self._data.reshape(-1)
+        flat._written = self._written.reshape(-1)
+        pm = self._pages
+        if pm.n % pm.page:  # pages do not line up across units: every page exact, and the flat one all MIXED
+            pm.materialise(slice(None), 0, pm.n)
+            flat._pages = PageMask(flat._written.reshape(1, -1), pm.page)
+            flat._pages.state[...] = MIXED
+        else:
+            flat._pages = PageMask(flat._written.reshape(1, -1), pm.page, pm.state.reshape(1, -1))
+        flat._dirty = (0, int(flat._data.size))
+        flat.name = self.name
+        return flat
 
     def unwrite(self, byte_index: IntArray, where: BoolArray) -> None:
         """Mark the bytes ``byte_index`` (last axis) as never written where ``where`` (the leading shape
@@ -300,14 +460,19 @@ class DenseImage:
         shape = (*self._data.shape[:-1], *byte_index.shape)
         nz = np.nonzero(np.broadcast_to(where, shape))
         k = byte_index.ndim
-        self._written[(*nz[: len(nz) - k], byte_index[tuple(nz[len(nz) - k:])])] = False
+        where_ = (*nz[: len(nz) - k], byte_index[tuple(nz[len(nz) - k:])])
+        if not where_[0].size:
+            return
+        flat = np.ravel_multi_index(where_, self._data.shape)
+        unit, byte = np.divmod(np.asarray(flat, np.int64), self.nbytes)
+        self._pages.materialise_bytes(unit, byte)
+        self._written[where_] = False
 
     def poison(self, lo: int, hi: int) -> None:
         """Mark bytes ``[lo, hi)`` of every unit unwritten (fresh, undefined memory)."""
-        d_lo, d_hi = self._dirty  # outside it nothing was ever written: nothing to do, nothing to read
-        part = self._written[..., max(lo, d_lo, 0): min(hi, d_hi, self.nbytes)]
-        if part.size and part.any():  # reading memory never touched is cheap; writing it would allocate it
-            part[...] = False
+        lo, hi = max(lo, 0), min(hi, self.nbytes)
+        if hi > lo:
+            self._pages.mark(slice(None), lo, hi, False)
 
     def _check(self, byte_index: IntArray) -> None:
         if byte_index.size and (int(byte_index.min()) < 0 or int(byte_index.max()) >= self.nbytes):
@@ -316,13 +481,65 @@ class DenseImage:
                                call=self.name, fix="move the tensor's address, or shrink its Element mapping")
 
 
+def _known_words(pm: PageMask, us: Units, byte_index: IntArray, nb: int) -> BoolArray:
+    """Whether all ``nb`` bytes of the word at each of ``byte_index`` (the same in every unit) were written:
+    ``(units, *byte_index.shape)``."""
+    if not byte_index.size:
+        return np.zeros((pm.state[us].shape[0], *byte_index.shape), bool)
+    lo, hi = int(byte_index.min()), int(byte_index.max()) + nb
+    if pm.all_known(us, lo, hi):
+        return np.ones((pm.state[us].shape[0], *byte_index.shape), bool)
+    out = pm.known_at(us, byte_index)
+    for b in range(1, nb):
+        out &= pm.known_at(us, byte_index + b)
+    return out
+
+
+def _nest_known(pm: PageMask, us: Units, mask: BoolArray, nb: int, byte_base: int, nest: Nest,
+                known: BoolArray) -> None:
+    """Fill ``known`` (the nest's view shape, units first) with whether all bytes of each word a byte loop nest
+    visits were written in the units ``us``; ``mask`` is the image's byte mask (leading shape, bytes) when
+    ``us`` is all units, else ``(all units, bytes)``."""
+    lo, hi = _nest_bounds(nest)
+    r_lo, r_hi = byte_base + lo, byte_base + hi + nb
+    p0, p1 = r_lo // pm.page, -(-r_hi // pm.page)
+    st = pm.state[us, p0:p1]
+    if bool((st == ALL).all()):
+        known.fill(True)
+        return
+    k2 = known.reshape(st.shape[0], -1)
+    off = nest_offsets(byte_base, nest).reshape(-1)
+    first, last = off // pm.page, (off + nb - 1) // pm.page
+    st_u = pm.state[us]
+    np.logical_and(st_u[:, first] == ALL, st_u[:, last] == ALL, out=k2)
+    if bool((st == MIXED).any()):
+        kv = word_view(mask, nb)
+        assert kv is not None
+        if isinstance(us, slice):
+            words = _nest_view(kv, byte_base, nest).reshape(k2.shape)
+        else:
+            rows = np.lib.stride_tricks.as_strided(kv, shape=(pm.state.shape[0], kv.shape[-1]),
+                                                   strides=(kv.strides[-2] if kv.ndim >= 2 else 0, kv.strides[-1]))
+            words = _nest_view(rows, byte_base, nest)[us].reshape(k2.shape)
+        k2 |= words == _ALL_WRITTEN[nb]
+    straddle = np.flatnonzero(first != last)
+    if straddle.size:  # a word over two pages or more: byte by byte
+        pos = off[straddle]
+        exact = pm.known_at(us, pos)
+        for b in range(1, nb):
+            exact &= pm.known_at(us, pos + b)
+        k2[:, straddle] = exact
+
+
 class PagedImage:
     """A sparse byte image modelled by *region* (HBM: 48 GB per chip, manual L137, L2949).
 
     Only the byte ranges something touched exist: a sorted list of disjoint regions, each a contiguous byte
-    array with its written-mask.  :meth:`window` returns contiguous views of ``[lo, hi)`` (creating or merging
-    regions as needed), which is what a DMA's strided copy runs over; :meth:`gather` and :meth:`scatter` take
-    arbitrary byte indices.  Bytes outside every region were never written: they read back as poison.
+    array with its written-state (a :class:`~visa.memory.pages.PageMask` of one unit, pages from the region's
+    start).  :meth:`span` returns contiguous views of ``[lo, hi)`` and the region's state (creating or merging
+    regions as needed), which is what a DMA's strided copy runs over; :meth:`window` hands out the byte mask
+    itself (made exact first); :meth:`gather` and :meth:`scatter` take arbitrary byte indices.  Bytes outside
+    every region were never written: they read back as poison.
 
     >>> img = PagedImage(1 << 30)
     >>> data, written = img.window(4096, 4104)
@@ -332,14 +549,15 @@ class PagedImage:
     ([0, 7, 7], [False, True, True], [(4096, 4104)])
     """
 
-    __slots__ = ("size", "name", "_starts", "_data", "_written")
+    __slots__ = ("size", "name", "page_bytes", "_starts", "_data", "_pages")
 
-    def __init__(self, size: int, name: str = "HBM") -> None:
+    def __init__(self, size: int, name: str = "HBM", page_bytes: int = PAGE_BYTES) -> None:
         self.size = size
         self.name = name
+        self.page_bytes = page_bytes
         self._starts: list[int] = []
         self._data: list[ByteArray] = []
-        self._written: list[BoolArray] = []
+        self._pages: list[PageMask] = []
 
     @property
     def nbytes(self) -> int:
@@ -355,11 +573,10 @@ class PagedImage:
             raise AddressError(f"bytes {lo}..{hi} fall outside the {self.size}-byte {self.name}", call=self.name,
                                fix="HBM addresses run from 0 to the chip's capacity")
 
-    def window(self, lo: int, hi: int) -> tuple[ByteArray, BoolArray]:
-        """Contiguous (data, written) views of bytes ``[lo, hi)``; regions are created or merged as needed."""
+    def span(self, lo: int, hi: int) -> tuple[ByteArray, PageMask, int]:
+        """The region holding bytes ``[lo, hi)`` (created or merged as needed): its bytes, its written-state,
+        and the index of ``lo`` in them."""
         self._check_range(lo, hi)
-        if hi <= lo:
-            return np.zeros(0, np.uint8), np.zeros(0, bool)
         first = bisect.bisect_right(self._starts, lo) - 1
         if first >= 0 and self._starts[first] + self._data[first].size <= lo:
             first += 1
@@ -368,21 +585,32 @@ class PagedImage:
         if last - first == 1:
             s = self._starts[first]
             if s <= lo and hi <= s + self._data[first].size:
-                return self._data[first][lo - s: hi - s], self._written[first][lo - s: hi - s]
+                return self._data[first], self._pages[first], lo - s
         new_lo, new_hi = lo, hi
         if last > first:
             new_lo = min(lo, self._starts[first])
             new_hi = max(hi, self._starts[last - 1] + self._data[last - 1].size)
-        data = np.zeros(new_hi - new_lo, np.uint8)
-        written = np.zeros(new_hi - new_lo, bool)
+        data = _lazy_zeros((new_hi - new_lo,), np.dtype(np.uint8))
+        pages = PageMask(_lazy_zeros((1, new_hi - new_lo), np.dtype(bool)), max(1, min(self.page_bytes,
+                                                                                     new_hi - new_lo)))
         for k in range(first, last):
             s = self._starts[k]
             data[s - new_lo: s - new_lo + self._data[k].size] = self._data[k]
-            written[s - new_lo: s - new_lo + self._data[k].size] = self._written[k]
+            pages.copy_from(self._pages[k], s - new_lo)
         self._starts[first:last] = [new_lo]
         self._data[first:last] = [data]
-        self._written[first:last] = [written]
-        return data[lo - new_lo: hi - new_lo], written[lo - new_lo: hi - new_lo]
+        self._pages[first:last] = [pages]
+        return data, pages, lo - new_lo
+
+    def window(self, lo: int, hi: int) -> tuple[ByteArray, BoolArray]:
+        """Contiguous (data, written) views of bytes ``[lo, hi)``, the mask made exact there (the caller may
+        write both); regions are created or merged as needed."""
+        if hi <= lo:
+            self._check_range(lo, hi)
+            return np.zeros(0, np.uint8), np.zeros(0, bool)
+        data, pages, at = self.span(lo, hi)
+        pages.materialise(slice(None), at, at + hi - lo)
+        return data[at: at + hi - lo], pages.mask[0, at: at + hi - lo]
 
     def _check(self, byte_index: IntArray) -> None:
         if byte_index.size and (int(byte_index.min()) < 0 or int(byte_index.max()) >= self.size):
@@ -397,12 +625,12 @@ class PagedImage:
         if not idx.size or not self._starts:
             return out, known
         lo, hi = int(idx.min()), int(idx.max()) + 1
-        for s, d, w in zip(self._starts, self._data, self._written, strict=True):
+        for s, d, pm in zip(self._starts, self._data, self._pages, strict=True):
             if s >= hi or s + d.size <= lo:
                 continue
             sel = (idx >= s) & (idx < s + d.size)
             out[sel] = d[idx[sel] - s]
-            known[sel] = w[idx[sel] - s]
+            known[sel] = pm.known_at(slice(None), idx[sel] - s)[0]
         return out, known
 
     def scatter(self, byte_index: IntArray, values: ByteArray, mask: BoolArray | None = None) -> None:
@@ -419,16 +647,19 @@ class PagedImage:
         cuts = np.nonzero(np.diff(where) > _GAP)[0] + 1
         for part_idx, part_val in zip(np.split(where, cuts), np.split(what, cuts), strict=True):
             lo = int(part_idx[0])
-            data, written = self.window(lo, int(part_idx[-1]) + 1)
-            data[part_idx - lo] = part_val
-            written[part_idx - lo] = True
+            data, pages, at = self.span(lo, int(part_idx[-1]) + 1)
+            data[at + part_idx - lo] = part_val
+            pos = at + part_idx - lo
+            if pages.all_known(slice(None), int(pos[0]), int(pos[-1]) + 1):
+                continue
+            pages.materialise_bytes(np.zeros(1, np.int64), pos)
+            pages.mask[0, pos] = True
 
     def poison(self, lo: int, hi: int) -> None:
         """Mark bytes ``[lo, hi)`` unwritten (fresh, undefined memory)."""
         if hi > lo:
-            written = self.window(lo, hi)[1]
-            if written.any():  # a region just created is unwritten already; writing it would allocate it
-                written[:] = False
+            _, pages, at = self.span(lo, hi)
+            pages.mark(slice(None), at, at + hi - lo, False)
 
 
 Image = DenseImage | PagedImage

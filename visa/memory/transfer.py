@@ -9,9 +9,13 @@ apart (the "slice_stride" of L2541), of which only ``hw.dm.slice_bytes`` exist.
 :func:`copy` runs such a sequencer as one strided numpy copy per pair of chips: a loop of the sequencer is
 a dimension of a strided view of the image (its stride converted from the address space to the image), so
 the copy visits exactly the bytes the sequencer visits, in the order numpy chooses (the bytes a sequencer
-writes are distinct, so the order does not matter).  The written-mask travels with the data: a DMA of poison
-is poison.  Reads past the bytes that exist (a padded packet at the end of a slice, manual L1841, L7896)
-come back as poison; writes there are refused (an engine bug: placement rules keep a destination inside).
+writes are distinct, so the order does not matter).  The written-state travels with the data (a DMA of
+poison is poison) by range (:mod:`visa.memory.pages`, issue 15): a source whose visited bytes were all written
+(a host buffer from a numpy array, HBM or DM pages wholly written) and a destination visit that covers whole
+ranges mark those ranges written page by page, with no mask read or written; otherwise the destination's mask
+is made exact over the range and copied byte by byte, then its wholly written pages settle back.  Reads past
+the bytes that exist (a padded packet at the end of a slice, manual L1841, L7896) come back as poison; writes
+there are refused (an engine bug: placement rules keep a destination inside).
 
 >>> import numpy as np
 >>> from visa.hw import RNGD
@@ -80,46 +84,103 @@ def address_space(hw: HardwareProfile, medium: str) -> AddressSpace:
 
 
 class Endpoint(Protocol):
-    """One side of a copy: the images of its medium."""
+    """One side of a copy: the images of its medium.
+
+    Ranges are image offsets of one chip: ``[lo, hi)`` the bytes a side spans (flat, units back to back) and
+    ``[unit_lo, unit_hi)`` the bytes it visits in every unit of that span (on HBM and the host, one unit:
+    the same range).  The written-state travels by range: a source says whether all its bytes are known
+    (:meth:`known`), a destination takes whole ranges as written (:meth:`mark_written`) and hands out its mask
+    (made exact) only for a copy that writes it byte by byte (:meth:`mask_for_write`)."""
 
     space: AddressSpace
 
-    def contiguous(self, chip: int, lo: int, hi: int) -> tuple[ByteArray, BoolArray, int] | None:
-        """Flat (data, written) arrays holding image bytes ``[lo, hi)`` of ``chip`` and the index of ``lo``
-        in them; ``None`` if those bytes do not all exist."""
+    def contiguous(self, chip: int, lo: int, hi: int) -> tuple[ByteArray, int] | None:
+        """A flat array holding image bytes ``[lo, hi)`` of ``chip`` and the index of ``lo`` in it; ``None``
+        if those bytes do not all exist."""
+
+    def known(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> BoolArray | None:
+        """``None`` if every byte ``[unit_lo, unit_hi)`` of every unit of ``[lo, hi)`` was written, else whether
+        each was: ``(units, unit_hi - unit_lo)`` (a new array)."""
 
     def gather(self, chip: int, real: IntArray) -> tuple[ByteArray, BoolArray]:
         """Bytes at image offsets ``real`` of ``chip`` (unknown where they do not exist)."""
 
-    def will_write(self, chip: int, lo: int, hi: int) -> None:
-        """The copy is about to write bytes ``[lo, hi)`` of units (slices) of ``chip``'s image."""
+    def mark_written(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> None:
+        """The copy wrote known bytes over all of ``[unit_lo, unit_hi)`` of every unit of ``[lo, hi)``."""
+
+    def mask_for_write(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> tuple[BoolArray, int]:
+        """The flat written-mask, exact over those bytes (for a copy that writes it there), and the index of
+        ``lo`` in it."""
+
+    def settle(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> None:
+        """The copy wrote the mask handed out by :meth:`mask_for_write`: pages it made wholly written (or
+        wholly poison) go back to a state without mask."""
+
+
+def _constant(mask: BoolArray) -> bool:
+    return mask.ndim == 1 and mask.strides == (0,) and mask.dtype == bool
 
 
 class HostBuffer:
-    """A host buffer's bytes (the host side of a PCIe DMA)."""
+    """A host buffer's bytes (the host side of a PCIe DMA).  ``written`` is a per-byte mask, or a constant
+    (``True``: every byte known, the buffer of a numpy array; ``False``: a buffer to be written), kept as a
+    broadcast: no mask is made or read for it until a copy writes part of it."""
 
     def __init__(self, data: ByteArray, written: BoolArray | bool = True) -> None:
         self.data = np.ascontiguousarray(data, dtype=np.uint8).reshape(-1)
-        if isinstance(written, bool):
-            self.written = np.full(self.data.shape, written)
-        elif written.ndim == 1 and written.strides == (0,) and written.dtype == bool:
+        if isinstance(written, bool | np.bool_):
+            self.written: BoolArray = np.broadcast_to(np.bool_(written), self.data.shape)
+        elif _constant(written):
             self.written = written  # a constant mask (every byte known): kept as the broadcast it is
         else:
             self.written = np.ascontiguousarray(written, dtype=bool).reshape(-1)
         self.space = AddressSpace("host", _HOST_SPAN, _HOST_SPAN, 1, _HOST_SPAN)
 
-    def contiguous(self, chip: int, lo: int, hi: int) -> tuple[ByteArray, BoolArray, int] | None:
+    @property
+    def constant(self) -> bool | None:
+        """The value of every byte's written flag when the mask is a constant, else None."""
+        if _constant(self.written) and self.written.size:
+            return bool(self.written[0])
+        return None
+
+    def contiguous(self, chip: int, lo: int, hi: int) -> tuple[ByteArray, int] | None:
         if chip != 0 or lo < 0 or hi > self.data.size:
             return None
-        return self.data, self.written, lo
+        return self.data, lo
+
+    def known(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> BoolArray | None:
+        del chip, lo, hi
+        part = self.written[unit_lo:unit_hi]
+        if _constant(part) and (not part.size or bool(part[0])):  # (all() would still visit every byte)
+            return None
+        if not _constant(part) and bool(part.all()):
+            return None
+        return np.array(part, dtype=bool).reshape(1, -1)
 
     def gather(self, chip: int, real: IntArray) -> tuple[ByteArray, BoolArray]:
         ok = (real >= 0) & (real < self.data.size) & (chip == 0)
         idx = np.where(ok, real, 0)
         return self.data[idx], self.written[idx] & ok
 
-    def will_write(self, chip: int, lo: int, hi: int) -> None:
+    def mark_written(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> None:
         del chip, lo, hi
+        if _constant(self.written) and (unit_lo, unit_hi) == (0, self.data.size):
+            self.written = np.broadcast_to(np.True_, self.data.shape)  # all of it: a constant again
+        elif not (_constant(self.written) and self.written.size and bool(self.written[0])):
+            self._own()[unit_lo:unit_hi] = True
+
+    def mask_for_write(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> tuple[BoolArray, int]:
+        del chip, hi, unit_lo, unit_hi
+        return self._own(), lo
+
+    def settle(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> None:
+        del chip, lo, hi, unit_lo, unit_hi  # a host buffer's mask is its bytes
+
+    def _own(self) -> BoolArray:
+        """The mask as an array of its own (a constant one made into bytes)."""
+        if _constant(self.written):
+            self.written = np.array(self.written, dtype=bool)
+        return self.written
 
 
 class HbmEndpoint:
@@ -129,11 +190,18 @@ class HbmEndpoint:
         self.space = address_space(hw, "hbm")
         self._image = chip_image
 
-    def contiguous(self, chip: int, lo: int, hi: int) -> tuple[ByteArray, BoolArray, int] | None:
+    def contiguous(self, chip: int, lo: int, hi: int) -> tuple[ByteArray, int] | None:
         if chip < 0 or lo < 0 or hi > self.space.backed_bytes:
             return None
-        data, written = self._image(chip).window(lo, hi)
-        return data, written, 0
+        data, _, at = self._image(chip).span(lo, hi)
+        return data, at
+
+    def known(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> BoolArray | None:
+        _, pages, at = self._image(chip).span(lo, hi)
+        a, b = at + unit_lo - lo, at + unit_hi - lo
+        if pages.all_known(slice(None), a, b):
+            return None
+        return pages.known_span(slice(None), a, b)
 
     def gather(self, chip: int, real: IntArray) -> tuple[ByteArray, BoolArray]:
         ok = (real >= 0) & (real < self.space.backed_bytes) & (chip >= 0)
@@ -142,8 +210,18 @@ class HbmEndpoint:
         data, known = self._image(chip).gather(np.where(ok, real, 0))
         return data, known & ok
 
-    def will_write(self, chip: int, lo: int, hi: int) -> None:
-        del chip, lo, hi
+    def mark_written(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> None:
+        _, pages, at = self._image(chip).span(lo, hi)
+        pages.mark(slice(None), at + unit_lo - lo, at + unit_hi - lo, True)
+
+    def mask_for_write(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> tuple[BoolArray, int]:
+        _, pages, at = self._image(chip).span(lo, hi)
+        pages.materialise(slice(None), at + unit_lo - lo, at + unit_hi - lo)
+        return pages.mask[0], at
+
+    def settle(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> None:
+        _, pages, at = self._image(chip).span(lo, hi)
+        pages.settle_range(slice(None), at + unit_lo - lo, at + unit_hi - lo)
 
 
 class DmEndpoint:
@@ -153,25 +231,38 @@ class DmEndpoint:
         self.space = address_space(hw, "dm")
         self._image = chip_image
 
-    def contiguous(self, chip: int, lo: int, hi: int) -> tuple[ByteArray, BoolArray, int] | None:
+    def _units(self, lo: int, hi: int) -> slice:
+        b = self.space.backed_bytes
+        return slice(lo // b, (hi - 1) // b + 1)
+
+    def contiguous(self, chip: int, lo: int, hi: int) -> tuple[ByteArray, int] | None:
         if chip < 0:
             return None
-        data, written = self._image(chip).flat_span(0, 0)  # a write says which bytes first (will_write)
+        data = self._image(chip).flat_data(0, 0)  # a write says which bytes (mark_written, mask_for_write)
         if lo < 0 or hi > data.size:
             return None
-        return data, written, lo
+        return data, lo
+
+    def known(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> BoolArray | None:
+        return self._image(chip).known_units(self._units(lo, hi), unit_lo, unit_hi)
 
     def gather(self, chip: int, real: IntArray) -> tuple[ByteArray, BoolArray]:
         if chip < 0:
             return np.zeros(real.shape, np.uint8), np.zeros(real.shape, bool)
-        data, written = self._image(chip).flat_span(0, 0)
+        image = self._image(chip)
+        data = image.flat_data(0, 0)
         ok = (real >= 0) & (real < data.size)
         idx = np.where(ok, real, 0)
-        return data[idx], written[idx] & ok
+        return data[idx], image.flat_image().gather(idx)[1] & ok
 
-    def will_write(self, chip: int, lo: int, hi: int) -> None:
-        if chip >= 0:
-            self._image(chip).flat_span(lo, hi)
+    def mark_written(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> None:
+        self._image(chip).mark_written(self._units(lo, hi), unit_lo, unit_hi)
+
+    def mask_for_write(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> tuple[BoolArray, int]:
+        return self._image(chip).mask_for_write(self._units(lo, hi), unit_lo, unit_hi), lo
+
+    def settle(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> None:
+        self._image(chip).settle(self._units(lo, hi), unit_lo, unit_hi)
 
 
 @dataclass
@@ -186,6 +277,7 @@ class _Resolved:
     in_units: bool  # every byte lies inside an existing unit (DM: inside the 512 KB of its slice)
     unit_lo: int  # the bytes [unit_lo, unit_hi) of a unit that the side visits (in every unit it visits)
     unit_hi: int
+    unit_level: tuple[bool, ...]  # which loops step from unit to unit
 
 
 def _resolve(space: AddressSpace, base: int, loops: Sequence[tuple[int, int]]) -> _Resolved:
@@ -202,7 +294,8 @@ def _resolve(space: AddressSpace, base: int, loops: Sequence[tuple[int, int]]) -
             bspan = (n - 1) * s
             b_lo, b_hi = b_lo + min(0, bspan), b_hi + max(0, bspan)
     in_units = b_lo >= 0 and b_hi < space.backed_bytes
-    return _Resolved(chip, real_base, strides, lo, hi + 1, in_units, b_lo, b_hi + 1)
+    return _Resolved(chip, real_base, strides, lo, hi + 1, in_units, b_lo, b_hi + 1,
+                     tuple(space.is_unit_level(s) for _, s in loops))
 
 
 def _view(arr: np.ndarray, offset: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
@@ -263,30 +356,61 @@ def _copy_chip(loops: Sequence[ByteLoop], sb: int, db: int, src: Endpoint, dst: 
     if got is None:
         raise AddressError(f"the DMA would write bytes {w.lo}..{w.hi} of {dst.space.medium.upper()} chip {w.chip}, "
                            "outside the memory that exists", call="dma.execute")
-    d_data, d_written, d_at = got
-    dst.will_write(w.chip, w.unit_lo, w.unit_hi)
+    d_data, d_at = got
     d_off = d_at + (w.base - w.lo)
     r = _resolve(src.space, sb, [(n, s) for n, s, _ in loops])
     got_src = src.contiguous(r.chip, r.lo, r.hi) if r.in_units else None
     dv = _view(d_data, d_off, shape, w.strides)
-    dk = _view(d_written, d_off, shape, w.strides)
     if got_src is not None:
-        s_data, s_written, s_at = got_src
-        s_off = s_at + (r.base - r.lo)
-        dv[...] = _view(s_data, s_off, shape, r.strides)
-        if s_written.ndim == 1 and s_written.strides == (0,):  # a constant mask: a fill, not a copy
-            dk[...] = bool(s_written[0]) if s_written.size else False
+        s_data, s_at = got_src
+        dv[...] = _view(s_data, s_at + (r.base - r.lo), shape, r.strides)
+        known = src.known(r.chip, r.lo, r.hi, r.unit_lo, r.unit_hi)
+        if known is None and _covers(w, dst.space, shape):  # known bytes over whole ranges: no mask at all
+            dst.mark_written(w.chip, w.lo, w.hi, w.unit_lo, w.unit_hi)
+            return
+        d_written, m_at = dst.mask_for_write(w.chip, w.lo, w.hi, w.unit_lo, w.unit_hi)
+        dk = _view(d_written, m_at + (w.base - w.lo), shape, w.strides)
+        if known is None:
+            dk[...] = True
         else:
-            dk[...] = _view(s_written, s_off, shape, r.strides)
+            dk[...] = _known_view(known, r, src.space, shape)
+        dst.settle(w.chip, w.lo, w.hi, w.unit_lo, w.unit_hi)
         return
     # slow path: some bytes read lie outside the memory (reads past the data are allowed; they are poison)
     real, chips = _addresses(src.space, sb, [(n, s) for n, s, _ in loops])
     vals = np.zeros(real.shape, np.uint8)
-    known = np.zeros(real.shape, bool)
+    known_all = np.zeros(real.shape, bool)
     for c in np.unique(chips).tolist():
         sel = chips == c
         v, k = src.gather(int(c), real[sel])
         vals[sel] = v
-        known[sel] = k & (real[sel] >= 0)
+        known_all[sel] = k & (real[sel] >= 0)
     dv[...] = vals
-    dk[...] = known
+    d_written, m_at = dst.mask_for_write(w.chip, w.lo, w.hi, w.unit_lo, w.unit_hi)
+    _view(d_written, m_at + (w.base - w.lo), shape, w.strides)[...] = known_all
+    dst.settle(w.chip, w.lo, w.hi, w.unit_lo, w.unit_hi)
+
+
+def _covers(side: _Resolved, space: AddressSpace, shape: tuple[int, ...]) -> bool:
+    """Does a side visit every byte ``[unit_lo, unit_hi)`` of every unit of its span, each once?"""
+    units = (side.hi - 1) // space.backed_bytes - side.lo // space.backed_bytes + 1
+    if math.prod(shape) != units * (side.unit_hi - side.unit_lo):
+        return False
+    span = 1  # each loop steps past everything the inner loops visit (so no byte twice)
+    for n, s in sorted(zip(shape, side.strides, strict=True), key=lambda e: abs(e[1])):
+        if abs(s) < span:
+            return False
+        span += (n - 1) * abs(s)
+    return True
+
+
+def _known_view(known: BoolArray, side: _Resolved, space: AddressSpace, shape: tuple[int, ...]) -> np.ndarray:
+    """The strided view of a source's :meth:`Endpoint.known` array (``(units, unit_hi - unit_lo)``, from the
+    unit of ``side.lo``) that the copy reads: a unit-level stride steps rows, the others bytes."""
+    row = side.unit_hi - side.unit_lo
+    b = space.backed_bytes
+    u0 = side.lo // b
+    unit, byte = divmod(side.base, b) if b < _HOST_SPAN else (0, side.base)
+    offset = (unit - u0) * row + byte - side.unit_lo
+    strides = tuple((s // b) * row if lvl else s for s, lvl in zip(side.strides, side.unit_level, strict=True))
+    return _view(known.reshape(-1), offset, shape, strides)

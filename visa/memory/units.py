@@ -4,7 +4,8 @@ Engines move data only through :class:`UnitSelection`: it reads and writes the s
 selection is a box (a range of clusters × a range of slices × a range of rows: what a slice bitmap and a Row
 count give), it is a view of the image, and a sequencer's loop nest runs on it as one strided copy
 (:func:`visa.memory.images.load_nest`); otherwise units are picked by index.  No index of ``units × bytes``
-is ever materialised.
+is ever materialised.  The written-state is the base image's, by page (:mod:`visa.memory.pages`): a nest of
+known words that covers its bytes marks the selected units' pages written without touching their mask.
 
 >>> import numpy as np
 >>> from visa.dtypes import i16
@@ -18,6 +19,7 @@ is ever materialised.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -30,13 +32,15 @@ from visa.memory.images import (
     DenseImage,
     IntArray,
     Nest,
-    _all_written,
+    _known_words,
     _nest_bounds,
+    _nest_known,
     _nest_view,
     _put_known,
     unwrite,
     word_view,
 )
+from visa.memory.pages import NONE, PageMask, nest_offsets
 
 __all__ = ["UnitSelection", "enabled_units", "unwrite"]
 
@@ -116,31 +120,55 @@ class UnitSelection(DenseImage):
         self._rows(arr)[(self.units[nz[0]], index[tuple(nz[1:])])] = vals[nz]
 
     # -- the image interface -----------------------------------------------------------------------------------
+    def _pm(self) -> PageMask:
+        return self.base._pages
+
     def gather(self, byte_index: IntArray) -> tuple[npt.NDArray[np.uint8], BoolArray]:
         idx = np.asarray(byte_index, dtype=np.int64)
         self._check(idx)
-        return self._take(self.base._data, idx), self._take(self.base._written, idx)
+        return self._take(self.base._data, idx), self._pm().known_at(self.units, idx)
+
+    def _materialise(self, idx: IntArray, nb: int, mask: npt.ArrayLike | None) -> bool:
+        """Materialise the pages a write of ``nb`` bytes at ``idx`` of the selected units (where ``mask``)
+        reaches; False if they are all written already (no mask to write)."""
+        if not idx.size or not self.count:
+            return False
+        pm = self._pm()
+        if mask is not None and bool(np.all(mask)):
+            mask = None
+        if mask is None:
+            if pm.all_known(self.units, int(idx.min()), int(idx.max()) + nb):
+                return False
+            pm.materialise_index(self.units, idx, nb)
+            return True
+        nz = np.nonzero(np.broadcast_to(mask, (self.count, *idx.shape)))
+        pm.materialise_bytes(self.units[nz[0]], idx[tuple(nz[1:])], nb)
+        return True
 
     def scatter(self, byte_index: IntArray, values: npt.NDArray[np.uint8], mask: BoolArray | None = None) -> None:
         idx = np.asarray(byte_index, dtype=np.int64)
         self._check(idx)
         self.base._touch_index(idx)
         self._put(self.base._data, idx, values, mask)
-        self._put(self.base._written, idx, True, mask)
+        if self._materialise(idx, 1, mask):
+            self._put(self.base._written, idx, True, mask)
 
     def unwrite(self, byte_index: IntArray, where: BoolArray) -> None:
         """Mark the bytes ``byte_index`` of the units where ``where`` (``(count, len)``) as never written."""
         idx = np.asarray(byte_index, dtype=np.int64)
         self._check(idx)
+        if not np.any(where):
+            return
+        self._materialise(idx, 1, where)
         self._put(self.base._written, idx, False, where)
 
     def gather_words(self, byte_index: IntArray, nb: int) -> tuple[npt.NDArray[Any], BoolArray] | None:
-        wv, kv = word_view(self.base._data, nb), word_view(self.base._written, nb)
-        if wv is None or kv is None:
+        wv = word_view(self.base._data, nb)
+        if wv is None:
             return None
         idx = np.asarray(byte_index, dtype=np.int64)
         self._check_words(idx, nb)
-        return self._take(wv, idx), _all_written(self._take(kv, idx), nb)
+        return self._take(wv, idx), _known_words(self._pm(), self.units, idx, nb)
 
     def scatter_words(self, byte_index: IntArray, nb: int, words: npt.NDArray[Any],
                       mask: BoolArray | None = None) -> bool:
@@ -151,7 +179,8 @@ class UnitSelection(DenseImage):
         self._check_words(idx, nb)
         self.base._touch_index(idx, nb)
         self._put(wv, idx, words, mask)
-        self._put(kv, idx, np.asarray(_ALL_WRITTEN[nb], dtype=_WORD[nb]), mask)
+        if self._materialise(idx, nb, mask):
+            self._put(kv, idx, np.asarray(_ALL_WRITTEN[nb], dtype=_WORD[nb]), mask)
         return True
 
     def _nest(self, words: npt.NDArray[Any], byte_base: int, nest: Nest) -> npt.NDArray[Any]:
@@ -162,17 +191,17 @@ class UnitSelection(DenseImage):
         return _nest_view(self._rows(words), byte_base, nest)
 
     def read_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any], known: BoolArray) -> bool:
-        wv, kv = word_view(self.base._data, nb), word_view(self.base._written, nb)
-        if wv is None or kv is None:
+        wv = word_view(self.base._data, nb)
+        if wv is None:
             return False
         sizes = tuple(n for n, _ in nest)
         if self.box is not None:
             src = self._nest(wv, byte_base, nest)
             np.copyto(words.reshape(src.shape), src)
-            np.equal(self._nest(kv, byte_base, nest), _ALL_WRITTEN[nb], out=known.reshape(src.shape))
         else:
             words.reshape(self.count, *sizes)[...] = self._nest(wv, byte_base, nest)[self.units]
-            known.reshape(self.count, *sizes)[...] = _all_written(self._nest(kv, byte_base, nest)[self.units], nb)
+        _nest_known(self._pm(), self.units, self.base._pages.mask, nb, byte_base, nest,
+                    known.reshape(self.count, *sizes))
         return True
 
     @property
@@ -182,30 +211,55 @@ class UnitSelection(DenseImage):
             return slice(int(self.units[0]), int(self.units[-1]) + 1)
         return None
 
+    def _write_units(self, arr: npt.NDArray[Any], byte_base: int, nest: Nest, values: npt.ArrayLike,
+                     keep: BoolArray | None) -> None:
+        """Write ``values`` (``(units written, *sizes)``, or broadcast to it) at the nest's positions of the
+        selected units (those ``keep`` says, if given) of ``arr`` (a word view of the data or the mask)."""
+        if keep is None and self.box is not None:
+            target = self._nest(arr, byte_base, nest)
+            np.copyto(target, np.reshape(values, target.shape) if np.ndim(values) else values)
+            return
+        units = self.units if keep is None else self.units[keep]
+        _nest_view(self._rows(arr), byte_base, nest)[units] = values
+
     def write_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any], known: BoolArray) -> bool:
         wv, kv = word_view(self.base._data, nb), word_view(self.base._written, nb)
         if wv is None or kv is None:
             return False
         sizes = tuple(n for n, _ in nest)
         lo, hi = _nest_bounds(nest)
-        keep = self._changing(kv, byte_base, nest, known, (byte_base + lo, byte_base + hi + nb))
-        self.base._touch(byte_base + lo, byte_base + hi + nb)
+        r_lo, r_hi = byte_base + lo, byte_base + hi + nb
+        keep = self._changing(nb, byte_base, nest, known, (r_lo, r_hi))
+        self.base._touch(r_lo, r_hi)
+        w = words.reshape(self.count, *sizes)
+        k = known.reshape(self.count, *sizes)
         if keep is not None:  # some units stay as they are: write the others, picked by index
-            w = words.reshape(self.count, *sizes)[keep]
-            k = known.reshape(self.count, *sizes)[keep]
-            units = self.units[keep]
-            _nest_view(self._rows(wv), byte_base, nest)[units] = w * k
-            _nest_view(self._rows(kv), byte_base, nest)[units] = k * np.asarray(_ALL_WRITTEN[nb], dtype=_WORD[nb])
-        elif self.box is not None:
+            w, k = w[keep], k[keep]
+        units = self.units if keep is None else self.units[keep]
+        pm = self._pm()
+        covering = math.prod(sizes) * nb == r_hi - r_lo
+        ones = np.asarray(_ALL_WRITTEN[nb], dtype=_WORD[nb])
+        if k.all():
+            self._write_units(wv, byte_base, nest, w, keep)
+            if covering:
+                pm.mark(units, r_lo, r_hi, True)
+            elif not pm.all_known(units, r_lo, r_hi):
+                pm.materialise(units, r_lo, r_hi)
+                self._write_units(kv, byte_base, nest, ones, keep)
+            return True
+        if covering and not k.any():
+            self._write_units(wv, byte_base, nest, np.zeros((), wv.dtype), keep)
+            pm.mark(units, r_lo, r_hi, False)
+            return True
+        pm.materialise(units, r_lo, r_hi)
+        if keep is None and self.box is not None:
             _put_known(self._nest(wv, byte_base, nest), self._nest(kv, byte_base, nest), words, known, nb)
         else:
-            w = words.reshape(self.count, *sizes)
-            k = known.reshape(self.count, *sizes)
-            _nest_view(self._rows(wv), byte_base, nest)[self.units] = w * k
-            _nest_view(self._rows(kv), byte_base, nest)[self.units] = k * np.asarray(_ALL_WRITTEN[nb], dtype=_WORD[nb])
+            self._write_units(wv, byte_base, nest, w * k, keep)
+            self._write_units(kv, byte_base, nest, k * ones, keep)
         return True
 
-    def _changing(self, kv: npt.NDArray[Any], byte_base: int, nest: Nest, known: BoolArray,
+    def _changing(self, nb: int, byte_base: int, nest: Nest, known: BoolArray,
                   span: tuple[int, int]) -> BoolArray | None:
         """The units a nest write changes, if it leaves some as they are (else None): a unit that receives
         only poison where it holds poison already — a slice or cluster a stream holds no data in, over memory
@@ -216,13 +270,18 @@ class UnitSelection(DenseImage):
         units = self.units[dead]
         if not units.size:
             return None
-        axes = tuple(range(1, 1 + len(nest)))
-        rows_k = _nest_view(self._rows(kv), byte_base, nest)
         clean = np.ones(units.size, dtype=bool)
         d_lo, d_hi = self.base._dirty
         if max(d_lo, span[0]) < min(d_hi, span[1]):  # else no unit was ever written there
-            for lo in range(0, units.size, 64):  # a few units at a time
-                clean[lo: lo + 64] = ~rows_k[units[lo: lo + 64]].any(axis=axes)
+            pm = self._pm()
+            p0, p1 = span[0] // pm.page, -(-span[1] // pm.page)
+            clean = (pm.state[units, p0:p1] == NONE).all(axis=1)
+            maybe = np.flatnonzero(~clean)  # some page there was written: is a byte the nest visits?
+            if maybe.size:
+                off = nest_offsets(byte_base, nest).reshape(-1, 1) + np.arange(nb, dtype=np.int64)
+                for lo in range(0, maybe.size, 64):  # a few units at a time
+                    part = maybe[lo: lo + 64]
+                    clean[part] = ~pm.known_at(units[part], off).reshape(part.size, -1).any(axis=1)
         if not clean.any():
             return None
         keep = np.ones(self.count, dtype=bool)

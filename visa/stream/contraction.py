@@ -122,10 +122,12 @@ def _byte_window(trf: TrfTensor[Any, Any, Any, Any, Any, Any], valid: npt.NDArra
     b1 = b0 + (c_hi - c_lo) * nb
     if nb == 1 and valid.shape[0] == 1 and valid.all() and held.all() and (c_lo, c_hi) == (lo, hi):
         # one chip, every slice, a window inside the element: one copy of the rows' bytes and their mask
-        data, written = trf.image(0).read_view()
-        n = len(chips)
+        image = trf.image(0)
+        data, n, box = image.read_data(), len(chips), (slice(None), slice(None), slice(0, rows))
+        known = (np.ones((n, rows, hi - lo), bool) if image.all_written(b0, b1, box)  # (no mask read)
+                 else image.known_bytes(b0, b1, box).reshape(n, rows, hi - lo))
         return engine.TrfWindow(data[:, :, :rows, b0:b1].view(dtype.storage).reshape(n, rows, hi - lo).copy(),
-                                written[:, :, :rows, b0:b1].reshape(n, rows, hi - lo).copy(), lo)
+                                known, lo)
     for c in np.unique(chips).tolist():
         sel = np.flatnonzero(chips == c)
         image = trf.image(int(c))
@@ -138,7 +140,7 @@ def _byte_window(trf: TrfTensor[Any, Any, Any, Any, Any, Any], valid: npt.NDArra
             known[sel, :, c_lo - lo: c_hi - lo] = got[1].reshape(len(sel), rows, c_hi - c_lo) & held
             continue
         raw = np.ascontiguousarray(image.data[ks[sel], ss[sel], :rows, b0:b1])
-        wr = image.written[ks[sel], ss[sel], :rows, b0:b1].reshape(len(sel), rows, c_hi - c_lo, nb)
+        wr = image.known_bytes(b0, b1, (ks[sel], ss[sel], slice(0, rows))).reshape(len(sel), rows, c_hi - c_lo, nb)
         values[sel, :, c_lo - lo: c_hi - lo] = raw.view(dtype.storage.newbyteorder("<"))
         every = wr[..., 0] & held
         for k in range(1, nb):  # (not .all(axis=-1): a reduction over a tiny last axis is slow)

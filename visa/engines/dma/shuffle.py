@@ -139,21 +139,39 @@ class ShuffledEndpoint:
         ok = (real >= 0) & (k < perm.size)
         return np.where(ok, perm[np.clip(k, 0, perm.size - 1)] * self._span + rest, real)
 
-    def contiguous(self, chip: int, lo: int, hi: int) -> tuple[ByteArray, BoolArray, int] | None:
-        got = self.inner.contiguous(self._chip(chip), lo, hi)
-        if got is None or not self._clusters:
-            return got
+    def _shift(self, lo: int, hi: int) -> int | None:
+        """How far the bytes ``[lo, hi)`` move (whole clusters), or None if they span two clusters."""
+        if not self._clusters:
+            return 0
         k_lo, k_hi = lo // self._span, (hi - 1) // self._span
         if k_lo != k_hi or not 0 <= k_lo < len(self._clusters):
             return None  # spans both clusters: the copy gathers byte by byte (:meth:`gather`)
-        data, written, at = got
-        return data, written, at + (self._clusters[k_lo] - k_lo) * self._span
+        return (self._clusters[k_lo] - k_lo) * self._span
+
+    def contiguous(self, chip: int, lo: int, hi: int) -> tuple[ByteArray, int] | None:
+        got = self.inner.contiguous(self._chip(chip), lo, hi)
+        shift = self._shift(lo, hi)
+        if got is None or shift is None:
+            return None
+        data, at = got
+        return data, at + shift
+
+    def known(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> BoolArray | None:
+        shift = self._shift(lo, hi) or 0
+        return self.inner.known(self._chip(chip), lo + shift, hi + shift, unit_lo, unit_hi)
 
     def gather(self, chip: int, real: IntArray) -> tuple[ByteArray, BoolArray]:
         return self.inner.gather(self._chip(chip), self._real(real))
 
-    def will_write(self, chip: int, lo: int, hi: int) -> None:
-        del chip, lo, hi  # a source is never written
+    def mark_written(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> None:
+        del chip, lo, hi, unit_lo, unit_hi  # a source is never written
+
+    def mask_for_write(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> tuple[BoolArray, int]:
+        del chip, lo, hi, unit_lo, unit_hi  # a source is never written: nothing to hand out
+        return np.zeros(0, bool), 0
+
+    def settle(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> None:
+        del chip, lo, hi, unit_lo, unit_hi  # a source is never written
 
 
 def execute(sp: ShufflePlan, src: Endpoint, dst: Endpoint) -> None:
