@@ -549,7 +549,7 @@ class PagedImage:
     ([0, 7, 7], [False, True, True], [(4096, 4104)])
     """
 
-    __slots__ = ("size", "name", "page_bytes", "_starts", "_data", "_pages")
+    __slots__ = ("size", "name", "page_bytes", "_starts", "_data", "_pages", "_shared")
 
     def __init__(self, size: int, name: str = "HBM", page_bytes: int = PAGE_BYTES) -> None:
         self.size = size
@@ -558,6 +558,7 @@ class PagedImage:
         self._starts: list[int] = []
         self._data: list[ByteArray] = []
         self._pages: list[PageMask] = []
+        self._shared: list[bool] = []  # a region whose bytes are another owner's frozen buffer (see adopt)
 
     @property
     def nbytes(self) -> int:
@@ -573,18 +574,25 @@ class PagedImage:
             raise AddressError(f"bytes {lo}..{hi} fall outside the {self.size}-byte {self.name}", call=self.name,
                                fix="HBM addresses run from 0 to the chip's capacity")
 
-    def span(self, lo: int, hi: int) -> tuple[ByteArray, PageMask, int]:
-        """The region holding bytes ``[lo, hi)`` (created or merged as needed): its bytes, its written-state,
-        and the index of ``lo`` in them."""
-        self._check_range(lo, hi)
+    def _overlapping(self, lo: int, hi: int) -> tuple[int, int]:
+        """The regions ``[first, last)`` that overlap bytes ``[lo, hi)``."""
         first = bisect.bisect_right(self._starts, lo) - 1
         if first >= 0 and self._starts[first] + self._data[first].size <= lo:
             first += 1
-        first = max(first, 0)
-        last = bisect.bisect_left(self._starts, hi)  # regions [first, last) overlap [lo, hi)
+        return max(first, 0), bisect.bisect_left(self._starts, hi)
+
+    def span(self, lo: int, hi: int, write: bool = True) -> tuple[ByteArray, PageMask, int]:
+        """The region holding bytes ``[lo, hi)`` (created or merged as needed): its bytes, its written-state,
+        and the index of ``lo`` in them.  ``write=False`` promises not to write the bytes (the written-state
+        may change): a region adopted from a frozen buffer is then not copied."""
+        self._check_range(lo, hi)
+        first, last = self._overlapping(lo, hi)
         if last - first == 1:
             s = self._starts[first]
             if s <= lo and hi <= s + self._data[first].size:
+                if write and self._shared[first]:  # copy on write: the buffer stays its owner's
+                    self._data[first] = self._data[first].copy()
+                    self._shared[first] = False
                 return self._data[first], self._pages[first], lo - s
         new_lo, new_hi = lo, hi
         if last > first:
@@ -600,7 +608,28 @@ class PagedImage:
         self._starts[first:last] = [new_lo]
         self._data[first:last] = [data]
         self._pages[first:last] = [pages]
+        self._shared[first:last] = [False]
         return data, pages, lo - new_lo
+
+    def adopt(self, lo: int, data: ByteArray) -> bool:
+        """Make bytes ``[lo, lo + data.size)`` the bytes of ``data``, all written, without copying them: the
+        region shares ``data`` (which its owner never writes again: a frozen host buffer) until something writes
+        it (:meth:`span` copies it then).  Only where every region it overlaps lies inside it (they are
+        replaced); False (nothing done) otherwise."""
+        hi = lo + data.size
+        self._check_range(lo, hi)
+        first, last = self._overlapping(lo, hi)
+        if any(self._starts[k] < lo or self._starts[k] + self._data[k].size > hi for k in range(first, last)):
+            return False
+        pages = PageMask(_lazy_zeros((1, data.size), np.dtype(bool)), max(1, min(self.page_bytes, data.size)))
+        pages.mark(slice(None), 0, data.size, True)
+        view = data.view()
+        view.flags.writeable = False  # a write that bypassed span would raise, not change the owner's buffer
+        self._starts[first:last] = [lo]
+        self._data[first:last] = [view]
+        self._pages[first:last] = [pages]
+        self._shared[first:last] = [True]
+        return True
 
     def window(self, lo: int, hi: int) -> tuple[ByteArray, BoolArray]:
         """Contiguous (data, written) views of bytes ``[lo, hi)``, the mask made exact there (the caller may
@@ -658,7 +687,7 @@ class PagedImage:
     def poison(self, lo: int, hi: int) -> None:
         """Mark bytes ``[lo, hi)`` unwritten (fresh, undefined memory)."""
         if hi > lo:
-            _, pages, at = self.span(lo, hi)
+            _, pages, at = self.span(lo, hi, write=False)
             pages.mark(slice(None), at, at + hi - lo, False)
 
 

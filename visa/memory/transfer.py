@@ -94,9 +94,10 @@ class Endpoint(Protocol):
 
     space: AddressSpace
 
-    def contiguous(self, chip: int, lo: int, hi: int) -> tuple[ByteArray, int] | None:
+    def contiguous(self, chip: int, lo: int, hi: int, write: bool = True) -> tuple[ByteArray, int] | None:
         """A flat array holding image bytes ``[lo, hi)`` of ``chip`` and the index of ``lo`` in it; ``None``
-        if those bytes do not all exist."""
+        if those bytes do not all exist.  ``write=False``: the copy only reads them (a shared region is not
+        copied for it)."""
 
     def known(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> BoolArray | None:
         """``None`` if every byte ``[unit_lo, unit_hi)`` of every unit of ``[lo, hi)`` was written, else whether
@@ -126,8 +127,10 @@ class HostBuffer:
     (``True``: every byte known, the buffer of a numpy array; ``False``: a buffer to be written), kept as a
     broadcast: no mask is made or read for it until a copy writes part of it."""
 
-    def __init__(self, data: ByteArray, written: BoolArray | bool = True) -> None:
+    def __init__(self, data: ByteArray, written: BoolArray | bool = True, *, frozen: bool = False) -> None:
         self.data = np.ascontiguousarray(data, dtype=np.uint8).reshape(-1)
+        #: nobody writes ``data`` again (a buffer visa owns): a destination may share it instead of copying it
+        self.frozen = frozen
         if isinstance(written, bool | np.bool_):
             self.written: BoolArray = np.broadcast_to(np.bool_(written), self.data.shape)
         elif _constant(written):
@@ -143,7 +146,7 @@ class HostBuffer:
             return bool(self.written[0])
         return None
 
-    def contiguous(self, chip: int, lo: int, hi: int) -> tuple[ByteArray, int] | None:
+    def contiguous(self, chip: int, lo: int, hi: int, write: bool = True) -> tuple[ByteArray, int] | None:
         if chip != 0 or lo < 0 or hi > self.data.size:
             return None
         return self.data, lo
@@ -190,14 +193,21 @@ class HbmEndpoint:
         self.space = address_space(hw, "hbm")
         self._image = chip_image
 
-    def contiguous(self, chip: int, lo: int, hi: int) -> tuple[ByteArray, int] | None:
+    def contiguous(self, chip: int, lo: int, hi: int, write: bool = True) -> tuple[ByteArray, int] | None:
         if chip < 0 or lo < 0 or hi > self.space.backed_bytes:
             return None
-        data, _, at = self._image(chip).span(lo, hi)
+        data, _, at = self._image(chip).span(lo, hi, write)
         return data, at
 
+    def adopt(self, chip: int, lo: int, data: ByteArray) -> bool:
+        """Share a frozen source's bytes as HBM bytes ``[lo, lo + data.size)`` of ``chip`` (copy on write,
+        :meth:`visa.memory.images.PagedImage.adopt`); False when the image cannot."""
+        if chip < 0 or lo < 0 or lo + data.size > self.space.backed_bytes:
+            return False
+        return self._image(chip).adopt(lo, data)
+
     def known(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> BoolArray | None:
-        _, pages, at = self._image(chip).span(lo, hi)
+        _, pages, at = self._image(chip).span(lo, hi, write=False)
         a, b = at + unit_lo - lo, at + unit_hi - lo
         if pages.all_known(slice(None), a, b):
             return None
@@ -211,16 +221,16 @@ class HbmEndpoint:
         return data, known & ok
 
     def mark_written(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> None:
-        _, pages, at = self._image(chip).span(lo, hi)
+        _, pages, at = self._image(chip).span(lo, hi, write=False)
         pages.mark(slice(None), at + unit_lo - lo, at + unit_hi - lo, True)
 
     def mask_for_write(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> tuple[BoolArray, int]:
-        _, pages, at = self._image(chip).span(lo, hi)
+        _, pages, at = self._image(chip).span(lo, hi, write=False)
         pages.materialise(slice(None), at + unit_lo - lo, at + unit_hi - lo)
         return pages.mask[0], at
 
     def settle(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> None:
-        _, pages, at = self._image(chip).span(lo, hi)
+        _, pages, at = self._image(chip).span(lo, hi, write=False)
         pages.settle_range(slice(None), at + unit_lo - lo, at + unit_hi - lo)
 
 
@@ -235,7 +245,7 @@ class DmEndpoint:
         b = self.space.backed_bytes
         return slice(lo // b, (hi - 1) // b + 1)
 
-    def contiguous(self, chip: int, lo: int, hi: int) -> tuple[ByteArray, int] | None:
+    def contiguous(self, chip: int, lo: int, hi: int, write: bool = True) -> tuple[ByteArray, int] | None:
         if chip < 0:
             return None
         data = self._image(chip).flat_data(0, 0)  # a write says which bytes (mark_written, mask_for_write)
@@ -346,10 +356,31 @@ def _coalesce(loops: Sequence[ByteLoop]) -> list[ByteLoop]:
     return out
 
 
+#: A contiguous copy of at least this many bytes from a frozen buffer shares it instead (copy on write).
+ADOPT_BYTES = 1 << 16
+
+
+def _adopted(loops: Sequence[ByteLoop], sb: int, db: int, src: Endpoint, dst: Endpoint) -> bool:
+    """A contiguous copy of known bytes from a frozen buffer (a host tensor's own) into HBM: the HBM region
+    shares the buffer, copied only when something writes it (:meth:`HbmEndpoint.adopt`).  False when the copy
+    is not one."""
+    adopt = getattr(dst, "adopt", None)
+    if (adopt is None or not getattr(src, "frozen", False) or len(loops) != 1 or loops[0][1:] != (1, 1)
+            or loops[0][0] < ADOPT_BYTES):
+        return False
+    n = loops[0][0]
+    r, w = _resolve(src.space, sb, [(n, 1)]), _resolve(dst.space, db, [(n, 1)])
+    got = src.contiguous(r.chip, r.lo, r.hi, write=False) if r.in_units and w.in_units else None
+    if got is None or src.known(r.chip, r.lo, r.hi, r.unit_lo, r.unit_hi) is not None:
+        return False
+    data, at = got
+    return bool(adopt(w.chip, w.lo, data[at: at + n]))
+
+
 def _copy_chip(loops: Sequence[ByteLoop], sb: int, db: int, src: Endpoint, dst: Endpoint) -> None:
     loops = _coalesce(loops)
     shape = tuple(n for n, _, _ in loops)
-    if math.prod(shape) == 0:
+    if math.prod(shape) == 0 or _adopted(loops, sb, db, src, dst):
         return
     w = _resolve(dst.space, db, [(n, d) for n, _, d in loops])
     got = dst.contiguous(w.chip, w.lo, w.hi) if w.in_units else None
@@ -359,7 +390,7 @@ def _copy_chip(loops: Sequence[ByteLoop], sb: int, db: int, src: Endpoint, dst: 
     d_data, d_at = got
     d_off = d_at + (w.base - w.lo)
     r = _resolve(src.space, sb, [(n, s) for n, s, _ in loops])
-    got_src = src.contiguous(r.chip, r.lo, r.hi) if r.in_units else None
+    got_src = src.contiguous(r.chip, r.lo, r.hi, write=False) if r.in_units else None
     dv = _view(d_data, d_off, shape, w.strides)
     if got_src is not None:
         s_data, s_at = got_src

@@ -145,15 +145,18 @@ class HostTensor(Generic[D, Element]):
     ([0, 3, 1, 4, 2, 5], [[0, 1, 2], [3, 4, 5]])
     """
 
-    __slots__ = ("dtype", "element", "_values", "known", "source")
+    __slots__ = ("dtype", "element", "_values", "known", "source", "owned")
 
     def __init__(self, dtype: type[D], element: Mapping, values: npt.NDArray[Any], known: BoolArray, *,
-                 source: str = "") -> None:
+                 source: str = "", owned: bool = False) -> None:
         self.dtype = dtype
         self.element = element
         self._values = values
         self.known = known
         self.source = source  # the operation that filled the buffer ("" for the host's own data)
+        #: visa made ``values`` and nobody else holds a writable reference (from_numpy, rand, to_host): an HBM
+        #: copy may share it (copy on write).  A buffer given to the constructor may be the caller's.
+        self.owned = owned
 
     @property
     def values(self) -> npt.NDArray[Any]:
@@ -216,12 +219,12 @@ class HostTensor(Generic[D, Element]):
         plain = plain_dims(mapping.canon) if order else None
         if plain is not None:  # a strided view of the array: one copy, no evaluation
             values = np.array(strided_view(stored, order, plain), dtype=dtype.storage, order="C").reshape(-1)
-            return cls(dtype, mapping, values, np.broadcast_to(np.True_, values.shape))  # all known (read-only)
+            return cls(dtype, mapping, values, np.broadcast_to(np.True_, values.shape), owned=True)  # all known
         ev = mapping.evaluate()
         idx = tuple(np.where(ev.valid, ev.coord(a), 0) for a in order)
         values = stored[idx] if order else np.broadcast_to(stored, (mapping.size,)).copy()
         values = np.where(ev.valid, values, np.zeros((), dtype=values.dtype)).astype(dtype.storage)
-        return cls(dtype, mapping, values, ev.valid.copy())
+        return cls(dtype, mapping, values, ev.valid.copy(), owned=True)
 
     @classmethod
     def rand(cls, dtype: type[D], mapping: Mapping, rng: np.random.Generator) -> HostTensor[D, Any]:

@@ -185,7 +185,10 @@ def host_to_hbm(host: HostTensor[Any, Any], chip: Mapping, element: Mapping, pdm
     staged = p.src.level("Element")
     values, known = _rearrange(*host.buffer(), host.element, staged)
     data, kbytes = _host_bytes(dtype, values, known)
-    execute(p, HostBuffer(data, kbytes), _endpoint(ctx, "hbm"))
+    # HBM may share the bytes (copy on write) when nobody can write them again: the host tensor's own buffer
+    # (visa made it and never writes it), or bytes made here for this move
+    frozen = host.owned or not np.may_share_memory(data, host.buffer()[0])
+    execute(p, HostBuffer(data, kbytes, frozen=frozen), _endpoint(ctx, "hbm"))
     out.ready_at = _report(ctx, "pdma", f"{call} → {out.describe()}", p, [], [out])
     return out
 
@@ -275,7 +278,8 @@ def hbm_to_host(hbm: HbmTensor[Any, Any, Any] | HbmTensorView, element: Mapping,
         known = np.asarray(buf.written.reshape(-1, dtype.size_bits // 8).all(axis=1), dtype=bool)
     values, known = _rearrange(values, known, staged, element)
     _report(ctx, "pdma", f"{call} → HostTensor[{dtype!r}, {element!r}]", p, [hbm], [])
-    return HostTensor(dtype, element, values, known, source=f"{call} (ctx.pdma) from {base.describe()}")
+    return HostTensor(dtype, element, values, known, source=f"{call} (ctx.pdma) from {base.describe()}",
+                      owned=True)
 
 
 def hbm_to_dm(hbm: HbmTensor[Any, Any, Any] | HbmTensorView, cluster: Mapping, slice_: Mapping, element: Mapping,
