@@ -75,6 +75,7 @@ Hbm = HbmTensor[Any, Any, Any]
 F64 = npt.NDArray[np.float64]
 EPS = 1e-5
 CHUNK_ROWS = 1024  # rows of a weight per host → HBM DMA
+K_TILE = 512  # columns of a weight's K tile (visa.kernels.Gemm's; 4 × 512 bf16 = one TRF half, L4151–4154)
 WEIGHT_BASE = 4 << 30  # HBM byte address of the first weight (the arena's outputs start at 1 GiB)
 
 
@@ -113,20 +114,22 @@ REDUCED = Size(d=1024, heads=16, kv_heads=2, dk=64, f=3584, f_chunks=4, s=128)
 class Layer:
     """The kernels of one layer for a :class:`Size` (each derives its mappings from the axis sizes)."""
 
-    def __init__(self, size: Size) -> None:
-        self.size = size
+    def __init__(self, size: Size, tiles: bool = True) -> None:
+        self.size, self.tiles = size, tiles
         self.ax = ax = size.axes()
         self.m = ax.m
         self.rows_d = Rows(ax, "T", "D")  # RMSNorm: the whole row in one slice
         self.rows_dd = Rows(ax, "Dh", "Dl")  # residual adds on the [D/128, 128] view
         self.rows_fc = Rows(ax, "Fh", "Fl")  # SwiGLU on a chunk's [Fc/128, 128] view
-        self.q_proj, self.kv_proj = Gemm(ax, "T", "HQ", "D"), Gemm(ax, "T", "HKV", "D")
+        # the weights are stored K-tile-major (``tiles``, the module docstring): each streamed tile is contiguous
+        self.q_proj = Gemm(ax, "T", "HQ", "D", w_tiles=tiles)
+        self.kv_proj = Gemm(ax, "T", "HKV", "D", w_tiles=tiles)
         self.rope_q, self.rope_k = Gemm(ax, "H", "Dr", "Dk"), Gemm(ax, "Hkv", "Dr", "Dk")
         self.attention = Attention(ax, q="G", s="S", dk="Dr", dv="Dv")
         self.transpose = Gemm(ax, "Dv", "S", "Dvi")  # Vᵀ[Dv, S] = I[Dv, Dvi] · V[S, Dvi]ᵀ
-        self.o_proj = Gemm(ax, "T", "D", "HO")
-        self.gate_up = Gemm(ax, "T", "Fc", "D")
-        self.down = Gemm(ax, "T", "D", "F")
+        self.o_proj = Gemm(ax, "T", "D", "HO", w_tiles=tiles)
+        self.gate_up = Gemm(ax, "T", "Fc", "D", w_tiles=tiles)
+        self.down = Gemm(ax, "T", "D", "F", w_tiles=tiles)
         self.arena = Arena()
 
     def kernel(self, ctx: Context, x: Hbm, g_attn: Hbm, w_q: Hbm, w_k: Hbm, w_v: Hbm, rope: Hbm, k_cache: Hbm,
@@ -166,9 +169,12 @@ class Layer:
                 m["T, D"])), rd.load(ctx, arena, g_ffn), eps=EPS))
             act = HbmTensor(ctx, bf16, m["1"], m["Fk, Fc"], arena.take_hbm(2 * sz.f), call="llama70b.act")
             gates, ups = [], []
+            # chunk c of gate/up: rows [c·Fc, (c+1)·Fc); stored tile-major, its rows of one K tile are adjacent and
+            # the next K tile's are F rows on (the padding ``Fc # F``)
+            chunk = m[f"D / 512, Fc # {sz.f}, D % 512"] if self.tiles and sz.d > 512 else m["Fc, D"]
             for c in range(sz.f_chunks):
-                gate = self.gate_up(ctx, arena, h_, w_gate.view().tile(m["Fk"], 1, m["Fc, D"], c))
-                up = self.gate_up(ctx, arena, h_, w_up.view().tile(m["Fk"], 1, m["Fc, D"], c))
+                gate = self.gate_up(ctx, arena, h_, w_gate.view().tile(m["Fk"], 1, chunk, c))
+                up = self.gate_up(ctx, arena, h_, w_up.view().tile(m["Fk"], 1, chunk, c))
                 a_c = rf.store(ctx, arena, rf.swiglu(ctx, arena, rf.load(ctx, arena, gate.view().relabel(m["Fh, Fl"])),
                                                      rf.load(ctx, arena, up.view().relabel(m["Fh, Fl"]))))
                 a_c.view().relabel(m["Fc"]).to_hbm_view(act.view().tile(m["Fk"], 1, m["Fc"], c), ctx.tdma)
@@ -214,12 +220,31 @@ class Weights:
             yield r0, w.astype(bfloat16).astype(np.float32)
 
 
+def tile_major(text: str, k: str, cols: int) -> str:
+    """The K-tile-major layout of a ``[rows, K]`` weight whose row-major layout is ``text`` (K the last axis ``k``
+    of ``cols`` columns): ``"HQ, D"`` → ``"D / 512, HQ, D % 512"``; a K of at most 512 is one tile (unchanged)."""
+    return f"{k} / {K_TILE}, {text.rsplit(',', 1)[0]}, {k} % {K_TILE}" if cols > K_TILE else text
+
+
 def upload(ctx: Context, weights: Weights, key: int, rows: int, cols: int, chip: Any, element: Any,
-           address: int) -> Hbm:
+           address: int, tiles: bool = True) -> Hbm:
     """Write weight ``key`` (``[rows, cols]``) to HBM at ``address`` chunk by chunk (host → HBM DMAs), and return
-    one handle over all of it (``HbmTensor.from_addr``, L821) laid out as ``element``."""
+    one handle over all of it (``HbmTensor.from_addr``, L821) laid out as ``element``.
+
+    ``tiles`` (with ``cols > 512``): the host writes the weight K-tile-major, ``element`` being
+    ``m["K / 512, rows…, K % 512"]``: rows ``[r0, r0 + r)`` of K tile ``kt`` (a contiguous ``[r, 512]`` piece of
+    the chunk) at ``address + 2·512·(kt·rows + r0)``, so each tile a :class:`Gemm` streams is one contiguous run.
+    Otherwise row-major: the chunk at ``address + 2·cols·r0``."""
     for r0, chunk in weights.chunks(key, rows, cols):
-        cax = AxisSet(R=chunk.shape[0], C=cols)
+        r = chunk.shape[0]
+        if tiles and cols > K_TILE:
+            pieces = chunk.reshape(r, cols // K_TILE, K_TILE).transpose(1, 0, 2)
+            for kt, piece in enumerate(pieces):
+                cax = AxisSet(R=r, C=K_TILE)
+                host = HostTensor.from_numpy(np.ascontiguousarray(piece), bf16, cax.m["R, C"], axes="R C")
+                host.to_hbm(cax.m["1"], cax.m["R, C"], ctx.pdma, address + 2 * K_TILE * (kt * rows + r0))
+            continue
+        cax = AxisSet(R=r, C=cols)
         host = HostTensor.from_numpy(chunk, bf16, cax.m["R, C"], axes="R C")
         host.to_hbm(cax.m["1"], cax.m["R, C"], ctx.pdma, address + 2 * r0 * cols)
     out: Hbm = HbmTensor.from_addr(ctx, bf16, chip, element, address)
@@ -235,11 +260,15 @@ def check(name: str, got: F64, want: F64, bound: F64) -> float:
     return float(np.max(err))
 
 
-def run(size: Size = REDUCED, seed: int = 8) -> dict[str, float]:
+def run(size: Size = REDUCED, seed: int = 8, tiles: bool = True,
+        keep: dict[str, F64] | None = None) -> dict[str, float]:
     """Build the layer at ``size``, run it in one launch on random weights, check every stage against numpy;
-    return each stage's largest error, the launch's cycles, its memory-bound limit and the wall times."""
+    return each stage's largest error, the launch's cycles, its memory-bound limit and the wall times.
+
+    ``tiles``: the weights stored K-tile-major (the default; ``False``: row-major, the layout before).  ``keep``,
+    when given, receives every stage's device output as read back (to compare two layouts bit for bit)."""
     t0 = time.perf_counter()
-    layer = Layer(size)
+    layer = Layer(size, tiles)
     m, sz = layer.m, size
     rng = np.random.default_rng(seed)
     weights = Weights(seed)
@@ -261,7 +290,8 @@ def run(size: Size = REDUCED, seed: int = 8) -> dict[str, float]:
               "down": (sz.d, sz.f, "D, F")}
     base, hbm = WEIGHT_BASE, {}
     for key, (name, (rows, cols, text)) in enumerate(shapes.items()):
-        hbm[name] = upload(ctx, weights, key, rows, cols, m["1"], m[text], base)
+        layout = tile_major(text, text.rsplit(", ", 1)[1], cols) if tiles else text
+        hbm[name] = upload(ctx, weights, key, rows, cols, m["1"], m[layout], base, tiles)
         base += -(-2 * rows * cols // 4096) * 4096
     args = (put(x, "T, D", "D"), put(g_attn, "D", "D"), hbm["q"], hbm["k"], hbm["v"], put(rope, "Dr, Dk", "Dr Dk"),
             put(k_cache, "Hkv, S, Dr", "Hkv S Dr"), put(v_cache, "Hkv, S, Dvi", "Hkv S Dvi"),
@@ -284,7 +314,10 @@ def run(size: Size = REDUCED, seed: int = 8) -> dict[str, float]:
     t2 = time.perf_counter()
 
     def read(name: str, text: str, axes: str) -> F64:
-        return np.asarray(outs[name].to_host(m[text], ctx.pdma).numpy(axes=axes), np.float64)
+        got = np.asarray(outs[name].to_host(m[text], ctx.pdma).numpy(axes=axes), np.float64)
+        if keep is not None:
+            keep[name] = got
+        return got
 
     def gemv(key: int, rows: int, cols: int, vec: F64, k_tiles: int) -> tuple[F64, F64]:
         want, bound = np.zeros(rows), np.zeros(rows)

@@ -93,6 +93,7 @@ F64 = npt.NDArray[np.float64]
 EPS = 1e-5
 CHIPS = (2, 4)
 CHUNK_ROWS = 1024  # rows of every chip's weight shard per host → HBM DMA
+K_TILE = 512  # columns of a weight's K tile (visa.kernels.Gemm's; 4 × 512 bf16 = one TRF half, L4151–4154)
 WEIGHT_BASE = 4 << 30  # HBM byte address of the first weight on every chip (the arena's outputs start at 1 GiB)
 
 
@@ -138,20 +139,22 @@ FULL_CHIPS = 4  # at full size one chip count per process (LLAMA70B_CHIPS=2 or -
 class TpLayer:
     """The kernels of one layer's shard on each of ``n`` chips (every kernel built with ``chip="C"``)."""
 
-    def __init__(self, size: Size, n: int) -> None:
-        self.size, self.n = size, n
+    def __init__(self, size: Size, n: int, tiles: bool = True) -> None:
+        self.size, self.n, self.tiles = size, n, tiles
         self.ax = ax = size.axes(n)
         self.m = ax.m
         self.rows_d = Rows(ax, "T", "D", chip="C")
         self.rows_dd = Rows(ax, "Dh", "Dl", chip="C")
         self.rows_f = Rows(ax, "Fh", "Fw", chip="C")  # SwiGLU on a chunk's [Fc/128, 128] view
-        self.q_proj, self.kv_proj = Gemm(ax, "T", "HQl", "D", chip="C"), Gemm(ax, "T", "HKVl", "D", chip="C")
+        # the weight shards are stored K-tile-major (``tiles``, the module docstring): each streamed tile contiguous
+        self.q_proj = Gemm(ax, "T", "HQl", "D", chip="C", w_tiles=tiles)
+        self.kv_proj = Gemm(ax, "T", "HKVl", "D", chip="C", w_tiles=tiles)
         self.rope_q, self.rope_k = Gemm(ax, "Hl", "Dr", "Dk", chip="C"), Gemm(ax, "Hkvl", "Dr", "Dk", chip="C")
         self.attention = Attention(ax, q="G", s="S", dk="Dr", dv="Dv", chip="C")
         self.transpose = Gemm(ax, "Dv", "S", "Dvi", chip="C")
-        self.o_proj = Gemm(ax, "T", "D", "HOl", chip="C")
-        self.gate_up = Gemm(ax, "T", "Fc", "D", chip="C")
-        self.down = Gemm(ax, "T", "D", "Fl", chip="C")
+        self.o_proj = Gemm(ax, "T", "D", "HOl", chip="C", w_tiles=tiles)
+        self.gate_up = Gemm(ax, "T", "Fc", "D", chip="C", w_tiles=tiles)
+        self.down = Gemm(ax, "T", "D", "Fl", chip="C", w_tiles=tiles)
         self.arena = Arena()
 
     def reduce(self, ctx: Context, arena: Arena, partial: Hbm) -> Any:
@@ -196,9 +199,13 @@ class TpLayer:
             act = HbmTensor(ctx, bf16, m["C"], m["Fk, Fc"], arena.take_hbm(2 * sz.f // self.n),
                             call="llama70b_tp.act")
             chunks: dict[str, Hbm] = {}
+            # chunk c: rows [c·Fc, (c+1)·Fc) of the chip's F/n; stored tile-major, its rows of one K tile are adjacent
+            # and the next K tile's are F/n rows on (the padding ``Fc # F/n``)
+            fl = sz.f // self.n
+            chunk = m[f"D / 512, Fc # {fl}, D % 512"] if self.tiles and sz.d > K_TILE else m["Fc, D"]
             for c in range(fk):  # the chip's F/n rows of gate and up in Fk chunks of Fc rows (tile views)
-                gate = self.gate_up(ctx, arena, h_, w_gate.view().tile(m["Fk"], 1, m["Fc, D"], c))
-                up = self.gate_up(ctx, arena, h_, w_up.view().tile(m["Fk"], 1, m["Fc, D"], c))
+                gate = self.gate_up(ctx, arena, h_, w_gate.view().tile(m["Fk"], 1, chunk, c))
+                up = self.gate_up(ctx, arena, h_, w_up.view().tile(m["Fk"], 1, chunk, c))
                 a_c = rf.store(ctx, arena, rf.swiglu(ctx, arena,
                                                      rf.load(ctx, arena, gate.view().relabel(m["Fh, Fw"])),
                                                      rf.load(ctx, arena, up.view().relabel(m["Fh, Fw"]))))
@@ -239,11 +246,24 @@ class Weights:
             yield r0, w.astype(ml_dtypes.bfloat16).astype(np.float32)
 
     def upload(self, ctx: Context, chip: Any, key: int, rows: int, cols: int, k: int, element: Any,
-               address: int) -> Hbm:
+               address: int, tiles: bool = True) -> Hbm:
         """Write every chip's ``[rows, cols]`` shard of weight ``key`` to its HBM at ``address``, chunk by chunk
         (host → HBM DMAs over ``m["C"]``), and return one handle over the shards (``HbmTensor.from_addr``, L821)
-        laid out as ``element`` on every chip."""
+        laid out as ``element`` on every chip.
+
+        ``tiles`` (with ``cols > 512``): K-tile-major, ``element`` being ``m["K / 512, rows…, K % 512"]``: every
+        chip's rows ``[r0, r0 + r)`` of K tile ``kt`` (a contiguous ``[n, r, 512]`` piece of the chunk) at
+        ``address + 2·512·(kt·rows + r0)``, so each tile a :class:`Gemm` streams is one contiguous run.  Otherwise
+        row-major: the chunk at ``address + 2·cols·r0``."""
         for r0, chunk in self.chunks(key, rows, cols, k):
+            r = chunk.shape[1]
+            if tiles and cols > K_TILE:
+                pieces = chunk.reshape(self.n, r, cols // K_TILE, K_TILE).transpose(2, 0, 1, 3)
+                for kt, piece in enumerate(pieces):
+                    pax = AxisSet(C=self.n, R=r, K=K_TILE)
+                    host = HostTensor.from_numpy(np.ascontiguousarray(piece), bf16, pax.m["C, R, K"], axes="C R K")
+                    host.to_hbm(pax.m["C"], pax.m["R, K"], ctx.pdma, address + 2 * K_TILE * (kt * rows + r0))
+                continue
             cax = AxisSet(C=self.n, R=chunk.shape[1], K=cols)
             host = HostTensor.from_numpy(chunk, bf16, cax.m["C, R, K"], axes="C R K")
             host.to_hbm(cax.m["C"], cax.m["R, K"], ctx.pdma, address + 2 * r0 * cols)
@@ -271,11 +291,21 @@ def check(name: str, got: F64, want: F64, bound: F64) -> float:
     return float(np.max(err))
 
 
-def run(n: int, size: Size = SIZE, seed: int = 8) -> dict[str, float]:
+def tile_major(text: str, k: str, cols: int) -> str:
+    """The K-tile-major layout of a ``[rows, K]`` shard whose row-major layout is ``text`` (K the last axis ``k``
+    of ``cols`` columns): ``"HQl, D"`` → ``"D / 512, HQl, D % 512"``; a K of at most 512 is one tile (unchanged)."""
+    return f"{k} / {K_TILE}, {text.rsplit(',', 1)[0]}, {k} % {K_TILE}" if cols > K_TILE else text
+
+
+def run(n: int, size: Size = SIZE, seed: int = 8, tiles: bool = True,
+        keep: dict[str, F64] | None = None) -> dict[str, float]:
     """Run the layer on ``n`` chips on random weights, check every stage on every chip against numpy; return
-    each stage's largest error, the launch's cycles and the per-chip memory-bound limit."""
+    each stage's largest error, the launch's cycles and the per-chip memory-bound limit.
+
+    ``tiles``: the weight shards stored K-tile-major (the default; ``False``: row-major, the layout before).
+    ``keep``, when given, receives every stage's device output (to compare two layouts bit for bit)."""
     t0 = time.perf_counter()
-    layer = TpLayer(size, n)
+    layer = TpLayer(size, n, tiles)
     m, sz = layer.m, size
     rng = np.random.default_rng(seed)
     weights = Weights(seed, n)
@@ -308,7 +338,8 @@ def run(n: int, size: Size = SIZE, seed: int = 8) -> dict[str, float]:
     keys = {name: key for key, name in enumerate(shapes)}
     base, hbm = WEIGHT_BASE, {}
     for name, (rows, cols, k, text) in shapes.items():
-        hbm[name] = weights.upload(ctx, m["C"], keys[name], rows, cols, k, m[text], base)
+        layout = tile_major(text, text.rsplit(", ", 1)[1], cols) if tiles else text
+        hbm[name] = weights.upload(ctx, m["C"], keys[name], rows, cols, k, m[layout], base, tiles)
         base += -(-2 * rows * cols // 4096) * 4096
     args = (put(rep(x[None]), "T, D", "T D"), put(rep(g_attn), "D", "D"), hbm["q"], hbm["k"], hbm["v"],
             put(rep(rope), "Dr, Dk", "Dr Dk"), put(k_cache.reshape(n, hkvl, sz.s, dk), "Hkvl, S, Dr", "Hkvl S Dr"),
@@ -334,8 +365,10 @@ def run(n: int, size: Size = SIZE, seed: int = 8) -> dict[str, float]:
         """Chip c's ``[axes]`` output as ``[C, axes]`` (size-1 axes restored)."""
         names = f"C {axes}".split()
         kept = " ".join(a for a in names if layer.ax.size(a) > 1)
-        got = np.asarray(outs[name].logical(axes=kept), np.float64)
-        return got.reshape([layer.ax.size(a) for a in names])
+        got = np.asarray(outs[name].logical(axes=kept), np.float64).reshape([layer.ax.size(a) for a in names])
+        if keep is not None:
+            keep[name] = got
+        return got
 
     def gemv(name: str, vec: F64, k_tiles: int) -> Any:
         """Chip c's (want, bound) of weight ``name``'s shard times ``vec[c]``."""
