@@ -5,8 +5,9 @@ Full size (``LLAMA70B_FULL=1 visa run examples/llama70b_decode_layer.py``, or ``
 examples/llama70b_decode_layer.py --full``): D = 8192, 64 query heads and 8 KV heads of d_k = 128 (L7990),
 F = 28672, bf16 weights in HBM (Q 8192×8192, K and V 1024×8192, O 8192×8192, gate, up 28672×8192, down
 8192×28672: 856M weights, 1.71 GB), a KV cache of S = 256 positions per KV head.  It takes about 40 s on this
-2-core machine (17 s writing the weights to HBM, 12 s the launch — the simulation — and 8 s the numpy check;
-about 60 s when the machine is loaded; README "Llama 3 70B decode layer") and about 5 GB peak memory.  By
+2-core machine (20 s writing the weights to HBM, 12.5 s the launch — the simulation — and 5 s the numpy check;
+about 60 s when the machine is loaded; README "Llama 3 70B decode layer") and about 4.8 GB peak memory; the
+launch is 3,363,454 cycles, 67.9% of the memory-bound limit.  By
 default (``visa run``, ``make run``, and the test ``tests/kernels/test_llama70b.py``) the same code runs at a
 reduced size: D = 1024, 16 query heads, 2 KV heads of d_k = 64, F = 3584, S = 128.
 
@@ -43,9 +44,20 @@ Departures from the manual, with lines:
 - **The RoPE table row is built on the host** (L8268–8270, ``gather(position, w_rope)``): the rotation of
   ``w_rope[s]`` is an input; the embedding gather, final norm, LM head and sampling (steps 1, 3–5) are not
   part of the layer.
-- **Weights are written to HBM in row chunks** (host → HBM DMAs of 1024 rows each at consecutive addresses)
-  and read as one tensor through ``HbmTensor.from_addr`` (L821), so the host never holds a 28672 × 8192
-  weight at once; the host check regenerates each chunk from its seed.
+- **Weights are stored K-tile-major** (a layout choice; the manual fixes no weight layout): a ``[N, K]`` weight
+  is ``m["K / 512, N, K % 512"]`` in HBM, so each ``N × 512`` tile a streamed :class:`Gemm` moves (512 = one
+  TRF half of bf16, L4151–4154) is one contiguous run, and the Gemms are built with ``w_tiles=True``.  Row-major,
+  a K tile is 1 KiB of every 2·K bytes: under the HBM address map (L2960–2977) each of its 256-byte units opens
+  a DRAM row of its own, the bank-conflict pattern of the manual's Example 4 (L2682–2716; a row switch 40–50 ns,
+  L2987), 37,023 cycles per 8192 × 512 tile; contiguous, a channel's 64-entry queue (L2981) serves each row's
+  requests together (FR-FCFS, L2990–2993), 12,618.  The gate/up chunk ``c`` is the view
+  ``m["D / 512, Fc # F, D % 512"]`` (its rows of one K tile adjacent, the next K tile F rows on).  Results are
+  bit for bit those of the row-major layout (``run(tiles=False)``; ``tests/kernels/test_llama70b.py``).
+- **Weights are written to HBM in row chunks** (host → HBM DMAs): each chunk of 1024 rows as its K tiles'
+  ``[1024, 512]`` pieces, rows ``[r0, r0 + 1024)`` of tile ``kt`` at ``2·512·(kt·N + r0)`` bytes from the
+  weight's base, and read as one tensor through ``HbmTensor.from_addr`` (L821), so the host never holds a
+  28672 × 8192 weight at once; the host check regenerates each chunk from its seed (the same rows the upload
+  wrote, whatever their HBM order).
 
 Check: every stage is compared with numpy (float64) applied to that stage's own inputs as the device produced
 them, within the stage's derived bound (:mod:`visa.kernels.bounds`).  The cycles of the launch (first to last

@@ -33,13 +33,13 @@ Full size (``LLAMA70B_FULL=1 visa run examples/llama70b_tp.py``, or ``python exa
 ``--chips 2``: on 2; one chip count per process, as ``visa run`` keeps every context's device images for its report)
 (a chip holds its n-th of the 856M bf16 weights: 214M, 428 MB on 4 chips; 428M, 856 MB on 2). Every chip's weight
 shards are generated from a seed in chunks of 1024 rows (all chips' chunk at once, ``[n, 1024, cols]``), written
-host → HBM at consecutive addresses on every chip and read as one tensor through ``HbmTensor.from_addr`` (L821); the
-check regenerates each chunk, so the host never holds a weight. Measured on this machine (2 shared cores), one
-process per chip count: 4 chips 23 s wall (weights to HBM 6 s, launch 13.5 s, check 3 s; 18.5 s to HBM when the
-machine was busier), peak RSS 6.99 GB, makespan 2,924,517 cycles = 3.52× the one-chip layer's 10,307,355, per-chip
-memory-bound limit 570,775 cycles (19.5%); 2 chips 33 s wall (18.5 s, 10.6 s, 3.1 s), peak RSS 6.55 GB, makespan
-5,416,660 cycles = 1.90×, limit 1,141,550 (21.1%) — both measured before the DMA fixes of docs/manual-notes.md
-("DMA cost vs HBM channels"; the one-chip layer went 10,307,355 → 6,794,139), not re-run. On 2 chips a chip's
+host → HBM on every chip (each chunk as its K tiles' ``[n, 1024, 512]`` pieces, below) and read as one tensor
+through ``HbmTensor.from_addr`` (L821); the check regenerates each chunk, so the host never holds a weight.
+Measured on this machine (2 shared cores), one process per chip count, weights tile-major: 4 chips 34 s wall
+(weights to HBM 17.1 s, launch 13.6 s, check 3.0 s), peak RSS 5.90 GB, makespan 1,019,525 cycles = 3.30× the
+one-chip layer's 3,363,454, per-chip memory-bound limit 570,775 cycles (56.0%); 2 chips 37 s wall (19.6 s,
+12.5 s, 4.4 s), peak RSS 5.24 GB, makespan 1,762,947 cycles = 1.91×, limit 1,141,550 (64.8%) (row-major, before
+the DMA fixes of docs/manual-notes.md, "DMA cost vs HBM channels": 2,924,517 and 5,416,660). On 2 chips a chip's
 F/n = 14336 rows of gate and up exceed a
 :class:`~visa.kernels.Gemm`'s N of 8192 (and are no multiple of it), so they run in 2 chunks of 7168
 (``Size.f_chunks``), as the one-chip example's 4 chunks of 28672.
@@ -56,6 +56,12 @@ Departures from the manual, with lines:
 - **AllReduce in f32 of the bf16 partials**: each chip's partial leaves its GEMM rounded to bf16 (the GEMM's
   own output); the butterfly adds them in f32 and rounds the sum to bf16 once (``bounds.all_reduce``).  The
   shuffles are DM → DM DMAs over the chip-to-chip path (L2386–2389), not the HBM → HBM of L7607.
+- **Weight shards stored K-tile-major**, as in the one-chip example (its docstring has the lines: Example 4's
+  bank conflicts, L2682–2716, address map L2960–2977, queue and FR-FCFS L2981, L2990–2993): a chip's ``[rows, K]``
+  shard is ``m["K / 512, rows…, K % 512"]`` (K > 512), every chip's rows ``[r0, r0 + 1024)`` of K tile ``kt`` at
+  ``2·512·(kt·rows + r0)`` from the shard's base, the Gemms built with ``w_tiles=True`` and gate/up chunk ``c``
+  the view ``m["D / 512, Fc # F/n, D % 512"]``; each streamed tile is one contiguous run.  Results are bit for bit
+  the row-major layout's (``run(n, tiles=False)``, ``tests/kernels/test_llama70b_tp.py``).
 - As in the one-chip example: the elementwise kernels read ``[D]`` / ``[F/n]`` as rows of 128, the caches are
   ``[h_kv, S, d_k]`` with Vᵀ made by ``I · Vᵀ`` per step, the RoPE rotation of ``w_rope[s]`` is an input, and
   the embedding gather, final norm, LM head and sampling are not part of the layer (L8202–8224).
