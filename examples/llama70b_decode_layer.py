@@ -107,7 +107,8 @@ class Size:
         """Every axis the kernels name (heads × d_k flattened as HQ / HKV / HO; 128-wide row views)."""
         g = self.heads // self.kv_heads
         fc = self.f // self.f_chunks
-        return AxisSet(T=1, D=self.d, HQ=self.heads * self.dk, HKV=self.kv_heads * self.dk, HO=self.heads * self.dk,
+        return AxisSet(T=1, D=self.d, HQ=self.heads * self.dk, HKV=self.kv_heads * self.dk,
+                       HKV2=2 * self.kv_heads * self.dk, HO=self.heads * self.dk,
                        H=self.heads, Hkv=self.kv_heads, G=g, Dk=self.dk, Dr=self.dk, Dv=self.dk,
                        Dvi=self.dk, S=self.s,
                        F=self.f, Fk=self.f_chunks, Fc=fc, Dh=self.d // 128, Dl=128, Fh=fc // 128, Fl=128)
@@ -135,7 +136,7 @@ class Layer:
         self.rows_fc = Rows(ax, "Fh", "Fl")  # SwiGLU on a chunk's [Fc/128, 128] view
         # the weights are stored K-tile-major (``tiles``, the module docstring): each streamed tile is contiguous
         self.q_proj = Gemm(ax, "T", "HQ", "D", w_tiles=tiles)
-        self.kv_proj = Gemm(ax, "T", "HKV", "D", w_tiles=tiles)
+        self.kv_proj = Gemm(ax, "T", "HKV2", "D", w_tiles=tiles)  # K and V fused: w_kv = [w_k; w_v]
         self.rope_q, self.rope_k = Gemm(ax, "H", "Dr", "Dk"), Gemm(ax, "Hkv", "Dr", "Dk")
         self.attention = Attention(ax, q="G", s="S", dk="Dr", dv="Dv")
         self.transpose = Gemm(ax, "Dv", "S", "Dvi")  # Vᵀ[Dv, S] = I[Dv, Dvi] · V[S, Dvi]ᵀ
@@ -144,7 +145,7 @@ class Layer:
         self.down = Gemm(ax, "T", "D", "F", w_tiles=tiles)
         self.arena = Arena()
 
-    def kernel(self, ctx: Context, x: Hbm, g_attn: Hbm, w_q: Hbm, w_k: Hbm, w_v: Hbm, rope: Hbm, k_cache: Hbm,
+    def kernel(self, ctx: Context, x: Hbm, g_attn: Hbm, w_q: Hbm, w_kv: Hbm, rope: Hbm, k_cache: Hbm,
                v_cache: Hbm, eye: Hbm, w_o: Hbm, g_ffn: Hbm, w_gate: Hbm, w_up: Hbm, w_down: Hbm) -> dict[str, Hbm]:
         """The decode step (the module docstring's stages 1–7); returns every stage's HBM output."""
         m, sz = self.m, self.size
@@ -154,8 +155,12 @@ class Layer:
             x_norm = rd.store(ctx, arena, rd.rms_norm_streamed(ctx, arena, rd.load(ctx, arena, x),
                                                                rd.load(ctx, arena, g_attn), eps=EPS))
             q = self.q_proj(ctx, arena, x_norm, w_q)
-            k_new = self.kv_proj(ctx, arena, x_norm, w_k)
-            v_new = self.kv_proj(ctx, arena, x_norm, w_v)
+            # one GEMM over w_kv's 2·h_kv·d_k rows (twice the slices of one: twice the DMN bandwidth per tile, L2603);
+            # K_new and V_new are its two halves (each output column its own sums: the bits of two GEMMs)
+            kv = self.kv_proj(ctx, arena, x_norm, w_kv)
+            hkv = sz.kv_heads * sz.dk
+            k_new, v_new = (kv.view().tile(m["HKV2"], hkv, m[f"T, HKV2 = {hkv}"], i * hkv).relabel(m["T, HKV"])
+                            .as_tensor() for i in range(2))
             q_rope = self.rope_q(ctx, arena, q.view().relabel(m["H, Dk"]), rope)  # reshape (noop, L8274)
             k_rope = self.rope_k(ctx, arena, k_new.view().relabel(m["Hkv, Dk"]), rope)
             # KV-cache append at position s − 1 (L8286–8297): in-place DMAs into the caches
@@ -238,27 +243,30 @@ def tile_major(text: str, k: str, cols: int) -> str:
     return f"{k} / {K_TILE}, {text.rsplit(',', 1)[0]}, {k} % {K_TILE}" if cols > K_TILE else text
 
 
-def upload(ctx: Context, weights: Weights, key: int, rows: int, cols: int, chip: Any, element: Any,
+def upload(ctx: Context, weights: Weights, keys: tuple[int, ...], rows: int, cols: int, chip: Any, element: Any,
            address: int, tiles: bool = True) -> Hbm:
-    """Write weight ``key`` (``[rows, cols]``) to HBM at ``address`` chunk by chunk (host → HBM DMAs), and return
-    one handle over all of it (``HbmTensor.from_addr``, L821) laid out as ``element``.
+    """Write the weights ``keys`` (each ``[rows, cols]``, stacked by rows: ``[w_k; w_v]`` for two keys) to HBM at
+    ``address`` chunk by chunk (host → HBM DMAs), and return one handle over all of it (``HbmTensor.from_addr``,
+    L821) laid out as ``element``.
 
-    ``tiles`` (with ``cols > 512``): the host writes the weight K-tile-major, ``element`` being
-    ``m["K / 512, rows…, K % 512"]``: rows ``[r0, r0 + r)`` of K tile ``kt`` (a contiguous ``[r, 512]`` piece of
-    the chunk) at ``address + 2·512·(kt·rows + r0)``, so each tile a :class:`Gemm` streams is one contiguous run.
-    Otherwise row-major: the chunk at ``address + 2·cols·r0``."""
-    for r0, chunk in weights.chunks(key, rows, cols):
-        r = chunk.shape[0]
-        if tiles and cols > K_TILE:
-            pieces = chunk.reshape(r, cols // K_TILE, K_TILE).transpose(1, 0, 2)
-            for kt, piece in enumerate(pieces):
-                cax = AxisSet(R=r, C=K_TILE)
-                host = HostTensor.from_numpy(np.ascontiguousarray(piece), bf16, cax.m["R, C"], axes="R C")
-                host.to_hbm(cax.m["1"], cax.m["R, C"], ctx.pdma, address + 2 * K_TILE * (kt * rows + r0))
-            continue
-        cax = AxisSet(R=r, C=cols)
-        host = HostTensor.from_numpy(chunk, bf16, cax.m["R, C"], axes="R C")
-        host.to_hbm(cax.m["1"], cax.m["R, C"], ctx.pdma, address + 2 * r0 * cols)
+    ``tiles`` (with ``cols > 512``): the host writes the stack K-tile-major, ``element`` being
+    ``m["K / 512, rows…, K % 512"]``: its rows ``[r0, r0 + r)`` of K tile ``kt`` (a contiguous ``[r, 512]`` piece of
+    a chunk) at ``address + 2·512·(kt·len(keys)·rows + r0)``, so each tile a :class:`Gemm` streams is one contiguous
+    run.  Otherwise row-major: the chunk at ``address + 2·cols·r0``."""
+    total = len(keys) * rows
+    for part, key in enumerate(keys):
+        for c0, chunk in weights.chunks(key, rows, cols):
+            r, r0 = chunk.shape[0], part * rows + c0  # r0: the chunk's first row in the stack
+            if tiles and cols > K_TILE:
+                pieces = chunk.reshape(r, cols // K_TILE, K_TILE).transpose(1, 0, 2)
+                for kt, piece in enumerate(pieces):
+                    cax = AxisSet(R=r, C=K_TILE)
+                    host = HostTensor.from_numpy(np.ascontiguousarray(piece), bf16, cax.m["R, C"], axes="R C")
+                    host.to_hbm(cax.m["1"], cax.m["R, C"], ctx.pdma, address + 2 * K_TILE * (kt * total + r0))
+                continue
+            cax = AxisSet(R=r, C=cols)
+            host = HostTensor.from_numpy(chunk, bf16, cax.m["R, C"], axes="R C")
+            host.to_hbm(cax.m["1"], cax.m["R, C"], ctx.pdma, address + 2 * r0 * cols)
     out: Hbm = HbmTensor.from_addr(ctx, bf16, chip, element, address)
     return out
 
@@ -297,31 +305,31 @@ def run(size: Size = REDUCED, seed: int = 8, tiles: bool = True,
     k_cache = to_bf16(0.5 * rng.standard_normal((sz.kv_heads, sz.s, sz.dk)))
     v_cache = to_bf16(rng.standard_normal((sz.kv_heads, sz.s, sz.dk)))
     hq, hkv = sz.heads * sz.dk, sz.kv_heads * sz.dk
-    shapes = {"q": (hq, sz.d, "HQ, D"), "k": (hkv, sz.d, "HKV, D"), "v": (hkv, sz.d, "HKV, D"),
-              "o": (sz.d, hq, "D, HO"), "gate": (sz.f, sz.d, "Fk, Fc, D"), "up": (sz.f, sz.d, "Fk, Fc, D"),
-              "down": (sz.d, sz.f, "D, F")}
+    # (seed keys — q 0, k 1, v 2, o 3, gate 4, up 5, down 6 — rows and columns of each, layout); k and v stacked
+    shapes = {"q": ((0,), hq, sz.d, "HQ, D"), "kv": ((1, 2), hkv, sz.d, "HKV2, D"),
+              "o": ((3,), sz.d, hq, "D, HO"), "gate": ((4,), sz.f, sz.d, "Fk, Fc, D"),
+              "up": ((5,), sz.f, sz.d, "Fk, Fc, D"), "down": ((6,), sz.d, sz.f, "D, F")}
     base, hbm = WEIGHT_BASE, {}
-    for key, (name, (rows, cols, text)) in enumerate(shapes.items()):
+    for name, (keys, rows, cols, text) in shapes.items():
         layout = tile_major(text, text.rsplit(", ", 1)[1], cols) if tiles else text
-        hbm[name] = upload(ctx, weights, key, rows, cols, m["1"], m[layout], base, tiles)
-        base += -(-2 * rows * cols // 4096) * 4096
-    args = (put(x, "T, D", "D"), put(g_attn, "D", "D"), hbm["q"], hbm["k"], hbm["v"], put(rope, "Dr, Dk", "Dr Dk"),
+        hbm[name] = upload(ctx, weights, keys, rows, cols, m["1"], m[layout], base, tiles)
+        base += -(-2 * len(keys) * rows * cols // 4096) * 4096
+    args = (put(x, "T, D", "D"), put(g_attn, "D", "D"), hbm["q"], hbm["kv"], put(rope, "Dr, Dk", "Dr Dk"),
             put(k_cache, "Hkv, S, Dr", "Hkv S Dr"), put(v_cache, "Hkv, S, Dvi", "Hkv S Dvi"),
             put(np.eye(sz.dk), "Dv, Dvi", "Dv Dvi"),
             hbm["o"], put(g_ffn, "D", "D"), hbm["gate"], hbm["up"], hbm["down"])
     t1 = time.perf_counter()
 
     @device(chip=1)
-    def decode_layer(ctx: Context, x: Hbm, g_attn: Hbm, w_q: Hbm, w_k: Hbm, w_v: Hbm, rope: Hbm, k_cache: Hbm,
+    def decode_layer(ctx: Context, x: Hbm, g_attn: Hbm, w_q: Hbm, w_kv: Hbm, rope: Hbm, k_cache: Hbm,
                      v_cache: Hbm, eye: Hbm, w_o: Hbm, g_ffn: Hbm, w_gate: Hbm, w_up: Hbm, w_down: Hbm
                      ) -> dict[str, Hbm]:
-        return layer.kernel(ctx, x, g_attn, w_q, w_k, w_v, rope, k_cache, v_cache, eye, w_o, g_ffn, w_gate, w_up,
-                            w_down)
+        return layer.kernel(ctx, x, g_attn, w_q, w_kv, rope, k_cache, v_cache, eye, w_o, g_ffn, w_gate, w_up, w_down)
 
     first = len(ctx.schedule.ops)
     # spelled out: the plugin checks each argument
     outs = launch(decode_layer, ctx, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7],
-                  args[8], args[9], args[10], args[11], args[12], args[13])
+                  args[8], args[9], args[10], args[11], args[12])
     span = ctx.schedule.device_span(first)
     t2 = time.perf_counter()
 
