@@ -118,7 +118,8 @@ class Size:
         """The axes of one chip's shard (local heads Hl, Hkvl; F/n columns Fl) and the chip axis C."""
         hl, hkvl, fl = self.heads // n, self.kv_heads // n, self.f // n
         fk = self.f_chunks(n)
-        return AxisSet(C=n, T=1, D=self.d, HQl=hl * self.dk, HKVl=hkvl * self.dk, HOl=hl * self.dk, Hl=hl,
+        return AxisSet(C=n, T=1, D=self.d, HQl=hl * self.dk, HKVl=hkvl * self.dk,
+                       HQKVl=(hl + 2 * hkvl) * self.dk, HOl=hl * self.dk, Hl=hl,
                        Hkvl=hkvl, G=self.heads // self.kv_heads, Dk=self.dk, Dr=self.dk, Dv=self.dk, Dvi=self.dk,
                        S=self.s, Fl=fl, Fk=fk, Fc=fl // fk, Dh=self.d // 128, Dl=128, Fh=fl // fk // 128, Fw=128)
 
@@ -153,8 +154,8 @@ class TpLayer:
         self.rows_dd = Rows(ax, "Dh", "Dl", chip="C")
         self.rows_f = Rows(ax, "Fh", "Fw", chip="C")  # SwiGLU on a chunk's [Fc/128, 128] view
         # the weight shards are stored K-tile-major (``tiles``, the module docstring): each streamed tile contiguous
-        self.q_proj = Gemm(ax, "T", "HQl", "D", chip="C", w_tiles=tiles)
-        self.kv_proj = Gemm(ax, "T", "HKVl", "D", chip="C", w_tiles=tiles)
+        # Q, K and V fused: w_qkv = [w_q; w_k; w_v] of the chip's heads, one Gemm over their rows
+        self.qkv_proj = Gemm(ax, "T", "HQKVl", "D", chip="C", w_tiles=tiles)
         self.rope_q, self.rope_k = Gemm(ax, "Hl", "Dr", "Dk", chip="C"), Gemm(ax, "Hkvl", "Dr", "Dk", chip="C")
         self.attention = Attention(ax, q="G", s="S", dk="Dr", dv="Dv", chip="C")
         self.transpose = Gemm(ax, "Dv", "S", "Dvi", chip="C")
@@ -168,7 +169,7 @@ class TpLayer:
         rdd = self.rows_dd
         return all_reduce(ctx, self.ax, arena, rdd.load(ctx, arena, partial.view().relabel(self.m["Dh, Dl"])))
 
-    def kernel(self, ctx: Context, x: Hbm, g_attn: Hbm, w_q: Hbm, w_k: Hbm, w_v: Hbm, rope: Hbm, k_cache: Hbm,
+    def kernel(self, ctx: Context, x: Hbm, g_attn: Hbm, w_qkv: Hbm, rope: Hbm, k_cache: Hbm,
                v_cache: Hbm, eye: Hbm, w_o: Hbm, g_ffn: Hbm, w_gate: Hbm, w_up: Hbm, w_down: Hbm) -> dict[str, Hbm]:
         """The decode step on every chip (the module docstring's stages 1–4); returns every stage's output."""
         m, sz = self.m, self.size
@@ -177,9 +178,13 @@ class TpLayer:
             rd, rdd, rf = self.rows_d, self.rows_dd, self.rows_f
             x_norm = rd.store(ctx, arena, rd.rms_norm_streamed(ctx, arena, rd.load(ctx, arena, x),
                                                                rd.load(ctx, arena, g_attn), eps=EPS))
-            q = self.q_proj(ctx, arena, x_norm, w_q)
-            k_new = self.kv_proj(ctx, arena, x_norm, w_k)
-            v_new = self.kv_proj(ctx, arena, x_norm, w_v)
+            # one GEMM over the chip's q, k and v rows (more slices per tile than each alone: more DMNs, L2603);
+            # Q, K_new, V_new are its three row ranges (each output column its own sums: the bits of three GEMMs)
+            qkv = self.qkv_proj(ctx, arena, x_norm, w_qkv)
+            hq_, hkv_ = hl * sz.dk, hkvl * sz.dk
+            q, k_new, v_new = (qkv.view().tile(m["HQKVl"], rows, m[f"T, HQKVl = {rows}"], at0).relabel(m[f"T, {ax}"])
+                               .as_tensor() for rows, at0, ax in ((hq_, 0, "HQl"), (hkv_, hq_, "HKVl"),
+                                                                  (hkv_, hq_ + hkv_, "HKVl")))
             q_rope = self.rope_q(ctx, arena, q.view().relabel(m["Hl, Dk"]), rope)
             k_rope = self.rope_k(ctx, arena, k_new.view().relabel(m["Hkvl, Dk"]), rope)
             at = sz.s - 1  # the KV-cache append at s − 1 (L8286–8297), each chip its own heads
@@ -251,28 +256,34 @@ class Weights:
             w *= scale
             yield r0, w.astype(ml_dtypes.bfloat16).astype(np.float32)
 
-    def upload(self, ctx: Context, chip: Any, key: int, rows: int, cols: int, k: int, element: Any,
+    def upload(self, ctx: Context, chip: Any, keys: tuple[tuple[int, int], ...], cols: int, k: int, element: Any,
                address: int, tiles: bool = True) -> Hbm:
         """Write every chip's ``[rows, cols]`` shard of weight ``key`` to its HBM at ``address``, chunk by chunk
         (host → HBM DMAs over ``m["C"]``), and return one handle over the shards (``HbmTensor.from_addr``, L821)
-        laid out as ``element`` on every chip.
+        laid out as ``element`` on every chip.  ``keys`` lists ``(key, rows)`` of the weights stacked by rows
+        (``[w_q; w_k; w_v]``), each ``[rows, cols]`` per chip.
 
         ``tiles`` (with ``cols > 512``): K-tile-major, ``element`` being ``m["K / 512, rows…, K % 512"]``: every
-        chip's rows ``[r0, r0 + r)`` of K tile ``kt`` (a contiguous ``[n, r, 512]`` piece of the chunk) at
-        ``address + 2·512·(kt·rows + r0)``, so each tile a :class:`Gemm` streams is one contiguous run.  Otherwise
-        row-major: the chunk at ``address + 2·cols·r0``."""
-        for r0, chunk in self.chunks(key, rows, cols, k):
-            r = chunk.shape[1]
-            if tiles and cols > K_TILE:
-                pieces = chunk.reshape(self.n, r, cols // K_TILE, K_TILE).transpose(2, 0, 1, 3)
-                for kt, piece in enumerate(pieces):
-                    pax = AxisSet(C=self.n, R=r, K=K_TILE)
-                    host = HostTensor.from_numpy(np.ascontiguousarray(piece), bf16, pax.m["C, R, K"], axes="C R K")
-                    host.to_hbm(pax.m["C"], pax.m["R, K"], ctx.pdma, address + 2 * K_TILE * (kt * rows + r0))
-                continue
-            cax = AxisSet(C=self.n, R=chunk.shape[1], K=cols)
-            host = HostTensor.from_numpy(chunk, bf16, cax.m["C, R, K"], axes="C R K")
-            host.to_hbm(cax.m["C"], cax.m["R, K"], ctx.pdma, address + 2 * r0 * cols)
+        chip's stacked rows ``[r0, r0 + r)`` of K tile ``kt`` (a contiguous ``[n, r, 512]`` piece of a chunk) at
+        ``address + 2·512·(kt·total + r0)``, ``total`` the stack's rows, so each tile a :class:`Gemm` streams is one
+        contiguous run.  Otherwise row-major: the chunk at ``address + 2·cols·r0``."""
+        total = sum(rows for _, rows in keys)
+        first = 0  # the first row of the current weight in the stack
+        for key, rows in keys:
+            for c0, chunk in self.chunks(key, rows, cols, k):
+                r, r0 = chunk.shape[1], first + c0
+                if tiles and cols > K_TILE:
+                    pieces = chunk.reshape(self.n, r, cols // K_TILE, K_TILE).transpose(2, 0, 1, 3)
+                    for kt, piece in enumerate(pieces):
+                        pax = AxisSet(C=self.n, R=r, K=K_TILE)
+                        host = HostTensor.from_numpy(np.ascontiguousarray(piece), bf16, pax.m["C, R, K"],
+                                                     axes="C R K")
+                        host.to_hbm(pax.m["C"], pax.m["R, K"], ctx.pdma, address + 2 * K_TILE * (kt * total + r0))
+                    continue
+                cax = AxisSet(C=self.n, R=r, K=cols)
+                host = HostTensor.from_numpy(chunk, bf16, cax.m["C, R, K"], axes="C R K")
+                host.to_hbm(cax.m["C"], cax.m["R, K"], ctx.pdma, address + 2 * r0 * cols)
+            first += rows
         out: Hbm = HbmTensor.from_addr(ctx, bf16, chip, element, address)
         return out
 
@@ -342,12 +353,18 @@ def run(n: int, size: Size = SIZE, seed: int = 8, tiles: bool = True,
               "gate": (fl, sz.d, sz.d, "Fk, Fc, D"), "up": (fl, sz.d, sz.d, "Fk, Fc, D"),
               "down": (sz.d, fl, sz.f, "D, Fl")}
     keys = {name: key for key, name in enumerate(shapes)}
+    # in HBM q, k and v are one stack [w_q; w_k; w_v] per chip (one Gemm); (its weights, its layout)
+    stacks = {"qkv": (("q", "k", "v"), "HQKVl, D"), "o": (("o",), "D, HOl"), "gate": (("gate",), "Fk, Fc, D"),
+              "up": (("up",), "Fk, Fc, D"), "down": (("down",), "D, Fl")}
     base, hbm = WEIGHT_BASE, {}
-    for name, (rows, cols, k, text) in shapes.items():
+    for name, (parts, text) in stacks.items():
+        _, cols, k, _ = shapes[parts[0]]
+        rows = sum(shapes[p][0] for p in parts)
         layout = tile_major(text, text.rsplit(", ", 1)[1], cols) if tiles else text
-        hbm[name] = weights.upload(ctx, m["C"], keys[name], rows, cols, k, m[layout], base, tiles)
+        hbm[name] = weights.upload(ctx, m["C"], tuple((keys[p], shapes[p][0]) for p in parts), cols, k, m[layout],
+                                   base, tiles)
         base += -(-2 * rows * cols // 4096) * 4096
-    args = (put(rep(x[None]), "T, D", "T D"), put(rep(g_attn), "D", "D"), hbm["q"], hbm["k"], hbm["v"],
+    args = (put(rep(x[None]), "T, D", "T D"), put(rep(g_attn), "D", "D"), hbm["qkv"],
             put(rep(rope), "Dr, Dk", "Dr Dk"), put(k_cache.reshape(n, hkvl, sz.s, dk), "Hkvl, S, Dr", "Hkvl S Dr"),
             put(v_cache.reshape(n, hkvl, sz.s, dk), "Hkvl, S, Dvi", "Hkvl S Dvi"),
             put(rep(np.eye(dk)), "Dv, Dvi", "Dv Dvi"), hbm["o"], put(rep(g_ffn), "D", "D"), hbm["gate"], hbm["up"],
@@ -355,15 +372,14 @@ def run(n: int, size: Size = SIZE, seed: int = 8, tiles: bool = True,
     t1 = time.perf_counter()
 
     @device(chip=n)
-    def decode_layer_tp(ctx: Context, x: Hbm, g_attn: Hbm, w_q: Hbm, w_k: Hbm, w_v: Hbm, rope: Hbm, k_cache: Hbm,
+    def decode_layer_tp(ctx: Context, x: Hbm, g_attn: Hbm, w_qkv: Hbm, rope: Hbm, k_cache: Hbm,
                         v_cache: Hbm, eye: Hbm, w_o: Hbm, g_ffn: Hbm, w_gate: Hbm, w_up: Hbm, w_down: Hbm
                         ) -> dict[str, Hbm]:
-        return layer.kernel(ctx, x, g_attn, w_q, w_k, w_v, rope, k_cache, v_cache, eye, w_o, g_ffn, w_gate, w_up,
-                            w_down)
+        return layer.kernel(ctx, x, g_attn, w_qkv, rope, k_cache, v_cache, eye, w_o, g_ffn, w_gate, w_up, w_down)
 
     first = len(ctx.schedule.ops)
     outs = launch(decode_layer_tp, ctx, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7],
-                  args[8], args[9], args[10], args[11], args[12], args[13])
+                  args[8], args[9], args[10], args[11])
     span = ctx.schedule.device_span(first)
     t2 = time.perf_counter()
 
@@ -390,7 +406,7 @@ def run(n: int, size: Size = SIZE, seed: int = 8, tiles: bool = True,
     x_norm = read("x_norm", "T, D", "T D")[:, 0]
     want = x / np.sqrt(np.mean(x**2) + EPS) * g_attn
     each("rms_norm (attn)", x_norm, lambda c: (want, bounds.rms_norm(want, sz.d)))
-    kt = layer.q_proj.k_tiles
+    kt = layer.qkv_proj.k_tiles
     q, k_new = read("q", "T, HQl", "T HQl")[:, 0], read("k_new", "T, HKVl", "T HKVl")[:, 0]
     v_new = read("v_new", "T, HKVl", "T HKVl")[:, 0]
     each("q", q, gemv("q", x_norm, kt))
