@@ -100,6 +100,7 @@ EPS = 1e-5
 CHIPS = (2, 4)
 CHUNK_ROWS = 1024  # rows of every chip's weight shard per host → HBM DMA
 K_TILE = 512  # columns of a weight's K tile (visa.kernels.Gemm's; 4 × 512 bf16 = one TRF half, L4151–4154)
+DMN_ROWS = 1024  # output rows of a Gemm per DMN: 32 slices (L2404) × 32 columns per slice
 WEIGHT_BASE = 4 << 30  # HBM byte address of the first weight on every chip (the arena's outputs start at 1 GiB)
 
 
@@ -119,7 +120,7 @@ class Size:
         hl, hkvl, fl = self.heads // n, self.kv_heads // n, self.f // n
         fk = self.f_chunks(n)
         return AxisSet(C=n, T=1, D=self.d, HQl=hl * self.dk, HKVl=hkvl * self.dk,
-                       HQKVl=(hl + 2 * hkvl) * self.dk, HOl=hl * self.dk, Hl=hl,
+                       HQKVl=(hl + 2 * hkvl) * self.dk, HKV2l=2 * hkvl * self.dk, HOl=hl * self.dk, Hl=hl,
                        Hkvl=hkvl, G=self.heads // self.kv_heads, Dk=self.dk, Dr=self.dk, Dv=self.dk, Dvi=self.dk,
                        S=self.s, Fl=fl, Fk=fk, Fc=fl // fk, Dh=self.d // 128, Dl=128, Fh=fl // fk // 128, Fw=128)
 
@@ -139,7 +140,7 @@ class Size:
 
 SIZE = Size(d=1024, heads=16, kv_heads=4, dk=64, f=4096, s=128)
 FULL = Size(d=8192, heads=64, kv_heads=8, dk=128, f=28672, s=256)
-ONE_CHIP_FULL = 3_363_454  # examples/llama70b_decode_layer.py --full, its makespan (README; weights tile-major)
+ONE_CHIP_FULL = 3_211_847  # examples/llama70b_decode_layer.py --full, its makespan (README; tile-major, k and v fused)
 FULL_CHIPS = 4  # at full size one chip count per process (LLAMA70B_CHIPS=2 or --chips 2 for the other)
 
 
@@ -154,8 +155,12 @@ class TpLayer:
         self.rows_dd = Rows(ax, "Dh", "Dl", chip="C")
         self.rows_f = Rows(ax, "Fh", "Fw", chip="C")  # SwiGLU on a chunk's [Fc/128, 128] view
         # the weight shards are stored K-tile-major (``tiles``, the module docstring): each streamed tile contiguous
-        # Q, K and V fused: w_qkv = [w_q; w_k; w_v] of the chip's heads, one Gemm over their rows
+        # w_qkv = [w_q; w_k; w_v] of the chip's heads in one stack; one Gemm over it when the stack fills whole DMNs
+        # (rows a multiple of 1024: 32 slices of 32 columns, L2404), else one over q's rows and one over k's and v's
+        self.fuse_q = ax.size("HQKVl") % DMN_ROWS == 0
         self.qkv_proj = Gemm(ax, "T", "HQKVl", "D", chip="C", w_tiles=tiles)
+        self.q_proj = Gemm(ax, "T", "HQl", "D", chip="C", w_tiles=tiles)
+        self.kv_proj = Gemm(ax, "T", "HKV2l", "D", chip="C", w_tiles=tiles)
         self.rope_q, self.rope_k = Gemm(ax, "Hl", "Dr", "Dk", chip="C"), Gemm(ax, "Hkvl", "Dr", "Dk", chip="C")
         self.attention = Attention(ax, q="G", s="S", dk="Dr", dv="Dv", chip="C")
         self.transpose = Gemm(ax, "Dv", "S", "Dvi", chip="C")
@@ -163,6 +168,16 @@ class TpLayer:
         self.gate_up = Gemm(ax, "T", "Fc", "D", chip="C", w_tiles=tiles)
         self.down = Gemm(ax, "T", "D", "Fl", chip="C", w_tiles=tiles)
         self.arena = Arena()
+
+    def rows_of(self, w_qkv: Hbm, name: str, first: int) -> Any:
+        """Rows ``[first, first + |name|)`` of the ``[w_q; w_k; w_v]`` stack as a view over axis ``name``: in the
+        K-tile-major stack a K tile's rows are adjacent and the next K tile is the stack's rows on (``# HQKVl``)."""
+        m, rows, total = self.m, self.ax.size(name), self.ax.size("HQKVl")
+        if self.tiles and self.size.d > K_TILE:
+            tile = m[f"D / {K_TILE}, HQKVl = {rows} # {total}, D % {K_TILE}"]
+            return w_qkv.view().tile(m["HQKVl"], rows, tile, first).relabel(
+                m[f"D / {K_TILE}, {name} # {total}, D % {K_TILE}"])
+        return w_qkv.view().tile(m["HQKVl"], rows, m[f"HQKVl = {rows}, D"], first).relabel(m[f"{name}, D"])
 
     def reduce(self, ctx: Context, arena: Arena, partial: Hbm) -> Any:
         """AllReduce (butterfly) of the chips' partial ``[D]`` sums, as ``[D/128, 128]`` rows in DM (bf16)."""
@@ -180,11 +195,18 @@ class TpLayer:
                                                                rd.load(ctx, arena, g_attn), eps=EPS))
             # one GEMM over the chip's q, k and v rows (more slices per tile than each alone: more DMNs, L2603);
             # Q, K_new, V_new are its three row ranges (each output column its own sums: the bits of three GEMMs)
-            qkv = self.qkv_proj(ctx, arena, x_norm, w_qkv)
             hq_, hkv_ = hl * sz.dk, hkvl * sz.dk
-            q, k_new, v_new = (qkv.view().tile(m["HQKVl"], rows, m[f"T, HQKVl = {rows}"], at0).relabel(m[f"T, {ax}"])
-                               .as_tensor() for rows, at0, ax in ((hq_, 0, "HQl"), (hkv_, hq_, "HKVl"),
-                                                                  (hkv_, hq_ + hkv_, "HKVl")))
+            if self.fuse_q:
+                qkv = self.qkv_proj(ctx, arena, x_norm, w_qkv)
+                q, k_new, v_new = (qkv.view().tile(m["HQKVl"], rows, m[f"T, HQKVl = {rows}"], at0)
+                                   .relabel(m[f"T, {name}"]).as_tensor()
+                                   for rows, at0, name in ((hq_, 0, "HQl"), (hkv_, hq_, "HKVl"),
+                                                           (hkv_, hq_ + hkv_, "HKVl")))
+            else:
+                q = self.q_proj(ctx, arena, x_norm, self.rows_of(w_qkv, "HQl", 0))
+                kv = self.kv_proj(ctx, arena, x_norm, self.rows_of(w_qkv, "HKV2l", hq_))
+                k_new, v_new = (kv.view().tile(m["HKV2l"], hkv_, m[f"T, HKV2l = {hkv_}"], i * hkv_)
+                                .relabel(m["T, HKVl"]).as_tensor() for i in range(2))
             q_rope = self.rope_q(ctx, arena, q.view().relabel(m["Hl, Dk"]), rope)
             k_rope = self.rope_k(ctx, arena, k_new.view().relabel(m["Hkvl, Dk"]), rope)
             at = sz.s - 1  # the KV-cache append at s − 1 (L8286–8297), each chip its own heads
@@ -406,7 +428,7 @@ def run(n: int, size: Size = SIZE, seed: int = 8, tiles: bool = True,
     x_norm = read("x_norm", "T, D", "T D")[:, 0]
     want = x / np.sqrt(np.mean(x**2) + EPS) * g_attn
     each("rms_norm (attn)", x_norm, lambda c: (want, bounds.rms_norm(want, sz.d)))
-    kt = layer.qkv_proj.k_tiles
+    kt = layer.q_proj.k_tiles
     q, k_new = read("q", "T, HQl", "T HQl")[:, 0], read("k_new", "T, HKVl", "T HKVl")[:, 0]
     v_new = read("v_new", "T, HKVl", "T HKVl")[:, 0]
     each("q", q, gemv("q", x_norm, kt))
