@@ -5,9 +5,9 @@ Full size (``LLAMA70B_FULL=1 visa run examples/llama70b_decode_layer.py``, or ``
 examples/llama70b_decode_layer.py --full``): D = 8192, 64 query heads and 8 KV heads of d_k = 128 (L7990),
 F = 28672, bf16 weights in HBM (Q 8192×8192, K and V 1024×8192, O 8192×8192, gate, up 28672×8192, down
 8192×28672: 856M weights, 1.71 GB), a KV cache of S = 256 positions per KV head.  It takes about 40 s on this
-2-core machine (20 s writing the weights to HBM, 12.5 s the launch — the simulation — and 5 s the numpy check;
+2-core machine (17.5 s writing the weights to HBM, 10 s the launch — the simulation — and 5 s the numpy check;
 about 60 s when the machine is loaded; README "Llama 3 70B decode layer") and about 4.8 GB peak memory; the
-launch is 3,363,454 cycles, 67.9% of the memory-bound limit.  By
+launch is 3,211,847 cycles, 71.1% of the memory-bound limit.  By
 default (``visa run``, ``make run``, and the test ``tests/kernels/test_llama70b.py``) the same code runs at a
 reduced size: D = 1024, 16 query heads, 2 KV heads of d_k = 64, F = 3584, S = 128.
 
@@ -16,7 +16,8 @@ The layer for one token at position s, each stage a kernel of :mod:`visa.kernels
 1. ``x_norm = RMSNorm(x)`` (2.1, L8241–8246) — :meth:`Rows.rms_norm_streamed` (the gain read from DM beside
    the row: 8192 f32 gains do not fit the 8 KiB VRF, L1090);
 2. ``Q, K_new, V_new = x_norm · w_q, w_k, w_v`` (2.2.1, L8247–8257) — :class:`Gemm` in stream mode: per (N, K)
-   tile, w's tile moves HBM → DM into one of two alternating buffers while the other is contracted;
+   tile, w's tile moves HBM → DM into one of two alternating buffers while the other is contracted; K and V are
+   one Gemm over the stack ``w_kv = [w_k; w_v]`` (below), K_new and V_new its two halves;
 3. RoPE at position s (2.2.2, L8258–8284) — a :class:`Gemm` of the 64 (8) heads against the block-diagonal
    rotation of ``w_rope[s]`` (the manual's ``einsum`` over the pair axis: the same products, plus zeros);
 4. KV-cache append (2.2.3, L8286–8297) — ``to_hbm_view`` of K_rope and V_new into position s − 1 of the caches
@@ -53,6 +54,11 @@ Departures from the manual, with lines:
   requests together (FR-FCFS, L2990–2993), 12,618.  The gate/up chunk ``c`` is the view
   ``m["D / 512, Fc # F, D % 512"]`` (its rows of one K tile adjacent, the next K tile F rows on).  Results are
   bit for bit those of the row-major layout (``run(tiles=False)``; ``tests/kernels/test_llama70b.py``).
+- **K and V projections fused**: w_k and w_v are stored as one ``[2·h_kv·d_k, D]`` stack ``w_kv`` and contracted
+  by one :class:`Gemm`.  A Gemm puts 32 output columns on a slice, so a 1024-row w_k alone fills 32 slices — one
+  DMN, whose 128 B/cycle (L2603) bounds each 1 MiB tile at 8,692 cycles; the 2048-row stack fills a DMN pair,
+  2 MiB per 8,692-cycle tile.  Each output column is its own sums, so K_new and V_new (tile views of the result)
+  are bit for bit those of two Gemms.  (Q cannot join them: 8192 + 2048 rows exceed a Gemm's N of 8192.)
 - **Weights are written to HBM in row chunks** (host → HBM DMAs): each chunk of 1024 rows as its K tiles'
   ``[1024, 512]`` pieces, rows ``[r0, r0 + 1024)`` of tile ``kt`` at ``2·512·(kt·N + r0)`` bytes from the
   weight's base, and read as one tensor through ``HbmTensor.from_addr`` (L821), so the host never holds a

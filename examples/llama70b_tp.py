@@ -19,10 +19,11 @@ Every chip ends with the same ``[D]`` layer output (checked bitwise), ready for 
 By default (``visa run``, ``make run``, the test ``tests/kernels/test_llama70b_tp.py``) the size is reduced
 (D = 1024, 16 query heads and 4 KV heads of d_k = 64, F = 4096, cache S = 128), run on 2 and 4 chips, and
 compared with the one-chip layer of ``examples/llama70b_decode_layer.py`` run at the same size (its ``run``).
-Measured on this machine (``visa run``, about 5 s for all three): the one-chip layer 419,593 cycles, 2 chips
-190,648 (2.20×), 4 chips 141,377 (2.97×).  One AllReduce of the ``[1024]`` bf16 vector costs 604 cycles on 2
-chips (a 569-cycle ChipShuffle DMA of the bf16 partial, a 35-cycle add) and 1,274 on 4 (a second round: a
-637-cycle shuffle of the f32 sum, a 33-cycle add), so the two per layer are under 2% of the makespan; the
+Measured on this machine (``visa run``, about 5 s for all three): the one-chip layer 412,829 cycles, 2 chips
+183,884 (2.25×), 4 chips 134,613 (3.07×) (before k and v shared a Gemm: 419,593, 190,648, 141,377).  One
+AllReduce of the ``[1024]`` bf16 vector costs 604 cycles on 2 chips (a 569-cycle ChipShuffle DMA of the bf16
+partial, a 35-cycle add) and 1,274 on 4 (a second round: a 637-cycle shuffle of the f32 sum, a 33-cycle add), so
+the two per layer are under 2% of the makespan; the
 speedup stops short of n because each chip's tensor DMA still streams its weight tiles at the DMA cost model's
 rate and the per-head attention, norms and SwiGLU passes do not shrink with n (the memory-roofline utilisation
 printed by ``main`` is per chip).  (Before the weights were uploaded ahead of the activations, the launch's
@@ -35,11 +36,12 @@ Full size (``LLAMA70B_FULL=1 visa run examples/llama70b_tp.py``, or ``python exa
 shards are generated from a seed in chunks of 1024 rows (all chips' chunk at once, ``[n, 1024, cols]``), written
 host → HBM on every chip (each chunk as its K tiles' ``[n, 1024, 512]`` pieces, below) and read as one tensor
 through ``HbmTensor.from_addr`` (L821); the check regenerates each chunk, so the host never holds a weight.
-Measured on this machine (2 shared cores), one process per chip count, weights tile-major: 4 chips 34 s wall
-(weights to HBM 17.1 s, launch 13.6 s, check 3.0 s), peak RSS 5.90 GB, makespan 1,019,525 cycles = 3.30× the
-one-chip layer's 3,363,454, per-chip memory-bound limit 570,775 cycles (56.0%); 2 chips 37 s wall (19.6 s,
-12.5 s, 4.4 s), peak RSS 5.24 GB, makespan 1,762,947 cycles = 1.91×, limit 1,141,550 (64.8%) (row-major, before
-the DMA fixes of docs/manual-notes.md, "DMA cost vs HBM channels": 2,924,517 and 5,416,660). On 2 chips a chip's
+Measured on this machine (2 shared cores), one process per chip count, weights tile-major and stacked (below):
+4 chips 35 s wall (weights to HBM 19.0 s, launch 13.3 s, check 3.1 s), peak RSS 6.03 GB, makespan 960,255 cycles
+= 3.34× the one-chip layer's 3,211,847, per-chip memory-bound limit 570,775 cycles (59.4%); 2 chips 29 s wall
+(15.0 s, 10.2 s, 3.5 s), peak RSS 5.24 GB, makespan 1,601,300 cycles = 2.01×, limit 1,141,550 (71.3%) (row-major,
+before the DMA fixes of docs/manual-notes.md, "DMA cost vs HBM channels": 2,924,517 and 5,416,660; tile-major,
+q, k, v separate: 1,019,525 and 1,762,947). On 2 chips a chip's
 F/n = 14336 rows of gate and up exceed a
 :class:`~visa.kernels.Gemm`'s N of 8192 (and are no multiple of it), so they run in 2 chunks of 7168
 (``Size.f_chunks``), as the one-chip example's 4 chunks of 28672.
@@ -62,6 +64,13 @@ Departures from the manual, with lines:
   ``2·512·(kt·rows + r0)`` from the shard's base, the Gemms built with ``w_tiles=True`` and gate/up chunk ``c``
   the view ``m["D / 512, Fc # F/n, D % 512"]``; each streamed tile is one contiguous run.  Results are bit for bit
   the row-major layout's (``run(n, tiles=False)``, ``tests/kernels/test_llama70b_tp.py``).
+- **q, k, v shards stacked**: each chip's w_q, w_k, w_v shards are one ``[w_q; w_k; w_v]`` stack ``w_qkv``
+  (tile-major: a K tile's rows of all three adjacent).  When the stack fills whole DMNs (its rows a multiple of
+  1024: 32 slices of 32 output columns, L2404) one :class:`Gemm` contracts it and Q, K_new, V_new are tile views
+  of the result — on 2 chips at full size, 5120 rows, five DMNs each moving 1 MiB per tile in parallel (L2603);
+  otherwise (4 chips: 2560 rows, 2½ DMNs, which today's DMA plan reads one DMN at a time, 1,080,573 cycles
+  measured) q is one Gemm over its rows of the stack and k, v one Gemm over theirs (``TpLayer.rows_of``), as the
+  one-chip example's ``w_kv``.  Each output column is its own sums: the bits are those of three Gemms.
 - As in the one-chip example: the elementwise kernels read ``[D]`` / ``[F/n]`` as rows of 128, the caches are
   ``[h_kv, S, d_k]`` with Vᵀ made by ``I · Vᵀ`` per step, the RoPE rotation of ``w_rope[s]`` is an input, and
   the embedding gather, final norm, LM head and sampling are not part of the layer (L8202–8224).
