@@ -156,7 +156,7 @@ FULL_CHIPS = 4  # at full size one chip count per process (LLAMA70B_CHIPS=2 or -
 class TpLayer:
     """The kernels of one layer's shard on each of ``n`` chips (every kernel built with ``chip="C"``)."""
 
-    def __init__(self, size: Size, n: int, tiles: bool = True) -> None:
+    def __init__(self, size: Size, n: int, tiles: bool = True, fuse_q: bool | None = None) -> None:
         self.size, self.n, self.tiles = size, n, tiles
         self.ax = ax = size.axes(n)
         self.m = ax.m
@@ -166,7 +166,7 @@ class TpLayer:
         # the weight shards are stored K-tile-major (``tiles``, the module docstring): each streamed tile contiguous
         # w_qkv = [w_q; w_k; w_v] of the chip's heads in one stack; one Gemm over it when the stack fills whole DMNs
         # (rows a multiple of 1024: 32 slices of 32 columns, L2404), else one over q's rows and one over k's and v's
-        self.fuse_q = ax.size("HQKVl") % DMN_ROWS == 0
+        self.fuse_q = ax.size("HQKVl") % DMN_ROWS == 0 if fuse_q is None else fuse_q
         self.qkv_proj = Gemm(ax, "T", "HQKVl", "D", chip="C", w_tiles=tiles)
         self.q_proj = Gemm(ax, "T", "HQl", "D", chip="C", w_tiles=tiles)
         self.kv_proj = Gemm(ax, "T", "HKV2l", "D", chip="C", w_tiles=tiles)
@@ -346,14 +346,15 @@ def tile_major(text: str, k: str, cols: int) -> str:
 
 
 def run(n: int, size: Size = SIZE, seed: int = 8, tiles: bool = True,
-        keep: dict[str, F64] | None = None) -> dict[str, float]:
+        keep: dict[str, F64] | None = None, fuse_q: bool | None = None) -> dict[str, float]:
     """Run the layer on ``n`` chips on random weights, check every stage on every chip against numpy; return
     each stage's largest error, the launch's cycles and the per-chip memory-bound limit.
 
     ``tiles``: the weight shards stored K-tile-major (the default; ``False``: row-major, the layout before).
-    ``keep``, when given, receives every stage's device output (to compare two layouts bit for bit)."""
+    ``keep``, when given, receives every stage's device output (to compare two layouts bit for bit).  ``fuse_q``
+    forces q into the k/v Gemm (``True``) or out of it (``False``); default: when the stack fills whole DMNs."""
     t0 = time.perf_counter()
-    layer = TpLayer(size, n, tiles)
+    layer = TpLayer(size, n, tiles, fuse_q)
     m, sz = layer.m, size
     rng = np.random.default_rng(seed)
     weights = Weights(seed, n)
