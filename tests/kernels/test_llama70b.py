@@ -29,8 +29,8 @@ def test_reduced_70b_layer_tile_major_weights_give_the_row_major_bits() -> None:
     """The weights stored K-tile-major (the example's default, each streamed tile contiguous) and row-major (the
     layout before): the host writes the same values in another order and the Gemms read them through the matching
     views, so every stage's output is bit for bit the same.  At this size the weight tiles' DMAs are not on the
-    critical path (1024-row tiles fill 32 slices of one DMN pair, bound by its 256 B/cycle, L2603, in both
-    layouts), so the makespan is the same too."""
+    critical path (tiles of at most 1024 rows fill at most one DMN, 32 slices, bound by its 128 B/cycle, L2603, in
+    both layouts), so the makespan is the same too."""
     mod = load_example("llama70b_decode_layer")
     tiled: dict[str, object] = {}
     rows: dict[str, object] = {}
