@@ -194,7 +194,7 @@ class Layer:
             gates, ups = [], []
             # chunk c of gate/up: rows [c·Fc, (c+1)·Fc); stored tile-major, its rows of one K tile are adjacent and
             # the next K tile's are F rows on (the padding ``Fc # F``)
-            chunk = m[f"D / 512, Fc # {sz.f}, D % 512"] if self.tiles and sz.d > 512 else m["Fc, D"]
+            chunk = m[f"D / {K_TILE}, Fc # {sz.f}, D % {K_TILE}"] if self.tiles and sz.d > K_TILE else m["Fc, D"]
             for c in range(sz.f_chunks):
                 gate = self.gate_up(ctx, arena, h_, w_gate.view().tile(m["Fk"], 1, chunk, c))
                 up = self.gate_up(ctx, arena, h_, w_up.view().tile(m["Fk"], 1, chunk, c))

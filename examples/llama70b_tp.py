@@ -244,7 +244,7 @@ class TpLayer:
             # chunk c: rows [c·Fc, (c+1)·Fc) of the chip's F/n; stored tile-major, its rows of one K tile are adjacent
             # and the next K tile's are F/n rows on (the padding ``Fc # F/n``)
             fl = sz.f // self.n
-            chunk = m[f"D / 512, Fc # {fl}, D % 512"] if self.tiles and sz.d > K_TILE else m["Fc, D"]
+            chunk = m[f"D / {K_TILE}, Fc # {fl}, D % {K_TILE}"] if self.tiles and sz.d > K_TILE else m["Fc, D"]
             for c in range(fk):  # the chip's F/n rows of gate and up in Fk chunks of Fc rows (tile views)
                 gate = self.gate_up(ctx, arena, h_, w_gate.view().tile(m["Fk"], 1, chunk, c))
                 up = self.gate_up(ctx, arena, h_, w_up.view().tile(m["Fk"], 1, chunk, c))
