@@ -5,8 +5,9 @@ Full size (``LLAMA70B_FULL=1 visa run examples/llama70b_decode_layer.py``, or ``
 examples/llama70b_decode_layer.py --full``): D = 8192, 64 query heads and 8 KV heads of d_k = 128 (L7990),
 F = 28672, bf16 weights in HBM (Q 8192×8192, K and V 1024×8192, O 8192×8192, gate, up 28672×8192, down
 8192×28672: 856M weights, 1.71 GB), a KV cache of S = 256 positions per KV head.  It takes about 40 s on this
-2-core machine (17 s writing the weights to HBM, 12 s the launch — the simulation — and 8 s the numpy check;
-about 60 s when the machine is loaded; README "Llama 3 70B decode layer") and about 5 GB peak memory.  By
+2-core machine (17.5 s writing the weights to HBM, 10 s the launch — the simulation — and 5 s the numpy check;
+about 60 s when the machine is loaded; README "Llama 3 70B decode layer") and about 4.8 GB peak memory; the
+launch is 3,211,847 cycles, 71.1% of the memory-bound limit.  By
 default (``visa run``, ``make run``, and the test ``tests/kernels/test_llama70b.py``) the same code runs at a
 reduced size: D = 1024, 16 query heads, 2 KV heads of d_k = 64, F = 3584, S = 128.
 
@@ -15,7 +16,8 @@ The layer for one token at position s, each stage a kernel of :mod:`visa.kernels
 1. ``x_norm = RMSNorm(x)`` (2.1, L8241–8246) — :meth:`Rows.rms_norm_streamed` (the gain read from DM beside
    the row: 8192 f32 gains do not fit the 8 KiB VRF, L1090);
 2. ``Q, K_new, V_new = x_norm · w_q, w_k, w_v`` (2.2.1, L8247–8257) — :class:`Gemm` in stream mode: per (N, K)
-   tile, w's tile moves HBM → DM into one of two alternating buffers while the other is contracted;
+   tile, w's tile moves HBM → DM into one of two alternating buffers while the other is contracted; K and V are
+   one Gemm over the stack ``w_kv = [w_k; w_v]`` (below), K_new and V_new its two halves;
 3. RoPE at position s (2.2.2, L8258–8284) — a :class:`Gemm` of the 64 (8) heads against the block-diagonal
    rotation of ``w_rope[s]`` (the manual's ``einsum`` over the pair axis: the same products, plus zeros);
 4. KV-cache append (2.2.3, L8286–8297) — ``to_hbm_view`` of K_rope and V_new into position s − 1 of the caches
@@ -43,9 +45,25 @@ Departures from the manual, with lines:
 - **The RoPE table row is built on the host** (L8268–8270, ``gather(position, w_rope)``): the rotation of
   ``w_rope[s]`` is an input; the embedding gather, final norm, LM head and sampling (steps 1, 3–5) are not
   part of the layer.
-- **Weights are written to HBM in row chunks** (host → HBM DMAs of 1024 rows each at consecutive addresses)
-  and read as one tensor through ``HbmTensor.from_addr`` (L821), so the host never holds a 28672 × 8192
-  weight at once; the host check regenerates each chunk from its seed.
+- **Weights are stored K-tile-major** (a layout choice; the manual fixes no weight layout): a ``[N, K]`` weight
+  is ``m["K / 512, N, K % 512"]`` in HBM, so each ``N × 512`` tile a streamed :class:`Gemm` moves (512 = one
+  TRF half of bf16, L4151–4154) is one contiguous run, and the Gemms are built with ``w_tiles=True``.  Row-major,
+  a K tile is 1 KiB of every 2·K bytes: under the HBM address map (L2960–2977) each of its 256-byte units opens
+  a DRAM row of its own, the bank-conflict pattern of the manual's Example 4 (L2682–2716; a row switch 40–50 ns,
+  L2987), 37,023 cycles per 8192 × 512 tile; contiguous, a channel's 64-entry queue (L2981) serves each row's
+  requests together (FR-FCFS, L2990–2993), 12,618.  The gate/up chunk ``c`` is the view
+  ``m["D / 512, Fc # F, D % 512"]`` (its rows of one K tile adjacent, the next K tile F rows on).  Results are
+  bit for bit those of the row-major layout (``run(tiles=False)``; ``tests/kernels/test_llama70b.py``).
+- **K and V projections fused**: w_k and w_v are stored as one ``[2·h_kv·d_k, D]`` stack ``w_kv`` and contracted
+  by one :class:`Gemm`.  A Gemm puts 32 output columns on a slice, so a 1024-row w_k alone fills 32 slices — one
+  DMN, whose 128 B/cycle (L2603) bounds each 1 MiB tile at 8,692 cycles; the 2048-row stack fills a DMN pair,
+  2 MiB per 8,692-cycle tile.  Each output column is its own sums, so K_new and V_new (tile views of the result)
+  are bit for bit those of two Gemms.  (Q cannot join them: 8192 + 2048 rows exceed a Gemm's N of 8192.)
+- **Weights are written to HBM in row chunks** (host → HBM DMAs): each chunk of 1024 rows as its K tiles'
+  ``[1024, 512]`` pieces, rows ``[r0, r0 + 1024)`` of tile ``kt`` at ``2·512·(kt·N + r0)`` bytes from the
+  weight's base, and read as one tensor through ``HbmTensor.from_addr`` (L821), so the host never holds a
+  28672 × 8192 weight at once; the host check regenerates each chunk from its seed (the same rows the upload
+  wrote, whatever their HBM order).
 
 Check: every stage is compared with numpy (float64) applied to that stage's own inputs as the device produced
 them, within the stage's derived bound (:mod:`visa.kernels.bounds`).  The cycles of the launch (first to last
@@ -75,6 +93,7 @@ Hbm = HbmTensor[Any, Any, Any]
 F64 = npt.NDArray[np.float64]
 EPS = 1e-5
 CHUNK_ROWS = 1024  # rows of a weight per host → HBM DMA
+K_TILE = 512  # columns of a weight's K tile (visa.kernels.Gemm's; 4 × 512 bf16 = one TRF half, L4151–4154)
 WEIGHT_BASE = 4 << 30  # HBM byte address of the first weight (the arena's outputs start at 1 GiB)
 
 
@@ -94,7 +113,8 @@ class Size:
         """Every axis the kernels name (heads × d_k flattened as HQ / HKV / HO; 128-wide row views)."""
         g = self.heads // self.kv_heads
         fc = self.f // self.f_chunks
-        return AxisSet(T=1, D=self.d, HQ=self.heads * self.dk, HKV=self.kv_heads * self.dk, HO=self.heads * self.dk,
+        return AxisSet(T=1, D=self.d, HQ=self.heads * self.dk, HKV=self.kv_heads * self.dk,
+                       HKV2=2 * self.kv_heads * self.dk, HO=self.heads * self.dk,
                        H=self.heads, Hkv=self.kv_heads, G=g, Dk=self.dk, Dr=self.dk, Dv=self.dk,
                        Dvi=self.dk, S=self.s,
                        F=self.f, Fk=self.f_chunks, Fc=fc, Dh=self.d // 128, Dl=128, Fh=fc // 128, Fl=128)
@@ -113,23 +133,25 @@ REDUCED = Size(d=1024, heads=16, kv_heads=2, dk=64, f=3584, f_chunks=4, s=128)
 class Layer:
     """The kernels of one layer for a :class:`Size` (each derives its mappings from the axis sizes)."""
 
-    def __init__(self, size: Size) -> None:
-        self.size = size
+    def __init__(self, size: Size, tiles: bool = True) -> None:
+        self.size, self.tiles = size, tiles
         self.ax = ax = size.axes()
         self.m = ax.m
         self.rows_d = Rows(ax, "T", "D")  # RMSNorm: the whole row in one slice
         self.rows_dd = Rows(ax, "Dh", "Dl")  # residual adds on the [D/128, 128] view
         self.rows_fc = Rows(ax, "Fh", "Fl")  # SwiGLU on a chunk's [Fc/128, 128] view
-        self.q_proj, self.kv_proj = Gemm(ax, "T", "HQ", "D"), Gemm(ax, "T", "HKV", "D")
+        # the weights are stored K-tile-major (``tiles``, the module docstring): each streamed tile is contiguous
+        self.q_proj = Gemm(ax, "T", "HQ", "D", w_tiles=tiles)
+        self.kv_proj = Gemm(ax, "T", "HKV2", "D", w_tiles=tiles)  # K and V fused: w_kv = [w_k; w_v]
         self.rope_q, self.rope_k = Gemm(ax, "H", "Dr", "Dk"), Gemm(ax, "Hkv", "Dr", "Dk")
         self.attention = Attention(ax, q="G", s="S", dk="Dr", dv="Dv")
         self.transpose = Gemm(ax, "Dv", "S", "Dvi")  # Vᵀ[Dv, S] = I[Dv, Dvi] · V[S, Dvi]ᵀ
-        self.o_proj = Gemm(ax, "T", "D", "HO")
-        self.gate_up = Gemm(ax, "T", "Fc", "D")
-        self.down = Gemm(ax, "T", "D", "F")
+        self.o_proj = Gemm(ax, "T", "D", "HO", w_tiles=tiles)
+        self.gate_up = Gemm(ax, "T", "Fc", "D", w_tiles=tiles)
+        self.down = Gemm(ax, "T", "D", "F", w_tiles=tiles)
         self.arena = Arena()
 
-    def kernel(self, ctx: Context, x: Hbm, g_attn: Hbm, w_q: Hbm, w_k: Hbm, w_v: Hbm, rope: Hbm, k_cache: Hbm,
+    def kernel(self, ctx: Context, x: Hbm, g_attn: Hbm, w_q: Hbm, w_kv: Hbm, rope: Hbm, k_cache: Hbm,
                v_cache: Hbm, eye: Hbm, w_o: Hbm, g_ffn: Hbm, w_gate: Hbm, w_up: Hbm, w_down: Hbm) -> dict[str, Hbm]:
         """The decode step (the module docstring's stages 1–7); returns every stage's HBM output."""
         m, sz = self.m, self.size
@@ -139,8 +161,12 @@ class Layer:
             x_norm = rd.store(ctx, arena, rd.rms_norm_streamed(ctx, arena, rd.load(ctx, arena, x),
                                                                rd.load(ctx, arena, g_attn), eps=EPS))
             q = self.q_proj(ctx, arena, x_norm, w_q)
-            k_new = self.kv_proj(ctx, arena, x_norm, w_k)
-            v_new = self.kv_proj(ctx, arena, x_norm, w_v)
+            # one GEMM over w_kv's 2·h_kv·d_k rows (twice the slices of one: twice the DMN bandwidth per tile, L2603);
+            # K_new and V_new are its two halves (each output column its own sums: the bits of two GEMMs)
+            kv = self.kv_proj(ctx, arena, x_norm, w_kv)
+            hkv = sz.kv_heads * sz.dk
+            k_new, v_new = (kv.view().tile(m["HKV2"], hkv, m[f"T, HKV2 = {hkv}"], i * hkv).relabel(m["T, HKV"])
+                            .as_tensor() for i in range(2))
             q_rope = self.rope_q(ctx, arena, q.view().relabel(m["H, Dk"]), rope)  # reshape (noop, L8274)
             k_rope = self.rope_k(ctx, arena, k_new.view().relabel(m["Hkv, Dk"]), rope)
             # KV-cache append at position s − 1 (L8286–8297): in-place DMAs into the caches
@@ -166,9 +192,12 @@ class Layer:
                 m["T, D"])), rd.load(ctx, arena, g_ffn), eps=EPS))
             act = HbmTensor(ctx, bf16, m["1"], m["Fk, Fc"], arena.take_hbm(2 * sz.f), call="llama70b.act")
             gates, ups = [], []
+            # chunk c of gate/up: rows [c·Fc, (c+1)·Fc); stored tile-major, its rows of one K tile are adjacent and
+            # the next K tile's are F rows on (the padding ``Fc # F``)
+            chunk = m[f"D / {K_TILE}, Fc # {sz.f}, D % {K_TILE}"] if self.tiles and sz.d > K_TILE else m["Fc, D"]
             for c in range(sz.f_chunks):
-                gate = self.gate_up(ctx, arena, h_, w_gate.view().tile(m["Fk"], 1, m["Fc, D"], c))
-                up = self.gate_up(ctx, arena, h_, w_up.view().tile(m["Fk"], 1, m["Fc, D"], c))
+                gate = self.gate_up(ctx, arena, h_, w_gate.view().tile(m["Fk"], 1, chunk, c))
+                up = self.gate_up(ctx, arena, h_, w_up.view().tile(m["Fk"], 1, chunk, c))
                 a_c = rf.store(ctx, arena, rf.swiglu(ctx, arena, rf.load(ctx, arena, gate.view().relabel(m["Fh, Fl"])),
                                                      rf.load(ctx, arena, up.view().relabel(m["Fh, Fl"]))))
                 a_c.view().relabel(m["Fc"]).to_hbm_view(act.view().tile(m["Fk"], 1, m["Fc"], c), ctx.tdma)
@@ -214,14 +243,36 @@ class Weights:
             yield r0, w.astype(bfloat16).astype(np.float32)
 
 
-def upload(ctx: Context, weights: Weights, key: int, rows: int, cols: int, chip: Any, element: Any,
-           address: int) -> Hbm:
-    """Write weight ``key`` (``[rows, cols]``) to HBM at ``address`` chunk by chunk (host → HBM DMAs), and return
-    one handle over all of it (``HbmTensor.from_addr``, L821) laid out as ``element``."""
-    for r0, chunk in weights.chunks(key, rows, cols):
-        cax = AxisSet(R=chunk.shape[0], C=cols)
-        host = HostTensor.from_numpy(chunk, bf16, cax.m["R, C"], axes="R C")
-        host.to_hbm(cax.m["1"], cax.m["R, C"], ctx.pdma, address + 2 * r0 * cols)
+def tile_major(text: str, k: str, cols: int) -> str:
+    """The K-tile-major layout of a ``[rows, K]`` weight whose row-major layout is ``text`` (K the last axis ``k``
+    of ``cols`` columns): ``"HQ, D"`` → ``"D / 512, HQ, D % 512"``; a K of at most 512 is one tile (unchanged)."""
+    return f"{k} / {K_TILE}, {text.rsplit(',', 1)[0]}, {k} % {K_TILE}" if cols > K_TILE else text
+
+
+def upload(ctx: Context, weights: Weights, keys: tuple[int, ...], rows: int, cols: int, chip: Any, element: Any,
+           address: int, tiles: bool = True) -> Hbm:
+    """Write the weights ``keys`` (each ``[rows, cols]``, stacked by rows: ``[w_k; w_v]`` for two keys) to HBM at
+    ``address`` chunk by chunk (host → HBM DMAs), and return one handle over all of it (``HbmTensor.from_addr``,
+    L821) laid out as ``element``.
+
+    ``tiles`` (with ``cols > 512``): the host writes the stack K-tile-major, ``element`` being
+    ``m["K / 512, rows…, K % 512"]``: its rows ``[r0, r0 + r)`` of K tile ``kt`` (a contiguous ``[r, 512]`` piece of
+    a chunk) at ``address + 2·512·(kt·len(keys)·rows + r0)``, so each tile a :class:`Gemm` streams is one contiguous
+    run.  Otherwise row-major: the chunk at ``address + 2·cols·r0``."""
+    total = len(keys) * rows
+    for part, key in enumerate(keys):
+        for c0, chunk in weights.chunks(key, rows, cols):
+            r, r0 = chunk.shape[0], part * rows + c0  # r0: the chunk's first row in the stack
+            if tiles and cols > K_TILE:
+                pieces = chunk.reshape(r, cols // K_TILE, K_TILE).transpose(1, 0, 2)
+                for kt, piece in enumerate(pieces):
+                    cax = AxisSet(R=r, C=K_TILE)
+                    host = HostTensor.from_numpy(np.ascontiguousarray(piece), bf16, cax.m["R, C"], axes="R C")
+                    host.to_hbm(cax.m["1"], cax.m["R, C"], ctx.pdma, address + 2 * K_TILE * (kt * total + r0))
+                continue
+            cax = AxisSet(R=r, C=cols)
+            host = HostTensor.from_numpy(chunk, bf16, cax.m["R, C"], axes="R C")
+            host.to_hbm(cax.m["1"], cax.m["R, C"], ctx.pdma, address + 2 * r0 * cols)
     out: Hbm = HbmTensor.from_addr(ctx, bf16, chip, element, address)
     return out
 
@@ -235,11 +286,15 @@ def check(name: str, got: F64, want: F64, bound: F64) -> float:
     return float(np.max(err))
 
 
-def run(size: Size = REDUCED, seed: int = 8) -> dict[str, float]:
+def run(size: Size = REDUCED, seed: int = 8, tiles: bool = True,
+        keep: dict[str, F64] | None = None) -> dict[str, float]:
     """Build the layer at ``size``, run it in one launch on random weights, check every stage against numpy;
-    return each stage's largest error, the launch's cycles, its memory-bound limit and the wall times."""
+    return each stage's largest error, the launch's cycles, its memory-bound limit and the wall times.
+
+    ``tiles``: the weights stored K-tile-major (the default; ``False``: row-major, the layout before).  ``keep``,
+    when given, receives every stage's device output as read back (to compare two layouts bit for bit)."""
     t0 = time.perf_counter()
-    layer = Layer(size)
+    layer = Layer(size, tiles)
     m, sz = layer.m, size
     rng = np.random.default_rng(seed)
     weights = Weights(seed)
@@ -256,35 +311,39 @@ def run(size: Size = REDUCED, seed: int = 8) -> dict[str, float]:
     k_cache = to_bf16(0.5 * rng.standard_normal((sz.kv_heads, sz.s, sz.dk)))
     v_cache = to_bf16(rng.standard_normal((sz.kv_heads, sz.s, sz.dk)))
     hq, hkv = sz.heads * sz.dk, sz.kv_heads * sz.dk
-    shapes = {"q": (hq, sz.d, "HQ, D"), "k": (hkv, sz.d, "HKV, D"), "v": (hkv, sz.d, "HKV, D"),
-              "o": (sz.d, hq, "D, HO"), "gate": (sz.f, sz.d, "Fk, Fc, D"), "up": (sz.f, sz.d, "Fk, Fc, D"),
-              "down": (sz.d, sz.f, "D, F")}
+    # (seed keys — q 0, k 1, v 2, o 3, gate 4, up 5, down 6 — rows and columns of each, layout); k and v stacked
+    shapes = {"q": ((0,), hq, sz.d, "HQ, D"), "kv": ((1, 2), hkv, sz.d, "HKV2, D"),
+              "o": ((3,), sz.d, hq, "D, HO"), "gate": ((4,), sz.f, sz.d, "Fk, Fc, D"),
+              "up": ((5,), sz.f, sz.d, "Fk, Fc, D"), "down": ((6,), sz.d, sz.f, "D, F")}
     base, hbm = WEIGHT_BASE, {}
-    for key, (name, (rows, cols, text)) in enumerate(shapes.items()):
-        hbm[name] = upload(ctx, weights, key, rows, cols, m["1"], m[text], base)
-        base += -(-2 * rows * cols // 4096) * 4096
-    args = (put(x, "T, D", "D"), put(g_attn, "D", "D"), hbm["q"], hbm["k"], hbm["v"], put(rope, "Dr, Dk", "Dr Dk"),
+    for name, (keys, rows, cols, text) in shapes.items():
+        layout = tile_major(text, text.rsplit(", ", 1)[1], cols) if tiles else text
+        hbm[name] = upload(ctx, weights, keys, rows, cols, m["1"], m[layout], base, tiles)
+        base += -(-2 * len(keys) * rows * cols // 4096) * 4096
+    args = (put(x, "T, D", "D"), put(g_attn, "D", "D"), hbm["q"], hbm["kv"], put(rope, "Dr, Dk", "Dr Dk"),
             put(k_cache, "Hkv, S, Dr", "Hkv S Dr"), put(v_cache, "Hkv, S, Dvi", "Hkv S Dvi"),
             put(np.eye(sz.dk), "Dv, Dvi", "Dv Dvi"),
             hbm["o"], put(g_ffn, "D", "D"), hbm["gate"], hbm["up"], hbm["down"])
     t1 = time.perf_counter()
 
     @device(chip=1)
-    def decode_layer(ctx: Context, x: Hbm, g_attn: Hbm, w_q: Hbm, w_k: Hbm, w_v: Hbm, rope: Hbm, k_cache: Hbm,
+    def decode_layer(ctx: Context, x: Hbm, g_attn: Hbm, w_q: Hbm, w_kv: Hbm, rope: Hbm, k_cache: Hbm,
                      v_cache: Hbm, eye: Hbm, w_o: Hbm, g_ffn: Hbm, w_gate: Hbm, w_up: Hbm, w_down: Hbm
                      ) -> dict[str, Hbm]:
-        return layer.kernel(ctx, x, g_attn, w_q, w_k, w_v, rope, k_cache, v_cache, eye, w_o, g_ffn, w_gate, w_up,
-                            w_down)
+        return layer.kernel(ctx, x, g_attn, w_q, w_kv, rope, k_cache, v_cache, eye, w_o, g_ffn, w_gate, w_up, w_down)
 
     first = len(ctx.schedule.ops)
     # spelled out: the plugin checks each argument
     outs = launch(decode_layer, ctx, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7],
-                  args[8], args[9], args[10], args[11], args[12], args[13])
+                  args[8], args[9], args[10], args[11], args[12])
     span = ctx.schedule.device_span(first)
     t2 = time.perf_counter()
 
     def read(name: str, text: str, axes: str) -> F64:
-        return np.asarray(outs[name].to_host(m[text], ctx.pdma).numpy(axes=axes), np.float64)
+        got = np.asarray(outs[name].to_host(m[text], ctx.pdma).numpy(axes=axes), np.float64)
+        if keep is not None:
+            keep[name] = got
+        return got
 
     def gemv(key: int, rows: int, cols: int, vec: F64, k_tiles: int) -> tuple[F64, F64]:
         want, bound = np.zeros(rows), np.zeros(rows)

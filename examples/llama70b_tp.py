@@ -19,10 +19,11 @@ Every chip ends with the same ``[D]`` layer output (checked bitwise), ready for 
 By default (``visa run``, ``make run``, the test ``tests/kernels/test_llama70b_tp.py``) the size is reduced
 (D = 1024, 16 query heads and 4 KV heads of d_k = 64, F = 4096, cache S = 128), run on 2 and 4 chips, and
 compared with the one-chip layer of ``examples/llama70b_decode_layer.py`` run at the same size (its ``run``).
-Measured on this machine (``visa run``, about 5 s for all three): the one-chip layer 419,593 cycles, 2 chips
-190,648 (2.20×), 4 chips 141,377 (2.97×).  One AllReduce of the ``[1024]`` bf16 vector costs 604 cycles on 2
-chips (a 569-cycle ChipShuffle DMA of the bf16 partial, a 35-cycle add) and 1,274 on 4 (a second round: a
-637-cycle shuffle of the f32 sum, a 33-cycle add), so the two per layer are under 2% of the makespan; the
+Measured on this machine (``visa run``, about 5 s for all three): the one-chip layer 412,829 cycles, 2 chips
+183,884 (2.25×), 4 chips 134,613 (3.07×) (before k and v shared a Gemm: 419,593, 190,648, 141,377).  One
+AllReduce of the ``[1024]`` bf16 vector costs 604 cycles on 2 chips (a 569-cycle ChipShuffle DMA of the bf16
+partial, a 35-cycle add) and 1,274 on 4 (a second round: a 637-cycle shuffle of the f32 sum, a 33-cycle add), so
+the two per layer are under 2% of the makespan; the
 speedup stops short of n because each chip's tensor DMA still streams its weight tiles at the DMA cost model's
 rate and the per-head attention, norms and SwiGLU passes do not shrink with n (the memory-roofline utilisation
 printed by ``main`` is per chip).  (Before the weights were uploaded ahead of the activations, the launch's
@@ -33,13 +34,14 @@ Full size (``LLAMA70B_FULL=1 visa run examples/llama70b_tp.py``, or ``python exa
 ``--chips 2``: on 2; one chip count per process, as ``visa run`` keeps every context's device images for its report)
 (a chip holds its n-th of the 856M bf16 weights: 214M, 428 MB on 4 chips; 428M, 856 MB on 2). Every chip's weight
 shards are generated from a seed in chunks of 1024 rows (all chips' chunk at once, ``[n, 1024, cols]``), written
-host → HBM at consecutive addresses on every chip and read as one tensor through ``HbmTensor.from_addr`` (L821); the
-check regenerates each chunk, so the host never holds a weight. Measured on this machine (2 shared cores), one
-process per chip count: 4 chips 23 s wall (weights to HBM 6 s, launch 13.5 s, check 3 s; 18.5 s to HBM when the
-machine was busier), peak RSS 6.99 GB, makespan 2,924,517 cycles = 3.52× the one-chip layer's 10,307,355, per-chip
-memory-bound limit 570,775 cycles (19.5%); 2 chips 33 s wall (18.5 s, 10.6 s, 3.1 s), peak RSS 6.55 GB, makespan
-5,416,660 cycles = 1.90×, limit 1,141,550 (21.1%) — both measured before the DMA fixes of docs/manual-notes.md
-("DMA cost vs HBM channels"; the one-chip layer went 10,307,355 → 6,794,139), not re-run. On 2 chips a chip's
+host → HBM on every chip (each chunk as its K tiles' ``[n, 1024, 512]`` pieces, below) and read as one tensor
+through ``HbmTensor.from_addr`` (L821); the check regenerates each chunk, so the host never holds a weight.
+Measured on this machine (2 shared cores), one process per chip count, weights tile-major and stacked (below):
+4 chips 35 s wall (weights to HBM 19.0 s, launch 13.3 s, check 3.1 s), peak RSS 6.03 GB, makespan 960,255 cycles
+= 3.34× the one-chip layer's 3,211,847, per-chip memory-bound limit 570,775 cycles (59.4%); 2 chips 29 s wall
+(15.0 s, 10.2 s, 3.5 s), peak RSS 5.24 GB, makespan 1,601,300 cycles = 2.01×, limit 1,141,550 (71.3%) (row-major,
+before the DMA fixes of docs/manual-notes.md, "DMA cost vs HBM channels": 2,924,517 and 5,416,660; tile-major,
+q, k, v separate: 1,019,525 and 1,762,947). On 2 chips a chip's
 F/n = 14336 rows of gate and up exceed a
 :class:`~visa.kernels.Gemm`'s N of 8192 (and are no multiple of it), so they run in 2 chunks of 7168
 (``Size.f_chunks``), as the one-chip example's 4 chunks of 28672.
@@ -56,6 +58,19 @@ Departures from the manual, with lines:
 - **AllReduce in f32 of the bf16 partials**: each chip's partial leaves its GEMM rounded to bf16 (the GEMM's
   own output); the butterfly adds them in f32 and rounds the sum to bf16 once (``bounds.all_reduce``).  The
   shuffles are DM → DM DMAs over the chip-to-chip path (L2386–2389), not the HBM → HBM of L7607.
+- **Weight shards stored K-tile-major**, as in the one-chip example (its docstring has the lines: Example 4's
+  bank conflicts, L2682–2716, address map L2960–2977, queue and FR-FCFS L2981, L2990–2993): a chip's ``[rows, K]``
+  shard is ``m["K / 512, rows…, K % 512"]`` (K > 512), every chip's rows ``[r0, r0 + 1024)`` of K tile ``kt`` at
+  ``2·512·(kt·rows + r0)`` from the shard's base, the Gemms built with ``w_tiles=True`` and gate/up chunk ``c``
+  the view ``m["D / 512, Fc # F/n, D % 512"]``; each streamed tile is one contiguous run.  Results are bit for bit
+  the row-major layout's (``run(n, tiles=False)``, ``tests/kernels/test_llama70b_tp.py``).
+- **q, k, v shards stacked**: each chip's w_q, w_k, w_v shards are one ``[w_q; w_k; w_v]`` stack ``w_qkv``
+  (tile-major: a K tile's rows of all three adjacent).  When the stack fills whole DMNs (its rows a multiple of
+  1024: 32 slices of 32 output columns, L2404) one :class:`Gemm` contracts it and Q, K_new, V_new are tile views
+  of the result — on 2 chips at full size, 5120 rows, five DMNs each moving 1 MiB per tile in parallel (L2603);
+  otherwise (4 chips: 2560 rows, 2½ DMNs, which today's DMA plan reads one DMN at a time, 1,080,573 cycles
+  measured) q is one Gemm over its rows of the stack and k, v one Gemm over theirs (``TpLayer.rows_of``), as the
+  one-chip example's ``w_kv``.  Each output column is its own sums: the bits are those of three Gemms.
 - As in the one-chip example: the elementwise kernels read ``[D]`` / ``[F/n]`` as rows of 128, the caches are
   ``[h_kv, S, d_k]`` with Vᵀ made by ``I · Vᵀ`` per step, the RoPE rotation of ``w_rope[s]`` is an input, and
   the embedding gather, final norm, LM head and sampling are not part of the layer (L8202–8224).
@@ -93,6 +108,8 @@ F64 = npt.NDArray[np.float64]
 EPS = 1e-5
 CHIPS = (2, 4)
 CHUNK_ROWS = 1024  # rows of every chip's weight shard per host → HBM DMA
+K_TILE = 512  # columns of a weight's K tile (visa.kernels.Gemm's; 4 × 512 bf16 = one TRF half, L4151–4154)
+DMN_ROWS = 1024  # output rows of a Gemm per DMN: 32 slices (L2404) × 32 columns per slice
 WEIGHT_BASE = 4 << 30  # HBM byte address of the first weight on every chip (the arena's outputs start at 1 GiB)
 
 
@@ -111,7 +128,8 @@ class Size:
         """The axes of one chip's shard (local heads Hl, Hkvl; F/n columns Fl) and the chip axis C."""
         hl, hkvl, fl = self.heads // n, self.kv_heads // n, self.f // n
         fk = self.f_chunks(n)
-        return AxisSet(C=n, T=1, D=self.d, HQl=hl * self.dk, HKVl=hkvl * self.dk, HOl=hl * self.dk, Hl=hl,
+        return AxisSet(C=n, T=1, D=self.d, HQl=hl * self.dk, HKVl=hkvl * self.dk,
+                       HQKVl=(hl + 2 * hkvl) * self.dk, HKV2l=2 * hkvl * self.dk, HOl=hl * self.dk, Hl=hl,
                        Hkvl=hkvl, G=self.heads // self.kv_heads, Dk=self.dk, Dr=self.dk, Dv=self.dk, Dvi=self.dk,
                        S=self.s, Fl=fl, Fk=fk, Fc=fl // fk, Dh=self.d // 128, Dl=128, Fh=fl // fk // 128, Fw=128)
 
@@ -131,35 +149,51 @@ class Size:
 
 SIZE = Size(d=1024, heads=16, kv_heads=4, dk=64, f=4096, s=128)
 FULL = Size(d=8192, heads=64, kv_heads=8, dk=128, f=28672, s=256)
-ONE_CHIP_FULL = 10_307_355  # examples/llama70b_decode_layer.py --full, its makespan (README)
+ONE_CHIP_FULL = 3_211_847  # examples/llama70b_decode_layer.py --full, its makespan (README; tile-major, k and v fused)
 FULL_CHIPS = 4  # at full size one chip count per process (LLAMA70B_CHIPS=2 or --chips 2 for the other)
 
 
 class TpLayer:
     """The kernels of one layer's shard on each of ``n`` chips (every kernel built with ``chip="C"``)."""
 
-    def __init__(self, size: Size, n: int) -> None:
-        self.size, self.n = size, n
+    def __init__(self, size: Size, n: int, tiles: bool = True, fuse_q: bool | None = None) -> None:
+        self.size, self.n, self.tiles = size, n, tiles
         self.ax = ax = size.axes(n)
         self.m = ax.m
         self.rows_d = Rows(ax, "T", "D", chip="C")
         self.rows_dd = Rows(ax, "Dh", "Dl", chip="C")
         self.rows_f = Rows(ax, "Fh", "Fw", chip="C")  # SwiGLU on a chunk's [Fc/128, 128] view
-        self.q_proj, self.kv_proj = Gemm(ax, "T", "HQl", "D", chip="C"), Gemm(ax, "T", "HKVl", "D", chip="C")
+        # the weight shards are stored K-tile-major (``tiles``, the module docstring): each streamed tile contiguous
+        # w_qkv = [w_q; w_k; w_v] of the chip's heads in one stack; one Gemm over it when the stack fills whole DMNs
+        # (rows a multiple of 1024: 32 slices of 32 columns, L2404), else one over q's rows and one over k's and v's
+        self.fuse_q = ax.size("HQKVl") % DMN_ROWS == 0 if fuse_q is None else fuse_q
+        self.qkv_proj = Gemm(ax, "T", "HQKVl", "D", chip="C", w_tiles=tiles)
+        self.q_proj = Gemm(ax, "T", "HQl", "D", chip="C", w_tiles=tiles)
+        self.kv_proj = Gemm(ax, "T", "HKV2l", "D", chip="C", w_tiles=tiles)
         self.rope_q, self.rope_k = Gemm(ax, "Hl", "Dr", "Dk", chip="C"), Gemm(ax, "Hkvl", "Dr", "Dk", chip="C")
         self.attention = Attention(ax, q="G", s="S", dk="Dr", dv="Dv", chip="C")
         self.transpose = Gemm(ax, "Dv", "S", "Dvi", chip="C")
-        self.o_proj = Gemm(ax, "T", "D", "HOl", chip="C")
-        self.gate_up = Gemm(ax, "T", "Fc", "D", chip="C")
-        self.down = Gemm(ax, "T", "D", "Fl", chip="C")
+        self.o_proj = Gemm(ax, "T", "D", "HOl", chip="C", w_tiles=tiles)
+        self.gate_up = Gemm(ax, "T", "Fc", "D", chip="C", w_tiles=tiles)
+        self.down = Gemm(ax, "T", "D", "Fl", chip="C", w_tiles=tiles)
         self.arena = Arena()
+
+    def rows_of(self, w_qkv: Hbm, name: str, first: int) -> Any:
+        """Rows ``[first, first + |name|)`` of the ``[w_q; w_k; w_v]`` stack as a view over axis ``name``: in the
+        K-tile-major stack a K tile's rows are adjacent and the next K tile is the stack's rows on (``# HQKVl``)."""
+        m, rows, total = self.m, self.ax.size(name), self.ax.size("HQKVl")
+        if self.tiles and self.size.d > K_TILE:
+            tile = m[f"D / {K_TILE}, HQKVl = {rows} # {total}, D % {K_TILE}"]
+            return w_qkv.view().tile(m["HQKVl"], rows, tile, first).relabel(
+                m[f"D / {K_TILE}, {name} # {total}, D % {K_TILE}"])
+        return w_qkv.view().tile(m["HQKVl"], rows, m[f"HQKVl = {rows}, D"], first).relabel(m[f"{name}, D"])
 
     def reduce(self, ctx: Context, arena: Arena, partial: Hbm) -> Any:
         """AllReduce (butterfly) of the chips' partial ``[D]`` sums, as ``[D/128, 128]`` rows in DM (bf16)."""
         rdd = self.rows_dd
         return all_reduce(ctx, self.ax, arena, rdd.load(ctx, arena, partial.view().relabel(self.m["Dh, Dl"])))
 
-    def kernel(self, ctx: Context, x: Hbm, g_attn: Hbm, w_q: Hbm, w_k: Hbm, w_v: Hbm, rope: Hbm, k_cache: Hbm,
+    def kernel(self, ctx: Context, x: Hbm, g_attn: Hbm, w_qkv: Hbm, rope: Hbm, k_cache: Hbm,
                v_cache: Hbm, eye: Hbm, w_o: Hbm, g_ffn: Hbm, w_gate: Hbm, w_up: Hbm, w_down: Hbm) -> dict[str, Hbm]:
         """The decode step on every chip (the module docstring's stages 1–4); returns every stage's output."""
         m, sz = self.m, self.size
@@ -168,9 +202,20 @@ class TpLayer:
             rd, rdd, rf = self.rows_d, self.rows_dd, self.rows_f
             x_norm = rd.store(ctx, arena, rd.rms_norm_streamed(ctx, arena, rd.load(ctx, arena, x),
                                                                rd.load(ctx, arena, g_attn), eps=EPS))
-            q = self.q_proj(ctx, arena, x_norm, w_q)
-            k_new = self.kv_proj(ctx, arena, x_norm, w_k)
-            v_new = self.kv_proj(ctx, arena, x_norm, w_v)
+            # one GEMM over the chip's q, k and v rows (more slices per tile than each alone: more DMNs, L2603);
+            # Q, K_new, V_new are its three row ranges (each output column its own sums: the bits of three GEMMs)
+            hq_, hkv_ = hl * sz.dk, hkvl * sz.dk
+            if self.fuse_q:
+                qkv = self.qkv_proj(ctx, arena, x_norm, w_qkv)
+                q, k_new, v_new = (qkv.view().tile(m["HQKVl"], rows, m[f"T, HQKVl = {rows}"], at0)
+                                   .relabel(m[f"T, {name}"]).as_tensor()
+                                   for rows, at0, name in ((hq_, 0, "HQl"), (hkv_, hq_, "HKVl"),
+                                                           (hkv_, hq_ + hkv_, "HKVl")))
+            else:
+                q = self.q_proj(ctx, arena, x_norm, self.rows_of(w_qkv, "HQl", 0))
+                kv = self.kv_proj(ctx, arena, x_norm, self.rows_of(w_qkv, "HKV2l", hq_))
+                k_new, v_new = (kv.view().tile(m["HKV2l"], hkv_, m[f"T, HKV2l = {hkv_}"], i * hkv_)
+                                .relabel(m["T, HKVl"]).as_tensor() for i in range(2))
             q_rope = self.rope_q(ctx, arena, q.view().relabel(m["Hl, Dk"]), rope)
             k_rope = self.rope_k(ctx, arena, k_new.view().relabel(m["Hkvl, Dk"]), rope)
             at = sz.s - 1  # the KV-cache append at s − 1 (L8286–8297), each chip its own heads
@@ -196,9 +241,13 @@ class TpLayer:
             act = HbmTensor(ctx, bf16, m["C"], m["Fk, Fc"], arena.take_hbm(2 * sz.f // self.n),
                             call="llama70b_tp.act")
             chunks: dict[str, Hbm] = {}
+            # chunk c: rows [c·Fc, (c+1)·Fc) of the chip's F/n; stored tile-major, its rows of one K tile are adjacent
+            # and the next K tile's are F/n rows on (the padding ``Fc # F/n``)
+            fl = sz.f // self.n
+            chunk = m[f"D / {K_TILE}, Fc # {fl}, D % {K_TILE}"] if self.tiles and sz.d > K_TILE else m["Fc, D"]
             for c in range(fk):  # the chip's F/n rows of gate and up in Fk chunks of Fc rows (tile views)
-                gate = self.gate_up(ctx, arena, h_, w_gate.view().tile(m["Fk"], 1, m["Fc, D"], c))
-                up = self.gate_up(ctx, arena, h_, w_up.view().tile(m["Fk"], 1, m["Fc, D"], c))
+                gate = self.gate_up(ctx, arena, h_, w_gate.view().tile(m["Fk"], 1, chunk, c))
+                up = self.gate_up(ctx, arena, h_, w_up.view().tile(m["Fk"], 1, chunk, c))
                 a_c = rf.store(ctx, arena, rf.swiglu(ctx, arena,
                                                      rf.load(ctx, arena, gate.view().relabel(m["Fh, Fw"])),
                                                      rf.load(ctx, arena, up.view().relabel(m["Fh, Fw"]))))
@@ -238,15 +287,34 @@ class Weights:
             w *= scale
             yield r0, w.astype(ml_dtypes.bfloat16).astype(np.float32)
 
-    def upload(self, ctx: Context, chip: Any, key: int, rows: int, cols: int, k: int, element: Any,
-               address: int) -> Hbm:
+    def upload(self, ctx: Context, chip: Any, keys: tuple[tuple[int, int], ...], cols: int, k: int, element: Any,
+               address: int, tiles: bool = True) -> Hbm:
         """Write every chip's ``[rows, cols]`` shard of weight ``key`` to its HBM at ``address``, chunk by chunk
         (host → HBM DMAs over ``m["C"]``), and return one handle over the shards (``HbmTensor.from_addr``, L821)
-        laid out as ``element`` on every chip."""
-        for r0, chunk in self.chunks(key, rows, cols, k):
-            cax = AxisSet(C=self.n, R=chunk.shape[1], K=cols)
-            host = HostTensor.from_numpy(chunk, bf16, cax.m["C, R, K"], axes="C R K")
-            host.to_hbm(cax.m["C"], cax.m["R, K"], ctx.pdma, address + 2 * r0 * cols)
+        laid out as ``element`` on every chip.  ``keys`` lists ``(key, rows)`` of the weights stacked by rows
+        (``[w_q; w_k; w_v]``), each ``[rows, cols]`` per chip.
+
+        ``tiles`` (with ``cols > 512``): K-tile-major, ``element`` being ``m["K / 512, rows…, K % 512"]``: every
+        chip's stacked rows ``[r0, r0 + r)`` of K tile ``kt`` (a contiguous ``[n, r, 512]`` piece of a chunk) at
+        ``address + 2·512·(kt·total + r0)``, ``total`` the stack's rows, so each tile a :class:`Gemm` streams is one
+        contiguous run.  Otherwise row-major: the chunk at ``address + 2·cols·r0``."""
+        total = sum(rows for _, rows in keys)
+        first = 0  # the first row of the current weight in the stack
+        for key, rows in keys:
+            for c0, chunk in self.chunks(key, rows, cols, k):
+                r, r0 = chunk.shape[1], first + c0
+                if tiles and cols > K_TILE:
+                    pieces = chunk.reshape(self.n, r, cols // K_TILE, K_TILE).transpose(2, 0, 1, 3)
+                    for kt, piece in enumerate(pieces):
+                        pax = AxisSet(C=self.n, R=r, K=K_TILE)
+                        host = HostTensor.from_numpy(np.ascontiguousarray(piece), bf16, pax.m["C, R, K"],
+                                                     axes="C R K")
+                        host.to_hbm(pax.m["C"], pax.m["R, K"], ctx.pdma, address + 2 * K_TILE * (kt * total + r0))
+                    continue
+                cax = AxisSet(C=self.n, R=r, K=cols)
+                host = HostTensor.from_numpy(chunk, bf16, cax.m["C, R, K"], axes="C R K")
+                host.to_hbm(cax.m["C"], cax.m["R, K"], ctx.pdma, address + 2 * r0 * cols)
+            first += rows
         out: Hbm = HbmTensor.from_addr(ctx, bf16, chip, element, address)
         return out
 
@@ -271,11 +339,22 @@ def check(name: str, got: F64, want: F64, bound: F64) -> float:
     return float(np.max(err))
 
 
-def run(n: int, size: Size = SIZE, seed: int = 8) -> dict[str, float]:
+def tile_major(text: str, k: str, cols: int) -> str:
+    """The K-tile-major layout of a ``[rows, K]`` shard whose row-major layout is ``text`` (K the last axis ``k``
+    of ``cols`` columns): ``"HQl, D"`` → ``"D / 512, HQl, D % 512"``; a K of at most 512 is one tile (unchanged)."""
+    return f"{k} / {K_TILE}, {text.rsplit(',', 1)[0]}, {k} % {K_TILE}" if cols > K_TILE else text
+
+
+def run(n: int, size: Size = SIZE, seed: int = 8, tiles: bool = True,
+        keep: dict[str, F64] | None = None, fuse_q: bool | None = None) -> dict[str, float]:
     """Run the layer on ``n`` chips on random weights, check every stage on every chip against numpy; return
-    each stage's largest error, the launch's cycles and the per-chip memory-bound limit."""
+    each stage's largest error, the launch's cycles and the per-chip memory-bound limit.
+
+    ``tiles``: the weight shards stored K-tile-major (the default; ``False``: row-major, the layout before).
+    ``keep``, when given, receives every stage's device output (to compare two layouts bit for bit).  ``fuse_q``
+    forces q into the k/v Gemm (``True``) or out of it (``False``); default: when the stack fills whole DMNs."""
     t0 = time.perf_counter()
-    layer = TpLayer(size, n)
+    layer = TpLayer(size, n, tiles, fuse_q)
     m, sz = layer.m, size
     rng = np.random.default_rng(seed)
     weights = Weights(seed, n)
@@ -306,11 +385,18 @@ def run(n: int, size: Size = SIZE, seed: int = 8) -> dict[str, float]:
               "gate": (fl, sz.d, sz.d, "Fk, Fc, D"), "up": (fl, sz.d, sz.d, "Fk, Fc, D"),
               "down": (sz.d, fl, sz.f, "D, Fl")}
     keys = {name: key for key, name in enumerate(shapes)}
+    # in HBM q, k and v are one stack [w_q; w_k; w_v] per chip (one Gemm); (its weights, its layout)
+    stacks = {"qkv": (("q", "k", "v"), "HQKVl, D"), "o": (("o",), "D, HOl"), "gate": (("gate",), "Fk, Fc, D"),
+              "up": (("up",), "Fk, Fc, D"), "down": (("down",), "D, Fl")}
     base, hbm = WEIGHT_BASE, {}
-    for name, (rows, cols, k, text) in shapes.items():
-        hbm[name] = weights.upload(ctx, m["C"], keys[name], rows, cols, k, m[text], base)
+    for name, (parts, text) in stacks.items():
+        _, cols, k, _ = shapes[parts[0]]
+        rows = sum(shapes[p][0] for p in parts)
+        layout = tile_major(text, text.rsplit(", ", 1)[1], cols) if tiles else text
+        hbm[name] = weights.upload(ctx, m["C"], tuple((keys[p], shapes[p][0]) for p in parts), cols, k, m[layout],
+                                   base, tiles)
         base += -(-2 * rows * cols // 4096) * 4096
-    args = (put(rep(x[None]), "T, D", "T D"), put(rep(g_attn), "D", "D"), hbm["q"], hbm["k"], hbm["v"],
+    args = (put(rep(x[None]), "T, D", "T D"), put(rep(g_attn), "D", "D"), hbm["qkv"],
             put(rep(rope), "Dr, Dk", "Dr Dk"), put(k_cache.reshape(n, hkvl, sz.s, dk), "Hkvl, S, Dr", "Hkvl S Dr"),
             put(v_cache.reshape(n, hkvl, sz.s, dk), "Hkvl, S, Dvi", "Hkvl S Dvi"),
             put(rep(np.eye(dk)), "Dv, Dvi", "Dv Dvi"), hbm["o"], put(rep(g_ffn), "D", "D"), hbm["gate"], hbm["up"],
@@ -318,15 +404,14 @@ def run(n: int, size: Size = SIZE, seed: int = 8) -> dict[str, float]:
     t1 = time.perf_counter()
 
     @device(chip=n)
-    def decode_layer_tp(ctx: Context, x: Hbm, g_attn: Hbm, w_q: Hbm, w_k: Hbm, w_v: Hbm, rope: Hbm, k_cache: Hbm,
+    def decode_layer_tp(ctx: Context, x: Hbm, g_attn: Hbm, w_qkv: Hbm, rope: Hbm, k_cache: Hbm,
                         v_cache: Hbm, eye: Hbm, w_o: Hbm, g_ffn: Hbm, w_gate: Hbm, w_up: Hbm, w_down: Hbm
                         ) -> dict[str, Hbm]:
-        return layer.kernel(ctx, x, g_attn, w_q, w_k, w_v, rope, k_cache, v_cache, eye, w_o, g_ffn, w_gate, w_up,
-                            w_down)
+        return layer.kernel(ctx, x, g_attn, w_qkv, rope, k_cache, v_cache, eye, w_o, g_ffn, w_gate, w_up, w_down)
 
     first = len(ctx.schedule.ops)
     outs = launch(decode_layer_tp, ctx, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7],
-                  args[8], args[9], args[10], args[11], args[12], args[13])
+                  args[8], args[9], args[10], args[11])
     span = ctx.schedule.device_span(first)
     t2 = time.perf_counter()
 
@@ -334,8 +419,10 @@ def run(n: int, size: Size = SIZE, seed: int = 8) -> dict[str, float]:
         """Chip c's ``[axes]`` output as ``[C, axes]`` (size-1 axes restored)."""
         names = f"C {axes}".split()
         kept = " ".join(a for a in names if layer.ax.size(a) > 1)
-        got = np.asarray(outs[name].logical(axes=kept), np.float64)
-        return got.reshape([layer.ax.size(a) for a in names])
+        got = np.asarray(outs[name].logical(axes=kept), np.float64).reshape([layer.ax.size(a) for a in names])
+        if keep is not None:
+            keep[name] = got
+        return got
 
     def gemv(name: str, vec: F64, k_tiles: int) -> Any:
         """Chip c's (want, bound) of weight ``name``'s shard times ``vec[c]``."""
