@@ -437,17 +437,20 @@ class DenseImage:
         return self._pages.known_span(units, lo, hi)
 
     def flat_image(self) -> DenseImage:
-        """The same image seen as one flat unit (views, no copy; its page states are this image's when a unit
-        is a whole number of pages, else the mask is made exact everywhere first)."""
+        """The same image seen as one flat unit, for reading (views, no copy, when a unit is a whole number of
+        pages: the page states are this image's; else the mask is made exact everywhere and the flat image reads
+        a copy of it — its own page bookkeeping, settling pages as it reads, must not clear this image's mask
+        bytes under pages this image still keeps MIXED)."""
         flat = object.__new__(DenseImage)
         flat._data = self._data.reshape(-1)
-        flat._written = self._written.reshape(-1)
         pm = self._pages
         if pm.n % pm.page:  # pages do not line up across units: every page exact, and the flat one all MIXED
             pm.materialise(slice(None), 0, pm.n)
+            flat._written = self._written.reshape(-1).copy()
             flat._pages = PageMask(flat._written.reshape(1, -1), pm.page)
             flat._pages.state[...] = MIXED
         else:
+            flat._written = self._written.reshape(-1)
             flat._pages = PageMask(flat._written.reshape(1, -1), pm.page, pm.state.reshape(1, -1))
         flat._dirty = (0, int(flat._data.size))
         flat.name = self.name

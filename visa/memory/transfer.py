@@ -382,6 +382,11 @@ def _copy_chip(loops: Sequence[ByteLoop], sb: int, db: int, src: Endpoint, dst: 
     shape = tuple(n for n, _, _ in loops)
     if math.prod(shape) == 0 or _adopted(loops, sb, db, src, dst):
         return
+    # the source's views first: taking the destination's may merge HBM regions (or copy a shared one) into new
+    # arrays, which views taken before still see as they were (the bytes read), but a destination view taken
+    # before a later merge would write into an array nobody keeps
+    r = _resolve(src.space, sb, [(n, s) for n, s, _ in loops])
+    got_src = src.contiguous(r.chip, r.lo, r.hi, write=False) if r.in_units else None
     w = _resolve(dst.space, db, [(n, d) for n, _, d in loops])
     got = dst.contiguous(w.chip, w.lo, w.hi) if w.in_units else None
     if got is None:
@@ -389,8 +394,6 @@ def _copy_chip(loops: Sequence[ByteLoop], sb: int, db: int, src: Endpoint, dst: 
                            "outside the memory that exists", call="dma.execute")
     d_data, d_at = got
     d_off = d_at + (w.base - w.lo)
-    r = _resolve(src.space, sb, [(n, s) for n, s, _ in loops])
-    got_src = src.contiguous(r.chip, r.lo, r.hi, write=False) if r.in_units else None
     dv = _view(d_data, d_off, shape, w.strides)
     if got_src is not None:
         s_data, s_at = got_src

@@ -157,9 +157,16 @@ class UnitSelection(DenseImage):
         """Mark the bytes ``byte_index`` of the units where ``where`` (``(count, len)``) as never written."""
         idx = np.asarray(byte_index, dtype=np.int64)
         self._check(idx)
-        if not np.any(where):
+        if not np.any(where) or not self.count:
             return
-        self._materialise(idx, 1, where)
+        # (always materialise: a page already all written still has its mask bytes to clear — _materialise's
+        # "nothing to write" shortcut holds for writes of True only)
+        w = np.broadcast_to(where, (self.count, *idx.shape))
+        if bool(w.all()):
+            self._pm().materialise_index(self.units, idx, 1)
+        else:
+            nz = np.nonzero(w)
+            self._pm().materialise_bytes(self.units[nz[0]], idx[tuple(nz[1:])], 1)
         self._put(self.base._written, idx, False, where)
 
     def gather_words(self, byte_index: IntArray, nb: int) -> tuple[npt.NDArray[Any], BoolArray] | None:

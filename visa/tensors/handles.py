@@ -178,8 +178,11 @@ class HostTensor(Generic[D, Element]):
         return out
 
     def buffer(self) -> tuple[npt.NDArray[Any], BoolArray]:
-        """The raw buffer and its written mask, poison included (for the DMA that moves it; never a result)."""
-        return self._values, self.known
+        """The raw buffer and its written mask, poison included (for the DMA that moves it; never a result).
+        Read-only views: HBM may share the buffer (copy on write), so nothing writes it through here."""
+        values = self._values.view()
+        values.flags.writeable = False
+        return values, self.known
 
     @classmethod
     def from_numpy(cls, array: npt.ArrayLike, dtype: type[D], mapping: Mapping,
