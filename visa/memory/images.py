@@ -767,6 +767,8 @@ def load_nest(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: Sequen
     C-contiguous arrays of ``dtype.storage`` and bool holding that many elements), or None when the nest cannot
     run on words (4-bit elements, an element outside the image): then use :func:`load`.
     """
+    if dtype.image_bits == 4:
+        return _load_nibbles(dtype, image, bit_base, loops, out)
     got = _byte_nest(dtype, image, bit_base, loops)
     if got is None:
         return None
@@ -791,6 +793,8 @@ def store_nest(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: Seque
     (e.g. shape ``(*leading, *sizes)``).  One strided copy.  False (nothing written) when the nest cannot run
     on words or may visit an element twice: then use :func:`store_stream`.
     """
+    if dtype.image_bits == 4:
+        return _store_nibbles(dtype, image, bit_base, loops, values, known)
     got = _byte_nest(dtype, image, bit_base, loops)
     if got is None or not _injective(got[2], got[0]):
         return False
@@ -799,6 +803,66 @@ def store_nest(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: Seque
     vals = dt.as_storage(dtype, values)
     k = np.broadcast_to(np.asarray(known, dtype=bool), vals.shape)
     return image.write_nest(nb, base, nest, _to_words(dtype, vals), k)
+
+
+def _nibble_nest(image: Image, bit_base: int, loops: Sequence[tuple[int, int]]) -> tuple[int, Nest] | None:
+    """``(byte base, byte nest)`` of a loop nest over 4-bit elements whose innermost loop runs over whole bytes
+    (stride 1, an even count, from a byte boundary) and whose other loops step whole bytes: element ``2j`` of
+    the innermost loop is the low nibble of its byte, ``2j + 1`` the high one (docs/manual-notes.md "dtypes")."""
+    if bit_base % 8 or not isinstance(image, DenseImage) or not loops:
+        return None
+    n_in, s_in = (int(v) for v in loops[-1])
+    outer = [(int(n), int(s)) for n, s in loops[:-1] if n != 1]
+    if s_in != 1 or n_in <= 0 or n_in % 2 or any(n <= 0 or s % 2 for n, s in outer):
+        return None
+    nest = tuple((n, s) for n, s in (*((n, s // 2) for n, s in outer), (n_in // 2, 1)) if n != 1)
+    lo, hi = _nest_bounds(nest)
+    base = bit_base // 8
+    if base + lo < 0 or base + hi + 1 > image.nbytes:
+        return None
+    return base, nest
+
+
+def _load_nibbles(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: Sequence[tuple[int, int]],
+                  out: tuple[npt.NDArray[Any], BoolArray] | None) -> tuple[npt.NDArray[Any], BoolArray] | None:
+    """:func:`load_nest` of 4-bit elements: one strided copy of the bytes, then each byte's two nibbles (both
+    known or neither: a byte has one written flag)."""
+    got = _nibble_nest(image, bit_base, loops)
+    if got is None:
+        return None
+    base, nest = got
+    assert isinstance(image, DenseImage)
+    shape = (*image.lead_shape, *(int(n) for n, _ in loops))
+    pairs = (*shape[:-1], shape[-1] // 2)
+    raw, raw_known = np.empty(pairs, np.uint8), np.empty(pairs, bool)
+    if not image.read_nest(1, base, nest, raw, raw_known):
+        return None
+    if out is None:
+        out = np.empty(shape, dtype=dtype.storage), np.empty(shape, dtype=bool)
+    values, known = out
+    if not (values.flags.c_contiguous and known.flags.c_contiguous and values.dtype == dtype.storage):
+        return None
+    v, k = values.reshape(*pairs, 2), known.reshape(*pairs, 2)
+    v[..., 0] = dt.from_bits(dtype, raw & 0xF)
+    v[..., 1] = dt.from_bits(dtype, raw >> 4)
+    k[..., 0] = raw_known
+    k[..., 1] = raw_known
+    return values.reshape(shape), known.reshape(shape)
+
+
+def _store_nibbles(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: Sequence[tuple[int, int]],
+                   values: npt.ArrayLike, known: npt.ArrayLike) -> bool:
+    """:func:`store_nest` of 4-bit elements, two to a byte, when every element is known (a poisoned nibble
+    poisons its byte, and a nibble of stream padding does not: only :func:`store_stream` knows which is which)."""
+    got = _nibble_nest(image, bit_base, loops)
+    k = np.asarray(known, dtype=bool)
+    if got is None or not _injective(got[1], 1) or not bool(k.all()):
+        return False
+    base, nest = got
+    assert isinstance(image, DenseImage)
+    bits = dt.to_bits(dtype, dt.as_storage(dtype, values).reshape(-1)).reshape(-1, 2)
+    packed = np.bitwise_or(bits[:, 0], np.left_shift(bits[:, 1], 4, dtype=np.uint8), dtype=np.uint8)
+    return image.write_nest(1, base, nest, packed, np.broadcast_to(True, packed.shape))
 
 
 def _nbytes_per(dtype: type[dt.Scalar]) -> int:
