@@ -843,8 +843,12 @@ def _load_nibbles(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: Se
     if not (values.flags.c_contiguous and known.flags.c_contiguous and values.dtype == dtype.storage):
         return None
     v, k = values.reshape(*pairs, 2), known.reshape(*pairs, 2)
-    v[..., 0] = dt.from_bits(dtype, raw & 0xF)
-    v[..., 1] = dt.from_bits(dtype, raw >> 4)
+    if dtype.kind == "int" and values.dtype == np.int8:  # two's complement: arithmetic shifts sign-extend
+        np.right_shift(np.left_shift(raw, 4).view(np.int8), 4, out=v[..., 0])
+        np.right_shift(raw.view(np.int8), 4, out=v[..., 1])
+    else:
+        v[..., 0] = dt.from_bits(dtype, raw & 0xF)
+        v[..., 1] = dt.from_bits(dtype, raw >> 4)
     k[..., 0] = raw_known
     k[..., 1] = raw_known
     return values.reshape(shape), known.reshape(shape)
