@@ -190,7 +190,8 @@ class UnitSelection(DenseImage):
             return _nest_view(words[self.box], byte_base, nest)
         return _nest_view(self._rows(words), byte_base, nest)
 
-    def read_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any], known: BoolArray) -> bool:
+    def read_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any],
+                  known: BoolArray | None) -> bool:
         wv = word_view(self.base._data, nb)
         if wv is None:
             return False
@@ -200,9 +201,15 @@ class UnitSelection(DenseImage):
             np.copyto(words.reshape(src.shape), src)
         else:
             words.reshape(self.count, *sizes)[...] = self._nest(wv, byte_base, nest)[self.units]
+        if known is None:  # the caller knows every byte read was written (nest_written)
+            return True
         _nest_known(self._pm(), self.units, self.base._pages.mask, nb, byte_base, nest,
                     known.reshape(self.count, *sizes))
         return True
+
+    def nest_written(self, lo: int, hi: int) -> bool:
+        """Were bytes ``[lo, hi)`` of every selected unit written?  Reads no mask where the pages are all written."""
+        return self._pm().all_known(self.units, max(lo, 0), min(hi, self.nbytes))
 
     @property
     def span(self) -> slice | None:
