@@ -762,7 +762,7 @@ def execute(cfg: FetchConfig, images: Sequence[DenseImage], bit_bases: Sequence[
     if mask is not None and cfg.mask is not None:
         np.copyto(values, np.asarray(cfg.mask.pad_value).astype(src.storage), where=mask)
         if not everywhere:
-            known |= mask
+            known = known | mask if not known.flags.writeable else np.bitwise_or(known, mask, out=known)
     cur: type[dt.Scalar] = src
     # -- table indexing (L1936-1959) ------------------------------------------------------------------------
     if cfg.table is not None:
@@ -801,8 +801,14 @@ def _read(cfg: FetchConfig, images: Sequence[DenseImage], bases: IntArray, sel: 
     # every position is written below: the slices read, and the others as poison (0, unknown)
     values = np.empty(shape, dtype=src.storage)
     if _all_known(src, images, lv, nest, valid):  # every byte read was written: no per-element mask (known.py)
-        known = known_everywhere(shape)
+        # known where a slice holds data (a broadcast along the stream: one bool per slice), poison (0) elsewhere
+        known = (known_everywhere(shape) if bool(lv.all())
+                 else np.broadcast_to(lv.reshape(*shape[:-1], 1), shape))
         for c, img in enumerate(images):
+            for lo, hi in _runs(~lv[c].reshape(-1)):
+                values[c].reshape(-1, n_t * n_p)[lo:hi] = 0
+            if not lv[c].any():
+                continue
             units = enabled_units(img, lv[c])
             if units.span is None or nest is None or not load_nest_values(
                     src, units, nest[0], nest[1], values[c].reshape(-1, n_t * n_p)[units.span]):
@@ -847,12 +853,13 @@ def _read(cfg: FetchConfig, images: Sequence[DenseImage], bases: IntArray, sel: 
 
 def _all_known(src: type[dt.Scalar], images: Sequence[DenseImage], lv: BoolArray,
                nest: tuple[int, tuple[tuple[int, int], ...]] | None, valid: BoolArray) -> bool:
-    """Is every position of the stream known: every slice holds data, every stream position is valid (no
-    padding read), and every byte the loop nest spans was written in every slice (asked of the pages, no mask
-    read; manual L1071–1093)?"""
-    if nest is None or not bool(lv.all()) or not bool(valid.all()):
+    """Is every position of the stream known in the slices that hold data (``lv``; the others are poison): every
+    stream position is valid (no padding read), and every byte the loop nest spans was written in every such
+    slice (asked of the pages, no mask read; manual L1071–1093)?"""
+    if nest is None or not bool(valid.all()):
         return False
-    return all(nest_all_written(src, enabled_units(img, lv[c]), nest[0], nest[1]) for c, img in enumerate(images))
+    return all(nest_all_written(src, enabled_units(img, lv[c]), nest[0], nest[1])
+               for c, img in enumerate(images) if lv[c].any())
 
 
 def _runs(on: BoolArray) -> list[tuple[int, int]]:
