@@ -216,7 +216,7 @@ def _entry_digits(align: AlignPlan, t: IntArray) -> list[IntArray]:
 
 
 #: Elements of both operands converted at once by one worker (a piece stays in the cache while it is multiplied).
-_PIECE_ELEMENTS = 1 << 20
+_PIECE_ELEMENTS = 1 << 19
 
 #: Fewest distinct weight matrices for which stacking the activations pays (fewer leave too few pieces for the
 #: workers, and one stacked activation takes the memory of all of them at once).
