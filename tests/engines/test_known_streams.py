@@ -32,12 +32,12 @@ def _materialised(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _gemm(dtype: Any, x: np.ndarray, y: np.ndarray, dm_poison: bool = False, trf_poison: bool = False,
-          y2: np.ndarray | None = None) -> tuple[Any, Any, Any]:
+          y2: np.ndarray | None = None, finish: bool = True) -> tuple[Any, Any, Any]:
     """``x @ y`` on 256 slices, each a 2 × 8 output tile (``Slice = I / 2, J / 8``), every column block of B in
     the TRF of the 16 slices of its column (the weights repeat with period 16, as in examples/gemm.py).
     ``dm_poison`` unwrites 2 bytes of A in slice 17 (row I = 2, K = 0), ``trf_poison`` one byte of the TRF of
     slice 5 (Row 3, element K = 1); ``y2`` is loaded into the same TRF half after ``align`` (before ``contract``).
-    Returns the fetched stream, the aligned stream and the result."""
+    Returns the fetched stream, the aligned stream and the result (None without ``finish``)."""
     m = AX.m
     ctx = Context.acquire()
     cluster, slice_ = m["1 # 2"], m["I / 2, J / 8"]
@@ -70,6 +70,8 @@ def _gemm(dtype: Any, x: np.ndarray, y: np.ndarray, dm_poison: bool = False, trf
                .align(m[f"I % 2, K / {n}"], m[f"K % {n}"], trf))
     if y2 is not None:
         load_trf(y2, 1 << 25)
+    if not finish:
+        return fetched, aligned, None
     out = aligned.contract(m["1"]).accumulate(m["I % 2"], m["J % 8"], AccumulationKind.Interleaved)
     return fetched, aligned, out
 
@@ -162,3 +164,17 @@ def test_a_to_trf_after_align_does_not_change_the_pass(dtype: Any) -> None:
         v = _logical(got)[0].astype(np.int64)
         assert np.array_equal(v, x.astype(np.int64) @ y.astype(np.int64))
         assert not np.array_equal(v, x.astype(np.int64) @ y2.astype(np.int64))
+
+
+def test_contraction_tensor_data_of_a_periodic_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the ContractionTensor's own data (with the Row level, L4310–4317) through the periodic window: the same as
+    # the materialised window's
+    x, y = _inputs(i8)
+    _, aligned, _ = _gemm(i8, x, y, dm_poison=True, finish=False)
+    assert aligned.extra["window"].period == 16
+    got = aligned.contract(AX.m["1"]).data
+    _materialised(monkeypatch)
+    _, aligned2, _ = _gemm(i8, x, y, dm_poison=True, finish=False)
+    want = aligned2.contract(AX.m["1"]).data
+    assert np.array_equal(got.values, want.values) and np.array_equal(got.known, want.known)
+    assert not bool(want.known.all()) and bool(want.known[0, 0, :16].all())

@@ -672,6 +672,8 @@ def _holds_all(factors: list[_Factor], last: int, atom: C.Atom) -> bool:
     digit below its count (the check of :func:`_check_held`, without enumerating the positions)."""
     if isinstance(atom, C.Sym):
         last = min(last, atom.size - 1)
+    if len({f.stride for f in factors}) != len(factors):
+        return False  # two digits of one stride: the check's decomposition depends on their order, enumerate
     reach = 1
     for f in sorted(factors, key=lambda f: f.stride):
         if f.stride != reach or not 0 < f.count <= f.size:

@@ -37,6 +37,7 @@ import numpy.typing as npt
 
 from visa import dtypes as dt
 from visa.errors import AddressError
+from visa.memory.known import all_true
 from visa.memory.pages import ALL, MIXED, PAGE_BYTES, PageMask, Units, nest_offsets
 
 __all__ = ["DenseImage", "PagedImage", "Image", "load", "store", "store_stream", "unwrite", "load_nest", "store_nest",
@@ -379,7 +380,7 @@ class DenseImage:
         target = _nest_view(wv, byte_base, nest)
         covering = math.prod(n for n, _ in nest) * nb == r_hi - r_lo
         pm = self._pages
-        if known.all():
+        if all_true(known):
             np.copyto(target, words.reshape(target.shape))
             if covering:
                 pm.mark(slice(None), r_lo, r_hi, True)
@@ -900,7 +901,7 @@ def store_stream(dtype: type[dt.Scalar], image: DenseImage, bit_offsets: IntArra
     """
     vals = dt.as_storage(dtype, values)
     k = np.broadcast_to(np.asarray(known, dtype=bool), vals.shape)
-    store(dtype, image, bit_offsets, vals if k.all() else np.where(k, vals, np.zeros((), dtype=vals.dtype)))
+    store(dtype, image, bit_offsets, vals if all_true(k) else np.where(k, vals, np.zeros((), dtype=vals.dtype)))
     if dtype.image_bits != 4 or held is None:
         unwrite(image, bit_offsets, ~k, dtype)
         return

@@ -40,6 +40,7 @@ from visa.memory.images import (
     unwrite,
     word_view,
 )
+from visa.memory.known import all_true
 from visa.memory.pages import NONE, PageMask, nest_offsets
 
 __all__ = ["UnitSelection", "enabled_units", "unwrite"]
@@ -246,7 +247,7 @@ class UnitSelection(DenseImage):
         pm = self._pm()
         covering = math.prod(sizes) * nb == r_hi - r_lo
         ones = np.asarray(_ALL_WRITTEN[nb], dtype=_WORD[nb])
-        if k.all():
+        if all_true(k):
             self._write_units(wv, byte_base, nest, w, keep)
             if covering:
                 pm.mark(units, r_lo, r_hi, True)
