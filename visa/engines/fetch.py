@@ -58,7 +58,8 @@ from visa.mapping import Mapping, pair_of
 from visa.mapping import canon as C
 from visa.mapping.evaluate import forward
 from visa.mapping.sequencer import SequencerConfig, derive, stream_items
-from visa.memory.images import DenseImage, load, load_nest
+from visa.memory.images import DenseImage, load, load_nest, load_nest_values, nest_all_written
+from visa.memory.known import is_everywhere, known_everywhere
 from visa.memory.units import UnitSelection, enabled_units, unwrite
 
 __all__ = ["FetchConfig", "MaskConfig", "LookupTable", "PadValue", "plan_pad_value",
@@ -755,10 +756,65 @@ def execute(cfg: FetchConfig, images: Sequence[DenseImage], bit_bases: Sequence[
         mask = None if mask is None else mask[repeat.keep]
         tsel = None if tsel is None else tsel[repeat.keep_time]
         n_t = repeat.keep_time.size
+    values, known = _read(cfg, images, bases, sel, off, valid, lv, entries, n_t)
+    everywhere = is_everywhere(known)
+    # -- masking (L1877-1935): the masked padding becomes pad_value, known ----------------------------------
+    if mask is not None and cfg.mask is not None:
+        np.copyto(values, np.asarray(cfg.mask.pad_value).astype(src.storage), where=mask)
+        if not everywhere:
+            known = known | mask if not known.flags.writeable else np.bitwise_or(known, mask, out=known)
+    cur: type[dt.Scalar] = src
+    # -- table indexing (L1936-1959) ------------------------------------------------------------------------
+    if cfg.table is not None:
+        if table is None:
+            raise VisaError("the configuration indexes a table but none was given", call="fetch table indexing")
+        values = table.lookup(values)
+        if not everywhere:
+            values = np.where(known, values, np.zeros((), dtype=values.dtype))  # poison stays 0
+        cur = table.dout
+    # -- type casting (L1960-2021): 0 casts to 0, so poison stays 0 ------------------------------------------
+    if cfg.cast is not None:
+        try:
+            values = dt.convert(values, cur, cfg.dst)
+        except DtypeError as err:
+            raise DtypeError(f"casting {cur!r} to {cfg.dst!r}: {err.message}",
+                             call=_call("type casting", cfg.context), level="Packet", mapping=repr(cfg.packet),
+                             fix=err.fix) from None
+        cur = cfg.dst
+    # -- zero-point subtraction (L2022-2049) -----------------------------------------------------------------
+    if cfg.zero_points:
+        values = _subtract(values, known, cfg, tsel, n_t)
+    values = values.astype(cfg.dst.storage, copy=False)
+    out_shape = (len(images), cfg.cluster.size, cfg.slice.size, n_t, n_p)
+    if repeat is not None:
+        return BroadcastData(values.reshape(out_shape), known.reshape(out_shape), repeat.digits)
+    return StreamData(values.reshape(out_shape), known.reshape(out_shape))
+
+
+def _read(cfg: FetchConfig, images: Sequence[DenseImage], bases: IntArray, sel: IntArray, off: IntArray,
+          valid: BoolArray, lv: BoolArray, entries: Sequence[Any], n_t: int) -> tuple[npt.NDArray[Any], BoolArray]:
+    """The sequencer's output ``(Chip, Cluster, Slice, Time · Packet)`` in ``cfg.src`` and its known-mask: a
+    broadcast of True (no memory, :mod:`visa.memory.known`) when every byte read was written."""
+    src, n_p = cfg.src, cfg.packet.size
     nest = _nest(cfg, bases, entries)
     shape = (len(images), cfg.cluster.size, cfg.slice.size, n_t * n_p)
     # every position is written below: the slices read, and the others as poison (0, unknown)
     values = np.empty(shape, dtype=src.storage)
+    if _all_known(src, images, lv, nest, valid):  # every byte read was written: no per-element mask (known.py)
+        # known where a slice holds data (a broadcast along the stream: one bool per slice), poison (0) elsewhere
+        known = (known_everywhere(shape) if bool(lv.all())
+                 else np.broadcast_to(lv.reshape(*shape[:-1], 1), shape))
+        for c, img in enumerate(images):
+            for lo, hi in _runs(~lv[c].reshape(-1)):
+                values[c].reshape(-1, n_t * n_p)[lo:hi] = 0
+            if not lv[c].any():
+                continue
+            units = enabled_units(img, lv[c])
+            if units.span is None or nest is None or not load_nest_values(
+                    src, units, nest[0], nest[1], values[c].reshape(-1, n_t * n_p)[units.span]):
+                break  # (not expected: _all_known asked of the same nest) the general path below
+        else:
+            return values, known
     known = np.empty(shape, dtype=bool)
     bits: IntArray | None = None
     stream_ok = valid
@@ -792,35 +848,18 @@ def execute(cfg: FetchConfig, images: Sequence[DenseImage], bit_bases: Sequence[
             continue  # read straight into the stream
         values[c][lv[c]] = v
         known[c][lv[c]] = k
-    # -- masking (L1877-1935): the masked padding becomes pad_value, known ----------------------------------
-    if mask is not None and cfg.mask is not None:
-        np.copyto(values, np.asarray(cfg.mask.pad_value).astype(src.storage), where=mask)
-        known |= mask
-    cur: type[dt.Scalar] = src
-    # -- table indexing (L1936-1959) ------------------------------------------------------------------------
-    if cfg.table is not None:
-        if table is None:
-            raise VisaError("the configuration indexes a table but none was given", call="fetch table indexing")
-        values = table.lookup(values)
-        values = np.where(known, values, np.zeros((), dtype=values.dtype))  # poison stays 0
-        cur = table.dout
-    # -- type casting (L1960-2021): 0 casts to 0, so poison stays 0 ------------------------------------------
-    if cfg.cast is not None:
-        try:
-            values = dt.convert(values, cur, cfg.dst)
-        except DtypeError as err:
-            raise DtypeError(f"casting {cur!r} to {cfg.dst!r}: {err.message}",
-                             call=_call("type casting", cfg.context), level="Packet", mapping=repr(cfg.packet),
-                             fix=err.fix) from None
-        cur = cfg.dst
-    # -- zero-point subtraction (L2022-2049) -----------------------------------------------------------------
-    if cfg.zero_points:
-        values = _subtract(values, known, cfg, tsel, n_t)
-    values = values.astype(cfg.dst.storage, copy=False)
-    out_shape = (len(images), cfg.cluster.size, cfg.slice.size, n_t, n_p)
-    if repeat is not None:
-        return BroadcastData(values.reshape(out_shape), known.reshape(out_shape), repeat.digits)
-    return StreamData(values.reshape(out_shape), known.reshape(out_shape))
+    return values, known
+
+
+def _all_known(src: type[dt.Scalar], images: Sequence[DenseImage], lv: BoolArray,
+               nest: tuple[int, tuple[tuple[int, int], ...]] | None, valid: BoolArray) -> bool:
+    """Is every position of the stream known in the slices that hold data (``lv``; the others are poison): every
+    stream position is valid (no padding read), and every byte the loop nest spans was written in every such
+    slice (asked of the pages, no mask read; manual L1071–1093)?"""
+    if nest is None or not bool(valid.all()):
+        return False
+    return all(nest_all_written(src, enabled_units(img, lv[c]), nest[0], nest[1])
+               for c, img in enumerate(images) if lv[c].any())
 
 
 def _runs(on: BoolArray) -> list[tuple[int, int]]:

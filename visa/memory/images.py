@@ -37,6 +37,7 @@ import numpy.typing as npt
 
 from visa import dtypes as dt
 from visa.errors import AddressError
+from visa.memory.known import all_true
 from visa.memory.pages import ALL, MIXED, PAGE_BYTES, PageMask, Units, nest_offsets
 
 __all__ = ["DenseImage", "PagedImage", "Image", "load", "store", "store_stream", "unwrite", "load_nest", "store_nest",
@@ -345,18 +346,25 @@ class DenseImage:
             kv[where] = ones
         return True
 
-    def read_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any], known: BoolArray) -> bool:
+    def read_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any],
+                  known: BoolArray | None) -> bool:
         """Copy the words a byte loop nest visits from ``byte_base`` into ``words``, and whether all their bytes
-        were written into ``known`` (C-contiguous, ``leading × sizes`` elements); False if the image cannot be
-        seen as words.  The caller keeps the nest inside the image (:func:`load_nest`).  Where every page the
-        nest reaches was written, no mask is read."""
+        were written into ``known`` (C-contiguous, ``leading × sizes`` elements; None: the caller knows they all
+        were, :meth:`nest_written`); False if the image cannot be seen as words.  The caller keeps the nest
+        inside the image (:func:`load_nest`).  Where every page the nest reaches was written, no mask is read."""
         wv = word_view(self._data, nb)
         if wv is None:
             return False
         src = _nest_view(wv, byte_base, nest)
         np.copyto(words.reshape(src.shape), src)
-        _nest_known(self._pages, slice(None), self._written, nb, byte_base, nest, known.reshape(src.shape))
+        if known is not None:
+            _nest_known(self._pages, slice(None), self._written, nb, byte_base, nest, known.reshape(src.shape))
         return True
+
+    def nest_written(self, lo: int, hi: int) -> bool:
+        """Were bytes ``[lo, hi)`` of every unit this image reads written (:meth:`all_written`; a selection of
+        units asks of its own)?"""
+        return self.all_written(lo, hi)
 
     def write_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any], known: BoolArray) -> bool:
         """Write ``words`` where ``known`` and poison (unwritten zeros) elsewhere at the positions of a byte loop
@@ -372,7 +380,7 @@ class DenseImage:
         target = _nest_view(wv, byte_base, nest)
         covering = math.prod(n for n, _ in nest) * nb == r_hi - r_lo
         pm = self._pages
-        if known.all():
+        if all_true(known):
             np.copyto(target, words.reshape(target.shape))
             if covering:
                 pm.mark(slice(None), r_lo, r_hi, True)
@@ -786,6 +794,35 @@ def load_nest(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: Sequen
     return values.reshape(shape), known.reshape(shape)
 
 
+def nest_all_written(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: Sequence[tuple[int, int]]) -> bool:
+    """Were all bytes of the byte range a loop nest (:func:`load_nest`) spans written, in every unit of
+    ``image``?  Then every element it reads is known (L1071–1093), and :func:`load_nest_values` reads the values
+    alone.  Reads no mask where the pages are all written (:mod:`visa.memory.pages`); False when the nest cannot
+    run on words."""
+    got = _byte_nest(dtype, image, bit_base, loops)
+    if got is None:
+        return False
+    nb, base, nest = got
+    assert isinstance(image, DenseImage)
+    lo, hi = _nest_bounds(nest)
+    return image.nest_written(base + lo, base + hi + nb)
+
+
+def load_nest_values(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: Sequence[tuple[int, int]],
+                     values: npt.NDArray[Any]) -> bool:
+    """:func:`load_nest` into ``values`` (C-contiguous, ``dtype.storage``) without the known-mask, for a nest
+    :func:`nest_all_written` says is all written; False (nothing read) when the nest cannot run on words."""
+    got = _byte_nest(dtype, image, bit_base, loops)
+    if got is None or not (values.flags.c_contiguous and values.dtype == dtype.storage):
+        return False
+    nb, base, nest = got
+    assert isinstance(image, DenseImage)
+    if not image.read_nest(nb, base, nest, values.view(_WORD[nb]), None):
+        return False
+    _from_words(dtype, values.view(_WORD[nb]))  # the range check of i5 and i9 images
+    return True
+
+
 def store_nest(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: Sequence[tuple[int, int]],
                values: npt.ArrayLike, known: npt.ArrayLike) -> bool:
     """Write the elements a loop nest visits (see :func:`load_nest`): ``values`` where ``known``, poison
@@ -964,7 +1001,7 @@ def store_stream(dtype: type[dt.Scalar], image: DenseImage, bit_offsets: IntArra
     """
     vals = dt.as_storage(dtype, values)
     k = np.broadcast_to(np.asarray(known, dtype=bool), vals.shape)
-    store(dtype, image, bit_offsets, vals if k.all() else np.where(k, vals, np.zeros((), dtype=vals.dtype)))
+    store(dtype, image, bit_offsets, vals if all_true(k) else np.where(k, vals, np.zeros((), dtype=vals.dtype)))
     if dtype.image_bits != 4 or held is None:
         unwrite(image, bit_offsets, ~k, dtype)
         return

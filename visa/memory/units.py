@@ -40,6 +40,7 @@ from visa.memory.images import (
     unwrite,
     word_view,
 )
+from visa.memory.known import all_true
 from visa.memory.pages import NONE, PageMask, nest_offsets
 
 __all__ = ["UnitSelection", "enabled_units", "unwrite"]
@@ -197,7 +198,8 @@ class UnitSelection(DenseImage):
             return _nest_view(words[self.box], byte_base, nest)
         return _nest_view(self._rows(words), byte_base, nest)
 
-    def read_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any], known: BoolArray) -> bool:
+    def read_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any],
+                  known: BoolArray | None) -> bool:
         wv = word_view(self.base._data, nb)
         if wv is None:
             return False
@@ -207,9 +209,15 @@ class UnitSelection(DenseImage):
             np.copyto(words.reshape(src.shape), src)
         else:
             words.reshape(self.count, *sizes)[...] = self._nest(wv, byte_base, nest)[self.units]
+        if known is None:  # the caller knows every byte read was written (nest_written)
+            return True
         _nest_known(self._pm(), self.units, self.base._pages.mask, nb, byte_base, nest,
                     known.reshape(self.count, *sizes))
         return True
+
+    def nest_written(self, lo: int, hi: int) -> bool:
+        """Were bytes ``[lo, hi)`` of every selected unit written?  Reads no mask where the pages are all written."""
+        return self._pm().all_known(self.units, max(lo, 0), min(hi, self.nbytes))
 
     @property
     def span(self) -> slice | None:
@@ -246,7 +254,7 @@ class UnitSelection(DenseImage):
         pm = self._pm()
         covering = math.prod(sizes) * nb == r_hi - r_lo
         ones = np.asarray(_ALL_WRITTEN[nb], dtype=_WORD[nb])
-        if k.all():
+        if all_true(k):
             self._write_units(wv, byte_base, nest, w, keep)
             if covering:
                 pm.mark(units, r_lo, r_hi, True)

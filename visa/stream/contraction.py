@@ -25,6 +25,7 @@ from visa.engines.common import EngineReport, StreamData, StreamLayout, unit_val
 from visa.errors import VisaError
 from visa.mapping.core import ensure_mapping
 from visa.memory.images import load, load_nest
+from visa.memory.known import known_everywhere
 from visa.memory.units import UnitSelection
 from visa.tensors.handles import TrfTensor
 
@@ -113,21 +114,33 @@ def _byte_window(trf: TrfTensor[Any, Any, Any, Any, Any, Any], valid: npt.NDArra
     nb = dtype.image_bits // 8
     c_lo, c_hi = max(lo, 0), min(hi, element.size)
     chips, ks, ss = np.nonzero(valid)
-    values = np.zeros((len(chips), rows, hi - lo), dtype=dtype.storage)
-    known = np.zeros((len(chips), rows, hi - lo), dtype=bool)
-    if c_hi <= c_lo:
-        return engine.TrfWindow(values, known, lo)
+    if c_hi <= c_lo:  # the window lies outside the element: poison
+        return engine.TrfWindow(np.zeros((len(chips), rows, hi - lo), dtype=dtype.storage),
+                                np.zeros((len(chips), rows, hi - lo), dtype=bool), lo)
     held = np.asarray(element.evaluate(np.arange(c_lo, c_hi, dtype=np.int64)).valid)
     b0 = trf.element_bit_offset() // 8 + c_lo * nb
     b1 = b0 + (c_hi - c_lo) * nb
-    if nb == 1 and valid.shape[0] == 1 and valid.all() and held.all() and (c_lo, c_hi) == (lo, hi):
-        # one chip, every slice, a window inside the element: one copy of the rows' bytes and their mask
+    clusters = _cluster_range(valid)
+    if clusters is not None and held.all() and (c_lo, c_hi) == (lo, hi):
+        # one chip, every slice of a range of clusters, a window inside the element: the rows' bytes, in place
         image = trf.image(0)
-        data, n, box = image.read_data(), len(chips), (slice(None), slice(None), slice(0, rows))
-        known = (np.ones((n, rows, hi - lo), bool) if image.all_written(b0, b1, box)  # (no mask read)
-                 else image.known_bytes(b0, b1, box).reshape(n, rows, hi - lo))
-        return engine.TrfWindow(data[:, :, :rows, b0:b1].view(dtype.storage).reshape(n, rows, hi - lo).copy(),
-                                known, lo)
+        n, box = len(chips), (clusters, slice(None), slice(0, rows))
+        view = image.read_data()[clusters, :, :rows, b0:b1].reshape(n, rows, b1 - b0)
+        if image.all_written(b0, b1, box):  # (no mask read) every element known: no per-element mask
+            # slices given the same weights repeat with a period the bytes show: copy one period (a snapshot,
+            # so a later to_trf cannot change what this pass reads; L4063-4070)
+            word = next(w for w in (8, 4, 2, 1) if (b1 - b0) % w == 0)
+            period = engine.weight_period(view.view(np.dtype(f"u{word}")))
+            count = period or n
+            values = np.ascontiguousarray(view[:count]).view(dtype.storage).reshape(count, rows, hi - lo)
+            return engine.TrfWindow(values, known_everywhere(values.shape), lo, period)
+        wr = image.known_bytes(b0, b1, box).reshape(n, rows, hi - lo, nb)
+        every = wr[..., 0].copy()
+        for k in range(1, nb):  # (an element is known when all its bytes are)
+            every &= wr[..., k]
+        return engine.TrfWindow(view.copy().view(dtype.storage).reshape(n, rows, hi - lo), every, lo)
+    values = np.zeros((len(chips), rows, hi - lo), dtype=dtype.storage)
+    known = np.zeros((len(chips), rows, hi - lo), dtype=bool)
     for c in np.unique(chips).tolist():
         sel = np.flatnonzero(chips == c)
         image = trf.image(int(c))
@@ -147,6 +160,17 @@ def _byte_window(trf: TrfTensor[Any, Any, Any, Any, Any, Any], valid: npt.NDArra
             every &= wr[..., k]
         known[sel, :, c_lo - lo: c_hi - lo] = every
     return engine.TrfWindow(values, known, lo)
+
+
+def _cluster_range(valid: npt.NDArray[np.bool_]) -> slice | None:
+    """The valid ``(Chip, Cluster, Slice)`` positions as a range of clusters of chip 0 (every slice of each), if
+    they are that (a cluster level ``1 # 2`` leaves the second cluster out); else None."""
+    if valid.shape[0] != 1:
+        return None
+    on = np.flatnonzero(valid[0].any(axis=1))
+    if not on.size or int(on[-1]) - int(on[0]) + 1 != on.size or not bool(valid[0, on].all()):
+        return None
+    return slice(int(on[0]), int(on[-1]) + 1)
 
 
 def align(

@@ -26,6 +26,7 @@ from visa.mapping import Index, Mapping, pair_of
 from visa.mapping import canon as C
 from visa.mapping.evaluate import IntArray, _axis_sizes, covers_once, plain_dims, strided_view
 from visa.memory.images import BoolArray, DenseImage, PagedImage, load
+from visa.memory.known import all_true
 from visa.memory.layout import LEVELS, TYPE_NAMES, check_placement, element_bytes, tile_offset
 from visa.memory.registry import Region
 from visa.validate import expect_choice, expect_dtype, expect_instance, expect_mapping, wrong_type
@@ -285,7 +286,7 @@ def _plain_logical(element: Mapping, axes: str | Sequence[str] | None, values: n
     if plain is None:
         return None
     order, shape = _logical_shape([element], axes)
-    if not order or not covers_once(plain, dict(zip(order, shape, strict=True))) or not known.all():
+    if not order or not covers_once(plain, dict(zip(order, shape, strict=True))) or not all_true(known):
         return None
     out = np.empty(shape, dtype=dtype.storage)
     strided_view(out, order, plain, writeable=True)[...] = values.reshape([n for _, _, n in plain])
@@ -424,7 +425,7 @@ def _logical(dtype: type[dt.Scalar], mappings: Sequence[Mapping], axes: str | Se
                           mapping=", ".join(repr(mp) for mp in mappings),
                           fix="read the tensor through mappings that hold every index (a tile holds part of it)")
     vals, known = read(positions)
-    if not np.all(known):
+    if not all_true(known):
         where = index(int(np.argmin(np.broadcast_to(known, (n,)))))
         count = int(np.size(known) - np.count_nonzero(known))
         raise PoisonError(f"{count} element(s) of {name or 'the result'} were never written, e.g. index "

@@ -22,6 +22,7 @@ from visa.engines.dma.execute import execute
 from visa.engines.dma.plan import plan
 from visa.mapping import Mapping
 from visa.mapping.evaluate import covers_once, plain_dims, strided_view
+from visa.memory.known import all_true
 from visa.memory.layout import LEVEL_PARAMS, describe, element_bytes
 from visa.memory.transfer import DmEndpoint, Endpoint, HbmEndpoint, HostBuffer
 from visa.tensors.device import Device, DmaContext, dma_device
@@ -213,7 +214,7 @@ def _rearrange_plain(values: np.ndarray, known: np.ndarray, src: Mapping,
     """:func:`_rearrange` as two strided copies, when both mappings are plain (no padding or windows), ``src``
     holds every index once and every value is known; None otherwise."""
     sp, dp = plain_dims(src.canon), plain_dims(dst.canon)
-    if sp is None or dp is None or not known.all():
+    if sp is None or dp is None or not all_true(known):
         return None
     sizes: dict[str, int] = {}
     for axis, stride, size in sp:

@@ -17,7 +17,7 @@ from visa.engines.contraction.aligner import check_context as check_context
 from visa.engines.contraction.aligner import cycles as align_cycles
 from visa.engines.contraction.aligner import plan as plan_align
 from visa.engines.contraction.aligner import report_details as align_details
-from visa.engines.contraction.compute import TrfWindow, accumulate, contract_values, window_range
+from visa.engines.contraction.compute import TrfWindow, accumulate, contract_values, weight_period, window_range
 from visa.engines.contraction.reducer import (
     KINDS,
     AccumulatePlan,
@@ -33,5 +33,5 @@ __all__ = [
     "AlignPlan", "TrfOperand", "plan_align", "check_context", "adapt", "adapt_digits", "addresses", "cache_misses",
     "align_cycles", "align_details",
     "ContractPlan", "AccumulatePlan", "plan_contract", "plan_accumulate", "contract_cycles", "accumulate_cycles",
-    "accumulator_trace", "KINDS", "TrfWindow", "accumulate", "contract_values", "window_range",
+    "accumulator_trace", "KINDS", "TrfWindow", "accumulate", "contract_values", "window_range", "weight_period",
 ]

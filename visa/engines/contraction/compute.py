@@ -37,8 +37,9 @@ from visa.engines.common import StreamData
 from visa.engines.contraction.aligner import AlignPlan
 from visa.engines.contraction.blas import batched_matmul, parallel_pieces
 from visa.engines.contraction.reducer import AccumulatePlan, ContractPlan
+from visa.memory.known import all_true, is_everywhere, known_everywhere
 
-__all__ = ["TrfWindow", "contract_values", "accumulate", "window_range", "CHUNK_ELEMENTS"]
+__all__ = ["TrfWindow", "contract_values", "accumulate", "window_range", "weight_period", "CHUNK_ELEMENTS"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -52,11 +53,31 @@ CHUNK_ELEMENTS = 1 << 25
 class TrfWindow:
     """The TRF elements the sequencer can read: ``values``/``known`` of shape ``(B, R, L)`` holding, for the
     ``B`` computed ``(Chip, Cluster, Slice)`` positions (``flatnonzero(valid)``, in order) and each Row, the
-    tensor's elements ``lo .. lo + L - 1`` (what the TRF Sequencer may read, L4035–4100)."""
+    tensor's elements ``lo .. lo + L - 1`` (what the TRF Sequencer may read, L4035–4100).
+
+    With ``period`` > 0 the positions' TRF contents repeat every ``period`` positions (slices given the same
+    weights, e.g. one column block of B broadcast to every row block of A): ``values``/``known`` then hold the
+    first ``period`` positions only, and position ``b`` reads ``b % period`` (the repeats are never copied).
+    ``known`` is a stride-0 broadcast of True when every element is known (:mod:`visa.memory.known`)."""
 
     values: Array
     known: BoolArray
     lo: int
+    period: int = 0
+
+    def positions(self, rows: slice) -> tuple[Array, BoolArray, int]:
+        """``(values, known, period)`` of the batch positions ``rows`` (a slice with a start and a stop): with
+        ``period`` > 0 the arrays hold one period, which ``rows`` repeats (it starts and ends on a period
+        boundary), else they hold the positions ``rows`` themselves (gathered from the period when ``rows``
+        does not cover whole periods)."""
+        p = self.period
+        if not p:
+            return self.values[rows], self.known[rows], 0
+        start, stop = int(rows.start), int(rows.stop)
+        if start % p == 0 and stop % p == 0 and stop > start:
+            return self.values, self.known, p
+        idx = np.arange(start, stop, dtype=np.int64) % p
+        return self.values[idx], self.known[idx], 0
 
 
 @dataclass(frozen=True)
@@ -138,17 +159,19 @@ def _digits(align: AlignPlan, segments: Sequence[tuple[int, bool]], dense: bool 
 
 
 def _gather_weights(align: AlignPlan, digits: Sequence[_Digit], window: TrfWindow, rows: slice,
-                    dense: bool) -> tuple[Array, BoolArray, list[str]]:
-    """W over ``(b, r, <weight digits>, packet)`` for the batch positions, gathered from the TRF window."""
+                    dense: bool) -> tuple[Array, BoolArray, list[str], int]:
+    """W over ``(b, r, <weight digits>, packet)`` for the batch positions, gathered from the TRF window, and the
+    period of its first axis (0: one entry per position; else one period of positions, :class:`TrfWindow`)."""
     wd = [k for k, d in enumerate(digits) if d.stride != 0]
     labels = [f"d{k}" for k in wd]
+    vals, known, period = window.positions(rows)
     if not dense and align.out_packet <= align.rr_elements:
         # every index is base + Σ digit · stride + p: a strided view of the window, no gather (the indices lie
         # in the window by construction, window_range)
         shape = [digits[k].size for k in wd] + [align.out_packet]
         steps = [digits[k].stride for k in wd] + [1]
-        return (_strided(window.values[rows], align.base - window.lo, shape, steps),
-                _strided(window.known[rows], align.base - window.lo, shape, steps), labels)
+        return (_strided(vals, align.base - window.lo, shape, steps),
+                _strided(known, align.base - window.lo, shape, steps), labels, period)
     idx = np.full((), align.base - window.lo, dtype=np.int64)
     nd = len(wd)
     if dense:
@@ -164,14 +187,18 @@ def _gather_weights(align: AlignPlan, digits: Sequence[_Digit], window: TrfWindo
             idx = idx + (np.arange(digits[k].size, dtype=np.int64) * digits[k].stride).reshape(shape)
     p = np.arange(align.out_packet, dtype=np.int64) % align.rr_elements
     idx = np.asarray(idx)[..., None] + p
-    vals = window.values[rows]
-    known = window.known[rows]
-    return np.take(vals, idx, axis=-1), np.take(known, idx, axis=-1), labels
+    if all_true(known):
+        wk = known_everywhere((*known.shape[:-1], *idx.shape))
+    else:
+        wk = np.take(known, idx, axis=-1)
+    return np.take(vals, idx, axis=-1), wk, labels, period
 
 
 def _strided(arr: Array, start: int, shape: Sequence[int], steps: Sequence[int]) -> Array:
     """The view ``arr[..., start + Σ i_k · steps_k]`` over the index grid ``shape`` (the last axis of ``arr``
-    addressed with element strides; read-only)."""
+    addressed with element strides; read-only; a broadcast of True stays one)."""
+    if is_everywhere(arr):
+        return known_everywhere((*arr.shape[:-1], *shape))
     item = arr.itemsize
     word = np.dtype(f"u{item}") if item in (1, 2, 4, 8) else arr.dtype  # as evaluate.strided_view (ml_dtypes)
     view: Array = np.lib.stride_tricks.as_strided(arr[..., start:].view(word), (*arr.shape[:-1], *shape),
@@ -189,7 +216,7 @@ def _entry_digits(align: AlignPlan, t: IntArray) -> list[IntArray]:
 
 
 #: Elements of both operands converted at once by one worker (a piece stays in the cache while it is multiplied).
-_PIECE_ELEMENTS = 1 << 20
+_PIECE_ELEMENTS = 1 << 19
 
 #: Fewest distinct weight matrices for which stacking the activations pays (fewer leave too few pieces for the
 #: workers, and one stacked activation takes the memory of all of them at once).
@@ -216,6 +243,12 @@ def _exact_f32_terms(a: Array, w: Array) -> int:
 
     terms = _F32_EXACT // (bound(a.dtype) * bound(w.dtype))
     return terms if terms >= 64 else 0
+
+
+def weight_period(w: Array) -> int:
+    """The smallest ``p`` < ``w.shape[0]`` with ``w[b] == w[b mod p]`` for every ``b``, bit for bit, or 0 (on
+    any view: nothing is copied but a sample of 64 elements per position)."""
+    return _weight_period(w)
 
 
 def _weight_period(w: Array) -> int:
@@ -323,9 +356,18 @@ def _matmul(a2: Array, w2: Array, terms: int, ctype: type[np.floating[Any]],
 
 
 def _contract(a: Array, la: list[str], w: Array, lw: list[str], lo: list[str], sizes: dict[str, int],
-              reduced: Sequence[str], ctype: type[np.floating[Any]]) -> Array:
+              reduced: Sequence[str], ctype: type[np.floating[Any]], w_period: int = 0) -> Array:
     """``einsum(a, w → lo)`` summing every label not in ``lo``, as one batched matmul (labels not in ``lo`` nor
-    in an operand multiply by their size; labels only in ``lo`` broadcast)."""
+    in an operand multiply by their size; labels only in ``lo`` broadcast).  With ``w_period`` > 0, ``w``'s
+    first axis holds one period of the batch ("b", which ``a`` holds whole): position ``b`` has ``w[b % period]``
+    (:class:`TrfWindow`)."""
+    if w_period and w.shape[0] == sizes["b"]:
+        w_period = 0  # (one period is the whole batch)
+    elif w_period and not (w_period >= _MIN_PERIOD and lw[0] == "b" and la[0] == "b" and lo[0] == "b"
+                           and all(sizes[x] == 1 for x in lo[1:] if x in la and x in lw)):
+        # the period is not used as such below: the positions' weights, repeated (a copy)
+        w = w[np.arange(sizes["b"], dtype=np.int64) % w_period]
+        w_period = 0
     for side, labels in ((0, la), (1, lw)):
         only = [lab for lab in labels if lab not in lo and lab not in (lw if side == 0 else la)]
         if only:
@@ -352,7 +394,10 @@ def _contract(a: Array, la: list[str], w: Array, lw: list[str], lo: list[str], s
     mtype = np.float32 if terms else ctype
     order_a = [la.index(lab) for lab in batch + mm + kk]
     order_w = [lw.index(lab) for lab in batch + kk + nn]
-    period = _weight_period(w) if bshape and bshape[0] > 1 and math.prod(bshape[1:]) == 1 else 0
+    if w_period:  # known from the window (only its first period is in w)
+        period = w_period
+    else:
+        period = _weight_period(w) if bshape and bshape[0] > 1 and math.prod(bshape[1:]) == 1 else 0
     if period >= _MIN_PERIOD:
         # the weights repeat every `period` batch positions (slices sharing a TRF content, e.g. one column block
         # of B broadcast to every row block of A): the activations of the positions that share weights are stacked
@@ -476,23 +521,23 @@ def _run(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int,
         a = a.reshape(a_shape)[..., :q_keep, :]
         ak = ak.reshape(a_shape)[..., :q_keep, :]
         sl = slice(start, start + len(chunk))
-        w, wk, w_digits = _gather_weights(align, digits, window, sl, dense)
-        w_shape = [len(chunk), align.rows] + [sizes[lab] for lab in w_digits] + [contract.columns, n]
+        w, wk, w_digits, period = _gather_weights(align, digits, window, sl, dense)
+        w_shape = [w.shape[0], align.rows] + [sizes[lab] for lab in w_digits] + [contract.columns, n]
         w = w.reshape(w_shape)[..., :q_keep, :]
         wk = wk.reshape(w_shape)[..., :q_keep, :]
         la = ["b", *a_digits, "q", "j"]
         lw = ["b", "r", *w_digits, "q", "j"]
         a, ak, la = _drop_repeats(a, ak, la, lw, lo)
-        all_known = bool(ak.all()) and bool(wk.all())
+        all_known = all_true(ak) and all_true(wk)
         a0 = a if all_known else np.where(ak, a, np.zeros((), dtype=a.dtype))
         w0 = w if all_known else np.where(wk, w, np.zeros((), dtype=w.dtype))
-        values[sl] = _contract(a0, la, w0, lw, lo, sizes, reduced, ctype)
+        values[sl] = _contract(a0, la, w0, lw, lo, sizes, reduced, ctype, period)
         if not all_known:
             za, zw = ak & (a0 == 0), wk & (w0 == 0)
             bad = _contract((~ak).astype(np.float32), la, (~zw).astype(np.float32), lw, lo, sizes, reduced,
-                            np.float32)
+                            np.float32, period)
             bad = bad + _contract((~za).astype(np.float32), la, (~wk).astype(np.float32), lw, lo, sizes,
-                                  reduced, np.float32)
+                                  reduced, np.float32, period)
             poison[sl] = bad > 0
     out = _to_output(values, contract)
     return out, ~poison

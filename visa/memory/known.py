@@ -1,0 +1,57 @@
+"""All-known masks as structure: a stream or window whose every element is known carries ``known`` as a
+read-only stride-0 broadcast of True (no memory), and :func:`all_true` answers ``known.all()`` for it in O(1).
+
+The written-mask of the byte images is kept by page (:mod:`visa.memory.pages`): where the bytes a read reaches
+were all written (``DenseImage.all_written``), every element read is known (manual L1071–1093: an element is
+poison when a byte of it was never written), and the engines pass that on without a per-element array.
+Whoever must write into a ``known`` array first makes it writable with :func:`writable` (a copy only when it is
+such a broadcast, or read-only).
+
+>>> k = known_everywhere((512, 4, 2048))
+>>> k.strides, k.flags.writeable, all_true(k), all_true(k[3:7].reshape(-1))
+((0, 0, 0), False, True, True)
+>>> all_true(np.array([True, False]))
+False
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["known_everywhere", "all_true", "is_everywhere", "writable"]
+
+BoolArray = npt.NDArray[np.bool_]
+
+_TRUE = np.ones((), dtype=bool)
+
+
+def known_everywhere(shape: int | Sequence[int]) -> BoolArray:
+    """A read-only ``known`` of ``shape`` that is True everywhere: a broadcast of one True (no memory)."""
+    out: BoolArray = np.broadcast_to(_TRUE, (shape,) if isinstance(shape, int) else tuple(shape))
+    return out
+
+
+def is_everywhere(known: BoolArray) -> bool:
+    """Is ``known`` a broadcast of one True value (every stride 0; O(1))?"""
+    return known.dtype == np.bool_ and all(s == 0 for s in known.strides) and (known.size == 0 or bool(known.flat[0]))
+
+
+def all_true(known: npt.ArrayLike) -> bool:
+    """``known.all()``, without reading a broadcast axis more than once: O(1) for a stride-0 broadcast of True
+    (:func:`known_everywhere`, and any view of it), else the reduction over the axes that are not broadcast."""
+    arr = np.asarray(known)
+    if arr.size == 0:
+        return True
+    if arr.ndim and any(s == 0 for s in arr.strides):
+        arr = arr[tuple(slice(0, 1) if s == 0 else slice(None) for s in arr.strides)]
+    return bool(arr.all())
+
+
+def writable(known: BoolArray) -> BoolArray:
+    """``known`` itself when it can be written, else a writable copy (a broadcast becomes an array)."""
+    if known.flags.writeable and not any(s == 0 for s, n in zip(known.strides, known.shape, strict=True) if n > 1):
+        return known
+    return np.array(known, dtype=bool)
