@@ -99,7 +99,11 @@ def trf_window(trf: TrfTensor[Any, Any, Any, Any, Any, Any], valid: npt.NDArray[
         image = trf.image(int(c))
         on = np.zeros(image.lead_shape, dtype=bool)  # every Row of the valid slices, in (cluster, slice, row) order
         on[ks[sel], ss[sel], :rows] = True
-        v, k = load(dtype, UnitSelection(image, on), bits)
+        units = UnitSelection(image, on)
+        # a window of whole bytes inside the element (4-bit elements): one strided copy (load_nest), else by index
+        base = trf.element_bit_offset() + lo * dtype.image_bits
+        got = load_nest(dtype, units, base, ((hi - lo, 1),)) if bool(inside.all()) else None
+        v, k = got if got is not None else load(dtype, units, bits)
         values[sel] = v.reshape(len(sel), rows, idx.size)
         known[sel] = k.reshape(len(sel), rows, idx.size) & held
     return engine.TrfWindow(values, known, lo)
