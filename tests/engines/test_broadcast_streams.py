@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from visa import RNGD, AccumulationKind, AxisSet, Context, HostTensor, TrfAddress, bf16, i8
+from tests import two_slice_gemm
+from visa import RNGD, AccumulationKind, AxisSet, Context, bf16, i8
 from visa import dtypes as dt
 from visa.engines import collect as collect_engine
 from visa.engines import fetch as F
@@ -36,21 +37,12 @@ def _gemm(dtype: Any, x: np.ndarray, y: np.ndarray, poison: bool) -> tuple[Any, 
     ax = AxisSet(I=64, J=32, K=128)
     m = ax.m
     ctx = Context.acquire()
-    a = HostTensor.from_numpy(x, dtype, m["I, K"]).to_hbm(m["1"], m["I, K"], ctx.pdma, 0)
-    b = HostTensor.from_numpy(y, dtype, m["J, K"], axes="K J").to_hbm(m["1"], m["J, K"], ctx.pdma, 1 << 24)
-    slice_ = m["I / 32, 1 # 128"]
-    n = 64 if dtype is i8 else 32  # elements of a 64-byte computation packet
-    flit = n // 2
-    a_dm = a.to_dm(m["1 # 2"], slice_, m["I % 32, K"], ctx.tdma, 0)
-    b_dm = b.to_dm(m["1 # 2"], slice_, m["J, K"], ctx.tdma, 1 << 17)
-    if poison:
+    a_dm, trf, n, flit = two_slice_gemm.operands(ctx, ax, x, y, dtype)
+    if poison:  # (after the TRF load, before the fetch: only A's bytes are poisoned)
         image = ctx.memory.chip(0).dm
         where = np.zeros((*image.lead_shape, 16), dtype=bool)
         where[0, 128] = True
         image.unwrite(np.arange(16, dtype=np.int64), where)
-    trf = (ctx.sub.begin(b_dm.view()).fetch(dtype, m["J % 8, J / 8"], m["K"])
-           .collect(m[f"J % 8, J / 8, K / {flit}"], m[f"K % {flit}"])
-           .to_trf(m["J % 8"], m["J / 8, K"], TrfAddress.Full))
     fetched = ctx.main.begin(a_dm.view()).fetch(dtype, m["I % 32, J / 8"], m["K"])
 
     def finish(s: Any) -> Any:

@@ -25,6 +25,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests import two_slice_gemm
 from visa import AccumulationKind, AxisSet, Context, HostTensor, TrfAddress, bf16, i8, i32
 from visa import dtypes as dt
 from visa.engines.contraction import blas
@@ -39,16 +40,7 @@ def _gemm(ax: AxisSet, x: np.ndarray, y: np.ndarray, dtype: Any, tiled: bool) ->
     (the Stream Adapter's broadcast), else in the fetch's Time (the stream carries the repeats, as examples/gemm.py)."""
     m = ax.m
     ctx = Context.acquire()
-    a = HostTensor.from_numpy(x, dtype, m["I, K"]).to_hbm(m["1"], m["I, K"], ctx.pdma, 0)
-    b = HostTensor.from_numpy(y, dtype, m["J, K"], axes="K J").to_hbm(m["1"], m["J, K"], ctx.pdma, 1 << 24)
-    slice_ = m["I / 32, 1 # 128"]
-    n = 64 if dtype is i8 else 32  # elements of a 64-byte computation packet
-    flit = n // 2
-    a_dm = a.to_dm(m["1 # 2"], slice_, m["I % 32, K"], ctx.tdma, 0)
-    b_dm = b.to_dm(m["1 # 2"], slice_, m["J, K"], ctx.tdma, 1 << 17)
-    trf = (ctx.sub.begin(b_dm.view()).fetch(dtype, m["J % 8, J / 8"], m["K"])
-           .collect(m[f"J % 8, J / 8, K / {flit}"], m[f"K % {flit}"])
-           .to_trf(m["J % 8"], m["J / 8, K"], TrfAddress.Full))
+    a_dm, trf, n, flit = two_slice_gemm.operands(ctx, ax, x, y, dtype)
     if tiled:
         s = (ctx.main.begin(a_dm.view()).fetch(dtype, m["I % 32"], m["K"])
              .collect(m[f"I % 32, K / {flit}"], m[f"K % {flit}"])
