@@ -13,18 +13,19 @@ Each run is timed after a garbage collection, which frees the previous run's con
 inside ``visa.context.holding()``); each run still maps fresh DM pages for its own images, and its DMAs are
 mostly those page faults (see below).
 
-What dominates (measured on the 2-core VM, shared, issue 15, after the fetch's broadcast became structure:
-``J / 8 % 4`` is read once and passed on as a repeating Time digit, see docs/manual-notes.md "Broadcast streams as
-views"): the whole run went from about 170–225 ms (80–95×) to 125–160 ms (55–70×; numpy's product 2.2–2.5 ms),
-the Contraction Engine from 28–30 ms (12–14×) to 14–15 ms (5.8–6.5×).  Split by stage (the fastest of seven runs
-in one process, before → after): the DMA HBM → DM of A and B 42 → 42 ms (a third of the run now: mostly the first
-touch of the DM pages it writes), the TRF load 26 → 25 ms (writing B's 16 MB and its written mask into a fresh TRF
-image), the fetch 24 → 12.5 ms (reading DM and its written mask; A is read once, not four times), the Contraction
-Engine 29 → 14.5 ms (align 6 ms: the TRF window the sequencer reads, copied with its mask; accumulate 8.5 ms: the
-products, about numpy's own product, and 2 ms comparing the slices' weights and activations to find the ones they
-share), cast + commit 4 ms, the PCIe copies 6.5 ms, and the rest of the host side about 20 ms
-(``HostTensor.rand``'s rounding to bf16, and the check: now one float32 product and two row norms, 5 ms, from 20).
-The whole run cannot meet 10×: the DMA alone takes about twenty times numpy's product.
+What dominates (measured on the 2-core VM, issue 15).  After the fetch's broadcast became structure (``J / 8 % 4``
+read once and passed on as a repeating Time digit, docs/manual-notes.md "Broadcast streams as views"), the
+written-mask went by page, all-known streams lost their per-element mask and the TRF window copied one period
+of its repeated slices ("All-known streams"): the whole run went from 170–225 ms (80–95×) to about 83 ms (38×),
+the Contraction Engine from 28–30 ms (12–14×) to about 9 ms (4.1×).  Of those 83 ms: the DMA HBM → DM of A and B
+about a third (the first touch of the 32 MiB of DM pages the layout fills: A over the 16 column blocks, B over the
+16 row blocks), the TRF load and the fetch a quarter together, the host side (``HostTensor.rand``, the PCIe
+copies, the check: one float32 product and two row norms) a quarter.  The Contraction Engine's 9 ms: about 4 ms
+of products (numpy's multiplications, as a few BLAS products on the worker threads, with the bf16 → f32 widening)
+and about 2.7 ms comparing the TRF window (16 MB) and the activations to find the slices that share them (only the
+data shows that a DMA replicated them).  The last line of the report is the floor: numpy alone writing the 48 MiB
+the layout puts in DM and TRF into fresh pages — 17× its product in the README's run, so the whole run cannot
+meet 10×.
 """
 
 from __future__ import annotations
