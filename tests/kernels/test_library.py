@@ -33,6 +33,22 @@ def values(t: HostTensor[Any, Any], axes: str) -> F64:
     return np.asarray(t.numpy(axes=axes), dtype=np.float64)
 
 
+def run_gemm(ax: AxisSet, gemm: Gemm, x: HostTensor[Any, Any], w: HostTensor[Any, Any], *, w_layout: str = "N, K",
+             axes: str = "M N", **options: Any) -> tuple[Context, int, F64]:
+    """``gemm`` of x (``M, K``) and w (laid out ``w_layout`` in HBM) in a new context with ``options``: the context,
+    the index of its first kernel operation, and the result's values."""
+    ctx = Context.acquire()
+    xh = x.to_hbm(ax.m["1"], ax.m["M, K"], ctx.pdma, 0)
+    wh = w.to_hbm(ax.m["1"], ax.m[w_layout], ctx.pdma, 1 << 28)
+    first = len(ctx.schedule.ops)
+
+    @device(chip=1)
+    def kernel(ctx: Context, a: HbmTensor[Any, Any, Any], b: HbmTensor[Any, Any, Any]) -> HbmTensor[Any, Any, Any]:
+        return gemm(ctx, Arena(), a, b, **options)
+
+    return ctx, first, values(launch(kernel, ctx, xh, wh).to_host(ax.m["M, N"], ctx.pdma), axes)
+
+
 # ------------------------------------------------------------------------------------------------- Gemm
 
 
@@ -71,17 +87,8 @@ def test_gemm_single_vs_double_buffer_makespan() -> None:
     x, w = host(ax, "M, K"), host(ax, "N, K")
     results, spans = [], []
     for double in (False, True):
-        ctx = Context.acquire()
-        xh = x.to_hbm(ax.m["1"], ax.m["M, K"], ctx.pdma, 0)
-        wh = w.to_hbm(ax.m["1"], ax.m["N, K"], ctx.pdma, 1 << 28)
-        first = len(ctx.schedule.ops)
-
-        @device(chip=1)
-        def kernel(ctx: Context, a: HbmTensor[Any, Any, Any], b: HbmTensor[Any, Any, Any],
-                   double: bool = double) -> HbmTensor[Any, Any, Any]:
-            return gemm(ctx, Arena(), a, b, double_buffer=double)
-
-        results.append(values(launch(kernel, ctx, xh, wh).to_host(ax.m["M, N"], ctx.pdma), "M N"))
+        ctx, first, out = run_gemm(ax, gemm, x, w, double_buffer=double)
+        results.append(out)
         tu = [op for op in ctx.schedule.ops[first:] if op.track in ("main", "sub")]
         spans.append(max(op.end for op in tu) - min(op.start for op in tu))
     assert np.array_equal(results[0], results[1])
@@ -98,17 +105,8 @@ def test_gemm_streams_tiles_from_hbm(m: int, n: int, k: int) -> None:
     x, w = host(ax, "M, K"), host(ax, "N, K")
     got = []
     for stream in (False, True):
-        ctx = Context.acquire()
-        xh = x.to_hbm(ax.m["1"], ax.m["M, K"], ctx.pdma, 0)
-        wh = w.to_hbm(ax.m["1"], ax.m["N, K"], ctx.pdma, 1 << 28)
-        first = len(ctx.schedule.ops)
-
-        @device(chip=1)
-        def kernel(ctx: Context, a: HbmTensor[Any, Any, Any], b: HbmTensor[Any, Any, Any],
-                   stream: bool = stream) -> HbmTensor[Any, Any, Any]:
-            return gemm(ctx, Arena(), a, b, stream=stream)
-
-        got.append(values(launch(kernel, ctx, xh, wh).to_host(ax.m["M, N"], ctx.pdma), "M N"))
+        ctx, first, out = run_gemm(ax, gemm, x, w, stream=stream)
+        got.append(out)
         ops = ctx.schedule.ops[first:]
         dmas = [op for op in ops if op.track == "tdma" and op.name.startswith("hbm.to_dm")]
         tiles = gemm.k_tiles * gemm.n_tiles
@@ -135,18 +133,8 @@ def test_gemm_streams_k_tile_major_weights_as_contiguous_tiles() -> None:
     x, w = host(ax, "M, K"), host(ax, "N, K")
     got, tiles = [], []
     for layout, w_tiles in (("N, K", False), ("K / 512, N, K % 512", True)):
-        gemm = Gemm(ax, w_tiles=w_tiles)
-        ctx = Context.acquire()
-        xh = x.to_hbm(ax.m["1"], ax.m["M, K"], ctx.pdma, 0)
-        wh = w.to_hbm(ax.m["1"], ax.m[layout], ctx.pdma, 1 << 28)
-        first = len(ctx.schedule.ops)
-
-        @device(chip=1)
-        def kernel(ctx: Context, a: HbmTensor[Any, Any, Any], b: HbmTensor[Any, Any, Any],
-                   gemm: Gemm = gemm) -> HbmTensor[Any, Any, Any]:
-            return gemm(ctx, Arena(), a, b, stream=True)
-
-        got.append(values(launch(kernel, ctx, xh, wh).to_host(ax.m["M, N"], ctx.pdma), "N"))
+        ctx, first, out = run_gemm(ax, Gemm(ax, w_tiles=w_tiles), x, w, w_layout=layout, axes="N", stream=True)
+        got.append(out)
         dmas = [op for op in ctx.schedule.ops[first:] if op.track == "tdma" and op.name.startswith("hbm.to_dm")]
         tiles.append([op.end - op.start for op in dmas[1:]])  # after x's one broadcast DMA
     assert np.array_equal(got[0], got[1])
