@@ -37,12 +37,14 @@ def _swap_cycles(bytes_per_engine: int, dmns: int) -> int:
     return STARTUP + max(bytes_per_engine // REQUEST, 2 * bytes_per_engine // (DMN_BYTES * dmns))
 
 
-def test_cluster_all_reduce_i32_exact_and_its_two_operations_cost_what_the_model_derives() -> None:
+def _reduce_across_clusters(x: np.ndarray, dtype: Any) -> tuple[Context, int, Any]:
+    """``x[H = 2, S = 16, D = 128]`` uploaded, moved to DM with ``Cluster = m["H"]`` (one half per cluster) and
+    summed across the clusters by ``cluster_all_reduce``: the context, the index of the kernel's first operation
+    and the result."""
     ax = AxisSet(H=2, S=16, D=128)
     m = ax.m
-    x = np.random.default_rng(1).integers(-(1 << 30), 1 << 30, size=(2, 16, 128)).astype(np.int32)
     ctx = Context.acquire()
-    xh = HostTensor.from_numpy(x, i32, m["H, S, D"], axes="H S D").to_hbm(m["1"], m["H, S, D"], ctx.pdma, 0)
+    xh = HostTensor.from_numpy(x, dtype, m["H, S, D"], axes="H S D").to_hbm(m["1"], m["H, S, D"], ctx.pdma, 0)
 
     @device(chip=1)
     def kernel(ctx: Context, xh: Any) -> Any:
@@ -51,7 +53,12 @@ def test_cluster_all_reduce_i32_exact_and_its_two_operations_cost_what_the_model
         return cluster_all_reduce(ctx, ax, arena, xd)
 
     first = len(ctx.schedule.ops)
-    out = launch(kernel, ctx, xh)
+    return ctx, first, launch(kernel, ctx, xh)
+
+
+def test_cluster_all_reduce_i32_exact_and_its_two_operations_cost_what_the_model_derives() -> None:
+    x = np.random.default_rng(1).integers(-(1 << 30), 1 << 30, size=(2, 16, 128)).astype(np.int32)
+    ctx, first, out = _reduce_across_clusters(x, i32)
     load, swap, add = ctx.schedule.ops[first:]
     want = x.astype(np.int64).sum(axis=0).astype(np.int32)  # wrapping AddFxp (L4826)
     assert np.array_equal(out.logical(axes="H S D"), np.broadcast_to(want, (2, 16, 128)))  # both clusters
@@ -169,19 +176,8 @@ def test_i8_gemm_kernels_refuse_a_size_the_layout_cannot_hold() -> None:
 
 
 def test_cluster_all_reduce_f32_is_one_ieee_add_and_both_clusters_agree() -> None:
-    ax = AxisSet(H=2, S=16, D=128)
-    m = ax.m
     x = np.random.default_rng(2).standard_normal((2, 16, 128)).astype(np.float32)
-    ctx = Context.acquire()
-    xh = HostTensor.from_numpy(x, f32, m["H, S, D"], axes="H S D").to_hbm(m["1"], m["H, S, D"], ctx.pdma, 0)
-
-    @device(chip=1)
-    def kernel(ctx: Context, xh: Any) -> Any:
-        arena = Arena()
-        xd = xh.to_dm(m["H"], m["S # 256"], m["D"], ctx.tdma, arena.take_dm(4 * 128))
-        return cluster_all_reduce(ctx, ax, arena, xd)
-
-    out = launch(kernel, ctx, xh)
+    ctx, _, out = _reduce_across_clusters(x, f32)
     got = out.logical(axes="H S D")
     assert out.dtype is f32
     assert np.array_equal(got[0], x[0] + x[1]) and np.array_equal(got[1], x[1] + x[0])  # a + b = b + a (L7580)
