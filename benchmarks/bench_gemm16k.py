@@ -88,7 +88,7 @@ def gemm(n: int, check: bool = True, progress: bool = False, row_blocks: int | N
             b_tile = HbmTensor.from_addr(ctx, i8, ax.m["1"], kern.b_layout, b_addr + jt * tj * n)
             launch(tile, ctx, a_dm, b_tile, c_addr + (it * (n // tj) + jt) * tile_bytes)
         a_dm.free()
-        block = HbmTensor.from_addr(ctx, i32, rb.m["1"], rb.m[f"J / {tj}, I, J % {tj}"],
+        block = HbmTensor.from_addr(ctx, i32, rb.m["1"], rb.m["J / 32, I, J % 32"],
                                     c_addr + it * (n // tj) * tile_bytes)
         got = block.to_host(rb.m["I, J"], ctx.pdma).numpy(axes="I J")
         t1 = time.perf_counter()
