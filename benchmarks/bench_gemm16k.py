@@ -15,7 +15,9 @@ K, with K split over the slices *and* the two clusters:
   slice ring (AddSat, ``1 # 4``; L6636–6653); the commit writes each cluster's partial.
 - **Partials reduced across clusters**: ``visa.kernels.cluster_all_reduce`` — a cluster swap (one DM → DM tensor
   DMA between the clusters' DMs, L2386–2388) and an interleaved fetch + ``AddFxp`` pass (L7610; "DMA + Vector"
-  for the Cluster level, L7073–7076); the tensor DMA moves cluster 0's sum to HBM.  Both are operations of the
+  for the Cluster level, L7073–7076); the tensor DMA moves cluster 0's sum to HBM, C laid out by column block
+  (``m["J / 32, I, J % 32"]``: each slice's block one contiguous run, no 128-byte read-modify-writes, L2985).  Both
+  are operations of the
   schedule with their own cycles (2,548 for the swap, 1,025 for the add per tile at N ≥ 2048), ordered by the
   hazards of what they read and write.
 - **Check**: after each row block the host reads it back (PCIe) and compares it with numpy's exact product of the
