@@ -55,7 +55,7 @@ typing-floor: $(FLOOR)/.installed
 	$(FLOOR)/bin/mypy --version
 	$(FLOOR)/bin/pytest tests/typing
 
-# the 16384³ i8 GEMM (about six minutes on 2 shared cores; N=2048 runs it small)
+# the 16384³ i8 GEMM (about four to six minutes on 2 cores; N=2048 runs it small)
 bench16k: $(STAMP)
 	PROGRESS=1 $(BIN)/python -m benchmarks gemm16k
 

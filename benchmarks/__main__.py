@@ -1,6 +1,6 @@
 """Run every benchmark module (``python -m benchmarks`` or ``make bench``), or the ones named on the command line.
 
-The 16384³ GEMM (``bench_gemm16k``, about six minutes) runs only when named: ``make bench16k``.
+The 16384³ GEMM (``bench_gemm16k``, about four to six minutes) runs only when named: ``make bench16k``.
 """
 
 from __future__ import annotations
