@@ -116,3 +116,13 @@ def test_from_numpy_names_wrong_types() -> None:
         HostTensor.from_numpy(np.arange(4), i32, "A")  # type: ignore[arg-type]
     with pytest.raises(WrongTypeError, match="parameter overflow must be one of"):
         HostTensor.from_numpy(np.arange(4), i32, m["A"], overflow="clip")
+
+
+def test_float16_input_saturates_to_the_types_range() -> None:
+    """``overflow="saturate"`` clamps ±inf of a float16 array to ±max of f32 and bf16 (review of issue 15: the
+    clip bounds were rounded to float16, which made them ±inf)."""
+    ax = AxisSet(A=4)
+    x = np.array([np.inf, -np.inf, 1.0, 0.0], dtype=np.float16)
+    for dtype in (f32, bf16):
+        got = HostTensor.from_numpy(x, dtype, ax.m["A"], overflow="saturate").numpy().astype(np.float64)
+        assert got.tolist() == [float(dtype.max), -float(dtype.max), 1.0, 0.0]

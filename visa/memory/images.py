@@ -454,7 +454,7 @@ class DenseImage:
         pm = self._pages
         if pm.n % pm.page:  # pages do not line up across units: every page exact, and the flat one all MIXED
             pm.materialise(slice(None), 0, pm.n)
-            flat._written = self._written.reshape(-1).copy()
+            flat._written = self._written.reshape(-1).copy()  # (its reads settle pages in this copy only)
             flat._pages = PageMask(flat._written.reshape(1, -1), pm.page)
             flat._pages.state[...] = MIXED
         else:

@@ -368,8 +368,9 @@ def host_range_check(dtype: type[dt.Scalar], arr: npt.NDArray[Any], call: str, o
         raise dt.DtypeError(f"integer values beyond ±2**53 are not rounded exactly to {dtype!r}", call=call,
                             fix="convert them to floats yourself first")
     with np.errstate(over="ignore", invalid="ignore"):
-        # float32 and narrower round to the type exactly as their float64 values do (one rounding either way)
-        x = arr if arr.dtype.kind == "f" and arr.dtype.itemsize <= 4 else arr.astype(np.float64)
+        # float32 input rounds to the type exactly as its float64 values do (one rounding either way); narrower
+        # floats are widened (a float16 array would clip to bounds rounded to float16: ±inf for f32 and bf16)
+        x = arr if arr.dtype == np.float32 else arr.astype(np.float64)
         if overflow == "saturate":
             x = np.clip(x, -float(f.max), float(f.max))  # ±inf clamp too; NaN stays NaN
         out = x.astype(dtype.storage)
