@@ -20,7 +20,8 @@ By default (``visa run``, ``make run``, the test ``tests/kernels/test_llama70b_t
 (D = 1024, 16 query heads and 4 KV heads of d_k = 64, F = 4096, cache S = 128), run on 2 and 4 chips, and
 compared with the one-chip layer of ``examples/llama70b_decode_layer.py`` run at the same size (its ``run``).
 Measured on this machine (``visa run``, about 5 s for all three): the one-chip layer 412,829 cycles, 2 chips
-183,884 (2.25×), 4 chips 134,613 (3.07×) (before k and v shared a Gemm: 419,593, 190,648, 141,377).  One
+174,988 (2.36×), 4 chips 126,783 (3.26×) (q, k, v in one Gemm; with q apart: 183,884 and 134,613; before k and v
+shared a Gemm: 419,593, 190,648, 141,377).  One
 AllReduce of the ``[1024]`` bf16 vector costs 604 cycles on 2 chips (a 569-cycle ChipShuffle DMA of the bf16
 partial, a 35-cycle add) and 1,274 on 4 (a second round: a 637-cycle shuffle of the f32 sum, a 33-cycle add), so
 the two per layer are under 2% of the makespan; the
@@ -38,7 +39,8 @@ host → HBM on every chip (each chunk as its K tiles' ``[n, 1024, 512]`` pieces
 through ``HbmTensor.from_addr`` (L821); the check regenerates each chunk, so the host never holds a weight.
 Measured on this machine (2 shared cores), one process per chip count, weights tile-major and stacked (below):
 4 chips 35 s wall (weights to HBM 19.0 s, launch 13.3 s, check 3.1 s), peak RSS 6.03 GB, makespan 960,255 cycles
-= 3.34× the one-chip layer's 3,211,847, per-chip memory-bound limit 570,775 cycles (59.4%); 2 chips 29 s wall
+= 3.34× the one-chip layer's 3,211,847 (q apart from k, v: measured before the DMA plan spread 2½ DMNs over
+five engines; not re-run with q fused), per-chip memory-bound limit 570,775 cycles (59.4%); 2 chips 29 s wall
 (15.0 s, 10.2 s, 3.5 s), peak RSS 5.24 GB, makespan 1,601,300 cycles = 2.01×, limit 1,141,550 (71.3%) (row-major,
 before the DMA fixes of docs/manual-notes.md, "DMA cost vs HBM channels": 2,924,517 and 5,416,660; tile-major,
 q, k, v separate: 1,019,525 and 1,762,947). On 2 chips a chip's
