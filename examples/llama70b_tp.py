@@ -20,7 +20,8 @@ By default (``visa run``, ``make run``, the test ``tests/kernels/test_llama70b_t
 (D = 1024, 16 query heads and 4 KV heads of d_k = 64, F = 4096, cache S = 128), run on 2 and 4 chips, and
 compared with the one-chip layer of ``examples/llama70b_decode_layer.py`` run at the same size (its ``run``).
 Measured on this machine (``visa run``, about 5 s for all three): the one-chip layer 412,829 cycles, 2 chips
-183,884 (2.25×), 4 chips 134,613 (3.07×) (before k and v shared a Gemm: 419,593, 190,648, 141,377).  One
+174,988 (2.36×), 4 chips 126,783 (3.26×) (q, k, v in one Gemm; with q apart: 183,884 and 134,613; before k and v
+shared a Gemm: 419,593, 190,648, 141,377).  One
 AllReduce of the ``[1024]`` bf16 vector costs 604 cycles on 2 chips (a 569-cycle ChipShuffle DMA of the bf16
 partial, a 35-cycle add) and 1,274 on 4 (a second round: a 637-cycle shuffle of the f32 sum, a 33-cycle add), so
 the two per layer are under 2% of the makespan; the
@@ -38,7 +39,8 @@ host → HBM on every chip (each chunk as its K tiles' ``[n, 1024, 512]`` pieces
 through ``HbmTensor.from_addr`` (L821); the check regenerates each chunk, so the host never holds a weight.
 Measured on this machine (2 shared cores), one process per chip count, weights tile-major and stacked (below):
 4 chips 35 s wall (weights to HBM 19.0 s, launch 13.3 s, check 3.1 s), peak RSS 6.03 GB, makespan 960,255 cycles
-= 3.34× the one-chip layer's 3,211,847, per-chip memory-bound limit 570,775 cycles (59.4%); 2 chips 29 s wall
+= 3.34× the one-chip layer's 3,211,847 (q apart from k, v: measured before the DMA plan spread 2½ DMNs over
+five engines; not re-run with q fused), per-chip memory-bound limit 570,775 cycles (59.4%); 2 chips 29 s wall
 (15.0 s, 10.2 s, 3.5 s), peak RSS 5.24 GB, makespan 1,601,300 cycles = 2.01×, limit 1,141,550 (71.3%) (row-major,
 before the DMA fixes of docs/manual-notes.md, "DMA cost vs HBM channels": 2,924,517 and 5,416,660; tile-major,
 q, k, v separate: 1,019,525 and 1,762,947). On 2 chips a chip's
@@ -65,12 +67,14 @@ Departures from the manual, with lines:
   the view ``m["D / 512, Fc # F/n, D % 512"]``; each streamed tile is one contiguous run.  Results are bit for bit
   the row-major layout's (``run(n, tiles=False)``, ``tests/kernels/test_llama70b_tp.py``).
 - **q, k, v shards stacked**: each chip's w_q, w_k, w_v shards are one ``[w_q; w_k; w_v]`` stack ``w_qkv``
-  (tile-major: a K tile's rows of all three adjacent).  When the stack fills whole DMNs (its rows a multiple of
-  1024: 32 slices of 32 output columns, L2404) one :class:`Gemm` contracts it and Q, K_new, V_new are tile views
-  of the result — on 2 chips at full size, 5120 rows, five DMNs each moving 1 MiB per tile in parallel (L2603);
-  otherwise (4 chips: 2560 rows, 2½ DMNs, which today's DMA plan reads one DMN at a time, 1,080,573 cycles
-  measured) q is one Gemm over its rows of the stack and k, v one Gemm over theirs (``TpLayer.rows_of``), as the
-  one-chip example's ``w_kv``.  Each output column is its own sums: the bits are those of three Gemms.
+  (tile-major: a K tile's rows of all three adjacent), and one :class:`Gemm` contracts it whenever it fits one
+  (at most 8192 rows: always here); Q, K_new, V_new are tile views of the result.  A tile of the stack spreads
+  over the engines of the DMNs its slices fill (32 slices of 32 output columns per DMN, L2404; 128 B/cycle each,
+  L2603): on 2 chips at full size 5120 rows, five DMNs; on 4 chips 2560 rows, 2½ DMNs on five engines of 16
+  slices (docs/manual-notes.md, "DMA over partial DMN pairs": before that DMA plan, one engine read the 2½ DMNs
+  one at a time and the fused layer measured 1,080,573 cycles, so q ran apart).  ``run(…, fuse_q=False)`` keeps
+  q one Gemm over its rows of the stack and k, v one over theirs (``TpLayer.rows_of``), as the one-chip
+  example's ``w_kv``.  Each output column is its own sums: the bits are those of three Gemms.
 - As in the one-chip example: the elementwise kernels read ``[D]`` / ``[F/n]`` as rows of 128, the caches are
   ``[h_kv, S, d_k]`` with Vᵀ made by ``I · Vᵀ`` per step, the RoPE rotation of ``w_rope[s]`` is an input, and
   the embedding gather, final norm, LM head and sampling are not part of the layer (L8202–8224).
@@ -102,6 +106,7 @@ from visa import AxisSet, Context, HbmTensor, HostTensor, bf16, device, launch
 from visa.kernels import Arena, Attention, Gemm, Rows, all_reduce, bounds
 from visa.kernels.cache import rope_matrix
 from visa.kernels.collectives import rounds
+from visa.kernels.gemm import N_TILE
 
 Hbm = HbmTensor[Any, Any, Any]
 F64 = npt.NDArray[np.float64]
@@ -109,7 +114,6 @@ EPS = 1e-5
 CHIPS = (2, 4)
 CHUNK_ROWS = 1024  # rows of every chip's weight shard per host → HBM DMA
 K_TILE = 512  # columns of a weight's K tile (visa.kernels.Gemm's; 4 × 512 bf16 = one TRF half, L4151–4154)
-DMN_ROWS = 1024  # output rows of a Gemm per DMN: 32 slices (L2404) × 32 columns per slice
 WEIGHT_BASE = 4 << 30  # HBM byte address of the first weight on every chip (the arena's outputs start at 1 GiB)
 
 
@@ -164,9 +168,9 @@ class TpLayer:
         self.rows_dd = Rows(ax, "Dh", "Dl", chip="C")
         self.rows_f = Rows(ax, "Fh", "Fw", chip="C")  # SwiGLU on a chunk's [Fc/128, 128] view
         # the weight shards are stored K-tile-major (``tiles``, the module docstring): each streamed tile contiguous
-        # w_qkv = [w_q; w_k; w_v] of the chip's heads in one stack; one Gemm over it when the stack fills whole DMNs
-        # (rows a multiple of 1024: 32 slices of 32 columns, L2404), else one over q's rows and one over k's and v's
-        self.fuse_q = ax.size("HQKVl") % DMN_ROWS == 0 if fuse_q is None else fuse_q
+        # w_qkv = [w_q; w_k; w_v] of the chip's heads in one stack; one Gemm over it when it fits one (N ≤ N_TILE;
+        # its tiles spread over the engines of the DMNs they fill, L2547), else one over q's rows, one over k's, v's
+        self.fuse_q = ax.size("HQKVl") <= N_TILE if fuse_q is None else fuse_q
         self.qkv_proj = Gemm(ax, "T", "HQKVl", "D", chip="C", w_tiles=tiles)
         self.q_proj = Gemm(ax, "T", "HQl", "D", chip="C", w_tiles=tiles)
         self.kv_proj = Gemm(ax, "T", "HKV2l", "D", chip="C", w_tiles=tiles)
@@ -352,7 +356,7 @@ def run(n: int, size: Size = SIZE, seed: int = 8, tiles: bool = True,
 
     ``tiles``: the weight shards stored K-tile-major (the default; ``False``: row-major, the layout before).
     ``keep``, when given, receives every stage's device output (to compare two layouts bit for bit).  ``fuse_q``
-    forces q into the k/v Gemm (``True``) or out of it (``False``); default: when the stack fills whole DMNs."""
+    forces q into the k/v Gemm (``True``) or out of it (``False``); default: when the stack fits one Gemm."""
     t0 = time.perf_counter()
     layer = TpLayer(size, n, tiles, fuse_q)
     m, sz = layer.m, size

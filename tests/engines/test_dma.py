@@ -230,6 +230,45 @@ def test_weight_tiles_of_the_70b_layer_l2682_l2981() -> None:
     assert cycles(gate).dm == 8192 and cycles(gate).issue == 4096
 
 
+def test_tiles_over_partial_dmn_pairs_use_the_engines_of_their_dmns_l2547_l2752() -> None:
+    # N x 512 bf16 weight tiles into cluster 0's slices, 32 rows (32 KiB) per slice, as visa.kernels.Gemm streams
+    # them; 8 packets of 4096 B per slice, each 32 cycles of its DMN at 128 B/cycle (L2603).  Any engine may serve
+    # any DMN (L2547-2548) and an uneven split is a heterogeneous operation (L2752-2808): the slices run in equal
+    # runs within one DMN, one engine each, and the tile lasts startup 500 (L2467) + its busiest DMN.
+    def tile(rows: int) -> DmaPlan:
+        m = AxisSet(N=rows, K=512).m
+        return plan(RNGD, dt.bf16, hbm(m, "N, K"), dm(m, "N / 32 # 256", "N % 32, K"))
+    # 80 slices (2560 rows, the 4-chip q/k/v stack of the 70B TP layer): 2½ DMNs.  Before, one engine read them
+    # slice by slice, one DMN at a time: 640 packets x 32 cycles, halved at the two DMN changes (dm_engine_time:
+    # 16 x (640 + 638) = 20448), 500 + 20448 = 20948.  Now 5 engines of 16 slices (two in each full DMN, one in
+    # the half): DMNs 0 and 1 serve 2 x 128 packets x 32 = 8192 cycles, DMN 2 4096; HBM (2.5 MiB contiguous over
+    # 32 channels) and the engines' 2048 requests each are below that: 500 + 8192.
+    p80 = tile(2560)
+    assert [lp.size for lp in p80.spatial] == [5] and p80.spatial[0].dst == DMN // 2
+    c80 = cycles(p80)
+    assert (c80.engines, c80.issue, c80.dm, c80.total) == (5, 2048, 8192, 500 + 8192) and c80.hbm < 8192
+    # 48 slices (1½ DMNs, less than a pair): before one engine, 16 x (384 + 383) = 12272 + 500; now 3 engines of
+    # 16 slices, DMN 0 busiest with 256 packets: 500 + 8192
+    c48 = cycles(tile(1536))
+    assert (c48.engines, c48.dm, c48.total) == (3, 8192, 500 + 8192)
+    # 160 slices (5 whole DMNs, 2½ pairs) were already one engine per DMN (the 3½-pair rule): 256 packets x 32
+    # = 8192 on each DMN, unchanged 500 + 8192; so are one DMN (32 slices, one engine) and one pair (64 slices,
+    # one engine alternating its two DMNs at 256 B/cycle, L2883-2893)
+    c160 = cycles(tile(5120))
+    assert (c160.engines, c160.dm, c160.total) == (5, 8192, 500 + 8192) and c160.hbm < 8192
+    assert (cycles(tile(1024)).engines, cycles(tile(1024)).total) == (1, 500 + 8192)
+    assert (cycles(tile(2048)).engines, cycles(tile(2048)).total) == (1, 500 + 8192)
+    # the values: every element lands where the one-engine plan put it (the plan only moves loops to engines)
+    ctx = Context.acquire()
+    m = AxisSet(N=2560, K=64).m
+    x = HostTensor.from_numpy(rng.integers(-99, 99, (2560, 64)).astype(np.int32), dt.i32, m["N, K"], axes="N K")
+    h = x.to_hbm(m["1"], m["N, K"], ctx.pdma, 1 << 28)
+    d = h.to_dm(m["1 # 2"], m["N / 32 # 256"], m["N % 32, K"], ctx.tdma, 0)
+    back = d.to_hbm(m["N, K"], ctx.tdma, 1 << 29).to_host(m["N, K"], ctx.pdma)
+    assert same(back.numpy(axes="N K"), x.numpy(axes="N K"))
+    assert plan(RNGD, dt.i32, hbm(m, "N, K"), dm(m, "N / 32 # 256", "N % 32, K")).engines == 5
+
+
 def test_gemv_broadcast_vector_to_all_slices_l441() -> None:
     # vector: HbmTensor<bf16, Chip, m![J]> → DmTensor<bf16, Chip, Cluster, m![I], m![J]> (L441-446): every
     # slice i holds the vector, a tensor constant along I

@@ -47,15 +47,15 @@ def test_tensor_parallel_layer_on_2_and_4_chips_within_bounds_and_faster_with_mo
 
 def test_tensor_parallel_tile_major_shards_give_the_row_major_bits() -> None:
     """Every chip's weight shards stored K-tile-major (the example's default) and row-major (before), and q
-    contracted with k and v in one Gemm (the path the full size takes on 2 chips, whose stack fills whole DMNs) or
-    apart (this size's default: 768 rows): every stage's output on every chip bit for bit the same (2 chips; the
+    contracted with k and v in one Gemm (the default: the stack fits one Gemm) or
+    apart (``fuse_q=False``): every stage's output on every chip bit for bit the same (2 chips; the
     4-chip shards are the same code)."""
     mod = _module()
     tiled: dict[str, Any] = {}
     rows: dict[str, Any] = {}
-    fused: dict[str, Any] = {}
+    apart: dict[str, Any] = {}
     mod.run(2, seed=5, keep=tiled)
     mod.run(2, seed=5, tiles=False, keep=rows)
-    mod.run(2, seed=5, keep=fused, fuse_q=True)
-    assert tiled.keys() == rows.keys() == fused.keys() and len(tiled) == 17
-    assert all(np.array_equal(tiled[k], rows[k]) and np.array_equal(tiled[k], fused[k]) for k in tiled)
+    mod.run(2, seed=5, keep=apart, fuse_q=False)
+    assert tiled.keys() == rows.keys() == apart.keys() and len(tiled) == 17
+    assert all(np.array_equal(tiled[k], rows[k]) and np.array_equal(tiled[k], apart[k]) for k in tiled)

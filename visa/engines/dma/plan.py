@@ -537,30 +537,38 @@ def _distribute(hw: HardwareProfile, src: Side, dst: Side, loops: list[DmaLoop],
 
 def _split_by_dmn(hw: HardwareProfile, spaces: tuple[AddressSpace, AddressSpace], dm_side: int | None,
                   spatial: list[DmaLoop], temporal: list[DmaLoop]) -> None:
-    """Run a slice loop over more than one DMN pair that is not a whole number of pairs (224 slices: 3½ pairs)
-    on one engine per DMN, if the chip has the engines (8, L2404, L2831).
+    """Spread a slice loop over more than one DMN that is not a whole number of DMN pairs (224 slices: 3½
+    pairs; 80 slices: 2½ DMNs; 48: 1½) over engines whose ranges each stay within one DMN, if the chip has the
+    engines (8, L2404, L2831).
 
     The manual's answer to a slice count that does not divide among the DMNs is a heterogeneous operation
-    (L2752–2808: whole pairs on their engines, the rest on its own); visa plans the homogeneous equivalent,
-    one engine per DMN at 128 B/cycle (L2603), which takes as long as the pairs (a pair's engine alternates two
-    DMNs at 256 B/cycle for twice the bytes).  Any engine may serve any DMN (L2547–2548)."""
+    (L2752–2808: whole pairs on their engines, the rest on its own); visa plans a homogeneous equivalent: the
+    loop's slices in equal runs of ``c`` slices, ``c`` the largest divisor of the slices per DMN that divides
+    the loop and leaves at most the free engines (224 slices: 7 runs of 32, one per DMN; 80: 5 runs of 16;
+    48: 3 of 16).  Each engine reads its run at a DMN's 128 B/cycle (L2603); engines of one DMN share it, so
+    the DMA lasts as long as its busiest DMN, as the heterogeneous operation does (a pair's engine alternates
+    two DMNs at 256 B/cycle for twice the bytes).  Any engine may serve any DMN (L2547–2548).  A loop over one
+    DMN or less, or over whole pairs (planned per pair by :func:`_distribute`, alternating the pair's DMNs by
+    :func:`_interleave_dmns`), is left alone."""
     if dm_side is None:
         return
     d = hw.dm
     dmn = d.slices_per_dmn * d.slice_address_space_bytes
-    pair = hw.dma.dmns_per_engine * dmn
     def per_chip(lp: DmaLoop) -> bool:  # a loop of engines within a chip, not of chips
         return not any(x and x % sp.chip_bytes == 0 for x, sp in zip((lp.src, lp.dst), spaces, strict=True))
-    engines = math.prod(lp.size for lp in spatial if per_chip(lp))
+    free = hw.dma.engines_per_chip // math.prod(lp.size for lp in spatial if per_chip(lp))
     for k, lp in enumerate(temporal):
         s = lp.dst if dm_side else lp.src
-        if not s or dmn % s or s * lp.size <= pair or lp.size % (dmn // s):
+        if not s or dmn % s or s * lp.size <= dmn:
             continue
         per = dmn // s
-        if engines * (lp.size // per) > hw.dma.engines_per_chip:
+        if lp.size == per * hw.dma.dmns_per_engine:
+            continue  # one whole pair: its engine alternates the two DMNs (L2883–2893)
+        run = max((c for c in divisors(per) if lp.size % c == 0 and lp.size // c <= free), default=0)
+        if not run or lp.size // run == 1:
             continue
-        spatial.append(DmaLoop(lp.size // per, lp.src * per, lp.dst * per, lp.axes))
-        temporal[k] = DmaLoop(per, lp.src, lp.dst, lp.axes)
+        spatial.append(DmaLoop(lp.size // run, lp.src * run, lp.dst * run, lp.axes))
+        temporal[k] = DmaLoop(run, lp.src, lp.dst, lp.axes)
         return
 
 
