@@ -16,11 +16,11 @@ mostly those page faults (see below).
 What dominates (measured on the 2-core VM, issue 15).  After the fetch's broadcast became structure (``J / 8 % 4``
 read once and passed on as a repeating Time digit, docs/manual-notes.md "Broadcast streams as views"), the
 written-mask went by page, all-known streams lost their per-element mask and the TRF window copied one period
-of its repeated slices ("All-known streams"): the whole run went from 170–225 ms (80–95×) to about 83 ms (38×),
-the Contraction Engine from 28–30 ms (12–14×) to about 9 ms (4.1×).  Of those 83 ms: the DMA HBM → DM of A and B
+of its repeated slices ("All-known streams"): the whole run went from 170–225 ms (80–95×) to 73–83 ms (35–38×),
+the Contraction Engine from 28–30 ms (12–14×) to 7–9 ms (3.5–4.1×).  Of those 73–83 ms: the DMA HBM → DM of A and B
 about a third (the first touch of the 32 MiB of DM pages the layout fills: A over the 16 column blocks, B over the
 16 row blocks), the TRF load and the fetch a quarter together, the host side (``HostTensor.rand``, the PCIe
-copies, the check: one float32 product and two row norms) a quarter.  The Contraction Engine's 9 ms: about 4 ms
+copies, the check: one float32 product and two row norms) a quarter.  The Contraction Engine's 7–9 ms: about 4 ms
 of products (numpy's multiplications, as a few BLAS products on the worker threads, with the bf16 → f32 widening)
 and about 2.7 ms comparing the TRF window (16 MB) and the activations to find the slices that share them (only the
 data shows that a DMA replicated them).  The last line of the report is the floor: numpy alone writing the 48 MiB
