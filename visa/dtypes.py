@@ -487,12 +487,11 @@ def from_bits(dtype: type[Scalar], bits: npt.ArrayLike) -> npt.NDArray[Any]:
             and np.dtype(dtype.storage).itemsize == b.dtype.itemsize):
         # every pattern of the full word is a two's complement value: reinterpret (one copy)
         return np.array(b, copy=True).view(dtype.storage)
-    if dtype.kind == "int" and dtype.image_bits <= 8 and (b.dtype == np.uint8 or (
-            b.size and int(b.min()) >= 0 and int(b.max()) < 256)):
+    if dtype.kind == "int" and dtype.image_bits <= 8 and b.size and (b.dtype == np.uint8 or int(b.min()) >= 0):
         # narrow patterns (i4, i5, i8 in a wider storage): one lookup per pattern in a table of all 2^bits
         # (a pattern out of range or not a sign extension takes the general path below, which refuses it)
         values, valid = _pattern_table(dtype)
-        if not b.size or (int(b.max()) < values.size and (dtype.bits == dtype.image_bits or bool(valid[b].all()))):
+        if int(b.max()) < values.size and (dtype.bits == dtype.image_bits or bool(valid[b].all())):
             out: npt.NDArray[Any] = values[b]
             return out
     u = b.astype(np.int64)

@@ -216,7 +216,7 @@ def test_whole_word_bytes_round_trip(dtype: Any) -> None:
 def test_slices_sharing_weights_and_activations(dtype: Any) -> None:
     """Slice = [I / 32, J / 8]: the slices of one column block share their weights and those of one row block
     their activations (the DMA broadcasts each), so the products run as one product of the distinct ones
-    (``compute._weight_period``, ``compute._block_constant``)."""
+    (``compute.weight_period``, ``compute._same_along``)."""
     ax = AxisSet(I=64, J=32, K=256)
     m = ax.m
     rng = np.random.default_rng(7)
@@ -246,9 +246,9 @@ def test_slices_sharing_weights_and_activations(dtype: Any) -> None:
 
 def test_weight_period_and_block_constant() -> None:
     w = np.tile(RNG.integers(-9, 9, size=(4, 3, 5)), (6, 1, 1))  # w[b] = w[b mod 4]
-    assert C._weight_period(w) == 4
+    assert C.weight_period(w) == 4
     w[23, 2, 4] += 1
-    assert C._weight_period(w) == 0
+    assert C.weight_period(w) == 0
     t = np.repeat(RNG.integers(-9, 9, size=(3, 1, 5)), 4, axis=1)  # constant along the second axis
     assert C._same_along(t)
     t[2, 3, 0] += 1

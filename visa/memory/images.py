@@ -733,13 +733,15 @@ def _byte_nest(dtype: type[dt.Scalar], image: Image, bit_base: int,
     if nb not in _WORD:
         return None
     nest = tuple((int(n), int(s) * nb) for n, s in loops if n != 1)
-    if any(n <= 0 for n, _ in nest):
+    if any(n <= 0 for n, _ in nest) or not _inside(image, bit_base // 8, nest, nb):
         return None
-    base = bit_base // 8
+    return nb, bit_base // 8, nest
+
+
+def _inside(image: DenseImage, base: int, nest: Nest, nb: int) -> bool:
+    """Does every ``nb``-byte word a byte nest visits from ``base`` lie inside the image's units?"""
     lo, hi = _nest_bounds(nest)
-    if base + lo < 0 or base + hi + nb > image.nbytes:
-        return None
-    return nb, base, nest
+    return base + lo >= 0 and base + hi + nb <= image.nbytes
 
 
 def _injective(nest: Nest, nb: int) -> bool:
@@ -853,11 +855,7 @@ def _nibble_nest(image: Image, bit_base: int, loops: Sequence[tuple[int, int]]) 
     if s_in != 1 or n_in <= 0 or n_in % 2 or any(n <= 0 or s % 2 for n, s in outer):
         return None
     nest = tuple((n, s) for n, s in (*((n, s // 2) for n, s in outer), (n_in // 2, 1)) if n != 1)
-    lo, hi = _nest_bounds(nest)
-    base = bit_base // 8
-    if base + lo < 0 or base + hi + 1 > image.nbytes:
-        return None
-    return base, nest
+    return (bit_base // 8, nest) if _inside(image, bit_base // 8, nest, 1) else None
 
 
 def _load_nibbles(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: Sequence[tuple[int, int]],
@@ -896,8 +894,7 @@ def _store_nibbles(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: S
     """:func:`store_nest` of 4-bit elements, two to a byte, when every element is known (a poisoned nibble
     poisons its byte, and a nibble of stream padding does not: only :func:`store_stream` knows which is which)."""
     got = _nibble_nest(image, bit_base, loops)
-    k = np.asarray(known, dtype=bool)
-    if got is None or not _injective(got[1], 1) or not bool(k.all()):
+    if got is None or not _injective(got[1], 1) or not all_true(np.asarray(known, dtype=bool)):
         return False
     base, nest = got
     assert isinstance(image, DenseImage)

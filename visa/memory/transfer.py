@@ -38,6 +38,7 @@ import numpy as np
 from visa.errors import AddressError
 from visa.hw import HardwareProfile
 from visa.memory.images import BoolArray, ByteArray, DenseImage, IntArray, PagedImage
+from visa.memory.pages import PageMask
 
 __all__ = ["AddressSpace", "address_space", "Endpoint", "HostBuffer", "HbmEndpoint", "DmEndpoint", "copy",
            "ByteLoop"]
@@ -206,9 +207,14 @@ class HbmEndpoint:
             return False
         return self._image(chip).adopt(lo, data)
 
-    def known(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> BoolArray | None:
+    def _pages(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> tuple[PageMask, int, int]:
+        """The written-state of the region holding ``[lo, hi)`` and where bytes ``[unit_lo, unit_hi)`` lie in it
+        (the bytes themselves are not written: a shared region stays shared)."""
         _, pages, at = self._image(chip).span(lo, hi, write=False)
-        a, b = at + unit_lo - lo, at + unit_hi - lo
+        return pages, at + unit_lo - lo, at + unit_hi - lo
+
+    def known(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> BoolArray | None:
+        pages, a, b = self._pages(chip, lo, hi, unit_lo, unit_hi)
         if pages.all_known(slice(None), a, b):
             return None
         return pages.known_span(slice(None), a, b)
@@ -221,8 +227,8 @@ class HbmEndpoint:
         return data, known & ok
 
     def mark_written(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> None:
-        _, pages, at = self._image(chip).span(lo, hi, write=False)
-        pages.mark(slice(None), at + unit_lo - lo, at + unit_hi - lo, True)
+        pages, a, b = self._pages(chip, lo, hi, unit_lo, unit_hi)
+        pages.mark(slice(None), a, b, True)
 
     def mask_for_write(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> tuple[BoolArray, int]:
         _, pages, at = self._image(chip).span(lo, hi, write=False)
@@ -230,8 +236,8 @@ class HbmEndpoint:
         return pages.mask[0], at
 
     def settle(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> None:
-        _, pages, at = self._image(chip).span(lo, hi, write=False)
-        pages.settle_range(slice(None), at + unit_lo - lo, at + unit_hi - lo)
+        pages, a, b = self._pages(chip, lo, hi, unit_lo, unit_hi)
+        pages.settle_range(slice(None), a, b)
 
 
 class DmEndpoint:

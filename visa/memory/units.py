@@ -129,16 +129,17 @@ class UnitSelection(DenseImage):
         self._check(idx)
         return self._take(self.base._data, idx), self._pm().known_at(self.units, idx)
 
-    def _materialise(self, idx: IntArray, nb: int, mask: npt.ArrayLike | None) -> bool:
+    def _materialise(self, idx: IntArray, nb: int, mask: npt.ArrayLike | None, known: bool = True) -> bool:
         """Materialise the pages a write of ``nb`` bytes at ``idx`` of the selected units (where ``mask``)
-        reaches; False if they are all written already (no mask to write)."""
+        reaches, for a mask write of ``known``; False if there is no mask to write: a write of True over pages
+        all written already (a write of False — poison — always has its mask bytes to clear)."""
         if not idx.size or not self.count:
             return False
         pm = self._pm()
         if mask is not None and bool(np.all(mask)):
             mask = None
         if mask is None:
-            if pm.all_known(self.units, int(idx.min()), int(idx.max()) + nb):
+            if known and pm.all_known(self.units, int(idx.min()), int(idx.max()) + nb):
                 return False
             pm.materialise_index(self.units, idx, nb)
             return True
@@ -158,17 +159,10 @@ class UnitSelection(DenseImage):
         """Mark the bytes ``byte_index`` of the units where ``where`` (``(count, len)``) as never written."""
         idx = np.asarray(byte_index, dtype=np.int64)
         self._check(idx)
-        if not np.any(where) or not self.count:
+        if not np.any(where):
             return
-        # (always materialise: a page already all written still has its mask bytes to clear — _materialise's
-        # "nothing to write" shortcut holds for writes of True only)
-        w = np.broadcast_to(where, (self.count, *idx.shape))
-        if bool(w.all()):
-            self._pm().materialise_index(self.units, idx, 1)
-        else:
-            nz = np.nonzero(w)
-            self._pm().materialise_bytes(self.units[nz[0]], idx[tuple(nz[1:])], 1)
-        self._put(self.base._written, idx, False, where)
+        if self._materialise(idx, 1, where, known=False):
+            self._put(self.base._written, idx, False, where)
 
     def gather_words(self, byte_index: IntArray, nb: int) -> tuple[npt.NDArray[Any], BoolArray] | None:
         wv = word_view(self.base._data, nb)

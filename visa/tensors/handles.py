@@ -444,11 +444,6 @@ def _check_context_type(ctx: object, call: str) -> None:
         raise wrong_type("ctx", ctx, "a Context (Context.acquire())", call=call)
 
 
-def _flat_image(img: DenseImage) -> DenseImage:
-    """The same image seen as one flat unit (views, no copy)."""
-    return img.flat_image()
-
-
 class DeviceTensor:
     """Common part of the device tensor handles: dtype, level mappings, byte address, device (manual
     L1029–1093)."""
@@ -585,7 +580,7 @@ class DeviceTensor:
                 else:  # one flat image: unit u's bit b is at (u · nbytes) · 8 + b
                     lead = tuple(p[sel] for p in positions[1:-1])
                     unit = np.ravel_multi_index(lead, img.lead_shape) if lead else np.zeros_like(bits)
-                    v, k = load(self.dtype, _flat_image(img), unit * (img.nbytes * 8) + bits)
+                    v, k = load(self.dtype, img.flat_image(), unit * (img.nbytes * 8) + bits)
                 vals[sel] = v
                 known[sel] = k
             return vals, known

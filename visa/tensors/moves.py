@@ -184,11 +184,12 @@ def host_to_hbm(host: HostTensor[Any, Any], chip: Mapping, element: Mapping, pdm
     if not _covers(p, nbytes):  # (a move that writes every byte of the tensor leaves nothing to poison)
         _poison(ctx, "hbm", chip.size, address, address + nbytes)
     staged = p.src.level("Element")
-    values, known = _rearrange(*host.buffer(), host.element, staged)
+    buffer, buffer_known = host.buffer()
+    values, known = _rearrange(buffer, buffer_known, host.element, staged)
     data, kbytes = _host_bytes(dtype, values, known)
     # HBM may share the bytes (copy on write) when nobody can write them again: the host tensor's own buffer
     # (visa made it and never writes it), or bytes made here for this move
-    frozen = host.owned or not np.may_share_memory(data, host.buffer()[0])
+    frozen = host.owned or not np.may_share_memory(data, buffer)
     execute(p, HostBuffer(data, kbytes, frozen=frozen), _endpoint(ctx, "hbm"))
     out.ready_at = _report(ctx, "pdma", f"{call} → {out.describe()}", p, [], [out])
     return out

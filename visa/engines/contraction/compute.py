@@ -246,15 +246,10 @@ def _exact_f32_terms(a: Array, w: Array) -> int:
 
 
 def weight_period(w: Array) -> int:
-    """The smallest ``p`` < ``w.shape[0]`` with ``w[b] == w[b mod p]`` for every ``b``, bit for bit, or 0 (on
-    any view: nothing is copied but a sample of 64 elements per position)."""
-    return _weight_period(w)
-
-
-def _weight_period(w: Array) -> int:
     """The smallest ``p`` < the batch size ``B`` (the first axis of ``w``) with ``w[b] == w[b mod p]`` for every
     ``b`` (bit for bit), or 0.  Each divisor is tried on a sample of every position's weights first (the first
-    64 elements of one row), then on all of them (:func:`_same_along`)."""
+    64 elements of one row), then on all of them (:func:`_same_along`); on any view, nothing is copied but the
+    sample."""
     b = w.shape[0]
     if w.size == 0 or w.ndim < 2:
         return 0
@@ -397,7 +392,7 @@ def _contract(a: Array, la: list[str], w: Array, lw: list[str], lo: list[str], s
     if w_period:  # known from the window (only its first period is in w)
         period = w_period
     else:
-        period = _weight_period(w) if bshape and bshape[0] > 1 and math.prod(bshape[1:]) == 1 else 0
+        period = weight_period(w) if bshape and bshape[0] > 1 and math.prod(bshape[1:]) == 1 else 0
     if period >= _MIN_PERIOD:
         # the weights repeat every `period` batch positions (slices sharing a TRF content, e.g. one column block
         # of B broadcast to every row block of A): the activations of the positions that share weights are stacked
