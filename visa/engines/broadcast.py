@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from visa.engines.common import StreamData, StreamLayout
 
-__all__ = ["BroadcastData", "TimeDigits", "normal_digits", "expand", "compact_index"]
+__all__ = ["BroadcastData", "TimeDigits", "normal_digits", "expand", "compact_index", "place_values"]
 
 #: Time as digits, outermost first: ``(size, repeats)``; a repeating digit's steps all hold digit 0's data.
 TimeDigits = tuple[tuple[int, bool], ...]
@@ -38,6 +38,19 @@ def normal_digits(digits: Sequence[tuple[int, bool]]) -> TimeDigits:
         else:
             out.append((size, rep))
     return tuple(out)
+
+
+def place_values(sizes: Sequence[int]) -> list[int]:
+    """The place value of each digit of a mixed radix, outermost first (the last digit's is 1).
+
+    >>> place_values([2, 3, 4])
+    [12, 4, 1]
+    """
+    out, acc = [0] * len(sizes), 1
+    for k in range(len(sizes) - 1, -1, -1):
+        out[k] = acc
+        acc *= sizes[k]
+    return out
 
 
 def compact_size(digits: TimeDigits) -> int:

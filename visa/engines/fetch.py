@@ -41,7 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from visa import dtypes as dt
-from visa.engines.broadcast import BroadcastData, TimeDigits, normal_digits
+from visa.engines.broadcast import BroadcastData, TimeDigits, normal_digits, place_values
 from visa.engines.cache import cached
 from visa.engines.common import StreamData, axes_text, engine_call, unit_validity
 from visa.errors import (
@@ -699,7 +699,7 @@ def _repeat(cfg: FetchConfig) -> _Repeat | None:
                     | {places[k] * entries[k].size // n_p for k in rep})
     sizes = [b // a for a, b in zip(bounds, bounds[1:], strict=False)][::-1]  # outermost first
     starts = {places[k] // n_p for k in rep}
-    inner = _place_list(sizes)
+    inner = place_values(sizes)
     digits = tuple((s, p in starts) for s, p in zip(sizes, inner, strict=True))
     sel, off, valid, mask, tsel, _ = _static(cfg)
     shape = (*sizes, n_p)
@@ -721,15 +721,6 @@ def _repeat(cfg: FetchConfig) -> _Repeat | None:
     for a in (keep, keep_time):
         a.flags.writeable = False
     return _Repeat(normal_digits(digits), kept, keep, keep_time)
-
-
-def _place_list(sizes: Sequence[int]) -> list[int]:
-    """The place value of each digit of a mixed radix (outermost first)."""
-    out, acc = [0] * len(sizes), 1
-    for k in range(len(sizes) - 1, -1, -1):
-        out[k] = acc
-        acc *= sizes[k]
-    return out
 
 
 def execute(cfg: FetchConfig, images: Sequence[DenseImage], bit_bases: Sequence[int],

@@ -32,7 +32,7 @@ import ml_dtypes
 import numpy as np
 import numpy.typing as npt
 
-from visa.engines.broadcast import TimeDigits, expand
+from visa.engines.broadcast import TimeDigits, expand, place_values
 from visa.engines.common import StreamData
 from visa.engines.contraction.aligner import AlignPlan
 from visa.engines.contraction.blas import batched_matmul, parallel_pieces
@@ -111,14 +111,6 @@ def _refine(total: int, structures: Sequence[Sequence[int]]) -> list[int] | None
     return [b // a for a, b in zip(chain, chain[1:], strict=False)][::-1]
 
 
-def _place_of(sizes: Sequence[int]) -> list[int]:
-    out, acc = [0] * len(sizes), 1
-    for k in range(len(sizes) - 1, -1, -1):
-        out[k] = acc
-        acc *= sizes[k]
-    return out
-
-
 def _digits(align: AlignPlan, segments: Sequence[tuple[int, bool]], dense: bool = False,
             act_digits: TimeDigits = ()) -> list[_Digit]:
     """The time digits: refinement of the entries, the tiling split, the activation's own repeating digits
@@ -130,15 +122,15 @@ def _digits(align: AlignPlan, segments: Sequence[tuple[int, bool]], dense: bool 
     act_digits = act_digits or ((align.act_time, False),)
     act_sizes = [s for s, _ in act_digits]
     structures = [seg_sizes, [*act_sizes, align.tiles], [s for s, _ in entries]]
-    a_places = [p * align.tiles for p in _place_of(act_sizes)]
+    a_places = [p * align.tiles for p in place_values(act_sizes)]
     repeating = [(p, p * s) for (s, rep), p in zip(act_digits, a_places, strict=True) if rep]
     sizes = None if dense else _refine(t, structures)
     if sizes is None:  # no common refinement: one digit per segment, weights gathered per step
         sizes = seg_sizes if seg_sizes else [t]
         dense = True
-    places = _place_of(sizes)
-    e_places = _place_of([s for s, _ in entries])
-    s_places = _place_of(seg_sizes)
+    places = place_values(sizes)
+    e_places = place_values([s for s, _ in entries])
+    s_places = place_values(seg_sizes)
     seg_kept = [k for s, k in segments if s > 1]
     out = []
     for size, place in zip(sizes, places, strict=True):
