@@ -20,6 +20,7 @@ import re
 import sys
 from collections.abc import Iterator
 from collections.abc import Mapping as AbcMapping
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -609,8 +610,18 @@ class MappingFactory:
 
     def __getitem__(self, text: str) -> Mapping:
         frame = sys._getframe(1)
-        scope = {**frame.f_globals, **frame.f_locals}
+        scope = {**frame.f_globals, **_escape_locals(text, frame)}
         return Mapping.parse(text, self.axis_set, scope)
+
+
+def _escape_locals(text: str, frame: FrameType) -> AbcMapping[str, Any]:
+    """The caller's local variables when ``text`` has a ``{Name}`` escape (the only use of them), else none.
+
+    Reading a frame's locals makes CPython (3.11, 3.12) keep a snapshot of them on the frame until the next
+    read: a function that wrote ``m["..."]`` after ``Context.acquire()`` would keep that context (its device
+    images) alive after it let go of it.
+    """
+    return frame.f_locals if isinstance(text, str) and "{" in text else {}
 
 
 def module_mapping(text: str, module_globals: AbcMapping[str, Any],
@@ -630,7 +641,7 @@ def module_mapping(text: str, module_globals: AbcMapping[str, Any],
             raise UnknownAxisError(f"module {name} declares no axes", call="m",
                                    mapping=f'm["{text}"]', fix="call axes(A=..., ...) at the top of the module")
     scope = module_globals
-    if local_scope is not None and local_scope is not module_globals:
+    if local_scope and local_scope is not module_globals:
         scope = {**module_globals, **local_scope}
     return Mapping.parse(text, found, scope)
 
@@ -647,7 +658,7 @@ class MappingSyntax:
 
     def __getitem__(self, text: str) -> Mapping:
         frame = sys._getframe(1)
-        return module_mapping(text, frame.f_globals, frame.f_locals)
+        return module_mapping(text, frame.f_globals, _escape_locals(text, frame))
 
     def __repr__(self) -> str:
         return "m"

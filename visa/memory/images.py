@@ -24,11 +24,7 @@ pack two to a byte (element 0 in the low nibble, docs/manual-notes.md "dtypes").
 from __future__ import annotations
 
 import bisect
-import ctypes
 import math
-import mmap
-import os
-import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,6 +33,7 @@ import numpy.typing as npt
 
 from visa import dtypes as dt
 from visa.errors import AddressError
+from visa.memory.arena import ARENA, Lease, lazy_zeros
 from visa.memory.known import all_true
 from visa.memory.pages import ALL, MIXED, PAGE_BYTES, PageMask, Units, nest_offsets
 
@@ -91,56 +88,6 @@ def _put_known(data: npt.NDArray[Any], written: npt.NDArray[Any], words: npt.NDA
     np.multiply(k, np.asarray(_ALL_WRITTEN[nb], dtype=_WORD[nb]), out=written)
 
 
-_SMALL_PAGES_FROM = 1 << 22
-
-#: Freed memory the C allocator keeps for reuse (glibc's ``M_MMAP_THRESHOLD`` and ``M_TRIM_THRESHOLD``).
-KEEP_FREED_BYTES = 1 << 30
-
-
-def _keep_freed_memory() -> bool:
-    """Let the C allocator reuse freed blocks instead of returning them to the system.
-
-    Every engine pass allocates its stream arrays (tens to hundreds of MB for a large kernel) and frees them
-    when the next pass starts.  glibc serves blocks over 32 MB with a fresh ``mmap`` and gives them back with
-    ``munmap``, so every pass pays for the first touch of every page again (the system clears each page it
-    hands out: measured here, 256 MB of fresh arrays cost 3× the CPU time of reused ones).  With a higher
-    mapping threshold and trim threshold the heap keeps up to :data:`KEEP_FREED_BYTES` of freed memory and
-    reuses it.  Peak memory does not grow (the same blocks are reused); memory freed at the end stays with the
-    process.  ``VISA_KEEP_FREED=0`` in the environment leaves the allocator alone; so do systems without glibc.
-    """
-    if os.environ.get("VISA_KEEP_FREED", "1") == "0" or not sys.platform.startswith("linux"):
-        return False
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        m_trim_threshold, m_mmap_threshold = -1, -3
-        return bool(libc.mallopt(m_mmap_threshold, KEEP_FREED_BYTES)) and bool(
-            libc.mallopt(m_trim_threshold, KEEP_FREED_BYTES))
-    except (OSError, AttributeError):
-        return False
-
-
-KEPT_FREED = _keep_freed_memory()
-
-
-def _lazy_zeros(shape: tuple[int, ...], dtype: np.dtype[Any]) -> npt.NDArray[Any]:
-    """Zeros that take memory only where written, page by page.
-
-    A device memory is large and written sparsely (a tensor takes part of every slice, a few rows of the TRF).
-    numpy asks the system for huge pages on large arrays, which would commit (and clear) 2 MB for every few
-    rows touched; large images are mapped with small pages instead, where the system allows it.
-    """
-    nbytes = int(np.prod(shape)) * dtype.itemsize
-    if nbytes < _SMALL_PAGES_FROM or not hasattr(mmap, "MADV_NOHUGEPAGE"):
-        return np.zeros(shape, dtype=dtype)
-    try:
-        mem = mmap.mmap(-1, nbytes)
-        mem.madvise(mmap.MADV_NOHUGEPAGE)
-    except (OSError, ValueError):
-        return np.zeros(shape, dtype=dtype)
-    out: npt.NDArray[Any] = np.frombuffer(mem, dtype=dtype).reshape(shape)
-    return out
-
-
 class DenseImage:
     """A dense byte image ``(..., nbytes)`` with its written-state (a :class:`~visa.memory.pages.PageMask`
     over the units, pages of ``page_bytes``); allocated lazily by the operating system.
@@ -151,19 +98,35 @@ class DenseImage:
     instead, which change nothing.
     """
 
-    __slots__ = ("_data", "_written", "_pages", "_dirty", "name")
+    __slots__ = ("_data", "_written", "_pages", "_dirty", "name", "_leases")
 
     def __init__(self, shape: tuple[int, ...], name: str = "memory", page_bytes: int = PAGE_BYTES) -> None:
-        self._data: ByteArray = _lazy_zeros(shape, np.dtype(np.uint8))
-        self._written: BoolArray = _lazy_zeros(shape, np.dtype(bool))
+        self._data: ByteArray
+        self._written: BoolArray
+        self._leases: tuple[Lease | None, Lease | None] = (None, None)  # (set first: __del__ reads it)
+        self._data, data_lease = ARENA.zeros(shape, np.dtype(np.uint8))
+        self._written, written_lease = ARENA.zeros(shape, np.dtype(bool))
+        self._leases = (data_lease, written_lease)
         n = int(shape[-1])
         units = int(np.prod(shape[:-1], dtype=np.int64))
         self._pages = PageMask(self._written.reshape(units, n), max(1, min(page_bytes, n or 1)))
         self._dirty = (0, 0)
         self.name = name
 
+    def __del__(self) -> None:
+        # The image's memory goes back to the arena (visa.memory.arena), which clears what may have been
+        # written, [lo, hi) of every unit, before another image of this shape takes it.  The byte mask holds
+        # zeros outside MIXED pages (visa.memory.pages): only those need clearing.
+        if hasattr(self, "_dirty"):  # (not when its construction failed)
+            data, written = self._leases
+            ARENA.give(data, *self._dirty)
+            if written is not None:
+                units, pages = np.nonzero(self._pages.state == MIXED)
+                ARENA.give(written, 0, 0, (units.astype(np.int64), pages.astype(np.int64), self._pages.page))
+
     def __deepcopy__(self, memo: dict[int, Any]) -> DenseImage:
         out = object.__new__(type(self))
+        out._leases = (None, None)
         out._data = self._data.copy()
         out._written = self._written.copy()
         out._pages = PageMask(out._written.reshape(self._pages.mask.shape), self._pages.page,
@@ -450,6 +413,7 @@ class DenseImage:
         a copy of it — its own page bookkeeping, settling pages as it reads, must not clear this image's mask
         bytes under pages this image still keeps MIXED)."""
         flat = object.__new__(DenseImage)
+        flat._leases = (None, None)  # (views of this image's memory, which goes back with this image)
         flat._data = self._data.reshape(-1)
         pm = self._pages
         if pm.n % pm.page:  # pages do not line up across units: every page exact, and the flat one all MIXED
@@ -609,8 +573,8 @@ class PagedImage:
         if last > first:
             new_lo = min(lo, self._starts[first])
             new_hi = max(hi, self._starts[last - 1] + self._data[last - 1].size)
-        data = _lazy_zeros((new_hi - new_lo,), np.dtype(np.uint8))
-        pages = PageMask(_lazy_zeros((1, new_hi - new_lo), np.dtype(bool)), max(1, min(self.page_bytes,
+        data = lazy_zeros((new_hi - new_lo,), np.dtype(np.uint8))
+        pages = PageMask(lazy_zeros((1, new_hi - new_lo), np.dtype(bool)), max(1, min(self.page_bytes,
                                                                                      new_hi - new_lo)))
         for k in range(first, last):
             s = self._starts[k]
@@ -632,7 +596,7 @@ class PagedImage:
         first, last = self._overlapping(lo, hi)
         if any(self._starts[k] < lo or self._starts[k] + self._data[k].size > hi for k in range(first, last)):
             return False
-        pages = PageMask(_lazy_zeros((1, data.size), np.dtype(bool)), max(1, min(self.page_bytes, data.size)))
+        pages = PageMask(lazy_zeros((1, data.size), np.dtype(bool)), max(1, min(self.page_bytes, data.size)))
         pages.mark(slice(None), 0, data.size, True)
         view = data.view()
         view.flags.writeable = False  # a write that bypassed span would raise, not change the owner's buffer

@@ -1,0 +1,148 @@
+"""Device images reuse the memory of dead ones (visa.memory.arena, issue 15), and read exactly as fresh ones.
+
+The reuse must be invisible: whatever the dead image went through — dense and strided writes, masked and
+4-bit stores, poisons, unwrites, DMA marks, masks written byte by byte (the random steps of the per-byte model
+in ``test_pages``) — the next image of its shape holds zero bytes, no byte written and every page ``NONE``
+(manual L134–140: a memory starts poisoned).  And memory that a caller still sees through an array the image
+handed out is never handed to another image.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import visa.memory.images as images
+from tests.example_loader import load_example
+from tests.memory.test_pages import LEAD, Model, _step
+from visa import Context, HostTensor, axes, bf16, launch, m
+from visa.memory.arena import Arena
+from visa.memory.images import DenseImage
+from visa.memory.pages import NONE
+
+axes(I=512, J=512, K=1024)  # the GEMM example's
+
+
+@pytest.fixture
+def arena(monkeypatch: pytest.MonkeyPatch) -> Iterator[Arena]:
+    """An arena that maps (and so keeps) images of any size, in place of the device images' one."""
+    mine = Arena(least=1)
+    monkeypatch.setattr(images, "ARENA", mine)
+    yield mine
+    gc.collect()
+
+
+def _fresh(img: DenseImage) -> None:
+    assert not img.read_data().any()
+    assert (img.state == NONE).all()
+    assert not img.known_bytes(0, img.nbytes).any()
+    assert not img.written.any()
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 70), page=st.integers(1, 20), seed=st.integers(0, 2**32 - 1),
+       ops=st.lists(st.integers(0, 9), min_size=1, max_size=12))
+def test_a_reused_image_reads_as_a_fresh_one(n: int, page: int, seed: int, ops: list[int]) -> None:
+    mine = Arena(least=1)
+    saved, images.ARENA = images.ARENA, mine
+    try:
+        rng = np.random.default_rng(seed)
+        img = DenseImage((*LEAD, n), page_bytes=page)
+        ref = Model(n)
+        for op in ops:
+            _step(img, ref, rng, op)
+        del img
+        gc.collect()
+        again = DenseImage((*LEAD, n), page_bytes=page)
+        assert mine.reused == 2  # the bytes and the mask
+        _fresh(again)
+    finally:
+        images.ARENA = saved
+
+
+def test_the_next_image_of_a_shape_takes_the_dead_ones_memory(arena: Arena) -> None:
+    img = DenseImage((4, 4096))
+    img.flat_data(0, 100)[:100] = 7
+    img.mark_written(slice(0, 1), 0, 100)
+    address = img.read_data().__array_interface__["data"][0]
+    del img
+    again = DenseImage((4, 4096))
+    assert again.read_data().__array_interface__["data"][0] == address
+    assert arena.reused == 2
+    _fresh(again)
+    other = DenseImage((4, 2048))  # another shape: new memory
+    assert arena.reused == 2
+    _fresh(other)
+
+
+def test_memory_a_caller_still_sees_is_not_reused(arena: Arena) -> None:
+    img = DenseImage((2, 8192))
+    held = img.data  # the image's bytes, handed out (and written)
+    held[0, :10] = 5
+    del img
+    again = DenseImage((2, 8192))
+    assert not np.shares_memory(again.read_data(), held)
+    assert held[0, :10].tolist() == [5] * 10  # what the caller holds is unchanged
+    _fresh(again)
+    del again, held
+    third = DenseImage((2, 8192))
+    assert arena.reused >= 2  # released now: one of the two dead images' memory, cleared
+    _fresh(third)
+
+
+def test_a_flat_image_keeps_its_images_memory_out_of_reuse(arena: Arena) -> None:
+    img = DenseImage((2, 4096))
+    img.flat_data(0, 4096)[:4096] = 1
+    img.mark_written(slice(0, 1), 0, 4096)
+    flat = img.flat_image()
+    del img
+    again = DenseImage((2, 4096))
+    assert not np.shares_memory(again.read_data(), flat.read_data())
+    assert flat.all_written(0, 4096)
+
+
+@pytest.mark.skipif(not images.ARENA.enabled, reason="reuse turned off (VISA_KEEP_FREED=0)")
+def test_a_kernel_runs_alike_on_reused_memory() -> None:
+    """The GEMM example's kernel (manual L466–525) twice in one process, the second time on the memory of the
+    first one's context: the same result, byte for byte, and its DM and TRF images did reuse that memory."""
+    gemm = load_example("gemm")
+    outs = []
+    before = images.ARENA.reused
+    for _ in range(2):
+        gc.collect()  # the previous context dies here
+        ctx = Context.acquire()
+        rng = np.random.default_rng(7)
+        a = HostTensor.rand(bf16, m["I, K"], rng)
+        b = HostTensor.rand(bf16, m["K, J"], rng)
+        a_hbm = a.to_hbm(gemm.Chip, m["I, K"], ctx.pdma, 0)
+        b_hbm = b.to_hbm(gemm.Chip, m["J, K"], ctx.pdma, 1 << 28)
+        out = launch(gemm.kernel, ctx, a_hbm, b_hbm).to_host(m["I, J"], ctx.pdma)
+        outs.append(np.asarray(out.numpy(axes="I J")).view(np.uint16).copy())
+        del ctx, a, b, a_hbm, b_hbm, out
+    assert images.ARENA.reused >= before + 4  # DM and TRF, bytes and masks
+    np.testing.assert_array_equal(outs[0], outs[1])
+
+
+def test_writing_m_does_not_keep_the_callers_locals_alive() -> None:
+    """``m["..."]`` reads its caller's locals only for a ``{Name}`` escape: reading them would leave CPython's
+    snapshot of them on the frame, and a context let go of after it would live on (and its memory with it)."""
+    import weakref
+
+    class Held:
+        pass
+
+    def kernel_writer() -> bool:
+        ctx = Held()
+        gone = weakref.ref(ctx)
+        m["I, K"]
+        del ctx
+        return gone() is None  # (asked while this frame still runs: a frame's end drops any snapshot)
+
+    assert kernel_writer()
+    inner = m["K"]  # noqa: F841 (read by the escape below)
+    assert m["I, {inner}"] == m["I, K"]

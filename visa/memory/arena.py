@@ -1,0 +1,200 @@
+"""Memory for the byte images: mapped lazily, and reused from one context to the next (issue 15).
+
+A device memory is a large image written sparsely (manual L134–140: a chip's DM is 256 slices × 512 KB), so
+images are mapped memory that the system provides page by page on first write (:func:`lazy_zeros`).  That
+first write is the expensive part of moving data into a new context: the system clears every page it hands
+out and takes a fault for it — measured on the 2-core VM, writing 48 MiB into fresh pages took 35 ms, into
+pages already mapped 1.7 ms.  A kernel writer runs kernels one after the other in one process (a test suite, a
+sweep of tile sizes, a notebook), each in a new context whose images have the shapes of the last one's.
+
+:class:`Arena` keeps the mapped buffers of images that died and hands them to the next image of the same
+shape and type, cleared: only the bytes the dead image may have written (the range its owner reports, the
+same in every unit) are set to zero again, so a reused buffer reads exactly as a fresh one.  A buffer is
+reused only once nothing refers to it any more: an array the image handed out (a view of its bytes) that is
+still alive keeps its buffer out of reuse, so nothing a caller holds ever changes under it.
+
+>>> import numpy as np
+>>> arena = Arena(per_shape=2)
+>>> a, lease = arena.zeros((4, 1 << 20), np.dtype(np.uint8))
+>>> a[:, 8:16] = 7
+>>> view = a[0]                               # a view the image handed out, still alive
+>>> del a
+>>> arena.give(lease, 8, 16)
+>>> b, _ = arena.zeros((4, 1 << 20), np.dtype(np.uint8))
+>>> np.shares_memory(b, view), int(b.sum())   # the held buffer is not reused: a fresh one
+(False, 0)
+>>> del view
+>>> c, _ = arena.zeros((4, 1 << 20), np.dtype(np.uint8))
+>>> int(c.sum()), arena.reused                # the released one is, cleared
+(0, 1)
+"""
+
+from __future__ import annotations
+
+import ctypes
+import mmap
+import os
+import sys
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["Arena", "Lease", "Pages", "ARENA", "lazy_zeros", "KEEP_FREED_BYTES", "KEPT_FREED", "SMALL_PAGES_FROM"]
+
+#: Images from this size up are mapped (page by page, small pages) rather than allocated by numpy.
+SMALL_PAGES_FROM = 1 << 22
+
+#: Freed memory the C allocator keeps for reuse (glibc's ``M_MMAP_THRESHOLD`` and ``M_TRIM_THRESHOLD``).
+KEEP_FREED_BYTES = 1 << 30
+
+
+def _reuse_allowed() -> bool:
+    """``VISA_KEEP_FREED=0`` in the environment turns off every reuse of freed memory (the allocator's and
+    the arena's); so does an interpreter without reference counts to tell when a buffer is free."""
+    return os.environ.get("VISA_KEEP_FREED", "1") != "0" and hasattr(sys, "getrefcount")
+
+
+def _keep_freed_memory() -> bool:
+    """Let the C allocator reuse freed blocks instead of returning them to the system.
+
+    Every engine pass allocates its stream arrays (tens to hundreds of MB for a large kernel) and frees them
+    when the next pass starts.  glibc serves blocks over 32 MB with a fresh ``mmap`` and gives them back with
+    ``munmap``, so every pass pays for the first touch of every page again (the system clears each page it
+    hands out: measured here, 256 MB of fresh arrays cost 3× the CPU time of reused ones).  With a higher
+    mapping threshold and trim threshold the heap keeps up to :data:`KEEP_FREED_BYTES` of freed memory and
+    reuses it.  Peak memory does not grow (the same blocks are reused); memory freed at the end stays with the
+    process.  ``VISA_KEEP_FREED=0`` in the environment leaves the allocator alone; so do systems without glibc.
+    """
+    if not _reuse_allowed() or not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        m_trim_threshold, m_mmap_threshold = -1, -3
+        return bool(libc.mallopt(m_mmap_threshold, KEEP_FREED_BYTES)) and bool(
+            libc.mallopt(m_trim_threshold, KEEP_FREED_BYTES))
+    except (OSError, AttributeError):
+        return False
+
+
+KEPT_FREED = _keep_freed_memory()
+
+
+def _mapped(nbytes: int, least: int = SMALL_PAGES_FROM) -> mmap.mmap | None:
+    """``nbytes`` of anonymous memory in small pages; None below ``least`` bytes (numpy's allocation serves
+    those better) or where the system does not allow it."""
+    if nbytes < max(least, 1) or not hasattr(mmap, "MADV_NOHUGEPAGE"):
+        return None
+    try:
+        mem = mmap.mmap(-1, nbytes)
+        mem.madvise(mmap.MADV_NOHUGEPAGE)
+    except (OSError, ValueError):
+        return None
+    return mem
+
+
+def lazy_zeros(shape: tuple[int, ...], dtype: np.dtype[Any]) -> npt.NDArray[Any]:
+    """Zeros that take memory only where written, page by page.
+
+    A device memory is large and written sparsely (a tensor takes part of every slice, a few rows of the TRF).
+    numpy asks the system for huge pages on large arrays, which would commit (and clear) 2 MB for every few
+    rows touched; large images are mapped with small pages instead, where the system allows it.
+    """
+    mem = _mapped(int(np.prod(shape)) * dtype.itemsize)
+    if mem is None:
+        return np.zeros(shape, dtype=dtype)
+    out: npt.NDArray[Any] = np.frombuffer(mem, dtype=dtype).reshape(shape)
+    return out
+
+
+class Lease:
+    """One mapped buffer lent to an image: the mapping and the shape and type it was made for."""
+
+    __slots__ = ("mem", "shape", "dtype")
+
+    def __init__(self, mem: mmap.mmap, shape: tuple[int, ...], dtype: np.dtype[Any]) -> None:
+        self.mem, self.shape, self.dtype = mem, shape, dtype
+
+    def array(self) -> npt.NDArray[Any]:
+        """The buffer as an array of its shape and type (a new view)."""
+        out: npt.NDArray[Any] = np.frombuffer(self.mem, dtype=self.dtype).reshape(self.shape)
+        return out
+
+    def free(self) -> bool:
+        """Nothing but this lease refers to the mapping (no array made from it is alive)."""
+        # the lease's own reference and getrefcount's argument; every array made from it adds one through its
+        # memoryview (CPython)
+        return sys.getrefcount(self.mem) <= 2
+
+
+#: Pages of an image: the (flat) units, the page index in each, and the page's bytes.
+Pages = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], int]
+
+
+def _clear_pages(out: npt.NDArray[Any], units: npt.NDArray[np.int64], pages: npt.NDArray[np.int64],
+                 page: int) -> None:
+    """Zero the given pages of ``out``'s units (the last axis is a unit's bytes)."""
+    n = out.shape[-1]
+    flat = out.reshape(-1, n)
+    if n % page == 0:
+        flat.reshape(flat.shape[0], n // page, page)[units, pages] = 0
+        return
+    for u, p in zip(units.tolist(), pages.tolist(), strict=True):
+        flat[u, p * page:(p + 1) * page] = 0
+
+
+class Arena:
+    """Mapped buffers of dead images, by shape and type, handed to the next image that asks (module docstring).
+
+    ``per_shape`` bounds the buffers kept for one shape and type (a device of n chips frees n images of each
+    kind at once); ``least`` is the smallest buffer mapped (and so kept; tests map small ones); ``reused``
+    counts the buffers handed out again.
+    """
+
+    __slots__ = ("_kept", "per_shape", "least", "reused", "enabled")
+
+    def __init__(self, per_shape: int = 8, enabled: bool = True, least: int = SMALL_PAGES_FROM) -> None:
+        self._kept: dict[tuple[tuple[int, ...], str], list[tuple[Lease, int, int, Pages | None]]] = {}
+        self.per_shape = per_shape
+        self.least = least
+        self.reused = 0
+        self.enabled = enabled
+
+    def zeros(self, shape: tuple[int, ...], dtype: np.dtype[Any]) -> tuple[npt.NDArray[Any], Lease | None]:
+        """An array of zeros of ``shape`` and ``dtype``: a kept buffer cleared, or new memory (mapped lazily:
+        :func:`lazy_zeros`), with the lease to :meth:`give` back when its image dies (None for memory too small
+        to map, which numpy allocates)."""
+        kept = self._kept.get((shape, dtype.str), [])
+        for i, (lease, lo, hi, pages) in enumerate(kept):
+            if lease.free():
+                del kept[i]
+                out = lease.array()
+                if pages is not None:
+                    _clear_pages(out, *pages)
+                elif hi > lo:
+                    out[..., lo:hi] = 0
+                self.reused += 1
+                return out, lease
+        mem = _mapped(int(np.prod(shape)) * dtype.itemsize, self.least) if self.enabled else None
+        if mem is None:
+            return lazy_zeros(shape, dtype), None
+        lease = Lease(mem, shape, dtype)
+        return lease.array(), lease
+
+    def give(self, lease: Lease | None, lo: int, hi: int, pages: Pages | None = None) -> None:
+        """Take back a buffer whose image died; along the last axis, only ``[lo, hi)`` may hold non-zeros
+        (every unit's bytes outside it were never written) — or, given ``pages`` (units, page indices, page
+        bytes), only those pages of those units.  Beyond ``per_shape`` the buffer is let go."""
+        if lease is None or not self.enabled:
+            return
+        kept = self._kept.setdefault((lease.shape, lease.dtype.str), [])
+        if len(kept) < self.per_shape:
+            kept.append((lease, lo, hi, pages))
+
+    def clear(self) -> None:
+        """Let every kept buffer go (their memory returns to the system once nothing refers to it)."""
+        self._kept.clear()
+
+
+#: The arena of the device images (:class:`~visa.memory.images.DenseImage`); off with ``VISA_KEEP_FREED=0``.
+ARENA = Arena(enabled=_reuse_allowed())
