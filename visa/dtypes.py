@@ -908,8 +908,11 @@ def random_values(
     manual L52, L192; the distribution is a simulator choice, docs/manual-notes.md "dtypes").
 
     Integers: uniform over ``[low, high)``; by default the whole range ``dtype.min..dtype.max`` inclusive.
-    Floats: by default ``[-2, 2)`` so that kernels compare well; a uniform real in the range, rounded down to
-    a value of ``dtype`` (never NaN, inf or -0, always inside the range).
+    Floats: by default ``[-2, 2)`` so that kernels compare well; a uniform float64 ``low + (high - low) * r``
+    (the doubles of ``rng.uniform``), never NaN, inf or -0.  Types of at most 16 bits: rounded down to a value
+    of ``dtype``, at least the smallest value >= ``low`` (:func:`_round_down`); a draw that float64 rounding
+    puts on ``high`` itself (numpy's uniform allows it) stays ``high`` when ``high`` is a value of ``dtype``.
+    f32: rounded to nearest, then one step back inside ``[low, high)`` where the rounding left it.
 
     >>> v = random_values(f8e4m3, (4, 5), np.random.default_rng(0))
     >>> v.shape, v.dtype.name, bool(((v.astype(float) >= -2) & (v.astype(float) < 2)).all())
