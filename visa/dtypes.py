@@ -851,23 +851,48 @@ def representable_values(dtype: type[FloatScalar]) -> npt.NDArray[np.float64]:
 
 def _round_down(f: type[FloatScalar], u: npt.NDArray[np.float64], lowest: float) -> npt.NDArray[Any]:
     """The largest value of ``f`` (at most 16 bits) not above each ``u``, but at least ``lowest`` (a value of
-    ``f``), never -0: the table lookup ``inside[searchsorted(inside, u) - 1]`` of :func:`random_values`, without
-    the search.  The cast to ``f`` gives one of the two neighbours of ``u``; the upper one steps down by one
-    bit pattern (the formats are sign-magnitude: a positive value's pattern decreases, a negative one's grows,
-    below zero comes the smallest negative subnormal)."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        v = u.astype(f.storage)
-    bits = v.view(f.bits_dtype)
-    up = np.flatnonzero(_to_f64(v).reshape(-1) > u.reshape(-1))
-    flat = bits.reshape(-1)
-    b = flat[up].astype(np.int64)
-    above = _to_f64(v.reshape(-1)[up])
-    sign = 1 << (f.bits - 1)
-    flat[up] = np.where(above > 0, b - 1, np.where(above < 0, b + 1, sign | 1)).astype(f.bits_dtype)
-    flat[flat == sign] = 0  # -0 is +0 (the table holds +0 only)
-    low = int(_encode_float(np.array([lowest]), f, "nearest_even", "nan")[0])
-    np.copyto(bits, np.asarray(low, dtype=f.bits_dtype), where=u < lowest)  # floor(u) < lowest ⇔ u < lowest
-    out: npt.NDArray[Any] = bits.view(f.storage)
+    ``f``), never -0, as ``f.storage``: the table lookup ``inside[searchsorted(inside, u) - 1]`` of
+    :func:`random_values` without the search, built from the float64 bits (tests/test_dtypes_fast.py compares
+    it with the table and with the cast-and-step it replaced).  ``|u| <= f.max``.
+
+    Where ``|u|`` is at least ``f``'s smallest normal the result is a normal number: cut the float64 fraction to
+    ``f.mantissa_bits`` bits toward zero (the floor of a positive); for a negative first add the cut-off bits'
+    all-ones, so that its magnitude rounds up and an exact value stays (the floor of a negative); re-bias the
+    exponent and put the sign on top (both formats are sign-magnitude; ``|u| <= f.max`` keeps the exponent
+    below inf/NaN).  Below that the values of ``f`` are the multiples of its smallest subnormal ``s``: the result
+    is ``floor(u / s)`` subnormal steps (``-2**mantissa_bits`` steps is the negative smallest normal, whose
+    pattern is the same integer), zero and -0 give +0."""
+    m = f.mantissa_bits
+    cut = 52 - m  # fraction bits float64 has beyond f's
+    flat_u = u.reshape(-1)
+    b = flat_u.view(np.uint64)
+    t = (b.view(np.int64) >> 63).view(np.uint64)  # all ones for a negative, else 0
+    np.bitwise_and(t, (1 << cut) - 1, out=t)
+    np.add(t, b, out=t)  # a negative's magnitude rounds up; the sign bit stays (|u| is finite)
+    np.right_shift(t, cut, out=t)  # sign | 11-bit exponent | m-bit fraction
+    np.subtract(t, (1023 - f.bias) << m, out=t)  # re-biased: f's exponent field, >= 1 for a normal result
+    bits = t.astype(f.bits_dtype)  # drops float64's sign; f's sign bit is 0 (the field has exponent_bits bits)
+    sign = (flat_u < 0).astype(f.bits_dtype)
+    np.multiply(sign, 1 << (f.bits - 1), out=sign)  # (numpy's uint8 shift is slower than its multiply)
+    np.bitwise_or(bits, sign, out=bits)
+    small = flat_u < f.smallest_normal
+    np.logical_and(small, flat_u > -f.smallest_normal, out=small)
+    if small.any():
+        where = np.flatnonzero(small)
+        steps = np.floor(flat_u[where] * math.ldexp(1.0, f.bias - 1 + m))  # exact: a power-of-two scaling
+        mag = np.abs(steps).astype(np.int64)  # -0 steps is 0
+        bits[where] = np.where(steps < 0, mag | (1 << (f.bits - 1)), mag).astype(f.bits_dtype)
+    # at least lowest: floor(u) < lowest ⇔ u < lowest.  A negative's pattern grows with its magnitude, so for a
+    # negative lowest the patterns below it are the larger ones; a positive lowest has only positives around
+    # (no value of f lies in [flo, lowest), so flo > 0 and u > 0), the patterns below it are the smaller ones
+    low = np.asarray(lowest).astype(f.storage).view(f.bits_dtype)
+    if lowest < 0:
+        np.minimum(bits, low, out=bits)
+    elif lowest > 0:
+        np.maximum(bits, low, out=bits)
+    else:  # +0: the negatives (a range starting in (-smallest_subnormal, 0)) become +0
+        np.copyto(bits, low, where=flat_u < 0)
+    out: npt.NDArray[Any] = bits.view(f.storage).reshape(u.shape)
     return out
 
 
@@ -883,8 +908,11 @@ def random_values(
     manual L52, L192; the distribution is a simulator choice, docs/manual-notes.md "dtypes").
 
     Integers: uniform over ``[low, high)``; by default the whole range ``dtype.min..dtype.max`` inclusive.
-    Floats: by default ``[-2, 2)`` so that kernels compare well; a uniform real in the range, rounded down to
-    a value of ``dtype`` (never NaN, inf or -0, always inside the range).
+    Floats: by default ``[-2, 2)`` so that kernels compare well; a uniform float64 ``low + (high - low) * r``
+    (the doubles of ``rng.uniform``), never NaN, inf or -0.  Types of at most 16 bits: rounded down to a value
+    of ``dtype``, at least the smallest value >= ``low`` (:func:`_round_down`); a draw that float64 rounding
+    puts on ``high`` itself (numpy's uniform allows it) stays ``high`` when ``high`` is a value of ``dtype``.
+    f32: rounded to nearest, then one step back inside ``[low, high)`` where the rounding left it.
 
     >>> v = random_values(f8e4m3, (4, 5), np.random.default_rng(0))
     >>> v.shape, v.dtype.name, bool(((v.astype(float) >= -2) & (v.astype(float) < 2)).all())
@@ -908,14 +936,23 @@ def random_values(
     fhi = 2.0 if high is None else float(high)
     if not (math.isfinite(flo) and math.isfinite(fhi)) or not f.min <= flo < fhi <= f.max:
         raise DtypeError(f"random range [{flo}, {fhi}) is empty or outside {f!r}'s finite range ±{f.max}")
-    u = rng.uniform(flo, fhi, size=shape)
+    # the doubles of rng.uniform(flo, fhi, size=shape), which computes flo + (fhi - flo) * rng.random() in
+    # float64 (tests/test_dtypes_fast.py checks the two agree bit for bit), without its slower loop
+    u = rng.random(size=shape)
+    np.multiply(u, fhi - flo, out=u)
+    np.add(u, flo, out=u)
     if f.bits <= 16:
         table = representable_values(f)
-        inside = table[(table >= flo) & (table < fhi)]
-        if inside.size == 0:
+        first = int(np.searchsorted(table, flo, side="left"))  # the smallest value >= flo
+        if first == table.size or table[first] >= fhi:
             raise DtypeError(f"no {f!r} value lies in [{flo}, {fhi})")
-        return _round_down(f, u, float(inside[0]))
-    v = u.astype(np.float32)
-    v = np.where(v >= fhi, np.nextafter(v, np.float32(-np.inf)), v)
-    v = np.where(v < flo, np.nextafter(v, np.float32(np.inf)), v)
-    return (v + np.float32(0.0)).astype(np.float32)
+        return _round_down(f, u, float(table[first]))
+    v = u.astype(np.float32)  # to nearest, then back inside [flo, fhi) by one step where it left
+    above = v >= fhi
+    if above.any():
+        v[above] = np.nextafter(v[above], np.float32(-np.inf))
+    below = v < flo  # after the step down, as the two passes of the reference
+    if below.any():
+        v[below] = np.nextafter(v[below], np.float32(np.inf))
+    np.add(v, np.float32(0.0), out=v)  # -0 is +0
+    return v
