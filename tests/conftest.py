@@ -1,13 +1,19 @@
 """Hypothesis runs the same examples on every run (``derandomize``), so that the suite — and CI — passes or
 fails the same way each time; ``VISA_HYPOTHESIS_RANDOM=1`` draws fresh examples instead (to explore, e.g. before
 changing the mapping algebra).  Known failures a random draw can find are listed in docs/manual-notes.md ("DMA
-over partial DMN pairs": two skew-axis cases of the mapping properties)."""
+over partial DMN pairs": two skew-axis cases of the mapping properties).
+
+Every claim that slices hold replicas of one another (``visa.memory.replicas``: known from how the bytes were
+written, used to skip comparing them) is checked against the bytes as well, in every test
+(``VISA_VERIFY_REPLICAS=1``)."""
 
 from __future__ import annotations
 
 import os
 
 from hypothesis import settings
+
+os.environ.setdefault("VISA_VERIFY_REPLICAS", "1")
 
 settings.register_profile("visa", derandomize=True, database=None)
 settings.register_profile("explore")

@@ -43,6 +43,8 @@ from visa.errors import HardwareLimitError, LayoutError
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping, pair_of
 from visa.memory.images import DenseImage, store_nest, store_stream
+from visa.memory.known import all_true
+from visa.memory.replicas import combine
 from visa.memory.units import enabled_units
 
 __all__ = ["CollectConfig", "RegisterLoadConfig", "normalise", "plan", "execute", "cycles", "plan_trf",
@@ -143,12 +145,15 @@ def execute(cfg: CollectConfig, data: StreamData) -> StreamData:
         pad = [(0, 0)] * (vals.ndim - 1) + [(0, cfg.pad_elements)]
         vals = np.pad(vals, pad)
         known = np.pad(known, pad, constant_values=True)
+    out: StreamData
     if isinstance(data, BroadcastData):
         shape = (*vals.shape[:3], vals.shape[3] * cfg.flits_per_packet, cfg.out_packet.size)
-        return BroadcastData(vals.reshape(shape), known.reshape(shape),
-                             (*data.digits, (cfg.flits_per_packet, False)))
-    shape = (*vals.shape[:3], cfg.out_time.size, cfg.out_packet.size)
-    return StreamData(vals.reshape(shape), known.reshape(shape))
+        out = BroadcastData(vals.reshape(shape), known.reshape(shape), (*data.digits, (cfg.flits_per_packet, False)))
+    else:
+        shape = (*vals.shape[:3], cfg.out_time.size, cfg.out_packet.size)
+        out = StreamData(vals.reshape(shape), known.reshape(shape))
+    out.replicas = data.replicas  # (every slice padded and split alike)
+    return out
 
 
 def cycles(cfg: CollectConfig) -> int:
@@ -291,11 +296,31 @@ def execute_load(cfg: RegisterLoadConfig, data: StreamData, images: Sequence[Den
             enabled[:, :, rows:] = False  # Row r is bank row r (L4114-4148)
         target = enabled_units(img, enabled)
         if store_nest(cfg.dtype, target, bit_base, loops, v, k):
+            _record_replicas(cfg, img, data.replicas, c, on, rows, bit_base, k)
             continue
         if bits is None:
             bits = bit_base + np.arange(e, dtype=np.int64) * cfg.dtype.image_bits
         held = stream_validity(cfg.time, cfg.packet).reshape(rows, e)  # stream padding holds no element
         store_stream(cfg.dtype, target, bits, v, k, np.broadcast_to(held, (run.size, rows, e)).reshape(-1, e))
+
+
+def _record_replicas(cfg: RegisterLoadConfig, img: DenseImage, labels: npt.NDArray[np.int64] | None, chip: int,
+                     on: BoolArray, rows: int, bit_base: int, known: BoolArray) -> None:
+    """After a load of known whole-byte elements: the rows of slices whose streams are replicas
+    (``labels``, :class:`~visa.engines.common.StreamData` ``replicas``) hold the same bytes, row by row
+    (:meth:`~visa.memory.images.DenseImage.record_replicas`)."""
+    if labels is None or cfg.dtype.image_bits % 8 or bit_base % 8 or not all_true(known):
+        return
+    per_chip = on.size
+    mine = labels[chip * per_chip: (chip + 1) * per_chip][on]
+    if not (mine >= 0).any():
+        return
+    slices = np.flatnonzero(on)
+    bank = img.lead_shape[-1] if cfg.memory == "trf" else 1  # a TRF unit is a bank row of a slice
+    units = (slices[:, None] * bank + np.arange(rows, dtype=np.int64)).reshape(-1)
+    keys = combine(np.repeat(mine, rows), np.tile(np.arange(rows, dtype=np.int64), slices.size))
+    lo = bit_base // 8
+    img.record_replicas(units, keys, lo, lo + cfg.element.size * (cfg.dtype.image_bits // 8))
 
 
 def load_cycles(cfg: RegisterLoadConfig) -> int:

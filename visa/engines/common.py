@@ -15,7 +15,7 @@ stream classes in :mod:`visa.stream` call them; the mypy plugin calls the same `
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -135,10 +135,17 @@ class StreamLayout:
 
 @dataclass
 class StreamData:
-    """The values of a stream and which of them are known (manual L1094–1151; see the module docstring)."""
+    """The values of a stream and which of them are known (manual L1094–1151; see the module docstring).
+
+    ``replicas``, when not None, labels the ``(Chip, Cluster, Slice)`` positions (flat): positions of equal
+    non-negative labels hold the same values and the same known-mask, because their bytes were written as
+    copies of one source (:mod:`visa.memory.replicas`).  A stage that treats every slice alike passes it on;
+    any other leaves it None (nothing known, which is always right).
+    """
 
     values: npt.NDArray[Any]
     known: npt.NDArray[np.bool_]
+    replicas: npt.NDArray[np.int64] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def poison(cls, layout: StreamLayout) -> StreamData:

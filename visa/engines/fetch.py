@@ -58,8 +58,9 @@ from visa.mapping import Mapping, pair_of
 from visa.mapping import canon as C
 from visa.mapping.evaluate import forward
 from visa.mapping.sequencer import SequencerConfig, derive, stream_items
-from visa.memory.images import DenseImage, load, load_nest, load_nest_values, nest_all_written
+from visa.memory.images import DenseImage, load, load_nest, load_nest_values, nest_all_written, nest_span
 from visa.memory.known import is_everywhere, known_everywhere
+from visa.memory.replicas import Labels
 from visa.memory.units import UnitSelection, enabled_units, unwrite
 
 __all__ = ["FetchConfig", "MaskConfig", "LookupTable", "PadValue", "plan_pad_value",
@@ -777,9 +778,34 @@ def execute(cfg: FetchConfig, images: Sequence[DenseImage], bit_bases: Sequence[
         values = _subtract(values, known, cfg, tsel, n_t)
     values = values.astype(cfg.dst.storage, copy=False)
     out_shape = (len(images), cfg.cluster.size, cfg.slice.size, n_t, n_p)
-    if repeat is not None:
-        return BroadcastData(values.reshape(out_shape), known.reshape(out_shape), repeat.digits)
-    return StreamData(values.reshape(out_shape), known.reshape(out_shape))
+    out = (BroadcastData(values.reshape(out_shape), known.reshape(out_shape), repeat.digits) if repeat is not None
+           else StreamData(values.reshape(out_shape), known.reshape(out_shape)))
+    # masking, table and cast treat every slice alike; zero points may not (one per time step of an interleave)
+    out.replicas = None if cfg.zero_points else _replicas(cfg, images, bases, lv, entries)
+    return out
+
+
+def _replicas(cfg: FetchConfig, images: Sequence[DenseImage], bases: IntArray, lv: BoolArray,
+              entries: Sequence[Any]) -> Labels | None:
+    """Labels of the stream's ``(Chip, Cluster, Slice)`` positions (flat): slices whose DM bytes under the
+    sequencer's loop nest are known replicas of one another (:mod:`visa.memory.replicas`) read the same stream.
+    None when the addresses are no loop nest or no two slices are known to be equal."""
+    nest = _nest(cfg, bases, entries)
+    span = None if nest is None else nest_span(cfg.src, nest[0], nest[1])
+    if span is None:
+        return None
+    per_chip = lv[0].size
+    out = -np.arange(1, len(images) * per_chip + 1, dtype=np.int64)
+    found = False
+    for c, img in enumerate(images):
+        units = np.flatnonzero(lv[c].reshape(-1))
+        labels = img.replica_labels(units, *span) if units.size > 1 else None
+        if labels is None:
+            continue
+        same = labels >= 0
+        out[c * per_chip + units[same]] = c * per_chip + labels[same]  # (labels of a chip stay below per_chip)
+        found = True
+    return out if found else None
 
 
 def _read(cfg: FetchConfig, images: Sequence[DenseImage], bases: IntArray, sel: IntArray, off: IntArray,

@@ -36,9 +36,10 @@ from visa.errors import AddressError
 from visa.memory.arena import ARENA, Lease, lazy_zeros
 from visa.memory.known import all_true
 from visa.memory.pages import ALL, MIXED, PAGE_BYTES, PageMask, Units, nest_offsets
+from visa.memory.replicas import Labels, ReplicaIds
 
 __all__ = ["DenseImage", "PagedImage", "Image", "load", "store", "store_stream", "unwrite", "load_nest", "store_nest",
-           "word_view", "Nest",
+           "word_view", "Nest", "nest_span",
            "ByteArray", "BoolArray", "IntArray"]
 
 _GAP = 1 << 20  # a scatter whose indices leave a larger hole writes separate regions
@@ -98,7 +99,7 @@ class DenseImage:
     instead, which change nothing.
     """
 
-    __slots__ = ("_data", "_written", "_pages", "_dirty", "name", "_leases")
+    __slots__ = ("_data", "_written", "_pages", "_dirty", "name", "_leases", "_replicas")
 
     def __init__(self, shape: tuple[int, ...], name: str = "memory", page_bytes: int = PAGE_BYTES) -> None:
         self._data: ByteArray
@@ -111,6 +112,7 @@ class DenseImage:
         units = int(np.prod(shape[:-1], dtype=np.int64))
         self._pages = PageMask(self._written.reshape(units, n), max(1, min(page_bytes, n or 1)))
         self._dirty = (0, 0)
+        self._replicas: ReplicaIds | None = None  # (visa.memory.replicas: created by the first record)
         self.name = name
 
     def __del__(self) -> None:
@@ -132,6 +134,7 @@ class DenseImage:
         out._pages = PageMask(out._written.reshape(self._pages.mask.shape), self._pages.page,
                               self._pages.state.copy())
         out._dirty = self._dirty
+        out._replicas = None
         out.name = self.name
         return out
 
@@ -168,10 +171,35 @@ class DenseImage:
         return self._written
 
     def _touch(self, lo: int, hi: int) -> None:
-        """Bytes ``[lo, hi)`` of some units may be written."""
+        """Bytes ``[lo, hi)`` of some units may be written (every write path calls this first)."""
         if hi > lo:
             d_lo, d_hi = self._dirty
             self._dirty = (lo, hi) if d_hi <= d_lo else (min(d_lo, lo), max(d_hi, hi))
+            self._forget(lo, hi)
+
+    def _forget(self, lo: int, hi: int) -> None:
+        """Bytes ``[lo, hi)`` of some units change (their bytes or whether they are written): no unit is known
+        to replicate another there any more (:mod:`visa.memory.replicas`)."""
+        if self._replicas is not None:
+            self._replicas.forget(lo, hi)
+
+    def record_replicas(self, units: IntArray, keys: IntArray, lo: int, hi: int) -> None:
+        """Bytes ``[lo, hi)`` of the (flat) ``units`` were just written with known bytes, the same bytes in
+        units of equal ``keys`` (a DMA broadcasting its source, a register load of replicated slices): remember
+        it (:class:`~visa.memory.replicas.ReplicaIds`), for the pages all written."""
+        if not units.size or not self._pages.all_known(units, lo, hi):
+            return
+        if self._replicas is None:
+            self._replicas = ReplicaIds(self._pages.state.shape[0], self.nbytes, self._pages.page)
+        self._replicas.record(units, keys, lo, hi)
+
+    def replica_labels(self, units: IntArray, lo: int, hi: int) -> Labels | None:
+        """Labels of the (flat) ``units``, in that order, for bytes ``[lo, hi)``: equal non-negative labels for
+        units known to hold the same bytes there (:meth:`~visa.memory.replicas.ReplicaIds.labels`); None when
+        none are."""
+        if self._replicas is None:
+            return None
+        return self._replicas.labels(units, max(lo, 0), min(hi, self.nbytes))
 
     def read_view(self) -> tuple[ByteArray, BoolArray]:
         """Read-only views of the bytes and the written-mask (made exact everywhere first: prefer
@@ -412,8 +440,10 @@ class DenseImage:
         pages: the page states are this image's; else the mask is made exact everywhere and the flat image reads
         a copy of it — its own page bookkeeping, settling pages as it reads, must not clear this image's mask
         bytes under pages this image still keeps MIXED)."""
+        self._forget(0, self.nbytes)  # (its writes would not reach this image's replica ids)
         flat = object.__new__(DenseImage)
         flat._leases = (None, None)  # (views of this image's memory, which goes back with this image)
+        flat._replicas = None
         flat._data = self._data.reshape(-1)
         pm = self._pages
         if pm.n % pm.page:  # pages do not line up across units: every page exact, and the flat one all MIXED
@@ -440,6 +470,7 @@ class DenseImage:
             return
         flat = np.ravel_multi_index(where_, self._data.shape)
         unit, byte = np.divmod(np.asarray(flat, np.int64), self.nbytes)
+        self._forget(int(byte.min()), int(byte.max()) + 1)
         self._pages.materialise_bytes(unit, byte)
         self._written[where_] = False
 
@@ -447,6 +478,7 @@ class DenseImage:
         """Mark bytes ``[lo, hi)`` of every unit unwritten (fresh, undefined memory)."""
         lo, hi = max(lo, 0), min(hi, self.nbytes)
         if hi > lo:
+            self._forget(lo, hi)
             self._pages.mark(slice(None), lo, hi, False)
 
     def _check(self, byte_index: IntArray) -> None:
@@ -684,6 +716,16 @@ def _nest_bounds(nest: Nest) -> tuple[int, int]:
     lo = sum(min(0, (n - 1) * s) for n, s in nest)
     hi = sum(max(0, (n - 1) * s) for n, s in nest)
     return lo, hi
+
+
+def nest_span(dtype: type[dt.Scalar], bit_base: int, loops: Sequence[tuple[int, int]]) -> tuple[int, int] | None:
+    """The bytes ``[lo, hi)`` of a unit that a loop nest over elements (``(size, stride)``, strides in
+    elements) from bit ``bit_base`` reads, for whole-byte elements starting on a byte; else None."""
+    if dtype.image_bits % 8 or bit_base % 8:
+        return None
+    nb = dtype.image_bits // 8
+    lo, hi = _nest_bounds(tuple((int(n), int(s) * nb) for n, s in loops if n != 1))
+    return bit_base // 8 + lo, bit_base // 8 + hi + nb
 
 
 def _byte_nest(dtype: type[dt.Scalar], image: Image, bit_base: int,

@@ -277,6 +277,11 @@ class DmEndpoint:
     def mask_for_write(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> tuple[BoolArray, int]:
         return self._image(chip).mask_for_write(self._units(lo, hi), unit_lo, unit_hi), lo
 
+    def record_replicas(self, chip: int, units: IntArray, keys: IntArray, unit_lo: int, unit_hi: int) -> None:
+        """The copy wrote the same known bytes ``[unit_lo, unit_hi)`` into the units of equal ``keys``
+        (:meth:`visa.memory.images.DenseImage.record_replicas`)."""
+        self._image(chip).record_replicas(units, keys, unit_lo, unit_hi)
+
     def settle(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> None:
         self._image(chip).settle(self._units(lo, hi), unit_lo, unit_hi)
 
@@ -407,6 +412,7 @@ def _copy_chip(loops: Sequence[ByteLoop], sb: int, db: int, src: Endpoint, dst: 
         known = src.known(r.chip, r.lo, r.hi, r.unit_lo, r.unit_hi)
         if known is None and _covers(w, dst.space, shape):  # known bytes over whole ranges: no mask at all
             dst.mark_written(w.chip, w.lo, w.hi, w.unit_lo, w.unit_hi)
+            _record_replicas(loops, w, dst)
             return
         d_written, m_at = dst.mask_for_write(w.chip, w.lo, w.hi, w.unit_lo, w.unit_hi)
         dk = _view(d_written, m_at + (w.base - w.lo), shape, w.strides)
@@ -429,6 +435,26 @@ def _copy_chip(loops: Sequence[ByteLoop], sb: int, db: int, src: Endpoint, dst: 
     d_written, m_at = dst.mask_for_write(w.chip, w.lo, w.hi, w.unit_lo, w.unit_hi)
     _view(d_written, m_at + (w.base - w.lo), shape, w.strides)[...] = known_all
     dst.settle(w.chip, w.lo, w.hi, w.unit_lo, w.unit_hi)
+
+
+def _record_replicas(loops: Sequence[ByteLoop], w: _Resolved, dst: Endpoint) -> None:
+    """After a copy of known bytes that covered ``[unit_lo, unit_hi)`` of every destination unit: units whose
+    bytes came from the same source offsets hold the same bytes (a source read again for each of them, a
+    stride-0 loop: :mod:`visa.memory.replicas`).  A unit's bytes come from the loops that step from unit to
+    unit (the others visit the same offsets in every unit), so two units are replicas when those loops' source
+    offsets sum the same."""
+    record = getattr(dst, "record_replicas", None)
+    steps = [(n, s, real // dst.space.backed_bytes) for (n, s, _), real, unit_level
+             in zip(loops, w.strides, w.unit_level, strict=True) if unit_level]
+    if record is None or not any(s == 0 for _, s, _ in steps):  # no source read twice: no replicas
+        return
+    unit = np.full((), w.base // dst.space.backed_bytes, np.int64)
+    source = np.zeros((), np.int64)
+    for n, s, u in steps:
+        i = np.arange(n, dtype=np.int64)
+        unit = unit[..., None] + i * u
+        source = source[..., None] + i * s
+    record(w.chip, unit.reshape(-1), source.reshape(-1), w.unit_lo, w.unit_hi)
 
 
 def _covers(side: _Resolved, space: AddressSpace, shape: tuple[int, ...]) -> bool:

@@ -161,6 +161,7 @@ class UnitSelection(DenseImage):
         self._check(idx)
         if not np.any(where):
             return
+        self.base._forget(int(idx.min()), int(idx.max()) + 1)
         if self._materialise(idx, 1, where, known=False):
             self._put(self.base._written, idx, False, where)
 

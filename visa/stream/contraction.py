@@ -24,8 +24,9 @@ from visa.engines.broadcast import BroadcastData, compact_size
 from visa.engines.common import EngineReport, StreamData, StreamLayout, unit_validity
 from visa.errors import VisaError
 from visa.mapping.core import ensure_mapping
-from visa.memory.images import load, load_nest
+from visa.memory.images import DenseImage, load, load_nest
 from visa.memory.known import known_everywhere
+from visa.memory.replicas import Labels, combine, period_of, verifying
 from visa.memory.units import UnitSelection
 from visa.tensors.handles import TrfTensor
 
@@ -134,7 +135,11 @@ def _byte_window(trf: TrfTensor[Any, Any, Any, Any, Any, Any], valid: npt.NDArra
             # slices given the same weights repeat with a period the bytes show: copy one period (a snapshot,
             # so a later to_trf cannot change what this pass reads; L4063-4070)
             word = next(w for w in (8, 4, 2, 1) if (b1 - b0) % w == 0)
-            period = engine.weight_period(view.view(np.dtype(f"u{word}")))
+            words = view.view(np.dtype(f"u{word}"))
+            period = period_of(_window_labels(image, clusters, rows, b0, b1))  # known from the writes, or
+            if period and verifying():
+                assert engine.has_period(words, period), "TRF replica ids claim a period the bytes do not have"
+            period = period or engine.weight_period(words)  # found in the bytes
             count = period or n
             values = np.ascontiguousarray(view[:count]).view(dtype.storage).reshape(count, rows, hi - lo)
             return engine.TrfWindow(values, known_everywhere(values.shape), lo, period)
@@ -156,7 +161,7 @@ def _byte_window(trf: TrfTensor[Any, Any, Any, Any, Any, Any], valid: npt.NDArra
             values[sel, :, c_lo - lo: c_hi - lo] = got[0].reshape(len(sel), rows, c_hi - c_lo)
             known[sel, :, c_lo - lo: c_hi - lo] = got[1].reshape(len(sel), rows, c_hi - c_lo) & held
             continue
-        raw = np.ascontiguousarray(image.data[ks[sel], ss[sel], :rows, b0:b1])
+        raw = np.ascontiguousarray(image.read_data()[ks[sel], ss[sel], :rows, b0:b1])
         wr = image.known_bytes(b0, b1, (ks[sel], ss[sel], slice(0, rows))).reshape(len(sel), rows, c_hi - c_lo, nb)
         values[sel, :, c_lo - lo: c_hi - lo] = raw.view(dtype.storage.newbyteorder("<"))
         every = wr[..., 0] & held
@@ -164,6 +169,19 @@ def _byte_window(trf: TrfTensor[Any, Any, Any, Any, Any, Any], valid: npt.NDArra
             every &= wr[..., k]
         known[sel, :, c_lo - lo: c_hi - lo] = every
     return engine.TrfWindow(values, known, lo)
+
+
+def _window_labels(image: DenseImage, clusters: slice, rows: int, b0: int, b1: int) -> Labels | None:
+    """Labels of the slices of ``clusters`` (every slice of each, in order) whose TRF rows ``0 .. rows - 1`` are
+    known to hold the same bytes ``[b0, b1)``, row by row (:mod:`visa.memory.replicas`)."""
+    n_cl, n_sl, bank = image.lead_shape
+    slices = np.arange(clusters.start * n_sl, clusters.stop * n_sl, dtype=np.int64)
+    units = (slices[:, None] * bank + np.arange(rows, dtype=np.int64)).reshape(-1)
+    labels = image.replica_labels(units, b0, b1)
+    if labels is None:
+        return None
+    per_row = labels.reshape(slices.size, rows)
+    return combine(*(per_row[:, r] for r in range(rows)))
 
 
 def _cluster_range(valid: npt.NDArray[np.bool_]) -> slice | None:
@@ -222,7 +240,7 @@ def align(
     data.check(out_layout)
     report = EngineReport("aligner", plan.describe(), engine.align_cycles(plan), details=engine.align_details(plan))
     extra = {**stream.extra, "align": plan, "trf": trf, "activation": (act, act_known, digits), "window": window,
-             "valid": valid}
+             "valid": valid, "act_replicas": src.replicas}  # (the Stream Adapter treats every slice alike)
     return AlignedTensor(stream.tu, out_layout, data, stream.reports + (report,), stream.inputs + (trf,), extra)
 
 
@@ -246,7 +264,8 @@ def contract(
     valid = stream.extra["valid"]
 
     def compute() -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]:
-        return engine.contract_values(align_plan, plan, act, act_known, window, valid, digits)
+        return engine.contract_values(align_plan, plan, act, act_known, window, valid, digits,
+                                      stream.extra.get("act_replicas"))
 
     cyc, lat = engine.contract_cycles(plan, align_plan.out_time)
     held = (int(np.count_nonzero(valid)) * int(np.count_nonzero(layout.time.evaluate().valid))
@@ -285,12 +304,12 @@ def accumulate(
                                   kind.name)
     act, act_known, digits = stream.extra["activation"]
     data = engine.accumulate(align_plan, contract_plan, plan, act, act_known, stream.extra["window"],
-                             stream.extra["valid"], digits)
+                             stream.extra["valid"], digits, stream.extra.get("act_replicas"))
     cyc, lat = engine.accumulate_cycles(plan)
     report = EngineReport("reducer.accumulator", plan.describe(), cyc, latency=lat,
                           details=(("kind", plan.kind), ("reduced", plan.reduced_text), ("steps", plan.reduced),
                                    ("inner_slots", plan.inner_slots), ("slot_limit", plan.slot_limit)))
-    extra = {k: v for k, v in stream.extra.items() if k not in ("activation", "window", "valid")}
+    extra = {k: v for k, v in stream.extra.items() if k not in ("activation", "window", "valid", "act_replicas")}
     extra["accumulate"] = plan
     out_layout = layout.with_(time=time, packet=packet)
     data.check(out_layout)

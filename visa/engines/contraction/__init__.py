@@ -17,7 +17,14 @@ from visa.engines.contraction.aligner import check_context as check_context
 from visa.engines.contraction.aligner import cycles as align_cycles
 from visa.engines.contraction.aligner import plan as plan_align
 from visa.engines.contraction.aligner import report_details as align_details
-from visa.engines.contraction.compute import TrfWindow, accumulate, contract_values, weight_period, window_range
+from visa.engines.contraction.compute import (
+    TrfWindow,
+    accumulate,
+    contract_values,
+    has_period,
+    weight_period,
+    window_range,
+)
 from visa.engines.contraction.reducer import (
     KINDS,
     AccumulatePlan,
@@ -34,4 +41,5 @@ __all__ = [
     "align_cycles", "align_details",
     "ContractPlan", "AccumulatePlan", "plan_contract", "plan_accumulate", "contract_cycles", "accumulate_cycles",
     "accumulator_trace", "KINDS", "TrfWindow", "accumulate", "contract_values", "window_range", "weight_period",
+    "has_period",
 ]

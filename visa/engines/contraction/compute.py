@@ -38,8 +38,10 @@ from visa.engines.contraction.aligner import AlignPlan
 from visa.engines.contraction.blas import batched_matmul, parallel_pieces
 from visa.engines.contraction.reducer import AccumulatePlan, ContractPlan
 from visa.memory.known import all_true, is_everywhere, known_everywhere
+from visa.memory.replicas import Labels, same_in_blocks, verifying
 
-__all__ = ["TrfWindow", "contract_values", "accumulate", "window_range", "weight_period", "CHUNK_ELEMENTS"]
+__all__ = ["TrfWindow", "contract_values", "accumulate", "window_range", "weight_period", "has_period",
+           "CHUNK_ELEMENTS"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -258,6 +260,12 @@ def weight_period(w: Array) -> int:
     return 0
 
 
+def has_period(w: Array, p: int) -> bool:
+    """Is ``w[b] == w[b mod p]`` for every ``b`` of the first axis, bit for bit (``p`` divides its size)?"""
+    b = w.shape[0]
+    return b % p == 0 and _same_along(w.reshape(1, b // p, p, *w.shape[1:]))
+
+
 def _words(x: Array) -> Array | None:
     """``x`` as ``(x.shape[0], x.shape[1], words)``: the bits of each ``x[g, k]`` as the widest unsigned words that
     divide them — a view, when each ``x[g, k]`` is one run of memory, its axes in any order (else None: no copy
@@ -343,7 +351,8 @@ def _matmul(a2: Array, w2: Array, terms: int, ctype: type[np.floating[Any]],
 
 
 def _contract(a: Array, la: list[str], w: Array, lw: list[str], lo: list[str], sizes: dict[str, int],
-              reduced: Sequence[str], ctype: type[np.floating[Any]], w_period: int = 0) -> Array:
+              reduced: Sequence[str], ctype: type[np.floating[Any]], w_period: int = 0,
+              a_labels: Labels | None = None) -> Array:
     """``einsum(a, w → lo)`` summing every label not in ``lo``, as one batched matmul (labels not in ``lo`` nor
     in an operand multiply by their size; labels only in ``lo`` broadcast).  With ``w_period`` > 0, ``w``'s
     first axis holds one period of the batch ("b", which ``a`` holds whole): position ``b`` has ``w[b % period]``
@@ -396,7 +405,7 @@ def _contract(a: Array, la: list[str], w: Array, lw: list[str], lo: list[str], s
         ta = ta.reshape(groups, period, *ta.shape[1:])
         tw = w.transpose(order_w)
         piece = max(1, min(-(-period // 8), _PIECE_ELEMENTS // max(1, groups * nm * nk + nk * nn_)))
-        if _same_along(a.reshape(groups, period, *a.shape[1:])):
+        if _activations_repeat(a, groups, period, a_labels):
             # and the activations repeat within each block of `period` positions (one row block of A broadcast to
             # every column block): one product of the distinct activations by the distinct weights
             a_u = _matrix(ta[:, 0], list(range(ta.ndim - 1)), (groups * nm, nk), mtype)
@@ -442,6 +451,16 @@ def _contract(a: Array, la: list[str], w: Array, lw: list[str], lo: list[str], s
     return _finish(res, sizes, reduced, la, lw, lo, batch, mm, nn, ctype)
 
 
+def _activations_repeat(a: Array, groups: int, period: int, labels: Labels | None) -> bool:
+    """Do the activations repeat within each block of ``period`` batch positions?  Known from how their bytes were
+    written (the positions' replica labels, :mod:`visa.memory.replicas`), else compared."""
+    if same_in_blocks(labels, groups, period):
+        assert not verifying() or _same_along(a.reshape(groups, period, *a.shape[1:])), (
+            "replica labels claim activations the bytes do not repeat")
+        return True
+    return _same_along(a.reshape(groups, period, *a.shape[1:]))
+
+
 def _finish(res: Array, sizes: dict[str, int], reduced: Sequence[str], la: list[str], lw: list[str], lo: list[str],
             batch: list[str], mm: list[str], nn: list[str], ctype: type[np.floating[Any]]) -> Array:
     """The product ``res`` (batch, m, n) scaled by the labels in neither operand and laid out as ``lo``."""
@@ -460,7 +479,8 @@ def _finish(res: Array, sizes: dict[str, int], reduced: Sequence[str], la: list[
 
 def _run(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int, bool]], act: Array,
          act_known: BoolArray, window: TrfWindow, batch: IntArray, out_tail: list[str],
-         keep_all_time: bool, act_digits: TimeDigits = ()) -> tuple[Array, BoolArray]:
+         keep_all_time: bool, act_digits: TimeDigits = (), act_labels: Labels | None = None
+         ) -> tuple[Array, BoolArray]:
     """Values and known-mask over ``(b, <kept digits>, *out_tail)`` for the batch positions ``batch``.
 
     ``act`` is the activation over its compact time when ``act_digits`` has repeating digits (a stream the
@@ -518,7 +538,8 @@ def _run(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int,
         all_known = all_true(ak) and all_true(wk)
         a0 = a if all_known else np.where(ak, a, np.zeros((), dtype=a.dtype))
         w0 = w if all_known else np.where(wk, w, np.zeros((), dtype=w.dtype))
-        values[sl] = _contract(a0, la, w0, lw, lo, sizes, reduced, ctype, period)
+        labels = None if act_labels is None else act_labels[chunk]
+        values[sl] = _contract(a0, la, w0, lw, lo, sizes, reduced, ctype, period, labels)
         if not all_known:
             za, zw = ak & (a0 == 0), wk & (w0 == 0)
             bad = _contract((~ak).astype(np.float32), la, (~zw).astype(np.float32), lw, lo, sizes, reduced,
@@ -587,7 +608,8 @@ def _batch(valid: BoolArray) -> IntArray:
 
 
 def accumulate(align: AlignPlan, contract: ContractPlan, acc: AccumulatePlan, act: Array, act_known: BoolArray,
-               window: TrfWindow, valid: BoolArray, act_digits: TimeDigits = ()) -> StreamData:
+               window: TrfWindow, valid: BoolArray, act_digits: TimeDigits = (),
+               act_labels: Labels | None = None) -> StreamData:
     """The AccumulationTensor's data ``(Chip, Cluster, Slice, OutTime, OutPacket)``.
 
     ``act``/``act_known`` are the Stream Adapter's output before time broadcast (:func:`aligner.adapt`), over
@@ -603,7 +625,7 @@ def accumulate(align: AlignPlan, contract: ContractPlan, acc: AccumulatePlan, ac
     kfull = np.zeros(full.shape, dtype=bool)
     if acc.kind == "Interleaved":
         vals, known = _run(align, contract, acc.segments, act, act_known, window, batch, ["q", "r"], False,
-                           act_digits)
+                           act_digits, act_labels)
         body = vals.reshape(len(batch), acc.kept_time * acc.columns, rows)
         kbody = known.reshape(body.shape)
         if len(batch) and int(batch[-1]) - int(batch[0]) + 1 == len(batch):  # consecutive positions: in place
@@ -617,7 +639,7 @@ def accumulate(align: AlignPlan, contract: ContractPlan, acc: AccumulatePlan, ac
         kout[..., :rows] = kbody
     else:
         vals, known = _run(align, contract, acc.segments, act, act_known, window, batch, ["r", "q"], False,
-                           act_digits)
+                           act_digits, act_labels)
         pad = np.zeros((*vals.shape[:-1], acc.pad_columns), dtype=vals.dtype)
         kpad = np.ones(pad.shape, dtype=bool)
         pad[..., : acc.columns] = vals
@@ -630,14 +652,15 @@ def accumulate(align: AlignPlan, contract: ContractPlan, acc: AccumulatePlan, ac
 
 
 def contract_values(align: AlignPlan, contract: ContractPlan, act: Array, act_known: BoolArray, window: TrfWindow,
-                    valid: BoolArray, act_digits: TimeDigits = ()) -> tuple[Array, BoolArray]:
+                    valid: BoolArray, act_digits: TimeDigits = (), act_labels: Labels | None = None
+                    ) -> tuple[Array, BoolArray]:
     """The ContractionTensor's data: ``C[chip, cluster, slice, row, time, column]`` of shape
     ``(C, K, S, Row, OutTime, kept columns)`` (the computation mapping with the Row level, L3811–3812)."""
     lead = act.shape[:3]
     batch = _batch(valid)
     segments = ((align.out_time, True),)
     vals, known = _run(align, contract, segments, act, act_known, window, batch, ["r", "q"], True,
-                       act_digits)
+                       act_digits, act_labels)
     vals = vals.reshape(len(batch), align.out_time, align.rows, contract.kept).transpose(0, 2, 1, 3)
     known = known.reshape(vals.shape[0], align.out_time, align.rows, contract.kept).transpose(0, 2, 1, 3)
     full = np.zeros((*lead, align.rows, align.out_time, contract.kept), dtype=contract.out_dtype.storage)

@@ -1,0 +1,109 @@
+"""Replicas known from how bytes were written (visa.memory.replicas, issue 15).
+
+A claim that units hold the same bytes lets the Contraction Engine skip comparing them, so a wrong claim would
+be a silent wrong product.  These tests hold the claims to the bytes: after a broadcast DMA the labels group
+exactly the slices that received the same source bytes; every later write path — the random steps of the
+per-byte model in ``test_pages`` — takes away what it may have changed; and a write into one replica splits it
+from the others.  (The whole suite also runs with ``VISA_VERIFY_REPLICAS=1``: every claim an engine acts on
+is compared with the bytes, tests/conftest.py.)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.memory.test_pages import LEAD, Model, _step
+from visa import RNGD
+from visa.memory.images import DenseImage
+from visa.memory.replicas import combine, period_of, same_in_blocks
+from visa.memory.transfer import DmEndpoint, HostBuffer, address_space, copy
+
+UNITS = int(np.prod(LEAD))
+
+
+def _claims_hold(img: DenseImage, lo: int, hi: int) -> int:
+    """Every pair of units the labels call equal over ``[lo, hi)`` holds the same bytes, all written; returns
+    how many units share a label with another."""
+    labels = img.replica_labels(np.arange(UNITS, dtype=np.int64), lo, hi)
+    if labels is None:
+        return 0
+    data = img.read_data().reshape(UNITS, -1)[:, lo:hi]
+    known = img.known_bytes(lo, hi).reshape(UNITS, -1)
+    shared = 0
+    for label in np.unique(labels[labels >= 0]).tolist():
+        members = np.flatnonzero(labels == label)
+        shared += members.size if members.size > 1 else 0
+        for u in members[1:].tolist():
+            np.testing.assert_array_equal(data[u], data[members[0]])
+        assert known[members].all()
+    return shared
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(8, 70), page=st.integers(1, 12), seed=st.integers(0, 2**32 - 1),
+       ops=st.lists(st.integers(0, 9), min_size=0, max_size=8))
+def test_a_claim_of_replicas_survives_only_what_leaves_the_bytes_equal(n: int, page: int, seed: int,
+                                                                         ops: list[int]) -> None:
+    rng = np.random.default_rng(seed)
+    img = DenseImage((*LEAD, n), page_bytes=page)
+    ref = Model(n)
+    # units 0, 2, 4 get one block of bytes, units 1, 3 another, unit 5 its own: a broadcast write
+    lo = int(rng.integers(0, n // 2))
+    hi = int(rng.integers(lo + 1, n + 1))
+    keys = np.array([0, 1, 0, 1, 0, 2], np.int64)
+    blocks = rng.integers(0, 256, size=(3, hi - lo), dtype=np.uint8)
+    flat = img.flat_data(lo, hi).reshape(UNITS, n)
+    flat[:, lo:hi] = blocks[keys]
+    img.mark_written(slice(None), lo, hi)
+    img.record_replicas(np.arange(UNITS, dtype=np.int64), keys, lo, hi)
+    ref.data.reshape(UNITS, n)[:, lo:hi] = blocks[keys]
+    ref.written.reshape(UNITS, n)[:, lo:hi] = True
+    whole = (-(-lo // page) * page, (hi // page) * page if hi < n else n)  # the pages wholly written
+    if whole[1] > whole[0]:
+        assert _claims_hold(img, *whole) == 5  # the claim is made (units 0, 2, 4 and 1, 3)
+    for op in ops:
+        _step(img, ref, rng, op)
+        for _ in range(3):
+            a = int(rng.integers(0, n))
+            _claims_hold(img, a, int(rng.integers(a + 1, n + 1)))
+
+
+def test_a_broadcast_dma_groups_the_slices_it_gave_the_same_bytes() -> None:
+    space = address_space(RNGD, "dm")
+    img = DenseImage((RNGD.dm.clusters_per_chip, RNGD.dm.slices_per_cluster, RNGD.dm.slice_bytes))
+    dm = DmEndpoint(RNGD, lambda chip: img)
+    rows = np.arange(4 * 8192, dtype=np.int64).astype(np.uint8).reshape(4, 8192)
+    src = HostBuffer(rows.reshape(-1))
+    # slices (i, j) for i < 4, j < 8 at slice 8 i + j: row i of the source, read again for every j (stride 0)
+    copy([(4, 8192, 8 * space.unit_bytes), (8, 0, space.unit_bytes), (8192, 1, 1)], (0, 0), src, dm)
+    labels = img.replica_labels(np.arange(32, dtype=np.int64), 0, 8192)
+    assert labels is not None
+    assert [len(set(labels[8 * i: 8 * i + 8].tolist())) for i in range(4)] == [1, 1, 1, 1]
+    assert len(set(labels.tolist())) == 4
+    assert same_in_blocks(labels, 4, 8) and period_of(labels) == 0
+    # a write into slice 9 alone (one byte): slice 9 leaves its group; the rest of page 0 is unknown everywhere
+    copy([(1, 1, 1)], (0, 9 * space.unit_bytes + 5), HostBuffer(np.array([77], np.uint8)), dm)
+    after = img.replica_labels(np.arange(32, dtype=np.int64), 0, 8192)
+    assert after is None or not same_in_blocks(after, 4, 8)
+    # the page the byte did not reach still groups every slice of a row
+    later = img.replica_labels(np.arange(32, dtype=np.int64), 4096, 8192)
+    assert later is not None and same_in_blocks(later, 4, 8)
+
+
+def test_a_dma_that_reads_each_byte_once_claims_nothing() -> None:
+    space = address_space(RNGD, "dm")
+    img = DenseImage((RNGD.dm.clusters_per_chip, RNGD.dm.slices_per_cluster, RNGD.dm.slice_bytes))
+    dm = DmEndpoint(RNGD, lambda chip: img)
+    same = np.zeros(4 * 4096, np.uint8)  # equal bytes, but not known to be: nothing is claimed from data
+    copy([(4, 4096, space.unit_bytes), (4096, 1, 1)], (0, 0), HostBuffer(same), dm)
+    assert img.replica_labels(np.arange(4, dtype=np.int64), 0, 4096) is None
+
+
+def test_labels_of_tuples_and_periods() -> None:
+    a = np.array([0, 1, 0, 1, 0, 1], np.int64)
+    b = np.array([5, 6, 5, 6, 5, -3], np.int64)
+    both = combine(a, b)
+    assert both[0] == both[2] == both[4] and both[1] == both[3] and both[5] < 0
+    assert period_of(a) == 2 and period_of(both) == 0
