@@ -126,3 +126,22 @@ def test_float16_input_saturates_to_the_types_range() -> None:
     for dtype in (f32, bf16):
         got = HostTensor.from_numpy(x, dtype, ax.m["A"], overflow="saturate").numpy().astype(np.float64)
         assert got.tolist() == [float(dtype.max), -float(dtype.max), 1.0, 0.0]
+
+
+@pytest.mark.parametrize("dtype", [bf16, f16, f8e4m3, f8e5m2, f32])
+def test_an_array_of_the_types_storage_is_taken_bit_for_bit(dtype: type) -> None:
+    """Every bit pattern of the type, passed as an array of its storage type (what ``HostTensor.rand`` makes):
+    kept exactly (−0 and NaN payloads included); ``overflow='saturate'`` still clamps ±inf."""
+    bits = np.arange(1 << min(16, 8 * np.dtype(dtype.storage).itemsize), dtype=np.int64)
+    if np.dtype(dtype.storage).itemsize == 4:
+        bits = np.concatenate([bits, np.array([0x7F800000, 0xFF800000, 0x80000000, 0x7F7FFFFF], np.int64)])
+    pad = -bits.size % 24
+    pattern = np.concatenate([bits, np.zeros(pad, np.int64)]).astype(dtype.bits_dtype)
+    arr = pattern.view(dtype.storage)
+    ax2 = AxisSet(A=arr.size)
+    got = HostTensor.from_numpy(arr, dtype, ax2.m["A"]).buffer()[0].view(dtype.bits_dtype)
+    np.testing.assert_array_equal(got, pattern)
+    if dtype.has_inf:
+        inf = np.array([np.inf, -np.inf], np.float64).astype(dtype.storage)
+        out = HostTensor.from_numpy(inf, dtype, AxisSet(A=2).m["A"], overflow="saturate").numpy()
+        assert np.asarray(out, np.float64).tolist() == [float(dtype.max), -float(dtype.max)]

@@ -364,6 +364,9 @@ def host_range_check(dtype: type[dt.Scalar], arr: npt.NDArray[Any], call: str, o
     if overflow == "inf" and not f.has_inf:
         raise dt.DtypeError(f"{dtype!r} has no infinity (seed 000: E4M3FN)", call=call,
                             fix="pass overflow='nan' or 'saturate'")
+    if (arr.dtype == dtype.storage and 8 * dtype.storage.itemsize == dtype.bits
+            and (overflow != "saturate" or not f.has_inf)):
+        return arr  # values of the type already (its storage holds exactly its values): nothing to round or refuse
     if arr.dtype.kind in "iu" and arr.size and (int(arr.max()) > 2**53 or int(arr.min()) < -(2**53)):
         raise dt.DtypeError(f"integer values beyond ±2**53 are not rounded exactly to {dtype!r}", call=call,
                             fix="convert them to floats yourself first")
