@@ -154,7 +154,8 @@ class Arena:
     __slots__ = ("_kept", "per_shape", "least", "reused", "enabled")
 
     def __init__(self, per_shape: int = 8, enabled: bool = True, least: int = SMALL_PAGES_FROM) -> None:
-        self._kept: dict[tuple[tuple[int, ...], str], list[tuple[Lease, int, int, Pages | None]]] = {}
+        self._kept: dict[tuple[tuple[int, ...], str],
+                         list[tuple[Lease, int, int, Pages | None, tuple[int, int]]]] = {}
         self.per_shape = per_shape
         self.least = least
         self.reused = 0
@@ -165,14 +166,14 @@ class Arena:
         :func:`lazy_zeros`), with the lease to :meth:`give` back when its image dies (None for memory too small
         to map, which numpy allocates)."""
         kept = self._kept.get((shape, dtype.str), [])
-        for i, (lease, lo, hi, pages) in enumerate(kept):
+        for i, (lease, lo, hi, pages, units) in enumerate(kept):
             if lease.free():
                 del kept[i]
                 out = lease.array()
                 if pages is not None:
                     _clear_pages(out, *pages)
-                elif hi > lo:
-                    out[..., lo:hi] = 0
+                elif hi > lo and units[1] > units[0]:
+                    out.reshape(-1, out.shape[-1])[units[0]:units[1], lo:hi] = 0
                 self.reused += 1
                 return out, lease
         mem = _mapped(int(np.prod(shape)) * dtype.itemsize, self.least) if self.enabled else None
@@ -181,15 +182,18 @@ class Arena:
         lease = Lease(mem, shape, dtype)
         return lease.array(), lease
 
-    def give(self, lease: Lease | None, lo: int, hi: int, pages: Pages | None = None) -> None:
-        """Take back a buffer whose image died; along the last axis, only ``[lo, hi)`` may hold non-zeros
-        (every unit's bytes outside it were never written) — or, given ``pages`` (units, page indices, page
-        bytes), only those pages of those units.  Beyond ``per_shape`` the buffer is let go."""
+    def give(self, lease: Lease | None, lo: int, hi: int, pages: Pages | None = None,
+             units: tuple[int, int] | None = None) -> None:
+        """Take back a buffer whose image died: only bytes ``[lo, hi)`` (along the last axis) of the units
+        ``[units[0], units[1])`` (the leading axes flattened; all by default) may hold non-zeros — or, given
+        ``pages`` (units, page indices, page bytes), only those pages of those units.  Beyond ``per_shape``
+        the buffer is let go."""
         if lease is None or not self.enabled:
             return
         kept = self._kept.setdefault((lease.shape, lease.dtype.str), [])
         if len(kept) < self.per_shape:
-            kept.append((lease, lo, hi, pages))
+            span = (0, int(np.prod(lease.shape[:-1], dtype=np.int64))) if units is None else units
+            kept.append((lease, lo, hi, pages, span))
 
     def clear(self) -> None:
         """Let every kept buffer go (their memory returns to the system once nothing refers to it)."""

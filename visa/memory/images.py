@@ -99,7 +99,7 @@ class DenseImage:
     instead, which change nothing.
     """
 
-    __slots__ = ("_data", "_written", "_pages", "_dirty", "name", "_leases", "_replicas")
+    __slots__ = ("_data", "_written", "_pages", "_dirty", "_dirty_units", "name", "_leases", "_replicas")
 
     def __init__(self, shape: tuple[int, ...], name: str = "memory", page_bytes: int = PAGE_BYTES) -> None:
         self._data: ByteArray
@@ -112,6 +112,7 @@ class DenseImage:
         units = int(np.prod(shape[:-1], dtype=np.int64))
         self._pages = PageMask(self._written.reshape(units, n), max(1, min(page_bytes, n or 1)))
         self._dirty = (0, 0)
+        self._dirty_units = (0, 0)  # the (flat) units those writes reached, a range
         self._replicas: ReplicaIds | None = None  # (visa.memory.replicas: created by the first record)
         self.name = name
 
@@ -121,7 +122,7 @@ class DenseImage:
         # zeros outside MIXED pages (visa.memory.pages): only those need clearing.
         if hasattr(self, "_dirty"):  # (not when its construction failed)
             data, written = self._leases
-            ARENA.give(data, *self._dirty)
+            ARENA.give(data, *self._dirty, units=self._dirty_units)
             if written is not None:
                 units, pages = np.nonzero(self._pages.state == MIXED)
                 ARENA.give(written, 0, 0, (units.astype(np.int64), pages.astype(np.int64), self._pages.page))
@@ -133,7 +134,7 @@ class DenseImage:
         out._written = self._written.copy()
         out._pages = PageMask(out._written.reshape(self._pages.mask.shape), self._pages.page,
                               self._pages.state.copy())
-        out._dirty = self._dirty
+        out._dirty, out._dirty_units = self._dirty, self._dirty_units
         out._replicas = None
         out.name = self.name
         return out
@@ -170,12 +171,21 @@ class DenseImage:
         self._pages.materialise(slice(None), 0, self.nbytes)
         return self._written
 
-    def _touch(self, lo: int, hi: int) -> None:
-        """Bytes ``[lo, hi)`` of some units may be written (every write path calls this first)."""
+    def _touch(self, lo: int, hi: int, units: Units | None = None) -> None:
+        """Bytes ``[lo, hi)`` of the (flat) ``units`` (all by default) may be written (every write path calls
+        this first)."""
         if hi > lo:
             d_lo, d_hi = self._dirty
             self._dirty = (lo, hi) if d_hi <= d_lo else (min(d_lo, lo), max(d_hi, hi))
             self._forget(lo, hi)
+            if isinstance(units, slice):
+                u_lo, u_hi, _ = units.indices(self._pages.state.shape[0])
+            elif units is not None and units.size:
+                u_lo, u_hi = int(units.min()), int(units.max()) + 1
+            else:
+                u_lo, u_hi = 0, self._pages.state.shape[0]
+            o_lo, o_hi = self._dirty_units
+            self._dirty_units = (u_lo, u_hi) if o_hi <= o_lo else (min(o_lo, u_lo), max(o_hi, u_hi))
 
     def _forget(self, lo: int, hi: int) -> None:
         """Bytes ``[lo, hi)`` of some units change (their bytes or whether they are written): no unit is known
@@ -235,9 +245,9 @@ class DenseImage:
         shape = np.empty(self._data.shape[:-1], dtype=np.bool_)[lead].shape if lead else self._data.shape[:-1]
         return self._pages.known_span(self._units(lead), lo, hi).reshape(*shape, hi - lo)
 
-    def _touch_index(self, byte_index: IntArray, nb: int = 1) -> None:
+    def _touch_index(self, byte_index: IntArray, nb: int = 1, units: Units | None = None) -> None:
         if byte_index.size:
-            self._touch(int(byte_index.min()), int(byte_index.max()) + nb)
+            self._touch(int(byte_index.min()), int(byte_index.max()) + nb, units)
 
     @property
     def nbytes(self) -> int:
@@ -413,13 +423,13 @@ class DenseImage:
 
     def mark_written(self, units: slice, lo: int, hi: int, known: bool = True) -> None:
         """Bytes ``[lo, hi)`` of the (flat) ``units`` are now all written (or all poison, ``known=False``)."""
-        self._touch(lo, hi)
+        self._touch(lo, hi, units)
         self._pages.mark(units, lo, hi, known)
 
     def mask_for_write(self, units: slice, lo: int, hi: int) -> BoolArray:
         """The flat written-mask, made exact over bytes ``[lo, hi)`` of the (flat) ``units``, for a caller that
         writes it there."""
-        self._touch(lo, hi)
+        self._touch(lo, hi, units)
         self._pages.materialise(units, lo, hi)
         return self._written.reshape(-1)
 
@@ -454,7 +464,7 @@ class DenseImage:
         else:
             flat._written = self._written.reshape(-1)
             flat._pages = PageMask(flat._written.reshape(1, -1), pm.page, pm.state.reshape(1, -1))
-        flat._dirty = (0, int(flat._data.size))
+        flat._dirty, flat._dirty_units = (0, int(flat._data.size)), (0, 1)
         flat.name = self.name
         return flat
 

@@ -150,7 +150,7 @@ class UnitSelection(DenseImage):
     def scatter(self, byte_index: IntArray, values: npt.NDArray[np.uint8], mask: BoolArray | None = None) -> None:
         idx = np.asarray(byte_index, dtype=np.int64)
         self._check(idx)
-        self.base._touch_index(idx)
+        self.base._touch_index(idx, 1, self.units)
         self._put(self.base._data, idx, values, mask)
         if self._materialise(idx, 1, mask):
             self._put(self.base._written, idx, True, mask)
@@ -180,7 +180,7 @@ class UnitSelection(DenseImage):
             return False
         idx = np.asarray(byte_index, dtype=np.int64)
         self._check_words(idx, nb)
-        self.base._touch_index(idx, nb)
+        self.base._touch_index(idx, nb, self.units)
         self._put(wv, idx, words, mask)
         if self._materialise(idx, nb, mask):
             self._put(kv, idx, np.asarray(_ALL_WRITTEN[nb], dtype=_WORD[nb]), mask)
@@ -240,7 +240,7 @@ class UnitSelection(DenseImage):
         lo, hi = _nest_bounds(nest)
         r_lo, r_hi = byte_base + lo, byte_base + hi + nb
         keep = self._changing(nb, byte_base, nest, known, (r_lo, r_hi))
-        self.base._touch(r_lo, r_hi)
+        self.base._touch(r_lo, r_hi, self.units)
         w = words.reshape(self.count, *sizes)
         k = known.reshape(self.count, *sizes)
         if keep is not None:  # some units stay as they are: write the others, picked by index
