@@ -107,3 +107,18 @@ def test_labels_of_tuples_and_periods() -> None:
     both = combine(a, b)
     assert both[0] == both[2] == both[4] and both[1] == both[3] and both[5] < 0
     assert period_of(a) == 2 and period_of(both) == 0
+
+
+@settings(max_examples=100, deadline=None)
+@given(rows=st.lists(st.lists(st.integers(-3, 3), min_size=3, max_size=3), min_size=1, max_size=12),
+       same_columns=st.booleans())
+def test_row_classes_are_those_of_unique_rows(rows: list[list[int]], same_columns: bool) -> None:
+    from visa.memory.replicas import _classes
+
+    arr = np.array(rows, np.int64)
+    if same_columns:
+        arr = np.repeat(arr[:, :1], 3, axis=1)
+    got = _classes(arr)
+    want = np.unique(arr, axis=0, return_inverse=True)[1].reshape(-1)
+    for i in range(arr.shape[0]):  # the same partition of the rows (class numbers may differ)
+        np.testing.assert_array_equal(got == got[i], want == want[i])

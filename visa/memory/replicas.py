@@ -97,11 +97,24 @@ class ReplicaIds:
         if int(ok.sum()) < 2:
             return None
         out = -np.arange(1, units.size + 1, dtype=np.int64)
-        _, inverse = np.unique(rows[ok], axis=0, return_inverse=True)
-        out[ok] = inverse.reshape(-1)
-        if np.unique(out[ok]).size == int(ok.sum()):
+        classes = _classes(rows[ok])
+        if int(classes.max()) + 1 == classes.size:
             return None  # all different
+        out[ok] = classes
         return out
+
+
+def _classes(rows: IntArray) -> IntArray:
+    """A class index per row of ``rows`` (``(n, k)``): equal rows, equal classes (``np.unique(axis=0)``'s
+    inverse, without its sort of structured rows: one column when all columns agree, else a lexical sort)."""
+    if rows.shape[1] == 1 or bool((rows == rows[:, :1]).all()):
+        return np.unique(rows[:, 0], return_inverse=True)[1].reshape(-1).astype(np.int64)
+    order = np.lexsort(rows.T[::-1])
+    ranked = rows[order]
+    new = np.concatenate(([True], (ranked[1:] != ranked[:-1]).any(axis=1)))
+    out = np.empty(rows.shape[0], np.int64)
+    out[order] = np.cumsum(new) - 1
+    return out
 
 
 def combine(*parts: Labels) -> Labels:
@@ -110,8 +123,7 @@ def combine(*parts: Labels) -> Labels:
     ok = (stack >= 0).all(axis=1)
     out = -np.arange(1, stack.shape[0] + 1, dtype=np.int64)
     if ok.any():
-        _, inverse = np.unique(stack[ok], axis=0, return_inverse=True)
-        out[ok] = inverse.reshape(-1)
+        out[ok] = _classes(stack[ok])
     return out
 
 
