@@ -146,3 +146,30 @@ def test_writing_m_does_not_keep_the_callers_locals_alive() -> None:
     assert kernel_writer()
     inner = m["K"]  # noqa: F841 (read by the escape below)
     assert m["I, {inner}"] == m["I, K"]
+
+
+def test_a_full_arena_lets_go_of_memory_still_held_first(arena: Arena) -> None:
+    """Images whose arrays stay alive fill the arena; an image that dies after them is still kept (a held
+    buffer is the one let go), and the next image reuses it."""
+    arena.per_shape = 2
+    images_ = [DenseImage((2, 4096)) for _ in range(2)]
+    held = [img.data for img in images_]  # arrays that outlive their images
+    del images_
+    last = DenseImage((2, 4096))
+    last.flat_data(0, 8)[:8] = 3
+    last.mark_written(slice(0, 1), 0, 8)
+    address = last.read_data().__array_interface__["data"][0]
+    del last
+    again = DenseImage((2, 4096))
+    assert again.read_data().__array_interface__["data"][0] == address
+    _fresh(again)
+    assert all(not np.shares_memory(again.read_data(), h) for h in held)
+
+
+def test_the_memory_given_back_last_is_taken_first(arena: Arena) -> None:
+    """A kernel run after another reuses the pages it just wrote (mapped), not an older image's."""
+    first, second = DenseImage((2, 4096)), DenseImage((2, 4096))
+    address = second.read_data().__array_interface__["data"][0]
+    del first
+    del second
+    assert DenseImage((2, 4096)).read_data().__array_interface__["data"][0] == address

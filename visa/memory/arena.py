@@ -162,11 +162,13 @@ class Arena:
         self.enabled = enabled
 
     def zeros(self, shape: tuple[int, ...], dtype: np.dtype[Any]) -> tuple[npt.NDArray[Any], Lease | None]:
-        """An array of zeros of ``shape`` and ``dtype``: a kept buffer cleared, or new memory (mapped lazily:
+        """An array of zeros of ``shape`` and ``dtype``: the kept buffer given back last (of those free), cleared,
+        or new memory (mapped lazily:
         :func:`lazy_zeros`), with the lease to :meth:`give` back when its image dies (None for memory too small
         to map, which numpy allocates)."""
         kept = self._kept.get((shape, dtype.str), [])
-        for i, (lease, lo, hi, pages, units) in enumerate(kept):
+        for i in range(len(kept) - 1, -1, -1):  # the last given first: its pages are the ones mapped lately
+            lease, lo, hi, pages, units = kept[i]
             if lease.free():
                 del kept[i]
                 out = lease.array()
@@ -191,9 +193,11 @@ class Arena:
         if lease is None or not self.enabled:
             return
         kept = self._kept.setdefault((lease.shape, lease.dtype.str), [])
-        if len(kept) < self.per_shape:
-            span = (0, int(np.prod(lease.shape[:-1], dtype=np.int64))) if units is None else units
-            kept.append((lease, lo, hi, pages, span))
+        if len(kept) >= self.per_shape:  # full: let go of one still in use elsewhere, else the oldest
+            held = [i for i, entry in enumerate(kept) if not entry[0].free()]
+            del kept[held[0] if held else 0]
+        span = (0, int(np.prod(lease.shape[:-1], dtype=np.int64))) if units is None else units
+        kept.append((lease, lo, hi, pages, span))
 
     def clear(self) -> None:
         """Let every kept buffer go (their memory returns to the system once nothing refers to it)."""
