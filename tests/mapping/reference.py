@@ -90,13 +90,17 @@ def ref_map(node: Node, i: int) -> dict[str, int] | None:
     """The tensor index at buffer position ``i`` (zeros dropped), or None.
 
     A skewed axis ``B' = B - A`` is resolved last, over the whole index (manual L988: its coordinate "at any
-    point equals B minus A"), also when it sits inside a composite.
+    point equals B minus A"), also when it sits inside a composite; its positions from every composite and every
+    digit add up first (the index's coordinates add, L711) and are resolved once.
     """
     got = _decode(node, i)
     if got is None:
         return None
     coords, skews = got
+    summed: dict[object, int] = {}  # one skewed axis is one coordinate: its positions from every composite add up
     for skew, pos in skews:
+        summed[skew] = summed.get(skew, 0) + pos
+    for skew, pos in summed.items():
         if not 0 <= pos < skew.size:  # the skewed coordinate itself past its end (terms of a repeated B' add up)
             return None
         shift = sum(coef * coords.get(other, 0) for other, coef in skew.coefs)

@@ -305,8 +305,8 @@ def _prefix_exact(dims: Canon, n: int) -> Canon | None:
 
 def _cut(inner: Canon, t: int, n: int, c: int, off: int) -> Canon | None:
     """``# off + [[inner] = t·c] / t # ..`` expressed on inner's own dims, when every cut is on a digit boundary."""
-    if n == 1 and off == 0:  # only position 0 of the composite: nothing if it holds the empty index
-        return () if all(_inert(x) for x in inner) else None
+    if n == 1 and off == 0 and all(_inert(x) for x in inner):
+        return ()  # only position 0 of the composite, and it holds the empty index: nothing
     span = t * c
     size = canon_size(inner)
     got: Canon | None = inner

@@ -1,0 +1,83 @@
+"""Skewed axes inside composites (issue 15): the two hypothesis-found defects, pinned (docs/manual-notes.md,
+"Skewed axes inside composites").
+
+A skewed axis ``B' = B - A`` is one coordinate of the tensor index (manual L988: "whose coordinate at any
+point equals B minus A"); the indices of a pair's halves add coordinate by coordinate (``Index::add``, L711), so
+every position of ``B'`` — from any digit, inside any composite — adds up first and ``B = (B' + A) mod |B|`` is
+resolved once, over the whole index (L1003).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tests.mapping.reference import ref_map
+from visa import AxisSet, i
+from visa.mapping import canon as C
+from visa.mapping.evaluate import forward
+
+
+def _skewed(**sizes: int) -> AxisSet:
+    return AxisSet(**sizes).skew("B'", "B - A")
+
+
+def _tree_and_canon_agree(ax: AxisSet, text: str) -> None:
+    """The brute-force reading of the tree, the composite-preserving form and the canonical form map alike."""
+    e = ax.m[text]
+    raw, canon = forward(e.key), forward(e.canon)
+    for k in range(e.size):
+        want = ref_map(e.node, k)
+        got = e.map(k)
+        assert (None if got is None else dict(got)) == want, (text, k, str(e))
+        for ev in (raw, canon):
+            assert bool(ev.valid[k]) == (want is not None)
+            if want is not None:
+                assert {a: int(v[k]) for a, v in ev.coords.items() if v[k]} == want
+
+
+def test_a_skewed_axis_in_two_composites_is_one_coordinate_L711_L988() -> None:
+    # regression: `[A, B'] / 2` gives B' = 0 and `[B', A] / 2` gives B' = d1; the evaluator (and the reference)
+    # resolved B = (B' + A) mod 2 once per composite and added the two Bs, so position 2 (A = 1, B' = 0 + 0)
+    # got B = 1 + 1, out of range, and position 3 B = 1 + 0; the canonical form `A, B'` adds the B' positions
+    # first: B = (0 + 1) mod 2 = 1 at position 2
+    ax = _skewed(A=2, B=2, C=1)
+    e = ax.m["[A, B'] / 2, [B', A] / 2"]
+    assert str(e) == "A, B'"
+    assert [e.map(k) for k in range(4)] == [i(), i(B=1), i(A=1, B=1), i(A=1)]
+    for k in range(4):  # B' = B - A at every position (L988)
+        got = e.map(k)
+        assert got is not None and (got["B"] - got["A"]) % 2 == k % 2
+    assert e == ax.m["A, B'"]
+    _tree_and_canon_agree(ax, "[A, B'] / 2, [B', A] / 2")
+
+
+def test_a_skewed_axis_in_a_composite_and_outside_adds_up_L711_L988() -> None:
+    ax = _skewed(A=2, B=2)
+    # B' outside a composite whose own B' is always 0: the composite adds A only, so the mapping is `B', A`
+    e = ax.m["B', [A, B'] / 2"]
+    assert e == ax.m["B', A"]
+    assert [e.map(k) for k in range(4)] == [i(), i(A=1, B=1), i(B=1), i(A=1)]
+    ax4 = _skewed(A=2, B=4)
+    for text in ("B' % 2, [A, B'] / 2", "[B', A] / 4, [B' / 2, A] % 2", "[A, B'] / 4, [A, B'] % 2 / 2",
+                 "[B' / 2, A] / 2, B' % 2", "[A, B' # 5] / 5, [B', A] / 2"):
+        _tree_and_canon_agree(ax4, text)
+
+
+def test_the_canonical_text_of_a_cut_skewed_digit_parses_back_to_the_same_canon() -> None:
+    # regression: `B' = 2 / 2` over |B| = 3 is B' at stride 2, one digit: printed `B' # 4 / 2 % 1`, which parsed
+    # back to a composite `[B' # 4] / 2 % 1` (position 0 of a composite holding B' was never cut, since B' = 0
+    # still sets B = A)
+    ax = _skewed(A=1, B=3)
+    e = ax.m["B' = 2 / 2"]
+    again = ax.m[str(e)]
+    assert str(e) == "B' # 4 / 2 % 1"
+    assert again.canon == e.canon and again == e
+    assert not any(isinstance(d, C.Dim) and isinstance(d.atom, C.Win) for d in again.canon)
+    assert e.map(0) == i()
+    ax2 = _skewed(A=2, B=3)
+    for text in ("B' = 2 / 2", "A, B' = 2 / 2", "[B' = 2 / 2, A]", "[B' # 4] / 2 % 1, A"):
+        got = ax2.m[text]
+        back = ax2.m[str(got)]
+        assert back.canon == got.canon and back == got, text
+        _tree_and_canon_agree(ax2, text)
+        assert np.array_equal(forward(got.canon).valid, forward(got.key).valid)
