@@ -29,9 +29,11 @@ def _base(node: Node, j: int) -> Terms | None:
     """Position ``j`` of the operand of a unary constructor."""
     if isinstance(node, Escape):
         return _base(node.mapping.node, j)
-    if isinstance(node, Padding | Resize):
+    if isinstance(node, Padding):
         return [(("comp", node), j)]  # padding decides validity on the sum of the positions: keep it whole
-    if isinstance(node, Symbol | Stride | Modulo):
+    # A resize only cuts the end, as a modulo does (`A = 4` and `A % 4` are one mapping): both pass through
+    # to their operand (docs/manual-notes.md, "Skewed axes inside composites").
+    if isinstance(node, Symbol | Stride | Modulo | Resize):
         return terms(node, j)
     return [(("comp", node), j)]
 

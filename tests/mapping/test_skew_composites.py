@@ -81,3 +81,45 @@ def test_the_canonical_text_of_a_cut_skewed_digit_parses_back_to_the_same_canon(
         assert back.canon == got.canon and back == got, text
         _tree_and_canon_agree(ax2, text)
         assert np.array_equal(forward(got.canon).valid, forward(got.key).valid)
+
+
+def test_a_skewed_axis_spliced_next_to_itself_keeps_one_canon() -> None:
+    # found by a fresh draw: `A', A' = 2 / 2` printed `A', A' # 4 / 2 % 1`, whose composite stayed whole when
+    # parsed back (a skew spliced out of a composite next to another digit of the same skew was refused)
+    ax = AxisSet(A=3, B=1).skew("A'", "A - B")
+    e = ax.m["A', A' = 2 / 2"]
+    assert [e.map(k) for k in range(3)] == [i(), i(A=1), i(A=2)]
+    again = ax.m[str(e)]
+    assert again.canon == e.canon and str(again) == str(e)
+    _tree_and_canon_agree(ax, "A', A' = 2 / 2")
+
+
+def test_a_resize_cut_again_passes_to_its_axis_as_a_modulo_does_L779_L887() -> None:
+    # found by a fresh draw: the brute-force reference kept `A = 2` whole under `% 2` (a composite whose
+    # positions add up before the resize decides), the canonical form read it as the axis A cut to 2, as it
+    # reads `A % 2`; `A = 2` and `A % 2` are one mapping, so both now pass through to A
+    ax = AxisSet(A=3)
+    e = ax.m["A = 2 % 2, A = 2 % 2"]
+    assert e == ax.m["A = 2, A = 2"] and str(ax.m[str(e)]) == str(e)
+    assert [e.map(k) for k in range(4)] == [i(), i(A=1), i(A=1), i(A=2)]
+    _tree_and_canon_agree(ax, "A = 2 % 2, A = 2 % 2")
+    ax6 = AxisSet(A=6)
+    assert [ax6.m["A = 4 / 2, A = 4 / 2"].map(k) for k in range(4)] == [i(), i(A=2), i(A=2), i(A=4)]
+    _tree_and_canon_agree(ax6, "A = 4 / 2, A = 4 / 2")
+    _tree_and_canon_agree(AxisSet(A=2, B=3), "[[A, B] = 4] / 2, [[A, B] = 4] / 2")
+
+
+def test_a_skewed_axis_in_a_linear_combination_is_resolved_over_the_whole_index_L988_L1006() -> None:
+    ax = _skewed(A=2, B=2)
+    # found while looking: `maps` resolved B' term by term (B = B' with A = 0 in its own term), and a term of one
+    # position holding B' = 0 was dropped with the identity's, so `$(B' = 1 : 2, A : 1)` read `A`
+    lin = ax.m["$(A : 1, B' : 1)"]
+    assert [lin.maps(k) for k in range(3)] == [[i()], [i(A=1, B=1), i(B=1)], [i(A=1)]]
+    for k in range(3):  # B' = B - A in every index at every position (L988)
+        assert all((x["B"] - x["A"]) % 2 == k - x["A"] for x in lin.maps(k))
+    assert ax.m["$(A : 2, B' : 1)"] == ax.m["A, B'"]  # the mixed-radix combination is the pair (L1010)
+    one = ax.m["$(B' = 1 : 2, A : 1)"]
+    assert one == ax.m["B' = 1, A"] and [one.maps(k) for k in range(2)] == [[i()], [i(A=1, B=1)]]
+    # the union of the terms' indices must lie inside every axis, as map()'s indices do
+    assert [ax.m["$(A : 1, A : 1)"].maps(k) for k in range(3)] == [[i()], [i(A=1)], []]
+    assert [ax.m["$(B' : 1, B' : 1)"].maps(k) for k in range(3)] == [[i()], [i(B=1)], []]

@@ -330,8 +330,12 @@ def _cut(inner: Canon, t: int, n: int, c: int, off: int) -> Canon | None:
 
 
 def _collides(cut: Canon, dims: Canon, owner: Dim) -> bool:
-    """True if splicing ``cut`` would let a window or skew atom meet another digit of the same atom."""
-    mine = {d.atom for d in cut if isinstance(d, Dim) and d.atom is not None and not isinstance(d.atom, Sym)}
+    """True if splicing ``cut`` would let a window atom meet another digit of the same window.
+
+    An axis or a skewed axis may meet itself: its positions add up over the whole index wherever they come
+    from (a skewed axis is one coordinate, resolved once: manual L711, L988), so a digit spliced out of a
+    composite adds to the same sum it added to inside it."""
+    mine = {d.atom for d in cut if isinstance(d, Dim) and isinstance(d.atom, Win)}
     return any(isinstance(d, Dim) and d is not owner and d.atom in mine for d in dims)
 
 
@@ -408,6 +412,9 @@ def build_raw(node: Node) -> Canon:
 def _lin(parts: tuple[tuple[Canon, int], ...], size: int) -> Canon:
     # $(e1 : size(e2), e2 : 1) is the pair e1, e2 (manual L1010): a mixed-radix combination is a pair.
     live = [(c, n) for c, n in parts if canon_size(c) > 1]
+    # A term of one position adds position 0 only; it is dropped only when that holds the empty index (a skewed
+    # axis at 0 still sets its base, B' = 0 gives B = A, L988; a padded position holds nothing)
+    fixed = [(c, n) for c, n in parts if canon_size(c) == 1 and not all(_inert(d) for d in c)]
     live.sort(key=lambda p: -p[1])
     radix_ok = bool(live)
     expect = 1
@@ -418,10 +425,10 @@ def _lin(parts: tuple[tuple[Canon, int], ...], size: int) -> Canon:
         expect *= canon_size(c)
     if radix_ok or not live:
         out: Canon = ()
-        for c, _ in live:
+        for c, _ in [*fixed, *live]:
             out = pair(out, c)
         return out
-    return (Lin(tuple(live), size),)
+    return (Lin((*fixed, *live), size),)
 
 
 def is_regular(dims: Canon) -> bool:
