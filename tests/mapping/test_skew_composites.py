@@ -123,3 +123,14 @@ def test_a_skewed_axis_in_a_linear_combination_is_resolved_over_the_whole_index_
     # the union of the terms' indices must lie inside every axis, as map()'s indices do
     assert [ax.m["$(A : 1, A : 1)"].maps(k) for k in range(3)] == [[i()], [i(A=1)], []]
     assert [ax.m["$(B' : 1, B' : 1)"].maps(k) for k in range(3)] == [[i()], [i(B=1)], []]
+
+
+def test_a_stride_that_does_not_divide_a_composite_prints_as_a_cut() -> None:
+    # found while looking: `[# 1 + B + # 1] = 4 / 2` printed `[# 1 + B + # 1] # 6 / 2 = 2`, and parsing that
+    # merges the padding into the composite (`[# 1 + B + # 2] / 2 = 2`): equal, but another canonical form
+    ax = AxisSet(A=1, B=3)
+    e = ax.m["[# 1 + B + # 1] = 4 / 2"]
+    assert str(e) == "[# 1 + B + # 1] = 4 / 2"
+    assert ax.m[str(e)].canon == e.canon
+    assert [e.map(k) for k in range(2)] == [None, i(B=1)]
+    _tree_and_canon_agree(ax, "[# 1 + B + # 1] = 4 / 2")

@@ -511,7 +511,11 @@ def _dim_text(d: Dim | Lin) -> str:
         text = _atom_text(d.atom)
         asz = d.atom.size
         if d.stride > 1:
-            if asz % d.stride:
+            if asz % d.stride and isinstance(d.atom, Win) and d.count * d.stride < asz:
+                # cut a composite, never pad it: `[X] # 6` merges the padding into X, another composite
+                text += f" = {d.count * d.stride}"
+                asz = d.count * d.stride
+            elif asz % d.stride:
                 padded = -(-asz // d.stride) * d.stride
                 text += f" # {padded}"
                 asz = padded
