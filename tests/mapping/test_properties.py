@@ -26,6 +26,7 @@ TWO_COMPOSITES = ({"A": 2, "B": 2, "C": 1, "B'": "B - A"}, Expr("[A, B'] / 2, [B
 CUT_SKEW = ({"A": 1, "B": 3, "B'": "B - A"}, Expr("B' = 2 / 2", 1, True))
 SKEW_TWICE = ({"A": 3, "B": 1, "A'": "A - B"}, Expr("A', A' = 2 / 2", 3, False))
 RESIZED_TWICE = ({"A": 3}, Expr("A = 2 % 2, A = 2 % 2", 4, False))
+SKEW_MERGED = ({"A": 3, "B": 1, "A'": "A - B"}, Expr("A' # 4 / 2, A' = 2", 4, False))
 
 
 @FAST
@@ -52,6 +53,7 @@ def test_canonical_form_maps_as_the_tree(case: tuple[Axes, Expr]) -> None:
 @example(CUT_SKEW)
 @example(SKEW_TWICE)
 @example(RESIZED_TWICE)
+@example(SKEW_MERGED)
 def test_canonical_text_parses_back_to_an_equal_mapping(case: tuple[Axes, Expr]) -> None:
     axes, e = case
     got = _parse(axes, e)

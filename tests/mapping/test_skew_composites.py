@@ -134,3 +134,17 @@ def test_a_stride_that_does_not_divide_a_composite_prints_as_a_cut() -> None:
     assert ax.m[str(e)].canon == e.canon
     assert [e.map(k) for k in range(2)] == [None, i(B=1)]
     _tree_and_canon_agree(ax, "[# 1 + B + # 1] = 4 / 2")
+
+
+def test_digits_of_a_skewed_axis_past_its_end_are_padding_in_the_canonical_form() -> None:
+    # found by a fresh draw once skews could be spliced next to themselves: `A' # 4 / 2, A' = 2` merged into one
+    # digit of A' counting 4 positions of an axis of 3, printed `A'` (size 3, not 4); a skewed digit is now
+    # clamped to the axis as a plain one is (its position 3 holds nothing either way)
+    ax = AxisSet(A=3, B=1).skew("A'", "A - B")
+    for text, want in (("A' # 4 / 2, A' = 2", "A' # 4"), ("A' # 6 / 2, A' = 2", "A' # 6")):
+        e = ax.m[text]
+        assert str(e) == want
+        again = ax.m[str(e)]
+        assert again.size == e.size and again == e and again.canon == e.canon
+        _tree_and_canon_agree(ax, text)
+    assert [ax.m["A' # 4 / 2, A' = 2"].map(k) for k in range(4)] == [i(), i(A=1), i(A=2), None]

@@ -145,10 +145,11 @@ def _refs(dims: Canon, atom: Atom) -> int:
 
 def _tidy(d: Dim) -> Dim | None:
     """One dim on its own: clamp counts to the axis, turn a dim that can only add zero into padding."""
-    if isinstance(d.atom, Sym):
-        reach = -(-d.atom.size // d.stride)  # digits whose position stays inside the axis
+    if isinstance(d.atom, Sym | SkewAtom):
+        reach = -(-d.atom.size // d.stride)  # digits whose position stays inside the axis (a skewed one too)
         if d.count > reach:
             d = Dim(d.atom, d.stride, d.size, reach, d.offset)
+    if isinstance(d.atom, Sym):  # a skewed axis at 0 still sets its base (B' = 0 is B = A, L988): kept
         if d.count == 1:
             d = Dim(None, 0, d.size, 1, d.offset)
     if d.atom is None and d.size == 1 and d.offset == 0:
