@@ -29,9 +29,11 @@ def _base(node: Node, j: int) -> Terms | None:
     """Position ``j`` of the operand of a unary constructor."""
     if isinstance(node, Escape):
         return _base(node.mapping.node, j)
-    if isinstance(node, Padding | Resize):
+    if isinstance(node, Padding):
         return [(("comp", node), j)]  # padding decides validity on the sum of the positions: keep it whole
-    if isinstance(node, Symbol | Stride | Modulo):
+    # A resize only cuts the end, as a modulo does (`A = 4` and `A % 4` are one mapping): both pass through
+    # to their operand (docs/manual-notes.md, "Skewed axes inside composites").
+    if isinstance(node, Symbol | Stride | Modulo | Resize):
         return terms(node, j)
     return [(("comp", node), j)]
 
@@ -90,13 +92,17 @@ def ref_map(node: Node, i: int) -> dict[str, int] | None:
     """The tensor index at buffer position ``i`` (zeros dropped), or None.
 
     A skewed axis ``B' = B - A`` is resolved last, over the whole index (manual L988: its coordinate "at any
-    point equals B minus A"), also when it sits inside a composite.
+    point equals B minus A"), also when it sits inside a composite; its positions from every composite and every
+    digit add up first (the index's coordinates add, L711) and are resolved once.
     """
     got = _decode(node, i)
     if got is None:
         return None
     coords, skews = got
+    summed: dict[object, int] = {}  # one skewed axis is one coordinate: its positions from every composite add up
     for skew, pos in skews:
+        summed[skew] = summed.get(skew, 0) + pos
+    for skew, pos in summed.items():
         if not 0 <= pos < skew.size:  # the skewed coordinate itself past its end (terms of a repeated B' add up)
             return None
         shift = sum(coef * coords.get(other, 0) for other, coef in skew.coefs)

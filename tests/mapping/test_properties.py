@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import numpy as np
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from tests.mapping.reference import ref_map
@@ -21,8 +21,20 @@ def _parse(axes: Axes, e: Expr) -> Mapping:
     return axis_set(axes).m[e.text]
 
 
+#: Random draws that found defects of skewed axes inside composites (issue 15; tests/mapping/test_skew_composites.py).
+TWO_COMPOSITES = ({"A": 2, "B": 2, "C": 1, "B'": "B - A"}, Expr("[A, B'] / 2, [B', A] / 2", 4, False))
+CUT_SKEW = ({"A": 1, "B": 3, "B'": "B - A"}, Expr("B' = 2 / 2", 1, True))
+SKEW_TWICE = ({"A": 3, "B": 1, "A'": "A - B"}, Expr("A', A' = 2 / 2", 3, False))
+RESIZED_TWICE = ({"A": 3}, Expr("A = 2 % 2, A = 2 % 2", 4, False))
+SKEW_MERGED = ({"A": 3, "B": 1, "A'": "A - B"}, Expr("A' # 4 / 2, A' = 2", 4, False))
+
+
 @FAST
 @given(axes_and_expr())
+@example(TWO_COMPOSITES)
+@example(CUT_SKEW)
+@example(SKEW_TWICE)
+@example(RESIZED_TWICE)
 def test_canonical_form_maps_as_the_tree(case: tuple[Axes, Expr]) -> None:
     axes, e = case
     got = _parse(axes, e)
@@ -37,6 +49,11 @@ def test_canonical_form_maps_as_the_tree(case: tuple[Axes, Expr]) -> None:
 
 @FAST
 @given(axes_and_expr())
+@example(TWO_COMPOSITES)
+@example(CUT_SKEW)
+@example(SKEW_TWICE)
+@example(RESIZED_TWICE)
+@example(SKEW_MERGED)
 def test_canonical_text_parses_back_to_an_equal_mapping(case: tuple[Axes, Expr]) -> None:
     axes, e = case
     got = _parse(axes, e)

@@ -145,10 +145,11 @@ def _refs(dims: Canon, atom: Atom) -> int:
 
 def _tidy(d: Dim) -> Dim | None:
     """One dim on its own: clamp counts to the axis, turn a dim that can only add zero into padding."""
-    if isinstance(d.atom, Sym):
-        reach = -(-d.atom.size // d.stride)  # digits whose position stays inside the axis
+    if isinstance(d.atom, Sym | SkewAtom):
+        reach = -(-d.atom.size // d.stride)  # digits whose position stays inside the axis (a skewed one too)
         if d.count > reach:
             d = Dim(d.atom, d.stride, d.size, reach, d.offset)
+    if isinstance(d.atom, Sym):  # a skewed axis at 0 still sets its base (B' = 0 is B = A, L988): kept
         if d.count == 1:
             d = Dim(None, 0, d.size, 1, d.offset)
     if d.atom is None and d.size == 1 and d.offset == 0:
@@ -305,8 +306,8 @@ def _prefix_exact(dims: Canon, n: int) -> Canon | None:
 
 def _cut(inner: Canon, t: int, n: int, c: int, off: int) -> Canon | None:
     """``# off + [[inner] = t·c] / t # ..`` expressed on inner's own dims, when every cut is on a digit boundary."""
-    if n == 1 and off == 0:  # only position 0 of the composite: nothing if it holds the empty index
-        return () if all(_inert(x) for x in inner) else None
+    if n == 1 and off == 0 and all(_inert(x) for x in inner):
+        return ()  # only position 0 of the composite, and it holds the empty index: nothing
     span = t * c
     size = canon_size(inner)
     got: Canon | None = inner
@@ -330,8 +331,12 @@ def _cut(inner: Canon, t: int, n: int, c: int, off: int) -> Canon | None:
 
 
 def _collides(cut: Canon, dims: Canon, owner: Dim) -> bool:
-    """True if splicing ``cut`` would let a window or skew atom meet another digit of the same atom."""
-    mine = {d.atom for d in cut if isinstance(d, Dim) and d.atom is not None and not isinstance(d.atom, Sym)}
+    """True if splicing ``cut`` would let a window atom meet another digit of the same window.
+
+    An axis or a skewed axis may meet itself: its positions add up over the whole index wherever they come
+    from (a skewed axis is one coordinate, resolved once: manual L711, L988), so a digit spliced out of a
+    composite adds to the same sum it added to inside it."""
+    mine = {d.atom for d in cut if isinstance(d, Dim) and isinstance(d.atom, Win)}
     return any(isinstance(d, Dim) and d is not owner and d.atom in mine for d in dims)
 
 
@@ -408,6 +413,9 @@ def build_raw(node: Node) -> Canon:
 def _lin(parts: tuple[tuple[Canon, int], ...], size: int) -> Canon:
     # $(e1 : size(e2), e2 : 1) is the pair e1, e2 (manual L1010): a mixed-radix combination is a pair.
     live = [(c, n) for c, n in parts if canon_size(c) > 1]
+    # A term of one position adds position 0 only; it is dropped only when that holds the empty index (a skewed
+    # axis at 0 still sets its base, B' = 0 gives B = A, L988; a padded position holds nothing)
+    fixed = [(c, n) for c, n in parts if canon_size(c) == 1 and not all(_inert(d) for d in c)]
     live.sort(key=lambda p: -p[1])
     radix_ok = bool(live)
     expect = 1
@@ -418,10 +426,10 @@ def _lin(parts: tuple[tuple[Canon, int], ...], size: int) -> Canon:
         expect *= canon_size(c)
     if radix_ok or not live:
         out: Canon = ()
-        for c, _ in live:
+        for c, _ in [*fixed, *live]:
             out = pair(out, c)
         return out
-    return (Lin(tuple(live), size),)
+    return (Lin((*fixed, *live), size),)
 
 
 def is_regular(dims: Canon) -> bool:
@@ -504,7 +512,11 @@ def _dim_text(d: Dim | Lin) -> str:
         text = _atom_text(d.atom)
         asz = d.atom.size
         if d.stride > 1:
-            if asz % d.stride:
+            if asz % d.stride and isinstance(d.atom, Win) and d.count * d.stride < asz:
+                # cut a composite, never pad it: `[X] # 6` merges the padding into X, another composite
+                text += f" = {d.count * d.stride}"
+                asz = d.count * d.stride
+            elif asz % d.stride:
                 padded = -(-asz // d.stride) * d.stride
                 text += f" # {padded}"
                 asz = padded

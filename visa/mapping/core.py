@@ -211,7 +211,7 @@ class Mapping:
             got = self.map(position)
             return [] if got is None else [got]
         except RelationError:
-            return _relation_maps(self.canon, position)
+            return _resolved_maps(self.canon, position)
 
     def evaluate(self, positions: npt.ArrayLike | None = None) -> Evaluation:
         """Vectorised ``map`` over ``positions`` (default: every position, in order)."""
@@ -473,6 +473,42 @@ def _semantic_equal(a: C.Canon, b: C.Canon) -> bool:
     except RelationError:
         return False
     return True
+
+
+def _resolved_maps(dims: C.Canon, position: int) -> list[Index]:
+    """:func:`_relation_maps` over the whole index: a skewed axis ``B'`` is one coordinate of the index, summed over
+    every term and composite that names it and resolved once, ``B = (B' - Σ coef·other) mod |B|`` (manual L988,
+    L1003), as :func:`~visa.mapping.evaluate.forward` does; an index past the end of an axis is not held."""
+    skews = list(dict.fromkeys(a.skew for a in C.axis_atoms(dims) if isinstance(a, C.SkewAtom)))
+    sizes = {a.name: a.size for a in C.axis_atoms(dims) if isinstance(a, C.Sym)}
+    sizes.update((sk.base, sk.size) for sk in skews)
+    out: list[Index] = []
+    for got in _relation_maps(_unskewed(dims), position):
+        coords = dict(got)
+        held = True
+        for sk in skews:
+            p = coords.pop(sk.name, 0)
+            held = held and p < sk.size  # B' itself past its end (terms of a repeated B' add up)
+            shift = sum(coef * coords.get(other, 0) for other, coef in sk.coefs)
+            coords[sk.base] = coords.get(sk.base, 0) + (p - shift) % sk.size
+        if held and all(0 <= v < sizes.get(k, v + 1) for k, v in coords.items()):
+            out.append(Index(coords))
+    return sorted(set(out), key=lambda x: x.text())
+
+
+def _unskewed(dims: C.Canon) -> C.Canon:
+    """``dims`` with every skewed axis read as a plain axis of its own name (its coordinate left unresolved)."""
+    out: list[C.Dim | C.Lin] = []
+    for d in dims:
+        if isinstance(d, C.Lin):
+            out.append(C.Lin(tuple((_unskewed(c), n) for c, n in d.parts), d.size))
+        elif isinstance(d.atom, C.SkewAtom):
+            out.append(C.Dim(C.Sym(d.atom.skew.name, d.atom.skew.size), d.stride, d.size, d.count, d.offset))
+        elif isinstance(d.atom, C.Win):
+            out.append(C.Dim(C.Win(_unskewed(d.atom.inner)), d.stride, d.size, d.count, d.offset))
+        else:
+            out.append(d)
+    return tuple(out)
 
 
 def _relation_maps(dims: C.Canon, position: int) -> list[Index]:

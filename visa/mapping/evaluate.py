@@ -77,7 +77,8 @@ def _decode_atoms(
 
     A skewed axis's coordinate is ``B' = B − A`` over the *whole* tensor index (manual L988: "whose coordinate
     at any point equals B minus A"), so a skew inside a window is only resolved at the top level, with every
-    coordinate known (``top=False`` returns it pending).
+    coordinate known (``top=False`` returns it pending); the positions of one skewed axis from every window and
+    every digit add up first, as the coordinates of an index do (L711), and are resolved once.
     """
     coords: dict[str, IntArray] = {}
     sizes: dict[str, int] = {}
@@ -109,7 +110,12 @@ def _decode_atoms(
         else:
             skews.append((atom, pos))
     if top:
+        # One skewed axis is one coordinate of the index however many digits or composites name it: its
+        # positions add up (Index::add, L711) and the sum is resolved once (L988).
+        summed: dict[SkewAtom, IntArray] = {}
         for atom, pos in skews:
+            summed[atom] = summed[atom] + pos if atom in summed else pos
+        for atom, pos in summed.items():
             sk = atom.skew
             shift = np.zeros((), dtype=np.int64)
             for other, coef in sk.coefs:
