@@ -44,7 +44,7 @@ def _fresh(img: DenseImage) -> None:
     assert not img.written.any()
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(n=st.integers(1, 70), page=st.integers(1, 20), seed=st.integers(0, 2**32 - 1),
        ops=st.lists(st.integers(0, 9), min_size=1, max_size=12))
 def test_a_reused_image_reads_as_a_fresh_one(n: int, page: int, seed: int, ops: list[int]) -> None:
@@ -56,8 +56,7 @@ def test_a_reused_image_reads_as_a_fresh_one(n: int, page: int, seed: int, ops: 
         ref = Model(n)
         for op in ops:
             _step(img, ref, rng, op)
-        del img
-        gc.collect()
+        del img  # (no cycle holds an image: it dies here)
         again = DenseImage((*LEAD, n), page_bytes=page)
         assert mine.reused == 2  # the bytes and the mask
         _fresh(again)
