@@ -21,13 +21,15 @@ the Contraction Engine from 28–30 ms (12–14×) to 7–9 ms (3.5–4.1×).  A
 of the 48 MiB of fresh DM and TRF pages the layout fills every run (A over the 16 column blocks, B over the 16 row
 blocks, B again in the TRF); since the device images reuse the memory of the previous context's
 (docs/manual-notes.md "Device images reuse memory"), a run after the first writes into pages the process already
-maps, cleared where the last run wrote: 51–58 ms (24–28×).  Of those, ``HostTensor.rand`` of A and B took about
-15 ms (float64 uniforms rounded down to bf16), the Contraction Engine 7–9 ms: about 4 ms of products (numpy's
-multiplications, as a few BLAS products on the worker threads, with the bf16 → f32 widening — as fast as numpy's
-own product of the same size) and about 3 ms comparing the 16 MB TRF window and the 16 MB of activations to find
-the slices that share them (only the data shows that a DMA replicated them; the comparison runs at memory speed).
-The last line of the report writes the bytes the layout requires with numpy alone, into fresh pages (what a
-first run pays) and into pages already mapped (what a repeat pays).
+maps, cleared where the last run wrote.  About 3 ms of the Contraction Engine was comparing the 16 MB TRF window
+and the 16 MB of activations to find the slices that share them; the DMA that filled those slices from one source
+now says so ("Replicas known from how bytes were written").  Then, on the idle machine (README "Measured"): 36 ms
+(17.6×) for the whole run, 5.0 ms (2.4×) for the Contraction Engine — its products as fast as numpy's own, with
+the bf16 widening.  Of the rest: the host side and the check 10 ms (``HostTensor.rand`` of A and B, the check's
+own float32 product and norms), the two fetches 8 ms (16 MB read each, and 16 MB of zeros each for the padded
+second cluster), the DMA 6 ms (32 MiB of replicas into DM, and clearing what the last run wrote), the TRF load
+3.5 ms.  The last line of the report writes the bytes the layout requires with numpy alone, into fresh pages
+(what a first run pays) and into pages already mapped (what a repeat pays).
 """
 
 from __future__ import annotations
