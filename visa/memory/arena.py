@@ -162,10 +162,9 @@ class Arena:
         self.enabled = enabled
 
     def zeros(self, shape: tuple[int, ...], dtype: np.dtype[Any]) -> tuple[npt.NDArray[Any], Lease | None]:
-        """An array of zeros of ``shape`` and ``dtype``: the kept buffer given back last (of those free), cleared,
-        or new memory (mapped lazily:
-        :func:`lazy_zeros`), with the lease to :meth:`give` back when its image dies (None for memory too small
-        to map, which numpy allocates)."""
+        """An array of zeros of ``shape`` and ``dtype``: the kept buffer given back last (of those free),
+        cleared, or new memory (mapped lazily, :func:`lazy_zeros`); with the lease to :meth:`give` back when its
+        image dies (None for memory too small to map, which numpy allocates)."""
         kept = self._kept.get((shape, dtype.str), [])
         for i in range(len(kept) - 1, -1, -1):  # the last given first: its pages are the ones mapped lately
             lease, lo, hi, pages, units = kept[i]
@@ -188,8 +187,9 @@ class Arena:
              units: tuple[int, int] | None = None) -> None:
         """Take back a buffer whose image died: only bytes ``[lo, hi)`` (along the last axis) of the units
         ``[units[0], units[1])`` (the leading axes flattened; all by default) may hold non-zeros — or, given
-        ``pages`` (units, page indices, page bytes), only those pages of those units.  Beyond ``per_shape``
-        the buffer is let go."""
+        ``pages`` (units, page indices, page bytes), only those pages of those units.  With ``per_shape``
+        buffers of its shape kept already, one is let go first: one something still holds (an array made from
+        it), else the oldest."""
         if lease is None or not self.enabled:
             return
         kept = self._kept.setdefault((lease.shape, lease.dtype.str), [])

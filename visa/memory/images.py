@@ -118,8 +118,8 @@ class DenseImage:
 
     def __del__(self) -> None:
         # The image's memory goes back to the arena (visa.memory.arena), which clears what may have been
-        # written, [lo, hi) of every unit, before another image of this shape takes it.  The byte mask holds
-        # zeros outside MIXED pages (visa.memory.pages): only those need clearing.
+        # written — bytes [lo, hi) of the units its writes reached — before another image of this shape takes
+        # it.  The byte mask holds zeros outside MIXED pages (visa.memory.pages): only those need clearing.
         if hasattr(self, "_dirty"):  # (not when its construction failed)
             data, written = self._leases
             ARENA.give(data, *self._dirty, units=self._dirty_units)
