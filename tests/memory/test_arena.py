@@ -46,7 +46,7 @@ def _fresh(img: DenseImage) -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(n=st.integers(1, 70), page=st.integers(1, 20), seed=st.integers(0, 2**32 - 1),
-       ops=st.lists(st.integers(0, 9), min_size=1, max_size=12))
+       ops=st.lists(st.integers(0, 10), min_size=1, max_size=12))
 def test_a_reused_image_reads_as_a_fresh_one(n: int, page: int, seed: int, ops: list[int]) -> None:
     mine = Arena(least=1)
     saved, images.ARENA = images.ARENA, mine
