@@ -174,7 +174,9 @@ class DenseImage:
     @property
     def written(self) -> BoolArray:
         """The written-mask, same shape as :attr:`data`, made exact everywhere first (whoever takes the array
-        may write it)."""
+        may write it, until the next call that changes the image: a page that call settles to ``ALL`` or
+        ``NONE`` keeps no mask, and a mask byte set under it afterwards breaks the invariant of
+        :mod:`visa.memory.pages`)."""
         self._touch(0, self.nbytes)
         self._handed = True  # (as for data; and all of the mask is cleared when the memory goes back to the arena)
         self._pages.materialise(slice(None), 0, self.nbytes)
