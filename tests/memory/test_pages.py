@@ -202,11 +202,31 @@ def _step(img: DenseImage, ref: Model, rng: np.random.Generator, op: int) -> Non
         mask[u0 * n + lo: u0 * n + lo + (count - 1) * step + 1: step] = bits_
         img.settle(slice(u0, u0 + 1), lo, lo + (count - 1) * step + 1)
         ref.written.reshape(6, n)[u0, lo: lo + (count - 1) * step + 1: step] = bits_
+    elif op == 10:  # elements stored through a selection of units (its scatter and scatter_words), masked or not
+        d = TYPES[int(rng.integers(len(TYPES) - 1))]  # whole bytes
+        nb = d.image_bits // 8
+        slots = n // nb
+        if not slots:
+            return
+        enabled = [np.array([[True, True, False], [True, True, False]]),
+                   np.array([[True, False, True], [False, True, False]])][int(rng.integers(2))]
+        sel = UnitSelection(img, enabled)
+        pos = np.unique(rng.integers(0, slots, size=4)).astype(np.int64)
+        offs = pos * nb
+        vals = dt.random_values(d, (sel.count, pos.size), rng)
+        mask = rng.random((sel.count, pos.size)) < 0.6 if rng.random() < 0.5 else None
+        store(d, sel, offs * 8, vals, mask)
+        raw = dt.to_bytes(d, vals.reshape(-1)).reshape(sel.count, pos.size, nb)
+        for i, u in enumerate(zip(*np.nonzero(enabled), strict=True)):
+            for j, o in enumerate(offs.tolist()):
+                if mask is None or mask[i, j]:
+                    ref.data[u][o: o + nb] = raw[i, j]
+                    ref.written[u][o: o + nb] = True
 
 
 @settings(max_examples=80, deadline=None)
 @given(n=st.integers(1, 70), page=st.integers(1, 20), seed=st.integers(0, 2**32 - 1),
-       ops=st.lists(st.integers(0, 9), min_size=1, max_size=12))
+       ops=st.lists(st.integers(0, 10), min_size=1, max_size=12))
 def test_written_by_page_is_the_per_byte_mask(n: int, page: int, seed: int, ops: list[int]) -> None:
     rng = np.random.default_rng(seed)
     img = DenseImage((*LEAD, n), page_bytes=page)

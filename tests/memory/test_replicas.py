@@ -11,7 +11,8 @@ is compared with the bytes, tests/conftest.py.)
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings
+import pytest
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from tests.memory.test_pages import LEAD, Model, _step
@@ -23,14 +24,14 @@ from visa.memory.transfer import DmEndpoint, HostBuffer, address_space, copy
 UNITS = int(np.prod(LEAD))
 
 
-def _claims_hold(img: DenseImage, lo: int, hi: int) -> int:
+def _claims_hold(img: DenseImage, lo: int, hi: int, units: int = UNITS) -> int:
     """Every pair of units the labels call equal over ``[lo, hi)`` holds the same bytes, all written; returns
     how many units share a label with another."""
-    labels = img.replica_labels(np.arange(UNITS, dtype=np.int64), lo, hi)
+    labels = img.replica_labels(np.arange(units, dtype=np.int64), lo, hi)
     if labels is None:
         return 0
-    data = img.read_data().reshape(UNITS, -1)[:, lo:hi]
-    known = img.known_bytes(lo, hi).reshape(UNITS, -1)
+    data = img.read_data().reshape(units, -1)[:, lo:hi]
+    known = img.known_bytes(lo, hi).reshape(units, -1)
     shared = 0
     for label in np.unique(labels[labels >= 0]).tolist():
         members = np.flatnonzero(labels == label)
@@ -43,7 +44,7 @@ def _claims_hold(img: DenseImage, lo: int, hi: int) -> int:
 
 @settings(max_examples=60, deadline=None)
 @given(n=st.integers(8, 70), page=st.integers(1, 12), seed=st.integers(0, 2**32 - 1),
-       ops=st.lists(st.integers(0, 9), min_size=0, max_size=8))
+       ops=st.lists(st.integers(0, 10), min_size=0, max_size=8))
 def test_a_claim_of_replicas_survives_only_what_leaves_the_bytes_equal(n: int, page: int, seed: int,
                                                                          ops: list[int]) -> None:
     rng = np.random.default_rng(seed)
@@ -122,3 +123,70 @@ def test_row_classes_are_those_of_unique_rows(rows: list[list[int]], same_column
     want = np.unique(arr, axis=0, return_inverse=True)[1].reshape(-1)
     for i in range(arr.shape[0]):  # the same partition of the rows (class numbers may differ)
         np.testing.assert_array_equal(got == got[i], want == want[i])
+
+
+def test_a_held_data_array_ends_every_claim() -> None:
+    """``DenseImage.data`` hands out the bytes, to be written at any time: a broadcast recorded after it would
+    survive a write through the array (review of issue 15: the image records nothing once it handed them out)."""
+    img = DenseImage((*LEAD, 32), page_bytes=8)
+    held = img.data
+    flat = img.flat_data(0, 32).reshape(UNITS, 32)
+    flat[:] = 7
+    img.mark_written(slice(None), 0, 32)
+    img.record_replicas(np.arange(UNITS, dtype=np.int64), np.zeros(UNITS, np.int64), 0, 32)
+    held[0, 1, 3] = 9  # unit 1, a byte of page 0
+    assert _claims_hold(img, 0, 32) == 0
+
+
+def test_a_held_flat_image_cannot_write_past_the_ids() -> None:
+    """A flat image is for reading: its bytes are read only (a write through it would reach neither the image's
+    written range nor its replica ids)."""
+    img = DenseImage((*LEAD, 16), page_bytes=8)
+    flat = img.flat_image()
+    with pytest.raises(ValueError):
+        flat.scatter(np.array([3]), np.array([5], np.uint8))
+
+
+SPACE = address_space(RNGD, "dm")
+DM_SHAPE = (RNGD.dm.clusters_per_chip, RNGD.dm.slices_per_cluster, RNGD.dm.slice_bytes)
+DM_UNITS = DM_SHAPE[0] * DM_SHAPE[1]
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_a_random_broadcast_dma_claims_only_equal_bytes(data: st.DataObject) -> None:
+    """``transfer._record_replicas`` under random loop nests (review of issue 15): a stride-0 source loop over
+    slices, a second slice loop before or after it (the same source again, steps of its own, stepping back,
+    overlapping the first), strided or partial inner runs, from the host or from the DM itself (slices the copy
+    also writes); every claim is held to the bytes afterwards."""
+    img = DenseImage(DM_SHAPE, page_bytes=64)
+    dm = DmEndpoint(RNGD, lambda chip: img)
+    unit = SPACE.unit_bytes
+    n1, d1 = data.draw(st.integers(2, 4)), data.draw(st.sampled_from([1, -1, 2]))
+    loops = [(n1, data.draw(st.sampled_from([0, 0, 8])), d1 * unit)]
+    if data.draw(st.booleans()):
+        n2, s2 = data.draw(st.integers(1, 3)), data.draw(st.sampled_from([0, 8, -8, 1]))
+        d2 = data.draw(st.sampled_from([n1 * abs(d1), -n1 * abs(d1), 1, 2 * n1]))
+        loops.insert(data.draw(st.integers(0, 1)), (n2, s2, d2 * unit))
+    inner, step = data.draw(st.sampled_from([64, 100, 200])), data.draw(st.sampled_from([1, 1, 2]))
+    loops.append((inner, step, step))
+    byte = data.draw(st.sampled_from([0, 30, 64]))
+    u_lo = sum(min(0, (n - 1) * (d // unit)) for n, _, d in loops[:-1])
+    u_hi = sum(max(0, (n - 1) * (d // unit)) for n, _, d in loops[:-1])
+    s_lo = sum(min(0, (n - 1) * s) for n, s, _ in loops)
+    s_hi = sum(max(0, (n - 1) * s) for n, s, _ in loops)
+    u0 = data.draw(st.integers(-u_lo, DM_UNITS - 1 - u_hi))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    flat = img.flat_data(0, 2048).reshape(DM_UNITS, -1)  # known bytes under every source and destination
+    flat[:, :2048] = rng.integers(0, 4, size=(DM_UNITS, 2048), dtype=np.uint8)
+    img.mark_written(slice(None), 0, 2048)
+    if data.draw(st.booleans()):
+        src: HostBuffer | DmEndpoint = HostBuffer(rng.integers(0, 3, size=s_hi - s_lo + 1, dtype=np.uint8))
+        base = -s_lo
+    else:
+        src = dm
+        base = data.draw(st.integers(0, DM_UNITS - 1)) * unit + 512 - s_lo
+        assume(512 + s_hi - s_lo < 2048)
+    copy(loops, (base, u0 * unit + byte), src, dm)
+    for lo, hi in ((0, 2048), (0, 256), (64, 128), (byte, byte + inner * step)):
+        _claims_hold(img, lo, hi, DM_UNITS)

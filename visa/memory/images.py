@@ -99,7 +99,7 @@ class DenseImage:
     instead, which change nothing.
     """
 
-    __slots__ = ("_data", "_written", "_pages", "_dirty", "_dirty_units", "name", "_leases", "_replicas")
+    __slots__ = ("_data", "_written", "_pages", "_dirty", "_dirty_units", "name", "_leases", "_replicas", "_handed")
 
     def __init__(self, shape: tuple[int, ...], name: str = "memory", page_bytes: int = PAGE_BYTES) -> None:
         self._data: ByteArray
@@ -114,6 +114,7 @@ class DenseImage:
         self._dirty = (0, 0)
         self._dirty_units = (0, 0)  # the (flat) units those writes reached, a range
         self._replicas: ReplicaIds | None = None  # (visa.memory.replicas: created by the first record)
+        self._handed = False  # the bytes or the mask were handed out whole (data, written, flat, flat_span)
         self.name = name
 
     def __del__(self) -> None:
@@ -123,7 +124,11 @@ class DenseImage:
         if hasattr(self, "_dirty"):  # (not when its construction failed)
             data, written = self._leases
             ARENA.give(data, *self._dirty, units=self._dirty_units)
-            if written is not None:
+            if written is not None and self._handed:
+                # a caller holding the mask may have written it after its pages settled (a True under a page
+                # NONE or ALL): the page states do not say where, so all of it is cleared
+                ARENA.give(written, 0, self.nbytes)
+            elif written is not None:
                 units, pages = np.nonzero(self._pages.state == MIXED)
                 ARENA.give(written, 0, 0, (units.astype(np.int64), pages.astype(np.int64), self._pages.page))
 
@@ -136,6 +141,7 @@ class DenseImage:
                               self._pages.state.copy())
         out._dirty, out._dirty_units = self._dirty, self._dirty_units
         out._replicas = None
+        out._handed = self._handed
         out.name = self.name
         return out
 
@@ -159,15 +165,20 @@ class DenseImage:
     @property
     def data(self) -> ByteArray:
         """The bytes, ``(..., nbytes)`` (whoever takes the array may write it; writing bytes does not change
-        whether they count as written)."""
+        whether they count as written).  The image then records no replicas any more (:meth:`record_replicas`):
+        a write through the array would not take them away."""
         self._touch(0, self.nbytes)
+        self._handed = True
         return self._data
 
     @property
     def written(self) -> BoolArray:
         """The written-mask, same shape as :attr:`data`, made exact everywhere first (whoever takes the array
-        may write it)."""
+        may write it, until the next call that changes the image: a page that call settles to ``ALL`` or
+        ``NONE`` keeps no mask, and a mask byte set under it afterwards breaks the invariant of
+        :mod:`visa.memory.pages`)."""
         self._touch(0, self.nbytes)
+        self._handed = True  # (as for data; and all of the mask is cleared when the memory goes back to the arena)
         self._pages.materialise(slice(None), 0, self.nbytes)
         return self._written
 
@@ -196,8 +207,9 @@ class DenseImage:
     def record_replicas(self, units: IntArray, keys: IntArray, lo: int, hi: int) -> None:
         """Bytes ``[lo, hi)`` of the (flat) ``units`` were just written with known bytes, the same bytes in
         units of equal ``keys`` (a DMA broadcasting its source, a register load of replicated slices): remember
-        it (:class:`~visa.memory.replicas.ReplicaIds`), for the pages all written."""
-        if not units.size or not self._pages.all_known(units, lo, hi):
+        it (:class:`~visa.memory.replicas.ReplicaIds`), for the pages all written.  Nothing is recorded once
+        the image handed out its arrays (:attr:`data`, :attr:`written`): a write through them takes nothing away."""
+        if self._handed or not units.size or not self._pages.all_known(units, lo, hi):
             return
         if self._replicas is None:
             self._replicas = ReplicaIds(self._pages.state.shape[0], self.nbytes, self._pages.page)
@@ -412,6 +424,7 @@ class DenseImage:
         """:meth:`flat`, for a caller that writes bytes ``[lo, hi)`` of units only (or nothing); the mask is
         made exact everywhere first."""
         self._touch(lo, hi)
+        self._handed = True  # (the whole mask: see written)
         self._pages.materialise(slice(None), 0, self.nbytes)
         return self._data.reshape(-1), self._written.reshape(-1)
 
@@ -454,7 +467,9 @@ class DenseImage:
         flat = object.__new__(DenseImage)
         flat._leases = (None, None)  # (views of this image's memory, which goes back with this image)
         flat._replicas = None
-        flat._data = self._data.reshape(-1)
+        flat._handed = False
+        flat._data = self._data.reshape(-1).view()
+        flat._data.flags.writeable = False  # (for reading: a write would reach neither _dirty nor the replica ids)
         pm = self._pages
         if pm.n % pm.page:  # pages do not line up across units: every page exact, and the flat one all MIXED
             pm.materialise(slice(None), 0, pm.n)
