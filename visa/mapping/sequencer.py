@@ -624,7 +624,7 @@ def _check_first(buffers: Sequence[Mapping], configs: list[SequencerConfig], tim
         return
     if not bool(first.valid[0]):
         return
-    for buffer, config in zip(buffers, configs):
+    for buffer, config in zip(buffers, configs, strict=True):
         try:
             at = forward(buffer.canon, np.array([config.base], dtype=np.int64)) \
                 if 0 <= config.base < buffer.size else None
