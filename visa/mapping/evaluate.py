@@ -167,6 +167,18 @@ def _digit_atoms(dims: Canon, digits: list[IntArray], valid: BoolArray | None
     return atoms, valid
 
 
+def _skew_others(dims: Canon) -> set[str]:
+    """Axes a skewed axis of ``dims`` is skewed by that ``dims`` does not set itself.
+
+    ``B = (B' + A) mod |B|`` (manual L1003) reads ``A`` from the index; where the mapping does not set ``A``
+    the evaluator takes ``A = 0``, so the mapping holds only indices with ``A = 0`` (docs/manual-notes.md,
+    review of issue 15): its inverse must not ignore ``A`` as it ignores an unused (broadcast) axis.
+    """
+    sets = set(_axis_sizes(dims))
+    return {other for a in axis_atoms(dims) if isinstance(a, SkewAtom)
+            for other, _ in a.skew.coefs if other not in sets}
+
+
 def _axis_sizes(dims: Canon, *, skews: bool = True) -> dict[str, int]:
     """The size of every axis a canonical mapping holds (a skewed axis stands for its base)."""
     out: dict[str, int] = {}
@@ -288,6 +300,9 @@ def inverse(dims: Canon, coords: dict[str, IntArray], shape: tuple[int, ...] | N
         for name, val in back.coords.items():
             if name not in names:
                 held = held & (val == 0)
+        for name in _skew_others(dims):  # forward reads them as 0 (issue 15 review)
+            if name in arrs and name not in back.coords:
+                held = held & (arrs[name] == 0)
         held = held & back.valid
     return position, np.broadcast_to(held, shape)
 
@@ -306,6 +321,8 @@ def _table_inverse(dims: Canon, coords: dict[str, IntArray], shape: tuple[int, .
     """
     ev = forward(dims)
     sizes = _axis_sizes(dims)
+    for name in _skew_others(dims):  # forward reads them as 0: only coordinate 0 is held (issue 15 review)
+        sizes.setdefault(name, 1)
     names = sorted(sizes)
     key = np.zeros(canon_size(dims), dtype=np.int64)
     want = np.zeros(shape, dtype=np.int64)

@@ -550,9 +550,20 @@ def derive_many(buffers: Sequence[Mapping], time: Mapping, packet: Mapping, *,
                 limits: SequencerLimits = DEFAULT_LIMITS, call: str = "sequencer") -> tuple[SequencerConfig, ...]:
     """Configurations of several buffers over one stream, sharing loop sizes (a fused DMA, L2542–2594)."""
     items = stream_items(time, packet)
+    for b in buffers:
+        _refuse_unset_skew(b, time, call)
     bufs = [_buffer(b) for b in buffers]
+    # A skewed axis ties two axes together (B = (B' + A) mod |B|, L1003): moving A moves B' too, which the
+    # per-atom structural rule does not see (it read m["A', B"] as m["A, B"]); the numeric derivation
+    # evaluates the skew exactly, or refuses (issue 15 review).
+    skewed = any(isinstance(a, C.SkewAtom) for b in buffers for a in C.axis_atoms(b.canon)) or any(
+        isinstance(a, C.SkewAtom) for it in items for a in C.axis_atoms(tuple(it.dims)))
     try:
+        if skewed:
+            raise _Fallback
         lists = _structural(bufs, items, call)
+    except _Fallback:
+        lists = None
     except IncompatibleShapesError as err:
         # The factor rule (L1681) found no common split; a stream short enough to enumerate may still be
         # affine (two points always are), so the numeric derivation has the last word.
@@ -575,7 +586,56 @@ def derive_many(buffers: Sequence[Mapping], time: Mapping, packet: Mapping, *,
     configs = []
     for bi, entries in enumerate(merged):
         configs.append(_finish(entries, raws[bi], bases[bi], limits, call, time, packet))
+    _check_first(buffers, configs, time, packet, call)
     return tuple(configs)
+
+
+def _refuse_unset_skew(buffer: Mapping, time: Mapping, call: str) -> None:
+    """Refuse a buffer holding a skewed axis ``B' = B - A`` but not ``A`` (issue 15 review).
+
+    Its position ``b'`` holds ``B = (b' + A) mod |B|`` (L1003) for the index's ``A``; the evaluator reads the
+    unset ``A`` as 0 while the sequencer's strides would treat ``A`` as broadcast (stride 0, L1557): the two
+    disagree, so no configuration is given rather than a wrong one.
+    """
+    sets = set(_axis_sizes(buffer.canon))
+    for a in C.axis_atoms(buffer.canon):
+        if isinstance(a, C.SkewAtom):
+            for other, _ in a.skew.coefs:
+                if other not in sets:
+                    raise IncompatibleShapesError(
+                        f"the buffer {buffer!r} holds the skewed axis {a.skew.name} (skewed by {other}) but not "
+                        f"{other} itself: its positions hold B = (B' + {other}) mod |B| for an {other} it does not "
+                        "set (manual L986-1003)", call=call, level="Time", mapping=repr(buffer), axis=other,
+                        fix=f"put {other} in the buffer's mapping beside {a.skew.name}, or use {a.skew.base} "
+                        "unskewed")
+
+
+def _check_first(buffers: Sequence[Mapping], configs: list[SequencerConfig], time: Mapping, packet: Mapping,
+                 call: str) -> None:
+    """The first stream element, when it is an index, must be read from a buffer position holding it.
+
+    The per-atom check (:func:`_check_held`) sees only the atoms the stream asks for; a stream asking none
+    (``1``) of a buffer whose constant digits land on padding (``[# 1 + 1] / 2``) read padding (issue 15 review).
+    """
+    try:
+        stream = Mapping.parse("{T}, {P}", time.axis_set, {"T": time, "P": packet})
+        first = stream.evaluate(np.zeros(1, dtype=np.int64))
+    except RelationError:  # a linear combination relates a position to several indices: no single first index
+        return
+    if not bool(first.valid[0]):
+        return
+    for buffer, config in zip(buffers, configs, strict=True):
+        try:
+            at = forward(buffer.canon, np.array([config.base], dtype=np.int64)) \
+                if 0 <= config.base < buffer.size else None
+        except RelationError:
+            continue
+        if at is None or not bool(at.valid[0]):
+            raise InsufficientInputError(
+                f"the stream's first index is not held at the position the sequencer starts from ({config.base}) "
+                f"in the buffer {buffer!r} (insufficient input, manual §Sequencer, L1639-1659)", call=call,
+                level="Time", mapping=repr(time), axis=None,
+                fix="give the buffer a position holding that index (padding holds none)")
 
 
 def _finish(entries: list[Entry], raw: list[Entry], base: int, limits: SequencerLimits, call: str,
