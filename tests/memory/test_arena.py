@@ -64,14 +64,25 @@ def test_a_reused_image_reads_as_a_fresh_one(n: int, page: int, seed: int, ops: 
         images.ARENA = saved
 
 
+def _address(img: DenseImage) -> int:
+    """Where the image's bytes are."""
+    return int(img.read_data().__array_interface__["data"][0])
+
+
+def _written(shape: tuple[int, int], count: int, value: int) -> DenseImage:
+    """A new image whose first unit holds ``count`` bytes of ``value``, written (a DMA's way: bytes, then mark)."""
+    img = DenseImage(shape)
+    img.flat_data(0, count)[:count] = value
+    img.mark_written(slice(0, 1), 0, count)
+    return img
+
+
 def test_the_next_image_of_a_shape_takes_the_dead_ones_memory(arena: Arena) -> None:
-    img = DenseImage((4, 4096))
-    img.flat_data(0, 100)[:100] = 7
-    img.mark_written(slice(0, 1), 0, 100)
-    address = img.read_data().__array_interface__["data"][0]
+    img = _written((4, 4096), 100, 7)
+    address = _address(img)
     del img
     again = DenseImage((4, 4096))
-    assert again.read_data().__array_interface__["data"][0] == address
+    assert _address(again) == address
     assert arena.reused == 2
     _fresh(again)
     other = DenseImage((4, 2048))  # another shape: new memory
@@ -154,13 +165,11 @@ def test_a_full_arena_lets_go_of_memory_still_held_first(arena: Arena) -> None:
     images_ = [DenseImage((2, 4096)) for _ in range(2)]
     held = [img.data for img in images_]  # arrays that outlive their images
     del images_
-    last = DenseImage((2, 4096))
-    last.flat_data(0, 8)[:8] = 3
-    last.mark_written(slice(0, 1), 0, 8)
-    address = last.read_data().__array_interface__["data"][0]
+    last = _written((2, 4096), 8, 3)
+    address = _address(last)
     del last
     again = DenseImage((2, 4096))
-    assert again.read_data().__array_interface__["data"][0] == address
+    assert _address(again) == address
     _fresh(again)
     assert all(not np.shares_memory(again.read_data(), h) for h in held)
 
@@ -168,10 +177,10 @@ def test_a_full_arena_lets_go_of_memory_still_held_first(arena: Arena) -> None:
 def test_the_memory_given_back_last_is_taken_first(arena: Arena) -> None:
     """A kernel run after another reuses the pages it just wrote (mapped), not an older image's."""
     first, second = DenseImage((2, 4096)), DenseImage((2, 4096))
-    address = second.read_data().__array_interface__["data"][0]
+    address = _address(second)
     del first
     del second
-    assert DenseImage((2, 4096)).read_data().__array_interface__["data"][0] == address
+    assert _address(DenseImage((2, 4096))) == address
 
 
 def test_a_mask_written_through_a_held_array_does_not_reach_the_next_image(arena: Arena) -> None:
