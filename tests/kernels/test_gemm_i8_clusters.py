@@ -45,15 +45,22 @@ def _reduce_across_clusters(x: np.ndarray, dtype: Any) -> tuple[Context, int, An
     m = ax.m
     ctx = Context.acquire()
     xh = HostTensor.from_numpy(x, dtype, m["H, S, D"], axes="H S D").to_hbm(m["1"], m["H, S, D"], ctx.pdma, 0)
+    first = len(ctx.schedule.ops)
+    return ctx, first, launch(_reduce_kernel(ax, m["H"]), ctx, xh)
+
+
+def _reduce_kernel(ax: AxisSet, cluster: Any) -> Any:
+    """The kernel both tests launch: ``xh`` to DM with Cluster ``cluster`` (S over the slices, D per slice),
+    then ``cluster_all_reduce``."""
+    m = ax.m
 
     @device(chip=1)
     def kernel(ctx: Context, xh: Any) -> Any:
         arena = Arena()
-        xd = xh.to_dm(m["H"], m["S # 256"], m["D"], ctx.tdma, arena.take_dm(4 * 128))
+        xd = xh.to_dm(cluster, m["S # 256"], m["D"], ctx.tdma, arena.take_dm(4 * 128))
         return cluster_all_reduce(ctx, ax, arena, xd)
 
-    first = len(ctx.schedule.ops)
-    return ctx, first, launch(kernel, ctx, xh)
+    return kernel
 
 
 def test_cluster_all_reduce_i32_exact_and_its_two_operations_cost_what_the_model_derives() -> None:
@@ -76,16 +83,9 @@ def test_cluster_all_reduce_refuses_a_tensor_with_nothing_across_the_clusters() 
     ctx = Context.acquire()
     xh = HostTensor.from_numpy(np.zeros((16, 128), np.int32), i32, m["S, D"], axes="S D").to_hbm(
         m["1"], m["S, D"], ctx.pdma, 0)
-
-    @device(chip=1)
-    def kernel(ctx: Context, xh: Any) -> Any:
-        arena = Arena()
-        xd = xh.to_dm(m["1 # 2"], m["S # 256"], m["D"], ctx.tdma, arena.take_dm(4 * 128))
-        return cluster_all_reduce(ctx, ax, arena, xd)
-
     first = len(ctx.schedule.ops)
     with pytest.raises(LayoutError) as err:
-        launch(kernel, ctx, xh)
+        launch(_reduce_kernel(ax, m["1 # 2"]), ctx, xh)
     e = err.value
     assert (e.call, e.level, e.mapping) == ("visa.kernels.cluster_all_reduce", "Cluster", 'm["1 # 2"]')
     assert "nothing to reduce" in e.describe() and 'm["H"]' in (e.fix or "")

@@ -31,7 +31,6 @@ against the bytes as well (:func:`verifying`).
 
 from __future__ import annotations
 
-import itertools
 import os
 
 import numpy as np
@@ -44,7 +43,7 @@ IntArray = npt.NDArray[np.int64]
 #: Per position (a unit, a slice of a stream): equal non-negative labels ⇒ equal bytes; negative ones are unique.
 Labels = npt.NDArray[np.int64]
 
-_IDS = itertools.count(1)
+_NEXT_ID = [1]  # the next content id to give (0 means none)
 
 
 def verifying() -> bool:
@@ -54,9 +53,8 @@ def verifying() -> bool:
 
 def _fresh(n: int) -> int:
     """The first of ``n`` content ids never given before (in this process)."""
-    first = next(_IDS)
-    for _ in range(n - 1):
-        next(_IDS)
+    first = _NEXT_ID[0]
+    _NEXT_ID[0] += n
     return first
 
 
