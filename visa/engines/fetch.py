@@ -61,6 +61,7 @@ from visa.mapping.sequencer import SequencerConfig, derive, stream_items
 from visa.memory.images import DenseImage, load, load_nest, load_nest_values, nest_all_written, nest_span
 from visa.memory.known import is_everywhere, known_everywhere
 from visa.memory.replicas import Labels
+from visa.memory.rowpool import ROW_POOL, Loan
 from visa.memory.units import UnitSelection, enabled_units, unwrite
 
 __all__ = ["FetchConfig", "MaskConfig", "LookupTable", "PadValue", "plan_pad_value",
@@ -748,10 +749,12 @@ def execute(cfg: FetchConfig, images: Sequence[DenseImage], bit_bases: Sequence[
         mask = None if mask is None else mask[repeat.keep]
         tsel = None if tsel is None else tsel[repeat.keep_time]
         n_t = repeat.keep_time.size
-    values, known = _read(cfg, images, bases, sel, off, valid, lv, entries, n_t)
+    values, known, loan = _read(cfg, images, bases, sel, off, valid, lv, entries, n_t)
+    written: BoolArray | None = lv.reshape(-1)  # the rows of the pooled buffer that may hold non-zeros
     everywhere = is_everywhere(known)
     # -- masking (L1877-1935): the masked padding becomes pad_value, known ----------------------------------
     if mask is not None and cfg.mask is not None:
+        written = None  # (every row: the padding of rows without data too)
         np.copyto(values, np.asarray(cfg.mask.pad_value).astype(src.storage), where=mask)
         if not everywhere:
             known = known | mask if not known.flags.writeable else np.bitwise_or(known, mask, out=known)
@@ -777,6 +780,10 @@ def execute(cfg: FetchConfig, images: Sequence[DenseImage], bit_bases: Sequence[
     if cfg.zero_points:
         values = _subtract(values, known, cfg, tsel, n_t)
     values = values.astype(cfg.dst.storage, copy=False)
+    if loan is not None:  # the pooled buffer goes back read-only (rowpool.py); a converted copy is our own
+        settled = loan.settle(written)
+        if values.base is loan.owner:
+            values = settled.reshape(values.shape)
     out_shape = (len(images), cfg.cluster.size, cfg.slice.size, n_t, n_p)
     out = (BroadcastData(values.reshape(out_shape), known.reshape(out_shape), repeat.digits) if repeat is not None
            else StreamData(values.reshape(out_shape), known.reshape(out_shape)))
@@ -809,21 +816,21 @@ def _replicas(cfg: FetchConfig, images: Sequence[DenseImage], bases: IntArray, l
 
 
 def _read(cfg: FetchConfig, images: Sequence[DenseImage], bases: IntArray, sel: IntArray, off: IntArray,
-          valid: BoolArray, lv: BoolArray, entries: Sequence[Any], n_t: int) -> tuple[npt.NDArray[Any], BoolArray]:
+          valid: BoolArray, lv: BoolArray, entries: Sequence[Any], n_t: int
+          ) -> tuple[npt.NDArray[Any], BoolArray, Loan | None]:
     """The sequencer's output ``(Chip, Cluster, Slice, Time · Packet)`` in ``cfg.src`` and its known-mask: a
-    broadcast of True (no memory, :mod:`visa.memory.known`) when every byte read was written."""
+    broadcast of True (no memory, :mod:`visa.memory.known`) when every byte read was written — then in a pooled
+    buffer whose rows without data are zero already (:mod:`visa.memory.rowpool`), with its loan to settle."""
     src, n_p = cfg.src, cfg.packet.size
     nest = _nest(cfg, bases, entries)
     shape = (len(images), cfg.cluster.size, cfg.slice.size, n_t * n_p)
-    # every position is written below: the slices read, and the others as poison (0, unknown)
-    values = np.empty(shape, dtype=src.storage)
     if _all_known(src, images, lv, nest, valid):  # every byte read was written: no per-element mask (known.py)
         # known where a slice holds data (a broadcast along the stream: one bool per slice), poison (0) elsewhere
         known = (known_everywhere(shape) if bool(lv.all())
                  else np.broadcast_to(lv.reshape(*shape[:-1], 1), shape))
+        pooled, loan = ROW_POOL.take((math.prod(shape[:-1]), shape[-1]), np.dtype(src.storage), lv.reshape(-1))
+        values = pooled.reshape(shape)
         for c, img in enumerate(images):
-            for lo, hi in _runs(~lv[c].reshape(-1)):
-                values[c].reshape(-1, n_t * n_p)[lo:hi] = 0
             if not lv[c].any():
                 continue
             units = enabled_units(img, lv[c])
@@ -831,7 +838,9 @@ def _read(cfg: FetchConfig, images: Sequence[DenseImage], bases: IntArray, sel: 
                     src, units, nest[0], nest[1], values[c].reshape(-1, n_t * n_p)[units.span]):
                 break  # (not expected: _all_known asked of the same nest) the general path below
         else:
-            return values, known
+            return values, known, loan
+    # every position is written below: the slices read, and the others as poison (0, unknown)
+    values = np.empty(shape, dtype=src.storage)
     known = np.empty(shape, dtype=bool)
     bits: IntArray | None = None
     stream_ok = valid
@@ -865,7 +874,7 @@ def _read(cfg: FetchConfig, images: Sequence[DenseImage], bases: IntArray, sel: 
             continue  # read straight into the stream
         values[c][lv[c]] = v
         known[c][lv[c]] = k
-    return values, known
+    return values, known, None
 
 
 def _all_known(src: type[dt.Scalar], images: Sequence[DenseImage], lv: BoolArray,

@@ -1,0 +1,122 @@
+"""Stream buffers whose rows without data stay zero from one use to the next (issue 15).
+
+A stream holds one row of values per ``(Chip, Cluster, Slice)`` position, and a position that holds no data (a
+padded cluster, ``m["1 # 2"]``; slices a mapping leaves out) is poison, whose values read as 0 (manual
+L1071–1093; the fetch's convention, :mod:`visa.engines.fetch`).  Writing those zeros again on every launch is a
+pass over memory that is not in cache: in the GEMM example half of each fetch's 32 MiB is a padded cluster, and
+writing its 16 MiB of zeros took 2.2 ms a fetch, more than the 1.2 ms of reading the data rows.
+
+:class:`RowPool` keeps the buffers of dead streams by shape and type, with the rows each may have written.  The
+next stream of that shape takes one back once nothing refers to it any more (its reference count, as
+:class:`~visa.memory.arena.Arena`), zeroes only the rows that were written then and hold no data now, and
+leaves the caller to write every data row.  The caller hands the buffer out read-only (:meth:`Loan.settle`), so
+that no consumer can write a row the pool believes zero.
+
+>>> import numpy as np
+>>> pool = RowPool(per_shape=1, least=0)
+>>> rows = np.array([True, False, True, False])
+>>> buf, loan = pool.take((4, 8), np.dtype(np.int16), rows)
+>>> buf[rows] = 7                                 # the caller writes every data row
+>>> out = loan.settle(rows)                       # read-only, the rows it wrote recorded
+>>> out.flags.writeable, int(out[~rows].sum())
+(False, 0)
+>>> del buf, out
+>>> buf, loan = pool.take((4, 8), np.dtype(np.int16), ~rows)   # reused: the old data rows cleared
+>>> pool.reused, int(buf[rows].sum())
+(1, 0)
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from visa.memory.arena import _reuse_allowed
+
+__all__ = ["RowPool", "Loan", "ROW_POOL"]
+
+BoolArray = npt.NDArray[np.bool_]
+
+
+class Loan:
+    """One buffer lent by a :class:`RowPool`: the owner array and the rows that may hold non-zeros."""
+
+    __slots__ = ("owner", "dirty", "_pool")
+
+    def __init__(self, owner: npt.NDArray[Any], dirty: BoolArray, pool: RowPool) -> None:
+        self.owner, self.dirty, self._pool = owner, dirty, pool
+
+    def settle(self, written: BoolArray | None = None) -> npt.NDArray[Any]:
+        """The buffer, read-only, given back to the pool for when it dies: ``written`` (one bool per row) are
+        the rows that may now hold non-zeros; None says all of them (the caller wrote past its data rows)."""
+        rows = self.owner.shape[0]
+        self.dirty = np.ones(rows, dtype=bool) if written is None else np.array(written, dtype=bool).reshape(rows)
+        out = self.owner.view()
+        out.flags.writeable = False
+        self._pool._give(self)
+        return out
+
+    def free(self) -> bool:
+        """Nothing but the pool refers to the buffer (no array made from it is alive)."""
+        # the loan's reference and getrefcount's argument; every view made from the owner adds one (its base)
+        return sys.getrefcount(self.owner) <= 2
+
+
+class RowPool:
+    """Buffers of dead streams by shape and type, with the rows that may hold non-zeros (module docstring).
+
+    ``per_shape`` bounds the buffers kept for one shape and type; ``least`` is the smallest buffer kept (in
+    bytes: a small one costs less to clear than to track); ``reused`` counts the buffers handed out again.
+    """
+
+    __slots__ = ("_kept", "per_shape", "least", "reused", "enabled")
+
+    def __init__(self, per_shape: int = 4, enabled: bool = True, least: int = 1 << 20) -> None:
+        self._kept: dict[tuple[tuple[int, ...], str], list[Loan]] = {}
+        self.per_shape, self.least, self.reused, self.enabled = per_shape, least, 0, enabled
+
+    def take(self, shape: tuple[int, ...], dtype: np.dtype[Any],
+             data_rows: BoolArray) -> tuple[npt.NDArray[Any], Loan | None]:
+        """A writable buffer of ``shape`` (rows along the first axis) whose rows outside ``data_rows`` are zero;
+        the rows in ``data_rows`` hold anything, and the caller writes every one of them, then calls
+        :meth:`Loan.settle` (with no loan, the buffer is the caller's own)."""
+        rows = np.asarray(data_rows, dtype=bool).reshape(shape[0])
+        nbytes = int(np.prod(shape)) * dtype.itemsize
+        if not self.enabled or nbytes < self.least:
+            out = np.empty(shape, dtype=dtype)
+            out[~rows] = 0
+            return out, None
+        kept = self._kept.get((shape, dtype.str), [])
+        for i in range(len(kept) - 1, -1, -1):  # the last given first: its memory is the one touched lately
+            loan = kept[i]
+            if loan.free():
+                del kept[i]
+                stale = loan.dirty & ~rows
+                if stale.any():
+                    loan.owner[stale] = 0
+                loan.dirty = np.ones(shape[0], dtype=bool)  # until settled: anything may be written
+                self.reused += 1
+                return loan.owner, loan
+        owner = np.empty(shape, dtype=dtype)
+        owner[~rows] = 0
+        return owner, Loan(owner, np.ones(shape[0], dtype=bool), self)
+
+    def _give(self, loan: Loan) -> None:
+        kept = self._kept.setdefault((loan.owner.shape, loan.owner.dtype.str), [])
+        if any(k is loan for k in kept):
+            return
+        if len(kept) >= self.per_shape:  # full: let go of one still in use elsewhere, else the oldest
+            held = [i for i, k in enumerate(kept) if not k.free()]
+            del kept[held[0] if held else 0]
+        kept.append(loan)
+
+    def clear(self) -> None:
+        """Let every kept buffer go."""
+        self._kept.clear()
+
+
+#: The pool of the fetch's stream buffers; off with ``VISA_KEEP_FREED=0`` (as the arena).
+ROW_POOL = RowPool(enabled=_reuse_allowed())
