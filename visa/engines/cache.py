@@ -34,11 +34,22 @@ def exact_key(value: Any) -> Hashable:
         return ("M", value.key)
     if kind is _SEQUENCE:
         return tuple(exact_key(v) for v in value)
-    return (type(value), tuple(exact_key(getattr(value, name)) for name in kind))
+    memo = getattr(value, "__dict__", None) if type(value) in _FROZEN else None
+    if memo is not None:
+        got = memo.get(_MEMO)
+        if got is not None:
+            key: Hashable = got
+            return key
+    key = (type(value), tuple(exact_key(getattr(value, name)) for name in kind))
+    if memo is not None:  # a frozen dataclass never changes: its key is kept on it (not a field: == ignores it)
+        memo[_MEMO] = key
+    return key
 
 
 _MAPPING, _SEQUENCE, _PLAIN = ("mapping",), ("sequence",), ("plain",)
 _KINDS: dict[type, tuple[str, ...]] = {}  # per type: how its values are keyed (a dataclass: its field names)
+_FROZEN: set[type] = set()  # the frozen dataclasses among them (their keys are kept on the values)
+_MEMO = "_visa_exact_key"
 
 
 def _kind(cls: type) -> tuple[str, ...]:
@@ -51,6 +62,9 @@ def _kind(cls: type) -> tuple[str, ...]:
     if issubclass(cls, type) or cls.__module__.startswith("visa.hw"):
         return _PLAIN  # dtype classes, hardware profiles and their tables: hashable, no mappings
     if dataclasses.is_dataclass(cls):
+        params = getattr(cls, "__dataclass_params__", None)
+        if params is not None and params.frozen:
+            _FROZEN.add(cls)
         return tuple(f.name for f in dataclasses.fields(cls))
     return _PLAIN
 

@@ -165,23 +165,34 @@ class Arena:
         """An array of zeros of ``shape`` and ``dtype``: the kept buffer given back last (of those free),
         cleared, or new memory (mapped lazily, :func:`lazy_zeros`); with the lease to :meth:`give` back when its
         image dies (None for memory too small to map, which numpy allocates)."""
+        out, lease, stale = self.take(shape, dtype)
+        if stale is not None:
+            u_lo, u_hi, lo, hi = stale
+            out.reshape(-1, out.shape[-1])[u_lo:u_hi, lo:hi] = 0
+        return out, lease
+
+    def take(self, shape: tuple[int, ...], dtype: np.dtype[Any]
+             ) -> tuple[npt.NDArray[Any], Lease | None, tuple[int, int, int, int] | None]:
+        """:meth:`zeros`, leaving the caller to clear a reused buffer: ``(u_lo, u_hi, lo, hi)`` says that bytes
+        ``[lo, hi)`` (the last axis) of units ``[u_lo, u_hi)`` (the leading axes flattened) may hold non-zeros
+        (None: the array is zeros; a buffer given back by pages is cleared here)."""
         kept = self._kept.get((shape, dtype.str), [])
         for i in range(len(kept) - 1, -1, -1):  # the last given first: its pages are the ones mapped lately
             lease, lo, hi, pages, units = kept[i]
             if lease.free():
                 del kept[i]
                 out = lease.array()
+                self.reused += 1
                 if pages is not None:
                     _clear_pages(out, *pages)
                 elif hi > lo and units[1] > units[0]:
-                    out.reshape(-1, out.shape[-1])[units[0]:units[1], lo:hi] = 0
-                self.reused += 1
-                return out, lease
+                    return out, lease, (units[0], units[1], lo, hi)
+                return out, lease, None
         mem = _mapped(int(np.prod(shape)) * dtype.itemsize, self.least) if self.enabled else None
         if mem is None:
-            return lazy_zeros(shape, dtype), None
+            return lazy_zeros(shape, dtype), None, None
         lease = Lease(mem, shape, dtype)
-        return lease.array(), lease
+        return lease.array(), lease, None
 
     def give(self, lease: Lease | None, lo: int, hi: int, pages: Pages | None = None,
              units: tuple[int, int] | None = None) -> None:

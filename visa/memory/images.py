@@ -36,6 +36,7 @@ from visa.errors import AddressError
 from visa.memory.arena import ARENA, Lease, lazy_zeros
 from visa.memory.known import all_true
 from visa.memory.pages import ALL, MIXED, PAGE_BYTES, PageMask, Units, nest_offsets
+from visa.memory.pending import Pending
 from visa.memory.replicas import Labels, ReplicaIds
 
 __all__ = ["DenseImage", "PagedImage", "Image", "load", "store", "store_stream", "unwrite", "load_nest", "store_nest",
@@ -99,18 +100,22 @@ class DenseImage:
     instead, which change nothing.
     """
 
-    __slots__ = ("_data", "_written", "_pages", "_dirty", "_dirty_units", "name", "_leases", "_replicas", "_handed")
+    __slots__ = ("_bytes", "_written", "_pages", "_dirty", "_dirty_units", "name", "_leases", "_replicas", "_handed",
+                 "_pending")
 
     def __init__(self, shape: tuple[int, ...], name: str = "memory", page_bytes: int = PAGE_BYTES) -> None:
-        self._data: ByteArray
+        self._bytes: ByteArray
         self._written: BoolArray
         self._leases: tuple[Lease | None, Lease | None] = (None, None)  # (set first: __del__ reads it)
-        self._data, data_lease = ARENA.zeros(shape, np.dtype(np.uint8))
+        self._bytes, data_lease, stale = ARENA.take(shape, np.dtype(np.uint8))
         self._written, written_lease = ARENA.zeros(shape, np.dtype(bool))
         self._leases = (data_lease, written_lease)
         n = int(shape[-1])
         units = int(np.prod(shape[:-1], dtype=np.int64))
         self._pages = PageMask(self._written.reshape(units, n), max(1, min(page_bytes, n or 1)))
+        self._pending = Pending(units)  # (the zeros owed where a dead image wrote this memory: visa.memory.pending)
+        if stale is not None:
+            self._pending.fill(*stale)
         self._dirty = (0, 0)
         self._dirty_units = (0, 0)  # the (flat) units those writes reached, a range
         self._replicas: ReplicaIds | None = None  # (visa.memory.replicas: created by the first record)
@@ -123,7 +128,13 @@ class DenseImage:
         # it.  The byte mask holds zeros outside MIXED pages (visa.memory.pages): only those need clearing.
         if hasattr(self, "_dirty"):  # (not when its construction failed)
             data, written = self._leases
-            ARENA.give(data, *self._dirty, units=self._dirty_units)
+            (lo, hi), (u_lo, u_hi) = self._dirty, self._dirty_units
+            owed = self._pending.fill_box()  # (zeros never written: those bytes still hold the last image's)
+            if owed is not None:
+                (f_lo, f_hi), (fu_lo, fu_hi) = owed
+                lo, hi = (f_lo, f_hi) if hi <= lo else (min(lo, f_lo), max(hi, f_hi))
+                u_lo, u_hi = (fu_lo, fu_hi) if u_hi <= u_lo else (min(u_lo, fu_lo), max(u_hi, fu_hi))
+            ARENA.give(data, lo, hi, units=(u_lo, u_hi))
             if written is not None and self._handed:
                 # a caller holding the mask may have written it after its pages settled (a True under a page
                 # NONE or ALL): the page states do not say where, so all of it is cleared
@@ -135,7 +146,8 @@ class DenseImage:
     def __deepcopy__(self, memo: dict[int, Any]) -> DenseImage:
         out = object.__new__(type(self))
         out._leases = (None, None)
-        out._data = self._data.copy()
+        out._bytes = self._data.copy()
+        out._pending = Pending(self._pages.state.shape[0])
         out._written = self._written.copy()
         out._pages = PageMask(out._written.reshape(self._pages.mask.shape), self._pages.page,
                               self._pages.state.copy())
@@ -144,6 +156,45 @@ class DenseImage:
         out._handed = self._handed
         out.name = self.name
         return out
+
+    # -- pending fills and copies (visa.memory.pending, issue 15) -----------------------------------------------
+
+    @property
+    def _data(self) -> ByteArray:
+        """The bytes, everything pending made (every access to the bytes goes through here or :meth:`raw`)."""
+        if self._pending:
+            self._pending.make(self._bytes.reshape(-1, self.nbytes), 0, self.nbytes)
+        return self._bytes
+
+    def raw(self, lo: int, hi: int) -> ByteArray:
+        """The bytes, for a caller that reads or writes bytes ``[lo, hi)`` of units only: what is pending there
+        is made, the rest stays pending."""
+        if self._pending:
+            self._pending.make(self._bytes.reshape(-1, self.nbytes), lo, hi)
+        return self._bytes
+
+    def cover(self, units: slice, lo: int, hi: int) -> None:
+        """Every byte ``[lo, hi)`` of the (flat) ``units`` (a range) is about to be written, or left a pending
+        copy (:meth:`defer_copy`): the zeros still owed there are not written (:meth:`Pending.cover`)."""
+        if self._pending.fills:
+            u_lo, u_hi, _ = units.indices(self._pages.state.shape[0])
+            self._pending.cover(u_lo, u_hi, lo, hi)
+
+    def defer_copy(self, dst: IntArray, src: IntArray, lo: int, hi: int) -> None:
+        """Bytes ``[lo, hi)`` of the (flat) units ``dst`` are to be those of the units ``src`` (one each, never
+        in ``dst``), which hold them now: a pending copy (:mod:`visa.memory.pending`).  The caller marks the
+        written-state of ``dst`` as it would for the copy, and made what was pending there before writing
+        ``src`` (:meth:`raw`, :meth:`cover`)."""
+        self._pending.copy(dst, src, lo, hi)
+
+    def sources(self, units: IntArray, lo: int, hi: int) -> IntArray | None:
+        """For a read of bytes ``[lo, hi)`` of the (flat) ``units``: the unit that holds each one's bytes now
+        (itself, or the source of its pending copy), when a pending copy holds them all; then the caller reads
+        ``_bytes`` itself (no other pending write reaches those bytes).  None otherwise: read :meth:`raw`."""
+        if not self._pending.copies:
+            return None
+        self._pending.make(self._bytes.reshape(-1, self.nbytes), lo, hi, copies=False)
+        return self._pending.sources(units, lo, hi)
 
     # The bytes ``[lo, hi)`` of a unit (the same range in every unit) outside of which nothing was ever written
     # (``_dirty``): a unit that receives only poison there holds poison already (UnitSelection._changing).
@@ -158,7 +209,7 @@ class DenseImage:
     @property
     def state(self) -> npt.NDArray[np.uint8]:
         """The page states (``NONE``/``ALL``/``MIXED`` of :mod:`visa.memory.pages`), ``(..., pages)``; read only."""
-        out = self._pages.state.reshape(*self._data.shape[:-1], self._pages.npages).view()
+        out = self._pages.state.reshape(*self._bytes.shape[:-1], self._pages.npages).view()
         out.flags.writeable = False
         return out
 
@@ -243,7 +294,7 @@ class DenseImage:
         """The flat unit indices ``lead`` (an index of the leading shape) selects, or a slice for all."""
         if not lead:
             return slice(None)
-        ids = np.arange(self._pages.state.shape[0], dtype=np.int64).reshape(self._data.shape[:-1])
+        ids = np.arange(self._pages.state.shape[0], dtype=np.int64).reshape(self._bytes.shape[:-1])
         return np.asarray(ids[lead], dtype=np.int64).reshape(-1)
 
     def all_written(self, lo: int, hi: int, lead: tuple[Any, ...] = ()) -> bool:
@@ -254,7 +305,7 @@ class DenseImage:
     def known_bytes(self, lo: int, hi: int, lead: tuple[Any, ...] = ()) -> BoolArray:
         """Whether each byte ``[lo, hi)`` of the units ``lead`` selects was written: a new array of shape
         ``(*selected leading shape, hi - lo)`` (exact; nothing changes)."""
-        shape = np.empty(self._data.shape[:-1], dtype=np.bool_)[lead].shape if lead else self._data.shape[:-1]
+        shape = np.empty(self._bytes.shape[:-1], dtype=np.bool_)[lead].shape if lead else self._bytes.shape[:-1]
         return self._pages.known_span(self._units(lead), lo, hi).reshape(*shape, hi - lo)
 
     def _touch_index(self, byte_index: IntArray, nb: int = 1, units: Units | None = None) -> None:
@@ -264,12 +315,12 @@ class DenseImage:
     @property
     def nbytes(self) -> int:
         """Bytes along the last axis (one slice, one row, ...)."""
-        return int(self._data.shape[-1])
+        return int(self._bytes.shape[-1])
 
     @property
     def lead_shape(self) -> tuple[int, ...]:
         """The shape of the units (everything but the bytes): what reads return before the index's shape."""
-        return tuple(self._data.shape[:-1])
+        return tuple(self._bytes.shape[:-1])
 
     def _mask2(self) -> BoolArray:
         return self._pages.mask
@@ -313,13 +364,13 @@ class DenseImage:
             if self._before_mask_write(byte_index, 1, None):
                 self._written[..., byte_index] = True
             return
-        lead = self._data.shape[:-1]
+        lead = self._bytes.shape[:-1]
         shape = np.broadcast_shapes(mask.shape, values.shape, (*lead, byte_index.shape[-1]))
         full = np.broadcast_to(mask, shape)
         nz = np.nonzero(full)
         where = (*nz[:-1], byte_index[nz[-1]])
         self._data[where] = np.broadcast_to(values, shape)[nz]
-        flat = np.ravel_multi_index(where, self._data.shape) if where[0].size else np.zeros(0, np.int64)
+        flat = np.ravel_multi_index(where, self._bytes.shape) if where[0].size else np.zeros(0, np.int64)
         unit, byte = np.divmod(np.asarray(flat, np.int64), self.nbytes)
         self._pages.materialise_bytes(unit, byte)
         self._written[where] = True
@@ -350,7 +401,7 @@ class DenseImage:
             if self._before_mask_write(byte_index, nb, None):
                 kv[..., byte_index] = ones
             return True
-        shape = np.broadcast_shapes(mask.shape, words.shape, (*self._data.shape[:-1], *byte_index.shape))
+        shape = np.broadcast_shapes(mask.shape, words.shape, (*self._bytes.shape[:-1], *byte_index.shape))
         nz = np.nonzero(np.broadcast_to(mask, shape))
         k = byte_index.ndim
         where = (*nz[: len(nz) - k], byte_index[tuple(nz[len(nz) - k:])])
@@ -365,10 +416,14 @@ class DenseImage:
         were written into ``known`` (C-contiguous, ``leading × sizes`` elements; None: the caller knows they all
         were, :meth:`nest_written`); False if the image cannot be seen as words.  The caller keeps the nest
         inside the image (:func:`load_nest`).  Where every page the nest reaches was written, no mask is read."""
-        wv = word_view(self._data, nb)
+        lo, hi = _nest_bounds(nest)
+        owner = self.sources(np.arange(self._pages.state.shape[0], dtype=np.int64), byte_base + lo, byte_base + hi + nb)
+        wv = word_view(self._bytes if owner is not None else self.raw(byte_base + lo, byte_base + hi + nb), nb)
         if wv is None:
             return False
         src = _nest_view(wv, byte_base, nest)
+        if owner is not None:  # pending copies read from their sources
+            src = src.reshape(owner.size, *src.shape[len(self.lead_shape):])[owner].reshape(src.shape)
         np.copyto(words.reshape(src.shape), src)
         if known is not None:
             _nest_known(self._pages, slice(None), self._written, nb, byte_base, nest, known.reshape(src.shape))
@@ -384,11 +439,11 @@ class DenseImage:
         nest (which visits every byte at most once, :func:`store_nest`), for every leading position (``words``
         and ``known`` hold ``leading × sizes`` elements in that order).  A nest of known words that covers its
         byte range (or one over pages written already) changes page states only (no mask bytes)."""
-        wv, kv = word_view(self._data, nb), word_view(self._written, nb)
-        if wv is None or kv is None:
-            return False
         lo, hi = _nest_bounds(nest)
         r_lo, r_hi = byte_base + lo, byte_base + hi + nb
+        wv, kv = word_view(self.raw(r_lo, r_hi), nb), word_view(self._written, nb)
+        if wv is None or kv is None:
+            return False
         self._touch(r_lo, r_hi)
         target = _nest_view(wv, byte_base, nest)
         covering = math.prod(n for n, _ in nest) * nb == r_hi - r_lo
@@ -434,6 +489,12 @@ class DenseImage:
         self._touch(lo, hi)
         return self._data.reshape(-1)
 
+    def flat_raw(self, lo: int, hi: int) -> ByteArray:
+        """The bytes as a flat view (unit ``u`` at ``u * nbytes``), for a caller that reads or writes bytes
+        ``[lo, hi)`` of units only, and says what it wrote by :meth:`mark_written` or :meth:`mask_for_write`
+        (a DMA): pending copies elsewhere stay pending."""
+        return self.raw(lo, hi).reshape(-1)
+
     def mark_written(self, units: slice, lo: int, hi: int, known: bool = True) -> None:
         """Bytes ``[lo, hi)`` of the (flat) ``units`` are now all written (or all poison, ``known=False``)."""
         self._touch(lo, hi, units)
@@ -468,8 +529,9 @@ class DenseImage:
         flat._leases = (None, None)  # (views of this image's memory, which goes back with this image)
         flat._replicas = None
         flat._handed = False
-        flat._data = self._data.reshape(-1).view()
-        flat._data.flags.writeable = False  # (for reading: a write would reach neither _dirty nor the replica ids)
+        flat._bytes = self._data.reshape(-1).view()
+        flat._pending = Pending(1)
+        flat._bytes.flags.writeable = False  # (for reading: a write would reach neither _dirty nor the replica ids)
         pm = self._pages
         if pm.n % pm.page:  # pages do not line up across units: every page exact, and the flat one all MIXED
             pm.materialise(slice(None), 0, pm.n)
@@ -479,7 +541,7 @@ class DenseImage:
         else:
             flat._written = self._written.reshape(-1)
             flat._pages = PageMask(flat._written.reshape(1, -1), pm.page, pm.state.reshape(1, -1))
-        flat._dirty, flat._dirty_units = (0, int(flat._data.size)), (0, 1)
+        flat._dirty, flat._dirty_units = (0, int(flat._bytes.size)), (0, 1)
         flat.name = self.name
         return flat
 
@@ -487,13 +549,13 @@ class DenseImage:
         """Mark the bytes ``byte_index`` (last axis) as never written where ``where`` (the leading shape
         followed by the index's)."""
         self._check(byte_index)
-        shape = (*self._data.shape[:-1], *byte_index.shape)
+        shape = (*self._bytes.shape[:-1], *byte_index.shape)
         nz = np.nonzero(np.broadcast_to(where, shape))
         k = byte_index.ndim
         where_ = (*nz[: len(nz) - k], byte_index[tuple(nz[len(nz) - k:])])
         if not where_[0].size:
             return
-        flat = np.ravel_multi_index(where_, self._data.shape)
+        flat = np.ravel_multi_index(where_, self._bytes.shape)
         unit, byte = np.divmod(np.asarray(flat, np.int64), self.nbytes)
         self._forget(int(byte.min()), int(byte.max()) + 1)
         self._pages.materialise_bytes(unit, byte)

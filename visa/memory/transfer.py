@@ -95,10 +95,12 @@ class Endpoint(Protocol):
 
     space: AddressSpace
 
-    def contiguous(self, chip: int, lo: int, hi: int, write: bool = True) -> tuple[ByteArray, int] | None:
+    def contiguous(self, chip: int, lo: int, hi: int, write: bool = True, span: tuple[int, int] | None = None
+                   ) -> tuple[ByteArray, int] | None:
         """A flat array holding image bytes ``[lo, hi)`` of ``chip`` and the index of ``lo`` in it; ``None``
         if those bytes do not all exist.  ``write=False``: the copy only reads them (a shared region is not
-        copied for it)."""
+        copied for it).  ``span``: the copy reads or writes only bytes ``[span[0], span[1])`` of every unit (the
+        DM's pending copies elsewhere may stay pending, :meth:`visa.memory.images.DenseImage.raw`)."""
 
     def known(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> BoolArray | None:
         """``None`` if every byte ``[unit_lo, unit_hi)`` of every unit of ``[lo, hi)`` was written, else whether
@@ -147,7 +149,8 @@ class HostBuffer:
             return bool(self.written[0])
         return None
 
-    def contiguous(self, chip: int, lo: int, hi: int, write: bool = True) -> tuple[ByteArray, int] | None:
+    def contiguous(self, chip: int, lo: int, hi: int, write: bool = True, span: tuple[int, int] | None = None
+                   ) -> tuple[ByteArray, int] | None:
         if chip != 0 or lo < 0 or hi > self.data.size:
             return None
         return self.data, lo
@@ -194,7 +197,8 @@ class HbmEndpoint:
         self.space = address_space(hw, "hbm")
         self._image = chip_image
 
-    def contiguous(self, chip: int, lo: int, hi: int, write: bool = True) -> tuple[ByteArray, int] | None:
+    def contiguous(self, chip: int, lo: int, hi: int, write: bool = True, span: tuple[int, int] | None = None
+                   ) -> tuple[ByteArray, int] | None:
         if chip < 0 or lo < 0 or hi > self.space.backed_bytes:
             return None
         data, _, at = self._image(chip).span(lo, hi, write)
@@ -251,10 +255,12 @@ class DmEndpoint:
         b = self.space.backed_bytes
         return slice(lo // b, (hi - 1) // b + 1)
 
-    def contiguous(self, chip: int, lo: int, hi: int, write: bool = True) -> tuple[ByteArray, int] | None:
+    def contiguous(self, chip: int, lo: int, hi: int, write: bool = True, span: tuple[int, int] | None = None
+                   ) -> tuple[ByteArray, int] | None:
         if chip < 0:
             return None
-        data = self._image(chip).flat_data(0, 0)  # a write says which bytes (mark_written, mask_for_write)
+        image = self._image(chip)  # (a write says which bytes: mark_written, mask_for_write)
+        data = image.flat_data(0, 0) if span is None else image.flat_raw(*span)
         if lo < 0 or hi > data.size:
             return None
         return data, lo
@@ -281,6 +287,16 @@ class DmEndpoint:
         """The copy wrote the same known bytes ``[unit_lo, unit_hi)`` into the units of equal ``keys``
         (:meth:`visa.memory.images.DenseImage.record_replicas`)."""
         self._image(chip).record_replicas(units, keys, unit_lo, unit_hi)
+
+    def cover(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> None:
+        """The copy writes every byte ``[unit_lo, unit_hi)`` of every unit of ``[lo, hi)``
+        (:meth:`visa.memory.images.DenseImage.cover`)."""
+        self._image(chip).cover(self._units(lo, hi), unit_lo, unit_hi)
+
+    def defer_copy(self, chip: int, dst: IntArray, src: IntArray, unit_lo: int, unit_hi: int) -> None:
+        """Bytes ``[unit_lo, unit_hi)`` of units ``dst`` are to be those of units ``src`` (written now):
+        :meth:`visa.memory.images.DenseImage.defer_copy`."""
+        self._image(chip).defer_copy(dst, src, unit_lo, unit_hi)
 
     def settle(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> None:
         self._image(chip).settle(self._units(lo, hi), unit_lo, unit_hi)
@@ -397,9 +413,14 @@ def _copy_chip(loops: Sequence[ByteLoop], sb: int, db: int, src: Endpoint, dst: 
     # arrays, which views taken before still see as they were (the bytes read), but a destination view taken
     # before a later merge would write into an array nobody keeps
     r = _resolve(src.space, sb, [(n, s) for n, s, _ in loops])
-    got_src = src.contiguous(r.chip, r.lo, r.hi, write=False) if r.in_units else None
+    got_src = src.contiguous(r.chip, r.lo, r.hi, write=False, span=(r.unit_lo, r.unit_hi)) if r.in_units else None
     w = _resolve(dst.space, db, [(n, d) for n, _, d in loops])
-    got = dst.contiguous(w.chip, w.lo, w.hi) if w.in_units else None
+    known = None if got_src is None else src.known(r.chip, r.lo, r.hi, r.unit_lo, r.unit_hi)
+    whole = got_src is not None and known is None and w.in_units and _covers(w, dst.space, shape)
+    cover = getattr(dst, "cover", None)
+    if whole and cover is not None:  # every byte of the range is written below: no zeros owed there
+        cover(w.chip, w.lo, w.hi, w.unit_lo, w.unit_hi)
+    got = dst.contiguous(w.chip, w.lo, w.hi, span=(w.unit_lo, w.unit_hi)) if w.in_units else None
     if got is None:
         raise AddressError(f"the DMA would write bytes {w.lo}..{w.hi} of {dst.space.medium.upper()} chip {w.chip}, "
                            "outside the memory that exists", call="dma.execute")
@@ -408,12 +429,14 @@ def _copy_chip(loops: Sequence[ByteLoop], sb: int, db: int, src: Endpoint, dst: 
     dv = _view(d_data, d_off, shape, w.strides)
     if got_src is not None:
         s_data, s_at = got_src
-        dv[...] = _view(s_data, s_at + (r.base - r.lo), shape, r.strides)
-        known = src.known(r.chip, r.lo, r.hi, r.unit_lo, r.unit_hi)
-        if known is None and _covers(w, dst.space, shape):  # known bytes over whole ranges: no mask at all
+        sv = _view(s_data, s_at + (r.base - r.lo), shape, r.strides)
+        if whole:  # known bytes over whole ranges: no mask at all
+            if not _defer_replicas(loops, w, dst, dv, sv):
+                dv[...] = sv
             dst.mark_written(w.chip, w.lo, w.hi, w.unit_lo, w.unit_hi)
             _record_replicas(loops, w, dst)
             return
+        dv[...] = sv
         d_written, m_at = dst.mask_for_write(w.chip, w.lo, w.hi, w.unit_lo, w.unit_hi)
         dk = _view(d_written, m_at + (w.base - w.lo), shape, w.strides)
         if known is None:
@@ -435,6 +458,40 @@ def _copy_chip(loops: Sequence[ByteLoop], sb: int, db: int, src: Endpoint, dst: 
     d_written, m_at = dst.mask_for_write(w.chip, w.lo, w.hi, w.unit_lo, w.unit_hi)
     _view(d_written, m_at + (w.base - w.lo), shape, w.strides)[...] = known_all
     dst.settle(w.chip, w.lo, w.hi, w.unit_lo, w.unit_hi)
+
+
+#: A broadcast whose copies hold at least this many bytes leaves them pending (DenseImage.defer_copy).
+DEFER_BYTES = 1 << 16
+
+
+def _defer_replicas(loops: Sequence[ByteLoop], w: _Resolved, dst: Endpoint, dv: np.ndarray, sv: np.ndarray) -> bool:
+    """A copy of known bytes covering ``[unit_lo, unit_hi)`` of every destination unit, whose unit-level loops
+    read the same source for several units (a stride-0 source loop: the copies are replicas): write the units
+    at index 0 of those loops, and leave the others as pending copies of them on the DM image
+    (:meth:`visa.memory.images.DenseImage.defer_copy`).  False (nothing written) when the copy is not one, or
+    its copies are small."""
+    defer = getattr(dst, "defer_copy", None)
+    repeat = [k for k, ((_, s, _), lvl) in enumerate(zip(loops, w.unit_level, strict=True)) if lvl and s == 0]
+    if defer is None or not repeat:
+        return False
+    shape = tuple(n for n, _, _ in loops)
+    copies = math.prod(shape[k] for k in repeat) - 1
+    if copies * math.prod(shape) // (copies + 1) < DEFER_BYTES:
+        return False
+    first = tuple(slice(0, 1) if k in repeat else slice(None) for k in range(len(shape)))
+    dv[first] = sv[first]
+    unit: IntArray = np.full((), w.base // dst.space.backed_bytes, np.int64)
+    source: IntArray = unit.copy()
+    for k, ((n, _, _), real, lvl) in enumerate(zip(loops, w.strides, w.unit_level, strict=True)):
+        if not lvl:
+            continue
+        i = np.arange(n, dtype=np.int64) * (real // dst.space.backed_bytes)
+        unit = unit[..., None] + i
+        source = source[..., None] + (i * 0 if k in repeat else i)
+    unit, source = unit.reshape(-1), source.reshape(-1)
+    moved = unit != source
+    defer(w.chip, unit[moved], source[moved], w.unit_lo, w.unit_hi)
+    return True
 
 
 def _record_replicas(loops: Sequence[ByteLoop], w: _Resolved, dst: Endpoint) -> None:
@@ -479,4 +536,4 @@ def _known_view(known: BoolArray, side: _Resolved, space: AddressSpace, shape: t
     unit, byte = divmod(side.base, b) if b < _HOST_SPAN else (0, side.base)
     offset = (unit - u0) * row + byte - side.unit_lo
     strides = tuple((s // b) * row if lvl else s for s, lvl in zip(side.strides, side.unit_level, strict=True))
-    return _view(known.reshape(-1), offset, shape, strides)
+    return _view(np.ascontiguousarray(known).reshape(-1), offset, shape, strides)  # (known_span may be a view)

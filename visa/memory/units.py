@@ -195,11 +195,16 @@ class UnitSelection(DenseImage):
 
     def read_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any],
                   known: BoolArray | None) -> bool:
-        wv = word_view(self.base._data, nb)
+        lo, hi = _nest_bounds(nest)
+        r_lo, r_hi = byte_base + lo, byte_base + hi + nb
+        owner = self.base.sources(self.units, r_lo, r_hi)  # (not None: no other pending copy reaches the bytes)
+        wv = word_view(self.base._bytes if owner is not None else self.base.raw(r_lo, r_hi), nb)
         if wv is None:
             return False
         sizes = tuple(n for n, _ in nest)
-        if self.box is not None:
+        if owner is not None:  # pending copies read from their sources (DenseImage.sources)
+            words.reshape(self.count, *sizes)[...] = _nest_view(self._rows(wv), byte_base, nest)[owner]
+        elif self.box is not None:
             src = self._nest(wv, byte_base, nest)
             np.copyto(words.reshape(src.shape), src)
         else:
@@ -233,12 +238,12 @@ class UnitSelection(DenseImage):
         _nest_view(self._rows(arr), byte_base, nest)[units] = values
 
     def write_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any], known: BoolArray) -> bool:
-        wv, kv = word_view(self.base._data, nb), word_view(self.base._written, nb)
+        lo, hi = _nest_bounds(nest)
+        r_lo, r_hi = byte_base + lo, byte_base + hi + nb
+        wv, kv = word_view(self.base.raw(r_lo, r_hi), nb), word_view(self.base._written, nb)
         if wv is None or kv is None:
             return False
         sizes = tuple(n for n, _ in nest)
-        lo, hi = _nest_bounds(nest)
-        r_lo, r_hi = byte_base + lo, byte_base + hi + nb
         keep = self._changing(nb, byte_base, nest, known, (r_lo, r_hi))
         self.base._touch(r_lo, r_hi, self.units)
         w = words.reshape(self.count, *sizes)

@@ -148,8 +148,9 @@ class ShuffledEndpoint:
             return None  # spans both clusters: the copy gathers byte by byte (:meth:`gather`)
         return (self._clusters[k_lo] - k_lo) * self._span
 
-    def contiguous(self, chip: int, lo: int, hi: int, write: bool = True) -> tuple[ByteArray, int] | None:
-        got = self.inner.contiguous(self._chip(chip), lo, hi, write)
+    def contiguous(self, chip: int, lo: int, hi: int, write: bool = True, span: tuple[int, int] | None = None
+                   ) -> tuple[ByteArray, int] | None:
+        got = self.inner.contiguous(self._chip(chip), lo, hi, write, span)
         shift = self._shift(lo, hi)
         if got is None or shift is None:
             return None

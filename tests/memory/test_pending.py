@@ -1,0 +1,211 @@
+"""Writes an image owes, made only when something needs the bytes (visa.memory.pending, issue 15).
+
+Pending fills (the zeros a reused buffer owes, visa.memory.arena) and pending copies (the replicas a broadcast
+DMA leaves to be copied, visa.memory.transfer) must be invisible: whatever reads or writes the image afterwards,
+through whichever path, sees exactly what it would had every write been made at once.  Each test runs the same
+random program twice — with writes left pending and with every write made at once — and compares every read.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import visa.memory.images as images
+import visa.memory.transfer as transfer
+from visa import RNGD
+from visa.dtypes import i8, i16
+from visa.memory.arena import Arena
+from visa.memory.images import DenseImage, load_nest, store_nest
+from visa.memory.pending import Pending
+from visa.memory.transfer import DmEndpoint, HostBuffer, address_space, copy
+from visa.memory.units import enabled_units
+
+SPACE = address_space(RNGD, "dm")
+UNIT = SPACE.unit_bytes
+SHAPE = (RNGD.dm.clusters_per_chip, RNGD.dm.slices_per_cluster, RNGD.dm.slice_bytes)
+UNITS = SHAPE[0] * SHAPE[1]
+SPAN = 4096  # the programs below write bytes [0, SPAN) of the slices
+
+
+# ------------------------------------------------------------------------------------------------ Pending
+
+
+@settings(max_examples=200, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), ops=st.lists(st.integers(0, 3), min_size=1, max_size=10))
+def test_pending_writes_read_as_writes_made_at_once(seed: int, ops: list[int]) -> None:
+    """Random fills, covered writes, copies and partial makes on a small image: after a final make the bytes
+    equal those of the same writes made at once."""
+    rng = np.random.default_rng(seed)
+    n_units, n = 6, 24
+    rows = rng.integers(1, 255, size=(n_units, n), dtype=np.uint8)  # what a dead image left
+    want = np.zeros_like(rows)
+    p = Pending(n_units)
+    p.fill(0, n_units, 0, n)
+    for op in ops:
+        lo = int(rng.integers(0, n - 1))
+        hi = int(rng.integers(lo + 1, n + 1))
+        if op == 0:  # a partial make: a reader of [lo, hi)
+            p.make(rows, lo, hi)
+            assert np.array_equal(rows[:, lo:hi], want[:, lo:hi])
+        elif op == 1:  # a write of every unit over [lo, hi), announced
+            p.cover(0, n_units, lo, hi)
+            p.make(rows, lo, hi)
+            val = rng.integers(0, 255, size=(n_units, hi - lo), dtype=np.uint8)
+            rows[:, lo:hi] = val
+            want[:, lo:hi] = val
+        elif op == 2:  # a broadcast: unit 0 and 1 written, the others pending copies of them
+            p.cover(0, n_units, lo, hi)
+            p.make(rows, lo, hi)
+            val = rng.integers(0, 255, size=(2, hi - lo), dtype=np.uint8)
+            rows[:2, lo:hi] = val
+            dst = np.arange(2, n_units)
+            p.copy(dst, dst % 2, lo, hi)
+            want[:, lo:hi] = val[np.arange(n_units) % 2]
+            owner = p.sources(np.arange(n_units), lo, hi)
+            assert owner is not None and np.array_equal(rows[owner, lo:hi], want[:, lo:hi])
+        else:  # a write to some units (not announced: everything pending there is made first)
+            u = int(rng.integers(0, n_units))
+            p.make(rows, lo, hi)
+            rows[u, lo:hi] = 9
+            want[u, lo:hi] = 9
+    p.make(rows, 0, n)
+    assert not p and np.array_equal(rows, want)
+
+
+# ------------------------------------------------------------------------------------------------ DM images
+
+
+@pytest.fixture
+def arena(monkeypatch: pytest.MonkeyPatch) -> Iterator[Arena]:
+    mine = Arena(least=1)
+    monkeypatch.setattr(images, "ARENA", mine)
+    yield mine
+    gc.collect()
+
+
+def _run(program: list[tuple[Any, ...]], defer: bool, monkeypatch: pytest.MonkeyPatch, whole: bool = True
+         ) -> list[Any]:
+    """Run ``program`` on a DM image (its memory a reused one, owing zeros) and return every read; ``whole``
+    reads all of it at the end (else it dies with what is pending)."""
+    monkeypatch.setattr(transfer, "DEFER_BYTES", 0 if defer else 1 << 62)
+    monkeypatch.setattr(images, "ARENA", Arena(least=1))
+    junk = DenseImage(SHAPE, page_bytes=256)  # a dead image's bytes under the next one
+    junk.flat_data(0, SPAN).reshape(UNITS, -1)[:, :SPAN] = 0xA5
+    junk.mark_written(slice(None), 0, SPAN)
+    del junk
+    img = DenseImage(SHAPE, page_bytes=256)
+    held = [img]  # (the endpoint's reference, dropped with the image at the end)
+    dm = DmEndpoint(RNGD, lambda chip: held[0])
+    reads: list[Any] = []
+    for op in program:
+        kind = op[0]
+        if kind == "broadcast":  # n copies (slice steps of `step`) of `size` host bytes, from slice u0, byte b
+            _, n, step, u0, b, size, seed = op
+            src = HostBuffer(np.random.default_rng(seed).integers(0, 256, size=size, dtype=np.uint8))
+            copy([(n, 0, step * UNIT), (size, 1, 1)], (0, u0 * UNIT + b), src, dm)
+        elif kind == "dm_to_dm":  # slices [u0, u0 + n) bytes [b, b + size) to slices [u1, ...) bytes [b1, ...)
+            _, n, u0, b, size, u1, b1 = op
+            copy([(n, UNIT, UNIT), (size, 1, 1)], (u0 * UNIT + b, u1 * UNIT + b1), dm, dm)
+        elif kind == "load":  # a loop-nest read of the units where `enabled`, 2-byte elements
+            _, mask, b, count = op
+            en = np.zeros(UNITS, bool)
+            en[list(mask)] = True
+            got = load_nest(i16, enabled_units(img, en.reshape(SHAPE[:2])), 8 * b, [(count, 1)])
+            assert got is not None
+            reads.append((got[0].copy(), got[1].copy()))
+        elif kind == "store":  # a loop-nest write into some units
+            _, mask, b, count, seed = op
+            en = np.zeros(UNITS, bool)
+            en[list(mask)] = True
+            vals = np.random.default_rng(seed).integers(-128, 128, size=(len(set(mask)), count), dtype=np.int8)
+            assert store_nest(i8, enabled_units(img, en.reshape(SHAPE[:2])), 8 * b, [(count, 1)], vals,
+                              np.ones(vals.shape, bool))
+        elif kind == "poison":
+            _, b, size = op
+            img.poison(b, b + size)
+        elif kind == "read":  # the whole span, through the bytes themselves (everything made)
+            data, written = img.read_view()
+            reads.append((data[..., :SPAN].copy(), written[..., :SPAN].copy()))
+    if whole:
+        data, written = img.read_view()
+        reads.append((data[..., :SPAN + 64].copy(), written[..., :SPAN + 64].copy()))
+        del data, written
+    held.clear()
+    del img, dm
+    again = DenseImage(SHAPE, page_bytes=256)  # the memory back from the arena: it reads as fresh
+    reads.append(again.read_data()[..., :SPAN + 64].copy())
+    return reads
+
+
+_UNIT = st.integers(0, 40)
+_BYTE = st.integers(0, 3000)
+_OPS = st.one_of(
+    st.tuples(st.just("broadcast"), st.integers(2, 6), st.sampled_from([1, 2, 7]), _UNIT, _BYTE,
+              st.integers(1, 1000), st.integers(0, 99)),
+    st.tuples(st.just("dm_to_dm"), st.integers(1, 4), _UNIT, _BYTE, st.integers(1, 900), _UNIT, _BYTE),
+    st.tuples(st.just("load"), st.lists(st.integers(0, 60), min_size=1, max_size=6), st.integers(0, 2500),
+              st.integers(1, 600)),
+    st.tuples(st.just("store"), st.lists(st.integers(0, 60), min_size=1, max_size=6), st.integers(0, 3000),
+              st.integers(1, 500), st.integers(0, 99)),
+    st.tuples(st.just("poison"), _BYTE, st.integers(1, 500)),
+    st.tuples(st.just("read")),
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(program=st.lists(_OPS, min_size=1, max_size=7), whole=st.booleans())
+def test_pending_copies_and_fills_read_as_made(program: list[tuple[Any, ...]], whole: bool) -> None:
+    """Broadcast DMAs (their copies left pending), DM-to-DM moves, loop-nest reads and writes over some slices,
+    poison and whole reads, on memory a dead image wrote: every read, and the memory handed to the next image,
+    are those of the same program with every write made at once."""
+    with pytest.MonkeyPatch.context() as mp:
+        pending = _run(program, True, mp, whole)
+        made = _run(program, False, mp, whole)
+    assert len(pending) == len(made)
+    gc.collect()
+    for a, b in zip(pending, made, strict=True):
+        if isinstance(a, tuple):
+            assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+        else:
+            assert np.array_equal(a, b) and not a.any()
+
+
+def test_the_gemm_broadcast_leaves_its_copies_pending(arena: Arena, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The GEMM example's A (manual L497): 16 slices get the same 64 KiB; one is written, 15 wait, and a fetch-like
+    read of all 16 returns the copies without making them."""
+    img = DenseImage(SHAPE)
+    dm = DmEndpoint(RNGD, lambda chip: img)
+    src = np.random.default_rng(3).integers(0, 256, size=1 << 16, dtype=np.uint8)
+    copy([(16, 0, UNIT), (1 << 16, 1, 1)], (0, 0), HostBuffer(src), dm)
+    assert len(img._pending.copies) == 1 and not img._bytes[0, 1:16].any()
+    got = load_nest(i8, enabled_units(img, np.arange(UNITS).reshape(SHAPE[:2]) < 16), 0, [(1 << 16, 1)])
+    assert got is not None and np.array_equal(got[0], np.broadcast_to(src.view(np.int8), (16, 1 << 16)))
+    assert len(img._pending.copies) == 1  # read from slice 0, nothing copied
+    assert np.array_equal(img.read_data()[0, 15, : 1 << 16], src) and not img._pending  # made when read whole
+
+
+def test_a_dm_to_dm_move_of_unwritten_bytes_is_poison() -> None:
+    """Found by the program above (it failed on e50e4b8 with "ndarray is not contiguous"): a DM → DM move of
+    two slices' single unwritten byte; the destination stays poison."""
+    img = DenseImage(SHAPE, page_bytes=256)
+    dm = DmEndpoint(RNGD, lambda chip: img)
+    copy([(2, UNIT, UNIT), (1, 1, 1)], (0, 0), dm, dm)
+    assert not img.known_bytes(0, 1).any()
+
+
+def test_a_read_through_the_copies_sees_the_zeros_owed_beside_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A broadcast into slices 0–3 of memory a dead image wrote, then a read of slices 0–7: slices 4–7 read the
+    zeros still owed there (poison), not what the dead image left, while 1–3 read slice 0's bytes."""
+    program = [("broadcast", 4, 1, 0, 0, 1000, 5), ("load", [0, 1, 2, 3, 4, 5, 6, 7], 0, 500)]
+    pending = _run(program, True, monkeypatch)
+    made = _run(program, False, monkeypatch)
+    values, known = pending[0]
+    assert np.array_equal(values, made[0][0]) and np.array_equal(known, made[0][1])
+    assert known[:4].all() and not known[4:].any() and not values[4:].any()
