@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -43,7 +44,7 @@ from visa.errors import HardwareLimitError, LayoutError
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping, pair_of
 from visa.memory.images import DenseImage, store_nest, store_stream
-from visa.memory.known import all_true
+from visa.memory.known import all_true, known_everywhere
 from visa.memory.replicas import combine
 from visa.memory.units import enabled_units
 
@@ -294,6 +295,9 @@ def execute_load(cfg: RegisterLoadConfig, data: StreamData, images: Sequence[Den
         enabled.reshape(n_cl * n_sl, -1)[on] = True
         if cfg.memory == "trf":
             enabled[:, :, rows:] = False  # Row r is bank row r (L4114-4148)
+        if _load_replicas(cfg, img, data.replicas, c, on, rows, bit_base, flat_v[c], k):
+            _record_replicas(cfg, img, data.replicas, c, on, rows, bit_base, k)
+            continue
         target = enabled_units(img, enabled)
         if store_nest(cfg.dtype, target, bit_base, loops, v, k):
             _record_replicas(cfg, img, data.replicas, c, on, rows, bit_base, k)
@@ -302,6 +306,41 @@ def execute_load(cfg: RegisterLoadConfig, data: StreamData, images: Sequence[Den
             bits = bit_base + np.arange(e, dtype=np.int64) * cfg.dtype.image_bits
         held = stream_validity(cfg.time, cfg.packet).reshape(rows, e)  # stream padding holds no element
         store_stream(cfg.dtype, target, bits, v, k, np.broadcast_to(held, (run.size, rows, e)).reshape(-1, e))
+
+
+def _load_replicas(cfg: RegisterLoadConfig, img: DenseImage, labels: npt.NDArray[np.int64] | None, chip: int,
+                   on: BoolArray, rows: int, bit_base: int, values: npt.NDArray[Any], known: BoolArray) -> bool:
+    """The load of known whole-byte elements into slices ``on`` of a chip whose streams are replicas in classes
+    (``labels``) of at least two: write the first slice of each class and leave the others pending copies of it
+    (:meth:`~visa.memory.images.DenseImage.write_copies`).  ``values`` are the chip's ``(slices, rows,
+    elements)``, ``known`` those of the slices loaded.  False (nothing written) when the load is not one."""
+    if labels is None or cfg.dtype.image_bits % 8 or bit_base % 8 or not all_true(known):
+        return False
+    mine = labels[chip * on.size: (chip + 1) * on.size]
+    slices = np.flatnonzero(on)
+    if slices.size < 2 or not bool((mine[slices] >= 0).all()):
+        return False
+    _, first, inverse = np.unique(mine[slices], return_index=True, return_inverse=True)
+    if 2 * first.size > slices.size:
+        return False
+    bank = img.lead_shape[-1] if cfg.memory == "trf" else 1  # a TRF unit is a bank row of a slice
+    units = slices[:, None] * bank + np.arange(rows, dtype=np.int64)
+    if int(units[-1, -1]) - int(units[0, 0]) + 1 != units.size:
+        return False  # (the range the load covers is what lets it skip the zeros owed there)
+    lo = bit_base // 8
+    hi = lo + cfg.element.size * (cfg.dtype.image_bits // 8)
+    img.cover(slice(int(units[0, 0]), int(units[-1, -1]) + 1), lo, hi)
+    reps = slices[first]
+    enabled = np.zeros(img.lead_shape, dtype=bool)
+    enabled.reshape(on.size, -1)[reps, :rows] = True
+    rep_values = values[reps].reshape(-1, values.shape[-1])
+    if not store_nest(cfg.dtype, enabled_units(img, enabled), bit_base, ((values.shape[-1], 1),), rep_values,
+                      known_everywhere(rep_values.shape)):
+        return False  # (not expected: whole-byte elements of a row)
+    source = units[first[inverse.reshape(-1)]]  # each slice's rows come from its class's first slice
+    moved = np.isin(slices, reps, invert=True)
+    img.write_copies(units[moved].reshape(-1), source[moved].reshape(-1), lo, hi)
+    return True
 
 
 def _record_replicas(cfg: RegisterLoadConfig, img: DenseImage, labels: npt.NDArray[np.int64] | None, chip: int,

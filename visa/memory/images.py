@@ -187,6 +187,26 @@ class DenseImage:
         ``src`` (:meth:`raw`, :meth:`cover`)."""
         self._pending.copy(dst, src, lo, hi)
 
+    def write_copies(self, dst: IntArray, src: IntArray, lo: int, hi: int) -> None:
+        """Bytes ``[lo, hi)`` of the (flat) units ``dst`` are now those of units ``src`` (one each, none in
+        ``dst``), which were just written there with known bytes: as that write into ``dst`` would, mark them
+        written, but leave the bytes a pending copy (:mod:`visa.memory.pending`).  The caller covered the range
+        (:meth:`cover`) before writing ``src``; whatever is still pending there is made first."""
+        if hi <= lo or not dst.size:
+            return
+        self.raw(lo, hi)  # (nothing, after the caller's cover and write)
+        self._touch(lo, hi, dst)
+        self._pages.mark(dst, lo, hi, True)
+        self._pending.copy(dst, src, lo, hi)
+
+    def read_units(self, units: IntArray, lo: int, hi: int) -> ByteArray:
+        """A copy of bytes ``[lo, hi)`` of the (flat) ``units``: ``(len(units), hi - lo)``, read through pending
+        copies without making them (:meth:`sources`)."""
+        owner = self.sources(units, lo, hi)
+        rows = (self._bytes if owner is not None else self.raw(lo, hi)).reshape(-1, self.nbytes)
+        out: ByteArray = rows[units if owner is None else owner, lo:hi]
+        return out
+
     def sources(self, units: IntArray, lo: int, hi: int) -> IntArray | None:
         """For a read of bytes ``[lo, hi)`` of the (flat) ``units``: the unit that holds each one's bytes now
         (itself, or the source of its pending copy), when a pending copy holds them all; then the caller reads
@@ -441,12 +461,14 @@ class DenseImage:
         byte range (or one over pages written already) changes page states only (no mask bytes)."""
         lo, hi = _nest_bounds(nest)
         r_lo, r_hi = byte_base + lo, byte_base + hi + nb
+        covering = math.prod(n for n, _ in nest) * nb == r_hi - r_lo
+        if covering and nb in _WORD:
+            self.cover(slice(None), r_lo, r_hi)  # every byte of the range written below: no zeros owed there
         wv, kv = word_view(self.raw(r_lo, r_hi), nb), word_view(self._written, nb)
         if wv is None or kv is None:
             return False
         self._touch(r_lo, r_hi)
         target = _nest_view(wv, byte_base, nest)
-        covering = math.prod(n for n, _ in nest) * nb == r_hi - r_lo
         pm = self._pages
         if all_true(known):
             np.copyto(target, words.reshape(target.shape))

@@ -203,7 +203,7 @@ class UnitSelection(DenseImage):
             return False
         sizes = tuple(n for n, _ in nest)
         if owner is not None:  # pending copies read from their sources (DenseImage.sources)
-            words.reshape(self.count, *sizes)[...] = _nest_view(self._rows(wv), byte_base, nest)[owner]
+            _gather_rows(_nest_view(self._rows(wv), byte_base, nest), owner, words.reshape(self.count, *sizes))
         elif self.box is not None:
             src = self._nest(wv, byte_base, nest)
             np.copyto(words.reshape(src.shape), src)
@@ -240,11 +240,17 @@ class UnitSelection(DenseImage):
     def write_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any], known: BoolArray) -> bool:
         lo, hi = _nest_bounds(nest)
         r_lo, r_hi = byte_base + lo, byte_base + hi + nb
+        sizes = tuple(n for n, _ in nest)
+        if nb not in _WORD:
+            return False
+        keep = self._changing(nb, byte_base, nest, known, (r_lo, r_hi))
+        covering = math.prod(sizes) * nb == r_hi - r_lo
+        span = self.span
+        if keep is None and covering and span is not None:  # every byte of the range written: no zeros owed
+            self.base.cover(span, r_lo, r_hi)
         wv, kv = word_view(self.base.raw(r_lo, r_hi), nb), word_view(self.base._written, nb)
         if wv is None or kv is None:
             return False
-        sizes = tuple(n for n, _ in nest)
-        keep = self._changing(nb, byte_base, nest, known, (r_lo, r_hi))
         self.base._touch(r_lo, r_hi, self.units)
         w = words.reshape(self.count, *sizes)
         k = known.reshape(self.count, *sizes)
@@ -252,7 +258,6 @@ class UnitSelection(DenseImage):
             w, k = w[keep], k[keep]
         units = self.units if keep is None else self.units[keep]
         pm = self._pm()
-        covering = math.prod(sizes) * nb == r_hi - r_lo
         ones = np.asarray(_ALL_WRITTEN[nb], dtype=_WORD[nb])
         if all_true(k):
             self._write_units(wv, byte_base, nest, w, keep)
@@ -302,6 +307,18 @@ class UnitSelection(DenseImage):
         keep = np.ones(self.count, dtype=bool)
         keep[np.flatnonzero(dead)[clean]] = False
         return keep
+
+
+def _gather_rows(rows: npt.NDArray[Any], owner: IntArray, out: npt.NDArray[Any]) -> None:
+    """``out[i] = rows[owner[i]]``: few distinct rows (replicas) are written one class at a time, each read
+    once (no temporary of the whole result)."""
+    uniq, inverse = np.unique(owner, return_inverse=True)
+    if 4 * uniq.size > owner.size:
+        out[...] = rows[owner]
+        return
+    inverse = inverse.reshape(-1)
+    for j, u in enumerate(uniq.tolist()):
+        out[inverse == j] = rows[u]
 
 
 def enabled_units(image: DenseImage, enabled: npt.ArrayLike) -> UnitSelection:

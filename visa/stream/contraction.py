@@ -130,16 +130,27 @@ def _byte_window(trf: TrfTensor[Any, Any, Any, Any, Any, Any], valid: npt.NDArra
         # one chip, every slice of a range of clusters, a window inside the element: the rows' bytes, in place
         image = trf.image(0)
         n, box = len(chips), (clusters, slice(None), slice(0, rows))
+        word = next(w for w in (8, 4, 2, 1) if (b1 - b0) % w == 0)
+        written = image.all_written(b0, b1, box)  # (no mask read) every element known: no per-element mask
+        # slices given the same weights repeat with a period: copy one period (a snapshot, so a later to_trf
+        # cannot change what this pass reads; L4063-4070).  Known from the writes (the replica ids), then only
+        # the first period's rows are read (through pending copies: DenseImage.read_units); or found in the bytes
+        period = period_of(_window_labels(image, clusters, rows, b0, b1)) if written else 0
+        if period:
+            bank = image.lead_shape[-1]
+            first = clusters.start * image.lead_shape[1] + np.arange(period, dtype=np.int64)
+            units = (first[:, None] * bank + np.arange(rows, dtype=np.int64)).reshape(-1)
+            values = image.read_units(units, b0, b1).view(dtype.storage).reshape(period, rows, hi - lo)
+            if verifying():
+                whole = image.read_data()[clusters, :, :rows, b0:b1].reshape(n, rows, b1 - b0)
+                assert engine.has_period(whole.view(np.dtype(f"u{word}")), period), \
+                    "TRF replica ids claim a period the bytes do not have"
+                assert np.array_equal(whole[:period].view(dtype.storage).reshape(values.shape), values)
+            return engine.TrfWindow(values, known_everywhere(values.shape), lo, period)
         view = image.read_data()[clusters, :, :rows, b0:b1].reshape(n, rows, b1 - b0)
-        if image.all_written(b0, b1, box):  # (no mask read) every element known: no per-element mask
-            # slices given the same weights repeat with a period the bytes show: copy one period (a snapshot,
-            # so a later to_trf cannot change what this pass reads; L4063-4070)
-            word = next(w for w in (8, 4, 2, 1) if (b1 - b0) % w == 0)
+        if written:
             words = view.view(np.dtype(f"u{word}"))
-            period = period_of(_window_labels(image, clusters, rows, b0, b1))  # known from the writes, or
-            if period and verifying():
-                assert engine.has_period(words, period), "TRF replica ids claim a period the bytes do not have"
-            period = period or engine.weight_period(words)  # found in the bytes
+            period = engine.weight_period(words)  # found in the bytes
             count = period or n
             values = np.ascontiguousarray(view[:count]).view(dtype.storage).reshape(count, rows, hi - lo)
             return engine.TrfWindow(values, known_everywhere(values.shape), lo, period)
