@@ -67,8 +67,10 @@ def plan_gather(source: tuple[Mapping, ...], stream: tuple[Mapping, ...], call: 
 
 def compact_eval(mappings: tuple[Mapping, ...]) -> tuple[dict[str, IntArray], BoolArray] | None:
     """:func:`joint_eval` as compact arrays: each broadcasts to the level shape and has size 1 along every
-    level over which it does not vary.  ``None`` when the joint mapping's digits do not split at the levels'
-    boundaries (each level a run of whole digits, after splitting digits at common divisors)."""
+    level over which it does not vary.  Coordinates are not zeroed where the position is invalid (that would
+    make them vary wherever the validity does): read them only where ``valid`` holds.  ``None`` when the
+    joint mapping's digits do not split at the levels' boundaries (each level a run of whole digits, after
+    splitting digits at common divisors)."""
     joint = pair_of(*mappings)
     ev = forward(joint.canon, digits_shape=True)
     digits = tuple(d.size for d in joint.canon)
@@ -81,7 +83,7 @@ def compact_eval(mappings: tuple[Mapping, ...]) -> tuple[dict[str, IntArray], Bo
         got = regroup(_compact(c), digits, levels)
         if got is None:
             return None
-        coords[a] = np.where(valid, got, 0)
+        coords[a] = got
     return coords, valid
 
 
@@ -151,7 +153,9 @@ def _gather(source: tuple[Mapping, ...], stream: tuple[Mapping, ...], call: str,
                           "of the stream does not name one value of it", call=call, axis=extra[0],
                           mapping=", ".join(repr(m) for m in source), fix=f"give the {what} the stream's axes only")
     joint = pair_of(*source)
-    cshape = np.broadcast_shapes(valid.shape, *(coords[a].shape for a in src_axes))
+    # located where the coordinates vary (compact coordinates need not be zero where the stream is invalid:
+    # every use below is masked by ``valid``)
+    cshape = np.broadcast_shapes(*(coords[a].shape for a in src_axes))
     flat, held = joint.locate({a: coords[a] for a in src_axes}, cshape)
     flat = np.where(valid & held, flat, 0)
     missing = valid & ~held
