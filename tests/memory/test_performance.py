@@ -147,3 +147,14 @@ def test_hbm_busy_is_the_reference_model(n: int, seed: int, chips: int, segments
     want = _hbm_busy_reference(RNGD, ch, units, factor, seg)
     assert np.array_equal(perf.hbm_busy(RNGD, ch, units, factor, seg), want)
     assert np.array_equal(perf.hbm_busy(RNGD, ch, units, factor), _hbm_busy_reference(RNGD, ch, units, factor))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 40), unique=True, max_size=16), st.integers(0, 2**32))
+def test_field_gathers_bits_in_order(bits: list[int], seed: int) -> None:
+    """``_field`` by runs of consecutive bits is the bit-by-bit gather."""
+    addr = np.random.default_rng(seed).integers(0, 1 << 41, 64, dtype=np.int64)
+    want = np.zeros(addr.shape, dtype=np.int64)
+    for k, b in enumerate(bits):
+        want |= ((addr >> b) & 1) << k
+    assert np.array_equal(perf._field(addr, tuple(bits)), want)

@@ -32,12 +32,20 @@ IntArray = npt.NDArray[np.int64]
 
 
 def _field(addr: IntArray, bits: tuple[int, ...]) -> IntArray:
-    if bits and bits == tuple(range(bits[0], bits[0] + len(bits))):
-        return (addr >> bits[0]) & ((1 << len(bits)) - 1)
-    out = np.zeros(addr.shape, dtype=np.int64)
-    for k, b in enumerate(bits):
-        out |= ((addr >> b) & 1) << k
-    return out
+    """The value whose bit ``k`` is bit ``bits[k]`` of each address: one shift and mask per run of consecutive
+    bits (the row bits 21–33 and 35 are two runs, not fourteen single bits)."""
+    out: IntArray | None = None
+    k = 0
+    while k < len(bits):
+        n = 1
+        while k + n < len(bits) and bits[k + n] == bits[k] + n:
+            n += 1
+        part = (addr >> bits[k]) & ((1 << n) - 1)
+        if k:
+            part <<= k
+        out = part if out is None else out | part
+        k += n
+    return np.zeros(addr.shape, dtype=np.int64) if out is None else out
 
 
 def _bits(hw: HardwareProfile, component: str) -> tuple[int, ...]:
