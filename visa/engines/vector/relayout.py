@@ -50,19 +50,63 @@ def joint_eval(mappings: tuple[Mapping, ...]) -> tuple[dict[str, IntArray], Bool
 
 
 @cached()
-def plan_gather(source: tuple[Mapping, ...], stream: tuple[Mapping, ...], call: str, what: str) -> Gather:
+def plan_gather(source: tuple[Mapping, ...], stream: tuple[Mapping, ...], call: str, what: str,
+                compact: bool = True) -> Gather:
     """The gather that reads ``source`` (Chip, Cluster, Slice, inner levels...) at every ``stream`` position.
 
     ``stream`` is the five stream levels.  Raises :class:`~visa.errors.LayoutError` naming the axis and the
-    level when the source cannot feed the stream from the same slice.  The arrays of the result may be
-    read-only broadcast views (see the module docstring); they hold what :func:`plan_gather_full` gives.
+    level when the source cannot feed the stream from the same slice.  The stream is evaluated on compact
+    arrays (see the module docstring; the result's arrays may be read-only broadcast views); with ``compact``
+    false, at every position (:func:`plan_gather_full`, the reference: the same gather and refusals).
     """
     shape = tuple(m.size for m in stream)
-    got = compact_eval(stream)
-    if got is None:
-        return plan_gather_full(source, stream, call, what)
-    coords, valid = got
-    return _gather(source, stream, call, what, coords, valid, shape)
+    got = compact_eval(stream) if compact else None
+    coords, valid = got if got is not None else joint_eval(stream)
+    src_axes = frozenset().union(*(m.axes for m in source))
+    dst_axes = frozenset().union(*(m.axes for m in stream))
+    extra = sorted(src_axes - dst_axes)
+    if extra:
+        raise LayoutError(f"the {what} holds axis {extra[0]}, which the stream does not have, so an element "
+                          "of the stream does not name one value of it", call=call, axis=extra[0],
+                          mapping=", ".join(repr(m) for m in source), fix=f"give the {what} the stream's axes only")
+    joint = pair_of(*source)
+    # located where the coordinates vary (compact coordinates need not be zero where the stream is invalid:
+    # every use below is masked by ``valid``)
+    cshape = np.broadcast_shapes(*(coords[a].shape for a in src_axes))
+    flat, held = joint.locate({a: coords[a] for a in src_axes}, cshape)
+    flat = np.where(valid & held, flat, 0)
+    missing = valid & ~held
+    if missing.any():
+        bad = tuple(int(k[0]) for k in np.nonzero(np.broadcast_to(missing, shape)))
+        index = ", ".join(f"{a}: {int(np.broadcast_to(coords[a], shape)[bad])}" for a in sorted(dst_axes))
+        raise LayoutError(f"the {what} does not hold index {{{index}}} that the stream needs", call=call,
+                          mapping=", ".join(repr(m) for m in source),
+                          fix=f"load every index of the stream's operand into the {what}")
+    # the source position's chip / cluster / slice must be the stream position's
+    inner = 1
+    for m in source[3:]:
+        inner *= m.size
+    rest = flat // inner
+    for k in (2, 1, 0):
+        here = rest % source[k].size
+        rest = rest // source[k].size
+        view = [1] * len(shape)
+        view[k] = shape[k]
+        pos = np.arange(shape[k], dtype=np.int64).reshape(view)
+        wrong = valid & (here != pos)
+        if wrong.any():
+            bad = tuple(int(x[0]) for x in np.nonzero(np.broadcast_to(wrong, shape)))
+            index = ", ".join(f"{a}: {int(np.broadcast_to(coords[a], shape)[bad])}" for a in sorted(dst_axes))
+            level = LEAD[k]
+            raise LayoutError(f"index {{{index}}} is held by {level.lower()} "
+                              f"{int(np.broadcast_to(here, shape)[bad])} of the {what}, but "
+                              f"the stream processes it in {level.lower()} {bad[k]}; a slice reads only its own "
+                              f"{what}", call=call, level=level, mapping=repr(source[k]),
+                              axis=", ".join(sorted(source[k].axes | stream[k].axes)) or None,
+                              fix=f"lay the {what} out with the stream's {level} mapping {stream[k]!r}")
+    if flat.shape == shape and valid.shape == shape:
+        return Gather(np.ascontiguousarray(flat), np.ascontiguousarray(valid))
+    return Gather(np.broadcast_to(flat, shape), np.broadcast_to(valid, shape))
 
 
 def compact_eval(mappings: tuple[Mapping, ...]) -> tuple[dict[str, IntArray], BoolArray] | None:
@@ -137,59 +181,7 @@ def regroup(arr: npt.NDArray[Any], digits: tuple[int, ...], levels: tuple[int, .
 
 def plan_gather_full(source: tuple[Mapping, ...], stream: tuple[Mapping, ...], call: str, what: str) -> Gather:
     """:func:`plan_gather` evaluated at every stream position (the reference for its compact arrays)."""
-    coords, valid = joint_eval(stream)
-    return _gather(source, stream, call, what, coords, valid, valid.shape)
-
-
-def _gather(source: tuple[Mapping, ...], stream: tuple[Mapping, ...], call: str, what: str,
-            coords: dict[str, IntArray], valid: BoolArray, shape: tuple[int, ...]) -> Gather:
-    """The gather from the stream's coordinates and validity (full arrays, or compact ones broadcasting to
-    ``shape``, the stream's level shape), with the checks of :func:`plan_gather`."""
-    src_axes = frozenset().union(*(m.axes for m in source))
-    dst_axes = frozenset().union(*(m.axes for m in stream))
-    extra = sorted(src_axes - dst_axes)
-    if extra:
-        raise LayoutError(f"the {what} holds axis {extra[0]}, which the stream does not have, so an element "
-                          "of the stream does not name one value of it", call=call, axis=extra[0],
-                          mapping=", ".join(repr(m) for m in source), fix=f"give the {what} the stream's axes only")
-    joint = pair_of(*source)
-    # located where the coordinates vary (compact coordinates need not be zero where the stream is invalid:
-    # every use below is masked by ``valid``)
-    cshape = np.broadcast_shapes(*(coords[a].shape for a in src_axes))
-    flat, held = joint.locate({a: coords[a] for a in src_axes}, cshape)
-    flat = np.where(valid & held, flat, 0)
-    missing = valid & ~held
-    if missing.any():
-        bad = tuple(int(k[0]) for k in np.nonzero(np.broadcast_to(missing, shape)))
-        index = ", ".join(f"{a}: {int(np.broadcast_to(coords[a], shape)[bad])}" for a in sorted(dst_axes))
-        raise LayoutError(f"the {what} does not hold index {{{index}}} that the stream needs", call=call,
-                          mapping=", ".join(repr(m) for m in source),
-                          fix=f"load every index of the stream's operand into the {what}")
-    # the source position's chip / cluster / slice must be the stream position's
-    inner = 1
-    for m in source[3:]:
-        inner *= m.size
-    rest = flat // inner
-    for k in (2, 1, 0):
-        here = rest % source[k].size
-        rest = rest // source[k].size
-        view = [1] * len(shape)
-        view[k] = shape[k]
-        pos = np.arange(shape[k], dtype=np.int64).reshape(view)
-        wrong = valid & (here != pos)
-        if wrong.any():
-            bad = tuple(int(x[0]) for x in np.nonzero(np.broadcast_to(wrong, shape)))
-            index = ", ".join(f"{a}: {int(np.broadcast_to(coords[a], shape)[bad])}" for a in sorted(dst_axes))
-            level = LEAD[k]
-            raise LayoutError(f"index {{{index}}} is held by {level.lower()} "
-                              f"{int(np.broadcast_to(here, shape)[bad])} of the {what}, but "
-                              f"the stream processes it in {level.lower()} {bad[k]}; a slice reads only its own "
-                              f"{what}", call=call, level=level, mapping=repr(source[k]),
-                              axis=", ".join(sorted(source[k].axes | stream[k].axes)) or None,
-                              fix=f"lay the {what} out with the stream's {level} mapping {stream[k]!r}")
-    if flat.shape == shape and valid.shape == shape:
-        return Gather(np.ascontiguousarray(flat), np.ascontiguousarray(valid))
-    return Gather(np.broadcast_to(flat, shape), np.broadcast_to(valid, shape))
+    return plan_gather(source, stream, call, what, False)
 
 
 def apply_gather(g: Gather, values: npt.NDArray[Any], known: npt.NDArray[np.bool_]
