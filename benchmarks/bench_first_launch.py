@@ -11,6 +11,9 @@ the same process.  Every result is checked exactly against numpy.
 - **Row max of 512 × 4096 i32** (8 MiB, a row per slice): the intra-slice reducer against ``x.max(axis=1)``.
 - **Row bias, 512 × 4096 i32** (8 MiB): ``x - b[row]`` with ``b`` in the VRF, broadcast over the row (the Vector
   Engine's gather from the VRF), against numpy's wrapping ``x - b[:, None]``.
+
+What they found is in docs/manual-notes.md, "First-launch planning cost (issue 15)" (the row bias located its
+VRF operand at every one of 2M positions; the row max materialised every coordinate to find the padding).
 """
 
 from __future__ import annotations
