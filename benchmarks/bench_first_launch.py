@@ -11,9 +11,13 @@ the same process.  Every result is checked exactly against numpy.
 - **Row max of 512 × 4096 i32** (8 MiB, a row per slice): the intra-slice reducer against ``x.max(axis=1)``.
 - **Row bias, 512 × 4096 i32** (8 MiB): ``x - b[row]`` with ``b`` in the VRF, broadcast over the row (the Vector
   Engine's gather from the VRF), against numpy's wrapping ``x - b[:, None]``.
+- **Ring sum of 4 × 262144 i32** (4 MiB): the four rows sit in four neighbouring slices and the inter-slice
+  reducer adds them over the slice ring (``AddSat``; the values are small, so nothing saturates), against
+  numpy's ``x.sum(axis=0)``.
 
 What they found is in docs/manual-notes.md, "First-launch planning cost (issue 15)" (the row bias located its
-VRF operand at every one of 2M positions; the row max materialised every coordinate to find the padding).
+VRF operand at every one of 2M positions; the row max materialised every coordinate to find the padding; the
+ring sum's plan spent most of its time in numpy's hash-based ``unique`` over a million group ids).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from visa import (
     FxpBinaryOp,
     HbmTensor,
     HostTensor,
+    InterSliceReduceOpI32,
     IntraSliceReduceOpI32,
     device,
     f32,
@@ -45,6 +50,8 @@ RELU_N = 1 << 22
 RELU = AxisSet(A=RELU_N)
 ROWS, COLS = 512, 4096
 GRID = AxisSet(R=ROWS, C=COLS)
+RING_N = 1 << 18
+RING = AxisSet(R=4, A=RING_N)
 
 
 @device(chip=1)
@@ -94,6 +101,21 @@ def row_bias(ctx: Context, x: HbmTensor[Any, Any, Any], b: HbmTensor[Any, Any, A
     return res
 
 
+@device(chip=1)
+def ring_sum(ctx: Context, x: HbmTensor[Any, Any, Any]) -> HbmTensor[Any, Any, Any]:
+    """Σ over R of a 4 × 262144 i32 matrix: each group of four slices holds the four rows of 8 columns per time
+    step, and the inter-slice reducer adds them over the ring into the group's first slice."""
+    m = RING.m
+    dm = x.to_dm(m["1 # 2"], m["A % 512 / 8, R"], m["A / 512, A % 8"], ctx.tdma, 0)
+    out = (ctx.main.begin(dm.view()).fetch(i32, m["A / 512"], m["A % 8"])
+           .collect(m["A / 512"], m["A % 8"])
+           .vector_init()
+           .vector_inter_slice_reduce(m["A % 512 / 8, 1 # 4"], m["A / 512"], InterSliceReduceOpI32.AddSat)
+           .vector_final().commit(m["A / 512, A % 8"], 1 << 16))
+    res: HbmTensor[Any, Any, Any] = out.to_hbm(m["A"], ctx.tdma, 1 << 28)
+    return res
+
+
 def _line(name: str, ours: float, theirs: float) -> str:
     return f"{name:<58} visa {ours * 1e3:9.2f} ms   numpy {theirs * 1e3:8.2f} ms   ratio {ours / theirs:7.2f}x"
 
@@ -115,6 +137,15 @@ def one(name: str) -> str:
         got = out.to_host(RELU.m["A"], ctx.pdma).numpy()
         assert np.array_equal(got, np.maximum(v, np.float32(0))), "ReLU differs from numpy"
         return _line("ReLU 4M f32 (16 MiB), first launch", ours, best_of(lambda: np.maximum(v, np.float32(0)), 5))
+    if name == "ring_sum":
+        r = RING.m
+        y = rng.integers(-2**20, 2**20, size=(4, RING_N), dtype=np.int32)  # sums far from saturating
+        y_hbm = HostTensor.from_numpy(y, i32, r["R, A"]).to_hbm(r["1"], r["R, A"], ctx.pdma, 0)
+        out, ours = _timed(ring_sum, ctx, y_hbm)
+        got = out.to_host(r["A"], ctx.pdma).numpy()
+        assert np.array_equal(got, y.sum(axis=0, dtype=np.int32)), "ring sum differs from numpy"
+        return _line("ring sum 4×262144 i32 (4 MiB), first launch", ours,
+                     best_of(lambda: y.sum(axis=0, dtype=np.int32), 5))
     m = GRID.m
     x = rng.integers(-2**31, 2**31 - 1, size=(ROWS, COLS), dtype=np.int32)
     x_hbm = HostTensor.from_numpy(x, i32, m["R, C"]).to_hbm(m["1"], m["R, C"], ctx.pdma, 0)
@@ -135,7 +166,7 @@ def one(name: str) -> str:
     raise SystemExit(f"unknown kernel {name!r}")
 
 
-KERNELS = ("relu", "row_max", "row_bias")
+KERNELS = ("relu", "row_max", "row_bias", "ring_sum")
 
 
 def run() -> list[str]:
