@@ -24,3 +24,15 @@ def test_unique_ids_and_counts_are_numpys(bound: int, n: int, seed: int, table: 
     for mine, theirs in zip(inter.unique_counts(srt, bound),
                             np.unique(srt, return_index=True, return_counts=True), strict=True):
         assert np.array_equal(mine, theirs)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 3000), st.integers(0, 300), st.integers(0, 300), st.integers(0, 2**32), st.booleans())
+def test_rank_of_is_searchsorted(bound: int, n: int, k: int, seed: int, table: bool) -> None:
+    rng = np.random.default_rng(seed)
+    uniq = np.unique(rng.integers(0, bound, k).astype(np.int64))
+    ids = rng.integers(0, bound, n).astype(np.int64)
+    if not table:
+        far = inter._TABLE_FROM + 1
+        uniq, ids, bound = uniq * far, ids * far, bound * far
+    assert np.array_equal(inter.rank_of(uniq, ids, bound), np.searchsorted(uniq, ids))

@@ -32,7 +32,8 @@ from visa.hw import HardwareProfile
 from visa.mapping import Mapping
 from visa.mapping.evaluate import BoolArray, IntArray
 
-__all__ = ["InterReduceConfig", "plan_inter_reduce", "execute_inter_reduce", "unique_ids", "unique_counts"]
+__all__ = ["InterReduceConfig", "plan_inter_reduce", "execute_inter_reduce", "unique_ids", "unique_counts",
+           "rank_of"]
 
 CALL = "vector_inter_slice_reduce"
 
@@ -134,10 +135,13 @@ def _plan(hw: HardwareProfile, layout: StreamLayout, op: str, op_dtype: str, sli
     members_flat = flat_in[order]
     uniq, start, counts = unique_counts(g_sorted, bound)
     r_max = int(counts.max(initial=0))
-    members = np.full((uniq.size, r_max), -1, dtype=np.int64)
-    col = np.arange(members_flat.size) - np.repeat(start, counts)
-    members[np.repeat(np.arange(uniq.size), counts), col] = members_flat
-    out_group = np.where(ovalid, np.searchsorted(uniq, gout), -1)
+    if uniq.size * r_max == members_flat.size:  # every group as large: its members are consecutive rows
+        members = members_flat.reshape(uniq.size, r_max)
+    else:
+        members = np.full((uniq.size, r_max), -1, dtype=np.int64)
+        col = np.arange(members_flat.size) - np.repeat(start, counts)
+        members[np.repeat(np.arange(uniq.size), counts), col] = members_flat
+    out_group = np.where(ovalid, rank_of(uniq, gout, bound), -1)
     # ring size: distinct slices feeding one group
     shape = ivalid.shape
     slice_of = (members_flat // (shape[3] * shape[4])) % shape[2]
@@ -165,6 +169,18 @@ def unique_counts(sorted_ids: IntArray, bound: int) -> tuple[IntArray, IntArray,
     uniq = np.flatnonzero(every)
     counts = every[uniq]
     return uniq, np.cumsum(counts) - counts, counts
+
+
+def rank_of(uniq: IntArray, ids: IntArray, bound: int) -> IntArray:
+    """``np.searchsorted(uniq, ids)`` for sorted unique ``uniq`` and ``ids`` in ``[0, bound)``: how many of
+    ``uniq`` are below each id, read from a running count over ``[0, bound)``."""
+    if bound > max(_TABLE_FROM, 8 * ids.size):
+        out: IntArray = np.searchsorted(uniq, ids)
+        return out
+    below = np.zeros(bound + 1, dtype=np.int64)
+    below[uniq + 1] = 1
+    np.cumsum(below, out=below)
+    return below[ids]
 
 
 _TABLE_FROM = 1 << 20  # ids below this bound are always counted in a table
