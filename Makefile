@@ -14,6 +14,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet $(EDITABLE) '.[dev]'
+	$(BIN)/python -m compileall -q visa  # bytecode for a shell that never writes it (PYTHONDONTWRITEBYTECODE)
 	touch $(STAMP)
 
 run: $(STAMP)

@@ -90,6 +90,38 @@ def test_a_refusal_rebuilt_from_another_keeps_its_code() -> None:
     assert err.value.code in CODES.values()
 
 
+def test_a_refusal_caught_unread_parses_no_source(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The code is found when first read (issue 15: a plan that refuses a candidate and takes another never
+    parses the engine's source for the refusal's code); read afterwards, it is the site's code."""
+    import visa.diagnostics as D
+
+    calls: list[tuple[str, int, str]] = []
+    real = D.code_at
+    monkeypatch.setattr(D, "code_at", lambda f, n, c: calls.append((f, n, c)) or real(f, n, c))
+    try:
+        AxisSet(A=8).m["A / 3"]
+    except MappingSyntaxError as caught:
+        err = caught
+    assert calls == []
+    code = err.code
+    assert calls and [k for k, v in CODES.items() if v == code][0].startswith("syntax.")
+    assert err.code == code and len(calls) == len({*calls})  # worked out once
+
+
+def test_a_refusal_rebuilt_from_an_unread_one_keeps_its_code() -> None:
+    """``raise type(e)(...)`` while ``e`` is handled: ``e``'s code was never read, the new one still gets it."""
+    def rebuild() -> LayoutError:
+        try:
+            raise LayoutError("inner")  # a literal raise site outside visa: the class's code
+        except LayoutError as inner:
+            assert "code" not in inner.__dict__
+            return LayoutError("outer")
+    assert rebuild().code == LayoutError.code
+    with pytest.raises(UnknownAxisError) as err:  # the parser's rebuild of an unread refusal
+        AxisSet(A=8).m["B"]
+    assert "code" not in err.value.__dict__ and err.value.code in CODES.values()
+
+
 def test_an_error_built_outside_visa_has_its_class_code() -> None:
     assert LayoutError("x").code == "V300" and VisaError("x").code == "V000"
     assert str(LayoutError("x")) == "x [V300]"

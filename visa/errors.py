@@ -21,6 +21,10 @@ from __future__ import annotations
 import sys
 from types import FrameType
 
+#: Where an error was built: (file, line) of the raise site, of its caller, and the code (or site) of the
+#: refusal of the same class being handled then; ``None`` when there is no calling frame.
+_Site = tuple[tuple[str, int], tuple[str, int] | None, "str | _Site"] | None
+
 __all__ = [
     "VisaError",
     "MappingSyntaxError",
@@ -73,25 +77,51 @@ class VisaError(Exception):
         self.axis = axis
         self.fix = fix
         self.line = line
-        self.code = self._site_code()
+        self._site = self._site_of()
         super().__init__(message)  # str() renders the parts when asked (a refusal caught and retried costs less)
 
-    def _site_code(self) -> str:
-        """The code of the raise site that built this error (its catalogue entry), else the class's code."""
+    def __getattribute__(self, name: str) -> object:
+        # ``code`` is worked out when first read: finding a raise site's catalogue entry parses the source file
+        # of the site (tens of milliseconds the first time per file), and a plan that refuses one candidate and
+        # takes another (the commit's commit_in_size, a DMA's packet layout) never reads the code of the
+        # refusal it caught.  The site itself is noted when the error is built (issue 15: first launches).
+        if name == "code":
+            state = object.__getattribute__(self, "__dict__")
+            if "code" not in state and "_site" in state:
+                state["code"] = self._resolve(state["_site"])
+        return super().__getattribute__(name)
+
+    def _site_of(self) -> _Site:
+        """Where this error was built (its frame and the frame below it) and, for a refusal rebuilt while one
+        of the same class is handled, that one's code or site: what :meth:`_resolve` needs to find the code.
+        Only names and line numbers are kept (no frames, no handled exception: nothing they reference)."""
         frame: FrameType | None = sys._getframe(2)
         while frame is not None and frame.f_code.co_name == "__init__" and frame.f_locals.get("self") is self:
             frame = frame.f_back  # a subclass's __init__ calling ours
         if frame is None:
+            return None
+        here = (frame.f_code.co_filename, frame.f_lineno)
+        back = None if frame.f_back is None else (frame.f_back.f_code.co_filename, frame.f_back.f_lineno)
+        handled = sys.exc_info()[1]
+        prior: str | _Site = None
+        if isinstance(handled, VisaError) and type(handled) is type(self):
+            state = handled.__dict__
+            prior = state["code"] if "code" in state else state.get("_site")
+        return here, back, prior
+
+    def _resolve(self, site: _Site) -> str:
+        """The code of the raise site that built this error (its catalogue entry), else the class's code."""
+        if site is None:
             return type(self).code
+        here, back, prior = site
         from visa.diagnostics import code_at
 
         name = type(self).__name__
-        code = code_at(frame.f_code.co_filename, frame.f_lineno, name)
-        if code is None and frame.f_back is not None:  # built by a helper: fail(AError, "message", ...)
-            code = code_at(frame.f_back.f_code.co_filename, frame.f_back.f_lineno, name)
-        if code is None:  # rebuilt from a refusal being handled (``raise type(e)(...)``): keep that one's code
-            handled = sys.exc_info()[1]
-            code = handled.code if isinstance(handled, VisaError) and type(handled) is type(self) else None
+        code = code_at(here[0], here[1], name)
+        if code is None and back is not None:  # built by a helper: fail(AError, "message", ...)
+            code = code_at(back[0], back[1], name)
+        if code is None and prior is not None:  # rebuilt from a refusal being handled: keep that one's code
+            code = prior if isinstance(prior, str) else self._resolve(prior)
         return code or type(self).code
 
     def __str__(self) -> str:
@@ -120,7 +150,10 @@ class VisaError(Exception):
         return f"{prefix}: {text}" if prefix else text
 
     def __reduce__(self) -> tuple[object, ...]:  # keep keyword parts through pickling
-        return (_rebuild, (type(self), self.message, self.__dict__.copy()))
+        state = self.__dict__.copy()
+        state["code"] = self.code  # the site is not pickled: its code is settled first
+        state.pop("_site", None)
+        return (_rebuild, (type(self), self.message, state))
 
 
 def _rebuild(cls: type[VisaError], message: str, state: dict[str, object]) -> VisaError:

@@ -148,6 +148,21 @@ def test_inverse_finds_every_held_index(case: tuple[Axes, Expr]) -> None:
         assert np.array_equal(back.coord(name)[ev.valid], arr[ev.valid])
 
 
+@FAST
+@given(axes_and_expr())
+@example(TWO_COMPOSITES)
+@example(CUT_SKEW)
+@example(SKEW_MERGED)
+def test_validity_is_the_evaluations_mask(case: tuple[Axes, Expr]) -> None:
+    """``validity()`` (issue 15: without the coordinates) is ``evaluate().valid`` and the brute-force map."""
+    axes, e = case
+    E = _parse(axes, e)
+    got = E.validity()
+    assert got.dtype == np.bool_ and got.shape == (E.size,) and got.flags.writeable
+    assert np.array_equal(got, E.evaluate().valid)
+    assert got.tolist() == [ref_map(E.node, k) is not None for k in range(E.size)]
+
+
 _ALPHABET = st.sampled_from(list("AB1234#%/=,[]{}$():+ *@!-' ") + ["A", "B", "C", "indirect", "12", "0"])
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from visa import RNGD
 from visa.memory import performance as perf
@@ -85,3 +87,74 @@ def test_fr_fcfs_serves_a_row_already_asked_for_in_its_window_l2981_l2990() -> N
     segment = np.repeat(np.arange(2), 32)
     busy = perf.hbm_busy(RNGD, chips, stream, ones, segment)
     assert busy.max() == pytest.approx(64 * 16 / 3 + 3 * (40 - 16 / 3))
+
+
+def _hbm_busy_reference(hw: object, chips: np.ndarray, units: np.ndarray, factor: np.ndarray,
+                        segment: np.ndarray | None = None) -> np.ndarray:
+    """``hbm_busy`` as it was before issue 15's first-launch work: every rank by ``searchsorted`` over a
+    ``lexsort`` (the reference for the radix sorts and per-key counts that replaced them)."""
+    h, clk = RNGD.hbm, RNGD.clocks
+    t = h.access_unit_channel_cycles * clk.core_hz / clk.hbm_controller_hz
+    switch = h.row_switch_ns[0] * clk.core_hz / 1e9
+    queue = h.channel_command_queue_entries
+    seg = np.zeros(units.size, dtype=np.int64) if segment is None else np.asarray(segment, dtype=np.int64)
+    ch = chips * h.channels + perf.hbm_channel(RNGD, units)
+    order = np.argsort(ch, kind="stable")
+    ch_sorted = ch[order]
+    rank = np.empty(units.size, dtype=np.int64)
+    rank[order] = np.arange(units.size) - np.searchsorted(ch_sorted, ch_sorted, side="left")
+    order = np.lexsort((seg, ch))
+    cs = (ch * (int(seg.max()) + 1) + seg)[order]
+    seg_rank = np.empty(units.size, dtype=np.int64)
+    seg_rank[order] = np.arange(units.size) - np.searchsorted(cs, cs, side="left")
+    window = seg * (-(-units.size // queue)) + seg_rank // queue
+    bank = ch * 64 + perf.hbm_bank(RNGD, units)
+    row = perf.hbm_row(RNGD, units)
+    o2 = np.argsort(bank, kind="stable")
+    k2, r2, g2, w2 = bank[o2], row[o2], rank[o2], window[o2]
+    switched = np.zeros(units.size, dtype=bool)
+    switched[1:] = (k2[1:] == k2[:-1]) & (r2[1:] != r2[:-1])
+    group = (k2 * (int(window.max()) + 1) + w2) * (int(row.max()) + 1) + r2
+    o3 = np.argsort(group, kind="stable")
+    g3 = group[o3]
+    repeat = np.zeros(units.size, dtype=bool)
+    repeat[o3[1:][g3[1:] == g3[:-1]]] = True
+    switched &= ~repeat
+    gap = np.zeros(units.size)
+    gap[1:] = g2[1:] - g2[:-1] - 1
+    extra = np.where(switched, np.maximum(0.0, switch - t - gap * t), 0.0)
+    n = int(ch.max()) + 1
+    return np.asarray(np.bincount(ch, weights=factor * t, minlength=n)
+                      + np.bincount(ch[o2], weights=extra, minlength=n), dtype=np.float64)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 300), st.integers(0, 2**32), st.sampled_from([1, 2, 4]), st.sampled_from([1, 3, 8]),
+       st.sampled_from(["random", "stride", "rows"]))
+def test_hbm_busy_is_the_reference_model(n: int, seed: int, chips: int, segments: int, kind: str) -> None:
+    """The radix-sorted ranks give the busy cycles of the searchsorted/lexsort ones, transfer for transfer."""
+    rng = np.random.default_rng(seed)
+    if kind == "random":
+        units = rng.integers(0, 1 << 30, n) // 256 * 256
+    elif kind == "stride":
+        units = (np.arange(n) * int(rng.integers(1, 64)) * 256 + int(rng.integers(0, 1 << 20)) * 256) % (1 << 34)
+    else:  # few banks and rows: switches, repeats within a window
+        units = (rng.integers(0, 4, n) << 21 | rng.integers(0, 8, n) << 13 | rng.integers(0, 2, n) << 8)
+    units = units.astype(np.int64)
+    ch = rng.integers(0, chips, n).astype(np.int64)
+    factor = np.where(rng.random(n) < 0.1, 50.0, 1.0)
+    seg = np.sort(rng.integers(0, segments, n)).astype(np.int64)
+    want = _hbm_busy_reference(RNGD, ch, units, factor, seg)
+    assert np.array_equal(perf.hbm_busy(RNGD, ch, units, factor, seg), want)
+    assert np.array_equal(perf.hbm_busy(RNGD, ch, units, factor), _hbm_busy_reference(RNGD, ch, units, factor))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 40), unique=True, max_size=16), st.integers(0, 2**32))
+def test_field_gathers_bits_in_order(bits: list[int], seed: int) -> None:
+    """``_field`` by runs of consecutive bits is the bit-by-bit gather."""
+    addr = np.random.default_rng(seed).integers(0, 1 << 41, 64, dtype=np.int64)
+    want = np.zeros(addr.shape, dtype=np.int64)
+    for k, b in enumerate(bits):
+        want |= ((addr >> b) & 1) << k
+    assert np.array_equal(perf._field(addr, tuple(bits)), want)

@@ -402,10 +402,10 @@ def _check_addresses(hw: HardwareProfile, dtype: type[dt.Scalar], seq: Sequencer
             axis=axes_text(element),
             fix="pad the Element so that whole writes fit (e.g. pad its innermost axis to 8, 16, 24 or 32 bytes)")
     svalid = stream_validity(time, written).reshape(-1)
-    evalid = np.asarray(element.evaluate().valid, dtype=bool)
+    evalid = element.validity()
     if region is not None:
         base_el, off = region
-        bvalid = np.asarray(base_el.evaluate().valid, dtype=bool)
+        bvalid = base_el.validity()
         rel = np.arange(lo, hi, dtype=np.int64)
         forbidden = np.zeros(hi - lo, dtype=bool)  # base data that the view does not own
         inview = (rel >= 0) & (rel < element.size)

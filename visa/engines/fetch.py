@@ -56,7 +56,7 @@ from visa.errors import (
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping, pair_of
 from visa.mapping import canon as C
-from visa.mapping.evaluate import forward
+from visa.mapping.evaluate import validity
 from visa.mapping.sequencer import SequencerConfig, derive, stream_items
 from visa.memory.images import DenseImage, load, load_nest, load_nest_values, nest_all_written, nest_span
 from visa.memory.known import is_everywhere, known_everywhere
@@ -646,7 +646,7 @@ def stream_validity(time: Mapping, packet: Mapping) -> BoolArray:
 def _joint_validity(joint: C.Canon, n_time: int, n_packet: int) -> BoolArray:
     # Cached by the joint mapping's canonical form, not by (time, packet): two pairs of equivalent mappings
     # (``==``, each level alone) can hold different elements jointly (``[A, B] # 16 / 8`` and ``[A, B] / 8``).
-    out: BoolArray = np.asarray(forward(joint).valid, dtype=bool).reshape(n_time, n_packet)
+    out: BoolArray = validity(joint).reshape(n_time, n_packet)
     out.flags.writeable = False
     return out
 

@@ -29,7 +29,7 @@ import numpy.typing as npt
 from visa.errors import MappingSyntaxError, RangeError, UnknownAxisError
 from visa.mapping import canon as C
 from visa.mapping.axes import AXES_ATTR, AxisSet
-from visa.mapping.evaluate import Evaluation, IntArray, RelationError, forward, inverse
+from visa.mapping.evaluate import Evaluation, IntArray, RelationError, forward, inverse, validity
 from visa.mapping.syntax import (
     MAX_SIZE,
     Identity,
@@ -218,6 +218,10 @@ class Mapping:
         if positions is not None:
             positions = int_array(positions, "positions", "evaluate")
         return forward(self.canon, positions)
+
+    def validity(self) -> npt.NDArray[np.bool_]:
+        """Whether each position holds an index: ``evaluate().valid`` without the coordinates (L616–620)."""
+        return validity(self.canon)
 
     def locate(self, coords: AbcMapping[str, npt.ArrayLike],
                shape: tuple[int, ...] | None = None) -> tuple[IntArray, npt.NDArray[np.bool_]]:

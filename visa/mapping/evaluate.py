@@ -28,8 +28,8 @@ import numpy.typing as npt
 from visa.errors import VisaError
 from visa.mapping.canon import Atom, Canon, Dim, Lin, SkewAtom, Sym, Win, axis_atoms, canon_size, is_regular
 
-__all__ = ["Evaluation", "digit_weights", "forward", "inverse", "plain_dims", "covers_once", "strided_view", "IntArray",
-           "BoolArray", "RelationError"]
+__all__ = ["Evaluation", "digit_weights", "forward", "validity", "inverse", "plain_dims", "covers_once",
+           "strided_view", "IntArray", "BoolArray", "RelationError"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -229,6 +229,16 @@ def forward(dims: Canon, positions: npt.ArrayLike | None = None, *, digits_shape
     outc = {k: np.broadcast_to(v, shape) for k, v in coords.items()}
     mask2 = np.ones(shape, dtype=bool) if valid is None else np.broadcast_to(valid, shape)
     return Evaluation(outc, mask2)
+
+
+def validity(dims: Canon) -> BoolArray:
+    """``forward(dims).valid`` without the coordinates: whether each position holds an index (L616–620).
+
+    The mask is built over the canonical digits (each digit's contribution broadcast, not materialised per
+    axis), so a 4M-position stream costs one boolean array, not one int64 array per axis (issue 15).
+    """
+    ev = forward(dims, digits_shape=True)
+    return np.array(ev.valid, dtype=bool).reshape(canon_size(dims))
 
 
 def _atom_position(atom: Atom, coords: dict[str, IntArray], shape: tuple[int, ...]) -> tuple[IntArray, BoolArray]:

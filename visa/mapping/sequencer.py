@@ -30,7 +30,7 @@ import numpy.typing as npt
 from visa.errors import HardwareLimitError, IncompatibleShapesError, InsufficientInputError, LayoutError
 from visa.hw import RNGD
 from visa.mapping import canon as C
-from visa.mapping.core import Mapping
+from visa.mapping.core import Mapping, pair_of
 from visa.mapping.evaluate import IntArray, RelationError, _axis_sizes, digit_weights, forward, inverse
 
 __all__ = [
@@ -618,8 +618,7 @@ def _check_first(buffers: Sequence[Mapping], configs: list[SequencerConfig], tim
     (``1``) of a buffer whose constant digits land on padding (``[# 1 + 1] / 2``) read padding (issue 15 review).
     """
     try:
-        stream = Mapping.parse("{T}, {P}", time.axis_set, {"T": time, "P": packet})
-        first = stream.evaluate(np.zeros(1, dtype=np.int64))
+        first = forward(pair_of(time, packet).canon, np.zeros(1, dtype=np.int64))  # not parsed from text
     except RelationError:  # a linear combination relates a position to several indices: no single first index
         return
     if not bool(first.valid[0]):

@@ -32,12 +32,20 @@ IntArray = npt.NDArray[np.int64]
 
 
 def _field(addr: IntArray, bits: tuple[int, ...]) -> IntArray:
-    if bits and bits == tuple(range(bits[0], bits[0] + len(bits))):
-        return (addr >> bits[0]) & ((1 << len(bits)) - 1)
-    out = np.zeros(addr.shape, dtype=np.int64)
-    for k, b in enumerate(bits):
-        out |= ((addr >> b) & 1) << k
-    return out
+    """The value whose bit ``k`` is bit ``bits[k]`` of each address: one shift and mask per run of consecutive
+    bits (the row bits 21–33 and 35 are two runs, not fourteen single bits)."""
+    out: IntArray | None = None
+    k = 0
+    while k < len(bits):
+        n = 1
+        while k + n < len(bits) and bits[k + n] == bits[k] + n:
+            n += 1
+        part = (addr >> bits[k]) & ((1 << n) - 1)
+        if k:
+            part <<= k
+        out = part if out is None else out | part
+        k += n
+    return np.zeros(addr.shape, dtype=np.int64) if out is None else out
 
 
 def _bits(hw: HardwareProfile, component: str) -> tuple[int, ...]:
@@ -166,34 +174,49 @@ def hbm_busy(hw: HardwareProfile, chips: IntArray, units: IntArray, factor: npt.
     t = h.access_unit_channel_cycles * clk.core_hz / clk.hbm_controller_hz
     switch = h.row_switch_ns[0] * clk.core_hz / 1e9
     queue = h.channel_command_queue_entries
-    seg = np.zeros(units.size, dtype=np.int64) if segment is None else np.asarray(segment, dtype=np.int64)
+    n = units.size
+    seg = np.zeros(n, dtype=np.int64) if segment is None else np.asarray(segment, dtype=np.int64)
     ch = chips * h.channels + hbm_channel(hw, units)
+    nch = int(ch.max()) + 1
     # arrival rank of each transfer on its channel (gaps), and within its channel and segment (windows)
-    order = np.argsort(ch, kind="stable")
-    ch_sorted = ch[order]
-    rank = np.empty(units.size, dtype=np.int64)
-    rank[order] = np.arange(units.size) - np.searchsorted(ch_sorted, ch_sorted, side="left")
-    order = np.lexsort((seg, ch))
-    cs = (ch * (int(seg.max()) + 1) + seg)[order]
-    seg_rank = np.empty(units.size, dtype=np.int64)
-    seg_rank[order] = np.arange(units.size) - np.searchsorted(cs, cs, side="left")
-    window = seg * (-(-units.size // queue)) + seg_rank // queue
+    rank = _ranks(ch, _stable_order(ch, nch), nch)
+    nseg = int(seg.max()) + 1
+    cs = ch * nseg + seg
+    seg_rank = _ranks(cs, _stable_order(cs, nch * nseg), nch * nseg)
+    window = seg * (-(-n // queue)) + seg_rank // queue
     bank = ch * 64 + hbm_bank(hw, units)
     row = hbm_row(hw, units)
-    o2 = np.argsort(bank, kind="stable")  # each bank's transfers in arrival order
+    o2 = _stable_order(bank, nch * 64)  # each bank's transfers in arrival order
     k2, r2, g2, w2 = bank[o2], row[o2], rank[o2], window[o2]
-    switched = np.zeros(units.size, dtype=bool)
+    switched = np.zeros(n, dtype=bool)
     switched[1:] = (k2[1:] == k2[:-1]) & (r2[1:] != r2[:-1])
     # requests already asked for in their window (same bank, window and row, after the first of them)
     group = (k2 * (int(window.max()) + 1) + w2) * (int(row.max()) + 1) + r2
     o3 = np.argsort(group, kind="stable")
     g3 = group[o3]
-    repeat = np.zeros(units.size, dtype=bool)
+    repeat = np.zeros(n, dtype=bool)
     repeat[o3[1:][g3[1:] == g3[:-1]]] = True
     switched &= ~repeat
-    gap = np.zeros(units.size)
+    gap = np.zeros(n)
     gap[1:] = g2[1:] - g2[:-1] - 1
     extra = np.where(switched, np.maximum(0.0, switch - t - gap * t), 0.0)
-    n = int(ch.max()) + 1
-    busy = np.bincount(ch, weights=factor * t, minlength=n) + np.bincount(ch[o2], weights=extra, minlength=n)
+    busy = np.bincount(ch, weights=factor * t, minlength=nch) + np.bincount(ch[o2], weights=extra, minlength=nch)
     return np.asarray(busy, dtype=np.float64)
+
+
+def _stable_order(key: IntArray, bound: int) -> IntArray:
+    """``np.argsort(key, kind="stable")`` for keys in ``[0, bound)``: numpy radix-sorts 16-bit keys (linear
+    time), so keys that fit are sorted as ``int16`` (the same order)."""
+    if bound <= 1 << 15:
+        return np.argsort(key.astype(np.int16), kind="stable")
+    return np.argsort(key, kind="stable")
+
+
+def _ranks(key: IntArray, order: IntArray, bound: int) -> IntArray:
+    """Each element's rank among the elements with its key (in arrival order), given ``order``, the stable
+    sort of ``key`` (keys in ``[0, bound)``): its position in the sort less its key's first position."""
+    first = np.zeros(bound + 1, dtype=np.int64)
+    np.cumsum(np.bincount(key, minlength=bound), out=first[1:])
+    rank = np.empty(key.size, dtype=np.int64)
+    rank[order] = np.arange(key.size, dtype=np.int64) - first[key[order]]
+    return rank

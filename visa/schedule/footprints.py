@@ -56,7 +56,7 @@ def _runs(element: Any) -> tuple[npt.NDArray[np.int64], int] | None:
 @functools.lru_cache(maxsize=1024)
 def _valid_positions(mapping: Any) -> npt.NDArray[np.int64]:
     """The positions a mapping holds (cached: a kernel's few mappings are evaluated once)."""
-    out: npt.NDArray[np.int64] = np.flatnonzero(np.asarray(mapping.evaluate().valid, dtype=bool)).astype(np.int64)
+    out: npt.NDArray[np.int64] = np.flatnonzero(mapping.validity()).astype(np.int64)
     out.setflags(write=False)
     return out
 
@@ -65,7 +65,7 @@ def _valid(mapping: Any) -> npt.NDArray[np.int64]:
     try:
         return _valid_positions(mapping)
     except TypeError:  # an unhashable mapping: evaluate it each time
-        return np.flatnonzero(np.asarray(mapping.evaluate().valid, dtype=bool)).astype(np.int64)
+        return np.flatnonzero(mapping.validity()).astype(np.int64)
 
 
 def _mask(indices: npt.NDArray[np.int64]) -> int:

@@ -164,7 +164,7 @@ class HostTensor(Generic[D, Element]):
         """The buffer, one value per position (a read-only view).  Positions that hold no tensor index (padding)
         read 0; a position that holds an index but was never written is poison and raises
         :class:`~visa.errors.PoisonError` naming the tensor and the operation that filled it (issue 16)."""
-        held = self.element.evaluate().valid
+        held = self.element.validity()
         missing = held & ~self.known
         if missing.any():
             k = int(np.argmax(missing))

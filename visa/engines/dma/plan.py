@@ -363,7 +363,7 @@ def _check_padding_writes(wcfg: SequencerConfig, base: int, dbuf: Mapping, dst: 
     stream = pair_of(time, packet)
     if stream.size > _ENUMERATE:
         return
-    valid = stream.evaluate().valid
+    valid = stream.validity()
     addr = wcfg.addresses() - wcfg.base + base
     if valid.all():
         if np.unique(addr).size != addr.size:

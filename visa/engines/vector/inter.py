@@ -15,6 +15,7 @@ ring traversal of the group (L6738–6755, L4375).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,7 +32,8 @@ from visa.hw import HardwareProfile
 from visa.mapping import Mapping
 from visa.mapping.evaluate import BoolArray, IntArray
 
-__all__ = ["InterReduceConfig", "plan_inter_reduce", "execute_inter_reduce"]
+__all__ = ["InterReduceConfig", "plan_inter_reduce", "execute_inter_reduce", "unique_ids", "unique_counts",
+           "rank_of"]
 
 CALL = "vector_inter_slice_reduce"
 
@@ -111,15 +113,16 @@ def _plan(hw: HardwareProfile, layout: StreamLayout, op: str, op_dtype: str, sli
     for a in kept:
         gin = gin * sizes[a] + icoords[a]
         gout = gout * sizes[a] + ocoords[a]
-    in_groups = np.unique(gin[ivalid])
-    out_groups = np.unique(gout[ovalid])
-    lost = np.setdiff1d(in_groups, out_groups)
+    bound = math.prod(sizes.values())  # every group id is below it
+    in_groups = unique_ids(gin[ivalid], bound)
+    out_groups = unique_ids(gout[ovalid], bound)
+    lost = np.setdiff1d(in_groups, out_groups, assume_unique=True)
     if lost.size:
         raise LayoutError(f"Slice2 {slice2!r} / Time2 {time2!r} do not hold every index left after reducing "
                           f"{', '.join(reduced)}", call=CALL, level="Slice", mapping=repr(slice2),
                           axis=_short(kept, (icoords, ivalid), (ocoords, ovalid)),
                           fix="each kept axis must appear in Slice2 or Time2 at its full size")
-    extra = np.setdiff1d(out_groups, in_groups)
+    extra = np.setdiff1d(out_groups, in_groups, assume_unique=True)
     if extra.size:
         raise LayoutError(f"Slice2 {slice2!r} / Time2 {time2!r} hold indices the input does not have", call=CALL,
                           level="Slice", mapping=repr(slice2), axis=_short(kept, (ocoords, ovalid), (icoords, ivalid)),
@@ -130,17 +133,57 @@ def _plan(hw: HardwareProfile, layout: StreamLayout, op: str, op_dtype: str, sli
     order = np.argsort(g_of, kind="stable")
     g_sorted = g_of[order]
     members_flat = flat_in[order]
-    uniq, start, counts = np.unique(g_sorted, return_index=True, return_counts=True)
+    uniq, start, counts = unique_counts(g_sorted, bound)
     r_max = int(counts.max(initial=0))
-    members = np.full((uniq.size, r_max), -1, dtype=np.int64)
-    col = np.arange(members_flat.size) - np.repeat(start, counts)
-    members[np.repeat(np.arange(uniq.size), counts), col] = members_flat
-    out_group = np.where(ovalid, np.searchsorted(uniq, gout), -1)
+    if uniq.size * r_max == members_flat.size:  # every group as large: its members are consecutive rows
+        members = members_flat.reshape(uniq.size, r_max)
+    else:
+        members = np.full((uniq.size, r_max), -1, dtype=np.int64)
+        col = np.arange(members_flat.size) - np.repeat(start, counts)
+        members[np.repeat(np.arange(uniq.size), counts), col] = members_flat
+    out_group = np.where(ovalid, rank_of(uniq, gout, bound), -1)
     # ring size: distinct slices feeding one group
     shape = ivalid.shape
     slice_of = (members_flat // (shape[3] * shape[4])) % shape[2]
     ring = int(len(np.unique(slice_of[g_sorted == uniq[0]]))) if uniq.size else 1
     return InterReduceConfig(op, name, out, reduced, broadcast, members, out_group, ring)
+
+
+def unique_ids(ids: IntArray, bound: int) -> IntArray:
+    """``np.unique(ids)`` for ids in ``[0, bound)``: a table of the ids present when ``bound`` is not much
+    larger than the ids (numpy's hash-based ``unique`` took 40 ms per million group ids, issue 15)."""
+    if bound > max(_TABLE_FROM, 8 * ids.size):
+        return np.unique(ids)
+    present = np.zeros(bound, dtype=bool)
+    present[ids] = True
+    return np.flatnonzero(present)
+
+
+def unique_counts(sorted_ids: IntArray, bound: int) -> tuple[IntArray, IntArray, IntArray]:
+    """``np.unique(sorted_ids, return_index=True, return_counts=True)`` for sorted ids in ``[0, bound)``, by
+    counting (the first index of an id in a sorted array is the count of the smaller ids)."""
+    if bound > max(_TABLE_FROM, 8 * sorted_ids.size):
+        uniq, start, counts = np.unique(sorted_ids, return_index=True, return_counts=True)
+        return uniq, start, counts
+    every = np.bincount(sorted_ids, minlength=bound)
+    uniq = np.flatnonzero(every)
+    counts = every[uniq]
+    return uniq, np.cumsum(counts) - counts, counts
+
+
+def rank_of(uniq: IntArray, ids: IntArray, bound: int) -> IntArray:
+    """``np.searchsorted(uniq, ids)`` for sorted unique ``uniq`` and ``ids`` in ``[0, bound)``: how many of
+    ``uniq`` are below each id, read from a running count over ``[0, bound)``."""
+    if bound > max(_TABLE_FROM, 8 * ids.size):
+        out: IntArray = np.searchsorted(uniq, ids)
+        return out
+    below = np.zeros(bound + 1, dtype=np.int64)
+    below[uniq + 1] = 1
+    np.cumsum(below, out=below)
+    return below[ids]
+
+
+_TABLE_FROM = 1 << 20  # ids below this bound are always counted in a table
 
 
 def _short(axes: list[str], a: tuple[dict[str, IntArray], BoolArray], b: tuple[dict[str, IntArray], BoolArray]

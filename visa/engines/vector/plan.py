@@ -521,8 +521,7 @@ def plan_unzip(hw: HardwareProfile, axis: str, time: Mapping, packet: Mapping, t
 
 def valid_mask(mappings: tuple[Mapping, ...]) -> BoolArray:
     """Joint validity of a multi-level buffer (padding split across levels is decided on the whole index)."""
-    ev = pair_of(*mappings).evaluate()
-    return ev.valid.reshape(tuple(m.size for m in mappings))
+    return pair_of(*mappings).validity().reshape(tuple(m.size for m in mappings))
 
 
 # ------------------------------------------------------------------------------------------------- filter
