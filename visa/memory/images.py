@@ -837,8 +837,24 @@ def nest_all_written(dtype: type[dt.Scalar], image: Image, bit_base: int, loops:
         return False
     nb, base, nest = got
     assert isinstance(image, DenseImage)
+    return all(image.nest_written(base + lo, base + hi) for lo, hi in _hulls(nest, nb))
+
+
+def _hulls(nest: Nest, nb: int, pieces: int = 16) -> list[tuple[int, int]]:
+    """Byte ranges ``[lo, hi)`` (relative to the base) that together cover every ``nb``-byte word a byte nest
+    visits: its hull, or, when the loop of the largest stride steps past everything the other loops span (an
+    interleaved pair far apart, :func:`visa.engines.fetch._pair_nest`), the hulls of each of its steps, at most
+    ``pieces`` ranges (the bytes between the steps are not read, so they need not be written)."""
     lo, hi = _nest_bounds(nest)
-    return image.nest_written(base + lo, base + hi + nb)
+    if nest:
+        k = max(range(len(nest)), key=lambda i: abs(nest[i][1]))
+        n, s = nest[k]
+        rest = nest[:k] + nest[k + 1:]
+        r_lo, r_hi = _nest_bounds(rest)
+        if 1 < n <= pieces and r_hi - r_lo + nb <= abs(s):
+            inner = _hulls(rest, nb, pieces // n)
+            return [(a + i * s, b + i * s) for i in range(n) for a, b in inner]
+    return [(lo, hi + nb)]
 
 
 def load_nest_values(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: Sequence[tuple[int, int]],

@@ -1,0 +1,114 @@
+"""The fast paths issue 15's second set of held-out kernels added (docs/manual-notes.md, "Held-out kernels, second
+set"), each pinned against the general path it replaces on small inputs.
+
+- An interleaved fetch of two tensors anywhere in the slice (``begin_interleaved``, manual L1843–1868) reads
+  through one strided loop nest (``fetch._pair_nest``) instead of one address per stream position.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from visa import AxisSet, Context, i8, i16, i32
+from visa import dtypes as dt
+from visa.engines import fetch as F
+from visa.errors import VisaError
+from visa.memory.images import DenseImage, _hulls, nest_all_written
+from visa.testing import place_dm
+
+DTYPES = (i8, i16, i32)
+
+
+def _interleaved(monkeypatch: pytest.MonkeyPatch, general: bool, dtype: Any, n_e: int, time: str, packet: str,
+                 gap: int, written: int, seed: int) -> Any:
+    """Fetch a pair of ``n_e``-element tensors ``gap`` bytes apart (the second written only ``written`` elements
+    deep: the rest is poison), through the general path or not."""
+    with monkeypatch.context() as mp:
+        if general:
+            mp.setattr(F, "_pair_nest", lambda *a: None)
+        ax = AxisSet(A=n_e, W=written, I=2)
+        m = ax.m
+        ctx = Context()
+        ctx.num_chips = 1
+        rng = np.random.default_rng(seed)
+        x = dt.random_values(dtype, (2, n_e), rng)
+        first = 2048
+        a = place_dm(ctx, x[0], dtype, m["1"], m["1 # 2"], m["1 # 256"], m["A"], first)
+        place_dm(ctx, x[1][:written], dtype, m["1"], m["1 # 2"], m["1 # 256"], m["W"], first + gap)
+        b = place_dm(ctx, x[1], dtype, m["1"], m["1 # 2"], m["1 # 256"], m["A"], first + gap) \
+            if written == n_e else type(a).from_addr(ctx, dtype, m["1"], m["1 # 2"], m["1 # 256"], m["A"], first + gap)
+        s = ctx.main.begin_interleaved(m["I"], a.view(), b.view()).fetch(dtype, m[time], m[packet])
+        return np.asarray(s.data.values).copy(), np.asarray(np.broadcast_to(s.data.known, s.data.values.shape)).copy()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(dtype=st.sampled_from(DTYPES), n_e=st.sampled_from([8, 16, 32]), order=st.integers(0, 3),
+       gap_units=st.integers(-40, 40), short=st.booleans(), seed=st.integers(0, 99))
+def test_interleaved_pair_nest_matches_the_general_path(monkeypatch: pytest.MonkeyPatch, dtype: Any, n_e: int,
+                                                        order: int, gap_units: int, short: bool, seed: int) -> None:
+    """Values and known-mask of an interleaved fetch equal the general path's, for the two tensors adjacent or
+    apart, the interleave axis outside, inside or merged with the element's loop, the second tensor partly
+    written."""
+    time, packet = [("I, A / 8", "A % 8"), ("A / 8, I", "A % 8"), ("I, A / 4", "A % 4"), ("A / 4, I", "A % 4")][order]
+    gap = gap_units * 8 * dtype.image_bits // 8  # whole elements, 32-byte steps for i32
+    assume(abs(gap) >= n_e * dtype.image_bits // 8)  # no overlap; the second tensor above or below the first
+    written = n_e // 2 if short else n_e
+    try:
+        want = _interleaved(monkeypatch, True, dtype, n_e, time, packet, gap, written, seed)
+    except VisaError:
+        assume(False)
+    got = _interleaved(monkeypatch, False, dtype, n_e, time, packet, gap, written, seed)
+    assert np.array_equal(got[1], want[1]) and np.array_equal(np.where(got[1], got[0], 0), np.where(want[1], want[0], 0))
+
+
+def test_pair_nest_is_a_loop_nest_over_both_tensors() -> None:
+    """The AllReduce add's fetch (Element 1024 i32, Time ``I, A / 8``, the tensors 64 KiB apart) is one nest: the
+    merged ``I, A / 8`` loop split at the element, its outer half stepping by the gap."""
+    ax = AxisSet(A=1024, I=2)
+    m = ax.m
+    cfg = F.plan(Context().hw, i32, i32, m["1"], m["1 # 2"], m["1 # 256"], m["A"], m["I, A / 8"], m["A % 8"],
+                 interleave=m["I"])
+    bases = np.array([0, 8 * (1 << 16)], dtype=np.int64)
+    got = F._nest(cfg, bases, cfg.sequencer.entries)
+    assert got is not None
+    base, loops = got
+    assert base == 0 and tuple(lp for lp in loops if lp[0] > 1) == ((2, (1 << 16) // 4), (128, 8), (8, 1))
+    below = F._nest(cfg, bases[::-1].copy(), cfg.sequencer.entries)  # the second tensor below the first
+    assert below is not None and below[0] == 8 * (1 << 16) and below[1][0] == (2, -(1 << 16) // 4)
+
+
+@settings(max_examples=80, deadline=None)
+@given(loops=st.lists(st.tuples(st.integers(1, 4), st.integers(-40, 40)), min_size=0, max_size=4),
+       nb=st.sampled_from([1, 2, 4]), base=st.integers(0, 200), holes=st.lists(st.integers(0, 399), max_size=6))
+def test_nest_all_written_asks_only_the_bytes_read(loops: list[tuple[int, int]], nb: int, base: int,
+                                                   holes: list[int]) -> None:
+    """``nest_all_written`` over the hulls of a nest's steps (``images._hulls``) says True exactly when every byte
+    of every word the nest visits was written (brute force over the byte mask), whenever the hulls are the bytes
+    read; it never says True when one is unwritten."""
+    img = DenseImage((1, 400))
+    img.data[...] = 0
+    mask = np.ones((1, 400), dtype=bool)
+    mask[0, holes] = False
+    img.written[...] = mask
+    d = {1: i8, 2: i16, 4: i32}[nb]
+    words = np.full((), 0, dtype=np.int64)
+    for n, s in loops:
+        words = words[..., None] + np.arange(n, dtype=np.int64) * s * nb
+    start = base + words.reshape(-1)
+    if start.min() < 0 or start.max() + nb > 400:
+        return
+    read = (start[:, None] + np.arange(nb)).reshape(-1)
+    every = bool(mask[0, read].all())
+    got = nest_all_written(d, img, 8 * base, loops)
+    assert not got or every  # sound: never True over an unwritten byte read
+    covered = np.zeros(400, dtype=bool)
+    for lo, hi in _hulls(tuple((n, s * nb) for n, s in loops if n != 1), nb):
+        covered[base + lo: base + hi] = True
+    assert covered[read].all()  # the hulls cover every byte read
+    if covered.sum() == np.unique(read).size:  # the hulls are exactly the bytes read
+        assert got == every
