@@ -18,7 +18,9 @@ from visa import AxisSet, Context, i8, i16, i32
 from visa import dtypes as dt
 from visa.engines import fetch as F
 from visa.errors import VisaError
+from visa.memory import images as images_mod
 from visa.memory.images import DenseImage, _hulls, nest_all_written
+from visa.memory.units import UnitSelection
 from visa.testing import place_dm
 
 DTYPES = (i8, i16, i32)
@@ -112,3 +114,43 @@ def test_nest_all_written_asks_only_the_bytes_read(loops: list[tuple[int, int]],
     assert covered[read].all()  # the hulls cover every byte read
     if covered.sum() == np.unique(read).size:  # the hulls are exactly the bytes read
         assert got == every
+
+
+WHOLE = [dt.i8, dt.i16, dt.i32, dt.bf16, dt.f32, dt.f8e4m3, dt.i9, dt.i5]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(d=st.sampled_from(WHOLE), n=st.integers(1, 20), base=st.integers(0, 60), units=st.booleans(),
+       mask=st.sampled_from(["none", "all", "some"]), seed=st.integers(0, 999))
+def test_store_of_a_run_is_the_scatter(monkeypatch: pytest.MonkeyPatch, d: Any, n: int, base: int, units: bool,
+                                       mask: str, seed: int) -> None:
+    """``store`` of consecutive elements (``images._store_run``, one strided copy) leaves the bytes, the
+    written-mask and the errors the scatter by index leaves, on a whole image or a unit selection."""
+    rng = np.random.default_rng(seed)
+    images = []
+    for run in (True, False):
+        img = DenseImage((2, 3, 96))
+        img.data[...] = np.random.default_rng(seed).integers(0, 256, size=(2, 3, 96), dtype=np.uint8)
+        img.written[...] = np.random.default_rng(seed).random((2, 3, 96)) < 0.7
+        images.append((run, img))
+    target_units = np.array([[True, False, True], [False, True, True]])
+    count = int(target_units.sum()) if units else 6
+    vals = dt.random_values(d, (count, n), rng)
+    sel = None if mask == "none" else np.ones((count, n), bool) if mask == "all" else rng.random((count, n)) < 0.5
+    bits = 8 * base + np.arange(n, dtype=np.int64) * d.image_bits
+    outcome = []
+    for run, img in images:
+        with monkeypatch.context() as mp:
+            if not run:
+                mp.setattr(images_mod, "_store_run", lambda *a: False)
+            target = UnitSelection(img, target_units) if units else img
+            lead = vals if units else vals.reshape(2, 3, n)
+            smask = None if sel is None else (sel if units else sel.reshape(2, 3, n))
+            try:
+                images_mod.store(d, target, bits, lead, smask)
+                outcome.append((img.data.copy(), img.written.copy()))
+            except VisaError as err:
+                outcome.append((err.describe(),))
+    assert len(outcome[0]) == len(outcome[1])
+    for a, b in zip(outcome[0], outcome[1], strict=True):
+        assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b
