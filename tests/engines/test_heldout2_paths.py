@@ -20,7 +20,9 @@ from visa.engines import fetch as F
 from visa.errors import VisaError
 from visa.memory import images as images_mod
 from visa.memory.images import DenseImage, _hulls, nest_all_written
+from visa.memory.known import is_everywhere, known_everywhere
 from visa.memory.units import UnitSelection
+from visa.stream.vector.pair import _time_steps
 from visa.testing import place_dm
 
 DTYPES = (i8, i16, i32)
@@ -154,3 +156,23 @@ def test_store_of_a_run_is_the_scatter(monkeypatch: pytest.MonkeyPatch, d: Any, 
     assert len(outcome[0]) == len(outcome[1])
     for a, b in zip(outcome[0], outcome[1], strict=True):
         assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b
+
+
+@settings(max_examples=60, deadline=None)
+@given(t=st.integers(1, 12), start=st.integers(0, 11), step=st.integers(1, 4), count=st.integers(1, 6),
+       shuffle=st.booleans(), broadcast=st.booleans(), seed=st.integers(0, 999))
+def test_unzip_time_steps_are_the_gather(t: int, start: int, step: int, count: int, shuffle: bool,
+                                         broadcast: bool, seed: int) -> None:
+    """An unzip group's time steps (``pair._time_steps``: a strided slice when equally spaced) equal the gather
+    by index, C-contiguous; an all-known broadcast stays a broadcast."""
+    rng = np.random.default_rng(seed)
+    steps = start + step * np.arange(count, dtype=np.int64)
+    steps = steps[steps < t]
+    assume(steps.size > 0)
+    if shuffle:
+        steps = rng.permutation(steps)
+    arr = known_everywhere((1, 2, 3, t, 4)) if broadcast else rng.integers(0, 100, size=(1, 2, 3, t, 4))
+    got = _time_steps(arr, steps)
+    want = np.asarray(arr)[:, :, :, steps]
+    assert np.array_equal(got, want) and got.shape == want.shape
+    assert is_everywhere(got) if broadcast else got.flags.c_contiguous
