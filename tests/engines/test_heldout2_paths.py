@@ -18,6 +18,7 @@ from visa import AxisSet, Context, i8, i16, i32
 from visa import dtypes as dt
 from visa.engines import fetch as F
 from visa.errors import VisaError
+from visa.engines.vector.inter import _group_sets, _runs
 from visa.memory import images as images_mod
 from visa.memory.images import DenseImage, _hulls, nest_all_written
 from visa.memory.known import is_everywhere, known_everywhere
@@ -176,3 +177,20 @@ def test_unzip_time_steps_are_the_gather(t: int, start: int, step: int, count: i
     want = np.asarray(arr)[:, :, :, steps]
     assert np.array_equal(got, want) and got.shape == want.shape
     assert is_everywhere(got) if broadcast else got.flags.c_contiguous
+
+
+@settings(max_examples=80, deadline=None)
+@given(gin=st.lists(st.integers(0, 60), max_size=40), gout=st.lists(st.integers(0, 60), max_size=40),
+       space=st.sampled_from([61, 100, 10**6]))
+def test_inter_reduce_group_sets_are_numpys(gin: list[int], gout: list[int], space: int) -> None:
+    """The inter-slice reduce's group sets (``inter._group_sets``: a presence mask over the id space when it is
+    small, numpy's ``unique``/``setdiff1d`` otherwise) and the runs of a sorted array (``inter._runs``) equal
+    numpy's."""
+    a, b = np.array(gin, dtype=np.int64), np.array(gout, dtype=np.int64)
+    got = _group_sets(a, b, space)
+    ua, ub = np.unique(a), np.unique(b)
+    for x, y in zip(got, (ua, ub, np.setdiff1d(ua, ub), np.setdiff1d(ub, ua)), strict=True):
+        assert x.tolist() == y.tolist()
+    srt = np.sort(a)
+    for x, y in zip(_runs(srt), np.unique(srt, return_index=True, return_counts=True), strict=True):
+        assert x.tolist() == y.tolist()

@@ -15,6 +15,7 @@ ring traversal of the group (L6738–6755, L4375).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -111,15 +112,12 @@ def _plan(hw: HardwareProfile, layout: StreamLayout, op: str, op_dtype: str, sli
     for a in kept:
         gin = gin * sizes[a] + icoords[a]
         gout = gout * sizes[a] + ocoords[a]
-    in_groups = np.unique(gin[ivalid])
-    out_groups = np.unique(gout[ovalid])
-    lost = np.setdiff1d(in_groups, out_groups)
+    in_groups, out_groups, lost, extra = _group_sets(gin[ivalid], gout[ovalid], math.prod(sizes.values()))
     if lost.size:
         raise LayoutError(f"Slice2 {slice2!r} / Time2 {time2!r} do not hold every index left after reducing "
                           f"{', '.join(reduced)}", call=CALL, level="Slice", mapping=repr(slice2),
                           axis=_short(kept, (icoords, ivalid), (ocoords, ovalid)),
                           fix="each kept axis must appear in Slice2 or Time2 at its full size")
-    extra = np.setdiff1d(out_groups, in_groups)
     if extra.size:
         raise LayoutError(f"Slice2 {slice2!r} / Time2 {time2!r} hold indices the input does not have", call=CALL,
                           level="Slice", mapping=repr(slice2), axis=_short(kept, (ocoords, ovalid), (icoords, ivalid)),
@@ -130,7 +128,7 @@ def _plan(hw: HardwareProfile, layout: StreamLayout, op: str, op_dtype: str, sli
     order = np.argsort(g_of, kind="stable")
     g_sorted = g_of[order]
     members_flat = flat_in[order]
-    uniq, start, counts = np.unique(g_sorted, return_index=True, return_counts=True)
+    uniq, start, counts = _runs(g_sorted)
     r_max = int(counts.max(initial=0))
     members = np.full((uniq.size, r_max), -1, dtype=np.int64)
     col = np.arange(members_flat.size) - np.repeat(start, counts)
@@ -141,6 +139,31 @@ def _plan(hw: HardwareProfile, layout: StreamLayout, op: str, op_dtype: str, sli
     slice_of = (members_flat // (shape[3] * shape[4])) % shape[2]
     ring = int(len(np.unique(slice_of[g_sorted == uniq[0]]))) if uniq.size else 1
     return InterReduceConfig(op, name, out, reduced, broadcast, members, out_group, ring)
+
+
+def _group_sets(gin: IntArray, gout: IntArray, space: int) -> tuple[IntArray, IntArray, IntArray, IntArray]:
+    """The distinct input and output groups (sorted), and those only the input / only the output holds
+    (``np.unique`` and ``np.setdiff1d``).  Group ids lie in ``[0, space)``: when that space is not much larger
+    than the positions, a presence mask over it answers all four in one pass each, without sorting or hashing."""
+    if space > 4 * (gin.size + gout.size) + 4096:
+        ins, outs = np.unique(gin), np.unique(gout)
+        return ins, outs, np.setdiff1d(ins, outs), np.setdiff1d(outs, ins)
+    pin = np.zeros(space, dtype=bool)
+    pin[gin] = True
+    pout = np.zeros(space, dtype=bool)
+    pout[gout] = True
+    return np.flatnonzero(pin), np.flatnonzero(pout), np.flatnonzero(pin & ~pout), np.flatnonzero(pout & ~pin)
+
+
+def _runs(g_sorted: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+    """``np.unique(g_sorted, return_index=True, return_counts=True)`` of a sorted array: its runs (value, first
+    index, length)."""
+    if not g_sorted.size:
+        empty = np.zeros(0, dtype=np.int64)
+        return g_sorted[:0], empty, empty
+    start = np.flatnonzero(np.concatenate(([True], g_sorted[1:] != g_sorted[:-1])))
+    counts = np.diff(np.append(start, g_sorted.size))
+    return g_sorted[start], start, counts
 
 
 def _short(axes: list[str], a: tuple[dict[str, IntArray], BoolArray], b: tuple[dict[str, IntArray], BoolArray]

@@ -40,7 +40,8 @@ def joint_eval(mappings: tuple[Mapping, ...]) -> tuple[dict[str, IntArray], Bool
     shape = tuple(m.size for m in mappings)
     ev = pair_of(*mappings).evaluate()
     valid = ev.valid.reshape(shape)
-    coords = {a: np.where(ev.valid, c, 0).reshape(shape) for a, c in ev.coords.items()}
+    every = bool(np.all(ev.valid))  # (then the coordinates need no zeroing)
+    coords = {a: (np.asarray(c) if every else np.where(ev.valid, c, 0)).reshape(shape) for a, c in ev.coords.items()}
     return coords, valid
 
 
