@@ -18,7 +18,9 @@ from visa import AxisSet, Context, i8, i16, i32
 from visa import dtypes as dt
 from visa.engines import fetch as F
 from visa.errors import VisaError
+from visa.engines.vector import relayout
 from visa.engines.vector.inter import _group_sets, _runs
+from visa.engines.vector.relayout import plan_gather
 from visa.memory import images as images_mod
 from visa.memory.images import DenseImage, _hulls, nest_all_written
 from visa.memory.known import is_everywhere, known_everywhere
@@ -194,3 +196,43 @@ def test_inter_reduce_group_sets_are_numpys(gin: list[int], gout: list[int], spa
     srt = np.sort(a)
     for x, y in zip(_runs(srt), np.unique(srt, return_index=True, return_counts=True), strict=True):
         assert x.tolist() == y.tolist()
+
+
+GATHER_AX = AxisSet(A=4, B=8, C=6, K=2)
+GATHER_CASES = [  # (source levels, stream levels): operands a slice holds, separable or not, held or not
+    (("1", "K", "A", "1 # 8"), ("1", "K", "A", "B / 4", "B % 4")),  # a VRF operand: one value a slice
+    (("1", "K", "A", "B / 4", "B % 4"), ("1", "K", "A", "B / 4", "B % 4")),  # a stash: the stream's own layout
+    (("1", "K", "A", "B"), ("1", "K", "A", "B / 4", "B % 4 # 8")),  # an operand along B, padded lanes
+    (("1", "K", "A # 8", "B # 16"), ("1", "K", "A # 8", "B / 2", "B % 2 # 4")),  # padding in both
+    (("1", "K", "A", "B % 4"), ("1", "K", "A", "B / 4", "B % 4")),  # B / 4 not held: refused
+    (("1", "K", "A", "A, B"), ("1", "K", "A", "B / 4", "B % 4")),  # an outer axis inside: not by parts
+    (("1", "1 # 2", "A / 2", "A % 2, B"), ("1", "1 # 2", "A / 2", "A % 2, B / 4", "B % 4")),  # not by parts
+    (("1", "K", "A", "1 # 8"), ("1", "1 # 2", "K, A", "B / 4", "B % 4")),  # another slice holds it: refused
+    (("1", "K", "A", "C"), ("1", "K", "A", "B / 4", "B % 4")),  # an axis the stream lacks: refused
+    (("1", "K", "A", "B % 4, B / 4"), ("1", "K", "A", "B / 4", "B % 4")),  # the operand transposed
+]
+
+
+@pytest.mark.parametrize("case", range(len(GATHER_CASES)))
+def test_gather_by_parts_is_the_whole_stream_inverse(monkeypatch: pytest.MonkeyPatch, case: int) -> None:
+    """``relayout.plan_gather`` by parts (``_factored``: the slices and the inner levels located apart) gives
+    the gather, or the refusal, the inverse over the whole stream gives."""
+    src_text, stream_text = GATHER_CASES[case]
+    m = GATHER_AX.m
+    src, stream = tuple(m[t] for t in src_text), tuple(m[t] for t in stream_text)
+    outcome = []
+    for general in (True, False):
+        plan_gather.cache_clear()  # type: ignore[attr-defined]
+        with monkeypatch.context() as mp:
+            if general:
+                mp.setattr(relayout, "_factored", lambda *a: None)
+            try:
+                g = plan_gather(src, stream, "vector_fp_binary", "VRF operand")
+                outcome.append((g.index.tolist(), g.used.tolist()))
+            except VisaError as err:
+                outcome.append(err.describe())
+    plan_gather.cache_clear()  # type: ignore[attr-defined]
+    assert outcome[0] == outcome[1]
+    if case < 4:  # the separable cases do take the path by parts
+        coords, valid = relayout.joint_eval(stream)
+        assert relayout._factored(src, stream, frozenset().union(*(s.axes for s in src)), valid) is not None

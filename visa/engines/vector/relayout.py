@@ -11,6 +11,7 @@ The gather index of a (source mappings, stream mappings) pair is computed once a
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,7 @@ import numpy.typing as npt
 from visa.engines.vector.cache import cached
 from visa.errors import LayoutError
 from visa.mapping import Mapping, pair_of
+from visa.mapping.canon import SkewAtom, axis_atoms
 from visa.mapping.evaluate import BoolArray, IntArray
 
 __all__ = ["Gather", "plan_gather", "joint_eval"]
@@ -61,6 +63,9 @@ def plan_gather(source: tuple[Mapping, ...], stream: tuple[Mapping, ...], call: 
         raise LayoutError(f"the {what} holds axis {extra[0]}, which the stream does not have, so an element "
                           "of the stream does not name one value of it", call=call, axis=extra[0],
                           mapping=", ".join(repr(m) for m in source), fix=f"give the {what} the stream's axes only")
+    fast = _factored(source, stream, src_axes, valid)
+    if fast is not None:
+        return fast
     joint = pair_of(*source)
     flat, held = joint.locate({a: coords[a] for a in src_axes}, shape)
     flat = np.where(valid & held, flat, 0)
@@ -93,6 +98,35 @@ def plan_gather(source: tuple[Mapping, ...], stream: tuple[Mapping, ...], call: 
                               axis=", ".join(sorted(source[k].axes | stream[k].axes)) or None,
                               fix=f"lay the {what} out with the stream's {level} mapping {stream[k]!r}")
     return Gather(np.ascontiguousarray(flat), np.ascontiguousarray(valid))
+
+
+def _factored(source: tuple[Mapping, ...], stream: tuple[Mapping, ...], src_axes: frozenset[str],
+              valid: BoolArray) -> Gather | None:
+    """:func:`plan_gather` by parts, when the source's and the stream's Chip, Cluster and Slice are the same
+    mappings and share no axis with their inner levels (a VRF operand, a stash): the source position is then the
+    (Chip, Cluster, Slice) part, located over the slices alone, times the inner size plus the inner part, located
+    over the inner levels alone — a few thousand positions each instead of every element of the stream.  None
+    (the caller runs the whole-stream inverse) when the parts do not separate, an axis is skewed, or an index is
+    not held or is held by another slice (the caller then names it in its error)."""
+    if tuple(source[:3]) != tuple(stream[:3]) or len(source) < 4:
+        return None
+    outer = frozenset().union(*(m.axes for m in stream[:3]))
+    inner_axes = frozenset().union(*(m.axes for m in (*stream[3:], *source[3:])))
+    if outer & inner_axes or any(isinstance(t, SkewAtom) for m in (*stream, *source) for t in axis_atoms(m.canon)):
+        return None
+    o_shape, i_shape = tuple(m.size for m in stream[:3]), tuple(m.size for m in stream[3:])
+    oc, _ = joint_eval(tuple(stream[:3]))
+    ic, _ = joint_eval(tuple(stream[3:]))
+    o_flat, o_held = pair_of(*source[:3]).locate({a: oc[a] for a in src_axes & outer}, o_shape)
+    i_flat, i_held = pair_of(*source[3:]).locate({a: ic[a] for a in src_axes & inner_axes}, i_shape)
+    lead = (...,) + (None,) * len(i_shape)
+    held = np.logical_and(np.asarray(o_held)[lead], np.asarray(i_held))
+    slices_ok = np.asarray(o_flat) == np.arange(math.prod(o_shape), dtype=np.int64).reshape(o_shape)
+    if bool((valid & ~(held & slices_ok[lead])).any()):
+        return None
+    inner = math.prod(m.size for m in source[3:])
+    index = np.asarray(o_flat)[lead] * inner + np.asarray(i_flat)
+    return Gather(np.ascontiguousarray(np.where(valid, index, 0)), np.ascontiguousarray(valid))
 
 
 def apply_gather(g: Gather, values: npt.NDArray[Any], known: npt.NDArray[np.bool_]
