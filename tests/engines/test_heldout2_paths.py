@@ -20,7 +20,7 @@ from visa.engines import fetch as F
 from visa.errors import VisaError
 from visa.engines.vector import relayout
 from visa.engines.vector.inter import _group_sets, _runs
-from visa.engines.vector.relayout import plan_gather
+from visa.engines.vector.relayout import apply_gather, plan_gather
 from visa.memory import images as images_mod
 from visa.memory.images import DenseImage, _hulls, nest_all_written
 from visa.memory.known import is_everywhere, known_everywhere
@@ -216,7 +216,8 @@ GATHER_CASES = [  # (source levels, stream levels): operands a slice holds, sepa
 @pytest.mark.parametrize("case", range(len(GATHER_CASES)))
 def test_gather_by_parts_is_the_whole_stream_inverse(monkeypatch: pytest.MonkeyPatch, case: int) -> None:
     """``relayout.plan_gather`` by parts (``_factored``: the slices and the inner levels located apart) gives
-    the gather, or the refusal, the inverse over the whole stream gives."""
+    the gather, or the refusal, the inverse over the whole stream gives, and applying it reads the same values and
+    known-mask at every position read."""
     src_text, stream_text = GATHER_CASES[case]
     m = GATHER_AX.m
     src, stream = tuple(m[t] for t in src_text), tuple(m[t] for t in stream_text)
@@ -228,7 +229,12 @@ def test_gather_by_parts_is_the_whole_stream_inverse(monkeypatch: pytest.MonkeyP
                 mp.setattr(relayout, "_factored", lambda *a: None)
             try:
                 g = plan_gather(src, stream, "vector_fp_binary", "VRF operand")
-                outcome.append((g.index.tolist(), g.used.tolist()))
+                shape = tuple(x.size for x in src)
+                rng = np.random.default_rng(case)
+                vals = rng.integers(0, 1000, size=shape)
+                applied = [apply_gather(g, vals, kn) for kn in (rng.random(shape) < 0.7, known_everywhere(shape))]
+                outcome.append((g.index.tolist(), g.used.tolist(),
+                                [(np.where(g.used, v, 0).tolist(), (k & g.used).tolist()) for v, k in applied]))
             except VisaError as err:
                 outcome.append(err.describe())
     plan_gather.cache_clear()  # type: ignore[attr-defined]

@@ -21,6 +21,7 @@ import numpy.typing as npt
 from visa.engines.vector.cache import cached
 from visa.errors import LayoutError
 from visa.mapping import Mapping, pair_of
+from visa.memory.known import is_everywhere, known_everywhere
 from visa.mapping.canon import SkewAtom, axis_atoms
 from visa.mapping.evaluate import BoolArray, IntArray
 
@@ -35,6 +36,9 @@ class Gather:
 
     index: IntArray
     used: BoolArray
+    #: when the gather is by parts (:func:`_factored`) and every stream position is read: the source's inner
+    #: position read at each inner stream position (shape of the stream's Time, Packet), each slice its own
+    inner: IntArray | None = None
 
 
 def joint_eval(mappings: tuple[Mapping, ...]) -> tuple[dict[str, IntArray], BoolArray]:
@@ -126,12 +130,44 @@ def _factored(source: tuple[Mapping, ...], stream: tuple[Mapping, ...], src_axes
         return None
     inner = math.prod(m.size for m in source[3:])
     index = np.asarray(o_flat)[lead] * inner + np.asarray(i_flat)
-    return Gather(np.ascontiguousarray(np.where(valid, index, 0)), np.ascontiguousarray(valid))
+    every = bool(valid.all())
+    return Gather(np.ascontiguousarray(np.where(valid, index, 0)), np.ascontiguousarray(valid),
+                  np.broadcast_to(i_flat, i_shape).copy() if every else None)
 
 
 def apply_gather(g: Gather, values: npt.NDArray[Any], known: npt.NDArray[np.bool_]
                  ) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]:
     """The source's values and known mask at every stream position (positions not read are unknown)."""
+    if g.inner is not None:
+        return _apply_by_parts(g, g.inner, values, known)
     v = values.reshape(-1)[g.index]
     k = known.reshape(-1)[g.index] & g.used
     return v, k
+
+
+def _apply_by_parts(g: Gather, inner: IntArray, values: npt.NDArray[Any], known: npt.NDArray[np.bool_]
+                    ) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]:
+    """:func:`apply_gather` of a gather by parts that reads every position (``g.inner`` set): each slice reads its
+    own inner positions ``inner``, so one value a slice (a VRF operand) is a broadcast, the stream's own layout (a
+    stash) a view, anything else a gather along the inner positions only.  The results are read-only."""
+    shape = g.index.shape
+    outer = shape[:3]
+    n_out = math.prod(outer)
+    flat = inner.reshape(-1)
+    per = values.size // n_out
+    lead = (*outer, *([1] * (len(shape) - 3)))
+
+    def pick(arr: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        rows = arr.reshape(n_out, per)
+        if bool((flat == flat[0]).all()):
+            out: npt.NDArray[Any] = np.broadcast_to(rows[:, int(flat[0])].reshape(lead), shape)
+            return out
+        if flat.size == per and bool((flat == np.arange(per)).all()):
+            out = rows.reshape(shape).view()
+        else:
+            out = rows[:, flat].reshape(shape)
+        out.flags.writeable = False
+        return out
+
+    k = known_everywhere(shape) if is_everywhere(known) else pick(np.asarray(known))
+    return pick(values), k
