@@ -22,7 +22,7 @@ from visa.engines.vector import relayout
 from visa.engines.vector.inter import _group_sets, _runs
 from visa.engines.vector.relayout import apply_gather, plan_gather
 from visa.memory import images as images_mod
-from visa.memory.images import DenseImage, _hulls, nest_all_written
+from visa.memory.images import DenseImage, _hulls, load, load_nest, nest_all_written, store
 from visa.memory.known import is_everywhere, known_everywhere
 from visa.memory.units import UnitSelection
 from visa.stream.vector.pair import _time_steps
@@ -242,3 +242,39 @@ def test_gather_by_parts_is_the_whole_stream_inverse(monkeypatch: pytest.MonkeyP
     if case < 4:  # the separable cases do take the path by parts
         coords, valid = relayout.joint_eval(stream)
         assert relayout._factored(src, stream, frozenset().union(*(s.axes for s in src)), valid) is not None
+
+
+@settings(max_examples=80, deadline=None)
+@given(loops=st.lists(st.tuples(st.integers(1, 4), st.integers(-6, 12)), min_size=1, max_size=3),
+       nb=st.sampled_from([1, 2, 4]), base=st.integers(0, 60), page=st.sampled_from([4, 8, 16]),
+       writes=st.lists(st.tuples(st.integers(0, 95), st.integers(1, 40)), max_size=4),
+       odd=st.booleans(), units=st.booleans())
+def test_nest_known_by_page_states_is_the_byte_mask(loops: list[tuple[int, int]], nb: int, base: int, page: int,
+                                                   writes: list[tuple[int, int]], odd: bool, units: bool) -> None:
+    """``load_nest``'s known-mask when every unit's pages are alike (``images._nest_known`` decides the words by
+    one unit's page states and asks the bytes only on mixed pages) equals ``load``'s, byte by byte; also when
+    one unit differs (``odd``: the general path)."""
+    img = DenseImage((2, 3, 96), page_bytes=page)
+    for lo, n in writes:  # the same ranges in every unit: whole pages ALL, partial ones MIXED
+        store(i8, img, 8 * lo + 8 * np.arange(min(n, 96 - lo), dtype=np.int64),
+              np.ones((2, 3, min(n, 96 - lo)), np.int8))
+    if odd:
+        store(i8, UnitSelection(img, np.array([[False, True, False], [False, False, False]])),
+              np.array([8 * 50], dtype=np.int64), np.ones((1, 1), np.int8))
+    d = {1: i8, 2: i16, 4: i32}[nb]
+    bits = 8 * base + _nest_addresses(loops) * d.image_bits
+    if bits.min() < 0 or bits.max() + d.image_bits > 8 * 96:
+        return
+    target = UnitSelection(img, np.array([[True, False, True], [False, True, True]])) if units else img
+    got = load_nest(d, target, 8 * base, loops)
+    want = load(d, target, bits)
+    assert got is not None
+    count = 4 if units else 6
+    assert np.array_equal(got[1].reshape(count, -1), want[1].reshape(count, -1))
+
+
+def _nest_addresses(loops: list[tuple[int, int]]) -> np.ndarray:
+    out = np.zeros((), dtype=np.int64)
+    for n, s in loops:
+        out = out[..., None] + np.arange(n, dtype=np.int64) * s
+    return out.reshape(-1)

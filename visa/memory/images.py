@@ -543,6 +543,19 @@ def _nest_known(pm: PageMask, us: Units, mask: BoolArray, nb: int, byte_base: in
     off = nest_offsets(byte_base, nest).reshape(-1)
     first, last = off // pm.page, (off + nb - 1) // pm.page
     st_u = pm.state[us]
+    if st.shape[0] and bool((st == st[:1]).all()):
+        # every unit's pages alike (a tensor written whole, a nest reaching into a page of another): the page
+        # states decide the words for one unit, broadcast to all; only the words on a mixed page ask the bytes
+        in_first, in_last = st_u[0, first], st_u[0, last]
+        k2[...] = (in_first == ALL) & (in_last == ALL)
+        on_mixed = np.flatnonzero((in_first == MIXED) | (in_last == MIXED))
+        if on_mixed.size:
+            pos = off[on_mixed]
+            exact = pm.known_at(us, pos)
+            for b in range(1, nb):
+                exact &= pm.known_at(us, pos + b)
+            k2[:, on_mixed] = exact
+        return
     np.logical_and(st_u[:, first] == ALL, st_u[:, last] == ALL, out=k2)
     if bool((st == MIXED).any()):
         kv = word_view(mask, nb)
