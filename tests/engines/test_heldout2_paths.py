@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 from visa import AxisSet, Context, i8, i16, i32
 from visa import dtypes as dt
 from visa.engines import fetch as F
-from visa.errors import VisaError
 from visa.engines.vector import relayout
 from visa.engines.vector.inter import _group_sets, _runs
 from visa.engines.vector.relayout import apply_gather, plan_gather
+from visa.errors import VisaError
 from visa.memory import images as images_mod
 from visa.memory.images import DenseImage, _hulls, load, load_nest, nest_all_written, store
 from visa.memory.known import is_everywhere, known_everywhere
@@ -70,7 +70,8 @@ def test_interleaved_pair_nest_matches_the_general_path(monkeypatch: pytest.Monk
     except VisaError:
         assume(False)
     got = _interleaved(monkeypatch, False, dtype, n_e, time, packet, gap, written, seed)
-    assert np.array_equal(got[1], want[1]) and np.array_equal(np.where(got[1], got[0], 0), np.where(want[1], want[0], 0))
+    assert np.array_equal(got[1], want[1])
+    assert np.array_equal(np.where(got[1], got[0], 0), np.where(want[1], want[0], 0))
 
 
 def test_pair_nest_is_a_loop_nest_over_both_tensors() -> None:

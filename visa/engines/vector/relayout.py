@@ -21,9 +21,9 @@ import numpy.typing as npt
 from visa.engines.vector.cache import cached
 from visa.errors import LayoutError
 from visa.mapping import Mapping, pair_of
-from visa.memory.known import is_everywhere, known_everywhere
 from visa.mapping.canon import SkewAtom, axis_atoms
 from visa.mapping.evaluate import BoolArray, IntArray
+from visa.memory.known import is_everywhere, known_everywhere
 
 __all__ = ["Gather", "plan_gather", "joint_eval"]
 
