@@ -7,6 +7,7 @@ set"), each pinned against the general path it replaces on small inputs.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,9 @@ from visa import AxisSet, Context, i8, i16, i32
 from visa import dtypes as dt
 from visa.engines import fetch as F
 from visa.engines.vector import relayout
-from visa.engines.vector.inter import _group_sets, _runs
+from visa.engines.common import StreamData, StreamLayout
+from visa.engines.vector import InterSliceReduceOpI32
+from visa.engines.vector.inter import _group_sets, _runs, execute_inter_reduce, plan_inter_reduce
 from visa.engines.vector.relayout import apply_gather, plan_gather
 from visa.errors import VisaError
 from visa.memory import images as images_mod
@@ -279,3 +282,33 @@ def _nest_addresses(loops: list[tuple[int, int]]) -> np.ndarray:
     for n, s in loops:
         out = out[..., None] + np.arange(n, dtype=np.int64) * s
     return out.reshape(-1)
+
+
+INTER_AX = AxisSet(R=4, A=64, T=3)
+INTER_CASES = [  # (Slice, Time, Slice2, Time2): full groups, groups with a dummy, a reduce over Time too
+    ("A / 8, R # 8", "1", "A / 8, 1 # 8", "1"),
+    ("A / 8, R", "1", "A / 8, 1 # 4", "1"),
+    ("A / 8 % 4, R", "A / 32", "A / 8 % 4, 1 # 4", "A / 32"),
+    ("A / 8, R", "T", "A / 8, 1 # 4", "1"),
+]
+
+
+@settings(max_examples=30, deadline=None)
+@given(case=st.integers(0, len(INTER_CASES) - 1), op=st.sampled_from(["AddSat", "Add", "Max"]),
+       everywhere=st.booleans(), seed=st.integers(0, 999))
+def test_inter_reduce_of_full_groups_is_the_masked_fold(case: int, op: str, everywhere: bool, seed: int) -> None:
+    """``execute_inter_reduce`` of a plan whose groups are all full (``cfg.full``: no identity padding, no known
+    gather for an all-known stream) gives the values and known-mask of the masked fold."""
+    sl, tm, sl2, tm2 = INTER_CASES[case]
+    m = INTER_AX.m
+    layout = StreamLayout(i32, m["1"], m["1 # 2"], m[sl], m[tm], m["A % 8"])
+    cfg = plan_inter_reduce(Context().hw, layout, getattr(InterSliceReduceOpI32, op), m[sl2], m[tm2])
+    assert cfg.full  # (every group of these has its four R)
+    shape = (1, 2, m[sl].size, m[tm].size, 8)
+    rng = np.random.default_rng(seed)
+    vals = rng.integers(-(2**31), 2**31, size=shape, dtype=np.int64).astype(np.int32)
+    known = known_everywhere(shape) if everywhere else rng.random(shape) < 0.9
+    got = execute_inter_reduce(cfg, StreamData(vals, known))
+    want = execute_inter_reduce(dataclasses.replace(cfg, full=False), StreamData(vals, np.array(known)))
+    assert np.array_equal(got.known, want.known)
+    assert np.array_equal(np.where(want.known, got.values, 0), np.where(want.known, want.values, 0))

@@ -31,6 +31,7 @@ from visa.errors import DtypeError, HardwareLimitError, LayoutError
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping
 from visa.mapping.evaluate import BoolArray, IntArray
+from visa.memory.known import is_everywhere
 
 __all__ = ["InterReduceConfig", "plan_inter_reduce", "execute_inter_reduce"]
 
@@ -49,6 +50,7 @@ class InterReduceConfig:
     members: IntArray  # (groups, r_max) flat input positions in ring order, -1 = none
     out_group: IntArray  # output shape: the group of each output position (-1 = invalid)
     ring: int
+    full: bool = False  # every group has r_max members (no -1 in ``members``)
 
     def describe(self) -> str:
         """The configuration for the pass report (reduced and broadcast axes, ring size)."""
@@ -138,7 +140,8 @@ def _plan(hw: HardwareProfile, layout: StreamLayout, op: str, op_dtype: str, sli
     shape = ivalid.shape
     slice_of = (members_flat // (shape[3] * shape[4])) % shape[2]
     ring = int(len(np.unique(slice_of[g_sorted == uniq[0]]))) if uniq.size else 1
-    return InterReduceConfig(op, name, out, reduced, broadcast, members, out_group, ring)
+    return InterReduceConfig(op, name, out, reduced, broadcast, members, out_group, ring,
+                             bool(counts.size) and bool((counts == r_max).all()))
 
 
 def _group_sets(gin: IntArray, gout: IntArray, space: int) -> tuple[IntArray, IntArray, IntArray, IntArray]:
@@ -178,16 +181,21 @@ def execute_inter_reduce(cfg: InterReduceConfig, data: StreamData) -> StreamData
     """Fold each group in ring order and lay the results out in Slice2 / Time2 (broadcast where new)."""
     ident = arith.reduce_identity(cfg.op, cfg.dtype)
     vals = data.values.reshape(-1)
-    known = data.known.reshape(-1)
     m = cfg.members
-    present = m >= 0
-    idx = np.where(present, m, 0)
-    x = np.where(present, vals[idx], np.asarray(ident, dtype=vals.dtype))
-    poison: BoolArray = np.asarray((present & ~known[idx]).any(axis=1))
+    if cfg.full:  # every group has r_max members: no identity padding, no masks
+        x = vals[m]
+        poison: BoolArray | None = None if is_everywhere(data.known) else \
+            np.asarray(~data.known.reshape(-1)[m].all(axis=1))
+    else:
+        present = m >= 0
+        idx = np.where(present, m, 0)
+        x = np.where(present, vals[idx], np.asarray(ident, dtype=vals.dtype))
+        poison = None if is_everywhere(data.known) else \
+            np.asarray((present & ~data.known.reshape(-1)[idx]).any(axis=1))
     red = arith.sequential_reduce(cfg.op, cfg.dtype, x, axis=1)
     og = cfg.out_group
     valid = og >= 0
     g = np.where(valid, og, 0)
     out_v: npt.NDArray[np.generic] = np.where(valid, red[g], np.zeros((), dtype=vals.dtype)).astype(vals.dtype)
-    out_k: BoolArray = valid & ~poison[g]
+    out_k: BoolArray = valid if poison is None else valid & ~poison[g]
     return StreamData(out_v, out_k)
