@@ -17,10 +17,11 @@ from hypothesis import strategies as st
 
 from visa import AxisSet, Context, i8, i16, i32
 from visa import dtypes as dt
+from visa.engines import collect as CO
 from visa.engines import fetch as F
-from visa.engines.vector import relayout
+from visa.engines import transpose as T
 from visa.engines.common import StreamData, StreamLayout
-from visa.engines.vector import InterSliceReduceOpI32
+from visa.engines.vector import InterSliceReduceOpI32, relayout
 from visa.engines.vector.inter import _group_sets, _runs, execute_inter_reduce, plan_inter_reduce
 from visa.engines.vector.relayout import apply_gather, plan_gather
 from visa.errors import VisaError
@@ -312,3 +313,34 @@ def test_inter_reduce_of_full_groups_is_the_masked_fold(case: int, op: str, ever
     want = execute_inter_reduce(dataclasses.replace(cfg, full=False), StreamData(vals, np.array(known)))
     assert np.array_equal(got.known, want.known)
     assert np.array_equal(np.where(want.known, got.values, 0), np.where(want.known, want.values, 0))
+
+
+TRANSPOSE_CASES = [  # (axes, dtype, in Time, in Packet, out Time, out Packet): the manual's shapes and the bench's
+    (dict(C=8, D=8, E=8), dt.i8, "C, D", "E # 32", "C, E", "D # 32"),
+    (dict(A=4, B=2), dt.i8, "A", "B # 32", "B", "A # 32"),
+    (dict(B=2, C=8, D=4, E=8), dt.i8, "B, C, D", "E # 32", "B, D, E", "C # 32"),
+    (dict(C=8, D=4, E=8), dt.bf16, "C, D", "E # 16", "C, E", "D # 16"),
+    (dict(C=64, R=8), dt.i8, "C / 8, R", "C % 8 # 32", "C / 8, C % 8", "R # 32"),
+]
+
+
+@pytest.mark.parametrize("case", range(len(TRANSPOSE_CASES)))
+def test_transpose_of_an_all_known_stream_is_the_masked_transpose(case: int) -> None:
+    """The Transpose Engine and the Collect Engine given an all-known broadcast (the known-mask a pattern, no
+    copy) return the values and known-mask they return for the same stream with a materialised mask."""
+    sizes, dtype, ti, pi, to, po = TRANSPOSE_CASES[case]
+    m = AxisSet(**sizes).m
+    cfg = T.plan(Context().hw, dtype, m[ti], m[pi], m[to], m[po])
+    rng = np.random.default_rng(case)
+    shape = (1, 2, 3, m[ti].size, m[pi].size)
+    vals = np.asarray(dt.random_values(dtype, shape, rng)).astype(dtype.storage)
+    fast = T.execute(cfg, StreamData(vals, known_everywhere(shape)))
+    slow = T.execute(cfg, StreamData(vals, np.ones(shape, dtype=bool)))
+    assert np.array_equal(fast.values, slow.values) and np.array_equal(fast.known, slow.known)
+    elements = pi.split(" # ")[0]
+    cc = CO.plan(Context().hw, dtype, m[ti], m[elements], m[ti], m[pi])
+    shape2 = (1, 2, 3, m[ti].size, m[elements].size)
+    v2 = np.asarray(dt.random_values(dtype, shape2, rng)).astype(dtype.storage)
+    fast2 = CO.execute(cc, StreamData(v2, known_everywhere(shape2)))
+    slow2 = CO.execute(cc, StreamData(v2, np.ones(shape2, dtype=bool)))
+    assert is_everywhere(fast2.known) and np.array_equal(fast2.values, slow2.values) and bool(slow2.known.all())
