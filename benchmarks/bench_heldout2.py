@@ -185,6 +185,43 @@ def _collectives() -> ModuleType:
     return mod
 
 
+STAGES = (
+    ("DMA", "visa.tensors.moves", ("host_to_hbm", "hbm_to_dm", "dm_to_hbm", "hbm_to_host", "dm_to_dm")),
+    ("chip shuffles", "visa.tensors.collective", ("shuffled_move",)),
+    ("place_dm", "benchmarks.bench_heldout2", ("place_dm",)),
+    ("fetch", "visa.stream.fetch", ("fetch", "begin", "begin_interleaved")),
+    ("collect", "visa.stream.collect", ("collect",)),
+    ("transpose", "visa.stream.transpose", ("transpose",)),
+    ("commit", "visa.stream.commit", ("commit",)),
+)
+
+
+def breakdown(fn: Any) -> str:
+    """Where a launch's time goes (the fastest of three runs), by the stage it is spent in (``bench_gemm``'s
+    :class:`~benchmarks.bench_gemm._Timer`); the rest is the Vector Engine's passes and the host side."""
+    from benchmarks.bench_gemm import _Timer
+
+    best: tuple[list[tuple[str, float]], float] | None = None
+    for _ in range(3):
+        timers = [(label, _Timer(importlib.import_module(mod), names)) for label, mod, names in STAGES]
+        for _, t in timers:
+            t.__enter__()
+        start = time.perf_counter()
+        try:
+            fn()
+        finally:
+            total = time.perf_counter() - start
+            for _, t in timers:
+                t.__exit__()
+        parts = [(label, t.total) for label, t in timers if t.total > 0]
+        parts.append(("vector engine and the rest", total - sum(v for _, v in parts)))
+        if best is None or total < best[1]:
+            best = (sorted(parts, key=lambda kv: -kv[1]), total)
+    assert best is not None
+    parts, total = best
+    return "    where a repeat launch goes: " + ", ".join(f"{k} {v * 1e3:.1f} ms ({v / total:.0%})" for k, v in parts)
+
+
 def _line(name: str, ours: float, theirs: float) -> str:
     return f"{name:<64} visa {ours * 1e3:9.2f} ms   numpy {theirs * 1e3:8.2f} ms   ratio {ours / theirs:7.2f}x"
 
@@ -194,7 +231,8 @@ def _first_and_repeat(name: str, fn: Any, theirs: float, check: Any) -> list[str
     out = fn()
     first = time.perf_counter() - start
     check(out)
-    return [_line(f"{name}, first launch", first, theirs), _line(f"{name}, repeat launch", best_of(fn, 3), theirs)]
+    return [_line(f"{name}, first launch", first, theirs), _line(f"{name}, repeat launch", best_of(fn, 3), theirs),
+            breakdown(fn)]
 
 
 def bench_transpose() -> list[str]:
