@@ -21,8 +21,9 @@ from visa.engines import collect as CO
 from visa.engines import fetch as F
 from visa.engines import transpose as T
 from visa.engines.common import StreamData, StreamLayout
-from visa.engines.vector import InterSliceReduceOpI32, relayout
+from visa.engines.vector import InterSliceReduceOpI32, IntraSliceReduceOpF32, IntraSliceReduceOpI32, intra, relayout
 from visa.engines.vector.inter import _group_sets, _runs, execute_inter_reduce, plan_inter_reduce
+from visa.engines.vector.intra import execute_intra_reduce, plan_intra_reduce
 from visa.engines.vector.relayout import apply_gather, plan_gather
 from visa.errors import VisaError
 from visa.memory import images as images_mod
@@ -344,3 +345,46 @@ def test_transpose_of_an_all_known_stream_is_the_masked_transpose(case: int) -> 
     fast2 = CO.execute(cc, StreamData(v2, known_everywhere(shape2)))
     slow2 = CO.execute(cc, StreamData(v2, np.ones(shape2, dtype=bool)))
     assert is_everywhere(fast2.known) and np.array_equal(fast2.values, slow2.values) and bool(slow2.known.all())
+
+
+INTRA_AX = AxisSet(A=2, B=4, R=4, H=16)
+INTRA_CASES = [  # (Time, Packet, axis, out Time, out Packet, op dtype): over Time only, the packet too, padded lanes
+    ("R / 2, A % 2, R % 2", "1 # 4", "R", "A % 2", "1 # 4", "i32"),
+    ("A, B, R", "1 # 4", "R", "A, B", "1 # 4", "i32"),
+    ("H / 4", "H % 4", "H", "1", "1 # 4", "f32"),
+    ("A, H / 4", "H % 4", "H", "A", "1 # 4", "f32"),
+    ("H / 2", "H % 2 # 4", "H", "1", "1 # 4", "f32"),
+]
+
+
+@settings(max_examples=30, deadline=None)
+@given(case=st.integers(0, len(INTRA_CASES) - 1), everywhere=st.booleans(), seed=st.integers(0, 999))
+def test_intra_reduce_fast_paths_are_the_masked_fold(case: int, everywhere: bool, seed: int) -> None:
+    """``execute_intra_reduce`` of an all-known stream (no poison mask), of a configuration whose every position
+    contributes (no identity put in), and of time steps in order (``intra._by_steps``: a view) gives what it
+    gives for the same stream with a materialised mask."""
+    ti, pa, axis, ot, op_, kind = INTRA_CASES[case]
+    m = INTRA_AX.m
+    dtype = i32 if kind == "i32" else dt.f32
+    lay = StreamLayout(dtype, m["1"], m["1"], m["1"], m[ti], m[pa])
+    op = IntraSliceReduceOpI32.AddSat if kind == "i32" else IntraSliceReduceOpF32.Add
+    cfg = plan_intra_reduce(Context().hw, lay, op, axis, m[ot], m[op_], None)
+    shape = (1, 1, 1, m[ti].size, m[pa].size)
+    rng = np.random.default_rng(seed)
+    vals = (rng.integers(-(2**31), 2**31, size=shape, dtype=np.int64).astype(np.int32) if kind == "i32"
+            else rng.standard_normal(shape).astype(np.float32))
+    known = known_everywhere(shape) if everywhere else rng.random(shape) < 0.9
+    if "#" in pa:  # padded lanes hold the identity, known (L5584)
+        lanes = m[pa.split(" # ")[0]].size
+        vals[..., lanes:] = 0
+        if not everywhere:
+            known[..., lanes:] = True
+    got, _ = execute_intra_reduce(cfg, StreamData(vals, known), None)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(intra, "_by_steps", lambda x, perm: x[:, :, :, perm])
+        mp.setattr(intra, "all_true", lambda a: False)
+        mp.setattr(intra, "is_everywhere", lambda a: False)
+        want, _ = execute_intra_reduce(cfg, StreamData(vals, np.array(known)), None)
+    assert np.array_equal(np.broadcast_to(got.known, want.known.shape), want.known)
+    assert np.array_equal(np.where(want.known, got.values, 0).view(np.uint32), np.where(want.known, want.values,
+                                                                                        0).view(np.uint32))
