@@ -24,6 +24,7 @@ from visa.engines.common import StreamData, StreamLayout
 from visa.engines.vector import InterSliceReduceOpI32, IntraSliceReduceOpF32, IntraSliceReduceOpI32, intra, relayout
 from visa.engines.vector.inter import _group_sets, _runs, execute_inter_reduce, plan_inter_reduce
 from visa.engines.vector.intra import execute_intra_reduce, plan_intra_reduce
+from visa.engines.vector.plan import LaneConfig
 from visa.engines.vector.relayout import apply_gather, plan_gather
 from visa.errors import VisaError
 from visa.memory import images as images_mod
@@ -382,9 +383,26 @@ def test_intra_reduce_fast_paths_are_the_masked_fold(case: int, everywhere: bool
     got, _ = execute_intra_reduce(cfg, StreamData(vals, known), None)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(intra, "_by_steps", lambda x, perm: x[:, :, :, perm])
-        mp.setattr(intra, "all_true", lambda a: False)
-        mp.setattr(intra, "is_everywhere", lambda a: False)
+        mp.setattr(intra, "all_true", lambda a: False)  # (every position contributes, every one known)
         want, _ = execute_intra_reduce(cfg, StreamData(vals, np.array(known)), None)
     assert np.array_equal(np.broadcast_to(got.known, want.known.shape), want.known)
     assert np.array_equal(np.where(want.known, got.values, 0).view(np.uint32), np.where(want.known, want.values,
                                                                                         0).view(np.uint32))
+
+
+@pytest.mark.parametrize("kind, lanes, width", [("trim", 4, 8), ("split", 4, 8), ("concat", 8, 4), ("pad", 8, 4)])
+def test_lane_steps_keep_an_all_known_mask_a_broadcast(kind: str, lanes: int, width: int) -> None:
+    """A Narrow or Widen step (``plan.LaneConfig.apply``) of an all-known mask is an all-known broadcast of the
+    shape the step gives any array; a mask with an unknown lane, and every value array, go through unchanged."""
+    m = AxisSet(L=lanes).m
+    step = LaneConfig(kind, m["1"], m["L"])
+    rng = np.random.default_rng(lanes)
+    shape = (1, 2, 3, 4, width)
+    for mask in (np.ones(shape, dtype=bool), known_everywhere(shape), rng.random(shape) < 0.8):
+        got = step.apply(mask)
+        want = np.pad(mask, [(0, 0)] * 4 + [(0, lanes - width)]) if kind == "pad" else \
+            np.ascontiguousarray(mask[..., :lanes]) if kind == "trim" else np.reshape(mask, (1, 2, 3, -1, lanes))
+        assert got.shape == want.shape and np.array_equal(got, want)
+        assert is_everywhere(got) == (kind != "pad" and bool(want.all()))
+    vals = rng.integers(0, 9, size=shape)
+    assert np.array_equal(step.apply(vals), step.apply(vals.copy()))

@@ -33,7 +33,7 @@ from visa.hw import HardwareProfile
 from visa.mapping import Mapping
 from visa.mapping import canon as C
 from visa.mapping.evaluate import BoolArray, IntArray
-from visa.memory.known import all_true, is_everywhere
+from visa.memory.known import all_true
 
 __all__ = ["IntraReduceConfig", "plan_intra_reduce", "execute_intra_reduce", "Narrowed"]
 
@@ -198,7 +198,7 @@ def execute_intra_reduce(cfg: IntraReduceConfig, data: StreamData, exec_id: npt.
     every = all_true(contrib)  # (every position contributes: no identity to put in)
     x = values if every else np.where(contrib, values, ident)
     # poison: a contributing element unknown; none for an all-known stream (no mask built)
-    bad_known: BoolArray | None = None if is_everywhere(known) else np.asarray(contrib & ~known)
+    bad_known: BoolArray | None = None if all_true(known) else np.asarray(contrib & ~known)
     poison: BoolArray | None = bad_known
     if cfg.packet_reduce:
         x = arith.tree4(op, dtype, x)  # (C, K, S, T)
