@@ -21,7 +21,14 @@ from visa.engines import collect as CO
 from visa.engines import fetch as F
 from visa.engines import transpose as T
 from visa.engines.common import StreamData, StreamLayout
-from visa.engines.vector import InterSliceReduceOpI32, IntraSliceReduceOpF32, IntraSliceReduceOpI32, intra, relayout
+from visa.engines.vector import (
+    InterSliceReduceOpI32,
+    IntraSliceReduceOpF32,
+    IntraSliceReduceOpI32,
+    arith,
+    intra,
+    relayout,
+)
 from visa.engines.vector.inter import _group_sets, _runs, execute_inter_reduce, plan_inter_reduce
 from visa.engines.vector.intra import execute_intra_reduce, plan_intra_reduce
 from visa.engines.vector.plan import LaneConfig
@@ -406,3 +413,18 @@ def test_lane_steps_keep_an_all_known_mask_a_broadcast(kind: str, lanes: int, wi
         assert is_everywhere(got) == (kind != "pad" and bool(want.all()))
     vals = rng.integers(0, 9, size=shape)
     assert np.array_equal(step.apply(vals), step.apply(vals.copy()))
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.integers(1, 6), n=st.integers(1, 40), big=st.booleans(), seed=st.integers(0, 999))
+def test_saturating_sum_is_the_step_by_step_fold(rows: int, n: int, big: bool, seed: int) -> None:
+    """i32 ``AddSat`` over a ring of any length (``arith.sequential_reduce``: step by step over all rows for a
+    short one, int64 sums and a replay of the saturating rows for a long one) is the fold that saturates at
+    every step, from 0."""
+    rng = np.random.default_rng(seed)
+    hi = 2**31 if big else 2**20
+    x = rng.integers(-hi, hi, size=(rows, n), dtype=np.int64).astype(np.int32)
+    want = np.zeros(rows, dtype=np.int64)
+    for k in range(n):
+        want = np.clip(want + x[:, k], -(2**31), 2**31 - 1)
+    assert arith.sequential_reduce("AddSat", "i32", x).tolist() == want.tolist()
