@@ -35,6 +35,7 @@ from visa.engines.vector.plan import LaneConfig
 from visa.engines.vector.relayout import apply_gather, plan_gather
 from visa.errors import VisaError
 from visa.memory import images as images_mod
+from visa.memory import transfer
 from visa.memory.images import DenseImage, _hulls, load, load_nest, nest_all_written, store
 from visa.memory.known import is_everywhere, known_everywhere
 from visa.memory.units import UnitSelection
@@ -428,3 +429,28 @@ def test_saturating_sum_is_the_step_by_step_fold(rows: int, n: int, big: bool, s
     for k in range(n):
         want = np.clip(want + x[:, k], -(2**31), 2**31 - 1)
     assert arith.sequential_reduce("AddSat", "i32", x).tolist() == want.tolist()
+
+
+@settings(max_examples=80, deadline=None)
+@given(outer=st.lists(st.tuples(st.integers(1, 4), st.integers(0, 6)), max_size=2), run=st.integers(1, 24),
+       unit=st.sampled_from([1, 2, 4, 8]), d_off=st.integers(0, 9), s_off=st.integers(0, 9),
+       fill=st.booleans(), seed=st.integers(0, 999))
+def test_dma_copy_by_words_is_the_copy_by_bytes(outer: list[tuple[int, int]], run: int, unit: int, d_off: int,
+                                                s_off: int, fill: bool, seed: int) -> None:
+    """A DMA's strided copy a word at a time (``transfer._assign``: 8-, 4- or 2-byte words when the runs and
+    strides allow, unaligned too) writes the bytes the copy a byte at a time writes."""
+    rng = np.random.default_rng(seed)
+    shape = (*(n for n, _ in outer), run)
+    span = run
+    strides: list[int] = []
+    for n, gap in reversed(outer):  # each outer loop steps past the inner ones (no byte written twice)
+        step = -(-(span + gap) // unit) * unit
+        strides.insert(0, step)
+        span = step * (n - 1) + span
+    src = rng.integers(0, 256, size=span + s_off + 8, dtype=np.uint8)
+    got = rng.integers(0, 256, size=span + d_off + 8, dtype=np.uint8)
+    want = got.copy()
+    st_ = (*strides, 1)
+    transfer._assign(got, d_off, st_, None if fill else src, s_off, st_, shape)
+    transfer._view(want, d_off, shape, st_)[...] = 1 if fill else transfer._view(src, s_off, shape, st_)
+    assert np.array_equal(got, want)
