@@ -181,15 +181,17 @@ def unzip(self: VeBase[Any, Any, Any, Any, Any, Any, Any], axis: Any, tile_time:
 
 
 def _time_steps(arr: Any, steps: Any) -> Any:
-    """``arr[:, :, :, steps]`` (Time is axis 3 of ``(Chip, Cluster, Slice, Time, Packet)``), C-contiguous: a copy
-    of a strided slice when ``steps`` are equally spaced (a group of an unzip, the I digit outside or inside the
-    rest of Time) instead of a gather by index; an all-known broadcast stays one (:mod:`visa.memory.known`)."""
+    """``arr[:, :, :, steps]`` (Time is axis 3 of ``(Chip, Cluster, Slice, Time, Packet)``): a read-only strided
+    view when ``steps`` are equally spaced (a group of an unzip, the I digit outside or inside the rest of Time),
+    else a gather by index; an all-known broadcast stays one (:mod:`visa.memory.known`)."""
     if is_everywhere(arr):
         return known_everywhere((*arr.shape[:3], steps.size, *arr.shape[4:]))
     first, last = int(steps[0]), int(steps[-1])
     step = int(steps[1]) - first if steps.size > 1 else 1
     if step > 0 and last - first == step * (steps.size - 1) and bool((np.diff(steps) == step).all()):
-        return np.ascontiguousarray(arr[:, :, :, first:last + 1:step])
+        view = arr[:, :, :, first:last + 1:step]
+        view.flags.writeable = False  # (the stream's own memory: read, never written through)
+        return view
     return np.ascontiguousarray(arr[:, :, :, steps])
 
 
