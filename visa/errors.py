@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import sys
 from types import FrameType
+from typing import Any
 
 __all__ = [
     "VisaError",
@@ -73,25 +74,45 @@ class VisaError(Exception):
         self.axis = axis
         self.fix = fix
         self.line = line
-        self.code = self._site_code()
+        self._site = self._site_of()  # ``code`` is looked up from it when first read (``__getattribute__``)
         super().__init__(message)  # str() renders the parts when asked (a refusal caught and retried costs less)
 
-    def _site_code(self) -> str:
-        """The code of the raise site that built this error (its catalogue entry), else the class's code."""
+    def _site_of(self) -> tuple[tuple[str, int] | None, tuple[str, int] | None, VisaError | None]:
+        """Where this error was built: the raise site, the frame that called it (a helper such as
+        ``fail(AError, ...)``), and the refusal of the same class being handled, if any (``raise type(e)(...)``).
+        Recorded now, looked up in the catalogue only when ``code`` is read: a refusal caught inside a planner
+        (a configuration tried and dropped) parses no source file."""
         frame: FrameType | None = sys._getframe(2)
         while frame is not None and frame.f_code.co_name == "__init__" and frame.f_locals.get("self") is self:
             frame = frame.f_back  # a subclass's __init__ calling ours
         if frame is None:
+            return None, None, None
+        back = frame.f_back
+        handled = sys.exc_info()[1]
+        return ((frame.f_code.co_filename, frame.f_lineno),
+                None if back is None else (back.f_code.co_filename, back.f_lineno),
+                handled if isinstance(handled, VisaError) and type(handled) is type(self) else None)
+
+    def __getattribute__(self, name: str) -> Any:
+        if name == "code":
+            state = object.__getattribute__(self, "__dict__")
+            if "_site" in state:
+                state["code"] = object.__getattribute__(self, "_site_code")(state.pop("_site"))
+        return object.__getattribute__(self, name)
+
+    def _site_code(self, site: tuple[tuple[str, int] | None, tuple[str, int] | None, VisaError | None]) -> str:
+        """The code of the raise site that built this error (its catalogue entry), else the class's code."""
+        here, back, handled = site
+        if here is None:
             return type(self).code
         from visa.diagnostics import code_at
 
         name = type(self).__name__
-        code = code_at(frame.f_code.co_filename, frame.f_lineno, name)
-        if code is None and frame.f_back is not None:  # built by a helper: fail(AError, "message", ...)
-            code = code_at(frame.f_back.f_code.co_filename, frame.f_back.f_lineno, name)
-        if code is None:  # rebuilt from a refusal being handled (``raise type(e)(...)``): keep that one's code
-            handled = sys.exc_info()[1]
-            code = handled.code if isinstance(handled, VisaError) and type(handled) is type(self) else None
+        code = code_at(*here, name)
+        if code is None and back is not None:  # built by a helper: fail(AError, "message", ...)
+            code = code_at(*back, name)
+        if code is None and handled is not None:  # rebuilt from a refusal being handled: keep that one's code
+            code = handled.code
         return code or type(self).code
 
     def __str__(self) -> str:
@@ -120,6 +141,7 @@ class VisaError(Exception):
         return f"{prefix}: {text}" if prefix else text
 
     def __reduce__(self) -> tuple[object, ...]:  # keep keyword parts through pickling
+        self.code  # noqa: B018 (resolves the code: the site it is looked up from does not travel)
         return (_rebuild, (type(self), self.message, self.__dict__.copy()))
 
 

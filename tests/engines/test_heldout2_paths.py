@@ -454,3 +454,28 @@ def test_dma_copy_by_words_is_the_copy_by_bytes(outer: list[tuple[int, int]], ru
     transfer._assign(got, d_off, st_, None if fill else src, s_off, st_, shape)
     transfer._view(want, d_off, shape, st_)[...] = 1 if fill else transfer._view(src, s_off, shape, st_)
     assert np.array_equal(got, want)
+
+
+def test_a_refusal_looks_its_code_up_when_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A refusal records where it was built and looks its catalogue code up only when ``code`` is read (a
+    refusal a planner catches parses no source file); the code is the one the raise site has, also after
+    pickling, and ``str()`` shows it."""
+    import pickle
+
+    import visa.diagnostics as diagnostics
+
+    calls: list[tuple[str, int]] = []
+    real = diagnostics.code_at
+
+    def counting(filename: str, line: int, cls: str) -> str | None:
+        calls.append((filename, line))
+        return real(filename, line, cls)
+
+    monkeypatch.setattr(diagnostics, "code_at", counting)
+    m = AxisSet(A=8).m
+    with pytest.raises(VisaError) as err:
+        place_dm(Context(), np.arange(8), i8, m["1"], m["1 # 2"], m["1 # 4"], m["A"], 0)  # Slice size: refused
+    assert not calls  # built and raised, not yet looked up
+    code = err.value.code
+    assert calls and code != type(err.value).code and code.startswith("V")
+    assert f"[{code}]" in str(err.value) and pickle.loads(pickle.dumps(err.value)).code == code
