@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -30,15 +31,32 @@ __all__ = ["Gather", "plan_gather", "joint_eval"]
 LEAD = ("Chip", "Cluster", "Slice")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Gather:
-    """For every stream position: the flat position in the source array, and whether it is read at all."""
+    """For every stream position: the flat position in the source array (:attr:`index`), and whether it is read
+    at all (``used``)."""
 
-    index: IntArray
     used: BoolArray
+    #: the flat positions, when given as such (else built from the parts below when first asked)
+    explicit: IntArray | None = None
     #: when the gather is by parts (:func:`_factored`) and every stream position is read: the source's inner
     #: position read at each inner stream position (shape of the stream's Time, Packet), each slice its own
     inner: IntArray | None = None
+    #: the source's inner size (a slice's ``inner`` positions start at slice · ``inner_size``)
+    inner_size: int = 0
+
+    @cached_property
+    def index(self) -> IntArray:
+        """The flat source position of every stream position (0 where none is read)."""
+        if self.explicit is not None:
+            return self.explicit
+        assert self.inner is not None
+        shape = self.used.shape
+        n_out = math.prod(shape[:3])
+        lead = (*shape[:3], *([1] * (len(shape) - 3)))
+        slices = np.arange(n_out, dtype=np.int64).reshape(lead) * self.inner_size
+        out: IntArray = np.ascontiguousarray(slices + self.inner)
+        return out
 
 
 def joint_eval(mappings: tuple[Mapping, ...]) -> tuple[dict[str, IntArray], BoolArray]:
@@ -58,18 +76,19 @@ def plan_gather(source: tuple[Mapping, ...], stream: tuple[Mapping, ...], call: 
     ``stream`` is the five stream levels.  Raises :class:`~visa.errors.LayoutError` naming the axis and the
     level when the source cannot feed the stream from the same slice.
     """
-    coords, valid = joint_eval(stream)
-    shape = valid.shape
     src_axes = frozenset().union(*(m.axes for m in source))
     dst_axes = frozenset().union(*(m.axes for m in stream))
     extra = sorted(src_axes - dst_axes)
+    if not extra:
+        fast = _factored(source, stream, src_axes)
+        if fast is not None:
+            return fast
+    coords, valid = joint_eval(stream)
+    shape = valid.shape
     if extra:
         raise LayoutError(f"the {what} holds axis {extra[0]}, which the stream does not have, so an element "
                           "of the stream does not name one value of it", call=call, axis=extra[0],
                           mapping=", ".join(repr(m) for m in source), fix=f"give the {what} the stream's axes only")
-    fast = _factored(source, stream, src_axes, valid)
-    if fast is not None:
-        return fast
     joint = pair_of(*source)
     flat, held = joint.locate({a: coords[a] for a in src_axes}, shape)
     flat = np.where(valid & held, flat, 0)
@@ -101,11 +120,10 @@ def plan_gather(source: tuple[Mapping, ...], stream: tuple[Mapping, ...], call: 
                               f"{what}", call=call, level=level, mapping=repr(source[k]),
                               axis=", ".join(sorted(source[k].axes | stream[k].axes)) or None,
                               fix=f"lay the {what} out with the stream's {level} mapping {stream[k]!r}")
-    return Gather(np.ascontiguousarray(flat), np.ascontiguousarray(valid))
+    return Gather(np.ascontiguousarray(valid), np.ascontiguousarray(flat))
 
 
-def _factored(source: tuple[Mapping, ...], stream: tuple[Mapping, ...], src_axes: frozenset[str],
-              valid: BoolArray) -> Gather | None:
+def _factored(source: tuple[Mapping, ...], stream: tuple[Mapping, ...], src_axes: frozenset[str]) -> Gather | None:
     """:func:`plan_gather` by parts, when the source's and the stream's Chip, Cluster and Slice are the same
     mappings and share no axis with their inner levels (a VRF operand, a stash): the source position is then the
     (Chip, Cluster, Slice) part, located over the slices alone, times the inner size plus the inner part, located
@@ -119,20 +137,25 @@ def _factored(source: tuple[Mapping, ...], stream: tuple[Mapping, ...], src_axes
     if outer & inner_axes or any(isinstance(t, SkewAtom) for m in (*stream, *source) for t in axis_atoms(m.canon)):
         return None
     o_shape, i_shape = tuple(m.size for m in stream[:3]), tuple(m.size for m in stream[3:])
-    oc, _ = joint_eval(tuple(stream[:3]))
-    ic, _ = joint_eval(tuple(stream[3:]))
+    oc, o_valid = joint_eval(tuple(stream[:3]))
+    ic, i_valid = joint_eval(tuple(stream[3:]))
     o_flat, o_held = pair_of(*source[:3]).locate({a: oc[a] for a in src_axes & outer}, o_shape)
     i_flat, i_held = pair_of(*source[3:]).locate({a: ic[a] for a in src_axes & inner_axes}, i_shape)
     lead = (...,) + (None,) * len(i_shape)
-    held = np.logical_and(np.asarray(o_held)[lead], np.asarray(i_held))
+    shape = (*o_shape, *i_shape)
+    # the parts share no axis: a position is valid when its slice part and its inner part are
+    every = bool(o_valid.all()) and bool(i_valid.all())
+    valid = known_everywhere(shape) if every else np.logical_and(o_valid[lead], i_valid)
+    o_held, i_held = np.asarray(o_held), np.asarray(i_held)
     slices_ok = np.asarray(o_flat) == np.arange(math.prod(o_shape), dtype=np.int64).reshape(o_shape)
-    if bool((valid & ~(held & slices_ok[lead])).any()):
-        return None
+    if not (bool(o_held.all()) and bool(i_held.all()) and bool(slices_ok.all())):  # (else nothing to check)
+        if bool((valid & ~(o_held[lead] & i_held & slices_ok[lead])).any()):
+            return None
     inner = math.prod(m.size for m in source[3:])
+    if every:  # the index is built from the parts only if something asks for it
+        return Gather(valid, None, np.broadcast_to(i_flat, i_shape).copy(), inner)
     index = np.asarray(o_flat)[lead] * inner + np.asarray(i_flat)
-    every = bool(valid.all())
-    return Gather(np.ascontiguousarray(np.where(valid, index, 0)), np.ascontiguousarray(valid),
-                  np.broadcast_to(i_flat, i_shape).copy() if every else None)
+    return Gather(valid, np.ascontiguousarray(np.where(valid, index, 0)))
 
 
 def apply_gather(g: Gather, values: npt.NDArray[Any], known: npt.NDArray[np.bool_]
@@ -150,7 +173,7 @@ def _apply_by_parts(g: Gather, inner: IntArray, values: npt.NDArray[Any], known:
     """:func:`apply_gather` of a gather by parts that reads every position (``g.inner`` set): each slice reads its
     own inner positions ``inner``, so one value a slice (a VRF operand) is a broadcast, the stream's own layout (a
     stash) a view, anything else a gather along the inner positions only.  The results are read-only."""
-    shape = g.index.shape
+    shape = g.used.shape
     outer = shape[:3]
     n_out = math.prod(outer)
     flat = inner.reshape(-1)
