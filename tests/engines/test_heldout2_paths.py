@@ -29,7 +29,7 @@ from visa.engines.vector import (
     intra,
     relayout,
 )
-from visa.engines.vector.inter import _group_sets, _runs, execute_inter_reduce, plan_inter_reduce
+from visa.engines.vector.inter import _group_index, _group_sets, _runs, execute_inter_reduce, plan_inter_reduce
 from visa.engines.vector.intra import execute_intra_reduce, plan_intra_reduce
 from visa.engines.vector.plan import LaneConfig
 from visa.engines.vector.relayout import apply_gather, plan_gather
@@ -201,8 +201,8 @@ def test_unzip_time_steps_are_the_gather(t: int, start: int, step: int, count: i
        space=st.sampled_from([61, 100, 10**6]))
 def test_inter_reduce_group_sets_are_numpys(gin: list[int], gout: list[int], space: int) -> None:
     """The inter-slice reduce's group sets (``inter._group_sets``: a presence mask over the id space when it is
-    small, numpy's ``unique``/``setdiff1d`` otherwise) and the runs of a sorted array (``inter._runs``) equal
-    numpy's."""
+    small, numpy's ``unique``/``setdiff1d`` otherwise), the runs of a sorted array (``inter._runs``) and the index
+    of a group (``inter._group_index``) equal numpy's."""
     a, b = np.array(gin, dtype=np.int64), np.array(gout, dtype=np.int64)
     got = _group_sets(a, b, space)
     ua, ub = np.unique(a), np.unique(b)
@@ -211,6 +211,9 @@ def test_inter_reduce_group_sets_are_numpys(gin: list[int], gout: list[int], spa
     srt = np.sort(a)
     for x, y in zip(_runs(srt), np.unique(srt, return_index=True, return_counts=True), strict=True):
         assert x.tolist() == y.tolist()
+    if ua.size:  # the index of each id in the sorted groups (a table over a small space)
+        ids = np.random.default_rng(space).choice(ua, size=30)
+        assert _group_index(ua, ids, space).tolist() == np.searchsorted(ua, ids).tolist()
 
 
 GATHER_AX = AxisSet(A=4, B=8, C=6, K=2)

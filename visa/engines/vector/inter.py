@@ -132,16 +132,30 @@ def _plan(hw: HardwareProfile, layout: StreamLayout, op: str, op_dtype: str, sli
     members_flat = flat_in[order]
     uniq, start, counts = _runs(g_sorted)
     r_max = int(counts.max(initial=0))
-    members = np.full((uniq.size, r_max), -1, dtype=np.int64)
-    col = np.arange(members_flat.size) - np.repeat(start, counts)
-    members[np.repeat(np.arange(uniq.size), counts), col] = members_flat
-    out_group = np.where(ovalid, np.searchsorted(uniq, gout), -1)
-    # ring size: distinct slices feeding one group
+    full = bool(counts.size) and bool((counts == r_max).all())
+    if full:  # every group has r_max members, consecutive in the sorted order: a reshape
+        members = members_flat.reshape(uniq.size, r_max)
+    else:
+        members = np.full((uniq.size, r_max), -1, dtype=np.int64)
+        col = np.arange(members_flat.size) - np.repeat(start, counts)
+        members[np.repeat(np.arange(uniq.size), counts), col] = members_flat
+    out_group = np.where(ovalid, _group_index(uniq, gout, math.prod(sizes.values())), -1)
+    # ring size: distinct slices feeding one group (the first group's members, consecutive in the sorted order)
     shape = ivalid.shape
-    slice_of = (members_flat // (shape[3] * shape[4])) % shape[2]
-    ring = int(len(np.unique(slice_of[g_sorted == uniq[0]]))) if uniq.size else 1
-    return InterReduceConfig(op, name, out, reduced, broadcast, members, out_group, ring,
-                             bool(counts.size) and bool((counts == r_max).all()))
+    first = members_flat[start[0]: start[0] + counts[0]] if uniq.size else members_flat[:0]
+    ring = int(len(np.unique((first // (shape[3] * shape[4])) % shape[2]))) if uniq.size else 1
+    return InterReduceConfig(op, name, out, reduced, broadcast, members, out_group, ring, full)
+
+
+def _group_index(uniq: IntArray, g: IntArray, space: int) -> IntArray:
+    """``np.searchsorted(uniq, g)`` for ids ``g`` that ``uniq`` (sorted, in ``[0, space)``) holds: a table over
+    the id space when it is small (an id ``uniq`` lacks maps to -1, at positions the caller masks)."""
+    if space > 4 * g.size + 4096:
+        return np.searchsorted(uniq, g)
+    table = np.full(space, -1, dtype=np.int64)
+    table[uniq] = np.arange(uniq.size, dtype=np.int64)
+    out: IntArray = table[g]
+    return out
 
 
 def _group_sets(gin: IntArray, gout: IntArray, space: int) -> tuple[IntArray, IntArray, IntArray, IntArray]:
