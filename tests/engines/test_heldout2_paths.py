@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from visa import AxisSet, Context, i8, i16, i32
+from visa import AxisSet, Context, i8, i16, i32, testing
 from visa import dtypes as dt
 from visa.engines import collect as CO
 from visa.engines import fetch as F
@@ -34,6 +34,7 @@ from visa.engines.vector.intra import execute_intra_reduce, plan_intra_reduce
 from visa.engines.vector.plan import LaneConfig
 from visa.engines.vector.relayout import apply_gather, plan_gather
 from visa.errors import VisaError
+from visa.mapping.core import symbol
 from visa.memory import images as images_mod
 from visa.memory import transfer
 from visa.memory.images import DenseImage, _hulls, load, load_nest, nest_all_written, store
@@ -481,3 +482,36 @@ def test_a_refusal_looks_its_code_up_when_read(monkeypatch: pytest.MonkeyPatch) 
     code = err.value.code
     assert calls and code != type(err.value).code and code.startswith("V")
     assert f"[{code}]" in str(err.value) and pickle.loads(pickle.dumps(err.value)).code == code
+
+
+HOLD_AX = AxisSet(A=4, B=6, C=2)
+HOLD_CASES = [  # (levels, axes order): the array's own order, other orders, padding, split axes
+    (("A", "B", "C"), "A B C"),
+    (("A", "B, C"), "A B C"),
+    (("B", "A", "C"), "A B C"),
+    (("A", "1 # 2", "B", "C"), "A B C"),
+    (("A / 2", "A % 2, B", "C"), "A B C"),
+    (("A / 2", "A % 2", "B, C"), "A B C"),
+    (("C", "A, B"), "C A B"),
+    (("A", "B # 8", "C"), "A B C"),
+]
+
+
+@pytest.mark.parametrize("case", range(len(HOLD_CASES)))
+def test_hold_in_the_arrays_own_order_is_the_general_hold(monkeypatch: pytest.MonkeyPatch, case: int) -> None:
+    """``testing.hold`` of levels that lay the axes out in the array's own order, unpadded (a reshape), gives the
+    values and validity the position-by-position path gives, for those levels and for others."""
+    levels, order = HOLD_CASES[case]
+    m = HOLD_AX.m
+    maps = [m[t] for t in levels]
+    x = np.random.default_rng(case).integers(-100, 100, size=tuple(HOLD_AX.m[a].size for a in order.split()))
+    calls: list[int] = []
+    general = testing._held_index
+    with monkeypatch.context() as mp:
+        mp.setattr(testing, "_held_index", lambda *a: calls.append(1) or general(*a))
+        got = testing.hold(x, i32, maps, order)
+    assert (not calls) == (case in (0, 1, 4, 5, 6))  # the array's own order (split or not): no index built
+    monkeypatch.setattr(testing, "symbol", lambda name, size: symbol(name + "_", size))  # never the same layout
+    want = testing.hold(x, i32, maps, order)
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    assert got[0].dtype == want[0].dtype and not np.shares_memory(got[0], x)
