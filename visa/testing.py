@@ -18,6 +18,7 @@ from visa import dtypes as dt
 from visa.engines.common import StreamData, StreamLayout
 from visa.errors import LayoutError, PoisonError
 from visa.mapping import Mapping, pair_of
+from visa.mapping.core import symbol
 from visa.mapping.evaluate import _axis_sizes, forward
 from visa.memory.images import store
 from visa.tensors.handles import DeviceTensor, DmTensor, TrfTensor, VrfTensor, logical_axes, to_storage
@@ -97,8 +98,12 @@ def hold(array: npt.ArrayLike, dtype: type[dt.Scalar], mappings: Sequence[Mappin
     if arr.shape != want:
         raise LayoutError(f"array shape {arr.shape} does not match axes {' '.join(order)} of sizes {want}",
                           call="hold", fix="reshape the array, or pass axes= in the array's dimension order")
-    valid, positions, index = _held_index(mappings, order, sizes)
     stored = to_storage(dtype, arr, "hold")
+    shape = tuple(mp.size for mp in mappings)
+    if order and pair_of(*mappings) == pair_of(*(symbol(a, sizes[a]) for a in order)):
+        # the levels lay the axes out in the array's own order, without padding: position p holds element p
+        return np.array(stored.reshape(shape), dtype=dtype.storage), np.ones(shape, dtype=bool)
+    valid, positions, index = _held_index(mappings, order, sizes)
     if positions is not None:  # mostly padding: write the elements into zeros
         values = np.zeros(valid.size, dtype=stored.dtype)
         values[positions] = np.ravel(stored)[index]

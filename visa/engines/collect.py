@@ -44,7 +44,7 @@ from visa.errors import HardwareLimitError, LayoutError
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping, pair_of
 from visa.memory.images import DenseImage, store_nest, store_stream
-from visa.memory.known import all_true, known_everywhere
+from visa.memory.known import all_true, is_everywhere, known_everywhere
 from visa.memory.replicas import combine
 from visa.memory.units import enabled_units
 
@@ -145,7 +145,8 @@ def execute(cfg: CollectConfig, data: StreamData) -> StreamData:
     if cfg.pad_elements:
         pad = [(0, 0)] * (vals.ndim - 1) + [(0, cfg.pad_elements)]
         vals = np.pad(vals, pad)
-        known = np.pad(known, pad, constant_values=True)
+        # the padding is known: an all-known stream stays an all-known broadcast (visa.memory.known)
+        known = known_everywhere(vals.shape) if is_everywhere(known) else np.pad(known, pad, constant_values=True)
     out: StreamData
     if isinstance(data, BroadcastData):
         shape = (*vals.shape[:3], vals.shape[3] * cfg.flits_per_packet, cfg.out_packet.size)

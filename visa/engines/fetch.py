@@ -899,10 +899,48 @@ def _nest(cfg: FetchConfig, bases: IntArray, entries: Sequence[Any]) -> tuple[in
     nest: one tensor, or an interleaved pair whose second tensor follows the first (then the buffer
     ``[I, Element]`` is the bytes themselves).  None otherwise."""
     seq = cfg.sequencer
+    loops = tuple((int(e.size), int(e.stride)) for e in entries)
     if len(bases) > 1 and any(int(b) != int(bases[0]) + k * cfg.element.size * cfg.src.image_bits
                               for k, b in enumerate(bases.tolist())):
+        return _pair_nest(cfg, bases, loops)
+    return int(bases[0]) + seq.base * cfg.src.image_bits, loops
+
+
+def _pair_nest(cfg: FetchConfig, bases: IntArray, loops: tuple[tuple[int, int], ...]
+               ) -> tuple[int, tuple[tuple[int, int], ...]] | None:
+    """:func:`_nest` of an interleaved pair anywhere in the slice (the second tensor above the first, e.g. the
+    collectives' ``acc`` and ``t``): buffer position ``p = k·E + e`` (``E = Element::SIZE``) is bit
+    ``bases[k] + e·image_bits``, so the loops that step ``k`` (stride a multiple of ``E``) step by the gap
+    between the tensors instead.  A loop crossing from ``e`` into ``k`` (``size·stride`` a multiple of ``E``)
+    is split there first; a second tensor below the first is a negative stride.  None when the positions are no
+    such nest: the buffer base or the loops within an element reach past it (a carry from ``e`` into ``k``), or
+    a negative stride among the sequencer's loops."""
+    n_e, bits = cfg.element.size, cfg.src.image_bits
+    gap = int(bases[1]) - int(bases[0])
+    base = cfg.sequencer.base
+    if len(bases) != 2 or gap % bits or not 0 <= base < n_e:
         return None
-    return int(bases[0]) + seq.base * cfg.src.image_bits, tuple((e.size, e.stride) for e in entries)
+    out: list[tuple[int, int]] = []
+    within, across = base, 0  # the furthest element offset and tensor index the loops reach
+    for n, s in loops:
+        if s < 0:
+            return None
+        if n == 1 or s == 0:
+            out.append((n, s))
+        elif s % n_e == 0:  # steps the tensor
+            out.append((n, s // n_e * (gap // bits)))
+            across += (n - 1) * (s // n_e)
+        elif s < n_e and n_e % s == 0 and (n * s) % n_e == 0:  # runs over whole elements: split at E
+            inner = n_e // s
+            out += [(n // inner, gap // bits), (inner, s)]
+            across += n // inner - 1
+            within += (inner - 1) * s
+        else:
+            out.append((n, s))
+            within += (n - 1) * s
+    if within >= n_e or across > 1:
+        return None
+    return int(bases[0]) + base * bits, tuple(out)
 
 
 def _subtract(values: npt.NDArray[Any], known: BoolArray, cfg: FetchConfig, tsel: IntArray | None,

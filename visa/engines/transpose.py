@@ -42,6 +42,7 @@ from visa.engines.common import StreamData, axes_text, divisors, refuse_in_sub_c
 from visa.errors import HardwareLimitError, IncompatibleShapesError, UnsupportedFeatureError
 from visa.hw import HardwareProfile, TransposeEngine
 from visa.mapping import Mapping, pair_of
+from visa.memory.known import is_everywhere
 
 __all__ = ["TransposeConfig", "plan", "check_context", "execute", "cycles", "source_index", "report_details"]
 
@@ -177,14 +178,20 @@ def execute(config: TransposeConfig, data: StreamData) -> StreamData:
         raise ValueError(f"transpose data of shape {data.values.shape} for a configuration of {expect}")
     rows = min(c.out_rows, c.in_cols)
 
-    def run(x: npt.NDArray[Any], fill: Any) -> npt.NDArray[Any]:
+    def run(x: npt.NDArray[Any]) -> npt.NDArray[Any]:  # alignment padding is poison: value zero, known False
         tile = x.reshape(*lead, c.iterations, c.in_rows, c.packets_per_col, c.in_packet)
         tile = tile[..., : c.elements_per_packet].reshape(*lead, c.iterations, c.in_rows, c.in_cols)
-        out = np.full((*lead, c.iterations, c.out_rows, c.output_alignment), fill, dtype=x.dtype)
+        out = np.zeros((*lead, c.iterations, c.out_rows, c.output_alignment), dtype=x.dtype)
         out[..., :rows, : c.in_rows] = np.swapaxes(tile, -1, -2)[..., :rows, :]
         return out.reshape(*lead, c.out_time, c.output_alignment)
 
-    return StreamData(run(data.values, 0), run(data.known, False))
+    if is_everywhere(data.known):  # all known: the known-mask is the tile's pattern, broadcast (no copy)
+        pattern = np.zeros((c.iterations, c.out_rows, c.output_alignment), dtype=bool)
+        pattern[:, :rows, : c.in_rows] = True
+        known = np.broadcast_to(pattern.reshape(c.out_time, c.output_alignment), (*lead, c.out_time,
+                                                                                   c.output_alignment))
+        return StreamData(run(data.values), known)
+    return StreamData(run(data.values), run(data.known))
 
 
 # ------------------------------------------------------------------------------------------------ planning

@@ -627,6 +627,19 @@ def _nest_known(pm: PageMask, us: Units, mask: BoolArray, nb: int, byte_base: in
     off = nest_offsets(byte_base, nest).reshape(-1)
     first, last = off // pm.page, (off + nb - 1) // pm.page
     st_u = pm.state[us]
+    if st.shape[0] and bool((st == st[:1]).all()):
+        # every unit's pages alike (a tensor written whole, a nest reaching into a page of another): the page
+        # states decide the words for one unit, broadcast to all; only the words on a mixed page ask the bytes
+        in_first, in_last = st_u[0, first], st_u[0, last]
+        k2[...] = (in_first == ALL) & (in_last == ALL)
+        on_mixed = np.flatnonzero((in_first == MIXED) | (in_last == MIXED))
+        if on_mixed.size:
+            pos = off[on_mixed]
+            exact = pm.known_at(us, pos)
+            for b in range(1, nb):
+                exact &= pm.known_at(us, pos + b)
+            k2[:, on_mixed] = exact
+        return
     np.logical_and(st_u[:, first] == ALL, st_u[:, last] == ALL, out=k2)
     if bool((st == MIXED).any()):
         kv = word_view(mask, nb)
@@ -921,8 +934,24 @@ def nest_all_written(dtype: type[dt.Scalar], image: Image, bit_base: int, loops:
         return False
     nb, base, nest = got
     assert isinstance(image, DenseImage)
+    return all(image.nest_written(base + lo, base + hi) for lo, hi in _hulls(nest, nb))
+
+
+def _hulls(nest: Nest, nb: int, pieces: int = 16) -> list[tuple[int, int]]:
+    """Byte ranges ``[lo, hi)`` (relative to the base) that together cover every ``nb``-byte word a byte nest
+    visits: its hull, or, when the loop of the largest stride steps past everything the other loops span (an
+    interleaved pair far apart, :func:`visa.engines.fetch._pair_nest`), the hulls of each of its steps, at most
+    ``pieces`` ranges (the bytes between the steps are not read, so they need not be written)."""
     lo, hi = _nest_bounds(nest)
-    return image.nest_written(base + lo, base + hi + nb)
+    if nest:
+        k = max(range(len(nest)), key=lambda i: abs(nest[i][1]))
+        n, s = nest[k]
+        rest = nest[:k] + nest[k + 1:]
+        r_lo, r_hi = _nest_bounds(rest)
+        if 1 < n <= pieces and r_hi - r_lo + nb <= abs(s):
+            inner = _hulls(rest, nb, pieces // n)
+            return [(a + i * s, b + i * s) for i in range(n) for a, b in inner]
+    return [(lo, hi + nb)]
 
 
 def load_nest_values(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: Sequence[tuple[int, int]],
@@ -1076,6 +1105,8 @@ def store(dtype: type[dt.Scalar], image: Image, bit_offsets: npt.ArrayLike, valu
     if offs.size and np.any(offs & 7):
         raise AddressError(f"{dtype!r} elements must start on a byte boundary", call="store")
     nb = _nbytes_per(dtype)
+    if _store_run(dtype, image, offs, vals, sel):
+        return
     if isinstance(image, DenseImage) and image.scatter_words(offs >> 3, nb, _to_words(dtype, vals), sel):
         return
     raw = dt.to_bytes(dtype, vals.reshape(-1)).reshape(*vals.shape, nb)
@@ -1087,6 +1118,21 @@ def store(dtype: type[dt.Scalar], image: Image, bit_offsets: npt.ArrayLike, valu
                       None if bmask is None else np.broadcast_to(bmask, raw.shape).reshape(*lead, -1))
     else:
         image.scatter(idx, np.broadcast_to(raw, idx.shape), bmask)
+
+
+def _store_run(dtype: type[dt.Scalar], image: Image, offs: IntArray, vals: npt.NDArray[Any],
+               sel: BoolArray | None) -> bool:
+    """:func:`store` of consecutive elements (``offs`` one run, one element apart, every one selected: a tensor
+    placed whole, ``visa.testing.place_dm``) as a one-loop :func:`store_nest` — one strided copy instead of a
+    scatter by index.  False (nothing written) otherwise."""
+    step = dtype.image_bits
+    if not isinstance(image, DenseImage) or offs.ndim != 1 or offs.size < 2 or (sel is not None and not sel.all()):
+        return False
+    if vals.size != math.prod(image.lead_shape) * offs.size:  # values broadcast over units: the scatter path
+        return False
+    if int(offs[-1]) - int(offs[0]) != step * (offs.size - 1) or not bool((np.diff(offs) == step).all()):
+        return False
+    return store_nest(dtype, image, int(offs[0]), ((int(offs.size), 1),), vals, True)
 
 
 def unwrite(image: DenseImage, bits: IntArray, where: BoolArray, dtype: type[dt.Scalar]) -> None:

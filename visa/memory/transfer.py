@@ -426,25 +426,26 @@ def _copy_chip(loops: Sequence[ByteLoop], sb: int, db: int, src: Endpoint, dst: 
                            "outside the memory that exists", call="dma.execute")
     d_data, d_at = got
     d_off = d_at + (w.base - w.lo)
-    dv = _view(d_data, d_off, shape, w.strides)
     if got_src is not None:
         s_data, s_at = got_src
-        sv = _view(s_data, s_at + (r.base - r.lo), shape, r.strides)
+        s_off = s_at + (r.base - r.lo)
         if whole:  # known bytes over whole ranges: no mask at all
-            if not _defer_replicas(loops, w, dst, dv, sv):
-                dv[...] = sv
+            if not _defer_replicas(loops, w, dst, _view(d_data, d_off, shape, w.strides),
+                                   _view(s_data, s_off, shape, r.strides)):
+                _assign(d_data, d_off, w.strides, s_data, s_off, r.strides, shape)
             dst.mark_written(w.chip, w.lo, w.hi, w.unit_lo, w.unit_hi)
             _record_replicas(loops, w, dst)
             return
-        dv[...] = sv
+        _assign(d_data, d_off, w.strides, s_data, s_off, r.strides, shape)
         d_written, m_at = dst.mask_for_write(w.chip, w.lo, w.hi, w.unit_lo, w.unit_hi)
-        dk = _view(d_written, m_at + (w.base - w.lo), shape, w.strides)
         if known is None:
-            dk[...] = True
-        else:
-            dk[...] = _known_view(known, r, src.space, shape)
+            _assign(d_written, m_at + (w.base - w.lo), w.strides, None, 0, (), shape)
+        else:  # (known_span may return a non-contiguous view: the words are read from a flat copy)
+            _assign(d_written, m_at + (w.base - w.lo), w.strides, np.ascontiguousarray(known).reshape(-1),
+                    *_known_view(r, src.space), shape)
         dst.settle(w.chip, w.lo, w.hi, w.unit_lo, w.unit_hi)
         return
+    dv = _view(d_data, d_off, shape, w.strides)
     # slow path: some bytes read lie outside the memory (reads past the data are allowed; they are poison)
     real, chips = _addresses(src.space, sb, [(n, s) for n, s, _ in loops])
     vals = np.zeros(real.shape, np.uint8)
@@ -527,13 +528,43 @@ def _covers(side: _Resolved, space: AddressSpace, shape: tuple[int, ...]) -> boo
     return True
 
 
-def _known_view(known: BoolArray, side: _Resolved, space: AddressSpace, shape: tuple[int, ...]) -> np.ndarray:
-    """The strided view of a source's :meth:`Endpoint.known` array (``(units, unit_hi - unit_lo)``, from the
-    unit of ``side.lo``) that the copy reads: a unit-level stride steps rows, the others bytes."""
+def _known_view(side: _Resolved, space: AddressSpace) -> tuple[int, tuple[int, ...]]:
+    """The offset and strides, in the flat array, of the view of a source's :meth:`Endpoint.known` array
+    (``(units, unit_hi - unit_lo)``, from the unit of ``side.lo``) that the copy reads: a unit-level stride steps
+    rows, the others bytes."""
     row = side.unit_hi - side.unit_lo
     b = space.backed_bytes
     u0 = side.lo // b
     unit, byte = divmod(side.base, b) if b < _HOST_SPAN else (0, side.base)
     offset = (unit - u0) * row + byte - side.unit_lo
     strides = tuple((s // b) * row if lvl else s for s, lvl in zip(side.strides, side.unit_level, strict=True))
-    return _view(np.ascontiguousarray(known).reshape(-1), offset, shape, strides)  # (known_span may be a view)
+    return offset, strides
+
+
+#: Word sizes a copy may move at once (bytes), largest first.
+_WORDS = (8, 4, 2)
+
+
+def _assign(dst: np.ndarray, d_off: int, d_strides: tuple[int, ...], src: np.ndarray | None, s_off: int,
+            s_strides: tuple[int, ...], shape: tuple[int, ...]) -> None:
+    """``view(dst) = view(src)`` (``src`` None: every byte 1, a written-mask set True) over byte views of
+    ``shape``: a word of 8, 4 or 2 bytes at a time when the innermost loop runs over whole words on both sides
+    and every other stride is a whole number of words (the 8-byte and 32-byte runs a DMA moves), else a byte at
+    a time.  ``dst`` and ``src`` are flat arrays of one-byte items."""
+    k = 1
+    flat = dst.itemsize == 1 and dst.strides == (1,) and (src is None or (src.itemsize == 1
+                                                                           and src.strides == (1,)))
+    if flat and shape and d_strides[-1] == 1 and (src is None or s_strides[-1] == 1):
+        k = next((w for w in _WORDS if shape[-1] % w == 0 and all(x % w == 0 for x in d_strides[:-1])
+                  and (src is None or all(x % w == 0 for x in s_strides[:-1]))), 1)
+    if k == 1:
+        dv = _view(dst, d_off, shape, d_strides)
+        dv[...] = True if src is None else _view(src, s_off, shape, s_strides)
+        return
+    word = np.dtype(f"u{k}")
+    wshape = (*shape[:-1], shape[-1] // k)
+    out = np.ndarray(wshape, dtype=word, buffer=dst, offset=d_off, strides=(*d_strides[:-1], k))
+    if src is None:
+        out[...] = int.from_bytes(b"\x01" * k, "little")
+    else:
+        out[...] = np.ndarray(wshape, dtype=word, buffer=src, offset=s_off, strides=(*s_strides[:-1], k))

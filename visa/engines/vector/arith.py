@@ -378,12 +378,18 @@ def combine(op: str, dtype: str, a: Arr, b: Arr) -> Arr:
     raise KeyError((op, dtype))
 
 
+#: Reductions of at most this many steps saturate step by step (a pass over the rows a step); longer ones sum
+#: in int64 and replay only the rows whose partial sums leave the i32 range.
+_STEPWISE = 16
+
+
 def sequential_reduce(op: str, dtype: str, x: Arr, axis: int = -1) -> Arr:
     """Reduce ``x`` along ``axis`` in index order, starting from the identity: ``op(…op(op(id, x0), x1)…)``.
 
     Vectorised: order-free operators reduce directly; f32 ``Add``/``Mul`` use numpy's sequential
-    ``accumulate``; i32 ``AddSat`` sums in int64 and replays step by step only where a partial sum leaves the
-    i32 range (saturation then depends on the order).
+    ``accumulate``; i32 ``AddSat`` saturates step by step over all rows at once when there are few steps (an
+    inter-slice ring), else sums in int64 and replays step by step only where a partial sum leaves the i32 range
+    (saturation then depends on the order).
     """
     x = np.moveaxis(np.asarray(x), axis, -1)
     if x.shape[-1] == 0:
@@ -395,6 +401,12 @@ def sequential_reduce(op: str, dtype: str, x: Arr, axis: int = -1) -> Arr:
             return np.asarray(np.min(x, axis=-1), np.int32)
         if op == "Add":
             return wrap32(np.asarray(np.sum(x, axis=-1, dtype=np.int64)))
+        if x.shape[-1] <= _STEPWISE:  # a short ring: saturate step by step over every row at once
+            acc = x[..., 0].astype(np.int64)
+            for k in range(1, x.shape[-1]):
+                acc += x[..., k]
+                np.clip(acc, I32_MIN, I32_MAX, out=acc)
+            return acc.astype(np.int32)
         partial = np.cumsum(x, axis=-1, dtype=np.int64)
         over = np.any((partial > I32_MAX) | (partial < I32_MIN), axis=-1)
         out = np.array(sat32(partial[..., -1]), dtype=np.int32).reshape(partial.shape[:-1])

@@ -31,6 +31,7 @@ from visa.errors import DtypeError, HardwareLimitError, LayoutError
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping
 from visa.mapping.evaluate import BoolArray, IntArray
+from visa.memory.known import is_everywhere
 
 __all__ = ["InterReduceConfig", "plan_inter_reduce", "execute_inter_reduce", "unique_ids", "unique_counts",
            "rank_of"]
@@ -50,6 +51,7 @@ class InterReduceConfig:
     members: IntArray  # (groups, r_max) flat input positions in ring order, -1 = none
     out_group: IntArray  # output shape: the group of each output position (-1 = invalid)
     ring: int
+    full: bool = False  # every group has r_max members (no -1 in ``members``)
 
     def describe(self) -> str:
         """The configuration for the pass report (reduced and broadcast axes, ring size)."""
@@ -135,18 +137,19 @@ def _plan(hw: HardwareProfile, layout: StreamLayout, op: str, op_dtype: str, sli
     members_flat = flat_in[order]
     uniq, start, counts = unique_counts(g_sorted, bound)
     r_max = int(counts.max(initial=0))
-    if uniq.size * r_max == members_flat.size:  # every group as large: its members are consecutive rows
+    full = bool(uniq.size) and uniq.size * r_max == members_flat.size
+    if full:  # every group has r_max members, consecutive in the sorted order: a reshape
         members = members_flat.reshape(uniq.size, r_max)
     else:
         members = np.full((uniq.size, r_max), -1, dtype=np.int64)
         col = np.arange(members_flat.size) - np.repeat(start, counts)
         members[np.repeat(np.arange(uniq.size), counts), col] = members_flat
     out_group = np.where(ovalid, rank_of(uniq, gout, bound), -1)
-    # ring size: distinct slices feeding one group
+    # ring size: distinct slices feeding one group (the first group's members, consecutive in the sorted order)
     shape = ivalid.shape
-    slice_of = (members_flat // (shape[3] * shape[4])) % shape[2]
-    ring = int(len(np.unique(slice_of[g_sorted == uniq[0]]))) if uniq.size else 1
-    return InterReduceConfig(op, name, out, reduced, broadcast, members, out_group, ring)
+    first = members_flat[start[0]: start[0] + counts[0]] if uniq.size else members_flat[:0]
+    ring = int(len(np.unique((first // (shape[3] * shape[4])) % shape[2]))) if uniq.size else 1
+    return InterReduceConfig(op, name, out, reduced, broadcast, members, out_group, ring, full)
 
 
 def unique_ids(ids: IntArray, bound: int) -> IntArray:
@@ -198,16 +201,21 @@ def execute_inter_reduce(cfg: InterReduceConfig, data: StreamData) -> StreamData
     """Fold each group in ring order and lay the results out in Slice2 / Time2 (broadcast where new)."""
     ident = arith.reduce_identity(cfg.op, cfg.dtype)
     vals = data.values.reshape(-1)
-    known = data.known.reshape(-1)
     m = cfg.members
-    present = m >= 0
-    idx = np.where(present, m, 0)
-    x = np.where(present, vals[idx], np.asarray(ident, dtype=vals.dtype))
-    poison: BoolArray = np.asarray((present & ~known[idx]).any(axis=1))
+    if cfg.full:  # every group has r_max members: no identity padding, no masks
+        x = vals[m]
+        poison: BoolArray | None = None if is_everywhere(data.known) else \
+            np.asarray(~data.known.reshape(-1)[m].all(axis=1))
+    else:
+        present = m >= 0
+        idx = np.where(present, m, 0)
+        x = np.where(present, vals[idx], np.asarray(ident, dtype=vals.dtype))
+        poison = None if is_everywhere(data.known) else \
+            np.asarray((present & ~data.known.reshape(-1)[idx]).any(axis=1))
     red = arith.sequential_reduce(cfg.op, cfg.dtype, x, axis=1)
     og = cfg.out_group
     valid = og >= 0
     g = np.where(valid, og, 0)
     out_v: npt.NDArray[np.generic] = np.where(valid, red[g], np.zeros((), dtype=vals.dtype)).astype(vals.dtype)
-    out_k: BoolArray = valid & ~poison[g]
+    out_k: BoolArray = valid if poison is None else valid & ~poison[g]
     return StreamData(out_v, out_k)

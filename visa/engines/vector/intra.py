@@ -33,6 +33,7 @@ from visa.hw import HardwareProfile
 from visa.mapping import Mapping
 from visa.mapping import canon as C
 from visa.mapping.evaluate import BoolArray, IntArray
+from visa.memory.known import all_true
 
 __all__ = ["IntraReduceConfig", "plan_intra_reduce", "execute_intra_reduce", "Narrowed"]
 
@@ -167,6 +168,14 @@ def _plan(hw: HardwareProfile, layout: StreamLayout, op: str, op_dtype: str, axi
                              out_valid, vcg)
 
 
+def _by_steps(x: npt.NDArray[Any], perm: IntArray) -> npt.NDArray[Any]:
+    """``x[:, :, :, perm]`` (Time is axis 3): a view when ``perm`` is every time step in order (one output time
+    step, or the steps of each output step consecutive), a gather by index otherwise."""
+    if perm.size == x.shape[3] and bool((perm.reshape(-1) == np.arange(perm.size)).all()):
+        return x.reshape(*x.shape[:3], *perm.shape, *x.shape[4:])
+    return x[:, :, :, perm]
+
+
 def execute_intra_reduce(cfg: IntraReduceConfig, data: StreamData, exec_id: npt.NDArray[np.uint8] | None
                          ) -> tuple[StreamData, npt.NDArray[np.uint8] | None]:
     """Run the reducer: lane tree (R in Packet), then temporal accumulation in time order per slot."""
@@ -186,16 +195,17 @@ def execute_intra_reduce(cfg: IntraReduceConfig, data: StreamData, exec_id: npt.
                               fix=f"restructure the mapping into a supported placement (Slice outer / Time inner, "
                                   f"{cfg.axis} innermost in the Packet), or pad {cfg.axis} with the identity "
                                   f"{ident.item()} through the Fetch Engine's pad_value")
-    x = np.where(contrib, values, ident)
-    bad_known: BoolArray = np.asarray(contrib & ~known)
+    every = all_true(contrib)  # (every position contributes: no identity to put in)
+    x = values if every else np.where(contrib, values, ident)
+    # poison: a contributing element unknown; none for an all-known stream (no mask built)
+    bad_known: BoolArray | None = None if all_true(known) else np.asarray(contrib & ~known)
+    poison: BoolArray | None = bad_known
     if cfg.packet_reduce:
         x = arith.tree4(op, dtype, x)  # (C, K, S, T)
-        poison: BoolArray = np.asarray(bad_known.any(axis=-1))
-    else:
-        poison = bad_known
+        poison = None if bad_known is None else np.asarray(bad_known.any(axis=-1))
     perm = cfg.perm
-    y = x[:, :, :, perm]  # (C, K, S, T', steps, [P])
-    p = np.asarray(poison)[:, :, :, perm]
+    y = _by_steps(x, perm)  # (C, K, S, T', steps, [P])
+    p = np.zeros((1,) * y.ndim, bool) if poison is None else _by_steps(np.asarray(poison), perm)
     if cfg.packet_reduce:
         red = arith.sequential_reduce(op, dtype, y, axis=-1)
         pois = p.any(axis=-1)

@@ -34,6 +34,7 @@ from visa.mapping import Mapping, pair_of
 from visa.mapping import canon as C
 from visa.mapping.core import _axes_of
 from visa.mapping.evaluate import BoolArray, IntArray
+from visa.memory.known import all_true, known_everywhere
 from visa.validate import wrong_type
 
 __all__ = [
@@ -342,6 +343,11 @@ class LaneConfig:
         split and concat regroup the lanes of consecutive flits (the upper half of a Way8 packet is the next
         Way4 time step, L4864, L4935), trim keeps the lower lanes, pad appends invalid ones (L4871, L4946)."""
         lanes = self.packet.size
+        if self.kind != "pad" and a.dtype == np.bool_ and a.ndim == 5:  # a known-mask (pad adds unknown lanes)
+            kept = a[..., :lanes] if self.kind == "trim" else a
+            if all_true(kept):  # all known: it stays (or becomes) an all-known broadcast, no copy
+                steps = a.shape[3] if self.kind == "trim" else a.shape[3] * a.shape[4] // lanes
+                return known_everywhere((*a.shape[:3], steps, lanes))
         if self.kind in ("split", "concat"):
             return a.reshape(*a.shape[:3], -1, lanes)
         if self.kind == "trim":

@@ -6,17 +6,17 @@ A VRF or stash operand is read element by element in the stream's order: the ele
 broadcast (the manual's ``vrf_add`` broadcasts over Time axis B, L5063–5081); an axis the operand has and the
 stream lacks, an index the operand does not hold, or an index held in another slice is refused.
 
-The gather index of a (source mappings, stream mappings) pair is computed once and cached.  It is worked out
-on *compact* arrays: the stream's coordinates keep a dimension of size 1 wherever they do not vary (an axis
-absent from a level, a level of padding), so a VRF operand broadcast over 4M stream positions is located at
-the few thousand positions that name distinct indices (:func:`compact_eval`); the result is a broadcast view.
-:func:`plan_gather_full`, the evaluation at every position, is the reference the fast path is tested against.
+The gather index of a (source mappings, stream mappings) pair is computed once and cached.  When the operand's
+Chip, Cluster and Slice are the stream's and share no axis with the inner levels (a VRF operand, a stash), the
+slices and the inner levels are located apart (:func:`_factored`) and the gather is applied as a broadcast or a
+view; :func:`plan_gather_full`, the location at every position, is the reference it is tested against.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -25,19 +25,41 @@ import numpy.typing as npt
 from visa.engines.vector.cache import cached
 from visa.errors import LayoutError
 from visa.mapping import Mapping, pair_of
-from visa.mapping.evaluate import BoolArray, IntArray, forward
+from visa.mapping.canon import SkewAtom, axis_atoms
+from visa.mapping.evaluate import BoolArray, IntArray
+from visa.memory.known import is_everywhere, known_everywhere
 
-__all__ = ["Gather", "plan_gather", "plan_gather_full", "joint_eval", "compact_eval", "regroup"]
+__all__ = ["Gather", "plan_gather", "plan_gather_full", "joint_eval"]
 
 LEAD = ("Chip", "Cluster", "Slice")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Gather:
-    """For every stream position: the flat position in the source array, and whether it is read at all."""
+    """For every stream position: the flat position in the source array (:attr:`index`), and whether it is read
+    at all (``used``)."""
 
-    index: IntArray
     used: BoolArray
+    #: the flat positions, when given as such (else built from the parts below when first asked)
+    explicit: IntArray | None = None
+    #: when the gather is by parts (:func:`_factored`) and every stream position is read: the source's inner
+    #: position read at each inner stream position (shape of the stream's Time, Packet), each slice its own
+    inner: IntArray | None = None
+    #: the source's inner size (a slice's ``inner`` positions start at slice · ``inner_size``)
+    inner_size: int = 0
+
+    @cached_property
+    def index(self) -> IntArray:
+        """The flat source position of every stream position (0 where none is read)."""
+        if self.explicit is not None:
+            return self.explicit
+        assert self.inner is not None
+        shape = self.used.shape
+        n_out = math.prod(shape[:3])
+        lead = (*shape[:3], *([1] * (len(shape) - 3)))
+        slices = np.arange(n_out, dtype=np.int64).reshape(lead) * self.inner_size
+        out: IntArray = np.ascontiguousarray(slices + self.inner)
+        return out
 
 
 def joint_eval(mappings: tuple[Mapping, ...]) -> tuple[dict[str, IntArray], BoolArray]:
@@ -45,40 +67,41 @@ def joint_eval(mappings: tuple[Mapping, ...]) -> tuple[dict[str, IntArray], Bool
     shape = tuple(m.size for m in mappings)
     ev = pair_of(*mappings).evaluate()
     valid = ev.valid.reshape(shape)
-    coords = {a: np.where(ev.valid, c, 0).reshape(shape) for a, c in ev.coords.items()}
+    every = bool(np.all(ev.valid))  # (then the coordinates need no zeroing)
+    coords = {a: (np.asarray(c) if every else np.where(ev.valid, c, 0)).reshape(shape) for a, c in ev.coords.items()}
     return coords, valid
 
 
 @cached()
 def plan_gather(source: tuple[Mapping, ...], stream: tuple[Mapping, ...], call: str, what: str,
-                compact: bool = True) -> Gather:
+                by_parts: bool = True) -> Gather:
     """The gather that reads ``source`` (Chip, Cluster, Slice, inner levels...) at every ``stream`` position.
 
     ``stream`` is the five stream levels.  Raises :class:`~visa.errors.LayoutError` naming the axis and the
-    level when the source cannot feed the stream from the same slice.  The stream is evaluated on compact
-    arrays (see the module docstring; the result's arrays may be read-only broadcast views); with ``compact``
-    false, at every position (:func:`plan_gather_full`, the reference: the same gather and refusals).
+    level when the source cannot feed the stream from the same slice.  When the slices and the inner levels
+    separate, they are located apart (:func:`_factored`); with ``by_parts`` false, the source is located at every
+    stream position (:func:`plan_gather_full`, the reference: the same gather and refusals).
     """
-    shape = tuple(m.size for m in stream)
-    got = compact_eval(stream) if compact else None
-    coords, valid = got if got is not None else joint_eval(stream)
     src_axes = frozenset().union(*(m.axes for m in source))
     dst_axes = frozenset().union(*(m.axes for m in stream))
     extra = sorted(src_axes - dst_axes)
+    if by_parts and not extra:
+        fast = _factored(source, stream, src_axes)
+        if fast is not None:
+            return fast
+    coords, valid = joint_eval(stream)
+    shape = valid.shape
     if extra:
         raise LayoutError(f"the {what} holds axis {extra[0]}, which the stream does not have, so an element "
                           "of the stream does not name one value of it", call=call, axis=extra[0],
                           mapping=", ".join(repr(m) for m in source), fix=f"give the {what} the stream's axes only")
     joint = pair_of(*source)
-    # located where the coordinates vary (compact coordinates need not be zero where the stream is invalid:
-    # every use below is masked by ``valid``)
-    cshape = np.broadcast_shapes(*(coords[a].shape for a in src_axes))
-    flat, held = joint.locate({a: coords[a] for a in src_axes}, cshape)
+    flat, held = joint.locate({a: coords[a] for a in src_axes}, shape)
     flat = np.where(valid & held, flat, 0)
     missing = valid & ~held
     if missing.any():
-        bad = tuple(int(k[0]) for k in np.nonzero(np.broadcast_to(missing, shape)))
-        index = ", ".join(f"{a}: {int(np.broadcast_to(coords[a], shape)[bad])}" for a in sorted(dst_axes))
+        bad = tuple(int(k[0]) for k in np.nonzero(missing))
+        index = ", ".join(f"{a}: {int(coords[a][bad])}" for a in sorted(dst_axes))
         raise LayoutError(f"the {what} does not hold index {{{index}}} that the stream needs", call=call,
                           mapping=", ".join(repr(m) for m in source),
                           fix=f"load every index of the stream's operand into the {what}")
@@ -95,98 +118,90 @@ def plan_gather(source: tuple[Mapping, ...], stream: tuple[Mapping, ...], call: 
         pos = np.arange(shape[k], dtype=np.int64).reshape(view)
         wrong = valid & (here != pos)
         if wrong.any():
-            bad = tuple(int(x[0]) for x in np.nonzero(np.broadcast_to(wrong, shape)))
-            index = ", ".join(f"{a}: {int(np.broadcast_to(coords[a], shape)[bad])}" for a in sorted(dst_axes))
+            bad = tuple(int(x[0]) for x in np.nonzero(wrong))
+            index = ", ".join(f"{a}: {int(coords[a][bad])}" for a in sorted(dst_axes))
             level = LEAD[k]
-            raise LayoutError(f"index {{{index}}} is held by {level.lower()} "
-                              f"{int(np.broadcast_to(here, shape)[bad])} of the {what}, but "
+            raise LayoutError(f"index {{{index}}} is held by {level.lower()} {int(here[bad])} of the {what}, but "
                               f"the stream processes it in {level.lower()} {bad[k]}; a slice reads only its own "
                               f"{what}", call=call, level=level, mapping=repr(source[k]),
                               axis=", ".join(sorted(source[k].axes | stream[k].axes)) or None,
                               fix=f"lay the {what} out with the stream's {level} mapping {stream[k]!r}")
-    if flat.shape == shape and valid.shape == shape:
-        return Gather(np.ascontiguousarray(flat), np.ascontiguousarray(valid))
-    return Gather(np.broadcast_to(flat, shape), np.broadcast_to(valid, shape))
-
-
-def compact_eval(mappings: tuple[Mapping, ...]) -> tuple[dict[str, IntArray], BoolArray] | None:
-    """:func:`joint_eval` as compact arrays: each broadcasts to the level shape and has size 1 along every
-    level over which it does not vary.  Coordinates are not zeroed where the position is invalid (that would
-    make them vary wherever the validity does): read them only where ``valid`` holds.  ``None`` when the
-    joint mapping's digits do not split at the levels' boundaries (each level a run of whole digits, after
-    splitting digits at common divisors)."""
-    joint = pair_of(*mappings)
-    ev = forward(joint.canon, digits_shape=True)
-    digits = tuple(d.size for d in joint.canon)
-    levels = tuple(m.size for m in mappings)
-    valid = regroup(_compact(ev.valid), digits, levels)
-    if valid is None:
-        return None
-    coords: dict[str, IntArray] = {}
-    for a, c in ev.coords.items():
-        got = regroup(_compact(c), digits, levels)
-        if got is None:
-            return None
-        coords[a] = got
-    return coords, valid
-
-
-def _compact(view: npt.NDArray[Any]) -> npt.NDArray[Any]:
-    """A broadcast view with its stride-0 dimensions cut to size 1 (nothing is copied)."""
-    return view[tuple(slice(0, 1) if st == 0 else slice(None) for st in view.strides)]
-
-
-def regroup(arr: npt.NDArray[Any], digits: tuple[int, ...], levels: tuple[int, ...]) -> npt.NDArray[Any] | None:
-    """``np.broadcast_to(arr, digits).reshape(levels)`` kept compact: ``arr`` broadcasts to ``digits``; the
-    result broadcasts to ``levels`` and has size 1 along every level over whose digits ``arr`` does not vary.
-    Only the levels that vary are materialised.  ``None`` when the two factorisations do not nest (a digit
-    and a level overlapping with neither dividing the other's run).
-
-    >>> import numpy as np
-    >>> a = np.arange(4).reshape(1, 4, 1)  # varies along the middle of digits (2, 4, 8)
-    >>> regroup(a, (2, 4, 8), (8, 8)).shape, regroup(a, (2, 4, 8), (16, 4)).shape
-    ((8, 1), (16, 1))
-    >>> regroup(np.arange(2).reshape(1, 2), (3, 2), (2, 3)) is None  # 3 | 2 ... neither divides the other
-    True
-    >>> bool((np.broadcast_to(regroup(a, (2, 4, 8), (2, 32)), (2, 32)) ==
-    ...       np.broadcast_to(a, (2, 4, 8)).reshape(2, 32)).all())
-    True
-    """
-    if math.prod(digits) != math.prod(levels) or arr.ndim > len(digits):
-        return None
-    arr = arr.reshape((1,) * (len(digits) - arr.ndim) + arr.shape)
-    if any(n not in (1, d) for n, d in zip(arr.shape, digits, strict=True)):
-        return None
-    pieces: list[tuple[int, int, int]] = []  # the common refinement: (size, its digit, its level)
-    di, li = list(digits), list(levels)
-    d = lv = 0
-    while True:
-        while d < len(di) and di[d] == 1:
-            d += 1
-        while lv < len(li) and li[lv] == 1:
-            lv += 1
-        if d == len(di) or lv == len(li):
-            break
-        step = min(di[d], li[lv])
-        if di[d] % step or li[lv] % step:
-            return None
-        pieces.append((step, d, lv))
-        di[d] //= step
-        li[lv] //= step
-    fine = arr.reshape([n if arr.shape[dg] != 1 else 1 for n, dg, _ in pieces])
-    active = {lv_ for (n, _, lv_), got in zip(pieces, fine.shape, strict=True) if got != 1}
-    target = [n if lv_ in active else 1 for n, _, lv_ in pieces]
-    return np.broadcast_to(fine, target).reshape([n if k in active else 1 for k, n in enumerate(levels)])
+    return Gather(np.ascontiguousarray(valid), np.ascontiguousarray(flat))
 
 
 def plan_gather_full(source: tuple[Mapping, ...], stream: tuple[Mapping, ...], call: str, what: str) -> Gather:
-    """:func:`plan_gather` evaluated at every stream position (the reference for its compact arrays)."""
+    """:func:`plan_gather` located at every stream position (the reference for the gather by parts)."""
     return plan_gather(source, stream, call, what, False)
+
+
+def _factored(source: tuple[Mapping, ...], stream: tuple[Mapping, ...], src_axes: frozenset[str]) -> Gather | None:
+    """:func:`plan_gather` by parts, when the source's and the stream's Chip, Cluster and Slice are the same
+    mappings and share no axis with their inner levels (a VRF operand, a stash): the source position is then the
+    (Chip, Cluster, Slice) part, located over the slices alone, times the inner size plus the inner part, located
+    over the inner levels alone — a few thousand positions each instead of every element of the stream.  None
+    (the caller runs the whole-stream inverse) when the parts do not separate, an axis is skewed, or an index is
+    not held or is held by another slice (the caller then names it in its error)."""
+    if tuple(source[:3]) != tuple(stream[:3]) or len(source) < 4:
+        return None
+    outer = frozenset().union(*(m.axes for m in stream[:3]))
+    inner_axes = frozenset().union(*(m.axes for m in (*stream[3:], *source[3:])))
+    if outer & inner_axes or any(isinstance(t, SkewAtom) for m in (*stream, *source) for t in axis_atoms(m.canon)):
+        return None
+    o_shape, i_shape = tuple(m.size for m in stream[:3]), tuple(m.size for m in stream[3:])
+    oc, o_valid = joint_eval(tuple(stream[:3]))
+    ic, i_valid = joint_eval(tuple(stream[3:]))
+    o_flat, o_held = pair_of(*source[:3]).locate({a: oc[a] for a in src_axes & outer}, o_shape)
+    i_flat, i_held = pair_of(*source[3:]).locate({a: ic[a] for a in src_axes & inner_axes}, i_shape)
+    lead = (...,) + (None,) * len(i_shape)
+    shape = (*o_shape, *i_shape)
+    # the parts share no axis: a position is valid when its slice part and its inner part are
+    every = bool(o_valid.all()) and bool(i_valid.all())
+    valid = known_everywhere(shape) if every else np.logical_and(o_valid[lead], i_valid)
+    o_held, i_held = np.asarray(o_held), np.asarray(i_held)
+    slices_ok = np.asarray(o_flat) == np.arange(math.prod(o_shape), dtype=np.int64).reshape(o_shape)
+    if not (bool(o_held.all()) and bool(i_held.all()) and bool(slices_ok.all())):  # (else nothing to check)
+        if bool((valid & ~(o_held[lead] & i_held & slices_ok[lead])).any()):
+            return None
+    inner = math.prod(m.size for m in source[3:])
+    if every:  # the index is built from the parts only if something asks for it
+        return Gather(valid, None, np.broadcast_to(i_flat, i_shape).copy(), inner)
+    index = np.asarray(o_flat)[lead] * inner + np.asarray(i_flat)
+    return Gather(valid, np.ascontiguousarray(np.where(valid, index, 0)))
 
 
 def apply_gather(g: Gather, values: npt.NDArray[Any], known: npt.NDArray[np.bool_]
                  ) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]:
     """The source's values and known mask at every stream position (positions not read are unknown)."""
+    if g.inner is not None:
+        return _apply_by_parts(g, g.inner, values, known)
     v = values.reshape(-1)[g.index]
     k = known.reshape(-1)[g.index] & g.used
     return v, k
+
+
+def _apply_by_parts(g: Gather, inner: IntArray, values: npt.NDArray[Any], known: npt.NDArray[np.bool_]
+                    ) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]:
+    """:func:`apply_gather` of a gather by parts that reads every position (``g.inner`` set): each slice reads its
+    own inner positions ``inner``, so one value a slice (a VRF operand) is a broadcast, the stream's own layout (a
+    stash) a view, anything else a gather along the inner positions only.  The results are read-only."""
+    shape = g.used.shape
+    outer = shape[:3]
+    n_out = math.prod(outer)
+    flat = inner.reshape(-1)
+    per = values.size // n_out
+    lead = (*outer, *([1] * (len(shape) - 3)))
+
+    def pick(arr: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        rows = arr.reshape(n_out, per)
+        if bool((flat == flat[0]).all()):
+            out: npt.NDArray[Any] = np.broadcast_to(rows[:, int(flat[0])].reshape(lead), shape)
+            return out
+        if flat.size == per and bool((flat == np.arange(per)).all()):
+            out = rows.reshape(shape).view()
+        else:
+            out = rows[:, flat].reshape(shape)
+        out.flags.writeable = False
+        return out
+
+    k = known_everywhere(shape) if is_everywhere(known) else pick(np.asarray(known))
+    return pick(values), k

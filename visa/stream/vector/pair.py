@@ -50,6 +50,7 @@ from visa.engines.vector.plan import (
     plan_unzip,
 )
 from visa.mapping import Mapping
+from visa.memory.known import is_everywhere, known_everywhere
 from visa.stream.vector.base import Chip, Cluster, D, Packet, Slice, Time, VeBase, VeState, describe_operand, op_fn
 from visa.stream.vector.single import (
     VectorClipTensor,
@@ -150,7 +151,9 @@ class PairBase(VeBase[D, Chip, Cluster, Slice, Time, Packet, IntraFirst]):
         slots = [g0.values, g1.values]
         knowns = [g0.known, g1.known]
         values = np.asarray(op_fn(op)(slots[args[0]], slots[args[1]]), dtype=g0.values.dtype)
-        known = knowns[args[0]] & knowns[args[1]]
+        a, b = knowns[args[0]], knowns[args[1]]
+        known = known_everywhere(np.broadcast_shapes(a.shape, b.shape)) if is_everywhere(a) and is_everywhere(b) \
+            else a & b
         mode = "" if args == (0, 1) else f", Mode{''.join(map(str, args))}"
         ve = ve.step(stage, f"zip {op!r}{mode}", self.layout.time.size, context="Zipped", exec_id=None)
         data = StreamData(np.ascontiguousarray(np.broadcast_to(values, self.layout.shape)), known)
@@ -169,14 +172,27 @@ def unzip(self: VeBase[Any, Any, Any, Any, Any, Any, Any], axis: Any, tile_time:
     perm = np.zeros((2, split_time.size), dtype=np.int64)
     perm[removed, kept] = np.arange(self.layout.time.size, dtype=np.int64)
     layout = self.layout.with_(time=split_time)
-    g0 = StreamData(np.ascontiguousarray(self.data.values[:, :, :, perm[0]]),
-                    np.ascontiguousarray(self.data.known[:, :, :, perm[0]]))
-    g1 = StreamData(np.ascontiguousarray(self.data.values[:, :, :, perm[1]]),
-                    np.ascontiguousarray(self.data.known[:, :, :, perm[1]]))
+    g0 = StreamData(_time_steps(self.data.values, perm[0]), _time_steps(self.data.known, perm[0]))
+    g1 = StreamData(_time_steps(self.data.values, perm[1]), _time_steps(self.data.known, perm[1]))
     ve = self.ve.step("Branch", f"unzip({cfg.axis})", split_time.size, context="Paired")
     out: VectorTensorPair[Any, Any, Any, Any, Any, Any] = VectorTensorPair(
         self.tu, layout, g0, self.reports, self.inputs, self.extra, ve=ve, g1=g1)
     return out
+
+
+def _time_steps(arr: Any, steps: Any) -> Any:
+    """``arr[:, :, :, steps]`` (Time is axis 3 of ``(Chip, Cluster, Slice, Time, Packet)``): a read-only strided
+    view when ``steps`` are equally spaced (a group of an unzip, the I digit outside or inside the rest of Time),
+    else a gather by index; an all-known broadcast stays one (:mod:`visa.memory.known`)."""
+    if is_everywhere(arr):
+        return known_everywhere((*arr.shape[:3], steps.size, *arr.shape[4:]))
+    first, last = int(steps[0]), int(steps[-1])
+    step = int(steps[1]) - first if steps.size > 1 else 1
+    if step > 0 and last - first == step * (steps.size - 1) and bool((np.diff(steps) == step).all()):
+        view = arr[:, :, :, first:last + 1:step]
+        view.flags.writeable = False  # (the stream's own memory: read, never written through)
+        return view
+    return np.ascontiguousarray(arr[:, :, :, steps])
 
 
 class _PLogic(PairBase[D, Chip, Cluster, Slice, Time, Packet]):
