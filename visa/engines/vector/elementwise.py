@@ -36,6 +36,7 @@ from visa.engines.vector.plan import dtype_name
 from visa.engines.vector.relayout import joint_eval
 from visa.errors import DtypeError, LayoutError, TypestateError, UnsupportedFeatureError
 from visa.hw import HardwareProfile
+from visa.memory.known import known_and
 
 __all__ = ["branch_ids", "plan_branch", "operand_list", "Resolved", "apply", "check_constant", "vrf_branch_ids",
            "check_branch_log_dtype", "carry_scan", "carry_fill", "plan_operand_read", "id_mask"]
@@ -228,15 +229,14 @@ def apply(fn: Callable[..., Arr], args_mode: tuple[int, ...], stream: Arr, strea
         slots: list[Arr] = [stream, *(o.values for o in ops)]
         knowns: list[npt.NDArray[np.bool_] | bool] = [stream_known, *(o.known for o in ops)]
         args = [slots[a] for a in args_mode]
-        k: npt.NDArray[np.bool_] | bool = True
-        for a in sorted(set(args_mode)):
-            k = k & knowns[a]
+        # known where every argument read is known; no pass where they all are (known.py)
+        k = known_and([knowns[a] for a in sorted(set(args_mode))], stream.shape)
         out = np.asarray(fn(*args))
-        return np.broadcast_to(out, stream.shape), np.broadcast_to(np.asarray(k, dtype=bool), stream.shape)
+        return np.broadcast_to(out, stream.shape), k
 
     if len(operands) == 1 and operands[0][1] is None:
         v, k = run(operands[0][0])
-        return np.ascontiguousarray(v, dtype=stream.dtype), np.ascontiguousarray(k)
+        return np.ascontiguousarray(v, dtype=stream.dtype), k
     result = stream.copy()
     known = stream_known.copy()
     group = np.zeros(stream.shape, dtype=np.uint8) if exec_id is None else (exec_id >> group_bit) & 1
