@@ -196,10 +196,23 @@ def operand_list(hw: HardwareProfile, operand: Any, call: str) -> list[tuple[Any
 
 @dataclass
 class Resolved:
-    """An operand read at every stream position: values (broadcastable) and which of them are known."""
+    """An operand read at every stream position: values (broadcastable) and which of them are known.
+
+    ``split``, when not None, is the stream's shape with each axis split into digits (a strided view of the
+    operand's source, :func:`visa.engines.vector.relayout.gather_view`): ``values`` and ``known`` broadcast to
+    it, and :func:`apply` computes in that shape (the stream reshaped, no copy); :meth:`expand` gives the
+    stream-shaped arrays."""
 
     values: Arr
     known: npt.NDArray[np.bool_] | bool
+    split: tuple[int, ...] | None = None
+
+    def expand(self, shape: tuple[int, ...]) -> Resolved:
+        """This operand with ``values``/``known`` broadcastable to the stream ``shape`` (a copy when split)."""
+        if self.split is None:
+            return self
+        k = self.known if isinstance(self.known, bool) else np.broadcast_to(self.known, self.split).reshape(shape)
+        return Resolved(np.broadcast_to(self.values, self.split).reshape(shape), k)
 
 
 def kind_of(operand: Any) -> str:
@@ -225,18 +238,28 @@ def apply(fn: Callable[..., Arr], args_mode: tuple[int, ...], stream: Arr, strea
     Each operand entry holds the resolved operand(s) for argument slots 1 (and 2); ``args_mode`` names, per
     argument, slot 0 (stream), 1 or 2.
     """
-    def run(ops: Sequence[Resolved]) -> tuple[Arr, npt.NDArray[np.bool_]]:
-        slots: list[Arr] = [stream, *(o.values for o in ops)]
-        knowns: list[npt.NDArray[np.bool_] | bool] = [stream_known, *(o.known for o in ops)]
+    def run(ops: Sequence[Resolved], split: tuple[int, ...] | None = None) -> tuple[Arr, npt.NDArray[np.bool_]]:
+        shape = stream.shape if split is None else split
+        x, xk = (stream, stream_known) if split is None else (stream.reshape(split), stream_known.reshape(split))
+        slots: list[Arr] = [x, *(o.values for o in ops)]
+        knowns: list[npt.NDArray[np.bool_] | bool] = [xk, *(o.known for o in ops)]
         args = [slots[a] for a in args_mode]
         # known where every argument read is known; no pass where they all are (known.py)
-        k = known_and([knowns[a] for a in sorted(set(args_mode))], stream.shape)
+        k = known_and([knowns[a] for a in sorted(set(args_mode))], shape)
         out = np.asarray(fn(*args))
-        return np.broadcast_to(out, stream.shape), k
+        return np.broadcast_to(out, shape), k
 
+    shape = stream.shape
     if len(operands) == 1 and operands[0][1] is None:
-        v, k = run(operands[0][0])
+        ops = operands[0][0]
+        splits = {o.split for o in ops if o.split is not None}
+        if len(splits) == 1:  # the stream in the operands' split shape: a view of it, no copy
+            v, k = run(ops, splits.pop())
+            v = np.ascontiguousarray(v, dtype=stream.dtype)
+            return v.reshape(shape), k.reshape(shape)
+        v, k = run([o.expand(shape) for o in ops])
         return np.ascontiguousarray(v, dtype=stream.dtype), k
+    operands = [([o.expand(shape) for o in ops], gid) for ops, gid in operands]
     result = stream.copy()
     known = stream_known.copy()
     group = np.zeros(stream.shape, dtype=np.uint8) if exec_id is None else (exec_id >> group_bit) & 1

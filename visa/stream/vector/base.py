@@ -39,9 +39,10 @@ from visa.engines.vector.plan import (
     plan_stash_operand,
     plan_transition,
 )
-from visa.engines.vector.relayout import apply_gather, plan_gather
+from visa.engines.vector.relayout import apply_gather, gather_view, plan_gather
 from visa.errors import DtypeError, PoisonError, TypestateError, VisaError
 from visa.hw import HardwareProfile
+from visa.memory.known import all_true, is_everywhere
 from visa.stream.stages import StreamTensor
 
 if TYPE_CHECKING:
@@ -251,27 +252,27 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
 
     def _vrf(self, vrf: VrfTensor[Any, Any, Any, Any, Any], dtype: str, call: str,
              known: npt.NDArray[np.bool_] | None) -> Resolved:
-        from visa.memory.images import load
-
         check_vrf_operand(dtype_name(vrf.dtype), dtype, call)
         if vrf.ctx is not self.tu.ctx:
             raise VisaError("the VRF operand belongs to another context", call=call,
                             fix="load the operand with .to_vrf() in this kernel's context")
         vrf.check_readable(call)
         chip, cluster, slice_, element = (vrf.mapping(k) for k in ("Chip", "Cluster", "Slice", "Element"))
-        bits = vrf.address * 8 + np.arange(element.size, dtype=np.int64) * vrf.dtype.image_bits
         vals, kn = [], []
         for c in range(chip.size):
-            v, k = load(vrf.dtype, vrf.image(c), bits)
+            v, k = _load_row(vrf.dtype, vrf.image(c), vrf.address * 8, element.size)
             vals.append(v[:cluster.size, :slice_.size])
             kn.append(k[:cluster.size, :slice_.size])
         g = plan_gather((chip, cluster, slice_, element), self.levels(), call, "VRF operand")
-        values, vk = apply_gather(g, np.stack(vals), np.stack(kn))
-        need = g.used if known is None else (g.used & known)
-        if (need & ~vk).any():
-            count = int(np.count_nonzero(need & ~vk))
-            raise PoisonError(f"{count} element(s) of the VRF operand were never loaded", call=call, line=5256,
-                              mapping=repr(element), fix="load the operand with .to_vrf() (in ctx.sub) first")
+        src_v, src_k = _stacked(vals), _stacked(kn)
+        view = gather_view(g, src_v, src_k)
+        if view is not None:  # a strided view of the register file, in the split shape (no copy, relayout.py)
+            values, vk, split = view
+            if not all_true(vk):  # (O(1) when every byte was written; else the source's size, not the stream's)
+                _refuse_unloaded(np.asarray(True if known is None else known.reshape(split)) & ~vk, element, call)
+            return Resolved(values, vk, split)
+        values, vk = apply_gather(g, src_v, src_k)
+        _refuse_unloaded((g.used if known is None else (g.used & known)) & ~vk, element, call)
         return Resolved(values, vk)
 
     def _stash(self, dtype: str, call: str, ve: VeState) -> tuple[Resolved, VeState, tuple[DeviceTensor, ...]]:
@@ -281,8 +282,10 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
         assert slot is not None
         src = self.levels(slot.layout)
         g = plan_gather(src, self.levels(), call, "stash")
-        values, vk = apply_gather(g, slot.data.values, slot.data.known)
-        return Resolved(values, vk), replace(ve, stash=replace(slot, consumed_by=call)), ()
+        view = gather_view(g, slot.data.values, slot.data.known)
+        r = Resolved(view[0], view[1], view[2]) if view is not None else Resolved(
+            *apply_gather(g, slot.data.values, slot.data.known))
+        return r, replace(ve, stash=replace(slot, consumed_by=call)), ()
 
     def operate(self, op: VeOp, args: tuple[int, ...], operand: Any, call: str, ve: VeState, data: StreamData,
                 exec_id: ExecIds | None) -> tuple[StreamData, VeState, tuple[DeviceTensor, ...]]:
@@ -326,6 +329,42 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
         return [r0, r1], ve2, ins
 
 
+def _load_row(dtype: type[dt.Scalar], image: Any, bit_base: int, n: int
+              ) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]:
+    """``n`` consecutive elements from bit ``bit_base`` of every slice of a register-file image: values and known,
+    shape ``(*slices, n)``.  One strided copy (``load_nest``), without a known-mask where every byte was written
+    (``known_everywhere``); element by element (``load``) when the row cannot be read as words."""
+    from visa.memory.images import load, load_nest, load_nest_values, nest_all_written
+    from visa.memory.known import known_everywhere
+
+    loops = ((n, 1),)
+    shape = (*image.lead_shape, n)
+    if nest_all_written(dtype, image, bit_base, loops):
+        values = np.empty(shape, dtype=dtype.storage)
+        if load_nest_values(dtype, image, bit_base, loops, values):
+            return values, known_everywhere(shape)
+    got = load_nest(dtype, image, bit_base, loops)
+    if got is not None:
+        return got
+    v, k = load(dtype, image, bit_base + np.arange(n, dtype=np.int64) * dtype.image_bits)
+    return v, k
+
+
+def _stacked(parts: list[npt.NDArray[Any]]) -> npt.NDArray[Any]:
+    """The chips' arrays as one C-contiguous ``(Chip, ...)`` array (the one chip's own when it is so: no copy)."""
+    if len(parts) == 1:
+        return parts[0][None] if is_everywhere(parts[0]) else np.ascontiguousarray(parts[0])[None]
+    return np.ascontiguousarray(np.stack(parts))
+
+
+def _refuse_unloaded(bad: npt.NDArray[np.bool_], element: Any, call: str) -> None:
+    """Refuse a VRF operand read where the stream needs an element never loaded (``bad``, L5256)."""
+    if bad.any():
+        count = int(np.count_nonzero(bad))
+        raise PoisonError(f"{count} element(s) of the VRF operand were never loaded", call=call, line=5256,
+                          mapping=repr(element), fix="load the operand with .to_vrf() (in ctx.sub) first")
+
+
 def per_step(fn: Callable[..., Any], args: tuple[int, ...], resolved: list[tuple[list[Resolved], GroupId | None]],
              exec_id: ExecIds | None, group_bit: int, shape: tuple[int, ...]) -> Callable[..., Any]:
     """``fn`` with its resolved operands as one step at time step ``t`` (between an ``OperandRead`` and its
@@ -334,8 +373,10 @@ def per_step(fn: Callable[..., Any], args: tuple[int, ...], resolved: list[tuple
     def at(a: Any, t: int) -> Any:
         return np.broadcast_to(np.asarray(a), shape)[:, :, :, t]
 
+    full = [([r.expand(shape) for r in rs], gid) for rs, gid in resolved]
+
     def step(y: Any, yk: Any, t: int) -> tuple[Any, Any]:
-        ops = [([Resolved(at(r.values, t), at(r.known, t)) for r in rs], gid) for rs, gid in resolved]
+        ops = [([Resolved(at(r.values, t), at(r.known, t)) for r in rs], gid) for rs, gid in full]
         return apply(fn, args, y, yk, ops, None if exec_id is None else exec_id[:, :, :, t], group_bit)
 
     return step
