@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["known_everywhere", "all_true", "is_everywhere", "writable", "known_and"]
+__all__ = ["known_everywhere", "all_true", "is_everywhere", "writable", "known_and", "copy_known"]
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -90,3 +90,9 @@ def known_and(parts: Sequence[BoolArray | bool], shape: Sequence[int]) -> BoolAr
         acc = np.logical_and(acc, arr, out=acc if np.broadcast_shapes(acc.shape, arr.shape) == acc.shape else None)
     out = np.broadcast_to(acc, shape)
     return out
+
+
+def copy_known(known: BoolArray) -> BoolArray:
+    """A copy of ``known`` that a stage keeps as its own, except that a broadcast of True (read-only, no memory)
+    is kept as it is: copying it would make 1 byte per element of a mask that says nothing."""
+    return known if is_everywhere(known) else known.copy()

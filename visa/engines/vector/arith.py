@@ -307,7 +307,7 @@ _CLIP_I32: dict[str, Callable[[Arr, Arr], Arr]] = {
     "Max": lambda a, b: np.maximum(np.asarray(a, np.int32), np.asarray(b, np.int32)),
     "AbsMin": _absmin_i32,
     "AbsMax": _absmax_i32,
-    "AddFxp": lambda a, b: wrap32(_i64(a) + _i64(b)),
+    "AddFxp": _ring(np.add),
     "AddFxpSat": lambda a, b: sat32(_i64(a) + _i64(b)),
 }
 

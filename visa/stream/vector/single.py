@@ -92,6 +92,7 @@ from visa.engines.vector.plan import (
 )
 from visa.errors import DtypeError, TypestateError
 from visa.mapping import Mapping
+from visa.memory.known import copy_known
 from visa.stream.stages import VectorFinalTensor
 from visa.stream.vector.base import (
     Carry,
@@ -211,7 +212,7 @@ class _Ops(VeBase[D, Chip, Cluster, Slice, Time, Packet, O]):
         if ve.pending is not None:
             ve = replace(ve, pending=ve.pending.then(lambda y, yk, t: (fn(y, iw), yk)))
         return self.advance(cls, self.layout.with_(dtype=dt.scalar(dtype)),
-                            StreamData(fn(self.data.values, iw), self.data.known.copy()), ve)
+                            StreamData(fn(self.data.values, iw), copy_known(self.data.known)), ve)
 
 
 class _Logic(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
@@ -487,7 +488,7 @@ class _Stash(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
         call = "vector_stash"
         self.take(call)
         plan_stash(self.ve.stage, self.ve.context, self.ve.stash_taken)
-        slot = StashSlot(self.layout, StreamData(self.data.values.copy(), self.data.known.copy()), self.ve.stage)
+        slot = StashSlot(self.layout, StreamData(self.data.values.copy(), copy_known(self.data.known)), self.ve.stage)
         ve = replace(self.ve, stash=slot, stash_taken=True, ops=(*self.ve.ops, "stash"))
         return self.advance(type(self), self.layout, StreamData(self.data.values, self.data.known), ve)
 
