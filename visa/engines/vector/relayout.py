@@ -175,6 +175,10 @@ def gather_view(g: Gather, values: npt.NDArray[Any], known: npt.NDArray[np.bool_
     if g.strided is None:
         return None
     shape, strides, offset = g.strided
+    lo = offset + sum((n - 1) * st for n, st in zip(shape, strides, strict=True) if st < 0)
+    hi = offset + sum((n - 1) * st for n, st in zip(shape, strides, strict=True) if st > 0)
+    if lo < 0 or hi >= values.size or values.size != known.size:
+        return None  # (not the source the plan was made for: the index path reports it)
     out = []
     for arr in (values, known):
         if arr is known and is_everywhere(known):

@@ -1,0 +1,221 @@
+"""The elementwise streaming fast paths (issue 15, docs/manual-notes.md "Elementwise streaming cost") pinned
+against the general paths they replace: the known-mask AND without a pass (``known_and``), the strided form of a
+gather index (``strided_index``, ``gather_view``) and the ops computed in the split shape (``apply`` with a
+split :class:`Resolved`), the VRF row read as a nest, and the poison rules through all of them (an element is
+known only where every input it reads is, L1071–1093; a VRF element never loaded is refused, L5256)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from visa import AxisSet, Context, i32
+from visa.engines.vector import BranchMode, ClipBinaryOpI32, FxpBinaryOp, Stash
+from visa.engines.vector.elementwise import Resolved, apply
+from visa.engines.vector.relayout import Gather, apply_gather, gather_view, plan_gather, strided_index
+from visa.errors import PoisonError
+from visa.memory.known import copy_known, is_everywhere, known_and, known_everywhere
+from visa.stream.vector.base import op_fn
+from visa.testing import place_vrf
+
+from .helpers import collect, layout, logical, rand_i32
+
+RNG = np.random.default_rng(15)
+
+# ------------------------------------------------------------------------------------------ known_and
+
+SHAPE = (2, 3, 4)
+
+
+@st.composite
+def _parts(draw: st.DrawFn) -> list[np.ndarray | bool]:
+    out: list[np.ndarray | bool] = []
+    for _ in range(draw(st.integers(0, 4))):
+        kind = draw(st.sampled_from(["true", "false", "everywhere", "array", "row"]))
+        if kind in ("true", "false"):
+            out.append(kind == "true")
+        elif kind == "everywhere":
+            out.append(known_everywhere(SHAPE))
+        else:
+            shape = SHAPE if kind == "array" else (1, SHAPE[1], 1)
+            bits = draw(st.lists(st.booleans(), min_size=int(np.prod(shape)), max_size=int(np.prod(shape))))
+            out.append(np.array(bits, dtype=bool).reshape(shape))
+    return out
+
+
+@settings(max_examples=80, deadline=None)
+@given(_parts())
+def test_known_and_is_the_elementwise_and(parts: list[np.ndarray | bool]) -> None:
+    """``known_and`` equals the AND of its parts broadcast (all True for none), and never hands out a mask one
+    may write into a part through."""
+    want = np.ones(SHAPE, dtype=bool)
+    for p in parts:
+        want = want & np.broadcast_to(p, SHAPE)
+    got = known_and(parts, SHAPE)
+    assert got.shape == SHAPE
+    assert np.array_equal(got, want)
+    arrays = [p for p in parts if isinstance(p, np.ndarray) and not is_everywhere(p)]
+    if len(arrays) == 1 and all(p is not False for p in parts):
+        assert not got.flags.writeable  # a view of the one part: read-only
+    if not arrays and all(p is not False for p in parts):
+        assert is_everywhere(got)  # no memory, no pass
+
+
+def test_copy_known_keeps_a_broadcast_and_copies_an_array() -> None:
+    every = known_everywhere((4, 4))
+    assert copy_known(every) is every
+    arr = np.array([True, False])
+    out = copy_known(arr)
+    assert out is not arr and np.array_equal(out, arr)
+
+
+# ------------------------------------------------------------------------------------------ strided gathers
+
+
+@st.composite
+def _digit_index(draw: st.DrawFn) -> np.ndarray:
+    """An index that is a mixed-radix affine function of its position: each axis split into digits."""
+    ndim = draw(st.integers(1, 3))
+    sizes, steps = [], []
+    axis_sizes = []
+    for _ in range(ndim):
+        n_digits = draw(st.integers(1, 3))
+        ds = [draw(st.integers(1, 4)) for _ in range(n_digits)]
+        sizes += ds
+        steps += [draw(st.integers(0, 12)) for _ in range(n_digits)]
+        axis_sizes.append(int(np.prod(ds)))
+    index = np.full((), draw(st.integers(0, 5)), dtype=np.int64)
+    for n, s in zip(sizes, steps, strict=True):
+        index = index[..., None] + np.arange(n, dtype=np.int64) * s
+    return index.reshape(axis_sizes)
+
+
+def _rebuild(form: tuple[tuple[int, ...], tuple[int, ...], int], shape: tuple[int, ...]) -> np.ndarray:
+    split, strides, offset = form
+    out = np.full((), offset, dtype=np.int64)
+    for n, s in zip(split, strides, strict=True):
+        out = out[..., None] + np.arange(n, dtype=np.int64) * s
+    return out.reshape(shape)
+
+
+@settings(max_examples=120, deadline=None)
+@given(_digit_index())
+def test_strided_index_finds_every_digit_structure(index: np.ndarray) -> None:
+    """An index built from digits is recognised, and the form found rebuilds it exactly."""
+    form = strided_index(index)
+    assert form is not None
+    assert np.array_equal(_rebuild(form, index.shape), index)
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(st.integers(0, 9), min_size=1, max_size=24), st.integers(1, 3))
+def test_strided_index_is_sound(values: list[int], rows: int) -> None:
+    """Any index: either no form, or a form that rebuilds it exactly (never a wrong view)."""
+    n = len(values) - len(values) % rows or len(values)
+    index = np.array(values[:n], dtype=np.int64).reshape(rows if n % rows == 0 else 1, -1)
+    form = strided_index(index)
+    if form is not None:
+        assert np.array_equal(_rebuild(form, index.shape), index)
+
+
+def test_gather_view_equals_the_index_gather() -> None:
+    """The strided view reads what the index reads, values and known (poison included), for a vector read once
+    per row (a broadcast digit) and for a permuted element order."""
+    ax = AxisSet(S=4, T=3, E=16)
+    m = ax.m
+    stream = (m["1"], m["1"], m["S"], m["T, E / 8"], m["E % 8"])
+    for element in (m["E"], m["E % 2, E / 2"]):
+        g = plan_gather((m["1"], m["1"], m["S"], element), stream, "test", "VRF operand")
+        assert g.strided is not None
+        values = rand_i32(RNG, (1, 1, 4, 16))
+        known = RNG.random((1, 1, 4, 16)) < 0.8
+        view = gather_view(g, values, known)
+        assert view is not None
+        v, k, split = view
+        want_v, want_k = apply_gather(g, values, known)
+        assert np.array_equal(np.broadcast_to(v, split).reshape(want_v.shape), want_v)
+        assert np.array_equal(np.broadcast_to(k, split).reshape(want_k.shape), want_k)
+        assert not v.flags.writeable
+        every = gather_view(g, values, known_everywhere(values.shape))
+        assert every is not None and is_everywhere(every[1])
+
+
+def test_gather_view_refuses_a_source_of_another_size() -> None:
+    g = Gather(np.arange(8, dtype=np.int64), np.ones(8, dtype=bool), ((8,), (1,), 0))
+    assert gather_view(g, np.zeros(4, np.int32), np.ones(4, bool)) is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(["AddFxp", "SubFxp", "MulInt", "Max", "AbsMax"]), st.sampled_from([(0, 1), (1, 0)]),
+       st.booleans(), st.booleans(), st.integers(0, 2**32 - 1))
+def test_apply_in_the_split_shape_equals_the_stream_shape(name: str, args: tuple[int, int], stream_every: bool,
+                                                           operand_every: bool, seed: int) -> None:
+    """``apply`` with a split operand (the stream reshaped to the digits) gives the values and known-mask of the
+    same operand expanded to the stream's shape: wrapping, saturation and poison propagation unchanged."""
+    rng = np.random.default_rng(seed)
+    op = getattr(ClipBinaryOpI32 if name in ("Max", "AbsMax") else FxpBinaryOp, name)
+    fn = op_fn(op)
+    shape = (1, 2, 2, 6, 8)
+    split = (1, 2, 2, 3, 2, 8)
+    stream = rand_i32(rng, shape)
+    sk = known_everywhere(shape) if stream_every else rng.random(shape) < 0.7
+    src = rand_i32(rng, 2 * 2 * 2 * 8)
+    strides = (0, 32, 16, 0, 8, 1)  # the operand read once per row of 2 time steps, broadcast over 3 of them
+    from numpy.lib.stride_tricks import as_strided
+
+    ov = as_strided(src, split, tuple(s * 4 for s in strides), writeable=False)
+    ok_src = np.ones(src.size, bool) if operand_every else rng.random(src.size) < 0.8
+    ok = known_everywhere(split) if operand_every else as_strided(ok_src, split, strides, writeable=False)
+    fast = apply(fn, args, stream, sk, [([Resolved(ov, ok, split)], None)], None, 3)
+    full = Resolved(ov, ok, split).expand(shape)
+    slow = apply(fn, args, stream, np.array(sk), [([full], None)], None, 3)
+    assert fast[0].shape == shape and fast[1].shape == shape
+    assert np.array_equal(fast[0], slow[0])
+    assert np.array_equal(fast[1], slow[1])
+
+
+# ------------------------------------------------------------------------------------------ through a stream
+
+
+def test_vrf_vector_read_once_per_row_matches_numpy() -> None:
+    """``y[s, t, e] = x[s, t, e] · w[e]`` (``MulInt`` wraps), ``w`` in every slice's VRF: the view path, exact."""
+    ctx = Context.acquire()
+    ax = AxisSet(S=512, T=3, E=16)
+    m = ax.m
+    lay = layout(ax, i32, "1", "S / 256", "S % 256", "T, E / 8", "E % 8")
+    x = rand_i32(RNG, (512, 3, 16))
+    w = rand_i32(RNG, 16)
+    vrf = place_vrf(ctx, np.broadcast_to(w, (512, 16)), i32, m["1"], m["S / 256"], m["S % 256"], m["E"], 0, "S E")
+    out = (collect(ctx, lay, x, "S T E").vector_init().vector_intra_slice_branch(BranchMode.Unconditional)
+           .vector_fxp(FxpBinaryOp.MulInt, vrf).vector_final())
+    assert np.array_equal(logical(out, "S T E"), x * w)
+
+
+def test_vrf_row_with_an_element_never_loaded_is_refused_l5256() -> None:
+    """The view path refuses an operand element never loaded, counting each stream position that reads it."""
+    from visa.tensors.handles import VrfTensor
+
+    ctx = Context.acquire()
+    ax = AxisSet(S=512, T=3, E=16)
+    m = ax.m
+    lay = layout(ax, i32, "1", "S / 256", "S % 256", "T, E / 8", "E % 8")
+    hm = AxisSet(S=512, F=8).m  # elements 0..7 of every slice's row
+    place_vrf(ctx, rand_i32(RNG, (512, 8)), i32, hm["1"], hm["S / 256"], hm["S % 256"], hm["F"], 0, "S F")
+    vrf = VrfTensor(ctx, i32, m["1"], m["S / 256"], m["S % 256"], m["E"], 0)  # E 8..15 were never written
+    b = collect(ctx, lay, rand_i32(RNG, (512, 3, 16)), "S T E").vector_init().vector_intra_slice_branch(
+        BranchMode.Unconditional)
+    with pytest.raises(PoisonError, match=f"{512 * 3 * 8} element"):
+        b.vector_fxp(FxpBinaryOp.AddFxp, vrf)
+
+
+def test_stash_read_back_through_the_view_l4983() -> None:
+    """The stash read as an operand (the identity gather, a view of the saved data): ``x + x``, exact."""
+    ctx = Context.acquire()
+    ax = AxisSet(A=8192)
+    lay = layout(ax, i32, "1", "A / 4096", "A % 4096 / 16", "A % 16 / 8", "A % 8")
+    x = rand_i32(RNG, 8192)
+    out = (collect(ctx, lay, x).vector_init().vector_intra_slice_branch(BranchMode.Unconditional).vector_stash()
+           .vector_fxp(FxpBinaryOp.AddFxp, Stash).vector_final())
+    assert np.array_equal(logical(out), x + x)
