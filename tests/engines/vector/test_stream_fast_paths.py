@@ -219,3 +219,32 @@ def test_stash_read_back_through_the_view_l4983() -> None:
     out = (collect(ctx, lay, x).vector_init().vector_intra_slice_branch(BranchMode.Unconditional).vector_stash()
            .vector_fxp(FxpBinaryOp.AddFxp, Stash).vector_final())
     assert np.array_equal(logical(out), x + x)
+
+
+# ------------------------------------------------------------------------------------------ conversions
+
+
+def _fxp_model(v: float, iw: int) -> int:
+    """Round half away from zero, then saturate to i32 (L4948–4952), exactly."""
+    from fractions import Fraction
+
+    q = Fraction(v) * 2 ** (31 - iw)
+    r = (abs(q) + Fraction(1, 2)).__floor__() * (1 if q >= 0 else -1)
+    return max(-(2**31), min(2**31 - 1, r))
+
+
+def test_fp_to_fxp_rounds_exactly_at_the_edges_of_the_in_place_sum() -> None:
+    """``fp_to_fxp`` rounds as ``trunc(d ± 0.5)`` in binary64 (docs/manual-notes.md): the cases where that sum could
+    round — just below and above every half, tiny magnitudes around 2**-30, the saturation bounds — against the
+    exact model, for several integer widths."""
+    from visa.engines.vector import arith
+
+    halves = np.array([k + 0.5 for k in range(-4, 4)] + [2.0**-1, 2.0**-30, 2.0**-29, 2.0**-31, 2.0**-60,
+                                                          2.0**31, 2.0**31 - 128, 2.0**30 + 0.5, 8388607.5],
+                      dtype=np.float32)
+    xs = np.concatenate([halves, np.nextafter(halves, np.float32(np.inf)), np.nextafter(halves, np.float32(-np.inf))])
+    xs = np.concatenate([xs, -xs, np.array([0.0, -0.0, 1e-45, -1e-45, 3.4028235e38], np.float32)])
+    for iw in (31, 30, 16, 1, 0):
+        got = arith.fp_to_fxp(xs, iw)
+        want = [_fxp_model(float(v), iw) for v in xs]
+        assert got.tolist() == want, iw

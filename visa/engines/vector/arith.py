@@ -173,7 +173,9 @@ def fxp_to_fp(x: Arr, int_width: int) -> Arr:
     is RNE and the scaling by a power of two is exact (the result is never subnormal).
     """
     f = np.asarray(x, dtype=np.int32).astype(np.float32)
-    return (f * np.float32(2.0 ** -(31 - int_width))).astype(np.float32)
+    if int_width != 31:
+        np.multiply(f, np.float32(2.0 ** -(31 - int_width)), out=f)
+    return f
 
 
 def round_half_away(x: Arr) -> Arr:
@@ -190,15 +192,20 @@ def fp_to_fxp(x: Arr, int_width: int) -> Arr:
     clear and MIN when set (L4948–4952).
     """
     f = np.asarray(x, dtype=np.float32)
-    scaled = f.astype(np.float64) * (2.0 ** (31 - int_width))
-    nan = np.isnan(scaled)
-    with np.errstate(invalid="ignore"):
-        r = round_half_away(np.where(nan, 0.0, scaled))
-        r = np.clip(r, I32_MIN, I32_MAX)
-    out = r.astype(np.int64)
-    neg_nan = nan & (np.signbit(f))
-    out = np.where(nan, np.where(neg_nan, I32_MIN, I32_MAX), out)
-    return out.astype(np.int32)
+    d = f.astype(np.float64)
+    if int_width != 31:
+        d *= 2.0 ** (31 - int_width)  # exact: a power of two, far inside binary64's range
+    # Saturate first, then round half away from zero as trunc(d + ±0.5), in place (NaN stays NaN throughout).
+    # The addition is exact wherever it matters: d has at most 24 significant bits, so for |d| >= 2**-30 the sum
+    # spans at most 53 bits; a smaller |d| gives a sum in [0.5, 0.5 + 2**-29], whose trunc is 0 either way; the
+    # clip bounds ±(2**31 - 1), -2**31 plus ±0.5 are exact.  (tests pin it against round_half_away.)
+    np.clip(d, I32_MIN, I32_MAX, out=d)
+    d += np.copysign(0.5, d)
+    np.trunc(d, out=d)
+    nan = np.isnan(d)
+    if nan.any():
+        d[nan] = np.where(np.signbit(f[nan]), I32_MIN, I32_MAX)
+    return d.astype(np.int32)
 
 
 #: The conversion stages (L4837–4841, L4948–4952): the function of ``(values, int_width)`` and the output dtype.
