@@ -248,3 +248,68 @@ def test_fp_to_fxp_rounds_exactly_at_the_edges_of_the_in_place_sum() -> None:
         got = arith.fp_to_fxp(xs, iw)
         want = [_fxp_model(float(v), iw) for v in xs]
         assert got.tolist() == want, iw
+
+
+# ------------------------------------------------------------------------------------------ branch operands
+
+
+def _reference_apply(fn, args_mode, stream, stream_known, operands, exec_id, group_bit):  # type: ignore[no-untyped-def]
+    """The per-group computation as it was written before the fast paths: each operand entry over the whole stream,
+    its result copied where its group matches and no earlier entry took the element (L5052–5062)."""
+    def run(ops):  # type: ignore[no-untyped-def]
+        slots = [stream, *(o.values for o in ops)]
+        knowns = [stream_known, *(o.known for o in ops)]
+        k = np.ones(stream.shape, bool)
+        for a in sorted(set(args_mode)):
+            k = k & np.broadcast_to(knowns[a], stream.shape)
+        return np.broadcast_to(np.asarray(fn(*(slots[a] for a in args_mode))), stream.shape), k
+
+    result, known = stream.copy(), np.array(np.broadcast_to(stream_known, stream.shape))
+    group = np.zeros(stream.shape, np.uint8) if exec_id is None else (exec_id.astype(np.int64) >> group_bit) & 1
+    taken = np.zeros(stream.shape, bool)
+    for ops, gid in operands:
+        sel = ~taken if gid is None else (~taken & (group == gid.value))
+        if not sel.any():
+            continue
+        v, k = run(ops)
+        result[sel] = v[sel]
+        known[sel] = k[sel]
+        taken |= sel
+    return result, known
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.sampled_from(["AddFxp", "SubFxp", "MulInt", "Max"]), st.sampled_from([(0, 1), (1, 0)]),
+       st.lists(st.tuples(st.sampled_from([None, 0, 1]), st.booleans()), min_size=1, max_size=3),
+       st.sampled_from(["none", "ids", "one group"]), st.booleans(), st.integers(0, 2**32 - 1))
+def test_branch_operands_equal_the_per_group_computation(name: str, args: tuple[int, int],
+                                                         entries: list[tuple[int | None, bool]], ids: str,
+                                                         stream_every: bool, seed: int) -> None:
+    """``apply`` with branch operands (``VeBranchOperand`` groups; constants take the one-pass table path, a VRF-like
+    array operand the masked one) equals the per-group reference: first match wins, unmatched elements pass
+    through, poison propagates from the stream and the operand read."""
+    from visa.engines.vector import GroupId
+
+    rng = np.random.default_rng(seed)
+    op = getattr(ClipBinaryOpI32 if name == "Max" else FxpBinaryOp, name)
+    fn = op_fn(op)
+    shape = (1, 2, 3, 4, 8)
+    stream = rand_i32(rng, shape)
+    sk = known_everywhere(shape) if stream_every else rng.random(shape) < 0.7
+    exec_id = None if ids == "none" else rng.integers(0, 16, shape).astype(np.uint8)
+    if ids == "one group":
+        assert exec_id is not None
+        exec_id &= np.uint8(7)  # every element in group 0
+    operands = []
+    for gid, constant in entries:
+        if constant:
+            r = Resolved(np.asarray(int(rand_i32(rng, 1)[0]), np.int32), True)
+        else:
+            r = Resolved(rand_i32(rng, shape), rng.random(shape) < 0.8)
+        operands.append(([r], None if gid is None else (GroupId.Zero if gid == 0 else GroupId.One)))
+    if len(operands) == 1 and operands[0][1] is None:
+        operands.append(([Resolved(np.asarray(3, np.int32), True)], GroupId.One))  # (the branch path)
+    got = apply(fn, args, stream, sk, operands, exec_id, 3)
+    want = _reference_apply(fn, args, stream, sk, operands, exec_id, 3)
+    assert np.array_equal(got[0], want[0])
+    assert np.array_equal(np.broadcast_to(got[1], shape), want[1])
