@@ -266,14 +266,21 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
         g = plan_gather((chip, cluster, slice_, element), self.levels(), call, "VRF operand")
         src_v, src_k = _stacked(vals), _stacked(kn)
         view = gather_view(g, src_v, src_k)
+        split: tuple[int, ...] | None = None
+        bad: npt.NDArray[np.bool_] | None = None
+        view = gather_view(g, src_v, src_k)
         if view is not None:  # a strided view of the register file, in the split shape (no copy, relayout.py)
             values, vk, split = view
             if not all_true(vk):  # (O(1) when every byte was written; else the source's size, not the stream's)
-                _refuse_unloaded(np.asarray(True if known is None else known.reshape(split)) & ~vk, element, call)
-            return Resolved(values, vk, split)
-        values, vk = apply_gather(g, src_v, src_k)
-        _refuse_unloaded((g.used if known is None else (g.used & known)) & ~vk, element, call)
-        return Resolved(values, vk)
+                bad = np.asarray(True if known is None else known.reshape(split)) & ~vk
+        else:
+            values, vk = apply_gather(g, src_v, src_k)
+            bad = (g.used if known is None else (g.used & known)) & ~vk
+        if bad is not None and bad.any():
+            count = int(np.count_nonzero(bad))
+            raise PoisonError(f"{count} element(s) of the VRF operand were never loaded", call=call, line=5256,
+                              mapping=repr(element), fix="load the operand with .to_vrf() (in ctx.sub) first")
+        return Resolved(values, vk, split)
 
     def _stash(self, dtype: str, call: str, ve: VeState) -> tuple[Resolved, VeState, tuple[DeviceTensor, ...]]:
         slot = ve.stash
@@ -355,14 +362,6 @@ def _stacked(parts: list[npt.NDArray[Any]]) -> npt.NDArray[Any]:
     if len(parts) == 1:
         return parts[0][None] if is_everywhere(parts[0]) else np.ascontiguousarray(parts[0])[None]
     return np.ascontiguousarray(np.stack(parts))
-
-
-def _refuse_unloaded(bad: npt.NDArray[np.bool_], element: Any, call: str) -> None:
-    """Refuse a VRF operand read where the stream needs an element never loaded (``bad``, L5256)."""
-    if bad.any():
-        count = int(np.count_nonzero(bad))
-        raise PoisonError(f"{count} element(s) of the VRF operand were never loaded", call=call, line=5256,
-                          mapping=repr(element), fix="load the operand with .to_vrf() (in ctx.sub) first")
 
 
 def per_step(fn: Callable[..., Any], args: tuple[int, ...], resolved: list[tuple[list[Resolved], GroupId | None]],
