@@ -20,6 +20,7 @@ known words that covers its bytes marks the selected units' pages written withou
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -267,6 +268,34 @@ class UnitSelection(DenseImage):
         else:
             self._write_units(wv, byte_base, nest, w * k, keep)
             self._write_units(kv, byte_base, nest, k * ones, keep)
+        return True
+
+    def write_nest_into(self, nb: int, byte_base: int, nest: Nest,
+                        produce: Callable[[npt.NDArray[Any]], bool]) -> bool:
+        """:meth:`write_nest` of elements all known whose words ``produce(view)`` computes straight into the image:
+        ``view`` is the nest's writable view ``(units, *sizes)`` of the selected units' words.  False, nothing
+        written, when the selection is not a box, the view cannot take that shape, or ``produce`` declines (it
+        returns False before writing)."""
+        wv, kv = word_view(self.base._data, nb), word_view(self.base._written, nb)
+        if wv is None or kv is None or self.box is None:
+            return False
+        sizes = tuple(n for n, _ in nest)
+        target = self._nest(wv, byte_base, nest).view()
+        try:
+            target.shape = (self.count, *sizes)  # (raises rather than copy: the writes must reach the image)
+        except AttributeError:
+            return False
+        lo, hi = _nest_bounds(nest)
+        r_lo, r_hi = byte_base + lo, byte_base + hi + nb
+        self.base._touch(r_lo, r_hi, self.units)
+        if not produce(target):
+            return False
+        pm = self._pm()
+        if math.prod(sizes) * nb == r_hi - r_lo:  # covering: every byte of the range written, all known
+            pm.mark(self.units, r_lo, r_hi, True)
+        elif not pm.all_known(self.units, r_lo, r_hi):
+            pm.materialise(self.units, r_lo, r_hi)
+            self._write_units(kv, byte_base, nest, np.asarray(_ALL_WRITTEN[nb], dtype=_WORD[nb]), None)
         return True
 
     def _changing(self, nb: int, byte_base: int, nest: Nest, known: BoolArray,

@@ -313,3 +313,94 @@ def test_branch_operands_equal_the_per_group_computation(name: str, args: tuple[
     want = _reference_apply(fn, args, stream, sk, operands, exec_id, 3)
     assert np.array_equal(got[0], want[0])
     assert np.array_equal(np.broadcast_to(got[1], shape), want[1])
+
+
+# ------------------------------------------------------------------------------------------ deferred ops
+
+
+@pytest.mark.parametrize("family, name", [(f, n) for f, ops in __import__(
+    "visa.engines.vector.arith", fromlist=["UFUNC"]).UFUNC.items() for n in ops])
+def test_ufunc_forms_equal_the_operators(family: str, name: str) -> None:
+    """Each operator left as a ufunc (``arith.UFUNC``, computed into DM by the commit) is bit for bit its arithmetic
+    (``arith.BINARY``): wrapping i32, binary32 with NaN, infinities, signed zeros and subnormals."""
+    from visa.engines.vector import arith
+
+    from .helpers import F32_EXTREMES, I32_EXTREMES, rand_f32
+
+    rng = np.random.default_rng(3)
+    f32_family = family in ("FpBinaryOp", "FpDivBinaryOp", "ClipBinaryOpF32")
+    if f32_family:
+        base = np.concatenate([F32_EXTREMES, rand_f32(rng, 200)])
+    else:
+        base = np.concatenate([I32_EXTREMES.astype(np.int32), rand_i32(rng, 200)])
+    a, b = np.meshgrid(base, base)
+    want = np.asarray(arith.BINARY[family](name, a, b))
+    with np.errstate(all="ignore"):
+        got = arith.UFUNC[family][name](a, b)
+    assert got.dtype == want.dtype
+    view = np.uint32 if f32_family else np.int32
+    assert np.array_equal(got.view(view), want.view(view))
+
+
+def _add_kernel(x: np.ndarray, op: object, constant: object, poison: bool = False):  # type: ignore[no-untyped-def]
+    """``x op constant`` over ``n`` i32 (512 slices) from HBM back to HBM, and the DM image after it."""
+    from visa import HbmTensor, HostTensor, device, launch
+
+    n = x.size
+    ax = AxisSet(A=n)
+    m = ax.m
+    per = n // 512
+
+    @device(chip=1)
+    def kernel(ctx: Context, x: HbmTensor) -> HbmTensor:  # type: ignore[type-arg]
+        dm = x.to_dm(m[f"A / {n // 2}"], m[f"A % {n // 2} / {per}"], m[f"A % {per}"], ctx.tdma, 0)
+        s = (ctx.main.begin(dm.view()).fetch(i32, m[f"A % {per} / 8"], m["A % 8"])
+             .collect(m[f"A % {per} / 8"], m["A % 8"]).vector_init()
+             .vector_intra_slice_branch(BranchMode.Unconditional))
+        s = s.vector_clip(op, constant) if isinstance(op, ClipBinaryOpI32) else s.vector_fxp(op, constant)
+        out = s.vector_final().commit(m[f"A % {per}"], 1 << 16)
+        return out.to_hbm(m["A"], ctx.tdma, 1 << 28)
+
+    ctx = Context.acquire()
+    hbm = HostTensor.from_numpy(x, i32, m["A"]).to_hbm(m["1"], m["A"], ctx.pdma, 0)
+    if poison:  # the last slice's elements never written in HBM: their stream is poison
+        hbm = HostTensor.from_numpy(x[: n - per], i32, AxisSet(A=n - per).m["A"]).to_hbm(
+            m["1"], AxisSet(A=n - per).m["A"], ctx.pdma, 1 << 20)
+        hbm = type(hbm)(ctx, i32, m["1"], m["A"], 1 << 20)
+    out = launch(kernel, ctx, hbm)
+    dm = ctx.memory.chip(0).dm
+    return out, np.array(dm.data), np.array(dm.written)
+
+
+@pytest.mark.parametrize("op, constant, poison", [(FxpBinaryOp.AddFxp, 1, False), (FxpBinaryOp.MulInt, -3, False),
+                                                  (ClipBinaryOpI32.Max, 0, False), (FxpBinaryOp.SubFxp, 7, True)])
+def test_commit_of_a_deferred_op_writes_what_the_general_path_writes(op: object, constant: int,
+                                                                      poison: bool, monkeypatch: pytest.MonkeyPatch
+                                                                      ) -> None:
+    """The op computed into DM by the commit (``DeferredData``) leaves the DM image — bytes and written-mask —
+    exactly as computing it and committing the values does; with poison in the stream the general path runs
+    (poison leaves its bytes unwritten, L1071–1093)."""
+    import visa.engines.commit as commit_engine
+    import visa.stream.vector.base as base
+
+    calls: list[bool] = []
+    real = commit_engine._execute_deferred
+
+    def spy(*a: object) -> bool:
+        calls.append(real(*a))  # type: ignore[arg-type]
+        return calls[-1]
+
+    monkeypatch.setattr(commit_engine, "_execute_deferred", spy)
+    x = rand_i32(RNG, 8192)
+    out, data, written = _add_kernel(x, op, constant, poison)
+    assert calls == [not poison]
+    monkeypatch.setattr(base, "_deferred", lambda *a: None)
+    calls.clear()
+    out2, data2, written2 = _add_kernel(x, op, constant, poison)
+    assert calls == []
+    assert np.array_equal(written, written2)
+    assert np.array_equal(data[written], data2[written2])
+    if not poison:
+        fn = op_fn(op)  # type: ignore[arg-type]
+        assert np.array_equal(out.to_host(AxisSet(A=8192).m["A"], out.ctx.pdma).numpy(), fn(x, np.int32(constant)))
+    del out2

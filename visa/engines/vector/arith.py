@@ -38,7 +38,7 @@ from visa.errors import DtypeError
 __all__ = [
     "I32_MIN", "I32_MAX", "wrap32", "sat32", "logic_i32", "logic_f32", "fxp", "fxp_to_fp", "fp_to_fxp",
     "fp_unary", "fp_binary", "fp_ternary", "fma_f32", "clip_i32", "clip_f32", "reduce_identity",
-    "combine", "BINARY", "CONVERSIONS",
+    "combine", "BINARY", "CONVERSIONS", "UFUNC",
 ]
 
 I32_MIN = -(2**31)
@@ -340,6 +340,18 @@ def clip_f32(name: str, a: Arr, b: Arr) -> Arr:
             return np.asarray(a32 + b32, np.float32)
     raise KeyError(name)
 
+
+#: The operators whose arithmetic is exactly one numpy ufunc on the storage type (int32 operations wrap, float32
+#: ones round once, IEEE): ``UFUNC[family][name](a, b)`` equals ``BINARY[family](name, a, b)`` for arrays of the
+#: storage type (tests pin it), and it takes ``out=`` (:mod:`visa.engines.deferred`).
+UFUNC: dict[str, dict[str, np.ufunc]] = {
+    "FxpBinaryOp": {"AddFxp": np.add, "SubFxp": np.subtract, "MulInt": np.multiply},
+    "ClipBinaryOpI32": {"Min": np.minimum, "Max": np.maximum, "AddFxp": np.add},
+    "LogicBinaryOpI32": {"BitAnd": np.bitwise_and, "BitOr": np.bitwise_or, "BitXor": np.bitwise_xor},
+    "FpBinaryOp": {"AddF": np.add, "SubF": np.subtract, "MulF": np.multiply, "DivF": np.divide},
+    "FpDivBinaryOp": {"DivF": np.divide},
+    "ClipBinaryOpF32": {"Min": np.fmin, "Max": np.fmax, "Add": np.add},
+}
 
 #: The arithmetic of each binary operator family (``VeOp.FAMILY``), called with the operator's base name.
 BINARY: dict[str, Callable[[str, Arr, Arr], Arr]] = {

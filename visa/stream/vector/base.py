@@ -17,6 +17,7 @@ import numpy.typing as npt
 
 from visa import dtypes as dt
 from visa.engines.common import EngineReport, StreamData, StreamLayout
+from visa.engines.deferred import DeferredData
 from visa.engines.vector import arith
 from visa.engines.vector.elementwise import (
     Resolved,
@@ -42,7 +43,7 @@ from visa.engines.vector.plan import (
 from visa.engines.vector.relayout import apply_gather, gather_view, plan_gather
 from visa.errors import DtypeError, PoisonError, TypestateError, VisaError
 from visa.hw import HardwareProfile
-from visa.memory.known import all_true, is_everywhere
+from visa.memory.known import all_true, is_everywhere, known_and
 from visa.stream.stages import StreamTensor
 
 if TYPE_CHECKING:
@@ -311,6 +312,9 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
                 rs = [r]
             resolved.append((rs, gid))
             inputs += ins
+        deferred = _deferred(op, args, data, resolved, ve)
+        if deferred is not None:
+            return deferred, ve, inputs
         group_bit = self.hw.vector.execution_id_bits - 1
         fn = op_fn(op)
         values, known = apply(fn, args, data.values, data.known, resolved, exec_id, group_bit)
@@ -334,6 +338,24 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
         r0, ve2, ins = self.resolve(o0, "f32", call, ve)
         r1 = Resolved(check_constant(o1, "f32", call), True)
         return [r0, r1], ve2, ins
+
+
+def _deferred(op: VeOp, args: tuple[int, ...], data: StreamData,
+              resolved: list[tuple[list[Resolved], GroupId | None]], ve: VeState) -> DeferredData | None:
+    """The op's result left as one ufunc over the stream and a constant (:mod:`visa.engines.deferred`; the commit
+    computes it into DM), when its arithmetic is one (:data:`~visa.engines.vector.arith.UFUNC`), its operand one
+    known constant for every element, and no carried read waits; None otherwise (then :func:`apply` runs)."""
+    ufunc = arith.UFUNC.get(op.FAMILY, {}).get(op.base)
+    if ufunc is None or ve.pending is not None or len(resolved) != 1 or resolved[0][1] is not None:
+        return None
+    ops = resolved[0][0]
+    values = data.values
+    if (len(ops) != 1 or np.ndim(ops[0].values) or ops[0].known is not True or not values.flags.c_contiguous
+            or np.asarray(ops[0].values).dtype != values.dtype):
+        return None
+    slots = (values, np.asarray(ops[0].values))
+    known = known_and([(data.known, True)[a] for a in sorted(set(args))], values.shape)
+    return DeferredData(ufunc, tuple(slots[a] for a in args), values.dtype, values.shape, known)
 
 
 def _load_row(dtype: type[dt.Scalar], image: Any, bit_base: int, n: int

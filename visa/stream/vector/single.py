@@ -21,6 +21,7 @@ import numpy as np
 
 from visa import dtypes as dt
 from visa.engines.common import StreamData
+from visa.engines.deferred import DeferredData
 from visa.engines.vector import arith
 from visa.engines.vector.cost import vector_report
 from visa.engines.vector.elementwise import (
@@ -448,8 +449,10 @@ class _Final(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
                                alus=len(self.ve.alu_order), reduce_steps=self.ve.reduce_steps, ring=self.ve.ring,
                                alu_names=self.ve.alu_order)
         extra = {} if self.ve.packed is None else {"packed": self.ve.packed}
-        return self.then(VectorFinalTensor, self.layout, StreamData(self.data.values, self.data.known), report,
-                         **extra)
+        # an op left as a ufunc stays one (the commit may compute it into DM, visa.engines.deferred)
+        data = self.data if isinstance(self.data, DeferredData) and self.data.pending else StreamData(
+            self.data.values, self.data.known)
+        return self.then(VectorFinalTensor, self.layout, data, report, **extra)
 
 
 class _Inter(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
