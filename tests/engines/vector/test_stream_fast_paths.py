@@ -404,3 +404,19 @@ def test_commit_of_a_deferred_op_writes_what_the_general_path_writes(op: object,
         fn = op_fn(op)  # type: ignore[arg-type]
         assert np.array_equal(out.to_host(AxisSet(A=8192).m["A"], out.ctx.pdma).numpy(), fn(x, np.int32(constant)))
     del out2
+
+
+def test_group_constants_that_compare_equal_but_differ_in_bits() -> None:
+    """0.0 for group 0 and -0.0 for group 1 are different operands (-0.0 + -0.0 is -0.0, -0.0 + 0.0 is 0.0):
+    the one-pass constant path tells them apart by their bits."""
+    from visa.engines.vector import FpBinaryOp, GroupId
+
+    fn = op_fn(FpBinaryOp.AddF)
+    shape = (1, 1, 1, 2, 4)
+    stream = np.full(shape, -0.0, np.float32)
+    ids = np.zeros(shape, np.uint8)
+    ids[..., 1, :] = 8  # group bit (bit 3) set at time step 1
+    operands = [([Resolved(np.asarray(0.0, np.float32), True)], GroupId.Zero),
+                ([Resolved(np.asarray(-0.0, np.float32), True)], GroupId.One)]
+    got, _ = apply(fn, (0, 1), stream, known_everywhere(shape), operands, ids, 3)
+    assert not np.signbit(got[..., 0, :]).any() and np.signbit(got[..., 1, :]).all()

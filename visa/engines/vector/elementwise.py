@@ -332,8 +332,8 @@ def _constant_groups(fn: Callable[..., Arr], args_mode: tuple[int, ...], stream:
     slots: list[Arr] = [stream]
     for j in range(n_slots):
         vals = {g: np.asarray(ops[j].values) for g, ops in chosen.items()}
-        same = all(np.array_equal(v, vals[next(iter(vals))]) and v.dtype == first[j].values.dtype
-                   for v in vals.values())
+        ref = np.asarray(first[j].values)
+        same = all(v.dtype == ref.dtype and v.tobytes() == ref.tobytes() for v in vals.values())  # (bits: ±0, NaN)
         if same or group is None:
             slots.append(np.asarray(first[j].values))
         else:

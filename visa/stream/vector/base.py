@@ -266,7 +266,6 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
             kn.append(k[:cluster.size, :slice_.size])
         g = plan_gather((chip, cluster, slice_, element), self.levels(), call, "VRF operand")
         src_v, src_k = _stacked(vals), _stacked(kn)
-        view = gather_view(g, src_v, src_k)
         split: tuple[int, ...] | None = None
         bad: npt.NDArray[np.bool_] | None = None
         view = gather_view(g, src_v, src_k)
