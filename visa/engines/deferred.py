@@ -25,12 +25,16 @@ __all__ = ["DeferredData"]
 class DeferredData(StreamData):
     """``ufunc(*args)`` of stream shape ``shape`` in ``dtype`` (storage), with its known-mask ``known``.
 
-    ``args`` are C-contiguous arrays of the stream's shape and 0-d constants, all of ``dtype``; none is written
-    later (stream arrays are never written in place)."""
+    ``args`` are 0-d constants and arrays of the ``split`` shape (the stream's shape, or its axes split into
+    digits: a C-contiguous view of the stream and the strided view of an operand,
+    :func:`visa.engines.vector.relayout.gather_view`), all of ``dtype``; none is written later (stream arrays are
+    never written in place)."""
 
     def __init__(self, ufunc: np.ufunc, args: tuple[npt.NDArray[Any], ...], dtype: np.dtype[Any],
-                 shape: tuple[int, ...], known: npt.NDArray[np.bool_]) -> None:
-        assert all(a.dtype == dtype and (a.ndim == 0 or a.shape == shape) for a in args)
+                 shape: tuple[int, ...], known: npt.NDArray[np.bool_], split: tuple[int, ...] | None = None) -> None:
+        self.split = shape if split is None else split
+        assert int(np.prod(self.split)) == int(np.prod(shape)) and self.split[0] == shape[0]
+        assert all(a.dtype == dtype and (a.ndim == 0 or a.shape == self.split) for a in args)
         self.ufunc = ufunc
         self.args = args
         self.dtype = np.dtype(dtype)
@@ -44,16 +48,13 @@ class DeferredData(StreamData):
         """Are the values still to be computed?"""
         return self._values is None
 
-    def _compute(self) -> npt.NDArray[Any]:
-        with np.errstate(all="ignore"):
-            got: npt.NDArray[Any] = np.asarray(self.ufunc(*self.args))
-        return got
-
     @property
     def values(self) -> npt.NDArray[Any]:
         """The values (computed on first access)."""
         if self._values is None:
-            self._values = np.ascontiguousarray(np.broadcast_to(self._compute(), self.shape))
+            with np.errstate(all="ignore"):
+                got = np.asarray(self.ufunc(*self.args))
+            self._values = np.ascontiguousarray(np.broadcast_to(got, self.split)).reshape(self.shape)
         return self._values
 
     @values.setter
@@ -70,26 +71,19 @@ class DeferredData(StreamData):
         self._known = value
 
     def into(self, chip: int, out: npt.NDArray[Any]) -> bool:
-        """Compute chip ``chip``'s values straight into ``out`` (``dtype``, as many elements as the chip holds, in
-        stream order, e.g. a strided view of DM); False (nothing written) when an argument cannot be seen in
-        ``out``'s shape without a copy."""
+        """Compute chip ``chip``'s values straight into ``out`` (``dtype``, the chip's elements in stream order,
+        e.g. a strided view of DM); False (nothing written) when ``out`` cannot be seen in the split shape without
+        a copy (the writes would not reach it)."""
         if out.dtype != self.dtype or out.size * self.shape[0] != int(np.prod(self.shape)):
             return False
-        args = []
-        for a in self.args:
-            if a.ndim == 0:
-                args.append(a)
-                continue
-            part = a[chip]
-            if not part.flags.c_contiguous:
-                return False
-            args.append(part.reshape(out.shape))
-        self._compute_into(args, out)
-        return True
-
-    def _compute_into(self, args: list[npt.NDArray[Any]], out: npt.NDArray[Any]) -> None:
+        target = out.view()
+        try:
+            target.shape = self.split[1:]
+        except AttributeError:
+            return False
         with np.errstate(all="ignore"):
-            self.ufunc(*args, out=out)
+            self.ufunc(*(a if a.ndim == 0 else a[chip] for a in self.args), out=target)
+        return True
 
     def check(self, layout: StreamLayout) -> None:
         """Assert that the data has the layout's shape, without computing it."""

@@ -341,20 +341,27 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
 
 def _deferred(op: VeOp, args: tuple[int, ...], data: StreamData,
               resolved: list[tuple[list[Resolved], GroupId | None]], ve: VeState) -> DeferredData | None:
-    """The op's result left as one ufunc over the stream and a constant (:mod:`visa.engines.deferred`; the commit
+    """The op's result left as one ufunc over the stream and its operand (:mod:`visa.engines.deferred`; the commit
     computes it into DM), when its arithmetic is one (:data:`~visa.engines.vector.arith.UFUNC`), its operand one
-    known constant for every element, and no carried read waits; None otherwise (then :func:`apply` runs)."""
+    for every element (a constant, or a VRF or stash operand's strided view) and known, and no carried read
+    waits; None otherwise (then :func:`apply` runs)."""
     ufunc = arith.UFUNC.get(op.FAMILY, {}).get(op.base)
     if ufunc is None or ve.pending is not None or len(resolved) != 1 or resolved[0][1] is not None:
         return None
     ops = resolved[0][0]
     values = data.values
-    if (len(ops) != 1 or np.ndim(ops[0].values) or ops[0].known is not True or not values.flags.c_contiguous
-            or np.asarray(ops[0].values).dtype != values.dtype):
+    if len(ops) != 1 or not values.flags.c_contiguous:
         return None
-    slots = (values, np.asarray(ops[0].values))
-    known = known_and([(data.known, True)[a] for a in sorted(set(args))], values.shape)
-    return DeferredData(ufunc, tuple(slots[a] for a in args), values.dtype, values.shape, known)
+    r = ops[0]
+    operand = np.asarray(r.values)
+    # a constant, or an operand's strided view in the split shape (VRF, stash), known everywhere
+    if (operand.dtype != values.dtype or (operand.ndim and r.split is None)
+            or not (r.known is True or (isinstance(r.known, np.ndarray) and is_everywhere(r.known)))):
+        return None
+    split = values.shape if r.split is None else r.split
+    slots = (values.reshape(split), operand)
+    known = known_and([data.known if a == 0 else True for a in sorted(set(args))], values.shape)
+    return DeferredData(ufunc, tuple(slots[a] for a in args), values.dtype, values.shape, known, split)
 
 
 def _load_row(dtype: type[dt.Scalar], image: Any, bit_base: int, n: int
