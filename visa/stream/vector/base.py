@@ -359,6 +359,8 @@ def _deferred(op: VeOp, args: tuple[int, ...], data: StreamData,
             or not (r.known is True or (isinstance(r.known, np.ndarray) and is_everywhere(r.known)))):
         return None
     split = values.shape if r.split is None else r.split
+    if split[0] != values.shape[0]:  # (the Chip axis split into digits: the commit writes chip by chip)
+        return None
     slots = (values.reshape(split), operand)
     known = known_and([data.known if a == 0 else True for a in sorted(set(args))], values.shape)
     return DeferredData(ufunc, tuple(slots[a] for a in args), values.dtype, values.shape, known, split)
