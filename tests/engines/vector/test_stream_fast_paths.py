@@ -473,3 +473,37 @@ def test_commit_of_a_deferred_vrf_op_writes_what_the_general_path_writes(monkeyp
     assert np.array_equal(out2, out)
     assert np.array_equal(written, written2)
     assert np.array_equal(data[written], data2[written2])
+
+
+def test_deferred_commit_on_two_chips(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two chips: each chip's values computed into its own DM (``DeferredData.into`` per chip), exact."""
+    import visa.engines.commit as commit_engine
+    from visa import HostTensor, device, launch
+
+    calls: list[bool] = []
+    real = commit_engine._execute_deferred
+
+    def spy(*a: object) -> bool:
+        calls.append(real(*a))  # type: ignore[arg-type]
+        return calls[-1]
+
+    monkeypatch.setattr(commit_engine, "_execute_deferred", spy)
+    n = 1 << 14
+    m = AxisSet(A=n).m
+    per = n // 1024
+
+    @device(chip=2)
+    def kernel(ctx, x):  # type: ignore[no-untyped-def]
+        dm = x.to_dm(m[f"A % {n // 2} / {n // 4}"], m[f"A % {n // 4} / {per}"], m[f"A % {per}"], ctx.tdma, 0)
+        out = (ctx.main.begin(dm.view()).fetch(i32, m[f"A % {per} / 8"], m["A % 8"])
+               .collect(m[f"A % {per} / 8"], m["A % 8"]).vector_init()
+               .vector_intra_slice_branch(BranchMode.Unconditional).vector_fxp(FxpBinaryOp.AddFxp, 5)
+               .vector_final().commit(m[f"A % {per}"], 1 << 16))
+        return out.to_hbm(m[f"A % {n // 2}"], ctx.tdma, 1 << 28)
+
+    ctx = Context.acquire()
+    x = rand_i32(RNG, n)
+    xh = HostTensor.from_numpy(x, i32, m["A"]).to_hbm(m[f"A / {n // 2}"], m[f"A % {n // 2}"], ctx.pdma, 0)
+    got = launch(kernel, ctx, xh).to_host(m["A"], ctx.pdma).numpy()
+    assert calls == [True]
+    assert np.array_equal(got, x + np.int32(5))
