@@ -97,7 +97,7 @@ def run() -> list[str]:
     w_hbm = HostTensor.from_numpy(w, i32, m["E"]).to_hbm(m["1"], m["E"], ctx.pdma, 1 << 27)
     got = launch(mul_vrf, ctx, xs_hbm, w_hbm).to_host(m["S, T, E"], ctx.pdma).numpy()
     assert np.array_equal(got, xs * w), "the VRF multiply differs from numpy"  # int32 * int32 wraps like MulInt
-    lines.append(_line("4M i32 × VRF operand (MulInt, 2048 per VRF), a repeat launch",
+    lines.append(_line("4M i32 × a 2048-element VRF vector (MulInt), a repeat",
                        best_of(lambda: launch(mul_vrf, ctx, xs_hbm, w_hbm), 5), best_of(lambda: xs * w, 7)))
     return lines
 
