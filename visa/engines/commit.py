@@ -42,7 +42,7 @@ import numpy.typing as npt
 from visa import dtypes as dt
 from visa.engines.cache import cached
 from visa.engines.common import StreamData, axes_text, engine_call
-from visa.engines.deferred import DeferredData
+from visa.engines.deferred import DeferredData, PaddedLanes
 from visa.engines.fetch import CONTEXTS, stream_validity
 from visa.errors import AddressError, HardwareLimitError, LayoutError, VisaError
 from visa.hw import HardwareProfile
@@ -496,14 +496,16 @@ def execute(cfg: CommitConfig, data: StreamData, images: Sequence[DenseImage], b
         if not on.any():
             continue
         target = enabled_units(img, on)
-        flat_v = data.values[c].reshape(on.size, -1)
-        flat_k = data.known[c].reshape(on.size, -1)
         if pos.size == seq.stream_size:  # every write lands on its own address: the loops run as they are
             sel = slice(None) if on.all() else on.reshape(-1)
-            per_v = flat_v[sel].reshape(-1, cfg.time.size, cfg.packet.size)[..., :n]
-            per_k = flat_k[sel].reshape(-1, cfg.time.size, cfg.packet.size)[..., :n]
+            # (unit, Time, Packet) views: a known-mask broadcast along the stream stays one (no copy)
+            values = data.lanes[c] if isinstance(data, PaddedLanes) and n <= data.lanes.shape[-1] else data.values[c]
+            per_v = values.reshape(on.size, cfg.time.size, -1)[sel][..., :n]
+            per_k = data.known[c].reshape(on.size, cfg.time.size, cfg.packet.size)[sel][..., :n]
             if store_nest(cfg.dtype, target, bit_base + seq.base * cfg.dtype.image_bits, loops, per_v, per_k):
                 continue
+        flat_v = data.values[c].reshape(on.size, -1)
+        flat_k = data.known[c].reshape(on.size, -1)
         if not on.all():
             flat_v, flat_k = flat_v[on.reshape(-1)], flat_k[on.reshape(-1)]
         if pos.size == flat_v.shape[1] and _is_identity(pos):

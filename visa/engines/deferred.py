@@ -8,6 +8,10 @@ sees ordinary data; the Commit Engine, when the stream goes straight to DM, comp
 (:meth:`DeferredData.into`, one pass instead of a pass into a new array and a copy of it;
 :func:`visa.memory.images.store_nest_into`).  The known-mask is computed when the op runs (it does not depend on
 the values).
+
+:class:`PaddedLanes` is the Cast Engine's output kept as the converted lanes: the flit padding (poison, L6780–6784)
+is made only if a consumer reads ``values``; the commit, which writes the first lanes of each flit, reads the
+converted ones directly (half the bytes of a padded bf16 stream, no strided pass to pad it).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import numpy.typing as npt
 
 from visa.engines.common import StreamData, StreamLayout
 
-__all__ = ["DeferredData"]
+__all__ = ["DeferredData", "PaddedLanes"]
 
 
 class DeferredData(StreamData):
@@ -88,4 +92,51 @@ class DeferredData(StreamData):
     def check(self, layout: StreamLayout) -> None:
         """Assert that the data has the layout's shape, without computing it."""
         assert self.shape == layout.shape, (self.shape, layout.shape)
+        assert self._known.shape == layout.shape
+
+
+class PaddedLanes(StreamData):
+    """A stream whose packets are ``lanes`` (``(..., n)``) followed by poison padding up to ``width`` elements
+    (zeros, unknown): ``values`` builds the padded array on first access; ``known`` is given whole (stream
+    shape)."""
+
+    def __init__(self, lanes: npt.NDArray[Any], width: int, known: npt.NDArray[np.bool_]) -> None:
+        assert width >= lanes.shape[-1] and known.shape == (*lanes.shape[:-1], width)
+        self.lanes = lanes
+        self.width = width
+        self._values: npt.NDArray[Any] | None = None
+        self._known = known
+        self.replicas = None
+
+    @property
+    def values(self) -> npt.NDArray[Any]:
+        """The padded values (built on first access)."""
+        if self._values is None:
+            n = self.lanes.shape[-1]
+            out = np.empty((*self.lanes.shape[:-1], self.width), dtype=self.lanes.dtype)
+            out[..., :n] = self.lanes
+            out[..., n:] = 0
+            self._values = out
+        return self._values
+
+    @values.setter
+    def values(self, value: npt.NDArray[Any]) -> None:
+        self._values = value
+
+    @property
+    def known(self) -> npt.NDArray[np.bool_]:
+        """The poison mask (the padding unknown)."""
+        return self._known
+
+    @known.setter
+    def known(self, value: npt.NDArray[np.bool_]) -> None:
+        self._known = value
+
+    def first(self, n: int) -> npt.NDArray[Any]:
+        """``values[..., :n]`` without building the padding when ``n`` lanes are converted ones."""
+        return self.lanes[..., :n] if n <= self.lanes.shape[-1] else self.values[..., :n]
+
+    def check(self, layout: StreamLayout) -> None:
+        """Assert that the data has the layout's shape, without building it."""
+        assert (*self.lanes.shape[:-1], self.width) == layout.shape, (self.lanes.shape, layout.shape)
         assert self._known.shape == layout.shape

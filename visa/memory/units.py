@@ -228,7 +228,17 @@ class UnitSelection(DenseImage):
         selected units (those ``keep`` says, if given) of ``arr`` (a word view of the data or the mask)."""
         if keep is None and self.box is not None:
             target = self._nest(arr, byte_base, nest)
-            np.copyto(target, np.reshape(values, target.shape) if np.ndim(values) else values)
+            if np.ndim(values) and np.shape(values) != target.shape:
+                v = np.asarray(values)
+                t = target.view()
+                try:  # the image's view in the values' shape (no copy of the values, e.g. lanes of wider flits)
+                    t.shape = v.shape
+                except (AttributeError, ValueError):
+                    values = np.reshape(v, target.shape)
+                else:
+                    np.copyto(t, v)
+                    return
+            np.copyto(target, values)
             return
         units = self.units if keep is None else self.units[keep]
         _nest_view(self._rows(arr), byte_base, nest)[units] = values
@@ -240,6 +250,18 @@ class UnitSelection(DenseImage):
         sizes = tuple(n for n, _ in nest)
         lo, hi = _nest_bounds(nest)
         r_lo, r_hi = byte_base + lo, byte_base + hi + nb
+        pm = self._pm()
+        covering = math.prod(sizes) * nb == r_hi - r_lo
+        ones = np.asarray(_ALL_WRITTEN[nb], dtype=_WORD[nb])
+        if self.box is not None and all_true(known):  # every element known: one strided copy, no reshaped masks
+            self.base._touch(r_lo, r_hi, self.units)
+            self._write_units(wv, byte_base, nest, words, None)
+            if covering:
+                pm.mark(self.units, r_lo, r_hi, True)
+            elif not pm.all_known(self.units, r_lo, r_hi):
+                pm.materialise(self.units, r_lo, r_hi)
+                self._write_units(kv, byte_base, nest, ones, None)
+            return True
         keep = self._changing(nb, byte_base, nest, known, (r_lo, r_hi))
         self.base._touch(r_lo, r_hi, self.units)
         w = words.reshape(self.count, *sizes)
@@ -247,9 +269,6 @@ class UnitSelection(DenseImage):
         if keep is not None:  # some units stay as they are: write the others, picked by index
             w, k = w[keep], k[keep]
         units = self.units if keep is None else self.units[keep]
-        pm = self._pm()
-        covering = math.prod(sizes) * nb == r_hi - r_lo
-        ones = np.asarray(_ALL_WRITTEN[nb], dtype=_WORD[nb])
         if all_true(k):
             self._write_units(wv, byte_base, nest, w, keep)
             if covering:

@@ -507,3 +507,52 @@ def test_deferred_commit_on_two_chips(monkeypatch: pytest.MonkeyPatch) -> None:
     got = launch(kernel, ctx, xh).to_host(m["A"], ctx.pdma).numpy()
     assert calls == [True]
     assert np.array_equal(got, x + np.int32(5))
+
+
+# ------------------------------------------------------------------------------------------ cast
+
+
+def _cast_kernel(x: np.ndarray, poison: bool):  # type: ignore[no-untyped-def]
+    """f32 from HBM, cast to bf16 (one flit of 16 lanes, 8 converted, L6780–6784), committed; the DM image after."""
+    from visa import HbmTensor, HostTensor, bf16, device, f32, launch
+
+    n = x.size
+    m = AxisSet(A=n).m
+    per = n // 512
+
+    @device(chip=1)
+    def kernel(ctx: Context, xh: HbmTensor) -> object:  # type: ignore[type-arg]
+        dm = xh.to_dm(m[f"A / {n // 2}"], m[f"A % {n // 2} / {per}"], m[f"A % {per}"], ctx.tdma, 0)
+        s = (ctx.main.begin(dm.view()).fetch(f32, m[f"A % {per} / 8"], m["A % 8"])
+             .collect(m[f"A % {per} / 8"], m["A % 8"]).cast(bf16, m["A % 8 # 16"]))
+        if poison:
+            s.data.known = np.array(s.data.known)  # a mask that is not a broadcast: the general path
+            s.data.known[0, 0, 0, 0, 3] = False
+        return s.commit(m[f"A % {per}"], 1 << 17)
+
+    ctx = Context.acquire()
+    xh = HostTensor.from_numpy(x, f32, m["A"]).to_hbm(m["1"], m["A"], ctx.pdma, 0)
+    launch(kernel, ctx, xh)
+    dm = ctx.memory.chip(0).dm
+    return np.array(dm.data), np.array(dm.written)
+
+
+@pytest.mark.parametrize("poison", [False, True])
+def test_cast_lanes_commit_as_the_padded_stream(poison: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Cast Engine's output kept as its converted lanes (``PaddedLanes``) commits the bytes and written-mask
+    the padded stream commits; its padded values are the converted lanes then zeros, the padding unknown."""
+    import visa.engines.commit as commit_engine
+    from visa.engines.deferred import PaddedLanes
+
+    from .helpers import rand_f32
+
+    x = rand_f32(RNG, 8192)
+    data, written = _cast_kernel(x, poison)
+    monkeypatch.setattr(commit_engine, "PaddedLanes", type("Nothing", (), {}))  # the commit reads data.values
+    data2, written2 = _cast_kernel(x, poison)
+    assert np.array_equal(written, written2)
+    assert np.array_equal(data[written], data2[written2])
+    lanes = np.arange(24, dtype=np.float32).reshape(1, 3, 8)
+    p = PaddedLanes(lanes, 16, np.broadcast_to(np.arange(16) < 8, (1, 3, 16)))
+    assert np.array_equal(p.first(8), lanes) and np.shares_memory(p.first(8), lanes)
+    assert np.array_equal(p.values[..., :8], lanes) and not p.values[..., 8:].any()
