@@ -11,6 +11,10 @@ about four passes over 16 MiB (DMA in, the stream, the commit, DMA out), against
   read once per 2048 elements: ``y[s, t, e] = x[s, t, e] · w[e]`` wrapping to i32, against numpy's int32
   ``x * w`` (which wraps the same).  Exact.
 
+- **f32 → bf16 through the Cast Engine** (``examples/relu.py``'s last step on 4M elements: one 32-byte flit of 8
+  f32 in, 16 bf16 lanes out of which 8 hold the values, L6780–6784): against numpy's ``astype(bfloat16)``
+  (round to nearest even, the Cast Engine's rounding).  Exact, bit for bit.
+
 The 4M i32 constant add (``AddFxp``) is ``bench_heldout``'s.  What the profile of these kernels found, and what
 changed, is in docs/manual-notes.md "Elementwise streaming cost (issue 15)".
 """
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from benchmarks.common import best_of
@@ -30,7 +35,9 @@ from visa import (
     FxpBinaryOp,
     HbmTensor,
     HostTensor,
+    bf16,
     device,
+    f32,
     i32,
     launch,
 )
@@ -73,6 +80,18 @@ def mul_vrf(ctx: Context, x: HbmTensor[Any, Any, Any], w: HbmTensor[Any, Any, An
     return res
 
 
+@device(chip=1)
+def cast_bf16(ctx: Context, x: HbmTensor[Any, Any, Any]) -> HbmTensor[Any, Any, Any]:
+    """4M f32 → bf16 (the Cast Engine, L6756–6819), 8192 per slice."""
+    m = RELU.m
+    dm = x.to_dm(m[f"A / {N // 2}"], m[f"A % {N // 2} / {PER}"], m[f"A % {PER}"], ctx.tdma, 0)
+    out = (ctx.main.begin(dm.view()).fetch(f32, m[f"A % {PER} / 8"], m["A % 8"])
+           .collect(m[f"A % {PER} / 8"], m["A % 8"]).cast(bf16, m["A % 8 # 16"])
+           .commit(m[f"A % {PER}"], 1 << 17))
+    res: HbmTensor[Any, Any, Any] = out.to_hbm(m["A"], ctx.tdma, 1 << 28)
+    return res
+
+
 def _line(name: str, ours: float, theirs: float) -> str:
     return f"{name:<58} visa {ours * 1e3:9.2f} ms   numpy {theirs * 1e3:8.2f} ms   ratio {ours / theirs:7.2f}x"
 
@@ -99,6 +118,16 @@ def run() -> list[str]:
     assert np.array_equal(got, xs * w), "the VRF multiply differs from numpy"  # int32 * int32 wraps like MulInt
     lines.append(_line("4M i32 × a 2048-element VRF vector (MulInt), a repeat",
                        best_of(lambda: launch(mul_vrf, ctx, xs_hbm, w_hbm), 5), best_of(lambda: xs * w, 7)))
+
+    f = rng.standard_normal(N).astype(np.float32)
+    ctx = Context.acquire()
+    f_hbm = HostTensor.from_numpy(f, f32, RELU.m["A"]).to_hbm(RELU.m["1"], RELU.m["A"], ctx.pdma, 0)
+    got = launch(cast_bf16, ctx, f_hbm).to_host(RELU.m["A"], ctx.pdma).numpy()
+    want = f.astype(ml_dtypes.bfloat16)
+    assert np.array_equal(np.asarray(got).view(np.uint16), want.view(np.uint16)), "the bf16 cast differs"
+    ours = best_of(lambda: launch(cast_bf16, ctx, f_hbm), 5)
+    lines.append(_line("4M f32 → bf16 (Cast Engine), a repeat launch", ours,
+                       best_of(lambda: f.astype(ml_dtypes.bfloat16), 7)))
     return lines
 
 
