@@ -556,3 +556,23 @@ def test_cast_lanes_commit_as_the_padded_stream(poison: bool, monkeypatch: pytes
     p = PaddedLanes(lanes, 16, np.broadcast_to(np.arange(16) < 8, (1, 3, 16)))
     assert np.array_equal(p.first(8), lanes) and np.shares_memory(p.first(8), lanes)
     assert np.array_equal(p.values[..., :8], lanes) and not p.values[..., 8:].any()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(["AddFxpSat", "SubFxpSat"]), st.booleans(), st.integers(-(2**31), 2**31 - 1),
+       st.integers(0, 2**32 - 1))
+def test_saturating_ops_in_place_equal_the_int64_formula(name: str, constant_first: bool, c: int, seed: int) -> None:
+    """The saturating add and subtract (L4827) computed in one int64 array in place: equal to clamping the exact
+    int64 result, with the constant on either side (``Mode10``) and at the extremes."""
+    from visa.engines.vector import arith
+
+    from .helpers import I32_EXTREMES
+
+    x = np.concatenate([I32_EXTREMES.astype(np.int32), rand_i32(np.random.default_rng(seed), 50)])
+    k = np.asarray(c, np.int32)
+    a, b = (k, x) if constant_first else (x, k)
+    exact = a.astype(np.int64) + b.astype(np.int64) if name == "AddFxpSat" else a.astype(np.int64) - b.astype(np.int64)
+    want = np.clip(exact, -(2**31), 2**31 - 1).astype(np.int32)
+    assert np.array_equal(arith.fxp(name, a, b), want)
+    if name == "AddFxpSat":
+        assert np.array_equal(arith.clip_i32(name, a, b), want)

@@ -121,11 +121,24 @@ def _ring(op: Callable[[Arr, Arr], Arr]) -> Callable[[Arr, Arr], Arr]:
     return run
 
 
+def _saturating(op: np.ufunc) -> Callable[[Arr, Arr], Arr]:
+    """``sat32(op(a, b))`` computed in one int64 array, in place (the exact sum or difference of two i32 fits
+    int64; then clamped to the i32 range, L4827)."""
+    def run(a: Arr, b: Arr) -> Arr:
+        x, y = np.asarray(a), np.asarray(b)
+        acc = np.empty(np.broadcast_shapes(x.shape, y.shape), dtype=np.int64)
+        np.copyto(acc, x, casting="unsafe")  # (an i32 array or constant: exact in int64)
+        op(acc, y.astype(np.int64), out=acc)
+        np.clip(acc, I32_MIN, I32_MAX, out=acc)
+        return acc.astype(np.int32)
+    return run
+
+
 _FXP: dict[str, Callable[[Arr, Arr], Arr]] = {
     "AddFxp": _ring(np.add),
-    "AddFxpSat": lambda a, b: sat32(_i64(a) + _i64(b)),
+    "AddFxpSat": _saturating(np.add),
     "SubFxp": _ring(np.subtract),
-    "SubFxpSat": lambda a, b: sat32(_i64(a) - _i64(b)),
+    "SubFxpSat": _saturating(np.subtract),
     "LeftShift": _shl_wrap,
     "LeftShiftSat": _shl_sat,
     "MulFxp": _mul_fxp,
@@ -315,7 +328,7 @@ _CLIP_I32: dict[str, Callable[[Arr, Arr], Arr]] = {
     "AbsMin": _absmin_i32,
     "AbsMax": _absmax_i32,
     "AddFxp": _ring(np.add),
-    "AddFxpSat": lambda a, b: sat32(_i64(a) + _i64(b)),
+    "AddFxpSat": _saturating(np.add),
 }
 
 
