@@ -42,13 +42,15 @@ import numpy.typing as npt
 from visa import dtypes as dt
 from visa.engines.cache import cached
 from visa.engines.common import StreamData, axes_text, engine_call
+from visa.engines.deferred import DeferredData, PaddedLanes
 from visa.engines.fetch import CONTEXTS, stream_validity
 from visa.errors import AddressError, HardwareLimitError, LayoutError, VisaError
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping, pair_of
 from visa.mapping import canon as C
 from visa.mapping.sequencer import Entry, SequencerConfig, derive
-from visa.memory.images import DenseImage, store_nest, store_stream
+from visa.memory.images import DenseImage, store_nest, store_nest_into, store_stream
+from visa.memory.known import all_true
 from visa.memory.units import enabled_units
 
 __all__ = ["CommitConfig", "plan", "check_view", "execute", "cycles", "SUB_COMMIT_AFTER", "packed_packet",
@@ -483,6 +485,9 @@ def execute(cfg: CommitConfig, data: StreamData, images: Sequence[DenseImage], b
     if keep is not None and keep.any():
         _execute_keeping(cfg, data, images, bit_base, keep, addr, pos, enabled)
         return
+    if isinstance(data, DeferredData) and data.pending and _execute_deferred(cfg, data, images, bit_base, pos,
+                                                                             enabled):
+        return
     bits = bit_base + addr * cfg.dtype.image_bits
     seq, n = cfg.sequencer, cfg.written.size
     loops = tuple((e.size, e.stride) for e in seq.entries)
@@ -491,14 +496,16 @@ def execute(cfg: CommitConfig, data: StreamData, images: Sequence[DenseImage], b
         if not on.any():
             continue
         target = enabled_units(img, on)
-        flat_v = data.values[c].reshape(on.size, -1)
-        flat_k = data.known[c].reshape(on.size, -1)
         if pos.size == seq.stream_size:  # every write lands on its own address: the loops run as they are
             sel = slice(None) if on.all() else on.reshape(-1)
-            per_v = flat_v[sel].reshape(-1, cfg.time.size, cfg.packet.size)[..., :n]
-            per_k = flat_k[sel].reshape(-1, cfg.time.size, cfg.packet.size)[..., :n]
+            # (unit, Time, Packet) views: a known-mask broadcast along the stream stays one (no copy)
+            values = data.lanes[c] if isinstance(data, PaddedLanes) and n <= data.lanes.shape[-1] else data.values[c]
+            per_v = values.reshape(on.size, cfg.time.size, -1)[sel][..., :n]
+            per_k = data.known[c].reshape(on.size, cfg.time.size, cfg.packet.size)[sel][..., :n]
             if store_nest(cfg.dtype, target, bit_base + seq.base * cfg.dtype.image_bits, loops, per_v, per_k):
                 continue
+        flat_v = data.values[c].reshape(on.size, -1)
+        flat_k = data.known[c].reshape(on.size, -1)
         if not on.all():
             flat_v, flat_k = flat_v[on.reshape(-1)], flat_k[on.reshape(-1)]
         if pos.size == flat_v.shape[1] and _is_identity(pos):
@@ -507,6 +514,26 @@ def execute(cfg: CommitConfig, data: StreamData, images: Sequence[DenseImage], b
             vals, known = flat_v[:, pos], flat_k[:, pos]
         held = stream_validity(cfg.time, cfg.packet).reshape(-1)[pos]  # stream padding holds no element
         store_stream(cfg.dtype, target, bits, vals, known, held)
+
+
+def _execute_deferred(cfg: CommitConfig, data: DeferredData, images: Sequence[DenseImage], bit_base: int,
+                      pos: IntArray, enabled: BoolArray) -> bool:
+    """:func:`execute` of a stream whose values are still one ufunc (:mod:`visa.engines.deferred`), computed straight
+    into the DM words (one pass instead of a pass into a new array and a copy of it): when every slice is enabled,
+    every element known, and the write sequencer writes every lane of every flit once in stream order, through
+    one strided view of each chip's image (:func:`~visa.memory.images.store_nest_into`).  False, nothing written,
+    when the case is not that one (then :func:`execute` computes the values and writes them)."""
+    seq = cfg.sequencer
+    if (pos.size != seq.stream_size or cfg.written.size != cfg.packet.size or not bool(enabled.all())
+            or not all_true(data.known)):
+        return False
+    loops = tuple((e.size, e.stride) for e in seq.entries)
+    base = bit_base + seq.base * cfg.dtype.image_bits
+    for c, img in enumerate(images):
+        target = enabled_units(img, enabled[c])
+        if not store_nest_into(cfg.dtype, target, base, loops, functools.partial(data.into, c)):
+            return False  # (chips written before hold the values the general path writes again)
+    return True
 
 
 def _execute_keeping(cfg: CommitConfig, data: StreamData, images: Sequence[DenseImage], bit_base: int,

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -40,7 +40,7 @@ from visa.memory.pending import Pending
 from visa.memory.replicas import Labels, ReplicaIds
 
 __all__ = ["DenseImage", "PagedImage", "Image", "load", "store", "store_stream", "unwrite", "load_nest", "store_nest",
-           "word_view", "Nest", "nest_span",
+           "store_nest_into", "word_view", "Nest", "nest_span",
            "ByteArray", "BoolArray", "IntArray"]
 
 _GAP = 1 << 20  # a scatter whose indices leave a larger hole writes separate regions
@@ -986,6 +986,24 @@ def store_nest(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: Seque
     vals = dt.as_storage(dtype, values)
     k = np.broadcast_to(np.asarray(known, dtype=bool), vals.shape)
     return image.write_nest(nb, base, nest, _to_words(dtype, vals), k)
+
+
+def store_nest_into(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: Sequence[tuple[int, int]],
+                    produce: Callable[[npt.NDArray[Any]], bool]) -> bool:
+    """:func:`store_nest` of elements all known, computed by ``produce(view)`` straight into the image: ``view`` is
+    a writable ``dtype.storage`` view ``(units, *sizes)`` of the elements the nest visits in the selected units
+    (one pass, no array of the values).  Only for types whose storage is their image (``i32``, ``f32``, …) and a
+    nest :func:`store_nest` writes in one strided copy; False (nothing written) otherwise, or when ``produce``
+    declines (returns False before writing)."""
+    storage = np.dtype(dtype.storage)
+    if dtype.image_bits != 8 * storage.itemsize:
+        return False
+    got = _byte_nest(dtype, image, bit_base, loops)
+    if got is None or not _injective(got[2], got[0]) or not hasattr(image, "write_nest_into"):
+        return False
+    nb, base, nest = got
+    ok: bool = image.write_nest_into(nb, base, nest, lambda words: produce(words.view(storage)))
+    return ok
 
 
 def _nibble_nest(image: Image, bit_base: int, loops: Sequence[tuple[int, int]]) -> tuple[int, Nest] | None:

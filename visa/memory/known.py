@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["known_everywhere", "all_true", "is_everywhere", "writable"]
+__all__ = ["known_everywhere", "all_true", "is_everywhere", "writable", "known_and", "copy_known"]
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -55,3 +55,44 @@ def writable(known: BoolArray) -> BoolArray:
     if known.flags.writeable and not any(s == 0 for s, n in zip(known.strides, known.shape, strict=True) if n > 1):
         return known
     return np.array(known, dtype=bool)
+
+
+def known_and(parts: Sequence[BoolArray | bool], shape: Sequence[int]) -> BoolArray:
+    """The elementwise AND of known-masks (each an array broadcastable to ``shape``, or a Python bool), of
+    ``shape``, read-only, and without a pass over the elements where it can: parts that are True everywhere
+    (``True``, :func:`known_everywhere`) drop out; none left gives :func:`known_everywhere`; one left is
+    returned as a read-only broadcast view of itself (no copy; a writer copies it with :func:`writable`); a
+    ``False`` gives all-unknown.  (An element is known only where every input it reads is, L1071–1093.)
+
+    >>> a = np.array([True, False])
+    >>> known_and([True, known_everywhere(2)], (2,)).strides, known_and([a, True], (2,)).tolist()
+    ((0,), [True, False])
+    >>> known_and([a, np.array([False, True])], (2,)).tolist(), known_and([a, False], (2,)).tolist()
+    ([False, False], [False, False])
+    """
+    shape = tuple(shape)
+    left: list[BoolArray] = []
+    for p in parts:
+        if isinstance(p, (bool, np.bool_)):
+            if not p:
+                return np.zeros(shape, dtype=bool)
+            continue
+        arr = np.asarray(p, dtype=bool)
+        if not is_everywhere(arr):
+            left.append(arr)
+    if not left:
+        return known_everywhere(shape)
+    if len(left) == 1:
+        out: BoolArray = np.broadcast_to(left[0], shape)  # a read-only view
+        return out
+    acc = np.logical_and(left[0], left[1])
+    for arr in left[2:]:
+        acc = np.logical_and(acc, arr, out=acc if np.broadcast_shapes(acc.shape, arr.shape) == acc.shape else None)
+    out = np.broadcast_to(acc, shape)
+    return out
+
+
+def copy_known(known: BoolArray) -> BoolArray:
+    """A copy of ``known`` that a stage keeps as its own, except that a broadcast of True (read-only, no memory)
+    is kept as it is: copying it would make 1 byte per element of a mask that says nothing."""
+    return known if is_everywhere(known) else known.copy()

@@ -20,6 +20,7 @@ known words that covers its bytes marks the selected units' pages written withou
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -232,7 +233,17 @@ class UnitSelection(DenseImage):
         selected units (those ``keep`` says, if given) of ``arr`` (a word view of the data or the mask)."""
         if keep is None and self.box is not None:
             target = self._nest(arr, byte_base, nest)
-            np.copyto(target, np.reshape(values, target.shape) if np.ndim(values) else values)
+            if np.ndim(values) and np.shape(values) != target.shape:
+                v = np.asarray(values)
+                t = target.view()
+                try:  # the image's view in the values' shape (no copy of the values, e.g. lanes of wider flits)
+                    t.shape = v.shape
+                except (AttributeError, ValueError):
+                    values = np.reshape(v, target.shape)
+                else:
+                    np.copyto(t, v)
+                    return
+            np.copyto(target, values)
             return
         units = self.units if keep is None else self.units[keep]
         _nest_view(self._rows(arr), byte_base, nest)[units] = values
@@ -243,9 +254,25 @@ class UnitSelection(DenseImage):
         sizes = tuple(n for n, _ in nest)
         if nb not in _WORD:
             return False
-        keep = self._changing(nb, byte_base, nest, known, (r_lo, r_hi))
+        pm = self._pm()
         covering = math.prod(sizes) * nb == r_hi - r_lo
+        ones = np.asarray(_ALL_WRITTEN[nb], dtype=_WORD[nb])
         span = self.span
+        if self.box is not None and all_true(known):  # every element known: one strided copy, no reshaped masks
+            if covering and span is not None:  # every byte of the range written: no zeros owed there
+                self.base.cover(span, r_lo, r_hi)
+            wv, kv = word_view(self.base.raw(r_lo, r_hi), nb), word_view(self.base._written, nb)
+            if wv is None or kv is None:
+                return False
+            self.base._touch(r_lo, r_hi, self.units)
+            self._write_units(wv, byte_base, nest, words, None)
+            if covering:
+                pm.mark(self.units, r_lo, r_hi, True)
+            elif not pm.all_known(self.units, r_lo, r_hi):
+                pm.materialise(self.units, r_lo, r_hi)
+                self._write_units(kv, byte_base, nest, ones, None)
+            return True
+        keep = self._changing(nb, byte_base, nest, known, (r_lo, r_hi))
         if keep is None and covering and span is not None:  # every byte of the range written: no zeros owed
             self.base.cover(span, r_lo, r_hi)
         wv, kv = word_view(self.base.raw(r_lo, r_hi), nb), word_view(self.base._written, nb)
@@ -257,8 +284,6 @@ class UnitSelection(DenseImage):
         if keep is not None:  # some units stay as they are: write the others, picked by index
             w, k = w[keep], k[keep]
         units = self.units if keep is None else self.units[keep]
-        pm = self._pm()
-        ones = np.asarray(_ALL_WRITTEN[nb], dtype=_WORD[nb])
         if all_true(k):
             self._write_units(wv, byte_base, nest, w, keep)
             if covering:
@@ -277,6 +302,34 @@ class UnitSelection(DenseImage):
         else:
             self._write_units(wv, byte_base, nest, w * k, keep)
             self._write_units(kv, byte_base, nest, k * ones, keep)
+        return True
+
+    def write_nest_into(self, nb: int, byte_base: int, nest: Nest,
+                        produce: Callable[[npt.NDArray[Any]], bool]) -> bool:
+        """:meth:`write_nest` of elements all known whose words ``produce(view)`` computes straight into the image:
+        ``view`` is the nest's writable view ``(units, *sizes)`` of the selected units' words.  False, nothing
+        written, when the selection is not a box, the view cannot take that shape, or ``produce`` declines (it
+        returns False before writing)."""
+        lo, hi = _nest_bounds(nest)
+        r_lo, r_hi = byte_base + lo, byte_base + hi + nb
+        wv, kv = word_view(self.base.raw(r_lo, r_hi), nb), word_view(self.base._written, nb)
+        if wv is None or kv is None or self.box is None:
+            return False
+        sizes = tuple(n for n, _ in nest)
+        target = self._nest(wv, byte_base, nest).view()
+        try:
+            target.shape = (self.count, *sizes)  # (raises rather than copy: the writes must reach the image)
+        except AttributeError:
+            return False
+        self.base._touch(r_lo, r_hi, self.units)
+        if not produce(target):
+            return False
+        pm = self._pm()
+        if math.prod(sizes) * nb == r_hi - r_lo:  # covering: every byte of the range written, all known
+            pm.mark(self.units, r_lo, r_hi, True)
+        elif not pm.all_known(self.units, r_lo, r_hi):
+            pm.materialise(self.units, r_lo, r_hi)
+            self._write_units(kv, byte_base, nest, np.asarray(_ALL_WRITTEN[nb], dtype=_WORD[nb]), None)
         return True
 
     def _changing(self, nb: int, byte_base: int, nest: Nest, known: BoolArray,

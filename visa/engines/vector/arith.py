@@ -38,7 +38,7 @@ from visa.errors import DtypeError
 __all__ = [
     "I32_MIN", "I32_MAX", "wrap32", "sat32", "logic_i32", "logic_f32", "fxp", "fxp_to_fp", "fp_to_fxp",
     "fp_unary", "fp_binary", "fp_ternary", "fma_f32", "clip_i32", "clip_f32", "reduce_identity",
-    "combine", "BINARY", "CONVERSIONS",
+    "combine", "BINARY", "CONVERSIONS", "UFUNC",
 ]
 
 I32_MIN = -(2**31)
@@ -121,11 +121,24 @@ def _ring(op: Callable[[Arr, Arr], Arr]) -> Callable[[Arr, Arr], Arr]:
     return run
 
 
+def _saturating(op: np.ufunc) -> Callable[[Arr, Arr], Arr]:
+    """``sat32(op(a, b))`` computed in one int64 array, in place (the exact sum or difference of two i32 fits
+    int64; then clamped to the i32 range, L4827)."""
+    def run(a: Arr, b: Arr) -> Arr:
+        x, y = np.asarray(a), np.asarray(b)
+        acc = np.empty(np.broadcast_shapes(x.shape, y.shape), dtype=np.int64)
+        np.copyto(acc, x, casting="unsafe")  # (an i32 array or constant: exact in int64)
+        op(acc, y.astype(np.int64), out=acc)
+        np.clip(acc, I32_MIN, I32_MAX, out=acc)
+        return acc.astype(np.int32)
+    return run
+
+
 _FXP: dict[str, Callable[[Arr, Arr], Arr]] = {
     "AddFxp": _ring(np.add),
-    "AddFxpSat": lambda a, b: sat32(_i64(a) + _i64(b)),
+    "AddFxpSat": _saturating(np.add),
     "SubFxp": _ring(np.subtract),
-    "SubFxpSat": lambda a, b: sat32(_i64(a) - _i64(b)),
+    "SubFxpSat": _saturating(np.subtract),
     "LeftShift": _shl_wrap,
     "LeftShiftSat": _shl_sat,
     "MulFxp": _mul_fxp,
@@ -173,7 +186,9 @@ def fxp_to_fp(x: Arr, int_width: int) -> Arr:
     is RNE and the scaling by a power of two is exact (the result is never subnormal).
     """
     f = np.asarray(x, dtype=np.int32).astype(np.float32)
-    return (f * np.float32(2.0 ** -(31 - int_width))).astype(np.float32)
+    if int_width != 31:
+        np.multiply(f, np.float32(2.0 ** -(31 - int_width)), out=f)
+    return f
 
 
 def round_half_away(x: Arr) -> Arr:
@@ -190,15 +205,20 @@ def fp_to_fxp(x: Arr, int_width: int) -> Arr:
     clear and MIN when set (L4948–4952).
     """
     f = np.asarray(x, dtype=np.float32)
-    scaled = f.astype(np.float64) * (2.0 ** (31 - int_width))
-    nan = np.isnan(scaled)
-    with np.errstate(invalid="ignore"):
-        r = round_half_away(np.where(nan, 0.0, scaled))
-        r = np.clip(r, I32_MIN, I32_MAX)
-    out = r.astype(np.int64)
-    neg_nan = nan & (np.signbit(f))
-    out = np.where(nan, np.where(neg_nan, I32_MIN, I32_MAX), out)
-    return out.astype(np.int32)
+    d = f.astype(np.float64)
+    if int_width != 31:
+        d *= 2.0 ** (31 - int_width)  # exact: a power of two, far inside binary64's range
+    # Saturate first, then round half away from zero as trunc(d + ±0.5), in place (NaN stays NaN throughout).
+    # The addition is exact wherever it matters: d has at most 24 significant bits, so for |d| >= 2**-30 the sum
+    # spans at most 53 bits; a smaller |d| gives a sum in [0.5, 0.5 + 2**-29], whose trunc is 0 either way; the
+    # clip bounds ±(2**31 - 1), -2**31 plus ±0.5 are exact.  (tests pin it against round_half_away.)
+    np.clip(d, I32_MIN, I32_MAX, out=d)
+    d += np.copysign(0.5, d)
+    np.trunc(d, out=d)
+    nan = np.isnan(d)
+    if nan.any():
+        d[nan] = np.where(np.signbit(f[nan]), I32_MIN, I32_MAX)
+    return d.astype(np.int32)
 
 
 #: The conversion stages (L4837–4841, L4948–4952): the function of ``(values, int_width)`` and the output dtype.
@@ -307,8 +327,8 @@ _CLIP_I32: dict[str, Callable[[Arr, Arr], Arr]] = {
     "Max": lambda a, b: np.maximum(np.asarray(a, np.int32), np.asarray(b, np.int32)),
     "AbsMin": _absmin_i32,
     "AbsMax": _absmax_i32,
-    "AddFxp": lambda a, b: wrap32(_i64(a) + _i64(b)),
-    "AddFxpSat": lambda a, b: sat32(_i64(a) + _i64(b)),
+    "AddFxp": _ring(np.add),
+    "AddFxpSat": _saturating(np.add),
 }
 
 
@@ -333,6 +353,18 @@ def clip_f32(name: str, a: Arr, b: Arr) -> Arr:
             return np.asarray(a32 + b32, np.float32)
     raise KeyError(name)
 
+
+#: The operators whose arithmetic is exactly one numpy ufunc on the storage type (int32 operations wrap, float32
+#: ones round once, IEEE): ``UFUNC[family][name](a, b)`` equals ``BINARY[family](name, a, b)`` for arrays of the
+#: storage type (tests pin it), and it takes ``out=`` (:mod:`visa.engines.deferred`).
+UFUNC: dict[str, dict[str, np.ufunc]] = {
+    "FxpBinaryOp": {"AddFxp": np.add, "SubFxp": np.subtract, "MulInt": np.multiply},
+    "ClipBinaryOpI32": {"Min": np.minimum, "Max": np.maximum, "AddFxp": np.add},
+    "LogicBinaryOpI32": {"BitAnd": np.bitwise_and, "BitOr": np.bitwise_or, "BitXor": np.bitwise_xor},
+    "FpBinaryOp": {"AddF": np.add, "SubF": np.subtract, "MulF": np.multiply, "DivF": np.divide},
+    "FpDivBinaryOp": {"DivF": np.divide},
+    "ClipBinaryOpF32": {"Min": np.fmin, "Max": np.fmax, "Add": np.add},
+}
 
 #: The arithmetic of each binary operator family (``VeOp.FAMILY``), called with the operator's base name.
 BINARY: dict[str, Callable[[str, Arr, Arr], Arr]] = {

@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from visa.engines.common import StreamLayout
+from visa.engines.vector.cache import cached
 from visa.engines.vector.ops import (
     BranchMode,
     GroupId,
@@ -36,6 +37,7 @@ from visa.engines.vector.plan import dtype_name
 from visa.engines.vector.relayout import joint_eval
 from visa.errors import DtypeError, LayoutError, TypestateError, UnsupportedFeatureError
 from visa.hw import HardwareProfile
+from visa.memory.known import is_everywhere, known_and
 
 __all__ = ["branch_ids", "plan_branch", "operand_list", "Resolved", "apply", "check_constant", "vrf_branch_ids",
            "check_branch_log_dtype", "carry_scan", "carry_fill", "plan_operand_read", "id_mask"]
@@ -117,18 +119,27 @@ def branch_ids(hw: HardwareProfile, mode: BranchMode, layout: StreamLayout, valu
     plan_branch(hw, mode, dtype_name(layout.dtype))
     group_bit = hw.vector.execution_id_bits - 1
     if mode.name == "AxisToggle":
-        axis = mode.axis or ""
-        maps = (layout.chip, layout.cluster, layout.slice, layout.time, layout.packet)
-        coords, _valid = joint_eval(maps)
-        if axis not in coords:
-            return None
-        return ((coords[axis] % 2).astype(np.uint8) << group_bit).astype(np.uint8)
+        return _toggle_ids((layout.chip, layout.cluster, layout.slice, layout.time, layout.packet), mode.axis or "",
+                           group_bit)
     if mode.name == "Comparison":
         ids = np.zeros(values.shape, dtype=np.uint8)
         for bit, c in enumerate(mode.comparisons):
-            ids |= (_compare(c, values).astype(np.uint8) << bit).astype(np.uint8)
+            hit = _compare(c, values).view(np.uint8)  # (a bool is the byte 0 or 1)
+            np.bitwise_or(ids, hit if bit == 0 else np.left_shift(hit, bit), out=ids)
         return ids
     return None
+
+
+@cached(8)
+def _toggle_ids(maps: tuple[Any, ...], axis: str, group_bit: int) -> ExecIds | None:
+    """The AxisToggle ExecutionIds of a stream layout (its group bit the parity of ``axis``, L4798): data-independent,
+    so computed once per layout (read-only)."""
+    coords, _valid = joint_eval(maps)
+    if axis not in coords:
+        return None
+    ids: ExecIds = ((coords[axis] % 2).astype(np.uint8) << group_bit).astype(np.uint8)
+    ids.flags.writeable = False
+    return ids
 
 
 def _compare(c: InputCmpI32 | InputCmpF32, x: Arr) -> Arr:
@@ -138,14 +149,17 @@ def _compare(c: InputCmpI32 | InputCmpF32, x: Arr) -> Arr:
         return np.zeros(x.shape, dtype=bool)
     if isinstance(c, InputCmpI32):
         if c.name in ("LessUnsigned", "GreaterUnsigned"):
-            u = np.asarray(x, np.int32).view(np.uint32).astype(np.int64)
-            b = int(c.boundary) & 0xFFFFFFFF
-            return u < b if c.name == "LessUnsigned" else u > b
-        xi = np.asarray(x, np.int64)
-        b2 = int(c.boundary)
+            u = np.asarray(x, np.int32).view(np.uint32)
+            b = np.uint32(int(c.boundary) & 0xFFFFFFFF)
+            return np.asarray(u < b if c.name == "LessUnsigned" else u > b)
+        bound = int(c.boundary)
+        # on the i32 values themselves when the boundary is an i32 (no int64 copy of the stream)
+        fits = -(2**31) <= bound < 2**31
+        xi: Arr = np.asarray(x, np.int32) if fits else np.asarray(x, np.int64)
+        b2: Any = np.int32(bound) if fits else bound
     else:
         xi = np.asarray(x, np.float32)
-        b2 = np.float32(c.boundary)  # type: ignore[assignment]
+        b2 = np.float32(c.boundary)
     with np.errstate(invalid="ignore"):
         if c.name == "Equal":
             return np.asarray(xi == b2)
@@ -195,10 +209,23 @@ def operand_list(hw: HardwareProfile, operand: Any, call: str) -> list[tuple[Any
 
 @dataclass
 class Resolved:
-    """An operand read at every stream position: values (broadcastable) and which of them are known."""
+    """An operand read at every stream position: values (broadcastable) and which of them are known.
+
+    ``split``, when not None, is the stream's shape with each axis split into digits (a strided view of the
+    operand's source, :func:`visa.engines.vector.relayout.gather_view`): ``values`` and ``known`` broadcast to
+    it, and :func:`apply` computes in that shape (the stream reshaped, no copy); :meth:`expand` gives the
+    stream-shaped arrays."""
 
     values: Arr
     known: npt.NDArray[np.bool_] | bool
+    split: tuple[int, ...] | None = None
+
+    def expand(self, shape: tuple[int, ...]) -> Resolved:
+        """This operand with ``values``/``known`` broadcastable to the stream ``shape`` (a copy when split)."""
+        if self.split is None:
+            return self
+        k = self.known if isinstance(self.known, bool) else np.broadcast_to(self.known, self.split).reshape(shape)
+        return Resolved(np.broadcast_to(self.values, self.split).reshape(shape), k)
 
 
 def kind_of(operand: Any) -> str:
@@ -224,32 +251,105 @@ def apply(fn: Callable[..., Arr], args_mode: tuple[int, ...], stream: Arr, strea
     Each operand entry holds the resolved operand(s) for argument slots 1 (and 2); ``args_mode`` names, per
     argument, slot 0 (stream), 1 or 2.
     """
-    def run(ops: Sequence[Resolved]) -> tuple[Arr, npt.NDArray[np.bool_]]:
-        slots: list[Arr] = [stream, *(o.values for o in ops)]
-        knowns: list[npt.NDArray[np.bool_] | bool] = [stream_known, *(o.known for o in ops)]
+    def run(ops: Sequence[Resolved], split: tuple[int, ...] | None = None) -> tuple[Arr, npt.NDArray[np.bool_]]:
+        shape = stream.shape if split is None else split
+        x, xk = (stream, stream_known) if split is None else (stream.reshape(split), stream_known.reshape(split))
+        slots: list[Arr] = [x, *(o.values for o in ops)]
+        knowns: list[npt.NDArray[np.bool_] | bool] = [xk, *(o.known for o in ops)]
         args = [slots[a] for a in args_mode]
-        k: npt.NDArray[np.bool_] | bool = True
-        for a in sorted(set(args_mode)):
-            k = k & knowns[a]
+        # known where every argument read is known; no pass where they all are (known.py)
+        k = known_and([knowns[a] for a in sorted(set(args_mode))], shape)
         out = np.asarray(fn(*args))
-        return np.broadcast_to(out, stream.shape), np.broadcast_to(np.asarray(k, dtype=bool), stream.shape)
+        return np.broadcast_to(out, shape), k
 
+    shape = stream.shape
     if len(operands) == 1 and operands[0][1] is None:
-        v, k = run(operands[0][0])
-        return np.ascontiguousarray(v, dtype=stream.dtype), np.ascontiguousarray(k)
+        ops = operands[0][0]
+        splits = {o.split for o in ops if o.split is not None}
+        if len(splits) == 1:  # the stream in the operands' split shape: a view of it, no copy
+            v, k = run(ops, splits.pop())
+            v = np.ascontiguousarray(v, dtype=stream.dtype)
+            return v.reshape(shape), k.reshape(shape)
+        v, k = run([o.expand(shape) for o in ops])
+        return np.ascontiguousarray(v, dtype=stream.dtype), k
+    operands = [([o.expand(shape) for o in ops], gid) for ops, gid in operands]
+    # the group bit of each element's ExecutionId (uint8 scalars: numpy's Python-int path is 10x slower); None: every
+    # element is in group 0
+    group = None if exec_id is None else np.right_shift(exec_id, np.uint8(group_bit)) & np.uint8(1)
+    merged = _constant_groups(fn, args_mode, stream, stream_known, operands, group)
+    if merged is not None:
+        return merged
     result = stream.copy()
-    known = stream_known.copy()
-    group = np.zeros(stream.shape, dtype=np.uint8) if exec_id is None else (exec_id >> group_bit) & 1
-    taken = np.zeros(stream.shape, dtype=bool)
+    known: npt.NDArray[np.bool_] | None = None  # (stream_known until a result that is not known everywhere)
+    free: npt.NDArray[np.bool_] | None = None  # the elements no operand took yet (None: all of them)
     for ops, gid in operands:
-        sel = ~taken if gid is None else (~taken & (group == gid.value))
-        if not sel.any():
+        if gid is None:
+            sel = free
+        elif group is None:
+            if gid.value != 0:
+                continue
+            sel = free
+        else:
+            hit = group == np.uint8(gid.value)
+            sel = hit if free is None else hit & free
+        if sel is not None and not sel.any():
             continue
         v, k = run(ops)
-        result[sel] = v[sel]
-        known[sel] = k[sel]
-        taken |= sel
-    return result, known
+        if known is None and not (is_everywhere(k) and is_everywhere(stream_known)):
+            known = np.array(stream_known, dtype=bool)
+        np.copyto(result, v, where=True if sel is None else sel)
+        if known is not None:
+            np.copyto(known, k, where=True if sel is None else sel)
+        if sel is None:
+            break  # every element taken
+        free = ~sel if free is None else free & ~sel
+    return result, stream_known if known is None else known
+
+
+def _constant_groups(fn: Callable[..., Arr], args_mode: tuple[int, ...], stream: Arr,
+                     stream_known: npt.NDArray[np.bool_],
+                     operands: Sequence[tuple[Sequence[Resolved], GroupId | None]],
+                     group: npt.NDArray[np.uint8] | None) -> tuple[Arr, npt.NDArray[np.bool_]] | None:
+    """:func:`apply` when every operand is a constant (known): each element's operands picked from a table by its
+    group (first match wins), ``fn`` run once over the stream, the elements no operand matches passed through
+    (``fn`` is elementwise, so this is the per-group computation of the general path in one pass).  None when
+    an operand is not a constant."""
+    if any(np.ndim(o.values) or o.known is not True for ops, _ in operands for o in ops):
+        return None
+    present = [0] if group is None else [g for g in (0, 1) if bool((group == np.uint8(g)).any())]
+    chosen: dict[int, Sequence[Resolved]] = {}
+    for g in present:  # the first operand entry whose group matches (an always entry matches both)
+        for ops, gid in operands:
+            if gid is None or gid.value == g:
+                chosen[g] = ops
+                break
+    if not chosen:
+        return stream.copy(), stream_known
+    n_slots = max(len(ops) for ops in chosen.values())
+    if any(len(ops) != n_slots for ops in chosen.values()):
+        return None
+    first = next(iter(chosen.values()))
+    slots: list[Arr] = [stream]
+    for j in range(n_slots):
+        vals = {g: np.asarray(ops[j].values) for g, ops in chosen.items()}
+        ref = np.asarray(first[j].values)
+        same = all(v.dtype == ref.dtype and v.tobytes() == ref.tobytes() for v in vals.values())  # (bits: ±0, NaN)
+        if same or group is None:
+            slots.append(np.asarray(first[j].values))
+        else:
+            v0, v1 = (vals.get(g, np.asarray(first[j].values)) for g in (0, 1))
+            slots.append(np.where(group.view(np.bool_), v1, v0))  # (the group bit is the byte 0 or 1)
+    out = np.asarray(fn(*(slots[a] for a in args_mode)))
+    unmatched = [g for g in present if g not in chosen]
+    if unmatched:  # (group is not None here: with no ExecutionIds group 0 is present and chosen or nothing is)
+        assert group is not None
+        if (out.shape != stream.shape or out.dtype != stream.dtype or not out.flags.writeable
+                or np.may_share_memory(out, stream)):
+            out = np.array(np.broadcast_to(out, stream.shape), dtype=stream.dtype)
+        np.copyto(out, stream, where=group == np.uint8(unmatched[0]))
+    else:
+        out = np.ascontiguousarray(np.broadcast_to(out, stream.shape), dtype=stream.dtype)
+    return out, stream_known  # a constant is known: each result is known where the stream was
 
 
 # ------------------------------------------------------------------------------------- carried operand

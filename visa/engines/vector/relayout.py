@@ -10,6 +10,12 @@ The gather index of a (source mappings, stream mappings) pair is computed once a
 Chip, Cluster and Slice are the stream's and share no axis with the inner levels (a VRF operand, a stash), the
 slices and the inner levels are located apart (:func:`_factored`) and the gather is applied as a broadcast or a
 view; :func:`plan_gather_full`, the location at every position, is the reference it is tested against.
+
+When every stream position reads the source and the index is a mixed-radix affine function of the position (the
+stream's axes split into digits, each stepping the source by a fixed stride, 0 for a broadcast axis — the usual case: a
+vector read once per row, or the stash read as it was saved), the plan also keeps that strided form, and
+:func:`gather_view` reads the operand as a read-only strided view of the source (no copy, no index array
+read); the elementwise ops then compute in the split shape (:class:`~visa.engines.vector.elementwise.Resolved`).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from numpy.lib.stride_tricks import as_strided
 
 from visa.engines.vector.cache import cached
 from visa.errors import LayoutError
@@ -29,9 +36,15 @@ from visa.mapping.canon import SkewAtom, axis_atoms
 from visa.mapping.evaluate import BoolArray, IntArray
 from visa.memory.known import is_everywhere, known_everywhere
 
-__all__ = ["Gather", "plan_gather", "plan_gather_full", "joint_eval"]
+__all__ = ["Gather", "plan_gather", "plan_gather_full", "joint_eval", "apply_gather", "gather_view", "StridedIndex",
+           "strided_index"]
 
 LEAD = ("Chip", "Cluster", "Slice")
+
+
+#: ``(shape, strides, offset)``: the stream's shape with each axis split into digits (outermost first, their
+#: product the axis size), and per digit the step of the source's flat position (elements; 0 broadcasts).
+StridedIndex = tuple[tuple[int, ...], tuple[int, ...], int]
 
 
 @dataclass(frozen=True, eq=False)
@@ -60,6 +73,74 @@ class Gather:
         slices = np.arange(n_out, dtype=np.int64).reshape(lead) * self.inner_size
         out: IntArray = np.ascontiguousarray(slices + self.inner)
         return out
+
+    @cached_property
+    def strided(self) -> StridedIndex | None:
+        """The index as digits and strides (:func:`strided_index`) when every position is read and it is one,
+        else None: a gather by parts from its slices (one inner block each) and its inner positions, without
+        building the whole index; any other from the index."""
+        if not (is_everywhere(self.used) or bool(np.all(self.used))):
+            return None
+        if self.inner is None:
+            return strided_index(self.index)
+        shape = self.used.shape
+        inner = strided_index(np.ascontiguousarray(np.broadcast_to(self.inner, shape[3:])))
+        if inner is None:
+            return None
+        i_shape, i_strides, offset = inner
+        lead = shape[:3]
+        l_strides = tuple(self.inner_size * math.prod(lead[k + 1:]) for k in range(len(lead)))
+        return (*lead, *i_shape), (*l_strides, *i_strides), offset
+
+
+def _digits(line: IntArray) -> list[tuple[int, int]] | None:
+    """``line`` (``line[0] == 0``) as digits ``(size, stride)``, outermost first, whose product is its length and
+    whose weighted sum is ``line`` at every position; None when the greedy split finds none (checked by the
+    caller against the whole index)."""
+    n = int(line.size)
+    out: list[tuple[int, int]] = []
+    block = 1
+    while block < n:
+        stride = int(line[block])
+        r = 2
+        while block * (r + 1) <= n and int(line[block * r]) == r * stride:
+            r += 1
+        while (n // block) % r:
+            r -= 1
+        if r < 2:
+            return None
+        out.append((r, stride))
+        block *= r
+    return out[::-1]
+
+
+def strided_index(index: IntArray) -> StridedIndex | None:
+    """``index`` (any shape) as a mixed-radix affine function of its position (:data:`StridedIndex`), or None.
+
+    >>> strided_index(np.array([[0, 8, 16, 0, 8, 16], [1, 9, 17, 1, 9, 17]]))
+    ((2, 2, 3), (1, 0, 8), 0)
+    >>> strided_index(np.array([3, 1, 2])) is None
+    True
+    """
+    if index.size == 0:
+        return None
+    origin = int(index.reshape(-1)[0])
+    shape: list[int] = []
+    strides: list[int] = []
+    for axis, n in enumerate(index.shape):
+        at = [0] * index.ndim
+        at[axis] = slice(None)  # type: ignore[call-overload]
+        digits = _digits(np.asarray(index[tuple(at)], dtype=np.int64) - origin) if n > 1 else []
+        if digits is None:
+            return None
+        shape += [d for d, _ in digits] or [1]
+        strides += [s for _, s in digits] or [0]
+    want = np.full((), origin, dtype=np.int64)
+    for n, st in zip(shape, strides, strict=True):
+        want = want[..., None] + np.arange(n, dtype=np.int64) * st
+    if not np.array_equal(want.reshape(index.shape), index):
+        return None
+    return tuple(shape), tuple(strides), origin
 
 
 def joint_eval(mappings: tuple[Mapping, ...]) -> tuple[dict[str, IntArray], BoolArray]:
@@ -205,3 +286,25 @@ def _apply_by_parts(g: Gather, inner: IntArray, values: npt.NDArray[Any], known:
 
     k = known_everywhere(shape) if is_everywhere(known) else pick(np.asarray(known))
     return pick(values), k
+
+
+def gather_view(g: Gather, values: npt.NDArray[Any], known: npt.NDArray[np.bool_]
+                ) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_], tuple[int, ...]] | None:
+    """:func:`apply_gather` as read-only strided views of ``values`` and ``known`` in the split shape of
+    ``g.strided`` (returned third), when the plan has one (else None).
+    Every position is read (``g.used`` is all True), so the view's known is the source's known."""
+    if g.strided is None:
+        return None
+    shape, strides, offset = g.strided
+    lo = offset + sum((n - 1) * st for n, st in zip(shape, strides, strict=True) if st < 0)
+    hi = offset + sum((n - 1) * st for n, st in zip(shape, strides, strict=True) if st > 0)
+    if lo < 0 or hi >= values.size or values.size != known.size:
+        return None  # (not the source the plan was made for: the index path reports it)
+    out = []
+    for arr in (values, known):
+        if arr is known and is_everywhere(known):
+            out.append(known_everywhere(shape))
+            continue
+        base = np.ascontiguousarray(arr).reshape(-1)[offset:]  # (a copy of the source only if it is strided)
+        out.append(as_strided(base, shape, tuple(s * arr.itemsize for s in strides), writeable=False))
+    return out[0], out[1], shape

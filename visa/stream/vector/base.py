@@ -17,6 +17,7 @@ import numpy.typing as npt
 
 from visa import dtypes as dt
 from visa.engines.common import EngineReport, StreamData, StreamLayout
+from visa.engines.deferred import DeferredData
 from visa.engines.vector import arith
 from visa.engines.vector.elementwise import (
     Resolved,
@@ -39,9 +40,10 @@ from visa.engines.vector.plan import (
     plan_stash_operand,
     plan_transition,
 )
-from visa.engines.vector.relayout import apply_gather, plan_gather
+from visa.engines.vector.relayout import apply_gather, gather_view, plan_gather
 from visa.errors import DtypeError, PoisonError, TypestateError, VisaError
 from visa.hw import HardwareProfile
+from visa.memory.known import all_true, is_everywhere, known_and
 from visa.stream.stages import StreamTensor
 
 if TYPE_CHECKING:
@@ -251,28 +253,34 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
 
     def _vrf(self, vrf: VrfTensor[Any, Any, Any, Any, Any], dtype: str, call: str,
              known: npt.NDArray[np.bool_] | None) -> Resolved:
-        from visa.memory.images import load
-
         check_vrf_operand(dtype_name(vrf.dtype), dtype, call)
         if vrf.ctx is not self.tu.ctx:
             raise VisaError("the VRF operand belongs to another context", call=call,
                             fix="load the operand with .to_vrf() in this kernel's context")
         vrf.check_readable(call)
         chip, cluster, slice_, element = (vrf.mapping(k) for k in ("Chip", "Cluster", "Slice", "Element"))
-        bits = vrf.address * 8 + np.arange(element.size, dtype=np.int64) * vrf.dtype.image_bits
         vals, kn = [], []
         for c in range(chip.size):
-            v, k = load(vrf.dtype, vrf.image(c), bits)
+            v, k = _load_row(vrf.dtype, vrf.image(c), vrf.address * 8, element.size)
             vals.append(v[:cluster.size, :slice_.size])
             kn.append(k[:cluster.size, :slice_.size])
         g = plan_gather((chip, cluster, slice_, element), self.levels(), call, "VRF operand")
-        values, vk = apply_gather(g, np.stack(vals), np.stack(kn))
-        need = g.used if known is None else (g.used & known)
-        if (need & ~vk).any():
-            count = int(np.count_nonzero(need & ~vk))
+        src_v, src_k = _stacked(vals), _stacked(kn)
+        split: tuple[int, ...] | None = None
+        bad: npt.NDArray[np.bool_] | None = None
+        view = gather_view(g, src_v, src_k)
+        if view is not None:  # a strided view of the register file, in the split shape (no copy, relayout.py)
+            values, vk, split = view
+            if not all_true(vk):  # (O(1) when every byte was written; else the source's size, not the stream's)
+                bad = np.asarray(True if known is None else known.reshape(split)) & ~vk
+        else:
+            values, vk = apply_gather(g, src_v, src_k)
+            bad = (g.used if known is None else (g.used & known)) & ~vk
+        if bad is not None and bad.any():
+            count = int(np.count_nonzero(bad))
             raise PoisonError(f"{count} element(s) of the VRF operand were never loaded", call=call, line=5256,
                               mapping=repr(element), fix="load the operand with .to_vrf() (in ctx.sub) first")
-        return Resolved(values, vk)
+        return Resolved(values, vk, split)
 
     def _stash(self, dtype: str, call: str, ve: VeState) -> tuple[Resolved, VeState, tuple[DeviceTensor, ...]]:
         slot = ve.stash
@@ -281,8 +289,10 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
         assert slot is not None
         src = self.levels(slot.layout)
         g = plan_gather(src, self.levels(), call, "stash")
-        values, vk = apply_gather(g, slot.data.values, slot.data.known)
-        return Resolved(values, vk), replace(ve, stash=replace(slot, consumed_by=call)), ()
+        view = gather_view(g, slot.data.values, slot.data.known)
+        r = Resolved(view[0], view[1], view[2]) if view is not None else Resolved(
+            *apply_gather(g, slot.data.values, slot.data.known))
+        return r, replace(ve, stash=replace(slot, consumed_by=call)), ()
 
     def operate(self, op: VeOp, args: tuple[int, ...], operand: Any, call: str, ve: VeState, data: StreamData,
                 exec_id: ExecIds | None) -> tuple[StreamData, VeState, tuple[DeviceTensor, ...]]:
@@ -301,6 +311,9 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
                 rs = [r]
             resolved.append((rs, gid))
             inputs += ins
+        deferred = _deferred(op, args, data, resolved, ve)
+        if deferred is not None:
+            return deferred, ve, inputs
         group_bit = self.hw.vector.execution_id_bits - 1
         fn = op_fn(op)
         values, known = apply(fn, args, data.values, data.known, resolved, exec_id, group_bit)
@@ -326,6 +339,61 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
         return [r0, r1], ve2, ins
 
 
+def _deferred(op: VeOp, args: tuple[int, ...], data: StreamData,
+              resolved: list[tuple[list[Resolved], GroupId | None]], ve: VeState) -> DeferredData | None:
+    """The op's result left as one ufunc over the stream and its operand (:mod:`visa.engines.deferred`; the commit
+    computes it into DM), when its arithmetic is one (:data:`~visa.engines.vector.arith.UFUNC`), its operand one
+    for every element (a constant, or a VRF or stash operand's strided view) and known, and no carried read
+    waits; None otherwise (then :func:`apply` runs)."""
+    ufunc = arith.UFUNC.get(op.FAMILY, {}).get(op.base)
+    if ufunc is None or ve.pending is not None or len(resolved) != 1 or resolved[0][1] is not None:
+        return None
+    ops = resolved[0][0]
+    values = data.values
+    if len(ops) != 1 or not values.flags.c_contiguous:
+        return None
+    r = ops[0]
+    operand = np.asarray(r.values)
+    # a constant, or an operand's strided view in the split shape (VRF, stash), known everywhere
+    if (operand.dtype != values.dtype or (operand.ndim and r.split is None)
+            or not (r.known is True or (isinstance(r.known, np.ndarray) and is_everywhere(r.known)))):
+        return None
+    split = values.shape if r.split is None else r.split
+    if split[0] != values.shape[0]:  # (the Chip axis split into digits: the commit writes chip by chip)
+        return None
+    slots = (values.reshape(split), operand)
+    known = known_and([data.known if a == 0 else True for a in sorted(set(args))], values.shape)
+    return DeferredData(ufunc, tuple(slots[a] for a in args), values.dtype, values.shape, known, split)
+
+
+def _load_row(dtype: type[dt.Scalar], image: Any, bit_base: int, n: int
+              ) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]:
+    """``n`` consecutive elements from bit ``bit_base`` of every slice of a register-file image: values and known,
+    shape ``(*slices, n)``.  One strided copy (``load_nest``), without a known-mask where every byte was written
+    (``known_everywhere``); element by element (``load``) when the row cannot be read as words."""
+    from visa.memory.images import load, load_nest, load_nest_values, nest_all_written
+    from visa.memory.known import known_everywhere
+
+    loops = ((n, 1),)
+    shape = (*image.lead_shape, n)
+    if nest_all_written(dtype, image, bit_base, loops):
+        values = np.empty(shape, dtype=dtype.storage)
+        if load_nest_values(dtype, image, bit_base, loops, values):
+            return values, known_everywhere(shape)
+    got = load_nest(dtype, image, bit_base, loops)
+    if got is not None:
+        return got
+    v, k = load(dtype, image, bit_base + np.arange(n, dtype=np.int64) * dtype.image_bits)
+    return v, k
+
+
+def _stacked(parts: list[npt.NDArray[Any]]) -> npt.NDArray[Any]:
+    """The chips' arrays as one C-contiguous ``(Chip, ...)`` array (the one chip's own when it is so: no copy)."""
+    if len(parts) == 1:
+        return parts[0][None] if is_everywhere(parts[0]) else np.ascontiguousarray(parts[0])[None]
+    return np.ascontiguousarray(np.stack(parts))
+
+
 def per_step(fn: Callable[..., Any], args: tuple[int, ...], resolved: list[tuple[list[Resolved], GroupId | None]],
              exec_id: ExecIds | None, group_bit: int, shape: tuple[int, ...]) -> Callable[..., Any]:
     """``fn`` with its resolved operands as one step at time step ``t`` (between an ``OperandRead`` and its
@@ -334,8 +402,10 @@ def per_step(fn: Callable[..., Any], args: tuple[int, ...], resolved: list[tuple
     def at(a: Any, t: int) -> Any:
         return np.broadcast_to(np.asarray(a), shape)[:, :, :, t]
 
+    full = [([r.expand(shape) for r in rs], gid) for rs, gid in resolved]
+
     def step(y: Any, yk: Any, t: int) -> tuple[Any, Any]:
-        ops = [([Resolved(at(r.values, t), at(r.known, t)) for r in rs], gid) for rs, gid in resolved]
+        ops = [([Resolved(at(r.values, t), at(r.known, t)) for r in rs], gid) for rs, gid in full]
         return apply(fn, args, y, yk, ops, None if exec_id is None else exec_id[:, :, :, t], group_bit)
 
     return step

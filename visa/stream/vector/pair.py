@@ -50,7 +50,7 @@ from visa.engines.vector.plan import (
     plan_unzip,
 )
 from visa.mapping import Mapping
-from visa.memory.known import is_everywhere, known_everywhere
+from visa.memory.known import copy_known, is_everywhere, known_everywhere
 from visa.stream.vector.base import Chip, Cluster, D, Packet, Slice, Time, VeBase, VeState, describe_operand, op_fn
 from visa.stream.vector.single import (
     VectorClipTensor,
@@ -115,7 +115,7 @@ class PairBase(VeBase[D, Chip, Cluster, Slice, Time, Packet, IntraFirst]):
         self.enter(call, stage)
         fn, dtype = arith.CONVERSIONS[stage]
         iw = plan_int_width(int_width, call)
-        a, b = (StreamData(fn(g.values, iw), g.known.copy()) for g in self.groups())
+        a, b = (StreamData(fn(g.values, iw), copy_known(g.known)) for g in self.groups())
         ve = self.ve.step(stage, f"{call.removeprefix('vector_')}({iw})", self.layout.time.size)
         return self.pair(cls, self.layout.with_(dtype=dt.scalar(dtype)), a, b, ve)
 
@@ -306,7 +306,7 @@ class _PFp(PairBase[D, Chip, Cluster, Slice, Time, Packet]):
         self.enter(call, "Fp")
         check_kind(op, (FpUnaryOp,), call)
         ve = self.ve.use(op.alu, call) if (g0 or g1) else self.ve
-        out: list[StreamData] = [StreamData(arith.fp_unary(op.name, g.values), g.known.copy()) if on else g
+        out: list[StreamData] = [StreamData(arith.fp_unary(op.name, g.values), copy_known(g.known)) if on else g
                for g, on in zip(self.groups(), (g0, g1), strict=True)]
         ve = ve.step("Fp", f"{op!r}, g0: {g0}, g1: {g1}", self.layout.time.size)
         return self.pair(VectorPairFpTensor, self.layout, out[0], out[1], ve)

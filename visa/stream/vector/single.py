@@ -21,6 +21,7 @@ import numpy as np
 
 from visa import dtypes as dt
 from visa.engines.common import StreamData
+from visa.engines.deferred import DeferredData
 from visa.engines.vector import arith
 from visa.engines.vector.cost import vector_report
 from visa.engines.vector.elementwise import (
@@ -92,6 +93,7 @@ from visa.engines.vector.plan import (
 )
 from visa.errors import DtypeError, TypestateError
 from visa.mapping import Mapping
+from visa.memory.known import copy_known
 from visa.stream.stages import VectorFinalTensor
 from visa.stream.vector.base import (
     Carry,
@@ -211,7 +213,7 @@ class _Ops(VeBase[D, Chip, Cluster, Slice, Time, Packet, O]):
         if ve.pending is not None:
             ve = replace(ve, pending=ve.pending.then(lambda y, yk, t: (fn(y, iw), yk)))
         return self.advance(cls, self.layout.with_(dtype=dt.scalar(dtype)),
-                            StreamData(fn(self.data.values, iw), self.data.known.copy()), ve)
+                            StreamData(fn(self.data.values, iw), copy_known(self.data.known)), ve)
 
 
 class _Logic(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
@@ -447,8 +449,10 @@ class _Final(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
                                alus=len(self.ve.alu_order), reduce_steps=self.ve.reduce_steps, ring=self.ve.ring,
                                alu_names=self.ve.alu_order)
         extra = {} if self.ve.packed is None else {"packed": self.ve.packed}
-        return self.then(VectorFinalTensor, self.layout, StreamData(self.data.values, self.data.known), report,
-                         **extra)
+        # an op left as a ufunc stays one (the commit may compute it into DM, visa.engines.deferred)
+        data = self.data if isinstance(self.data, DeferredData) and self.data.pending else StreamData(
+            self.data.values, self.data.known)
+        return self.then(VectorFinalTensor, self.layout, data, report, **extra)
 
 
 class _Inter(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
@@ -487,7 +491,7 @@ class _Stash(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
         call = "vector_stash"
         self.take(call)
         plan_stash(self.ve.stage, self.ve.context, self.ve.stash_taken)
-        slot = StashSlot(self.layout, StreamData(self.data.values.copy(), self.data.known.copy()), self.ve.stage)
+        slot = StashSlot(self.layout, StreamData(self.data.values.copy(), copy_known(self.data.known)), self.ve.stage)
         ve = replace(self.ve, stash=slot, stash_taken=True, ops=(*self.ve.ops, "stash"))
         return self.advance(type(self), self.layout, StreamData(self.data.values, self.data.known), ve)
 
