@@ -246,3 +246,26 @@ def test_the_gemm_example_runs_the_same_with_copies_pending(monkeypatch: pytest.
     np.testing.assert_array_equal(got[0], want[0])
     assert got[1] == want[1] and want[2:] == (0, 0)
     assert got[2:] == (2, 1)  # A and B in DM, B in the TRF: still pending at the end
+
+
+def test_the_gemm_weights_stream_keeps_its_copies_unmade(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The GEMM example's B (manual L497–509): the fetch over slices left pending copies reads one slice per class
+    (visa.engines.rows.CopiedRows), collect passes the structure on, and the TRF load writes one slice per class
+    from it: no copy of the stream is made, and the output bits are those of the run with every copy made."""
+    from visa.engines import collect
+    from visa.engines.rows import CopiedRows
+
+    seen: list[tuple[str, bool]] = []
+    load = collect.execute_load
+
+    def spy(cfg: Any, data: Any, *args: Any, **kw: Any) -> None:
+        load(cfg, data, *args, **kw)
+        seen.append((type(data).__name__, bool(getattr(data, "_made", True))))  # (after the load: still not made)
+
+    monkeypatch.setattr(collect, "execute_load", spy)
+    got = _gemm(True, monkeypatch)
+    assert seen == [(CopiedRows.__name__, False)]
+    with pytest.MonkeyPatch.context() as mp:
+        want = _gemm(False, mp)
+    np.testing.assert_array_equal(got[0], want[0])
+    assert got[1] == want[1]

@@ -40,6 +40,7 @@ from visa.engines.broadcast import BroadcastData
 from visa.engines.cache import cached
 from visa.engines.common import StreamData, axes_text
 from visa.engines.fetch import stream_validity
+from visa.engines.rows import CopiedRows
 from visa.errors import HardwareLimitError, LayoutError
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping, pair_of
@@ -138,24 +139,32 @@ def execute(cfg: CollectConfig, data: StreamData) -> StreamData:
     """Pad each packet with zeros (known values, L2122) to whole flits and split them along Time.  A stream
     repeated along Time (:class:`~visa.engines.broadcast.BroadcastData`) stays so: the flits of each compact
     packet, the flit index a new innermost Time digit that does not repeat."""
+    if isinstance(data, CopiedRows):  # slices left copies of others stay so (every slice padded and split alike)
+        return data.map(lambda v, k: _pad_split(cfg, v, k, cfg.out_time.size))
     if isinstance(data, BroadcastData):
         vals, known = data.compact_values, data.compact_known
     else:
         vals, known = data.values, data.known
+    out: StreamData
+    if isinstance(data, BroadcastData):
+        vals, known = _pad_split(cfg, vals, known, vals.shape[3] * cfg.flits_per_packet)
+        out = BroadcastData(vals, known, (*data.digits, (cfg.flits_per_packet, False)))
+    else:
+        out = StreamData(*_pad_split(cfg, vals, known, cfg.out_time.size))
+    out.replicas = data.replicas  # (every slice padded and split alike)
+    return out
+
+
+def _pad_split(cfg: CollectConfig, vals: npt.NDArray[Any], known: npt.NDArray[np.bool_], time: int
+               ) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]:
+    """Each packet padded to whole flits (known zeros) and split along Time into ``time`` steps of flits."""
     if cfg.pad_elements:
         pad = [(0, 0)] * (vals.ndim - 1) + [(0, cfg.pad_elements)]
         vals = np.pad(vals, pad)
         # the padding is known: an all-known stream stays an all-known broadcast (visa.memory.known)
         known = known_everywhere(vals.shape) if is_everywhere(known) else np.pad(known, pad, constant_values=True)
-    out: StreamData
-    if isinstance(data, BroadcastData):
-        shape = (*vals.shape[:3], vals.shape[3] * cfg.flits_per_packet, cfg.out_packet.size)
-        out = BroadcastData(vals.reshape(shape), known.reshape(shape), (*data.digits, (cfg.flits_per_packet, False)))
-    else:
-        shape = (*vals.shape[:3], cfg.out_time.size, cfg.out_packet.size)
-        out = StreamData(vals.reshape(shape), known.reshape(shape))
-    out.replicas = data.replicas  # (every slice padded and split alike)
-    return out
+    shape = (*vals.shape[:3], time, cfg.out_packet.size)
+    return vals.reshape(shape), known.reshape(shape)
 
 
 def cycles(cfg: CollectConfig) -> int:
@@ -276,7 +285,13 @@ def execute_load(cfg: RegisterLoadConfig, data: StreamData, images: Sequence[Den
     (``(Chip, Cluster, Slice)``) are the slices the stream holds data in: only they load (the slice bitmap
     leaves the others out, L2314–2319, as for a commit); None loads every slice.
     """
-    vals, known = data.values, data.known
+    copied = data if isinstance(data, CopiedRows) else None
+    owner: npt.NDArray[np.int64] | None = None
+    if copied is not None:  # slices still copies of others: the load reads the rows that hold the values
+        vals, owner = copied.rows()
+        known = copied.known
+    else:
+        vals, known = data.values, data.known
     n_chip, n_cl, n_sl = vals.shape[:3]
     e = cfg.element.size
     rows = cfg.row.size if cfg.row is not None else 1
@@ -296,9 +311,14 @@ def execute_load(cfg: RegisterLoadConfig, data: StreamData, images: Sequence[Den
         enabled.reshape(n_cl * n_sl, -1)[on] = True
         if cfg.memory == "trf":
             enabled[:, :, rows:] = False  # Row r is bank row r (L4114-4148)
-        if _load_replicas(cfg, img, data.replicas, c, on, rows, bit_base, flat_v[c], k):
+        held_rows = None if owner is None else owner[c * on.size: (c + 1) * on.size] - c * on.size
+        if _load_replicas(cfg, img, data.replicas, c, on, rows, bit_base, flat_v[c], k, held_rows):
             _record_replicas(cfg, img, data.replicas, c, on, rows, bit_base, k)
             continue
+        if copied is not None and owner is not None:  # the load needs every row: the copies are made now
+            owner = None
+            flat_v = copied.values.reshape(n_chip, n_cl * n_sl, rows, e)
+            v = flat_v[c][pick].reshape(-1, e)
         target = enabled_units(img, enabled)
         if store_nest(cfg.dtype, target, bit_base, loops, v, k):
             _record_replicas(cfg, img, data.replicas, c, on, rows, bit_base, k)
@@ -310,11 +330,14 @@ def execute_load(cfg: RegisterLoadConfig, data: StreamData, images: Sequence[Den
 
 
 def _load_replicas(cfg: RegisterLoadConfig, img: DenseImage, labels: npt.NDArray[np.int64] | None, chip: int,
-                   on: BoolArray, rows: int, bit_base: int, values: npt.NDArray[Any], known: BoolArray) -> bool:
+                   on: BoolArray, rows: int, bit_base: int, values: npt.NDArray[Any], known: BoolArray,
+                   held: npt.NDArray[np.int64] | None = None) -> bool:
     """The load of known whole-byte elements into slices ``on`` of a chip whose streams are replicas in classes
     (``labels``) of at least two: write the first slice of each class and leave the others pending copies of it
     (:meth:`~visa.memory.images.DenseImage.write_copies`).  ``values`` are the chip's ``(slices, rows,
-    elements)``, ``known`` those of the slices loaded.  False (nothing written) when the load is not one."""
+    elements)``, ``known`` those of the slices loaded; ``held``, when the stream's rows are partly copies not made
+    (:class:`~visa.engines.rows.CopiedRows`), the row that holds each slice's values.  False (nothing written)
+    when the load is not one."""
     if labels is None or cfg.dtype.image_bits % 8 or bit_base % 8 or not all_true(known):
         return False
     mine = labels[chip * on.size: (chip + 1) * on.size]
@@ -324,6 +347,8 @@ def _load_replicas(cfg: RegisterLoadConfig, img: DenseImage, labels: npt.NDArray
     _, first, inverse = np.unique(mine[slices], return_index=True, return_inverse=True)
     if 2 * first.size > slices.size:
         return False
+    if held is not None and not bool((held[slices[first]] == slices[first]).all()):
+        return False  # (a class's first slice is itself a copy not made: its row holds nothing yet)
     bank = img.lead_shape[-1] if cfg.memory == "trf" else 1  # a TRF unit is a bank row of a slice
     units = slices[:, None] * bank + np.arange(rows, dtype=np.int64)
     if int(units[-1, -1]) - int(units[0, 0]) + 1 != units.size:

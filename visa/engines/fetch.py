@@ -44,6 +44,7 @@ from visa import dtypes as dt
 from visa.engines.broadcast import BroadcastData, TimeDigits, normal_digits, place_values
 from visa.engines.cache import cached
 from visa.engines.common import StreamData, axes_text, engine_call, unit_validity
+from visa.engines.rows import CopiedRows
 from visa.errors import (
     AddressError,
     DtypeError,
@@ -749,7 +750,9 @@ def execute(cfg: FetchConfig, images: Sequence[DenseImage], bit_bases: Sequence[
         mask = None if mask is None else mask[repeat.keep]
         tsel = None if tsel is None else tsel[repeat.keep_time]
         n_t = repeat.keep_time.size
-    values, known, loan = _read(cfg, images, bases, sel, off, valid, lv, entries, n_t)
+    plain = repeat is None and cfg.table is None and cfg.cast is None and not cfg.zero_points and (
+        mask is None or cfg.mask is None)  # the values as read: slices left pending copies stay so
+    values, known, loan, copies = _read(cfg, images, bases, sel, off, valid, lv, entries, n_t, plain)
     written: BoolArray | None = lv.reshape(-1)  # the rows of the pooled buffer that may hold non-zeros
     everywhere = is_everywhere(known)
     # -- masking (L1877-1935): the masked padding becomes pad_value, known ----------------------------------
@@ -780,11 +783,17 @@ def execute(cfg: FetchConfig, images: Sequence[DenseImage], bit_bases: Sequence[
     if cfg.zero_points:
         values = _subtract(values, known, cfg, tsel, n_t)
     values = values.astype(cfg.dst.storage, copy=False)
+    out_shape = (len(images), cfg.cluster.size, cfg.slice.size, n_t, n_p)
+    if copies is not None:  # (plain: values are the buffer read into) its rows of pending copies stay to be made
+        if loan is not None:  # (values is the pooled buffer; the copies it makes write data rows only)
+            loan.settle(written)
+        lazy = CopiedRows(values.reshape(out_shape), known.reshape(out_shape), *copies)
+        lazy.replicas = _replicas(cfg, images, bases, lv, entries)
+        return lazy
     if loan is not None:  # the pooled buffer goes back read-only (rowpool.py); a converted copy is our own
         settled = loan.settle(written)
         if values.base is loan.owner:
             values = settled.reshape(values.shape)
-    out_shape = (len(images), cfg.cluster.size, cfg.slice.size, n_t, n_p)
     out = (BroadcastData(values.reshape(out_shape), known.reshape(out_shape), repeat.digits) if repeat is not None
            else StreamData(values.reshape(out_shape), known.reshape(out_shape)))
     # masking, table and cast treat every slice alike; zero points may not (one per time step of an interleave)
@@ -816,11 +825,13 @@ def _replicas(cfg: FetchConfig, images: Sequence[DenseImage], bases: IntArray, l
 
 
 def _read(cfg: FetchConfig, images: Sequence[DenseImage], bases: IntArray, sel: IntArray, off: IntArray,
-          valid: BoolArray, lv: BoolArray, entries: Sequence[Any], n_t: int
-          ) -> tuple[npt.NDArray[Any], BoolArray, Loan | None]:
+          valid: BoolArray, lv: BoolArray, entries: Sequence[Any], n_t: int, lazy: bool = False
+          ) -> tuple[npt.NDArray[Any], BoolArray, Loan | None, tuple[IntArray, IntArray] | None]:
     """The sequencer's output ``(Chip, Cluster, Slice, Time · Packet)`` in ``cfg.src`` and its known-mask: a
     broadcast of True (no memory, :mod:`visa.memory.known`) when every byte read was written — then in a pooled
-    buffer whose rows without data are zero already (:mod:`visa.memory.rowpool`), with its loan to settle."""
+    buffer whose rows without data are zero already (:mod:`visa.memory.rowpool`), with its loan to settle.
+    With ``lazy``, slices whose bytes are pending copies of others in DM (:mod:`visa.memory.pending`) are not
+    read: the last item gives their flat rows and the rows they copy (:class:`~visa.engines.rows.CopiedRows`)."""
     src, n_p = cfg.src, cfg.packet.size
     nest = _nest(cfg, bases, entries)
     shape = (len(images), cfg.cluster.size, cfg.slice.size, n_t * n_p)
@@ -830,15 +841,21 @@ def _read(cfg: FetchConfig, images: Sequence[DenseImage], bases: IntArray, sel: 
                  else np.broadcast_to(lv.reshape(*shape[:-1], 1), shape))
         pooled, loan = ROW_POOL.take((math.prod(shape[:-1]), shape[-1]), np.dtype(src.storage), lv.reshape(-1))
         values = pooled.reshape(shape)
+        copies: list[tuple[IntArray, IntArray]] = []
         for c, img in enumerate(images):
             if not lv[c].any():
                 continue
             units = enabled_units(img, lv[c])
+            rows = values[c].reshape(-1, n_t * n_p)
+            if lazy and nest is not None and _read_sources(src, img, units, nest, rows, copies, c * rows.shape[0]):
+                continue
             if units.span is None or nest is None or not load_nest_values(
-                    src, units, nest[0], nest[1], values[c].reshape(-1, n_t * n_p)[units.span]):
+                    src, units, nest[0], nest[1], rows[units.span]):
                 break  # (not expected: _all_known asked of the same nest) the general path below
         else:
-            return values, known, loan
+            pending = None if not copies else (np.concatenate([d for d, _ in copies]),
+                                               np.concatenate([s_ for _, s_ in copies]))
+            return values, known, loan, pending
     # every position is written below: the slices read, and the others as poison (0, unknown)
     values = np.empty(shape, dtype=src.storage)
     known = np.empty(shape, dtype=bool)
@@ -874,7 +891,32 @@ def _read(cfg: FetchConfig, images: Sequence[DenseImage], bases: IntArray, sel: 
             continue  # read straight into the stream
         values[c][lv[c]] = v
         known[c][lv[c]] = k
-    return values, known, None
+    return values, known, None, None
+
+
+def _read_sources(src: type[dt.Scalar], img: DenseImage, units: UnitSelection,
+                  nest: tuple[int, tuple[tuple[int, int], ...]], rows: npt.NDArray[Any],
+                  copies: list[tuple[IntArray, IntArray]], first: int) -> bool:
+    """Read into ``rows`` (a chip's flat stream rows, one per DM unit) only the selected units whose bytes are
+    not pending copies of others (:meth:`~visa.memory.images.DenseImage.sources`), and note the others' rows
+    and the rows they copy, offset by ``first``, in ``copies``.  False (nothing read) when no selected unit is
+    a pending copy."""
+    span = nest_span(src, nest[0], nest[1])
+    owner = None if span is None else img.sources(units.units, *span)
+    if owner is None:
+        return False
+    moved = owner != units.units
+    if not moved.any():
+        return False
+    held = units.units[~moved]
+    enabled = np.zeros(img.lead_shape, dtype=bool)
+    enabled.reshape(-1)[held] = True
+    part = np.empty((held.size, rows.shape[1]), dtype=rows.dtype)
+    if not load_nest_values(src, enabled_units(img, enabled), nest[0], nest[1], part):
+        return False
+    rows[held] = part
+    copies.append((first + units.units[moved], first + owner[moved]))
+    return True
 
 
 def _all_known(src: type[dt.Scalar], images: Sequence[DenseImage], lv: BoolArray,
