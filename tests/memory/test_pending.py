@@ -269,3 +269,34 @@ def test_the_gemm_weights_stream_keeps_its_copies_unmade(monkeypatch: pytest.Mon
         want = _gemm(False, mp)
     np.testing.assert_array_equal(got[0], want[0])
     assert got[1] == want[1]
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(2, 12), rows=st.sampled_from([1, 2, 4]),
+       classes=st.integers(1, 6))
+def test_a_replicated_register_load_writes_what_the_plain_load_writes(seed: int, n: int, rows: int,
+                                                                      classes: int) -> None:
+    """``collect._load_replicas`` (one slice per class written, the others left pending copies) against the
+    plain store of every slice, under random labels whose classes first appear in any order (the 16384³ GEMM's
+    did not appear in the order of their labels: the first version wrote one class's rows into another's)."""
+    from types import SimpleNamespace
+
+    from visa.engines import collect
+
+    rng = np.random.default_rng(seed)
+    e, bank = 16, 4
+    of = rng.integers(0, classes, size=n)
+    labels = rng.permutation(100)[:classes][of].astype(np.int64)  # label values unrelated to first positions
+    per = rng.integers(-128, 128, size=(classes, rows, e), dtype=np.int8)
+    values = per[of]  # (slices, rows, elements): a class's slices hold the same rows
+    on = np.ones(n, dtype=bool)
+    cfg = SimpleNamespace(dtype=i8, memory="trf", element=SimpleNamespace(size=e))
+    got, want = DenseImage((1, n, bank, 64)), DenseImage((1, n, bank, 64))
+    known = np.ones((n * rows, e), bool)
+    if not collect._load_replicas(cfg, got, labels, 0, on, rows, 8 * 8, values, known):  # type: ignore[arg-type]
+        return  # (declined: fewer than two slices a class on average, or the rows are not one range of units)
+    enabled = np.zeros((1, n, bank), dtype=bool)
+    enabled[:, :, :rows] = True
+    assert store_nest(i8, enabled_units(want, enabled), 8 * 8, [(e, 1)], values.reshape(-1, e), known)
+    np.testing.assert_array_equal(got.read_data(), want.read_data())
+    np.testing.assert_array_equal(got.known_bytes(0, 64), want.known_bytes(0, 64))

@@ -356,7 +356,7 @@ def _load_replicas(cfg: RegisterLoadConfig, img: DenseImage, labels: npt.NDArray
     lo = bit_base // 8
     hi = lo + cfg.element.size * (cfg.dtype.image_bits // 8)
     img.cover(slice(int(units[0, 0]), int(units[-1, -1]) + 1), lo, hi)
-    reps = slices[first]
+    reps = np.sort(slices[first])  # (in unit order: the store writes the enabled units in that order)
     enabled = np.zeros(img.lead_shape, dtype=bool)
     enabled.reshape(on.size, -1)[reps, :rows] = True
     rep_values = values[reps].reshape(-1, values.shape[-1])
