@@ -260,11 +260,13 @@ def test_the_gemm_weights_stream_keeps_its_copies_unmade(monkeypatch: pytest.Mon
 
     def spy(cfg: Any, data: Any, *args: Any, **kw: Any) -> None:
         load(cfg, data, *args, **kw)
-        seen.append((type(data).__name__, bool(getattr(data, "_made", True))))  # (after the load: still not made)
+        made = getattr(data, "_made", lambda: True)  # (after the load: still not made)
+        seen.append((type(data).__name__, bool(made())))
 
     monkeypatch.setattr(collect, "execute_load", spy)
     got = _gemm(True, monkeypatch)
     assert seen == [(CopiedRows.__name__, False)]
+    seen.clear()
     with pytest.MonkeyPatch.context() as mp:
         want = _gemm(False, mp)
     np.testing.assert_array_equal(got[0], want[0])

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from visa.engines.common import StreamData, StreamLayout
+from visa.engines.common import LazyData, StreamLayout
 
 __all__ = ["BroadcastData", "TimeDigits", "normal_digits", "expand", "compact_index", "place_values"]
 
@@ -72,7 +72,7 @@ def compact_index(digits: TimeDigits) -> npt.NDArray[np.int64]:
     return np.ascontiguousarray(expand(index.reshape(1, 1, 1, -1), digits).reshape(-1))
 
 
-class BroadcastData(StreamData):
+class BroadcastData(LazyData):
     """Stream data ``(Chip, Cluster, Slice, Time, Packet)`` stored as ``compact_values``/``compact_known`` of shape
     ``(Chip, Cluster, Slice, compact time, Packet)`` and ``digits`` (see the module docstring).  ``values`` and
     ``known`` materialise the whole stream once, on first access."""
@@ -82,7 +82,6 @@ class BroadcastData(StreamData):
         self.digits: TimeDigits = normal_digits(digits)
         self.compact_values = values
         self.compact_known = known
-        self._full: tuple[npt.NDArray[Any], npt.NDArray[np.bool_]] | None = None
         assert values.shape[3] == compact_size(self.digits), (values.shape, self.digits)
 
     @property
@@ -95,30 +94,11 @@ class BroadcastData(StreamData):
         """The whole stream's Time size."""
         return math.prod(s for s, _ in self.digits)
 
-    def _get(self) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]:
-        if self._full is None:
-            shape = (*self.compact_values.shape[:3], self.time_size, self.compact_values.shape[4])
-            self._full = (expand(self.compact_values, self.digits).reshape(shape),
-                          expand(self.compact_known, self.digits).reshape(shape))
-        return self._full
-
-    @property
-    def values(self) -> npt.NDArray[Any]:
-        """The whole stream's values (materialised on first access)."""
-        return self._get()[0]
-
-    @values.setter
-    def values(self, value: npt.NDArray[Any]) -> None:
-        self._full = (value, self._get()[1])
-
-    @property
-    def known(self) -> npt.NDArray[np.bool_]:
-        """The whole stream's poison mask (materialised on first access)."""
-        return self._get()[1]
-
-    @known.setter
-    def known(self, value: npt.NDArray[np.bool_]) -> None:
-        self._full = (self._get()[0], value)
+    def _build(self) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]:
+        """The whole stream: the compact one with its repeating digits as stride-0 views."""
+        shape = (*self.compact_values.shape[:3], self.time_size, self.compact_values.shape[4])
+        return (expand(self.compact_values, self.digits).reshape(shape),
+                expand(self.compact_known, self.digits).reshape(shape))
 
     def check(self, layout: StreamLayout) -> None:
         """Assert that the data has the layout's shape, without materialising it."""

@@ -26,8 +26,8 @@ from visa.errors import TypestateError
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping
 
-__all__ = ["StreamLayout", "StreamData", "EngineReport", "STREAM_LEVELS", "axes_text", "engine_call", "unit_validity",
-           "refuse_in_sub_context", "divisors"]
+__all__ = ["StreamLayout", "StreamData", "LazyData", "EngineReport", "STREAM_LEVELS", "axes_text", "engine_call",
+           "unit_validity", "refuse_in_sub_context", "divisors"]
 
 STREAM_LEVELS = ("Chip", "Cluster", "Slice", "Time", "Packet")
 
@@ -156,3 +156,52 @@ class StreamData:
         """Assert that the data has the layout's shape (an engine bug otherwise)."""
         assert self.values.shape == layout.shape, (self.values.shape, layout.shape)
         assert self.known.shape == layout.shape
+
+
+class LazyData(StreamData):
+    """Stream data whose values — and, unless given, its known-mask — are built on first access (issue 15): a
+    subclass keeps a structure the engines that know it work on (a Time broadcast, rows left copies, a fused
+    product, an operation not yet run) and says in :meth:`_build` how to make the whole stream from it.  A
+    consumer that does not know the structure reads ``values`` and ``known`` as ordinary data."""
+
+    _values: npt.NDArray[Any] | None = None
+    _known: npt.NDArray[np.bool_] | None = None
+
+    def _build(self) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_] | None]:
+        """The whole stream's values and known-mask (None, or ignored, when the known-mask was given)."""
+        raise NotImplementedError
+
+    def _made(self) -> bool:
+        """Have the values been built (or set)?"""
+        return self._values is not None
+
+    def _get(self) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]:
+        if self._values is None:
+            values, known = self._build()
+            self._values = values
+            if self._known is None:
+                self._known = known
+        assert self._known is not None
+        return self._values, self._known
+
+    @property
+    def values(self) -> npt.NDArray[Any]:
+        """The whole stream's values (built on first access)."""
+        return self._get()[0]
+
+    @values.setter
+    def values(self, value: npt.NDArray[Any]) -> None:
+        if self._known is None:  # (a known-mask still to be built is built from the structure first)
+            self._get()
+        self._values = value
+
+    @property
+    def known(self) -> npt.NDArray[np.bool_]:
+        """The whole stream's poison mask (built on first access, unless given)."""
+        return self._known if self._known is not None else self._get()[1]
+
+    @known.setter
+    def known(self, value: npt.NDArray[np.bool_]) -> None:
+        if self._values is None and self._known is None:
+            self._get()
+        self._known = value

@@ -21,12 +21,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from visa.engines.common import StreamData, StreamLayout
+from visa.engines.common import LazyData, StreamLayout
 
 __all__ = ["DeferredData", "PaddedLanes"]
 
 
-class DeferredData(StreamData):
+class DeferredData(LazyData):
     """``ufunc(*args)`` of stream shape ``shape`` in ``dtype`` (storage), with its known-mask ``known``.
 
     ``args`` are 0-d constants and arrays of the ``split`` shape (the stream's shape, or its axes split into
@@ -43,36 +43,18 @@ class DeferredData(StreamData):
         self.args = args
         self.dtype = np.dtype(dtype)
         self.shape = shape
-        self._values: npt.NDArray[Any] | None = None
         self._known = known
         self.replicas = None
 
     @property
     def pending(self) -> bool:
         """Are the values still to be computed?"""
-        return self._values is None
+        return not self._made()
 
-    @property
-    def values(self) -> npt.NDArray[Any]:
-        """The values (computed on first access)."""
-        if self._values is None:
-            with np.errstate(all="ignore"):
-                got = np.asarray(self.ufunc(*self.args))
-            self._values = np.ascontiguousarray(np.broadcast_to(got, self.split)).reshape(self.shape)
-        return self._values
-
-    @values.setter
-    def values(self, value: npt.NDArray[Any]) -> None:
-        self._values = value
-
-    @property
-    def known(self) -> npt.NDArray[np.bool_]:
-        """The poison mask (computed when the op ran)."""
-        return self._known
-
-    @known.setter
-    def known(self, value: npt.NDArray[np.bool_]) -> None:
-        self._known = value
+    def _build(self) -> tuple[npt.NDArray[Any], None]:
+        with np.errstate(all="ignore"):
+            got = np.asarray(self.ufunc(*self.args))
+        return np.ascontiguousarray(np.broadcast_to(got, self.split)).reshape(self.shape), None
 
     def into(self, chip: int, out: npt.NDArray[Any]) -> bool:
         """Compute chip ``chip``'s values straight into ``out`` (``dtype``, the chip's elements in stream order,
@@ -92,10 +74,10 @@ class DeferredData(StreamData):
     def check(self, layout: StreamLayout) -> None:
         """Assert that the data has the layout's shape, without computing it."""
         assert self.shape == layout.shape, (self.shape, layout.shape)
-        assert self._known.shape == layout.shape
+        assert self.known.shape == layout.shape
 
 
-class PaddedLanes(StreamData):
+class PaddedLanes(LazyData):
     """A stream whose packets are ``lanes`` (``(..., n)``) followed by poison padding up to ``width`` elements
     (zeros, unknown): ``values`` builds the padded array on first access; ``known`` is given whole (stream
     shape)."""
@@ -104,33 +86,15 @@ class PaddedLanes(StreamData):
         assert width >= lanes.shape[-1] and known.shape == (*lanes.shape[:-1], width)
         self.lanes = lanes
         self.width = width
-        self._values: npt.NDArray[Any] | None = None
         self._known = known
         self.replicas = None
 
-    @property
-    def values(self) -> npt.NDArray[Any]:
-        """The padded values (built on first access)."""
-        if self._values is None:
-            n = self.lanes.shape[-1]
-            out = np.empty((*self.lanes.shape[:-1], self.width), dtype=self.lanes.dtype)
-            out[..., :n] = self.lanes
-            out[..., n:] = 0
-            self._values = out
-        return self._values
-
-    @values.setter
-    def values(self, value: npt.NDArray[Any]) -> None:
-        self._values = value
-
-    @property
-    def known(self) -> npt.NDArray[np.bool_]:
-        """The poison mask (the padding unknown)."""
-        return self._known
-
-    @known.setter
-    def known(self, value: npt.NDArray[np.bool_]) -> None:
-        self._known = value
+    def _build(self) -> tuple[npt.NDArray[Any], None]:
+        n = self.lanes.shape[-1]
+        out = np.empty((*self.lanes.shape[:-1], self.width), dtype=self.lanes.dtype)
+        out[..., :n] = self.lanes
+        out[..., n:] = 0
+        return out, None
 
     def first(self, n: int) -> npt.NDArray[Any]:
         """``values[..., :n]`` without building the padding when ``n`` lanes are converted ones."""
@@ -139,4 +103,4 @@ class PaddedLanes(StreamData):
     def check(self, layout: StreamLayout) -> None:
         """Assert that the data has the layout's shape, without building it."""
         assert (*self.lanes.shape[:-1], self.width) == layout.shape, (self.lanes.shape, layout.shape)
-        assert self._known.shape == layout.shape
+        assert self.known.shape == layout.shape

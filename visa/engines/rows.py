@@ -25,14 +25,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from visa.engines.common import StreamData, StreamLayout
+from visa.engines.common import LazyData, StreamLayout
 
 __all__ = ["CopiedRows"]
 
 IntArray = npt.NDArray[np.int64]
 
 
-class CopiedRows(StreamData):
+class CopiedRows(LazyData):
     """Stream data ``(Chip, Cluster, Slice, Time, Packet)`` in ``buffer``, whose flat ``(Chip, Cluster, Slice)``
     rows ``dst`` are copies of rows ``src`` not made yet (module docstring).  ``buffer`` is the caller's to
     write (the copies are made into it); ``values`` hands it out read-only."""
@@ -42,60 +42,42 @@ class CopiedRows(StreamData):
         self._buffer = buffer
         self._known = known
         self.dst, self.src = dst, src
-        self._made = False
         self.replicas = replicas
 
     def rows(self) -> tuple[npt.NDArray[Any], IntArray]:
         """The buffer as it is (read-only; rows ``dst`` not made yet, unless ``values`` was read) and, per flat
         row, the row that holds its values."""
-        view = self._buffer.view()
-        view.flags.writeable = False
         owner = np.arange(int(np.prod(self._buffer.shape[:3])), dtype=np.int64)
-        if not self._made:
+        if not self._made():
             owner[self.dst] = self.src
-        return view, owner
+        return _read_only(self._buffer), owner
 
     def map(self, fn: Callable[[npt.NDArray[Any], npt.NDArray[np.bool_]],
                                tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]]) -> CopiedRows:
         """The same rows and copies over ``fn(buffer, known)``: a change that treats every row alike and keeps
         it a row (padding or splitting Time and Packet), applied to the rows as they are."""
-        values, known = fn(self._buffer, self._known)
+        known = self.known
+        values, known = fn(self._buffer, known)
         out = CopiedRows(values, known, self.dst, self.src, self.replicas)
-        out._made = self._made
+        if self._made():  # (the rows it was given are made already)
+            out._values = _read_only(values)
         return out
 
-    def _make(self) -> None:
-        if self._made:
-            return
+    def _build(self) -> tuple[npt.NDArray[Any], None]:
         flat = self._buffer.reshape(int(np.prod(self._buffer.shape[:3])), -1)
         sources, inverse = np.unique(self.src, return_inverse=True)
         inverse = inverse.reshape(-1)
         for j, row in enumerate(sources.tolist()):  # one class at a time: its row read once
             flat[self.dst[inverse == j]] = flat[row]
-        self._made = True
-
-    @property
-    def values(self) -> npt.NDArray[Any]:
-        """The whole stream's values (the copies made on first access), read-only."""
-        self._make()
-        view = self._buffer.view()
-        view.flags.writeable = False
-        return view
-
-    @values.setter
-    def values(self, value: npt.NDArray[Any]) -> None:
-        self._buffer, self._made = value, True
-
-    @property
-    def known(self) -> npt.NDArray[np.bool_]:
-        """The whole stream's poison mask."""
-        return self._known
-
-    @known.setter
-    def known(self, value: npt.NDArray[np.bool_]) -> None:
-        self._known = value
+        return _read_only(self._buffer), None
 
     def check(self, layout: StreamLayout) -> None:
         """Assert that the data has the layout's shape, without making the copies."""
         assert self._buffer.shape == layout.shape, (self._buffer.shape, layout.shape)
-        assert self._known.shape == layout.shape
+        assert self.known.shape == layout.shape
+
+
+def _read_only(arr: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    view = arr.view()
+    view.flags.writeable = False
+    return view

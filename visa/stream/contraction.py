@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from visa.engines import contraction as engine
 from visa.engines.broadcast import BroadcastData, compact_size
-from visa.engines.common import EngineReport, StreamData, StreamLayout, unit_validity
+from visa.engines.common import EngineReport, LazyData, StreamLayout, unit_validity
 from visa.errors import VisaError
 from visa.mapping.core import ensure_mapping
 from visa.memory.images import DenseImage, load, load_nest
@@ -43,36 +43,15 @@ if TYPE_CHECKING:
 __all__ = ["align", "contract", "accumulate", "DeferredData", "trf_window"]
 
 
-class DeferredData(StreamData):
+class DeferredData(LazyData):
     """Stream data computed on first access (a ContractionTensor's, L4310–4317, whose products the accumulator
     fuses)."""
 
     def __init__(self, compute: Callable[[], tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]]) -> None:
         self._compute = compute
-        self._cache: tuple[npt.NDArray[Any], npt.NDArray[np.bool_]] | None = None
 
-    def _get(self) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]:
-        if self._cache is None:
-            self._cache = self._compute()
-        return self._cache
-
-    @property
-    def values(self) -> npt.NDArray[Any]:
-        """The values, computed on first access."""
-        return self._get()[0]
-
-    @values.setter
-    def values(self, value: npt.NDArray[Any]) -> None:
-        self._cache = (value, self._get()[1])
-
-    @property
-    def known(self) -> npt.NDArray[np.bool_]:
-        """The poison mask, computed on first access."""
-        return self._get()[1]
-
-    @known.setter
-    def known(self, value: npt.NDArray[np.bool_]) -> None:
-        self._cache = (self._get()[0], value)
+    def _build(self) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]:
+        return self._compute()
 
     def check(self, layout: StreamLayout) -> None:
         """Deferred data is checked when computed (it has the Row level, see the module docstring)."""
