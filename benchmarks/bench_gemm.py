@@ -24,10 +24,11 @@ blocks, B again in the TRF); since the device images reuse the memory of the pre
 maps, cleared where the last run wrote.  About 3 ms of the Contraction Engine was comparing the 16 MB TRF window
 and the 16 MB of activations to find the slices that share them; the DMA that filled those slices from one source
 now says so ("Replicas known from how bytes were written").  Then 36 ms (17.6×).  Since the writes a device
-image owes are left owed until read (docs/manual-notes.md "Writes owed instead of made", "Stream rows left copies": the broadcast
-DMAs write one slice per class, the zeros of reused memory and of the padded cluster are not written again, B's
-fetch and TRF load read and write one slice per class) and the engine gives the BLAS thread count back (the
-example's own check ran single-threaded after the first batch): 19.9–21.9 ms, 9.4–10.6× (README "Measured").
+image owes are left owed until read (docs/manual-notes.md "Writes owed instead of made", "Stream rows left
+copies": the broadcast DMAs write one slice per class, the zeros of reused memory and of the padded cluster are not
+written again, B's fetch and TRF load read and write one slice per class) and the engine gives the BLAS thread
+count back (the example's own check ran single-threaded after the first batch): 19.9–21.9 ms, 9.4–10.6× (README
+"Measured").
 The last line of the report writes the bytes the layout requires with numpy alone, into fresh pages
 (what a first run pays) and into pages already mapped (what a repeat pays).
 """
