@@ -18,9 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import visa.memory.images as images
-from tests.example_loader import load_example
+from tests.memory.gemm_run import run_gemm
 from tests.memory.test_pages import LEAD, Model, _step
-from visa import Context, HostTensor, axes, bf16, launch, m
+from visa import axes, m
 from visa.memory.arena import Arena
 from visa.memory.images import DenseImage
 from visa.memory.pages import NONE
@@ -120,20 +120,13 @@ def test_a_flat_image_keeps_its_images_memory_out_of_reuse(arena: Arena) -> None
 def test_a_kernel_runs_alike_on_reused_memory() -> None:
     """The GEMM example's kernel (manual L466–525) twice in one process, the second time on the memory of the
     first one's context: the same result, byte for byte, and its DM and TRF images did reuse that memory."""
-    gemm = load_example("gemm")
     outs = []
     before = images.ARENA.reused
     for _ in range(2):
         gc.collect()  # the previous context dies here
-        ctx = Context.acquire()
-        rng = np.random.default_rng(7)
-        a = HostTensor.rand(bf16, m["I, K"], rng)
-        b = HostTensor.rand(bf16, m["K, J"], rng)
-        a_hbm = a.to_hbm(gemm.Chip, m["I, K"], ctx.pdma, 0)
-        b_hbm = b.to_hbm(gemm.Chip, m["J, K"], ctx.pdma, 1 << 28)
-        out = launch(gemm.kernel, ctx, a_hbm, b_hbm).to_host(m["I, J"], ctx.pdma)
-        outs.append(np.asarray(out.numpy(axes="I J")).view(np.uint16).copy())
-        del ctx, a, b, a_hbm, b_hbm, out
+        ctx, bits = run_gemm(7)
+        outs.append(bits)
+        del ctx
     assert images.ARENA.reused >= before + 4  # DM and TRF, bytes and masks
     np.testing.assert_array_equal(outs[0], outs[1])
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import visa.memory.images as images
 import visa.memory.transfer as transfer
-from visa import RNGD, axes, m
+from visa import RNGD, axes
 from visa.dtypes import i8, i16
 from visa.memory.arena import Arena
 from visa.memory.images import DenseImage, load_nest, store_nest
@@ -216,24 +216,15 @@ def test_a_read_through_the_copies_sees_the_zeros_owed_beside_them(monkeypatch: 
 def _gemm(pending: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[np.ndarray[Any, Any], int, int, int]:
     """The GEMM example's kernel (manual L466–525) on fixed data: its output's bits, its cycles, and the pending
     copies its DM and TRF hold at the end."""
-    from tests.example_loader import load_example
-    from visa import Context, HostTensor, bf16, launch
+    from tests.memory.gemm_run import run_gemm
     from visa.engines import collect
 
     monkeypatch.setattr(transfer, "DEFER_BYTES", transfer.DEFER_BYTES if pending else 1 << 62)
     monkeypatch.setenv("VISA_VERIFY_REPLICAS", "0")  # (checking a claim reads every copy: the bits compare here)
     if not pending:
         monkeypatch.setattr(collect, "_load_replicas", lambda *args: False)
-    gemm = load_example("gemm")
-    ctx = Context.acquire()
-    rng = np.random.default_rng(11)
-    a = HostTensor.rand(bf16, m["I, K"], rng)
-    b = HostTensor.rand(bf16, m["K, J"], rng)
-    a_hbm = a.to_hbm(gemm.Chip, m["I, K"], ctx.pdma, 0)
-    b_hbm = b.to_hbm(gemm.Chip, m["J, K"], ctx.pdma, 1 << 28)
-    out = launch(gemm.kernel, ctx, a_hbm, b_hbm).to_host(m["I, J"], ctx.pdma)
+    ctx, bits = run_gemm(11)
     chip = ctx.memory.chip(0)
-    bits = np.asarray(out.numpy(axes="I J")).view(np.uint16).copy()
     return bits, ctx.schedule.makespan, len(chip.dm._pending.copies), len(chip.trf._pending.copies)
 
 
