@@ -465,6 +465,22 @@ def _copy_chip(loops: Sequence[ByteLoop], sb: int, db: int, src: Endpoint, dst: 
 DEFER_BYTES = 1 << 16
 
 
+def _unit_grid(loops: Sequence[ByteLoop], w: _Resolved, dst: Endpoint) -> tuple[IntArray, IntArray, list[bool]]:
+    """The destination units a copy visits, one axis per loop that steps from unit to unit (the others visit the
+    same offsets in every unit), the source offset each one's bytes start from, and which of those loops read
+    the same source for every step (stride 0: their units are replicas)."""
+    unit: IntArray = np.full((), w.base // dst.space.backed_bytes, np.int64)
+    source: IntArray = np.zeros((), np.int64)
+    repeat: list[bool] = []
+    for (n, s, _), real, lvl in zip(loops, w.strides, w.unit_level, strict=True):
+        if lvl:
+            i = np.arange(n, dtype=np.int64)
+            unit = unit[..., None] + i * (real // dst.space.backed_bytes)
+            source = source[..., None] + i * s
+            repeat.append(s == 0)
+    return unit, source, repeat
+
+
 def _defer_replicas(loops: Sequence[ByteLoop], w: _Resolved, dst: Endpoint, dv: np.ndarray, sv: np.ndarray) -> bool:
     """A copy of known bytes covering ``[unit_lo, unit_hi)`` of every destination unit, whose unit-level loops
     read the same source for several units (a stride-0 source loop: the copies are replicas): write the units
@@ -481,38 +497,23 @@ def _defer_replicas(loops: Sequence[ByteLoop], w: _Resolved, dst: Endpoint, dv: 
         return False
     first = tuple(slice(0, 1) if k in repeat else slice(None) for k in range(len(shape)))
     dv[first] = sv[first]
-    unit: IntArray = np.full((), w.base // dst.space.backed_bytes, np.int64)
-    source: IntArray = unit.copy()
-    for k, ((n, _, _), real, lvl) in enumerate(zip(loops, w.strides, w.unit_level, strict=True)):
-        if not lvl:
-            continue
-        i = np.arange(n, dtype=np.int64) * (real // dst.space.backed_bytes)
-        unit = unit[..., None] + i
-        source = source[..., None] + (i * 0 if k in repeat else i)
-    unit, source = unit.reshape(-1), source.reshape(-1)
-    moved = unit != source
-    defer(w.chip, unit[moved], source[moved], w.unit_lo, w.unit_hi)
+    unit, _, rep = _unit_grid(loops, w, dst)
+    source = np.broadcast_to(unit[tuple(slice(0, 1) if r else slice(None) for r in rep)], unit.shape)
+    moved = (unit != source).reshape(-1)
+    defer(w.chip, unit.reshape(-1)[moved], source.reshape(-1)[moved], w.unit_lo, w.unit_hi)
     return True
 
 
 def _record_replicas(loops: Sequence[ByteLoop], w: _Resolved, dst: Endpoint) -> None:
     """After a copy of known bytes that covered ``[unit_lo, unit_hi)`` of every destination unit: units whose
     bytes came from the same source offsets hold the same bytes (a source read again for each of them, a
-    stride-0 loop: :mod:`visa.memory.replicas`).  A unit's bytes come from the loops that step from unit to
-    unit (the others visit the same offsets in every unit), so two units are replicas when those loops' source
-    offsets sum the same."""
+    stride-0 loop: :mod:`visa.memory.replicas`), so two units are replicas when their source offsets are equal."""
     record = getattr(dst, "record_replicas", None)
-    steps = [(n, s, real // dst.space.backed_bytes) for (n, s, _), real, unit_level
-             in zip(loops, w.strides, w.unit_level, strict=True) if unit_level]
-    if record is None or not any(s == 0 for _, s, _ in steps):  # no source read twice: no replicas
+    if record is None:
         return
-    unit = np.full((), w.base // dst.space.backed_bytes, np.int64)
-    source = np.zeros((), np.int64)
-    for n, s, u in steps:
-        i = np.arange(n, dtype=np.int64)
-        unit = unit[..., None] + i * u
-        source = source[..., None] + i * s
-    record(w.chip, unit.reshape(-1), source.reshape(-1), w.unit_lo, w.unit_hi)
+    unit, source, repeat = _unit_grid(loops, w, dst)
+    if any(repeat):  # (else no source is read twice: no replicas)
+        record(w.chip, unit.reshape(-1), source.reshape(-1), w.unit_lo, w.unit_hi)
 
 
 def _covers(side: _Resolved, space: AddressSpace, shape: tuple[int, ...]) -> bool:
