@@ -48,18 +48,19 @@ class CopiedRows(LazyData):
         """The buffer as it is (read-only; rows ``dst`` not made yet, unless ``values`` was read) and, per flat
         row, the row that holds its values."""
         owner = np.arange(int(np.prod(self._buffer.shape[:3])), dtype=np.int64)
-        if not self._made():
-            owner[self.dst] = self.src
+        if self._made():  # (the values made, or set: those)
+            return _read_only(self.values), owner
+        owner[self.dst] = self.src
         return _read_only(self._buffer), owner
 
     def map(self, fn: Callable[[npt.NDArray[Any], npt.NDArray[np.bool_]],
                                tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]]) -> CopiedRows:
         """The same rows and copies over ``fn(buffer, known)``: a change that treats every row alike and keeps
         it a row (padding or splitting Time and Packet), applied to the rows as they are."""
-        known = self.known
-        values, known = fn(self._buffer, known)
+        made = self._made()
+        values, known = fn(self.values if made else self._buffer, self.known)
         out = CopiedRows(values, known, self.dst, self.src, self.replicas)
-        if self._made():  # (the rows it was given are made already)
+        if made:  # (the rows it was given are made already)
             out._values = _read_only(values)
         return out
 
