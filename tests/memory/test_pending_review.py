@@ -1,0 +1,80 @@
+"""Adversarial review of the owed writes and copied rows (issue 15): each mechanism against the same computation
+with the mechanism off (docs/manual-notes.md, "Review of owed writes and copied rows").
+
+The switches: ``transfer.DEFER_BYTES`` huge makes every broadcast's copies at once; ``fetch.ROW_POOL`` disabled
+gives every fetch a buffer of its own; ``collect._load_replicas`` returning False stores every slice of a
+register load.
+"""
+
+from __future__ import annotations
+
+import gc
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+import visa.engines.fetch as fetch_engine
+import visa.memory.transfer as transfer
+from visa import RNGD, AxisSet, Context, i8
+from visa.memory.rowpool import RowPool
+from visa.memory.transfer import DmEndpoint, HostBuffer, address_space, copy
+from visa.testing import place_dm
+
+UNIT = address_space(RNGD, "dm").unit_bytes
+SLICES = RNGD.dm.slices_per_cluster
+
+Broadcast = tuple[int, int, int, int]  # (copies, slice step, first slice, seed)
+
+
+def _fetch_over_broadcasts(broadcasts: list[Broadcast], first: int, count: int, pending: bool,
+                           mp: pytest.MonkeyPatch) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Broadcast DMAs of 32 host bytes over slices of cluster 0 (their copies pending or made), then a fetch of
+    the slices ``[first, first + count)``: the stream's values and known-mask."""
+    mp.setattr(transfer, "DEFER_BYTES", 0 if pending else 1 << 62)
+    mp.setattr(fetch_engine, "ROW_POOL", RowPool(least=0) if pending else RowPool(enabled=False))
+    m = AxisSet(A=count, B=32).m
+    ctx = Context()
+    ctx.num_chips = 1
+    slices = " + ".join([f"# {first}"] * bool(first) + ["A"] + [f"# {SLICES - first - count}"])
+    t = place_dm(ctx, np.zeros((count, 32), np.int8), i8, m["1"], m["1 # 2"], m[slices], m["B"], 0, axes="A B")
+    img = ctx.memory.chip(0).dm
+    dm = DmEndpoint(RNGD, lambda chip: img)
+    for n, step, u0, seed in broadcasts:
+        src = np.random.default_rng(seed).integers(0, 256, size=32, dtype=np.uint8)
+        copy([(n, 0, step * UNIT), (32, 1, 1)], (0, u0 * UNIT), HostBuffer(src), dm)
+    s = ctx.main.begin(t.view()).fetch(i8, m["1"], m["B"])
+    out = np.array(s.data.values), np.array(s.data.known)
+    del s, t, ctx
+    gc.collect()
+    return out
+
+
+def test_a_fetch_of_copies_whose_source_slice_it_does_not_read() -> None:
+    """Defect found by this review: slices 9–12 are pending copies of slice 8 (a broadcast over 8–15), and the
+    fetch reads 9–12 only.  The fetch read only the slices that hold their bytes *among those it reads* and
+    noted 9–12 as copies of row 8 of the stream, which it never read (poison, zeros): the stream was zeros.
+    Now the first slice read of such a class is read and the others copy it."""
+    with pytest.MonkeyPatch.context() as mp:
+        got = _fetch_over_broadcasts([(8, 1, 8, 1)], 9, 4, True, mp)
+        want = _fetch_over_broadcasts([(8, 1, 8, 1)], 9, 4, False, mp)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+    assert got[0][0, 0, 9:13].any()
+
+
+@settings(max_examples=40, deadline=None)
+@example(broadcasts=[(6, 1, 0, 12)], first=3, count=8)  # (the sources of 3-5 outside the window)
+@given(broadcasts=st.lists(st.tuples(st.integers(2, 6), st.integers(1, 3), st.integers(0, 12),
+                                     st.integers(0, 99)), min_size=1, max_size=3),
+       first=st.integers(0, 16), count=st.integers(2, 8))
+def test_a_fetch_over_broadcast_slices_reads_as_made(broadcasts: list[Broadcast], first: int, count: int) -> None:
+    """Broadcasts over overlapping slice patterns, then a fetch of any window of slices (sources inside or outside
+    it): the stream with the copies pending and the pool on equals the one with every copy made, no pool."""
+    with pytest.MonkeyPatch.context() as mp:
+        got = _fetch_over_broadcasts(broadcasts, first, count, True, mp)
+        want = _fetch_over_broadcasts(broadcasts, first, count, False, mp)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
