@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import visa.engines.fetch as fetch_engine
 import visa.memory.transfer as transfer
-from visa import RNGD, AxisSet, Context, i8
+from visa import RNGD, AxisSet, Context, TrfAddress, i8
 from visa.memory.rowpool import RowPool
 from visa.memory.transfer import DmEndpoint, HostBuffer, address_space, copy
 from visa.testing import place_dm
@@ -76,5 +76,59 @@ def test_a_fetch_over_broadcast_slices_reads_as_made(broadcasts: list[Broadcast]
     with pytest.MonkeyPatch.context() as mp:
         got = _fetch_over_broadcasts(broadcasts, first, count, True, mp)
         want = _fetch_over_broadcasts(broadcasts, first, count, False, mp)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+
+
+def _to_trf_over_broadcasts(broadcasts: list[Broadcast], first: int, count: int, rows: int, on: bool,
+                            mp: pytest.MonkeyPatch) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Slices ``[first, first + count)`` written by one DMA (4 KiB each: a page, so that the broadcasts' replica
+    ids hold), broadcasts over some of them, then fetch → collect → TRF load of ``rows`` Rows: the TRF's bytes
+    and written-mask, with every mechanism on (copies pending in DM, the pool, the replicated load) or off."""
+    from visa.engines import collect
+    from visa.tensors.handles import DmTensor
+    from visa.testing import _enter_kernel
+
+    mp.setattr(transfer, "DEFER_BYTES", 0 if on else 1 << 62)
+    mp.setattr(fetch_engine, "ROW_POOL", RowPool(least=0) if on else RowPool(enabled=False))
+    if not on:
+        mp.setattr(collect, "_load_replicas", lambda *args: False)
+    m = AxisSet(A=count, R=rows, B=4096 // rows).m
+    ctx = Context()
+    ctx.num_chips = 1
+    _enter_kernel(ctx, m["1"])
+    slices = " + ".join([f"# {first}"] * bool(first) + ["A"] + [f"# {SLICES - first - count}"])
+    t: Any = DmTensor(ctx, i8, m["1"], m["1 # 2"], m[slices], m["R, B"], 0, call="test")
+    img = ctx.memory.chip(0).dm
+    dm = DmEndpoint(RNGD, lambda chip: img)
+    base = np.random.default_rng(7).integers(0, 256, size=count * 4096, dtype=np.uint8)
+    copy([(count, 4096, UNIT), (4096, 1, 1)], (0, first * UNIT), HostBuffer(base), dm)
+    for n, step, u0, seed in broadcasts:
+        src = np.random.default_rng(seed).integers(0, 256, size=4096, dtype=np.uint8)
+        copy([(n, 0, step * UNIT), (4096, 1, 1)], (0, u0 * UNIT), HostBuffer(src), dm)
+    (ctx.main.begin(t.view()).fetch(i8, m["R"], m["B"]).collect(m["R, B / 32"], m["B % 32"])
+     .to_trf(m["R"], m["B"], TrfAddress.Full))
+    trf = ctx.memory.chip(0).trf
+    out = trf.read_data()[..., : 4096 // rows].copy(), trf.known_bytes(0, 4096 // rows).copy()
+    del t, ctx, img, dm, trf
+    gc.collect()
+    return out
+
+
+@pytest.mark.parametrize(("broadcasts", "first", "count", "rows"), [
+    ([(8, 1, 8, 1)], 9, 4, 8),   # the class's source slice outside the window (the defect above), 8 Rows
+    ([(8, 1, 8, 1)], 8, 6, 8),   # the source inside
+    ([(3, 2, 8, 1), (2, 1, 12, 2)], 8, 6, 8),   # two classes and slices of their own
+    ([(8, 1, 8, 1)], 9, 4, 2),   # fewer Rows than a bank's: the replicated load declines
+])
+def test_a_trf_load_of_broadcast_slices_writes_as_made(broadcasts: list[Broadcast], first: int, count: int,
+                                                      rows: int) -> None:
+    """The TRF after fetch → collect → load of slices a DMA broadcast: the same bytes and written-mask with the
+    copies pending in DM, the rows left copies in the stream and the load's copies pending in the TRF, as with
+    every copy made."""
+    with pytest.MonkeyPatch.context() as mp:
+        got = _to_trf_over_broadcasts(broadcasts, first, count, rows, True, mp)
+    with pytest.MonkeyPatch.context() as mp:
+        want = _to_trf_over_broadcasts(broadcasts, first, count, rows, False, mp)
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])
