@@ -132,3 +132,27 @@ def test_a_trf_load_of_broadcast_slices_writes_as_made(broadcasts: list[Broadcas
         want = _to_trf_over_broadcasts(broadcasts, first, count, rows, False, mp)
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_the_trf_window_is_a_snapshot_when_one_period_is_contiguous() -> None:
+    """Defect found by this review: align reads the TRF window as a snapshot, so that a later load of the TRF
+    cannot change what a pending contraction multiplies (L4063–4070; the contraction is computed when its
+    result is read).  Weights written without replica ids whose period (found in the bytes) is one slice of one
+    Row span contiguous bytes of the image, and ``np.ascontiguousarray`` returned the image itself: a later
+    write of the TRF changed the window.  Now the window is a copy."""
+    from visa.stream import contraction as SC
+    from visa.testing import place_trf
+
+    m = AxisSet(A=SLICES, K=64).m
+    ctx = Context()
+    ctx.num_chips = 1
+    w = np.broadcast_to(np.random.default_rng(0).integers(-128, 128, size=(1, 64), dtype=np.int8), (SLICES, 64))
+    trf = place_trf(ctx, w, i8, m["1"], m["1 # 2"], m["A"], m["1"], m["K"], TrfAddress.Full, axes="A K")
+    valid = np.zeros((1, RNGD.dm.clusters_per_chip, SLICES), bool)
+    valid[0, 0] = True
+    window = SC.trf_window(trf, valid, 0, 64)
+    assert window.period == 1  # (the path of the defect: the period found in the bytes)
+    before = window.values.copy()
+    place_trf(ctx, -w, i8, m["1"], m["1 # 2"], m["A"], m["1"], m["K"], TrfAddress.Full, axes="A K")
+    np.testing.assert_array_equal(window.values, before)
+    assert not np.shares_memory(window.values, trf.image(0).read_data())
