@@ -156,3 +156,97 @@ def test_the_trf_window_is_a_snapshot_when_one_period_is_contiguous() -> None:
     place_trf(ctx, -w, i8, m["1"], m["1 # 2"], m["A"], m["1"], m["K"], TrfAddress.Full, axes="A K")
     np.testing.assert_array_equal(window.values, before)
     assert not np.shares_memory(window.values, trf.image(0).read_data())
+
+
+# ------------------------------------------------------------------------------------------------ DMA programs
+
+_SHAPE = (RNGD.dm.clusters_per_chip, SLICES, RNGD.dm.slice_bytes)
+
+
+def _dma_program(program: list[tuple[Any, ...]], pending: bool, mp: pytest.MonkeyPatch) -> list[Any]:
+    """Run DMAs on a DM image over memory a dead image wrote: host broadcasts with one or two stride-0 slice loops
+    and slice strides of either sign, DM → DM moves and broadcasts (reading what earlier ones left pending), and
+    loop-nest reads of some slices, 4-bit ones included; every read, the whole image at the end, and what the
+    next image receives."""
+    import visa.memory.images as images
+    from visa.dtypes import i4, i16
+    from visa.memory.arena import Arena
+    from visa.memory.images import DenseImage, load_nest
+    from visa.memory.units import enabled_units
+
+    mp.setattr(transfer, "DEFER_BYTES", 0 if pending else 1 << 62)
+    mp.setattr(images, "ARENA", Arena(least=1))
+    junk = DenseImage(_SHAPE, page_bytes=256)
+    junk.flat_data(0, 2048).reshape(-1, _SHAPE[-1])[:, :2048] = 0x5A
+    junk.mark_written(slice(None), 0, 2048)
+    del junk
+    img = DenseImage(_SHAPE, page_bytes=256)
+    held = [img]
+    dm = DmEndpoint(RNGD, lambda chip: held[0])
+    reads: list[Any] = []
+    for op in program:
+        kind = op[0]
+        if kind == "host":  # n1 classes of n2 slices each (outer slice stride ±n2: one range of slices) from slice
+            _, n1, sign, n2, z2, u0, b, size, seed = op  # u0, byte b; the source read again for every class,
+            src_n = size * (1 if z2 else n2)  # and (z2) for every slice of a class: two stride-0 slice loops
+            src = HostBuffer(np.random.default_rng(seed).integers(0, 256, size=src_n, dtype=np.uint8))
+            copy([(n1, 0, sign * n2 * UNIT), (n2, 0 if z2 else size, UNIT), (size, 1, 1)], (0, u0 * UNIT + b), src,
+                 dm)
+        elif kind == "dm":  # slices [u0, u0 + n) (stride 0: slice u0 only) to slices u1 + k·s1, bytes b → b1
+            _, n, zero, u0, b, size, u1, s1, b1 = op
+            copy([(n, 0 if zero else UNIT, s1 * UNIT), (size, 1, 1)], (u0 * UNIT + b, u1 * UNIT + b1), dm, dm)
+        else:  # a loop-nest read of some slices
+            _, units, b, count, nibbles = op
+            en = np.zeros(_SHAPE[0] * _SHAPE[1], bool)
+            en[list(units)] = True
+            got = load_nest(i4 if nibbles else i16, enabled_units(img, en.reshape(_SHAPE[:2])), 8 * b,
+                            [(2 * count if nibbles else count, 1)])
+            assert got is not None
+            reads.append((got[0].copy(), got[1].copy()))
+            span = (b, b + 2 * count) if not nibbles else (b, b + count)  # (read_units: the TRF window's way)
+            reads.append((img.read_units(np.asarray(sorted(set(units)), np.int64), *span), None))
+    reads.append((img.raw(0, 2200)[..., :2200].copy(), img.known_bytes(0, 2200)))  # (what is owed there, made)
+    held.clear()
+    del img, dm
+    reads.append(DenseImage(_SHAPE, page_bytes=256).read_data()[..., :2200].copy())
+    return reads
+
+
+_SL = st.integers(20, 40)  # first slices (room for negative strides)
+_B = st.sampled_from([0, 100, 700])  # byte offsets and sizes from few values: reads often inside a copy's range
+_PROGRAM = st.lists(st.one_of(
+    st.tuples(st.just("host"), st.integers(2, 4), st.sampled_from([1, -1]), st.integers(1, 3), st.booleans(), _SL,
+              _B, st.sampled_from([100, 600, 37]), st.integers(0, 99)),
+    st.tuples(st.just("dm"), st.integers(2, 4), st.booleans(), _SL, _B, st.sampled_from([100, 600, 37]),
+              _SL, st.sampled_from([1, 2, -1]), _B),
+    st.tuples(st.just("read"), st.lists(st.integers(8, 52), min_size=1, max_size=5), _B,
+              st.sampled_from([1, 30, 50, 300]), st.booleans()),
+    st.tuples(st.just("read"), st.lists(st.integers(8, 52), min_size=1, max_size=5), _B,
+              st.sampled_from([1, 30, 50, 300]), st.booleans()),
+), min_size=1, max_size=6)
+
+
+@settings(max_examples=40, deadline=None)
+@example(program=[("host", 2, 1, 1, False, 20, 0, 600, 1), ("read", [21, 30], 0, 30, False)])
+@example(program=[("host", 3, -1, 2, True, 30, 100, 600, 2), ("read", [25, 26, 31], 100, 50, True),
+                  ("dm", 3, True, 27, 100, 600, 40, 1, 0), ("read", [40, 41, 42, 29], 0, 300, False)])
+@example(program=[("host", 2, 1, 3, True, 20, 0, 600, 3), ("host", 2, 1, 1, False, 22, 100, 100, 4),
+                  ("read", [20, 21, 23, 24], 0, 50, False), ("dm", 2, False, 23, 0, 100, 22, 1, 0),
+                  ("read", [20, 21, 22, 23, 24, 25], 0, 300, False)])
+@given(program=_PROGRAM)
+def test_dma_programs_read_as_made(program: list[tuple[Any, ...]]) -> None:
+    """Random DMA programs (module: two stride-0 slice loops, negative slice strides, partial byte ranges, DM → DM
+    broadcasts of bytes left pending, overlapping writes, 4-bit reads): every read and the memory handed on are
+    those of the same program with every copy made at once."""
+    with pytest.MonkeyPatch.context() as mp:
+        got = _dma_program(program, True, mp)
+    with pytest.MonkeyPatch.context() as mp:
+        want = _dma_program(program, False, mp)
+    gc.collect()
+    for a, b in zip(got, want, strict=True):
+        if isinstance(a, tuple):
+            np.testing.assert_array_equal(a[0], b[0])
+            np.testing.assert_array_equal(a[1], b[1])
+        else:
+            np.testing.assert_array_equal(a, b)
+            assert not a.any()
