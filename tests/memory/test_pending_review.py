@@ -110,7 +110,7 @@ def _to_trf_over_broadcasts(broadcasts: list[Broadcast], first: int, count: int,
      .to_trf(m["R"], m["B"], TrfAddress.Full))
     trf = ctx.memory.chip(0).trf
     out = trf.read_data()[..., : 4096 // rows].copy(), trf.known_bytes(0, 4096 // rows).copy()
-    del t, ctx, img, dm, trf
+    del t, ctx, dm, trf
     gc.collect()
     return out
 
