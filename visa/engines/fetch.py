@@ -910,9 +910,9 @@ def _read_sources(src: type[dt.Scalar], img: DenseImage, units: UnitSelection,
     # instead, and the class's other units copy that one's row (a row of a slice not read is poison, not data)
     orphan = np.flatnonzero((owner != units.units) & ~np.isin(owner, units.units))
     if orphan.size:
-        _, first = np.unique(owner[orphan], return_index=True)
+        lead = orphan[np.unique(owner[orphan], return_index=True)[1]]  # the first orphan of each class
         proxy = np.arange(math.prod(img.lead_shape), dtype=np.int64)
-        proxy[owner[orphan[first]]] = units.units[orphan[first]]
+        proxy[owner[lead]] = units.units[lead]
         owner[orphan] = proxy[owner[orphan]]
     moved = owner != units.units
     if not moved.any():
