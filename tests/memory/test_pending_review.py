@@ -250,3 +250,40 @@ def test_dma_programs_read_as_made(program: list[tuple[Any, ...]]) -> None:
         else:
             np.testing.assert_array_equal(a, b)
             assert not a.any()
+
+
+def _two_chip_fetch(broadcasts: list[tuple[int, Broadcast]], first: int, count: int, pending: bool,
+                    mp: pytest.MonkeyPatch) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """:func:`_fetch_over_broadcasts` over two chips, each with its own broadcasts ``(chip, broadcast)``."""
+    mp.setattr(transfer, "DEFER_BYTES", 0 if pending else 1 << 62)
+    mp.setattr(fetch_engine, "ROW_POOL", RowPool(least=0) if pending else RowPool(enabled=False))
+    m = AxisSet(C=2, A=count, B=32).m
+    ctx = Context()
+    ctx.num_chips = 2
+    slices = " + ".join([f"# {first}"] * bool(first) + ["A"] + [f"# {SLICES - first - count}"])
+    t = place_dm(ctx, np.zeros((2, count, 32), np.int8), i8, m["C"], m["1 # 2"], m[slices], m["B"], 0,
+                 axes="C A B")
+    for chip, (n, step, u0, seed) in broadcasts:
+        images = [ctx.memory.chip(chip).dm]
+        src = np.random.default_rng(seed).integers(0, 256, size=32, dtype=np.uint8)
+        copy([(n, 0, step * UNIT), (32, 1, 1)], (0, u0 * UNIT), HostBuffer(src),
+             DmEndpoint(RNGD, lambda c, images=images: images[0]))
+    s = ctx.main.begin(t.view()).fetch(i8, m["1"], m["B"])
+    out = np.array(s.data.values), np.array(s.data.known)
+    del s, t, ctx
+    gc.collect()
+    return out
+
+
+@pytest.mark.parametrize("broadcasts", [
+    [(0, (4, 1, 8, 1)), (1, (6, 1, 8, 2))],       # both chips' classes from a slice outside the window
+    [(0, (3, 1, 10, 1)), (1, (2, 1, 9, 2)), (1, (2, 1, 11, 3))],   # several classes on chip 1, sources inside
+])
+def test_a_two_chip_fetch_over_broadcast_slices_reads_as_made(broadcasts: list[tuple[int, Broadcast]]) -> None:
+    """Two chips (the stream's rows of chip 1 offset by a chip's rows): the same stream as with every copy made."""
+    with pytest.MonkeyPatch.context() as mp:
+        got = _two_chip_fetch(broadcasts, 9, 4, True, mp)
+    with pytest.MonkeyPatch.context() as mp:
+        want = _two_chip_fetch(broadcasts, 9, 4, False, mp)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
