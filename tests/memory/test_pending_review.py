@@ -287,3 +287,54 @@ def test_a_two_chip_fetch_over_broadcast_slices_reads_as_made(broadcasts: list[t
         want = _two_chip_fetch(broadcasts, 9, 4, False, mp)
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])
+
+
+def _to_vrf_over_broadcasts(broadcasts: list[Broadcast], first: int, count: int, on: bool,
+                            mp: pytest.MonkeyPatch, accepted: list[bool]) -> tuple[np.ndarray[Any, Any], ...]:
+    """:func:`_to_trf_over_broadcasts` with a VRF load of one 4 KiB element per slice; ``accepted`` collects
+    whether the replicated load took it."""
+    from visa.engines import collect
+    from visa.tensors.handles import DmTensor
+    from visa.testing import _enter_kernel
+
+    load = collect._load_replicas
+    mp.setattr(transfer, "DEFER_BYTES", 0 if on else 1 << 62)
+    mp.setattr(fetch_engine, "ROW_POOL", RowPool(least=0) if on else RowPool(enabled=False))
+    mp.setattr(collect, "_load_replicas",
+               (lambda *args: accepted.append(load(*args)) or accepted[-1]) if on else (lambda *args: False))
+    m = AxisSet(A=count, B=4096).m
+    ctx = Context()
+    ctx.num_chips = 1
+    _enter_kernel(ctx, m["1"])
+    slices = " + ".join([f"# {first}"] * bool(first) + ["A"] + [f"# {SLICES - first - count}"])
+    t: Any = DmTensor(ctx, i8, m["1"], m["1 # 2"], m[slices], m["B"], 0, call="test")
+    images = [ctx.memory.chip(0).dm]
+    dm = DmEndpoint(RNGD, lambda chip: images[0])
+    base = np.random.default_rng(7).integers(0, 256, size=count * 4096, dtype=np.uint8)
+    copy([(count, 4096, UNIT), (4096, 1, 1)], (0, first * UNIT), HostBuffer(base), dm)
+    for n, step, u0, seed in broadcasts:
+        src = np.random.default_rng(seed).integers(0, 256, size=4096, dtype=np.uint8)
+        copy([(n, 0, step * UNIT), (4096, 1, 1)], (0, u0 * UNIT), HostBuffer(src), dm)
+    ctx.sub.begin(t.view()).fetch(i8, m["1"], m["B"]).collect(m["B / 32"], m["B % 32"]).to_vrf(m["B"], 0)
+    vrf = ctx.memory.chip(0).vrf
+    out = vrf.read_data()[..., :4096].copy(), vrf.known_bytes(0, 4096).copy()
+    del t, ctx, dm, vrf
+    gc.collect()
+    return out
+
+
+@pytest.mark.parametrize(("broadcasts", "first", "count"), [
+    ([(8, 1, 8, 1)], 9, 4),   # the class's source outside the window
+    ([(8, 1, 8, 1)], 8, 6),
+])
+def test_a_vrf_load_of_broadcast_slices_writes_as_made(broadcasts: list[Broadcast], first: int, count: int) -> None:
+    """A VRF load of replicated slices (one slice written, the others pending copies) writes what the plain
+    load writes."""
+    accepted: list[bool] = []
+    with pytest.MonkeyPatch.context() as mp:
+        got = _to_vrf_over_broadcasts(broadcasts, first, count, True, mp, accepted)
+    with pytest.MonkeyPatch.context() as mp:
+        want = _to_vrf_over_broadcasts(broadcasts, first, count, False, mp, [])
+    assert accepted == [True]
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
