@@ -30,26 +30,40 @@ Broadcast = tuple[int, int, int, int]  # (copies, slice step, first slice, seed)
 
 
 def _fetch_over_broadcasts(broadcasts: list[Broadcast], first: int, count: int, pending: bool,
-                           mp: pytest.MonkeyPatch) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+                           mp: pytest.MonkeyPatch, masked: bool = False
+                           ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """Broadcast DMAs of 32 host bytes over slices of cluster 0 (their copies pending or made), then a fetch of
-    the slices ``[first, first + count)``: the stream's values and known-mask."""
+    the slices ``[first, first + count)`` (``masked``: 31 bytes of each and a pad, through the masking stage): the
+    stream's values and known-mask."""
     mp.setattr(transfer, "DEFER_BYTES", 0 if pending else 1 << 62)
     mp.setattr(fetch_engine, "ROW_POOL", RowPool(least=0) if pending else RowPool(enabled=False))
-    m = AxisSet(A=count, B=32).m
+    m = AxisSet(A=count, B=31 if masked else 32).m
     ctx = Context()
     ctx.num_chips = 1
     slices = " + ".join([f"# {first}"] * bool(first) + ["A"] + [f"# {SLICES - first - count}"])
-    t = place_dm(ctx, np.zeros((count, 32), np.int8), i8, m["1"], m["1 # 2"], m[slices], m["B"], 0, axes="A B")
+    element = m["B # 32"] if masked else m["B"]
+    t = place_dm(ctx, np.zeros((count, 31 if masked else 32), np.int8), i8, m["1"], m["1 # 2"], m[slices], element,
+                 0, axes="A B")
     img = ctx.memory.chip(0).dm
     dm = DmEndpoint(RNGD, lambda chip: img)
     for n, step, u0, seed in broadcasts:
         src = np.random.default_rng(seed).integers(0, 256, size=32, dtype=np.uint8)
         copy([(n, 0, step * UNIT), (32, 1, 1)], (0, u0 * UNIT), HostBuffer(src), dm)
-    s = ctx.main.begin(t.view()).fetch(i8, m["1"], m["B"])
+    s = ctx.main.begin(t.view()).fetch(i8, m["1"], element)
     out = np.array(s.data.values), np.array(s.data.known)
     del s, t, ctx
     gc.collect()
     return out
+
+
+@pytest.mark.parametrize("first", [8, 9])
+def test_a_masked_fetch_over_broadcast_slices_reads_as_made(first: int) -> None:
+    """The masking stage (no rows left copies: the general read through the pending copies' sources)."""
+    with pytest.MonkeyPatch.context() as mp:
+        got = _fetch_over_broadcasts([(8, 1, 8, 1)], first, 4, True, mp, masked=True)
+        want = _fetch_over_broadcasts([(8, 1, 8, 1)], first, 4, False, mp, masked=True)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
 
 
 def test_a_fetch_of_copies_whose_source_slice_it_does_not_read() -> None:
