@@ -247,6 +247,8 @@ _PROGRAM = st.lists(st.one_of(
 @example(program=[("host", 2, 1, 3, True, 20, 0, 600, 3), ("host", 2, 1, 1, False, 22, 100, 100, 4),
                   ("read", [20, 21, 23, 24], 0, 50, False), ("dm", 2, False, 23, 0, 100, 22, 1, 0),
                   ("read", [20, 21, 22, 23, 24, 25], 0, 300, False)])
+@example(program=[("host", 3, 1, 1, False, 20, 0, 600, 1), ("dm", 2, False, 30, 100, 100, 20, 1, 100),
+                  ("read", [21, 22], 0, 300, False)])  # the source and a copy partly overwritten
 @given(program=_PROGRAM)
 def test_dma_programs_read_as_made(program: list[tuple[Any, ...]]) -> None:
     """Random DMA programs (module: two stride-0 slice loops, negative slice strides, partial byte ranges, DM → DM
