@@ -905,6 +905,15 @@ def _read_sources(src: type[dt.Scalar], img: DenseImage, units: UnitSelection,
     owner = None if span is None else img.sources(units.units, *span)
     if owner is None:
         return False
+    owner = owner.copy()
+    # a class whose source unit is not read (a slice the fetch leaves out): its first selected unit is read
+    # instead, and the class's other units copy that one's row (a row of a slice not read is poison, not data)
+    orphan = np.flatnonzero((owner != units.units) & ~np.isin(owner, units.units))
+    if orphan.size:
+        lead = orphan[np.unique(owner[orphan], return_index=True)[1]]  # the first orphan of each class
+        proxy = np.arange(math.prod(img.lead_shape), dtype=np.int64)
+        proxy[owner[lead]] = units.units[lead]
+        owner[orphan] = proxy[owner[orphan]]
     moved = owner != units.units
     if not moved.any():
         return False

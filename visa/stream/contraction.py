@@ -131,7 +131,7 @@ def _byte_window(trf: TrfTensor[Any, Any, Any, Any, Any, Any], valid: npt.NDArra
             words = view.view(np.dtype(f"u{word}"))
             period = engine.weight_period(words)  # found in the bytes
             count = period or n
-            values = np.ascontiguousarray(view[:count]).view(dtype.storage).reshape(count, rows, hi - lo)
+            values = view[:count].copy().view(dtype.storage).reshape(count, rows, hi - lo)  # (a snapshot, as above)
             return engine.TrfWindow(values, known_everywhere(values.shape), lo, period)
         wr = image.known_bytes(b0, b1, box).reshape(n, rows, hi - lo, nb)
         every = wr[..., 0].copy()
