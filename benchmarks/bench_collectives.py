@@ -12,28 +12,18 @@ by orders of magnitude — the criterion is the flat time per row.
 
 from __future__ import annotations
 
-import importlib.util
 import time
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-from benchmarks.common import best_of, report
+from benchmarks.common import best_of, load_example, report
 from visa import RNGD, AxisSet, Context, i32
 from visa.testing import place_dm
 
 D = 256
 
-
-def _examples() -> ModuleType:
-    path = Path(__file__).resolve().parent.parent / "examples" / "collectives.py"
-    spec = importlib.util.spec_from_file_location("collectives_example", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _case(ex: ModuleType, n: int) -> tuple[str, float, float, float, int]:
@@ -61,7 +51,7 @@ def _case(ex: ModuleType, n: int) -> tuple[str, float, float, float, int]:
 
 
 def run() -> list[str]:
-    ex = _examples()
+    ex = load_example("collectives")
     lines = []
     for n in (2, 4, 8):
         name, ours, theirs, first, cyc = _case(ex, n)

@@ -26,7 +26,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from benchmarks.common import best_of
+from benchmarks.common import best_of, line
 from visa import (
     AxisSet,
     BranchMode,
@@ -92,9 +92,6 @@ def cast_bf16(ctx: Context, x: HbmTensor[Any, Any, Any]) -> HbmTensor[Any, Any, 
     return res
 
 
-def _line(name: str, ours: float, theirs: float) -> str:
-    return f"{name:<58} visa {ours * 1e3:9.2f} ms   numpy {theirs * 1e3:8.2f} ms   ratio {ours / theirs:7.2f}x"
-
 
 def run() -> list[str]:
     rng = np.random.default_rng(0)
@@ -105,7 +102,7 @@ def run() -> list[str]:
     x_hbm = HostTensor.from_numpy(x, i32, RELU.m["A"]).to_hbm(RELU.m["1"], RELU.m["A"], ctx.pdma, 0)
     got = launch(relu, ctx, x_hbm).to_host(RELU.m["A"], ctx.pdma).numpy()
     assert np.array_equal(got, np.maximum(x, np.int32(0))), "ReLU differs from numpy"
-    lines.append(_line("4M i32 ReLU (vector_clip Max 0), a repeat launch", best_of(lambda: launch(relu, ctx, x_hbm), 5),
+    lines.append(line("4M i32 ReLU (vector_clip Max 0), a repeat launch", best_of(lambda: launch(relu, ctx, x_hbm), 5),
                        best_of(lambda: np.maximum(x, np.int32(0)), 7)))
 
     m = MUL.m
@@ -116,7 +113,7 @@ def run() -> list[str]:
     w_hbm = HostTensor.from_numpy(w, i32, m["E"]).to_hbm(m["1"], m["E"], ctx.pdma, 1 << 27)
     got = launch(mul_vrf, ctx, xs_hbm, w_hbm).to_host(m["S, T, E"], ctx.pdma).numpy()
     assert np.array_equal(got, xs * w), "the VRF multiply differs from numpy"  # int32 * int32 wraps like MulInt
-    lines.append(_line("4M i32 × a 2048-element VRF vector (MulInt), a repeat",
+    lines.append(line("4M i32 × a 2048-element VRF vector (MulInt), a repeat",
                        best_of(lambda: launch(mul_vrf, ctx, xs_hbm, w_hbm), 5), best_of(lambda: xs * w, 7)))
 
     f = rng.standard_normal(N).astype(np.float32)
@@ -126,7 +123,7 @@ def run() -> list[str]:
     want = f.astype(ml_dtypes.bfloat16)
     assert np.array_equal(np.asarray(got).view(np.uint16), want.view(np.uint16)), "the bf16 cast differs"
     ours = best_of(lambda: launch(cast_bf16, ctx, f_hbm), 5)
-    lines.append(_line("4M f32 → bf16 (Cast Engine), a repeat launch", ours,
+    lines.append(line("4M f32 → bf16 (Cast Engine), a repeat launch", ours,
                        best_of(lambda: f.astype(ml_dtypes.bfloat16), 7)))
     return lines
 

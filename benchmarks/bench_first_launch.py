@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import best_of
+from benchmarks.common import best_of, line
 from visa import (
     AxisSet,
     BranchMode,
@@ -116,9 +116,6 @@ def ring_sum(ctx: Context, x: HbmTensor[Any, Any, Any]) -> HbmTensor[Any, Any, A
     return res
 
 
-def _line(name: str, ours: float, theirs: float) -> str:
-    return f"{name:<58} visa {ours * 1e3:9.2f} ms   numpy {theirs * 1e3:8.2f} ms   ratio {ours / theirs:7.2f}x"
-
 
 def _timed(fn: Any, *args: Any) -> tuple[Any, float]:
     start = time.perf_counter()
@@ -136,7 +133,7 @@ def one(name: str) -> str:
         out, ours = _timed(relu, ctx, v_hbm)
         got = out.to_host(RELU.m["A"], ctx.pdma).numpy()
         assert np.array_equal(got, np.maximum(v, np.float32(0))), "ReLU differs from numpy"
-        return _line("ReLU 4M f32 (16 MiB), first launch", ours, best_of(lambda: np.maximum(v, np.float32(0)), 5))
+        return line("ReLU 4M f32 (16 MiB), first launch", ours, best_of(lambda: np.maximum(v, np.float32(0)), 5))
     if name == "ring_sum":
         r = RING.m
         y = rng.integers(-2**20, 2**20, size=(4, RING_N), dtype=np.int32)  # sums far from saturating
@@ -144,7 +141,7 @@ def one(name: str) -> str:
         out, ours = _timed(ring_sum, ctx, y_hbm)
         got = out.to_host(r["A"], ctx.pdma).numpy()
         assert np.array_equal(got, y.sum(axis=0, dtype=np.int32)), "ring sum differs from numpy"
-        return _line("ring sum 4×262144 i32 (4 MiB), first launch", ours,
+        return line("ring sum 4×262144 i32 (4 MiB), first launch", ours,
                      best_of(lambda: y.sum(axis=0, dtype=np.int32), 5))
     m = GRID.m
     x = rng.integers(-2**31, 2**31 - 1, size=(ROWS, COLS), dtype=np.int32)
@@ -153,7 +150,7 @@ def one(name: str) -> str:
         out, ours = _timed(row_max, ctx, x_hbm)
         got = out.to_host(m["R"], ctx.pdma).numpy()
         assert np.array_equal(got, x.max(axis=1)), "row max differs from numpy"
-        return _line("row max 512×4096 i32 (8 MiB), first launch", ours, best_of(lambda: x.max(axis=1), 5))
+        return line("row max 512×4096 i32 (8 MiB), first launch", ours, best_of(lambda: x.max(axis=1), 5))
     if name == "row_bias":
         b = rng.integers(-2**31, 2**31 - 1, size=ROWS, dtype=np.int32)
         b_hbm = HostTensor.from_numpy(b, i32, m["R"]).to_hbm(m["1"], m["R, 1 # 8"], ctx.pdma, 1 << 27)
@@ -161,7 +158,7 @@ def one(name: str) -> str:
         got = out.to_host(m["R, C"], ctx.pdma).numpy()
         want = x - b[:, None]  # int32 arithmetic wraps, as SubFxp does
         assert np.array_equal(got, want), "row bias differs from numpy"
-        return _line("row bias x - b[row] 512×4096 i32 (8 MiB), first launch", ours,
+        return line("row bias x - b[row] 512×4096 i32 (8 MiB), first launch", ours,
                      best_of(lambda: x - b[:, None], 5))
     raise SystemExit(f"unknown kernel {name!r}")
 

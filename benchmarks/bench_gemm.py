@@ -37,27 +37,13 @@ from __future__ import annotations
 
 import gc
 import importlib.util
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-from benchmarks.common import best_of, report
-
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "gemm.py"
-
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_gemm_example", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+from benchmarks.common import best_of, load_example, report
 
 
 class _Timer:
@@ -125,7 +111,7 @@ def _split(main: Callable[[], None]) -> tuple[list[tuple[str, float]], float]:
 def run() -> list[str]:
     from visa.stream import contraction
 
-    module = _load()
+    module = load_example("gemm")
     rng = np.random.default_rng(42)
     a = rng.uniform(-2, 2, size=(512, 1024)).astype(np.float32)
     b = rng.uniform(-2, 2, size=(1024, 512)).astype(np.float32)

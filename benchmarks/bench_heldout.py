@@ -23,7 +23,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from benchmarks.common import best_of
+from benchmarks.common import best_of, line
 from visa import (
     AccumulationKind,
     AxisSet,
@@ -78,9 +78,6 @@ def add_one(ctx: Context, x: HbmTensor[Any, Any, Any]) -> HbmTensor[Any, Any, An
     return res
 
 
-def _line(name: str, ours: float, theirs: float) -> str:
-    return f"{name:<58} visa {ours * 1e3:9.2f} ms   numpy {theirs * 1e3:8.2f} ms   ratio {ours / theirs:7.2f}x"
-
 
 def run() -> list[str]:
     rng = np.random.default_rng(0)
@@ -93,7 +90,7 @@ def run() -> list[str]:
     a32, x32 = a.astype(np.int32), x.astype(np.int32)
     y = launch(gemv_i4, ctx, a_hbm, x_hbm).to_host(m["I"], ctx.pdma).numpy()
     assert np.array_equal(y, a32 @ x32), "i4 GEMV differs from numpy"
-    lines = [_line("i4 GEMV 4096×4096, kernel HBM→HBM", best_of(lambda: launch(gemv_i4, ctx, a_hbm, x_hbm), 3),
+    lines = [line("i4 GEMV 4096×4096, kernel HBM→HBM", best_of(lambda: launch(gemv_i4, ctx, a_hbm, x_hbm), 3),
                    best_of(lambda: a32 @ x32, 5))]
 
     v = rng.integers(-2**31, 2**31 - 1, size=ADD_N, dtype=np.int32)
@@ -104,15 +101,15 @@ def run() -> list[str]:
     first = time.perf_counter() - start
     assert np.array_equal(out.to_host(ADD.m["A"], ctx.pdma).numpy(), v + np.int32(1)), "constant add differs"
     theirs = best_of(lambda: v + np.int32(1), 5)
-    lines.append(_line("4M i32 constant add, first launch (planning included)", first, theirs))
-    lines.append(_line("4M i32 constant add, a repeat launch", best_of(lambda: launch(add_one, ctx, v_hbm), 3),
+    lines.append(line("4M i32 constant add, first launch (planning included)", first, theirs))
+    lines.append(line("4M i32 constant add, a repeat launch", best_of(lambda: launch(add_one, ctx, v_hbm), 3),
                        theirs))
 
     f = rng.standard_normal(1 << 24).astype(np.float32)
     ax = AxisSet(A=1 << 24)
     ctx = Context.acquire()
     ours = best_of(lambda: HostTensor.from_numpy(f, f8e4m3, ax.m["A"]).to_hbm(ax.m["1"], ax.m["A"], ctx.pdma, 0), 3)
-    lines.append(_line("16 MB float32 → f8e4m3 in HBM (from_numpy + to_hbm)", ours,
+    lines.append(line("16 MB float32 → f8e4m3 in HBM (from_numpy + to_hbm)", ours,
                        best_of(lambda: f.astype(ml_dtypes.float8_e4m3fn), 3)))
     return lines
 

@@ -23,13 +23,11 @@ from __future__ import annotations
 
 import importlib.util
 import time
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-from benchmarks.common import best_of
+from benchmarks.common import best_of, line, load_example
 from visa import (
     RNGD,
     AxisSet,
@@ -177,14 +175,6 @@ CHIPS, AR_D = 4, 1024
 AR = AxisSet(A=CHIPS, K=2, S=256, D=AR_D, I=2)
 
 
-def _collectives() -> ModuleType:
-    path = Path(__file__).resolve().parent.parent / "examples" / "collectives.py"
-    spec = importlib.util.spec_from_file_location("collectives_example", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
 
 STAGES = (
     ("DMA", "visa.tensors.moves", ("host_to_hbm", "hbm_to_dm", "dm_to_hbm", "hbm_to_host", "dm_to_dm")),
@@ -223,16 +213,14 @@ def breakdown(fn: Any) -> str:
     return "    where a repeat launch goes: " + ", ".join(f"{k} {v * 1e3:.1f} ms ({v / total:.0%})" for k, v in parts)
 
 
-def _line(name: str, ours: float, theirs: float) -> str:
-    return f"{name:<64} visa {ours * 1e3:9.2f} ms   numpy {theirs * 1e3:8.2f} ms   ratio {ours / theirs:7.2f}x"
-
 
 def _first_and_repeat(name: str, fn: Any, theirs: float, check: Any) -> list[str]:
     start = time.perf_counter()
     out = fn()
     first = time.perf_counter() - start
     check(out)
-    return [_line(f"{name}, first launch", first, theirs), _line(f"{name}, repeat launch", best_of(fn, 3), theirs),
+    return [line(f"{name}, first launch", first, theirs, width=64),
+            line(f"{name}, repeat launch", best_of(fn, 3), theirs, width=64),
             breakdown(fn)]
 
 
@@ -292,7 +280,7 @@ def bench_layer_norm() -> list[str]:
 
 def bench_all_reduce() -> list[str]:
     """The ring AllReduce, checked exactly."""
-    ex = _collectives()
+    ex = load_example("collectives")
     m = AR.m
     x = np.random.default_rng(4).integers(-(1 << 20), 1 << 20, size=(CHIPS, 2, 256, AR_D)).astype(np.int32)
     want = x.astype(np.int64).sum(axis=0).astype(np.int32)
