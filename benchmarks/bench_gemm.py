@@ -36,42 +36,11 @@ The last line of the report writes the bytes the layout requires with numpy alon
 from __future__ import annotations
 
 import gc
-import importlib.util
 import time
-from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
-from benchmarks.common import best_of, load_example, report
-
-
-class _Timer:
-    """Wall time spent in some module-level functions, by wrapping them."""
-
-    def __init__(self, module: Any, names: tuple[str, ...]) -> None:
-        self.module, self.names, self.total = module, names, 0.0
-        self.saved: dict[str, Callable[..., Any]] = {}
-
-    def __enter__(self) -> _Timer:
-        for name in self.names:
-            fn = getattr(self.module, name)
-            self.saved[name] = fn
-
-            def wrapped(*args: Any, _fn: Callable[..., Any] = fn, **kw: Any) -> Any:
-                start = time.perf_counter()
-                try:
-                    return _fn(*args, **kw)
-                finally:
-                    self.total += time.perf_counter() - start
-
-            setattr(self.module, name, wrapped)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for name, fn in self.saved.items():
-            setattr(self.module, name, fn)
-
+from benchmarks.common import Timer, best_of, breakdown, load_example, report
 
 STAGES = (
     ("DMA", "visa.tensors.moves", ("host_to_hbm", "hbm_to_dm", "dm_to_hbm", "hbm_to_host")),
@@ -81,31 +50,6 @@ STAGES = (
     ("cast", "visa.stream.cast", ("cast",)),
     ("commit", "visa.stream.commit", ("commit",)),
 )
-
-
-def _breakdown(main: Callable[[], None]) -> str:
-    """Wall time of the fastest of three runs split by the stage it is spent in."""
-    runs = [_split(main) for _ in range(3)]
-    parts, total = min(runs, key=lambda r: r[1])
-    return "  where the example's time goes: " + ", ".join(f"{k} {v * 1e3:.1f} ms ({v / total:.0%})" for k, v in parts)
-
-
-def _split(main: Callable[[], None]) -> tuple[list[tuple[str, float]], float]:
-    timers = [(label, _Timer(importlib.import_module(mod), names)) for label, mod, names in STAGES]
-    for _, t in timers:
-        t.__enter__()
-    gc.collect()
-    start = time.perf_counter()
-    try:
-        main()
-    finally:
-        total = time.perf_counter() - start
-        for _, t in timers:
-            t.__exit__()
-    parts = [(label, t.total) for label, t in timers]
-    parts.append(("host side and the check", total - sum(v for _, v in parts)))
-    parts.sort(key=lambda kv: -kv[1])
-    return parts, total
 
 
 def run() -> list[str]:
@@ -124,7 +68,7 @@ def run() -> list[str]:
     whole, engine = [], []
     for _ in range(3):
         gc.collect()  # the previous run's context (see the module docstring)
-        with _Timer(contraction, ("align", "contract", "accumulate")) as timer:
+        with Timer(contraction, ("align", "contract", "accumulate")) as timer:
             start = time.perf_counter()
             module.main()
             whole.append(time.perf_counter() - start)
@@ -135,7 +79,7 @@ def run() -> list[str]:
     lines = [
         report("GEMM example (512×1024 · 1024×512 bf16), whole run", min(whole), theirs, 10),
         report("GEMM example, Contraction Engine only", min(engine), theirs, 3),
-        _breakdown(module.main),
+        breakdown(module.main, STAGES, "host side and the check", "  where the example's time goes"),
         _floor(theirs),
     ]
     return lines

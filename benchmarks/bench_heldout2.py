@@ -21,13 +21,12 @@ numpy time.  docs/manual-notes.md, "Held-out kernels, second set (issue 15)", re
 
 from __future__ import annotations
 
-import importlib.util
 import time
 from typing import Any
 
 import numpy as np
 
-from benchmarks.common import best_of, line, load_example
+from benchmarks.common import best_of, breakdown, line, load_example
 from visa import (
     RNGD,
     AxisSet,
@@ -187,30 +186,10 @@ STAGES = (
 )
 
 
-def breakdown(fn: Any) -> str:
-    """Where a launch's time goes (the fastest of three runs), by the stage it is spent in (``bench_gemm``'s
-    :class:`~benchmarks.bench_gemm._Timer`); the rest is the Vector Engine's passes and the host side."""
-    from benchmarks.bench_gemm import _Timer
-
-    best: tuple[list[tuple[str, float]], float] | None = None
-    for _ in range(3):
-        timers = [(label, _Timer(importlib.import_module(mod), names)) for label, mod, names in STAGES]
-        for _, t in timers:
-            t.__enter__()
-        start = time.perf_counter()
-        try:
-            fn()
-        finally:
-            total = time.perf_counter() - start
-            for _, t in timers:
-                t.__exit__()
-        parts = [(label, t.total) for label, t in timers if t.total > 0]
-        parts.append(("vector engine and the rest", total - sum(v for _, v in parts)))
-        if best is None or total < best[1]:
-            best = (sorted(parts, key=lambda kv: -kv[1]), total)
-    assert best is not None
-    parts, total = best
-    return "    where a repeat launch goes: " + ", ".join(f"{k} {v * 1e3:.1f} ms ({v / total:.0%})" for k, v in parts)
+def _breakdown(fn: Any) -> str:
+    """Where a launch's time goes (the fastest of three runs), by the stage it is spent in; the rest is the Vector
+    Engine's passes and the host side."""
+    return breakdown(fn, STAGES, "vector engine and the rest", "    where a repeat launch goes")
 
 
 
@@ -221,7 +200,7 @@ def _first_and_repeat(name: str, fn: Any, theirs: float, check: Any) -> list[str
     check(out)
     return [line(f"{name}, first launch", first, theirs, width=64),
             line(f"{name}, repeat launch", best_of(fn, 3), theirs, width=64),
-            breakdown(fn)]
+            _breakdown(fn)]
 
 
 def bench_transpose() -> list[str]:
