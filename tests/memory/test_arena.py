@@ -10,7 +10,6 @@ handed out is never handed to another image.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -27,14 +26,6 @@ from visa.memory.pages import NONE
 
 axes(I=512, J=512, K=1024)  # the GEMM example's
 
-
-@pytest.fixture
-def arena(monkeypatch: pytest.MonkeyPatch) -> Iterator[Arena]:
-    """An arena that maps (and so keeps) images of any size, in place of the device images' one."""
-    mine = Arena(least=1)
-    monkeypatch.setattr(images, "ARENA", mine)
-    yield mine
-    gc.collect()
 
 
 def _fresh(img: DenseImage) -> None:

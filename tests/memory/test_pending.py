@@ -9,7 +9,6 @@ random program twice — with writes left pending and with every write made at o
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -83,13 +82,6 @@ def test_pending_writes_read_as_writes_made_at_once(seed: int, ops: list[int]) -
 
 # ------------------------------------------------------------------------------------------------ DM images
 
-
-@pytest.fixture
-def arena(monkeypatch: pytest.MonkeyPatch) -> Iterator[Arena]:
-    mine = Arena(least=1)
-    monkeypatch.setattr(images, "ARENA", mine)
-    yield mine
-    gc.collect()
 
 
 def _run(program: list[tuple[Any, ...]], defer: bool, monkeypatch: pytest.MonkeyPatch, whole: bool = True

@@ -380,17 +380,9 @@ def test_commit_of_a_deferred_op_writes_what_the_general_path_writes(op: object,
     """The op computed into DM by the commit (``DeferredData``) leaves the DM image — bytes and written-mask —
     exactly as computing it and committing the values does; with poison in the stream the general path runs
     (poison leaves its bytes unwritten, L1071–1093)."""
-    import visa.engines.commit as commit_engine
     import visa.stream.vector.base as base
 
-    calls: list[bool] = []
-    real = commit_engine._execute_deferred
-
-    def spy(*a: object) -> bool:
-        calls.append(real(*a))  # type: ignore[arg-type]
-        return calls[-1]
-
-    monkeypatch.setattr(commit_engine, "_execute_deferred", spy)
+    calls = _spy_fused_commit(monkeypatch)
     x = rand_i32(RNG, 8192)
     out, data, written = _add_kernel(x, op, constant, poison)
     assert calls == [not poison]
@@ -453,17 +445,9 @@ def _mul_kernel(x: np.ndarray, w: np.ndarray):  # type: ignore[no-untyped-def]
 def test_commit_of_a_deferred_vrf_op_writes_what_the_general_path_writes(monkeypatch: pytest.MonkeyPatch) -> None:
     """An op over a VRF operand's strided view (split shape) computed into DM by the commit: the same DM image
     and the same result as the general path, exact against numpy."""
-    import visa.engines.commit as commit_engine
     import visa.stream.vector.base as base
 
-    calls: list[bool] = []
-    real = commit_engine._execute_deferred
-
-    def spy(*a: object) -> bool:
-        calls.append(real(*a))  # type: ignore[arg-type]
-        return calls[-1]
-
-    monkeypatch.setattr(commit_engine, "_execute_deferred", spy)
+    calls = _spy_fused_commit(monkeypatch)
     x, w = rand_i32(RNG, (512, 3, 16)), rand_i32(RNG, 16)
     out, data, written = _mul_kernel(x, w)
     assert calls == [True]
@@ -477,17 +461,9 @@ def test_commit_of_a_deferred_vrf_op_writes_what_the_general_path_writes(monkeyp
 
 def test_deferred_commit_on_two_chips(monkeypatch: pytest.MonkeyPatch) -> None:
     """Two chips: each chip's values computed into its own DM (``DeferredData.into`` per chip), exact."""
-    import visa.engines.commit as commit_engine
     from visa import HostTensor, device, launch
 
-    calls: list[bool] = []
-    real = commit_engine._execute_deferred
-
-    def spy(*a: object) -> bool:
-        calls.append(real(*a))  # type: ignore[arg-type]
-        return calls[-1]
-
-    monkeypatch.setattr(commit_engine, "_execute_deferred", spy)
+    calls = _spy_fused_commit(monkeypatch)
     n = 1 << 14
     m = AxisSet(A=n).m
     per = n // 1024
@@ -576,3 +552,19 @@ def test_saturating_ops_in_place_equal_the_int64_formula(name: str, constant_fir
     assert np.array_equal(arith.fxp(name, a, b), want)
     if name == "AddFxpSat":
         assert np.array_equal(arith.clip_i32(name, a, b), want)
+
+
+def _spy_fused_commit(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Record what each call of the commit's fused path (``commit._execute_deferred``) returned: True where the
+    op was computed straight into DM."""
+    import visa.engines.commit as commit_engine
+
+    calls: list[bool] = []
+    real = commit_engine._execute_deferred
+
+    def spy(*a: object) -> bool:
+        calls.append(real(*a))  # type: ignore[arg-type]
+        return calls[-1]
+
+    monkeypatch.setattr(commit_engine, "_execute_deferred", spy)
+    return calls
