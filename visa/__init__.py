@@ -5,6 +5,7 @@ Every public name — mappings, dtypes, hardware profiles, errors — is importa
 
 from visa import dtypes as _dtypes
 from visa import errors as _errors
+from visa import fastpaths as fastpaths  # visa.fastpaths: the registry of fast paths (API.md §8)
 from visa import hw as _hw
 from visa.context import Context, DmaContext, TuContext, device, launch
 from visa.dtypes import *  # noqa: F403

@@ -20,6 +20,7 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
+from visa import fastpaths
 from visa.engines.common import EngineReport
 from visa.errors import HardwareLimitError, LayoutError, TypestateError, VisaError
 from visa.hw import RNGD, HardwareProfile
@@ -89,6 +90,7 @@ class Context:
     @classmethod
     def acquire(cls, hw: HardwareProfile = RNGD) -> Context:
         """A fresh device with the given hardware profile (default RNGD; ``hw=RNGD_S`` for the other)."""
+        fastpaths.check_environment()  # a VISA_FASTPATHS name no engine registered is a typo: refuse it here
         ctx = cls(hw)
         _ACQUIRED.append(weakref.ref(ctx))
         for held in _HELD:

@@ -1,0 +1,52 @@
+"""The fast-path registry (ARCHITECTURE principle 7, API.md §8 "Reference mode")."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from visa import fastpaths
+from visa.errors import VisaError
+
+
+def test_switches_nest_and_restore() -> None:
+    a = fastpaths.register("test.a", "a path for this test")
+    b = fastpaths.register("test.b", "another")
+    assert a.on and b.on
+    with fastpaths.disabled("test.a"):
+        assert not a.on and b.on
+        with fastpaths.disabled():
+            assert not a.on and not b.on
+        assert not a.on and b.on
+    with fastpaths.only("test.b"):
+        assert not a.on and b.on
+    assert a.on and b.on
+    assert {"test.a", "test.b"} <= set(fastpaths.names())
+    assert fastpaths.register("test.a", "again, same owner") is a
+
+
+def test_unknown_names_are_refused() -> None:
+    with pytest.raises(VisaError, match="no registered fast path"):
+        fastpaths.disabled("test.no-such-path")
+
+
+def _run(env: str, code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={"VISA_FASTPATHS": env, "PATH": ""}, check=False)
+
+
+def test_environment_turns_paths_off() -> None:
+    code = ("import visa.fastpaths as f; p = f.register('test.env', 'x'); q = f.register('test.env2', 'y');"
+            "print(p.on, q.on)")
+    assert _run("off", code).stdout.split() == ["False", "False"]
+    assert _run("-test.env", code).stdout.split() == ["False", "True"]
+    assert _run("on", code).stdout.split() == ["True", "True"]
+
+
+@pytest.mark.parametrize(("env", "says"), [("-no.such.path", "no registered fast path"),
+                                           ("fetch", "neither 'off', 'on' nor '-name'")])
+def test_environment_typo_is_refused_at_acquire(env: str, says: str) -> None:
+    out = _run(env, "import visa; visa.Context.acquire()")
+    assert out.returncode != 0 and says in out.stderr
