@@ -8,7 +8,8 @@
   "Hello, TCP!" GEMM (L466–525);
 - N is spread over the slices (``N / 32``, up to 256 tiles of 32 columns, 8192 columns per N tile) and
   tiled beyond that (``N / 8192``);
-- K is tiled by 512: a tile of w per Row is ``4 × 512`` bf16 = 4 KiB, one TRF half (L4151–4154), so the sub
+- K is tiled by 512 (or, for a K that is no multiple of 512, by the largest multiple of 32 below 512 that divides
+  it: 288 for SmolLM2's 576): a tile of w per Row is at most ``4 × 512`` bf16 = 4 KiB, one TRF half (L4151–4154), so the sub
   context loads the next tile into the other half while the main context contracts (double buffering; the
   first tile is loaded by main, whose fetch is wider, L1757–1759);
 - each K tile's contraction commits its f32 accumulator output (no cast); the K partials are added in f32 by
@@ -51,7 +52,7 @@ class Gemm:
     """``out[M, N] = x[M, K] · w[N, K]ᵀ`` for the axes ``m``, ``n``, ``k`` of ``ax`` (bf16 in and out).
 
     Shapes: ``M`` at most 32 or a multiple of 32 (M tiles of 32 share each TRF load); ``N`` a multiple of 32,
-    at most 8192 or a multiple of 8192; ``K`` a multiple of 32, at most 512 or a multiple of 512.  The refusals
+    at most 8192 or a multiple of 8192; ``K`` a multiple of 32 (tiled by :meth:`k_tile_of`).  The refusals
     name the axis and the fix.
 
     ``chip`` (a mapping expression over ``ax``, default ``"1"``: one chip) is the Chip level (L1079) of the
@@ -59,7 +60,7 @@ class Gemm:
     shard in the same launch: x and w carry that Chip level in HBM (``HbmTensor(…, m["C"], m["M, K"])``), the
     DMAs keep it, and the output is ``m["C"]`` × ``m["M, N"]`` — the tensor-parallel split of L8225–8419.
 
-    ``w_tiles=True`` says w is stored K-tile-major in HBM (``m["K / 512, N, K % 512"]``, N ≤ 8192): each (N, K)
+    ``w_tiles=True`` says w is stored K-tile-major in HBM (``m["K / t, N, K % t"]`` for the K tile t, N ≤ 8192): each (N, K)
     tile the stream mode moves is then one contiguous run.  A K tile of a row-major ``m["N, K"]`` w reads 1 KiB
     of every 2·K bytes, which under the HBM address map puts every 256-byte unit in a DRAM row of its own (a row
     switch per request: the manual's lines are in docs/manual-notes.md, "DMA cost vs HBM channels").
@@ -78,20 +79,20 @@ class Gemm:
             raise LayoutError(f"{n} = {sn} must be a multiple of 32 (8 Rows × 4 columns per slice), at most "
                               f"{N_TILE} or a multiple of it", call=call, level="Slice", mapping=f'm["{n}"]', axis=n,
                               fix=f"pad {n} to a multiple of 32")
-        if sk % 32 or (sk > K_TILE and sk % K_TILE):
-            raise LayoutError(f"{k} = {sk} must be a multiple of 32 (a 64-byte packet of bf16, L4388), at most "
-                              f"{K_TILE} or a multiple of it", call=call, level="Packet", mapping=f'm["{k}"]', axis=k,
-                              fix=f"pad {k} with zeros to a multiple of 32")
+        if sk % 32:
+            raise LayoutError(f"{k} = {sk} must be a multiple of 32 (a 64-byte packet of bf16, L4388)", call=call,
+                              level="Packet", mapping=f'm["{k}"]', axis=k, fix=f"pad {k} with zeros to a multiple of 32")
         if self.k_tiles_of(sk) > 1:
             pair_axis(ax)  # the interleave axis of the K-partial adds
         self.ax, self.m, self.n, self.k = ax, m, n, k
         self.w_tiles = w_tiles
         self.sm, self.sn, self.sk = sm, sn, sk
-        self.k_tiles = max(1, sk // K_TILE)
+        self.k_tile = self.k_tile_of(sk)
+        self.k_tiles = sk // self.k_tile
         self.n_tiles = max(1, sn // N_TILE)
         self.m_tiles = max(1, sm // M_TILE)
         self.mi = f"{m} % {M_TILE}" if self.m_tiles > 1 else m
-        self.kin = f"{k} % {K_TILE}" if self.k_tiles > 1 else k
+        self.kin = f"{k} % {self.k_tile}" if self.k_tiles > 1 else k
         self.nin = f"{n} % {N_TILE}" if self.n_tiles > 1 else n
         mm = ax.m
         self.cluster = mm["1 # 2"]
@@ -100,9 +101,17 @@ class Gemm:
         self.slice = mm[f"{self.nin} / 32" + (" # 256" if cols < N_TILE else "")]
 
     @staticmethod
-    def k_tiles_of(size: int) -> int:
-        """K tiles of 512 for a K of ``size``."""
-        return max(1, size // K_TILE)
+    def k_tile_of(size: int) -> int:
+        """The K tile for a K of ``size`` (a multiple of 32): all of it up to 512 (one TRF half, L4151–4154), else
+        the largest multiple of 32 of at most 512 that divides it (512 for a multiple of 512; 288 for 576)."""
+        if size <= K_TILE:
+            return size
+        return next(t for t in range(K_TILE, 0, -32) if size % t == 0)
+
+    @classmethod
+    def k_tiles_of(cls, size: int) -> int:
+        """K tiles for a K of ``size`` (:meth:`k_tile_of`)."""
+        return size // cls.k_tile_of(size)
 
     def _outer(self, *parts: str) -> str:
         return ", ".join(p for p in parts if p)
@@ -132,7 +141,7 @@ class Gemm:
     def _run(self, ctx: Context, arena: Arena, x: HbmIn, w: HbmIn, double_buffer: bool, stream: bool) -> Hbm:
         """The body of :meth:`__call__`: for each N tile and K tile, one TRF load shared by the M tiles."""
         mm, m, n, k, kin, nin, mi = self.ax.m, self.m, self.n, self.k, self.kin, self.nin, self.mi
-        kt_axis = f"{k} / {K_TILE}" if self.k_tiles > 1 else ""
+        kt_axis = f"{k} / {self.k_tile}" if self.k_tiles > 1 else ""
         nt_axis = f"{n} / {N_TILE}" if self.n_tiles > 1 else ""
         mt_axis = f"{m} / {M_TILE}" if self.m_tiles > 1 else ""
         x_tile, w_tile = mm[f"{mi}, {kin}"], mm[f"{nin} % 32, {kin}"]
@@ -239,7 +248,8 @@ class Gemm:
             wv = wv.relabel(mm[f"{n}, {k}"]).tile(mm[n], N_TILE, mm[f"{n_el}, {k}"], nt * N_TILE)
         if self.k_tiles > 1:
             pad = "" if self.w_tiles else f" # {self.sk}"  # tile-major: the tile's rows are adjacent
-            wv = wv.tile(mm[k], K_TILE, mm[f"{n_el}, {k} = {K_TILE}{pad}"], kt * K_TILE)
+            kt_ = self.k_tile
+            wv = wv.tile(mm[k], kt_, mm[f"{n_el}, {k} = {kt_}{pad}"], kt * kt_)
         return wv.to_dm(self.cluster, self.slice, mm[f"{nin} % 32, {kin}"], ctx.tdma, address).view()
 
     def _stream_x(self, ctx: Context, x: HbmIn, mt: int, kt: int, address: int) -> Any:
@@ -250,7 +260,8 @@ class Gemm:
         if self.m_tiles > 1:
             xv = xv.tile(mm[m], M_TILE, mm[f"{m_el}, {k}"], mt * M_TILE)
         if self.k_tiles > 1:
-            xv = xv.tile(mm[k], K_TILE, mm[f"{m_el}, {k} = {K_TILE} # {self.sk}"], kt * K_TILE)
+            kt_ = self.k_tile
+            xv = xv.tile(mm[k], kt_, mm[f"{m_el}, {k} = {kt_} # {self.sk}"], kt * kt_)
         return xv.to_dm(self.cluster, self.slice, mm[f"{mi}, {kin}"], ctx.tdma, address).view()
 
     def _pair(self, ctx: Context, a: Dm, b: Dm) -> Any:
