@@ -101,11 +101,13 @@ class Weights:
                           Dr=c.head_dim, P=length, Hq=c.heads, HS=c.kv_heads * length, PG=length * c.group,
                           Q12=c.heads + c.kv_heads, QK=(c.heads + c.kv_heads) * c.head_dim)
         self.next = 0
+        self.weight_bytes = 0
         self.blocks: list[dict[str, Hbm]] = []
         self.caches: list[tuple[Hbm, Hbm]] = []
 
-    def put(self, array: npt.ArrayLike, text: str, dtype: Any = dt.bf16) -> Hbm:
-        """Write ``array`` (its numpy axes in the order of ``text``) to HBM laid out ``m[text]``."""
+    def put(self, array: npt.ArrayLike, text: str, dtype: Any = dt.bf16, *, weight: bool = False) -> Hbm:
+        """Write ``array`` (its numpy axes in the order of ``text``) to HBM laid out ``m[text]``; ``weight``: count
+        its bytes in :attr:`weight_bytes` (the model's own weights, not caches or tables)."""
         m = self.ax.m
         names = [a.strip() for a in text.split(",")]
         arr = np.asarray(array, np.float32 if dtype is dt.bf16 else None)
@@ -115,20 +117,25 @@ class Weights:
         self.next = -(-(addr + arr.size * dtype.size_bits // 8) // 4096) * 4096
         if self.next > 1 << 30:
             raise MemoryError("the model's weights and caches exceed the 1 GiB below the kernels' arena")
-        out: Hbm = host.to_hbm(m["1"], m[text], self.ctx.pdma, addr)
+        host.to_hbm(m["1"], m[text], self.ctx.pdma, addr)  # a host DMA; the handle it returns is dropped
+        # the handle the kernels use is unregistered (L821): the model's fixed tensors sit below the arena, apart
+        # from every temporary, so the live-tensor registry need not scan them at every write
+        out: Hbm = HbmTensor.from_addr(self.ctx, dtype, m["1"], m[text], addr)
+        if weight:
+            self.weight_bytes += arr.size * dtype.size_bits // 8
         return out
 
     def add_block(self, w: dict[str, npt.NDArray[np.float32]]) -> None:
         """Upload one block's weights (GGUF names without the ``blk.i.`` prefix), stacked as the kernels read
         them, and its zeroed KV caches."""
         self.blocks.append({
-            "g_attn": self.put(w["attn_norm.weight"], "D"),
+            "g_attn": self.put(w["attn_norm.weight"], "D", weight=True),
             "w_qkv": self.put(np.concatenate([w["attn_q.weight"], w["attn_k.weight"], w["attn_v.weight"]]),
-                              "QKV, D"),
-            "w_o": self.put(w["attn_output.weight"], "D, HO"),
-            "g_ffn": self.put(w["ffn_norm.weight"], "D"),
-            "w_gu": self.put(np.concatenate([w["ffn_gate.weight"], w["ffn_up.weight"]]), "F2, D"),
-            "w_down": self.put(w["ffn_down.weight"], "D, F"),
+                              "QKV, D", weight=True),
+            "w_o": self.put(w["attn_output.weight"], "D, HO", weight=True),
+            "g_ffn": self.put(w["ffn_norm.weight"], "D", weight=True),
+            "w_gu": self.put(np.concatenate([w["ffn_gate.weight"], w["ffn_up.weight"]]), "F2, D", weight=True),
+            "w_down": self.put(w["ffn_down.weight"], "D, F", weight=True),
         })
         c, s = self.c, self.length
         self.caches.append((self.put(np.zeros((c.kv_heads, s, c.head_dim)), "H, S, Dk"),
@@ -137,8 +144,8 @@ class Weights:
     def add_globals(self, emb: npt.NDArray[np.float32], g_out: npt.NDArray[np.float32]) -> None:
         """The embedding (also the LM head), the final norm's gain, the RoPE and mask tables."""
         c, s = self.c, self.length
-        self.emb = self.put(emb, "V, D")
-        self.g_out = self.put(g_out, "D")
+        self.emb = self.put(emb, "V, D", weight=True)
+        self.g_out = self.put(g_out, "D", weight=True)
         rot, cos, sin, swap = rope_tables(c, s)
         heads = c.heads + c.kv_heads
         self.rot = self.put(rot, "P, Dr, Dk")

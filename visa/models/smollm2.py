@@ -107,8 +107,10 @@ class GenerationReport:
 class SmolLM2:
     """SmolLM2-135M-Instruct on a simulated RNGD chip (module docstring)."""
 
-    def __init__(self, config: LlamaConfig, tokenizer: Tokenizer, weights: dict[str, F32], *,
+    def __init__(self, config: LlamaConfig, tokenizer: Tokenizer, weight: Callable[[str], F32], *,
                  length: int = 256, hw: HardwareProfile = RNGD) -> None:
+        """Upload the weights ``weight(name)`` returns (float32, named as in a GGUF file), one block at a time so
+        that the host holds one block's float32 weights at once, to a new simulated device."""
         if length % 32 or length < PREFILL_CHUNKS[-1]:
             raise ContextLengthError(f"a KV cache of {length} positions: it must be a multiple of 32 (the kernels' "
                                      f"S) and at least {PREFILL_CHUNKS[-1]}", call="SmolLM2", level="HBM",
@@ -116,11 +118,12 @@ class SmolLM2:
         self.config, self.tokenizer, self.length = config, tokenizer, length
         self.ctx = Context.acquire(hw)
         self.w = Weights(self.ctx, config, length)
-        c = config
-        for b in range(c.blocks):
-            self.w.add_block({k[len(f"blk.{b}."):]: v for k, v in weights.items() if k.startswith(f"blk.{b}.")})
-        self.w.add_globals(weights["token_embd.weight"], weights["output_norm.weight"])
-        self.weight_bytes = 2 * sum(int(np.prod(v.shape)) for v in weights.values())
+        names = ("attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate", "ffn_up",
+                 "ffn_down")
+        for b in range(config.blocks):
+            self.w.add_block({f"{n}.weight": weight(f"blk.{b}.{n}.weight") for n in names})
+        self.w.add_globals(weight("token_embd.weight"), weight("output_norm.weight"))
+        self.weight_bytes = self.w.weight_bytes  # the model's own weights, bf16 in HBM
         self._steps: dict[int, Step] = {}
         self._slots = (self.w.reserve(4 * PREFILL_CHUNKS[-1]), self.w.reserve(4 * PREFILL_CHUNKS[-1]))
         self.last = GenerationReport()
@@ -131,8 +134,7 @@ class SmolLM2:
         bf16 to a new simulated device; ``length`` positions of KV cache."""
         model = GgufModel(path if path is not None else smollm2_path())
         config = model.config()
-        weights = {name: model.weight(name) for name in model.tensors}
-        return cls(config, Tokenizer.from_gguf(model), weights, length=length, hw=hw)
+        return cls(config, Tokenizer.from_gguf(model), model.weight, length=length, hw=hw)
 
     # -- launches ----------------------------------------------------------------------------------------------
     def _step(self, t: int) -> Step:
