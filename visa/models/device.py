@@ -33,6 +33,7 @@ hold zeros from the host or stale rows of a padded prefill, and are masked.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,11 +49,15 @@ from visa.mapping import AxisSet
 from visa.models.loader import LlamaConfig
 from visa.tensors.handles import HbmTensor, HostTensor
 
-__all__ = ["Step", "Weights", "decode_table", "prefill_table", "rope_tables", "PREFILL_CHUNKS"]
+__all__ = ["STAGES", "Step", "Weights", "decode_table", "prefill_table", "rope_tables", "PREFILL_CHUNKS"]
 
 Hbm = HbmTensor[Any, Any, Any]
 F64 = npt.NDArray[np.float64]
 I32 = npt.NDArray[np.int32]
+
+#: The stages a probing launch returns per block (``"{b}.{stage}"``), with their logical axes after T.
+STAGES = {"n": "D", "qkv": "QKV", "rot": "Q12 Dk", "attn": "HO", "o": "D", "x_attn": "D", "n2": "D", "gu": "F2",
+          "act": "F", "down": "D", "out": "D"}
 
 #: Token counts of a prefill launch: a prompt is padded to the next of these (chunks of the last for longer ones).
 PREFILL_CHUNKS = (32, 64)
@@ -90,6 +95,14 @@ def rope_tables(c: LlamaConfig, length: int) -> tuple[F64, F64, F64, F64]:
     return rot, cos, sin, swap
 
 
+def q_scale(c: LlamaConfig) -> float:
+    """The factor folded into w_q: the attention's ``1/√d`` when it is a power of two (d = 64: 2⁻³), so that the
+    bf16 weights and every score carry exactly the bits they would with the scaling after the GEMM, and the
+    softmax needs no scaling pass; else 1 (the softmax scales)."""
+    half = math.log2(c.head_dim) / 2
+    return 2.0 ** -half if half == int(half) else 1.0
+
+
 class Weights:
     """The model's tensors in HBM (bf16), the KV caches and the host-built tables, placed by a bump allocator
     below the kernels' arena (which starts at 1 GiB of a chip's HBM)."""
@@ -100,6 +113,7 @@ class Weights:
                           F2=2 * c.ffn, F=c.ffn, H=c.kv_heads, S=length, Dk=c.head_dim, Dv=c.head_dim,
                           Dr=c.head_dim, P=length, Hq=c.heads, HS=c.kv_heads * length, PG=length * c.group,
                           Q12=c.heads + c.kv_heads, QK=(c.heads + c.kv_heads) * c.head_dim)
+        self.q_scale = q_scale(c)
         self.next = 0
         self.weight_bytes = 0
         self.blocks: list[dict[str, Hbm]] = []
@@ -130,7 +144,8 @@ class Weights:
         them, and its zeroed KV caches."""
         self.blocks.append({
             "g_attn": self.put(w["attn_norm.weight"], "D", weight=True),
-            "w_qkv": self.put(np.concatenate([w["attn_q.weight"], w["attn_k.weight"], w["attn_v.weight"]]),
+            "w_qkv": self.put(np.concatenate([w["attn_q.weight"] * self.q_scale, w["attn_k.weight"],
+                                              w["attn_v.weight"]]),
                               "QKV, D", weight=True),
             "w_o": self.put(w["attn_output.weight"], "D, HO", weight=True),
             "g_ffn": self.put(w["ffn_norm.weight"], "D", weight=True),
@@ -165,7 +180,7 @@ class Weights:
 @dataclass
 class Step:
     """The kernels of a launch of ``t`` tokens (``t = 1``: a decode step; else a prefill chunk) against a cache of
-    ``length`` positions.  ``probe``: also return each block's output (the residual stream) for the checks."""
+    ``length`` positions."""
 
     c: LlamaConfig
     t: int
@@ -180,6 +195,7 @@ class Step:
                                HO=c.heads * c.head_dim, S=s, HS=c.kv_heads * s, P=s, PG=s * c.group,
                                F=c.ffn, F2=2 * c.ffn, Fh=c.ffn // 128, Fw=128, M3=c.group * t, R12=q12 * t)
         self.m = ax.m
+        self.scale = 1.0 / math.sqrt(c.head_dim) / q_scale(c)  # what the softmax still scales by (1 when folded)
         self.rows_d = Rows(ax, "T", "D")
         self.qkv = Gemm(ax, "T", "QKV", "D")
         self.o_proj = Gemm(ax, "T", "D", "HO")
@@ -193,14 +209,14 @@ class Step:
             self.rope_row = Embedding(ax, "P", "Dr, Dk", rows="1")
             self.mask_row = Embedding(ax, "P", "Hq, HS", rows="1")
             self.mask_rows = Rows(ax, "Hq", "HS")
-            self.attention = Attention(ax, q="Hq", s="HS", dk="Dk", dv="Dv")
+            self.attention = Attention(ax, q="Hq", s="HS", dk="Dk", dv="Dv", scale=self.scale)
         else:
             self.rows_f = Rows(ax, "T", "F")
             self.rows_qk = Rows(ax, "T", "QK")
             self.swap = Gemm(ax, "R12", "Dr", "Dk")
             self.table_rows = Embedding(ax, "P", "QK", rows="T")
             self.mask_rows = Rows(ax, "M3", "S")
-            self.attention = Attention(ax, q="M3", s="S", dk="Dk", dv="Dv")
+            self.attention = Attention(ax, q="M3", s="S", dk="Dk", dv="Dv", scale=self.scale)
 
     # ---------------------------------------------------------------------------------------------------------
     def body(self, ctx: Context, w: Weights, position: int, ids: Hbm, pos: Hbm, probe: bool) -> dict[str, Any]:
@@ -223,18 +239,22 @@ class Step:
                 log = self.mask_rows.branch_log(ctx, arena, self.mask_rows.load(ctx, arena, table.relabel(
                     m["M3, S"])))
             for b, (blk, cache) in enumerate(zip(w.blocks, w.caches, strict=True)):
+                stages: dict[str, Any] | None = {} if probe else None
                 with arena.scratch():
-                    x = self.block(ctx, arena, x, w.swap, blk, cache, rope, log, position, addresses[(b + 1) % 2])
-                if probe:
-                    out[f"x{b + 1}"] = rd.store(ctx, arena, x)
+                    x = self.block(ctx, arena, x, w.swap, blk, cache, rope, log, position, addresses[(b + 1) % 2],
+                                   stages)
+                if stages is not None:
+                    stages["out"] = rd.store(ctx, arena, x)
+                    out.update({f"{b}.{k}": v for k, v in stages.items()})
             h = self.norm(ctx, arena, x, w.g_out)
             out["h"] = h
             out["logits"] = self.lm_head(ctx, arena, h, w.emb)  # the LM head tied to token_embd
         return out
 
     def block(self, ctx: Context, arena: Arena, x: Any, swap: Hbm, blk: dict[str, Hbm], cache: tuple[Hbm, Hbm],
-              rope: Any, log: Any, position: int, out_address: int) -> Any:
-        """One decoder block on the DM rows ``x``; its output at ``out_address``."""
+              rope: Any, log: Any, position: int, out_address: int, stages: dict[str, Any] | None = None) -> Any:
+        """One decoder block on the DM rows ``x``; its output at ``out_address``.  ``stages``, when given,
+        receives every stage's output in HBM (:data:`STAGES`) for the checks."""
         m, rd, c, t = self.m, self.rows_d, self.c, self.t
         n = self.norm(ctx, arena, x, blk["g_attn"])
         qkv = self.qkv(ctx, arena, n, blk["w_qkv"])  # [T, q | k | v]
@@ -269,6 +289,9 @@ class Step:
         with arena.scratch():  # the VRF holds the branch log across the blocks: SwiGLU's operand is temporary
             act = rf.store(ctx, arena, rf.swiglu(ctx, arena, rf.load(ctx, arena, gate), rf.load(ctx, arena, up)))
         down = self.down(ctx, arena, act.view().relabel(m["T, F"]), blk["w_down"])
+        if stages is not None:
+            stages.update(n=n, qkv=qkv, rot=rot, attn=attn, o=o, x_attn=rd.store(ctx, arena, x_attn), n2=n2, gu=gu,
+                          act=act, down=down)
         return rd.add(ctx, arena, x_attn, rd.load(ctx, arena, down), address=out_address)
 
     def norm(self, ctx: Context, arena: Arena, x: Any, gain: Hbm) -> Hbm:

@@ -28,17 +28,22 @@ def rope_angles(positions: npt.ArrayLike, head_dim: int, base: float) -> F64:
 
 
 class Reference:
-    """The model in float64 numpy from a dict of weights named as in the GGUF file (``blk.{i}.attn_q.weight``
-    ``[out, in]``, ...)."""
+    """The model in float64 numpy from weights named as in the GGUF file (``blk.{i}.attn_q.weight`` ``[out, in]``,
+    ...); the weights are kept as given (float32) and widened to float64 where used."""
 
     def __init__(self, config: LlamaConfig, weights: Mapping[str, npt.NDArray[np.floating]]) -> None:
         self.c = config
-        self.w = {k: np.asarray(v, np.float64) for k, v in weights.items()}
+        self.w = dict(weights)
 
-    def _norm(self, x: F64, g: F64) -> F64:
+    def weight(self, name: str) -> F64:
+        """Weight ``name`` as float64."""
+        return np.asarray(self.w[name], np.float64)
+
+    def norm(self, x: F64, g: F64) -> F64:
+        """RMSNorm of the rows of ``x`` with gain ``g``."""
         return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + self.c.eps) * g
 
-    def _rope(self, x: F64, positions: npt.ArrayLike) -> F64:
+    def rope(self, x: F64, positions: npt.ArrayLike) -> F64:
         """``x`` ``[T, heads, d]`` with each pair (2i, 2i+1) rotated by θ[p_t, i]."""
         theta = rope_angles(positions, self.c.head_dim, self.c.rope_base)[:, None, :]
         cos, sin = np.cos(theta), np.sin(theta)
@@ -48,39 +53,56 @@ class Reference:
         out[..., 1::2] = a * sin + b * cos
         return out
 
+    def block(self, b: int, x: F64) -> dict[str, F64]:
+        """Block ``b`` on the rows ``x`` ``[T, dim]`` (positions 0…T−1, causal): every intermediate, ``"out"`` the
+        block's output."""
+        c, t, d = self.c, x.shape[0], self.c.head_dim
+        p = f"blk.{b}."
+        r: dict[str, F64] = {"x": x}
+        r["n"] = n = self.norm(x, self.weight(p + "attn_norm.weight"))
+        q = (n @ self.weight(p + "attn_q.weight").T).reshape(t, c.heads, d)
+        k = (n @ self.weight(p + "attn_k.weight").T).reshape(t, c.kv_heads, d)
+        r["v"] = v = (n @ self.weight(p + "attn_v.weight").T).reshape(t, c.kv_heads, d)
+        r["q"], r["k"] = q, k
+        r["q_rot"], r["k_rot"] = q, k = self.rope(q, np.arange(t)), self.rope(k, np.arange(t))
+        causal = np.tril(np.ones((t, t), bool))
+        probs = np.zeros((c.heads, t, t))
+        out = np.empty((t, c.heads, d))
+        for j in range(c.heads):
+            h = j // c.group
+            s = np.where(causal, q[:, j] @ k[:, h].T / np.sqrt(d), -np.inf)
+            e = np.exp(s - s.max(axis=1, keepdims=True))
+            probs[j] = e / e.sum(axis=1, keepdims=True)
+            out[:, j] = probs[j] @ v[:, h]
+        r["probs"], r["attn"] = probs, out.reshape(t, -1)
+        r["o"] = r["attn"] @ self.weight(p + "attn_output.weight").T
+        r["x_attn"] = x_attn = x + r["o"]
+        r["n2"] = n2 = self.norm(x_attn, self.weight(p + "ffn_norm.weight"))
+        r["gate"] = gate = n2 @ self.weight(p + "ffn_gate.weight").T
+        r["up"] = up = n2 @ self.weight(p + "ffn_up.weight").T
+        r["act"] = act = gate / (1 + np.exp(-gate)) * up
+        r["down"] = act @ self.weight(p + "ffn_down.weight").T
+        r["out"] = x_attn + r["down"]
+        return r
+
     def hidden(self, ids: list[int]) -> F64:
         """The final normalised hidden state ``[T, dim]`` of the tokens ``ids`` at positions 0…T−1."""
-        c, w = self.c, self.w
-        t, d = len(ids), c.head_dim
-        pos = np.arange(t)
-        x = w["token_embd.weight"][np.asarray(ids)]
-        causal = np.tril(np.ones((t, t), bool))
-        for b in range(c.blocks):
-            p = f"blk.{b}."
-            n = self._norm(x, w[p + "attn_norm.weight"])
-            q = self._rope((n @ w[p + "attn_q.weight"].T).reshape(t, c.heads, d), pos)
-            k = self._rope((n @ w[p + "attn_k.weight"].T).reshape(t, c.kv_heads, d), pos)
-            v = (n @ w[p + "attn_v.weight"].T).reshape(t, c.kv_heads, d)
-            out = np.empty((t, c.heads, d))
-            for j in range(c.heads):
-                h = j // c.group
-                s = q[:, j] @ k[:, h].T / np.sqrt(d)
-                s = np.where(causal, s, -np.inf)
-                e = np.exp(s - s.max(axis=1, keepdims=True))
-                out[:, j] = (e / e.sum(axis=1, keepdims=True)) @ v[:, h]
-            x = x + out.reshape(t, -1) @ w[p + "attn_output.weight"].T
-            n = self._norm(x, w[p + "ffn_norm.weight"])
-            gate, up = n @ w[p + "ffn_gate.weight"].T, n @ w[p + "ffn_up.weight"].T
-            x = x + (gate / (1 + np.exp(-gate)) * up) @ w[p + "ffn_down.weight"].T
-        return self._norm(x, w["output_norm.weight"])
+        x = np.asarray(self.w["token_embd.weight"][np.asarray(ids)], np.float64)
+        for b in range(self.c.blocks):
+            x = self.block(b, x)["out"]
+        return self.norm(x, self.weight("output_norm.weight"))
+
+    def head(self, h: F64) -> F64:
+        """Logits of the final hidden rows ``h`` (the LM head tied to ``token_embd``)."""
+        return h @ self.weight("token_embd.weight").T
 
     def logits(self, ids: list[int]) -> F64:
-        """Next-token logits ``[T, vocab]`` at every position (the LM head tied to ``token_embd``)."""
-        return self.hidden(ids) @ self.w["token_embd.weight"].T
+        """Next-token logits ``[T, vocab]`` at every position."""
+        return self.head(self.hidden(ids))
 
     def generate(self, ids: list[int], new_tokens: int) -> list[int]:
         """Greedy continuation: ``new_tokens`` ids (recomputing the whole sequence each step)."""
         out = list(ids)
         for _ in range(new_tokens):
-            out.append(int(np.argmax(self.w["token_embd.weight"] @ self.hidden(out)[-1])))
+            out.append(int(np.argmax(self.head(self.hidden(out)[-1:])[0])))
         return out[len(ids):]

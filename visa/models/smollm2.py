@@ -23,7 +23,7 @@ from visa import dtypes as dt
 from visa.context import Context
 from visa.errors import VisaError
 from visa.hw import RNGD, HardwareProfile
-from visa.models.device import PREFILL_CHUNKS, Step, Weights
+from visa.models.device import PREFILL_CHUNKS, STAGES, Step, Weights
 from visa.models.loader import GgufModel, LlamaConfig, smollm2_path
 from visa.models.tokenizer import Tokenizer
 from visa.tensors.handles import HostTensor
@@ -169,17 +169,19 @@ class SmolLM2:
             out = launch_kernel(step, self.ctx, self.w, position, self._ints(padded, 0),
                                 self._ints(list(range(position, position + t)), 1), probe)
             span = self.ctx.schedule.device_span(first)
-            m = step.m
-            got = {"logits": np.asarray(out["logits"].logical("T V" if t > 1 else "V"), np.float32).reshape(t, -1)[:n]}
-            if probe:
-                for key, val in out.items():
-                    if key != "logits":
-                        got[key] = np.asarray(val.logical("T D" if t > 1 else "D"), np.float32).reshape(t, -1)[:n]
-            _ = m
+            got = {key: self._read(val, key, t)[:n] for key, val in out.items() if probe or key == "logits"}
         finally:
             step.arena.hbm = mark
         self.last.steps.append(StepRecord("decode" if t == 1 else "prefill", n, span, time.perf_counter() - t0))
         return got
+
+    def _read(self, tensor: Any, key: str, t: int) -> F32:
+        """A launch's HBM output as float32 ``[t, …]`` (its axes after T: :data:`~visa.models.device.STAGES`)."""
+        stage = key.split(".")[-1]
+        axes = {"logits": "V", "h": "D"}.get(stage) or STAGES[stage]
+        if stage == "act" and t == 1:
+            axes = "Fh Fw"  # decode's SwiGLU rows of 128
+        return np.asarray(tensor.logical(axes if t == 1 else f"T {axes}"), np.float32).reshape(t, -1)
 
     def _new_report(self) -> None:
         c = self.config
