@@ -8,10 +8,10 @@
   "Hello, TCP!" GEMM (L466–525);
 - N is spread over the slices (``N / 32``, up to 256 tiles of 32 columns, 8192 columns per N tile) and
   tiled beyond that (``N / 8192``);
-- K is tiled by 512 (or, for a K that is no multiple of 512, by the largest multiple of 32 below 512 that divides
-  it: 288 for SmolLM2's 576): a tile of w per Row is at most ``4 × 512`` bf16 = 4 KiB, one TRF half (L4151–4154), so the sub
-  context loads the next tile into the other half while the main context contracts (double buffering; the
-  first tile is loaded by main, whose fetch is wider, L1757–1759);
+- K is tiled by 512 (or, for a K that is no multiple of 512, by the largest multiple of 32 below 512 that
+  divides it: 288 for SmolLM2's 576): a tile of w per Row is at most ``4 × 512`` bf16 = 4 KiB, one TRF half
+  (L4151–4154), so the sub context loads the next tile into the other half while the main context contracts
+  (double buffering; the first tile is loaded by main, whose fetch is wider, L1757–1759);
 - each K tile's contraction commits its f32 accumulator output (no cast); the K partials are added in f32 by
   split-reduce passes (interleaved fetch and ``vector_clip_zip(Add)``, L7151–7381) and cast to bf16 once.
 
@@ -60,10 +60,10 @@ class Gemm:
     shard in the same launch: x and w carry that Chip level in HBM (``HbmTensor(…, m["C"], m["M, K"])``), the
     DMAs keep it, and the output is ``m["C"]`` × ``m["M, N"]`` — the tensor-parallel split of L8225–8419.
 
-    ``w_tiles=True`` says w is stored K-tile-major in HBM (``m["K / t, N, K % t"]`` for the K tile t, N ≤ 8192): each (N, K)
-    tile the stream mode moves is then one contiguous run.  A K tile of a row-major ``m["N, K"]`` w reads 1 KiB
-    of every 2·K bytes, which under the HBM address map puts every 256-byte unit in a DRAM row of its own (a row
-    switch per request: the manual's lines are in docs/manual-notes.md, "DMA cost vs HBM channels").
+    ``w_tiles=True`` says w is stored K-tile-major in HBM (``m["K / t, N, K % t"]`` for the K tile t, N ≤ 8192):
+    each (N, K) tile the stream mode moves is then one contiguous run.  A K tile of a row-major ``m["N, K"]`` w
+    reads 1 KiB of every 2·K bytes, which under the HBM address map puts every 256-byte unit in a DRAM row of its
+    own (a row switch per request: the manual's lines are in docs/manual-notes.md, "DMA cost vs HBM channels").
     """
 
     def __init__(self, ax: AxisSet, m: str = "M", n: str = "N", k: str = "K", *, chip: str = "1",
@@ -81,7 +81,8 @@ class Gemm:
                               fix=f"pad {n} to a multiple of 32")
         if sk % 32:
             raise LayoutError(f"{k} = {sk} must be a multiple of 32 (a 64-byte packet of bf16, L4388)", call=call,
-                              level="Packet", mapping=f'm["{k}"]', axis=k, fix=f"pad {k} with zeros to a multiple of 32")
+                              level="Packet", mapping=f'm["{k}"]', axis=k,
+                              fix=f"pad {k} with zeros to a multiple of 32")
         if self.k_tiles_of(sk) > 1:
             pair_axis(ax)  # the interleave axis of the K-partial adds
         self.ax, self.m, self.n, self.k = ax, m, n, k

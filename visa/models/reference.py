@@ -24,7 +24,8 @@ F64 = npt.NDArray[np.float64]
 def rope_angles(positions: npt.ArrayLike, head_dim: int, base: float) -> F64:
     """``θ[p, i] = p · base^(−2i/head_dim)`` for the pairs ``i < head_dim / 2``."""
     inv = base ** (-np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
-    return np.asarray(positions, np.float64)[:, None] * inv[None, :]
+    out: F64 = np.asarray(positions, np.float64)[:, None] * inv[None, :]
+    return out
 
 
 class Reference:
@@ -41,7 +42,8 @@ class Reference:
 
     def norm(self, x: F64, g: F64) -> F64:
         """RMSNorm of the rows of ``x`` with gain ``g``."""
-        return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + self.c.eps) * g
+        out: F64 = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + self.c.eps) * g
+        return out
 
     def rope(self, x: F64, positions: npt.ArrayLike) -> F64:
         """``x`` ``[T, heads, d]`` with each pair (2i, 2i+1) rotated by θ[p_t, i]."""

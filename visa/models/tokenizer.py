@@ -37,7 +37,10 @@ class Tokenizer:
             raise ModelFileError("the tokenizer needs the package tokenizers", call="visa.models.Tokenizer",
                                  level="host", mapping="-", axis="-", fix="pip install 'tcp-visa[models]'") from exc
         vocab = {tok: i for i, tok in enumerate(tokens)}
-        pairs = [tuple(m.split(" ", 1)) for m in merges]
+        pairs: list[tuple[str, str]] = []
+        for merge in merges:
+            left, right = merge.split(" ", 1)
+            pairs.append((left, right))
         bpe = models.BPE(vocab=vocab, merges=pairs, fuse_unk=False, byte_fallback=False)
         tok = HfTokenizer(bpe)
         split = [pre_tokenizers.Split(Regex(r"\p{N}"), behavior="isolated")] if pre in DIGIT_SPLIT else []
