@@ -71,7 +71,33 @@ def gemm(size: int = 1024, k_tile: int = 512, m_block: int | None = None, double
     return ctx.report()
 
 
-GRID = {"k_tile": [128, 256, 512, 1024], "double_buffer": [True, False], "m_block": [1, 2]}
+def decode_layer(k_tile: int = 512, tiles: bool = True) -> dict[str, Any]:
+    """One point of the Llama decode layer's tiles: ``examples/llama70b_decode_layer.py`` at its reduced size
+    (D = 1024, F = 3584), its five weight projections with this K tile, the weights stored K-tile-major
+    (``tiles``) or row-major; every stage checked against numpy by the example itself.  The cycles are the
+    launch's; the utilisation is against the layer's memory bound (weights and cache ÷ HBM bandwidth)."""
+    layer = _sibling("llama70b_decode_layer")
+    result = layer.run(layer.REDUCED, k_tile=k_tile, tiles=tiles)
+    return {"cycles": int(result["makespan"]), "utilisation": result["memory bound"] / result["makespan"],
+            "bound": "HBM"}
+
+
+def _sibling(name: str) -> Any:
+    """An example beside this file, imported once (as ``visa run`` would run it, but without its ``main``)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().with_name(f"{name}.py"))
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+GRID: dict[str, list[Any]] = {"k_tile": [128, 256, 512, 1024], "double_buffer": [True, False], "m_block": [1, 2]}
 
 
 def main() -> None:

@@ -67,7 +67,8 @@ class Gemm:
     DMAs keep it, and the output is ``m["C"]`` × ``m["M, N"]`` — the tensor-parallel split of L8225–8419.
 
     ``k_tile`` (32 … 1024, a power of two) and ``m_block`` (M tiles per TRF load; ``None``: the most the DM
-    holds) are the tiling choices a tuner sweeps (:mod:`visa.tune`); the result is the same for every choice.
+    holds) are the tiling choices a tuner sweeps (:mod:`visa.tune`); every choice computes the same product within
+    :func:`visa.kernels.bounds.gemm` (the K tiles change only the order of the f32 additions).
 
     ``w_tiles=True`` says w is stored K-tile-major in HBM (``m["K / k_tile, N, K % k_tile"]``, N ≤ 8192): each (N, K)
     tile the stream mode moves is then one contiguous run.  A K tile of a row-major ``m["N, K"]`` w reads 1 KiB
