@@ -20,11 +20,15 @@ SPACE = {"k_tile": [128, 256, 512, 1024], "m_block": [1, 2, 4, 8], "double_buffe
          "w_tiles": [True, False]}
 
 
+LOAD: list[float] = []
+
+
 def run() -> Iterator[str]:
     from tune_gemm import gemm
 
     from visa.tune import sweep
 
+    LOAD[:] = [os.getloadavg()[0]]
     size = int(os.environ.get("TUNE_SIZE", "1024"))
     space = {"size": [size], **SPACE}
     t0 = time.perf_counter()
@@ -37,8 +41,11 @@ def run() -> Iterator[str]:
     best = two.best
     exhaustive = min((r.cycles for r in one.rows if r.cycles is not None), default=None)
     yield f"tune: {len(one.rows)}-point sweep of the {size}³ bf16 GEMM ({len(one.errors)} refused points)"
-    yield f"  one process, one after another: {t1 - t0:7.1f} s"
-    yield f"  two worker processes:           {t2 - t1:7.1f} s = {(t2 - t1) / (t1 - t0):.2f}× (aim ≤ 0.6×)"
+    walls = sum(r.wall for r in one.rows), sum(r.wall for r in two.rows)
+    yield f"  one process, one after another: {t1 - t0:7.1f} s (the points' own walls add up to {walls[0]:.1f} s)"
+    yield f"  two worker processes:           {t2 - t1:7.1f} s = {(t2 - t1) / (t1 - t0):.2f}× (aim ≤ 0.6×; the " \
+          f"points' walls add up to {walls[1]:.1f} s: a point is {walls[1] / walls[0]:.2f}× slower beside another)"
+    yield f"  load average before and after: {LOAD[0]:.1f}, {os.getloadavg()[0]:.1f} (the aim needs an idle machine)"
     found = best.cycles if best else None
     yield f"  same rows either way: {same}; best {best.params if best else None} at {found} cycles"
     yield f"  exhaustive best {exhaustive} cycles: found it: {found == exhaustive}"

@@ -156,8 +156,10 @@ def test_gemm_tiling_choices_agree_with_numpy(k_tile: int, m_block: int | None) 
 
 def test_gemm_tiling_refusals() -> None:
     ax = AxisSet(M=64, N=64, K=2048, P=2)
-    with pytest.raises(HardwareLimitError, match="power of two from 32 to 1024"):
-        Gemm(ax, k_tile=384)
+    with pytest.raises(HardwareLimitError, match="multiple of 32 from 32 to 1024"):
+        Gemm(ax, k_tile=48)
+    with pytest.raises(HardwareLimitError, match="multiple of 32 from 32 to 1024"):
+        Gemm(ax, k_tile=2048)
     with pytest.raises(HardwareLimitError, match="at least one M tile"):
         Gemm(ax, m_block=0)
     with pytest.raises(VisaError, match="multiple of it"):

@@ -66,7 +66,7 @@ class Gemm:
     shard in the same launch: x and w carry that Chip level in HBM (``HbmTensor(…, m["C"], m["M, K"])``), the
     DMAs keep it, and the output is ``m["C"]`` × ``m["M, N"]`` — the tensor-parallel split of L8225–8419.
 
-    ``k_tile`` (32 … 1024, a power of two) and ``m_block`` (M tiles per TRF load; ``None``: the most the DM
+    ``k_tile`` (a multiple of 32 up to 1024) and ``m_block`` (M tiles per TRF load; ``None``: the most the DM
     holds) are the tiling choices a tuner sweeps (:mod:`visa.tune`); every choice computes the same product within
     :func:`visa.kernels.bounds.gemm` (the K tiles change only the order of the f32 additions).
 
@@ -80,9 +80,9 @@ class Gemm:
                  w_tiles: bool = False, k_tile: int = K_TILE, m_block: int | None = None) -> None:
         call = f"visa.kernels.Gemm({m!r}, {n!r}, {k!r})"
         sm, sn, sk = ax.size(m), ax.size(n), ax.size(k)
-        if k_tile < 32 or k_tile > ROW_K or k_tile & (k_tile - 1):
+        if k_tile < 32 or k_tile > ROW_K or k_tile % 32:
             raise HardwareLimitError(f"k_tile = {k_tile}: a TRF Row holds 4 × {ROW_K} bf16 (8 KiB, manual L1089) "
-                                     "and a packet 32 (L4388), so a K tile is a power of two from 32 to "
+                                     "and a packet 32 (L4388), so a K tile is a multiple of 32 from 32 to "
                                      f"{ROW_K}", call=call, level="Row", mapping=f'm["{k}"]', axis=k,
                                      fix="use k_tile = 128, 256, 512 or 1024")
         if m_block is not None and m_block < 1:
