@@ -27,7 +27,7 @@ LAYERS = {
     "visa.tensors": 5,
     "visa.stream": 6,
     "visa.testing": 7, "visa.context": 7, "visa.schedule": 7,
-    "visa.kernels": 8,
+    "visa.kernels": 8, "visa.tune": 8,
     "visa.models": 9,
     "visa.mypy": 10,
     "visa.cli": 11, "visa.catalogue": 11,
