@@ -3,8 +3,8 @@
 
 The layers, lowest first: hardware tables and errors; scalars; the mapping algebra; memories; engines; tensor
 handles and their moves; stream stages; the test helpers and the host side (``Context``, the schedule);
-kernels built from them; models built from the kernels; the mypy plugin; the command line and the error catalogue (which imports every module);
-the package face (``visa/__init__.py``).
+kernels built from them (and the tuner); models built from the kernels; the mypy plugin; the command line and
+the error catalogue (which imports every module); the package face (``visa/__init__.py``).
 """
 
 from __future__ import annotations

@@ -10,8 +10,9 @@
   tiled beyond that (``N / 8192``);
 - K is tiled by ``k_tile`` (default: 512, or for a K that is no multiple of 512 the largest multiple of 32 below
   512 that divides it — 288 for SmolLM2's 576; :meth:`Gemm.k_tile_of`): a tile of w per Row is ``4 × k_tile``
-  bf16, at most 4 KiB — one TRF half (L4151–4154) — so the sub context loads the next tile into the other half while the main context
-  contracts (double buffering; the first tile is loaded by main, whose fetch is wider, L1757–1759).  A
+  bf16, at most 4 KiB — one TRF half (L4151–4154) — so the sub context loads the next tile into the other half
+  while the main context contracts (double buffering; the first tile is loaded by main, whose fetch is wider,
+  L1757–1759).  A
   ``k_tile`` of 1024 fills a whole Row (8 KiB, L1089): fewer passes, but nothing to load into meanwhile;
 - the M tiles run in blocks of ``m_block`` that share each TRF load (default: as many as the slice's DM holds
   the f32 partials of, L138); a smaller block reloads w once per block but needs less DM;
