@@ -8,6 +8,7 @@ random program twice — with writes left pending and with every write made at o
 
 from __future__ import annotations
 
+import contextlib
 import gc
 from typing import Any
 
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 
 import visa.memory.images as images
 import visa.memory.transfer as transfer
-from visa import RNGD, axes
+from visa import RNGD, axes, fastpaths
 from visa.dtypes import i8, i16
 from visa.memory.arena import Arena
 from visa.memory.images import DenseImage, load_nest, store_nest
@@ -88,8 +89,13 @@ def _run(program: list[tuple[Any, ...]], defer: bool, monkeypatch: pytest.Monkey
          ) -> list[Any]:
     """Run ``program`` on a DM image (its memory a reused one, owing zeros) and return every read; ``whole``
     reads all of it at the end (else it dies with what is pending)."""
-    monkeypatch.setattr(transfer, "DEFER_BYTES", 0 if defer else 1 << 62)
+    monkeypatch.setattr(transfer, "DEFER_BYTES", 0)  # (every broadcast left pending, however small)
     monkeypatch.setattr(images, "ARENA", Arena(least=1))
+    with contextlib.nullcontext() if defer else fastpaths.disabled("dma.pending-copies"):
+        return _program(program, monkeypatch, whole)
+
+
+def _program(program: list[tuple[Any, ...]], monkeypatch: pytest.MonkeyPatch, whole: bool) -> list[Any]:
     junk = DenseImage(SHAPE, page_bytes=256)  # a dead image's bytes under the next one
     junk.flat_data(0, SPAN).reshape(UNITS, -1)[:, :SPAN] = 0xA5
     junk.mark_written(slice(None), 0, SPAN)
@@ -209,13 +215,10 @@ def _gemm(pending: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[np.ndarray[An
     """The GEMM example's kernel (manual L466–525) on fixed data: its output's bits, its cycles, and the pending
     copies its DM and TRF hold at the end."""
     from tests.memory.gemm_run import run_gemm
-    from visa.engines import collect
 
-    monkeypatch.setattr(transfer, "DEFER_BYTES", transfer.DEFER_BYTES if pending else 1 << 62)
     monkeypatch.setenv("VISA_VERIFY_REPLICAS", "0")  # (checking a claim reads every copy: the bits compare here)
-    if not pending:
-        monkeypatch.setattr(collect, "_load_replicas", lambda *args: False)
-    ctx, bits = run_gemm(11)
+    with contextlib.nullcontext() if pending else fastpaths.disabled("dma.pending-copies", "collect.replica-load"):
+        ctx, bits = run_gemm(11)
     chip = ctx.memory.chip(0)
     return bits, ctx.schedule.makespan, len(chip.dm._pending.copies), len(chip.trf._pending.copies)
 

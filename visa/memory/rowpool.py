@@ -34,9 +34,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from visa.memory.arena import _reuse_allowed
+from visa import fastpaths
 
-__all__ = ["RowPool", "Loan", "ROW_POOL"]
+__all__ = ["RowPool", "Loan", "ROW_POOL", "POOL"]
+
+POOL = fastpaths.register("memory.rowpool", "stream buffers are reused with their rows without data kept zero, "
+                          "instead of allocated and zeroed for every fetch")
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -85,7 +88,7 @@ class RowPool:
         :meth:`Loan.settle` (with no loan, the buffer is the caller's own)."""
         rows = np.asarray(data_rows, dtype=bool).reshape(shape[0])
         nbytes = int(np.prod(shape)) * dtype.itemsize
-        if not self.enabled or nbytes < self.least:
+        if not self.enabled or not POOL.on or nbytes < self.least:
             out = np.empty(shape, dtype=dtype)
             out[~rows] = 0
             return out, None
@@ -118,5 +121,5 @@ class RowPool:
         self._kept.clear()
 
 
-#: The pool of the fetch's stream buffers; off with ``VISA_KEEP_FREED=0`` (as the arena).
-ROW_POOL = RowPool(enabled=_reuse_allowed())
+#: The pool of the fetch's stream buffers; off with the fast path ``memory.rowpool``.
+ROW_POOL = RowPool(enabled=hasattr(sys, "getrefcount"))

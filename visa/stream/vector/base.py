@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from visa import dtypes as dt
 from visa.engines.common import EngineReport, StreamData, StreamLayout
-from visa.engines.deferred import DeferredData
+from visa.engines.deferred import DEFERRED, DeferredData
 from visa.engines.vector import arith
 from visa.engines.vector.elementwise import (
     Resolved,
@@ -311,7 +311,7 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
                 rs = [r]
             resolved.append((rs, gid))
             inputs += ins
-        deferred = _deferred(op, args, data, resolved, ve)
+        deferred = _deferred(op, args, data, resolved, ve) if DEFERRED.on else None
         if deferred is not None:
             return deferred, ve, inputs
         group_bit = self.hw.vector.execution_id_bits - 1
