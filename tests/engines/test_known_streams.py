@@ -124,12 +124,12 @@ def test_contraction_of_a_periodic_window_equals_the_materialised_one(dtype: Any
     needs("contraction.window-in-place")
     x, y = _inputs(dtype)
     _, aligned, got = _gemm(dtype, x, y, dm_poison=poison == "dm", trf_poison=poison == "trf")
-    window = aligned.extra["window"]
+    window = aligned.carried.contraction.window
     assert window.period == (0 if poison == "trf" else 16)  # a poisoned TRF byte: the window and its mask copied
     assert is_everywhere(window.known) == (poison != "trf")
     _materialised(reference)
     _, aligned2, want = _gemm(dtype, x, y, dm_poison=poison == "dm", trf_poison=poison == "trf")
-    assert aligned2.extra["window"].period == 0
+    assert aligned2.carried.contraction.window.period == 0
     # the same products in the same matrix shapes (the materialised path finds the period in the data): bit for bit
     assert np.array_equal(got.data.values.view(np.uint32), want.data.values.view(np.uint32))
     assert np.array_equal(got.data.known, want.data.known)
@@ -158,7 +158,7 @@ def test_a_to_trf_after_align_does_not_change_the_pass(dtype: Any) -> None:
     x, y = _inputs(dtype)
     y2 = dt.random_values(dtype, (64, 128), RNG)
     _, aligned, got = _gemm(dtype, x, y, y2=y2)
-    assert aligned.extra["window"].period == 16
+    assert aligned.carried.contraction.window.period == 16
     _, _, want = _gemm(dtype, x, y)
     assert np.array_equal(got.data.values.view(np.uint32), want.data.values.view(np.uint32))
     assert np.array_equal(got.data.known, want.data.known) and _logical(got)[1].all()
@@ -174,7 +174,7 @@ def test_contraction_tensor_data_of_a_periodic_window(reference: Callable[..., N
     needs("contraction.window-in-place")
     x, y = _inputs(i8)
     _, aligned, _ = _gemm(i8, x, y, dm_poison=True, finish=False)
-    assert aligned.extra["window"].period == 16
+    assert aligned.carried.contraction.window.period == 16
     got = aligned.contract(AX.m["1"]).data
     _materialised(reference)
     _, aligned2, _ = _gemm(i8, x, y, dm_poison=True, finish=False)

@@ -14,6 +14,7 @@ mapping with its Row level, ``(Chip, Cluster, Slice, Row, Time, Packet)``) is co
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -37,7 +38,35 @@ if TYPE_CHECKING:
         ContractionTensor,
     )
 
-__all__ = ["align", "contract", "accumulate", "DeferredData", "trf_window"]
+__all__ = ["align", "contract", "accumulate", "DeferredData", "trf_window", "ContractionPass", "ContractionPlans"]
+
+
+@dataclass(frozen=True)
+class ContractionPlans:
+    """What an accumulated stream keeps of its Contraction Engine pass: the Aligner's and the Reducer tree's plans
+    and the TRF operand (the activation and the window are let go)."""
+
+    align: engine.AlignPlan
+    trf: TrfTensor[Any, Any, Any, Any, Any, Any]
+    contract: engine.ContractPlan
+
+
+@dataclass(frozen=True)
+class ContractionPass:
+    """What ``align`` hands ``contract`` and ``contract`` hands ``accumulate`` (one pass of the Contraction
+    Engine, L3889–4324): the Aligner's plan, the TRF operand, the adapted activation (values, known-mask and its
+    Time digits), the TRF window the sequencer reads, the valid ``(Chip, Cluster, Slice)`` positions, the
+    activation's replica labels, and (after ``contract``) the Reducer tree's plan."""
+
+    align: engine.AlignPlan
+    trf: TrfTensor[Any, Any, Any, Any, Any, Any]
+    act: npt.NDArray[Any]
+    act_known: npt.NDArray[np.bool_]
+    digits: Any
+    window: engine.TrfWindow
+    valid: npt.NDArray[np.bool_]
+    act_replicas: npt.NDArray[np.int64] | None
+    contract: engine.ContractPlan | None = None
 
 
 class DeferredData(LazyData):
@@ -107,9 +136,10 @@ def align(
     data = BroadcastData(act, act_known, (*digits, (plan.tiles, True)))
     data.check(out_layout)
     report = EngineReport("aligner", plan.describe(), engine.align_cycles(plan), details=engine.align_details(plan))
-    extra = {**stream.extra, "align": plan, "trf": trf, "activation": (act, act_known, digits), "window": window,
-             "valid": valid, "act_replicas": src.replicas}  # (the Stream Adapter treats every slice alike)
-    return AlignedTensor(stream.tu, out_layout, data, stream.reports + (report,), stream.inputs + (trf,), extra)
+    state = ContractionPass(plan, trf, act, act_known, digits, window, valid,
+                            src.replicas)  # (the Stream Adapter treats every slice alike)
+    return AlignedTensor(stream.tu, out_layout, data, stream.reports + (report,), stream.inputs + (trf,),
+                         stream.carried.with_(contraction=state))
 
 
 def contract(
@@ -126,14 +156,12 @@ def contract(
     hw = stream.ctx.hw
     layout = stream.layout
     plan = engine.plan_contract(hw, layout.dtype, layout.packet, packet)
-    align_plan: engine.AlignPlan = stream.extra["align"]
-    act, act_known, digits = stream.extra["activation"]
-    window: engine.TrfWindow = stream.extra["window"]
-    valid = stream.extra["valid"]
+    state: ContractionPass = stream.carried.contraction
+    align_plan, valid = state.align, state.valid
 
     def compute() -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]:
-        return engine.contract_values(align_plan, plan, act, act_known, window, valid, digits,
-                                      stream.extra.get("act_replicas"))
+        return engine.contract_values(align_plan, plan, state.act, state.act_known, state.window, valid,
+                                      state.digits, state.act_replicas)
 
     cyc, lat = engine.contract_cycles(plan, align_plan.out_time)
     held = (int(np.count_nonzero(valid)) * int(np.count_nonzero(layout.time.evaluate().valid))
@@ -143,9 +171,8 @@ def contract(
                                    ("outputs_per_row", plan.columns), ("rows", align_plan.rows)),
                           macs=held * align_plan.rows, mac_dtype=layout.dtype.name)
     out_layout = layout.with_(dtype=plan.out_dtype, packet=packet)
-    extra = {**stream.extra, "contract": plan}
     return ContractionTensor(stream.tu, out_layout, DeferredData(compute), stream.reports + (report,), stream.inputs,
-                             extra)
+                             stream.carried.with_(contraction=replace(state, contract=plan)))
 
 
 def accumulate(
@@ -165,20 +192,20 @@ def accumulate(
                         call="accumulate", fix="pass AccumulationKind.Interleaved")
     hw = stream.ctx.hw
     layout = stream.layout
-    align_plan: engine.AlignPlan = stream.extra["align"]
-    contract_plan: engine.ContractPlan = stream.extra["contract"]
-    trf: TrfTensor[Any, Any, Any, Any, Any, Any] = stream.extra["trf"]
+    state: ContractionPass = stream.carried.contraction
+    align_plan, trf = state.align, state.trf
+    contract_plan = state.contract
+    assert contract_plan is not None  # (a ContractionTensor's pass has its tree's plan)
     plan = engine.plan_accumulate(hw, layout.dtype, trf.levels["Row"], layout.time, layout.packet, time, packet,
                                   kind.name)
-    act, act_known, digits = stream.extra["activation"]
-    data = engine.accumulate(align_plan, contract_plan, plan, act, act_known, stream.extra["window"],
-                             stream.extra["valid"], digits, stream.extra.get("act_replicas"))
+    data = engine.accumulate(align_plan, contract_plan, plan, state.act, state.act_known, state.window,
+                             state.valid, state.digits, state.act_replicas)
     cyc, lat = engine.accumulate_cycles(plan)
     report = EngineReport("reducer.accumulator", plan.describe(), cyc, latency=lat,
                           details=(("kind", plan.kind), ("reduced", plan.reduced_text), ("steps", plan.reduced),
                                    ("inner_slots", plan.inner_slots), ("slot_limit", plan.slot_limit)))
-    extra = {k: v for k, v in stream.extra.items() if k not in ("activation", "window", "valid", "act_replicas")}
-    extra["accumulate"] = plan
     out_layout = layout.with_(time=time, packet=packet)
     data.check(out_layout)
-    return AccumulationTensor(stream.tu, out_layout, data, stream.reports + (report,), stream.inputs, extra)
+    return AccumulationTensor(stream.tu, out_layout, data, stream.reports + (report,), stream.inputs,
+                              stream.carried.with_(contraction=ContractionPlans(align_plan, trf, contract_plan),
+                                                   accumulate=plan))
