@@ -42,6 +42,7 @@ UNITS = 2 * 256
 #: Findings of issue 23 (fixed on the i23b branch) that a step may still show: ``(kind, check) -> finding``.
 KNOWN: dict[tuple[str, str], int] = {
     ("h2d-padded-left", "refused-changed"): 5,  # a refusal after the write (left padding the source lacks)
+    ("h2d-padded-left", "bare-error"): 5,  # ... raised as a bare ValueError by the HBM cost model
     ("dma-tile", "outside-footprint"): 1,  # a DMA into a tile whose padded part is innermost writes the padding
     ("dma-slices", "outside-footprint"): 2,  # a DMA into some slices poisons the others' addresses
 }
@@ -170,6 +171,12 @@ class Runner:
                 outcome = "done"
             except VisaError as err:
                 outcome = f"refused {type(err).__name__}: {err.message}"
+            except ValueError as err:  # not a refusal: a defect, unless a known finding
+                finding = KNOWN.get((step.kind, "bare-error"))
+                if finding is None:
+                    raise
+                outcome = f"failed {type(err).__name__}: {err}"
+                self.out.known_findings.append((finding, step.kind, outcome))
             self.out.steps.append(f"{step.kind}: {outcome}")
             if before is not None:
                 after = self.snapshot()
