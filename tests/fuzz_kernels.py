@@ -218,7 +218,8 @@ class Runner:
             if step.kind == "dma-tile" and self.dm:  # into a tile of a DM tensor made before
                 target = self.dm[a["src"] % len(self.dm)]
                 half = max(1, target.levels["Element"].size // 2)
-                view = target.view().tile(m["B"], half, m[f"B = {half}"], half * a["half"])
+                inner = f"B = {half} # {2 * half}" if a["pad"] else f"B = {half}"  # (the manual's padded tile, L813)
+                view = target.view().tile(m["B"], half, m[inner], half * a["half"])
                 hbm.view().tile(m["B"], half, m[f"B = {half}"], 0).to_dm_view(view, ctx.tdma)
                 return
             d = hbm.to_dm(m[a["cluster"]], m[_slices(a)], m[element], ctx.tdma, a["dm"])
