@@ -315,10 +315,9 @@ def _simulate(path: Path, verbose: bool, console: Console) -> Outcome:
 
 def _fastpaths_table() -> str:
     """The registered fast paths, whether each is on now (``VISA_FASTPATHS``), and what it does (API.md §8)."""
-    import visa  # (every owner registers its paths at import)
+    import visa.engines  # noqa: F401  (every owner registers its paths at import: the engines and the memories)
     from visa import fastpaths
 
-    del visa
     rows = fastpaths.describe()
     width = max((len(n) for n, _, _ in rows), default=0)
     lines = [f"{name:<{width}}  {'on ' if on else 'off'}  {doc}" for name, on, doc in rows]
