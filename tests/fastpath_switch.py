@@ -28,3 +28,9 @@ def reference() -> Iterator[Callable[..., None]]:
     """``reference(*names)`` turns those fast paths (every one when none is named) off until the test ends."""
     with ExitStack() as stack:
         yield lambda *names: stack.enter_context(fastpaths.disabled(*names))
+
+
+def skip_unless(*names: str) -> pytest.MarkDecorator:
+    """A mark skipping a test that checks these fast paths' own structure when the environment turned one off."""
+    off = [n for n in names if not fastpaths.get(n).on]
+    return pytest.mark.skipif(bool(off), reason=f"fast path {off[0] if off else ''} is off (VISA_FASTPATHS)")

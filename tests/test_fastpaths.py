@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -11,6 +12,8 @@ from visa import fastpaths
 from visa.errors import VisaError
 
 
+@pytest.mark.skipif(os.environ.get(fastpaths.ENV, "").strip() not in ("", "on", "1", "all"),
+                    reason="the environment turns paths off (VISA_FASTPATHS): this test needs them on")
 def test_switches_nest_and_restore() -> None:
     a = fastpaths.register("test.a", "a path for this test")
     b = fastpaths.register("test.b", "another")

@@ -21,6 +21,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import visa.memory.transfer as transfer
+from tests.fastpath_switch import skip_unless
 from visa import RNGD, AxisSet, Context, TrfAddress, fastpaths, i8
 from visa.memory.rowpool import ROW_POOL
 from visa.memory.transfer import DmEndpoint, HostBuffer, address_space, copy
@@ -170,6 +171,7 @@ def test_a_trf_load_of_broadcast_slices_writes_as_made(broadcasts: list[Broadcas
     np.testing.assert_array_equal(got[1], want[1])
 
 
+@skip_unless("contraction.window-in-place", "contraction.window-nest", "memory.replicas")
 def test_the_trf_window_is_a_snapshot_when_one_period_is_contiguous() -> None:
     """Defect found by this review: align reads the TRF window as a snapshot, so that a later load of the TRF
     cannot change what a pending contraction multiplies (L4063–4070; the contraction is computed when its
@@ -362,6 +364,7 @@ def _to_vrf_over_broadcasts(broadcasts: list[Broadcast], first: int, count: int,
     ([(8, 1, 8, 1)], 9, 4),   # the class's source outside the window
     ([(8, 1, 8, 1)], 8, 6),
 ])
+@skip_unless("collect.replica-load", "memory.replicas", "fetch.replica-labels", "fetch.all-known")
 def test_a_vrf_load_of_broadcast_slices_writes_as_made(broadcasts: list[Broadcast], first: int, count: int) -> None:
     """A VRF load of replicated slices (one slice written, the others pending copies) writes what the plain
     load writes."""

@@ -79,7 +79,7 @@ def test_a_small_or_disabled_pool_lends_nothing() -> None:
         buf, loan = pool.take((2, 4), np.dtype(np.uint8), rows)
         assert loan is None and not buf[0].any() and buf.flags.writeable
     with fastpaths.disabled("memory.rowpool"):  # (the registry's switch: VISA_FASTPATHS=-memory.rowpool)
-        buf, loan = RowPool(least=0).take((2, 4), np.dtype(np.uint8), rows)
+        buf, loan = RowPool(least=0, path=fastpaths.get("memory.rowpool")).take((2, 4), np.dtype(np.uint8), rows)
         assert loan is None and not buf[0].any() and buf.flags.writeable
 
 

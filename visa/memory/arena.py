@@ -158,15 +158,17 @@ class Arena:
     counts the buffers handed out again.
     """
 
-    __slots__ = ("_kept", "per_shape", "least", "reused", "enabled")
+    __slots__ = ("_kept", "per_shape", "least", "reused", "enabled", "path")
 
-    def __init__(self, per_shape: int = 8, enabled: bool = True, least: int = SMALL_PAGES_FROM) -> None:
+    def __init__(self, per_shape: int = 8, enabled: bool = True, least: int = SMALL_PAGES_FROM,
+                 path: fastpaths.FastPath | None = None) -> None:
         self._kept: dict[tuple[tuple[int, ...], str],
                          list[tuple[Lease, int, int, Pages | None, tuple[int, int]]]] = {}
         self.per_shape = per_shape
         self.least = least
         self.reused = 0
         self.enabled = enabled
+        self.path = path  # the fast path that switches this arena's reuse (the device images': memory.arena)
 
     def zeros(self, shape: tuple[int, ...], dtype: np.dtype[Any]) -> tuple[npt.NDArray[Any], Lease | None]:
         """An array of zeros of ``shape`` and ``dtype``: the kept buffer given back last (of those free),
@@ -183,7 +185,7 @@ class Arena:
         """:meth:`zeros`, leaving the caller to clear a reused buffer: ``(u_lo, u_hi, lo, hi)`` says that bytes
         ``[lo, hi)`` (the last axis) of units ``[u_lo, u_hi)`` (the leading axes flattened) may hold non-zeros
         (None: the array is zeros; a buffer given back by pages is cleared here)."""
-        kept = self._kept.get((shape, dtype.str), []) if REUSE.on else []
+        kept = self._kept.get((shape, dtype.str), []) if self._reusing() else []
         for i in range(len(kept) - 1, -1, -1):  # the last given first: its pages are the ones mapped lately
             lease, lo, hi, pages, units = kept[i]
             if lease.free():
@@ -208,7 +210,7 @@ class Arena:
         ``pages`` (units, page indices, page bytes), only those pages of those units.  With ``per_shape``
         buffers of its shape kept already, one is let go first: one something still holds (an array made from
         it), else the oldest."""
-        if lease is None or not self.enabled or not REUSE.on:
+        if lease is None or not self.enabled or not self._reusing():
             return
         kept = self._kept.setdefault((lease.shape, lease.dtype.str), [])
         if len(kept) >= self.per_shape:  # full: let go of one still in use elsewhere, else the oldest
@@ -217,10 +219,13 @@ class Arena:
         span = (0, int(np.prod(lease.shape[:-1], dtype=np.int64))) if units is None else units
         kept.append((lease, lo, hi, pages, span))
 
+    def _reusing(self) -> bool:
+        return self.path is None or self.path.on
+
     def clear(self) -> None:
         """Let every kept buffer go (their memory returns to the system once nothing refers to it)."""
         self._kept.clear()
 
 
 #: The arena of the device images (:class:`~visa.memory.images.DenseImage`); off with the fast path ``memory.arena``.
-ARENA = Arena(enabled=hasattr(sys, "getrefcount"))
+ARENA = Arena(enabled=hasattr(sys, "getrefcount"), path=REUSE)
