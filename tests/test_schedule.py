@@ -39,6 +39,7 @@ from visa.testing import place_dm
 AX = AxisSet(A=2048, N=64, K=16)
 m = AX.m
 HERE = Path(__file__).name
+H = RNGD.timing.context_handoff_cycles  # a dependency between two contexts (issue 22)
 
 
 def _ctx(chips: int = 1) -> Context:
@@ -120,9 +121,9 @@ def test_each_hazard_waits_on_each_memory_through_an_alias(memory: str, kind: st
     x = _op(ctx, "main", 300, **{first: [a]})
     y = _op(ctx, "sub", 50, **{second: [alias]})
     z = _op(ctx, "sub", 50, **{second: [other]})  # other bytes: no hazard, only the sub context's order
-    assert y.start == x.end == 300 and [(d.op, d.kinds) for d in y.deps] == [(x.index, (kind,))]
+    assert x.end == 300 and y.start == x.end + H and [(d.op, d.kinds) for d in y.deps] == [(x.index, (kind,))]
     assert z.start == y.end and not z.deps
-    assert ctx.schedule.makespan == 400
+    assert ctx.schedule.makespan == 400 + H
 
 
 def test_two_reads_do_not_conflict_and_trf_halves_are_independent() -> None:
@@ -132,7 +133,7 @@ def test_two_reads_do_not_conflict_and_trf_halves_are_independent() -> None:
     b = _op(ctx, "sub", 100, reads=[first])        # read after read: no hazard
     c = _op(ctx, "sub", 100, writes=[second])      # the other half: no hazard
     d = _op(ctx, "sub", 100, writes=[full])        # 32 bytes of the row, in the half main reads
-    assert (a.start, b.start, c.start, d.start) == (0, 0, 100, 300)
+    assert (a.start, b.start, c.start, d.start) == (0, 0, 100, 300 + H)
     assert [(dep.op, dep.kinds) for dep in d.deps] == [(a.index, ("WAR",))]
 
 
@@ -144,7 +145,7 @@ def test_hazards_across_chips() -> None:
     assert footprint(both).chips() == 0b11 and footprint(only0).chips() == 0b01
     w = _op(ctx, "main", 200, writes=[both])
     r = _op(ctx, "sub", 10, reads=[only0])
-    assert r.start == w.end and r.deps[0].kinds == ("RAW",)
+    assert r.start == w.end + H and r.deps[0].kinds == ("RAW",)
     # a write on chip 1 only does not wait for a read of chip 0 only; a write on chip 0 does
     ctx2 = _ctx(2)
     s0 = Span.of("hbm", [0], [0], [4096])
@@ -152,7 +153,7 @@ def test_hazards_across_chips() -> None:
     a = ctx2.record("main", "read chip 0", [EngineReport("x", "", 100)], reads=[s0])
     b = ctx2.record("sub", "write chip 1", [EngineReport("x", "", 10)], writes=[s1])
     c = ctx2.record("tdma", "write chip 0", [EngineReport("x", "", 10)], writes=[s0])
-    assert (a.start, b.start, c.start) == (0, 0, 100) and c.deps[0].kinds == ("WAR",)
+    assert (a.start, b.start, c.start) == (0, 0, 100 + H) and c.deps[0].kinds == ("WAR",)
 
 
 def test_program_order_is_authoritative_an_operation_never_starts_before_the_previous_one() -> None:
@@ -179,7 +180,7 @@ def test_independent_transfers_overlap_on_different_engines_and_pcie_is_its_own_
     d1 = h1.to_dm(m["1 # 2"], m["A / 32 # 256"], m["A % 32"], ctx.tdma, 1 << 12)
     t0, t1 = ctx.schedule.ops[2:]
     assert t0.lanes == t1.lanes == ((0, "dma0"),)
-    assert t0.start == p0.end and t1.start == max(p1.end, t0.end)
+    assert t0.start == p0.end + H and t1.start == max(p1.end + H, t0.end)
     # HBM -> HBM moves have no DM side: each takes the engine free first, so they overlap
     c0 = h0.to_hbm(m["1"], m["A"], ctx.tdma, 1 << 22)
     c1 = h1.to_hbm(m["1"], m["A"], ctx.tdma, 1 << 23)
@@ -255,10 +256,10 @@ def test_dma_waits_for_the_pass_reading_its_destination_and_the_pass_for_the_dma
     alias = DmTensor.from_addr(ctx, i32, m["1"], m["1 # 2"], m["1 # 256"], m["A"], 1 << 13)
     back = alias.to_hbm(m["A"], ctx.tdma, 1 << 20)
     load, pas, war, raw = ctx.schedule.ops
-    assert pas.start == 0 and war.start == max(pas.end, load.end)
+    assert pas.start == 0 and war.start == max(pas.end, load.end) + H  # each in another context
     assert [(d.op, d.kinds) for d in war.deps] == [(load.index, ("RAW",)), (pas.index, ("WAR",))]
     # both DMAs run on engine 0 (slice 0's DMN pair): the second waits for the engine as well as the pass
-    assert war.lanes == raw.lanes == ((0, "dma0"),) and raw.start == max(pas.end, war.end)
+    assert war.lanes == raw.lanes == ((0, "dma0"),) and raw.start == max(pas.end + H, war.end)
     assert not raw.deps  # its RAW on the pass was over before it issued (after the WAR move started)
     assert np.array_equal(back.to_host(m["A"], ctx.pdma).numpy(), x) and np.array_equal(out.logical(), x)
     assert np.array_equal(again.logical(), x)
@@ -297,21 +298,23 @@ def _weights_kernel(double: bool, tiles: int = 3) -> tuple[Context, list[Any], l
 def test_double_buffered_weights_overlap_and_single_buffered_serialise() -> None:
     ctx, loads, passes, _ = _weights_kernel(double=False)
     # single buffer: load k+1 overwrites the half pass k reads (WAR), pass k+1 reads load k+1 (RAW)
+    # (each waits for the other context: a hand-off, issue 22)
     t = 0
     for ld, ps in zip(loads, passes, strict=True):
-        assert ld.start == t and ps.start == ld.end
-        t = ps.end
-    assert ctx.schedule.makespan == sum(op.cycles for op in loads + passes)
+        assert ld.start == t and ps.start == ld.end + H
+        t = ps.end + H
+    assert ctx.schedule.makespan == sum(op.cycles for op in loads + passes) + H * (2 * len(loads) - 1)
     ctx2, loads2, passes2, _ = _weights_kernel(double=True)
     # double buffer, by hand: load k (sub) starts when the sub context is free, the pass that read its half
-    # (k - 2) has ended and pass k - 1 has issued; pass k starts when main is free and load k has ended
+    # (k - 2) has ended and pass k - 1 has issued; pass k starts when main is free and load k has ended (a
+    # dependency on the other context adds the hand-off)
     sub_free = main_free = issue = 0
     pass_end: list[int] = []
     for k, (ld, ps) in enumerate(zip(loads2, passes2, strict=True)):
-        start = max(sub_free, pass_end[k - 2] if k >= 2 else 0, issue)
+        start = max(sub_free, pass_end[k - 2] + H if k >= 2 else 0, issue)
         assert ld.start == start
         sub_free = start + ld.cycles
-        pstart = max(main_free, sub_free)
+        pstart = max(main_free, sub_free + H)
         assert ps.start == pstart
         main_free = pstart + ps.cycles
         pass_end.append(main_free)
@@ -416,7 +419,7 @@ def test_a_transfer_between_chips_occupies_their_pcie_links() -> None:
     assert load.lanes == ((0, "pcie"), (1, "pcie"))  # host -> HBM of both chips
     gathered = h.to_hbm(ax.m["1 # 2"], ax.m["C, A"], ctx.tdma, 1 << 20)  # chip 1's half crosses to chip 0
     op = ctx.schedule.ops[-1]
-    assert {(0, "pcie"), (1, "pcie")} <= set(op.lanes) and op.start == load.end
+    assert {(0, "pcie"), (1, "pcie")} <= set(op.lanes) and op.start == load.end + H
     assert op.traffic["PCIe"] == 1024 * 4 and op.traffic["DMA"] == 2 * 1024 * 4
     assert np.array_equal(gathered.logical(axes="C A"), x.numpy(axes="C A"))
     rep = ctx.report()

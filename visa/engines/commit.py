@@ -49,6 +49,7 @@ from visa.hw import HardwareProfile
 from visa.mapping import Mapping, pair_of
 from visa.mapping import canon as C
 from visa.mapping.sequencer import Entry, SequencerConfig, derive
+from visa.memory.performance import dm_bank_runs
 from visa.memory.images import DenseImage, store_nest, store_nest_into, store_stream
 from visa.memory.known import all_true
 from visa.memory.units import enabled_units
@@ -561,6 +562,16 @@ def _execute_keeping(cfg: CommitConfig, data: StreamData, images: Sequence[Dense
 
 def _is_identity(pos: IntArray) -> bool:
     return bool(pos[0] == 0 and pos[-1] == pos.size - 1 and np.all(np.diff(pos) == 1))
+
+
+def bank_runs(hw: HardwareProfile, cfg: CommitConfig, address: int, sample: int = 1 << 14) -> tuple[int, ...]:
+    """Per DM bank, the longest run of consecutive commit writes whose first byte falls in it (bits 3–6, L2878),
+    over the first ``sample`` elements: a commit counts toward the bank-starvation rule as a fetch does
+    (L2897–2941, L2913; :func:`visa.memory.performance.dm_bank_runs`).  Each write is ``commit_size`` bytes at
+    byte ``address`` plus the sequencer's offset."""
+    addr = cfg.sequencer.addresses()[:sample]
+    per = max(1, (cfg.commit_size * 8) // cfg.dtype.size_bits)
+    return dm_bank_runs(hw, address + addr[::per] * cfg.dtype.size_bits // 8)
 
 
 def cycles(cfg: CommitConfig) -> int:
