@@ -335,8 +335,10 @@ def test_report_is_data_with_a_roofline_and_renders_the_table() -> None:
     # one slice, one Row, 1024 bf16 products: MAC-bound = 1024 / (8 rows × 32 × 512 slices) cycles (L4378–4388)
     assert p.roofline.macs == 1024
     assert p.roofline.mac_cycles == pytest.approx(1024 / (8 * 32 * 512))
-    # DM traffic: fetch 2 KB of activation and commit 8 bf16 outputs, over 32 B/cycle × 512 slices
-    assert p.roofline.bytes["DM"] == 2048 + 16
+    # DM traffic: the main context fetches 2 KB of activation and commits 8 bf16 outputs, each port its own path
+    # at 32 B/cycle per slice × 512 slices (visa.hw.paths)
+    assert p.roofline.bytes["fetch"] == 2048 and p.roofline.bytes["commit"] == 16
+    assert p.roofline.path_cycles["fetch"] == pytest.approx(2048 / (32 * 512))
     assert p.roofline.utilisation == pytest.approx(p.roofline.bound_cycles / passes[0].cycles)
     main = next(t for t in rep.tracks if t.track == "main")
     assert main.busy == sum(op.cycles for op in passes) and main.idle == rep.makespan - main.busy
@@ -454,7 +456,8 @@ def test_the_kernel_roofline_covers_what_the_launched_kernel_issued() -> None:
     rep = ctx.report()
     assert rep.kernel is not None and rep.kernel.cycles == inside[-1].end - inside[0].start
     assert rep.kernel.bytes == {"DMA": 2 * 8192, "HBM": 2 * 8192} and rep.roofline.bytes["PCIe"] == 2 * 8192
-    assert rep.kernel.bound == "HBM" and rep.kernel.path_cycles["HBM"] == pytest.approx(2 * 8192 / 1500)
+    # the one HBM figure: 32 channels × 64 B at 0.75 GHz = 1,536 B/cycle (visa.hw.paths, L2980)
+    assert rep.kernel.bound == "HBM" and rep.kernel.path_cycles["HBM"] == pytest.approx(2 * 8192 / 1536)
     assert "kernel roofline" in str(rep) and "run roofline" in str(rep)
 
 

@@ -36,10 +36,12 @@ from visa.hw.profile import (
     VectorEngine,
     VectorRegisterFile,
 )
+from visa.hw.paths import PATHS, DataPath, bandwidth
 from visa.hw.rngd import PROFILES, RNGD, RNGD_FETCH_CASTS, RNGD_S, RNGD_S_EXTRA_FETCH_CASTS
 
 __all__ = [
     "DTYPE_NAMES",
+    "PATHS",
     "PROFILES",
     "RNGD",
     "RNGD_FETCH_CASTS",
@@ -51,6 +53,7 @@ __all__ = [
     "CollectEngine",
     "CommitEngine",
     "ContractionEngine",
+    "DataPath",
     "DataMemory",
     "DmaEngine",
     "FetchEngine",
@@ -67,6 +70,7 @@ __all__ = [
     "UnknownProfileError",
     "VectorEngine",
     "VectorRegisterFile",
+    "bandwidth",
     "profile",
 ]
 

@@ -47,6 +47,9 @@ class DataPath:
     what: str
 
 
+_SLICES = ("dm.clusters_per_chip", "dm.slices_per_cluster")
+
+
 def _hbm_channel(hw: HardwareProfile) -> float:
     return hw.hbm.channel_bytes_per_cycle * hw.clocks.hbm_controller_hz / hw.clocks.core_hz
 
@@ -64,21 +67,23 @@ PATHS: dict[str, DataPath] = {p.name: p for p in (
              ("dm.dmn_bytes_per_cycle", "dm.clusters_per_chip", "dm.dmns_per_cluster"), "L2603, L2866–2867, L2933",
              "DMA bytes to and from DM"),
     DataPath("SPM", "DMN", lambda hw: float(hw.spm.dmn_bytes_per_cycle), lambda hw: hw.dm.dmns_per_chip,
-             ("spm.dmn_bytes_per_cycle",), "L2945, L2947", "DMA bytes to and from SPM (not modelled)"),
+             ("spm.dmn_bytes_per_cycle", "dm.clusters_per_chip", "dm.dmns_per_cluster"), "L2945, L2947", "DMA bytes to and from SPM (not modelled)"),
     DataPath("fetch", "slice", lambda hw: float(hw.switch.width_bytes), lambda hw: hw.dm.slices_per_chip,
-             ("switch.width_bytes", "dm.slices_per_chip"), "L1758, L2125", "main-context fetch from DM"),
+             ("switch.width_bytes", *_SLICES), "L1758, L2125", "main-context fetch from DM"),
     DataPath("fetch (sub)", "slice", lambda hw: float(max(hw.fetch.sub_fetch_sizes)),
-             lambda hw: hw.dm.slices_per_chip, ("fetch.sub_fetch_sizes",), "L1759, L3050",
+             lambda hw: hw.dm.slices_per_chip, ("fetch.sub_fetch_sizes", *_SLICES), "L1759, L3050",
              "sub-context fetch from DM"),
     DataPath("fetch (dual channel)", "slice", lambda hw: float(hw.switch.dual_channel_width_bytes),
-             lambda hw: hw.dm.slices_per_chip, ("switch.dual_channel_width_bytes",), "L2125–2142",
+             lambda hw: hw.dm.slices_per_chip, ("switch.dual_channel_width_bytes", *_SLICES), "L2125–2142",
              "a main-context fetch that also takes the sub context's switch channel"),
     DataPath("commit", "slice", lambda hw: float(max(hw.commit.main_commit_sizes)),
-             lambda hw: hw.dm.slices_per_chip, ("commit.main_commit_sizes",), "L2330", "main-context commit to DM"),
+             lambda hw: hw.dm.slices_per_chip, ("commit.main_commit_sizes", *_SLICES), "L2330",
+             "main-context commit to DM"),
     DataPath("commit (sub)", "slice", lambda hw: float(max(hw.commit.sub_commit_sizes)),
-             lambda hw: hw.dm.slices_per_chip, ("commit.sub_commit_sizes",), "L2330", "sub-context commit to DM"),
+             lambda hw: hw.dm.slices_per_chip, ("commit.sub_commit_sizes", *_SLICES), "L2330",
+             "sub-context commit to DM"),
     DataPath("register load", "slice", lambda hw: float(hw.collect.flit_bytes), lambda hw: hw.dm.slices_per_chip,
-             ("collect.flit_bytes",), "L3544, L4049–4061", "TRF and VRF loads, one flit per cycle"),
+             ("collect.flit_bytes", *_SLICES), "L3544, L4049–4061", "TRF and VRF loads, one flit per cycle"),
 )}
 
 

@@ -229,7 +229,9 @@ def hbm_load(hw: HardwareProfile, chips: IntArray, units: IntArray, factor: npt.
     nseg = int(seg.max()) + 1
     cs = ch * nseg + seg
     window = _ranks(cs, _stable_order(cs, nch * nseg), nch * nseg) // queue
-    batch = cs * (-(-n // queue)) + window  # one id per (channel, segment, window)
+    # one dense id per (channel, segment, window) that has a transfer
+    _, batch = np.unique(cs * (int(window.max()) + 1) + window, return_inverse=True)
+    batch = batch.reshape(-1)
     bank = hbm_bank(hw, units)
     row = hbm_row(hw, units)
     cost = factor * t

@@ -85,7 +85,7 @@ class Operation:
     occupies; ``reads``/``writes`` its footprints; ``deps`` the in-flight operations it conflicted with;
     ``waits_for`` the operation whose end fixed its start (``None``: it started when issued); ``stretch`` the
     cycles contention added (included in ``cycles``); ``source`` the user's ``file:line``; ``traffic`` the
-    bytes it moved per path (``"HBM"``, ``"DM"``, ``"DMA"``, ``"PCIe"``).
+    bytes it moved per path (``"HBM"``, ``"DMA"``, ``"PCIe"``, ``"fetch"``, ``"commit"``, …: :mod:`visa.hw.paths`).
     """
 
     track: str
@@ -132,6 +132,18 @@ def _hazards(earlier: Operation, reads: Footprint, writes: Footprint) -> tuple[s
     if earlier.writes and writes and earlier.writes.overlaps(writes):
         kinds.append("WAW")
     return tuple(kinds)
+
+
+def _traffic(track: str, reads: Footprint, writes: Footprint) -> dict[str, int]:
+    """The bytes an operation moves per roofline path (:mod:`visa.hw.paths`), from its footprints: its HBM bytes,
+    and for a Tensor Unit command the DM bytes its context fetches and commits (each port its own path; a DMA
+    names its paths itself, :func:`visa.schedule.resources.dma_traffic`)."""
+    out = {"HBM": reads.nbytes("hbm") + writes.nbytes("hbm")}
+    if track in TU_TRACKS:
+        ctx = "" if track == "main" else f" ({track})"
+        out[f"fetch{ctx}"] = reads.nbytes("dm")
+        out[f"commit{ctx}"] = writes.nbytes("dm")
+    return {k: v for k, v in out.items() if v}
 
 
 def _bank_load(reports: tuple[EngineReport, ...], banks: int) -> tuple[int, ...]:
@@ -254,11 +266,7 @@ class Schedule:
                 stretch += contention
                 notes.append(f"stretched {contention} cycles sharing DM banks with the other context (L2927–2931)")
         if traffic is None:
-            traffic = {}
-            for mem, path in (("hbm", "HBM"), ("dm", "DM")):
-                n = reads.nbytes(mem) + writes.nbytes(mem)
-                if n:
-                    traffic[path] = n
+            traffic = _traffic(track, reads, writes)
         op = Operation(track, name, start, cycles + stretch, reports, len(self.ops), tuple(lane_list), reads,
                        writes, tuple(deps), waits_for, stretch, user_location(),
                        dict(traffic), bank_run, tuple(notes), in_kernel, load)

@@ -189,9 +189,11 @@ def _dm_time(hw: HardwareProfile, spaces: tuple[AddressSpace, AddressSpace], add
 
 def _hbm_transfers(hw: HardwareProfile, spaces: tuple[AddressSpace, AddressSpace],
                    addr: tuple[np.ndarray, np.ndarray], nbytes: int, seg: np.ndarray) -> _Transfers:
-    """(chips, unit addresses, cost factors, sample windows) of one command's HBM transfers, reads and writes
-    interleaved, and how many reads crossed a 256-byte boundary (an extra transfer each, L2984)."""
+    """(chips, unit addresses, cost factors, sample windows) of one command's HBM transfers in issue order —
+    packet by packet, a packet's read before its write — and how many reads crossed a 256-byte boundary (an
+    extra transfer each, L2984)."""
     got: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+    keys: list[np.ndarray] = []
     split = 0
     for k in (0, 1):
         if spaces[k].medium != "hbm":
@@ -201,10 +203,11 @@ def _hbm_transfers(hw: HardwareProfile, spaces: tuple[AddressSpace, AddressSpace
         if k == 0:
             split += int(units.size - off.size * hw.dma.requests(nbytes))
         got.append((chip[packet], units, factor, seg[packet]))
+        keys.append(packet * 2 + k)
     if not got:
         empty = np.zeros(0, np.int64)
         return empty, empty, np.zeros(0), empty, 0
-    order = np.argsort(np.concatenate([np.arange(g[1].size) / max(1, g[1].size) for g in got]), kind="stable")
+    order = np.argsort(np.concatenate(keys), kind="stable")
 
     def cat(j: int) -> np.ndarray:
         return np.concatenate([g[j] for g in got])[order]
