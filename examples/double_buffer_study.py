@@ -51,13 +51,10 @@ Slice = m["Tok % 8 # 256"]
 PUBLISHED = {"rolled": 19_106, "pipelined": 15_477, "unrolled": 15_086}
 FORMS = tuple(PUBLISHED)
 
-Weights = DmTensor[bf16, m["1"], m["Tok / 8 % 2"], m["Tok % 8 # 256"], m["Group, Out, Red"]]
-Acts = DmTensor[bf16, m["1"], m["Tok / 8 % 2"], m["Tok % 8 # 256"], m["Red"]]
-Outs = DmTensor[bf16, m["1"], m["Tok / 8 % 2"], m["Tok % 8 # 256"], m["Group, Out"]]
-Weight = TrfTensor[bf16, m["1"], m["Tok / 8 % 2"], m["Tok % 8 # 256"], m["Out"], m["Red"]]
 
-
-def stage(ctx: Context, w_dm: Weights, g: int, half: TrfAddress) -> Weight:
+def stage(ctx: Context, w_dm: DmTensor[bf16, m["1"], m["Tok / 8 % 2"], m["Tok % 8 # 256"], m["Group, Out, Red"]],
+          g: int, half: TrfAddress
+          ) -> TrfTensor[bf16, m["1"], m["Tok / 8 % 2"], m["Tok % 8 # 256"], m["Out"], m["Red"]]:
     """The sub context stages weight group ``g`` in one TRF half (a contiguous load: the StoTRF short command,
     L4112–4114)."""
     return (ctx.sub.begin(w_dm.view().tile(m["Group"], 1, m["Group = 1, Out, Red"], g))
@@ -66,7 +63,9 @@ def stage(ctx: Context, w_dm: Weights, g: int, half: TrfAddress) -> Weight:
             .to_trf(m["Out"], m["Red"], half))
 
 
-def contract(ctx: Context, a_dm: Acts, trf: Weight, out: Outs, g: int) -> None:
+def contract(ctx: Context, a_dm: DmTensor[bf16, m["1"], m["Tok / 8 % 2"], m["Tok % 8 # 256"], m["Red"]],
+             trf: TrfTensor[bf16, m["1"], m["Tok / 8 % 2"], m["Tok % 8 # 256"], m["Out"], m["Red"]],
+             out: DmTensor[bf16, m["1"], m["Tok / 8 % 2"], m["Tok % 8 # 256"], m["Group, Out"]], g: int) -> None:
     """The main context contracts the activation with group ``g``'s weights and commits tile ``g``."""
     (ctx.main.begin(a_dm.view())
      .fetch(bf16, m["Red / 16"], m["Red % 16"])

@@ -31,7 +31,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "cost-model.md"
 
-from visa import RNGD, AxisSet, Context, HardwareProfile, SwitchConfig  # noqa: E402
+from visa import RNGD, AxisSet, HardwareProfile, SwitchConfig  # noqa: E402
 from visa import dtypes as dt  # noqa: E402
 from visa.engines import fetch as F  # noqa: E402
 from visa.engines import switch as S  # noqa: E402

@@ -49,9 +49,9 @@ from visa.hw import HardwareProfile
 from visa.mapping import Mapping, pair_of
 from visa.mapping import canon as C
 from visa.mapping.sequencer import Entry, SequencerConfig, derive
-from visa.memory.performance import dm_bank_runs
 from visa.memory.images import DenseImage, store_nest, store_nest_into, store_stream
 from visa.memory.known import all_true
+from visa.memory.performance import dm_bank_runs
 from visa.memory.units import enabled_units
 
 __all__ = ["CommitConfig", "plan", "check_view", "execute", "cycles", "SUB_COMMIT_AFTER", "packed_packet",

@@ -80,7 +80,8 @@ class EngineReport:
     cycles plus every engine's latency).  ``nbytes`` is the bytes the engine moved to or from memory (DMA,
     fetch, commit, register-file loads), ``macs`` the multiply-accumulates it performed in ``mac_dtype``
     (the Contraction Engine), ``bank_run`` its longest run of consecutive accesses to one DM bank and
-    ``bank_runs`` that run for each of the 16 banks (fetch and commit; the bank-starvation rule, L2897–2941).  ``hbm_channels`` are a DMA's busy cycles per HBM channel
+    ``bank_runs`` that run for each of the 16 banks (fetch and commit; the bank-starvation rule,
+    L2897–2941).  ``hbm_channels`` are a DMA's busy cycles per HBM channel
     (``(chip · channels + channel, cycles)``), which the schedule reserves so that DMAs running at once share the
     channels.  The schedule's roofline adds them up.
     """

@@ -11,6 +11,7 @@ number.  ``RNGD`` is the default profile; ``RNGD_S`` differs by its extra fetch 
 
 from __future__ import annotations
 
+from visa.hw.paths import PATHS, DataPath, bandwidth
 from visa.hw.profile import (
     DTYPE_NAMES,
     BitField,
@@ -36,7 +37,6 @@ from visa.hw.profile import (
     VectorEngine,
     VectorRegisterFile,
 )
-from visa.hw.paths import PATHS, DataPath, bandwidth
 from visa.hw.rngd import PROFILES, RNGD, RNGD_FETCH_CASTS, RNGD_S, RNGD_S_EXTRA_FETCH_CASTS
 
 __all__ = [

@@ -270,9 +270,9 @@ def hbm_load(hw: HardwareProfile, chips: IntArray, units: IntArray, factor: npt.
     bus_w = np.bincount(batch, weights=cost, minlength=nb)
     batch_channel = np.zeros(nb, dtype=np.int64)
     batch_channel[batch] = ch
-    busy = np.bincount(batch_channel, weights=np.maximum(bus_w, peak), minlength=nch)
-    return HbmLoad(busy, np.bincount(ch, weights=cost, minlength=nch), int(activate.sum()), n,
-                   int(np.count_nonzero(factor > 1)))
+    busy = np.asarray(np.bincount(batch_channel, weights=np.maximum(bus_w, peak), minlength=nch), dtype=np.float64)
+    bus = np.asarray(np.bincount(ch, weights=cost, minlength=nch), dtype=np.float64)
+    return HbmLoad(busy, bus, int(activate.sum()), n, int(np.count_nonzero(factor > 1)))
 
 
 def hbm_busy(hw: HardwareProfile, chips: IntArray, units: IntArray, factor: npt.NDArray[np.float64],

@@ -107,5 +107,5 @@ def commit_view(stream: StreamTensor[Any, Any, Any, Any, Any, Any], view: Any) -
     engine.execute(cfg, stream.data, images, base.address * 8 + view.offset * lay.dtype.image_bits, keep)
     if base.region is not None:
         ctx.memory.registry.note_write(base.region, call=call, writer=base.describe())
-    base.ready_at = record_pass(stream, _report(stream.ctx.hw, cfg, base.address + view.offset * lay.dtype.size_bits // 8),
-                                (view,))
+    address = base.address + view.offset * lay.dtype.size_bits // 8
+    base.ready_at = record_pass(stream, _report(stream.ctx.hw, cfg, address), (view,))
