@@ -228,45 +228,58 @@ def hbm_load(hw: HardwareProfile, chips: IntArray, units: IntArray, factor: npt.
     nch = int(ch.max()) + 1
     nseg = int(seg.max()) + 1
     cs = ch * nseg + seg
-    window = _ranks(cs, _stable_order(cs, nch * nseg), nch * nseg) // queue
-    # one dense id per (channel, segment, window) that has a transfer
-    _, batch = np.unique(cs * (int(window.max()) + 1) + window, return_inverse=True)
-    batch = batch.reshape(-1)
+    ncs = nch * nseg
+    window = _ranks(cs, _stable_order(cs, ncs), ncs) // queue
+    # one dense id per (channel, segment, window): each stretch's windows follow its channel's earlier ones
+    windows = -(-np.bincount(cs, minlength=ncs) // queue)
+    offset = np.zeros(ncs + 1, dtype=np.int64)
+    np.cumsum(windows, out=offset[1:])
+    batch = offset[cs] + window
+    nb = int(offset[-1])
     bank = hbm_bank(hw, units)
     row = hbm_row(hw, units)
     cost = factor * t
-    # one group per (channel, segment, bank, window, row) at its first arrival, ordered by bank then arrival
-    arrival = np.arange(n, dtype=np.int64)
-    order = np.lexsort((arrival, row, window, bank, cs))
-    c, b, w, r = cs[order], bank[order], window[order], row[order]
+    # one group per (window, bank, row) at its first arrival (a stable sort keeps arrivals in order)
+    key = (batch * 64 + bank) << 15 | row  # bank ids (slice, bank group, bank bits) < 64; rows < 2^15
+    order = np.argsort(key, kind="stable")
+    k = key[order]
     first = np.ones(n, dtype=bool)
-    first[1:] = (c[1:] != c[:-1]) | (b[1:] != b[:-1]) | (w[1:] != w[:-1]) | (r[1:] != r[:-1])
-    gc, gb, gw, gr, gf = c[first], b[first], w[first], r[first], order[first]
-    o = np.lexsort((gf, gw, gb, gc))
-    gc, gb, gw, gr, gf = gc[o], gb[o], gw[o], gr[o], gf[o]
-    # blocks: one per (channel, segment, bank, window); the row a block leaves open is its last-arriving group's
-    start = np.ones(gc.size, dtype=bool)
-    start[1:] = (gc[1:] != gc[:-1]) | (gb[1:] != gb[:-1]) | (gw[1:] != gw[:-1])
+    first[1:] = k[1:] != k[:-1]
+    group_of = np.cumsum(first) - 1  # the group of each sorted transfer
+    gk, gf = k[first], order[first]
+    gr = gk & ((1 << 15) - 1)
+    gblock = gk >> 15  # (window, bank)
+    # within a block, groups in order of first arrival; blocks of one bank and stretch follow window by window
+    o = np.argsort(gblock * n + gf, kind="stable")
+    gk, gf, gr, gblock = gk[o], gf[o], gr[o], gblock[o]
+    start = np.ones(gk.size, dtype=bool)
+    start[1:] = gblock[1:] != gblock[:-1]
     block = np.cumsum(start) - 1
     ends = np.flatnonzero(np.append(start[1:], True))
-    same_bank = np.zeros(ends.size, dtype=bool)  # the block before is the same bank's, in the same segment
-    same_bank[1:] = (gc[ends[1:]] == gc[ends[:-1]]) & (gb[ends[1:]] == gb[ends[:-1]])
-    opened = np.full(ends.size, -1, dtype=np.int64)
-    opened[1:] = np.where(same_bank[1:], gr[ends[:-1]], -1)
+    # the block before, in bank order, is this bank's previous window of the same stretch when the windows
+    # differ by one and they share the channel, segment and bank (blocks are sorted by window, then bank: reorder)
+    b_batch, b_bank = gblock[ends] // 64, gblock[ends] % 64
+    b_cs = cs[gf[ends]]
+    bo = np.lexsort((b_batch, b_bank, b_cs))
+    prev = np.full(ends.size, -1, dtype=np.int64)
+    same = (b_cs[bo][1:] == b_cs[bo][:-1]) & (b_bank[bo][1:] == b_bank[bo][:-1])
+    prev[bo[1:][same]] = bo[:-1][same]
+    # the row a block leaves open is its last-arriving group's
+    left_open = gr[ends]
+    opened = np.where(prev >= 0, left_open[np.maximum(prev, 0)], -1)
     # a switch closes the open row and opens another; a bank's first row in a stretch opens with no row to close
     # (rows start closed, L2987), as the manual's examples count it
     activate = (gr != opened[block]) & ~(start & (opened[block] < 0))
     activate = activate.astype(np.float64)
     # each block's bank time: its activations and its transfers; each window's time: its bus or busiest bank
     block_of = np.empty(n, dtype=np.int64)  # the block of every transfer
-    group_of = np.cumsum(first) - 1
-    block_of[order] = block[np.argsort(o)][group_of]
+    inv = np.empty(o.size, dtype=np.int64)
+    inv[o] = np.arange(o.size, dtype=np.int64)
+    block_of[order] = block[inv[group_of]]
     bank_time = np.bincount(block, weights=activate * switch) + np.bincount(block_of, weights=cost,
                                                                             minlength=ends.size)
-    block_batch = batch[gf[ends]]
-    nb = int(batch.max()) + 1
     peak = np.zeros(nb)
-    np.maximum.at(peak, block_batch, bank_time)
+    np.maximum.at(peak, b_batch, bank_time)
     bus_w = np.bincount(batch, weights=cost, minlength=nb)
     batch_channel = np.zeros(nb, dtype=np.int64)
     batch_channel[batch] = ch
