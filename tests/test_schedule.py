@@ -472,3 +472,40 @@ def test_device_span_counts_device_operations_since_an_index() -> None:
     _op(ctx, "pdma", 500)
     assert ctx.schedule.device_span(first) == max(a.end, b.end) - min(a.start, b.start)
     assert ctx.schedule.device_span(len(ctx.schedule.ops)) == 0
+
+
+def test_a_commit_hammering_one_bank_occupies_the_dma_engines_too_l2913() -> None:
+    """Commits count toward the bank-starvation rule as fetches do (L2897–2941, L2913): 128 writes of 32 bytes,
+    128 bytes apart (one bank, address bits 3–6, L2878), while the fetch sweeps the banks."""
+    ax = AxisSet(R=128, P=8)
+    ctx = _ctx()
+    x = np.arange(128 * 8, dtype=np.int32).reshape(128, 8)
+    d = place_dm(ctx, x, i32, ax.m["1"], ax.m["1 # 2"], ax.m["1 # 256"], ax.m["R, P"], 0, axes="R P")
+    with pytest.warns(BankStarvationWarning, match="commit"):
+        out = ctx.main.begin(d.view()).fetch(i32, ax.m["R"], ax.m["P"]).commit(ax.m["R, P # 32"], 1 << 14)
+    op = ctx.schedule.ops[-1]
+    commit = next(r for r in op.engines if r.engine == "commit")
+    assert commit.bank_run == 128 and max(op.bank_load) >= 128
+    assert {f"dma{e}" for e in range(8)} <= {ln for _, ln in op.lanes}
+    assert np.array_equal(out.logical(axes="R P"), x)
+
+
+def test_the_64_access_count_is_summed_over_concurrent_commands_l2913() -> None:
+    """main 30 + sub 20 (+ the waiting DMA request) is safe; main 30 + sub 35 = 65 is not: the later command is
+    scheduled as if it occupied the DMA engines, with a warning naming the sum (L2913, L2920–2926)."""
+    def runs(n: int) -> tuple[int, ...]:
+        return (0, 0, n) + (0,) * 13  # n consecutive accesses to bank 2
+
+    for sub_run, starved in ((20, False), (35, True)):
+        ctx = _ctx()
+        a = DmTensor(ctx, i32, m["1"], m["1 # 2"], m["1 # 256"], m["A"], 0, register=False)
+        b = DmTensor(ctx, i32, m["1"], m["1 # 2"], m["1 # 256"], m["A"], 1 << 14, register=False)
+        ctx.record("main", "main", [EngineReport("fetch", "", 1000, bank_run=30, bank_runs=runs(30))], reads=[a])
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            sub = ctx.record("sub", "sub", [EngineReport("fetch", "", 300, bank_run=sub_run, bank_runs=runs(sub_run))],
+                             reads=[b])
+        said = [str(w.message) for w in caught if issubclass(w.category, BankStarvationWarning)]
+        assert bool(said) is starved and ((0, "dma0") in sub.lanes) is starved
+        if starved:
+            assert "sub fetch 35 + main #0 30 = 65" in said[0] and "bank 2" in said[0]

@@ -223,6 +223,7 @@ class Schedule:
         chips = (reads + writes).chip_indices()
         lane_list = list(lanes) if lanes is not None else list(self.default_lanes(track, chips))
         notes: list[str] = [note] if note else []
+        notes += [f"{r.engine} slower by: {why}" for r in reports if (why := dict(r.details).get("slower by"))]
         handoff = self.hw.timing.context_handoff_cycles
         issue = self.ops[-1].start if self.ops else 0
         self.active = [a for a in self.active if a.end + handoff > issue]

@@ -144,6 +144,7 @@ class KernelReport:
             for op in ops:
                 waits = ", ".join(f"#{d.op} {'/'.join(d.kinds)}" for d in op.deps)
                 lines.append(f"    #{op.index:<3}{op.name:<{width}}{op.track:<6}{op.start:>10}{op.cycles:>10}  {waits}")
+                lines += [f"          {n}" for n in op.notes]
         return "\n".join(lines)
 
     def __str__(self) -> str:
