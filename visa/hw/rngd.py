@@ -404,7 +404,7 @@ RNGD = HardwareProfile(
     ),
     # Not stated by the manual: fitted to the reference's double-buffering makespans (docs/manual-notes.md,
     # "Timing model (issue 22)"; the fit is re-checked by examples/double_buffer_study.py and its test).
-    timing=Timing(full_command_cycles=560, short_command_cycles=16, context_handoff_cycles=40),
+    timing=Timing(full_command_cycles=577, short_command_cycles=11, context_handoff_cycles=36),
 )
 
 #: RNGD-S: RNGD with the additional fetch casts i4→i9, i16→i9, f8e4m3→bf16, f8e5m2→bf16 (manual L1973–1979).
