@@ -235,7 +235,7 @@ def main() -> None:
     for name, value in result.items():
         if name == "makespan":
             limit = result["memory bound"]
-            print(f"    {name:<22}{int(value):>10} cycles on the device; bytes read ÷ HBM read bandwidth = "
+            print(f"    {name:<22}{int(value):>10} cycles on the device; bytes read ÷ HBM bandwidth = "
                   f"{limit:.0f} cycles: memory-roofline utilisation {limit / value:.1%}")
         elif name == "memory bound":
             continue

@@ -43,14 +43,19 @@ from visa.hw import PATHS  # noqa: E402
 from visa.mapping import Mapping  # noqa: E402
 
 
-def load_example(name: str) -> ModuleType:
-    """``examples/<name>.py`` as a module (the examples are scripts, not a package)."""
-    spec = importlib.util.spec_from_file_location(f"visa_cost_model_{name}", ROOT / "examples" / f"{name}.py")
+def _load(folder: str, name: str) -> ModuleType:
+    """``<folder>/<name>.py`` as a module (the examples and tests are scripts here, not a package)."""
+    spec = importlib.util.spec_from_file_location(f"visa_cost_model_{name}", ROOT / folder / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def load_example(name: str) -> ModuleType:
+    """``examples/<name>.py`` as a module."""
+    return _load("examples", name)
 
 
 # ------------------------------------------------------------------------------------------------ cases
@@ -257,17 +262,8 @@ def _once(key: str, fn: Callable[[], Any]) -> Any:
 def _reduce_first_output(n: int) -> float:
     """Where a Vector Engine reduce over ``n`` flits puts its output, from a pass over two flits: the pass streams
     the ``n`` flits and then emits (L5569–5571)."""
-    mod = _once("invariants", lambda: _load_test("test_timing_invariants"))
+    mod = _once("invariants", lambda: _load("tests", "test_timing_invariants"))
     return float(mod._reduce_pass(n) - mod._reduce_pass(2) + 2)
-
-
-def _load_test(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"visa_cost_model_{name}", ROOT / "tests" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _layernorm() -> float:
