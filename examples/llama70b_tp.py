@@ -40,15 +40,14 @@ shards are generated from a seed in chunks of 1024 rows (all chips' chunk at onc
 host → HBM on every chip (each chunk as its K tiles' ``[n, 1024, 512]`` pieces, below) and read as one tensor
 through ``HbmTensor.from_addr`` (L821); the check regenerates each chunk, so the host never holds a weight.
 Under the timing model of issue 22: 4 chips 769,112 cycles = 3.28× the one-chip layer's 2,526,223, per-chip
-memory-bound limit 278,699 cycles at the one HBM figure, 1,536 B/cycle (36.2%); 115 s wall on a loaded machine,
-6.13 GB.  Measured before it on this machine (2 shared cores), one process per chip count, weights tile-major and
-stacked (below): 4 chips (q, k, v in one Gemm) 28 s wall (weights to HBM 15.2 s, launch 9.5 s, check 3.1 s), peak RSS 6.38 GB,
-makespan 878,224 cycles = 3.66× the one-chip layer's 3,211,847, per-chip memory-bound limit 570,775 cycles
+memory-bound limit 278,699 cycles at the one HBM figure, 1,536 B/cycle (36.2%); 115 s wall on a loaded machine, 6.13
+GB. Measured before it on this machine (2 shared cores), one process per chip count, weights tile-major and stacked
+(below): 4 chips (q, k, v in one Gemm) 28 s wall (weights to HBM 15.2 s, launch 9.5 s, check 3.1 s), peak RSS 6.38
+GB, makespan 878,224 cycles = 3.66× the one-chip layer's 3,211,847, per-chip memory-bound limit 570,775 cycles
 (65.0%; 960,255 with q apart from k, v, before the DMA plan spread 2½ DMNs over five engines); 2 chips 29 s wall
 (15.0 s, 10.2 s, 3.5 s), peak RSS 5.24 GB, makespan 1,601,300 cycles = 2.01×, limit 1,141,550 (71.3%) (row-major,
-before the DMA fixes of docs/manual-notes.md, "DMA cost vs HBM channels": 2,924,517 and 5,416,660; tile-major,
-q, k, v separate: 1,019,525 and 1,762,947). On 2 chips a chip's
-F/n = 14336 rows of gate and up exceed a
+before the DMA fixes of docs/manual-notes.md, "DMA cost vs HBM channels": 2,924,517 and 5,416,660; tile-major, q, k,
+v separate: 1,019,525 and 1,762,947). On 2 chips a chip's F/n = 14336 rows of gate and up exceed a
 :class:`~visa.kernels.Gemm`'s N of 8192 (and are no multiple of it), so they run in 2 chunks of 7168
 (``Size.f_chunks``), as the one-chip example's 4 chunks of 28672.
 

@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from visa import RNGD, AccumulationKind, AxisSet, BranchMode, Context, HostTensor, TrfAddress, bf16, i32
+from visa import RNGD, AccumulationKind, AxisSet, BranchMode, Context, TrfAddress, bf16, i32
 from visa import dtypes as dt
 from visa.engines.dma import DmaPlan, cycles
 from visa.engines.timing import pass_cost

@@ -51,7 +51,7 @@ from visa.mapping import canon as C
 from visa.mapping.sequencer import Entry, SequencerConfig, derive
 from visa.memory.images import DenseImage, store_nest, store_nest_into, store_stream
 from visa.memory.known import all_true
-from visa.memory.performance import dm_bank_runs
+from visa.memory.performance import sequence_bank_runs
 from visa.memory.units import enabled_units
 
 __all__ = ["CommitConfig", "plan", "check_view", "execute", "cycles", "SUB_COMMIT_AFTER", "packed_packet",
@@ -569,9 +569,13 @@ def bank_runs(hw: HardwareProfile, cfg: CommitConfig, address: int, sample: int 
     over the first ``sample`` elements: a commit counts toward the bank-starvation rule as a fetch does
     (L2897–2941, L2913; :func:`visa.memory.performance.dm_bank_runs`).  Each write is ``commit_size`` bytes at
     byte ``address`` plus the sequencer's offset."""
-    addr = cfg.sequencer.addresses()[:sample]
+    seq = cfg.sequencer
     per = max(1, (cfg.commit_size * 8) // cfg.dtype.size_bits)
-    return dm_bank_runs(hw, address + addr[::per] * cfg.dtype.size_bits // 8)
+    return _sequence_runs(hw, tuple(e.size for e in seq.entries), tuple(e.stride for e in seq.entries),
+                 8 * address + seq.base * cfg.dtype.size_bits, cfg.dtype.size_bits, per, sample)
+
+
+_sequence_runs = cached(1024)(sequence_bank_runs)
 
 
 def cycles(cfg: CommitConfig) -> int:

@@ -61,7 +61,7 @@ from visa.mapping.evaluate import validity
 from visa.mapping.sequencer import SequencerConfig, derive, stream_items
 from visa.memory.images import DenseImage, load, load_nest, load_nest_values, nest_all_written, nest_span
 from visa.memory.known import is_everywhere, known_everywhere
-from visa.memory.performance import dm_bank_runs
+from visa.memory.performance import sequence_bank_runs
 from visa.memory.replicas import Labels
 from visa.memory.rowpool import ROW_POOL, Loan
 from visa.memory.units import UnitSelection, enabled_units, unwrite
@@ -1034,9 +1034,13 @@ def bank_runs(hw: HardwareProfile, cfg: FetchConfig, bit_base: int, sample: int 
     """Per DM bank, the longest run of consecutive fetches whose first byte falls in it (bits 3–6, L2878), over the
     first ``sample`` elements: the count the bank-starvation rule limits (L2897–2941,
     :func:`visa.memory.performance.dm_bank_runs`).  A fetch reads ``fetch_size`` bytes."""
-    addr = cfg.sequencer.addresses()[:sample]
+    seq = cfg.sequencer
     per = max(1, (cfg.fetch_size * 8) // cfg.src.size_bits)
-    return dm_bank_runs(hw, (bit_base + addr[::per] * cfg.src.size_bits) // 8)
+    return _sequence_runs(hw, tuple(e.size for e in seq.entries), tuple(e.stride for e in seq.entries),
+                 bit_base + seq.base * cfg.src.size_bits, cfg.src.size_bits, per, sample)
+
+
+_sequence_runs = cached(1024)(sequence_bank_runs)
 
 
 def bank_run(hw: HardwareProfile, cfg: FetchConfig, bit_base: int, sample: int = 1 << 14) -> int:

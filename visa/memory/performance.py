@@ -28,7 +28,7 @@ import numpy.typing as npt
 from visa.hw import HardwareProfile
 
 __all__ = ["hbm_channel", "hbm_bank", "hbm_row", "dm_dmn", "dm_engine_time", "dm_busy", "hbm_transfers",
-           "hbm_packet_transfers", "hbm_busy", "hbm_load", "HbmLoad", "dm_bank_runs"]
+           "hbm_packet_transfers", "hbm_busy", "hbm_load", "HbmLoad", "dm_bank_runs", "sequence_bank_runs"]
 
 IntArray = npt.NDArray[np.int64]
 
@@ -106,6 +106,23 @@ def dm_bank_runs(hw: HardwareProfile, accesses: IntArray) -> tuple[int, ...]:
         edges = np.concatenate([[0], np.flatnonzero(np.diff(banks)) + 1, [banks.size]])
         np.maximum.at(out, banks[edges[:-1]], np.diff(edges))
     return tuple(int(x) for x in out)
+
+
+def sequence_bank_runs(hw: HardwareProfile, sizes: tuple[int, ...], strides: tuple[int, ...], base_bits: int,
+                       element_bits: int, per: int, sample: int = 1 << 14) -> tuple[int, ...]:
+    """:func:`dm_bank_runs` of a sequencer's accesses: of its first ``sample`` elements (nested loops ``sizes`` ×
+    ``strides`` in elements, outermost first, from bit ``base_bits``), every ``per``-th element starts an access
+    of ``element_bits``-bit elements.  Only the sampled prefix is generated (a large fetch or commit is not walked
+    whole)."""
+    total = 1
+    for n in sizes:
+        total *= n
+    idx = np.arange(0, min(total, sample), max(1, per), dtype=np.int64)
+    offset = np.zeros(idx.shape, dtype=np.int64)
+    if sizes:
+        for digit, stride in zip(np.unravel_index(idx, sizes), strides, strict=True):
+            offset += digit * stride
+    return dm_bank_runs(hw, (base_bits + offset * element_bits) // 8)
 
 
 def dm_engine_time(hw: HardwareProfile, packets: IntArray, packet_bytes: int) -> float:

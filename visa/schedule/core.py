@@ -10,10 +10,14 @@ Rules, each in one place:
   DMNs, L2473–2504) and ``pcie`` (the chip's PCIe link, L2389, L2843–2847).  It starts when every lane is free.
 * **Hazards** (L7066–7070): it also starts after every earlier operation it conflicts with has finished:
   read-after-write, write-after-read, write-after-write, found by intersecting footprints
-  (:mod:`visa.memory.footprint`), so aliases and other chips are covered by construction.
-* **Bank starvation** (L2841–2842, L2922): a Tensor Unit operation with a run of 64 or more accesses to one DM
-  bank is scheduled as if it occupied the DMA engines of its chips, and a
-  :class:`~visa.errors.BankStarvationWarning` says so.
+  (:mod:`visa.memory.footprint`), so aliases and other chips are covered by construction; an operation of
+  another context adds ``hw.timing.context_handoff_cycles`` (docs/cost-model.md).
+* **HBM channels** (L2602, L2980): a DMA reserves the channels it uses for its busy cycles on each, so DMAs
+  running at once share the chip's 1,536 B/cycle.
+* **Bank starvation** (L2841–2842, L2913, L2922): a Tensor Unit operation whose fetch and commit make 64 or more
+  consecutive accesses to one DM bank — counted with the other context's operation in flight on the same slices —
+  is scheduled as if it occupied the DMA engines of its chips, and a :class:`~visa.errors.BankStarvationWarning`
+  says so.
 * **Main/sub contention** (L2927–2931): a main and a sub operation that overlap in time on the same DM slices,
   one of them hammering a bank, stretch toward main + sub: the later-issued one is lengthened by the overlap.
 """
@@ -285,12 +289,13 @@ class Schedule:
         limit (64) the waiting DMA request can bear (L2897–2941; the count is cumulative over concurrent commands,
         fetch and commit of both contexts, L2913)."""
         limit = self.hw.dm.bank_starvation_limit
+        issue = self.ops[-1].start if self.ops else 0
         parts = [(f"{track} {r.engine}", r.bank_runs or (r.bank_run,)) for r in reports if r.bank_run]
         total = list(load)
         for a in self.active:
             # a command that already keeps DMA off (it was scheduled as occupying the engines) cannot starve it
             guarded = any(ln[1].startswith("dma") for ln in a.lanes)
-            if a.track in TU_TRACKS and a.track != track and a.bank_load and not guarded and \
+            if a.track in TU_TRACKS and a.track != track and a.bank_load and not guarded and a.end > issue and \
                     _shares_dm_units(a, reads, writes):
                 parts.append((f"{a.track} #{a.index}", a.bank_load))
                 total = [x + y for x, y in zip(total, a.bank_load, strict=False)] if total else list(a.bank_load)
