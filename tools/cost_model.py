@@ -41,6 +41,7 @@ from visa.engines.dma import DmaPlan, Side, cycles, plan  # noqa: E402
 from visa.engines.vector.cost import vector_report  # noqa: E402
 from visa.hw import PATHS  # noqa: E402
 from visa.mapping import Mapping  # noqa: E402
+from visa.memory import performance as perf  # noqa: E402
 
 
 def _load(folder: str, name: str) -> ModuleType:
@@ -329,6 +330,10 @@ STATED: list[Case] = [
          "the manual says reads and writes overlap (L2798) and then adds them: 128 + 128 + 500; visa overlaps them, "
          "128 + 500"),
     Case("D9", "L2806–2807", "Example 6, the slowest DMN (two commands)", 1192, _d9_total, approx=True),
+    Case("DMN1", "L2657, L2884", "a 256-byte request on one DMN", 2,
+         lambda: perf.dm_engine_time(RNGD, np.zeros(1, np.int64), 256)),
+    Case("DMN2", "L2657, L2885–2893", "256-byte requests alternating two DMNs: cycles per request", 1,
+         lambda: perf.dm_engine_time(RNGD, np.arange(64, dtype=np.int64) % 2 * DMN, 256) / 64),
     Case("HBM1", "L2744", "HBM cycles per 256-byte request on a channel", 5.3,
          lambda: RNGD.hbm.access_unit_channel_cycles * RNGD.clocks.core_hz / RNGD.clocks.hbm_controller_hz,
          approx=True),
