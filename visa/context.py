@@ -26,9 +26,10 @@ from visa.errors import HardwareLimitError, LayoutError, TypestateError, VisaErr
 from visa.hw import RNGD, HardwareProfile
 from visa.memory.device import DeviceMemory
 from visa.memory.footprint import Footprint
-from visa.schedule import Lane, Operation, Schedule, dma_lanes, dma_traffic, footprint, live_dm_bytes
+from visa.schedule import Lane, Operation, Schedule, dma_lanes, dma_traffic, footprint
 from visa.schedule import report as profile
 from visa.schedule import trace as tracing
+from visa.schedule.occupancy import DmOccupancy
 from visa.stream import TuContext
 from visa.tensors.device import DmaContext
 from visa.validate import expect_callable, expect_instance, expect_int, wrong_type
@@ -72,7 +73,7 @@ def holding() -> Iterator[list[Context]]:
 class Context:
     """Exclusive access to a simulated device (manual ``Context::acquire()``, L39)."""
 
-    __slots__ = ("hw", "memory", "pdma", "tdma", "main", "sub", "schedule", "num_chips", "live_dm", "__weakref__")
+    __slots__ = ("hw", "memory", "pdma", "tdma", "main", "sub", "schedule", "num_chips", "dm_occupancy", "__weakref__")
 
     def __init__(self, hw: HardwareProfile = RNGD) -> None:
         expect_instance(hw, HardwareProfile, "hw", call="Context.acquire",
@@ -85,7 +86,7 @@ class Context:
         self.sub = TuContext(self, "sub")
         self.schedule = Schedule(hw)
         self.num_chips: int | None = None  # the running kernel's chip count (L1079); None on the host
-        self.live_dm: list[dict[int, int]] = []  # DM bytes per chip held by live tensors after each operation
+        self.dm_occupancy = DmOccupancy()  # each DM tensor's lifetime on the schedule's clock (the trace's counter)
 
     @classmethod
     def acquire(cls, hw: HardwareProfile = RNGD) -> Context:
@@ -129,7 +130,7 @@ class Context:
                 traffic[path] = max(traffic.get(path, 0), nbytes)
         op = self.schedule.record(track, name, reports, reads=rd, writes=wr, lanes=lanes, cycles=cycles,
                                   traffic=traffic, in_kernel=self.num_chips is not None)
-        self.live_dm.append(live_dm_bytes(self.memory.registry))
+        self.dm_occupancy.note(self.memory.registry, op)
         for observer in OBSERVERS:
             observer(op)
         return op
@@ -155,7 +156,8 @@ class Context:
     def trace(self, pid: int = 0) -> dict[str, Any]:
         """The schedule as a Chrome trace (open it in https://ui.perfetto.dev): device ``pid`` of a run (``visa
         trace`` numbers the devices), a process per chip and a thread per resource (:mod:`visa.schedule.trace`)."""
-        return {"traceEvents": tracing.events(self.schedule, self.hw, pid, self.live_dm),
+        return {"traceEvents": tracing.events(self.schedule, self.hw, pid,
+                                                      self.dm_occupancy.samples(self.schedule.makespan)),
                 "displayTimeUnit": "ns", "otherData": {"clock_hz": self.hw.clocks.core_hz}}
 
     def write_trace(self, path: str) -> None:
