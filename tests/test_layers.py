@@ -29,7 +29,7 @@ LAYERS = {
     "visa.testing": 7, "visa.context": 7, "visa.schedule": 7,
     "visa.kernels": 8,
     "visa.mypy": 9,
-    "visa.cli": 10, "visa.catalogue": 10,
+    "visa.cli": 10, "visa.catalogue": 10, "visa.snippets": 10,
     "visa": 11,
 }
 

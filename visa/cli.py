@@ -112,13 +112,38 @@ def _array_difference(a: object, b: object) -> str | None:
             f"largest difference {worst:g}")
 
 
+def _library_dirs() -> tuple[Path, ...]:
+    """The interpreter's own modules and the installed packages (numpy's ``np.testing`` raises from there)."""
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    dirs = {Path(paths[k]).resolve() for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
+    return (*sorted(dirs), Path(__file__).resolve().parent)
+
+
+def _user_traceback(tb: TracebackType | None) -> TracebackType | None:
+    """The innermost traceback entry in the user's code: a check that fails inside a library
+    (``np.testing.assert_allclose``) points at the user's line that called it."""
+    libraries = _library_dirs()
+    found = None
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        try:
+            path = Path(name).resolve()
+            inside = name.startswith("<") or any(path.is_relative_to(d) for d in libraries)
+        except OSError:
+            inside = True
+        if not inside or found is None:
+            found = tb
+        tb = tb.tb_next
+    return found
+
+
 def explain_assertion(err: AssertionError) -> list[str]:
     """What a failed result check compared: the ``assert`` statement's source and, evaluated again in its
     frame, the values of its operands (for arrays: how many elements differ and where).  The statements
     re-evaluated are the check's own operands, which in a result check are side-effect free."""
-    tb = err.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
+    tb = _user_traceback(err.__traceback__)
     if tb is None:
         return []
     frame, line = tb.tb_frame, tb.tb_lineno
@@ -129,7 +154,9 @@ def explain_assertion(err: AssertionError) -> list[str]:
         return out
     node = next((n for n in ast.walk(tree) if isinstance(n, ast.Assert)
                  and n.lineno <= line <= (n.end_lineno or n.lineno)), None)
-    if node is None:
+    call = next((n.value for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)
+                 and n.lineno <= line <= (n.end_lineno or n.lineno)), None)
+    if node is None and call is None:
         return out
 
     def value(expr: ast.expr) -> object:
@@ -137,7 +164,7 @@ def explain_assertion(err: AssertionError) -> list[str]:
         return eval(code, frame.f_globals, dict(frame.f_locals))  # noqa: S307 - the user's own check
 
     try:
-        test = node.test
+        test = node.test if node is not None else call  # an assert, or a check such as np.testing.assert_allclose
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
             left, right = value(test.left), value(test.comparators[0])
             out.append(f"{ast.unparse(test.left)} = {_short(left)}")
@@ -227,7 +254,7 @@ class _Progress:
 _PROGRESS_AFTER = 0.5
 
 
-def run_file(path: Path, *, verbose: bool = True, console: Console | None = None) -> bool:
+def run_file(path: Path, *, verbose: bool = True, console: Console | None = None, critical: bool = False) -> bool:
     """Run one file's host entry point (design notes §6); print its outcome and reports; return whether it
     passed.
 
@@ -236,12 +263,13 @@ def run_file(path: Path, *, verbose: bool = True, console: Console | None = None
     would run it.  A refusal (:class:`~visa.errors.VisaError`) is printed as one line with its code, then the
     file, line and source of the kernel statement that raised it.  A failed result check prints the
     ``assert`` and what it compared.  Ctrl-C stops the run and prints the schedule so far
-    (:class:`KeyboardInterrupt` is raised again for the caller to stop).
+    (:class:`KeyboardInterrupt` is raised again for the caller to stop).  ``critical`` (``visa run -v``) lists
+    the operations of each device's critical path after its report.
     """
-    return _run_one(path, verbose, console or _console()).status == "pass"
+    return _run_one(path, verbose, console or _console(), critical).status == "pass"
 
 
-def _run_one(path: Path, verbose: bool, console: Console) -> Outcome:
+def _run_one(path: Path, verbose: bool, console: Console, critical: bool = False) -> Outcome:
     from visa.context import holding, reset_acquired
 
     if not path.is_file():
@@ -249,13 +277,13 @@ def _run_one(path: Path, verbose: bool, console: Console) -> Outcome:
         return Outcome(path, "error")
     reset_acquired()
     with holding() as contexts:  # every device the file makes is reported, even one collected inside main()
-        outcome = _simulate(path, verbose, console)
+        outcome = _simulate(path, verbose, console, critical)
         outcome.operations = sum(len(c.schedule.ops) for c in contexts)
         outcome.cycles = sum(c.schedule.makespan for c in contexts)
     return outcome
 
 
-def _simulate(path: Path, verbose: bool, console: Console) -> Outcome:
+def _simulate(path: Path, verbose: bool, console: Console, critical: bool = False) -> Outcome:
     from visa.context import OBSERVERS, report_all
 
     start = time.perf_counter()
@@ -307,7 +335,7 @@ def _simulate(path: Path, verbose: bool, console: Console) -> Outcome:
     if status == "pass":
         console.print(f"[bold green]PASS[/]  {escape(str(path))}  ({elapsed:.2f} s wall)")
         if verbose:
-            text = report_all()
+            text = report_all(critical=critical)
             if text:
                 console.out(str(text), highlight=False)
     return Outcome(path, status, elapsed)
@@ -319,7 +347,7 @@ def _run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     try:
         for name in args.files:
-            outcomes.append(_run_one(Path(name), not args.quiet, console))
+            outcomes.append(_run_one(Path(name), not args.quiet, console, args.verbose))
     except KeyboardInterrupt:
         console.print(f"[bold yellow]interrupted[/]: {len(outcomes)} of {len(args.files)} files finished")
         return 130
@@ -438,6 +466,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     run = sub.add_parser("run", help="run files' host entry points on the simulator")
     run.add_argument("files", nargs="+")
     run.add_argument("-q", "--quiet", action="store_true", help="print only PASS/FAIL lines (and the summary)")
+    run.add_argument("-v", "--verbose", action="store_true",
+                     help="also list the operations on each device's critical path (number, track, start, cycles, "
+                          "what each waited for, the line that issued it)")
     run.set_defaults(func=_run)
     trace = sub.add_parser("trace", help="run a file and write its schedule as a Chrome trace (Perfetto)")
     trace.add_argument("file")

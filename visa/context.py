@@ -5,7 +5,7 @@ contexts ``ctx.pdma`` (host ↔ HBM, PCIe) and ``ctx.tdma`` (HBM ↔ DM), and th
 ``ctx.main`` and ``ctx.sub`` (L150–155).  Every operation is recorded with the bytes it reads and writes and
 the resources it occupies (:mod:`visa.schedule`, which holds the rules); :meth:`Context.report` returns the
 kernel's profile and roofline and :meth:`Context.trace` the timeline as a Chrome trace.  The host side is
-synchronous (design API.md §1).
+synchronous.
 """
 
 from __future__ import annotations
@@ -306,10 +306,11 @@ def _type_text(want: Any) -> str:
     return getattr(want, "__name__", None) or repr(want)
 
 
-def report_all(*, operations: bool = False) -> str:
-    """The reports of every context acquired since the last :func:`reset_acquired` (``visa run``, design API.md
-    §6); each operation listed too if ``operations``."""
-    return "\n".join(c.report().text(operations=operations) for c in acquired_contexts() if c.schedule.ops)
+def report_all(*, operations: bool = False, critical: bool = False) -> str:
+    """The reports of every context acquired since the last :func:`reset_acquired` (``visa run``); each operation
+    listed too if ``operations``, the critical path's operations if ``critical`` (``visa run -v``)."""
+    return "\n".join(c.report().text(operations=operations, critical=critical) for c in acquired_contexts()
+                     if c.schedule.ops)
 
 
 def trace_all() -> dict[str, Any]:
@@ -320,5 +321,5 @@ def trace_all() -> dict[str, Any]:
 
 
 def reset_acquired() -> None:
-    """Forget the acquired contexts (``visa run`` does this before each file, design API.md §6)."""
+    """Forget the acquired contexts (``visa run`` does this before each file)."""
     _ACQUIRED.clear()
