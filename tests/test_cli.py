@@ -431,3 +431,16 @@ def test_run_reports_a_device_whose_last_reference_went_away(tmp_path: Path,
     out = capsys.readouterr().out
     assert out.count("device RNGD: 1 operations") == 2
     assert out.splitlines()[-1].startswith("2 passed, 0 failed") and "2 operations" in out.splitlines()[-1]
+
+
+def test_examples_copies_the_bundled_examples(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 29: ``visa examples DIR`` copies the examples a wheel ships (a checkout's ``examples/`` here)."""
+    from visa.cli import examples_dir
+
+    source = examples_dir()
+    assert source is not None
+    assert main(["examples", str(tmp_path / "mine")]) == 0
+    copied = sorted(p.name for p in (tmp_path / "mine").glob("*.py"))
+    assert copied == sorted(p.name for p in source.glob("*.py")) and "constant_add.py" in copied
+    assert main(["examples", str(tmp_path / "mine")]) == 2  # never over a directory that holds something
+    assert "is not empty" in capsys.readouterr().err

@@ -1,9 +1,9 @@
-"""The ``visa`` command line (design API.md §6).
+"""The ``visa`` command line.
 
 ``visa run FILE...`` runs each file's host entry point on the simulator and prints the result check (PASS or
 FAIL) and, for every context the run acquired, a per-engine cycle table.  The host entry point is the file's
 ``main()`` function when it defines one, else the file itself run as a script.  ``visa check FILE...`` runs
-mypy ``--strict`` with the visa plugin (design API.md §4) on the files, whether or not the project's mypy
+mypy ``--strict`` with the visa plugin on the files, whether or not the project's mypy
 configuration enables the plugin.  ``visa trace FILE -o trace.json`` runs a file and writes the schedule of
 every context it acquired as one Chrome trace (one process per device; open it in Perfetto).
 """
@@ -38,9 +38,10 @@ from visa.errors import VisaError
 if TYPE_CHECKING:
     from visa.context import Operation
 
-__all__ = ["main", "run_file", "mypy_command", "explain_assertion", "Outcome", "PLUGIN", "MYPY_FLOOR", "version"]
+__all__ = ["main", "run_file", "mypy_command", "explain_assertion", "Outcome", "PLUGIN", "MYPY_FLOOR", "version",
+           "examples_dir"]
 
-#: The mypy plugin ``visa check`` enables (design API.md §4).
+#: The mypy plugin ``visa check`` enables.
 PLUGIN = "visa.mypy"
 
 #: The mypy configuration ``visa check`` uses in a project whose own configuration does not enable the plugin.
@@ -255,7 +256,7 @@ _PROGRESS_AFTER = 0.5
 
 
 def run_file(path: Path, *, verbose: bool = True, console: Console | None = None, critical: bool = False) -> bool:
-    """Run one file's host entry point (design notes §6); print its outcome and reports; return whether it
+    """Run one file's host entry point; print its outcome and reports; return whether it
     passed.
 
     A file that defines ``main()`` is loaded as a module (its ``if __name__ == "__main__"`` block does not run)
@@ -375,6 +376,33 @@ def _explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def examples_dir() -> Path | None:
+    """The bundled examples: ``visa/examples`` in an installed wheel, ``examples/`` beside the package in a
+    checkout (an editable install); ``None`` when neither exists."""
+    package = Path(__file__).resolve().parent
+    for where in (package / "examples", package.parent / "examples"):
+        if where.is_dir() and any(where.glob("*.py")):
+            return where
+    return None
+
+
+def _examples(args: argparse.Namespace) -> int:
+    source = examples_dir()
+    if source is None:
+        print("visa examples: this installation has no examples", file=sys.stderr)
+        return 2
+    target = Path(args.directory)
+    if target.exists() and any(target.iterdir()):
+        print(f"visa examples: {target} is not empty; name a new directory", file=sys.stderr)
+        return 2
+    target.mkdir(parents=True, exist_ok=True)
+    names = sorted(p.name for p in source.glob("*.py"))
+    for name in names:
+        (target / name).write_bytes((source / name).read_bytes())
+    print(f"copied {len(names)} examples to {target}: visa run {target}/*.py")
+    return 0
+
+
 def _trace(args: argparse.Namespace) -> int:
     from visa.context import holding, trace_all
 
@@ -406,7 +434,7 @@ def _project_config() -> tuple[str | None, bool]:
 
 def mypy_command(files: Sequence[str], config_dir: Path) -> list[str]:
     """The mypy command ``visa check`` runs: ``--strict`` under the project's configuration when that enables
-    the visa plugin, else under a configuration written to ``config_dir`` that enables it (design API.md §4)."""
+    the visa plugin, else under a configuration written to ``config_dir`` that enables it."""
     config, enabled = _project_config()
     if enabled:
         return [sys.executable, "-m", "mypy", "--strict", *files]
@@ -458,8 +486,8 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``visa`` console script: ``visa run``, ``visa check``, ``visa trace`` (design API.md
-    §6); returns the exit status."""
+    """Entry point of the ``visa`` console script: ``visa run``, ``visa check``, ``visa trace``, ``visa explain``,
+    ``visa examples``; returns the exit status."""
     parser = argparse.ArgumentParser(prog="visa", description="FuriosaAI TCP Virtual ISA simulator")
     parser.add_argument("--version", action="version", version=f"visa {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -477,6 +505,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     explain = sub.add_parser("explain", help="what an error code means, the manual's rule and the fix")
     explain.add_argument("code")
     explain.set_defaults(func=_explain)
+    examples = sub.add_parser("examples", help="copy the bundled examples into a new directory")
+    examples.add_argument("directory", nargs="?", default="visa-examples")
+    examples.set_defaults(func=_examples)
     check = sub.add_parser("check", help="type-check kernels with mypy --strict and the visa plugin")
     check.add_argument("files", nargs="+")
     check.set_defaults(func=_check)
