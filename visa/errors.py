@@ -272,13 +272,13 @@ class BankStarvationWarning(UserWarning):
 
 class WrongTypeError(VisaError, TypeError):
     """A public call got an argument of the wrong Python type; the message names the parameter, what was given
-    and what is expected (design API.md §5; issue 16).  Also a ``TypeError``, so plain Python code can catch it."""
+    and what is expected (issue 16).  Also a ``TypeError``, so plain Python code can catch it."""
 
     code = "V001"
 
 
 class RangeError(VisaError, ValueError):
-    """An integer argument is outside the range its parameter allows (design API.md §5; issue 16).  Also a
+    """An integer argument is outside the range its parameter allows (issue 16).  Also a
     ``ValueError``."""
 
     code = "V002"

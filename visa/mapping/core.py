@@ -1,7 +1,7 @@
 """User-facing mapping objects: ``m["..."]``, :class:`Mapping`, :class:`Index` and ``i(...)``.
 
 ``m["A / 8 # 256"]`` parses mapping text against the calling module's ``axes(...)`` (manual L582–1016) and
-returns a :class:`Mapping`.  The same spelling serves annotations and values (design API.md §3).
+returns a :class:`Mapping`.  The same spelling serves annotations and values.
 
 >>> from visa.mapping.axes import AxisSet
 >>> ax = AxisSet(A=8, B=512)
@@ -640,7 +640,7 @@ def _parse_cached(text: str, axis_set: AxisSet, scope: AbcMapping[str, Any] | No
 
 
 class MappingFactory:
-    """``ax.m["..."]``: parse mapping text against an explicit :class:`AxisSet` (design API.md §3; manual
+    """``ax.m["..."]``: parse mapping text against an explicit :class:`AxisSet` (manual
     L587–595)."""
 
     __slots__ = ("axis_set",)
@@ -666,8 +666,8 @@ def _escape_locals(text: str, frame: FrameType) -> AbcMapping[str, Any]:
 
 def module_mapping(text: str, module_globals: AbcMapping[str, Any],
                    local_scope: AbcMapping[str, Any] | None = None) -> Mapping:
-    """``m[text]`` written in the module whose globals are ``module_globals`` (the one rule behind ``m``; design
-    API.md §3, manual L582–595).
+    """``m[text]`` written in the module whose globals are ``module_globals`` (the one rule behind ``m``; manual
+    L582–595).
 
     Names resolve against the module's ``axes(...)``; escapes ``{Name}`` against its variables (locals first).
     The mypy plugin (:mod:`visa.mypy`) calls this with the module it analyses.
@@ -688,7 +688,7 @@ def module_mapping(text: str, module_globals: AbcMapping[str, Any],
 
 class MappingSyntax:
     """The type of :data:`m`: ``m["A / 8 # 256"]`` is an item lookup that parses mapping text (the manual's
-    ``m![...]``, L582; design API.md §1).
+    ``m![...]``, L582).
 
     ``m`` is an object, not a class, so that a type checker reads ``Slice = m["A / 8 # 256"]`` as a value
     (a :class:`Mapping`), never as a type alias; the :mod:`visa.mypy` plugin makes ``m["..."]`` a type too.
@@ -704,7 +704,7 @@ class MappingSyntax:
         return "m"
 
 
-#: ``m["A / 8 # 256"]``: a mapping expression, in annotations and values alike (design API.md §1, §3).
+#: ``m["A / 8 # 256"]``: a mapping expression, in annotations and values alike.
 #: Names resolve against the calling module's ``axes(...)``; escapes ``{Name}`` against its variables.
 m = MappingSyntax()
 

@@ -1,4 +1,4 @@
-"""The mypy plugin: layout errors at type-check time (design API.md §4).
+"""The mypy plugin: layout errors at type-check time.
 
 Enable it with ``[tool.mypy] plugins = ["visa.mypy"]`` in ``pyproject.toml``.  Then
 
@@ -64,7 +64,7 @@ __all__ = ["plugin", "VisaPlugin", "decode"]
 
 
 class VisaPlugin(Plugin):
-    """The hooks (see the module docstring; design API.md §4).  One instance per mypy run."""
+    """The hooks (see the module docstring).  One instance per mypy run."""
 
     def __init__(self, options: Options) -> None:
         super().__init__(options)

@@ -257,7 +257,7 @@ class Call:
         return args[i][0] if i < len(args) and args[i] else None
 
     def resolve_text(self, text: str) -> Mapping:
-        """``m[text]`` as the runtime resolves it in this module (design API.md §3)."""
+        """``m[text]`` as the runtime resolves it in this module."""
         return resolve(text, _facts(self.plugin, self.module), self._lookup)
 
     def _lookup(self, name: str) -> Mapping | None:
