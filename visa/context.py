@@ -160,6 +160,15 @@ class Context:
                                                       self.dm_occupancy.samples(self.schedule.makespan)),
                 "displayTimeUnit": "ns", "otherData": {"clock_hz": self.hw.clocks.core_hz}}
 
+    def __repr__(self) -> str:
+        return f"<Context {self.hw.name}: {len(self.schedule.ops)} operations, {self.schedule.makespan} cycles>"
+
+    def _repr_html_(self) -> str:
+        """The context in a notebook: its device and, once something ran, its report's tables."""
+        if not self.schedule.ops:
+            return f"<div style=\"font-family:monospace\"><b>Context {self.hw.name}</b>: nothing ran yet</div>"
+        return self.report()._repr_html_()
+
     def write_trace(self, path: str) -> None:
         """Write :meth:`trace` as JSON."""
         with open(path, "w") as fh:

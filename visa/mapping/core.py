@@ -338,6 +338,13 @@ class Mapping:
         return (Mapping, (self.node, self.axis_set, self.text))
 
     # -- views -------------------------------------------------------------------------------------------
+    def plot(self, width: int | None = None) -> Any:
+        """A matplotlib ``Figure`` of the buffer: each position coloured (and, when small, labelled) by the tensor
+        index it holds, padding grey (:func:`visa.mapping.show.plot`; ``pip install 'tcp-visa[plot]'``)."""
+        from visa.mapping.show import plot
+
+        return plot(self, width)
+
     def table(self, limit: int = 64) -> str:
         """A grid like the manual's stride/modulo tables (L905–917): rows are the outer items, columns the last.
 
@@ -375,10 +382,11 @@ class Mapping:
         return "\n".join(line.rstrip() for line in lines)
 
     def _repr_html_(self) -> str:
-        rows = self.table().splitlines()
-        cells = [r.strip("|").split("|") for r in rows if not set(r) <= {"|", "-"}]
-        html = "".join("<tr>" + "".join(f"<td>{c.strip()}</td>" for c in row) + "</tr>" for row in cells)
-        return f"<p><code>{self!r}</code> ≡ <code>{self}</code></p><table>{html}</table>"
+        """The mapping in a notebook: its text, size and axes, and the manual's stride/modulo table of which
+        index each position holds (:meth:`table`; :func:`visa.mapping.show.mapping_html`)."""
+        from visa.mapping.show import mapping_html
+
+        return mapping_html(self)
 
 
 def _built(made: Mapping) -> Mapping:

@@ -15,6 +15,7 @@ The roofline compares the simulated cycles with what the hardware could not beat
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from visa.hw import HardwareProfile
 from visa.schedule.core import Operation, Schedule
@@ -152,6 +153,29 @@ class KernelReport:
 
     def __str__(self) -> str:
         return self.text(operations=False)
+
+    def __repr__(self) -> str:
+        return f"<KernelReport {self.device}: {len(self.operations)} operations, {self.makespan} cycles>"
+
+    def _repr_html_(self) -> str:
+        """The report in a notebook: totals, rooflines, tracks, passes, the critical path (:mod:`.show`)."""
+        from visa.schedule.show import report_html
+
+        return report_html(self)
+
+    def __rich__(self) -> object:
+        """The report for ``rich.print``: the summary lines and the tracks table."""
+        from visa.schedule.show import report_rich
+
+        return report_rich(self)
+
+    def plot_timeline(self, *, dependencies: bool = True) -> Any:
+        """A matplotlib ``Figure`` of the schedule: a row per track, an operation a bar coloured by the context
+        that issued it, dependencies as lines, the critical path outlined (:func:`visa.schedule.show.plot_timeline`;
+        ``pip install 'tcp-visa[plot]'``)."""
+        from visa.schedule.show import plot_timeline
+
+        return plot_timeline(self, dependencies=dependencies)
 
 
 def _chip_count(ops: list[Operation]) -> int:

@@ -266,6 +266,12 @@ class HostTensor(Generic[D, Element]):
     def __repr__(self) -> str:
         return f"HostTensor[{self.dtype!r}, {self.element!r}]"
 
+    def _repr_html_(self) -> str:
+        """The tensor in a notebook: its type, element mapping and first values (:mod:`visa.tensors.show`)."""
+        from visa.tensors.show import host_html
+
+        return host_html(self)
+
 
 _OVERFLOW = ("error", "saturate", "wrap", "inf", "nan")
 
@@ -487,6 +493,12 @@ class DeviceTensor:
 
     def __repr__(self) -> str:
         return self.describe()
+
+    def _repr_html_(self) -> str:
+        """The tensor in a notebook: its type, address, bytes and a row per level (:mod:`visa.tensors.show`)."""
+        from visa.tensors.show import device_html
+
+        return device_html(self)
 
     def mapping(self, level: str) -> Mapping:
         """The mapping of one level (``"Chip"``, ``"Element"``, ...)."""
@@ -740,6 +752,14 @@ class DmTensor(DeviceTensor, _DmMoves, Generic[D, Chip, Cluster, Slice, Element]
         from visa.tensors.collective import asymmetric_slice
 
         return asymmetric_slice(self, digit, sub, indices, address, "cluster")
+
+    def plot_layout(self, *, slices: int = 64) -> Any:
+        """A matplotlib ``Figure``: which slice and DM address holds which element (a row per slice holding data,
+        a column per element position, coloured by the tensor index; :func:`visa.tensors.show.plot_layout`;
+        ``pip install 'tcp-visa[plot]'``)."""
+        from visa.tensors.show import plot_layout
+
+        return plot_layout(self, slices=slices)
 
 
 class TrfTensor(DeviceTensor, Generic[D, Chip, Cluster, Slice, Row, Element]):
