@@ -57,7 +57,8 @@ typing-floor: $(FLOOR)/.installed
 	$(FLOOR)/bin/pytest tests/typing
 
 # The lowest-versions session: every dependency (and every extra's) at the floor pyproject declares, on Python
-# 3.11, 3.12 and 3.13, runs the examples and the test suite (tools/lowest_versions.py; LOWEST_PYTHONS to choose).
+# 3.11, 3.12 and 3.13, runs the examples and the test suite; the last Python from the built wheel and the
+# unpacked sdist (tools/lowest_versions.py; LOWEST_PYTHONS to choose, LOWEST_PYTEST to narrow pytest).
 UV_VERSION := 0.13.9
 $(VENV)/.uv-installed: $(STAMP)
 	$(BIN)/python -m pip install --quiet 'uv==$(UV_VERSION)'
@@ -66,11 +67,11 @@ $(VENV)/.uv-installed: $(STAMP)
 lowest: $(VENV)/.uv-installed
 	$(BIN)/python tools/lowest_versions.py
 
-# The sdist and the wheel (dist/), and the sdist's own test suite run from its unpacked tree.
+# The sdist and the wheel (dist/); `make lowest` tests both (its last Python installs the wheel and runs the
+# unpacked sdist's examples and tests).
 dist: $(VENV)/.uv-installed
 	rm -rf dist
 	$(BIN)/uv build --quiet --out-dir dist
-	$(BIN)/python tools/check_sdist.py dist
 
 # the 16384³ i8 GEMM (about four to six minutes on 2 cores; N=2048 runs it small)
 bench16k: $(STAMP)

@@ -12,6 +12,10 @@ For each Python (3.11, 3.12, 3.13 by default; ``LOWEST_PYTHONS="3.12 3.13"`` to 
 3. ``visa run -q examples/*.py``, then ``pytest`` (the whole suite; ``LOWEST_PYTEST="-x tests/test_cli.py"`` to
    narrow it while working).
 
+The last Python (``LOWEST_SDIST``, default the last of ``LOWEST_PYTHONS``) installs the *wheel* built from this
+checkout instead of the checkout itself, and runs the examples and the tests from the unpacked *sdist*: what a
+user gets from the index, and the sdist's own test suite.
+
 Interpreters: ``python3.X`` on ``PATH`` when it runs, else pyenv's newest ``3.X.*`` (``pyenv prefix``), else
 ``uv python find 3.X``.  uv's own interpreter downloads are off: this machine reaches the package registries
 only.
@@ -34,9 +38,9 @@ DIST = "tcp-visa"
 PYTHONS = os.environ.get("LOWEST_PYTHONS", "3.11 3.12 3.13").split()
 
 
-def _run(cmd: list[str], **kw: object) -> None:
+def _run(cmd: list[str], cwd: Path = ROOT) -> None:
     print("+", " ".join(cmd), flush=True)
-    subprocess.run(cmd, check=True, cwd=ROOT, **kw)  # type: ignore[call-overload]
+    subprocess.run(cmd, check=True, cwd=cwd)
 
 
 def _works(exe: str) -> bool:
@@ -106,23 +110,42 @@ def check_floors(uv: str, python: str, version: str, reqs: list[str]) -> list[st
     return bad
 
 
-def session(version: str, uv: str) -> float:
+def built(uv: str) -> tuple[Path, Path]:
+    """The wheel and the unpacked sdist of this checkout (built into ``.venv-lowest/dist``)."""
+    import tarfile
+
+    out = ROOT / ".venv-lowest" / "dist"
+    shutil.rmtree(out, ignore_errors=True)
+    _run([uv, "build", "--quiet", "--out-dir", str(out)])
+    with tarfile.open(next(out.glob("*.tar.gz"))) as tar:
+        tar.extractall(out / "sdist", filter="data")
+    return next(out.glob("*.whl")), next((out / "sdist").iterdir())
+
+
+def session(version: str, uv: str, from_sdist: bool = False) -> float:
     """One Python's session; returns its seconds."""
     start = time.perf_counter()
     venv = ROOT / ".venv-lowest" / version
     extras, reqs = requirements()
     _run([uv, "venv", "--quiet", "--clear", "--python", find_python(version, uv), str(venv)])
     python = str(venv / "bin" / "python")
-    spec = f".[{','.join(extras)}]" if extras else "."
-    _run([uv, "pip", "install", "--quiet", "--python", python, "--resolution", "lowest-direct", "-e", spec])
+    tree = ROOT
+    if from_sdist:
+        wheel, tree = built(uv)
+        target = [f"{wheel}[{','.join(extras)}]" if extras else str(wheel)]
+        print(f"Python {version}: the wheel {wheel.name}; examples and tests from the sdist at {tree}", flush=True)
+    else:
+        target = ["-e", f".[{','.join(extras)}]" if extras else "."]
+    _run([uv, "pip", "install", "--quiet", "--python", python, "--resolution", "lowest-direct", *target])
     print(f"Python {version}: {subprocess.run([python, '--version'], capture_output=True, text=True).stdout.strip()}"
           f", dependencies at their floors:", flush=True)
     bad = check_floors(uv, python, version, reqs)
     if bad:
         raise SystemExit("lowest-versions: a declared floor is not what was installed:\n  " + "\n  ".join(bad))
-    examples = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "examples").glob("*.py"))
-    _run([str(venv / "bin" / "visa"), "run", "-q", *examples])
-    _run([str(venv / "bin" / "pytest"), "-p", "no:cacheprovider", *os.environ.get("LOWEST_PYTEST", "").split()])
+    examples = sorted(str(p.relative_to(tree)) for p in (tree / "examples").glob("*.py"))
+    _run([str(venv / "bin" / "visa"), "run", "-q", *examples], cwd=tree)
+    _run([str(venv / "bin" / "pytest"), "-p", "no:cacheprovider", *os.environ.get("LOWEST_PYTEST", "").split()],
+         cwd=tree)
     return time.perf_counter() - start
 
 
@@ -131,7 +154,8 @@ def main() -> int:
     if uv is None:
         raise SystemExit("lowest-versions: uv is not installed (make lowest installs it)")
     os.environ.setdefault("UV_PYTHON_DOWNLOADS", "never")
-    times = {v: session(v, uv) for v in PYTHONS}
+    sdist = os.environ.get("LOWEST_SDIST", PYTHONS[-1])
+    times = {v: session(v, uv, from_sdist=v == sdist) for v in PYTHONS}
     for v, t in times.items():
         print(f"lowest-versions: Python {v} passed in {t:.0f} s")
     return 0
