@@ -47,7 +47,7 @@ from visa.engines.vector import (
 )
 from visa.errors import *  # noqa: F403
 from visa.hw import RNGD, RNGD_S, HardwareProfile
-from visa.mapping import IDENTITY, AxisSet, Index, Mapping, axes, i, m, pair_of, skew
+from visa.mapping import IDENTITY, AxisSet, Index, M, Mapping, axes, i, m, pair_of, skew
 from visa.stream import (
     AccumulationKind,
     AccumulationTensor,
@@ -104,7 +104,7 @@ __all__ = [
     "Mapping",
     "axes",
     "i",
-    "m",
+    "m", "M",
     "pair_of",
     "skew",
     "IDENTITY",

@@ -21,7 +21,7 @@ import sys
 from collections.abc import Iterator
 from collections.abc import Mapping as AbcMapping
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -710,6 +710,21 @@ class MappingSyntax:
 
     def __repr__(self) -> str:
         return "m"
+
+
+_Text = TypeVar("_Text")
+
+
+class M(Mapping, Generic[_Text]):
+    """``M[Literal["A % 8"]]``: the spelling of ``m["A % 8"]`` in an annotation that pyright and Pylance accept
+    (they read ``m["A % 8"]`` as a forward reference and flag it).  The :mod:`visa.mypy` plugin reads it as the
+    same type as ``m["A % 8"]``, with the same checks; at run time it is only an annotation (never
+    instantiated).  Values stay ``m["..."]`` (manual ``m![...]``, L582)::
+
+        def kernel(ctx: Context, x: HbmTensor[i32, M[Literal["1"]], M[Literal["A"]]]) -> ...
+    """
+
+    __slots__ = ()
 
 
 #: ``m["A / 8 # 256"]``: a mapping expression, in annotations and values alike.

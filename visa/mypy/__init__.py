@@ -50,6 +50,7 @@ from visa.hw import profile as hw_profile
 from visa.mapping import Mapping
 from visa.mypy import hooks
 from visa.mypy.mappings import (
+    LITERAL_M_NAMES,
     M_NAMES,
     ModuleFacts,
     Unresolved,
@@ -101,7 +102,7 @@ class VisaPlugin(Plugin):
     # -- dispatch ------------------------------------------------------------------------------------------
     def get_type_analyze_hook(self, fullname: str) -> Callable[[AnalyzeTypeContext], Type] | None:
         """``m["..."]``, a tensor type and a module-level mapping alias in an annotation."""
-        if fullname in M_NAMES:
+        if fullname in M_NAMES or fullname in LITERAL_M_NAMES:
             return partial(_guard, partial(hooks.m_annotation, self))
         if fullname in TENSOR_MEMORY and not self._busy:
             return partial(_guard, partial(hooks.tensor_annotation, self))

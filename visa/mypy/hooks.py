@@ -124,11 +124,14 @@ def _facts(plugin: VisaPlugin, module: str) -> ModuleFacts:
 
 
 # -- m["..."] ------------------------------------------------------------------------------------------------
-def _raw_text(arg: Type) -> str | None:
+def _raw_text(arg: Type, literal: bool = True) -> str | None:
+    """The mapping text of ``m["A % 8"]``'s argument, or of ``M[Literal["A % 8"]]``'s (the pyright spelling)."""
     if isinstance(arg, RawExpressionType) and isinstance(arg.literal_value, str):
         return arg.literal_value
     if isinstance(arg, UnboundType) and arg.original_str_expr is not None:
         return arg.original_str_expr
+    if literal and isinstance(arg, UnboundType) and arg.name.rpartition(".")[2] == "Literal" and len(arg.args) == 1:
+        return _raw_text(arg.args[0], literal=False)
     return None
 
 

@@ -45,10 +45,12 @@ from visa.mapping.core import _declare_from, module_mapping
 from visa.mypy.chain import walk
 
 __all__ = ["encode", "decode", "ModuleFacts", "resolve", "Unresolved", "is_m", "is_mapping_expr", "M_NAMES",
-           "fix_annotations", "needs_parse_fix"]
+           "LITERAL_M_NAMES", "fix_annotations", "needs_parse_fix"]
 
 #: Full names under which the runtime ``m`` can be referenced.
 M_NAMES = frozenset({"visa.mapping.core.m", "visa.mapping.m", "visa.m"})
+#: Full names of ``M``, whose ``M[Literal["A % 8"]]`` is ``m["A % 8"]`` spelt so that pyright accepts it.
+LITERAL_M_NAMES = frozenset({"visa.mapping.core.M", "visa.mapping.M", "visa.M"})
 AXES_NAMES = frozenset({"visa.mapping.axes.axes", "visa.mapping.axes", "visa.axes"})
 SKEW_NAMES = frozenset({"visa.mapping.axes.skew", "visa.mapping.skew", "visa.skew"})
 
