@@ -132,7 +132,8 @@ def session(version: str, uv: str, from_sdist: bool = False) -> float:
     tree = ROOT
     if from_sdist:
         wheel, tree = built(uv)
-        target = [f"{wheel}[{','.join(extras)}]" if extras else str(wheel)]
+        # the wheel's requirements are not direct ones: name them too, so that lowest-direct takes their floors
+        target = [f"{wheel}[{','.join(extras)}]" if extras else str(wheel), *reqs]
         print(f"Python {version}: the wheel {wheel.name}; examples and tests from the sdist at {tree}", flush=True)
     else:
         target = ["-e", f".[{','.join(extras)}]" if extras else "."]
