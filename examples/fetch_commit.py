@@ -11,7 +11,7 @@ collect → commit → DM and checks the data and the cycle counts the manual gi
 4. segmentation of a 64 KB tensor into two executions of 1024 cycles (L7898–7981).
 
 Spelling.  The manual's ``f8`` (L7618) is ``f8e4m3``, and ``.commit(addr)`` passes the Element Rust infers from
-the ``let`` annotation (L7620, design API.md §1).  The manual's examples write Chip, Cluster and Slice as
+the ``let`` annotation (L7620).  The manual's examples write Chip, Cluster and Slice as
 ``m![1]``; a DM tensor needs Cluster 2 and Slice 256 (L1079–1084), so they are ``m["1 # 2"]`` and ``m["1 # 256"]``
 here (only slice 0 of cluster 0 holds data; the commit's slice bitmap enables just that slice).  In this
 chapter ``# n`` often means "add n bytes" (``C # 6`` is an 8-byte packet); visa's ``#`` always pads *to* n,

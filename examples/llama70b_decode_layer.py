@@ -22,7 +22,7 @@ The layer for one token at position s, each stage a kernel of :mod:`visa.kernels
 3. RoPE at position s (2.2.2, L8258–8284) — a :class:`Gemm` of the 64 (8) heads against the block-diagonal
    rotation of ``w_rope[s]`` (the manual's ``einsum`` over the pair axis: the same products, plus zeros);
 4. KV-cache append (2.2.3, L8286–8297) — ``to_hbm_view`` of K_rope and V_new into position s − 1 of the caches
-   (in-place DMAs, design API.md §7);
+   (in-place DMAs);
 5. attention (2.2.4, L8298–8317) — one :class:`Attention` per KV head, its G = 8 query heads the GEMMs' M rows
    (the manual's broadcast of G, L8302), Vᵀ of the head (the second GEMM reads V N-major) as ``I · Vᵀ`` by a
    :class:`Gemm` (exact: one nonzero product per output); the 8 outputs are DMAed into one ``[h_kv, G, d_v]``

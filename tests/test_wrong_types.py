@@ -316,6 +316,7 @@ EXEMPT = {
     "record": "the schedule's internal bookkeeping",
     "trace": "a report (pid is a number shown as is)",
     "write_trace": "a report written to a path",
+    "plot_layout": "a picture; its one keyword (slices) is compared with a count, so a non-number is a TypeError",
     "fetch_with_table": "as fetch (same dtype/mapping checks) plus a LookupTable",
     "fetch_with_zero_point": "as fetch plus a zero point",
     "fetch_with_zero_points": "as fetch plus zero points",

@@ -5,7 +5,7 @@ contexts ``ctx.pdma`` (host ↔ HBM, PCIe) and ``ctx.tdma`` (HBM ↔ DM), and th
 ``ctx.main`` and ``ctx.sub`` (L150–155).  Every operation is recorded with the bytes it reads and writes and
 the resources it occupies (:mod:`visa.schedule`, which holds the rules); :meth:`Context.report` returns the
 kernel's profile and roofline and :meth:`Context.trace` the timeline as a Chrome trace.  The host side is
-synchronous (design API.md §1).
+synchronous.
 """
 
 from __future__ import annotations
@@ -26,9 +26,10 @@ from visa.errors import HardwareLimitError, LayoutError, TypestateError, VisaErr
 from visa.hw import RNGD, HardwareProfile
 from visa.memory.device import DeviceMemory
 from visa.memory.footprint import Footprint
-from visa.schedule import Lane, Operation, Schedule, dma_lanes, dma_traffic, footprint, live_dm_bytes
+from visa.schedule import Lane, Operation, Schedule, dma_lanes, dma_traffic, footprint
 from visa.schedule import report as profile
 from visa.schedule import trace as tracing
+from visa.schedule.occupancy import DmOccupancy
 from visa.stream import TuContext
 from visa.tensors.device import DmaContext
 from visa.validate import expect_callable, expect_instance, expect_int, wrong_type
@@ -72,7 +73,7 @@ def holding() -> Iterator[list[Context]]:
 class Context:
     """Exclusive access to a simulated device (manual ``Context::acquire()``, L39)."""
 
-    __slots__ = ("hw", "memory", "pdma", "tdma", "main", "sub", "schedule", "num_chips", "live_dm", "__weakref__")
+    __slots__ = ("hw", "memory", "pdma", "tdma", "main", "sub", "schedule", "num_chips", "dm_occupancy", "__weakref__")
 
     def __init__(self, hw: HardwareProfile = RNGD) -> None:
         expect_instance(hw, HardwareProfile, "hw", call="Context.acquire",
@@ -85,7 +86,7 @@ class Context:
         self.sub = TuContext(self, "sub")
         self.schedule = Schedule(hw)
         self.num_chips: int | None = None  # the running kernel's chip count (L1079); None on the host
-        self.live_dm: list[dict[int, int]] = []  # DM bytes per chip held by live tensors after each operation
+        self.dm_occupancy = DmOccupancy()  # each DM tensor's lifetime on the schedule's clock (the trace's counter)
 
     @classmethod
     def acquire(cls, hw: HardwareProfile = RNGD) -> Context:
@@ -129,7 +130,7 @@ class Context:
                 traffic[path] = max(traffic.get(path, 0), nbytes)
         op = self.schedule.record(track, name, reports, reads=rd, writes=wr, lanes=lanes, cycles=cycles,
                                   traffic=traffic, in_kernel=self.num_chips is not None, note=note)
-        self.live_dm.append(live_dm_bytes(self.memory.registry))
+        self.dm_occupancy.note(self.memory.registry, op)
         for observer in OBSERVERS:
             observer(op)
         return op
@@ -155,8 +156,18 @@ class Context:
     def trace(self, pid: int = 0) -> dict[str, Any]:
         """The schedule as a Chrome trace (open it in https://ui.perfetto.dev): device ``pid`` of a run (``visa
         trace`` numbers the devices), a process per chip and a thread per resource (:mod:`visa.schedule.trace`)."""
-        return {"traceEvents": tracing.events(self.schedule, self.hw, pid, self.live_dm),
+        return {"traceEvents": tracing.events(self.schedule, self.hw, pid,
+                                                      self.dm_occupancy.samples(self.schedule.makespan)),
                 "displayTimeUnit": "ns", "otherData": {"clock_hz": self.hw.clocks.core_hz}}
+
+    def __repr__(self) -> str:
+        return f"<Context {self.hw.name}: {len(self.schedule.ops)} operations, {self.schedule.makespan} cycles>"
+
+    def _repr_html_(self) -> str:
+        """The context in a notebook: its device and, once something ran, its report's tables."""
+        if not self.schedule.ops:
+            return f"<div style=\"font-family:monospace\"><b>Context {self.hw.name}</b>: nothing ran yet</div>"
+        return self.report()._repr_html_()
 
     def write_trace(self, path: str) -> None:
         """Write :meth:`trace` as JSON."""
@@ -304,10 +315,11 @@ def _type_text(want: Any) -> str:
     return getattr(want, "__name__", None) or repr(want)
 
 
-def report_all(*, operations: bool = False) -> str:
-    """The reports of every context acquired since the last :func:`reset_acquired` (``visa run``, design API.md
-    §6); each operation listed too if ``operations``."""
-    return "\n".join(c.report().text(operations=operations) for c in acquired_contexts() if c.schedule.ops)
+def report_all(*, operations: bool = False, critical: bool = False) -> str:
+    """The reports of every context acquired since the last :func:`reset_acquired` (``visa run``); each operation
+    listed too if ``operations``, the critical path's operations if ``critical`` (``visa run -v``)."""
+    return "\n".join(c.report().text(operations=operations, critical=critical) for c in acquired_contexts()
+                     if c.schedule.ops)
 
 
 def trace_all() -> dict[str, Any]:
@@ -318,5 +330,5 @@ def trace_all() -> dict[str, Any]:
 
 
 def reset_acquired() -> None:
-    """Forget the acquired contexts (``visa run`` does this before each file, design API.md §6)."""
+    """Forget the acquired contexts (``visa run`` does this before each file)."""
     _ACQUIRED.clear()

@@ -2,8 +2,8 @@
 
 The manual names eleven element types.  Each is a *class* here (``i4 i5 i8 i9 i16 i32 bf16 f16 f32 f8e4m3
 f8e5m2``), so one spelling serves as a type argument in an annotation (``HbmTensor[i32, m["1"], m["A"]]``)
-and as a run-time value (``HostTensor.rand(i32, ...)``, ``.fetch(i32, ...)``), as the Rust type parameters do
-(design API.md §1).  The classes are never instantiated; their class attributes describe the format.
+and as a run-time value (``HostTensor.rand(i32, ...)``, ``.fetch(i32, ...)``), as the Rust type parameters do.
+The classes are never instantiated; their class attributes describe the format.
 
 Sources: the fetch adapter's casts (manual L1962–1979), the DMA element grammar (L2525), the cast engine's
 precision lowering (L6774–6779), sizes in bytes (L1071, L1088–1093, L1711, L2229–2232), the widened register

@@ -34,7 +34,7 @@ STREAM_LEVELS = ("Chip", "Cluster", "Slice", "Time", "Packet")
 
 def axes_text(mapping: Mapping | None) -> str | None:
     """The axes ``mapping`` sets, sorted and comma-separated: a refusal's ``axis=`` when the whole mapping is at
-    fault (None when there is no mapping or it sets no axis; design API.md §5, manual "Mapping", L582–620)."""
+    fault (None when there is no mapping or it sets no axis, manual "Mapping", L582–620)."""
     if mapping is None:
         return None
     return ", ".join(sorted(mapping.axes)) or None

@@ -1,4 +1,4 @@
-"""The plugin's hooks for the collectives (design API.md §7; manual L7382–7610): ``chip_shuffle``,
+"""The plugin's hooks for the collectives (manual L7382–7610): ``chip_shuffle``,
 ``cluster_swap``, ``asymmetric_chip_slice`` and ``asymmetric_cluster_slice``.
 
 Where the permutation, the indices and the mappings are literals, the same rule functions the runtime calls

@@ -124,11 +124,14 @@ def _facts(plugin: VisaPlugin, module: str) -> ModuleFacts:
 
 
 # -- m["..."] ------------------------------------------------------------------------------------------------
-def _raw_text(arg: Type) -> str | None:
+def _raw_text(arg: Type, literal: bool = True) -> str | None:
+    """The mapping text of ``m["A % 8"]``'s argument, or of ``M[Literal["A % 8"]]``'s (the pyright spelling)."""
     if isinstance(arg, RawExpressionType) and isinstance(arg.literal_value, str):
         return arg.literal_value
     if isinstance(arg, UnboundType) and arg.original_str_expr is not None:
         return arg.original_str_expr
+    if literal and isinstance(arg, UnboundType) and arg.name.rpartition(".")[2] == "Literal" and len(arg.args) == 1:
+        return _raw_text(arg.args[0], literal=False)
     return None
 
 
@@ -257,7 +260,7 @@ class Call:
         return args[i][0] if i < len(args) and args[i] else None
 
     def resolve_text(self, text: str) -> Mapping:
-        """``m[text]`` as the runtime resolves it in this module (design API.md §3)."""
+        """``m[text]`` as the runtime resolves it in this module."""
         return resolve(text, _facts(self.plugin, self.module), self._lookup)
 
     def _lookup(self, name: str) -> Mapping | None:

@@ -18,7 +18,7 @@ from visa.mapping.evaluate import digit_weights
 from visa.memory.footprint import EMPTY, Footprint, Span
 from visa.memory.layout import element_bytes, sym_only
 
-__all__ = ["footprint", "span_of", "units_of", "live_dm_bytes"]
+__all__ = ["footprint", "span_of", "units_of", "live_dm_bytes", "tensor_dm_bytes"]
 
 #: Views whose Element is larger than this are covered by their runs (:func:`_runs`) or, failing that, by their
 #: extent (one interval) instead of element by element: a conservative cover, cheap for huge tensors.
@@ -138,16 +138,20 @@ def footprint(*handles: Any) -> Footprint:
     return Footprint(tuple(spans)) if spans else EMPTY
 
 
+def tensor_dm_bytes(region: Any) -> dict[int, int]:
+    """DM bytes per chip a live DM region holds: its bytes per slice times the slices its tensor occupies."""
+    owner = region.owner() if region.owner is not None else None
+    levels = getattr(owner, "levels", None)
+    units = 1
+    if owner is not None and levels is not None:
+        units = _valid(levels["Cluster"]).size * _valid(levels["Slice"]).size
+    return {c: (region.hi - region.lo) * units for c in region.chips}
+
+
 def live_dm_bytes(registry: Any) -> dict[int, int]:
-    """DM bytes per chip held by live tensors (the trace's counter track): each live DM region's bytes per
-    slice times the slices its tensor occupies."""
+    """DM bytes per chip held by live tensors now (:func:`tensor_dm_bytes` of each live DM region)."""
     out: dict[int, int] = {}
     for region in registry.live_regions("dm"):
-        owner = region.owner() if region.owner is not None else None
-        levels = getattr(owner, "levels", None)
-        units = 1
-        if owner is not None and levels is not None:
-            units = _valid(levels["Cluster"]).size * _valid(levels["Slice"]).size
-        for c in region.chips:
-            out[c] = out.get(c, 0) + (region.hi - region.lo) * units
+        for c, n in tensor_dm_bytes(region).items():
+            out[c] = out.get(c, 0) + n
     return out

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "StreamTensor", "BeginTensor", "FetchTensor", "SwitchTensor", "CollectTensor", "AlignedTensor",
     "ContractionTensor", "AccumulationTensor", "CastTensor", "TransposeTensor", "VectorFinalTensor",
-    "AccumulationKind", "STAGE_METHODS", "Carried",
+    "AccumulationKind", "STAGE_METHODS", "Carried", "did_you_mean", "NoStageMethod",
 ]
 
 D = TypeVar("D", bound=dt.Scalar)
@@ -165,8 +165,10 @@ class StreamTensor(Generic[D, Chip, Cluster, Slice, Time, Packet]):
 
         def __getattr__(self, name: str) -> Any:
             stages = STAGE_METHODS.get(name)
-            if stages is None or name.startswith("_"):
+            if name.startswith("_"):
                 raise AttributeError(name)
+            if stages is None:
+                raise NoStageMethod(self, name)
             raise TypestateError(f".{name}() is not available on a {self.STAGE}; it belongs to "
                                  f"{' / '.join(stages)} (manual pipeline order, L3792)", call=name,
                                  fix="follow the order fetch → switch → collect → align → contract → "
@@ -192,6 +194,31 @@ class StreamTensor(Generic[D, Chip, Cluster, Slice, Time, Packet]):
 
 
 S = TypeVar("S", bound=StreamTensor[Any, Any, Any, Any, Any, Any])
+
+
+class NoStageMethod(AttributeError):
+    """A stage method that no stage has; its message (built only when shown: ``getattr(s, name, None)`` stays
+    cheap) names the nearest methods (:func:`did_you_mean`)."""
+
+    def __init__(self, stream: StreamTensor[Any, Any, Any, Any, Any, Any], name: str) -> None:
+        super().__init__(name, name=name, obj=stream)
+        self.stream, self.method = stream, name
+
+    def __str__(self) -> str:
+        return did_you_mean(self.stream, self.method)
+
+
+def did_you_mean(stream: StreamTensor[Any, Any, Any, Any, Any, Any], name: str) -> str:
+    """The message for a stage method that exists nowhere: the stage, and the nearest method names of any stage
+    (``.vector_fxpp()`` → ``did you mean .vector_fxp()?``)."""
+    import difflib
+
+    from visa.stream.vector.base import METHOD_STAGE
+
+    known = {n for n in dir(type(stream)) if not n.startswith("_")} | set(STAGE_METHODS) | set(METHOD_STAGE)
+    close = difflib.get_close_matches(name, sorted(known), n=3, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(f'.{c}()' for c in close)}?" if close else ""
+    return f"a {stream.STAGE} has no method .{name}(){hint} (the stage methods: docs, API reference › Streams)"
 
 _NOT_STAGE_METHODS = frozenset({"take", "then", "describe"})
 

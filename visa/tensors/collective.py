@@ -1,5 +1,5 @@
 """Collectives across chips and clusters: the staged shuffle source and the asymmetric slices (manual
-"Chip/Cluster Reduce", L7382–7610; design API.md §7).
+"Chip/Cluster Reduce", L7382–7610).
 
 * ``t.view().chip_shuffle([1, 2, 3, 0])`` and ``t.view().cluster_swap()`` make a :class:`ShuffledSource`: the
   tensor the view holds, with chip ``c`` holding what chip ``p[c]`` held (L7541; clusters 0 and 1 exchanged).

@@ -87,8 +87,8 @@ TrfAddress.SecondHalf = TrfAddress("SecondHalf", 1)
 
 
 def logical_axes(mappings: Sequence[Mapping], axes: str | Sequence[str] | None) -> list[str]:
-    """The axis order of a logical tensor: ``axes`` as given, else first appearance in the mappings (design
-    API.md §1, ``HostTensor.from_numpy``)."""
+    """The axis order of a logical tensor: ``axes`` as given, else first appearance in the mappings
+    (``HostTensor.from_numpy``)."""
     present: list[str] = []
     for mp in mappings:
         for d in _axis_order(mp):
@@ -188,8 +188,8 @@ class HostTensor(Generic[D, Element]):
     @classmethod
     def from_numpy(cls, array: npt.ArrayLike, dtype: type[D], mapping: Mapping,
                    axes: str | Sequence[str] | None = None, *, overflow: str = "error") -> HostTensor[D, Any]:
-        """The host buffer holding the logical tensor ``array`` (numpy dims in the order ``axes`` names; design
-        API.md §1).
+        """The host buffer holding the logical tensor ``array`` (numpy dims in the order ``axes``
+        names).
 
         Integers must be values of ``dtype``; floats are rounded to the nearest value of ``dtype`` (ties to
         even).  A value beyond ``dtype``'s range, an infinity where ``dtype`` has none (f8e4m3, seed 000) and
@@ -265,6 +265,12 @@ class HostTensor(Generic[D, Element]):
 
     def __repr__(self) -> str:
         return f"HostTensor[{self.dtype!r}, {self.element!r}]"
+
+    def _repr_html_(self) -> str:
+        """The tensor in a notebook: its type, element mapping and first values (:mod:`visa.tensors.show`)."""
+        from visa.tensors.show import host_html
+
+        return host_html(self)
 
 
 _OVERFLOW = ("error", "saturate", "wrap", "inf", "nan")
@@ -488,6 +494,12 @@ class DeviceTensor:
     def __repr__(self) -> str:
         return self.describe()
 
+    def _repr_html_(self) -> str:
+        """The tensor in a notebook: its type, address, bytes and a row per level (:mod:`visa.tensors.show`)."""
+        from visa.tensors.show import device_html
+
+        return device_html(self)
+
     def mapping(self, level: str) -> Mapping:
         """The mapping of one level (``"Chip"``, ``"Element"``, ...)."""
         return self.levels[level]
@@ -599,8 +611,8 @@ class _InPlaceWrites:
 
     def to_hbm_view(self, target: HbmTensorView | ScatterTarget, tdma: DmaContext, *,
                     stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
-        """Tensor DMA into part of a live HBM tensor, in place (KV-cache append, manual L8286–8297; design
-        API.md §7): ``target`` is a view or tile of it, or ``view.scatter(m["V"], ids)``.  Returns the
+        """Tensor DMA into part of a live HBM tensor, in place (KV-cache append, manual L8286–8297):
+        ``target`` is a view or tile of it, or ``view.scatter(m["V"], ids)``.  Returns the
         written tensor, which stays live and current."""
         import visa.tensors.indirect as im
 
@@ -741,6 +753,14 @@ class DmTensor(DeviceTensor, _DmMoves, Generic[D, Chip, Cluster, Slice, Element]
 
         return asymmetric_slice(self, digit, sub, indices, address, "cluster")
 
+    def plot_layout(self, *, slices: int = 64) -> Any:
+        """A matplotlib ``Figure``: which slice and DM address holds which element (a row per slice holding data,
+        a column per element position, coloured by the tensor index; :func:`visa.tensors.show.plot_layout`;
+        ``pip install 'tcp-visa[plot]'``)."""
+        from visa.tensors.show import plot_layout
+
+        return plot_layout(self, slices=slices)
+
 
 class TrfTensor(DeviceTensor, Generic[D, Chip, Cluster, Slice, Row, Element]):
     """``TrfTensor<D, Chip, Cluster, Slice, Row, Element>``: Contraction Engine weights (manual L1053, L4055)."""
@@ -825,14 +845,14 @@ class TensorView:
         return type(self)(self.base, element, self.offset)
 
     def chip_shuffle(self, perm: Sequence[int]) -> ShuffledSource[Self]:
-        """ChipShuffle(p) staged on the view (manual L7445–7470, design API.md §7): destination chip c receives
+        """ChipShuffle(p) staged on the view (manual L7445–7470): destination chip c receives
         what chip ``perm[c]`` held (L7541); ``.to_hbm(...)`` / ``.to_dm(...)`` moves it."""
         from visa.tensors.collective import ShuffledSource
 
         return ShuffledSource.stage(self, perm=perm)
 
     def cluster_swap(self) -> ShuffledSource[Self]:
-        """The cluster swap staged on a DM view (cluster 0 ↔ cluster 1; design API.md §7)."""
+        """The cluster swap staged on a DM view (cluster 0 ↔ cluster 1)."""
         from visa.tensors.collective import ShuffledSource
 
         return ShuffledSource.stage(self, swap=True)
@@ -854,7 +874,7 @@ class TensorView:
 
     def gather(self, axis: Mapping, ids: DeviceTensor) -> GatherSource:
         """The rows ``ids[t]`` of ``axis`` (an axis of the Element) as a staged source: ``.to_dm(...)`` /
-        ``.to_hbm(...)`` make ``out[t, …] = self[ids[t], …]`` (IndirectLoop, manual L1684–1688; design API.md §7).
+        ``.to_hbm(...)`` make ``out[t, …] = self[ids[t], …]`` (IndirectLoop, manual L1684–1688).
         ``ids`` is an i32 HBM or DM tensor over its own axes, which the destination names in place of ``axis``."""
         from visa.tensors.indirect import GatherSource
 

@@ -1,4 +1,4 @@
-"""Staged gather sources, scatter destinations and in-place DMAs (design API.md §7; manual L1684–1688,
+"""Staged gather sources, scatter destinations and in-place DMAs (manual L1684–1688,
 embedding L7994–8005 and L8241, KV-cache append L8286–8297, MoE L8646–8707).
 
 * ``table.view().gather(m["V"], ids)`` is a :class:`GatherSource`: ``.to_dm(Cluster, Slice, Element, ctx.tdma,
@@ -129,7 +129,7 @@ class _Staged:
 
 
 class GatherSource(_Staged):
-    """``table.view().gather(m["V"], ids)``: a staged source (design API.md §7, manual L1684–1688,
+    """``table.view().gather(m["V"], ids)``: a staged source (manual L1684–1688,
     L7994–8005).  ``.to_dm(…)``/``.to_hbm(…)`` make ``out[t, …] = table[ids[t], …]`` in the destination's
     layout, whose mappings name the index axes in place of V."""
 
@@ -163,7 +163,7 @@ class GatherSource(_Staged):
 
 
 class ScatterTarget(_Staged):
-    """``dst.view().scatter(m["V"], ids)``: a staged destination (design API.md §7, MoE dispatch L8664–8690):
+    """``dst.view().scatter(m["V"], ids)``: a staged destination (MoE dispatch L8664–8690):
     ``src.to_hbm_view(target, ctx.tdma)`` writes ``dst[ids[t], …] = src[t, …]`` in place."""
 
     __slots__ = ()

@@ -45,7 +45,7 @@ from visa.memory.transfer import copy as copy_bytes
 __all__ = ["IndirectPlan", "check_indirect_types", "plan_indirect", "check_indices", "execute",
            "indirect_cycles"]
 
-INDEX_DTYPE = "i32"  # the index tensor's type (API.md §7; the MoE indices are i32, L8596–8707)
+INDEX_DTYPE = "i32"  # the index tensor's type (the MoE indices are i32, L8596–8707)
 
 
 @dataclass(frozen=True)
