@@ -143,3 +143,68 @@ def test_dma_into_any_tile_writes_only_its_elements(a: int, b: int, layout: str,
             want[:, start:start + size] = new
     assert _same(base.logical("A B"), want), (text, repr(tile), start)
     assert _same(nxt.logical("A B"), next_np), (text, repr(tile), start)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# finding 5: every check before any byte changes
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _left_padded(ctx: Context, m: Any, how: str) -> tuple[Any, Any]:
+    """``m["B # 8"]`` moved to ``m["# 2 + B"]`` (left padding the source lacks) by ``how``, over a live tensor:
+    the result and the live tensor it may replace."""
+    src = _hbm(ctx, m, np.arange(6, dtype=np.int32), dt.i32, "B # 8", "B", 0)
+    hbm_dst = _hbm(ctx, m, np.arange(6, dtype=np.int32) + 10, dt.i32, "# 2 + B", "B", 4096)
+    cl, sl = m["1 # 2"], m["1 # 256"]
+    if how == "to_hbm":
+        return src.to_hbm(m["1"], m["# 2 + B"], ctx.tdma, 8192), None
+    if how == "to_dm":
+        return src.to_dm(cl, sl, m["# 2 + B"], ctx.tdma, 0), None
+    if how == "to_hbm_view":
+        return src.to_hbm_view(hbm_dst.view(), ctx.tdma), None
+    dm_dst = hbm_dst.to_dm(cl, sl, m["# 2 + B"], ctx.tdma, 64)
+    if how == "to_dm_view":
+        return src.to_dm_view(dm_dst.view(), ctx.tdma), None
+    return src.view().tile(m["B"], 2, m["B = 2 # 8"], 2).to_hbm_view(
+        hbm_dst.view().tile(m["B"], 2, m["B = 2 # 6"], 2), ctx.tdma), None
+
+
+def test_finding5_left_padding_the_source_lacks_moves_or_refuses_cleanly() -> None:
+    """The four moves of the issue, and one into a tile: the tensor arrives (the packet no longer reads before
+    address 0, which made the HBM cost model raise a bare ValueError after the bytes were written), and the
+    operation is on the schedule."""
+    ax = AxisSet(B=6)
+    m = ax.m
+    for how in ("to_hbm", "to_dm", "to_hbm_view", "to_dm_view", "tile"):
+        ctx = Context.acquire()
+        before = len(ctx.schedule.ops)
+        out, _ = _left_padded(ctx, m, how)
+        want = np.arange(6) if how != "tile" else np.r_[10, 11, 2, 3, 14, 15]
+        assert np.array_equal(out.logical("B"), want), how
+        assert len(ctx.schedule.ops) > before, how
+
+
+def test_finding5_a_cost_refusal_comes_before_the_write(monkeypatch: Any) -> None:
+    """Whatever refuses a move — the plan, the placement or the cost model — refuses it before any byte changes:
+    a live tensor at the destination stays live and readable, and nothing is on the schedule."""
+    import visa.tensors.moves as moves
+    from visa.errors import HardwareLimitError
+
+    def refuse(p: Any) -> Any:
+        raise HardwareLimitError("the cost model refuses", call="test")
+
+    ax = AxisSet(B=6)
+    m = ax.m
+    ctx = Context.acquire()
+    src = _hbm(ctx, m, np.arange(6, dtype=np.int32), dt.i32, "B # 8", "B", 0)
+    live = _hbm(ctx, m, np.arange(6, dtype=np.int32) + 10, dt.i32, "B # 8", "B", 4096)
+    before = len(ctx.schedule.ops)
+    monkeypatch.setattr(moves, "cycles", refuse)
+    try:
+        src.to_hbm(m["1"], m["# 2 + B"], ctx.tdma, 4096)
+    except HardwareLimitError:
+        pass
+    else:
+        raise AssertionError("the move was not refused")
+    assert np.array_equal(live.logical("B"), np.arange(6) + 10)
+    assert len(ctx.schedule.ops) == before

@@ -318,6 +318,11 @@ def _attempt(hw: HardwareProfile, dtype: type[dt.Scalar], src: Side, dst: Side, 
     byte_loops = [_bytes_loop(lp, bits, src, dst, time, call) for lp in head]
     packet_loop = DmaLoop(p * bits // 8, 1, 1, run_axes)
     byte_base = (_bytes_of(bases[0], bits, src, call), _bytes_of(bases[1], bits, dst, call))
+    if byte_base[0] < 0:  # a padded packet that starts with the destination's left padding (``# 2 + B``)
+        raise AddressError(f"{src.label()}: the packet would read {-byte_base[0]} byte(s) before address 0, which "
+                           "does not exist (a read may overfetch past its tensor, L7896, not out of memory)",
+                           call=call, level="Packet", mapping=repr(packet), axis=run_axes or None,
+                           fix="give the destination no left padding the source lacks, or place the source higher")
     _check_alignment(hw, src, dst, byte_loops, packet_loop, byte_base, time, call)
     spatial, commands, temporal = _distribute(hw, src, dst, byte_loops, explicit, call, time)
     if explicit:
