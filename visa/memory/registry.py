@@ -34,6 +34,7 @@ class Region:
     owner: weakref.ReferenceType[object] | None = None
     stale_by: str | None = None
     ident: int = field(default=0)
+    freed: bool = False  # released by ``free()``: its bytes may hold another tensor now
 
     def overlaps(self, other: Region) -> bool:
         """Same memory, a shared chip (and TRF row), and intersecting byte ranges."""
@@ -85,15 +86,27 @@ class Registry:
             if r is not target and r.live() and r.overlaps(target) and r.stale_by is None:
                 r.stale_by = f"{call} writing {writer} (bytes {target.lo}..{target.hi} of {target.memory.upper()})"
 
+    def check_live(self, region: Region, *, call: str) -> None:
+        """Refuse any use of a tensor after ``free()``: its bytes went back to the allocator, and another tensor
+        may hold them now (issue 23; a read would return that tensor's data, a write would clobber it)."""
+        if region.freed:
+            raise StaleTensorError(
+                f"{region.name} was freed (free()); its bytes may hold another tensor now", call=call,
+                level="Element", fix="free() a tensor after its last use, or keep it (dropping the last reference "
+                                     "frees it safely)")
+
     def check_readable(self, region: Region, *, call: str) -> None:
-        """Refuse to read a tensor another write has overwritten."""
+        """Refuse to read a tensor that was freed or that another write has overwritten."""
+        self.check_live(region, call=call)
         if region.stale_by is not None:
             raise StaleTensorError(
                 f"{region.name} was overwritten by {region.stale_by}; its bytes no longer hold it",
                 call=call, level="Element", fix="keep tensors that are still read at non-overlapping addresses")
 
     def release(self, region: Region) -> None:
-        """Forget a region (the tensor was freed explicitly)."""
+        """Forget a region: the tensor was freed explicitly, and every handle of it (aliases share the region)
+        is refused from now on (:meth:`check_live`)."""
+        region.freed = True
         self._regions = [r for r in self._regions if r is not region]
 
     def _prune(self) -> None:

@@ -528,7 +528,9 @@ class DeviceTensor:
 
     def check_context(self, ctx: Device, call: str) -> None:
         """Refuse to use this tensor in an operation of another context: each context is its own device, with
-        its own memories (manual ``Context::acquire()``, L39)."""
+        its own memories (manual ``Context::acquire()``, L39); or after ``free()`` (every use, read or write)."""
+        if self.region is not None:
+            self.ctx.memory.registry.check_live(self.region, call=call)
         if self.ctx is not ctx:
             raise VisaError(f"{self.describe()} belongs to another context; an operation reads and writes the "
                             "memories of its own context only", call=call,
@@ -549,10 +551,10 @@ class DeviceTensor:
                                   f"{chip.size} (@device(chip={chip.size}))")
 
     def free(self) -> None:
-        """Release the tensor's bytes explicitly (dropping the last reference does the same)."""
+        """Release the tensor's bytes explicitly (dropping the last reference does the same).  The handle, and
+        every alias of it, is refused from then on: its bytes may hold another tensor (issue 23)."""
         if self.region is not None:
             self.ctx.memory.registry.release(self.region)
-            self.region = None
 
     # -- direct access, for host-side checks and tests (no cost, no schedule) ------------------------------
     def image(self, chip: int) -> DenseImage | PagedImage:
