@@ -362,6 +362,7 @@ CODES: dict[str, str] = {
     'indirect.check_indices AddressError: indices and both scatter': 'V5022',
     'plan._attempt AddressError: the packet would read': 'V5023',
     'registry.Registry.check_live StaleTensorError: was freed free its': 'V5024',
+    'collect.input_regions StaleTensorError: this pass read and': 'V5025',
     'context.launch TypestateError: is not a device': 'V6001',
     'context.launch TypestateError: cannot take these argument': 'V6002',
     'common.refuse_in_sub_context TypestateError: the sub context has': 'V6003',

@@ -85,3 +85,65 @@ def test_finding3_a_freed_vrf_operand_is_refused() -> None:
     with pytest.raises(StaleTensorError) as err:
         _add_vrf(ctx, x, v)
     assert "was freed" in err.value.message
+
+
+# ---------------------------------------------------------------------------------------------------------
+# finding 4: a pass left open across a write
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _open_pass(ctx: Context, d: Any) -> Any:
+    return ctx.main.begin(d.view()).fetch(i32, m["1"], EL)
+
+
+def _stale_pass(fn: Any, call: str) -> None:
+    with pytest.raises(StaleTensorError) as err:
+        fn()
+    e = err.value
+    assert e.call == call and "before the pass ended" in e.message and e.fix
+
+
+def test_finding4_a_dma_into_the_fetched_tensor_before_the_commit_is_refused() -> None:
+    ctx = Context.acquire()
+    d = _dm(ctx, np.arange(2048, dtype=np.int32), 0, 0)
+    s = _open_pass(ctx, d)
+    _hbm(ctx, np.full(2048, 5, np.int32), 1 << 20).to_dm_view(d.view(), ctx.tdma)  # overwrites d in place
+    before = len(ctx.schedule.ops)
+    c = s.collect(m["1"], EL)
+    _stale_pass(lambda: c.commit(EL, 1 << 12), "commit")
+    assert len(ctx.schedule.ops) == before  # nothing recorded, nothing written
+    assert np.array_equal(d.logical("A"), np.full(2048, 5))
+    # a pass begun before the write but fetched after it reads the new bytes: one story, accepted
+    s2 = ctx.main.begin(d.view())
+    _hbm(ctx, np.full(2048, 6, np.int32), 2 << 20).to_dm_view(d.view(), ctx.tdma)
+    out = s2.fetch(i32, m["1"], EL).collect(m["1"], EL).commit(EL, 1 << 13)
+    assert np.array_equal(out.logical("A"), np.full(2048, 6))
+
+
+def test_finding4_a_new_tensor_over_the_fetched_bytes_is_refused_at_every_pass_end() -> None:
+    ctx = Context.acquire()
+    d = _dm(ctx, np.arange(2048, dtype=np.int32), 0, 0)
+    view_target = _dm(ctx, np.zeros(2048, np.int32), 1 << 14, 1 << 21)
+    ends = {
+        "commit": lambda c: c.commit(EL, 1 << 12),
+        "commit_view": lambda c: c.commit_view(view_target.view()),
+        "to_vrf": lambda c: c.to_vrf(EL, 0),
+    }
+    for call, end in ends.items():
+        d = _dm(ctx, np.arange(2048, dtype=np.int32), 0, 0)
+        c = _open_pass(ctx, d).collect(m["1"], EL)
+        _dm(ctx, np.ones(2048, np.int32), 0, 3 << 20)  # a new tensor over d's bytes
+        _stale_pass(lambda end=end, c=c: end(c), call)
+
+
+def test_finding4_a_vrf_operand_rewritten_before_the_pass_ends_is_refused() -> None:
+    ctx = Context.acquire()
+    x = _dm(ctx, np.arange(2048, dtype=np.int32), 0, 0)
+    v = _to_vrf(ctx, _dm(ctx, np.full(2048, 3, np.int32), 1 << 12, 1 << 20), 0)
+    s = _add_vrf(ctx, x, v)
+    _to_vrf(ctx, _dm(ctx, np.full(2048, 9, np.int32), 1 << 13, 2 << 20), 0)  # rewrites the operand's bytes
+    _stale_pass(lambda: s.vector_final().commit(EL, 1 << 14), "commit")
+    # read after the rewrite: the new operand, accepted
+    v2 = _to_vrf(ctx, _dm(ctx, np.full(2048, 4, np.int32), 1 << 15, 3 << 20), 0)
+    out = _add_vrf(ctx, x, v2).vector_final().commit(EL, 1 << 16)
+    assert np.array_equal(out.logical("A"), np.arange(2048) + 4)

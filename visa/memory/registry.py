@@ -35,6 +35,8 @@ class Region:
     stale_by: str | None = None
     ident: int = field(default=0)
     freed: bool = False  # released by ``free()``: its bytes may hold another tensor now
+    writes: int = 0  # how many writes have touched these bytes since the tensor was made (its own included)
+    written_by: str = ""  # the last of them
 
     def overlaps(self, other: Region) -> bool:
         """Same memory, a shared chip (and TRF row), and intersecting byte ranges."""
@@ -81,10 +83,18 @@ class Registry:
         return region
 
     def note_write(self, target: Region, *, call: str, writer: str) -> None:
-        """Mark every other live region that a write over ``target``'s bytes clobbers as stale."""
+        """Mark every other live region that a write over ``target``'s bytes clobbers as stale, and count the
+        write on every region it touches, ``target`` included (a pass that read one of them before the write
+        may not end after it, :func:`visa.stream.collect.input_regions`)."""
+        what = f"{call} writing {writer} (bytes {target.lo}..{target.hi} of {target.memory.upper()})"
+        target.writes += 1
+        target.written_by = what
         for r in self._regions:
-            if r is not target and r.live() and r.overlaps(target) and r.stale_by is None:
-                r.stale_by = f"{call} writing {writer} (bytes {target.lo}..{target.hi} of {target.memory.upper()})"
+            if r is not target and r.live() and r.overlaps(target):
+                r.writes += 1
+                r.written_by = what
+                if r.stale_by is None:
+                    r.stale_by = what
 
     def check_live(self, region: Region, *, call: str) -> None:
         """Refuse any use of a tensor after ``free()``: its bytes went back to the allocator, and another tensor
