@@ -208,3 +208,60 @@ def test_finding5_a_cost_refusal_comes_before_the_write(monkeypatch: Any) -> Non
         raise AssertionError("the move was not refused")
     assert np.array_equal(live.logical("B"), np.arange(6) + 10)
     assert len(ctx.schedule.ops) == before
+
+
+# ---------------------------------------------------------------------------------------------------------
+# finding 2: a DMA into some slices, or one cluster, leaves the others alone (L2874, L150–155)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_finding2_slices_128_to_255_at_address_0_keep_slices_0_to_127() -> None:
+    ax = AxisSet(S=128, E=8)
+    m = ax.m
+    ctx = Context.acquire()
+    low_np, high_np = _values(dt.i8, (128, 8), 9), _values(dt.i8, (128, 8), 10)
+    low = _hbm(ctx, m, low_np, dt.i8, "S, E", "S E", 0).to_dm(m["1 # 2"], m["S # 256"], m["E"], ctx.tdma, 0)
+    high = _hbm(ctx, m, high_np, dt.i8, "S, E", "S E", MB).to_dm(m["1 # 2"], m["# 128 + S"], m["E"], ctx.tdma, 0)
+    assert _same(low.logical("S E"), low_np)  # live, not stale, not poisoned
+    assert _same(high.logical("S E"), high_np)
+    # the other cluster likewise
+    other = _hbm(ctx, m, low_np, dt.i8, "S, E", "S E", 2 * MB).to_dm(m["# 1 + 1"], m["S # 256"], m["E"], ctx.tdma, 0)
+    assert _same(low.logical("S E"), low_np) and _same(other.logical("S E"), low_np)
+    # a tensor that does share a slice is still made stale
+    _hbm(ctx, m, high_np, dt.i8, "S, E", "S E", 3 * MB).to_dm(m["1 # 2"], m["# 64 + S + # 64"], m["E"], ctx.tdma, 0)
+    try:
+        low.logical("S E")
+    except VisaError as err:
+        assert "overwritten" in err.message
+    else:
+        raise AssertionError("a tensor over shared slices was not made stale")
+
+
+SLICE_SETS = ["S # 256", "# 128 + S", "# 64 + S + # 64", "S, 1 # 2", "S, # 1 + 1"]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(first=st.sampled_from(SLICE_SETS), second=st.sampled_from(SLICE_SETS),
+       clusters=st.sampled_from([("1 # 2", "1 # 2"), ("1 # 2", "# 1 + 1"), ("# 1 + 1", "# 1 + 1")]))
+def test_dm_tensors_over_disjoint_units_are_independent(first: str, second: str, clusters: tuple[str, str]) -> None:
+    """Two DM tensors at the same address: the first stays live and intact exactly when the two share no slice
+    (of the same cluster), and the second always arrives."""
+    ax = AxisSet(S=128, E=8)
+    m = ax.m
+    ctx = Context.acquire()
+    a_np, b_np = _values(dt.i8, (128, 8), 11), _values(dt.i8, (128, 8), 12)
+    def move(values: np.ndarray, cl: str, sl: str, address: int, hbm_at: int) -> Any:
+        src = _hbm(ctx, m, values, dt.i8, "S, E", "S E", hbm_at)
+        return src.to_dm(m[cl], m[sl], m["E"], ctx.tdma, address)
+    a = move(a_np, clusters[0], first, 0, 0)
+    b = move(b_np, clusters[1], second, 0, MB)
+    assert _same(b.logical("S E"), b_np)
+    slots = [set((c * 256 + s) for c in np.flatnonzero(m[cl].validity()) for s in np.flatnonzero(m[sl].validity()))
+             for cl, sl in ((clusters[0], first), (clusters[1], second))]
+    if slots[0] & slots[1]:
+        try:
+            a.logical("S E")
+        except VisaError:
+            return
+        raise AssertionError("a tensor over a shared slice was not made stale")
+    assert _same(a.logical("S E"), a_np)

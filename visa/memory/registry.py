@@ -22,8 +22,9 @@ __all__ = ["Region", "Registry", "refuse_overlap"]
 
 @dataclass(eq=False)
 class Region:
-    """The bytes one tensor occupies: ``[lo, hi)`` in ``memory`` on each of ``chips`` (in every slice for DM;
-    manual L1085–1093)."""
+    """The bytes one tensor occupies: ``[lo, hi)`` in ``memory`` on each of ``chips``, in each of ``units`` (a
+    bitmask of ``cluster · slices_per_cluster + slice``, -1 for every unit: HBM) for DM, TRF and VRF (manual
+    L1085–1093; each slice has its own address space, L2874, and padding slices are unused, L150–155)."""
 
     memory: str
     chips: frozenset[int]
@@ -37,10 +38,13 @@ class Region:
     freed: bool = False  # released by ``free()``: its bytes may hold another tensor now
     writes: int = 0  # how many writes have touched these bytes since the tensor was made (its own included)
     written_by: str = ""  # the last of them
+    units: int = -1
 
     def overlaps(self, other: Region) -> bool:
-        """Same memory, a shared chip (and TRF row), and intersecting byte ranges."""
+        """Same memory, a shared chip (slice, TRF row), and intersecting byte ranges."""
         if self.memory != other.memory or not (self.chips & other.chips):
+            return False
+        if self.units != -1 and other.units != -1 and not (self.units & other.units):
             return False
         if self.rows is not None and other.rows is not None and not (self.rows & other.rows):
             return False
@@ -70,9 +74,10 @@ class Registry:
         self._next = 1
 
     def allocate(self, owner: object, memory: str, chips: frozenset[int], lo: int, hi: int, name: str, *,
-                 rows: frozenset[int] | None = None, reads: tuple[Region, ...] = (), call: str = "") -> Region:
+                 rows: frozenset[int] | None = None, reads: tuple[Region, ...] = (), call: str = "",
+                 units: int = -1) -> Region:
         """Register a new tensor's bytes; refuse an overlap with a tensor the same operation reads."""
-        region = Region(memory, chips, lo, hi, name, rows, weakref.ref(owner), ident=self._next)
+        region = Region(memory, chips, lo, hi, name, rows, weakref.ref(owner), ident=self._next, units=units)
         self._next += 1
         for src in reads:
             if src.live():

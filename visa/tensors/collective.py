@@ -180,7 +180,7 @@ def asymmetric_slice(dm: DmTensor[Any, Any, Any, Any, Any], digit: Mapping, sub:
     reads = (dm.region,) if dm.region is not None else ()
     out: DmTensor[Any, Any, Any, Any, Any] = DmTensor(ctx, dm.dtype, lv["Chip"], lv["Cluster"], lv["Slice"],
                                                       cfg.out, address, reads=reads, call=call)
-    _poison(ctx, "dm", lv["Chip"].size, address, address + cfg.out_bytes)
+    _poison(ctx, "dm", lv["Chip"].size, address, address + cfg.out_bytes, lv)
     for c in range(lv["Chip"].size):
         img = ctx.memory.chip(c).dm
         pcopy.execute(cfg, img, img, c, dm.address, address)

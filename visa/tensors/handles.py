@@ -25,6 +25,7 @@ from visa.errors import DtypeError, LayoutError, PoisonError, VisaError
 from visa.mapping import Index, Mapping, pair_of
 from visa.mapping import canon as C
 from visa.mapping.evaluate import IntArray, _axis_sizes, covers_once, plain_dims, strided_view
+from visa.memory.footprint import units_of
 from visa.memory.images import BoolArray, DenseImage, PagedImage, load
 from visa.memory.known import all_true
 from visa.memory.layout import LEVELS, TYPE_NAMES, check_placement, element_bytes, tile_offset
@@ -474,7 +475,8 @@ class DeviceTensor:
             nbytes = element_bytes(dtype, levels["Element"].size)
             self.region = ctx.memory.registry.allocate(
                 self, self.MEMORY, chips, address, address + nbytes, self.describe(), reads=reads, call=call,
-                rows=frozenset(range(levels["Row"].size)) if "Row" in levels else None)
+                rows=frozenset(range(levels["Row"].size)) if "Row" in levels else None,
+                units=units_of(levels, ctx.hw.dm.slices_per_cluster) if "Slice" in levels else -1)
 
     def type_name(self) -> str:
         """``"DmTensor"``, ``"HbmTensor"``, ... (the manual's type, L1033–1069)."""

@@ -22,6 +22,7 @@ from visa.engines.dma.execute import execute
 from visa.engines.dma.plan import plan
 from visa.mapping import Mapping
 from visa.mapping.evaluate import covers_once, plain_dims, strided_view
+from visa.memory.footprint import unit_indices
 from visa.memory.known import all_true
 from visa.memory.layout import LEVEL_PARAMS, describe, element_bytes
 from visa.memory.transfer import DmEndpoint, Endpoint, HbmEndpoint, HostBuffer
@@ -115,10 +116,16 @@ def _covers(p: DmaPlan, nbytes: int) -> bool:
     return place == nbytes
 
 
-def _poison(ctx: Device, medium: str, chips: int, lo: int, hi: int) -> None:
+def _poison(ctx: Device, medium: str, chips: int, lo: int, hi: int, levels: dict[str, Mapping] | None = None) -> None:
+    """Bytes ``[lo, hi)`` of a new tensor are fresh memory: on DM only in the slices its ``levels`` occupy (each
+    slice has its own address space, L2874; padding slices are unused, L150–155)."""
+    units = None if levels is None or medium == "hbm" else unit_indices(levels, ctx.hw.dm.slices_per_cluster)
     for c in range(chips):
         img = ctx.memory.chip(c)
-        (img.hbm if medium == "hbm" else img.dm).poison(lo, hi)
+        if units is None:
+            (img.hbm if medium == "hbm" else img.dm).poison(lo, hi)
+        else:
+            img.dm.poison(lo, hi, units)
 
 
 def _destination(src: Any, medium: str, levels: dict[str, Mapping], dma: DmaContext, address: int, call: str,
@@ -147,7 +154,8 @@ def _allocate(ctx: Device, medium: str, dtype: type[dt.Scalar], levels: dict[str
     else:
         out = DmTensor(ctx, dtype, levels["Chip"], levels["Cluster"], levels["Slice"], levels["Element"],
                        address, reads=tuple(reads), call=call)
-    _poison(ctx, medium, levels["Chip"].size, address, address + element_bytes(dtype, levels["Element"].size))
+    _poison(ctx, medium, levels["Chip"].size, address, address + element_bytes(dtype, levels["Element"].size),
+            levels)
     return out
 
 
