@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from visa import AxisSet, HostTensor
+from visa import dtypes as dt
+from visa.errors import DtypeError, WrongTypeError
 from visa.kernels import bounds
 
 # ---------------------------------------------------------------------------------------------------------
@@ -30,3 +34,30 @@ def test_bounds_hold_for_bf16_subnormal_results(y: float, negative: bool) -> Non
     assert err <= float(bounds.gemm(x, w, 1)[0, 0])
     _, ar = bounds.all_reduce(np.array([[y], [0.0]]), 1)
     assert err <= float(ar[0])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# host data: a masked array's masked values, a long double beyond float64
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_a_masked_array_is_refused_not_read_with_its_masked_values() -> None:
+    m = AxisSet(A=3).m
+    with pytest.raises(WrongTypeError) as err:
+        HostTensor.from_numpy(np.ma.masked_array([1, 2, 3], mask=[0, 1, 0]), dt.i32, m["A"])
+    assert err.value.call == "HostTensor.from_numpy" and "masked" in err.value.message and "filled" in err.value.fix
+    unmasked = HostTensor.from_numpy(np.ma.masked_array([1, 2, 3]), dt.i32, m["A"])  # no value masked: its data
+    assert np.array_equal(unmasked.numpy(), [1, 2, 3])
+
+
+@pytest.mark.parametrize("dtype", [dt.f32, dt.bf16, dt.f16, dt.f8e5m2, dt.f8e4m3])
+def test_a_long_double_beyond_float64_overflows_under_error(dtype: object) -> None:
+    m = AxisSet(A=3).m
+    big = np.array([1, 2, np.longdouble("1e400")], dtype=np.longdouble)
+    if np.isinf(big[2]):  # a platform whose long double is float64: nothing to check
+        pytest.skip("long double is float64 here")
+    with pytest.raises(DtypeError) as err:
+        HostTensor.from_numpy(big, dtype, m["A"])  # type: ignore[arg-type]
+    assert "1e+400" in err.value.message and "infinity, which it does not have" not in err.value.message
+    got = HostTensor.from_numpy(big, dtype, m["A"], overflow="saturate").numpy()  # type: ignore[arg-type]
+    assert float(got[2]) == float(dtype.max)  # type: ignore[attr-defined]

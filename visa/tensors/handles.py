@@ -206,6 +206,10 @@ class HostTensor(Generic[D, Element]):
         if axes is not None and not isinstance(axes, str | list | tuple):
             raise wrong_type("axes", axes, 'a str such as "A B" or a list of axis names', call=call)
         order, want = _logical_shape([mapping], axes)
+        if isinstance(array, np.ma.MaskedArray) and np.ma.getmask(array).any():  # (np.asarray drops the mask)
+            raise wrong_type("array", array, "a plain numpy array: the masked values of a masked array would be "
+                             "read as data", call=call, fix="pass array.filled(value), or array.data if the masked "
+                                                            "values are data")
         try:
             arr = np.asarray(array)
         except Exception as err:  # ragged lists and the like: numpy's own refusal, named
@@ -379,13 +383,15 @@ def host_range_check(dtype: type[dt.Scalar], arr: npt.NDArray[Any], call: str, o
             x = np.clip(x, -float(f.max), float(f.max))  # ±inf clamp too; NaN stays NaN
         out = x.astype(dtype.storage)
     finite_out, nan_out = _float_classes(dtype, out)
-    finite_in = np.isfinite(x)
+    # (a finite long double beyond float64's range is finite input that overflows, not an infinity)
+    finite_in = np.isfinite(arr) if arr.dtype.kind == "f" and arr.dtype.itemsize > 8 else np.isfinite(x)
     bad = (finite_in & ~finite_out) | (np.isinf(x) & nan_out)
     if overflow == "error" and bad.any():
-        value = float(x[bad].flat[0])
-        kind = "an infinity, which it does not have" if np.isinf(value) else \
+        first = arr[bad].flat[0]
+        kind = "an infinity, which it does not have" if not np.isfinite(first) else \
             f"{'NaN' if not f.has_inf else '±inf'} (its range is ±{float(f.max):g})"
-        raise dt.DtypeError(f"value {value!r} does not fit {dtype!r}: the cast would give {kind}", call=call,
+        shown = str(first) if arr.dtype.kind == "f" and arr.dtype.itemsize > 8 else repr(float(first))
+        raise dt.DtypeError(f"value {shown} does not fit {dtype!r}: the cast would give {kind}", call=call,
                             fix="scale the data, or pass overflow='saturate' (clamp to the range ends)"
                             + (" or overflow='inf'" if f.has_inf else " or overflow='nan'"))
     if overflow == "inf" and (np.isinf(x) & (finite_out | nan_out)).any():  # cannot happen: inf types keep inf
