@@ -61,3 +61,33 @@ def test_a_long_double_beyond_float64_overflows_under_error(dtype: object) -> No
     assert "1e+400" in err.value.message and "infinity, which it does not have" not in err.value.message
     got = HostTensor.from_numpy(big, dtype, m["A"], overflow="saturate").numpy()  # type: ignore[arg-type]
     assert float(got[2]) == float(dtype.max)  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# a commit starts on an 8-byte unit of DM (L7699, L2414)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _committable(ctx: object) -> tuple[object, object]:
+    from visa import Context, i32
+
+    assert isinstance(ctx, Context)
+    m = AxisSet(A=2048).m
+    dm = HostTensor.from_numpy(np.arange(2048, dtype=np.int32), i32, m["A"]).to_hbm(m["1"], m["A"], ctx.pdma, 0) \
+        .to_dm(m["1 # 2"], m["A / 8 # 256"], m["A % 8"], ctx.tdma, 0)
+    return m, ctx.main.begin(dm.view()).fetch(i32, m["1"], m["A % 8"]).collect(m["1"], m["A % 8"])
+
+
+def test_a_commit_to_an_unaligned_dm_address_is_refused_l7699() -> None:
+    from visa import Context
+    from visa.errors import AddressError
+
+    ctx = Context.acquire()
+    m, s = _committable(ctx)
+    before = len(ctx.schedule.ops)
+    with pytest.raises(AddressError) as err:
+        s.commit(m["A % 8"], (1 << 12) + 4)  # type: ignore[attr-defined]
+    assert err.value.call == "commit" and "multiple of 8" in err.value.message and err.value.fix
+    assert len(ctx.schedule.ops) == before
+    out = s.commit(m["A % 8"], (1 << 12) + 8)  # type: ignore[attr-defined]  # (a refusal leaves the stream)
+    assert np.array_equal(out.logical("A"), np.arange(2048))

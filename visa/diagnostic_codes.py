@@ -363,6 +363,7 @@ CODES: dict[str, str] = {
     'plan._attempt AddressError: the packet would read': 'V5023',
     'registry.Registry.check_live StaleTensorError: was freed free its': 'V5024',
     'collect.input_regions StaleTensorError: this pass read and': 'V5025',
+    'commit.check_address AddressError: the commit would start': 'V5026',
     'context.launch TypestateError: is not a device': 'V6001',
     'context.launch TypestateError: cannot take these argument': 'V6002',
     'common.refuse_in_sub_context TypestateError: the sub context has': 'V6003',

@@ -71,6 +71,7 @@ def commit(stream: StreamTensor[Any, Any, Any, Any, Any, Any], element: Mapping,
     element = ensure_mapping(element, "Element", "commit", "Element")
     address = expect_int(address, "address", call="commit")
     ctx, lay = stream.ctx, stream.layout
+    engine.check_address(ctx.hw, address, element, "commit")
     packet, _counts = _packed(stream, element, "commit")
     cfg = _plan(stream, element, None, packet)
     tensor: DmTensor[Any, Any, Any, Any, Any] = DmTensor(ctx, lay.dtype, lay.chip, lay.cluster, lay.slice, element,
@@ -92,6 +93,7 @@ def commit_view(stream: StreamTensor[Any, Any, Any, Any, Any, Any], view: Any) -
     base = view.base
     base.check_context(ctx, call)
     engine.check_view(lay.dtype, lay.chip, lay.cluster, lay.slice, base.dtype, view.levels)
+    engine.check_address(ctx.hw, base.address + view.offset * lay.dtype.size_bits // 8, view.element, call)
     packet, counts = _packed(stream, view.element, call)
     cfg = _plan(stream, view.element, (base.levels["Element"], view.offset), packet)
     inputs = input_regions(stream, call)
