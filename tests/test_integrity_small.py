@@ -91,3 +91,25 @@ def test_a_commit_to_an_unaligned_dm_address_is_refused_l7699() -> None:
     assert len(ctx.schedule.ops) == before
     out = s.commit(m["A % 8"], (1 << 12) + 8)  # type: ignore[attr-defined]  # (a refusal leaves the stream)
     assert np.array_equal(out.logical("A"), np.arange(2048))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# a guard takes a truth value, not anything truthy
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_a_guard_refuses_a_predicate_that_gives_no_truth_value() -> None:
+    from visa import Context
+
+    ctx = Context.acquire()
+    m = AxisSet(C=2).m
+    one = HostTensor.from_numpy(np.array([3, 0], np.int32), dt.i32, m["C"], axes="C").to_hbm(
+        m["1"], m["C"], ctx.pdma, 0)
+    before = len(ctx.schedule.ops)
+    for bad in (lambda n: n[0], lambda n: "yes", lambda n: None, lambda n: 1.0):
+        with pytest.raises(WrongTypeError) as err:
+            ctx.main.when(one, bad)
+        assert err.value.call == "ctx.main.when" and "n > 0" in err.value.fix
+    assert len(ctx.schedule.ops) == before
+    assert ctx.main.when(one, lambda n: n[0] > 0) is True
+    assert ctx.main.when(one, lambda n: bool(n[0] == 0)) is False
