@@ -113,3 +113,43 @@ def test_a_guard_refuses_a_predicate_that_gives_no_truth_value() -> None:
     assert len(ctx.schedule.ops) == before
     assert ctx.main.when(one, lambda n: n[0] > 0) is True
     assert ctx.main.when(one, lambda n: bool(n[0] == 0)) is False
+
+
+# ---------------------------------------------------------------------------------------------------------
+# launch: arguments of this context only, and no two sharing bytes
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_launch_refuses_another_contexts_tensor_and_aliased_buffers() -> None:
+    from visa import Context, device, i32, launch
+    from visa.errors import AllocationError, VisaError
+
+    ran: list[int] = []
+
+    @device(chip=1)
+    def kernel(ctx: Context, a: object, b: object) -> None:
+        ran.append(1)
+
+    m = AxisSet(A=64).m
+    ctx, other = Context.acquire(), Context.acquire()
+
+    def hbm(c: Context, address: int, element: str = "A") -> object:
+        return HostTensor.from_numpy(np.arange(64, dtype=np.int32), i32, m["A"]).to_hbm(m["1"], m[element], c.pdma,
+                                                                                       address)
+
+    x, y = hbm(ctx, 0), hbm(ctx, 4096)
+    with pytest.raises(VisaError) as err:
+        launch(kernel, ctx, x, hbm(other, 0))
+    assert "another context" in err.value.message and "launch" in (err.value.call or "")
+    alias = x.relabel(Element=m["A"])  # type: ignore[attr-defined]  # the same bytes through another handle
+    with pytest.raises(AllocationError) as err2:
+        launch(kernel, ctx, x, alias)
+    assert err2.value.call == "launch" and "share bytes" in err2.value.message
+    with pytest.raises(AllocationError):
+        launch(kernel, ctx, x.view().tile(m["A"], 32, m["A = 32 # 64"], 16), x)  # type: ignore[attr-defined]
+    assert not ran
+    launch(kernel, ctx, x, y)
+    launch(kernel, ctx, x, x)  # the same handle twice: visibly one buffer
+    launch(kernel, ctx, x.view().tile(m["A"], 32, m["A = 32 # 64"], 0),  # type: ignore[attr-defined]
+           x.view().tile(m["A"], 32, m["A = 32 # 64"], 32))  # type: ignore[attr-defined]  # disjoint tiles
+    assert len(ran) == 3

@@ -364,6 +364,7 @@ CODES: dict[str, str] = {
     'registry.Registry.check_live StaleTensorError: was freed free its': 'V5024',
     'collect.input_regions StaleTensorError: this pass read and': 'V5025',
     'commit.check_address AddressError: the commit would start': 'V5026',
+    'context.check_arguments_apart AllocationError: arguments and share bytes': 'V5027',
     'context.launch TypestateError: is not a device': 'V6001',
     'context.launch TypestateError: cannot take these argument': 'V6002',
     'common.refuse_in_sub_context TypestateError: the sub context has': 'V6003',
