@@ -153,3 +153,25 @@ def test_launch_refuses_another_contexts_tensor_and_aliased_buffers() -> None:
     launch(kernel, ctx, x.view().tile(m["A"], 32, m["A = 32 # 64"], 0),  # type: ignore[attr-defined]
            x.view().tile(m["A"], 32, m["A = 32 # 64"], 32))  # type: ignore[attr-defined]  # disjoint tiles
     assert len(ran) == 3
+
+
+# ---------------------------------------------------------------------------------------------------------
+# cluster_swap() of a one-cluster tensor: refused when staged, not poison when read
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_cluster_swap_of_a_one_cluster_tensor_is_refused_when_staged() -> None:
+    from visa import Context, i32
+    from visa.errors import LayoutError
+
+    m = AxisSet(A=2048).m
+    ctx = Context.acquire()
+    dm = HostTensor.from_numpy(np.arange(2048, dtype=np.int32), i32, m["A"]).to_hbm(m["1"], m["A"], ctx.pdma, 0) \
+        .to_dm(m["1 # 2"], m["A / 8 # 256"], m["A % 8"], ctx.tdma, 0)
+    with pytest.raises(LayoutError) as err:
+        dm.view().cluster_swap()
+    e = err.value
+    assert e.call == "cluster_swap" and e.level == "Cluster" and "1 of the chip's 2 clusters" in e.message
+    assert "# 1 + 1" in e.fix
+    moved = dm.to_dm(m["# 1 + 1"], m["A / 8 # 256"], m["A % 8"], ctx.tdma, 1 << 12)  # what the fix says
+    assert np.array_equal(moved.logical("A"), np.arange(2048))

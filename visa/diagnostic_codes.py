@@ -283,6 +283,7 @@ CODES: dict[str, str] = {
     'gemm_i8.i8_gemm_kernels LayoutError: n with rows per': 'V3147',
     'sequencer._refuse_unset_skew IncompatibleShapesError: the buffer holds the': 'V3148',
     "sequencer._check_first InsufficientInputError: the stream's first index": 'V3149',
+    'shuffle.check_cluster_swap LayoutError: a cluster swap reads': 'V3150',
     'context.launch HardwareLimitError: the kernel needs chips': 'V4001',
     'cast._plan HardwareLimitError: the holds elements bytes': 'V4002',
     'collect._flit HardwareLimitError: a packet of elements': 'V4003',

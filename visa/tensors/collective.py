@@ -82,7 +82,8 @@ class ShuffledSource(Generic[V]):
             chips = tuple(chips[p] for p in new) if chips else new
         if swap:
             cl = levels.get("Cluster")
-            new_c = engine.check_cluster_swap(t.ctx.hw, cl.size if cl is not None else 0, medium=t.MEMORY,
+            held = int(cl.validity().sum()) if cl is not None else None
+            new_c = engine.check_cluster_swap(t.ctx.hw, cl.size if cl is not None else 0, medium=t.MEMORY, held=held,
                                               mapping=repr(cl) if cl is not None else None, axis=axes_text(cl))
             clusters = tuple(clusters[k] for k in new_c) if clusters else new_c
         return cls(base, chips, clusters)
