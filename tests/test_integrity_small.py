@@ -175,3 +175,22 @@ def test_cluster_swap_of_a_one_cluster_tensor_is_refused_when_staged() -> None:
     assert "# 1 + 1" in e.fix
     moved = dm.to_dm(m["# 1 + 1"], m["A / 8 # 256"], m["A % 8"], ctx.tdma, 1 << 12)  # what the fix says
     assert np.array_equal(moved.logical("A"), np.arange(2048))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# a legal size no memory holds: a refusal before allocating, not MemoryError
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_a_host_tensor_no_memory_holds_is_refused_before_allocating() -> None:
+    from visa.errors import HardwareLimitError
+    from visa.tensors.handles import HOST_BYTES
+
+    m = AxisSet(A=1 << 40, B=2).m
+    assert m["A"].size * 1 > HOST_BYTES
+    for make in (lambda: HostTensor.zeros(dt.i8, m["A"]),
+                 lambda: HostTensor.rand(dt.i8, m["A"], np.random.default_rng(0)),
+                 lambda: HostTensor.from_numpy(np.zeros(2, np.int8), dt.i8, m["B, A"], axes="B A")):
+        with pytest.raises(HardwareLimitError) as err:
+            make()
+        assert err.value.level == "Element" and "bytes of HBM" in err.value.message and err.value.fix

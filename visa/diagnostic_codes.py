@@ -339,6 +339,7 @@ CODES: dict[str, str] = {
     'rows.Rows.__init__ HardwareLimitError: rows need more than': 'V4053',
     'moe.MoeRouting.__init__ HardwareLimitError: the block is a': 'V4054',
     'moe.TokenRows.__init__ HardwareLimitError: tokens need more than': 'V4055',
+    'handles.check_host_size HardwareLimitError: holds bytes more than': 'V4056',
     'commit._check_addresses AddressError: the write of time': 'V5001',
     'commit._check_addresses AddressError: the commit would write': 'V5002',
     'aligner._limits AddressError: a -byte reg_read_size spans': 'V5003',

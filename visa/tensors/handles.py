@@ -12,6 +12,7 @@ the values, and the mypy plugin (:mod:`visa.mypy`) checks the annotations.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
@@ -21,7 +22,8 @@ import numpy.typing as npt
 from typing_extensions import TypeVar as TypeVarD
 
 from visa import dtypes as dt
-from visa.errors import DtypeError, LayoutError, PoisonError, VisaError
+from visa.errors import DtypeError, HardwareLimitError, LayoutError, PoisonError, VisaError
+from visa.hw import PROFILES
 from visa.mapping import Index, Mapping, pair_of
 from visa.mapping import canon as C
 from visa.mapping.evaluate import IntArray, _axis_sizes, covers_once, plain_dims, strided_view
@@ -206,6 +208,7 @@ class HostTensor(Generic[D, Element]):
         if axes is not None and not isinstance(axes, str | list | tuple):
             raise wrong_type("axes", axes, 'a str such as "A B" or a list of axis names', call=call)
         order, want = _logical_shape([mapping], axes)
+        check_host_size(dtype, mapping, want, call)
         if isinstance(array, np.ma.MaskedArray) and np.ma.getmask(array).any():  # (np.asarray drops the mask)
             raise wrong_type("array", array, "a plain numpy array: the masked values of a masked array would be "
                              "read as data", call=call, fix="pass array.filled(value), or array.data if the masked "
@@ -243,6 +246,7 @@ class HostTensor(Generic[D, Element]):
         expect_instance(rng, np.random.Generator, "rng", call="HostTensor.rand",
                         expected="a numpy Generator (np.random.default_rng(seed))")
         order, shape = _logical_shape([mapping], None)
+        check_host_size(dtype, mapping, shape, "HostTensor.rand")
         return cls.from_numpy(dt.random_values(dtype, shape, rng), dtype, mapping, order)
 
     @classmethod
@@ -251,6 +255,7 @@ class HostTensor(Generic[D, Element]):
         dtype = expect_dtype(dtype, "dtype", call="HostTensor.zeros")
         mapping = expect_mapping(mapping, "mapping", call="HostTensor.zeros")
         order, shape = _logical_shape([mapping], None)
+        check_host_size(dtype, mapping, shape, "HostTensor.zeros")
         return cls.from_numpy(np.zeros(shape, dtype=dtype.storage), dtype, mapping, order)
 
     def numpy(self, axes: str | Sequence[str] | None = None) -> npt.NDArray[Any]:
@@ -296,6 +301,24 @@ def _plain_logical(element: Mapping, axes: str | Sequence[str] | None, values: n
     out = np.empty(shape, dtype=dtype.storage)
     strided_view(out, order, plain, writeable=True)[...] = values.reshape([n for _, _, n in plain])
     return out
+
+
+#: The most bytes a host tensor may hold: what the HBM of the largest system holds (every chip of every profile;
+#: a host tensor exists to go there, L44–57).  Past it, a legal mapping size is refused before any allocation.
+HOST_BYTES = max(hw.hbm.chip_bytes * hw.max_chips for hw in PROFILES.values())
+
+
+def check_host_size(dtype: type[dt.Scalar], mapping: Mapping, shape: tuple[int, ...], call: str) -> None:
+    """Refuse a host tensor no memory can hold (its logical tensor or its buffer past :data:`HOST_BYTES`), before
+    anything is allocated: mapping sizes up to 2**48 are legal, numpy would raise ``MemoryError`` (issue 23)."""
+    elements = max(math.prod(shape), mapping.size)
+    nbytes = element_bytes(dtype, elements)
+    if nbytes > HOST_BYTES:
+        raise HardwareLimitError(
+            f"{mapping!r} holds {elements} × {dtype!r} = {nbytes} bytes, more than the {HOST_BYTES} bytes of HBM of "
+            "the largest system a host tensor can go to (manual L44–57, L1088–1090)", call=call, level="Element",
+            mapping=repr(mapping), axis=", ".join(sorted(mapping.axes)) or None,
+            fix="make the tensor smaller, or build it in parts (tiles)")
 
 
 def to_storage(dtype: type[dt.Scalar], arr: npt.NDArray[Any], call: str, *,
