@@ -222,6 +222,7 @@ def launch(kernel: Callable[..., R], ctx: Context, *args: Any) -> R:
         check = getattr(a, "levels", None)
         if check is not None and "Chip" in check:
             check_argument_chips(f"argument {a!r}", check["Chip"], chips)
+    check_arguments_apart(ctx, args)
     previous = ctx.num_chips
     ctx.num_chips = chips
     try:
@@ -230,6 +231,32 @@ def launch(kernel: Callable[..., R], ctx: Context, *args: Any) -> R:
         ctx.num_chips = previous  # back on the host: the next launch may use another chip count
     check_result(kernel, result)
     return result
+
+
+def check_arguments_apart(ctx: Context, args: tuple[Any, ...]) -> None:
+    """A kernel's tensor arguments belong to the context it runs on (each context is its own device, L39), and two
+    of them may not share bytes unless they are the same handle: a kernel may write any buffer it is given, as
+    Rust's ``&mut`` arguments, which cannot alias (issue 23)."""
+    from visa.errors import AllocationError
+    from visa.schedule.footprints import span_of
+    from visa.tensors.handles import DeviceTensor
+
+    spans = []
+    for k, a in enumerate(args):
+        base = getattr(a, "base", a)
+        if not isinstance(base, DeviceTensor):
+            continue
+        base.check_context(ctx, f"launch (argument {k + 1})")
+        span = span_of(a)
+        if span is not None:
+            spans.append((k, a, span))
+    for i, (k, a, sa) in enumerate(spans):
+        for j, b, sb in spans[i + 1:]:
+            if a is not b and sa.overlaps(sb):
+                raise AllocationError(
+                    f"arguments {k + 1} ({a!r}) and {j + 1} ({b!r}) share bytes of {sa.memory.upper()}: a kernel may "
+                    "write any buffer it is given, so its buffers may not alias", call="launch", level="Element",
+                    fix="pass tensors at non-overlapping addresses (or the same handle twice)")
 
 
 def check_argument_chips(what: str, chip: Mapping, chips: int) -> None:

@@ -517,7 +517,7 @@ def _unskewed(dims: C.Canon) -> C.Canon:
         elif isinstance(d.atom, C.SkewAtom):
             out.append(C.Dim(C.Sym(d.atom.skew.name, d.atom.skew.size), d.stride, d.size, d.count, d.offset))
         elif isinstance(d.atom, C.Win):
-            out.append(C.Dim(C.Win(_unskewed(d.atom.inner)), d.stride, d.size, d.count, d.offset))
+            out.append(C.Dim(C.Win(_unskewed(d.atom.inner), d.atom.use), d.stride, d.size, d.count, d.offset))
         else:
             out.append(d)
     return tuple(out)

@@ -172,13 +172,15 @@ def overlap(hw: HardwareProfile, dtype: type[dt.Scalar], memory: str, levels: di
             source: Any, call: str) -> None:
     """:func:`visa.memory.registry.refuse_overlap` of a new tensor (at a constant ``address``) and a tensor the
     same operation reads, whose origin the source shows (:class:`visa.mypy.origin.Origin`)."""
+    from visa.memory.footprint import units_of
     from visa.memory.layout import describe, element_bytes
     from visa.memory.registry import Region, refuse_overlap
 
     def region(mem: str, lv: dict[str, Mapping], at: int, name: str) -> Region:
         rows = frozenset(range(lv["Row"].size)) if "Row" in lv else None
+        units = units_of(lv, hw.dm.slices_per_cluster) if "Slice" in lv else -1
         return Region(mem, frozenset(range(lv["Chip"].size)), at, at + element_bytes(dtype, lv["Element"].size),
-                      name, rows)
+                      name, rows, units=units)
 
     refuse_overlap(region(memory, levels, address, describe(memory, dtype, levels, address)),
                    region(source.memory, source.levels, source.address, source.describe()), call)

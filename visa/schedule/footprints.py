@@ -7,7 +7,6 @@ handle gives the span of the addresses it covers, whatever object it is.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import numpy as np
@@ -15,7 +14,9 @@ import numpy.typing as npt
 
 from visa.mapping.canon import canon_size
 from visa.mapping.evaluate import digit_weights
-from visa.memory.footprint import EMPTY, Footprint, Span
+from visa.memory.footprint import EMPTY, Footprint, Span, units_of
+from visa.memory.footprint import index_mask as _mask
+from visa.memory.footprint import valid_positions as _valid
 from visa.memory.layout import element_bytes, sym_only
 
 __all__ = ["footprint", "span_of", "units_of", "live_dm_bytes", "tensor_dm_bytes"]
@@ -51,37 +52,6 @@ def _runs(element: Any) -> tuple[npt.NDArray[np.int64], int] | None:
     for d, w in zip(dims[:j], weights[:j], strict=True):
         starts = (starts[:, None] + ((d.offset + np.arange(d.count, dtype=np.int64)) * w)[None, :]).reshape(-1)
     return starts, length
-
-
-@functools.lru_cache(maxsize=1024)
-def _valid_positions(mapping: Any) -> npt.NDArray[np.int64]:
-    """The positions a mapping holds (cached: a kernel's few mappings are evaluated once)."""
-    out: npt.NDArray[np.int64] = np.flatnonzero(mapping.validity()).astype(np.int64)
-    out.setflags(write=False)
-    return out
-
-
-def _valid(mapping: Any) -> npt.NDArray[np.int64]:
-    try:
-        return _valid_positions(mapping)
-    except TypeError:  # an unhashable mapping: evaluate it each time
-        return np.flatnonzero(mapping.validity()).astype(np.int64)
-
-
-def _mask(indices: npt.NDArray[np.int64]) -> int:
-    """The bitmask of a set of indices, built from packed bits (no loop over the indices)."""
-    if indices.size == 0:
-        return 0
-    bits = np.zeros(int(indices.max()) + 1, dtype=bool)
-    bits[indices] = True
-    return int.from_bytes(np.packbits(bits, bitorder="little").tobytes(), "little")
-
-
-def units_of(levels: dict[str, Any], slices_per_cluster: int) -> int:
-    """The units (``cluster · slices_per_cluster + slice``) a DM, TRF or VRF tensor occupies: the positions its
-    Cluster and Slice mappings hold (padding positions are left out, as the slice bitmap leaves them, L2314)."""
-    clusters, slices = _valid(levels["Cluster"]), _valid(levels["Slice"])
-    return _mask((clusters[:, None] * slices_per_cluster + slices[None, :]).reshape(-1))
 
 
 def span_of(handle: Any) -> Span | None:

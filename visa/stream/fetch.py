@@ -116,4 +116,4 @@ def fetch(stream: BeginTensor[Any, Any, Any, Any, Any, Any], dtype: Any, time: M
                           * math.prod(e.size for e in cfg.sequencer.entries) * lay.dtype.size_bits // 8 * _units(lay),
                           bank_run=max(engine.bank_run(hw, cfg, b) for b in bases))
     layout = StreamLayout(dst, lay.chip, lay.cluster, lay.slice, time, packet)
-    return stream.then(FetchTensor, layout, data, report, fetch=cfg)
+    return stream.then(FetchTensor, layout, data, report, fetch=cfg, seen={})  # the bytes are read now

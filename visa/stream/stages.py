@@ -138,6 +138,13 @@ class StreamTensor(Generic[D, Chip, Cluster, Slice, Time, Packet]):
         self.inputs = inputs
         self.carried: Carried = carried or Carried()
         self._used: str | None = None
+        # the write count of each input's bytes when the pass first read it (a stage that reads them again, as
+        # fetch does after begin, passes ``seen={}``): the pass may not end after a write of them
+        seen = dict(self.extra.get("seen", {}))
+        for t in inputs:
+            if t.region is not None and id(t.region) not in seen:
+                seen[id(t.region)] = (t.region, t.region.writes)
+        self.extra["seen"] = seen
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Wrap each stage method so that a refusal leaves the stream unconsumed (see :func:`_keeps_on_refusal`)."""

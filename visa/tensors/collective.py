@@ -82,7 +82,8 @@ class ShuffledSource(Generic[V]):
             chips = tuple(chips[p] for p in new) if chips else new
         if swap:
             cl = levels.get("Cluster")
-            new_c = engine.check_cluster_swap(t.ctx.hw, cl.size if cl is not None else 0, medium=t.MEMORY,
+            held = int(cl.validity().sum()) if cl is not None else None
+            new_c = engine.check_cluster_swap(t.ctx.hw, cl.size if cl is not None else 0, medium=t.MEMORY, held=held,
                                               mapping=repr(cl) if cl is not None else None, axis=axes_text(cl))
             clusters = tuple(clusters[k] for k in new_c) if clusters else new_c
         return cls(base, chips, clusters)
@@ -138,10 +139,11 @@ def shuffled_move(src: ShuffledSource, medium: str, levels: dict[str, Mapping], 
     ctx, base, side, levels, dst = _destination(src.view, medium, levels, tdma, address, call, "tdma", stream)
     p = dma_plan(ctx.hw, base.dtype, side, dst, stream=stream, call=call)
     sp = engine.ShufflePlan(p, src.chips, src.clusters)
+    cost = engine.cycles(sp)  # (every check, the cost model's too, before any byte changes)
     out = _allocate(ctx, medium, base.dtype, levels, address, [r for r in (base.region,) if r is not None], call)
     engine.execute(sp, _endpoint(ctx, side.medium), _endpoint(ctx, medium))
     pcie = engine.pcie_bytes(sp)
-    report = dma_report("dma", str(sp), engine.cycles(sp), (
+    report = dma_report("dma", str(sp), cost, (
         ("shuffle", str(list(sp.chips)) if sp.chips else "none"), ("cluster swap", bool(sp.clusters)),
         ("pcie bytes", pcie), ("read", str(p.read)), ("write", str(p.write))))
     # the engines of the layout change, and the PCIe link of every chip that sends or receives across chips
@@ -174,15 +176,16 @@ def asymmetric_slice(dm: DmTensor[Any, Any, Any, Any, Any], digit: Mapping, sub:
     dm.check_context(ctx, call)
     dm.check_readable(call)
     cfg = pcopy.plan(ctx.hw, dm.dtype, dm.levels, digit, indices, which)
+    cost = pcopy.cycles(cfg)
     lv = dm.levels
     reads = (dm.region,) if dm.region is not None else ()
     out: DmTensor[Any, Any, Any, Any, Any] = DmTensor(ctx, dm.dtype, lv["Chip"], lv["Cluster"], lv["Slice"],
                                                       cfg.out, address, reads=reads, call=call)
-    _poison(ctx, "dm", lv["Chip"].size, address, address + cfg.out_bytes)
+    _poison(ctx, "dm", lv["Chip"].size, address, address + cfg.out_bytes, lv)
     for c in range(lv["Chip"].size):
         img = ctx.memory.chip(c).dm
         pcopy.execute(cfg, img, img, c, dm.address, address)
-    report = EngineReport("parallel_copy", str(cfg), pcopy.cycles(cfg),
+    report = EngineReport("parallel_copy", str(cfg), cost,
                           details=(("indices", str(list(cfg.indices))), ("bytes per slice", str(cfg.out_bytes))))
     out.ready_at = record(ctx, "sub", f"{call} → {out.describe()}", [report], [dm], [out]).end
     return out

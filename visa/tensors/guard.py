@@ -41,6 +41,9 @@ def when(ctx: Device, track: str, tensor: Any, predicate: Callable[[Any], Any]) 
     if arr.size != 1:
         raise TypestateError(f"the guard's predicate gave {arr.size} values, not one truth value", call=call,
                              fix="reduce it, e.g. lambda n: (n > 0).any(), or guard on a one-element tensor")
+    if arr.dtype != np.bool_:  # a count, a string, None: truthy or not, not a decision (issue 23)
+        raise wrong_type("predicate", got, "a predicate giving a truth value (a bool), e.g. lambda n: n > 0",
+                         call=call, fix="compare the value: lambda n: n > 0, not lambda n: n")
     nbytes = element_bytes(tensor.dtype, tensor.levels["Element"].size)
     cost = guard_cycles(ctx.hw, nbytes)
     taken = bool(arr.reshape(-1)[0])

@@ -12,6 +12,7 @@ the values, and the mypy plugin (:mod:`visa.mypy`) checks the annotations.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
@@ -21,10 +22,12 @@ import numpy.typing as npt
 from typing_extensions import TypeVar as TypeVarD
 
 from visa import dtypes as dt
-from visa.errors import DtypeError, LayoutError, PoisonError, VisaError
+from visa.errors import DtypeError, HardwareLimitError, LayoutError, PoisonError, VisaError
+from visa.hw import PROFILES
 from visa.mapping import Index, Mapping, pair_of
 from visa.mapping import canon as C
 from visa.mapping.evaluate import IntArray, _axis_sizes, covers_once, plain_dims, strided_view
+from visa.memory.footprint import units_of
 from visa.memory.images import BoolArray, DenseImage, PagedImage, load
 from visa.memory.known import all_true
 from visa.memory.layout import LEVELS, TYPE_NAMES, check_placement, element_bytes, tile_offset
@@ -205,6 +208,11 @@ class HostTensor(Generic[D, Element]):
         if axes is not None and not isinstance(axes, str | list | tuple):
             raise wrong_type("axes", axes, 'a str such as "A B" or a list of axis names', call=call)
         order, want = _logical_shape([mapping], axes)
+        check_host_size(dtype, mapping, want, call)
+        if isinstance(array, np.ma.MaskedArray) and np.ma.getmask(array).any():  # (np.asarray drops the mask)
+            raise wrong_type("array", array, "a plain numpy array: the masked values of a masked array would be "
+                             "read as data", call=call, fix="pass array.filled(value), or array.data if the masked "
+                                                            "values are data")
         try:
             arr = np.asarray(array)
         except Exception as err:  # ragged lists and the like: numpy's own refusal, named
@@ -238,6 +246,7 @@ class HostTensor(Generic[D, Element]):
         expect_instance(rng, np.random.Generator, "rng", call="HostTensor.rand",
                         expected="a numpy Generator (np.random.default_rng(seed))")
         order, shape = _logical_shape([mapping], None)
+        check_host_size(dtype, mapping, shape, "HostTensor.rand")
         return cls.from_numpy(dt.random_values(dtype, shape, rng), dtype, mapping, order)
 
     @classmethod
@@ -246,6 +255,7 @@ class HostTensor(Generic[D, Element]):
         dtype = expect_dtype(dtype, "dtype", call="HostTensor.zeros")
         mapping = expect_mapping(mapping, "mapping", call="HostTensor.zeros")
         order, shape = _logical_shape([mapping], None)
+        check_host_size(dtype, mapping, shape, "HostTensor.zeros")
         return cls.from_numpy(np.zeros(shape, dtype=dtype.storage), dtype, mapping, order)
 
     def numpy(self, axes: str | Sequence[str] | None = None) -> npt.NDArray[Any]:
@@ -297,6 +307,24 @@ def _plain_logical(element: Mapping, axes: str | Sequence[str] | None, values: n
     out = np.empty(shape, dtype=dtype.storage)
     strided_view(out, order, plain, writeable=True)[...] = values.reshape([n for _, _, n in plain])
     return out
+
+
+#: The most bytes a host tensor may hold: what the HBM of the largest system holds (every chip of every profile;
+#: a host tensor exists to go there, L44–57).  Past it, a legal mapping size is refused before any allocation.
+HOST_BYTES = max(hw.hbm.chip_bytes * hw.max_chips for hw in PROFILES.values())
+
+
+def check_host_size(dtype: type[dt.Scalar], mapping: Mapping, shape: tuple[int, ...], call: str) -> None:
+    """Refuse a host tensor no memory can hold (its logical tensor or its buffer past :data:`HOST_BYTES`), before
+    anything is allocated: mapping sizes up to 2**48 are legal, numpy would raise ``MemoryError`` (issue 23)."""
+    elements = max(math.prod(shape), mapping.size)
+    nbytes = element_bytes(dtype, elements)
+    if nbytes > HOST_BYTES:
+        raise HardwareLimitError(
+            f"{mapping!r} holds {elements} × {dtype!r} = {nbytes} bytes, more than the {HOST_BYTES} bytes of HBM of "
+            "the largest system a host tensor can go to (manual L44–57, L1088–1090)", call=call, level="Element",
+            mapping=repr(mapping), axis=", ".join(sorted(mapping.axes)) or None,
+            fix="make the tensor smaller, or build it in parts (tiles)")
 
 
 def to_storage(dtype: type[dt.Scalar], arr: npt.NDArray[Any], call: str, *,
@@ -384,13 +412,15 @@ def host_range_check(dtype: type[dt.Scalar], arr: npt.NDArray[Any], call: str, o
             x = np.clip(x, -float(f.max), float(f.max))  # ±inf clamp too; NaN stays NaN
         out = x.astype(dtype.storage)
     finite_out, nan_out = _float_classes(dtype, out)
-    finite_in = np.isfinite(x)
+    # (a finite long double beyond float64's range is finite input that overflows, not an infinity)
+    finite_in = np.isfinite(arr) if arr.dtype.kind == "f" and arr.dtype.itemsize > 8 else np.isfinite(x)
     bad = (finite_in & ~finite_out) | (np.isinf(x) & nan_out)
     if overflow == "error" and bad.any():
-        value = float(x[bad].flat[0])
-        kind = "an infinity, which it does not have" if np.isinf(value) else \
+        first = arr[bad].flat[0]
+        kind = "an infinity, which it does not have" if not np.isfinite(first) else \
             f"{'NaN' if not f.has_inf else '±inf'} (its range is ±{float(f.max):g})"
-        raise dt.DtypeError(f"value {value!r} does not fit {dtype!r}: the cast would give {kind}", call=call,
+        shown = str(first) if arr.dtype.kind == "f" and arr.dtype.itemsize > 8 else repr(float(first))
+        raise dt.DtypeError(f"value {shown} does not fit {dtype!r}: the cast would give {kind}", call=call,
                             fix="scale the data, or pass overflow='saturate' (clamp to the range ends)"
                             + (" or overflow='inf'" if f.has_inf else " or overflow='nan'"))
     if overflow == "inf" and (np.isinf(x) & (finite_out | nan_out)).any():  # cannot happen: inf types keep inf
@@ -480,7 +510,8 @@ class DeviceTensor:
             nbytes = element_bytes(dtype, levels["Element"].size)
             self.region = ctx.memory.registry.allocate(
                 self, self.MEMORY, chips, address, address + nbytes, self.describe(), reads=reads, call=call,
-                rows=frozenset(range(levels["Row"].size)) if "Row" in levels else None)
+                rows=frozenset(range(levels["Row"].size)) if "Row" in levels else None,
+                units=units_of(levels, ctx.hw.dm.slices_per_cluster) if "Slice" in levels else -1)
 
     def type_name(self) -> str:
         """``"DmTensor"``, ``"HbmTensor"``, ... (the manual's type, L1033–1069)."""
@@ -540,7 +571,9 @@ class DeviceTensor:
 
     def check_context(self, ctx: Device, call: str) -> None:
         """Refuse to use this tensor in an operation of another context: each context is its own device, with
-        its own memories (manual ``Context::acquire()``, L39)."""
+        its own memories (manual ``Context::acquire()``, L39); or after ``free()`` (every use, read or write)."""
+        if self.region is not None:
+            self.ctx.memory.registry.check_live(self.region, call=call)
         if self.ctx is not ctx:
             raise VisaError(f"{self.describe()} belongs to another context; an operation reads and writes the "
                             "memories of its own context only", call=call,
@@ -561,10 +594,10 @@ class DeviceTensor:
                                   f"{chip.size} (@device(chip={chip.size}))")
 
     def free(self) -> None:
-        """Release the tensor's bytes explicitly (dropping the last reference does the same)."""
+        """Release the tensor's bytes explicitly (dropping the last reference does the same).  The handle, and
+        every alias of it, is refused from then on: its bytes may hold another tensor (issue 23)."""
         if self.region is not None:
             self.ctx.memory.registry.release(self.region)
-            self.region = None
 
     # -- direct access, for host-side checks and tests (no cost, no schedule) ------------------------------
     def image(self, chip: int) -> DenseImage | PagedImage:

@@ -153,9 +153,9 @@ class GatherSource(_Staged):
         ctx, base, _, levels, dst = _destination(self.view, medium, levels, tdma, address, call, "tdma", None)
         p, values = self._plan("gather", self.side(), dst, ctx, call)
         reads = [r for r in (base.region, self.ids.region) if r is not None]
+        cost = indirect_cycles(p, values)  # (every check, the cost model's too, before any byte changes)
         out = _allocate(ctx, medium, base.dtype, levels, address, reads, call)
         execute_indirect(p, values, _endpoint(ctx, base.MEMORY), _endpoint(ctx, medium))
-        cost = indirect_cycles(p, values)
         op = record_dma(ctx, f"{call} → {out.describe()}", _config(p), cost, reads=[base, self.ids], writes=[out],
                         transfer=p.row, iterations=_iterations(p))
         out.ready_at = op.end
@@ -220,13 +220,13 @@ def to_view(src: Any, target: Any, medium: str, tdma: DmaContext, *, stream: tup
         refuse_overlap(dst.region, base.region, call)  # nothing written yet
     written: Any
     if isinstance(target, ScatterTarget):
-        execute_indirect(p, values, _endpoint(ctx, base.MEMORY), _endpoint(ctx, medium))
         cost, config, row, runs = indirect_cycles(p, values), _config(p), p.row, _iterations(p)
         reads, written = [base, target.ids], dst  # the rows an index names: the whole table, conservatively
+        execute_indirect(p, values, _endpoint(ctx, base.MEMORY), _endpoint(ctx, medium))
     else:
-        execute(dplan, _endpoint(ctx, base.MEMORY), _endpoint(ctx, medium))
         cost, config, row, runs = cycles(dplan), str(dplan), dplan, 1
         reads, written = [base], view
+        execute(dplan, _endpoint(ctx, base.MEMORY), _endpoint(ctx, medium))
     if dst.region is not None:
         ctx.memory.registry.note_write(dst.region, call=call, writer=what)
     record_dma(ctx, what, config, cost, reads=reads, writes=[written], transfer=row, iterations=runs)

@@ -84,9 +84,10 @@ def check_permutation(perm: Sequence[object], chips: int, *, call: str = "chip_s
 
 
 def check_cluster_swap(hw: HardwareProfile, clusters: int, *, medium: str, call: str = "cluster_swap",
-                       mapping: str | None = None, axis: str | None = None) -> tuple[int, ...]:
+                       mapping: str | None = None, axis: str | None = None, held: int | None = None) -> tuple[int, ...]:
     """The rules of the cluster swap: a DM tensor whose Cluster level spans the chip's clusters (HBM has no
-    clusters, L1064).  Returns the cluster permutation (cluster 0 ↔ cluster 1)."""
+    clusters, L1064), each holding part of it (``held``: how many do).  Returns the cluster permutation (cluster 0
+    ↔ cluster 1)."""
     if medium != "dm":
         raise LayoutError(f"a cluster swap exchanges the clusters of a DM tensor; an {medium.upper()} tensor has no "
                           "Cluster level (manual L1064, L1085)", call=call, level="Cluster", mapping=mapping,
@@ -96,6 +97,12 @@ def check_cluster_swap(hw: HardwareProfile, clusters: int, *, medium: str, call:
                           f"clusters, but its Cluster has size {clusters} (manual L1080–1081)", call=call,
                           level="Cluster", mapping=mapping, axis=axis,
                           fix=f'lay the tensor out with a Cluster of size {hw.dm.clusters_per_chip} (e.g. m["X # 2"])')
+    if held is not None and held < clusters:  # (issue 23: the move read the padding cluster as data, late)
+        raise LayoutError(f"a cluster swap reads each cluster's bytes as the other's, but the tensor's Cluster holds "
+                          f"data in {held} of the chip's {clusters} clusters: the swap would read its padding cluster "
+                          "(poison, L150–155) as data", call=call, level="Cluster", mapping=mapping, axis=axis,
+                          fix='to move a one-cluster tensor to the other cluster, give the move that Cluster (e.g. '
+                              'm["# 1 + 1"]) without a swap')
     return tuple(range(clusters - 1, -1, -1))
 
 
