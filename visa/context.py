@@ -102,7 +102,7 @@ class Context:
                reads: Iterable[Any] = (), writes: Iterable[Any] = (), lanes: Iterable[Lane] | None = None,
                cycles: int | None = None, traffic: dict[str, int] | None = None,
                transfer: DmaPlan | None = None, extra_lanes: Iterable[Lane] = (),
-               extra_traffic: dict[str, int] | None = None) -> Operation:
+               extra_traffic: dict[str, int] | None = None, note: str = "") -> Operation:
         """Schedule an operation (the rules are :meth:`visa.schedule.Schedule.record`'s); returns it, its ``end``
         being the outputs' ready time.
 
@@ -113,7 +113,7 @@ class Context:
         HBM and DM footprints).  A DMA passes its plan as ``transfer``: its lanes are then the engines the plan
         spreads over and the PCIe links it crosses, its traffic the bytes it moves (:mod:`visa.schedule.resources`);
         ``extra_lanes`` and ``extra_traffic`` add what the plan alone does not show (a chip shuffle's PCIe links
-        and bytes, L2389, L2845).
+        and bytes, L2389, L2845).  ``note`` (a Tensor Unit command's cost breakdown) is kept on the operation.
         """
         reports = tuple(engines)
         rd: Footprint = footprint(*inputs, *reads)
@@ -129,7 +129,7 @@ class Context:
             for path, nbytes in extra_traffic.items():
                 traffic[path] = max(traffic.get(path, 0), nbytes)
         op = self.schedule.record(track, name, reports, reads=rd, writes=wr, lanes=lanes, cycles=cycles,
-                                  traffic=traffic, in_kernel=self.num_chips is not None)
+                                  traffic=traffic, in_kernel=self.num_chips is not None, note=note)
         self.dm_occupancy.note(self.memory.registry, op)
         for observer in OBSERVERS:
             observer(op)

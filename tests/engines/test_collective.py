@@ -334,7 +334,8 @@ def test_asymmetric_slice_cycles_and_overlap_with_main_l2330_l7606() -> None:
     m_op, s_op = ctx.schedule.ops[-2], ctx.schedule.ops[-1]
     assert s_op.track == "sub" and m_op.track == "main"
     assert s_op.start < m_op.end  # overlaps the main context
-    assert s_op.cycles == 32 // 8  # 32 bytes a slice, 8 bytes a write
+    assert s_op.engines[0].cycles == 32 // 8  # 32 bytes a slice, 8 bytes a write
+    assert s_op.cycles == RNGD.timing.full_command_cycles + 32 // 8  # a sub-context command (issue 22)
     assert pcopy.cycles(pcopy.plan(RNGD, i32, t.levels, m["B"], [0, 1], "chip")) == 4
     assert out.ready_at == s_op.end
 

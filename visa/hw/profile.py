@@ -47,6 +47,7 @@ __all__ = [
     "SequencerLimits",
     "SwitchEngine",
     "TensorRegisterFile",
+    "Timing",
     "TransposeEngine",
     "UnknownProfileError",
     "VectorEngine",
@@ -124,10 +125,11 @@ class FrozenMap(Mapping[K, V], Generic[K, V]):
         return (FrozenMap, (self._data,))
 
 
-def src(lines: str, *, bit_positions: bool = False, codes: bool = False) -> dict[str, object]:
-    """Field metadata: the manual lines that state a value, and whether it holds bit positions or hardware
-    codes (such as the TRF ``reg_types`` 0–3), the only numbers in a profile that may be 0."""
-    return {"lines": lines, "bit_positions": bit_positions, "codes": codes}
+def src(lines: str, *, bit_positions: bool = False, codes: bool = False, fitted: str = "") -> dict[str, object]:
+    """Field metadata: the manual lines that state a value, whether it holds bit positions or hardware codes
+    (such as the TRF ``reg_types`` 0–3), the only numbers in a profile that may be 0, and — for a value the manual
+    does not state — the published figures it was ``fitted`` to (docs/cost-model.md, "Calibration")."""
+    return {"lines": lines, "bit_positions": bit_positions, "codes": codes, "fitted": fitted}
 
 
 class UnknownProfileError(LookupError):
@@ -535,6 +537,27 @@ class Scheduling:
     dm_priority: tuple[str, ...] = field(metadata=src("L2899–2904"))
 
 
+@dataclass(frozen=True, kw_only=True)
+class Timing:
+    """What a command costs besides its engines' throughput: the per-command overheads of the Tensor Unit and the
+    hand-off between contexts (design ARCHITECTURE.md principle 8; docs/cost-model.md).
+
+    The manual states the DMA's ~500-cycle startup (``dma.startup_cycles``, L2467) and each engine's latency (tree
+    depth L4543, type conversion L2135, one cycle per ALU L5275, …), but no Tensor Unit command overhead: it says
+    only that a load through the full pipeline "has higher setup overhead" than the StoTRF/StoVRF short command
+    that a completely contiguous load becomes (L4112–4114).  These fields are therefore fitted to the one set of
+    makespans the reference publishes for a kernel written three ways (furiosa-opt, "Scheduling › Tuning ›
+    Double buffering": 19,106 / 15,477 / 15,086 cycles); the fit is recorded in docs/manual-notes.md (issue 22).
+    """
+
+    full_command_cycles: int = field(metadata=src(
+        "L4112–4114 (not stated)", fitted="furiosa-opt double buffering: rolled 19,106 and unrolled 15,086 cycles"))
+    short_command_cycles: int = field(metadata=src(
+        "L4112–4114 (not stated)", fitted="furiosa-opt double buffering: rolled − unrolled = 4,020 cycles"))
+    context_handoff_cycles: int = field(metadata=src(
+        "L7066–7070 (not stated)", fitted="furiosa-opt double buffering: pipelined − unrolled = 391 cycles"))
+
+
 # ------------------------------------------------------------------------------------------------ profile
 
 
@@ -569,6 +592,7 @@ class HardwareProfile:
     commit: CommitEngine = field(metadata=src("L2145–2354"))
     dma: DmaEngine = field(metadata=src("L2355–2847"))
     scheduling: Scheduling = field(metadata=src("L7042–7070"))
+    timing: Timing = field(metadata=src("L4112–4114, L7042–7070 (fitted; docs/cost-model.md)"))
 
     def __str__(self) -> str:
         return self.name
@@ -625,17 +649,26 @@ class HardwareProfile:
 
     def cite(self, path: str) -> str:
         """The manual lines of a field given by dotted path: ``cite("dm.rows_per_bank") == "L2870"``."""
+        return str(self._field(path).metadata.get("lines", ""))
+
+    def fitted(self, path: str) -> str:
+        """For a value the manual does not state, the published figures it was fitted to (else ``""``):
+        ``fitted("timing.context_handoff_cycles")`` names the reference's makespans (docs/cost-model.md)."""
+        return str(self._field(path).metadata.get("fitted", ""))
+
+    def _field(self, path: str) -> dataclasses.Field[Any]:
         obj: object = self
-        lines = ""
+        found: dataclasses.Field[Any] | None = None
         for part in path.split("."):
             if not dataclasses.is_dataclass(obj) or isinstance(obj, type):
                 raise KeyError(f"{path!r}: {part!r} is not inside a profile table")
             fields = {f.name: f for f in dataclasses.fields(obj)}
             if part not in fields:
                 raise KeyError(f"{path!r}: no field {part!r} in {type(obj).__name__}")
-            lines = str(fields[part].metadata.get("lines", ""))
+            found = fields[part]
             obj = getattr(obj, part)
-        return lines
+        assert found is not None
+        return found
 
     def walk(self) -> Iterator[tuple[str, object]]:
         """Every leaf value with its dotted path (nested tables expanded; tuples, sets, maps are leaves)."""

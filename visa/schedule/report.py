@@ -5,11 +5,15 @@ The roofline compares the simulated cycles with what the hardware could not beat
 
 * MAC-bound cycles: multiply-accumulates ÷ the chips' MACs per cycle for the dtype
   (:meth:`visa.hw.profile.ContractionEngine.macs_per_slice_cycle` × slices per chip × chips);
-* memory-bound cycles, per path: bytes ÷ the path's bandwidth in bytes per core cycle — ``HBM``
-  (``hbm.bytes_per_s`` ÷ ``clocks.core_hz`` per chip), ``DMA`` (``dma.bytes_per_cycle`` per engine × engines),
-  ``PCIe`` (``dma.pcie_bytes_per_cycle`` per chip) and ``DM`` (the Tensor Unit's fetch and commit traffic,
-  ``collect.flit_bytes`` per slice per cycle × slices);
+* memory-bound cycles, per path: bytes ÷ the path's bandwidth in bytes per core cycle, read from
+  :func:`visa.hw.paths.bandwidth` (the figure the DMA cost model uses too) — ``HBM`` (32 channels × 48 B/cycle
+  per chip, reads and writes together), ``DMA`` (8 engines × 256 B/cycle), ``PCIe`` (30 B/cycle per chip) and
+  the Tensor Unit's DM ports, each its own path: ``fetch`` and ``commit`` of the main context (32 B/cycle per
+  slice each), ``fetch (sub)`` and ``commit (sub)`` of the sub context (8 B/cycle per slice);
 * the bound is the largest of these, and utilisation = bound ÷ simulated cycles (1.0: at the hardware's limit).
+  Every path is a resource the schedule never lets two operations use beyond its rate (a context runs one
+  command at a time, a DMA engine one transfer, an HBM channel one DMA's transfers, a PCIe link one transfer),
+  so no utilisation exceeds 100% (tests/test_timing_invariants.py).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from visa.hw import HardwareProfile
+from visa.hw.paths import bandwidth
 from visa.schedule.core import Operation, Schedule
 
 __all__ = ["Roofline", "TrackProfile", "PassProfile", "KernelReport", "roofline", "build"]
@@ -35,7 +40,7 @@ class Roofline:
 
     @property
     def bound(self) -> str:
-        """What bounds the work: ``"MAC"`` or a memory path (``"HBM"``, ``"DMA"``, ``"PCIe"``, ``"DM"``)."""
+        """What bounds the work: ``"MAC"`` or a data path (``"HBM"``, ``"DMA"``, ``"PCIe"``, ``"fetch"``, …)."""
         best = ("MAC", self.mac_cycles)
         for k, v in self.path_cycles.items():
             if v > best[1]:
@@ -149,6 +154,7 @@ class KernelReport:
             waits = ", ".join(f"#{d.op} {'/'.join(d.kinds)}" for d in op.deps)
             at = f"  ({op.source})" if op.source else ""
             lines.append(f"    #{op.index:<3}{op.name:<{width}}{op.track:<6}{op.start:>10}{op.cycles:>10}  {waits}{at}")
+            lines += [f"          {n}" for n in op.notes]  # a command's cost, a DMA's layout rules, waits
         return lines
 
     def __str__(self) -> str:
@@ -199,13 +205,7 @@ def roofline(hw: HardwareProfile, ops: list[Operation], cycles: int, chips: int)
     for op in ops:
         for path, n in op.traffic.items():
             nbytes[path] = nbytes.get(path, 0) + n
-    bandwidth = {
-        "HBM": hw.hbm.bytes_per_s / hw.clocks.core_hz * chips,
-        "DMA": float(hw.dma.bytes_per_cycle * hw.dma.engines_per_chip * chips),
-        "PCIe": float(hw.dma.pcie_bytes_per_cycle * chips),
-        "DM": float(hw.collect.flit_bytes * hw.dm.slices_per_chip * chips),
-    }
-    path_cycles = {k: nbytes[k] / bandwidth[k] for k in bandwidth if nbytes.get(k)}
+    path_cycles = {k: n / bandwidth(hw, k, chips) for k, n in nbytes.items() if n}
     return Roofline(cycles, macs, mac_cycles, nbytes, path_cycles)
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from visa.engines import collect as engine
 from visa.engines.common import EngineReport, unit_validity
+from visa.engines.timing import pass_cost
 from visa.mapping import Mapping
 from visa.mapping.core import ensure_mapping
 from visa.validate import expect_instance, expect_int
@@ -33,7 +34,7 @@ def collect(stream: StreamTensor[Any, Any, Any, Any, Any, Any], time: Mapping,
     lay = stream.layout
     cfg = engine.plan(stream.ctx.hw, lay.dtype, lay.time, lay.packet, time, packet)
     data = engine.execute(cfg, stream.data)
-    reports = [EngineReport("collect", str(cfg), engine.cycles(cfg))]
+    reports = [EngineReport("collect", str(cfg), engine.cycles(cfg), details=(("padding", cfg.pad_elements),))]
     if isinstance(stream, FetchTensor):  # FetchTensor::collect(): the Switch Engine forwards (L3120-3138)
         from visa.stream.switch import forwarding_report
 
@@ -56,7 +57,9 @@ def record_pass(stream: StreamTensor[Any, Any, Any, Any, Any, Any], report: Engi
     views); returns the cycle at which it ends (its outputs' ready time)."""
     reports = stream.reports + (report,)
     name = " → ".join(r.engine for r in reports)
-    op = stream.ctx.record(stream.tu.kind, name, reports, reads=pass_reads(stream), writes=writes)
+    cost = pass_cost(stream.ctx.hw, reports)
+    op = stream.ctx.record(stream.tu.kind, name, reports, reads=pass_reads(stream), writes=writes, cycles=cost.total,
+                           note=str(cost))
     return op.end
 
 

@@ -109,11 +109,14 @@ def fetch(stream: BeginTensor[Any, Any, Any, Any, Any, Any], dtype: Any, time: M
     bases = [engine.view_bit_base(hw, v.base.dtype, v.base.address, v.offset, v.element) for v in views]
     images = [ctx.memory.chip(c).dm for c in range(lay.chip.size)]
     data = engine.execute(cfg, images, bases, table)
+    # an interleaved pair: each tensor's runs, bank by bank the longer (their packets alternate, L1855–1868)
+    runs = tuple(int(x) for x in np.max([engine.bank_runs(hw, cfg, b) for b in bases], axis=0))
     report = EngineReport("fetch", cfg.describe([b // 8 for b in bases]), engine.cycles(cfg), cfg.latency,
                           details=(("fetch_size", cfg.fetch_size), ("fetches_per_packet", cfg.fetches_per_packet),
-                                   ("contiguous_sram_access_size", cfg.contiguous_sram_access_size)),
+                                   ("contiguous_sram_access_size", cfg.contiguous_sram_access_size),
+                                   ("contiguous", engine.is_contiguous(cfg))),
                           nbytes=int(np.count_nonzero(lay.chip.evaluate().valid))
                           * math.prod(e.size for e in cfg.sequencer.entries) * lay.dtype.size_bits // 8 * _units(lay),
-                          bank_run=max(engine.bank_run(hw, cfg, b) for b in bases))
+                          bank_run=max(runs), bank_runs=runs)
     layout = StreamLayout(dst, lay.chip, lay.cluster, lay.slice, time, packet)
     return stream.then(FetchTensor, layout, data, report, fetch=cfg, seen={})  # the bytes are read now

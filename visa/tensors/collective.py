@@ -23,6 +23,7 @@ from visa.engines import parallel_copy as pcopy
 from visa.engines.common import EngineReport, axes_text
 from visa.engines.dma import shuffle as engine
 from visa.engines.dma.plan import plan as dma_plan
+from visa.engines.timing import pass_cost
 from visa.errors import VisaError
 from visa.mapping import Mapping
 from visa.tensors.device import Device, DmaContext, Recorded, TuHandle
@@ -41,7 +42,11 @@ def record(ctx: Device, track: str, name: str, reports: Sequence[EngineReport], 
            writes: Sequence[Any], **placement: Any) -> Recorded:
     """Put a collective's operation on the schedule (the one place this module touches it): it reads ``reads``
     and writes ``writes``; ``placement`` says which lanes and paths it occupies (``transfer=``, ``extra_lanes=``,
-    ``extra_traffic=``, :meth:`visa.context.Context.record`)."""
+    ``extra_traffic=``, :meth:`visa.context.Context.record`).  A Tensor Unit command (``main``/``sub``) costs
+    what :func:`visa.engines.timing.pass_cost` says."""
+    if track in ("main", "sub") and "cycles" not in placement:
+        cost = pass_cost(ctx.hw, reports)
+        placement = {**placement, "cycles": cost.total, "note": str(cost)}
     return ctx.record(track, name, reports, reads=reads, writes=writes, **placement)
 
 

@@ -85,8 +85,9 @@ def dma_report(engine: str, config: str, cost: DmaCost, details: Sequence[tuple[
                nbytes: int = 0) -> EngineReport:
     """The report of a DMA (plain, shuffled or indirect) that costs ``cost`` (L2465–2504): busy for its cycles
     after the startup, the startup being its latency; ``details`` and then the cost's parts."""
+    slower = (("slower by", "; ".join(cost.why)),) if cost.why else ()
     return EngineReport(engine, config, cost.total - cost.startup, latency=cost.startup,
-                        details=(*details, ("cost", str(cost))), nbytes=nbytes)
+                        details=(*details, ("cost", str(cost)), *slower), nbytes=nbytes, hbm_channels=cost.channels)
 
 
 def _report(ctx: Device, track: str, name: str, p: DmaPlan, cost: DmaCost, reads: Sequence[Any],

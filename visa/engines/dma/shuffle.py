@@ -284,4 +284,14 @@ def cycles(sp: ShufflePlan) -> DmaCost:
     return DmaCost(total=worst.total, startup=worst.startup, issue=max(c.issue for c in costs),
                    dm=max(c.dm for c in costs), hbm=max(c.hbm for c in costs), pcie=max(c.pcie for c in costs),
                    engines=sum(c.engines for c in costs), commands=worst.commands,
-                   packets=sum(c.packets for c in costs), nbytes=sum(c.nbytes for c in costs))
+                   packets=sum(c.packets for c in costs), nbytes=sum(c.nbytes for c in costs),
+                   channels=_channels(costs), why=tuple(dict.fromkeys(w for c in costs for w in c.why)))
+
+
+def _channels(costs: list[DmaCost]) -> tuple[tuple[int, float], ...]:
+    """The HBM channels of every chip's part together (each part's channels are its chips', L2980)."""
+    out: dict[int, float] = {}
+    for c in costs:
+        for ch, busy in c.channels:
+            out[ch] = out.get(ch, 0.0) + busy
+    return tuple(sorted(out.items()))
