@@ -58,6 +58,7 @@ __all__ = [
 #: contraction inputs L3782 and L4383).  Cast tables and dtype sets in a profile use exactly these strings.
 DTYPE_NAMES: tuple[str, ...] = (
     "i4", "i5", "i8", "i9", "i16", "i32", "bf16", "f16", "f32", "f8e4m3", "f8e5m2",
+    "f4e2m1",  # not in the manual: the reference's fp4 (furiosa-opt v0.6–v0.8; design API.md §8)
 )  # fmt: skip
 
 K = TypeVar("K", bound=Hashable)
@@ -515,7 +516,7 @@ class DmaEngine:
     packet_align: FrozenMap[str, int] = field(metadata=src("L2426, L2837 (SPM as SRAM)"))
     hbm_to_dm_align: int = field(metadata=src("L2426–2427, L2837"))
     pcie_bytes_per_cycle: int = field(metadata=src("L2389, L2605, L2845"))
-    dtypes: frozenset[str] = field(metadata=src("L2525"))
+    dtypes: frozenset[str] = field(metadata=src("L2525; f4e2m1 from furiosa-opt v0.8 (4-bit packed, as i4)"))
     handles: tuple[str, ...] = field(metadata=src("L44–47"))
 
     def requests(self, packet_bytes: int) -> int:

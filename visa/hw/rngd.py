@@ -352,7 +352,7 @@ _DMA = DmaEngine(
     packet_align=FrozenMap({"HBM": 1, "DM": 8, "SPM": 8}),
     hbm_to_dm_align=8,
     pcie_bytes_per_cycle=30,
-    dtypes=frozenset({"i4", "i8", "f8e4m3", "f8e5m2", "i16", "f16", "bf16", "i32", "f32"}),
+    dtypes=frozenset({"i4", "i8", "f8e4m3", "f8e5m2", "i16", "f16", "bf16", "i32", "f32", "f4e2m1"}),
     handles=("tdma", "pdma"),
 )
 

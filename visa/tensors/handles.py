@@ -361,9 +361,19 @@ def host_range_check(dtype: type[dt.Scalar], arr: npt.NDArray[Any], call: str, o
     if overflow == "wrap":
         raise dt.DtypeError(f"overflow='wrap' applies to integer types, not {dtype!r}", call=call,
                             fix="pass overflow='saturate', or 'inf' / 'nan'")
+    if overflow in ("inf", "nan") and not f.has_nan:  # E2M1: no infinity, no NaN (and numpy's cast would
+        raise dt.DtypeError(f"{dtype!r} has no infinity and no NaN", call=call,  # saturate silently)
+                            fix="pass overflow='saturate' or leave overflow='error'")
     if overflow == "inf" and not f.has_inf:
         raise dt.DtypeError(f"{dtype!r} has no infinity (seed 000: E4M3FN)", call=call,
                             fix="pass overflow='nan' or 'saturate'")
+    if not f.has_nan:
+        try:
+            return dt.encode_nearest(f, np.asarray(arr, dtype=np.float64), "error" if overflow == "error"
+                                     else "saturate")
+        except dt.DtypeError as err:
+            raise dt.DtypeError(err.message, call=call, fix="scale the data, or pass overflow='saturate'"
+                                if "NaN" not in err.message else "replace NaN first") from None
     if (arr.dtype == dtype.storage and 8 * dtype.storage.itemsize == dtype.bits
             and (overflow != "saturate" or not f.has_inf)):
         return arr  # values of the type already (its storage holds exactly its values): nothing to round or refuse
