@@ -269,10 +269,15 @@ class DataMemory:
 @dataclass(frozen=True, kw_only=True)
 class Scratchpad:
     """Scratchpad Memory (SPM), one per DMN (manual "Scratchpad Memory (SPM)", L2942–2947; a work in progress
-    there: capacity, addressing and banks are not given, L2943, so the profile has no SPM capacity)."""
+    there: capacity, addressing and banks are not given, L2943; the capacity per PE is the reference's)."""
 
     dmn_bytes_per_cycle: int = field(metadata=src("L2945, L2947 (not L2604/L2824; see manual-notes)"))
     same_chip_only: bool = field(metadata=src("L2825"))
+    #: the reference's figure (furiosa-opt v0.8: "4 KiB per PE", its SpmTensor; design API.md §8), since the
+    #: manual leaves the capacity pending (L2943); docs/manual-notes.md "issue 26"
+    pe_bytes: int = field(metadata=src("L2943 (pending there); 4 KiB per PE from furiosa-opt v0.8"))
+    #: slices of one PE: the unit an SPM tensor's PE level counts (RNGD: 64 slices per PE, 4 PEs a cluster)
+    slices_per_pe: int = field(metadata=src("L2343"))
 
 
 @dataclass(frozen=True, kw_only=True)

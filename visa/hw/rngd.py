@@ -368,7 +368,8 @@ RNGD = HardwareProfile(
     ),
     hbm=_HBM,
     dm=_DM,
-    spm=Scratchpad(dmn_bytes_per_cycle=128, same_chip_only=True),  # per DMN (L2945); see manual-notes
+    # per DMN (L2945); see manual-notes.  4 KiB per PE is the reference's (issue 26)
+    spm=Scratchpad(dmn_bytes_per_cycle=128, same_chip_only=True, pe_bytes=4096, slices_per_pe=64),
     trf=_TRF,
     vrf=VectorRegisterFile(slice_bytes=8 * KiB, cluster_bytes=2 * MiB),
     sequencer=_SEQUENCER,

@@ -7,9 +7,14 @@ twice its byte capacity so that the widened i5 and i9 (whose images take 8 and 1
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from visa.hw import HardwareProfile
 from visa.memory.images import DenseImage, PagedImage
 from visa.memory.registry import Registry
+
+if TYPE_CHECKING:
+    from visa.memory.usage import MemoryReport
 
 __all__ = ["ChipMemory", "DeviceMemory"]
 
@@ -72,6 +77,13 @@ class DeviceMemory:
         self.hw = hw
         self.chips: dict[int, ChipMemory] = {}
         self.registry = Registry()
+
+    def __call__(self, chips: int = 1) -> MemoryReport:
+        """``ctx.memory()`` (design API.md §8): per chip and memory, capacity, live and free bytes and the largest
+        free span (:mod:`visa.memory.usage`), over chips ``0 .. chips - 1`` and every chip a live tensor holds."""
+        from visa.memory.usage import usage
+
+        return usage(self.hw, self.registry, chips)
 
     def chip(self, index: int) -> ChipMemory:
         """The memories of chip ``index``."""
