@@ -878,6 +878,14 @@ class TensorView:
 
         return ScatterTarget(self, axis, ids)
 
+    def memset(self, value: int | float, ctx: TuHandle | DmaContext) -> Any:
+        """Set every byte of the view to ``value``'s image, in place (design API.md §8, a reference extension):
+        ``ctx.sub`` fills a DM view with 8-byte words (L2330), ``ctx.tdma`` fills an HBM or DM view as a DMA
+        writes (L2424–2427).  Returns the view's tensor, live and current (:mod:`visa.tensors.fill`)."""
+        from visa.tensors.fill import memset
+
+        return memset(self, value, ctx)
+
     def _bitcast(self, dtype: Any) -> Any:
         """The same bits read as ``dtype`` (:func:`check_bitcast`): a view of an alias handle of the base that
         shares its bytes, its region and its ready time (as :meth:`DeviceTensor.relabel`)."""
