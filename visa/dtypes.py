@@ -54,7 +54,12 @@ __all__ = [
     "f8e4m3",
     "f8e5m2",
     "f4e2m1",
+    "bool_",
+    "u32",
+    "i64",
+    "u64",
     "SCALARS",
+    "DEVICE_SCALARS",
     "ALIASES",
     "scalar",
     "DtypeError",
@@ -336,6 +341,42 @@ class f4e2m1(FloatScalar):
     """
 
 
+class bool_(IntScalar):
+    """A device scalar's boolean (``HbmScalar<bool>``, furiosa-opt v0.9; design API.md §8): one byte, 0 or 1.
+    A scalar type only (no tensor of it moves by DMA, L2525)."""
+
+
+class u32(IntScalar):
+    """A device scalar's unsigned 32-bit integer, 0..2**32-1 (``HbmScalar<u32>``; design API.md §8)."""
+
+
+class i64(IntScalar):
+    """A device scalar's signed 64-bit integer (``HbmScalar<i64>``; design API.md §8)."""
+
+
+class u64(IntScalar):
+    """A device scalar's unsigned 64-bit integer (``HbmScalar<u64>``; design API.md §8)."""
+
+
+def _scalar_only_attrs(cls: type[IntScalar], name: str, bits: int, signed: bool, storage: Any) -> None:
+    cls.name = name
+    cls.bits = bits
+    cls.size_bits = cls.image_bits = max(8, bits)
+    cls.storage = np.dtype(storage)
+    cls.bits_dtype = np.dtype({8: np.uint8, 32: np.uint32, 64: np.uint64}[max(8, bits)])
+    cls.signed = signed
+    cls.min = -(1 << (bits - 1)) if signed else 0
+    cls.max = (1 << (bits - 1)) - 1 if signed else (1 << bits) - 1
+    cls.alignment = max(1, bits // 8)
+
+
+_scalar_only_attrs(bool_, "bool_", 1, False, np.uint8)
+_scalar_only_attrs(u32, "u32", 32, False, np.uint32)
+_scalar_only_attrs(i64, "i64", 64, True, np.int64)
+_scalar_only_attrs(u64, "u64", 64, False, np.uint64)
+
+DEVICE_SCALARS: dict[str, type[Scalar]] = {}  # filled below: the types an HbmScalar holds (design API.md §8)
+
 _int_attrs(i4, "i4", 4, 4, 4)
 _int_attrs(i5, "i5", 5, 4, 8)
 _int_attrs(i8, "i8", 8, 8, 8)
@@ -353,6 +394,10 @@ SCALARS: dict[str, type[Scalar]] = {
     d.name: d for d in (i4, i5, i8, i9, i16, i32, bf16, f16, f32, f8e4m3, f8e5m2, f4e2m1)
 }
 """Every element type by its manual spelling (L1962–1979, L2525)."""
+
+DEVICE_SCALARS.update({d.name: d for d in (bool_, i32, u32, i64, u64)})
+"""The types of a device scalar (``HbmScalar``, design API.md §8): ``bool_``, ``i32``, ``u32``, ``i64``, ``u64``.
+``bool_``, ``u32``, ``i64`` and ``u64`` are scalar types only: no element of a tensor has them."""
 
 ALIASES: dict[str, type[Scalar]] = {"fp16": f16}
 """Other spellings the manual uses: ``fp16`` in the DMA grammar (L2525)."""

@@ -23,7 +23,7 @@ class ChipMemory:
     """One chip's HBM, DM (clusters × slices × bytes), TRF (× rows) and VRF images, created on first use (the
     memories of manual L134–140)."""
 
-    __slots__ = ("hw", "chip", "_hbm", "_dm", "_trf", "_vrf")
+    __slots__ = ("hw", "chip", "_hbm", "_dm", "_trf", "_vrf", "_spm")
 
     def __init__(self, hw: HardwareProfile, chip: int) -> None:
         self.hw = hw
@@ -32,6 +32,7 @@ class ChipMemory:
         self._dm: DenseImage | None = None
         self._trf: DenseImage | None = None
         self._vrf: DenseImage | None = None
+        self._spm: DenseImage | None = None
 
     @property
     def hbm(self) -> PagedImage:
@@ -66,6 +67,17 @@ class ChipMemory:
             self._vrf = DenseImage((d.clusters_per_chip, d.slices_per_cluster, self.hw.vrf.slice_bytes),
                                    f"VRF of chip {self.chip}")
         return self._vrf
+
+
+    @property
+    def spm(self) -> DenseImage:
+        """The chip's SPMs: clusters × PEs per cluster × 4 KiB (L2942–2947; the capacity and the per-PE unit are the
+        reference's, design API.md §8)."""
+        if self._spm is None:
+            d, s = self.hw.dm, self.hw.spm
+            self._spm = DenseImage((d.clusters_per_chip, d.slices_per_cluster // s.slices_per_pe, s.pe_bytes),
+                                   f"SPM of chip {self.chip}")
+        return self._spm
 
 
 class DeviceMemory:

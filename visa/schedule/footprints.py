@@ -116,6 +116,10 @@ def span_of(handle: Any) -> Span | None:
     chips = _mask(_valid(levels["Chip"]))
     if memory == "hbm":
         return Span.of("hbm", chips, lo, hi)
+    if memory == "spm":  # units: cluster · PEs per cluster + PE (design API.md §8)
+        pes = hw.dm.slices_per_cluster // hw.spm.slices_per_pe
+        clusters, pe = _valid(levels["Cluster"]), _valid(levels["Pe"])
+        return Span.of(memory, chips, lo, hi, units=_mask((clusters[:, None] * pes + pe[None, :]).reshape(-1)))
     units = units_of(levels, hw.dm.slices_per_cluster)
     rows = _mask(_valid(levels["Row"])) if "Row" in levels else -1
     return Span.of(memory, chips, lo, hi, units=units, rows=rows)

@@ -668,6 +668,13 @@ class _DmMoves(_InPlaceWrites):
         src: Any = self
         return dma.dm_to_hbm(src, element, tdma, address, stream=stream)
 
+    def to_spm(self, pe: Mapping, element: Mapping, tdma: DmaContext, address: int) -> Any:
+        """Tensor DMA from DM into a new ``SpmTensor`` (Chip and Cluster kept; 4 KiB per PE, design API.md §8):
+        gather and scatter indices may then be read from SPM (:mod:`visa.tensors.spm`)."""
+        from visa.tensors.spm import dm_to_spm
+
+        return dm_to_spm(self, pe, element, tdma, address)
+
     def to_dm(self, cluster: Mapping, slice_: Mapping, element: Mapping, tdma: DmaContext,
               address: int, *, stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
         """Tensor DMA from DM to a new DM tensor with a new layout (manual L2659–2681)."""

@@ -67,8 +67,8 @@ def check_ids(ids: object, call: str) -> DeviceTensor:
     :class:`~visa.errors.WrongTypeError` naming the parameter ``ids``."""
     from visa.tensors.handles import DeviceTensor
 
-    if not isinstance(ids, DeviceTensor) or ids.MEMORY not in ("hbm", "dm"):
-        raise wrong_type("ids", ids, "an HbmTensor or DmTensor of i32 indices", call=call,
+    if not isinstance(ids, DeviceTensor) or ids.MEMORY not in ("hbm", "dm", "spm"):
+        raise wrong_type("ids", ids, "an HbmTensor, DmTensor or SpmTensor of i32 indices", call=call,
                          fix="move the indices to HBM or DM first (a host array is not an index tensor)")
     return ids
 

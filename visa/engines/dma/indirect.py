@@ -34,12 +34,12 @@ import numpy.typing as npt
 from visa import dtypes as dt
 from visa.engines.dma.config import TABLE, DmaCost, DmaPlan, Side
 from visa.engines.dma.cost import cycles
-from visa.engines.dma.plan import _buffer, plan
+from visa.engines.dma.plan import plan
 from visa.errors import AddressError, DtypeError, LayoutError, UnsupportedFeatureError
 from visa.hw import HardwareProfile
-from visa.mapping import Mapping
+from visa.mapping import Mapping, pair_of
 from visa.mapping import canon as C
-from visa.memory.transfer import Endpoint
+from visa.memory.transfer import Endpoint, address_space
 from visa.memory.transfer import copy as copy_bytes
 
 __all__ = ["IndirectPlan", "check_indirect_types", "plan_indirect", "check_indices", "execute",
@@ -151,13 +151,7 @@ def _steps(hw: HardwareProfile, side: Side, names: Sequence[str], shape: tuple[i
     (one offset, 0, for no axis: a single index)."""
     if not names:
         return (0,)
-    buf = _buffer(hw, side, bits)
-    grids = np.meshgrid(*(np.arange(n, dtype=np.int64) for n in shape), indexing="ij")
-    coords = {a: g.reshape(-1) for a, g in zip(names, grids, strict=True)}
-    for a in buf.axes - set(names):
-        coords[a] = np.zeros(1, dtype=np.int64)
-    pos, held = buf.locate(coords, (int(np.prod(shape)),))
-    pos, held = np.broadcast_to(pos, held.shape).reshape(-1), held.reshape(-1)
+    pos, held = _locate(hw, side, bits, names, shape)
     if not held.all():
         k = int(np.argmin(held))
         at = np.unravel_index(k, shape)
@@ -170,6 +164,27 @@ def _steps(hw: HardwareProfile, side: Side, names: Sequence[str], shape: tuple[i
         raise AddressError(f"{side.label()}: a step of {', '.join(names)} starts inside a byte; the DMA addresses "
                            "bytes", call=call, axis=", ".join(names), fix="pad 4-bit rows to an even length (# 2)")
     return tuple(int(x) for x in rel // 8)
+
+
+def _locate(hw: HardwareProfile, side: Side, bits: int, names: Sequence[str], shape: tuple[int, ...]
+            ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """The DMA address (in elements) of each index of ``names`` (C order over ``shape``, other axes at 0), and
+    whether the side holds it.  The levels are located as one pair (so an axis split between Slice and Element,
+    ``G / 2`` and ``G % 2, D``, is found), then a DM position is moved to its slice's address space."""
+    maps = [mp for _, mp in side.levels]
+    joint = pair_of(*maps)
+    grids = np.meshgrid(*(np.arange(n, dtype=np.int64) for n in shape), indexing="ij")
+    coords = {a: g.reshape(-1) for a, g in zip(names, grids, strict=True)}
+    for a in joint.axes - set(names):
+        coords[a] = np.zeros(1, dtype=np.int64)
+    pos, held = joint.locate(coords, (int(np.prod(shape)),))
+    pos, held = np.broadcast_to(pos, held.shape).reshape(-1), held.reshape(-1)
+    if side.medium != "host":
+        element = maps[-1].size
+        per_unit = address_space(hw, side.medium).unit_bytes * 8 // bits
+        unit, e = np.divmod(pos, element)
+        pos = unit * per_unit + e
+    return pos, held
 
 
 def _check_steps(hw: HardwareProfile, p: DmaPlan, steps: tuple[int, ...], side_k: int, names: str,
