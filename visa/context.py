@@ -27,6 +27,7 @@ from visa.hw import RNGD, HardwareProfile
 from visa.memory.device import DeviceMemory
 from visa.memory.footprint import Footprint
 from visa.schedule import Lane, Operation, Schedule, dma_lanes, dma_traffic, footprint, live_dm_bytes
+from visa.schedule.footprints import dependencies
 from visa.schedule import report as profile
 from visa.schedule import trace as tracing
 from visa.stream import TuContext
@@ -115,8 +116,8 @@ class Context:
         and bytes, L2389, L2845).
         """
         reports = tuple(engines)
-        rd: Footprint = footprint(*inputs, *reads)
-        wr: Footprint = footprint(*writes)
+        rd: Footprint = footprint(*inputs, *reads) + dependencies(*writes)  # (a runtime tile's scalar is read)
+        wr: Footprint = footprint(*writes, depends=False)
         if transfer is not None:
             lanes = dma_lanes(self.schedule, transfer, rd, wr) if lanes is None else lanes
             traffic = dma_traffic(transfer, rd, wr) if traffic is None else traffic

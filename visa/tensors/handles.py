@@ -805,12 +805,17 @@ class TensorView:
     of ``dim`` (manual L813–832, L955–970); tiles may overlap.  No data moves.
     """
 
-    __slots__ = ("base", "element", "offset")
+    __slots__ = ("base", "element", "offset", "reach", "depends")
 
-    def __init__(self, base: DeviceTensor, element: Mapping, offset: int) -> None:
+    def __init__(self, base: DeviceTensor, element: Mapping, offset: int, *, reach: tuple[int, ...] | None = None,
+                 depends: tuple[Any, ...] = ()) -> None:
         self.base = base
         self.element = element
         self.offset = offset
+        #: a tile whose start is a runtime scalar: every element offset the view could start at (its footprint on
+        #: the schedule covers them all), and the device scalars the start reads (design API.md §8)
+        self.reach = reach
+        self.depends = depends
 
     @property
     def dtype(self) -> type[dt.Scalar]:
@@ -839,7 +844,7 @@ class TensorView:
             raise LayoutError(f"Element {element!r} has size {element.size}, but the view's {self.element!r} has "
                               f"{self.element.size}: a relabelling keeps the size", call="relabel", level="Element",
                               mapping=repr(element), fix="keep the size, or move the tensor with a DMA")
-        return type(self)(self.base, element, self.offset)
+        return type(self)(self.base, element, self.offset, reach=self.reach, depends=self.depends)
 
     def chip_shuffle(self, perm: Sequence[int]) -> ShuffledSource[Self]:
         """ChipShuffle(p) staged on the view (manual L7445–7470, design API.md §7): destination chip c receives
@@ -854,10 +859,25 @@ class TensorView:
 
         return ShuffledSource.stage(self, swap=True)
 
-    def tile(self, dim: Mapping, size: int, tile_mapping: Mapping, start: int) -> Self:
-        """The tile of ``size`` indices of ``dim`` from ``start``, seen through ``tile_mapping``."""
-        offset = tile_offset(self.element, dim, size, tile_mapping, start, f"{type(self).__name__}.tile")
-        return type(self)(self.base, tile_mapping, self.offset + offset)
+    def tile(self, dim: Mapping, size: int, tile_mapping: Mapping, start: Any) -> Self:
+        """The tile of ``size`` indices of ``dim`` from ``start``, seen through ``tile_mapping``.
+
+        ``start`` may be a device scalar staged in SPM, or an expression on one (``start=s * 2``; design API.md
+        §8, a runtime-indexed copy): the address is computed at run time from its value (a start that runs past
+        ``dim`` is refused then), and the schedule records every tile the scalar could reach
+        (:mod:`visa.tensors.runtime_tile`)."""
+        from visa.tensors.scalar import is_scalar
+
+        call = f"{type(self).__name__}.tile"
+        if is_scalar(start):
+            from visa.tensors.runtime_tile import runtime_tile
+
+            offset, reach, depends = runtime_tile(self, dim, size, tile_mapping, start, call)
+            return type(self)(self.base, tile_mapping, self.offset + offset, reach=reach,
+                              depends=self.depends + depends)
+        offset = tile_offset(self.element, dim, size, tile_mapping, start, call)
+        reach = None if self.reach is None else tuple(r + offset for r in self.reach)
+        return type(self)(self.base, tile_mapping, self.offset + offset, reach=reach, depends=self.depends)
 
     def as_tensor(self) -> Any:
         """The view as a tensor handle of its own — its Element, at its address — sharing the base's bytes, region
@@ -900,7 +920,7 @@ class TensorView:
         check_bitcast(self.base.dtype, new, self.element)
         alias = self.base.relabel()
         object.__setattr__(alias, "dtype", new)
-        return type(self)(alias, self.element, self.offset)
+        return type(self)(alias, self.element, self.offset, reach=self.reach, depends=self.depends)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.base.describe()}, {self.element!r} + {self.offset})"
