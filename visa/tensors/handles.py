@@ -859,6 +859,20 @@ class TensorView:
 
         return ShuffledSource.stage(self, swap=True)
 
+    def chip_slice(self, digit: Mapping, element: Mapping, indices: Sequence[int]) -> ShuffledSource[Self]:
+        """A slice staged on the view (design API.md §8, a reference extension): chip c keeps entry
+        ``indices[c]`` of ``digit``, the staged Element is ``element``; ``.to_dm(...)`` / ``.to_dm_view(...)``
+        moves it in one DMA (:mod:`visa.engines.dma.slicing`)."""
+        from visa.tensors.collective import ShuffledSource
+
+        return ShuffledSource.stage(self, plain=True).chip_slice(digit, element, indices)
+
+    def cluster_slice(self, digit: Mapping, element: Mapping, indices: Sequence[int]) -> ShuffledSource[Self]:
+        """As :meth:`chip_slice`, per cluster of a DM view: cluster k keeps entry ``indices[k]``."""
+        from visa.tensors.collective import ShuffledSource
+
+        return ShuffledSource.stage(self, plain=True).cluster_slice(digit, element, indices)
+
     def tile(self, dim: Mapping, size: int, tile_mapping: Mapping, start: Any) -> Self:
         """The tile of ``size`` indices of ``dim`` from ``start``, seen through ``tile_mapping``.
 
