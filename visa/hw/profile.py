@@ -348,6 +348,9 @@ class FetchEngine:
     sub_fetch_size_by_cast: FrozenMap[tuple[str, str], int] = field(metadata=src("L1759, L2019"))
     align_bytes: int = field(metadata=src("L1713–1715, L1723, L2114, L3037"))
     address_align_bytes: int = field(metadata=src("L1756"))
+    #: a lifted fetch's per-unit base (design API.md §8): "8-byte alignment is required for certain" operations
+    #: (L1756); the reference requires it of a lift's base step (furiosa-opt v0.7, docs/manual-notes.md "issue 26")
+    lift_base_align_bytes: int = field(metadata=src("L1756 (8 bytes for a lifted base, furiosa-opt v0.7)"))
     cast_output_max_bytes: int = field(metadata=src("L1996–2017"))
     casts: frozenset[tuple[str, str]] = field(metadata=src("L1962–1972 (RNGD), L1973–1979 (RNGD-S)"))
     cast_latency_cycles: tuple[int, int] = field(metadata=src("L2135"))

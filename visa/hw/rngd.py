@@ -178,6 +178,7 @@ _FETCH = FetchEngine(
     sub_fetch_size_by_cast=FrozenMap({("i4", "i32"): 4}),
     align_bytes=8,
     address_align_bytes=1,
+    lift_base_align_bytes=8,
     cast_output_max_bytes=32,
     casts=RNGD_FETCH_CASTS,
     cast_latency_cycles=(1, 2),

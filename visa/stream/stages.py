@@ -74,6 +74,9 @@ STAGE_METHODS: dict[str, tuple[str, ...]] = {
     "fetch_with_table": ("BeginTensor",),
     "fetch_with_zero_point": ("BeginTensor",),
     "fetch_with_zero_points": ("BeginTensor",),
+    "fetch_slice_lift": ("FetchTensor",),
+    "fetch_cluster_lift": ("FetchTensor",),
+    "fetch_chip_lift": ("FetchTensor",),
     "switch": ("FetchTensor",),
     "collect": ("FetchTensor", "SwitchTensor"),
     "to_trf": ("CollectTensor",),
@@ -329,6 +332,29 @@ class FetchTensor(_Transpose[D, Chip, Cluster, Slice, Time, Packet]):
 
     __slots__ = ()
     STAGE = "FetchTensor"
+
+    def fetch_slice_lift(self, slice_: Mapping, time: Mapping) -> FetchTensor[D, Chip, Cluster, Any, Any, Packet]:
+        """Fetch lift (design API.md §8, a reference extension): the fetch's outer Time digits replace a broadcast
+        digit of Slice — each replicated copy reads a different time step, no data moves
+        (:mod:`visa.engines.lift`).  ``slice_`` is the new Slice, ``time`` the new Time."""
+        import visa.stream.fetch as fetch
+
+        self.take("fetch_slice_lift")
+        return fetch.lift(self, "Slice", slice_, time)
+
+    def fetch_cluster_lift(self, cluster: Mapping, time: Mapping) -> FetchTensor[D, Chip, Any, Slice, Any, Packet]:
+        """As :meth:`fetch_slice_lift`, onto a broadcast digit of Cluster."""
+        import visa.stream.fetch as fetch
+
+        self.take("fetch_cluster_lift")
+        return fetch.lift(self, "Cluster", cluster, time)
+
+    def fetch_chip_lift(self, chip: Mapping, time: Mapping) -> FetchTensor[D, Any, Cluster, Slice, Any, Packet]:
+        """As :meth:`fetch_slice_lift`, onto a broadcast digit of Chip (each chip reads its own copy)."""
+        import visa.stream.fetch as fetch
+
+        self.take("fetch_chip_lift")
+        return fetch.lift(self, "Chip", chip, time)
 
     def switch(self, slice_: Mapping, time: Mapping, config: Any) -> SwitchTensor[D, Chip, Cluster, Any, Any, Packet]:
         """Switch Engine: ``switch::<Slice2, Time2>(config)`` (manual L3054–3542)."""
