@@ -450,6 +450,9 @@ class VectorEngine:
     intra_reduce_tree_width: int = field(metadata=src("L5386"))
     intra_reduce_tree_depth: int = field(metadata=src("L5387"))
     intra_reduce_slots: int = field(metadata=src("L5381, L5388"))
+    #: one unzip group waits in the VE register-file cache while the other streams in (the reference's bound,
+    #: furiosa-opt v0.7: 1 KiB, 256 32-bit lanes; the manual's unzip, L5154–5249, gives no size)
+    unzip_cache_bytes: int = field(metadata=src("L5154–5249 (size from furiosa-opt v0.7)"))
     intra_reduce_ops: FrozenMap[str, frozenset[str]] = field(metadata=src("L5390–5401"))
     inter_reduce_ops: FrozenMap[str, frozenset[str]] = field(metadata=src("L6611–6625"))
     inter_slice_cycles_per_slice: int = field(metadata=src("L4375, L6738–6749"))

@@ -302,6 +302,7 @@ _VECTOR = VectorEngine(
     intra_reduce_tree_width=4,
     intra_reduce_tree_depth=2,
     intra_reduce_slots=8,
+    unzip_cache_bytes=1024,
     intra_reduce_ops=FrozenMap(
         {"i32": frozenset({"AddSat", "Max", "Min"}), "f32": frozenset({"Add", "Max", "Min"})}
     ),
