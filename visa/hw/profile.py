@@ -372,6 +372,11 @@ class SwitchEngine:
     width_bytes: int = field(metadata=src("L2125, L3527"))
     dual_channel_width_bytes: int = field(metadata=src("L2127, L2140, L3052"))
     router_buffer_packets: int = field(metadata=src("L3489"))
+    #: consecutive flits an InterTranspose may send to one router before it delivers (its blocking flits:
+    #: ``slice1 × time0 × flits per packet``).  The manual's routers hold "essentially one packet" (L3489); the
+    #: reference refuses 18 (furiosa-opt v0.9 fixtures) without publishing its bound: visa takes 16, the largest
+    #: power of two below (docs/manual-notes.md "issue 26")
+    intertranspose_blocking_flits: int = field(metadata=src("L3489 (16: below the reference's refused 18)"))
     forwarding_ring_size: int = field(metadata=src("L3138"))
     max_ring_size: int = field(metadata=src("L3364"))
     topologies: tuple[str, ...] = field(metadata=src("L3058"))

@@ -382,6 +382,7 @@ RNGD = HardwareProfile(
         width_bytes=32,
         dual_channel_width_bytes=64,
         router_buffer_packets=1,
+        intertranspose_blocking_flits=16,
         forwarding_ring_size=1,
         max_ring_size=256,
         topologies=("Forwarding", "Broadcast01", "Broadcast1", "Transpose", "InterTranspose", "Custom"),

@@ -143,6 +143,14 @@ class StreamTensor(Generic[D, Chip, Cluster, Slice, Time, Packet]):
             stages = STAGE_METHODS.get(name)
             if stages is None or name.startswith("_"):
                 raise AttributeError(name)
+            if name in ("to_trf", "to_vrf") and self.STAGE not in ("BeginTensor", "FetchTensor", "SwitchTensor"):
+                # a register-file load takes the Collect Engine's flits (L4055–4061, L280–285): a store after a
+                # compute stage would discard the computation (the reference's tightened check, issue 26)
+                raise TypestateError(f".{name}() after a {self.STAGE} would discard the computation: a register "
+                                     "file is loaded from the Collect Engine's flits (manual L4055–4061, L280–285), "
+                                     "not from a compute stage's output", call=name,
+                                     fix="commit the result to DM and load the register file from a new pass "
+                                         "(begin → fetch → collect → to_trf/to_vrf)")
             raise TypestateError(f".{name}() is not available on a {self.STAGE}; it belongs to "
                                  f"{' / '.join(stages)} (manual pipeline order, L3792)", call=name,
                                  fix="follow the order fetch → switch → collect → align → contract → "
