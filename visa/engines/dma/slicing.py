@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from visa import dtypes as dt
-from visa.engines.parallel_copy import check_indices, split_digit
+from visa.engines.parallel_copy import check_dm_stride, check_indices, split_digit
 from visa.errors import AddressError, LayoutError, TypestateError
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping
@@ -58,18 +58,6 @@ def check_constant_indices(values: object, param: str, call: str) -> None:
             raise TypestateError(f"{param} must be constants: {v!r} is a runtime value, and a redistribution's "
                                  "sources are fixed when the DMA is built", call=call,
                                  fix=f"pass {param} as ints; guard alternatives with ctx.main.when(...)")
-
-
-def check_dm_stride(stride_bytes: int, align: int, digit: Mapping, element: Mapping, call: str) -> None:
-    """A slice that produces DM keeps its per-unit source base on an ``align``-byte boundary: the digit's stride
-    must be a multiple of ``align`` bytes (L2424–2427; the reference's tightened check)."""
-    if stride_bytes % align:
-        raise AddressError(f"the sliced digit {digit!r} steps {stride_bytes} bytes in {element!r}; a slice that "
-                           f"produces DM moves each unit's base by whole {align}-byte words (manual L2424–2427)",
-                           call=call, level="Element", mapping=repr(element),
-                           axis=", ".join(sorted(digit.axes)) or None,
-                           fix=f"slice a digit whose stride is a multiple of {align} bytes (put the sliced axis "
-                               "outside an 8-byte run of the Element, or pad the inner axes)")
 
 
 def plan_slice(hw: HardwareProfile, dtype: type[dt.Scalar], layout: Mapping, element: Mapping, digit: Mapping,
