@@ -27,9 +27,9 @@ from visa.hw import RNGD, HardwareProfile
 from visa.memory.device import DeviceMemory
 from visa.memory.footprint import Footprint
 from visa.schedule import Lane, Operation, Schedule, dma_lanes, dma_traffic, footprint, live_dm_bytes
-from visa.schedule.footprints import dependencies
 from visa.schedule import report as profile
 from visa.schedule import trace as tracing
+from visa.schedule.footprints import dependencies
 from visa.stream import TuContext
 from visa.tensors.device import DmaContext
 from visa.validate import expect_callable, expect_instance, expect_int, wrong_type

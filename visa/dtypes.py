@@ -1,7 +1,8 @@
 """Scalar element types of the Virtual ISA: bit widths, byte images, exact conversions, random values.
 
 The manual names eleven element types; the reference's later releases add a twelfth, ``f4e2m1`` (design
-API.md §8).  Each is a *class* here (``i4 i5 i8 i9 i16 i32 bf16 f16 f32 f8e4m3 f8e5m2 f4e2m1``), so one spelling serves as a type argument in an annotation (``HbmTensor[i32, m["1"], m["A"]]``)
+API.md §8).  Each is a *class* here (``i4 i5 i8 i9 i16 i32 bf16 f16 f32 f8e4m3 f8e5m2 f4e2m1``), so one
+spelling serves as a type argument in an annotation (``HbmTensor[i32, m["1"], m["A"]]``)
 and as a run-time value (``HostTensor.rand(i32, ...)``, ``.fetch(i32, ...)``), as the Rust type parameters do
 (design API.md §1).  The classes are never instantiated; their class attributes describe the format.
 
@@ -205,7 +206,8 @@ class FloatScalar(Scalar):
 
     ``has_inf`` tells whether the all-ones exponent with a zero fraction is an infinity (IEEE style) or the
     format is "finite and NaN" (E4M3FN, seed 000); ``has_nan`` is False for a finite-only format (E2M1, whose
-    every pattern is a number: ``max_bits`` is then the all-ones magnitude).  ``max`` is the largest finite value, ``min == -max``;
+    every pattern is a number: ``max_bits`` is then the all-ones magnitude).  ``max`` is the largest finite value,
+    ``min == -max``;
     ``smallest_normal`` and ``smallest_subnormal`` are positive.  ``nan_bits`` is the canonical quiet NaN this
     module produces (sign added), ``max_bits`` the pattern of ``max``, ``inf_bits`` that of +inf (or -1).
     """

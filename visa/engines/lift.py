@@ -211,7 +211,7 @@ def execute(cfg: LiftConfig, data: StreamData) -> StreamData:
     new_known = np.take_along_axis(known, idx, axis=3)
     pad = cfg.steps < 0
     if pad.any():
-        sel = [slice(None)] * 5
+        sel: list[Any] = [slice(None)] * 5
         sel[ax] = pad
         new_known[tuple(sel)] = False
     return StreamData(new_values, new_known)

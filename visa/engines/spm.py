@@ -64,17 +64,15 @@ def _units(hw: HardwareProfile, medium: str) -> int:
 def plan(hw: HardwareProfile, dtype: type[dt.Scalar], src_medium: str, src: dict[str, Mapping], dst_medium: str,
          dst: dict[str, Mapping], call: str) -> SpmPlan:
     """Plan the move of the tensor ``src`` (levels of ``src_medium``) into ``dst`` (pure; raises the rule)."""
-    key = (src_medium, tuple(src[k] for k in LEVELS[src_medium]), dst_medium,
-           tuple(dst[k] for k in LEVELS[dst_medium]))
-    return _plan(hw, dtype, key, call)
+    return _plan(hw, dtype, src_medium, tuple(src[k] for k in LEVELS[src_medium]), dst_medium,
+                 tuple(dst[k] for k in LEVELS[dst_medium]), call)
 
 
 @cached(64)
-def _plan(hw: HardwareProfile, dtype: type[dt.Scalar], key: tuple[object, ...], call: str) -> SpmPlan:
-    src_medium, src_maps, dst_medium, dst_maps = key
-    assert isinstance(src_medium, str) and isinstance(dst_medium, str)
-    src = dict(zip(LEVELS[src_medium], src_maps, strict=True))  # type: ignore[call-overload]
-    dst = dict(zip(LEVELS[dst_medium], dst_maps, strict=True))  # type: ignore[call-overload]
+def _plan(hw: HardwareProfile, dtype: type[dt.Scalar], src_medium: str, src_maps: tuple[Mapping, ...],
+          dst_medium: str, dst_maps: tuple[Mapping, ...], call: str) -> SpmPlan:
+    src = dict(zip(LEVELS[src_medium], src_maps, strict=True))
+    dst = dict(zip(LEVELS[dst_medium], dst_maps, strict=True))
     if dtype.name not in hw.dma.dtypes:
         raise DtypeError(f"{dtype!r} is not a DMA type (manual L2525)", call=call,
                          fix=f"use one of {', '.join(sorted(hw.dma.dtypes))}")
@@ -85,8 +83,8 @@ def _plan(hw: HardwareProfile, dtype: type[dt.Scalar], key: tuple[object, ...], 
         raise LayoutError(f"SPM is restricted to same-chip transfers (manual L2825): the source's Chip "
                           f"{src['Chip']!r} and the destination's {dst['Chip']!r} differ", call=call, level="Chip",
                           mapping=repr(dst["Chip"]), fix="keep the source's Chip mapping")
-    s_joint = pair_of(*src_maps[1:])  # type: ignore[misc]
-    d_joint = pair_of(*dst_maps[1:])  # type: ignore[misc]
+    s_joint = pair_of(*src_maps[1:])
+    d_joint = pair_of(*dst_maps[1:])
     s_units = _units(hw, src_medium)
     d_units = _units(hw, dst_medium)
     s_el, d_el = src["Element"].size, dst["Element"].size

@@ -103,10 +103,10 @@ def span_of(handle: Any) -> Span | None:
     start = base.address
     if reach is not None and element is not None:  # a runtime tile start: every tile it could reach (API.md §8)
         valid = _valid(element)
-        first, last = (int(valid[0]), int(valid[-1]) + 1) if valid.size else (0, 0)
+        lead, tail = (int(valid[0]), int(valid[-1]) + 1) if valid.size else (0, 0)
         starts = np.asarray(reach, dtype=np.int64)
-        lo = start + ((starts + first) * bits) // 8
-        hi = start + ((starts + last) * bits + 7) // 8
+        lo = start + ((starts + lead) * bits) // 8
+        hi = start + ((starts + tail) * bits + 7) // 8
     elif element is None or (offset == 0 and element == levels["Element"]):
         lo = np.array([start], dtype=np.int64)
         hi = lo + element_bytes(base.dtype, levels["Element"].size)

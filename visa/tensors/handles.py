@@ -889,9 +889,9 @@ class TensorView:
             offset, reach, depends = runtime_tile(self, dim, size, tile_mapping, start, call)
             return type(self)(self.base, tile_mapping, self.offset + offset, reach=reach,
                               depends=self.depends + depends)
-        offset = tile_offset(self.element, dim, size, tile_mapping, start, call)
-        reach = None if self.reach is None else tuple(r + offset for r in self.reach)
-        return type(self)(self.base, tile_mapping, self.offset + offset, reach=reach, depends=self.depends)
+        at = tile_offset(self.element, dim, size, tile_mapping, start, call)
+        shifted = None if self.reach is None else tuple(r + at for r in self.reach)
+        return type(self)(self.base, tile_mapping, self.offset + at, reach=shifted, depends=self.depends)
 
     def as_tensor(self) -> Any:
         """The view as a tensor handle of its own — its Element, at its address — sharing the base's bytes, region

@@ -159,7 +159,9 @@ def scalar_value(x: object, call: str) -> int:
         except ZeroDivisionError:
             raise AddressError(f"{x!r} divides by zero at run time", call=call,
                                fix="guard the division, or divide by a nonzero constant") from None
-    return int(x)  # type: ignore[call-overload]
+    if not isinstance(x, int | np.integer):
+        raise wrong_type("operand", x, "an int or a device scalar", call=call)
+    return int(x)
 
 
 class DeviceScalar(_Arith):

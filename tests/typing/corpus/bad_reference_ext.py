@@ -3,10 +3,10 @@ scalar types the plugin reports the runtime's refusals at the call line."""
 
 from visa import (
     Context,
-    axes,
     DmTensor,
     HbmScalar,
     HbmTensor,
+    axes,
     bf16,
     device,
     i32,
@@ -14,8 +14,6 @@ from visa import (
     m,
     u32,
 )
-
-
 
 axes(A=128, H=2, V=16, X=2, G=4, Q=4, B=4, C=2, D=8, S=256, K=512)
 
