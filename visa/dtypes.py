@@ -847,7 +847,8 @@ def convert(
 def encode_nearest(dtype: type[FloatScalar], x: npt.NDArray[np.float64], overflow: Overflow) -> npt.NDArray[Any]:
     """float64 values rounded once to nearest (ties to even) into ``dtype.storage`` with the overflow mode of
     :func:`convert`: the exact path for a type whose numpy cast would not say when it overflows (ml_dtypes'
-    E2M1 cast saturates silently and turns NaN into -0).  NaN into a finite-only type is refused."""
+    E2M1 cast saturates silently and turns NaN into -0).  NaN into a finite-only type is refused (``f4e2m1``,
+    design API.md §8)."""
     _check_modes(dtype, "nearest_even", overflow)
     if not dtype.has_nan and np.isnan(x).any():
         raise DtypeError(f"NaN has no {dtype!r} pattern (E2M1 is finite only)", fix="replace NaN first")

@@ -81,12 +81,17 @@ def test_a_guard_from_spm_costs_a_register_read_and_from_hbm_a_dma_read() -> Non
     assert guards[0].start >= stage.end  # a guard waits until the scalar is staged
 
 
-def test_write_between_launches_changes_what_the_next_launch_sees() -> None:
-    """The bounded dynamic expert loop: only the first ``active`` groups are copied; the rest stay zero."""
+def _groups(first: int) -> tuple[np.ndarray, Context, Any, HbmScalar[Any]]:
+    """Four groups of 64 × 8 i32 in HBM, and a u32 scalar (the reference's expert-loop inputs)."""
     x = np.arange(64 * 4 * 8, dtype=np.int32).reshape(64, 4, 8)
     ctx = Context.acquire()
     xh = HostTensor.from_numpy(x, i32, m["S, G, W"]).to_hbm(m["1"], m["S, G, W"], ctx.pdma, 0)
-    active = HbmScalar.from_host(ctx, 2, u32, 1 << 24)
+    return x, ctx, xh, HbmScalar.from_host(ctx, first, u32, 1 << 24)
+
+
+def test_write_between_launches_changes_what_the_next_launch_sees() -> None:
+    """The bounded dynamic expert loop: only the first ``active`` groups are copied; the rest stay zero."""
+    x, ctx, xh, active = _groups(2)
 
     @device(chip=1)
     def loop(ctx: Context, xh: Any, active: HbmScalar[Any]) -> Any:
@@ -111,10 +116,7 @@ def test_write_between_launches_changes_what_the_next_launch_sees() -> None:
 
 def test_runtime_indexed_copy_reads_the_tile_the_scalar_names() -> None:
     """The reference's runtime_scalar_indexed_copy: ``tile(m["G"], 1, …, start=s)``; a start past G is refused."""
-    x = np.arange(64 * 4 * 8, dtype=np.int32).reshape(64, 4, 8)
-    ctx = Context.acquire()
-    xh = HostTensor.from_numpy(x, i32, m["S, G, W"]).to_hbm(m["1"], m["S, G, W"], ctx.pdma, 0)
-    sel = HbmScalar.from_host(ctx, 0, u32, 1 << 24)
+    x, ctx, xh, sel = _groups(0)
 
     @device(chip=1)
     def copy(ctx: Context, xh: Any, sel: HbmScalar[Any]) -> Any:

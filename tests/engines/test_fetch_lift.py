@@ -64,34 +64,27 @@ def test_slice_lift_in_the_sub_context_and_into_a_vrf_operand() -> None:
     assert np.array_equal(vrf.logical(axes="A H W"), x.numpy(axes="A H W"))
 
 
-def test_slice_lift_of_a_digit() -> None:
-    """The outer binary digit of Q onto Slice: ``fetch(Q, V).fetch_slice_lift([A, Q / 2], Q % 2)``."""
-    x = HostTensor.rand(bf16, m["A, Q, V"], RNG)
+@pytest.mark.parametrize("element, slice_, time, lifted, time2, out", [
+    # the outer binary digit of Q onto Slice (the reference's fetch_slice_lift_digit)
+    ("A, Q, V", "A, X", "Q", "A, Q / 2", "Q % 2", "A, Q, V"),
+    # two broadcast slots [X, Row, Y] take [H, Row, G] from Time [H, G] (fetch_slice_lift_broadcasts)
+    ("Row, H, G, V", "X, Row, Y", "H, G", "H, Row, G", "1", "H, Row, G, V"),
+])
+def test_slice_lift_of_a_digit_and_onto_two_broadcast_slots(element: str, slice_: str, time: str, lifted: str,
+                                                            time2: str, out: str) -> None:
+    x = HostTensor.rand(bf16, m[element], RNG)
+    rest = element.replace("A, ", "").replace("Row, ", "")
 
     @device(chip=1)
     def k(ctx: Context, xh: Any) -> Any:
-        dm = xh.to_dm(m["1 # 2"], m["A, X"], m["Q, V"], ctx.tdma, 0)
-        s = (ctx.main.begin(dm.view()).fetch(bf16, m["Q"], m["V"]).fetch_slice_lift(m["A, Q / 2"], m["Q % 2"])
-             .collect(m["Q % 2"], m["V"]).commit(m["Q % 2, V"], 4096))
-        return s.to_hbm(m["A, Q, V"], ctx.tdma, 1 << 20)
+        dm = xh.to_dm(m["1 # 2"], m[slice_], m[rest], ctx.tdma, 0)
+        s = (ctx.main.begin(dm.view()).fetch(bf16, m[time], m["V"]).fetch_slice_lift(m[lifted], m[time2])
+             .collect(m[time2], m["V"]).commit(m[f"{time2}, V"] if time2 != "1" else m["V"], 4096))
+        return s.to_hbm(m[out], ctx.tdma, 1 << 20)
 
     y, _ = _run(k, x)
-    assert np.array_equal(y.logical(axes="A Q V"), x.numpy(axes="A Q V"))
-
-
-def test_slice_lift_onto_two_broadcast_slots() -> None:
-    """``Slice = [X, Row, Y]`` with two broadcast digits takes ``[H, Row, G]`` from Time ``[H, G]``."""
-    x = HostTensor.rand(bf16, m["Row, H, G, V"], RNG)
-
-    @device(chip=1)
-    def k(ctx: Context, xh: Any) -> Any:
-        dm = xh.to_dm(m["1 # 2"], m["X, Row, Y"], m["H, G, V"], ctx.tdma, 0)
-        s = (ctx.main.begin(dm.view()).fetch(bf16, m["H, G"], m["V"]).fetch_slice_lift(m["H, Row, G"], m["1"])
-             .collect(m["1"], m["V"]).commit(m["V"], 4096))
-        return s.to_hbm(m["H, Row, G, V"], ctx.tdma, 1 << 20)
-
-    y, _ = _run(k, x)
-    assert np.array_equal(y.logical(axes="Row H G V"), x.numpy(axes="Row H G V"))
+    names = " ".join(a.strip() for a in element.split(","))
+    assert np.array_equal(y.logical(axes=names), x.numpy(axes=names))
 
 
 def test_cluster_lift_axis() -> None:

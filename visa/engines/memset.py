@@ -72,7 +72,8 @@ def check_value(dtype: type[dt.Scalar], value: object, call: str = "memset") -> 
     if not dt.is_representable(value, dtype):
         raise DtypeError(f"{value!r} is not a value of {dtype!r}: a memset writes the value's exact image",
                          call=call, level="Element",
-                         fix=f"pass a value {dtype!r} holds ({dtype.min:g}..{dtype.max:g}, exactly)")
+                         fix=f"pass a value {dtype!r} holds exactly ("
+                             + (f"{int(dtype.min)}..{int(dtype.max)})" if dtype.kind == "int" else f"±{dtype.max:g})"))
     return dt.as_storage(dtype, np.asarray([value]))[0]
 
 

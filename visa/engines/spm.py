@@ -96,13 +96,8 @@ def _plan(hw: HardwareProfile, dtype: type[dt.Scalar], src_medium: str, src_maps
         raise LayoutError(f"the destination names axis {extra[0]}, which the source does not have: a move is the "
                           "identity on the tensor (manual L1162–1197)", call=call, level="Element", axis=extra[0],
                           mapping=repr(dst["Element"]), fix=f"drop {extra[0]} from the destination's mappings")
-    s_pos, held = s_joint.locate(coords, (d_pos.size,))
-    if not held.all():
-        k = int(np.argmin(held))
-        where = ", ".join(f"{a}: {int(coords[a][k])}" for a in sorted(d_joint.axes))
-        raise LayoutError(f"the source does not hold index {{{where}}} that the destination holds", call=call,
-                          level="Element", mapping=repr(src["Element"]), axis=", ".join(sorted(d_joint.axes)) or None,
-                          fix="move a source that holds every index of the destination (a tile holds part)")
+    s_pos = _held_by(s_joint, coords, d_pos.size, ("source", "destination"), src["Element"], call,
+                     "move a source that holds every index of the destination (a tile holds part)")
     # the reverse: every index the source holds must reach the destination
     sev = s_joint.evaluate()
     sv = np.flatnonzero(sev.valid)
@@ -111,14 +106,8 @@ def _plan(hw: HardwareProfile, dtype: type[dt.Scalar], src_medium: str, src_maps
         raise LayoutError(f"the destination does not use axis {missing[0]} of the source: a move is the identity on "
                           "the tensor (manual L1162–1197)", call=call, level="Element", axis=missing[0],
                           mapping=repr(dst["Element"]), fix=f"put {missing[0]} in one of the destination's levels")
-    back, got = d_joint.locate({a: sev.coord(a)[sv] for a in s_joint.axes}, (sv.size,))
-    if not got.all():
-        k = int(np.argmin(got))
-        where = ", ".join(f"{a}: {int(sev.coord(a)[sv][k])}" for a in sorted(s_joint.axes))
-        raise LayoutError(f"the destination does not hold index {{{where}}} that the source holds", call=call,
-                          level="Element", mapping=repr(dst["Element"]), axis=", ".join(sorted(s_joint.axes)) or None,
-                          fix="give the destination the whole extent of every axis")
-    del back
+    _held_by(d_joint, {a: sev.coord(a)[sv] for a in s_joint.axes}, sv.size, ("destination", "source"),
+             dst["Element"], call, "give the destination the whole extent of every axis")
     s_unit, s_e = np.divmod(s_pos, s_el)
     d_unit, d_e = np.divmod(d_pos, d_el)
     nb = dtype.size_bits // 8
@@ -129,6 +118,19 @@ def _plan(hw: HardwareProfile, dtype: type[dt.Scalar], src_medium: str, src_maps
         a.setflags(write=False)
     return SpmPlan(hw, dtype, src_medium, dst_medium, s_unit, s_e, d_unit, d_e, nb, chips,
                    int(counts.max()) * nb)
+
+
+def _held_by(joint: Mapping, coords: dict[str, IntArray], n: int, sides: tuple[str, str], element: Mapping,
+             call: str, fix: str) -> IntArray:
+    """The positions of ``joint`` holding each of the ``n`` indices ``coords``; the first it lacks is refused."""
+    pos, held = joint.locate(coords, (n,))
+    if not held.all():
+        k = int(np.argmin(held))
+        where = ", ".join(f"{a}: {int(np.asarray(coords[a])[k])}" for a in sorted(coords))
+        raise LayoutError(f"the {sides[0]} does not hold index {{{where}}} that the {sides[1]} holds", call=call,
+                          level="Element", mapping=repr(element), axis=", ".join(sorted(coords)) or None, fix=fix)
+    out: IntArray = np.broadcast_to(pos, (n,)).astype(np.int64)
+    return out
 
 
 def execute(p: SpmPlan, src: list[DenseImage], dst: list[DenseImage], src_address: int, dst_address: int) -> None:

@@ -23,13 +23,12 @@ from typing_extensions import TypeVar
 from visa.engines import parallel_copy as pcopy
 from visa.engines.common import EngineReport, axes_text
 from visa.engines.dma import shuffle as engine
-from visa.engines.dma.config import Side
 from visa.engines.dma.plan import plan as dma_plan
 from visa.engines.dma.slicing import SliceStep, check_constant_indices, check_dm_stride, plan_slice
-from visa.errors import DtypeError, VisaError
+from visa.errors import VisaError
 from visa.mapping import Mapping
 from visa.memory.registry import refuse_overlap
-from visa.tensors.device import Device, DmaContext, Recorded, TuHandle, dma_device
+from visa.tensors.device import Device, DmaContext, Recorded, TuHandle
 from visa.tensors.moves import _allocate, _destination, _endpoint, _poison, dma_report
 from visa.validate import expect_int, expect_ints, expect_mapping, wrong_type
 
@@ -245,21 +244,10 @@ def _plan(ctx: Device, base: Any, side: Any, dst: Any, src: ShuffledSource, medi
 
 def shuffled_into(src: ShuffledSource, target: Any, medium: str, tdma: DmaContext) -> Any:
     """The staged move into a view of a live ``medium`` tensor, in place (as ``to_dm_view``): one DMA."""
-    from visa.tensors.handles import TensorView
-    from visa.tensors.moves import _source
+    from visa.tensors.indirect import in_place
 
     call = f"to_{medium}_view"
-    if not isinstance(target, TensorView) or target.base.MEMORY != medium:
-        raise wrong_type("target", target, f"a view of a live {medium.upper()} tensor", call=call)
-    ctx = dma_device(tdma, "tdma", call)
-    dst = target.base
-    dst.check_context(ctx, call)
-    base, side = _source(src.view, call, ctx)
-    if base.dtype is not dst.dtype:
-        raise DtypeError(f"{base.describe()} holds {base.dtype!r} but {dst.describe()} holds {dst.dtype!r}: a DMA "
-                         "does not convert (L2525)", call=call, fix="cast in the Tensor Unit first")
-    bit = dst.element_bit_offset() + target.offset * dst.dtype.size_bits
-    dside = replace(Side.of(medium, target.levels, name=repr(target)), bit_address=bit)
+    ctx, dst, base, side, dside = in_place(src.view, target, medium, tdma, call)
     whole = target.offset == 0 and target.element == dst.levels["Element"]
     p, sp = _plan(ctx, base, side, dside, src, medium, None, call, own_padding=whole)
     if dst.region is not None and base.region is not None:

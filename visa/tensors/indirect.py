@@ -85,6 +85,26 @@ def read_indices(ids: Any, ctx: Device, call: str) -> tuple[tuple[str, ...], tup
     return tuple(order), shape
 
 
+def in_place(src_view: Any, target: Any, medium: str, tdma: DmaContext, call: str
+             ) -> tuple[Device, Any, Any, Side, Side]:
+    """What a staged move into a live tensor's view checks first (a gather or a staged slice written with
+    ``to_dm_view``/``to_hbm_view``): the target is a view of ``medium``, of this context, of the source's dtype.
+    Returns the device, the written tensor, the source's base and side, and the target's DMA side."""
+    from visa.tensors.handles import TensorView
+
+    if not isinstance(target, TensorView) or target.base.MEMORY != medium:
+        raise wrong_type("target", target, f"a view of a live {NAMES[medium]} tensor", call=call)
+    ctx = dma_device(tdma, "tdma", call)
+    dst = target.base
+    dst.check_context(ctx, call)
+    base, side = _source(src_view, call, ctx)
+    if base.dtype is not dst.dtype:
+        raise DtypeError(f"{base.describe()} holds {base.dtype!r} but {dst.describe()} holds {dst.dtype!r}: a DMA "
+                         "does not convert (L2525)", call=call, fix="cast in the Tensor Unit first")
+    bit = dst.element_bit_offset() + target.offset * dst.dtype.size_bits
+    return ctx, dst, base, side, replace(Side.of(medium, target.levels, name=repr(target)), bit_address=bit)
+
+
 def _prefix_value(prefix: Any, ctx: Device, call: str) -> int:
     """A sparse prefix's value: an int, or a device scalar staged in SPM read now (the DMA takes its valid length
     from a register: an HbmScalar is staged first with ``s.to_spm(ctx.sub)``)."""
@@ -201,19 +221,7 @@ class GatherSource(_Staged):
         return out
 
     def _into(self, target: Any, medium: str, tdma: DmaContext, call: str) -> Any:
-        from visa.tensors.handles import TensorView
-
-        if not isinstance(target, TensorView) or target.base.MEMORY != medium:
-            raise wrong_type("target", target, f"a view of a live {NAMES[medium]} tensor", call=call)
-        ctx = dma_device(tdma, "tdma", call)
-        dst = target.base
-        dst.check_context(ctx, call)
-        base, _ = _source(self.view, call, ctx)
-        if base.dtype is not dst.dtype:
-            raise DtypeError(f"{base.describe()} holds {base.dtype!r} but {dst.describe()} holds {dst.dtype!r}: a DMA "
-                             "does not convert (L2525)", call=call, fix="cast in the Tensor Unit first")
-        bit = dst.element_bit_offset() + target.offset * dst.dtype.size_bits
-        dside = replace(Side.of(medium, target.levels, name=repr(target)), bit_address=bit)
+        ctx, dst, base, _, dside = in_place(self.view, target, medium, tdma, call)
         p, values = self._plan("gather", self.side(), dside, ctx, call, self.prefix)
         if dst.region is not None and base.region is not None:
             refuse_overlap(dst.region, base.region, call)

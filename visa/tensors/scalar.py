@@ -114,8 +114,8 @@ _OPS: dict[str, Callable[[int, int], int]] = {
 
 
 class ScalarExpr(_Arith):
-    """An expression on device scalars and host ints (``s * 2 + 1``, ``g < s``): evaluated when a runtime use
-    reads it (:func:`scalar_value`)."""
+    """An expression on device scalars and host ints (``s * 2 + 1``, ``g < s``; design API.md §8): evaluated when
+    a runtime use reads it (:func:`scalar_value`)."""
 
     __slots__ = ("op", "args")
 
@@ -329,7 +329,8 @@ class HbmScalar(DeviceScalar, Generic[D]):
 
 
 class SpmScalar(DeviceScalar, Generic[D]):
-    """A device scalar staged in the SPM of every PE (``s.to_spm(ctx.sub)``): a guard reads it as a register."""
+    """A device scalar staged in the SPM of every PE (``s.to_spm(ctx.sub)``; design API.md §8, SPM L2942–2947): a
+    guard reads it as a register."""
 
     __slots__ = ("source",)
     MEMORY = "spm"
