@@ -198,5 +198,9 @@ def test_plan_is_pure_and_names_the_replaced_digit() -> None:
     cfg = lift.plan(RNGD, "Slice", m["A, X"], m["A, H"], m["H"], m["1"], m["V"], frozenset())
     assert cfg.replaced == ("X",) and cfg.factor == 2
     assert cfg.steps.tolist() == [0, 1] * 128  # slice (a, x) reads lifted index x
+    with pytest.raises(LayoutError, match="moves between"):  # A's coordinate moves: not only the broadcast changes
+        lift.plan(RNGD, "Slice", m["A, X"], m["H, A"], m["H"], m["1"], m["V"], frozenset())
+    with pytest.raises(LayoutError, match="no other new axis"):
+        lift.plan(RNGD, "Slice", m["A, X"], m["A, Y"], m["H"], m["1"], m["V"], frozenset())
     with pytest.raises(LayoutError, match="live axis of the stream"):
         lift.plan(RNGD, "Slice", m["A, X"], m["A, H"], m["H"], m["1"], m["X # 16"], frozenset())

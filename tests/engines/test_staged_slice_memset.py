@@ -90,6 +90,13 @@ def test_staged_slice_rules() -> None:
         d.view().chip_slice(m["B"], m["C, D"], [s, 0, 1, 2])
     with pytest.raises(TypestateError, match="constants"):
         d.view().chip_shuffle([s, 0, 1, 2])
+    with pytest.raises(LayoutError, match="outside the digit"):
+        d.view().chip_slice(m["B"], m["C, D"], [0, 1, 2, 4])
+    with pytest.raises(LayoutError, match="not a digit of Element"):
+        d.view().chip_slice(m["S"], m["C, B, D"], [0, 1, 2, 3])  # S is in Slice
+    hb = d.to_hbm(m["S, C, B, D"], ctx.tdma, 0)
+    with pytest.raises(LayoutError, match="no Cluster level"):
+        hb.view().cluster_slice(m["B / 2"], m["S, C, B % 2, D"], [1, 0])
     h = DmTensor(ctx, i8, m["Q"], m["1 # 2"], m["S"], m["C, D, B"], 1 << 12)
     staged = h.view().chip_slice(m["D"], m["C, B"], [0, 1, 2, 3])  # D steps 4 bytes (B = 4 i8)
     with pytest.raises(AddressError, match="8-byte words"):  # the reference's DM-producing slice rule

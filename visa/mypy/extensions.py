@@ -66,7 +66,7 @@ def staged_slice(which: str) -> Any:
         recv = _receiver(ctx)
         if d is None or digit is None or element is None or indices is None or levels.get("Element") is None:
             return ctx.default_return_type
-        if recv is not None and recv.type.fullname == SHUFFLED:
+        if recv is not None and recv.type.fullname == SHUFFLED and _sliced_before(call.receiver()):
             return ctx.default_return_type  # (a slice after a slice: the layout is the staged one, checked at run time)
         unit = levels.get("Chip" if which == "chip" else "Cluster")
         units = unit.size if unit is not None else 0
@@ -77,6 +77,19 @@ def staged_slice(which: str) -> Any:
         return ctx.default_return_type
 
     return hook
+
+
+def _sliced_before(expr: Any) -> bool:
+    """Whether a staged source's chain (``view.chip_shuffle(p).chip_slice(...)...``) already holds a slice."""
+    from mypy.nodes import CallExpr
+
+    while isinstance(expr, CallExpr) and isinstance(expr.callee, MemberExpr):
+        if expr.callee.name in ("chip_slice", "cluster_slice"):
+            return True
+        if expr.callee.name == "view":
+            return False  # the chain starts at a view: shuffles and swaps only
+        expr = expr.callee.expr
+    return True  # a staged source held in a variable may hold a slice: unknown, left to run time
 
 
 def memset(plugin: VisaPlugin, ctx: MethodContext) -> Type:

@@ -36,6 +36,7 @@ def slices(ctx: Context, x: HbmTensor[i32, m["Q"], m["S, C, B, D"]]) -> None:
     d.view().chip_slice(m["B"], m["C, D"], [3, 0, 1, 9])
     d.view().chip_slice(m["B"], m["D, C"], [3, 0, 1, 2])
     d.view().chip_shuffle([1, 2, 3, 0]).chip_slice(m["B"], m["C, D"], [0, 1, 2, 3])  # fine (staged)
+    d.view().chip_shuffle([1, 2, 3, 0]).chip_slice(m["B"], m["C, D"], [0, 1, 2, 4])
 
 
 @device(chip=1)
