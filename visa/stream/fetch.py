@@ -133,16 +133,16 @@ def lift(stream: FetchTensor[Any, Any, Any, Any, Any, Any], level: str, placemen
     call = f"fetch_{level.lower()}_lift"
     placement = ensure_mapping(placement, level, call, level)
     time = ensure_mapping(time, "Time2", call, "Time")
-    cfg: engine.FetchConfig | None = stream.extra.get("fetch")
+    cfg: engine.FetchConfig | None = stream.carried.fetch
     if cfg is None:
         raise TypestateError(f"{call} follows fetch directly", call=call, fix="call it on what .fetch(...) returns")
-    lifts: tuple[str, ...] = stream.extra.get("lifts", ())
+    lifts = stream.carried.lifts
     if level in lifts:
         raise TypestateError(f"the stream's {level} was already lifted; a level is lifted once", call=call,
                              fix=f"lift the {level} once, with every digit it takes")
     lay = stream.layout
     others = frozenset().union(*(lay.level(n).axes for n in ("Chip", "Cluster", "Slice") if n != level))
-    views = stream.extra.get("views", ())
+    views = stream.carried.views
     addresses = cfg.sequencer.addresses() if len(views) == 1 else None
     plan = lift_engine.plan(stream.ctx.hw, level, lay.level(level), placement, lay.time, time, lay.packet, others,
                             cfg.src, addresses)
@@ -157,7 +157,7 @@ def lift(stream: FetchTensor[Any, Any, Any, Any, Any, Any], level: str, placemen
             reports[k] = replace(old, config=f"{old.config}; {plan}", cycles=lift_engine.cycles(cfg, plan),
                                  nbytes=old.nbytes * time.size // max(1, lay.time.size))
             break
-    extra = {**stream.extra, "lifts": (*lifts, level), "fetch": replace(cfg, time=time)}
+    carried = stream.carried.with_(lifts=(*lifts, level), fetch=replace(cfg, time=time))
     out: FetchTensor[Any, Any, Any, Any, Any, Any] = FetchTensor(stream.tu, layout, data, tuple(reports),
-                                                                  stream.inputs, extra)
+                                                                  stream.inputs, carried)
     return out

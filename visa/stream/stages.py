@@ -104,7 +104,8 @@ class Carried:
     ``begin_interleaved``; ``fetch`` — the Fetch Engine's configuration; ``packed`` — the Vector Engine's valid
     counts per row (``vector_final`` after a packing step; the commit reads them); ``contraction`` — the
     Contraction Engine's pass state between ``align``, ``contract`` and ``accumulate``
-    (:class:`visa.stream.contraction.ContractionPass`); ``accumulate`` — the accumulator's plan.
+    (:class:`visa.stream.contraction.ContractionPass`); ``accumulate`` — the accumulator's plan; ``lifts`` — the
+    levels a fetch lift has changed (each lifted once; design API.md §8).
     """
 
     views: tuple[Any, ...] = ()
@@ -113,6 +114,7 @@ class Carried:
     packed: Any = None
     contraction: Any = None
     accumulate: Any = None
+    lifts: tuple[str, ...] = ()
 
     def with_(self, **changes: Any) -> Carried:
         """A copy with ``changes`` (field names of this class)."""
