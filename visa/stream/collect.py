@@ -70,7 +70,7 @@ def input_regions(stream: StreamTensor[Any, Any, Any, Any, Any, Any], call: str)
     run it after the write, reading the new ones."""
     from visa.errors import StaleTensorError
 
-    for region, writes in stream.extra.get("seen", {}).values():
+    for region, writes in stream.carried.seen.values():
         if region.writes != writes:
             raise StaleTensorError(
                 f"this pass read {region.name}, and {region.written_by} wrote its bytes before the pass ended: the "

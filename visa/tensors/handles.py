@@ -395,9 +395,19 @@ def host_range_check(dtype: type[dt.Scalar], arr: npt.NDArray[Any], call: str, o
     if overflow == "wrap":
         raise dt.DtypeError(f"overflow='wrap' applies to integer types, not {dtype!r}", call=call,
                             fix="pass overflow='saturate', or 'inf' / 'nan'")
+    if overflow in ("inf", "nan") and not f.has_nan:  # E2M1: no infinity, no NaN (and numpy's cast would
+        raise dt.DtypeError(f"{dtype!r} has no infinity and no NaN", call=call,  # saturate silently)
+                            fix="pass overflow='saturate' or leave overflow='error'")
     if overflow == "inf" and not f.has_inf:
         raise dt.DtypeError(f"{dtype!r} has no infinity (seed 000: E4M3FN)", call=call,
                             fix="pass overflow='nan' or 'saturate'")
+    if not f.has_nan:
+        try:
+            return dt.encode_nearest(f, np.asarray(arr, dtype=np.float64), "error" if overflow == "error"
+                                     else "saturate")
+        except dt.DtypeError as err:
+            raise dt.DtypeError(err.message, call=call, fix="scale the data, or pass overflow='saturate'"
+                                if "NaN" not in err.message else "replace NaN first") from None
     if (arr.dtype == dtype.storage and 8 * dtype.storage.itemsize == dtype.bits
             and (overflow != "saturate" or not f.has_inf)):
         return arr  # values of the type already (its storage holds exactly its values): nothing to round or refuse
@@ -703,6 +713,13 @@ class _DmMoves(_InPlaceWrites):
         src: Any = self
         return dma.dm_to_hbm(src, element, tdma, address, stream=stream)
 
+    def to_spm(self, pe: Mapping, element: Mapping, tdma: DmaContext, address: int) -> Any:
+        """Tensor DMA from DM into a new ``SpmTensor`` (Chip and Cluster kept; 4 KiB per PE, design API.md §8):
+        gather and scatter indices may then be read from SPM (:mod:`visa.tensors.spm`)."""
+        from visa.tensors.spm import dm_to_spm
+
+        return dm_to_spm(self, pe, element, tdma, address)
+
     def to_dm(self, cluster: Mapping, slice_: Mapping, element: Mapping, tdma: DmaContext,
               address: int, *, stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
         """Tensor DMA from DM to a new DM tensor with a new layout (manual L2659–2681)."""
@@ -841,12 +858,17 @@ class TensorView:
     of ``dim`` (manual L813–832, L955–970); tiles may overlap.  No data moves.
     """
 
-    __slots__ = ("base", "element", "offset")
+    __slots__ = ("base", "element", "offset", "reach", "depends")
 
-    def __init__(self, base: DeviceTensor, element: Mapping, offset: int) -> None:
+    def __init__(self, base: DeviceTensor, element: Mapping, offset: int, *, reach: tuple[int, ...] | None = None,
+                 depends: tuple[Any, ...] = ()) -> None:
         self.base = base
         self.element = element
         self.offset = offset
+        #: a tile whose start is a runtime scalar: every element offset the view could start at (its footprint on
+        #: the schedule covers them all), and the device scalars the start reads (design API.md §8)
+        self.reach = reach
+        self.depends = depends
 
     @property
     def dtype(self) -> type[dt.Scalar]:
@@ -875,7 +897,7 @@ class TensorView:
             raise LayoutError(f"Element {element!r} has size {element.size}, but the view's {self.element!r} has "
                               f"{self.element.size}: a relabelling keeps the size", call="relabel", level="Element",
                               mapping=repr(element), fix="keep the size, or move the tensor with a DMA")
-        return type(self)(self.base, element, self.offset)
+        return type(self)(self.base, element, self.offset, reach=self.reach, depends=self.depends)
 
     def chip_shuffle(self, perm: Sequence[int]) -> ShuffledSource[Self]:
         """ChipShuffle(p) staged on the view (manual L7445–7470): destination chip c receives
@@ -890,10 +912,39 @@ class TensorView:
 
         return ShuffledSource.stage(self, swap=True)
 
-    def tile(self, dim: Mapping, size: int, tile_mapping: Mapping, start: int) -> Self:
-        """The tile of ``size`` indices of ``dim`` from ``start``, seen through ``tile_mapping``."""
-        offset = tile_offset(self.element, dim, size, tile_mapping, start, f"{type(self).__name__}.tile")
-        return type(self)(self.base, tile_mapping, self.offset + offset)
+    def chip_slice(self, digit: Mapping, element: Mapping, indices: Sequence[int]) -> ShuffledSource[Self]:
+        """A slice staged on the view (design API.md §8, a reference extension): chip c keeps entry
+        ``indices[c]`` of ``digit``, the staged Element is ``element``; ``.to_dm(...)`` / ``.to_dm_view(...)``
+        moves it in one DMA (:mod:`visa.engines.dma.slicing`)."""
+        from visa.tensors.collective import ShuffledSource
+
+        return ShuffledSource.stage(self, plain=True).chip_slice(digit, element, indices)
+
+    def cluster_slice(self, digit: Mapping, element: Mapping, indices: Sequence[int]) -> ShuffledSource[Self]:
+        """As :meth:`chip_slice`, per cluster of a DM view: cluster k keeps entry ``indices[k]``."""
+        from visa.tensors.collective import ShuffledSource
+
+        return ShuffledSource.stage(self, plain=True).cluster_slice(digit, element, indices)
+
+    def tile(self, dim: Mapping, size: int, tile_mapping: Mapping, start: Any) -> Self:
+        """The tile of ``size`` indices of ``dim`` from ``start``, seen through ``tile_mapping``.
+
+        ``start`` may be a device scalar staged in SPM, or an expression on one (``start=s * 2``; design API.md
+        §8, a runtime-indexed copy): the address is computed at run time from its value (a start that runs past
+        ``dim`` is refused then), and the schedule records every tile the scalar could reach
+        (:mod:`visa.tensors.runtime_tile`)."""
+        from visa.tensors.scalar import is_scalar
+
+        call = f"{type(self).__name__}.tile"
+        if is_scalar(start):
+            from visa.tensors.runtime_tile import runtime_tile
+
+            offset, reach, depends = runtime_tile(self, dim, size, tile_mapping, start, call)
+            return type(self)(self.base, tile_mapping, self.offset + offset, reach=reach,
+                              depends=self.depends + depends)
+        at = tile_offset(self.element, dim, size, tile_mapping, start, call)
+        shifted = None if self.reach is None else tuple(r + at for r in self.reach)
+        return type(self)(self.base, tile_mapping, self.offset + at, reach=shifted, depends=self.depends)
 
     def as_tensor(self) -> Any:
         """The view as a tensor handle of its own — its Element, at its address — sharing the base's bytes, region
@@ -921,6 +972,14 @@ class TensorView:
 
         return ScatterTarget(self, axis, ids)
 
+    def memset(self, value: int | float, ctx: TuHandle | DmaContext) -> Any:
+        """Set every byte of the view to ``value``'s image, in place (design API.md §8, a reference extension):
+        ``ctx.sub`` fills a DM view with 8-byte words (L2330), ``ctx.tdma`` fills an HBM or DM view as a DMA
+        writes (L2424–2427).  Returns the view's tensor, live and current (:mod:`visa.tensors.fill`)."""
+        from visa.tensors.fill import memset
+
+        return memset(self, value, ctx)
+
     def _bitcast(self, dtype: Any) -> Any:
         """The same bits read as ``dtype`` (:func:`check_bitcast`): a view of an alias handle of the base that
         shares its bytes, its region and its ready time (as :meth:`DeviceTensor.relabel`)."""
@@ -928,7 +987,7 @@ class TensorView:
         check_bitcast(self.base.dtype, new, self.element)
         alias = self.base.relabel()
         object.__setattr__(alias, "dtype", new)
-        return type(self)(alias, self.element, self.offset)
+        return type(self)(alias, self.element, self.offset, reach=self.reach, depends=self.depends)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.base.describe()}, {self.element!r} + {self.offset})"
