@@ -83,6 +83,7 @@ WRONG: dict[str, list[object]] = {
     "sub": [None, "ctx.sub", 0],
     "tensor": [None, "ids", 0, np.zeros(4, np.int32)],
     "stream": ["J", m["J"], (m["J"],), ("J / 16", "J % 16")],
+    "value": ["0", None, b"0", [0]],
 }
 
 
@@ -301,6 +302,39 @@ def cases(w: World) -> list[Case]:
         ("DmTensor.asymmetric_cluster_slice", w.x4.asymmetric_cluster_slice,
          dict(digit=n["B / 2"], sub=w.ctx4.sub, indices=[1, 0], address=1 << 13),
          dict(digit="mapping", sub="sub", indices="ints", address="int")),
+        # the reference's newer surface (issue 26): SPM, staged slices, memset, fetch lifts, sparse prefixes
+        ("DmTensor.to_spm", w.dm_table.to_spm, dict(pe=n["1 # 4"], element=n["V, E"], tdma=ctx.tdma, address=0),
+         dict(pe="mapping", element="mapping", tdma="tdma", address="int")),
+        ("DmTensorView.to_spm", w.dm_table.view().to_spm,
+         dict(pe=n["1 # 4"], element=n["V, E"], tdma=ctx.tdma, address=0),
+         dict(pe="mapping", element="mapping", tdma="tdma", address="int")),
+        ("DmTensorView.chip_slice", w.x4.view().chip_slice, dict(digit=n["B"], element=n["D"], indices=[3, 0, 1, 2]),
+         dict(digit="mapping", element="mapping", indices="ints")),
+        ("HbmTensorView.chip_slice", w.h4.view().chip_slice,
+         dict(digit=n["B"], element=n["S, D"], indices=[3, 0, 1, 2]),
+         dict(digit="mapping", element="mapping", indices="ints")),
+        ("DmTensorView.cluster_slice", w.x4.view().cluster_slice,
+         dict(digit=n["B / 2"], element=n["B % 2, D"], indices=[1, 0]),
+         dict(digit="mapping", element="mapping", indices="ints")),
+        ("HbmTensorView.cluster_slice", w.h4.view().cluster_slice,
+         dict(digit=n["B / 2"], element=n["S, B % 2, D"], indices=[1, 0]),
+         dict(digit="mapping", element="mapping", indices="ints")),
+        ("ShuffledSource.chip_slice", w.x4.view().chip_shuffle([1, 2, 3, 0]).chip_slice,
+         dict(digit=n["B"], element=n["D"], indices=[3, 0, 1, 2]),
+         dict(digit="mapping", element="mapping", indices="ints")),
+        ("ShuffledSource.cluster_slice", w.x4.view().chip_shuffle([1, 2, 3, 0]).cluster_slice,
+         dict(digit=n["B / 2"], element=n["B % 2, D"], indices=[1, 0]),
+         dict(digit="mapping", element="mapping", indices="ints")),
+        ("DmTensorView.memset", dm.view().memset, dict(value=0.0, ctx=ctx.sub), dict(value="value", ctx="ctx")),
+        ("HbmTensorView.memset", hbm.view().memset, dict(value=0.0, ctx=ctx.tdma), dict(value="value", ctx="ctx")),
+        ("FetchTensor.fetch_slice_lift", w.fetch.fetch_slice_lift, dict(slice_=m["I"], time=m["1"]),
+         dict(slice_="mapping", time="mapping")),
+        ("FetchTensor.fetch_cluster_lift", w.fetch.fetch_cluster_lift, dict(cluster=Cluster, time=m["1"]),
+         dict(cluster="mapping", time="mapping")),
+        ("FetchTensor.fetch_chip_lift", w.fetch.fetch_chip_lift, dict(chip=Chip, time=m["1"]),
+         dict(chip="mapping", time="mapping")),
+        ("GatherSource.sparse_prefix", w.table.view().gather(n["V"], w.ids).sparse_prefix, dict(valid_length=2),
+         dict(valid_length="int")),
     ]
 
 

@@ -92,6 +92,8 @@ from visa.tensors.handles import (
     VrfTensor,
 )
 from visa.tensors.indirect import GatherSource, ScatterTarget
+from visa.tensors.scalar import HbmScalar, ScalarExpr, SpmScalar
+from visa.tensors.spm import SpmTensor
 
 __all__ = [
     *_errors.__all__,
@@ -187,5 +189,9 @@ __all__ = [
     "OperandRead",
     "WriteOperand",
     "PadValue",
+    "HbmScalar",
+    "SpmScalar",
+    "ScalarExpr",
+    "SpmTensor",
 ]
 del _hw

@@ -29,6 +29,7 @@ from visa.memory.footprint import Footprint
 from visa.schedule import Lane, Operation, Schedule, dma_lanes, dma_traffic, footprint
 from visa.schedule import report as profile
 from visa.schedule import trace as tracing
+from visa.schedule.footprints import dependencies
 from visa.schedule.occupancy import DmOccupancy
 from visa.stream import TuContext
 from visa.tensors.device import DmaContext
@@ -116,8 +117,8 @@ class Context:
         and bytes, L2389, L2845).  ``note`` (a Tensor Unit command's cost breakdown) is kept on the operation.
         """
         reports = tuple(engines)
-        rd: Footprint = footprint(*inputs, *reads)
-        wr: Footprint = footprint(*writes)
+        rd: Footprint = footprint(*inputs, *reads) + dependencies(*writes)  # (a runtime tile's scalar is read)
+        wr: Footprint = footprint(*writes, depends=False)
         if transfer is not None:
             lanes = dma_lanes(self.schedule, transfer, rd, wr) if lanes is None else lanes
             traffic = dma_traffic(transfer, rd, wr) if traffic is None else traffic
@@ -199,8 +200,12 @@ def device(chip: int = 1) -> Callable[[Callable[P, R]], Callable[P, R]]:
     return wrap
 
 
-def launch(kernel: Callable[..., R], ctx: Context, *args: Any) -> R:
-    """Run a ``@device`` kernel on the context's device and return its result (manual L56–58)."""
+def launch(kernel: Callable[..., R], ctx: Context, *args: Any, out: Any = None) -> R:
+    """Run a ``@device`` kernel on the context's device and return its result (manual L56–58).
+
+    ``out=existing`` binds the result to an HBM tensor made earlier (design API.md §8, the reference's
+    ``.output(&mut hbm)``): the kernel's result is written there instead of into a new buffer, and ``existing``
+    is returned (:mod:`visa.tensors.bound`)."""
     expect_callable(kernel, "kernel", call="launch")
     expect_instance(ctx, Context, "ctx", call="launch", expected="a Context (Context.acquire())")
     chips = getattr(kernel, "__visa_chips__", None)
@@ -218,10 +223,15 @@ def launch(kernel: Callable[..., R], ctx: Context, *args: Any) -> R:
         raise TypestateError(f"{name}{inspect.signature(kernel)} cannot take these {len(args)} argument(s) after "
                              f"the context: {err}", call="launch",
                              fix=f"pass exactly the arguments {name} takes after ctx") from None
+    if out is not None:
+        from visa.tensors.bound import check_out
+
+        check_out(out, ctx, getattr(kernel, "__name__", "the kernel"))
     for a in args:
         check = getattr(a, "levels", None)
         if check is not None and "Chip" in check:
             check_argument_chips(f"argument {a!r}", check["Chip"], chips)
+    check_arguments_apart(ctx, args)
     previous = ctx.num_chips
     ctx.num_chips = chips
     try:
@@ -229,7 +239,39 @@ def launch(kernel: Callable[..., R], ctx: Context, *args: Any) -> R:
     finally:
         ctx.num_chips = previous  # back on the host: the next launch may use another chip count
     check_result(kernel, result)
+    if out is not None:
+        from visa.tensors.bound import bind, check_bound
+
+        check_bound(result, out, getattr(kernel, "__name__", "the kernel"))
+        bound: R = bind(result, out)
+        return bound
     return result
+
+
+def check_arguments_apart(ctx: Context, args: tuple[Any, ...]) -> None:
+    """A kernel's tensor arguments belong to the context it runs on (each context is its own device, L39), and two
+    of them may not share bytes unless they are the same handle: a kernel may write any buffer it is given, as
+    Rust's ``&mut`` arguments, which cannot alias (issue 23)."""
+    from visa.errors import AllocationError
+    from visa.schedule.footprints import span_of
+    from visa.tensors.handles import DeviceTensor
+
+    spans = []
+    for k, a in enumerate(args):
+        base = getattr(a, "base", a)
+        if not isinstance(base, DeviceTensor):
+            continue
+        base.check_context(ctx, f"launch (argument {k + 1})")
+        span = span_of(a)
+        if span is not None:
+            spans.append((k, a, span))
+    for i, (k, a, sa) in enumerate(spans):
+        for j, b, sb in spans[i + 1:]:
+            if a is not b and sa.overlaps(sb):
+                raise AllocationError(
+                    f"arguments {k + 1} ({a!r}) and {j + 1} ({b!r}) share bytes of {sa.memory.upper()}: a kernel may "
+                    "write any buffer it is given, so its buffers may not alias", call="launch", level="Element",
+                    fix="pass tensors at non-overlapping addresses (or the same handle twice)")
 
 
 def check_argument_chips(what: str, chip: Mapping, chips: int) -> None:

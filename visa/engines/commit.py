@@ -55,8 +55,8 @@ from visa.memory.known import all_true
 from visa.memory.performance import sequence_bank_runs
 from visa.memory.units import enabled_units
 
-__all__ = ["CommitConfig", "plan", "check_view", "execute", "cycles", "SUB_COMMIT_AFTER", "packed_packet",
-           "check_packed_counts"]
+__all__ = ["CommitConfig", "plan", "check_view", "check_address", "execute", "cycles", "SUB_COMMIT_AFTER",
+           "packed_packet", "check_packed_counts"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -123,6 +123,20 @@ class CommitConfig:
 
     def __str__(self) -> str:
         return self.describe()
+
+
+def check_address(hw: HardwareProfile, byte_address: int, element: Mapping, call: str) -> None:
+    """A commit writes whole 8-byte units of DM: "the target tensor for commit always corresponds to an 8-byte
+    aligned range" (L7699), the banks writing only complete 8-byte units (L2414).  So the address it starts at
+    (a new tensor's, or a view's first byte) must be a multiple of 8 bytes (issue 23: an unaligned one was
+    accepted)."""
+    align = hw.commit.stride_granularity_bytes
+    if byte_address % align:
+        raise AddressError(
+            f"the commit would start at DM byte {byte_address}, not a multiple of {align}: a commit writes whole "
+            f"{align}-byte units, so its target starts on one (manual L7699, L2414)", call=call, level="Element",
+            mapping=repr(element), axis=axes_text(element),
+            fix=f"commit to an address (or a view starting at a byte) that is a multiple of {align}")
 
 
 def plan(hw: HardwareProfile, dtype: type[dt.Scalar], chip: Mapping, cluster: Mapping, slice_: Mapping,

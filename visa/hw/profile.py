@@ -59,6 +59,7 @@ __all__ = [
 #: contraction inputs L3782 and L4383).  Cast tables and dtype sets in a profile use exactly these strings.
 DTYPE_NAMES: tuple[str, ...] = (
     "i4", "i5", "i8", "i9", "i16", "i32", "bf16", "f16", "f32", "f8e4m3", "f8e5m2",
+    "f4e2m1",  # not in the manual: the reference's fp4 (furiosa-opt v0.6–v0.8; design API.md §8)
 )  # fmt: skip
 
 K = TypeVar("K", bound=Hashable)
@@ -270,10 +271,15 @@ class DataMemory:
 @dataclass(frozen=True, kw_only=True)
 class Scratchpad:
     """Scratchpad Memory (SPM), one per DMN (manual "Scratchpad Memory (SPM)", L2942–2947; a work in progress
-    there: capacity, addressing and banks are not given, L2943, so the profile has no SPM capacity)."""
+    there: capacity, addressing and banks are not given, L2943; the capacity per PE is the reference's)."""
 
     dmn_bytes_per_cycle: int = field(metadata=src("L2945, L2947 (not L2604/L2824; see manual-notes)"))
     same_chip_only: bool = field(metadata=src("L2825"))
+    #: the reference's figure (furiosa-opt v0.8: "4 KiB per PE", its SpmTensor; design API.md §8), since the
+    #: manual leaves the capacity pending (L2943); docs/manual-notes.md "issue 26"
+    pe_bytes: int = field(metadata=src("L2943 (pending there); 4 KiB per PE from furiosa-opt v0.8"))
+    #: slices of one PE: the unit an SPM tensor's PE level counts (RNGD: 64 slices per PE, 4 PEs a cluster)
+    slices_per_pe: int = field(metadata=src("L2343"))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -344,6 +350,9 @@ class FetchEngine:
     sub_fetch_size_by_cast: FrozenMap[tuple[str, str], int] = field(metadata=src("L1759, L2019"))
     align_bytes: int = field(metadata=src("L1713–1715, L1723, L2114, L3037"))
     address_align_bytes: int = field(metadata=src("L1756"))
+    #: a lifted fetch's per-unit base (design API.md §8): "8-byte alignment is required for certain" operations
+    #: (L1756); the reference requires it of a lift's base step (furiosa-opt v0.7, docs/manual-notes.md "issue 26")
+    lift_base_align_bytes: int = field(metadata=src("L1756 (8 bytes for a lifted base, furiosa-opt v0.7)"))
     cast_output_max_bytes: int = field(metadata=src("L1996–2017"))
     casts: frozenset[tuple[str, str]] = field(metadata=src("L1962–1972 (RNGD), L1973–1979 (RNGD-S)"))
     cast_latency_cycles: tuple[int, int] = field(metadata=src("L2135"))
@@ -365,6 +374,11 @@ class SwitchEngine:
     width_bytes: int = field(metadata=src("L2125, L3527"))
     dual_channel_width_bytes: int = field(metadata=src("L2127, L2140, L3052"))
     router_buffer_packets: int = field(metadata=src("L3489"))
+    #: consecutive flits an InterTranspose may send to one router before it delivers (its blocking flits:
+    #: ``slice1 × time0 × flits per packet``).  The manual's routers hold "essentially one packet" (L3489); the
+    #: reference refuses 18 (furiosa-opt v0.9 fixtures) without publishing its bound: visa takes 16, the largest
+    #: power of two below (docs/manual-notes.md "issue 26")
+    intertranspose_blocking_flits: int = field(metadata=src("L3489 (16: below the reference's refused 18)"))
     forwarding_ring_size: int = field(metadata=src("L3138"))
     max_ring_size: int = field(metadata=src("L3364"))
     topologies: tuple[str, ...] = field(metadata=src("L3058"))
@@ -443,6 +457,9 @@ class VectorEngine:
     intra_reduce_tree_width: int = field(metadata=src("L5386"))
     intra_reduce_tree_depth: int = field(metadata=src("L5387"))
     intra_reduce_slots: int = field(metadata=src("L5381, L5388"))
+    #: one unzip group waits in the VE register-file cache while the other streams in (the reference's bound,
+    #: furiosa-opt v0.7: 1 KiB, 256 32-bit lanes; the manual's unzip, L5154–5249, gives no size)
+    unzip_cache_bytes: int = field(metadata=src("L5154–5249 (size from furiosa-opt v0.7)"))
     intra_reduce_ops: FrozenMap[str, frozenset[str]] = field(metadata=src("L5390–5401"))
     inter_reduce_ops: FrozenMap[str, frozenset[str]] = field(metadata=src("L6611–6625"))
     inter_slice_cycles_per_slice: int = field(metadata=src("L4375, L6738–6749"))
@@ -517,7 +534,7 @@ class DmaEngine:
     packet_align: FrozenMap[str, int] = field(metadata=src("L2426, L2837 (SPM as SRAM)"))
     hbm_to_dm_align: int = field(metadata=src("L2426–2427, L2837"))
     pcie_bytes_per_cycle: int = field(metadata=src("L2389, L2605, L2845"))
-    dtypes: frozenset[str] = field(metadata=src("L2525"))
+    dtypes: frozenset[str] = field(metadata=src("L2525; f4e2m1 from furiosa-opt v0.8 (4-bit packed, as i4)"))
     handles: tuple[str, ...] = field(metadata=src("L44–47"))
 
     def requests(self, packet_bytes: int) -> int:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from collections.abc import Mapping as AbcMapping
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -264,6 +264,32 @@ class Mapping:
         if self._items is None:
             self._items = tuple(Mapping(n, self.axis_set) for n in items_of(self.node))
         return self._items
+
+    # -- inspection (design API.md §8; :mod:`visa.mapping.inspect`) -----------------------------------------
+    def remove_axis(self, axis: str) -> Mapping:
+        """This mapping without the digits of ``axis`` (:func:`visa.mapping.inspect.remove_axis`)."""
+        from visa.mapping.inspect import remove_axis
+
+        return remove_axis(self, axis)
+
+    def is_broadcast(self, data_axes: Iterable[str] | str | None = None) -> bool:
+        """Every position holds the same data: no padding, no digit of ``data_axes``
+        (:func:`visa.mapping.inspect.is_broadcast`)."""
+        from visa.mapping.inspect import is_broadcast
+
+        return is_broadcast(self, data_axes)
+
+    def has_no_padding(self) -> bool:
+        """Every position holds an index (:func:`visa.mapping.inspect.has_no_padding`, L741–812)."""
+        from visa.mapping.inspect import has_no_padding
+
+        return has_no_padding(self)
+
+    def innermost_writable_size(self) -> int:
+        """Positions of the innermost run before padding (:func:`visa.mapping.inspect.innermost_writable_size`)."""
+        from visa.mapping.inspect import innermost_writable_size
+
+        return innermost_writable_size(self)
 
     # -- building ----------------------------------------------------------------------------------------
     def stride(self, n: int) -> Mapping:
@@ -517,7 +543,7 @@ def _unskewed(dims: C.Canon) -> C.Canon:
         elif isinstance(d.atom, C.SkewAtom):
             out.append(C.Dim(C.Sym(d.atom.skew.name, d.atom.skew.size), d.stride, d.size, d.count, d.offset))
         elif isinstance(d.atom, C.Win):
-            out.append(C.Dim(C.Win(_unskewed(d.atom.inner)), d.stride, d.size, d.count, d.offset))
+            out.append(C.Dim(C.Win(_unskewed(d.atom.inner), d.atom.use), d.stride, d.size, d.count, d.offset))
         else:
             out.append(d)
     return tuple(out)

@@ -86,7 +86,8 @@ def cluster_swap(plugin: VisaPlugin, ctx: MethodContext) -> Type:
         cluster = mapping_of(recv.args[2])
         if cluster is not None:
             call.run(lambda: shuffle.check_cluster_swap(plugin.hw, cluster.size, medium="dm",
-                                                        mapping=repr(cluster), axis=axes_text(cluster)))
+                                                        mapping=repr(cluster), axis=axes_text(cluster),
+                                                        held=int(cluster.validity().sum())))
     return ctx.default_return_type
 
 

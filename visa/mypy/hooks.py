@@ -43,7 +43,7 @@ from visa import dtypes as dt
 from visa.errors import VisaError
 from visa.mapping import Mapping
 from visa.memory.layout import TYPE_NAMES
-from visa.mypy import collective, rules
+from visa.mypy import collective, extensions, rules
 from visa.mypy.chain import assignments, calls_before, chain_of, root_of, source_of, type_of
 from visa.mypy.mappings import ModuleFacts, Unresolved, _value, encode, is_m, resolve
 from visa.mypy.typeargs import (
@@ -706,6 +706,7 @@ RECEIVERS: dict[str, frozenset[str]] = {
     "begin": frozenset({"visa.stream.TuContext"}), "begin_interleaved": frozenset({"visa.stream.TuContext"}),
 }
 collective.extend(METHODS, RECEIVERS)
+extensions.extend(METHODS, RECEIVERS)
 for _name, _stages in STAGE_METHODS.items():
     METHODS[_name] = vector if _name == "vector_init" else stage
     RECEIVERS[_name] = frozenset(S + s for s in _stages)

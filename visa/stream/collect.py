@@ -63,9 +63,20 @@ def record_pass(stream: StreamTensor[Any, Any, Any, Any, Any, Any], report: Engi
     return op.end
 
 
-def input_regions(stream: StreamTensor[Any, Any, Any, Any, Any, Any]) -> tuple[Region, ...]:
+def input_regions(stream: StreamTensor[Any, Any, Any, Any, Any, Any], call: str) -> tuple[Region, ...]:
     """The registered bytes of the memory tensors the pass reads: a result written by the pass may not overlap
-    them (manual L150–155)."""
+    them (manual L150–155).  Every pass end calls it before it writes, so it also refuses a pass left open
+    across a write of what it read (issue 23): its values came from the old bytes, while the schedule would
+    run it after the write, reading the new ones."""
+    from visa.errors import StaleTensorError
+
+    for region, writes in stream.carried.seen.values():
+        if region.writes != writes:
+            raise StaleTensorError(
+                f"this pass read {region.name}, and {region.written_by} wrote its bytes before the pass ended: the "
+                "pass holds the old values, but the schedule would run it after the write", call=call,
+                level="Element", fix="end the pass (commit, to_vrf, to_trf) before writing what it reads, or begin "
+                                     "it after the write")
     return tuple(t.region for t in stream.inputs if t.region is not None)
 
 
@@ -81,8 +92,8 @@ def to_trf(stream: CollectTensor[Any, Any, Any, Any, Any, Any], row: Mapping, el
     ctx, lay = stream.ctx, stream.layout
     cfg = engine.plan_trf(ctx.hw, lay.dtype, lay.time, lay.packet, row, element, address.name)
     tensor: TrfTensor[Any, Any, Any, Any, Any, Any] = TrfTensor(
-        ctx, lay.dtype, lay.chip, lay.cluster, lay.slice, row, element, address, reads=input_regions(stream),
-        call="to_trf")
+        ctx, lay.dtype, lay.chip, lay.cluster, lay.slice, row, element, address,
+        reads=input_regions(stream, "to_trf"), call="to_trf")
     images = [ctx.memory.chip(c).trf for c in range(lay.chip.size)]
     engine.execute_load(cfg, stream.data, images, tensor.element_bit_offset(),
                         unit_validity(lay.chip, lay.cluster, lay.slice))
@@ -100,7 +111,8 @@ def to_vrf(stream: CollectTensor[Any, Any, Any, Any, Any, Any], element: Mapping
     ctx, lay = stream.ctx, stream.layout
     cfg = engine.plan_vrf(ctx.hw, lay.dtype, lay.time, lay.packet, element, address)
     tensor: VrfTensor[Any, Any, Any, Any, Any] = VrfTensor(
-        ctx, lay.dtype, lay.chip, lay.cluster, lay.slice, element, address, reads=input_regions(stream), call="to_vrf")
+        ctx, lay.dtype, lay.chip, lay.cluster, lay.slice, element, address, reads=input_regions(stream, "to_vrf"),
+        call="to_vrf")
     images = [ctx.memory.chip(c).vrf for c in range(lay.chip.size)]
     engine.execute_load(cfg, stream.data, images, tensor.element_bit_offset(),
                         unit_validity(lay.chip, lay.cluster, lay.slice))

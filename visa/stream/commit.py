@@ -73,10 +73,11 @@ def commit(stream: StreamTensor[Any, Any, Any, Any, Any, Any], element: Mapping,
     element = ensure_mapping(element, "Element", "commit", "Element")
     address = expect_int(address, "address", call="commit")
     ctx, lay = stream.ctx, stream.layout
+    engine.check_address(ctx.hw, address, element, "commit")
     packet, _counts = _packed(stream, element, "commit")
     cfg = _plan(stream, element, None, packet)
     tensor: DmTensor[Any, Any, Any, Any, Any] = DmTensor(ctx, lay.dtype, lay.chip, lay.cluster, lay.slice, element,
-                                                         address, reads=input_regions(stream), call="commit")
+                                                         address, reads=input_regions(stream, "commit"), call="commit")
     images = [ctx.memory.chip(c).dm for c in range(lay.chip.size)]
     engine.execute(cfg, stream.data, images, address * 8)
     tensor.ready_at = record_pass(stream, _report(stream.ctx.hw, cfg, address), (tensor,))
@@ -94,10 +95,12 @@ def commit_view(stream: StreamTensor[Any, Any, Any, Any, Any, Any], view: Any) -
     base = view.base
     base.check_context(ctx, call)
     engine.check_view(lay.dtype, lay.chip, lay.cluster, lay.slice, base.dtype, view.levels)
+    engine.check_address(ctx.hw, base.address + view.offset * lay.dtype.size_bits // 8, view.element, call)
     packet, counts = _packed(stream, view.element, call)
     cfg = _plan(stream, view.element, (base.levels["Element"], view.offset), packet)
+    inputs = input_regions(stream, call)
     if base.region is not None:
-        for region in input_regions(stream):
+        for region in inputs:
             if region.live():
                 refuse_overlap(base.region, region, call)
     images = [ctx.memory.chip(c).dm for c in range(lay.chip.size)]
