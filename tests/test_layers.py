@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "visa"
 #: Module prefix → layer rank (the longest matching prefix wins).
 LAYERS = {
     "visa.hw": 0, "visa.errors": 0, "visa.diagnostics": 0, "visa.diagnostic_codes": 0, "visa.manual": 0,
-    "visa.fastpaths": 0,
+    "visa.fastpaths": 0, "visa.html": 0,
     "visa.dtypes": 1,
     "visa.mapping": 2, "visa.validate": 2,
     "visa.memory": 3,
@@ -30,7 +30,7 @@ LAYERS = {
     "visa.kernels": 8, "visa.tune": 8,
     "visa.models": 9,
     "visa.mypy": 10,
-    "visa.cli": 11, "visa.catalogue": 11,
+    "visa.cli": 11, "visa.catalogue": 11, "visa.snippets": 11,
     "visa": 12,
 }
 

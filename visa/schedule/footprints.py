@@ -7,7 +7,6 @@ handle gives the span of the addresses it covers, whatever object it is.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import numpy as np
@@ -15,10 +14,12 @@ import numpy.typing as npt
 
 from visa.mapping.canon import canon_size
 from visa.mapping.evaluate import digit_weights
-from visa.memory.footprint import EMPTY, Footprint, Span
+from visa.memory.footprint import EMPTY, Footprint, Span, units_of
+from visa.memory.footprint import index_mask as _mask
+from visa.memory.footprint import valid_positions as _valid
 from visa.memory.layout import element_bytes, sym_only
 
-__all__ = ["footprint", "span_of", "units_of", "live_dm_bytes"]
+__all__ = ["footprint", "span_of", "units_of", "live_dm_bytes", "tensor_dm_bytes", "dependencies"]
 
 #: Views whose Element is larger than this are covered by their runs (:func:`_runs`) or, failing that, by their
 #: extent (one interval) instead of element by element: a conservative cover, cheap for huge tensors.
@@ -53,43 +54,14 @@ def _runs(element: Any) -> tuple[npt.NDArray[np.int64], int] | None:
     return starts, length
 
 
-@functools.lru_cache(maxsize=1024)
-def _valid_positions(mapping: Any) -> npt.NDArray[np.int64]:
-    """The positions a mapping holds (cached: a kernel's few mappings are evaluated once)."""
-    out: npt.NDArray[np.int64] = np.flatnonzero(mapping.validity()).astype(np.int64)
-    out.setflags(write=False)
-    return out
-
-
-def _valid(mapping: Any) -> npt.NDArray[np.int64]:
-    try:
-        return _valid_positions(mapping)
-    except TypeError:  # an unhashable mapping: evaluate it each time
-        return np.flatnonzero(mapping.validity()).astype(np.int64)
-
-
-def _mask(indices: npt.NDArray[np.int64]) -> int:
-    """The bitmask of a set of indices, built from packed bits (no loop over the indices)."""
-    if indices.size == 0:
-        return 0
-    bits = np.zeros(int(indices.max()) + 1, dtype=bool)
-    bits[indices] = True
-    return int.from_bytes(np.packbits(bits, bitorder="little").tobytes(), "little")
-
-
-def units_of(levels: dict[str, Any], slices_per_cluster: int) -> int:
-    """The units (``cluster · slices_per_cluster + slice``) a DM, TRF or VRF tensor occupies: the positions its
-    Cluster and Slice mappings hold (padding positions are left out, as the slice bitmap leaves them, L2314)."""
-    clusters, slices = _valid(levels["Cluster"]), _valid(levels["Slice"])
-    return _mask((clusters[:, None] * slices_per_cluster + slices[None, :]).reshape(-1))
-
-
 def span_of(handle: Any) -> Span | None:
     """The span of a device tensor or a view of one (``None`` for a host tensor: the host is synchronous)."""
     from visa.tensors.handles import DeviceTensor, TensorView
 
+    reach = None
     if isinstance(handle, TensorView):
         base, element, offset = handle.base, handle.element, handle.offset
+        reach = handle.reach
     elif isinstance(handle, DeviceTensor):
         base, element, offset = handle, None, 0
     else:
@@ -99,7 +71,13 @@ def span_of(handle: Any) -> Span | None:
     levels = base.levels
     bits = base.dtype.size_bits
     start = base.address
-    if element is None or (offset == 0 and element == levels["Element"]):
+    if reach is not None and element is not None:  # a runtime tile start: every tile it could reach (API.md §8)
+        valid = _valid(element)
+        lead, tail = (int(valid[0]), int(valid[-1]) + 1) if valid.size else (0, 0)
+        starts = np.asarray(reach, dtype=np.int64)
+        lo = start + ((starts + lead) * bits) // 8
+        hi = start + ((starts + tail) * bits + 7) // 8
+    elif element is None or (offset == 0 and element == levels["Element"]):
         lo = np.array([start], dtype=np.int64)
         hi = lo + element_bytes(base.dtype, levels["Element"].size)
     elif element.size > _EXACT_LIMIT and (runs := _runs(element)) is not None:
@@ -116,14 +94,26 @@ def span_of(handle: Any) -> Span | None:
     chips = _mask(_valid(levels["Chip"]))
     if memory == "hbm":
         return Span.of("hbm", chips, lo, hi)
+    if memory == "spm":  # units: cluster · PEs per cluster + PE (design API.md §8)
+        pes = hw.dm.slices_per_cluster // hw.spm.slices_per_pe
+        clusters, pe = _valid(levels["Cluster"]), _valid(levels["Pe"])
+        return Span.of(memory, chips, lo, hi, units=_mask((clusters[:, None] * pes + pe[None, :]).reshape(-1)))
     units = units_of(levels, hw.dm.slices_per_cluster)
     rows = _mask(_valid(levels["Row"])) if "Row" in levels else -1
     return Span.of(memory, chips, lo, hi, units=units, rows=rows)
 
 
-def footprint(*handles: Any) -> Footprint:
-    """The footprint of tensors, views and footprints together (``None`` and host tensors are skipped)."""
-    spans: list[Span] = []
+def dependencies(*handles: Any) -> Footprint:
+    """What using these handles reads besides their own bytes: the device scalars a runtime tile's start reads
+    (design API.md §8), so that an operation writing such a tile still waits for the scalar."""
+    spans = [d.span() for h in handles for d in getattr(h, "depends", ())]
+    return Footprint(tuple(spans)) if spans else EMPTY
+
+
+def footprint(*handles: Any, depends: bool = True) -> Footprint:
+    """The footprint of tensors, views and footprints together (``None`` and host tensors are skipped); with
+    ``depends`` also the scalars a runtime tile's start reads (:func:`dependencies`)."""
+    spans: list[Span] = list(dependencies(*handles).spans) if depends else []
     for h in handles:
         if h is None:
             continue
@@ -138,16 +128,20 @@ def footprint(*handles: Any) -> Footprint:
     return Footprint(tuple(spans)) if spans else EMPTY
 
 
+def tensor_dm_bytes(region: Any) -> dict[int, int]:
+    """DM bytes per chip a live DM region holds: its bytes per slice times the slices its tensor occupies."""
+    owner = region.owner() if region.owner is not None else None
+    levels = getattr(owner, "levels", None)
+    units = 1
+    if owner is not None and levels is not None:
+        units = _valid(levels["Cluster"]).size * _valid(levels["Slice"]).size
+    return {c: (region.hi - region.lo) * units for c in region.chips}
+
+
 def live_dm_bytes(registry: Any) -> dict[int, int]:
-    """DM bytes per chip held by live tensors (the trace's counter track): each live DM region's bytes per
-    slice times the slices its tensor occupies."""
+    """DM bytes per chip held by live tensors now (:func:`tensor_dm_bytes` of each live DM region)."""
     out: dict[int, int] = {}
     for region in registry.live_regions("dm"):
-        owner = region.owner() if region.owner is not None else None
-        levels = getattr(owner, "levels", None)
-        units = 1
-        if owner is not None and levels is not None:
-            units = _valid(levels["Cluster"]).size * _valid(levels["Slice"]).size
-        for c in region.chips:
-            out[c] = out.get(c, 0) + (region.hi - region.lo) * units
+        for c, n in tensor_dm_bytes(region).items():
+            out[c] = out.get(c, 0) + n
     return out

@@ -1,4 +1,4 @@
-"""``visa tune FILE:FUNCTION --grid name=v1,v2 …``: a sweep from the command line (API.md §8 "Sweeps").
+"""``visa tune FILE:FUNCTION --grid name=v1,v2 …``: a sweep from the command line.
 
 A live progress bar on a terminal, the table at the end, the best point, and beside FILE the rows as CSV and
 the plot as PNG (``FILE-FUNCTION.tune.csv`` / ``.png``; ``--out PREFIX`` to put them elsewhere).  Values are read
@@ -87,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
     from visa.tune import sweep
 
     console = Console(soft_wrap=True, highlight=False)
+    if not console.is_terminal:  # a log or a pipe: the whole table, not cells wrapped to 80 columns
+        console.width = 160
     try:
         fn, path, name = load(args.target)
         space = parse_grid(args.grid)
