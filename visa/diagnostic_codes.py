@@ -389,6 +389,7 @@ CODES: dict[str, str] = {
     'plan.plan_unzip HardwareLimitError: the group inside holds': 'V4061',
     'layout.check_placement HardwareLimitError: pe size must be': 'V4062',
     'switch._regular HardwareLimitError: sends slice1 time0 flits': 'V4063',
+    "device.Weights.put HardwareLimitError: the model's weights caches": 'V4064',
     'commit._check_addresses AddressError: the write of time': 'V5001',
     'commit._check_addresses AddressError: the commit would write': 'V5002',
     'aligner._limits AddressError: a -byte reg_read_size spans': 'V5003',

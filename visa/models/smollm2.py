@@ -22,7 +22,7 @@ import numpy.typing as npt
 from visa import dtypes as dt
 from visa.context import Context
 from visa.errors import VisaError
-from visa.hw import RNGD, HardwareProfile
+from visa.hw import RNGD, HardwareProfile, bandwidth
 from visa.models.device import PREFILL_CHUNKS, STAGES, Step, Weights
 from visa.models.loader import GgufModel, LlamaConfig, smollm2_path
 from visa.models.tokenizer import Tokenizer
@@ -50,7 +50,7 @@ class StepRecord:
 @dataclass
 class GenerationReport:
     """The last :meth:`SmolLM2.logits` or :meth:`SmolLM2.generate`: every launch, and a decode step against its
-    memory bound (the bytes it must read from HBM ÷ the HBM read bandwidth)."""
+    memory bound (the bytes it must read from HBM ÷ the HBM bandwidth, ``visa.hw.bandwidth(hw, "HBM")``)."""
 
     steps: list[StepRecord] = field(default_factory=list)
     clock_hz: float = 1.0
@@ -192,7 +192,7 @@ class SmolLM2:
     def _new_report(self) -> None:
         c = self.config
         self.last = GenerationReport(clock_hz=self.ctx.hw.clocks.core_hz, weight_bytes=self.weight_bytes,
-                                     bytes_per_cycle=self.ctx.hw.hbm.read_bytes_per_s / self.ctx.hw.clocks.core_hz,
+                                     bytes_per_cycle=bandwidth(self.ctx.hw, "HBM"),
                                      cache_bytes_per_position=2 * 2 * c.blocks * c.kv_heads * c.head_dim,
                                      length=self.length)
 
