@@ -28,8 +28,8 @@ from visa.engines.vector import (
     IntraSliceReduceOpF32,
     IntraSliceReduceOpI32,
     arith,
+    fast_relayout,
     intra,
-    relayout,
 )
 from visa.engines.vector.inter import execute_inter_reduce, plan_inter_reduce, rank_of, unique_counts, unique_ids
 from visa.engines.vector.intra import execute_intra_reduce, plan_intra_reduce
@@ -233,8 +233,9 @@ GATHER_CASES = [  # (source levels, stream levels): operands a slice holds, sepa
 
 
 @pytest.mark.parametrize("case", range(len(GATHER_CASES)))
-def test_gather_by_parts_is_the_whole_stream_inverse(monkeypatch: pytest.MonkeyPatch, case: int) -> None:
-    """``relayout.plan_gather`` by parts (``_factored``: the slices and the inner levels located apart) gives
+def test_gather_by_parts_is_the_whole_stream_inverse(case: int) -> None:
+    """``relayout.plan_gather`` by parts (the fast path ``vector.gather-by-parts``: the slices and the inner levels
+    located apart) gives
     the gather, or the refusal, the inverse over the whole stream gives, and applying it reads the same values and
     known-mask at every position read."""
     src_text, stream_text = GATHER_CASES[case]
@@ -242,10 +243,7 @@ def test_gather_by_parts_is_the_whole_stream_inverse(monkeypatch: pytest.MonkeyP
     src, stream = tuple(m[t] for t in src_text), tuple(m[t] for t in stream_text)
     outcome = []
     for general in (True, False):
-        plan_gather.cache_clear()  # type: ignore[attr-defined]
-        with monkeypatch.context() as mp:
-            if general:
-                mp.setattr(relayout, "_factored", lambda *a: None)
+        with fastpaths.disabled("vector.gather-by-parts") if general else contextlib.nullcontext():
             try:
                 g = plan_gather(src, stream, "vector_fp_binary", "VRF operand")
                 shape = tuple(x.size for x in src)
@@ -256,10 +254,9 @@ def test_gather_by_parts_is_the_whole_stream_inverse(monkeypatch: pytest.MonkeyP
                                 [(np.where(g.used, v, 0).tolist(), (k & g.used).tolist()) for v, k in applied]))
             except VisaError as err:
                 outcome.append(err.describe())
-    plan_gather.cache_clear()  # type: ignore[attr-defined]
     assert outcome[0] == outcome[1]
     if case < 4:  # the separable cases do take the path by parts
-        assert relayout._factored(src, stream, frozenset().union(*(s.axes for s in src))) is not None
+        assert fast_relayout.factored(src, stream, frozenset().union(*(s.axes for s in src))) is not None
 
 
 @settings(max_examples=80, deadline=None)
