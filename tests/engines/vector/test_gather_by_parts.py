@@ -1,8 +1,8 @@
 """The Vector Engine's operand gather by parts (issue 15: a first launch located a VRF operand at every one of 4M
-stream positions; the fast path ``vector.gather-by-parts``, ``fast_relayout.factored``, locates the slices and the inner levels apart) against the location at
-every position (``plan_gather_full``, the old path): the same gather, the same refusals with the same messages,
-and applying it reads the same values and known-mask (L4977–4984, L5052–5081); and the fast path
-``vector.gather-view`` (a strided view of the source) reads what the gather reads."""
+stream positions; the fast path ``vector.gather-by-parts``, ``fast_relayout.factored``, locates the slices and the
+inner levels apart) against the location at every position (``plan_gather_full``, the reference): the same gather,
+the same refusals with the same messages, and applying it reads the same values and known-mask (L4977–4984,
+L5052–5081); and the fast path ``vector.gather-view`` (a strided view of the source) reads what the gather reads."""
 
 from __future__ import annotations
 
