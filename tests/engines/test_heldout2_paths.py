@@ -8,7 +8,6 @@ set"), each pinned against the general path it replaces on small inputs.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from typing import Any
 
 import numpy as np
@@ -29,7 +28,6 @@ from visa.engines.vector import (
     IntraSliceReduceOpI32,
     arith,
     fast_relayout,
-    intra,
 )
 from visa.engines.vector.inter import execute_inter_reduce, plan_inter_reduce, rank_of, unique_counts, unique_ids
 from visa.engines.vector.intra import execute_intra_reduce, plan_intra_reduce
@@ -309,7 +307,8 @@ INTER_CASES = [  # (Slice, Time, Slice2, Time2): full groups, groups with a dumm
        everywhere=st.booleans(), seed=st.integers(0, 999))
 def test_inter_reduce_of_full_groups_is_the_masked_fold(case: int, op: str, everywhere: bool, seed: int) -> None:
     """``execute_inter_reduce`` of a plan whose groups are all full (``cfg.full``: no identity padding, no known
-    gather for an all-known stream) gives the values and known-mask of the masked fold."""
+    gather for an all-known stream; the fast path ``vector.reduce-shortcuts``) gives the values and known-mask of the
+    masked fold."""
     sl, tm, sl2, tm2 = INTER_CASES[case]
     m = INTER_AX.m
     layout = StreamLayout(i32, m["1"], m["1 # 2"], m[sl], m[tm], m["A % 8"])
@@ -320,7 +319,8 @@ def test_inter_reduce_of_full_groups_is_the_masked_fold(case: int, op: str, ever
     vals = rng.integers(-(2**31), 2**31, size=shape, dtype=np.int64).astype(np.int32)
     known = known_everywhere(shape) if everywhere else rng.random(shape) < 0.9
     got = execute_inter_reduce(cfg, StreamData(vals, known))
-    want = execute_inter_reduce(dataclasses.replace(cfg, full=False), StreamData(vals, np.array(known)))
+    with fastpaths.disabled("vector.reduce-shortcuts"):  # (the reference: every group padded and masked)
+        want = execute_inter_reduce(cfg, StreamData(vals, known))
     assert np.array_equal(got.known, want.known)
     assert np.array_equal(np.where(want.known, got.values, 0), np.where(want.known, want.values, 0))
 
@@ -370,8 +370,8 @@ INTRA_CASES = [  # (Time, Packet, axis, out Time, out Packet, op dtype): over Ti
 @given(case=st.integers(0, len(INTRA_CASES) - 1), everywhere=st.booleans(), seed=st.integers(0, 999))
 def test_intra_reduce_fast_paths_are_the_masked_fold(case: int, everywhere: bool, seed: int) -> None:
     """``execute_intra_reduce`` of an all-known stream (no poison mask), of a configuration whose every position
-    contributes (no identity put in), and of time steps in order (``intra._by_steps``: a view) gives what it
-    gives for the same stream with a materialised mask."""
+    contributes (no identity put in), and of time steps in order (``fast_reduce.by_steps``: a view) — the fast path
+    ``vector.reduce-shortcuts`` — gives what the reference gives for the same stream with a materialised mask."""
     ti, pa, axis, ot, op_, kind = INTRA_CASES[case]
     m = INTRA_AX.m
     dtype = i32 if kind == "i32" else dt.f32
@@ -389,9 +389,7 @@ def test_intra_reduce_fast_paths_are_the_masked_fold(case: int, everywhere: bool
         if not everywhere:
             known[..., lanes:] = True
     got, _ = execute_intra_reduce(cfg, StreamData(vals, known), None)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(intra, "_by_steps", lambda x, perm: x[:, :, :, perm])
-        mp.setattr(intra, "all_true", lambda a: False)  # (every position contributes, every one known)
+    with fastpaths.disabled("vector.reduce-shortcuts"):
         want, _ = execute_intra_reduce(cfg, StreamData(vals, np.array(known)), None)
     assert np.array_equal(np.broadcast_to(got.known, want.known.shape), want.known)
     assert np.array_equal(np.where(want.known, got.values, 0).view(np.uint32), np.where(want.known, want.values,
