@@ -138,13 +138,13 @@ def test_nest_all_written_asks_only_the_bytes_read(loops: list[tuple[int, int]],
 WHOLE = [dt.i8, dt.i16, dt.i32, dt.bf16, dt.f32, dt.f8e4m3, dt.i9, dt.i5]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None)
 @given(d=st.sampled_from(WHOLE), n=st.integers(1, 20), base=st.integers(0, 60), units=st.booleans(),
        mask=st.sampled_from(["none", "all", "some"]), seed=st.integers(0, 999))
-def test_store_of_a_run_is_the_scatter(monkeypatch: pytest.MonkeyPatch, d: Any, n: int, base: int, units: bool,
-                                       mask: str, seed: int) -> None:
-    """``store`` of consecutive elements (``images._store_run``, one strided copy) leaves the bytes, the
-    written-mask and the errors the scatter by index leaves, on a whole image or a unit selection."""
+def test_store_of_a_run_is_the_scatter(d: Any, n: int, base: int, units: bool, mask: str, seed: int) -> None:
+    """``store`` of consecutive elements (``fast_images.store_run``, one strided copy; the fast path
+    ``memory.image-words``) leaves the bytes, the written-mask and the errors the scatter of every byte leaves,
+    on a whole image or a unit selection."""
     rng = np.random.default_rng(seed)
     images = []
     for run in (True, False):
@@ -159,9 +159,7 @@ def test_store_of_a_run_is_the_scatter(monkeypatch: pytest.MonkeyPatch, d: Any, 
     bits = 8 * base + np.arange(n, dtype=np.int64) * d.image_bits
     outcome = []
     for run, img in images:
-        with monkeypatch.context() as mp:
-            if not run:
-                mp.setattr(images_mod, "_store_run", lambda *a: False)
+        with fastpaths.disabled("memory.image-words") if not run else contextlib.nullcontext():
             target = UnitSelection(img, target_units) if units else img
             lead = vals if units else vals.reshape(2, 3, n)
             smask = None if sel is None else (sel if units else sel.reshape(2, 3, n))

@@ -12,6 +12,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.fastpath_switch import needs
 from visa import fastpaths
 from visa.engines.vector import fast_relayout
 from visa.engines.vector.relayout import apply_gather, gather_view, plan_gather, plan_gather_full
@@ -96,6 +97,7 @@ def test_gather_by_parts_is_the_gather_at_every_position(case: tuple[tuple[Mappi
 def test_a_vrf_operand_broadcast_over_a_long_stream_is_located_once_per_slice() -> None:
     """The case that cost a first launch 150 ms at 2M positions: located over the 512 slices and the 4096 inner
     positions apart, and applied as one read a slice, broadcast."""
+    needs("vector.gather-by-parts")
     m = AxisSet(R=512, C=4096).m
     stream = (m["1"], m["R / 256"], m["R % 256"], m["C / 8"], m["C % 8"])
     source = (m["1"], m["R / 256"], m["R % 256"], m["1 # 8"])
