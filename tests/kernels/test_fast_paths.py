@@ -19,6 +19,7 @@ Each fast path must give exactly what the general path gives:
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import ml_dtypes
@@ -194,6 +195,26 @@ def test_plain_host_layouts_equal_the_gather(src: str, dst: str) -> None:
     ctx = Context.acquire()
     back = h.to_hbm(m["1"], m[dst], ctx.pdma, 64).to_host(m[src], ctx.pdma)
     assert np.array_equal(back.numpy(axes="A B C"), h.numpy(axes="A B C"))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(MAPPINGS), st.sampled_from(MAPPINGS))
+def test_plain_host_layouts_off_are_the_reference(src: str, dst: str) -> None:
+    """With ``host.plain-layout`` off, the host buffer, its logical tensor and its round trip through HBM re-laid
+    out (``moves._rearrange``, evaluated at every position) are the fast path's, value and known-mask alike."""
+    m = AxisSet(A=6, B=4, C=4).m
+    x = RNG.integers(-2**31, 2**31, size=(6, 4, 4), dtype=np.int64).astype(np.int32)
+    runs = []
+    for off in (False, True):
+        with fastpaths.disabled("host.plain-layout") if off else contextlib.nullcontext():
+            h = HostTensor.from_numpy(x, i32, m[src], axes="A B C")
+            ctx = Context.acquire()
+            back = h.to_hbm(m["1"], m[dst], ctx.pdma, 64).to_host(m[src], ctx.pdma)
+            runs.append((h.values.copy(), np.asarray(h.known).copy(), h.numpy(axes="A B C"), back.values.copy(),
+                         np.asarray(back.known).copy()))
+    for fast, ref in zip(*runs, strict=True):
+        assert np.array_equal(fast, ref)
+    assert np.array_equal(runs[1][2], x)
 
 
 def test_padded_layout_keeps_the_general_path() -> None:
