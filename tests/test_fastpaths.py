@@ -73,3 +73,17 @@ def test_every_engine_and_memory_path_is_registered_and_listed(capsys: pytest.Ca
     assert all(n in out for n in names) and any(line.startswith("dma.words") and " off " in line
                                                  for line in out.splitlines())
     del visa
+
+
+def test_the_fastpaths_page_lists_every_path() -> None:
+    """docs/fastpaths.md has a row for every registered path (name and owner module)."""
+    import pathlib
+
+    import visa
+
+    page = (pathlib.Path(__file__).parent.parent / "docs" / "fastpaths.md").read_text()
+    for name in (n for n in fastpaths.names() if not n.startswith("test.")):
+        owner = fastpaths.get(name).module.replace(".", "/")
+        assert f"| `{name}` |" in page, name
+        assert owner.split("/")[-1] in page or owner in page, (name, owner)
+    del visa
