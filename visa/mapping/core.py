@@ -29,7 +29,7 @@ import numpy.typing as npt
 from visa.errors import MappingSyntaxError, RangeError, UnknownAxisError
 from visa.mapping import canon as C
 from visa.mapping.axes import AXES_ATTR, AxisSet
-from visa.mapping.evaluate import Evaluation, IntArray, RelationError, forward, inverse, validity
+from visa.mapping.evaluate import Evaluation, IntArray, RelationError, cover, forward, inverse, validity
 from visa.mapping.syntax import (
     MAX_SIZE,
     Identity,
@@ -222,6 +222,11 @@ class Mapping:
     def validity(self) -> npt.NDArray[np.bool_]:
         """Whether each position holds an index: ``evaluate().valid`` without the coordinates (L616–620)."""
         return validity(self.canon)
+
+    def cover(self) -> npt.NDArray[np.bool_]:
+        """Whether each position may hold an index: :meth:`validity`, and for a linear combination (a relation,
+        L1006–1016) the positions some split of it reaches (:func:`visa.mapping.evaluate.cover`)."""
+        return cover(self.canon)
 
     def locate(self, coords: AbcMapping[str, npt.ArrayLike],
                shape: tuple[int, ...] | None = None) -> tuple[IntArray, npt.NDArray[np.bool_]]:

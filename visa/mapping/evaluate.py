@@ -28,7 +28,7 @@ import numpy.typing as npt
 from visa.errors import VisaError
 from visa.mapping.canon import Atom, Canon, Dim, Lin, SkewAtom, Sym, Win, axis_atoms, canon_size, is_regular
 
-__all__ = ["Evaluation", "digit_weights", "forward", "validity", "inverse", "plain_dims", "covers_once",
+__all__ = ["Evaluation", "digit_weights", "forward", "validity", "cover", "inverse", "plain_dims", "covers_once",
            "strided_view", "IntArray", "BoolArray", "RelationError"]
 
 IntArray = npt.NDArray[np.int64]
@@ -239,6 +239,65 @@ def validity(dims: Canon) -> BoolArray:
     """
     ev = forward(dims, digits_shape=True)
     return np.array(ev.valid, dtype=bool).reshape(canon_size(dims))
+
+
+def cover(dims: Canon) -> BoolArray:
+    """Whether each position *may* hold an index: :func:`validity` for a mapping with linear combinations too.
+
+    A linear combination ``$(e1 : n1, …)`` holds, at position ``p``, every index whose terms' positions ``s_k``
+    add up to ``p = Σ s_k·n_k`` (L1006–1016): ``p`` is covered when some such split exists with every ``s_k`` a
+    position its term holds.  For a mapping without one this is :func:`validity` (exact); with one it is a
+    superset (a union of indices that adds up past the end of an axis, ``$(A : 1, A : 1)`` at 2 of A = 2, is
+    counted as held), which is what a footprint needs: the bytes a read may touch (issue 27, the sliding-window
+    view)."""
+    if not any(isinstance(d, Lin) for d in _all_digits(dims)):
+        return validity(dims)
+    return _cover(dims, np.arange(canon_size(dims), dtype=np.int64))
+
+
+def _all_digits(dims: Canon) -> list[Dim | Lin]:
+    out: list[Dim | Lin] = []
+    for d in dims:
+        out.append(d)
+        if isinstance(d, Dim) and isinstance(d.atom, Win):
+            out.extend(_all_digits(d.atom.inner))
+        elif isinstance(d, Lin):
+            for part, _ in d.parts:
+                out.extend(_all_digits(part))
+    return out
+
+
+def _lin_cover(d: Lin) -> BoolArray:
+    """Positions of a linear combination reachable as ``Σ s_k·n_k`` with each ``s_k`` held by its term."""
+    held = np.ones(1, dtype=np.int64)
+    for part, n in d.parts:
+        pv = cover(part)
+        spread = np.zeros((pv.size - 1) * n + 1, dtype=np.int64)
+        spread[::n] = pv
+        held = (np.convolve(held, spread) > 0).astype(np.int64)
+    out = np.zeros(d.size, dtype=bool)
+    out[: min(d.size, held.size)] = held[: d.size] > 0
+    return out
+
+
+def _cover(dims: Canon, positions: IntArray) -> BoolArray:
+    valid = np.ones(positions.shape, dtype=bool)
+    atoms: dict[Atom, IntArray] = {}
+    for dig, d in zip(_digits(dims, positions), dims, strict=True):
+        if isinstance(d, Lin):
+            valid &= _lin_cover(d)[dig]
+            continue
+        if d.offset or d.count < d.size:
+            valid &= (dig >= d.offset) & (dig < d.offset + d.count)
+        if d.atom is None:
+            continue
+        contrib = (dig - d.offset) * d.stride
+        atoms[d.atom] = atoms[d.atom] + contrib if d.atom in atoms else contrib
+    for atom, pos in atoms.items():
+        if isinstance(atom, Win):
+            ok = (pos >= 0) & (pos < atom.size)
+            valid &= ok & _cover(atom.inner, np.where(ok, pos, 0))
+    return valid
 
 
 def _atom_position(atom: Atom, coords: dict[str, IntArray], shape: tuple[int, ...]) -> tuple[IntArray, BoolArray]:

@@ -55,8 +55,9 @@ def _runs(element: Any) -> tuple[npt.NDArray[np.int64], int] | None:
 
 @functools.lru_cache(maxsize=1024)
 def _valid_positions(mapping: Any) -> npt.NDArray[np.int64]:
-    """The positions a mapping holds (cached: a kernel's few mappings are evaluated once)."""
-    out: npt.NDArray[np.int64] = np.flatnonzero(mapping.validity()).astype(np.int64)
+    """The positions a mapping holds (cached: a kernel's few mappings are evaluated once); for a linear combination
+    (a sliding window read through a relabelled view, L1006–1016) the positions some split of it reaches."""
+    out: npt.NDArray[np.int64] = np.flatnonzero(mapping.cover()).astype(np.int64)
     out.setflags(write=False)
     return out
 
@@ -65,7 +66,7 @@ def _valid(mapping: Any) -> npt.NDArray[np.int64]:
     try:
         return _valid_positions(mapping)
     except TypeError:  # an unhashable mapping: evaluate it each time
-        return np.flatnonzero(mapping.validity()).astype(np.int64)
+        return np.flatnonzero(mapping.cover()).astype(np.int64)
 
 
 def _mask(indices: npt.NDArray[np.int64]) -> int:
