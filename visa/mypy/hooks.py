@@ -760,6 +760,55 @@ def _launch_chips(plugin: VisaPlugin, ctx: FunctionContext, kernel: CallableType
     return reported
 
 
+_DECORATED: dict[str, dict[int, Decorator]] = {}
+
+
+def _decorated(tree: Any) -> dict[int, Decorator]:
+    """The module's decorated functions (top level and in classes), by the id of each decorator expression."""
+    from mypy.nodes import ClassDef
+
+    out: dict[int, Decorator] = {}
+
+    def walk(defs: Sequence[Any]) -> None:
+        for d in defs:
+            if isinstance(d, Decorator):
+                for dec in d.decorators:
+                    out[id(dec)] = d
+            elif isinstance(d, ClassDef):
+                walk(d.defs.body)
+
+    walk(tree.defs)
+    return out
+
+
+def device_call(plugin: VisaPlugin, ctx: FunctionContext) -> Type:
+    """``@device(chip=N)``: each parameter annotated with a device tensor must span the kernel's N chips (manual
+    L1079), reported at the parameter (issue 27 item 9); :func:`launch` checks the arguments again at the call."""
+    from visa.context import check_argument_chips
+
+    module = _module_of(ctx.api)
+    tree = getattr(ctx.api, "tree", None)
+    if tree is None:
+        return ctx.default_return_type
+    found = _DECORATED.get(module)
+    if found is None or id(ctx.context) not in found:
+        found = _DECORATED[module] = _decorated(tree)
+    node = found.get(id(ctx.context))
+    chips = device_chips(node, module) if node is not None else None
+    typ = node.func.type if node is not None else None
+    if chips is None or node is None or not isinstance(typ, CallableType):
+        return ctx.default_return_type
+    for arg, want in list(zip(node.func.arguments, typ.arg_types, strict=False))[1:]:
+        chip = _chip_of(want)
+        if chip is None:
+            continue
+        try:
+            check_argument_chips(f"parameter {arg.variable.name} of {node.func.name}", chip, chips, "device")
+        except VisaError as err:
+            ctx.api.fail(err.describe(), arg, code=error_code(err))
+    return ctx.default_return_type
+
+
 def launch(plugin: VisaPlugin, ctx: FunctionContext) -> Type:
     """``launch(kernel, ctx, *args)``: each argument must have the type the kernel's parameter declares, so
     that a tensor of another layout is refused here as in a direct call (mypy's own message); a parameter or
@@ -787,6 +836,7 @@ def launch(plugin: VisaPlugin, ctx: FunctionContext) -> Type:
 
 FUNCTIONS: dict[str, Handler] = {
     "visa.context.launch": launch,
+    "visa.context.device": device_call,
     "visa.mapping.axes.axes": axes_call,
     "visa.mapping.axes.skew": axes_call,
     **{T + name: constructor(memory) for memory, name in TYPE_NAMES.items()},
