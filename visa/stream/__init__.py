@@ -19,6 +19,7 @@ from visa.stream.stages import (
     CollectTensor,
     ContractionTensor,
     FetchTensor,
+    ReduceOp,
     StreamTensor,
     SwitchTensor,
     TransposeTensor,
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "StreamTensor", "BeginTensor", "FetchTensor", "SwitchTensor", "CollectTensor", "AlignedTensor",
     "ContractionTensor", "AccumulationTensor", "CastTensor", "TransposeTensor", "VectorFinalTensor",
-    "AccumulationKind", "STAGE_METHODS", "begin", "begin_interleaved", "TuContext",
+    "AccumulationKind", "ReduceOp", "STAGE_METHODS", "begin", "begin_interleaved", "TuContext",
 ]
 
 

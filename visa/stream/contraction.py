@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         AlignedTensor,
         CollectTensor,
         ContractionTensor,
+        ReduceOp,
     )
 
 __all__ = ["align", "contract", "accumulate", "DeferredData", "trf_window"]
@@ -235,19 +236,25 @@ def align(
 
 
 def contract(
-    stream: AlignedTensor[Any, Any, Any, Any, Any, Any], packet: Mapping
+    stream: AlignedTensor[Any, Any, Any, Any, Any, Any], packet: Mapping, op: ReduceOp | None = None
 ) -> ContractionTensor[Any, Any, Any, Any, Any, Any]:
-    """``contract::<OutPacket>()`` (manual L4310–4317): the spatial reduction, widening to i32/f32.
+    """``contract::<OutPacket>()`` (manual L4310–4317): the spatial reduction, widening to i32/f32; ``op`` is the
+    reduce operation (``ReduceOp.Add``, or ``ReduceOp.Max`` with a one-Row TRF operand, L4393–4395).
 
     Plans the tree depth; the products are computed with the accumulation (fused), or on reading the
     result's data, which has the Row level: ``(Chip, Cluster, Slice, Row, Time, OutPacket)``.
     """
-    from visa.stream.stages import ContractionTensor
+    from visa.stream.stages import ContractionTensor, ReduceOp
 
     packet = ensure_mapping(packet, "OutPacket", "contract", "Packet")
+    op = ReduceOp.Add if op is None else op
+    if not isinstance(op, ReduceOp):
+        raise VisaError(f"the reduce operation must be ReduceOp.Add or ReduceOp.Max, got {op!r}", call="contract",
+                        fix="pass ReduceOp.Max (from visa), or nothing for ReduceOp.Add")
     hw = stream.ctx.hw
     layout = stream.layout
-    plan = engine.plan_contract(hw, layout.dtype, layout.packet, packet)
+    trf: TrfTensor[Any, Any, Any, Any, Any, Any] = stream.extra["trf"]
+    plan = engine.plan_contract(hw, layout.dtype, layout.packet, packet, op.name, trf.levels["Row"])
     align_plan: engine.AlignPlan = stream.extra["align"]
     act, act_known, digits = stream.extra["activation"]
     window: engine.TrfWindow = stream.extra["window"]

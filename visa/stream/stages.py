@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "StreamTensor", "BeginTensor", "FetchTensor", "SwitchTensor", "CollectTensor", "AlignedTensor",
     "ContractionTensor", "AccumulationTensor", "CastTensor", "TransposeTensor", "VectorFinalTensor",
-    "AccumulationKind", "STAGE_METHODS",
+    "AccumulationKind", "ReduceOp", "STAGE_METHODS",
 ]
 
 D = TypeVar("D", bound=dt.Scalar)
@@ -67,6 +67,26 @@ class AccumulationKind:
 
 AccumulationKind.Interleaved = AccumulationKind("Interleaved")
 AccumulationKind.Sequential = AccumulationKind("Sequential")
+
+
+class ReduceOp:
+    """The Reducer's reduce operation (``reduce_op`` of the configuration dumps, L3705; design API.md §8):
+    ``ReduceOp.Add`` (reduce-add, the default) or ``ReduceOp.Max`` (reduce-max: Row 0 only, 1/8 of the
+    throughput, manual L4393–4395, L4533, L4546)."""
+
+    __slots__ = ("name",)
+    Add: ClassVar[ReduceOp]
+    Max: ClassVar[ReduceOp]
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"ReduceOp.{self.name}"
+
+
+ReduceOp.Add = ReduceOp("Add")
+ReduceOp.Max = ReduceOp("Max")
 
 #: Which stages have each stage method (for the run-time typestate error).
 STAGE_METHODS: dict[str, tuple[str, ...]] = {
@@ -396,12 +416,14 @@ class AlignedTensor(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic
     __slots__ = ()
     STAGE = "AlignedTensor"
 
-    def contract(self, packet: Mapping) -> ContractionTensor[Any, Chip, Cluster, Slice, Time, Any, RowD]:
-        """Reducer, spatial: ``contract::<OutPacket>()`` (manual L4310–4436)."""
+    def contract(self, packet: Mapping, op: ReduceOp = ReduceOp.Add
+                 ) -> ContractionTensor[Any, Chip, Cluster, Slice, Time, Any, RowD]:
+        """Reducer, spatial: ``contract::<OutPacket>()`` (manual L4310–4436); ``op`` is ``ReduceOp.Add`` or
+        ``ReduceOp.Max`` (Row 0 only, L4393–4395, L4533)."""
         import visa.stream.contraction as contraction
 
         self.take("contract")
-        return contraction.contract(self, packet)
+        return contraction.contract(self, packet, op)
 
 
 class ContractionTensor(StreamTensor[D, Chip, Cluster, Slice, Time, Packet],

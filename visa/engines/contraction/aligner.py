@@ -108,6 +108,12 @@ class AlignPlan:
     element_size: int
     cache_entries: int
     cache_line_bytes: int
+    trf_dtype: type[dt.Scalar] | None = None
+
+    @property
+    def weight_dtype(self) -> type[dt.Scalar]:
+        """The TRF operand's element type: the stream's, or the narrower one of a mixed pair (``reg_type`` 1, 2)."""
+        return self.trf_dtype or self.dtype
 
     @property
     def byte_entries(self) -> tuple[tuple[int, float], ...]:
@@ -129,8 +135,10 @@ class AlignPlan:
     def describe(self) -> str:
         """The configuration in the manual's words (for reports and traces)."""
         tiles = f", time broadcast ×{self.tiles}" if self.tiles > 1 else ""
+        mixed = (f", {self.weight_dtype!r} weights as {self.dtype!r} (reg_type {self.reg_type})"
+                 if self.weight_dtype is not self.dtype else "")
         return (f"Stream Adapter: collect_flits={self.collect_flits}, rows={self.rows}{tiles}; TRF Sequencer "
-                f"({self.mode}): reg_read_size={self.reg_read_bytes} B, {self.entries_text()}")
+                f"({self.mode}): reg_read_size={self.reg_read_bytes} B, {self.entries_text()}{mixed}")
 
 
 def cycles(p: AlignPlan) -> int:
@@ -182,11 +190,7 @@ def plan(hw: HardwareProfile, dtype: type[dt.Scalar], chip: Mapping, cluster: Ma
 def _plan(hw: HardwareProfile, dtype: type[dt.Scalar], chip: Mapping, cluster: Mapping, slice_: Mapping,
           time: Mapping, packet: Mapping, trf: TrfOperand, out_time: Mapping, out_packet: Mapping) -> AlignPlan:
     ce = hw.contraction
-    if trf.dtype is not dtype:
-        raise DtypeError(f"the stream is {dtype!r} but the TRF tensor is {trf.dtype!r}; align pairs operands of one "
-                         "element type (align::<…>(&TrfTensor<D, …>), manual L3889–3896)", call=CALL,
-                         level="Element", mapping=repr(trf.element),
-                         fix=f"load the weights as {dtype!r} (or fetch-cast the stream to {trf.dtype!r})")
+    reg_type = _reg_type(hw, dtype, trf.dtype, trf)
     for level, mine, theirs in (("Chip", chip, trf.chip), ("Cluster", cluster, trf.cluster),
                                 ("Slice", slice_, trf.slice)):
         if mine != theirs:
@@ -246,8 +250,8 @@ def _plan(hw: HardwareProfile, dtype: type[dt.Scalar], chip: Mapping, cluster: M
             fix=f"add {unread[0]} to OutTime (a tiling axis, L3934–3945) or to OutPacket")
     seq = _sequencer(hw, dtype, trf, out_time, out_packet, n64)
     return AlignPlan(dtype, rows, collect_flits, time.size, packet.size, out_time.size, n64, act.size,
-                     out_time.size // act.size, *seq, trf.address, trf.mode, _reg_type(hw, dtype), bits,
-                     hw.trf.cache_entries_per_row, hw.trf.cache_entry_bytes)
+                     out_time.size // act.size, *seq, trf.address, trf.mode, reg_type, bits,
+                     hw.trf.cache_entries_per_row, hw.trf.cache_entry_bytes, trf.dtype)
 
 
 def disjoint_axis(axis: str, a: Mapping, b: Mapping) -> str | None:
@@ -312,8 +316,32 @@ def _tiles(act: Mapping, time: Mapping, packet: Mapping, out_time: Mapping) -> M
         mapping=repr(out_time), axis=axes_text(out_time), fix=f"write OutTime as [{act}, <tiling axes>]")
 
 
-def _reg_type(hw: HardwareProfile, dtype: type[dt.Scalar]) -> int:
-    """The TRF slot format of an element type (L4142–4147): 5-bit (i4, i5), 10-bit (i8, i9, f8), 20-bit (bf16)."""
+def _reg_type(hw: HardwareProfile, dtype: type[dt.Scalar], trf_dtype: type[dt.Scalar], trf: TrfOperand) -> int:
+    """The TRF slot format the sequencer reads the weights with (L4142–4147): 5-bit (i4, i5), 10-bit (i8, i9,
+    f8), 20-bit (bf16) for operands of one type; for the mixed pairs (``hw.trf.mixed_operands``: i4 weights with
+    an i8 stream, reg_type 1; i8 weights with an f8 stream, reg_type 2) the narrower weights widen into the
+    stream's slot, so they take the TRF space of the stream's type — refused when that does not fit the
+    tensor's address mode (L4149–4157).  Other pairs are refused (align::<…>(&TrfTensor<D, …>), L3889–3896)."""
+    if trf_dtype is not dtype:
+        reg = hw.trf.mixed_operands.get((dtype.name, trf_dtype.name))
+        if reg is None:
+            pairs = ", ".join(f"{t} weights with a {s} stream" for s, t in hw.trf.mixed_operands)
+            raise DtypeError(
+                f"the stream is {dtype!r} but the TRF tensor is {trf_dtype!r}; align pairs operands of one element "
+                f"type (align::<…>(&TrfTensor<D, …>), manual L3889–3896), or the mixed pairs of the TRF's reg_types "
+                f"1 and 2 ({pairs}; L4142–4147)", call=CALL, level="Element", mapping=repr(trf.element),
+                fix=f"load the weights as {dtype!r} (or fetch-cast the stream to {trf_dtype!r})")
+        need = trf.element.size * dtype.size_bits // 8
+        have = hw.trf.mode_bytes(trf.mode)
+        start = hw.trf.half_row_bytes if trf.mode == "SecondHalf" else 0
+        if trf.address + need > start + have:
+            raise HardwareLimitError(
+                f"the {trf_dtype!r} weights read with reg_type {reg} ({hw.trf.reg_type_names[reg]}) take "
+                f"{hw.trf.reg_type_slots[reg]} slots each, as {dtype!r}: {trf.element.size} elements need {need} "
+                f"bytes of a TRF Row from byte {trf.address}, and {trf.mode} has {have} (L4142–4157)", call=CALL,
+                level="Element", mapping=repr(trf.element), axis=axes_text(trf.element),
+                fix="tile the weights' Element, or load them into the Full TRF")
+        return reg
     names = hw.trf.reg_type_names
     if dtype.size_bits == 4:
         return next(k for k, v in names.items() if "5-bit" in v)
