@@ -48,7 +48,9 @@ def kernel(ctx: Context, weights: HbmTensor[i4, m["1"], m["I, J"]],
              .fetch(i4, m["I % 8, J / 64"], m["J % 64"])  # 32-byte packets of 64 i4 weights
              .collect(m["I % 8, J / 64"], m["J % 64"])
              .to_trf(Row, m["J"], TrfAddress.Full))
-    y = (ctx.main.begin(x_dm.view())
+    # dual channel: the pass is fetch-bound (two 32-byte flits per 64-byte packet) and the sub context is idle
+    # once the weights are in, so the main pass takes both channels (64 B/cycle, manual L2125–2142)
+    y = (ctx.main.begin(x_dm.view(), dual_channel=True)
          .fetch(i8, m["J / 64, J % 64 / 32"], m["J % 32"])
          .collect(m["J / 64, J % 64 / 32"], m["J % 32"])  # 32-byte flits of 32 i8
          .align(m["J / 64"], m["J % 64"], w_trf)  # collect_flits = 2; i4 weights read as i8 (reg_type 1)

@@ -43,9 +43,11 @@ class TuContext(TuHandle):
 
     __slots__ = ()
 
-    def begin(self, view: DmTensorView) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
-        """Start a stream from a DM tensor view: Time ``m["1"]``, Packet = the view's Element (L1701)."""
-        return begin(self, view)
+    def begin(self, view: DmTensorView, dual_channel: bool = False) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
+        """Start a stream from a DM tensor view: Time ``m["1"]``, Packet = the view's Element (L1701).
+        ``dual_channel=True`` (``ctx.main`` only) combines both contexts' channels for the pass: 64 bytes per
+        cycle through fetch, switch and collect, the sub context busy meanwhile (L2125–2142, L3052)."""
+        return begin(self, view, dual_channel)
 
     def begin_interleaved(self, axis: Mapping, lhs: DmTensorView,
                           rhs: DmTensorView) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
@@ -53,12 +55,12 @@ class TuContext(TuHandle):
         return begin_interleaved(self, axis, lhs, rhs)
 
 
-def begin(tu: TuHandle, view: DmTensorView) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
+def begin(tu: TuHandle, view: DmTensorView, dual_channel: bool = False) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
     """``ctx.main.begin(dm.view())``: a stream at the start of the pipeline (Time ``1``, Packet = Element;
-    L1700–1743)."""
+    L1700–1743); ``dual_channel`` as :meth:`TuContext.begin`."""
     import visa.stream.fetch as fetch
 
-    return fetch.begin(tu, view)
+    return fetch.begin(tu, view, dual_channel)
 
 
 def begin_interleaved(tu: TuHandle, axis: Mapping, lhs: DmTensorView,

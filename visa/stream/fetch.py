@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from visa.engines import channel
 from visa.engines import fetch as engine
 from visa.engines.common import EngineReport, StreamData, StreamLayout
 from visa.errors import VisaError
@@ -45,15 +46,22 @@ def _placeholder(layout: StreamLayout) -> StreamData:
                       np.broadcast_to(np.zeros((), dtype=bool), shape))
 
 
-def begin(tu: TuHandle, view: DmTensorView[Any, Any, Any, Any, Any]) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
-    """``tu.begin(dm.view())``: the stream at the start of the pipeline, Time ``m["1"]``, Packet = Element (L1701)."""
+def begin(tu: TuHandle, view: DmTensorView[Any, Any, Any, Any, Any],
+          dual_channel: bool = False) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
+    """``tu.begin(dm.view())``: the stream at the start of the pipeline, Time ``m["1"]``, Packet = Element (L1701);
+    ``dual_channel=True`` (main context only) runs the pass in dual channel mode (:mod:`visa.engines.channel`)."""
     from visa.stream.stages import BeginTensor
 
+    if not isinstance(dual_channel, bool):
+        raise wrong_type("dual_channel", dual_channel, "True or False", call="begin", fix="dual_channel=True")
+    if dual_channel:
+        channel.check_context(tu.kind)
     v = _check_view(tu, view, "begin")
     base = v.base
     layout = StreamLayout(base.dtype, base.levels["Chip"], base.levels["Cluster"], base.levels["Slice"],
                           Mapping.identity(v.element.axis_set), v.element)
-    return BeginTensor(tu, layout, _placeholder(layout), (), (base,), {"views": (v,), "interleave": None})
+    return BeginTensor(tu, layout, _placeholder(layout), (), (base,),
+                       {"views": (v,), "interleave": None, "dual_channel": dual_channel})
 
 
 def begin_interleaved(tu: TuHandle, axis: Mapping, lhs: DmTensorView[Any, Any, Any, Any, Any],
