@@ -29,7 +29,7 @@ from visa.errors import VisaError
 from visa.mapping.canon import Atom, Canon, Dim, Lin, SkewAtom, Sym, Win, axis_atoms, canon_size, is_regular
 
 __all__ = ["Evaluation", "digit_weights", "forward", "validity", "cover", "inverse", "plain_dims", "covers_once",
-           "strided_view", "IntArray", "BoolArray", "RelationError"]
+           "strided_view", "IntArray", "BoolArray", "RelationError", "lin_key", "lin_keys", "has_lin"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -154,8 +154,11 @@ def _digit_atoms(dims: Canon, digits: list[IntArray], valid: BoolArray | None
     atoms: dict[Atom, IntArray] = {}
     for dig, d in zip(digits, dims, strict=True):
         if isinstance(d, Lin):
-            raise RelationError("a linear combination maps one position to several indices; it has no map()",
-                                call="map", fix="use maps(i) for all of them, or read it as a buffer")
+            # the combination's own position, as a coordinate of its own (lin_key): what a stream carries (issue
+            # 27, convolution); map() still refuses it (one position, several indices, L1016)
+            key = Sym(lin_key(d), d.size)
+            atoms[key] = atoms[key] + dig if key in atoms else dig
+            continue
         if d.offset or d.count < d.size:
             ok = (dig >= d.offset) & (dig < d.offset + d.count) if d.offset else dig < d.count
             valid = ok if valid is None else valid & ok
@@ -165,6 +168,17 @@ def _digit_atoms(dims: Canon, digits: list[IntArray], valid: BoolArray | None
         contrib = rel * d.stride if d.stride != 1 else rel
         atoms[d.atom] = atoms[d.atom] + contrib if d.atom in atoms else contrib
     return atoms, valid
+
+
+def lin_key(d: Lin) -> str:
+    """The coordinate name a linear combination's position takes in an :class:`Evaluation`: its canonical text
+    (``"$(W : 1, Fw : 1)"``).  A stream may carry a combination whole (the input row of a convolution, L3738–3776):
+    its "index" there is the buffer position of the combination, which the buffer it is read from holds at the same
+    digit (:func:`inverse` reads it back); the indices the position relates to (L1016) are the Stream Adapter's
+    business (:mod:`visa.engines.contraction.shift`)."""
+    from visa.mapping.canon import canon_text
+
+    return canon_text((d,))
 
 
 def _skew_others(dims: Canon) -> set[str]:
@@ -334,6 +348,12 @@ def inverse(dims: Canon, coords: dict[str, IntArray], shape: tuple[int, ...] | N
     by_atom: dict[Atom, list[tuple[int, Dim]]] = {}
     for j, d in enumerate(dims):
         if isinstance(d, Lin):
+            own = arrs.get(lin_key(d))
+            if own is not None:  # the combination carried whole (lin_key): its position is the coordinate
+                digit = np.broadcast_to(own, shape)
+                held = held & (digit >= 0) & (digit < d.size)
+                position = position + np.where(held, digit, 0) * weights[j]
+                continue
             digit = np.zeros(shape, dtype=np.int64)
             for part, n in d.parts:
                 q, h = inverse(part, arrs, shape)
@@ -379,8 +399,23 @@ def inverse(dims: Canon, coords: dict[str, IntArray], shape: tuple[int, ...] | N
 _TABLE_LIMIT = 1 << 24
 
 
-def _has_lin(dims: Canon) -> bool:
-    return any(isinstance(d, Lin) or (isinstance(d.atom, Win) and _has_lin(d.atom.inner)) for d in dims)
+def has_lin(dims: Canon) -> bool:
+    """Does ``dims`` hold a linear combination (at its top or inside a composite)?"""
+    return any(isinstance(d, Lin) or (isinstance(d.atom, Win) and has_lin(d.atom.inner)) for d in dims)
+
+
+_has_lin = has_lin
+
+
+def lin_keys(dims: Canon) -> set[str]:
+    """The :func:`lin_key` of every linear combination ``dims`` holds (at its top or inside a composite)."""
+    out: set[str] = set()
+    for d in dims:
+        if isinstance(d, Lin):
+            out.add(lin_key(d))
+        elif isinstance(d.atom, Win):
+            out |= lin_keys(d.atom.inner)
+    return out
 
 
 def _table_inverse(dims: Canon, coords: dict[str, IntArray], shape: tuple[int, ...]) -> tuple[IntArray, BoolArray]:

@@ -31,7 +31,16 @@ from visa.errors import HardwareLimitError, IncompatibleShapesError, Insufficien
 from visa.hw import RNGD
 from visa.mapping import canon as C
 from visa.mapping.core import Mapping, pair_of
-from visa.mapping.evaluate import IntArray, RelationError, _axis_sizes, digit_weights, forward, inverse
+from visa.mapping.evaluate import (
+    IntArray,
+    RelationError,
+    _axis_sizes,
+    digit_weights,
+    forward,
+    has_lin,
+    inverse,
+    lin_keys,
+)
 
 __all__ = [
     "Entry", "SequencerConfig", "SequencerLimits", "DEFAULT_LIMITS", "derive", "derive_many",
@@ -492,7 +501,8 @@ def _numeric(bufs: list[_Buffer], items: list[_Item], call: str, limit: int = 1 
     lists: list[list[Entry]] = []
     for buf in bufs:
         ctx = _Ctx(call, ctx0.level, ctx0.item, buf.mapping)
-        coords = {k: v for k, v in ev.coords.items() if k in buf.axes}
+        carried = lin_keys(buf.mapping.canon)  # a combination the stream carries whole (evaluate.lin_key)
+        coords = {k: v for k, v in ev.coords.items() if k in buf.axes or k in carried}
         addr, held = inverse(buf.mapping.canon, coords, (total,))
         need = ev.valid & ~held
         if need.any():
@@ -558,8 +568,11 @@ def derive_many(buffers: Sequence[Mapping], time: Mapping, packet: Mapping, *,
     # evaluates the skew exactly, or refuses (issue 15 review).
     skewed = any(isinstance(a, C.SkewAtom) for b in buffers for a in C.axis_atoms(b.canon)) or any(
         isinstance(a, C.SkewAtom) for it in items for a in C.axis_atoms(tuple(it.dims)))
+    # a stream carrying a linear combination whole (its position as a coordinate, evaluate.lin_key): the numeric
+    # derivation reads it from the buffer's same combination digit
+    carried = any(has_lin(tuple(it.dims)) for it in items)
     try:
-        if skewed:
+        if skewed or carried:
             raise _Fallback
         lists = _structural(bufs, items, call)
     except _Fallback:

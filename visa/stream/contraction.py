@@ -61,7 +61,8 @@ class DeferredData(LazyData):
 def trf_window(trf: TrfTensor[Any, Any, Any, Any, Any, Any], valid: npt.NDArray[np.bool_], lo: int,
                hi: int) -> engine.TrfWindow:
     """The TRF elements ``lo .. hi - 1`` of ``trf`` at the valid positions, per Row, as the TRF Sequencer reads
-    them (L4063–4070; outside the tensor's Element, or at its padding, the values are poison)."""
+    them (L4063–4070; outside the tensor's Element the values are poison; at its padding, what the load wrote
+    there: the zero dummies ``1z`` of a masked load are known zeros, L3771)."""
     dtype = trf.dtype
     rows = trf.levels["Row"].size
     element = trf.levels["Element"]
@@ -69,8 +70,6 @@ def trf_window(trf: TrfTensor[Any, Any, Any, Any, Any, Any], valid: npt.NDArray[
         return _byte_window(trf, valid, lo, hi)
     idx = np.arange(lo, hi, dtype=np.int64)
     inside = (idx >= 0) & (idx < element.size)
-    ev = element.evaluate(np.where(inside, idx, 0))
-    held = inside & np.asarray(ev.valid)
     bits = trf.element_bit_offset() + np.where(inside, idx, 0) * dtype.image_bits
     chips, ks, ss = np.nonzero(valid)
     values = np.zeros((len(chips), rows, idx.size), dtype=dtype.storage)
@@ -86,7 +85,7 @@ def trf_window(trf: TrfTensor[Any, Any, Any, Any, Any, Any], valid: npt.NDArray[
         got = load_nest(dtype, units, base, ((hi - lo, 1),)) if bool(inside.all()) else None
         v, k = got if got is not None else load(dtype, units, bits)
         values[sel] = v.reshape(len(sel), rows, idx.size)
-        known[sel] = k.reshape(len(sel), rows, idx.size) & held
+        known[sel] = k.reshape(len(sel), rows, idx.size) & inside
     return engine.TrfWindow(values, known, lo)
 
 
@@ -135,7 +134,7 @@ def _byte_window(trf: TrfTensor[Any, Any, Any, Any, Any, Any], valid: npt.NDArra
             values = view[:count].copy().view(dtype.storage).reshape(count, rows, hi - lo)  # (a snapshot, as above)
             return engine.TrfWindow(values, known_everywhere(values.shape), lo, period)
         wr = image.known_bytes(b0, b1, box).reshape(n, rows, hi - lo, nb)
-        every = wr[..., 0].copy()
+        every = wr[..., 0].copy()  # (padding holds what the load wrote: zero dummies are known, L3771)
         for k in range(1, nb):  # (an element is known when all its bytes are)
             every &= wr[..., k]
         return engine.TrfWindow(view.copy().view(dtype.storage).reshape(n, rows, hi - lo), every, lo)
@@ -150,12 +149,12 @@ def _byte_window(trf: TrfTensor[Any, Any, Any, Any, Any, Any], valid: npt.NDArra
         got = load_nest(dtype, UnitSelection(image, on), 8 * b0, ((c_hi - c_lo, 1),))
         if got is not None:
             values[sel, :, c_lo - lo: c_hi - lo] = got[0].reshape(len(sel), rows, c_hi - c_lo)
-            known[sel, :, c_lo - lo: c_hi - lo] = got[1].reshape(len(sel), rows, c_hi - c_lo) & held
+            known[sel, :, c_lo - lo: c_hi - lo] = got[1].reshape(len(sel), rows, c_hi - c_lo)
             continue
         raw = np.ascontiguousarray(image.read_data()[ks[sel], ss[sel], :rows, b0:b1])
         wr = image.known_bytes(b0, b1, (ks[sel], ss[sel], slice(0, rows))).reshape(len(sel), rows, c_hi - c_lo, nb)
         values[sel, :, c_lo - lo: c_hi - lo] = raw.view(dtype.storage.newbyteorder("<"))
-        every = wr[..., 0] & held
+        every = wr[..., 0].copy()
         for k in range(1, nb):  # (not .all(axis=-1): a reduction over a tiny last axis is slow)
             every &= wr[..., k]
         known[sel, :, c_lo - lo: c_hi - lo] = every
@@ -216,20 +215,21 @@ def align(
     plan = engine.plan_align(hw, layout.dtype, layout.chip, layout.cluster, layout.slice, layout.time,
                              layout.packet, operand, time, packet)
     src = stream.data
+    valid = unit_validity(layout.chip, layout.cluster, layout.slice)
     digits = engine.adapt_digits(plan, src.digits) if isinstance(src, BroadcastData) and src.repeats else None
     if isinstance(src, BroadcastData) and digits is not None:  # the fetch's broadcast: adapt the compact stream
         act, act_known = engine.adapt(plan, src.compact_values, src.compact_known, compact_size(digits))
     else:
-        act, act_known = engine.adapt(plan, src.values, src.known)
+        act, act_known = engine.adapt(plan, src.values, src.known, units=valid)
         digits = ((plan.act_time, False),)
-    valid = unit_validity(layout.chip, layout.cluster, layout.slice)
     lo, hi = engine.window_range(plan)
     window = trf_window(trf, valid, lo, hi)
     out_layout = layout.with_(time=time, packet=packet)
     # the repeats (the fetch's and the tiling's time broadcast) are materialised only if the aligned data is read
     data = BroadcastData(act, act_known, (*digits, (plan.tiles, True)))
     data.check(out_layout)
-    report = EngineReport("aligner", plan.describe(), engine.align_cycles(plan), details=engine.align_details(plan))
+    report = EngineReport("aligner", plan.describe(), engine.align_cycles(plan), engine.align_latency(plan),
+                          details=engine.align_details(plan))
     extra = {**stream.extra, "align": plan, "trf": trf, "activation": (act, act_known, digits), "window": window,
              "valid": valid, "act_replicas": src.replicas}  # (the Stream Adapter treats every slice alike)
     return AlignedTensor(stream.tu, out_layout, data, stream.reports + (report,), stream.inputs + (trf,), extra)
