@@ -242,6 +242,8 @@ def _fetch(with_: str) -> Callable[[StageInputs], Result]:
                 kw["zero_points"] = tuple(int(z) for z in inp.value(3))
             if with_ == "" and inp.expr(3) is not None:  # fetch(..., pad_value=PadValue.Min) (L1898–1902)
                 kw["pad_value"] = inp.value(3)
+            elif with_ and inp.expr(4) is not None:  # fetch_with_table/zero_point(..., pad_value=...)
+                kw["pad_value"] = inp.value(4)
             fetch_engine.plan(inp.hw, inp.dtype, d2, inp.level("Chip"), inp.level("Cluster"), inp.level("Slice"),
                               inp.level("Packet"), time, packet, context=inp.context, **kw)
             for view in _begin_views(inp):  # the views' start addresses, where the source shows them (L1756)

@@ -49,6 +49,13 @@ class TuContext(TuHandle):
         cycle through fetch, switch and collect, the sub context busy meanwhile (L2125–2142, L3052)."""
         return begin(self, view, dual_channel)
 
+    def generate(self, view: Any, value: int | float) -> None:
+        """Generate mode (``ctx.sub`` only, L2325–2326): write one 32-bit ``value`` at a one-element DM view in every
+        slice the tensor occupies, by an ITOS command that bypasses the Tensor Unit pipeline."""
+        import visa.stream.commit as commit
+
+        commit.generate(self, view, value)
+
     def begin_interleaved(self, axis: Mapping, lhs: DmTensorView,
                           rhs: DmTensorView) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
         """Interleave two tensors with identical mappings along a new Time axis ``axis`` of size 2 (L1843–1868)."""

@@ -53,10 +53,10 @@ def pass_reads(stream: StreamTensor[Any, Any, Any, Any, Any, Any]) -> tuple[Any,
 
 
 def record_pass(stream: StreamTensor[Any, Any, Any, Any, Any, Any], report: EngineReport,
-                writes: tuple[Any, ...] = ()) -> int:
+                writes: tuple[Any, ...] = (), reads: tuple[Any, ...] = ()) -> int:
     """Record the whole pass (every engine's report and this terminal one) on the stream's context track (one
     pass through the pipeline, L3010–3053), reading :func:`pass_reads` and writing ``writes`` (tensors or
-    views); returns the cycle at which it ends (its outputs' ready time).  A dual-channel pass
+    views) and the extra ``reads``; returns the cycle at which it ends (its outputs' ready time).  A dual-channel pass
     (``begin(view, dual_channel=True)``) costs its channel engines at the combined width and holds the sub
     context's lane as well (:mod:`visa.engines.channel`)."""
     reports = stream.reports + (report,)
@@ -66,7 +66,8 @@ def record_pass(stream: StreamTensor[Any, Any, Any, Any, Any, Any], report: Engi
         chips = np.flatnonzero(stream.layout.chip.evaluate().valid).tolist()
         lanes = tuple((int(c), "sub") for c in chips)
     name = " → ".join(r.engine for r in reports)
-    op = stream.ctx.record(stream.tu.kind, name, reports, reads=pass_reads(stream), writes=writes, extra_lanes=lanes)
+    op = stream.ctx.record(stream.tu.kind, name, reports, reads=pass_reads(stream) + reads, writes=writes,
+                           extra_lanes=lanes)
     return op.end
 
 

@@ -256,19 +256,23 @@ class _Commit(StreamTensor[D, Chip, Cluster, Slice, Time, Packet]):
 
     __slots__ = ()
 
-    def commit(self, element: Mapping, address: int) -> DmTensor[D, Chip, Cluster, Slice, Any]:
-        """Write the stream to DM at ``address`` as ``DmTensor<D, Chip, Cluster, Slice, Element>`` (L2149)."""
+    def commit(self, element: Mapping, address: int, *, valid_count: Any = None
+               ) -> DmTensor[D, Chip, Cluster, Slice, Any]:
+        """Write the stream to DM at ``address`` as ``DmTensor<D, Chip, Cluster, Slice, Element>`` (L2149);
+        ``valid_count`` (sub context: an int, or a one-element i32 DM tensor holding each slice's count) writes only
+        the first ``count`` lanes of each packet (valid-count packing, L2322–2324)."""
         import visa.stream.commit as commit
 
         self.take("commit")
-        return commit.commit(self, element, address)
+        return commit.commit(self, element, address, valid_count)
 
-    def commit_view(self, view: Any) -> None:
-        """Write the stream into an existing DM tensor view (``commit_view``, L2159–2163)."""
+    def commit_view(self, view: Any, *, valid_count: Any = None) -> None:
+        """Write the stream into an existing DM tensor view (``commit_view``, L2159–2163); ``valid_count`` as
+        :meth:`commit` (the discarded lanes keep their bytes)."""
         import visa.stream.commit as commit
 
         self.take("commit_view")
-        commit.commit_view(self, view)
+        commit.commit_view(self, view, valid_count)
 
 
 class _Transpose(_Commit[D, Chip, Cluster, Slice, Time, Packet]):
@@ -319,29 +323,32 @@ class BeginTensor(StreamTensor[D, Chip, Cluster, Slice, Time, Packet]):
         self.take("fetch")
         return fetch.fetch(self, dtype, time, packet, pad_value=pad_value)
 
-    def fetch_with_table(self, dtype: type[D2], time: Mapping, packet: Mapping,
-                         table: Any) -> FetchTensor[D2, Chip, Cluster, Slice, Any, Any]:
-        """Fetch through a lookup table (main context, manual L1936–1959)."""
+    def fetch_with_table(self, dtype: type[D2], time: Mapping, packet: Mapping, table: Any, *,
+                         pad_value: Any = None) -> FetchTensor[D2, Chip, Cluster, Slice, Any, Any]:
+        """Fetch through a lookup table (main context, manual L1936–1959).  Masking comes first (L1869–1870): the
+        padding takes ``pad_value`` and is then looked up like every element (L1898–1902)."""
         import visa.stream.fetch as fetch
 
         self.take("fetch_with_table")
-        return fetch.fetch(self, dtype, time, packet, table=table)
+        return fetch.fetch(self, dtype, time, packet, table=table, pad_value=pad_value)
 
-    def fetch_with_zero_point(self, dtype: type[D2], time: Mapping, packet: Mapping,
-                              zero_point: int) -> FetchTensor[D2, Chip, Cluster, Slice, Any, Any]:
-        """Fetch subtracting a zero point (manual L2022–2035)."""
+    def fetch_with_zero_point(self, dtype: type[D2], time: Mapping, packet: Mapping, zero_point: int, *,
+                              pad_value: Any = None) -> FetchTensor[D2, Chip, Cluster, Slice, Any, Any]:
+        """Fetch subtracting a zero point (manual L2022–2035).  Masking comes first (L1869–1870): the padding takes
+        ``pad_value`` (main context) and has the zero point subtracted like every element (L1898–1902)."""
         import visa.stream.fetch as fetch
 
         self.take("fetch_with_zero_point")
-        return fetch.fetch(self, dtype, time, packet, zero_points=(zero_point,))
+        return fetch.fetch(self, dtype, time, packet, zero_points=(zero_point,), pad_value=pad_value)
 
-    def fetch_with_zero_points(self, dtype: type[D2], time: Mapping, packet: Mapping,
-                               zero_points: tuple[int, int]) -> FetchTensor[D2, Chip, Cluster, Slice, Any, Any]:
-        """Fetch an interleaved pair, one zero point per tensor (manual L2036–2049)."""
+    def fetch_with_zero_points(self, dtype: type[D2], time: Mapping, packet: Mapping, zero_points: tuple[int, int],
+                               *, pad_value: Any = None) -> FetchTensor[D2, Chip, Cluster, Slice, Any, Any]:
+        """Fetch an interleaved pair, one zero point per tensor (manual L2036–2049); ``pad_value`` as
+        :meth:`fetch_with_zero_point`."""
         import visa.stream.fetch as fetch
 
         self.take("fetch_with_zero_points")
-        return fetch.fetch(self, dtype, time, packet, zero_points=tuple(zero_points))
+        return fetch.fetch(self, dtype, time, packet, zero_points=tuple(zero_points), pad_value=pad_value)
 
 
 class FetchTensor(_Transpose[D, Chip, Cluster, Slice, Time, Packet]):
