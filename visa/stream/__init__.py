@@ -49,6 +49,13 @@ class TuContext(TuHandle):
         cycle through fetch, switch and collect, the sub context busy meanwhile (L2125–2142, L3052)."""
         return begin(self, view, dual_channel)
 
+    def begin_heterogeneous(self, axis: Mapping, views: Any) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
+        """Heterogeneous fetch sequencers (L1748): the slices whose Slice coordinate of ``axis`` is g fetch from
+        ``views[g]`` with their own sequencer (its own base and pattern); ``fetch`` then names the one stream."""
+        import visa.stream.fetch as fetch
+
+        return fetch.begin_heterogeneous(self, axis, views)
+
     def generate(self, view: Any, value: int | float) -> None:
         """Generate mode (``ctx.sub`` only, L2325–2326): write one 32-bit ``value`` at a one-element DM view in every
         slice the tensor occupies, by an ITOS command that bypasses the Tensor Unit pipeline."""
