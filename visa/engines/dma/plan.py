@@ -180,7 +180,9 @@ def _stream_dims(side: Side, pad_inner: bool, own_padding: bool = True) -> list[
     dims = pair_of(*(mp for _, mp in side.levels)).canon
     real = [d for d in dims if isinstance(d, C.Dim) and d.atom is not None and d.count > 1]
     out = [C.Dim(d.atom, d.stride, d.count, d.count, 0) for d in real]
-    if pad_inner and real and real[-1].count < real[-1].size:
+    if pad_inner and real and real[-1].count < real[-1].size and own_padding:
+        # (a tile's padding on its innermost axis, ``S = 256 # 512``, holds the base's other elements: an in-place
+        # write keeps its packets inside the tile, issue 27)
         out[-1] = real[-1]
     if pad_inner and real and own_padding:
         # pure padding digits after the Element's innermost real digit (``A, 1 # 2``, or all of ``1 # 8``):
