@@ -449,6 +449,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     check = sub.add_parser("check", help="type-check kernels with mypy --strict and the visa plugin")
     check.add_argument("files", nargs="+")
     check.set_defaults(func=_check)
+    tune = sub.add_parser("tune", help="sweep a kernel's choices in parallel (locally or on a Dask cluster)")
+    from visa.tune import command as tune_command
+
+    tune_command.add_arguments(tune)
+    tune.set_defaults(func=tune_command.run)
     args = parser.parse_args(argv)
     code: int = args.func(args)
     return code
