@@ -28,12 +28,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 import numpy.typing as npt
 
 from visa import AxisSet, Context, HbmTensor, HostTensor, bf16, device, i32, launch
 from visa.kernels import Arena, Attention, CausalMask, Gemm, Rows, bounds
+from visa.kernels.bounds import bf16_round as bf
+from visa.kernels.bounds import check
 
 T, TILE = 512, 256
 AX = AxisSet(T=T, Tt=TILE, S=T, D=256, Dk=64, Dv=64, F=512)
@@ -112,16 +113,6 @@ def prefill(ctx: Context, x: Hbm, g_attn: Hbm, w_q: Hbm, w_k: Hbm, w_v: Hbm, w_o
     return out
 
 
-def bf(array: F64) -> F64:
-    """``array`` rounded to bf16 (nearest even), as float64."""
-    return np.asarray(np.asarray(array, np.float32).astype(ml_dtypes.bfloat16), dtype=np.float64)
-
-
-def check(name: str, got: F64, want: F64, bound: F64, errors: dict[str, float]) -> None:
-    """Assert ``|got − want| ≤ bound``; record the largest error under ``name``."""
-    err = np.abs(got - want)
-    assert np.all(err <= bound), (name, float(np.max(err - bound)))
-    errors[name] = max(errors.get(name, 0.0), float(np.max(err)))
 
 
 def run(seed: int = 27) -> tuple[dict[str, float], int]:

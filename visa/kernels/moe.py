@@ -61,19 +61,12 @@ from visa.engines.vector import (
 )
 from visa.errors import HardwareLimitError, LayoutError
 from visa.kernels.memory import Arena
-from visa.kernels.moe_wide import WideRouting
+from visa.kernels.moe_wide import FLIP, HIGH, LOW, Dm, HbmIn, Vrf, WideRouting  # (the packing's constants)
 from visa.mapping import AxisSet
-from visa.tensors.handles import DmTensor, HbmTensor, HbmTensorView, VrfTensor
+from visa.tensors.handles import HbmTensor
 
 __all__ = ["MoeBlock", "MoeRouting", "Routing", "TokenRows", "grid_size", "logger"]
 
-Dm = DmTensor[Any, Any, Any, Any, Any]
-Vrf = VrfTensor[Any, Any, Any, Any, Any]
-HbmIn = HbmTensor[Any, Any, Any] | HbmTensorView[Any, Any, Any]
-
-FLIP = 0x7FFF0000  # the comparison trick's XOR on negative packed values (L8555)
-LOW = 0xFFFF  # the index half of a packed value (L8589)
-HIGH = -0x10000  # 0xffff0000 as i32: the score half
 
 
 def grid_size(tokens: int, experts: int, k: int, block: int) -> int:

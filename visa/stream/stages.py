@@ -51,38 +51,38 @@ Row = TypeVar("Row")
 RowD = TypeVarD("RowD", default=Any)
 
 
-class AccumulationKind:
-    """How the Reducer accumulates over time (manual ``enum AccumulationKind``, L4318–4324, L4437–4548)."""
+class _Named:
+    """A value of one of the manual's small enums, spelled ``Kind.Name`` (its ``name``)."""
 
     __slots__ = ("name",)
-    Interleaved: ClassVar[AccumulationKind]
-    Sequential: ClassVar[AccumulationKind]
 
     def __init__(self, name: str) -> None:
         self.name = name
 
     def __repr__(self) -> str:
-        return f"AccumulationKind.{self.name}"
+        return f"{type(self).__name__}.{self.name}"
+
+
+class AccumulationKind(_Named):
+    """How the Reducer accumulates over time (manual ``enum AccumulationKind``, L4318–4324, L4437–4548)."""
+
+    __slots__ = ()
+    Interleaved: ClassVar[AccumulationKind]
+    Sequential: ClassVar[AccumulationKind]
 
 
 AccumulationKind.Interleaved = AccumulationKind("Interleaved")
 AccumulationKind.Sequential = AccumulationKind("Sequential")
 
 
-class ReduceOp:
+class ReduceOp(_Named):
     """The Reducer's reduce operation (``reduce_op`` of the configuration dumps, L3705; design API.md §8):
     ``ReduceOp.Add`` (reduce-add, the default) or ``ReduceOp.Max`` (reduce-max: Row 0 only, 1/8 of the
     throughput, manual L4393–4395, L4533, L4546)."""
 
-    __slots__ = ("name",)
+    __slots__ = ()
     Add: ClassVar[ReduceOp]
     Max: ClassVar[ReduceOp]
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return f"ReduceOp.{self.name}"
 
 
 ReduceOp.Add = ReduceOp("Add")
