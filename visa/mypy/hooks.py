@@ -734,8 +734,8 @@ def _chip_of(typ: Type) -> Mapping | None:
 
 
 def _launch_chips(plugin: VisaPlugin, ctx: FunctionContext, kernel: CallableType) -> set[int]:
-    """The chip count rule of :func:`visa.context.check_argument_chips` on each parameter's annotation and each
-    argument's type; the positions (after the Context) already reported."""
+    """The chip count rule of :func:`visa.context.check_argument_chips` on each argument's type; the positions
+    (after the Context) already reported — here, or at the parameter's annotation (:func:`device_call`)."""
     from visa.context import check_argument_chips
 
     expr = ctx.args[0][0] if ctx.args and ctx.args[0] else None
@@ -744,17 +744,16 @@ def _launch_chips(plugin: VisaPlugin, ctx: FunctionContext, kernel: CallableType
     if chips is None:
         return set()
     reported = set()
-    names = kernel.arg_names[1:]
     for k, (want, got) in enumerate(zip(kernel.arg_types[1:], ctx.arg_types[2], strict=False)):
-        for what, typ in ((f"parameter {names[k] or k + 1!s} of {kernel.name or 'the kernel'}", want),
-                          (f'argument {k + 3} to "launch"', got)):
+        for annotation, typ in ((True, want), (False, got)):
             chip = _chip_of(typ)
             if chip is None:
                 continue
             try:
-                check_argument_chips(what, chip, chips)
+                check_argument_chips(f'argument {k + 3} to "launch"', chip, chips)
             except VisaError as err:
-                ctx.api.fail(err.describe(), ctx.args[2][k], code=error_code(err))
+                if not annotation:  # a wrong annotation is reported at the parameter (device_call)
+                    ctx.api.fail(err.describe(), ctx.args[2][k], code=error_code(err))
                 reported.add(k)
                 break
     return reported
@@ -783,7 +782,7 @@ def _decorated(tree: Any) -> dict[int, Decorator]:
 
 def device_call(plugin: VisaPlugin, ctx: FunctionContext) -> Type:
     """``@device(chip=N)``: each parameter annotated with a device tensor must span the kernel's N chips (manual
-    L1079), reported at the parameter (issue 27 item 9); :func:`launch` checks the arguments again at the call."""
+    L1079), reported at the parameter (issue 27 item 9); :func:`launch` checks the arguments at the call."""
     from visa.context import check_argument_chips
 
     module = _module_of(ctx.api)
@@ -811,9 +810,9 @@ def device_call(plugin: VisaPlugin, ctx: FunctionContext) -> Type:
 
 def launch(plugin: VisaPlugin, ctx: FunctionContext) -> Type:
     """``launch(kernel, ctx, *args)``: each argument must have the type the kernel's parameter declares, so
-    that a tensor of another layout is refused here as in a direct call (mypy's own message); a parameter or
-    an argument spanning another number of chips than the kernel's ``@device(chip=N)`` is refused as at run
-    time (:func:`visa.context.check_argument_chips`)."""
+    that a tensor of another layout is refused here as in a direct call (mypy's own message); an argument
+    spanning another number of chips than the kernel's ``@device(chip=N)`` is refused as at run time
+    (:func:`visa.context.check_argument_chips`; a parameter annotated so is refused at the annotation)."""
     from mypy.messages import format_type
     from mypy.subtypes import is_subtype
 

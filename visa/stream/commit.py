@@ -164,6 +164,9 @@ def generate(tu: Any, view: Any, value: int | float) -> None:
     if not isinstance(view, TensorView) or view.base.MEMORY != "dm":
         raise wrong_type("view", view, "a one-element DM tensor view", call=call,
                          fix="pass dm.view().tile(m[axis], 1, …, index)")
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise wrong_type("value", value, "a number (the 32-bit value to write)", call=call,
+                         fix="pass an int or a float")
     ctx, base = tu.ctx, view.base
     base.check_context(ctx, call)
     address = base.address + view.offset * base.dtype.size_bits // 8
