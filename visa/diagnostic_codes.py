@@ -9,7 +9,6 @@ CODES: dict[str, str] = {
     'context.device VisaError: a kernel runs on': 'V0001',
     'commit._plan VisaError: unknown tensor unit context': 'V0002',
     'fetch._plan VisaError: unknown tensor unit context': 'V0005',
-    'fetch.execute VisaError: the configuration indexes a': 'V0006',
     'switch.plan VisaError: the switch configuration must': 'V0007',
     'switch._param VisaError: must be a positive': 'V0008',
     'switch._regular VisaError: unknown switch topology': 'V0009',
@@ -37,7 +36,8 @@ CODES: dict[str, str] = {
     'space._axes VisaError: parameter is not a': 'V0040',
     'space._axes VisaError: parameter has no values': 'V0041',
     'space.grid VisaError: samples a sample holds': 'V0042',
-    'contraction.contract VisaError: the reduce operation must': 'V0043',
+    'fetch.adapt VisaError: the configuration indexes a': 'V0043',
+    'contraction.contract VisaError: the reduce operation must': 'V0044',
     'axes.AxisSet._declare_one AxisDeclarationError: is not an axis': 'V1001',
     'axes.AxisSet._declare_one AxisDeclarationError: axis needs an integer': 'V1002',
     'axes.AxisSet._declare_one AxisDeclarationError: axis must have a': 'V1003',
@@ -109,7 +109,6 @@ CODES: dict[str, str] = {
     'fetch._plan DtypeError: the lookup table is': 'V2036',
     'fetch._check_zero_points DtypeError: zero point is not': 'V2037',
     'fetch._check_zero_points DtypeError: zero point does not': 'V2038',
-    'fetch.execute DtypeError: casting to': 'V2039',
     'fetch._subtract DtypeError: zero-point subtraction gives outside': 'V2040',
     'arith._count DtypeError: a shift count must': 'V2041',
     'elementwise.plan_branch DtypeError: type mismatch comparison is': 'V2042',
@@ -155,7 +154,8 @@ CODES: dict[str, str] = {
     'handles.host_range_check DtypeError: value does not fit': 'V2083',
     'handles.host_range_check DtypeError: lost an infinity': 'V2084',
     'collectives.all_reduce DtypeError: the ring adds each': 'V2085',
-    'commit.plan_generate DtypeError: generate mode writes a': 'V2086',
+    'fetch.adapt DtypeError: casting to': 'V2086',
+    'commit.plan_generate DtypeError: generate mode writes a': 'V2087',
     'context.check_argument_chips LayoutError: spans chip s the': 'V3001',
     'cast._plan LayoutError: outpacket is not the': 'V3002',
     'collect._plan LayoutError: packet2 is not the': 'V3003',
@@ -468,6 +468,8 @@ CODES: dict[str, str] = {
 
 #: Codes of sites that no longer exist (never reused).
 RETIRED: dict[str, str] = {
+    'fetch.execute VisaError: the configuration indexes a': 'V0006',
+    'fetch.execute DtypeError: casting to': 'V2039',
     'moe.MoeRouting.__init__ HardwareLimitError: the block is a': 'V4054',
     'elementwise.plan_branch UnsupportedFeatureError: branchmode the manual defines': 'V7008',
 }

@@ -103,7 +103,7 @@ def test_the_reference_reducer_agrees_with_the_fused_products() -> None:
     acc = stream.align(m["K / 64, M"], m["K % 64"], trf).contract(m["1"]).accumulate(m["M"], m["N"], Interleaved)
     fused = stream_logical(acc, axes="M N")
     assert np.array_equal(fused.astype(np.float64), x @ w.T)
-    assert reference.step_addresses(acc.extra["align"]).tolist() == [0] * 8
+    assert reference.step_addresses(acc.carried.contraction.align).tolist() == [0] * 8
 
 
 # ------------------------------------------------------------------------------------------------ mixed operands
@@ -114,7 +114,7 @@ def test_i4_weights_against_an_i8_stream_reg_type_1_L4145() -> None:
     m, x, w, stream, trf = _setup(dict(M=8, N=8, K=128), dt.i8, dt.i4, "M, K / 32", "K % 32", "M K", "N", "K",
                                   "N K")
     aligned = stream.align(m["M, K / 64"], m["K % 64"], trf)
-    plan: CE.AlignPlan = aligned.extra["align"]
+    plan: CE.AlignPlan = aligned.carried.contraction.align
     assert plan.reg_type == 1 and plan.weight_dtype is dt.i4 and "reg_type 1" in plan.describe()
     acc = aligned.contract(m["1"]).accumulate(m["M"], m["N"], Interleaved)
     assert acc.dtype is dt.i32
@@ -127,7 +127,7 @@ def test_i8_weights_against_an_f8_stream_reg_type_2_L4146(f8: Any) -> None:
     sum in f32; compared with numpy within the f32 accumulation's bound."""
     m, x, w, stream, trf = _setup(dict(M=8, N=8, K=64), f8, dt.i8, "M, K / 32", "K % 32", "M K", "N", "K", "N K")
     aligned = stream.align(m["M"], m["K"], trf)
-    assert aligned.extra["align"].reg_type == 2
+    assert aligned.carried.contraction.align.reg_type == 2
     acc = aligned.contract(m["1"]).accumulate(m["M"], m["N"], Interleaved)
     assert acc.dtype is dt.f32
     got = stream_logical(acc, axes="M N").astype(np.float64)

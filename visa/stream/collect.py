@@ -47,7 +47,7 @@ def collect(stream: StreamTensor[Any, Any, Any, Any, Any, Any], time: Mapping,
 def pass_reads(stream: StreamTensor[Any, Any, Any, Any, Any, Any]) -> tuple[Any, ...]:
     """What the pass reads: the DM views it fetches (only their bytes: a tile is not its whole tensor) and every
     other memory tensor it reads (TRF weights, VRF operands)."""
-    views = tuple(stream.extra.get("views", ()))
+    views = tuple(stream.carried.views)
     fetched = {id(v.base) for v in views}
     return views + tuple(t for t in stream.inputs if id(t) not in fetched)
 
@@ -61,7 +61,7 @@ def record_pass(stream: StreamTensor[Any, Any, Any, Any, Any, Any], report: Engi
     context's lane as well (:mod:`visa.engines.channel`)."""
     reports = stream.reports + (report,)
     lanes: tuple[tuple[int, str], ...] = ()
-    if stream.extra.get("dual_channel"):  # the sub context's channel too (visa.engines.channel, L2127, L2142)
+    if stream.carried.dual_channel:  # the sub context's channel too (visa.engines.channel, L2127, L2142)
         reports = channel.dual(stream.ctx.hw, reports)
         chips = np.flatnonzero(stream.layout.chip.evaluate().valid).tolist()
         lanes = tuple((int(c), "sub") for c in chips)

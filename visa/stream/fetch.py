@@ -51,7 +51,7 @@ def begin(tu: TuHandle, view: DmTensorView[Any, Any, Any, Any, Any],
           dual_channel: bool = False) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
     """``tu.begin(dm.view())``: the stream at the start of the pipeline, Time ``m["1"]``, Packet = Element (L1701);
     ``dual_channel=True`` (main context only) runs the pass in dual channel mode (:mod:`visa.engines.channel`)."""
-    from visa.stream.stages import BeginTensor
+    from visa.stream.stages import BeginTensor, Carried
 
     if not isinstance(dual_channel, bool):
         raise wrong_type("dual_channel", dual_channel, "True or False", call="begin", fix="dual_channel=True")
@@ -61,15 +61,14 @@ def begin(tu: TuHandle, view: DmTensorView[Any, Any, Any, Any, Any],
     base = v.base
     layout = StreamLayout(base.dtype, base.levels["Chip"], base.levels["Cluster"], base.levels["Slice"],
                           Mapping.identity(v.element.axis_set), v.element)
-    return BeginTensor(tu, layout, _placeholder(layout), (), (base,),
-                       {"views": (v,), "interleave": None, "dual_channel": dual_channel})
+    return BeginTensor(tu, layout, _placeholder(layout), (), (base,), Carried(views=(v,), dual_channel=dual_channel))
 
 
 def begin_interleaved(tu: TuHandle, axis: Mapping, lhs: DmTensorView[Any, Any, Any, Any, Any],
                       rhs: DmTensorView[Any, Any, Any, Any, Any]) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
     """``tu.begin_interleaved::<I, …>(lhs, rhs)``: two tensors with identical mappings, alternating along the
     Time axis ``axis`` (size 2; at most two tensors, L1843–1868)."""
-    from visa.stream.stages import BeginTensor
+    from visa.stream.stages import BeginTensor, Carried
 
     call = "begin_interleaved"
     if not isinstance(axis, Mapping):
@@ -81,7 +80,7 @@ def begin_interleaved(tu: TuHandle, axis: Mapping, lhs: DmTensorView[Any, Any, A
     layout = StreamLayout(base.dtype, base.levels["Chip"], base.levels["Cluster"], base.levels["Slice"], axis,
                           a.element)
     inputs = (a.base,) if a.base is b.base else (a.base, b.base)
-    return BeginTensor(tu, layout, _placeholder(layout), (), inputs, {"views": (a, b), "interleave": axis})
+    return BeginTensor(tu, layout, _placeholder(layout), (), inputs, Carried(views=(a, b), interleave=axis))
 
 
 def begin_heterogeneous(tu: TuHandle, axis: Mapping, views: Any) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
@@ -89,7 +88,7 @@ def begin_heterogeneous(tu: TuHandle, axis: Mapping, views: Any) -> BeginTensor[
     Slice coordinate of ``G`` is g run their own sequencer over ``views[g]`` (another base address, another access
     pattern), all producing the one stream ``fetch(D, Time, Packet)`` names.  The views are DM views of tensors
     with the same dtype, Chip, Cluster and Slice; ``G``'s size is the number of views."""
-    from visa.stream.stages import BeginTensor
+    from visa.stream.stages import BeginTensor, Carried
 
     call = "begin_heterogeneous"
     if not isinstance(axis, Mapping) or len(axis.axes) != 1:
@@ -115,8 +114,7 @@ def begin_heterogeneous(tu: TuHandle, axis: Mapping, views: Any) -> BeginTensor[
     layout = StreamLayout(first.dtype, first.levels["Chip"], first.levels["Cluster"], slice_,
                           Mapping.identity(checked[0].element.axis_set), checked[0].element)
     inputs = tuple({id(v.base): v.base for v in checked}.values())
-    return BeginTensor(tu, layout, _placeholder(layout), (), inputs,
-                       {"views": tuple(checked), "interleave": None, "hetero": name})
+    return BeginTensor(tu, layout, _placeholder(layout), (), inputs, Carried(views=tuple(checked), hetero=name))
 
 
 def _groups(lay: StreamLayout, name: str) -> npt.NDArray[np.int64]:
@@ -145,13 +143,13 @@ def fetch(stream: BeginTensor[Any, Any, Any, Any, Any, Any], dtype: Any, time: M
     if table is not None and not isinstance(table, engine.LookupTable):
         raise VisaError(f"fetch_with_table takes a LookupTable, got {type(table).__name__}",
                         call="fetch table indexing", fix="build one with LookupTable.from_function(din, dout, f)")
-    views = stream.extra.get("views", ())
+    views = stream.carried.views
     if not views:
         raise VisaError("this BeginTensor has no DM view to fetch from", call="fetch",
                         fix="start the stream with ctx.main.begin(dm.view())")
-    interleave: Mapping | None = stream.extra.get("interleave")
+    interleave: Mapping | None = stream.carried.interleave
     lay = stream.layout
-    hetero: str | None = stream.extra.get("hetero")
+    hetero = stream.carried.hetero
     per_view = views if hetero else views[:1]
     cfgs = [engine.plan(hw, lay.dtype, dst, lay.chip, lay.cluster, lay.slice, v.element if hetero else lay.packet,
                         time, packet, context=stream.tu.kind, interleave=interleave,
