@@ -1,8 +1,6 @@
 """Collectives (design API.md §7; manual L7382–7610): with literal permutations, indices and mappings the
 plugin reports the runtime's refusals of ``chip_shuffle``, ``cluster_swap`` and the asymmetric slices."""
 
-from typing import Any
-
 from visa import Context, DmTensor, HbmTensor, axes, device, i32, launch, m
 
 axes(A=4, B=4, S=256, D=8, C=8)
@@ -73,12 +71,3 @@ def two_chips(ctx: Context, y: HbmTensor[i32, m["A"], m["B, S, D"]]) -> None:
 def host(ctx: Context, x: HbmTensor[i32, m["1"], m["B, S, D"]], y: HbmTensor[i32, m["A"], m["B, S, D"]]) -> None:
     launch(four_chips, ctx, x, y)  # x: parameter annotated m["1"] on a 4-chip kernel
     launch(two_chips, ctx, y)  # y spans 4 chips, the kernel runs on 2
-
-
-@device(chip=2)
-def any_chips(ctx: Context, y: HbmTensor[i32, Any, m["B, S, D"]]) -> None:
-    del y
-
-
-def host_any(ctx: Context, y: HbmTensor[i32, m["A"], m["B, S, D"]]) -> None:
-    launch(any_chips, ctx, y)  # the parameter takes any Chip; the argument spans 4 chips, the kernel runs on 2
