@@ -505,7 +505,7 @@ CODES: dict[str, str] = {
     'scalar.HbmScalar.write TypestateError: is written by the': 'V6061',
     'scalar.HbmScalar.to_spm TypestateError: belongs to another context': 'V6062',
     'channel.check_context TypestateError: dual channel mode combines': 'V6063',
-    'plan._check_media UnsupportedFeatureError: spm is not modelled': 'V7001',
+    'plan._check_media UnsupportedFeatureError: this dma planner moves': 'V7001',
     'plan._check_media UnsupportedFeatureError: a dma moves between': 'V7002',
     'plan._check_media UnsupportedFeatureError: the host exchanges tensors': 'V7003',
     'plan._check_media UnsupportedFeatureError: lays out as a': 'V7004',

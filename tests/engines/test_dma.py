@@ -509,12 +509,12 @@ def test_source_must_hold_what_the_destination_needs_l1639(setup: tuple[Context,
     nothing_written(ctx)
 
 
-def test_spm_is_refused_l2942() -> None:
+def test_the_dma_planner_sends_spm_to_its_own_moves_l2942() -> None:
     ax = AxisSet(A=64)
     m = ax.m
     with pytest.raises(UnsupportedFeatureError) as err:
         plan(RNGD, dt.i8, hbm(m, "A"), Side.of("spm", {"Chip": m["1"], "Element": m["A"]}))
-    assert "L2942" in str(err.value)
+    assert "L2942" in str(err.value) and "dm.to_spm" in str(err.value)
 
 
 def test_a_linear_combination_is_refused_l1006() -> None:
