@@ -56,7 +56,8 @@ def staged_moves(ctx: Context, x: HbmTensor[i32, m["A"], m["B, S, D"]]) -> None:
 
 
 # A kernel parameter annotated with another chip count than @device(chip=N), and an argument spanning another
-# count: launch refuses both at run time (visa.context.check_argument_chips), the plugin at the launch call.
+# count: launch refuses both at run time (visa.context.check_argument_chips); the plugin reports the annotation at
+# the parameter (issue 27 item 9) and the argument at the launch call.
 @device(chip=4)
 def four_chips(ctx: Context, x: HbmTensor[i32, m["1"], m["B, S, D"]], y: HbmTensor[i32, m["A"], m["B, S, D"]]) -> None:
     del x, y
