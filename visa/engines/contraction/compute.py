@@ -267,8 +267,8 @@ def _matmul(a2: Array, w2: Array, terms: int, ctype: type[np.floating[Any]],
             matmul: Callable[[Array, Array], Array]) -> Array:
     """``a2 @ w2`` (batched) in the compute type.  With ``terms`` (integer operands, float32 copies): the
     contracted dimension is split into runs of at most ``terms`` products, each an exact float32 matrix product
-    (see :func:`_exact_f32_terms`), and the runs are summed in float64 (exact below 2^53) — the same integers as
-    a float64 product, at float32 BLAS speed."""
+    (see :func:`visa.engines.contraction.fast_compute.exact_f32_terms`), and the runs are summed in float64
+    (exact below 2^53) — the same integers as a float64 product, at float32 BLAS speed."""
     if not terms:
         return matmul(a2, w2)
     nk = a2.shape[-1]

@@ -8,7 +8,7 @@ stream lacks, an index the operand does not hold, or an index held in another sl
 
 The gather index of a (source mappings, stream mappings) pair is computed once and cached.  When the operand's
 Chip, Cluster and Slice are the stream's and share no axis with the inner levels (a VRF operand, a stash), the
-slices and the inner levels are located apart (:func:`_factored`) and the gather is applied as a broadcast or a
+slices and the inner levels are located apart (``fast_relayout.factored``) and the gather is applied as a broadcast or a
 view; :func:`plan_gather_full`, the location at every position, is the reference it is tested against.
 
 When every stream position reads the source and the index is a mixed-radix affine function of the position (the
@@ -59,7 +59,7 @@ class Gather:
     used: BoolArray
     #: the flat positions, when given as such (else built from the parts below when first asked)
     explicit: IntArray | None = None
-    #: when the gather is by parts (:func:`_factored`) and every stream position is read: the source's inner
+    #: when the gather is by parts (``fast_relayout.factored``) and every stream position is read: the source's inner
     #: position read at each inner stream position (shape of the stream's Time, Packet), each slice its own
     inner: IntArray | None = None
     #: the source's inner size (a slice's ``inner`` positions start at slice · ``inner_size``)
@@ -165,7 +165,7 @@ def plan_gather(source: tuple[Mapping, ...], stream: tuple[Mapping, ...], call: 
     ``stream`` is the five stream levels.  Raises :class:`~visa.errors.LayoutError` naming the axis and the
     level when the source cannot feed the stream from the same slice.  When the slices and the inner levels
     separate and the fast path ``vector.gather-by-parts`` is on, they are located apart
-    (:func:`visa.engines.vector.fast_relayout.factored`); with ``by_parts`` false or the path off, the source is
+    (``fast_relayout.factored``); with ``by_parts`` false or the path off, the source is
     located at every stream position (:func:`plan_gather_full`, the reference: the same gather and refusals).
     """
     src_axes = frozenset().union(*(m.axes for m in source))
