@@ -239,8 +239,9 @@ def numpy_tile(x: np.ndarray, y: np.ndarray, g: Geometry) -> float:
     return best_of(lambda: xf @ yf, 5)
 
 
-def run_kernel(n: int, rows: int = 128, tiles: int | None = None, check: bool = True) -> dict[str, Any]:
-    """Run the first ``tiles`` output tiles (all by default) of the n³ product; the measurements."""
+def run_kernel(n: int, rows: int = 128, tiles: int | None = None, measure: bool = True) -> dict[str, Any]:
+    """Run the first ``tiles`` output tiles (all by default) of the n³ product, check them exactly; the
+    measurements (``measure``: numpy's time for a tile too), the tiles of C and the schedule."""
     g = Geometry(n, rows)
     matmul, ax, tile_of = kernels(g)
     m = ax.m
@@ -266,17 +267,18 @@ def run_kernel(n: int, rows: int = 128, tiles: int | None = None, check: bool = 
     result = {"n": n, "ti": g.ti, "tiles": tiles, "all_tiles": g.tiles, "first_s": first, "tile_s": rest,
               "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
               "tensor_bytes": 3 * n * n + 2 * n * n, "cycles": ctx.schedule.makespan}
-    if check:
-        per_row = n // TC
-        done = max(tiles, 1)
-        for t in range(done):
-            it, ct = divmod(t, per_row)
-            got = tile_of(out, t).to_host(m[f"A % {g.ti}, C % {TC}"], ctx.pdma).numpy(axes="A C")
-            want = reference(x, y, slice(it * g.ti, (it + 1) * g.ti), slice(ct * TC, (ct + 1) * TC))
-            if not np.array_equal(got, want):
-                bad = np.argwhere(got != want)[0]
-                raise AssertionError(f"tile {t}: C{tuple(bad)} = {got[tuple(bad)]}, numpy {want[tuple(bad)]}")
-    result["numpy_tile_s"] = numpy_tile(x, y, g)
+    result["schedule"] = [(op.track, op.name, op.start, op.end, op.cycles) for op in ctx.schedule.ops]
+    result["c_tiles"] = []
+    for t in range(max(tiles, 1)):
+        it, ct = divmod(t, n // TC)
+        got = tile_of(out, t).to_host(m[f"A % {g.ti}, C % {TC}"], ctx.pdma).numpy(axes="A C")
+        want = reference(x, y, slice(it * g.ti, (it + 1) * g.ti), slice(ct * TC, (ct + 1) * TC))
+        if not np.array_equal(got, want):
+            bad = np.argwhere(got != want)[0]
+            raise AssertionError(f"tile {t}: C{tuple(bad)} = {got[tuple(bad)]}, numpy {want[tuple(bad)]}")
+        result["c_tiles"].append(got)
+    if measure:
+        result["numpy_tile_s"] = numpy_tile(x, y, g)
     return result
 
 
