@@ -166,6 +166,23 @@ def tile_offset(element: Mapping, dim: Mapping, size: int, tile_mapping: Mapping
     tile_mapping = expect_mapping(tile_mapping, "tile_mapping", call=call)
     size = expect_int(size, "size", call=call)
     start = expect_int(start, "start", call=call)
+    key = (element.key, dim.key, size, tile_mapping.key, start)
+    known = _OFFSETS.get(key)
+    if known is not None:  # this tile was checked before (a later launch of the same kernel)
+        return known
+    offset = _tile_offset(element, dim, size, tile_mapping, start, call)
+    if len(_OFFSETS) >= 1 << 16:
+        _OFFSETS.clear()
+    _OFFSETS[key] = offset
+    return offset
+
+
+#: Tiles already checked, by the exact keys of their mappings and their start (a refusal is never kept).
+_OFFSETS: dict[object, int] = {}
+
+
+def _tile_offset(element: Mapping, dim: Mapping, size: int, tile_mapping: Mapping, start: int, call: str) -> int:
+    """:func:`tile_offset`'s check and offset, the arguments validated."""
     if not 0 <= start or start + size > dim.size:
         raise LayoutError(f"a tile of {size} from {start} runs past {dim!r} (size {dim.size})", call=call,
                           level="Element", mapping=repr(dim), axis=_axis(dim),
