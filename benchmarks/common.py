@@ -32,9 +32,12 @@ def report(name: str, ours: float, numpy_time: float, aim: float) -> str:
             f"ratio {ratio:6.2f}x  ({verdict} the {aim:g}x aim)")
 
 
-def line(name: str, ours: float, theirs: float, width: int = 58) -> str:
-    """One line without an aim: both times and their ratio."""
-    return f"{name:<{width}} visa {ours * 1e3:9.2f} ms   numpy {theirs * 1e3:8.2f} ms   ratio {ours / theirs:7.2f}x"
+def line(name: str, ours: float, theirs: float, width: int = 58, aim: float | None = None) -> str:
+    """One line: both times and their ratio (and whether it meets ``aim``, when one is given)."""
+    text = f"{name:<{width}} visa {ours * 1e3:9.2f} ms   numpy {theirs * 1e3:8.2f} ms   ratio {ours / theirs:7.2f}x"
+    if aim is not None:
+        text += f"  ({'within' if ours / theirs <= aim else 'OVER'} the {aim:g}x aim)"
+    return text
 
 
 def load_example(name: str) -> ModuleType:
