@@ -49,7 +49,8 @@ from visa.validate import expect_instance, expect_int, wrong_type
 if TYPE_CHECKING:
     from visa.mapping import static as _static  # noqa: F401 - the static type of m["..."] (visa.mypy)
 
-__all__ = ["HashedKey", "Index", "i", "Mapping", "MappingFactory", "MappingSyntax", "m", "module_mapping", "pair_of", "IDENTITY"]
+__all__ = ["HashedKey", "Index", "i", "Mapping", "MappingFactory", "MappingSyntax", "m", "module_mapping", "pair_of",
+           "IDENTITY"]
 
 
 class HashedKey(tuple[object, ...]):

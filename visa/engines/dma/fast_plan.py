@@ -1,0 +1,74 @@
+"""Fast path of DMA planning (issue 24), beside :mod:`visa.engines.dma.plan`, whose ``plan`` it stands for;
+``tests/engines/test_fast_plan.py`` checks it against a plan derived afresh with the path switched off.
+
+``dma.plan-rebase``: a kernel moves the same layout from and to many addresses (every tile of a GEMM, every
+weight tile of a layer), and the reference derives each plan again (its stream, sequencers, packet and engines:
+about 10 ms).  Of a plan, only the bases depend on the addresses: the loops, the packet and the engines follow
+from the mappings, and the address rules (an element's first bit, whole bytes, the DMA's 8-byte alignments,
+L2424–2427) look at the address modulo a few bytes.  So a plan derived for the same sides at an address with
+the same remainder modulo :func:`period` is moved to the new addresses — the two sides and the sequencers'
+bases shifted — after the destination's placement rules are checked at its own address.  Plans with a given
+stream (``stream=``) and host transfers (their staging side) are left to the reference.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import replace
+
+from visa import dtypes as dt
+from visa import fastpaths
+from visa.engines.dma.config import DmaPlan, Side
+from visa.errors import VisaError
+from visa.hw import HardwareProfile
+from visa.memory.layout import check_placement
+
+__all__ = ["REBASE", "period", "plan"]
+
+REBASE = fastpaths.register("dma.plan-rebase", "a DMA plan derived once per layout and address remainder, moved "
+                                               "to other addresses instead of derived again")
+
+
+def period(hw: HardwareProfile) -> int:
+    """Addresses that agree modulo this many bytes share a plan: the DMA's request (``hw.dma.request_bytes``,
+    L2469), rounded to a multiple of every address and packet alignment the DMA's rules check (L2424–2427)."""
+    d = hw.dma
+    aligns = [*d.read_address_align.values(), *d.write_address_align.values(), *d.packet_align.values()]
+    return math.lcm(d.request_bytes, d.hbm_to_dm_align, *aligns)
+
+
+def _home(side: Side, every: int) -> Side:
+    """The side at its address modulo ``every`` bytes (and without its name, which only messages use)."""
+    return replace(side, bit_address=side.bit_address % (8 * every), name="")
+
+
+def _moved(p: DmaPlan, src: Side, dst: Side) -> DmaPlan:
+    """``p`` (derived for ``_home(src)``, ``_home(dst)``) at the sides' own addresses."""
+    bits = p.dtype.size_bits
+    d_src, d_dst = src.bit_address - p.src.bit_address, dst.bit_address - p.dst.bit_address
+    return replace(p, src=src, dst=dst,
+                   read=replace(p.read, base=p.read.base + d_src // bits),
+                   write=replace(p.write, base=p.write.base + d_dst // bits),
+                   base=(p.base[0] + d_src // 8, p.base[1] + d_dst // 8))
+
+
+def plan(hw: HardwareProfile, dtype: type[dt.Scalar], src: Side, dst: Side, call: str, own_padding: bool,
+         derive: Callable[..., DmaPlan]) -> DmaPlan | None:
+    """The plan of ``derive(hw, dtype, src, dst, None, call, own_padding)`` by moving the plan of the sides at their
+    home addresses (derived and kept by ``derive``'s cache), or None when this path does not apply."""
+    if not REBASE.on or "host" in (src.medium, dst.medium):
+        return None
+    if src.bit_address % 8 or dst.bit_address % 8:
+        return None  # (a sub-byte start: the reference says what is wrong)
+    every = period(hw)
+    home_src, home_dst = _home(src, every), _home(dst, every)
+    if home_src.bit_address == src.bit_address and home_dst.bit_address == dst.bit_address:
+        return None  # already at home: the reference's own cache
+    try:
+        check_placement(hw, dst.medium, dtype, dst.mappings, dst.bit_address // 8, num_chips=None,
+                        name=dst.label(), call=call)
+        home = derive(hw, dtype, home_src, home_dst, None, call, own_padding)
+    except VisaError:
+        return None  # a refusal: the reference raises it, naming the tensors at their own addresses
+    return _moved(home, src, dst)
