@@ -170,19 +170,6 @@ def tile_offset(element: Mapping, dim: Mapping, size: int, tile_mapping: Mapping
     known = _OFFSETS.get(key)
     if known is not None:  # this tile was checked before (a later launch of the same kernel)
         return known
-    offset = _tile_offset(element, dim, size, tile_mapping, start, call)
-    if len(_OFFSETS) >= 1 << 16:
-        _OFFSETS.clear()
-    _OFFSETS[key] = offset
-    return offset
-
-
-#: Tiles already checked, by the exact keys of their mappings and their start (a refusal is never kept).
-_OFFSETS: dict[object, int] = {}
-
-
-def _tile_offset(element: Mapping, dim: Mapping, size: int, tile_mapping: Mapping, start: int, call: str) -> int:
-    """:func:`tile_offset`'s check and offset, the arguments validated."""
     if not 0 <= start or start + size > dim.size:
         raise LayoutError(f"a tile of {size} from {start} runs past {dim!r} (size {dim.size})", call=call,
                           level="Element", mapping=repr(dim), axis=_axis(dim),
@@ -196,11 +183,17 @@ def _tile_offset(element: Mapping, dim: Mapping, size: int, tile_mapping: Mappin
                           fix="start the tile at an index the view holds")
     # the tile holds the sub-tensor: tile position p holds base index (tile index + start index)
     shift = dict(first or {})
-    if strides_kept(element, tile_mapping, shift, int(offset)):
-        return int(offset)
-    # not separable, or a refusal: check every position (and name the first one that differs)
-    check_every_position(element, dim, tile_mapping, shift, int(offset), call)
+    if not strides_kept(element, tile_mapping, shift, int(offset)):
+        # not separable, or a refusal: check every position (and name the first one that differs)
+        check_every_position(element, dim, tile_mapping, shift, int(offset), call)
+    if len(_OFFSETS) >= 1 << 16:
+        _OFFSETS.clear()
+    _OFFSETS[key] = int(offset)
     return int(offset)
+
+
+#: Tiles already checked, by the exact keys of their mappings and their start (a refusal is never kept).
+_OFFSETS: dict[object, int] = {}
 
 
 def check_every_position(element: Mapping, dim: Mapping, tile_mapping: Mapping, shift: dict[str, int], offset: int,
