@@ -84,10 +84,10 @@ def check_placement(hw: HardwareProfile, memory: str, dtype: type[dt.Scalar], le
     """
     who = call or _name(memory)
     check_types(dtype, levels, address, who)
-    tensor = name or describe(memory, dtype, levels, address)
 
     def fail(cls: type[VisaError], text: str, level: str, mapping: Mapping | None, fix: str,
              axis: str | None = None) -> VisaError:
+        tensor = name or describe(memory, dtype, levels, address)  # (named only when refused)
         return cls(f"{text} in {tensor}", call=who, level=level, mapping=repr(mapping) if mapping else None,
                    axis=axis, fix=fix)
 
