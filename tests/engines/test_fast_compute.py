@@ -67,8 +67,8 @@ def _result(ctx: Context, acc: Any, element: Any, nbytes: int) -> tuple[list[np.
     out = [np.asarray(acc.data.values).copy(), np.asarray(acc.data.known).copy()]
     dm = acc.commit(element, 1 << 18)
     img = ctx.memory.chip(0).dm
-    out += [img.data[..., dm.address: dm.address + nbytes].copy(),
-            img.written[..., dm.address: dm.address + nbytes].copy()]
+    lo, hi = dm.address, dm.address + nbytes  # (read without materialising the image's mask)
+    out += [img.read_data()[..., lo:hi].copy(), img.known_bytes(lo, hi)]
     return out, [op.cycles for op in ctx.schedule.ops]
 
 

@@ -33,9 +33,9 @@ def _slice(level: str, dtype: Any, digit: str, indices: list[int], x: np.ndarray
             img.unwrite(np.arange(hole.shape[-1]), hole)
     call = t.asymmetric_chip_slice if level == "chip" else t.asymmetric_cluster_slice
     out = call(m[digit], ctx.sub, indices, 1 << 12)
-    data = np.stack([ctx.memory.chip(c).dm.data[..., 1 << 12: (1 << 12) + 64].copy() for c in range(ctx.num_chips)])
-    written = np.stack([ctx.memory.chip(c).dm.written[..., 1 << 12: (1 << 12) + 64].copy()
-                        for c in range(ctx.num_chips)])
+    lo, hi = 1 << 12, (1 << 12) + 64  # (read without materialising the images' masks: read_data, known_bytes)
+    data = np.stack([ctx.memory.chip(c).dm.read_data()[..., lo:hi].copy() for c in range(ctx.num_chips)])
+    written = np.stack([ctx.memory.chip(c).dm.known_bytes(lo, hi) for c in range(ctx.num_chips)])
     cycles = tuple(op.cycles for op in ctx.schedule.ops)
     assert out.levels["Element"].size > 0
     return data, written, cycles
