@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 EDITABLE := --config-settings editable_mode=compat -e
 
-.PHONY: run test lint typecheck pytest bench bench16k docs typing-floor clean
+.PHONY: run test lint typecheck pytest bench bench16k docs typing-floor clean fuzz reference
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,16 @@ pytest: $(STAMP)
 	$(BIN)/pytest
 
 test: lint typecheck pytest
+
+# The differential fuzzer with a large budget (tests/fuzz_kernels.py: fast paths on = off, footprints, refusals).
+FUZZ_CASES ?= 200
+fuzz: $(STAMP)
+	VISA_FUZZ_CASES=$(FUZZ_CASES) $(BIN)/pytest -q tests/test_fuzz_fastpaths.py
+
+# The suite and the examples on the reference paths: every fast path off (visa.fastpaths, API.md §8).
+reference: $(STAMP)
+	VISA_FASTPATHS=off $(BIN)/pytest
+	VISA_FASTPATHS=off $(BIN)/visa run examples/*.py
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks

@@ -12,7 +12,7 @@ import sys
 import benchmarks
 
 #: Benchmarks that run only when named.
-LONG = frozenset({"bench_gemm16k"})
+LONG = frozenset({"bench_gemm16k", "bench_tune"})
 
 
 def main() -> int:

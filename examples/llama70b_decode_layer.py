@@ -133,22 +133,22 @@ REDUCED = Size(d=1024, heads=16, kv_heads=2, dk=64, f=3584, f_chunks=4, s=128)
 class Layer:
     """The kernels of one layer for a :class:`Size` (each derives its mappings from the axis sizes)."""
 
-    def __init__(self, size: Size, tiles: bool = True) -> None:
-        self.size, self.tiles = size, tiles
+    def __init__(self, size: Size, tiles: bool = True, k_tile: int = K_TILE) -> None:
+        self.size, self.tiles, self.k_tile = size, tiles, k_tile
         self.ax = ax = size.axes()
         self.m = ax.m
         self.rows_d = Rows(ax, "T", "D")  # RMSNorm: the whole row in one slice
         self.rows_dd = Rows(ax, "Dh", "Dl")  # residual adds on the [D/128, 128] view
         self.rows_fc = Rows(ax, "Fh", "Fl")  # SwiGLU on a chunk's [Fc/128, 128] view
         # the weights are stored K-tile-major (``tiles``, the module docstring): each streamed tile is contiguous
-        self.q_proj = Gemm(ax, "T", "HQ", "D", w_tiles=tiles)
-        self.kv_proj = Gemm(ax, "T", "HKV2", "D", w_tiles=tiles)  # K and V fused: w_kv = [w_k; w_v]
+        self.q_proj = Gemm(ax, "T", "HQ", "D", w_tiles=tiles, k_tile=k_tile)
+        self.kv_proj = Gemm(ax, "T", "HKV2", "D", w_tiles=tiles, k_tile=k_tile)  # K and V fused: w_kv = [w_k; w_v]
         self.rope_q, self.rope_k = Gemm(ax, "H", "Dr", "Dk"), Gemm(ax, "Hkv", "Dr", "Dk")
         self.attention = Attention(ax, q="G", s="S", dk="Dr", dv="Dv")
         self.transpose = Gemm(ax, "Dv", "S", "Dvi")  # Vᵀ[Dv, S] = I[Dv, Dvi] · V[S, Dvi]ᵀ
-        self.o_proj = Gemm(ax, "T", "D", "HO", w_tiles=tiles)
-        self.gate_up = Gemm(ax, "T", "Fc", "D", w_tiles=tiles)
-        self.down = Gemm(ax, "T", "D", "F", w_tiles=tiles)
+        self.o_proj = Gemm(ax, "T", "D", "HO", w_tiles=tiles, k_tile=k_tile)
+        self.gate_up = Gemm(ax, "T", "Fc", "D", w_tiles=tiles, k_tile=k_tile)
+        self.down = Gemm(ax, "T", "D", "F", w_tiles=tiles, k_tile=k_tile)
         self.arena = Arena()
 
     def kernel(self, ctx: Context, x: Hbm, g_attn: Hbm, w_q: Hbm, w_kv: Hbm, rope: Hbm, k_cache: Hbm,
@@ -194,7 +194,8 @@ class Layer:
             gates, ups = [], []
             # chunk c of gate/up: rows [c·Fc, (c+1)·Fc); stored tile-major, its rows of one K tile are adjacent and
             # the next K tile's are F rows on (the padding ``Fc # F``)
-            chunk = m[f"D / {K_TILE}, Fc # {sz.f}, D % {K_TILE}"] if self.tiles and sz.d > K_TILE else m["Fc, D"]
+            kt = self.k_tile
+            chunk = m[f"D / {kt}, Fc # {sz.f}, D % {kt}"] if self.tiles and sz.d > kt else m["Fc, D"]
             for c in range(sz.f_chunks):
                 gate = self.gate_up(ctx, arena, h_, w_gate.view().tile(m["Fk"], 1, chunk, c))
                 up = self.gate_up(ctx, arena, h_, w_up.view().tile(m["Fk"], 1, chunk, c))
@@ -243,14 +244,14 @@ class Weights:
             yield r0, w.astype(bfloat16).astype(np.float32)
 
 
-def tile_major(text: str, k: str, cols: int) -> str:
+def tile_major(text: str, k: str, cols: int, k_tile: int = K_TILE) -> str:
     """The K-tile-major layout of a ``[rows, K]`` weight whose row-major layout is ``text`` (K the last axis ``k``
-    of ``cols`` columns): ``"HQ, D"`` → ``"D / 512, HQ, D % 512"``; a K of at most 512 is one tile (unchanged)."""
-    return f"{k} / {K_TILE}, {text.rsplit(',', 1)[0]}, {k} % {K_TILE}" if cols > K_TILE else text
+    of ``cols`` columns): ``"HQ, D"`` → ``"D / 512, HQ, D % 512"``; a K of at most one tile is unchanged."""
+    return f"{k} / {k_tile}, {text.rsplit(',', 1)[0]}, {k} % {k_tile}" if cols > k_tile else text
 
 
 def upload(ctx: Context, weights: Weights, keys: tuple[int, ...], rows: int, cols: int, chip: Any, element: Any,
-           address: int, tiles: bool = True) -> Hbm:
+           address: int, tiles: bool = True, k_tile: int = K_TILE) -> Hbm:
     """Write the weights ``keys`` (each ``[rows, cols]``, stacked by rows: ``[w_k; w_v]`` for two keys) to HBM at
     ``address`` chunk by chunk (host → HBM DMAs), and return one handle over all of it (``HbmTensor.from_addr``,
     L821) laid out as ``element``.
@@ -263,12 +264,12 @@ def upload(ctx: Context, weights: Weights, keys: tuple[int, ...], rows: int, col
     for part, key in enumerate(keys):
         for c0, chunk in weights.chunks(key, rows, cols):
             r, r0 = chunk.shape[0], part * rows + c0  # r0: the chunk's first row in the stack
-            if tiles and cols > K_TILE:
-                pieces = chunk.reshape(r, cols // K_TILE, K_TILE).transpose(1, 0, 2)
+            if tiles and cols > k_tile:
+                pieces = chunk.reshape(r, cols // k_tile, k_tile).transpose(1, 0, 2)
                 for kt, piece in enumerate(pieces):
-                    cax = AxisSet(R=r, C=K_TILE)
+                    cax = AxisSet(R=r, C=k_tile)
                     host = HostTensor.from_numpy(np.ascontiguousarray(piece), bf16, cax.m["R, C"], axes="R C")
-                    host.to_hbm(cax.m["1"], cax.m["R, C"], ctx.pdma, address + 2 * K_TILE * (kt * total + r0))
+                    host.to_hbm(cax.m["1"], cax.m["R, C"], ctx.pdma, address + 2 * k_tile * (kt * total + r0))
                 continue
             cax = AxisSet(R=r, C=cols)
             host = HostTensor.from_numpy(chunk, bf16, cax.m["R, C"], axes="R C")
@@ -287,14 +288,14 @@ def check(name: str, got: F64, want: F64, bound: F64) -> float:
 
 
 def run(size: Size = REDUCED, seed: int = 8, tiles: bool = True,
-        keep: dict[str, F64] | None = None) -> dict[str, float]:
+        keep: dict[str, F64] | None = None, k_tile: int = K_TILE) -> dict[str, float]:
     """Build the layer at ``size``, run it in one launch on random weights, check every stage against numpy;
     return each stage's largest error, the launch's cycles, its memory-bound limit and the wall times.
 
     ``tiles``: the weights stored K-tile-major (the default; ``False``: row-major, the layout before).  ``keep``,
     when given, receives every stage's device output as read back (to compare two layouts bit for bit)."""
     t0 = time.perf_counter()
-    layer = Layer(size, tiles)
+    layer = Layer(size, tiles, k_tile)
     m, sz = layer.m, size
     rng = np.random.default_rng(seed)
     weights = Weights(seed)
@@ -317,8 +318,8 @@ def run(size: Size = REDUCED, seed: int = 8, tiles: bool = True,
               "up": ((5,), sz.f, sz.d, "Fk, Fc, D"), "down": ((6,), sz.d, sz.f, "D, F")}
     base, hbm = WEIGHT_BASE, {}
     for name, (keys, rows, cols, text) in shapes.items():
-        layout = tile_major(text, text.rsplit(", ", 1)[1], cols) if tiles else text
-        hbm[name] = upload(ctx, weights, keys, rows, cols, m["1"], m[layout], base, tiles)
+        layout = tile_major(text, text.rsplit(", ", 1)[1], cols, k_tile) if tiles else text
+        hbm[name] = upload(ctx, weights, keys, rows, cols, m["1"], m[layout], base, tiles, k_tile)
         base += -(-2 * len(keys) * rows * cols // 4096) * 4096
     args = (put(x, "T, D", "D"), put(g_attn, "D", "D"), hbm["q"], hbm["kv"], put(rope, "Dr, Dk", "Dr Dk"),
             put(k_cache, "Hkv, S, Dr", "Hkv S Dr"), put(v_cache, "Hkv, S, Dvi", "Hkv S Dvi"),

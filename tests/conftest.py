@@ -18,3 +18,5 @@ os.environ.setdefault("VISA_VERIFY_REPLICAS", "1")
 settings.register_profile("visa", derandomize=True, database=None)
 settings.register_profile("explore")
 settings.load_profile("explore" if os.environ.get("VISA_HYPOTHESIS_RANDOM") == "1" else "visa")
+
+from tests.fastpath_switch import reference as reference  # noqa: E402  (the fixture: fast paths off in a test)

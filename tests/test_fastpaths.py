@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -11,6 +12,8 @@ from visa import fastpaths
 from visa.errors import VisaError
 
 
+@pytest.mark.skipif(os.environ.get(fastpaths.ENV, "").strip() not in ("", "on", "1", "all"),
+                    reason="the environment turns paths off (VISA_FASTPATHS): this test needs them on")
 def test_switches_nest_and_restore() -> None:
     a = fastpaths.register("test.a", "a path for this test")
     b = fastpaths.register("test.b", "another")
@@ -50,3 +53,23 @@ def test_environment_turns_paths_off() -> None:
 def test_environment_typo_is_refused_at_acquire(env: str, says: str) -> None:
     out = _run(env, "import visa; visa.Context.acquire()")
     assert out.returncode != 0 and says in out.stderr
+
+
+def test_every_engine_and_memory_path_is_registered_and_listed(capsys: pytest.CaptureFixture[str]) -> None:
+    """``import visa`` registers every owner's paths (each named after its owner), and ``visa run --fastpaths``
+    lists them with their state (API.md §8)."""
+    import visa
+    from visa.cli import main
+
+    names = [n for n in fastpaths.names() if not n.startswith("test.")]
+    owners = {n.split(".")[0] for n in names}
+    assert {"fetch", "dma", "memory", "collect", "commit", "contraction", "vector"} <= owners
+    for n in names:  # a path lives beside its owner, in the memory or the engines layer (or the scalars')
+        module = fastpaths.get(n).module
+        assert module.startswith(("visa.memory.", "visa.engines.")) or module == "visa.fast_dtypes", (n, module)
+    with fastpaths.disabled("dma.words"):
+        assert main(["run", "--fastpaths"]) == 0
+    out = capsys.readouterr().out
+    assert all(n in out for n in names) and any(line.startswith("dma.words") and " off " in line
+                                                 for line in out.splitlines())
+    del visa

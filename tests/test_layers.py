@@ -27,7 +27,7 @@ LAYERS = {
     "visa.tensors": 5,
     "visa.stream": 6,
     "visa.testing": 7, "visa.context": 7, "visa.schedule": 7,
-    "visa.kernels": 8,
+    "visa.kernels": 8, "visa.tune": 8,
     "visa.mypy": 9,
     "visa.cli": 10, "visa.catalogue": 10,
     "visa": 11,

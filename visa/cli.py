@@ -313,7 +313,25 @@ def _simulate(path: Path, verbose: bool, console: Console) -> Outcome:
     return Outcome(path, status, elapsed)
 
 
+def _fastpaths_table() -> str:
+    """The registered fast paths, whether each is on now (``VISA_FASTPATHS``), and what it does (API.md §8)."""
+    import visa.engines  # noqa: F401  (every owner registers its paths at import: the engines and the memories)
+    from visa import fastpaths
+
+    rows = fastpaths.describe()
+    width = max((len(n) for n, _, _ in rows), default=0)
+    lines = [f"{name:<{width}}  {'on ' if on else 'off'}  {doc}" for name, on, doc in rows]
+    return "\n".join([f"{len(rows)} fast paths ({fastpaths.ENV}=off runs every one on the reference path):", *lines])
+
+
 def _run(args: argparse.Namespace) -> int:
+    if args.fastpaths:
+        print(_fastpaths_table())
+        if not args.files:
+            return 0
+    if not args.files:
+        print("visa run: name the files to run (or --fastpaths)", file=sys.stderr)
+        return 2
     console = _console()
     outcomes: list[Outcome] = []
     start = time.perf_counter()
@@ -436,8 +454,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--version", action="version", version=f"visa {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run files' host entry points on the simulator")
-    run.add_argument("files", nargs="+")
+    run.add_argument("files", nargs="*")
     run.add_argument("-q", "--quiet", action="store_true", help="print only PASS/FAIL lines (and the summary)")
+    run.add_argument("--fastpaths", action="store_true",
+                     help="list the registered fast paths and whether each is on (VISA_FASTPATHS)")
     run.set_defaults(func=_run)
     trace = sub.add_parser("trace", help="run a file and write its schedule as a Chrome trace (Perfetto)")
     trace.add_argument("file")
@@ -449,6 +469,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     check = sub.add_parser("check", help="type-check kernels with mypy --strict and the visa plugin")
     check.add_argument("files", nargs="+")
     check.set_defaults(func=_check)
+    tune = sub.add_parser("tune", help="sweep a kernel's choices in parallel (locally or on a Dask cluster)")
+    from visa.tune import command as tune_command
+
+    tune_command.add_arguments(tune)
+    tune.set_defaults(func=tune_command.run)
     args = parser.parse_args(argv)
     code: int = args.func(args)
     return code

@@ -13,16 +13,14 @@ checks that nothing a kernel can observe changes when it is:
 An owner registers its path once, at import, and asks the handle on the hot path (an attribute read):
 
 >>> WORDS = register("doctest.words", "copy DMA runs as machine words instead of bytes")
->>> WORDS.on
-True
 >>> with disabled("doctest.words"):
 ...     WORDS.on
 False
 >>> with disabled():
 ...     WORDS.on
 False
->>> WORDS.on, "doctest.words" in names()
-(True, True)
+>>> "doctest.words" in names()
+True
 
 This module is at the bottom of the package (every layer may register a path): it imports nothing of visa's
 but the errors.

@@ -8,16 +8,19 @@ packet read and stored, as before): the same values, the same poison, the same c
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 
 from tests import two_slice_gemm
+from tests.fastpath_switch import needs
 from visa import RNGD, AccumulationKind, AxisSet, Context, bf16, i8
 from visa import dtypes as dt
 from visa.engines import collect as collect_engine
 from visa.engines import fetch as F
+from visa.engines import fetch_fast
 from visa.engines.broadcast import BroadcastData, expand, normal_digits
 from visa.engines.common import StreamData
 from visa.testing import place_dm
@@ -25,9 +28,9 @@ from visa.testing import place_dm
 RNG = np.random.default_rng(1515)
 
 
-def _materialised(monkeypatch: pytest.MonkeyPatch) -> None:
+def _materialised(reference: Callable[..., None]) -> None:
     """The fetch without the structural path: every repeated packet read (the behaviour before issue 15)."""
-    monkeypatch.setattr(F, "_repeat", lambda cfg: None)
+    reference("fetch.repeat")
 
 
 def _gemm(dtype: Any, x: np.ndarray, y: np.ndarray, poison: bool) -> tuple[Any, Any]:
@@ -60,13 +63,14 @@ def _inputs(dtype: Any) -> tuple[np.ndarray, np.ndarray]:
 
 @pytest.mark.parametrize("poison", [False, True])
 def test_fetch_broadcast_is_structure_with_the_same_values_and_cycles(poison: bool,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                      reference: Callable[..., None]) -> None:
+    needs("fetch.repeat")
     x, y = _inputs(bf16)
     got, _ = _gemm(bf16, x, y, poison)
     assert isinstance(got.data, BroadcastData)
     assert got.data.digits == ((32, False), (4, True))
     assert got.data.compact_values.shape[3] == 32  # the activation's size: the repeats are not stored
-    _materialised(monkeypatch)
+    _materialised(reference)
     want, _ = _gemm(bf16, x, y, poison)
     assert not isinstance(want.data, BroadcastData)
     assert np.array_equal(got.data.values.view(np.uint16), want.data.values.view(np.uint16))
@@ -79,11 +83,11 @@ def test_fetch_broadcast_is_structure_with_the_same_values_and_cycles(poison: bo
 @pytest.mark.parametrize("dtype", [i8, bf16])
 @pytest.mark.parametrize("poison", [False, True])
 def test_contraction_over_a_broadcast_activation_equals_the_materialised_one(
-        dtype: Any, poison: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+        dtype: Any, poison: bool, reference: Callable[..., None]) -> None:
     x, y = _inputs(dtype)
     fetched, finish = _gemm(dtype, x, y, poison)
     got = finish(fetched)
-    _materialised(monkeypatch)
+    _materialised(reference)
     fetched2, finish2 = _gemm(dtype, x, y, poison)
     want = finish2(fetched2)
     # the same products in the same matrix shapes (the materialised path finds the repeats in the data): bit for bit
@@ -103,9 +107,9 @@ def test_a_padded_repeat_is_not_structure() -> None:
     ax = AxisSet(A=64, B=2)
     m = ax.m
     cfg = F.plan(RNGD, i8, i8, m["1"], m["1 # 2"], m["1 # 256"], m["A"], m["B # 4, A / 32"], m["A % 32"])
-    assert F._repeat(cfg) is None
+    assert fetch_fast._repeat(cfg) is None
     ok = F.plan(RNGD, i8, i8, m["1"], m["1 # 2"], m["1 # 256"], m["A"], m["A / 32, B"], m["A % 32"])
-    rep = F._repeat(ok)
+    rep = fetch_fast._repeat(ok)
     assert rep is not None and rep.digits == ((2, False), (2, True))
     ctx = Context(RNGD)
     ctx.num_chips = 1
@@ -161,16 +165,14 @@ def test_switch_reads_the_compact_stream() -> None:
     assert np.array_equal(got.values, want.values) and np.array_equal(got.known, want.known)
 
 
-def test_dense_time_digits_materialise_the_repeats(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_dense_time_digits_materialise_the_repeats(reference: Callable[..., None]) -> None:
     # without a common refinement of the time structures the Reducer gathers per step ("dense"): the compact
     # activation is then expanded first, and the result is the structural path's
-    from visa.engines.contraction import compute
 
     x, y = _inputs(i8)
     fetched, finish = _gemm(i8, x, y, True)
     want = finish(fetched)
-    monkeypatch.setattr(compute, "_refine", lambda total, structures: None)
+    reference("contraction.time-digits")
     fetched2, finish2 = _gemm(i8, x, y, True)
     got = finish2(fetched2)
-    assert isinstance(fetched2.data, BroadcastData)
     assert np.array_equal(got.data.values, want.data.values) and np.array_equal(got.data.known, want.data.known)

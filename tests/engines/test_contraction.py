@@ -91,12 +91,12 @@ def test_al1_batched_matmul_L3816_L3873() -> None:
     m = c.m
     a = c.stream.align(m["M, O"], m["L, K"], c.trf)
     assert isinstance(a, AlignedTensor)
-    plan: CE.AlignPlan = a.extra["align"]
+    plan: CE.AlignPlan = a.carried.contraction.align
     assert (plan.collect_flits, plan.reg_read_bytes, plan.rows) == (2, 32, 8)      # L3852-3857
     assert plan.byte_entries == ((32, 32.0), (2, 1024.0))                             # E1 {32, 32}, E0 {2, 1024}
     assert plan.entries_text() == "E1 {size: 32, stride: 32 B}, E0 {size: 2, stride: 1024 B}"
     r = a.contract(m["L"]).accumulate(m["M, O, L"], m["N"], Interleaved)
-    assert r.extra["contract"].depth == 4
+    assert r.carried.contraction.contract.depth == 4
     got = stream_logical(r, axes="M O L N")
     _close(got, c.reference("molk,nomk->moln"), c.bound("molk,nomk->moln", 16))
     assert _details(r)["kind"] == "Interleaved"
@@ -107,7 +107,7 @@ def test_al2_collect_flits_2_rows_broadcast_L3961_L3985() -> None:
     m = c.m
     a = c.stream.align(m["M, O"], m["L, K"], c.trf)
     assert a.layout.time == m["M, O"] and a.layout.packet == m["L, K"]
-    plan = a.extra["align"]
+    plan = a.carried.contraction.align
     assert plan.collect_flits == 2 and plan.reg_read_bytes == 32 and plan.rows == 8
     assert plan.byte_entries == ((32, 0.0), (2, 32.0))     # M broadcast (stride 0), O from the TRF
     # the activation in the computation mapping: the same for every Row (the data is the stream's)
@@ -118,7 +118,7 @@ def test_al3_collect_flits_1_zero_padding_L3986_L4008() -> None:
     c = Case(dict(M=32, N=8, K=16), dt.bf16, "M", "K", "M K", "N", "K", "N K")
     m = c.m
     a = c.stream.align(m["M"], m["K # 32"], c.trf)
-    plan = a.extra["align"]
+    plan = a.carried.contraction.align
     assert plan.collect_flits == 1 and plan.reg_read_bytes == 32          # the 16 K common to both: 32 bytes
     act = a.data.values.reshape(2, 256, 32, 32)[0, 0]
     assert a.data.known.reshape(2, 256, 32, 32)[0, 0, :, 16:].all()
@@ -131,7 +131,7 @@ def test_al4_time_broadcast_L4010_L4033() -> None:
     c = Case(dict(M=32, N=8, K=16, T=5), dt.bf16, "M", "K", "M K", "N", "T, K", "N T K")
     m = c.m
     a = c.stream.align(m["M, T"], m["K # 32"], c.trf)
-    plan = a.extra["align"]
+    plan = a.carried.contraction.align
     assert (plan.tiles, plan.act_time, plan.out_time) == (5, 32, 160)
     held = stream_logical(a, axes="M T K")                    # repeated 5× per M, the same data
     np.testing.assert_array_equal(held, np.broadcast_to(c.x[:, None, :], held.shape))
@@ -215,7 +215,7 @@ def test_ts1_reg_read_64_L4200_L4248() -> None:
     c = Case(dict(M=32, N=8, K=32), dt.bf16, "M, K / 16", "K % 16", "M K", "N", "K", "N K")
     m = c.m
     a = c.stream.align(m["M"], m["K"], c.trf)
-    plan = a.extra["align"]
+    plan = a.carried.contraction.align
     assert (plan.collect_flits, plan.reg_read_bytes, plan.byte_entries) == (2, 64, ((32, 0.0),))
     r = a.contract(m["1"]).accumulate(m["M"], m["N"], Interleaved)
     _close(stream_logical(r, axes="M N"), c.reference("mk,nk->mn"), c.bound("mk,nk->mn", 32))
@@ -226,7 +226,7 @@ def test_ts2_reg_read_32_L4249_L4296() -> None:
              TrfAddress.FirstHalf)
     m = c.m
     a = c.stream.align(m["O, M"], m["L, K"], c.trf)
-    plan = a.extra["align"]
+    plan = a.carried.contraction.align
     assert plan.reg_read_bytes == 32
     assert plan.entries_text() == "E1 {size: 2, stride: 32 B}, E0 {size: 32, stride: 0 B}"   # L4276-4278
     r = a.contract(m["L"]).accumulate(m["O, M, L"], m["N"], Interleaved)
@@ -236,7 +236,7 @@ def test_ts2_reg_read_32_L4249_L4296() -> None:
 def test_trf_second_half_address_mode_L4149_L4157() -> None:
     c = Case(dict(M=8, N=8, K=32), dt.bf16, "M, K / 16", "K % 16", "M K", "N", "K", "N K", TrfAddress.SecondHalf)
     a = c.stream.align(c.m["M"], c.m["K"], c.trf)
-    plan = a.extra["align"]
+    plan = a.carried.contraction.align
     assert plan.mode == "SecondHalf" and plan.base_bytes == RNGD.trf.half_row_bytes
     assert int(CE.addresses(plan)[0]) == RNGD.trf.half_row_bytes
     r = a.contract(c.m["1"]).accumulate(c.m["M"], c.m["N"], Interleaved)
@@ -296,7 +296,7 @@ def test_rd1_matmul_depth_5_L4333_L4359() -> None:
     m = c.m
     k = c.stream.align(m["A"], m["B"], c.trf).contract(m["1"])
     assert isinstance(k, ContractionTensor)
-    plan: CE.ContractPlan = k.extra["contract"]
+    plan: CE.ContractPlan = k.carried.contraction.contract
     assert (plan.depth, plan.tree_depth, plan.columns, plan.out_dtype) == (5, 5, 1, dt.f32)
     assert k.reports[-1].latency == 5                                        # spatial latency 5 cycles (L4543)
     # the ContractionTensor's data: [Chip, Cluster, Slice, Row, Time, Packet] (L3811-3812)
@@ -335,16 +335,16 @@ def test_rd4_rd5_partial_spatial_and_temporal_L4451_L4525(kind: str) -> None:
     c = Case(dict(M=4, N=8, K=64), dt.bf16, "K / 16, M", "K % 16", "M K", "N", "K", "N K")
     m = c.m
     k = c.stream.align(m["K / 16, M"], m["K % 16 # 32"], c.trf).contract(m["K % 16 / 4"])
-    cp = k.extra["contract"]
+    cp = k.carried.contraction.contract
     assert (cp.depth, cp.columns, cp.kept) == (2, 8, 4)          # 8 outputs, 4 real
     if kind == "Interleaved":
         r = k.accumulate(m["M, K % 16 / 4"], m["N"], Interleaved)
-        assert r.extra["accumulate"].inner_slots == 16           # M × K%16/4 ≤ 128 (L4478-4481)
+        assert r.carried.accumulate.inner_slots == 16           # M × K%16/4 ≤ 128 (L4478-4481)
         got = stream_logical(r, axes="M K N", allow_missing=True)[:, 0:16:4, :]
         out_axes = "mqn"
     else:
         r = k.accumulate(m["M, N"], m["K % 16 / 4 # 8"], Sequential)
-        assert r.extra["accumulate"].inner_slots == 32           # M × N ≤ 32 (L4522-4525)
+        assert r.carried.accumulate.inner_slots == 32           # M × N ≤ 32 (L4522-4525)
         got = stream_logical(r, axes="M N K", allow_missing=True)[:, :, 0:16:4]
         out_axes = "mnq"
         pad = r.data.values.reshape(2, 256, 32, 8)[0, 0, :, 4:]
@@ -441,7 +441,7 @@ def test_poison_propagates_and_zero_padding_masks_it() -> None:
     img = c2.ctx.memory.chip(0).trf
     img.written[0, 0, :, 32:64] = False                         # the 16 elements after K: never written
     a = c2.stream.align(c2.m["M"], c2.m["K # 32"], c2.trf)
-    assert a.extra["align"].reg_read_bytes == 32                 # reads only K, repeated
+    assert a.carried.contraction.align.reg_read_bytes == 32                 # reads only K, repeated
     r2 = a.contract(c2.m["1"]).accumulate(c2.m["M"], c2.m["N"], Interleaved)
     assert r2.data.known.reshape(2, 256, 4, 8)[0, 0].all()
 
@@ -583,10 +583,10 @@ def test_pipeline_equals_einsum_property(p: dict[str, Any]) -> None:
     assert math.prod(r.layout.shape) == r.data.values.size
 
 
-def test_dense_fallback_gives_the_same_result(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_dense_fallback_gives_the_same_result() -> None:
     """When the time digits of the sequencer, the tiling and the accumulator have no common refinement, the
     weights are gathered per computation step instead; forcing that path must not change the result."""
-    import visa.engines.contraction.compute as compute
+    from visa import fastpaths
 
     def run() -> npt.NDArray[Any]:
         c = Case(dict(M=32, N=8, K=16, L=2, O=2), dt.bf16, "M, O, L", "K", "M O L K", "N", "O, M, K", "N O M K",
@@ -597,8 +597,8 @@ def test_dense_fallback_gives_the_same_result(monkeypatch: pytest.MonkeyPatch) -
         return np.asarray(stream_logical(r, axes="M O L N"))
 
     fused = run()
-    monkeypatch.setattr(compute, "_refine", lambda total, structures: None)
-    dense = run()
+    with fastpaths.disabled("contraction.time-digits"):
+        dense = run()
     np.testing.assert_allclose(dense, fused, rtol=1e-6, atol=1e-5)
 
 
@@ -607,7 +607,7 @@ def test_i4_weights_and_depth_7_L4388() -> None:
     c = Case(dict(M=8, N=4, K=256), dt.i4, "M, K / 64", "K % 64", "M K", "N", "K", "N K", seed=9)
     m = c.m
     k = c.stream.align(m["M, K / 128"], m["K % 128"], c.trf).contract(m["1"])
-    assert (k.extra["contract"].depth, k.extra["align"].reg_read_bytes) == (7, 64)
+    assert (k.carried.contraction.contract.depth, k.carried.contraction.align.reg_read_bytes) == (7, 64)
     r = k.accumulate(m["M"], m["N # 8"], Interleaved)
     np.testing.assert_array_equal(stream_logical(r, axes="M N").astype(np.int64),
                                   c.reference("mk,nk->mn").astype(np.int64))

@@ -301,7 +301,7 @@ def test_cast_table_L1962_L1979(pair: tuple[str, str]) -> None:
     want = dt.convert(x, src, dst)
     got = stream_logical(s)
     assert np.array_equal(got, want, equal_nan=True)
-    cfg = s.extra["fetch"]
+    cfg = s.carried.fetch
     # one fetch's output fits a 32-byte flit (L1996)
     assert cfg.fetch_size * dst.size_bits <= 32 * src.size_bits
     assert s.reports[-1].latency in RNGD.fetch.cast_latency_cycles  # type conversion takes 1-2 cycles (L2135)
@@ -337,7 +337,7 @@ def test_matrix_cast_example_L1731_L1743() -> None:
     t = dm(ctx, ax, x, i8, "A, B")
     s = ctx.main.begin(t.view()).fetch(i32, ax.m["A"], ax.m["B"])
     assert np.array_equal(stream_logical(s), x.astype(np.int32))
-    cfg = s.extra["fetch"]
+    cfg = s.carried.fetch
     assert cfg.output_packet_bytes == 128 and cfg.time.size == 512  # 512 rows of 32 i32 (128 bytes)
     assert cfg.fetch_size == 8  # 16 bytes of i8 would cast to 64 bytes (L2014-2017)
 
@@ -431,7 +431,7 @@ def test_interleave_order_L1855_L1868() -> None:
     v, _ = slice0(s)
     assert np.array_equal(v[0], x[0, 0]) and np.array_equal(v[1], x[1, 0]) and np.array_equal(v[2], x[0, 1])
     assert np.array_equal(stream_logical(s, axes="I A B"), x)
-    assert F.cycles(s.extra["fetch"]) == 128 and "interleaved along" in s.reports[-1].config
+    assert F.cycles(s.carried.fetch) == 128 and "interleaved along" in s.reports[-1].config
 
 
 def test_interleave_rules_L1843_L1852() -> None:
@@ -490,7 +490,7 @@ def test_cycles_and_report_L2060() -> None:
     ctx = new_ctx()
     t = dm(ctx, ax, dt.random_values(bf16, (64, 16), RNG), bf16, "A, B")
     s = ctx.main.begin(t.view()).fetch(f32, ax.m["A"], ax.m["B"])
-    cfg = s.extra["fetch"]
+    cfg = s.carried.fetch
     # 32-byte bf16 packets, but one fetch may give at most 32 bytes of f32: 16-byte fetches, 2 per packet
     assert (cfg.fetch_size, cfg.fetches_per_packet, F.cycles(cfg)) == (16, 2, 128)
     rep = s.reports[-1]

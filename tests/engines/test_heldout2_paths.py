@@ -7,6 +7,7 @@ set"), each pinned against the general path it replaces on small inputs.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from typing import Any
 
@@ -15,10 +16,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from visa import AxisSet, Context, i8, i16, i32, testing
+from visa import AxisSet, Context, fastpaths, i8, i16, i32, testing
 from visa import dtypes as dt
 from visa.engines import collect as CO
 from visa.engines import fetch as F
+from visa.engines import fetch_fast
 from visa.engines import transpose as T
 from visa.engines.common import StreamData, StreamLayout
 from visa.engines.vector import (
@@ -50,9 +52,7 @@ def _interleaved(monkeypatch: pytest.MonkeyPatch, general: bool, dtype: Any, n_e
                  gap: int, written: int, seed: int) -> Any:
     """Fetch a pair of ``n_e``-element tensors ``gap`` bytes apart (the second written only ``written`` elements
     deep: the rest is poison), through the general path or not."""
-    with monkeypatch.context() as mp:
-        if general:
-            mp.setattr(F, "_pair_nest", lambda *a: None)
+    with fastpaths.disabled("fetch.loop-nest", "fetch.all-known") if general else contextlib.nullcontext():
         ax = AxisSet(A=n_e, W=written, I=2)
         m = ax.m
         ctx = Context()
@@ -97,11 +97,11 @@ def test_pair_nest_is_a_loop_nest_over_both_tensors() -> None:
     cfg = F.plan(Context().hw, i32, i32, m["1"], m["1 # 2"], m["1 # 256"], m["A"], m["I, A / 8"], m["A % 8"],
                  interleave=m["I"])
     bases = np.array([0, 8 * (1 << 16)], dtype=np.int64)
-    got = F._nest(cfg, bases, cfg.sequencer.entries)
+    got = fetch_fast._nest(cfg, bases, cfg.sequencer.entries)
     assert got is not None
     base, loops = got
     assert base == 0 and tuple(lp for lp in loops if lp[0] > 1) == ((2, (1 << 16) // 4), (128, 8), (8, 1))
-    below = F._nest(cfg, bases[::-1].copy(), cfg.sequencer.entries)  # the second tensor below the first
+    below = fetch_fast._nest(cfg, bases[::-1].copy(), cfg.sequencer.entries)  # the second tensor below the first
     assert below is not None and below[0] == 8 * (1 << 16) and below[1][0] == (2, -(1 << 16) // 4)
 
 

@@ -10,25 +10,24 @@ was never written, manual L1071–1093).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 
+from tests.fastpath_switch import needs
 from visa import AccumulationKind, AxisSet, Context, HostTensor, TrfAddress, bf16, i8
 from visa import dtypes as dt
-from visa.engines import fetch as F
 from visa.memory.known import all_true, is_everywhere, known_everywhere, writable
-from visa.stream import contraction as SC
 
 RNG = np.random.default_rng(1516)
 AX = AxisSet(I=32, J=128, K=64)  # 16 row blocks (I / 2) × 16 column blocks (J / 8): 256 slices of one cluster
 
 
-def _materialised(monkeypatch: pytest.MonkeyPatch) -> None:
+def _materialised(reference: Callable[..., None]) -> None:
     """The paths before: the fetch reads its mask, the TRF window is copied for every slice with its mask."""
-    monkeypatch.setattr(F, "_all_known", lambda *args: False)
-    monkeypatch.setattr(SC, "_cluster_range", lambda valid: None)
+    reference("fetch.all-known", "contraction.window-in-place")
 
 
 def _gemm(dtype: Any, x: np.ndarray, y: np.ndarray, dm_poison: bool = False, trf_poison: bool = False,
@@ -102,12 +101,13 @@ def test_known_everywhere_and_all_true() -> None:
 
 
 @pytest.mark.parametrize("dm_poison", [False, True])
-def test_fetch_of_written_bytes_carries_no_mask(dm_poison: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fetch_of_written_bytes_carries_no_mask(dm_poison: bool, reference: Callable[..., None]) -> None:
+    needs("fetch.all-known")
     x, y = _inputs(bf16)
     got, _, _ = _gemm(bf16, x, y, dm_poison=dm_poison)
     # no mask per element: one bool per slice (the second cluster, 1 # 2, holds no data: poison), broadcast
     assert (got.data.known.strides[-2:] == (0, 0)) != dm_poison
-    _materialised(monkeypatch)
+    _materialised(reference)
     want, _, _ = _gemm(bf16, x, y, dm_poison=dm_poison)
     assert want.data.known.strides[-1] != 0
     assert np.array_equal(got.data.values.view(np.uint16), want.data.values.view(np.uint16))
@@ -120,15 +120,16 @@ def test_fetch_of_written_bytes_carries_no_mask(dm_poison: bool, monkeypatch: py
 @pytest.mark.parametrize("dtype", [i8, bf16])
 @pytest.mark.parametrize("poison", ["none", "dm", "trf"])
 def test_contraction_of_a_periodic_window_equals_the_materialised_one(dtype: Any, poison: str,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                      reference: Callable[..., None]) -> None:
+    needs("contraction.window-in-place")
     x, y = _inputs(dtype)
     _, aligned, got = _gemm(dtype, x, y, dm_poison=poison == "dm", trf_poison=poison == "trf")
-    window = aligned.extra["window"]
+    window = aligned.carried.contraction.window
     assert window.period == (0 if poison == "trf" else 16)  # a poisoned TRF byte: the window and its mask copied
     assert is_everywhere(window.known) == (poison != "trf")
-    _materialised(monkeypatch)
+    _materialised(reference)
     _, aligned2, want = _gemm(dtype, x, y, dm_poison=poison == "dm", trf_poison=poison == "trf")
-    assert aligned2.extra["window"].period == 0
+    assert aligned2.carried.contraction.window.period == 0
     # the same products in the same matrix shapes (the materialised path finds the period in the data): bit for bit
     assert np.array_equal(got.data.values.view(np.uint32), want.data.values.view(np.uint32))
     assert np.array_equal(got.data.known, want.data.known)
@@ -153,10 +154,11 @@ def test_contraction_of_a_periodic_window_equals_the_materialised_one(dtype: Any
 def test_a_to_trf_after_align_does_not_change_the_pass(dtype: Any) -> None:
     # align reads the TRF as the sequencer will (a snapshot, L4063–4070): loading other weights into the same
     # half afterwards does not change what the pending contraction multiplies
+    needs("contraction.window-in-place")
     x, y = _inputs(dtype)
     y2 = dt.random_values(dtype, (64, 128), RNG)
     _, aligned, got = _gemm(dtype, x, y, y2=y2)
-    assert aligned.extra["window"].period == 16
+    assert aligned.carried.contraction.window.period == 16
     _, _, want = _gemm(dtype, x, y)
     assert np.array_equal(got.data.values.view(np.uint32), want.data.values.view(np.uint32))
     assert np.array_equal(got.data.known, want.data.known) and _logical(got)[1].all()
@@ -166,14 +168,15 @@ def test_a_to_trf_after_align_does_not_change_the_pass(dtype: Any) -> None:
         assert not np.array_equal(v, x.astype(np.int64) @ y2.astype(np.int64))
 
 
-def test_contraction_tensor_data_of_a_periodic_window(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_contraction_tensor_data_of_a_periodic_window(reference: Callable[..., None]) -> None:
     # the ContractionTensor's own data (with the Row level, L4310–4317) through the periodic window: the same as
     # the materialised window's
+    needs("contraction.window-in-place")
     x, y = _inputs(i8)
     _, aligned, _ = _gemm(i8, x, y, dm_poison=True, finish=False)
-    assert aligned.extra["window"].period == 16
+    assert aligned.carried.contraction.window.period == 16
     got = aligned.contract(AX.m["1"]).data
-    _materialised(monkeypatch)
+    _materialised(reference)
     _, aligned2, _ = _gemm(i8, x, y, dm_poison=True, finish=False)
     want = aligned2.contract(AX.m["1"]).data
     assert np.array_equal(got.values, want.values) and np.array_equal(got.known, want.known)

@@ -92,10 +92,10 @@ def test_tiled_align_data_reads_as_the_repeated_activation() -> None:
     x = dt.random_values(bf16, (64, 128), RNG)
     y = dt.random_values(bf16, (128, 32), RNG)
     _, s = _gemm(ax, x, y, bf16, True)
-    act, _, digits = s.extra["activation"]
+    act, digits = s.carried.contraction.act, s.carried.contraction.digits
     assert digits == ((act.shape[3], False),)  # nothing repeated by the fetch here
     assert np.array_equal(np.asarray(s.data.values).view(np.uint16),
-                          np.repeat(act, s.extra["align"].tiles, axis=3).view(np.uint16))
+                          np.repeat(act, s.carried.contraction.align.tiles, axis=3).view(np.uint16))
 
 
 @pytest.mark.parametrize("tiled", [True, False])

@@ -12,6 +12,7 @@ alternate the pair's two DMNs (L2883–2893).  The add is one interleaved pass: 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -134,7 +135,7 @@ def test_i8_gemm_reduces_over_slices_then_clusters_exactly_and_the_cross_cluster
 @pytest.mark.parametrize("slices", [16, 256])
 @pytest.mark.parametrize("by_cluster", [True, False])
 def test_cluster_swap_copies_cluster_by_cluster_or_byte_by_byte_alike(slices: int, by_cluster: bool,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                     reference: Callable[..., None]) -> None:
     """The swap's execution: the plan's source loop over the clusters is apart from the others (it steps one
     cluster, the rest stay inside one), so each destination cluster is one plain copy from the other cluster;
     without that shortcut (forced here) the bytes are gathered through the remapped addresses.  Both give the
@@ -153,7 +154,7 @@ def test_cluster_swap_copies_cluster_by_cluster_or_byte_by_byte_alike(slices: in
     loops = [(lp.size, lp.src, lp.dst) for lp in p.all_loops()]
     assert shuffle._cluster_loop(shuffle.ShufflePlan(p, (), (1, 0)), loops, address_space(RNGD, "dm")) is not None
     if not by_cluster:
-        monkeypatch.setattr(shuffle, "_cluster_loop", lambda *_: None)
+        reference("dma.shuffle-by-cluster")
 
     @device(chip=1)
     def kernel(ctx: Context, xh: Any) -> Any:

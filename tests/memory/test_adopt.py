@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.fastpath_switch import skip_unless
 from visa import AxisSet, Context, HostTensor, i8, i32
 from visa.memory.images import PagedImage
 
@@ -24,6 +25,7 @@ def _region(ctx: Context, lo: int) -> np.ndarray:
     return out
 
 
+@skip_unless("dma.adopt")
 def test_a_host_tensor_is_shared_until_hbm_is_written() -> None:
     ctx = Context.acquire()
     x = np.random.default_rng(0).integers(-128, 128, size=(256, 1024), dtype=np.int8)

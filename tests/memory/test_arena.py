@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 import visa.memory.images as images
 from tests.memory.gemm_run import run_gemm
 from tests.memory.test_pages import LEAD, Model, _step
-from visa import axes, m
+from visa import axes, fastpaths, m
 from visa.memory.arena import Arena
 from visa.memory.images import DenseImage
 from visa.memory.pages import NONE
@@ -107,7 +107,8 @@ def test_a_flat_image_keeps_its_images_memory_out_of_reuse(arena: Arena) -> None
     assert flat.all_written(0, 4096)
 
 
-@pytest.mark.skipif(not images.ARENA.enabled, reason="reuse turned off (VISA_KEEP_FREED=0)")
+@pytest.mark.skipif(not images.ARENA.enabled or not fastpaths.get("memory.arena").on,
+                    reason="reuse turned off (VISA_FASTPATHS: memory.arena)")
 def test_a_kernel_runs_alike_on_reused_memory() -> None:
     """The GEMM example's kernel (manual L466–525) twice in one process, the second time on the memory of the
     first one's context: the same result, byte for byte, and its DM and TRF images did reuse that memory."""

@@ -8,6 +8,7 @@ random program twice — with writes left pending and with every write made at o
 
 from __future__ import annotations
 
+import contextlib
 import gc
 from typing import Any
 
@@ -18,7 +19,8 @@ from hypothesis import strategies as st
 
 import visa.memory.images as images
 import visa.memory.transfer as transfer
-from visa import RNGD, axes
+from tests.fastpath_switch import skip_unless
+from visa import RNGD, axes, fastpaths
 from visa.dtypes import i8, i16
 from visa.memory.arena import Arena
 from visa.memory.images import DenseImage, load_nest, store_nest
@@ -84,12 +86,21 @@ def test_pending_writes_read_as_writes_made_at_once(seed: int, ops: list[int]) -
 
 
 
+#: The fast paths that leave the GEMM example's copies pending (what the tests of that structure need on).
+GEMM_PENDING = ("dma.pending-copies", "collect.replica-load", "fetch.pending-copies", "memory.replicas",
+                "fetch.replica-labels")
+
 def _run(program: list[tuple[Any, ...]], defer: bool, monkeypatch: pytest.MonkeyPatch, whole: bool = True
          ) -> list[Any]:
     """Run ``program`` on a DM image (its memory a reused one, owing zeros) and return every read; ``whole``
     reads all of it at the end (else it dies with what is pending)."""
-    monkeypatch.setattr(transfer, "DEFER_BYTES", 0 if defer else 1 << 62)
+    monkeypatch.setattr(transfer, "DEFER_BYTES", 0)  # (every broadcast left pending, however small)
     monkeypatch.setattr(images, "ARENA", Arena(least=1))
+    with contextlib.nullcontext() if defer else fastpaths.disabled("dma.pending-copies"):
+        return _program(program, monkeypatch, whole)
+
+
+def _program(program: list[tuple[Any, ...]], monkeypatch: pytest.MonkeyPatch, whole: bool) -> list[Any]:
     junk = DenseImage(SHAPE, page_bytes=256)  # a dead image's bytes under the next one
     junk.flat_data(0, SPAN).reshape(UNITS, -1)[:, :SPAN] = 0xA5
     junk.mark_written(slice(None), 0, SPAN)
@@ -171,6 +182,7 @@ def test_pending_copies_and_fills_read_as_made(program: list[tuple[Any, ...]], w
             assert np.array_equal(a, b) and not a.any()
 
 
+@skip_unless("dma.pending-copies")
 def test_the_gemm_broadcast_leaves_its_copies_pending(arena: Arena, monkeypatch: pytest.MonkeyPatch) -> None:
     """The GEMM example's A (manual L497): 16 slices get the same 64 KiB; one is written, 15 wait, and a fetch-like
     read of all 16 returns the copies without making them."""
@@ -209,17 +221,15 @@ def _gemm(pending: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[np.ndarray[An
     """The GEMM example's kernel (manual L466–525) on fixed data: its output's bits, its cycles, and the pending
     copies its DM and TRF hold at the end."""
     from tests.memory.gemm_run import run_gemm
-    from visa.engines import collect
 
-    monkeypatch.setattr(transfer, "DEFER_BYTES", transfer.DEFER_BYTES if pending else 1 << 62)
     monkeypatch.setenv("VISA_VERIFY_REPLICAS", "0")  # (checking a claim reads every copy: the bits compare here)
-    if not pending:
-        monkeypatch.setattr(collect, "_load_replicas", lambda *args: False)
-    ctx, bits = run_gemm(11)
+    with contextlib.nullcontext() if pending else fastpaths.disabled("dma.pending-copies", "collect.replica-load"):
+        ctx, bits = run_gemm(11)
     chip = ctx.memory.chip(0)
     return bits, ctx.schedule.makespan, len(chip.dm._pending.copies), len(chip.trf._pending.copies)
 
 
+@skip_unless(*GEMM_PENDING)
 def test_the_gemm_example_runs_the_same_with_copies_pending(monkeypatch: pytest.MonkeyPatch) -> None:
     """The GEMM example with its replicas left pending (A and B over the slices in DM, B in every TRF) and with
     every copy made: the same output bits and the same cycles; the pending run made none of its copies."""
@@ -231,6 +241,7 @@ def test_the_gemm_example_runs_the_same_with_copies_pending(monkeypatch: pytest.
     assert got[2:] == (2, 1)  # A and B in DM, B in the TRF: still pending at the end
 
 
+@skip_unless(*GEMM_PENDING, "fetch.all-known")
 def test_the_gemm_weights_stream_keeps_its_copies_unmade(monkeypatch: pytest.MonkeyPatch) -> None:
     """The GEMM example's B (manual L497–509): the fetch over slices left pending copies reads one slice per class
     (visa.engines.rows.CopiedRows), collect passes the structure on, and the TRF load writes one slice per class

@@ -1,14 +1,18 @@
 """Adversarial review of the owed writes and copied rows (issue 15): each mechanism against the same computation
 with the mechanism off (docs/manual-notes.md, "Review of owed writes and copied rows").
 
-The switches: ``transfer.DEFER_BYTES`` huge makes every broadcast's copies at once; ``fetch.ROW_POOL`` disabled
-gives every fetch a buffer of its own; ``collect._load_replicas`` returning False stores every slice of a
-register load.
+The switches are the registry's (:mod:`visa.fastpaths`): ``dma.pending-copies`` off makes every broadcast's
+copies at once; ``memory.rowpool`` off gives every fetch a buffer of its own; ``collect.replica-load`` off stores
+every slice of a register load.  With them on, ``transfer.DEFER_BYTES`` and the pool's ``least`` are 0 (the
+tuning constants: the smallest broadcast and buffer take the mechanism too).
 """
 
 from __future__ import annotations
 
+import functools
 import gc
+import inspect
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -16,10 +20,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-import visa.engines.fetch as fetch_engine
 import visa.memory.transfer as transfer
-from visa import RNGD, AxisSet, Context, TrfAddress, i8
-from visa.memory.rowpool import RowPool
+from tests.fastpath_switch import skip_unless
+from visa import RNGD, AxisSet, Context, TrfAddress, fastpaths, i8
+from visa.memory.rowpool import ROW_POOL
 from visa.memory.transfer import DmEndpoint, HostBuffer, address_space, copy
 from visa.testing import place_dm
 
@@ -28,15 +32,38 @@ SLICES = RNGD.dm.slices_per_cluster
 
 Broadcast = tuple[int, int, int, int]  # (copies, slice step, first slice, seed)
 
+#: The mechanisms under review, as registered fast paths.
+MECHANISMS = ("dma.pending-copies", "memory.rowpool", "collect.replica-load")
 
+
+def _switched(flag: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Run the decorated helper with the mechanisms on (and taken at any size) when its argument ``flag`` is
+    true, else with them off (:func:`visa.fastpaths.disabled`)."""
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        sig = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            bound = sig.bind(*args, **kwargs)
+            on, mp = bool(bound.arguments[flag]), bound.arguments["mp"]
+            mp.setattr(transfer, "DEFER_BYTES", 0)
+            mp.setattr(ROW_POOL, "least", 0)
+            if on:
+                return fn(*args, **kwargs)
+            with fastpaths.disabled(*MECHANISMS):
+                return fn(*args, **kwargs)
+        return run
+    return wrap
+
+
+
+@_switched("pending")
 def _fetch_over_broadcasts(broadcasts: list[Broadcast], first: int, count: int, pending: bool,
                            mp: pytest.MonkeyPatch, masked: bool = False
                            ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """Broadcast DMAs of 32 host bytes over slices of cluster 0 (their copies pending or made), then a fetch of
     the slices ``[first, first + count)`` (``masked``: 31 bytes of each and a pad, through the masking stage): the
     stream's values and known-mask."""
-    mp.setattr(transfer, "DEFER_BYTES", 0 if pending else 1 << 62)
-    mp.setattr(fetch_engine, "ROW_POOL", RowPool(least=0) if pending else RowPool(enabled=False))
     m = AxisSet(A=count, B=31 if masked else 32).m
     ctx = Context()
     ctx.num_chips = 1
@@ -94,19 +121,15 @@ def test_a_fetch_over_broadcast_slices_reads_as_made(broadcasts: list[Broadcast]
     np.testing.assert_array_equal(got[1], want[1])
 
 
+@_switched("on")
 def _to_trf_over_broadcasts(broadcasts: list[Broadcast], first: int, count: int, rows: int, on: bool,
                             mp: pytest.MonkeyPatch) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """Slices ``[first, first + count)`` written by one DMA (4 KiB each: a page, so that the broadcasts' replica
     ids hold), broadcasts over some of them, then fetch → collect → TRF load of ``rows`` Rows: the TRF's bytes
     and written-mask, with every mechanism on (copies pending in DM, the pool, the replicated load) or off."""
-    from visa.engines import collect
     from visa.tensors.handles import DmTensor
     from visa.testing import _enter_kernel
 
-    mp.setattr(transfer, "DEFER_BYTES", 0 if on else 1 << 62)
-    mp.setattr(fetch_engine, "ROW_POOL", RowPool(least=0) if on else RowPool(enabled=False))
-    if not on:
-        mp.setattr(collect, "_load_replicas", lambda *args: False)
     m = AxisSet(A=count, R=rows, B=4096 // rows).m
     ctx = Context()
     ctx.num_chips = 1
@@ -148,6 +171,7 @@ def test_a_trf_load_of_broadcast_slices_writes_as_made(broadcasts: list[Broadcas
     np.testing.assert_array_equal(got[1], want[1])
 
 
+@skip_unless("contraction.window-in-place", "contraction.window-nest", "memory.replicas")
 def test_the_trf_window_is_a_snapshot_when_one_period_is_contiguous() -> None:
     """Defect found by this review: align reads the TRF window as a snapshot, so that a later load of the TRF
     cannot change what a pending contraction multiplies (L4063–4070; the contraction is computed when its
@@ -177,6 +201,7 @@ def test_the_trf_window_is_a_snapshot_when_one_period_is_contiguous() -> None:
 _SHAPE = (RNGD.dm.clusters_per_chip, SLICES, RNGD.dm.slice_bytes)
 
 
+@_switched("pending")
 def _dma_program(program: list[tuple[Any, ...]], pending: bool, mp: pytest.MonkeyPatch) -> list[Any]:
     """Run DMAs on a DM image over memory a dead image wrote: host broadcasts with one or two stride-0 slice loops
     and slice strides of either sign, DM → DM moves and broadcasts (reading what earlier ones left pending), and
@@ -188,7 +213,6 @@ def _dma_program(program: list[tuple[Any, ...]], pending: bool, mp: pytest.Monke
     from visa.memory.images import DenseImage, load_nest
     from visa.memory.units import enabled_units
 
-    mp.setattr(transfer, "DEFER_BYTES", 0 if pending else 1 << 62)
     mp.setattr(images, "ARENA", Arena(least=1))
     junk = DenseImage(_SHAPE, page_bytes=256)
     junk.flat_data(0, 2048).reshape(-1, _SHAPE[-1])[:, :2048] = 0x5A
@@ -268,11 +292,10 @@ def test_dma_programs_read_as_made(program: list[tuple[Any, ...]]) -> None:
             assert not a.any()
 
 
+@_switched("pending")
 def _two_chip_fetch(broadcasts: list[tuple[int, Broadcast]], first: int, count: int, pending: bool,
                     mp: pytest.MonkeyPatch) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """:func:`_fetch_over_broadcasts` over two chips, each with its own broadcasts ``(chip, broadcast)``."""
-    mp.setattr(transfer, "DEFER_BYTES", 0 if pending else 1 << 62)
-    mp.setattr(fetch_engine, "ROW_POOL", RowPool(least=0) if pending else RowPool(enabled=False))
     m = AxisSet(C=2, A=count, B=32).m
     ctx = Context()
     ctx.num_chips = 2
@@ -305,6 +328,7 @@ def test_a_two_chip_fetch_over_broadcast_slices_reads_as_made(broadcasts: list[t
     np.testing.assert_array_equal(got[1], want[1])
 
 
+@_switched("on")
 def _to_vrf_over_broadcasts(broadcasts: list[Broadcast], first: int, count: int, on: bool,
                             mp: pytest.MonkeyPatch, accepted: list[bool]) -> tuple[np.ndarray[Any, Any], ...]:
     """:func:`_to_trf_over_broadcasts` with a VRF load of one 4 KiB element per slice; ``accepted`` collects
@@ -314,10 +338,7 @@ def _to_vrf_over_broadcasts(broadcasts: list[Broadcast], first: int, count: int,
     from visa.testing import _enter_kernel
 
     load = collect._load_replicas
-    mp.setattr(transfer, "DEFER_BYTES", 0 if on else 1 << 62)
-    mp.setattr(fetch_engine, "ROW_POOL", RowPool(least=0) if on else RowPool(enabled=False))
-    mp.setattr(collect, "_load_replicas",
-               (lambda *args: accepted.append(load(*args)) or accepted[-1]) if on else (lambda *args: False))
+    mp.setattr(collect, "_load_replicas", lambda *args: accepted.append(load(*args)) or accepted[-1])
     m = AxisSet(A=count, B=4096).m
     ctx = Context()
     ctx.num_chips = 1
@@ -343,6 +364,7 @@ def _to_vrf_over_broadcasts(broadcasts: list[Broadcast], first: int, count: int,
     ([(8, 1, 8, 1)], 9, 4),   # the class's source outside the window
     ([(8, 1, 8, 1)], 8, 6),
 ])
+@skip_unless("collect.replica-load", "memory.replicas", "fetch.replica-labels", "fetch.all-known")
 def test_a_vrf_load_of_broadcast_slices_writes_as_made(broadcasts: list[Broadcast], first: int, count: int) -> None:
     """A VRF load of replicated slices (one slice written, the others pending copies) writes what the plain
     load writes."""

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from tests.fastpath_switch import skip_unless
 from tests.memory.test_pages import LEAD, Model, _step
 from visa import RNGD
 from visa.memory.images import DenseImage
@@ -45,6 +46,7 @@ def _claims_hold(img: DenseImage, lo: int, hi: int, units: int = UNITS) -> int:
 @settings(max_examples=60, deadline=None)
 @given(n=st.integers(8, 70), page=st.integers(1, 12), seed=st.integers(0, 2**32 - 1),
        ops=st.lists(st.integers(0, 10), min_size=0, max_size=8))
+@skip_unless("memory.replicas")
 def test_a_claim_of_replicas_survives_only_what_leaves_the_bytes_equal(n: int, page: int, seed: int,
                                                                          ops: list[int]) -> None:
     rng = np.random.default_rng(seed)
@@ -71,6 +73,7 @@ def test_a_claim_of_replicas_survives_only_what_leaves_the_bytes_equal(n: int, p
             _claims_hold(img, a, int(rng.integers(a + 1, n + 1)))
 
 
+@skip_unless("memory.replicas")
 def test_a_broadcast_dma_groups_the_slices_it_gave_the_same_bytes() -> None:
     space = address_space(RNGD, "dm")
     img = DenseImage((RNGD.dm.clusters_per_chip, RNGD.dm.slices_per_cluster, RNGD.dm.slice_bytes))

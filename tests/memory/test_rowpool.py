@@ -8,7 +8,7 @@ holds is handed out again; and the fetch's streams are the same with the pool as
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import visa.engines.fetch as fetch_engine
-from visa import AxisSet, Context, i8, i32
+from tests.fastpath_switch import needs
+from visa import AxisSet, Context, fastpaths, i8, i32
 from visa import dtypes as dt
-from visa.memory.rowpool import RowPool
+from visa.memory.rowpool import ROW_POOL, RowPool
 from visa.testing import place_dm
 
 
@@ -78,6 +78,9 @@ def test_a_small_or_disabled_pool_lends_nothing() -> None:
     for pool in (RowPool(least=1 << 20), RowPool(enabled=False, least=0)):
         buf, loan = pool.take((2, 4), np.dtype(np.uint8), rows)
         assert loan is None and not buf[0].any() and buf.flags.writeable
+    with fastpaths.disabled("memory.rowpool"):  # (the registry's switch: VISA_FASTPATHS=-memory.rowpool)
+        buf, loan = RowPool(least=0, path=fastpaths.get("memory.rowpool")).take((2, 4), np.dtype(np.uint8), rows)
+        assert loan is None and not buf[0].any() and buf.flags.writeable
 
 
 # ------------------------------------------------------------------------------------------------ the fetch
@@ -88,10 +91,10 @@ MASKED = AxisSet(A=64, B=31)
 
 @pytest.fixture
 def pool(monkeypatch: pytest.MonkeyPatch) -> Iterator[RowPool]:
-    """A pool that lends buffers of any size, in place of the fetch's."""
-    mine = RowPool(least=0)
-    monkeypatch.setattr(fetch_engine, "ROW_POOL", mine)
-    yield mine
+    """The fetch's pool, lending buffers of any size."""
+    needs("memory.rowpool", "fetch.all-known")
+    monkeypatch.setattr(ROW_POOL, "least", 0)
+    yield ROW_POOL
     gc.collect()
 
 
@@ -111,21 +114,22 @@ def _fetch(dtype: Any, slices: str, seed: int, masked: bool = False) -> tuple[np
 
 
 @pytest.mark.parametrize("dtype", [i8, i32])
-def test_the_fetch_reads_the_same_with_the_pool(pool: RowPool, dtype: Any, monkeypatch: pytest.MonkeyPatch
+def test_the_fetch_reads_the_same_with_the_pool(pool: RowPool, dtype: Any, reference: Callable[..., None]
                                                 ) -> None:
     """Fetches over different slice patterns one after the other, and one that reads padding (the general path)
     in between: each stream equals the one read without the pool; a pooled stream's values are read-only."""
     plans = [("A # 256", False), ("# 128 + A + # 64", False), ("A # 256", True), ("# 32 + A + # 160", False),
              ("A # 256", False), ("# 192 + A", False)]
     got = []
+    reused = pool.reused
     for k, (slices, masked) in enumerate(plans):
         values, known = _fetch(dtype, slices, k, masked)
         assert values.flags.writeable == masked  # (padding read: the general path, a buffer of its own)
         got.append((values.copy(), np.array(known)))
         del values, known
         gc.collect()
-    assert pool.reused >= 3
-    monkeypatch.setattr(fetch_engine, "ROW_POOL", RowPool(enabled=False))
+    assert pool.reused >= reused + 3
+    reference("memory.rowpool")
     for k, (slices, masked) in enumerate(plans):
         values, known = _fetch(dtype, slices, k, masked)
         assert np.array_equal(values, got[k][0]) and np.array_equal(known, got[k][1])

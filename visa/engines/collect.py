@@ -36,6 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from visa import dtypes as dt
+from visa import fastpaths
 from visa.engines.broadcast import BroadcastData
 from visa.engines.cache import cached
 from visa.engines.common import StreamData, axes_text
@@ -329,6 +330,10 @@ def execute_load(cfg: RegisterLoadConfig, data: StreamData, images: Sequence[Den
         store_stream(cfg.dtype, target, bits, v, k, np.broadcast_to(held, (run.size, rows, e)).reshape(-1, e))
 
 
+REPLICA_LOAD = fastpaths.register("collect.replica-load", "a register load of slices whose streams are replicas "
+                                  "writes one slice of each class and leaves the others pending copies")
+
+
 def _load_replicas(cfg: RegisterLoadConfig, img: DenseImage, labels: npt.NDArray[np.int64] | None, chip: int,
                    on: BoolArray, rows: int, bit_base: int, values: npt.NDArray[Any], known: BoolArray,
                    held: npt.NDArray[np.int64] | None = None) -> bool:
@@ -338,7 +343,7 @@ def _load_replicas(cfg: RegisterLoadConfig, img: DenseImage, labels: npt.NDArray
     elements)``, ``known`` those of the slices loaded; ``held``, when the stream's rows are partly copies not made
     (:class:`~visa.engines.rows.CopiedRows`), the row that holds each slice's values.  False (nothing written)
     when the load is not one."""
-    if labels is None or cfg.dtype.image_bits % 8 or bit_base % 8 or not all_true(known):
+    if not REPLICA_LOAD.on or labels is None or cfg.dtype.image_bits % 8 or bit_base % 8 or not all_true(known):
         return False
     mine = labels[chip * on.size: (chip + 1) * on.size]
     slices = np.flatnonzero(on)

@@ -40,6 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from visa import dtypes as dt
+from visa import fastpaths
 from visa.engines.cache import cached
 from visa.engines.common import StreamData, axes_text, engine_call
 from visa.engines.deferred import DeferredData, PaddedLanes
@@ -471,6 +472,12 @@ def _static(cfg: CommitConfig) -> tuple[IntArray, IntArray, BoolArray]:
     return addr[keep], pos, enabled
 
 
+FUSED = fastpaths.register("commit.fused", "a stream still one ufunc is computed straight into the DM words "
+                           "(one pass) instead of into an array that is then written")
+LANES = fastpaths.register("commit.cast-lanes", "the commit of a cast stream writes its converted lanes without "
+                           "building the flit padding")
+
+
 def execute(cfg: CommitConfig, data: StreamData, images: Sequence[DenseImage], bit_base: int,
             keep: BoolArray | None = None) -> None:
     """Write the stream into each chip's DM image at element 0 = ``bit_base`` (bits within a slice): the write
@@ -485,8 +492,8 @@ def execute(cfg: CommitConfig, data: StreamData, images: Sequence[DenseImage], b
     if keep is not None and keep.any():
         _execute_keeping(cfg, data, images, bit_base, keep, addr, pos, enabled)
         return
-    if isinstance(data, DeferredData) and data.pending and _execute_deferred(cfg, data, images, bit_base, pos,
-                                                                             enabled):
+    fused = FUSED.on and isinstance(data, DeferredData) and data.pending
+    if fused and isinstance(data, DeferredData) and _execute_deferred(cfg, data, images, bit_base, pos, enabled):
         return
     bits = bit_base + addr * cfg.dtype.image_bits
     seq, n = cfg.sequencer, cfg.written.size
@@ -499,7 +506,8 @@ def execute(cfg: CommitConfig, data: StreamData, images: Sequence[DenseImage], b
         if pos.size == seq.stream_size:  # every write lands on its own address: the loops run as they are
             sel = slice(None) if on.all() else on.reshape(-1)
             # (unit, Time, Packet) views: a known-mask broadcast along the stream stays one (no copy)
-            values = data.lanes[c] if isinstance(data, PaddedLanes) and n <= data.lanes.shape[-1] else data.values[c]
+            values = data.lanes[c] if LANES.on and isinstance(data, PaddedLanes) and n <= data.lanes.shape[-1] \
+                else data.values[c]
             per_v = values.reshape(on.size, cfg.time.size, -1)[sel][..., :n]
             per_k = data.known[c].reshape(on.size, cfg.time.size, cfg.packet.size)[sel][..., :n]
             if store_nest(cfg.dtype, target, bit_base + seq.base * cfg.dtype.image_bits, loops, per_v, per_k):

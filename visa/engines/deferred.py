@@ -21,9 +21,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from visa import fastpaths
 from visa.engines.common import LazyData, StreamLayout
 
-__all__ = ["DeferredData", "PaddedLanes"]
+__all__ = ["DeferredData", "PaddedLanes", "DEFERRED"]
+
+DEFERRED = fastpaths.register("vector.deferred-ufunc", "an elementwise op that is one ufunc is left uncomputed "
+                              "(DeferredData) until read, or computed into DM by the commit")
 
 
 class DeferredData(LazyData):

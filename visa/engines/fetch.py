@@ -41,10 +41,8 @@ import numpy as np
 import numpy.typing as npt
 
 from visa import dtypes as dt
-from visa.engines.broadcast import BroadcastData, TimeDigits, normal_digits, place_values
 from visa.engines.cache import cached
 from visa.engines.common import StreamData, axes_text, engine_call, unit_validity
-from visa.engines.rows import CopiedRows
 from visa.errors import (
     AddressError,
     DtypeError,
@@ -59,10 +57,8 @@ from visa.mapping import Mapping, pair_of
 from visa.mapping import canon as C
 from visa.mapping.evaluate import validity
 from visa.mapping.sequencer import SequencerConfig, derive, stream_items
-from visa.memory.images import DenseImage, load, load_nest, load_nest_values, nest_all_written, nest_span
-from visa.memory.known import is_everywhere, known_everywhere
-from visa.memory.replicas import Labels
-from visa.memory.rowpool import ROW_POOL, Loan
+from visa.memory.images import DenseImage, load
+from visa.memory.known import is_everywhere
 from visa.memory.units import UnitSelection, enabled_units, unwrite
 
 __all__ = ["FetchConfig", "MaskConfig", "LookupTable", "PadValue", "plan_pad_value",
@@ -675,57 +671,6 @@ def _static(cfg: FetchConfig) -> tuple[IntArray, IntArray, BoolArray, BoolArray 
     return sel, off, valid, mask, tsel, units
 
 
-@dataclass(frozen=True)
-class _Repeat:
-    """A fetch's repeating Time digits (stride-0 sequencer loops over whole packets): the Time digits
-    (:data:`~visa.engines.broadcast.TimeDigits`), the sequencer entries without the repeating loops, and the
-    stream positions (time step × packet) of the compact stream in the whole one."""
-
-    digits: TimeDigits
-    entries: tuple[Any, ...]
-    keep: IntArray
-    keep_time: IntArray
-
-
-@cached(32)
-def _repeat(cfg: FetchConfig) -> _Repeat | None:
-    """The repeating Time digits of ``cfg``'s sequencer, or None when there are none (or when a repeated step
-    is not the same as the step it repeats: its validity, masking or tensor differ, e.g. a padded axis)."""
-    entries = cfg.sequencer.entries
-    n_p = cfg.packet.size
-    places = [math.prod(e.size for e in entries[k + 1:]) for k in range(len(entries))]
-    rep = [k for k, e in enumerate(entries) if e.stride == 0 and e.size > 1 and places[k] % n_p == 0]
-    if not rep:
-        return None
-    # Time split at the repeating loops: (outer, size, inner) per loop, in time steps
-    bounds = sorted({1, cfg.time.size} | {places[k] // n_p for k in rep}
-                    | {places[k] * entries[k].size // n_p for k in rep})
-    sizes = [b // a for a, b in zip(bounds, bounds[1:], strict=False)][::-1]  # outermost first
-    starts = {places[k] // n_p for k in rep}
-    inner = place_values(sizes)
-    digits = tuple((s, p in starts) for s, p in zip(sizes, inner, strict=True))
-    sel, off, valid, mask, tsel, _ = _static(cfg)
-    shape = (*sizes, n_p)
-    first = tuple(slice(0, 1) if r else slice(None) for _, r in digits)
-    for arr in (sel, off, valid, mask):
-        if arr is None:
-            continue
-        a = arr.reshape(shape)
-        if not np.array_equal(a, np.broadcast_to(a[first], shape)):
-            return None
-    if tsel is not None:
-        ts = tsel.reshape(sizes)
-        if not np.array_equal(ts, np.broadcast_to(ts[first], ts.shape)):
-            return None
-    index = np.arange(cfg.time.size * n_p, dtype=np.int64).reshape(shape)
-    keep = np.ascontiguousarray(index[first]).reshape(-1)
-    keep_time = np.ascontiguousarray(np.arange(cfg.time.size, dtype=np.int64).reshape(sizes)[first]).reshape(-1)
-    kept = tuple(e for k, e in enumerate(entries) if k not in rep)
-    for a in (keep, keep_time):
-        a.flags.writeable = False
-    return _Repeat(normal_digits(digits), kept, keep, keep_time)
-
-
 def execute(cfg: FetchConfig, images: Sequence[DenseImage], bit_bases: Sequence[int],
             table: LookupTable[Any, Any] | None = None) -> StreamData:
     """Run the fetch: the derived sequencer loops over each chip's DM image (L1219–1688), then the adapter
@@ -733,265 +678,74 @@ def execute(cfg: FetchConfig, images: Sequence[DenseImage], bit_bases: Sequence[
 
     ``images`` are the DM images of the chips (``Chip::SIZE`` of them), ``bit_bases`` the bit offset of each
     tensor's element 0 in a slice (two with an interleaved pair).  Returns values of shape
-    ``(Chip, Cluster, Slice, Time, Packet)`` in ``cfg.dst``'s storage type, with the poison mask.  When the
-    sequencer repeats whole packets along Time (a stride-0 loop, e.g. the GEMM's ``J / 8 % 4``), the result is a
-    :class:`~visa.engines.broadcast.BroadcastData`: the packets are read once and the repetition is structure
-    (the same values; the cycles count every time step all the same, :func:`cycles`).
+    ``(Chip, Cluster, Slice, Time, Packet)`` in ``cfg.dst``'s storage type, with the poison mask.
+
+    This is the reference: one address per stream position (:func:`read`), then :func:`adapt`.  The faster ways
+    to compute the same stream are registered fast paths (:mod:`visa.engines.fetch_fast`, :mod:`visa.fastpaths`).
     """
+    from visa.engines import fetch_fast  # (the fast paths of this engine; it imports this module)
+
+    fast = fetch_fast.execute(cfg, images, bit_bases, table)
+    if fast is not None:
+        return fast
     sel, off, valid, mask, tsel, lv = _static(cfg)
+    values, known = read(cfg, images, np.asarray(list(bit_bases), dtype=np.int64), sel, off, valid, lv)
+    values, known = adapt(cfg, values, known, mask, tsel, cfg.time.size, table)
+    shape = (len(images), cfg.cluster.size, cfg.slice.size, cfg.time.size, cfg.packet.size)
+    return StreamData(values.reshape(shape), known.reshape(shape))
+
+
+def read(cfg: FetchConfig, images: Sequence[DenseImage], bases: IntArray, sel: IntArray, off: IntArray,
+         valid: BoolArray, lv: BoolArray) -> tuple[npt.NDArray[Any], BoolArray]:
+    """The sequencer's output ``(Chip, Cluster, Slice, Time · Packet)`` in ``cfg.src`` and its known-mask, one
+    address per stream position (``bases[sel] + off`` elements, L1219–1688): an element outside the slice, at
+    the stream's padding (``valid``) or never written is poison (value 0); so is every position of a slice that
+    holds no data (``lv``, the unit validity)."""
+    src, n = cfg.src, sel.size
+    shape = (len(images), cfg.cluster.size, cfg.slice.size, n)
+    values = np.zeros(shape, dtype=src.storage)
+    known = np.zeros(shape, dtype=bool)
+    bits = bases[sel] + off * src.image_bits
+    for c, img in enumerate(images):
+        if not lv[c].any():
+            continue
+        inside = (bits >= 0) & (bits + src.image_bits <= 8 * img.nbytes)
+        v, k = load(src, enabled_units(img, lv[c]), np.where(inside, bits, 0))
+        k = k.reshape(-1, n) & (valid & inside)[None, :]
+        values[c][lv[c]] = np.where(k, v.reshape(-1, n), np.zeros((), dtype=src.storage))  # poison reads as 0
+        known[c][lv[c]] = k
+    return values, known
+
+
+def adapt(cfg: FetchConfig, values: npt.NDArray[Any], known: BoolArray, mask: BoolArray | None,
+          tsel: IntArray | None, n_t: int, table: LookupTable[Any, Any] | None) -> tuple[npt.NDArray[Any], BoolArray]:
+    """The Fetch Adapter's stages in the manual's order (L1870) over the sequencer's output (``values`` writable,
+    its last axis ``n_t`` time steps of packets): masking (the masked padding becomes ``pad_value``, known;
+    L1877–1935), table indexing (L1936–1959), type casting (L1960–2021; 0 casts to 0, so poison stays 0) and
+    zero-point subtraction (L2022–2049).  Returns ``cfg.dst``'s storage and the known-mask."""
     src = cfg.src
-    bases = np.asarray(list(bit_bases), dtype=np.int64)
-    n_t, n_p = cfg.time.size, cfg.packet.size
-    repeat = _repeat(cfg)
-    entries = cfg.sequencer.entries
-    if repeat is not None:  # the compact stream: the time steps at digit 0 of every repeating digit
-        entries = repeat.entries
-        sel, off, valid = sel[repeat.keep], off[repeat.keep], valid[repeat.keep]
-        mask = None if mask is None else mask[repeat.keep]
-        tsel = None if tsel is None else tsel[repeat.keep_time]
-        n_t = repeat.keep_time.size
-    plain = repeat is None and cfg.table is None and cfg.cast is None and not cfg.zero_points and (
-        mask is None or cfg.mask is None)  # the values as read: slices left pending copies stay so
-    values, known, loan, copies = _read(cfg, images, bases, sel, off, valid, lv, entries, n_t, plain)
-    written: BoolArray | None = lv.reshape(-1)  # the rows of the pooled buffer that may hold non-zeros
     everywhere = is_everywhere(known)
-    # -- masking (L1877-1935): the masked padding becomes pad_value, known ----------------------------------
     if mask is not None and cfg.mask is not None:
-        written = None  # (every row: the padding of rows without data too)
         np.copyto(values, np.asarray(cfg.mask.pad_value).astype(src.storage), where=mask)
         if not everywhere:
             known = known | mask if not known.flags.writeable else np.bitwise_or(known, mask, out=known)
-    cur: type[dt.Scalar] = src
-    # -- table indexing (L1936-1959) ------------------------------------------------------------------------
     if cfg.table is not None:
         if table is None:
             raise VisaError("the configuration indexes a table but none was given", call="fetch table indexing")
         values = table.lookup(values)
         if not everywhere:
             values = np.where(known, values, np.zeros((), dtype=values.dtype))  # poison stays 0
-        cur = table.dout
-    # -- type casting (L1960-2021): 0 casts to 0, so poison stays 0 ------------------------------------------
     if cfg.cast is not None:
+        cur = table.dout if cfg.table is not None and table is not None else src
         try:
             values = dt.convert(values, cur, cfg.dst)
         except DtypeError as err:
             raise DtypeError(f"casting {cur!r} to {cfg.dst!r}: {err.message}",
                              call=_call("type casting", cfg.context), level="Packet", mapping=repr(cfg.packet),
                              fix=err.fix) from None
-        cur = cfg.dst
-    # -- zero-point subtraction (L2022-2049) -----------------------------------------------------------------
     if cfg.zero_points:
         values = _subtract(values, known, cfg, tsel, n_t)
-    values = values.astype(cfg.dst.storage, copy=False)
-    out_shape = (len(images), cfg.cluster.size, cfg.slice.size, n_t, n_p)
-    if copies is not None:  # (plain: values are the buffer read into) its rows of pending copies stay to be made
-        if loan is not None:  # (values is the pooled buffer; the copies it makes write data rows only)
-            loan.settle(written)
-        lazy = CopiedRows(values.reshape(out_shape), known.reshape(out_shape), *copies)
-        lazy.replicas = _replicas(cfg, images, bases, lv, entries)
-        return lazy
-    if loan is not None:  # the pooled buffer goes back read-only (rowpool.py); a converted copy is our own
-        settled = loan.settle(written)
-        if values.base is loan.owner:
-            values = settled.reshape(values.shape)
-    out = (BroadcastData(values.reshape(out_shape), known.reshape(out_shape), repeat.digits) if repeat is not None
-           else StreamData(values.reshape(out_shape), known.reshape(out_shape)))
-    # masking, table and cast treat every slice alike; zero points may not (one per time step of an interleave)
-    out.replicas = None if cfg.zero_points else _replicas(cfg, images, bases, lv, entries)
-    return out
-
-
-def _replicas(cfg: FetchConfig, images: Sequence[DenseImage], bases: IntArray, lv: BoolArray,
-              entries: Sequence[Any]) -> Labels | None:
-    """Labels of the stream's ``(Chip, Cluster, Slice)`` positions (flat): slices whose DM bytes under the
-    sequencer's loop nest are known replicas of one another (:mod:`visa.memory.replicas`) read the same stream.
-    None when the addresses are no loop nest or no two slices are known to be equal."""
-    nest = _nest(cfg, bases, entries)
-    span = None if nest is None else nest_span(cfg.src, nest[0], nest[1])
-    if span is None:
-        return None
-    per_chip = lv[0].size
-    out = -np.arange(1, len(images) * per_chip + 1, dtype=np.int64)
-    found = False
-    for c, img in enumerate(images):
-        units = np.flatnonzero(lv[c].reshape(-1))
-        labels = img.replica_labels(units, *span) if units.size > 1 else None
-        if labels is None:
-            continue
-        same = labels >= 0
-        out[c * per_chip + units[same]] = c * per_chip + labels[same]  # (labels of a chip stay below per_chip)
-        found = True
-    return out if found else None
-
-
-def _read(cfg: FetchConfig, images: Sequence[DenseImage], bases: IntArray, sel: IntArray, off: IntArray,
-          valid: BoolArray, lv: BoolArray, entries: Sequence[Any], n_t: int, lazy: bool = False
-          ) -> tuple[npt.NDArray[Any], BoolArray, Loan | None, tuple[IntArray, IntArray] | None]:
-    """The sequencer's output ``(Chip, Cluster, Slice, Time · Packet)`` in ``cfg.src`` and its known-mask: a
-    broadcast of True (no memory, :mod:`visa.memory.known`) when every byte read was written — then in a pooled
-    buffer whose rows without data are zero already (:mod:`visa.memory.rowpool`), with its loan to settle.
-    With ``lazy``, slices whose bytes are pending copies of others in DM (:mod:`visa.memory.pending`) are not
-    read: the last item gives their flat rows and the rows they copy (:class:`~visa.engines.rows.CopiedRows`)."""
-    src, n_p = cfg.src, cfg.packet.size
-    nest = _nest(cfg, bases, entries)
-    shape = (len(images), cfg.cluster.size, cfg.slice.size, n_t * n_p)
-    if _all_known(src, images, lv, nest, valid):  # every byte read was written: no per-element mask (known.py)
-        # known where a slice holds data (a broadcast along the stream: one bool per slice), poison (0) elsewhere
-        known = (known_everywhere(shape) if bool(lv.all())
-                 else np.broadcast_to(lv.reshape(*shape[:-1], 1), shape))
-        pooled, loan = ROW_POOL.take((math.prod(shape[:-1]), shape[-1]), np.dtype(src.storage), lv.reshape(-1))
-        values = pooled.reshape(shape)
-        copies: list[tuple[IntArray, IntArray]] = []
-        for c, img in enumerate(images):
-            if not lv[c].any():
-                continue
-            units = enabled_units(img, lv[c])
-            rows = values[c].reshape(-1, n_t * n_p)
-            if lazy and nest is not None and _read_sources(src, img, units, nest, rows, copies, c * rows.shape[0]):
-                continue
-            if units.span is None or nest is None or not load_nest_values(
-                    src, units, nest[0], nest[1], rows[units.span]):
-                break  # (not expected: _all_known asked of the same nest) the general path below
-        else:
-            pending = None if not copies else (np.concatenate([d for d, _ in copies]),
-                                               np.concatenate([s_ for _, s_ in copies]))
-            return values, known, loan, pending
-    # every position is written below: the slices read, and the others as poison (0, unknown)
-    values = np.empty(shape, dtype=src.storage)
-    known = np.empty(shape, dtype=bool)
-    bits: IntArray | None = None
-    stream_ok = valid
-    for c, img in enumerate(images):
-        for lo, hi in _runs(~lv[c].reshape(-1)):  # the slices that hold no data, a range at a time
-            values[c].reshape(-1, n_t * n_p)[lo:hi] = 0
-            known[c].reshape(-1, n_t * n_p)[lo:hi] = False
-        if not lv[c].any():
-            continue
-        # only the slices that hold data are read: the others' stream is poison whatever they hold
-        units = enabled_units(img, lv[c])
-        span = units.span  # the slices read, as a range of this chip's (cluster, slice) positions
-        out = None if span is None else (values[c].reshape(-1, n_t * n_p)[span],
-                                         known[c].reshape(-1, n_t * n_p)[span])
-        got = None if nest is None else load_nest(src, units, nest[0], nest[1], out)
-        in_place = got is not None and out is not None
-        if got is None:  # the general path: one address per stream position, reads outside the slice poison
-            if bits is None:
-                bits = bases[sel] + off * src.image_bits
-                limit = 8 * img.nbytes
-                inside = (bits >= 0) & (bits + src.image_bits <= limit)
-                bits = np.where(inside, bits, 0)
-                stream_ok = valid & inside
-            got = load(src, units, bits)
-        v, k = got[0].reshape(units.count, -1), got[1].reshape(units.count, -1)
-        if not stream_ok.all():
-            k &= stream_ok[None, :]
-        if not k.all():
-            np.copyto(v, np.zeros((), dtype=src.storage), where=~k)  # poison reads as 0
-        if in_place:
-            continue  # read straight into the stream
-        values[c][lv[c]] = v
-        known[c][lv[c]] = k
-    return values, known, None, None
-
-
-def _read_sources(src: type[dt.Scalar], img: DenseImage, units: UnitSelection,
-                  nest: tuple[int, tuple[tuple[int, int], ...]], rows: npt.NDArray[Any],
-                  copies: list[tuple[IntArray, IntArray]], first: int) -> bool:
-    """Read into ``rows`` (a chip's flat stream rows, one per DM unit) only the selected units whose bytes are
-    not pending copies of others (:meth:`~visa.memory.images.DenseImage.sources`), and note the others' rows
-    and the rows they copy, offset by ``first``, in ``copies``.  False (nothing read) when no selected unit is
-    a pending copy."""
-    span = nest_span(src, nest[0], nest[1])
-    owner = None if span is None else img.sources(units.units, *span)
-    if owner is None:
-        return False
-    owner = owner.copy()
-    # a class whose source unit is not read (a slice the fetch leaves out): its first selected unit is read
-    # instead, and the class's other units copy that one's row (a row of a slice not read is poison, not data)
-    orphan = np.flatnonzero((owner != units.units) & ~np.isin(owner, units.units))
-    if orphan.size:
-        lead = orphan[np.unique(owner[orphan], return_index=True)[1]]  # the first orphan of each class
-        proxy = np.arange(math.prod(img.lead_shape), dtype=np.int64)
-        proxy[owner[lead]] = units.units[lead]
-        owner[orphan] = proxy[owner[orphan]]
-    moved = owner != units.units
-    if not moved.any():
-        return False
-    held = units.units[~moved]
-    enabled = np.zeros(img.lead_shape, dtype=bool)
-    enabled.reshape(-1)[held] = True
-    part = np.empty((held.size, rows.shape[1]), dtype=rows.dtype)
-    if not load_nest_values(src, enabled_units(img, enabled), nest[0], nest[1], part):
-        return False
-    rows[held] = part
-    copies.append((first + units.units[moved], first + owner[moved]))
-    return True
-
-
-def _all_known(src: type[dt.Scalar], images: Sequence[DenseImage], lv: BoolArray,
-               nest: tuple[int, tuple[tuple[int, int], ...]] | None, valid: BoolArray) -> bool:
-    """Is every position of the stream known in the slices that hold data (``lv``; the others are poison): every
-    stream position is valid (no padding read), and every byte the loop nest spans was written in every such
-    slice (asked of the pages, no mask read; manual L1071–1093)?"""
-    if nest is None or not bool(valid.all()):
-        return False
-    return all(nest_all_written(src, enabled_units(img, lv[c]), nest[0], nest[1])
-               for c, img in enumerate(images) if lv[c].any())
-
-
-def _runs(on: BoolArray) -> list[tuple[int, int]]:
-    """The ranges ``[lo, hi)`` of consecutive True positions of ``on``."""
-    edges = np.flatnonzero(np.diff(np.concatenate(([False], on, [False])).astype(np.int8)))
-    return list(zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True))
-
-
-def _nest(cfg: FetchConfig, bases: IntArray, entries: Sequence[Any]) -> tuple[int, tuple[tuple[int, int], ...]] | None:
-    """``(bit base, loops)`` of the sequencer ``entries`` over the slice's bits, when its addresses are that loop
-    nest: one tensor, or an interleaved pair whose second tensor follows the first (then the buffer
-    ``[I, Element]`` is the bytes themselves).  None otherwise."""
-    seq = cfg.sequencer
-    loops = tuple((int(e.size), int(e.stride)) for e in entries)
-    if len(bases) > 1 and any(int(b) != int(bases[0]) + k * cfg.element.size * cfg.src.image_bits
-                              for k, b in enumerate(bases.tolist())):
-        return _pair_nest(cfg, bases, loops)
-    return int(bases[0]) + seq.base * cfg.src.image_bits, loops
-
-
-def _pair_nest(cfg: FetchConfig, bases: IntArray, loops: tuple[tuple[int, int], ...]
-               ) -> tuple[int, tuple[tuple[int, int], ...]] | None:
-    """:func:`_nest` of an interleaved pair anywhere in the slice (the second tensor above the first, e.g. the
-    collectives' ``acc`` and ``t``): buffer position ``p = k·E + e`` (``E = Element::SIZE``) is bit
-    ``bases[k] + e·image_bits``, so the loops that step ``k`` (stride a multiple of ``E``) step by the gap
-    between the tensors instead.  A loop crossing from ``e`` into ``k`` (``size·stride`` a multiple of ``E``)
-    is split there first; a second tensor below the first is a negative stride.  None when the positions are no
-    such nest: the buffer base or the loops within an element reach past it (a carry from ``e`` into ``k``), or
-    a negative stride among the sequencer's loops."""
-    n_e, bits = cfg.element.size, cfg.src.image_bits
-    gap = int(bases[1]) - int(bases[0])
-    base = cfg.sequencer.base
-    if len(bases) != 2 or gap % bits or not 0 <= base < n_e:
-        return None
-    out: list[tuple[int, int]] = []
-    within, across = base, 0  # the furthest element offset and tensor index the loops reach
-    for n, s in loops:
-        if s < 0:
-            return None
-        if n == 1 or s == 0:
-            out.append((n, s))
-        elif s % n_e == 0:  # steps the tensor
-            out.append((n, s // n_e * (gap // bits)))
-            across += (n - 1) * (s // n_e)
-        elif s < n_e and n_e % s == 0 and (n * s) % n_e == 0:  # runs over whole elements: split at E
-            inner = n_e // s
-            out += [(n // inner, gap // bits), (inner, s)]
-            across += n // inner - 1
-            within += (inner - 1) * s
-        else:
-            out.append((n, s))
-            within += (n - 1) * s
-    if within >= n_e or across > 1:
-        return None
-    return int(bases[0]) + base * bits, tuple(out)
+    return values.astype(cfg.dst.storage, copy=False), known
 
 
 def _subtract(values: npt.NDArray[Any], known: BoolArray, cfg: FetchConfig, tsel: IntArray | None,

@@ -8,9 +8,12 @@
   "Hello, TCP!" GEMM (L466–525);
 - N is spread over the slices (``N / 32``, up to 256 tiles of 32 columns, 8192 columns per N tile) and
   tiled beyond that (``N / 8192``);
-- K is tiled by 512: a tile of w per Row is ``4 × 512`` bf16 = 4 KiB, one TRF half (L4151–4154), so the sub
-  context loads the next tile into the other half while the main context contracts (double buffering; the
-  first tile is loaded by main, whose fetch is wider, L1757–1759);
+- K is tiled by ``k_tile`` (default 512): a tile of w per Row is ``4 × k_tile`` bf16, at most 4 KiB — one TRF
+  half (L4151–4154) — so the sub context loads the next tile into the other half while the main context
+  contracts (double buffering; the first tile is loaded by main, whose fetch is wider, L1757–1759).  A
+  ``k_tile`` of 1024 fills a whole Row (8 KiB, L1089): fewer passes, but nothing to load into meanwhile;
+- the M tiles run in blocks of ``m_block`` that share each TRF load (default: as many as the slice's DM holds
+  the f32 partials of, L138); a smaller block reloads w once per block but needs less DM;
 - each K tile's contraction commits its f32 accumulator output (no cast); the K partials are added in f32 by
   split-reduce passes (interleaved fetch and ``vector_clip_zip(Add)``, L7151–7381) and cast to bf16 once.
 
@@ -30,6 +33,7 @@ from visa import dtypes as dt
 from visa.context import Context
 from visa.engines.vector import ClipBinaryOpF32
 from visa.errors import HardwareLimitError, LayoutError
+from visa.hw import RNGD
 from visa.kernels.memory import PAIR, Arena, pair_axis
 from visa.mapping import AxisSet
 from visa.stream import AccumulationKind
@@ -41,8 +45,11 @@ Hbm = HbmTensor[Any, Any, Any]
 HbmIn = HbmTensor[Any, Any, Any] | HbmTensorView[Any, Any, Any]  # a tensor, or a view of one (tile, relabel)
 Dm = DmTensor[Any, Any, Any, Any, Any]
 
-K_TILE = 512  # 4 × 512 bf16 = 4 KiB per TRF Row: one half (L4151–4154)
 N_SLICE = 32  # output columns per slice: 8 Rows × 4
+ROW_COLS = 4  # w's columns per TRF Row (N / 8 % 4): a Row holds 4 × k_tile bf16
+HALF_K = RNGD.trf.half_row_bytes // (2 * ROW_COLS)  # 512: a K tile that fills one TRF half (L4151–4154)
+ROW_K = RNGD.trf.row_bytes // (2 * ROW_COLS)  # 1024: a K tile that fills a whole Row (8 KiB, L1089)
+K_TILE = HALF_K  # the default K tile: one half, so the sub context can load the next one meanwhile
 M_TILE = 32  # rows per contraction: 32 × 4 interleaved accumulator outputs per Row (L4434)
 N_TILE = 256 * N_SLICE  # columns per N tile: all 256 slices of a cluster
 
@@ -59,16 +66,28 @@ class Gemm:
     shard in the same launch: x and w carry that Chip level in HBM (``HbmTensor(…, m["C"], m["M, K"])``), the
     DMAs keep it, and the output is ``m["C"]`` × ``m["M, N"]`` — the tensor-parallel split of L8225–8419.
 
-    ``w_tiles=True`` says w is stored K-tile-major in HBM (``m["K / 512, N, K % 512"]``, N ≤ 8192): each (N, K)
+    ``k_tile`` (a multiple of 32 up to 1024) and ``m_block`` (M tiles per TRF load; ``None``: the most the DM
+    holds) are the tiling choices a tuner sweeps (:mod:`visa.tune`); every choice computes the same product within
+    :func:`visa.kernels.bounds.gemm` (the K tiles change only the order of the f32 additions).
+
+    ``w_tiles=True`` says w is stored K-tile-major in HBM (``m["K / k_tile, N, K % k_tile"]``, N ≤ 8192): each (N, K)
     tile the stream mode moves is then one contiguous run.  A K tile of a row-major ``m["N, K"]`` w reads 1 KiB
     of every 2·K bytes, which under the HBM address map puts every 256-byte unit in a DRAM row of its own (a row
     switch per request: the manual's lines are in docs/manual-notes.md, "DMA cost vs HBM channels").
     """
 
     def __init__(self, ax: AxisSet, m: str = "M", n: str = "N", k: str = "K", *, chip: str = "1",
-                 w_tiles: bool = False) -> None:
+                 w_tiles: bool = False, k_tile: int = K_TILE, m_block: int | None = None) -> None:
         call = f"visa.kernels.Gemm({m!r}, {n!r}, {k!r})"
         sm, sn, sk = ax.size(m), ax.size(n), ax.size(k)
+        if k_tile < 32 or k_tile > ROW_K or k_tile % 32:
+            raise HardwareLimitError(f"k_tile = {k_tile}: a TRF Row holds 4 × {ROW_K} bf16 (8 KiB, manual L1089) "
+                                     "and a packet 32 (L4388), so a K tile is a multiple of 32 from 32 to "
+                                     f"{ROW_K}", call=call, level="Row", mapping=f'm["{k}"]', axis=k,
+                                     fix="use k_tile = 128, 256, 512 or 1024")
+        if m_block is not None and m_block < 1:
+            raise HardwareLimitError(f"m_block = {m_block}: a block holds at least one M tile", call=call,
+                                     level="Time", mapping=f'm["{m}"]', axis=m, fix="use m_block ≥ 1 (or None)")
         if sm > M_TILE and sm % M_TILE:
             raise HardwareLimitError(f"{m} = {sm}: a slice accumulates at most {M_TILE} rows × 4 outputs per Row "
                                      "(128 interleaved, manual L4434), so M is tiled by 32 and must be a multiple "
@@ -78,20 +97,23 @@ class Gemm:
             raise LayoutError(f"{n} = {sn} must be a multiple of 32 (8 Rows × 4 columns per slice), at most "
                               f"{N_TILE} or a multiple of it", call=call, level="Slice", mapping=f'm["{n}"]', axis=n,
                               fix=f"pad {n} to a multiple of 32")
-        if sk % 32 or (sk > K_TILE and sk % K_TILE):
+        if sk % 32 or (sk > k_tile and sk % k_tile):
             raise LayoutError(f"{k} = {sk} must be a multiple of 32 (a 64-byte packet of bf16, L4388), at most "
-                              f"{K_TILE} or a multiple of it", call=call, level="Packet", mapping=f'm["{k}"]', axis=k,
-                              fix=f"pad {k} with zeros to a multiple of 32")
-        if self.k_tiles_of(sk) > 1:
+                              f"{k_tile} (the K tile) or a multiple of it", call=call, level="Packet",
+                              mapping=f'm["{k}"]', axis=k, fix=f"pad {k} with zeros to a multiple of 32"
+                              + (f" and of {k_tile}" if sk > k_tile else ""))
+        if self.k_tiles_of(sk, k_tile) > 1:
             pair_axis(ax)  # the interleave axis of the K-partial adds
         self.ax, self.m, self.n, self.k = ax, m, n, k
         self.w_tiles = w_tiles
         self.sm, self.sn, self.sk = sm, sn, sk
-        self.k_tiles = max(1, sk // K_TILE)
+        self.k_tile = k_tile
+        self.k_tiles = self.k_tiles_of(sk, k_tile)
         self.n_tiles = max(1, sn // N_TILE)
         self.m_tiles = max(1, sm // M_TILE)
+        self.m_block = m_block
         self.mi = f"{m} % {M_TILE}" if self.m_tiles > 1 else m
-        self.kin = f"{k} % {K_TILE}" if self.k_tiles > 1 else k
+        self.kin = f"{k} % {k_tile}" if self.k_tiles > 1 else k
         self.nin = f"{n} % {N_TILE}" if self.n_tiles > 1 else n
         mm = ax.m
         self.cluster = mm["1 # 2"]
@@ -100,9 +122,9 @@ class Gemm:
         self.slice = mm[f"{self.nin} / 32" + (" # 256" if cols < N_TILE else "")]
 
     @staticmethod
-    def k_tiles_of(size: int) -> int:
-        """K tiles of 512 for a K of ``size``."""
-        return max(1, size // K_TILE)
+    def k_tiles_of(size: int, k_tile: int = K_TILE) -> int:
+        """K tiles of ``k_tile`` (default 512) for a K of ``size``."""
+        return max(1, size // k_tile)
 
     def _outer(self, *parts: str) -> str:
         return ", ".join(p for p in parts if p)
@@ -116,6 +138,41 @@ class Gemm:
         """DM bytes per slice that x and w take when held whole (the resident mode)."""
         return 2 * self.sm * self.sk + 2 * N_SLICE * self.sk * self.n_tiles + 8 * self.sm * N_SLICE
 
+    def _partial_bytes(self, block: int) -> int:
+        """DM bytes per slice of the f32 partials of a block of ``block`` M tiles: each tile's first K partial and
+        two running sums, and the two buffers the later partials alternate between."""
+        tile = 4 * min(self.sm, M_TILE) * N_SLICE
+        if self.k_tiles == 1:
+            return 0
+        return tile * (block * (1 + (2 if self.k_tiles > 2 else 0)) + 2)
+
+    def _stream_bytes(self, stream: bool, x_resident: bool) -> int:
+        """DM bytes per slice of x, w and the bf16 output (everything but the partials)."""
+        mi, kt = min(self.sm, M_TILE), min(self.sk, self.k_tile)
+        out = 2 * self.n_tiles * self.sm * N_SLICE
+        if not stream:
+            return self.resident_bytes() - 8 * self.sm * N_SLICE + out
+        x = 2 * self.sm * self.sk if x_resident else 2 * 2 * mi * kt
+        return x + 2 * 2 * N_SLICE * kt + out
+
+    def block_of(self, ctx_dm_bytes: int, stream: bool, x_resident: bool) -> int:
+        """M tiles per TRF load: ``m_block`` when given (refused when its partials do not fit the slice's DM),
+        else the most that fit (at least one)."""
+        room = ctx_dm_bytes - self._stream_bytes(stream, x_resident)
+        if self.m_block is not None:
+            block = min(self.m_block, self.m_tiles)
+            if self._partial_bytes(block) > room:
+                raise HardwareLimitError(
+                    f"m_block = {self.m_block}: the f32 partials of {block} M tiles take "
+                    f"{self._partial_bytes(block):,} bytes of DM per slice where {max(room, 0):,} are left "
+                    f"(512 KiB per slice, manual L138)", call=f"visa.kernels.Gemm({self.m!r}, {self.n!r}, {self.k!r})",
+                    level="Slice", mapping=f'm["{self.m}"]', axis=self.m, fix="use a smaller m_block (or None)")
+            return block
+        block = self.m_tiles
+        while block > 1 and self._partial_bytes(block) > room:
+            block = (block + 1) // 2
+        return block
+
     def __call__(self, ctx: Context, arena: Arena, x: HbmIn, w: HbmIn, *, double_buffer: bool = True,
                  stream: bool | None = None) -> Hbm:
         """Run the GEMM on HBM ``x`` (``m["M, K"]``) and ``w`` (``m["N, K"]``); returns HBM ``m["M, N"]`` bf16.
@@ -123,22 +180,33 @@ class Gemm:
         ``stream`` (default: when x and w would take more than half a slice's DM, L138) moves one (N, K) tile of
         w and one K tile of x from HBM per step into two alternating DM buffers, so the tensor DMA of the next
         tile overlaps the current contraction; otherwise x and w are moved into DM whole first.
+        ``double_buffer`` loads every TRF tile but the first from the sub context into the half the Reducer is
+        not reading; it needs a K tile of at most one half (``k_tile`` ≤ 512, L4151–4154).
         """
+        if double_buffer and self.k_tiles > 1 and self.k_tile > HALF_K:
+            raise HardwareLimitError(
+                f"double buffering with k_tile = {self.k_tile}: a K tile of 4 × {self.k_tile} bf16 fills a whole "
+                f"TRF Row, so no half is free to load the next tile into (manual L4151–4154)",
+                call=f"visa.kernels.Gemm({self.m!r}, {self.n!r}, {self.k!r})", level="Row", mapping=f'm["{self.k}"]',
+                axis=self.k, fix=f"use k_tile ≤ {HALF_K}, or double_buffer=False")
         if stream is None:
             stream = self.resident_bytes() > ctx.hw.dm.slice_bytes // 2
         with arena.scratch(vrf=False):  # every DM buffer is temporary: the result leaves in HBM
             return self._run(ctx, arena, x, w, double_buffer, stream)
 
     def _run(self, ctx: Context, arena: Arena, x: HbmIn, w: HbmIn, double_buffer: bool, stream: bool) -> Hbm:
-        """The body of :meth:`__call__`: for each N tile and K tile, one TRF load shared by the M tiles."""
+        """The body of :meth:`__call__`: for each N tile, block of M tiles and K tile, one TRF load shared by the
+        block's M tiles."""
         mm, m, n, k, kin, nin, mi = self.ax.m, self.m, self.n, self.k, self.kin, self.nin, self.mi
-        kt_axis = f"{k} / {K_TILE}" if self.k_tiles > 1 else ""
+        kt_axis = f"{k} / {self.k_tile}" if self.k_tiles > 1 else ""
         nt_axis = f"{n} / {N_TILE}" if self.n_tiles > 1 else ""
         mt_axis = f"{m} / {M_TILE}" if self.m_tiles > 1 else ""
         x_tile, w_tile = mm[f"{mi}, {kin}"], mm[f"{nin} % 32, {kin}"]
         # x stays resident (one broadcast DMA) when it takes at most an eighth of a slice's DM (a GEMV's x up to
         # K = 32768); in stream mode only w then moves per step
         x_resident = not stream or 2 * self.sm * self.sk <= ctx.hw.dm.slice_bytes // 8
+        block = self.block_of(ctx.hw.dm.slice_bytes, stream, x_resident)
+        blocks = [list(range(b, min(b + block, self.m_tiles))) for b in range(0, self.m_tiles, block)]
         if stream:
             x_slots = [] if x_resident else [arena.take_dm(2 * x_tile.size) for _ in range(2)]
             w_slots = [arena.take_dm(2 * w_tile.size) for _ in range(2)]
@@ -152,17 +220,20 @@ class Gemm:
         out: Dm = DmTensor(ctx, dt.bf16, self.chip, self.cluster, self.slice, out_el, arena.take_dm(2 * out_el.size),
                            call="visa.kernels.Gemm")
         rows = mm[f"{nin} % 8"]
-        halves = (TrfAddress.FirstHalf, TrfAddress.SecondHalf)
+        halves = ((TrfAddress.FirstHalf, TrfAddress.SecondHalf) if self.k_tile <= HALF_K else
+                  (TrfAddress.Full, TrfAddress.Full))
         trf_el = mm[f"{nin} / 8 % 4, {kin}"]
         partial_el = mm[f"{mi}, {nin} / 8 % 4, {nin} % 8"]
         many = self.k_tiles > 1
         parts = [arena.take_dm(4 * partial_el.size) for _ in range(2 if many else 0)]
-        # per M tile: the first K tile's partial, then the running sums alternating between two buffers
-        firsts = [arena.take_dm(4 * partial_el.size) if many else 0 for _ in range(self.m_tiles)]
+        # per M tile of a block: the first K tile's partial, then the running sums alternating between two buffers
+        firsts = [arena.take_dm(4 * partial_el.size) if many else 0 for _ in range(block)]
         sums = [[arena.take_dm(4 * partial_el.size) for _ in range(2 if self.k_tiles > 2 else 0)]
-                for _ in range(self.m_tiles)]
+                for _ in range(block)]
         outer_out = self._outer(nt_axis, mt_axis)
-        steps = self.n_tiles * self.k_tiles
+        # the steps: one TRF load each, (N tile, block, K tile) with K fastest
+        plan = [(nt, tiles, kt) for nt in range(self.n_tiles) for tiles in blocks for kt in range(self.k_tiles)]
+        steps = len(plan)
         # stream mode issues w's DMA of step t + 1 before step t's TRF load and contractions, and x's DMA of step
         # t + 1 after them: operations issue in program order (L7046–7055), so the tensor DMA runs back to back
         # (w, x, w, x, …) while the Tensor Unit works on the tiles already in DM.  x is prefetched when there is
@@ -173,61 +244,64 @@ class Gemm:
 
         def issue_w(step: int) -> None:
             if stream and step < steps:
-                w_ahead[step] = self._stream_w(ctx, w, *divmod(step, self.k_tiles), w_slots[step % 2])
+                nt_, _, kt_ = plan[step]
+                w_ahead[step] = self._stream_w(ctx, w, nt_, kt_, w_slots[step % 2])
 
         def issue_x(step: int) -> None:
             if prefetch_x and step < steps:
-                x_ahead[step] = self._stream_x(ctx, x, 0, step % self.k_tiles, x_slots[step % 2])
+                x_ahead[step] = self._stream_x(ctx, x, 0, plan[step][2], x_slots[step % 2])
 
         issue_w(0)
         issue_x(0)
-        for nt in range(self.n_tiles):
-            acc: list[Dm | None] = [None] * self.m_tiles
-            for kt in range(self.k_tiles):
-                step = nt * self.k_tiles + kt
-                if stream:
-                    issue_w(step + 1)
-                    wv = w_ahead.pop(step)
+        acc: list[Dm | None] = [None] * block
+        x_count = 0  # x tiles streamed so far (they alternate between the two slots)
+        for step, (nt, tiles, kt) in enumerate(plan):
+            if kt == 0:
+                acc = [None] * block
+            if stream:
+                issue_w(step + 1)
+                wv = w_ahead.pop(step)
+            else:
+                wv = w_dm.view()
+                if nt_axis or kt_axis:
+                    wv = wv.tile(mm[self._outer(nt_axis, kt_axis)], 1, w_tile, nt * self.k_tiles + kt)
+            loader = ctx.sub if double_buffer and step > 0 else ctx.main
+            trf = (loader.begin(wv)
+                   .fetch(dt.bf16, mm[f"{nin} % 8, {nin} / 8 % 4"], mm[kin])
+                   .collect(mm[f"{nin} % 8, {nin} / 8 % 4, {kin} / 16"], mm[f"{kin} % 16"])
+                   .to_trf(rows, trf_el, halves[step % 2]))
+            for j, mt in enumerate(tiles):
+                if prefetch_x:
+                    xv = x_ahead.pop(step)
+                elif not x_resident:
+                    xv = self._stream_x(ctx, x, mt, kt, x_slots[x_count % 2])
+                    x_count += 1
+                elif kt_axis or mt_axis:
+                    xv = x_dm.view().tile(mm[self._outer(kt_axis, mt_axis)], 1, x_tile, kt * self.m_tiles + mt)
                 else:
-                    wv = w_dm.view()
-                    if nt_axis or kt_axis:
-                        wv = wv.tile(mm[self._outer(nt_axis, kt_axis)], 1, w_tile, step)
-                loader = ctx.sub if double_buffer and step > 0 else ctx.main
-                trf = (loader.begin(wv)
-                       .fetch(dt.bf16, mm[f"{nin} % 8, {nin} / 8 % 4"], mm[kin])
-                       .collect(mm[f"{nin} % 8, {nin} / 8 % 4, {kin} / 16"], mm[f"{kin} % 16"])
-                       .to_trf(rows, trf_el, halves[step % 2]))
-                for mt in range(self.m_tiles):
-                    if prefetch_x:
-                        xv = x_ahead.pop(step)
-                    elif not x_resident:
-                        xv = self._stream_x(ctx, x, mt, kt, x_slots[(step * self.m_tiles + mt) % 2])
-                    elif kt_axis or mt_axis:
-                        xv = x_dm.view().tile(mm[self._outer(kt_axis, mt_axis)], 1, x_tile, kt * self.m_tiles + mt)
-                    else:
-                        xv = x_dm.view()
-                    out_view = (out.view().tile(mm[outer_out], 1, mm[f"{mi}, {nin} % 32"], nt * self.m_tiles + mt)
-                                if outer_out else out.view())
-                    acc_stream = (ctx.main.begin(xv)
-                                  .fetch(dt.bf16, mm[f"{mi}, {nin} / 8 % 4"], mm[kin])
-                                  .collect(mm[f"{mi}, {nin} / 8 % 4, {kin} / 16"], mm[f"{kin} % 16"])
-                                  .align(mm[f"{mi}, {nin} / 8 % 4, {kin} / 32"], mm[f"{kin} % 32"], trf)
-                                  .contract(mm["1"])
-                                  .accumulate(mm[f"{mi}, {nin} / 8 % 4"], rows, AccumulationKind.Interleaved))
-                    if not many:
-                        acc_stream.cast(dt.bf16, mm[f"{nin} % 8 # 16"]).commit_view(out_view)
-                        continue
-                    prev = acc[mt]
-                    if prev is None:
-                        acc[mt] = acc_stream.commit(partial_el, firsts[mt])
-                        continue
-                    part = acc_stream.commit(partial_el, parts[(kt * self.m_tiles + mt) % 2])
-                    s = self._pair(ctx, prev, part)
-                    if kt == self.k_tiles - 1:
-                        s.cast(dt.bf16, mm[f"{nin} % 8 # 16"]).commit_view(out_view)
-                    else:
-                        acc[mt] = s.commit(partial_el, sums[mt][kt % 2])
-                issue_x(step + 1)
+                    xv = x_dm.view()
+                out_view = (out.view().tile(mm[outer_out], 1, mm[f"{mi}, {nin} % 32"], nt * self.m_tiles + mt)
+                            if outer_out else out.view())
+                acc_stream = (ctx.main.begin(xv)
+                              .fetch(dt.bf16, mm[f"{mi}, {nin} / 8 % 4"], mm[kin])
+                              .collect(mm[f"{mi}, {nin} / 8 % 4, {kin} / 16"], mm[f"{kin} % 16"])
+                              .align(mm[f"{mi}, {nin} / 8 % 4, {kin} / 32"], mm[f"{kin} % 32"], trf)
+                              .contract(mm["1"])
+                              .accumulate(mm[f"{mi}, {nin} / 8 % 4"], rows, AccumulationKind.Interleaved))
+                if not many:
+                    acc_stream.cast(dt.bf16, mm[f"{nin} % 8 # 16"]).commit_view(out_view)
+                    continue
+                prev = acc[j]
+                if prev is None:
+                    acc[j] = acc_stream.commit(partial_el, firsts[j])
+                    continue
+                part = acc_stream.commit(partial_el, parts[(kt * block + j) % 2])
+                s = self._pair(ctx, prev, part)
+                if kt == self.k_tiles - 1:
+                    s.cast(dt.bf16, mm[f"{nin} % 8 # 16"]).commit_view(out_view)
+                else:
+                    acc[j] = s.commit(partial_el, sums[j][kt % 2])
+            issue_x(step + 1)
         return out.to_hbm(mm[f"{m}, {n}"], ctx.tdma, arena.take_hbm(2 * self.sm * self.sn))
 
     def _stream_w(self, ctx: Context, w: HbmIn, nt: int, kt: int, address: int) -> Any:
@@ -238,8 +312,8 @@ class Gemm:
         if self.n_tiles > 1:
             wv = wv.relabel(mm[f"{n}, {k}"]).tile(mm[n], N_TILE, mm[f"{n_el}, {k}"], nt * N_TILE)
         if self.k_tiles > 1:
-            pad = "" if self.w_tiles else f" # {self.sk}"  # tile-major: the tile's rows are adjacent
-            wv = wv.tile(mm[k], K_TILE, mm[f"{n_el}, {k} = {K_TILE}{pad}"], kt * K_TILE)
+            kt_, pad = self.k_tile, "" if self.w_tiles else f" # {self.sk}"  # tile-major: the tile's rows are adjacent
+            wv = wv.tile(mm[k], kt_, mm[f"{n_el}, {k} = {kt_}{pad}"], kt * kt_)
         return wv.to_dm(self.cluster, self.slice, mm[f"{nin} % 32, {kin}"], ctx.tdma, address).view()
 
     def _stream_x(self, ctx: Context, x: HbmIn, mt: int, kt: int, address: int) -> Any:
@@ -250,7 +324,7 @@ class Gemm:
         if self.m_tiles > 1:
             xv = xv.tile(mm[m], M_TILE, mm[f"{m_el}, {k}"], mt * M_TILE)
         if self.k_tiles > 1:
-            xv = xv.tile(mm[k], K_TILE, mm[f"{m_el}, {k} = {K_TILE} # {self.sk}"], kt * K_TILE)
+            xv = xv.tile(mm[k], self.k_tile, mm[f"{m_el}, {k} = {self.k_tile} # {self.sk}"], kt * self.k_tile)
         return xv.to_dm(self.cluster, self.slice, mm[f"{mi}, {kin}"], ctx.tdma, address).view()
 
     def _pair(self, ctx: Context, a: Dm, b: Dm) -> Any:

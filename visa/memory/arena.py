@@ -33,12 +33,13 @@ from __future__ import annotations
 
 import ctypes
 import mmap
-import os
 import sys
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from visa import fastpaths
 
 __all__ = ["Arena", "Lease", "Pages", "ARENA", "lazy_zeros", "KEEP_FREED_BYTES", "KEPT_FREED", "SMALL_PAGES_FROM"]
 
@@ -49,10 +50,15 @@ SMALL_PAGES_FROM = 1 << 22
 KEEP_FREED_BYTES = 1 << 30
 
 
+REUSE = fastpaths.register("memory.arena", "freed image buffers (and the C allocator's freed blocks) are reused "
+                           "instead of mapped and first-touched again")
+
+
 def _reuse_allowed() -> bool:
-    """``VISA_KEEP_FREED=0`` in the environment turns off every reuse of freed memory (the allocator's and
-    the arena's); so does an interpreter without reference counts to tell when a buffer is free."""
-    return os.environ.get("VISA_KEEP_FREED", "1") != "0" and hasattr(sys, "getrefcount")
+    """Whether freed memory is reused (the allocator's and the arena's): the fast path ``memory.arena``
+    (``VISA_FASTPATHS=-memory.arena`` turns it off), on an interpreter with reference counts to tell when a buffer
+    is free."""
+    return REUSE.on and hasattr(sys, "getrefcount")
 
 
 def _keep_freed_memory() -> bool:
@@ -64,7 +70,8 @@ def _keep_freed_memory() -> bool:
     hands out: measured here, 256 MB of fresh arrays cost 3× the CPU time of reused ones).  With a higher
     mapping threshold and trim threshold the heap keeps up to :data:`KEEP_FREED_BYTES` of freed memory and
     reuses it.  Peak memory does not grow (the same blocks are reused); memory freed at the end stays with the
-    process.  ``VISA_KEEP_FREED=0`` in the environment leaves the allocator alone; so do systems without glibc.
+    process.  With ``memory.arena`` off (:mod:`visa.fastpaths`) the allocator is left alone, as on systems
+    without glibc.
     """
     if not _reuse_allowed() or not sys.platform.startswith("linux"):
         return False
@@ -151,15 +158,17 @@ class Arena:
     counts the buffers handed out again.
     """
 
-    __slots__ = ("_kept", "per_shape", "least", "reused", "enabled")
+    __slots__ = ("_kept", "per_shape", "least", "reused", "enabled", "path")
 
-    def __init__(self, per_shape: int = 8, enabled: bool = True, least: int = SMALL_PAGES_FROM) -> None:
+    def __init__(self, per_shape: int = 8, enabled: bool = True, least: int = SMALL_PAGES_FROM,
+                 path: fastpaths.FastPath | None = None) -> None:
         self._kept: dict[tuple[tuple[int, ...], str],
                          list[tuple[Lease, int, int, Pages | None, tuple[int, int]]]] = {}
         self.per_shape = per_shape
         self.least = least
         self.reused = 0
         self.enabled = enabled
+        self.path = path  # the fast path that switches this arena's reuse (the device images': memory.arena)
 
     def zeros(self, shape: tuple[int, ...], dtype: np.dtype[Any]) -> tuple[npt.NDArray[Any], Lease | None]:
         """An array of zeros of ``shape`` and ``dtype``: the kept buffer given back last (of those free),
@@ -176,7 +185,7 @@ class Arena:
         """:meth:`zeros`, leaving the caller to clear a reused buffer: ``(u_lo, u_hi, lo, hi)`` says that bytes
         ``[lo, hi)`` (the last axis) of units ``[u_lo, u_hi)`` (the leading axes flattened) may hold non-zeros
         (None: the array is zeros; a buffer given back by pages is cleared here)."""
-        kept = self._kept.get((shape, dtype.str), [])
+        kept = self._kept.get((shape, dtype.str), []) if self._reusing() else []
         for i in range(len(kept) - 1, -1, -1):  # the last given first: its pages are the ones mapped lately
             lease, lo, hi, pages, units = kept[i]
             if lease.free():
@@ -201,7 +210,7 @@ class Arena:
         ``pages`` (units, page indices, page bytes), only those pages of those units.  With ``per_shape``
         buffers of its shape kept already, one is let go first: one something still holds (an array made from
         it), else the oldest."""
-        if lease is None or not self.enabled:
+        if lease is None or not self.enabled or not self._reusing():
             return
         kept = self._kept.setdefault((lease.shape, lease.dtype.str), [])
         if len(kept) >= self.per_shape:  # full: let go of one still in use elsewhere, else the oldest
@@ -210,10 +219,13 @@ class Arena:
         span = (0, int(np.prod(lease.shape[:-1], dtype=np.int64))) if units is None else units
         kept.append((lease, lo, hi, pages, span))
 
+    def _reusing(self) -> bool:
+        return self.path is None or self.path.on
+
     def clear(self) -> None:
         """Let every kept buffer go (their memory returns to the system once nothing refers to it)."""
         self._kept.clear()
 
 
-#: The arena of the device images (:class:`~visa.memory.images.DenseImage`); off with ``VISA_KEEP_FREED=0``.
-ARENA = Arena(enabled=_reuse_allowed())
+#: The arena of the device images (:class:`~visa.memory.images.DenseImage`); off with the fast path ``memory.arena``.
+ARENA = Arena(enabled=hasattr(sys, "getrefcount"), path=REUSE)

@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from visa import dtypes as dt
+from visa import fastpaths
 from visa.errors import AddressError
 from visa.memory.arena import ARENA, Lease, lazy_zeros
 from visa.memory.known import all_true
@@ -44,6 +45,9 @@ __all__ = ["DenseImage", "PagedImage", "Image", "load", "store", "store_stream",
            "ByteArray", "BoolArray", "IntArray"]
 
 _GAP = 1 << 20  # a scatter whose indices leave a larger hole writes separate regions
+
+REPLICAS = fastpaths.register("memory.replicas", "units written with the same known bytes are remembered as "
+                              "replicas (the engines then share one copy's work) instead of compared")
 
 ByteArray = npt.NDArray[np.uint8]
 BoolArray = npt.NDArray[np.bool_]
@@ -280,7 +284,7 @@ class DenseImage:
         units of equal ``keys`` (a DMA broadcasting its source, a register load of replicated slices): remember
         it (:class:`~visa.memory.replicas.ReplicaIds`), for the pages all written.  Nothing is recorded once
         the image handed out its arrays (:attr:`data`, :attr:`written`): a write through them takes nothing away."""
-        if self._handed or not units.size or not self._pages.all_known(units, lo, hi):
+        if not REPLICAS.on or self._handed or not units.size or not self._pages.all_known(units, lo, hi):
             return
         if self._replicas is None:
             self._replicas = ReplicaIds(self._pages.state.shape[0], self.nbytes, self._pages.page)

@@ -34,9 +34,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from visa.memory.arena import _reuse_allowed
+from visa import fastpaths
 
-__all__ = ["RowPool", "Loan", "ROW_POOL"]
+__all__ = ["RowPool", "Loan", "ROW_POOL", "POOL"]
+
+POOL = fastpaths.register("memory.rowpool", "stream buffers are reused with their rows without data kept zero, "
+                          "instead of allocated and zeroed for every fetch")
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -72,11 +75,13 @@ class RowPool:
     bytes: a small one costs less to clear than to track); ``reused`` counts the buffers handed out again.
     """
 
-    __slots__ = ("_kept", "per_shape", "least", "reused", "enabled")
+    __slots__ = ("_kept", "per_shape", "least", "reused", "enabled", "path")
 
-    def __init__(self, per_shape: int = 4, enabled: bool = True, least: int = 1 << 20) -> None:
+    def __init__(self, per_shape: int = 4, enabled: bool = True, least: int = 1 << 20,
+                 path: fastpaths.FastPath | None = None) -> None:
         self._kept: dict[tuple[tuple[int, ...], str], list[Loan]] = {}
         self.per_shape, self.least, self.reused, self.enabled = per_shape, least, 0, enabled
+        self.path = path  # the fast path that switches this pool (the fetch's: memory.rowpool)
 
     def take(self, shape: tuple[int, ...], dtype: np.dtype[Any],
              data_rows: BoolArray) -> tuple[npt.NDArray[Any], Loan | None]:
@@ -85,7 +90,7 @@ class RowPool:
         :meth:`Loan.settle` (with no loan, the buffer is the caller's own)."""
         rows = np.asarray(data_rows, dtype=bool).reshape(shape[0])
         nbytes = int(np.prod(shape)) * dtype.itemsize
-        if not self.enabled or nbytes < self.least:
+        if not self.enabled or (self.path is not None and not self.path.on) or nbytes < self.least:
             out = np.empty(shape, dtype=dtype)
             out[~rows] = 0
             return out, None
@@ -118,5 +123,5 @@ class RowPool:
         self._kept.clear()
 
 
-#: The pool of the fetch's stream buffers; off with ``VISA_KEEP_FREED=0`` (as the arena).
-ROW_POOL = RowPool(enabled=_reuse_allowed())
+#: The pool of the fetch's stream buffers; off with the fast path ``memory.rowpool``.
+ROW_POOL = RowPool(enabled=hasattr(sys, "getrefcount"), path=POOL)

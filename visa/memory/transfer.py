@@ -35,6 +35,7 @@ from typing import Protocol
 
 import numpy as np
 
+from visa import fastpaths
 from visa.errors import AddressError
 from visa.hw import HardwareProfile
 from visa.memory.images import BoolArray, ByteArray, DenseImage, IntArray, PagedImage
@@ -47,6 +48,11 @@ __all__ = ["AddressSpace", "address_space", "Endpoint", "HostBuffer", "HbmEndpoi
 ByteLoop = tuple[int, int, int]
 
 _HOST_SPAN = 1 << 62
+
+WORDS = fastpaths.register("dma.words", "a DMA's runs move 8-, 4- or 2-byte words instead of bytes")
+ADOPT = fastpaths.register("dma.adopt", "a contiguous host → HBM copy of a frozen buffer shares it (copy on write)")
+PENDING_COPIES = fastpaths.register("dma.pending-copies", "a DMA broadcasting known bytes over slices writes one "
+                                    "slice of each class and leaves the others pending copies")
 
 
 @dataclass(frozen=True)
@@ -392,7 +398,7 @@ def _adopted(loops: Sequence[ByteLoop], sb: int, db: int, src: Endpoint, dst: En
     shares the buffer, copied only when something writes it (:meth:`HbmEndpoint.adopt`).  False when the copy
     is not one."""
     adopt = getattr(dst, "adopt", None)
-    if (adopt is None or not getattr(src, "frozen", False) or len(loops) != 1 or loops[0][1:] != (1, 1)
+    if (not ADOPT.on or adopt is None or not getattr(src, "frozen", False) or len(loops) != 1 or loops[0][1:] != (1, 1)
             or loops[0][0] < ADOPT_BYTES):
         return False
     n = loops[0][0]
@@ -489,7 +495,7 @@ def _defer_replicas(loops: Sequence[ByteLoop], w: _Resolved, dst: Endpoint, dv: 
     its copies are small."""
     defer = getattr(dst, "defer_copy", None)
     repeat = [k for k, ((_, s, _), lvl) in enumerate(zip(loops, w.unit_level, strict=True)) if lvl and s == 0]
-    if defer is None or not repeat:
+    if defer is None or not repeat or not PENDING_COPIES.on:
         return False
     shape = tuple(n for n, _, _ in loops)
     copies = math.prod(shape[k] for k in repeat) - 1
@@ -555,7 +561,7 @@ def _assign(dst: np.ndarray, d_off: int, d_strides: tuple[int, ...], src: np.nda
     k = 1
     flat = dst.itemsize == 1 and dst.strides == (1,) and (src is None or (src.itemsize == 1
                                                                            and src.strides == (1,)))
-    if flat and shape and d_strides[-1] == 1 and (src is None or s_strides[-1] == 1):
+    if WORDS.on and flat and shape and d_strides[-1] == 1 and (src is None or s_strides[-1] == 1):
         k = next((w for w in _WORDS if shape[-1] % w == 0 and all(x % w == 0 for x in d_strides[:-1])
                   and (src is None or all(x % w == 0 for x in s_strides[:-1]))), 1)
     if k == 1:

@@ -44,7 +44,7 @@ def collect(stream: StreamTensor[Any, Any, Any, Any, Any, Any], time: Mapping,
 def pass_reads(stream: StreamTensor[Any, Any, Any, Any, Any, Any]) -> tuple[Any, ...]:
     """What the pass reads: the DM views it fetches (only their bytes: a tile is not its whole tensor) and every
     other memory tensor it reads (TRF weights, VRF operands)."""
-    views = tuple(stream.extra.get("views", ()))
+    views = tuple(stream.carried.views)
     fetched = {id(v.base) for v in views}
     return views + tuple(t for t in stream.inputs if id(t) not in fetched)
 

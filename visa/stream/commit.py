@@ -37,7 +37,7 @@ def _packed(stream: StreamTensor[Any, Any, Any, Any, Any, Any], element: Mapping
     """The Packet the commit reads and the per-packet kept counts of a compacted stream (``vector_filter``
     then ``vector_final``, L2324, L8580–8584; None otherwise)."""
     lay = stream.layout
-    counts = stream.extra.get("packed") if stream.STAGE == "VectorFinalTensor" else None
+    counts = stream.carried.packed if stream.STAGE == "VectorFinalTensor" else None
     if counts is None:
         return lay.packet, None
     packet = engine.packed_packet(lay.chip, lay.cluster, lay.slice, lay.time, lay.packet, element, call)

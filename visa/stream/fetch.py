@@ -47,20 +47,20 @@ def _placeholder(layout: StreamLayout) -> StreamData:
 
 def begin(tu: TuHandle, view: DmTensorView[Any, Any, Any, Any, Any]) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
     """``tu.begin(dm.view())``: the stream at the start of the pipeline, Time ``m["1"]``, Packet = Element (L1701)."""
-    from visa.stream.stages import BeginTensor
+    from visa.stream.stages import BeginTensor, Carried
 
     v = _check_view(tu, view, "begin")
     base = v.base
     layout = StreamLayout(base.dtype, base.levels["Chip"], base.levels["Cluster"], base.levels["Slice"],
                           Mapping.identity(v.element.axis_set), v.element)
-    return BeginTensor(tu, layout, _placeholder(layout), (), (base,), {"views": (v,), "interleave": None})
+    return BeginTensor(tu, layout, _placeholder(layout), (), (base,), Carried(views=(v,)))
 
 
 def begin_interleaved(tu: TuHandle, axis: Mapping, lhs: DmTensorView[Any, Any, Any, Any, Any],
                       rhs: DmTensorView[Any, Any, Any, Any, Any]) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
     """``tu.begin_interleaved::<I, …>(lhs, rhs)``: two tensors with identical mappings, alternating along the
     Time axis ``axis`` (size 2; at most two tensors, L1843–1868)."""
-    from visa.stream.stages import BeginTensor
+    from visa.stream.stages import BeginTensor, Carried
 
     call = "begin_interleaved"
     if not isinstance(axis, Mapping):
@@ -72,7 +72,7 @@ def begin_interleaved(tu: TuHandle, axis: Mapping, lhs: DmTensorView[Any, Any, A
     layout = StreamLayout(base.dtype, base.levels["Chip"], base.levels["Cluster"], base.levels["Slice"], axis,
                           a.element)
     inputs = (a.base,) if a.base is b.base else (a.base, b.base)
-    return BeginTensor(tu, layout, _placeholder(layout), (), inputs, {"views": (a, b), "interleave": axis})
+    return BeginTensor(tu, layout, _placeholder(layout), (), inputs, Carried(views=(a, b), interleave=axis))
 
 
 def _units(lay: StreamLayout) -> int:
@@ -94,11 +94,11 @@ def fetch(stream: BeginTensor[Any, Any, Any, Any, Any, Any], dtype: Any, time: M
     if table is not None and not isinstance(table, engine.LookupTable):
         raise VisaError(f"fetch_with_table takes a LookupTable, got {type(table).__name__}",
                         call="fetch table indexing", fix="build one with LookupTable.from_function(din, dout, f)")
-    views = stream.extra.get("views", ())
+    views = stream.carried.views
     if not views:
         raise VisaError("this BeginTensor has no DM view to fetch from", call="fetch",
                         fix="start the stream with ctx.main.begin(dm.view())")
-    interleave: Mapping | None = stream.extra.get("interleave")
+    interleave: Mapping | None = stream.carried.interleave
     lay = stream.layout
     cfg = engine.plan(hw, lay.dtype, dst, lay.chip, lay.cluster, lay.slice, lay.packet, time, packet,
                       context=stream.tu.kind, interleave=interleave,

@@ -13,9 +13,11 @@ The methods here only check the typestate and delegate to the stream-side module
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from typing_extensions import TypeVar as TypeVarD
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "StreamTensor", "BeginTensor", "FetchTensor", "SwitchTensor", "CollectTensor", "AlignedTensor",
     "ContractionTensor", "AccumulationTensor", "CastTensor", "TransposeTensor", "VectorFinalTensor",
-    "AccumulationKind", "STAGE_METHODS",
+    "AccumulationKind", "STAGE_METHODS", "Carried",
 ]
 
 D = TypeVar("D", bound=dt.Scalar)
@@ -91,26 +93,50 @@ STAGE_METHODS: dict[str, tuple[str, ...]] = {
 }
 
 
+@dataclass(frozen=True)
+class Carried:
+    """What a stage hands the next besides its layout and data, typed (each field set by the stage named):
+
+    ``views`` — the DM views the pass fetches (``begin``; the pass's reads); ``interleave`` — the axis of
+    ``begin_interleaved``; ``fetch`` — the Fetch Engine's configuration; ``packed`` — the Vector Engine's valid
+    counts per row (``vector_final`` after a packing step; the commit reads them); ``contraction`` — the
+    Contraction Engine's pass state between ``align``, ``contract`` and ``accumulate``
+    (:class:`visa.stream.contraction.ContractionPass`); ``accumulate`` — the accumulator's plan.
+    """
+
+    views: tuple[Any, ...] = ()
+    interleave: Mapping | None = None
+    fetch: Any = None
+    packed: Any = None
+    contraction: Any = None
+    accumulate: Any = None
+
+    def with_(self, **changes: Any) -> Carried:
+        """A copy with ``changes`` (field names of this class)."""
+        return dataclasses.replace(self, **changes)
+
+
 class StreamTensor(Generic[D, Chip, Cluster, Slice, Time, Packet]):
     """``StreamTensor<'l, P, D, Chip, Cluster, Slice, Time, Packet>`` (manual L1123): data in flight.
 
     ``tu`` is the Tensor Unit context (``ctx.main`` or ``ctx.sub``), ``layout`` the dtype and mappings,
-    ``data`` the values, ``reports`` what each engine of this pass did, and ``inputs`` the memory tensors
-    the pass reads (for ready times and overlap checks).
+    ``data`` the values, ``reports`` what each engine of this pass did, ``inputs`` the memory tensors
+    the pass reads (for ready times and overlap checks), and ``carried`` what earlier stages hand on
+    (:class:`Carried`).
     """
 
-    __slots__ = ("tu", "layout", "data", "reports", "inputs", "extra", "_used")
+    __slots__ = ("tu", "layout", "data", "reports", "inputs", "carried", "_used")
     STAGE: ClassVar[str] = "StreamTensor"
 
     def __init__(self, tu: TuHandle, layout: StreamLayout, data: StreamData,
                  reports: tuple[EngineReport, ...] = (), inputs: tuple[DeviceTensor, ...] = (),
-                 extra: dict[str, Any] | None = None) -> None:
+                 carried: Carried | None = None) -> None:
         self.tu = tu
         self.layout = layout
         self.data = data
         self.reports = reports
         self.inputs = inputs
-        self.extra: dict[str, Any] = extra or {}
+        self.carried: Carried = carried or Carried()
         self._used: str | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -129,10 +155,11 @@ class StreamTensor(Generic[D, Chip, Cluster, Slice, Time, Packet]):
         self._used = call
 
     def then(self, cls: type[S], layout: StreamLayout, data: StreamData, *reports: EngineReport,
-             **extra: Any) -> S:
-        """The next stage of this pass, carrying its reports and inputs."""
+             **carried: Any) -> S:
+        """The next stage of this pass, carrying its reports, inputs and :class:`Carried` (with ``carried``'s
+        fields changed)."""
         data.check(layout)
-        return cls(self.tu, layout, data, self.reports + reports, self.inputs, {**self.extra, **extra})
+        return cls(self.tu, layout, data, self.reports + reports, self.inputs, self.carried.with_(**carried))
 
     if not TYPE_CHECKING:  # hidden from type checkers, so that they reject a method on the wrong stage
 

@@ -6,12 +6,15 @@ known only where every input it reads is, L1071–1093; a VRF element never load
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from visa import AxisSet, Context, i32
+from tests.fastpath_switch import needs
+from visa import AxisSet, Context, fastpaths, i32
 from visa.engines.vector import BranchMode, ClipBinaryOpI32, FxpBinaryOp, Stash
 from visa.engines.vector.elementwise import Resolved, apply
 from visa.engines.vector.relayout import Gather, apply_gather, gather_view, plan_gather, strided_index
@@ -375,18 +378,17 @@ def _add_kernel(x: np.ndarray, op: object, constant: object, poison: bool = Fals
 @pytest.mark.parametrize("op, constant, poison", [(FxpBinaryOp.AddFxp, 1, False), (FxpBinaryOp.MulInt, -3, False),
                                                   (ClipBinaryOpI32.Max, 0, False), (FxpBinaryOp.SubFxp, 7, True)])
 def test_commit_of_a_deferred_op_writes_what_the_general_path_writes(op: object, constant: int,
-                                                                      poison: bool, monkeypatch: pytest.MonkeyPatch
-                                                                      ) -> None:
+                                                                      poison: bool, monkeypatch: pytest.MonkeyPatch,
+                                                                      reference: Callable[..., None]) -> None:
     """The op computed into DM by the commit (``DeferredData``) leaves the DM image — bytes and written-mask —
     exactly as computing it and committing the values does; with poison in the stream the general path runs
     (poison leaves its bytes unwritten, L1071–1093)."""
-    import visa.stream.vector.base as base
-
+    needs("commit.fused", "vector.deferred-ufunc")
     calls = _spy_fused_commit(monkeypatch)
     x = rand_i32(RNG, 8192)
     out, data, written = _add_kernel(x, op, constant, poison)
     assert calls == [not poison]
-    monkeypatch.setattr(base, "_deferred", lambda *a: None)
+    reference("vector.deferred-ufunc")
     calls.clear()
     out2, data2, written2 = _add_kernel(x, op, constant, poison)
     assert calls == []
@@ -442,17 +444,17 @@ def _mul_kernel(x: np.ndarray, w: np.ndarray):  # type: ignore[no-untyped-def]
     return out, np.array(dm.data), np.array(dm.written)
 
 
-def test_commit_of_a_deferred_vrf_op_writes_what_the_general_path_writes(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_commit_of_a_deferred_vrf_op_writes_what_the_general_path_writes(monkeypatch: pytest.MonkeyPatch,
+                                                                        reference: Callable[..., None]) -> None:
     """An op over a VRF operand's strided view (split shape) computed into DM by the commit: the same DM image
     and the same result as the general path, exact against numpy."""
-    import visa.stream.vector.base as base
-
+    needs("commit.fused", "vector.deferred-ufunc")
     calls = _spy_fused_commit(monkeypatch)
     x, w = rand_i32(RNG, (512, 3, 16)), rand_i32(RNG, 16)
     out, data, written = _mul_kernel(x, w)
     assert calls == [True]
     assert np.array_equal(out, x * w)
-    monkeypatch.setattr(base, "_deferred", lambda *a: None)
+    reference("vector.deferred-ufunc")
     out2, data2, written2 = _mul_kernel(x, w)
     assert np.array_equal(out2, out)
     assert np.array_equal(written, written2)
@@ -463,6 +465,7 @@ def test_deferred_commit_on_two_chips(monkeypatch: pytest.MonkeyPatch) -> None:
     """Two chips: each chip's values computed into its own DM (``DeferredData.into`` per chip), exact."""
     from visa import HostTensor, device, launch
 
+    needs("commit.fused", "vector.deferred-ufunc")
     calls = _spy_fused_commit(monkeypatch)
     n = 1 << 14
     m = AxisSet(A=n).m
@@ -517,15 +520,14 @@ def _cast_kernel(x: np.ndarray, poison: bool):  # type: ignore[no-untyped-def]
 def test_cast_lanes_commit_as_the_padded_stream(poison: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """The Cast Engine's output kept as its converted lanes (``PaddedLanes``) commits the bytes and written-mask
     the padded stream commits; its padded values are the converted lanes then zeros, the padding unknown."""
-    import visa.engines.commit as commit_engine
     from visa.engines.deferred import PaddedLanes
 
     from .helpers import rand_f32
 
     x = rand_f32(RNG, 8192)
     data, written = _cast_kernel(x, poison)
-    monkeypatch.setattr(commit_engine, "PaddedLanes", type("Nothing", (), {}))  # the commit reads data.values
-    data2, written2 = _cast_kernel(x, poison)
+    with fastpaths.disabled("commit.cast-lanes"):  # the commit reads data.values
+        data2, written2 = _cast_kernel(x, poison)
     assert np.array_equal(written, written2)
     assert np.array_equal(data[written], data2[written2])
     lanes = np.arange(24, dtype=np.float32).reshape(1, 3, 8)

@@ -302,7 +302,7 @@ def test_filter_packs_kept_elements_to_the_front_in_order_l2324() -> None:
     v, k = out.data.values[0, 0, 0], out.data.known[0, 0, 0]
     for t, row in enumerate(rows):
         assert np.array_equal(v[t, :row.size], row) and k[t, :row.size].all() and not k[t, row.size:].any()
-    assert np.array_equal(out.extra["packed"][0, 0, 0], [r.size for r in rows])
+    assert np.array_equal(out.carried.packed[0, 0, 0], [r.size for r in rows])
     assert "packed" in out.reports[-1].config and out.reports[-1].cycles == 4
 
 
@@ -385,7 +385,7 @@ def test_whole_packets_dropped_by_a_time_axis_group() -> None:
          .vector_intra_slice_branch(BranchMode.AxisToggle("I")))
     out = b.vector_filter(GroupId.One).vector_final()
     assert np.array_equal(out.data.values[0, 0, 0, 1::2], x[1::2])
-    assert np.array_equal(out.extra["packed"][0, 0, 0], [0, 8, 0, 8])
+    assert np.array_equal(out.carried.packed[0, 0, 0], [0, 8, 0, 8])
 
 
 # ---------------------------------------------------------------------------------------------------- bitcast

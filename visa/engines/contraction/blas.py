@@ -15,10 +15,11 @@ it changes.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -30,13 +31,31 @@ try:  # the ``blas`` extra
 except ImportError:  # pragma: no cover - without it the products run on numpy's own threads
     threadpoolctl = None  # type: ignore[assignment]
 
-__all__ = ["batched_matmul", "parallel_pieces", "MAX_WORKERS"]
+__all__ = ["batched_matmul", "parallel_pieces", "workers", "MAX_WORKERS"]
 
 #: Worker threads at most (the product of a batch is split into this many parts).
 MAX_WORKERS = 4
 
 _lock = threading.Lock()
 _state: dict[str, Any] = {}
+_limit: list[int] = []  # the innermost :func:`workers` limit, when one is in force
+
+
+@contextlib.contextmanager
+def workers(n: int) -> Iterator[None]:
+    """At most ``n`` worker threads for the batches run inside the block (one: none, the caller computes), so
+    that several simulations sharing a machine (:mod:`visa.tune`'s worker processes) do not each spread over
+    every core.  Which thread computes a product never changes its bytes."""
+    _limit.append(max(1, n))
+    try:
+        yield
+    finally:
+        _limit.pop()
+
+
+def _parts(n: int) -> int:
+    """Parts to split a batch of ``n`` into: the workers, within the limit in force."""
+    return min(int(_state["workers"]), _limit[-1] if _limit else n, n)
 
 
 def _controller() -> Any:
@@ -66,7 +85,7 @@ def batched_matmul(a: npt.NDArray[Any], w: npt.NDArray[Any]) -> npt.NDArray[Any]
     """``np.matmul(a, w)`` for operands with the same leading (batch) shape, split over worker threads."""
     lead = a.shape[:-2]
     batch = math.prod(lead)
-    pool = _pool() if a.ndim > 2 and w.shape[:-2] == lead and batch >= 2 else None
+    pool = _pool() if a.ndim > 2 and w.shape[:-2] == lead and batch >= 2 and _limit[-1:] != [1] else None
     if pool is None:
         plain: npt.NDArray[Any] = np.matmul(a, w)
         return plain
@@ -75,7 +94,7 @@ def batched_matmul(a: npt.NDArray[Any], w: npt.NDArray[Any]) -> npt.NDArray[Any]
     else:
         a3, w3, n = a.reshape(batch, *a.shape[-2:]), w.reshape(batch, *w.shape[-2:]), batch
     out = np.empty((*a3.shape[:-2], a.shape[-2], w.shape[-1]), dtype=np.result_type(a, w))
-    parts = min(int(_state["workers"]), n)
+    parts = _parts(n)
     bounds = [n * k // parts for k in range(parts + 1)]
 
     def run(k: int) -> None:
@@ -101,7 +120,7 @@ def parallel_pieces(n: int, piece: int, fn: Callable[[int, int], None]) -> None:
     with one BLAS thread), or in this thread when there are none.  The pieces must write disjoint outputs."""
     bounds = list(range(0, n, max(1, piece))) + [n]
     pairs = list(zip(bounds, bounds[1:], strict=False))
-    pool = _pool() if len(pairs) > 1 else None
+    pool = _pool() if len(pairs) > 1 and _limit[-1:] != [1] else None
     if pool is None:
         for lo, hi in pairs:
             fn(lo, hi)

@@ -32,6 +32,7 @@ import ml_dtypes
 import numpy as np
 import numpy.typing as npt
 
+from visa import fastpaths
 from visa.engines.broadcast import TimeDigits, expand, place_values
 from visa.engines.common import StreamData
 from visa.engines.contraction import fast_compute
@@ -47,6 +48,9 @@ __all__ = ["TrfWindow", "contract_values", "accumulate", "window_range", "weight
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 Array = npt.NDArray[Any]
+
+TIME_DIGITS = fastpaths.register("contraction.time-digits", "Time split into the common refinement of its "
+                                 "structures: weights as strided views, repeats as broadcasts (else per step)")
 
 #: Elements of the operands converted to the compute type at once (bounds the working memory).
 CHUNK_ELEMENTS = 1 << 25
@@ -127,7 +131,7 @@ def _digits(align: AlignPlan, segments: Sequence[tuple[int, bool]], dense: bool 
     structures = [seg_sizes, [*act_sizes, align.tiles], [s for s, _ in entries]]
     a_places = [p * align.tiles for p in place_values(act_sizes)]
     repeating = [(p, p * s) for (s, rep), p in zip(act_digits, a_places, strict=True) if rep]
-    sizes = None if dense else _refine(t, structures)
+    sizes = None if dense or not TIME_DIGITS.on else _refine(t, structures)
     if sizes is None:  # no common refinement: one digit per segment, weights gathered per step
         sizes = seg_sizes if seg_sizes else [t]
         dense = True

@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from visa import fastpaths
 from visa.engines.dma.config import DmaCost, DmaLoop, DmaPlan
 from visa.engines.dma.cost import cycles as dma_cycles
 from visa.errors import LayoutError
@@ -175,12 +176,16 @@ class ShuffledEndpoint:
         del chip, lo, hi, unit_lo, unit_hi  # a source is never written
 
 
+BY_CLUSTER = fastpaths.register("dma.shuffle-by-cluster", "a cluster swap copies cluster by cluster (a plain strided "
+                                "copy each) instead of reading every byte through remapped addresses")
+
+
 def execute(sp: ShufflePlan, src: Endpoint, dst: Endpoint) -> None:
     """Run the shuffled DMA over the images: the plan's fused sequencer (L2505–2541) reading through
     :class:`ShuffledEndpoint`."""
     p = sp.dma
     loops = [(lp.size, lp.src, lp.dst) for lp in p.all_loops()]
-    split = _cluster_loop(sp, loops, src.space)
+    split = _cluster_loop(sp, loops, src.space) if BY_CLUSTER.on else None
     if split is not None:  # each cluster's bytes come from one other cluster: a plain copy per cluster, shifted
         k, span = split
         rest = loops[:k] + loops[k + 1:]

@@ -55,5 +55,5 @@ __all__ = [
 def vector_init(stream: StreamTensor[Any, Any, Any, Any, Any, Any]) -> VectorInitTensor[Any, Any, Any, Any, Any, Any]:
     """Enter the Vector Engine (L4560–4578): i32 and f32 streams only (L4551); the mapping does not change."""
     plan_entry(stream.tu.ctx.hw, stream.dtype, stream.layout.packet, "vector_init")
-    return VectorInitTensor(stream.tu, stream.layout, stream.data, stream.reports, stream.inputs, stream.extra,
+    return VectorInitTensor(stream.tu, stream.layout, stream.data, stream.reports, stream.inputs, stream.carried,
                             ve=VeState(sections=(stream.layout.time.size,)))

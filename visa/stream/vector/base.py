@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from visa import dtypes as dt
 from visa.engines.common import EngineReport, StreamData, StreamLayout
-from visa.engines.deferred import DeferredData
+from visa.engines.deferred import DEFERRED, DeferredData
 from visa.engines.vector import arith
 from visa.engines.vector.elementwise import (
     Resolved,
@@ -44,7 +44,7 @@ from visa.engines.vector.relayout import apply_gather, gather_view, plan_gather
 from visa.errors import DtypeError, PoisonError, TypestateError, VisaError
 from visa.hw import HardwareProfile
 from visa.memory.known import all_true, is_everywhere, known_and
-from visa.stream.stages import StreamTensor
+from visa.stream.stages import Carried, StreamTensor
 
 if TYPE_CHECKING:
     from visa.tensors.device import TuHandle
@@ -166,8 +166,8 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
 
     def __init__(self, tu: TuHandle, layout: StreamLayout, data: StreamData,
                  reports: tuple[EngineReport, ...] = (), inputs: tuple[DeviceTensor, ...] = (),
-                 extra: dict[str, Any] | None = None, *, ve: VeState | None = None) -> None:
-        super().__init__(tu, layout, data, reports, inputs, extra)
+                 carried: Carried | None = None, *, ve: VeState | None = None) -> None:
+        super().__init__(tu, layout, data, reports, inputs, carried)
         self.ve = ve if ve is not None else VeState(sections=(layout.time.size,))
 
     @property
@@ -179,7 +179,7 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
                 inputs: tuple[DeviceTensor, ...] = ()) -> S:
         """The next vector stage object of this pass."""
         data.check(layout)
-        return cls(self.tu, layout, data, self.reports, self.inputs + inputs, self.extra, ve=ve)
+        return cls(self.tu, layout, data, self.reports, self.inputs + inputs, self.carried, ve=ve)
 
     def _fold(self) -> int:
         """2 when this Way4 stream came from a split (two time steps per Way8 flit), else 1: the operand register
@@ -311,7 +311,7 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
                 rs = [r]
             resolved.append((rs, gid))
             inputs += ins
-        deferred = _deferred(op, args, data, resolved, ve)
+        deferred = _deferred(op, args, data, resolved, ve) if DEFERRED.on else None
         if deferred is not None:
             return deferred, ve, inputs
         group_bit = self.hw.vector.execution_id_bits - 1

@@ -61,6 +61,7 @@ from visa.stream.vector.single import (
 )
 
 if TYPE_CHECKING:
+    from visa.stream.stages import Carried
     from visa.tensors.device import TuHandle
     from visa.tensors.handles import DeviceTensor
 
@@ -87,9 +88,9 @@ class PairBase(VeBase[D, Chip, Cluster, Slice, Time, Packet, IntraFirst]):
 
     def __init__(self, tu: TuHandle, layout: StreamLayout, data: StreamData,
                  reports: tuple[EngineReport, ...] = (), inputs: tuple[DeviceTensor, ...] = (),
-                 extra: dict[str, Any] | None = None, *, ve: VeState | None = None,
+                 carried: Carried | None = None, *, ve: VeState | None = None,
                  g1: StreamData | None = None) -> None:
-        super().__init__(tu, layout, data, reports, inputs, extra, ve=ve)
+        super().__init__(tu, layout, data, reports, inputs, carried, ve=ve)
         self.g1 = g1 if g1 is not None else data
 
     def pair(self, cls: type[P], layout: StreamLayout, g0: StreamData, g1: StreamData, ve: VeState,
@@ -97,7 +98,7 @@ class PairBase(VeBase[D, Chip, Cluster, Slice, Time, Packet, IntraFirst]):
         """The next pair stage of this pass (both groups keep one layout, L5164)."""
         g0.check(layout)
         g1.check(layout)
-        return cls(self.tu, layout, g0, self.reports, self.inputs + inputs, self.extra, ve=ve, g1=g1)
+        return cls(self.tu, layout, g0, self.reports, self.inputs + inputs, self.carried, ve=ve, g1=g1)
 
     def groups(self) -> tuple[StreamData, StreamData]:
         """Group 0 (``I = 0``) and group 1 (``I = 1``) (L5156)."""
@@ -176,7 +177,7 @@ def unzip(self: VeBase[Any, Any, Any, Any, Any, Any, Any], axis: Any, tile_time:
     g1 = StreamData(_time_steps(self.data.values, perm[1]), _time_steps(self.data.known, perm[1]))
     ve = self.ve.step("Branch", f"unzip({cfg.axis})", split_time.size, context="Paired")
     out: VectorTensorPair[Any, Any, Any, Any, Any, Any] = VectorTensorPair(
-        self.tu, layout, g0, self.reports, self.inputs, self.extra, ve=ve, g1=g1)
+        self.tu, layout, g0, self.reports, self.inputs, self.carried, ve=ve, g1=g1)
     return out
 
 

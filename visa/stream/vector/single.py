@@ -448,7 +448,7 @@ class _Final(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
         report = vector_report(self.hw, self.ve.ops, (*self.ve.sections, self.layout.time.size),
                                alus=len(self.ve.alu_order), reduce_steps=self.ve.reduce_steps, ring=self.ve.ring,
                                alu_names=self.ve.alu_order)
-        extra = {} if self.ve.packed is None else {"packed": self.ve.packed}
+        extra = {} if self.ve.packed is None else {"packed": self.ve.packed}  # (Carried.packed)
         # an op left as a ufunc stays one (the commit may compute it into DM, visa.engines.deferred)
         data = self.data if isinstance(self.data, DeferredData) and self.data.pending else StreamData(
             self.data.values, self.data.known)
