@@ -16,7 +16,6 @@ lanes.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +23,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from benchmarks.common import best_of
+from benchmarks.common import best_of, clock
 from visa import (
     RNGD,
     AccumulationKind,
@@ -78,9 +77,9 @@ def timed(prepare: Callable[[], Callable[[], Any]], check: Callable[[Any], None]
     best = float("inf")
     for _ in range(repeat):
         call = prepare()
-        start = time.perf_counter()
+        start = clock()
         call()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, clock() - start)
     return best
 
 
