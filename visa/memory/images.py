@@ -615,6 +615,10 @@ def _known_words(pm: PageMask, us: Units, byte_index: IntArray, nb: int) -> Bool
     return out
 
 
+#: Words × units at most that :func:`_nest_known` asks byte by byte (more: through the mask's word view).
+_BY_INDEX = 1 << 16
+
+
 def _nest_known(pm: PageMask, us: Units, mask: BoolArray, nb: int, byte_base: int, nest: Nest,
                 known: BoolArray) -> None:
     """Fill ``known`` (the nest's view shape, units first) with whether all bytes of each word a byte loop nest
@@ -634,17 +638,21 @@ def _nest_known(pm: PageMask, us: Units, mask: BoolArray, nb: int, byte_base: in
     if st.shape[0] and bool((st == st[:1]).all()):
         # every unit's pages alike (a tensor written whole, a nest reaching into a page of another): the page
         # states decide the words for one unit, broadcast to all; only the words on a mixed page ask the bytes
+        # — by index when they are few, else through the mask's word view below (issue 24: a padded lane on
+        # every word's page asked every byte of every unit by index, 512 × 1M-element temporaries)
         in_first, in_last = st_u[0, first], st_u[0, last]
         k2[...] = (in_first == ALL) & (in_last == ALL)
         on_mixed = np.flatnonzero((in_first == MIXED) | (in_last == MIXED))
-        if on_mixed.size:
-            pos = off[on_mixed]
-            exact = pm.known_at(us, pos)
-            for b in range(1, nb):
-                exact &= pm.known_at(us, pos + b)
-            k2[:, on_mixed] = exact
-        return
-    np.logical_and(st_u[:, first] == ALL, st_u[:, last] == ALL, out=k2)
+        if on_mixed.size * nb * st.shape[0] <= _BY_INDEX:
+            if on_mixed.size:
+                pos = off[on_mixed]
+                exact = pm.known_at(us, pos)
+                for b in range(1, nb):
+                    exact &= pm.known_at(us, pos + b)
+                k2[:, on_mixed] = exact
+            return
+    else:
+        np.logical_and(st_u[:, first] == ALL, st_u[:, last] == ALL, out=k2)
     if bool((st == MIXED).any()):
         kv = word_view(mask, nb)
         assert kv is not None
