@@ -1,14 +1,14 @@
 # `make run` runs the bundled examples on the simulator; `make test` runs ruff, mypy and pytest.
 # Both create .venv and install the project into it when it is missing or older than pyproject.toml.
-# The install is editable in setuptools' "compat" mode (a .pth naming this directory), so that mypy run from
-# any directory sees the package and its plugin (the default editable mode hides it behind an import hook).
+# The install is editable (hatchling: a .pth naming this directory), so that mypy run from any directory sees
+# the package and its plugin.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-EDITABLE := --config-settings editable_mode=compat -e
+EDITABLE := -e
 
-.PHONY: run test lint typecheck pytest bench bench16k docs typing-floor clean fuzz reference
+.PHONY: run test lint typecheck pytest bench bench16k docs typing-floor lowest dist clean fuzz reference
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -66,9 +66,26 @@ typing-floor: $(FLOOR)/.installed
 	$(FLOOR)/bin/mypy --version
 	$(FLOOR)/bin/pytest tests/typing
 
+# The lowest-versions session: every dependency (and every extra's) at the floor pyproject declares, on Python
+# 3.11, 3.12 and 3.13, runs the examples and the test suite; the last Python from the built wheel and the
+# unpacked sdist (tools/lowest_versions.py; LOWEST_PYTHONS to choose, LOWEST_PYTEST to narrow pytest).
+UV_VERSION := 0.13.9
+$(VENV)/.uv-installed: $(STAMP)
+	$(BIN)/python -m pip install --quiet 'uv==$(UV_VERSION)'
+	touch $@
+
+lowest: $(VENV)/.uv-installed
+	$(BIN)/python tools/lowest_versions.py
+
+# The sdist and the wheel (dist/); `make lowest` tests both (its last Python installs the wheel and runs the
+# unpacked sdist's examples and tests).
+dist: $(VENV)/.uv-installed
+	rm -rf dist
+	$(BIN)/uv build --quiet --out-dir dist
+
 # the 16384³ i8 GEMM (about four to six minutes on 2 cores; N=2048 runs it small)
 bench16k: $(STAMP)
 	PROGRESS=1 $(BIN)/python -m benchmarks gemm16k
 
 clean:
-	rm -rf $(VENV) $(FLOOR) .mypy_cache .pytest_cache .ruff_cache site
+	rm -rf $(VENV) $(FLOOR) .venv-lowest dist .mypy_cache .pytest_cache .ruff_cache site

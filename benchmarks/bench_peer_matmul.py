@@ -127,7 +127,10 @@ def kernels(g: Geometry) -> Any:
     cluster = m["H"]
     slice_ = m[f"A % {ti} / {r}, S"]  # row group × K slice: 256 a cluster
     reduced_slice = m[f"A % {ti} / {r}, X"]  # the reduce's result, on every slice of its group
-    partial = m[f"A % {r}, C % {TC}"]  # one slice's share of an output tile
+    # one slice's share of an output tile, the half of the columns each cluster keeps outermost: ParallelCopy keeps
+    # an entry of the Element's outermost digit (one contiguous block a slice, L7603–7606), as the reference lays
+    # its partials out (``C % 64`` first)
+    partial = m[f"C % {TC} / 32, A % {r}, C % 32"]
     half = m[f"A % {r}, C % 32"]  # after the cluster reduce: one half of the columns
     lhs_tile_map = m[f"1 # {n // ti}, A % {ti}, 1 # {K_TILES}, H, S, K"]
     rhs_tile_map = m[f"1 # {K_TILES}, H, S, K, 1 # {n // TC}, C % {TC}"]
@@ -168,11 +171,13 @@ def kernels(g: Geometry) -> Any:
 
     def add(ctx: Context, a: Dm, b: Dm, out: Dm, time: Any) -> None:
         """``out = a + b`` (i8, wrapping): interleaved fetch widened to i32, unzip, AddFxp, narrowed to i8."""
+        # the pair innermost in Time, as the reference reads it: a group is one packet in the Vector Engine's
+        # register-file cache (L5156)
         (ctx.main.begin_interleaved(m["I"], a.view(), b.view())
-         .fetch(i32, m[f"I, {time}"], m["C % 8"])
-         .collect(m[f"I, {time}"], m["C % 8"])
+         .fetch(i32, m[f"{time}, I"], m["C % 8"])
+         .collect(m[f"{time}, I"], m["C % 8"])
          .vector_init()
-         .vector_intra_slice_unzip("I", m[f"1 # 2, {time}"], m[time])
+         .vector_intra_slice_unzip("I", m[f"{time}, 1 # 2"], m[time])
          .vector_fxp_zip(FxpBinaryOp.AddFxp)
          .vector_final()
          .cast(i8, m["C % 8 # 32"])
@@ -211,7 +216,7 @@ def kernels(g: Geometry) -> Any:
                 else:
                     contraction(ctx, lhs_t, rhs_t, results[2])
                     src, dst = (results[0], results[1]) if j % 2 else (results[1], results[0])
-                    add(ctx, src, results[2], dst, f"A % {r}, C % 64 / 8")
+                    add(ctx, src, results[2], dst, f"C % {TC} / 32, A % {r}, C % 32 / 8")
             reduced = reduce_over_cluster(ctx, results[1])
             first = reduced.relabel(Slice=m[f"A % {ti} / {r}, 1 # {g.slices_k}"])
             first.to_hbm_view(out_tile, ctx.tdma)

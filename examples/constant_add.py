@@ -1,4 +1,4 @@
-"""Hello, TCP! — Constant Addition (manual L158–220), as design API.md §2 writes it.
+"""Hello, TCP! — Constant Addition (manual L158–220), in visa's Python spelling.
 
 One chip, one of the two clusters, all 256 slices with one 8-element group each: the input moves HBM → DM
 (``Slice = m["A / 8 # 256"]``, L186, L202), streams through Fetch → Collect → Vector Engine → Commit in one

@@ -1,4 +1,4 @@
-"""Hello, TCP! — Dot Product (manual L301–377), line by line in the Python spelling (design API.md).
+"""Hello, TCP! — Dot Product (manual L301–377), line by line in the Python spelling.
 
 The dot product ``I, I → 1`` has no broadcast: the sub context loads ``rhs`` into the TRF (Fetch → Collect →
 ``to_trf``); the main context streams ``lhs``, pairs consecutive 32-byte flits into 64-byte packets
@@ -7,8 +7,8 @@ packets over time (``accumulate``) and casts the f32 result back to bf16.  The S
 (forwarding, L363–377).
 
 The kernel is the manual's line for line (L332–362); the manual's typed ``let`` bindings (``DmTensor<…>`` on
-``lhs.to_dm``, ``TrfTensor<…>`` on ``to_trf``, L339–349) become the mapping arguments of the calls (design
-API.md §1), and the DM tensors are named ``lhs_dm``/``rhs_dm`` where the manual shadows ``lhs``/``rhs``.  The
+``lhs.to_dm``, ``TrfTensor<…>`` on ``to_trf``, L339–349) become the mapping arguments of the calls,
+and the DM tensors are named ``lhs_dm``/``rhs_dm`` where the manual shadows ``lhs``/``rhs``.  The
 host side (L321–331) departs in one place: ``main()`` compares the result with numpy (the manual only reads it
 back, L330).
 

@@ -14,7 +14,10 @@ Departures from the manual: none in the kernel; ``main()`` runs it twice (one an
 result against numpy and that double buffering is faster.
 """
 
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 
 from visa import (
     AccumulationKind,
@@ -46,7 +49,7 @@ def load(ctx: Context, w_dm: DmTensor[bf16, m["1"], m["1 # 2"], m["1 # 256"], m[
             .to_trf(m["1"], m["A"], half))
 
 
-def run(double: bool) -> tuple[np.ndarray, int]:
+def run(double: bool) -> tuple[npt.NDArray[Any], int]:
     """Launch the kernel with one or two TRF buffers; return the result and the cycles from the first TRF load
     to the end of the last pass."""
 

@@ -1,4 +1,4 @@
-"""Hello, TCP! — GEMM (manual L466–525), line by line in the Python spelling (design API.md).
+"""Hello, TCP! — GEMM (manual L466–525), line by line in the Python spelling.
 
 GEMM ``IK, KJ → IJ`` computes ``C_ij = Σ_k A_ik B_kj``.  The two output axes map jointly to Slice,
 ``m["I / 32, J / 32"]`` (16 × 16 slices), so each slice computes a 32 × 32 tile of C: the manual's "16 × 16
@@ -19,7 +19,7 @@ The manual's kernel breaks its own limits; the changes, each the smallest that m
   The tensor is the same B[K, J] (``IK, KJ → IJ``, L116; the heading's ``B_jk``, L467, is this layout); the host
   writes it J-major (PCIe writes to HBM have no such alignment).
 - ``.commit(0)`` infers its Element from the annotation in Rust (L512); Python passes it: ``m["I % 32, J % 32"]``;
-  the other typed ``let`` bindings (L497–503) become the mapping arguments of the calls as well (design API.md §1).
+  the other typed ``let`` bindings (L497–503) become the mapping arguments of the calls as well.
 
 The host code is omitted in the manual ("similar to previous examples", L486–489); ``main()`` follows GEMV's.
 Run it with ``visa run examples/gemm.py``.

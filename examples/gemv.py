@@ -1,4 +1,4 @@
-"""Hello, TCP! — GEMV (manual L378–465), line by line in the Python spelling (design API.md).
+"""Hello, TCP! — GEMV (manual L378–465), line by line in the Python spelling.
 
 GEMV ``IJ, J → I`` computes ``y_i = Σ_j A_ij x_j``: the output axis I maps to Slice (one row of the matrix per
 slice); the reduced axis J splits into Time (``J / 32``, 64 computation steps) and Packet (``J % 32``, 32
@@ -17,7 +17,7 @@ legal:
   ``m![1]`` (2 bytes) is below the smallest commit (8 bytes, L2193): the result goes to ``1 << 13`` as
   ``m["1 # 4"]``.
 
-The manual's typed ``let`` bindings (L439–452) become the mapping arguments of the calls (design API.md §1).
+The manual's typed ``let`` bindings (L439–452) become the mapping arguments of the calls.
 The host side (L417–431) also compares the result with numpy, which the manual does not.
 
 Run it with ``visa run examples/gemv.py``.

@@ -16,7 +16,10 @@ the reduce.
 Run it with ``visa run examples/inter_slice_reduce.py``.
 """
 
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 
 from visa import Context, HbmTensor, HostTensor, axes, device, i32, launch, m
 from visa.engines.vector import BranchMode, FxpBinaryOp, InterSliceReduceOpI32
@@ -55,7 +58,7 @@ def add_then_reduce(ctx: Context, x: HbmTensor[i32, m["1"], m["R, A"]]) -> HbmTe
     return out.to_hbm(m["A"], ctx.tdma, 2 << 28)
 
 
-def saturating_sum(x: np.ndarray) -> np.ndarray:
+def saturating_sum(x: npt.NDArray[Any]) -> npt.NDArray[Any]:
     """Σ over the last axis in ring order, saturating to i32 at every step."""
     acc = np.zeros(x.shape[:-1], dtype=np.int64)
     for k in range(x.shape[-1]):

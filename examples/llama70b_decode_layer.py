@@ -7,7 +7,8 @@ F = 28672, bf16 weights in HBM (Q 8192×8192, K and V 1024×8192, O 8192×8192, 
 8192×28672: 856M weights, 1.71 GB), a KV cache of S = 256 positions per KV head.  It takes about 40 s on this
 2-core machine (17.5 s writing the weights to HBM, 10 s the launch — the simulation — and 5 s the numpy check;
 about 60 s when the machine is loaded; README "Llama 3 70B decode layer") and about 4.8 GB peak memory; the
-launch is 3,211,847 cycles, 71.1% of the memory-bound limit.  By
+launch is 2,526,223 cycles, 44.1% of the memory-bound limit (1.71 GB at the 1,536 B/cycle of the one HBM figure;
+3,211,847 cycles before the timing model of issue 22, 71.1% of a limit taken at the 750 B/cycle read half).  By
 default (``visa run``, ``make run``, and the test ``tests/kernels/test_llama70b.py``) the same code runs at a
 reduced size: D = 1024, 16 query heads, 2 KV heads of d_k = 64, F = 3584, S = 128.
 
@@ -21,7 +22,7 @@ The layer for one token at position s, each stage a kernel of :mod:`visa.kernels
 3. RoPE at position s (2.2.2, L8258–8284) — a :class:`Gemm` of the 64 (8) heads against the block-diagonal
    rotation of ``w_rope[s]`` (the manual's ``einsum`` over the pair axis: the same products, plus zeros);
 4. KV-cache append (2.2.3, L8286–8297) — ``to_hbm_view`` of K_rope and V_new into position s − 1 of the caches
-   (in-place DMAs, design API.md §7);
+   (in-place DMAs);
 5. attention (2.2.4, L8298–8317) — one :class:`Attention` per KV head, its G = 8 query heads the GEMMs' M rows
    (the manual's broadcast of G, L8302), Vᵀ of the head (the second GEMM reads V N-major) as ``I · Vᵀ`` by a
    :class:`Gemm` (exact: one nonzero product per output); the 8 outputs are DMAed into one ``[h_kv, G, d_v]``
@@ -67,8 +68,8 @@ Departures from the manual, with lines:
 
 Check: every stage is compared with numpy (float64) applied to that stage's own inputs as the device produced
 them, within the stage's derived bound (:mod:`visa.kernels.bounds`).  The cycles of the launch (first to last
-device operation) are compared with the memory-bound limit, the weights' bytes ÷ the HBM read bandwidth of the
-hardware profile (``hw.hbm.read_bytes_per_s`` at ``hw.clocks.core_hz``).
+device operation) are compared with the memory-bound limit, the weights' bytes ÷ the HBM bandwidth every cost reads
+(``visa.hw.bandwidth(hw, "HBM")``: 32 channels × 48 B/cycle, L2980).
 """
 
 from __future__ import annotations
@@ -86,6 +87,7 @@ import numpy as np
 import numpy.typing as npt
 
 from visa import AxisSet, Context, HbmTensor, HostTensor, bf16, device, launch
+from visa.hw import bandwidth
 from visa.kernels import Arena, Attention, Gemm, Rows, bounds
 from visa.kernels.cache import rope_matrix
 
@@ -394,7 +396,7 @@ def run(size: Size = REDUCED, seed: int = 8, tiles: bool = True,
     out = read("out", "Dh, Dl", "Dh Dl").reshape(-1)
     errors["residual 2"] = check("out", out, x_attn + ffn, bounds.add(x_attn + ffn))
     t3 = time.perf_counter()
-    per_cycle = ctx.hw.hbm.read_bytes_per_s / ctx.hw.clocks.core_hz
+    per_cycle = bandwidth(ctx.hw, "HBM")  # the one HBM figure: 1,536 B/cycle per chip (visa.hw.paths)
     cache_bytes = 2 * 2 * sz.kv_heads * sz.s * sz.dk
     errors["makespan"] = float(span)
     errors["memory bound"] = (2 * sz.weights + cache_bytes) / per_cycle
@@ -417,7 +419,7 @@ def main() -> None:
     for name, value in result.items():
         if name == "makespan":
             limit = result["memory bound"]
-            print(f"    {'makespan':<18}{int(value):>12} cycles on the device; (weights + KV cache) ÷ HBM read "
+            print(f"    {'makespan':<18}{int(value):>12} cycles on the device; (weights + KV cache) ÷ HBM "
                   f"bandwidth = {limit:.0f} cycles: memory-roofline utilisation {limit / value:.1%}")
         elif name.endswith(" s"):
             print(f"    {name:<18}{value:>12.1f} s (wall)")

@@ -19,7 +19,9 @@ Every chip ends with the same ``[D]`` layer output (checked bitwise), ready for 
 By default (``visa run``, ``make run``, the test ``tests/kernels/test_llama70b_tp.py``) the size is reduced
 (D = 1024, 16 query heads and 4 KV heads of d_k = 64, F = 4096, cache S = 128), run on 2 and 4 chips, and
 compared with the one-chip layer of ``examples/llama70b_decode_layer.py`` run at the same size (its ``run``).
-Measured on this machine (``visa run``, about 5 s for all three): the one-chip layer 412,829 cycles, 2 chips
+Measured on this machine (``visa run``, about 5 s for all three) under the timing model of issue 22 (per-command
+overheads and hand-offs, docs/cost-model.md): the one-chip layer 486,763 cycles, 2 chips 214,382 (2.27×), 4 chips
+156,661 (3.11×).  The figures that follow were measured before it: the one-chip layer 412,829 cycles, 2 chips
 174,988 (2.36×), 4 chips 126,783 (3.26×) (q, k, v in one Gemm; with q apart: 183,884 and 134,613; before k and v
 shared a Gemm: 419,593, 190,648, 141,377).  One
 AllReduce of the ``[1024]`` bf16 vector costs 604 cycles on 2 chips (a 569-cycle ChipShuffle DMA of the bf16
@@ -37,14 +39,15 @@ Full size (``LLAMA70B_FULL=1 visa run examples/llama70b_tp.py``, or ``python exa
 shards are generated from a seed in chunks of 1024 rows (all chips' chunk at once, ``[n, 1024, cols]``), written
 host → HBM on every chip (each chunk as its K tiles' ``[n, 1024, 512]`` pieces, below) and read as one tensor
 through ``HbmTensor.from_addr`` (L821); the check regenerates each chunk, so the host never holds a weight.
-Measured on this machine (2 shared cores), one process per chip count, weights tile-major and stacked (below):
-4 chips (q, k, v in one Gemm) 28 s wall (weights to HBM 15.2 s, launch 9.5 s, check 3.1 s), peak RSS 6.38 GB,
-makespan 878,224 cycles = 3.66× the one-chip layer's 3,211,847, per-chip memory-bound limit 570,775 cycles
+Under the timing model of issue 22: 4 chips 769,112 cycles = 3.28× the one-chip layer's 2,526,223, per-chip
+memory-bound limit 278,699 cycles at the one HBM figure, 1,536 B/cycle (36.2%); 115 s wall on a loaded machine, 6.13
+GB. Measured before it on this machine (2 shared cores), one process per chip count, weights tile-major and stacked
+(below): 4 chips (q, k, v in one Gemm) 28 s wall (weights to HBM 15.2 s, launch 9.5 s, check 3.1 s), peak RSS 6.38
+GB, makespan 878,224 cycles = 3.66× the one-chip layer's 3,211,847, per-chip memory-bound limit 570,775 cycles
 (65.0%; 960,255 with q apart from k, v, before the DMA plan spread 2½ DMNs over five engines); 2 chips 29 s wall
 (15.0 s, 10.2 s, 3.5 s), peak RSS 5.24 GB, makespan 1,601,300 cycles = 2.01×, limit 1,141,550 (71.3%) (row-major,
-before the DMA fixes of docs/manual-notes.md, "DMA cost vs HBM channels": 2,924,517 and 5,416,660; tile-major,
-q, k, v separate: 1,019,525 and 1,762,947). On 2 chips a chip's
-F/n = 14336 rows of gate and up exceed a
+before the DMA fixes of docs/manual-notes.md, "DMA cost vs HBM channels": 2,924,517 and 5,416,660; tile-major, q, k,
+v separate: 1,019,525 and 1,762,947). On 2 chips a chip's F/n = 14336 rows of gate and up exceed a
 :class:`~visa.kernels.Gemm`'s N of 8192 (and are no multiple of it), so they run in 2 chunks of 7168
 (``Size.f_chunks``), as the one-chip example's 4 chunks of 28672.
 
@@ -82,7 +85,7 @@ Departures from the manual, with lines:
 Check: every stage on every chip against numpy (float64) applied to that stage's inputs as the device produced
 them, within the bound of :mod:`visa.kernels.bounds` (the AllReduce's f32 adds add γ_{log2 n}·Σ|partials|, then
 one bf16 rounding).  Cycles: first to last device operation of the launch; the memory-bound limit per chip is
-(its weights + its KV cache) ÷ the HBM read bandwidth (each chip reads its own HBM, L2602).
+(its weights + its KV cache) ÷ the HBM bandwidth (each chip reads its own HBM; 1,536 B/cycle, L2980).
 """
 
 from __future__ import annotations
@@ -103,6 +106,7 @@ import numpy as np
 import numpy.typing as npt
 
 from visa import AxisSet, Context, HbmTensor, HostTensor, bf16, device, launch
+from visa.hw import bandwidth
 from visa.kernels import Arena, Attention, Gemm, Rows, all_reduce, bounds
 from visa.kernels.cache import rope_matrix
 from visa.kernels.collectives import rounds
@@ -153,7 +157,7 @@ class Size:
 
 SIZE = Size(d=1024, heads=16, kv_heads=4, dk=64, f=4096, s=128)
 FULL = Size(d=8192, heads=64, kv_heads=8, dk=128, f=28672, s=256)
-ONE_CHIP_FULL = 3_211_847  # examples/llama70b_decode_layer.py --full, its makespan (README; tile-major, k and v fused)
+ONE_CHIP_FULL = 2_526_223  # examples/llama70b_decode_layer.py --full, its makespan (README; issue 22 timing model)
 FULL_CHIPS = 4  # at full size one chip count per process (LLAMA70B_CHIPS=2 or --chips 2 for the other)
 
 
@@ -488,7 +492,7 @@ def run(n: int, size: Size = SIZE, seed: int = 8, tiles: bool = True,
     out = read("out", "Dh, Dl", "Dh Dl").reshape(n, -1)
     each("residual 2", out, lambda c: (x_attn[c] + f_sum[c], bounds.add(x_attn[c] + f_sum[c])))
     assert all(np.array_equal(out[0], out[c]) for c in range(n))  # every chip holds the same layer output
-    per_cycle = ctx.hw.hbm.read_bytes_per_s / ctx.hw.clocks.core_hz
+    per_cycle = bandwidth(ctx.hw, "HBM")  # the one HBM figure: 1,536 B/cycle per chip (visa.hw.paths)
     err["makespan"] = float(span)
     err["memory bound"] = (2 * sz.weights + 2 * 2 * sz.kv_heads * sz.s * dk) / n / per_cycle
     err["setup s"], err["launch s"], err["check s"] = t1 - t0, t2 - t1, time.perf_counter() - t2
@@ -541,7 +545,7 @@ def main() -> None:
         span, limit = result["makespan"], result["memory bound"]
         worst = max(v for k, v in result.items() if k not in NOT_ERRORS)
         print(f"    {n} chips: {int(span):>8} cycles, {one / span:.2f}× the one-chip layer; per-chip (weights + "
-              f"KV cache) ÷ HBM read bandwidth = {limit:.0f} cycles: memory-roofline utilisation "
+              f"KV cache) ÷ HBM bandwidth = {limit:.0f} cycles: memory-roofline utilisation "
               f"{limit / span:.1%}; {len(result) - len(NOT_ERRORS)} stages within their bounds (max |error| "
               f"{worst:.2e})")
         if full:

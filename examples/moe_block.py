@@ -97,7 +97,7 @@ def bf(array: npt.ArrayLike) -> F64:
     return np.asarray(np.asarray(array, np.float32).astype(ml_dtypes.bfloat16), dtype=np.float64)
 
 
-def reference_routing(scores: F64, k: int, block: int, grid: int) -> dict[str, np.ndarray]:
+def reference_routing(scores: F64, k: int, block: int, grid: int) -> dict[str, npt.NDArray[Any]]:
     """numpy's routing in the manual's terms (L8540–8663), from the bf16 scores: exact integers."""
     t, e = scores.shape
     bits = scores.astype(np.float32).astype(ml_dtypes.bfloat16).view(np.int16).astype(np.int64)
@@ -162,7 +162,7 @@ def run(seed: int = 5, skew: float = 0.0, block: MoeBlock = MOE) -> dict[str, An
     rt = res["routing"]
     errors: dict[str, float] = {}
 
-    def tk(tensor: Any) -> np.ndarray:  # an axis of size 1 sets no index: K = 1 reads as [T]
+    def tk(tensor: Any) -> npt.NDArray[Any]:  # an axis of size 1 sets no index: K = 1 reads as [T]
         return np.asarray(tensor.logical(f"{block.t} {block.k}") if k > 1 else tensor.logical(block.t)[:, None])
 
     # 1. router (float): within the GEMM's bound

@@ -22,12 +22,12 @@ commit; the DMAs that bring A and B into DM come before and are the same in both
 against its peak of ``rows × 2^depth`` bf16 MACs per cycle per slice (8 × 32, L4388) on the 256 slices used.
 
 Hand-derived schedule (T = 4 (N, K) tiles, contraction C cycles, one add pass S per N tile, on main):
-single = T·(L_main + C) + 2·S; double = L_main + T·C + 2·S as long as L_sub ≤ C — each sub load finishes while
-main contracts the previous tile.  The schedule orders by bytes and keeps the written order ("Scheduling",
-L7043–7070): a sub load into a half the Reducer still reads waits for that contraction (write after read), and
-no operation starts before the one written before it — so the next tile's load is written before the
-contraction it overlaps, and load ``t + 1`` (into the half contraction ``t − 1`` read) starts when contraction
-``t − 1`` ends, alongside contraction ``t``.
+single = T·(L_main + C) + 2·S; double = L_main + T·C + 2·S as long as L_sub + H ≤ C — each sub load
+finishes, and hands the tile over to main (H, docs/cost-model.md), while main contracts the previous tile.
+The schedule orders by bytes and keeps the written order ("Scheduling", L7043–7070): a sub load into a half
+the Reducer still reads waits for that contraction (write after read), and no operation starts before the one
+written before it — so the next tile's load is written before the contraction it overlaps, and load ``t + 1``
+(into the half contraction ``t − 1`` read) starts when contraction ``t − 1`` ends, alongside contraction ``t``.
 
 Departures from the manual: the manual has no tiled-GEMM code (L7124–7131 is a placeholder; its commented
 sizes M = N = 8192, K = 2048 are left to benchmarks/); the sizes here keep ``make run`` fast.  A and B are laid
@@ -107,10 +107,10 @@ def tiled(ctx: Context, a: HbmTensor[bf16, m["1"], m["I, K"]], b: HbmTensor[bf16
             parts.append(part)
         # f32 accumulation across the K tiles, one rounding to bf16 (L7139–7143)
         (ctx.main.begin_interleaved(m["P"], parts[0].view(), parts[1].view())
-         .fetch(f32, m["P, I % 32, J / 8 % 4"], m["J % 8"])
-         .collect(m["P, I % 32, J / 8 % 4"], m["J % 8"])
+         .fetch(f32, m["I % 32, J / 8 % 4, P"], m["J % 8"])
+         .collect(m["I % 32, J / 8 % 4, P"], m["J % 8"])
          .vector_init()
-         .vector_intra_slice_unzip("P", m["1 # 2, I % 32, J / 8 % 4"], m["I % 32, J / 8 % 4"])
+         .vector_intra_slice_unzip("P", m["I % 32, J / 8 % 4, 1 # 2"], m["I % 32, J / 8 % 4"])
          .vector_clip_zip(ClipBinaryOpF32.Add)
          .vector_final()
          .cast(bf16, m["J % 8 # 16"])

@@ -7,7 +7,7 @@ engine's configuration and cycles (the manual's 72, 6, 128 and 68).
 The manual's examples are fragments ``input.transpose()`` on a ``CollectTensor`` (L6922–6944, L6954–6977,
 L6987–7009, L7019–7039).  Here the fetch and collect build that ``CollectTensor`` (the fragment's Time and
 Packet) from DM, ``.transpose(Time, Packet)`` passes the ``TransposeTensor`` mappings Rust infers from the
-fragment's result type (design API.md §1), and a commit writes the result back.  Two departures, both for the
+fragment's result type, and a commit writes the result back.  Two departures, both for the
 DM tensor's exact Cluster and Slice sizes (L1079–1084): Cluster ``m![1]`` is ``m["1 # 2"]``, and the small
 matrix's ``P = 64`` (L6953) is ``P = 256``.
 """

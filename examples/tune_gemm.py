@@ -1,4 +1,4 @@
-"""Tuning :class:`visa.kernels.Gemm` with :func:`visa.tune.sweep` (API.md §8 "Sweeps").
+"""Tuning :class:`visa.kernels.Gemm` with :func:`visa.tune.sweep`.
 
 A bf16 GEMM ``out[M, N] = x[M, K] · w[N, K]ᵀ`` (manual "Tiling", L7090–7150) has choices that change its cycles
 but not its result:

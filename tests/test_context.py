@@ -105,7 +105,8 @@ def test_host_code_is_synchronous_and_operations_are_recorded_per_track() -> Non
     h2 = d.to_hbm(m["A"], ctx.tdma, 1 << 20)
     ops = ctx.schedule.ops
     assert [op.track for op in ops] == ["pdma", "tdma", "tdma"]
-    assert ops[1].start == ops[0].end and ops[2].start == ops[1].end  # each waits for its input
+    # each waits for its input; across contexts (pdma → tdma) with the hand-off (issue 22)
+    assert ops[1].start == ops[0].end + RNGD.timing.context_handoff_cycles and ops[2].start == ops[1].end
     assert d.ready_at == ops[1].end and h2.ready_at == ops[2].end
     assert ops[0].engines[0].engine == "pdma" and ops[1].engines[0].engine == "dma"
     assert ops[1].cycles >= RNGD.dma.startup_cycles

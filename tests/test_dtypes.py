@@ -112,7 +112,7 @@ def assert_same_bits(got: npt.NDArray[Any], want: npt.NDArray[Any], dst: type[Fl
 
 def test_registry_has_the_manual_spellings() -> None:
     # manual L1962–1979 (fetch casts) and L2525 (DMA grammar, which spells f16 "fp16")
-    assert list(SCALARS) == ["i4", "i5", "i8", "i9", "i16", "i32", "bf16", "f16", "f32", "f8e4m3", "f8e5m2"]
+    assert list(SCALARS) == ["i4", "i5", "i8", "i9", "i16", "i32", "bf16", "f16", "f32", "f8e4m3", "f8e5m2", "f4e2m1"]
     for name, d in SCALARS.items():
         assert d.name == name and repr(d) == name and scalar(name) is d and scalar(d) is d
     assert scalar("fp16") is f16 and ALIASES["fp16"] is f16

@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "visa"
 #: Module prefix → layer rank (the longest matching prefix wins).
 LAYERS = {
     "visa.hw": 0, "visa.errors": 0, "visa.diagnostics": 0, "visa.diagnostic_codes": 0, "visa.manual": 0,
-    "visa.fastpaths": 0,
+    "visa.fastpaths": 0, "visa.html": 0,
     "visa.dtypes": 1, "visa.fast_dtypes": 1,
     "visa.mapping": 2, "visa.validate": 2,
     "visa.memory": 3,
@@ -29,7 +29,7 @@ LAYERS = {
     "visa.testing": 7, "visa.context": 7, "visa.schedule": 7,
     "visa.kernels": 8, "visa.tune": 8,
     "visa.mypy": 9,
-    "visa.cli": 10, "visa.catalogue": 10,
+    "visa.cli": 10, "visa.catalogue": 10, "visa.snippets": 10,
     "visa": 11,
 }
 

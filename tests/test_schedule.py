@@ -39,6 +39,7 @@ from visa.testing import place_dm
 AX = AxisSet(A=2048, N=64, K=16)
 m = AX.m
 HERE = Path(__file__).name
+H = RNGD.timing.context_handoff_cycles  # a dependency between two contexts (issue 22)
 
 
 def _ctx(chips: int = 1) -> Context:
@@ -120,9 +121,9 @@ def test_each_hazard_waits_on_each_memory_through_an_alias(memory: str, kind: st
     x = _op(ctx, "main", 300, **{first: [a]})
     y = _op(ctx, "sub", 50, **{second: [alias]})
     z = _op(ctx, "sub", 50, **{second: [other]})  # other bytes: no hazard, only the sub context's order
-    assert y.start == x.end == 300 and [(d.op, d.kinds) for d in y.deps] == [(x.index, (kind,))]
+    assert x.end == 300 and y.start == x.end + H and [(d.op, d.kinds) for d in y.deps] == [(x.index, (kind,))]
     assert z.start == y.end and not z.deps
-    assert ctx.schedule.makespan == 400
+    assert ctx.schedule.makespan == 400 + H
 
 
 def test_two_reads_do_not_conflict_and_trf_halves_are_independent() -> None:
@@ -132,7 +133,7 @@ def test_two_reads_do_not_conflict_and_trf_halves_are_independent() -> None:
     b = _op(ctx, "sub", 100, reads=[first])        # read after read: no hazard
     c = _op(ctx, "sub", 100, writes=[second])      # the other half: no hazard
     d = _op(ctx, "sub", 100, writes=[full])        # 32 bytes of the row, in the half main reads
-    assert (a.start, b.start, c.start, d.start) == (0, 0, 100, 300)
+    assert (a.start, b.start, c.start, d.start) == (0, 0, 100, 300 + H)
     assert [(dep.op, dep.kinds) for dep in d.deps] == [(a.index, ("WAR",))]
 
 
@@ -144,7 +145,7 @@ def test_hazards_across_chips() -> None:
     assert footprint(both).chips() == 0b11 and footprint(only0).chips() == 0b01
     w = _op(ctx, "main", 200, writes=[both])
     r = _op(ctx, "sub", 10, reads=[only0])
-    assert r.start == w.end and r.deps[0].kinds == ("RAW",)
+    assert r.start == w.end + H and r.deps[0].kinds == ("RAW",)
     # a write on chip 1 only does not wait for a read of chip 0 only; a write on chip 0 does
     ctx2 = _ctx(2)
     s0 = Span.of("hbm", [0], [0], [4096])
@@ -152,7 +153,7 @@ def test_hazards_across_chips() -> None:
     a = ctx2.record("main", "read chip 0", [EngineReport("x", "", 100)], reads=[s0])
     b = ctx2.record("sub", "write chip 1", [EngineReport("x", "", 10)], writes=[s1])
     c = ctx2.record("tdma", "write chip 0", [EngineReport("x", "", 10)], writes=[s0])
-    assert (a.start, b.start, c.start) == (0, 0, 100) and c.deps[0].kinds == ("WAR",)
+    assert (a.start, b.start, c.start) == (0, 0, 100 + H) and c.deps[0].kinds == ("WAR",)
 
 
 def test_program_order_is_authoritative_an_operation_never_starts_before_the_previous_one() -> None:
@@ -179,7 +180,7 @@ def test_independent_transfers_overlap_on_different_engines_and_pcie_is_its_own_
     d1 = h1.to_dm(m["1 # 2"], m["A / 32 # 256"], m["A % 32"], ctx.tdma, 1 << 12)
     t0, t1 = ctx.schedule.ops[2:]
     assert t0.lanes == t1.lanes == ((0, "dma0"),)
-    assert t0.start == p0.end and t1.start == max(p1.end, t0.end)
+    assert t0.start == p0.end + H and t1.start == max(p1.end + H, t0.end)
     # HBM -> HBM moves have no DM side: each takes the engine free first, so they overlap
     c0 = h0.to_hbm(m["1"], m["A"], ctx.tdma, 1 << 22)
     c1 = h1.to_hbm(m["1"], m["A"], ctx.tdma, 1 << 23)
@@ -255,10 +256,10 @@ def test_dma_waits_for_the_pass_reading_its_destination_and_the_pass_for_the_dma
     alias = DmTensor.from_addr(ctx, i32, m["1"], m["1 # 2"], m["1 # 256"], m["A"], 1 << 13)
     back = alias.to_hbm(m["A"], ctx.tdma, 1 << 20)
     load, pas, war, raw = ctx.schedule.ops
-    assert pas.start == 0 and war.start == max(pas.end, load.end)
+    assert pas.start == 0 and war.start == max(pas.end, load.end) + H  # each in another context
     assert [(d.op, d.kinds) for d in war.deps] == [(load.index, ("RAW",)), (pas.index, ("WAR",))]
     # both DMAs run on engine 0 (slice 0's DMN pair): the second waits for the engine as well as the pass
-    assert war.lanes == raw.lanes == ((0, "dma0"),) and raw.start == max(pas.end, war.end)
+    assert war.lanes == raw.lanes == ((0, "dma0"),) and raw.start == max(pas.end + H, war.end)
     assert not raw.deps  # its RAW on the pass was over before it issued (after the WAR move started)
     assert np.array_equal(back.to_host(m["A"], ctx.pdma).numpy(), x) and np.array_equal(out.logical(), x)
     assert np.array_equal(again.logical(), x)
@@ -297,21 +298,23 @@ def _weights_kernel(double: bool, tiles: int = 3) -> tuple[Context, list[Any], l
 def test_double_buffered_weights_overlap_and_single_buffered_serialise() -> None:
     ctx, loads, passes, _ = _weights_kernel(double=False)
     # single buffer: load k+1 overwrites the half pass k reads (WAR), pass k+1 reads load k+1 (RAW)
+    # (each waits for the other context: a hand-off, issue 22)
     t = 0
     for ld, ps in zip(loads, passes, strict=True):
-        assert ld.start == t and ps.start == ld.end
-        t = ps.end
-    assert ctx.schedule.makespan == sum(op.cycles for op in loads + passes)
+        assert ld.start == t and ps.start == ld.end + H
+        t = ps.end + H
+    assert ctx.schedule.makespan == sum(op.cycles for op in loads + passes) + H * (2 * len(loads) - 1)
     ctx2, loads2, passes2, _ = _weights_kernel(double=True)
     # double buffer, by hand: load k (sub) starts when the sub context is free, the pass that read its half
-    # (k - 2) has ended and pass k - 1 has issued; pass k starts when main is free and load k has ended
+    # (k - 2) has ended and pass k - 1 has issued; pass k starts when main is free and load k has ended (a
+    # dependency on the other context adds the hand-off)
     sub_free = main_free = issue = 0
     pass_end: list[int] = []
     for k, (ld, ps) in enumerate(zip(loads2, passes2, strict=True)):
-        start = max(sub_free, pass_end[k - 2] if k >= 2 else 0, issue)
+        start = max(sub_free, pass_end[k - 2] + H if k >= 2 else 0, issue)
         assert ld.start == start
         sub_free = start + ld.cycles
-        pstart = max(main_free, sub_free)
+        pstart = max(main_free, sub_free + H)
         assert ps.start == pstart
         main_free = pstart + ps.cycles
         pass_end.append(main_free)
@@ -332,8 +335,10 @@ def test_report_is_data_with_a_roofline_and_renders_the_table() -> None:
     # one slice, one Row, 1024 bf16 products: MAC-bound = 1024 / (8 rows × 32 × 512 slices) cycles (L4378–4388)
     assert p.roofline.macs == 1024
     assert p.roofline.mac_cycles == pytest.approx(1024 / (8 * 32 * 512))
-    # DM traffic: fetch 2 KB of activation and commit 8 bf16 outputs, over 32 B/cycle × 512 slices
-    assert p.roofline.bytes["DM"] == 2048 + 16
+    # DM traffic: the main context fetches 2 KB of activation and commits 8 bf16 outputs, each port its own path
+    # at 32 B/cycle per slice × 512 slices (visa.hw.paths)
+    assert p.roofline.bytes["fetch"] == 2048 and p.roofline.bytes["commit"] == 16
+    assert p.roofline.path_cycles["fetch"] == pytest.approx(2048 / (32 * 512))
     assert p.roofline.utilisation == pytest.approx(p.roofline.bound_cycles / passes[0].cycles)
     main = next(t for t in rep.tracks if t.track == "main")
     assert main.busy == sum(op.cycles for op in passes) and main.idle == rep.makespan - main.busy
@@ -416,7 +421,7 @@ def test_a_transfer_between_chips_occupies_their_pcie_links() -> None:
     assert load.lanes == ((0, "pcie"), (1, "pcie"))  # host -> HBM of both chips
     gathered = h.to_hbm(ax.m["1 # 2"], ax.m["C, A"], ctx.tdma, 1 << 20)  # chip 1's half crosses to chip 0
     op = ctx.schedule.ops[-1]
-    assert {(0, "pcie"), (1, "pcie")} <= set(op.lanes) and op.start == load.end
+    assert {(0, "pcie"), (1, "pcie")} <= set(op.lanes) and op.start == load.end + H
     assert op.traffic["PCIe"] == 1024 * 4 and op.traffic["DMA"] == 2 * 1024 * 4
     assert np.array_equal(gathered.logical(axes="C A"), x.numpy(axes="C A"))
     rep = ctx.report()
@@ -451,7 +456,8 @@ def test_the_kernel_roofline_covers_what_the_launched_kernel_issued() -> None:
     rep = ctx.report()
     assert rep.kernel is not None and rep.kernel.cycles == inside[-1].end - inside[0].start
     assert rep.kernel.bytes == {"DMA": 2 * 8192, "HBM": 2 * 8192} and rep.roofline.bytes["PCIe"] == 2 * 8192
-    assert rep.kernel.bound == "HBM" and rep.kernel.path_cycles["HBM"] == pytest.approx(2 * 8192 / 1500)
+    # the one HBM figure: 32 channels × 64 B at 0.75 GHz = 1,536 B/cycle (visa.hw.paths, L2980)
+    assert rep.kernel.bound == "HBM" and rep.kernel.path_cycles["HBM"] == pytest.approx(2 * 8192 / 1536)
     assert "kernel roofline" in str(rep) and "run roofline" in str(rep)
 
 
@@ -466,3 +472,40 @@ def test_device_span_counts_device_operations_since_an_index() -> None:
     _op(ctx, "pdma", 500)
     assert ctx.schedule.device_span(first) == max(a.end, b.end) - min(a.start, b.start)
     assert ctx.schedule.device_span(len(ctx.schedule.ops)) == 0
+
+
+def test_a_commit_hammering_one_bank_occupies_the_dma_engines_too_l2913() -> None:
+    """Commits count toward the bank-starvation rule as fetches do (L2897–2941, L2913): 128 writes of 32 bytes,
+    128 bytes apart (one bank, address bits 3–6, L2878), while the fetch sweeps the banks."""
+    ax = AxisSet(R=128, P=8)
+    ctx = _ctx()
+    x = np.arange(128 * 8, dtype=np.int32).reshape(128, 8)
+    d = place_dm(ctx, x, i32, ax.m["1"], ax.m["1 # 2"], ax.m["1 # 256"], ax.m["R, P"], 0, axes="R P")
+    with pytest.warns(BankStarvationWarning, match="commit"):
+        out = ctx.main.begin(d.view()).fetch(i32, ax.m["R"], ax.m["P"]).commit(ax.m["R, P # 32"], 1 << 14)
+    op = ctx.schedule.ops[-1]
+    commit = next(r for r in op.engines if r.engine == "commit")
+    assert commit.bank_run == 128 and max(op.bank_load) >= 128
+    assert {f"dma{e}" for e in range(8)} <= {ln for _, ln in op.lanes}
+    assert np.array_equal(out.logical(axes="R P"), x)
+
+
+def test_the_64_access_count_is_summed_over_concurrent_commands_l2913() -> None:
+    """main 30 + sub 20 (+ the waiting DMA request) is safe; main 30 + sub 35 = 65 is not: the later command is
+    scheduled as if it occupied the DMA engines, with a warning naming the sum (L2913, L2920–2926)."""
+    def runs(n: int) -> tuple[int, ...]:
+        return (0, 0, n) + (0,) * 13  # n consecutive accesses to bank 2
+
+    for sub_run, starved in ((20, False), (35, True)):
+        ctx = _ctx()
+        a = DmTensor(ctx, i32, m["1"], m["1 # 2"], m["1 # 256"], m["A"], 0, register=False)
+        b = DmTensor(ctx, i32, m["1"], m["1 # 2"], m["1 # 256"], m["A"], 1 << 14, register=False)
+        ctx.record("main", "main", [EngineReport("fetch", "", 1000, bank_run=30, bank_runs=runs(30))], reads=[a])
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            sub = ctx.record("sub", "sub", [EngineReport("fetch", "", 300, bank_run=sub_run, bank_runs=runs(sub_run))],
+                             reads=[b])
+        said = [str(w.message) for w in caught if issubclass(w.category, BankStarvationWarning)]
+        assert bool(said) is starved and ((0, "dma0") in sub.lanes) is starved
+        if starved:
+            assert "sub fetch 35 + main #0 30 = 65" in said[0] and "bank 2" in said[0]

@@ -1,11 +1,11 @@
 """visa: FuriosaAI's TCP Virtual ISA as a Python embedded DSL, with mypy layout checks and an eager simulator.
 
-Every public name — mappings, dtypes, hardware profiles, errors — is importable from here (design API.md §1).
+Every public name — mappings, dtypes, hardware profiles, errors — is importable from here.
 """
 
 from visa import dtypes as _dtypes
 from visa import errors as _errors
-from visa import fastpaths as fastpaths  # visa.fastpaths: the registry of fast paths (API.md §8)
+from visa import fastpaths as fastpaths  # visa.fastpaths: the registry of fast paths
 from visa import hw as _hw
 from visa.context import Context, DmaContext, TuContext, device, launch
 from visa.dtypes import *  # noqa: F403
@@ -47,7 +47,7 @@ from visa.engines.vector import (
 )
 from visa.errors import *  # noqa: F403
 from visa.hw import RNGD, RNGD_S, HardwareProfile
-from visa.mapping import IDENTITY, AxisSet, Index, Mapping, axes, i, m, pair_of, skew
+from visa.mapping import IDENTITY, AxisSet, Index, M, Mapping, axes, i, m, pair_of, skew
 from visa.stream import (
     AccumulationKind,
     AccumulationTensor,
@@ -92,6 +92,8 @@ from visa.tensors.handles import (
     VrfTensor,
 )
 from visa.tensors.indirect import GatherSource, ScatterTarget
+from visa.tensors.scalar import HbmScalar, ScalarExpr, SpmScalar
+from visa.tensors.spm import SpmTensor
 
 __all__ = [
     *_errors.__all__,
@@ -104,7 +106,7 @@ __all__ = [
     "Mapping",
     "axes",
     "i",
-    "m",
+    "m", "M",
     "pair_of",
     "skew",
     "IDENTITY",
@@ -187,5 +189,9 @@ __all__ = [
     "OperandRead",
     "WriteOperand",
     "PadValue",
+    "HbmScalar",
+    "SpmScalar",
+    "ScalarExpr",
+    "SpmTensor",
 ]
 del _hw

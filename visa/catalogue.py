@@ -17,7 +17,7 @@ from pathlib import Path
 
 from visa.diagnostics import _WORD, PACKAGE, PLACEHOLDER, Site, _sites_in
 
-__all__ = ["Entry", "scan", "assign", "entry", "explain", "catalogue", "main"]
+__all__ = ["Entry", "scan", "assign", "entry", "explain", "catalogue", "main", "normalise_code", "public_where"]
 
 
 # -- the catalogue: scanning, assigning, the docs page -------------------------------------------------------
@@ -126,7 +126,7 @@ def entry(site: Site, classes: dict[str, type]) -> Entry:
     """The catalogue's description of one raise site: its class, where it is, what it means, the manual's rule and
     the fix."""
     cls = classes[site.cls]
-    where = site.call or f"{site.path.stem}.{site.qualname}"
+    where = site.call or public_where(site)
     summary = " ".join((cls.__doc__ or "").split("\n\n")[0].split())
     message = " ".join(re.sub(r"\{…\}", "*…*", site.message).split())
     if len(_WORD.findall(site.message.replace(PLACEHOLDER, " "))) < 4:  # mostly filled in at run time
@@ -135,17 +135,47 @@ def entry(site: Site, classes: dict[str, type]) -> Entry:
     return Entry(site.cls, where, message, _rule(site, cls), fix)
 
 
-def explain(code: str) -> str | None:
-    """What ``visa explain CODE`` prints: the catalogue's entry for a code, or ``None`` for an unknown code."""
-    from visa.diagnostic_codes import CODES
+def public_where(site: Site) -> str:
+    """Where a site without a ``call=`` is, without private names: its module's dotted path and the public part
+    of its qualified name (``visa.stream.vector.base.VeBase`` for ``VeBase._vrf``)."""
+    module = ".".join(site.path.resolve().relative_to(PACKAGE.parent).with_suffix("").parts)
+    public: list[str] = []
+    for part in site.qualname.split(".") if site.qualname else []:
+        if part.startswith("_"):
+            break
+        public.append(part)
+    return ".".join([module, *public])
 
-    code = code.upper()
+
+def normalise_code(code: str) -> str:
+    """``V3079`` from ``V3079``, ``v3079`` or ``3079``."""
+    code = code.strip().upper()
+    return code if code.startswith("V") else f"V{code}"
+
+
+def explain(code: str) -> str | None:
+    """What ``visa explain CODE`` prints: the catalogue's entry for a code (``V3079``, ``v3079`` or ``3079``)
+    with the message's run-time parts named (``<axis>``), and, where :mod:`visa.snippets` has them, a kernel
+    that fails with this code and the same kernel fixed; ``None`` for an unknown code."""
+    from visa.diagnostic_codes import CODES
+    from visa.snippets import SNIPPETS
+
+    code = normalise_code(code)
     sites = [s for s in scan() if CODES.get(s.key) == code]
     if not sites:
         return None
-    e = entry(sites[0], _error_classes())
-    return "\n".join([f"{code}  {e.cls} in {e.where}", f"  meaning: {e.meaning}",
-                      f"  the manual's rule: {e.rule or '—'}", f"  fix: {e.fix or '—'}"])
+    site = sites[0]
+    e = entry(site, _error_classes())
+    meaning = " ".join(site.shown.split()) if len(_WORD.findall(site.message.replace(PLACEHOLDER, " "))) >= 4 \
+        else e.meaning.replace("*…*", "<…>")
+    fix = " ".join(site.shown_fix.split()) or "—"
+    lines = [f"{code}  {e.cls} in {e.where}", f"  meaning: {meaning}", f"  the manual's rule: {e.rule or '—'}",
+             f"  fix: {fix}"]
+    snippet = SNIPPETS.get(site.key)
+    if snippet is not None:
+        lines += ["", "  fails:", *(f"    {ln}".rstrip() for ln in snippet.failing.strip("\n").splitlines()),
+                  "", "  fixed:", *(f"    {ln}".rstrip() for ln in snippet.fixed.strip("\n").splitlines())]
+    return "\n".join(lines)
 
 
 def catalogue(sites: list[Site], codes: dict[str, str]) -> str:

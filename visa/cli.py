@@ -1,9 +1,9 @@
-"""The ``visa`` command line (design API.md §6).
+"""The ``visa`` command line.
 
 ``visa run FILE...`` runs each file's host entry point on the simulator and prints the result check (PASS or
 FAIL) and, for every context the run acquired, a per-engine cycle table.  The host entry point is the file's
 ``main()`` function when it defines one, else the file itself run as a script.  ``visa check FILE...`` runs
-mypy ``--strict`` with the visa plugin (design API.md §4) on the files, whether or not the project's mypy
+mypy ``--strict`` with the visa plugin on the files, whether or not the project's mypy
 configuration enables the plugin.  ``visa trace FILE -o trace.json`` runs a file and writes the schedule of
 every context it acquired as one Chrome trace (one process per device; open it in Perfetto).
 """
@@ -38,9 +38,10 @@ from visa.errors import VisaError
 if TYPE_CHECKING:
     from visa.context import Operation
 
-__all__ = ["main", "run_file", "mypy_command", "explain_assertion", "Outcome", "PLUGIN", "MYPY_FLOOR", "version"]
+__all__ = ["main", "run_file", "mypy_command", "explain_assertion", "Outcome", "PLUGIN", "MYPY_FLOOR", "version",
+           "examples_dir"]
 
-#: The mypy plugin ``visa check`` enables (design API.md §4).
+#: The mypy plugin ``visa check`` enables.
 PLUGIN = "visa.mypy"
 
 #: The mypy configuration ``visa check`` uses in a project whose own configuration does not enable the plugin.
@@ -112,13 +113,38 @@ def _array_difference(a: object, b: object) -> str | None:
             f"largest difference {worst:g}")
 
 
+def _library_dirs() -> tuple[Path, ...]:
+    """The interpreter's own modules and the installed packages (numpy's ``np.testing`` raises from there)."""
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    dirs = {Path(paths[k]).resolve() for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
+    return (*sorted(dirs), Path(__file__).resolve().parent)
+
+
+def _user_traceback(tb: TracebackType | None) -> TracebackType | None:
+    """The innermost traceback entry in the user's code: a check that fails inside a library
+    (``np.testing.assert_allclose``) points at the user's line that called it."""
+    libraries = _library_dirs()
+    found = None
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        try:
+            path = Path(name).resolve()
+            inside = name.startswith("<") or any(path.is_relative_to(d) for d in libraries)
+        except OSError:
+            inside = True
+        if not inside or found is None:
+            found = tb
+        tb = tb.tb_next
+    return found
+
+
 def explain_assertion(err: AssertionError) -> list[str]:
     """What a failed result check compared: the ``assert`` statement's source and, evaluated again in its
     frame, the values of its operands (for arrays: how many elements differ and where).  The statements
     re-evaluated are the check's own operands, which in a result check are side-effect free."""
-    tb = err.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
+    tb = _user_traceback(err.__traceback__)
     if tb is None:
         return []
     frame, line = tb.tb_frame, tb.tb_lineno
@@ -129,7 +155,9 @@ def explain_assertion(err: AssertionError) -> list[str]:
         return out
     node = next((n for n in ast.walk(tree) if isinstance(n, ast.Assert)
                  and n.lineno <= line <= (n.end_lineno or n.lineno)), None)
-    if node is None:
+    call = next((n.value for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)
+                 and n.lineno <= line <= (n.end_lineno or n.lineno)), None)
+    if node is None and call is None:
         return out
 
     def value(expr: ast.expr) -> object:
@@ -137,7 +165,7 @@ def explain_assertion(err: AssertionError) -> list[str]:
         return eval(code, frame.f_globals, dict(frame.f_locals))  # noqa: S307 - the user's own check
 
     try:
-        test = node.test
+        test = node.test if node is not None else call  # an assert, or a check such as np.testing.assert_allclose
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
             left, right = value(test.left), value(test.comparators[0])
             out.append(f"{ast.unparse(test.left)} = {_short(left)}")
@@ -227,8 +255,8 @@ class _Progress:
 _PROGRESS_AFTER = 0.5
 
 
-def run_file(path: Path, *, verbose: bool = True, console: Console | None = None) -> bool:
-    """Run one file's host entry point (design notes §6); print its outcome and reports; return whether it
+def run_file(path: Path, *, verbose: bool = True, console: Console | None = None, critical: bool = False) -> bool:
+    """Run one file's host entry point; print its outcome and reports; return whether it
     passed.
 
     A file that defines ``main()`` is loaded as a module (its ``if __name__ == "__main__"`` block does not run)
@@ -236,12 +264,13 @@ def run_file(path: Path, *, verbose: bool = True, console: Console | None = None
     would run it.  A refusal (:class:`~visa.errors.VisaError`) is printed as one line with its code, then the
     file, line and source of the kernel statement that raised it.  A failed result check prints the
     ``assert`` and what it compared.  Ctrl-C stops the run and prints the schedule so far
-    (:class:`KeyboardInterrupt` is raised again for the caller to stop).
+    (:class:`KeyboardInterrupt` is raised again for the caller to stop).  ``critical`` (``visa run -v``) lists
+    the operations of each device's critical path after its report.
     """
-    return _run_one(path, verbose, console or _console()).status == "pass"
+    return _run_one(path, verbose, console or _console(), critical).status == "pass"
 
 
-def _run_one(path: Path, verbose: bool, console: Console) -> Outcome:
+def _run_one(path: Path, verbose: bool, console: Console, critical: bool = False) -> Outcome:
     from visa.context import holding, reset_acquired
 
     if not path.is_file():
@@ -249,13 +278,13 @@ def _run_one(path: Path, verbose: bool, console: Console) -> Outcome:
         return Outcome(path, "error")
     reset_acquired()
     with holding() as contexts:  # every device the file makes is reported, even one collected inside main()
-        outcome = _simulate(path, verbose, console)
+        outcome = _simulate(path, verbose, console, critical)
         outcome.operations = sum(len(c.schedule.ops) for c in contexts)
         outcome.cycles = sum(c.schedule.makespan for c in contexts)
     return outcome
 
 
-def _simulate(path: Path, verbose: bool, console: Console) -> Outcome:
+def _simulate(path: Path, verbose: bool, console: Console, critical: bool = False) -> Outcome:
     from visa.context import OBSERVERS, report_all
 
     start = time.perf_counter()
@@ -307,7 +336,7 @@ def _simulate(path: Path, verbose: bool, console: Console) -> Outcome:
     if status == "pass":
         console.print(f"[bold green]PASS[/]  {escape(str(path))}  ({elapsed:.2f} s wall)")
         if verbose:
-            text = report_all()
+            text = report_all(critical=critical)
             if text:
                 console.out(str(text), highlight=False)
     return Outcome(path, status, elapsed)
@@ -337,7 +366,7 @@ def _run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     try:
         for name in args.files:
-            outcomes.append(_run_one(Path(name), not args.quiet, console))
+            outcomes.append(_run_one(Path(name), not args.quiet, console, args.verbose))
     except KeyboardInterrupt:
         console.print(f"[bold yellow]interrupted[/]: {len(outcomes)} of {len(args.files)} files finished")
         return 130
@@ -362,6 +391,33 @@ def _explain(args: argparse.Namespace) -> int:
         print(f"visa explain: no diagnostic {args.code} (docs/errors.md lists them)", file=sys.stderr)
         return 2
     print(text)
+    return 0
+
+
+def examples_dir() -> Path | None:
+    """The bundled examples: ``visa/examples`` in an installed wheel, ``examples/`` beside the package in a
+    checkout (an editable install); ``None`` when neither exists."""
+    package = Path(__file__).resolve().parent
+    for where in (package / "examples", package.parent / "examples"):
+        if where.is_dir() and any(where.glob("*.py")):
+            return where
+    return None
+
+
+def _examples(args: argparse.Namespace) -> int:
+    source = examples_dir()
+    if source is None:
+        print("visa examples: this installation has no examples", file=sys.stderr)
+        return 2
+    target = Path(args.directory)
+    if target.exists() and any(target.iterdir()):
+        print(f"visa examples: {target} is not empty; name a new directory", file=sys.stderr)
+        return 2
+    target.mkdir(parents=True, exist_ok=True)
+    names = sorted(p.name for p in source.glob("*.py"))
+    for name in names:
+        (target / name).write_bytes((source / name).read_bytes())
+    print(f"copied {len(names)} examples to {target}: visa run {target}/*.py")
     return 0
 
 
@@ -396,7 +452,7 @@ def _project_config() -> tuple[str | None, bool]:
 
 def mypy_command(files: Sequence[str], config_dir: Path) -> list[str]:
     """The mypy command ``visa check`` runs: ``--strict`` under the project's configuration when that enables
-    the visa plugin, else under a configuration written to ``config_dir`` that enables it (design API.md §4)."""
+    the visa plugin, else under a configuration written to ``config_dir`` that enables it."""
     config, enabled = _project_config()
     if enabled:
         return [sys.executable, "-m", "mypy", "--strict", *files]
@@ -448,8 +504,8 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``visa`` console script: ``visa run``, ``visa check``, ``visa trace`` (design API.md
-    §6); returns the exit status."""
+    """Entry point of the ``visa`` console script: ``visa run``, ``visa check``, ``visa trace``, ``visa explain``,
+    ``visa examples``; returns the exit status."""
     parser = argparse.ArgumentParser(prog="visa", description="FuriosaAI TCP Virtual ISA simulator")
     parser.add_argument("--version", action="version", version=f"visa {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -458,6 +514,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("-q", "--quiet", action="store_true", help="print only PASS/FAIL lines (and the summary)")
     run.add_argument("--fastpaths", action="store_true",
                      help="list the registered fast paths and whether each is on (VISA_FASTPATHS)")
+    run.add_argument("-v", "--verbose", action="store_true",
+                     help="also list the operations on each device's critical path (number, track, start, cycles, "
+                          "what each waited for, the line that issued it)")
     run.set_defaults(func=_run)
     trace = sub.add_parser("trace", help="run a file and write its schedule as a Chrome trace (Perfetto)")
     trace.add_argument("file")
@@ -466,6 +525,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     explain = sub.add_parser("explain", help="what an error code means, the manual's rule and the fix")
     explain.add_argument("code")
     explain.set_defaults(func=_explain)
+    examples = sub.add_parser("examples", help="copy the bundled examples into a new directory")
+    examples.add_argument("directory", nargs="?", default="visa-examples")
+    examples.set_defaults(func=_examples)
     check = sub.add_parser("check", help="type-check kernels with mypy --strict and the visa plugin")
     check.add_argument("files", nargs="+")
     check.set_defaults(func=_check)

@@ -5,7 +5,7 @@ contexts ``ctx.pdma`` (host ↔ HBM, PCIe) and ``ctx.tdma`` (HBM ↔ DM), and th
 ``ctx.main`` and ``ctx.sub`` (L150–155).  Every operation is recorded with the bytes it reads and writes and
 the resources it occupies (:mod:`visa.schedule`, which holds the rules); :meth:`Context.report` returns the
 kernel's profile and roofline and :meth:`Context.trace` the timeline as a Chrome trace.  The host side is
-synchronous (design API.md §1).
+synchronous.
 """
 
 from __future__ import annotations
@@ -26,9 +26,11 @@ from visa.errors import HardwareLimitError, LayoutError, TypestateError, VisaErr
 from visa.hw import RNGD, HardwareProfile
 from visa.memory.device import DeviceMemory
 from visa.memory.footprint import Footprint
-from visa.schedule import Lane, Operation, Schedule, dma_lanes, dma_traffic, footprint, live_dm_bytes
+from visa.schedule import Lane, Operation, Schedule, dma_lanes, dma_traffic, footprint
 from visa.schedule import report as profile
 from visa.schedule import trace as tracing
+from visa.schedule.footprints import dependencies
+from visa.schedule.occupancy import DmOccupancy
 from visa.stream import TuContext
 from visa.tensors.device import DmaContext
 from visa.validate import expect_callable, expect_instance, expect_int, wrong_type
@@ -72,7 +74,7 @@ def holding() -> Iterator[list[Context]]:
 class Context:
     """Exclusive access to a simulated device (manual ``Context::acquire()``, L39)."""
 
-    __slots__ = ("hw", "memory", "pdma", "tdma", "main", "sub", "schedule", "num_chips", "live_dm", "__weakref__")
+    __slots__ = ("hw", "memory", "pdma", "tdma", "main", "sub", "schedule", "num_chips", "dm_occupancy", "__weakref__")
 
     def __init__(self, hw: HardwareProfile = RNGD) -> None:
         expect_instance(hw, HardwareProfile, "hw", call="Context.acquire",
@@ -85,7 +87,7 @@ class Context:
         self.sub = TuContext(self, "sub")
         self.schedule = Schedule(hw)
         self.num_chips: int | None = None  # the running kernel's chip count (L1079); None on the host
-        self.live_dm: list[dict[int, int]] = []  # DM bytes per chip held by live tensors after each operation
+        self.dm_occupancy = DmOccupancy()  # each DM tensor's lifetime on the schedule's clock (the trace's counter)
 
     @classmethod
     def acquire(cls, hw: HardwareProfile = RNGD) -> Context:
@@ -101,7 +103,7 @@ class Context:
                reads: Iterable[Any] = (), writes: Iterable[Any] = (), lanes: Iterable[Lane] | None = None,
                cycles: int | None = None, traffic: dict[str, int] | None = None,
                transfer: DmaPlan | None = None, extra_lanes: Iterable[Lane] = (),
-               extra_traffic: dict[str, int] | None = None) -> Operation:
+               extra_traffic: dict[str, int] | None = None, note: str = "") -> Operation:
         """Schedule an operation (the rules are :meth:`visa.schedule.Schedule.record`'s); returns it, its ``end``
         being the outputs' ready time.
 
@@ -112,11 +114,11 @@ class Context:
         HBM and DM footprints).  A DMA passes its plan as ``transfer``: its lanes are then the engines the plan
         spreads over and the PCIe links it crosses, its traffic the bytes it moves (:mod:`visa.schedule.resources`);
         ``extra_lanes`` and ``extra_traffic`` add what the plan alone does not show (a chip shuffle's PCIe links
-        and bytes, L2389, L2845).
+        and bytes, L2389, L2845).  ``note`` (a Tensor Unit command's cost breakdown) is kept on the operation.
         """
         reports = tuple(engines)
-        rd: Footprint = footprint(*inputs, *reads)
-        wr: Footprint = footprint(*writes)
+        rd: Footprint = footprint(*inputs, *reads) + dependencies(*writes)  # (a runtime tile's scalar is read)
+        wr: Footprint = footprint(*writes, depends=False)
         if transfer is not None:
             lanes = dma_lanes(self.schedule, transfer, rd, wr) if lanes is None else lanes
             traffic = dma_traffic(transfer, rd, wr) if traffic is None else traffic
@@ -128,8 +130,8 @@ class Context:
             for path, nbytes in extra_traffic.items():
                 traffic[path] = max(traffic.get(path, 0), nbytes)
         op = self.schedule.record(track, name, reports, reads=rd, writes=wr, lanes=lanes, cycles=cycles,
-                                  traffic=traffic, in_kernel=self.num_chips is not None)
-        self.live_dm.append(live_dm_bytes(self.memory.registry))
+                                  traffic=traffic, in_kernel=self.num_chips is not None, note=note)
+        self.dm_occupancy.note(self.memory.registry, op)
         for observer in OBSERVERS:
             observer(op)
         return op
@@ -155,8 +157,18 @@ class Context:
     def trace(self, pid: int = 0) -> dict[str, Any]:
         """The schedule as a Chrome trace (open it in https://ui.perfetto.dev): device ``pid`` of a run (``visa
         trace`` numbers the devices), a process per chip and a thread per resource (:mod:`visa.schedule.trace`)."""
-        return {"traceEvents": tracing.events(self.schedule, self.hw, pid, self.live_dm),
+        return {"traceEvents": tracing.events(self.schedule, self.hw, pid,
+                                                      self.dm_occupancy.samples(self.schedule.makespan)),
                 "displayTimeUnit": "ns", "otherData": {"clock_hz": self.hw.clocks.core_hz}}
+
+    def __repr__(self) -> str:
+        return f"<Context {self.hw.name}: {len(self.schedule.ops)} operations, {self.schedule.makespan} cycles>"
+
+    def _repr_html_(self) -> str:
+        """The context in a notebook: its device and, once something ran, its report's tables."""
+        if not self.schedule.ops:
+            return f"<div style=\"font-family:monospace\"><b>Context {self.hw.name}</b>: nothing ran yet</div>"
+        return self.report()._repr_html_()
 
     def write_trace(self, path: str) -> None:
         """Write :meth:`trace` as JSON."""
@@ -188,8 +200,12 @@ def device(chip: int = 1) -> Callable[[Callable[P, R]], Callable[P, R]]:
     return wrap
 
 
-def launch(kernel: Callable[..., R], ctx: Context, *args: Any) -> R:
-    """Run a ``@device`` kernel on the context's device and return its result (manual L56–58)."""
+def launch(kernel: Callable[..., R], ctx: Context, *args: Any, out: Any = None) -> R:
+    """Run a ``@device`` kernel on the context's device and return its result (manual L56–58).
+
+    ``out=existing`` binds the result to an HBM tensor made earlier (design API.md §8, the reference's
+    ``.output(&mut hbm)``): the kernel's result is written there instead of into a new buffer, and ``existing``
+    is returned (:mod:`visa.tensors.bound`)."""
     expect_callable(kernel, "kernel", call="launch")
     expect_instance(ctx, Context, "ctx", call="launch", expected="a Context (Context.acquire())")
     chips = getattr(kernel, "__visa_chips__", None)
@@ -207,10 +223,15 @@ def launch(kernel: Callable[..., R], ctx: Context, *args: Any) -> R:
         raise TypestateError(f"{name}{inspect.signature(kernel)} cannot take these {len(args)} argument(s) after "
                              f"the context: {err}", call="launch",
                              fix=f"pass exactly the arguments {name} takes after ctx") from None
+    if out is not None:
+        from visa.tensors.bound import check_out
+
+        check_out(out, ctx, getattr(kernel, "__name__", "the kernel"))
     for a in args:
         check = getattr(a, "levels", None)
         if check is not None and "Chip" in check:
             check_argument_chips(f"argument {a!r}", check["Chip"], chips)
+    check_arguments_apart(ctx, args)
     previous = ctx.num_chips
     ctx.num_chips = chips
     try:
@@ -218,7 +239,39 @@ def launch(kernel: Callable[..., R], ctx: Context, *args: Any) -> R:
     finally:
         ctx.num_chips = previous  # back on the host: the next launch may use another chip count
     check_result(kernel, result)
+    if out is not None:
+        from visa.tensors.bound import bind, check_bound
+
+        check_bound(result, out, getattr(kernel, "__name__", "the kernel"))
+        bound: R = bind(result, out)
+        return bound
     return result
+
+
+def check_arguments_apart(ctx: Context, args: tuple[Any, ...]) -> None:
+    """A kernel's tensor arguments belong to the context it runs on (each context is its own device, L39), and two
+    of them may not share bytes unless they are the same handle: a kernel may write any buffer it is given, as
+    Rust's ``&mut`` arguments, which cannot alias (issue 23)."""
+    from visa.errors import AllocationError
+    from visa.schedule.footprints import span_of
+    from visa.tensors.handles import DeviceTensor
+
+    spans = []
+    for k, a in enumerate(args):
+        base = getattr(a, "base", a)
+        if not isinstance(base, DeviceTensor):
+            continue
+        base.check_context(ctx, f"launch (argument {k + 1})")
+        span = span_of(a)
+        if span is not None:
+            spans.append((k, a, span))
+    for i, (k, a, sa) in enumerate(spans):
+        for j, b, sb in spans[i + 1:]:
+            if a is not b and sa.overlaps(sb):
+                raise AllocationError(
+                    f"arguments {k + 1} ({a!r}) and {j + 1} ({b!r}) share bytes of {sa.memory.upper()}: a kernel may "
+                    "write any buffer it is given, so its buffers may not alias", call="launch", level="Element",
+                    fix="pass tensors at non-overlapping addresses (or the same handle twice)")
 
 
 def check_argument_chips(what: str, chip: Mapping, chips: int) -> None:
@@ -304,10 +357,11 @@ def _type_text(want: Any) -> str:
     return getattr(want, "__name__", None) or repr(want)
 
 
-def report_all(*, operations: bool = False) -> str:
-    """The reports of every context acquired since the last :func:`reset_acquired` (``visa run``, design API.md
-    §6); each operation listed too if ``operations``."""
-    return "\n".join(c.report().text(operations=operations) for c in acquired_contexts() if c.schedule.ops)
+def report_all(*, operations: bool = False, critical: bool = False) -> str:
+    """The reports of every context acquired since the last :func:`reset_acquired` (``visa run``); each operation
+    listed too if ``operations``, the critical path's operations if ``critical`` (``visa run -v``)."""
+    return "\n".join(c.report().text(operations=operations, critical=critical) for c in acquired_contexts()
+                     if c.schedule.ops)
 
 
 def trace_all() -> dict[str, Any]:
@@ -318,5 +372,5 @@ def trace_all() -> dict[str, Any]:
 
 
 def reset_acquired() -> None:
-    """Forget the acquired contexts (``visa run`` does this before each file, design API.md §6)."""
+    """Forget the acquired contexts (``visa run`` does this before each file)."""
     _ACQUIRED.clear()

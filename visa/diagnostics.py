@@ -66,6 +66,28 @@ def _template(node: ast.expr | None) -> str:
     return PLACEHOLDER
 
 
+def _shown(node: ast.expr | None) -> str:
+    """A message expression's literal text with every run-time part shown by what it names: ``<axis>`` for
+    ``{axis!r}``, ``<dtype.name>``; ``<…>`` for a part that is not a plain name (``visa explain``)."""
+    if node is None:
+        return ""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        out = []
+        for v in node.values:
+            if isinstance(v, ast.Constant) and isinstance(v.value, str):
+                out.append(v.value)
+            else:
+                inner = v.value if isinstance(v, ast.FormattedValue) else v
+                text = ast.unparse(inner) if isinstance(inner, (ast.Name, ast.Attribute)) else "…"
+                out.append(f"<{text.removeprefix('self.').lstrip('_')}>")
+        return "".join(out)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _shown(node.left) + _shown(node.right)
+    return "<…>"
+
+
 @dataclass(frozen=True)
 class Site:
     """One place that builds a :class:`~visa.errors.VisaError`: where it is and what its message says."""
@@ -80,6 +102,8 @@ class Site:
     call: str
     manual_line: int | None = None
     doc: str = ""  # the enclosing function's docstring (its citations are the rule when the message has none)
+    shown: str = ""  # the message with its run-time parts named (``<axis>``; :func:`_shown`)
+    shown_fix: str = ""  # the fix so
     key: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -150,7 +174,7 @@ def _sites_in(path: Path, source: str, is_error: set[str] | None) -> list[Site]:
                                       _template(message), _template(kw(child, "fix")) if kw(child, "fix") else "",
                                       call_text,
                                       line.value if isinstance(line, ast.Constant) and isinstance(line.value, int)
-                                      else None, doc))
+                                      else None, doc, _shown(message), _shown(kw(child, "fix"))))
             visit(child, qual, doc)
 
     visit(tree, [], "")

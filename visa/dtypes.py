@@ -1,9 +1,10 @@
 """Scalar element types of the Virtual ISA: bit widths, byte images, exact conversions, random values.
 
-The manual names eleven element types.  Each is a *class* here (``i4 i5 i8 i9 i16 i32 bf16 f16 f32 f8e4m3
-f8e5m2``), so one spelling serves as a type argument in an annotation (``HbmTensor[i32, m["1"], m["A"]]``)
-and as a run-time value (``HostTensor.rand(i32, ...)``, ``.fetch(i32, ...)``), as the Rust type parameters do
-(design API.md §1).  The classes are never instantiated; their class attributes describe the format.
+The manual names eleven element types; the reference's later releases add a twelfth, ``f4e2m1``.  Each is a
+*class* here (``i4 i5 i8 i9 i16 i32 bf16 f16 f32 f8e4m3 f8e5m2 f4e2m1``), so one spelling serves as a type
+argument in an annotation (``HbmTensor[i32, m["1"], m["A"]]``) and as a run-time value
+(``HostTensor.rand(i32, ...)``, ``.fetch(i32, ...)``), as the Rust type parameters do.  The classes are never
+instantiated; their class attributes describe the format.
 
 Sources: the fetch adapter's casts (manual L1962–1979), the DMA element grammar (L2525), the cast engine's
 precision lowering (L6774–6779), sizes in bytes (L1071, L1088–1093, L1711, L2229–2232), the widened register
@@ -54,7 +55,13 @@ __all__ = [
     "f32",
     "f8e4m3",
     "f8e5m2",
+    "f4e2m1",
+    "bool_",
+    "u32",
+    "i64",
+    "u64",
     "SCALARS",
+    "DEVICE_SCALARS",
     "ALIASES",
     "scalar",
     "DtypeError",
@@ -69,6 +76,7 @@ __all__ = [
     "is_representable",
     "representable_values",
     "random_values",
+    "encode_nearest",
 ]
 
 Rounding: TypeAlias = Literal["nearest_even", "toward_zero"]
@@ -198,7 +206,9 @@ class FloatScalar(Scalar):
     """A binary floating point type: sign, ``exponent_bits``, ``mantissa_bits`` (stored fraction), ``bias``.
 
     ``has_inf`` tells whether the all-ones exponent with a zero fraction is an infinity (IEEE style) or the
-    format is "finite and NaN" (E4M3FN, seed 000).  ``max`` is the largest finite value, ``min == -max``;
+    format is "finite and NaN" (E4M3FN, seed 000); ``has_nan`` is False for a finite-only format (E2M1, whose
+    every pattern is a number: ``max_bits`` is then the all-ones magnitude).  ``max`` is the largest finite value,
+    ``min == -max``;
     ``smallest_normal`` and ``smallest_subnormal`` are positive.  ``nan_bits`` is the canonical quiet NaN this
     module produces (sign added), ``max_bits`` the pattern of ``max``, ``inf_bits`` that of +inf (or -1).
     """
@@ -209,6 +219,7 @@ class FloatScalar(Scalar):
     mantissa_bits: ClassVar[int]
     bias: ClassVar[int]
     has_inf: ClassVar[bool]
+    has_nan: ClassVar[bool] = True
     smallest_normal: ClassVar[float]
     smallest_subnormal: ClassVar[float]
     nan_bits: ClassVar[int]
@@ -229,13 +240,15 @@ def _int_attrs(cls: type[IntScalar], name: str, bits: int, size_bits: int, image
 
 
 def _float_attrs(
-    cls: type[FloatScalar], name: str, storage: Any, exponent_bits: int, mantissa_bits: int, has_inf: bool
+    cls: type[FloatScalar], name: str, storage: Any, exponent_bits: int, mantissa_bits: int, has_inf: bool,
+    has_nan: bool = True,
 ) -> None:
     bits = 1 + exponent_bits + mantissa_bits
     cls.name = name
     cls.bits = cls.size_bits = cls.image_bits = bits
     cls.storage = np.dtype(storage)
-    cls.bits_dtype = np.dtype({8: np.uint8, 16: np.uint16, 32: np.uint32}[bits])
+    cls.bits_dtype = np.dtype({4: np.uint8, 8: np.uint8, 16: np.uint16, 32: np.uint32}[bits])
+    cls.has_nan = has_nan
     cls.exponent_bits = exponent_bits
     cls.mantissa_bits = mantissa_bits
     cls.bias = (1 << (exponent_bits - 1)) - 1
@@ -245,16 +258,19 @@ def _float_attrs(
         cls.max_bits = ((top - 1) << mantissa_bits) | ((1 << mantissa_bits) - 1)
         cls.inf_bits = top << mantissa_bits
         cls.nan_bits = (top << mantissa_bits) | (1 << (mantissa_bits - 1))
-    else:  # finite-and-NaN (E4M3FN): only the all-ones pattern is NaN, seed 000 table 36.1
+    elif has_nan:  # finite-and-NaN (E4M3FN): only the all-ones pattern is NaN, seed 000 table 36.1
         cls.max_bits = (top << mantissa_bits) | ((1 << mantissa_bits) - 2)
         cls.inf_bits = -1
         cls.nan_bits = (top << mantissa_bits) | ((1 << mantissa_bits) - 1)
+    else:  # finite only (E2M1): every pattern is a number, the all-ones magnitude the largest
+        cls.max_bits = (top << mantissa_bits) | ((1 << mantissa_bits) - 1)
+        cls.inf_bits = cls.nan_bits = -1
     exp_field, frac = cls.max_bits >> mantissa_bits, cls.max_bits & ((1 << mantissa_bits) - 1)
     cls.max = math.ldexp(1.0 + frac / (1 << mantissa_bits), exp_field - cls.bias)
     cls.min = -cls.max
     cls.smallest_normal = math.ldexp(1.0, 1 - cls.bias)
     cls.smallest_subnormal = math.ldexp(1.0, 1 - cls.bias - mantissa_bits)
-    cls.alignment = bits // 8
+    cls.alignment = max(1, bits // 8)
 
 
 class i4(IntScalar):
@@ -318,6 +334,52 @@ class f8e5m2(FloatScalar):
     """
 
 
+class f4e2m1(FloatScalar):
+    """fp4 E2M1 (OCP MX): 2 exponent (bias 1), 1 fraction bit, no infinity and no NaN, max 6; two elements share
+    a byte as for i4, element 0 in the low nibble.  Host data is ``ml_dtypes.float4_e2m1fn``.
+
+    Not in the manual: a reference extension (furiosa-opt v0.6–v0.8 kernel arguments and baked lookup tables;
+    design API.md §8, docs/manual-notes.md "issue 26").  A value beyond ±6 saturates or is refused; NaN has
+    no pattern and is refused.
+    """
+
+
+class bool_(IntScalar):
+    """A device scalar's boolean (``HbmScalar<bool>``, furiosa-opt v0.9; design API.md §8): one byte, 0 or 1.
+    A scalar type only (no tensor of it moves by DMA, L2525)."""
+
+
+class u32(IntScalar):
+    """A device scalar's unsigned 32-bit integer, 0..2**32-1 (``HbmScalar<u32>``; design API.md §8)."""
+
+
+class i64(IntScalar):
+    """A device scalar's signed 64-bit integer (``HbmScalar<i64>``; design API.md §8)."""
+
+
+class u64(IntScalar):
+    """A device scalar's unsigned 64-bit integer (``HbmScalar<u64>``; design API.md §8)."""
+
+
+def _scalar_only_attrs(cls: type[IntScalar], name: str, bits: int, signed: bool, storage: Any) -> None:
+    cls.name = name
+    cls.bits = bits
+    cls.size_bits = cls.image_bits = max(8, bits)
+    cls.storage = np.dtype(storage)
+    cls.bits_dtype = np.dtype({8: np.uint8, 32: np.uint32, 64: np.uint64}[max(8, bits)])
+    cls.signed = signed
+    cls.min = -(1 << (bits - 1)) if signed else 0
+    cls.max = (1 << (bits - 1)) - 1 if signed else (1 << bits) - 1
+    cls.alignment = max(1, bits // 8)
+
+
+_scalar_only_attrs(bool_, "bool_", 1, False, np.uint8)
+_scalar_only_attrs(u32, "u32", 32, False, np.uint32)
+_scalar_only_attrs(i64, "i64", 64, True, np.int64)
+_scalar_only_attrs(u64, "u64", 64, False, np.uint64)
+
+DEVICE_SCALARS: dict[str, type[Scalar]] = {}  # filled below: the types an HbmScalar holds (design API.md §8)
+
 _int_attrs(i4, "i4", 4, 4, 4)
 _int_attrs(i5, "i5", 5, 4, 8)
 _int_attrs(i8, "i8", 8, 8, 8)
@@ -329,11 +391,16 @@ _float_attrs(f16, "f16", np.float16, 5, 10, True)
 _float_attrs(f32, "f32", np.float32, 8, 23, True)
 _float_attrs(f8e4m3, "f8e4m3", ml_dtypes.float8_e4m3fn, 4, 3, False)
 _float_attrs(f8e5m2, "f8e5m2", ml_dtypes.float8_e5m2, 5, 2, True)
+_float_attrs(f4e2m1, "f4e2m1", ml_dtypes.float4_e2m1fn, 2, 1, False, has_nan=False)
 
 SCALARS: dict[str, type[Scalar]] = {
-    d.name: d for d in (i4, i5, i8, i9, i16, i32, bf16, f16, f32, f8e4m3, f8e5m2)
+    d.name: d for d in (i4, i5, i8, i9, i16, i32, bf16, f16, f32, f8e4m3, f8e5m2, f4e2m1)
 }
 """Every element type by its manual spelling (L1962–1979, L2525)."""
+
+DEVICE_SCALARS.update({d.name: d for d in (bool_, i32, u32, i64, u64)})
+"""The types of a device scalar (``HbmScalar``, design API.md §8): ``bool_``, ``i32``, ``u32``, ``i64``, ``u64``.
+``bool_``, ``u32``, ``i64`` and ``u64`` are scalar types only: no element of a tensor has them."""
 
 ALIASES: dict[str, type[Scalar]] = {"fp16": f16}
 """Other spellings the manual uses: ``fp16`` in the DMA grammar (L2525)."""
@@ -374,6 +441,7 @@ _ML_FLOATS = {
     np.dtype(ml_dtypes.bfloat16),
     np.dtype(ml_dtypes.float8_e4m3fn),
     np.dtype(ml_dtypes.float8_e5m2),
+    np.dtype(ml_dtypes.float4_e2m1fn),
 }
 
 
@@ -394,6 +462,8 @@ def _float_representable(x: npt.NDArray[np.float64], d: type[FloatScalar]) -> np
         bits = _encode_float(x, d, "nearest_even", "nan")
         back = _decode_float(bits, d)
     ok: npt.NDArray[np.bool_] = (back == x) | (np.isnan(x) & np.isnan(back))
+    if not d.has_nan:  # a finite-only format (f4e2m1) holds no NaN and no infinity
+        ok &= np.isfinite(x)
     return ok
 
 
@@ -619,7 +689,8 @@ def _encode_float(
     frac = np.where(normal, ri - (1 << m_bits), ri)
     mag = np.where(nonzero, (exp_field << m_bits) | frac, 0)
     over = nonzero & (value > d.max)
-    special = {"inf": d.inf_bits, "nan": d.nan_bits, "saturate": d.max_bits, "error": d.nan_bits}[overflow]
+    nan_bits = d.nan_bits if d.has_nan else d.max_bits  # finite only: callers refuse NaN first (never chosen)
+    special = {"inf": d.inf_bits, "nan": nan_bits, "saturate": d.max_bits, "error": nan_bits}[overflow]
     if overflow == "error" and over.any():
         bad = x[over].flat[0]
         raise DtypeError(
@@ -634,9 +705,9 @@ def _encode_float(
     elif overflow == "error" and is_inf.any():
         raise DtypeError(f"{d!r} has no infinity", fix="pass overflow='saturate' or 'nan'")
     else:
-        inf_out = d.nan_bits
+        inf_out = nan_bits
     mag = np.where(is_inf, inf_out, mag)
-    mag = np.where(is_nan, d.nan_bits, mag)
+    mag = np.where(is_nan, nan_bits, mag)
     out: npt.NDArray[np.int64] = sign | mag
     return out
 
@@ -663,7 +734,11 @@ def _check_modes(dst: type[Scalar], rounding: str, overflow: str) -> None:
     if overflow not in allowed:
         raise DtypeError(f"overflow={overflow!r} does not apply to {dst!r}; use one of {', '.join(allowed)}")
     if overflow == "inf" and not _as_float(dst).has_inf:
+        if not _as_float(dst).has_nan:
+            raise DtypeError(f"{dst!r} has no infinity and no NaN", fix="pass overflow='saturate' or 'error'")
         raise DtypeError(f"{dst!r} has no infinity (E4M3FN)", fix="pass overflow='nan' or 'saturate'")
+    if overflow == "nan" and not _as_float(dst).has_nan:
+        raise DtypeError(f"{dst!r} has no NaN (E2M1 is finite only)", fix="pass overflow='saturate' or 'error'")
 
 
 def _int_overflow(
@@ -737,7 +812,8 @@ def convert(
     dst = scalar(dst)
     arr = as_storage(src, values)
     if overflow is None:
-        overflow = "error" if dst.kind == "int" else ("inf" if _as_float(dst).has_inf else "nan")
+        overflow = "error" if dst.kind == "int" else (
+            "inf" if _as_float(dst).has_inf else "nan" if _as_float(dst).has_nan else "saturate")
     _check_modes(dst, rounding, overflow)
     if src is dst:
         return arr.copy()
@@ -768,7 +844,20 @@ def convert(
                 out: npt.NDArray[Any] = arr.astype(f.storage)
                 return out
     x = _to_f64(arr)  # exact for every source type (i32 < 2**53, floats widen exactly)
+    if not f.has_nan and np.isnan(x).any():
+        raise DtypeError(f"NaN has no {f!r} pattern (E2M1 is finite only)", fix="replace NaN before converting")
     return _decode_bits_to_storage(_encode_float(x, f, rounding, overflow), f)
+
+
+def encode_nearest(dtype: type[FloatScalar], x: npt.NDArray[np.float64], overflow: Overflow) -> npt.NDArray[Any]:
+    """float64 values rounded once to nearest (ties to even) into ``dtype.storage`` with the overflow mode of
+    :func:`convert`: the exact path for a type whose numpy cast would not say when it overflows (ml_dtypes'
+    E2M1 cast saturates silently and turns NaN into -0).  NaN into a finite-only type is refused (``f4e2m1``,
+    design API.md §8)."""
+    _check_modes(dtype, "nearest_even", overflow)
+    if not dtype.has_nan and np.isnan(x).any():
+        raise DtypeError(f"NaN has no {dtype!r} pattern (E2M1 is finite only)", fix="replace NaN first")
+    return _decode_bits_to_storage(_encode_float(x, dtype, "nearest_even", overflow), dtype)
 
 
 @overload

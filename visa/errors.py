@@ -272,13 +272,14 @@ class BankStarvationWarning(UserWarning):
 
 class WrongTypeError(VisaError, TypeError):
     """A public call got an argument of the wrong Python type; the message names the parameter, what was given
-    and what is expected (design API.md §5; issue 16).  Also a ``TypeError``, so plain Python code can catch it."""
+    and what is expected, as the manual's Rust types would have refused it at compile time (issue 16).  Also a
+    ``TypeError``, so plain Python code can catch it."""
 
     code = "V001"
 
 
 class RangeError(VisaError, ValueError):
-    """An integer argument is outside the range its parameter allows (design API.md §5; issue 16).  Also a
-    ``ValueError``."""
+    """An integer argument is outside the range its parameter allows (issue 16; the manual's sizes and
+    positions, L587–620).  Also a ``ValueError``."""
 
     code = "V002"

@@ -1,4 +1,5 @@
-"""The registry of fast paths (ARCHITECTURE principle 7, API.md §8 "Reference mode").
+"""The registry of fast paths: every faster way to compute what a reference ``execute`` computes, by name (the
+reference mode).
 
 Each engine's reference ``execute`` follows the manual; a faster way to compute the same bytes, cycles and
 schedule is a *fast path*, registered here under a dotted name (``"fetch.periodic-window"``) by the module that

@@ -50,7 +50,9 @@ def test_generate_tokens_in_a_host_loop_L8202_L8224() -> None:
     """examples/llama_generate.py: every step's embedding gather and KV appends (exact) and its attention, logits
     and probabilities (derived bounds) are checked inside ``run``; here: the sampled tokens are in the
     vocabulary, one per generated position; every step — the same passes on the same shapes, only the data, the
-    gathered rows and the append's position differ — takes the same device cycles; and across steps the
+    gathered rows and the append's position differ — takes the same device cycles within 2% (the rows and the
+    position decide which HBM channels a DMA uses, and so how concurrent DMAs share them, issue 22); and across
+    steps the
     schedule orders the loop: each step's embedding gather starts after the host's write of the sampled id, which
     follows the host's read of the previous step's probabilities, and each append after the previous step's
     attention read the cache."""
@@ -60,7 +62,7 @@ def test_generate_tokens_in_a_host_loop_L8202_L8224() -> None:
     assert tokens[:len(mod.PROMPT)] == list(mod.PROMPT)
     assert len(tokens) == len(mod.PROMPT) + mod.NEW_TOKENS
     assert all(0 <= t < mod.AX.size("V") for t in tokens)
-    assert len(cycles) == len(tokens) - 1 and len(set(cycles)) == 1
+    assert len(cycles) == len(tokens) - 1 and max(cycles) <= 1.02 * min(cycles)
     ops = made[-1].schedule.ops
     embeds = [k for k, op in enumerate(ops) if op.name.startswith("gather.to_dm")]
     assert len(embeds) == len(cycles)

@@ -6,14 +6,15 @@ contraction, S an add pass, two of them):
 
 - single-buffered (main loads, then contracts): T·(L_main + C) + 2·S, exactly — one track, no overlap;
 - double-buffered (main loads the first tile, the sub context the others into alternating TRF halves):
-  L_main + T·C + 2·S while L_sub ≤ C.  Honouring the write-after-read hazard on a TRF half (the schedule
-  helper's change) moves the third sub load from 4096 to 5126 cycles into the segment; it still ends before
-  main needs it, so this value does not change.  The test asserts double ≤ single and the single formula.
+  L_main + T·C + 2·S while a sub load and its hand-off to main (H, issue 22) fit in a contraction,
+  L_sub + H ≤ C; otherwise each sub-loaded contraction can wait up to L_sub + H − C for its tile, so the
+  makespan lies between L_main + T·C + 2·S and L_main + C + (T − 1)·max(C, L_sub + H) + 2·S.
 """
 
 from __future__ import annotations
 
 from tests.example_loader import load_example as load
+from visa import RNGD
 
 
 def test_tiled_gemm_double_buffered_L7089_L7150() -> None:
@@ -29,7 +30,9 @@ def test_tiled_gemm_double_buffered_L7089_L7150() -> None:
     l_main, c = single.loads[0].cycles, single.contractions[0].cycles
     s = sum(op.cycles for op in single.adds)
     assert single.makespan == tiles * (l_main + c) + s
-    assert double.makespan == l_main + tiles * c + s  # every sub load hides behind a contraction
+    l_sub, h = double.loads[1].cycles, RNGD.timing.context_handoff_cycles
+    assert l_main + tiles * c + s <= double.makespan <= l_main + c + (tiles - 1) * max(c, l_sub + h) + s
+    if l_sub + h <= c:
+        assert double.makespan == l_main + tiles * c + s  # every sub load hides behind a contraction
     assert double.makespan < single.makespan
-    assert double.loads[1].cycles <= c  # the condition under which the sub loads hide behind contractions
     assert double.utilisation >= single.utilisation

@@ -3,8 +3,10 @@
 It follows the manual's trait implementations (L621–1016) with one change that ARCHITECTURE.md asks for:
 a stride, modulo, resize or padding that cuts through a composite (a pair or the identity) keeps the
 composite as one *atom*, so that ``[E] / n`` and ``[E] % n`` add their positions inside ``E`` before ``E``
-decodes them.  Symbols are atoms too, whose position is their coordinate.  A tensor index must lie inside
-every axis.  It is slow and simple on purpose: the canonical form is tested against it.
+decodes them.  Symbols are atoms too, whose position is their coordinate.  A composite that no use strides
+through or keeps at one position (each walks it from its start, padded or resized: ``[A, B] # 7, [A, B] # 7``)
+follows ``Pair::map`` as written (L710–714, L775–777): each use decodes on its own and the indices add.  A
+tensor index must lie inside every axis.  It is slow and simple on purpose: the canonical form is tested against it.
 """
 
 from __future__ import annotations
@@ -25,20 +27,27 @@ from visa.mapping.syntax import (
 Terms = list[tuple[object, int]]
 
 
-def _base(node: Node, j: int) -> Terms | None:
-    """Position ``j`` of the operand of a unary constructor."""
+def _comp(node: Node, whole: bool) -> tuple[object, ...]:
+    """The key of a composite's atom: one per composite for the uses a stride takes part in, a new one for each
+    other use."""
+    return ("comp", node, object() if whole else None)
+
+
+def _base(node: Node, j: int, whole: bool = False) -> Terms | None:
+    """Position ``j`` of the operand of a unary constructor (``whole``: no constructor so far strides, or keeps one
+    position only)."""
     if isinstance(node, Escape):
-        return _base(node.mapping.node, j)
+        return _base(node.mapping.node, j, whole)
     if isinstance(node, Padding):
-        return [(("comp", node), j)]  # padding decides validity on the sum of the positions: keep it whole
+        return [(_comp(node, whole), j)]  # padding decides validity on the sum of the positions: keep it whole
     # A resize only cuts the end, as a modulo does (`A = 4` and `A % 4` are one mapping): both pass through
     # to their operand (docs/manual-notes.md, "Skewed axes inside composites").
     if isinstance(node, Symbol | Stride | Modulo | Resize):
-        return terms(node, j)
-    return [(("comp", node), j)]
+        return terms(node, j, whole)
+    return [(_comp(node, whole), j)]
 
 
-def terms(node: Node, i: int) -> Terms | None:
+def terms(node: Node, i: int, whole: bool = True) -> Terms | None:
     if isinstance(node, Identity):
         return [] if i == 0 else None
     if isinstance(node, Symbol):
@@ -50,18 +59,18 @@ def terms(node: Node, i: int) -> Terms | None:
         right = terms(node.right, i % node.right.size)
         return None if left is None or right is None else left + right
     if isinstance(node, Escape):
-        return terms(node.mapping.node, i)
+        return terms(node.mapping.node, i, whole)
     if isinstance(node, Stride):
-        return _base(node.inner, i * node.n) if 0 <= i < node.size else None
+        return _base(node.inner, i * node.n, whole and node.n == 1) if 0 <= i < node.size else None
     if isinstance(node, Modulo):
-        return _base(node.inner, i) if 0 <= i < node.n else None
+        return _base(node.inner, i, whole and node.n > 1) if 0 <= i < node.n else None
     if isinstance(node, Resize):
-        return _base(node.inner, i) if 0 <= i < node.size else None
+        return _base(node.inner, i, whole and node.size > 1) if 0 <= i < node.size else None
     if isinstance(node, Padding):
         if not 0 <= i < node.size:
             return None
         q = i - node.left
-        return _base(node.inner, q) if 0 <= q < node.inner.size else None
+        return _base(node.inner, q, whole) if 0 <= q < node.inner.size else None
     if isinstance(node, LinearCombination):
         raise ValueError("linear combinations are relations")
     raise TypeError(node)
@@ -118,8 +127,13 @@ def _decode(node: Node, i: int) -> tuple[dict[str, int], list[tuple[object, int]
     ts = terms(node, i)
     if ts is None:
         return None
+    # a composite that some use strides through is one atom (its uses add their positions); one that no use
+    # strides through keeps an atom per use (each decodes on its own)
+    cut = {key[1] for key, _ in ts if isinstance(key, tuple) and key[0] == "comp" and key[2] is None}
     positions: dict[object, int] = {}
     for key, pos in ts:
+        if isinstance(key, tuple) and key[0] == "comp" and key[1] in cut:
+            key = ("comp", key[1], None)
         positions[key] = positions.get(key, 0) + pos
     coords: dict[str, int] = {}
     skews: list[tuple[object, int]] = []

@@ -176,3 +176,53 @@ def test_parser_gives_a_mapping_or_a_visa_error(text: str) -> None:
         return
     assert isinstance(got, Mapping)
     assert got.size >= 1
+
+
+# ---------------------------------------------------------------------------------------------------------
+# issue 23, finding 6: a composite used whole in each half of a pair follows Pair::map (L710–714, L775–777)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_pairs_of_padded_composites_follow_pair_map_l710() -> None:
+    # Pair::map: L::map(i / R::SIZE)? + R::map(i % R::SIZE)?; a position in either half's padding is None (L775)
+    e = AxisSet(E=3).m["[# 1 + E] # 5, [# 1 + E] # 5"]
+    assert e.map(1) is None  # the left half's position 0 is left padding
+    assert e.map(6) == {} and e.map(7) == {"E": 1} and e.map(12) == {"E": 2} and e.map(13) is None
+    ab = AxisSet(A=2, B=3).m["[A, B] # 7, [A, B] # 7"]
+    assert ab.map(9) is None  # (A 0, B 1) + (A 0, B 2): B = 3 is past its end
+    assert ab.map(8) == {"B": 2} and ab.map(7 * 3) == {"A": 1} and ab.map(7 * 3 + 3) is None  # A = 2: past
+
+
+def _pair_map(p: Mapping, k: int) -> dict[str, int] | None:
+    """``Pair::map`` of ``p, p`` at ``k`` as the manual writes it (L710–714), indices inside their axes."""
+    left, right = p.map(k // p.size), p.map(k % p.size)
+    if left is None or right is None:
+        return None
+    out = dict(left + right)
+    sizes = p.axis_set.sizes
+    if any(not 0 <= v < sizes[a] for a, v in out.items()):
+        return None
+    return {a: v for a, v in out.items() if v}
+
+
+@FAST
+@given(axes_and_expr(depth=2, max_size=12), st.integers(0, 3), st.integers(0, 2), st.booleans())
+def test_a_composite_used_whole_twice_maps_as_pair_map(case: tuple[Axes, Expr], extra: int, left: int,
+                                                       resized: bool) -> None:
+    """``[P] # n, [P] # n`` (or ``# l + [P]``, or ``[P] = SIZE``) for a random composite P of plain axes that no
+    stride cuts: the canonical form and the suite's brute-force reference both give Pair::map's answer."""
+    axes, e = case
+    assume(all(isinstance(v, int) for v in axes.values()))  # skewed axes resolve over the whole index (L988)
+    assume("/" not in e.text)  # a composite a stride cuts adds positions across digits (ARCHITECTURE.md)
+    ax = axis_set(axes)
+    inner = ax.m[e.text]
+    right = f" + # {extra}" if extra else ""
+    whole = f"[{e.text}] = {inner.size}" if resized else f"# {left} + [{e.text}]{right}" if left else \
+        f"[{e.text}] # {inner.size + extra}"
+    p = ax.m[whole]
+    both = ax.m[f"[{whole}], [{whole}]"]
+    for k in range(both.size):
+        want = _pair_map(p, k)
+        got = both.map(k)
+        assert (None if got is None else dict(got)) == want, (whole, k, str(both))
+        assert ref_map(both.node, k) == want, (whole, k)

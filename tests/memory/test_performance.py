@@ -57,82 +57,90 @@ def test_request_splitting_and_rmw_l2469_l2985() -> None:
     assert RNGD.dma.requests(4095) == 16  # L2469
 
 
-def test_row_switches_cost_only_when_not_hidden() -> None:
+T = 16 / 3  # a 256-byte unit: 4 controller cycles at 0.75 GHz, in 1 GHz core cycles (L2980)
+SWITCH = 40  # a row switch, 40 ns (L2987)
+
+
+def test_row_switches_serialise_on_their_bank_l2987() -> None:
     # rows k·(2^21 + 2^25): bits 21-24 and 25-28 cancel in the channel hash, so one channel, one bank, a new
-    # row every time; back to back, every switch but the first is exposed (40 cycles, L2987)
+    # row every time: the first row opens free (rows start closed), each later one switches (40 ns, L2987)
     rows = np.arange(8, dtype=np.int64) * ((1 << 21) | (1 << 25))
     assert len(set(perf.hbm_channel(RNGD, rows).tolist())) == 1
-    busy = perf.hbm_busy(RNGD, np.zeros(8, np.int64), rows, np.ones(8))
-    assert busy.max() == pytest.approx(8 * 16 / 3 + 7 * (40 - 16 / 3))
-    # the same switches with other banks' transfers in between are hidden (L2990-2993)
+    load = perf.hbm_load(RNGD, np.zeros(8, np.int64), rows, np.ones(8))
+    assert load.busy.max() == pytest.approx(8 * T + 7 * SWITCH) and load.activations == 7
+    # other banks' transfers in the same window go on meanwhile (L2989-2993): the window lasts as long as the
+    # busier of the bus (64 transfers) and the switching bank (7 switches and its 8 transfers)
     other = np.full(7, (1 << 17) | (1 << 9), dtype=np.int64)  # another bank of the same channel, one row
     mixed = np.concatenate([np.concatenate([[r], other]) for r in rows])
     assert len(set(perf.hbm_channel(RNGD, mixed).tolist())) == 1
     busy = perf.hbm_busy(RNGD, np.zeros(mixed.size, np.int64), mixed, np.ones(mixed.size))
-    assert busy.max() == pytest.approx(mixed.size * 16 / 3)
+    assert busy.max() == pytest.approx(max(mixed.size * T, 8 * T + 7 * SWITCH))
+    # the same with 16 other transfers per switch: the bus is the longer, every switch hidden
+    other = np.full(15, (1 << 17) | (1 << 9), dtype=np.int64)
+    mixed = np.concatenate([np.concatenate([[r], other]) for r in rows])
+    busy = perf.hbm_busy(RNGD, np.zeros(mixed.size, np.int64), mixed, np.ones(mixed.size))
+    assert busy.max() == pytest.approx(mixed.size * T)
 
 
 def test_fr_fcfs_serves_a_row_already_asked_for_in_its_window_l2981_l2990() -> None:
     # two rows of one bank (and one channel) asked for alternately, 32 times each: FCFS would switch on every
     # request; the 64-entry queue (L2981) holds them all and FR-FCFS serves each row's requests together
-    # (L2990-2993), so only the first request of the second row switches, back to back (40 - 16/3 exposed)
+    # (L2990-2993), so the bank opens the first row and switches once
     r0, r1 = 0, (1 << 21) | (1 << 25)  # bits 21-24 and 25-28 cancel in the channel hash
     stream = np.array([r0, r1] * 32, dtype=np.int64)
     assert len(set(perf.hbm_channel(RNGD, stream).tolist())) == 1
     assert len(set(perf.hbm_bank(RNGD, stream).tolist())) == 1
     chips, ones = np.zeros(64, np.int64), np.ones(64)
-    assert perf.hbm_busy(RNGD, chips, stream, ones).max() == pytest.approx(64 * 16 / 3 + (40 - 16 / 3))
-    # the same requests as two stretches that are not adjacent in time (a long DMA's sampled windows): no
-    # window joins them, so the second stretch switches to its first row and then to the other one again
-    segment = np.repeat(np.arange(2), 32)
-    busy = perf.hbm_busy(RNGD, chips, stream, ones, segment)
-    assert busy.max() == pytest.approx(64 * 16 / 3 + 3 * (40 - 16 / 3))
+    assert perf.hbm_busy(RNGD, chips, stream, ones).max() == pytest.approx(64 * T + SWITCH)
+    # 128 requests: two windows; the second starts with the row the first left open (r1, its last to arrive)
+    stream = np.array([r0, r1] * 64, dtype=np.int64)
+    assert perf.hbm_busy(RNGD, np.zeros(128, np.int64), stream, np.ones(128)).max() == pytest.approx(
+        128 * T + 2 * SWITCH)
+    # the same requests as two stretches served apart (two engines, or a long DMA's sampled windows): no window
+    # joins them and no row stays open from one to the next, so each opens its first row and switches once
+    segment = np.repeat(np.arange(2), 64)
+    busy = perf.hbm_busy(RNGD, np.zeros(128, np.int64), stream, np.ones(128), segment)
+    assert busy.max() == pytest.approx(128 * T + 2 * SWITCH)
 
 
-def _hbm_busy_reference(hw: object, chips: np.ndarray, units: np.ndarray, factor: np.ndarray,
-                        segment: np.ndarray | None = None) -> np.ndarray:
-    """``hbm_busy`` as it was before issue 15's first-launch work: every rank by ``searchsorted`` over a
-    ``lexsort`` (the reference for the radix sorts and per-key counts that replaced them)."""
-    h, clk = RNGD.hbm, RNGD.clocks
-    t = h.access_unit_channel_cycles * clk.core_hz / clk.hbm_controller_hz
-    switch = h.row_switch_ns[0] * clk.core_hz / 1e9
-    queue = h.channel_command_queue_entries
-    seg = np.zeros(units.size, dtype=np.int64) if segment is None else np.asarray(segment, dtype=np.int64)
-    ch = chips * h.channels + perf.hbm_channel(RNGD, units)
-    order = np.argsort(ch, kind="stable")
-    ch_sorted = ch[order]
-    rank = np.empty(units.size, dtype=np.int64)
-    rank[order] = np.arange(units.size) - np.searchsorted(ch_sorted, ch_sorted, side="left")
-    order = np.lexsort((seg, ch))
-    cs = (ch * (int(seg.max()) + 1) + seg)[order]
-    seg_rank = np.empty(units.size, dtype=np.int64)
-    seg_rank[order] = np.arange(units.size) - np.searchsorted(cs, cs, side="left")
-    window = seg * (-(-units.size // queue)) + seg_rank // queue
-    bank = ch * 64 + perf.hbm_bank(RNGD, units)
-    row = perf.hbm_row(RNGD, units)
-    o2 = np.argsort(bank, kind="stable")
-    k2, r2, g2, w2 = bank[o2], row[o2], rank[o2], window[o2]
-    switched = np.zeros(units.size, dtype=bool)
-    switched[1:] = (k2[1:] == k2[:-1]) & (r2[1:] != r2[:-1])
-    group = (k2 * (int(window.max()) + 1) + w2) * (int(row.max()) + 1) + r2
-    o3 = np.argsort(group, kind="stable")
-    g3 = group[o3]
-    repeat = np.zeros(units.size, dtype=bool)
-    repeat[o3[1:][g3[1:] == g3[:-1]]] = True
-    switched &= ~repeat
-    gap = np.zeros(units.size)
-    gap[1:] = g2[1:] - g2[:-1] - 1
-    extra = np.where(switched, np.maximum(0.0, switch - t - gap * t), 0.0)
-    n = int(ch.max()) + 1
-    return np.asarray(np.bincount(ch, weights=factor * t, minlength=n)
-                      + np.bincount(ch[o2], weights=extra, minlength=n), dtype=np.float64)
+def test_read_modify_write_occupies_the_channel_50_times_l2985() -> None:
+    load = perf.hbm_load(RNGD, np.zeros(2, np.int64), np.array([0, 0]), np.array([1.0, 50.0]))  # one unit, twice
+    assert load.busy.max() == pytest.approx(51 * T) and load.rmw == 1
+
+
+def _hbm_reference(chips: np.ndarray, units: np.ndarray, factor: np.ndarray,
+                   segment: np.ndarray | None = None) -> np.ndarray:
+    """``hbm_load``'s busy cycles, one window at a time in plain Python (the model of its docstring)."""
+    q = RNGD.hbm.channel_command_queue_entries
+    seg = np.zeros(units.size, dtype=np.int64) if segment is None else segment
+    ch = (chips * RNGD.hbm.channels + perf.hbm_channel(RNGD, units)).tolist()
+    bank, row = perf.hbm_bank(RNGD, units).tolist(), perf.hbm_row(RNGD, units).tolist()
+    busy = np.zeros(max(ch) + 1)
+    streams: dict[tuple[int, int], list[int]] = {}
+    for i, (c, s) in enumerate(zip(ch, seg.tolist(), strict=True)):
+        streams.setdefault((c, s), []).append(i)
+    for (c, _), idx in streams.items():
+        open_row: dict[int, int] = {}
+        for w in range(0, len(idx), q):
+            window = idx[w: w + q]
+            bus = sum(factor[i] * T for i in window)
+            longest = 0.0
+            for b in dict.fromkeys(bank[i] for i in window):
+                mine = [i for i in window if bank[i] == b]
+                rows = list(dict.fromkeys(row[i] for i in mine))  # by first arrival
+                prev = open_row.get(b)
+                switches = sum(1 for r in rows if r != prev) - (1 if prev is None else 0)
+                longest = max(longest, switches * SWITCH + sum(factor[i] * T for i in mine))
+                open_row[b] = rows[-1]
+            busy[c] += max(bus, longest)
+    return busy
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.integers(1, 300), st.integers(0, 2**32), st.sampled_from([1, 2, 4]), st.sampled_from([1, 3, 8]),
        st.sampled_from(["random", "stride", "rows"]))
-def test_hbm_busy_is_the_reference_model(n: int, seed: int, chips: int, segments: int, kind: str) -> None:
-    """The radix-sorted ranks give the busy cycles of the searchsorted/lexsort ones, transfer for transfer."""
+def test_hbm_load_is_the_reference_model(n: int, seed: int, chips: int, segments: int, kind: str) -> None:
+    """The vectorised windows give the busy cycles of the window-by-window reference, channel for channel."""
     rng = np.random.default_rng(seed)
     if kind == "random":
         units = rng.integers(0, 1 << 30, n) // 256 * 256
@@ -144,9 +152,10 @@ def test_hbm_busy_is_the_reference_model(n: int, seed: int, chips: int, segments
     ch = rng.integers(0, chips, n).astype(np.int64)
     factor = np.where(rng.random(n) < 0.1, 50.0, 1.0)
     seg = np.sort(rng.integers(0, segments, n)).astype(np.int64)
-    want = _hbm_busy_reference(RNGD, ch, units, factor, seg)
-    assert np.array_equal(perf.hbm_busy(RNGD, ch, units, factor, seg), want)
-    assert np.array_equal(perf.hbm_busy(RNGD, ch, units, factor), _hbm_busy_reference(RNGD, ch, units, factor))
+    got = perf.hbm_busy(RNGD, ch, units, factor, seg)
+    assert np.allclose(got, _hbm_reference(ch, units, factor, seg)[: got.size])
+    got = perf.hbm_busy(RNGD, ch, units, factor)
+    assert np.allclose(got, _hbm_reference(ch, units, factor)[: got.size])
 
 
 @settings(max_examples=100, deadline=None)

@@ -52,10 +52,11 @@ from visa.mapping import canon as C
 from visa.mapping.sequencer import Entry, SequencerConfig, derive
 from visa.memory.images import DenseImage, store_nest, store_nest_into, store_stream
 from visa.memory.known import all_true
+from visa.memory.performance import sequence_bank_runs
 from visa.memory.units import enabled_units
 
-__all__ = ["CommitConfig", "plan", "check_view", "execute", "cycles", "SUB_COMMIT_AFTER", "packed_packet",
-           "check_packed_counts"]
+__all__ = ["CommitConfig", "plan", "check_view", "check_address", "execute", "cycles", "SUB_COMMIT_AFTER",
+           "packed_packet", "check_packed_counts"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -122,6 +123,20 @@ class CommitConfig:
 
     def __str__(self) -> str:
         return self.describe()
+
+
+def check_address(hw: HardwareProfile, byte_address: int, element: Mapping, call: str) -> None:
+    """A commit writes whole 8-byte units of DM: "the target tensor for commit always corresponds to an 8-byte
+    aligned range" (L7699), the banks writing only complete 8-byte units (L2414).  So the address it starts at
+    (a new tensor's, or a view's first byte) must be a multiple of 8 bytes (issue 23: an unaligned one was
+    accepted)."""
+    align = hw.commit.stride_granularity_bytes
+    if byte_address % align:
+        raise AddressError(
+            f"the commit would start at DM byte {byte_address}, not a multiple of {align}: a commit writes whole "
+            f"{align}-byte units, so its target starts on one (manual L7699, L2414)", call=call, level="Element",
+            mapping=repr(element), axis=axes_text(element),
+            fix=f"commit to an address (or a view starting at a byte) that is a multiple of {align}")
 
 
 def plan(hw: HardwareProfile, dtype: type[dt.Scalar], chip: Mapping, cluster: Mapping, slice_: Mapping,
@@ -569,6 +584,20 @@ def _execute_keeping(cfg: CommitConfig, data: StreamData, images: Sequence[Dense
 
 def _is_identity(pos: IntArray) -> bool:
     return bool(pos[0] == 0 and pos[-1] == pos.size - 1 and np.all(np.diff(pos) == 1))
+
+
+def bank_runs(hw: HardwareProfile, cfg: CommitConfig, address: int, sample: int = 1 << 14) -> tuple[int, ...]:
+    """Per DM bank, the longest run of consecutive commit writes whose first byte falls in it (bits 3–6, L2878),
+    over the first ``sample`` elements: a commit counts toward the bank-starvation rule as a fetch does
+    (L2897–2941, L2913; :func:`visa.memory.performance.dm_bank_runs`).  Each write is ``commit_size`` bytes at
+    byte ``address`` plus the sequencer's offset."""
+    seq = cfg.sequencer
+    per = max(1, (cfg.commit_size * 8) // cfg.dtype.size_bits)
+    return _sequence_runs(hw, tuple(e.size for e in seq.entries), tuple(e.stride for e in seq.entries),
+                 8 * address + seq.base * cfg.dtype.size_bits, cfg.dtype.size_bits, per, sample)
+
+
+_sequence_runs = cached(1024)(sequence_bank_runs)
 
 
 def cycles(cfg: CommitConfig) -> int:

@@ -34,7 +34,7 @@ STREAM_LEVELS = ("Chip", "Cluster", "Slice", "Time", "Packet")
 
 def axes_text(mapping: Mapping | None) -> str | None:
     """The axes ``mapping`` sets, sorted and comma-separated: a refusal's ``axis=`` when the whole mapping is at
-    fault (None when there is no mapping or it sets no axis; design API.md §5, manual "Mapping", L582–620)."""
+    fault (None when there is no mapping or it sets no axis, manual "Mapping", L582–620)."""
     if mapping is None:
         return None
     return ", ".join(sorted(mapping.axes)) or None
@@ -79,8 +79,11 @@ class EngineReport:
     ``latency`` is the fill latency the engine adds to a pipeline pass (a pass costs its slowest engine's
     cycles plus every engine's latency).  ``nbytes`` is the bytes the engine moved to or from memory (DMA,
     fetch, commit, register-file loads), ``macs`` the multiply-accumulates it performed in ``mac_dtype``
-    (the Contraction Engine), ``bank_run`` its longest run of consecutive accesses to one DM bank (fetch;
-    the bank-starvation rule, L2897–2941).  The schedule's roofline adds them up.
+    (the Contraction Engine), ``bank_run`` its longest run of consecutive accesses to one DM bank and
+    ``bank_runs`` that run for each of the 16 banks (fetch and commit; the bank-starvation rule,
+    L2897–2941).  ``hbm_channels`` are a DMA's busy cycles per HBM channel
+    (``(chip · channels + channel, cycles)``), which the schedule reserves so that DMAs running at once share the
+    channels.  The schedule's roofline adds them up.
     """
 
     engine: str
@@ -92,6 +95,8 @@ class EngineReport:
     macs: int = 0
     mac_dtype: str = ""
     bank_run: int = 0
+    bank_runs: tuple[int, ...] = ()
+    hbm_channels: tuple[tuple[int, float], ...] = ()
 
     def __str__(self) -> str:
         return f"{self.engine}: {self.config} ({self.cycles} cycles)"

@@ -60,6 +60,7 @@ from visa.mapping.evaluate import validity
 from visa.mapping.sequencer import SequencerConfig, derive, stream_items
 from visa.memory.images import DenseImage, load
 from visa.memory.known import is_everywhere
+from visa.memory.performance import sequence_bank_runs
 from visa.memory.units import UnitSelection, enabled_units, unwrite
 
 __all__ = ["FetchConfig", "MaskConfig", "LookupTable", "PadValue", "plan_pad_value",
@@ -773,21 +774,34 @@ def _subtract(values: npt.NDArray[Any], known: BoolArray, cfg: FetchConfig, tsel
     return out
 
 
+def is_contiguous(cfg: FetchConfig) -> bool:
+    """Whether the fetch reads one contiguous run per slice, in order, with no adapter stage but batching: the
+    condition for a register-file load to run as the StoTRF/StoVRF short command (L4112–4114)."""
+    seq = cfg.sequencer
+    total = math.prod(e.size for e in seq.entries)
+    adapter = cfg.mask is not None or cfg.table is not None or cfg.cast is not None or bool(cfg.zero_points)
+    return (cfg.interleave is None and not adapter and bool(seq.entries) and seq.entries[-1].stride == 1
+            and seq.contiguous_elements() == total)
+
+
 def cycles(cfg: FetchConfig) -> int:
     """``Time::SIZE × ceil(packet_size / fetch_size)`` (manual L2060), the packet counted in bytes (L2063–2110)."""
     return cfg.time.size * cfg.fetches_per_packet
 
 
-def bank_run(hw: HardwareProfile, cfg: FetchConfig, bit_base: int, sample: int = 1 << 14) -> int:
-    """The longest run of consecutive fetches whose first byte falls in the same DM bank (bits 3–6, L2878),
-    over the first ``sample`` elements: the count the bank-starvation rule limits (L2897–2941).  A fetch reads
-    ``fetch_size`` bytes; sequential fetches walk the banks, a stride that is a multiple of 128 bytes (or a
-    re-read of one address) stays on one."""
-    addr = cfg.sequencer.addresses()[:sample]
-    if addr.size == 0:
-        return 0
+def bank_runs(hw: HardwareProfile, cfg: FetchConfig, bit_base: int, sample: int = 1 << 14) -> tuple[int, ...]:
+    """Per DM bank, the longest run of consecutive fetches whose first byte falls in it (bits 3–6, L2878), over the
+    first ``sample`` elements: the count the bank-starvation rule limits (L2897–2941,
+    :func:`visa.memory.performance.dm_bank_runs`).  A fetch reads ``fetch_size`` bytes."""
+    seq = cfg.sequencer
     per = max(1, (cfg.fetch_size * 8) // cfg.src.size_bits)
-    first = (bit_base + addr[::per] * cfg.src.size_bits) // 8
-    banks = (first >> hw.dm.bank_bits[0]) & ((1 << len(hw.dm.bank_bits)) - 1)
-    edges = np.concatenate([[-1], np.flatnonzero(np.diff(banks) != 0), [banks.size - 1]])
-    return int(np.diff(edges).max())
+    return _sequence_runs(hw, tuple(e.size for e in seq.entries), tuple(e.stride for e in seq.entries),
+                 bit_base + seq.base * cfg.src.size_bits, cfg.src.size_bits, per, sample)
+
+
+_sequence_runs = cached(1024)(sequence_bank_runs)
+
+
+def bank_run(hw: HardwareProfile, cfg: FetchConfig, bit_base: int, sample: int = 1 << 14) -> int:
+    """The longest run of consecutive fetches to one DM bank (:func:`bank_runs`)."""
+    return max(bank_runs(hw, cfg, bit_base, sample))

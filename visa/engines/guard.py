@@ -18,9 +18,15 @@ from __future__ import annotations
 
 from visa.hw import HardwareProfile
 
-__all__ = ["guard_cycles"]
+__all__ = ["guard_cycles", "register_read_cycles"]
 
 
 def guard_cycles(hw: HardwareProfile, nbytes: int) -> int:
     """Cycles of a guard reading ``nbytes``: one DMA command's startup and its requests (L2467, L2469)."""
     return hw.dma.startup_cycles + hw.dma.requests(max(1, nbytes))
+
+
+def register_read_cycles(hw: HardwareProfile, nbytes: int) -> int:
+    """Cycles of a guard on a scalar staged in SPM (design API.md §8): a register read of ``nbytes`` at the SPM's
+    128 B/cycle (L2945) — one cycle for a scalar, against :func:`guard_cycles`' ~500 for a DMA read of HBM."""
+    return max(1, -(-nbytes // hw.spm.dmn_bytes_per_cycle))

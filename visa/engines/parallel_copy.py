@@ -30,14 +30,15 @@ import numpy as np
 from visa import dtypes as dt
 from visa.engines import fast_parallel_copy
 from visa.engines.cache import cached
-from visa.errors import LayoutError, TypestateError, UnsupportedFeatureError
+from visa.errors import AddressError, LayoutError, TypestateError, UnsupportedFeatureError
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping
 from visa.mapping import canon as C
 from visa.memory.images import DenseImage, IntArray
 from visa.memory.layout import element_bytes
 
-__all__ = ["SliceConfig", "plan", "check_context", "check_indices", "split_digit", "execute", "cycles"]
+__all__ = ["SliceConfig", "plan", "check_context", "check_indices", "split_digit", "execute", "cycles",
+           "check_dm_stride"]
 
 LEVEL_OF = {"chip": "Chip", "cluster": "Cluster"}
 
@@ -120,6 +121,18 @@ def split_digit(element: Mapping, digit: Mapping, call: str) -> tuple[tuple[C.Di
                           "into the Element first")
 
 
+def check_dm_stride(stride_bytes: int, align: int, digit: Mapping, element: Mapping, call: str) -> None:
+    """A slice that produces DM keeps its per-unit source base on an ``align``-byte boundary: the digit's stride
+    must be a multiple of ``align`` bytes (L2424–2427; the reference's tightened check)."""
+    if stride_bytes % align:
+        raise AddressError(f"the sliced digit {digit!r} steps {stride_bytes} bytes in {element!r}; a slice that "
+                           f"produces DM moves each unit's base by whole {align}-byte words (manual L2424–2427)",
+                           call=call, level="Element", mapping=repr(element),
+                           axis=", ".join(sorted(digit.axes)) or None,
+                           fix=f"slice a digit whose stride is a multiple of {align} bytes (put the sliced axis "
+                               "outside an 8-byte run of the Element, or pad the inner axes)")
+
+
 def check_indices(indices: Sequence[object], units: int, size: int, *, level: str, call: str, digit: str,
                   axis: str | None) -> tuple[int, ...]:
     """One index per chip (cluster), each an entry of the digit (``0 <= j < size``)."""
@@ -156,6 +169,14 @@ def _plan(hw: HardwareProfile, dtype: type[dt.Scalar], chip: Mapping, cluster: M
                                       fix="slice the tensor in an 8-bit (or wider) type")
     dims, at, size, _ = split_digit(element, digit, call)
     axis = ", ".join(sorted(digit.axes)) or None
+    if at != 0:  # the reference's tightened check (furiosa-opt v0.8): ParallelCopy slices the outermost digit
+        raise LayoutError(f"an asymmetric slice keeps one entry of the Element's outermost digit; {digit!r} lies "
+                          f"inside {element!r} (ParallelCopy copies one contiguous block a slice, L7603–7606)",
+                          call=call, level="Element", mapping=repr(element), axis=axis,
+                          fix=f"lay the Element out with {digit!r} outermost, or slice it by DMA: "
+                              f"view.{which}_slice(digit, element, indices).to_dm(...) takes a digit anywhere")
+    # (no 8-byte stride rule here: ParallelCopy reads its entry through the fetch side, whose addresses are
+    # 1-byte aligned (L1756), as the manual's own i8 step 2 does (L7417–7431); the rule is the DMA slice's)
     units = (chip if which == "chip" else cluster).size
     if which == "chip" and units <= 1:
         raise LayoutError("an asymmetric chip slice keeps a different entry on every chip, and this tensor has one "

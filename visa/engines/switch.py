@@ -385,6 +385,14 @@ def _regular(sw: SwitchEngine, slice_: Mapping, time: Mapping, time2: Mapping, c
     elif isinstance(config, InterTranspose):
         t0 = _param(config.time0, "time0", config)
         _divides(s1 * t0, t_in, "slice1 × time0 (time1 = slice1)", config, "Time", time)
+        blocking = s1 * t0 * flits
+        if blocking > sw.intertranspose_blocking_flits:
+            raise HardwareLimitError(
+                f"{config.describe()} sends slice1 × time0 × flits per packet = {s1} × {t0} × {flits} = {blocking} "
+                f"consecutive blocking flits to a router, over the limit of {sw.intertranspose_blocking_flits} (a "
+                "router buffers essentially one packet, manual L3489; the reference's InterTranspose bound)",
+                call=CALL, level="Time", mapping=repr(time), axis=axes_text(time),
+                fix="shrink time0 or the packet (fewer flits a packet), or transpose a smaller slice1")
         sd = (slice2_d, Digit("time1", s1, time_weight=t0), Digit("slice0", s0, slice_weight=1))
         td = (Digit("time2", t_in // (s1 * t0), time_weight=s1 * t0), Digit("time0", t0, time_weight=1),
               Digit("slice1", s1, slice_weight=s0))

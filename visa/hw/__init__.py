@@ -11,6 +11,7 @@ number.  ``RNGD`` is the default profile; ``RNGD_S`` differs by its extra fetch 
 
 from __future__ import annotations
 
+from visa.hw.paths import PATHS, DataPath, bandwidth
 from visa.hw.profile import (
     DTYPE_NAMES,
     BitField,
@@ -30,6 +31,7 @@ from visa.hw.profile import (
     SequencerLimits,
     SwitchEngine,
     TensorRegisterFile,
+    Timing,
     TransposeEngine,
     UnknownProfileError,
     VectorEngine,
@@ -39,6 +41,7 @@ from visa.hw.rngd import PROFILES, RNGD, RNGD_FETCH_CASTS, RNGD_S, RNGD_S_EXTRA_
 
 __all__ = [
     "DTYPE_NAMES",
+    "PATHS",
     "PROFILES",
     "RNGD",
     "RNGD_FETCH_CASTS",
@@ -50,6 +53,7 @@ __all__ = [
     "CollectEngine",
     "CommitEngine",
     "ContractionEngine",
+    "DataPath",
     "DataMemory",
     "DmaEngine",
     "FetchEngine",
@@ -61,10 +65,12 @@ __all__ = [
     "SequencerLimits",
     "SwitchEngine",
     "TensorRegisterFile",
+    "Timing",
     "TransposeEngine",
     "UnknownProfileError",
     "VectorEngine",
     "VectorRegisterFile",
+    "bandwidth",
     "profile",
 ]
 

@@ -47,6 +47,7 @@ __all__ = [
     "SequencerLimits",
     "SwitchEngine",
     "TensorRegisterFile",
+    "Timing",
     "TransposeEngine",
     "UnknownProfileError",
     "VectorEngine",
@@ -58,6 +59,7 @@ __all__ = [
 #: contraction inputs L3782 and L4383).  Cast tables and dtype sets in a profile use exactly these strings.
 DTYPE_NAMES: tuple[str, ...] = (
     "i4", "i5", "i8", "i9", "i16", "i32", "bf16", "f16", "f32", "f8e4m3", "f8e5m2",
+    "f4e2m1",  # not in the manual: the reference's fp4 (furiosa-opt v0.6–v0.8; design API.md §8)
 )  # fmt: skip
 
 K = TypeVar("K", bound=Hashable)
@@ -124,10 +126,11 @@ class FrozenMap(Mapping[K, V], Generic[K, V]):
         return (FrozenMap, (self._data,))
 
 
-def src(lines: str, *, bit_positions: bool = False, codes: bool = False) -> dict[str, object]:
-    """Field metadata: the manual lines that state a value, and whether it holds bit positions or hardware
-    codes (such as the TRF ``reg_types`` 0–3), the only numbers in a profile that may be 0."""
-    return {"lines": lines, "bit_positions": bit_positions, "codes": codes}
+def src(lines: str, *, bit_positions: bool = False, codes: bool = False, fitted: str = "") -> dict[str, object]:
+    """Field metadata: the manual lines that state a value, whether it holds bit positions or hardware codes
+    (such as the TRF ``reg_types`` 0–3), the only numbers in a profile that may be 0, and — for a value the manual
+    does not state — the published figures it was ``fitted`` to (docs/cost-model.md, "Calibration")."""
+    return {"lines": lines, "bit_positions": bit_positions, "codes": codes, "fitted": fitted}
 
 
 class UnknownProfileError(LookupError):
@@ -268,10 +271,15 @@ class DataMemory:
 @dataclass(frozen=True, kw_only=True)
 class Scratchpad:
     """Scratchpad Memory (SPM), one per DMN (manual "Scratchpad Memory (SPM)", L2942–2947; a work in progress
-    there: capacity, addressing and banks are not given, L2943, so the profile has no SPM capacity)."""
+    there: capacity, addressing and banks are not given, L2943; the capacity per PE is the reference's)."""
 
     dmn_bytes_per_cycle: int = field(metadata=src("L2945, L2947 (not L2604/L2824; see manual-notes)"))
     same_chip_only: bool = field(metadata=src("L2825"))
+    #: the reference's figure (furiosa-opt v0.8: "4 KiB per PE", its SpmTensor; design API.md §8), since the
+    #: manual leaves the capacity pending (L2943); docs/manual-notes.md "issue 26"
+    pe_bytes: int = field(metadata=src("L2943 (pending there); 4 KiB per PE from furiosa-opt v0.8"))
+    #: slices of one PE: the unit an SPM tensor's PE level counts (RNGD: 64 slices per PE, 4 PEs a cluster)
+    slices_per_pe: int = field(metadata=src("L2343"))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -342,6 +350,9 @@ class FetchEngine:
     sub_fetch_size_by_cast: FrozenMap[tuple[str, str], int] = field(metadata=src("L1759, L2019"))
     align_bytes: int = field(metadata=src("L1713–1715, L1723, L2114, L3037"))
     address_align_bytes: int = field(metadata=src("L1756"))
+    #: a lifted fetch's per-unit base (design API.md §8): "8-byte alignment is required for certain" operations
+    #: (L1756); the reference requires it of a lift's base step (furiosa-opt v0.7, docs/manual-notes.md "issue 26")
+    lift_base_align_bytes: int = field(metadata=src("L1756 (8 bytes for a lifted base, furiosa-opt v0.7)"))
     cast_output_max_bytes: int = field(metadata=src("L1996–2017"))
     casts: frozenset[tuple[str, str]] = field(metadata=src("L1962–1972 (RNGD), L1973–1979 (RNGD-S)"))
     cast_latency_cycles: tuple[int, int] = field(metadata=src("L2135"))
@@ -363,6 +374,11 @@ class SwitchEngine:
     width_bytes: int = field(metadata=src("L2125, L3527"))
     dual_channel_width_bytes: int = field(metadata=src("L2127, L2140, L3052"))
     router_buffer_packets: int = field(metadata=src("L3489"))
+    #: consecutive flits an InterTranspose may send to one router before it delivers (its blocking flits:
+    #: ``slice1 × time0 × flits per packet``).  The manual's routers hold "essentially one packet" (L3489); the
+    #: reference refuses 18 (furiosa-opt v0.9 fixtures) without publishing its bound: visa takes 16, the largest
+    #: power of two below (docs/manual-notes.md "issue 26")
+    intertranspose_blocking_flits: int = field(metadata=src("L3489 (16: below the reference's refused 18)"))
     forwarding_ring_size: int = field(metadata=src("L3138"))
     max_ring_size: int = field(metadata=src("L3364"))
     topologies: tuple[str, ...] = field(metadata=src("L3058"))
@@ -441,6 +457,9 @@ class VectorEngine:
     intra_reduce_tree_width: int = field(metadata=src("L5386"))
     intra_reduce_tree_depth: int = field(metadata=src("L5387"))
     intra_reduce_slots: int = field(metadata=src("L5381, L5388"))
+    #: one unzip group waits in the VE register-file cache while the other streams in (the reference's bound,
+    #: furiosa-opt v0.7: 1 KiB, 256 32-bit lanes; the manual's unzip, L5154–5249, gives no size)
+    unzip_cache_bytes: int = field(metadata=src("L5154–5249 (size from furiosa-opt v0.7)"))
     intra_reduce_ops: FrozenMap[str, frozenset[str]] = field(metadata=src("L5390–5401"))
     inter_reduce_ops: FrozenMap[str, frozenset[str]] = field(metadata=src("L6611–6625"))
     inter_slice_cycles_per_slice: int = field(metadata=src("L4375, L6738–6749"))
@@ -515,7 +534,7 @@ class DmaEngine:
     packet_align: FrozenMap[str, int] = field(metadata=src("L2426, L2837 (SPM as SRAM)"))
     hbm_to_dm_align: int = field(metadata=src("L2426–2427, L2837"))
     pcie_bytes_per_cycle: int = field(metadata=src("L2389, L2605, L2845"))
-    dtypes: frozenset[str] = field(metadata=src("L2525"))
+    dtypes: frozenset[str] = field(metadata=src("L2525; f4e2m1 from furiosa-opt v0.8 (4-bit packed, as i4)"))
     handles: tuple[str, ...] = field(metadata=src("L44–47"))
 
     def requests(self, packet_bytes: int) -> int:
@@ -533,6 +552,27 @@ class Scheduling:
     main_ops_at_once: int = field(metadata=src("L7064"))
     pipeline: tuple[str, ...] = field(metadata=src("L131, L3016"))
     dm_priority: tuple[str, ...] = field(metadata=src("L2899–2904"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Timing:
+    """What a command costs besides its engines' throughput: the per-command overheads of the Tensor Unit and the
+    hand-off between contexts (design ARCHITECTURE.md principle 8; docs/cost-model.md).
+
+    The manual states the DMA's ~500-cycle startup (``dma.startup_cycles``, L2467) and each engine's latency (tree
+    depth L4543, type conversion L2135, one cycle per ALU L5275, …), but no Tensor Unit command overhead: it says
+    only that a load through the full pipeline "has higher setup overhead" than the StoTRF/StoVRF short command
+    that a completely contiguous load becomes (L4112–4114).  These fields are therefore fitted to the one set of
+    makespans the reference publishes for a kernel written three ways (furiosa-opt, "Scheduling › Tuning ›
+    Double buffering": 19,106 / 15,477 / 15,086 cycles); the fit is recorded in docs/manual-notes.md (issue 22).
+    """
+
+    full_command_cycles: int = field(metadata=src(
+        "L4112–4114 (not stated)", fitted="furiosa-opt double buffering: rolled 19,106 and unrolled 15,086 cycles"))
+    short_command_cycles: int = field(metadata=src(
+        "L4112–4114 (not stated)", fitted="furiosa-opt double buffering: rolled − unrolled = 4,020 cycles"))
+    context_handoff_cycles: int = field(metadata=src(
+        "L7066–7070 (not stated)", fitted="furiosa-opt double buffering: pipelined − unrolled = 391 cycles"))
 
 
 # ------------------------------------------------------------------------------------------------ profile
@@ -569,6 +609,7 @@ class HardwareProfile:
     commit: CommitEngine = field(metadata=src("L2145–2354"))
     dma: DmaEngine = field(metadata=src("L2355–2847"))
     scheduling: Scheduling = field(metadata=src("L7042–7070"))
+    timing: Timing = field(metadata=src("L4112–4114, L7042–7070 (fitted; docs/cost-model.md)"))
 
     def __str__(self) -> str:
         return self.name
@@ -625,17 +666,26 @@ class HardwareProfile:
 
     def cite(self, path: str) -> str:
         """The manual lines of a field given by dotted path: ``cite("dm.rows_per_bank") == "L2870"``."""
+        return str(self._field(path).metadata.get("lines", ""))
+
+    def fitted(self, path: str) -> str:
+        """For a value the manual does not state, the published figures it was fitted to (else ``""``):
+        ``fitted("timing.context_handoff_cycles")`` names the reference's makespans (docs/cost-model.md)."""
+        return str(self._field(path).metadata.get("fitted", ""))
+
+    def _field(self, path: str) -> dataclasses.Field[Any]:
         obj: object = self
-        lines = ""
+        found: dataclasses.Field[Any] | None = None
         for part in path.split("."):
             if not dataclasses.is_dataclass(obj) or isinstance(obj, type):
                 raise KeyError(f"{path!r}: {part!r} is not inside a profile table")
             fields = {f.name: f for f in dataclasses.fields(obj)}
             if part not in fields:
                 raise KeyError(f"{path!r}: no field {part!r} in {type(obj).__name__}")
-            lines = str(fields[part].metadata.get("lines", ""))
+            found = fields[part]
             obj = getattr(obj, part)
-        return lines
+        assert found is not None
+        return found
 
     def walk(self) -> Iterator[tuple[str, object]]:
         """Every leaf value with its dotted path (nested tables expanded; tuples, sets, maps are leaves)."""

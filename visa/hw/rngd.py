@@ -32,6 +32,7 @@ from visa.hw.profile import (
     SequencerLimits,
     SwitchEngine,
     TensorRegisterFile,
+    Timing,
     TransposeEngine,
     VectorEngine,
     VectorRegisterFile,
@@ -178,6 +179,7 @@ _FETCH = FetchEngine(
     sub_fetch_size_by_cast=FrozenMap({("i4", "i32"): 4}),
     align_bytes=8,
     address_align_bytes=1,
+    lift_base_align_bytes=8,
     cast_output_max_bytes=32,
     casts=RNGD_FETCH_CASTS,
     cast_latency_cycles=(1, 2),
@@ -301,6 +303,7 @@ _VECTOR = VectorEngine(
     intra_reduce_tree_width=4,
     intra_reduce_tree_depth=2,
     intra_reduce_slots=8,
+    unzip_cache_bytes=1024,
     intra_reduce_ops=FrozenMap(
         {"i32": frozenset({"AddSat", "Max", "Min"}), "f32": frozenset({"Add", "Max", "Min"})}
     ),
@@ -352,7 +355,7 @@ _DMA = DmaEngine(
     packet_align=FrozenMap({"HBM": 1, "DM": 8, "SPM": 8}),
     hbm_to_dm_align=8,
     pcie_bytes_per_cycle=30,
-    dtypes=frozenset({"i4", "i8", "f8e4m3", "f8e5m2", "i16", "f16", "bf16", "i32", "f32"}),
+    dtypes=frozenset({"i4", "i8", "f8e4m3", "f8e5m2", "i16", "f16", "bf16", "i32", "f32", "f4e2m1"}),
     handles=("tdma", "pdma"),
 )
 
@@ -368,7 +371,8 @@ RNGD = HardwareProfile(
     ),
     hbm=_HBM,
     dm=_DM,
-    spm=Scratchpad(dmn_bytes_per_cycle=128, same_chip_only=True),  # per DMN (L2945); see manual-notes
+    # per DMN (L2945); see manual-notes.  4 KiB per PE is the reference's (issue 26)
+    spm=Scratchpad(dmn_bytes_per_cycle=128, same_chip_only=True, pe_bytes=4096, slices_per_pe=64),
     trf=_TRF,
     vrf=VectorRegisterFile(slice_bytes=8 * KiB, cluster_bytes=2 * MiB),
     sequencer=_SEQUENCER,
@@ -379,6 +383,7 @@ RNGD = HardwareProfile(
         width_bytes=32,
         dual_channel_width_bytes=64,
         router_buffer_packets=1,
+        intertranspose_blocking_flits=16,
         forwarding_ring_size=1,
         max_ring_size=256,
         topologies=("Forwarding", "Broadcast01", "Broadcast1", "Transpose", "InterTranspose", "Custom"),
@@ -401,6 +406,9 @@ RNGD = HardwareProfile(
         pipeline=("fetch", "switch", "collect", "contraction", "vector", "cast", "transpose", "commit"),
         dm_priority=("main_fetch", "main_commit", "sub_fetch", "sub_commit", "dma"),
     ),
+    # Not stated by the manual: fitted to the reference's double-buffering makespans (docs/manual-notes.md,
+    # "Timing model (issue 22)"; the fit is re-checked by examples/double_buffer_study.py and its test).
+    timing=Timing(full_command_cycles=577, short_command_cycles=11, context_handoff_cycles=36),
 )
 
 #: RNGD-S: RNGD with the additional fetch casts i4→i9, i16→i9, f8e4m3→bf16, f8e5m2→bf16 (manual L1973–1979).

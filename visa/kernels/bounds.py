@@ -2,7 +2,9 @@
 
 Each bound is derived from the roundings the kernel performs, never tuned.  Notation: ``u = 2⁻²⁴`` (f32 unit
 roundoff), ``b = 2⁻⁸`` (bf16: 8 bits of precision, so rounding to nearest is within ``b·|y|``), ``γ_n =
-n·u/(1 − n·u)`` (a sum of n terms in any order in f32 is within ``γ_n·Σ|terms|`` of the exact sum).  bf16
+n·u/(1 − n·u)`` (a sum of n terms in any order in f32 is within ``γ_n·Σ|terms|`` of the exact sum).  Below
+bf16's least normal (2⁻¹²⁶) its spacing is 2⁻¹³³, so a rounding to bf16 is within ``b·|y| + t`` with ``t =
+2⁻¹³⁴`` (issue 23: a bf16-subnormal result is not within ``b·|y|``); every bound ending in one adds ``t``.  bf16
 inputs are exact in f32 and a product of two bf16 values is exact in f32.  The simulator's unary functions are
 computed in binary64 and rounded once (``visa.engines.vector.arith.fp_unary``): within ``u`` relative.
 """
@@ -14,12 +16,13 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["U", "B", "gamma", "gemm", "rms_norm", "softmax_rel", "softmax", "swiglu", "add", "mul", "attention",
+__all__ = ["U", "B", "T", "gamma", "gemm", "rms_norm", "softmax_rel", "softmax", "swiglu", "add", "mul", "attention",
            "weighted_sum", "all_reduce"]
 
 F64 = npt.NDArray[np.float64]
 U = 2.0**-24
 B = 2.0**-8
+T = 2.0**-134
 
 
 def gamma(n: int) -> float:
@@ -30,13 +33,13 @@ def gamma(n: int) -> float:
 def gemm(x: F64, w: F64, k_tiles: int) -> F64:
     """:class:`~visa.kernels.Gemm` ``x[M, K] · w[N, K]ᵀ``: f32 accumulation of exact products and of the
     ``k_tiles`` partials (γ_{K + k_tiles}), one rounding to bf16: ``b·|C| + γ·(1 + b)·(|x| |w|ᵀ)``."""
-    return np.abs(x @ w.T) * B + gamma(x.shape[1] + k_tiles) * (1 + B) * (np.abs(x) @ np.abs(w).T)
+    return np.abs(x @ w.T) * B + gamma(x.shape[1] + k_tiles) * (1 + B) * (np.abs(x) @ np.abs(w).T) + T
 
 
 def rms_norm(want: F64, cols: int) -> F64:
     """:meth:`~visa.kernels.Rows.rms_norm`: rstd carries γ_cols (Σx²) and four roundings (scale, + ε, √, 1/·);
     two products add 2u: γ_{cols+6} relative in f32, then ``b``."""
-    return (B + gamma(cols + 6) * (1 + B)) * np.abs(want)
+    return (B + gamma(cols + 6) * (1 + B)) * np.abs(want) + T
 
 
 def softmax_rel(cols: int, spread: float) -> float:
@@ -49,24 +52,24 @@ def softmax_rel(cols: int, spread: float) -> float:
 
 def softmax(want: F64, cols: int, spread: float) -> F64:
     """:meth:`~visa.kernels.Rows.softmax`: :func:`softmax_rel`, then ``b``."""
-    return (B + softmax_rel(cols, spread) * (1 + B)) * want
+    return (B + softmax_rel(cols, spread) * (1 + B)) * want + T
 
 
 def swiglu(want: F64) -> F64:
     """:meth:`~visa.kernels.Rows.swiglu`: σ (u), ·gate (u), ·up (u), then ``b``; plus the least f32 subnormal
     for products that underflow."""
-    return (B + 3 * U * (1 + B)) * np.abs(want) + 2.0**-149
+    return (B + 3 * U * (1 + B)) * np.abs(want) + 2.0**-149 + T
 
 
 def add(want: F64) -> F64:
     """:meth:`~visa.kernels.Rows.add`: one f32 rounding of the sum, then ``b``."""
-    return (B + U * (1 + B)) * np.abs(want)
+    return (B + U * (1 + B)) * np.abs(want) + T
 
 
 def mul(want: F64) -> F64:
     """:meth:`~visa.kernels.Rows.mul`: one f32 rounding of the product (exact for two bf16), then ``b``; plus the
     least f32 subnormal for a product that underflows."""
-    return (B + U * (1 + B)) * np.abs(want) + 2.0**-149
+    return (B + U * (1 + B)) * np.abs(want) + 2.0**-149 + T
 
 
 def attention(q: F64, k: F64, v: F64, scale: float) -> tuple[F64, F64]:
@@ -84,7 +87,7 @@ def attention(q: F64, k: F64, v: F64, scale: float) -> tuple[F64, F64]:
     spread = float(np.max(s.max(axis=-1, keepdims=True) - s)) + 2 * delta
     rho = math.exp(2 * delta) * (1 + softmax_rel(k.shape[0], spread)) * (1 + B) - 1
     pv = p @ np.abs(v)
-    bound = rho * pv + B * (np.abs(want) + rho * pv) + gamma(k.shape[0] + 1) * (1 + rho) * pv
+    bound = rho * pv + B * (np.abs(want) + rho * pv) + gamma(k.shape[0] + 1) * (1 + rho) * pv + T
     return want, bound
 
 
@@ -104,5 +107,5 @@ def all_reduce(parts: F64, depth: int, cast: bool = True) -> tuple[F64, F64]:
     bf16 (``b``) when ``cast``.  bf16 inputs are exact in f32 (the fetch's widening, L1960)."""
     want: F64 = parts.sum(axis=0)
     f32 = gamma(depth) * np.abs(parts).sum(axis=0)
-    bound: F64 = (B * (np.abs(want) + f32) + f32) if cast else f32
+    bound: F64 = (B * (np.abs(want) + f32) + f32 + T) if cast else f32
     return want, bound

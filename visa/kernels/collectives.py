@@ -59,7 +59,8 @@ def add_pair(ctx: Context, ax: AxisSet, arena: Arena, a: Dm, b: Dm, out_dtype: A
     packet, time, tile, split = element, mm[pair], mm["1 # 2"], mm["1"]
     if element.size > 8:  # one 32-byte flit of 8 lanes a time step (L3544): the rest of the Element is Time
         packet, rest = mm[f"[{element}] % 8"], f"[{element}] / 8"
-        time, tile, split = mm[f"{pair}, {rest}"], mm[f"1 # 2, {rest}"], mm[rest]
+        # the pair innermost: a group is one packet in the Vector Engine's 1 KiB register-file cache (issue 26)
+        time, tile, split = mm[f"{rest}, {pair}"], mm[f"{rest}, 1 # 2"], mm[rest]
     s: Any = (ctx.main.begin_interleaved(mm[pair], a.view(), b.view())
               .fetch(fetch, time, packet).collect(time, packet)
               .vector_init()

@@ -331,10 +331,12 @@ class Gemm:
         """``a + b`` in f32 by a split reduce (interleaved fetch, unzip, ``Add``; L7151–7381)."""
         mm, m, nin = self.ax.m, self.mi, self.nin
         pair = PAIR
+        # the pair innermost in Time: one group waits in the Vector Engine's 1 KiB register-file cache while the
+        # other streams in, so a group is one packet (the reference's unzip bound, docs/manual-notes.md issue 26)
         return (ctx.main.begin_interleaved(mm[pair], a.view(), b.view())
-                .fetch(dt.f32, mm[f"{pair}, {m}, {nin} / 8 % 4"], mm[f"{nin} % 8"])
-                .collect(mm[f"{pair}, {m}, {nin} / 8 % 4"], mm[f"{nin} % 8"])
+                .fetch(dt.f32, mm[f"{m}, {nin} / 8 % 4, {pair}"], mm[f"{nin} % 8"])
+                .collect(mm[f"{m}, {nin} / 8 % 4, {pair}"], mm[f"{nin} % 8"])
                 .vector_init()
-                .vector_intra_slice_unzip(pair, mm[f"1 # 2, {m}, {nin} / 8 % 4"], mm[f"{m}, {nin} / 8 % 4"])
+                .vector_intra_slice_unzip(pair, mm[f"{m}, {nin} / 8 % 4, 1 # 2"], mm[f"{m}, {nin} / 8 % 4"])
                 .vector_clip_zip(ClipBinaryOpF32.Add)
                 .vector_final())

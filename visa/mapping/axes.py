@@ -206,11 +206,28 @@ def axes(**sizes: int) -> AxisSet:
     """Declare axis names and sizes for the calling module: ``axes(A=2048, B=512)`` (manual L587–595).
 
     Returns the module's :class:`AxisSet`.  Calling it again adds axes; a name redeclared with another size
-    is an :class:`~visa.errors.AxisDeclarationError`.
+    is an :class:`~visa.errors.AxisDeclarationError` — except in an interactive session (a notebook or the REPL,
+    in ``__main__``), where re-running a cell with new sizes gives the session a new axis set: the axes named
+    get their new sizes, the others are kept, skews are dropped (run ``skew`` again), and mappings made
+    before keep the sizes they were made with.
     """
-    found = module_axes(_caller_globals(1), create=True)
+    module_globals = _caller_globals(1)
+    found = module_axes(module_globals, create=True)
     assert found is not None
+    if _interactive(module_globals) and any(n in found and found.size(n) != v for n, v in sizes.items()):
+        kept = {n: v for n, v in found.sizes.items() if n not in sizes}
+        fresh = AxisSet(found.name, **kept)
+        module_globals[AXES_ATTR] = fresh
+        return fresh.declare(**sizes)
     return found.declare(**sizes)
+
+
+def _interactive(module_globals: dict[str, Any]) -> bool:
+    """Whether a module is an interactive session's namespace: ``__main__`` under IPython/Jupyter or the REPL."""
+    import builtins
+
+    return module_globals.get("__name__") == "__main__" and (hasattr(builtins, "get_ipython")
+                                                              or hasattr(sys, "ps1"))
 
 
 def skew(name: str, expr: str) -> AxisSet:

@@ -62,9 +62,15 @@ class Sym:
 @dataclass(frozen=True, slots=True)
 class Win:
     """A composite atom: flat position p holds ``inner.map(p)`` (decoded after every term is added), what a
-    stride, modulo, resize or padding of a pair cuts through (manual L870–903)."""
+    stride, modulo, resize or padding of a pair cuts through (manual L870–903).
+
+    ``use`` tells apart the uses of one composite that each half of a pair walks from its start, padded or resized
+    (``[A, B] # 7, [A, B] # 7``): each is decoded on its own and their indices add, as ``Pair::map`` does
+    (L710–714, L775–777), where the cuts of one composite that a stride takes part in (``[E] / n, [E] % n``)
+    share one atom and add their positions first."""
 
     inner: Canon
+    use: int = 0
 
     @property
     def size(self) -> int:
@@ -226,9 +232,34 @@ def _inert(d: Dim | Lin) -> bool:
 # -- the constructors, composite-preserving ("raw"): a cut through several dims keeps them as one atom -----
 
 
+def _separate_whole_uses(dims: list[Dim | Lin]) -> list[Dim | Lin]:
+    """A composite that every digit naming it walks from its start over more than one position, whole, padded or
+    resized (``[A, B] # 7, [A, B] # 7``; ``[A, B] = 4, [A, B] = 4``), is decoded per digit, as ``Pair::map``
+    decodes each half on its own and adds the indices (L710–714, L775–777): each such digit gets an atom of its
+    own (:attr:`Win.use`).  A composite that some digit strides through, or holds at position 0 only (the cuts of
+    ``[E] / n, [E] % n``, n = 1 and n = SIZE included, L1024), keeps one atom, whose digits add their positions
+    (ARCHITECTURE.md, "A note on the mapping algebra")."""
+    groups: dict[Atom, list[int]] = {}
+    for k, d in enumerate(dims):
+        if isinstance(d, Dim) and isinstance(d.atom, Win):
+            groups.setdefault(d.atom, []).append(k)
+    out = list(dims)
+    for atom, ks in groups.items():
+        digits = [d for d in (out[k] for k in ks) if isinstance(d, Dim)]
+        if len(ks) < 2 or not isinstance(atom, Win) or any(d.stride != 1 or d.count == 1 for d in digits):
+            continue
+        taken = {a.use for a in groups if isinstance(a, Win) and a.inner == atom.inner}
+        fresh = (u for u in range(len(dims) + len(taken) + 1) if u not in taken)
+        for k in ks[1:]:
+            d = out[k]
+            assert isinstance(d, Dim)
+            out[k] = Dim(Win(atom.inner, next(fresh)), d.stride, d.size, d.count, d.offset)
+    return out
+
+
 def pair(left: Canon, right: Canon) -> Canon:
     """``L, R`` (manual L674–716)."""
-    return _normalise([*left, *right])
+    return _normalise(_separate_whole_uses([*left, *right]))
 
 
 def pad(dims: Canon, n: int, left: int = 0) -> Canon:
@@ -356,7 +387,7 @@ def simplify_groups(groups: list[Canon]) -> list[Canon]:
     A composite referred to from two groups stays whole; merging happens inside a group only.
     """
     every: Canon = tuple(d for g in groups for d in g)
-    out_groups: list[Canon] = []
+    raw_groups: list[list[Dim | Lin]] = []
     for g in groups:
         out: list[Dim | Lin] = []
         for d in g:
@@ -371,9 +402,15 @@ def simplify_groups(groups: list[Canon]) -> list[Canon]:
                     if cut is not None and not _collides(cut, every, d):
                         out.extend(cut)
                         continue
-                d = Dim(Win(inner), d.stride, d.size, d.count, d.offset)
+                d = Dim(Win(inner, d.atom.use), d.stride, d.size, d.count, d.offset)
             out.append(d)
-        out_groups.append(_normalise(out))
+        raw_groups.append(out)
+    # a composite spliced out of two uses of another is still one use in each (Pair::map, L710–714)
+    flat = _separate_whole_uses([d for part in raw_groups for d in part])
+    out_groups: list[Canon] = []
+    for part in raw_groups:
+        out_groups.append(_normalise(flat[:len(part)]))
+        flat = flat[len(part):]
     if out_groups == groups:
         return out_groups
     return simplify_groups(out_groups)
@@ -381,7 +418,27 @@ def simplify_groups(groups: list[Canon]) -> list[Canon]:
 
 def build(node: Node) -> Canon:
     """Canonical form of a parsed mapping tree: equivalent mappings (manual L1017–1028) get equal forms."""
-    return simplify(build_raw(node))
+    return _renumber(simplify(build_raw(node)))
+
+
+def _renumber(dims: Canon) -> Canon:
+    """The :attr:`Win.use` tags numbered by first appearance (per composite), inside composites too: one
+    mapping gets one canonical form however its pairs were nested."""
+    names: dict[Win, Win] = {}
+    counts: dict[Canon, int] = {}
+    out: list[Dim | Lin] = []
+    for d in dims:
+        if isinstance(d, Lin):
+            out.append(Lin(tuple((_renumber(c), n) for c, n in d.parts), d.size))
+            continue
+        if isinstance(d.atom, Win):
+            if d.atom not in names:
+                inner = _renumber(d.atom.inner)
+                names[d.atom] = Win(inner, counts.get(inner, 0))
+                counts[inner] = counts.get(inner, 0) + 1
+            d = Dim(names[d.atom], d.stride, d.size, d.count, d.offset)
+        out.append(d)
+    return tuple(out)
 
 
 @lru_cache(maxsize=4096)

@@ -1,7 +1,7 @@
 """User-facing mapping objects: ``m["..."]``, :class:`Mapping`, :class:`Index` and ``i(...)``.
 
 ``m["A / 8 # 256"]`` parses mapping text against the calling module's ``axes(...)`` (manual L582–1016) and
-returns a :class:`Mapping`.  The same spelling serves annotations and values (design API.md §3).
+returns a :class:`Mapping`.  The same spelling serves annotations and values.
 
 >>> from visa.mapping.axes import AxisSet
 >>> ax = AxisSet(A=8, B=512)
@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from collections.abc import Mapping as AbcMapping
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -288,6 +288,32 @@ class Mapping:
             self._items = tuple(Mapping(n, self.axis_set) for n in items_of(self.node))
         return self._items
 
+    # -- inspection (design API.md §8; :mod:`visa.mapping.inspect`) -----------------------------------------
+    def remove_axis(self, axis: str) -> Mapping:
+        """This mapping without the digits of ``axis`` (:func:`visa.mapping.inspect.remove_axis`)."""
+        from visa.mapping.inspect import remove_axis
+
+        return remove_axis(self, axis)
+
+    def is_broadcast(self, data_axes: Iterable[str] | str | None = None) -> bool:
+        """Every position holds the same data: no padding, no digit of ``data_axes``
+        (:func:`visa.mapping.inspect.is_broadcast`)."""
+        from visa.mapping.inspect import is_broadcast
+
+        return is_broadcast(self, data_axes)
+
+    def has_no_padding(self) -> bool:
+        """Every position holds an index (:func:`visa.mapping.inspect.has_no_padding`, L741–812)."""
+        from visa.mapping.inspect import has_no_padding
+
+        return has_no_padding(self)
+
+    def innermost_writable_size(self) -> int:
+        """Positions of the innermost run before padding (:func:`visa.mapping.inspect.innermost_writable_size`)."""
+        from visa.mapping.inspect import innermost_writable_size
+
+        return innermost_writable_size(self)
+
     # -- building ----------------------------------------------------------------------------------------
     def stride(self, n: int) -> Mapping:
         """``self / n`` (n must divide ``size``, manual L874)."""
@@ -361,6 +387,13 @@ class Mapping:
         return (Mapping, (self.node, self.axis_set, self.text))
 
     # -- views -------------------------------------------------------------------------------------------
+    def plot(self, width: int | None = None) -> Any:
+        """A matplotlib ``Figure`` of the buffer: each position coloured (and, when small, labelled) by the tensor
+        index it holds, padding grey (:func:`visa.mapping.show.plot`; ``pip install 'tcp-visa[plot]'``)."""
+        from visa.mapping.show import plot
+
+        return plot(self, width)
+
     def table(self, limit: int = 64) -> str:
         """A grid like the manual's stride/modulo tables (L905–917): rows are the outer items, columns the last.
 
@@ -398,10 +431,11 @@ class Mapping:
         return "\n".join(line.rstrip() for line in lines)
 
     def _repr_html_(self) -> str:
-        rows = self.table().splitlines()
-        cells = [r.strip("|").split("|") for r in rows if not set(r) <= {"|", "-"}]
-        html = "".join("<tr>" + "".join(f"<td>{c.strip()}</td>" for c in row) + "</tr>" for row in cells)
-        return f"<p><code>{self!r}</code> ≡ <code>{self}</code></p><table>{html}</table>"
+        """The mapping in a notebook: its text, size and axes, and the manual's stride/modulo table of which
+        index each position holds (:meth:`table`; :func:`visa.mapping.show.mapping_html`)."""
+        from visa.mapping.show import mapping_html
+
+        return mapping_html(self)
 
 
 def _built(made: Mapping) -> Mapping:
@@ -532,7 +566,7 @@ def _unskewed(dims: C.Canon) -> C.Canon:
         elif isinstance(d.atom, C.SkewAtom):
             out.append(C.Dim(C.Sym(d.atom.skew.name, d.atom.skew.size), d.stride, d.size, d.count, d.offset))
         elif isinstance(d.atom, C.Win):
-            out.append(C.Dim(C.Win(_unskewed(d.atom.inner)), d.stride, d.size, d.count, d.offset))
+            out.append(C.Dim(C.Win(_unskewed(d.atom.inner), d.atom.use), d.stride, d.size, d.count, d.offset))
         else:
             out.append(d)
     return tuple(out)
@@ -663,7 +697,7 @@ def _parse_cached(text: str, axis_set: AxisSet, scope: AbcMapping[str, Any] | No
 
 
 class MappingFactory:
-    """``ax.m["..."]``: parse mapping text against an explicit :class:`AxisSet` (design API.md §3; manual
+    """``ax.m["..."]``: parse mapping text against an explicit :class:`AxisSet` (manual
     L587–595)."""
 
     __slots__ = ("axis_set",)
@@ -689,8 +723,8 @@ def _escape_locals(text: str, frame: FrameType) -> AbcMapping[str, Any]:
 
 def module_mapping(text: str, module_globals: AbcMapping[str, Any],
                    local_scope: AbcMapping[str, Any] | None = None) -> Mapping:
-    """``m[text]`` written in the module whose globals are ``module_globals`` (the one rule behind ``m``; design
-    API.md §3, manual L582–595).
+    """``m[text]`` written in the module whose globals are ``module_globals`` (the one rule behind ``m``; manual
+    L582–595).
 
     Names resolve against the module's ``axes(...)``; escapes ``{Name}`` against its variables (locals first).
     The mypy plugin (:mod:`visa.mypy`) calls this with the module it analyses.
@@ -711,7 +745,7 @@ def module_mapping(text: str, module_globals: AbcMapping[str, Any],
 
 class MappingSyntax:
     """The type of :data:`m`: ``m["A / 8 # 256"]`` is an item lookup that parses mapping text (the manual's
-    ``m![...]``, L582; design API.md §1).
+    ``m![...]``, L582).
 
     ``m`` is an object, not a class, so that a type checker reads ``Slice = m["A / 8 # 256"]`` as a value
     (a :class:`Mapping`), never as a type alias; the :mod:`visa.mypy` plugin makes ``m["..."]`` a type too.
@@ -727,7 +761,22 @@ class MappingSyntax:
         return "m"
 
 
-#: ``m["A / 8 # 256"]``: a mapping expression, in annotations and values alike (design API.md §1, §3).
+_Text = TypeVar("_Text")
+
+
+class M(Mapping, Generic[_Text]):
+    """``M[Literal["A % 8"]]``: the spelling of ``m["A % 8"]`` in an annotation that pyright and Pylance accept
+    (they read ``m["A % 8"]`` as a forward reference and flag it).  The :mod:`visa.mypy` plugin reads it as the
+    same type as ``m["A % 8"]``, with the same checks; at run time it is only an annotation (never
+    instantiated).  Values stay ``m["..."]`` (manual ``m![...]``, L582)::
+
+        def kernel(ctx: Context, x: HbmTensor[i32, M[Literal["1"]], M[Literal["A"]]]) -> ...
+    """
+
+    __slots__ = ()
+
+
+#: ``m["A / 8 # 256"]``: a mapping expression, in annotations and values alike.
 #: Names resolve against the calling module's ``axes(...)``; escapes ``{Name}`` against its variables.
 m = MappingSyntax()
 

@@ -18,6 +18,7 @@ of the indices the buffer holds.  Engines use only these two.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -288,8 +289,9 @@ def inverse(dims: Canon, coords: dict[str, IntArray], shape: tuple[int, ...] | N
             position = position + d.offset * weights[j]
             if d.offset >= d.size:
                 held = held & False
+    parts = _coordinate_parts(by_atom, arrs) if len(by_atom) > 1 else None
     for atom, refs in by_atom.items():
-        p, ok = _atom_position(atom, arrs, shape)
+        p, ok = _atom_position(atom, arrs if parts is None else parts[atom], shape)
         held = held & ok
         rem = p
         for j, d in sorted(refs, key=lambda r: -r[1].stride):
@@ -318,6 +320,73 @@ def inverse(dims: Canon, coords: dict[str, IntArray], shape: tuple[int, ...] | N
 
 
 _TABLE_LIMIT = 1 << 24
+
+#: How an atom contributes to one axis: multiples of ``grain``, each below ``reach``.
+_Reach = tuple[int, int]
+
+
+def _reach_of(dims: Canon) -> dict[str, _Reach] | None:
+    """For each axis a canonical mapping sets: the grain and reach of its contributions (None when a skewed axis
+    or a linear combination takes part: their coordinates are not sums of digits)."""
+    out: dict[str, _Reach] = {}
+
+    def add(axis: str, grain: int, reach: int) -> None:
+        g, r = out.get(axis, (0, 1))
+        out[axis] = (math.gcd(g, grain), r + reach - 1)
+
+    for d in dims:
+        if isinstance(d, Lin) or isinstance(d.atom, SkewAtom):
+            return None
+        if isinstance(d.atom, Sym):
+            add(d.atom.name, d.stride, (d.count - 1) * d.stride + 1)
+        elif isinstance(d.atom, Win):
+            inner = _reach_of(d.atom.inner)
+            if inner is None:
+                return None
+            for axis, (g, r) in inner.items():
+                add(axis, g, r)
+    return out
+
+
+def _coordinate_parts(by_atom: dict[Atom, list[tuple[int, Dim]]], coords: dict[str, IntArray]
+                      ) -> dict[Atom, dict[str, IntArray]] | None:
+    """Each atom's share of the coordinates when an axis is split between atoms (``G / 2, [G % 2, D] # n``:
+    the symbol G holds the multiples of 2, the composite G's remainder), so that each atom is inverted on its
+    own share (issue 23: exact above the table's limit).  An axis's atoms must form a mixed radix: the finer
+    atoms' contributions together stay below the next coarser one's grain.  None when they do not (the caller
+    then inverts every atom on the whole coordinate and verifies)."""
+    reach: dict[Atom, dict[str, _Reach]] = {}
+    for atom, refs in by_atom.items():
+        if isinstance(atom, Sym):
+            g = 0
+            for _, d in refs:
+                g = math.gcd(g, d.stride)
+            reach[atom] = {atom.name: (g, sum((d.count - 1) * d.stride for _, d in refs) + 1)}
+        elif isinstance(atom, Win):
+            got = _reach_of(atom.inner)
+            if got is None:
+                return None
+            reach[atom] = got
+        else:
+            return None
+    out = {atom: dict(coords) for atom in by_atom}
+    axes = {axis for r in reach.values() for axis in r}
+    for axis in axes:
+        owners = sorted((a for a in by_atom if axis in reach[a]), key=lambda a: -reach[a][axis][0])
+        if len(owners) < 2 or axis not in coords:
+            continue
+        rest = coords[axis]
+        for k, atom in enumerate(owners):
+            grain = reach[atom][axis][0]
+            below = sum(reach[b][axis][1] - 1 for b in owners[k + 1:])
+            if k == len(owners) - 1:
+                out[atom][axis] = rest
+            elif grain > 0 and below < grain:
+                out[atom][axis] = rest - rest % grain
+                rest = rest % grain
+            else:
+                return None
+    return out
 
 
 def _has_lin(dims: Canon) -> bool:

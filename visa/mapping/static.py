@@ -1,4 +1,4 @@
-"""The static type of ``m["..."]`` under the :mod:`visa.mypy` plugin (design API.md §4).
+"""The static type of ``m["..."]`` under the :mod:`visa.mypy` plugin.
 
 With the plugin, ``m["A / 8 # 256"]`` — in an annotation or as a value — has the type
 ``m[Literal["A / 8 # 256 (A=2048)"]]``: a :class:`~visa.mapping.core.Mapping` whose type argument is the

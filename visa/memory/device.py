@@ -7,9 +7,14 @@ twice its byte capacity so that the widened i5 and i9 (whose images take 8 and 1
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from visa.hw import HardwareProfile
 from visa.memory.images import DenseImage, PagedImage
 from visa.memory.registry import Registry
+
+if TYPE_CHECKING:
+    from visa.memory.usage import MemoryReport
 
 __all__ = ["ChipMemory", "DeviceMemory"]
 
@@ -18,7 +23,7 @@ class ChipMemory:
     """One chip's HBM, DM (clusters × slices × bytes), TRF (× rows) and VRF images, created on first use (the
     memories of manual L134–140)."""
 
-    __slots__ = ("hw", "chip", "_hbm", "_dm", "_trf", "_vrf")
+    __slots__ = ("hw", "chip", "_hbm", "_dm", "_trf", "_vrf", "_spm")
 
     def __init__(self, hw: HardwareProfile, chip: int) -> None:
         self.hw = hw
@@ -27,6 +32,7 @@ class ChipMemory:
         self._dm: DenseImage | None = None
         self._trf: DenseImage | None = None
         self._vrf: DenseImage | None = None
+        self._spm: DenseImage | None = None
 
     @property
     def hbm(self) -> PagedImage:
@@ -63,6 +69,17 @@ class ChipMemory:
         return self._vrf
 
 
+    @property
+    def spm(self) -> DenseImage:
+        """The chip's SPMs: clusters × PEs per cluster × 4 KiB (L2942–2947; the capacity and the per-PE unit are the
+        reference's, design API.md §8)."""
+        if self._spm is None:
+            d, s = self.hw.dm, self.hw.spm
+            self._spm = DenseImage((d.clusters_per_chip, d.slices_per_cluster // s.slices_per_pe, s.pe_bytes),
+                                   f"SPM of chip {self.chip}")
+        return self._spm
+
+
 class DeviceMemory:
     """All chips of a device (created on first use) and the registry of live tensors (manual L150–155)."""
 
@@ -72,6 +89,13 @@ class DeviceMemory:
         self.hw = hw
         self.chips: dict[int, ChipMemory] = {}
         self.registry = Registry()
+
+    def __call__(self, chips: int = 1) -> MemoryReport:
+        """``ctx.memory()`` (design API.md §8): per chip and memory, capacity, live and free bytes and the largest
+        free span (:mod:`visa.memory.usage`), over chips ``0 .. chips - 1`` and every chip a live tensor holds."""
+        from visa.memory.usage import usage
+
+        return usage(self.hw, self.registry, chips)
 
     def chip(self, index: int) -> ChipMemory:
         """The memories of chip ``index``."""

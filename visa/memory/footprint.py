@@ -15,13 +15,16 @@ build one; :mod:`visa.schedule` turns tensor handles into footprints.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Span", "Footprint", "EMPTY", "MEMORIES", "bitmask", "merge_intervals", "intervals_overlap"]
+__all__ = ["Span", "Footprint", "EMPTY", "MEMORIES", "bitmask", "merge_intervals", "intervals_overlap",
+           "valid_positions", "index_mask", "unit_indices", "units_of"]
 
 #: The memories a footprint can name (manual L134–140; SPM where it exists, L2942–2947; the host buffer).
 MEMORIES = ("hbm", "dm", "trf", "vrf", "spm", "host")
@@ -67,6 +70,43 @@ def intervals_overlap(alo: IntArray, ahi: IntArray, blo: IntArray, bhi: IntArray
     k = np.searchsorted(bhi, alo, side="right")
     ok = k < blo.size
     return bool(np.any(blo[np.minimum(k, blo.size - 1)][ok] < ahi[ok]))
+
+
+@functools.lru_cache(maxsize=1024)
+def _valid_positions(mapping: Any) -> npt.NDArray[np.int64]:
+    out: npt.NDArray[np.int64] = np.flatnonzero(mapping.validity()).astype(np.int64)
+    out.setflags(write=False)
+    return out
+
+
+def valid_positions(mapping: Any) -> npt.NDArray[np.int64]:
+    """The positions a mapping holds (cached: a kernel's few mappings are evaluated once)."""
+    try:
+        return _valid_positions(mapping)
+    except TypeError:  # an unhashable mapping: evaluate it each time
+        return np.flatnonzero(mapping.validity()).astype(np.int64)
+
+
+def index_mask(indices: npt.NDArray[np.int64]) -> int:
+    """The bitmask of a set of indices, built from packed bits (no loop over the indices)."""
+    if indices.size == 0:
+        return 0
+    bits = np.zeros(int(indices.max()) + 1, dtype=bool)
+    bits[indices] = True
+    return int.from_bytes(np.packbits(bits, bitorder="little").tobytes(), "little")
+
+
+def unit_indices(levels: dict[str, Any], slices_per_cluster: int) -> npt.NDArray[np.int64]:
+    """The units (``cluster · slices_per_cluster + slice``) a DM, TRF or VRF tensor occupies: the positions its
+    Cluster and Slice mappings hold.  Padding positions are left out, as the slice bitmap leaves them (L2314):
+    each slice has its own address space (L2874), and a tensor's padding slices are unused space (L150–155)."""
+    clusters, slices = valid_positions(levels["Cluster"]), valid_positions(levels["Slice"])
+    return (clusters[:, None] * slices_per_cluster + slices[None, :]).reshape(-1)
+
+
+def units_of(levels: dict[str, Any], slices_per_cluster: int) -> int:
+    """:func:`unit_indices` as a bitmask."""
+    return index_mask(unit_indices(levels, slices_per_cluster))
 
 
 @dataclass(frozen=True, eq=False)

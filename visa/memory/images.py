@@ -587,12 +587,13 @@ class DenseImage:
         self._pages.materialise_bytes(unit, byte)
         self._written[where_] = False
 
-    def poison(self, lo: int, hi: int) -> None:
-        """Mark bytes ``[lo, hi)`` of every unit unwritten (fresh, undefined memory)."""
+    def poison(self, lo: int, hi: int, units: Units = slice(None)) -> None:
+        """Mark bytes ``[lo, hi)`` of the (flat) ``units`` (every unit by default) unwritten (fresh, undefined
+        memory)."""
         lo, hi = max(lo, 0), min(hi, self.nbytes)
         if hi > lo:
             self._forget(lo, hi)
-            self._pages.mark(slice(None), lo, hi, False)
+            self._pages.mark(units, lo, hi, False)
 
     def _check(self, byte_index: IntArray) -> None:
         if byte_index.size and (int(byte_index.min()) < 0 or int(byte_index.max()) >= self.nbytes):

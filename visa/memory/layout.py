@@ -37,9 +37,11 @@ LEVELS: dict[str, tuple[str, ...]] = {
     "dm": ("Chip", "Cluster", "Slice", "Element"),
     "trf": ("Chip", "Cluster", "Slice", "Row", "Element"),
     "vrf": ("Chip", "Cluster", "Slice", "Element"),
+    "spm": ("Chip", "Cluster", "Pe", "Element"),  # a reference extension (design API.md §8): 4 KiB per PE
 }
 
-TYPE_NAMES = {"host": "HostTensor", "hbm": "HbmTensor", "dm": "DmTensor", "trf": "TrfTensor", "vrf": "VrfTensor"}
+TYPE_NAMES = {"host": "HostTensor", "hbm": "HbmTensor", "dm": "DmTensor", "trf": "TrfTensor", "vrf": "VrfTensor",
+              "spm": "SpmTensor"}
 
 
 def element_bytes(dtype: type[dt.Scalar], n: int) -> int:
@@ -57,6 +59,8 @@ def capacity_bytes(hw: HardwareProfile, memory: str, trf_half: bool = False) -> 
         return hw.trf.half_row_bytes if trf_half else hw.trf.row_bytes
     if memory == "vrf":
         return hw.vrf.slice_bytes
+    if memory == "spm":
+        return hw.spm.pe_bytes
     raise ValueError(memory)
 
 
@@ -114,6 +118,17 @@ def check_placement(hw: HardwareProfile, memory: str, dtype: type[dt.Scalar], le
             raise fail(HardwareLimitError, f"Slice size must be {hw.dm.slices_per_cluster}, got {slice_.size} "
                        "(manual L1081, L1709)", "Slice", slice_,
                        f'pad it: m["X # {hw.dm.slices_per_cluster}"]', _axis(slice_))
+    if memory == "spm":
+        cluster, pe = levels["Cluster"], levels["Pe"]
+        pes = hw.dm.slices_per_cluster // hw.spm.slices_per_pe
+        if cluster.size != hw.dm.clusters_per_chip:
+            raise fail(HardwareLimitError, f"Cluster size must be {hw.dm.clusters_per_chip}, got {cluster.size} "
+                       "(manual L1080)", "Cluster", cluster,
+                       f'pad it: m["1 # {hw.dm.clusters_per_chip}"] for one cluster', _axis(cluster))
+        if pe.size != pes:
+            raise fail(HardwareLimitError, f"Pe size must be {pes} (a cluster's {hw.dm.slices_per_cluster} slices, "
+                       f"{hw.spm.slices_per_pe} a PE, manual L2343), got {pe.size}", "Pe", pe,
+                       f'pad it: m["1 # {pes}"] for one PE', _axis(pe))
     if memory == "trf":
         row = levels["Row"]
         if row.size > hw.trf.rows:
@@ -124,7 +139,8 @@ def check_placement(hw: HardwareProfile, memory: str, dtype: type[dt.Scalar], le
         return
     need = element_bytes(dtype, element.size)
     cap = capacity_bytes(hw, memory, trf_half)
-    unit = {"hbm": "chip", "dm": "slice", "trf": "TRF row" + (" half" if trf_half else ""), "vrf": "slice"}
+    unit = {"hbm": "chip", "dm": "slice", "trf": "TRF row" + (" half" if trf_half else ""), "vrf": "slice",
+            "spm": "PE's SPM (4 KiB, the reference's figure)"}
     if need > cap:
         raise fail(HardwareLimitError, f"Element holds {element.size} × {dtype!r} = {need} bytes, more than the "
                    f"{cap} bytes of one {unit[memory]} (manual L1088–1090)", "Element", element,
@@ -136,7 +152,8 @@ def check_placement(hw: HardwareProfile, memory: str, dtype: type[dt.Scalar], le
 
 
 #: The Python parameter that carries each level's mapping (``slice`` is a Python builtin, hence ``slice_``).
-LEVEL_PARAMS = {"Chip": "chip", "Cluster": "cluster", "Slice": "slice_", "Row": "row", "Element": "element"}
+LEVEL_PARAMS = {"Chip": "chip", "Cluster": "cluster", "Slice": "slice_", "Row": "row", "Pe": "pe",
+                "Element": "element"}
 
 
 def check_types(dtype: object, levels: AbcMapping[str, object], address: object, call: str) -> None:

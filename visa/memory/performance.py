@@ -20,13 +20,15 @@ Vectorised over numpy arrays of byte addresses:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import numpy.typing as npt
 
 from visa.hw import HardwareProfile
 
 __all__ = ["hbm_channel", "hbm_bank", "hbm_row", "dm_dmn", "dm_engine_time", "dm_busy", "hbm_transfers",
-           "hbm_packet_transfers", "hbm_busy"]
+           "hbm_packet_transfers", "hbm_busy", "hbm_load", "HbmLoad", "dm_bank_runs", "sequence_bank_runs"]
 
 IntArray = npt.NDArray[np.int64]
 
@@ -84,6 +86,43 @@ def dm_dmn(hw: HardwareProfile, addr: npt.ArrayLike) -> IntArray:
 # ---------------------------------------------------------------------------------------------------------
 # cost of a stream of DMA packets on DM and HBM
 # ---------------------------------------------------------------------------------------------------------
+
+
+def dm_bank_runs(hw: HardwareProfile, accesses: IntArray) -> tuple[int, ...]:
+    """For each DM bank of a slice, the longest run of consecutive accesses to it in this sequence of byte
+    addresses (each the first byte of one access; bank = bits 3–6, L2878): the count the bank-starvation rule
+    limits (L2897–2941).  Sequential accesses walk the 16 banks; a stride of a multiple of 128 bytes (or a
+    re-read of one address) stays on one.
+
+    >>> import numpy as np
+    >>> from visa.hw import RNGD
+    >>> dm_bank_runs(RNGD, np.arange(4) * 128)[:2], max(dm_bank_runs(RNGD, np.arange(32) * 8))
+    ((4, 0), 1)
+    """
+    nbanks = 1 << len(hw.dm.bank_bits)
+    out = np.zeros(nbanks, dtype=np.int64)
+    if accesses.size:
+        banks = (accesses >> hw.dm.bank_bits[0]) & (nbanks - 1)
+        edges = np.concatenate([[0], np.flatnonzero(np.diff(banks)) + 1, [banks.size]])
+        np.maximum.at(out, banks[edges[:-1]], np.diff(edges))
+    return tuple(int(x) for x in out)
+
+
+def sequence_bank_runs(hw: HardwareProfile, sizes: tuple[int, ...], strides: tuple[int, ...], base_bits: int,
+                       element_bits: int, per: int, sample: int = 1 << 14) -> tuple[int, ...]:
+    """:func:`dm_bank_runs` of a sequencer's accesses: of its first ``sample`` elements (nested loops ``sizes`` ×
+    ``strides`` in elements, outermost first, from bit ``base_bits``), every ``per``-th element starts an access
+    of ``element_bits``-bit elements.  Only the sampled prefix is generated (a large fetch or commit is not walked
+    whole)."""
+    total = 1
+    for n in sizes:
+        total *= n
+    idx = np.arange(0, min(total, sample), max(1, per), dtype=np.int64)
+    offset = np.zeros(idx.shape, dtype=np.int64)
+    if sizes:
+        for digit, stride in zip(np.unravel_index(idx, sizes), strides, strict=True):
+            offset += digit * stride
+    return dm_bank_runs(hw, (base_bits + offset * element_bits) // 8)
 
 
 def dm_engine_time(hw: HardwareProfile, packets: IntArray, packet_bytes: int) -> float:
@@ -152,56 +191,125 @@ def hbm_packet_transfers(hw: HardwareProfile, packets: IntArray, packet_bytes: i
     return (blocks * unit)[valid], factor[valid], packet[valid]
 
 
-def hbm_busy(hw: HardwareProfile, chips: IntArray, units: IntArray, factor: npt.NDArray[np.float64],
-             segment: IntArray | None = None) -> npt.NDArray[np.float64]:
-    """Busy cycles of every HBM channel (``chip · channels + channel``) serving these transfers in order.
+@dataclass(frozen=True)
+class HbmLoad:
+    """What a stream of 256-byte transfers costs the HBM channels (:func:`hbm_load`): per channel
+    (``chip · channels + channel``) the busy cycles and the data bus's share of them, and the counts the layout
+    report quotes (row activations, transfers, read-modify-writes)."""
 
-    A channel moves one 256-byte unit in 4 controller cycles at 0.75 GHz (L2980), 16/3 core cycles.  A
-    transfer to a bank whose open row differs costs a row switch of 40 ns (L2987, at the 1 GHz core clock);
-    the controller hides a switch behind transfers to other banks (L2990–2993), so only the part of the
-    switch not covered by the channel's transfers since that bank's previous access is added.
+    busy: npt.NDArray[np.float64]
+    bus: npt.NDArray[np.float64]
+    activations: int
+    transfers: int
+    rmw: int
 
-    The controller holds 64 requests per channel (L2981) and serves those to an already open row first
-    (FR-FCFS, L2990–2993): a request to a bank and row that an earlier request in the same window of 64
-    arrivals on that channel already asked for is served with that request and never pays a switch (several
-    engines streaming different rows of the same banks, for instance).  ``segment`` (one id per transfer)
-    marks stretches of requests that are not adjacent in time (the sampled windows of a long DMA): a window
-    of 64 never spans two of them.
+    @property
+    def channels_used(self) -> int:
+        """Channels that served at least one transfer."""
+        return int(np.count_nonzero(self.bus))
+
+
+def hbm_load(hw: HardwareProfile, chips: IntArray, units: IntArray, factor: npt.NDArray[np.float64],
+             segment: IntArray | None = None) -> HbmLoad:
+    """The HBM channels serving these transfers, in arrival order (manual "High-Bandwidth Memory", L2948–3009).
+
+    * A 256-byte unit occupies its channel's data bus 4 controller cycles at 0.75 GHz: 16/3 core cycles (L2980);
+      a read-modify-write (``factor`` 50, L2985) occupies it ``factor`` times as long.
+    * Each bank has one open row; all rows start closed, and switching to another costs 40 ns (L2987), during
+      which that bank serves nothing.  The first row a bank opens in a stretch has nothing to close and is not
+      charged (the manual's examples never charge it, L2608–2808).
+    * The controller holds 64 requests per channel (L2981), serves first those to an open row (FR-FCFS) and
+      interleaves the banks it holds requests for, so that one bank's switches overlap other banks' transfers
+      (L2989–2993).  So a channel serves its requests in windows of 64 arrivals: within a window a bank opens each
+      row asked of it once (not again the row it left open: that of its last-arriving row in the window before),
+      and the window lasts as long as its bus (16/3 per transfer) or its busiest bank (40 per activation + 16/3 per
+      transfer), whichever is longer.  A channel is busy for the sum of its windows.
+    * ``segment`` (one id per transfer) marks stretches of requests that are served apart (a DMA's engines and
+      commands, and the sampled windows of a long DMA): no window spans two of them, nor does an open row carry
+      from one to the next.
+
+    A contiguous stream keeps every channel's bus busy (1,536 B/cycle per chip, :mod:`visa.hw.paths`); a window
+    whose requests open a new row of a few banks each time is bound by those banks: a row switch costs "30–40×" a
+    burst to an open row (L2860, L2987).
     """
-    if units.size == 0:
-        return np.zeros(0)
     h, clk = hw.hbm, hw.clocks
     t = h.access_unit_channel_cycles * clk.core_hz / clk.hbm_controller_hz
     switch = h.row_switch_ns[0] * clk.core_hz / 1e9
+    n = int(units.size)
+    if n == 0:
+        empty = np.zeros(0)
+        return HbmLoad(empty, empty, 0, 0, 0)
     queue = h.channel_command_queue_entries
-    n = units.size
     seg = np.zeros(n, dtype=np.int64) if segment is None else np.asarray(segment, dtype=np.int64)
     ch = chips * h.channels + hbm_channel(hw, units)
     nch = int(ch.max()) + 1
-    # arrival rank of each transfer on its channel (gaps), and within its channel and segment (windows)
-    rank = _ranks(ch, _stable_order(ch, nch), nch)
     nseg = int(seg.max()) + 1
     cs = ch * nseg + seg
-    seg_rank = _ranks(cs, _stable_order(cs, nch * nseg), nch * nseg)
-    window = seg * (-(-n // queue)) + seg_rank // queue
-    bank = ch * 64 + hbm_bank(hw, units)
+    ncs = nch * nseg
+    window = _ranks(cs, _stable_order(cs, ncs), ncs) // queue
+    # one dense id per (channel, segment, window): each stretch's windows follow its channel's earlier ones
+    windows = -(-np.bincount(cs, minlength=ncs) // queue)
+    offset = np.zeros(ncs + 1, dtype=np.int64)
+    np.cumsum(windows, out=offset[1:])
+    batch = offset[cs] + window
+    nb = int(offset[-1])
+    bank = hbm_bank(hw, units)
     row = hbm_row(hw, units)
-    o2 = _stable_order(bank, nch * 64)  # each bank's transfers in arrival order
-    k2, r2, g2, w2 = bank[o2], row[o2], rank[o2], window[o2]
-    switched = np.zeros(n, dtype=bool)
-    switched[1:] = (k2[1:] == k2[:-1]) & (r2[1:] != r2[:-1])
-    # requests already asked for in their window (same bank, window and row, after the first of them)
-    group = (k2 * (int(window.max()) + 1) + w2) * (int(row.max()) + 1) + r2
-    o3 = np.argsort(group, kind="stable")
-    g3 = group[o3]
-    repeat = np.zeros(n, dtype=bool)
-    repeat[o3[1:][g3[1:] == g3[:-1]]] = True
-    switched &= ~repeat
-    gap = np.zeros(n)
-    gap[1:] = g2[1:] - g2[:-1] - 1
-    extra = np.where(switched, np.maximum(0.0, switch - t - gap * t), 0.0)
-    busy = np.bincount(ch, weights=factor * t, minlength=nch) + np.bincount(ch[o2], weights=extra, minlength=nch)
-    return np.asarray(busy, dtype=np.float64)
+    cost = factor * t
+    # one group per (window, bank, row) at its first arrival (a stable sort keeps arrivals in order)
+    key = (batch * 64 + bank) << 15 | row  # bank ids (slice, bank group, bank bits) < 64; rows < 2^15
+    order = np.argsort(key, kind="stable")
+    k = key[order]
+    first = np.ones(n, dtype=bool)
+    first[1:] = k[1:] != k[:-1]
+    group_of = np.cumsum(first) - 1  # the group of each sorted transfer
+    gk, gf = k[first], order[first]
+    gr = gk & ((1 << 15) - 1)
+    gblock = gk >> 15  # (window, bank)
+    # within a block, groups in order of first arrival; blocks of one bank and stretch follow window by window
+    o = np.argsort(gblock * n + gf, kind="stable")
+    gk, gf, gr, gblock = gk[o], gf[o], gr[o], gblock[o]
+    start = np.ones(gk.size, dtype=bool)
+    start[1:] = gblock[1:] != gblock[:-1]
+    block = np.cumsum(start) - 1
+    ends = np.flatnonzero(np.append(start[1:], True))
+    # the block before, in bank order, is this bank's previous window of the same stretch when the windows
+    # differ by one and they share the channel, segment and bank (blocks are sorted by window, then bank: reorder)
+    b_batch, b_bank = gblock[ends] // 64, gblock[ends] % 64
+    b_cs = cs[gf[ends]]
+    bo = np.lexsort((b_batch, b_bank, b_cs))
+    prev = np.full(ends.size, -1, dtype=np.int64)
+    same = (b_cs[bo][1:] == b_cs[bo][:-1]) & (b_bank[bo][1:] == b_bank[bo][:-1])
+    prev[bo[1:][same]] = bo[:-1][same]
+    # the row a block leaves open is its last-arriving group's
+    left_open = gr[ends]
+    opened = np.where(prev >= 0, left_open[np.maximum(prev, 0)], -1)
+    # a switch closes the open row and opens another; a bank's first row in a stretch opens with no row to close
+    # (rows start closed, L2987), as the manual's examples count it
+    activate = (gr != opened[block]) & ~(start & (opened[block] < 0))
+    activate = activate.astype(np.float64)
+    # each block's bank time: its activations and its transfers; each window's time: its bus or busiest bank
+    block_of = np.empty(n, dtype=np.int64)  # the block of every transfer
+    inv = np.empty(o.size, dtype=np.int64)
+    inv[o] = np.arange(o.size, dtype=np.int64)
+    block_of[order] = block[inv[group_of]]
+    bank_time = np.bincount(block, weights=activate * switch) + np.bincount(block_of, weights=cost,
+                                                                            minlength=ends.size)
+    peak = np.zeros(nb)
+    np.maximum.at(peak, b_batch, bank_time)
+    bus_w = np.bincount(batch, weights=cost, minlength=nb)
+    batch_channel = np.zeros(nb, dtype=np.int64)
+    batch_channel[batch] = ch
+    busy = np.asarray(np.bincount(batch_channel, weights=np.maximum(bus_w, peak), minlength=nch), dtype=np.float64)
+    bus = np.asarray(np.bincount(ch, weights=cost, minlength=nch), dtype=np.float64)
+    return HbmLoad(busy, bus, int(activate.sum()), n, int(np.count_nonzero(factor > 1)))
+
+
+def hbm_busy(hw: HardwareProfile, chips: IntArray, units: IntArray, factor: npt.NDArray[np.float64],
+             segment: IntArray | None = None) -> npt.NDArray[np.float64]:
+    """Busy cycles of every HBM channel (``chip · channels + channel``) serving these transfers in order
+    (:func:`hbm_load`)."""
+    return hbm_load(hw, chips, units, factor, segment).busy
 
 
 def _stable_order(key: IntArray, bound: int) -> IntArray:

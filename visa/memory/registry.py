@@ -22,8 +22,9 @@ __all__ = ["Region", "Registry", "refuse_overlap"]
 
 @dataclass(eq=False)
 class Region:
-    """The bytes one tensor occupies: ``[lo, hi)`` in ``memory`` on each of ``chips`` (in every slice for DM;
-    manual L1085–1093)."""
+    """The bytes one tensor occupies: ``[lo, hi)`` in ``memory`` on each of ``chips``, in each of ``units`` (a
+    bitmask of ``cluster · slices_per_cluster + slice``, -1 for every unit: HBM) for DM, TRF and VRF (manual
+    L1085–1093; each slice has its own address space, L2874, and padding slices are unused, L150–155)."""
 
     memory: str
     chips: frozenset[int]
@@ -34,10 +35,16 @@ class Region:
     owner: weakref.ReferenceType[object] | None = None
     stale_by: str | None = None
     ident: int = field(default=0)
+    freed: bool = False  # released by ``free()``: its bytes may hold another tensor now
+    writes: int = 0  # how many writes have touched these bytes since the tensor was made (its own included)
+    written_by: str = ""  # the last of them
+    units: int = -1
 
     def overlaps(self, other: Region) -> bool:
-        """Same memory, a shared chip (and TRF row), and intersecting byte ranges."""
+        """Same memory, a shared chip (slice, TRF row), and intersecting byte ranges."""
         if self.memory != other.memory or not (self.chips & other.chips):
+            return False
+        if self.units != -1 and other.units != -1 and not (self.units & other.units):
             return False
         if self.rows is not None and other.rows is not None and not (self.rows & other.rows):
             return False
@@ -67,9 +74,10 @@ class Registry:
         self._next = 1
 
     def allocate(self, owner: object, memory: str, chips: frozenset[int], lo: int, hi: int, name: str, *,
-                 rows: frozenset[int] | None = None, reads: tuple[Region, ...] = (), call: str = "") -> Region:
+                 rows: frozenset[int] | None = None, reads: tuple[Region, ...] = (), call: str = "",
+                 units: int = -1) -> Region:
         """Register a new tensor's bytes; refuse an overlap with a tensor the same operation reads."""
-        region = Region(memory, chips, lo, hi, name, rows, weakref.ref(owner), ident=self._next)
+        region = Region(memory, chips, lo, hi, name, rows, weakref.ref(owner), ident=self._next, units=units)
         self._next += 1
         for src in reads:
             if src.live():
@@ -80,20 +88,40 @@ class Registry:
         return region
 
     def note_write(self, target: Region, *, call: str, writer: str) -> None:
-        """Mark every other live region that a write over ``target``'s bytes clobbers as stale."""
+        """Mark every other live region that a write over ``target``'s bytes clobbers as stale, and count the
+        write on every region it touches, ``target`` included (a pass that read one of them before the write
+        may not end after it, :func:`visa.stream.collect.input_regions`)."""
+        what = f"{call} writing {writer} (bytes {target.lo}..{target.hi} of {target.memory.upper()})"
+        target.writes += 1
+        target.written_by = what
         for r in self._regions:
-            if r is not target and r.live() and r.overlaps(target) and r.stale_by is None:
-                r.stale_by = f"{call} writing {writer} (bytes {target.lo}..{target.hi} of {target.memory.upper()})"
+            if r is not target and r.live() and r.overlaps(target):
+                r.writes += 1
+                r.written_by = what
+                if r.stale_by is None:
+                    r.stale_by = what
+
+    def check_live(self, region: Region, *, call: str) -> None:
+        """Refuse any use of a tensor after ``free()``: its bytes went back to the allocator, and another tensor
+        may hold them now (issue 23; a read would return that tensor's data, a write would clobber it)."""
+        if region.freed:
+            raise StaleTensorError(
+                f"{region.name} was freed (free()); its bytes may hold another tensor now", call=call,
+                level="Element", fix="free() a tensor after its last use, or keep it (dropping the last reference "
+                                     "frees it safely)")
 
     def check_readable(self, region: Region, *, call: str) -> None:
-        """Refuse to read a tensor another write has overwritten."""
+        """Refuse to read a tensor that was freed or that another write has overwritten."""
+        self.check_live(region, call=call)
         if region.stale_by is not None:
             raise StaleTensorError(
                 f"{region.name} was overwritten by {region.stale_by}; its bytes no longer hold it",
                 call=call, level="Element", fix="keep tensors that are still read at non-overlapping addresses")
 
     def release(self, region: Region) -> None:
-        """Forget a region (the tensor was freed explicitly)."""
+        """Forget a region: the tensor was freed explicitly, and every handle of it (aliases share the region)
+        is refused from now on (:meth:`check_live`)."""
+        region.freed = True
         self._regions = [r for r in self._regions if r is not region]
 
     def _prune(self) -> None:

@@ -1,4 +1,4 @@
-"""The mypy plugin: layout errors at type-check time (design API.md §4).
+"""The mypy plugin: layout errors at type-check time.
 
 Enable it with ``[tool.mypy] plugins = ["visa.mypy"]`` in ``pyproject.toml``.  Then
 
@@ -14,6 +14,14 @@ The hooks are pure functions of the types and the module's source; the plugin ne
 hardware profile is RNGD unless ``[tool.visa] profile = "RNGD-S"`` says otherwise in the ``pyproject.toml``
 mypy reads; :meth:`VisaPlugin.report_config_data` reports it, with a digest of the rules' sources, so that
 mypy's cache is invalidated when either changes.
+
+A module with an annotation such as ``m["A"]`` (a text mypy's parser reads as the name ``A``) needs
+:func:`~visa.mypy.mappings.fix_annotations` after every parse.  mypy runs the only hook that sees a fresh tree
+(``get_additional_deps``) when it computes a module's dependencies, which it skips when it re-parses a module
+whose cache entry is valid but one of whose dependencies changed (a helper module edited, or visa installed
+at another location: the cache then reported ``Name "A" is not defined`` until it was deleted, issue 29).  So
+:meth:`VisaPlugin.report_config_data` never validates the cache entry of such a module: mypy parses it afresh
+each run (its dependents keep their cache: the interface hash does not change).
 """
 
 from __future__ import annotations
@@ -41,14 +49,23 @@ from visa.hw import RNGD, HardwareProfile
 from visa.hw import profile as hw_profile
 from visa.mapping import Mapping
 from visa.mypy import hooks
-from visa.mypy.mappings import M_NAMES, ModuleFacts, Unresolved, decode, fix_annotations, is_mapping_expr
+from visa.mypy.mappings import (
+    LITERAL_M_NAMES,
+    M_NAMES,
+    ModuleFacts,
+    Unresolved,
+    decode,
+    fix_annotations,
+    is_mapping_expr,
+    needs_parse_fix,
+)
 from visa.mypy.typeargs import TENSOR_MEMORY, mapping_of
 
 __all__ = ["plugin", "VisaPlugin", "decode"]
 
 
 class VisaPlugin(Plugin):
-    """The hooks (see the module docstring; design API.md §4).  One instance per mypy run."""
+    """The hooks (see the module docstring).  One instance per mypy run."""
 
     def __init__(self, options: Options) -> None:
         super().__init__(options)
@@ -64,12 +81,17 @@ class VisaPlugin(Plugin):
 
     # -- cache ---------------------------------------------------------------------------------------------
     def report_config_data(self, ctx: ReportConfigContext) -> object:
-        """The profile and a digest of the rules, for modules outside the standard library and site-packages."""
+        """The profile and a digest of the rules, for modules outside the standard library and site-packages;
+        when mypy checks a cache entry (``is_check``) of a module that needs the parse fix, a value it never
+        wrote, so that the module is parsed afresh (module docstring)."""
         if "typeshed" in ctx.path or "site-packages" in ctx.path:
             return None
         if self._digest is None:
             self._digest = _rules_digest()
-        return {"visa.mypy": self._digest, "profile": self.hw.name}
+        data: dict[str, object] = {"visa.mypy": self._digest, "profile": self.hw.name}
+        if ctx.is_check and needs_parse_fix(ctx.path):
+            data["parsed afresh"] = True
+        return data
 
     def get_additional_deps(self, file: MypyFile) -> list[tuple[int, str, int]]:
         """No extra dependency; fixes the parse of ``m["A"]`` annotations in modules that import visa."""
@@ -80,7 +102,7 @@ class VisaPlugin(Plugin):
     # -- dispatch ------------------------------------------------------------------------------------------
     def get_type_analyze_hook(self, fullname: str) -> Callable[[AnalyzeTypeContext], Type] | None:
         """``m["..."]``, a tensor type and a module-level mapping alias in an annotation."""
-        if fullname in M_NAMES:
+        if fullname in M_NAMES or fullname in LITERAL_M_NAMES:
             return partial(_guard, partial(hooks.m_annotation, self))
         if fullname in TENSOR_MEMORY and not self._busy:
             return partial(_guard, partial(hooks.tensor_annotation, self))

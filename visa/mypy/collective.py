@@ -1,4 +1,4 @@
-"""The plugin's hooks for the collectives (design API.md §7; manual L7382–7610): ``chip_shuffle``,
+"""The plugin's hooks for the collectives (manual L7382–7610): ``chip_shuffle``,
 ``cluster_swap``, ``asymmetric_chip_slice`` and ``asymmetric_cluster_slice``.
 
 Where the permutation, the indices and the mappings are literals, the same rule functions the runtime calls
@@ -86,7 +86,8 @@ def cluster_swap(plugin: VisaPlugin, ctx: MethodContext) -> Type:
         cluster = mapping_of(recv.args[2])
         if cluster is not None:
             call.run(lambda: shuffle.check_cluster_swap(plugin.hw, cluster.size, medium="dm",
-                                                        mapping=repr(cluster), axis=axes_text(cluster)))
+                                                        mapping=repr(cluster), axis=axes_text(cluster),
+                                                        held=int(cluster.validity().sum())))
     return ctx.default_return_type
 
 

@@ -43,7 +43,7 @@ from visa import dtypes as dt
 from visa.errors import VisaError
 from visa.mapping import Mapping
 from visa.memory.layout import TYPE_NAMES
-from visa.mypy import collective, rules
+from visa.mypy import collective, extensions, rules
 from visa.mypy.chain import assignments, calls_before, chain_of, root_of, source_of, type_of
 from visa.mypy.mappings import ModuleFacts, Unresolved, _value, encode, is_m, resolve
 from visa.mypy.typeargs import (
@@ -124,11 +124,14 @@ def _facts(plugin: VisaPlugin, module: str) -> ModuleFacts:
 
 
 # -- m["..."] ------------------------------------------------------------------------------------------------
-def _raw_text(arg: Type) -> str | None:
+def _raw_text(arg: Type, literal: bool = True) -> str | None:
+    """The mapping text of ``m["A % 8"]``'s argument, or of ``M[Literal["A % 8"]]``'s (the pyright spelling)."""
     if isinstance(arg, RawExpressionType) and isinstance(arg.literal_value, str):
         return arg.literal_value
     if isinstance(arg, UnboundType) and arg.original_str_expr is not None:
         return arg.original_str_expr
+    if literal and isinstance(arg, UnboundType) and arg.name.rpartition(".")[2] == "Literal" and len(arg.args) == 1:
+        return _raw_text(arg.args[0], literal=False)
     return None
 
 
@@ -257,7 +260,7 @@ class Call:
         return args[i][0] if i < len(args) and args[i] else None
 
     def resolve_text(self, text: str) -> Mapping:
-        """``m[text]`` as the runtime resolves it in this module (design API.md §3)."""
+        """``m[text]`` as the runtime resolves it in this module."""
         return resolve(text, _facts(self.plugin, self.module), self._lookup)
 
     def _lookup(self, name: str) -> Mapping | None:
@@ -703,6 +706,7 @@ RECEIVERS: dict[str, frozenset[str]] = {
     "begin": frozenset({"visa.stream.TuContext"}), "begin_interleaved": frozenset({"visa.stream.TuContext"}),
 }
 collective.extend(METHODS, RECEIVERS)
+extensions.extend(METHODS, RECEIVERS)
 for _name, _stages in STAGE_METHODS.items():
     METHODS[_name] = vector if _name == "vector_init" else stage
     RECEIVERS[_name] = frozenset(S + s for s in _stages)

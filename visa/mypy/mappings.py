@@ -13,6 +13,8 @@ mypy's checker; :class:`ModuleFacts` reads a parsed module (``mypy.nodes``) only
 
 from __future__ import annotations
 
+import ast
+import os
 import re
 from collections.abc import Callable, Iterator
 from collections.abc import Mapping as AbcMapping
@@ -42,10 +44,13 @@ from visa.mapping.axes import AXES_ATTR
 from visa.mapping.core import _declare_from, module_mapping
 from visa.mypy.chain import walk
 
-__all__ = ["encode", "decode", "ModuleFacts", "resolve", "Unresolved", "is_m", "is_mapping_expr", "M_NAMES"]
+__all__ = ["encode", "decode", "ModuleFacts", "resolve", "Unresolved", "is_m", "is_mapping_expr", "M_NAMES",
+           "LITERAL_M_NAMES", "fix_annotations", "needs_parse_fix"]
 
 #: Full names under which the runtime ``m`` can be referenced.
 M_NAMES = frozenset({"visa.mapping.core.m", "visa.mapping.m", "visa.m"})
+#: Full names of ``M``, whose ``M[Literal["A % 8"]]`` is ``m["A % 8"]`` spelt so that pyright accepts it.
+LITERAL_M_NAMES = frozenset({"visa.mapping.core.M", "visa.mapping.M", "visa.M"})
 AXES_NAMES = frozenset({"visa.mapping.axes.axes", "visa.mapping.axes", "visa.axes"})
 SKEW_NAMES = frozenset({"visa.mapping.axes.skew", "visa.mapping.skew", "visa.skew"})
 
@@ -275,3 +280,55 @@ def fix_annotations(tree: MypyFile) -> None:
         elif isinstance(node, AssignmentStmt):
             _fix_type(node.type)
             _fix_type(node.unanalyzed_type)
+
+
+def needs_parse_fix(path: str) -> bool:
+    """Whether the module at ``path`` has an annotation that :func:`fix_annotations` must rewrite: ``m["A"]`` (or
+    ``x.m["A"]``) whose text is a (dotted) name, inside a function's argument or return annotation or a variable
+    annotation.  Read from the source with :mod:`ast` (mypy's tree is not available when it checks a cache entry);
+    an unreadable file needs nothing."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return False
+    key = (path, stat.st_mtime_ns, stat.st_size)
+    got = _PARSE_FIX.get(key)
+    if got is None:
+        got = _scan_parse_fix(path)
+        _PARSE_FIX[key] = got
+    return got
+
+
+_PARSE_FIX: dict[tuple[str, int, int], bool] = {}
+_NAME_TEXT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def _scan_parse_fix(path: str) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            source = fh.read()
+        if b"m[" not in source:
+            return False
+        tree = ast.parse(source)
+    except (OSError, SyntaxError, ValueError):
+        return False
+    notes: list[ast.expr] = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = node.args
+            notes += [x.annotation for x in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg)
+                      if x is not None and x.annotation is not None]
+            if node.returns is not None:
+                notes.append(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            notes.append(node.annotation)
+    for note in notes:
+        for sub in ast.walk(note):
+            if (isinstance(sub, ast.Subscript) and _m_node(sub.value) and isinstance(sub.slice, ast.Constant)
+                    and isinstance(sub.slice.value, str) and _NAME_TEXT.fullmatch(sub.slice.value.strip())):
+                return True
+    return False
+
+
+def _m_node(node: ast.expr) -> bool:
+    return (isinstance(node, ast.Name) and node.id == "m") or (isinstance(node, ast.Attribute) and node.attr == "m")

@@ -172,13 +172,15 @@ def overlap(hw: HardwareProfile, dtype: type[dt.Scalar], memory: str, levels: di
             source: Any, call: str) -> None:
     """:func:`visa.memory.registry.refuse_overlap` of a new tensor (at a constant ``address``) and a tensor the
     same operation reads, whose origin the source shows (:class:`visa.mypy.origin.Origin`)."""
+    from visa.memory.footprint import units_of
     from visa.memory.layout import describe, element_bytes
     from visa.memory.registry import Region, refuse_overlap
 
     def region(mem: str, lv: dict[str, Mapping], at: int, name: str) -> Region:
         rows = frozenset(range(lv["Row"].size)) if "Row" in lv else None
+        units = units_of(lv, hw.dm.slices_per_cluster) if "Slice" in lv else -1
         return Region(mem, frozenset(range(lv["Chip"].size)), at, at + element_bytes(dtype, lv["Element"].size),
-                      name, rows)
+                      name, rows, units=units)
 
     refuse_overlap(region(memory, levels, address, describe(memory, dtype, levels, address)),
                    region(source.memory, source.levels, source.address, source.describe()), call)
@@ -517,7 +519,30 @@ def transpose(inp: StageInputs) -> Result:
     return _stream("TransposeTensor", SAME, SAME, SAME, SAME, ArgMapping(0), ArgMapping(1), check=check)
 
 
+def _lift(level: str) -> Callable[[StageInputs], Result]:
+    def rule(inp: StageInputs) -> Result:
+        """``fetch_{chip,cluster,slice}_lift(Placement2, Time2)`` (design API.md §8): :func:`visa.engines.lift.plan`
+        on the types (the per-unit base alignment needs the sequencer: it is checked at run time)."""
+        from visa.engines import lift as lift_engine
+
+        placement2, time2 = inp.mapping(0), inp.mapping(1)
+
+        def check() -> None:
+            if placement2 is None or time2 is None:
+                return
+            others = frozenset().union(*(inp.level(n).axes for n in ("Chip", "Cluster", "Slice") if n != level))
+            lift_engine.plan(inp.hw, level, inp.level(level), placement2, inp.level("Time"), time2,
+                             inp.level("Packet"), others)
+
+        args: list[Any] = [SAME, SAME, SAME, SAME, ArgMapping(1), SAME]
+        args[{"Chip": 1, "Cluster": 2, "Slice": 3}[level]] = ArgMapping(0)
+        return _stream("FetchTensor", *args, check=check)
+
+    return rule
+
+
 STAGES: dict[str, Callable[[StageInputs], Result]] = {
+    "fetch_slice_lift": _lift("Slice"), "fetch_cluster_lift": _lift("Cluster"), "fetch_chip_lift": _lift("Chip"),
     "fetch": _fetch(""), "fetch_with_table": _fetch("table"), "fetch_with_zero_point": _fetch("zero_point"),
     "fetch_with_zero_points": _fetch("zero_points"),
     "collect": collect, "switch": switch, "commit": commit, "to_trf": to_trf, "to_vrf": to_vrf,

@@ -10,16 +10,21 @@ Rules, each in one place:
   DMNs, L2473–2504) and ``pcie`` (the chip's PCIe link, L2389, L2843–2847).  It starts when every lane is free.
 * **Hazards** (L7066–7070): it also starts after every earlier operation it conflicts with has finished:
   read-after-write, write-after-read, write-after-write, found by intersecting footprints
-  (:mod:`visa.memory.footprint`), so aliases and other chips are covered by construction.
-* **Bank starvation** (L2841–2842, L2922): a Tensor Unit operation with a run of 64 or more accesses to one DM
-  bank is scheduled as if it occupied the DMA engines of its chips, and a
-  :class:`~visa.errors.BankStarvationWarning` says so.
+  (:mod:`visa.memory.footprint`), so aliases and other chips are covered by construction; an operation of
+  another context adds ``hw.timing.context_handoff_cycles`` (docs/cost-model.md).
+* **HBM channels** (L2602, L2980): a DMA reserves the channels it uses for its busy cycles on each, so DMAs
+  running at once share the chip's 1,536 B/cycle.
+* **Bank starvation** (L2841–2842, L2913, L2922): a Tensor Unit operation whose fetch and commit make 64 or more
+  consecutive accesses to one DM bank — counted with the other context's operation in flight on the same slices —
+  is scheduled as if it occupied the DMA engines of its chips, and a :class:`~visa.errors.BankStarvationWarning`
+  says so.
 * **Main/sub contention** (L2927–2931): a main and a sub operation that overlap in time on the same DM slices,
   one of them hammering a bank, stretch toward main + sub: the later-issued one is lengthened by the overlap.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import warnings
@@ -88,7 +93,7 @@ class Operation:
     occupies; ``reads``/``writes`` its footprints; ``deps`` the in-flight operations it conflicted with;
     ``waits_for`` the operation whose end fixed its start (``None``: it started when issued); ``stretch`` the
     cycles contention added (included in ``cycles``); ``source`` the user's ``file:line``; ``traffic`` the
-    bytes it moved per path (``"HBM"``, ``"DM"``, ``"DMA"``, ``"PCIe"``).
+    bytes it moved per path (``"HBM"``, ``"DMA"``, ``"PCIe"``, ``"fetch"``, ``"commit"``, …: :mod:`visa.hw.paths`).
     """
 
     track: str
@@ -108,6 +113,7 @@ class Operation:
     bank_run: int = 0
     notes: tuple[str, ...] = ()
     in_kernel: bool = False
+    bank_load: tuple[int, ...] = ()
 
     @property
     def end(self) -> int:
@@ -136,6 +142,29 @@ def _hazards(earlier: Operation, reads: Footprint, writes: Footprint) -> tuple[s
     return tuple(kinds)
 
 
+def _traffic(track: str, reads: Footprint, writes: Footprint) -> dict[str, int]:
+    """The bytes an operation moves per roofline path (:mod:`visa.hw.paths`), from its footprints: its HBM bytes,
+    and for a Tensor Unit command the DM bytes its context fetches and commits (each port its own path; a DMA
+    names its paths itself, :func:`visa.schedule.resources.dma_traffic`)."""
+    out = {"HBM": reads.nbytes("hbm") + writes.nbytes("hbm")}
+    if track in TU_TRACKS:
+        ctx = "" if track == "main" else f" ({track})"
+        out[f"fetch{ctx}"] = reads.nbytes("dm")
+        out[f"commit{ctx}"] = writes.nbytes("dm")
+    return {k: v for k, v in out.items() if v}
+
+
+def _bank_load(reports: tuple[EngineReport, ...], banks: int) -> tuple[int, ...]:
+    """Per DM bank, the consecutive accesses an operation's engines make to it, fetch and commit together (they
+    run at once on the same slices, L2913); a report that knows only its longest run counts it on bank 0."""
+    total = [0] * banks
+    for r in reports:
+        runs = r.bank_runs or ((r.bank_run,) if r.bank_run else ())
+        for b, n in enumerate(runs[:banks]):
+            total[b] += n
+    return tuple(total) if any(total) else ()
+
+
 def _shares_dm_units(a: Operation, reads: Footprint, writes: Footprint) -> bool:
     mine = [s for s in (reads + writes).spans if s.memory == "dm"]
     theirs = [s for s in (a.reads + a.writes).spans if s.memory == "dm"]
@@ -156,6 +185,7 @@ class Schedule:
         self.owner: dict[Lane, int] = {}
         self.active: list[Operation] = []
         self.warnings: list[str] = []
+        self.hbm_free: dict[int, float] = {}  # when each HBM channel (chip · channels + channel) is free
 
     # -- resources -----------------------------------------------------------------------------------------
     def dma_engines(self, chip: int) -> list[Lane]:
@@ -186,71 +216,123 @@ class Schedule:
     # -- recording -----------------------------------------------------------------------------------------
     def record(self, track: str, name: str, engines: Iterable[EngineReport], *, reads: Footprint = EMPTY,
                writes: Footprint = EMPTY, lanes: Iterable[Lane] | None = None, cycles: int | None = None,
-               traffic: dict[str, int] | None = None, in_kernel: bool = False) -> Operation:
+               traffic: dict[str, int] | None = None, in_kernel: bool = False, note: str = "") -> Operation:
         """Add an operation in program order and return it (its ``end`` is its outputs' ready time).
 
-        Its cycles are the slowest engine's plus every engine's latency (a pipeline), unless given.  It starts
-        at the latest of: the previous operation's start (in-order issue), each lane's free time and the end
-        of every in-flight operation it conflicts with; contention may then lengthen it.
+        Its cycles are the slowest engine's plus every engine's latency (a pipeline), unless given (a Tensor Unit
+        command's come from :func:`visa.engines.timing.pass_cost`).  It starts at the latest of: the previous
+        operation's start (in-order issue), each lane's free time and the end of every in-flight operation it
+        conflicts with — plus ``hw.timing.context_handoff_cycles`` when that operation ran in another context
+        (the signal that its result is ready, or its source free); contention may then lengthen it.
         """
         reports = tuple(engines)
         if cycles is None:
             cycles = max((r.cycles for r in reports), default=0) + sum(r.latency for r in reports)
         chips = (reads + writes).chip_indices()
         lane_list = list(lanes) if lanes is not None else list(self.default_lanes(track, chips))
-        notes: list[str] = []
-        bank_run = max((r.bank_run for r in reports), default=0)
-        limit = self.hw.dm.bank_starvation_limit
-        if track in TU_TRACKS and bank_run >= limit:
-            for c in sorted({c for c, _ in lane_list}):
-                lane_list += [ln for ln in self.dma_engines(c) if ln not in lane_list]
-            note = (f"{name}: {bank_run} consecutive accesses to one DM bank (limit {limit}); concurrent DMA would "
-                    "starve and trip the 4096-cycle NoC timeout, so it is scheduled as if it occupied the DMA "
-                    "engines (manual L2841–2842, L2922)")
-            notes.append(note)
-            self.warnings.append(note)
-            warnings.warn(note, BankStarvationWarning, stacklevel=_user_frame()[2] + 1)
+        notes: list[str] = [note] if note else []
+        notes += [f"{r.engine} slower by: {why}" for r in reports if (why := dict(r.details).get("slower by"))]
+        handoff = self.hw.timing.context_handoff_cycles
         issue = self.ops[-1].start if self.ops else 0
-        self.active = [a for a in self.active if a.end > issue]
+        self.active = [a for a in self.active if a.end + handoff > issue]
+        load = _bank_load(reports, self.hw.dm.banks_per_slice)
+        bank_run = max(load, default=0)
+        if track in TU_TRACKS:
+            starving = self._starvation(track, name, reports, load, reads, writes)
+            if starving:
+                for c in sorted({c for c, _ in lane_list}):
+                    lane_list += [ln for ln in self.dma_engines(c) if ln not in lane_list]
+                notes.append(starving)
+                self.warnings.append(starving)
+                warnings.warn(starving, BankStarvationWarning, stacklevel=_user_frame()[2] + 1)
         # when each constraint is met, and by which operation
         bounds: list[tuple[int, int | None]] = [(issue, None)]
         for lane in lane_list:
             bounds.append((self.free_at.get(lane, 0), self.owner.get(lane)))
         deps: list[Dependency] = []
         for a in self.active:
+            if a.end + (handoff if a.track != track else 0) <= issue:
+                continue  # finished (and, from another context, signalled) before this one issues
             kinds = _hazards(a, reads, writes)
             if kinds:
                 deps.append(Dependency(a.index, kinds))
-                bounds.append((a.end, a.index))
+                bounds.append((a.end + (handoff if a.track != track else 0), a.index))
         start = max(b for b, _ in bounds)
         waits_for = None  # started when issued (with, or right after, the previous operation)
         if start > issue:
             waits_for = next((who for b, who in bounds if b == start and who is not None), None)
-        stretch = 0
+        stretch = self._share_channels(reports, start, cycles, notes)
         if track in TU_TRACKS:
+            limit = self.hw.dm.bank_starvation_limit
+            contention = 0
             for a in self.active:
                 if a.track in TU_TRACKS and a.track != track and a.end > start and \
                         max(a.bank_run, bank_run) >= limit and _shares_dm_units(a, reads, writes):
-                    overlap = min(a.end, start + cycles + stretch) - max(a.start, start)
+                    overlap = min(a.end, start + cycles + contention) - max(a.start, start)
                     if overlap > 0:
-                        stretch += overlap
-            if stretch:
-                notes.append(f"stretched {stretch} cycles sharing DM banks with the other context (L2927–2931)")
+                        contention += overlap
+            if contention:
+                stretch += contention
+                notes.append(f"stretched {contention} cycles sharing DM banks with the other context (L2927–2931)")
         if traffic is None:
-            traffic = {}
-            for mem, path in (("hbm", "HBM"), ("dm", "DM")):
-                n = reads.nbytes(mem) + writes.nbytes(mem)
-                if n:
-                    traffic[path] = n
+            traffic = _traffic(track, reads, writes)
         op = Operation(track, name, start, cycles + stretch, reports, len(self.ops), tuple(lane_list), reads,
                        writes, tuple(deps), waits_for, stretch, user_location(),
-                       dict(traffic), bank_run, tuple(notes), in_kernel)
+                       dict(traffic), bank_run, tuple(notes), in_kernel, load)
         self.ops.append(op)
         self.active.append(op)
         for lane in lane_list:
             self.free_at[lane] = op.end
             self.owner[lane] = op.index
         return op
+
+    def _starvation(self, track: str, name: str, reports: tuple[EngineReport, ...], load: tuple[int, ...],
+                    reads: Footprint, writes: Footprint) -> str:
+        """Why a Tensor Unit command must not run beside DMA (empty if it may): its engines' consecutive accesses
+        to one DM bank, added to those of the other context's command in flight on the same slices, reach the
+        limit (64) the waiting DMA request can bear (L2897–2941; the count is cumulative over concurrent commands,
+        fetch and commit of both contexts, L2913)."""
+        limit = self.hw.dm.bank_starvation_limit
+        issue = self.ops[-1].start if self.ops else 0
+        parts = [(f"{track} {r.engine}", r.bank_runs or (r.bank_run,)) for r in reports if r.bank_run]
+        total = list(load)
+        for a in self.active:
+            # a command that already keeps DMA off (it was scheduled as occupying the engines) cannot starve it
+            guarded = any(ln[1].startswith("dma") for ln in a.lanes)
+            if a.track in TU_TRACKS and a.track != track and a.bank_load and not guarded and a.end > issue and \
+                    _shares_dm_units(a, reads, writes):
+                parts.append((f"{a.track} #{a.index}", a.bank_load))
+                total = [x + y for x, y in zip(total, a.bank_load, strict=False)] if total else list(a.bank_load)
+        # a bank this command accesses (the others' runs alone were checked when they were scheduled)
+        mine = [b for b in range(len(total)) if b < len(load) and load[b]]
+        if not mine or max(total[b] for b in mine) < limit:
+            return ""
+        bank = max(mine, key=lambda b: total[b])
+        terms = " + ".join(f"{who} {runs[bank]}" for who, runs in parts if bank < len(runs) and runs[bank])
+        return (f"{name}: {terms} = {total[bank]} consecutive accesses to DM bank {bank} (limit {limit}, counted "
+                "over concurrent commands, L2913); concurrent DMA would starve and trip the 4096-cycle NoC timeout, "
+                "so it is scheduled as if it occupied the DMA engines (manual L2841–2842, L2922)")
+
+    def _share_channels(self, reports: tuple[EngineReport, ...], start: int, cycles: int, notes: list[str]) -> int:
+        """Reserve the HBM channels a DMA uses (its reports' ``hbm_channels``): each channel serves one DMA's
+        transfers at a time, from the end of the DMA's startup on, so DMAs running at once share the channels'
+        1.5 TB/s (L2602, L2980) and none is faster than its share; returns the cycles the sharing added."""
+        channels: dict[int, float] = {}
+        for r in reports:
+            for c, busy in r.hbm_channels:
+                channels[c] = channels.get(c, 0.0) + busy
+        if not channels:
+            return 0
+        begin = start + max(r.latency for r in reports)
+        last = float(start + cycles)
+        for c, busy in channels.items():
+            done = max(float(begin), self.hbm_free.get(c, 0.0)) + busy
+            self.hbm_free[c] = done
+            last = max(last, done)
+        wait = math.ceil(last - 1e-9) - (start + cycles)
+        if wait > 0:
+            notes.append(f"waited {wait} cycles for HBM channels other DMAs were using (L2602, L2980)")
+        return max(0, wait)
 
     @property
     def makespan(self) -> int:

@@ -7,7 +7,6 @@ handle gives the span of the addresses it covers, whatever object it is.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import numpy as np
@@ -15,10 +14,12 @@ import numpy.typing as npt
 
 from visa.mapping.canon import canon_size
 from visa.mapping.evaluate import digit_weights
-from visa.memory.footprint import EMPTY, Footprint, Span, merge_intervals
+from visa.memory.footprint import EMPTY, Footprint, Span, merge_intervals, units_of
+from visa.memory.footprint import index_mask as _mask
+from visa.memory.footprint import valid_positions as _valid
 from visa.memory.layout import element_bytes, sym_only
 
-__all__ = ["footprint", "span_of", "units_of", "live_dm_bytes"]
+__all__ = ["footprint", "span_of", "units_of", "live_dm_bytes", "tensor_dm_bytes", "dependencies"]
 
 #: Views whose Element is larger than this are covered by their runs (:func:`_runs`) or, failing that, by their
 #: extent (one interval) instead of element by element: a conservative cover, cheap for huge tensors.
@@ -53,43 +54,14 @@ def _runs(element: Any) -> tuple[npt.NDArray[np.int64], int] | None:
     return starts, length
 
 
-@functools.lru_cache(maxsize=1024)
-def _valid_positions(mapping: Any) -> npt.NDArray[np.int64]:
-    """The positions a mapping holds (cached: a kernel's few mappings are evaluated once)."""
-    out: npt.NDArray[np.int64] = np.flatnonzero(mapping.validity()).astype(np.int64)
-    out.setflags(write=False)
-    return out
-
-
-def _valid(mapping: Any) -> npt.NDArray[np.int64]:
-    try:
-        return _valid_positions(mapping)
-    except TypeError:  # an unhashable mapping: evaluate it each time
-        return np.flatnonzero(mapping.validity()).astype(np.int64)
-
-
-def _mask(indices: npt.NDArray[np.int64]) -> int:
-    """The bitmask of a set of indices, built from packed bits (no loop over the indices)."""
-    if indices.size == 0:
-        return 0
-    bits = np.zeros(int(indices.max()) + 1, dtype=bool)
-    bits[indices] = True
-    return int.from_bytes(np.packbits(bits, bitorder="little").tobytes(), "little")
-
-
-def units_of(levels: dict[str, Any], slices_per_cluster: int) -> int:
-    """The units (``cluster · slices_per_cluster + slice``) a DM, TRF or VRF tensor occupies: the positions its
-    Cluster and Slice mappings hold (padding positions are left out, as the slice bitmap leaves them, L2314)."""
-    clusters, slices = _valid(levels["Cluster"]), _valid(levels["Slice"])
-    return _mask((clusters[:, None] * slices_per_cluster + slices[None, :]).reshape(-1))
-
-
 def span_of(handle: Any) -> Span | None:
     """The span of a device tensor or a view of one (``None`` for a host tensor: the host is synchronous)."""
     from visa.tensors.handles import DeviceTensor, TensorView
 
+    reach = None
     if isinstance(handle, TensorView):
         base, element, offset = handle.base, handle.element, handle.offset
+        reach = handle.reach
     elif isinstance(handle, DeviceTensor):
         base, element, offset = handle, None, 0
     else:
@@ -99,18 +71,24 @@ def span_of(handle: Any) -> Span | None:
     levels = base.levels
     bits = base.dtype.size_bits
     start = base.address
-    if element is None or (offset == 0 and element == levels["Element"]):
+    if reach is not None and element is not None:  # a runtime tile start: every tile it could reach (API.md §8)
+        valid = _valid(element)
+        lead, tail = (int(valid[0]), int(valid[-1]) + 1) if valid.size else (0, 0)
+        starts = np.asarray(reach, dtype=np.int64)
+        lo = start + ((starts + lead) * bits) // 8
+        hi = start + ((starts + tail) * bits + 7) // 8
+    elif element is None or (offset == 0 and element == levels["Element"]):
         lo = np.array([start], dtype=np.int64)
         hi = lo + element_bytes(base.dtype, levels["Element"].size)
     elif bits % 8 == 0:  # whole bytes: the view's intervals are those of its Element, shifted (kept per Element)
         rel_lo, rel_hi = _relative(element, bits)
         shift = start + offset * bits // 8
-        chips, units, rows = _units(memory, levels, hw.dm.slices_per_cluster)
+        chips, units, rows = _units(memory, levels, hw)
         return Span(memory, chips, units, rows, rel_lo + shift, rel_hi + shift)
     else:
         lo, hi = _intervals(element, offset, bits)
         lo, hi = start + lo, start + hi
-    chips, units, rows = _units(memory, levels, hw.dm.slices_per_cluster)
+    chips, units, rows = _units(memory, levels, hw)
     return Span.of(memory, chips, lo, hi, units=units, rows=rows)
 
 
@@ -133,7 +111,7 @@ _UNITS: dict[object, tuple[int, int, int]] = {}
 
 def _relative(element: Any, bits: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """:func:`_intervals` at offset 0, merged, for whole-byte elements (a view at offset ``o`` is the same
-    intervals shifted by ``o · bits / 8``): derived once per Element (by its exact key), read-only."""
+    intervals shifted by ``o · bits / 8``): derived once per Element (by its exact key), read-only (issue 24)."""
     key = (element.key, bits)
     got = _RELATIVE.get(key)
     if got is None:
@@ -146,28 +124,40 @@ def _relative(element: Any, bits: int) -> tuple[npt.NDArray[np.int64], npt.NDArr
     return got
 
 
-def _units(memory: str, levels: dict[str, Any], slices_per_cluster: int) -> tuple[int, int, int]:
+def _units(memory: str, levels: dict[str, Any], hw: Any) -> tuple[int, int, int]:
     """The chip, unit and row bitmasks of a tensor's levels (``-1``: every unit of HBM, every row outside the
-    TRF), kept per level mappings (by their exact keys)."""
-    key = (memory, slices_per_cluster, *(levels[name].key for name in ("Chip", "Cluster", "Slice", "Row")
-                                         if name in levels))
+    TRF), kept per level mappings (by their exact keys; issue 24)."""
+    spc = hw.dm.slices_per_cluster
+    key = (memory, spc, hw.spm.slices_per_pe if memory == "spm" else 0,
+           *(levels[name].key for name in ("Chip", "Cluster", "Slice", "Pe", "Row") if name in levels))
     got = _UNITS.get(key)
     if got is None:
         chips = _mask(_valid(levels["Chip"]))
         if memory == "hbm":
             got = (chips, -1, -1)
+        elif memory == "spm":  # units: cluster · PEs per cluster + PE (design API.md §8)
+            pes = spc // hw.spm.slices_per_pe
+            clusters, pe = _valid(levels["Cluster"]), _valid(levels["Pe"])
+            got = (chips, _mask((clusters[:, None] * pes + pe[None, :]).reshape(-1)), -1)
         else:
-            got = (chips, units_of(levels, slices_per_cluster),
-                   _mask(_valid(levels["Row"])) if "Row" in levels else -1)
+            got = (chips, units_of(levels, spc), _mask(_valid(levels["Row"])) if "Row" in levels else -1)
         if len(_UNITS) >= 4096:
             _UNITS.clear()
         _UNITS[key] = got
     return got
 
 
-def footprint(*handles: Any) -> Footprint:
-    """The footprint of tensors, views and footprints together (``None`` and host tensors are skipped)."""
-    spans: list[Span] = []
+def dependencies(*handles: Any) -> Footprint:
+    """What using these handles reads besides their own bytes: the device scalars a runtime tile's start reads
+    (design API.md §8), so that an operation writing such a tile still waits for the scalar."""
+    spans = [d.span() for h in handles for d in getattr(h, "depends", ())]
+    return Footprint(tuple(spans)) if spans else EMPTY
+
+
+def footprint(*handles: Any, depends: bool = True) -> Footprint:
+    """The footprint of tensors, views and footprints together (``None`` and host tensors are skipped); with
+    ``depends`` also the scalars a runtime tile's start reads (:func:`dependencies`)."""
+    spans: list[Span] = list(dependencies(*handles).spans) if depends else []
     for h in handles:
         if h is None:
             continue
@@ -182,16 +172,20 @@ def footprint(*handles: Any) -> Footprint:
     return Footprint(tuple(spans)) if spans else EMPTY
 
 
+def tensor_dm_bytes(region: Any) -> dict[int, int]:
+    """DM bytes per chip a live DM region holds: its bytes per slice times the slices its tensor occupies."""
+    owner = region.owner() if region.owner is not None else None
+    levels = getattr(owner, "levels", None)
+    units = 1
+    if owner is not None and levels is not None:
+        units = _valid(levels["Cluster"]).size * _valid(levels["Slice"]).size
+    return {c: (region.hi - region.lo) * units for c in region.chips}
+
+
 def live_dm_bytes(registry: Any) -> dict[int, int]:
-    """DM bytes per chip held by live tensors (the trace's counter track): each live DM region's bytes per
-    slice times the slices its tensor occupies."""
+    """DM bytes per chip held by live tensors now (:func:`tensor_dm_bytes` of each live DM region)."""
     out: dict[int, int] = {}
     for region in registry.live_regions("dm"):
-        owner = region.owner() if region.owner is not None else None
-        levels = getattr(owner, "levels", None)
-        units = 1
-        if owner is not None and levels is not None:
-            units = _valid(levels["Cluster"]).size * _valid(levels["Slice"]).size
-        for c in region.chips:
-            out[c] = out.get(c, 0) + (region.hi - region.lo) * units
+        for c, n in tensor_dm_bytes(region).items():
+            out[c] = out.get(c, 0) + n
     return out

@@ -5,18 +5,24 @@ The roofline compares the simulated cycles with what the hardware could not beat
 
 * MAC-bound cycles: multiply-accumulates ÷ the chips' MACs per cycle for the dtype
   (:meth:`visa.hw.profile.ContractionEngine.macs_per_slice_cycle` × slices per chip × chips);
-* memory-bound cycles, per path: bytes ÷ the path's bandwidth in bytes per core cycle — ``HBM``
-  (``hbm.bytes_per_s`` ÷ ``clocks.core_hz`` per chip), ``DMA`` (``dma.bytes_per_cycle`` per engine × engines),
-  ``PCIe`` (``dma.pcie_bytes_per_cycle`` per chip) and ``DM`` (the Tensor Unit's fetch and commit traffic,
-  ``collect.flit_bytes`` per slice per cycle × slices);
+* memory-bound cycles, per path: bytes ÷ the path's bandwidth in bytes per core cycle, read from
+  :func:`visa.hw.paths.bandwidth` (the figure the DMA cost model uses too) — ``HBM`` (32 channels × 48 B/cycle
+  per chip, reads and writes together), ``DMA`` (8 engines × 256 B/cycle), ``PCIe`` (30 B/cycle per chip) and
+  the Tensor Unit's DM ports, each its own path: ``fetch`` and ``commit`` of the main context (32 B/cycle per
+  slice each), ``fetch (sub)`` and ``commit (sub)`` of the sub context (8 B/cycle per slice);
 * the bound is the largest of these, and utilisation = bound ÷ simulated cycles (1.0: at the hardware's limit).
+  Every path is a resource the schedule never lets two operations use beyond its rate (a context runs one
+  command at a time, a DMA engine one transfer, an HBM channel one DMA's transfers, a PCIe link one transfer),
+  so no utilisation exceeds 100% (tests/test_timing_invariants.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from visa.hw import HardwareProfile
+from visa.hw.paths import bandwidth
 from visa.schedule.core import Operation, Schedule
 
 __all__ = ["Roofline", "TrackProfile", "PassProfile", "KernelReport", "roofline", "build"]
@@ -34,7 +40,7 @@ class Roofline:
 
     @property
     def bound(self) -> str:
-        """What bounds the work: ``"MAC"`` or a memory path (``"HBM"``, ``"DMA"``, ``"PCIe"``, ``"DM"``)."""
+        """What bounds the work: ``"MAC"`` or a data path (``"HBM"``, ``"DMA"``, ``"PCIe"``, ``"fetch"``, …)."""
         best = ("MAC", self.mac_cycles)
         for k, v in self.path_cycles.items():
             if v > best[1]:
@@ -108,9 +114,9 @@ class KernelReport:
     warnings: list[str] = field(default_factory=list)
     operations: list[Operation] = field(default_factory=list)
 
-    def text(self, *, operations: bool = True) -> str:
+    def text(self, *, operations: bool = True, critical: bool = False) -> str:
         """The report as text: totals, roofline, engines, tracks, critical path, passes and (if asked) every
-        operation."""
+        operation, or (``critical``) the operations of the critical path."""
         ops = self.operations
         lines = [f"  device {self.device}: {len(ops)} operations, {self.makespan} cycles end to end"]
         if self.kernel is not None:
@@ -126,6 +132,8 @@ class KernelReport:
         if self.critical_path:
             names = " → ".join(f"#{i}" for i in self.critical_path)
             lines.append(f"    critical path: {names}")
+            if critical and not operations:
+                lines += self._operation_lines([ops[i] for i in self.critical_path], "critical path operation")
         if self.passes:  # whole names, never cut: the column is as wide as the longest
             width = max([36, *(len(p.name) + 1 for p in self.passes)])
             lines.append(f"    {'main pass':<{width + 4}}{'cycles':>10}  roofline")
@@ -134,15 +142,46 @@ class KernelReport:
         for w in self.warnings:
             lines.append(f"    warning: {w}")
         if operations:
-            width = max([40, *(len(op.name) + 1 for op in ops)])
-            lines.append(f"    {'operation':<{width + 4}}{'track':<6}{'start':>10}{'cycles':>10}  waits for")
-            for op in ops:
-                waits = ", ".join(f"#{d.op} {'/'.join(d.kinds)}" for d in op.deps)
-                lines.append(f"    #{op.index:<3}{op.name:<{width}}{op.track:<6}{op.start:>10}{op.cycles:>10}  {waits}")
+            lines += self._operation_lines(ops, "operation")
         return "\n".join(lines)
+
+    @staticmethod
+    def _operation_lines(ops: list[Operation], head: str) -> list[str]:
+        """One line per operation: number, name, track, start, cycles, what it waited for and its source line."""
+        width = max([40, *(len(op.name) + 1 for op in ops)])
+        lines = [f"    {head:<{width + 4}}{'track':<6}{'start':>10}{'cycles':>10}  waits for"]
+        for op in ops:
+            waits = ", ".join(f"#{d.op} {'/'.join(d.kinds)}" for d in op.deps)
+            at = f"  ({op.source})" if op.source else ""
+            lines.append(f"    #{op.index:<3}{op.name:<{width}}{op.track:<6}{op.start:>10}{op.cycles:>10}  {waits}{at}")
+            lines += [f"          {n}" for n in op.notes]  # a command's cost, a DMA's layout rules, waits
+        return lines
 
     def __str__(self) -> str:
         return self.text(operations=False)
+
+    def __repr__(self) -> str:
+        return f"<KernelReport {self.device}: {len(self.operations)} operations, {self.makespan} cycles>"
+
+    def _repr_html_(self) -> str:
+        """The report in a notebook: totals, rooflines, tracks, passes, the critical path (:mod:`.show`)."""
+        from visa.schedule.show import report_html
+
+        return report_html(self)
+
+    def __rich__(self) -> object:
+        """The report for ``rich.print``: the summary lines and the tracks table."""
+        from visa.schedule.show import report_rich
+
+        return report_rich(self)
+
+    def plot_timeline(self, *, dependencies: bool = True) -> Any:
+        """A matplotlib ``Figure`` of the schedule: a row per track, an operation a bar coloured by the context
+        that issued it, dependencies as lines, the critical path outlined (:func:`visa.schedule.show.plot_timeline`;
+        ``pip install 'tcp-visa[plot]'``)."""
+        from visa.schedule.show import plot_timeline
+
+        return plot_timeline(self, dependencies=dependencies)
 
 
 def _chip_count(ops: list[Operation]) -> int:
@@ -166,13 +205,7 @@ def roofline(hw: HardwareProfile, ops: list[Operation], cycles: int, chips: int)
     for op in ops:
         for path, n in op.traffic.items():
             nbytes[path] = nbytes.get(path, 0) + n
-    bandwidth = {
-        "HBM": hw.hbm.bytes_per_s / hw.clocks.core_hz * chips,
-        "DMA": float(hw.dma.bytes_per_cycle * hw.dma.engines_per_chip * chips),
-        "PCIe": float(hw.dma.pcie_bytes_per_cycle * chips),
-        "DM": float(hw.collect.flit_bytes * hw.dm.slices_per_chip * chips),
-    }
-    path_cycles = {k: nbytes[k] / bandwidth[k] for k in bandwidth if nbytes.get(k)}
+    path_cycles = {k: n / bandwidth(hw, k, chips) for k, n in nbytes.items() if n}
     return Roofline(cycles, macs, mac_cycles, nbytes, path_cycles)
 
 

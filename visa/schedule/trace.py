@@ -12,7 +12,9 @@ core clock, ``clocks.core_hz``, L2623, L2636).
 * One flow (``s`` at the earlier operation, ``f`` binding to the enclosing slice of the later one) per
   dependency between operations on different tracks (their first resources differ: another context, another
   DMA engine or another chip).
-* A counter track per chip: the DM bytes held by live tensors after each operation.
+* A counter track per chip, "live DM bytes": the DM bytes held by tensors, in time order
+  (:mod:`visa.schedule.occupancy`: a tensor is held from the start of the operation that writes it to the end
+  of the last operation that touches it).
 """
 
 from __future__ import annotations
@@ -56,10 +58,11 @@ def _args(op: Operation) -> dict[str, Any]:
     return args
 
 
-def events(schedule: Schedule, hw: HardwareProfile, device: int = 0, live_dm: list[dict[int, int]] | None = None
-           ) -> list[dict[str, Any]]:
-    """The trace events of one context's schedule as device ``device`` (module docstring).  ``live_dm[i]`` is
-    the DM bytes per chip held by live tensors after operation ``i``."""
+def events(schedule: Schedule, hw: HardwareProfile, device: int = 0,
+           live_dm: dict[int, list[tuple[int, int]]] | None = None) -> list[dict[str, Any]]:
+    """The trace events of one context's schedule as device ``device`` (module docstring).  ``live_dm[chip]``
+    is the DM bytes held on that chip as ``(cycle, bytes)`` steps in time order
+    (:meth:`visa.schedule.occupancy.DmOccupancy.samples`)."""
     tids = thread_ids(hw)
     out: list[dict[str, Any]] = []
     used: set[Lane] = set()
@@ -91,10 +94,10 @@ def events(schedule: Schedule, hw: HardwareProfile, device: int = 0, live_dm: li
             flow += 1
     chips = sorted({c for c, _ in used}) or [0]
     if live_dm is not None:
-        for op, live in zip(schedule.ops, live_dm, strict=False):
-            for c in chips:
-                out.append({"name": "live DM bytes", "ph": "C", "pid": pid(c), "ts": _us(hw, op.end),
-                            "args": {"bytes": int(live.get(c, 0))}})
+        for c in chips:
+            for cycle, nbytes in live_dm.get(c, [(0, 0)]):
+                out.append({"name": "live DM bytes", "ph": "C", "pid": pid(c), "ts": _us(hw, cycle),
+                            "args": {"bytes": int(nbytes)}})
     for c in chips:
         out.append({"name": "process_name", "ph": "M", "pid": pid(c),
                     "args": {"name": f"device {device} ({hw.name}) chip {c}"}})

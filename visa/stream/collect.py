@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from visa.engines import collect as engine
 from visa.engines.common import EngineReport, unit_validity
+from visa.engines.timing import pass_cost
 from visa.mapping import Mapping
 from visa.mapping.core import ensure_mapping
 from visa.validate import expect_instance, expect_int
@@ -33,7 +34,7 @@ def collect(stream: StreamTensor[Any, Any, Any, Any, Any, Any], time: Mapping,
     lay = stream.layout
     cfg = engine.plan(stream.ctx.hw, lay.dtype, lay.time, lay.packet, time, packet)
     data = engine.execute(cfg, stream.data)
-    reports = [EngineReport("collect", str(cfg), engine.cycles(cfg))]
+    reports = [EngineReport("collect", str(cfg), engine.cycles(cfg), details=(("padding", cfg.pad_elements),))]
     if isinstance(stream, FetchTensor):  # FetchTensor::collect(): the Switch Engine forwards (L3120-3138)
         from visa.stream.switch import forwarding_report
 
@@ -56,13 +57,26 @@ def record_pass(stream: StreamTensor[Any, Any, Any, Any, Any, Any], report: Engi
     views); returns the cycle at which it ends (its outputs' ready time)."""
     reports = stream.reports + (report,)
     name = " → ".join(r.engine for r in reports)
-    op = stream.ctx.record(stream.tu.kind, name, reports, reads=pass_reads(stream), writes=writes)
+    cost = pass_cost(stream.ctx.hw, reports)
+    op = stream.ctx.record(stream.tu.kind, name, reports, reads=pass_reads(stream), writes=writes, cycles=cost.total,
+                           note=str(cost))
     return op.end
 
 
-def input_regions(stream: StreamTensor[Any, Any, Any, Any, Any, Any]) -> tuple[Region, ...]:
+def input_regions(stream: StreamTensor[Any, Any, Any, Any, Any, Any], call: str) -> tuple[Region, ...]:
     """The registered bytes of the memory tensors the pass reads: a result written by the pass may not overlap
-    them (manual L150–155)."""
+    them (manual L150–155).  Every pass end calls it before it writes, so it also refuses a pass left open
+    across a write of what it read (issue 23): its values came from the old bytes, while the schedule would
+    run it after the write, reading the new ones."""
+    from visa.errors import StaleTensorError
+
+    for region, writes in stream.carried.seen.values():
+        if region.writes != writes:
+            raise StaleTensorError(
+                f"this pass read {region.name}, and {region.written_by} wrote its bytes before the pass ended: the "
+                "pass holds the old values, but the schedule would run it after the write", call=call,
+                level="Element", fix="end the pass (commit, to_vrf, to_trf) before writing what it reads, or begin "
+                                     "it after the write")
     return tuple(t.region for t in stream.inputs if t.region is not None)
 
 
@@ -78,8 +92,8 @@ def to_trf(stream: CollectTensor[Any, Any, Any, Any, Any, Any], row: Mapping, el
     ctx, lay = stream.ctx, stream.layout
     cfg = engine.plan_trf(ctx.hw, lay.dtype, lay.time, lay.packet, row, element, address.name)
     tensor: TrfTensor[Any, Any, Any, Any, Any, Any] = TrfTensor(
-        ctx, lay.dtype, lay.chip, lay.cluster, lay.slice, row, element, address, reads=input_regions(stream),
-        call="to_trf")
+        ctx, lay.dtype, lay.chip, lay.cluster, lay.slice, row, element, address,
+        reads=input_regions(stream, "to_trf"), call="to_trf")
     images = [ctx.memory.chip(c).trf for c in range(lay.chip.size)]
     engine.execute_load(cfg, stream.data, images, tensor.element_bit_offset(),
                         unit_validity(lay.chip, lay.cluster, lay.slice))
@@ -97,7 +111,8 @@ def to_vrf(stream: CollectTensor[Any, Any, Any, Any, Any, Any], element: Mapping
     ctx, lay = stream.ctx, stream.layout
     cfg = engine.plan_vrf(ctx.hw, lay.dtype, lay.time, lay.packet, element, address)
     tensor: VrfTensor[Any, Any, Any, Any, Any] = VrfTensor(
-        ctx, lay.dtype, lay.chip, lay.cluster, lay.slice, element, address, reads=input_regions(stream), call="to_vrf")
+        ctx, lay.dtype, lay.chip, lay.cluster, lay.slice, element, address, reads=input_regions(stream, "to_vrf"),
+        call="to_vrf")
     images = [ctx.memory.chip(c).vrf for c in range(lay.chip.size)]
     engine.execute_load(cfg, stream.data, images, tensor.element_bit_offset(),
                         unit_validity(lay.chip, lay.cluster, lay.slice))

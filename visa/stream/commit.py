@@ -20,6 +20,7 @@ from visa.stream.collect import input_regions, record_pass
 from visa.validate import expect_int, wrong_type
 
 if TYPE_CHECKING:
+    from visa.hw import HardwareProfile
     from visa.stream.stages import StreamTensor
     from visa.tensors.handles import DmTensor
 
@@ -55,12 +56,13 @@ def _plan(stream: StreamTensor[Any, Any, Any, Any, Any, Any], element: Mapping,
                        after=(*(r.engine for r in stream.reports), STAGE_ENGINE.get(stream.STAGE, stream.STAGE)))
 
 
-def _report(cfg: engine.CommitConfig, address: int) -> EngineReport:
+def _report(hw: HardwareProfile, cfg: engine.CommitConfig, address: int) -> EngineReport:
     slices = sum(bin(b).count("1") for b in cfg.bitmaps)  # per chip
     nbytes = cfg.elements_written * cfg.time.size * cfg.dtype.size_bits // 8 * slices * cfg.chip.size
+    runs = engine.bank_runs(hw, cfg, address)
     return EngineReport("commit", cfg.describe(address), engine.cycles(cfg),
                         details=(("commit_in_size", cfg.commit_in_size), ("commit_size", cfg.commit_size)),
-                        nbytes=nbytes)
+                        nbytes=nbytes, bank_run=max(runs), bank_runs=runs)
 
 
 def commit(stream: StreamTensor[Any, Any, Any, Any, Any, Any], element: Mapping,
@@ -71,13 +73,14 @@ def commit(stream: StreamTensor[Any, Any, Any, Any, Any, Any], element: Mapping,
     element = ensure_mapping(element, "Element", "commit", "Element")
     address = expect_int(address, "address", call="commit")
     ctx, lay = stream.ctx, stream.layout
+    engine.check_address(ctx.hw, address, element, "commit")
     packet, _counts = _packed(stream, element, "commit")
     cfg = _plan(stream, element, None, packet)
     tensor: DmTensor[Any, Any, Any, Any, Any] = DmTensor(ctx, lay.dtype, lay.chip, lay.cluster, lay.slice, element,
-                                                         address, reads=input_regions(stream), call="commit")
+                                                         address, reads=input_regions(stream, "commit"), call="commit")
     images = [ctx.memory.chip(c).dm for c in range(lay.chip.size)]
     engine.execute(cfg, stream.data, images, address * 8)
-    tensor.ready_at = record_pass(stream, _report(cfg, address), (tensor,))
+    tensor.ready_at = record_pass(stream, _report(stream.ctx.hw, cfg, address), (tensor,))
     return tensor
 
 
@@ -92,10 +95,12 @@ def commit_view(stream: StreamTensor[Any, Any, Any, Any, Any, Any], view: Any) -
     base = view.base
     base.check_context(ctx, call)
     engine.check_view(lay.dtype, lay.chip, lay.cluster, lay.slice, base.dtype, view.levels)
+    engine.check_address(ctx.hw, base.address + view.offset * lay.dtype.size_bits // 8, view.element, call)
     packet, counts = _packed(stream, view.element, call)
     cfg = _plan(stream, view.element, (base.levels["Element"], view.offset), packet)
+    inputs = input_regions(stream, call)
     if base.region is not None:
-        for region in input_regions(stream):
+        for region in inputs:
             if region.live():
                 refuse_overlap(base.region, region, call)
     images = [ctx.memory.chip(c).dm for c in range(lay.chip.size)]
@@ -105,5 +110,5 @@ def commit_view(stream: StreamTensor[Any, Any, Any, Any, Any, Any], view: Any) -
     engine.execute(cfg, stream.data, images, base.address * 8 + view.offset * lay.dtype.image_bits, keep)
     if base.region is not None:
         ctx.memory.registry.note_write(base.region, call=call, writer=base.describe())
-    base.ready_at = record_pass(stream, _report(cfg, base.address + view.offset * lay.dtype.size_bits // 8),
-                                (view,))
+    address = base.address + view.offset * lay.dtype.size_bits // 8
+    base.ready_at = record_pass(stream, _report(stream.ctx.hw, cfg, address), (view,))

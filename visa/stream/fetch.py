@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from visa.tensors.device import TuHandle
     from visa.tensors.handles import DmTensorView
 
-__all__ = ["begin", "begin_interleaved", "fetch"]
+__all__ = ["begin", "begin_interleaved", "fetch", "lift"]
 
 
 def _check_view(tu: TuHandle, view: object, call: str, param: str = "view") -> DmTensorView[Any, Any, Any, Any, Any]:
@@ -109,11 +109,58 @@ def fetch(stream: BeginTensor[Any, Any, Any, Any, Any, Any], dtype: Any, time: M
     bases = [engine.view_bit_base(hw, v.base.dtype, v.base.address, v.offset, v.element) for v in views]
     images = [ctx.memory.chip(c).dm for c in range(lay.chip.size)]
     data = engine.execute(cfg, images, bases, table)
+    # an interleaved pair: each tensor's runs, bank by bank the longer (their packets alternate, L1855–1868)
+    runs = tuple(int(x) for x in np.max([engine.bank_runs(hw, cfg, b) for b in bases], axis=0))
     report = EngineReport("fetch", cfg.describe([b // 8 for b in bases]), engine.cycles(cfg), cfg.latency,
                           details=(("fetch_size", cfg.fetch_size), ("fetches_per_packet", cfg.fetches_per_packet),
-                                   ("contiguous_sram_access_size", cfg.contiguous_sram_access_size)),
+                                   ("contiguous_sram_access_size", cfg.contiguous_sram_access_size),
+                                   ("contiguous", engine.is_contiguous(cfg))),
                           nbytes=int(np.count_nonzero(lay.chip.evaluate().valid))
                           * math.prod(e.size for e in cfg.sequencer.entries) * lay.dtype.size_bits // 8 * _units(lay),
-                          bank_run=max(engine.bank_run(hw, cfg, b) for b in bases))
+                          bank_run=max(runs), bank_runs=runs)
     layout = StreamLayout(dst, lay.chip, lay.cluster, lay.slice, time, packet)
-    return stream.then(FetchTensor, layout, data, report, fetch=cfg)
+    return stream.then(FetchTensor, layout, data, report, fetch=cfg, seen={})  # the bytes are read now
+
+
+def lift(stream: FetchTensor[Any, Any, Any, Any, Any, Any], level: str, placement: Mapping,
+         time: Mapping) -> FetchTensor[Any, Any, Any, Any, Any, Any]:
+    """``fetch_{chip,cluster,slice}_lift(placement, time)`` after ``fetch`` (design API.md §8): the fetch's outer
+    Time digits replace a broadcast digit of ``level`` (:mod:`visa.engines.lift`).  The fetch's report is
+    replaced by the lifted fetch's (fewer time steps, the copies in parallel)."""
+    from dataclasses import replace
+
+    from visa.engines import lift as lift_engine
+    from visa.errors import TypestateError
+    from visa.stream.stages import FetchTensor
+
+    call = f"fetch_{level.lower()}_lift"
+    placement = ensure_mapping(placement, level, call, level)
+    time = ensure_mapping(time, "Time2", call, "Time")
+    cfg: engine.FetchConfig | None = stream.carried.fetch
+    if cfg is None:
+        raise TypestateError(f"{call} follows fetch directly", call=call, fix="call it on what .fetch(...) returns")
+    lifts = stream.carried.lifts
+    if level in lifts:
+        raise TypestateError(f"the stream's {level} was already lifted; a level is lifted once", call=call,
+                             fix=f"lift the {level} once, with every digit it takes")
+    lay = stream.layout
+    others = frozenset().union(*(lay.level(n).axes for n in ("Chip", "Cluster", "Slice") if n != level))
+    views = stream.carried.views
+    addresses = cfg.sequencer.addresses() if len(views) == 1 else None
+    plan = lift_engine.plan(stream.ctx.hw, level, lay.level(level), placement, lay.time, time, lay.packet, others,
+                            cfg.src, addresses)
+    lift_engine.check_replicated(plan, stream.data)
+    data = lift_engine.execute(plan, stream.data)
+    key = {"Chip": "chip", "Cluster": "cluster", "Slice": "slice"}[level]
+    layout = lay.with_(**{key: placement, "time": time})
+    reports = list(stream.reports)
+    for k in range(len(reports) - 1, -1, -1):
+        if reports[k].engine == "fetch":
+            old = reports[k]
+            reports[k] = replace(old, config=f"{old.config}; {plan}", cycles=lift_engine.cycles(cfg, plan),
+                                 nbytes=old.nbytes * time.size // max(1, lay.time.size))
+            break
+    carried = stream.carried.with_(lifts=(*lifts, level), fetch=replace(cfg, time=time))
+    out: FetchTensor[Any, Any, Any, Any, Any, Any] = FetchTensor(stream.tu, layout, data, tuple(reports),
+                                                                  stream.inputs, carried)
+    return out

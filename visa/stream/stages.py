@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "StreamTensor", "BeginTensor", "FetchTensor", "SwitchTensor", "CollectTensor", "AlignedTensor",
     "ContractionTensor", "AccumulationTensor", "CastTensor", "TransposeTensor", "VectorFinalTensor",
-    "AccumulationKind", "STAGE_METHODS", "Carried",
+    "AccumulationKind", "STAGE_METHODS", "Carried", "did_you_mean", "NoStageMethod",
 ]
 
 D = TypeVar("D", bound=dt.Scalar)
@@ -76,6 +76,9 @@ STAGE_METHODS: dict[str, tuple[str, ...]] = {
     "fetch_with_table": ("BeginTensor",),
     "fetch_with_zero_point": ("BeginTensor",),
     "fetch_with_zero_points": ("BeginTensor",),
+    "fetch_slice_lift": ("FetchTensor",),
+    "fetch_cluster_lift": ("FetchTensor",),
+    "fetch_chip_lift": ("FetchTensor",),
     "switch": ("FetchTensor",),
     "collect": ("FetchTensor", "SwitchTensor"),
     "to_trf": ("CollectTensor",),
@@ -101,7 +104,9 @@ class Carried:
     ``begin_interleaved``; ``fetch`` — the Fetch Engine's configuration; ``packed`` — the Vector Engine's valid
     counts per row (``vector_final`` after a packing step; the commit reads them); ``contraction`` — the
     Contraction Engine's pass state between ``align``, ``contract`` and ``accumulate``
-    (:class:`visa.stream.contraction.ContractionPass`); ``accumulate`` — the accumulator's plan.
+    (:class:`visa.stream.contraction.ContractionPass`); ``accumulate`` — the accumulator's plan; ``lifts`` — the
+    levels a fetch lift has changed (each lifted once); ``seen`` — the write count of each input region when
+    the pass first read it (``id(region)`` → ``(region, writes)``; a pass may not end after a write of them).
     """
 
     views: tuple[Any, ...] = ()
@@ -110,6 +115,8 @@ class Carried:
     packed: Any = None
     contraction: Any = None
     accumulate: Any = None
+    lifts: tuple[str, ...] = ()
+    seen: dict[int, tuple[Any, int]] = dataclasses.field(default_factory=dict)
 
     def with_(self, **changes: Any) -> Carried:
         """A copy with ``changes`` (field names of this class)."""
@@ -138,6 +145,13 @@ class StreamTensor(Generic[D, Chip, Cluster, Slice, Time, Packet]):
         self.inputs = inputs
         self.carried: Carried = carried or Carried()
         self._used: str | None = None
+        # the write count of each input's bytes when the pass first read it (a stage that reads them again, as
+        # fetch does after begin, passes ``seen={}``): the pass may not end after a write of them
+        seen = dict(self.carried.seen)
+        for t in inputs:
+            if t.region is not None and id(t.region) not in seen:
+                seen[id(t.region)] = (t.region, t.region.writes)
+        self.carried = self.carried.with_(seen=seen)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Wrap each stage method so that a refusal leaves the stream unconsumed (see :func:`_keeps_on_refusal`)."""
@@ -165,8 +179,18 @@ class StreamTensor(Generic[D, Chip, Cluster, Slice, Time, Packet]):
 
         def __getattr__(self, name: str) -> Any:
             stages = STAGE_METHODS.get(name)
-            if stages is None or name.startswith("_"):
+            if name.startswith("_"):
                 raise AttributeError(name)
+            if stages is None:
+                raise NoStageMethod(self, name)
+            if name in ("to_trf", "to_vrf") and self.STAGE not in ("BeginTensor", "FetchTensor", "SwitchTensor"):
+                # a register-file load takes the Collect Engine's flits (L4055–4061, L280–285): a store after a
+                # compute stage would discard the computation (the reference's tightened check, issue 26)
+                raise TypestateError(f".{name}() after a {self.STAGE} would discard the computation: a register "
+                                     "file is loaded from the Collect Engine's flits (manual L4055–4061, L280–285), "
+                                     "not from a compute stage's output", call=name,
+                                     fix="commit the result to DM and load the register file from a new pass "
+                                         "(begin → fetch → collect → to_trf/to_vrf)")
             raise TypestateError(f".{name}() is not available on a {self.STAGE}; it belongs to "
                                  f"{' / '.join(stages)} (manual pipeline order, L3792)", call=name,
                                  fix="follow the order fetch → switch → collect → align → contract → "
@@ -192,6 +216,31 @@ class StreamTensor(Generic[D, Chip, Cluster, Slice, Time, Packet]):
 
 
 S = TypeVar("S", bound=StreamTensor[Any, Any, Any, Any, Any, Any])
+
+
+class NoStageMethod(AttributeError):
+    """A stage method that no stage has; its message (built only when shown: ``getattr(s, name, None)`` stays
+    cheap) names the nearest methods (:func:`did_you_mean`)."""
+
+    def __init__(self, stream: StreamTensor[Any, Any, Any, Any, Any, Any], name: str) -> None:
+        super().__init__(name, name=name, obj=stream)
+        self.stream, self.method = stream, name
+
+    def __str__(self) -> str:
+        return did_you_mean(self.stream, self.method)
+
+
+def did_you_mean(stream: StreamTensor[Any, Any, Any, Any, Any, Any], name: str) -> str:
+    """The message for a stage method that exists nowhere: the stage, and the nearest method names of any stage
+    (``.vector_fxpp()`` → ``did you mean .vector_fxp()?``)."""
+    import difflib
+
+    from visa.stream.vector.base import METHOD_STAGE
+
+    known = {n for n in dir(type(stream)) if not n.startswith("_")} | set(STAGE_METHODS) | set(METHOD_STAGE)
+    close = difflib.get_close_matches(name, sorted(known), n=3, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(f'.{c}()' for c in close)}?" if close else ""
+    return f"a {stream.STAGE} has no method .{name}(){hint} (the stage methods: docs, API reference › Streams)"
 
 _NOT_STAGE_METHODS = frozenset({"take", "then", "describe"})
 
@@ -371,6 +420,29 @@ class FetchTensor(_Transpose[D, Chip, Cluster, Slice, Time, Packet]):
 
     __slots__ = ()
     STAGE = "FetchTensor"
+
+    def fetch_slice_lift(self, slice_: Mapping, time: Mapping) -> FetchTensor[D, Chip, Cluster, Any, Any, Packet]:
+        """Fetch lift (design API.md §8, a reference extension): the fetch's outer Time digits replace a broadcast
+        digit of Slice — each replicated copy reads a different time step, no data moves
+        (:mod:`visa.engines.lift`).  ``slice_`` is the new Slice, ``time`` the new Time."""
+        import visa.stream.fetch as fetch
+
+        self.take("fetch_slice_lift")
+        return fetch.lift(self, "Slice", slice_, time)
+
+    def fetch_cluster_lift(self, cluster: Mapping, time: Mapping) -> FetchTensor[D, Chip, Any, Slice, Any, Packet]:
+        """As :meth:`fetch_slice_lift`, onto a broadcast digit of Cluster."""
+        import visa.stream.fetch as fetch
+
+        self.take("fetch_cluster_lift")
+        return fetch.lift(self, "Cluster", cluster, time)
+
+    def fetch_chip_lift(self, chip: Mapping, time: Mapping) -> FetchTensor[D, Any, Cluster, Slice, Any, Packet]:
+        """As :meth:`fetch_slice_lift`, onto a broadcast digit of Chip (each chip reads its own copy)."""
+        import visa.stream.fetch as fetch
+
+        self.take("fetch_chip_lift")
+        return fetch.lift(self, "Chip", chip, time)
 
     def switch(self, slice_: Mapping, time: Mapping, config: Any) -> SwitchTensor[D, Chip, Cluster, Any, Any, Packet]:
         """Switch Engine: ``switch::<Slice2, Time2>(config)`` (manual L3054–3542)."""

@@ -57,10 +57,12 @@ class _Track:
     def __repr__(self) -> str:
         return f"ctx.{self.kind}"
 
-    def when(self, tensor: Any, predicate: Callable[[Any], Any]) -> bool:
+    def when(self, tensor: Any, predicate: Callable[[Any], Any] | None = None) -> bool:
         """Runtime guard (MoE blockwise execution, manual L8596–8707): read the device scalar ``tensor`` on
         this context's track and return ``bool(predicate(value))``; write ``if ctx.main.when(count, lambda n:
-        n > 0): ...`` so that skipped work costs only the guard's read (:mod:`visa.tensors.guard`)."""
+        n > 0): ...`` so that skipped work costs only the guard's read (:mod:`visa.tensors.guard`).  ``tensor``
+        may be an ``HbmScalar``, its SPM copy or an expression on them (``ctx.main.when(s > 0)``; design API.md
+        §8): from SPM the guard costs a register read, from HBM a DMA read."""
         from visa.tensors.guard import when
 
         return when(self.ctx, self.kind, tensor, predicate)

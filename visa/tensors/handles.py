@@ -12,6 +12,7 @@ the values, and the mypy plugin (:mod:`visa.mypy`) checks the annotations.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
@@ -21,10 +22,12 @@ import numpy.typing as npt
 from typing_extensions import TypeVar as TypeVarD
 
 from visa import dtypes as dt
-from visa.errors import DtypeError, LayoutError, PoisonError, VisaError
+from visa.errors import DtypeError, HardwareLimitError, LayoutError, PoisonError, VisaError
+from visa.hw import PROFILES
 from visa.mapping import Index, Mapping, pair_of
 from visa.mapping import canon as C
 from visa.mapping.evaluate import IntArray, _axis_sizes, covers_once, plain_dims, strided_view
+from visa.memory.footprint import units_of
 from visa.memory.images import BoolArray, DenseImage, PagedImage, load
 from visa.memory.known import all_true
 from visa.memory.layout import LEVELS, TYPE_NAMES, check_placement, element_bytes, tile_offset
@@ -87,8 +90,8 @@ TrfAddress.SecondHalf = TrfAddress("SecondHalf", 1)
 
 
 def logical_axes(mappings: Sequence[Mapping], axes: str | Sequence[str] | None) -> list[str]:
-    """The axis order of a logical tensor: ``axes`` as given, else first appearance in the mappings (design
-    API.md §1, ``HostTensor.from_numpy``)."""
+    """The axis order of a logical tensor: ``axes`` as given, else first appearance in the mappings
+    (``HostTensor.from_numpy``)."""
     present: list[str] = []
     for mp in mappings:
         for d in _axis_order(mp):
@@ -188,8 +191,8 @@ class HostTensor(Generic[D, Element]):
     @classmethod
     def from_numpy(cls, array: npt.ArrayLike, dtype: type[D], mapping: Mapping,
                    axes: str | Sequence[str] | None = None, *, overflow: str = "error") -> HostTensor[D, Any]:
-        """The host buffer holding the logical tensor ``array`` (numpy dims in the order ``axes`` names; design
-        API.md §1).
+        """The host buffer holding the logical tensor ``array`` (numpy dims in the order ``axes``
+        names).
 
         Integers must be values of ``dtype``; floats are rounded to the nearest value of ``dtype`` (ties to
         even).  A value beyond ``dtype``'s range, an infinity where ``dtype`` has none (f8e4m3, seed 000) and
@@ -205,6 +208,11 @@ class HostTensor(Generic[D, Element]):
         if axes is not None and not isinstance(axes, str | list | tuple):
             raise wrong_type("axes", axes, 'a str such as "A B" or a list of axis names', call=call)
         order, want = _logical_shape([mapping], axes)
+        check_host_size(dtype, mapping, want, call)
+        if isinstance(array, np.ma.MaskedArray) and np.ma.getmask(array).any():  # (np.asarray drops the mask)
+            raise wrong_type("array", array, "a plain numpy array: the masked values of a masked array would be "
+                             "read as data", call=call, fix="pass array.filled(value), or array.data if the masked "
+                                                            "values are data")
         try:
             arr = np.asarray(array)
         except Exception as err:  # ragged lists and the like: numpy's own refusal, named
@@ -238,6 +246,7 @@ class HostTensor(Generic[D, Element]):
         expect_instance(rng, np.random.Generator, "rng", call="HostTensor.rand",
                         expected="a numpy Generator (np.random.default_rng(seed))")
         order, shape = _logical_shape([mapping], None)
+        check_host_size(dtype, mapping, shape, "HostTensor.rand")
         return cls.from_numpy(dt.random_values(dtype, shape, rng), dtype, mapping, order)
 
     @classmethod
@@ -246,6 +255,7 @@ class HostTensor(Generic[D, Element]):
         dtype = expect_dtype(dtype, "dtype", call="HostTensor.zeros")
         mapping = expect_mapping(mapping, "mapping", call="HostTensor.zeros")
         order, shape = _logical_shape([mapping], None)
+        check_host_size(dtype, mapping, shape, "HostTensor.zeros")
         return cls.from_numpy(np.zeros(shape, dtype=dtype.storage), dtype, mapping, order)
 
     def numpy(self, axes: str | Sequence[str] | None = None) -> npt.NDArray[Any]:
@@ -265,6 +275,12 @@ class HostTensor(Generic[D, Element]):
 
     def __repr__(self) -> str:
         return f"HostTensor[{self.dtype!r}, {self.element!r}]"
+
+    def _repr_html_(self) -> str:
+        """The tensor in a notebook: its type, element mapping and first values (:mod:`visa.tensors.show`)."""
+        from visa.tensors.show import host_html
+
+        return host_html(self)
 
 
 _OVERFLOW = ("error", "saturate", "wrap", "inf", "nan")
@@ -291,6 +307,24 @@ def _plain_logical(element: Mapping, axes: str | Sequence[str] | None, values: n
     out = np.empty(shape, dtype=dtype.storage)
     strided_view(out, order, plain, writeable=True)[...] = values.reshape([n for _, _, n in plain])
     return out
+
+
+#: The most bytes a host tensor may hold: what the HBM of the largest system holds (every chip of every profile;
+#: a host tensor exists to go there, L44–57).  Past it, a legal mapping size is refused before any allocation.
+HOST_BYTES = max(hw.hbm.chip_bytes * hw.max_chips for hw in PROFILES.values())
+
+
+def check_host_size(dtype: type[dt.Scalar], mapping: Mapping, shape: tuple[int, ...], call: str) -> None:
+    """Refuse a host tensor no memory can hold (its logical tensor or its buffer past :data:`HOST_BYTES`), before
+    anything is allocated: mapping sizes up to 2**48 are legal, numpy would raise ``MemoryError`` (issue 23)."""
+    elements = max(math.prod(shape), mapping.size)
+    nbytes = element_bytes(dtype, elements)
+    if nbytes > HOST_BYTES:
+        raise HardwareLimitError(
+            f"{mapping!r} holds {elements} × {dtype!r} = {nbytes} bytes, more than the {HOST_BYTES} bytes of HBM of "
+            "the largest system a host tensor can go to (manual L44–57, L1088–1090)", call=call, level="Element",
+            mapping=repr(mapping), axis=", ".join(sorted(mapping.axes)) or None,
+            fix="make the tensor smaller, or build it in parts (tiles)")
 
 
 def to_storage(dtype: type[dt.Scalar], arr: npt.NDArray[Any], call: str, *,
@@ -361,9 +395,19 @@ def host_range_check(dtype: type[dt.Scalar], arr: npt.NDArray[Any], call: str, o
     if overflow == "wrap":
         raise dt.DtypeError(f"overflow='wrap' applies to integer types, not {dtype!r}", call=call,
                             fix="pass overflow='saturate', or 'inf' / 'nan'")
+    if overflow in ("inf", "nan") and not f.has_nan:  # E2M1: no infinity, no NaN (and numpy's cast would
+        raise dt.DtypeError(f"{dtype!r} has no infinity and no NaN", call=call,  # saturate silently)
+                            fix="pass overflow='saturate' or leave overflow='error'")
     if overflow == "inf" and not f.has_inf:
         raise dt.DtypeError(f"{dtype!r} has no infinity (seed 000: E4M3FN)", call=call,
                             fix="pass overflow='nan' or 'saturate'")
+    if not f.has_nan:
+        try:
+            return dt.encode_nearest(f, np.asarray(arr, dtype=np.float64), "error" if overflow == "error"
+                                     else "saturate")
+        except dt.DtypeError as err:
+            raise dt.DtypeError(err.message, call=call, fix="scale the data, or pass overflow='saturate'"
+                                if "NaN" not in err.message else "replace NaN first") from None
     if (arr.dtype == dtype.storage and 8 * dtype.storage.itemsize == dtype.bits
             and (overflow != "saturate" or not f.has_inf)):
         return arr  # values of the type already (its storage holds exactly its values): nothing to round or refuse
@@ -378,13 +422,15 @@ def host_range_check(dtype: type[dt.Scalar], arr: npt.NDArray[Any], call: str, o
             x = np.clip(x, -float(f.max), float(f.max))  # ±inf clamp too; NaN stays NaN
         out = x.astype(dtype.storage)
     finite_out, nan_out = _float_classes(dtype, out)
-    finite_in = np.isfinite(x)
+    # (a finite long double beyond float64's range is finite input that overflows, not an infinity)
+    finite_in = np.isfinite(arr) if arr.dtype.kind == "f" and arr.dtype.itemsize > 8 else np.isfinite(x)
     bad = (finite_in & ~finite_out) | (np.isinf(x) & nan_out)
     if overflow == "error" and bad.any():
-        value = float(x[bad].flat[0])
-        kind = "an infinity, which it does not have" if np.isinf(value) else \
+        first = arr[bad].flat[0]
+        kind = "an infinity, which it does not have" if not np.isfinite(first) else \
             f"{'NaN' if not f.has_inf else '±inf'} (its range is ±{float(f.max):g})"
-        raise dt.DtypeError(f"value {value!r} does not fit {dtype!r}: the cast would give {kind}", call=call,
+        shown = str(first) if arr.dtype.kind == "f" and arr.dtype.itemsize > 8 else repr(float(first))
+        raise dt.DtypeError(f"value {shown} does not fit {dtype!r}: the cast would give {kind}", call=call,
                             fix="scale the data, or pass overflow='saturate' (clamp to the range ends)"
                             + (" or overflow='inf'" if f.has_inf else " or overflow='nan'"))
     if overflow == "inf" and (np.isinf(x) & (finite_out | nan_out)).any():  # cannot happen: inf types keep inf
@@ -474,7 +520,8 @@ class DeviceTensor:
             nbytes = element_bytes(dtype, levels["Element"].size)
             self.region = ctx.memory.registry.allocate(
                 self, self.MEMORY, chips, address, address + nbytes, self.describe(), reads=reads, call=call,
-                rows=frozenset(range(levels["Row"].size)) if "Row" in levels else None)
+                rows=frozenset(range(levels["Row"].size)) if "Row" in levels else None,
+                units=units_of(levels, ctx.hw.dm.slices_per_cluster) if "Slice" in levels else -1)
 
     def type_name(self) -> str:
         """``"DmTensor"``, ``"HbmTensor"``, ... (the manual's type, L1033–1069)."""
@@ -487,6 +534,12 @@ class DeviceTensor:
 
     def __repr__(self) -> str:
         return self.describe()
+
+    def _repr_html_(self) -> str:
+        """The tensor in a notebook: its type, address, bytes and a row per level (:mod:`visa.tensors.show`)."""
+        from visa.tensors.show import device_html
+
+        return device_html(self)
 
     def mapping(self, level: str) -> Mapping:
         """The mapping of one level (``"Chip"``, ``"Element"``, ...)."""
@@ -528,7 +581,9 @@ class DeviceTensor:
 
     def check_context(self, ctx: Device, call: str) -> None:
         """Refuse to use this tensor in an operation of another context: each context is its own device, with
-        its own memories (manual ``Context::acquire()``, L39)."""
+        its own memories (manual ``Context::acquire()``, L39); or after ``free()`` (every use, read or write)."""
+        if self.region is not None:
+            self.ctx.memory.registry.check_live(self.region, call=call)
         if self.ctx is not ctx:
             raise VisaError(f"{self.describe()} belongs to another context; an operation reads and writes the "
                             "memories of its own context only", call=call,
@@ -549,10 +604,10 @@ class DeviceTensor:
                                   f"{chip.size} (@device(chip={chip.size}))")
 
     def free(self) -> None:
-        """Release the tensor's bytes explicitly (dropping the last reference does the same)."""
+        """Release the tensor's bytes explicitly (dropping the last reference does the same).  The handle, and
+        every alias of it, is refused from then on: its bytes may hold another tensor (issue 23)."""
         if self.region is not None:
             self.ctx.memory.registry.release(self.region)
-            self.region = None
 
     # -- direct access, for host-side checks and tests (no cost, no schedule) ------------------------------
     def image(self, chip: int) -> DenseImage | PagedImage:
@@ -599,8 +654,8 @@ class _InPlaceWrites:
 
     def to_hbm_view(self, target: HbmTensorView | ScatterTarget, tdma: DmaContext, *,
                     stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
-        """Tensor DMA into part of a live HBM tensor, in place (KV-cache append, manual L8286–8297; design
-        API.md §7): ``target`` is a view or tile of it, or ``view.scatter(m["V"], ids)``.  Returns the
+        """Tensor DMA into part of a live HBM tensor, in place (KV-cache append, manual L8286–8297):
+        ``target`` is a view or tile of it, or ``view.scatter(m["V"], ids)``.  Returns the
         written tensor, which stays live and current."""
         import visa.tensors.indirect as im
 
@@ -657,6 +712,13 @@ class _DmMoves(_InPlaceWrites):
 
         src: Any = self
         return dma.dm_to_hbm(src, element, tdma, address, stream=stream)
+
+    def to_spm(self, pe: Mapping, element: Mapping, tdma: DmaContext, address: int) -> Any:
+        """Tensor DMA from DM into a new ``SpmTensor`` (Chip and Cluster kept; 4 KiB per PE, design API.md §8):
+        gather and scatter indices may then be read from SPM (:mod:`visa.tensors.spm`)."""
+        from visa.tensors.spm import dm_to_spm
+
+        return dm_to_spm(self, pe, element, tdma, address)
 
     def to_dm(self, cluster: Mapping, slice_: Mapping, element: Mapping, tdma: DmaContext,
               address: int, *, stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
@@ -741,6 +803,14 @@ class DmTensor(DeviceTensor, _DmMoves, Generic[D, Chip, Cluster, Slice, Element]
 
         return asymmetric_slice(self, digit, sub, indices, address, "cluster")
 
+    def plot_layout(self, *, slices: int = 64) -> Any:
+        """A matplotlib ``Figure``: which slice and DM address holds which element (a row per slice holding data,
+        a column per element position, coloured by the tensor index; :func:`visa.tensors.show.plot_layout`;
+        ``pip install 'tcp-visa[plot]'``)."""
+        from visa.tensors.show import plot_layout
+
+        return plot_layout(self, slices=slices)
+
 
 class TrfTensor(DeviceTensor, Generic[D, Chip, Cluster, Slice, Row, Element]):
     """``TrfTensor<D, Chip, Cluster, Slice, Row, Element>``: Contraction Engine weights (manual L1053, L4055)."""
@@ -788,12 +858,17 @@ class TensorView:
     of ``dim`` (manual L813–832, L955–970); tiles may overlap.  No data moves.
     """
 
-    __slots__ = ("base", "element", "offset")
+    __slots__ = ("base", "element", "offset", "reach", "depends")
 
-    def __init__(self, base: DeviceTensor, element: Mapping, offset: int) -> None:
+    def __init__(self, base: DeviceTensor, element: Mapping, offset: int, *, reach: tuple[int, ...] | None = None,
+                 depends: tuple[Any, ...] = ()) -> None:
         self.base = base
         self.element = element
         self.offset = offset
+        #: a tile whose start is a runtime scalar: every element offset the view could start at (its footprint on
+        #: the schedule covers them all), and the device scalars the start reads (design API.md §8)
+        self.reach = reach
+        self.depends = depends
 
     @property
     def dtype(self) -> type[dt.Scalar]:
@@ -822,25 +897,54 @@ class TensorView:
             raise LayoutError(f"Element {element!r} has size {element.size}, but the view's {self.element!r} has "
                               f"{self.element.size}: a relabelling keeps the size", call="relabel", level="Element",
                               mapping=repr(element), fix="keep the size, or move the tensor with a DMA")
-        return type(self)(self.base, element, self.offset)
+        return type(self)(self.base, element, self.offset, reach=self.reach, depends=self.depends)
 
     def chip_shuffle(self, perm: Sequence[int]) -> ShuffledSource[Self]:
-        """ChipShuffle(p) staged on the view (manual L7445–7470, design API.md §7): destination chip c receives
+        """ChipShuffle(p) staged on the view (manual L7445–7470): destination chip c receives
         what chip ``perm[c]`` held (L7541); ``.to_hbm(...)`` / ``.to_dm(...)`` moves it."""
         from visa.tensors.collective import ShuffledSource
 
         return ShuffledSource.stage(self, perm=perm)
 
     def cluster_swap(self) -> ShuffledSource[Self]:
-        """The cluster swap staged on a DM view (cluster 0 ↔ cluster 1; design API.md §7)."""
+        """The cluster swap staged on a DM view (cluster 0 ↔ cluster 1)."""
         from visa.tensors.collective import ShuffledSource
 
         return ShuffledSource.stage(self, swap=True)
 
-    def tile(self, dim: Mapping, size: int, tile_mapping: Mapping, start: int) -> Self:
-        """The tile of ``size`` indices of ``dim`` from ``start``, seen through ``tile_mapping``."""
-        offset = tile_offset(self.element, dim, size, tile_mapping, start, f"{type(self).__name__}.tile")
-        return type(self)(self.base, tile_mapping, self.offset + offset)
+    def chip_slice(self, digit: Mapping, element: Mapping, indices: Sequence[int]) -> ShuffledSource[Self]:
+        """A slice staged on the view (design API.md §8, a reference extension): chip c keeps entry
+        ``indices[c]`` of ``digit``, the staged Element is ``element``; ``.to_dm(...)`` / ``.to_dm_view(...)``
+        moves it in one DMA (:mod:`visa.engines.dma.slicing`)."""
+        from visa.tensors.collective import ShuffledSource
+
+        return ShuffledSource.stage(self, plain=True).chip_slice(digit, element, indices)
+
+    def cluster_slice(self, digit: Mapping, element: Mapping, indices: Sequence[int]) -> ShuffledSource[Self]:
+        """As :meth:`chip_slice`, per cluster of a DM view: cluster k keeps entry ``indices[k]``."""
+        from visa.tensors.collective import ShuffledSource
+
+        return ShuffledSource.stage(self, plain=True).cluster_slice(digit, element, indices)
+
+    def tile(self, dim: Mapping, size: int, tile_mapping: Mapping, start: Any) -> Self:
+        """The tile of ``size`` indices of ``dim`` from ``start``, seen through ``tile_mapping``.
+
+        ``start`` may be a device scalar staged in SPM, or an expression on one (``start=s * 2``; design API.md
+        §8, a runtime-indexed copy): the address is computed at run time from its value (a start that runs past
+        ``dim`` is refused then), and the schedule records every tile the scalar could reach
+        (:mod:`visa.tensors.runtime_tile`)."""
+        from visa.tensors.scalar import is_scalar
+
+        call = f"{type(self).__name__}.tile"
+        if is_scalar(start):
+            from visa.tensors.runtime_tile import runtime_tile
+
+            offset, reach, depends = runtime_tile(self, dim, size, tile_mapping, start, call)
+            return type(self)(self.base, tile_mapping, self.offset + offset, reach=reach,
+                              depends=self.depends + depends)
+        at = tile_offset(self.element, dim, size, tile_mapping, start, call)
+        shifted = None if self.reach is None else tuple(r + at for r in self.reach)
+        return type(self)(self.base, tile_mapping, self.offset + at, reach=shifted, depends=self.depends)
 
     def as_tensor(self) -> Any:
         """The view as a tensor handle of its own — its Element, at its address — sharing the base's bytes, region
@@ -854,7 +958,7 @@ class TensorView:
 
     def gather(self, axis: Mapping, ids: DeviceTensor) -> GatherSource:
         """The rows ``ids[t]`` of ``axis`` (an axis of the Element) as a staged source: ``.to_dm(...)`` /
-        ``.to_hbm(...)`` make ``out[t, …] = self[ids[t], …]`` (IndirectLoop, manual L1684–1688; design API.md §7).
+        ``.to_hbm(...)`` make ``out[t, …] = self[ids[t], …]`` (IndirectLoop, manual L1684–1688).
         ``ids`` is an i32 HBM or DM tensor over its own axes, which the destination names in place of ``axis``."""
         from visa.tensors.indirect import GatherSource
 
@@ -868,6 +972,14 @@ class TensorView:
 
         return ScatterTarget(self, axis, ids)
 
+    def memset(self, value: int | float, ctx: TuHandle | DmaContext) -> Any:
+        """Set every byte of the view to ``value``'s image, in place (design API.md §8, a reference extension):
+        ``ctx.sub`` fills a DM view with 8-byte words (L2330), ``ctx.tdma`` fills an HBM or DM view as a DMA
+        writes (L2424–2427).  Returns the view's tensor, live and current (:mod:`visa.tensors.fill`)."""
+        from visa.tensors.fill import memset
+
+        return memset(self, value, ctx)
+
     def _bitcast(self, dtype: Any) -> Any:
         """The same bits read as ``dtype`` (:func:`check_bitcast`): a view of an alias handle of the base that
         shares its bytes, its region and its ready time (as :meth:`DeviceTensor.relabel`)."""
@@ -875,7 +987,7 @@ class TensorView:
         check_bitcast(self.base.dtype, new, self.element)
         alias = self.base.relabel()
         object.__setattr__(alias, "dtype", new)
-        return type(self)(alias, self.element, self.offset)
+        return type(self)(alias, self.element, self.offset, reach=self.reach, depends=self.depends)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.base.describe()}, {self.element!r} + {self.offset})"

@@ -1,4 +1,4 @@
-"""Staged gather sources, scatter destinations and in-place DMAs (design API.md §7; manual L1684–1688,
+"""Staged gather sources, scatter destinations and in-place DMAs (manual L1684–1688,
 embedding L7994–8005 and L8241, KV-cache append L8286–8297, MoE L8646–8707).
 
 * ``table.view().gather(m["V"], ids)`` is a :class:`GatherSource`: ``.to_dm(Cluster, Slice, Element, ctx.tdma,
@@ -25,7 +25,7 @@ import numpy as np
 from visa.engines.dma.config import NAMES, DmaCost, DmaPlan, Side
 from visa.engines.dma.cost import cycles
 from visa.engines.dma.execute import execute
-from visa.engines.dma.indirect import IndirectPlan, check_indices, indirect_cycles, plan_indirect
+from visa.engines.dma.indirect import IndirectPlan, check_indices, check_prefix, indirect_cycles, plan_indirect
 from visa.engines.dma.indirect import execute as execute_indirect
 from visa.engines.dma.plan import plan
 from visa.errors import DtypeError, LayoutError, PoisonError, TypestateError
@@ -37,7 +37,7 @@ from visa.tensors.moves import _allocate, _destination, _endpoint, _source, chec
 from visa.validate import expect_mapping, wrong_type
 
 if TYPE_CHECKING:
-    from visa.tensors.handles import DeviceTensor, DmTensor, HbmTensor, TensorView
+    from visa.tensors.handles import DeviceTensor, DmTensor, DmTensorView, HbmTensor, HbmTensorView, TensorView
 
 __all__ = ["GatherSource", "ScatterTarget", "to_view", "record_dma", "check_ids", "read_indices"]
 
@@ -67,8 +67,8 @@ def check_ids(ids: object, call: str) -> DeviceTensor:
     :class:`~visa.errors.WrongTypeError` naming the parameter ``ids``."""
     from visa.tensors.handles import DeviceTensor
 
-    if not isinstance(ids, DeviceTensor) or ids.MEMORY not in ("hbm", "dm"):
-        raise wrong_type("ids", ids, "an HbmTensor or DmTensor of i32 indices", call=call,
+    if not isinstance(ids, DeviceTensor) or ids.MEMORY not in ("hbm", "dm", "spm"):
+        raise wrong_type("ids", ids, "an HbmTensor, DmTensor or SpmTensor of i32 indices", call=call,
                          fix="move the indices to HBM or DM first (a host array is not an index tensor)")
     return ids
 
@@ -83,6 +83,42 @@ def read_indices(ids: Any, ctx: Device, call: str) -> tuple[tuple[str, ...], tup
     ids.check_readable(call)
     order, shape = _logical_shape([ids.levels[n] for n in LEVELS[ids.MEMORY]], None)
     return tuple(order), shape
+
+
+def in_place(src_view: Any, target: Any, medium: str, tdma: DmaContext, call: str
+             ) -> tuple[Device, Any, Any, Side, Side]:
+    """What a staged move into a live tensor's view checks first (a gather or a staged slice written with
+    ``to_dm_view``/``to_hbm_view``): the target is a view of ``medium``, of this context, of the source's dtype.
+    Returns the device, the written tensor, the source's base and side, and the target's DMA side."""
+    from visa.tensors.handles import TensorView
+
+    if not isinstance(target, TensorView) or target.base.MEMORY != medium:
+        raise wrong_type("target", target, f"a view of a live {NAMES[medium]} tensor", call=call)
+    ctx = dma_device(tdma, "tdma", call)
+    dst = target.base
+    dst.check_context(ctx, call)
+    base, side = _source(src_view, call, ctx)
+    if base.dtype is not dst.dtype:
+        raise DtypeError(f"{base.describe()} holds {base.dtype!r} but {dst.describe()} holds {dst.dtype!r}: a DMA "
+                         "does not convert (L2525)", call=call, fix="cast in the Tensor Unit first")
+    bit = dst.element_bit_offset() + target.offset * dst.dtype.size_bits
+    return ctx, dst, base, side, replace(Side.of(medium, target.levels, name=repr(target)), bit_address=bit)
+
+
+def _prefix_value(prefix: Any, ctx: Device, call: str) -> int:
+    """A sparse prefix's value: an int, or a device scalar staged in SPM read now (the DMA takes its valid length
+    from a register: an HbmScalar is staged first with ``s.to_spm(ctx.sub)``)."""
+    from visa.tensors.scalar import is_scalar, leaves, scalar_value
+
+    if not is_scalar(prefix):
+        return int(prefix)
+    for s in leaves(prefix):
+        if s.MEMORY != "spm":
+            raise TypestateError(f"a gather's valid length is read from a register: {s!r} is in HBM", call=call,
+                                 fix="stage it once with s.to_spm(ctx.sub) and pass the copy")
+        if s.ctx is not ctx:
+            raise TypestateError(f"{s!r} belongs to another context", call=call, fix="use the context that made it")
+    return scalar_value(prefix, call)
 
 
 def _values(ids: DeviceTensor, axes: tuple[str, ...], call: str) -> np.ndarray:
@@ -116,11 +152,14 @@ class _Staged:
         bit = base.element_bit_offset() + self.view.offset * base.dtype.size_bits
         return replace(Side.of(base.MEMORY, self.view.levels, name=repr(self.view)), bit_address=bit)
 
-    def _plan(self, kind: str, src: Side, dst: Side, ctx: Device, call: str) -> tuple[IndirectPlan, np.ndarray]:
+    def _plan(self, kind: str, src: Side, dst: Side, ctx: Device, call: str, prefix: Any = None
+              ) -> tuple[IndirectPlan, np.ndarray]:
         axes, shape = read_indices(self.ids, ctx, call)
         p = plan_indirect(ctx.hw, self.view.dtype, kind, src, dst, self.axis, self.ids.dtype.name, axes, shape,
                           call=call)
         values = _values(self.ids, axes, call)
+        if prefix is not None:  # a sparse prefix: only the first n index positions move (and are checked)
+            values = values.reshape(-1)[: check_prefix(p, _prefix_value(prefix, ctx, call), call)]
         check_indices(p, values, call)
         return p, values
 
@@ -129,12 +168,33 @@ class _Staged:
 
 
 class GatherSource(_Staged):
-    """``table.view().gather(m["V"], ids)``: a staged source (design API.md §7, manual L1684–1688,
+    """``table.view().gather(m["V"], ids)``: a staged source (manual L1684–1688,
     L7994–8005).  ``.to_dm(…)``/``.to_hbm(…)`` make ``out[t, …] = table[ids[t], …]`` in the destination's
-    layout, whose mappings name the index axes in place of V."""
+    layout, whose mappings name the index axes in place of V.  The region may be several whole axes
+    (``m["A, C"]``: one index selects a row of ``[A, C]``, design API.md §8)."""
 
-    __slots__ = ()
+    __slots__ = ("prefix",)
     KIND = "gather"
+
+    def __init__(self, view: TensorView, axis: Mapping, ids: DeviceTensor, prefix: Any = None) -> None:
+        super().__init__(view, axis, ids)
+        self.prefix = prefix
+
+    def sparse_prefix(self, valid_length: Any) -> GatherSource:
+        """Only the first ``valid_length`` index positions (C order over the index axes) move; the rest of the
+        destination is left as it was (design API.md §8, the reference's ``sparse_prefix``).  ``valid_length`` is
+        an int or a device scalar staged in SPM (or an expression on one), read when the gather runs."""
+        from visa.tensors.scalar import is_scalar
+
+        if not is_scalar(valid_length) and (isinstance(valid_length, bool)
+                                            or not isinstance(valid_length, int | np.integer)):
+            raise wrong_type("valid_length", valid_length, "an int or a device scalar (s.to_spm(ctx.sub))",
+                             call="sparse_prefix")
+        return GatherSource(self.view, self.axis, self.ids, valid_length)
+
+    def __repr__(self) -> str:
+        base = super().__repr__()
+        return base if self.prefix is None else f"{base}.sparse_prefix({self.prefix!r})"
 
     def to_dm(self, cluster: Mapping, slice_: Mapping, element: Mapping, tdma: DmaContext, address: int
               ) -> DmTensor[Any, Any, Any, Any, Any]:
@@ -149,21 +209,51 @@ class GatherSource(_Staged):
                                                    "gather.to_hbm")
         return out
 
+    def to_dm_view(self, target: DmTensorView, tdma: DmaContext) -> DmTensor[Any, Any, Any, Any, Any]:
+        """Gather into part of a live DM tensor, in place: the rows a sparse prefix does not move keep their
+        bytes (design API.md §8)."""
+        out: DmTensor[Any, Any, Any, Any, Any] = self._into(target, "dm", tdma, "gather.to_dm_view")
+        return out
+
+    def to_hbm_view(self, target: HbmTensorView, tdma: DmaContext) -> HbmTensor[Any, Any, Any]:
+        """Gather into part of a live HBM tensor, in place (as :meth:`to_dm_view`)."""
+        out: HbmTensor[Any, Any, Any] = self._into(target, "hbm", tdma, "gather.to_hbm_view")
+        return out
+
+    def _into(self, target: Any, medium: str, tdma: DmaContext, call: str) -> Any:
+        ctx, dst, base, _, dside = in_place(self.view, target, medium, tdma, call)
+        p, values = self._plan("gather", self.side(), dside, ctx, call, self.prefix)
+        if dst.region is not None and base.region is not None:
+            refuse_overlap(dst.region, base.region, call)
+        execute_indirect(p, values, _endpoint(ctx, base.MEMORY), _endpoint(ctx, medium))
+        if dst.region is not None:
+            ctx.memory.registry.note_write(dst.region, call=call, writer=f"{call}({target!r})")
+        from visa.tensors.scalar import leaves
+
+        scalars = [s.span() for s in leaves(self.prefix)]
+        record_dma(ctx, f"{call}({target!r})", _config(p), indirect_cycles(p, values),
+                   reads=[base, self.ids, *scalars], writes=[target], transfer=p.row, iterations=max(1, values.size))
+        return dst
+
     def _move(self, medium: str, levels: dict[str, Mapping], tdma: DmaContext, address: int, call: str) -> Any:
         ctx, base, _, levels, dst = _destination(self.view, medium, levels, tdma, address, call, "tdma", None)
-        p, values = self._plan("gather", self.side(), dst, ctx, call)
+        p, values = self._plan("gather", self.side(), dst, ctx, call, self.prefix)
         reads = [r for r in (base.region, self.ids.region) if r is not None]
+        cost = indirect_cycles(p, values)  # (every check, the cost model's too, before any byte changes)
         out = _allocate(ctx, medium, base.dtype, levels, address, reads, call)
         execute_indirect(p, values, _endpoint(ctx, base.MEMORY), _endpoint(ctx, medium))
-        cost = indirect_cycles(p, values)
-        op = record_dma(ctx, f"{call} → {out.describe()}", _config(p), cost, reads=[base, self.ids], writes=[out],
-                        transfer=p.row, iterations=_iterations(p))
+        from visa.tensors.scalar import leaves
+
+        scalars = [s.span() for s in leaves(self.prefix)]
+        name = f"{call} → {out.describe()}" + ("" if self.prefix is None else f" (prefix {values.size})")
+        op = record_dma(ctx, name, _config(p), cost, reads=[base, self.ids, *scalars], writes=[out],
+                        transfer=p.row, iterations=max(1, values.size))
         out.ready_at = op.end
         return out
 
 
 class ScatterTarget(_Staged):
-    """``dst.view().scatter(m["V"], ids)``: a staged destination (design API.md §7, MoE dispatch L8664–8690):
+    """``dst.view().scatter(m["V"], ids)``: a staged destination (MoE dispatch L8664–8690):
     ``src.to_hbm_view(target, ctx.tdma)`` writes ``dst[ids[t], …] = src[t, …]`` in place."""
 
     __slots__ = ()
@@ -220,13 +310,13 @@ def to_view(src: Any, target: Any, medium: str, tdma: DmaContext, *, stream: tup
         refuse_overlap(dst.region, base.region, call)  # nothing written yet
     written: Any
     if isinstance(target, ScatterTarget):
-        execute_indirect(p, values, _endpoint(ctx, base.MEMORY), _endpoint(ctx, medium))
         cost, config, row, runs = indirect_cycles(p, values), _config(p), p.row, _iterations(p)
         reads, written = [base, target.ids], dst  # the rows an index names: the whole table, conservatively
+        execute_indirect(p, values, _endpoint(ctx, base.MEMORY), _endpoint(ctx, medium))
     else:
-        execute(dplan, _endpoint(ctx, base.MEMORY), _endpoint(ctx, medium))
         cost, config, row, runs = cycles(dplan), str(dplan), dplan, 1
         reads, written = [base], view
+        execute(dplan, _endpoint(ctx, base.MEMORY), _endpoint(ctx, medium))
     if dst.region is not None:
         ctx.memory.registry.note_write(dst.region, call=call, writer=what)
     record_dma(ctx, what, config, cost, reads=reads, writes=[written], transfer=row, iterations=runs)

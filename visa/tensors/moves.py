@@ -22,6 +22,7 @@ from visa.engines.dma.execute import execute
 from visa.engines.dma.plan import plan
 from visa.mapping import Mapping
 from visa.mapping.evaluate import covers_once, plain_dims, strided_view
+from visa.memory.footprint import unit_indices
 from visa.memory.known import all_true
 from visa.memory.layout import LEVEL_PARAMS, describe, element_bytes
 from visa.memory.transfer import DmEndpoint, Endpoint, HbmEndpoint, HostBuffer
@@ -84,14 +85,16 @@ def dma_report(engine: str, config: str, cost: DmaCost, details: Sequence[tuple[
                nbytes: int = 0) -> EngineReport:
     """The report of a DMA (plain, shuffled or indirect) that costs ``cost`` (L2465–2504): busy for its cycles
     after the startup, the startup being its latency; ``details`` and then the cost's parts."""
+    slower = (("slower by", "; ".join(cost.why)),) if cost.why else ()
     return EngineReport(engine, config, cost.total - cost.startup, latency=cost.startup,
-                        details=(*details, ("cost", str(cost))), nbytes=nbytes)
+                        details=(*details, ("cost", str(cost)), *slower), nbytes=nbytes, hbm_channels=cost.channels)
 
 
-def _report(ctx: Device, track: str, name: str, p: DmaPlan, reads: Sequence[Any], writes: Sequence[Any]) -> int:
+def _report(ctx: Device, track: str, name: str, p: DmaPlan, cost: DmaCost, reads: Sequence[Any],
+            writes: Sequence[Any]) -> int:
     """Record the move: it reads ``reads`` and writes ``writes`` (tensors or views) on the engines its plan
-    spreads over (``transfer=p``)."""
-    cost = cycles(p)
+    spreads over (``transfer=p``); ``cost`` is ``cycles(p)``, computed before any byte changed (a refusal of the
+    cost model comes before the write, issue 23)."""
     details = (("read", f"{p.read} {NAMES[p.src.medium]}"), ("write", f"{p.write} {NAMES[p.dst.medium]}"),
                ("time", str(p.time)), ("packet", str(p.packet)))
     report = dma_report("pdma" if track == "pdma" else "dma", str(p), cost, details, nbytes=cost.nbytes)
@@ -114,10 +117,16 @@ def _covers(p: DmaPlan, nbytes: int) -> bool:
     return place == nbytes
 
 
-def _poison(ctx: Device, medium: str, chips: int, lo: int, hi: int) -> None:
+def _poison(ctx: Device, medium: str, chips: int, lo: int, hi: int, levels: dict[str, Mapping] | None = None) -> None:
+    """Bytes ``[lo, hi)`` of a new tensor are fresh memory: on DM only in the slices its ``levels`` occupy (each
+    slice has its own address space, L2874; padding slices are unused, L150–155)."""
+    units = None if levels is None or medium == "hbm" else unit_indices(levels, ctx.hw.dm.slices_per_cluster)
     for c in range(chips):
         img = ctx.memory.chip(c)
-        (img.hbm if medium == "hbm" else img.dm).poison(lo, hi)
+        if units is None:
+            (img.hbm if medium == "hbm" else img.dm).poison(lo, hi)
+        else:
+            img.dm.poison(lo, hi, units)
 
 
 def _destination(src: Any, medium: str, levels: dict[str, Mapping], dma: DmaContext, address: int, call: str,
@@ -146,7 +155,8 @@ def _allocate(ctx: Device, medium: str, dtype: type[dt.Scalar], levels: dict[str
     else:
         out = DmTensor(ctx, dtype, levels["Chip"], levels["Cluster"], levels["Slice"], levels["Element"],
                        address, reads=tuple(reads), call=call)
-    _poison(ctx, medium, levels["Chip"].size, address, address + element_bytes(dtype, levels["Element"].size))
+    _poison(ctx, medium, levels["Chip"].size, address, address + element_bytes(dtype, levels["Element"].size),
+            levels)
     return out
 
 
@@ -155,9 +165,10 @@ def _to_device(src: Any, medium: str, levels: dict[str, Mapping], dma: DmaContex
     """The tensor DMA of ``src`` to a new ``medium`` tensor with ``levels`` (the source's Chip unless given)."""
     ctx, base, side, levels, dst = _destination(src, medium, levels, dma, address, call, kind, stream)
     p = plan(ctx.hw, base.dtype, side, dst, stream=stream, call=call)
+    cost = cycles(p)
     out = _allocate(ctx, medium, base.dtype, levels, address, [r for r in (base.region,) if r is not None], call)
     execute(p, _endpoint(ctx, side.medium), _endpoint(ctx, medium))
-    out.ready_at = _report(ctx, kind, f"{call} → {out.describe()}", p, [src], [out])
+    out.ready_at = _report(ctx, kind, f"{call} → {out.describe()}", p, cost, [src], [out])
     return out
 
 
@@ -179,6 +190,7 @@ def host_to_hbm(host: HostTensor[Any, Any], chip: Mapping, element: Mapping, pdm
     name = describe("hbm", dtype, levels, address)
     p = plan(ctx.hw, dtype, Side.of("host", {"Element": host.element}, name=repr(host)),
              Side.of("hbm", levels, address, name=name), stream=stream, call=call)
+    cost = cycles(p)
     out: HbmTensor[Any, Any, Any] = HbmTensor(ctx, dtype, chip, element, address, call=call)
     nbytes = element_bytes(dtype, element.size)
     if not _covers(p, nbytes):  # (a move that writes every byte of the tensor leaves nothing to poison)
@@ -191,7 +203,7 @@ def host_to_hbm(host: HostTensor[Any, Any], chip: Mapping, element: Mapping, pdm
     # (visa made it and never writes it), or bytes made here for this move
     frozen = host.owned or not np.may_share_memory(data, buffer)
     execute(p, HostBuffer(data, kbytes, frozen=frozen), _endpoint(ctx, "hbm"))
-    out.ready_at = _report(ctx, "pdma", f"{call} → {out.describe()}", p, [], [out])
+    out.ready_at = _report(ctx, "pdma", f"{call} → {out.describe()}", p, cost, [], [out])
     return out
 
 
@@ -267,6 +279,7 @@ def hbm_to_host(hbm: HbmTensor[Any, Any, Any] | HbmTensorView, element: Mapping,
     dtype = base.dtype
     p = plan(ctx.hw, dtype, side, Side.of("host", {"Element": element}, name=f"HostTensor[{dtype!r}, {element!r}]"),
              stream=stream, call=call)
+    cost = cycles(p)
     staged = p.dst.level("Element")
     n = staged.size + (staged.size % 2 if dtype.size_bits == 4 else 0)
     buf = HostBuffer(np.zeros(dtype.image_nbytes(n), np.uint8), written=False)
@@ -279,7 +292,7 @@ def hbm_to_host(hbm: HbmTensor[Any, Any, Any] | HbmTensorView, element: Mapping,
     else:
         known = np.asarray(buf.written.reshape(-1, dtype.size_bits // 8).all(axis=1), dtype=bool)
     values, known = _rearrange(values, known, staged, element)
-    _report(ctx, "pdma", f"{call} → HostTensor[{dtype!r}, {element!r}]", p, [hbm], [])
+    _report(ctx, "pdma", f"{call} → HostTensor[{dtype!r}, {element!r}]", p, cost, [hbm], [])
     return HostTensor(dtype, element, values, known, source=f"{call} (ctx.pdma) from {base.describe()}",
                       owned=True)
 

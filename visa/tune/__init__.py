@@ -1,4 +1,4 @@
-"""``visa.tune``: sweep a kernel's choices in parallel, locally or on a Dask cluster (API.md §8 "Sweeps").
+"""``visa.tune``: sweep a kernel's choices in parallel, locally or on a Dask cluster.
 
 A kernel writer has choices — tile sizes along K and M, one or two TRF halves (double buffering, manual
 L4151–4154), which context loads what, the chips of a tensor-parallel split, a butterfly or a ring AllReduce

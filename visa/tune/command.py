@@ -1,4 +1,4 @@
-"""``visa tune FILE:FUNCTION --grid name=v1,v2 …``: a sweep from the command line (API.md §8 "Sweeps").
+"""``visa tune FILE:FUNCTION --grid name=v1,v2 …``: a sweep from the command line.
 
 A live progress bar on a terminal, the table at the end, the best point, and beside FILE the rows as CSV and
 the plot as PNG (``FILE-FUNCTION.tune.csv`` / ``.png``; ``--out PREFIX`` to put them elsewhere).  Values are read

@@ -30,7 +30,7 @@ def slices(ctx: Context) -> None:
     d.asymmetric_chip_slice(m["B"], ctx.sub, [0, 1, 2], 4096)
     d.asymmetric_chip_slice(m["B"], ctx.main, [0, 1, 2, 3], 4096)
     d.asymmetric_cluster_slice(m["C / 4 % 2"], ctx.sub, [0, 1], 4096)
-    d.view().cluster_swap()  # fine: Cluster 1 # 2 has size 2
+    d.view().cluster_swap()  # Cluster 1 # 2 holds one cluster: the swap would read the padding (issue 23)
     del ok
 
 

@@ -315,6 +315,20 @@ def _same_along(x: Array) -> bool:
     return bool(np.array_equal(v[:, 1:], np.broadcast_to(v[:, :1], v[:, 1:].shape)))
 
 
+def _reshape_view(a: Array, shape: tuple[int, ...]) -> Array:
+    """``a`` reshaped to ``shape`` as a view of its memory; ``ValueError`` when that needs a copy (what
+    ``np.reshape(a, shape, copy=False)`` does on numpy >= 2.1, spelled so that numpy 2.0 runs it too)."""
+    if _RESHAPE_COPY_KW:
+        return np.reshape(a, shape, copy=False)
+    view = a.reshape(shape)  # (numpy 2.0: the copy is made, then dropped)
+    if view.size and not np.may_share_memory(view, a):
+        raise ValueError("the reshape needs a copy")
+    return view
+
+
+_RESHAPE_COPY_KW = tuple(int(p) for p in np.__version__.split(".")[:2]) >= (2, 1)
+
+
 def _matrix(x: Array, order: list[int], shape: tuple[int, ...], mtype: type[np.floating[Any]]) -> Array:
     """``x`` transposed to ``order`` and reshaped to ``shape`` in the compute type: a view when ``x`` already is
     of that type and the reshape needs no copy.  Else ``x`` is converted in its own memory order (a streaming
@@ -326,7 +340,7 @@ def _matrix(x: Array, order: list[int], shape: tuple[int, ...], mtype: type[np.f
     mem = sorted(range(x.ndim), key=lambda k: -abs(x.strides[k]))  # x's axes, outermost in memory first
     out = np.empty([x.shape[k] for k in mem], dtype=mtype)
     try:  # the converted array in x's memory order, seen in the order asked for: a view?
-        view = np.reshape(out.transpose(np.argsort(mem)).transpose(order), shape, copy=False)
+        view = _reshape_view(out.transpose(np.argsort(mem)).transpose(order), shape)
         src = x.transpose(mem)
     except ValueError:  # no: convert and reorder in one pass
         out, view, src = np.empty(t.shape, dtype=mtype), None, t

@@ -158,7 +158,12 @@ class DmaPlan:
 
 @dataclass(frozen=True)
 class DmaCost:
-    """What a DMA costs (manual L2465–2504, L2809–2847): ``total`` cycles and the parts that bound it."""
+    """What a DMA costs (manual L2465–2504, L2809–2847): ``total`` cycles and the parts that bound it.
+
+    ``channels`` holds the busy cycles of every HBM channel it uses (``(chip · channels + channel, cycles)``):
+    the schedule reserves them, so that DMAs running at once share the channels (L2602, L2980).  ``why`` names
+    each rule of the manual that made this layout slower than its bytes at full bandwidth (docs/cost-model.md,
+    "Layout rules")."""
 
     total: int
     startup: int
@@ -170,8 +175,11 @@ class DmaCost:
     commands: int
     packets: int
     nbytes: int
+    channels: tuple[tuple[int, float], ...] = ()
+    why: tuple[str, ...] = ()
 
     def __str__(self) -> str:
-        return (f"{self.total} cycles = startup {self.startup} + max(requests {self.issue}, DM {self.dm}, "
+        text = (f"{self.total} cycles = startup {self.startup} + max(requests {self.issue}, DM {self.dm}, "
                 f"HBM {self.hbm}, PCIe {self.pcie}) over {self.engines} engine(s) × {self.commands} command(s)")
+        return text + (f"; slower by: {'; '.join(self.why)}" if self.why else "")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -95,7 +96,7 @@ def _cycles(p: DmaPlan, indirect: tuple[tuple[int, ...], tuple[int, ...]] | None
     sides = sum(1 for sp in spaces if sp.medium in ("hbm", "dm"))
     idx, scale, seg = _packet_indices(npk, max(1, _SAMPLE // (runs * hw.dma.requests(nbytes) * max(1, sides))))
     shared_dm: dict[int, float] = {}
-    parts: list[tuple[int, float, float, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]] = []
+    parts: list[tuple[int, float, float, _Transfers]] = []
     for e, ebase in enumerate(engines):
         for combo in commands:
             base = (ebase[0] + sum(i * lp.src for i, lp in zip(combo, p.commands, strict=True)),
@@ -104,13 +105,13 @@ def _cycles(p: DmaPlan, indirect: tuple[tuple[int, ...], tuple[int, ...]] | None
             pcie = _pcie_bytes(p, spaces, addr) * scale / hw.dma.pcie_bytes_per_cycle
             dm = _dm_time(hw, spaces, addr, nbytes, scale, shared_dm)
             parts.append((e, pcie, dm, _hbm_transfers(hw, spaces, addr, nbytes, seg)))
-    # HBM: transfers of all engines interleaved in time (each run's position as a fraction of its length)
-    pos = np.concatenate([np.arange(t[1].size) / max(1, t[1].size) + c % len(commands)
-                          for c, (_, _, _, t) in enumerate(parts)])
-    order = np.argsort(pos, kind="stable")
-    merged = [np.concatenate([t[k] for *_, t in parts])[order] for k in range(4)]
-    shared_busy = perf.hbm_busy(hw, merged[0], merged[1], merged[2], merged[3])
-    shared_hbm = float(shared_busy.max()) * scale if shared_busy.size else 0.0
+    # HBM: every part (an engine's command) is a stretch of its own (no queue window spans two parts), so that the
+    # controller serves a part's requests alike whether the parts run on one engine or on many: more engines are
+    # never slower than the same parts one after another
+    merged = [np.concatenate([t[k] for *_, t in parts]) for k in range(3)]
+    merged.append(np.concatenate([t[3] + k * _WINDOWS for k, (*_, t) in enumerate(parts)]))
+    load = perf.hbm_load(hw, merged[0], merged[1], merged[2], merged[3])
+    shared_hbm = float(load.busy.max()) * scale if load.busy.size else 0.0
     engine_time = [0.0] * len(engines)
     worst = (0.0, 0.0, 0.0, 0.0)
     for e, pcie, dm, t in parts:
@@ -124,10 +125,52 @@ def _cycles(p: DmaPlan, indirect: tuple[tuple[int, ...], tuple[int, ...]] | None
         worst = max(worst, (busy, dm, hbm, pcie))
     dm_peak = max(shared_dm.values(), default=0.0)
     total = max(max(engine_time), startup + max(dm_peak, shared_hbm))
-    return DmaCost(total=math.ceil(total), startup=startup * len(commands), issue=requests,
+    channels = tuple((int(c), float(b) * scale) for c, b in enumerate(load.busy.tolist()) if b > 0)
+    cost = DmaCost(total=math.ceil(total), startup=startup * len(commands), issue=requests,
                    dm=math.ceil(max(worst[1], dm_peak)), hbm=math.ceil(max(worst[2], shared_hbm)),
                    pcie=math.ceil(worst[3]), engines=len(engines), commands=len(commands), packets=npk,
-                   nbytes=p.nbytes)
+                   nbytes=p.nbytes, channels=channels)
+    split = sum(t[4] for *_, t in parts)
+    return replace(cost, why=_why(hw, p, cost, load, scale, split, spaces))
+
+
+_Transfers = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]
+
+
+def _why(hw: HardwareProfile, p: DmaPlan, cost: DmaCost, load: perf.HbmLoad, scale: float, split: int,
+         spaces: tuple[AddressSpace, AddressSpace]) -> tuple[str, ...]:
+    """The manual's rules that made this DMA slower than its bytes at full bandwidth (docs/cost-model.md)."""
+    out: list[str] = []
+    busy = cost.total - cost.startup
+    if cost.commands > 1:
+        out.append(f"{cost.commands} commands per engine, each paying the {hw.dma.startup_cycles}-cycle startup "
+                   "(command segmentation, L2467, L2808)")
+    if p.stride0 % hw.dma.request_bytes and cost.issue >= busy:
+        out.append(f"{p.stride0}-byte packets take {hw.dma.requests(p.stride0)} request(s) of "
+                   f"{hw.dma.request_bytes} bytes each (packet size, L2469, L2681)")
+    if cost.pcie >= busy and cost.pcie:
+        out.append(f"PCIe carries {hw.dma.pcie_bytes_per_cycle} B/cycle (L2845)")
+    if cost.dm >= busy and cost.dm > cost.issue:
+        out.append(f"DM: the packets do not alternate the two DMNs of an engine's pair, or several engines share a "
+                   f"DMN: {hw.dm.dmn_bytes_per_cycle} B/cycle per DMN (DMN interleaving, L2857, L2883–2893)")
+    if load.transfers and cost.hbm >= busy:
+        chips = len({c // hw.hbm.channels for c, _ in cost.channels}) or 1
+        if load.channels_used < chips * hw.hbm.channels:
+            out.append(f"HBM: {load.channels_used} of {chips * hw.hbm.channels} channels serve the transfers "
+                       "(channel interleaving: toggle the stack bit 8 and channel bits 9–12, L2861, L2962–2977)")
+        top = int(np.argmax(load.busy))
+        if load.busy[top] > load.bus[top] * (1 + 1e-9):
+            out.append(f"HBM: {round(load.activations * scale):,} row activations for "
+                       f"{round(load.transfers * scale):,} transfers; the busiest channel's banks keep it "
+                       f"{load.busy[top] * scale:,.0f} cycles against its bus's {load.bus[top] * scale:,.0f} "
+                       "(bank conflicts, 30–40× per row switch, L2860, L2987)")
+        if load.rmw:
+            out.append(f"HBM: {round(load.rmw * scale):,} writes cover part of a 256-byte unit: read-modify-write, "
+                       f"×{hw.hbm.unaligned_write_penalty} (alignment, L2859, L2985)")
+        if split:
+            out.append(f"HBM: {round(split * scale):,} reads cross a 256-byte boundary and take two transfers "
+                       f"(alignment, ×{hw.hbm.unaligned_read_penalty}, L2859, L2984)")
+    return tuple(out)
 
 
 def _dm_time(hw: HardwareProfile, spaces: tuple[AddressSpace, AddressSpace], addr: tuple[np.ndarray, np.ndarray],
@@ -145,24 +188,30 @@ def _dm_time(hw: HardwareProfile, spaces: tuple[AddressSpace, AddressSpace], add
 
 
 def _hbm_transfers(hw: HardwareProfile, spaces: tuple[AddressSpace, AddressSpace],
-                   addr: tuple[np.ndarray, np.ndarray], nbytes: int, seg: np.ndarray
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(chips, unit addresses, cost factors, sample windows) of one command's HBM transfers, reads and writes
-    interleaved."""
+                   addr: tuple[np.ndarray, np.ndarray], nbytes: int, seg: np.ndarray) -> _Transfers:
+    """(chips, unit addresses, cost factors, sample windows) of one command's HBM transfers in issue order —
+    packet by packet, a packet's read before its write — and how many reads crossed a 256-byte boundary (an
+    extra transfer each, L2984)."""
     got: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+    keys: list[np.ndarray] = []
+    split = 0
     for k in (0, 1):
         if spaces[k].medium != "hbm":
             continue
         chip, off = np.divmod(addr[k], spaces[k].chip_bytes)
         units, factor, packet = perf.hbm_packet_transfers(hw, off, nbytes, write=k == 1)
+        if k == 0:
+            split += int(units.size - off.size * hw.dma.requests(nbytes))
         got.append((chip[packet], units, factor, seg[packet]))
+        keys.append(packet * 2 + k)
     if not got:
         empty = np.zeros(0, np.int64)
-        return empty, empty, np.zeros(0), empty
-    order = np.argsort(np.concatenate([np.arange(g[1].size) / max(1, g[1].size) for g in got]), kind="stable")
+        return empty, empty, np.zeros(0), empty, 0
+    order = np.argsort(np.concatenate(keys), kind="stable")
+
     def cat(j: int) -> np.ndarray:
         return np.concatenate([g[j] for g in got])[order]
-    return cat(0), cat(1), cat(2), cat(3)
+    return cat(0), cat(1), cat(2), cat(3), split
 
 
 def _pcie_bytes(p: DmaPlan, spaces: tuple[AddressSpace, AddressSpace], addr: tuple[np.ndarray, np.ndarray]

@@ -34,18 +34,18 @@ import numpy.typing as npt
 from visa import dtypes as dt
 from visa.engines.dma.config import TABLE, DmaCost, DmaPlan, Side
 from visa.engines.dma.cost import cycles
-from visa.engines.dma.plan import _buffer, plan
+from visa.engines.dma.plan import plan
 from visa.errors import AddressError, DtypeError, LayoutError, UnsupportedFeatureError
 from visa.hw import HardwareProfile
-from visa.mapping import Mapping
+from visa.mapping import Mapping, pair_of
 from visa.mapping import canon as C
-from visa.memory.transfer import Endpoint
+from visa.memory.transfer import Endpoint, address_space
 from visa.memory.transfer import copy as copy_bytes
 
-__all__ = ["IndirectPlan", "check_indirect_types", "plan_indirect", "check_indices", "execute",
-           "indirect_cycles"]
+__all__ = ["IndirectPlan", "check_indirect_types", "region_axes", "plan_indirect", "check_indices", "execute",
+           "indirect_cycles", "check_prefix"]
 
-INDEX_DTYPE = "i32"  # the index tensor's type (API.md §7; the MoE indices are i32, L8596–8707)
+INDEX_DTYPE = "i32"  # the index tensor's type (the MoE indices are i32, L8596–8707)
 
 
 @dataclass(frozen=True)
@@ -66,39 +66,56 @@ class IndirectPlan:
     index_steps: tuple[int, ...]
 
     def offsets(self, ids: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-        """(source, destination) byte offsets of each iteration for the flat index values ``ids``."""
+        """(source, destination) byte offsets of each iteration for the flat index values ``ids`` (the first
+        ``len(ids)`` index positions: a sparse prefix moves only those)."""
         table = np.asarray(self.table_steps, dtype=np.int64)[ids]
-        index = np.asarray(self.index_steps, dtype=np.int64)
+        index = np.asarray(self.index_steps, dtype=np.int64)[: ids.size]
         return (table, index) if self.kind == "gather" else (index, table)
 
 
-def _axis_name(axis: Mapping, call: str) -> str:
-    if len(axis.axes) != 1:
-        raise LayoutError(f"the indexed axis must be one axis, got {axis!r}", call=call, mapping=repr(axis),
-                          axis=", ".join(sorted(axis.axes)) or None, fix='name one axis of the table, e.g. m["V"]')
-    return next(iter(axis.axes))
+def region_axes(axis: Mapping, call: str) -> tuple[str, ...]:
+    """The axes of an indexed region, outermost first: ``m["V"]``, or consecutive whole axes ``m["A, C"]`` whose
+    rows one index selects in C order (flat index ``a · |C| + c``; design API.md §8, the reference's
+    multi-axis region).  A digit of an axis, padding or a repeated axis is refused."""
+    names: list[str] = []
+    for item in axis.items():
+        dims = item.canon
+        d = dims[0] if len(dims) == 1 else None
+        if not (isinstance(d, C.Dim) and isinstance(d.atom, C.Sym) and d.stride == 1 and d.offset == 0
+                and d.count == d.size == d.atom.size) or d.atom.name in names:
+            raise LayoutError(f"the indexed region must be whole axes, each once (m[\"V\"] or m[\"A, C\"]), got "
+                              f"{axis!r}", call=call, mapping=repr(axis),
+                              axis=", ".join(sorted(axis.axes)) or None,
+                              fix='name whole axes of the table, e.g. m["V"] or m["A, C"]')
+        names.append(d.atom.name)
+    if not names:
+        raise LayoutError(f"the indexed region {axis!r} names no axis", call=call, mapping=repr(axis),
+                          fix='name an axis of the table, e.g. m["V"]')
+    return tuple(names)
 
 
 def check_indirect_types(kind: str, ids_dtype: str, axis: Mapping, table_levels: Sequence[tuple[str, Mapping]],
-                         index_axes: Sequence[str], other_axes: frozenset[str] | None, call: str) -> str:
-    """The rules the types decide (shared with the mypy plugin): the index type, V in the table's Element, the
-    index axes new to the table, and the other side naming the index axes in place of V (when ``other_axes``,
-    the axes of the gather's destination or the scatter's source, are known).  Returns V's name."""
+                         index_axes: Sequence[str], other_axes: frozenset[str] | None, call: str) -> tuple[str, ...]:
+    """The rules the types decide (shared with the mypy plugin): the index type, the region's axes in the
+    table (not its Chip), the index axes new to the table, and the other side naming the index axes in place of
+    the region's (when ``other_axes``, the axes of the gather's destination or the scatter's source, are known).
+    Returns the region's axis names."""
     if ids_dtype != INDEX_DTYPE:
         raise DtypeError(f"{kind} indices must be {INDEX_DTYPE}, got {ids_dtype} (L1684–1688)",
                          call=call, fix=f"cast the indices to {INDEX_DTYPE} first")
-    v = _axis_name(axis, call)
+    region = region_axes(axis, call)
     element = dict(table_levels)["Element"]
-    if not any(v in mp.axes for _, mp in table_levels):
-        where = ", ".join(f"{level} {mp!r}" for level, mp in table_levels if level != "Chip")
-        raise LayoutError(f"{v} is not an axis of the table ({where}): the IndirectLoop walks rows of the table "
-                          "(L1684–1688)", call=call, level="Element", mapping=repr(element), axis=v,
-                          fix=f"index an axis of the table, e.g. one of {', '.join(sorted(element.axes)) or '?'}")
     chip = dict(table_levels).get("Chip")
-    if chip is not None and v in chip.axes:
-        raise LayoutError(f"{v} spreads the table over chips ({chip!r}); a gather or scatter picks rows within each "
-                          "chip's table", call=call, level="Chip", mapping=repr(chip), axis=v,
-                          fix=f"keep {v} in the table's Element (or Cluster/Slice in DM)")
+    for v in region:
+        if not any(v in mp.axes for _, mp in table_levels):
+            where = ", ".join(f"{level} {mp!r}" for level, mp in table_levels if level != "Chip")
+            raise LayoutError(f"{v} is not an axis of the table ({where}): the IndirectLoop walks rows of the table "
+                              "(L1684–1688)", call=call, level="Element", mapping=repr(element), axis=v,
+                              fix=f"index an axis of the table, e.g. one of {', '.join(sorted(element.axes)) or '?'}")
+        if chip is not None and v in chip.axes:
+            raise LayoutError(f"{v} spreads the table over chips ({chip!r}); a gather or scatter picks rows within "
+                              "each chip's table", call=call, level="Chip", mapping=repr(chip), axis=v,
+                              fix=f"keep {v} in the table's Element (or Cluster/Slice in DM)")
     table_axes = frozenset().union(*(mp.axes for _, mp in table_levels))
     clash = sorted(set(index_axes) & table_axes)
     if clash:
@@ -107,11 +124,13 @@ def check_indirect_types(kind: str, ids_dtype: str, axis: Mapping, table_levels:
                           fix="give the index tensor axes of its own (say T)")
     if other_axes is not None:
         side = "destination" if kind == "gather" else "source"
-        if v in other_axes:
-            raise LayoutError(f"the {side} names the indexed axis {v}; it must name the index axes "
-                              f"({', '.join(index_axes)}) in place of {v}", call=call, axis=v,
-                              fix=f"replace {v} by {', '.join(index_axes)} in the {side} mappings")
-        want = (table_axes - {v}) | set(index_axes)
+        v = ", ".join(region)
+        for r in region:
+            if r in other_axes:
+                raise LayoutError(f"the {side} names the indexed axis {r}; it must name the index axes "
+                                  f"({', '.join(index_axes)}) in place of {v}", call=call, axis=r,
+                                  fix=f"replace {v} by {', '.join(index_axes)} in the {side} mappings")
+        want = (table_axes - set(region)) | set(index_axes)
         missing = sorted(want - other_axes)
         extra = sorted(other_axes - want)
         if missing:
@@ -121,7 +140,7 @@ def check_indirect_types(kind: str, ids_dtype: str, axis: Mapping, table_levels:
         if extra:
             raise LayoutError(f"the {side} names axis {extra[0]} that neither the table nor the indices have",
                               call=call, axis=extra[0], fix=f"drop {extra[0]} from the {side} mappings")
-    return v
+    return region
 
 
 def _fix_axes(side: Side, names: frozenset[str], call: str) -> Side:
@@ -151,13 +170,7 @@ def _steps(hw: HardwareProfile, side: Side, names: Sequence[str], shape: tuple[i
     (one offset, 0, for no axis: a single index)."""
     if not names:
         return (0,)
-    buf = _buffer(hw, side, bits)
-    grids = np.meshgrid(*(np.arange(n, dtype=np.int64) for n in shape), indexing="ij")
-    coords = {a: g.reshape(-1) for a, g in zip(names, grids, strict=True)}
-    for a in buf.axes - set(names):
-        coords[a] = np.zeros(1, dtype=np.int64)
-    pos, held = buf.locate(coords, (int(np.prod(shape)),))
-    pos, held = np.broadcast_to(pos, held.shape).reshape(-1), held.reshape(-1)
+    pos, held = _locate(hw, side, bits, names, shape)
     if not held.all():
         k = int(np.argmin(held))
         at = np.unravel_index(k, shape)
@@ -170,6 +183,27 @@ def _steps(hw: HardwareProfile, side: Side, names: Sequence[str], shape: tuple[i
         raise AddressError(f"{side.label()}: a step of {', '.join(names)} starts inside a byte; the DMA addresses "
                            "bytes", call=call, axis=", ".join(names), fix="pad 4-bit rows to an even length (# 2)")
     return tuple(int(x) for x in rel // 8)
+
+
+def _locate(hw: HardwareProfile, side: Side, bits: int, names: Sequence[str], shape: tuple[int, ...]
+            ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """The DMA address (in elements) of each index of ``names`` (C order over ``shape``, other axes at 0), and
+    whether the side holds it.  The levels are located as one pair (so an axis split between Slice and Element,
+    ``G / 2`` and ``G % 2, D``, is found), then a DM position is moved to its slice's address space."""
+    maps = [mp for _, mp in side.levels]
+    joint = pair_of(*maps)
+    grids = np.meshgrid(*(np.arange(n, dtype=np.int64) for n in shape), indexing="ij")
+    coords = {a: g.reshape(-1) for a, g in zip(names, grids, strict=True)}
+    for a in joint.axes - set(names):
+        coords[a] = np.zeros(1, dtype=np.int64)
+    pos, held = joint.locate(coords, (int(np.prod(shape)),))
+    pos, held = np.broadcast_to(pos, held.shape).reshape(-1), held.reshape(-1)
+    if side.medium != "host":
+        element = maps[-1].size
+        per_unit = address_space(hw, side.medium).unit_bytes * 8 // bits
+        unit, e = np.divmod(pos, element)
+        pos = unit * per_unit + e
+    return pos, held
 
 
 def _check_steps(hw: HardwareProfile, p: DmaPlan, steps: tuple[int, ...], side_k: int, names: str,
@@ -197,14 +231,16 @@ def plan_indirect(hw: HardwareProfile, dtype: type[dt.Scalar], kind: str, src: S
     of ``axis`` by an index tensor over ``index_axes`` (pure; raises the rule's ``VisaError``)."""
     table, other = (src, dst) if kind == "gather" else (dst, src)
     other_axes = frozenset().union(*(mp.axes for _, mp in other.levels))
-    v = check_indirect_types(kind, ids_dtype, axis, table.levels, index_axes, other_axes, call)
-    size = axis.axis_set.size(v)
-    table_row = _fix_axes(table, frozenset({v}), call)
+    region = check_indirect_types(kind, ids_dtype, axis, table.levels, index_axes, other_axes, call)
+    sizes = tuple(axis.axis_set.size(r) for r in region)
+    size = int(np.prod(sizes))
+    v = ", ".join(region)
+    table_row = _fix_axes(table, frozenset(region), call)
     other_row = _fix_axes(other, frozenset(index_axes), call)
     row_src, row_dst = (table_row, other_row) if kind == "gather" else (other_row, table_row)
     row = plan(hw, dtype, row_src, row_dst, call=call, own_padding=False)
     bits = dtype.size_bits
-    table_steps = _steps(hw, table, (v,), (size,), bits, call)
+    table_steps = _steps(hw, table, region, sizes, bits, call)
     index_steps = _steps(hw, other, index_axes, index_shape, bits, call)
     t_side, i_side = (0, 1) if kind == "gather" else (1, 0)
     _check_steps(hw, row, table_steps, t_side, v, call)
@@ -263,3 +299,13 @@ def indirect_cycles(p: IndirectPlan, ids: npt.NDArray[np.int64]) -> DmaCost:
     so, do = p.offsets(ids.reshape(-1).astype(np.int64))
     return cycles(p.row, (tuple(so.tolist()), tuple(do.tolist())))
 
+
+
+def check_prefix(p: IndirectPlan, n: int, call: str) -> int:
+    """A sparse prefix (design API.md §8): the first ``n`` index positions move, ``0 <= n <=`` their count."""
+    total = int(np.prod(p.index_shape, dtype=np.int64))
+    if not 0 <= n <= total:
+        raise AddressError(f"the valid length {n} is outside 0..{total}, the index positions "
+                           f"({', '.join(p.index_axes) or 'one index'}) the gather has", call=call,
+                           axis=", ".join(p.index_axes) or None, fix=f"keep the valid length in 0..{total}")
+    return n

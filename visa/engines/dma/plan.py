@@ -81,7 +81,7 @@ def _plan(hw: HardwareProfile, dtype: type[dt.Scalar], src: Side, dst: Side,
     offsets = (_offset(src, bits, call), _offset(dst, bits, call))
     if stream is not None:
         time, packet = stream
-        result = _attempt(hw, dtype, src, dst, sbuf, dbuf, offsets, time, packet, None, call)
+        result = _attempt(hw, dtype, src, dst, sbuf, dbuf, offsets, time, packet, None, call, own_padding)
     else:
         result = _derived(hw, dtype, src, dst, sbuf, dbuf, offsets, call, own_padding)
     _check_holds(src, dst, sbuf, dbuf, call)
@@ -180,20 +180,20 @@ def _check_holds(src: Side, dst: Side, sbuf: Mapping, dbuf: Mapping, call: str) 
 
 
 def _stream_dims(side: Side, pad_inner: bool, own_padding: bool = True) -> list[C.Dim]:
-    """The side's layout as stream digits, outermost first, without padding (the innermost keeps it when
-    ``pad_inner``)."""
+    """The side's layout as stream digits, outermost first, without padding.  With ``pad_inner`` (and
+    ``own_padding``) the Element's innermost padding stays: that of its innermost real digit (``N # 64``) and
+    pure padding digits after it (``A, 1 # 2``, or all of ``1 # 8``).  The packet may then carry the element
+    and its padding (a padded packet, L1818–1840), which writes the padding: only the destination's own, so
+    never a view's (a tile's padding is the rest of its tensor, L813–832; a write "must never write beyond the
+    tensor boundary", L7896) and never the Cluster's or Slice's (it stands for other units' bytes)."""
     dims = pair_of(*(mp for _, mp in side.levels)).canon
     real = [d for d in dims if isinstance(d, C.Dim) and d.atom is not None and d.count > 1]
     out = [C.Dim(d.atom, d.stride, d.count, d.count, 0) for d in real]
-    if pad_inner and real and real[-1].count < real[-1].size:
-        out[-1] = real[-1]
     if pad_inner and real and own_padding:
-        # pure padding digits after the Element's innermost real digit (``A, 1 # 2``, or all of ``1 # 8``):
-        # the packet may carry the element and its padding (a padded packet, L1818–1840), writing only the
-        # destination's own padding.  Only the Element's: padding of the Cluster or Slice level stands for
-        # other units' bytes and is never part of a packet
         edims = side.level("Element").canon
         ereal = [k for k, d in enumerate(edims) if isinstance(d, C.Dim) and d.atom is not None and d.count > 1]
+        if ereal and real[-1].count < real[-1].size and edims[ereal[-1]] == real[-1]:
+            out[-1] = real[-1]
         tail = edims[ereal[-1] + 1:] if ereal else edims
         out += [d for d in tail if isinstance(d, C.Dim) and d.atom is None and d.size > 1]
     return out
@@ -290,7 +290,7 @@ def _as_mapping(dims: list[C.Dim]) -> Mapping:
 
 def _attempt(hw: HardwareProfile, dtype: type[dt.Scalar], src: Side, dst: Side, sbuf: Mapping, dbuf: Mapping,
              offsets: tuple[int, int], time: Mapping | None, packet: Mapping | None, dims: list[C.Dim] | None,
-             call: str) -> DmaPlan:
+             call: str, own_padding: bool = True) -> DmaPlan:
     explicit = dims is None
     if dims is not None:
         time, packet = _as_mapping(dims), IDENTITY
@@ -305,7 +305,7 @@ def _attempt(hw: HardwareProfile, dtype: type[dt.Scalar], src: Side, dst: Side, 
     bases = (rcfg.base + offsets[0], wcfg.base + offsets[1])
     if explicit:
         _check_writes(loops, dst, time, packet, call)
-        _check_padding_writes(wcfg, bases[1], dbuf, dst, time, packet, call)
+        _check_padding_writes(wcfg, bases[1], dbuf, dst, time, packet, call, own_padding)
     # the packet: the longest innermost run contiguous on both sides
     run_start, run = len(loops), 1
     if loops and loops[-1].src == 1 and loops[-1].dst == 1:
@@ -323,6 +323,11 @@ def _attempt(hw: HardwareProfile, dtype: type[dt.Scalar], src: Side, dst: Side, 
     byte_loops = [_bytes_loop(lp, bits, src, dst, time, call) for lp in head]
     packet_loop = DmaLoop(p * bits // 8, 1, 1, run_axes)
     byte_base = (_bytes_of(bases[0], bits, src, call), _bytes_of(bases[1], bits, dst, call))
+    if byte_base[0] < 0:  # a padded packet that starts with the destination's left padding (``# 2 + B``)
+        raise AddressError(f"{src.label()}: the packet would read {-byte_base[0]} byte(s) before address 0, which "
+                           "does not exist (a read may overfetch past its tensor, L7896, not out of memory)",
+                           call=call, level="Packet", mapping=repr(packet), axis=run_axes or None,
+                           fix="give the destination no left padding the source lacks, or place the source higher")
     _check_alignment(hw, src, dst, byte_loops, packet_loop, byte_base, time, call)
     spatial, commands, temporal = _distribute(hw, src, dst, byte_loops, explicit, call, time)
     if explicit:
@@ -362,9 +367,9 @@ _ENUMERATE = 1 << 22
 
 
 def _check_padding_writes(wcfg: SequencerConfig, base: int, dbuf: Mapping, dst: Side, time: Mapping,
-                          packet: Mapping, call: str) -> None:
-    """A given stream's padding positions may only write the destination's padding: "write sequencer
-    configurations must never write beyond the tensor boundary" (L7896)."""
+                          packet: Mapping, call: str, own_padding: bool = True) -> None:
+    """A given stream's padding positions may only write the destination's own padding (none, unless
+    ``own_padding``): "write sequencer configurations must never write beyond the tensor boundary" (L7896)."""
     stream = pair_of(time, packet)
     if stream.size > _ENUMERATE:
         return
@@ -380,6 +385,11 @@ def _check_padding_writes(wcfg: SequencerConfig, base: int, dbuf: Mapping, dst: 
     offset_in_unit = (addr % unit) - (base % unit)
     outside = (offset_in_unit < 0) | (offset_in_unit >= element.size)
     clash = np.isin(addr[~valid], addr[valid])
+    if not own_padding:  # a view's padding is the rest of its tensor (L813–832)
+        raise LayoutError(
+            f"the stream's padding positions would write the padding of {dst.label()}, which is the rest of its "
+            "tensor: a write sequencer must never write beyond the tensor boundary (manual L7896)", call=call,
+            level="Packet", mapping=repr(packet), fix="stream only the view's elements (no padding), or omit stream=")
     if outside[~valid].any() or clash.any():
         raise LayoutError(
             f"the stream's padding positions would write {dst.label()} outside its padding: a write sequencer "

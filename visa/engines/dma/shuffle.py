@@ -84,9 +84,10 @@ def check_permutation(perm: Sequence[object], chips: int, *, call: str = "chip_s
 
 
 def check_cluster_swap(hw: HardwareProfile, clusters: int, *, medium: str, call: str = "cluster_swap",
-                       mapping: str | None = None, axis: str | None = None) -> tuple[int, ...]:
+                       mapping: str | None = None, axis: str | None = None, held: int | None = None) -> tuple[int, ...]:
     """The rules of the cluster swap: a DM tensor whose Cluster level spans the chip's clusters (HBM has no
-    clusters, L1064).  Returns the cluster permutation (cluster 0 ↔ cluster 1)."""
+    clusters, L1064), each holding part of it (``held``: how many do).  Returns the cluster permutation (cluster 0
+    ↔ cluster 1)."""
     if medium != "dm":
         raise LayoutError(f"a cluster swap exchanges the clusters of a DM tensor; an {medium.upper()} tensor has no "
                           "Cluster level (manual L1064, L1085)", call=call, level="Cluster", mapping=mapping,
@@ -96,6 +97,12 @@ def check_cluster_swap(hw: HardwareProfile, clusters: int, *, medium: str, call:
                           f"clusters, but its Cluster has size {clusters} (manual L1080–1081)", call=call,
                           level="Cluster", mapping=mapping, axis=axis,
                           fix=f'lay the tensor out with a Cluster of size {hw.dm.clusters_per_chip} (e.g. m["X # 2"])')
+    if held is not None and held < clusters:  # (issue 23: the move read the padding cluster as data, late)
+        raise LayoutError(f"a cluster swap reads each cluster's bytes as the other's, but the tensor's Cluster holds "
+                          f"data in {held} of the chip's {clusters} clusters: the swap would read its padding cluster "
+                          "(poison, L150–155) as data", call=call, level="Cluster", mapping=mapping, axis=axis,
+                          fix='to move a one-cluster tensor to the other cluster, give the move that Cluster (e.g. '
+                              'm["# 1 + 1"]) without a swap')
     return tuple(range(clusters - 1, -1, -1))
 
 
@@ -107,6 +114,10 @@ class ShufflePlan:
     dma: DmaPlan
     chips: tuple[int, ...]
     clusters: tuple[int, ...]
+    #: a staged chip or cluster slice (design API.md §8): the byte offset destination chip ``c`` (cluster ``k``)
+    #: reads its source at, within each unit — the entry of the sliced digit it keeps (empty: none)
+    chip_offsets: tuple[int, ...] = ()
+    cluster_offsets: tuple[int, ...] = ()
 
     def __str__(self) -> str:
         parts = []
@@ -114,6 +125,10 @@ class ShufflePlan:
             parts.append(f"ChipShuffle{self.chips}")
         if self.clusters:
             parts.append("ClusterSwap")
+        if self.chip_offsets:
+            parts.append(f"ChipSlice(offsets {list(self.chip_offsets)} B)")
+        if self.cluster_offsets:
+            parts.append(f"ClusterSlice(offsets {list(self.cluster_offsets)} B)")
         return " + ".join(parts + [str(self.dma)])
 
 
@@ -121,37 +136,52 @@ class ShuffledEndpoint:
     """A source endpoint read through the shuffle: chip ``c`` reads chip ``chips[c]`` and, on DM, cluster ``k``
     reads cluster ``clusters[k]`` (the bytes of unit ``k · S + s`` come from unit ``clusters[k] · S + s``)."""
 
-    def __init__(self, inner: Endpoint, chips: tuple[int, ...], clusters: tuple[int, ...], slices_per_cluster: int
-                 ) -> None:
+    def __init__(self, inner: Endpoint, chips: tuple[int, ...], clusters: tuple[int, ...], slices_per_cluster: int,
+                 chip_offsets: tuple[int, ...] = (), cluster_offsets: tuple[int, ...] = ()) -> None:
         self.inner = inner
         self.space: AddressSpace = inner.space
         self._chips = chips
         self._clusters = clusters
         self._span = slices_per_cluster * inner.space.backed_bytes  # one cluster's bytes in the image
+        self._chip_off = chip_offsets
+        self._cluster_off = cluster_offsets
 
     def _chip(self, chip: int) -> int:
         return self._chips[chip] if 0 <= chip < len(self._chips) else chip
 
+    def _off(self, chip: int) -> int:
+        """The byte offset chip ``chip`` reads at (a staged chip slice), 0 without one."""
+        return self._chip_off[chip] if 0 <= chip < len(self._chip_off) else 0
+
     def _real(self, real: IntArray) -> IntArray:
-        if not self._clusters:
+        if not self._clusters and not self._cluster_off:
             return real
         k, rest = np.divmod(real, self._span)
-        perm = np.asarray(self._clusters, dtype=np.int64)
-        ok = (real >= 0) & (k < perm.size)
-        return np.where(ok, perm[np.clip(k, 0, perm.size - 1)] * self._span + rest, real)
+        n = max(len(self._clusters), len(self._cluster_off))
+        perm = np.asarray(self._clusters or tuple(range(n)), dtype=np.int64)
+        off = np.asarray(self._cluster_off or (0,) * n, dtype=np.int64)
+        ok = (real >= 0) & (k < n)
+        kk = np.clip(k, 0, n - 1)
+        return np.where(ok, perm[kk] * self._span + rest + off[kk], real)
 
     def _shift(self, lo: int, hi: int) -> int | None:
-        """How far the bytes ``[lo, hi)`` move (whole clusters), or None if they span two clusters."""
-        if not self._clusters:
+        """How far the bytes ``[lo, hi)`` move (whole clusters, and a cluster slice's offset), or None if they span
+        two clusters."""
+        if not self._clusters and not self._cluster_off:
             return 0
         k_lo, k_hi = lo // self._span, (hi - 1) // self._span
-        if k_lo != k_hi or not 0 <= k_lo < len(self._clusters):
+        n = max(len(self._clusters), len(self._cluster_off))
+        if k_lo != k_hi or not 0 <= k_lo < n:
             return None  # spans both clusters: the copy gathers byte by byte (:meth:`gather`)
-        return (self._clusters[k_lo] - k_lo) * self._span
+        moved = (self._clusters[k_lo] - k_lo) * self._span if self._clusters else 0
+        return moved + (self._cluster_off[k_lo] if self._cluster_off else 0)
 
     def contiguous(self, chip: int, lo: int, hi: int, write: bool = True, span: tuple[int, int] | None = None
                    ) -> tuple[ByteArray, int] | None:
-        got = self.inner.contiguous(self._chip(chip), lo, hi, write, span)
+        off = self._off(chip)
+        if off and span is not None:
+            span = (span[0] + off, span[1] + off)
+        got = self.inner.contiguous(self._chip(chip), lo + off, hi + off, write, span)
         shift = self._shift(lo, hi)
         if got is None or shift is None:
             return None
@@ -159,11 +189,15 @@ class ShuffledEndpoint:
         return data, at + shift
 
     def known(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> BoolArray | None:
+        if self._cluster_off and self._shift(lo, hi) is None:
+            return self.gather(chip, np.arange(lo, hi, dtype=np.int64))[1]  # (rare: the copy then gathers)
         shift = self._shift(lo, hi) or 0
-        return self.inner.known(self._chip(chip), lo + shift, hi + shift, unit_lo, unit_hi)
+        off = self._off(chip) + (self._cluster_off[lo // self._span] if self._cluster_off else 0)
+        return self.inner.known(self._chip(chip), lo + shift + self._off(chip), hi + shift + self._off(chip),
+                                unit_lo + off, unit_hi + off)
 
     def gather(self, chip: int, real: IntArray) -> tuple[ByteArray, BoolArray]:
-        return self.inner.gather(self._chip(chip), self._real(real))
+        return self.inner.gather(self._chip(chip), self._real(real) + self._off(chip))
 
     def mark_written(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> None:
         del chip, lo, hi, unit_lo, unit_hi  # a source is never written
@@ -185,15 +219,16 @@ def execute(sp: ShufflePlan, src: Endpoint, dst: Endpoint) -> None:
     :class:`ShuffledEndpoint`."""
     p = sp.dma
     loops = [(lp.size, lp.src, lp.dst) for lp in p.all_loops()]
-    split = _cluster_loop(sp, loops, src.space) if BY_CLUSTER.on else None
+    split = _cluster_loop(sp, loops, src.space) if BY_CLUSTER.on and not sp.cluster_offsets else None
     if split is not None:  # each cluster's bytes come from one other cluster: a plain copy per cluster, shifted
         k, span = split
         rest = loops[:k] + loops[k + 1:]
-        plain = ShuffledEndpoint(src, sp.chips, (), p.hw.dm.slices_per_cluster)
+        plain = ShuffledEndpoint(src, sp.chips, (), p.hw.dm.slices_per_cluster, sp.chip_offsets)
         for c, real in enumerate(sp.clusters):
             copy_bytes(rest, (p.base[0] + real * span, p.base[1] + c * loops[k][2]), plain, dst)
         return
-    shuffled = ShuffledEndpoint(src, sp.chips, sp.clusters, p.hw.dm.slices_per_cluster)
+    shuffled = ShuffledEndpoint(src, sp.chips, sp.clusters, p.hw.dm.slices_per_cluster, sp.chip_offsets,
+                                sp.cluster_offsets)
     copy_bytes(loops, p.base, shuffled, dst)
 
 
@@ -235,6 +270,7 @@ def chip_parts(sp: ShufflePlan) -> list[tuple[int, int, DmaPlan]]:
         db = p.base[1] + sum(i * lp.dst for i, lp in zip(combo, chip_loops, strict=True))
         chip, off = divmod(sb, cb)
         real = sp.chips[chip] if 0 <= chip < len(sp.chips) else chip
+        off += sp.chip_offsets[chip] if 0 <= chip < len(sp.chip_offsets) else 0  # a staged chip slice's entry
         part = replace(p, spatial=rest[0], commands=rest[1], loops=(*rest[2], p.loops[-1]),
                        base=(real * cb + off, db))
         out.append((chip, real, part))
@@ -277,4 +313,14 @@ def cycles(sp: ShufflePlan) -> DmaCost:
     return DmaCost(total=worst.total, startup=worst.startup, issue=max(c.issue for c in costs),
                    dm=max(c.dm for c in costs), hbm=max(c.hbm for c in costs), pcie=max(c.pcie for c in costs),
                    engines=sum(c.engines for c in costs), commands=worst.commands,
-                   packets=sum(c.packets for c in costs), nbytes=sum(c.nbytes for c in costs))
+                   packets=sum(c.packets for c in costs), nbytes=sum(c.nbytes for c in costs),
+                   channels=_channels(costs), why=tuple(dict.fromkeys(w for c in costs for w in c.why)))
+
+
+def _channels(costs: list[DmaCost]) -> tuple[tuple[int, float], ...]:
+    """The HBM channels of every chip's part together (each part's channels are its chips', L2980)."""
+    out: dict[int, float] = {}
+    for c in costs:
+        for ch, busy in c.channels:
+            out[ch] = out.get(ch, 0.0) + busy
+    return tuple(sorted(out.items()))

@@ -1,6 +1,6 @@
 """The Vector Engine's vocabulary: operator enums, branch modes, operands and argument modes (manual L4793–5153).
 
-Every name keeps the manual's spelling (design API.md §1): ``FxpBinaryOp.AddFxp``, ``BranchMode.Unconditional``,
+Every name keeps the manual's spelling: ``FxpBinaryOp.AddFxp``, ``BranchMode.Unconditional``,
 ``FpBinaryOp.MulF(FpMulAlu.Mul0)``, ``VeBranchOperand.group(100, GroupId.Zero)``.  Each operator knows the ALU
 it occupies (the stage tables at L4806–4971) and the dtype it works on; the arithmetic itself lives in
 :mod:`visa.engines.vector.arith`.

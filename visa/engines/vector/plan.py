@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from visa import dtypes as dt
 from visa.engines.common import axes_text
-from visa.errors import DtypeError, LayoutError, ResourceError, TypestateError
+from visa.errors import DtypeError, HardwareLimitError, LayoutError, ResourceError, TypestateError
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping, pair_of
 from visa.mapping import canon as C
@@ -516,6 +516,18 @@ def plan_unzip(hw: HardwareProfile, axis: str, time: Mapping, packet: Mapping, t
     if size != 2 or any(isinstance(d, C.Lin) or d.count != d.size for d in dims):
         raise LayoutError(f"the grouping axis {axis} must be a 2-way factor of Time, got size {size}", call=call,
                           level="Time", mapping=repr(time), axis=axis, line=5156, fix=f"use {axis} of size 2")
+    last = max(k for k, f in enumerate(flags) if f)
+    volume = packet.size
+    for d in time.canon[last + 1:]:
+        volume *= d.size
+    nbytes = volume * 4  # 32-bit lanes (the Vector Engine's i32/f32, L4551)
+    if nbytes > hw.vector.unzip_cache_bytes:
+        raise HardwareLimitError(
+            f"the group inside {axis} holds {volume} lanes ({nbytes} bytes): one group waits in the Vector "
+            f"Engine's register-file cache ({hw.vector.unzip_cache_bytes} bytes) while the other streams in "
+            "(the reference's bound, furiosa-opt v0.7)", call=call, level="Time", mapping=repr(time), axis=axis,
+            line=5156, fix=f"read {axis} further inside Time (fetch/collect it innermost), so that a group is at "
+                           f"most {hw.vector.unzip_cache_bytes // 4} lanes")
     if split_time != rest:
         raise _mismatch(call, "Time", rest, split_time, f"SplitTime is Time without {axis}", 5156)
     tile_dims = tuple(C.Dim(None, 1, d.size, 1) if f else d for d, f in zip(time.canon, flags, strict=True))

@@ -1,0 +1,118 @@
+"""DM occupancy over time: the trace's "live DM bytes" counter (manual "Scheduling", L7042–7070; DM shared by
+both contexts, L150–155).
+
+Operations are recorded in program order but run out of order (in-order issue, out-of-order completion), so a
+sample "after operation *i*" stamped at that operation's end is wrong wherever a later operation ends earlier
+(issue 29: the GEMM showed 0 bytes at 70.9 µs while 16 MiB were live).  Instead each DM tensor gets a lifetime
+on the schedule's clock:
+
+* it is held from the **start** of the first operation recorded after its bytes were allocated (the DMA or
+  commit that writes it);
+* it is held until the **end** of the last operation that touched its bytes (read or wrote them) while it was
+  live; a tensor still live when the program ends is held to the end;
+* bytes an operation touches through a handle that owns nothing (``DmTensor.from_addr`` over bytes whose
+  tensors were freed) are held while that operation runs.
+
+:meth:`DmOccupancy.samples` turns the lifetimes into a step function per chip, in time order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from visa.memory.footprint import Footprint, Span
+from visa.schedule.core import Operation
+from visa.schedule.footprints import span_of, tensor_dm_bytes
+
+__all__ = ["Lifetime", "DmOccupancy", "dm_bytes_in_use"]
+
+
+@dataclass
+class Lifetime:
+    """One DM tensor on the schedule's clock: its bytes per chip, held from ``start`` to ``end`` (cycles)."""
+
+    name: str
+    nbytes: dict[int, int]
+    span: Span
+    start: int
+    end: int
+    live: bool = True
+
+
+@dataclass
+class DmOccupancy:
+    """The lifetimes of every DM tensor of one context, kept up to date as operations are recorded."""
+
+    lifetimes: dict[int, Lifetime] = field(default_factory=dict)
+    _open: set[int] = field(default_factory=set)
+
+    def note(self, registry: Any, op: Operation) -> None:
+        """After ``op`` was recorded: start the tensors allocated since the last operation, extend those ``op``
+        touches, and close those freed since (their end is the last operation that touched them)."""
+        live = {r.ident: r for r in registry.live_regions("dm")}
+        for ident in [k for k in self._open if k not in live]:
+            self.lifetimes[ident].live = False
+            self._open.discard(ident)
+        touched = op.reads + op.writes
+        covered: dict[int, int] = {}
+        for ident, region in live.items():
+            life = self.lifetimes.get(ident)
+            if life is None:
+                owner = region.owner() if region.owner is not None else None
+                span = span_of(owner) if owner is not None else None
+                if span is None or span.memory != "dm":
+                    span = Span.of("dm", region.chips, [region.lo], [region.hi])
+                life = Lifetime(region.name, tensor_dm_bytes(region), span, op.start, op.end)
+                self.lifetimes[ident] = life
+                self._open.add(ident)
+            if _touches(touched, life.span):
+                life.end = max(life.end, op.end)
+                for chip, n in life.nbytes.items():
+                    covered[chip] = covered.get(chip, 0) + n
+        anonymous = {c: n - covered.get(c, 0) for c in op.chips if (n := dm_bytes_in_use(op, c)) > covered.get(c, 0)}
+        if anonymous:
+            key = -1 - len(self.lifetimes)
+            self.lifetimes[key] = Lifetime(f"bytes {op.name} touches through a handle that owns none", anonymous,
+                                           Span.of("dm", anonymous, [0], [0]), op.start, op.end, live=False)
+
+    def samples(self, makespan: int) -> dict[int, list[tuple[int, int]]]:
+        """Per chip, ``(cycle, bytes)`` in time order: the DM bytes held by tensors from that cycle on (one
+        sample per change, starting with ``(0, 0)``)."""
+        deltas: dict[int, dict[int, int]] = {}
+        for life in self.lifetimes.values():
+            end = life.end if not life.live else max(makespan, life.end)
+            for chip, n in life.nbytes.items():
+                per = deltas.setdefault(chip, {})
+                per[life.start] = per.get(life.start, 0) + n
+                if not life.live:
+                    per[end] = per.get(end, 0) - n
+        out: dict[int, list[tuple[int, int]]] = {}
+        for chip, per in sorted(deltas.items()):
+            level, steps = 0, [(0, 0)]
+            for t in sorted(per):
+                level += per[t]
+                if steps[-1][0] == t:
+                    steps[-1] = (t, level)
+                else:
+                    steps.append((t, level))
+            out[chip] = steps
+        return out
+
+    def held_at(self, chip: int, cycle: float) -> int:
+        """The DM bytes held on ``chip`` at ``cycle`` by this account (for checks)."""
+        return sum(life.nbytes.get(chip, 0) for life in self.lifetimes.values()
+                   if life.start <= cycle and (life.live or cycle < life.end))
+
+
+def dm_bytes_in_use(op: Operation, chip: int) -> int:
+    """A lower bound on the DM bytes in use on ``chip`` while ``op`` runs: the larger of what it reads and writes."""
+    return max(_chip_bytes(op.reads, chip), _chip_bytes(op.writes, chip))
+
+
+def _chip_bytes(fp: Footprint, chip: int) -> int:
+    return sum(s.bytes_per_unit * s.unit_count() for s in fp.spans if s.memory == "dm" and s.chips >> chip & 1)
+
+
+def _touches(fp: Footprint, span: Span) -> bool:
+    return any(s.overlaps(span) for s in fp.spans if s.memory == "dm")
