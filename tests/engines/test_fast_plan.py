@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from visa import RNGD, AxisSet, bf16, fastpaths, i8, i32
 from visa.engines.dma import fast_plan
 from visa.engines.dma.config import Side
+from visa.engines.dma.plan import _plan as _derive
 from visa.engines.dma.plan import plan
 from visa.errors import VisaError
 
@@ -40,9 +41,12 @@ def test_a_moved_plan_is_the_plan_derived_there(move: tuple[str, Any, str, Any],
     unit = 64  # a multiple of every alignment; the DM side stays inside a slice's 512 KiB
     step = 1 << 12 if "dm" in (src_m, dst_m) else 1 << 20
     first = (Side.of(src_m, src_l, a * unit, name="x"), Side.of(dst_m, dst_l, b * unit, name="y"))
-    moved = (Side.of(src_m, src_l, a * unit + k * step, name="x'"), Side.of(dst_m, dst_l, b * unit + k * step,
-                                                                             name="y'"))
+    far = 1 << 18  # (beyond every tensor's extent here: a plan is moved only that far from the unit's ends)
+    moved = (Side.of(src_m, src_l, far + a * unit + k * step, name="x'"),
+             Side.of(dst_m, dst_l, far + b * unit + k * step, name="y'"))
     plan(RNGD, dtype, *first)  # the plan at the first addresses (and the home one) is derived and kept
+    if fast_plan.REBASE.on:  # (far enough from both ends of the unit: moved, not derived)
+        assert fast_plan.plan(RNGD, dtype, *moved, "dma", True, _derive) is not None
     fast = plan(RNGD, dtype, *moved)
     with fastpaths.disabled("dma.plan-rebase"):
         reference = plan(RNGD, dtype, *moved)

@@ -5,9 +5,11 @@
 weight tile of a layer), and the reference derives each plan again (its stream, sequencers, packet and engines:
 about 10 ms).  Of a plan, only the bases depend on the addresses: the loops, the packet and the engines follow
 from the mappings, and the address rules (an element's first bit, whole bytes, the DMA's 8-byte alignments,
-L2424–2427) look at the address modulo a few bytes.  So a plan derived for the same sides at an address with
-the same remainder modulo :func:`period` is moved to the new addresses — the two sides and the sequencers'
-bases shifted — after the destination's placement rules are checked at its own address.  Plans with a given
+L2424–2427) look at the address modulo a few bytes — and, for a packet that carries padding before or after
+the data, at the distance to the ends of the unit.  So a plan derived for the same sides at an address with the
+same remainder modulo :func:`period`, as far from the ends as the tensor's extent (:func:`_home`), is moved to
+the new addresses — the two sides and the sequencers' bases shifted — after the destination's placement rules
+are checked at its own address.  Plans with a given
 stream (``stream=``) and host transfers (their staging side) are left to the reference.
 """
 
@@ -23,7 +25,8 @@ from visa.engines.cache import exact_key
 from visa.engines.dma.config import DmaPlan, Side
 from visa.errors import VisaError
 from visa.hw import HardwareProfile
-from visa.memory.layout import check_placement
+from visa.memory.layout import check_placement, element_bytes
+from visa.memory.transfer import address_space
 
 __all__ = ["REBASE", "period", "plan"]
 
@@ -39,9 +42,24 @@ def period(hw: HardwareProfile) -> int:
     return math.lcm(d.request_bytes, d.hbm_to_dm_align, *aligns)
 
 
-def _home(side: Side, every: int) -> Side:
-    """The side at its address modulo ``every`` bytes (and without its name, which only messages use)."""
-    return replace(side, bit_address=side.bit_address % (8 * every), name="")
+def _home(hw: HardwareProfile, dtype: type[dt.Scalar], side: Side, every: int) -> Side | None:
+    """The side at its address's remainder modulo ``every`` bytes, raised by a margin (and without its name, which
+    only messages use); None when the side lies too near either end of its unit for a plan to be moved.
+
+    A plan may reach past its tensor's first and last byte — a padded packet carries the padding before or after
+    the data (L1818–1840) and reads as many bytes of the source — and the reference refuses a packet that would
+    leave the unit's address space, so the stream it picks depends on the distance to either end.  Within the
+    tensor's own extent (its Element's bytes) of either end no plan is moved; elsewhere the home address keeps at
+    least that distance too, and both make the same choices."""
+    element = side.levels[-1][1]
+    extent = element_bytes(dtype, element.size)
+    margin = -(-extent // every) * every
+    unit = address_space(hw, side.medium).backed_bytes
+    byte = side.bit_address // 8
+    home = byte % every + margin
+    if byte < margin or byte + extent + margin > unit or home + extent + margin > unit:
+        return None
+    return replace(side, bit_address=8 * home, name="")
 
 
 def _moved(p: DmaPlan, src: Side, dst: Side) -> DmaPlan:
@@ -67,7 +85,9 @@ def plan(hw: HardwareProfile, dtype: type[dt.Scalar], src: Side, dst: Side, call
     if done is not None:  # moved here before (a later launch of the same kernel): the same plan object
         return done
     every = period(hw)
-    home_src, home_dst = _home(src, every), _home(dst, every)
+    home_src, home_dst = _home(hw, dtype, src, every), _home(hw, dtype, dst, every)
+    if home_src is None or home_dst is None:
+        return None  # near an end of its unit: the reference derives it there
     if home_src.bit_address == src.bit_address and home_dst.bit_address == dst.bit_address:
         return None  # already at home: the reference's own cache
     try:
