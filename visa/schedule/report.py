@@ -142,19 +142,21 @@ class KernelReport:
         for w in self.warnings:
             lines.append(f"    warning: {w}")
         if operations:
-            lines += self._operation_lines(ops, "operation")
+            lines += self._operation_lines(ops, "operation", notes=True)
         return "\n".join(lines)
 
     @staticmethod
-    def _operation_lines(ops: list[Operation], head: str) -> list[str]:
-        """One line per operation: number, name, track, start, cycles, what it waited for and its source line."""
+    def _operation_lines(ops: list[Operation], head: str, notes: bool = False) -> list[str]:
+        """One line per operation: number, name, track, start, cycles, what it waited for and its source line;
+        with ``notes``, each operation's notes below it (a command's cost, a DMA's layout rules, its waits)."""
         width = max([40, *(len(op.name) + 1 for op in ops)])
         lines = [f"    {head:<{width + 4}}{'track':<6}{'start':>10}{'cycles':>10}  waits for"]
         for op in ops:
             waits = ", ".join(f"#{d.op} {'/'.join(d.kinds)}" for d in op.deps)
             at = f"  ({op.source})" if op.source else ""
             lines.append(f"    #{op.index:<3}{op.name:<{width}}{op.track:<6}{op.start:>10}{op.cycles:>10}  {waits}{at}")
-            lines += [f"          {n}" for n in op.notes]  # a command's cost, a DMA's layout rules, waits
+            if notes:
+                lines += [f"          {n}" for n in op.notes]
         return lines
 
     def __str__(self) -> str:

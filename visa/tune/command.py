@@ -87,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
     from visa.tune import sweep
 
     console = Console(soft_wrap=True, highlight=False)
+    if not console.is_terminal:  # a log or a pipe: the whole table, not cells wrapped to 80 columns
+        console.width = 160
     try:
         fn, path, name = load(args.target)
         space = parse_grid(args.grid)
