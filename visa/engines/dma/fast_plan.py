@@ -76,8 +76,8 @@ def plan(hw: HardwareProfile, dtype: type[dt.Scalar], src: Side, dst: Side, call
          derive: Callable[..., DmaPlan]) -> DmaPlan | None:
     """The plan of ``derive(hw, dtype, src, dst, None, call, own_padding)`` by moving the plan of the sides at their
     home addresses (derived and kept by ``derive``'s cache), or None when this path does not apply."""
-    if not REBASE.on or "host" in (src.medium, dst.medium):
-        return None
+    if not REBASE.on or not {src.medium, dst.medium} <= {"hbm", "dm"}:
+        return None  # (host transfers stage a side; other media are refused by the reference)
     if src.bit_address % 8 or dst.bit_address % 8:
         return None  # (a sub-byte start: the reference says what is wrong)
     key = (exact_key(hw), dtype, exact_key(src), src.name, exact_key(dst), dst.name, call, own_padding)
