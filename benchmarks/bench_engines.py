@@ -235,19 +235,20 @@ def stream_rows(ctx: Context) -> list[Row]:
                     lambda out: same(np.asarray(out.data.values)[0].reshape(2, 8, 32, T, 8)[:, :, 0], want_sat,
                                      "inter AddSat")))
 
-    # zip: the two halves of Time unzipped into groups and added
+    # zip: pairs of Time steps (the pair innermost: a group is one packet in the register-file cache, L5156)
+    # unzipped into groups and added
     zax = AxisSet(C=2, S=256, I=2, T=T // 2, L=8)
-    zlay = StreamLayout(i32, zax.m["1"], zax.m["C"], zax.m["S"], zax.m["I, T"], zax.m["L"])
-    xz = x.reshape(2, 256, 2, T // 2, 8)
+    zlay = StreamLayout(i32, zax.m["1"], zax.m["C"], zax.m["S"], zax.m["T, I"], zax.m["L"])
+    xz = x.reshape(2, 256, T // 2, 2, 8)
 
     def zipped() -> Callable[[], Any]:
         s = stream(ctx, x, i32, zlay).vector_init()
-        return lambda: force(s.vector_intra_slice_unzip("I", zax.m["1 # 2, T"], zax.m["T"])
+        return lambda: force(s.vector_intra_slice_unzip("I", zax.m["T, 1 # 2"], zax.m["T"])
                              .vector_fxp_zip(FxpBinaryOp.AddFxp).vector_final())
 
-    rows.append(Row("VE unzip → fxp zip AddFxp", zipped, lambda: xz[:, :, 0] + xz[:, :, 1],
+    rows.append(Row("VE unzip → fxp zip AddFxp", zipped, lambda: xz[:, :, :, 0] + xz[:, :, :, 1],
                     lambda out: same(np.asarray(out.data.values)[0].reshape(2, 256, T // 2, 8),
-                                     xz[:, :, 0] + xz[:, :, 1], "zip")))
+                                     xz[:, :, :, 0] + xz[:, :, :, 1], "zip")))
 
     # transpose: 8 × 8 i8 blocks within 32-byte flits (L6913–6945)
     tax = AxisSet(C=2, S=256, B=N // (2 * 256 * 64), R=8, E=8)

@@ -34,6 +34,7 @@ import numpy.typing as npt
 from visa import dtypes as dt
 from visa import fastpaths
 from visa.errors import AddressError
+from visa.memory import fast_regions
 from visa.memory.arena import ARENA, Lease, lazy_zeros
 from visa.memory.known import all_true
 from visa.memory.pages import ALL, MIXED, PAGE_BYTES, PageMask, Units, nest_offsets
@@ -46,6 +47,8 @@ __all__ = ["DenseImage", "PagedImage", "Image", "load", "store", "store_stream",
 
 _GAP = 1 << 20  # a scatter whose indices leave a larger hole writes separate regions
 
+SLACK = fastpaths.register("memory.region-slack", "a sparse HBM region grown by an access next to it grows by "
+                           "its own size at once (amortised) instead of to the bytes asked each time")
 REPLICAS = fastpaths.register("memory.replicas", "units written with the same known bytes are remembered as "
                               "replicas (the engines then share one copy's work) instead of compared")
 
@@ -691,7 +694,7 @@ class PagedImage:
     ([0, 7, 7], [False, True, True], [(4096, 4104)])
     """
 
-    __slots__ = ("size", "name", "page_bytes", "_starts", "_data", "_pages", "_shared")
+    __slots__ = ("size", "name", "page_bytes", "_starts", "_data", "_pages", "_shared", "_asked")
 
     def __init__(self, size: int, name: str = "HBM", page_bytes: int = PAGE_BYTES) -> None:
         self.size = size
@@ -701,6 +704,7 @@ class PagedImage:
         self._data: list[ByteArray] = []
         self._pages: list[PageMask] = []
         self._shared: list[bool] = []  # a region whose bytes are another owner's frozen buffer (see adopt)
+        self._asked: list[tuple[int, int]] = []  # the regions the bytes asked make (an allocation may hold more)
 
     @property
     def nbytes(self) -> int:
@@ -708,8 +712,9 @@ class PagedImage:
         return self.size
 
     def regions(self) -> list[tuple[int, int]]:
-        """The ``[start, end)`` byte ranges that exist."""
-        return [(s, s + d.size) for s, d in zip(self._starts, self._data, strict=True)]
+        """The ``[start, end)`` byte ranges that exist: the bytes asked of each region (the reference allocates
+        exactly those; :mod:`visa.memory.fast_regions` may allocate more, unwritten)."""
+        return list(self._asked)
 
     def _check_range(self, lo: int, hi: int) -> None:
         if lo < 0 or hi > self.size:
@@ -735,11 +740,17 @@ class PagedImage:
                 if write and self._shared[first]:  # copy on write: the buffer stays its owner's
                     self._data[first] = self._data[first].copy()
                     self._shared[first] = False
+                self._ask(lo, hi)
                 return self._data[first], self._pages[first], lo - s
+        self._ask(lo, hi)
         new_lo, new_hi = lo, hi
         if last > first:
-            new_lo = min(lo, self._starts[first])
-            new_hi = max(hi, self._starts[last - 1] + self._data[last - 1].size)
+            old_lo, old_hi = self._starts[first], self._starts[last - 1] + self._data[last - 1].size
+            new_lo, new_hi = min(lo, old_lo), max(hi, old_hi)
+            if SLACK.on:
+                floor = self._starts[first - 1] + self._data[first - 1].size if first else 0
+                ceiling = self._starts[last] if last < len(self._starts) else self.size
+                new_lo, new_hi = fast_regions.grown(new_lo, new_hi, old_lo, old_hi, floor, ceiling)
         data = lazy_zeros((new_hi - new_lo,), np.dtype(np.uint8))
         pages = PageMask(lazy_zeros((1, new_hi - new_lo), np.dtype(bool)), max(1, min(self.page_bytes,
                                                                                      new_hi - new_lo)))
@@ -752,6 +763,21 @@ class PagedImage:
         self._pages[first:last] = [pages]
         self._shared[first:last] = [False]
         return data, pages, lo - new_lo
+
+    def _ask(self, lo: int, hi: int) -> None:
+        """Note bytes ``[lo, hi)`` asked: they join the regions they overlap (:meth:`regions`, the reference's
+        allocations, whatever slack an allocation holds)."""
+        starts = [a for a, _ in self._asked]
+        first = bisect.bisect_right(starts, lo) - 1
+        if first >= 0 and self._asked[first][1] <= lo:
+            first += 1
+        first = max(first, 0)
+        last = bisect.bisect_left(starts, hi)
+        if last - first == 1 and self._asked[first][0] <= lo and hi <= self._asked[first][1]:
+            return
+        if last > first:
+            lo, hi = min(lo, self._asked[first][0]), max(hi, self._asked[last - 1][1])
+        self._asked[first:last] = [(lo, hi)]
 
     def adopt(self, lo: int, data: ByteArray) -> bool:
         """Make bytes ``[lo, lo + data.size)`` the bytes of ``data``, all written, without copying them: the
@@ -771,6 +797,7 @@ class PagedImage:
         self._data[first:last] = [view]
         self._pages[first:last] = [pages]
         self._shared[first:last] = [True]
+        self._ask(lo, hi)
         return True
 
     def window(self, lo: int, hi: int) -> tuple[ByteArray, BoolArray]:
