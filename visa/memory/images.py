@@ -34,7 +34,7 @@ import numpy.typing as npt
 from visa import dtypes as dt
 from visa import fastpaths
 from visa.errors import AddressError
-from visa.memory import fast_regions
+from visa.memory import fast_nest, fast_regions
 from visa.memory.arena import ARENA, Lease, lazy_zeros
 from visa.memory.known import all_true
 from visa.memory.pages import ALL, MIXED, PAGE_BYTES, PageMask, Units, nest_offsets
@@ -1003,7 +1003,11 @@ def load_nest_values(dtype: type[dt.Scalar], image: Image, bit_base: int, loops:
         return False
     nb, base, nest = got
     assert isinstance(image, DenseImage)
-    if not image.read_nest(nb, base, nest, values.view(_WORD[nb]), None):
+    wide = fast_nest.widen(nb, nest) if fast_nest.WIDE.on else None
+    if wide is not None:  # runs of contiguous elements read as wider words (the same bytes, fast_nest.py)
+        if not image.read_nest(wide[0], base, wide[1], values.reshape(-1).view(_WORD[wide[0]]), None):
+            return False
+    elif not image.read_nest(nb, base, nest, values.view(_WORD[nb]), None):
         return False
     _from_words(dtype, values.view(_WORD[nb]))  # the range check of i5 and i9 images
     return True
