@@ -11,7 +11,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from visa import bf16, fastpaths, i8, i32
-from visa.memory.images import DenseImage, load_nest_values
+from visa.memory.images import DenseImage, load_nest_values, store_nest
 from visa.memory.units import enabled_units
 
 _loop = st.tuples(st.integers(1, 6), st.integers(-40, 80))
@@ -45,3 +45,34 @@ def test_a_nest_read_as_words_is_the_nest_read_by_element(dtype: Any, outer: lis
     assert (fast is None) == (reference is None)
     if fast is not None and reference is not None:
         assert np.array_equal(fast.view(np.uint8), reference.view(np.uint8))
+
+
+def _write(dtype: Any, loops: list[tuple[int, int]], values: np.ndarray, bit_base: int, units: np.ndarray,
+           seed: int) -> tuple[np.ndarray, np.ndarray]:
+    img = DenseImage((4, 4096))
+    rng = np.random.default_rng(seed)
+    img._bytes[...] = rng.integers(0, 256, size=img._bytes.shape, dtype=np.uint8)  # noqa: SLF001
+    img._written[:, :2000] = True  # noqa: SLF001  (part of every unit written before)
+    img._pages.materialise(slice(None), 0, 4096)  # noqa: SLF001
+    img._pages.mark(slice(None), 0, 2000, True)  # noqa: SLF001
+    assert store_nest(dtype, enabled_units(img, units), bit_base, loops, values, True)
+    return img._bytes.copy(), img._pages.known_span(slice(None), 0, 4096).copy()  # noqa: SLF001
+
+
+@settings(max_examples=60, deadline=None)
+@example(i8, 3, 8, 4, 0, False, 1)  # runs of 8 bytes four times, contiguous: one run of 32
+@given(st.sampled_from([i8, bf16, i32]), st.integers(1, 4), st.integers(1, 16), st.integers(1, 4),
+       st.integers(0, 40), st.booleans(), st.integers(0, 2**32 - 1))
+def test_a_nest_written_as_words_is_the_nest_written_by_element(dtype: Any, outer: int, run: int, middle: int,
+                                                               gap: int, padded: bool, seed: int) -> None:
+    loops = [(outer, middle * run + gap), (middle, run), (run, 1)]  # (injective: each loop past the one inside)
+    rng = np.random.default_rng(seed)
+    storage = np.dtype(dtype.storage)
+    raw = rng.integers(0, 256, size=(3, outer, middle, run + 2 * padded, storage.itemsize), dtype=np.uint8)
+    values = raw.view(storage)[..., 0][..., :run]  # (padded: the last axis a run inside wider rows)
+    units = np.array([False, True, True, True])  # (a box of consecutive units)
+    base = 8 * 64 + 8 * gap
+    fast = _write(dtype, loops, values, base, units, seed)
+    with fastpaths.disabled("memory.nest-words"):
+        reference = _write(dtype, loops, values, base, units, seed)
+    assert np.array_equal(fast[0], reference[0]) and np.array_equal(fast[1], reference[1])

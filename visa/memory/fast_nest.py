@@ -1,5 +1,6 @@
 """Fast path ``memory.nest-words`` (issue 24): a loop nest of elements of whole bytes whose innermost loop runs
-over contiguous elements is read as 8-, 4- or 2-byte words.
+over contiguous elements is read as 8-, 4- or 2-byte words (and written so, when its values' last axis is such a
+run).
 
 The reference (:func:`visa.memory.images.load_nest_values`) reads a nest one element word at a time: an i8 fetch
 whose packets are runs of 8 bytes (a lane of 8 i8) steps numpy's copy 8 bytes at a time, a loop of its own for
@@ -9,6 +10,11 @@ C-contiguous buffer viewed as ``W``-byte words, every byte the reference reads, 
 """
 
 from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from visa import fastpaths
 
@@ -47,3 +53,23 @@ def widen(nb: int, nest: Nest) -> tuple[int, Nest] | None:
     if word is None:
         return None
     return word, (*outer, (run // word, word)) if run > word else tuple(outer)
+
+
+def widen_values(nb: int, nest: Nest, words: npt.NDArray[Any]) -> tuple[int, Nest, npt.NDArray[Any]] | None:
+    """:func:`widen` for a write: ``(W, nest', words')`` with ``words`` (``nb``-byte words, in the nest's C order
+    after the units; its last axis contiguous) seen as ``W``-byte words, or None when its last axis cannot be
+    (a broadcast, a stride, a length whose bytes ``W`` does not divide).
+
+    >>> w = np.arange(32, dtype=np.uint8).reshape(2, 16)
+    >>> word, nest, wide = widen_values(1, ((2, 64), (16, 1)), w)
+    >>> word, nest, wide.shape, bool((wide.view(np.uint8).reshape(2, 16) == w).all())
+    (8, ((2, 64), (2, 8)), (2, 2), True)
+    """
+    got = widen(nb, nest)
+    if got is None or words.ndim == 0 or words.strides[-1] != words.itemsize or words.itemsize != nb:
+        return None
+    word, wide = got
+    if (words.shape[-1] * nb) % word:
+        return None
+    out = words.view(np.dtype(f"<u{word}"))  # (the last axis contiguous: a view, no copy)
+    return word, wide, out
