@@ -1,4 +1,4 @@
-"""``contraction.f32-exact`` and ``contraction.whole-output`` (visa/engines/contraction/fast_compute.py) against
+"""``contraction.f32-sums`` and ``contraction.whole-output`` (visa/engines/contraction/fast_sums.py) against
 the Contraction Engine's reference arithmetic and bookkeeping (issue 24): the same accumulated values and
 known-mask, the same committed bytes and the same cycles with the paths on and off — i8 products whose sums stay
 below 2^24 (summed in float32 then) and reach past it (float64, as the reference), bf16 (float: untouched),
@@ -13,10 +13,10 @@ import pytest
 
 from tests import two_slice_gemm
 from visa import AccumulationKind, AxisSet, Context, TrfAddress, bf16, fastpaths, i8
-from visa.engines.contraction import fast_compute
+from visa.engines.contraction import fast_sums
 from visa.testing import place_dm, place_trf
 
-PATHS = ("contraction.f32-exact", "contraction.whole-output")
+PATHS = ("contraction.f32-sums", "contraction.whole-output")
 
 
 def _operands(rng: np.random.Generator, dtype: Any, shape_a: tuple[int, ...], shape_w: tuple[int, ...]
@@ -92,13 +92,13 @@ def _on(*names: str) -> None:
 
 def test_the_sum_type_is_float32_only_where_exact() -> None:
     """2^24 / 2^14 = 1024 i8 products stay exact in float32; 1025 do not (L4384–4392: exact i32 sums)."""
-    _on("contraction.f32-exact")
-    assert fast_compute.sum_type(np.float64, 1024, 1024) is np.float32
-    assert fast_compute.sum_type(np.float64, 1025, 1024) is np.float64
-    assert fast_compute.sum_type(np.float64, 64, 0) is np.float64  # not integers
-    assert fast_compute.sum_type(np.float32, 64, 1024) is np.float32  # floats: the reference's own type
-    with fastpaths.disabled("contraction.f32-exact"):
-        assert fast_compute.sum_type(np.float64, 64, 1024) is np.float64
+    _on("contraction.f32-sums")
+    assert fast_sums.sum_type(np.float64, 1024, 1024) is np.float32
+    assert fast_sums.sum_type(np.float64, 1025, 1024) is np.float64
+    assert fast_sums.sum_type(np.float64, 64, 0) is np.float64  # not integers
+    assert fast_sums.sum_type(np.float32, 64, 1024) is np.float32  # floats: the reference's own type
+    with fastpaths.disabled("contraction.f32-sums"):
+        assert fast_sums.sum_type(np.float64, 64, 1024) is np.float64
 
 
 def test_the_whole_output_is_handed_on() -> None:

@@ -9,5 +9,8 @@ import numpy.ma  # noqa: F401
 from visa.engines import collect as _collect  # noqa: E402, F401
 from visa.engines import commit as _commit  # noqa: E402, F401
 from visa.engines import fetch_fast as _fetch_fast  # noqa: E402, F401
+from visa.engines import transpose as _transpose  # noqa: E402, F401
 from visa.engines.contraction import fast_window as _fast_window  # noqa: E402, F401
 from visa.engines.dma import shuffle as _shuffle  # noqa: E402, F401
+from visa.engines.vector import fast_reduce as _fast_reduce  # noqa: E402, F401
+from visa.engines.vector import relayout as _relayout  # noqa: E402, F401

@@ -14,6 +14,7 @@ import functools
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
+from visa.fastpaths import FastPath
 from visa.mapping import Mapping
 
 __all__ = ["exact_key", "cached"]
@@ -95,16 +96,18 @@ class _Hashed:
         return isinstance(other, _Hashed) and (other.value is self.value or other.value == self.value)
 
 
-def cached(limit: int = 256) -> Callable[[Callable[..., R]], Callable[..., R]]:
+def cached(limit: int = 256, paths: tuple[FastPath, ...] = ()) -> Callable[[Callable[..., R]], Callable[..., R]]:
     """Memoise a pure function on :func:`exact_key` of its positional arguments (at most ``limit`` entries):
-    two equivalent mappings (L1017–1028) may plan differently, so they never share an entry."""
+    two equivalent mappings (L1017–1028) may plan differently, so they never share an entry.  A function that
+    takes fast ``paths`` (:mod:`visa.fastpaths`) is keyed on whether each is on too (a plan made by a fast path
+    is never handed out with the path off)."""
 
     def wrap(fn: Callable[..., R]) -> Callable[..., R]:
         store: dict[Hashable, R] = {}
 
         @functools.wraps(fn)
         def inner(*args: Any) -> R:
-            key = tuple(exact_key(a) for a in args)
+            key = tuple(exact_key(a) for a in args) + tuple(p.on for p in paths)
             try:
                 return store[key]
             except KeyError:

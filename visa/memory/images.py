@@ -49,6 +49,8 @@ _GAP = 1 << 20  # a scatter whose indices leave a larger hole writes separate re
 
 SLACK = fastpaths.register("memory.region-slack", "a sparse HBM region grown by an access next to it grows by "
                            "its own size at once (amortised) instead of to the bytes asked each time")
+WORDS = fastpaths.register("memory.image-words", "load and store move each element as one machine word (a run of "
+                           "consecutive elements as one strided copy) instead of byte by byte")
 REPLICAS = fastpaths.register("memory.replicas", "units written with the same known bytes are remembered as "
                               "replicas (the engines then share one copy's work) instead of compared")
 
@@ -1118,7 +1120,8 @@ def load(dtype: type[dt.Scalar], image: Image, bit_offsets: npt.ArrayLike) -> tu
     layout of manual L1071–1093).
 
     Returns storage-typed values and a mask that is False where any byte of the element was never written.
-    For a dense image the result has the image's leading shape followed by the offsets' shape.
+    For a dense image the result has the image's leading shape followed by the offsets' shape.  The reference
+    gathers every byte; the fast path ``memory.image-words`` reads whole words.
     """
     offs = np.asarray(bit_offsets, dtype=np.int64)
     if dtype.image_bits == 4:
@@ -1128,7 +1131,7 @@ def load(dtype: type[dt.Scalar], image: Image, bit_offsets: npt.ArrayLike) -> tu
     if offs.size and np.any(offs & 7):
         raise AddressError(f"{dtype!r} elements must start on a byte boundary", call="load")
     nb = _nbytes_per(dtype)
-    if isinstance(image, DenseImage):
+    if isinstance(image, DenseImage) and WORDS.on:
         got = image.gather_words(offs >> 3, nb)
         if got is not None:
             return _from_words(dtype, got[0]), got[1]
@@ -1147,7 +1150,8 @@ def store(dtype: type[dt.Scalar], image: Image, bit_offsets: npt.ArrayLike, valu
     """Store ``values`` (storage-typed or exactly representable) at ``bit_offsets``; ``mask`` selects elements
     (the byte layout of manual L1071–1093).
 
-    4-bit elements are merged into their bytes (read, modify, write of the other nibble).
+    4-bit elements are merged into their bytes (read, modify, write of the other nibble).  The reference
+    scatters every byte; the fast path ``memory.image-words`` writes a run as one strided copy, or whole words.
     """
     offs = np.asarray(bit_offsets, dtype=np.int64)
     vals = dt.as_storage(dtype, values)
@@ -1167,10 +1171,13 @@ def store(dtype: type[dt.Scalar], image: Image, bit_offsets: npt.ArrayLike, valu
     if offs.size and np.any(offs & 7):
         raise AddressError(f"{dtype!r} elements must start on a byte boundary", call="store")
     nb = _nbytes_per(dtype)
-    if _store_run(dtype, image, offs, vals, sel):
-        return
-    if isinstance(image, DenseImage) and image.scatter_words(offs >> 3, nb, _to_words(dtype, vals), sel):
-        return
+    if WORDS.on:  # (memory/fast_images.py: a run as one strided copy; whole words)
+        from visa.memory import fast_images
+
+        if fast_images.store_run(dtype, image, offs, vals, sel):
+            return
+        if isinstance(image, DenseImage) and image.scatter_words(offs >> 3, nb, _to_words(dtype, vals), sel):
+            return
     raw = dt.to_bytes(dtype, vals.reshape(-1)).reshape(*vals.shape, nb)
     idx = (offs >> 3)[..., None] + np.arange(nb, dtype=np.int64)
     bmask = None if sel is None else np.broadcast_to(sel[..., None], sel.shape + (nb,))
@@ -1180,21 +1187,6 @@ def store(dtype: type[dt.Scalar], image: Image, bit_offsets: npt.ArrayLike, valu
                       None if bmask is None else np.broadcast_to(bmask, raw.shape).reshape(*lead, -1))
     else:
         image.scatter(idx, np.broadcast_to(raw, idx.shape), bmask)
-
-
-def _store_run(dtype: type[dt.Scalar], image: Image, offs: IntArray, vals: npt.NDArray[Any],
-               sel: BoolArray | None) -> bool:
-    """:func:`store` of consecutive elements (``offs`` one run, one element apart, every one selected: a tensor
-    placed whole, ``visa.testing.place_dm``) as a one-loop :func:`store_nest` — one strided copy instead of a
-    scatter by index.  False (nothing written) otherwise."""
-    step = dtype.image_bits
-    if not isinstance(image, DenseImage) or offs.ndim != 1 or offs.size < 2 or (sel is not None and not sel.all()):
-        return False
-    if vals.size != math.prod(image.lead_shape) * offs.size:  # values broadcast over units: the scatter path
-        return False
-    if int(offs[-1]) - int(offs[0]) != step * (offs.size - 1) or not bool((np.diff(offs) == step).all()):
-        return False
-    return store_nest(dtype, image, int(offs[0]), ((int(offs.size), 1),), vals, True)
 
 
 def unwrite(image: DenseImage, bits: IntArray, where: BoolArray, dtype: type[dt.Scalar]) -> None:

@@ -24,6 +24,7 @@ import numpy.typing as npt
 from visa.engines.common import StreamData, StreamLayout, axes_text
 from visa.engines.vector import arith, fast_inter
 from visa.engines.vector.cache import cached
+from visa.engines.vector.fast_reduce import SHORTCUTS
 from visa.engines.vector.ops import InterSliceReduceOpF32, InterSliceReduceOpI32
 from visa.engines.vector.plan import dtype_name
 from visa.engines.vector.relayout import joint_eval
@@ -206,7 +207,7 @@ def execute_inter_reduce(cfg: InterReduceConfig, data: StreamData) -> StreamData
     ident = arith.reduce_identity(cfg.op, cfg.dtype)
     vals = data.values.reshape(-1)
     m = cfg.members
-    if cfg.full:  # every group has r_max members: no identity padding, no masks
+    if cfg.full and SHORTCUTS.on:  # every group has r_max members: no identity padding, no masks (fast_reduce)
         x = vals[m]
         poison: BoolArray | None = None if is_everywhere(data.known) else \
             np.asarray(~data.known.reshape(-1)[m].all(axis=1))
@@ -214,7 +215,7 @@ def execute_inter_reduce(cfg: InterReduceConfig, data: StreamData) -> StreamData
         present = m >= 0
         idx = np.where(present, m, 0)
         x = np.where(present, vals[idx], np.asarray(ident, dtype=vals.dtype))
-        poison = None if is_everywhere(data.known) else \
+        poison = None if SHORTCUTS.on and is_everywhere(data.known) else \
             np.asarray((present & ~data.known.reshape(-1)[idx]).any(axis=1))
     red = arith.sequential_reduce(cfg.op, cfg.dtype, x, axis=1)
     og = cfg.out_group
