@@ -34,6 +34,7 @@ import numpy.typing as npt
 from visa import dtypes as dt
 from visa import fastpaths
 from visa.errors import AddressError
+from visa.memory import fast_nest, fast_regions
 from visa.memory.arena import ARENA, Lease, lazy_zeros
 from visa.memory.known import all_true
 from visa.memory.pages import ALL, MIXED, PAGE_BYTES, PageMask, Units, nest_offsets
@@ -46,6 +47,8 @@ __all__ = ["DenseImage", "PagedImage", "Image", "load", "store", "store_stream",
 
 _GAP = 1 << 20  # a scatter whose indices leave a larger hole writes separate regions
 
+SLACK = fastpaths.register("memory.region-slack", "a sparse HBM region grown by an access next to it grows by "
+                           "its own size at once (amortised) instead of to the bytes asked each time")
 WORDS = fastpaths.register("memory.image-words", "load and store move each element as one machine word (a run of "
                            "consecutive elements as one strided copy) instead of byte by byte")
 REPLICAS = fastpaths.register("memory.replicas", "units written with the same known bytes are remembered as "
@@ -618,6 +621,10 @@ def _known_words(pm: PageMask, us: Units, byte_index: IntArray, nb: int) -> Bool
     return out
 
 
+#: Words × units at most that :func:`_nest_known` asks byte by byte (more: through the mask's word view).
+_BY_INDEX = 1 << 16
+
+
 def _nest_known(pm: PageMask, us: Units, mask: BoolArray, nb: int, byte_base: int, nest: Nest,
                 known: BoolArray) -> None:
     """Fill ``known`` (the nest's view shape, units first) with whether all bytes of each word a byte loop nest
@@ -637,17 +644,21 @@ def _nest_known(pm: PageMask, us: Units, mask: BoolArray, nb: int, byte_base: in
     if st.shape[0] and bool((st == st[:1]).all()):
         # every unit's pages alike (a tensor written whole, a nest reaching into a page of another): the page
         # states decide the words for one unit, broadcast to all; only the words on a mixed page ask the bytes
+        # — by index when they are few, else through the mask's word view below (issue 24: a padded lane on
+        # every word's page asked every byte of every unit by index, 512 × 1M-element temporaries)
         in_first, in_last = st_u[0, first], st_u[0, last]
         k2[...] = (in_first == ALL) & (in_last == ALL)
         on_mixed = np.flatnonzero((in_first == MIXED) | (in_last == MIXED))
-        if on_mixed.size:
-            pos = off[on_mixed]
-            exact = pm.known_at(us, pos)
-            for b in range(1, nb):
-                exact &= pm.known_at(us, pos + b)
-            k2[:, on_mixed] = exact
-        return
-    np.logical_and(st_u[:, first] == ALL, st_u[:, last] == ALL, out=k2)
+        if on_mixed.size * nb * st.shape[0] <= _BY_INDEX:
+            if on_mixed.size:
+                pos = off[on_mixed]
+                exact = pm.known_at(us, pos)
+                for b in range(1, nb):
+                    exact &= pm.known_at(us, pos + b)
+                k2[:, on_mixed] = exact
+            return
+    else:
+        np.logical_and(st_u[:, first] == ALL, st_u[:, last] == ALL, out=k2)
     if bool((st == MIXED).any()):
         kv = word_view(mask, nb)
         assert kv is not None
@@ -685,7 +696,7 @@ class PagedImage:
     ([0, 7, 7], [False, True, True], [(4096, 4104)])
     """
 
-    __slots__ = ("size", "name", "page_bytes", "_starts", "_data", "_pages", "_shared")
+    __slots__ = ("size", "name", "page_bytes", "_starts", "_data", "_pages", "_shared", "_asked")
 
     def __init__(self, size: int, name: str = "HBM", page_bytes: int = PAGE_BYTES) -> None:
         self.size = size
@@ -695,6 +706,7 @@ class PagedImage:
         self._data: list[ByteArray] = []
         self._pages: list[PageMask] = []
         self._shared: list[bool] = []  # a region whose bytes are another owner's frozen buffer (see adopt)
+        self._asked: list[tuple[int, int]] = []  # the regions the bytes asked make (an allocation may hold more)
 
     @property
     def nbytes(self) -> int:
@@ -702,8 +714,9 @@ class PagedImage:
         return self.size
 
     def regions(self) -> list[tuple[int, int]]:
-        """The ``[start, end)`` byte ranges that exist."""
-        return [(s, s + d.size) for s, d in zip(self._starts, self._data, strict=True)]
+        """The ``[start, end)`` byte ranges that exist: the bytes asked of each region (the reference allocates
+        exactly those; :mod:`visa.memory.fast_regions` may allocate more, unwritten)."""
+        return list(self._asked)
 
     def _check_range(self, lo: int, hi: int) -> None:
         if lo < 0 or hi > self.size:
@@ -729,11 +742,17 @@ class PagedImage:
                 if write and self._shared[first]:  # copy on write: the buffer stays its owner's
                     self._data[first] = self._data[first].copy()
                     self._shared[first] = False
+                self._ask(lo, hi)
                 return self._data[first], self._pages[first], lo - s
+        self._ask(lo, hi)
         new_lo, new_hi = lo, hi
         if last > first:
-            new_lo = min(lo, self._starts[first])
-            new_hi = max(hi, self._starts[last - 1] + self._data[last - 1].size)
+            old_lo, old_hi = self._starts[first], self._starts[last - 1] + self._data[last - 1].size
+            new_lo, new_hi = min(lo, old_lo), max(hi, old_hi)
+            if SLACK.on:
+                floor = self._starts[first - 1] + self._data[first - 1].size if first else 0
+                ceiling = self._starts[last] if last < len(self._starts) else self.size
+                new_lo, new_hi = fast_regions.grown(new_lo, new_hi, old_lo, old_hi, floor, ceiling)
         data = lazy_zeros((new_hi - new_lo,), np.dtype(np.uint8))
         pages = PageMask(lazy_zeros((1, new_hi - new_lo), np.dtype(bool)), max(1, min(self.page_bytes,
                                                                                      new_hi - new_lo)))
@@ -746,6 +765,21 @@ class PagedImage:
         self._pages[first:last] = [pages]
         self._shared[first:last] = [False]
         return data, pages, lo - new_lo
+
+    def _ask(self, lo: int, hi: int) -> None:
+        """Note bytes ``[lo, hi)`` asked: they join the regions they overlap (:meth:`regions`, the reference's
+        allocations, whatever slack an allocation holds)."""
+        starts = [a for a, _ in self._asked]
+        first = bisect.bisect_right(starts, lo) - 1
+        if first >= 0 and self._asked[first][1] <= lo:
+            first += 1
+        first = max(first, 0)
+        last = bisect.bisect_left(starts, hi)
+        if last - first == 1 and self._asked[first][0] <= lo and hi <= self._asked[first][1]:
+            return
+        if last > first:
+            lo, hi = min(lo, self._asked[first][0]), max(hi, self._asked[last - 1][1])
+        self._asked[first:last] = [(lo, hi)]
 
     def adopt(self, lo: int, data: ByteArray) -> bool:
         """Make bytes ``[lo, lo + data.size)`` the bytes of ``data``, all written, without copying them: the
@@ -765,6 +799,7 @@ class PagedImage:
         self._data[first:last] = [view]
         self._pages[first:last] = [pages]
         self._shared[first:last] = [True]
+        self._ask(lo, hi)
         return True
 
     def window(self, lo: int, hi: int) -> tuple[ByteArray, BoolArray]:
@@ -970,7 +1005,11 @@ def load_nest_values(dtype: type[dt.Scalar], image: Image, bit_base: int, loops:
         return False
     nb, base, nest = got
     assert isinstance(image, DenseImage)
-    if not image.read_nest(nb, base, nest, values.view(_WORD[nb]), None):
+    wide = fast_nest.widen(nb, nest) if fast_nest.WIDE.on else None
+    if wide is not None:  # runs of contiguous elements read as wider words (the same bytes, fast_nest.py)
+        if not image.read_nest(wide[0], base, wide[1], values.reshape(-1).view(_WORD[wide[0]]), None):
+            return False
+    elif not image.read_nest(nb, base, nest, values.view(_WORD[nb]), None):
         return False
     _from_words(dtype, values.view(_WORD[nb]))  # the range check of i5 and i9 images
     return True

@@ -35,7 +35,7 @@ import numpy.typing as npt
 from visa import fastpaths
 from visa.engines.broadcast import TimeDigits, expand, place_values
 from visa.engines.common import StreamData
-from visa.engines.contraction import reference
+from visa.engines.contraction import fast_sums, reference
 from visa.engines.contraction.aligner import AlignPlan
 from visa.engines.contraction.blas import batched_matmul, parallel_pieces
 from visa.engines.contraction.reducer import AccumulatePlan, ContractPlan
@@ -396,11 +396,16 @@ def _run(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int,
     reduced = [f"d{k}" for k, d in enumerate(digits) if not (d.kept or keep_all_time)] + ["j"]
     lo = ["b", *kept, *out_tail]
     ctype: type[np.floating[Any]] = np.float64 if contract.out_dtype.kind == "int" else np.float32
+    if ctype is np.float64:
+        from visa.engines.contraction import fast_compute  # (it imports this module)
+
+        ctype = fast_sums.sum_type(ctype, math.prod(sizes[lab] for lab in reduced),
+                                   fast_compute.exact_f32_terms(act, window.values))
     flat = act.reshape(-1, *act.shape[3:])
     flat_known = act_known.reshape(-1, *act_known.shape[3:])
     out_shape = [len(batch)] + [sizes[lab] for lab in lo[1:]]
-    values = np.zeros(out_shape, dtype=ctype)
-    poison = np.zeros(out_shape, dtype=bool)
+    values = np.empty(out_shape, dtype=ctype)  # (every batch position is written below, chunk by chunk)
+    poison: BoolArray | None = None  # made when a chunk has poison
     # elements per batch position: the (compact) activation and the weights (a strided view of the window unless
     # dense, then a gather over every step)
     w_steps = align.out_time if dense else math.prod(d.size for d in digits if d.stride != 0)
@@ -443,9 +448,13 @@ def _run(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int,
                             np.float32, period)
             bad = bad + _contract((~za).astype(np.float32), la, (~wk).astype(np.float32), lw, lo, sizes,
                                   reduced, np.float32, period)
+            if poison is None:
+                poison = np.zeros(out_shape, dtype=bool)
             poison[sl] = bad > 0
     out = _to_output(values, contract)
-    return out, ~poison
+    if poison is not None:
+        return out, ~poison
+    return out, known_everywhere(out.shape) if fast_sums.WHOLE_OUTPUT.on else np.ones(out.shape, dtype=bool)
 
 
 def _reduce_all(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int, bool]], act: Array,
@@ -478,6 +487,9 @@ def _expand_time(x: Array, digits: TimeDigits, steps: int) -> Array:
 
 def _to_output(values: Array, contract: ContractPlan) -> Array:
     target = contract.out_dtype.storage
+    fast = fast_sums.to_output(values, target)
+    if fast is not None:
+        return fast
     if contract.out_dtype.kind == "int":
         wide = np.rint(values).astype(np.int64)
         return wide.astype(np.uint64).astype(np.uint32).view(np.int32).astype(target)
@@ -509,6 +521,9 @@ def accumulate(align: AlignPlan, contract: ContractPlan, acc: AccumulatePlan, ac
                            act_digits, act_labels)
         body = vals.reshape(len(batch), acc.kept_time * acc.columns, rows)
         kbody = known.reshape(body.shape)
+        if (fast_sums.WHOLE_OUTPUT.on and len(batch) == math.prod(lead) and rows == acc.out_packet
+                and body.dtype == full.dtype):  # every position, every lane: the product is the stream
+            return StreamData(body.reshape(full.shape), kbody.reshape(full.shape))
         if len(batch) and int(batch[-1]) - int(batch[0]) + 1 == len(batch):  # consecutive positions: in place
             span = slice(int(batch[0]), int(batch[-1]) + 1)
             full.reshape(-1, acc.out_time, acc.out_packet)[span, :, :rows] = body
