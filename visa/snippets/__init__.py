@@ -1,0 +1,20 @@
+"""A program that fails with a diagnostic, and the same program fixed (``visa explain CODE`` prints both;
+``docs/errors.md`` shows the failing one and the fix as a diff).
+
+Keyed by the diagnostic's *site key* (:func:`visa.diagnostics.site_key`), not its code, so that renumbering
+codes never detaches a snippet.  ``tests/test_snippets.py`` runs every pair: the failing one must raise exactly
+its site's code, the fixed one must run.  Each snippet is a whole program (imports included); the kernels are
+one one-chip kernel with one line changed (:mod:`visa.snippets.base`).
+"""
+
+from __future__ import annotations
+
+from visa.snippets.base import Snippet
+from visa.snippets.host import HOST
+from visa.snippets.kernels import KERNELS
+from visa.snippets.mappings import MAPPINGS
+
+__all__ = ["Snippet", "SNIPPETS"]
+
+#: site key → the failing and the fixed program.
+SNIPPETS: dict[str, Snippet] = {**MAPPINGS, **HOST, **KERNELS}

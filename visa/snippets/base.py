@@ -1,0 +1,70 @@
+"""A snippet pair (:class:`Snippet`) and the templates the snippet modules fill in: a one-chip kernel
+(HBM → DM → fetch → collect → commit → DM → HBM, the manual's first program, L158–220) whose lines each
+snippet changes one at a time, and a module header for mappings and host tensors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Snippet", "kernel", "module", "KERNEL_LINES", "VECTOR", "VE"]
+
+
+@dataclass(frozen=True)
+class Snippet:
+    """``failing`` raises the diagnostic; ``fixed`` is the smallest change that runs."""
+
+    failing: str
+    fixed: str
+
+
+_KERNEL = '''
+import numpy as np
+from visa import Context, HbmTensor, HostTensor, axes, device, i32, launch, m
+{imports}
+axes(A=2048)
+
+
+{device}
+def kernel(ctx: Context, x: HbmTensor[i32, m["1"], m["A"]]) -> HbmTensor[i32, m["1"], m["A"]]:
+    {before}dm = {to_dm}
+    out = (ctx.main.begin(dm.view())
+           {fetch}
+           {collect}{vector}
+           {commit})
+    return {to_hbm}
+
+
+ctx = Context.acquire()
+x = {host}
+launch(kernel, ctx, {to_device})
+'''
+
+#: The kernel's lines as written when nothing is wrong: a snippet replaces one or two of them.
+KERNEL_LINES: dict[str, str] = {
+    "imports": "",
+    "device": "@device(chip=1)",
+    "before": "",
+    "to_dm": 'x.to_dm(m["1 # 2"], m["A / 8 # 256"], m["A % 8"], ctx.tdma, 0)',
+    "fetch": '.fetch(i32, m["1"], m["A % 8"])',
+    "collect": '.collect(m["1"], m["A % 8"])',
+    "vector": "",
+    "commit": '.commit(m["A % 8"], 1 << 12)',
+    "to_hbm": 'out.to_hbm(m["A"], ctx.tdma, 1 << 28)',
+    "host": 'HostTensor.rand(i32, m["A"], np.random.default_rng(0))',
+    "to_device": 'x.to_hbm(m["1"], m["A"], ctx.pdma, 0)',
+}
+
+#: The Vector Engine lines between collect and commit (``vector=VECTOR.format(ops=...)``, with ``imports=VE``).
+VECTOR = ("\n           .vector_init()\n           .vector_intra_slice_branch(BranchMode.Unconditional){ops}"
+          "\n           .vector_final()")
+VE = "from visa.engines.vector import BranchMode, FxpBinaryOp\n"
+
+
+def kernel(failing: dict[str, str], fixed: dict[str, str] | None = None) -> Snippet:
+    """The kernel with ``failing``'s lines replaced, and with ``fixed``'s (the unchanged kernel by default)."""
+    return Snippet(_KERNEL.format(**(KERNEL_LINES | failing)), _KERNEL.format(**(KERNEL_LINES | (fixed or {}))))
+
+
+def module(head: str, failing: str, fixed: str) -> Snippet:
+    """A short module: ``head`` (imports, axes) then the failing or the fixed lines."""
+    return Snippet(f"\n{head.strip()}\n\n{failing.strip()}\n", f"\n{head.strip()}\n\n{fixed.strip()}\n")
