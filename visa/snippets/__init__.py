@@ -4,7 +4,7 @@
 Keyed by the diagnostic's *site key* (:func:`visa.diagnostics.site_key`), not its code, so that renumbering
 codes never detaches a snippet.  ``tests/test_snippets.py`` runs every pair: the failing one must raise exactly
 its site's code, the fixed one must run.  Each snippet is a whole program (imports included); the kernels are
-one one-chip kernel with one line changed (:mod:`visa.snippets.base`).
+one one-chip kernel, or one pass over a DM tensor, with a line or two changed (:mod:`visa.snippets.base`).
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from visa.snippets.base import Snippet
 from visa.snippets.host import HOST
 from visa.snippets.kernels import KERNELS
 from visa.snippets.mappings import MAPPINGS
+from visa.snippets.streams import STREAMS
 
 __all__ = ["Snippet", "SNIPPETS"]
 
 #: site key → the failing and the fixed program.
-SNIPPETS: dict[str, Snippet] = {**MAPPINGS, **HOST, **KERNELS}
+SNIPPETS: dict[str, Snippet] = {**MAPPINGS, **HOST, **KERNELS, **STREAMS}

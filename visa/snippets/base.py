@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Snippet", "kernel", "module", "KERNEL_LINES", "VECTOR", "VE"]
+__all__ = ["Snippet", "kernel", "stream", "module", "KERNEL_LINES", "STREAM_LINES", "VECTOR", "VE"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,37 @@ KERNEL_LINES: dict[str, str] = {
 VECTOR = ("\n           .vector_init()\n           .vector_intra_slice_branch(BranchMode.Unconditional){ops}"
           "\n           .vector_final()")
 VE = "from visa.engines.vector import BranchMode, FxpBinaryOp\n"
+
+
+_STREAM = '''
+from visa import Context, DmTensor, axes, f32, i8, i32, m
+{imports}
+axes(A=2048)
+ctx = Context.acquire()
+d = DmTensor(ctx, {dtype}, m["1"], m["1 # 2"], m["A / 8"], m["A % 8"], 0)   # a DM tensor (left unwritten here)
+{before}({begin}
+ {fetch}
+ {collect}{vector}
+ {commit})
+'''
+
+#: The lines of the stream snippet (:func:`stream`): one pass over a DM tensor with no kernel around it.
+STREAM_LINES: dict[str, str] = {
+    "imports": "",
+    "before": "",
+    "begin": "ctx.main.begin(d.view())",
+    "dtype": "i32",
+    "fetch": '.fetch(i32, m["1"], m["A % 8"])',
+    "collect": '.collect(m["1"], m["A % 8"])',
+    "vector": "",
+    "commit": '.commit(m["A % 8"], 1 << 12)',
+}
+
+
+def stream(failing: dict[str, str], fixed: dict[str, str] | None = None) -> Snippet:
+    """One Tensor Unit pass over a DM tensor (no kernel, no DMA), with ``failing``'s lines replaced, and with
+    ``fixed``'s (the unchanged pass by default)."""
+    return Snippet(_STREAM.format(**(STREAM_LINES | failing)), _STREAM.format(**(STREAM_LINES | (fixed or {}))))
 
 
 def kernel(failing: dict[str, str], fixed: dict[str, str] | None = None) -> Snippet:

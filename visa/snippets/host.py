@@ -36,6 +36,12 @@ HOST: dict[str, Snippet] = {
     "handles.check_host_size HardwareLimitError: holds bytes more than": module(
         "from visa import HostTensor, i32, m, axes", "axes(A=1 << 40)\nx = HostTensor.zeros(i32, m[\"A\"])",
         "axes(A=1 << 20)\nx = HostTensor.zeros(i32, m[\"A\"])"),
+    "handles._logical PoisonError: element s of were": module(
+        "from visa import Context, HbmTensor, HostTensor, axes, i32, m\n\naxes(A=8)\nctx = Context.acquire()",
+        'hbm = HbmTensor(ctx, i32, m["1"], m["A"], 0)   # allocated, never written\n'
+        'print(hbm.to_host(m["A"], ctx.pdma).numpy())',
+        'hbm = HostTensor.zeros(i32, m["A"]).to_hbm(m["1"], m["A"], ctx.pdma, 0)\n'
+        'print(hbm.to_host(m["A"], ctx.pdma).numpy())'),
     "validate.wrong_type WrongTypeError: parameter must be got": _host(
         'x = HostTensor.from_numpy(np.zeros(4), m["A"], f32)   # the element type comes first',
         'x = HostTensor.from_numpy(np.zeros(4), f32, m["A"])'),

@@ -20,6 +20,8 @@ def _vector(ops: str, fixed_ops: str) -> Snippet:
                   {"imports": VE, "vector": VECTOR.format(ops=fixed_ops)})
 
 
+#: the stream in pairs of elements (each padded to a 32-byte flit)
+_PAIRS = '.fetch(i32, m["A % 8 / 2"], m["A % 2 # 8"])'
 _ADD = "\n           .vector_fxp(FxpBinaryOp.AddFxp, {})"
 # f32 arithmetic on the Float cluster needs Way4 packets (L4878-4897): split the 8 lanes into two time steps of 4
 _FP = "from visa.engines.vector import BranchMode, FpBinaryOp\n"
@@ -59,6 +61,10 @@ KERNELS: dict[str, Snippet] = {
     # DMA
     "plan._check_holds LayoutError: does not hold every": kernel(
         {"to_hbm": 'out.to_hbm(m["A % 8"], ctx.tdma, 1 << 28)   # the HBM tensor must hold all of A'}),
+    "plan._packet_elements HardwareLimitError: need packets of a": kernel(
+        {"to_dm": 'x.to_dm(m["1 # 2"], m["A / 8 # 256"], m["A % 2, A % 8 / 2"], ctx.tdma, 0)   # 4-byte runs'}),
+    "plan._check_alignment AddressError: -byte aligned addresses manual": kernel(
+        {"to_dm": 'x.to_dm(m["1 # 2"], m["A / 8 # 256"], m["A % 8 / 2, A % 2 # 3"], ctx.tdma, 0)   # 12-byte rows'}),
     # fetch, collect, commit
     "sequencer._Ctx.insufficient InsufficientInputError: needs indices of that": kernel(
         {"fetch": '.fetch(i32, m["1"], m["A % 16"])   # each slice holds 8 elements of A, not 16'}),
@@ -78,12 +84,17 @@ KERNELS: dict[str, Snippet] = {
     "commit._configure LayoutError: the write sequencer would": kernel({"commit": '.commit(m["1"], 1 << 12)'}),
     "commit._check_addresses LayoutError: the element holds but": kernel({"commit": '.commit(m["A % 16"], 1 << 12)'}),
     "commit._configure HardwareLimitError: commit_size gcd contiguous_sram_access_size b": kernel(
-        {"fetch": '.fetch(i32, m["A % 8 / 2"], m["A % 2 # 8"])',
-         "collect": '.collect(m["A % 8 / 2"], m["A % 2 # 8"])', "commit": '.commit(m["A % 2, A % 8 / 2"], 1 << 12)'},
-        {"fetch": '.fetch(i32, m["A % 8 / 2"], m["A % 2 # 8"])',
-         "collect": '.collect(m["A % 8 / 2"], m["A % 2 # 8"])', "commit": '.commit(m["A % 8 / 2, A % 2"], 1 << 12)'}),
+        {"fetch": _PAIRS, "collect": _PAIRS.replace("fetch(i32, ", "collect("),
+         "commit": '.commit(m["A % 2, A % 8 / 2"], 1 << 12)'},
+        {"fetch": _PAIRS, "collect": _PAIRS.replace("fetch(i32, ", "collect("),
+         "commit": '.commit(m["A % 8 / 2, A % 2"], 1 << 12)'}),
     "fetch._plan DtypeError": kernel(
         {"imports": "from visa import f32\n", "fetch": '.fetch(f32, m["1"], m["A % 8"])   # no i32 → f32 fetch cast'}),
+    "commit._check_addresses HardwareLimitError: every commit sequencer stride": kernel(
+        {"fetch": _PAIRS, "collect": _PAIRS.replace("fetch(i32, ", "collect("),
+         "commit": '.commit(m["A % 8 / 2, A % 2 # 3"], 1 << 12)'},
+        {"fetch": _PAIRS, "collect": _PAIRS.replace("fetch(i32, ", "collect("),
+         "commit": '.commit(m["A % 8 / 2, A % 2"], 1 << 12)'}),
     # memory lifetimes
     "registry.Registry.check_live StaleTensorError: was freed free its": kernel(
         {"before": _DM0 + "dm0.free()\n    ", "to_dm": "dm0"}, {"before": _DM0, "to_dm": "dm0"}),

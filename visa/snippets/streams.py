@@ -1,0 +1,83 @@
+"""Snippets for one Tensor Unit pass over a DM tensor (:func:`visa.snippets.base.stream`): commit views, the
+Vector Engine's stage types and lane layouts (manual "Vector Engine", L4551–5273)."""
+
+from __future__ import annotations
+
+from visa.snippets.base import VECTOR, Snippet, stream
+
+__all__ = ["STREAMS"]
+
+_VE = "from visa.engines.vector import BranchMode, FpBinaryOp, FxpBinaryOp, LogicBinaryOpF32, LogicBinaryOpI32\n"
+_F32 = {"imports": _VE, "dtype": "f32", "fetch": '.fetch(f32, m["1"], m["A % 8"])'}
+_I32 = {"imports": _VE}
+_SPLIT = '\n .vector_split(m["A % 8 / 4"], m["A % 4"])'   # 8 lanes → two time steps of 4 (Way4)
+_CONCAT = '\n .vector_concat(m["1"], m["A % 8"])'          # and back to 8 lanes
+_ADD_F = "\n .vector_fp_binary(FpBinaryOp.AddF, 1.0)"
+_ADD = "\n .vector_fxp(FxpBinaryOp.AddFxp, 1)"
+_VIEW = 'DmTensor(ctx, {dtype}, m["1"], m["1 # 2"], {slice_}, {element}, 4096).view()'
+
+
+def _ve(ops: str) -> str:
+    """The Vector Engine lines (init, branch, ``ops``, final) indented as the stream snippet's."""
+    return VECTOR.format(ops=ops).replace("           ", " ")
+
+
+def _vector(lines: dict[str, str], ops: str, fixed_ops: str) -> Snippet:
+    return stream(lines | {"vector": _ve(ops)}, lines | {"vector": _ve(fixed_ops)})
+
+
+def _commit_view(**view: str) -> str:
+    fields = {"dtype": "i32", "slice_": 'm["A / 8"]', "element": 'm["A % 8"]'} | view
+    return f".commit_view({_VIEW.format(**fields)})"
+
+
+_CAST = {"imports": "from visa import bf16\n", "dtype": "f32", "fetch": '.fetch(f32, m["1"], m["A % 8"])',
+         "vector": '\n .cast(bf16, m["A % 8 # 16"])', "commit": '.commit(m["A % 8 # 16"], 1 << 12)'}
+_E = 'e = DmTensor(ctx, i32, m["1"], m["1 # 2"], {slice_}, {element}, 8192)   # a second tensor\n'
+
+
+def _interleave(axis: str, slice_: str = 'm["A / 8"]', element: str = 'm["A % 8"]') -> dict[str, str]:
+    """Two tensors fetched alternately along ``axis`` (L1843–1868)."""
+    return {"imports": "axes(I=2, J=3)\n", "before": _E.format(slice_=slice_, element=element),
+            "begin": f'ctx.main.begin_interleaved(m["{axis}"], d.view(), e.view())',
+            "fetch": f'.fetch(i32, m["{axis}"], m["A % 8"])', "collect": f'.collect(m["{axis}"], m["A % 8"])',
+            "commit": f'.commit(m["{axis}, A % 8"], 1 << 12)'}
+
+
+_VRF = ("from visa import VrfTensor\n" + _VE,
+        'v = VrfTensor(ctx, {dtype}, m["1"], m["1 # 2"], m["A / 8"], m["A % 8"], 0)\n')
+_CMP = "\n .vector_init()\n .vector_intra_slice_branch(BranchMode.Comparison([InputCmp.{}]))\n .vector_final()"
+
+#: site key → the failing and the fixed program.
+STREAMS: dict[str, Snippet] = {
+    "commit.check_view LayoutError: the view holds but": stream(
+        {"commit": _commit_view(dtype="i8", element='m["A % 8 # 32"]')}, {"commit": _commit_view()}),
+    "commit.check_view LayoutError: the view's differs from": stream(
+        {"commit": _commit_view(slice_='m["A % 256"]', element='m["A / 256"]')}, {"commit": _commit_view()}),
+    "plan.plan_entry DtypeError: the vector engine works": stream(
+        _I32 | {"dtype": "i8", "fetch": '.fetch(i8, m["1"], m["A % 8 # 32"])   # i8 into the Vector Engine',
+                "collect": '.collect(m["1"], m["A % 8 # 32"])', "vector": _ve(_ADD)},
+        _I32 | {"dtype": "i8", "fetch": '.fetch(i32, m["1"], m["A % 8"])   # widened to i32 by the fetch',
+                "vector": _ve(_ADD)}),
+    "plan.check_dtype DtypeError: the stage works on": _vector(_F32, _ADD, _SPLIT + _ADD_F + _CONCAT),
+    "plan._mismatch LayoutError: expected got": _vector(
+        _F32, '\n .vector_split(m["1"], m["A % 4"])' + _ADD_F + _CONCAT, _SPLIT + _ADD_F + _CONCAT),
+    "plan.plan_trim LayoutError: the back lanes of": _vector(
+        _F32, '\n .vector_trim_way4(m["A % 4"])' + _ADD_F + _CONCAT, _SPLIT + _ADD_F + _CONCAT),
+    "common.refuse_in_sub_context TypestateError: the sub context has": stream(
+        _CAST | {"begin": "ctx.sub.begin(d.view())   # the sub context has no Cast Engine"}, _CAST),
+    "cast._plan DtypeError": stream(_CAST | {"dtype": "i32", "fetch": '.fetch(i32, m["1"], m["A % 8"])'}, _CAST),
+    "fetch._check_interleave_size LayoutError: the interleave axis must": stream(_interleave("J"), _interleave("I")),
+    "fetch.plan_interleave LayoutError: interleaved tensors need identical": stream(
+        _interleave("I", slice_='m["A % 256"]', element='m["A / 256"]'), _interleave("I")),
+    "plan.check_vrf_operand DtypeError: the vrf operand is": stream(
+        {"imports": _VRF[0], "before": _VRF[1].format(dtype="f32"),
+         "vector": _ve("\n .vector_fxp(FxpBinaryOp.AddFxp, v)   # an f32 operand for an i32 add")},
+        {"imports": _VRF[0], "before": _VRF[1].format(dtype="i32"),
+         "vector": _ve("\n .vector_fxp(FxpBinaryOp.AddFxp, v)")}),
+    "elementwise.plan_branch DtypeError: type mismatch comparison is": stream(
+        {"imports": _VE.replace("BranchMode,", "BranchMode, InputCmp,"), "vector": _CMP.format("F32.Greater(0.5)")},
+        {"imports": _VE.replace("BranchMode,", "BranchMode, InputCmp,"), "vector": _CMP.format("I32.Greater(0)")}),
+    "plan.check_op DtypeError: on a stream takes": _vector(
+        _I32, "\n .vector_logic(LogicBinaryOpF32.BitAnd, 1)", "\n .vector_logic(LogicBinaryOpI32.BitAnd, 1)"),
+}
