@@ -14,8 +14,9 @@ from visa.snippets.host import HOST
 from visa.snippets.kernels import KERNELS
 from visa.snippets.mappings import MAPPINGS
 from visa.snippets.streams import STREAMS
+from visa.snippets.values import VALUES
 
 __all__ = ["Snippet", "SNIPPETS"]
 
 #: site key → the failing and the fixed program.
-SNIPPETS: dict[str, Snippet] = {**MAPPINGS, **HOST, **KERNELS, **STREAMS}
+SNIPPETS: dict[str, Snippet] = {**MAPPINGS, **VALUES, **HOST, **KERNELS, **STREAMS}

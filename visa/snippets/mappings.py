@@ -8,6 +8,8 @@ __all__ = ["MAPPINGS"]
 
 _AXES = "from visa import axes, m\n\naxes(A=12, B=4)"
 _SET = "from visa import AxisSet"
+_SKEW = "from visa import AxisSet\n\nax = AxisSet(A=4, B=8)"
+_SKEWED = 'ax.skew("B\'", "B - A")   # B\' = B - A, a derived axis of B\'s size (L986-1003)'
 
 #: site key → the failing and the fixed program.
 MAPPINGS: dict[str, Snippet] = {
@@ -42,4 +44,10 @@ MAPPINGS: dict[str, Snippet] = {
         _SET, "ax = AxisSet(A=0)", "ax = AxisSet(A=1)"),
     "axes.AxisSet._declare_one AxisDeclarationError: axis is already declared": module(
         _SET, "ax = AxisSet(A=8)\nax.declare(A=4)", "ax = AxisSet(A=8)\nax.declare(B=4)"),
+    "axes.AxisSet.skew AxisDeclarationError: is not an axis": module(_SKEW, 'ax.skew("1B", "B - A")', _SKEWED),
+    "axes.AxisSet.skew AxisDeclarationError: axis is already declared": module(
+        _SKEW, 'ax.skew("B", "B - A")', _SKEWED),
+    "axes.AxisSet.skew MappingSyntaxError: cannot read in the": module(_SKEW, 'ax.skew("B\'", "B - A / 2")', _SKEWED),
+    "axes.AxisSet.skew MappingSyntaxError: the skew must start": module(_SKEW, 'ax.skew("B\'", "-A + B")', _SKEWED),
+    "axes.AxisSet.skew UnknownAxisError": module(_SKEW, 'ax.skew("B\'", "B - C")', _SKEWED),
 }
