@@ -3,17 +3,19 @@ Vector Engine's stage types and lane layouts (manual "Vector Engine", L4551–52
 
 from __future__ import annotations
 
-from visa.snippets.base import VECTOR, Snippet, stream
+from visa.snippets.base import VECTOR, Snippet, module, stream
 
 __all__ = ["STREAMS"]
 
-_VE = "from visa.engines.vector import BranchMode, FpBinaryOp, FxpBinaryOp, LogicBinaryOpF32, LogicBinaryOpI32\n"
+_VE = ("from visa.engines.vector import BranchMode, FpBinaryOp, FxpBinaryOp, LogicBinaryOpF32, LogicBinaryOpI32, "
+       "Stash, ValidBranchIds\n")
 _F32 = {"imports": _VE, "dtype": "f32", "fetch": '.fetch(f32, m["1"], m["A % 8"])'}
 _I32 = {"imports": _VE}
 _SPLIT = '\n .vector_split(m["A % 8 / 4"], m["A % 4"])'   # 8 lanes → two time steps of 4 (Way4)
 _CONCAT = '\n .vector_concat(m["1"], m["A % 8"])'          # and back to 8 lanes
 _ADD_F = "\n .vector_fp_binary(FpBinaryOp.AddF, 1.0)"
 _ADD = "\n .vector_fxp(FxpBinaryOp.AddFxp, 1)"
+_ADD_STASH = "\n .vector_fxp(FxpBinaryOp.AddFxp, Stash)"   # adds the value the stash took
 _VIEW = 'DmTensor(ctx, {dtype}, m["1"], m["1 # 2"], {slice_}, {element}, 4096).view()'
 
 
@@ -48,6 +50,17 @@ _VRF = ("from visa import VrfTensor\n" + _VE,
         'v = VrfTensor(ctx, {dtype}, m["1"], m["1 # 2"], m["A / 8"], m["A % 8"], 0)\n')
 _CMP = "\n .vector_init()\n .vector_intra_slice_branch(BranchMode.Comparison([InputCmp.{}]))\n .vector_final()"
 
+_ROWS = ("from visa import Context, DmTensor, axes, i8, m\n\naxes(A=65, B=2)\nctx = Context.acquire()\n"
+         'd = DmTensor(ctx, i8, m["1"], m["1 # 2"], m["1 # 256"], m["B, A # 96"], 0)   # rows of 65 bytes, 96 apart')
+_ROW_PASS = ('(ctx.main.begin(d.view())\n .fetch(i8, m["B, [A # 96] / 32"], m["[A # 96] % 32"])\n'
+             ' .collect(m["B, [A # 96] / 32"], m["[A # 96] % 32"])\n .commit(m["B, A # {}"], 1024))')
+_BLOCKS = ("from visa import Context, DmTensor, axes, i8, m\n\naxes(A=15)\nctx = Context.acquire()\n"
+           'buf = DmTensor(ctx, i8, m["1"], m["1 # 2"], m["1 # 256"], m["A % 5, A / 5"], 0)')
+_NIBBLES = ("from visa import Context, DmTensor, axes, i4, m\n\naxes(B=16)\nctx = Context.acquire()\n"
+            'd = DmTensor(ctx, i4, m["1"], m["1 # 2"], m["1 # 256"], m["B"], 0)')
+_TILE = ('tile = d.view().tile(m["B"], {n}, m["B = {n} # 16"], {start}){note}\n'
+         'ctx.main.begin(tile).fetch(i4, m["1"], m["B = {n} # 16"])')
+
 #: site key → the failing and the fixed program.
 STREAMS: dict[str, Snippet] = {
     "commit.check_view LayoutError: the view holds but": stream(
@@ -78,6 +91,20 @@ STREAMS: dict[str, Snippet] = {
     "elementwise.plan_branch DtypeError: type mismatch comparison is": stream(
         {"imports": _VE.replace("BranchMode,", "BranchMode, InputCmp,"), "vector": _CMP.format("F32.Greater(0.5)")},
         {"imports": _VE.replace("BranchMode,", "BranchMode, InputCmp,"), "vector": _CMP.format("I32.Greater(0)")}),
+    "plan.plan_stash TypestateError: a stash was already": _vector(
+        _I32, "\n .vector_stash()" + _ADD + "\n .vector_stash()", "\n .vector_stash()" + _ADD),
+    "plan.plan_stash_operand TypestateError: the stash operand needs": _vector(
+        _I32, _ADD_STASH, "\n .vector_stash()" + _ADD_STASH),
+    "plan.plan_filter LayoutError: executionids are 0 got": _vector(
+        _I32, "\n .vector_filter(ValidBranchIds.of(16))", "\n .vector_filter(ValidBranchIds.of(0))"),
+    "commit._check_addresses AddressError: the write of time": module(   # the manual's example, L7883-7897
+        _ROWS, _ROW_PASS.format(88) + "   # 32-byte writes would pass the 88-byte rows", _ROW_PASS.format(96)),
+    "sequencer._Ctx.incompatible IncompatibleShapesError: incompatible shapes no sequencer": module(   # L1660-1683
+        _BLOCKS, 'stream = ctx.main.begin(buf.view()).fetch(i8, m["1"], m["[A % 3, A / 3] # 16"])',
+        'stream = ctx.main.begin(buf.view()).fetch(i8, m["1"], m["[A % 5, A / 5] # 16"])'),
+    "fetch.view_bit_base AddressError: the view starts at": module(
+        _NIBBLES, _TILE.format(n=15, start=1, note="   # i4 element 1 starts mid-byte"),
+        _TILE.format(n=14, start=2, note="")),
     "plan.check_op DtypeError: on a stream takes": _vector(
         _I32, "\n .vector_logic(LogicBinaryOpF32.BitAnd, 1)", "\n .vector_logic(LogicBinaryOpI32.BitAnd, 1)"),
 }
