@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from visa.snippets.base import VE, VECTOR, Snippet, kernel
+from visa.snippets.base import VE, VECTOR, Snippet, kernel, module
 
 __all__ = ["KERNELS"]
 
@@ -22,6 +22,8 @@ def _vector(ops: str, fixed_ops: str) -> Snippet:
 
 #: the stream in pairs of elements (each padded to a 32-byte flit)
 _PAIRS = '.fetch(i32, m["A % 8 / 2"], m["A % 2 # 8"])'
+_HBM = ("from visa import Context, HostTensor, axes, i32, m\n\naxes(A=8, B=4)\nctx = Context.acquire()\n"
+        'x = HostTensor.zeros(i32, m["A, B"]).to_hbm(m["1"], m["A, B"], ctx.pdma, 0)')
 _ADD = "\n           .vector_fxp(FxpBinaryOp.AddFxp, {})"
 # f32 arithmetic on the Float cluster needs Way4 packets (L4878-4897): split the 8 lanes into two time steps of 4
 _FP = "from visa.engines.vector import BranchMode, FpBinaryOp\n"
@@ -65,6 +67,12 @@ KERNELS: dict[str, Snippet] = {
         {"to_dm": 'x.to_dm(m["1 # 2"], m["A / 8 # 256"], m["A % 2, A % 8 / 2"], ctx.tdma, 0)   # 4-byte runs'}),
     "plan._check_alignment AddressError: -byte aligned addresses manual": kernel(
         {"to_dm": 'x.to_dm(m["1 # 2"], m["A / 8 # 256"], m["A % 8 / 2, A % 2 # 3"], ctx.tdma, 0)   # 12-byte rows'}),
+    "plan._check_axes LayoutError: does not use axis": module(
+        _HBM, 'y = x.to_hbm(m["1"], m["A"], ctx.tdma, 4096)   # where does B go?',
+        'y = x.to_hbm(m["1"], m["B, A"], ctx.tdma, 4096)   # a move may reorder the axes'),
+    "plan._check_writes LayoutError: the stream walks that": module(
+        _HBM.replace('m["A, B"]', 'm["A"]'), 'y = x.to_hbm(m["1"], m["A"], ctx.tdma, 4096, stream=(m["A, B"], m["1"]))',
+        'y = x.to_hbm(m["1"], m["A"], ctx.tdma, 4096, stream=(m["A"], m["1"]))'),
     # fetch, collect, commit
     "sequencer._Ctx.insufficient InsufficientInputError: needs indices of that": kernel(
         {"fetch": '.fetch(i32, m["1"], m["A % 16"])   # each slice holds 8 elements of A, not 16'}),
