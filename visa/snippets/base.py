@@ -63,9 +63,9 @@ VE = "from visa.engines.vector import BranchMode, FxpBinaryOp\n"
 _STREAM = '''
 from visa import Context, DmTensor, axes, f32, i8, i32, m
 {imports}
-axes(A=2048)
+axes(A=2048{axes})
 ctx = Context.acquire()
-d = DmTensor(ctx, {dtype}, m["1"], m["1 # 2"], m["A / 8"], m["A % 8"], 0)   # a DM tensor (left unwritten here)
+d = DmTensor(ctx, {dtype}, m["1"], m["1 # 2"], m["A / 8"], {element}, 0)   # a DM tensor (left unwritten here)
 {before}({begin}
  {fetch}
  {collect}{vector}
@@ -75,9 +75,11 @@ d = DmTensor(ctx, {dtype}, m["1"], m["1 # 2"], m["A / 8"], m["A % 8"], 0)   # a 
 #: The lines of the stream snippet (:func:`stream`): one pass over a DM tensor with no kernel around it.
 STREAM_LINES: dict[str, str] = {
     "imports": "",
+    "axes": "",
     "before": "",
     "begin": "ctx.main.begin(d.view())",
     "dtype": "i32",
+    "element": 'm["A % 8"]',
     "fetch": '.fetch(i32, m["1"], m["A % 8"])',
     "collect": '.collect(m["1"], m["A % 8"])',
     "vector": "",

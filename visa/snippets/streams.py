@@ -61,6 +61,13 @@ _NIBBLES = ("from visa import Context, DmTensor, axes, i4, m\n\naxes(B=16)\nctx 
 _TILE = ('tile = d.view().tile(m["B"], {n}, m["B = {n} # 16"], {start}){note}\n'
          'ctx.main.begin(tile).fetch(i4, m["1"], m["B = {n} # 16"])')
 
+_ROWS4 = {"imports": "from visa.engines.vector import BranchMode, IntraSliceReduceOpF32\n", "axes": ", R=4",
+          "dtype": "f32", "element": 'm["R, A % 8"]', "fetch": '.fetch(f32, m["R"], m["A % 8"])',
+          "collect": '.collect(m["R"], m["A % 8"])'}
+_REDUCE = ('\n .vector_split(m["R, A % 8 / 4"], m["A % 4"])\n'
+           ' .vector_intra_slice_reduce("R", {otime}, m["A % 4"], IntraSliceReduceOpF32.Add){note}'
+           '\n .vector_concat(m["1"], m["A % 8"])')
+
 #: site key → the failing and the fixed program.
 STREAMS: dict[str, Snippet] = {
     "commit.check_view LayoutError: the view holds but": stream(
@@ -105,6 +112,9 @@ STREAMS: dict[str, Snippet] = {
     "fetch.view_bit_base AddressError: the view starts at": module(
         _NIBBLES, _TILE.format(n=15, start=1, note="   # i4 element 1 starts mid-byte"),
         _TILE.format(n=14, start=2, note="")),
+    "intra._plan LayoutError: otime must be time": stream(   # sum over R (L5278-5573)
+        _ROWS4 | {"vector": _ve(_REDUCE.format(otime='m["R"]', note="   # OTime still names R"))},
+        _ROWS4 | {"vector": _ve(_REDUCE.format(otime='m["A % 8 / 4"]', note=""))}),
     "plan.check_op DtypeError: on a stream takes": _vector(
         _I32, "\n .vector_logic(LogicBinaryOpF32.BitAnd, 1)", "\n .vector_logic(LogicBinaryOpI32.BitAnd, 1)"),
 }
