@@ -16,6 +16,14 @@ Megatron-style split over the chip axis ``C`` (n chips, ``@device(chip=n)``), ev
 
 Every chip ends with the same ``[D]`` layer output (checked bitwise), ready for the next layer.
 
+Two layers in one launch (``run(n, layers=2)``, printed by ``main``; issue 27 item 8): the second layer's first
+q/k/v weight tile is prefetched by the tensor DMA (``Gemm.prefetch``) right before the first layer's FFN
+AllReduce is issued, so it loads while the AllReduce runs; the q/k/v Gemm's slices start at slice 128
+(``Gemm(first_slice=128)``) so that its DMAs take another DMA engine than the AllReduce's rows in slices 0–7
+(one engine per DMN pair, L2404, L2831).  Measured on 2 chips at the reduced size: 342,808 cycles against 349,976
+without the prefetch (3,216 cycles of the prefetch under the AllReduce and residual; the rest of the tile's
+6,644-cycle DMA under the layer's last passes); the bits are the same.
+
 By default (``visa run``, ``make run``, the test ``tests/kernels/test_llama70b_tp.py``) the size is reduced
 (D = 1024, 16 query heads and 4 KV heads of d_k = 64, F = 4096, cache S = 128), run on 2 and 4 chips, and
 compared with the one-chip layer of ``examples/llama70b_decode_layer.py`` run at the same size (its ``run``).
@@ -96,7 +104,7 @@ import os
 import resource
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,7 +118,7 @@ from visa.hw import bandwidth
 from visa.kernels import Arena, Attention, Gemm, Rows, all_reduce, bounds
 from visa.kernels.cache import rope_matrix
 from visa.kernels.collectives import rounds
-from visa.kernels.gemm import N_TILE
+from visa.kernels.gemm import N_TILE, Prefetch
 
 Hbm = HbmTensor[Any, Any, Any]
 F64 = npt.NDArray[np.float64]
@@ -164,7 +172,8 @@ FULL_CHIPS = 4  # at full size one chip count per process (LLAMA70B_CHIPS=2 or -
 class TpLayer:
     """The kernels of one layer's shard on each of ``n`` chips (every kernel built with ``chip="C"``)."""
 
-    def __init__(self, size: Size, n: int, tiles: bool = True, fuse_q: bool | None = None) -> None:
+    def __init__(self, size: Size, n: int, tiles: bool = True, fuse_q: bool | None = None,
+                 qkv_first_slice: int = 0) -> None:
         self.size, self.n, self.tiles = size, n, tiles
         self.ax = ax = size.axes(n)
         self.m = ax.m
@@ -175,7 +184,9 @@ class TpLayer:
         # w_qkv = [w_q; w_k; w_v] of the chip's heads in one stack; one Gemm over it when it fits one (N ≤ N_TILE;
         # its tiles spread over the engines of the DMNs they fill, L2547), else one over q's rows, one over k's, v's
         self.fuse_q = ax.size("HQKVl") <= N_TILE if fuse_q is None else fuse_q
-        self.qkv_proj = Gemm(ax, "T", "HQKVl", "D", chip="C", w_tiles=tiles)
+        # (qkv_first_slice: its slices away from the AllReduce's rows, so the next layer's prefetch of its first tile
+        # runs on another DMA engine than the AllReduce's DMAs, L2404, L2831)
+        self.qkv_proj = Gemm(ax, "T", "HQKVl", "D", chip="C", w_tiles=tiles, first_slice=qkv_first_slice)
         self.q_proj = Gemm(ax, "T", "HQl", "D", chip="C", w_tiles=tiles)
         self.kv_proj = Gemm(ax, "T", "HKV2l", "D", chip="C", w_tiles=tiles)
         self.rope_q, self.rope_k = Gemm(ax, "Hl", "Dr", "Dk", chip="C"), Gemm(ax, "Hkvl", "Dr", "Dk", chip="C")
@@ -202,8 +213,13 @@ class TpLayer:
         return all_reduce(ctx, self.ax, arena, rdd.load(ctx, arena, partial.view().relabel(self.m["Dh, Dl"])))
 
     def kernel(self, ctx: Context, x: Hbm, g_attn: Hbm, w_qkv: Hbm, rope: Hbm, k_cache: Hbm,
-               v_cache: Hbm, eye: Hbm, w_o: Hbm, g_ffn: Hbm, w_gate: Hbm, w_up: Hbm, w_down: Hbm) -> dict[str, Hbm]:
-        """The decode step on every chip (the module docstring's stages 1–4); returns every stage's output."""
+               v_cache: Hbm, eye: Hbm, w_o: Hbm, g_ffn: Hbm, w_gate: Hbm, w_up: Hbm, w_down: Hbm, *,
+               before_reduce: Callable[[Context], None] | None = None,
+               prefetched: Prefetch | None = None) -> dict[str, Hbm]:
+        """The decode step on every chip (the module docstring's stages 1–4); returns every stage's output.
+
+        ``before_reduce`` runs right before the FFN's AllReduce is issued (a later layer's weight prefetch, so that
+        its DMA overlaps the AllReduce); ``prefetched`` is this layer's first q/k/v weight tile, moved ahead."""
         m, sz = self.m, self.size
         hl, hkvl, g = sz.heads // self.n, sz.kv_heads // self.n, sz.heads // sz.kv_heads
         with self.arena.scratch() as arena:
@@ -214,7 +230,7 @@ class TpLayer:
             # Q, K_new, V_new are its three row ranges (each output column its own sums: the bits of three GEMMs)
             hq_, hkv_ = hl * sz.dk, hkvl * sz.dk
             if self.fuse_q:
-                qkv = self.qkv_proj(ctx, arena, x_norm, w_qkv)
+                qkv = self.qkv_proj(ctx, arena, x_norm, w_qkv, prefetched=prefetched)
                 q, k_new, v_new = (qkv.view().tile(m["HQKVl"], rows, m[f"T, HQKVl = {rows}"], at0)
                                    .relabel(m[f"T, {name}"]).as_tensor()
                                    for rows, at0, name in ((hq_, 0, "HQl"), (hkv_, hq_, "HKVl"),
@@ -262,6 +278,8 @@ class TpLayer:
                 a_c.view().relabel(m["Fc"]).to_hbm_view(act.view().tile(m["Fk"], 1, m["Fc"], c), ctx.tdma)
                 chunks.update({f"gate{c}": gate, f"up{c}": up})
             f_part = self.down(ctx, arena, act.view().relabel(m["T, Fl"]), w_down)
+            if before_reduce is not None:
+                before_reduce(ctx)
             f_sum = self.reduce(ctx, arena, f_part)
             y = rdd.store(ctx, arena, rdd.add(ctx, arena, rdd.load(ctx, arena, x_attn), f_sum))
             return dict(x_norm=x_norm, q=q, k_new=k_new, v_new=v_new, q_rope=q_rope, k_rope=k_rope, attn=attn,
@@ -354,15 +372,21 @@ def tile_major(text: str, k: str, cols: int) -> str:
 
 
 def run(n: int, size: Size = SIZE, seed: int = 8, tiles: bool = True,
-        keep: dict[str, F64] | None = None, fuse_q: bool | None = None) -> dict[str, float]:
+        keep: dict[str, F64] | None = None, fuse_q: bool | None = None, layers: int = 1,
+        overlap: bool = True) -> dict[str, float]:
     """Run the layer on ``n`` chips on random weights, check every stage on every chip against numpy; return
     each stage's largest error, the launch's cycles and the per-chip memory-bound limit.
 
     ``tiles``: the weight shards stored K-tile-major (the default; ``False``: row-major, the layout before).
     ``keep``, when given, receives every stage's device output (to compare two layouts bit for bit).  ``fuse_q``
-    forces q into the k/v Gemm (``True``) or out of it (``False``); default: when the stack fits one Gemm."""
+    forces q into the k/v Gemm (``True``) or out of it (``False``); default: when the stack fits one Gemm.
+
+    ``layers=2`` runs a second layer on the first's output in the same launch (the same weights: a schedule
+    study), its first q/k/v weight tile prefetched while the first layer's FFN AllReduce runs (``overlap``;
+    issue 27 item 8): the first layer is checked stage by stage as before, the second's output is kept
+    (``keep["out2"]``), and the result reports the prefetch's overlap with the AllReduce in cycles."""
     t0 = time.perf_counter()
-    layer = TpLayer(size, n, tiles, fuse_q)
+    layer = TpLayer(size, n, tiles, fuse_q, 128 if layers == 2 else 0)
     m, sz = layer.m, size
     rng = np.random.default_rng(seed)
     weights = Weights(seed, n)
@@ -411,11 +435,26 @@ def run(n: int, size: Size = SIZE, seed: int = 8, tiles: bool = True,
             hbm["down"])
     t1 = time.perf_counter()
 
+    seen: dict[str, Any] = {}
+
     @device(chip=n)
     def decode_layer_tp(ctx: Context, x: Hbm, g_attn: Hbm, w_qkv: Hbm, rope: Hbm, k_cache: Hbm,
                         v_cache: Hbm, eye: Hbm, w_o: Hbm, g_ffn: Hbm, w_gate: Hbm, w_up: Hbm, w_down: Hbm
                         ) -> dict[str, Hbm]:
-        return layer.kernel(ctx, x, g_attn, w_qkv, rope, k_cache, v_cache, eye, w_o, g_ffn, w_gate, w_up, w_down)
+        rest = (rope, k_cache, v_cache, eye, w_o, g_ffn, w_gate, w_up, w_down)
+        if layers == 1:
+            return layer.kernel(ctx, x, g_attn, w_qkv, *rest)
+        slots = layer.qkv_proj.prefetch_slots(layer.arena)  # outside every layer's scratch: the tile survives
+
+        def ahead(c: Context) -> None:  # the second layer's first q/k/v tile, issued before the AllReduce
+            seen["prefetch"] = layer.qkv_proj.prefetch(c, w_qkv, slots)
+            seen["prefetch_op"] = c.schedule.ops[-1]
+
+        one = layer.kernel(ctx, x, g_attn, w_qkv, *rest, before_reduce=ahead if overlap else None)
+        seen["first_end"] = len(ctx.schedule.ops)
+        x2 = one["out"].relabel(Element=m["T, D"])  # the layer output, [D/128, 128] rows, read as [T, D]
+        two = layer.kernel(ctx, x2, g_attn, w_qkv, *rest, prefetched=seen.get("prefetch"))
+        return {**one, "out2": two["out"]}
 
     first = len(ctx.schedule.ops)
     outs = launch(decode_layer_tp, ctx, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7],
@@ -492,6 +531,13 @@ def run(n: int, size: Size = SIZE, seed: int = 8, tiles: bool = True,
     out = read("out", "Dh, Dl", "Dh Dl").reshape(n, -1)
     each("residual 2", out, lambda c: (x_attn[c] + f_sum[c], bounds.add(x_attn[c] + f_sum[c])))
     assert all(np.array_equal(out[0], out[c]) for c in range(n))  # every chip holds the same layer output
+    if layers == 2:
+        read("out2", "Dh, Dl", "Dh Dl")  # (kept: compared across overlap on and off)
+        pf = seen.get("prefetch_op")
+        if pf is not None:  # the prefetch against the AllReduce and residual issued after it, to the layer's end
+            after = ctx.schedule.ops[pf.index + 1: seen["first_end"]]
+            start, end = min(op.start for op in after), max(op.end for op in after)
+            err["prefetch overlap"] = float(max(0, min(pf.end, end) - max(pf.start, start)))
     per_cycle = bandwidth(ctx.hw, "HBM")  # the one HBM figure: 1,536 B/cycle per chip (visa.hw.paths)
     err["makespan"] = float(span)
     err["memory bound"] = (2 * sz.weights + 2 * 2 * sz.kv_heads * sz.s * dk) / n / per_cycle
@@ -527,7 +573,7 @@ def full_chips() -> int:
     return int(os.environ.get("LLAMA70B_CHIPS", FULL_CHIPS))
 
 
-NOT_ERRORS = ("makespan", "memory bound", "setup s", "launch s", "check s", "peak MB")
+NOT_ERRORS = ("makespan", "memory bound", "setup s", "launch s", "check s", "peak MB", "prefetch overlap")
 
 
 def main() -> None:
@@ -546,11 +592,16 @@ def main() -> None:
         worst = max(v for k, v in result.items() if k not in NOT_ERRORS)
         print(f"    {n} chips: {int(span):>8} cycles, {one / span:.2f}× the one-chip layer; per-chip (weights + "
               f"KV cache) ÷ HBM bandwidth = {limit:.0f} cycles: memory-roofline utilisation "
-              f"{limit / span:.1%}; {len(result) - len(NOT_ERRORS)} stages within their bounds (max |error| "
+              f"{limit / span:.1%}; {sum(k not in NOT_ERRORS for k in result)} stages within their bounds (max |error| "
               f"{worst:.2e})")
         if full:
             print(f"             wall: weights to HBM {result['setup s']:.1f} s, launch {result['launch s']:.1f} s, "
                   f"check {result['check s']:.1f} s; peak RSS {result['peak MB']:.0f} MB (ru_maxrss)")
+    if not full:  # two layers: the second's first q/k/v tile loads during the first's FFN AllReduce
+        two = {ov: run(2, sz, layers=2, overlap=ov) for ov in (True, False)}
+        print(f"    2 chips, 2 layers: {int(two[True]['makespan']):>8} cycles with the next layer's first weight tile "
+              f"prefetched during the AllReduce ({int(two[True]['prefetch overlap'])} cycles of overlap), "
+              f"{int(two[False]['makespan'])} without")
 
 
 if __name__ == "__main__":

@@ -42,12 +42,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 import numpy.typing as npt
 
 from visa import AxisSet, Context, HbmTensor, HostTensor, bf16, device, i32, launch
 from visa.kernels import Arena, Attention, CausalMask, Embedding, Gemm, Rows, bounds
+from visa.kernels.bounds import bf16_round as bf
+from visa.kernels.bounds import check
 
 AX = AxisSet(T=32, S=32, P=128, D=256, G=4, Dk=64, Dp=64, Dv=64, F=512)  # Dp: the pair swap's output axis
 m = AX.m
@@ -129,16 +130,6 @@ def tables(d: int, tokens: int, base: float = 500000.0) -> tuple[F64, F64, F64]:
     return p, c, s
 
 
-def bf(array: F64) -> F64:
-    """``array`` rounded to bf16 (nearest even), as float64."""
-    return np.asarray(np.asarray(array, np.float32).astype(ml_dtypes.bfloat16), dtype=np.float64)
-
-
-def check(name: str, got: F64, want: F64, bound: F64, errors: dict[str, float]) -> None:
-    """Assert ``|got − want| ≤ bound``; record the largest error under ``name`` (the worst over heads)."""
-    err = np.abs(got - want)
-    assert np.all(err <= bound), (name, float(np.max(err - bound)))
-    errors[name] = max(errors.get(name, 0.0), float(np.max(err)))
 
 
 def run(seed: int = 21) -> tuple[dict[str, float], int]:

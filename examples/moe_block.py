@@ -67,6 +67,8 @@ import numpy.typing as npt
 
 from visa import AxisSet, Context, HbmTensor, HostTensor, bf16, device, i32, launch
 from visa.kernels import Arena, bounds
+from visa.kernels.bounds import bf16_round as bf
+from visa.kernels.bounds import check
 from visa.kernels.moe import MoeBlock
 
 T, D, F, E, K, BLOCK = 16, 64, 128, 8, 2, 4
@@ -91,10 +93,6 @@ def kernel(block: MoeBlock) -> Any:
 
     return moe
 
-
-def bf(array: npt.ArrayLike) -> F64:
-    """``array`` rounded to bf16 (nearest even), as float64."""
-    return np.asarray(np.asarray(array, np.float32).astype(ml_dtypes.bfloat16), dtype=np.float64)
 
 
 def reference_routing(scores: F64, k: int, block: int, grid: int) -> dict[str, npt.NDArray[Any]]:
@@ -122,12 +120,6 @@ def reference_routing(scores: F64, k: int, block: int, grid: int) -> dict[str, n
             "cumsum": np.cumsum(keep, axis=0), "count": count, "blocks": blocks, "end": np.cumsum(blocks),
             "expert_ids": ids, "scatter_idx": scatter_idx}
 
-
-def check(name: str, got: F64, want: F64, bound: F64 | float, errors: dict[str, float]) -> None:
-    """Assert ``|got − want| ≤ bound``; record the largest error under ``name``."""
-    err = np.abs(np.asarray(got, np.float64) - want)
-    assert np.all(err <= bound), (name, float(np.max(err - bound)))
-    errors[name] = max(errors.get(name, 0.0), float(np.max(err)))
 
 
 def run(seed: int = 5, skew: float = 0.0, block: MoeBlock = MOE) -> dict[str, Any]:

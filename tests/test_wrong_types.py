@@ -83,7 +83,8 @@ WRONG: dict[str, list[object]] = {
     "sub": [None, "ctx.sub", 0],
     "tensor": [None, "ids", 0, np.zeros(4, np.int32)],
     "stream": ["J", m["J"], (m["J"],), ("J / 16", "J % 16")],
-    "value": ["0", None, b"0", [0]],
+    "views": [None, "views", 0, [], [None], ["view"]],
+    "value": [None, "3", [1, 2], True, "0", b"0", [0]],
 }
 
 
@@ -132,6 +133,7 @@ class World:
         # destinations of the in-place DMAs, a guard's count, a gather's table and indices
         self.hbm_dst = HbmTensor(ctx, bf16, Chip, m["I, J"], 1 << 30)
         self.dm_dst = DmTensor(ctx, bf16, Chip, Cluster, Slice, m["J"], 1 << 17)
+        self.gen = DmTensor(ctx, i32, Chip, Cluster, Slice, m["1"], 3 << 17)  # generate mode's one value
         self.count = HostTensor.from_numpy(np.int32(3), i32, m["1"]).to_hbm(Chip, m["1"], ctx.pdma, 1 << 31)
         self.table = (HostTensor.from_numpy(np.arange(16 * 32).reshape(16, 32), i32, n["V, E"], axes="V E")
                       .to_hbm(n["1"], n["V, E"], ctx.pdma, 3 << 30))
@@ -218,6 +220,9 @@ def cases(w: World) -> list[Case]:
         ("TuContext.begin", ctx.main.begin, dict(view=dm.view()), dict(view="view")),
         ("TuContext.begin_interleaved", ctx.main.begin_interleaved,
          dict(axis=m["1 # 2"], lhs=dm.view(), rhs=dm.view()), dict(axis="mapping", lhs="view", rhs="view")),
+        ("TuContext.begin_heterogeneous", ctx.main.begin_heterogeneous, dict(axis=m["I"], views=[dm.view()]),
+         dict(axis="mapping", views="views")),
+        ("TuContext.generate", ctx.sub.generate, dict(view=w.gen.view(), value=3), dict(view="view", value="value")),
         ("device", device, dict(chip=1), dict(chip="int")),
         ("launch", launch, dict(kernel=device(chip=1)(lambda c: None), ctx=ctx), dict(kernel="kernel", ctx="ctx")),
         ("Mapping.position_of", m["J"].position_of, dict(index={"J": 1}), dict(index="index")),

@@ -274,13 +274,13 @@ def check_arguments_apart(ctx: Context, args: tuple[Any, ...]) -> None:
                     fix="pass tensors at non-overlapping addresses (or the same handle twice)")
 
 
-def check_argument_chips(what: str, chip: Mapping, chips: int) -> None:
+def check_argument_chips(what: str, chip: Mapping, chips: int, call: str = "launch") -> None:
     """A kernel's tensor argument (or parameter annotation) must span the chips the kernel runs on: its Chip
     mapping's size is the ``@device(chip=N)`` count (manual L1079; the mypy plugin checks the same at
-    ``launch``)."""
+    ``launch``, and each parameter's annotation at ``@device``, ``call="device"``)."""
     if chip.size != chips:
         raise LayoutError(f"{what} spans {chip.size} chip(s); the kernel runs on {chips} (manual L1079)",
-                          call="launch", level="Chip", mapping=repr(chip), axis=", ".join(sorted(chip.axes)) or None,
+                          call=call, level="Chip", mapping=repr(chip), axis=", ".join(sorted(chip.axes)) or None,
                           fix=f'lay it out with Chip = m["1 # {chips}"] or an axis of size {chips}, or launch on '
                               f"{chip.size} chip(s)")
 

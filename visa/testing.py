@@ -143,13 +143,18 @@ def place_dm(ctx: Any, array: npt.ArrayLike, dtype: type[dt.Scalar], chip: Mappi
 
 def place_trf(ctx: Any, array: npt.ArrayLike, dtype: type[dt.Scalar], chip: Mapping, cluster: Mapping,
               slice_: Mapping, row: Mapping, element: Mapping, address: Any,
-              axes: str | Sequence[str] | None = None) -> Any:
+              axes: str | Sequence[str] | None = None, zero_padding: bool = False) -> Any:
     """A TRF tensor holding ``array``, written straight into the TRF image (no StoTRF, no cost).
 
     ``address`` is a :class:`~visa.tensors.handles.TrfAddress`; Row ``r`` of the tensor lives in the TRF's bank
-    row ``r`` (manual L4114–4148), its element ``e`` at ``element_bit_offset() + e · image_bits``.
+    row ``r`` (manual L4114–4148), its element ``e`` at ``element_bit_offset() + e · image_bits``.  With
+    ``zero_padding`` the Element's padding positions are written as zeros (the TRF's zero dummies, ``1z``,
+    L3771), as a masked fetch's padding would be; otherwise they are left unwritten (poison).
     """
     values, valid = hold(array, dtype, [chip, cluster, slice_, row, element], axes)
+    if zero_padding:
+        values = np.where(valid, values, np.zeros((), dtype=values.dtype))
+        valid = np.ones_like(valid)
     _enter_kernel(ctx, chip)
     tensor: Any = TrfTensor(ctx, dtype, chip, cluster, slice_, row, element, address, call="place_trf")
     rows = [(0, 0)] * 3 + [(0, ctx.hw.trf.rows - row.size), (0, 0)]  # the rows past Row are not written

@@ -422,3 +422,77 @@ def test_stream_validity_is_joint_whatever_was_cached_before() -> None:
     assert t16 == t12 and p16 == p12
     assert stream_validity(t16, p16).all()
     assert stream_validity(t12, p12).reshape(-1).tolist() == [True] * 12 + [False] * 4
+
+
+# ------------------------------------------------------------------------------------------------ sub context
+
+
+def _sub_stream(ctx: Context, ax: AxisSet, x: np.ndarray, slice_: str = "1 # 256") -> Any:
+    m = ax.m
+    src = place_dm(ctx, x, i32, m["1"], m["1 # 2"], m[slice_], m["T, L"], 0)
+    return ctx.sub.begin(src.view()).fetch(i32, m["T"], m["L"])
+
+
+def test_valid_count_packing_writes_the_leading_lanes_L2322_L2324() -> None:
+    """Valid-count packing (sub context): only the first ``count`` lanes of each packet are committed; the rest of
+    the destination keeps its bytes (issue 27 item 5).  A count of 3, then each slice's own count from DM."""
+    ax = AxisSet(T=4, L=8, S=2)
+    m = ax.m
+    ctx = new_ctx()
+    x = np.arange(32, dtype=np.int32).reshape(4, 8)
+    old = np.full((4, 8), -1, dtype=np.int32)
+    dst = place_dm(ctx, old, i32, m["1"], m["1 # 2"], m["1 # 256"], m["T, L"], 1 << 12)
+    _sub_stream(ctx, ax, x).commit_view(dst.view(), valid_count=3)
+    assert np.array_equal(dst.logical(axes="T L"), np.where(np.arange(8) < 3, x, old))
+    # a count per slice, read from DM when the pass runs (two slices: counts 2 and 5)
+    x2 = np.arange(64, dtype=np.int32).reshape(2, 4, 8)
+    counts = place_dm(ctx, np.array([2, 5], np.int32), i32, m["1"], m["1 # 2"], m["S # 256"], m["1 # 2"], 1 << 14)
+    src = place_dm(ctx, x2, i32, m["1"], m["1 # 2"], m["S # 256"], m["T, L"], 1 << 15, axes="S T L")
+    dst2 = place_dm(ctx, np.zeros((2, 4, 8), np.int32), i32, m["1"], m["1 # 2"], m["S # 256"], m["T, L"], 1 << 16,
+                    axes="S T L")
+    ctx.sub.begin(src.view()).fetch(i32, m["T"], m["L"]).commit_view(
+        dst2.view(), valid_count=counts.view().tile(m["1 # 2"], 1, m["1"], 0))
+    got = dst2.logical(axes="S T L")
+    lanes = np.arange(8)
+    assert np.array_equal(got[0], np.where(lanes < 2, x2[0], 0))
+    assert np.array_equal(got[1], np.where(lanes < 5, x2[1], 0))
+    op = ctx.schedule.ops[-1]
+    assert any(s.memory == "dm" and int(s.lo[0]) == 1 << 14 for s in op.reads.spans)  # the count is read
+
+
+def test_valid_count_packing_is_the_sub_contexts_L2329_L2331() -> None:
+    ax = AxisSet(T=4, L=8)
+    m = ax.m
+    ctx = new_ctx()
+    x = np.arange(32, dtype=np.int32).reshape(4, 8)
+    src = place_dm(ctx, x, i32, m["1"], m["1 # 2"], m["1 # 256"], m["T, L"], 0)
+    with pytest.raises(HardwareLimitError, match="no valid-count packing") as err:
+        ctx.main.begin(src.view()).fetch(i32, m["T"], m["L"]).commit(m["T, L"], 1 << 12, valid_count=3)
+    assert "ctx.sub" in (err.value.fix or "")
+    with pytest.raises(LayoutError, match="valid count of 9"):
+        _sub_stream(ctx, ax, x).commit(m["T, L"], 1 << 12, valid_count=9)
+
+
+def test_generate_mode_writes_one_value_L2325_L2326() -> None:
+    """Generate mode (ITOS, sub context): one 32-bit value at a one-element view, in every slice the tensor
+    occupies, without the pipeline (one cycle on the sub track)."""
+    ax = AxisSet(N=4, S=3)
+    m = ax.m
+    ctx = new_ctx()
+    t = place_dm(ctx, np.zeros((3, 4), np.int32), i32, m["1"], m["1 # 2"], m["S # 256"], m["N"], 256, axes="S N")
+    ctx.sub.generate(t.view().tile(m["N"], 1, m["N = 1"], 2), 77)
+    want = np.zeros((3, 4), np.int32)
+    want[:, 2] = 77
+    assert np.array_equal(t.logical(axes="S N"), want)
+    op = ctx.schedule.ops[-1]
+    assert op.track == "sub" and op.cycles == 1 and op.name == "generate"
+    f = place_dm(ctx, np.zeros(4, np.float32), f32, m["1"], m["1 # 2"], m["1 # 256"], m["N"], 512)
+    ctx.sub.generate(f.view().tile(m["N"], 1, m["N = 1"], 0), 1.5)
+    assert f.logical(axes="N")[0] == 1.5
+    with pytest.raises(HardwareLimitError, match="no generate mode"):
+        ctx.main.generate(t.view().tile(m["N"], 1, m["N = 1"], 0), 1)
+    with pytest.raises(LayoutError, match="holds 4 elements"):
+        ctx.sub.generate(t.view(), 1)
+    b = place_dm(ctx, np.zeros(4, np.int8), i8, m["1"], m["1 # 2"], m["1 # 256"], m["N, 1 # 2"], 1024)
+    with pytest.raises(VisaError, match="single 32-bit value"):
+        ctx.sub.generate(b.view().tile(m["N"], 1, m["N = 1, 1 # 2"], 0), 1)

@@ -521,3 +521,34 @@ def test_tail_padding_fetch_sizes_L7795_L7867() -> None:
     for p, step, cycles in ((80, 16, 10), (88, 8, 22), (96, 32, 6)):
         c = plan(ax, f8e4m3, f8e4m3, "B, A # 72", f"B, [A # {p}] / {step}", f"[A # {p}] % {step}")
         assert (c.fetch_size, F.cycles(c)) == (step, cycles)
+
+
+# ------------------------------------------------------------------------------------------------ pad values
+
+
+def test_pad_value_goes_through_the_table_L1869_L1898_L1936() -> None:
+    """Masking comes first (L1869–1870): the padding of ``A # 8`` takes the pad value and is looked up like every
+    element, so the padding lanes hold ``table[pad]``, known (issue 27 item 5)."""
+    ax = AxisSet(A=6)
+    ctx = new_ctx()
+    table = F.LookupTable.from_function(i8, i8, lambda x: np.clip(2 * x.astype(np.int64) + 1, -128, 127))
+    t = dm(ctx, ax, np.arange(6), i8, "A")
+    s = ctx.main.begin(t.view()).fetch_with_table(i8, ax.m["1"], ax.m["A # 8"], table, pad_value=F.PadValue.Custom(3))
+    v, k = slice0(s)
+    assert v[0].tolist() == [1, 3, 5, 7, 9, 11, 7, 7] and k[0].all()
+
+
+def test_pad_value_has_the_zero_point_subtracted_L2022_L1898() -> None:
+    """A pad value equal to the zero point becomes 0 after the subtraction: the padding of an asymmetric-quantised
+    tensor contributes nothing to a sum."""
+    ax = AxisSet(A=6)
+    ctx = new_ctx()
+    t = dm(ctx, ax, np.arange(6), i8, "A")
+    s = ctx.main.begin(t.view()).fetch_with_zero_point(i32, ax.m["1"], ax.m["A # 8"], 10,
+                                                       pad_value=F.PadValue.Custom(10))
+    v, k = slice0(s)
+    assert v[0].tolist() == [-10, -9, -8, -7, -6, -5, 0, 0] and k[0].all()
+    # the sub context subtracts zero points but has no masking stage (L1870): no pad value there
+    with pytest.raises(HardwareLimitError, match="no masking stage"):
+        ctx.sub.begin(t.view()).fetch_with_zero_point(i32, ax.m["1"], ax.m["A # 8"], 10,
+                                                      pad_value=F.PadValue.Custom(10))

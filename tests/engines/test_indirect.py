@@ -515,3 +515,47 @@ def test_in_place_write_is_ordered_against_its_readers_by_bytes_l7042() -> None:
     raw = ctx.schedule.ops[-1]
     assert raw.start >= write.end  # RAW through the tile
     assert before.logical("S D").sum() == 0
+
+
+def test_gather_and_scatter_footprints_are_the_rows_touched_l1684() -> None:
+    """A scatter into rows {9, 0, 15} and a gather of rows {3, 4} of the same table touch different bytes: the
+    gather does not wait for the scatter; a gather of row 0 does (issue 27 item 7: the footprints were the whole
+    table, so the schedule serialised independent work)."""
+    ax = AxisSet(V=16, D=32, T=3, B=2)
+    m = ax.m
+    ctx = Context.acquire()
+    table = _hbm(ctx, rng.integers(-9, 9, (16, 32)).astype(np.int32), dt.i32, m, "V, D", "V D", 0)
+    src = _hbm(ctx, np.ones((3, 32), np.int32), dt.i32, m, "T, D", "T D", 8 * MB)
+    far = _ids(ctx, m, np.array([3, 4]), element="B", address=80 * MB)
+    near = _ids(ctx, m, np.array([0, 4]), element="B", address=88 * MB)
+    scatter_ids = _ids(ctx, m, np.array([9, 0, 15]))
+    src.to_hbm_view(table.view().scatter(m["V"], scatter_ids), ctx.tdma)
+    scatter = ctx.schedule.ops[-1]
+    table.view().gather(m["V"], far).to_hbm(m["1"], m["B, D"], ctx.tdma, 16 * MB)
+    independent = ctx.schedule.ops[-1]
+    table.view().gather(m["V"], near).to_hbm(m["1"], m["B, D"], ctx.tdma, 24 * MB)
+    dependent = ctx.schedule.ops[-1]
+    assert scatter.index not in {d.op for d in independent.deps}
+    assert scatter.index in {d.op for d in dependent.deps} and dependent.start >= scatter.end
+    # the spans are the rows: 3 rows of 32 i32 written, 2 read
+    assert sum(s.bytes_per_unit for s in scatter.writes.spans) == 3 * 32 * 4
+    assert sum(s.bytes_per_unit for s in independent.reads.spans if s.memory == "hbm" and int(s.lo[0]) < MB) == 256
+
+
+def test_an_in_place_write_into_an_inner_axis_tile_keeps_the_other_columns_l8286() -> None:
+    """A DMA into a tile of a tensor's innermost axis (``Dv, S = 256 # 512``: columns 0..255 of every row) writes
+    only the tile: its packets stop at the tile's row end (issue 27: they ran on over the tile's padding — the
+    base's other columns — and the next row's first columns, read past the source's rows)."""
+    ax = AxisSet(Dv=4, S=64, Tt=32)
+    m = ax.m
+    ctx = Context.acquire()
+    base = np.full((4, 64), -1, np.int32)
+    dst = _hbm(ctx, base, dt.i32, m, "Dv, S", "Dv S", 0)
+    src = _hbm(ctx, np.arange(4 * 32, dtype=np.int32).reshape(4, 32), dt.i32, m, "Dv, Tt", "Dv Tt", 8 * MB)
+    for start in (32, 0):  # the second tile first: the first's write must not reach into it
+        src.view().relabel(m["Dv, S = 32"]).to_hbm_view(dst.view().tile(m["S"], 32, m["Dv, S = 32 # 64"], start),
+                                                        ctx.tdma)
+    want = np.concatenate([np.arange(128).reshape(4, 32)] * 2, axis=1)
+    assert np.array_equal(dst.logical("Dv S"), want)
+    op = ctx.schedule.ops[-1]
+    assert "stride0 128" in op.engines[0].config  # one row of the tile per packet

@@ -19,7 +19,7 @@ from visa import AccumulationKind, AxisSet, Context, DmTensor, TrfAddress, Unsup
 from visa import dtypes as dt
 
 
-@pytest.mark.parametrize("name", ["dot_product", "gemv", "gemm"])
+@pytest.mark.parametrize("name", ["dot_product", "gemv", "gemm", "gemv_i4", "conv2d"])
 def test_example_runs_and_matches_numpy(name: str) -> None:
     module = _load(name)
     try:

@@ -157,6 +157,24 @@ def test_gemm_streams_k_tile_major_weights_as_contiguous_tiles() -> None:
     assert tiles[1][0] == 500 + 8192  # the engines' 8192 requests each
 
 
+def test_gemm_with_a_last_narrower_n_tile_L7987() -> None:
+    """N past one N tile and no multiple of it (the LM head's V = 128,256, L7987; issue 27 item 8 — it was refused
+    with "pad to a multiple of 32", which it is): the whole tiles and the last, narrower one (96 columns here) run
+    as two GEMMs into one output, against numpy within the GEMM's bound."""
+    ax = AxisSet(M=4, N=8192 + 96, K=64)
+    gemm = Gemm(ax)
+    assert [(p.sn, start) for p, start, _ in gemm.parts] == [(8192, 0), (96, 8192)]
+    x, w = host(ax, "M, K"), host(ax, "N, K")
+    ctx, first, got = run_gemm(ax, gemm, x, w)
+    xv, wv = values(x, "M K"), values(w, "N K")
+    assert np.all(np.abs(got - xv @ wv.T) <= bounds.gemm(xv, wv, 1))
+    # both parts' columns land in the one [M, N] output: two HBM → HBM DMAs into its column tiles
+    placed = [op for op in ctx.schedule.ops[first:] if op.name.startswith("to_hbm_view")]
+    assert len(placed) == 2
+    with pytest.raises(LayoutError, match="K-tile-major"):
+        Gemm(AxisSet(M=1, N=8192 + 96, K=1024), w_tiles=True)
+
+
 def test_gemm_refusals() -> None:
     with pytest.raises(HardwareLimitError) as e1:
         Gemm(AxisSet(M=48, N=256, K=512))  # M is tiled by 32 (the accumulator's 128 outputs per Row, L4434)

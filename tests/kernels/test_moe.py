@@ -112,7 +112,7 @@ def test_routing_refusals() -> None:
     v = err.value
     assert v.call and v.level == "Packet" and v.axis == "E" and "4 or 8" in (v.fix or "")
     with pytest.raises(HardwareLimitError, match="power of two") as err2:
-        MoeRouting(AxisSet(T=8, E=8, K=2, Bt=3))
+        MoeRouting(AxisSet(T=8, E=4, K=2, Bt=3))  # (E = 8 routes any B up to 32: the wide routing)
     assert err2.value.axis == "Bt" and err2.value.fix
     with pytest.raises(LayoutError, match="at least two tokens|one i32") as err4:
         MoeRouting(AxisSet(T=1, E=8, K=2, Bt=4))
@@ -203,3 +203,29 @@ def test_routing_property_against_brute_force(t: int, e: int, data: Any, block: 
     scores = scores.reshape(t, e).astype(ml_dtypes.bfloat16)
     routing, r, _ = _route(t, e, k, block, scores)
     _assert_routing(routing, r, scores)
+
+
+# ----------------------------------------------------------------------------------------- the manual's sizes
+
+
+@pytest.mark.parametrize(("t", "e", "k", "block", "seed"), [(16, 16, 1, 3, 6), (12, 16, 4, 5, 7), (8, 8, 2, 6, 8)])
+def test_wide_routing_exact_against_numpy_l8459(t: int, e: int, k: int, block: int, seed: int) -> None:
+    """The routing over several packets per token (E > 8) or a block that is no power of two (issue 27 item 4):
+    TopK and FilterCompaction across packets, Expert_IDs by compacting the manual's Grid(e, i), blocks by
+    compare: every integer stage exact against numpy."""
+    rng = np.random.default_rng(seed)
+    scores = (rng.standard_normal((t, e)) * 3).astype(ml_dtypes.bfloat16)
+    routing, r, _ = _route(t, e, k, block, scores)
+    assert routing.wide is not None
+    _assert_routing(routing, r, scores)
+
+
+def test_routing_at_e_128_k_8_l8459_l8460() -> None:
+    """E = 128 experts ("typically 128", L8459), K = 8 (qwen3, L8460), B = 12 rows per block (no power of two):
+    every stage exact against numpy (K = 1 and 4 at E = 128: benchmarks/bench_moe128.py, run once)."""
+    rng = np.random.default_rng(27)
+    scores = (rng.standard_normal((16, 128)) * 3).astype(ml_dtypes.bfloat16)
+    routing, r, ctx = _route(16, 128, 8, 12, scores)
+    _assert_routing(routing, r, scores)
+    ranks = [op for op in ctx.schedule.ops if op.track == "main" and "vector" in op.name]
+    assert ranks  # the routing ran as Tensor Unit passes, one token per slice for the per-token stages

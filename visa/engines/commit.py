@@ -45,7 +45,7 @@ from visa.engines.cache import cached
 from visa.engines.common import StreamData, axes_text, engine_call
 from visa.engines.deferred import DeferredData, PaddedLanes
 from visa.engines.fetch import CONTEXTS, stream_validity
-from visa.errors import AddressError, HardwareLimitError, LayoutError, VisaError
+from visa.errors import AddressError, DtypeError, HardwareLimitError, LayoutError, VisaError
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping, pair_of
 from visa.mapping import canon as C
@@ -56,7 +56,8 @@ from visa.memory.performance import sequence_bank_runs
 from visa.memory.units import enabled_units
 
 __all__ = ["CommitConfig", "plan", "check_view", "check_address", "execute", "cycles", "SUB_COMMIT_AFTER",
-           "packed_packet", "check_packed_counts"]
+           "packed_packet", "check_packed_counts", "plan_stage", "plan_valid_count", "valid_count_keep",
+           "plan_generate", "generate_cycles"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -200,6 +201,72 @@ def packed_packet(chip: Mapping, cluster: Mapping, slice_: Mapping, time: Mappin
                       "kept element's position in its packet", call=call, level="Element", mapping=repr(element),
                       axis=", ".join(new), line=2324,
                       fix="commit with the stream's own axes, or with Time's axes and one new axis K (e.g. T, K)")
+
+
+def plan_stage(hw: HardwareProfile, context: str, stage: str, call: str) -> None:
+    """Refuse a Commit Engine adapter stage the context lacks (L2329–2336): valid-count packing and generate mode
+    are the sub context's (``hw.commit.sub_adapter_stages``).  Pure (the plugin calls it too)."""
+    c = hw.commit
+    have = c.main_adapter_stages if context == "main" else c.sub_adapter_stages
+    if stage not in have:
+        other = "sub" if context == "main" else "main"
+        names = {"valid_count_packing": "valid-count packing", "generate": "generate mode (ITOS)"}
+        raise HardwareLimitError(f"the {context} context's Commit Engine has no {names.get(stage, stage)} stage "
+                                 f"(it has {', '.join(have)}; manual L2322–2336)", call=_call(stage, context),
+                                 level="Packet", fix=f"run it in ctx.{other}")
+
+
+def plan_valid_count(hw: HardwareProfile, context: str, packet: Mapping, count: int | None) -> None:
+    """Valid-count packing (L2322–2324): the sub context commits the first ``count`` lanes of each packet and
+    discards the rest.  A static ``count`` must lie in 0..lanes (None: a runtime count, checked when it is read,
+    :func:`valid_count_keep`).  Pure."""
+    plan_stage(hw, context, "valid_count_packing", "commit")
+    if count is not None and not 0 <= count <= packet.size:
+        raise LayoutError(f"a valid count of {count} lanes, but the packet {packet!r} has {packet.size}",
+                          call=_call("valid_count_packing", context), level="Packet", mapping=repr(packet),
+                          axis=axes_text(packet), line=2324, fix=f"count 0..{packet.size} leading lanes")
+
+
+def valid_count_keep(counts: npt.NDArray[np.int64], packet: Mapping, context: str) -> BoolArray:
+    """The lanes valid-count packing does not write (``lane >= count``), over ``(Chip, Cluster, Slice, Time,
+    Packet)`` from the counts over ``(Chip, Cluster, Slice, Time)`` (a count read at run time is refused outside
+    0..lanes, naming where, L2324)."""
+    bad = (counts < 0) | (counts > packet.size)
+    if bad.any():
+        where = tuple(int(k[0]) for k in np.nonzero(bad))
+        raise LayoutError(f"the valid count at chip {where[0]}, cluster {where[1]}, slice {where[2]} is "
+                          f"{int(counts[where])}; the packet {packet!r} has {packet.size} lanes",
+                          call=_call("valid_count_packing", context), level="Packet", mapping=repr(packet),
+                          axis=axes_text(packet), line=2324, fix=f"write a count 0..{packet.size}")
+    lanes = np.arange(packet.size, dtype=np.int64).reshape(1, 1, 1, 1, -1)
+    keep: BoolArray = lanes >= counts[..., None]
+    return keep
+
+
+def plan_generate(hw: HardwareProfile, context: str, dtype: type[dt.Scalar], element: Mapping, address: int) -> None:
+    """Generate mode (L2325–2326): the sub context writes one ``generate_value_bits``-bit value (an ITOS command,
+    bypassing the pipeline) at the address of a one-element DM view.  Pure."""
+    plan_stage(hw, context, "generate", "generate")
+    bits = hw.commit.generate_value_bits
+    call = _call("generate", context)
+    if dtype.size_bits != bits:
+        raise DtypeError(f"generate mode writes a single {bits}-bit value; the view holds {dtype!r}", call=call,
+                         level="Element", mapping=repr(element), line=2326,
+                         fix="generate into a view of an i32, u32 or f32 tensor")
+    held = int(np.count_nonzero(element.validity()))
+    if held != 1:
+        raise LayoutError(f"generate mode writes one value; the view {element!r} holds {held} elements", call=call,
+                          level="Element", mapping=repr(element), axis=axes_text(element), line=2326,
+                          fix="tile the tensor to the one element (view.tile(m[axis], 1, …, index))")
+    if address % (bits // 8):
+        raise AddressError(f"a {bits}-bit value at byte {address}, not a multiple of {bits // 8}", call=call,
+                           level="Element", mapping=repr(element), line=1071, fix=f"align to {bits // 8} bytes")
+
+
+def generate_cycles(hw: HardwareProfile) -> int:
+    """One ITOS write: the value's bytes at the commit's flit rate (``ceil(bits / 8 / in_packet_bytes)``, one
+    cycle; the manual gives no figure, L2326)."""
+    return -(-hw.commit.generate_value_bits // 8 // hw.commit.in_packet_bytes)
 
 
 def check_packed_counts(counts: npt.NDArray[np.int64], packet: Mapping, call: str = "commit") -> None:

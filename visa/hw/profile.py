@@ -313,6 +313,10 @@ class TensorRegisterFile:
     reg_type_names: FrozenMap[int, str] = field(metadata=src("L4142–4147", codes=True))
     reg_type_slots: FrozenMap[int, int] = field(metadata=src("L4142–4147", codes=True))
     reg_type_elements_per_line: FrozenMap[int, int] = field(metadata=src("L4142–4147", codes=True))
+    #: The mixed operand pairs (stream type, TRF type) the Reducer multiplies and the TRF slot format they read
+    #: the narrower weights with: i4 weights against an i8 stream (reg_type 1, 10-bit "i4→i8"), i8 weights against
+    #: an f8 stream (reg_type 2, 10-bit "i8→f8"); issue 27 item 3.
+    mixed_operands: FrozenMap[tuple[str, str], int] = field(metadata=src("L4142–4147", codes=True))
     address_modes: tuple[str, ...] = field(metadata=src("L4149–4157"))
     reg_read_sizes: tuple[int, ...] = field(metadata=src("L4104"))
     wide_read_alignment_bytes: int = field(metadata=src("L4110–4111"))

@@ -163,6 +163,7 @@ _TRF = TensorRegisterFile(
     ),
     reg_type_slots=FrozenMap({0: 1, 1: 2, 2: 2, 3: 4}),
     reg_type_elements_per_line=FrozenMap({0: 64, 1: 32, 2: 32, 3: 16}),
+    mixed_operands=FrozenMap({("i8", "i4"): 1, ("f8e4m3", "i8"): 2, ("f8e5m2", "i8"): 2}),
     address_modes=("Full", "FirstHalf", "SecondHalf"),
     reg_read_sizes=(1, 2, 4, 8, 16, 32, 64),
     wide_read_alignment_bytes=64,

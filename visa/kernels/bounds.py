@@ -13,16 +13,30 @@ from __future__ import annotations
 
 import math
 
+import ml_dtypes
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["U", "B", "T", "gamma", "gemm", "rms_norm", "softmax_rel", "softmax", "swiglu", "add", "mul", "attention",
-           "weighted_sum", "all_reduce"]
+__all__ = ["U", "B", "T", "bf16_round", "check", "gamma", "gemm", "rms_norm", "softmax_rel", "softmax", "swiglu",
+           "add", "mul", "attention", "weighted_sum", "all_reduce"]
 
 F64 = npt.NDArray[np.float64]
 U = 2.0**-24
 B = 2.0**-8
 T = 2.0**-134
+
+
+def bf16_round(array: npt.ArrayLike) -> F64:
+    """``array`` rounded to bf16 (nearest even), as float64: a host value as the device holds it."""
+    return np.asarray(np.asarray(array, np.float32).astype(ml_dtypes.bfloat16), dtype=np.float64)
+
+
+def check(name: str, got: npt.ArrayLike, want: npt.ArrayLike, bound: npt.ArrayLike, errors: dict[str, float]) -> None:
+    """Assert ``|got − want| ≤ bound`` elementwise (naming ``name`` and the worst excess); record the largest error
+    under ``name`` in ``errors`` (the worst over the calls)."""
+    err = np.abs(np.asarray(got, np.float64) - np.asarray(want, np.float64))
+    assert np.all(err <= bound), (name, float(np.max(err - bound)))
+    errors[name] = max(errors.get(name, 0.0), float(np.max(err)))
 
 
 def gamma(n: int) -> float:

@@ -27,6 +27,7 @@ Every DM buffer is scratch (:meth:`Arena.scratch`): the result leaves in HBM.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from visa import dtypes as dt
@@ -39,7 +40,7 @@ from visa.mapping import AxisSet
 from visa.stream import AccumulationKind
 from visa.tensors.handles import DmTensor, HbmTensor, HbmTensorView, TrfAddress
 
-__all__ = ["Gemm"]
+__all__ = ["Gemm", "Prefetch"]
 
 Hbm = HbmTensor[Any, Any, Any]
 HbmIn = HbmTensor[Any, Any, Any] | HbmTensorView[Any, Any, Any]  # a tensor, or a view of one (tile, relabel)
@@ -54,17 +55,38 @@ M_TILE = 32  # rows per contraction: 32 × 4 interleaved accumulator outputs per
 N_TILE = 256 * N_SLICE  # columns per N tile: all 256 slices of a cluster
 
 
+@dataclass(frozen=True)
+class Prefetch:
+    """A streamed GEMM's first w tile, moved into DM ahead of the call (:meth:`Gemm.prefetch`)."""
+
+    w: Any
+    slots: tuple[int, int]
+    first: Any
+
+
+def _declare(ax: AxisSet, name: str, size: int) -> str:
+    """Declare the helper axis ``name`` (a part of a ragged N) in ``ax`` once; its name."""
+    if name not in ax:
+        ax.declare(**{name: size})
+    return name
+
+
 class Gemm:
     """``out[M, N] = x[M, K] · w[N, K]ᵀ`` for the axes ``m``, ``n``, ``k`` of ``ax`` (bf16 in and out).
 
-    Shapes: ``M`` at most 32 or a multiple of 32 (M tiles of 32 share each TRF load); ``N`` a multiple of 32,
-    at most 8192 or a multiple of 8192; ``K`` a multiple of 32, at most 512 or a multiple of 512.  The refusals
-    name the axis and the fix.
+    Shapes: ``M`` at most 32 or a multiple of 32 (M tiles of 32 share each TRF load); ``N`` a multiple of 32 (past
+    8192 and no multiple of it, the whole N tiles and the last, narrower one run as two GEMMs into one output: the
+    LM head's V = 128,256, L7987); ``K`` a multiple of 32, at most 512 or a multiple of 512.  The refusals name
+    the axis and the fix.
 
     ``chip`` (a mapping expression over ``ax``, default ``"1"``: one chip) is the Chip level (L1079) of the
     kernel's DM tensors.  With a chip axis (``chip="C"``, ``|C|`` the launch's chips) each chip contracts its own
     shard in the same launch: x and w carry that Chip level in HBM (``HbmTensor(…, m["C"], m["M, K"])``), the
     DMAs keep it, and the output is ``m["C"]`` × ``m["M, N"]`` — the tensor-parallel split of L8225–8419.
+
+    ``first_slice`` places the N tiles' slices from that slice on (default 0): a narrow GEMM's DMAs then run on the
+    DMA engines of other DMNs (L2404, L2831) than work placed from slice 0, so that a prefetch of its weights
+    (:meth:`prefetch`) overlaps that work.
 
     ``k_tile`` (a multiple of 32 up to 1024) and ``m_block`` (M tiles per TRF load; ``None``: the most the DM
     holds) are the tiling choices a tuner sweeps (:mod:`visa.tune`); every choice computes the same product within
@@ -77,7 +99,8 @@ class Gemm:
     """
 
     def __init__(self, ax: AxisSet, m: str = "M", n: str = "N", k: str = "K", *, chip: str = "1",
-                 w_tiles: bool = False, k_tile: int = K_TILE, m_block: int | None = None) -> None:
+                 w_tiles: bool = False, k_tile: int = K_TILE, m_block: int | None = None,
+                 first_slice: int = 0) -> None:
         call = f"visa.kernels.Gemm({m!r}, {n!r}, {k!r})"
         sm, sn, sk = ax.size(m), ax.size(n), ax.size(k)
         if k_tile < 32 or k_tile > ROW_K or k_tile % 32:
@@ -93,10 +116,21 @@ class Gemm:
                                      "(128 interleaved, manual L4434), so M is tiled by 32 and must be a multiple "
                                      "of it", call=call, level="Time", mapping=f'm["{m}"]', axis=m,
                                      fix=f"pad {m} to a multiple of {M_TILE}")
-        if sn % N_SLICE or (sn > N_TILE and sn % N_TILE):
-            raise LayoutError(f"{n} = {sn} must be a multiple of 32 (8 Rows × 4 columns per slice), at most "
-                              f"{N_TILE} or a multiple of it", call=call, level="Slice", mapping=f'm["{n}"]', axis=n,
-                              fix=f"pad {n} to a multiple of 32")
+        if sn % N_SLICE:
+            raise LayoutError(f"{n} = {sn} must be a multiple of 32 (8 Rows × 4 columns per slice)", call=call,
+                              level="Slice", mapping=f'm["{n}"]', axis=n, fix=f"pad {n} to a multiple of 32")
+        # N beyond one N tile and no multiple of it (the LM head's V = 128256, L7987): the whole tiles and the last,
+        # narrower one run as two GEMMs over row ranges of w, each into its columns of the output (_ragged)
+        self.parts: tuple[tuple[Gemm, int, int], ...] = ()
+        if sn > N_TILE and sn % N_TILE:
+            if w_tiles:
+                raise LayoutError(f"{n} = {sn} is no multiple of {N_TILE}: its last N tile is narrower, which a "
+                                  "K-tile-major w (w_tiles=True) does not split into", call=call, level="Slice",
+                                  mapping=f'm["{n}"]', axis=n, fix="store w N-major (m[\"N, K\"]) for this N")
+            full, last = sn // N_TILE * N_TILE, sn % N_TILE
+            self.parts = tuple((Gemm(ax, m, _declare(ax, f"{n}__{which}", size), k, chip=chip,
+                                     k_tile=k_tile, m_block=m_block), start, size)
+                               for which, start, size in (("tiles", 0, full), ("last", full, last)))
         if sk % 32 or (sk > k_tile and sk % k_tile):
             raise LayoutError(f"{k} = {sk} must be a multiple of 32 (a 64-byte packet of bf16, L4388), at most "
                               f"{k_tile} (the K tile) or a multiple of it", call=call, level="Packet",
@@ -116,10 +150,21 @@ class Gemm:
         self.kin = f"{k} % {k_tile}" if self.k_tiles > 1 else k
         self.nin = f"{n} % {N_TILE}" if self.n_tiles > 1 else n
         mm = ax.m
-        self.cluster = mm["1 # 2"]
         self.chip = mm[chip]  # the Chip level of every DM tensor (x, w and the output keep their HBM chips)
+        if self.parts:  # (a dispatcher over its parts: no tiles of its own)
+            return
+        self.cluster = mm["1 # 2"]
         cols = sn if self.n_tiles == 1 else N_TILE
-        self.slice = mm[f"{self.nin} / 32" + (" # 256" if cols < N_TILE else "")]
+        # first_slice: the slices start there (a narrow N's DMAs then use the DMA engines of other DMNs than work
+        # placed from slice 0, L2404, L2831: a prefetch overlaps it, issue 27 item 8)
+        used = cols // N_SLICE
+        if first_slice and not 0 <= first_slice <= N_TILE // N_SLICE - used:
+            raise HardwareLimitError(f"{n} = {sn} takes {used} slices; from slice {first_slice} they pass the 256 of a "
+                                     "cluster (L1081)", call=call, level="Slice", mapping=f'm["{n}"]', axis=n,
+                                     fix=f"start at most at slice {N_TILE // N_SLICE - used}")
+        rest = N_TILE // N_SLICE - used - first_slice
+        self.slice = (mm[f"# {first_slice} + {self.nin} / 32" + (f" + # {rest}" if rest else "")] if first_slice else
+                      mm[f"{self.nin} / 32" + (" # 256" if cols < N_TILE else "")])
 
     @staticmethod
     def k_tiles_of(size: int, k_tile: int = K_TILE) -> int:
@@ -137,6 +182,22 @@ class Gemm:
     def resident_bytes(self) -> int:
         """DM bytes per slice that x and w take when held whole (the resident mode)."""
         return 2 * self.sm * self.sk + 2 * N_SLICE * self.sk * self.n_tiles + 8 * self.sm * N_SLICE
+
+    def prefetch_slots(self, arena: Arena) -> tuple[int, int]:
+        """The two DM buffers a streamed w tile alternates between, taken from ``arena`` outside any scratch block,
+        so that a tile prefetched into one (:meth:`prefetch`) survives until the call that uses it."""
+        tile = self.ax.m[f"{self.nin} % 32, {self.kin}"]
+        return arena.take_dm(2 * tile.size), arena.take_dm(2 * tile.size)
+
+    def prefetch(self, ctx: Context, w: HbmIn, slots: tuple[int, int]) -> Prefetch:
+        """Issue the tensor DMA of w's first (N, K) tile into ``slots[0]`` now, ahead of the call that contracts it
+        (``gemm(…, prefetched=p)``): a later layer's weights load while this one still computes (its AllReduce,
+        issue 27 item 8).  Operations issue in program order (L7046–7055): the DMA starts once its inputs and an
+        engine are free, whatever the Tensor Unit does meanwhile."""
+        if self.parts:
+            raise LayoutError("a GEMM of two N parts prefetches no single first tile", call="visa.kernels.Gemm",
+                              level="Slice", fix="call it without prefetched=")
+        return Prefetch(w, slots, self._stream_w(ctx, w, 0, 0, slots[0]))
 
     def _partial_bytes(self, block: int) -> int:
         """DM bytes per slice of the f32 partials of a block of ``block`` M tiles: each tile's first K partial and
@@ -174,7 +235,7 @@ class Gemm:
         return block
 
     def __call__(self, ctx: Context, arena: Arena, x: HbmIn, w: HbmIn, *, double_buffer: bool = True,
-                 stream: bool | None = None) -> Hbm:
+                 stream: bool | None = None, prefetched: Prefetch | None = None) -> Hbm:
         """Run the GEMM on HBM ``x`` (``m["M, K"]``) and ``w`` (``m["N, K"]``); returns HBM ``m["M, N"]`` bf16.
 
         ``stream`` (default: when x and w would take more than half a slice's DM, L138) moves one (N, K) tile of
@@ -183,18 +244,42 @@ class Gemm:
         ``double_buffer`` loads every TRF tile but the first from the sub context into the half the Reducer is
         not reading; it needs a K tile of at most one half (``k_tile`` ≤ 512, L4151–4154).
         """
+        if self.parts:
+            return self._ragged(ctx, arena, x, w, double_buffer, stream)
         if double_buffer and self.k_tiles > 1 and self.k_tile > HALF_K:
             raise HardwareLimitError(
                 f"double buffering with k_tile = {self.k_tile}: a K tile of 4 × {self.k_tile} bf16 fills a whole "
                 f"TRF Row, so no half is free to load the next tile into (manual L4151–4154)",
                 call=f"visa.kernels.Gemm({self.m!r}, {self.n!r}, {self.k!r})", level="Row", mapping=f'm["{self.k}"]',
                 axis=self.k, fix=f"use k_tile ≤ {HALF_K}, or double_buffer=False")
+        if prefetched is not None:
+            if prefetched.w is not w:
+                raise LayoutError("the prefetched tile is another weight's", call="visa.kernels.Gemm",
+                                  fix="pass the w that gemm.prefetch(ctx, w, slots) was given")
+            stream = True  # the prefetched tile is the first step of the streamed mode
         if stream is None:
             stream = self.resident_bytes() > ctx.hw.dm.slice_bytes // 2
         with arena.scratch(vrf=False):  # every DM buffer is temporary: the result leaves in HBM
-            return self._run(ctx, arena, x, w, double_buffer, stream)
+            return self._run(ctx, arena, x, w, double_buffer, stream, prefetched)
 
-    def _run(self, ctx: Context, arena: Arena, x: HbmIn, w: HbmIn, double_buffer: bool, stream: bool) -> Hbm:
+    def _ragged(self, ctx: Context, arena: Arena, x: HbmIn, w: HbmIn, double_buffer: bool,
+                stream: bool | None) -> Hbm:
+        """An N of whole N tiles and a narrower last one: a GEMM over each row range of w (tile views relabelled to
+        the part's own N axis), each part's ``[M, N']`` DMA'd (HBM → HBM) into its columns of the ``[M, N]``
+        output (a tile view, L813–832)."""
+        mm, m, n, k = self.ax.m, self.m, self.n, self.k
+        out = HbmTensor(ctx, dt.bf16, self.chip, mm[f"{m}, {n}"], arena.take_hbm(2 * self.sm * self.sn),
+                        call="visa.kernels.Gemm")
+        wv: Any = (w.view() if isinstance(w, HbmTensor) else w).relabel(mm[f"{n}, {k}"])
+        for part, start, size in self.parts:
+            rows = wv.tile(mm[n], size, mm[f"{n} = {size}, {k}"], start).relabel(mm[f"{part.n}, {k}"])
+            got = part(ctx, arena, x, rows, double_buffer=double_buffer, stream=stream)
+            cols = out.view().tile(mm[n], size, mm[f"{m}, {n} = {size} # {self.sn}"], start)
+            got.view().relabel(mm[f"{m}, {n} = {size}"]).to_hbm_view(cols, ctx.tdma)
+        return out
+
+    def _run(self, ctx: Context, arena: Arena, x: HbmIn, w: HbmIn, double_buffer: bool, stream: bool,
+             prefetched: Prefetch | None = None) -> Hbm:
         """The body of :meth:`__call__`: for each N tile, block of M tiles and K tile, one TRF load shared by the
         block's M tiles."""
         mm, m, n, k, kin, nin, mi = self.ax.m, self.m, self.n, self.k, self.kin, self.nin, self.mi
@@ -209,7 +294,8 @@ class Gemm:
         blocks = [list(range(b, min(b + block, self.m_tiles))) for b in range(0, self.m_tiles, block)]
         if stream:
             x_slots = [] if x_resident else [arena.take_dm(2 * x_tile.size) for _ in range(2)]
-            w_slots = [arena.take_dm(2 * w_tile.size) for _ in range(2)]
+            w_slots = (list(prefetched.slots) if prefetched is not None else
+                       [arena.take_dm(2 * w_tile.size) for _ in range(2)])
         if x_resident:
             x_el = mm[self._outer(kt_axis, mt_axis, mi, kin)]
             x_dm = x.to_dm(self.cluster, self.slice, x_el, ctx.tdma, arena.take_dm(2 * x_el.size))
@@ -251,7 +337,10 @@ class Gemm:
             if prefetch_x and step < steps:
                 x_ahead[step] = self._stream_x(ctx, x, 0, plan[step][2], x_slots[step % 2])
 
-        issue_w(0)
+        if prefetched is not None:
+            w_ahead[0] = prefetched.first
+        else:
+            issue_w(0)
         issue_x(0)
         acc: list[Dm | None] = [None] * block
         x_count = 0  # x tiles streamed so far (they alternate between the two slots)

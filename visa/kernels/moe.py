@@ -61,18 +61,12 @@ from visa.engines.vector import (
 )
 from visa.errors import HardwareLimitError, LayoutError
 from visa.kernels.memory import Arena
+from visa.kernels.moe_wide import FLIP, HIGH, LOW, Dm, HbmIn, Vrf, WideRouting  # (the packing's constants)
 from visa.mapping import AxisSet
-from visa.tensors.handles import DmTensor, HbmTensor, HbmTensorView, VrfTensor
+from visa.tensors.handles import HbmTensor
 
 __all__ = ["MoeBlock", "MoeRouting", "Routing", "TokenRows", "grid_size", "logger"]
 
-Dm = DmTensor[Any, Any, Any, Any, Any]
-Vrf = VrfTensor[Any, Any, Any, Any, Any]
-HbmIn = HbmTensor[Any, Any, Any] | HbmTensorView[Any, Any, Any]
-
-FLIP = 0x7FFF0000  # the comparison trick's XOR on negative packed values (L8555)
-LOW = 0xFFFF  # the index half of a packed value (L8589)
-HIGH = -0x10000  # 0xffff0000 as i32: the score half
 
 
 def grid_size(tokens: int, experts: int, k: int, block: int) -> int:
@@ -114,7 +108,10 @@ class MoeRouting:
     def __init__(self, ax: AxisSet, t: str = "T", e: str = "E", k: str = "K", b: str = "Bt", g: str = "G") -> None:
         call = f"visa.kernels.MoeRouting({t!r}, {e!r}, {k!r}, {b!r})"
         st, se, sk, sb = ax.size(t), ax.size(e), ax.size(k), ax.size(b)
-        if se not in (4, 8):
+        # E past one packet (the manual's "typically 128", L8459), or a block that is no power of two: the wide
+        # routing (visa.kernels.moe_wide: tokens on slices, compaction across packets, blocks by compare)
+        wide = se > 8 or (se % 8 == 0 and sb & (sb - 1) != 0 and sb <= 32)
+        if se not in (4, 8) and not wide:
             raise LayoutError(f"{e} = {se}: a token's expert scores are one packet, packed by FilterCompaction "
                               "within it (L8580–8584), so E fits one 32-byte flit of i32 (L3544), and the ranks are "
                               "reduced over four-lane packets (L4842–4871): E is 4 or 8", call=call,
@@ -129,9 +126,9 @@ class MoeRouting:
         if not 1 <= sk <= se:
             raise LayoutError(f"{k} = {sk} must be between 1 and {e} = {se}", call=call, level="Element",
                               mapping=f'm["{k}"]', axis=k, fix=f"select at most {se} experts")
-        if sb & (sb - 1) or sb > 32:
-            raise HardwareLimitError(f"{b} = {sb}: the block is a power of two (ceil(Count / B) is a shift) of at "
-                                     "most 32 rows (one GEMM M tile, L4434)", call=call, level="Time",
+        if (sb & (sb - 1) and not wide) or sb > 32:
+            raise HardwareLimitError(f"{b} = {sb}: the block is at most 32 rows (one GEMM M tile, L4434), a power of "
+                                     f"two when {e} is 4 (ceil(Count / B) is a shift)", call=call, level="Time",
                                      mapping=f'm["{b}"]', axis=b, fix=f"choose {b} in 1, 2, 4, 8, 16, 32")
         self.grid = grid_size(st, se, sk, sb)
         self.ei, self.ej, self.gr, self.te = f"{e}_i", f"{e}_j", f"{g}_r", f"{t}{e}_"
@@ -150,17 +147,22 @@ class MoeRouting:
         self.tk = f"{t}, {k}" if sk % 2 == 0 else f"{t}, {k} # {sk + 1}"
         m = ax.m
         self.chip, self.cluster, self.slice = m["1"], m["1 # 2"], m["1 # 256"]
+        self.wide: WideRouting | None = WideRouting(self) if wide else None
 
     # -- constants ---------------------------------------------------------------------------------------
     def constants(self) -> dict[str, np.ndarray]:
         """The static tables (i32) the manual lists as inputs: ``index`` = Index_expert (L8541), ``blocks`` =
         Block_Range (L8622), and the static branch loggers of the two cumsums, over the tokens and over the
-        experts (0 first, 1 inside, 2 last, L8712–8718)."""
+        experts (0 first, 1 inside, 2 last, L8712–8718); the wide routing's own tables when E > 8."""
+        if self.wide is not None:
+            return self.wide.constants()
         return {"index": np.arange(self.se, dtype=np.int32), "block_range": np.arange(self.grid, dtype=np.int32),
                 "log_t": logger(self.st), "log_e": logger(self.se)}
 
     def constant_text(self) -> dict[str, str]:
         """Each constant's Element text (for ``HostTensor.from_numpy`` and ``to_hbm``)."""
+        if self.wide is not None:
+            return self.wide.constant_text()
         return {"index": self.e, "block_range": self._even(self.g), "log_t": self._even(self.t), "log_e": self.e}
 
     def _even(self, axis: str) -> str:
@@ -189,6 +191,8 @@ class MoeRouting:
     def __call__(self, ctx: Context, arena: Arena, scores: HbmIn, consts: Mapping[str, HbmIn]) -> Routing:
         """Route ``scores`` (bf16 ``m["T, E"]`` in HBM, or a view of the router GEMM's padded output) with the
         constant tables of :meth:`constants` (in HBM, keyed as there).  Returns every stage in DM."""
+        if self.wide is not None:
+            return self.wide(ctx, arena, scores, consts)
         m, t, e, ei, ej, g = self.ax.m, self.t, self.e, self.ei, self.ej, self.g
         pe, pj = self._packet(e), self._packet(ej)  # an expert axis in the packet: one 32-byte flit (L3544)
         tk = self.tk

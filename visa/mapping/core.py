@@ -29,7 +29,16 @@ import numpy.typing as npt
 from visa.errors import MappingSyntaxError, RangeError, UnknownAxisError
 from visa.mapping import canon as C
 from visa.mapping.axes import AXES_ATTR, AxisSet
-from visa.mapping.evaluate import Evaluation, IntArray, RelationError, forward, inverse, validity
+from visa.mapping.evaluate import (
+    Evaluation,
+    IntArray,
+    RelationError,
+    cover,
+    forward,
+    has_lin,
+    inverse,
+    validity,
+)
 from visa.mapping.syntax import (
     MAX_SIZE,
     Identity,
@@ -202,6 +211,9 @@ class Mapping:
         position = expect_int(position, "position", call="map")
         if not 0 <= position < self.size:
             return None
+        if has_lin(self.canon):
+            raise RelationError("a linear combination maps one position to several indices; it has no map()",
+                                call="map", fix="use maps(i) for all of them, or read it as a buffer")
         return _index_at(forward(self.canon, np.array([position])), 0)
 
     def maps(self, position: int) -> list[Index]:
@@ -222,6 +234,11 @@ class Mapping:
     def validity(self) -> npt.NDArray[np.bool_]:
         """Whether each position holds an index: ``evaluate().valid`` without the coordinates (L616–620)."""
         return validity(self.canon)
+
+    def cover(self) -> npt.NDArray[np.bool_]:
+        """Whether each position may hold an index: :meth:`validity`, and for a linear combination (a relation,
+        L1006–1016) the positions some split of it reaches (:func:`visa.mapping.evaluate.cover`)."""
+        return cover(self.canon)
 
     def locate(self, coords: AbcMapping[str, npt.ArrayLike],
                shape: tuple[int, ...] | None = None) -> tuple[IntArray, npt.NDArray[np.bool_]]:

@@ -29,8 +29,8 @@ import numpy.typing as npt
 from visa.errors import VisaError
 from visa.mapping.canon import Atom, Canon, Dim, Lin, SkewAtom, Sym, Win, axis_atoms, canon_size, is_regular
 
-__all__ = ["Evaluation", "digit_weights", "forward", "validity", "inverse", "plain_dims", "covers_once",
-           "strided_view", "IntArray", "BoolArray", "RelationError"]
+__all__ = ["Evaluation", "digit_weights", "forward", "validity", "cover", "inverse", "plain_dims", "covers_once",
+           "strided_view", "IntArray", "BoolArray", "RelationError", "lin_key", "lin_keys", "has_lin"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -155,8 +155,11 @@ def _digit_atoms(dims: Canon, digits: list[IntArray], valid: BoolArray | None
     atoms: dict[Atom, IntArray] = {}
     for dig, d in zip(digits, dims, strict=True):
         if isinstance(d, Lin):
-            raise RelationError("a linear combination maps one position to several indices; it has no map()",
-                                call="map", fix="use maps(i) for all of them, or read it as a buffer")
+            # the combination's own position, as a coordinate of its own (lin_key): what a stream carries (issue
+            # 27, convolution); map() still refuses it (one position, several indices, L1016)
+            key = Sym(lin_key(d), d.size)
+            atoms[key] = atoms[key] + dig if key in atoms else dig
+            continue
         if d.offset or d.count < d.size:
             ok = (dig >= d.offset) & (dig < d.offset + d.count) if d.offset else dig < d.count
             valid = ok if valid is None else valid & ok
@@ -166,6 +169,17 @@ def _digit_atoms(dims: Canon, digits: list[IntArray], valid: BoolArray | None
         contrib = rel * d.stride if d.stride != 1 else rel
         atoms[d.atom] = atoms[d.atom] + contrib if d.atom in atoms else contrib
     return atoms, valid
+
+
+def lin_key(d: Lin) -> str:
+    """The coordinate name a linear combination's position takes in an :class:`Evaluation`: its canonical text
+    (``"$(W : 1, Fw : 1)"``).  A stream may carry a combination whole (the input row of a convolution, L3738–3776):
+    its "index" there is the buffer position of the combination, which the buffer it is read from holds at the same
+    digit (:func:`inverse` reads it back); the indices the position relates to (L1016) are the Stream Adapter's
+    business (:mod:`visa.engines.contraction.shift`)."""
+    from visa.mapping.canon import canon_text
+
+    return canon_text((d,))
 
 
 def _skew_others(dims: Canon) -> set[str]:
@@ -242,6 +256,65 @@ def validity(dims: Canon) -> BoolArray:
     return np.array(ev.valid, dtype=bool).reshape(canon_size(dims))
 
 
+def cover(dims: Canon) -> BoolArray:
+    """Whether each position *may* hold an index: :func:`validity` for a mapping with linear combinations too.
+
+    A linear combination ``$(e1 : n1, …)`` holds, at position ``p``, every index whose terms' positions ``s_k``
+    add up to ``p = Σ s_k·n_k`` (L1006–1016): ``p`` is covered when some such split exists with every ``s_k`` a
+    position its term holds.  For a mapping without one this is :func:`validity` (exact); with one it is a
+    superset (a union of indices that adds up past the end of an axis, ``$(A : 1, A : 1)`` at 2 of A = 2, is
+    counted as held), which is what a footprint needs: the bytes a read may touch (issue 27, the sliding-window
+    view)."""
+    if not any(isinstance(d, Lin) for d in _all_digits(dims)):
+        return validity(dims)
+    return _cover(dims, np.arange(canon_size(dims), dtype=np.int64))
+
+
+def _all_digits(dims: Canon) -> list[Dim | Lin]:
+    out: list[Dim | Lin] = []
+    for d in dims:
+        out.append(d)
+        if isinstance(d, Dim) and isinstance(d.atom, Win):
+            out.extend(_all_digits(d.atom.inner))
+        elif isinstance(d, Lin):
+            for part, _ in d.parts:
+                out.extend(_all_digits(part))
+    return out
+
+
+def _lin_cover(d: Lin) -> BoolArray:
+    """Positions of a linear combination reachable as ``Σ s_k·n_k`` with each ``s_k`` held by its term."""
+    held = np.ones(1, dtype=np.int64)
+    for part, n in d.parts:
+        pv = cover(part)
+        spread = np.zeros((pv.size - 1) * n + 1, dtype=np.int64)
+        spread[::n] = pv
+        held = (np.convolve(held, spread) > 0).astype(np.int64)
+    out = np.zeros(d.size, dtype=bool)
+    out[: min(d.size, held.size)] = held[: d.size] > 0
+    return out
+
+
+def _cover(dims: Canon, positions: IntArray) -> BoolArray:
+    valid = np.ones(positions.shape, dtype=bool)
+    atoms: dict[Atom, IntArray] = {}
+    for dig, d in zip(_digits(dims, positions), dims, strict=True):
+        if isinstance(d, Lin):
+            valid &= _lin_cover(d)[dig]
+            continue
+        if d.offset or d.count < d.size:
+            valid &= (dig >= d.offset) & (dig < d.offset + d.count)
+        if d.atom is None:
+            continue
+        contrib = (dig - d.offset) * d.stride
+        atoms[d.atom] = atoms[d.atom] + contrib if d.atom in atoms else contrib
+    for atom, pos in atoms.items():
+        if isinstance(atom, Win):
+            ok = (pos >= 0) & (pos < atom.size)
+            valid &= ok & _cover(atom.inner, np.where(ok, pos, 0))
+    return valid
+
+
 def _atom_position(atom: Atom, coords: dict[str, IntArray], shape: tuple[int, ...]) -> tuple[IntArray, BoolArray]:
     if isinstance(atom, Sym):
         p = coords.get(atom.name)
@@ -276,6 +349,12 @@ def inverse(dims: Canon, coords: dict[str, IntArray], shape: tuple[int, ...] | N
     by_atom: dict[Atom, list[tuple[int, Dim]]] = {}
     for j, d in enumerate(dims):
         if isinstance(d, Lin):
+            own = arrs.get(lin_key(d))
+            if own is not None:  # the combination carried whole (lin_key): its position is the coordinate
+                digit = np.broadcast_to(own, shape)
+                held = held & (digit >= 0) & (digit < d.size)
+                position = position + np.where(held, digit, 0) * weights[j]
+                continue
             digit = np.zeros(shape, dtype=np.int64)
             for part, n in d.parts:
                 q, h = inverse(part, arrs, shape)
@@ -389,8 +468,23 @@ def _coordinate_parts(by_atom: dict[Atom, list[tuple[int, Dim]]], coords: dict[s
     return out
 
 
-def _has_lin(dims: Canon) -> bool:
-    return any(isinstance(d, Lin) or (isinstance(d.atom, Win) and _has_lin(d.atom.inner)) for d in dims)
+def has_lin(dims: Canon) -> bool:
+    """Does ``dims`` hold a linear combination (at its top or inside a composite)?"""
+    return any(isinstance(d, Lin) or (isinstance(d.atom, Win) and has_lin(d.atom.inner)) for d in dims)
+
+
+_has_lin = has_lin
+
+
+def lin_keys(dims: Canon) -> set[str]:
+    """The :func:`lin_key` of every linear combination ``dims`` holds (at its top or inside a composite)."""
+    out: set[str] = set()
+    for d in dims:
+        if isinstance(d, Lin):
+            out.add(lin_key(d))
+        elif isinstance(d.atom, Win):
+            out |= lin_keys(d.atom.inner)
+    return out
 
 
 def _table_inverse(dims: Canon, coords: dict[str, IntArray], shape: tuple[int, ...]) -> tuple[IntArray, BoolArray]:

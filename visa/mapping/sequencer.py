@@ -22,16 +22,25 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from visa.errors import HardwareLimitError, IncompatibleShapesError, InsufficientInputError, LayoutError
+from visa.errors import HardwareLimitError, IncompatibleShapesError, InsufficientInputError, LayoutError, VisaError
 from visa.hw import RNGD
 from visa.mapping import canon as C
 from visa.mapping.core import Mapping, pair_of
-from visa.mapping.evaluate import IntArray, RelationError, _axis_sizes, digit_weights, forward, inverse
+from visa.mapping.evaluate import (
+    IntArray,
+    RelationError,
+    _axis_sizes,
+    digit_weights,
+    forward,
+    has_lin,
+    inverse,
+    lin_keys,
+)
 
 __all__ = [
     "Entry", "SequencerConfig", "SequencerLimits", "DEFAULT_LIMITS", "derive", "derive_many",
@@ -492,7 +501,8 @@ def _numeric(bufs: list[_Buffer], items: list[_Item], call: str, limit: int = 1 
     lists: list[list[Entry]] = []
     for buf in bufs:
         ctx = _Ctx(call, ctx0.level, ctx0.item, buf.mapping)
-        coords = {k: v for k, v in ev.coords.items() if k in buf.axes}
+        carried = lin_keys(buf.mapping.canon)  # a combination the stream carries whole (evaluate.lin_key)
+        coords = {k: v for k, v in ev.coords.items() if k in buf.axes or k in carried}
         addr, held = inverse(buf.mapping.canon, coords, (total,))
         need = ev.valid & ~held
         if need.any():
@@ -558,8 +568,11 @@ def derive_many(buffers: Sequence[Mapping], time: Mapping, packet: Mapping, *,
     # evaluates the skew exactly, or refuses (issue 15 review).
     skewed = any(isinstance(a, C.SkewAtom) for b in buffers for a in C.axis_atoms(b.canon)) or any(
         isinstance(a, C.SkewAtom) for it in items for a in C.axis_atoms(tuple(it.dims)))
+    # a stream carrying a linear combination whole (its position as a coordinate, evaluate.lin_key): the numeric
+    # derivation reads it from the buffer's same combination digit
+    carried = any(has_lin(tuple(it.dims)) for it in items)
     try:
-        if skewed:
+        if skewed or carried:
             raise _Fallback
         lists = _structural(bufs, items, call)
     except _Fallback:
@@ -572,7 +585,12 @@ def derive_many(buffers: Sequence[Mapping], time: Mapping, packet: Mapping, *,
         except LayoutError:
             raise err from None
     if lists is None:
-        lists = _numeric(bufs, items, call)
+        try:
+            lists = _numeric(bufs, items, call)
+        except (IncompatibleShapesError, InsufficientInputError) as err:
+            if skewed:
+                raise _skew_mismatch(buffers, items, call, err) from err
+            raise
     else:
         _check_held(bufs, items, call)
     bases = [lst[0].stride for lst in lists]
@@ -588,6 +606,32 @@ def derive_many(buffers: Sequence[Mapping], time: Mapping, packet: Mapping, *,
         configs.append(_finish(entries, raws[bi], bases[bi], limits, call, time, packet))
     _check_first(buffers, configs, time, packet, call)
     return tuple(configs)
+
+
+def _skew_mismatch(buffers: Sequence[Mapping], items: Sequence[Any], call: str,
+                   err: VisaError) -> VisaError:
+    """The refusal of a move between a skewed layout and another (issue 27 item 9): a skewed axis ``B' = B - A``
+    puts ``B`` at ``(B - A) mod |B|`` (L986–1003), so one row of the other layout is a *rotation* of the skewed
+    row: two runs, wrapping at the end, which the sequencer's evenly spaced steps (L1336–1423) cannot visit.  The
+    same skew on both sides moves (the wrap is in both), so does a host re-layout.  ``err`` is returned as it is
+    when the two sides skew alike (then the skew is not the cause)."""
+    def skews(canon: Any) -> set[Any]:
+        return {a.skew for a in C.axis_atoms(canon) if isinstance(a, C.SkewAtom)}
+
+    stream = set().union(*(skews(tuple(it.dims)) for it in items)) if items else set()
+    sides = [skews(b.canon) for b in buffers]
+    odd = next((sk for side in sides for sk in side ^ stream), None)
+    if odd is None:
+        return err
+    others = " ".join(f"{'+' if c > 0 else '-'} {abs(c) if abs(c) != 1 else ''}{n}" for n, c in odd.coefs)
+    rule = f"{odd.name} = {odd.base} {others}".replace("  ", " ")
+    return IncompatibleShapesError(
+        f"one side holds the skewed axis {rule} (L986–1003) and the other does not: each row of one layout is a "
+        f"rotation of the other's ({odd.base} wraps around at {odd.size}), which no sequencer's evenly spaced steps "
+        "visit (manual §Sequencer, L1336–1423, L1660–1683)", call=call, level="Element",
+        mapping=f'm["{odd.name}"]', axis=odd.name,
+        fix=f"give both sides the same skew ({odd.name} in both mappings), or re-lay it out through the host "
+            "(HostTensor.to_hbm / to_host move any mapping)")
 
 
 def _refuse_unset_skew(buffer: Mapping, time: Mapping, call: str) -> None:

@@ -7,7 +7,7 @@ twice its byte capacity so that the widened i5 and i9 (whose images take 8 and 1
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from visa.hw import HardwareProfile
 from visa.memory.images import DenseImage, PagedImage
@@ -83,12 +83,16 @@ class ChipMemory:
 class DeviceMemory:
     """All chips of a device (created on first use) and the registry of live tensors (manual L150–155)."""
 
-    __slots__ = ("hw", "chips", "registry")
+    __slots__ = ("hw", "chips", "registry", "operand_registers")
 
     def __init__(self, hw: HardwareProfile) -> None:
         self.hw = hw
         self.chips: dict[int, ChipMemory] = {}
         self.registry = Registry()
+        #: The Vector Engine's carried operand register of each Tensor Unit context (``"main"``, ``"sub"``) as the
+        #: last pass that wrote it left it: ``(dtype name, values, known)``, ``(Chip, Cluster, Slice, Way8 lane)``
+        #: (L8708–8721); the next pass's ``OperandRead`` before its own write sees it.
+        self.operand_registers: dict[str, tuple[str, Any, Any]] = {}
 
     def __call__(self, chips: int = 1) -> MemoryReport:
         """``ctx.memory()`` (design API.md §8): per chip and memory, capacity, live and free bytes and the largest

@@ -74,17 +74,20 @@ def intervals_overlap(alo: IntArray, ahi: IntArray, blo: IntArray, bhi: IntArray
 
 @functools.lru_cache(maxsize=1024)
 def _valid_positions(mapping: Any) -> npt.NDArray[np.int64]:
-    out: npt.NDArray[np.int64] = np.flatnonzero(mapping.validity()).astype(np.int64)
+    # for a linear combination (a sliding window read through a relabelled view, L1006–1016): the positions some
+    # split of it reaches
+    out: npt.NDArray[np.int64] = np.flatnonzero(mapping.cover()).astype(np.int64)
     out.setflags(write=False)
     return out
 
 
 def valid_positions(mapping: Any) -> npt.NDArray[np.int64]:
-    """The positions a mapping holds (cached: a kernel's few mappings are evaluated once)."""
+    """The positions a mapping holds (cached: a kernel's few mappings are evaluated once); for a linear
+    combination, the positions some split of it reaches."""
     try:
         return _valid_positions(mapping)
     except TypeError:  # an unhashable mapping: evaluate it each time
-        return np.flatnonzero(mapping.validity()).astype(np.int64)
+        return np.flatnonzero(mapping.cover()).astype(np.int64)
 
 
 def index_mask(indices: npt.NDArray[np.int64]) -> int:

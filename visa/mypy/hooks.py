@@ -738,8 +738,8 @@ def _chip_of(typ: Type) -> Mapping | None:
 
 
 def _launch_chips(plugin: VisaPlugin, ctx: FunctionContext, kernel: CallableType) -> set[int]:
-    """The chip count rule of :func:`visa.context.check_argument_chips` on each parameter's annotation and each
-    argument's type; the positions (after the Context) already reported."""
+    """The chip count rule of :func:`visa.context.check_argument_chips` on each argument's type; the positions
+    (after the Context) already reported — here, or at the parameter's annotation (:func:`device_call`)."""
     from visa.context import check_argument_chips
 
     expr = ctx.args[0][0] if ctx.args and ctx.args[0] else None
@@ -748,27 +748,75 @@ def _launch_chips(plugin: VisaPlugin, ctx: FunctionContext, kernel: CallableType
     if chips is None:
         return set()
     reported = set()
-    names = kernel.arg_names[1:]
     for k, (want, got) in enumerate(zip(kernel.arg_types[1:], ctx.arg_types[2], strict=False)):
-        for what, typ in ((f"parameter {names[k] or k + 1!s} of {kernel.name or 'the kernel'}", want),
-                          (f'argument {k + 3} to "launch"', got)):
+        for annotation, typ in ((True, want), (False, got)):
             chip = _chip_of(typ)
             if chip is None:
                 continue
             try:
-                check_argument_chips(what, chip, chips)
+                check_argument_chips(f'argument {k + 3} to "launch"', chip, chips)
             except VisaError as err:
-                ctx.api.fail(err.describe(), ctx.args[2][k], code=error_code(err))
+                if not annotation:  # a wrong annotation is reported at the parameter (device_call)
+                    ctx.api.fail(err.describe(), ctx.args[2][k], code=error_code(err))
                 reported.add(k)
                 break
     return reported
 
 
+_DECORATED: dict[str, dict[int, Decorator]] = {}
+
+
+def _decorated(tree: Any) -> dict[int, Decorator]:
+    """The module's decorated functions (top level and in classes), by the id of each decorator expression."""
+    from mypy.nodes import ClassDef
+
+    out: dict[int, Decorator] = {}
+
+    def walk(defs: Sequence[Any]) -> None:
+        for d in defs:
+            if isinstance(d, Decorator):
+                for dec in d.decorators:
+                    out[id(dec)] = d
+            elif isinstance(d, ClassDef):
+                walk(d.defs.body)
+
+    walk(tree.defs)
+    return out
+
+
+def device_call(plugin: VisaPlugin, ctx: FunctionContext) -> Type:
+    """``@device(chip=N)``: each parameter annotated with a device tensor must span the kernel's N chips (manual
+    L1079), reported at the parameter (issue 27 item 9); :func:`launch` checks the arguments at the call."""
+    from visa.context import check_argument_chips
+
+    module = _module_of(ctx.api)
+    tree = getattr(ctx.api, "tree", None)
+    if tree is None:
+        return ctx.default_return_type
+    found = _DECORATED.get(module)
+    if found is None or id(ctx.context) not in found:
+        found = _DECORATED[module] = _decorated(tree)
+    node = found.get(id(ctx.context))
+    chips = device_chips(node, module) if node is not None else None
+    typ = node.func.type if node is not None else None
+    if chips is None or node is None or not isinstance(typ, CallableType):
+        return ctx.default_return_type
+    for arg, want in list(zip(node.func.arguments, typ.arg_types, strict=False))[1:]:
+        chip = _chip_of(want)
+        if chip is None:
+            continue
+        try:
+            check_argument_chips(f"parameter {arg.variable.name} of {node.func.name}", chip, chips, "device")
+        except VisaError as err:
+            ctx.api.fail(err.describe(), arg, code=error_code(err))
+    return ctx.default_return_type
+
+
 def launch(plugin: VisaPlugin, ctx: FunctionContext) -> Type:
     """``launch(kernel, ctx, *args)``: each argument must have the type the kernel's parameter declares, so
-    that a tensor of another layout is refused here as in a direct call (mypy's own message); a parameter or
-    an argument spanning another number of chips than the kernel's ``@device(chip=N)`` is refused as at run
-    time (:func:`visa.context.check_argument_chips`)."""
+    that a tensor of another layout is refused here as in a direct call (mypy's own message); an argument
+    spanning another number of chips than the kernel's ``@device(chip=N)`` is refused as at run time
+    (:func:`visa.context.check_argument_chips`; a parameter annotated so is refused at the annotation)."""
     from mypy.messages import format_type
     from mypy.subtypes import is_subtype
 
@@ -791,6 +839,7 @@ def launch(plugin: VisaPlugin, ctx: FunctionContext) -> Type:
 
 FUNCTIONS: dict[str, Handler] = {
     "visa.context.launch": launch,
+    "visa.context.device": device_call,
     "visa.mapping.axes.axes": axes_call,
     "visa.mapping.axes.skew": axes_call,
     **{T + name: constructor(memory) for memory, name in TYPE_NAMES.items()},

@@ -244,6 +244,8 @@ def _fetch(with_: str) -> Callable[[StageInputs], Result]:
                 kw["zero_points"] = tuple(int(z) for z in inp.value(3))
             if with_ == "" and inp.expr(3) is not None:  # fetch(..., pad_value=PadValue.Min) (L1898–1902)
                 kw["pad_value"] = inp.value(3)
+            elif with_ and inp.expr(4) is not None:  # fetch_with_table/zero_point(..., pad_value=...)
+                kw["pad_value"] = inp.value(4)
             fetch_engine.plan(inp.hw, inp.dtype, d2, inp.level("Chip"), inp.level("Cluster"), inp.level("Slice"),
                               inp.level("Packet"), time, packet, context=inp.context, **kw)
             for view in _begin_views(inp):  # the views' start addresses, where the source shows them (L1756)
@@ -446,15 +448,23 @@ def align(inp: StageInputs) -> Result:
 
 
 def contract(inp: StageInputs) -> Result:
-    """``contract(Packet)`` (L4310–4436): :func:`visa.engines.contraction.plan_contract`, whose output dtype
-    (i32 or f32) is the result's; the Row is carried on (``ContractionTensor[..., Row]``)."""
+    """``contract(Packet[, ReduceOp])`` (L4310–4436): :func:`visa.engines.contraction.plan_contract`, whose output
+    dtype (i32 or f32) is the result's; the Row is carried on (``ContractionTensor[..., Row]``); reduce-max is
+    refused with a TRF operand of more than one Row (L4395, L4533)."""
     packet2 = inp.mapping(0)
     result = _stream("ContractionTensor", None, SAME, SAME, SAME, SAME, ArgMapping(0), SAME)
 
     def check() -> None:
         if packet2 is None or inp.dtype is None:
             return
-        result.args[0] = contraction_engine.plan_contract(inp.hw, inp.dtype, inp.level("Packet"), packet2).out_dtype
+        op = "Add"
+        if inp.expr(1) is not None:
+            try:
+                op = getattr(inp.value(1), "name", op)
+            except Unknown:
+                op = "Add"  # not spelled as a constant: only the Add rules are checked
+        result.args[0] = contraction_engine.plan_contract(inp.hw, inp.dtype, inp.level("Packet"), packet2, op,
+                                                          _row(inp) if op == "Max" else None).out_dtype
 
     result.check = check
     return result

@@ -19,6 +19,7 @@ from visa.stream.stages import (
     CollectTensor,
     ContractionTensor,
     FetchTensor,
+    ReduceOp,
     StreamTensor,
     SwitchTensor,
     TransposeTensor,
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "StreamTensor", "BeginTensor", "FetchTensor", "SwitchTensor", "CollectTensor", "AlignedTensor",
     "ContractionTensor", "AccumulationTensor", "CastTensor", "TransposeTensor", "VectorFinalTensor",
-    "AccumulationKind", "STAGE_METHODS", "begin", "begin_interleaved", "TuContext",
+    "AccumulationKind", "ReduceOp", "STAGE_METHODS", "begin", "begin_interleaved", "TuContext",
 ]
 
 
@@ -42,9 +43,25 @@ class TuContext(TuHandle):
 
     __slots__ = ()
 
-    def begin(self, view: DmTensorView) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
-        """Start a stream from a DM tensor view: Time ``m["1"]``, Packet = the view's Element (L1701)."""
-        return begin(self, view)
+    def begin(self, view: DmTensorView, dual_channel: bool = False) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
+        """Start a stream from a DM tensor view: Time ``m["1"]``, Packet = the view's Element (L1701).
+        ``dual_channel=True`` (``ctx.main`` only) combines both contexts' channels for the pass: 64 bytes per
+        cycle through fetch, switch and collect, the sub context busy meanwhile (L2125–2142, L3052)."""
+        return begin(self, view, dual_channel)
+
+    def begin_heterogeneous(self, axis: Mapping, views: Any) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
+        """Heterogeneous fetch sequencers (L1748): the slices whose Slice coordinate of ``axis`` is g fetch from
+        ``views[g]`` with their own sequencer (its own base and pattern); ``fetch`` then names the one stream."""
+        import visa.stream.fetch as fetch
+
+        return fetch.begin_heterogeneous(self, axis, views)
+
+    def generate(self, view: Any, value: int | float) -> None:
+        """Generate mode (``ctx.sub`` only, L2325–2326): write one 32-bit ``value`` at a one-element DM view in every
+        slice the tensor occupies, by an ITOS command that bypasses the Tensor Unit pipeline."""
+        import visa.stream.commit as commit
+
+        commit.generate(self, view, value)
 
     def begin_interleaved(self, axis: Mapping, lhs: DmTensorView,
                           rhs: DmTensorView) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
@@ -52,12 +69,12 @@ class TuContext(TuHandle):
         return begin_interleaved(self, axis, lhs, rhs)
 
 
-def begin(tu: TuHandle, view: DmTensorView) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
+def begin(tu: TuHandle, view: DmTensorView, dual_channel: bool = False) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
     """``ctx.main.begin(dm.view())``: a stream at the start of the pipeline (Time ``1``, Packet = Element;
-    L1700–1743)."""
+    L1700–1743); ``dual_channel`` as :meth:`TuContext.begin`."""
     import visa.stream.fetch as fetch
 
-    return fetch.begin(tu, view)
+    return fetch.begin(tu, view, dual_channel)
 
 
 def begin_interleaved(tu: TuHandle, axis: Mapping, lhs: DmTensorView,

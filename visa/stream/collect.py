@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from visa.engines import channel
 from visa.engines import collect as engine
 from visa.engines.common import EngineReport, unit_validity
 from visa.engines.timing import pass_cost
@@ -51,15 +54,22 @@ def pass_reads(stream: StreamTensor[Any, Any, Any, Any, Any, Any]) -> tuple[Any,
 
 
 def record_pass(stream: StreamTensor[Any, Any, Any, Any, Any, Any], report: EngineReport,
-                writes: tuple[Any, ...] = ()) -> int:
+                writes: tuple[Any, ...] = (), reads: tuple[Any, ...] = ()) -> int:
     """Record the whole pass (every engine's report and this terminal one) on the stream's context track (one
     pass through the pipeline, L3010–3053), reading :func:`pass_reads` and writing ``writes`` (tensors or
-    views); returns the cycle at which it ends (its outputs' ready time)."""
+    views) and the extra ``reads``; returns the cycle at which it ends (its outputs' ready time).  A dual-channel pass
+    (``begin(view, dual_channel=True)``) costs its channel engines at the combined width and holds the sub
+    context's lane as well (:mod:`visa.engines.channel`)."""
     reports = stream.reports + (report,)
+    lanes: tuple[tuple[int, str], ...] = ()
+    if stream.carried.dual_channel:  # the sub context's channel too (visa.engines.channel, L2127, L2142)
+        reports = channel.dual(stream.ctx.hw, reports)
+        chips = np.flatnonzero(stream.layout.chip.evaluate().valid).tolist()
+        lanes = tuple((int(c), "sub") for c in chips)
     name = " → ".join(r.engine for r in reports)
     cost = pass_cost(stream.ctx.hw, reports)
-    op = stream.ctx.record(stream.tu.kind, name, reports, reads=pass_reads(stream), writes=writes, cycles=cost.total,
-                           note=str(cost))
+    op = stream.ctx.record(stream.tu.kind, name, reports, reads=pass_reads(stream) + reads, writes=writes,
+                           cycles=cost.total, note=str(cost), extra_lanes=lanes)
     return op.end
 
 

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         AlignedTensor,
         CollectTensor,
         ContractionTensor,
+        ReduceOp,
     )
 
 __all__ = ["align", "contract", "accumulate", "DeferredData", "trf_window", "ContractionPass", "ContractionPlans"]
@@ -122,20 +123,21 @@ def align(
     plan = engine.plan_align(hw, layout.dtype, layout.chip, layout.cluster, layout.slice, layout.time,
                              layout.packet, operand, time, packet)
     src = stream.data
+    valid = unit_validity(layout.chip, layout.cluster, layout.slice)
     digits = engine.adapt_digits(plan, src.digits) if isinstance(src, BroadcastData) and src.repeats else None
     if isinstance(src, BroadcastData) and digits is not None:  # the fetch's broadcast: adapt the compact stream
         act, act_known = engine.adapt(plan, src.compact_values, src.compact_known, compact_size(digits))
     else:
-        act, act_known = engine.adapt(plan, src.values, src.known)
+        act, act_known = engine.adapt(plan, src.values, src.known, units=valid)
         digits = ((plan.act_time, False),)
-    valid = unit_validity(layout.chip, layout.cluster, layout.slice)
     lo, hi = engine.window_range(plan)
     window = trf_window(trf, valid, lo, hi)
     out_layout = layout.with_(time=time, packet=packet)
     # the repeats (the fetch's and the tiling's time broadcast) are materialised only if the aligned data is read
     data = BroadcastData(act, act_known, (*digits, (plan.tiles, True)))
     data.check(out_layout)
-    report = EngineReport("aligner", plan.describe(), engine.align_cycles(plan), details=engine.align_details(plan))
+    report = EngineReport("aligner", plan.describe(), engine.align_cycles(plan), engine.align_latency(plan),
+                          details=engine.align_details(plan))
     state = ContractionPass(plan, trf, act, act_known, digits, window, valid,
                             src.replicas)  # (the Stream Adapter treats every slice alike)
     return AlignedTensor(stream.tu, out_layout, data, stream.reports + (report,), stream.inputs + (trf,),
@@ -143,20 +145,25 @@ def align(
 
 
 def contract(
-    stream: AlignedTensor[Any, Any, Any, Any, Any, Any], packet: Mapping
+    stream: AlignedTensor[Any, Any, Any, Any, Any, Any], packet: Mapping, op: ReduceOp | None = None
 ) -> ContractionTensor[Any, Any, Any, Any, Any, Any]:
-    """``contract::<OutPacket>()`` (manual L4310–4317): the spatial reduction, widening to i32/f32.
+    """``contract::<OutPacket>()`` (manual L4310–4317): the spatial reduction, widening to i32/f32; ``op`` is the
+    reduce operation (``ReduceOp.Add``, or ``ReduceOp.Max`` with a one-Row TRF operand, L4393–4395).
 
     Plans the tree depth; the products are computed with the accumulation (fused), or on reading the
     result's data, which has the Row level: ``(Chip, Cluster, Slice, Row, Time, OutPacket)``.
     """
-    from visa.stream.stages import ContractionTensor
+    from visa.stream.stages import ContractionTensor, ReduceOp
 
     packet = ensure_mapping(packet, "OutPacket", "contract", "Packet")
+    op = ReduceOp.Add if op is None else op
+    if not isinstance(op, ReduceOp):
+        raise VisaError(f"the reduce operation must be ReduceOp.Add or ReduceOp.Max, got {op!r}", call="contract",
+                        fix="pass ReduceOp.Max (from visa), or nothing for ReduceOp.Add")
     hw = stream.ctx.hw
     layout = stream.layout
-    plan = engine.plan_contract(hw, layout.dtype, layout.packet, packet)
     state: ContractionPass = stream.carried.contraction
+    plan = engine.plan_contract(hw, layout.dtype, layout.packet, packet, op.name, state.trf.levels["Row"])
     align_plan, valid = state.align, state.valid
 
     def compute() -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]:

@@ -13,10 +13,12 @@ import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
+from visa.engines import channel
 from visa.engines import fetch as engine
 from visa.engines.common import EngineReport, StreamData, StreamLayout
-from visa.errors import VisaError
+from visa.errors import LayoutError, VisaError
 from visa.mapping import Mapping
 from visa.mapping.core import ensure_mapping
 from visa.validate import expect_dtype, wrong_type
@@ -45,15 +47,21 @@ def _placeholder(layout: StreamLayout) -> StreamData:
                       np.broadcast_to(np.zeros((), dtype=bool), shape))
 
 
-def begin(tu: TuHandle, view: DmTensorView[Any, Any, Any, Any, Any]) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
-    """``tu.begin(dm.view())``: the stream at the start of the pipeline, Time ``m["1"]``, Packet = Element (L1701)."""
+def begin(tu: TuHandle, view: DmTensorView[Any, Any, Any, Any, Any],
+          dual_channel: bool = False) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
+    """``tu.begin(dm.view())``: the stream at the start of the pipeline, Time ``m["1"]``, Packet = Element (L1701);
+    ``dual_channel=True`` (main context only) runs the pass in dual channel mode (:mod:`visa.engines.channel`)."""
     from visa.stream.stages import BeginTensor, Carried
 
+    if not isinstance(dual_channel, bool):
+        raise wrong_type("dual_channel", dual_channel, "True or False", call="begin", fix="dual_channel=True")
+    if dual_channel:
+        channel.check_context(tu.kind)
     v = _check_view(tu, view, "begin")
     base = v.base
     layout = StreamLayout(base.dtype, base.levels["Chip"], base.levels["Cluster"], base.levels["Slice"],
                           Mapping.identity(v.element.axis_set), v.element)
-    return BeginTensor(tu, layout, _placeholder(layout), (), (base,), Carried(views=(v,)))
+    return BeginTensor(tu, layout, _placeholder(layout), (), (base,), Carried(views=(v,), dual_channel=dual_channel))
 
 
 def begin_interleaved(tu: TuHandle, axis: Mapping, lhs: DmTensorView[Any, Any, Any, Any, Any],
@@ -73,6 +81,47 @@ def begin_interleaved(tu: TuHandle, axis: Mapping, lhs: DmTensorView[Any, Any, A
                           a.element)
     inputs = (a.base,) if a.base is b.base else (a.base, b.base)
     return BeginTensor(tu, layout, _placeholder(layout), (), inputs, Carried(views=(a, b), interleave=axis))
+
+
+def begin_heterogeneous(tu: TuHandle, axis: Mapping, views: Any) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
+    """``tu.begin_heterogeneous(m["G"], [v0, v1, …])``: heterogeneous fetch sequencers (L1748): the slices whose
+    Slice coordinate of ``G`` is g run their own sequencer over ``views[g]`` (another base address, another access
+    pattern), all producing the one stream ``fetch(D, Time, Packet)`` names.  The views are DM views of tensors
+    with the same dtype, Chip, Cluster and Slice; ``G``'s size is the number of views."""
+    from visa.stream.stages import BeginTensor, Carried
+
+    call = "begin_heterogeneous"
+    if not isinstance(axis, Mapping) or len(axis.axes) != 1:
+        raise wrong_type("axis", axis, 'the slice-group axis, a one-axis mapping such as m["G"]', call=call,
+                         fix="declare axes(G=…) and put G in the tensors' Slice mapping")
+    if not isinstance(views, (list, tuple)) or not views:
+        raise wrong_type("views", views, "a list of DM tensor views, one per slice group", call=call,
+                         fix="pass [t.view().tile(…, g) for g in range(…)]")
+    checked = [_check_view(tu, v, call, f"views[{k}]") for k, v in enumerate(views)]
+    first = checked[0].base
+    name = next(iter(axis.axes))
+    slice_ = first.levels["Slice"]
+    for k, v in enumerate(checked):
+        b = v.base
+        if b.dtype is not first.dtype or any(b.levels[lv] != first.levels[lv] for lv in ("Chip", "Cluster", "Slice")):
+            raise LayoutError(f"views[{k}] is {b.describe()}; a heterogeneous fetch reads tensors of one dtype, "
+                              f"Chip, Cluster and Slice ({first.describe()}) (L1748)", call=call, level="Slice",
+                              mapping=repr(b.levels["Slice"]), fix="give every view the same tensor layout")
+    if name not in slice_.axes or axis.size != len(checked):
+        raise LayoutError(f"the slice groups are the values of {name} in the Slice {slice_!r}: {axis.size} groups "
+                          f"for {len(checked)} views (L1748)", call=call, level="Slice", mapping=repr(slice_),
+                          axis=name, fix=f"put {name} (size {len(checked)}) in the Slice mapping, one view per value")
+    layout = StreamLayout(first.dtype, first.levels["Chip"], first.levels["Cluster"], slice_,
+                          Mapping.identity(checked[0].element.axis_set), checked[0].element)
+    inputs = tuple({id(v.base): v.base for v in checked}.values())
+    return BeginTensor(tu, layout, _placeholder(layout), (), inputs, Carried(views=tuple(checked), hetero=name))
+
+
+def _groups(lay: StreamLayout, name: str) -> npt.NDArray[np.int64]:
+    """The slice group (the coordinate of ``name`` in the Slice mapping) of every ``(Chip, Cluster, Slice)``."""
+    ev = lay.slice.evaluate()
+    g = np.where(np.asarray(ev.valid), ev.coord(name), -1)
+    return np.broadcast_to(g.reshape(1, 1, -1), (lay.chip.size, lay.cluster.size, lay.slice.size))
 
 
 def _units(lay: StreamLayout) -> int:
@@ -100,24 +149,42 @@ def fetch(stream: BeginTensor[Any, Any, Any, Any, Any, Any], dtype: Any, time: M
                         fix="start the stream with ctx.main.begin(dm.view())")
     interleave: Mapping | None = stream.carried.interleave
     lay = stream.layout
-    cfg = engine.plan(hw, lay.dtype, dst, lay.chip, lay.cluster, lay.slice, lay.packet, time, packet,
-                      context=stream.tu.kind, interleave=interleave,
-                      table=None if table is None else (table.din, table.dout), zero_points=zero_points,
-                      pad_value=pad_value)
+    hetero = stream.carried.hetero
+    per_view = views if hetero else views[:1]
+    cfgs = [engine.plan(hw, lay.dtype, dst, lay.chip, lay.cluster, lay.slice, v.element if hetero else lay.packet,
+                        time, packet, context=stream.tu.kind, interleave=interleave,
+                        table=None if table is None else (table.din, table.dout), zero_points=zero_points,
+                        pad_value=pad_value) for v in per_view]
     for v in views:
         v.base.check_readable("fetch")
     bases = [engine.view_bit_base(hw, v.base.dtype, v.base.address, v.offset, v.element) for v in views]
     images = [ctx.memory.chip(c).dm for c in range(lay.chip.size)]
-    data = engine.execute(cfg, images, bases, table)
+    if hetero:  # each slice group's own sequencer over its own view (L1748), in parallel
+        groups = _groups(lay, hetero)
+        runs = [engine.execute(cfg, images, [b], table) for cfg, b in zip(cfgs, bases, strict=True)]
+        values = np.array(runs[0].values, copy=True)
+        known = np.array(runs[0].known, copy=True)
+        for g, run in enumerate(runs[1:], start=1):
+            on = (groups == g)[..., None, None]
+            values = np.where(on, run.values, values)
+            known = np.where(on, run.known, known)
+        data: Any = StreamData(values, known)
+        cfg = max(cfgs, key=engine.cycles)
+    else:
+        cfg = cfgs[0]
+        data = engine.execute(cfg, images, bases, table)
+    hetero_details = (("sequencers", f"heterogeneous: {len(cfgs)} slice groups over {hetero} (L1748)"),) \
+        if hetero else ()
+    pairs = list(zip(cfgs, bases, strict=True)) if hetero else [(cfg, b) for b in bases]
     # an interleaved pair: each tensor's runs, bank by bank the longer (their packets alternate, L1855–1868)
-    runs = tuple(int(x) for x in np.max([engine.bank_runs(hw, cfg, b) for b in bases], axis=0))
+    bank = tuple(int(x) for x in np.max([engine.bank_runs(hw, c, b) for c, b in pairs], axis=0))
     report = EngineReport("fetch", cfg.describe([b // 8 for b in bases]), engine.cycles(cfg), cfg.latency,
                           details=(("fetch_size", cfg.fetch_size), ("fetches_per_packet", cfg.fetches_per_packet),
                                    ("contiguous_sram_access_size", cfg.contiguous_sram_access_size),
-                                   ("contiguous", engine.is_contiguous(cfg))),
+                                   ("contiguous", engine.is_contiguous(cfg)), *hetero_details),
                           nbytes=int(np.count_nonzero(lay.chip.evaluate().valid))
                           * math.prod(e.size for e in cfg.sequencer.entries) * lay.dtype.size_bits // 8 * _units(lay),
-                          bank_run=max(runs), bank_runs=runs)
+                          bank_run=max(bank), bank_runs=bank)
     layout = StreamLayout(dst, lay.chip, lay.cluster, lay.slice, time, packet)
     return stream.then(FetchTensor, layout, data, report, fetch=cfg, seen={})  # the bytes are read now
 

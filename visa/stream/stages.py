@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "StreamTensor", "BeginTensor", "FetchTensor", "SwitchTensor", "CollectTensor", "AlignedTensor",
     "ContractionTensor", "AccumulationTensor", "CastTensor", "TransposeTensor", "VectorFinalTensor",
-    "AccumulationKind", "STAGE_METHODS", "Carried", "did_you_mean", "NoStageMethod",
+    "AccumulationKind", "ReduceOp", "STAGE_METHODS", "Carried", "did_you_mean", "NoStageMethod",
 ]
 
 D = TypeVar("D", bound=dt.Scalar)
@@ -53,22 +53,42 @@ Row = TypeVar("Row")
 RowD = TypeVarD("RowD", default=Any)
 
 
-class AccumulationKind:
-    """How the Reducer accumulates over time (manual ``enum AccumulationKind``, L4318–4324, L4437–4548)."""
+class _Named:
+    """A value of one of the manual's small enums, spelled ``Kind.Name`` (its ``name``)."""
 
     __slots__ = ("name",)
-    Interleaved: ClassVar[AccumulationKind]
-    Sequential: ClassVar[AccumulationKind]
 
     def __init__(self, name: str) -> None:
         self.name = name
 
     def __repr__(self) -> str:
-        return f"AccumulationKind.{self.name}"
+        return f"{type(self).__name__}.{self.name}"
+
+
+class AccumulationKind(_Named):
+    """How the Reducer accumulates over time (manual ``enum AccumulationKind``, L4318–4324, L4437–4548)."""
+
+    __slots__ = ()
+    Interleaved: ClassVar[AccumulationKind]
+    Sequential: ClassVar[AccumulationKind]
 
 
 AccumulationKind.Interleaved = AccumulationKind("Interleaved")
 AccumulationKind.Sequential = AccumulationKind("Sequential")
+
+
+class ReduceOp(_Named):
+    """The Reducer's reduce operation (``reduce_op`` of the configuration dumps, L3705; design API.md §8):
+    ``ReduceOp.Add`` (reduce-add, the default) or ``ReduceOp.Max`` (reduce-max: Row 0 only, 1/8 of the
+    throughput, manual L4393–4395, L4533, L4546)."""
+
+    __slots__ = ()
+    Add: ClassVar[ReduceOp]
+    Max: ClassVar[ReduceOp]
+
+
+ReduceOp.Add = ReduceOp("Add")
+ReduceOp.Max = ReduceOp("Max")
 
 #: Which stages have each stage method (for the run-time typestate error).
 STAGE_METHODS: dict[str, tuple[str, ...]] = {
@@ -106,11 +126,15 @@ class Carried:
     Contraction Engine's pass state between ``align``, ``contract`` and ``accumulate``
     (:class:`visa.stream.contraction.ContractionPass`); ``accumulate`` — the accumulator's plan; ``lifts`` — the
     levels a fetch lift has changed (each lifted once); ``seen`` — the write count of each input region when
-    the pass first read it (``id(region)`` → ``(region, writes)``; a pass may not end after a write of them).
+    the pass first read it (``id(region)`` → ``(region, writes)``; a pass may not end after a write of them);
+    ``dual_channel`` — the pass runs in dual channel mode (``begin(view, dual_channel=True)``,
+    :mod:`visa.engines.channel`); ``hetero`` — the slice-group axis of ``begin_heterogeneous`` (one view per group).
     """
 
     views: tuple[Any, ...] = ()
     interleave: Mapping | None = None
+    dual_channel: bool = False
+    hetero: str | None = None
     fetch: Any = None
     packed: Any = None
     contraction: Any = None
@@ -312,19 +336,23 @@ class _Commit(StreamTensor[D, Chip, Cluster, Slice, Time, Packet]):
 
     __slots__ = ()
 
-    def commit(self, element: Mapping, address: int) -> DmTensor[D, Chip, Cluster, Slice, Any]:
-        """Write the stream to DM at ``address`` as ``DmTensor<D, Chip, Cluster, Slice, Element>`` (L2149)."""
+    def commit(self, element: Mapping, address: int, *, valid_count: Any = None
+               ) -> DmTensor[D, Chip, Cluster, Slice, Any]:
+        """Write the stream to DM at ``address`` as ``DmTensor<D, Chip, Cluster, Slice, Element>`` (L2149);
+        ``valid_count`` (sub context: an int, or a one-element i32 DM tensor holding each slice's count) writes only
+        the first ``count`` lanes of each packet (valid-count packing, L2322–2324)."""
         import visa.stream.commit as commit
 
         self.take("commit")
-        return commit.commit(self, element, address)
+        return commit.commit(self, element, address, valid_count)
 
-    def commit_view(self, view: Any) -> None:
-        """Write the stream into an existing DM tensor view (``commit_view``, L2159–2163)."""
+    def commit_view(self, view: Any, *, valid_count: Any = None) -> None:
+        """Write the stream into an existing DM tensor view (``commit_view``, L2159–2163); ``valid_count`` as
+        :meth:`commit` (the discarded lanes keep their bytes)."""
         import visa.stream.commit as commit
 
         self.take("commit_view")
-        commit.commit_view(self, view)
+        commit.commit_view(self, view, valid_count)
 
 
 class _Transpose(_Commit[D, Chip, Cluster, Slice, Time, Packet]):
@@ -375,29 +403,32 @@ class BeginTensor(StreamTensor[D, Chip, Cluster, Slice, Time, Packet]):
         self.take("fetch")
         return fetch.fetch(self, dtype, time, packet, pad_value=pad_value)
 
-    def fetch_with_table(self, dtype: type[D2], time: Mapping, packet: Mapping,
-                         table: Any) -> FetchTensor[D2, Chip, Cluster, Slice, Any, Any]:
-        """Fetch through a lookup table (main context, manual L1936–1959)."""
+    def fetch_with_table(self, dtype: type[D2], time: Mapping, packet: Mapping, table: Any, *,
+                         pad_value: Any = None) -> FetchTensor[D2, Chip, Cluster, Slice, Any, Any]:
+        """Fetch through a lookup table (main context, manual L1936–1959).  Masking comes first (L1869–1870): the
+        padding takes ``pad_value`` and is then looked up like every element (L1898–1902)."""
         import visa.stream.fetch as fetch
 
         self.take("fetch_with_table")
-        return fetch.fetch(self, dtype, time, packet, table=table)
+        return fetch.fetch(self, dtype, time, packet, table=table, pad_value=pad_value)
 
-    def fetch_with_zero_point(self, dtype: type[D2], time: Mapping, packet: Mapping,
-                              zero_point: int) -> FetchTensor[D2, Chip, Cluster, Slice, Any, Any]:
-        """Fetch subtracting a zero point (manual L2022–2035)."""
+    def fetch_with_zero_point(self, dtype: type[D2], time: Mapping, packet: Mapping, zero_point: int, *,
+                              pad_value: Any = None) -> FetchTensor[D2, Chip, Cluster, Slice, Any, Any]:
+        """Fetch subtracting a zero point (manual L2022–2035).  Masking comes first (L1869–1870): the padding takes
+        ``pad_value`` (main context) and has the zero point subtracted like every element (L1898–1902)."""
         import visa.stream.fetch as fetch
 
         self.take("fetch_with_zero_point")
-        return fetch.fetch(self, dtype, time, packet, zero_points=(zero_point,))
+        return fetch.fetch(self, dtype, time, packet, zero_points=(zero_point,), pad_value=pad_value)
 
-    def fetch_with_zero_points(self, dtype: type[D2], time: Mapping, packet: Mapping,
-                               zero_points: tuple[int, int]) -> FetchTensor[D2, Chip, Cluster, Slice, Any, Any]:
-        """Fetch an interleaved pair, one zero point per tensor (manual L2036–2049)."""
+    def fetch_with_zero_points(self, dtype: type[D2], time: Mapping, packet: Mapping, zero_points: tuple[int, int],
+                               *, pad_value: Any = None) -> FetchTensor[D2, Chip, Cluster, Slice, Any, Any]:
+        """Fetch an interleaved pair, one zero point per tensor (manual L2036–2049); ``pad_value`` as
+        :meth:`fetch_with_zero_point`."""
         import visa.stream.fetch as fetch
 
         self.take("fetch_with_zero_points")
-        return fetch.fetch(self, dtype, time, packet, zero_points=tuple(zero_points))
+        return fetch.fetch(self, dtype, time, packet, zero_points=tuple(zero_points), pad_value=pad_value)
 
 
 class FetchTensor(_Transpose[D, Chip, Cluster, Slice, Time, Packet]):
@@ -495,12 +526,14 @@ class AlignedTensor(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic
     __slots__ = ()
     STAGE = "AlignedTensor"
 
-    def contract(self, packet: Mapping) -> ContractionTensor[Any, Chip, Cluster, Slice, Time, Any, RowD]:
-        """Reducer, spatial: ``contract::<OutPacket>()`` (manual L4310–4436)."""
+    def contract(self, packet: Mapping, op: ReduceOp = ReduceOp.Add
+                 ) -> ContractionTensor[Any, Chip, Cluster, Slice, Time, Any, RowD]:
+        """Reducer, spatial: ``contract::<OutPacket>()`` (manual L4310–4436); ``op`` is ``ReduceOp.Add`` or
+        ``ReduceOp.Max`` (Row 0 only, L4393–4395, L4533)."""
         import visa.stream.contraction as contraction
 
         self.take("contract")
-        return contraction.contract(self, packet)
+        return contraction.contract(self, packet, op)
 
 
 class ContractionTensor(StreamTensor[D, Chip, Cluster, Slice, Time, Packet],

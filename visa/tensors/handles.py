@@ -36,6 +36,8 @@ from visa.validate import expect_choice, expect_dtype, expect_instance, expect_m
 
 #: An explicit DMA stream ``(Time, Packet)`` (manual ``Stream = { time, packet }``, L2413–2419).
 Stream = tuple[Mapping, Mapping]
+#: A tensor DMA's stream: one for every DMN, or a heterogeneous DMA's ``{dmn: (Time, Packet)}`` (L2482–2504).
+Streams = Stream | dict[int, Stream]
 
 if TYPE_CHECKING:
     from visa.tensors.collective import ShuffledSource
@@ -677,7 +679,7 @@ class _HbmMoves(_InPlaceWrites):
     __slots__ = ()
 
     def to_dm(self, cluster: Mapping, slice_: Mapping, element: Mapping, tdma: DmaContext,
-              address: int, *, stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
+              address: int, *, stream: Streams | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
         """Tensor DMA from HBM to DM (manual L1188–1193, L2375–2384); Chip is kept."""
         import visa.tensors.moves as dma
 
@@ -685,7 +687,7 @@ class _HbmMoves(_InPlaceWrites):
         return dma.hbm_to_dm(src, cluster, slice_, element, tdma, address, stream=stream)
 
     def to_hbm(self, chip: Mapping, element: Mapping, tdma: DmaContext, address: int, *,
-               stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
+               stream: Streams | None = None) -> HbmTensor[Any, Any, Any]:
         """Tensor DMA from HBM to a new HBM tensor with a new layout (manual L2431–2464)."""
         import visa.tensors.moves as dma
 
@@ -706,7 +708,7 @@ class _DmMoves(_InPlaceWrites):
     __slots__ = ()
 
     def to_hbm(self, element: Mapping, tdma: DmaContext, address: int, *,
-               stream: Stream | None = None) -> HbmTensor[Any, Any, Any]:
+               stream: Streams | None = None) -> HbmTensor[Any, Any, Any]:
         """Tensor DMA from DM back to HBM (manual L217); Chip is kept, Cluster and Slice fold into HBM."""
         import visa.tensors.moves as dma
 
@@ -721,7 +723,7 @@ class _DmMoves(_InPlaceWrites):
         return dm_to_spm(self, pe, element, tdma, address)
 
     def to_dm(self, cluster: Mapping, slice_: Mapping, element: Mapping, tdma: DmaContext,
-              address: int, *, stream: Stream | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
+              address: int, *, stream: Streams | None = None) -> DmTensor[Any, Any, Any, Any, Any]:
         """Tensor DMA from DM to a new DM tensor with a new layout (manual L2659–2681)."""
         import visa.tensors.moves as dma
 

@@ -30,6 +30,7 @@ from visa.engines.dma.indirect import execute as execute_indirect
 from visa.engines.dma.plan import plan
 from visa.errors import DtypeError, LayoutError, PoisonError, TypestateError
 from visa.mapping import Mapping
+from visa.memory.footprint import Span
 from visa.memory.layout import LEVELS
 from visa.memory.registry import refuse_overlap
 from visa.tensors.device import Device, DmaContext, Recorded, dma_device
@@ -39,7 +40,7 @@ from visa.validate import expect_mapping, wrong_type
 if TYPE_CHECKING:
     from visa.tensors.handles import DeviceTensor, DmTensor, DmTensorView, HbmTensor, HbmTensorView, TensorView
 
-__all__ = ["GatherSource", "ScatterTarget", "to_view", "record_dma", "check_ids", "read_indices"]
+__all__ = ["GatherSource", "ScatterTarget", "to_view", "record_dma", "check_ids", "read_indices", "rows_span"]
 
 
 def record_dma(ctx: Device, name: str, config: str, cost: DmaCost, *, reads: Sequence[Any],
@@ -52,9 +53,41 @@ def record_dma(ctx: Device, name: str, config: str, cost: DmaCost, *, reads: Seq
     traffic = {"DMA": transfer.nbytes * iterations} if transfer is not None and iterations > 1 else None
     op = ctx.record("tdma", name, [report], reads=reads, writes=writes, transfer=transfer, extra_traffic=traffic)
     for t in writes:
+        if isinstance(t, Span):  # (the rows of a scatter: its caller makes the table ready)
+            continue
         base = getattr(t, "base", t)
         base.ready_at = max(base.ready_at, op.end)
     return op
+
+
+def rows_span(view: TensorView, axis: str, rows: np.ndarray) -> Span:
+    """The bytes of the table rows ``rows`` (positions along ``axis``) a gather reads or a scatter writes: every
+    position of the view's Element whose ``axis`` coordinate is one of them, in the table's memory, chips and
+    slices (issue 27 item 7: the schedule then sees the rows an index names, not the whole table, so independent
+    gathers and scatters of one table overlap; L1684–1688, L7067–7070)."""
+    base = view.base
+    element = view.element
+    sizes = {a: element.axis_set.size(a) for a in element.axes}
+    others = [a for a in sorted(sizes) if a != axis]
+    grids = np.meshgrid(*(np.arange(sizes[a], dtype=np.int64) for a in others), indexing="ij") if others else []
+    per_row = int(np.prod([sizes[a] for a in others], dtype=np.int64)) if others else 1
+    uniq = np.unique(np.asarray(rows, dtype=np.int64))
+    coords = {a: np.tile(g.reshape(-1), uniq.size) for a, g in zip(others, grids, strict=True)}
+    coords[axis] = np.repeat(uniq, per_row)
+    pos, held = element.locate(coords, (uniq.size * per_row,))
+    pos = np.asarray(pos)[np.asarray(held)] + view.offset
+    bits = base.dtype.size_bits
+    lo = base.address + (pos * bits) // 8
+    hi = base.address + ((pos + 1) * bits + 7) // 8
+    levels = base.levels
+    chips = np.flatnonzero(levels["Chip"].validity()).tolist()
+    if base.MEMORY == "hbm":
+        return Span.of("hbm", chips, lo, hi)
+    per_cluster = base.ctx.hw.dm.slices_per_cluster
+    clusters = np.flatnonzero(levels["Cluster"].validity())
+    slices = np.flatnonzero(levels["Slice"].validity())
+    units = (clusters[:, None] * per_cluster + slices[None, :]).reshape(-1).tolist()
+    return Span.of(base.MEMORY, chips, lo, hi, units=units)
 
 
 def _iterations(p: IndirectPlan) -> int:
@@ -246,7 +279,8 @@ class GatherSource(_Staged):
 
         scalars = [s.span() for s in leaves(self.prefix)]
         name = f"{call} → {out.describe()}" + ("" if self.prefix is None else f" (prefix {values.size})")
-        op = record_dma(ctx, name, _config(p), cost, reads=[base, self.ids, *scalars], writes=[out],
+        touched = rows_span(self.view, p.axis, values)  # the rows the indices name, not the whole table
+        op = record_dma(ctx, name, _config(p), cost, reads=[touched, self.ids, *scalars], writes=[out],
                         transfer=p.row, iterations=max(1, values.size))
         out.ready_at = op.end
         return out
@@ -311,7 +345,7 @@ def to_view(src: Any, target: Any, medium: str, tdma: DmaContext, *, stream: tup
     written: Any
     if isinstance(target, ScatterTarget):
         cost, config, row, runs = indirect_cycles(p, values), _config(p), p.row, _iterations(p)
-        reads, written = [base, target.ids], dst  # the rows an index names: the whole table, conservatively
+        reads, written = [base, target.ids], rows_span(view, p.axis, values)  # the rows the indices name
         execute_indirect(p, values, _endpoint(ctx, base.MEMORY), _endpoint(ctx, medium))
     else:
         cost, config, row, runs = cycles(dplan), str(dplan), dplan, 1
@@ -319,5 +353,6 @@ def to_view(src: Any, target: Any, medium: str, tdma: DmaContext, *, stream: tup
         execute(dplan, _endpoint(ctx, base.MEMORY), _endpoint(ctx, medium))
     if dst.region is not None:
         ctx.memory.registry.note_write(dst.region, call=call, writer=what)
-    record_dma(ctx, what, config, cost, reads=reads, writes=[written], transfer=row, iterations=runs)
+    op = record_dma(ctx, what, config, cost, reads=reads, writes=[written], transfer=row, iterations=runs)
+    dst.ready_at = max(dst.ready_at, op.end)
     return dst

@@ -20,6 +20,7 @@ from visa.engines.dma.config import NAMES, DmaCost, DmaPlan, Side
 from visa.engines.dma.cost import cycles
 from visa.engines.dma.execute import execute
 from visa.engines.dma.plan import plan
+from visa.errors import LayoutError, VisaError
 from visa.mapping import Mapping
 from visa.mapping.evaluate import covers_once, plain_dims, strided_view
 from visa.memory.footprint import unit_indices
@@ -45,10 +46,17 @@ def _check_args(call: str, mappings: dict[str, object], address: object, stream:
     check_stream(stream, call)
 
 
+def _is_pair(x: object) -> bool:
+    return isinstance(x, tuple) and len(x) == 2 and all(isinstance(y, Mapping) for y in x)
+
+
 def check_stream(stream: object | None, call: str) -> None:
-    """Refuse a wrong Python type as a move's explicit ``(Time, Packet)`` stream (``None``: the plan's own)."""
-    if stream is not None and not (isinstance(stream, tuple) and len(stream) == 2
-                                   and all(isinstance(x, Mapping) for x in stream)):
+    """Refuse a wrong Python type as a move's explicit ``(Time, Packet)`` stream (``None``: the plan's own; a dict
+    ``{dmn: (Time, Packet)}`` is a heterogeneous DMA, :func:`_heterogeneous`)."""
+    if isinstance(stream, dict) and stream and all(isinstance(k, int) and not isinstance(k, bool) and _is_pair(v)
+                                                   for k, v in stream.items()):
+        return
+    if stream is not None and not _is_pair(stream):
         raise wrong_type("stream", stream, 'a (Time, Packet) pair of mappings such as (m["A / 8"], m["A % 8"])',
                          call=call)
 
@@ -160,15 +168,60 @@ def _allocate(ctx: Device, medium: str, dtype: type[dt.Scalar], levels: dict[str
     return out
 
 
+def _dmns(hw: Any, side: Side) -> list[int]:
+    """The DMNs (per chip: ``(cluster · slices_per_cluster + slice) // slices_per_dmn``, L2867–2872) a DM side's
+    Cluster and Slice occupy."""
+    d = hw.dm
+    clusters = np.flatnonzero(side.level("Cluster").validity())
+    slices = np.flatnonzero(side.level("Slice").validity())
+    units = (clusters[:, None] * d.slices_per_cluster + slices[None, :]).reshape(-1)
+    return sorted(set((units // d.slices_per_dmn).tolist()))
+
+
+def _heterogeneous(ctx: Device, dtype: type[dt.Scalar], side: Side, dst: Side, streams: dict[int, Any],
+                   call: str) -> tuple[DmaPlan, dict[int, DmaPlan]]:
+    """The heterogeneous aggregate DMA (L2482–2504): each DMN moves its part of one logical tensor move with its
+    own stream ``{time, packet}`` (``StreamFn``); input and output mappings are the move's.  Every DMN the DM side
+    occupies must be given one, and each must be a valid stream for the move (planned, or refused naming the
+    DMN).  The bytes are the logical move's (the identity, L2498–2500); the cost is the slowest DMN's: each
+    stream's plan costed as every engine ran it, the maximum taken."""
+    dm = dst if dst.medium == "dm" else side if side.medium == "dm" else None
+    if dm is None:
+        raise LayoutError("a heterogeneous DMA gives each DMN its own stream; this move has no DM side (L2482–2504)",
+                          call=call, fix="pass one (Time, Packet) stream, or none")
+    want = _dmns(ctx.hw, dm)
+    if sorted(streams) != want:
+        missing = sorted(set(want) - set(streams))
+        extra = sorted(set(streams) - set(want))
+        raise LayoutError(f"the DM side occupies DMNs {want}; the streams name {sorted(streams)}"
+                          + (f" (missing {missing})" if missing else "") + (f" (no such DMN {extra})" if extra else ""),
+                          call=call, level="Slice", mapping=repr(dm.level("Slice")),
+                          fix="give one (Time, Packet) stream per DMN the tensor occupies (L2492–2497)")
+    plans: dict[int, DmaPlan] = {}
+    for dmn, pair in streams.items():
+        try:
+            plans[dmn] = plan(ctx.hw, dtype, side, dst, stream=pair, call=f"{call} (DMN {dmn})")
+        except VisaError as err:
+            raise type(err)(f"the stream of DMN {dmn}: {err.message}", call=err.call, level=err.level,
+                            mapping=err.mapping, axis=err.axis, fix=err.fix) from None
+    slowest = max(plans.values(), key=lambda q: cycles(q).total)
+    return slowest, plans
+
+
 def _to_device(src: Any, medium: str, levels: dict[str, Mapping], dma: DmaContext, address: int, call: str,
-               kind: str, stream: tuple[Mapping, Mapping] | None) -> Any:
-    """The tensor DMA of ``src`` to a new ``medium`` tensor with ``levels`` (the source's Chip unless given)."""
+               kind: str, stream: Any) -> Any:
+    """The tensor DMA of ``src`` to a new ``medium`` tensor with ``levels`` (the source's Chip unless given);
+    ``stream`` a ``(Time, Packet)`` pair, or a dict of them by DMN (:func:`_heterogeneous`)."""
     ctx, base, side, levels, dst = _destination(src, medium, levels, dma, address, call, kind, stream)
-    p = plan(ctx.hw, base.dtype, side, dst, stream=stream, call=call)
-    cost = cycles(p)
+    if isinstance(stream, dict):
+        p, plans = _heterogeneous(ctx, base.dtype, side, dst, stream, call)
+        name = f"{call} → {describe(medium, base.dtype, levels, address)} (heterogeneous: {len(plans)} DMN streams)"
+    else:
+        p, name = plan(ctx.hw, base.dtype, side, dst, stream=stream, call=call), ""
+    cost = cycles(p)  # (every check, the cost model's too, before any byte changes)
     out = _allocate(ctx, medium, base.dtype, levels, address, [r for r in (base.region,) if r is not None], call)
     execute(p, _endpoint(ctx, side.medium), _endpoint(ctx, medium))
-    out.ready_at = _report(ctx, kind, f"{call} → {out.describe()}", p, cost, [src], [out])
+    out.ready_at = _report(ctx, kind, name or f"{call} → {out.describe()}", p, cost, [src], [out])
     return out
 
 
@@ -298,7 +351,7 @@ def hbm_to_host(hbm: HbmTensor[Any, Any, Any] | HbmTensorView, element: Mapping,
 
 
 def hbm_to_dm(hbm: HbmTensor[Any, Any, Any] | HbmTensorView, cluster: Mapping, slice_: Mapping, element: Mapping,
-              tdma: DmaContext, address: int, *, stream: tuple[Mapping, Mapping] | None = None
+              tdma: DmaContext, address: int, *, stream: Any = None
               ) -> DmTensor[Any, Any, Any, Any, Any]:
     """Tensor DMA HBM → DM (manual L1188–1193, L2375–2384, L2637–2658); Chip is kept."""
     out: DmTensor[Any, Any, Any, Any, Any] = _to_device(
@@ -308,7 +361,7 @@ def hbm_to_dm(hbm: HbmTensor[Any, Any, Any] | HbmTensorView, cluster: Mapping, s
 
 
 def dm_to_hbm(dm: DmTensor[Any, Any, Any, Any, Any] | DmTensorView, element: Mapping, tdma: DmaContext,
-              address: int, *, stream: tuple[Mapping, Mapping] | None = None) -> HbmTensor[Any, Any, Any]:
+              address: int, *, stream: Any = None) -> HbmTensor[Any, Any, Any]:
     """Tensor DMA DM → HBM (manual L217, L2752–2808); Chip is kept, Cluster and Slice fold into ``element``."""
     out: HbmTensor[Any, Any, Any] = _to_device(dm, "hbm", {"Element": element}, tdma, address, "dm.to_hbm", "tdma",
                                                 stream)
@@ -316,7 +369,7 @@ def dm_to_hbm(dm: DmTensor[Any, Any, Any, Any, Any] | DmTensorView, element: Map
 
 
 def hbm_to_hbm(hbm: HbmTensor[Any, Any, Any] | HbmTensorView, chip: Mapping, element: Mapping, tdma: DmaContext,
-               address: int, *, stream: tuple[Mapping, Mapping] | None = None) -> HbmTensor[Any, Any, Any]:
+               address: int, *, stream: Any = None) -> HbmTensor[Any, Any, Any]:
     """Tensor DMA HBM → HBM with a new layout (manual L2431–2464, L2555–2636); a new Chip crosses PCIe."""
     out: HbmTensor[Any, Any, Any] = _to_device(hbm, "hbm", {"Chip": chip, "Element": element}, tdma, address,
                                                 "hbm.to_hbm", "tdma", stream)
@@ -324,7 +377,7 @@ def hbm_to_hbm(hbm: HbmTensor[Any, Any, Any] | HbmTensorView, chip: Mapping, ele
 
 
 def dm_to_dm(dm: DmTensor[Any, Any, Any, Any, Any] | DmTensorView, cluster: Mapping, slice_: Mapping,
-             element: Mapping, tdma: DmaContext, address: int, *, stream: tuple[Mapping, Mapping] | None = None
+             element: Mapping, tdma: DmaContext, address: int, *, stream: Any = None
              ) -> DmTensor[Any, Any, Any, Any, Any]:
     """Tensor DMA DM → DM with a new layout (manual L2659–2681); Chip is kept."""
     out: DmTensor[Any, Any, Any, Any, Any] = _to_device(

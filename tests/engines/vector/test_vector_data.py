@@ -123,13 +123,22 @@ def test_unwritten_branch_log_is_poison() -> None:
         s.vector_intra_slice_branch(BranchMode.Vrf(empty))
 
 
-def test_valid_count_branch_mode_stays_refused() -> None:
-    from visa.errors import UnsupportedFeatureError
-
+def test_valid_count_puts_padding_lanes_in_group_one_l4800() -> None:
+    """``BranchMode.ValidCount`` (the Valid Count Generator, L4800; issue 27 item 5): the lanes holding an element
+    of ``L # 8`` (6 of 8) get ExecutionId 0, the padding lanes group One (bit 3), so a group operand reaches only
+    one of the two."""
     ctx = ctx1()
-    s, _, _ = _log_stream(ctx, np.zeros(4, np.int32))
-    with pytest.raises(UnsupportedFeatureError, match="ValidCount"):
-        s.vector_intra_slice_branch(BranchMode.ValidCount)
+    ax = AxisSet(T=4, L=6)
+    m = ax.m
+    x = rand_i32(RNG, (4, 6), extremes=False) % 1000
+    b = (collect(ctx, layout(ax, i32, "1", CL, SL, "T", "L # 8"), x, "T L").vector_init()
+         .vector_intra_slice_branch(BranchMode.ValidCount))
+    want_ids = np.zeros((4, 8), np.uint8)
+    want_ids[:, 6:] = 8
+    assert np.array_equal(b.ve.exec_id[0, 0, 0], want_ids)
+    out = b.vector_fxp(FxpBinaryOp.AddFxp, VeBranchOperand.group(100, GroupId.Zero)).vector_final()
+    assert np.array_equal(logical(out, "T L"), x + 100)
+    assert "ValidCount" in out.reports[-1].config and m["L # 8"].size == 8
 
 
 # ------------------------------------------------------------------------------------------ carried operand
@@ -765,3 +774,24 @@ def test_min_max_pad_values_per_type(name: str, low: float, high: float) -> None
     d = dt.scalar(name)
     assert plan_pad_value(PadValue.Min, d, "main") == low and plan_pad_value(PadValue.Max, d, "main") == high
     assert plan_pad_value(PadValue.Zero, d, "main") == 0
+
+
+def test_the_carried_register_survives_into_the_next_pass_l8708() -> None:
+    """A cumsum over 16 steps run as two passes of 8 (issue 27 item 5): the operand register the first pass left
+    is what the second pass's first read sees, so the second pass continues the sum (its logger has no id 0)."""
+    ctx = ctx1()
+    ax = AxisSet(T=8, L=8)
+    m = ax.m
+    x = rand_i32(RNG, (16, 8), extremes=False) % 1000
+    halves = []
+    for k, ids in enumerate((np.array([0] + [1] * 7, np.int32), np.array([1] * 7 + [2], np.int32))):
+        log = place_vrf(ctx, ids, i32, m["1"], m[CL], m[SL], m["T"], 64 * k)
+        out = (collect(ctx, layout(ax, i32, "1", CL, SL, "T", "L"), x[8 * k: 8 * k + 8], "T L").vector_init()
+               .vector_intra_slice_branch(BranchMode.Vrf(log))
+               .vector_fxp(FxpBinaryOp.AddFxp, OperandRead(branch=(1, 2)))
+               .vector_write_operand(WriteOperand(branch=(0, 1))).vector_final())
+        halves.append(logical(out, "T L"))
+    assert np.array_equal(np.concatenate(halves), np.cumsum(x.astype(np.int64), axis=0).astype(np.int32))
+    # what the context keeps: an i32 register, one value per Way8 lane of each slice, known
+    saved = ctx.memory.operand_registers["main"]
+    assert saved[0] == "i32" and saved[1].shape[-1] == 8 and bool(saved[2][0, 0, 0].all())

@@ -231,12 +231,16 @@ def test_e18_branch_operand_limits() -> None:
         b2.vector_fxp(FxpBinaryOp.AddFxp, [VeBranchOperand.group(k, GroupId.Zero) for k in range(6)])
 
 
-def test_unspecified_branch_modes_refused_q8() -> None:
-    """ValidCount stays refused; ``BranchMode.Vrf(ids)`` is the branch log (issue 13, test_vector_data.py)."""
+def test_every_branch_mode_of_the_manual_is_taken_q8() -> None:
+    """ValidCount (issue 27) and ``BranchMode.Vrf(ids)`` (issue 13) are taken (test_vector_data.py); a mode the
+    Branch stage does not have is refused."""
     ctx = Context.acquire()
+    b = stream8(ctx, i32, rand_i32(RNG, (4, 8))).vector_intra_slice_branch(  # type: ignore[attr-defined]
+        BranchMode.ValidCount)
+    assert b.ve.exec_id is not None and not b.ve.exec_id.any()  # every lane of a full packet is valid
     with pytest.raises(UnsupportedFeatureError):
         stream8(ctx, i32, rand_i32(RNG, (4, 8))).vector_intra_slice_branch(  # type: ignore[attr-defined]
-            BranchMode.ValidCount)
+            BranchMode("Bogus"))
 
 
 def test_unary_ignores_groups_in_single_stream() -> None:

@@ -56,7 +56,8 @@ def staged_moves(ctx: Context, x: HbmTensor[i32, m["A"], m["B, S, D"]]) -> None:
 
 
 # A kernel parameter annotated with another chip count than @device(chip=N), and an argument spanning another
-# count: launch refuses both at run time (visa.context.check_argument_chips), the plugin at the launch call.
+# count: launch refuses both at run time (visa.context.check_argument_chips); the plugin reports a wrong annotation
+# once, at the parameter (issue 27 item 9), and an argument of another type at the launch call (mypy's own error).
 @device(chip=4)
 def four_chips(ctx: Context, x: HbmTensor[i32, m["1"], m["B, S, D"]], y: HbmTensor[i32, m["A"], m["B, S, D"]]) -> None:
     del x, y
@@ -68,5 +69,5 @@ def two_chips(ctx: Context, y: HbmTensor[i32, m["A"], m["B, S, D"]]) -> None:
 
 
 def host(ctx: Context, x: HbmTensor[i32, m["1"], m["B, S, D"]], y: HbmTensor[i32, m["A"], m["B, S, D"]]) -> None:
-    launch(four_chips, ctx, x, y)  # x: parameter annotated m["1"] on a 4-chip kernel
-    launch(two_chips, ctx, y)  # y spans 4 chips, the kernel runs on 2
+    launch(four_chips, ctx, x, y)  # x is as annotated: the annotation's error is at the parameter, not again here
+    launch(two_chips, ctx, y)  # the same: y spans 4 chips as its parameter does (reported at the parameter)

@@ -15,6 +15,7 @@ multiplies and adds, spatially over the packet (``contract``) and temporally ove
 from visa.engines.contraction.aligner import AlignPlan, TrfOperand, adapt, adapt_digits, addresses, cache_misses
 from visa.engines.contraction.aligner import check_context as check_context
 from visa.engines.contraction.aligner import cycles as align_cycles
+from visa.engines.contraction.aligner import latency as align_latency
 from visa.engines.contraction.aligner import plan as plan_align
 from visa.engines.contraction.aligner import report_details as align_details
 from visa.engines.contraction.compute import (
@@ -38,7 +39,7 @@ from visa.engines.contraction.reducer import (
 
 __all__ = [
     "AlignPlan", "TrfOperand", "plan_align", "check_context", "adapt", "adapt_digits", "addresses", "cache_misses",
-    "align_cycles", "align_details",
+    "align_cycles", "align_latency", "align_details",
     "ContractPlan", "AccumulatePlan", "plan_contract", "plan_accumulate", "contract_cycles", "accumulate_cycles",
     "accumulator_trace", "KINDS", "TrfWindow", "accumulate", "contract_values", "window_range", "weight_period",
     "has_period",

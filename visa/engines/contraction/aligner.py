@@ -39,6 +39,7 @@ from visa import dtypes as dt
 from visa.engines.broadcast import TimeDigits, normal_digits
 from visa.engines.cache import cached
 from visa.engines.common import axes_text
+from visa.engines.contraction import shift
 from visa.engines.contraction.reducer import flat_items
 from visa.errors import (
     AddressError,
@@ -56,7 +57,7 @@ from visa.mapping.evaluate import _axis_sizes
 from visa.mapping.sequencer import Entry, contiguous_elements, derive, merge_entries
 
 __all__ = ["TrfOperand", "AlignPlan", "plan", "check_context", "adapt", "addresses", "cache_misses", "report_details",
-           "cycles", "disjoint_axis"]
+           "cycles", "latency", "disjoint_axis"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -108,6 +109,15 @@ class AlignPlan:
     element_size: int
     cache_entries: int
     cache_line_bytes: int
+    trf_dtype: type[dt.Scalar] | None = None
+    feed_flits: int = 0
+    shifts: int = 1
+    shift_stride: int = 0
+
+    @property
+    def weight_dtype(self) -> type[dt.Scalar]:
+        """The TRF operand's element type: the stream's, or the narrower one of a mixed pair (``reg_type`` 1, 2)."""
+        return self.trf_dtype or self.dtype
 
     @property
     def byte_entries(self) -> tuple[tuple[int, float], ...]:
@@ -129,8 +139,12 @@ class AlignPlan:
     def describe(self) -> str:
         """The configuration in the manual's words (for reports and traces)."""
         tiles = f", time broadcast ×{self.tiles}" if self.tiles > 1 else ""
+        mixed = (f", {self.weight_dtype!r} weights as {self.dtype!r} (reg_type {self.reg_type})"
+                 if self.weight_dtype is not self.dtype else "")
+        if self.feed_flits:
+            tiles = f", shift-reuse feed_flits={self.feed_flits} × {self.shifts} shifts of {self.shift_stride}" + tiles
         return (f"Stream Adapter: collect_flits={self.collect_flits}, rows={self.rows}{tiles}; TRF Sequencer "
-                f"({self.mode}): reg_read_size={self.reg_read_bytes} B, {self.entries_text()}")
+                f"({self.mode}): reg_read_size={self.reg_read_bytes} B, {self.entries_text()}{mixed}")
 
 
 def cycles(p: AlignPlan) -> int:
@@ -139,10 +153,19 @@ def cycles(p: AlignPlan) -> int:
     return p.out_time
 
 
+def latency(p: AlignPlan) -> int:
+    """The fill latency the Stream Adapter adds: none for collect_flits 1 and 2 (a pass-through, L3955–3956); for
+    shift-reuse (collect_flits = 3, "additional latency", L3957, whose figure the manual's missing "Advanced
+    Operations" page holds) the ``feed_flits`` cycles the Flit Buffer takes to fill before its first shift."""
+    return p.feed_flits
+
+
 def report_details(p: AlignPlan) -> tuple[tuple[str, object], ...]:
     """The configuration's terms and the TRF cache behaviour (L4177–4199), for an EngineReport."""
     misses = cache_misses(p)
-    return (("collect_flits", p.collect_flits), ("rows", p.rows), ("tiles", p.tiles),
+    shift = (("feed_flits", p.feed_flits), ("shifts", p.shifts), ("shift_stride", p.shift_stride)) \
+        if p.feed_flits else ()
+    return (("collect_flits", p.collect_flits), *shift, ("rows", p.rows), ("tiles", p.tiles),
             ("reg_read_size", p.reg_read_bytes), ("entries", p.entries_text()), ("base", p.base_bytes),
             ("reg_type", p.reg_type), ("trf_cache_misses", misses),
             ("trf_cache_miss_rate", round(misses / max(1, p.out_time), 4)))
@@ -182,11 +205,7 @@ def plan(hw: HardwareProfile, dtype: type[dt.Scalar], chip: Mapping, cluster: Ma
 def _plan(hw: HardwareProfile, dtype: type[dt.Scalar], chip: Mapping, cluster: Mapping, slice_: Mapping,
           time: Mapping, packet: Mapping, trf: TrfOperand, out_time: Mapping, out_packet: Mapping) -> AlignPlan:
     ce = hw.contraction
-    if trf.dtype is not dtype:
-        raise DtypeError(f"the stream is {dtype!r} but the TRF tensor is {trf.dtype!r}; align pairs operands of one "
-                         "element type (align::<…>(&TrfTensor<D, …>), manual L3889–3896)", call=CALL,
-                         level="Element", mapping=repr(trf.element),
-                         fix=f"load the weights as {dtype!r} (or fetch-cast the stream to {trf.dtype!r})")
+    reg_type = _reg_type(hw, dtype, trf.dtype, trf)
     for level, mine, theirs in (("Chip", chip, trf.chip), ("Cluster", cluster, trf.cluster),
                                 ("Slice", slice_, trf.slice)):
         if mine != theirs:
@@ -215,10 +234,14 @@ def _plan(hw: HardwareProfile, dtype: type[dt.Scalar], chip: Mapping, cluster: M
             call=CALL, level="Packet", mapping=repr(out_packet), axis=axes_text(out_packet),
             fix=f"collect two flits (m[\"<innermost Time flit axis>, {packet.text}\"]) or pad one: "
                 f"m[\"{packet.text} # {n64}\"]")
-    collect_flits, act = _stream_adapter(ce.default_collect_flits, time, packet, out_packet, n64)
-    tiles_map = _tiles(act, time, packet, out_time)
+    shifting = shift.plan(hw, time, packet, out_time, out_packet, packet.size, n64)
+    if shifting is not None:  # shift-reuse (convolution, L3737–3776): the row slid over the shift axis
+        collect_flits, act, tiles_map = shifting.collect_flits, shifting.act, shifting.rest
+    else:
+        collect_flits, act = _stream_adapter(ce.default_collect_flits, time, packet, out_packet, n64)
+        tiles_map = _tiles(act, time, packet, out_time)
     act_axes = time.axes | packet.axes
-    for it in tiles_map.items():
+    for it in tiles_map.items() if shifting is None else ():
         clash = it.axes & act_axes
         for a in sorted(clash):
             if disjoint_axis(a, it, pair_of(time, packet)) is not None:
@@ -245,9 +268,13 @@ def _plan(hw: HardwareProfile, dtype: type[dt.Scalar], chip: Mapping, cluster: M
             "drop the rest (L4080–4084)", call=CALL, level="Element", mapping=repr(trf.element), axis=unread[0],
             fix=f"add {unread[0]} to OutTime (a tiling axis, L3934–3945) or to OutPacket")
     seq = _sequencer(hw, dtype, trf, out_time, out_packet, n64)
-    return AlignPlan(dtype, rows, collect_flits, time.size, packet.size, out_time.size, n64, act.size,
-                     out_time.size // act.size, *seq, trf.address, trf.mode, _reg_type(hw, dtype), bits,
-                     hw.trf.cache_entries_per_row, hw.trf.cache_entry_bytes)
+    shifts = shifting.shifts if shifting is not None else 1
+    steps = act.size * shifts  # the packets the Stream Adapter emits before the time broadcast
+    return AlignPlan(dtype, rows, collect_flits, time.size, packet.size, out_time.size, n64, steps,
+                     out_time.size // steps, *seq, trf.address, trf.mode, reg_type, bits,
+                     hw.trf.cache_entries_per_row, hw.trf.cache_entry_bytes, trf.dtype,
+                     shifting.feed_flits if shifting is not None else 0, shifts,
+                     shifting.stride if shifting is not None else 0)
 
 
 def disjoint_axis(axis: str, a: Mapping, b: Mapping) -> str | None:
@@ -312,8 +339,32 @@ def _tiles(act: Mapping, time: Mapping, packet: Mapping, out_time: Mapping) -> M
         mapping=repr(out_time), axis=axes_text(out_time), fix=f"write OutTime as [{act}, <tiling axes>]")
 
 
-def _reg_type(hw: HardwareProfile, dtype: type[dt.Scalar]) -> int:
-    """The TRF slot format of an element type (L4142–4147): 5-bit (i4, i5), 10-bit (i8, i9, f8), 20-bit (bf16)."""
+def _reg_type(hw: HardwareProfile, dtype: type[dt.Scalar], trf_dtype: type[dt.Scalar], trf: TrfOperand) -> int:
+    """The TRF slot format the sequencer reads the weights with (L4142–4147): 5-bit (i4, i5), 10-bit (i8, i9,
+    f8), 20-bit (bf16) for operands of one type; for the mixed pairs (``hw.trf.mixed_operands``: i4 weights with
+    an i8 stream, reg_type 1; i8 weights with an f8 stream, reg_type 2) the narrower weights widen into the
+    stream's slot, so they take the TRF space of the stream's type — refused when that does not fit the
+    tensor's address mode (L4149–4157).  Other pairs are refused (align::<…>(&TrfTensor<D, …>), L3889–3896)."""
+    if trf_dtype is not dtype:
+        reg = hw.trf.mixed_operands.get((dtype.name, trf_dtype.name))
+        if reg is None:
+            pairs = ", ".join(f"{t} weights with a {s} stream" for s, t in hw.trf.mixed_operands)
+            raise DtypeError(
+                f"the stream is {dtype!r} but the TRF tensor is {trf_dtype!r}; align pairs operands of one element "
+                f"type (align::<…>(&TrfTensor<D, …>), manual L3889–3896), or the mixed pairs of the TRF's reg_types "
+                f"1 and 2 ({pairs}; L4142–4147)", call=CALL, level="Element", mapping=repr(trf.element),
+                fix=f"load the weights as {dtype!r} (or fetch-cast the stream to {trf_dtype!r})")
+        need = trf.element.size * dtype.size_bits // 8
+        have = hw.trf.mode_bytes(trf.mode)
+        start = hw.trf.half_row_bytes if trf.mode == "SecondHalf" else 0
+        if trf.address + need > start + have:
+            raise HardwareLimitError(
+                f"the {trf_dtype!r} weights read with reg_type {reg} ({hw.trf.reg_type_names[reg]}) take "
+                f"{hw.trf.reg_type_slots[reg]} slots each, as {dtype!r}: {trf.element.size} elements need {need} "
+                f"bytes of a TRF Row from byte {trf.address}, and {trf.mode} has {have} (L4142–4157)", call=CALL,
+                level="Element", mapping=repr(trf.element), axis=axes_text(trf.element),
+                fix="tile the weights' Element, or load them into the Full TRF")
+        return reg
     names = hw.trf.reg_type_names
     if dtype.size_bits == 4:
         return next(k for k, v in names.items() if "5-bit" in v)
@@ -327,10 +378,40 @@ class _Unlimited:
     max_entry_size = 1 << 62
 
 
+def _dummies(mp: Mapping, n: int) -> int:
+    """The largest ``p`` ≤ ``n`` (a power of two) such that ``mp``'s innermost ``p`` positions are ``1 # p``: one
+    position holding the empty index, then padding — the manual's ``1+1#`` / ``1+1z`` (L3771)."""
+    best, p = 1, 2
+    while p <= n and mp.size % p == 0:
+        ev = mp.modulo(p).evaluate()
+        valid = np.asarray(ev.valid)
+        if not (bool(valid[0]) and not bool(valid[1:].any()) and not any(bool(np.any(c)) for c in ev.coords.values())):
+            break
+        best, p = p, p * 2
+    return best
+
+
 def _sequencer(hw: HardwareProfile, dtype: type[dt.Scalar], trf: TrfOperand, out_time: Mapping, out_packet: Mapping,
                n64: int) -> tuple[int, int, tuple[Entry, ...], int]:
-    """reg_read_size (bytes, elements), the time entries and the base element offset (L4085–4111, L4169–4175)."""
-    bits = dtype.size_bits
+    """reg_read_size (bytes, elements), the time entries and the base element offset (L4085–4111, L4169–4175).
+
+    Zero dummies (L3769–3776): when OutPacket ends in dummy lanes ``1 # p`` and the TRF Element in the same
+    ``1 # p`` (whose padding the TRF holds as zeros, ``1z``), each read takes the weight with its ``p − 1``
+    dummies: the sequencer is derived over the Element and OutPacket without them, its reads ``p`` times wider."""
+    unit = min(_dummies(out_packet, n64), _dummies(trf.element, n64))
+    if unit > 1:
+        inner = TrfOperand(trf.dtype, trf.chip, trf.cluster, trf.slice, trf.row, trf.element.stride(unit), trf.mode,
+                           trf.address)
+        rr, n, entries, base = _sequencer_of(hw, dtype, inner, out_time, out_packet.stride(unit), n64 // unit, unit)
+        scaled = tuple(Entry(e.size, e.stride * unit, e.packet) for e in entries)
+        return rr, n * unit, _limits(hw, dtype, trf, list(scaled), base * unit, rr), base * unit
+    return _sequencer_of(hw, dtype, trf, out_time, out_packet, n64, 1)
+
+
+def _sequencer_of(hw: HardwareProfile, dtype: type[dt.Scalar], trf: TrfOperand, out_time: Mapping,
+                  out_packet: Mapping, n64: int, unit: int) -> tuple[int, int, tuple[Entry, ...], int]:
+    """:func:`_sequencer` over an Element each of whose positions stands for ``unit`` elements (its dummies)."""
+    bits = dtype.size_bits * unit
     sizes = hw.trf.reg_read_sizes
     ev = out_packet.evaluate()
     lead = int(np.argmin(ev.valid)) if not bool(np.all(ev.valid)) else out_packet.size
@@ -354,6 +435,8 @@ def _sequencer(hw: HardwareProfile, dtype: type[dt.Scalar], trf: TrfOperand, out
             if n == 1 and not packet_entries or (packet_entries and packet_entries[-1].stride == 1
                                                  and contiguous_elements(packet_entries) == n):
                 time_entries = [e for e in cfg.entries if not e.packet]
+                if unit > 1:  # (checked once scaled, by the caller)
+                    return int(nbytes), n, tuple(time_entries), cfg.base
                 return int(nbytes), n, _limits(hw, dtype, trf, time_entries, cfg.base, int(nbytes)), cfg.base
         n //= 2
     insufficient = [e for e in errors if isinstance(e, InsufficientInputError)]
@@ -466,13 +549,17 @@ def cache_misses(p: AlignPlan) -> int:
 
 
 def adapt(p: AlignPlan, values: npt.NDArray[np.generic], known: BoolArray,
-          act_time: int | None = None) -> tuple[npt.NDArray[np.generic], BoolArray]:
+          act_time: int | None = None, units: BoolArray | None = None) -> tuple[npt.NDArray[np.generic], BoolArray]:
     """The Stream Adapter over collected data ``(Chip, Cluster, Slice, Time, Packet)``: the activation before
     time broadcast, ``(Chip, Cluster, Slice, act_time, 64-byte packet)`` (a view when collect_flits = 2; the
     zero padding of collect_flits = 1 is known zeros, L3922–3927).  ``act_time`` is the activation's time steps
-    when ``values`` is a compact stream (:func:`adapt_digits`)."""
+    when ``values`` is a compact stream (:func:`adapt_digits`); ``units`` the ``(Chip, Cluster, Slice)`` positions
+    holding data (shift-reuse computes only them)."""
     lead = values.shape[:3]
     steps = p.act_time if act_time is None else act_time
+    if p.feed_flits:  # shift-reuse (collect_flits = 3)
+        return shift.adapt(p.feed_flits, p.collect_flits, p.shifts, p.shift_stride, p.in_packet, values, known,
+                           p.out_packet, units)
     if p.collect_flits == 1:
         out = np.zeros((*lead, steps, p.out_packet), dtype=values.dtype)
         kout = np.ones((*lead, steps, p.out_packet), dtype=bool)
@@ -486,6 +573,8 @@ def adapt_digits(p: AlignPlan, digits: TimeDigits) -> TimeDigits | None:
     """The Time digits of the activation the Stream Adapter makes of a stream repeated along Time (``digits``,
     :class:`~visa.engines.broadcast.BroadcastData`), or None when the compact stream cannot be adapted as such
     (collect_flits = 2 pairs the innermost time steps: that digit must not repeat and must be even)."""
+    if p.feed_flits:  # shift-reuse reads each row several times: the stream is materialised
+        return None
     if p.collect_flits == 1:
         return digits
     size, rep = digits[-1] if digits else (1, False)

@@ -35,6 +35,7 @@ import numpy.typing as npt
 from visa import fastpaths
 from visa.engines.broadcast import TimeDigits, expand, place_values
 from visa.engines.common import StreamData
+from visa.engines.contraction import reference
 from visa.engines.contraction.aligner import AlignPlan
 from visa.engines.contraction.blas import batched_matmul, parallel_pieces
 from visa.engines.contraction.reducer import AccumulatePlan, ContractPlan
@@ -569,6 +570,21 @@ def _run(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int,
     return out, ~poison
 
 
+def _reduce_all(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int, bool]], act: Array,
+                act_known: BoolArray, window: TrfWindow, batch: IntArray, out_tail: list[str],
+                keep_all_time: bool, act_digits: TimeDigits = (), act_labels: Labels | None = None
+                ) -> tuple[Array, BoolArray]:
+    """The Reducer's output over ``(b, <kept digits>, *out_tail)``: reduce-add as fused matrix products
+    (:func:`_run`), reduce-max step by step (:func:`visa.engines.contraction.reference.run`: a maximum is no
+    matrix product)."""
+    if contract.reduce_op == "Max":
+        vals, known = reference.run(align, contract, segments, act, act_known, window, batch, out_tail,
+                                    keep_all_time, act_digits)
+        return _to_output(vals, contract), known
+    return _run(align, contract, segments, act, act_known, window, batch, out_tail, keep_all_time, act_digits,
+                act_labels)
+
+
 _BF16 = np.dtype(ml_dtypes.bfloat16)
 
 
@@ -642,7 +658,7 @@ def accumulate(align: AlignPlan, contract: ContractPlan, acc: AccumulatePlan, ac
     full = np.zeros((*lead, acc.out_time, acc.out_packet), dtype=contract.out_dtype.storage)
     kfull = np.zeros(full.shape, dtype=bool)
     if acc.kind == "Interleaved":
-        vals, known = _run(align, contract, acc.segments, act, act_known, window, batch, ["q", "r"], False,
+        vals, known = _reduce_all(align, contract, acc.segments, act, act_known, window, batch, ["q", "r"], False,
                            act_digits, act_labels)
         body = vals.reshape(len(batch), acc.kept_time * acc.columns, rows)
         kbody = known.reshape(body.shape)
@@ -656,7 +672,7 @@ def accumulate(align: AlignPlan, contract: ContractPlan, acc: AccumulatePlan, ac
         out[..., :rows] = body
         kout[..., :rows] = kbody
     else:
-        vals, known = _run(align, contract, acc.segments, act, act_known, window, batch, ["r", "q"], False,
+        vals, known = _reduce_all(align, contract, acc.segments, act, act_known, window, batch, ["r", "q"], False,
                            act_digits, act_labels)
         pad = np.zeros((*vals.shape[:-1], acc.pad_columns), dtype=vals.dtype)
         kpad = np.ones(pad.shape, dtype=bool)
@@ -677,7 +693,7 @@ def contract_values(align: AlignPlan, contract: ContractPlan, act: Array, act_kn
     lead = act.shape[:3]
     batch = _batch(valid)
     segments = ((align.out_time, True),)
-    vals, known = _run(align, contract, segments, act, act_known, window, batch, ["r", "q"], True,
+    vals, known = _reduce_all(align, contract, segments, act, act_known, window, batch, ["r", "q"], True,
                        act_digits, act_labels)
     vals = vals.reshape(len(batch), align.out_time, align.rows, contract.kept).transpose(0, 2, 1, 3)
     known = known.reshape(vals.shape[0], align.out_time, align.rows, contract.kept).transpose(0, 2, 1, 3)

@@ -44,7 +44,6 @@ def read_window(dtype: type[dt.Scalar], rows: int, element: Mapping, bit_offset:
     idx = np.arange(lo, hi, dtype=np.int64)
     if lo < 0 or hi > element.size:
         return None
-    held = np.asarray(element.evaluate(idx).valid)
     chips, ks, ss = np.nonzero(valid)
     values = np.zeros((len(chips), rows, idx.size), dtype=dtype.storage)
     known = np.zeros((len(chips), rows, idx.size), dtype=bool)
@@ -56,7 +55,7 @@ def read_window(dtype: type[dt.Scalar], rows: int, element: Mapping, bit_offset:
         if got is None:  # (a nest that cannot run on the image's bytes: the reference)
             return None
         values[sel] = got[0].reshape(len(sel), rows, idx.size)
-        known[sel] = got[1].reshape(len(sel), rows, idx.size) & held
+        known[sel] = got[1].reshape(len(sel), rows, idx.size)  # (padding: what the load wrote, L3771)
     return TrfWindow(values, known, lo)
 
 
@@ -117,12 +116,12 @@ def _byte_window(dtype: type[dt.Scalar], rows: int, element: Mapping, bit_offset
         got = load_nest(dtype, UnitSelection(image, on), 8 * b0, ((c_hi - c_lo, 1),))
         if got is not None:
             values[sel, :, c_lo - lo: c_hi - lo] = got[0].reshape(len(sel), rows, c_hi - c_lo)
-            known[sel, :, c_lo - lo: c_hi - lo] = got[1].reshape(len(sel), rows, c_hi - c_lo) & held
+            known[sel, :, c_lo - lo: c_hi - lo] = got[1].reshape(len(sel), rows, c_hi - c_lo)
             continue
         raw = np.ascontiguousarray(image.read_data()[ks[sel], ss[sel], :rows, b0:b1])
         wr = image.known_bytes(b0, b1, (ks[sel], ss[sel], slice(0, rows))).reshape(len(sel), rows, c_hi - c_lo, nb)
         values[sel, :, c_lo - lo: c_hi - lo] = raw.view(dtype.storage.newbyteorder("<"))
-        every = wr[..., 0] & held
+        every = wr[..., 0].copy()  # (padding holds what the load wrote: zero dummies are known, L3771)
         for k in range(1, nb):  # (not .all(axis=-1): a reduction over a tiny last axis is slow)
             every &= wr[..., k]
         known[sel, :, c_lo - lo: c_hi - lo] = every

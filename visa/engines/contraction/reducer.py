@@ -41,12 +41,16 @@ from visa.hw import HardwareProfile
 from visa.mapping import Mapping, pair_of
 
 __all__ = ["ContractPlan", "AccumulatePlan", "plan_contract", "plan_accumulate", "contract_cycles",
-           "accumulate_cycles", "accumulator_trace", "KINDS"]
+           "accumulate_cycles", "accumulator_trace", "KINDS", "REDUCE_OPS"]
 
 IntArray = npt.NDArray[np.int64]
 
 #: The accumulation kinds by name (``AccumulationKind.Interleaved`` / ``.Sequential``, L4433–4434).
 KINDS = ("Interleaved", "Sequential")
+
+#: The Reducer's reduce operations by name (``reduce_op = `Add``` in every dump, L3705; the max mode, L4393–4395,
+#: L4533, L4546): ``ReduceOp.Add`` (the default) and ``ReduceOp.Max``.
+REDUCE_OPS = ("Add", "Max")
 
 
 # ------------------------------------------------------------------------------------------------ contract
@@ -64,6 +68,7 @@ class ContractPlan:
     tree_depth: int
     columns: int
     kept: int
+    reduce_op: str = "Add"
 
     @property
     def group(self) -> int:
@@ -73,24 +78,39 @@ class ContractPlan:
     def describe(self) -> str:
         """The configuration in the manual's words."""
         sliced = f" (first {self.kept} kept; the rest is padding)" if self.kept < self.columns else ""
+        op = ", reduce_op = Max (Row 0 only)" if self.reduce_op == "Max" else ""
         return (f"{self.dtype!r} × {self.dtype!r} → {self.out_dtype!r}: tree depth {self.depth} of "
-                f"{self.tree_depth}, {self.packet} products → {self.columns} outputs per Row{sliced}")
+                f"{self.tree_depth}, {self.packet} products → {self.columns} outputs per Row{sliced}{op}")
 
 
-def plan_contract(hw: HardwareProfile, dtype: type[dt.Scalar], packet: Mapping, out_packet: Mapping) -> ContractPlan:
+def plan_contract(hw: HardwareProfile, dtype: type[dt.Scalar], packet: Mapping, out_packet: Mapping,
+                  reduce_op: str = "Add", row: Mapping | None = None) -> ContractPlan:
     """``contract::<OutPacket>()`` of an aligned ``dtype`` pair with computation packet ``packet``: the tree
-    depth, or the refusal (manual L4310–4404, L4528–4533).
+    depth, or the refusal (manual L4310–4404, L4528–4533).  ``reduce_op`` is ``"Add"`` (reduce-add) or
+    ``"Max"`` (reduce-max, L4393–4395), and ``row`` the TRF operand's Row mapping (when known).
 
     Refusals: an input type the Reducer does not take (only i4, i8, f8, bf16 and the widened i5/i9; f32 is
     refused, L3782, L4533), an OutPacket that is not ``Packet / 2^n`` (possibly with its padding sliced off,
-    L4440), a depth past the dtype's tree (L4388), and more than 32 outputs per Row (depth 0, L4532).  Pure.
+    L4440), a depth past the dtype's tree (L4388), more than 32 outputs per Row (depth 0, L4532), an unknown
+    reduce operation, and reduce-max over more Rows than Row 0 (L4395, L4533).  Pure.
     """
-    return _plan_contract(hw, dtype, packet, out_packet)
+    return _plan_contract(hw, dtype, packet, out_packet, reduce_op, row)
 
 
 @cached(256)
-def _plan_contract(hw: HardwareProfile, dtype: type[dt.Scalar], packet: Mapping, out_packet: Mapping) -> ContractPlan:
+def _plan_contract(hw: HardwareProfile, dtype: type[dt.Scalar], packet: Mapping, out_packet: Mapping,
+                   reduce_op: str = "Add", row: Mapping | None = None) -> ContractPlan:
     ce = hw.contraction
+    if reduce_op not in REDUCE_OPS:
+        raise LayoutError(f"unknown reduce operation {reduce_op!r}; the Reducer adds or takes the maximum "
+                          "(L4393–4395)", call="contract", level="Packet", mapping=repr(packet),
+                          fix="ReduceOp.Add or ReduceOp.Max")
+    if reduce_op == "Max" and row is not None and row.size > ce.reduce_max_rows:
+        raise HardwareLimitError(
+            f"reduce-max uses Row 0 only (1/{ce.reduce_max_throughput_divisor} of reduce-add's throughput, manual "
+            f"L4393–4395, L4533, L4546), but the TRF operand has {row.size} Rows", call="contract", level="Row",
+            mapping=repr(row), axis=axes_text(row),
+            fix="load the TRF with Row m[\"1\"] and put the Rows' axis in Time instead")
     if dtype.name not in ce.input_dtypes:
         raise DtypeError(
             f"the Reducer multiplies {', '.join(sorted(ce.input_dtypes))} only, not {dtype!r} (manual L3782, L4390, "
@@ -129,7 +149,7 @@ def _plan_contract(hw: HardwareProfile, dtype: type[dt.Scalar], packet: Mapping,
             f"{ce.depth0_max_outputs}, manual L4396–4398, L4532)", call="contract", level="Packet",
             mapping=repr(out_packet), axis=axes_text(out_packet) or axes_text(packet),
             fix=f'reduce at least pairs: OutPacket m["{packet.stride(max(2, packet.size // ce.resize_columns))}"]')
-    return ContractPlan(dtype, out_dtype, packet.size, found, tree, columns, out_packet.size)
+    return ContractPlan(dtype, out_dtype, packet.size, found, tree, columns, out_packet.size, reduce_op)
 
 
 def contract_cycles(p: ContractPlan, steps: int) -> tuple[int, int]:

@@ -1,8 +1,8 @@
 """The TRF Sequencer's read, as the Aligner snapshots it (manual L4035–4100, L4063–4070).
 
 :func:`read_window` is the reference: the TRF elements ``lo .. hi - 1`` of a tensor, per Row, at every valid
-``(Chip, Cluster, Slice)`` position, one element address at a time (outside the tensor's Element, or at its
-padding, the values are poison).  The faster reads are registered fast paths
+``(Chip, Cluster, Slice)`` position, one element address at a time (outside the tensor's Element the values
+are poison; at its padding, what the load wrote there).  The faster reads are registered fast paths
 (:mod:`visa.engines.contraction.fast_window`, :mod:`visa.fastpaths`).
 """
 
@@ -26,7 +26,9 @@ def read_window(dtype: type[dt.Scalar], rows: int, element: Mapping, bit_offset:
                 valid: npt.NDArray[np.bool_], lo: int, hi: int) -> TrfWindow:
     """The elements ``lo .. hi - 1`` of a TRF tensor of ``dtype`` (``rows`` Rows, ``element`` its Element, element
     0 at bit ``bit_offset`` of a row) in each chip's TRF image (``images``), at the ``valid`` positions (in
-    ``flatnonzero`` order), per Row: :class:`~visa.engines.contraction.compute.TrfWindow`."""
+    ``flatnonzero`` order), per Row: :class:`~visa.engines.contraction.compute.TrfWindow`.  Outside the Element the
+    values are poison; at its padding, what the load wrote there (the zero dummies ``1z`` of a masked load are
+    known zeros, L3771; issue 27 item 2)."""
     from visa.engines.contraction import fast_window  # (the fast paths of this read; it imports this module)
 
     fast = fast_window.read_window(dtype, rows, element, bit_offset, images, valid, lo, hi)
@@ -34,7 +36,6 @@ def read_window(dtype: type[dt.Scalar], rows: int, element: Mapping, bit_offset:
         return fast
     idx = np.arange(lo, hi, dtype=np.int64)
     inside = (idx >= 0) & (idx < element.size)
-    held = inside & np.asarray(element.evaluate(np.where(inside, idx, 0)).valid)
     bits = bit_offset + np.where(inside, idx, 0) * dtype.image_bits
     chips, ks, ss = np.nonzero(valid)
     values = np.zeros((len(chips), rows, idx.size), dtype=dtype.storage)
@@ -45,7 +46,7 @@ def read_window(dtype: type[dt.Scalar], rows: int, element: Mapping, bit_offset:
         on = np.zeros(image.lead_shape, dtype=bool)  # every Row of the valid slices, in (cluster, slice, row) order
         on[ks[sel], ss[sel], :rows] = True
         v, k = load(dtype, UnitSelection(image, on), bits)
-        k = k.reshape(len(sel), rows, idx.size) & held
+        k = k.reshape(len(sel), rows, idx.size) & inside
         values[sel] = np.where(k, v.reshape(len(sel), rows, idx.size), np.zeros((), dtype=dtype.storage))
         known[sel] = k
     return TrfWindow(values, known, lo)

@@ -21,8 +21,8 @@ holds, in another layout.  Three pure functions do the work, the runtime and the
 
 The engine knows nothing of tensor handles or contexts: the moves users call (``host.to_hbm``,
 ``hbm.to_dm``, ... in :mod:`visa.tensors.moves`) check the source is still readable, plan, allocate the
-destination, poison its bytes, execute, and record the operation on the schedule.  SPM is refused: the
-manual gives no capacity or addressing (L2942–2947).
+destination, poison its bytes, execute, and record the operation on the schedule.  SPM is not a medium
+of this planner: SPM tensors move by their own engine (:mod:`visa.engines.spm`, L2942–2947).
 
 >>> from visa import AxisSet, RNGD, i8
 >>> ax = AxisSet(N=4, C=3, H=8, W=8)                                      # manual L2431-2464

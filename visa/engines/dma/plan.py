@@ -96,9 +96,9 @@ def _check_media(hw: HardwareProfile, dtype: type[dt.Scalar], src: Side, dst: Si
     for side in (src, dst):
         if side.medium == "spm":
             raise UnsupportedFeatureError(
-                "SPM is not modelled: the manual gives its bandwidth but not its capacity, addressing or banks "
-                "(\"work in progress\", L2942–2947), and no SPM tensor type", call=call,
-                fix="move between HBM and DM directly (L2357–2359)")
+                "this DMA planner moves HBM and DM; SPM (4 KiB per PE, L2942–2947) has its own moves with its "
+                "own placement rules (visa.engines.spm)", call=call,
+                fix="stage into SPM with `dm.to_spm(...)` and back with `spm.to_dm(...)`")
         if side.medium not in MEDIA:
             raise UnsupportedFeatureError(
                 f"a DMA moves between HBM, DM and SPM (L2386–2389), not {side.medium.upper()}", call=call,

@@ -49,8 +49,8 @@ ExecIds = npt.NDArray[np.uint8]
 def plan_branch(hw: HardwareProfile, mode: Any, dtype: str) -> None:
     """``vector_intra_slice_branch(mode)``'s rules (L4793–4802) on a ``dtype`` (``"i32"``/``"f32"``) stream: a
     :class:`BranchMode`; ``Comparison`` takes 1..``branch_comparators`` comparisons of the stream's dtype;
-    ``Vrf`` takes an i32 VRF tensor (the branch log, L4802); ``ValidCount`` has no ExecutionIds the manual
-    defines.  Pure (the stream and the mypy plugin call it)."""
+    ``Vrf`` takes an i32 VRF tensor (the branch log, L4802); ``ValidCount`` takes nothing (its ids come from the
+    stream's own validity, L4800).  Pure (the stream and the mypy plugin call it)."""
     call = "vector_intra_slice_branch"
     if not isinstance(mode, BranchMode):
         raise TypestateError(f"parameter mode of vector_intra_slice_branch takes a BranchMode, got {mode!r}", call=call,
@@ -81,9 +81,11 @@ def plan_branch(hw: HardwareProfile, mode: Any, dtype: str) -> None:
                                  fix="write the ids with .to_vrf(Element, address) (e.g. in ctx.sub) and pass it")
         check_branch_log_dtype(dtype_name(ids.dtype), call, ids.mapping("Element"))
         return
-    raise UnsupportedFeatureError(f"BranchMode.{mode.name}: the manual defines no ExecutionIds for it (the Valid "
-                                  "Count Generator's tags feed the reducer)", call=call, line=4800,
-                                  fix="use Unconditional, AxisToggle, Comparison or Vrf(ids)")
+    if mode.name == "ValidCount":
+        return
+    raise UnsupportedFeatureError(f"BranchMode.{mode.name} is not a branch mode of the Branch stage (L4796–4802)",
+                                  call=call, line=4796, fix="use Unconditional, AxisToggle, ValidCount, Comparison "
+                                                            "or Vrf(ids)")
 
 
 def check_branch_log_dtype(ids_dtype: str, call: str = "vector_intra_slice_branch", element: Any = None) -> None:
@@ -121,6 +123,8 @@ def branch_ids(hw: HardwareProfile, mode: BranchMode, layout: StreamLayout, valu
     if mode.name == "AxisToggle":
         return _toggle_ids((layout.chip, layout.cluster, layout.slice, layout.time, layout.packet), mode.axis or "",
                            group_bit)
+    if mode.name == "ValidCount":
+        return _valid_count_ids((layout.chip, layout.cluster, layout.slice, layout.time, layout.packet), group_bit)
     if mode.name == "Comparison":
         ids = np.zeros(values.shape, dtype=np.uint8)
         for bit, c in enumerate(mode.comparisons):
@@ -138,6 +142,17 @@ def _toggle_ids(maps: tuple[Any, ...], axis: str, group_bit: int) -> ExecIds | N
     if axis not in coords:
         return None
     ids: ExecIds = ((coords[axis] % 2).astype(np.uint8) << group_bit).astype(np.uint8)
+    ids.flags.writeable = False
+    return ids
+
+
+@cached(8)
+def _valid_count_ids(maps: tuple[Any, ...], group_bit: int) -> ExecIds:
+    """The ValidCount ExecutionIds of a stream layout (L4800): the Valid Count Generator counts each packet's valid
+    lanes, so a lane holding an element is in group Zero (id 0) and a padding lane in group One (the group bit,
+    L4795): valid lanes and padding fall in different groups (design API.md §8).  Data-independent (read-only)."""
+    _coords, valid = joint_eval(maps)
+    ids: ExecIds = ((~np.asarray(valid, dtype=bool)).astype(np.uint8) << group_bit).astype(np.uint8)
     ids.flags.writeable = False
     return ids
 
@@ -391,7 +406,8 @@ Step = Callable[[Arr, npt.NDArray[np.bool_], int], tuple[Arr, npt.NDArray[np.boo
 
 def carry_scan(fn: Callable[..., Arr], args_mode: tuple[int, ...], stream: Arr, known: npt.NDArray[np.bool_],
                exec_id: ExecIds | None, read: frozenset[int], write: frozenset[int], fold: int = 1,
-               after: Sequence[Step] = ()) -> tuple[Arr, npt.NDArray[np.bool_]]:
+               after: Sequence[Step] = (), initial: tuple[Arr, npt.NDArray[np.bool_]] | None = None
+               ) -> tuple[Arr, npt.NDArray[np.bool_]]:
     """An op whose operand is the carried register, the elementwise ``after`` steps of the chain, then
     ``WriteOperand(write)`` (L8708–8721).
 
@@ -400,7 +416,8 @@ def carry_scan(fn: Callable[..., Arr], args_mode: tuple[int, ...], stream: Arr, 
     ``after`` steps follow; then an element whose id is in ``write`` stores the result in the register.  The
     register starts unwritten: a read of it gives an unknown (poison) result.  A lane is a lane of the Way8
     flit: after a split (``fold = 2``) time steps 2t and 2t + 1 are the two halves of one flit, and each half
-    keeps its own registers (L4864).
+    keeps its own registers (L4864).  ``initial`` is the register a previous pass left (``(Chip, Cluster, Slice,
+    Way8 lane)`` values and known, :func:`final_register`): it survives from one pass to the next.
     """
     ids = np.zeros(stream.shape, np.uint8) if exec_id is None else exec_id
     # time-major copies, so that each step reads and writes contiguous slices
@@ -411,6 +428,8 @@ def carry_scan(fn: Callable[..., Arr], args_mode: tuple[int, ...], stream: Arr, 
     c, k, sl, steps, lanes = stream.shape
     reg = np.zeros((c, k, sl, lanes * fold), dtype=stream.dtype)
     reg_k = np.zeros((c, k, sl, lanes * fold), dtype=bool)
+    if initial is not None:
+        reg[...], reg_k[...] = initial
     out: Arr | None = None
     out_k = np.zeros(xks.shape, dtype=bool)
     arg_set = sorted(set(args_mode))
@@ -441,10 +460,12 @@ def carry_scan(fn: Callable[..., Arr], args_mode: tuple[int, ...], stream: Arr, 
 
 
 def carry_fill(values: Arr, known: npt.NDArray[np.bool_], exec_id: ExecIds | None, write: frozenset[int],
-               fold: int = 1) -> tuple[Arr, npt.NDArray[np.bool_]]:
+               fold: int = 1, initial: tuple[Arr, npt.NDArray[np.bool_]] | None = None
+               ) -> tuple[Arr, npt.NDArray[np.bool_]]:
     """The register each element sees after ``WriteOperand(write)`` ran at its own time step (a read later
-    in the pipeline, L8708–8721): per lane, the last value written at this or an earlier step (unknown
-    before the first write); lanes are Way8 lanes (``fold`` as in :func:`carry_scan`)."""
+    in the pipeline, L8708–8721): per lane, the last value written at this or an earlier step (before the first
+    write, what a previous pass left, ``initial``, else unknown); lanes are Way8 lanes (``fold`` as in
+    :func:`carry_scan`)."""
     shape = values.shape
     values, known = _fold(values, fold), _fold(known, fold)
     ids = np.zeros(values.shape, np.uint8) if exec_id is None else _fold(exec_id, fold)
@@ -455,4 +476,16 @@ def carry_fill(values: Arr, known: npt.NDArray[np.bool_], exec_id: ExecIds | Non
     idx = np.maximum(last, 0)
     got = np.take_along_axis(values, idx, axis=3)
     got_k = np.take_along_axis(known, idx, axis=3) & (last >= 0)
+    if initial is not None:
+        before = last < 0
+        got = np.where(before, initial[0][:, :, :, None, :], got)
+        got_k = np.where(before, initial[1][:, :, :, None, :], got_k)
     return _unfold(got, shape), _unfold(got_k, shape)
+
+
+def final_register(seen: Arr, seen_known: npt.NDArray[np.bool_], fold: int = 1
+                   ) -> tuple[Arr, npt.NDArray[np.bool_]]:
+    """The register each Way8 lane holds when the pass ends (``(Chip, Cluster, Slice, lane)``): what
+    :func:`carry_fill` says the last time step sees.  It survives into the next pass of the context (issue 27)."""
+    v, k = _fold(seen, fold), _fold(seen_known, fold)
+    return np.ascontiguousarray(v[:, :, :, -1, :]), np.ascontiguousarray(k[:, :, :, -1, :])

@@ -376,8 +376,8 @@ class BranchMode:
 
     ``Unconditional`` gives 0; ``AxisToggle(axis)`` gives group ``index % 2`` (the group is bit 3);
     ``Comparison([c0, c1, c2, c3])`` sets bit i when comparison i holds; ``Vrf(ids)`` reads each element's
-    ExecutionId from the i32 VRF tensor ``ids`` (the branch log, L4802, L8090–8099); ``ValidCount`` is refused
-    (the manual defines no ExecutionIds for it; docs/manual-notes.md).
+    ExecutionId from the i32 VRF tensor ``ids`` (the branch log, L4802, L8090–8099); ``ValidCount`` (the Valid
+    Count Generator, L4800) puts the lanes that hold an element in group Zero and the padding lanes in group One.
     """
 
     name: str

@@ -31,6 +31,7 @@ from visa.engines.vector.elementwise import (
     carry_fill,
     carry_scan,
     check_constant,
+    final_register,
     id_mask,
     kind_of,
     plan_branch,
@@ -508,15 +509,30 @@ class _Stash(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
                            None if pending is None else pending.dtype, dtype)
         ids = self.ve.exec_id
         data = self.data
+        fold = self._fold()
+        initial = _surviving(self.ctx.memory.operand_registers.get(self.tu.kind), self.data.values.shape, dtype, fold)
         if pending is not None:
             vals, known = carry_scan(pending.fn, pending.args, pending.data.values, pending.data.known, ids,
-                                     pending.read, write.branch, self._fold(), pending.after)
+                                     pending.read, write.branch, fold, pending.after, initial)
             data = StreamData(vals, known)
-        fold, written = self._fold(), StreamData(data.values, data.known)
-        carry = Carry(dtype, self.layout.time, self.layout.packet,
-                      functools.cache(lambda: carry_fill(written.values, written.known, ids, write.branch, fold)))
+        written = StreamData(data.values, data.known)
+        seen = carry_fill(written.values, written.known, ids, write.branch, fold, initial)
+        # the register survives the pass: the next pass of this context reads it before its own write (L8708–8721)
+        self.ctx.memory.operand_registers[self.tu.kind] = (dtype, *final_register(*seen, fold))
+        carry = Carry(dtype, self.layout.time, self.layout.packet, functools.cache(lambda: seen))
         ve = replace(self.ve, carry=carry, pending=None, ops=(*self.ve.ops, repr(write)))
         return self.advance(type(self), self.layout, StreamData(data.values, data.known), ve)
+
+
+
+
+def _surviving(saved: tuple[str, Any, Any] | None, shape: tuple[int, ...], dtype: str, fold: int
+               ) -> tuple[Any, Any] | None:
+    """The operand register an earlier pass of the context left (``saved``), when it holds ``dtype`` for a stream of
+    ``shape`` (its slices and Way8 lanes); else None (unwritten: a read of it is poison)."""
+    if saved is None or saved[0] != dtype or saved[1].shape != (*shape[:3], shape[4] * fold):
+        return None
+    return saved[1], saved[2]
 
 
 # ------------------------------------------------------------------------------------------------ stages

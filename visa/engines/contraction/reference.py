@@ -1,0 +1,114 @@
+"""The Reducer step by step, as the manual describes it (L4336–4548): the reference for the reduce-max mode.
+
+For each computed ``(Chip, Cluster, Slice)`` position, Row ``r`` and computation step ``t``::
+
+    A[t, p]    = the Stream Adapter's packet (the activation's step, repeated over the tiling steps)
+    W[r, t, p] = TRF_r[base + Σ_k digit_k(t) · stride_k + p mod reg_read]        (the TRF Sequencer, L4085–4100)
+    C[r, t, q] = op_{j < 2^n} A[t, q·2^n + j] · W[r, t, q·2^n + j]               (the tree, L4384–4392)
+    out        = op over the reduced Time digits of C                            (the accumulator, L4406–4434)
+
+with ``op`` the configuration's ``reduce_op``: ``+`` (reduce-add) or ``max`` (reduce-max, Row 0 only, L4393–4395,
+L4533).  Every operand is materialised: this is the plain reading of the configuration, used for reduce-max
+(whose arithmetic is no matrix product) and, in the tests, as the reference the fused products of
+:mod:`visa.engines.contraction.compute` are checked against for reduce-add.
+
+Products are exact (integers in float64, float types in float32: bf16 and fp8 products fit its significand);
+a product is unknown when one factor is unknown and the other is not a known zero (``1+1#`` contracted with
+``1+1z`` yields ``1``, L3771–3774), and an output is unknown when an operand of its ``op`` is.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from visa.engines.broadcast import TimeDigits, expand
+
+if TYPE_CHECKING:
+    from visa.engines.contraction.aligner import AlignPlan
+    from visa.engines.contraction.compute import TrfWindow
+    from visa.engines.contraction.reducer import ContractPlan
+
+__all__ = ["run", "step_addresses"]
+
+Array = npt.NDArray[Any]
+BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int64]
+
+#: Batch positions computed at once (bounds the materialised operands).
+_CHUNK = 1 << 22
+
+
+def step_addresses(align: AlignPlan) -> IntArray:
+    """The TRF element each computation step's read starts at: ``base + Σ_k digit_k(t) · stride_k`` (entries
+    outermost first, L4169–4175)."""
+    t = np.arange(align.out_time, dtype=np.int64)
+    addr = np.full(align.out_time, align.base, dtype=np.int64)
+    inner = align.out_time
+    for e in align.entries:
+        inner //= e.size
+        addr += ((t // inner) % e.size) * e.stride
+    return addr
+
+
+def _reduce(x: Array, known: BoolArray, axes: tuple[int, ...], op: str) -> tuple[Array, BoolArray]:
+    if not axes:
+        return x, known
+    k: BoolArray = np.asarray(known.all(axis=axes))
+    if op == "Max":
+        return np.asarray(x.max(axis=axes)), k
+    return np.asarray(x.sum(axis=axes, dtype=x.dtype)), k
+
+
+def run(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int, bool]], act: Array,
+        act_known: BoolArray, window: TrfWindow, batch: IntArray, out_tail: list[str], keep_all_time: bool,
+        act_digits: TimeDigits = ()) -> tuple[Array, BoolArray]:
+    """Values (in float64 for integer outputs, float32 for float ones) and known-mask over ``(b, <kept Time
+    digits>, *out_tail)`` for the batch positions ``batch`` — the shapes of
+    :func:`visa.engines.contraction.compute._run`, whose callers lay them out."""
+    ctype: type[np.floating[Any]] = np.float64 if contract.out_dtype.kind == "int" else np.float32
+    if any(rep for _, rep in act_digits):
+        act = expand(act, act_digits).reshape(*act.shape[:3], align.act_time, *act.shape[4:])
+        act_known = expand(act_known, act_digits).reshape(act.shape)
+    flat = act.reshape(-1, *act.shape[3:])
+    flat_known = act_known.reshape(flat.shape)
+    rr = align.rr_elements
+    idx = step_addresses(align)[:, None] + np.arange(align.out_packet, dtype=np.int64)[None, :] % rr - window.lo
+    sizes = [s for s, _ in segments] or [align.out_time]
+    kept = [k or keep_all_time for _, k in segments] or [True]
+    reduced = tuple(2 + k for k, flag in enumerate(kept) if not flag)  # (b, r, *sizes, q)
+    n, q = contract.group, contract.kept
+    per_b = align.rows * align.out_time * align.out_packet
+    step = max(1, _CHUNK // max(1, per_b))
+    outs, knowns = [], []
+    for start in range(0, len(batch), step):
+        rows = slice(start, min(start + step, len(batch)))
+        ids = np.arange(rows.start, rows.stop, dtype=np.int64)
+        a = np.repeat(flat[batch[rows]], align.tiles, axis=1).astype(ctype)  # (b, t, p)
+        ka = np.repeat(flat_known[batch[rows]], align.tiles, axis=1)
+        pos = ids % window.period if window.period else ids
+        w = window.values[pos][:, :, idx].astype(ctype)  # (b, r, t, p)
+        kw = np.broadcast_to(window.known[pos][:, :, idx], w.shape)
+        prod = a[:, None] * w
+        known = (ka[:, None] & kw) | (ka[:, None] & (a[:, None] == 0)) | (kw & (w == 0))
+        # the tree: groups of 2^n products (L4384–4392), the first `kept` columns carried on (L4440)
+        tree: tuple[int, ...] = (len(ids), align.rows, align.out_time, contract.columns, n)
+        c, kc = _reduce(prod.reshape(tree), known.reshape(tree), (4,), contract.reduce_op)
+        c, kc = c[..., :q], kc[..., :q]
+        # the accumulator: the reduced Time digits (L4406–4434)
+        acc: tuple[int, ...] = (len(ids), align.rows, *sizes, q)
+        c, kc = _reduce(c.reshape(acc), kc.reshape(acc), reduced, contract.reduce_op)
+        keep = [s for s, f in zip(sizes, kept, strict=True) if f]
+        c = c.reshape(len(ids), align.rows, math.prod(keep), q)
+        kc = kc.reshape(c.shape)
+        order = [0, 2, *(1 if lab == "r" else 3 for lab in out_tail)]
+        outs.append(c.transpose(order))
+        knowns.append(kc.transpose(order))
+    if not outs:
+        empty = np.zeros((0, 1, *(align.rows if lab == "r" else q for lab in out_tail)), dtype=ctype)
+        return empty, np.zeros(empty.shape, dtype=bool)
+    return np.concatenate(outs), np.concatenate(knowns)
