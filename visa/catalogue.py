@@ -224,7 +224,9 @@ def _example(code: str, cls: str, snippet: Snippet) -> list[str]:
     import difflib
 
     failing, fixed = snippet.failing.strip("\n").splitlines(), snippet.fixed.strip("\n").splitlines()
-    diff = list(difflib.unified_diff(failing, fixed, "fails", "fixed", n=1, lineterm=""))[2:]
+    hunks = list(difflib.unified_diff(failing, fixed, "fails", "fixed", n=1, lineterm=""))[2:]
+    diff = [("…" if k else "") if ln.startswith("@@") else ln for k, ln in enumerate(hunks)]
+    diff = [ln for ln in diff if ln]
     return [f"<a id=\"{code}-example\"></a>", f"#### {code}: `{cls}`", "", "```python", *failing, "```", "",
             "```diff", *diff, "```", ""]
 

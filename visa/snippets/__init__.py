@@ -3,13 +3,15 @@
 
 Keyed by the diagnostic's *site key* (:func:`visa.diagnostics.site_key`), not its code, so that renumbering
 codes never detaches a snippet.  ``tests/test_snippets.py`` runs every pair: the failing one must raise exactly
-its site's code, the fixed one must run.  Each snippet is a whole program (imports included); the kernels are
-one one-chip kernel, or one pass over a DM tensor, with a line or two changed (:mod:`visa.snippets.base`).
+its site's code, the fixed one must run.  Each snippet is a whole program (imports included); most are one
+one-chip kernel, one pass over a DM tensor, or the manual's dot product, with a line or two changed
+(:mod:`visa.snippets.base`).
 """
 
 from __future__ import annotations
 
 from visa.snippets.base import Snippet
+from visa.snippets.contraction import CONTRACTION
 from visa.snippets.host import HOST
 from visa.snippets.kernels import KERNELS
 from visa.snippets.mappings import MAPPINGS
@@ -19,4 +21,4 @@ from visa.snippets.values import VALUES
 __all__ = ["Snippet", "SNIPPETS"]
 
 #: site key → the failing and the fixed program.
-SNIPPETS: dict[str, Snippet] = {**MAPPINGS, **VALUES, **HOST, **KERNELS, **STREAMS}
+SNIPPETS: dict[str, Snippet] = {**MAPPINGS, **VALUES, **HOST, **KERNELS, **STREAMS, **CONTRACTION}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Snippet", "kernel", "stream", "module", "KERNEL_LINES", "STREAM_LINES", "VECTOR", "VE"]
+__all__ = ["Snippet", "kernel", "stream", "dot", "module", "KERNEL_LINES", "STREAM_LINES", "DOT_LINES", "VECTOR", "VE"]
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,46 @@ def stream(failing: dict[str, str], fixed: dict[str, str] | None = None) -> Snip
     """One Tensor Unit pass over a DM tensor (no kernel, no DMA), with ``failing``'s lines replaced, and with
     ``fixed``'s (the unchanged pass by default)."""
     return Snippet(_STREAM.format(**(STREAM_LINES | failing)), _STREAM.format(**(STREAM_LINES | (fixed or {}))))
+
+
+_DOT = '''
+from visa import AccumulationKind, Context, DmTensor, TrfAddress, axes, bf16, m
+{imports}
+axes(A=2048)
+ctx = Context.acquire()
+lhs = DmTensor(ctx, bf16, m["1"], m["1 # 2"], m["1 # 256"], m["A"], 0)
+rhs = DmTensor(ctx, bf16, m["1"], m["1 # 2"], m["1 # 256"], m["A"], 1 << 12)
+trf = (ctx.sub.begin(rhs.view())
+       .fetch(bf16, m["1"], m["A"])
+       .collect(m["A / 16"], m["A % 16"])
+       {to_trf})
+({begin}
+ .fetch(bf16, m["1"], m["A"])
+ .collect(m["A / 16"], m["A % 16"])
+ {align}
+ {contract}
+ {accumulate}
+ {cast}
+ {commit})
+'''
+
+#: The lines of the dot-product snippet (:func:`dot`, the manual's second program, L301–377).
+DOT_LINES: dict[str, str] = {
+    "imports": "",
+    "to_trf": '.to_trf(m["1"], m["A"], TrfAddress.Full)',
+    "begin": "ctx.main.begin(lhs.view())",
+    "align": '.align(m["A / 32"], m["A % 32"], trf)',
+    "contract": '.contract(m["1"])',
+    "accumulate": '.accumulate(m["1"], m["1 # 8"], AccumulationKind.Interleaved)',
+    "cast": '.cast(bf16, m["1 # 16"])',
+    "commit": '.commit(m["1 # 8"], 1 << 13)',
+}
+
+
+def dot(failing: dict[str, str], fixed: dict[str, str] | None = None) -> Snippet:
+    """The manual's dot product over two DM tensors (the TRF loaded by the sub context, the main context's
+    align, contract, accumulate and cast), with ``failing``'s lines replaced, and with ``fixed``'s."""
+    return Snippet(_DOT.format(**(DOT_LINES | failing)), _DOT.format(**(DOT_LINES | (fixed or {}))))
 
 
 def kernel(failing: dict[str, str], fixed: dict[str, str] | None = None) -> Snippet:

@@ -14,6 +14,12 @@ def _host(failing: str, fixed: str) -> Snippet:
     return module(_HOST, failing, fixed)
 
 
+_HBM = ("from visa import Context, HostTensor, axes, i32, m\n\naxes(A=8, R=2, C=4)\nctx = Context.acquire()\n"
+        'x = HostTensor.zeros(i32, m["A"]).to_hbm(m["1"], m["A"], ctx.pdma, 0)')
+_RELABELLED = 'y = x.relabel(Element=m["R, C"])   # the 8 elements seen as 2 x 4'
+_SCALAR = "from visa import Context, HbmScalar, i32, u32\n\nctx = Context.acquire()"
+_THREE = "n = HbmScalar.from_host(ctx, 3, i32, 0)"
+
 #: site key → the failing and the fixed program.
 HOST: dict[str, Snippet] = {
     "dtypes.scalar DtypeError: unknown element type known": module(
@@ -42,6 +48,17 @@ HOST: dict[str, Snippet] = {
         'print(hbm.to_host(m["A"], ctx.pdma).numpy())',
         'hbm = HostTensor.zeros(i32, m["A"]).to_hbm(m["1"], m["A"], ctx.pdma, 0)\n'
         'print(hbm.to_host(m["A"], ctx.pdma).numpy())'),
+    "handles.DeviceTensor.relabel LayoutError: has size but has": module(
+        _HBM, 'y = x.relabel(Element=m["R, C # 8"])   # 16 positions for 8 elements', _RELABELLED),
+    "handles.DeviceTensor.relabel LayoutError: has no level levels": module(
+        _HBM, 'y = x.relabel(Slice=m["R, C"])   # an HBM tensor has Chip and Element', _RELABELLED),
+    "scalar.HbmScalar.from_host AddressError: address is not a": module(
+        _SCALAR, "n = HbmScalar.from_host(ctx, 3, i32, 2)", _THREE),
+    "scalar.check_scalar_value DtypeError: is outside 's range": module(
+        _SCALAR, "n = HbmScalar.from_host(ctx, -1, u32, 0)", "n = HbmScalar.from_host(ctx, -1, i32, 0)"),
+    "scalar._Arith.__bool__ TypestateError: is a device value": module(
+        _SCALAR, _THREE + "\nif n > 0:   # the host cannot read a device value\n    pass",
+        _THREE + "\nif ctx.main.when(n > 0):   # a runtime guard on the device\n    pass"),
     "validate.wrong_type WrongTypeError: parameter must be got": _host(
         'x = HostTensor.from_numpy(np.zeros(4), m["A"], f32)   # the element type comes first',
         'x = HostTensor.from_numpy(np.zeros(4), f32, m["A"])'),

@@ -20,8 +20,12 @@ def _vector(ops: str, fixed_ops: str) -> Snippet:
                   {"imports": VE, "vector": VECTOR.format(ops=fixed_ops)})
 
 
-#: the stream in pairs of elements (each padded to a 32-byte flit)
-_PAIRS = '.fetch(i32, m["A % 8 / 2"], m["A % 2 # 8"])'
+def _pairs(element: str) -> dict[str, str]:
+    """The stream in pairs of elements (each padded to a 32-byte flit), committed with Element ``element``."""
+    return {"fetch": '.fetch(i32, m["A % 8 / 2"], m["A % 2 # 8"])',
+            "collect": '.collect(m["A % 8 / 2"], m["A % 2 # 8"])', "commit": f".commit({element}, 1 << 12)"}
+
+
 _HBM = ("from visa import Context, HostTensor, axes, i32, m\n\naxes(A=8, B=4)\nctx = Context.acquire()\n"
         'x = HostTensor.zeros(i32, m["A, B"]).to_hbm(m["1"], m["A, B"], ctx.pdma, 0)')
 _ADD = "\n           .vector_fxp(FxpBinaryOp.AddFxp, {})"
@@ -37,6 +41,7 @@ KERNELS: dict[str, Snippet] = {
     # launching
     "context.launch TypestateError: is not a device": kernel({"device": "# no @device"}),
     "context.device VisaError: a kernel runs on": kernel({"device": "@device(chip=0)"}),
+    "context.launch HardwareLimitError: the kernel needs chips": kernel({"device": "@device(chip=16)"}),
     "context.check_argument_chips LayoutError: spans chip s the": kernel(
         {"to_device": 'x.to_hbm(m["1 # 2"], m["A"], ctx.pdma, 0)'}),
     "device.dma_device TypestateError: takes ctx the got": kernel(
@@ -60,6 +65,17 @@ KERNELS: dict[str, Snippet] = {
     "layout.tile_offset LayoutError: a tile of from": kernel(
         {"to_dm": _dm() + '\n    half = dm.view().tile(m["A % 8"], 4, m["A % 8 = 4"], 6)   # elements 6..9 of 8'},
         {"to_dm": _dm() + '\n    half = dm.view().tile(m["A % 8"], 4, m["A % 8 = 4"], 4)'}),
+    "layout.check_placement HardwareLimitError: chip size must equal": kernel(
+        {"before": 'copy = x.to_hbm(m["1 # 2"], m["A"], ctx.tdma, 1 << 20)   # two chips in a one-chip kernel\n    '},
+        {"before": 'copy = x.to_hbm(m["1"], m["A"], ctx.tdma, 1 << 20)\n    '}),
+    "layout.check_placement HardwareLimitError: element holds bytes more": module(
+        "from visa import Context, DmTensor, axes, i32, m\n\naxes(A=1 << 18)\nctx = Context.acquire()",
+        'd = DmTensor(ctx, i32, m["1"], m["1 # 2"], m["1 # 256"], m["A"], 0)   # 1 MiB in one slice\'s 512 KiB',
+        'd = DmTensor(ctx, i32, m["1"], m["1 # 2"], m["A / 1024 # 256"], m["A % 1024"], 0)   # 4 KiB a slice'),
+    "layout.check_placement HardwareLimitError: row size must be": module(
+        "from visa import Context, TrfAddress, TrfTensor, axes, i32, m\n\naxes(A=16)\nctx = Context.acquire()",
+        't = TrfTensor(ctx, i32, m["1"], m["1 # 2"], m["1 # 256"], m["A"], m["1"], TrfAddress.Full)   # 16 Rows',
+        't = TrfTensor(ctx, i32, m["1"], m["1 # 2"], m["1 # 256"], m["A / 2"], m["A % 2"], TrfAddress.Full)'),
     # DMA
     "plan._check_holds LayoutError: does not hold every": kernel(
         {"to_hbm": 'out.to_hbm(m["A % 8"], ctx.tdma, 1 << 28)   # the HBM tensor must hold all of A'}),
@@ -92,17 +108,11 @@ KERNELS: dict[str, Snippet] = {
     "commit._configure LayoutError: the write sequencer would": kernel({"commit": '.commit(m["1"], 1 << 12)'}),
     "commit._check_addresses LayoutError: the element holds but": kernel({"commit": '.commit(m["A % 16"], 1 << 12)'}),
     "commit._configure HardwareLimitError: commit_size gcd contiguous_sram_access_size b": kernel(
-        {"fetch": _PAIRS, "collect": _PAIRS.replace("fetch(i32, ", "collect("),
-         "commit": '.commit(m["A % 2, A % 8 / 2"], 1 << 12)'},
-        {"fetch": _PAIRS, "collect": _PAIRS.replace("fetch(i32, ", "collect("),
-         "commit": '.commit(m["A % 8 / 2, A % 2"], 1 << 12)'}),
+        _pairs('m["A % 2, A % 8 / 2"]'), _pairs('m["A % 8 / 2, A % 2"]')),
     "fetch._plan DtypeError": kernel(
         {"imports": "from visa import f32\n", "fetch": '.fetch(f32, m["1"], m["A % 8"])   # no i32 → f32 fetch cast'}),
     "commit._check_addresses HardwareLimitError: every commit sequencer stride": kernel(
-        {"fetch": _PAIRS, "collect": _PAIRS.replace("fetch(i32, ", "collect("),
-         "commit": '.commit(m["A % 8 / 2, A % 2 # 3"], 1 << 12)'},
-        {"fetch": _PAIRS, "collect": _PAIRS.replace("fetch(i32, ", "collect("),
-         "commit": '.commit(m["A % 8 / 2, A % 2"], 1 << 12)'}),
+        _pairs('m["A % 8 / 2, A % 2 # 3"]'), _pairs('m["A % 8 / 2, A % 2"]')),
     # memory lifetimes
     "registry.Registry.check_live StaleTensorError: was freed free its": kernel(
         {"before": _DM0 + "dm0.free()\n    ", "to_dm": "dm0"}, {"before": _DM0, "to_dm": "dm0"}),

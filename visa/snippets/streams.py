@@ -38,12 +38,24 @@ _CAST = {"imports": "from visa import bf16\n", "dtype": "f32", "fetch": '.fetch(
 _E = 'e = DmTensor(ctx, i32, m["1"], m["1 # 2"], {slice_}, {element}, 8192)   # a second tensor\n'
 
 
-def _interleave(axis: str, slice_: str = 'm["A / 8"]', element: str = 'm["A % 8"]') -> dict[str, str]:
-    """Two tensors fetched alternately along ``axis`` (L1843–1868)."""
-    return {"imports": "axes(I=2, J=3)\n", "before": _E.format(slice_=slice_, element=element),
+def _interleave(axis: str, slice_: str = 'm["A / 8"]', element: str = 'm["A % 8"]', time: str = "",
+                packet: str = 'm["A % 8"]') -> dict[str, str]:
+    """Two tensors fetched alternately along ``axis`` (L1843–1868), Time ``time`` (the axis by default)."""
+    time = time or f'm["{axis}"]'
+    return {"axes": ", I=2, J=3", "before": _E.format(slice_=slice_, element=element),
             "begin": f'ctx.main.begin_interleaved(m["{axis}"], d.view(), e.view())',
-            "fetch": f'.fetch(i32, m["{axis}"], m["A % 8"])', "collect": f'.collect(m["{axis}"], m["A % 8"])',
+            "fetch": f".fetch(i32, {time}, {packet})", "collect": f".collect({time}, {packet})",
             "commit": f'.commit(m["{axis}, A % 8"], 1 << 12)'}
+
+
+# two-group mode (L5154-5249): two interleaved tensors, unzipped by I into two groups and zipped back by an add
+_PAIR = _interleave("I") | {"imports": _VE, "commit": '.commit(m["A % 8"], 1 << 12)'}
+_ZIP = ('\n .vector_init()\n .vector_intra_slice_unzip("{axis}", m["1 # 2"], m["1"])'
+        '\n .vector_fxp_zip(FxpBinaryOp.AddFxp){ops}\n .vector_final()')
+
+
+def _two_group(ops: str, axis: str = "I") -> dict[str, str]:
+    return _PAIR | {"vector": _ZIP.format(axis=axis, ops=ops)}
 
 
 _VRF = ("from visa import VrfTensor\n" + _VE,
@@ -86,10 +98,22 @@ STREAMS: dict[str, Snippet] = {
         _F32, '\n .vector_trim_way4(m["A % 4"])' + _ADD_F + _CONCAT, _SPLIT + _ADD_F + _CONCAT),
     "common.refuse_in_sub_context TypestateError: the sub context has": stream(
         _CAST | {"begin": "ctx.sub.begin(d.view())   # the sub context has no Cast Engine"}, _CAST),
+    "cast._plan HardwareLimitError: the holds elements bytes": stream(
+        _CAST | {"vector": '\n .cast(bf16, m["A % 8"])   # 8 bf16 = 16 bytes: a flit is 32',
+                 "commit": '.commit(m["A % 8"], 1 << 12)'}, _CAST),
     "cast._plan DtypeError": stream(_CAST | {"dtype": "i32", "fetch": '.fetch(i32, m["1"], m["A % 8"])'}, _CAST),
     "fetch._check_interleave_size LayoutError: the interleave axis must": stream(_interleave("J"), _interleave("I")),
     "fetch.plan_interleave LayoutError: interleaved tensors need identical": stream(
         _interleave("I", slice_='m["A % 256"]', element='m["A / 256"]'), _interleave("I")),
+    "fetch._plan LayoutError: the interleave axis selects": stream(
+        _interleave("I", time='m["1"]', packet='m["I, A % 8"]'), _interleave("I")),
+    "plan.plan_enter TypestateError: is unavailable after a": stream(
+        _two_group("\n .vector_filter(ValidBranchIds.of(0))"), _two_group("")),
+    "plan.plan_stash TypestateError: vector_stash is unavailable in": stream(
+        _two_group("\n .vector_stash()"), _two_group("")),
+    "plan.plan_unzip LayoutError: the grouping axis is": stream(
+        _two_group("", axis="J") | {"fetch": '.fetch(i32, m["I"], m["A % 8"])   # J is not in Time'},
+        _two_group("")),
     "plan.check_vrf_operand DtypeError: the vrf operand is": stream(
         {"imports": _VRF[0], "before": _VRF[1].format(dtype="f32"),
          "vector": _ve("\n .vector_fxp(FxpBinaryOp.AddFxp, v)   # an f32 operand for an i32 add")},
