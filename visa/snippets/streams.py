@@ -80,6 +80,20 @@ _REDUCE = ('\n .vector_split(m["R, A % 8 / 4"], m["A % 4"])\n'
            ' .vector_intra_slice_reduce("R", {otime}, m["A % 4"], IntraSliceReduceOpF32.Add){note}'
            '\n .vector_concat(m["1"], m["A % 8"])')
 
+# a sum over R of R × T rows: the reduce keeps one accumulator per Time step inside R (8 slots, L5278-5573)
+_SLOTS = ('\n .vector_split(m["{order}, A % 8 / 4"], m["A % 4"])\n'
+          ' .vector_intra_slice_reduce("R", m["T, A % 8 / 4"], m["A % 4"], IntraSliceReduceOpF32.Add)'
+          '\n .vector_concat(m["T"], m["A % 8"])')
+
+
+def _rows(order: str) -> dict[str, str]:
+    """R × T rows of 8 f32 in the order ``order`` (``"R, T"`` or ``"T, R"``), summed over R."""
+    return _ROWS4 | {"axes": ", R=4, T=16", "element": f'm["{order}, A % 8"]',
+                     "fetch": f'.fetch(f32, m["{order}"], m["A % 8"])',
+                     "collect": f'.collect(m["{order}"], m["A % 8"])',
+                     "vector": _ve(_SLOTS.format(order=order)), "commit": '.commit(m["T, A % 8"], 1 << 12)'}
+
+
 #: site key → the failing and the fixed program.
 STREAMS: dict[str, Snippet] = {
     "commit.check_view LayoutError: the view holds but": stream(
@@ -139,6 +153,8 @@ STREAMS: dict[str, Snippet] = {
     "intra._plan LayoutError: otime must be time": stream(   # sum over R (L5278-5573)
         _ROWS4 | {"vector": _ve(_REDUCE.format(otime='m["R"]', note="   # OTime still names R"))},
         _ROWS4 | {"vector": _ve(_REDUCE.format(otime='m["A % 8 / 4"]', note=""))}),
+    "intra._plan HardwareLimitError: accumulator slots required but": stream(
+        _rows("R, T"), _rows("T, R")),   # R outermost: 16 T steps × 2 halves inside it; R innermost: none
     "plan.check_op DtypeError: on a stream takes": _vector(
         _I32, "\n .vector_logic(LogicBinaryOpF32.BitAnd, 1)", "\n .vector_logic(LogicBinaryOpI32.BitAnd, 1)"),
 }
