@@ -1,6 +1,9 @@
 """A differential fuzzer of random kernels (issue 23; ARCHITECTURE principle 7): a seeded generator of small
 programs — host → HBM moves, HBM → DM DMAs with padding, slice and cluster broadcasts, offsets and tiles, DM → DM
-moves, streams with fetch, collect, an optional Vector Engine op, commit and commit_view — run three ways:
+moves, streams with fetch, collect, an optional Vector Engine op, commit and commit_view; streams through the
+Switch Engine (a slice transpose, L3264–3284); GEMMs through the TRF and the Contraction Engine (fetch → collect →
+align → contract → accumulate → commit, i8: exact); and programs on two chips (every tensor over both, a
+ChipShuffle DMA, L7541) — run three ways:
 
 (a) with the fast paths as the environment leaves them and with every fast path off (:func:`visa.fastpaths.disabled`):
     every step's outcome (done, or refused with the same error class and message), the memories' bytes and
@@ -10,9 +13,9 @@ moves, streams with fetch, collect, an optional Vector Engine op, commit and com
 (c) a refused step changes no byte and records no operation.
 
 Steps are drawn from legal shapes with random parameters; some of them are refused by the rules (a tile that does
-not fit, a commit into a layout that cannot hold the stream, ...), which (c) then checks.  ``KNOWN`` lists the
-issue-23 findings a check may still hit (fixed on another branch): a failure in such a step is recorded as known,
-not raised.  The budget: ``VISA_FUZZ_CASES`` programs (a few in ``make test``, many in ``make fuzz``).
+not fit, a commit into a layout that cannot hold the stream, ...), which (c) then checks.  Anything else fails the
+case: an error that is no refusal, a byte outside a footprint, a difference between the fast and the reference
+paths.  The budget: ``VISA_FUZZ_CASES`` programs (a few in ``make test``, many in ``make fuzz``).
 """
 
 from __future__ import annotations
@@ -27,7 +30,20 @@ from typing import Any
 
 import numpy as np
 
-from visa import AxisSet, BranchMode, Context, FxpBinaryOp, HostTensor, fastpaths, i8, i16, i32
+from visa import (
+    AccumulationKind,
+    AxisSet,
+    BranchMode,
+    Context,
+    FxpBinaryOp,
+    HostTensor,
+    SwitchConfig,
+    TrfAddress,
+    fastpaths,
+    i8,
+    i16,
+    i32,
+)
 from visa import dtypes as dt
 from visa.errors import VisaError
 from visa.tensors.handles import DmTensor
@@ -38,15 +54,8 @@ DM_LIMIT = 1 << 13
 #: Bytes of HBM the programs use.
 HBM_LIMIT = 1 << 15
 UNITS = 2 * 256
-
-#: Findings of issue 23 (fixed on the i23b branch) that a step may still show: ``(kind, check) -> finding``.
-KNOWN: dict[tuple[str, str], int] = {
-    ("h2d-padded-left", "refused-changed"): 5,  # a refusal after the write (left padding the source lacks)
-    ("h2d-padded-left", "bare-error"): 5,  # ... raised as a bare ValueError by the HBM cost model
-    ("dma-tile", "outside-footprint"): 1,  # a DMA into a tile whose padded part is innermost writes the padding
-    ("dma-slices", "outside-footprint"): 2,  # a DMA into some slices poisons the others' addresses
-}
-
+#: The GEMM steps' sizes: I rows over 2 slices, J columns (TRF rows), K the contracted axis (one 64-byte i8 packet).
+GEMM = {"I": 16, "J": 8, "K": 64}
 
 def budget(default: int) -> int:
     """Programs to run: ``VISA_FUZZ_CASES`` when set, else ``default``."""
@@ -69,26 +78,27 @@ class Outcome:
     dm: tuple[np.ndarray, np.ndarray] | None = None
     hbm: tuple[np.ndarray, np.ndarray] | None = None
     schedule: list[tuple[str, str, int, int]] = field(default_factory=list)
-    known_findings: list[tuple[int, str, str]] = field(default_factory=list)
 
 
 DTYPES = (i8, i16, i32)
 
 
 def program(seed: int) -> list[Step]:
-    """A random program of 3 to 7 steps (module docstring)."""
+    """A random program of 3 to 7 steps on one chip or two (module docstring)."""
     r = random.Random(seed)
     dtype = r.choice(DTYPES)
     per = 32 // (dtype.size_bits // 8)  # elements of a 32-byte packet
     n_a = r.choice([2, 4, 8])
     n_b = per * r.choice([1, 2])
+    chips = r.choice([1, 1, 2])
     steps: list[Step] = []
     tensors = 0
     for _ in range(r.randint(3, 7)):
-        kinds = ["h2d", "h2d", "dma-slices", "dma-tile", "h2d-padded-left"] + (["stream", "stream", "dm2dm",
-                                                                                  "stream-view"] if tensors else [])
+        kinds = ["h2d", "h2d", "dma-slices", "dma-tile", "h2d-padded-left", "gemm"]
+        if tensors:
+            kinds += ["stream", "stream", "dm2dm", "stream-view", "switch"] + (["shuffle"] if chips > 1 else [])
         kind = r.choice(kinds)
-        args: dict[str, Any] = {"dtype": dtype, "n_a": n_a, "n_b": n_b, "seed": r.randrange(1 << 30),
+        args: dict[str, Any] = {"dtype": dtype, "n_a": n_a, "n_b": n_b, "chips": chips, "seed": r.randrange(1 << 30),
                                 "hbm": 1024 * r.randrange(0, HBM_LIMIT // 1024 - 4),
                                 "dm": 64 * r.randrange(0, (DM_LIMIT // 2) // 64),
                                 "first": r.choice([0, 3, 64, 128]), "cluster": r.choice(["1 # 2", "C"]),
@@ -117,25 +127,35 @@ class Runner:
     def __init__(self, steps: list[Step], check: bool) -> None:
         self.steps, self.check = steps, check
         a = steps[0].args
-        self.ax = AxisSet(A=a["n_a"], B=a["n_b"], R=2, C=2, P=32 // (a["dtype"].size_bits // 8))
+        self.chips = a["chips"]
+        self.ax = AxisSet(A=a["n_a"], B=a["n_b"], R=2, C=2, P=32 // (a["dtype"].size_bits // 8), X=self.chips,
+                          I=GEMM["I"], J=GEMM["J"], K=GEMM["K"])
+        self.chip = self.ax.m["X"] if self.chips > 1 else self.ax.m["1"]
         self.ctx = Context()
-        self.ctx.num_chips = 1
-        _enter_kernel(self.ctx, self.ax.m["1"])
+        self.ctx.num_chips = self.chips
+        _enter_kernel(self.ctx, self.chip)
         self.hbm: list[Any] = []
         self.dm: list[Any] = []
+        self.operands: tuple[np.ndarray, np.ndarray] = (np.zeros(0), np.zeros(0))  # the last GEMM's X and W
         self.out = Outcome()
 
     # -- snapshots ------------------------------------------------------------------------------------------
     def snapshot(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """DM bytes ``[0, DM_LIMIT)`` of every slice and HBM ``[0, HBM_LIMIT)`` with their written-state (values
-        where written, 0 where not: a never-written byte's value is nobody's)."""
-        chip = self.ctx.memory.chip(0)
-        dm = chip.dm
+        """DM bytes ``[0, DM_LIMIT)`` of every slice of every chip (``(chip · UNITS + unit, byte)``) and HBM
+        ``[0, HBM_LIMIT)`` of every chip with their written-state (values where written, 0 where not: a
+        never-written byte's value is nobody's)."""
         units = np.arange(UNITS, dtype=np.int64)
-        d_known = dm.known_bytes(0, DM_LIMIT).reshape(UNITS, DM_LIMIT)
-        d = np.where(d_known, dm.read_units(units, 0, DM_LIMIT), 0)
-        h, h_known = chip.hbm.gather(np.arange(HBM_LIMIT, dtype=np.int64))
-        return d, d_known, np.where(h_known, h, 0), h_known
+        parts: list[list[np.ndarray]] = [[], [], [], []]
+        for c in range(self.chips):
+            chip = self.ctx.memory.chip(c)
+            dm = chip.dm
+            d_known = dm.known_bytes(0, DM_LIMIT).reshape(UNITS, DM_LIMIT)
+            h, h_known = chip.hbm.gather(np.arange(HBM_LIMIT, dtype=np.int64))
+            for k, arr in enumerate((np.where(d_known, dm.read_units(units, 0, DM_LIMIT), 0), d_known,
+                                     np.where(h_known, h, 0), h_known)):
+                parts[k].append(arr)
+        d, dk, h, hk = (np.concatenate(p) for p in parts)
+        return d, dk, h.reshape(self.chips, HBM_LIMIT), hk.reshape(self.chips, HBM_LIMIT)
 
     def _within(self, before: tuple[np.ndarray, ...], after: tuple[np.ndarray, ...], ops: list[Any]) -> str | None:
         """None when every changed byte lies in the writes of ``ops``; else a description."""
@@ -145,19 +165,22 @@ class Runner:
         h_allowed = np.zeros_like(h_changed)
         for op in ops:
             for s in op.writes.spans:
-                if s.memory == "dm" and s.chips & 1:
-                    units = [u for u in range(UNITS) if s.units < 0 or s.units >> u & 1]
-                    for lo, hi in zip(s.lo.tolist(), s.hi.tolist(), strict=True):
-                        d_allowed[units, max(lo, 0):min(hi, DM_LIMIT)] = True
-                elif s.memory == "hbm" and s.chips & 1:
-                    for lo, hi in zip(s.lo.tolist(), s.hi.tolist(), strict=True):
-                        h_allowed[max(lo, 0):min(hi, HBM_LIMIT)] = True
+                for c in (c for c in range(self.chips) if s.chips >> c & 1):
+                    if s.memory == "dm":
+                        units = [c * UNITS + u for u in range(UNITS) if s.units < 0 or s.units >> u & 1]
+                        for lo, hi in zip(s.lo.tolist(), s.hi.tolist(), strict=True):
+                            d_allowed[units, max(lo, 0):min(hi, DM_LIMIT)] = True
+                    elif s.memory == "hbm":
+                        for lo, hi in zip(s.lo.tolist(), s.hi.tolist(), strict=True):
+                            h_allowed[c, max(lo, 0):min(hi, HBM_LIMIT)] = True
         bad_d, bad_h = d_changed & ~d_allowed, h_changed & ~h_allowed
         if bad_d.any():
             u, b = np.argwhere(bad_d)[0]
-            return f"DM slice {u} byte {b} changed outside the declared writes ({int(bad_d.sum())} bytes)"
+            return (f"DM chip {u // UNITS} slice {u % UNITS} byte {b} changed outside the declared writes "
+                    f"({int(bad_d.sum())} bytes)")
         if bad_h.any():
-            return f"HBM byte {int(np.flatnonzero(bad_h)[0])} changed outside the declared writes"
+            c, b = np.argwhere(bad_h)[0]
+            return f"HBM chip {c} byte {b} changed outside the declared writes"
         return None
 
     # -- steps ----------------------------------------------------------------------------------------------
@@ -171,41 +194,47 @@ class Runner:
                 outcome = "done"
             except VisaError as err:
                 outcome = f"refused {type(err).__name__}: {err.message}"
-            except ValueError as err:  # not a refusal: a defect, unless a known finding
-                finding = KNOWN.get((step.kind, "bare-error"))
-                if finding is None:
-                    raise
-                outcome = f"failed {type(err).__name__}: {err}"
-                self.out.known_findings.append((finding, step.kind, outcome))
             self.out.steps.append(f"{step.kind}: {outcome}")
             if before is not None:
                 after = self.snapshot()
                 ops = list(self.ctx.schedule.ops[n_ops:])
                 if outcome != "done":
-                    problem = "refused-changed" if any(not np.array_equal(x, y) for x, y in zip(
-                        before, after, strict=True)) or ops else None
-                    detail = "a refused step changed memory or recorded an operation"
+                    assert not ops and all(np.array_equal(x, y) for x, y in zip(before, after, strict=True)), (
+                        f"step {step.kind} {step.args}: a refused step changed memory or recorded an operation")
                 else:
-                    detail = self._within(before, after, ops) or ""
-                    problem = "outside-footprint" if detail else None
-                if problem is not None:
-                    finding = KNOWN.get((step.kind, problem))
-                    if finding is None:
-                        raise AssertionError(f"step {step.kind} {step.args}: {detail}")
-                    self.out.known_findings.append((finding, step.kind, detail))
+                    detail = self._within(before, after, ops)
+                    assert detail is None, f"step {step.kind} {step.args}: {detail}"
         d, dk, h, hk = self.snapshot()
         self.out.dm, self.out.hbm = (d, dk), (h, hk)
         self.out.schedule = [(op.track, op.name, op.start, op.cycles) for op in self.ctx.schedule.ops]
         return self.out
 
+    def host(self, x: np.ndarray, dtype: Any, element: str, axes: str, address: int) -> tuple[Any, np.ndarray]:
+        """``x`` (without the chip axis) on every chip of the program (chip c holding ``x + c``, wrapped) in HBM,
+        and what each chip holds (``(chips, *x.shape)``)."""
+        m = self.ax.m
+        x = np.stack([x + np.asarray(c, dtype=x.dtype) for c in range(self.chips)])
+        if self.chips > 1:
+            host = HostTensor.from_numpy(x, dtype, m[f"X, {element}"], axes=f"X {axes}")
+        else:
+            host = HostTensor.from_numpy(x[0], dtype, m[element], axes=axes)
+        return host.to_hbm(self.chip, m[element], self.ctx.pdma, address), x
+
     def prepare(self, step: Step) -> None:
         """The part of a step no rule refuses: a DMA's source put in HBM (checked as the steps are, and left out
         of the refused part)."""
-        a, m = step.args, self.ax.m
+        a = step.args
+        rng = np.random.default_rng(a["seed"])
         if step.kind in ("h2d", "dma-slices", "dma-tile", "h2d-padded-left"):
-            x = dt.random_values(a["dtype"], (a["n_a"], a["n_b"]), np.random.default_rng(a["seed"]))
-            host = HostTensor.from_numpy(x, a["dtype"], m["A, B"], axes="A B")
-            self.hbm.append(host.to_hbm(m["1"], m["A, B"], self.ctx.pdma, a["hbm"]))
+            x = dt.random_values(a["dtype"], (a["n_a"], a["n_b"]), rng)
+            self.hbm.append(self.host(x, a["dtype"], "A, B", "A B", a["hbm"])[0])
+        elif step.kind == "gemm":
+            x = dt.random_values(i8, (GEMM["I"], GEMM["K"]), rng)
+            w = dt.random_values(i8, (GEMM["J"], GEMM["K"]), rng)
+            (x_hbm, xs), (w_hbm, ws) = (self.host(x, i8, "I, K", "I K", a["hbm"]),
+                                        self.host(w, i8, "J, K", "J K", a["hbm"] + 2048))
+            self.hbm += [x_hbm, w_hbm]
+            self.operands = (xs, ws)
 
     def do(self, step: Step) -> None:
         a, m, ctx = step.args, self.ax.m, self.ctx
@@ -225,19 +254,34 @@ class Runner:
             d = hbm.to_dm(m[a["cluster"]], m[_slices(a)], m[element], ctx.tdma, a["dm"])
             self.dm.append(d)
             return
+        if step.kind == "gemm":
+            self.gemm(a)
+            return
         if not self.dm:
             return
         src = self.dm[a["src"] % len(self.dm)]
+        lv = src.levels
         if step.kind == "dm2dm":
-            lv = src.levels
             d = src.view().to_dm(lv["Cluster"], lv["Slice"], lv["Element"], ctx.tdma, DM_LIMIT // 2 + a["dm"] // 2)
             self.dm.append(d)
             return
-        lv = src.levels
+        if step.kind == "shuffle":  # destination chip c receives chip p[c]'s bytes (L7541)
+            d = src.view().chip_shuffle([1, 0]).to_dm(lv["Cluster"], lv["Slice"], lv["Element"], ctx.tdma,
+                                                      DM_LIMIT // 2 + a["dm"] // 2)
+            self.dm.append(d)
+            return
+        dtype = src.dtype  # (a GEMM's tensors are i8 and i32, whatever the program's type)
         per = 32 // (dtype.size_bits // 8)
         n_b = a["n_b"]
-        s = ctx.main.begin(src.view()).fetch(dtype, m[f"B / {per}"], m[f"B % {per}"])
-        c = s.collect(m[f"B / {per}"], m[f"B % {per}"])
+        time, packet = m[f"B / {per}"], m[f"B % {per}"]
+        s = ctx.main.begin(src.view()).fetch(dtype, time, packet)
+        if step.kind == "switch":  # slice s2·n + a1·h + a0 goes to slice (s2, a0, a1) (Transpose, L3264–3284)
+            h = max(1, a["n_a"] // 2)
+            text = str(lv["Slice"])
+            split = f"A % {h}, A / {h}"
+            text = text.replace("[R, A]", f"[R, {split}]") if "[R, A]" in text else text.replace("A", f"[{split}]", 1)
+            s = s.switch(m[text], time, SwitchConfig.Transpose(slice1=a["n_a"] // h, slice0=h))
+        c = s.collect(time, packet)
         if a["vector"] and dtype is i32:
             c = (c.vector_init().vector_intra_slice_branch(BranchMode.Unconditional)
                  .vector_fxp(FxpBinaryOp.AddFxp, a["constant"]).vector_final())
@@ -248,6 +292,33 @@ class Runner:
         d = c.commit(m["B"] if n_b == lv["Element"].size else lv["Element"], DM_LIMIT // 2 + a["dm"] // 2)
         assert isinstance(d, DmTensor)
         self.dm.append(d)
+
+    def gemm(self, a: dict[str, Any]) -> None:
+        """``C[I, J] = Σ_K X[I, K] · W[J, K]`` in i8 (exact): X over ``I / 8`` slices, W broadcast to them and
+        loaded into the TRF (Row ``J``) by the sub context, the main context's stream aligned, contracted and
+        accumulated (Interleaved), committed to DM."""
+        m, ctx = self.ax.m, self.ctx
+        x_hbm, w_hbm = self.hbm[-2], self.hbm[-1]
+        rows = GEMM["I"] // 2
+        slices = m[f"I / {rows} # 256"]
+        x_dm = x_hbm.to_dm(m[a["cluster"]], slices, m[f"I % {rows}, K"], ctx.tdma, a["dm"])
+        w_dm = w_hbm.to_dm(m[a["cluster"]], slices, m["J, K"], ctx.tdma, a["dm"] + 1024)
+        self.dm += [x_dm, w_dm]
+        trf = (ctx.sub.begin(w_dm.view()).fetch(i8, m["J"], m["K"]).collect(m["J, K / 32"], m["K % 32"])
+               .to_trf(m["J"], m["K"], TrfAddress.Full))
+        c = (ctx.main.begin(x_dm.view()).fetch(i8, m[f"I % {rows}"], m["K"])
+             .collect(m[f"I % {rows}, K / 32"], m["K % 32"])
+             .align(m[f"I % {rows}, K / 64"], m["K % 64"], trf).contract(m["1"])
+             .accumulate(m[f"I % {rows}"], m["J"], AccumulationKind.Interleaved)
+             .commit(m[f"I % {rows}, J"], DM_LIMIT // 2 + a["dm"] // 2))
+        self.dm.append(c)
+        x, w = (v.astype(np.int64) for v in self.operands)  # (chips, I, K) and (chips, J, K)
+        want = x @ w.transpose(0, 2, 1)
+        axes = ("X " if self.chips > 1 else "") + ("C " if a["cluster"] == "C" else "") + "I J"
+        got = c.logical(axes=axes).astype(np.int64)  # (with two clusters, each computes the same)
+        want = want.astype(np.int32).astype(np.int64)  # (i32 results wrap)
+        assert np.array_equal(got.reshape(self.chips, -1, *want.shape[1:]), np.broadcast_to(
+            want[:, None], (self.chips, got.size // want.size, *want.shape[1:]))), "GEMM differs from numpy"
 
 
 def run(steps: list[Step], check: bool = False) -> Outcome:

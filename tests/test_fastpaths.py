@@ -63,13 +63,28 @@ def test_every_engine_and_memory_path_is_registered_and_listed(capsys: pytest.Ca
 
     names = [n for n in fastpaths.names() if not n.startswith("test.")]
     owners = {n.split(".")[0] for n in names}
-    assert {"fetch", "dma", "memory", "collect", "commit", "contraction", "vector"} <= owners
-    for n in names:  # a path lives beside its owner, in the memory or the engines layer
+    assert {"fetch", "dma", "memory", "collect", "commit", "contraction", "vector", "transpose", "host"} <= owners
+    for n in names:  # a path lives beside its owner, in the memory, engines or tensors layer (or the scalars')
         module = fastpaths.get(n).module
-        assert module.startswith(("visa.memory.", "visa.engines.")), (n, module)
+        assert module.startswith(("visa.memory.", "visa.engines.", "visa.tensors.")) or module == "visa.fast_dtypes", (
+            n, module)
     with fastpaths.disabled("dma.words"):
         assert main(["run", "--fastpaths"]) == 0
     out = capsys.readouterr().out
     assert all(n in out for n in names) and any(line.startswith("dma.words") and " off " in line
                                                  for line in out.splitlines())
+    del visa
+
+
+def test_the_fastpaths_page_lists_every_path() -> None:
+    """docs/fastpaths.md has a row for every registered path (name and owner module)."""
+    import pathlib
+
+    import visa
+
+    page = (pathlib.Path(__file__).parent.parent / "docs" / "fastpaths.md").read_text()
+    for name in (n for n in fastpaths.names() if not n.startswith("test.")):
+        owner = fastpaths.get(name).module.replace(".", "/")
+        assert f"| `{name}` |" in page, name
+        assert owner.split("/")[-1] in page or owner in page, (name, owner)
     del visa

@@ -6,13 +6,24 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fuzz_kernels import budget, compare
+from tests.fuzz_kernels import budget, compare, program
 
 #: Programs run by ``make test`` (``make fuzz`` sets ``VISA_FUZZ_CASES``; the seeds continue from here).
-CASES = budget(6)
+DEFAULT = 6
+CASES = budget(DEFAULT)
 
 
 @pytest.mark.parametrize("seed", range(CASES))
 def test_random_kernels_fast_equals_reference_and_stay_in_their_footprint(seed: int) -> None:
     out = compare(seed)
     assert len(out.steps) >= 3 and out.dm is not None
+
+
+def test_the_budget_draws_every_kind_of_step_and_two_chips() -> None:
+    """The programs ``make test`` runs hold every kind of step (DMAs, streams, switch, GEMM, chip shuffle) and
+    programs on one chip and on two."""
+    programs = [program(seed) for seed in range(DEFAULT)]
+    kinds = {step.kind for steps in programs for step in steps}
+    assert kinds == {"h2d", "dma-slices", "dma-tile", "h2d-padded-left", "gemm", "stream", "dm2dm", "stream-view",
+                     "switch", "shuffle"}
+    assert {steps[0].args["chips"] for steps in programs} == {1, 2}

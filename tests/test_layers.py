@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "visa"
 LAYERS = {
     "visa.hw": 0, "visa.errors": 0, "visa.diagnostics": 0, "visa.diagnostic_codes": 0, "visa.manual": 0,
     "visa.fastpaths": 0, "visa.html": 0,
-    "visa.dtypes": 1,
+    "visa.dtypes": 1, "visa.fast_dtypes": 1,
     "visa.mapping": 2, "visa.validate": 2,
     "visa.memory": 3,
     "visa.engines": 4,

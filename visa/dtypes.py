@@ -37,6 +37,7 @@ import ml_dtypes
 import numpy as np
 import numpy.typing as npt
 
+from visa import fast_dtypes
 from visa.errors import DtypeError
 
 __all__ = [
@@ -819,6 +820,10 @@ def convert(
     if dst.kind == "int":
         d = _as_int(dst)
         if src.kind == "int":
+            if fast_dtypes.INT_CONVERT.on:
+                fast = fast_dtypes.int_convert(arr, src, d, overflow)
+                if fast is not None:
+                    return fast
             return _int_overflow(arr.astype(np.int64), d, overflow)
         x = _to_f64(arr)
         nan = np.isnan(x)

@@ -1,16 +1,13 @@
-"""The Contraction Engine's worker threads leave the caller's BLAS as they found it (issue 15).
+"""The Contraction Engine's worker threads run BLAS on one thread each and leave the caller's BLAS as they found
+it (issues 15, 24).
 
-visa splits a batch of products over worker threads, each using one BLAS thread.  In the OpenBLAS numpy ships,
-``openblas_set_num_threads_local`` set the count of every thread, so after the first batch the user's own numpy
-products ran on one thread for the rest of the process (the GEMM example's own check took twice as long).
+visa splits a batch of products over worker threads and limits the BLAS numpy loaded to one thread for the
+batch (``threadpoolctl``, whatever the BLAS).  In the OpenBLAS numpy ships the count is the whole process's, so a
+limit that stayed would leave the user's own numpy products on one thread for the rest of the process (the GEMM
+example's own check took twice as long): the count is given back after every batch.
 """
 
 from __future__ import annotations
-
-import ctypes
-import glob
-import os
-from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -18,27 +15,38 @@ import pytest
 from visa.engines.contraction import blas
 
 
-def _get_threads() -> Callable[[], int] | None:
-    libs = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
-    for path in sorted(glob.glob(os.path.join(libs, "*openblas*.so*"))):
-        lib = ctypes.CDLL(path)
-        for name in ("openblas_get_num_threads", "scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_"):
-            fn = getattr(lib, name, None)
-            if fn is not None:
-                fn.restype = ctypes.c_int
-                return lambda: int(fn())
-    return None
+def _threads() -> int:
+    ctl = blas._controller()
+    assert ctl is not None
+    return int(ctl.info()[0]["num_threads"])
+
+
+def _with_workers() -> None:
+    if blas._pool() is None:
+        pytest.skip("no BLAS threadpoolctl controls in this numpy, or one core: products run in the caller")
 
 
 def test_a_batch_gives_the_thread_count_back() -> None:
-    get = _get_threads()
-    if get is None or blas._pool() is None:
-        pytest.skip("no OpenBLAS thread control in this numpy, or one core: products run in the caller")
-    before = get()
+    _with_workers()
+    before = _threads()
     a = np.ones((4, 8, 16), np.float32)
     w = np.ones((4, 16, 8), np.float32)
     np.testing.assert_array_equal(blas.batched_matmul(a, w), np.matmul(a, w))
-    assert get() == before
+    assert _threads() == before
     seen: list[int] = []
     blas.parallel_pieces(4, 1, lambda lo, hi: seen.append(hi - lo))
-    assert sorted(seen) == [1, 1, 1, 1] and get() == before
+    assert sorted(seen) == [1, 1, 1, 1] and _threads() == before
+
+
+def test_the_workers_run_blas_on_one_thread() -> None:
+    _with_workers()
+    inside: list[int] = []
+    blas.parallel_pieces(2, 1, lambda lo, hi: inside.append(_threads()))
+    assert inside == [1, 1]
+
+
+def test_the_batch_equals_numpys_product() -> None:
+    rng = np.random.default_rng(24)
+    a = rng.standard_normal((6, 5, 7)).astype(np.float32)
+    w = rng.standard_normal((6, 7, 3)).astype(np.float32)
+    np.testing.assert_array_equal(blas.batched_matmul(a, w), np.matmul(a, w))

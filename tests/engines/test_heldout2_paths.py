@@ -8,7 +8,6 @@ set"), each pinned against the general path it replaces on small inputs.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from typing import Any
 
 import numpy as np
@@ -28,8 +27,7 @@ from visa.engines.vector import (
     IntraSliceReduceOpF32,
     IntraSliceReduceOpI32,
     arith,
-    intra,
-    relayout,
+    fast_relayout,
 )
 from visa.engines.vector.inter import execute_inter_reduce, plan_inter_reduce, rank_of, unique_counts, unique_ids
 from visa.engines.vector.intra import execute_intra_reduce, plan_intra_reduce
@@ -140,13 +138,13 @@ def test_nest_all_written_asks_only_the_bytes_read(loops: list[tuple[int, int]],
 WHOLE = [dt.i8, dt.i16, dt.i32, dt.bf16, dt.f32, dt.f8e4m3, dt.i9, dt.i5]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None)
 @given(d=st.sampled_from(WHOLE), n=st.integers(1, 20), base=st.integers(0, 60), units=st.booleans(),
        mask=st.sampled_from(["none", "all", "some"]), seed=st.integers(0, 999))
-def test_store_of_a_run_is_the_scatter(monkeypatch: pytest.MonkeyPatch, d: Any, n: int, base: int, units: bool,
-                                       mask: str, seed: int) -> None:
-    """``store`` of consecutive elements (``images._store_run``, one strided copy) leaves the bytes, the
-    written-mask and the errors the scatter by index leaves, on a whole image or a unit selection."""
+def test_store_of_a_run_is_the_scatter(d: Any, n: int, base: int, units: bool, mask: str, seed: int) -> None:
+    """``store`` of consecutive elements (``fast_images.store_run``, one strided copy; the fast path
+    ``memory.image-words``) leaves the bytes, the written-mask and the errors the scatter of every byte leaves,
+    on a whole image or a unit selection."""
     rng = np.random.default_rng(seed)
     images = []
     for run in (True, False):
@@ -161,9 +159,7 @@ def test_store_of_a_run_is_the_scatter(monkeypatch: pytest.MonkeyPatch, d: Any, 
     bits = 8 * base + np.arange(n, dtype=np.int64) * d.image_bits
     outcome = []
     for run, img in images:
-        with monkeypatch.context() as mp:
-            if not run:
-                mp.setattr(images_mod, "_store_run", lambda *a: False)
+        with fastpaths.disabled("memory.image-words") if not run else contextlib.nullcontext():
             target = UnitSelection(img, target_units) if units else img
             lead = vals if units else vals.reshape(2, 3, n)
             smask = None if sel is None else (sel if units else sel.reshape(2, 3, n))
@@ -233,8 +229,9 @@ GATHER_CASES = [  # (source levels, stream levels): operands a slice holds, sepa
 
 
 @pytest.mark.parametrize("case", range(len(GATHER_CASES)))
-def test_gather_by_parts_is_the_whole_stream_inverse(monkeypatch: pytest.MonkeyPatch, case: int) -> None:
-    """``relayout.plan_gather`` by parts (``_factored``: the slices and the inner levels located apart) gives
+def test_gather_by_parts_is_the_whole_stream_inverse(case: int) -> None:
+    """``relayout.plan_gather`` by parts (the fast path ``vector.gather-by-parts``: the slices and the inner levels
+    located apart) gives
     the gather, or the refusal, the inverse over the whole stream gives, and applying it reads the same values and
     known-mask at every position read."""
     src_text, stream_text = GATHER_CASES[case]
@@ -242,10 +239,7 @@ def test_gather_by_parts_is_the_whole_stream_inverse(monkeypatch: pytest.MonkeyP
     src, stream = tuple(m[t] for t in src_text), tuple(m[t] for t in stream_text)
     outcome = []
     for general in (True, False):
-        plan_gather.cache_clear()  # type: ignore[attr-defined]
-        with monkeypatch.context() as mp:
-            if general:
-                mp.setattr(relayout, "_factored", lambda *a: None)
+        with fastpaths.disabled("vector.gather-by-parts") if general else contextlib.nullcontext():
             try:
                 g = plan_gather(src, stream, "vector_fp_binary", "VRF operand")
                 shape = tuple(x.size for x in src)
@@ -256,10 +250,9 @@ def test_gather_by_parts_is_the_whole_stream_inverse(monkeypatch: pytest.MonkeyP
                                 [(np.where(g.used, v, 0).tolist(), (k & g.used).tolist()) for v, k in applied]))
             except VisaError as err:
                 outcome.append(err.describe())
-    plan_gather.cache_clear()  # type: ignore[attr-defined]
     assert outcome[0] == outcome[1]
     if case < 4:  # the separable cases do take the path by parts
-        assert relayout._factored(src, stream, frozenset().union(*(s.axes for s in src))) is not None
+        assert fast_relayout.factored(src, stream, frozenset().union(*(s.axes for s in src))) is not None
 
 
 @settings(max_examples=80, deadline=None)
@@ -312,7 +305,8 @@ INTER_CASES = [  # (Slice, Time, Slice2, Time2): full groups, groups with a dumm
        everywhere=st.booleans(), seed=st.integers(0, 999))
 def test_inter_reduce_of_full_groups_is_the_masked_fold(case: int, op: str, everywhere: bool, seed: int) -> None:
     """``execute_inter_reduce`` of a plan whose groups are all full (``cfg.full``: no identity padding, no known
-    gather for an all-known stream) gives the values and known-mask of the masked fold."""
+    gather for an all-known stream; the fast path ``vector.reduce-shortcuts``) gives the values and known-mask of the
+    masked fold."""
     sl, tm, sl2, tm2 = INTER_CASES[case]
     m = INTER_AX.m
     layout = StreamLayout(i32, m["1"], m["1 # 2"], m[sl], m[tm], m["A % 8"])
@@ -323,7 +317,8 @@ def test_inter_reduce_of_full_groups_is_the_masked_fold(case: int, op: str, ever
     vals = rng.integers(-(2**31), 2**31, size=shape, dtype=np.int64).astype(np.int32)
     known = known_everywhere(shape) if everywhere else rng.random(shape) < 0.9
     got = execute_inter_reduce(cfg, StreamData(vals, known))
-    want = execute_inter_reduce(dataclasses.replace(cfg, full=False), StreamData(vals, np.array(known)))
+    with fastpaths.disabled("vector.reduce-shortcuts"):  # (the reference: every group padded and masked)
+        want = execute_inter_reduce(cfg, StreamData(vals, known))
     assert np.array_equal(got.known, want.known)
     assert np.array_equal(np.where(want.known, got.values, 0), np.where(want.known, want.values, 0))
 
@@ -373,8 +368,8 @@ INTRA_CASES = [  # (Time, Packet, axis, out Time, out Packet, op dtype): over Ti
 @given(case=st.integers(0, len(INTRA_CASES) - 1), everywhere=st.booleans(), seed=st.integers(0, 999))
 def test_intra_reduce_fast_paths_are_the_masked_fold(case: int, everywhere: bool, seed: int) -> None:
     """``execute_intra_reduce`` of an all-known stream (no poison mask), of a configuration whose every position
-    contributes (no identity put in), and of time steps in order (``intra._by_steps``: a view) gives what it
-    gives for the same stream with a materialised mask."""
+    contributes (no identity put in), and of time steps in order (``fast_reduce.by_steps``: a view) — the fast path
+    ``vector.reduce-shortcuts`` — gives what the reference gives for the same stream with a materialised mask."""
     ti, pa, axis, ot, op_, kind = INTRA_CASES[case]
     m = INTRA_AX.m
     dtype = i32 if kind == "i32" else dt.f32
@@ -392,9 +387,7 @@ def test_intra_reduce_fast_paths_are_the_masked_fold(case: int, everywhere: bool
         if not everywhere:
             known[..., lanes:] = True
     got, _ = execute_intra_reduce(cfg, StreamData(vals, known), None)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(intra, "_by_steps", lambda x, perm: x[:, :, :, perm])
-        mp.setattr(intra, "all_true", lambda a: False)  # (every position contributes, every one known)
+    with fastpaths.disabled("vector.reduce-shortcuts"):
         want, _ = execute_intra_reduce(cfg, StreamData(vals, np.array(known)), None)
     assert np.array_equal(np.broadcast_to(got.known, want.known.shape), want.known)
     assert np.array_equal(np.where(want.known, got.values, 0).view(np.uint32), np.where(want.known, want.values,

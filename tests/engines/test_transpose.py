@@ -16,12 +16,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from visa import dtypes as dt
+from visa import fastpaths
 from visa.context import Context
 from visa.engines import transpose as T
 from visa.engines.common import StreamData, StreamLayout
 from visa.errors import HardwareLimitError, IncompatibleShapesError, TypestateError, VisaError
 from visa.hw import RNGD
 from visa.mapping import AxisSet
+from visa.memory.known import known_everywhere
 from visa.stream.stages import (
     AccumulationTensor,
     CastTensor,
@@ -398,3 +400,21 @@ def test_execute_is_the_planned_index_map(case: tuple[Any, ...], seed: int) -> N
     np.testing.assert_array_equal(out.known, known.reshape(1, 2, 3, -1)[..., src] & has)
     np.testing.assert_array_equal(np.where(out.known, out.values, 0),
                                   np.where(out.known, values.reshape(1, 2, 3, -1)[..., src], 0))
+
+
+@settings(max_examples=40, deadline=None)
+@given(case=_legal(), seed=st.integers(0, 2**16), everywhere=st.booleans())
+def test_the_tile_views_are_the_reference(case: tuple[Any, ...], seed: int, everywhere: bool) -> None:
+    """The fast path ``transpose.tiles`` (views of each tile, the all-known pattern) gives the values and the
+    known-mask the reference (:func:`source_index` at every output element) gives."""
+    dtype, sizes, ti, pi, to, po = case
+    m = AxisSet(**sizes).m
+    cfg = T.plan(RNGD, dtype, m[ti], m[pi], m[to], m[po])
+    rng = np.random.default_rng(seed)
+    values = rng.integers(-100, 100, size=(1, 2, 1, cfg.in_time, cfg.in_packet)).astype(np.int16)
+    known = known_everywhere(values.shape) if everywhere else rng.random(values.shape) < 0.9
+    fast = T.execute(cfg, StreamData(values, known))
+    with fastpaths.disabled("transpose.tiles"):
+        ref = T.execute(cfg, StreamData(values, known))
+    np.testing.assert_array_equal(np.asarray(fast.known), np.asarray(ref.known))
+    np.testing.assert_array_equal(fast.values, ref.values)

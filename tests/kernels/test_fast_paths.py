@@ -2,13 +2,15 @@
 
 Each fast path must give exactly what the general path gives:
 
-- integer contractions in float32 split where a float32 sum would round (``compute._exact_f32_terms``): sums
-  beyond 2^24 stay exact;
+- integer contractions in float32 split where a float32 sum would round (``fast_compute.exact_f32_terms``, the
+  fast path ``contraction.exact-f32``): sums beyond 2^24 stay exact;
 - the Stream Adapter's time broadcast (tiling, L3934–3945) is not materialised for the products, and the aligned
   data still reads as the repeated activation;
 - an activation repeated along a weight digit that only the data shows (a materialised broadcast) is multiplied
-  once (``compute._drop_repeats``), and one that differs along it is not (the fetch's own broadcast, the GEMM
-  example's ``J / 8 % 4``, is structure: tests/engines/test_broadcast_streams.py);
+  once (``fast_compute.drop_repeats``, ``contraction.repeats``), and one that differs along it is not (the
+  fetch's own broadcast, the GEMM example's ``J / 8 % 4``, is structure: tests/engines/test_broadcast_streams.py);
+- each contraction fast path switched off (``contraction.exact-f32``, ``contraction.repeats``,
+  ``contraction.weight-period``) gives the same integers, and floats within the bound of float32 rounding;
 - batched products on worker threads equal numpy's;
 - plain host layouts (strided copies) equal the evaluated gather, do not alias the caller's array, and round-trip
   through HBM;
@@ -17,6 +19,7 @@ Each fast path must give exactly what the general path gives:
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import ml_dtypes
@@ -26,10 +29,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests import two_slice_gemm
-from visa import AccumulationKind, AxisSet, Context, HostTensor, TrfAddress, bf16, i8, i32
+from visa import AccumulationKind, AxisSet, Context, HostTensor, TrfAddress, bf16, fastpaths, i8, i32
 from visa import dtypes as dt
 from visa.engines.contraction import blas
 from visa.engines.contraction import compute as C
+from visa.engines.contraction import fast_compute as F
 from visa.mapping.evaluate import plain_dims
 
 RNG = np.random.default_rng(15)
@@ -74,9 +78,9 @@ def test_i8_sums_beyond_2_24_are_exact(tiled: bool) -> None:
 
 def test_exact_terms_bound() -> None:
     i8a = np.zeros(1, np.int8)
-    assert C._exact_f32_terms(i8a, i8a) == 1024  # 1024 · 2^14 = 2^24
-    assert C._exact_f32_terms(np.zeros(1, np.int16), np.zeros(1, np.int16)) == 0  # float64 instead
-    assert C._exact_f32_terms(np.zeros(1, np.float32), i8a) == 0
+    assert F.exact_f32_terms(i8a, i8a) == 1024  # 1024 · 2^14 = 2^24
+    assert F.exact_f32_terms(np.zeros(1, np.int16), np.zeros(1, np.int16)) == 0  # float64 instead
+    assert F.exact_f32_terms(np.zeros(1, np.float32), i8a) == 0
 
 
 def test_exact_split_matmul_equals_int64() -> None:
@@ -114,14 +118,14 @@ def test_drop_repeats_only_drops_real_repeats() -> None:
     a = np.broadcast_to(RNG.integers(-5, 5, size=(2, 1, 3, 4)), (2, 4, 3, 4)).copy()
     known = np.ones(a.shape, bool)
     la, lw, lo = ["b", "d0", "q", "j"], ["b", "r", "d0", "q", "j"], ["b", "d0", "r"]
-    a2, k2, la2 = C._drop_repeats(a, known, la, lw, lo)
+    a2, k2, la2 = F.drop_repeats(a, known, la, lw, lo)
     assert la2 == ["b", "q", "j"] and np.array_equal(a2, a[:, 0])
     a[1, 2, 0, 0] += 1  # no longer repeated
-    a3, _, la3 = C._drop_repeats(a, known, la, lw, lo)
+    a3, _, la3 = F.drop_repeats(a, known, la, lw, lo)
     assert la3 == la and a3 is a
     k = known.copy()
     k[0, 3, 1, 1] = False  # the values repeat, their poison does not
-    assert C._drop_repeats(np.broadcast_to(a[:, :1], a.shape), k, la, lw, lo)[2] == la
+    assert F.drop_repeats(np.broadcast_to(a[:, :1], a.shape), k, la, lw, lo)[2] == la
 
 
 @settings(max_examples=60, deadline=None)
@@ -129,7 +133,7 @@ def test_drop_repeats_only_drops_real_repeats() -> None:
        st.sampled_from(["int8", "bf16", "float32", "bool", "int64"]), st.booleans(), st.integers(0, 10**6))
 def test_repeats_is_the_bitwise_comparison(shape: list[int], axis: int, variant: int, kind: str,
                                            transposed: bool, seed: int) -> None:
-    """``compute._repeats`` (word-wise on C-ordered arrays) equals comparing every position with the first."""
+    """``fast_compute._repeats`` (word-wise on C-ordered arrays) equals comparing every position with the first."""
     axis %= len(shape)
     rng = np.random.default_rng(seed)
     storage: Any = ml_dtypes.bfloat16 if kind == "bf16" else np.dtype(kind)
@@ -149,7 +153,7 @@ def test_repeats_is_the_bitwise_comparison(shape: list[int], axis: int, variant:
     bits = x.view(np.dtype(f"u{x.itemsize}"))
     want = all(np.array_equal(np.take(bits, [k], axis=axis), np.take(bits, [0], axis=axis))
                for k in range(x.shape[axis]))
-    assert C._repeats(x, axis) == want
+    assert F._repeats(x, axis) == want
 
 
 def test_bf16_widening_is_the_cast() -> None:
@@ -193,6 +197,26 @@ def test_plain_host_layouts_equal_the_gather(src: str, dst: str) -> None:
     assert np.array_equal(back.numpy(axes="A B C"), h.numpy(axes="A B C"))
 
 
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(MAPPINGS), st.sampled_from(MAPPINGS))
+def test_plain_host_layouts_off_are_the_reference(src: str, dst: str) -> None:
+    """With ``host.plain-layout`` off, the host buffer, its logical tensor and its round trip through HBM re-laid
+    out (``moves._rearrange``, evaluated at every position) are the fast path's, value and known-mask alike."""
+    m = AxisSet(A=6, B=4, C=4).m
+    x = RNG.integers(-2**31, 2**31, size=(6, 4, 4), dtype=np.int64).astype(np.int32)
+    runs = []
+    for off in (False, True):
+        with fastpaths.disabled("host.plain-layout") if off else contextlib.nullcontext():
+            h = HostTensor.from_numpy(x, i32, m[src], axes="A B C")
+            ctx = Context.acquire()
+            back = h.to_hbm(m["1"], m[dst], ctx.pdma, 64).to_host(m[src], ctx.pdma)
+            runs.append((h.values.copy(), np.asarray(h.known).copy(), h.numpy(axes="A B C"), back.values.copy(),
+                         np.asarray(back.known).copy()))
+    for fast, ref in zip(*runs, strict=True):
+        assert np.array_equal(fast, ref)
+    assert np.array_equal(runs[1][2], x)
+
+
 def test_padded_layout_keeps_the_general_path() -> None:
     ax = AxisSet(A=6, B=4)
     m = ax.m
@@ -212,16 +236,11 @@ def test_whole_word_bytes_round_trip(dtype: Any) -> None:
     assert np.array_equal(dt.from_bytes(dtype, dt.to_bytes(dtype, v)), v)
 
 
-@pytest.mark.parametrize("dtype", [i8, bf16])
-def test_slices_sharing_weights_and_activations(dtype: Any) -> None:
+def _shared_gemm(dtype: Any, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Slice = [I / 32, J / 8]: the slices of one column block share their weights and those of one row block
-    their activations (the DMA broadcasts each), so the products run as one product of the distinct ones
-    (``compute.weight_period``, ``compute._same_along``)."""
+    their activations (the DMA broadcasts each); ``C = x @ y`` as float64."""
     ax = AxisSet(I=64, J=32, K=256)
     m = ax.m
-    rng = np.random.default_rng(7)
-    x = dt.random_values(dtype, (64, 256), rng)
-    y = dt.random_values(dtype, (256, 32), rng)
     ctx = Context.acquire()
     a = HostTensor.from_numpy(x, dtype, m["I, K"]).to_hbm(m["1"], m["I, K"], ctx.pdma, 0)
     b = HostTensor.from_numpy(y, dtype, m["J, K"], axes="K J").to_hbm(m["1"], m["J, K"], ctx.pdma, 1 << 24)
@@ -236,7 +255,10 @@ def test_slices_sharing_weights_and_activations(dtype: Any) -> None:
            .align(m[f"I % 32, K / {n}"], m[f"K % {n}"], trf).contract(m["1"])
            .accumulate(m["I % 32"], m["J % 8"], AccumulationKind.Interleaved)
            .commit(m["I % 32, J % 8"], 1 << 17))
-    got = np.asarray(out.logical(axes="I J"), dtype=np.float64)
+    return np.asarray(out.logical(axes="I J"), dtype=np.float64)
+
+
+def _check_gemm(dtype: Any, got: np.ndarray, x: np.ndarray, y: np.ndarray) -> None:
     xf, yf = x.astype(np.float64), y.astype(np.float64)
     if dtype is i8:
         assert np.array_equal(got, xf @ yf)
@@ -244,20 +266,47 @@ def test_slices_sharing_weights_and_activations(dtype: Any) -> None:
         assert np.all(np.abs(got - xf @ yf) <= 256 * 2.0**-23 * (np.abs(xf) @ np.abs(yf)))
 
 
+@pytest.mark.parametrize("dtype", [i8, bf16])
+def test_slices_sharing_weights_and_activations(dtype: Any) -> None:
+    """The products of slices sharing weights and activations run as one product of the distinct ones
+    (``fast_compute.weight_period``, ``fast_compute._same_along``)."""
+    rng = np.random.default_rng(7)
+    x = dt.random_values(dtype, (64, 256), rng)
+    y = dt.random_values(dtype, (256, 32), rng)
+    _check_gemm(dtype, _shared_gemm(dtype, x, y), x, y)
+
+
+@pytest.mark.parametrize("dtype", [i8, bf16])
+@pytest.mark.parametrize("path", ["contraction.exact-f32", "contraction.repeats", "contraction.weight-period", None])
+def test_each_contraction_path_off_is_the_reference(dtype: Any, path: str | None) -> None:
+    """With a contraction fast path off (or all of them: ``None``), the GEMM of slices sharing weights gives the
+    same integers as with it on, and floats within float32 rounding of numpy's (the reference product)."""
+    rng = np.random.default_rng(11)
+    x = dt.random_values(dtype, (64, 256), rng)
+    y = dt.random_values(dtype, (256, 32), rng)
+    fast = _shared_gemm(dtype, x, y)
+    names = (path,) if path else ("contraction.exact-f32", "contraction.repeats", "contraction.weight-period")
+    with fastpaths.disabled(*names):
+        ref = _shared_gemm(dtype, x, y)
+    _check_gemm(dtype, ref, x, y)
+    if dtype is i8:
+        assert np.array_equal(fast, ref)
+
+
 def test_weight_period_and_block_constant() -> None:
     w = np.tile(RNG.integers(-9, 9, size=(4, 3, 5)), (6, 1, 1))  # w[b] = w[b mod 4]
-    assert C.weight_period(w) == 4
+    assert F.weight_period(w) == 4
     w[23, 2, 4] += 1
-    assert C.weight_period(w) == 0
+    assert F.weight_period(w) == 0
     t = np.repeat(RNG.integers(-9, 9, size=(3, 1, 5)), 4, axis=1)  # constant along the second axis
-    assert C._same_along(t)
+    assert F._same_along(t)
     t[2, 3, 0] += 1
-    assert not C._same_along(t)
+    assert not F._same_along(t)
     # past the 64-word sample, in a non-contiguous view, and for 2-byte elements (compared as 64-bit words)
     big = np.repeat(RNG.integers(0, 1 << 16, size=(2, 1, 300, 7)).astype(np.uint16), 3, axis=1)
     perm = big.transpose(0, 1, 3, 2)  # one run of memory per position, its axes permuted: compared by words
-    assert C._words(perm) is not None and C._words(big[..., ::2]) is None
-    assert C._same_along(big) and C._same_along(big[..., ::2]) and C._same_along(perm)
+    assert F._words(perm) is not None and F._words(big[..., ::2]) is None
+    assert F._same_along(big) and F._same_along(big[..., ::2]) and F._same_along(perm)
     big[1, 2, 299, 6] ^= 1
-    assert not C._same_along(big) and not C._same_along(big[..., ::2]) and not C._same_along(perm)
-    assert C._same_along(big[..., :6])
+    assert not F._same_along(big) and not F._same_along(big[..., ::2]) and not F._same_along(perm)
+    assert F._same_along(big[..., :6])

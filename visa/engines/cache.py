@@ -14,6 +14,7 @@ import functools
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
+from visa.fastpaths import FastPath
 from visa.mapping import Mapping
 
 __all__ = ["exact_key", "cached"]
@@ -28,6 +29,12 @@ def exact_key(value: Any) -> Hashable:
     if kind is None:
         kind = _KINDS[type(value)] = _kind(type(value))
     if kind is _PLAIN:
+        if type(value) in _FROZEN_PLAIN:  # a hardware table: hashed once (its dataclass hash walks every field)
+            hw_memo: dict[str, Any] = value.__dict__
+            hashed: Hashable | None = hw_memo.get(_MEMO)
+            if hashed is None:
+                hashed = hw_memo[_MEMO] = _Hashed(value)
+            return hashed
         plain: Hashable = value
         return plain
     if kind is _MAPPING:
@@ -49,6 +56,7 @@ def exact_key(value: Any) -> Hashable:
 _MAPPING, _SEQUENCE, _PLAIN = ("mapping",), ("sequence",), ("plain",)
 _KINDS: dict[type, tuple[str, ...]] = {}  # per type: how its values are keyed (a dataclass: its field names)
 _FROZEN: set[type] = set()  # the frozen dataclasses among them (their keys are kept on the values)
+_FROZEN_PLAIN: set[type] = set()  # hardware tables that are frozen dataclasses (a hashed wrapper kept on them)
 _MEMO = "_visa_exact_key"
 
 
@@ -60,6 +68,9 @@ def _kind(cls: type) -> tuple[str, ...]:
     if issubclass(cls, tuple | list):
         return _SEQUENCE
     if issubclass(cls, type) or cls.__module__.startswith("visa.hw"):
+        params = getattr(cls, "__dataclass_params__", None)
+        if params is not None and params.frozen and "__dict__" in dir(cls):
+            _FROZEN_PLAIN.add(cls)
         return _PLAIN  # dtype classes, hardware profiles and their tables: hashable, no mappings
     if dataclasses.is_dataclass(cls):
         params = getattr(cls, "__dataclass_params__", None)
@@ -69,16 +80,34 @@ def _kind(cls: type) -> tuple[str, ...]:
     return _PLAIN
 
 
-def cached(limit: int = 256) -> Callable[[Callable[..., R]], Callable[..., R]]:
+class _Hashed:
+    """A hashable value keyed by equality, its hash computed once."""
+
+    __slots__ = ("value", "_hash")
+
+    def __init__(self, value: Hashable) -> None:
+        self.value = value
+        self._hash = hash(value)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Hashed) and (other.value is self.value or other.value == self.value)
+
+
+def cached(limit: int = 256, paths: tuple[FastPath, ...] = ()) -> Callable[[Callable[..., R]], Callable[..., R]]:
     """Memoise a pure function on :func:`exact_key` of its positional arguments (at most ``limit`` entries):
-    two equivalent mappings (L1017–1028) may plan differently, so they never share an entry."""
+    two equivalent mappings (L1017–1028) may plan differently, so they never share an entry.  A function that
+    takes fast ``paths`` (:mod:`visa.fastpaths`) is keyed on whether each is on too (a plan made by a fast path
+    is never handed out with the path off)."""
 
     def wrap(fn: Callable[..., R]) -> Callable[..., R]:
         store: dict[Hashable, R] = {}
 
         @functools.wraps(fn)
         def inner(*args: Any) -> R:
-            key = tuple(exact_key(a) for a in args)
+            key = tuple(exact_key(a) for a in args) + tuple(p.on for p in paths)
             try:
                 return store[key]
             except KeyError:

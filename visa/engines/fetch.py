@@ -41,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from visa import dtypes as dt
+from visa.engines import fast_zero_point
 from visa.engines.cache import cached
 from visa.engines.common import StreamData, axes_text, engine_call, unit_validity
 from visa.errors import (
@@ -756,6 +757,10 @@ def _subtract(values: npt.NDArray[Any], known: BoolArray, cfg: FetchConfig, tsel
     dst = cfg.dst
     zps = np.asarray(cfg.zero_points, dtype=np.int64)
     n_p = cfg.packet.size
+    fast = fast_zero_point.subtract(values, known, dst, cfg.zero_points,
+                                    None if len(zps) == 1 or tsel is None else zps[tsel], n_p)
+    if fast is not None:
+        return fast
     z = np.full((n_t,), zps[0], dtype=np.int64) if len(zps) == 1 or tsel is None else zps[tsel]
     zfull = np.broadcast_to(np.repeat(z, n_p), values.shape)
     diff = np.where(known, values.astype(np.int64) - zfull, 0)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from visa import dtypes as dt
+from visa.engines import fast_parallel_copy
 from visa.engines.cache import cached
 from visa.errors import AddressError, LayoutError, TypestateError, UnsupportedFeatureError
 from visa.hw import HardwareProfile
@@ -208,6 +209,8 @@ def execute(cfg: SliceConfig, src: DenseImage, dst: DenseImage, chip: int, src_a
             ) -> None:
     """Copy one chip's share: in every slice of cluster ``k`` (of this ``chip``), the result's element ``p'``
     is the source's element ``source[j][p']`` with ``j = indices[chip]`` (``indices[k]`` for a cluster slice)."""
+    if fast_parallel_copy.STRIDED.on and fast_parallel_copy.execute(cfg, src, dst, chip, src_address, dst_address):
+        return
     nb = cfg.dtype.size_bits // 8
     lead = src.lead_shape
     nbytes = src.nbytes

@@ -16,7 +16,8 @@ So with ``Time = [outer, in_rows, packets_per_col]`` and ``Packet = [cols # 32 B
 :func:`plan` finds the ``(in_rows, packets_per_col, out_rows)`` whose result *is* the requested
 ``OutTime``/``OutPacket`` — it runs the configuration's index map over the input layout's tensor indices and
 compares them with the output layout's, position by position — then checks every limit of ``hw.transpose``
-(L6876–6886).  :func:`execute` runs the same index map over the data; :func:`cycles` is the single/double
+(L6876–6886).  :func:`execute` runs the same index map over the data (the fast path ``transpose.tiles`` as
+views of each tile, :mod:`visa.engines.fast_transpose`); :func:`cycles` is the single/double
 buffering formula (L6887–6912).
 
 >>> from visa.hw import RNGD
@@ -31,18 +32,17 @@ buffering formula (L6887–6912).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from visa import dtypes as dt
+from visa import fastpaths
 from visa.engines.cache import cached
 from visa.engines.common import StreamData, axes_text, divisors, refuse_in_sub_context
 from visa.errors import HardwareLimitError, IncompatibleShapesError, UnsupportedFeatureError
 from visa.hw import HardwareProfile, TransposeEngine
 from visa.mapping import Mapping, pair_of
-from visa.memory.known import is_everywhere
 
 __all__ = ["TransposeConfig", "plan", "check_context", "execute", "cycles", "source_index", "report_details"]
 
@@ -51,6 +51,9 @@ BoolArray = npt.NDArray[np.bool_]
 Coords = tuple[dict[str, IntArray], BoolArray]
 
 CALL = "transpose"
+
+TILES = fastpaths.register("transpose.tiles", "the Unpack, Transpose, Trim and Align stages as views of each "
+                           "[in_rows × in_cols] tile and the known-mask of an all-known stream as the tile's pattern")
 
 
 @dataclass(frozen=True)
@@ -165,33 +168,23 @@ def source_index(config: TransposeConfig, flits: int | None = None) -> tuple[Int
 
 
 def execute(config: TransposeConfig, data: StreamData) -> StreamData:
-    """Run the configuration over a stream's data (shape ``(Chip, Cluster, Slice, Time, Packet)``; L6841–6856).
-
-    Unpack, Transpose, Trim and Align as array views of each ``[in_rows × in_cols]`` tile and one copy per
-    array (the same map as :func:`source_index`, which a test checks); alignment padding is poison
-    (``known`` False, value zero).
-    """
+    """Run the configuration over a stream's data (shape ``(Chip, Cluster, Slice, Time, Packet)``; L6841–6856):
+    every output element is the input element :func:`source_index` names; alignment padding is poison (``known``
+    False, value zero).  The fast path ``transpose.tiles`` computes the same as views of each tile
+    (:mod:`visa.engines.fast_transpose`)."""
     c = config
     lead = data.values.shape[:3]
     expect = (*lead, c.in_time, c.in_packet)
     if data.values.shape != expect:
         raise ValueError(f"transpose data of shape {data.values.shape} for a configuration of {expect}")
-    rows = min(c.out_rows, c.in_cols)
+    if TILES.on:
+        from visa.engines import fast_transpose
 
-    def run(x: npt.NDArray[Any]) -> npt.NDArray[Any]:  # alignment padding is poison: value zero, known False
-        tile = x.reshape(*lead, c.iterations, c.in_rows, c.packets_per_col, c.in_packet)
-        tile = tile[..., : c.elements_per_packet].reshape(*lead, c.iterations, c.in_rows, c.in_cols)
-        out = np.zeros((*lead, c.iterations, c.out_rows, c.output_alignment), dtype=x.dtype)
-        out[..., :rows, : c.in_rows] = np.swapaxes(tile, -1, -2)[..., :rows, :]
-        return out.reshape(*lead, c.out_time, c.output_alignment)
-
-    if is_everywhere(data.known):  # all known: the known-mask is the tile's pattern, broadcast (no copy)
-        pattern = np.zeros((c.iterations, c.out_rows, c.output_alignment), dtype=bool)
-        pattern[:, :rows, : c.in_rows] = True
-        known = np.broadcast_to(pattern.reshape(c.out_time, c.output_alignment), (*lead, c.out_time,
-                                                                                   c.output_alignment))
-        return StreamData(run(data.values), known)
-    return StreamData(run(data.values), run(data.known))
+        return fast_transpose.execute(c, data)
+    src, has = source_index(c)
+    values = data.values.reshape(*lead, -1)[..., src]
+    known = np.broadcast_to(data.known, expect).reshape(*lead, -1)[..., src] & has
+    return StreamData(np.where(has, values, np.zeros((), dtype=values.dtype)), known)
 
 
 # ------------------------------------------------------------------------------------------------ planning

@@ -58,7 +58,30 @@ from visa.validate import expect_instance, expect_int, wrong_type
 if TYPE_CHECKING:
     from visa.mapping import static as _static  # noqa: F401 - the static type of m["..."] (visa.mypy)
 
-__all__ = ["Index", "i", "Mapping", "MappingFactory", "MappingSyntax", "m", "module_mapping", "pair_of", "IDENTITY"]
+__all__ = ["HashedKey", "Index", "i", "Mapping", "MappingFactory", "MappingSyntax", "m", "module_mapping", "pair_of",
+           "IDENTITY"]
+
+
+class HashedKey(tuple[object, ...]):
+    """A tuple that computes its hash once (a plan cache hashes the same mapping keys on every lookup; the
+    nodes inside are dataclasses whose generated ``__hash__`` would be computed again each time).  Equal to, and
+    hashing like, the plain tuple of the same items."""
+
+    _hash: int
+
+    def __new__(cls, items: tuple[object, ...]) -> HashedKey:
+        self = super().__new__(cls, items)
+        self._hash = tuple.__hash__(self)
+        return self
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (isinstance(other, tuple) and tuple.__eq__(self, other))
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
 
 
 class Index(AbcMapping[str, int]):
@@ -203,7 +226,7 @@ class Mapping:
         or over axes of other sizes.  Caches of anything derived from several mappings key on this.
         """
         if self._key is None:
-            self._key = C.build_raw(self.node)
+            self._key = HashedKey(C.build_raw(self.node))
         return self._key
 
     def map(self, position: int) -> Index | None:

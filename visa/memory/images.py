@@ -34,6 +34,7 @@ import numpy.typing as npt
 from visa import dtypes as dt
 from visa import fastpaths
 from visa.errors import AddressError
+from visa.memory import fast_nest, fast_regions
 from visa.memory.arena import ARENA, Lease, lazy_zeros
 from visa.memory.known import all_true
 from visa.memory.pages import ALL, MIXED, PAGE_BYTES, PageMask, Units, nest_offsets
@@ -46,6 +47,10 @@ __all__ = ["DenseImage", "PagedImage", "Image", "load", "store", "store_stream",
 
 _GAP = 1 << 20  # a scatter whose indices leave a larger hole writes separate regions
 
+SLACK = fastpaths.register("memory.region-slack", "a sparse HBM region grown by an access next to it grows by "
+                           "its own size at once (amortised) instead of to the bytes asked each time")
+WORDS = fastpaths.register("memory.image-words", "load and store move each element as one machine word (a run of "
+                           "consecutive elements as one strided copy) instead of byte by byte")
 REPLICAS = fastpaths.register("memory.replicas", "units written with the same known bytes are remembered as "
                               "replicas (the engines then share one copy's work) instead of compared")
 
@@ -616,6 +621,10 @@ def _known_words(pm: PageMask, us: Units, byte_index: IntArray, nb: int) -> Bool
     return out
 
 
+#: Words × units at most that :func:`_nest_known` asks byte by byte (more: through the mask's word view).
+_BY_INDEX = 1 << 16
+
+
 def _nest_known(pm: PageMask, us: Units, mask: BoolArray, nb: int, byte_base: int, nest: Nest,
                 known: BoolArray) -> None:
     """Fill ``known`` (the nest's view shape, units first) with whether all bytes of each word a byte loop nest
@@ -635,17 +644,21 @@ def _nest_known(pm: PageMask, us: Units, mask: BoolArray, nb: int, byte_base: in
     if st.shape[0] and bool((st == st[:1]).all()):
         # every unit's pages alike (a tensor written whole, a nest reaching into a page of another): the page
         # states decide the words for one unit, broadcast to all; only the words on a mixed page ask the bytes
+        # — by index when they are few, else through the mask's word view below (issue 24: a padded lane on
+        # every word's page asked every byte of every unit by index, 512 × 1M-element temporaries)
         in_first, in_last = st_u[0, first], st_u[0, last]
         k2[...] = (in_first == ALL) & (in_last == ALL)
         on_mixed = np.flatnonzero((in_first == MIXED) | (in_last == MIXED))
-        if on_mixed.size:
-            pos = off[on_mixed]
-            exact = pm.known_at(us, pos)
-            for b in range(1, nb):
-                exact &= pm.known_at(us, pos + b)
-            k2[:, on_mixed] = exact
-        return
-    np.logical_and(st_u[:, first] == ALL, st_u[:, last] == ALL, out=k2)
+        if on_mixed.size * nb * st.shape[0] <= _BY_INDEX:
+            if on_mixed.size:
+                pos = off[on_mixed]
+                exact = pm.known_at(us, pos)
+                for b in range(1, nb):
+                    exact &= pm.known_at(us, pos + b)
+                k2[:, on_mixed] = exact
+            return
+    else:
+        np.logical_and(st_u[:, first] == ALL, st_u[:, last] == ALL, out=k2)
     if bool((st == MIXED).any()):
         kv = word_view(mask, nb)
         assert kv is not None
@@ -683,7 +696,7 @@ class PagedImage:
     ([0, 7, 7], [False, True, True], [(4096, 4104)])
     """
 
-    __slots__ = ("size", "name", "page_bytes", "_starts", "_data", "_pages", "_shared")
+    __slots__ = ("size", "name", "page_bytes", "_starts", "_data", "_pages", "_shared", "_asked")
 
     def __init__(self, size: int, name: str = "HBM", page_bytes: int = PAGE_BYTES) -> None:
         self.size = size
@@ -693,6 +706,7 @@ class PagedImage:
         self._data: list[ByteArray] = []
         self._pages: list[PageMask] = []
         self._shared: list[bool] = []  # a region whose bytes are another owner's frozen buffer (see adopt)
+        self._asked: list[tuple[int, int]] = []  # the regions the bytes asked make (an allocation may hold more)
 
     @property
     def nbytes(self) -> int:
@@ -700,8 +714,9 @@ class PagedImage:
         return self.size
 
     def regions(self) -> list[tuple[int, int]]:
-        """The ``[start, end)`` byte ranges that exist."""
-        return [(s, s + d.size) for s, d in zip(self._starts, self._data, strict=True)]
+        """The ``[start, end)`` byte ranges that exist: the bytes asked of each region (the reference allocates
+        exactly those; :mod:`visa.memory.fast_regions` may allocate more, unwritten)."""
+        return list(self._asked)
 
     def _check_range(self, lo: int, hi: int) -> None:
         if lo < 0 or hi > self.size:
@@ -727,11 +742,17 @@ class PagedImage:
                 if write and self._shared[first]:  # copy on write: the buffer stays its owner's
                     self._data[first] = self._data[first].copy()
                     self._shared[first] = False
+                self._ask(lo, hi)
                 return self._data[first], self._pages[first], lo - s
+        self._ask(lo, hi)
         new_lo, new_hi = lo, hi
         if last > first:
-            new_lo = min(lo, self._starts[first])
-            new_hi = max(hi, self._starts[last - 1] + self._data[last - 1].size)
+            old_lo, old_hi = self._starts[first], self._starts[last - 1] + self._data[last - 1].size
+            new_lo, new_hi = min(lo, old_lo), max(hi, old_hi)
+            if SLACK.on:
+                floor = self._starts[first - 1] + self._data[first - 1].size if first else 0
+                ceiling = self._starts[last] if last < len(self._starts) else self.size
+                new_lo, new_hi = fast_regions.grown(new_lo, new_hi, old_lo, old_hi, floor, ceiling)
         data = lazy_zeros((new_hi - new_lo,), np.dtype(np.uint8))
         pages = PageMask(lazy_zeros((1, new_hi - new_lo), np.dtype(bool)), max(1, min(self.page_bytes,
                                                                                      new_hi - new_lo)))
@@ -744,6 +765,21 @@ class PagedImage:
         self._pages[first:last] = [pages]
         self._shared[first:last] = [False]
         return data, pages, lo - new_lo
+
+    def _ask(self, lo: int, hi: int) -> None:
+        """Note bytes ``[lo, hi)`` asked: they join the regions they overlap (:meth:`regions`, the reference's
+        allocations, whatever slack an allocation holds)."""
+        starts = [a for a, _ in self._asked]
+        first = bisect.bisect_right(starts, lo) - 1
+        if first >= 0 and self._asked[first][1] <= lo:
+            first += 1
+        first = max(first, 0)
+        last = bisect.bisect_left(starts, hi)
+        if last - first == 1 and self._asked[first][0] <= lo and hi <= self._asked[first][1]:
+            return
+        if last > first:
+            lo, hi = min(lo, self._asked[first][0]), max(hi, self._asked[last - 1][1])
+        self._asked[first:last] = [(lo, hi)]
 
     def adopt(self, lo: int, data: ByteArray) -> bool:
         """Make bytes ``[lo, lo + data.size)`` the bytes of ``data``, all written, without copying them: the
@@ -763,6 +799,7 @@ class PagedImage:
         self._data[first:last] = [view]
         self._pages[first:last] = [pages]
         self._shared[first:last] = [True]
+        self._ask(lo, hi)
         return True
 
     def window(self, lo: int, hi: int) -> tuple[ByteArray, BoolArray]:
@@ -968,7 +1005,11 @@ def load_nest_values(dtype: type[dt.Scalar], image: Image, bit_base: int, loops:
         return False
     nb, base, nest = got
     assert isinstance(image, DenseImage)
-    if not image.read_nest(nb, base, nest, values.view(_WORD[nb]), None):
+    wide = fast_nest.widen(nb, nest) if fast_nest.WIDE.on else None
+    if wide is not None:  # runs of contiguous elements read as wider words (the same bytes, fast_nest.py)
+        if not image.read_nest(wide[0], base, wide[1], values.reshape(-1).view(_WORD[wide[0]]), None):
+            return False
+    elif not image.read_nest(nb, base, nest, values.view(_WORD[nb]), None):
         return False
     _from_words(dtype, values.view(_WORD[nb]))  # the range check of i5 and i9 images
     return True
@@ -1079,7 +1120,8 @@ def load(dtype: type[dt.Scalar], image: Image, bit_offsets: npt.ArrayLike) -> tu
     layout of manual L1071–1093).
 
     Returns storage-typed values and a mask that is False where any byte of the element was never written.
-    For a dense image the result has the image's leading shape followed by the offsets' shape.
+    For a dense image the result has the image's leading shape followed by the offsets' shape.  The reference
+    gathers every byte; the fast path ``memory.image-words`` reads whole words.
     """
     offs = np.asarray(bit_offsets, dtype=np.int64)
     if dtype.image_bits == 4:
@@ -1089,7 +1131,7 @@ def load(dtype: type[dt.Scalar], image: Image, bit_offsets: npt.ArrayLike) -> tu
     if offs.size and np.any(offs & 7):
         raise AddressError(f"{dtype!r} elements must start on a byte boundary", call="load")
     nb = _nbytes_per(dtype)
-    if isinstance(image, DenseImage):
+    if isinstance(image, DenseImage) and WORDS.on:
         got = image.gather_words(offs >> 3, nb)
         if got is not None:
             return _from_words(dtype, got[0]), got[1]
@@ -1108,7 +1150,8 @@ def store(dtype: type[dt.Scalar], image: Image, bit_offsets: npt.ArrayLike, valu
     """Store ``values`` (storage-typed or exactly representable) at ``bit_offsets``; ``mask`` selects elements
     (the byte layout of manual L1071–1093).
 
-    4-bit elements are merged into their bytes (read, modify, write of the other nibble).
+    4-bit elements are merged into their bytes (read, modify, write of the other nibble).  The reference
+    scatters every byte; the fast path ``memory.image-words`` writes a run as one strided copy, or whole words.
     """
     offs = np.asarray(bit_offsets, dtype=np.int64)
     vals = dt.as_storage(dtype, values)
@@ -1128,10 +1171,13 @@ def store(dtype: type[dt.Scalar], image: Image, bit_offsets: npt.ArrayLike, valu
     if offs.size and np.any(offs & 7):
         raise AddressError(f"{dtype!r} elements must start on a byte boundary", call="store")
     nb = _nbytes_per(dtype)
-    if _store_run(dtype, image, offs, vals, sel):
-        return
-    if isinstance(image, DenseImage) and image.scatter_words(offs >> 3, nb, _to_words(dtype, vals), sel):
-        return
+    if WORDS.on:  # (memory/fast_images.py: a run as one strided copy; whole words)
+        from visa.memory import fast_images
+
+        if fast_images.store_run(dtype, image, offs, vals, sel):
+            return
+        if isinstance(image, DenseImage) and image.scatter_words(offs >> 3, nb, _to_words(dtype, vals), sel):
+            return
     raw = dt.to_bytes(dtype, vals.reshape(-1)).reshape(*vals.shape, nb)
     idx = (offs >> 3)[..., None] + np.arange(nb, dtype=np.int64)
     bmask = None if sel is None else np.broadcast_to(sel[..., None], sel.shape + (nb,))
@@ -1141,21 +1187,6 @@ def store(dtype: type[dt.Scalar], image: Image, bit_offsets: npt.ArrayLike, valu
                       None if bmask is None else np.broadcast_to(bmask, raw.shape).reshape(*lead, -1))
     else:
         image.scatter(idx, np.broadcast_to(raw, idx.shape), bmask)
-
-
-def _store_run(dtype: type[dt.Scalar], image: Image, offs: IntArray, vals: npt.NDArray[Any],
-               sel: BoolArray | None) -> bool:
-    """:func:`store` of consecutive elements (``offs`` one run, one element apart, every one selected: a tensor
-    placed whole, ``visa.testing.place_dm``) as a one-loop :func:`store_nest` — one strided copy instead of a
-    scatter by index.  False (nothing written) otherwise."""
-    step = dtype.image_bits
-    if not isinstance(image, DenseImage) or offs.ndim != 1 or offs.size < 2 or (sel is not None and not sel.all()):
-        return False
-    if vals.size != math.prod(image.lead_shape) * offs.size:  # values broadcast over units: the scatter path
-        return False
-    if int(offs[-1]) - int(offs[0]) != step * (offs.size - 1) or not bool((np.diff(offs) == step).all()):
-        return False
-    return store_nest(dtype, image, int(offs[0]), ((int(offs.size), 1),), vals, True)
 
 
 def unwrite(image: DenseImage, bits: IntArray, where: BoolArray, dtype: type[dt.Scalar]) -> None:

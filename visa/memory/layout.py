@@ -88,10 +88,10 @@ def check_placement(hw: HardwareProfile, memory: str, dtype: type[dt.Scalar], le
     """
     who = call or _name(memory)
     check_types(dtype, levels, address, who)
-    tensor = name or describe(memory, dtype, levels, address)
 
     def fail(cls: type[VisaError], text: str, level: str, mapping: Mapping | None, fix: str,
              axis: str | None = None) -> VisaError:
+        tensor = name or describe(memory, dtype, levels, address)  # (named only when refused)
         return cls(f"{text} in {tensor}", call=who, level=level, mapping=repr(mapping) if mapping else None,
                    axis=axis, fix=fix)
 
@@ -183,6 +183,10 @@ def tile_offset(element: Mapping, dim: Mapping, size: int, tile_mapping: Mapping
     tile_mapping = expect_mapping(tile_mapping, "tile_mapping", call=call)
     size = expect_int(size, "size", call=call)
     start = expect_int(start, "start", call=call)
+    key = (element.key, dim.key, size, tile_mapping.key, start)
+    known = _OFFSETS.get(key)
+    if known is not None:  # this tile was checked before (a later launch of the same kernel)
+        return known
     if not 0 <= start or start + size > dim.size:
         raise LayoutError(f"a tile of {size} from {start} runs past {dim!r} (size {dim.size})", call=call,
                           level="Element", mapping=repr(dim), axis=_axis(dim),
@@ -196,11 +200,17 @@ def tile_offset(element: Mapping, dim: Mapping, size: int, tile_mapping: Mapping
                           fix="start the tile at an index the view holds")
     # the tile holds the sub-tensor: tile position p holds base index (tile index + start index)
     shift = dict(first or {})
-    if strides_kept(element, tile_mapping, shift, int(offset)):
-        return int(offset)
-    # not separable, or a refusal: check every position (and name the first one that differs)
-    check_every_position(element, dim, tile_mapping, shift, int(offset), call)
+    if not strides_kept(element, tile_mapping, shift, int(offset)):
+        # not separable, or a refusal: check every position (and name the first one that differs)
+        check_every_position(element, dim, tile_mapping, shift, int(offset), call)
+    if len(_OFFSETS) >= 1 << 16:
+        _OFFSETS.clear()
+    _OFFSETS[key] = int(offset)
     return int(offset)
+
+
+#: Tiles already checked, by the exact keys of their mappings and their start (a refusal is never kept).
+_OFFSETS: dict[object, int] = {}
 
 
 def check_every_position(element: Mapping, dim: Mapping, tile_mapping: Mapping, shift: dict[str, int], offset: int,
@@ -226,6 +236,63 @@ def sym_only(dims: Canon) -> bool:
                                     for d in dims)
 
 
+#: One digit group of a tile mapping (:func:`strides_kept`): the axis (None: padding), the tile-position part of
+#: each combination of the group's digits, the axis coordinate there (None for padding) and whether it is valid.
+_Group = tuple[str | None, npt.NDArray[np.int64], npt.NDArray[np.int64] | None, npt.NDArray[np.bool_]]
+_GROUPS: dict[object, list[_Group] | None] = {}  # by the tile mapping's exact key: a kernel tiles alike each step
+_SYM_ONLY: dict[object, bool] = {}
+
+
+def _sym_only(mapping: Mapping) -> bool:
+    """:func:`sym_only` of the mapping's canonical form, kept by the mapping's exact key."""
+    got = _SYM_ONLY.get(mapping.key)
+    if got is None:
+        if len(_SYM_ONLY) >= 4096:
+            _SYM_ONLY.clear()
+        got = _SYM_ONLY[mapping.key] = sym_only(mapping.canon)
+    return got
+
+
+def _tile_groups(tile_mapping: Mapping) -> list[_Group] | None:
+    """The digit groups of a plain tile mapping (one per axis and one of padding), or None when it is not one
+    (a window, skew or linear combination): derived once per mapping (they do not depend on where the tile
+    starts)."""
+    key = tile_mapping.key
+    if key in _GROUPS:
+        return _GROUPS[key]
+    tdims = tile_mapping.canon
+    out: list[_Group] | None = None
+    if sym_only(tdims):
+        weights = digit_weights(tdims)
+        members: dict[str | None, list[int]] = {}
+        for j, d in enumerate(tdims):
+            assert isinstance(d, Dim)
+            members.setdefault(d.atom.name if isinstance(d.atom, Sym) else None, []).append(j)
+        out = []
+        for name, idx in members.items():
+            sub = tuple(tdims[j] for j in idx)
+            # the tile-position part of each combination of this group's digits, in forward()'s (C) order
+            part: npt.NDArray[np.int64] = np.zeros((), dtype=np.int64)
+            for k, j in enumerate(idx):
+                view = [1] * len(idx)
+                view[k] = tdims[j].size
+                part = part + np.arange(tdims[j].size, dtype=np.int64).reshape(view) * weights[j]
+            shape = tuple(tdims[j].size for j in idx)
+            part = np.ascontiguousarray(np.broadcast_to(part, shape).reshape(-1))
+            ev = forward(sub)
+            valid = np.array(ev.valid, dtype=bool).reshape(-1)
+            coord = None if name is None else np.array(ev.coord(name), dtype=np.int64).reshape(-1)
+            for arr in (part, valid, coord):
+                if arr is not None:
+                    arr.flags.writeable = False
+            assert valid.size == part.size and (coord is None or coord.size == part.size)
+            out.append((name, part, coord, valid))
+    if len(_GROUPS) >= 1024:
+        _GROUPS.clear()
+    _GROUPS[key] = out
+    return out
+
+
 def strides_kept(element: Mapping, tile_mapping: Mapping, shift: dict[str, int], offset: int) -> bool:
     """True when every valid position p of ``tile_mapping`` holds, shifted by ``shift``, the base element at
     position ``offset + p`` of ``element`` — the check :func:`tile_offset` makes, in O(Σ axis extents) instead of
@@ -240,34 +307,20 @@ def strides_kept(element: Mapping, tile_mapping: Mapping, shift: dict[str, int],
     exactly when each group's difference is constant over its own valid set and the constants cancel, so each
     axis' digits are checked alone (the other axes held at the tile's start index).
     """
-    tdims, bdims = tile_mapping.canon, element.canon
-    if not (sym_only(tdims) and sym_only(bdims)):
+    groups = _tile_groups(tile_mapping)
+    if groups is None or not _sym_only(element):
         return False
-    weights = digit_weights(tdims)
-    groups: dict[str | None, list[int]] = {}
-    for j, d in enumerate(tdims):
-        assert isinstance(d, Dim)
-        groups.setdefault(d.atom.name if isinstance(d.atom, Sym) else None, []).append(j)
     base_axes = element.axes
     total = 0  # Σ of the per-group constants: base part − tile part
-    for name, idx in groups.items():
-        sub = tuple(tdims[j] for j in idx)
-        # the tile-position part of each combination of this group's digits, in forward()'s (C) order
-        part: npt.NDArray[np.int64] = np.zeros((), dtype=np.int64)
-        for k, j in enumerate(idx):
-            view = [1] * len(idx)
-            view[k] = tdims[j].size
-            part = part + np.arange(tdims[j].size, dtype=np.int64).reshape(view) * weights[j]
-        part = np.broadcast_to(part, tuple(tdims[j].size for j in idx)).reshape(-1)
-        ev = forward(sub)
-        valid = np.asarray(ev.valid).reshape(-1)
+    for name, part, coord, valid in groups:
         if not valid.any():
             return True  # the tile holds no valid position: nothing to check
         if name is None or name not in base_axes:
             base: npt.NDArray[np.int64] = np.full(part.shape, offset, dtype=np.int64)
         else:
             coords = {a: np.full(part.shape, shift.get(a, 0), dtype=np.int64) for a in base_axes}
-            coords[name] = np.asarray(ev.coord(name)).reshape(-1) + shift.get(name, 0)
+            assert coord is not None
+            coords[name] = coord + shift.get(name, 0)
             pos, held = element.locate(coords, part.shape)
             if not bool(np.all(held.reshape(-1)[valid])):
                 return False

@@ -202,6 +202,8 @@ class HbmLoad:
     activations: int
     transfers: int
     rmw: int
+    #: with ``group`` given to :func:`hbm_load`: ``[group, channel]`` busy cycles of each group's stretches alone
+    group_busy: npt.NDArray[np.float64] | None = None
 
     @property
     def channels_used(self) -> int:
@@ -210,7 +212,7 @@ class HbmLoad:
 
 
 def hbm_load(hw: HardwareProfile, chips: IntArray, units: IntArray, factor: npt.NDArray[np.float64],
-             segment: IntArray | None = None) -> HbmLoad:
+             segment: IntArray | None = None, group: IntArray | None = None) -> HbmLoad:
     """The HBM channels serving these transfers, in arrival order (manual "High-Bandwidth Memory", L2948–3009).
 
     * A 256-byte unit occupies its channel's data bus 4 controller cycles at 0.75 GHz: 16/3 core cycles (L2980);
@@ -227,6 +229,9 @@ def hbm_load(hw: HardwareProfile, chips: IntArray, units: IntArray, factor: npt.
     * ``segment`` (one id per transfer) marks stretches of requests that are served apart (a DMA's engines and
       commands, and the sampled windows of a long DMA): no window spans two of them, nor does an open row carry
       from one to the next.
+    * ``group`` (one id per segment) asks also for each group's busy cycles per channel as if its transfers were
+      served alone (:attr:`HbmLoad.group_busy`): its stretches' windows, which no other stretch shares, summed
+      in the same order.
 
     A contiguous stream keeps every channel's bus busy (1,536 B/cycle per chip, :mod:`visa.hw.paths`); a window
     whose requests open a new row of a few banks each time is bound by those banks: a row switch costs "30–40×" a
@@ -300,9 +305,17 @@ def hbm_load(hw: HardwareProfile, chips: IntArray, units: IntArray, factor: npt.
     bus_w = np.bincount(batch, weights=cost, minlength=nb)
     batch_channel = np.zeros(nb, dtype=np.int64)
     batch_channel[batch] = ch
-    busy = np.asarray(np.bincount(batch_channel, weights=np.maximum(bus_w, peak), minlength=nch), dtype=np.float64)
+    window_time = np.maximum(bus_w, peak)
+    busy = np.asarray(np.bincount(batch_channel, weights=window_time, minlength=nch), dtype=np.float64)
     bus = np.asarray(np.bincount(ch, weights=cost, minlength=nch), dtype=np.float64)
-    return HbmLoad(busy, bus, int(activate.sum()), n, int(np.count_nonzero(factor > 1)))
+    group_busy = None
+    if group is not None:
+        ng = int(np.max(group)) + 1
+        batch_group = np.zeros(nb, dtype=np.int64)
+        batch_group[batch] = np.asarray(group, dtype=np.int64)[seg]
+        group_busy = np.asarray(np.bincount(batch_group * nch + batch_channel, weights=window_time,
+                                            minlength=ng * nch), dtype=np.float64).reshape(ng, nch)
+    return HbmLoad(busy, bus, int(activate.sum()), n, int(np.count_nonzero(factor > 1)), group_busy)
 
 
 def hbm_busy(hw: HardwareProfile, chips: IntArray, units: IntArray, factor: npt.NDArray[np.float64],

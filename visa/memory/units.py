@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from visa.memory import fast_nest
 from visa.memory.images import (
     _ALL_WRITTEN,
     _WORD,
@@ -261,6 +262,10 @@ class UnitSelection(DenseImage):
         if self.box is not None and all_true(known):  # every element known: one strided copy, no reshaped masks
             if covering and span is not None:  # every byte of the range written: no zeros owed there
                 self.base.cover(span, r_lo, r_hi)
+            wide = fast_nest.widen_values(nb, nest, words) if fast_nest.WIDE.on else None
+            if wide is not None:  # runs of contiguous elements written as wider words (the same bytes)
+                nb, nest, words = wide
+                ones = np.asarray(_ALL_WRITTEN[nb], dtype=_WORD[nb])
             wv, kv = word_view(self.base.raw(r_lo, r_hi), nb), word_view(self.base._written, nb)
             if wv is None or kv is None:
                 return False

@@ -45,6 +45,7 @@ Lane = tuple[int, str]
 TU_TRACKS = ("main", "sub")
 
 _VISA_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_INSIDE: dict[str, bool] = {}  # source file → whether it is in the visa package
 
 
 def dma_lane(chip: int, engine: int) -> Lane:
@@ -58,9 +59,12 @@ def _user_frame() -> tuple[str, int, int]:
     frame = sys._getframe(2)
     depth = 1
     while frame is not None:
-        name = os.path.abspath(frame.f_code.co_filename)
-        if not name.startswith(_VISA_DIR + os.sep):
-            return frame.f_code.co_filename, frame.f_lineno, depth
+        filename = frame.f_code.co_filename
+        inside = _INSIDE.get(filename)
+        if inside is None:  # (abspath once per file: every operation records where the user issued it)
+            inside = _INSIDE[filename] = os.path.abspath(filename).startswith(_VISA_DIR + os.sep)
+        if not inside:
+            return filename, frame.f_lineno, depth
         frame = frame.f_back  # type: ignore[assignment]
         depth += 1
     return "", 0, 1

@@ -14,7 +14,7 @@ import numpy.typing as npt
 
 from visa.mapping.canon import canon_size
 from visa.mapping.evaluate import digit_weights
-from visa.memory.footprint import EMPTY, Footprint, Span, units_of
+from visa.memory.footprint import EMPTY, Footprint, Span, merge_intervals, units_of
 from visa.memory.footprint import index_mask as _mask
 from visa.memory.footprint import valid_positions as _valid
 from visa.memory.layout import element_bytes, sym_only
@@ -80,27 +80,71 @@ def span_of(handle: Any) -> Span | None:
     elif element is None or (offset == 0 and element == levels["Element"]):
         lo = np.array([start], dtype=np.int64)
         hi = lo + element_bytes(base.dtype, levels["Element"].size)
-    elif element.size > _EXACT_LIMIT and (runs := _runs(element)) is not None:
-        first, length = runs
-        lo = start + ((offset + first) * bits) // 8
-        hi = start + ((offset + first + length) * bits + 7) // 8
-    elif element.size > _EXACT_LIMIT or element.size == 0:
-        lo = np.array([start + (offset * bits) // 8], dtype=np.int64)
-        hi = np.array([start + ((offset + element.size) * bits + 7) // 8], dtype=np.int64)
+    elif bits % 8 == 0:  # whole bytes: the view's intervals are those of its Element, shifted (kept per Element)
+        rel_lo, rel_hi = _relative(element, bits)
+        shift = start + offset * bits // 8
+        chips, units, rows = _units(memory, levels, hw)
+        return Span(memory, chips, units, rows, rel_lo + shift, rel_hi + shift)
     else:
-        pos = offset + _valid(element)
-        lo = start + (pos * bits) // 8
-        hi = start + ((pos + 1) * bits + 7) // 8
-    chips = _mask(_valid(levels["Chip"]))
-    if memory == "hbm":
-        return Span.of("hbm", chips, lo, hi)
-    if memory == "spm":  # units: cluster · PEs per cluster + PE (design API.md §8)
-        pes = hw.dm.slices_per_cluster // hw.spm.slices_per_pe
-        clusters, pe = _valid(levels["Cluster"]), _valid(levels["Pe"])
-        return Span.of(memory, chips, lo, hi, units=_mask((clusters[:, None] * pes + pe[None, :]).reshape(-1)))
-    units = units_of(levels, hw.dm.slices_per_cluster)
-    rows = _mask(_valid(levels["Row"])) if "Row" in levels else -1
+        lo, hi = _intervals(element, offset, bits)
+        lo, hi = start + lo, start + hi
+    chips, units, rows = _units(memory, levels, hw)
     return Span.of(memory, chips, lo, hi, units=units, rows=rows)
+
+
+def _intervals(element: Any, offset: int, bits: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The byte intervals ``[lo, hi)`` (relative to the tensor's address) the positions ``offset + p`` of the
+    Element occupy: each position, or runs covering them, or the extent (a large Element)."""
+    if element.size > _EXACT_LIMIT and (runs := _runs(element)) is not None:
+        first, length = runs
+        return ((offset + first) * bits) // 8, ((offset + first + length) * bits + 7) // 8
+    if element.size > _EXACT_LIMIT or element.size == 0:
+        return (np.array([(offset * bits) // 8], dtype=np.int64),
+                np.array([((offset + element.size) * bits + 7) // 8], dtype=np.int64))
+    pos = offset + _valid(element)
+    return (pos * bits) // 8, ((pos + 1) * bits + 7) // 8
+
+
+_RELATIVE: dict[object, tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = {}
+_UNITS: dict[object, tuple[int, int, int]] = {}
+
+
+def _relative(element: Any, bits: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """:func:`_intervals` at offset 0, merged, for whole-byte elements (a view at offset ``o`` is the same
+    intervals shifted by ``o · bits / 8``): derived once per Element (by its exact key), read-only (issue 24)."""
+    key = (element.key, bits)
+    got = _RELATIVE.get(key)
+    if got is None:
+        lo, hi = merge_intervals(*_intervals(element, 0, bits))
+        lo.setflags(write=False)
+        hi.setflags(write=False)
+        if len(_RELATIVE) >= 4096:
+            _RELATIVE.clear()
+        got = _RELATIVE[key] = (lo, hi)
+    return got
+
+
+def _units(memory: str, levels: dict[str, Any], hw: Any) -> tuple[int, int, int]:
+    """The chip, unit and row bitmasks of a tensor's levels (``-1``: every unit of HBM, every row outside the
+    TRF), kept per level mappings (by their exact keys; issue 24)."""
+    spc = hw.dm.slices_per_cluster
+    key = (memory, spc, hw.spm.slices_per_pe if memory == "spm" else 0,
+           *(levels[name].key for name in ("Chip", "Cluster", "Slice", "Pe", "Row") if name in levels))
+    got = _UNITS.get(key)
+    if got is None:
+        chips = _mask(_valid(levels["Chip"]))
+        if memory == "hbm":
+            got = (chips, -1, -1)
+        elif memory == "spm":  # units: cluster · PEs per cluster + PE (design API.md §8)
+            pes = spc // hw.spm.slices_per_pe
+            clusters, pe = _valid(levels["Cluster"]), _valid(levels["Pe"])
+            got = (chips, _mask((clusters[:, None] * pes + pe[None, :]).reshape(-1)), -1)
+        else:
+            got = (chips, units_of(levels, spc), _mask(_valid(levels["Row"])) if "Row" in levels else -1)
+        if len(_UNITS) >= 4096:
+            _UNITS.clear()
+        _UNITS[key] = got
+    return got
 
 
 def dependencies(*handles: Any) -> Footprint:

@@ -83,3 +83,11 @@ def begin_interleaved(tu: TuHandle, axis: Mapping, lhs: DmTensorView,
     import visa.stream.fetch as fetch
 
     return fetch.begin_interleaved(tu, axis, lhs, rhs)
+
+
+# The stages import these inside their methods (to keep the import graph acyclic); import them with the package,
+# so that a kernel's first launch does not pay for importing them (issue 24).
+import visa.stream.collect  # noqa: E402, F401
+import visa.stream.commit  # noqa: E402, F401
+import visa.stream.fetch  # noqa: E402, F401
+import visa.stream.switch  # noqa: E402, F401

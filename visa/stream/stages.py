@@ -289,20 +289,35 @@ def _argument_checks(fn: Callable[..., Any]) -> dict[str, str]:
 def _check_arguments(sig: inspect.Signature, call: str, checks: dict[str, str], stream: object,
                      args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     """Refuse a wrong Python type among a stage call's arguments, naming the parameter (issue 16)."""
-    try:
-        bound = sig.bind(stream, *args, **kwargs)
-    except TypeError:
-        return  # a wrong number of arguments: Python's own message names them
+    positional = _positional(sig)
+    if not kwargs and len(args) <= len(positional):  # (the usual call: no binding needed to name them)
+        arguments: dict[str, Any] = dict(zip(positional, args, strict=False))
+    else:
+        try:
+            arguments = sig.bind(stream, *args, **kwargs).arguments
+        except TypeError:
+            return  # a wrong number of arguments: Python's own message names them
     for name, kind in checks.items():
-        if name not in bound.arguments:
+        if name not in arguments:
             continue
-        value = bound.arguments[name]
+        value = arguments[name]
         if kind == "mapping":
             expect_mapping(value, name, call=call)
         elif kind == "int":
             expect_int(value, name, call=call)
         else:
             expect_dtype(value, name, call=call)
+
+
+@functools.cache
+def _positional(sig: inspect.Signature) -> tuple[str, ...]:
+    """The names of a stage method's plain positional parameters after ``self``, up to the first that is not."""
+    out = []
+    for p in list(sig.parameters.values())[1:]:
+        if p.kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD:
+            break
+        out.append(p.name)
+    return tuple(out)
 
 
 def _keeps_on_refusal(fn: Callable[..., Any]) -> Callable[..., Any]:

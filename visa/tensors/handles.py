@@ -26,12 +26,14 @@ from visa.errors import DtypeError, HardwareLimitError, LayoutError, PoisonError
 from visa.hw import PROFILES
 from visa.mapping import Index, Mapping, pair_of
 from visa.mapping import canon as C
-from visa.mapping.evaluate import IntArray, _axis_sizes, covers_once, plain_dims, strided_view
+from visa.mapping.evaluate import IntArray, _axis_sizes
 from visa.memory.footprint import units_of
 from visa.memory.images import BoolArray, DenseImage, PagedImage, load
 from visa.memory.known import all_true
 from visa.memory.layout import LEVELS, TYPE_NAMES, check_placement, element_bytes, tile_offset
 from visa.memory.registry import Region
+from visa.tensors import fast_host
+from visa.tensors.fast_host import PLAIN
 from visa.validate import expect_choice, expect_dtype, expect_instance, expect_mapping, wrong_type
 
 #: An explicit DMA stream ``(Time, Packet)`` (manual ``Stream = { time, packet }``, L2413–2419).
@@ -230,10 +232,9 @@ class HostTensor(Generic[D, Element]):
                               f"needs {want}", call="HostTensor.from_numpy", mapping=repr(mapping),
                               fix="reshape the array, or pass axes= in the array's dimension order")
         stored = to_storage(dtype, arr, call, overflow=overflow)
-        plain = plain_dims(mapping.canon) if order else None
-        if plain is not None:  # a strided view of the array: one copy, no evaluation
-            values = np.array(strided_view(stored, order, plain), dtype=dtype.storage, order="C").reshape(-1)
-            return cls(dtype, mapping, values, np.broadcast_to(np.True_, values.shape), owned=True)  # all known
+        plain = fast_host.lay_out_plain(dtype, mapping, stored, order) if order and PLAIN.on else None
+        if plain is not None:  # a strided view of the array: one copy, no evaluation (all known)
+            return cls(dtype, mapping, plain, np.broadcast_to(np.True_, plain.shape), owned=True)
         ev = mapping.evaluate()
         idx = tuple(np.where(ev.valid, ev.coord(a), 0) for a in order)
         values = stored[idx] if order else np.broadcast_to(stored, (mapping.size,)).copy()
@@ -262,7 +263,7 @@ class HostTensor(Generic[D, Element]):
 
     def numpy(self, axes: str | Sequence[str] | None = None) -> npt.NDArray[Any]:
         """The logical tensor, numpy dims in the order ``axes`` names (default: first appearance)."""
-        fast = _plain_logical(self.element, axes, self._values, self.known, self.dtype)
+        fast = fast_host.plain_logical(self.element, axes, self._values, self.known, self.dtype) if PLAIN.on else None
         if fast is not None:
             return fast
         return _logical(self.dtype, [self.element], axes, lambda pos: (self._values[pos[0]], self.known[pos[0]]),
@@ -294,21 +295,6 @@ def _index_text(text: str) -> str:
 
 def _origin(source: str) -> str:
     return f" (filled by {source})" if source else ""
-
-
-def _plain_logical(element: Mapping, axes: str | Sequence[str] | None, values: npt.NDArray[Any], known: BoolArray,
-                   dtype: type[dt.Scalar]) -> npt.NDArray[Any] | None:
-    """The logical tensor of a fully known buffer whose mapping is plain and holds every index once (one strided
-    copy, :func:`~visa.mapping.evaluate.plain_dims`); None otherwise (the general path)."""
-    plain = plain_dims(element.canon)
-    if plain is None:
-        return None
-    order, shape = _logical_shape([element], axes)
-    if not order or not covers_once(plain, dict(zip(order, shape, strict=True))) or not all_true(known):
-        return None
-    out = np.empty(shape, dtype=dtype.storage)
-    strided_view(out, order, plain, writeable=True)[...] = values.reshape([n for _, _, n in plain])
-    return out
 
 
 #: The most bytes a host tensor may hold: what the HBM of the largest system holds (every chip of every profile;

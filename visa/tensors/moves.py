@@ -22,12 +22,12 @@ from visa.engines.dma.execute import execute
 from visa.engines.dma.plan import plan
 from visa.errors import LayoutError, VisaError
 from visa.mapping import Mapping
-from visa.mapping.evaluate import covers_once, plain_dims, strided_view
 from visa.memory.footprint import unit_indices
-from visa.memory.known import all_true
 from visa.memory.layout import LEVEL_PARAMS, describe, element_bytes
 from visa.memory.transfer import DmEndpoint, Endpoint, HbmEndpoint, HostBuffer
+from visa.tensors import fast_host
 from visa.tensors.device import Device, DmaContext, dma_device
+from visa.tensors.fast_host import PLAIN
 from visa.validate import expect_int, expect_mapping, wrong_type
 
 if TYPE_CHECKING:
@@ -264,7 +264,7 @@ def _rearrange(values: np.ndarray, known: np.ndarray, src: Mapping, dst: Mapping
     """A host buffer laid out as ``src`` re-laid out as ``dst`` (positions ``dst`` holds get their values)."""
     if src == dst:
         return values, known
-    fast = _rearrange_plain(values, known, src, dst)
+    fast = fast_host.rearrange_plain(values, known, src, dst) if PLAIN.on else None
     if fast is not None:
         return fast
     ev = dst.evaluate()
@@ -273,28 +273,6 @@ def _rearrange(values: np.ndarray, known: np.ndarray, src: Mapping, dst: Mapping
     ok = ev.valid & held
     at = np.where(ok, pos, 0)
     return values[at], known[at] & ok
-
-
-def _rearrange_plain(values: np.ndarray, known: np.ndarray, src: Mapping,
-                     dst: Mapping) -> tuple[np.ndarray, np.ndarray] | None:
-    """:func:`_rearrange` as two strided copies, when both mappings are plain (no padding or windows), ``src``
-    holds every index once and every value is known; None otherwise."""
-    sp, dp = plain_dims(src.canon), plain_dims(dst.canon)
-    if sp is None or dp is None or not all_true(known):
-        return None
-    sizes: dict[str, int] = {}
-    for axis, stride, size in sp:
-        sizes[axis] = max(sizes.get(axis, 1), stride * size)
-    reach: dict[str, int] = {}
-    for axis, stride, size in dp:
-        reach[axis] = reach.get(axis, 0) + stride * (size - 1)
-    if not covers_once(sp, sizes) or any(a not in sizes or r >= sizes[a] for a, r in reach.items()):
-        return None
-    order = sorted(sizes)
-    logical = np.empty([sizes[a] for a in order], dtype=values.dtype)
-    strided_view(logical, order, sp, writeable=True)[...] = values.reshape([n for _, _, n in sp])
-    out = np.ascontiguousarray(strided_view(logical, order, dp)).reshape(-1)
-    return out, np.broadcast_to(np.True_, out.shape)
 
 
 def _host_bytes(dtype: type[dt.Scalar], values: np.ndarray, known: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

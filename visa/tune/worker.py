@@ -174,7 +174,7 @@ def limit_threads(threads: int | None) -> Iterator[None]:
 
     with contextlib.ExitStack() as stack:
         try:
-            from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
+            from threadpoolctl import threadpool_limits
 
             stack.enter_context(threadpool_limits(limits=threads))
         except ImportError:

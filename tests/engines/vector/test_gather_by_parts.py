@@ -1,7 +1,8 @@
 """The Vector Engine's operand gather by parts (issue 15: a first launch located a VRF operand at every one of 4M
-stream positions; ``relayout._factored`` locates the slices and the inner levels apart) against the location at
-every position (``plan_gather_full``, the old path): the same gather, the same refusals with the same messages,
-and applying it reads the same values and known-mask (L4977–4984, L5052–5081)."""
+stream positions; the fast path ``vector.gather-by-parts``, ``fast_relayout.factored``, locates the slices and the
+inner levels apart) against the location at every position (``plan_gather_full``, the reference): the same gather,
+the same refusals with the same messages, and applying it reads the same values and known-mask (L4977–4984,
+L5052–5081); and the fast path ``vector.gather-view`` (a strided view of the source) reads what the gather reads."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from visa.engines.vector import relayout
-from visa.engines.vector.relayout import apply_gather, plan_gather, plan_gather_full
+from tests.fastpath_switch import needs
+from visa import fastpaths
+from visa.engines.vector import fast_relayout
+from visa.engines.vector.relayout import apply_gather, gather_view, plan_gather, plan_gather_full
 from visa.errors import VisaError
 from visa.mapping import AxisSet, Mapping
 from visa.memory.known import is_everywhere, known_everywhere
@@ -94,10 +97,11 @@ def test_gather_by_parts_is_the_gather_at_every_position(case: tuple[tuple[Mappi
 def test_a_vrf_operand_broadcast_over_a_long_stream_is_located_once_per_slice() -> None:
     """The case that cost a first launch 150 ms at 2M positions: located over the 512 slices and the 4096 inner
     positions apart, and applied as one read a slice, broadcast."""
+    needs("vector.gather-by-parts")
     m = AxisSet(R=512, C=4096).m
     stream = (m["1"], m["R / 256"], m["R % 256"], m["C / 8"], m["C % 8"])
     source = (m["1"], m["R / 256"], m["R % 256"], m["1 # 8"])
-    assert relayout._factored(source, stream, frozenset({"R"})) is not None
+    assert fast_relayout.factored(source, stream, frozenset({"R"})) is not None
     g = plan_gather(source, stream, "vector_fxp", "VRF operand")
     assert g.explicit is None and g.inner is not None and g.inner.shape == (512, 8) and g.inner_size == 8
     assert int(g.index[0, 1, 3, 7, 5]) == (1 * 256 + 3) * 8
@@ -105,3 +109,31 @@ def test_a_vrf_operand_broadcast_over_a_long_stream_is_located_once_per_slice() 
     v, k = apply_gather(g, vals, known_everywhere(vals.shape))
     assert v.shape == (1, 2, 256, 512, 8) and v.strides[3:] == (0, 0) and is_everywhere(k)
     assert int(v[0, 1, 3, 7, 5]) == (1 * 256 + 3) * 8
+
+
+@settings(max_examples=60, deadline=None)
+@given(_gather_case(), st.booleans())
+def test_the_paths_off_give_the_reference_gather_and_the_view_reads_it(
+        case: tuple[tuple[Mapping, ...], tuple[Mapping, ...]], by_parts: bool) -> None:
+    """With ``vector.gather-by-parts`` off, ``plan_gather`` is the location at every position (the cache keeps the
+    two apart); ``gather_view`` (``vector.gather-view``) reads at every position what ``apply_gather`` reads, and
+    nothing with the path off."""
+    source, stream = case
+    with fastpaths.disabled() if not by_parts else fastpaths.disabled("vector.gather-view"):
+        kind, got = _outcome(plan_gather, source, stream, "vector_fxp", "VRF operand")
+    want_kind, want = _outcome(plan_gather_full, source, stream, "vector_fxp", "VRF operand")
+    assert kind == want_kind
+    if kind != "ok":
+        return
+    g = plan_gather(source, stream, "vector_fxp", "VRF operand")
+    shape = tuple(m.size for m in source)
+    vals = np.random.default_rng(3).integers(0, 1000, size=shape)
+    known = known_everywhere(shape)
+    with fastpaths.disabled("vector.gather-view"):
+        assert gather_view(g, vals, known) is None
+    view = gather_view(g, vals, known)
+    if view is not None:
+        v, k, split = view
+        ref_v, ref_k = apply_gather(g, vals, known)
+        assert np.array_equal(np.broadcast_to(v, split).reshape(ref_v.shape), ref_v)
+        assert bool(np.all(k)) and bool(np.all(ref_k))

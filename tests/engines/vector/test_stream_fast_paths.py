@@ -126,6 +126,7 @@ def test_strided_index_is_sound(values: list[int], rows: int) -> None:
 def test_gather_view_equals_the_index_gather() -> None:
     """The strided view reads what the index reads, values and known (poison included), for a vector read once
     per row (a broadcast digit) and for a permuted element order."""
+    needs("vector.gather-view")
     ax = AxisSet(S=4, T=3, E=16)
     m = ax.m
     stream = (m["1"], m["1"], m["S"], m["T, E / 8"], m["E % 8"])
@@ -383,7 +384,7 @@ def test_commit_of_a_deferred_op_writes_what_the_general_path_writes(op: object,
     """The op computed into DM by the commit (``DeferredData``) leaves the DM image — bytes and written-mask —
     exactly as computing it and committing the values does; with poison in the stream the general path runs
     (poison leaves its bytes unwritten, L1071–1093)."""
-    needs("commit.fused", "vector.deferred-ufunc")
+    needs("commit.fused", "vector.deferred-ufunc", "vector.gather-view")
     calls = _spy_fused_commit(monkeypatch)
     x = rand_i32(RNG, 8192)
     out, data, written = _add_kernel(x, op, constant, poison)
@@ -448,7 +449,7 @@ def test_commit_of_a_deferred_vrf_op_writes_what_the_general_path_writes(monkeyp
                                                                         reference: Callable[..., None]) -> None:
     """An op over a VRF operand's strided view (split shape) computed into DM by the commit: the same DM image
     and the same result as the general path, exact against numpy."""
-    needs("commit.fused", "vector.deferred-ufunc")
+    needs("commit.fused", "vector.deferred-ufunc", "vector.gather-view")
     calls = _spy_fused_commit(monkeypatch)
     x, w = rand_i32(RNG, (512, 3, 16)), rand_i32(RNG, 16)
     out, data, written = _mul_kernel(x, w)
@@ -465,7 +466,7 @@ def test_deferred_commit_on_two_chips(monkeypatch: pytest.MonkeyPatch) -> None:
     """Two chips: each chip's values computed into its own DM (``DeferredData.into`` per chip), exact."""
     from visa import HostTensor, device, launch
 
-    needs("commit.fused", "vector.deferred-ufunc")
+    needs("commit.fused", "vector.deferred-ufunc", "vector.gather-view")
     calls = _spy_fused_commit(monkeypatch)
     n = 1 << 14
     m = AxisSet(A=n).m

@@ -22,10 +22,9 @@ from visa.engines.contraction.compute import (
     TrfWindow,
     accumulate,
     contract_values,
-    has_period,
-    weight_period,
     window_range,
 )
+from visa.engines.contraction.fast_compute import has_period, weight_period
 from visa.engines.contraction.reducer import (
     KINDS,
     AccumulatePlan,

@@ -5,18 +5,17 @@ numpy hands each to BLAS, and OpenBLAS splits every one of them over its threads
 another at every call; on a machine whose cores are shared this waiting dominates (measured on the 2-core
 development VM under load: a 2 G-MAC batch took 4–8 s with OpenBLAS's threads against 0.4–0.9 s with one
 thread).  Here the batch is split into as many contiguous parts as there are cores (at most
-:data:`MAX_WORKERS`), and each part runs in a worker thread whose BLAS calls use one thread
-(``openblas_set_num_threads_local``, OpenBLAS ≥ 0.3.27, found in the library numpy loaded).  numpy releases
-the GIL inside ``matmul``, so the parts run in parallel.  Where that function is not found (another BLAS),
-the product is numpy's own ``matmul``.  The result is the same either way: every output element is one
-BLAS dot product of the same operands; only which thread computes it changes.
+:data:`MAX_WORKERS`), and each part runs in a worker thread while the BLAS numpy loaded is limited to one thread
+(``threadpoolctl``, which finds and controls OpenBLAS, MKL, BLIS or FlexiBLAS, whatever build of numpy it is;
+issue 24).  numpy releases the GIL inside ``matmul``, so the parts run in parallel.  Without ``threadpoolctl``
+(the ``blas`` extra) or without a BLAS it can control, the product is numpy's own ``matmul``.  The result is the
+same either way: every output element is one BLAS dot product of the same operands; only which thread computes
+it changes.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import glob
 import math
 import os
 import threading
@@ -26,6 +25,11 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+try:  # the ``blas`` extra
+    import threadpoolctl
+except ImportError:  # pragma: no cover - without it the products run on numpy's own threads
+    threadpoolctl = None  # type: ignore[assignment]
 
 __all__ = ["batched_matmul", "parallel_pieces", "workers", "MAX_WORKERS"]
 
@@ -54,30 +58,24 @@ def _parts(n: int) -> int:
     return min(int(_state["workers"]), _limit[-1] if _limit else n, n)
 
 
-def _set_local() -> Any:
-    """``openblas_set_num_threads_local`` of the OpenBLAS numpy loaded, or None."""
-    if "fn" not in _state:
-        fn = None
-        libs = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
-        for path in sorted(glob.glob(os.path.join(libs, "*openblas*.so*"))):
-            try:
-                fn = ctypes.CDLL(path).openblas_set_num_threads_local
-            except (OSError, AttributeError):
-                continue
-            fn.argtypes, fn.restype = [ctypes.c_int], ctypes.c_int
-            break
-        _state["fn"] = fn
-    return _state["fn"]
+def _controller() -> Any:
+    """A ``threadpoolctl`` controller of the BLAS numpy loaded, or None (no ``threadpoolctl``, or no BLAS it
+    controls)."""
+    if "ctl" not in _state:
+        ctl = None
+        if threadpoolctl is not None:
+            found = threadpoolctl.ThreadpoolController().select(user_api="blas")
+            ctl = found if found.lib_controllers else None
+        _state["ctl"] = ctl
+    return _state["ctl"]
 
 
 def _pool() -> ThreadPoolExecutor | None:
     with _lock:
         if "pool" not in _state:
-            fn = _set_local()
             workers = min(MAX_WORKERS, os.cpu_count() or 1)
-            _state["pool"] = (None if fn is None or workers < 2 else
-                              ThreadPoolExecutor(workers, thread_name_prefix="visa-blas",
-                                                 initializer=lambda: fn(1)))
+            _state["pool"] = (None if _controller() is None or workers < 2 else
+                              ThreadPoolExecutor(workers, thread_name_prefix="visa-blas"))
             _state["workers"] = workers
         pool: ThreadPoolExecutor | None = _state["pool"]
         return pool
@@ -108,19 +106,13 @@ def batched_matmul(a: npt.NDArray[Any], w: npt.NDArray[Any]) -> npt.NDArray[Any]
 
 
 def _on_workers(pool: ThreadPoolExecutor, calls: list[tuple[Callable[..., None], tuple[int, ...]]]) -> None:
-    """Run the calls on the worker threads and wait for them.  In the OpenBLAS numpy ships (0.3.31),
-    ``openblas_set_num_threads_local`` in a worker sets the thread count of every thread: the caller's own numpy
-    products stayed on one thread after the first batch (measured: a 512 × 1024 · 1024 × 512 float32 product
-    went from 2.1 to 4.1 ms for the rest of the process).  So the count is set to one for the duration of the
-    batch and given back after it (a build whose setting is truly per thread sets the caller's, to the same)."""
-    fn = _set_local()
-    prev = fn(1) if fn is not None else 0
-    try:
+    """Run the calls on the worker threads and wait for them, BLAS limited to one thread for the duration of the
+    batch and given its count back after it (in OpenBLAS 0.3.31, which numpy 2.4 ships, the count is the whole
+    process's: had it stayed at one, the caller's own numpy products would have run on one thread for the rest of
+    the process — measured: a 512 × 1024 · 1024 × 512 float32 product 2.1 → 4.1 ms)."""
+    with _controller().limit(limits=1, user_api="blas"):
         for f in [pool.submit(call, *args) for call, args in calls]:
             f.result()
-    finally:
-        if fn is not None and prev > 0:
-            fn(prev)
 
 
 def parallel_pieces(n: int, piece: int, fn: Callable[[int, int], None]) -> None:

@@ -35,20 +35,25 @@ import numpy.typing as npt
 from visa import fastpaths
 from visa.engines.broadcast import TimeDigits, expand, place_values
 from visa.engines.common import StreamData
-from visa.engines.contraction import reference
+from visa.engines.contraction import fast_sums, reference
 from visa.engines.contraction.aligner import AlignPlan
 from visa.engines.contraction.blas import batched_matmul, parallel_pieces
 from visa.engines.contraction.reducer import AccumulatePlan, ContractPlan
 from visa.memory.known import all_true, is_everywhere, known_everywhere
-from visa.memory.replicas import Labels, same_in_blocks, verifying
+from visa.memory.replicas import Labels
 
-__all__ = ["TrfWindow", "contract_values", "accumulate", "window_range", "weight_period", "has_period",
-           "CHUNK_ELEMENTS"]
+__all__ = ["TrfWindow", "contract_values", "accumulate", "window_range", "CHUNK_ELEMENTS"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 Array = npt.NDArray[Any]
 
+EXACT = fastpaths.register("contraction.exact-f32", "integer operands multiplied in float32 in runs of as many terms "
+                           "as stay exact below 2^24, summed in float64 (else one float64 product)")
+REPEATS = fastpaths.register("contraction.repeats", "an activation the data shows repeated along a weight digit is "
+                             "multiplied once by every weight column (a wider product, not a batch)")
+PERIOD = fastpaths.register("contraction.weight-period", "slices whose weights repeat with a period share one product "
+                            "per distinct weight matrix (activations stacked), the repeats never copied")
 TIME_DIGITS = fastpaths.register("contraction.time-digits", "Time split into the common refinement of its "
                                  "structures: weights as strided views, repeats as broadcasts (else per step)")
 
@@ -221,100 +226,6 @@ _PIECE_ELEMENTS = 1 << 19
 #: workers, and one stacked activation takes the memory of all of them at once).
 _MIN_PERIOD = 4
 
-#: Integers up to 2^24 are exact in float32 (a 24-bit significand).
-_F32_EXACT = 1 << 24
-
-
-def _exact_f32_terms(a: Array, w: Array) -> int:
-    """How many products of integer operands ``a`` and ``w`` a float32 sum may hold and stay exact: every
-    partial sum of ``n`` products is an integer of magnitude at most ``n · max|a| · max|w|``, exact in float32
-    while that is at most 2^24 (the storage types bound the values: i8 gives 2^14 per product, so 1024 terms).
-    0 when the operands are not integers or fewer than 64 terms would fit (then float64 does it, exact below
-    2^53)."""
-    if a.dtype.kind not in "iub" or w.dtype.kind not in "iub":
-        return 0
-
-    def bound(dtype: np.dtype[Any]) -> int:
-        if dtype.kind == "b":
-            return 1
-        info = np.iinfo(dtype)
-        return max(abs(int(info.min)), int(info.max))
-
-    terms = _F32_EXACT // (bound(a.dtype) * bound(w.dtype))
-    return terms if terms >= 64 else 0
-
-
-def weight_period(w: Array) -> int:
-    """The smallest ``p`` < the batch size ``B`` (the first axis of ``w``) with ``w[b] == w[b mod p]`` for every
-    ``b`` (bit for bit), or 0.  Each divisor is tried on a sample of every position's weights first (the first
-    64 elements of one row), then on all of them (:func:`_same_along`); on any view, nothing is copied but the
-    sample."""
-    b = w.shape[0]
-    if w.size == 0 or w.ndim < 2:
-        return 0
-    bits = _bits_view(w)
-    sample = np.ascontiguousarray(bits[(slice(None),) + (0,) * (w.ndim - 2) + (slice(0, 64),)])
-    for p in range(1, b):
-        if b % p:
-            continue
-        s3 = sample.reshape(b // p, p, -1)
-        if not np.array_equal(s3, np.broadcast_to(s3[:1], s3.shape)):
-            continue
-        if _same_along(w.reshape(1, b // p, p, *w.shape[1:])):  # splits the first axis: a view
-            return p
-    return 0
-
-
-def has_period(w: Array, p: int) -> bool:
-    """Is ``w[b] == w[b mod p]`` for every ``b`` of the first axis, bit for bit (``p`` divides its size)?"""
-    b = w.shape[0]
-    return b % p == 0 and _same_along(w.reshape(1, b // p, p, *w.shape[1:]))
-
-
-def _words(x: Array) -> Array | None:
-    """``x`` as ``(x.shape[0], x.shape[1], words)``: the bits of each ``x[g, k]`` as the widest unsigned words that
-    divide them — a view, when each ``x[g, k]`` is one run of memory, its axes in any order (else None: no copy
-    is made)."""
-    g, n = x.shape[:2]
-    m = math.prod(x.shape[2:])
-    bits = _bits_view(x)
-    if bits.dtype.kind == "u" and _dense(x.shape[2:], x.strides[2:], x.itemsize):
-        flat = np.lib.stride_tricks.as_strided(bits, (g, n, m), (*x.strides[:2], x.itemsize), writeable=False)
-        word = next(w for w in (8, 4, 2, 1) if (m * x.itemsize) % w == 0 and w >= x.itemsize)
-        return flat.view(np.dtype(f"u{word}"))
-    return None
-
-
-def _dense(shape: Sequence[int], strides: Sequence[int], itemsize: int) -> bool:
-    """Do the elements of ``shape``/``strides`` fill one run of memory from the first (index 0) on, in some order of
-    the axes?  Then comparing two such blocks word by word compares the same elements."""
-    expect = itemsize
-    for size, stride in sorted(((n, s) for n, s in zip(shape, strides, strict=True) if n > 1), key=lambda a: a[1]):
-        if stride != expect:
-            return False
-        expect *= size
-    return True
-
-
-def _same_along(x: Array) -> bool:
-    """Is ``x`` (shape ``(G, N, ...)``) the same, bit for bit, at every position of its second axis, for each
-    ``g``?  A sample (the first 64 words of each position) is compared first, then every word; positions are
-    compared as 64-bit words when their bits allow (a fraction of the element compares), element by element
-    otherwise (a strided view is not copied)."""
-    if x.shape[1] < 2 or x.size == 0:
-        return True
-    v = _words(x)
-    if v is None:
-        v = _bits_view(x)
-        index: tuple[Any, ...] = (slice(None), slice(None), *((0,) * (v.ndim - 3)), slice(0, 64))
-        head = v[index] if v.ndim > 2 else v
-    else:
-        head = v[:, :, :64]
-    if not np.array_equal(head[:, 1:], np.broadcast_to(head[:, :1], head[:, 1:].shape)):
-        return False
-    return bool(np.array_equal(v[:, 1:], np.broadcast_to(v[:, :1], v[:, 1:].shape)))
-
-
 def _reshape_view(a: Array, shape: tuple[int, ...]) -> Array:
     """``a`` reshaped to ``shape`` as a view of its memory; ``ValueError`` when that needs a copy (what
     ``np.reshape(a, shape, copy=False)`` does on numpy >= 2.1, spelled so that numpy 2.0 runs it too)."""
@@ -356,8 +267,8 @@ def _matmul(a2: Array, w2: Array, terms: int, ctype: type[np.floating[Any]],
             matmul: Callable[[Array, Array], Array]) -> Array:
     """``a2 @ w2`` (batched) in the compute type.  With ``terms`` (integer operands, float32 copies): the
     contracted dimension is split into runs of at most ``terms`` products, each an exact float32 matrix product
-    (see :func:`_exact_f32_terms`), and the runs are summed in float64 (exact below 2^53) — the same integers as
-    a float64 product, at float32 BLAS speed."""
+    (see :func:`visa.engines.contraction.fast_compute.exact_f32_terms`), and the runs are summed in float64
+    (exact below 2^53) — the same integers as a float64 product, at float32 BLAS speed."""
     if not terms:
         return matmul(a2, w2)
     nk = a2.shape[-1]
@@ -376,9 +287,11 @@ def _contract(a: Array, la: list[str], w: Array, lw: list[str], lo: list[str], s
     in an operand multiply by their size; labels only in ``lo`` broadcast).  With ``w_period`` > 0, ``w``'s
     first axis holds one period of the batch ("b", which ``a`` holds whole): position ``b`` has ``w[b % period]``
     (:class:`TrfWindow`)."""
+    from visa.engines.contraction import fast_compute
+
     if w_period and w.shape[0] == sizes["b"]:
         w_period = 0  # (one period is the whole batch)
-    elif w_period and not (w_period >= _MIN_PERIOD and lw[0] == "b" and la[0] == "b" and lo[0] == "b"
+    elif w_period and not (PERIOD.on and w_period >= _MIN_PERIOD and lw[0] == "b" and la[0] == "b" and lo[0] == "b"
                            and all(sizes[x] == 1 for x in lo[1:] if x in la and x in lw)):
         # the period is not used as such below: the positions' weights, repeated (a copy)
         w = w[np.arange(sizes["b"], dtype=np.int64) % w_period]
@@ -405,49 +318,21 @@ def _contract(a: Array, la: list[str], w: Array, lw: list[str], lo: list[str], s
     # convert in memory order (a streaming pass), then hand matmul strided views: a transposed operand whose
     # matrix dimensions stay unit-stride needs no copy (BLAS takes the leading dimension)
     bshape = [sizes[lab] for lab in batch]
-    terms = _exact_f32_terms(a, w) if ctype is np.float64 else 0
+    terms = fast_compute.exact_f32_terms(a, w) if ctype is np.float64 and EXACT.on else 0
     mtype = np.float32 if terms else ctype
     order_a = [la.index(lab) for lab in batch + mm + kk]
     order_w = [lw.index(lab) for lab in batch + kk + nn]
-    if w_period:  # known from the window (only its first period is in w)
+    if not PERIOD.on:
+        period = 0
+    elif w_period:  # known from the window (only its first period is in w)
         period = w_period
     else:
-        period = weight_period(w) if bshape and bshape[0] > 1 and math.prod(bshape[1:]) == 1 else 0
+        period = fast_compute.weight_period(w) if bshape and bshape[0] > 1 and math.prod(bshape[1:]) == 1 else 0
     if period >= _MIN_PERIOD:
-        # the weights repeat every `period` batch positions (slices sharing a TRF content, e.g. one column block
-        # of B broadcast to every row block of A): the activations of the positions that share weights are stacked
-        # into one taller product per distinct weight matrix (the same products, fewer and larger BLAS calls)
-        groups = bshape[0] // period
-        res = np.empty((*bshape, nm, nn_), dtype=ctype if terms else mtype)
-        res4 = res.reshape(groups, period, nm, nn_)
-        ta = a.transpose(order_a)
-        ta = ta.reshape(groups, period, *ta.shape[1:])
-        tw = w.transpose(order_w)
-        piece = max(1, min(-(-period // 8), _PIECE_ELEMENTS // max(1, groups * nm * nk + nk * nn_)))
-        if _activations_repeat(a, groups, period, a_labels):
-            # and the activations repeat within each block of `period` positions (one row block of A broadcast to
-            # every column block): one product of the distinct activations by the distinct weights
-            a_u = _matrix(ta[:, 0], list(range(ta.ndim - 1)), (groups * nm, nk), mtype)
-            nkd = tw.ndim - 1 - len(nn)  # the contracted axes of tw, after the batch axis
-            w_order = [*range(1, 1 + nkd), 0, *range(1 + nkd, tw.ndim)]
+        from visa.engines.contraction import fast_compute
 
-            def run_unique(lo: int, hi: int) -> None:
-                n = hi - lo
-                w_u = _matrix(tw[lo:hi], w_order, (nk, n * nn_), mtype)
-                out = _matmul(a_u, w_u, terms, ctype, np.matmul)
-                res4[:, lo:hi] = out.reshape(groups, nm, n, nn_).transpose(0, 2, 1, 3)
-
-            parallel_pieces(period, max(1, -(-period // 4)), run_unique)
-            return _finish(res, sizes, reduced, la, lw, lo, batch, mm, nn, ctype)
-
-        def run_shared(lo: int, hi: int) -> None:
-            n = hi - lo
-            a2 = _matrix(ta[:, lo:hi], [1, 0, *range(2, ta.ndim)], (n, groups * nm, nk), mtype)
-            w2 = _matrix(tw[lo:hi], list(range(tw.ndim)), (n, nk, nn_), mtype)
-            out = _matmul(a2, w2, terms, ctype, np.matmul)
-            res4[:, lo:hi] = out.reshape(n, groups, nm, nn_).transpose(1, 0, 2, 3)
-
-        parallel_pieces(period, piece, run_shared)
+        res = fast_compute.contract_by_period(a, w, order_a, order_w, bshape, nm, nk, nn_, len(nn), period, terms,
+                                              ctype, mtype, a_labels)
     elif bshape and bshape[0] > 1:
         # per piece of the first batch axis, on the worker threads: convert the piece (it stays in cache) and
         # multiply it; each worker's BLAS calls use one thread (blas.py)
@@ -468,16 +353,6 @@ def _contract(a: Array, la: list[str], w: Array, lw: list[str], lo: list[str], s
         w2 = _matrix(w, order_w, (*bshape, nk, nn_), mtype)
         res = _matmul(a2, w2, terms, ctype, batched_matmul)
     return _finish(res, sizes, reduced, la, lw, lo, batch, mm, nn, ctype)
-
-
-def _activations_repeat(a: Array, groups: int, period: int, labels: Labels | None) -> bool:
-    """Do the activations repeat within each block of ``period`` batch positions?  Known from how their bytes were
-    written (the positions' replica labels, :mod:`visa.memory.replicas`), else compared."""
-    if same_in_blocks(labels, groups, period):
-        assert not verifying() or _same_along(a.reshape(groups, period, *a.shape[1:])), (
-            "replica labels claim activations the bytes do not repeat")
-        return True
-    return _same_along(a.reshape(groups, period, *a.shape[1:]))
 
 
 def _finish(res: Array, sizes: dict[str, int], reduced: Sequence[str], la: list[str], lw: list[str], lo: list[str],
@@ -521,11 +396,16 @@ def _run(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int,
     reduced = [f"d{k}" for k, d in enumerate(digits) if not (d.kept or keep_all_time)] + ["j"]
     lo = ["b", *kept, *out_tail]
     ctype: type[np.floating[Any]] = np.float64 if contract.out_dtype.kind == "int" else np.float32
+    if ctype is np.float64:
+        from visa.engines.contraction import fast_compute  # (it imports this module)
+
+        ctype = fast_sums.sum_type(ctype, math.prod(sizes[lab] for lab in reduced),
+                                   fast_compute.exact_f32_terms(act, window.values))
     flat = act.reshape(-1, *act.shape[3:])
     flat_known = act_known.reshape(-1, *act_known.shape[3:])
     out_shape = [len(batch)] + [sizes[lab] for lab in lo[1:]]
-    values = np.zeros(out_shape, dtype=ctype)
-    poison = np.zeros(out_shape, dtype=bool)
+    values = np.empty(out_shape, dtype=ctype)  # (every batch position is written below, chunk by chunk)
+    poison: BoolArray | None = None  # made when a chunk has poison
     # elements per batch position: the (compact) activation and the weights (a strided view of the window unless
     # dense, then a gather over every step)
     w_steps = align.out_time if dense else math.prod(d.size for d in digits if d.stride != 0)
@@ -553,7 +433,10 @@ def _run(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int,
         wk = wk.reshape(w_shape)[..., :q_keep, :]
         la = ["b", *a_digits, "q", "j"]
         lw = ["b", "r", *w_digits, "q", "j"]
-        a, ak, la = _drop_repeats(a, ak, la, lw, lo)
+        if REPEATS.on:
+            from visa.engines.contraction import fast_compute
+
+            a, ak, la = fast_compute.drop_repeats(a, ak, la, lw, lo)
         all_known = all_true(ak) and all_true(wk)
         a0 = a if all_known else np.where(ak, a, np.zeros((), dtype=a.dtype))
         w0 = w if all_known else np.where(wk, w, np.zeros((), dtype=w.dtype))
@@ -565,9 +448,13 @@ def _run(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int,
                             np.float32, period)
             bad = bad + _contract((~za).astype(np.float32), la, (~wk).astype(np.float32), lw, lo, sizes,
                                   reduced, np.float32, period)
+            if poison is None:
+                poison = np.zeros(out_shape, dtype=bool)
             poison[sl] = bad > 0
     out = _to_output(values, contract)
-    return out, ~poison
+    if poison is not None:
+        return out, ~poison
+    return out, known_everywhere(out.shape) if fast_sums.WHOLE_OUTPUT.on else np.ones(out.shape, dtype=bool)
 
 
 def _reduce_all(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int, bool]], act: Array,
@@ -593,37 +480,6 @@ def _bits_view(x: Array) -> Array:
     return x.view(np.dtype(f"u{x.itemsize}")) if x.itemsize in (1, 2, 4, 8) else x
 
 
-def _drop_repeats(a: Array, ak: BoolArray, la: list[str], lw: list[str],
-                  lo: list[str]) -> tuple[Array, BoolArray, list[str]]:
-    """Drop the activation's time digits along which it repeats itself (values and known alike) and that the
-    weights and the output also index: such a digit then multiplies one activation by several weight columns — a
-    wider matrix product instead of a batch of narrow ones.  The products are the same numbers: the result does
-    not change, only how many BLAS calls compute it.  A fetch's broadcast (``J / 8 % 4`` in the GEMM example,
-    L466–525) arrives as structure and is never compared here (:func:`_digits`); this finds the repeats only the
-    data shows (a broadcast materialised on the way, e.g. by an engine that does not keep the structure)."""
-    for lab in [x for x in la if x.startswith("d") and x in lw and x in lo]:
-        axis = la.index(lab)
-        if a.shape[axis] < 2:
-            continue
-        if _repeats(a, axis) and _repeats(ak, axis):  # the same bits, the same products
-            a, ak = np.take(a, [0], axis=axis).squeeze(axis), np.take(ak, [0], axis=axis).squeeze(axis)
-            la = [x for x in la if x != lab]
-    return a, ak, la
-
-
-def _repeats(x: Array, axis: int) -> bool:
-    """Is ``x`` the same, bit for bit, at every position of ``axis``?  A C-ordered array is compared as the
-    64-bit (or narrower) words of each block the axis steps over: the same bits, a fraction of the compares
-    and of the temporary mask an element-wise comparison of a 2-byte type would make."""
-    n = x.shape[axis]
-    if n < 2 or x.size == 0 or x.strides[axis] == 0:
-        return True
-    if x.flags.c_contiguous:
-        return _same_along(x.reshape(math.prod(x.shape[:axis]), n, *x.shape[axis + 1:]))
-    bits = _bits_view(x)
-    return bool(np.array_equal(bits, np.broadcast_to(np.take(bits, [0], axis=axis), bits.shape)))
-
-
 def _expand_time(x: Array, digits: TimeDigits, steps: int) -> Array:
     """The compact activation ``x`` (its axis 3 the compact time) over all ``steps`` of its time (a copy)."""
     return expand(x, digits).reshape(*x.shape[:3], steps, *x.shape[4:])
@@ -631,6 +487,9 @@ def _expand_time(x: Array, digits: TimeDigits, steps: int) -> Array:
 
 def _to_output(values: Array, contract: ContractPlan) -> Array:
     target = contract.out_dtype.storage
+    fast = fast_sums.to_output(values, target)
+    if fast is not None:
+        return fast
     if contract.out_dtype.kind == "int":
         wide = np.rint(values).astype(np.int64)
         return wide.astype(np.uint64).astype(np.uint32).view(np.int32).astype(target)
@@ -662,6 +521,9 @@ def accumulate(align: AlignPlan, contract: ContractPlan, acc: AccumulatePlan, ac
                            act_digits, act_labels)
         body = vals.reshape(len(batch), acc.kept_time * acc.columns, rows)
         kbody = known.reshape(body.shape)
+        if (fast_sums.WHOLE_OUTPUT.on and len(batch) == math.prod(lead) and rows == acc.out_packet
+                and body.dtype == full.dtype):  # every position, every lane: the product is the stream
+            return StreamData(body.reshape(full.shape), kbody.reshape(full.shape))
         if len(batch) and int(batch[-1]) - int(batch[0]) + 1 == len(batch):  # consecutive positions: in place
             span = slice(int(batch[0]), int(batch[-1]) + 1)
             full.reshape(-1, acc.out_time, acc.out_packet)[span, :, :rows] = body

@@ -18,7 +18,8 @@ import numpy.typing as npt
 
 from visa import dtypes as dt
 from visa import fastpaths
-from visa.engines.contraction.compute import TrfWindow, has_period, weight_period
+from visa.engines.contraction.compute import TrfWindow
+from visa.engines.contraction.fast_compute import has_period, weight_period
 from visa.mapping import Mapping
 from visa.memory.images import DenseImage, load_nest
 from visa.memory.known import known_everywhere

@@ -12,6 +12,7 @@ from dataclasses import replace
 import numpy as np
 
 from visa.engines.cache import cached
+from visa.engines.dma import fast_cost
 from visa.engines.dma.config import DmaCost, DmaLoop, DmaPlan
 from visa.hw import HardwareProfile
 from visa.memory import performance as perf
@@ -110,13 +111,18 @@ def _cycles(p: DmaPlan, indirect: tuple[tuple[int, ...], tuple[int, ...]] | None
     # never slower than the same parts one after another
     merged = [np.concatenate([t[k] for *_, t in parts]) for k in range(3)]
     merged.append(np.concatenate([t[3] + k * _WINDOWS for k, (*_, t) in enumerate(parts)]))
-    load = perf.hbm_load(hw, merged[0], merged[1], merged[2], merged[3])
+    shared = runs > 1 and fast_cost.SHARED.on
+    load = perf.hbm_load(hw, merged[0], merged[1], merged[2], merged[3],
+                         fast_cost.groups(len(parts), _WINDOWS) if shared else None)
     shared_hbm = float(load.busy.max()) * scale if load.busy.size else 0.0
+    peaks = fast_cost.part_peaks(load, len(parts)) if shared else None
     engine_time = [0.0] * len(engines)
     worst = (0.0, 0.0, 0.0, 0.0)
-    for e, pcie, dm, t in parts:
+    for k, (e, pcie, dm, t) in enumerate(parts):
         if runs == 1:
             hbm = shared_hbm
+        elif peaks is not None:
+            hbm = peaks[k] * scale
         else:
             own = perf.hbm_busy(hw, t[0], t[1], t[2], t[3])
             hbm = float(own.max()) * scale if own.size else 0.0

@@ -15,6 +15,7 @@ import numpy as np
 from visa import dtypes as dt
 from visa.engines.cache import cached
 from visa.engines.common import axes_text, divisors
+from visa.engines.dma import fast_plan
 from visa.engines.dma.config import MEDIA, NAMES, TABLE, DmaLoop, DmaPlan, Side
 from visa.errors import (
     AddressError,
@@ -52,6 +53,10 @@ def plan(hw: HardwareProfile, dtype: type[dt.Scalar], src: Side, dst: Side, *,
     (L2413–2419); without it the plan derives one and spreads it over the engines.  ``own_padding=False``
     says the destination's pure padding digits are not its own bytes (the other rows of an indirect DMA), so
     no packet may write them."""
+    if stream is None:
+        moved = fast_plan.plan(hw, dtype, src, dst, call, own_padding, _plan)
+        if moved is not None:
+            return moved
     return _plan(hw, dtype, src, dst, stream, call, own_padding)
 
 

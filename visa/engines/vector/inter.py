@@ -22,8 +22,9 @@ import numpy as np
 import numpy.typing as npt
 
 from visa.engines.common import StreamData, StreamLayout, axes_text
-from visa.engines.vector import arith
+from visa.engines.vector import arith, fast_inter
 from visa.engines.vector.cache import cached
+from visa.engines.vector.fast_reduce import SHORTCUTS
 from visa.engines.vector.ops import InterSliceReduceOpF32, InterSliceReduceOpI32
 from visa.engines.vector.plan import dtype_name
 from visa.engines.vector.relayout import joint_eval
@@ -199,10 +200,14 @@ def _short(axes: list[str], a: tuple[dict[str, IntArray], BoolArray], b: tuple[d
 
 def execute_inter_reduce(cfg: InterReduceConfig, data: StreamData) -> StreamData:
     """Fold each group in ring order and lay the results out in Slice2 / Time2 (broadcast where new)."""
+    if fast_inter.STRIDED.on:
+        fast = fast_inter.execute(cfg, data)
+        if fast is not None:
+            return fast
     ident = arith.reduce_identity(cfg.op, cfg.dtype)
     vals = data.values.reshape(-1)
     m = cfg.members
-    if cfg.full:  # every group has r_max members: no identity padding, no masks
+    if cfg.full and SHORTCUTS.on:  # every group has r_max members: no identity padding, no masks (fast_reduce)
         x = vals[m]
         poison: BoolArray | None = None if is_everywhere(data.known) else \
             np.asarray(~data.known.reshape(-1)[m].all(axis=1))
@@ -210,7 +215,7 @@ def execute_inter_reduce(cfg: InterReduceConfig, data: StreamData) -> StreamData
         present = m >= 0
         idx = np.where(present, m, 0)
         x = np.where(present, vals[idx], np.asarray(ident, dtype=vals.dtype))
-        poison = None if is_everywhere(data.known) else \
+        poison = None if SHORTCUTS.on and is_everywhere(data.known) else \
             np.asarray((present & ~data.known.reshape(-1)[idx]).any(axis=1))
     red = arith.sequential_reduce(cfg.op, cfg.dtype, x, axis=1)
     og = cfg.out_group

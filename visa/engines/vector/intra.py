@@ -25,6 +25,7 @@ import numpy.typing as npt
 from visa.engines.common import StreamData, StreamLayout
 from visa.engines.vector import arith
 from visa.engines.vector.cache import cached
+from visa.engines.vector.fast_reduce import SHORTCUTS, by_steps
 from visa.engines.vector.ops import IntraSliceReduceOpF32, IntraSliceReduceOpI32, axis_name
 from visa.engines.vector.plan import digit_maps, dim_axes, dtype_name, remove_axis_dims, valid_mask
 from visa.engines.vector.vcg import VcgResult, check
@@ -168,11 +169,8 @@ def _plan(hw: HardwareProfile, layout: StreamLayout, op: str, op_dtype: str, axi
                              out_valid, vcg)
 
 
-def _by_steps(x: npt.NDArray[Any], perm: IntArray) -> npt.NDArray[Any]:
-    """``x[:, :, :, perm]`` (Time is axis 3): a view when ``perm`` is every time step in order (one output time
-    step, or the steps of each output step consecutive), a gather by index otherwise."""
-    if perm.size == x.shape[3] and bool((perm.reshape(-1) == np.arange(perm.size)).all()):
-        return x.reshape(*x.shape[:3], *perm.shape, *x.shape[4:])
+def _gather_steps(x: npt.NDArray[Any], perm: IntArray) -> npt.NDArray[Any]:
+    """The time steps of each output step (``perm``, Time is axis 3), gathered by index."""
     return x[:, :, :, perm]
 
 
@@ -195,17 +193,18 @@ def execute_intra_reduce(cfg: IntraReduceConfig, data: StreamData, exec_id: npt.
                               fix=f"restructure the mapping into a supported placement (Slice outer / Time inner, "
                                   f"{cfg.axis} innermost in the Packet), or pad {cfg.axis} with the identity "
                                   f"{ident.item()} through the Fetch Engine's pad_value")
-    every = all_true(contrib)  # (every position contributes: no identity to put in)
-    x = values if every else np.where(contrib, values, ident)
-    # poison: a contributing element unknown; none for an all-known stream (no mask built)
-    bad_known: BoolArray | None = None if all_true(known) else np.asarray(contrib & ~known)
+    fast = SHORTCUTS.on  # (fast_reduce: no identity where every position contributes, no mask when all known)
+    x = values if fast and all_true(contrib) else np.where(contrib, values, ident)
+    # poison: a contributing element unknown
+    bad_known: BoolArray | None = None if fast and all_true(known) else np.asarray(contrib & ~known)
     poison: BoolArray | None = bad_known
     if cfg.packet_reduce:
         x = arith.tree4(op, dtype, x)  # (C, K, S, T)
         poison = None if bad_known is None else np.asarray(bad_known.any(axis=-1))
     perm = cfg.perm
-    y = _by_steps(x, perm)  # (C, K, S, T', steps, [P])
-    p = np.zeros((1,) * y.ndim, bool) if poison is None else _by_steps(np.asarray(poison), perm)
+    steps = by_steps if fast else _gather_steps
+    y = steps(x, perm)  # (C, K, S, T', steps, [P])
+    p = np.zeros((1,) * y.ndim, bool) if poison is None else steps(np.asarray(poison), perm)
     if cfg.packet_reduce:
         red = arith.sequential_reduce(op, dtype, y, axis=-1)
         pois = p.any(axis=-1)

@@ -8,7 +8,7 @@ stream lacks, an index the operand does not hold, or an index held in another sl
 
 The gather index of a (source mappings, stream mappings) pair is computed once and cached.  When the operand's
 Chip, Cluster and Slice are the stream's and share no axis with the inner levels (a VRF operand, a stash), the
-slices and the inner levels are located apart (:func:`_factored`) and the gather is applied as a broadcast or a
+slices and the inner levels are located apart (``fast_relayout.factored``) and the gather is applied as a broadcast or a
 view; :func:`plan_gather_full`, the location at every position, is the reference it is tested against.
 
 When every stream position reads the source and the index is a mixed-radix affine function of the position (the
@@ -27,19 +27,23 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from numpy.lib.stride_tricks import as_strided
 
+from visa import fastpaths
 from visa.engines.vector.cache import cached
 from visa.errors import LayoutError
 from visa.mapping import Mapping, pair_of
-from visa.mapping.canon import SkewAtom, axis_atoms
 from visa.mapping.evaluate import BoolArray, IntArray
-from visa.memory.known import is_everywhere, known_everywhere
+from visa.memory.known import is_everywhere
 
 __all__ = ["Gather", "plan_gather", "plan_gather_full", "joint_eval", "apply_gather", "gather_view", "StridedIndex",
            "strided_index"]
 
 LEAD = ("Chip", "Cluster", "Slice")
+
+BY_PARTS = fastpaths.register("vector.gather-by-parts", "a VRF or stash operand whose slices and inner levels "
+                              "separate is located over each part alone and read as a broadcast or a view")
+VIEW = fastpaths.register("vector.gather-view", "an operand gather that is a mixed-radix affine index is read as "
+                          "a strided view of the source (no index array, no copy)")
 
 
 #: ``(shape, strides, offset)``: the stream's shape with each axis split into digits (outermost first, their
@@ -55,7 +59,7 @@ class Gather:
     used: BoolArray
     #: the flat positions, when given as such (else built from the parts below when first asked)
     explicit: IntArray | None = None
-    #: when the gather is by parts (:func:`_factored`) and every stream position is read: the source's inner
+    #: when the gather is by parts (``fast_relayout.factored``) and every stream position is read: the source's inner
     #: position read at each inner stream position (shape of the stream's Time, Packet), each slice its own
     inner: IntArray | None = None
     #: the source's inner size (a slice's ``inner`` positions start at slice · ``inner_size``)
@@ -153,21 +157,24 @@ def joint_eval(mappings: tuple[Mapping, ...]) -> tuple[dict[str, IntArray], Bool
     return coords, valid
 
 
-@cached()
+@cached(paths=(BY_PARTS,))
 def plan_gather(source: tuple[Mapping, ...], stream: tuple[Mapping, ...], call: str, what: str,
                 by_parts: bool = True) -> Gather:
     """The gather that reads ``source`` (Chip, Cluster, Slice, inner levels...) at every ``stream`` position.
 
     ``stream`` is the five stream levels.  Raises :class:`~visa.errors.LayoutError` naming the axis and the
     level when the source cannot feed the stream from the same slice.  When the slices and the inner levels
-    separate, they are located apart (:func:`_factored`); with ``by_parts`` false, the source is located at every
-    stream position (:func:`plan_gather_full`, the reference: the same gather and refusals).
+    separate and the fast path ``vector.gather-by-parts`` is on, they are located apart
+    (``fast_relayout.factored``); with ``by_parts`` false or the path off, the source is
+    located at every stream position (:func:`plan_gather_full`, the reference: the same gather and refusals).
     """
     src_axes = frozenset().union(*(m.axes for m in source))
     dst_axes = frozenset().union(*(m.axes for m in stream))
     extra = sorted(src_axes - dst_axes)
-    if by_parts and not extra:
-        fast = _factored(source, stream, src_axes)
+    if by_parts and BY_PARTS.on and not extra:
+        from visa.engines.vector import fast_relayout
+
+        fast = fast_relayout.factored(source, stream, src_axes)
         if fast is not None:
             return fast
     coords, valid = joint_eval(stream)
@@ -215,96 +222,25 @@ def plan_gather_full(source: tuple[Mapping, ...], stream: tuple[Mapping, ...], c
     return plan_gather(source, stream, call, what, False)
 
 
-def _factored(source: tuple[Mapping, ...], stream: tuple[Mapping, ...], src_axes: frozenset[str]) -> Gather | None:
-    """:func:`plan_gather` by parts, when the source's and the stream's Chip, Cluster and Slice are the same
-    mappings and share no axis with their inner levels (a VRF operand, a stash): the source position is then the
-    (Chip, Cluster, Slice) part, located over the slices alone, times the inner size plus the inner part, located
-    over the inner levels alone — a few thousand positions each instead of every element of the stream.  None
-    (the caller runs the whole-stream inverse) when the parts do not separate, an axis is skewed, or an index is
-    not held or is held by another slice (the caller then names it in its error)."""
-    if tuple(source[:3]) != tuple(stream[:3]) or len(source) < 4:
-        return None
-    outer = frozenset().union(*(m.axes for m in stream[:3]))
-    inner_axes = frozenset().union(*(m.axes for m in (*stream[3:], *source[3:])))
-    if outer & inner_axes or any(isinstance(t, SkewAtom) for m in (*stream, *source) for t in axis_atoms(m.canon)):
-        return None
-    o_shape, i_shape = tuple(m.size for m in stream[:3]), tuple(m.size for m in stream[3:])
-    oc, o_valid = joint_eval(tuple(stream[:3]))
-    ic, i_valid = joint_eval(tuple(stream[3:]))
-    o_flat, o_held = pair_of(*source[:3]).locate({a: oc[a] for a in src_axes & outer}, o_shape)
-    i_flat, i_held = pair_of(*source[3:]).locate({a: ic[a] for a in src_axes & inner_axes}, i_shape)
-    lead = (...,) + (None,) * len(i_shape)
-    shape = (*o_shape, *i_shape)
-    # the parts share no axis: a position is valid when its slice part and its inner part are
-    every = bool(o_valid.all()) and bool(i_valid.all())
-    valid = known_everywhere(shape) if every else np.logical_and(o_valid[lead], i_valid)
-    o_held, i_held = np.asarray(o_held), np.asarray(i_held)
-    slices_ok = np.asarray(o_flat) == np.arange(math.prod(o_shape), dtype=np.int64).reshape(o_shape)
-    if not (bool(o_held.all()) and bool(i_held.all()) and bool(slices_ok.all())):  # (else nothing to check)
-        if bool((valid & ~(o_held[lead] & i_held & slices_ok[lead])).any()):
-            return None
-    inner = math.prod(m.size for m in source[3:])
-    if every:  # the index is built from the parts only if something asks for it
-        return Gather(valid, None, np.broadcast_to(i_flat, i_shape).copy(), inner)
-    index = np.asarray(o_flat)[lead] * inner + np.asarray(i_flat)
-    return Gather(valid, np.ascontiguousarray(np.where(valid, index, 0)))
-
-
 def apply_gather(g: Gather, values: npt.NDArray[Any], known: npt.NDArray[np.bool_]
                  ) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]:
     """The source's values and known mask at every stream position (positions not read are unknown)."""
-    if g.inner is not None:
-        return _apply_by_parts(g, g.inner, values, known)
+    if g.inner is not None:  # (planned by parts: the fast path vector.gather-by-parts)
+        from visa.engines.vector import fast_relayout
+
+        return fast_relayout.apply_by_parts(g, g.inner, values, known)
     v = values.reshape(-1)[g.index]
     k = known.reshape(-1)[g.index] & g.used
     return v, k
 
 
-def _apply_by_parts(g: Gather, inner: IntArray, values: npt.NDArray[Any], known: npt.NDArray[np.bool_]
-                    ) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]:
-    """:func:`apply_gather` of a gather by parts that reads every position (``g.inner`` set): each slice reads its
-    own inner positions ``inner``, so one value a slice (a VRF operand) is a broadcast, the stream's own layout (a
-    stash) a view, anything else a gather along the inner positions only.  The results are read-only."""
-    shape = g.used.shape
-    outer = shape[:3]
-    n_out = math.prod(outer)
-    flat = inner.reshape(-1)
-    per = values.size // n_out
-    lead = (*outer, *([1] * (len(shape) - 3)))
-
-    def pick(arr: npt.NDArray[Any]) -> npt.NDArray[Any]:
-        rows = arr.reshape(n_out, per)
-        if bool((flat == flat[0]).all()):
-            out: npt.NDArray[Any] = np.broadcast_to(rows[:, int(flat[0])].reshape(lead), shape)
-            return out
-        if flat.size == per and bool((flat == np.arange(per)).all()):
-            out = rows.reshape(shape).view()
-        else:
-            out = rows[:, flat].reshape(shape)
-        out.flags.writeable = False
-        return out
-
-    k = known_everywhere(shape) if is_everywhere(known) else pick(np.asarray(known))
-    return pick(values), k
-
-
 def gather_view(g: Gather, values: npt.NDArray[Any], known: npt.NDArray[np.bool_]
                 ) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_], tuple[int, ...]] | None:
     """:func:`apply_gather` as read-only strided views of ``values`` and ``known`` in the split shape of
-    ``g.strided`` (returned third), when the plan has one (else None).
-    Every position is read (``g.used`` is all True), so the view's known is the source's known."""
-    if g.strided is None:
+    ``g.strided`` (returned third), when the plan has one and the fast path ``vector.gather-view`` is on (else
+    None: the caller applies the gather, :func:`apply_gather`)."""
+    if not VIEW.on:
         return None
-    shape, strides, offset = g.strided
-    lo = offset + sum((n - 1) * st for n, st in zip(shape, strides, strict=True) if st < 0)
-    hi = offset + sum((n - 1) * st for n, st in zip(shape, strides, strict=True) if st > 0)
-    if lo < 0 or hi >= values.size or values.size != known.size:
-        return None  # (not the source the plan was made for: the index path reports it)
-    out = []
-    for arr in (values, known):
-        if arr is known and is_everywhere(known):
-            out.append(known_everywhere(shape))
-            continue
-        base = np.ascontiguousarray(arr).reshape(-1)[offset:]  # (a copy of the source only if it is strided)
-        out.append(as_strided(base, shape, tuple(s * arr.itemsize for s in strides), writeable=False))
-    return out[0], out[1], shape
+    from visa.engines.vector import fast_relayout
+
+    return fast_relayout.gather_view(g, values, known)

@@ -1,0 +1,45 @@
+"""Fast path of the Fetch Adapter's zero-point subtraction (issue 24), beside :mod:`visa.engines.fetch`, whose
+``_subtract`` it stands for; ``tests/engines/test_fast_zero_point.py`` checks it against the reference with the
+path switched off.
+
+``fetch.zero-point-narrow``: the reference subtracts in int64 with a select for poison and tests every
+difference against the target's range (L2022–2049).  When every element is known, the extremes of the values and
+of the zero points bound every difference: if they stay in the target's range, the subtraction is done in the
+target's own type (two's complement: a difference that is in range is exact), one pass; otherwise the reference
+runs (and names the first value out of range).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from visa import fastpaths
+from visa.memory.known import is_everywhere
+
+__all__ = ["NARROW", "subtract"]
+
+NARROW = fastpaths.register("fetch.zero-point-narrow", "zero-point subtraction bounded by the values' extremes and "
+                                                       "computed in the target's type, not in int64 with a select")
+
+
+def subtract(values: npt.NDArray[Any], known: npt.NDArray[np.bool_], dst: Any, zero_points: Sequence[int],
+             per_step: npt.NDArray[np.int64] | None, n_p: int) -> npt.NDArray[Any] | None:
+    """``values - zp`` in ``dst``'s storage (``per_step``: the zero point of each time step, ``n_p`` elements a
+    packet, on the last axis; else the one zero point), or None when this path does not compute it."""
+    storage = np.dtype(dst.storage)
+    if (not NARROW.on or values.dtype.kind not in "iu" or storage.kind != "i" or values.size == 0
+            or not is_everywhere(known)):
+        return None
+    lo, hi = int(values.min()), int(values.max())
+    z_lo, z_hi = min(zero_points), max(zero_points)
+    if lo - z_hi < dst.min or hi - z_lo > dst.max or not (dst.min <= z_lo and z_hi <= dst.max):
+        return None  # a difference may fall outside the range: the reference decides (and names it)
+    if not (dst.min <= lo and hi <= dst.max):
+        return None  # (the values themselves must be the target's: then every step stays exact)
+    z = storage.type(zero_points[0]) if per_step is None else np.repeat(per_step.astype(storage), n_p)
+    out: npt.NDArray[Any] = np.subtract(values, z, dtype=storage)  # (z broadcast over the leading axes)
+    return out

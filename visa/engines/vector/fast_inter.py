@@ -1,0 +1,174 @@
+"""Fast path of the Inter-Slice Block (issue 24), beside :mod:`visa.engines.vector.inter`, whose reference
+``execute_inter_reduce`` it stands for; ``tests/engines/vector/test_fast_inter.py`` checks it against the
+reference with the path switched off.
+
+``vector.inter-strided``: the reference gathers each group's members through the configuration's index array
+(``members``, groups × ring), folds them in ring order, and gathers each output position's group
+(``out_group``).  In the layouts kernels use, both arrays are affine in a mixed radix (the ring is a digit of the
+slices, the groups the other digits; the output repeats each group over its broadcast digits and leaves the
+dummy slices of ``1 # n`` empty), so the members are a strided view of the stream and the results are written
+through a strided view of the output (:mod:`visa.engines.affine`, derived once per configuration).  The fold is
+the reference's own (:func:`visa.engines.vector.arith.sequential_reduce`, in the same ring order); wrapping i32
+``Add`` sums in int32 directly (the same bits modulo 2^32 as its int64 sum wrapped).  A configuration whose
+arrays are not affine, or whose groups have different sizes, takes the reference.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from visa import fastpaths
+from visa.engines import affine
+from visa.engines.common import StreamData
+from visa.engines.vector import arith
+from visa.memory.known import is_everywhere
+
+if TYPE_CHECKING:
+    from visa.engines.vector.inter import InterReduceConfig
+
+__all__ = ["STRIDED", "execute"]
+
+STRIDED = fastpaths.register("vector.inter-strided", "inter-slice reduce through strided views of the stream and "
+                                                     "the output instead of index gathers (affine ring groups)")
+
+
+@dataclass(frozen=True)
+class _Views:
+    """A configuration as strided views of flat arrays (strides in elements):
+
+    - the members: group digits (in the order of the input's memory, outermost first) then the ring digits,
+      ``in_sizes`` / ``in_strides`` from ``in_base``; ``rank_order`` puts the group digits back in the order of
+      the groups' ranks (the reference's ``red`` order);
+    - the valid outputs: ``out_sizes`` / ``out_strides`` from ``out_base``, each reading the group rank
+      ``group_base + Σ p_d · group_strides_d`` (stride 0 where the result is broadcast)."""
+
+    in_sizes: tuple[int, ...]
+    in_strides: tuple[int, ...]
+    in_base: int
+    ring_axes: int
+    rank_order: tuple[int, ...]
+    out_sizes: tuple[int, ...]
+    out_strides: tuple[int, ...]
+    out_base: int
+    group_strides: tuple[int, ...]
+    group_base: int
+    all_valid: bool
+    valid: npt.NDArray[np.bool_]  # read-only: ``out_group >= 0``, the known-mask when nothing is poison
+
+
+_CACHE: dict[int, tuple[Any, _Views | None]] = {}
+
+
+def _views(cfg: InterReduceConfig) -> _Views | None:
+    """The strided form of ``cfg`` (cached on the configuration object, which the plan cache keeps), or None."""
+    hit = _CACHE.get(id(cfg))
+    if hit is not None and hit[0] is cfg:
+        return hit[1]
+    found = _derive(cfg)
+    if len(_CACHE) >= 256:
+        _CACHE.clear()
+    _CACHE[id(cfg)] = (cfg, found)
+    return found
+
+
+def _derive(cfg: InterReduceConfig) -> _Views | None:
+    if not cfg.full or cfg.members.size == 0:
+        return None
+    groups, ring = cfg.members.shape
+    f = affine.factor(cfg.members.reshape(1, -1))
+    split = None if f is None else affine.split_inner(f, ring)
+    if split is None:
+        return None
+    (sizes, strides, bases), ring_axes = split
+    n_group = len(sizes) - ring_axes
+    # the group digits in memory order (largest stride first), so that the fold reads the stream in order
+    order = sorted(range(n_group), key=lambda d: -abs(strides[0][d]))
+    in_sizes = tuple(sizes[d] for d in order) + sizes[n_group:]
+    in_strides = tuple(strides[0][d] for d in order) + strides[0][n_group:]
+    rank_order = tuple(order.index(d) for d in range(n_group))
+    og = cfg.out_group.reshape(-1)
+    valid = og >= 0
+    positions = np.flatnonzero(valid)
+    if positions.size == 0:
+        return None
+    g = affine.factor(np.stack([positions, og[positions]]))
+    if g is None:
+        return None
+    out_sizes, (out_strides, group_strides), (out_base, group_base) = g
+    mask = valid.reshape(cfg.out_group.shape)
+    mask.flags.writeable = False
+    return _Views(in_sizes, in_strides, bases[0], ring_axes, rank_order, out_sizes, out_strides, out_base,
+                  group_strides, group_base, bool(valid.all()), mask)
+
+
+def _members(flat: npt.NDArray[Any], v: _Views) -> npt.NDArray[Any]:
+    """The members of every group, ``(group digits…, ring)``, a view of ``flat`` (a copy if the ring spans
+    digits that do not merge)."""
+    x = affine.view(flat, v.in_sizes, v.in_strides, v.in_base)
+    return x if v.ring_axes == 1 else x.reshape(*v.in_sizes[: len(v.in_sizes) - v.ring_axes], -1)
+
+
+def _fold(op: str, dtype: str, x: npt.NDArray[Any], bound: int) -> npt.NDArray[Any]:
+    """``arith.sequential_reduce(op, dtype, x)`` over the last axis (the ring, in order), computed ring step by
+    ring step over every group at once (the stream is read in memory order); ``bound`` is a bound of the
+    magnitude of every member (for ``AddSat``: no partial sum of ``ring · bound`` can saturate)."""
+    ring = x.shape[-1]
+    if dtype == "i32":
+        if op == "Add" or (op == "AddSat" and ring * bound <= arith.I32_MAX):
+            return np.asarray(np.add.reduce(x, axis=-1, dtype=np.int32))  # (wraps as int64 does modulo 2^32)
+        if op == "Max":
+            return np.asarray(np.max(x, axis=-1))
+        if op == "Min":
+            return np.asarray(np.min(x, axis=-1))
+        if op == "AddSat":  # saturating at every step, in ring order
+            acc = x[..., 0].astype(np.int64)
+            for k in range(1, ring):
+                acc += x[..., k]
+                np.clip(acc, arith.I32_MIN, arith.I32_MAX, out=acc)
+            return acc.astype(np.int32)
+    elif op in ("Add", "Mul"):  # f32: rounded at every step, in ring order (numpy's accumulate, as the reference)
+        ufunc = np.add if op == "Add" else np.multiply
+        with np.errstate(all="ignore"):
+            acc = x[..., 0].astype(np.float32)
+            for k in range(1, ring):
+                ufunc(acc, x[..., k], out=acc)
+            return acc + np.float32(0.0) if op == "Add" else acc
+    return arith.sequential_reduce(op, dtype, x, axis=-1)
+
+
+def execute(cfg: InterReduceConfig, data: StreamData) -> StreamData | None:
+    """The reference's result through strided views, or None (the caller runs the reference)."""
+    v = _views(cfg)
+    if v is None:
+        return None
+    vals = data.values.reshape(-1)
+    bound = 0
+    if cfg.op == "AddSat" and vals.size:
+        bound = max(abs(int(vals.min())), abs(int(vals.max())))
+    red = _fold(cfg.op, cfg.dtype, _members(vals, v), bound)
+    ranked = np.ascontiguousarray(red.transpose(v.rank_order), dtype=vals.dtype).reshape(-1)
+    shape = cfg.out_group.shape
+    out = np.empty(shape, dtype=vals.dtype) if v.all_valid else np.zeros(shape, dtype=vals.dtype)
+    _scatter(out, ranked, v)
+    if is_everywhere(data.known):
+        return StreamData(out, v.valid)
+    whole = np.asarray(_members(np.ascontiguousarray(data.known).reshape(-1), v).all(axis=-1))
+    kept = np.ascontiguousarray(whole.transpose(v.rank_order)).reshape(-1)  # a poisoned member: the group poison
+    known: npt.NDArray[np.bool_] = np.zeros(shape, dtype=bool)
+    _scatter(known, kept, v)
+    return StreamData(out, known)
+
+
+def _scatter(out: npt.NDArray[Any], ranked: npt.NDArray[Any], v: _Views) -> None:
+    """Write each valid output position's group result (``ranked``: by group rank) into ``out``: the results
+    gathered once in the output's order (small), then written broadcast over the digits that repeat them."""
+    kept = tuple(d for d, s in enumerate(v.group_strides) if s != 0)
+    small = np.ascontiguousarray(affine.view(ranked, tuple(v.out_sizes[d] for d in kept),
+                                             tuple(v.group_strides[d] for d in kept), v.group_base))
+    shape = tuple(n if s != 0 else 1 for n, s in zip(v.out_sizes, v.group_strides, strict=True))
+    dst = affine.view(out.reshape(-1), v.out_sizes, v.out_strides, v.out_base)
+    dst[...] = small.reshape(shape)

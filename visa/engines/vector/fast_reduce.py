@@ -1,0 +1,33 @@
+"""The reducers' fast path (:mod:`visa.fastpaths`): ``vector.reduce-shortcuts`` computes exactly what the intra-
+and inter-slice reducers' reference folds compute (:mod:`visa.engines.vector.intra`, L5560–5700;
+:mod:`visa.engines.vector.inter`, L5701–5800), skipping work whose result is known in advance:
+
+- a configuration whose every position contributes puts no identity in (no masked copy of the stream);
+- an all-known stream builds no poison mask;
+- time steps folded in order (one output step, or each output step's steps consecutive) are a view of the
+  stream, not a gather by index (:func:`by_steps`);
+- an inter-slice group table whose every group is full reads the members without the identity padding.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from visa import fastpaths
+
+__all__ = ["SHORTCUTS", "by_steps"]
+
+SHORTCUTS = fastpaths.register("vector.reduce-shortcuts", "a reduction skips the identity of a configuration every "
+                               "position contributes to, the poison mask of an all-known stream, the gather of time "
+                               "steps in order and the padding of full groups")
+
+
+def by_steps(x: npt.NDArray[Any], perm: npt.NDArray[np.int64]) -> npt.NDArray[Any]:
+    """``x[:, :, :, perm]`` (Time is axis 3): a view when ``perm`` is every time step in order (one output time
+    step, or the steps of each output step consecutive), a gather by index otherwise."""
+    if perm.size == x.shape[3] and bool((perm.reshape(-1) == np.arange(perm.size)).all()):
+        return x.reshape(*x.shape[:3], *perm.shape, *x.shape[4:])
+    return x[:, :, :, perm]

@@ -1,0 +1,75 @@
+"""Fast path ``memory.nest-words`` (issue 24): a loop nest of elements of whole bytes whose innermost loop runs
+over contiguous elements is read as 8-, 4- or 2-byte words (and written so, when its values' last axis is such a
+run).
+
+The reference (:func:`visa.memory.images.load_nest_values`) reads a nest one element word at a time: an i8 fetch
+whose packets are runs of 8 bytes (a lane of 8 i8) steps numpy's copy 8 bytes at a time, a loop of its own for
+every run.  A run of ``n`` contiguous ``nb``-byte elements is the same bytes as ``n · nb / W`` contiguous ``W``-byte
+words: the nest with its innermost loop ``(n, nb)`` replaced by ``(n · nb / W, W)`` reads, into the same
+C-contiguous buffer viewed as ``W``-byte words, every byte the reference reads, in the same order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from visa import fastpaths
+
+WIDE = fastpaths.register("memory.nest-words", "a byte loop nest whose innermost loop runs over contiguous "
+                          "elements is read as 8-, 4- or 2-byte words, not element by element")
+
+#: Word sizes a run may be read as (bytes), largest first.
+_WORDS = (8, 4, 2)
+
+Nest = tuple[tuple[int, int], ...]
+
+
+def widen(nb: int, nest: Nest) -> tuple[int, Nest] | None:
+    """``(W, nest')``: the nest of ``nb``-byte elements read as ``W``-byte words (``W > nb``), or None when its
+    innermost loop is not a run of contiguous elements whose bytes ``W`` divides.
+
+    Loops that continue the run (an outer loop whose stride is the run's bytes) join it first, and a run of one
+    word is no loop.
+
+    >>> widen(1, ((128, 32), (2, 16384), (8, 1)))
+    (8, ((128, 32), (2, 16384)))
+    >>> widen(1, ((128, 64), (64, 1)))
+    (8, ((1024, 8),))
+    >>> widen(4, ((64, 4),)), widen(1, ((3, 1),)), widen(1, ((8, 2),))
+    ((8, ((32, 8),)), None, None)
+    """
+    if not nest:
+        return None
+    n, stride = nest[-1]
+    if stride != nb:
+        return None
+    run, outer = n * nb, list(nest[:-1])
+    while outer and outer[-1][1] == run:  # (m, run) around a run of `run` bytes: one run of m · run bytes
+        run *= outer.pop()[0]
+    word = next((w for w in _WORDS if w > nb and run % w == 0), None)
+    if word is None:
+        return None
+    return word, (*outer, (run // word, word)) if run > word else tuple(outer)
+
+
+def widen_values(nb: int, nest: Nest, words: npt.NDArray[Any]) -> tuple[int, Nest, npt.NDArray[Any]] | None:
+    """:func:`widen` for a write: ``(W, nest', words')`` with ``words`` (``nb``-byte words, in the nest's C order
+    after the units; its last axis contiguous) seen as ``W``-byte words, or None when its last axis cannot be
+    (a broadcast, a stride, a length whose bytes ``W`` does not divide).
+
+    >>> w = np.arange(32, dtype=np.uint8).reshape(2, 16)
+    >>> word, nest, wide = widen_values(1, ((2, 64), (16, 1)), w)
+    >>> word, nest, wide.shape, bool((wide.view(np.uint8).reshape(2, 16) == w).all())
+    (8, ((2, 64), (2, 8)), (2, 2), True)
+    """
+    got = widen(nb, nest)
+    if got is None or words.ndim == 0 or words.strides[-1] != words.itemsize or words.itemsize != nb:
+        return None
+    word, wide = got
+    if (words.shape[-1] * nb) % word:
+        return None
+    out = words.view(np.dtype(f"<u{word}"))  # (the last axis contiguous: a view, no copy)
+    return word, wide, out
