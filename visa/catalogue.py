@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from visa.diagnostics import _WORD, PACKAGE, PLACEHOLDER, Site, _sites_in
+from visa.snippets import Snippet
 
 __all__ = ["Entry", "scan", "assign", "entry", "explain", "catalogue", "main", "normalise_code", "public_where"]
 
@@ -180,6 +181,8 @@ def explain(code: str) -> str | None:
 
 def catalogue(sites: list[Site], codes: dict[str, str]) -> str:
     """The Markdown page ``docs/errors.md``: every code, its class, what it means, the manual's rule, the fix."""
+    from visa.snippets import SNIPPETS
+
     classes = _error_classes()
     by_code: dict[str, list[Site]] = {}
     for site in sites:
@@ -198,12 +201,34 @@ def catalogue(sites: list[Site], codes: dict[str, str]) -> str:
     for family in sorted({c[1] for c in by_code}):
         lines += [f"## V{family}xxx: {_FAMILIES.get(family, 'Other')}", "",
                   "| code | error | where | meaning | the manual's rule | fix |", "|---|---|---|---|---|---|"]
+        examples: list[str] = []
         for code in sorted(c for c in by_code if c[1] == family):
             e = entry(by_code[code][0], classes)
+            snippet = next((SNIPPETS[s.key] for s in by_code[code] if s.key in SNIPPETS), None)
+            fix = _cell(e.fix) or "—"
+            if snippet is not None:
+                fix += f" ([example](#{code}-example))"
+                examples += _example(code, e.cls, snippet)
             lines.append(f"| <a id=\"{code}\"></a>{code} | `{e.cls}` | `{e.where}` | {_cell(e.meaning)} | "
-                         f"{_cell(e.rule) or '—'} | {_cell(e.fix) or '—'} |")
+                         f"{_cell(e.rule) or '—'} | {fix} |")
         lines.append("")
+        if examples:
+            lines += [f"### V{family}xxx: failing programs and their fixes", "",
+                      "Each program raises its code as it stands; the diff under it is the fix, after which it runs",
+                      "(`tests/test_snippets.py` runs both; `visa explain CODE` prints both whole).", "", *examples]
     return "\n".join(lines)
+
+
+def _example(code: str, cls: str, snippet: Snippet) -> list[str]:
+    """The catalogue's section for one snippet: the failing program, and the fix as a diff of it."""
+    import difflib
+
+    failing, fixed = snippet.failing.strip("\n").splitlines(), snippet.fixed.strip("\n").splitlines()
+    hunks = list(difflib.unified_diff(failing, fixed, "fails", "fixed", n=1, lineterm=""))[2:]
+    diff = [("…" if k else "") if ln.startswith("@@") else ln for k, ln in enumerate(hunks)]
+    diff = [ln for ln in diff if ln]
+    return [f"<a id=\"{code}-example\"></a>", f"#### {code}: `{cls}`", "", "```python", *failing, "```", "",
+            "```diff", *diff, "```", ""]
 
 
 def _codes() -> tuple[dict[str, str], dict[str, str]]:

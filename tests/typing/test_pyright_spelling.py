@@ -70,7 +70,10 @@ def test_the_plugin_reads_the_literal_spelling_as_the_same_type(tmp_path: Path) 
     out, err, status = mypy_api.run(["--config-file", str(config), "--cache-dir", str(tmp_path / "cache"),
                                      "--no-error-summary", "--show-error-codes", str(kernel)])
     assert not err.strip(), err
-    lines = [ln for ln in out.splitlines() if ": error:" in ln]
+    # the kernel's errors only: run from a source tree that is not the installed package (the unpacked sdist beside
+    # the wheel, `make lowest`), mypy checks visa's own modules as sources too, and at numpy's floor stubs reports
+    # their annotations (`mypy --strict visa` is `make typecheck`'s, at the newest numpy)
+    lines = [ln for ln in out.splitlines() if ": error:" in ln and ln.startswith(str(kernel))]
     wrong = next(k for k, ln in enumerate(kernel.read_text().splitlines(), 1) if "a transposed layout" in ln)
     assert len(lines) == 1 and f"respelt_kernel.py:{wrong}: error:" in lines[0], out
     assert "m[Literal['A % 8, A / 8 (A=2048)']]" in lines[0] and "m[Literal['A (A=2048)']]" in lines[0]

@@ -1,0 +1,24 @@
+"""A program that fails with a diagnostic, and the same program fixed (``visa explain CODE`` prints both;
+``docs/errors.md`` shows the failing one and the fix as a diff).
+
+Keyed by the diagnostic's *site key* (:func:`visa.diagnostics.site_key`), not its code, so that renumbering
+codes never detaches a snippet.  ``tests/test_snippets.py`` runs every pair: the failing one must raise exactly
+its site's code, the fixed one must run.  Each snippet is a whole program (imports included); most are one
+one-chip kernel, one pass over a DM tensor, or the manual's dot product, with a line or two changed
+(:mod:`visa.snippets.base`).
+"""
+
+from __future__ import annotations
+
+from visa.snippets.base import Snippet
+from visa.snippets.contraction import CONTRACTION
+from visa.snippets.host import HOST
+from visa.snippets.kernels import KERNELS
+from visa.snippets.mappings import MAPPINGS
+from visa.snippets.streams import STREAMS
+from visa.snippets.values import VALUES
+
+__all__ = ["Snippet", "SNIPPETS"]
+
+#: site key → the failing and the fixed program.
+SNIPPETS: dict[str, Snippet] = {**MAPPINGS, **VALUES, **HOST, **KERNELS, **STREAMS, **CONTRACTION}
