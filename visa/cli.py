@@ -5,7 +5,8 @@ FAIL) and, for every context the run acquired, a per-engine cycle table.  The ho
 ``main()`` function when it defines one, else the file itself run as a script.  ``visa check FILE...`` runs
 mypy ``--strict`` with the visa plugin on the files, whether or not the project's mypy
 configuration enables the plugin.  ``visa trace FILE -o trace.json`` runs a file and writes the schedule of
-every context it acquired as one Chrome trace (one process per device; open it in Perfetto).
+every context it acquired as one Chrome trace (one process per device; open it in Perfetto).  ``visa generate
+"prompt" --max-tokens N`` runs SmolLM2-135M on the simulator (:mod:`visa.models.command`).
 """
 
 from __future__ import annotations
@@ -505,7 +506,7 @@ def _check(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``visa`` console script: ``visa run``, ``visa check``, ``visa trace``, ``visa explain``,
-    ``visa examples``; returns the exit status."""
+    ``visa examples``, ``visa generate`` (design API.md §8); returns the exit status."""
     parser = argparse.ArgumentParser(prog="visa", description="FuriosaAI TCP Virtual ISA simulator")
     parser.add_argument("--version", action="version", version=f"visa {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -536,6 +537,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     tune_command.add_arguments(tune)
     tune.set_defaults(func=tune_command.run)
+    from visa.models.command import add_parser as add_generate  # visa generate (SmolLM2; tcp-visa[models])
+
+    add_generate(sub)
     args = parser.parse_args(argv)
     code: int = args.func(args)
     return code

@@ -53,7 +53,8 @@ def run_gemm(ax: AxisSet, gemm: Gemm, x: HostTensor[Any, Any], w: HostTensor[Any
 
 
 @pytest.mark.parametrize(("m", "n", "k"), [(8, 256, 1024), (1, 8192, 512), (32, 512, 1536), (4, 16384, 64),
-                                           (16, 96, 2048), (64, 256, 1024), (96, 64, 512)])
+                                           (16, 96, 2048), (64, 256, 1024), (96, 64, 512),
+                                           (1, 960, 576), (32, 64, 768)])  # K tiles of 288 and 384 (SmolLM2)
 def test_gemm_shapes(m: int, n: int, k: int) -> None:
     ax = AxisSet(M=m, N=n, K=k)
     gemm = Gemm(ax)
@@ -183,8 +184,9 @@ def test_gemm_refusals() -> None:
         Gemm(AxisSet(M=8, N=100, K=512))
     assert e2.value.axis == "N" and e2.value.level == "Slice"
     with pytest.raises(LayoutError) as e3:
-        Gemm(AxisSet(M=8, N=256, K=768))
+        Gemm(AxisSet(M=8, N=256, K=600))  # no whole 64-byte packets of bf16 (L4388)
     assert e3.value.axis == "K" and e3.value.level == "Packet"
+    assert [Gemm.k_tile_of(k) for k in (64, 512, 576, 768, 1536, 2048)] == [512, 512, 288, 384, 512, 512]
 
 
 # -------------------------------------------------------------------------------------------------- Rows

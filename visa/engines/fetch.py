@@ -650,7 +650,7 @@ def _joint_validity(joint: C.Canon, n_time: int, n_packet: int) -> BoolArray:
     return out
 
 
-@cached(32)
+@cached(128)
 def _static(cfg: FetchConfig) -> tuple[IntArray, IntArray, BoolArray, BoolArray | None, IntArray | None, BoolArray]:
     """Per stream position: tensor selector, element offset, validity, mask; per time step: tensor selector;
     per ``(chip, cluster, slice)``: whether it holds data."""

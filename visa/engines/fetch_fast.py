@@ -67,7 +67,7 @@ class _Repeat:
     keep_time: IntArray
 
 
-@cached(32)
+@cached(128)
 def _repeat(cfg: FetchConfig) -> _Repeat | None:
     """The repeating Time digits of ``cfg``'s sequencer, or None when there are none (or when a repeated step
     is not the same as the step it repeats: its validity, masking or tensor differ, e.g. a padded axis)."""

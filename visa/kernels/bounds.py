@@ -17,6 +17,8 @@ import ml_dtypes
 import numpy as np
 import numpy.typing as npt
 
+from visa.kernels.gemm import Gemm
+
 __all__ = ["U", "B", "T", "bf16_round", "check", "gamma", "gemm", "rms_norm", "softmax_rel", "softmax", "swiglu",
            "add", "mul", "attention", "weighted_sum", "all_reduce"]
 
@@ -86,12 +88,14 @@ def mul(want: F64) -> F64:
     return (B + U * (1 + B)) * np.abs(want) + 2.0**-149 + T
 
 
-def attention(q: F64, k: F64, v: F64, scale: float) -> tuple[F64, F64]:
+def attention(q: F64, k: F64, v: F64, scale: float, cols: int | None = None) -> tuple[F64, F64]:
     """:class:`~visa.kernels.Attention` ``softmax(q kᵀ·scale) v``: ``(want, bound)``.
 
     The scores are a GEMM rounded to bf16 (:func:`gemm`, times ``scale``: at most δ); moving every score by at
     most δ moves each probability by a factor within ``e^{±2δ}``; the softmax adds :func:`softmax_rel` and ``b``
-    (ρ in all); the second GEMM (K = S) adds ``b·|out| + γ_{S+1}·(p̂ |v|)``.
+    (ρ in all); the second GEMM (K = S) adds ``b·|out| + γ_{S+k_tiles}·(p̂ |v|)``.  ``cols``: the row length the
+    device soft-maxes and contracts when it masks positions by a branch log (k and v then hold only the kept
+    ones; the masked add exact zeros): default ``len(k)``.
     """
     s = q @ k.T * scale
     p = np.exp(s - s.max(axis=-1, keepdims=True))
@@ -99,9 +103,10 @@ def attention(q: F64, k: F64, v: F64, scale: float) -> tuple[F64, F64]:
     want = p @ v
     delta = float(np.max(gemm(q, k, 1))) * scale
     spread = float(np.max(s.max(axis=-1, keepdims=True) - s)) + 2 * delta
-    rho = math.exp(2 * delta) * (1 + softmax_rel(k.shape[0], spread)) * (1 + B) - 1
+    n = k.shape[0] if cols is None else cols
+    rho = math.exp(2 * delta) * (1 + softmax_rel(n, spread)) * (1 + B) - 1
     pv = p @ np.abs(v)
-    bound = rho * pv + B * (np.abs(want) + rho * pv) + gamma(k.shape[0] + 1) * (1 + rho) * pv + T
+    bound = rho * pv + B * (np.abs(want) + rho * pv) + gamma(n + Gemm.k_tiles_of(n)) * (1 + rho) * pv + T
     return want, bound
 
 

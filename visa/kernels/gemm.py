@@ -8,9 +8,11 @@
   "Hello, TCP!" GEMM (L466–525);
 - N is spread over the slices (``N / 32``, up to 256 tiles of 32 columns, 8192 columns per N tile) and
   tiled beyond that (``N / 8192``);
-- K is tiled by ``k_tile`` (default 512): a tile of w per Row is ``4 × k_tile`` bf16, at most 4 KiB — one TRF
-  half (L4151–4154) — so the sub context loads the next tile into the other half while the main context
-  contracts (double buffering; the first tile is loaded by main, whose fetch is wider, L1757–1759).  A
+- K is tiled by ``k_tile`` (default: 512, or for a K that is no multiple of 512 the largest multiple of 32 below
+  512 that divides it — 288 for SmolLM2's 576; :meth:`Gemm.k_tile_of`): a tile of w per Row is ``4 × k_tile``
+  bf16, at most 4 KiB — one TRF half (L4151–4154) — so the sub context loads the next tile into the other half
+  while the main context contracts (double buffering; the first tile is loaded by main, whose fetch is wider,
+  L1757–1759).  A
   ``k_tile`` of 1024 fills a whole Row (8 KiB, L1089): fewer passes, but nothing to load into meanwhile;
 - the M tiles run in blocks of ``m_block`` that share each TRF load (default: as many as the slice's DM holds
   the f32 partials of, L138); a smaller block reloads w once per block but needs less DM;
@@ -99,10 +101,12 @@ class Gemm:
     """
 
     def __init__(self, ax: AxisSet, m: str = "M", n: str = "N", k: str = "K", *, chip: str = "1",
-                 w_tiles: bool = False, k_tile: int = K_TILE, m_block: int | None = None,
+                 w_tiles: bool = False, k_tile: int | None = None, m_block: int | None = None,
                  first_slice: int = 0) -> None:
         call = f"visa.kernels.Gemm({m!r}, {n!r}, {k!r})"
         sm, sn, sk = ax.size(m), ax.size(n), ax.size(k)
+        if k_tile is None:
+            k_tile = self.k_tile_of(ax.size(k))
         if k_tile < 32 or k_tile > ROW_K or k_tile % 32:
             raise HardwareLimitError(f"k_tile = {k_tile}: a TRF Row holds 4 × {ROW_K} bf16 (8 KiB, manual L1089) "
                                      "and a packet 32 (L4388), so a K tile is a multiple of 32 from 32 to "
@@ -167,9 +171,18 @@ class Gemm:
                       mm[f"{self.nin} / 32" + (" # 256" if cols < N_TILE else "")])
 
     @staticmethod
-    def k_tiles_of(size: int, k_tile: int = K_TILE) -> int:
-        """K tiles of ``k_tile`` (default 512) for a K of ``size``."""
-        return max(1, size // k_tile)
+    def k_tiles_of(size: int, k_tile: int | None = None) -> int:
+        """K tiles of ``k_tile`` (default :meth:`k_tile_of`) for a K of ``size``."""
+        return max(1, size // (Gemm.k_tile_of(size) if k_tile is None else k_tile))
+
+    @staticmethod
+    def k_tile_of(size: int) -> int:
+        """The default K tile for a K of ``size`` (a multiple of 32): 512 (one TRF half, L4151–4154) when it
+        divides ``size``, all of a K up to 512, else the largest multiple of 32 below 512 that divides it (288 for
+        576), so that a K such as SmolLM2's 576 needs no padding."""
+        if size <= K_TILE or size % K_TILE == 0 or size % 32:
+            return K_TILE
+        return next(t for t in range(K_TILE, 0, -32) if size % t == 0)
 
     def _outer(self, *parts: str) -> str:
         return ", ".join(p for p in parts if p)

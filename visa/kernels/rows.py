@@ -237,17 +237,18 @@ class Rows:
                    .commit(self.element, arena.take_dm(4 * self.d)))
         return out
 
-    def add(self, ctx: Context, arena: Arena, a: Dm, b: Dm) -> Dm:
+    def add(self, ctx: Context, arena: Arena, a: Dm, b: Dm, *, address: int | None = None) -> Dm:
         """``a + b`` (the residual connections, L8318–8322, L8352–8356; an additive mask, L8090–8100):
         interleaved fetch of the two rows along an axis of size 2 (L1843–1868), unzip, ``AddF`` in f32, cast to
-        bf16 — one rounding."""
-        return self._zip(ctx, arena, a, b, FpBinaryOp.AddF)
+        bf16 — one rounding.  ``address``: the DM address of the result (default: a new allocation), e.g. a
+        residual stream kept at two fixed addresses across a model's layers."""
+        return self._zip(ctx, arena, a, b, FpBinaryOp.AddF, address)
 
     def mul(self, ctx: Context, arena: Arena, a: Dm, b: Dm) -> Dm:
         """``a · b`` elementwise (e.g. RoPE's cos/sin tables, L8258–8284), as :meth:`add` with ``MulF``."""
         return self._zip(ctx, arena, a, b, FpBinaryOp.MulF(FpMulAlu.Mul0))
 
-    def _zip(self, ctx: Context, arena: Arena, a: Dm, b: Dm, op: FpBinaryOp) -> Dm:
+    def _zip(self, ctx: Context, arena: Arena, a: Dm, b: Dm, op: FpBinaryOp, address: int | None = None) -> Dm:
         """Two rows in one pass: interleaved fetch, unzip, the two groups combined by ``op``, cast to bf16."""
         m = self.ax.m
         pair = pair_axis(self.ax)
@@ -258,7 +259,7 @@ class Rows:
              .vector_intra_slice_unzip(pair, m[f"{self.cols} / 4, 1 # 2"], self.time4)
              .vector_trim_way4(self.packet4)
              .vector_fp_zip(op))
-        return self._rows_out(ctx, arena, s)
+        return self._rows_out(ctx, arena, s, address)
 
     def swiglu(self, ctx: Context, arena: Arena, gate: Dm, up: Dm) -> Dm:
         """SwiGLU's gating (Llama 3 FFN, L8329–8343): ``silu(gate) · up = gate · sigmoid(gate) · up``, bf16 out.

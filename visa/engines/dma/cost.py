@@ -78,7 +78,7 @@ def cycles(p: DmaPlan, indirect: tuple[Sequence[int], Sequence[int]] | None = No
     return _cycles(p, ind)
 
 
-@cached(256)
+@cached(2048)
 def _cycles(p: DmaPlan, indirect: tuple[tuple[int, ...], tuple[int, ...]] | None) -> DmaCost:
     hw = p.hw
     spaces = (address_space(hw, p.src.medium), address_space(hw, p.dst.medium))

