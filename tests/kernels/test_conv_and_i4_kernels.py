@@ -17,19 +17,21 @@ from visa.hw import RNGD
 from visa.mapping.axes import AXES_ATTR
 
 
-def _ops(ctx: Context) -> list[Any]:
+def _launch(name: str, *args: tuple[str, str]) -> list[Any]:
+    """Launch example ``name`` on random HBM tensors (one per ``(dtype name, layout)``, 256 MiB apart) and return
+    its Tensor Unit operations (the main and sub contexts') in schedule order."""
+    ex = load_example(name)
+    m = getattr(ex, AXES_ATTR).m
+    ctx = Context.acquire()
+    rng = np.random.default_rng(0)
+    tensors = [HostTensor.rand(getattr(ex, dtype), m[layout], rng).to_hbm(m["1"], m[layout], ctx.pdma, k << 28)
+               for k, (dtype, layout) in enumerate(args)]
+    launch(ex.kernel, ctx, *tensors)
     return [op for op in ctx.schedule.ops if op.track in ("main", "sub")]
 
 
 def test_conv2d_schedule_and_cycles_L3737_L3745() -> None:
-    ex = load_example("conv2d")
-    m = getattr(ex, AXES_ATTR).m
-    ctx = Context.acquire()
-    rng = np.random.default_rng(0)
-    x = HostTensor.rand(ex.bf16, m["N, Y, K, X"], rng).to_hbm(m["1"], m["N, Y, K, X"], ctx.pdma, 0)
-    w = HostTensor.rand(ex.bf16, m["C, K, Fh, Fw"], rng).to_hbm(m["1"], m["C, K, Fh, Fw"], ctx.pdma, 1 << 28)
-    launch(ex.kernel, ctx, x, w)
-    load, conv = _ops(ctx)
+    load, conv = _launch("conv2d", ("bf16", "N, Y, K, X"), ("bf16", "C, K, Fh, Fw"))
     assert (load.track, conv.track) == ("sub", "main") and conv.start >= load.end  # the TRF is read once written
     engines = {r.engine: r for r in conv.engines}
     details = dict(engines["aligner"].details)
@@ -42,14 +44,7 @@ def test_conv2d_schedule_and_cycles_L3737_L3745() -> None:
 
 
 def test_gemv_i4_schedule_and_dual_channel_L4145_L2140() -> None:
-    ex = load_example("gemv_i4")
-    m = getattr(ex, AXES_ATTR).m
-    ctx = Context.acquire()
-    rng = np.random.default_rng(0)
-    w = HostTensor.rand(ex.i4, m["I, J"], rng).to_hbm(m["1"], m["I, J"], ctx.pdma, 0)
-    x = HostTensor.rand(ex.i8, m["J"], rng).to_hbm(m["1"], m["J"], ctx.pdma, 1 << 28)
-    launch(ex.kernel, ctx, w, x)
-    load, gemv = _ops(ctx)
+    load, gemv = _launch("gemv_i4", ("i4", "I, J"), ("i8", "J"))
     assert gemv.start >= load.end and (0, "sub") in gemv.lanes  # dual channel: the sub context's channel too
     engines = {r.engine: r for r in gemv.engines}
     assert dict(engines["aligner"].details)["reg_type"] == 1  # i4 weights read as i8 (L4145)
