@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from visa.snippets.base import Snippet
 from visa.snippets.contraction import CONTRACTION
+from visa.snippets.engines_vector import ENGINES_VECTOR
 from visa.snippets.host import HOST
 from visa.snippets.kernels import KERNELS
 from visa.snippets.mappings import MAPPINGS
@@ -21,4 +22,5 @@ from visa.snippets.values import VALUES
 __all__ = ["Snippet", "SNIPPETS"]
 
 #: site key → the failing and the fixed program.
-SNIPPETS: dict[str, Snippet] = {**MAPPINGS, **VALUES, **HOST, **KERNELS, **STREAMS, **CONTRACTION}
+SNIPPETS: dict[str, Snippet] = {**MAPPINGS, **VALUES, **HOST, **KERNELS, **STREAMS, **CONTRACTION,
+                               **ENGINES_VECTOR}
