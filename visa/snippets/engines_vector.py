@@ -86,6 +86,7 @@ def _direct(fn: str, args: str, fixed_args: str, question: str, imports: str = "
                    _DIRECT.format(imports=imports, question=question, fn=fn, args=fixed_args))
 
 
+_KADD = "\n           .vector_fxp(FxpBinaryOp.AddFxp, 1)"
 _KVRF = 'v = VrfTensor(ctx, i32, m["1"], m["1 # 2"], m["A / 8 # 256"], m["A % 8"], 0)   # never loaded'
 _KLOAD = ('\n    v = (ctx.sub.begin(dm.view()).fetch(i32, m["1"], m["A % 8"]).collect(m["1"], m["A % 8"])'
           '\n         .to_vrf(m["A % 8"], 0))')
@@ -94,6 +95,37 @@ _FOURS = ("from visa import Context, DmTensor, axes, f32, m\n" + VE_ALL + "\naxe
 _FOURS_PASS = ('(ctx.main.begin(d.view()).fetch(f32, m["1"], m["B % 4 # 8"]).collect(m["1"], m["B % 4 # 8"])\n'
                ' .vector_init()\n .vector_intra_slice_branch(BranchMode.Unconditional)\n'
                ' .vector_trim_way4(m["B % 4"])\n .vector_fp_unary(FpUnaryOp.Exp)\n {}\n .vector_final())')
+_R = ("from visa import Context, DmTensor, axes, f32, m\n"
+      + VE_ALL.replace("IntraSliceReduceOpF32,", "IntraSliceReduceOpF32, IntraSliceReduceOpI32,")
+      + "\naxes(A={a}, R=4)\nctx = Context.acquire()\n"
+      'd = DmTensor(ctx, f32, m["1"], m["1 # 2"], {slice_}, {element}, 0)   # rows R of 8 f32 a slice')
+_R_PASS = ('(ctx.main.begin(d.view())\n .fetch(f32, {time}, {packet})\n .collect({time}, {packet})\n .vector_init()'
+           '\n .vector_intra_slice_branch(BranchMode.Unconditional)\n .vector_split({split}, m["{lanes} % 4"])'
+           '\n .vector_intra_slice_reduce({axis}, {otime}, {opacket}, {op})\n .vector_concat(m["1"], {packet})'
+           '\n .vector_final()\n .commit({packet}, 1 << 12))')
+_R_LINES = {"a": "2048", "slice_": 'm["A / 8"]', "element": 'm["R, A % 8"]', "time": 'm["R"]', "packet": 'm["A % 8"]',
+            "split": 'm["R, A % 8 / 4"]', "lanes": "A", "axis": '"R"', "otime": 'm["A % 8 / 4"]',
+            "opacket": 'm["A % 4"]', "op": "IntraSliceReduceOpF32.Add"}
+
+
+def _sum_rows(failing: dict[str, str], fixed: dict[str, str] | None = None) -> Snippet:
+    """The sum over R of four rows of 8 f32 a slice (the intra-slice reduce, L5278–5573), with ``failing``'s
+    fields replaced (and ``fixed``'s)."""
+    a, b = _R_LINES | failing, _R_LINES | (fixed or {})
+    return Snippet(f"\n{_R.format(**a)}\n{_R_PASS.format(**a)}\n", f"\n{_R.format(**b)}\n{_R_PASS.format(**b)}\n")
+
+
+_UNZIP = ("\n .vector_init()\n .vector_intra_slice_unzip(\"T\", m[\"1 # 2\"], m[\"1\"])   # group by T"
+          "\n .vector_fxp_zip(FxpBinaryOp.AddFxp)\n .vector_final()")
+_T = {"imports": VE_ALL, "axes": ", T={}", "element": 'm["T, A % 8"]', "fetch": '.fetch(i32, m["T"], m["A % 8"])',
+      "collect": '.collect(m["T"], m["A % 8"])', "vector": _UNZIP}
+_BIG = {"imports": VE_ALL, "axes": ", T=64, I=2", "element": 'm["{}, A % 8"]',
+        "fetch": '.fetch(i32, m["{}"], m["A % 8"])', "collect": '.collect(m["{}"], m["A % 8"])', "vector": "",
+        "commit": '.commit(m["T, A % 8"], 1 << 12)'}
+_UNZIP_IT = ("\n .vector_init()\n .vector_intra_slice_unzip(\"I\", m[\"{}\"], m[\"T\"])"
+             "\n .vector_fxp_zip(FxpBinaryOp.AddFxp)\n .vector_final()")
+_LOG = ('\n    v = (ctx.sub.begin(dm.view()).fetch(i32, m["1"], m["A % 8"]).collect(m["1"], m["A % 8"])'
+        '\n         .to_vrf(m["A % 8"], 0))   # the branch log: one ExecutionId per element')
 _BRANCH = "\n .vector_intra_slice_branch(BranchMode.Unconditional)"
 
 #: site key → the failing and the fixed program.
@@ -218,4 +250,43 @@ ENGINES_VECTOR: dict[str, Snippet] = {
         "plan_write_operand", 'WriteOperand(branch=0), "Fxp", "Paired", False',
         'WriteOperand(branch=0), "Fxp", "Standalone", False', "may a two-group pass (after an unzip) write its "
         "operand register?", "WriteOperand, "),
+    "intra._plan DtypeError: is not an intra-slice": _sum_rows({"op": "IntraSliceReduceOpI32.Max"},
+                                                               {"op": "IntraSliceReduceOpF32.Max"}),
+    "intra._plan LayoutError: the reduce axis is": _sum_rows(   # R spread over the slices, not over time
+        {"a": "512", "slice_": 'm["A / 8 % 64, R"]', "element": 'm["A % 8"]', "time": 'm["1"]',
+         "split": 'm["A % 8 / 4"]'}),
+    "intra._plan LayoutError: packet mixes with other": _sum_rows(
+        {"a": "512", "slice_": 'm["A / 2"]', "element": 'm["R, A % 2"]', "time": 'm["1"]', "packet": 'm["R, A % 2"]',
+         "split": 'm["R / 2"]', "lanes": "[R, A % 2]", "otime": 'm["1"]', "opacket": 'm["[R, A % 2] % 4"]'}),
+    "intra._plan LayoutError: opacket must be got": _sum_rows({"opacket": 'm["A % 2 # 4"]'}),
+    "plan.plan_unzip LayoutError: the grouping axis must": stream(
+        _T | {"axes": ", T=4"}, _T | {"axes": ", T=2"}),
+    "plan.plan_unzip HardwareLimitError: the group inside holds": stream(   # 64 × 8 lanes of 4 bytes after I
+        {k: v.format("I, T") for k, v in _BIG.items()} | {"vector": _UNZIP_IT.format("1 # 2, T")},
+        {k: v.format("T, I") for k, v in _BIG.items()} | {"vector": _UNZIP_IT.format("T, 1 # 2")}),
+    "relayout.plan_gather LayoutError: the holds axis which": stream(
+        {"imports": _VRF_IMPORTS, "axes": ", B=8", "before": _VRF.format(dtype="i32").replace('m["A % 8"], 0)',
+                                                                                            'm["B"], 0)'),
+         "vector": ve("\n .vector_fxp(FxpBinaryOp.AddFxp, v)")},
+        {"imports": _VRF_IMPORTS, "axes": ", B=8", "before": _LOADED,
+         "vector": ve("\n .vector_fxp(FxpBinaryOp.AddFxp, v)")}),
+    "relayout.plan_gather LayoutError: the does not hold": stream(
+        {"imports": _VRF_IMPORTS, "before": _VRF.format(dtype="i32").replace('m["A % 8"], 0)', 'm["A % 4"], 0)'),
+         "vector": ve("\n .vector_fxp(FxpBinaryOp.AddFxp, v)")},
+        {"imports": _VRF_IMPORTS, "before": _LOADED, "vector": ve("\n .vector_fxp(FxpBinaryOp.AddFxp, v)")}),
+    "relayout.plan_gather LayoutError: index is held by": stream(
+        {"imports": _VRF_IMPORTS,
+         "before": 'v = VrfTensor(ctx, i32, m["1"], m["1 # 2"], m["A % 256"], m["A / 256"], 0)\n',
+         "vector": ve("\n .vector_fxp(FxpBinaryOp.AddFxp, v)")},
+        {"imports": _VRF_IMPORTS, "before": _LOADED, "vector": ve("\n .vector_fxp(FxpBinaryOp.AddFxp, v)")}),
+    "elementwise.plan_branch UnsupportedFeatureError: branchmode is not a": _v(
+        _I32, _ADD, _ADD, branch='BranchMode("Toggle")', fixed_branch='BranchMode.AxisToggle("A")'),
+    "ops.axis_name LayoutError: an axis is named": _v(
+        _I32, _ADD, _ADD, branch="BranchMode.AxisToggle(0)", fixed_branch='BranchMode.AxisToggle("A")'),
+    "elementwise.vrf_branch_ids LayoutError: the branch log holds": kernel(
+        {"imports": _VRF_IMPORTS, "to_dm": KERNEL_LINES["to_dm"] + _LOG,
+         "vector": VECTOR.format(ops=_KADD).replace("Unconditional", "Vrf(v)")},
+        {"imports": _VRF_IMPORTS, "to_dm": KERNEL_LINES["to_dm"] + _LOG,
+         "vector": VECTOR.format(ops=_KADD).replace("Unconditional", "Vrf(v)"),
+         "host": 'HostTensor.from_numpy(np.arange(2048) % 16, i32, m["A"])   # ids 0..15'}),
 }
