@@ -15,6 +15,8 @@ from visa.snippets.contraction import CONTRACTION
 from visa.snippets.engines_commit import ENGINES_COMMIT
 from visa.snippets.engines_dma import ENGINES_DMA
 from visa.snippets.engines_fetch import ENGINES_FETCH
+from visa.snippets.engines_gather import ENGINES_GATHER
+from visa.snippets.engines_moves import ENGINES_MOVES
 from visa.snippets.engines_vector import ENGINES_VECTOR
 from visa.snippets.host import HOST
 from visa.snippets.kernels import KERNELS
@@ -27,4 +29,5 @@ __all__ = ["Snippet", "SNIPPETS"]
 #: site key → the failing and the fixed program.
 SNIPPETS: dict[str, Snippet] = {**MAPPINGS, **VALUES, **HOST, **KERNELS, **STREAMS, **CONTRACTION,
                                **ENGINES_VECTOR, **ENGINES_FETCH,
-                               **ENGINES_COMMIT, **ENGINES_DMA}
+                               **ENGINES_COMMIT, **ENGINES_DMA,
+                               **ENGINES_GATHER, **ENGINES_MOVES}

@@ -1,0 +1,51 @@
+"""Snippets for the gather and scatter DMAs (``visa/engines/dma/indirect.py``; IndirectLoop, manual L1684–1688,
+design API.md §7–§8): rows of an HBM table picked by an index tensor."""
+
+from __future__ import annotations
+
+from visa.snippets.base import Snippet
+
+__all__ = ["ENGINES_GATHER"]
+
+_GATHER = '''
+import numpy as np
+from visa import Context, HostTensor, axes, i4, i16, i32, m
+
+axes(V=64, D=64, T=16, E=4, F=3)
+ctx = Context.acquire()
+table = HostTensor.rand({dtype}, m["{table}"], np.random.default_rng(0)).to_hbm(m["1"], m["{table}"], ctx.pdma, 0)
+ids = HostTensor.from_numpy({ids}, {ids_dtype}, m["{index}"]).to_hbm(m["1"], m["{index}"], ctx.pdma, 1 << 16)
+{line}
+'''
+_LINE = ("# rows[t] = table[ids[t]]\n"
+         'rows = table.view().gather(m["{axis}"], ids){prefix}.to_hbm(m["1"], m["{out}"], ctx.tdma, 1 << 20)')
+_SCATTER = ('src = HostTensor.rand({dtype}, m["T, D"], np.random.default_rng(1))\n'
+            'src = src.to_hbm(m["1"], m["T, D"], ctx.pdma, 1 << 18)\n'
+            'src.to_hbm_view(table.view().scatter(m["V"], ids), ctx.tdma)   # table[ids[t]] = src[t]')
+_BASE = {"dtype": "i32", "table": "V, D", "ids": "np.arange(16) * 4", "ids_dtype": "i32", "index": "T", "axis": "V",
+         "prefix": "", "out": "T, D"}
+
+
+def _gather(failing: dict[str, str], fixed: dict[str, str] | None = None, line: str = _LINE) -> Snippet:
+    """Sixteen rows of a 64-row HBM table gathered by index (``failing``'s fields replaced, and ``fixed``'s)."""
+    a, b = _BASE | failing, _BASE | (fixed or {})
+    return Snippet(_GATHER.format(line=line.format(**a), **a), _GATHER.format(line=line.format(**b), **b))
+
+
+#: site key → the failing and the fixed program.
+ENGINES_GATHER: dict[str, Snippet] = {
+    "indirect.check_indirect_types DtypeError: indices must be got": _gather({"ids_dtype": "i16"}),
+    "indirect.region_axes LayoutError: the indexed region must": _gather({"axis": "V / 2"}),
+    "indirect.check_indirect_types LayoutError: is not an axis": _gather({"axis": "E"}),
+    "indirect.check_indirect_types LayoutError: the index axis is": _gather(
+        {"index": "D", "ids": "np.arange(64)", "out": "D, D"}, {"ids": "np.arange(16) * 4"}),
+    "indirect.check_indirect_types LayoutError: the names the indexed": _gather({"out": "V, D"}),
+    "indirect.check_indirect_types LayoutError: the does not name": _gather({"out": "D"}),
+    "indirect.check_indirect_types LayoutError: the names axis that": _gather({"out": "E, T, D"}),
+    "indirect._steps LayoutError: does not hold index": _gather({"out": "T % 8, D"}),
+    "indirect.check_indices AddressError: index is outside 0": _gather({"ids": "np.arange(16) * 5"}),
+    "indirect.check_prefix AddressError: the valid length is": _gather(
+        {"prefix": ".sparse_prefix(20)"}, {"prefix": ".sparse_prefix(12)"}),
+    "indirect.check_indices AddressError: indices and both scatter": _gather(
+        {"ids": "np.arange(16) % 8"}, {"ids": "np.arange(16)"}, line=_SCATTER),
+}
