@@ -13,6 +13,7 @@ from __future__ import annotations
 from visa.snippets.base import Snippet
 from visa.snippets.contraction import CONTRACTION
 from visa.snippets.engines_commit import ENGINES_COMMIT
+from visa.snippets.engines_contraction import ENGINES_CONTRACTION
 from visa.snippets.engines_dma import ENGINES_DMA
 from visa.snippets.engines_fetch import ENGINES_FETCH
 from visa.snippets.engines_gather import ENGINES_GATHER
@@ -30,4 +31,4 @@ __all__ = ["Snippet", "SNIPPETS"]
 SNIPPETS: dict[str, Snippet] = {**MAPPINGS, **VALUES, **HOST, **KERNELS, **STREAMS, **CONTRACTION,
                                **ENGINES_VECTOR, **ENGINES_FETCH,
                                **ENGINES_COMMIT, **ENGINES_DMA,
-                               **ENGINES_GATHER, **ENGINES_MOVES}
+                               **ENGINES_GATHER, **ENGINES_MOVES, **ENGINES_CONTRACTION}
