@@ -18,6 +18,7 @@ from visa.snippets.engines_dma import ENGINES_DMA
 from visa.snippets.engines_fetch import ENGINES_FETCH
 from visa.snippets.engines_gather import ENGINES_GATHER
 from visa.snippets.engines_moves import ENGINES_MOVES
+from visa.snippets.engines_switch import ENGINES_SWITCH
 from visa.snippets.engines_vector import ENGINES_VECTOR
 from visa.snippets.host import HOST
 from visa.snippets.kernels import KERNELS
@@ -31,4 +32,5 @@ __all__ = ["Snippet", "SNIPPETS"]
 SNIPPETS: dict[str, Snippet] = {**MAPPINGS, **VALUES, **HOST, **KERNELS, **STREAMS, **CONTRACTION,
                                **ENGINES_VECTOR, **ENGINES_FETCH,
                                **ENGINES_COMMIT, **ENGINES_DMA,
-                               **ENGINES_GATHER, **ENGINES_MOVES, **ENGINES_CONTRACTION}
+                               **ENGINES_GATHER, **ENGINES_MOVES, **ENGINES_CONTRACTION,
+                               **ENGINES_SWITCH}
