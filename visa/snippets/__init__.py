@@ -19,6 +19,7 @@ from visa.snippets.engines_fetch import ENGINES_FETCH
 from visa.snippets.engines_gather import ENGINES_GATHER
 from visa.snippets.engines_moves import ENGINES_MOVES
 from visa.snippets.engines_switch import ENGINES_SWITCH
+from visa.snippets.engines_transpose import ENGINES_TRANSPOSE
 from visa.snippets.engines_vector import ENGINES_VECTOR
 from visa.snippets.host import HOST
 from visa.snippets.kernels import KERNELS
@@ -33,4 +34,4 @@ SNIPPETS: dict[str, Snippet] = {**MAPPINGS, **VALUES, **HOST, **KERNELS, **STREA
                                **ENGINES_VECTOR, **ENGINES_FETCH,
                                **ENGINES_COMMIT, **ENGINES_DMA,
                                **ENGINES_GATHER, **ENGINES_MOVES, **ENGINES_CONTRACTION,
-                               **ENGINES_SWITCH}
+                               **ENGINES_SWITCH, **ENGINES_TRANSPOSE}
