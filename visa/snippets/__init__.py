@@ -18,6 +18,7 @@ from visa.snippets.engines_dma import ENGINES_DMA
 from visa.snippets.engines_fetch import ENGINES_FETCH
 from visa.snippets.engines_gather import ENGINES_GATHER
 from visa.snippets.engines_moves import ENGINES_MOVES
+from visa.snippets.engines_shift import ENGINES_SHIFT
 from visa.snippets.engines_switch import ENGINES_SWITCH
 from visa.snippets.engines_transpose import ENGINES_TRANSPOSE
 from visa.snippets.engines_vector import ENGINES_VECTOR
@@ -34,4 +35,5 @@ SNIPPETS: dict[str, Snippet] = {**MAPPINGS, **VALUES, **HOST, **KERNELS, **STREA
                                **ENGINES_VECTOR, **ENGINES_FETCH,
                                **ENGINES_COMMIT, **ENGINES_DMA,
                                **ENGINES_GATHER, **ENGINES_MOVES, **ENGINES_CONTRACTION,
-                               **ENGINES_SWITCH, **ENGINES_TRANSPOSE}
+                               **ENGINES_SWITCH, **ENGINES_TRANSPOSE,
+                               **ENGINES_SHIFT}

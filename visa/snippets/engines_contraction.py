@@ -54,6 +54,7 @@ _ALIGN = ('ce.plan_align(RNGD, bf16, m["1"], m["1 # 2"], m["1 # 256"], m["{time}
           '              m["{otime}"], m["K"])')
 _WIDE = "may the TRF be read 64 bytes at a time with the weights' rows T padded so?"
 _TILE = ('ce.plan_align(RNGD, bf16, m["1"], m["1 # 2"], m["1 # 256"], m["M"], m["K"], w, m["{}"], m["K # 32"])')
+_SEQ = 'ce.plan_accumulate(RNGD, f32, m["N"], m["M, K / 16"], m["1"], m["{}"], m["1 # 8"], "Sequential")'
 _NINE = "A=2, B=2, C=2, D=2, E=2, F=2, G=2, H=2, I=2, N=8, K=32"
 
 #: site key → the failing and the fixed program.
@@ -99,4 +100,15 @@ ENGINES_CONTRACTION: dict[str, Snippet] = {
     "aligner._tiles LayoutError: outtime puts the tiling": _plan(
         "M=32, N=8, K=16, T=5", "may the weights' axis T be walked outside the activation's M?",
         _TILE.format("T, M"), _TILE.format("M, T"), _TRF.format("T, K")),
+    "reducer._plan_accumulate LayoutError: accumulation outputs time with": _plan(
+        "M=32, N=8, K=64", "may a Sequential accumulation over K / 16 output Time M (without the Rows N)?",
+        _SEQ.format("M"), _SEQ.format("M, N")),
+    "reducer.plan_accumulate LayoutError: unknown accumulation kind": _plan(
+        "M=32, N=8, K=64", "may an accumulation be 'Diagonal'?",
+        'ce.plan_accumulate(RNGD, f32, m["N"], m["K / 16, M"], m["1"], m["M"], m["N"], "Diagonal")',
+        'ce.plan_accumulate(RNGD, f32, m["N"], m["K / 16, M"], m["1"], m["M"], m["N"], "Interleaved")'),
+    "reducer._plan_contract LayoutError: unknown reduce operation the": _plan(
+        "K=32", "may the Reducer take the minimum of a packet's products?",
+        'ce.plan_contract(RNGD, bf16, m["K"], m["1"], reduce_op="Min")',
+        'ce.plan_contract(RNGD, bf16, m["K"], m["1"], reduce_op="Max")'),
 }

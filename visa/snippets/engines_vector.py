@@ -126,6 +126,20 @@ _UNZIP_IT = ("\n .vector_init()\n .vector_intra_slice_unzip(\"I\", m[\"{}\"], m[
              "\n .vector_fxp_zip(FxpBinaryOp.AddFxp)\n .vector_final()")
 _LOG = ('\n    v = (ctx.sub.begin(dm.view()).fetch(i32, m["1"], m["A % 8"]).collect(m["1"], m["A % 8"])'
         '\n         .to_vrf(m["A % 8"], 0))   # the branch log: one ExecutionId per element')
+_LANES = ("\nfrom visa import RNGD, axes, i32, m\nfrom visa.engines.vector import plan\n\naxes(A=2048)\n"
+          "# {question} (the mypy plugin asks this of every chain; a stream's packets are always 8 lanes here)\n"
+          "plan.{fn}(RNGD, {args})\n")
+
+
+def _lanes(fn: str, args: str, fixed: str, question: str) -> Snippet:
+    """A Narrow / Widen / entry rule asked of ``plan`` with packets a stream never has at that stage."""
+    return Snippet(_LANES.format(fn=fn, args=args, question=question),
+                   _LANES.format(fn=fn, args=fixed, question=question))
+
+
+_OPERAND = ("\nfrom visa.engines.vector import elementwise\n\n"
+            "# may a pass read the carried operand (OperandRead) in {0} mode?\n"
+            'elementwise.plan_operand_read(None, "i32", "{0}", "vector_fxp")\n')
 _BRANCH = "\n .vector_intra_slice_branch(BranchMode.Unconditional)"
 
 #: site key → the failing and the fixed program.
@@ -289,4 +303,22 @@ ENGINES_VECTOR: dict[str, Snippet] = {
         {"imports": _VRF_IMPORTS, "to_dm": KERNEL_LINES["to_dm"] + _LOG,
          "vector": VECTOR.format(ops=_KADD).replace("Unconditional", "Vrf(v)"),
          "host": 'HostTensor.from_numpy(np.arange(2048) % 16, i32, m["A"])   # ids 0..15'}),
+    "plan.plan_split LayoutError: vector_split needs a way8": _lanes(
+        "plan_split", 'm["A / 4"], m["A % 4"], m["A / 2"], m["A % 2"]',
+        'm["A / 8"], m["A % 8"], m["A / 4"], m["A % 4"]',
+        "may a packet of 4 lanes be split in two?"),
+    "plan.plan_trim LayoutError: vector_trim_way4 needs a way8": _lanes(
+        "plan_trim", 'm["A / 4"], m["A % 4"], m["A % 4"]', 'm["A / 4"], m["A % 4 # 8"], m["A % 4"]',
+        "may a packet of 4 lanes be trimmed to 4?"),
+    "plan.plan_concat LayoutError: vector_concat needs a way4": _lanes(
+        "plan_concat", 'm["A / 8"], m["A % 8"], m["A / 16"], m["A % 16"]',
+        'm["A / 4"], m["A % 4"], m["A / 8"], m["A % 8"]', "may two time steps of 8 lanes be concatenated?"),
+    "plan.plan_pad LayoutError: vector_pad_way8 needs a way4": _lanes(
+        "plan_pad", 'm["A / 8"], m["A % 8"], m["A % 8 # 16"]', 'm["A / 4"], m["A % 4"], m["A % 4 # 8"]',
+        "may a packet of 8 lanes be padded to 16?"),
+    "plan.plan_entry LayoutError: requires a packet of": _lanes(
+        "plan_entry", 'i32, m["A % 4"], "vector_intra_slice_branch"', 'i32, m["A % 8"], "vector_intra_slice_branch"',
+        "may a stream of 4-lane packets enter the Branch stage?"),
+    "elementwise.plan_operand_read TypestateError: operandread is unavailable in": Snippet(
+        _OPERAND.format("Paired"), _OPERAND.format("Standalone")),
 }
