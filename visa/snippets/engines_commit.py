@@ -33,6 +33,11 @@ def _generate(failing: dict[str, str], fixed: dict[str, str] | None = None) -> S
 
 _CAST = {"imports": "from visa import bf16\n", "dtype": "f32", "fetch": '.fetch(f32, m["1"], m["A % 8"])',
          "commit": '.commit(m["A % 8 # 16"], 1 << 12)'}
+_ADD = "\n .vector_fxp(FxpBinaryOp.AddFxp, 1)"
+_STALE = ("from visa import Context, DmTensor, axes, i32, m\n\naxes(A=2048)\nctx = Context.acquire()\n"
+          'd = DmTensor(ctx, i32, m["1"], m["1 # 2"], m["A / 8"], m["A % 8"], 0)\n'
+          "d.view().memset(7, ctx.sub)\n"
+          'pass_ = ctx.main.begin(d.view()).fetch(i32, m["1"], m["A % 8"]).collect(m["1"], m["A % 8"])')
 _WIDE = {"imports": "from visa import i9\n", "axes": "", "dtype": "i8", "element": 'm["A % 32"]',
          "collect": '.collect(m["1"], m["A % 32"])', "commit": '.commit(m["A % 32"], 1 << 12)'}
 
@@ -83,4 +88,13 @@ ENGINES_COMMIT: dict[str, Snippet] = {
         ' .to_trf(m["N"], m["A"], TrfAddress.Full))',
         '(ctx.sub.begin(rhs.view()).fetch(bf16, m["N"], m["A"]).collect(m["N, A / 16"], m["A % 16"])\n'
         ' .to_trf(m["N"], m["A"], TrfAddress.Full))', "3", "4"),
+    "channel.check_context TypestateError: dual channel mode combines": stream(
+        {"begin": "ctx.sub.begin(d.view(), dual_channel=True)", "collect": ""},
+        {"begin": "ctx.main.begin(d.view(), dual_channel=True)"}),
+    "stages.StreamTensor.__getattr__ TypestateError: after a would discard": stream(
+        {"imports": VE_ALL, "vector": ve(_ADD), "commit": '.to_vrf(m["A % 8"], 0)'},
+        {"imports": VE_ALL, "vector": ve(_ADD), "commit": '.commit(m["A % 8"], 1 << 12)'}),
+    "collect.input_regions StaleTensorError: this pass read and": module(
+        _STALE, 'd.view().memset(0, ctx.sub)   # while the pass is open\npass_.commit(m["A % 8"], 1 << 12)',
+        'pass_.commit(m["A % 8"], 1 << 12)\nd.view().memset(0, ctx.sub)   # after the pass'),
 }

@@ -68,4 +68,7 @@ ENGINES_MOVES: dict[str, Snippet] = {
         _FILL.format(dtype="i4").replace('m["D"], 0)', 'm["D # 16"], 0)'),
         'd.view().tile(m["D"], 3, m["D = 3"], 0).memset(7, ctx.tdma)   # 1.5 bytes',
         "d.view().memset(7, ctx.tdma)   # every element: 8 bytes a slice"),
+    "spm._plan DtypeError: is not a dma": Snippet(
+        module(_SPM.format(dtype="i9"), _TO_SPM.format("K"), "").failing,
+        module(_SPM.format(dtype="i8"), "", _TO_SPM.format("K")).fixed),
 }

@@ -321,4 +321,10 @@ ENGINES_VECTOR: dict[str, Snippet] = {
         "may a stream of 4-lane packets enter the Branch stage?"),
     "elementwise.plan_operand_read TypestateError: operandread is unavailable in": Snippet(
         _OPERAND.format("Paired"), _OPERAND.format("Standalone")),
+    "base.VeBase._vrf VisaError: the vrf operand belongs": stream(
+        {"imports": _VRF_IMPORTS, "before": "other = Context.acquire()   # a second device\n"
+                                            + _VRF.format(dtype="i32").replace("(ctx,", "(other,"),
+         "vector": ve("\n .vector_fxp(FxpBinaryOp.AddFxp, v)")},
+        {"imports": _VRF_IMPORTS, "before": _VRF.format(dtype="i32"),
+         "vector": ve("\n .vector_fxp(FxpBinaryOp.AddFxp, v)")}),
 }
