@@ -29,6 +29,15 @@ _ROWS = ("\nimport numpy as np\nfrom visa import Context, HostTensor, axes, i8, 
          'x.to_hbm(m["1"], m["A, B"], ctx.pdma, 0)\n')
 _SPM = ("from visa import Context, DmTensor, axes, {dtype}, m\n\naxes(K=512)\nctx = Context.acquire()\n"
         'd = DmTensor(ctx, {dtype}, m["1"], m["1 # 2"], m["K / 2"], m["K % 2"], 0)   # two elements a slice')
+_NIBBLES = ("import numpy as np\nfrom visa import Context, HostTensor, axes, i4, m\n\naxes(B=16)\n"
+            'ctx = Context.acquire()\n'
+            'x = HostTensor.rand(i4, m["B"], np.random.default_rng(0)).to_hbm(m["1"], m["B"], ctx.pdma, 0)')
+_NIBBLE_TILE = ('x.view().tile(m["B"], {n}, m["B = {n} # 16"], {start}).to_hbm(m["1"], m["B = {n} # 16"], ctx.tdma, '
+                '1 << 20){note}')
+_WINDOW = ("from visa import Context, DmTensor, axes, bf16, m\n\naxes(Y=4, K=2, W=30, Fw=3, X=32)\n"
+           "ctx = Context.acquire()\n"
+           'src = DmTensor(ctx, bf16, m["1"], m["1 # 2"], m["1 # 256"], m["Y, K, X"], 0)   # rows of 32 pixels\n'
+           'rows = src.view().relabel(m["Y, K, [$(W : 1, Fw : 1) # 32]"])   # pixel w + fw: a sliding window')
 _SPM4 = _SPM.replace('m["K % 2"], 0)', 'm["K % 2 # 4"], 0)')
 _TO_SPM = 'd.to_spm(m["1 # 4"], m["{}"], ctx.tdma, 0)   # one PE of each cluster\'s four'
 _FILL = ("from visa import Context, DmTensor, axes, {dtype}, m\n\naxes(S=256, D=8)\nctx = Context.acquire()\n"
@@ -71,4 +80,10 @@ ENGINES_MOVES: dict[str, Snippet] = {
     "spm._plan DtypeError: is not a dma": Snippet(
         module(_SPM.format(dtype="i9"), _TO_SPM.format("K"), "").failing,
         module(_SPM.format(dtype="i8"), "", _TO_SPM.format("K")).fixed),
+    "plan._bytes_of AddressError: element starts inside a": module(
+        _NIBBLES, _NIBBLE_TILE.format(n=15, start=1, note="   # 4-bit element 1 starts mid-byte"),
+        _NIBBLE_TILE.format(n=14, start=2, note="")),
+    "plan._check_media UnsupportedFeatureError: lays out as a": module(
+        _WINDOW, 'rows.to_hbm(m["Y, K, W, Fw"], ctx.tdma, 0)   # every window unrolled into HBM',
+        'src.view().to_hbm(m["Y, K, X"], ctx.tdma, 0)   # the rows as they are (fetch the windows on chip)'),
 }
