@@ -33,6 +33,11 @@ def _v(lines: dict[str, str], ops: str, fixed_ops: str, branch: str = "BranchMod
     return stream(lines | {"vector": ve(ops, branch)}, lines | {"vector": ve(fixed_ops, fixed_branch)})
 
 
+def _way4(ops: str, fixed_ops: str) -> Snippet:
+    """An f32 pass whose ``ops`` run on Way4 packets (between a split and a concat, L4842–4947)."""
+    return _v(_F32, _SPLIT + ops + _CONCAT, _SPLIT + fixed_ops + _CONCAT)
+
+
 def _raw(lines: dict[str, str], vector: str, fixed: str) -> Snippet:
     """A pass whose Vector Engine lines are given whole (no Branch stage, or no vector_final)."""
     return stream(lines | {"vector": vector}, lines | {"vector": fixed})
@@ -232,24 +237,24 @@ ENGINES_VECTOR: dict[str, Snippet] = {
          "vector": VECTOR.format(ops="\n           .vector_fxp(FxpBinaryOp.AddFxp, v)")},
         {"imports": _VRF_IMPORTS, "to_dm": KERNEL_LINES["to_dm"] + _KLOAD,
          "vector": VECTOR.format(ops="\n           .vector_fxp(FxpBinaryOp.AddFxp, v)")}),
-    "base.VeBase.resolve_ternary DtypeError: takes operand0 operand1 or": _v(
-        _F32, _SPLIT + "\n .vector_fp_ternary(FpTernaryOp.FmaF, 0.5)" + _CONCAT,
-        _SPLIT + "\n .vector_fp_ternary(FpTernaryOp.FmaF, (0.5, 1.0))" + _CONCAT),
-    "base.VeBase.resolve_ternary DtypeError: operand1 of a ternary": _v(
-        _F32, _SPLIT + "\n .vector_fp_ternary(FpTernaryOp.FmaF, (0.5, Stash))" + _CONCAT,
-        _SPLIT + "\n .vector_fp_ternary(FpTernaryOp.FmaF, (0.5, 1.0))" + _CONCAT),
-    "single._Ops._carried DtypeError: operand1 of a ternary": _v(
-        _F32, _SPLIT + _WRITE + "\n .vector_fp_ternary(FpTernaryOp.FmaF, (OperandRead(branch=0), Stash))" + _CONCAT,
-        _SPLIT + _WRITE + "\n .vector_fp_ternary(FpTernaryOp.FmaF, (OperandRead(branch=0), 0.5))" + _CONCAT),
+    "base.VeBase.resolve_ternary DtypeError: takes operand0 operand1 or": _way4(
+        "\n .vector_fp_ternary(FpTernaryOp.FmaF, 0.5)",
+        "\n .vector_fp_ternary(FpTernaryOp.FmaF, (0.5, 1.0))"),
+    "base.VeBase.resolve_ternary DtypeError: operand1 of a ternary": _way4(
+        "\n .vector_fp_ternary(FpTernaryOp.FmaF, (0.5, Stash))",
+        "\n .vector_fp_ternary(FpTernaryOp.FmaF, (0.5, 1.0))"),
+    "single._Ops._carried DtypeError: operand1 of a ternary": _way4(
+        _WRITE + "\n .vector_fp_ternary(FpTernaryOp.FmaF, (OperandRead(branch=0), Stash))",
+        _WRITE + "\n .vector_fp_ternary(FpTernaryOp.FmaF, (OperandRead(branch=0), 0.5))"),
     "single.check_mode TypestateError: takes a got": _v(
         _I32, '\n .vector_fxp_with_mode(FxpBinaryOp.SubFxp, "Mode10", 1)   # 1 - x',
         "\n .vector_fxp_with_mode(FxpBinaryOp.SubFxp, BinaryArgMode.Mode10, 1)"),
-    "single._Fp._unary TypestateError: unaryargmode mode1 computes op": _v(
-        _F32, _SPLIT + "\n .vector_fp_unary_with_mode(FpUnaryOp.Exp, UnaryArgMode.Mode1)" + _CONCAT,
-        _SPLIT + "\n .vector_fp_unary_with_mode(FpUnaryOp.Exp, UnaryArgMode.Mode1, 1.0)" + _CONCAT),
-    "plan.check_kind DtypeError: takes an operator of": _v(
-        _F32, _SPLIT + "\n .vector_fp_unary(FpBinaryOp.AddF)" + _CONCAT,
-        _SPLIT + "\n .vector_fp_unary(FpUnaryOp.Exp)" + _CONCAT),
+    "single._Fp._unary TypestateError: unaryargmode mode1 computes op": _way4(
+        "\n .vector_fp_unary_with_mode(FpUnaryOp.Exp, UnaryArgMode.Mode1)",
+        "\n .vector_fp_unary_with_mode(FpUnaryOp.Exp, UnaryArgMode.Mode1, 1.0)"),
+    "plan.check_kind DtypeError: takes an operator of": _way4(
+        "\n .vector_fp_unary(FpBinaryOp.AddF)",
+        "\n .vector_fp_unary(FpUnaryOp.Exp)"),
     "plan.plan_concat LayoutError: vector_concat merges the innermost": module(
         _FOURS, _FOURS_PASS.format('.vector_concat(m["1"], m["B % 4 # 8"])   # one time step: nothing to pair'),
         _FOURS_PASS.format('.vector_pad_way8(m["B % 4 # 8"])')),
