@@ -26,6 +26,10 @@ _CUSTOM = {"axes": "A=16, B=16, C=8, D=8, E=8, X=4, Y=2, Z=2", "slice_": "A, B",
 _BC3 = {"axes": "A=256, B=64, C=63, X=4", "slice_": "A", "time": "B", "packet": "C # 64", "slice2": "A / 4, X",
         "time2": "B / 4, A / 2 % 2, B % 4, A % 2", "config": "Broadcast01(slice1=2, slice0=2, time0=4)",
         "question": "four slices share their packets, two by two (L3146–3209)"}
+_INTER = {"axes": "A=8, B=32, C=256", "slice_": "C", "time": "A", "packet": "B # 32",
+          "slice2": "C / 32, A / 2 % 2, C % 16", "time2": "A / 4, A % 2, C / 16 % 2",
+          "config": "InterTranspose(slice1=2, slice0=16, time0=2)",
+          "question": "pairs of slices exchange halves of their rows (L3304–3331)"}
 _RING32 = {"slice2": "A / 2, Y, B / 2, Z", "config": "CustomBroadcast(ring_size=32)"}
 
 
@@ -60,4 +64,5 @@ ENGINES_SWITCH: dict[str, Snippet] = {
         _CUSTOM, {"time2": "C % 4, C / 4, B / 2 % 2, B % 2"}),
     "switch._regular IncompatibleShapesError: turns input time steps": _switch(_BC, {"time2": "B, A % 2"}),
     "switch._custom LayoutError: position of the slice": _switch(_CUSTOM, {"time2": "C, B / 2 % 2, B % 2 # 4"}),
+    "switch._regular HardwareLimitError: sends slice1 time0 flits": _switch(_INTER, {"packet": "B # 256"}),
 }

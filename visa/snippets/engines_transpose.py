@@ -9,15 +9,17 @@ from visa.snippets.base import Snippet
 __all__ = ["ENGINES_TRANSPOSE"]
 
 _T = '''
-from visa import RNGD, axes, i8, m
+from visa import RNGD, axes, {dtype}, m
 from visa.engines import transpose
 
 axes({axes})
 # {question}
-transpose.plan(RNGD, i8, m["{time}"], m["{packet}"], m["{otime}"], m["{opacket}"])
+transpose.plan(RNGD, {dtype}, m["{time}"], m["{packet}"], m["{otime}"], m["{opacket}"])
 '''
-_BASE = {"axes": "C=8, D=8, E=8", "time": "C, D", "packet": "E # 32", "otime": "C, E", "opacket": "D # 32",
-         "question": "transpose each C's D × E block of i8 (L6841–6856)"}
+_BASE = {"dtype": "i8", "axes": "C=8, D=8, E=8", "time": "C, D", "packet": "E # 32", "otime": "C, E",
+         "opacket": "D # 32", "question": "transpose each C's D × E block of i8 (L6841–6856)"}
+_WIDE = {"axes": "C=8, D=2, E=8", "packet": "E", "opacket": "D # 8",
+         "question": "transpose each C's D × E block of i32"}
 
 
 def _t(failing: dict[str, str], fixed: dict[str, str] | None = None) -> Snippet:
@@ -41,4 +43,6 @@ ENGINES_TRANSPOSE: dict[str, Snippet] = {
         {"axes": "A=4, B=4", "time": "A", "packet": "B # 32", "otime": "B = 2", "opacket": "A # 32"},
         {"axes": "A=4, B=4", "time": "A", "packet": "B # 32", "otime": "B", "opacket": "A # 32"}),
     "transpose._no_transpose IncompatibleShapesError: the closest configuration puts": _t({"otime": "E, C"}),
+    "transpose._plan UnsupportedFeatureError: the transpose engine handles": _t(
+        _WIDE | {"dtype": "i64", "question": "transpose each C's D × E block of i64"}, _WIDE | {"dtype": "i32"}),
 }
