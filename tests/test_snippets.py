@@ -34,3 +34,22 @@ def test_the_error_catalogue_shows_every_snippet_under_its_code() -> None:
         section = page.split(f'<a id="{code}-example"></a>', 1)[1].split("<a id=", 1)[0]
         assert f"([example](#{code}-example))" in page
         assert "```python" in section and "```diff" in section and ("\n-" in section or "\n+" in section)
+
+
+def test_no_two_snippet_modules_write_the_same_site() -> None:
+    """Each module of ``visa.snippets`` owns its sites: a key in two modules would silently keep only one."""
+    import importlib
+    import pkgutil
+
+    import visa.snippets as package
+    from visa.snippets.base import Snippet
+
+    owner: dict[str, str] = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"visa.snippets.{info.name}")
+        for name, value in vars(module).items():
+            if name.isupper() and isinstance(value, dict) and value and all(
+                    isinstance(v, Snippet) for v in value.values()):
+                for key in value:
+                    assert owner.setdefault(key, info.name) == info.name, f"{key!r}: {owner[key]} and {info.name}"
+    assert set(owner) == set(SNIPPETS)

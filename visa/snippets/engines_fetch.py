@@ -109,7 +109,6 @@ ENGINES_FETCH: dict[str, Snippet] = {
     "fetch.fetch VisaError: fetch_with_table takes a lookuptable": module(
         _TABLE, f"double = np.clip(2 * np.arange(-128, 128), -128, 127)\n{_WITH_TABLE.format('ctx.main', 'double')}",
         f"{_DOUBLE.format('i8')}\n{_WITH_TABLE.format('ctx.main', 'double')}"),
-    "fetch._plan DtypeError": _cast("i8", "bf16", "i32", 8, 2048),
     "fetch._plan UnsupportedOnProfileError": _cast("i4", "i9", "i5", 64, 16384),
     "fetch._plan LayoutError: the interleave axis is": Snippet(   # I names both the pair and a digit of each
         f"\n{_PAIR.format('I, A % 8')}\n\n{_PAIR_FETCH}\n", f"\n{_PAIR.format('A % 8')}\n\n{_PAIR_FETCH}\n"),
