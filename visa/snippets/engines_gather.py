@@ -22,6 +22,28 @@ _LINE = ("# rows[t] = table[ids[t]]\n"
 _SCATTER = ('src = HostTensor.rand({dtype}, m["T, D"], np.random.default_rng(1))\n'
             'src = src.to_hbm(m["1"], m["T, D"], ctx.pdma, 1 << 18)\n'
             'src.to_hbm_view(table.view().scatter(m["V"], ids), ctx.tdma)   # table[ids[t]] = src[t]')
+_ROWS_DM = '''
+import numpy as np
+from visa import Context, HostTensor, axes, i32, m
+
+axes(V=64, G=2, T=16)
+ctx = Context.acquire()
+table = HostTensor.rand(i32, m["V, G"], np.random.default_rng(0)).to_hbm(m["1"], m["V, G # {0}"], ctx.pdma, 0)
+ids = HostTensor.from_numpy(np.arange(16) * 4, i32, m["T"]).to_hbm(m["1"], m["T"], ctx.pdma, 1 << 16)
+# slice t of the DM gets row ids[t] of the table (rows of 2 i32 stored {0} elements apart in HBM)
+table.view().gather(m["V"], ids).to_dm(m["1 # 2"], m["T # 256"], m["G"], ctx.tdma, 0)
+'''
+_NIBBLE_ROWS = '''
+import numpy as np
+from visa import Context, HostTensor, axes, i4, i32, m
+
+axes(V=64, G=2, T=16)
+ctx = Context.acquire()
+table = HostTensor.rand(i4, m["V, G"], np.random.default_rng(0)).to_hbm(m["1"], m["V, G # {0}"], ctx.pdma, 0)
+ids = HostTensor.from_numpy(np.arange(16) * 4, i32, m["T"]).to_hbm(m["1"], m["T"], ctx.pdma, 1 << 16)
+# rows of two 4-bit values stored {0} values apart
+table.view().gather(m["V"], ids).to_hbm(m["1"], m["T, G"], ctx.tdma, 1 << 20)
+'''
 _BASE = {"dtype": "i32", "table": "V, D", "ids": "np.arange(16) * 4", "ids_dtype": "i32", "index": "T", "axis": "V",
          "prefix": "", "out": "T, D"}
 
@@ -48,4 +70,6 @@ ENGINES_GATHER: dict[str, Snippet] = {
         {"prefix": ".sparse_prefix(20)"}, {"prefix": ".sparse_prefix(12)"}),
     "indirect.check_indices AddressError: indices and both scatter": _gather(
         {"ids": "np.arange(16) % 8"}, {"ids": "np.arange(16)"}, line=_SCATTER),
+    "indirect._check_steps AddressError: the dma need -byte": Snippet(_ROWS_DM.format(3), _ROWS_DM.format(4)),
+    "indirect._steps AddressError: a step of starts": Snippet(_NIBBLE_ROWS.format(3), _NIBBLE_ROWS.format(4)),
 }
