@@ -38,6 +38,11 @@ _WINDOW = ("from visa import Context, DmTensor, axes, bf16, m\n\naxes(Y=4, K=2, 
            "ctx = Context.acquire()\n"
            'src = DmTensor(ctx, bf16, m["1"], m["1 # 2"], m["1 # 256"], m["Y, K, X"], 0)   # rows of 32 pixels\n'
            'rows = src.view().relabel(m["Y, K, [$(W : 1, Fw : 1) # 32]"])   # pixel w + fw: a sliding window')
+_ODD_ROWS = (
+    "\nimport numpy as np\nfrom visa import Context, HostTensor, axes, i4, m\n\n"
+    "axes(V=64, G=2)\nctx = Context.acquire()\n"
+    'x = HostTensor.rand(i4, m["V, G"], np.random.default_rng(0)).to_hbm(m["1"], m["V, G # {0}"], ctx.pdma, 0)\n'
+    'x.to_hbm(m["1"], m["V, G # 4"], ctx.tdma, 1 << 20)   # rows of two 4-bit values, {0} values apart, respaced\n')
 _SPM4 = _SPM.replace('m["K % 2"], 0)', 'm["K % 2 # 4"], 0)')
 _TO_SPM = 'd.to_spm(m["1 # 4"], m["{}"], ctx.tdma, 0)   # one PE of each cluster\'s four'
 _FILL = ("from visa import Context, DmTensor, axes, {dtype}, m\n\naxes(S=256, D=8)\nctx = Context.acquire()\n"
@@ -86,4 +91,5 @@ ENGINES_MOVES: dict[str, Snippet] = {
     "plan._check_media UnsupportedFeatureError: lays out as a": module(
         _WINDOW, 'rows.to_hbm(m["Y, K, W, Fw"], ctx.tdma, 0)   # every window unrolled into HBM',
         'src.view().to_hbm(m["Y, K, X"], ctx.tdma, 0)   # the rows as they are (fetch the windows on chip)'),
+    "plan._bytes_loop HardwareLimitError: one step of axis": Snippet(_ODD_ROWS.format(3), _ODD_ROWS.format(4)),
 }
