@@ -93,4 +93,7 @@ ENGINES_DMA: dict[str, Snippet] = {
         _ASYM.format("B", "sub", "[0]"), _ASYM.format("B", "sub", "[3, 0, 1, 2]"), element="B, C, D", **_ONE),
     "parallel_copy.check_dm_stride AddressError: the sliced digit steps": chips(
         _TO_DM.format("C"), _TO_DM.format("D"), dtype="i8", element="B, C", fixed_element="B, D"),
+    "parallel_copy.split_digit LayoutError: the digit lies in": chips(
+        _ASYM.format("B", "sub", "[3, 0, 1, 2]"), _ASYM.format("B", "sub", "[3, 0, 1, 2]"), element="B # 8, C, D",
+        fixed_element="B, C, D"),
 }
