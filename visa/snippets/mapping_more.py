@@ -1,0 +1,42 @@
+"""Snippets for the rest of the mapping layer: index keys, ``map`` and ``maps`` of linear combinations, the size and
+depth limits of built mappings, skews and ``remove_axis`` (manual "Mapping Expressions", L582–1016)."""
+
+from __future__ import annotations
+
+from visa.snippets.base import Snippet, module
+
+__all__ = ["MAPPING_MORE"]
+
+_AB = "from visa import axes, m\n\naxes(A=12, B=4)"
+
+#: site key → the failing and the fixed program.
+MAPPING_MORE: dict[str, Snippet] = {
+    "core._index_key MappingSyntaxError: is not an index": module(
+        "from visa import axes, i, m\n\naxes(A=12)", 'at = i({"A // 2": 1})', 'at = i({"A / 2": 1})'),
+    "core.Mapping.map RelationError: a linear combination maps": module(
+        _AB, 'held = m["$(A : 4, B : 3)"].map(5)', 'held = m["$(A : 4, B : 3)"].maps(5)   # every index at 5'),
+    "core.int_array RangeError: parameter holds a value": module(
+        _AB, 'ev = m["A"].evaluate([1 << 64])', 'ev = m["A"].evaluate([11])'),
+    "core._lin_options RelationError: maps would look at": module(
+        "from visa import axes, m\n\naxes(A=1 << 17, B=1 << 17)",
+        'held = m["$(A : 1, B : 1)"].maps(100_000)   # 2 x 100 001 term positions to search',
+        'ev = m["A"].evaluate([100_000]), m["B"].evaluate([0])   # each term on its own'),
+    "core._lin_options RelationError: position of the combination": module(
+        "from visa import axes, m\n\naxes(A=257, B=257, C=1024)",
+        'held = m["$(A : 1, B : 1, C : 1)"].maps(600)   # 257 x 257 ways to split 600 in three',
+        'held = m["$(A : 1, B : 1, C : 1)"].maps(10)'),
+    "syntax.check_node MappingSyntaxError: the mapping nests levels": module(
+        "from visa import axes, m\nfrom visa.mapping import pair_of\n\naxes(A=1)",
+        'rows = pair_of(*[m["A"]] * 200)   # 200 levels of pairs', 'rows = pair_of(*[m["A"]] * 100)'),
+    "syntax.check_node MappingSyntaxError: the mapping has size": module(
+        "from visa import axes, m\nfrom visa.mapping import pair_of\n\naxes(A=1 << 30, B=1 << 30)",
+        'both = pair_of(m["A"], m["B"])   # 2**60 positions', 'both = pair_of(m["A / 1024"], m["B / 1024"])'),
+    "axes.AxisSet.skew AxisDeclarationError: the skew shifts by": module(
+        "from visa import AxisSet\n\nax = AxisSet(A=1 << 40, B=1 << 30)",
+        'ax.skew("B\'", "B - 1048577*A")   # shifts by up to 2**60',
+        'ax.skew("B\'", "B - A")   # the coefficient acts modulo B\'s size anyway'),
+    "inspect.remove_axis LayoutError: shares a digit with": module(
+        "from visa import axes, m, skew\n\naxes(A=4, B=8)\nskew(\"B'\", \"B - A\")",
+        'rows = m["A, B\'"].remove_axis("A")   # B\' = B - A mixes A into each digit',
+        'rows = m["A, B"].remove_axis("A")'),
+}
