@@ -14,6 +14,8 @@ from visa.snippets.base import Snippet
 from visa.snippets.contraction import CONTRACTION
 from visa.snippets.host import HOST
 from visa.snippets.kernels import KERNELS
+from visa.snippets.kernels_lib import KERNELS_LIB
+from visa.snippets.launches import LAUNCHES
 from visa.snippets.mapping_more import MAPPING_MORE
 from visa.snippets.mappings import MAPPINGS
 from visa.snippets.streams import STREAMS
@@ -25,4 +27,4 @@ __all__ = ["Snippet", "SNIPPETS"]
 
 #: site key → the failing and the fixed program.
 SNIPPETS: dict[str, Snippet] = {**MAPPINGS, **VALUES, **HOST, **KERNELS, **STREAMS, **CONTRACTION,
-                               **MAPPING_MORE, **TENSORS, **TOOLS}
+                               **MAPPING_MORE, **TENSORS, **TOOLS, **LAUNCHES, **KERNELS_LIB}
