@@ -9,6 +9,26 @@ __all__ = ["MAPPING_MORE"]
 
 _AB = "from visa import axes, m\n\naxes(A=12, B=4)"
 
+# a skewed layout B' = B - A in HBM (L986-1003)
+_SKEWED = """from visa import Context, HostTensor, axes, i32, m, skew
+
+axes(A=4, B=8)
+skew("B'", "B - A")
+ctx = Context.acquire()
+skewed = HostTensor.zeros(i32, m["A, B"]).to_hbm(m["1"], m["A, B' = 8"], ctx.pdma, 1 << 20)"""
+_SKEWED_DM = """from visa import Context, DmTensor, axes, i32, m, skew
+
+axes(A=4, B=8)
+skew("B'", "B - A")
+ctx = Context.acquire()"""
+# nine axes in one slice's element: a fetch in another order than the buffer's needs a sequencer entry per axis
+_NINE = """from visa import Context, DmTensor, axes, i32, m
+
+axes(A=8, B=2, C=2, D=2, E=2, F=2, G=2, H=2, J=2)
+ctx = Context.acquire()
+d = DmTensor(ctx, i32, m["1"], m["1 # 2"], m["1 # 256"], m["J, H, G, F, E, D, C, B, A"], 0)
+d.view().memset(0, ctx.sub)"""
+
 #: site key → the failing and the fixed program.
 MAPPING_MORE: dict[str, Snippet] = {
     "core._index_key MappingSyntaxError: is not an index": module(
@@ -39,4 +59,16 @@ MAPPING_MORE: dict[str, Snippet] = {
         "from visa import axes, m, skew\n\naxes(A=4, B=8)\nskew(\"B'\", \"B - A\")",
         'rows = m["A, B\'"].remove_axis("A")   # B\' = B - A mixes A into each digit',
         'rows = m["A, B"].remove_axis("A")'),
+    # the sequencer (manual §Sequencer, L1336-1423, L1630)
+    "sequencer._skew_mismatch IncompatibleShapesError: one side holds the": module(
+        _SKEWED, 'dm = skewed.to_dm(m["1 # 2"], m["1 # 256"], m["A, B"], ctx.tdma, 0)   # unskewed in DM',
+        'dm = skewed.to_dm(m["1 # 2"], m["1 # 256"], m["A, B\' = 8"], ctx.tdma, 0)   # the same skew'),
+    "sequencer._refuse_unset_skew IncompatibleShapesError: the buffer holds the": module(
+        _SKEWED_DM, 'd = DmTensor(ctx, i32, m["1"], m["1 # 2"], m["1 # 256"], m["B\' = 8"], 0)   # B\' without A\n'
+        'd.view().memset(0, ctx.sub)\nrows = ctx.main.begin(d.view()).fetch(i32, m["1"], m["B\' = 8"])',
+        'd = DmTensor(ctx, i32, m["1"], m["1 # 2"], m["1 # 256"], m["A, B\' = 8"], 0)   # A beside B\'\n'
+        'd.view().memset(0, ctx.sub)\nrows = ctx.main.begin(d.view()).fetch(i32, m["A"], m["B\' = 8"])'),
+    "sequencer._finish HardwareLimitError: the sequencer needs entries": module(
+        _NINE, 'rows = ctx.main.begin(d.view()).fetch(i32, m["B, C, D, E, F, G, H, J"], m["A"])   # 9 entries',
+        'rows = ctx.main.begin(d.view()).fetch(i32, m["J, H, G, F, E, D, C, B"], m["A"])   # merged into one'),
 }
