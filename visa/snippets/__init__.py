@@ -18,6 +18,7 @@ from visa.snippets.kernels_lib import KERNELS_LIB
 from visa.snippets.launches import LAUNCHES
 from visa.snippets.mapping_more import MAPPING_MORE
 from visa.snippets.mappings import MAPPINGS
+from visa.snippets.models import MODELS
 from visa.snippets.streams import STREAMS
 from visa.snippets.tensors import TENSORS
 from visa.snippets.tools import TOOLS
@@ -27,4 +28,5 @@ __all__ = ["Snippet", "SNIPPETS"]
 
 #: site key → the failing and the fixed program.
 SNIPPETS: dict[str, Snippet] = {**MAPPINGS, **VALUES, **HOST, **KERNELS, **STREAMS, **CONTRACTION,
-                               **MAPPING_MORE, **TENSORS, **TOOLS, **LAUNCHES, **KERNELS_LIB}
+                               **MAPPING_MORE, **TENSORS, **TOOLS, **LAUNCHES, **KERNELS_LIB,
+                               **MODELS}
