@@ -29,6 +29,15 @@ ctx = Context.acquire()
 d = DmTensor(ctx, i32, m["1"], m["1 # 2"], m["1 # 256"], m["J, H, G, F, E, D, C, B, A"], 0)
 d.view().memset(0, ctx.sub)"""
 
+# one axis name declared twice with two sizes (a notebook cell run again with another size)
+_TWICE = """from visa import AxisSet, Context, DmTensor, i32
+
+old = AxisSet(A=2048).m
+new = AxisSet(A=4096).m
+ctx = Context.acquire()
+d = DmTensor(ctx, i32, old["1"], old["1 # 2"], old["A / 8 # 256"], old["A % 8"], 0)
+d.view().memset(0, ctx.sub)"""
+
 #: site key → the failing and the fixed program.
 MAPPING_MORE: dict[str, Snippet] = {
     "core._index_key MappingSyntaxError: is not an index": module(
@@ -71,4 +80,7 @@ MAPPING_MORE: dict[str, Snippet] = {
     "sequencer._finish HardwareLimitError: the sequencer needs entries": module(
         _NINE, 'rows = ctx.main.begin(d.view()).fetch(i32, m["B, C, D, E, F, G, H, J"], m["A"])   # 9 entries',
         'rows = ctx.main.begin(d.view()).fetch(i32, m["J, H, G, F, E, D, C, B"], m["A"])   # merged into one'),
+    "sequencer._dim_pieces LayoutError: axis has size in": module(
+        _TWICE, 'rows = ctx.main.begin(d.view()).fetch(i32, new["1"], new["A % 8"])   # A of 4096, d\'s A of 2048',
+        'rows = ctx.main.begin(d.view()).fetch(i32, old["1"], old["A % 8"])   # the axes d was laid out with'),
 }
