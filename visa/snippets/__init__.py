@@ -24,16 +24,21 @@ from visa.snippets.engines_transpose import ENGINES_TRANSPOSE
 from visa.snippets.engines_vector import ENGINES_VECTOR
 from visa.snippets.host import HOST
 from visa.snippets.kernels import KERNELS
+from visa.snippets.kernels_lib import KERNELS_LIB
+from visa.snippets.launches import LAUNCHES
+from visa.snippets.mapping_more import MAPPING_MORE
 from visa.snippets.mappings import MAPPINGS
+from visa.snippets.models import MODELS
 from visa.snippets.streams import STREAMS
+from visa.snippets.tensors import TENSORS
+from visa.snippets.tools import TOOLS
 from visa.snippets.values import VALUES
 
 __all__ = ["Snippet", "SNIPPETS"]
 
 #: site key → the failing and the fixed program.
 SNIPPETS: dict[str, Snippet] = {**MAPPINGS, **VALUES, **HOST, **KERNELS, **STREAMS, **CONTRACTION,
-                               **ENGINES_VECTOR, **ENGINES_FETCH,
-                               **ENGINES_COMMIT, **ENGINES_DMA,
-                               **ENGINES_GATHER, **ENGINES_MOVES, **ENGINES_CONTRACTION,
-                               **ENGINES_SWITCH, **ENGINES_TRANSPOSE,
-                               **ENGINES_SHIFT}
+                               **MAPPING_MORE, **TENSORS, **TOOLS, **LAUNCHES, **KERNELS_LIB, **MODELS,
+                               **ENGINES_VECTOR, **ENGINES_FETCH, **ENGINES_COMMIT, **ENGINES_DMA,
+                               **ENGINES_GATHER, **ENGINES_MOVES, **ENGINES_CONTRACTION, **ENGINES_SWITCH,
+                               **ENGINES_TRANSPOSE, **ENGINES_SHIFT}
