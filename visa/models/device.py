@@ -37,6 +37,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 import numpy.typing as npt
 
@@ -120,41 +121,66 @@ class Weights:
         self.blocks: list[dict[str, Hbm]] = []
         self.caches: list[tuple[Hbm, Hbm]] = []
 
-    def put(self, array: npt.ArrayLike, text: str, dtype: Any = dt.bf16, *, weight: bool = False) -> Hbm:
-        """Write ``array`` (its numpy axes in the order of ``text``) to HBM laid out ``m[text]``; ``weight``: count
-        its bytes in :attr:`weight_bytes` (the model's own weights, not caches or tables)."""
+    def put(self, array: npt.ArrayLike, text: str, dtype: Any = dt.bf16) -> Hbm:
+        """Write ``array`` (its numpy axes in the order of ``text``) to HBM laid out ``m[text]`` (a cache or a
+        table; the weights go by :meth:`put_weights`)."""
         m = self.ax.m
         names = [a.strip() for a in text.split(",")]
         arr = np.asarray(array, np.float32 if dtype is dt.bf16 else None)
         host = HostTensor.from_numpy(arr.reshape([self.ax.size(n) for n in names]), dtype, m[text],
                                      axes=" ".join(names))
-        addr = self.next
-        self.next = -(-(addr + arr.size * dtype.size_bits // 8) // 4096) * 4096
-        if self.next > 1 << 30:
-            raise HardwareLimitError("the model's weights, caches and tables exceed the 1 GiB of HBM below the "
-                                     "kernels' arena", call="visa.models.Weights", level="HBM", mapping=text,
-                                     axis="-", fix="use a shorter KV cache (length=)")
+        addr = self._take(arr.size * dtype.size_bits // 8, text)
         host.to_hbm(m["1"], m[text], self.ctx.pdma, addr)  # a host DMA; the handle it returns is dropped
         # the handle the kernels use is unregistered (L821): the model's fixed tensors sit below the arena, apart
         # from every temporary, so the live-tensor registry need not scan them at every write
         out: Hbm = HbmTensor.from_addr(self.ctx, dtype, m["1"], m[text], addr)
-        if weight:
-            self.weight_bytes += arr.size * dtype.size_bits // 8
         return out
+
+    def put_weights(self, parts: list[tuple[npt.ArrayLike, str]]) -> list[Hbm]:
+        """Write the bf16 weights ``parts`` (each an array, its numpy axes in the order of its text, laid out
+        ``m[text]``) to consecutive 4 KiB-aligned HBM ranges by one host DMA of their bit patterns (as i16: the
+        bytes are the same), and count them in :attr:`weight_bytes`.
+
+        One DMA of one buffer, not one per weight: HBM shares the buffer (copy on write) and keeps one
+        written-state over it, all written, so the host holds each weight's bytes once (issue 25's peak memory);
+        the values are those :meth:`put` writes (each float rounded to the nearest bf16, ties to even)."""
+        bits = [np.asarray(a, np.float32).astype(ml_dtypes.bfloat16).view(np.int16).reshape(-1) for a, _ in parts]
+        spans = [-(-b.size // 2048) * 2048 for b in bits]  # i16 elements of each part, 4 KiB-aligned
+        buffer = np.zeros(sum(spans), np.int16)
+        addr, at, out = self._take(2 * buffer.size, "weights"), 0, []
+        for b, span, (_, text) in zip(bits, spans, parts, strict=True):
+            buffer[at:at + b.size] = b
+            out.append(HbmTensor.from_addr(self.ctx, dt.bf16, self.ax.m["1"], self.ax.m[text], addr + 2 * at))
+            self.weight_bytes += 2 * b.size
+            at += span
+        del bits
+        flat = AxisSet(W=buffer.size).m
+        host: HostTensor[Any, Any] = HostTensor(dt.i16, flat["W"], buffer, np.broadcast_to(np.True_, buffer.shape),
+                                                owned=True)
+        host.to_hbm(flat["1"], flat["W"], self.ctx.pdma, addr)
+        return out
+
+    def _take(self, nbytes: int, text: str) -> int:
+        """The next 4 KiB-aligned HBM address for ``nbytes`` below the kernels' arena."""
+        addr = self.next
+        self.next = -(-(addr + nbytes) // 4096) * 4096
+        if self.next > 1 << 30:
+            raise HardwareLimitError("the model's weights, caches and tables exceed the 1 GiB of HBM below the "
+                                     "kernels' arena", call="visa.models.Weights", level="HBM", mapping=text,
+                                     axis="-", fix="use a shorter KV cache (length=)")
+        return addr
 
     def add_block(self, w: dict[str, npt.NDArray[np.float32]]) -> None:
         """Upload one block's weights (GGUF names without the ``blk.i.`` prefix), stacked as the kernels read
         them, and its zeroed KV caches."""
-        self.blocks.append({
-            "g_attn": self.put(w["attn_norm.weight"], "D", weight=True),
-            "w_qkv": self.put(np.concatenate([w["attn_q.weight"] * self.q_scale, w["attn_k.weight"],
-                                              w["attn_v.weight"]]),
-                              "QKV, D", weight=True),
-            "w_o": self.put(w["attn_output.weight"], "D, HO", weight=True),
-            "g_ffn": self.put(w["ffn_norm.weight"], "D", weight=True),
-            "w_gu": self.put(np.concatenate([w["ffn_gate.weight"], w["ffn_up.weight"]]), "F2, D", weight=True),
-            "w_down": self.put(w["ffn_down.weight"], "D, F", weight=True),
-        })
+        names = ("g_attn", "w_qkv", "w_o", "g_ffn", "w_gu", "w_down")
+        self.blocks.append(dict(zip(names, self.put_weights([
+            (w["attn_norm.weight"], "D"),
+            (np.concatenate([w["attn_q.weight"] * self.q_scale, w["attn_k.weight"], w["attn_v.weight"]]), "QKV, D"),
+            (w["attn_output.weight"], "D, HO"),
+            (w["ffn_norm.weight"], "D"),
+            (np.concatenate([w["ffn_gate.weight"], w["ffn_up.weight"]]), "F2, D"),
+            (w["ffn_down.weight"], "D, F")]), strict=True)))
         c, s = self.c, self.length
         self.caches.append((self.put(np.zeros((c.kv_heads, s, c.head_dim)), "H, S, Dk"),
                             self.put(np.zeros((c.head_dim, c.kv_heads, s)), "Dv, H, S")))
@@ -162,8 +188,7 @@ class Weights:
     def add_globals(self, emb: npt.NDArray[np.float32], g_out: npt.NDArray[np.float32]) -> None:
         """The embedding (also the LM head), the final norm's gain, the RoPE and mask tables."""
         c, s = self.c, self.length
-        self.emb = self.put(emb, "V, D", weight=True)
-        self.g_out = self.put(g_out, "D", weight=True)
+        self.emb, self.g_out = self.put_weights([(emb, "V, D"), (g_out, "D")])
         rot, cos, sin, swap = rope_tables(c, s)
         heads = c.heads + c.kv_heads
         self.rot = self.put(rot, "P, Dr, Dk")

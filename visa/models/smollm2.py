@@ -120,9 +120,10 @@ class SmolLM2:
         self.w = Weights(self.ctx, config, length)
         names = ("attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate", "ffn_up",
                  "ffn_down")
+        # the embedding first: its float32 temporaries (113 MB) come and go before the blocks' bf16 bytes are held
+        self.w.add_globals(weight("token_embd.weight"), weight("output_norm.weight"))
         for b in range(config.blocks):
             self.w.add_block({f"{n}.weight": weight(f"blk.{b}.{n}.weight") for n in names})
-        self.w.add_globals(weight("token_embd.weight"), weight("output_norm.weight"))
         self.weight_bytes = self.w.weight_bytes  # the model's own weights, bf16 in HBM
         self._steps: dict[int, Step] = {}
         self._slots = (self.w.reserve(4 * PREFILL_CHUNKS[-1]), self.w.reserve(4 * PREFILL_CHUNKS[-1]))
