@@ -40,12 +40,12 @@ CODES: dict[str, str] = {
     'contraction.contract VisaError: the reduce operation must': 'V0044',
     'loader._missing ModelFileError': 'V0045',
     'smollm2.SmolLM2.__init__ ContextLengthError: a kv cache of': 'V0046',
-    'smollm2.SmolLM2.load ContextLengthError: chips the tensor-parallel split': 'V0047',
     'smollm2.SmolLM2.run ContextLengthError: tokens at position need': 'V0048',
     'smollm2.SmolLM2.generate ContextLengthError: an empty prompt has': 'V0049',
     'smollm2.SmolLM2.generate ContextLengthError: prompt tokens new ones': 'V0050',
     'tokenizer.Tokenizer.__init__ ModelFileError: the tokenizer needs the': 'V0051',
     'tokenizer.Tokenizer.from_gguf ModelFileError: tokenizer model is not': 'V0052',
+    'smollm2.SmolLM2.__init__ ContextLengthError: chips the tensor-parallel split': 'V0053',
     'axes.AxisSet._declare_one AxisDeclarationError: is not an axis': 'V1001',
     'axes.AxisSet._declare_one AxisDeclarationError: axis needs an integer': 'V1002',
     'axes.AxisSet._declare_one AxisDeclarationError: axis must have a': 'V1003',
@@ -416,7 +416,7 @@ CODES: dict[str, str] = {
     'aligner._reg_type HardwareLimitError: the weights read with': 'V4069',
     'reducer._plan_contract HardwareLimitError: reduce-max uses row 0': 'V4070',
     'shift.plan HardwareLimitError: the input row spans': 'V4071',
-    "device.Weights.put HardwareLimitError: the model's weights caches": 'V4072',
+    "device.Weights._take HardwareLimitError: the model's weights caches": 'V4073',
     'commit._check_addresses AddressError: the write of time': 'V5001',
     'commit._check_addresses AddressError: the commit would write': 'V5002',
     'aligner._limits AddressError: a -byte reg_read_size spans': 'V5003',
@@ -544,8 +544,10 @@ CODES: dict[str, str] = {
 #: Codes of sites that no longer exist (never reused).
 RETIRED: dict[str, str] = {
     'fetch.execute VisaError: the configuration indexes a': 'V0006',
+    'smollm2.SmolLM2.load ContextLengthError: chips the tensor-parallel split': 'V0047',
     'fetch.execute DtypeError: casting to': 'V2039',
     'indirect._axis_name LayoutError: the indexed axis must': 'V3095',
     'moe.MoeRouting.__init__ HardwareLimitError: the block is a': 'V4054',
+    "device.Weights.put HardwareLimitError: the model's weights caches": 'V4072',
     'elementwise.plan_branch UnsupportedFeatureError: branchmode the manual defines': 'V7008',
 }

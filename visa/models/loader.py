@@ -93,9 +93,9 @@ class TensorInfo:
         raw = np.fromfile(self.path, dtype=np.uint8, count=self.n_bytes, offset=self.offset)
         dims = tuple(reversed(self.shape))
         kind = self.tensor_type.name
-        if kind in _PLAIN:
-            return raw.view(_PLAIN[kind]).reshape(dims)
-        return raw.reshape(quant_shape_to_byte_shape(dims, self.tensor_type))
+        out: npt.NDArray[Any] = (raw.view(_PLAIN[kind]).reshape(dims) if kind in _PLAIN
+                                 else raw.reshape(quant_shape_to_byte_shape(dims, self.tensor_type)))
+        return out
 
 
 #: The unquantised GGUF storage types and their numpy types.
