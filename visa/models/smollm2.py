@@ -195,23 +195,28 @@ class SmolLM2:
                                 self._ints(list(range(position, position + t)), 1), probe)
             span = self.ctx.schedule.device_span(first)
             got = {key: self._read(val, key, t)[:n] for key, val in out.items() if probe or key == "logits"}
+            if probe and self.chips > 1:  # every chip's stages ``[chips, n, …]`` (each chip's shard)
+                got.update({key: self._read(val, key, t, every_chip=True)[:, :n] for key, val in out.items()
+                            if key != "logits"})
+                got["logits.chips"] = self._read(out["logits"], "logits", t, every_chip=True)[:, :n]
         finally:
             step.arena.hbm = mark
         self.last.steps.append(StepRecord("decode" if t == 1 else "prefill", n, span, time.perf_counter() - t0,
                                           step.collective))
         return got
 
-    def _read(self, tensor: Any, key: str, t: int) -> F32:
+    def _read(self, tensor: Any, key: str, t: int, *, every_chip: bool = False) -> F32:
         """A launch's HBM output as float32 ``[t, …]`` (its axes after T: :data:`~visa.models.device.STAGES`);
         on several chips chip 0's (the logits and the residual stream are the same bits on every chip; a block's
-        inner stages are chip 0's shard)."""
+        inner stages are chip 0's shard), or ``every_chip``: ``[chips, t, …]``."""
         stage = key.split(".")[-1]
         axes = {"logits": "V", "h": "D"}.get(stage) or STAGES[stage]
         if stage == "act" and t == 1:
             axes = "Fh Fw"  # decode's SwiGLU rows of 128
         axes = axes if t == 1 else f"T {axes}"
         if self.chips > 1:
-            return np.asarray(tensor.logical(f"C {axes}")[0], np.float32).reshape(t, -1)
+            every = np.asarray(tensor.logical(f"C {axes}"), np.float32).reshape(self.chips, t, -1)
+            return every if every_chip else every[0]
         return np.asarray(tensor.logical(axes), np.float32).reshape(t, -1)
 
     def _new_report(self) -> None:
