@@ -29,6 +29,12 @@ values: the masked blocks add exact zeros, so each row is its own head's attenti
 no copy) against its keys, with the causal log ``s ≤ p0 + t`` (L8090–8100).  The caches are ``m["H, S, Dk"]``
 (K) and ``m["Dv, H, S"]`` (V transposed: the layout the second GEMM reads); positions after the last written
 hold zeros from the host or stale rows of a padded prefill, and are masked.
+
+**On several chips** (``Step(chips=n)``, ``Weights(chips=n)``; :mod:`visa.models.parallel`) the same body runs
+in one ``@device(chip=n)`` launch with every kernel built with ``chip="C"``: ``c`` is then one chip's part (its
+query and KV heads, its F/n), every chip holds its shard of each block and a copy of the rest, and the partial
+sums of the output and down projections go through an :func:`~visa.kernels.all_reduce` before each residual add
+(:meth:`Step.reduce`).
 """
 
 from __future__ import annotations

