@@ -11,7 +11,9 @@ numpy on the same dequantised weights (rounded to bf16 as the device holds them)
   bound carried through them; the whole model against the reference run on the token ids alone (the same
   argmax; the distance is what bf16 roundings through 30 blocks give, printed by ``pytest -s``);
 - greedy generation equal to the reference's (the whole model: the prefill's and the decode step's next tokens;
-  ``generate`` itself on the file's first two blocks); the tokenizer's known encodings and round trips.
+  ``generate`` itself on the file's first two blocks); the tokenizer's known encodings and round trips;
+- the tensor-parallel split (visa.models.parallel) on 2 chips, on the first two blocks: the same greedy tokens,
+  each chip's partial sums and the residual after each AllReduce within their derived bounds.
 
 The whole model launches twice in the module (one probing prefill, one probing decode step, shared by the
 tests); a prefill of the simulated model is about 20 s of CPU, a decode step about 9 s.
