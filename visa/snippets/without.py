@@ -75,10 +75,7 @@ WITHOUT_SNIPPET: dict[str, str] = {
     "tokenizer.Tokenizer.from_gguf ModelFileError: tokenizer model is not": (
         "The GGUF file's tokenizer is not GPT-2 byte-level BPE (`tokenizer.ggml.model` is not `gpt2`): visa "
         "reads SmolLM2's file; another model's file needs its own tokenizer."),
-    "smollm2.SmolLM2.load ContextLengthError: chips the tensor-parallel split": (
-        "`SmolLM2.load(chips=N)` with a chip count the heads do not divide: the fix loads the 98 MB model "
-        "file, too slow for an example; `visa explain` shows the rule and the counts that work."),
-    "device.Weights.put HardwareLimitError: the model's weights caches": (
+    "device.Weights._take HardwareLimitError: the model's weights caches": (
         "`SmolLM2.load(length=N)` with a KV cache too long for the 1 GiB of HBM below the kernels' arena: the "
         "fix loads the 98 MB model file, too slow for an example; use a shorter `length=`."),
     # the engines' and streams' own consistency checks (the public calls refuse first)
