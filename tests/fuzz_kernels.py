@@ -1,9 +1,9 @@
 """A differential fuzzer of random kernels (issue 23; ARCHITECTURE principle 7): a seeded generator of small
 programs — host → HBM moves, HBM → DM DMAs with padding, slice and cluster broadcasts, offsets and tiles, DM → DM
-moves, streams with fetch, collect, an optional Vector Engine op, commit and commit_view; streams through the
-Switch Engine (a slice transpose, L3264–3284); GEMMs through the TRF and the Contraction Engine (fetch → collect →
-align → contract → accumulate → commit, i8: exact); and programs on two chips (every tensor over both, a
-ChipShuffle DMA, L7541) — run three ways:
+moves, streams with fetch (some with the packet's last lane padding, masked), collect, an optional Vector Engine
+op, commit and commit_view; streams through the Switch Engine (a slice transpose, L3264–3284); GEMMs through the
+TRF and the Contraction Engine (fetch → collect → align → contract → accumulate → commit, i8: exact); and programs
+on two chips (every tensor over both, a ChipShuffle DMA, L7541) — run three ways:
 
 (a) with the fast paths as the environment leaves them and with every fast path off (:func:`visa.fastpaths.disabled`):
     every step's outcome (done, or refused with the same error class and message), the memories' bytes and
@@ -37,6 +37,7 @@ from visa import (
     Context,
     FxpBinaryOp,
     HostTensor,
+    PadValue,
     SwitchConfig,
     TrfAddress,
     fastpaths,
@@ -105,7 +106,8 @@ def program(seed: int) -> list[Step]:
                                 "slices": r.choice(["plain", "broadcast", "offset"]),
                                 "pad": r.choice([0, per]), "src": r.randrange(1 << 10), "vector": r.random() < 0.5,
                                 "constant": r.randrange(-100, 100), "half": r.choice([0, 1]),
-                                "time": r.choice(["B / P", "A"])}
+                                "time": r.choice(["B / P", "A"]),
+                                "masked": r.choice([False, True])}
         if kind.startswith("h2d") or kind.startswith("dma"):
             tensors += 1
         steps.append(Step(kind, args))
@@ -274,7 +276,11 @@ class Runner:
         per = 32 // (dtype.size_bits // 8)
         n_b = a["n_b"]
         time, packet = m[f"B / {per}"], m[f"B % {per}"]
-        s = ctx.main.begin(src.view()).fetch(dtype, time, packet)
+        if a["masked"] and step.kind != "switch":  # the packet's last lane padding, masked (fetch.masked-known)
+            packet = m[f"B % {per} = {per - 1} # {per}"]
+            s = ctx.main.begin(src.view()).fetch(dtype, time, packet, pad_value=PadValue.Zero)
+        else:
+            s = ctx.main.begin(src.view()).fetch(dtype, time, packet)
         if step.kind == "switch":  # slice s2·n + a1·h + a0 goes to slice (s2, a0, a1) (Transpose, L3264–3284)
             h = max(1, a["n_a"] // 2)
             text = str(lv["Slice"])

@@ -27,3 +27,4 @@ def test_the_budget_draws_every_kind_of_step_and_two_chips() -> None:
     assert kinds == {"h2d", "dma-slices", "dma-tile", "h2d-padded-left", "gemm", "stream", "dm2dm", "stream-view",
                      "switch", "shuffle"}
     assert {steps[0].args["chips"] for steps in programs} == {1, 2}
+    assert any(s.kind == "stream" and s.args["masked"] for steps in programs for s in steps)  # fetch.masked-known

@@ -463,6 +463,12 @@ class DenseImage:
         units asks of its own)?"""
         return self.all_written(lo, hi)
 
+    def nest_words_written(self, nb: int, byte_base: int, nest: Nest) -> bool:
+        """Were all bytes of every ``nb``-byte word a byte loop nest visits written, in every unit: the nest's own
+        bytes, not its hull (:func:`nest_elements_written`)?"""
+        return _nest_words_written(self._pages, slice(None), self._written, nb, byte_base, nest,
+                                   lambda kv, loops: _nest_view(kv, byte_base, loops))
+
     def write_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any], known: BoolArray) -> bool:
         """Write ``words`` where ``known`` and poison (unwritten zeros) elsewhere at the positions of a byte loop
         nest (which visits every byte at most once, :func:`store_nest`), for every leading position (``words``
@@ -977,6 +983,42 @@ def nest_all_written(dtype: type[dt.Scalar], image: Image, bit_base: int, loops:
     nb, base, nest = got
     assert isinstance(image, DenseImage)
     return all(image.nest_written(base + lo, base + hi) for lo, hi in _hulls(nest, nb))
+
+
+def nest_elements_written(dtype: type[dt.Scalar], image: Image, bit_base: int,
+                          loops: Sequence[tuple[int, int]]) -> bool:
+    """Was every byte of every element a loop nest (:func:`load_nest`) visits written, in every unit of
+    ``image``: the elements' own bytes, where :func:`nest_all_written` asks of the nest's hull (a padded lane
+    left unwritten between the elements read fails that; issue 24, ``fetch.masked-known``).  Exact where the
+    pages the nest reaches are all written (no mask read) or all keep a mask (the mask read over the nest, as
+    words); False — not known to be — otherwise, and when the nest cannot run on words."""
+    got = _byte_nest(dtype, image, bit_base, loops)
+    if got is None:
+        return False
+    nb, base, nest = got
+    assert isinstance(image, DenseImage)
+    return image.nest_words_written(nb, base, nest)
+
+
+def _nest_words_written(pm: PageMask, us: Units, written: BoolArray, nb: int, byte_base: int, nest: Nest,
+                        view: Callable[[npt.NDArray[Any], Nest], npt.NDArray[Any]]) -> bool:
+    """:meth:`DenseImage.nest_words_written` over the units ``us`` of a page mask whose byte mask is ``written``
+    (the image's shape): ``view(word view of written, nest)`` is the nest's view over those units."""
+    lo, hi = _nest_bounds(nest)
+    p0, p1 = (byte_base + lo) // pm.page, -(-(byte_base + hi + nb) // pm.page)
+    st = pm.state[us, p0:p1]
+    if bool((st == ALL).all()):
+        return True
+    if not bool((st == MIXED).all()):  # (the mask is authoritative in MIXED pages only, pages.py)
+        return False
+    # each word's bytes as a run of the byte nest, read as the widest words that run allows (fast_nest.widen)
+    wide = fast_nest.widen(1, (*nest, (nb, 1))) if nb > 1 else None
+    word, loops = wide if wide is not None else (nb, nest)
+    kv = word_view(written, word)
+    if kv is None:
+        return False
+    words = view(kv, loops)
+    return words.size == 0 or int(words.min()) == _ALL_WRITTEN[word]
 
 
 def _hulls(nest: Nest, nb: int, pieces: int = 16) -> list[tuple[int, int]]:

@@ -38,6 +38,7 @@ from visa.memory.images import (
     _nest_bounds,
     _nest_known,
     _nest_view,
+    _nest_words_written,
     _put_known,
     unwrite,
     word_view,
@@ -216,6 +217,13 @@ class UnitSelection(DenseImage):
         _nest_known(self._pm(), self.units, self.base._pages.mask, nb, byte_base, nest,
                     known.reshape(self.count, *sizes))
         return True
+
+    def nest_words_written(self, nb: int, byte_base: int, nest: Nest) -> bool:
+        def view(kv: npt.NDArray[Any], loops: Nest) -> npt.NDArray[Any]:
+            words = self._nest(kv, byte_base, loops)  # (the box's view, or every unit's: the selected picked)
+            return words if self.box is not None else words[self.units]
+
+        return _nest_words_written(self._pm(), self.units, self.base._written, nb, byte_base, nest, view)
 
     def nest_written(self, lo: int, hi: int) -> bool:
         """Were bytes ``[lo, hi)`` of every selected unit written?  Reads no mask where the pages are all written."""
