@@ -440,16 +440,19 @@ class DenseImage:
         return True
 
     def read_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any],
-                  known: BoolArray | None) -> bool:
+                  known: BoolArray | None, signed: bool = False) -> bool:
         """Copy the words a byte loop nest visits from ``byte_base`` into ``words``, and whether all their bytes
         were written into ``known`` (C-contiguous, ``leading × sizes`` elements; None: the caller knows they all
         were, :meth:`nest_written`); False if the image cannot be seen as words.  The caller keeps the nest
-        inside the image (:func:`load_nest`).  Where every page the nest reaches was written, no mask is read."""
+        inside the image (:func:`load_nest`).  Where every page the nest reaches was written, no mask is read.
+        ``signed`` reads the words as signed integers (a wider ``words`` receives them sign-extended)."""
         lo, hi = _nest_bounds(nest)
         owner = self.sources(np.arange(self._pages.state.shape[0], dtype=np.int64), byte_base + lo, byte_base + hi + nb)
         wv = word_view(self._bytes if owner is not None else self.raw(byte_base + lo, byte_base + hi + nb), nb)
         if wv is None:
             return False
+        if signed:
+            wv = wv.view(np.dtype(f"i{nb}"))
         src = _nest_view(wv, byte_base, nest)
         if owner is not None:  # pending copies read from their sources
             src = src.reshape(owner.size, *src.shape[len(self.lead_shape):])[owner].reshape(src.shape)
@@ -1055,6 +1058,26 @@ def load_nest_values(dtype: type[dt.Scalar], image: Image, bit_base: int, loops:
         return False
     _from_words(dtype, values.view(_WORD[nb]))  # the range check of i5 and i9 images
     return True
+
+
+def load_nest_widened(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: Sequence[tuple[int, int]],
+                      values: npt.NDArray[Any]) -> bool:
+    """:func:`load_nest_values` converting on the way (issue 24, ``fetch.widen-read``): ``values`` (C-contiguous,
+    a signed integer storage wider than ``dtype``'s) receives the elements sign-extended — every value of an
+    integer type that fills its storage (i8, i16, i32) is a value of the wider type, so this is the widening
+    cast (L1960–2021) of the elements read, with no copy in ``dtype``'s storage between.  For a nest
+    :func:`nest_all_written` says is all written; False (nothing read) when it cannot run so: another type, the
+    nest not on words."""
+    storage = np.dtype(dtype.storage)
+    if (dtype.kind != "int" or storage.kind != "i" or dtype.image_bits != 8 * storage.itemsize
+            or values.dtype.kind != "i" or values.itemsize <= storage.itemsize or not values.flags.c_contiguous):
+        return False
+    got = _byte_nest(dtype, image, bit_base, loops)
+    if got is None:
+        return False
+    nb, base, nest = got
+    assert isinstance(image, DenseImage)
+    return bool(image.read_nest(nb, base, nest, values, None, signed=True))
 
 
 def store_nest(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: Sequence[tuple[int, int]],

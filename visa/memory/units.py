@@ -197,13 +197,15 @@ class UnitSelection(DenseImage):
         return _nest_view(self._rows(words), byte_base, nest)
 
     def read_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any],
-                  known: BoolArray | None) -> bool:
+                  known: BoolArray | None, signed: bool = False) -> bool:
         lo, hi = _nest_bounds(nest)
         r_lo, r_hi = byte_base + lo, byte_base + hi + nb
         owner = self.base.sources(self.units, r_lo, r_hi)  # (not None: no other pending copy reaches the bytes)
         wv = word_view(self.base._bytes if owner is not None else self.base.raw(r_lo, r_hi), nb)
         if wv is None:
             return False
+        if signed:  # the words as signed integers: a wider ``words`` receives them sign-extended
+            wv = wv.view(np.dtype(f"i{nb}"))
         sizes = tuple(n for n, _ in nest)
         if owner is not None:  # pending copies read from their sources (DenseImage.sources)
             _gather_rows(_nest_view(self._rows(wv), byte_base, nest), owner, words.reshape(self.count, *sizes))
