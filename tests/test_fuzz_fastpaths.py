@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fuzz_kernels import budget, compare, program
+from tests.fuzz_kernels import budget, compare, fetch_variant, program
+from visa import i8, i16
 
 #: Programs run by ``make test`` (``make fuzz`` sets ``VISA_FUZZ_CASES``; the seeds continue from here).
 DEFAULT = 6
@@ -27,3 +28,6 @@ def test_the_budget_draws_every_kind_of_step_and_two_chips() -> None:
     assert kinds == {"h2d", "dma-slices", "dma-tile", "h2d-padded-left", "gemm", "stream", "dm2dm", "stream-view",
                      "switch", "shuffle"}
     assert {steps[0].args["chips"] for steps in programs} == {1, 2}
+    fetches = {(fetch_variant(s.args), s.args["dtype"] in (i8, i16)) for steps in programs for s in steps
+               if s.kind in ("stream", "stream-view")}
+    assert {("masked", True), ("widen", True)} <= fetches  # fetch.masked-known, fetch.widen-read
