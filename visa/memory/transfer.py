@@ -491,7 +491,9 @@ def _split(loops: Sequence[ByteLoop], sb: int, src: Endpoint, dst: Endpoint
     if bounds is None or src.space.medium != "hbm" or dst.space.medium == "hbm" or not loops:
         return None
     r = _resolve(src.space, sb, [(n, s) for n, s, _ in loops])
-    if not r.in_units or len(regions := bounds(r.chip, r.lo, r.hi)) < 2:
+    if not r.in_units or r.chip < 0 or r.lo < 0 or r.hi > src.space.backed_bytes:
+        return None
+    if len(regions := bounds(r.chip, r.lo, r.hi)) < 2:
         return None
     k = max(range(len(loops)), key=lambda j: r.strides[j])
     rest = _resolve(src.space, sb, [(n, s) for j, (n, s, _) in enumerate(loops) if j != k])
