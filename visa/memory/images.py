@@ -739,6 +739,14 @@ class PagedImage:
             first += 1
         return max(first, 0), bisect.bisect_left(self._starts, hi)
 
+    def bounds(self, lo: int, hi: int) -> list[tuple[int, int]]:
+        """The ``[start, end)`` of the regions that overlap bytes ``[lo, hi)``, ascending (no region is made; the
+        bytes count as asked, :meth:`regions`, as by :meth:`span`)."""
+        self._check_range(lo, hi)
+        self._ask(lo, hi)
+        first, last = self._overlapping(lo, hi)
+        return [(self._starts[k], self._starts[k] + self._data[k].size) for k in range(first, last)]
+
     def span(self, lo: int, hi: int, write: bool = True) -> tuple[ByteArray, PageMask, int]:
         """The region holding bytes ``[lo, hi)`` (created or merged as needed): its bytes, its written-state,
         and the index of ``lo`` in them.  ``write=False`` promises not to write the bytes (the written-state
@@ -778,12 +786,11 @@ class PagedImage:
     def _ask(self, lo: int, hi: int) -> None:
         """Note bytes ``[lo, hi)`` asked: they join the regions they overlap (:meth:`regions`, the reference's
         allocations, whatever slack an allocation holds)."""
-        starts = [a for a, _ in self._asked]
-        first = bisect.bisect_right(starts, lo) - 1
+        first = bisect.bisect_right(self._asked, lo, key=_start) - 1
         if first >= 0 and self._asked[first][1] <= lo:
             first += 1
         first = max(first, 0)
-        last = bisect.bisect_left(starts, hi)
+        last = bisect.bisect_left(self._asked, hi, key=_start)
         if last - first == 1 and self._asked[first][0] <= lo and hi <= self._asked[first][1]:
             return
         if last > first:
@@ -872,6 +879,11 @@ class PagedImage:
 
 
 Image = DenseImage | PagedImage
+
+
+def _start(region: tuple[int, int]) -> int:
+    """A region's first byte (the key the regions are sorted by)."""
+    return region[0]
 
 
 def _nest_view(words: npt.NDArray[Any], byte_base: int, nest: Nest) -> npt.NDArray[Any]:

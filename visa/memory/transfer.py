@@ -39,6 +39,7 @@ import numpy.typing as npt
 from visa import fastpaths
 from visa.errors import AddressError
 from visa.hw import HardwareProfile
+from visa.memory import fast_split
 from visa.memory.images import BoolArray, ByteArray, DenseImage, IntArray, PagedImage
 from visa.memory.pages import PageMask
 
@@ -52,6 +53,8 @@ _HOST_SPAN = 1 << 62
 
 WORDS = fastpaths.register("dma.words", "a DMA's runs move 8-, 4- or 2-byte words instead of bytes")
 ADOPT = fastpaths.register("dma.adopt", "a contiguous host → HBM copy of a frozen buffer shares it (copy on write)")
+SPLIT = fastpaths.register("dma.split-regions", "a DMA reading HBM bytes of several sparse regions runs region by "
+                           "region instead of merging the regions first")
 PENDING_COPIES = fastpaths.register("dma.pending-copies", "a DMA broadcasting known bytes over slices writes one "
                                     "slice of each class and leaves the others pending copies")
 
@@ -210,6 +213,10 @@ class HbmEndpoint:
             return None
         data, _, at = self._image(chip).span(lo, hi, write)
         return data, at
+
+    def bounds(self, chip: int, lo: int, hi: int) -> list[tuple[int, int]]:
+        """The ``[start, end)`` of the regions of ``chip``'s image that overlap bytes ``[lo, hi)`` (none made)."""
+        return self._image(chip).bounds(lo, hi)
 
     def adopt(self, chip: int, lo: int, data: ByteArray) -> bool:
         """Share a frozen source's bytes as HBM bytes ``[lo, lo + data.size)`` of ``chip`` (copy on write,
@@ -416,6 +423,14 @@ def _copy_chip(loops: Sequence[ByteLoop], sb: int, db: int, src: Endpoint, dst: 
     shape = tuple(n for n, _, _ in loops)
     if math.prod(shape) == 0 or _adopted(loops, sb, db, src, dst):
         return
+    split = _split(loops, sb, src, dst) if SPLIT.on else None
+    if split is not None:  # a copy per HBM region read, along loop ``at`` (fast_split)
+        at, groups = split
+        _, sk, dk = loops[at]
+        for i0, i1 in groups:
+            part = [*loops[:at], (i1 - i0, sk, dk), *loops[at + 1:]]
+            _copy_chip(part, sb + i0 * sk, db + i0 * dk, src, dst)
+        return
     # the source's views first: taking the destination's may merge HBM regions (or copy a shared one) into new
     # arrays, which views taken before still see as they were (the bytes read), but a destination view taken
     # before a later merge would write into an array nobody keeps
@@ -466,6 +481,27 @@ def _copy_chip(loops: Sequence[ByteLoop], sb: int, db: int, src: Endpoint, dst: 
     d_written, m_at = dst.mask_for_write(w.chip, w.lo, w.hi, w.unit_lo, w.unit_hi)
     _view(d_written, m_at + (w.base - w.lo), shape, w.strides)[...] = known_all
     dst.settle(w.chip, w.lo, w.hi, w.unit_lo, w.unit_hi)
+
+
+def _split(loops: Sequence[ByteLoop], sb: int, src: Endpoint, dst: Endpoint
+           ) -> tuple[int, list[tuple[int, int]]] | None:
+    """A loop of the largest source stride and its iterations grouped by the HBM region they read
+    (:func:`fast_split.pieces`), when the source is HBM, the destination another medium and the read spans
+    several regions; else None."""
+    bounds = getattr(src, "bounds", None)
+    if bounds is None or src.space.medium != "hbm" or dst.space.medium == "hbm" or not loops:
+        return None
+    r = _resolve(src.space, sb, [(n, s) for n, s, _ in loops])
+    if not r.in_units or r.chip < 0 or r.lo < 0 or r.hi > src.space.backed_bytes:
+        return None
+    if len(regions := bounds(r.chip, r.lo, r.hi)) < 2:
+        return None
+    k = max(range(len(loops)), key=lambda j: r.strides[j])
+    rest = _resolve(src.space, sb, [(n, s) for j, (n, s, _) in enumerate(loops) if j != k])
+    if rest.chip != r.chip:
+        return None
+    got = fast_split.pieces(loops[k][0], r.strides[k], (rest.lo, rest.hi), regions)
+    return None if got is None else (k, got)
 
 
 #: A broadcast whose copies hold at least this many bytes leaves them pending (DenseImage.defer_copy).

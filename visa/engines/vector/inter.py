@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from visa.engines.common import StreamData, StreamLayout, axes_text
-from visa.engines.vector import arith, fast_inter
+from visa.engines.vector import arith, fast_inter, fast_inter_plan
 from visa.engines.vector.cache import cached
 from visa.engines.vector.fast_reduce import SHORTCUTS
 from visa.engines.vector.ops import InterSliceReduceOpF32, InterSliceReduceOpI32
@@ -67,7 +67,7 @@ def plan_inter_reduce(hw: HardwareProfile, layout: StreamLayout, op: InterSliceR
     return _plan(hw, layout, op.name, op.dtype, slice2, time2)
 
 
-@cached()
+@cached(paths=(fast_inter_plan.DIGITS,))
 def _plan(hw: HardwareProfile, layout: StreamLayout, op: str, op_dtype: str, slice2: Mapping,
           time2: Mapping) -> InterReduceConfig:
     v = hw.vector
@@ -108,6 +108,11 @@ def _plan(hw: HardwareProfile, layout: StreamLayout, op: str, op_dtype: str, sli
                           level="Slice", mapping=repr(slice2), line=6626,
                           fix="leave the reduced axis out of Slice2 / Time2 (a dummy 1 # n keeps the slice count)")
     kept = sorted(in_axes & out_axes)
+    fast = fast_inter_plan.groups(src, dst, kept) if fast_inter_plan.DIGITS.on else None
+    if fast is not None:  # plain digits: the same groups by broadcast (fast_inter_plan)
+        members, out_group = fast
+        ring = _ring(members[0], tuple(m.size for m in src))
+        return InterReduceConfig(op, name, out, reduced, broadcast, members, out_group, ring, True)
     icoords, ivalid = joint_eval(src)
     ocoords, ovalid = joint_eval(dst)
     sizes = {a: int(max(int(icoords[a].max(initial=0)), int(ocoords[a].max(initial=0))) + 1) for a in kept}
@@ -147,10 +152,15 @@ def _plan(hw: HardwareProfile, layout: StreamLayout, op: str, op_dtype: str, sli
         members[np.repeat(np.arange(uniq.size), counts), col] = members_flat
     out_group = np.where(ovalid, rank_of(uniq, gout, bound), -1)
     # ring size: distinct slices feeding one group (the first group's members, consecutive in the sorted order)
-    shape = ivalid.shape
-    first = members_flat[start[0]: start[0] + counts[0]] if uniq.size else members_flat[:0]
-    ring = int(len(np.unique((first // (shape[3] * shape[4])) % shape[2]))) if uniq.size else 1
+    first = members_flat[start[0]: start[0] + counts[0]] if uniq.size else None
+    ring = _ring(first, ivalid.shape) if first is not None else 1
     return InterReduceConfig(op, name, out, reduced, broadcast, members, out_group, ring, full)
+
+
+def _ring(first: IntArray, shape: tuple[int, ...]) -> int:
+    """The ring size: how many distinct slices hold the first group's members (flat input positions ``first``
+    over the stream's ``shape``: chip, cluster, slice, time, packet)."""
+    return int(len(np.unique((first // (shape[3] * shape[4])) % shape[2])))
 
 
 def unique_ids(ids: IntArray, bound: int) -> IntArray:
