@@ -46,6 +46,7 @@ from visa import (
 )
 from visa import dtypes as dt
 from visa.errors import VisaError
+from visa.memory import owed
 from visa.tensors.handles import DmTensor
 from visa.testing import _enter_kernel
 
@@ -151,7 +152,7 @@ class Runner:
             dm = chip.dm
             d_known = dm.known_bytes(0, DM_LIMIT).reshape(UNITS, DM_LIMIT)
             h, h_known = chip.hbm.gather(np.arange(HBM_LIMIT, dtype=np.int64))
-            for k, arr in enumerate((np.where(d_known, dm.read_units(units, 0, DM_LIMIT), 0), d_known,
+            for k, arr in enumerate((np.where(d_known, owed.read_units(dm, units, 0, DM_LIMIT), 0), d_known,
                                      np.where(h_known, h, 0), h_known)):
                 parts[k].append(arr)
         d, dk, h, hk = (np.concatenate(p) for p in parts)

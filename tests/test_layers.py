@@ -78,3 +78,21 @@ def test_every_module_has_a_layer() -> None:
     """A new top-level module or package is given its layer here, not left to the package face's rank."""
     tops = {".".join(_module_name(p).split(".")[:2]) for p in FILES}
     assert tops <= set(LAYERS), f"give these a layer in LAYERS: {sorted(tops - set(LAYERS))}"
+
+
+#: The dense image's owed-writes methods (:mod:`visa.memory.pending`): only the memory layer names them; the
+#: layers above enter the protocol through :mod:`visa.memory.owed` (issue 23, "Reference mode").
+OWED = {"_raw", "_flat_raw", "_cover", "_defer_copy", "_write_copies", "_read_units", "_sources", "_pending"}
+
+
+def _attributes(path: Path) -> list[tuple[int, str]]:
+    return [(node.lineno, node.attr) for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.Attribute)]
+
+
+@pytest.mark.parametrize("path", [p for p in FILES if not _module_name(p).startswith("visa.memory")],
+                         ids=lambda p: str(p.relative_to(PACKAGE.parent)))
+def test_owed_writes_entered_from_memory_only(path: Path) -> None:
+    here = _module_name(path)
+    found = [f"{here}:{line} names {attr}" for line, attr in _attributes(path) if attr in OWED]
+    assert not found, "\n".join(found) + "\n(use visa.memory.owed: read_units, holders, store_with_copies)"

@@ -170,56 +170,56 @@ class DenseImage:
 
     @property
     def _data(self) -> ByteArray:
-        """The bytes, everything pending made (every access to the bytes goes through here or :meth:`raw`)."""
+        """The bytes, everything pending made (every access to the bytes goes through here or :meth:`_raw`)."""
         if self._pending:
             self._pending.make(self._bytes.reshape(-1, self.nbytes), 0, self.nbytes)
         return self._bytes
 
-    def raw(self, lo: int, hi: int) -> ByteArray:
+    def _raw(self, lo: int, hi: int) -> ByteArray:
         """The bytes, for a caller that reads or writes bytes ``[lo, hi)`` of units only: what is pending there
         is made, the rest stays pending."""
         if self._pending:
             self._pending.make(self._bytes.reshape(-1, self.nbytes), lo, hi)
         return self._bytes
 
-    def cover(self, units: slice, lo: int, hi: int) -> None:
+    def _cover(self, units: slice, lo: int, hi: int) -> None:
         """Every byte ``[lo, hi)`` of the (flat) ``units`` (a range) is about to be written, or left a pending
-        copy (:meth:`defer_copy`): the zeros still owed there are not written (:meth:`Pending.cover`)."""
+        copy (:meth:`_defer_copy`): the zeros still owed there are not written (:meth:`Pending.cover`)."""
         if self._pending.fills:
             u_lo, u_hi, _ = units.indices(self._pages.state.shape[0])
             self._pending.cover(u_lo, u_hi, lo, hi)
 
-    def defer_copy(self, dst: IntArray, src: IntArray, lo: int, hi: int) -> None:
+    def _defer_copy(self, dst: IntArray, src: IntArray, lo: int, hi: int) -> None:
         """Bytes ``[lo, hi)`` of the (flat) units ``dst`` are to be those of the units ``src`` (one each, never
         in ``dst``), which hold them now: a pending copy (:mod:`visa.memory.pending`).  The caller marks the
         written-state of ``dst`` as it would for the copy, and made what was pending there before writing
-        ``src`` (:meth:`raw`, :meth:`cover`)."""
+        ``src`` (:meth:`_raw`, :meth:`_cover`)."""
         self._pending.copy(dst, src, lo, hi)
 
-    def write_copies(self, dst: IntArray, src: IntArray, lo: int, hi: int) -> None:
+    def _write_copies(self, dst: IntArray, src: IntArray, lo: int, hi: int) -> None:
         """Bytes ``[lo, hi)`` of the (flat) units ``dst`` are now those of units ``src`` (one each, none in
         ``dst``), which were just written there with known bytes: as that write into ``dst`` would, mark them
         written, but leave the bytes a pending copy (:mod:`visa.memory.pending`).  The caller covered the range
-        (:meth:`cover`) before writing ``src``; whatever is still pending there is made first."""
+        (:meth:`_cover`) before writing ``src``; whatever is still pending there is made first."""
         if hi <= lo or not dst.size:
             return
-        self.raw(lo, hi)  # (nothing, after the caller's cover and write)
+        self._raw(lo, hi)  # (nothing, after the caller's cover and write)
         self._touch(lo, hi, dst)
         self._pages.mark(dst, lo, hi, True)
         self._pending.copy(dst, src, lo, hi)
 
-    def read_units(self, units: IntArray, lo: int, hi: int) -> ByteArray:
+    def _read_units(self, units: IntArray, lo: int, hi: int) -> ByteArray:
         """A copy of bytes ``[lo, hi)`` of the (flat) ``units``: ``(len(units), hi - lo)``, read through pending
-        copies without making them (:meth:`sources`)."""
-        owner = self.sources(units, lo, hi)
-        rows = (self._bytes if owner is not None else self.raw(lo, hi)).reshape(-1, self.nbytes)
+        copies without making them (:meth:`_sources`)."""
+        owner = self._sources(units, lo, hi)
+        rows = (self._bytes if owner is not None else self._raw(lo, hi)).reshape(-1, self.nbytes)
         out: ByteArray = rows[units if owner is None else owner, lo:hi]
         return out
 
-    def sources(self, units: IntArray, lo: int, hi: int) -> IntArray | None:
+    def _sources(self, units: IntArray, lo: int, hi: int) -> IntArray | None:
         """For a read of bytes ``[lo, hi)`` of the (flat) ``units``: the unit that holds each one's bytes now
         (itself, or the source of its pending copy), when a pending copy holds them all; then the caller reads
-        ``_bytes`` itself (no other pending write reaches those bytes).  None otherwise: read :meth:`raw`."""
+        ``_bytes`` itself (no other pending write reaches those bytes).  None otherwise: read :meth:`_raw`."""
         if not self._pending.copies:
             return None
         self._pending.make(self._bytes.reshape(-1, self.nbytes), lo, hi, copies=False)
@@ -446,8 +446,9 @@ class DenseImage:
         were, :meth:`nest_written`); False if the image cannot be seen as words.  The caller keeps the nest
         inside the image (:func:`load_nest`).  Where every page the nest reaches was written, no mask is read."""
         lo, hi = _nest_bounds(nest)
-        owner = self.sources(np.arange(self._pages.state.shape[0], dtype=np.int64), byte_base + lo, byte_base + hi + nb)
-        wv = word_view(self._bytes if owner is not None else self.raw(byte_base + lo, byte_base + hi + nb), nb)
+        r_lo, r_hi = byte_base + lo, byte_base + hi + nb
+        owner = self._sources(np.arange(self._pages.state.shape[0], dtype=np.int64), r_lo, r_hi)
+        wv = word_view(self._bytes if owner is not None else self._raw(r_lo, r_hi), nb)
         if wv is None:
             return False
         src = _nest_view(wv, byte_base, nest)
@@ -472,8 +473,8 @@ class DenseImage:
         r_lo, r_hi = byte_base + lo, byte_base + hi + nb
         covering = math.prod(n for n, _ in nest) * nb == r_hi - r_lo
         if covering and nb in _WORD:
-            self.cover(slice(None), r_lo, r_hi)  # every byte of the range written below: no zeros owed there
-        wv, kv = word_view(self.raw(r_lo, r_hi), nb), word_view(self._written, nb)
+            self._cover(slice(None), r_lo, r_hi)  # every byte of the range written below: no zeros owed there
+        wv, kv = word_view(self._raw(r_lo, r_hi), nb), word_view(self._written, nb)
         if wv is None or kv is None:
             return False
         self._touch(r_lo, r_hi)
@@ -520,11 +521,11 @@ class DenseImage:
         self._touch(lo, hi)
         return self._data.reshape(-1)
 
-    def flat_raw(self, lo: int, hi: int) -> ByteArray:
+    def _flat_raw(self, lo: int, hi: int) -> ByteArray:
         """The bytes as a flat view (unit ``u`` at ``u * nbytes``), for a caller that reads or writes bytes
         ``[lo, hi)`` of units only, and says what it wrote by :meth:`mark_written` or :meth:`mask_for_write`
         (a DMA): pending copies elsewhere stay pending."""
-        return self.raw(lo, hi).reshape(-1)
+        return self._raw(lo, hi).reshape(-1)
 
     def mark_written(self, units: slice, lo: int, hi: int, known: bool = True) -> None:
         """Bytes ``[lo, hi)`` of the (flat) ``units`` are now all written (or all poison, ``known=False``)."""

@@ -199,12 +199,12 @@ class UnitSelection(DenseImage):
                   known: BoolArray | None) -> bool:
         lo, hi = _nest_bounds(nest)
         r_lo, r_hi = byte_base + lo, byte_base + hi + nb
-        owner = self.base.sources(self.units, r_lo, r_hi)  # (not None: no other pending copy reaches the bytes)
-        wv = word_view(self.base._bytes if owner is not None else self.base.raw(r_lo, r_hi), nb)
+        owner = self.base._sources(self.units, r_lo, r_hi)  # (not None: no other pending copy reaches the bytes)
+        wv = word_view(self.base._bytes if owner is not None else self.base._raw(r_lo, r_hi), nb)
         if wv is None:
             return False
         sizes = tuple(n for n, _ in nest)
-        if owner is not None:  # pending copies read from their sources (DenseImage.sources)
+        if owner is not None:  # pending copies read from their sources (DenseImage._sources)
             _gather_rows(_nest_view(self._rows(wv), byte_base, nest), owner, words.reshape(self.count, *sizes))
         elif self.box is not None:
             src = self._nest(wv, byte_base, nest)
@@ -261,12 +261,12 @@ class UnitSelection(DenseImage):
         span = self.span
         if self.box is not None and all_true(known):  # every element known: one strided copy, no reshaped masks
             if covering and span is not None:  # every byte of the range written: no zeros owed there
-                self.base.cover(span, r_lo, r_hi)
+                self.base._cover(span, r_lo, r_hi)
             wide = fast_nest.widen_values(nb, nest, words) if fast_nest.WIDE.on else None
             if wide is not None:  # runs of contiguous elements written as wider words (the same bytes)
                 nb, nest, words = wide
                 ones = np.asarray(_ALL_WRITTEN[nb], dtype=_WORD[nb])
-            wv, kv = word_view(self.base.raw(r_lo, r_hi), nb), word_view(self.base._written, nb)
+            wv, kv = word_view(self.base._raw(r_lo, r_hi), nb), word_view(self.base._written, nb)
             if wv is None or kv is None:
                 return False
             self.base._touch(r_lo, r_hi, self.units)
@@ -279,8 +279,8 @@ class UnitSelection(DenseImage):
             return True
         keep = self._changing(nb, byte_base, nest, known, (r_lo, r_hi))
         if keep is None and covering and span is not None:  # every byte of the range written: no zeros owed
-            self.base.cover(span, r_lo, r_hi)
-        wv, kv = word_view(self.base.raw(r_lo, r_hi), nb), word_view(self.base._written, nb)
+            self.base._cover(span, r_lo, r_hi)
+        wv, kv = word_view(self.base._raw(r_lo, r_hi), nb), word_view(self.base._written, nb)
         if wv is None or kv is None:
             return False
         self.base._touch(r_lo, r_hi, self.units)
@@ -317,7 +317,7 @@ class UnitSelection(DenseImage):
         returns False before writing)."""
         lo, hi = _nest_bounds(nest)
         r_lo, r_hi = byte_base + lo, byte_base + hi + nb
-        wv, kv = word_view(self.base.raw(r_lo, r_hi), nb), word_view(self.base._written, nb)
+        wv, kv = word_view(self.base._raw(r_lo, r_hi), nb), word_view(self.base._written, nb)
         if wv is None or kv is None or self.box is None:
             return False
         sizes = tuple(n for n, _ in nest)
