@@ -4,9 +4,12 @@ step's declared writes changes, a refused step changes nothing.  A few programs 
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from tests.fuzz_kernels import budget, compare, program
+from tests.fuzz_kernels import _gemm_dtype, budget, compare, program
+from visa import bf16, i8
 
 #: Programs run by ``make test`` (``make fuzz`` sets ``VISA_FUZZ_CASES``; the seeds continue from here).
 DEFAULT = 6
@@ -27,3 +30,17 @@ def test_the_budget_draws_every_kind_of_step_and_two_chips() -> None:
     assert kinds == {"h2d", "dma-slices", "dma-tile", "h2d-padded-left", "gemm", "stream", "dm2dm", "stream-view",
                      "switch", "shuffle"}
     assert {steps[0].args["chips"] for steps in programs} == {1, 2}
+
+
+def _first_with_gemm(dtype: Any) -> int:
+    """The first seed past the default budget whose program holds a GEMM of ``dtype``."""
+    return next(s for s in range(DEFAULT, DEFAULT + 1000)
+                if any(st.kind == "gemm" and _gemm_dtype(st.args) is dtype for st in program(s)))
+
+
+@pytest.mark.parametrize("dtype", [bf16, i8])
+def test_a_program_with_a_gemm_of_each_type(dtype: Any) -> None:
+    """Float GEMMs too are the same bits with the fast paths on and off (f32 sums in the Reducer's order, issue
+    23), and equal the order written out by hand (tests/reducer_order.py, checked inside the run)."""
+    out = compare(_first_with_gemm(dtype))
+    assert out.dm is not None
