@@ -103,8 +103,27 @@ class DenseImage:
     """A dense byte image ``(..., nbytes)`` with its written-state (a :class:`~visa.memory.pages.PageMask`
     over the units, pages of ``page_bytes``); allocated lazily by the operating system.
 
+    A unit is one slice of DM (each slice has its own address space, L2874), one bank row of a slice's TRF or
+    VRF; a byte never written holds 0 and reads as unknown — poison, the manual's dummy of arbitrary value
+    (``1#``, L3771).  The public surface, for the engines and the tensor handles (issue 23; everything else is
+    the memory layer's own, and the owed-writes protocol is entered through :mod:`visa.memory.owed` only):
+
+    - shape: :attr:`nbytes`, :attr:`lead_shape`, :attr:`state` (the page states), ``name``;
+    - reading: :meth:`read_data` with :meth:`all_written` / :meth:`known_bytes` (nothing changes),
+      :meth:`read_view`, :meth:`gather`, :meth:`flat_image` (the image as one unit, for a flat byte index);
+    - writing: :meth:`scatter` (bytes at an index), :meth:`flat_data` with :meth:`mark_written` or
+      :meth:`mask_for_write` and :meth:`settle` (a caller that writes a byte range of every unit: a DMA, a
+      memset, a copy between slices), :meth:`poison` and :meth:`unwrite` (bytes back to unwritten), and the
+      whole arrays :attr:`data` / :attr:`written` and :meth:`flat` (whoever takes them may write them);
+    - replicas: :meth:`record_replicas`, :meth:`replica_labels` (units known to hold the same bytes,
+      :mod:`visa.memory.replicas`).
+
+    The loop-nest and word paths (``_read_nest``, ``_write_nest``, ``_gather_words``, ``_scatter_words``) are
+    reached through the module's functions (:func:`load`, :func:`store`, :func:`load_nest`,
+    :func:`store_nest`), which choose them.
+
     Nothing hands out the byte mask without first making the pages it covers exact (*materialised*):
-    :attr:`written`, :meth:`read_view`, :meth:`flat` and :meth:`flat_span` do so over the whole image (and
+    :attr:`written`, :meth:`read_view`, :meth:`flat` and :meth:`_flat_span` do so over the whole image (and
     leave it so: their caller may write it).  Hot paths ask :meth:`all_written` or :meth:`known_bytes`
     instead, which change nothing.
     """
@@ -231,7 +250,7 @@ class DenseImage:
     # ``written``, :meth:`flat`) counts as writing everywhere.
 
     @property
-    def page_bytes(self) -> int:
+    def _page_bytes(self) -> int:
         """The page of the written-state (bytes)."""
         return self._pages.page
 
@@ -404,7 +423,7 @@ class DenseImage:
         self._pages.materialise_bytes(unit, byte)
         self._written[where] = True
 
-    def gather_words(self, byte_index: IntArray, nb: int) -> tuple[npt.NDArray[Any], BoolArray] | None:
+    def _gather_words(self, byte_index: IntArray, nb: int) -> tuple[npt.NDArray[Any], BoolArray] | None:
         """The ``nb``-byte words at ``byte_index`` (last axis) and whether all their bytes were written, for
         every leading position; None when the image cannot be seen as words (see :func:`word_view`)."""
         wv = word_view(self._data, nb)
@@ -414,7 +433,7 @@ class DenseImage:
         return wv[..., byte_index], _known_words(self._pages, slice(None), byte_index, nb).reshape(
             *self.lead_shape, *byte_index.shape)
 
-    def scatter_words(self, byte_index: IntArray, nb: int, words: npt.NDArray[Any],
+    def _scatter_words(self, byte_index: IntArray, nb: int, words: npt.NDArray[Any],
                       mask: BoolArray | None = None) -> bool:
         """Write ``nb``-byte words at ``byte_index`` (last axis; ``words`` broadcast to the leading shape and
         the index's), marking their bytes written; ``mask`` selects which.  False (nothing written) when the
@@ -439,11 +458,11 @@ class DenseImage:
             kv[where] = ones
         return True
 
-    def read_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any],
+    def _read_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any],
                   known: BoolArray | None) -> bool:
         """Copy the words a byte loop nest visits from ``byte_base`` into ``words``, and whether all their bytes
         were written into ``known`` (C-contiguous, ``leading × sizes`` elements; None: the caller knows they all
-        were, :meth:`nest_written`); False if the image cannot be seen as words.  The caller keeps the nest
+        were, :meth:`_nest_written`); False if the image cannot be seen as words.  The caller keeps the nest
         inside the image (:func:`load_nest`).  Where every page the nest reaches was written, no mask is read."""
         lo, hi = _nest_bounds(nest)
         r_lo, r_hi = byte_base + lo, byte_base + hi + nb
@@ -459,12 +478,12 @@ class DenseImage:
             _nest_known(self._pages, slice(None), self._written, nb, byte_base, nest, known.reshape(src.shape))
         return True
 
-    def nest_written(self, lo: int, hi: int) -> bool:
+    def _nest_written(self, lo: int, hi: int) -> bool:
         """Were bytes ``[lo, hi)`` of every unit this image reads written (:meth:`all_written`; a selection of
         units asks of its own)?"""
         return self.all_written(lo, hi)
 
-    def write_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any], known: BoolArray) -> bool:
+    def _write_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any], known: BoolArray) -> bool:
         """Write ``words`` where ``known`` and poison (unwritten zeros) elsewhere at the positions of a byte loop
         nest (which visits every byte at most once, :func:`store_nest`), for every leading position (``words``
         and ``known`` hold ``leading × sizes`` elements in that order).  A nest of known words that covers its
@@ -507,7 +526,7 @@ class DenseImage:
         ``u * nbytes`` (the mask made exact everywhere first)."""
         return self.data.reshape(-1), self.written.reshape(-1)
 
-    def flat_span(self, lo: int, hi: int) -> tuple[ByteArray, BoolArray]:
+    def _flat_span(self, lo: int, hi: int) -> tuple[ByteArray, BoolArray]:
         """:meth:`flat`, for a caller that writes bytes ``[lo, hi)`` of units only (or nothing); the mask is
         made exact everywhere first."""
         self._touch(lo, hi)
@@ -544,7 +563,7 @@ class DenseImage:
         (flat) ``units`` now wholly written (or wholly poison) keep no mask."""
         self._pages.settle_range(units, lo, hi)
 
-    def known_units(self, units: slice, lo: int, hi: int) -> BoolArray | None:
+    def _known_units(self, units: slice, lo: int, hi: int) -> BoolArray | None:
         """None if every byte ``[lo, hi)`` of the (flat) ``units`` was written, else whether each was:
         ``(units, hi - lo)`` (a new array; nothing changes)."""
         if self._pages.all_known(units, lo, hi):
@@ -961,7 +980,7 @@ def load_nest(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: Sequen
     values, known = out
     if not (values.flags.c_contiguous and known.flags.c_contiguous and values.dtype == dtype.storage):
         return None
-    if not image.read_nest(nb, base, nest, values.view(_WORD[nb]), known):
+    if not image._read_nest(nb, base, nest, values.view(_WORD[nb]), known):
         return None
     _from_words(dtype, values.view(_WORD[nb]))  # the range check of i5 and i9 images
     return values.reshape(shape), known.reshape(shape)
@@ -977,7 +996,7 @@ def nest_all_written(dtype: type[dt.Scalar], image: Image, bit_base: int, loops:
         return False
     nb, base, nest = got
     assert isinstance(image, DenseImage)
-    return all(image.nest_written(base + lo, base + hi) for lo, hi in _hulls(nest, nb))
+    return all(image._nest_written(base + lo, base + hi) for lo, hi in _hulls(nest, nb))
 
 
 def _hulls(nest: Nest, nb: int, pieces: int = 16) -> list[tuple[int, int]]:
@@ -1008,9 +1027,9 @@ def load_nest_values(dtype: type[dt.Scalar], image: Image, bit_base: int, loops:
     assert isinstance(image, DenseImage)
     wide = fast_nest.widen(nb, nest) if fast_nest.WIDE.on else None
     if wide is not None:  # runs of contiguous elements read as wider words (the same bytes, fast_nest.py)
-        if not image.read_nest(wide[0], base, wide[1], values.reshape(-1).view(_WORD[wide[0]]), None):
+        if not image._read_nest(wide[0], base, wide[1], values.reshape(-1).view(_WORD[wide[0]]), None):
             return False
-    elif not image.read_nest(nb, base, nest, values.view(_WORD[nb]), None):
+    elif not image._read_nest(nb, base, nest, values.view(_WORD[nb]), None):
         return False
     _from_words(dtype, values.view(_WORD[nb]))  # the range check of i5 and i9 images
     return True
@@ -1032,7 +1051,7 @@ def store_nest(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: Seque
     assert isinstance(image, DenseImage)
     vals = dt.as_storage(dtype, values)
     k = np.broadcast_to(np.asarray(known, dtype=bool), vals.shape)
-    return image.write_nest(nb, base, nest, _to_words(dtype, vals), k)
+    return image._write_nest(nb, base, nest, _to_words(dtype, vals), k)
 
 
 def store_nest_into(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: Sequence[tuple[int, int]],
@@ -1046,10 +1065,10 @@ def store_nest_into(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: 
     if dtype.image_bits != 8 * storage.itemsize:
         return False
     got = _byte_nest(dtype, image, bit_base, loops)
-    if got is None or not _injective(got[2], got[0]) or not hasattr(image, "write_nest_into"):
+    if got is None or not _injective(got[2], got[0]) or not hasattr(image, "_write_nest_into"):
         return False
     nb, base, nest = got
-    ok: bool = image.write_nest_into(nb, base, nest, lambda words: produce(words.view(storage)))
+    ok: bool = image._write_nest_into(nb, base, nest, lambda words: produce(words.view(storage)))
     return ok
 
 
@@ -1079,7 +1098,7 @@ def _load_nibbles(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: Se
     shape = (*image.lead_shape, *(int(n) for n, _ in loops))
     pairs = (*shape[:-1], shape[-1] // 2)
     raw, raw_known = np.empty(pairs, np.uint8), np.empty(pairs, bool)
-    if not image.read_nest(1, base, nest, raw, raw_known):
+    if not image._read_nest(1, base, nest, raw, raw_known):
         return None
     if out is None:
         out = np.empty(shape, dtype=dtype.storage), np.empty(shape, dtype=bool)
@@ -1109,7 +1128,7 @@ def _store_nibbles(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: S
     assert isinstance(image, DenseImage)
     bits = dt.to_bits(dtype, dt.as_storage(dtype, values).reshape(-1)).reshape(-1, 2)
     packed = np.bitwise_or(bits[:, 0], np.left_shift(bits[:, 1], 4, dtype=np.uint8), dtype=np.uint8)
-    return image.write_nest(1, base, nest, packed, np.broadcast_to(True, packed.shape))
+    return image._write_nest(1, base, nest, packed, np.broadcast_to(True, packed.shape))
 
 
 def _nbytes_per(dtype: type[dt.Scalar]) -> int:
@@ -1133,7 +1152,7 @@ def load(dtype: type[dt.Scalar], image: Image, bit_offsets: npt.ArrayLike) -> tu
         raise AddressError(f"{dtype!r} elements must start on a byte boundary", call="load")
     nb = _nbytes_per(dtype)
     if isinstance(image, DenseImage) and WORDS.on:
-        got = image.gather_words(offs >> 3, nb)
+        got = image._gather_words(offs >> 3, nb)
         if got is not None:
             return _from_words(dtype, got[0]), got[1]
     idx = (offs >> 3)[..., None] + np.arange(nb, dtype=np.int64)
@@ -1177,7 +1196,7 @@ def store(dtype: type[dt.Scalar], image: Image, bit_offsets: npt.ArrayLike, valu
 
         if fast_images.store_run(dtype, image, offs, vals, sel):
             return
-        if isinstance(image, DenseImage) and image.scatter_words(offs >> 3, nb, _to_words(dtype, vals), sel):
+        if isinstance(image, DenseImage) and image._scatter_words(offs >> 3, nb, _to_words(dtype, vals), sel):
             return
     raw = dt.to_bytes(dtype, vals.reshape(-1)).reshape(*vals.shape, nb)
     idx = (offs >> 3)[..., None] + np.arange(nb, dtype=np.int64)

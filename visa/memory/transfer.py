@@ -272,7 +272,7 @@ class DmEndpoint:
         return data, lo
 
     def known(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> BoolArray | None:
-        return self._image(chip).known_units(self._units(lo, hi), unit_lo, unit_hi)
+        return self._image(chip)._known_units(self._units(lo, hi), unit_lo, unit_hi)
 
     def gather(self, chip: int, real: IntArray) -> tuple[ByteArray, BoolArray]:
         if chip < 0:

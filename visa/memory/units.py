@@ -167,7 +167,7 @@ class UnitSelection(DenseImage):
         if self._materialise(idx, 1, where, known=False):
             self._put(self.base._written, idx, False, where)
 
-    def gather_words(self, byte_index: IntArray, nb: int) -> tuple[npt.NDArray[Any], BoolArray] | None:
+    def _gather_words(self, byte_index: IntArray, nb: int) -> tuple[npt.NDArray[Any], BoolArray] | None:
         wv = word_view(self.base._data, nb)
         if wv is None:
             return None
@@ -175,7 +175,7 @@ class UnitSelection(DenseImage):
         self._check_words(idx, nb)
         return self._take(wv, idx), _known_words(self._pm(), self.units, idx, nb)
 
-    def scatter_words(self, byte_index: IntArray, nb: int, words: npt.NDArray[Any],
+    def _scatter_words(self, byte_index: IntArray, nb: int, words: npt.NDArray[Any],
                       mask: BoolArray | None = None) -> bool:
         wv, kv = word_view(self.base._data, nb), word_view(self.base._written, nb)
         if wv is None or kv is None:
@@ -195,7 +195,7 @@ class UnitSelection(DenseImage):
             return _nest_view(words[self.box], byte_base, nest)
         return _nest_view(self._rows(words), byte_base, nest)
 
-    def read_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any],
+    def _read_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any],
                   known: BoolArray | None) -> bool:
         lo, hi = _nest_bounds(nest)
         r_lo, r_hi = byte_base + lo, byte_base + hi + nb
@@ -217,7 +217,7 @@ class UnitSelection(DenseImage):
                     known.reshape(self.count, *sizes))
         return True
 
-    def nest_written(self, lo: int, hi: int) -> bool:
+    def _nest_written(self, lo: int, hi: int) -> bool:
         """Were bytes ``[lo, hi)`` of every selected unit written?  Reads no mask where the pages are all written."""
         return self._pm().all_known(self.units, max(lo, 0), min(hi, self.nbytes))
 
@@ -249,7 +249,7 @@ class UnitSelection(DenseImage):
         units = self.units if keep is None else self.units[keep]
         _nest_view(self._rows(arr), byte_base, nest)[units] = values
 
-    def write_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any], known: BoolArray) -> bool:
+    def _write_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any], known: BoolArray) -> bool:
         lo, hi = _nest_bounds(nest)
         r_lo, r_hi = byte_base + lo, byte_base + hi + nb
         sizes = tuple(n for n, _ in nest)
@@ -309,9 +309,9 @@ class UnitSelection(DenseImage):
             self._write_units(kv, byte_base, nest, k * ones, keep)
         return True
 
-    def write_nest_into(self, nb: int, byte_base: int, nest: Nest,
+    def _write_nest_into(self, nb: int, byte_base: int, nest: Nest,
                         produce: Callable[[npt.NDArray[Any]], bool]) -> bool:
-        """:meth:`write_nest` of elements all known whose words ``produce(view)`` computes straight into the image:
+        """:meth:`_write_nest` of elements all known whose words ``produce(view)`` computes straight into the image:
         ``view`` is the nest's writable view ``(units, *sizes)`` of the selected units' words.  False, nothing
         written, when the selection is not a box, the view cannot take that shape, or ``produce`` declines (it
         returns False before writing)."""
