@@ -9,7 +9,8 @@ For each Python (3.11, 3.12, 3.13 by default; ``LOWEST_PYTHONS="3.12 3.13"`` to 
 2. a check that each of those requirements is installed at exactly the version its ``>=`` names (a floor that
    no such release exists for, or that the resolver had to lift, fails the session: every declared floor is a
    version CI runs);
-3. ``visa run -q examples/*.py``, then ``pytest`` (the whole suite; ``LOWEST_PYTEST="-x tests/test_cli.py"`` to
+3. on the first Python, ``mypy --strict visa`` (the floor numpy's stubs and mypy's floor; issue 29);
+4. ``visa run -q examples/*.py``, then ``pytest`` (the whole suite; ``LOWEST_PYTEST="-x tests/test_cli.py"`` to
    narrow it while working, ``LOWEST_PYTEST_3_12="tests/test_public_api.py"`` to narrow it for one Python only).
 
 The last Python (``LOWEST_SDIST``, default the last of ``LOWEST_PYTHONS``) installs the *wheel* built from this
@@ -160,6 +161,8 @@ def session(version: str, uv: str, from_sdist: bool = False) -> float:
     bad = check_floors(uv, python, version, reqs)
     if bad:
         raise SystemExit("lowest-versions: a declared floor is not what was installed:\n  " + "\n  ".join(bad))
+    if version == PYTHONS[0] and not from_sdist:  # the stubs of the floor numpy (and mypy's floor): once is enough
+        _run([python, "-m", "mypy", "--strict", "--cache-dir", str(venv / ".mypy_cache"), "visa"], cwd=tree)
     examples = sorted(str(p.relative_to(tree)) for p in (tree / "examples").glob("*.py"))
     _run([str(venv / "bin" / "visa"), "run", "-q", *examples], cwd=tree)
     _run([str(venv / "bin" / "pytest"), "-p", "no:cacheprovider", *pytest_args(version)], cwd=tree)

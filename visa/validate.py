@@ -69,7 +69,7 @@ def expect_instance(value: object, cls: type[T] | tuple[type[T], ...], param: st
             names = [c.__name__ for c in (cls if isinstance(cls, tuple) else (cls,))]
             expected = "a " + " or ".join(names)
         raise wrong_type(param, value, expected, call=call, fix=fix)
-    return value
+    return value  # type: ignore[return-value, unused-ignore]  # (mypy < 1.17 does not narrow to T)
 
 
 def expect_str(value: object, param: str, *, call: str, fix: str | None = None) -> str:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from visa import dtypes as dt
 from visa.engines.common import StreamData, axes_text
@@ -61,8 +62,8 @@ class LiftConfig:
     lifted: Mapping
     factor: int
     replaced: tuple[str, ...]
-    steps: np.ndarray
-    rep: np.ndarray
+    steps: npt.NDArray[Any]
+    rep: npt.NDArray[Any]
     base_bytes: tuple[int, ...]
 
     def __str__(self) -> str:
@@ -79,7 +80,7 @@ def _fail(level: str, text: str, mapping: Mapping, fix: str, axis: str | None = 
 
 def plan(hw: HardwareProfile, level: str, placement: Mapping, placement2: Mapping, time: Mapping, time2: Mapping,
          packet: Mapping, others: frozenset[str], src: type[dt.Scalar] | None = None,
-         addresses: np.ndarray | None = None) -> LiftConfig:
+         addresses: npt.NDArray[Any] | None = None) -> LiftConfig:
     """The lift of ``level`` (``"Chip"``, ``"Cluster"`` or ``"Slice"``) of a fetched stream whose ``level`` is
     ``placement``, Time ``time`` and Packet ``packet``; ``others`` are the axes of its other placement levels.
     ``addresses`` (the fetch sequencer's element addresses in stream order) and ``src`` (the buffer's dtype)

@@ -49,7 +49,8 @@ def gamma(n: int) -> float:
 def gemm(x: F64, w: F64, k_tiles: int) -> F64:
     """:class:`~visa.kernels.Gemm` ``x[M, K] · w[N, K]ᵀ``: f32 accumulation of exact products and of the
     ``k_tiles`` partials (γ_{K + k_tiles}), one rounding to bf16: ``b·|C| + γ·(1 + b)·(|x| |w|ᵀ)``."""
-    return np.abs(x @ w.T) * B + gamma(x.shape[1] + k_tiles) * (1 + B) * (np.abs(x) @ np.abs(w).T) + T
+    out: F64 = np.abs(x @ w.T) * B + gamma(x.shape[1] + k_tiles) * (1 + B) * (np.abs(x) @ np.abs(w).T) + T
+    return out
 
 
 def rms_norm(want: F64, cols: int) -> F64:

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from visa import dtypes as dt
 from visa.context import Context
@@ -150,7 +151,7 @@ class MoeRouting:
         self.wide: WideRouting | None = WideRouting(self) if wide else None
 
     # -- constants ---------------------------------------------------------------------------------------
-    def constants(self) -> dict[str, np.ndarray]:
+    def constants(self) -> dict[str, npt.NDArray[Any]]:
         """The static tables (i32) the manual lists as inputs: ``index`` = Index_expert (L8541), ``blocks`` =
         Block_Range (L8622), and the static branch loggers of the two cumsums, over the tokens and over the
         experts (0 first, 1 inside, 2 last, L8712–8718); the wide routing's own tables when E > 8."""
@@ -335,7 +336,7 @@ class MoeRouting:
                 .vector_init().vector_intra_slice_branch(BranchMode.Unconditional))
 
 
-def logger(n: int) -> np.ndarray:
+def logger(n: int) -> npt.NDArray[Any]:
     """The static branch logger of a cumsum over n steps (L8712–8718): 0 first, 1 inside, 2 last."""
     ids = np.ones(n, np.int32)
     ids[0] = 0

@@ -36,6 +36,7 @@ from collections.abc import Mapping as AbcMapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from visa import dtypes as dt
 from visa.context import Context
@@ -181,7 +182,7 @@ class WideRouting:
         self.rows = _Passes(ax, f"{t} # 256")  # one token per slice
         self.one = _Passes(ax, "1 # 256")  # everything in slice 0
 
-    def constants(self) -> dict[str, np.ndarray]:
+    def constants(self) -> dict[str, npt.NDArray[Any]]:
         """The static tables (i32): Index_expert (L8541), ``e − E``, Block_Range (L8622) as ``g·B`` (padded with
         large values), ``i·B`` of the grid's ``(e, i)``, the slot tables ``1, 2, …`` of the TopK and of the blocks,
         the static branch loggers over the tokens and the experts (L8712–8718)."""

@@ -87,7 +87,7 @@ def plot(mapping: Mapping, width: int | None = None) -> Any:
     rank[:size] = logical_rank(mapping, pos[:size])
     grid = rank.reshape(rows, width).astype(float)
     fig, ax = plt.subplots(figsize=(min(12, max(6, 1 + width * 0.45)), min(10, max(3, 1 + rows * 0.45))))
-    shown = np.ma.masked_less(grid, 0)
+    shown = np.ma.masked_less(grid, 0)  # type: ignore[no-untyped-call, unused-ignore]  # (numpy 2.0's stubs)
     cmap = plt.get_cmap("viridis").with_extremes(bad="#dddddd")
     ax.imshow(shown, cmap=cmap, aspect="auto", interpolation="nearest")
     if size <= SHOWN:

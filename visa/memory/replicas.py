@@ -106,7 +106,8 @@ def _classes(rows: IntArray) -> IntArray:
     """A class index per row of ``rows`` (``(n, k)``): equal rows, equal classes (``np.unique(axis=0)``'s
     inverse, without its sort of structured rows: one column when all columns agree, else a lexical sort)."""
     if rows.shape[1] == 1 or bool((rows == rows[:, :1]).all()):
-        return np.unique(rows[:, 0], return_inverse=True)[1].reshape(-1).astype(np.int64)
+        inverse: npt.NDArray[np.int64] = np.unique(rows[:, 0], return_inverse=True)[1].reshape(-1).astype(np.int64)
+        return inverse
     order = np.lexsort(rows.T[::-1])
     ranked = rows[order]
     new = np.concatenate(([True], (ranked[1:] != ranked[:-1]).any(axis=1)))

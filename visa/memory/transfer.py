@@ -31,9 +31,10 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 from visa import fastpaths
 from visa.errors import AddressError
@@ -341,7 +342,7 @@ def _resolve(space: AddressSpace, base: int, loops: Sequence[tuple[int, int]]) -
                      tuple(space.is_unit_level(s) for _, s in loops))
 
 
-def _view(arr: np.ndarray, offset: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
+def _view(arr: npt.NDArray[Any], offset: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> npt.NDArray[Any]:
     item = arr.itemsize
     if arr.ndim == 1 and arr.strides == (0,):  # a constant (broadcast) buffer: every byte reads the same
         return np.lib.stride_tricks.as_strided(arr, shape, (0,) * len(shape), writeable=False)
@@ -487,7 +488,8 @@ def _unit_grid(loops: Sequence[ByteLoop], w: _Resolved, dst: Endpoint) -> tuple[
     return unit, source, repeat
 
 
-def _defer_replicas(loops: Sequence[ByteLoop], w: _Resolved, dst: Endpoint, dv: np.ndarray, sv: np.ndarray) -> bool:
+def _defer_replicas(loops: Sequence[ByteLoop], w: _Resolved, dst: Endpoint, dv: npt.NDArray[Any],
+                    sv: npt.NDArray[Any]) -> bool:
     """A copy of known bytes covering ``[unit_lo, unit_hi)`` of every destination unit, whose unit-level loops
     read the same source for several units (a stride-0 source loop: the copies are replicas): write the units
     at index 0 of those loops, and leave the others as pending copies of them on the DM image
@@ -552,7 +554,7 @@ def _known_view(side: _Resolved, space: AddressSpace) -> tuple[int, tuple[int, .
 _WORDS = (8, 4, 2)
 
 
-def _assign(dst: np.ndarray, d_off: int, d_strides: tuple[int, ...], src: np.ndarray | None, s_off: int,
+def _assign(dst: npt.NDArray[Any], d_off: int, d_strides: tuple[int, ...], src: npt.NDArray[Any] | None, s_off: int,
             s_strides: tuple[int, ...], shape: tuple[int, ...]) -> None:
     """``view(dst) = view(src)`` (``src`` None: every byte 1, a written-mask set True) over byte views of
     ``shape``: a word of 8, 4 or 2 bytes at a time when the innermost loop runs over whole words on both sides
@@ -570,7 +572,7 @@ def _assign(dst: np.ndarray, d_off: int, d_strides: tuple[int, ...], src: np.nda
         return
     word = np.dtype(f"u{k}")
     wshape = (*shape[:-1], shape[-1] // k)
-    out = np.ndarray(wshape, dtype=word, buffer=dst, offset=d_off, strides=(*d_strides[:-1], k))
+    out: npt.NDArray[Any] = np.ndarray(wshape, dtype=word, buffer=dst, offset=d_off, strides=(*d_strides[:-1], k))
     if src is None:
         out[...] = int.from_bytes(b"\x01" * k, "little")
     else:

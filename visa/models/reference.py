@@ -10,6 +10,7 @@ base^(−2i/d)`` (llama.cpp's order of the Q and K rows in a GGUF file); query h
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -32,7 +33,7 @@ class Reference:
     """The model in float64 numpy from weights named as in the GGUF file (``blk.{i}.attn_q.weight`` ``[out, in]``,
     ...); the weights are kept as given (float32) and widened to float64 where used."""
 
-    def __init__(self, config: LlamaConfig, weights: Mapping[str, npt.NDArray[np.floating]]) -> None:
+    def __init__(self, config: LlamaConfig, weights: Mapping[str, npt.NDArray[np.floating[Any]]]) -> None:
         self.c = config
         self.w = dict(weights)
 

@@ -244,7 +244,8 @@ class SmolLM2:
         return self.last
 
 
-def sample(logits: npt.NDArray[np.floating], temperature: float, top_k: int | None, rng: np.random.Generator) -> int:
+def sample(logits: npt.NDArray[np.floating[Any]], temperature: float, top_k: int | None,
+           rng: np.random.Generator) -> int:
     """Greedy (``temperature <= 0``) or a draw from ``softmax(logits / temperature)`` over the ``top_k`` largest."""
     z = np.asarray(logits, np.float64)
     if temperature <= 0:

@@ -14,11 +14,19 @@ from visa.snippets.base import Snippet
 from visa.snippets.contraction import CONTRACTION
 from visa.snippets.host import HOST
 from visa.snippets.kernels import KERNELS
+from visa.snippets.kernels_lib import KERNELS_LIB
+from visa.snippets.launches import LAUNCHES
+from visa.snippets.mapping_more import MAPPING_MORE
 from visa.snippets.mappings import MAPPINGS
+from visa.snippets.models import MODELS
 from visa.snippets.streams import STREAMS
+from visa.snippets.tensors import TENSORS
+from visa.snippets.tools import TOOLS
 from visa.snippets.values import VALUES
 
 __all__ = ["Snippet", "SNIPPETS"]
 
 #: site key → the failing and the fixed program.
-SNIPPETS: dict[str, Snippet] = {**MAPPINGS, **VALUES, **HOST, **KERNELS, **STREAMS, **CONTRACTION}
+SNIPPETS: dict[str, Snippet] = {**MAPPINGS, **VALUES, **HOST, **KERNELS, **STREAMS, **CONTRACTION,
+                               **MAPPING_MORE, **TENSORS, **TOOLS, **LAUNCHES, **KERNELS_LIB,
+                               **MODELS}

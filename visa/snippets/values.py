@@ -7,9 +7,9 @@ from visa.snippets.base import Snippet, module
 
 __all__ = ["VALUES"]
 
-_HEAD = ("import numpy as np\nfrom visa import bf16, f8e4m3, f32, i4, i8, i32\n"
+_HEAD = ("import numpy as np\nfrom visa import bf16, f4e2m1, f8e4m3, f32, i4, i8, i9, i32\n"
          "from visa.dtypes import as_storage, convert, from_bits, from_bytes, is_representable, random_values, "
-         "representable_values")
+         "representable_values, encode_nearest")
 
 
 def _v(failing: str, fixed: str) -> Snippet:
@@ -60,4 +60,39 @@ VALUES: dict[str, Snippet] = {
         "from visa import i32", "n = i32.elements_per_bytes(6)", "n = i32.elements_per_bytes(8)"),
     "dtypes.scalar DtypeError: is not a visa": module(
         "from visa.dtypes import scalar", "d = scalar(int)", 'd = scalar("i32")'),
+    "dtypes.Scalar._whole_bytes DtypeError: a length of elements": module(
+        "from visa import i8", "n = i8.nbytes(-1)", "n = i8.nbytes(1)"),
+    "dtypes.Scalar.elements_per_bytes DtypeError: a byte count must": module(
+        "from visa import i32", "n = i32.elements_per_bytes(-8)", "n = i32.elements_per_bytes(8)"),
+    "dtypes.as_storage DtypeError: integer values beyond 2": _v(
+        "y = as_storage(f32, np.array([2**60]))   # an int64 past 2**53",
+        "y = as_storage(f32, np.array([2.0**60]))   # the float it stands for"),
+    "dtypes.from_bits DtypeError: image holds a value": _v(
+        "y = from_bits(i9, [0x0100])   # an i9 image is sign-extended to 16 bits: -256 is 0xff00",
+        "y = from_bits(i9, [0xff00])"),
+    "dtypes.from_bytes DtypeError: elements need a -byte": _v(
+        "y = from_bytes(i32, np.zeros(12, np.uint8), count=2)", "y = from_bytes(i32, np.zeros(12, np.uint8), count=3)"),
+    "dtypes._encode_float DtypeError: value overflows largest finite": _v(
+        'y = convert(np.array([1000.0]), f32, f8e4m3, overflow="error")',
+        'y = convert(np.array([1000.0]), f32, f8e4m3, overflow="saturate")'),
+    "dtypes._encode_float DtypeError: has no infinity": _v(
+        'y = convert(np.array([np.inf]), f32, f8e4m3, overflow="error")',
+        'y = convert(np.array([np.inf]), f32, f8e4m3, overflow="saturate")'),
+    "dtypes._check_modes DtypeError: overflow does not apply": _v(
+        'y = convert(np.array([300]), i32, i8, overflow="inf")',
+        'y = convert(np.array([300]), i32, i8, overflow="wrap")'),
+    "dtypes._check_modes DtypeError: has no infinity and": _v(
+        'y = convert(np.array([9.0]), f32, f4e2m1, overflow="inf")',
+        'y = convert(np.array([9.0]), f32, f4e2m1, overflow="saturate")'),
+    "dtypes._check_modes DtypeError: has no nan e2m1": _v(
+        'y = convert(np.array([9.0]), f32, f4e2m1, overflow="nan")',
+        'y = convert(np.array([9.0]), f32, f4e2m1, overflow="saturate")'),
+    "dtypes.convert DtypeError: nan has no pattern": _v(
+        'y = convert(np.array([np.nan, 1.0]), f32, f4e2m1, overflow="saturate")',
+        'y = convert(np.nan_to_num(np.array([np.nan, 1.0])), f32, f4e2m1, overflow="saturate")'),
+    "dtypes.encode_nearest DtypeError: nan has no pattern": _v(
+        'y = encode_nearest(f4e2m1, np.array([np.nan, 1.0]), "saturate")',
+        'y = encode_nearest(f4e2m1, np.nan_to_num(np.array([np.nan, 1.0])), "saturate")'),
+    "dtypes._representable_array DtypeError: is_representable needs numbers got": _v(
+        'ok = is_representable(np.array(["1.5"]), f32)', "ok = is_representable(np.array([1.5]), f32)"),
 }

@@ -57,8 +57,8 @@ def plain_logical(element: Mapping, axes: str | Sequence[str] | None, values: np
 
 
 
-def rearrange_plain(values: np.ndarray, known: np.ndarray, src: Mapping,
-                     dst: Mapping) -> tuple[np.ndarray, np.ndarray] | None:
+def rearrange_plain(values: npt.NDArray[Any], known: npt.NDArray[Any], src: Mapping,
+                     dst: Mapping) -> tuple[npt.NDArray[Any], npt.NDArray[Any]] | None:
     """``moves._rearrange`` as two strided copies, when both mappings are plain (no padding or windows), ``src``
     holds every index once and every value is known; None otherwise."""
     sp, dp = plain_dims(src.canon), plain_dims(dst.canon)

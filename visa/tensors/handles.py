@@ -213,7 +213,9 @@ class HostTensor(Generic[D, Element]):
             raise wrong_type("axes", axes, 'a str such as "A B" or a list of axis names', call=call)
         order, want = _logical_shape([mapping], axes)
         check_host_size(dtype, mapping, want, call)
-        if isinstance(array, np.ma.MaskedArray) and np.ma.getmask(array).any():  # (np.asarray drops the mask)
+        masked = isinstance(array, np.ma.MaskedArray) and np.ma.getmask(  # type: ignore[no-untyped-call, unused-ignore]
+            array).any()
+        if masked:  # (np.asarray drops the mask)
             raise wrong_type("array", array, "a plain numpy array: the masked values of a masked array would be "
                              "read as data", call=call, fix="pass array.filled(value), or array.data if the masked "
                                                             "values are data")

@@ -21,6 +21,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from visa.engines.dma.config import NAMES, DmaCost, DmaPlan, Side
 from visa.engines.dma.cost import cycles
@@ -60,7 +61,7 @@ def record_dma(ctx: Device, name: str, config: str, cost: DmaCost, *, reads: Seq
     return op
 
 
-def rows_span(view: TensorView, axis: str, rows: np.ndarray) -> Span:
+def rows_span(view: TensorView, axis: str, rows: npt.NDArray[Any]) -> Span:
     """The bytes of the table rows ``rows`` (positions along ``axis``) a gather reads or a scatter writes: every
     position of the view's Element whose ``axis`` coordinate is one of them, in the table's memory, chips and
     slices (issue 27 item 7: the schedule then sees the rows an index names, not the whole table, so independent
@@ -154,7 +155,7 @@ def _prefix_value(prefix: Any, ctx: Device, call: str) -> int:
     return scalar_value(prefix, call)
 
 
-def _values(ids: DeviceTensor, axes: tuple[str, ...], call: str) -> np.ndarray:
+def _values(ids: DeviceTensor, axes: tuple[str, ...], call: str) -> npt.NDArray[Any]:
     """The index values; a :class:`~visa.errors.PoisonError` naming ``call`` if any byte was never written."""
     try:
         return np.asarray(ids.logical(axes), dtype=np.int64)
@@ -186,7 +187,7 @@ class _Staged:
         return replace(Side.of(base.MEMORY, self.view.levels, name=repr(self.view)), bit_address=bit)
 
     def _plan(self, kind: str, src: Side, dst: Side, ctx: Device, call: str, prefix: Any = None
-              ) -> tuple[IndirectPlan, np.ndarray]:
+              ) -> tuple[IndirectPlan, npt.NDArray[Any]]:
         axes, shape = read_indices(self.ids, ctx, call)
         p = plan_indirect(ctx.hw, self.view.dtype, kind, src, dst, self.axis, self.ids.dtype.name, axes, shape,
                           call=call)

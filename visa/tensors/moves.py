@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from visa import dtypes as dt
 from visa.engines.common import EngineReport
@@ -260,7 +261,8 @@ def host_to_hbm(host: HostTensor[Any, Any], chip: Mapping, element: Mapping, pdm
     return out
 
 
-def _rearrange(values: np.ndarray, known: np.ndarray, src: Mapping, dst: Mapping) -> tuple[np.ndarray, np.ndarray]:
+def _rearrange(values: npt.NDArray[Any], known: npt.NDArray[Any], src: Mapping, dst: Mapping
+               ) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
     """A host buffer laid out as ``src`` re-laid out as ``dst`` (positions ``dst`` holds get their values)."""
     if src == dst:
         return values, known
@@ -275,7 +277,8 @@ def _rearrange(values: np.ndarray, known: np.ndarray, src: Mapping, dst: Mapping
     return values[at], known[at] & ok
 
 
-def _host_bytes(dtype: type[dt.Scalar], values: np.ndarray, known: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _host_bytes(dtype: type[dt.Scalar], values: npt.NDArray[Any], known: npt.NDArray[Any]
+                ) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
     """A host buffer as bytes and a per-byte written mask (a 4-bit byte is known if either nibble is)."""
     if dtype.size_bits == 4 and values.size % 2:
         values = np.concatenate([values, np.zeros(1, values.dtype)])

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from visa import dtypes as dt
 from visa.errors import AddressError, AllocationError, DtypeError, LayoutError, PoisonError, TypestateError
@@ -195,7 +196,7 @@ class DeviceScalar(_Arith):
         mem = self.ctx.memory.chip(0)
         return mem.hbm if self.MEMORY == "hbm" else mem.spm
 
-    def _bytes(self) -> tuple[np.ndarray, np.ndarray]:
+    def _bytes(self) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
         img = self._image()
         idx = np.arange(self.address, self.address + self.nbytes, dtype=np.int64)
         if self.MEMORY == "hbm":

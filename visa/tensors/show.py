@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from visa import html
 from visa.mapping.show import SHOWN, logical_rank, require_matplotlib
@@ -44,7 +45,7 @@ def plot_layout(t: DeviceTensor, *, slices: int = 64) -> Any:
     cluster, slice_, element = t.levels["Cluster"], t.levels["Slice"], t.levels["Element"]
     n_el = element.size
     el_rank = logical_rank(element, np.arange(n_el, dtype=np.int64))
-    shown: list[np.ndarray] = []
+    shown: list[npt.NDArray[Any]] = []
     labels: list[str] = []
     for c in range(cluster.size):
         c_rank = logical_rank(cluster, np.array([c], dtype=np.int64))[0]
@@ -57,7 +58,8 @@ def plot_layout(t: DeviceTensor, *, slices: int = 64) -> Any:
             base = (int(c_rank) * max(1, slice_.size) + int(s_rank[s])) * max(1, n_el)
             shown.append(np.where(el_rank >= 0, base + el_rank, -1).astype(float))
             labels.append(f"cluster {c} slice {s}")
-    grid = np.ma.masked_less(np.array(shown) if shown else np.full((1, n_el), -1.0), 0)
+    grid = np.ma.masked_less(  # type: ignore[no-untyped-call, unused-ignore]  # (numpy 2.0's stubs)
+        np.array(shown) if shown else np.full((1, n_el), -1.0), 0)
     fig, ax = plt.subplots(figsize=(min(14, max(6, 1 + n_el * 0.3)), min(12, max(3, 1 + len(shown) * 0.3))))
     cmap = plt.get_cmap("viridis").with_extremes(bad="#dddddd")
     ax.imshow(grid, cmap=cmap, aspect="auto", interpolation="nearest")

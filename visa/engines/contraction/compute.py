@@ -232,7 +232,7 @@ def _reshape_view(a: Array, shape: tuple[int, ...]) -> Array:
     """``a`` reshaped to ``shape`` as a view of its memory; ``ValueError`` when that needs a copy (what
     ``np.reshape(a, shape, copy=False)`` does on numpy >= 2.1, spelled so that numpy 2.0 runs it too)."""
     if _RESHAPE_COPY_KW:
-        return np.reshape(a, shape, copy=False)
+        return np.reshape(a, shape, copy=False)  # type: ignore[call-overload, no-any-return, unused-ignore]  # numpy 2.0
     view = a.reshape(shape)  # (numpy 2.0: the copy is made, then dropped)
     if view.size and not np.may_share_memory(view, a):
         raise ValueError("the reshape needs a copy")

@@ -8,8 +8,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from visa.engines.cache import cached
 from visa.engines.dma import fast_cost
@@ -24,7 +26,7 @@ _SAMPLE = 1 << 17  # requests modelled per DMA; longer DMAs are modelled on even
 _WINDOWS = 8
 
 
-def _packet_indices(n: int, budget: int) -> tuple[np.ndarray, float, np.ndarray]:
+def _packet_indices(n: int, budget: int) -> tuple[npt.NDArray[Any], float, npt.NDArray[Any]]:
     """Indices of the packets to model (all, or evenly spaced contiguous windows), the scale factor, and the
     window of each index (the HBM model does not join two windows into one stretch of requests)."""
     if n <= budget:
@@ -35,8 +37,9 @@ def _packet_indices(n: int, budget: int) -> tuple[np.ndarray, float, np.ndarray]
     return idx, n / idx.size, np.repeat(np.arange(_WINDOWS, dtype=np.int64), width)
 
 
-def _addresses(loops: Sequence[DmaLoop], idx: np.ndarray, base: tuple[int, int],
-               indirect: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _addresses(loops: Sequence[DmaLoop], idx: npt.NDArray[Any], base: tuple[int, int],
+               indirect: tuple[npt.NDArray[Any], npt.NDArray[Any]] | None = None
+               ) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
     sizes = tuple(lp.size for lp in loops)
     src = np.full(idx.shape, base[0], dtype=np.int64)
     dst = np.full(idx.shape, base[1], dtype=np.int64)
@@ -140,7 +143,7 @@ def _cycles(p: DmaPlan, indirect: tuple[tuple[int, ...], tuple[int, ...]] | None
     return replace(cost, why=_why(hw, p, cost, load, scale, split, spaces))
 
 
-_Transfers = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]
+_Transfers = tuple[npt.NDArray[Any], npt.NDArray[Any], npt.NDArray[Any], npt.NDArray[Any], int]
 
 
 def _why(hw: HardwareProfile, p: DmaPlan, cost: DmaCost, load: perf.HbmLoad, scale: float, split: int,
@@ -179,8 +182,9 @@ def _why(hw: HardwareProfile, p: DmaPlan, cost: DmaCost, load: perf.HbmLoad, sca
     return tuple(out)
 
 
-def _dm_time(hw: HardwareProfile, spaces: tuple[AddressSpace, AddressSpace], addr: tuple[np.ndarray, np.ndarray],
-             nbytes: int, scale: float, shared: dict[int, float]) -> float:
+def _dm_time(hw: HardwareProfile, spaces: tuple[AddressSpace, AddressSpace],
+             addr: tuple[npt.NDArray[Any], npt.NDArray[Any]], nbytes: int,
+             scale: float, shared: dict[int, float]) -> float:
     """One command's DM time (both sides add up when they share a DMN: reads and writes of one DMN are
     sequential, L2673), and the DMNs' busy cycles added to ``shared``."""
     sides = [k for k in (0, 1) if spaces[k].medium == "dm"]
@@ -194,12 +198,12 @@ def _dm_time(hw: HardwareProfile, spaces: tuple[AddressSpace, AddressSpace], add
 
 
 def _hbm_transfers(hw: HardwareProfile, spaces: tuple[AddressSpace, AddressSpace],
-                   addr: tuple[np.ndarray, np.ndarray], nbytes: int, seg: np.ndarray) -> _Transfers:
+                   addr: tuple[npt.NDArray[Any], npt.NDArray[Any]], nbytes: int, seg: npt.NDArray[Any]) -> _Transfers:
     """(chips, unit addresses, cost factors, sample windows) of one command's HBM transfers in issue order —
     packet by packet, a packet's read before its write — and how many reads crossed a 256-byte boundary (an
     extra transfer each, L2984)."""
-    got: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
-    keys: list[np.ndarray] = []
+    got: list[tuple[npt.NDArray[Any], npt.NDArray[Any], npt.NDArray[Any], npt.NDArray[Any]]] = []
+    keys: list[npt.NDArray[Any]] = []
     split = 0
     for k in (0, 1):
         if spaces[k].medium != "hbm":
@@ -215,12 +219,13 @@ def _hbm_transfers(hw: HardwareProfile, spaces: tuple[AddressSpace, AddressSpace
         return empty, empty, np.zeros(0), empty, 0
     order = np.argsort(np.concatenate(keys), kind="stable")
 
-    def cat(j: int) -> np.ndarray:
-        return np.concatenate([g[j] for g in got])[order]
+    def cat(j: int) -> npt.NDArray[Any]:
+        out: npt.NDArray[Any] = np.concatenate([g[j] for g in got])[order]
+        return out
     return cat(0), cat(1), cat(2), cat(3), split
 
 
-def _pcie_bytes(p: DmaPlan, spaces: tuple[AddressSpace, AddressSpace], addr: tuple[np.ndarray, np.ndarray]
+def _pcie_bytes(p: DmaPlan, spaces: tuple[AddressSpace, AddressSpace], addr: tuple[npt.NDArray[Any], npt.NDArray[Any]]
                 ) -> float:
     """Bytes of the modelled packets that cross PCIe: host ↔ HBM, or between chips (L2389, L2845)."""
     n = addr[0].size

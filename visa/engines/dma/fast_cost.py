@@ -10,7 +10,10 @@ windows per channel in the same order when asked for them by ``group`` — the s
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 
 from visa import fastpaths
 from visa.memory.performance import HbmLoad
@@ -19,7 +22,7 @@ SHARED = fastpaths.register("dma.cost-shared-load", "a DMA's per-command HBM tim
                             "model instead of modelling each command's transfers again")
 
 
-def groups(parts: int, windows: int) -> np.ndarray:
+def groups(parts: int, windows: int) -> npt.NDArray[Any]:
     """The group (command) of each segment id: part ``k`` owns segments ``[k · windows, (k + 1) · windows)``."""
     return np.repeat(np.arange(parts, dtype=np.int64), windows)
 

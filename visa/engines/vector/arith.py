@@ -80,7 +80,8 @@ def _shr_logic(a: Arr, b: Arr, op: str) -> Arr:
 
 def _shr_arith(a: Arr, b: Arr, op: str) -> Arr:
     cnt = _count(b, op)
-    return (np.asarray(a, dtype=np.int64) >> np.minimum(cnt, 63)).astype(np.int32)
+    out: Arr = (np.asarray(a, dtype=np.int64) >> np.minimum(cnt, 63)).astype(np.int32)
+    return out
 
 
 def _shr_round(a: Arr, b: Arr) -> Arr:
@@ -88,7 +89,8 @@ def _shr_round(a: Arr, b: Arr) -> Arr:
     a64 = np.asarray(a, dtype=np.int64)
     c = np.minimum(cnt, 62)
     half = np.where(c > 0, np.left_shift(np.int64(1), np.maximum(c - 1, 0)), 0)
-    return ((a64 + half) >> c).astype(np.int32)
+    out: Arr = ((a64 + half) >> c).astype(np.int32)
+    return out
 
 
 def _shl_sat(a: Arr, b: Arr) -> Arr:
@@ -174,7 +176,8 @@ def _bits(x: Arr) -> Arr:
 
 def logic_f32(name: str, a: Arr, b: Arr) -> Arr:
     """``LogicBinaryOpF32`` ``name``: the bitwise operator on the IEEE bit patterns (L4816–4820)."""
-    fn = {"BitAnd": np.bitwise_and, "BitOr": np.bitwise_or, "BitXor": np.bitwise_xor}[name]
+    ops: dict[str, np.ufunc] = {"BitAnd": np.bitwise_and, "BitOr": np.bitwise_or, "BitXor": np.bitwise_xor}
+    fn = ops[name]
     ua, ub = np.broadcast_arrays(_bits(a), _bits(b))
     return np.asarray(fn(ua, ub), dtype=np.uint32).view(np.float32)
 
@@ -195,7 +198,8 @@ def round_half_away(x: Arr) -> Arr:
     """Round binary64 values to the nearest integer, ties away from zero (exact for every input)."""
     r = np.trunc(x)
     frac = x - r
-    return r + np.where(np.abs(frac) >= 0.5, np.sign(x), 0.0)
+    out: Arr = r + np.where(np.abs(frac) >= 0.5, np.sign(x), 0.0)
+    return out
 
 
 def fp_to_fxp(x: Arr, int_width: int) -> Arr:
@@ -230,7 +234,8 @@ _erf = np.frompyfunc(math.erf, 1, 1)
 
 def _sigmoid(x: Arr) -> Arr:
     with np.errstate(over="ignore"):
-        return 1.0 / (1.0 + np.exp(-x))
+        out: Arr = 1.0 / (1.0 + np.exp(-x))
+    return out
 
 
 _UNARY: dict[str, Callable[[Arr], Arr]] = {

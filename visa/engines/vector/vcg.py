@@ -240,8 +240,10 @@ def way4_counts(vc8: IntArray, kind: str, w4: int) -> IntArray:
     if kind == "split":
         low = np.minimum(vc8, w4)
         high = np.maximum(vc8 - w4, 0)
-        return np.stack([low, high], axis=-1).reshape(vc8.shape[0], -1)
-    return np.minimum(vc8, w4)
+        both: IntArray = np.stack([low, high], axis=-1).reshape(vc8.shape[0], -1)
+        return both
+    out: IntArray = np.minimum(vc8, w4)
+    return out
 
 
 def check(hw: HardwareProfile, axis: str, n: int, slice_: Mapping, time8: Mapping, packet8: Mapping, kind: str,

@@ -1,0 +1,47 @@
+"""Snippets for :mod:`visa.models` (``SmolLM2``: its KV cache length, ``run`` and ``generate``).  The programs build
+a tiny model of the same architecture from random weights and a 32-token vocabulary instead of loading the
+98 MB SmolLM2-135M file (``SmolLM2.load()``), so that each runs in a second or two; with the real model only the
+first lines differ."""
+
+from __future__ import annotations
+
+from visa.snippets.base import Snippet, module
+
+__all__ = ["MODELS"]
+
+_TINY = '''
+import numpy as np
+from visa.models import SmolLM2, Tokenizer
+from visa.models.loader import LlamaConfig
+
+# a one-block model of SmolLM2's architecture with random weights (SmolLM2.load() reads the real one)
+tokens = [chr(c) for c in range(97, 123)] + ["Ġ", "."] + [f"<|x{k}|>" for k in range(3)] + ["<|endoftext|>"]
+tokenizer = Tokenizer(tokens, [], [1] * 28 + [3] * 4, "smollm", eos=31)
+config = LlamaConfig(blocks=1, dim=64, ffn=128, heads=2, kv_heads=2, head_dim=32, rope_base=1e4, eps=1e-5,
+                     vocab=32, context=64)
+shapes = {"attn_norm": (64,), "attn_q": (64, 64), "attn_k": (64, 64), "attn_v": (64, 64), "attn_output": (64, 64),
+          "ffn_norm": (64,), "ffn_gate": (128, 64), "ffn_up": (128, 64), "ffn_down": (64, 128),
+          "token_embd": (32, 64), "output_norm": (64,)}
+rng = np.random.default_rng(0)
+
+
+def weight(name: str) -> np.ndarray:
+    return rng.standard_normal(shapes[name.split(".")[-2]]).astype(np.float32) / 8
+'''
+_MODEL = "model = SmolLM2(config, tokenizer, weight, length=64)   # a KV cache of 64 positions"
+
+#: site key → the failing and the fixed program.
+MODELS: dict[str, Snippet] = {
+    "smollm2.SmolLM2.__init__ ContextLengthError: a kv cache of": module(
+        _TINY, "model = SmolLM2(config, tokenizer, weight, length=48)   # not a multiple of 32 (or below 64)",
+        "model = SmolLM2(config, tokenizer, weight, length=64)"),
+    "smollm2.SmolLM2.run ContextLengthError: tokens at position need": module(
+        _TINY, _MODEL + '\nout = model.run([3], 64)   # position 64 is past the cache',
+        _MODEL + '\nout = model.run([3], 63)   # the last position'),
+    "smollm2.SmolLM2.generate ContextLengthError: an empty prompt has": module(
+        _TINY, _MODEL + '\ntext = model.generate("", max_new_tokens=1)',
+        _MODEL + '\ntext = model.generate("ab", max_new_tokens=1)'),
+    "smollm2.SmolLM2.generate ContextLengthError: prompt tokens new ones": module(
+        _TINY, _MODEL + '\ntext = model.generate("ab", max_new_tokens=64)   # 2 + 64 positions',
+        _MODEL + '\ntext = model.generate("ab", max_new_tokens=1)'),
+}
