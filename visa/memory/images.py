@@ -104,8 +104,9 @@ class DenseImage:
     over the units, pages of ``page_bytes``); allocated lazily by the operating system.
 
     A unit is one slice of DM (each slice has its own address space, L2874), one bank row of a slice's TRF or
-    VRF; a byte never written holds 0 and reads as unknown (poison: docs/manual-notes.md).  The public surface, for the engines and the tensor handles (issue 23; everything else is
-    the memory layer's own, and the owed-writes protocol is entered through :mod:`visa.memory.owed` only):
+    VRF; a byte never written holds 0 and reads as unknown (poison: docs/manual-notes.md).  The public
+    surface, for the engines and the tensor handles (issue 23; everything else is the memory layer's own, and
+    the owed-writes protocol is entered through :mod:`visa.memory.owed` only):
 
     - shape: :attr:`nbytes`, :attr:`lead_shape`, :attr:`state` (the page states), ``name``;
     - reading: :meth:`read_data` with :meth:`all_written` / :meth:`known_bytes` (nothing changes),
