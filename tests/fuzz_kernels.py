@@ -1,10 +1,10 @@
 """A differential fuzzer of random kernels (issue 23; ARCHITECTURE principle 7): a seeded generator of small
 programs — host → HBM moves, HBM → DM DMAs with padding, slice and cluster broadcasts, offsets and tiles, DM → DM
-moves, streams with fetch, collect, an optional Vector Engine op, commit and commit_view; streams through the
-Switch Engine (a slice transpose, L3264–3284); GEMMs through the TRF and the Contraction Engine (fetch → collect →
-align → contract → accumulate → commit; i8, exact, or bf16 in the Reducer's order, tests/reducer_order.py); and
-programs on two chips (every tensor over both, a
-ChipShuffle DMA, L7541) — run three ways:
+moves, streams with fetch (some with the packet's last lane padding masked, some widened to i32), collect, an
+optional Vector Engine op, commit and commit_view; streams through the Switch Engine (a slice transpose,
+L3264–3284); GEMMs through the TRF and the Contraction Engine (fetch → collect → align → contract → accumulate →
+commit; i8, exact, or bf16 in the Reducer's order, tests/reducer_order.py); and programs on two chips (every
+tensor over both, a ChipShuffle DMA, L7541) — run three ways:
 
 (a) with the fast paths as the environment leaves them and with every fast path off (:func:`visa.fastpaths.disabled`):
     every step's outcome (done, or refused with the same error class and message), the memories' bytes and
@@ -39,6 +39,7 @@ from visa import (
     Context,
     FxpBinaryOp,
     HostTensor,
+    PadValue,
     SwitchConfig,
     TrfAddress,
     bf16,
@@ -120,6 +121,12 @@ def program(seed: int) -> list[Step]:
             tensors += 1
         steps.append(Step(kind, args))
     return steps
+
+
+def fetch_variant(a: dict[str, Any]) -> str:
+    """How a stream step fetches: ``plain``, ``masked`` (the packet's last lane padding, masked) or ``widen`` (an
+    i8 or i16 source fetched as i32), from the step's data seed (so the programs drawn stay as they were)."""
+    return ("plain", "masked", "widen")[(a["seed"] >> 1) % 3]
 
 
 def _slices(a: dict[str, Any]) -> str:
@@ -287,7 +294,15 @@ class Runner:
         per = 32 // (dtype.size_bits // 8)
         n_b = a["n_b"]
         time, packet = m[f"B / {per}"], m[f"B % {per}"]
-        s = ctx.main.begin(src.view()).fetch(dtype, time, packet)
+        variant = fetch_variant(a)
+        if variant == "masked" and step.kind != "switch":  # the last lane padding, masked (fetch.masked-known)
+            packet = m[f"B % {per} = {per - 1} # {per}"]
+            s = ctx.main.begin(src.view()).fetch(dtype, time, packet, pad_value=PadValue.Zero)
+        elif variant == "widen" and dtype in (i8, i16) and step.kind != "switch":  # widened to i32 (fetch.widen-read)
+            s = ctx.main.begin(src.view()).fetch(i32, time, packet)
+            time, packet, dtype = m[f"B / {per}, B % {per} / 8"], m["B % 8"], i32  # (a flit of 8 i32 a step)
+        else:
+            s = ctx.main.begin(src.view()).fetch(dtype, time, packet)
         if step.kind == "switch":  # slice s2·n + a1·h + a0 goes to slice (s2, a0, a1) (Transpose, L3264–3284)
             h = max(1, a["n_a"] // 2)
             text = str(lv["Slice"])

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from tests.fuzz_kernels import _gemm_dtype, budget, compare, program
-from visa import bf16, i8
+from tests.fuzz_kernels import _gemm_dtype, budget, compare, fetch_variant, program
+from visa import bf16, i8, i16
 
 #: Programs run by ``make test`` (``make fuzz`` sets ``VISA_FUZZ_CASES``; the seeds continue from here).
 DEFAULT = 6
@@ -30,6 +30,9 @@ def test_the_budget_draws_every_kind_of_step_and_two_chips() -> None:
     assert kinds == {"h2d", "dma-slices", "dma-tile", "h2d-padded-left", "gemm", "stream", "dm2dm", "stream-view",
                      "switch", "shuffle"}
     assert {steps[0].args["chips"] for steps in programs} == {1, 2}
+    fetches = {(fetch_variant(s.args), s.args["dtype"] in (i8, i16)) for steps in programs for s in steps
+               if s.kind in ("stream", "stream-view")}
+    assert {("masked", True), ("widen", True)} <= fetches  # fetch.masked-known, fetch.widen-read
 
 
 def _first_with_gemm(dtype: Any) -> int:

@@ -160,6 +160,7 @@ def explain(code: str) -> str | None:
     that fails with this code and the same kernel fixed; ``None`` for an unknown code."""
     from visa.diagnostic_codes import CODES
     from visa.snippets import SNIPPETS
+    from visa.snippets.without import WITHOUT_SNIPPET
 
     code = normalise_code(code)
     sites = [s for s in scan() if CODES.get(s.key) == code]
@@ -173,6 +174,8 @@ def explain(code: str) -> str | None:
     lines = [f"{code}  {e.cls} in {e.where}", f"  meaning: {meaning}", f"  the manual's rule: {e.rule or '—'}",
              f"  fix: {fix}"]
     snippet = SNIPPETS.get(site.key)
+    if snippet is None and site.key in WITHOUT_SNIPPET:
+        lines += ["", "  example: none. " + WITHOUT_SNIPPET[site.key]]
     if snippet is not None:
         lines += ["", "  fails:", *(f"    {ln}".rstrip() for ln in snippet.failing.strip("\n").splitlines()),
                   "", "  fixed:", *(f"    {ln}".rstrip() for ln in snippet.fixed.strip("\n").splitlines())]
@@ -182,6 +185,7 @@ def explain(code: str) -> str | None:
 def catalogue(sites: list[Site], codes: dict[str, str]) -> str:
     """The Markdown page ``docs/errors.md``: every code, its class, what it means, the manual's rule, the fix."""
     from visa.snippets import SNIPPETS
+    from visa.snippets.without import INTERNAL, WITHOUT_SNIPPET
 
     classes = _error_classes()
     by_code: dict[str, list[Site]] = {}
@@ -209,6 +213,9 @@ def catalogue(sites: list[Site], codes: dict[str, str]) -> str:
             if snippet is not None:
                 fix += f" ([example](#{code}-example))"
                 examples += _example(code, e.cls, snippet)
+            elif all(s.key in WITHOUT_SNIPPET for s in by_code[code]):
+                why = WITHOUT_SNIPPET[by_code[code][0].key]
+                fix += " (no example: an internal check)" if why.endswith(INTERNAL) else f" (no example: {why})"
             lines.append(f"| <a id=\"{code}\"></a>{code} | `{e.cls}` | `{e.where}` | {_cell(e.meaning)} | "
                          f"{_cell(e.rule) or '—'} | {fix} |")
         lines.append("")

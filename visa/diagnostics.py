@@ -138,21 +138,25 @@ def _sites_in(path: Path, source: str, is_error: set[str] | None) -> list[Site]:
     def is_error_name(name: str) -> bool:
         return name in is_error if is_error is not None else name.endswith("Error")
 
-    chosen: dict[str, list[str]] = {}
-    for node in ast.walk(tree):
-        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                and isinstance(node.value, ast.IfExp)):
-            options = [node.value.body, node.value.orelse]
-            if all(isinstance(o, ast.Name) and is_error_name(o.id) for o in options):
-                chosen[node.targets[0].id] = [o.id for o in options if isinstance(o, ast.Name)]
+    def choices(scope: ast.AST) -> dict[str, list[str]]:
+        """``cls = AError if ... else BError`` in ``scope`` (a function: a ``cls(...)`` elsewhere is not one)."""
+        chosen: dict[str, list[str]] = {}
+        for node in ast.walk(scope):
+            if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                    and isinstance(node.value, ast.IfExp)):
+                options = [node.value.body, node.value.orelse]
+                if all(isinstance(o, ast.Name) and is_error_name(o.id) for o in options):
+                    chosen[node.targets[0].id] = [o.id for o in options if isinstance(o, ast.Name)]
+        return chosen
 
     def kw(node: ast.Call, name: str) -> ast.expr | None:
         return next((k.value for k in node.keywords if k.arg == name), None)
 
-    def visit(node: ast.AST, qual: list[str], doc: str) -> None:
+    def visit(node: ast.AST, qual: list[str], doc: str, chosen: dict[str, list[str]]) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                visit(child, [*qual, child.name], ast.get_docstring(child) or doc)
+                inner = choices(child) if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else {}
+                visit(child, [*qual, child.name], ast.get_docstring(child) or doc, inner)
                 continue
             if isinstance(child, ast.Call):
                 name = _call_name(child)
@@ -175,9 +179,9 @@ def _sites_in(path: Path, source: str, is_error: set[str] | None) -> list[Site]:
                                       call_text,
                                       line.value if isinstance(line, ast.Constant) and isinstance(line.value, int)
                                       else None, doc, _shown(message), _shown(kw(child, "fix"))))
-            visit(child, qual, doc)
+            visit(child, qual, doc, chosen)
 
-    visit(tree, [], "")
+    visit(tree, [], "", {})
     return sites
 
 

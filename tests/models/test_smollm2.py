@@ -11,7 +11,9 @@ numpy on the same dequantised weights (rounded to bf16 as the device holds them)
   bound carried through them; the whole model against the reference run on the token ids alone (the same
   argmax; the distance is what bf16 roundings through 30 blocks give, printed by ``pytest -s``);
 - greedy generation equal to the reference's (the whole model: the prefill's and the decode step's next tokens;
-  ``generate`` itself on the file's first two blocks); the tokenizer's known encodings and round trips.
+  ``generate`` itself on the file's first two blocks); the tokenizer's known encodings and round trips;
+- the tensor-parallel split (visa.models.parallel) on 2 chips, on the first two blocks: the same greedy tokens,
+  each chip's partial sums and the residual after each AllReduce within their derived bounds.
 
 The whole model launches twice in the module (one probing prefill, one probing decode step, shared by the
 tests); a prefill of the simulated model is about 20 s of CPU, a decode step about 9 s.
@@ -27,9 +29,12 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from visa.kernels import bounds as kb
+from visa.kernels.gemm import Gemm
 from visa.models import ContextLengthError, GgufModel, ModelFileError, SmolLM2, Tokenizer, loader, smollm2_path
 from visa.models import bounds as mb
 from visa.models.device import q_scale
+from visa.models.parallel import chip_config, padded
 from visa.models.reference import Reference
 
 if not os.environ.get("CI"):  # CI installs the extra and the file (Makefile): there a missing one fails
@@ -212,15 +217,20 @@ def test_greedy_continuation_begins_paris(model: SmolLM2, prefill: dict[str, Any
 
 
 @pytest.fixture(scope="module")
-def short(gguf: GgufModel) -> tuple[SmolLM2, Reference]:
-    """The file's first two blocks, the final norm and the head, on the simulator and in the reference: the whole
-    ``generate`` path (prefill, decode steps appending to the cache, the report) at a fifteenth of the cost."""
+def short_ref(gguf: GgufModel) -> Reference:
+    """The reference of the file's first two blocks, the final norm and the head."""
     import dataclasses
 
     c = dataclasses.replace(gguf.config(), blocks=2)
     names = [n for n in gguf.tensors if not n.startswith("blk.") or int(n.split(".")[1]) < 2]
-    ref = Reference(c, {n: gguf.weight(n).astype(ml_dtypes.bfloat16) for n in names})
-    return SmolLM2(c, Tokenizer.from_gguf(gguf), gguf.weight, length=64), ref
+    return Reference(c, {n: gguf.weight(n).astype(ml_dtypes.bfloat16) for n in names})
+
+
+@pytest.fixture(scope="module")
+def short(gguf: GgufModel, short_ref: Reference) -> tuple[SmolLM2, Reference]:
+    """The file's first two blocks, the final norm and the head, on the simulator and in the reference: the whole
+    ``generate`` path (prefill, decode steps appending to the cache, the report) at a fifteenth of the cost."""
+    return SmolLM2(short_ref.c, Tokenizer.from_gguf(gguf), gguf.weight, length=64), short_ref
 
 
 def test_generate_equals_the_reference_greedily(short: tuple[SmolLM2, Reference]) -> None:
@@ -253,3 +263,76 @@ def test_too_long_is_refused_before_any_launch(model: SmolLM2) -> None:
     with pytest.raises(ContextLengthError, match="KV cache"):
         model.generate("word " * 10, max_new_tokens=model.length)
     assert len(model.ctx.schedule.ops) == launches
+
+
+# -- tensor parallel (visa.models.parallel) -----------------------------------------------------------------------
+def test_split_pads_what_does_not_divide() -> None:
+    """9 query heads in 3 KV groups and F = 1536 over 2 and 4 chips: the KV heads padded to 4 (each chip 4/n of
+    them with their 3 query heads each); F/n a Gemm K (≤ 512 or a multiple of 512) and a multiple of 128 — 384 on
+    4 chips as it is, 768 on 2 is neither, so F is padded to 2048 (1024 per chip); one chip: the model itself."""
+    c = _config()
+    assert padded(c, 2) == (4, 2048) and padded(c, 4) == (4, 1536)
+    two, four = chip_config(c, 2), chip_config(c, 4)
+    assert (two.heads, two.kv_heads, two.ffn) == (6, 2, 1024) and (four.heads, four.kv_heads, four.ffn) == (3, 1, 384)
+    assert chip_config(c, 1) is c
+    with pytest.raises(ContextLengthError, match="1, 2 or 4 chips"):
+        SmolLM2(c, None, lambda name: np.zeros(1, np.float32), chips=3)  # type: ignore[arg-type]
+
+
+def _config() -> Any:
+    from visa.models import LlamaConfig
+
+    return LlamaConfig(blocks=30, dim=576, ffn=1536, heads=9, kv_heads=3, head_dim=64, rope_base=1e5, eps=1e-5,
+                       vocab=49152, context=8192)
+
+
+@launches
+def test_two_chips_generate_as_one_and_within_the_bounds(gguf: GgufModel, short_ref: Reference) -> None:
+    """The first two blocks on 2 chips: ``generate`` gives the reference's (and one chip's) greedy tokens; then a
+    probing decode step — on every chip the same residual stream and the same logits' bits; each chip's partial
+    sums of the output and down projections (its heads' columns of w_o, its F/n columns of w_down, the padded
+    heads' attention and padded SwiGLU columns exactly 0) within the Gemm's bound; the residual after each
+    AllReduce within :func:`visa.models.bounds.reduced_add`; the logits within the head's bound."""
+    ref, n = short_ref, 2
+    c = ref.c
+    model = SmolLM2(c, Tokenizer.from_gguf(gguf), gguf.weight, length=64, chips=n)
+    ids: list[int] = []
+    model.generate(PROMPT, max_new_tokens=2, on_token=lambda i, s: ids.append(i))
+    assert ids == ref.generate(PROMPT_IDS, 2)
+    report = model.report()
+    assert report.chips == n and report.collective_per_token > 0
+    assert 0 < report.collective_per_token < report.cycles_per_token
+    out = model.run([ids[-1]], len(PROMPT_IDS) + 1, probe=True)
+    x = np.asarray(ref.w["token_embd.weight"][[ids[-1]]], np.float64)
+    hd, kv_chip = c.head_dim, 4 // n  # KV heads 0, 1, 2 and one of zeros, 4 // n on each chip
+    for b in range(c.blocks):
+        st = {k.split(".", 1)[1]: np.asarray(v, np.float64) for k, v in out.items() if k.startswith(f"{b}.")}
+        for key in ("x_attn", "out"):
+            assert all(np.array_equal(st[key][0], st[key][k]) for k in range(n)), (b, key)
+        w_o, w_down = ref.weight(f"blk.{b}.attn_output.weight"), ref.weight(f"blk.{b}.ffn_down.weight")
+        attn, act = st["attn"].reshape(n, 1, -1), st["act"].reshape(n, 1, -1)
+        fl = act.shape[-1]
+        for k in range(n):
+            o_k = np.zeros((c.dim, attn.shape[-1]))
+            for h in range(kv_chip):
+                g = k * kv_chip + h  # the global KV head; its query heads 3g … 3g + 2
+                cols = slice(h * c.group * hd, (h + 1) * c.group * hd)
+                if g < c.kv_heads:
+                    o_k[:, cols] = w_o[:, g * c.group * hd:(g + 1) * c.group * hd]
+                else:
+                    assert not attn[k][:, cols].any()  # a padded head attends to zeros
+            rows = np.arange(k * fl, (k + 1) * fl)
+            d_k = np.zeros((c.dim, fl))
+            d_k[:, rows < c.ffn] = w_down[:, rows[rows < c.ffn]]
+            assert not act[k][:, rows >= c.ffn].any()  # padded F: SiLU(0)·0
+            for name, inp, w in (("o", attn[k], o_k), ("down", act[k], d_k)):
+                err = np.abs(st[name][k] - inp @ w.T)
+                assert np.all(err <= kb.gemm(inp, w, Gemm.k_tiles_of(w.shape[1]))), (b, name, k)
+        for name, base, parts in (("x_attn", x, st["o"]), ("out", st["x_attn"][0], st["down"])):
+            want, bound = mb.reduced_add(base, parts)
+            assert np.all(np.abs(st[name][0] - want) <= bound), (b, name)
+        x = st["out"][0]
+    want, bound = mb.head_error(ref, x)
+    assert np.all(np.abs(out["logits"] - want) <= bound)
+    chips = out["logits.chips"]
+    assert all(np.array_equal(chips[0], chips[k]) for k in range(n))

@@ -30,11 +30,23 @@ from visa import fastpaths
 from visa.engines.broadcast import BroadcastData, TimeDigits, normal_digits, place_values
 from visa.engines.cache import cached
 from visa.engines.common import StreamData
+from visa.engines.fast_masked import MASKED, Cut, unmasked_cut
+from visa.engines.fast_masked import fill as fill_masked
+from visa.engines.fast_widen import widened_type
 from visa.engines.fetch import FetchConfig, LookupTable, _static, adapt
 from visa.engines.rows import CopiedRows
 from visa.memory import owed
-from visa.memory.images import DenseImage, load, load_nest, load_nest_values, nest_all_written, nest_span
-from visa.memory.known import known_everywhere
+from visa.memory.images import (
+    DenseImage,
+    load,
+    load_nest,
+    load_nest_values,
+    load_nest_widened,
+    nest_all_written,
+    nest_elements_written,
+    nest_span,
+)
+from visa.memory.known import is_everywhere, known_everywhere
 from visa.memory.replicas import Labels
 from visa.memory.rowpool import ROW_POOL, Loan
 from visa.memory.units import UnitSelection, enabled_units
@@ -126,11 +138,18 @@ def execute(cfg: FetchConfig, images: Sequence[DenseImage], bit_bases: Sequence[
         n_t = repeat.keep_time.size
     plain = PENDING_COPIES.on and repeat is None and cfg.table is None and cfg.cast is None and not cfg.zero_points \
         and (mask is None or cfg.mask is None)  # the values as read: slices left pending copies stay so
-    values, known, loan, copies = _read(cfg, images, bases, sel, off, valid, lv, entries, n_t, plain)
+    masking = mask if cfg.mask is not None else None
+    widen = widened_type(cfg)
+    values, known, loan, copies, cut = _read(cfg, images, bases, sel, off, valid, lv, entries, n_t, plain, masking,
+                                             widen)
     written: BoolArray | None = lv.reshape(-1)  # the rows of the pooled buffer that may hold non-zeros
-    if mask is not None and cfg.mask is not None:
+    if masking is not None:
         written = None  # (every row: the padding of rows without data too)
-    values, known = adapt(cfg, values, known, mask, tsel, n_t, table)
+    if cut is not None and cfg.mask is not None and is_everywhere(known):  # fetch.masked-known: the masking stage
+        fill_masked(values, math.prod(values.shape[:-1]), cut, np.asarray(cfg.mask.pad_value).astype(cfg.src.storage))
+        mask = None  # (done: every position is known, the masked ones hold the pad value)
+    if widen is None or values.dtype != np.dtype(widen.storage):  # (fetch.widen-read: the cast is done)
+        values, known = adapt(cfg, values, known, mask, tsel, n_t, table)
     out_shape = (len(images), cfg.cluster.size, cfg.slice.size, n_t, n_p)
     if copies is not None:  # (plain: values are the buffer read into) its rows of pending copies stay to be made
         if loan is not None:  # (values is the pooled buffer; the copies it makes write data rows only)
@@ -173,21 +192,30 @@ def _replicas(cfg: FetchConfig, images: Sequence[DenseImage], bases: IntArray, l
 
 
 def _read(cfg: FetchConfig, images: Sequence[DenseImage], bases: IntArray, sel: IntArray, off: IntArray,
-          valid: BoolArray, lv: BoolArray, entries: Sequence[Any], n_t: int, lazy: bool = False
-          ) -> tuple[npt.NDArray[Any], BoolArray, Loan | None, tuple[IntArray, IntArray] | None]:
+          valid: BoolArray, lv: BoolArray, entries: Sequence[Any], n_t: int, lazy: bool = False,
+          masking: BoolArray | None = None, widen: type[dt.Scalar] | None = None
+          ) -> tuple[npt.NDArray[Any], BoolArray, Loan | None, tuple[IntArray, IntArray] | None, Cut | None]:
     """The sequencer's output ``(Chip, Cluster, Slice, Time · Packet)`` in ``cfg.src`` and its known-mask: a
     broadcast of True (no memory, :mod:`visa.memory.known`) when every byte read was written — then in a pooled
     buffer whose rows without data are zero already (:mod:`visa.memory.rowpool`), with its loan to settle.
     With ``lazy``, slices whose bytes are pending copies of others in DM (:mod:`visa.memory.pending`) are not
-    read: the last item gives their flat rows and the rows they copy (:class:`~visa.engines.rows.CopiedRows`)."""
+    read: the fourth item gives their flat rows and the rows they copy (:class:`~visa.engines.rows.CopiedRows`).
+    With ``masking`` (the masking stage's positions), a fetch whose unmasked positions were all written is read
+    so too (``fetch.masked-known``): the last item is then the mask as a cut of the nest, for the caller to fill
+    (:mod:`visa.engines.fast_masked`); the values read at the masked positions are not the stream's.
+    With ``widen`` (a wider integer type, ``fetch.widen-read``), a fetch whose bytes were all written is read
+    into that type, sign-extended (:mod:`visa.engines.fast_widen`): the values' dtype says whether it was."""
     src, n_p = cfg.src, cfg.packet.size
     nest = _nest(cfg, bases, entries) if LOOP_NEST.on or ALL_KNOWN.on or lazy else None
     shape = (len(images), cfg.cluster.size, cfg.slice.size, n_t * n_p)
-    if ALL_KNOWN.on and _all_known(src, images, lv, nest, valid):  # every byte read written: no mask (known.py)
+    whole = ALL_KNOWN.on and _all_known(src, images, lv, nest, valid)
+    cut = None if whole or not ALL_KNOWN.on else _masked_known(src, images, lv, nest, valid, masking)
+    if whole or cut is not None:  # every byte read written (or masked): no mask read (known.py)
         # known where a slice holds data (a broadcast along the stream: one bool per slice), poison (0) elsewhere
         known = (known_everywhere(shape) if bool(lv.all())
                  else np.broadcast_to(lv.reshape(*shape[:-1], 1), shape))
-        pooled, loan = ROW_POOL.take((math.prod(shape[:-1]), shape[-1]), np.dtype(src.storage), lv.reshape(-1))
+        storage = np.dtype((src if widen is None or cut is not None else widen).storage)
+        pooled, loan = ROW_POOL.take((math.prod(shape[:-1]), shape[-1]), storage, lv.reshape(-1))
         values = pooled.reshape(shape)
         copies: list[tuple[IntArray, IntArray]] = []
         for c, img in enumerate(images):
@@ -197,13 +225,13 @@ def _read(cfg: FetchConfig, images: Sequence[DenseImage], bases: IntArray, sel: 
             rows = values[c].reshape(-1, n_t * n_p)
             if lazy and nest is not None and _read_sources(src, img, units, nest, rows, copies, c * rows.shape[0]):
                 continue
-            if units.span is None or nest is None or not load_nest_values(
-                    src, units, nest[0], nest[1], rows[units.span]):
+            read = load_nest_values if storage == np.dtype(src.storage) else load_nest_widened
+            if units.span is None or nest is None or not read(src, units, nest[0], nest[1], rows[units.span]):
                 break  # (not expected: _all_known asked of the same nest) the general path below
         else:
             pending = None if not copies else (np.concatenate([d for d, _ in copies]),
                                                np.concatenate([s_ for _, s_ in copies]))
-            return values, known, loan, pending
+            return values, known, loan, pending, cut
     # every position is written below: the slices read, and the others as poison (0, unknown)
     values = np.empty(shape, dtype=src.storage)
     known = np.empty(shape, dtype=bool)
@@ -239,7 +267,24 @@ def _read(cfg: FetchConfig, images: Sequence[DenseImage], bases: IntArray, sel: 
             continue  # read straight into the stream
         values[c][lv[c]] = v
         known[c][lv[c]] = k
-    return values, known, None, None
+    return values, known, None, None, None
+
+
+def _masked_known(src: type[dt.Scalar], images: Sequence[DenseImage], lv: BoolArray,
+                  nest: tuple[int, tuple[tuple[int, int], ...]] | None, valid: BoolArray,
+                  masking: BoolArray | None) -> Cut | None:
+    """``fetch.masked-known``: the mask as a cut of the nest (:func:`~visa.engines.fast_masked.unmasked_cut`)
+    when every position it leaves is valid and every element of the nest so cut was written in every slice that
+    holds data (:func:`~visa.memory.images.nest_elements_written`); else None."""
+    if masking is None or nest is None or not MASKED.on or not bool((valid | masking).all()):
+        return None
+    cut = unmasked_cut(nest[1], masking)
+    if cut is None:
+        return None
+    base = nest[0] + cut.shift * src.image_bits
+    ok = all(nest_elements_written(src, enabled_units(img, lv[c]), base, cut.loops)
+             for c, img in enumerate(images) if lv[c].any())
+    return cut if ok else None
 
 
 def _read_sources(src: type[dt.Scalar], img: DenseImage, units: UnitSelection,

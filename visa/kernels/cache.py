@@ -49,18 +49,19 @@ class Embedding:
     ``Embedding(ax, "V", "D", rows="T")``: ids over the axis ``T`` (or a single index, ``m["1"]``) pick rows of
     ``w_emb`` ``m["V, D"]``; :meth:`__call__` puts ``x_0[T, D]`` into DM one token per slice — the layout
     :class:`~visa.kernels.Rows` ``(ax, "T", "D")`` reads — and :meth:`to_hbm` into HBM as ``m["T, D"]``.
-    ``cols`` may name several axes (``"Dr, Dk"``: a RoPE table's rows are matrices).
+    ``cols`` may name several axes (``"Dr, Dk"``: a RoPE table's rows are matrices).  ``chip``: the Chip level of
+    the table and the ids (``"C"``: every chip gathers from its own copy, as :class:`~visa.kernels.Gemm`'s).
     """
 
-    def __init__(self, ax: AxisSet, vocab: str = "V", cols: str = "D", rows: str = "T") -> None:
-        self.ax, self.vocab, self.cols, self.rows = ax, vocab, cols, rows
+    def __init__(self, ax: AxisSet, vocab: str = "V", cols: str = "D", rows: str = "T", *, chip: str = "1") -> None:
+        self.ax, self.vocab, self.cols, self.rows, self.chip = ax, vocab, cols, rows, chip
         self.row_elements = 1
         for a in cols.split(","):
             self.row_elements *= ax.size(a.strip())
 
     def __call__(self, ctx: Context, arena: Arena, table: HbmIn, ids: Any) -> Dm:
         """``table[ids[t]]`` → DM, row t on slice t (``Rows(ax, rows, cols)``'s layout; one column axis)."""
-        rows = Rows(self.ax, self.rows, self.cols)
+        rows = Rows(self.ax, self.rows, self.cols, chip=self.chip)
         addr = arena.take_dm(self.row_elements * table.dtype.size_bits // 8)
         out: Dm = _view(table).gather(self.ax.m[self.vocab], ids).to_dm(rows.cluster, rows.slice, rows.element,
                                                                        ctx.tdma, addr)
@@ -72,7 +73,7 @@ class Embedding:
         n = 1 if self.rows not in self.ax else self.ax.size(self.rows)
         addr = arena.take_hbm(n * self.row_elements * table.dtype.size_bits // 8)
         text = f"{self.rows}, {self.cols}" if self.rows in self.ax else self.cols
-        out: Hbm = _view(table).gather(m[self.vocab], ids).to_hbm(m["1"], m[text], ctx.tdma, addr)
+        out: Hbm = _view(table).gather(m[self.vocab], ids).to_hbm(m[self.chip], m[text], ctx.tdma, addr)
         return out
 
 

@@ -459,17 +459,20 @@ class DenseImage:
         return True
 
     def _read_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any],
-                  known: BoolArray | None) -> bool:
+                  known: BoolArray | None, signed: bool = False) -> bool:
         """Copy the words a byte loop nest visits from ``byte_base`` into ``words``, and whether all their bytes
         were written into ``known`` (C-contiguous, ``leading × sizes`` elements; None: the caller knows they all
         were, :meth:`_nest_written`); False if the image cannot be seen as words.  The caller keeps the nest
-        inside the image (:func:`load_nest`).  Where every page the nest reaches was written, no mask is read."""
+        inside the image (:func:`load_nest`).  Where every page the nest reaches was written, no mask is read.
+        ``signed`` reads the words as signed integers (a wider ``words`` receives them sign-extended)."""
         lo, hi = _nest_bounds(nest)
         r_lo, r_hi = byte_base + lo, byte_base + hi + nb
         owner = self._sources(np.arange(self._pages.state.shape[0], dtype=np.int64), r_lo, r_hi)
         wv = word_view(self._bytes if owner is not None else self._raw(r_lo, r_hi), nb)
         if wv is None:
             return False
+        if signed:
+            wv = wv.view(np.dtype(f"i{nb}"))
         src = _nest_view(wv, byte_base, nest)
         if owner is not None:  # pending copies read from their sources
             src = src.reshape(owner.size, *src.shape[len(self.lead_shape):])[owner].reshape(src.shape)
@@ -482,6 +485,12 @@ class DenseImage:
         """Were bytes ``[lo, hi)`` of every unit this image reads written (:meth:`all_written`; a selection of
         units asks of its own)?"""
         return self.all_written(lo, hi)
+
+    def _nest_words_written(self, nb: int, byte_base: int, nest: Nest) -> bool:
+        """Were all bytes of every ``nb``-byte word a byte loop nest visits written, in every unit: the nest's own
+        bytes, not its hull (:func:`nest_elements_written`)?"""
+        return _nest_words_written(self._pages, slice(None), self._written, nb, byte_base, nest,
+                                   lambda kv, loops: _nest_view(kv, byte_base, loops))
 
     def _write_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any], known: BoolArray) -> bool:
         """Write ``words`` where ``known`` and poison (unwritten zeros) elsewhere at the positions of a byte loop
@@ -999,6 +1008,42 @@ def nest_all_written(dtype: type[dt.Scalar], image: Image, bit_base: int, loops:
     return all(image._nest_written(base + lo, base + hi) for lo, hi in _hulls(nest, nb))
 
 
+def nest_elements_written(dtype: type[dt.Scalar], image: Image, bit_base: int,
+                          loops: Sequence[tuple[int, int]]) -> bool:
+    """Was every byte of every element a loop nest (:func:`load_nest`) visits written, in every unit of
+    ``image``: the elements' own bytes, where :func:`nest_all_written` asks of the nest's hull (a padded lane
+    left unwritten between the elements read fails that; issue 24, ``fetch.masked-known``).  Exact where the
+    pages the nest reaches are all written (no mask read) or all keep a mask (the mask read over the nest, as
+    words); False — not known to be — otherwise, and when the nest cannot run on words."""
+    got = _byte_nest(dtype, image, bit_base, loops)
+    if got is None:
+        return False
+    nb, base, nest = got
+    assert isinstance(image, DenseImage)
+    return image._nest_words_written(nb, base, nest)
+
+
+def _nest_words_written(pm: PageMask, us: Units, written: BoolArray, nb: int, byte_base: int, nest: Nest,
+                        view: Callable[[npt.NDArray[Any], Nest], npt.NDArray[Any]]) -> bool:
+    """:meth:`DenseImage._nest_words_written` over the units ``us`` of a page mask whose byte mask is ``written``
+    (the image's shape): ``view(word view of written, nest)`` is the nest's view over those units."""
+    lo, hi = _nest_bounds(nest)
+    p0, p1 = (byte_base + lo) // pm.page, -(-(byte_base + hi + nb) // pm.page)
+    st = pm.state[us, p0:p1]
+    if bool((st == ALL).all()):
+        return True
+    if not bool((st == MIXED).all()):  # (the mask is authoritative in MIXED pages only, pages.py)
+        return False
+    # each word's bytes as a run of the byte nest, read as the widest words that run allows (fast_nest.widen)
+    wide = fast_nest.widen(1, (*nest, (nb, 1))) if nb > 1 else None
+    word, loops = wide if wide is not None else (nb, nest)
+    kv = word_view(written, word)
+    if kv is None:
+        return False
+    words = view(kv, loops)
+    return words.size == 0 or int(words.min()) == _ALL_WRITTEN[word]
+
+
 def _hulls(nest: Nest, nb: int, pieces: int = 16) -> list[tuple[int, int]]:
     """Byte ranges ``[lo, hi)`` (relative to the base) that together cover every ``nb``-byte word a byte nest
     visits: its hull, or, when the loop of the largest stride steps past everything the other loops span (an
@@ -1033,6 +1078,26 @@ def load_nest_values(dtype: type[dt.Scalar], image: Image, bit_base: int, loops:
         return False
     _from_words(dtype, values.view(_WORD[nb]))  # the range check of i5 and i9 images
     return True
+
+
+def load_nest_widened(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: Sequence[tuple[int, int]],
+                      values: npt.NDArray[Any]) -> bool:
+    """:func:`load_nest_values` converting on the way (issue 24, ``fetch.widen-read``): ``values`` (C-contiguous,
+    a signed integer storage wider than ``dtype``'s) receives the elements sign-extended — every value of an
+    integer type that fills its storage (i8, i16, i32) is a value of the wider type, so this is the widening
+    cast (L1960–2021) of the elements read, with no copy in ``dtype``'s storage between.  For a nest
+    :func:`nest_all_written` says is all written; False (nothing read) when it cannot run so: another type, the
+    nest not on words."""
+    storage = np.dtype(dtype.storage)
+    if (dtype.kind != "int" or storage.kind != "i" or dtype.image_bits != 8 * storage.itemsize
+            or values.dtype.kind != "i" or values.itemsize <= storage.itemsize or not values.flags.c_contiguous):
+        return False
+    got = _byte_nest(dtype, image, bit_base, loops)
+    if got is None:
+        return False
+    nb, base, nest = got
+    assert isinstance(image, DenseImage)
+    return bool(image._read_nest(nb, base, nest, values, None, signed=True))
 
 
 def store_nest(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: Sequence[tuple[int, int]],

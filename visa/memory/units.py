@@ -38,6 +38,7 @@ from visa.memory.images import (
     _nest_bounds,
     _nest_known,
     _nest_view,
+    _nest_words_written,
     _put_known,
     unwrite,
     word_view,
@@ -196,13 +197,15 @@ class UnitSelection(DenseImage):
         return _nest_view(self._rows(words), byte_base, nest)
 
     def _read_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any],
-                  known: BoolArray | None) -> bool:
+                  known: BoolArray | None, signed: bool = False) -> bool:
         lo, hi = _nest_bounds(nest)
         r_lo, r_hi = byte_base + lo, byte_base + hi + nb
         owner = self.base._sources(self.units, r_lo, r_hi)  # (not None: no other pending copy reaches the bytes)
         wv = word_view(self.base._bytes if owner is not None else self.base._raw(r_lo, r_hi), nb)
         if wv is None:
             return False
+        if signed:  # the words as signed integers: a wider ``words`` receives them sign-extended
+            wv = wv.view(np.dtype(f"i{nb}"))
         sizes = tuple(n for n, _ in nest)
         if owner is not None:  # pending copies read from their sources (DenseImage._sources)
             _gather_rows(_nest_view(self._rows(wv), byte_base, nest), owner, words.reshape(self.count, *sizes))
@@ -216,6 +219,13 @@ class UnitSelection(DenseImage):
         _nest_known(self._pm(), self.units, self.base._pages.mask, nb, byte_base, nest,
                     known.reshape(self.count, *sizes))
         return True
+
+    def _nest_words_written(self, nb: int, byte_base: int, nest: Nest) -> bool:
+        def view(kv: npt.NDArray[Any], loops: Nest) -> npt.NDArray[Any]:
+            words = self._nest(kv, byte_base, loops)  # (the box's view, or every unit's: the selected picked)
+            return words if self.box is not None else words[self.units]
+
+        return _nest_words_written(self._pm(), self.units, self.base._written, nb, byte_base, nest, view)
 
     def _nest_written(self, lo: int, hi: int) -> bool:
         """Were bytes ``[lo, hi)`` of every selected unit written?  Reads no mask where the pages are all written."""

@@ -30,7 +30,7 @@ from visa.kernels import bounds as kb
 from visa.kernels.gemm import Gemm
 from visa.models.reference import Reference, rope_angles
 
-__all__ = ["block_stages", "gemm_error", "head_error", "rms_norm_error", "rope_bound"]
+__all__ = ["block_stages", "gemm_error", "head_error", "reduced_add", "rms_norm_error", "rope_bound"]
 
 F64 = npt.NDArray[np.float64]
 B, U = kb.B, kb.U
@@ -152,3 +152,13 @@ def head_error(ref: Reference, x: F64) -> tuple[F64, F64]:
     h = ref.norm(x, g)
     e_h = rms_norm_error(x, np.zeros_like(x), g, ref.c.eps)
     return ref.head(h), gemm_error(h, e_h, ref.weight("token_embd.weight"))
+
+
+def reduced_add(x: F64, partials: F64) -> tuple[F64, F64]:
+    """``(want, bound)`` of the tensor-parallel residual ``x + AllReduce(partials)`` (:mod:`visa.models.parallel`):
+    ``partials`` ``[n, …]`` the chips' partial sums as the device holds them (bf16), summed by the butterfly (log2 n
+    f32 adds, one bf16 rounding: :func:`visa.kernels.bounds.all_reduce`), then :meth:`~visa.kernels.Rows.add`
+    rounds ``x`` plus the reduced sum once more (its bound taken at the sum's largest value)."""
+    total, reduced = kb.all_reduce(partials, partials.shape[0].bit_length() - 1)
+    want = x + total
+    return want, reduced + kb.add(np.abs(want) + reduced)

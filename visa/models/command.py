@@ -1,10 +1,12 @@
 """``visa generate "prompt" --max-tokens N [--chips N]``: SmolLM2-135M-Instruct on the simulator, the tokens
-streamed as they come (design API.md §8).
+streamed as they come (design API.md §8); ``--chips 2`` or ``4``: the tensor-parallel split
+(:mod:`visa.models.parallel`).
 
 Standard output gets the prompt and the continuation as it grows, then the summary: the simulated cycles of a
 decode step (per token), the tokens per second that makes at the profile's clock, the decode step's roofline
-utilisation (its memory bound — every weight and the KV cache read once from HBM — over its cycles), the prefill's
-cycles, and the wall time of loading, prefill and decode.  On a terminal a progress line on standard error says
+utilisation (its memory bound — every weight and the KV cache read once from HBM, on several chips one chip's
+share from its own HBM — over its cycles), the prefill's cycles, on several chips the cycles of the AllReduces, and
+the wall time of loading, prefill and decode.  On a terminal a progress line on standard error says
 what is running (loading, prefill, decode step i of N) and for how long; in a log there is none.
 """
 
@@ -83,6 +85,11 @@ def generate(args: argparse.Namespace) -> int:
                   f"{report.clock_hz / 1e9:g} GHz; roofline utilisation {report.utilisation:.1%} (memory bound "
                   f"{report.decode_bound_cycles:,.0f} cycles: {report.weight_bytes / 1e6:.0f} MB of bf16 weights "
                   f"and the KV cache from HBM{' per chip' if args.chips > 1 else ''})", markup=False)
+    if args.chips > 1 and decode:
+        out.print(f"  {args.chips} chips, tensor-parallel (one launch over m[\"C\"]: each chip runs the cycles above "
+                  f"on its shard): the AllReduces take {report.collective_per_token:,.0f} cycles of a decode step "
+                  f"({report.collective_per_token / report.cycles_per_token:.1%}) and "
+                  f"{sum(s.collective for s in prefill):,} of the prefill", markup=False)
     pre_wall = sum(s.wall for s in prefill)
     dec_wall = sum(s.wall for s in decode)
     out.print(f"  wall: {end - start:.1f} s (load {loaded - start:.1f} s, prefill {pre_wall:.1f} s, decode "

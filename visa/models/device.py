@@ -29,25 +29,34 @@ values: the masked blocks add exact zeros, so each row is its own head's attenti
 no copy) against its keys, with the causal log ``s ≤ p0 + t`` (L8090–8100).  The caches are ``m["H, S, Dk"]``
 (K) and ``m["Dv, H, S"]`` (V transposed: the layout the second GEMM reads); positions after the last written
 hold zeros from the host or stale rows of a padded prefill, and are masked.
+
+**On several chips** (``Step(chips=n)``, ``Weights(chips=n)``; :mod:`visa.models.parallel`) the same body runs
+in one ``@device(chip=n)`` launch with every kernel built with ``chip="C"``: ``c`` is then one chip's part (its
+query and KV heads, its F/n), every chip holds its shard of each block and a copy of the rest, and the partial
+sums of the output and down projections go through an :func:`~visa.kernels.all_reduce` before each residual add
+(:meth:`Step.reduce`).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 import numpy.typing as npt
 
 from visa import dtypes as dt
 from visa.context import Context, device
 from visa.errors import HardwareLimitError
-from visa.kernels import Arena, Attention, Embedding, Gemm, Rows
+from visa.kernels import Arena, Attention, Embedding, Gemm, Rows, all_reduce
 from visa.kernels.cache import rope_matrix
 from visa.kernels.rows import MASKED_ID
 from visa.mapping import AxisSet
 from visa.models.loader import LlamaConfig
+from visa.models.parallel import block_shards, chip_config
 from visa.tensors.handles import HbmTensor, HostTensor
 
 __all__ = ["STAGES", "Step", "Weights", "decode_table", "prefill_table", "rope_tables", "PREFILL_CHUNKS"]
@@ -106,64 +115,94 @@ def q_scale(c: LlamaConfig) -> float:
 
 class Weights:
     """The model's tensors in HBM (bf16), the KV caches and the host-built tables, placed by a bump allocator
-    below the kernels' arena (which starts at 1 GiB of a chip's HBM)."""
+    below the kernels' arena (which starts at 1 GiB of a chip's HBM).  On ``chips`` > 1 every tensor is laid out
+    over ``m["C"]``: each chip holds its shard (:mod:`visa.models.parallel`) or its copy at the same address;
+    :attr:`c` is then one chip's part of the model and :attr:`weight_bytes` one chip's weights."""
 
-    def __init__(self, ctx: Context, c: LlamaConfig, length: int) -> None:
-        self.ctx, self.c, self.length = ctx, c, length
+    def __init__(self, ctx: Context, c: LlamaConfig, length: int, chips: int = 1) -> None:
+        self.ctx, self.full, self.length, self.n = ctx, c, length, chips
+        self.c = c = chip_config(c, chips)
         self.ax = AxisSet(V=c.vocab, D=c.dim, QKV=(c.heads + 2 * c.kv_heads) * c.head_dim, HO=c.heads * c.head_dim,
                           F2=2 * c.ffn, F=c.ffn, H=c.kv_heads, S=length, Dk=c.head_dim, Dv=c.head_dim,
                           Dr=c.head_dim, P=length, Hq=c.heads, HS=c.kv_heads * length, PG=length * c.group,
-                          Q12=c.heads + c.kv_heads, QK=(c.heads + c.kv_heads) * c.head_dim)
+                          Q12=c.heads + c.kv_heads, QK=(c.heads + c.kv_heads) * c.head_dim,
+                          **({"C": chips} if chips > 1 else {}))
+        self.chip = self.ax.m["C" if chips > 1 else "1"]
         self.q_scale = q_scale(c)
         self.next = 0
         self.weight_bytes = 0
         self.blocks: list[dict[str, Hbm]] = []
         self.caches: list[tuple[Hbm, Hbm]] = []
 
-    def put(self, array: npt.ArrayLike, text: str, dtype: Any = dt.bf16, *, weight: bool = False) -> Hbm:
-        """Write ``array`` (its numpy axes in the order of ``text``) to HBM laid out ``m[text]``; ``weight``: count
-        its bytes in :attr:`weight_bytes` (the model's own weights, not caches or tables)."""
-        m = self.ax.m
-        names = [a.strip() for a in text.split(",")]
+    def put(self, array: npt.ArrayLike, text: str, dtype: Any = dt.bf16, *, shards: bool = False) -> Hbm:
+        """Write ``array`` (its numpy axes in the order of ``text``) to HBM laid out ``m[text]`` (a cache or a
+        table; the weights go by :meth:`put_weights`): on every chip, or chip c's ``array[c]`` (``shards``)."""
+        m, n = self.ax.m, self.n
+        names = [a.strip() for a in text.split(",") if self.ax.size(a.strip()) > 1]  # (an axis of 1 is no axis)
         arr = np.asarray(array, np.float32 if dtype is dt.bf16 else None)
-        host = HostTensor.from_numpy(arr.reshape([self.ax.size(n) for n in names]), dtype, m[text],
-                                     axes=" ".join(names))
+        shape = [self.ax.size(a) for a in names]
+        if n > 1:
+            arr = arr.reshape([n, *shape]) if shards else np.broadcast_to(arr.reshape(shape), (n, *shape))
+            host = HostTensor.from_numpy(arr, dtype, m[f"C, {text}"], axes=" ".join(["C", *names]))
+        else:
+            host = HostTensor.from_numpy(arr.reshape(shape), dtype, m[text], axes=" ".join(names))
+        addr = self._take(int(np.prod(shape)) * dtype.size_bits // 8, text)
+        host.to_hbm(self.chip, m[text], self.ctx.pdma, addr)  # a host DMA; the handle it returns is dropped
+        # the handle the kernels use is unregistered (L821): the model's fixed tensors sit below the arena, apart
+        # from every temporary, so the live-tensor registry need not scan them at every write
+        out: Hbm = HbmTensor.from_addr(self.ctx, dtype, self.chip, m[text], addr)
+        return out
+
+    def put_weights(self, parts: Sequence[tuple[npt.ArrayLike, str]]) -> list[Hbm]:
+        """Write the bf16 weights ``parts`` (each an array ``[chips, …]``, chip c's shard, its axes after the first
+        in the order of its text, laid out ``m[text]``) to consecutive 4 KiB-aligned HBM ranges by one host DMA of
+        their bit patterns (as i16: the bytes are the same), and count one chip's in :attr:`weight_bytes`.
+
+        One DMA of one buffer, not one per weight: HBM shares the buffer (copy on write) and keeps one
+        written-state over it, all written, so the host holds each weight's bytes once (issue 25's peak memory);
+        the values are those :meth:`put` writes (each float rounded to the nearest bf16, ties to even)."""
+        n = self.n
+        bits = [np.asarray(a, np.float32).astype(ml_dtypes.bfloat16).view(np.int16).reshape(n, -1) for a, _ in parts]
+        spans = [-(-b.shape[1] // 2048) * 2048 for b in bits]  # i16 elements of each part, 4 KiB-aligned
+        buffer = np.zeros((n, sum(spans)), np.int16)
+        addr, at, out = self._take(2 * buffer.shape[1], "weights"), 0, []
+        for b, span, (_, text) in zip(bits, spans, parts, strict=True):
+            buffer[:, at:at + b.shape[1]] = b
+            out.append(HbmTensor.from_addr(self.ctx, dt.bf16, self.chip, self.ax.m[text], addr + 2 * at))
+            self.weight_bytes += 2 * b.shape[1]
+            at += span
+        del bits
+        flat = AxisSet(W=buffer.shape[1], **({"C": n} if n > 1 else {})).m
+        host: HostTensor[Any, Any] = HostTensor(dt.i16, flat["C, W" if n > 1 else "W"], buffer.reshape(-1),
+                                                np.broadcast_to(np.True_, (buffer.size,)), owned=True)
+        host.to_hbm(flat["C" if n > 1 else "1"], flat["W"], self.ctx.pdma, addr)
+        return out
+
+    def _take(self, nbytes: int, text: str) -> int:
+        """The next 4 KiB-aligned HBM address for ``nbytes`` below the kernels' arena."""
         addr = self.next
-        self.next = -(-(addr + arr.size * dtype.size_bits // 8) // 4096) * 4096
+        self.next = -(-(addr + nbytes) // 4096) * 4096
         if self.next > 1 << 30:
             raise HardwareLimitError("the model's weights, caches and tables exceed the 1 GiB of HBM below the "
                                      "kernels' arena", call="visa.models.Weights", level="HBM", mapping=text,
                                      axis="-", fix="use a shorter KV cache (length=)")
-        host.to_hbm(m["1"], m[text], self.ctx.pdma, addr)  # a host DMA; the handle it returns is dropped
-        # the handle the kernels use is unregistered (L821): the model's fixed tensors sit below the arena, apart
-        # from every temporary, so the live-tensor registry need not scan them at every write
-        out: Hbm = HbmTensor.from_addr(self.ctx, dtype, m["1"], m[text], addr)
-        if weight:
-            self.weight_bytes += arr.size * dtype.size_bits // 8
-        return out
+        return addr
 
     def add_block(self, w: dict[str, npt.NDArray[np.float32]]) -> None:
         """Upload one block's weights (GGUF names without the ``blk.i.`` prefix), stacked as the kernels read
-        them, and its zeroed KV caches."""
-        self.blocks.append({
-            "g_attn": self.put(w["attn_norm.weight"], "D", weight=True),
-            "w_qkv": self.put(np.concatenate([w["attn_q.weight"] * self.q_scale, w["attn_k.weight"],
-                                              w["attn_v.weight"]]),
-                              "QKV, D", weight=True),
-            "w_o": self.put(w["attn_output.weight"], "D, HO", weight=True),
-            "g_ffn": self.put(w["ffn_norm.weight"], "D", weight=True),
-            "w_gu": self.put(np.concatenate([w["ffn_gate.weight"], w["ffn_up.weight"]]), "F2, D", weight=True),
-            "w_down": self.put(w["ffn_down.weight"], "D, F", weight=True),
-        })
+        them (each chip its shard: :func:`~visa.models.parallel.block_shards`), and its zeroed KV caches."""
+        names = ("g_attn", "w_qkv", "w_o", "g_ffn", "w_gu", "w_down")
+        parts = block_shards(w, self.full, self.n, self.q_scale)
+        self.blocks.append(dict(zip(names, self.put_weights(parts), strict=True)))
         c, s = self.c, self.length
         self.caches.append((self.put(np.zeros((c.kv_heads, s, c.head_dim)), "H, S, Dk"),
                             self.put(np.zeros((c.head_dim, c.kv_heads, s)), "Dv, H, S")))
 
     def add_globals(self, emb: npt.NDArray[np.float32], g_out: npt.NDArray[np.float32]) -> None:
-        """The embedding (also the LM head), the final norm's gain, the RoPE and mask tables."""
-        c, s = self.c, self.length
-        self.emb = self.put(emb, "V, D", weight=True)
-        self.g_out = self.put(g_out, "D", weight=True)
+        """The embedding (also the LM head), the final norm's gain, the RoPE and mask tables (on every chip)."""
+        c, s, n = self.c, self.length, self.n
+        self.emb, self.g_out = self.put_weights([(np.broadcast_to(emb, (n, *emb.shape)), "V, D"),
+                                                 (np.broadcast_to(g_out, (n, *g_out.shape)), "D")])
         rot, cos, sin, swap = rope_tables(c, s)
         heads = c.heads + c.kv_heads
         self.rot = self.put(rot, "P, Dr, Dk")
@@ -175,20 +214,21 @@ class Weights:
 
     def reserve(self, nbytes: int) -> int:
         """An HBM address for ``nbytes`` the host rewrites at every launch (token ids, positions)."""
-        addr = self.next
-        self.next = -(-(addr + nbytes) // 4096) * 4096
-        return addr
+        return self._take(nbytes, "ids")
 
 
 @dataclass
 class Step:
     """The kernels of a launch of ``t`` tokens (``t = 1``: a decode step; else a prefill chunk) against a cache of
-    ``length`` positions."""
+    ``length`` positions, on ``chips`` chips (``c`` one chip's part of the model: :mod:`visa.models.parallel`)."""
 
     c: LlamaConfig
     t: int
     length: int
+    chips: int = 1
     arena: Arena = field(default_factory=Arena)
+    #: Cycles of the AllReduces (their shuffle DMAs and adds) of the last launch (0 on one chip).
+    collective: int = 0
 
     def __post_init__(self) -> None:
         c, t, s = self.c, self.t, self.length
@@ -196,30 +236,32 @@ class Step:
         self.ax = ax = AxisSet(T=t, V=c.vocab, D=c.dim, QKV=(q12 + c.kv_heads) * c.head_dim, QK=q12 * c.head_dim,
                                Q12=q12, Hq=c.heads, H=c.kv_heads, Dk=c.head_dim, Dr=c.head_dim, Dv=c.head_dim,
                                HO=c.heads * c.head_dim, S=s, HS=c.kv_heads * s, P=s, PG=s * c.group,
-                               F=c.ffn, F2=2 * c.ffn, Fh=c.ffn // 128, Fw=128, M3=c.group * t, R12=q12 * t)
+                               F=c.ffn, F2=2 * c.ffn, Fh=c.ffn // 128, Fw=128, M3=c.group * t, R12=q12 * t,
+                               **({"C": self.chips} if self.chips > 1 else {}))
         self.m = ax.m
+        chip = "C" if self.chips > 1 else "1"
         self.scale = 1.0 / math.sqrt(c.head_dim) / q_scale(c)  # what the softmax still scales by (1 when folded)
-        self.rows_d = Rows(ax, "T", "D")
-        self.qkv = Gemm(ax, "T", "QKV", "D")
-        self.o_proj = Gemm(ax, "T", "D", "HO")
-        self.gate_up = Gemm(ax, "T", "F2", "D")
-        self.down = Gemm(ax, "T", "D", "F")
-        self.lm_head = Gemm(ax, "T", "V", "D")
-        self.embed = Embedding(ax, "V", "D", rows="T")
+        self.rows_d = Rows(ax, "T", "D", chip=chip)
+        self.qkv = Gemm(ax, "T", "QKV", "D", chip=chip)
+        self.o_proj = Gemm(ax, "T", "D", "HO", chip=chip)
+        self.gate_up = Gemm(ax, "T", "F2", "D", chip=chip)
+        self.down = Gemm(ax, "T", "D", "F", chip=chip)
+        self.lm_head = Gemm(ax, "T", "V", "D", chip=chip)
+        self.embed = Embedding(ax, "V", "D", rows="T", chip=chip)
         if t == 1:
-            self.rows_f = Rows(ax, "Fh", "Fw")  # SwiGLU of [F] as rows of 128 (the VRF holds the log meanwhile)
-            self.rope = Gemm(ax, "Q12", "Dr", "Dk")
-            self.rope_row = Embedding(ax, "P", "Dr, Dk", rows="1")
-            self.mask_row = Embedding(ax, "P", "Hq, HS", rows="1")
-            self.mask_rows = Rows(ax, "Hq", "HS")
-            self.attention = Attention(ax, q="Hq", s="HS", dk="Dk", dv="Dv", scale=self.scale)
+            self.rows_f = Rows(ax, "Fh", "Fw", chip=chip)  # SwiGLU of [F] as rows of 128 (the VRF holds the log)
+            self.rope = Gemm(ax, "Q12", "Dr", "Dk", chip=chip)
+            self.rope_row = Embedding(ax, "P", "Dr, Dk", rows="1", chip=chip)
+            self.mask_row = Embedding(ax, "P", "Hq, HS", rows="1", chip=chip)
+            self.mask_rows = Rows(ax, "Hq", "HS", chip=chip)
+            self.attention = Attention(ax, q="Hq", s="HS", dk="Dk", dv="Dv", scale=self.scale, chip=chip)
         else:
-            self.rows_f = Rows(ax, "T", "F")
-            self.rows_qk = Rows(ax, "T", "QK")
-            self.swap = Gemm(ax, "R12", "Dr", "Dk")
-            self.table_rows = Embedding(ax, "P", "QK", rows="T")
-            self.mask_rows = Rows(ax, "M3", "S")
-            self.attention = Attention(ax, q="M3", s="S", dk="Dk", dv="Dv", scale=self.scale)
+            self.rows_f = Rows(ax, "T", "F", chip=chip)
+            self.rows_qk = Rows(ax, "T", "QK", chip=chip)
+            self.swap = Gemm(ax, "R12", "Dr", "Dk", chip=chip)
+            self.table_rows = Embedding(ax, "P", "QK", rows="T", chip=chip)
+            self.mask_rows = Rows(ax, "M3", "S", chip=chip)
+            self.attention = Attention(ax, q="M3", s="S", dk="Dk", dv="Dv", scale=self.scale, chip=chip)
 
     # ---------------------------------------------------------------------------------------------------------
     def body(self, ctx: Context, w: Weights, position: int, ids: Hbm, pos: Hbm, probe: bool) -> dict[str, Any]:
@@ -227,6 +269,7 @@ class Step:
         returns the logits ``m["T, V"]``, the final normalised state ``h`` and, probing, each block's output."""
         m, rd, arena = self.m, self.rows_d, self.arena
         out: dict[str, Any] = {}
+        self.collective = 0
         with arena.scratch() as arena:
             x = self.embed(ctx, arena, w.emb, ids)  # x_0 = gather(input, w_emb), row t on slice t (L8241)
             # the residual stream alternates between x's address and one more
@@ -278,8 +321,8 @@ class Step:
         v_dst = v_cache.view().tile(m["S"], t, m[f"Dv, H, S = {t} # {s}"], position)
         v_src.relabel(m[f"S = {t}, H # {qkv_cols // c.head_dim}, Dv"]).to_hbm_view(v_dst, ctx.tdma)
         attn = self.attend(ctx, arena, rot, k_cache, v_cache, log)  # [T, Hq, Dv] as [T, HO]
-        o = self.o_proj(ctx, arena, attn, blk["w_o"])
-        x_attn = rd.add(ctx, arena, x, rd.load(ctx, arena, o))
+        o = self.o_proj(ctx, arena, attn, blk["w_o"])  # on several chips each chip's partial sum
+        x_attn = rd.add(ctx, arena, x, self.reduce(ctx, arena, rd.load(ctx, arena, o)))
         n2 = self.norm(ctx, arena, x_attn, blk["g_ffn"])
         gu = self.gate_up(ctx, arena, n2, blk["w_gu"])  # [T, gate | up]
         rf = self.rows_f
@@ -295,7 +338,18 @@ class Step:
         if stages is not None:
             stages.update(n=n, qkv=qkv, rot=rot, attn=attn, o=o, x_attn=rd.store(ctx, arena, x_attn), n2=n2, gu=gu,
                           act=act, down=down)
-        return rd.add(ctx, arena, x_attn, rd.load(ctx, arena, down), address=out_address)
+        return rd.add(ctx, arena, x_attn, self.reduce(ctx, arena, rd.load(ctx, arena, down)), address=out_address)
+
+    def reduce(self, ctx: Context, arena: Arena, rows: Any) -> Any:
+        """The sum over the chips of every chip's partial ``[T, D]`` rows (an :func:`~visa.kernels.all_reduce`,
+        butterfly: the same bits on every chip; on one chip the rows themselves); its cycles join
+        :attr:`collective`."""
+        if self.chips == 1:
+            return rows
+        first = len(ctx.schedule.ops)
+        out = all_reduce(ctx, self.ax, arena, rows)
+        self.collective += sum(op.cycles for op in ctx.schedule.ops[first:])
+        return out
 
     def norm(self, ctx: Context, arena: Arena, x: Any, gain: Hbm) -> Hbm:
         """RMSNorm of the DM rows ``x`` with the HBM ``gain``, into HBM (its DM and VRF temporaries freed)."""
@@ -333,8 +387,8 @@ class Step:
                                     v_cache.view().relabel(m["Dv, HS"]), log=log)
             return a.view().relabel(m["T, HO"]).as_tensor()  # type: ignore[no-any-return]
         g = c.group
-        attn = HbmTensor(ctx, dt.bf16, m["1"], m["T, Hq, Dv"], arena.take_hbm(2 * t * c.heads * c.head_dim),
-                         call="visa.models.attention")
+        attn = HbmTensor(ctx, dt.bf16, m["C" if self.chips > 1 else "1"], m["T, Hq, Dv"],
+                         arena.take_hbm(2 * t * c.heads * c.head_dim), call="visa.models.attention")
         for h in range(c.kv_heads):
             q = rot.view().tile(m["Q12"], g, m[f"T, Q12 = {g} # {q12}, Dk"], h * g).relabel(
                 m[f"M3 / {g}, M3 % {g} # {q12}, Dk"])  # rows (t, g) of KV head h's query heads
@@ -348,10 +402,10 @@ class Step:
 
 def launch_kernel(step: Step, ctx: Context, w: Weights, position: int, ids: Hbm, pos: Hbm,
                   probe: bool) -> dict[str, Any]:
-    """Launch :meth:`Step.body` as a one-chip ``@device`` kernel."""
+    """Launch :meth:`Step.body` as a ``@device`` kernel on the step's chips."""
     from visa.context import launch
 
-    @device(chip=1)
+    @device(chip=step.chips)
     def llama_step(ctx: Context, ids: Hbm, pos: Hbm) -> dict[str, Any]:
         return step.body(ctx, w, position, ids, pos, probe)
 

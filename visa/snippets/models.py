@@ -35,6 +35,9 @@ MODELS: dict[str, Snippet] = {
     "smollm2.SmolLM2.__init__ ContextLengthError: a kv cache of": module(
         _TINY, "model = SmolLM2(config, tokenizer, weight, length=48)   # not a multiple of 32 (or below 64)",
         "model = SmolLM2(config, tokenizer, weight, length=64)"),
+    "smollm2.SmolLM2.__init__ ContextLengthError: chips the tensor-parallel split": module(
+        _TINY, "model = SmolLM2(config, tokenizer, weight, length=64, chips=3)   # the butterfly pairs c, c XOR 2^k",
+        "model = SmolLM2(config, tokenizer, weight, length=64, chips=1)"),
     "smollm2.SmolLM2.run ContextLengthError: tokens at position need": module(
         _TINY, _MODEL + '\nout = model.run([3], 64)   # position 64 is past the cache',
         _MODEL + '\nout = model.run([3], 63)   # the last position'),

@@ -18,12 +18,31 @@ from visa.mapping import Mapping
 from visa.mapping.evaluate import covers_once, plain_dims, strided_view
 from visa.memory.known import all_true
 
-__all__ = ["PLAIN", "lay_out_plain", "plain_logical", "rearrange_plain"]
+__all__ = ["PLAIN", "STAGED", "lay_out_plain", "plain_logical", "rearrange_plain", "staged_values"]
 
 BoolArray = npt.NDArray[np.bool_]
 
 PLAIN = fastpaths.register("host.plain-layout", "a host buffer whose mapping is plain is laid out and read back as "
                            "strided copies of the logical array, not evaluated at every position")
+STAGED = fastpaths.register("host.staged-view", "an HBM → host read of a type whose image is its storage (i8, i16, "
+                            "i32) takes the staged bytes as its values, not a decoded copy of them")
+
+
+def staged_values(dtype: type[dt.Scalar], data: npt.NDArray[np.uint8], count: int) -> npt.NDArray[Any] | None:
+    """``host.staged-view``: the ``count`` values of the staged byte buffer ``data`` (the PCIe DMA's host side,
+    exactly ``count`` elements' bytes, owned by the caller and not written again) as a view of it, where the
+    reference decodes a copy (:func:`visa.dtypes.from_bytes`): an integer type whose image is its storage
+    (every bit pattern a value, two's complement little-endian, L1071–1093).  None otherwise.
+
+    >>> staged_values(dt.i16, np.array([1, 0, 255, 255], np.uint8), 2).tolist()
+    [1, -1]
+    """
+    storage = np.dtype(dtype.storage)
+    if (not STAGED.on or dtype.kind != "int" or storage.kind != "i" or not np.little_endian
+            or not dtype.bits == dtype.image_bits == 8 * storage.itemsize
+            or data.dtype != np.uint8 or not data.flags.c_contiguous or data.size != count * storage.itemsize):
+        return None
+    return data.view(storage)
 
 
 def lay_out_plain(dtype: type[dt.Scalar], mapping: Mapping, stored: npt.NDArray[Any],

@@ -318,7 +318,8 @@ def hbm_to_host(hbm: HbmTensor[Any, Any, Any] | HbmTensorView, element: Mapping,
     n = staged.size + (staged.size % 2 if dtype.size_bits == 4 else 0)
     buf = HostBuffer(np.zeros(dtype.image_nbytes(n), np.uint8), written=False)
     execute(p, _endpoint(ctx, "hbm"), buf)
-    values = dt.from_bytes(dtype, buf.data, n)[: staged.size]
+    staged_view = fast_host.staged_values(dtype, buf.data, n)  # (host.staged-view: the buffer is ours)
+    values = (dt.from_bytes(dtype, buf.data, n) if staged_view is None else staged_view)[: staged.size]
     if buf.constant is not None:  # every byte written (or none): no per-byte mask to reduce
         known = np.broadcast_to(np.bool_(buf.constant), (staged.size,))
     elif dtype.size_bits == 4:

@@ -1,0 +1,82 @@
+"""``fetch.masked-known`` (visa/engines/fast_masked.py) against the Fetch Engine's reference read and masking
+stage (issue 24; L1877–1935): a fetch of a DM tensor with a padded lane (``W # 8``, ``# 1 + W``), its padding
+never written or written with other bytes, gives the same stream (values and known-mask) and the same cycles with
+the path on and off — also when an unmasked byte was never written (then the path is not taken), with each pad
+value, for 1-, 2- and 4-byte elements."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.fastpath_switch import needs
+from visa import RNGD, AxisSet, Context, PadValue, fastpaths, i8, i16, i32
+from visa.engines.fast_masked import unmasked_cut
+from visa.testing import place_dm
+
+AX = AxisSet(C=2, S=256, V=4, W=7, X=8)
+M = AX.m
+#: (the DM Element, the fetch's Packet: the padded lane masked)
+LAYOUTS = [("V, W # 8", "W # 8"), ("V, # 1 + W", "# 1 + W")]
+PADS = [PadValue.Zero, PadValue.Min, PadValue.Max]
+
+
+def _fetch(dtype: Any, layout: tuple[str, str], pad: PadValue, x: np.ndarray, garbage: bool,
+           hole: bool) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+    """The stream's values and known-mask (read whole) and the schedule's cycles, in a fresh context."""
+    element, packet = layout
+    ctx = Context(RNGD)
+    if garbage:  # the padding lanes hold bytes written before (8 elements a row over the same bytes)
+        junk = np.full((2, 256, 4, 8), dtype.max, dtype=dtype.storage)
+        place_dm(ctx, junk, dtype, M["1"], M["C"], M["S"], M["V, X"], 0, axes="C S V X")
+    t = place_dm(ctx, x, dtype, M["1"], M["C"], M["S"], M[element], 0, axes="C S V W")
+    if hole:  # one byte of an unmasked element in slice 3 never written: poison there, the path not taken
+        enabled = np.zeros((2, 256, 1), dtype=bool)
+        enabled[0, 3] = True
+        ctx.memory.chip(0).dm.unwrite(np.array([dtype.size_bits // 8 * 9]), enabled)
+    s = ctx.main.begin(t.view()).fetch(dtype, M["V"], M[packet], pad_value=pad)
+    values, known = np.asarray(s.data.values).copy(), np.asarray(s.data.known).copy()
+    return values, known, tuple(op.cycles for op in ctx.schedule.ops)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from([i8, i16, i32]), st.sampled_from(LAYOUTS), st.sampled_from(PADS), st.booleans(),
+       st.booleans(), st.integers(0, 2**32 - 1))
+def test_masked_known_is_the_reference(dtype: Any, layout: tuple[str, str], pad: PadValue, garbage: bool,
+                                       hole: bool, seed: int) -> None:
+    x = np.random.default_rng(seed).integers(dtype.min, dtype.max, size=(2, 256, 4, 7), endpoint=True
+                                             ).astype(dtype.storage)
+    fast = _fetch(dtype, layout, pad, x, garbage, hole)
+    with fastpaths.disabled("fetch.masked-known"):
+        reference = _fetch(dtype, layout, pad, x, garbage, hole)
+    with fastpaths.disabled():
+        every_off = _fetch(dtype, layout, pad, x, garbage, hole)
+    for got, want, off in zip(fast, reference, every_off, strict=True):
+        assert np.array_equal(np.asarray(got), np.asarray(want)) and np.array_equal(np.asarray(got), np.asarray(off))
+    if not hole:
+        assert fast[1].all()  # every position known: the masked ones hold the pad value
+
+
+def test_padded_lane_is_known_without_a_mask() -> None:
+    """The path's own structure: the stream's known-mask is a broadcast (no bool per position), and the lane
+    holds the pad value."""
+    needs("fetch.masked-known", "fetch.all-known")
+    x = np.arange(2 * 256 * 4 * 7, dtype=np.int32).reshape(2, 256, 4, 7)
+    ctx = Context(RNGD)
+    t = place_dm(ctx, x, i32, M["1"], M["C"], M["S"], M["V, W # 8"], 0, axes="C S V W")
+    s = ctx.main.begin(t.view()).fetch(i32, M["V"], M["W # 8"], pad_value=PadValue.Custom(-5))
+    known = s.data.known
+    assert known.strides == (0,) * known.ndim
+    values = np.asarray(s.data.values)[0]
+    assert np.array_equal(values[..., :7], x) and (values[..., 7] == -5).all()
+
+
+def test_a_mask_that_is_no_cut_of_one_loop_is_left_to_the_reference() -> None:
+    m = np.zeros((4, 8), dtype=bool)
+    m[1:, 7] = True  # the lane masked in three rows of four
+    assert unmasked_cut(((4, 8), (8, 1)), m.reshape(-1)) is None
+    m[:, :] = True  # every position masked: nothing to read
+    assert unmasked_cut(((4, 8), (8, 1)), m.reshape(-1)) is None

@@ -1,0 +1,84 @@
+"""Fast path ``fetch.masked-known`` (issue 24): a masked fetch (manual L1877–1935) whose unmasked positions were
+all written is known everywhere: it is read as one strided copy, and its masked lanes are then filled.
+
+The reference (:func:`visa.engines.fetch.read`, then :func:`visa.engines.fetch.adapt`) reads every position's
+value and known-mask, makes the stream's padding poison, then writes ``pad_value`` at the masked positions and
+marks them known.  When every invalid (padding) position is masked and every unmasked position's bytes were
+written, the result is known everywhere: the bytes read at the unmasked positions, ``pad_value`` at the masked
+ones.  Where the mask is one loop of the sequencer's nest cut to a range (a padded lane: ``W # 8`` masks index 7
+of the innermost loop), the written-state of the unmasked positions is asked of the image over the nest with that
+loop cut (:func:`visa.memory.images.nest_elements_written`: the elements' own bytes, the padding between them
+left out), and the masked lanes are filled by one strided assignment (:func:`fill`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from visa import fastpaths
+
+__all__ = ["MASKED", "Cut", "unmasked_cut", "fill"]
+
+MASKED = fastpaths.register("fetch.masked-known", "a masked fetch whose unmasked positions were all written is "
+                            "known everywhere: asked of the nest without its masked lanes, read in one strided "
+                            "copy, the masked lanes filled by one assignment")
+
+BoolArray = npt.NDArray[np.bool_]
+Loops = tuple[tuple[int, int], ...]
+
+
+class Cut:
+    """The mask as loop ``loop`` of a nest (``(size, stride)``, outermost first) cut to ``[lo, hi)``: the
+    positions whose index along that loop is outside the range are the masked ones, whatever the other loops'
+    indices.  ``loops`` is the nest of the unmasked positions, ``shift`` elements after the nest's base."""
+
+    __slots__ = ("loop", "lo", "hi", "loops", "shift", "sizes")
+
+    def __init__(self, loops: Loops, loop: int, lo: int, hi: int) -> None:
+        self.loop, self.lo, self.hi = loop, lo, hi
+        self.sizes = tuple(n for n, _ in loops)
+        self.loops = tuple((hi - lo, s) if k == loop else (n, s) for k, (n, s) in enumerate(loops))
+        self.shift = lo * loops[loop][1]
+
+
+def unmasked_cut(loops: Loops, mask: BoolArray) -> Cut | None:
+    """The :class:`Cut` that ``mask`` (one bool per stream position, in the nest's C order) is, or None (no
+    loop cut to one non-empty range masks exactly those positions).
+
+    >>> m = np.zeros((4, 8), dtype=bool); m[:, 7] = True
+    >>> c = unmasked_cut(((4, 8), (8, 1)), m.reshape(-1))
+    >>> (c.loop, c.lo, c.hi, c.loops, c.shift)
+    (1, 0, 7, ((4, 8), (7, 1)), 0)
+    >>> m[:, 0] = True; unmasked_cut(((4, 8), (8, 1)), m.reshape(-1)).loops, c.shift
+    (((4, 8), (6, 1)), 0)
+    >>> m[0, 3] = True; unmasked_cut(((4, 8), (8, 1)), m.reshape(-1)) is None
+    True
+    """
+    sizes = tuple(n for n, _ in loops)
+    if not sizes or int(np.prod(sizes)) != mask.size or not mask.any():
+        return None
+    m = mask.reshape(sizes)
+    for k, n in enumerate(sizes):
+        line = m[(0,) * k + (slice(None),) + (0,) * (len(sizes) - k - 1)]
+        kept = np.flatnonzero(~line)
+        if kept.size == 0 or int(kept[-1]) - int(kept[0]) + 1 != kept.size:
+            continue  # every index masked, or a hole inside the range
+        shape = [1] * len(sizes)
+        shape[k] = n
+        if np.array_equal(m, np.broadcast_to(line.reshape(shape), m.shape)):
+            return Cut(loops, k, int(kept[0]), int(kept[-1]) + 1)
+    return None
+
+
+def fill(values: npt.NDArray[Any], rows: int, cut: Cut, pad: Any) -> None:
+    """Write ``pad`` at the masked positions of ``values`` (``rows`` stream rows, each the nest's positions in C
+    order): the cut loop's indices below ``lo`` and from ``hi`` on, by strided assignment."""
+    view = values.reshape(rows, *cut.sizes)
+    lead = (slice(None),) * (1 + cut.loop)  # the rows and the loops outside the cut one
+    if cut.lo:
+        view[(*lead, slice(0, cut.lo))] = pad
+    if cut.hi < cut.sizes[cut.loop]:
+        view[(*lead, slice(cut.hi, None))] = pad
