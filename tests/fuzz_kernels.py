@@ -3,7 +3,8 @@ programs — host → HBM moves, HBM → DM DMAs with padding, slice and cluster
 moves, streams with fetch (some with the packet's last lane padding masked, some widened to i32), collect, an
 optional Vector Engine op, commit and commit_view; streams through the Switch Engine (a slice transpose,
 L3264–3284); GEMMs through the TRF and the Contraction Engine (fetch → collect → align → contract → accumulate →
-commit, i8: exact); and programs on two chips (every tensor over both, a ChipShuffle DMA, L7541) — run three ways:
+commit; i8, exact, or bf16 in the Reducer's order, tests/reducer_order.py); and programs on two chips (every
+tensor over both, a ChipShuffle DMA, L7541) — run three ways:
 
 (a) with the fast paths as the environment leaves them and with every fast path off (:func:`visa.fastpaths.disabled`):
     every step's outcome (done, or refused with the same error class and message), the memories' bytes and
@@ -30,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from tests.reducer_order import manual_order, wide_range
 from visa import (
     AccumulationKind,
     AxisSet,
@@ -40,6 +42,7 @@ from visa import (
     PadValue,
     SwitchConfig,
     TrfAddress,
+    bf16,
     fastpaths,
     i8,
     i16,
@@ -47,6 +50,7 @@ from visa import (
 )
 from visa import dtypes as dt
 from visa.errors import VisaError
+from visa.memory import owed
 from visa.tensors.handles import DmTensor
 from visa.testing import _enter_kernel
 
@@ -57,6 +61,12 @@ HBM_LIMIT = 1 << 15
 UNITS = 2 * 256
 #: The GEMM steps' sizes: I rows over 2 slices, J columns (TRF rows), K the contracted axis (one 64-byte i8 packet).
 GEMM = {"I": 16, "J": 8, "K": 64}
+
+def _gemm_dtype(a: dict[str, Any]) -> Any:
+    """The GEMM step's operand type: i8 or bf16, from the step's seed (a draw of its own would change every
+    program the seeds name)."""
+    return bf16 if a["seed"] % 2 else i8
+
 
 def budget(default: int) -> int:
     """Programs to run: ``VISA_FUZZ_CASES`` when set, else ``default``."""
@@ -158,7 +168,7 @@ class Runner:
             dm = chip.dm
             d_known = dm.known_bytes(0, DM_LIMIT).reshape(UNITS, DM_LIMIT)
             h, h_known = chip.hbm.gather(np.arange(HBM_LIMIT, dtype=np.int64))
-            for k, arr in enumerate((np.where(d_known, dm.read_units(units, 0, DM_LIMIT), 0), d_known,
+            for k, arr in enumerate((np.where(d_known, owed.read_units(dm, units, 0, DM_LIMIT), 0), d_known,
                                      np.where(h_known, h, 0), h_known)):
                 parts[k].append(arr)
         d, dk, h, hk = (np.concatenate(p) for p in parts)
@@ -236,10 +246,13 @@ class Runner:
             x = dt.random_values(a["dtype"], (a["n_a"], a["n_b"]), rng)
             self.hbm.append(self.host(x, a["dtype"], "A, B", "A B", a["hbm"])[0])
         elif step.kind == "gemm":
-            x = dt.random_values(i8, (GEMM["I"], GEMM["K"]), rng)
-            w = dt.random_values(i8, (GEMM["J"], GEMM["K"]), rng)
-            (x_hbm, xs), (w_hbm, ws) = (self.host(x, i8, "I, K", "I K", a["hbm"]),
-                                        self.host(w, i8, "J, K", "J K", a["hbm"] + 2048))
+            kind = _gemm_dtype(a)
+            x = dt.random_values(kind, (GEMM["I"], GEMM["K"]), rng)
+            w = dt.random_values(kind, (GEMM["J"], GEMM["K"]), rng)
+            if kind is bf16:  # (products of many magnitudes: their sums round differently in other orders)
+                x, w = wide_range(x, rng), wide_range(w, rng)
+            (x_hbm, xs), (w_hbm, ws) = (self.host(x, kind, "I, K", "I K", a["hbm"]),
+                                        self.host(w, kind, "J, K", "J K", a["hbm"] + 2048))
             self.hbm += [x_hbm, w_hbm]
             self.operands = (xs, ws)
 
@@ -277,7 +290,7 @@ class Runner:
                                                       DM_LIMIT // 2 + a["dm"] // 2)
             self.dm.append(d)
             return
-        dtype = src.dtype  # (a GEMM's tensors are i8 and i32, whatever the program's type)
+        dtype = src.dtype  # (a GEMM's tensors are i8 and i32, or bf16 and f32, whatever the program's type)
         per = 32 // (dtype.size_bits // 8)
         n_b = a["n_b"]
         time, packet = m[f"B / {per}"], m[f"B % {per}"]
@@ -309,29 +322,35 @@ class Runner:
         self.dm.append(d)
 
     def gemm(self, a: dict[str, Any]) -> None:
-        """``C[I, J] = Σ_K X[I, K] · W[J, K]`` in i8 (exact): X over ``I / 8`` slices, W broadcast to them and
-        loaded into the TRF (Row ``J``) by the sub context, the main context's stream aligned, contracted and
-        accumulated (Interleaved), committed to DM."""
+        """``C[I, J] = Σ_K X[I, K] · W[J, K]`` in i8 (exact) or bf16 (f32 sums in the Reducer's order, L4386–4431):
+        X over ``I / 8`` slices, W broadcast to them and loaded into the TRF (Row ``J``) by the sub context, the
+        main context's stream aligned, contracted and accumulated (Interleaved), committed to DM."""
         m, ctx = self.ax.m, self.ctx
+        kind = _gemm_dtype(a)
+        n = 64 if kind is i8 else 32  # the elements of a 64-byte computation packet (the tree's products)
+        flit = n // 2
         x_hbm, w_hbm = self.hbm[-2], self.hbm[-1]
         rows = GEMM["I"] // 2
         slices = m[f"I / {rows} # 256"]
         x_dm = x_hbm.to_dm(m[a["cluster"]], slices, m[f"I % {rows}, K"], ctx.tdma, a["dm"])
         w_dm = w_hbm.to_dm(m[a["cluster"]], slices, m["J, K"], ctx.tdma, a["dm"] + 1024)
         self.dm += [x_dm, w_dm]
-        trf = (ctx.sub.begin(w_dm.view()).fetch(i8, m["J"], m["K"]).collect(m["J, K / 32"], m["K % 32"])
+        trf = (ctx.sub.begin(w_dm.view()).fetch(kind, m["J"], m["K"]).collect(m[f"J, K / {flit}"], m[f"K % {flit}"])
                .to_trf(m["J"], m["K"], TrfAddress.Full))
-        c = (ctx.main.begin(x_dm.view()).fetch(i8, m[f"I % {rows}"], m["K"])
-             .collect(m[f"I % {rows}, K / 32"], m["K % 32"])
-             .align(m[f"I % {rows}, K / 64"], m["K % 64"], trf).contract(m["1"])
+        c = (ctx.main.begin(x_dm.view()).fetch(kind, m[f"I % {rows}"], m["K"])
+             .collect(m[f"I % {rows}, K / {flit}"], m[f"K % {flit}"])
+             .align(m[f"I % {rows}, K / {n}"], m[f"K % {n}"], trf).contract(m["1"])
              .accumulate(m[f"I % {rows}"], m["J"], AccumulationKind.Interleaved)
              .commit(m[f"I % {rows}, J"], DM_LIMIT // 2 + a["dm"] // 2))
         self.dm.append(c)
-        x, w = (v.astype(np.int64) for v in self.operands)  # (chips, I, K) and (chips, J, K)
-        want = x @ w.transpose(0, 2, 1)
         axes = ("X " if self.chips > 1 else "") + ("C " if a["cluster"] == "C" else "") + "I J"
-        got = c.logical(axes=axes).astype(np.int64)  # (with two clusters, each computes the same)
-        want = want.astype(np.int32).astype(np.int64)  # (i32 results wrap)
+        if kind is bf16:  # f32, bit for bit
+            want = manual_order(*self.operands, n).view(np.uint32)
+            got = np.ascontiguousarray(c.logical(axes=axes)).view(np.uint32)
+        else:
+            x, w = (v.astype(np.int64) for v in self.operands)  # (chips, I, K) and (chips, J, K)
+            got = c.logical(axes=axes).astype(np.int64)  # (with two clusters, each computes the same)
+            want = (x @ w.transpose(0, 2, 1)).astype(np.int32).astype(np.int64)  # (i32 results wrap)
         assert np.array_equal(got.reshape(self.chips, -1, *want.shape[1:]), np.broadcast_to(
             want[:, None], (self.chips, got.size // want.size, *want.shape[1:]))), "GEMM differs from numpy"
 

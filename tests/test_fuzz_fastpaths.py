@@ -4,10 +4,12 @@ step's declared writes changes, a refused step changes nothing.  A few programs 
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from tests.fuzz_kernels import budget, compare, fetch_variant, program
-from visa import i8, i16
+from tests.fuzz_kernels import _gemm_dtype, budget, compare, fetch_variant, program
+from visa import bf16, i8, i16
 
 #: Programs run by ``make test`` (``make fuzz`` sets ``VISA_FUZZ_CASES``; the seeds continue from here).
 DEFAULT = 6
@@ -31,3 +33,17 @@ def test_the_budget_draws_every_kind_of_step_and_two_chips() -> None:
     fetches = {(fetch_variant(s.args), s.args["dtype"] in (i8, i16)) for steps in programs for s in steps
                if s.kind in ("stream", "stream-view")}
     assert {("masked", True), ("widen", True)} <= fetches  # fetch.masked-known, fetch.widen-read
+
+
+def _first_with_gemm(dtype: Any) -> int:
+    """The first seed past the default budget whose program holds a GEMM of ``dtype``."""
+    return next(s for s in range(DEFAULT, DEFAULT + 1000)
+                if any(st.kind == "gemm" and _gemm_dtype(st.args) is dtype for st in program(s)))
+
+
+@pytest.mark.parametrize("dtype", [bf16, i8])
+def test_a_program_with_a_gemm_of_each_type(dtype: Any) -> None:
+    """Float GEMMs too are the same bits with the fast paths on and off (f32 sums in the Reducer's order, issue
+    23), and equal the order written out by hand (tests/reducer_order.py, checked inside the run)."""
+    out = compare(_first_with_gemm(dtype))
+    assert out.dm is not None

@@ -78,3 +78,35 @@ def test_every_module_has_a_layer() -> None:
     """A new top-level module or package is given its layer here, not left to the package face's rank."""
     tops = {".".join(_module_name(p).split(".")[:2]) for p in FILES}
     assert tops <= set(LAYERS), f"give these a layer in LAYERS: {sorted(tops - set(LAYERS))}"
+
+
+#: The dense image's owed-writes methods (:mod:`visa.memory.pending`): only the memory layer names them; the
+#: layers above enter the protocol through :mod:`visa.memory.owed` (issue 23, "Reference mode").
+OWED = {"_raw", "_flat_raw", "_cover", "_defer_copy", "_write_copies", "_read_units", "_sources", "_pending"}
+
+
+def _attributes(path: Path) -> list[tuple[int, str]]:
+    return [(node.lineno, node.attr) for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.Attribute)]
+
+
+@pytest.mark.parametrize("path", [p for p in FILES if not _module_name(p).startswith("visa.memory")],
+                         ids=lambda p: str(p.relative_to(PACKAGE.parent)))
+def test_owed_writes_entered_from_memory_only(path: Path) -> None:
+    here = _module_name(path)
+    found = [f"{here}:{line} names {attr}" for line, attr in _attributes(path) if attr in OWED]
+    assert not found, "\n".join(found) + "\n(use visa.memory.owed: read_units, holders, store_with_copies)"
+
+
+#: The memory modules that read and write an image's bytes: the stream layer hands typed requests to the engines
+#: instead (:mod:`visa.engines.access`, issue 23, "Reference mode").
+BYTE_MODULES = ("visa.memory.images", "visa.memory.units", "visa.memory.owed", "visa.memory.transfer",
+                "visa.memory.pending")
+
+
+@pytest.mark.parametrize("path", [p for p in FILES if _module_name(p).startswith("visa.stream")],
+                         ids=lambda p: str(p.relative_to(PACKAGE.parent)))
+def test_the_stream_layer_reads_no_memory_bytes(path: Path) -> None:
+    found = [f"{_module_name(path)}:{line} imports {mod}" for line, mod in _imports(path)
+             if any(mod == b or mod.startswith(b + ".") for b in BYTE_MODULES)]
+    assert not found, "\n".join(found) + "\n(ask the engines: visa.engines.access.RowRead / ElementWrite)"

@@ -1,7 +1,8 @@
 """``contraction.f32-sums`` and ``contraction.whole-output`` (visa/engines/contraction/fast_sums.py) against
 the Contraction Engine's reference arithmetic and bookkeeping (issue 24): the same accumulated values and
 known-mask, the same committed bytes and the same cycles with the paths on and off — i8 products whose sums stay
-below 2^24 (summed in float32 then) and reach past it (float64, as the reference), bf16 (float: untouched),
+below 2^24 (summed in float32 then) and reach past it (float64, as the reference), bf16 (``contraction.float-steps``:
+the Reducer's order over the operands' views, against the reference's steps, bit for bit),
 poisoned activations, two slices computed or every slice of the chip (L4318–4548)."""
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from visa import AccumulationKind, AxisSet, Context, TrfAddress, bf16, fastpaths
 from visa.engines.contraction import fast_sums
 from visa.testing import place_dm, place_trf
 
-PATHS = ("contraction.f32-sums", "contraction.whole-output")
+PATHS = ("contraction.f32-sums", "contraction.whole-output", "contraction.float-steps")
 
 
 def _operands(rng: np.random.Generator, dtype: Any, shape_a: tuple[int, ...], shape_w: tuple[int, ...]
@@ -73,15 +74,17 @@ def _result(ctx: Context, acc: Any, element: Any, nbytes: int) -> tuple[list[np.
 
 
 @pytest.mark.parametrize("layout", [_two_slices, _every_slice])
-@pytest.mark.parametrize("dtype, k", [(i8, 64), (i8, 2048), (bf16, 64)])
+@pytest.mark.parametrize("dtype, k", [(i8, 64), (i8, 2048), (bf16, 64), (bf16, 512)])
 @pytest.mark.parametrize("poison", [False, True])
 def test_contraction_paths_are_the_reference(layout: Any, dtype: Any, k: int, poison: bool) -> None:
     fast, fast_cycles = layout(dtype, k, poison, k)
     with fastpaths.disabled(*PATHS):
         reference, reference_cycles = layout(dtype, k, poison, k)
     assert fast_cycles == reference_cycles
-    for got, want in zip(fast, reference, strict=True):
-        assert got.dtype == want.dtype and np.array_equal(got, want)
+    for got, want in zip(fast, reference, strict=True):  # (floats bit for bit: -0.0 is not 0.0)
+        assert got.dtype == want.dtype
+        bits = np.dtype(f"u{got.itemsize}") if got.dtype.kind == "f" else got.dtype
+        assert np.array_equal(np.ascontiguousarray(got).view(bits), np.ascontiguousarray(want).view(bits))
 
 
 def _on(*names: str) -> None:

@@ -10,7 +10,8 @@ Each fast path must give exactly what the general path gives:
   once (``fast_compute.drop_repeats``, ``contraction.repeats``), and one that differs along it is not (the
   fetch's own broadcast, the GEMM example's ``J / 8 % 4``, is structure: tests/engines/test_broadcast_streams.py);
 - each contraction fast path switched off (``contraction.exact-f32``, ``contraction.repeats``,
-  ``contraction.weight-period``) gives the same integers, and floats within the bound of float32 rounding;
+  ``contraction.weight-period``, ``contraction.float-steps``) gives the same integers and the same floats, bit for
+  bit (float sums in the Reducer's order: tests/engines/test_float_order.py);
 - batched products on worker threads equal numpy's;
 - plain host layouts (strided copies) equal the evaluated gather, do not alias the caller's array, and round-trip
   through HBM;
@@ -277,20 +278,21 @@ def test_slices_sharing_weights_and_activations(dtype: Any) -> None:
 
 
 @pytest.mark.parametrize("dtype", [i8, bf16])
-@pytest.mark.parametrize("path", ["contraction.exact-f32", "contraction.repeats", "contraction.weight-period", None])
+@pytest.mark.parametrize("path", ["contraction.exact-f32", "contraction.repeats", "contraction.weight-period",
+                                  "contraction.float-steps", None])
 def test_each_contraction_path_off_is_the_reference(dtype: Any, path: str | None) -> None:
     """With a contraction fast path off (or all of them: ``None``), the GEMM of slices sharing weights gives the
-    same integers as with it on, and floats within float32 rounding of numpy's (the reference product)."""
+    same integers and the same floats, bit for bit, as with it on; both within float32 rounding of numpy's."""
     rng = np.random.default_rng(11)
     x = dt.random_values(dtype, (64, 256), rng)
     y = dt.random_values(dtype, (256, 32), rng)
     fast = _shared_gemm(dtype, x, y)
-    names = (path,) if path else ("contraction.exact-f32", "contraction.repeats", "contraction.weight-period")
+    names = (path,) if path else ("contraction.exact-f32", "contraction.repeats", "contraction.weight-period",
+                                  "contraction.float-steps")
     with fastpaths.disabled(*names):
         ref = _shared_gemm(dtype, x, y)
     _check_gemm(dtype, ref, x, y)
-    if dtype is i8:
-        assert np.array_equal(fast, ref)
+    assert np.array_equal(fast.view(np.uint64), ref.view(np.uint64))
 
 
 def test_weight_period_and_block_constant() -> None:

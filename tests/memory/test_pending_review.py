@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 import visa.memory.transfer as transfer
 from tests.fastpath_switch import skip_unless
 from visa import RNGD, AxisSet, Context, TrfAddress, fastpaths, i8
+from visa.memory import owed
 from visa.memory.rowpool import ROW_POOL
 from visa.memory.transfer import DmEndpoint, HostBuffer, address_space, copy
 from visa.testing import place_dm
@@ -242,8 +243,8 @@ def _dma_program(program: list[tuple[Any, ...]], pending: bool, mp: pytest.Monke
             assert got is not None
             reads.append((got[0].copy(), got[1].copy()))
             span = (b, b + 2 * count) if not nibbles else (b, b + count)  # (read_units: the TRF window's way)
-            reads.append((img.read_units(np.asarray(sorted(set(units)), np.int64), *span), None))
-    reads.append((img.raw(0, 2200)[..., :2200].copy(), img.known_bytes(0, 2200)))  # (what is owed there, made)
+            reads.append((owed.read_units(img, np.asarray(sorted(set(units)), np.int64), *span), None))
+    reads.append((img._raw(0, 2200)[..., :2200].copy(), img.known_bytes(0, 2200)))  # (what is owed there, made)
     held.clear()
     del img, dm
     reads.append(DenseImage(_SHAPE, page_bytes=256).read_data()[..., :2200].copy())

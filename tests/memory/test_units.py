@@ -175,7 +175,7 @@ def test_poison_clears_whatever_wrote_the_bytes() -> None:
     assert img._dirty == (0, 0)
     store(dt.i16, img, np.array([64]), np.array([5]))  # bytes 8, 9 of every unit
     assert store_nest(dt.i8, UnitSelection(img, True), 8 * 20, [(4, 1)], np.ones((6, 4), np.int8), True)
-    img.flat_span(30, 31)[1][5 * 64 + 30] = True  # a DMA writing byte 30 of the last unit
+    img._flat_span(30, 31)[1][5 * 64 + 30] = True  # a DMA writing byte 30 of the last unit
     assert img._dirty == (8, 31)
     for lo, hi, left in ((0, 8, 37), (24, 64, 36), (8, 10, 24)):
         img.poison(lo, hi)

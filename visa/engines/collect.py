@@ -45,6 +45,7 @@ from visa.engines.rows import CopiedRows
 from visa.errors import HardwareLimitError, LayoutError
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping, pair_of
+from visa.memory import owed
 from visa.memory.images import DenseImage, store_nest, store_stream
 from visa.memory.known import all_true, is_everywhere, known_everywhere
 from visa.memory.replicas import combine
@@ -339,7 +340,7 @@ def _load_replicas(cfg: RegisterLoadConfig, img: DenseImage, labels: npt.NDArray
                    held: npt.NDArray[np.int64] | None = None) -> bool:
     """The load of known whole-byte elements into slices ``on`` of a chip whose streams are replicas in classes
     (``labels``) of at least two: write the first slice of each class and leave the others pending copies of it
-    (:meth:`~visa.memory.images.DenseImage.write_copies`).  ``values`` are the chip's ``(slices, rows,
+    (:func:`visa.memory.owed.store_with_copies`).  ``values`` are the chip's ``(slices, rows,
     elements)``, ``known`` those of the slices loaded; ``held``, when the stream's rows are partly copies not made
     (:class:`~visa.engines.rows.CopiedRows`), the row that holds each slice's values.  False (nothing written)
     when the load is not one."""
@@ -358,20 +359,14 @@ def _load_replicas(cfg: RegisterLoadConfig, img: DenseImage, labels: npt.NDArray
     units = slices[:, None] * bank + np.arange(rows, dtype=np.int64)
     if int(units[-1, -1]) - int(units[0, 0]) + 1 != units.size:
         return False  # (the range the load covers is what lets it skip the zeros owed there)
-    lo = bit_base // 8
-    hi = lo + cfg.element.size * (cfg.dtype.image_bits // 8)
-    img.cover(slice(int(units[0, 0]), int(units[-1, -1]) + 1), lo, hi)
     reps = np.sort(slices[first])  # (in unit order: the store writes the enabled units in that order)
     enabled = np.zeros(img.lead_shape, dtype=bool)
     enabled.reshape(on.size, -1)[reps, :rows] = True
-    rep_values = values[reps].reshape(-1, values.shape[-1])
-    if not store_nest(cfg.dtype, enabled_units(img, enabled), bit_base, ((values.shape[-1], 1),), rep_values,
-                      known_everywhere(rep_values.shape)):
-        return False  # (not expected: whole-byte elements of a row)
     source = units[first[inverse.reshape(-1)]]  # each slice's rows come from its class's first slice
     moved = np.isin(slices, reps, invert=True)
-    img.write_copies(units[moved].reshape(-1), source[moved].reshape(-1), lo, hi)
-    return True
+    span = slice(int(units[0, 0]), int(units[-1, -1]) + 1)  # (what lets the store skip the zeros owed there)
+    return owed.store_with_copies(cfg.dtype, img, bit_base, enabled, values[reps].reshape(-1, values.shape[-1]),
+                                  units[moved].reshape(-1), source[moved].reshape(-1), span)
 
 
 def _record_replicas(cfg: RegisterLoadConfig, img: DenseImage, labels: npt.NDArray[np.int64] | None, chip: int,

@@ -35,6 +35,7 @@ from visa.engines.fast_masked import fill as fill_masked
 from visa.engines.fast_widen import widened_type
 from visa.engines.fetch import FetchConfig, LookupTable, _static, adapt
 from visa.engines.rows import CopiedRows
+from visa.memory import owed
 from visa.memory.images import (
     DenseImage,
     load,
@@ -290,11 +291,11 @@ def _read_sources(src: type[dt.Scalar], img: DenseImage, units: UnitSelection,
                   nest: tuple[int, tuple[tuple[int, int], ...]], rows: npt.NDArray[Any],
                   copies: list[tuple[IntArray, IntArray]], first: int) -> bool:
     """Read into ``rows`` (a chip's flat stream rows, one per DM unit) only the selected units whose bytes are
-    not pending copies of others (:meth:`~visa.memory.images.DenseImage.sources`), and note the others' rows
+    not pending copies of others (:func:`visa.memory.owed.holders`), and note the others' rows
     and the rows they copy, offset by ``first``, in ``copies``.  False (nothing read) when no selected unit is
     a pending copy."""
     span = nest_span(src, nest[0], nest[1])
-    owner = None if span is None else img.sources(units.units, *span)
+    owner = None if span is None else owed.holders(img, units.units, *span)
     if owner is None:
         return False
     owner = owner.copy()

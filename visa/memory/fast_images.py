@@ -1,6 +1,6 @@
 """The images' fast path ``memory.image-words`` (:mod:`visa.fastpaths`): :func:`visa.memory.images.load` and
-:func:`~visa.memory.images.store` move each element as one machine word (``DenseImage.gather_words``,
-``scatter_words``) instead of byte by byte, and a store of one run of consecutive elements is one strided copy
+:func:`~visa.memory.images.store` move each element as one machine word (``DenseImage._gather_words``,
+``_scatter_words``) instead of byte by byte, and a store of one run of consecutive elements is one strided copy
 (:func:`store_run`).  The bytes and the written-state are the reference's (L1071–1093)."""
 
 from __future__ import annotations

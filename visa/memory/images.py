@@ -103,8 +103,27 @@ class DenseImage:
     """A dense byte image ``(..., nbytes)`` with its written-state (a :class:`~visa.memory.pages.PageMask`
     over the units, pages of ``page_bytes``); allocated lazily by the operating system.
 
+    A unit is one slice of DM (each slice has its own address space, L2874), one bank row of a slice's TRF or
+    VRF; a byte never written holds 0 and reads as unknown (poison: docs/manual-notes.md).  The public
+    surface, for the engines and the tensor handles (issue 23; everything else is the memory layer's own, and
+    the owed-writes protocol is entered through :mod:`visa.memory.owed` only):
+
+    - shape: :attr:`nbytes`, :attr:`lead_shape`, :attr:`state` (the page states), ``name``;
+    - reading: :meth:`read_data` with :meth:`all_written` / :meth:`known_bytes` (nothing changes),
+      :meth:`read_view`, :meth:`gather`, :meth:`flat_image` (the image as one unit, for a flat byte index);
+    - writing: :meth:`scatter` (bytes at an index), :meth:`flat_data` with :meth:`mark_written` or
+      :meth:`mask_for_write` and :meth:`settle` (a caller that writes a byte range of every unit: a DMA, a
+      memset, a copy between slices), :meth:`poison` and :meth:`unwrite` (bytes back to unwritten), and the
+      whole arrays :attr:`data` / :attr:`written` and :meth:`flat` (whoever takes them may write them);
+    - replicas: :meth:`record_replicas`, :meth:`replica_labels` (units known to hold the same bytes,
+      :mod:`visa.memory.replicas`).
+
+    The loop-nest and word paths (``_read_nest``, ``_write_nest``, ``_gather_words``, ``_scatter_words``) are
+    reached through the module's functions (:func:`load`, :func:`store`, :func:`load_nest`,
+    :func:`store_nest`), which choose them.
+
     Nothing hands out the byte mask without first making the pages it covers exact (*materialised*):
-    :attr:`written`, :meth:`read_view`, :meth:`flat` and :meth:`flat_span` do so over the whole image (and
+    :attr:`written`, :meth:`read_view`, :meth:`flat` and :meth:`_flat_span` do so over the whole image (and
     leave it so: their caller may write it).  Hot paths ask :meth:`all_written` or :meth:`known_bytes`
     instead, which change nothing.
     """
@@ -170,56 +189,56 @@ class DenseImage:
 
     @property
     def _data(self) -> ByteArray:
-        """The bytes, everything pending made (every access to the bytes goes through here or :meth:`raw`)."""
+        """The bytes, everything pending made (every access to the bytes goes through here or :meth:`_raw`)."""
         if self._pending:
             self._pending.make(self._bytes.reshape(-1, self.nbytes), 0, self.nbytes)
         return self._bytes
 
-    def raw(self, lo: int, hi: int) -> ByteArray:
+    def _raw(self, lo: int, hi: int) -> ByteArray:
         """The bytes, for a caller that reads or writes bytes ``[lo, hi)`` of units only: what is pending there
         is made, the rest stays pending."""
         if self._pending:
             self._pending.make(self._bytes.reshape(-1, self.nbytes), lo, hi)
         return self._bytes
 
-    def cover(self, units: slice, lo: int, hi: int) -> None:
+    def _cover(self, units: slice, lo: int, hi: int) -> None:
         """Every byte ``[lo, hi)`` of the (flat) ``units`` (a range) is about to be written, or left a pending
-        copy (:meth:`defer_copy`): the zeros still owed there are not written (:meth:`Pending.cover`)."""
+        copy (:meth:`_defer_copy`): the zeros still owed there are not written (:meth:`Pending.cover`)."""
         if self._pending.fills:
             u_lo, u_hi, _ = units.indices(self._pages.state.shape[0])
             self._pending.cover(u_lo, u_hi, lo, hi)
 
-    def defer_copy(self, dst: IntArray, src: IntArray, lo: int, hi: int) -> None:
+    def _defer_copy(self, dst: IntArray, src: IntArray, lo: int, hi: int) -> None:
         """Bytes ``[lo, hi)`` of the (flat) units ``dst`` are to be those of the units ``src`` (one each, never
         in ``dst``), which hold them now: a pending copy (:mod:`visa.memory.pending`).  The caller marks the
         written-state of ``dst`` as it would for the copy, and made what was pending there before writing
-        ``src`` (:meth:`raw`, :meth:`cover`)."""
+        ``src`` (:meth:`_raw`, :meth:`_cover`)."""
         self._pending.copy(dst, src, lo, hi)
 
-    def write_copies(self, dst: IntArray, src: IntArray, lo: int, hi: int) -> None:
+    def _write_copies(self, dst: IntArray, src: IntArray, lo: int, hi: int) -> None:
         """Bytes ``[lo, hi)`` of the (flat) units ``dst`` are now those of units ``src`` (one each, none in
         ``dst``), which were just written there with known bytes: as that write into ``dst`` would, mark them
         written, but leave the bytes a pending copy (:mod:`visa.memory.pending`).  The caller covered the range
-        (:meth:`cover`) before writing ``src``; whatever is still pending there is made first."""
+        (:meth:`_cover`) before writing ``src``; whatever is still pending there is made first."""
         if hi <= lo or not dst.size:
             return
-        self.raw(lo, hi)  # (nothing, after the caller's cover and write)
+        self._raw(lo, hi)  # (nothing, after the caller's cover and write)
         self._touch(lo, hi, dst)
         self._pages.mark(dst, lo, hi, True)
         self._pending.copy(dst, src, lo, hi)
 
-    def read_units(self, units: IntArray, lo: int, hi: int) -> ByteArray:
+    def _read_units(self, units: IntArray, lo: int, hi: int) -> ByteArray:
         """A copy of bytes ``[lo, hi)`` of the (flat) ``units``: ``(len(units), hi - lo)``, read through pending
-        copies without making them (:meth:`sources`)."""
-        owner = self.sources(units, lo, hi)
-        rows = (self._bytes if owner is not None else self.raw(lo, hi)).reshape(-1, self.nbytes)
+        copies without making them (:meth:`_sources`)."""
+        owner = self._sources(units, lo, hi)
+        rows = (self._bytes if owner is not None else self._raw(lo, hi)).reshape(-1, self.nbytes)
         out: ByteArray = rows[units if owner is None else owner, lo:hi]
         return out
 
-    def sources(self, units: IntArray, lo: int, hi: int) -> IntArray | None:
+    def _sources(self, units: IntArray, lo: int, hi: int) -> IntArray | None:
         """For a read of bytes ``[lo, hi)`` of the (flat) ``units``: the unit that holds each one's bytes now
         (itself, or the source of its pending copy), when a pending copy holds them all; then the caller reads
-        ``_bytes`` itself (no other pending write reaches those bytes).  None otherwise: read :meth:`raw`."""
+        ``_bytes`` itself (no other pending write reaches those bytes).  None otherwise: read :meth:`_raw`."""
         if not self._pending.copies:
             return None
         self._pending.make(self._bytes.reshape(-1, self.nbytes), lo, hi, copies=False)
@@ -231,7 +250,7 @@ class DenseImage:
     # ``written``, :meth:`flat`) counts as writing everywhere.
 
     @property
-    def page_bytes(self) -> int:
+    def _page_bytes(self) -> int:
         """The page of the written-state (bytes)."""
         return self._pages.page
 
@@ -404,7 +423,7 @@ class DenseImage:
         self._pages.materialise_bytes(unit, byte)
         self._written[where] = True
 
-    def gather_words(self, byte_index: IntArray, nb: int) -> tuple[npt.NDArray[Any], BoolArray] | None:
+    def _gather_words(self, byte_index: IntArray, nb: int) -> tuple[npt.NDArray[Any], BoolArray] | None:
         """The ``nb``-byte words at ``byte_index`` (last axis) and whether all their bytes were written, for
         every leading position; None when the image cannot be seen as words (see :func:`word_view`)."""
         wv = word_view(self._data, nb)
@@ -414,7 +433,7 @@ class DenseImage:
         return wv[..., byte_index], _known_words(self._pages, slice(None), byte_index, nb).reshape(
             *self.lead_shape, *byte_index.shape)
 
-    def scatter_words(self, byte_index: IntArray, nb: int, words: npt.NDArray[Any],
+    def _scatter_words(self, byte_index: IntArray, nb: int, words: npt.NDArray[Any],
                       mask: BoolArray | None = None) -> bool:
         """Write ``nb``-byte words at ``byte_index`` (last axis; ``words`` broadcast to the leading shape and
         the index's), marking their bytes written; ``mask`` selects which.  False (nothing written) when the
@@ -439,16 +458,17 @@ class DenseImage:
             kv[where] = ones
         return True
 
-    def read_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any],
+    def _read_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any],
                   known: BoolArray | None, signed: bool = False) -> bool:
         """Copy the words a byte loop nest visits from ``byte_base`` into ``words``, and whether all their bytes
         were written into ``known`` (C-contiguous, ``leading × sizes`` elements; None: the caller knows they all
-        were, :meth:`nest_written`); False if the image cannot be seen as words.  The caller keeps the nest
+        were, :meth:`_nest_written`); False if the image cannot be seen as words.  The caller keeps the nest
         inside the image (:func:`load_nest`).  Where every page the nest reaches was written, no mask is read.
         ``signed`` reads the words as signed integers (a wider ``words`` receives them sign-extended)."""
         lo, hi = _nest_bounds(nest)
-        owner = self.sources(np.arange(self._pages.state.shape[0], dtype=np.int64), byte_base + lo, byte_base + hi + nb)
-        wv = word_view(self._bytes if owner is not None else self.raw(byte_base + lo, byte_base + hi + nb), nb)
+        r_lo, r_hi = byte_base + lo, byte_base + hi + nb
+        owner = self._sources(np.arange(self._pages.state.shape[0], dtype=np.int64), r_lo, r_hi)
+        wv = word_view(self._bytes if owner is not None else self._raw(r_lo, r_hi), nb)
         if wv is None:
             return False
         if signed:
@@ -461,18 +481,18 @@ class DenseImage:
             _nest_known(self._pages, slice(None), self._written, nb, byte_base, nest, known.reshape(src.shape))
         return True
 
-    def nest_written(self, lo: int, hi: int) -> bool:
+    def _nest_written(self, lo: int, hi: int) -> bool:
         """Were bytes ``[lo, hi)`` of every unit this image reads written (:meth:`all_written`; a selection of
         units asks of its own)?"""
         return self.all_written(lo, hi)
 
-    def nest_words_written(self, nb: int, byte_base: int, nest: Nest) -> bool:
+    def _nest_words_written(self, nb: int, byte_base: int, nest: Nest) -> bool:
         """Were all bytes of every ``nb``-byte word a byte loop nest visits written, in every unit: the nest's own
         bytes, not its hull (:func:`nest_elements_written`)?"""
         return _nest_words_written(self._pages, slice(None), self._written, nb, byte_base, nest,
                                    lambda kv, loops: _nest_view(kv, byte_base, loops))
 
-    def write_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any], known: BoolArray) -> bool:
+    def _write_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any], known: BoolArray) -> bool:
         """Write ``words`` where ``known`` and poison (unwritten zeros) elsewhere at the positions of a byte loop
         nest (which visits every byte at most once, :func:`store_nest`), for every leading position (``words``
         and ``known`` hold ``leading × sizes`` elements in that order).  A nest of known words that covers its
@@ -481,8 +501,8 @@ class DenseImage:
         r_lo, r_hi = byte_base + lo, byte_base + hi + nb
         covering = math.prod(n for n, _ in nest) * nb == r_hi - r_lo
         if covering and nb in _WORD:
-            self.cover(slice(None), r_lo, r_hi)  # every byte of the range written below: no zeros owed there
-        wv, kv = word_view(self.raw(r_lo, r_hi), nb), word_view(self._written, nb)
+            self._cover(slice(None), r_lo, r_hi)  # every byte of the range written below: no zeros owed there
+        wv, kv = word_view(self._raw(r_lo, r_hi), nb), word_view(self._written, nb)
         if wv is None or kv is None:
             return False
         self._touch(r_lo, r_hi)
@@ -515,7 +535,7 @@ class DenseImage:
         ``u * nbytes`` (the mask made exact everywhere first)."""
         return self.data.reshape(-1), self.written.reshape(-1)
 
-    def flat_span(self, lo: int, hi: int) -> tuple[ByteArray, BoolArray]:
+    def _flat_span(self, lo: int, hi: int) -> tuple[ByteArray, BoolArray]:
         """:meth:`flat`, for a caller that writes bytes ``[lo, hi)`` of units only (or nothing); the mask is
         made exact everywhere first."""
         self._touch(lo, hi)
@@ -529,11 +549,11 @@ class DenseImage:
         self._touch(lo, hi)
         return self._data.reshape(-1)
 
-    def flat_raw(self, lo: int, hi: int) -> ByteArray:
+    def _flat_raw(self, lo: int, hi: int) -> ByteArray:
         """The bytes as a flat view (unit ``u`` at ``u * nbytes``), for a caller that reads or writes bytes
         ``[lo, hi)`` of units only, and says what it wrote by :meth:`mark_written` or :meth:`mask_for_write`
         (a DMA): pending copies elsewhere stay pending."""
-        return self.raw(lo, hi).reshape(-1)
+        return self._raw(lo, hi).reshape(-1)
 
     def mark_written(self, units: slice, lo: int, hi: int, known: bool = True) -> None:
         """Bytes ``[lo, hi)`` of the (flat) ``units`` are now all written (or all poison, ``known=False``)."""
@@ -552,7 +572,7 @@ class DenseImage:
         (flat) ``units`` now wholly written (or wholly poison) keep no mask."""
         self._pages.settle_range(units, lo, hi)
 
-    def known_units(self, units: slice, lo: int, hi: int) -> BoolArray | None:
+    def _known_units(self, units: slice, lo: int, hi: int) -> BoolArray | None:
         """None if every byte ``[lo, hi)`` of the (flat) ``units`` was written, else whether each was:
         ``(units, hi - lo)`` (a new array; nothing changes)."""
         if self._pages.all_known(units, lo, hi):
@@ -981,7 +1001,7 @@ def load_nest(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: Sequen
     values, known = out
     if not (values.flags.c_contiguous and known.flags.c_contiguous and values.dtype == dtype.storage):
         return None
-    if not image.read_nest(nb, base, nest, values.view(_WORD[nb]), known):
+    if not image._read_nest(nb, base, nest, values.view(_WORD[nb]), known):
         return None
     _from_words(dtype, values.view(_WORD[nb]))  # the range check of i5 and i9 images
     return values.reshape(shape), known.reshape(shape)
@@ -997,7 +1017,7 @@ def nest_all_written(dtype: type[dt.Scalar], image: Image, bit_base: int, loops:
         return False
     nb, base, nest = got
     assert isinstance(image, DenseImage)
-    return all(image.nest_written(base + lo, base + hi) for lo, hi in _hulls(nest, nb))
+    return all(image._nest_written(base + lo, base + hi) for lo, hi in _hulls(nest, nb))
 
 
 def nest_elements_written(dtype: type[dt.Scalar], image: Image, bit_base: int,
@@ -1012,12 +1032,12 @@ def nest_elements_written(dtype: type[dt.Scalar], image: Image, bit_base: int,
         return False
     nb, base, nest = got
     assert isinstance(image, DenseImage)
-    return image.nest_words_written(nb, base, nest)
+    return image._nest_words_written(nb, base, nest)
 
 
 def _nest_words_written(pm: PageMask, us: Units, written: BoolArray, nb: int, byte_base: int, nest: Nest,
                         view: Callable[[npt.NDArray[Any], Nest], npt.NDArray[Any]]) -> bool:
-    """:meth:`DenseImage.nest_words_written` over the units ``us`` of a page mask whose byte mask is ``written``
+    """:meth:`DenseImage._nest_words_written` over the units ``us`` of a page mask whose byte mask is ``written``
     (the image's shape): ``view(word view of written, nest)`` is the nest's view over those units."""
     lo, hi = _nest_bounds(nest)
     p0, p1 = (byte_base + lo) // pm.page, -(-(byte_base + hi + nb) // pm.page)
@@ -1064,9 +1084,9 @@ def load_nest_values(dtype: type[dt.Scalar], image: Image, bit_base: int, loops:
     assert isinstance(image, DenseImage)
     wide = fast_nest.widen(nb, nest) if fast_nest.WIDE.on else None
     if wide is not None:  # runs of contiguous elements read as wider words (the same bytes, fast_nest.py)
-        if not image.read_nest(wide[0], base, wide[1], values.reshape(-1).view(_WORD[wide[0]]), None):
+        if not image._read_nest(wide[0], base, wide[1], values.reshape(-1).view(_WORD[wide[0]]), None):
             return False
-    elif not image.read_nest(nb, base, nest, values.view(_WORD[nb]), None):
+    elif not image._read_nest(nb, base, nest, values.view(_WORD[nb]), None):
         return False
     _from_words(dtype, values.view(_WORD[nb]))  # the range check of i5 and i9 images
     return True
@@ -1089,7 +1109,7 @@ def load_nest_widened(dtype: type[dt.Scalar], image: Image, bit_base: int, loops
         return False
     nb, base, nest = got
     assert isinstance(image, DenseImage)
-    return bool(image.read_nest(nb, base, nest, values, None, signed=True))
+    return bool(image._read_nest(nb, base, nest, values, None, signed=True))
 
 
 def store_nest(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: Sequence[tuple[int, int]],
@@ -1108,7 +1128,7 @@ def store_nest(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: Seque
     assert isinstance(image, DenseImage)
     vals = dt.as_storage(dtype, values)
     k = np.broadcast_to(np.asarray(known, dtype=bool), vals.shape)
-    return image.write_nest(nb, base, nest, _to_words(dtype, vals), k)
+    return image._write_nest(nb, base, nest, _to_words(dtype, vals), k)
 
 
 def store_nest_into(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: Sequence[tuple[int, int]],
@@ -1122,10 +1142,10 @@ def store_nest_into(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: 
     if dtype.image_bits != 8 * storage.itemsize:
         return False
     got = _byte_nest(dtype, image, bit_base, loops)
-    if got is None or not _injective(got[2], got[0]) or not hasattr(image, "write_nest_into"):
+    if got is None or not _injective(got[2], got[0]) or not hasattr(image, "_write_nest_into"):
         return False
     nb, base, nest = got
-    ok: bool = image.write_nest_into(nb, base, nest, lambda words: produce(words.view(storage)))
+    ok: bool = image._write_nest_into(nb, base, nest, lambda words: produce(words.view(storage)))
     return ok
 
 
@@ -1155,7 +1175,7 @@ def _load_nibbles(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: Se
     shape = (*image.lead_shape, *(int(n) for n, _ in loops))
     pairs = (*shape[:-1], shape[-1] // 2)
     raw, raw_known = np.empty(pairs, np.uint8), np.empty(pairs, bool)
-    if not image.read_nest(1, base, nest, raw, raw_known):
+    if not image._read_nest(1, base, nest, raw, raw_known):
         return None
     if out is None:
         out = np.empty(shape, dtype=dtype.storage), np.empty(shape, dtype=bool)
@@ -1185,7 +1205,7 @@ def _store_nibbles(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: S
     assert isinstance(image, DenseImage)
     bits = dt.to_bits(dtype, dt.as_storage(dtype, values).reshape(-1)).reshape(-1, 2)
     packed = np.bitwise_or(bits[:, 0], np.left_shift(bits[:, 1], 4, dtype=np.uint8), dtype=np.uint8)
-    return image.write_nest(1, base, nest, packed, np.broadcast_to(True, packed.shape))
+    return image._write_nest(1, base, nest, packed, np.broadcast_to(True, packed.shape))
 
 
 def _nbytes_per(dtype: type[dt.Scalar]) -> int:
@@ -1209,7 +1229,7 @@ def load(dtype: type[dt.Scalar], image: Image, bit_offsets: npt.ArrayLike) -> tu
         raise AddressError(f"{dtype!r} elements must start on a byte boundary", call="load")
     nb = _nbytes_per(dtype)
     if isinstance(image, DenseImage) and WORDS.on:
-        got = image.gather_words(offs >> 3, nb)
+        got = image._gather_words(offs >> 3, nb)
         if got is not None:
             return _from_words(dtype, got[0]), got[1]
     idx = (offs >> 3)[..., None] + np.arange(nb, dtype=np.int64)
@@ -1253,7 +1273,7 @@ def store(dtype: type[dt.Scalar], image: Image, bit_offsets: npt.ArrayLike, valu
 
         if fast_images.store_run(dtype, image, offs, vals, sel):
             return
-        if isinstance(image, DenseImage) and image.scatter_words(offs >> 3, nb, _to_words(dtype, vals), sel):
+        if isinstance(image, DenseImage) and image._scatter_words(offs >> 3, nb, _to_words(dtype, vals), sel):
             return
     raw = dt.to_bytes(dtype, vals.reshape(-1)).reshape(*vals.shape, nb)
     idx = (offs >> 3)[..., None] + np.arange(nb, dtype=np.int64)

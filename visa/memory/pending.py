@@ -14,7 +14,7 @@ Two kinds, both cheaper to remember than to make:
 
 Every access to an image's bytes goes through :attr:`~visa.memory.images.DenseImage._data`, which makes all that is
 pending; the paths that say which bytes they touch make only what reaches those bytes
-(:meth:`~visa.memory.images.DenseImage.raw`).  Pending copies never overlap one another, nor a pending fill of
+(:meth:`~visa.memory.images.DenseImage._raw`).  Pending copies never overlap one another, nor a pending fill of
 their units: recording one makes whatever reached its bytes first.
 
 >>> import numpy as np

@@ -110,7 +110,7 @@ class Endpoint(Protocol):
         """A flat array holding image bytes ``[lo, hi)`` of ``chip`` and the index of ``lo`` in it; ``None``
         if those bytes do not all exist.  ``write=False``: the copy only reads them (a shared region is not
         copied for it).  ``span``: the copy reads or writes only bytes ``[span[0], span[1])`` of every unit (the
-        DM's pending copies elsewhere may stay pending, :meth:`visa.memory.images.DenseImage.raw`)."""
+        DM's pending copies elsewhere may stay pending, :meth:`visa.memory.images.DenseImage._raw`)."""
 
     def known(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> BoolArray | None:
         """``None`` if every byte ``[unit_lo, unit_hi)`` of every unit of ``[lo, hi)`` was written, else whether
@@ -274,13 +274,13 @@ class DmEndpoint:
         if chip < 0:
             return None
         image = self._image(chip)  # (a write says which bytes: mark_written, mask_for_write)
-        data = image.flat_data(0, 0) if span is None else image.flat_raw(*span)
+        data = image.flat_data(0, 0) if span is None else image._flat_raw(*span)
         if lo < 0 or hi > data.size:
             return None
         return data, lo
 
     def known(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> BoolArray | None:
-        return self._image(chip).known_units(self._units(lo, hi), unit_lo, unit_hi)
+        return self._image(chip)._known_units(self._units(lo, hi), unit_lo, unit_hi)
 
     def gather(self, chip: int, real: IntArray) -> tuple[ByteArray, BoolArray]:
         if chip < 0:
@@ -304,13 +304,13 @@ class DmEndpoint:
 
     def cover(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> None:
         """The copy writes every byte ``[unit_lo, unit_hi)`` of every unit of ``[lo, hi)``
-        (:meth:`visa.memory.images.DenseImage.cover`)."""
-        self._image(chip).cover(self._units(lo, hi), unit_lo, unit_hi)
+        (:meth:`visa.memory.images.DenseImage._cover`)."""
+        self._image(chip)._cover(self._units(lo, hi), unit_lo, unit_hi)
 
     def defer_copy(self, chip: int, dst: IntArray, src: IntArray, unit_lo: int, unit_hi: int) -> None:
         """Bytes ``[unit_lo, unit_hi)`` of units ``dst`` are to be those of units ``src`` (written now):
-        :meth:`visa.memory.images.DenseImage.defer_copy`."""
-        self._image(chip).defer_copy(dst, src, unit_lo, unit_hi)
+        :meth:`visa.memory.images.DenseImage._defer_copy`."""
+        self._image(chip)._defer_copy(dst, src, unit_lo, unit_hi)
 
     def settle(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> None:
         self._image(chip).settle(self._units(lo, hi), unit_lo, unit_hi)
@@ -504,7 +504,7 @@ def _split(loops: Sequence[ByteLoop], sb: int, src: Endpoint, dst: Endpoint
     return None if got is None else (k, got)
 
 
-#: A broadcast whose copies hold at least this many bytes leaves them pending (DenseImage.defer_copy).
+#: A broadcast whose copies hold at least this many bytes leaves them pending (DenseImage._defer_copy).
 DEFER_BYTES = 1 << 16
 
 
@@ -529,7 +529,7 @@ def _defer_replicas(loops: Sequence[ByteLoop], w: _Resolved, dst: Endpoint, dv: 
     """A copy of known bytes covering ``[unit_lo, unit_hi)`` of every destination unit, whose unit-level loops
     read the same source for several units (a stride-0 source loop: the copies are replicas): write the units
     at index 0 of those loops, and leave the others as pending copies of them on the DM image
-    (:meth:`visa.memory.images.DenseImage.defer_copy`).  False (nothing written) when the copy is not one, or
+    (:meth:`visa.memory.images.DenseImage._defer_copy`).  False (nothing written) when the copy is not one, or
     its copies are small."""
     defer = getattr(dst, "defer_copy", None)
     repeat = [k for k, ((_, s, _), lvl) in enumerate(zip(loops, w.unit_level, strict=True)) if lvl and s == 0]

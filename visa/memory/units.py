@@ -168,7 +168,7 @@ class UnitSelection(DenseImage):
         if self._materialise(idx, 1, where, known=False):
             self._put(self.base._written, idx, False, where)
 
-    def gather_words(self, byte_index: IntArray, nb: int) -> tuple[npt.NDArray[Any], BoolArray] | None:
+    def _gather_words(self, byte_index: IntArray, nb: int) -> tuple[npt.NDArray[Any], BoolArray] | None:
         wv = word_view(self.base._data, nb)
         if wv is None:
             return None
@@ -176,7 +176,7 @@ class UnitSelection(DenseImage):
         self._check_words(idx, nb)
         return self._take(wv, idx), _known_words(self._pm(), self.units, idx, nb)
 
-    def scatter_words(self, byte_index: IntArray, nb: int, words: npt.NDArray[Any],
+    def _scatter_words(self, byte_index: IntArray, nb: int, words: npt.NDArray[Any],
                       mask: BoolArray | None = None) -> bool:
         wv, kv = word_view(self.base._data, nb), word_view(self.base._written, nb)
         if wv is None or kv is None:
@@ -196,18 +196,18 @@ class UnitSelection(DenseImage):
             return _nest_view(words[self.box], byte_base, nest)
         return _nest_view(self._rows(words), byte_base, nest)
 
-    def read_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any],
+    def _read_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any],
                   known: BoolArray | None, signed: bool = False) -> bool:
         lo, hi = _nest_bounds(nest)
         r_lo, r_hi = byte_base + lo, byte_base + hi + nb
-        owner = self.base.sources(self.units, r_lo, r_hi)  # (not None: no other pending copy reaches the bytes)
-        wv = word_view(self.base._bytes if owner is not None else self.base.raw(r_lo, r_hi), nb)
+        owner = self.base._sources(self.units, r_lo, r_hi)  # (not None: no other pending copy reaches the bytes)
+        wv = word_view(self.base._bytes if owner is not None else self.base._raw(r_lo, r_hi), nb)
         if wv is None:
             return False
         if signed:  # the words as signed integers: a wider ``words`` receives them sign-extended
             wv = wv.view(np.dtype(f"i{nb}"))
         sizes = tuple(n for n, _ in nest)
-        if owner is not None:  # pending copies read from their sources (DenseImage.sources)
+        if owner is not None:  # pending copies read from their sources (DenseImage._sources)
             _gather_rows(_nest_view(self._rows(wv), byte_base, nest), owner, words.reshape(self.count, *sizes))
         elif self.box is not None:
             src = self._nest(wv, byte_base, nest)
@@ -220,14 +220,14 @@ class UnitSelection(DenseImage):
                     known.reshape(self.count, *sizes))
         return True
 
-    def nest_words_written(self, nb: int, byte_base: int, nest: Nest) -> bool:
+    def _nest_words_written(self, nb: int, byte_base: int, nest: Nest) -> bool:
         def view(kv: npt.NDArray[Any], loops: Nest) -> npt.NDArray[Any]:
             words = self._nest(kv, byte_base, loops)  # (the box's view, or every unit's: the selected picked)
             return words if self.box is not None else words[self.units]
 
         return _nest_words_written(self._pm(), self.units, self.base._written, nb, byte_base, nest, view)
 
-    def nest_written(self, lo: int, hi: int) -> bool:
+    def _nest_written(self, lo: int, hi: int) -> bool:
         """Were bytes ``[lo, hi)`` of every selected unit written?  Reads no mask where the pages are all written."""
         return self._pm().all_known(self.units, max(lo, 0), min(hi, self.nbytes))
 
@@ -259,7 +259,7 @@ class UnitSelection(DenseImage):
         units = self.units if keep is None else self.units[keep]
         _nest_view(self._rows(arr), byte_base, nest)[units] = values
 
-    def write_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any], known: BoolArray) -> bool:
+    def _write_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any], known: BoolArray) -> bool:
         lo, hi = _nest_bounds(nest)
         r_lo, r_hi = byte_base + lo, byte_base + hi + nb
         sizes = tuple(n for n, _ in nest)
@@ -271,12 +271,12 @@ class UnitSelection(DenseImage):
         span = self.span
         if self.box is not None and all_true(known):  # every element known: one strided copy, no reshaped masks
             if covering and span is not None:  # every byte of the range written: no zeros owed there
-                self.base.cover(span, r_lo, r_hi)
+                self.base._cover(span, r_lo, r_hi)
             wide = fast_nest.widen_values(nb, nest, words) if fast_nest.WIDE.on else None
             if wide is not None:  # runs of contiguous elements written as wider words (the same bytes)
                 nb, nest, words = wide
                 ones = np.asarray(_ALL_WRITTEN[nb], dtype=_WORD[nb])
-            wv, kv = word_view(self.base.raw(r_lo, r_hi), nb), word_view(self.base._written, nb)
+            wv, kv = word_view(self.base._raw(r_lo, r_hi), nb), word_view(self.base._written, nb)
             if wv is None or kv is None:
                 return False
             self.base._touch(r_lo, r_hi, self.units)
@@ -289,8 +289,8 @@ class UnitSelection(DenseImage):
             return True
         keep = self._changing(nb, byte_base, nest, known, (r_lo, r_hi))
         if keep is None and covering and span is not None:  # every byte of the range written: no zeros owed
-            self.base.cover(span, r_lo, r_hi)
-        wv, kv = word_view(self.base.raw(r_lo, r_hi), nb), word_view(self.base._written, nb)
+            self.base._cover(span, r_lo, r_hi)
+        wv, kv = word_view(self.base._raw(r_lo, r_hi), nb), word_view(self.base._written, nb)
         if wv is None or kv is None:
             return False
         self.base._touch(r_lo, r_hi, self.units)
@@ -319,15 +319,15 @@ class UnitSelection(DenseImage):
             self._write_units(kv, byte_base, nest, k * ones, keep)
         return True
 
-    def write_nest_into(self, nb: int, byte_base: int, nest: Nest,
+    def _write_nest_into(self, nb: int, byte_base: int, nest: Nest,
                         produce: Callable[[npt.NDArray[Any]], bool]) -> bool:
-        """:meth:`write_nest` of elements all known whose words ``produce(view)`` computes straight into the image:
+        """:meth:`_write_nest` of elements all known whose words ``produce(view)`` computes straight into the image:
         ``view`` is the nest's writable view ``(units, *sizes)`` of the selected units' words.  False, nothing
         written, when the selection is not a box, the view cannot take that shape, or ``produce`` declines (it
         returns False before writing)."""
         lo, hi = _nest_bounds(nest)
         r_lo, r_hi = byte_base + lo, byte_base + hi + nb
-        wv, kv = word_view(self.base.raw(r_lo, r_hi), nb), word_view(self.base._written, nb)
+        wv, kv = word_view(self.base._raw(r_lo, r_hi), nb), word_view(self.base._written, nb)
         if wv is None or kv is None or self.box is None:
             return False
         sizes = tuple(n for n, _ in nest)

@@ -84,16 +84,16 @@ def _valid_count(stream: StreamTensor[Any, Any, Any, Any, Any, Any], count: Any)
             or view.base.dtype.name != "i32":
         raise wrong_type("valid_count", count, "an int, or a one-element i32 DM tensor (each slice's count)",
                          call="commit", fix="pass an int, or dm.view().tile(m[axis], 1, …, index)")
+    from visa.engines.access import RowRead, read_row
     from visa.engines.common import unit_validity
     from visa.errors import PoisonError
-    from visa.memory.images import load
 
     at = int(np.flatnonzero(view.element.validity())[0])
     bits = view.base.address * 8 + (view.offset + at) * view.base.dtype.image_bits
     per = np.zeros(shape[:3], dtype=np.int64)
     need = unit_validity(lay.chip, lay.cluster, lay.slice)
     for c in range(lay.chip.size):
-        vals, known = load(view.base.dtype, view.base.image(c), np.array([bits], dtype=np.int64))
+        vals, known = read_row(RowRead(view.base.dtype, bits, 1), view.base.image(c))
         per[c] = np.asarray(vals, dtype=np.int64)[..., 0]
         if bool((need[c] & ~np.asarray(known)[..., 0]).any()):
             raise PoisonError(f"the valid count {view!r} was never written in a slice the stream holds data in",
@@ -179,15 +179,14 @@ def generate(tu: Any, view: Any, value: int | float) -> None:
     at = int(np.flatnonzero(view.element.validity())[0])
     bits = base.address * 8 + (view.offset + at) * base.dtype.image_bits
     image_value = storage(base.dtype, np.asarray([value]), call)
+    from visa.engines.access import ElementWrite, write_element
     from visa.engines.common import unit_validity
-    from visa.memory.images import store
 
     on = unit_validity(base.levels["Chip"], base.levels["Cluster"], base.levels["Slice"])
+    write = ElementWrite(base.dtype, bits, image_value)
     for c in range(base.levels["Chip"].size):
         if on[c].any():
-            img = base.image(c)
-            v = np.broadcast_to(image_value.reshape(1, 1, 1), (*on[c].shape, 1))
-            store(base.dtype, img, np.array([bits], dtype=np.int64), v, on[c][..., None])
+            write_element(write, base.image(c), on[c])
     if base.region is not None:
         ctx.memory.registry.note_write(base.region, call=call, writer=base.describe())
     report = EngineReport("generate", f"ITOS {value!r} → {dt.scalar(base.dtype.name)!r} @ {address}",

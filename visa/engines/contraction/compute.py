@@ -11,10 +11,12 @@ derived, executed as such.  Time is split into *digits*: the common refinement o
 the tiling split, the activation's own repeating digits (a fetch that read the stream once per weight column,
 :class:`~visa.engines.broadcast.BroadcastData`) and the accumulator's kept/reduced segments.  A digit with stride
 0 is a weight broadcast, and a tiling or repeating digit an activation broadcast; none is materialised.  The
-sum over a reduced digit and the tree's ``j`` then is one batched matrix product (BLAS), in float32 for float
-operands (bf16 and fp8 products
-are exact in f32; the sum's order differs from the tree's, so float results agree to f32 rounding) and in
-float64 for integer operands (exact below 2^53, then wrapped to i32).
+sum over a reduced digit and the tree's ``j`` then is one batched matrix product (BLAS) in float64 for integer
+operands (exact below 2^53, then wrapped to i32: the same integers in any order).  Float operands are not
+summed by a matrix product: their f32 sums round at every addition, so the order is part of the result, and
+the Reducer's order (the tree's adjacent pairs, then the accumulator in Time order) is computed over the same
+operand views by :func:`visa.engines.contraction.fast_steps.contract`, or step by step by
+:func:`visa.engines.contraction.reference.run` — the same bits whichever fast path is on.
 
 Poison: an output is unknown when a product it sums is, and a product is unknown when one factor is unknown
 and the other is not a known zero — zero padding times a dummy is zero (``1+1#`` contracted with ``1+1z``
@@ -35,7 +37,7 @@ import numpy.typing as npt
 from visa import fastpaths
 from visa.engines.broadcast import TimeDigits, expand, place_values
 from visa.engines.common import StreamData
-from visa.engines.contraction import fast_sums, reference
+from visa.engines.contraction import fast_steps, fast_sums, reference
 from visa.engines.contraction.aligner import AlignPlan
 from visa.engines.contraction.blas import batched_matmul, parallel_pieces
 from visa.engines.contraction.reducer import AccumulatePlan, ContractPlan
@@ -441,7 +443,11 @@ def _run(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int,
         a0 = a if all_known else np.where(ak, a, np.zeros((), dtype=a.dtype))
         w0 = w if all_known else np.where(wk, w, np.zeros((), dtype=w.dtype))
         labels = None if act_labels is None else act_labels[chunk]
-        values[sl] = _contract(a0, la, w0, lw, lo, sizes, reduced, ctype, period, labels)
+        if contract.out_dtype.kind != "int":  # float sums: the Reducer's order (fast_steps)
+            wf = w0[np.arange(len(chunk)) % period] if period else w0
+            values[sl] = fast_steps.contract(a0, la, wf, lw, lo, sizes, reduced)
+        else:
+            values[sl] = _contract(a0, la, w0, lw, lo, sizes, reduced, ctype, period, labels)
         if not all_known:
             za, zw = ak & (a0 == 0), wk & (w0 == 0)
             bad = _contract((~ak).astype(np.float32), la, (~zw).astype(np.float32), lw, lo, sizes, reduced,
@@ -461,10 +467,13 @@ def _reduce_all(align: AlignPlan, contract: ContractPlan, segments: Sequence[tup
                 act_known: BoolArray, window: TrfWindow, batch: IntArray, out_tail: list[str],
                 keep_all_time: bool, act_digits: TimeDigits = (), act_labels: Labels | None = None
                 ) -> tuple[Array, BoolArray]:
-    """The Reducer's output over ``(b, <kept digits>, *out_tail)``: reduce-add as fused matrix products
-    (:func:`_run`), reduce-max step by step (:func:`visa.engines.contraction.reference.run`: a maximum is no
-    matrix product)."""
-    if contract.reduce_op == "Max":
+    """The Reducer's output over ``(b, <kept digits>, *out_tail)``: integer reduce-add as fused matrix products
+    (:func:`_run`: exact sums, in any order), reduce-max step by step
+    (:func:`visa.engines.contraction.reference.run`: a maximum is no matrix product), float reduce-add in the
+    Reducer's order (a float sum rounds at every addition, and no matrix product keeps the tree's order): step
+    by step, or with ``contraction.float-steps`` through :func:`_run`'s operand views
+    (:func:`visa.engines.contraction.fast_steps.contract`, the same bits)."""
+    if contract.reduce_op == "Max" or (contract.out_dtype.kind != "int" and not fast_steps.STEPS.on):
         vals, known = reference.run(align, contract, segments, act, act_known, window, batch, out_tail,
                                     keep_all_time, act_digits)
         return _to_output(vals, contract), known

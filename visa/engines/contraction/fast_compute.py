@@ -10,8 +10,9 @@ for integer operands and float32 for float ones):
 - ``contraction.weight-period`` (:func:`weight_period`, :func:`contract_by_period`): batch positions whose
   weights repeat with a period share one product per distinct weight matrix, the repeats never copied.
 
-The products are the same numbers; integer results are identical, float results agree to float32 rounding (the
-summation order is BLAS's, which depends on the product's shape; docs/manual-notes.md, issue 5).
+They compute integer contractions only (float ones sum in the Reducer's own order, step by step:
+:func:`visa.engines.contraction.reference.run`): the products are the same numbers and the sums exact, so the
+results are identical with each path on or off.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from visa import fastpaths
 from visa.engines.contraction.compute import TrfWindow
 from visa.engines.contraction.fast_compute import has_period, weight_period
 from visa.mapping import Mapping
+from visa.memory import owed
 from visa.memory.images import DenseImage, load_nest
 from visa.memory.known import known_everywhere
 from visa.memory.replicas import Labels, combine, period_of, verifying
@@ -81,13 +82,13 @@ def _byte_window(dtype: type[dt.Scalar], rows: int, element: Mapping, bit_offset
         written = image.all_written(b0, b1, box)  # (no mask read) every element known: no per-element mask
         # slices given the same weights repeat with a period: copy one period (a snapshot, so a later to_trf
         # cannot change what this pass reads; L4063-4070).  Known from the writes (the replica ids), then only
-        # the first period's rows are read (through pending copies: DenseImage.read_units); or found in the bytes
+        # the first period's rows are read (through pending copies: visa.memory.owed.read_units); or found in the bytes
         period = period_of(_window_labels(image, clusters, rows, b0, b1)) if written else 0
         if period:
             bank = image.lead_shape[-1]
             first = clusters.start * image.lead_shape[1] + np.arange(period, dtype=np.int64)
             units = (first[:, None] * bank + np.arange(rows, dtype=np.int64)).reshape(-1)
-            values = image.read_units(units, b0, b1).view(dtype.storage).reshape(period, rows, hi - lo)
+            values = owed.read_units(image, units, b0, b1).view(dtype.storage).reshape(period, rows, hi - lo)
             if verifying():
                 whole = image.read_data()[clusters, :, :rows, b0:b1].reshape(n, rows, b1 - b0)
                 assert has_period(whole.view(np.dtype(f"u{word}")), period), \

@@ -1,4 +1,5 @@
-"""The Reducer step by step, as the manual describes it (L4336–4548): the reference for the reduce-max mode.
+"""The Reducer step by step, as the manual describes it (L4336–4548): the reference for reduce-max and for every
+float contraction.
 
 For each computed ``(Chip, Cluster, Slice)`` position, Row ``r`` and computation step ``t``::
 
@@ -9,12 +10,19 @@ For each computed ``(Chip, Cluster, Slice)`` position, Row ``r`` and computation
 
 with ``op`` the configuration's ``reduce_op``: ``+`` (reduce-add) or ``max`` (reduce-max, Row 0 only, L4393–4395,
 L4533).  Every operand is materialised: this is the plain reading of the configuration, used for reduce-max
-(whose arithmetic is no matrix product) and, in the tests, as the reference the fused products of
-:mod:`visa.engines.contraction.compute` are checked against for reduce-add.
+(whose arithmetic is no matrix product), for reduce-add of float operands (whose sums round, so their order is
+part of the result), and, in the tests, as the reference the fused products of
+:mod:`visa.engines.contraction.compute` are checked against for integer reduce-add.
 
 Products are exact (integers in float64, float types in float32: bf16 and fp8 products fit its significand);
 a product is unknown when one factor is unknown and the other is not a known zero (``1+1#`` contracted with
 ``1+1z`` yields ``1``, L3771–3774), and an output is unknown when an operand of its ``op`` is.
+
+Float sums are f32 and round at every addition, in the one order the manual gives (docs/manual-notes.md,
+"Issue 23 (i23d)"): the tree adds adjacent pairs depth by depth, halving the count each time (L4386–4388:
+"each subsequent depth sums pairs of partial products, halving the element count"), its f32 output (L4391,
+L4397) goes to the accumulator, which stores the first flit of each slot and adds the later ones to it as they
+arrive, in Time order (L4408, L4415–4431: "accumulate with flit #k").  Integer sums are exact in any order.
 """
 
 from __future__ import annotations
@@ -27,13 +35,14 @@ import numpy as np
 import numpy.typing as npt
 
 from visa.engines.broadcast import TimeDigits, expand
+from visa.memory.known import all_true, known_everywhere
 
 if TYPE_CHECKING:
     from visa.engines.contraction.aligner import AlignPlan
     from visa.engines.contraction.compute import TrfWindow
     from visa.engines.contraction.reducer import ContractPlan
 
-__all__ = ["run", "step_addresses"]
+__all__ = ["run", "step_addresses", "tree", "in_order"]
 
 Array = npt.NDArray[Any]
 BoolArray = npt.NDArray[np.bool_]
@@ -55,13 +64,37 @@ def step_addresses(align: AlignPlan) -> IntArray:
     return addr
 
 
-def _reduce(x: Array, known: BoolArray, axes: tuple[int, ...], op: str) -> tuple[Array, BoolArray]:
+def _reduce(x: Array, known: BoolArray | None, axes: tuple[int, ...], op: str) -> tuple[Array, BoolArray | None]:
+    """``op`` over ``axes`` (``known`` None: every element known): a maximum, an exact (integer) sum, or the
+    accumulator's f32 sum (:func:`in_order`)."""
     if not axes:
         return x, known
-    k: BoolArray = np.asarray(known.all(axis=axes))
+    k = None if known is None else np.asarray(known.all(axis=axes))
     if op == "Max":
         return np.asarray(x.max(axis=axes)), k
+    if x.dtype == np.float32:
+        return in_order(x, axes), k
     return np.asarray(x.sum(axis=axes, dtype=x.dtype)), k
+
+
+def tree(x: Array) -> Array:
+    """The Reducer tree's f32 sum over the last axis (``2^n`` products): depth by depth, each sum of an adjacent pair
+    rounded to f32, halving the count (L4386–4388)."""
+    while x.shape[-1] > 1:
+        x = x[..., 0::2] + x[..., 1::2]
+    return x[..., 0]
+
+
+def in_order(x: Array, axes: tuple[int, ...]) -> Array:
+    """The accumulator's f32 sum over the reduced Time ``axes`` (ascending): the first flit a slot receives is
+    stored, each later one added to it, in the order they arrive — ascending Time, so the reduced digits outermost
+    first (L4408, L4415–4431)."""
+    lead = np.moveaxis(x, axes, tuple(range(len(axes))))
+    steps = lead.reshape(-1, *lead.shape[len(axes):])
+    acc: Array = steps[0].copy()
+    for k in range(1, steps.shape[0]):
+        acc += steps[k]
+    return acc
 
 
 def run(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int, bool]], act: Array,
@@ -84,7 +117,9 @@ def run(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int, 
     n, q = contract.group, contract.kept
     per_b = align.rows * align.out_time * align.out_packet
     step = max(1, _CHUNK // max(1, per_b))
-    outs, knowns = [], []
+    outs: list[Array] = []
+    knowns: list[BoolArray | None] = []
+    w_all = all_true(window.known)
     for start in range(0, len(batch), step):
         rows = slice(start, min(start + step, len(batch)))
         ids = np.arange(rows.start, rows.stop, dtype=np.int64)
@@ -92,23 +127,33 @@ def run(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int, 
         ka = np.repeat(flat_known[batch[rows]], align.tiles, axis=1)
         pos = ids % window.period if window.period else ids
         w = window.values[pos][:, :, idx].astype(ctype)  # (b, r, t, p)
-        kw = np.broadcast_to(window.known[pos][:, :, idx], w.shape)
+        known: BoolArray | None = None  # (None: every product known)
+        if not (w_all and bool(ka.all())):
+            kw = np.broadcast_to(window.known[pos][:, :, idx], w.shape)
+            # an unknown factor's value is no number: zeros, so that a known zero times it stays zero
+            a, w = np.where(ka, a, 0).astype(ctype), np.where(kw, w, 0).astype(ctype)
+            known = (ka[:, None] & kw) | (ka[:, None] & (a[:, None] == 0)) | (kw & (w == 0))
         prod = a[:, None] * w
-        known = (ka[:, None] & kw) | (ka[:, None] & (a[:, None] == 0)) | (kw & (w == 0))
         # the tree: groups of 2^n products (L4384–4392), the first `kept` columns carried on (L4440)
-        tree: tuple[int, ...] = (len(ids), align.rows, align.out_time, contract.columns, n)
-        c, kc = _reduce(prod.reshape(tree), known.reshape(tree), (4,), contract.reduce_op)
-        c, kc = c[..., :q], kc[..., :q]
+        shape: tuple[int, ...] = (len(ids), align.rows, align.out_time, contract.columns, n)
+        kc = None if known is None else known.reshape(shape)[..., :q, :].all(axis=4)
+        if contract.reduce_op == "Add" and ctype is np.float32:
+            c = tree(prod.reshape(shape)[..., :q, :])
+        else:
+            c = _reduce(prod.reshape(shape), None, (4,), contract.reduce_op)[0][..., :q]
         # the accumulator: the reduced Time digits (L4406–4434)
         acc: tuple[int, ...] = (len(ids), align.rows, *sizes, q)
-        c, kc = _reduce(c.reshape(acc), kc.reshape(acc), reduced, contract.reduce_op)
+        c, kc = _reduce(c.reshape(acc), None if kc is None else kc.reshape(acc), reduced, contract.reduce_op)
         keep = [s for s, f in zip(sizes, kept, strict=True) if f]
         c = c.reshape(len(ids), align.rows, math.prod(keep), q)
-        kc = kc.reshape(c.shape)
         order = [0, 2, *(1 if lab == "r" else 3 for lab in out_tail)]
         outs.append(c.transpose(order))
-        knowns.append(kc.transpose(order))
+        knowns.append(None if kc is None else kc.reshape(c.shape).transpose(order))
     if not outs:
         empty = np.zeros((0, 1, *(align.rows if lab == "r" else q for lab in out_tail)), dtype=ctype)
         return empty, np.zeros(empty.shape, dtype=bool)
-    return np.concatenate(outs), np.concatenate(knowns)
+    values = np.concatenate(outs)
+    if all(k is None for k in knowns):
+        return values, known_everywhere(values.shape)
+    return values, np.concatenate([known_everywhere(v.shape) if k is None else k
+                                   for v, k in zip(outs, knowns, strict=True)])

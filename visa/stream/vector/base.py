@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from visa import dtypes as dt
+from visa.engines.access import RowRead, read_row
 from visa.engines.common import EngineReport, StreamData, StreamLayout
 from visa.engines.deferred import DEFERRED, DeferredData
 from visa.engines.vector import arith
@@ -261,7 +262,7 @@ class VeBase(StreamTensor[D, Chip, Cluster, Slice, Time, Packet], Generic[D, Chi
         chip, cluster, slice_, element = (vrf.mapping(k) for k in ("Chip", "Cluster", "Slice", "Element"))
         vals, kn = [], []
         for c in range(chip.size):
-            v, k = _load_row(vrf.dtype, vrf.image(c), vrf.address * 8, element.size)
+            v, k = read_row(RowRead(vrf.dtype, vrf.address * 8, element.size), vrf.image(c))  # (the register's row)
             vals.append(v[:cluster.size, :slice_.size])
             kn.append(k[:cluster.size, :slice_.size])
         g = plan_gather((chip, cluster, slice_, element), self.levels(), call, "VRF operand")
@@ -364,27 +365,6 @@ def _deferred(op: VeOp, args: tuple[int, ...], data: StreamData,
     slots = (values.reshape(split), operand)
     known = known_and([data.known if a == 0 else True for a in sorted(set(args))], values.shape)
     return DeferredData(ufunc, tuple(slots[a] for a in args), values.dtype, values.shape, known, split)
-
-
-def _load_row(dtype: type[dt.Scalar], image: Any, bit_base: int, n: int
-              ) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]:
-    """``n`` consecutive elements from bit ``bit_base`` of every slice of a register-file image: values and known,
-    shape ``(*slices, n)``.  One strided copy (``load_nest``), without a known-mask where every byte was written
-    (``known_everywhere``); element by element (``load``) when the row cannot be read as words."""
-    from visa.memory.images import load, load_nest, load_nest_values, nest_all_written
-    from visa.memory.known import known_everywhere
-
-    loops = ((n, 1),)
-    shape = (*image.lead_shape, n)
-    if nest_all_written(dtype, image, bit_base, loops):
-        values = np.empty(shape, dtype=dtype.storage)
-        if load_nest_values(dtype, image, bit_base, loops, values):
-            return values, known_everywhere(shape)
-    got = load_nest(dtype, image, bit_base, loops)
-    if got is not None:
-        return got
-    v, k = load(dtype, image, bit_base + np.arange(n, dtype=np.int64) * dtype.image_bits)
-    return v, k
 
 
 def _stacked(parts: list[npt.NDArray[Any]]) -> npt.NDArray[Any]:
