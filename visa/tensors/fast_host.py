@@ -34,8 +34,13 @@ def staged_values(dtype: type[dt.Scalar], data: npt.NDArray[np.uint8], count: in
     reference decodes a copy (:func:`visa.dtypes.from_bytes`): an integer type whose image is its storage
     (every bit pattern a value, two's complement little-endian, L1071–1093).  None otherwise.
 
-    >>> staged_values(dt.i16, np.array([1, 0, 255, 255], np.uint8), 2).tolist()
-    [1, -1]
+    >>> data = np.array([1, 0, 255, 255], np.uint8)
+    >>> with fastpaths.disabled("host.staged-view"):
+    ...     staged_values(dt.i16, data, 2) is None
+    True
+    >>> out = staged_values(dt.i16, data, 2)   # on, the view; off (VISA_FASTPATHS=off), None
+    >>> out is None or (out.tolist() == [1, -1] and out.base is data)
+    True
     """
     storage = np.dtype(dtype.storage)
     if (not STAGED.on or dtype.kind != "int" or storage.kind != "i" or not np.little_endian
