@@ -147,8 +147,6 @@ WITHOUT_SNIPPET: dict[str, str] = {
 #: tried was refused by an earlier check); ``tests/test_snippets.py`` keeps this list from growing.
 NOT_YET: frozenset[str] = frozenset({
     "commit._plan LayoutError: the element holds none",
-    "commit._check_addresses LayoutError: time step writes padding",
-    "commit._check_addresses AddressError: the commit would write",
     "aligner._plan LayoutError: the tiling axis of",
     "aligner._sequencer_of IncompatibleShapesError: no reg_read_size reads the",
     "aligner._reg_type HardwareLimitError: the weights read with",
