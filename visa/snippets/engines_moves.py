@@ -92,4 +92,9 @@ ENGINES_MOVES: dict[str, Snippet] = {
         _WINDOW, 'rows.to_hbm(m["Y, K, W, Fw"], ctx.tdma, 0)   # every window unrolled into HBM',
         'src.view().to_hbm(m["Y, K, X"], ctx.tdma, 0)   # the rows as they are (fetch the windows on chip)'),
     "plan._bytes_loop HardwareLimitError: one step of axis": Snippet(_ODD_ROWS.format(3), _ODD_ROWS.format(4)),
+    "plan._attempt AddressError: the packet would read": _move(
+        'x.to_dm(m["1 # 2"], m["A / 8"], m["# 2 + A % 8 # 16"], ctx.tdma, 0,\n'
+        '        stream=(m["A / 8"], m["# 2 + A % 8 # 16"]))   # packets start with 2 elements of left padding',
+        'x.to_dm(m["1 # 2"], m["A / 8"], m["# 2 + A % 8 # 16"], ctx.tdma, 0,\n'
+        '        stream=(m["A / 8"], m["A % 8"]))   # packets of the elements only'),
 }
