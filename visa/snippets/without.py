@@ -153,7 +153,6 @@ NOT_YET: frozenset[str] = frozenset({
     "aligner._limits HardwareLimitError: a trf sequencer entry",
     "aligner._limits HardwareLimitError: a trf sequencer stride",
     "aligner._limits AddressError: read of the trf",
-    "shift._stride InsufficientInputError: lane of shift needs",
     "indirect.check_indirect_types LayoutError: spreads the table over",
     "indirect._fix_axes UnsupportedFeatureError: axis shares a digit",
     "indirect._check_rows_apart LayoutError: two rows of share",
