@@ -157,7 +157,6 @@ NOT_YET: frozenset[str] = frozenset({
     "indirect._fix_axes UnsupportedFeatureError: axis shares a digit",
     "indirect._check_rows_apart LayoutError: two rows of share",
     "plan._check_padding_writes LayoutError: the stream writes some",
-    "switch._custom InsufficientInputError: output slice moved position",
     "intra.execute_intra_reduce LayoutError: and the padded elements",
     "plan.remove_axis_dims LayoutError: the factor of mixes",
 })
