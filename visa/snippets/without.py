@@ -158,5 +158,4 @@ NOT_YET: frozenset[str] = frozenset({
     "indirect._check_rows_apart LayoutError: two rows of share",
     "plan._check_padding_writes LayoutError: the stream writes some",
     "intra.execute_intra_reduce LayoutError: and the padded elements",
-    "plan.remove_axis_dims LayoutError: the factor of mixes",
 })
