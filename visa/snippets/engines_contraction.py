@@ -60,6 +60,7 @@ _I8 = ('ce.plan_align(RNGD, i8, m["1"], m["1 # 2"], m["1 # 256"], m["K / 32"], m
        '              m["K / 64"], m["K % 64"])')
 _ROWS = ('w = ce.TrfOperand(bf16, m["1"], m["1 # 2"], m["1 # 256"], m["N"], m["T, K # {}"], "Full", 0)   # T rows\n')
 _BY_T = 'ce.plan_align(RNGD, bf16, m["1"], m["1 # 2"], m["1 # 256"], m["M"], m["K"], w, m["M, T"], m["K # 32"])'
+_AT = _ROWS.format(32).replace('"Full", 0)', '"Full", {})')   # the weights from byte {} of each row
 _NINE = "A=2, B=2, C=2, D=2, E=2, F=2, G=2, H=2, I=2, N=8, K=32"
 
 #: site key → the failing and the fixed program.
@@ -131,4 +132,9 @@ ENGINES_CONTRACTION: dict[str, Snippet] = {
                      setup=_ROWS.format(1 << 30), call=_BY_T),
         _PLAN.format(axes="M=2, N=8, K=16, T=2", question="may OutTime step 64 bytes between two weight rows T?",
                      setup=_ROWS.format(32), call=_BY_T)),
+    "aligner._limits AddressError: read of the trf": Snippet(
+        _PLAN.format(axes="M=2, N=8, K=16, T=2", question="may the weights start 16 bytes into a TRF row?",
+                     setup=_AT.format(16), call=_BY_T),
+        _PLAN.format(axes="M=2, N=8, K=16, T=2", question="may the weights start 32 bytes into a TRF row?",
+                     setup=_AT.format(32), call=_BY_T)),
 }

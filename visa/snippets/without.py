@@ -149,7 +149,6 @@ NOT_YET: frozenset[str] = frozenset({
     "commit._plan LayoutError: the element holds none",
     "aligner._plan LayoutError: the tiling axis of",
     "aligner._sequencer_of IncompatibleShapesError: no reg_read_size reads the",
-    "aligner._limits AddressError: read of the trf",
     "indirect.check_indirect_types LayoutError: spreads the table over",
     "indirect._fix_axes UnsupportedFeatureError: axis shares a digit",
     "indirect._check_rows_apart LayoutError: two rows of share",
