@@ -137,4 +137,5 @@ ENGINES_CONTRACTION: dict[str, Snippet] = {
                      setup=_AT.format(16), call=_BY_T),
         _PLAN.format(axes="M=2, N=8, K=16, T=2", question="may the weights start 32 bytes into a TRF row?",
                      setup=_AT.format(32), call=_BY_T)),
+    "aligner._plan LayoutError: the tiling axis of": _matmul({"otime": "M, M"}),   # M tiled again over M
 }
