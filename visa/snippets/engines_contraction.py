@@ -138,4 +138,6 @@ ENGINES_CONTRACTION: dict[str, Snippet] = {
         _PLAN.format(axes="M=2, N=8, K=16, T=2", question="may the weights start 32 bytes into a TRF row?",
                      setup=_AT.format(32), call=_BY_T)),
     "aligner._plan LayoutError: the tiling axis of": _matmul({"otime": "M, M"}),   # M tiled again over M
+    "aligner._sequencer_of IncompatibleShapesError: no reg_read_size reads the": _matmul(
+        {"welement": "K % 2, K / 2"}),   # the weights' K stored even-first: no contiguous read of the packet's K
 }

@@ -147,7 +147,6 @@ WITHOUT_SNIPPET: dict[str, str] = {
 #: tried was refused by an earlier check); ``tests/test_snippets.py`` keeps this list from growing.
 NOT_YET: frozenset[str] = frozenset({
     "commit._plan LayoutError: the element holds none",
-    "aligner._sequencer_of IncompatibleShapesError: no reg_read_size reads the",
     "indirect.check_indirect_types LayoutError: spreads the table over",
     "indirect._fix_axes UnsupportedFeatureError: axis shares a digit",
     "indirect._check_rows_apart LayoutError: two rows of share",
