@@ -72,4 +72,6 @@ ENGINES_GATHER: dict[str, Snippet] = {
         {"ids": "np.arange(16) % 8"}, {"ids": "np.arange(16)"}, line=_SCATTER),
     "indirect._check_steps AddressError: the dma need -byte": Snippet(_ROWS_DM.format(3), _ROWS_DM.format(4)),
     "indirect._steps AddressError: a step of starts": Snippet(_NIBBLE_ROWS.format(3), _NIBBLE_ROWS.format(4)),
+    "indirect._fix_axes UnsupportedFeatureError: axis shares a digit": _gather(   # V % 2 and D in one digit
+        {"table": "[V % 2, D] # 256, V / 2"}, {"table": "V % 2, D, V / 2"}),
 }

@@ -148,7 +148,6 @@ WITHOUT_SNIPPET: dict[str, str] = {
 NOT_YET: frozenset[str] = frozenset({
     "commit._plan LayoutError: the element holds none",
     "indirect.check_indirect_types LayoutError: spreads the table over",
-    "indirect._fix_axes UnsupportedFeatureError: axis shares a digit",
     "indirect._check_rows_apart LayoutError: two rows of share",
     "plan._check_padding_writes LayoutError: the stream writes some",
     "intra.execute_intra_reduce LayoutError: and the padded elements",
