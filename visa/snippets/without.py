@@ -147,7 +147,6 @@ WITHOUT_SNIPPET: dict[str, str] = {
 #: tried was refused by an earlier check); ``tests/test_snippets.py`` keeps this list from growing.
 NOT_YET: frozenset[str] = frozenset({
     "commit._plan LayoutError: the element holds none",
-    "indirect.check_indirect_types LayoutError: spreads the table over",
     "indirect._check_rows_apart LayoutError: two rows of share",
     "plan._check_padding_writes LayoutError: the stream writes some",
     "intra.execute_intra_reduce LayoutError: and the padded elements",
