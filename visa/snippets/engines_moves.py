@@ -97,4 +97,7 @@ ENGINES_MOVES: dict[str, Snippet] = {
         '        stream=(m["A / 8"], m["# 2 + A % 8 # 16"]))   # packets start with 2 elements of left padding',
         'x.to_dm(m["1 # 2"], m["A / 8"], m["# 2 + A % 8 # 16"], ctx.tdma, 0,\n'
         '        stream=(m["A / 8"], m["A % 8"]))   # packets of the elements only'),
+    "plan._check_padding_writes LayoutError: the stream writes some": _move(
+        'x.to_hbm(m["1"], m["A"], ctx.tdma, 1 << 20, stream=(m["A / 4 = 511"], m["A % 8"]))   # 8 lanes, step 4',
+        'x.to_hbm(m["1"], m["A"], ctx.tdma, 1 << 20, stream=(m["A / 8"], m["A % 8"]))   # 8 lanes, step 8'),
 }

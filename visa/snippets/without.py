@@ -148,6 +148,5 @@ WITHOUT_SNIPPET: dict[str, str] = {
 NOT_YET: frozenset[str] = frozenset({
     "commit._plan LayoutError: the element holds none",
     "indirect._check_rows_apart LayoutError: two rows of share",
-    "plan._check_padding_writes LayoutError: the stream writes some",
     "intra.execute_intra_reduce LayoutError: and the padded elements",
 })
