@@ -139,6 +139,10 @@ WITHOUT_SNIPPET: dict[str, str] = {
         "The DMA planner is only ever handed HBM, DM or host pairs. " + INTERNAL),
     "plan._check_media UnsupportedFeatureError: the host exchanges tensors": (
         "The host's transfers name HBM only. " + INTERNAL),
+    "indirect._check_rows_apart LayoutError: two rows of share": (
+        "A scatter's table must hold every index of the indexed axis in digits of its own (a digit shared with "
+        "another axis or a linear combination is refused first), so distinct indices sit at distinct bytes. "
+        + INTERNAL),
     "plan._offset AddressError: starts at bit inside": (
         "Tensors and tiles always start on a whole element. " + INTERNAL),
 }
@@ -147,6 +151,5 @@ WITHOUT_SNIPPET: dict[str, str] = {
 #: tried was refused by an earlier check); ``tests/test_snippets.py`` keeps this list from growing.
 NOT_YET: frozenset[str] = frozenset({
     "commit._plan LayoutError: the element holds none",
-    "indirect._check_rows_apart LayoutError: two rows of share",
     "intra.execute_intra_reduce LayoutError: and the padded elements",
 })
