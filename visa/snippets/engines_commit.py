@@ -40,6 +40,29 @@ _STALE = ("from visa import Context, DmTensor, axes, i32, m\n\naxes(A=2048)\nctx
           'pass_ = ctx.main.begin(d.view()).fetch(i32, m["1"], m["A % 8"]).collect(m["1"], m["A % 8"])')
 _WIDE = {"imports": "from visa import i9\n", "axes": "", "dtype": "i8", "element": 'm["A % 32"]',
          "collect": '.collect(m["1"], m["A % 32"])', "commit": '.commit(m["A % 32"], 1 << 12)'}
+_PLAN = '''
+from visa import RNGD, axes, {dtype}, m
+from visa.engines import commit
+
+axes({axes})
+# {question} (the Commit Engine's own plan, as the mypy plugin and `.commit(...)` / `.commit_view(...)` call it)
+commit.plan(RNGD, {dtype}, m["1"], m["1 # 2"], m["1 # 256"], m["{time}"], m["{packet}"], m["{element}"]{region})
+'''
+
+
+def _plan(base: dict[str, str], failing: dict[str, str], fixed: dict[str, str]) -> Snippet:
+    """A write rule asked of :func:`visa.engines.commit.plan` directly (Chip, Cluster, Slice as one slice's)."""
+    return Snippet(_PLAN.format(**(base | failing)), _PLAN.format(**(base | fixed)))
+
+
+#: T = 3 steps padded to 4; the padding step lands where the Element holds X = 1.
+_STEPS = {"dtype": "i32", "axes": "P=8, T=3, X=2", "time": "T # 4", "packet": "P", "element": "X, T, P", "region": "",
+          "question": "three steps of 8 lanes (a fourth of padding) into an Element that also holds X = 1"}
+#: 20 bytes padded to a 32-byte flit, into a view at the start of a 64-byte tensor.
+_VIEW = {"dtype": "i8", "axes": "A=20, W=64", "time": "1", "packet": "A # 32", "element": "A # 32",
+         "region": ', region=(m["W"], 0)',
+         "question": "20 bytes (a 32-byte flit) into a view whose 12 bytes of padding are the tensor's W = 20..31"}
+
 
 def _rows(head: str, failing: str, fixed: str, n: str, fixed_n: str) -> Snippet:
     """``head`` then ``N`` rows of weights in DM (``n`` failing, ``fixed_n`` fixed) and ``failing`` / ``fixed``."""
@@ -97,4 +120,8 @@ ENGINES_COMMIT: dict[str, Snippet] = {
     "collect.input_regions StaleTensorError: this pass read and": module(
         _STALE, 'd.view().memset(0, ctx.sub)   # while the pass is open\npass_.commit(m["A % 8"], 1 << 12)',
         'pass_.commit(m["A % 8"], 1 << 12)\nd.view().memset(0, ctx.sub)   # after the pass'),
+    "commit._check_addresses LayoutError: time step writes padding": _plan(
+        _STEPS, {}, {"element": "T # 4, P"}),
+    "commit._check_addresses AddressError: the commit would write": _plan(
+        _VIEW, {}, {"region": ', region=(m["A # 32"], 0)'}),
 }

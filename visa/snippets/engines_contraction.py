@@ -33,7 +33,7 @@ def _matmul(failing: dict[str, str], fixed: dict[str, str] | None = None) -> Sni
 
 
 _PLAN = '''
-from visa import RNGD, axes, bf16, f32, i8, m
+from visa import RNGD, axes, bf16, f32, i4, i8, m
 from visa.engines import contraction as ce
 
 axes({axes})
@@ -55,6 +55,12 @@ _ALIGN = ('ce.plan_align(RNGD, bf16, m["1"], m["1 # 2"], m["1 # 256"], m["{time}
 _WIDE = "may the TRF be read 64 bytes at a time with the weights' rows T padded so?"
 _TILE = ('ce.plan_align(RNGD, bf16, m["1"], m["1 # 2"], m["1 # 256"], m["M"], m["K"], w, m["{}"], m["K # 32"])')
 _SEQ = 'ce.plan_accumulate(RNGD, f32, m["N"], m["M, K / 16"], m["1"], m["{}"], m["1 # 8"], "Sequential")'
+_W4 = ('w = ce.TrfOperand(i4, m["1"], m["1 # 2"], m["1 # 256"], m["N"], m["K"], "{}", 0)   # i4 weights, i8 slots\n')
+_I8 = ('ce.plan_align(RNGD, i8, m["1"], m["1 # 2"], m["1 # 256"], m["K / 32"], m["K % 32"], w,\n'
+       '              m["K / 64"], m["K % 64"])')
+_ROWS = ('w = ce.TrfOperand(bf16, m["1"], m["1 # 2"], m["1 # 256"], m["N"], m["T, K # {}"], "Full", 0)   # T rows\n')
+_BY_T = 'ce.plan_align(RNGD, bf16, m["1"], m["1 # 2"], m["1 # 256"], m["M"], m["K"], w, m["M, T"], m["K # 32"])'
+_AT = _ROWS.format(32).replace('"Full", 0)', '"Full", {})')   # the weights from byte {} of each row
 _NINE = "A=2, B=2, C=2, D=2, E=2, F=2, G=2, H=2, I=2, N=8, K=32"
 
 #: site key → the failing and the fixed program.
@@ -111,4 +117,27 @@ ENGINES_CONTRACTION: dict[str, Snippet] = {
         "K=32", "may the Reducer take the minimum of a packet's products?",
         'ce.plan_contract(RNGD, bf16, m["K"], m["1"], reduce_op="Min")',
         'ce.plan_contract(RNGD, bf16, m["K"], m["1"], reduce_op="Max")'),
+    "aligner._reg_type HardwareLimitError: the weights read with": Snippet(
+        _PLAN.format(axes="N=8, K=8192", question="may 8192 i4 weights, read in i8 slots, sit in half a TRF row?",
+                     setup=_W4.format("FirstHalf"), call=_I8),
+        _PLAN.format(axes="N=8, K=8192", question="may 8192 i4 weights, read in i8 slots, sit in a whole TRF row?",
+                     setup=_W4.format("Full"), call=_I8)),
+    "aligner._limits HardwareLimitError: a trf sequencer entry": Snippet(
+        _PLAN.format(axes="M=2, N=8, K=16, T=65537", question="may OutTime walk 65,537 weight rows T in one entry?",
+                     setup=_ROWS.format(32), call=_BY_T),
+        _PLAN.format(axes="M=2, N=8, K=16, T=65536", question="may OutTime walk 65,536 weight rows T in one entry?",
+                     setup=_ROWS.format(32), call=_BY_T)),
+    "aligner._limits HardwareLimitError: a trf sequencer stride": Snippet(
+        _PLAN.format(axes="M=2, N=8, K=16, T=2", question="may OutTime step 2 GiB between two weight rows T?",
+                     setup=_ROWS.format(1 << 30), call=_BY_T),
+        _PLAN.format(axes="M=2, N=8, K=16, T=2", question="may OutTime step 64 bytes between two weight rows T?",
+                     setup=_ROWS.format(32), call=_BY_T)),
+    "aligner._limits AddressError: read of the trf": Snippet(
+        _PLAN.format(axes="M=2, N=8, K=16, T=2", question="may the weights start 16 bytes into a TRF row?",
+                     setup=_AT.format(16), call=_BY_T),
+        _PLAN.format(axes="M=2, N=8, K=16, T=2", question="may the weights start 32 bytes into a TRF row?",
+                     setup=_AT.format(32), call=_BY_T)),
+    "aligner._plan LayoutError: the tiling axis of": _matmul({"otime": "M, M"}),   # M tiled again over M
+    "aligner._sequencer_of IncompatibleShapesError: no reg_read_size reads the": _matmul(
+        {"welement": "K % 2, K / 2"}),   # the weights' K stored even-first: no contiguous read of the packet's K
 }

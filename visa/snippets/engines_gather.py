@@ -44,6 +44,23 @@ ids = HostTensor.from_numpy(np.arange(16) * 4, i32, m["T"]).to_hbm(m["1"], m["T"
 # rows of two 4-bit values stored {0} values apart
 table.view().gather(m["V"], ids).to_hbm(m["1"], m["T, G"], ctx.tdma, 1 << 20)
 '''
+_CHIPS = '''
+from visa import Context, HbmTensor, axes, device, i32, launch, m
+
+axes(V=64, D=8, T=4)
+
+
+@device(chip=4)
+def kernel(ctx: Context) -> None:
+    table = HbmTensor(ctx, i32, {table}, 0)   # {what}
+    ids = HbmTensor(ctx, i32, m["1 # 4"], m["T"], 1 << 16)
+    table.view().memset(7, ctx.tdma)
+    ids.view().memset(3, ctx.tdma)   # every chip picks row 3
+    table.view().gather(m["V"], ids).to_hbm(m["1 # 4"], m["T, D"], ctx.tdma, 1 << 20)
+
+
+launch(kernel, Context.acquire())
+'''
 _BASE = {"dtype": "i32", "table": "V, D", "ids": "np.arange(16) * 4", "ids_dtype": "i32", "index": "T", "axis": "V",
          "prefix": "", "out": "T, D"}
 
@@ -72,4 +89,9 @@ ENGINES_GATHER: dict[str, Snippet] = {
         {"ids": "np.arange(16) % 8"}, {"ids": "np.arange(16)"}, line=_SCATTER),
     "indirect._check_steps AddressError: the dma need -byte": Snippet(_ROWS_DM.format(3), _ROWS_DM.format(4)),
     "indirect._steps AddressError: a step of starts": Snippet(_NIBBLE_ROWS.format(3), _NIBBLE_ROWS.format(4)),
+    "indirect._fix_axes UnsupportedFeatureError: axis shares a digit": _gather(   # V % 2 and D in one digit
+        {"table": "[V % 2, D] # 256, V / 2"}, {"table": "V % 2, D, V / 2"}),
+    "indirect.check_indirect_types LayoutError: spreads the table over": Snippet(
+        _CHIPS.format(table='m["V / 16"], m["V % 16, D"]', what="rows V spread over the chips"),
+        _CHIPS.format(table='m["1 # 4"], m["V, D"]', what="each chip its own table of V rows")),
 }

@@ -92,4 +92,12 @@ ENGINES_MOVES: dict[str, Snippet] = {
         _WINDOW, 'rows.to_hbm(m["Y, K, W, Fw"], ctx.tdma, 0)   # every window unrolled into HBM',
         'src.view().to_hbm(m["Y, K, X"], ctx.tdma, 0)   # the rows as they are (fetch the windows on chip)'),
     "plan._bytes_loop HardwareLimitError: one step of axis": Snippet(_ODD_ROWS.format(3), _ODD_ROWS.format(4)),
+    "plan._attempt AddressError: the packet would read": _move(
+        'x.to_dm(m["1 # 2"], m["A / 8"], m["# 2 + A % 8 # 16"], ctx.tdma, 0,\n'
+        '        stream=(m["A / 8"], m["# 2 + A % 8 # 16"]))   # packets start with 2 elements of left padding',
+        'x.to_dm(m["1 # 2"], m["A / 8"], m["# 2 + A % 8 # 16"], ctx.tdma, 0,\n'
+        '        stream=(m["A / 8"], m["A % 8"]))   # packets of the elements only'),
+    "plan._check_padding_writes LayoutError: the stream writes some": _move(
+        'x.to_hbm(m["1"], m["A"], ctx.tdma, 1 << 20, stream=(m["A / 4 = 511"], m["A % 8"]))   # 8 lanes, step 4',
+        'x.to_hbm(m["1"], m["A"], ctx.tdma, 1 << 20, stream=(m["A / 8"], m["A % 8"]))   # 8 lanes, step 8'),
 }

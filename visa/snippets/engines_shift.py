@@ -14,13 +14,14 @@ from visa import Context, DmTensor, TrfAddress, TrfTensor, axes, bf16, m
 axes(Y=4, K=2, W={w}, Fw={fw}, C=8, X={x})
 ctx = Context.acquire()
 src = DmTensor(ctx, bf16, m["1"], m["1 # 2"], m["1 # 256"], m["Y, K, X"], 0)   # Y rows of X pixels, K channels
-row = "[$(W : 1, Fw : {dil}) # {x}]"   # pixel w + {dil}·fw of a row: a sliding window
+row = "[$(W : 1, Fw : {dil}){cut} # {x}]"   # pixel w + {dil}·fw of a row: a sliding window{cut_note}
 time, packet = m[f"Y, K, {{row}} / 16"], m[f"{{row}} % 16"]
 stream = ctx.main.begin(src.view().relabel(m[f"Y, K, {{row}}"])).fetch(bf16, time, packet).collect(time, packet)
 w = TrfTensor(ctx, bf16, m["1"], m["1 # 2"], m["1 # 256"], m["C"], m["K, Fw"], TrfAddress.Full)   # C filters
 stream.align(m["{otime}"], m["{opacket}"], w)   # out[y, k, fw, w] = row[w + {dil}·fw]
 '''
-_BASE = {"w": "30", "fw": "3", "x": "32", "dil": "1", "otime": "Y, K, Fw", "opacket": "W # 32"}
+_BASE = {"w": "30", "fw": "3", "x": "32", "dil": "1", "otime": "Y, K, Fw", "opacket": "W # 32",
+         "cut": "", "cut_note": ""}
 
 
 def _conv(failing: dict[str, str], fixed: dict[str, str] | None = None) -> Snippet:
@@ -37,4 +38,6 @@ ENGINES_SHIFT: dict[str, Snippet] = {
     "shift._split_out_time LayoutError: outtime is not the": _conv({"otime": "Y, Fw, K"}),
     "shift.plan LayoutError: outtime repeats after the": _conv({"otime": "Y, K, Fw, K"}),
     "shift._stride LayoutError: the computation packet names": _conv({"opacket": "C # 32"}),
+    "shift._stride InsufficientInputError: lane of shift needs": _conv(
+        {"cut": " % 16", "cut_note": " (its first 16 positions only)"}),
 }

@@ -65,4 +65,7 @@ ENGINES_SWITCH: dict[str, Snippet] = {
     "switch._regular IncompatibleShapesError: turns input time steps": _switch(_BC, {"time2": "B, A % 2"}),
     "switch._custom LayoutError: position of the slice": _switch(_CUSTOM, {"time2": "C, B / 2 % 2, B % 2 # 4"}),
     "switch._regular HardwareLimitError: sends slice1 time0 flits": _switch(_INTER, {"packet": "B # 256"}),
+    "switch._custom InsufficientInputError: output slice moved position": _switch(
+        _CUSTOM, {"slice_": "A, B = 8 # 16",
+                  "question": "each slice gathers the packets of its group of four, but the input holds B < 8 only"}),
 }

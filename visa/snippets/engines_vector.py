@@ -142,6 +142,9 @@ def _lanes(fn: str, args: str, fixed: str, question: str) -> Snippet:
                    _LANES.format(fn=fn, args=fixed, question=question))
 
 
+_WINDOW = ("\nfrom visa import RNGD, axes, m\nfrom visa.engines.vector import plan\n\naxes(T=4, I=2, A=8)\n"
+           "# may a pass unzip the groups I of a Time that {question}? (the mypy plugin asks this of every chain)\n"
+           'plan.plan_unzip(RNGD, "I", m["{time}"], m["A"], m["1 # 2, T"], m["T"])\n')
 _OPERAND = ("\nfrom visa.engines.vector import elementwise\n\n"
             "# may a pass read the carried operand (OperandRead) in {0} mode?\n"
             'elementwise.plan_operand_read(None, "i32", "{0}", "vector_fxp")\n')
@@ -332,4 +335,7 @@ ENGINES_VECTOR: dict[str, Snippet] = {
          "vector": ve("\n .vector_fxp(FxpBinaryOp.AddFxp, v)")},
         {"imports": _VRF_IMPORTS, "before": _VRF.format(dtype="i32"),
          "vector": ve("\n .vector_fxp(FxpBinaryOp.AddFxp, v)")}),
+    "plan.remove_axis_dims LayoutError: the factor of mixes": Snippet(
+        _WINDOW.format(question="slides a window T + I (a linear combination)", time="$(T : 1, I : 1)"),
+        _WINDOW.format(question="holds I as a factor of its own", time="I, T")),
 }
