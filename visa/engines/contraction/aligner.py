@@ -490,7 +490,7 @@ def _limits(hw: HardwareProfile, dtype: type[dt.Scalar], trf: TrfOperand, entrie
     else:
         line = hw.trf.bank_line_bytes * 8
         if any(s % (rr * 8) for s in [base_bits, *stride_bits]):
-            addrs = _enumerate(tuple(entries), base_bits)
+            addrs = _enumerate(tuple(Entry(e.size, s) for e, s in zip(entries, stride_bits, strict=True)), base_bits)
             crossing = (addrs % line) + rr * 8 > line
             if bool(crossing.any()):
                 k = int(np.argmax(crossing))
