@@ -490,7 +490,7 @@ def _limits(hw: HardwareProfile, dtype: type[dt.Scalar], trf: TrfOperand, entrie
     else:
         line = hw.trf.bank_line_bytes * 8
         if any(s % (rr * 8) for s in [base_bits, *stride_bits]):
-            addrs = _enumerate(tuple(Entry(e.size, s) for e, s in zip(entries, stride_bits, strict=True)), base_bits)
+            addrs = _enumerate(tuple(entries), base_bits, bits)
             crossing = (addrs % line) + rr * 8 > line
             if bool(crossing.any()):
                 k = int(np.argmax(crossing))
@@ -502,13 +502,14 @@ def _limits(hw: HardwareProfile, dtype: type[dt.Scalar], trf: TrfOperand, entrie
     return tuple(entries)
 
 
-def _enumerate(entries: tuple[Entry, ...], base_bits: int) -> IntArray:
+def _enumerate(entries: tuple[Entry, ...], base_bits: int, element_bits: int) -> IntArray:
+    """The bit address of every read: ``base_bits`` plus each entry's stride (in elements of ``element_bits``)."""
     out = np.full((), base_bits, dtype=np.int64)
     nd = len(entries)
     for k, e in enumerate(entries):
         shape = [1] * nd
         shape[k] = e.size
-        out = out + (np.arange(e.size, dtype=np.int64) * e.stride).reshape(shape)
+        out = out + (np.arange(e.size, dtype=np.int64) * (e.stride * element_bits)).reshape(shape)
     return np.broadcast_to(out, tuple(e.size for e in entries)).reshape(-1)
 
 
@@ -522,8 +523,7 @@ def addresses(p: AlignPlan) -> IntArray:
 
 @cached(64)
 def _addresses(p: AlignPlan) -> IntArray:
-    bits = _enumerate(tuple(Entry(e.size, e.stride * p.element_size) for e in p.entries),
-                      p.address * 8 + p.base * p.element_size)
+    bits = _enumerate(p.entries, p.address * 8 + p.base * p.element_size, p.element_size)
     out = bits // 8
     out.flags.writeable = False
     return out
