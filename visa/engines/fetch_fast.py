@@ -36,6 +36,7 @@ from visa.engines.fast_widen import widened_type
 from visa.engines.fetch import FetchConfig, LookupTable, _static, adapt
 from visa.engines.rows import CopiedRows
 from visa.memory import owed
+from visa.memory.fast_written import elements_written
 from visa.memory.images import (
     DenseImage,
     load,
@@ -43,7 +44,6 @@ from visa.memory.images import (
     load_nest_values,
     load_nest_widened,
     nest_all_written,
-    nest_elements_written,
     nest_span,
 )
 from visa.memory.known import is_everywhere, known_everywhere
@@ -282,7 +282,7 @@ def _masked_known(src: type[dt.Scalar], images: Sequence[DenseImage], lv: BoolAr
     if cut is None:
         return None
     base = nest[0] + cut.shift * src.image_bits
-    ok = all(nest_elements_written(src, enabled_units(img, lv[c]), base, cut.loops)
+    ok = all(elements_written(src, enabled_units(img, lv[c]), base, cut.loops)  # (memory.written-memo)
              for c, img in enumerate(images) if lv[c].any())
     return cut if ok else None
 
