@@ -57,6 +57,7 @@ from visa.engines.common import StreamData, StreamLayout
 from visa.engines.deferred import PaddedLanes
 from visa.engines.fetch import LookupTable
 from visa.kernels.memory import Arena
+from visa.memory.arena import lazy_zeros
 from visa.memory.known import known_everywhere
 from visa.stream.stages import CollectTensor
 from visa.testing import place_dm, place_trf, place_vrf
@@ -286,6 +287,13 @@ def stream_rows(ctx: Context) -> list[Row]:
     return rows
 
 
+def image_like(lead: tuple[int, ...], nbytes: int) -> np.ndarray:
+    """Zero bytes shaped as a memory image, mapped as the images are (small pages, taken where written:
+    :func:`visa.memory.arena.lazy_zeros`) — numpy's huge pages would commit and clear 2 MiB for every few slices'
+    rows, half a GiB for a DM-shaped pair."""
+    return lazy_zeros((*lead, nbytes), np.dtype(np.uint8))
+
+
 def register_copy(ctx: Context, x: np.ndarray, address: int, memory: str) -> Callable[[], Any]:
     """The numpy operation that moves what a register load from DM moves: each slice's bytes of ``x`` (``(2, 256,
     ...)``), read at ``address`` of an array shaped as a chip's DM image and written into one shaped as its
@@ -294,9 +302,9 @@ def register_copy(ctx: Context, x: np.ndarray, address: int, memory: str) -> Cal
     dm = ctx.memory.chip(0).dm
     reg = getattr(ctx.memory.chip(0), memory)
     per = x[0, 0].nbytes
-    src = np.zeros((*dm.lead_shape, dm.nbytes), dtype=np.uint8)  # (mapped where written: the tensor's bytes)
+    src = image_like(dm.lead_shape, dm.nbytes)
     src[..., address: address + per] = x.reshape(*dm.lead_shape, -1).view(np.uint8)
-    dst = np.zeros((*reg.lead_shape, reg.nbytes), dtype=np.uint8)
+    dst = image_like(reg.lead_shape, reg.nbytes)
     rows = int(np.prod(reg.lead_shape[2:], dtype=np.int64))  # (bank rows of a TRF slice; 1 for the VRF)
     target = dst.reshape(*dm.lead_shape, rows, reg.nbytes)[..., : per // rows]
     source = src[..., address: address + per].reshape(target.shape)
@@ -311,9 +319,9 @@ def dm_copy(ctx: Context, x: np.ndarray, src: int, dst: int, swap: bool = False)
     source to a temporary first, as the engine's reference path does.)"""
     image = ctx.memory.chip(0).dm
     per = x[0, 0].nbytes
-    a = np.zeros((*image.lead_shape, image.nbytes), dtype=np.uint8)  # (mapped where written)
+    a = image_like(image.lead_shape, image.nbytes)
     a[..., src: src + per] = x.reshape(*image.lead_shape, -1).view(np.uint8)
-    b = np.zeros_like(a)
+    b = image_like(image.lead_shape, image.nbytes)
     b[..., dst: dst + per] = 1
     source = a[::-1, :, src: src + per] if swap else a[..., src: src + per]
     return lambda: np.copyto(b[..., dst: dst + per], source)
