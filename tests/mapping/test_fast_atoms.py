@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.mapping.test_sequencer import PROPS, _case
 from visa import AxisSet, Mapping, fastpaths
@@ -29,16 +30,8 @@ def _derive(buf: Mapping, time: Mapping, packet: Mapping) -> Any:
 
 
 @PROPS
-@given(_case(compatible=True))
-def test_compatible_splits_derive_the_same(case: tuple[Mapping, Mapping, Mapping]) -> None:
-    fast = _derive(*case)
-    with fastpaths.disabled("sequencer.atoms-by-digit"):
-        assert _derive(*case) == fast
-
-
-@PROPS
-@given(_case(compatible=False))
-def test_other_splits_derive_or_refuse_the_same(case: tuple[Mapping, Mapping, Mapping]) -> None:
+@given(st.one_of(_case(compatible=True), _case(compatible=False)))
+def test_random_splits_derive_or_refuse_the_same(case: tuple[Mapping, Mapping, Mapping]) -> None:
     fast = _derive(*case)
     with fastpaths.disabled("sequencer.atoms-by-digit"):
         assert _derive(*case) == fast

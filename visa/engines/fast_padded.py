@@ -22,9 +22,8 @@ import numpy.typing as npt
 
 from visa import dtypes as dt
 from visa import fastpaths
-from visa.engines.fast_masked import Cut, unmasked_cut
-from visa.memory.images import DenseImage, nest_elements_written
-from visa.memory.units import enabled_units
+from visa.engines.fast_masked import Cut, written_cut
+from visa.memory.images import DenseImage
 
 __all__ = ["PADDED", "padded_cut", "known_of"]
 
@@ -43,13 +42,7 @@ def padded_cut(src: type[dt.Scalar], images: Sequence[DenseImage], lv: BoolArray
     known to be written)."""
     if not PADDED.on or nest is None or bool(valid.all()):
         return None
-    cut = unmasked_cut(nest[1], ~valid)
-    if cut is None:
-        return None
-    base = nest[0] + cut.shift * src.image_bits
-    ok = all(nest_elements_written(src, enabled_units(img, lv[c]), base, cut.loops)
-             for c, img in enumerate(images) if lv[c].any())
-    return cut if ok else None
+    return written_cut(src, images, lv, nest, ~valid)
 
 
 def known_of(valid: BoolArray, lv: BoolArray, shape: tuple[int, ...]) -> BoolArray:

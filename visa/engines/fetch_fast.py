@@ -30,7 +30,7 @@ from visa import fastpaths
 from visa.engines.broadcast import BroadcastData, TimeDigits, normal_digits, place_values
 from visa.engines.cache import cached
 from visa.engines.common import StreamData
-from visa.engines.fast_masked import MASKED, Cut, unmasked_cut
+from visa.engines.fast_masked import MASKED, Cut, written_cut
 from visa.engines.fast_masked import fill as fill_masked
 from visa.engines.fast_padded import known_of as padded_known
 from visa.engines.fast_padded import padded_cut
@@ -45,7 +45,6 @@ from visa.memory.images import (
     load_nest_values,
     load_nest_widened,
     nest_all_written,
-    nest_elements_written,
     nest_span,
 )
 from visa.memory.known import is_everywhere, known_everywhere
@@ -286,13 +285,7 @@ def _masked_known(src: type[dt.Scalar], images: Sequence[DenseImage], lv: BoolAr
     holds data (:func:`~visa.memory.images.nest_elements_written`); else None."""
     if masking is None or nest is None or not MASKED.on or not bool((valid | masking).all()):
         return None
-    cut = unmasked_cut(nest[1], masking)
-    if cut is None:
-        return None
-    base = nest[0] + cut.shift * src.image_bits
-    ok = all(nest_elements_written(src, enabled_units(img, lv[c]), base, cut.loops)
-             for c, img in enumerate(images) if lv[c].any())
-    return cut if ok else None
+    return written_cut(src, images, lv, nest, masking)
 
 
 def _read_sources(src: type[dt.Scalar], img: DenseImage, units: UnitSelection,
