@@ -96,6 +96,7 @@ F64 = npt.NDArray[np.float64]
 EPS = 1e-5
 CHUNK_ROWS = 1024  # rows of a weight per host → HBM DMA
 K_TILE = 512  # columns of a weight's K tile (visa.kernels.Gemm's; 4 × 512 bf16 = one TRF half, L4151–4154)
+ROUND_ROWS = 64  # rows of a chunk rounded to bf16 at once
 CHECK_ELEMENTS = 1 << 22  # weights the host check holds in float64 at once (32 MiB; a chunk is up to 29M)
 WEIGHT_BASE = 4 << 30  # HBM byte address of the first weight (the arena's outputs start at 1 GiB)
 
@@ -234,17 +235,19 @@ class Weights:
         self.seed = seed
 
     def chunks(self, key: int, rows: int, cols: int) -> Iterator[tuple[int, npt.NDArray[np.float32]]]:
-        """(first row, bf16 values as float32) of each chunk of ``CHUNK_ROWS`` rows of weight ``key``."""
+        """(first row, bf16 values as float32) of each chunk of ``CHUNK_ROWS`` rows of weight ``key``: one buffer,
+        refilled for every chunk (use a chunk before asking for the next), so that the host holds one chunk."""
         from ml_dtypes import bfloat16
 
         scale = np.float32(math.sqrt(12 / cols))  # uniform on ±√(3/cols): variance 1/cols
+        buf = np.empty((min(CHUNK_ROWS, rows), cols), np.float32)
         for r0 in range(0, rows, CHUNK_ROWS):
-            n = min(CHUNK_ROWS, rows - r0)
-            rng = np.random.default_rng((self.seed, key, r0))
-            w = rng.random((n, cols), dtype=np.float32)
+            w = buf[:min(CHUNK_ROWS, rows - r0)]
+            np.random.default_rng((self.seed, key, r0)).random(out=w, dtype=np.float32)
             w -= np.float32(0.5)
             w *= scale
-            w[...] = w.astype(bfloat16)  # rounded in place: one chunk alive, not three (issue 24, peak memory)
+            for b0 in range(0, w.shape[0], ROUND_ROWS):  # rounded to bf16 in place, a few rows at a time
+                w[b0:b0 + ROUND_ROWS] = w[b0:b0 + ROUND_ROWS].astype(bfloat16)
             yield r0, w
 
 
