@@ -6,9 +6,10 @@ examples/llama70b_decode_layer.py --full``): D = 8192, 64 query heads and 8 KV h
 F = 28672, bf16 weights in HBM (Q 8192×8192, K and V 1024×8192, O 8192×8192, gate, up 28672×8192, down
 8192×28672: 856M weights, 1.71 GB), a KV cache of S = 256 positions per KV head.  It takes about 40 s on this
 2-core machine (17.5 s writing the weights to HBM, 10 s the launch — the simulation — and 5 s the numpy check;
-about 60 s when the machine is loaded; README "Llama 3 70B decode layer") and about 4.8 GB peak memory; the
-launch is 2,526,223 cycles, 44.1% of the memory-bound limit (1.71 GB at the 1,536 B/cycle of the one HBM figure;
-3,211,847 cycles before the timing model of issue 22, 71.1% of a limit taken at the 750 B/cycle read half).  By
+about 60 s when the machine is loaded; README "Llama 3 70B decode layer") and about 2.2 GB peak memory (1.3× the
+weights; 4.8 GB before issue 24); the launch is 2,526,223 cycles, 44.1% of the memory-bound limit (1.71 GB at
+the 1,536 B/cycle of the one HBM figure; 3,211,847 cycles before the timing model of issue 22, 71.1% of a limit
+taken at the 750 B/cycle read half).  By
 default (``visa run``, ``make run``, and the test ``tests/kernels/test_llama70b.py``) the same code runs at a
 reduced size: D = 1024, 16 query heads, 2 KV heads of d_k = 64, F = 3584, S = 128.
 
@@ -96,6 +97,8 @@ F64 = npt.NDArray[np.float64]
 EPS = 1e-5
 CHUNK_ROWS = 1024  # rows of a weight per host → HBM DMA
 K_TILE = 512  # columns of a weight's K tile (visa.kernels.Gemm's; 4 × 512 bf16 = one TRF half, L4151–4154)
+ROUND_ROWS = 64  # rows of a chunk rounded to bf16 at once
+CHECK_ELEMENTS = 1 << 22  # weights the host check holds in float64 at once (32 MiB; a chunk is up to 29M)
 WEIGHT_BASE = 4 << 30  # HBM byte address of the first weight (the arena's outputs start at 1 GiB)
 
 
@@ -233,17 +236,20 @@ class Weights:
         self.seed = seed
 
     def chunks(self, key: int, rows: int, cols: int) -> Iterator[tuple[int, npt.NDArray[np.float32]]]:
-        """(first row, bf16 values as float32) of each chunk of ``CHUNK_ROWS`` rows of weight ``key``."""
+        """(first row, bf16 values as float32) of each chunk of ``CHUNK_ROWS`` rows of weight ``key``: one buffer,
+        refilled for every chunk (use a chunk before asking for the next), so that the host holds one chunk."""
         from ml_dtypes import bfloat16
 
         scale = np.float32(math.sqrt(12 / cols))  # uniform on ±√(3/cols): variance 1/cols
+        buf = np.empty((min(CHUNK_ROWS, rows), cols), np.float32)
         for r0 in range(0, rows, CHUNK_ROWS):
-            n = min(CHUNK_ROWS, rows - r0)
-            rng = np.random.default_rng((self.seed, key, r0))
-            w = rng.random((n, cols), dtype=np.float32)
+            w = buf[:min(CHUNK_ROWS, rows - r0)]
+            np.random.default_rng((self.seed, key, r0)).random(out=w, dtype=np.float32)
             w -= np.float32(0.5)
             w *= scale
-            yield r0, w.astype(bfloat16).astype(np.float32)
+            for b0 in range(0, w.shape[0], ROUND_ROWS):  # rounded to bf16 in place, a few rows at a time
+                w[b0:b0 + ROUND_ROWS] = w[b0:b0 + ROUND_ROWS].astype(bfloat16)
+            yield r0, w
 
 
 def tile_major(text: str, k: str, cols: int, k_tile: int = K_TILE) -> str:
@@ -350,10 +356,12 @@ def run(size: Size = REDUCED, seed: int = 8, tiles: bool = True,
 
     def gemv(key: int, rows: int, cols: int, vec: F64, k_tiles: int) -> tuple[F64, F64]:
         want, bound = np.zeros(rows), np.zeros(rows)
-        for r0, w32 in weights.chunks(key, rows, cols):
-            w = w32.astype(np.float64)
-            want[r0:r0 + w.shape[0]] = w @ vec
-            bound[r0:r0 + w.shape[0]] = bounds.gemm(vec[None, :], w, k_tiles)[0]
+        step = max(1, CHECK_ELEMENTS // cols)  # rows of a chunk in float64 at once (each row its own sums)
+        for c0, w32 in weights.chunks(key, rows, cols):
+            for r0 in range(c0, c0 + w32.shape[0], step):
+                w = w32[r0 - c0: r0 - c0 + step].astype(np.float64)
+                want[r0:r0 + w.shape[0]] = w @ vec
+                bound[r0:r0 + w.shape[0]] = bounds.gemm(vec[None, :], w, k_tiles)[0]
         return want, bound
 
     errors: dict[str, float] = {}

@@ -335,3 +335,33 @@ def test_the_flat_image_reads_the_same_known_bytes() -> None:
         flat = img.flat_image()
         np.testing.assert_array_equal(flat.gather(np.arange(2 * n, dtype=np.int64))[1], want.reshape(-1))
         np.testing.assert_array_equal(img.written, want)
+
+
+def test_a_mask_given_by_its_shape_is_made_on_first_use() -> None:
+    """Issue 24 (peak memory): a region's mask given only by its shape costs nothing while whole ranges are
+    written; the first partial page makes it, holding exactly the bytes written since."""
+    pm = PageMask((1, 64), page=16)
+    pm.mark(slice(None), 0, 48, True)  # whole pages: states only
+    assert not pm.has_mask and pm.all_known(slice(None), 0, 48) and pm.none_known(slice(None), 48, 64)
+    assert pm.known_at(slice(None), np.array([0, 47, 48]))[0].tolist() == [True, True, False]
+    pm.mark(slice(None), 50, 53, True)  # a partial page: the mask is made now
+    assert pm.has_mask and pm.state.tolist() == [[ALL, ALL, ALL, MIXED]]
+    assert pm.known_span(slice(None), 40, 64)[0].tolist() == [True] * 8 + [False] * 2 + [True] * 3 + [False] * 11
+    assert pm.mask[0, :48].sum() == 0  # ALL pages keep no mask bytes
+
+
+def test_an_adopted_or_read_hbm_region_keeps_no_mask() -> None:
+    """A region an HBM image adopted (a host buffer, all known) and then only read never makes its byte mask; a
+    write of part of a page makes it, and the bytes read back as written."""
+    img = PagedImage(1 << 20, page_bytes=16)
+    assert img.adopt(64, np.arange(128, dtype=np.uint8))
+    vals, known = img.gather(np.array([63, 64, 191, 192]))
+    assert vals.tolist() == [0, 0, 127, 0] and known.tolist() == [False, True, True, False]
+    _, pages, at = img.span(64, 192, write=False)
+    assert not pages.has_mask and pages.all_known(slice(None), at, at + 128)
+    data, written = img.window(200, 203)  # a new region next to it
+    data[:] = 9
+    written[:] = True
+    vals, known = img.gather(np.arange(60, 210))
+    assert known.tolist() == [False] * 4 + [True] * 128 + [False] * 8 + [True] * 3 + [False] * 7
+    assert vals[4:132].tolist() == list(range(128)) and vals[140:143].tolist() == [9] * 3

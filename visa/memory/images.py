@@ -185,7 +185,7 @@ class DenseImage:
         out._bytes = self._data.copy()
         out._pending = Pending(self._pages.state.shape[0])
         out._written = self._written.copy()
-        out._pages = PageMask(out._written.reshape(self._pages.mask.shape), self._pages.page,
+        out._pages = PageMask(out._written.reshape(self._pages.shape), self._pages.page,
                               self._pages.state.copy())
         out._dirty, out._dirty_units = self._dirty, self._dirty_units
         out._replicas = None
@@ -802,8 +802,7 @@ class PagedImage:
                 ceiling = self._starts[last] if last < len(self._starts) else self.size
                 new_lo, new_hi = fast_regions.grown(new_lo, new_hi, old_lo, old_hi, floor, ceiling)
         data = lazy_zeros((new_hi - new_lo,), np.dtype(np.uint8))
-        pages = PageMask(lazy_zeros((1, new_hi - new_lo), np.dtype(bool)), max(1, min(self.page_bytes,
-                                                                                     new_hi - new_lo)))
+        pages = PageMask((1, new_hi - new_lo), max(1, min(self.page_bytes, new_hi - new_lo)))
         for k in range(first, last):
             s = self._starts[k]
             data[s - new_lo: s - new_lo + self._data[k].size] = self._data[k]
@@ -838,7 +837,7 @@ class PagedImage:
         first, last = self._overlapping(lo, hi)
         if any(self._starts[k] < lo or self._starts[k] + self._data[k].size > hi for k in range(first, last)):
             return False
-        pages = PageMask(lazy_zeros((1, data.size), np.dtype(bool)), max(1, min(self.page_bytes, data.size)))
+        pages = PageMask((1, data.size), max(1, min(self.page_bytes, data.size)))
         pages.mark(slice(None), 0, data.size, True)
         view = data.view()
         view.flags.writeable = False  # a write that bypassed span would raise, not change the owner's buffer

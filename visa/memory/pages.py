@@ -36,6 +36,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from visa.memory.arena import lazy_zeros
+
 __all__ = ["PageMask", "NONE", "ALL", "MIXED", "PAGE_BYTES", "Units"]
 
 NONE, ALL, MIXED = 0, 1, 2
@@ -54,19 +56,38 @@ class PageMask:
     """The written-state of ``units × n`` bytes: a state per page of every unit, and the byte mask ``mask``
     (``(units, n)`` bools, a view of the image's mask) authoritative in ``MIXED`` pages (module docstring).
 
+    Given only the mask's shape ``(units, n)``, the mask is made (zeros, mapped lazily: :func:`lazy_zeros`) the
+    first time something asks for it: a region only ever written whole (a host buffer an HBM region adopted, a
+    weight a kernel only reads) never has one, and a mask of zeros is what a page never ``MIXED`` holds anyway.
+
     ``page`` is the page size in bytes (any positive size: tests use small ones); the last page of a unit may
     be shorter.  Every method takes the units it concerns as a slice or an array of unit indices.
     """
 
-    __slots__ = ("mask", "state", "page", "n", "npages")
+    __slots__ = ("_mask", "shape", "state", "page", "n", "npages")
 
-    def __init__(self, mask: BoolArray, page: int = PAGE_BYTES, state: npt.NDArray[np.uint8] | None = None) -> None:
-        self.mask = mask
-        self.n = int(mask.shape[1])
+    def __init__(self, mask: BoolArray | tuple[int, int], page: int = PAGE_BYTES,
+                 state: npt.NDArray[np.uint8] | None = None) -> None:
+        self._mask = None if isinstance(mask, tuple) else mask
+        self.shape: tuple[int, int] = (int(mask[0]), int(mask[1])) if isinstance(mask, tuple) else (
+            int(mask.shape[0]), int(mask.shape[1]))
+        self.n = self.shape[1]
         self.page = max(1, int(page))  # (a page holds at least one byte)
         self.npages = -(-self.n // self.page)
-        self.state: npt.NDArray[np.uint8] = (np.zeros((mask.shape[0], self.npages), np.uint8) if state is None
+        self.state: npt.NDArray[np.uint8] = (np.zeros((self.shape[0], self.npages), np.uint8) if state is None
                                              else state)
+
+    @property
+    def mask(self) -> BoolArray:
+        """The byte mask, ``(units, n)`` bools (made on first use when only its shape was given)."""
+        if self._mask is None:
+            self._mask = lazy_zeros(self.shape, np.dtype(bool))
+        return self._mask
+
+    @property
+    def has_mask(self) -> bool:
+        """Whether the byte mask exists yet (False: every byte of it is zero)."""
+        return self._mask is not None
 
     # -- page arithmetic ------------------------------------------------------------------------------------
     def _pages(self, lo: int, hi: int) -> tuple[int, int]:
