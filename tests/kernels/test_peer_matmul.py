@@ -29,3 +29,15 @@ def test_the_geometry_refuses_sizes_the_layout_cannot_hold() -> None:
         peer.Geometry(1000, 8).check()
     g = peer.Geometry(16384, 128)
     assert (g.slices_k, g.groups, g.ti, g.tiles) == (32, 8, 1024, 4096)  # the issue's 4,096 tiles of 1024 × 64
+
+
+def test_the_shared_row_paths_change_nothing_the_kernel_sees() -> None:
+    """The paths for slices that share rows (issue 24: the inter-slice reduce's broadcast sum, its cast and its
+    commit, and what reads it back) off alone: the same bytes and schedule as with them on."""
+    shared = [n for n in fastpaths.names() if "shared" in n]
+    assert {"vector.inter-shared", "cast.shared-rows", "commit.shared-rows"} <= set(shared)
+    fast = peer.run_kernel(1024, rows=8, tiles=1, measure=False)
+    with fastpaths.disabled(*shared):
+        reference = peer.run_kernel(1024, rows=8, tiles=1, measure=False)
+    assert fast["schedule"] == reference["schedule"]
+    assert np.array_equal(fast["c_tiles"][0], reference["c_tiles"][0])
