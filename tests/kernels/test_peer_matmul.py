@@ -33,11 +33,14 @@ def test_the_geometry_refuses_sizes_the_layout_cannot_hold() -> None:
 
 def test_the_shared_row_paths_change_nothing_the_kernel_sees() -> None:
     """The paths for slices that share rows (issue 24: the inter-slice reduce's broadcast sum, its cast and its
-    commit, and what reads it back) off alone: the same bytes and schedule as with them on."""
-    shared = [n for n in fastpaths.names() if "shared" in n]
-    assert {"vector.inter-shared", "cast.shared-rows", "commit.shared-rows"} <= set(shared)
-    fast = peer.run_kernel(1024, rows=8, tiles=1, measure=False)
+    commit, the fetch that reads it back, the unzip and zip, and Collect and the TRF load of replicated slices)
+    off alone: the same bytes and schedule as with them on.  N = 4096 with 64 rows a slice: the partials are 4 KiB
+    a slice, whole pages of DM, which the replica ids of their commits cover (the fetch then reads one slice of
+    each class)."""
+    shared = ["vector.inter-shared", "cast.shared-rows", "commit.shared-rows", "fetch.shared-rows",
+              "vector.shared-rows", "collect.shared-rows", "collect.shared-load"]
+    fast = peer.run_kernel(4096, rows=64, tiles=1, measure=False)
     with fastpaths.disabled(*shared):
-        reference = peer.run_kernel(1024, rows=8, tiles=1, measure=False)
+        reference = peer.run_kernel(4096, rows=64, tiles=1, measure=False)
     assert fast["schedule"] == reference["schedule"]
     assert np.array_equal(fast["c_tiles"][0], reference["c_tiles"][0])

@@ -6,6 +6,9 @@ each distinct slice row once:
 
 - ``cast.shared-rows`` — the Cast Engine converts the distinct rows (the conversion treats every element alike,
   L6756–6819) and the result shares them as the input did;
+- ``collect.shared-rows`` — Collect pads and splits the distinct rows (every slice alike, L2122);
+- ``collect.shared-load`` — a TRF/VRF load reads the distinct rows as :class:`~visa.engines.rows.CopiedRows` (one
+  slice of each class, the others copies of it: the load of replicated slices, ``collect.replica-load``);
 - ``commit.shared-rows`` — a commit that writes one contiguous run of whole-byte elements per slice (in any order of
   its loops), every element known, writes one slice of each class and leaves the others pending copies of it
   (:func:`visa.memory.owed.store_with_copies`, the register loads' protocol), and records the slices as replicas
@@ -33,12 +36,17 @@ from visa.memory.known import all_true
 if TYPE_CHECKING:
     from visa.engines.commit import CommitConfig
 
-__all__ = ["CAST", "COMMIT", "commit"]
+__all__ = ["CAST", "COMMIT", "COLLECT", "LOAD", "commit"]
 
 CAST = fastpaths.register("cast.shared-rows", "the Cast Engine converts the distinct rows of a stream whose slices "
                                               "share rows (SharedRows) instead of every slice")
 COMMIT = fastpaths.register("commit.shared-rows", "a commit of a stream whose slices share rows writes one slice "
                                                   "of each class and leaves the others pending copies")
+
+COLLECT = fastpaths.register("collect.shared-rows", "Collect pads and splits the distinct rows of a stream whose "
+                                                    "slices share rows, not every slice")
+LOAD = fastpaths.register("collect.shared-load", "a register load of a stream whose slices share rows reads the "
+                                                 "distinct rows (as rows left copies), not the whole stream")
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]

@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from visa.engines.common import LazyData, StreamData, StreamLayout
+from visa.engines.rows import CopiedRows
 from visa.memory.known import is_everywhere, known_everywhere
 
 __all__ = ["SharedRows"]
@@ -59,6 +60,23 @@ class SharedRows(LazyData):
     def map(self, fn: Callable[[StreamData], StreamData]) -> SharedRows:
         """The same sharing over ``fn(inner)``: an operation that treats every row alike and keeps it a row."""
         return SharedRows(fn(self.inner), self.owner, self.lead)
+
+    def as_copied(self) -> CopiedRows:
+        """The same stream as :class:`~visa.engines.rows.CopiedRows`: the first position of each class holds its
+        row, the others are copies of it not made (for the engines that read such rows, a register load)."""
+        flat = self.owner
+        _, first, inverse = np.unique(flat, return_index=True, return_inverse=True)
+        src = first[inverse.reshape(-1)]
+        moved = np.flatnonzero(src != np.arange(flat.size))
+        tail = self.inner.values.shape[3:]
+        buffer = np.empty(self.shape, dtype=self.inner.values.dtype)
+        buffer.reshape(flat.size, *tail)[first] = self.inner.values.reshape(self.rows, *tail)[flat[first]]
+        known = self.inner.known
+        if is_everywhere(known):
+            full = known_everywhere(self.shape)
+        else:
+            full = np.broadcast_to(known, self.inner.values.shape).reshape(self.rows, *tail)[flat].reshape(self.shape)
+        return CopiedRows(buffer, full, moved.astype(np.int64), src[moved].astype(np.int64), self.owner)
 
     def _build(self) -> tuple[npt.NDArray[np.generic], npt.NDArray[np.bool_]]:
         tail = self.inner.values.shape[3:]
