@@ -83,7 +83,9 @@ def commit(cfg: CommitConfig, data: SharedRows, images: Sequence[DenseImage], bi
         compact = inner.lanes[..., :n]
     else:
         compact = inner.values[..., :n]
-    if not all_true(np.asarray(inner.known)[..., :n]):
+    used = np.unique(data.owner[enabled.reshape(-1)])  # the rows of the slices written (the others are not)
+    known = np.asarray(inner.known)
+    if not all_true(known[..., :n] if known.shape[2] == 1 else known[:, :, used, :, :n]):
         return False
     # the distinct rows in memory order (the stream visits the run in the nest's order)
     sizes = tuple(size for size, _ in loops)
@@ -92,15 +94,13 @@ def commit(cfg: CommitConfig, data: SharedRows, images: Sequence[DenseImage], bi
     plans = []
     for c in range(len(images)):
         units = np.flatnonzero(enabled[c].reshape(-1))
-        if not units.size:
-            continue
-        if int(units[-1]) - int(units[0]) + 1 != units.size:
-            return False  # (the range the write covers is what lets it skip the zeros owed there)
-        cls = data.owner[c * per: (c + 1) * per][units]
-        _, first, inverse = np.unique(cls, return_index=True, return_inverse=True)
-        if 2 * first.size > units.size:
-            return False
-        plans.append((c, units, cls, first, inverse.reshape(-1)))
+        # a run of consecutive units at a time: the range each write covers is what lets it skip the zeros owed
+        for run in np.split(units, np.flatnonzero(np.diff(units) != 1) + 1) if units.size else []:
+            cls = data.owner[c * per: (c + 1) * per][run]
+            _, first, inverse = np.unique(cls, return_index=True, return_inverse=True)
+            plans.append((c, run, cls, first, inverse.reshape(-1)))
+    if 2 * sum(p[3].size for p in plans) > int(enabled.sum()):
+        return False  # (fewer than half of the slices repeat another)
     for c, units, cls, first, inverse in plans:
         img = images[c]
         reps = np.sort(units[first])  # (in unit order: the store writes the enabled units in that order)
