@@ -3,8 +3,9 @@ programs — host → HBM moves, HBM → DM DMAs with padding, slice and cluster
 moves, streams with fetch (some with the packet's last lane padding masked, some widened to i32), collect, an
 optional Vector Engine op (a constant added, or an inter-slice reduce broadcast over the slices), commit and
 commit_view; streams through the Switch Engine (a slice transpose, L3264–3284); GEMMs through the TRF and the
-Contraction Engine (fetch → collect → align → contract → accumulate → commit; i8, exact, or bf16 in the Reducer's order, tests/reducer_order.py); and programs on two chips (every
-tensor over both, a ChipShuffle DMA, L7541) — run three ways:
+Contraction Engine (fetch → collect → align → contract → accumulate → commit; i8, exact, or bf16 in the Reducer's
+order, tests/reducer_order.py); and programs on two chips (every tensor over both, a ChipShuffle DMA, L7541) — run
+three ways:
 
 (a) with the fast paths as the environment leaves them and with every fast path off (:func:`visa.fastpaths.disabled`):
     every step's outcome (done, or refused with the same error class and message), the memories' bytes and
