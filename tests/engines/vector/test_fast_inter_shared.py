@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from visa import RNGD, AxisSet, f32, fastpaths, i8, i32
-from visa.engines import cast
+from visa.engines import cast, fast_shared
 from visa.engines.common import StreamData, StreamLayout
 from visa.engines.shared import SharedRows
 from visa.engines.vector import InterSliceReduceOpF32, InterSliceReduceOpI32, fast_inter_shared
@@ -53,7 +53,7 @@ def test_a_broadcast_result_is_shared_rows_equal_to_the_reference(op: object, sh
     values = (rand_i32(rng, shp) if dtype is i32 else rand_f32(rng, shp))
     known = rng.random(shp) > 0.1 if poison else np.ones(shp, dtype=bool)
     data = StreamData(values, known)
-    fast = execute_inter_reduce(cfg, data)
+    fast = fast_inter_shared.execute(cfg, data)  # (the path itself, whatever the environment switches)
     # one row per group of X (and one for the positions of a dummy cluster, all invalid)
     assert isinstance(fast, SharedRows) and fast.rows <= int(np.prod(shp[:3])) // r + 1
     with fastpaths.disabled(*REFERENCE):
@@ -69,7 +69,7 @@ def test_a_broadcast_result_is_shared_rows_equal_to_the_reference(op: object, sh
     if dtype is i32 and t == 1:  # the Cast Engine over the shared rows: the reference's narrowing (wrapping)
         plan = cast.plan(RNGD, i32, i8, m["L"], m["L # 32"], m[t2])
         narrowed = cast.execute(plan, fast)
-        assert isinstance(narrowed, SharedRows)
+        assert isinstance(narrowed, SharedRows) or not fast_shared.CAST.on
         with fastpaths.disabled(*REFERENCE):
             _same(narrowed, cast.execute(plan, reference))
 
