@@ -8,7 +8,8 @@ too), with no masking, table or zero points (L1870), reads the same stream from 
 one slice per class, widened on the way when its only adapter stage is a widening cast (``fetch.widen-read``'s
 read, :func:`visa.memory.images.load_nest_widened`), and gives :class:`~visa.engines.shared.SharedRows`.  The
 tensors' bytes must be known replicas element by element (their labels over each tensor's whole Element), every
-one written (replica ids are given to written pages only).
+one written (replica ids are given to written pages only).  A sequencer that repeats whole packets along Time is
+left to ``fetch.repeat``, which reads each packet once in every slice.
 """
 
 from __future__ import annotations
@@ -57,8 +58,10 @@ def _classes(cfg: FetchConfig, img: DenseImage, units: IntArray, bases: IntArray
 
 def execute(cfg: FetchConfig, images: Sequence[DenseImage], bit_bases: Sequence[int]) -> SharedRows | None:
     """The fetch as :class:`~visa.engines.shared.SharedRows` (module docstring), or None (another path runs)."""
-    from visa.engines.fetch_fast import _nest  # (the loop nest of the sequencer; that module imports this one)
+    from visa.engines.fetch_fast import REPEAT, _nest, _repeat  # (that module imports this one)
 
+    if REPEAT.on and _repeat(cfg) is not None:
+        return None  # (a sequencer repeating whole packets along Time: fetch.repeat reads each packet once)
     if cfg.table is not None or cfg.mask is not None or cfg.zero_points or cfg.src.image_bits % 8:
         return None
     widen = widened_type(cfg)
