@@ -21,7 +21,8 @@ import numpy.typing as npt
 
 from visa import dtypes as dt
 from visa import fastpaths
-from visa.memory.images import DenseImage, nest_elements_written
+from visa.memory.fast_written import elements_written
+from visa.memory.images import DenseImage
 from visa.memory.units import enabled_units
 
 __all__ = ["MASKED", "Cut", "unmasked_cut", "written_cut", "fill"]
@@ -81,12 +82,12 @@ def written_cut(src: type[dt.Scalar], images: Sequence[DenseImage], lv: BoolArra
                 nest: tuple[int, tuple[tuple[int, int], ...]], cut_out: BoolArray) -> Cut | None:
     """The :class:`Cut` that ``cut_out`` (one bool per position of the nest ``(bit base, loops)``) is, when every
     element of the nest so cut was written in every slice that holds data (``lv``, per chip;
-    :func:`~visa.memory.images.nest_elements_written`); else None."""
+    :func:`~visa.memory.images.nest_elements_written`, remembered by ``memory.written-memo``); else None."""
     cut = unmasked_cut(nest[1], cut_out)
     if cut is None:
         return None
     base = nest[0] + cut.shift * src.image_bits
-    ok = all(nest_elements_written(src, enabled_units(img, lv[c]), base, cut.loops)
+    ok = all(elements_written(src, enabled_units(img, lv[c]), base, cut.loops)  # (memory.written-memo)
              for c, img in enumerate(images) if lv[c].any())
     return cut if ok else None
 
