@@ -1,10 +1,11 @@
 """A differential fuzzer of random kernels (issue 23; ARCHITECTURE principle 7): a seeded generator of small
 programs — host → HBM moves, HBM → DM DMAs with padding, slice and cluster broadcasts, offsets and tiles, DM → DM
 moves, streams with fetch (some with the packet's last lane padding masked, some widened to i32), collect, an
-optional Vector Engine op, commit and commit_view; streams through the Switch Engine (a slice transpose,
-L3264–3284); GEMMs through the TRF and the Contraction Engine (fetch → collect → align → contract → accumulate →
-commit; i8, exact, or bf16 in the Reducer's order, tests/reducer_order.py); and programs on two chips (every
-tensor over both, a ChipShuffle DMA, L7541) — run three ways:
+optional Vector Engine op (a constant added, or an inter-slice reduce broadcast over the slices), commit and
+commit_view; streams through the Switch Engine (a slice transpose, L3264–3284); GEMMs through the TRF and the
+Contraction Engine (fetch → collect → align → contract → accumulate → commit; i8, exact, or bf16 in the Reducer's
+order, tests/reducer_order.py); and programs on two chips (every tensor over both, a ChipShuffle DMA, L7541) — run
+three ways:
 
 (a) with the fast paths as the environment leaves them and with every fast path off (:func:`visa.fastpaths.disabled`):
     every step's outcome (done, or refused with the same error class and message), the memories' bytes and
@@ -39,6 +40,7 @@ from visa import (
     Context,
     FxpBinaryOp,
     HostTensor,
+    InterSliceReduceOpI32,
     PadValue,
     SwitchConfig,
     TrfAddress,
@@ -129,6 +131,12 @@ def fetch_variant(a: dict[str, Any]) -> str:
     return ("plain", "masked", "widen")[(a["seed"] >> 1) % 3]
 
 
+def inter_variant(a: dict[str, Any]) -> bool:
+    """Does a stream step's Vector Engine op reduce over the slices (an inter-slice reduce broadcast over a new
+    slice axis) instead of adding a constant?  From the step's data seed (the programs drawn stay as they were)."""
+    return bool((a["seed"] >> 3) % 2)
+
+
 def _slices(a: dict[str, Any]) -> str:
     n_a, first = a["n_a"], a["first"]
     if a["slices"] == "broadcast":  # R copies of A over the slices (R not in the source: a DMA broadcast)
@@ -146,7 +154,7 @@ class Runner:
         a = steps[0].args
         self.chips = a["chips"]
         self.ax = AxisSet(A=a["n_a"], B=a["n_b"], R=2, C=2, P=32 // (a["dtype"].size_bits // 8), X=self.chips,
-                          I=GEMM["I"], J=GEMM["J"], K=GEMM["K"])
+                          I=GEMM["I"], J=GEMM["J"], K=GEMM["K"], Y=a["n_a"])
         self.chip = self.ax.m["X"] if self.chips > 1 else self.ax.m["1"]
         self.ctx = Context()
         self.ctx.num_chips = self.chips
@@ -310,7 +318,12 @@ class Runner:
             text = text.replace("[R, A]", f"[R, {split}]") if "[R, A]" in text else text.replace("A", f"[{split}]", 1)
             s = s.switch(m[text], time, SwitchConfig.Transpose(slice1=a["n_a"] // h, slice0=h))
         c = s.collect(time, packet)
-        if a["vector"] and dtype is i32:
+        if a["vector"] and dtype is i32 and inter_variant(a) and step.kind != "switch":
+            # the sum over the slices holding A, left on as many slices (Y, broadcast: L6654–6672): every slice of
+            # the sum holds the same row (vector.inter-shared, and the commit of shared rows)
+            slice2 = m[str(lv["Slice"]).replace("A", "Y", 1)]
+            c = c.vector_init().vector_inter_slice_reduce(slice2, time, InterSliceReduceOpI32.Add).vector_final()
+        elif a["vector"] and dtype is i32:
             c = (c.vector_init().vector_intra_slice_branch(BranchMode.Unconditional)
                  .vector_fxp(FxpBinaryOp.AddFxp, a["constant"]).vector_final())
         if step.kind == "stream-view":

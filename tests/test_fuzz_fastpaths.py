@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.fuzz_kernels import _gemm_dtype, budget, compare, fetch_variant, program
+from tests.fuzz_kernels import _gemm_dtype, budget, compare, fetch_variant, inter_variant, program
 from visa import bf16, i8, i16
 
 #: Programs run by ``make test`` (``make fuzz`` sets ``VISA_FUZZ_CASES``; the seeds continue from here).
@@ -33,6 +33,10 @@ def test_the_budget_draws_every_kind_of_step_and_two_chips() -> None:
     fetches = {(fetch_variant(s.args), s.args["dtype"] in (i8, i16)) for steps in programs for s in steps
                if s.kind in ("stream", "stream-view")}
     assert {("masked", True), ("widen", True)} <= fetches  # fetch.masked-known, fetch.widen-read
+    # an i8 stream widened to i32, reduced over its slices, the sum broadcast (vector.inter-shared,
+    # commit.shared-rows)
+    assert any(s.kind == "stream" and s.args["vector"] and inter_variant(s.args) and fetch_variant(s.args) == "widen"
+               and s.args["dtype"] is i8 for steps in programs for s in steps)
 
 
 def _first_with_gemm(dtype: Any) -> int:

@@ -29,3 +29,18 @@ def test_the_geometry_refuses_sizes_the_layout_cannot_hold() -> None:
         peer.Geometry(1000, 8).check()
     g = peer.Geometry(16384, 128)
     assert (g.slices_k, g.groups, g.ti, g.tiles) == (32, 8, 1024, 4096)  # the issue's 4,096 tiles of 1024 × 64
+
+
+def test_the_shared_row_paths_change_nothing_the_kernel_sees() -> None:
+    """The paths for slices that share rows (issue 24: the inter-slice reduce's broadcast sum, its cast and its
+    commit, the fetch that reads it back, the unzip and zip, and Collect and the TRF load of replicated slices)
+    off alone: the same bytes and schedule as with them on.  N = 4096 with 64 rows a slice: the partials are 4 KiB
+    a slice, whole pages of DM, which the replica ids of their commits cover (the fetch then reads one slice of
+    each class)."""
+    shared = ["vector.inter-shared", "cast.shared-rows", "commit.shared-rows", "fetch.shared-rows",
+              "vector.shared-rows", "collect.shared-rows", "collect.shared-load"]
+    fast = peer.run_kernel(4096, rows=64, tiles=1, measure=False)
+    with fastpaths.disabled(*shared):
+        reference = peer.run_kernel(4096, rows=64, tiles=1, measure=False)
+    assert fast["schedule"] == reference["schedule"]
+    assert np.array_equal(fast["c_tiles"][0], reference["c_tiles"][0])

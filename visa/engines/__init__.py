@@ -8,6 +8,7 @@ import numpy.ma  # noqa: F401
 # The engines' fast paths register themselves at import (visa.fastpaths lists every one after ``import visa``).
 from visa.engines import collect as _collect  # noqa: E402, F401
 from visa.engines import commit as _commit  # noqa: E402, F401
+from visa.engines import fast_fetch_shared as _fast_fetch_shared  # noqa: E402, F401
 from visa.engines import fetch_fast as _fetch_fast  # noqa: E402, F401
 from visa.engines import transpose as _transpose  # noqa: E402, F401
 from visa.engines.contraction import fast_window as _fast_window  # noqa: E402, F401

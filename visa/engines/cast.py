@@ -32,9 +32,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from visa import dtypes as dt
+from visa.engines import fast_shared
 from visa.engines.cache import cached
 from visa.engines.common import StreamData, axes_text, refuse_in_sub_context
 from visa.engines.deferred import PaddedLanes
+from visa.engines.shared import SharedRows
 from visa.errors import DtypeError, HardwareLimitError, LayoutError
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping
@@ -136,6 +138,8 @@ def _plan(hw: HardwareProfile, src: type[dt.Scalar], dst: type[dt.Scalar], in_pa
 def execute(plan: CastPlan, data: StreamData) -> StreamData:
     """Convert every element (round/overflow per the plan) and pad each flit (L6780–6784); the padding is
     poison (L3771)."""
+    if fast_shared.CAST.on and isinstance(data, SharedRows):  # the distinct rows only (fast_shared)
+        return data.map(lambda rows: execute(plan, rows))
     values = data.values
     lead = values.shape[:-1]
     if values.shape[-1] != plan.in_elements:

@@ -37,11 +37,13 @@ import numpy.typing as npt
 
 from visa import dtypes as dt
 from visa import fastpaths
+from visa.engines import fast_shared
 from visa.engines.broadcast import BroadcastData
 from visa.engines.cache import cached
 from visa.engines.common import StreamData, axes_text
 from visa.engines.fetch import stream_validity
 from visa.engines.rows import CopiedRows
+from visa.engines.shared import SharedRows
 from visa.errors import HardwareLimitError, LayoutError
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping, pair_of
@@ -143,6 +145,8 @@ def execute(cfg: CollectConfig, data: StreamData) -> StreamData:
     packet, the flit index a new innermost Time digit that does not repeat."""
     if isinstance(data, CopiedRows):  # slices left copies of others stay so (every slice padded and split alike)
         return data.map(lambda v, k: _pad_split(cfg, v, k, cfg.out_time.size))
+    if fast_shared.COLLECT.on and isinstance(data, SharedRows):  # (so do rows shared by slices)
+        return data.map(lambda d: StreamData(*_pad_split(cfg, d.values, d.known, cfg.out_time.size)))
     if isinstance(data, BroadcastData):
         vals, known = data.compact_values, data.compact_known
     else:
@@ -287,6 +291,8 @@ def execute_load(cfg: RegisterLoadConfig, data: StreamData, images: Sequence[Den
     (``(Chip, Cluster, Slice)``) are the slices the stream holds data in: only they load (the slice bitmap
     leaves the others out, L2314–2319, as for a commit); None loads every slice.
     """
+    if fast_shared.LOAD.on and isinstance(data, SharedRows):
+        data = data.as_copied()
     copied = data if isinstance(data, CopiedRows) else None
     owner: npt.NDArray[np.int64] | None = None
     if copied is not None:  # slices still copies of others: the load reads the rows that hold the values

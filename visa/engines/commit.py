@@ -41,10 +41,12 @@ import numpy.typing as npt
 
 from visa import dtypes as dt
 from visa import fastpaths
+from visa.engines import fast_shared
 from visa.engines.cache import cached
 from visa.engines.common import StreamData, axes_text, engine_call
 from visa.engines.deferred import DeferredData, PaddedLanes
 from visa.engines.fetch import CONTEXTS, stream_validity
+from visa.engines.shared import SharedRows
 from visa.errors import AddressError, DtypeError, HardwareLimitError, LayoutError, VisaError
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping, pair_of
@@ -573,6 +575,9 @@ def execute(cfg: CommitConfig, data: StreamData, images: Sequence[DenseImage], b
     addr, pos, enabled = _static(cfg)
     if keep is not None and keep.any():
         _execute_keeping(cfg, data, images, bit_base, keep, addr, pos, enabled)
+        return
+    if fast_shared.COMMIT.on and isinstance(data, SharedRows) and fast_shared.commit(cfg, data, images, bit_base, pos,
+                                                                                    enabled):
         return
     fused = FUSED.on and isinstance(data, DeferredData) and data.pending
     if fused and isinstance(data, DeferredData) and _execute_deferred(cfg, data, images, bit_base, pos, enabled):

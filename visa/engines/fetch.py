@@ -695,8 +695,12 @@ def execute(cfg: FetchConfig, images: Sequence[DenseImage], bit_bases: Sequence[
     This is the reference: one address per stream position (:func:`read`), then :func:`adapt`.  The faster ways
     to compute the same stream are registered fast paths (:mod:`visa.engines.fetch_fast`, :mod:`visa.fastpaths`).
     """
-    from visa.engines import fetch_fast  # (the fast paths of this engine; it imports this module)
+    from visa.engines import fast_fetch_shared, fetch_fast  # (the fast paths of this engine; they import this module)
 
+    if fast_fetch_shared.SHARED.on:
+        shared = fast_fetch_shared.execute(cfg, images, bit_bases)
+        if shared is not None:
+            return shared
     fast = fetch_fast.execute(cfg, images, bit_bases, table)
     if fast is not None:
         return fast

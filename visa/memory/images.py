@@ -217,6 +217,13 @@ class DenseImage:
             u_lo, u_hi, _ = units.indices(self._pages.state.shape[0])
             self._pending.cover(u_lo, u_hi, lo, hi)
 
+    def _drop_overwritten(self, units: slice, lo: int, hi: int) -> None:
+        """Every byte ``[lo, hi)`` of the (flat) ``units`` (a range) is about to be written: the pending copies wholly
+        inside are dropped, not made (:meth:`Pending.drop`)."""
+        if self._pending.copies:
+            u_lo, u_hi, _ = units.indices(self._pages.state.shape[0])
+            self._pending.drop(u_lo, u_hi, lo, hi)
+
     def _defer_copy(self, dst: IntArray, src: IntArray, lo: int, hi: int) -> None:
         """Bytes ``[lo, hi)`` of the (flat) units ``dst`` are to be those of the units ``src`` (one each, never
         in ``dst``), which hold them now: a pending copy (:mod:`visa.memory.pending`).  The caller marks the

@@ -91,6 +91,12 @@ class Pending:
                 out.append((f_ulo, f_uhi, hi, b))
         self.fills = out
 
+    def drop(self, u_lo: int, u_hi: int, lo: int, hi: int) -> None:
+        """Every byte ``[lo, hi)`` of units ``[u_lo, u_hi)`` is about to be written: the copies wholly inside that
+        box are not made (their bytes would be overwritten); the others stay."""
+        self.copies = [c for c in self.copies if not (lo <= c[2] and c[3] <= hi and c[0].size
+                                                      and u_lo <= int(c[0].min()) and int(c[0].max()) < u_hi)]
+
     def make(self, rows: npt.NDArray[np.uint8], lo: int, hi: int, copies: bool = True) -> None:
         """Make what is pending in bytes ``[lo, hi)`` of ``rows`` (the image as ``(units, bytes)``): the fills'
         part there, and (``copies``) every copy that reaches those bytes (whole)."""

@@ -23,7 +23,7 @@ import numpy.typing as npt
 
 from visa.engines.affine import Factors
 from visa.engines.common import StreamData, StreamLayout, axes_text
-from visa.engines.vector import arith, fast_inter, fast_inter_factors, fast_inter_plan
+from visa.engines.vector import arith, fast_inter, fast_inter_factors, fast_inter_plan, fast_inter_shared
 from visa.engines.vector.cache import cached
 from visa.engines.vector.fast_reduce import SHORTCUTS
 from visa.engines.vector.ops import InterSliceReduceOpF32, InterSliceReduceOpI32
@@ -214,6 +214,10 @@ def _short(axes: list[str], a: tuple[dict[str, IntArray], BoolArray], b: tuple[d
 
 def execute_inter_reduce(cfg: InterReduceConfig, data: StreamData) -> StreamData:
     """Fold each group in ring order and lay the results out in Slice2 / Time2 (broadcast where new)."""
+    if fast_inter_shared.SHARED.on:
+        shared = fast_inter_shared.execute(cfg, data)
+        if shared is not None:
+            return shared
     if fast_inter.STRIDED.on:
         fast = fast_inter.execute(cfg, data)
         if fast is not None:

@@ -18,6 +18,7 @@ import numpy as np
 from visa import dtypes as dt
 from visa.engines.common import EngineReport, StreamData, StreamLayout
 from visa.engines.vector import arith
+from visa.engines.vector import fast_shared_pair as fast_shared
 from visa.engines.vector.ops import (
     BinaryArgMode,
     ClipBinaryOpF32,
@@ -149,13 +150,17 @@ class PairBase(VeBase[D, Chip, Cluster, Slice, Time, Packet, IntraFirst]):
         check_op(stage, op, dtype, call)
         ve = self.ve.use(op.alu, call)
         g0, g1 = self.groups()
+        mode = "" if args == (0, 1) else f", Mode{''.join(map(str, args))}"
+        shared = fast_shared.zip_groups(g0, g1, op_fn(op), args)
+        if shared is not None:  # (rows shared by slices: each distinct row once)
+            ve = ve.step(stage, f"zip {op!r}{mode}", self.layout.time.size, context="Zipped", exec_id=None)
+            return self.advance(cls, self.layout, shared, ve)
         slots = [g0.values, g1.values]
         knowns = [g0.known, g1.known]
         values = np.asarray(op_fn(op)(slots[args[0]], slots[args[1]]), dtype=g0.values.dtype)
         a, b = knowns[args[0]], knowns[args[1]]
         known = known_everywhere(np.broadcast_shapes(a.shape, b.shape)) if is_everywhere(a) and is_everywhere(b) \
             else a & b
-        mode = "" if args == (0, 1) else f", Mode{''.join(map(str, args))}"
         ve = ve.step(stage, f"zip {op!r}{mode}", self.layout.time.size, context="Zipped", exec_id=None)
         data = StreamData(np.ascontiguousarray(np.broadcast_to(values, self.layout.shape)), known)
         return self.advance(cls, self.layout, data, ve)
@@ -173,8 +178,14 @@ def unzip(self: VeBase[Any, Any, Any, Any, Any, Any, Any], axis: Any, tile_time:
     perm = np.zeros((2, split_time.size), dtype=np.int64)
     perm[removed, kept] = np.arange(self.layout.time.size, dtype=np.int64)
     layout = self.layout.with_(time=split_time)
-    g0 = StreamData(_time_steps(self.data.values, perm[0]), _time_steps(self.data.known, perm[0]))
-    g1 = StreamData(_time_steps(self.data.values, perm[1]), _time_steps(self.data.known, perm[1]))
+    shared = fast_shared.unzip(self.data, _time_steps, perm)
+    g0: StreamData
+    g1: StreamData
+    if shared is not None:  # (rows shared by slices stay shared)
+        g0, g1 = shared
+    else:
+        g0 = StreamData(_time_steps(self.data.values, perm[0]), _time_steps(self.data.known, perm[0]))
+        g1 = StreamData(_time_steps(self.data.values, perm[1]), _time_steps(self.data.known, perm[1]))
     ve = self.ve.step("Branch", f"unzip({cfg.axis})", split_time.size, context="Paired")
     out: VectorTensorPair[Any, Any, Any, Any, Any, Any] = VectorTensorPair(
         self.tu, layout, g0, self.reports, self.inputs, self.carried, ve=ve, g1=g1)

@@ -22,6 +22,7 @@ import numpy as np
 from visa import dtypes as dt
 from visa.engines.common import StreamData
 from visa.engines.deferred import DeferredData
+from visa.engines.shared import SharedRows
 from visa.engines.vector import arith
 from visa.engines.vector.cost import vector_report
 from visa.engines.vector.elementwise import (
@@ -450,8 +451,10 @@ class _Final(_Ops[D, Chip, Cluster, Slice, Time, Packet, O]):
                                alus=len(self.ve.alu_order), reduce_steps=self.ve.reduce_steps, ring=self.ve.ring,
                                alu_names=self.ve.alu_order)
         extra = {} if self.ve.packed is None else {"packed": self.ve.packed}  # (Carried.packed)
-        # an op left as a ufunc stays one (the commit may compute it into DM, visa.engines.deferred)
-        data = self.data if isinstance(self.data, DeferredData) and self.data.pending else StreamData(
+        # an op left as a ufunc stays one (the commit may compute it into DM, visa.engines.deferred); rows shared
+        # by slices stay shared (visa.engines.shared)
+        keep = isinstance(self.data, SharedRows) or isinstance(self.data, DeferredData) and self.data.pending
+        data = self.data if keep else StreamData(
             self.data.values, self.data.known)
         return self.then(VectorFinalTensor, self.layout, data, report, **extra)
 

@@ -1,0 +1,100 @@
+"""Fast path ``vector.inter-shared`` (issue 24), beside :mod:`visa.engines.vector.inter`, whose reference
+``execute_inter_reduce`` it stands for: a result broadcast over slices is computed once per distinct slice.
+
+An inter-slice reduce whose ``Slice2`` holds an axis the input lacks leaves each group's result in every slice
+of that axis (L6654–6672): the reference's ``matmul_16384`` reduces 32 slices and broadcasts the sum over the 32.
+The output's slices then fall in classes of equal rows: their positions read the same groups (``out_group``
+row by row).  The result is a :class:`~visa.engines.shared.SharedRows` holding one row per class — the groups
+folded as :mod:`visa.engines.vector.fast_inter` folds them (the reference's ring order), gathered into the class
+rows with the reference's zeros and poison where a position is invalid — so that the cast and commit after it
+convert and write one slice per class.  A configuration whose output rows are mostly distinct, or that
+:mod:`~visa.engines.vector.fast_inter` cannot fold, takes the other paths.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from visa import fastpaths
+from visa.engines.common import StreamData
+from visa.engines.shared import SharedRows
+from visa.engines.vector import fast_inter
+from visa.memory.known import is_everywhere, known_everywhere
+
+if TYPE_CHECKING:
+    from visa.engines.vector.inter import InterReduceConfig
+
+__all__ = ["SHARED", "execute"]
+
+SHARED = fastpaths.register("vector.inter-shared", "an inter-slice reduce broadcast over slices computes one row per "
+                                                   "class of equal slices (SharedRows) instead of every slice")
+
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class _Classes:
+    """The output's rows in classes: each flat ``(Chip, Cluster, Slice)`` row's class, and per class the group
+    each position reads (0 where invalid) and where it is valid (``(classes, Time · Packet)``)."""
+
+    owner: IntArray
+    groups: IntArray
+    valid: npt.NDArray[np.bool_]
+    all_valid: bool
+
+
+_CACHE: dict[int, tuple[Any, _Classes | None]] = {}
+
+
+def _classes(cfg: InterReduceConfig) -> _Classes | None:
+    """The classes of ``cfg``'s output rows (cached on the configuration object, which the plan cache keeps), or
+    None when fewer than half of the rows repeat another."""
+    hit = _CACHE.get(id(cfg))
+    if hit is not None and hit[0] is cfg:
+        return hit[1]
+    og = cfg.out_group
+    rows = og.reshape(int(np.prod(og.shape[:3])), -1)
+    found = None
+    if rows.shape[0] > 1:
+        uniq, inverse = np.unique(rows, axis=0, return_inverse=True)
+        if 2 * uniq.shape[0] <= rows.shape[0]:
+            valid = uniq >= 0
+            owner = inverse.reshape(-1).astype(np.int64)
+            for a in (owner, valid):
+                a.flags.writeable = False
+            found = _Classes(owner, np.where(valid, uniq, 0), valid, bool(valid.all()))
+    if len(_CACHE) >= 256:
+        _CACHE.clear()
+    _CACHE[id(cfg)] = (cfg, found)
+    return found
+
+
+def execute(cfg: InterReduceConfig, data: StreamData) -> SharedRows | None:
+    """The reference's result as :class:`~visa.engines.shared.SharedRows`, or None (another path runs)."""
+    c = _classes(cfg)
+    v = None if c is None else fast_inter._views(cfg)
+    if c is None or v is None:
+        return None
+    vals = data.values.reshape(-1)
+    bound = 0
+    if cfg.op == "AddSat" and vals.size:
+        bound = max(abs(int(vals.min())), abs(int(vals.max())))
+    red = fast_inter._fold(cfg.op, cfg.dtype, fast_inter._members(vals, v), bound)
+    ranked = np.ascontiguousarray(red.transpose(v.rank_order), dtype=vals.dtype).reshape(-1)  # by group rank
+    out = ranked[c.groups]
+    if not c.all_valid:
+        out[~c.valid] = 0
+    tail = cfg.out_group.shape[3:]
+    inner_shape = (1, 1, c.groups.shape[0], *tail)
+    if is_everywhere(data.known):
+        known = known_everywhere(inner_shape) if c.all_valid else c.valid.reshape(inner_shape)
+    else:  # a poisoned member poisons its group (as the reference)
+        whole = np.asarray(fast_inter._members(np.ascontiguousarray(data.known).reshape(-1), v).all(axis=-1))
+        kept = np.ascontiguousarray(whole.transpose(v.rank_order)).reshape(-1)
+        known = (c.valid & kept[c.groups]).reshape(inner_shape)
+    lead = cfg.out_group.shape[:3]
+    return SharedRows(StreamData(out.reshape(inner_shape), known), c.owner, (lead[0], lead[1], lead[2]))
