@@ -4,13 +4,22 @@
 One row per engine mode.  Each row prepares its input (a stream built from data already in hand, a DM/HBM tensor
 already written), then times one call of the engine through the public API — the stage method, or the DMA — and
 reads its whole output (``data.values`` and ``data.known`` of a stream: an engine that defers its work pays for it
-here), best of a few runs.  The numpy column does what the engine does to the data (a cast is ``astype``, a
-reduce a ``sum``, a move a copy of the same bytes), best of a few runs, in the same process.  Every row checks its
-result against numpy first (exact; floats bit for bit).
+here), best of ``REPEAT`` runs.  The numpy column does what the engine does to the data (a cast is ``astype``, a
+reduce a ``sum``, a move a copy of the same bytes), best of as many runs, in the same process (the same count on
+both sides: on a loaded machine a side with more tries finds a quieter moment).  Every row checks its result
+against numpy first (exact; floats bit for bit).
+
+Where the engine's copy is strided, numpy's is too (the same gather and scatter pattern): the register loads'
+numpy column (:func:`register_copy`) reads each slice's bytes at the tensor's address of an array shaped as the
+chip's DM image and writes them into one shaped as the register file (a TRF slice's 8 bank rows, the first 4 KiB
+of each 16 KiB row), as the engine's copy does — not one contiguous copy of the tensor, which stays in cache and
+reads and writes one block (until issue 24's third wave the to_vrf and to_trf rows compared with that).  The DM →
+DM and cluster swap rows likewise copy between two DM-shaped arrays (:func:`dm_copy`): 32 KiB runs 512 KiB apart,
+spread over 256 MiB, which numpy copies about 1.4× slower than one contiguous 16 MiB block (its pages and TLB).
 
 The size is ``ENGINES_N`` elements (default 2^22: 16 MiB of i32, 4 MiB of i8); ``ENGINES_ONLY=word,word`` runs
-the rows whose name holds one of the words.  A stream is one chip: 2 clusters × 256 slices × T time steps × 8
-lanes.
+the rows whose name holds one of the words; ``ENGINES_REPEAT`` the runs of each side (default 5).  A stream is
+one chip: 2 clusters × 256 slices × T time steps × 8 lanes.
 """
 
 from __future__ import annotations
@@ -48,11 +57,13 @@ from visa.engines.common import StreamData, StreamLayout
 from visa.engines.deferred import PaddedLanes
 from visa.engines.fetch import LookupTable
 from visa.kernels.memory import Arena
+from visa.memory.arena import lazy_zeros
 from visa.memory.known import known_everywhere
 from visa.stream.stages import CollectTensor
 from visa.testing import place_dm, place_trf, place_vrf
 
 AIM = 3.0
+REPEAT = int(os.environ.get("ENGINES_REPEAT", "5"))  # best of this many runs, on each side
 OUT_BYTES = 1 << 16  # every slice's DM below this is where the rows write their outputs
 N = int(os.environ.get("ENGINES_N", str(1 << 22)))
 T = N // (2 * 256 * 8)  # time steps of a one-chip stream of N elements
@@ -70,7 +81,7 @@ class Row:
     check: Callable[[Any], None]
 
 
-def timed(prepare: Callable[[], Callable[[], Any]], check: Callable[[Any], None], repeat: int = 3) -> float:
+def timed(prepare: Callable[[], Callable[[], Any]], check: Callable[[Any], None], repeat: int = REPEAT) -> float:
     """Best wall time of ``repeat`` calls, each on a freshly prepared input (the preparation is not timed),
     after a first call (which also pays the plan caches) whose output ``check`` compares with numpy's."""
     check(prepare()())
@@ -276,6 +287,46 @@ def stream_rows(ctx: Context) -> list[Row]:
     return rows
 
 
+def image_like(lead: tuple[int, ...], nbytes: int) -> np.ndarray:
+    """Zero bytes shaped as a memory image, mapped as the images are (small pages, taken where written:
+    :func:`visa.memory.arena.lazy_zeros`) — numpy's huge pages would commit and clear 2 MiB for every few slices'
+    rows, half a GiB for a DM-shaped pair."""
+    return lazy_zeros((*lead, nbytes), np.dtype(np.uint8))
+
+
+def register_copy(ctx: Context, x: np.ndarray, address: int, memory: str) -> Callable[[], Any]:
+    """The numpy operation that moves what a register load from DM moves: each slice's bytes of ``x`` (``(2, 256,
+    ...)``), read at ``address`` of an array shaped as a chip's DM image and written into one shaped as its
+    register file (a VRF slice's first bytes; a TRF slice's bank rows, the first bytes of each) — strided on
+    both sides as the engine's copies are, where a copy of ``x`` would read and write one contiguous block."""
+    dm = ctx.memory.chip(0).dm
+    reg = getattr(ctx.memory.chip(0), memory)
+    per = x[0, 0].nbytes
+    src = image_like(dm.lead_shape, dm.nbytes)
+    src[..., address: address + per] = x.reshape(*dm.lead_shape, -1).view(np.uint8)
+    dst = image_like(reg.lead_shape, reg.nbytes)
+    rows = int(np.prod(reg.lead_shape[2:], dtype=np.int64))  # (bank rows of a TRF slice; 1 for the VRF)
+    target = dst.reshape(*dm.lead_shape, rows, reg.nbytes)[..., : per // rows]
+    source = src[..., address: address + per].reshape(target.shape)
+    return lambda: np.copyto(target, source)
+
+
+def dm_copy(ctx: Context, x: np.ndarray, src: int, dst: int, swap: bool = False) -> Callable[[], Any]:
+    """The numpy operation that moves what a DM → DM DMA moves: each slice's bytes of ``x`` (``(2, 256, ...)``),
+    read at ``src`` of an array shaped as a chip's DM image and written at ``dst`` of another (the clusters
+    exchanged with ``swap``): runs of a slice's bytes a slice's address space apart on both sides, as the engine's
+    copy — where a copy of ``x`` reads and writes one contiguous block.  (Two arrays: in one, numpy would copy the
+    source to a temporary first, as the engine's reference path does.)"""
+    image = ctx.memory.chip(0).dm
+    per = x[0, 0].nbytes
+    a = image_like(image.lead_shape, image.nbytes)
+    a[..., src: src + per] = x.reshape(*image.lead_shape, -1).view(np.uint8)
+    b = image_like(image.lead_shape, image.nbytes)
+    b[..., dst: dst + per] = 1
+    source = a[::-1, :, src: src + per] if swap else a[..., src: src + per]
+    return lambda: np.copyto(b[..., dst: dst + per], source)
+
+
 # --- DM and HBM: fetch, commit, register loads, contraction, ParallelCopy, DMA --------------------------------
 DX = AxisSet(C=2, S=256, E=N // 512, P=2, H=N // 1024, V=N // 512 // 8, W=7)
 DM_ = DX.m
@@ -363,7 +414,7 @@ def memory_rows(ctx: Context) -> list[Row]:
         return lambda: (ctx.sub.begin(src_v.view()).fetch(i32, vr.m["E / 8"], vr.m["E % 8"])
                         .collect(vr.m["E / 8"], vr.m["E % 8"]).to_vrf(vr.m["E"], 0))
 
-    rows.append(Row("fetch → collect → to_vrf (8 KiB a slice)", to_vrf, lambda: xv.copy(),
+    rows.append(Row("fetch → collect → to_vrf (8 KiB a slice)", to_vrf, register_copy(ctx, xv, src_v.address, "vrf"),
                     lambda out: same(np.asarray(out.logical(axes="C S E")), xv, "to_vrf")))
     tr = AxisSet(C=2, S=256, R=8, E=4096)
     xtr = ints((2, 256, 8, 4096), np.int8, -128, 127)
@@ -374,7 +425,7 @@ def memory_rows(ctx: Context) -> list[Row]:
         return lambda: (ctx.sub.begin(src_t.view()).fetch(i8, tr.m["R"], tr.m["E"])
                         .collect(tr.m["R, E / 32"], tr.m["E % 32"]).to_trf(tr.m["R"], tr.m["E"], TrfAddress.FirstHalf))
 
-    rows.append(Row("fetch → collect → to_trf (32 KiB a slice)", to_trf, lambda: xtr.copy(),
+    rows.append(Row("fetch → collect → to_trf (32 KiB a slice)", to_trf, register_copy(ctx, xtr, src_t.address, "trf"),
                     lambda out: same(np.asarray(out.logical(axes="C S R E")), xtr, "to_trf")))
 
     # contraction: 512 slices, each (128 × 64 i8) · (64 × 64 i8), accumulated in i32
@@ -436,10 +487,11 @@ def dma_rows(ctx: Context, arena: Arena) -> list[Row]:
     rows.append(Row("DMA DM → HBM", lambda: lambda: dm.to_hbm(m["C, S, E"], ctx.tdma, 1 << 30), lambda: flat.copy(),
                     lambda out: same(out.logical(axes="C S E"), x, "DM → HBM")))
     rows.append(Row("DMA DM → DM", lambda: lambda: dm.to_dm(m["C"], m["S"], m["E"], ctx.tdma, 0),
-                    lambda: flat.copy(), lambda out: same(out.logical(axes="C S E"), x, "DM → DM")))
+                    dm_copy(ctx, x, dm.address, 0), lambda out: same(out.logical(axes="C S E"), x, "DM → DM")))
     rows.append(Row("DMA cluster swap (DM → DM)",
                     lambda: lambda: dm.view().cluster_swap().to_dm(m["C"], m["S"], m["E"], ctx.tdma, 0),
-                    lambda: x[::-1].copy(), lambda out: same(out.logical(axes="C S E"), x[::-1], "cluster swap")))
+                    dm_copy(ctx, x, dm.address, 0, swap=True),
+                    lambda out: same(out.logical(axes="C S E"), x[::-1], "cluster swap")))
     one = hbm.view().tile(m["C"], 1, m["1 # 2, S, E"], 0).tile(m["S"], 1, m["1 # 2, 1 # 256, E"], 0)
     rows.append(Row("DMA HBM → DM broadcast (one row to 512 slices)",
                     lambda: lambda: one.to_dm(m["1 # 2"], m["1 # 256"], m["E"], ctx.tdma, 0),
@@ -455,7 +507,7 @@ def measure(rows: list[Row]) -> list[str]:
         if only and not any(w in row.name for w in only):
             continue
         ours = timed(row.prepare, row.check)
-        theirs = best_of(row.numpy, 5)
+        theirs = best_of(row.numpy, REPEAT)
         ratio = ours / theirs
         verdict = "within" if ratio <= AIM else "OVER"
         lines.append(f"engine: {row.name:<52} visa {ours * 1e3:8.2f} ms   numpy {theirs * 1e3:7.2f} ms   "

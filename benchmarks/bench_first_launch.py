@@ -15,6 +15,14 @@ the same process.  Every result is checked exactly against numpy.
   reducer adds them over the slice ring (``AddSat``; the values are small, so nothing saturates), against
   numpy's ``x.sum(axis=0)``.
 
+What is timed: the one ``launch(kernel, ctx, x_hbm)`` call — every plan (sequencers, DMA plans and their cost
+model, the Vector Engine's and the commit's plans), the HBM → DM move, the engines, the DM → HBM move of the
+result and the schedule's recording — in a process that has imported visa and numpy (module imports are not
+timed; anything visa imports lazily during the launch is) and has put the input in HBM (the host → HBM upload is
+not timed, nor is the result's download and check).  Each line gives the launch's wall time (the ratio) and its
+CPU time (``time.process_time``: user and system time of the process, the first touch of new memory included),
+which a loaded machine inflates less than the wall time.
+
 What they found is in docs/manual-notes.md, "First-launch planning cost (issue 15)" (the row bias located its
 VRF operand at every one of 2M positions; the row max materialised every coordinate to find the padding; the
 ring sum's plan spent most of its time in numpy's hash-based ``unique`` over a million group ids).
@@ -117,10 +125,20 @@ def ring_sum(ctx: Context, x: HbmTensor[Any, Any, Any]) -> HbmTensor[Any, Any, A
 
 
 
+_CPU: list[float] = []  # the launch's CPU time (process_time), for the line
+
+
 def _timed(fn: Any, *args: Any) -> tuple[Any, float]:
-    start = time.perf_counter()
+    cpu, start = time.process_time(), time.perf_counter()
     out = launch(fn, *args)
-    return out, time.perf_counter() - start
+    wall = time.perf_counter() - start
+    _CPU.append(time.process_time() - cpu)
+    return out, wall
+
+
+def _with_cpu(text: str, theirs: float) -> str:
+    """``text`` (a :func:`line`) with the launch's CPU time and its ratio to numpy's time."""
+    return f"{text}   cpu {_CPU[-1] * 1e3:.1f} ms ({_CPU[-1] / theirs:.0f}x)" if _CPU else text
 
 
 def one(name: str) -> str:
@@ -133,7 +151,8 @@ def one(name: str) -> str:
         out, ours = _timed(relu, ctx, v_hbm)
         got = out.to_host(RELU.m["A"], ctx.pdma).numpy()
         assert np.array_equal(got, np.maximum(v, np.float32(0))), "ReLU differs from numpy"
-        return line("ReLU 4M f32 (16 MiB), first launch", ours, best_of(lambda: np.maximum(v, np.float32(0)), 5))
+        theirs = best_of(lambda: np.maximum(v, np.float32(0)), 5)
+        return _with_cpu(line("ReLU 4M f32 (16 MiB), first launch", ours, theirs), theirs)
     if name == "ring_sum":
         r = RING.m
         y = rng.integers(-2**20, 2**20, size=(4, RING_N), dtype=np.int32)  # sums far from saturating
@@ -141,8 +160,8 @@ def one(name: str) -> str:
         out, ours = _timed(ring_sum, ctx, y_hbm)
         got = out.to_host(r["A"], ctx.pdma).numpy()
         assert np.array_equal(got, y.sum(axis=0, dtype=np.int32)), "ring sum differs from numpy"
-        return line("ring sum 4×262144 i32 (4 MiB), first launch", ours,
-                     best_of(lambda: y.sum(axis=0, dtype=np.int32), 5))
+        theirs = best_of(lambda: y.sum(axis=0, dtype=np.int32), 5)
+        return _with_cpu(line("ring sum 4×262144 i32 (4 MiB), first launch", ours, theirs, aim=20), theirs)  # issue 24
     m = GRID.m
     x = rng.integers(-2**31, 2**31 - 1, size=(ROWS, COLS), dtype=np.int32)
     x_hbm = HostTensor.from_numpy(x, i32, m["R, C"]).to_hbm(m["1"], m["R, C"], ctx.pdma, 0)
@@ -150,8 +169,8 @@ def one(name: str) -> str:
         out, ours = _timed(row_max, ctx, x_hbm)
         got = out.to_host(m["R"], ctx.pdma).numpy()
         assert np.array_equal(got, x.max(axis=1)), "row max differs from numpy"
-        return line("row max 512×4096 i32 (8 MiB), first launch", ours, best_of(lambda: x.max(axis=1), 5),
-                    aim=20)  # issue 24
+        theirs = best_of(lambda: x.max(axis=1), 5)
+        return _with_cpu(line("row max 512×4096 i32 (8 MiB), first launch", ours, theirs, aim=20), theirs)  # issue 24
     if name == "row_bias":
         b = rng.integers(-2**31, 2**31 - 1, size=ROWS, dtype=np.int32)
         b_hbm = HostTensor.from_numpy(b, i32, m["R"]).to_hbm(m["1"], m["R, 1 # 8"], ctx.pdma, 1 << 27)
@@ -159,8 +178,8 @@ def one(name: str) -> str:
         got = out.to_host(m["R, C"], ctx.pdma).numpy()
         want = x - b[:, None]  # int32 arithmetic wraps, as SubFxp does
         assert np.array_equal(got, want), "row bias differs from numpy"
-        return line("row bias x - b[row] 512×4096 i32 (8 MiB), first launch", ours,
-                     best_of(lambda: x - b[:, None], 5))
+        theirs = best_of(lambda: x - b[:, None], 5)
+        return _with_cpu(line("row bias x - b[row] 512×4096 i32 (8 MiB), first launch", ours, theirs), theirs)
     raise SystemExit(f"unknown kernel {name!r}")
 
 

@@ -45,7 +45,8 @@ def add(ctx: Context, mm: Any, a: Dm, b: Dm, address: int) -> Dm:
     packet, time, tile, split = element, mm["I"], mm["1 # 2"], mm["1"]
     if element.size > 8:  # one 32-byte flit a time step (L3544): the rest of the Element goes to Time
         packet, rest = mm[f"[{element}] % 8"], f"[{element}] / 8"
-        time, tile, split = mm[f"I, {rest}"], mm[f"1 # 2, {rest}"], mm[rest]
+        # the pair innermost: a group is one packet in the Vector Engine's 1 KiB register-file cache (L5154–5249)
+        time, tile, split = mm[f"{rest}, I"], mm[f"{rest}, 1 # 2"], mm[rest]
     out: Dm = (ctx.main.begin_interleaved(mm["I"], a.view(), b.view())
                .fetch(i32, time, packet).collect(time, packet)
                .vector_init()

@@ -64,10 +64,10 @@ def test_every_engine_and_memory_path_is_registered_and_listed(capsys: pytest.Ca
     names = [n for n in fastpaths.names() if not n.startswith("test.")]
     owners = {n.split(".")[0] for n in names}
     assert {"fetch", "dma", "memory", "collect", "commit", "contraction", "vector", "transpose", "host"} <= owners
-    for n in names:  # a path lives beside its owner, in the memory, engines or tensors layer (or the scalars')
+    for n in names:  # a path lives beside its owner: the mapping, memory, engines or tensors layer (or the scalars')
         module = fastpaths.get(n).module
-        assert module.startswith(("visa.memory.", "visa.engines.", "visa.tensors.")) or module == "visa.fast_dtypes", (
-            n, module)
+        assert module.startswith(("visa.mapping.", "visa.memory.", "visa.engines.", "visa.tensors.")) \
+            or module == "visa.fast_dtypes", (n, module)
     with fastpaths.disabled("dma.words"):
         assert main(["run", "--fastpaths"]) == 0
     out = capsys.readouterr().out

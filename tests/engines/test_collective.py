@@ -422,6 +422,19 @@ def test_ring_all_reduce_rotations_l7503_l7602(n: int) -> None:
     assert [op.cycles for op in shuffles] == [STARTUP + math.ceil(8192 / PCIE)] * (n - 1)
 
 
+def test_ring_all_reduce_element_wider_than_a_flit() -> None:
+    """An Element of 512 i32 (64 flits of 32 bytes, L3544): the add reads the pair axis innermost, so each group of
+    the intra-slice unzip is one packet in the Vector Engine's 1 KiB register-file cache (L5154–5249); it used to
+    read the pair outermost and was refused (a 2,048-byte group), which ``bench_heldout2``'s ring AllReduce hit."""
+    n = 2
+    ax = AxisSet(A=n, S=256, D=512, I=2)
+    ctx = ctx_for(n)
+    t, x = rows(ctx, ax, n)
+    out = EX.ring_all_reduce(ctx, ax.m, t, n, 1 << 18)
+    total = x.astype(np.int64).sum(axis=0).astype(np.int32)
+    assert np.array_equal(out.logical(axes="A S D"), np.broadcast_to(total, x.shape))
+
+
 @pytest.mark.parametrize("n", [2, 4, 8])
 def test_butterfly_all_reduce_xor_pairings(n: int) -> None:
     ax = AxisSet(A=n, S=256, D=8, I=2)

@@ -64,3 +64,33 @@ def test_differences_in_range_are_narrowed_and_exact() -> None:
     got = fast_zero_point.subtract(x, np.broadcast_to(np.True_, x.shape), i8, (0,), None, 256)
     assert got is not None and got.dtype == np.int8 and np.array_equal(got, x)
     assert fast_zero_point.subtract(x, np.broadcast_to(np.True_, x.shape), i8, (1,), None, 256) is None  # -129
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from([np.int8, np.int16]), st.sampled_from([i8, i16, i32]), st.integers(-128, 127),
+       st.integers(-128, 127), st.booleans(), st.integers(0, 2**32 - 1))
+def test_extremes_the_type_bounds_are_not_needed(src: Any, dst: Any, z0: int, z1: int, per_step: bool,
+                                                 seed: int) -> None:
+    """The path reads only the extremes its values' type does not bound (i8 values into i8 with zero points
+    of one sign), writes over a writable buffer of the target's type, and answers as the int64 reference: the
+    same differences when every one is in range, None (the reference decides) otherwise."""
+    from visa.engines import fast_zero_point
+
+    rng = np.random.default_rng(seed)
+    info = np.iinfo(src)
+    x = rng.integers(max(info.min, -300), min(info.max, 300), size=(3, 4 * 8), endpoint=True).astype(src)
+    x[0, 0] = rng.integers(info.min, info.max, endpoint=True)  # (an end of the range, sometimes)
+    zps = (z0, z1) if per_step else (z0,)
+    steps = np.array([z0, z1, z1, z0], dtype=np.int64) if per_step else None
+    z = np.repeat(steps, 8) if steps is not None else np.int64(z0)
+    want = x.astype(np.int64) - z
+    writable = x.copy()
+    with fastpaths.only("fetch.zero-point-narrow"):
+        got = fast_zero_point.subtract(writable, np.broadcast_to(np.True_, x.shape), dst, zps, steps, 8)
+    if got is None:  # some value of x is outside dst's range, or the extremes allow a difference outside
+        assert (not fastpaths.get("fetch.zero-point-narrow").on or x.min() < dst.min or x.max() > dst.max
+                or int(x.min()) - max(zps) < dst.min or int(x.max()) - min(zps) > dst.max)
+        return
+    assert want.min() >= dst.min and want.max() <= dst.max
+    assert got.dtype == np.dtype(dst.storage) and np.array_equal(got.astype(np.int64), want)
+    assert (got is writable) == (np.dtype(src) == np.dtype(dst.storage))  # in place when the types agree

@@ -36,7 +36,7 @@ from visa.kernels import bounds as kb
 from visa.kernels.gemm import Gemm
 from visa.models import ContextLengthError, GgufModel, ModelFileError, SmolLM2, Tokenizer, loader, smollm2_path
 from visa.models import bounds as mb
-from visa.models.device import Weights, q_scale
+from visa.models.device import Step, Weights, k_tiles, q_scale, whole_k_tile
 from visa.models.parallel import chip_config, padded
 from visa.models.reference import Reference
 
@@ -328,6 +328,54 @@ def test_split_pads_what_does_not_divide() -> None:
     assert chip_config(c, 1) is c
     with pytest.raises(ContextLengthError, match="1, 2 or 4 chips"):
         SmolLM2(c, None, lambda name: np.zeros(1, np.float32), chips=3)  # type: ignore[arg-type]
+
+
+def test_gemm_k_tiles_fill_a_trf_row() -> None:
+    """The model's GEMMs take a K that fits a TRF Row (4 × 1024 bf16, L1089) as one K tile — SmolLM2's 576 and a
+    decode's 3 × 256 keys — and the down projection's 1536 as two of 768, which, wider than a TRF half
+    (L4151–4154), run without double buffering; the bounds count those tiles."""
+    assert [whole_k_tile(k) for k in (64, 576, 768, 1024, 1536, 2048)] == [64, 576, 768, 1024, 768, 1024]
+    assert [k_tiles(k) for k in (576, 768, 1536, 3072)] == [1, 1, 2, 3]
+    decode = Step(_config(), 1, 256)
+    assert [g.k_tiles for g in (decode.qkv, decode.o_proj, decode.gate_up, decode.lm_head, decode.rope,
+                                decode.attention.scores, decode.attention.mix)] == [1] * 7
+    assert (decode.down.k_tile, decode.down.k_tiles, Step.double_buffer(decode.down)) == (768, 2, False)
+    prefill = Step(_config(), 32, 256)
+    assert prefill.qkv.k_tiles == 1 and prefill.attention.mix.k_tiles == 1 and prefill.down.k_tiles == 2
+
+
+def test_one_k_tile_gemm_schedule_and_bound() -> None:
+    """A GEMV over K = 576 as one K tile: one TRF load, one contraction committing bf16 (no f32 partial, no
+    split-reduce pass), within :func:`visa.kernels.bounds.gemm` with one K tile; the default two tiles of 288 load
+    and contract twice and add the partials in a Vector Engine pass."""
+    from visa import dtypes as dt
+    from visa.context import Context
+    from visa.kernels import Arena
+    from visa.mapping import AxisSet
+    from visa.tensors.handles import HostTensor
+
+    rng = np.random.default_rng(25)
+    x = kb.bf16_round(rng.standard_normal(576))
+    w = kb.bf16_round(rng.standard_normal((64, 576)))
+    tracks = {}
+    for k_tile in (576, None):
+        ctx = Context.acquire()
+        ax = AxisSet(T=1, N=64, K=576)
+        m = ax.m
+        xs = HostTensor.from_numpy(x.astype(np.float32), dt.bf16, m["K"], axes="K").to_hbm(m["1"], m["T, K"],
+                                                                                            ctx.pdma, 0)
+        ws = HostTensor.from_numpy(w.astype(np.float32), dt.bf16, m["N, K"], axes="N K").to_hbm(m["1"], m["N, K"],
+                                                                                                 ctx.pdma, 1 << 20)
+        first = len(ctx.schedule.ops)
+        gemm = Gemm(ax, "T", "N", "K", k_tile=k_tile)
+        out = np.asarray(gemm(ctx, Arena(), xs, ws).logical("N"), np.float64)
+        ops = ctx.schedule.ops[first:]
+        tracks[k_tile] = [op.name.split(" → ")[-1] for op in ops if op.track in ("main", "sub")]
+        want = x @ w.T
+        assert np.all(np.abs(out - want) <= kb.gemm(x[None], w, gemm.k_tiles)[0])
+    assert tracks[576] == ["to_trf", "commit"]  # the TRF load; the contraction's cast and commit of bf16
+    # two loads and contractions (each committing an f32 partial), then the split-reduce pass committing bf16
+    assert tracks[None] == ["to_trf", "commit", "to_trf", "commit", "commit"]
 
 
 def _config() -> Any:

@@ -13,14 +13,19 @@ left out), and the masked lanes are filled by one strided assignment (:func:`fil
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from visa import dtypes as dt
 from visa import fastpaths
+from visa.memory.fast_written import elements_written
+from visa.memory.images import DenseImage
+from visa.memory.units import enabled_units
 
-__all__ = ["MASKED", "Cut", "unmasked_cut", "fill"]
+__all__ = ["MASKED", "Cut", "unmasked_cut", "written_cut", "fill"]
 
 MASKED = fastpaths.register("fetch.masked-known", "a masked fetch whose unmasked positions were all written is "
                             "known everywhere: asked of the nest without its masked lanes, read in one strided "
@@ -71,6 +76,20 @@ def unmasked_cut(loops: Loops, mask: BoolArray) -> Cut | None:
         if np.array_equal(m, np.broadcast_to(line.reshape(shape), m.shape)):
             return Cut(loops, k, int(kept[0]), int(kept[-1]) + 1)
     return None
+
+
+def written_cut(src: type[dt.Scalar], images: Sequence[DenseImage], lv: BoolArray,
+                nest: tuple[int, tuple[tuple[int, int], ...]], cut_out: BoolArray) -> Cut | None:
+    """The :class:`Cut` that ``cut_out`` (one bool per position of the nest ``(bit base, loops)``) is, when every
+    element of the nest so cut was written in every slice that holds data (``lv``, per chip;
+    :func:`~visa.memory.images.nest_elements_written`, remembered by ``memory.written-memo``); else None."""
+    cut = unmasked_cut(nest[1], cut_out)
+    if cut is None:
+        return None
+    base = nest[0] + cut.shift * src.image_bits
+    ok = all(elements_written(src, enabled_units(img, lv[c]), base, cut.loops)  # (memory.written-memo)
+             for c, img in enumerate(images) if lv[c].any())
+    return cut if ok else None
 
 
 def fill(values: npt.NDArray[Any], rows: int, cut: Cut, pad: Any) -> None:

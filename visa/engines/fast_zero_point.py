@@ -6,7 +6,9 @@ path switched off.
 difference against the target's range (L2022–2049).  When every element is known, the extremes of the values and
 of the zero points bound every difference: if they stay in the target's range, the subtraction is done in the
 target's own type (two's complement: a difference that is in range is exact), one pass; otherwise the reference
-runs (and names the first value out of range).
+runs (and names the first value out of range).  An extreme the values' own type bounds already (i8 values, an
+i8 target, a positive zero point: only the minimum can take a difference out of range) is not read, and the
+difference is written over the stage's own buffer when it has the target's type.
 """
 
 from __future__ import annotations
@@ -34,12 +36,23 @@ def subtract(values: npt.NDArray[Any], known: npt.NDArray[np.bool_], dst: Any, z
     if (not NARROW.on or values.dtype.kind not in "iu" or storage.kind != "i" or values.size == 0
             or not is_everywhere(known)):
         return None
-    lo, hi = int(values.min()), int(values.max())
     z_lo, z_hi = min(zero_points), max(zero_points)
-    if lo - z_hi < dst.min or hi - z_lo > dst.max or not (dst.min <= z_lo and z_hi <= dst.max):
+    if not (dst.min <= z_lo and z_hi <= dst.max):
+        return None
+    # an extreme the values' own type already bounds is not read (a pass fewer): with every value of that type
+    # the target's, lo - z_hi >= dst.min holds when z_hi <= 0, and hi - z_lo <= dst.max when z_lo >= 0
+    kind = np.iinfo(values.dtype)
+    inside = dst.min <= kind.min and kind.max <= dst.max
+    lo = int(values.min()) if not inside or z_hi > 0 else int(kind.min)
+    hi = int(values.max()) if not inside or z_lo < 0 else int(kind.max)
+    if lo - z_hi < dst.min or hi - z_lo > dst.max:
         return None  # a difference may fall outside the range: the reference decides (and names it)
     if not (dst.min <= lo and hi <= dst.max):
         return None  # (the values themselves must be the target's: then every step stays exact)
     z = storage.type(zero_points[0]) if per_step is None else np.repeat(per_step.astype(storage), n_p)
-    out: npt.NDArray[Any] = np.subtract(values, z, dtype=storage)  # (z broadcast over the leading axes)
+    out: npt.NDArray[Any]
+    if values.dtype == storage and values.flags.writeable:  # the stage's own buffer (adapt): in place
+        out = np.subtract(values, z, out=values)
+    else:
+        out = np.subtract(values, z, dtype=storage)  # (z broadcast over the leading axes)
     return out

@@ -41,7 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from visa import dtypes as dt
-from visa.engines import fast_zero_point
+from visa.engines import fast_mask_rows, fast_zero_point
 from visa.engines.cache import cached
 from visa.engines.common import StreamData, axes_text, engine_call, unit_validity
 from visa.errors import (
@@ -602,18 +602,10 @@ def _mask(hw: HardwareProfile, src: type[dt.Scalar], time: Mapping, packet: Mapp
     used = used.reshape(size_l, pd.size)
     if used.all():
         return None
-    lo, hi = [], []
-    for row in used:
-        idx = np.flatnonzero(row)
-        if idx.size == 0:
-            lo.append(0)
-            hi.append(0)
-            continue
-        a, b = int(idx[0]), int(idx[-1]) + 1
-        if not row[a:b].all():
-            return None  # a hole inside the axis: not a left/right pad
-        lo.append(a)
-        hi.append(b)
+    ranges = fast_mask_rows.row_ranges(used) if fast_mask_rows.ROWS.on else _row_ranges(used)
+    if ranges is None:
+        return None  # a hole inside the axis: not a left/right pad
+    lo, hi = ranges
     if any(lo[1:]):
         return None  # left padding only at index 0 (L1891)
     f = hw.fetch
@@ -629,6 +621,24 @@ def _mask(hw: HardwareProfile, src: type[dt.Scalar], time: Mapping, packet: Mapp
     if size_l <= f.mask_case3_counts:
         return MaskConfig(3, last_dim, size_l, tw, pd.size, pw, lo_t, hi_t)
     return None
+
+
+def _row_ranges(used: BoolArray) -> tuple[list[int], list[int]] | None:
+    """The first used digit and one past the last per index of the masked axis (a row of ``used``; ``(0, 0)``
+    for a row with none), or None when a row has a hole (L1891–1935: only a left and a right pad are masked)."""
+    lo, hi = [], []
+    for row in used:
+        idx = np.flatnonzero(row)
+        if idx.size == 0:
+            lo.append(0)
+            hi.append(0)
+            continue
+        a, b = int(idx[0]), int(idx[-1]) + 1
+        if not row[a:b].all():
+            return None
+        lo.append(a)
+        hi.append(b)
+    return lo, hi
 
 
 # ------------------------------------------------------------------------------------------------ execute

@@ -30,8 +30,10 @@ from visa import fastpaths
 from visa.engines.broadcast import BroadcastData, TimeDigits, normal_digits, place_values
 from visa.engines.cache import cached
 from visa.engines.common import StreamData
-from visa.engines.fast_masked import MASKED, Cut, unmasked_cut
+from visa.engines.fast_masked import MASKED, Cut, written_cut
 from visa.engines.fast_masked import fill as fill_masked
+from visa.engines.fast_padded import known_of as padded_known
+from visa.engines.fast_padded import padded_cut
 from visa.engines.fast_widen import widened_type
 from visa.engines.fetch import FetchConfig, LookupTable, _static, adapt
 from visa.engines.rows import CopiedRows
@@ -43,7 +45,6 @@ from visa.memory.images import (
     load_nest_values,
     load_nest_widened,
     nest_all_written,
-    nest_elements_written,
     nest_span,
 )
 from visa.memory.known import is_everywhere, known_everywhere
@@ -210,11 +211,15 @@ def _read(cfg: FetchConfig, images: Sequence[DenseImage], bases: IntArray, sel: 
     shape = (len(images), cfg.cluster.size, cfg.slice.size, n_t * n_p)
     whole = ALL_KNOWN.on and _all_known(src, images, lv, nest, valid)
     cut = None if whole or not ALL_KNOWN.on else _masked_known(src, images, lv, nest, valid, masking)
-    if whole or cut is not None:  # every byte read written (or masked): no mask read (known.py)
+    # fetch.padded-known: the stream's padding a cut of the nest, every other element written (fast_padded.py)
+    padded = None if whole or cut is not None or masking is not None or not ALL_KNOWN.on \
+        else padded_cut(src, images, lv, nest, valid)
+    if whole or cut is not None or padded is not None:  # every byte read written (or masked): no mask read
         # known where a slice holds data (a broadcast along the stream: one bool per slice), poison (0) elsewhere
-        known = (known_everywhere(shape) if bool(lv.all())
+        known = (padded_known(valid, lv, shape) if padded is not None
+                 else known_everywhere(shape) if bool(lv.all())
                  else np.broadcast_to(lv.reshape(*shape[:-1], 1), shape))
-        storage = np.dtype((src if widen is None or cut is not None else widen).storage)
+        storage = np.dtype((src if widen is None or cut is not None or padded is not None else widen).storage)
         pooled, loan = ROW_POOL.take((math.prod(shape[:-1]), shape[-1]), storage, lv.reshape(-1))
         values = pooled.reshape(shape)
         copies: list[tuple[IntArray, IntArray]] = []
@@ -229,6 +234,8 @@ def _read(cfg: FetchConfig, images: Sequence[DenseImage], bases: IntArray, sel: 
             if units.span is None or nest is None or not read(src, units, nest[0], nest[1], rows[units.span]):
                 break  # (not expected: _all_known asked of the same nest) the general path below
         else:
+            if padded is not None:  # the padding is poison: 0 (its known-mask is False already)
+                fill_masked(values, math.prod(shape[:-1]), padded, np.zeros((), dtype=storage))
             pending = None if not copies else (np.concatenate([d for d, _ in copies]),
                                                np.concatenate([s_ for _, s_ in copies]))
             return values, known, loan, pending, cut
@@ -278,13 +285,7 @@ def _masked_known(src: type[dt.Scalar], images: Sequence[DenseImage], lv: BoolAr
     holds data (:func:`~visa.memory.images.nest_elements_written`); else None."""
     if masking is None or nest is None or not MASKED.on or not bool((valid | masking).all()):
         return None
-    cut = unmasked_cut(nest[1], masking)
-    if cut is None:
-        return None
-    base = nest[0] + cut.shift * src.image_bits
-    ok = all(nest_elements_written(src, enabled_units(img, lv[c]), base, cut.loops)
-             for c, img in enumerate(images) if lv[c].any())
-    return cut if ok else None
+    return written_cut(src, images, lv, nest, masking)
 
 
 def _read_sources(src: type[dt.Scalar], img: DenseImage, units: UnitSelection,

@@ -38,14 +38,15 @@ class Attention:
     or a branch ``log`` masks them in the softmax passes (the manual's causal mask by the branch log,
     L8090–8100).  ``chip``: the Chip level of the parts (:class:`Gemm`), one head per chip with ``chip="C"``.
     ``scale`` (default ``1/√|Dk|``): the factor of the scores; ``scale=1.0`` when q already carries it (a model
-    whose query weights were scaled by ``2⁻³`` for d_k = 64, exactly, saves the scaling pass).
+    whose query weights were scaled by ``2⁻³`` for d_k = 64, exactly, saves the scaling pass).  ``mix_k_tile``: the
+    K tile of the second GEMM (over S; :class:`Gemm`'s ``k_tile``, default its own choice).
     """
 
     def __init__(self, ax: AxisSet, q: str = "Q", s: str = "S", dk: str = "Dk", dv: str = "Dv", *,
-                 chip: str = "1", scale: float | None = None) -> None:
+                 chip: str = "1", scale: float | None = None, mix_k_tile: int | None = None) -> None:
         self.scores = Gemm(ax, m=q, n=s, k=dk, chip=chip)
         self.softmax = Rows(ax, q, s, chip=chip)
-        self.mix = Gemm(ax, m=q, n=dv, k=s, chip=chip)
+        self.mix = Gemm(ax, m=q, n=dv, k=s, chip=chip, k_tile=mix_k_tile)
         self.scale = 1.0 / math.sqrt(ax.size(dk)) if scale is None else scale
         self.ax, self.q, self.s = ax, q, s
 

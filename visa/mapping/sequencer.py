@@ -30,6 +30,7 @@ import numpy.typing as npt
 from visa.errors import HardwareLimitError, IncompatibleShapesError, InsufficientInputError, LayoutError, VisaError
 from visa.hw import RNGD
 from visa.mapping import canon as C
+from visa.mapping import fast_atoms
 from visa.mapping.core import Mapping, pair_of
 from visa.mapping.evaluate import (
     IntArray,
@@ -418,6 +419,8 @@ def _verify_atoms(buf: _Buffer, cap: int = 1 << 20) -> None:
     for atom, recs in by_atom.items():
         if len(recs) < 2 or math.prod(c for _, c, _ in recs) > cap:
             continue
+        if fast_atoms.ATOMS.on and fast_atoms.additive(recs, buf.factors[atom]):
+            continue  # (no two digits carry: each digit's own addresses decide, fast_atoms.py)
         nd = len(recs)
         pos: IntArray = np.zeros((), dtype=np.int64)
         lin: IntArray = np.zeros((), dtype=np.int64)

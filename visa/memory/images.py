@@ -24,6 +24,7 @@ pack two to a byte (element 0 in the low nibble, docs/manual-notes.md "dtypes").
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -99,6 +100,12 @@ def _put_known(data: npt.NDArray[Any], written: npt.NDArray[Any], words: npt.NDA
     np.multiply(k, np.asarray(_ALL_WRITTEN[nb], dtype=_WORD[nb]), out=written)
 
 
+#: Stamps of a dense image's state: an image takes a new one when it is made and whenever its bytes or its
+#: written-state may change (``DenseImage._forget``, which every write path reaches), so that a stamp names one
+#: state of one image, never reused (what :mod:`visa.memory.fast_written` remembers answers by).
+STAMPS = itertools.count(1)
+
+
 class DenseImage:
     """A dense byte image ``(..., nbytes)`` with its written-state (a :class:`~visa.memory.pages.PageMask`
     over the units, pages of ``page_bytes``); allocated lazily by the operating system.
@@ -129,7 +136,7 @@ class DenseImage:
     """
 
     __slots__ = ("_bytes", "_written", "_pages", "_dirty", "_dirty_units", "name", "_leases", "_replicas", "_handed",
-                 "_pending")
+                 "_pending", "_stamp")
 
     def __init__(self, shape: tuple[int, ...], name: str = "memory", page_bytes: int = PAGE_BYTES) -> None:
         self._bytes: ByteArray
@@ -148,6 +155,7 @@ class DenseImage:
         self._dirty_units = (0, 0)  # the (flat) units those writes reached, a range
         self._replicas: ReplicaIds | None = None  # (visa.memory.replicas: created by the first record)
         self._handed = False  # the bytes or the mask were handed out whole (data, written, flat, flat_span)
+        self._stamp = next(STAMPS)  # (a new one at every change: _forget)
         self.name = name
 
     def __del__(self) -> None:
@@ -182,6 +190,7 @@ class DenseImage:
         out._dirty, out._dirty_units = self._dirty, self._dirty_units
         out._replicas = None
         out._handed = self._handed
+        out._stamp = next(STAMPS)
         out.name = self.name
         return out
 
@@ -299,7 +308,9 @@ class DenseImage:
 
     def _forget(self, lo: int, hi: int) -> None:
         """Bytes ``[lo, hi)`` of some units change (their bytes or whether they are written): no unit is known
-        to replicate another there any more (:mod:`visa.memory.replicas`)."""
+        to replicate another there any more (:mod:`visa.memory.replicas`), and the image takes a new stamp
+        (:data:`STAMPS`)."""
+        self._stamp = next(STAMPS)
         if self._replicas is not None:
             self._replicas.forget(lo, hi)
 

@@ -39,7 +39,7 @@ import numpy.typing as npt
 from visa import fastpaths
 from visa.errors import AddressError
 from visa.hw import HardwareProfile
-from visa.memory import fast_split
+from visa.memory import fast_runs, fast_split
 from visa.memory.images import BoolArray, ByteArray, DenseImage, IntArray, PagedImage
 from visa.memory.pages import PageMask
 
@@ -596,6 +596,8 @@ def _assign(dst: npt.NDArray[Any], d_off: int, d_strides: tuple[int, ...], src: 
     ``shape``: a word of 8, 4 or 2 bytes at a time when the innermost loop runs over whole words on both sides
     and every other stride is a whole number of words (the 8-byte and 32-byte runs a DMA moves), else a byte at
     a time.  ``dst`` and ``src`` are flat arrays of one-byte items."""
+    if src is not None and fast_runs.assign(dst, d_off, d_strides, src, s_off, s_strides, shape):
+        return  # (dma.disjoint-runs: within one image, no temporary copy of the source)
     k = 1
     flat = dst.itemsize == 1 and dst.strides == (1,) and (src is None or (src.itemsize == 1
                                                                            and src.strides == (1,)))

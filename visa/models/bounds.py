@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from visa.kernels import bounds as kb
-from visa.kernels.gemm import Gemm
+from visa.models.device import k_tiles
 from visa.models.reference import Reference, rope_angles
 
 __all__ = ["block_stages", "gemm_error", "head_error", "reduced_add", "rms_norm_error", "rope_bound"]
@@ -41,7 +41,7 @@ def gemm_error(x: F64, ex: F64, w: F64) -> F64:
     output minus the exact ``x Wᵀ``: ``|W| e_x``, then the GEMM's rounding on the perturbed input."""
     aw = np.abs(w)
     prop = ex @ aw.T
-    kt = Gemm.k_tiles_of(w.shape[1])
+    kt = k_tiles(w.shape[1])
     out: F64 = prop + B * (np.abs(x @ w.T) + prop) + kb.gamma(w.shape[1] + kt) * (1 + B) * ((np.abs(x) + ex) @ aw.T)
     return out
 
@@ -109,7 +109,7 @@ def block_stages(ref: Reference, b: int, x: F64, dev: dict[str, F64], *, q_scale
 
     def gemm(name: str, inp: F64, weight: F64) -> None:
         want = inp @ weight.T
-        out[name] = (dev[name], want, kb.gemm(inp, weight, Gemm.k_tiles_of(weight.shape[1])))
+        out[name] = (dev[name], want, kb.gemm(inp, weight, k_tiles(weight.shape[1])))
 
     def norm(name: str, inp: F64, gain: str) -> None:
         want = ref.norm(inp, w(p + gain))

@@ -53,6 +53,7 @@ from visa.context import Context, device
 from visa.errors import HardwareLimitError
 from visa.kernels import Arena, Attention, Embedding, Gemm, Rows, all_reduce
 from visa.kernels.cache import rope_matrix
+from visa.kernels.gemm import HALF_K, ROW_K
 from visa.kernels.rows import MASKED_ID
 from visa.mapping import AxisSet
 from visa.models.loader import LlamaConfig
@@ -110,6 +111,23 @@ def rope_tables(c: LlamaConfig, length: int) -> tuple[F64, F64, F64, F64]:
     swap = np.zeros((d, d))
     swap[np.arange(d), np.arange(d) ^ 1] = 1.0
     return rot, cos, sin, swap
+
+
+def whole_k_tile(size: int) -> int | None:
+    """The K tile of the model's GEMMs over a K of ``size``: all of it when it fits one TRF Row (``4 × K`` bf16 ≤
+    8 KiB, L1089), else the largest multiple of 32 up to a Row that divides it (1536 → 768: two K tiles, not three
+    of 512), else None (:meth:`Gemm.k_tile_of`'s default).  A tile wider than a TRF half leaves no half to load
+    the next tile into meanwhile (L4151–4154): such a GEMM runs without double buffering
+    (:meth:`Step.double_buffer`); on SmolLM2's down projection the tile and the split-reduce pass it saves cost
+    more cycles than the overlap gave (3.37M → 3.17M cycles per decode step)."""
+    if size <= ROW_K:
+        return size
+    return next((t for t in range(ROW_K, 0, -32) if size % t == 0), None)
+
+
+def k_tiles(size: int) -> int:
+    """K tiles of the model's GEMMs over a K of ``size`` (:func:`whole_k_tile`): what their bounds count."""
+    return Gemm.k_tiles_of(size, whole_k_tile(size))
 
 
 def q_scale(c: LlamaConfig) -> float:
@@ -273,11 +291,12 @@ class Step:
         chip = "C" if self.chips > 1 else "1"
         self.scale = 1.0 / math.sqrt(c.head_dim) / q_scale(c)  # what the softmax still scales by (1 when folded)
         self.rows_d = Rows(ax, "T", "D", chip=chip)
-        self.qkv = Gemm(ax, "T", "QKV", "D", chip=chip)
-        self.o_proj = Gemm(ax, "T", "D", "HO", chip=chip)
-        self.gate_up = Gemm(ax, "T", "F2", "D", chip=chip)
-        self.down = Gemm(ax, "T", "D", "F", chip=chip)
-        self.lm_head = Gemm(ax, "T", "V", "D", chip=chip)
+        whole = self.whole_k
+        self.qkv = Gemm(ax, "T", "QKV", "D", chip=chip, k_tile=whole("D"))
+        self.o_proj = Gemm(ax, "T", "D", "HO", chip=chip, k_tile=whole("HO"))
+        self.gate_up = Gemm(ax, "T", "F2", "D", chip=chip, k_tile=whole("D"))
+        self.down = Gemm(ax, "T", "D", "F", chip=chip, k_tile=whole("F"))
+        self.lm_head = Gemm(ax, "T", "V", "D", chip=chip, k_tile=whole("D"))
         self.embed = Embedding(ax, "V", "D", rows="T", chip=chip)
         if t == 1:
             self.rows_f = Rows(ax, "Fh", "Fw", chip=chip)  # SwiGLU of [F] as rows of 128 (the VRF holds the log)
@@ -285,7 +304,8 @@ class Step:
             self.rope_row = Embedding(ax, "P", "Dr, Dk", rows="1", chip=chip)
             self.mask_row = Embedding(ax, "P", "Hq, HS", rows="1", chip=chip)
             self.mask_rows = Rows(ax, "Hq", "HS", chip=chip)
-            self.attention = Attention(ax, q="Hq", s="HS", dk="Dk", dv="Dv", scale=self.scale, chip=chip)
+            self.attention = Attention(ax, q="Hq", s="HS", dk="Dk", dv="Dv", scale=self.scale, chip=chip,
+                                       mix_k_tile=whole("HS"))
         else:
             self.rows_f = Rows(ax, "T", "F", chip=chip)
             self.rows_qk = Rows(ax, "T", "QK", chip=chip)
@@ -293,6 +313,20 @@ class Step:
             self.table_rows = Embedding(ax, "P", "QK", rows="T", chip=chip)
             self.mask_rows = Rows(ax, "M3", "S", chip=chip)
             self.attention = Attention(ax, q="M3", s="S", dk="Dk", dv="Dv", scale=self.scale, chip=chip)
+
+    def whole_k(self, k: str) -> int | None:
+        """The K tile of a GEMM over ``k`` (:func:`whole_k_tile`): all of it when it fits one TRF Row (``4 × K``
+        bf16 ≤ 8 KiB, L1089; SmolLM2's 576 and a decode's 3·256 keys).  One K tile is one TRF load and one
+        contraction committing straight to bf16: no f32 partials to add by split-reduce passes, fewer operations
+        per GEMM (issue 25's wall time) and fewer cycles (3.81M → 3.37M per decode step); the double buffering a
+        whole-Row tile gives up has nothing to overlap with a single K tile anyway."""
+        return whole_k_tile(self.ax.size(k))
+
+    @staticmethod
+    def double_buffer(gemm: Gemm) -> bool:
+        """Whether ``gemm`` loads its later K tiles by the sub context into the other TRF half: when it has more
+        than one and each fits a half (L4151–4154)."""
+        return gemm.k_tiles > 1 and gemm.k_tile <= HALF_K
 
     # ---------------------------------------------------------------------------------------------------------
     def body(self, ctx: Context, w: Weights, position: int, ids: Hbm, pos: Hbm, probe: bool) -> dict[str, Any]:
@@ -365,7 +399,8 @@ class Step:
                         for at in (0, f))
         with arena.scratch():  # the VRF holds the branch log across the blocks: SwiGLU's operand is temporary
             act = rf.store(ctx, arena, rf.swiglu(ctx, arena, rf.load(ctx, arena, gate), rf.load(ctx, arena, up)))
-        down = self.down(ctx, arena, act.view().relabel(m["T, F"]), blk["w_down"])
+        down = self.down(ctx, arena, act.view().relabel(m["T, F"]), blk["w_down"],
+                         double_buffer=self.double_buffer(self.down))
         if stages is not None:
             stages.update(n=n, qkv=qkv, rot=rot, attn=attn, o=o, x_attn=rd.store(ctx, arena, x_attn), n2=n2, gu=gu,
                           act=act, down=down)

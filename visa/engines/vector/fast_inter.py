@@ -79,7 +79,8 @@ def _derive(cfg: InterReduceConfig) -> _Views | None:
     if not cfg.full or cfg.members.size == 0:
         return None
     groups, ring = cfg.members.shape
-    f = affine.factor(cfg.members.reshape(1, -1))
+    given = cfg.factors  # (read off the digits by the plan: vector.inter-factors-digits)
+    f = given[0] if given is not None else affine.factor(cfg.members.reshape(1, -1))
     split = None if f is None else affine.split_inner(f, ring)
     if split is None:
         return None
@@ -92,10 +93,15 @@ def _derive(cfg: InterReduceConfig) -> _Views | None:
     rank_order = tuple(order.index(d) for d in range(n_group))
     og = cfg.out_group.reshape(-1)
     valid = og >= 0
-    positions = np.flatnonzero(valid)
-    if positions.size == 0:
-        return None
-    g = affine.factor(np.stack([positions, og[positions]]))
+    if given is not None:
+        if not valid.any():
+            return None
+        g = given[1]
+    else:
+        positions = np.flatnonzero(valid)
+        if positions.size == 0:
+            return None
+        g = affine.factor(np.stack([positions, og[positions]]))
     if g is None:
         return None
     out_sizes, (out_strides, group_strides), (out_base, group_base) = g

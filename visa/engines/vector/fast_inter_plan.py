@@ -25,6 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from visa import fastpaths
+from visa.engines.affine import Factors
+from visa.engines.vector.fast_inter_factors import FACTORS, coarsest
 from visa.mapping import Mapping, pair_of
 from visa.mapping.canon import Dim, Sym
 from visa.mapping.evaluate import IntArray, digit_weights
@@ -77,8 +79,11 @@ def _reach(digits: list[_Digit], axis: str) -> int:
 
 
 def groups(src: tuple[Mapping, ...], dst: tuple[Mapping, ...], kept: list[str]
-           ) -> tuple[IntArray, IntArray] | None:
-    """``(members, out_group)`` of the reference plan (every group full), or None (take the reference)."""
+           ) -> tuple[IntArray, IntArray, tuple[Factors | None, Factors | None] | None] | None:
+    """``(members, out_group, factors)`` of the reference plan (every group full), or None (take the reference).
+    ``factors`` (with ``vector.inter-factors-digits`` on, else None) are :func:`visa.engines.affine.factor` of the
+    members (one row) and of the valid output positions with their groups (two rows), read off the digits
+    (:mod:`visa.engines.vector.fast_inter_factors`)."""
     si, so = _digits(src), _digits(dst)
     if si is None or so is None:
         return None
@@ -103,6 +108,7 @@ def groups(src: tuple[Mapping, ...], dst: tuple[Mapping, ...], kept: list[str]
     shape = tuple(d.size for d in so)
     part = np.zeros((1,) * len(so), dtype=np.int64)
     used: set[int] = set()
+    ranks = [0] * len(so)  # each output digit's step of the group rank (0: the group repeats over it)
     for j, d in enumerate(so):
         if d.axis not in scale:  # a broadcast axis, a dummy: the group repeats over it
             continue
@@ -110,6 +116,7 @@ def groups(src: tuple[Mapping, ...], dst: tuple[Mapping, ...], kept: list[str]
         if got is None or got[1] != d.count or g(d) in used:
             return None
         used.add(g(d))
+        ranks[j] = got[0]
         view = [1] * len(so)
         view[j] = d.count
         part = part + (np.arange(d.count, dtype=np.int64) * got[0]).reshape(view)
@@ -117,4 +124,9 @@ def groups(src: tuple[Mapping, ...], dst: tuple[Mapping, ...], kept: list[str]
         return None
     out_group = np.full(shape, -1, dtype=np.int64)
     out_group[tuple(slice(d.offset, d.offset + d.count) for d in so)] = part
-    return members, out_group.reshape(tuple(m.size for m in dst))
+    factors = None
+    if FACTORS.on:  # the members' digits; the valid outputs' box of digits, each with its group rank's step
+        factors = (coarsest([(si[j].count, (si[j].weight,)) for j in (*keep, *ring)], (base,)),
+                   coarsest([(d.count, (d.weight, r)) for d, r in zip(so, ranks, strict=True)],
+                            (sum(d.offset * d.weight for d in so), 0)))
+    return members, out_group.reshape(tuple(m.size for m in dst)), factors

@@ -16,13 +16,14 @@ ring traversal of the group (L6738–6755, L4375).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
+from visa.engines.affine import Factors
 from visa.engines.common import StreamData, StreamLayout, axes_text
-from visa.engines.vector import arith, fast_inter, fast_inter_plan
+from visa.engines.vector import arith, fast_inter, fast_inter_factors, fast_inter_plan
 from visa.engines.vector.cache import cached
 from visa.engines.vector.fast_reduce import SHORTCUTS
 from visa.engines.vector.ops import InterSliceReduceOpF32, InterSliceReduceOpI32
@@ -53,6 +54,9 @@ class InterReduceConfig:
     out_group: IntArray  # output shape: the group of each output position (-1 = invalid)
     ring: int
     full: bool = False  # every group has r_max members (no -1 in ``members``)
+    #: ``affine.factor`` of ``members`` (one row) and of the valid output positions with their groups, when the
+    #: plan read them off the digits (``vector.inter-factors-digits``); None: ``fast_inter`` factors the arrays
+    factors: tuple[Factors | None, Factors | None] | None = field(default=None, compare=False, repr=False)
 
     def describe(self) -> str:
         """The configuration for the pass report (reduced and broadcast axes, ring size)."""
@@ -67,7 +71,7 @@ def plan_inter_reduce(hw: HardwareProfile, layout: StreamLayout, op: InterSliceR
     return _plan(hw, layout, op.name, op.dtype, slice2, time2)
 
 
-@cached(paths=(fast_inter_plan.DIGITS,))
+@cached(paths=(fast_inter_plan.DIGITS, fast_inter_factors.FACTORS))
 def _plan(hw: HardwareProfile, layout: StreamLayout, op: str, op_dtype: str, slice2: Mapping,
           time2: Mapping) -> InterReduceConfig:
     v = hw.vector
@@ -110,9 +114,9 @@ def _plan(hw: HardwareProfile, layout: StreamLayout, op: str, op_dtype: str, sli
     kept = sorted(in_axes & out_axes)
     fast = fast_inter_plan.groups(src, dst, kept) if fast_inter_plan.DIGITS.on else None
     if fast is not None:  # plain digits: the same groups by broadcast (fast_inter_plan)
-        members, out_group = fast
+        members, out_group, factors = fast
         ring = _ring(members[0], tuple(m.size for m in src))
-        return InterReduceConfig(op, name, out, reduced, broadcast, members, out_group, ring, True)
+        return InterReduceConfig(op, name, out, reduced, broadcast, members, out_group, ring, True, factors)
     icoords, ivalid = joint_eval(src)
     ocoords, ovalid = joint_eval(dst)
     sizes = {a: int(max(int(icoords[a].max(initial=0)), int(ocoords[a].max(initial=0))) + 1) for a in kept}

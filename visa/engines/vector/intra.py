@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from visa.engines.common import StreamData, StreamLayout
-from visa.engines.vector import arith
+from visa.engines.vector import arith, fast_intra_valid
 from visa.engines.vector.cache import cached
 from visa.engines.vector.fast_reduce import SHORTCUTS, by_steps
 from visa.engines.vector.ops import IntraSliceReduceOpF32, IntraSliceReduceOpI32, axis_name
@@ -92,7 +92,7 @@ def plan_intra_reduce(hw: HardwareProfile, layout: StreamLayout, op: IntraSliceR
     return _plan(hw, layout, op.name, op.dtype, axis_name(axis, CALL), otime, opacket, narrowed)
 
 
-@cached()
+@cached(paths=(fast_intra_valid.SPLIT,))
 def _plan(hw: HardwareProfile, layout: StreamLayout, op: str, op_dtype: str, axis: str, otime: Mapping,
           opacket: Mapping, narrowed: Narrowed | None) -> IntraReduceConfig:
     v = hw.vector
@@ -154,12 +154,17 @@ def _plan(hw: HardwareProfile, layout: StreamLayout, op: str, op_dtype: str, axi
     perm[kept, removed] = np.arange(time.size, dtype=np.int64)
     out = layout.with_(time=otime, packet=opacket)
     lead = (layout.chip, layout.cluster, layout.slice)
-    contributes = valid_mask((*lead, time, packet))
-    out_valid = valid_mask((*lead, otime, opacket))
     pmap = np.zeros(packet.size, dtype=np.int64) if packet_reduce else np.arange(packet.size, dtype=np.int64)
-    relevant = out_valid[:, :, :, np.asarray(kept)][..., pmap]
+    split = fast_intra_valid.masks(lead, time, packet, otime, opacket, kept, pmap)
+    if split is not None:  # broadcasts over slices that are all valid (fast_intra_valid.py)
+        contributes, out_valid, relevant, padded = split
+    else:
+        contributes = valid_mask((*lead, time, packet))
+        out_valid = valid_mask((*lead, otime, opacket))
+        relevant = out_valid[:, :, :, np.asarray(kept)][..., pmap]
+        padded = bool((relevant & ~contributes).any())
     vcg: VcgResult | None = None
-    if (relevant & ~contributes).any():
+    if padded:
         if narrowed is None:
             vcg = VcgResult(None, False, "the stream did not enter through a Narrow step")
         else:
