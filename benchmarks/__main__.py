@@ -12,7 +12,7 @@ import sys
 import benchmarks
 
 #: Benchmarks that run only when named.
-LONG = frozenset({"bench_gemm16k", "bench_lm_head", "bench_moe128", "bench_tune"})
+LONG = frozenset({"bench_gemm16k", "bench_lm_head", "bench_moe128", "bench_smollm2_memory", "bench_tune"})
 
 
 def main() -> int:

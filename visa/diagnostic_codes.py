@@ -414,6 +414,7 @@ CODES: dict[str, str] = {
     'reducer._plan_contract HardwareLimitError: reduce-max uses row 0': 'V4070',
     'shift.plan HardwareLimitError: the input row spans': 'V4071',
     "device.Weights._take HardwareLimitError: the model's weights caches": 'V4073',
+    "device.Weights.__init__ HardwareLimitError: the model's weights caches": 'V4074',
     'commit._check_addresses AddressError: the write of time': 'V5001',
     'commit._check_addresses AddressError: the commit would write': 'V5002',
     'aligner._limits AddressError: a -byte reg_read_size spans': 'V5003',

@@ -23,17 +23,20 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import tracemalloc
 from typing import Any
 
 import ml_dtypes
 import numpy as np
 import pytest
 
+from visa.context import Context
+from visa.errors import HardwareLimitError
 from visa.kernels import bounds as kb
 from visa.kernels.gemm import Gemm
 from visa.models import ContextLengthError, GgufModel, ModelFileError, SmolLM2, Tokenizer, loader, smollm2_path
 from visa.models import bounds as mb
-from visa.models.device import Step, k_tiles, q_scale, whole_k_tile
+from visa.models.device import Step, Weights, k_tiles, q_scale, whole_k_tile
 from visa.models.parallel import chip_config, padded
 from visa.models.reference import Reference
 
@@ -263,6 +266,54 @@ def test_too_long_is_refused_before_any_launch(model: SmolLM2) -> None:
     with pytest.raises(ContextLengthError, match="KV cache"):
         model.generate("word " * 10, max_new_tokens=model.length)
     assert len(model.ctx.schedule.ops) == launches
+
+
+def test_a_cache_too_long_is_refused_before_any_host_array() -> None:
+    """length=4096 needs 2.4 GB of tables and caches per chip (the decode log alone is 108·length² bytes): the
+    refusal comes before any weight is read or any table built (the allocation peak stays small)."""
+    asked: list[str] = []
+
+    def weight(name: str) -> Any:
+        asked.append(name)
+        return np.zeros(1, np.float32)
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(HardwareLimitError, match="1 GiB (of HBM )?below the kernels' arena"):
+            SmolLM2(_config(), None, weight, length=4096)  # type: ignore[arg-type]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert asked == [] and peak < 16 << 20  # (a new context's own start: a few MB; the decode log: 1.8 GB)
+
+
+def test_weights_past_the_room_are_refused_before_their_buffer() -> None:
+    """A part that would not fit below the arena is refused before its bf16 buffer is allocated, and nothing is
+    taken: the part here is a broadcast of 400 MB of float32 (no memory), its buffer would be 200 MB."""
+    w = Weights(Context.acquire(), _config(), 256)
+    w.next = (1 << 30) - (64 << 20)
+    part = np.broadcast_to(np.float32(1.0), (1, 100_000_000))
+    tracemalloc.start()
+    try:
+        with pytest.raises(HardwareLimitError, match="1 GiB (of HBM )?below the kernels' arena"):
+            w.put_weights([(part, "D")])
+        assert w.next == (1 << 30) - (64 << 20) and w.weight_bytes == 0
+        w.next = (1 << 30) - 4096
+        with pytest.raises(HardwareLimitError, match="1 GiB (of HBM )?below the kernels' arena"):
+            w.put(np.broadcast_to(np.float32(0.0), (256, 64, 64)), "P, Dr, Dk")  # 2 MiB of bf16
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20 and w.next == (1 << 30) - 4096
+    w.next = (1 << 30) - 8192
+    w.put(np.zeros((64, 64)), "Dr, Dk")  # 8 KiB: fits exactly
+    assert w.next == 1 << 30
+
+
+@launches
+def test_load_places_the_bytes_it_checked(model: SmolLM2) -> None:
+    """What :meth:`Weights.fixed_bytes` checks before loading is what loading placed (and two pages of ids)."""
+    assert model.w.next == model.w.fixed_bytes() + 2 * 4096
 
 
 # -- tensor parallel (visa.models.parallel) -----------------------------------------------------------------------

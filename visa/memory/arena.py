@@ -41,7 +41,8 @@ import numpy.typing as npt
 
 from visa import fastpaths
 
-__all__ = ["Arena", "Lease", "Pages", "ARENA", "lazy_zeros", "KEEP_FREED_BYTES", "KEPT_FREED", "SMALL_PAGES_FROM"]
+__all__ = ["Arena", "Lease", "Pages", "ARENA", "lazy_zeros", "KEEP_FREED_BYTES", "KEPT_FREED", "SMALL_PAGES_FROM",
+           "release_freed"]
 
 #: Images from this size up are mapped (page by page, small pages) rather than allocated by numpy.
 SMALL_PAGES_FROM = 1 << 22
@@ -85,6 +86,23 @@ def _keep_freed_memory() -> bool:
 
 
 KEPT_FREED = _keep_freed_memory()
+
+
+def release_freed() -> bool:
+    """Give back to the system the freed memory the C allocator keeps (glibc's ``malloc_trim``); True if it did.
+
+    For a program that runs launch after launch and holds more between them than during one (a model serving
+    tokens, whose schedule record grows every step): the freed memory kept after a large launch (a prefill's
+    stream arrays) would otherwise stay counted in the process's resident set while it grows, so its peak is
+    the sum of the two rather than the larger.  Only where :data:`KEPT_FREED` raised the allocator's thresholds
+    (elsewhere the allocator trims by itself); the next launch maps and touches what it needs again.
+    """
+    if not KEPT_FREED:
+        return False
+    try:
+        return bool(ctypes.CDLL("libc.so.6").malloc_trim(0))
+    except (OSError, AttributeError):
+        return False
 
 
 def _mapped(nbytes: int, least: int = SMALL_PAGES_FROM) -> mmap.mmap | None:

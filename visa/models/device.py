@@ -57,7 +57,7 @@ from visa.kernels.gemm import HALF_K, ROW_K
 from visa.kernels.rows import MASKED_ID
 from visa.mapping import AxisSet
 from visa.models.loader import LlamaConfig
-from visa.models.parallel import block_shards, chip_config
+from visa.models.parallel import BLOCK_LAYOUTS, block_shards, chip_config
 from visa.tensors.handles import HbmTensor, HostTensor
 
 __all__ = ["STAGES", "Step", "Weights", "decode_table", "prefill_table", "rope_tables", "PREFILL_CHUNKS"]
@@ -69,6 +69,13 @@ I32 = npt.NDArray[np.int32]
 #: The stages a probing launch returns per block (``"{b}.{stage}"``), with their logical axes after T.
 STAGES = {"n": "D", "qkv": "QKV", "rot": "Q12 Dk", "attn": "HO", "o": "D", "x_attn": "D", "n2": "D", "gu": "F2",
           "act": "F", "down": "D", "out": "D"}
+
+#: The host-built tables on every chip (:meth:`Weights.add_globals`): attribute, layout, type.
+TABLES = (("rot", "P, Dr, Dk", dt.bf16), ("cos", "P, QK", dt.bf16), ("sin", "P, QK", dt.bf16),
+          ("swap", "Dr, Dk", dt.bf16), ("decode_mask", "P, Hq, HS", dt.i32), ("prefill_mask", "PG, S", dt.i32))
+
+#: The layouts of a block's K and V caches.
+CACHE_LAYOUTS = ("H, S, Dk", "Dv, H, S")
 
 #: Token counts of a prefill launch: a prompt is padded to the next of these (chunks of the last for longer ones).
 PREFILL_CHUNKS = (32, 64)
@@ -137,6 +144,13 @@ class Weights:
     over ``m["C"]``: each chip holds its shard (:mod:`visa.models.parallel`) or its copy at the same address;
     :attr:`c` is then one chip's part of the model and :attr:`weight_bytes` one chip's weights."""
 
+    rot: Hbm  # the tables (:data:`TABLES`), placed by :meth:`add_globals`
+    cos: Hbm
+    sin: Hbm
+    swap: Hbm
+    decode_mask: Hbm
+    prefill_mask: Hbm
+
     def __init__(self, ctx: Context, c: LlamaConfig, length: int, chips: int = 1) -> None:
         self.ctx, self.full, self.length, self.n = ctx, c, length, chips
         self.c = c = chip_config(c, chips)
@@ -148,23 +162,40 @@ class Weights:
         self.chip = self.ax.m["C" if chips > 1 else "1"]
         self.q_scale = q_scale(c)
         self.next = 0
+        need = self.fixed_bytes()
+        if need > 1 << 30:  # refused before any host array is built (the tables grow as the square of length)
+            raise HardwareLimitError(f"the model's weights, caches and tables take {need:,} bytes of HBM per chip, "
+                                     "more than the 1 GiB below the kernels' arena", call="visa.models.Weights",
+                                     level="HBM", mapping='m["S"]', axis="S", fix="use a shorter KV cache (length=)")
         self.weight_bytes = 0
         self.blocks: list[dict[str, Hbm]] = []
         self.caches: list[tuple[Hbm, Hbm]] = []
+
+    def _bytes(self, text: str, dtype: Any = dt.bf16) -> int:
+        """Bytes of one chip's tensor laid out ``m[text]``, rounded up to the 4 KiB :meth:`_take` aligns to."""
+        size = math.prod(self.ax.size(a.strip()) for a in text.split(","))
+        return -(-size * int(dtype.size_bits) // 8 // 4096) * 4096
+
+    def fixed_bytes(self) -> int:
+        """HBM bytes per chip of what :meth:`add_globals` and :meth:`add_block` place: the embedding and final
+        gain, the tables, and every block's weights and KV caches (each 4 KiB-aligned, as placed)."""
+        glob = self._bytes("V, D") + self._bytes("D") + sum(self._bytes(t, d) for _, t, d in TABLES)
+        block = sum(self._bytes(t) for t in (*BLOCK_LAYOUTS, *CACHE_LAYOUTS))
+        return glob + self.full.blocks * block
 
     def put(self, array: npt.ArrayLike, text: str, dtype: Any = dt.bf16, *, shards: bool = False) -> Hbm:
         """Write ``array`` (its numpy axes in the order of ``text``) to HBM laid out ``m[text]`` (a cache or a
         table; the weights go by :meth:`put_weights`): on every chip, or chip c's ``array[c]`` (``shards``)."""
         m, n = self.ax.m, self.n
         names = [a.strip() for a in text.split(",") if self.ax.size(a.strip()) > 1]  # (an axis of 1 is no axis)
-        arr = np.asarray(array, np.float32 if dtype is dt.bf16 else None)
         shape = [self.ax.size(a) for a in names]
+        addr = self._take(int(np.prod(shape)) * dtype.size_bits // 8, text)  # (refused before any host array)
+        arr = np.asarray(array, np.float32 if dtype is dt.bf16 else None)
         if n > 1:
             arr = arr.reshape([n, *shape]) if shards else np.broadcast_to(arr.reshape(shape), (n, *shape))
             host = HostTensor.from_numpy(arr, dtype, m[f"C, {text}"], axes=" ".join(["C", *names]))
         else:
             host = HostTensor.from_numpy(arr.reshape(shape), dtype, m[text], axes=" ".join(names))
-        addr = self._take(int(np.prod(shape)) * dtype.size_bits // 8, text)
         host.to_hbm(self.chip, m[text], self.ctx.pdma, addr)  # a host DMA; the handle it returns is dropped
         # the handle the kernels use is unregistered (L821): the model's fixed tensors sit below the arena, apart
         # from every temporary, so the live-tensor registry need not scan them at every write
@@ -180,16 +211,15 @@ class Weights:
         written-state over it, all written, so the host holds each weight's bytes once (issue 25's peak memory);
         the values are those :meth:`put` writes (each float rounded to the nearest bf16, ties to even)."""
         n = self.n
-        bits = [np.asarray(a, np.float32).astype(ml_dtypes.bfloat16).view(np.int16).reshape(n, -1) for a, _ in parts]
-        spans = [-(-b.shape[1] // 2048) * 2048 for b in bits]  # i16 elements of each part, 4 KiB-aligned
+        sizes = [np.size(a) // n for a, _ in parts]  # (a part may be a broadcast: nothing is allocated yet)
+        spans = [-(-size // 2048) * 2048 for size in sizes]  # i16 elements of each part, 4 KiB-aligned
+        addr, at, out = self._take(2 * sum(spans), "weights"), 0, []  # refused before any host buffer exists
         buffer = np.zeros((n, sum(spans)), np.int16)
-        addr, at, out = self._take(2 * buffer.shape[1], "weights"), 0, []
-        for b, span, (_, text) in zip(bits, spans, parts, strict=True):
-            buffer[:, at:at + b.shape[1]] = b
+        for (a, text), size, span in zip(parts, sizes, spans, strict=True):
+            buffer[:, at:at + size] = np.asarray(a, np.float32).astype(ml_dtypes.bfloat16).view(np.int16).reshape(n, -1)
             out.append(HbmTensor.from_addr(self.ctx, dt.bf16, self.chip, self.ax.m[text], addr + 2 * at))
-            self.weight_bytes += 2 * b.shape[1]
+            self.weight_bytes += 2 * size
             at += span
-        del bits
         flat = AxisSet(W=buffer.shape[1], **({"C": n} if n > 1 else {})).m
         host: HostTensor[Any, Any] = HostTensor(dt.i16, flat["C, W" if n > 1 else "W"], buffer.reshape(-1),
                                                 np.broadcast_to(np.True_, (buffer.size,)), owned=True)
@@ -197,13 +227,15 @@ class Weights:
         return out
 
     def _take(self, nbytes: int, text: str) -> int:
-        """The next 4 KiB-aligned HBM address for ``nbytes`` below the kernels' arena."""
+        """The next 4 KiB-aligned HBM address for ``nbytes`` below the kernels' arena; refused (nothing taken)
+        past it.  Callers take the address before they build any host array of the bytes."""
         addr = self.next
-        self.next = -(-(addr + nbytes) // 4096) * 4096
-        if self.next > 1 << 30:
+        end = -(-(addr + nbytes) // 4096) * 4096
+        if end > 1 << 30:
             raise HardwareLimitError("the model's weights, caches and tables exceed the 1 GiB of HBM below the "
                                      "kernels' arena", call="visa.models.Weights", level="HBM", mapping=text,
                                      axis="-", fix="use a shorter KV cache (length=)")
+        self.next = end
         return addr
 
     def add_block(self, w: dict[str, npt.NDArray[np.float32]]) -> None:
@@ -213,8 +245,9 @@ class Weights:
         parts = block_shards(w, self.full, self.n, self.q_scale)
         self.blocks.append(dict(zip(names, self.put_weights(parts), strict=True)))
         c, s = self.c, self.length
-        self.caches.append((self.put(np.zeros((c.kv_heads, s, c.head_dim)), "H, S, Dk"),
-                            self.put(np.zeros((c.head_dim, c.kv_heads, s)), "Dv, H, S")))
+        k, v = CACHE_LAYOUTS
+        self.caches.append((self.put(np.zeros((c.kv_heads, s, c.head_dim)), k),
+                            self.put(np.zeros((c.head_dim, c.kv_heads, s)), v)))
 
     def add_globals(self, emb: npt.NDArray[np.float32], g_out: npt.NDArray[np.float32]) -> None:
         """The embedding (also the LM head), the final norm's gain, the RoPE and mask tables (on every chip)."""
@@ -223,12 +256,10 @@ class Weights:
                                                  (np.broadcast_to(g_out, (n, *g_out.shape)), "D")])
         rot, cos, sin, swap = rope_tables(c, s)
         heads = c.heads + c.kv_heads
-        self.rot = self.put(rot, "P, Dr, Dk")
-        self.cos = self.put(np.tile(cos, (1, heads)), "P, QK")
-        self.sin = self.put(np.tile(sin, (1, heads)), "P, QK")
-        self.swap = self.put(swap, "Dr, Dk")
-        self.decode_mask = self.put(decode_table(c, s), "P, Hq, HS", dt.i32)
-        self.prefill_mask = self.put(prefill_table(c, s), "PG, S", dt.i32)
+        arrays: tuple[npt.NDArray[Any], ...] = (rot, np.tile(cos, (1, heads)), np.tile(sin, (1, heads)), swap,
+                                                decode_table(c, s), prefill_table(c, s))
+        for (name, text, dtype), array in zip(TABLES, arrays, strict=True):
+            setattr(self, name, self.put(array, text, dtype))
 
     def reserve(self, nbytes: int) -> int:
         """An HBM address for ``nbytes`` the host rewrites at every launch (token ids, positions)."""

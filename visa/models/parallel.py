@@ -29,9 +29,13 @@ import numpy.typing as npt
 
 from visa.models.loader import LlamaConfig
 
-__all__ = ["block_shards", "chip_config", "padded"]
+__all__ = ["BLOCK_LAYOUTS", "block_shards", "chip_config", "padded"]
 
 F32 = npt.NDArray[np.float32]
+
+
+#: The layouts of a block's weights in :func:`block_shards`' order (one chip's axes: :func:`chip_config`).
+BLOCK_LAYOUTS = ("D", "QKV, D", "D, HO", "D", "F2, D", "D, F")
 
 
 def padded(c: LlamaConfig, n: int) -> tuple[int, int]:
@@ -78,5 +82,6 @@ def block_shards(w: dict[str, F32], c: LlamaConfig, n: int, q_scale: float) -> l
     def rep(a: F32) -> F32:
         return np.broadcast_to(a, (n, *a.shape))
 
-    return [(rep(w["attn_norm.weight"]), "D"), (np.concatenate([q, k, v], axis=1), "QKV, D"), (o, "D, HO"),
-            (rep(w["ffn_norm.weight"]), "D"), (np.concatenate([gate, up], axis=1), "F2, D"), (down, "D, F")]
+    parts = (rep(w["attn_norm.weight"]), np.concatenate([q, k, v], axis=1), o, rep(w["ffn_norm.weight"]),
+             np.concatenate([gate, up], axis=1), down)
+    return list(zip(parts, BLOCK_LAYOUTS, strict=True))

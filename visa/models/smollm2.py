@@ -29,6 +29,7 @@ from visa import dtypes as dt
 from visa.context import Context
 from visa.errors import VisaError
 from visa.hw import RNGD, HardwareProfile, bandwidth
+from visa.memory.arena import release_freed
 from visa.models.device import PREFILL_CHUNKS, STAGES, Step, Weights
 from visa.models.loader import GgufModel, LlamaConfig, smollm2_path
 from visa.models.tokenizer import Tokenizer
@@ -207,6 +208,7 @@ class SmolLM2:
                 got["logits.chips"] = self._read(out["logits"], "logits", t, every_chip=True)[:, :n]
         finally:
             step.arena.hbm = mark
+            release_freed()  # the launch's freed stream arrays go back: the record that grows per step reuses none
         self.last.steps.append(StepRecord("decode" if t == 1 else "prefill", n, span, time.perf_counter() - t0,
                                           step.collective))
         return got
