@@ -90,3 +90,16 @@ def test_an_output_without_repeated_slices_is_not_shared(slice2: str) -> None:
         _same(got, reference)
     else:
         _same(execute_inter_reduce(cfg, data), reference)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 24), st.integers(1, 6), st.integers(2, 5), st.integers(0, 2**32 - 1))
+def test_unique_rows_equals_numpy_unique(n: int, width: int, values: int, seed: int) -> None:
+    """The classes by row hash are numpy's ``unique(axis=0)``: the same sorted rows and the same inverse, with
+    repeats and -1 (invalid) entries; with every key forced equal (a collision) the whole-row sort answers."""
+    rows = np.random.default_rng(seed).integers(-1, values, size=(n, width)).astype(np.int64)
+    want_u, want_i = np.unique(rows, axis=0, return_inverse=True)
+    got_u, got_i = fast_inter_shared._unique_rows(rows)
+    assert np.array_equal(got_u, want_u) and np.array_equal(got_i, want_i.reshape(-1))
+    forced = fast_inter_shared._unique_rows(rows, np.zeros(width, dtype=np.int64))  # one key: the fallback
+    assert np.array_equal(forced[0], want_u) and np.array_equal(forced[1], want_i.reshape(-1))

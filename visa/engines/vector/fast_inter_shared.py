@@ -50,6 +50,29 @@ class _Classes:
 _CACHE: dict[int, tuple[Any, _Classes | None]] = {}
 
 
+def _unique_rows(rows: IntArray, weights: IntArray | None = None) -> tuple[IntArray, IntArray]:
+    """``np.unique(rows, axis=0, return_inverse=True)``, grouping by a hash of each row first: the rows of one
+    hash are checked equal to their first (a collision falls back to the sort of whole rows), and only the
+    distinct rows are sorted.
+
+    >>> r = np.array([[3, 1], [0, 2], [3, 1], [0, 2], [0, 1]])
+    >>> u, inverse = np.unique(r, axis=0, return_inverse=True)
+    >>> [a.tolist() for a in _unique_rows(r)] == [u.tolist(), inverse.reshape(-1).tolist()]
+    True
+    """
+    w: IntArray = (np.asarray(np.random.default_rng(0x5EED).integers(1, 1 << 62, size=rows.shape[1]), np.int64)
+                   if weights is None else weights)  # a test passes zeros to force every row into one key
+    with np.errstate(over="ignore"):
+        keys = (rows.astype(np.int64, copy=False) * w).sum(axis=1)
+    _, first, by_key = np.unique(keys, return_index=True, return_inverse=True)
+    by_key = by_key.reshape(-1)
+    if not np.array_equal(rows, rows[first[by_key]]):
+        u, inv = np.unique(rows, axis=0, return_inverse=True)
+        return u, inv.reshape(-1)
+    uniq, order = np.unique(rows[first], axis=0, return_inverse=True)
+    return uniq, order.reshape(-1)[by_key]
+
+
 def _classes(cfg: InterReduceConfig) -> _Classes | None:
     """The classes of ``cfg``'s output rows (cached on the configuration object, which the plan cache keeps), or
     None when fewer than half of the rows repeat another."""
@@ -60,7 +83,7 @@ def _classes(cfg: InterReduceConfig) -> _Classes | None:
     rows = og.reshape(int(np.prod(og.shape[:3])), -1)
     found = None
     if rows.shape[0] > 1:
-        uniq, inverse = np.unique(rows, axis=0, return_inverse=True)
+        uniq, inverse = _unique_rows(rows)
         if 2 * uniq.shape[0] <= rows.shape[0]:
             valid = uniq >= 0
             owner = inverse.reshape(-1).astype(np.int64)
