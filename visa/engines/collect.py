@@ -37,10 +37,11 @@ import numpy.typing as npt
 
 from visa import dtypes as dt
 from visa import fastpaths
-from visa.engines import fast_shared
+from visa.engines import fast_dm_read, fast_shared
 from visa.engines.broadcast import BroadcastData
 from visa.engines.cache import cached
 from visa.engines.common import StreamData, axes_text
+from visa.engines.fast_dm_read import DmRead
 from visa.engines.fetch import stream_validity
 from visa.engines.rows import CopiedRows
 from visa.engines.shared import SharedRows
@@ -145,6 +146,10 @@ def execute(cfg: CollectConfig, data: StreamData) -> StreamData:
     packet, the flit index a new innermost Time digit that does not repeat."""
     if isinstance(data, CopiedRows):  # slices left copies of others stay so (every slice padded and split alike)
         return data.map(lambda v, k: _pad_split(cfg, v, k, cfg.out_time.size))
+    if isinstance(data, DmRead) and not cfg.pad_elements:  # fetch.dm-read: the split a view of the DM bytes too
+        got = data.reshaped((*data.known.shape[:3], cfg.out_time.size, cfg.out_packet.size))
+        if got is not None:
+            return got
     if fast_shared.COLLECT.on and isinstance(data, SharedRows):  # (so do rows shared by slices)
         return data.map(lambda d: StreamData(*_pad_split(cfg, d.values, d.known, cfg.out_time.size)))
     if isinstance(data, BroadcastData):
@@ -298,8 +303,8 @@ def execute_load(cfg: RegisterLoadConfig, data: StreamData, images: Sequence[Den
     if copied is not None:  # slices still copies of others: the load reads the rows that hold the values
         vals, owner = copied.rows()
         known = copied.known
-    else:
-        vals, known = data.values, data.known
+    else:  # (fetch.dm-read: the DM bytes themselves, not read into the stream)
+        vals, known = fast_dm_read.source_of(data), data.known
     n_chip, n_cl, n_sl = vals.shape[:3]
     e = cfg.element.size
     rows = cfg.row.size if cfg.row is not None else 1
@@ -314,7 +319,9 @@ def execute_load(cfg: RegisterLoadConfig, data: StreamData, images: Sequence[Den
         run = np.flatnonzero(on)
         pick: slice | npt.NDArray[np.bool_] = slice(int(run[0]), int(run[-1]) + 1) \
             if int(run[-1]) - int(run[0]) + 1 == run.size else on  # a range of slices: a view
-        v, k = flat_v[c][pick].reshape(-1, e), flat_k[c][pick].reshape(-1, e)
+        v = fast_dm_read.element_rows(flat_v[c][pick], e, (n_cl, n_sl)) if isinstance(data, DmRead) \
+            else flat_v[c][pick].reshape(-1, e)
+        k = flat_k[c][pick].reshape(v.shape)
         enabled = np.zeros(img.lead_shape, dtype=bool)
         enabled.reshape(n_cl * n_sl, -1)[on] = True
         if cfg.memory == "trf":
@@ -334,7 +341,8 @@ def execute_load(cfg: RegisterLoadConfig, data: StreamData, images: Sequence[Den
         if bits is None:
             bits = bit_base + np.arange(e, dtype=np.int64) * cfg.dtype.image_bits
         held = stream_validity(cfg.time, cfg.packet).reshape(rows, e)  # stream padding holds no element
-        store_stream(cfg.dtype, target, bits, v, k, np.broadcast_to(held, (run.size, rows, e)).reshape(-1, e))
+        store_stream(cfg.dtype, target, bits, v.reshape(-1, e), k.reshape(-1, e),
+                     np.broadcast_to(held, (run.size, rows, e)).reshape(-1, e))
 
 
 REPLICA_LOAD = fastpaths.register("collect.replica-load", "a register load of slices whose streams are replicas "

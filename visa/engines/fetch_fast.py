@@ -30,6 +30,7 @@ from visa import fastpaths
 from visa.engines.broadcast import BroadcastData, TimeDigits, normal_digits, place_values
 from visa.engines.cache import cached
 from visa.engines.common import StreamData
+from visa.engines.fast_dm_read import DM_READ, DmRead, view_of
 from visa.engines.fast_masked import MASKED, Cut, written_cut
 from visa.engines.fast_masked import fill as fill_masked
 from visa.engines.fast_padded import known_of as padded_known
@@ -141,6 +142,13 @@ def execute(cfg: FetchConfig, images: Sequence[DenseImage], bit_bases: Sequence[
         and (mask is None or cfg.mask is None)  # the values as read: slices left pending copies stay so
     masking = mask if cfg.mask is not None else None
     widen = widened_type(cfg)
+    if DM_READ.on and repeat is None:  # fetch.dm-read: the values a view of the DM bytes, read when the stream is
+        nest = _nest(cfg, bases, entries)
+        shape = (len(images), cfg.cluster.size, cfg.slice.size, n_t, n_p)
+        view = view_of(cfg, images, bases, lv, valid, nest, shape) \
+            if nest is not None and _all_known(cfg.src, images, lv, nest, valid) else None
+        if view is not None:
+            return DmRead(view, images[0], _replicas(cfg, images, bases, lv, entries))
     values, known, loan, copies, cut = _read(cfg, images, bases, sel, off, valid, lv, entries, n_t, plain, masking,
                                              widen)
     written: BoolArray | None = lv.reshape(-1)  # the rows of the pooled buffer that may hold non-zeros

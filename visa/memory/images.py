@@ -26,6 +26,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -123,7 +124,9 @@ class DenseImage:
       memset, a copy between slices), :meth:`poison` and :meth:`unwrite` (bytes back to unwritten), and the
       whole arrays :attr:`data` / :attr:`written` and :meth:`flat` (whoever takes them may write them);
     - replicas: :meth:`record_replicas`, :meth:`replica_labels` (units known to hold the same bytes,
-      :mod:`visa.memory.replicas`).
+      :mod:`visa.memory.replicas`);
+    - deferred readers: :meth:`add_reader` (a view of the bytes read later, settled before any change: issue 24's
+      ``fetch.dm-read``, :mod:`visa.memory.nest_view`).
 
     The loop-nest and word paths (``_read_nest``, ``_write_nest``, ``_gather_words``, ``_scatter_words``) are
     reached through the module's functions (:func:`load`, :func:`store`, :func:`load_nest`,
@@ -136,7 +139,7 @@ class DenseImage:
     """
 
     __slots__ = ("_bytes", "_written", "_pages", "_dirty", "_dirty_units", "name", "_leases", "_replicas", "_handed",
-                 "_pending", "_stamp")
+                 "_pending", "_stamp", "_readers")
 
     def __init__(self, shape: tuple[int, ...], name: str = "memory", page_bytes: int = PAGE_BYTES) -> None:
         self._bytes: ByteArray
@@ -156,6 +159,7 @@ class DenseImage:
         self._replicas: ReplicaIds | None = None  # (visa.memory.replicas: created by the first record)
         self._handed = False  # the bytes or the mask were handed out whole (data, written, flat, flat_span)
         self._stamp = next(STAMPS)  # (a new one at every change: _forget)
+        self._readers: list[Any] = []  # (views of the bytes read later: settled before any change, add_reader)
         self.name = name
 
     def __del__(self) -> None:
@@ -191,6 +195,7 @@ class DenseImage:
         out._replicas = None
         out._handed = self._handed
         out._stamp = next(STAMPS)
+        out._readers = []
         out.name = self.name
         return out
 
@@ -229,6 +234,7 @@ class DenseImage:
         in ``dst``), which hold them now: a pending copy (:mod:`visa.memory.pending`).  The caller marks the
         written-state of ``dst`` as it would for the copy, and made what was pending there before writing
         ``src`` (:meth:`_raw`, :meth:`_cover`)."""
+        self._settle_readers()  # (the bytes of dst change, though none is written now)
         self._pending.copy(dst, src, lo, hi)
 
     def _write_copies(self, dst: IntArray, src: IntArray, lo: int, hi: int) -> None:
@@ -320,6 +326,21 @@ class DenseImage:
         self._stamp = next(STAMPS)
         if self._replicas is not None:
             self._replicas.forget(lo, hi)
+        self._settle_readers()
+
+    def add_reader(self, reader: Any) -> None:
+        """``reader`` (an object with a ``settle()`` method, held weakly) holds a view of this image's bytes that
+        it reads later (issue 24, ``fetch.dm-read``): before any change to the image (:meth:`_forget`, a pending
+        copy), every reader still alive settles — reads its bytes as they are — and is forgotten."""
+        self._readers.append(weakref.ref(reader))
+
+    def _settle_readers(self) -> None:
+        if self._readers:
+            readers, self._readers = self._readers, []
+            for ref in readers:
+                reader = ref()
+                if reader is not None:
+                    reader.settle()
 
     def record_replicas(self, units: IntArray, keys: IntArray, lo: int, hi: int) -> None:
         """Bytes ``[lo, hi)`` of the (flat) ``units`` were just written with known bytes, the same bytes in
@@ -607,6 +628,7 @@ class DenseImage:
         flat._leases = (None, None)  # (views of this image's memory, which goes back with this image)
         flat._replicas = None
         flat._handed = False
+        flat._readers = []
         flat._bytes = self._data.reshape(-1).view()
         flat._pending = Pending(1)
         flat._bytes.flags.writeable = False  # (for reading: a write would reach neither _dirty nor the replica ids)
