@@ -91,12 +91,15 @@ class DmRead(LazyData):
 
 def view_of(cfg: Any, images: Any, bases: npt.NDArray[np.int64], lv: npt.NDArray[np.bool_],
             valid: npt.NDArray[np.bool_], nest: tuple[int, tuple[tuple[int, int], ...]] | None,
-            shape: tuple[int, ...]) -> npt.NDArray[Any] | None:
+            shape: tuple[int, ...], zero_points: bool = False) -> npt.NDArray[Any] | None:
     """The fetch's values ``shape`` (Chip, Cluster, Slice, Time, Packet) as a view of the one chip's DM bytes, for
-    a fetch this path takes (module docstring; the caller asked that every element read was written); else None."""
-    if not DM_READ.on or nest is None or len(images) != 1 or not bool(lv.all()) or not bool(valid.all()):
+    a fetch this path takes (module docstring; the caller asked that every element read was written); else None.
+    With ``zero_points``, a fetch whose only adapter stage is a zero point (``fetch.zero-point-read``, which reads
+    the view at once)."""
+    if nest is None or len(images) != 1 or not bool(lv.all()) or not bool(valid.all()):
         return None
-    if cfg.table is not None or cfg.cast is not None or cfg.zero_points or cfg.mask is not None or len(bases) != 1:
+    if cfg.table is not None or cfg.cast is not None or cfg.mask is not None or len(bases) != 1 \
+            or bool(cfg.zero_points) != zero_points:
         return None
     image = images[0]
     if not isinstance(image, DenseImage):

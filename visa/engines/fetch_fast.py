@@ -36,6 +36,7 @@ from visa.engines.fast_masked import fill as fill_masked
 from visa.engines.fast_padded import known_of as padded_known
 from visa.engines.fast_padded import padded_cut
 from visa.engines.fast_widen import widened_type
+from visa.engines.fast_zero_point_read import ZP_READ, subtract_read
 from visa.engines.fetch import FetchConfig, LookupTable, _static, adapt
 from visa.engines.rows import CopiedRows
 from visa.memory import owed
@@ -142,13 +143,17 @@ def execute(cfg: FetchConfig, images: Sequence[DenseImage], bit_bases: Sequence[
         and (mask is None or cfg.mask is None)  # the values as read: slices left pending copies stay so
     masking = mask if cfg.mask is not None else None
     widen = widened_type(cfg)
-    if DM_READ.on and repeat is None:  # fetch.dm-read: the values a view of the DM bytes, read when the stream is
+    zp_read = ZP_READ.on and bool(cfg.zero_points) and tsel is None
+    if (DM_READ.on or zp_read) and repeat is None:  # fetch.dm-read: the values a view of the DM bytes, read later
         nest = _nest(cfg, bases, entries)
         shape = (len(images), cfg.cluster.size, cfg.slice.size, n_t, n_p)
-        view = view_of(cfg, images, bases, lv, valid, nest, shape) \
+        view = view_of(cfg, images, bases, lv, valid, nest, shape, zp_read) \
             if nest is not None and _all_known(cfg.src, images, lv, nest, valid) else None
-        if view is not None:
+        if view is not None and not zp_read:
             return DmRead(view, images[0], _replicas(cfg, images, bases, lv, entries))
+        got = None if view is None else subtract_read(view, cfg.dst, cfg.zero_points)
+        if got is not None:  # fetch.zero-point-read: subtracted on the read, one pass
+            return got
     values, known, loan, copies, cut = _read(cfg, images, bases, sel, off, valid, lv, entries, n_t, plain, masking,
                                              widen)
     written: BoolArray | None = lv.reshape(-1)  # the rows of the pooled buffer that may hold non-zeros
