@@ -366,8 +366,8 @@ class Step:
             if last is None:
                 out["logits"] = self.lm_head(ctx, arena, h, w.emb)  # the LM head tied to token_embd
             else:
-                row = h.view().tile(m["T"], 1, m["D"], last).relabel(m["L, D"])
-                out["logits"] = self.lm_last(ctx, arena, row, w.emb)
+                h_last = h.view().tile(m["T"], 1, m["D"], last).relabel(m["L, D"])
+                out["logits"] = self.lm_last(ctx, arena, h_last, w.emb)
         return out
 
     def block(self, ctx: Context, arena: Arena, x: Any, swap: Hbm, blk: dict[str, Hbm], cache: tuple[Hbm, Hbm],
