@@ -63,18 +63,20 @@ def _footprint(k: int, intervals: int) -> Footprint:
     return Footprint((Span.of("dm", 1, lo, lo + 64, units=range(256)), Span.of("hbm", 1, lo, lo + 32)))
 
 
-def _held_by(timeline: bool, ops: int) -> tuple[int, Schedule]:
+def _held_by(timeline: bool, ops: int, kinds: int = 0) -> tuple[int, Schedule]:
     """Bytes tracemalloc counts as still allocated after ``ops`` operations were recorded and their inputs let go
-    (the schedule alive)."""
+    (the schedule alive); ``kinds``: the operations repeat that many names and configurations (a program that
+    repeats itself, as a model's decode steps), else every one is new."""
     gc.collect()
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
         sched = Schedule(RNGD, timeline=timeline)
         for k in range(ops):
-            report = EngineReport("fetch", f"config {k}", 10 + k % 5, latency=2, details=(("terms", "x" * 200),),
-                                  nbytes=4096, bank_run=3, bank_runs=(3,) * 16)
-            sched.record("main" if k % 2 else "sub", f"op {k}", [report], reads=_footprint(k, 64),
+            kind = k % kinds if kinds else k
+            report = EngineReport("fetch", f"config {kind} " + "x" * 100, 10 + kind % 5, latency=2,
+                                  details=(("terms", "x" * 200),), nbytes=4096, bank_run=3, bank_runs=(3,) * 16)
+            sched.record("main" if k % 2 else "sub", f"op {kind} " + "y" * 60, [report], reads=_footprint(k, 64),
                          writes=_footprint(k + 1, 64))
         gc.collect()
         held = tracemalloc.get_traced_memory()[0] - before
@@ -93,6 +95,10 @@ def test_the_compact_record_holds_a_fraction_of_the_memory(ops: int) -> None:
     assert whole / ops > 3000
     assert compact / ops < 2000, f"{compact / ops:.0f} bytes per compact operation"
     assert compact < whole / 3
+    # repeated: each name, configuration and engine report held once, an operation little more than its slots
+    repeated, c = _held_by(False, ops, kinds=10)
+    assert [(op.start, op.cycles) for op in c.ops] == [(op.start, op.cycles) for op in b.ops]
+    assert repeated < compact * 0.7, f"{repeated / ops:.0f} against {compact / ops:.0f} bytes per operation"
 
 
 def test_compacting_keeps_the_engines_figures_the_report_reads() -> None:
