@@ -11,39 +11,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from visa import AccumulationKind, AxisSet, Context, TrfAddress, bf16
-from visa import dtypes as dt
+from tests.test_schedule import _weights_kernel
 from visa.engines.common import EngineReport
 from visa.hw import RNGD
 from visa.memory.footprint import EMPTY, Footprint, Span
 from visa.schedule import Schedule
-from visa.testing import place_dm
-
-
-def _double_buffered(timeline: bool) -> Context:
-    """Dot products per weight tile: the sub context loads tile k into alternating TRF halves while the main
-    context contracts with the previous one (hazards across contexts, DMA engines, a critical path)."""
-    ctx = Context.acquire()
-    ctx.num_chips = 1
-    ctx.schedule.timeline = timeline
-    mm = AxisSet(A=1024).m
-    rng = np.random.default_rng(7)
-    lhs = place_dm(ctx, dt.random_values(bf16, 1024, rng), bf16, mm["1"], mm["1 # 2"], mm["1 # 256"], mm["A"], 0)
-    for k in range(4):
-        w = place_dm(ctx, dt.random_values(bf16, 1024, rng), bf16, mm["1"], mm["1 # 2"], mm["1 # 256"], mm["A"],
-                     (k + 1) << 12)
-        half = TrfAddress.SecondHalf if k % 2 else TrfAddress.FirstHalf
-        trf = (ctx.sub.begin(w.view()).fetch(bf16, mm["1"], mm["A"]).collect(mm["1, A / 16"], mm["A % 16"])
-               .to_trf(mm["1"], mm["A"], half))
-        (ctx.main.begin(lhs.view()).fetch(bf16, mm["1"], mm["A"]).collect(mm["A / 16"], mm["A % 16"])
-         .align(mm["A / 32"], mm["A % 32"], trf).contract(mm["1"])
-         .accumulate(mm["1"], mm["1 # 8"], AccumulationKind.Interleaved)
-         .cast(bf16, mm["1 # 16"]).commit(mm["1 # 8"], (8 + k) << 12))
-    return ctx
 
 
 def test_the_compact_record_reports_the_same_numbers_as_the_whole_one() -> None:
-    whole, compact = _double_buffered(True), _double_buffered(False)
+    # dot products per weight tile, double-buffered: hazards across contexts, DMA engines, a critical path
+    whole, compact = (_weights_kernel(double=True, tiles=4, timeline=t)[0] for t in (True, False))
     a, b = whole.schedule, compact.schedule
     assert [(op.track, op.start, op.cycles, op.waits_for, op.lanes) for op in a.ops] == \
         [(op.track, op.start, op.cycles, op.waits_for, op.lanes) for op in b.ops]
