@@ -1,0 +1,94 @@
+"""The loop of ``contraction.float-steps`` compiled by numba: the fast path ``contraction.float-steps-jit``
+(optional; the ``fast`` extra installs numba, and without it :func:`visa.engines.contraction.fast_steps.tree_block`,
+numpy's loop, computes the same bits).
+
+``out[b, m, n] = Σ_s tree_j(a[b, s, m, j] · w[b, s, j, n])`` in the Reducer's order (docs/manual-notes.md, "Issue 23
+(i23d)"; L4386–4388, L4408, L4415–4431): for each batch position and step, each row ``m`` of the activation
+multiplies the step's ``j × n`` weights; the tree adds the products of adjacent pairs ``2i``, ``2i + 1`` depth by
+depth, a row of ``n`` outputs at a time (independent sums side by side, which the compiler puts in vector lanes:
+no sum is reordered), and the accumulator stores the first step's tree output and adds each later one.  Every
+operation is an IEEE f32 multiplication or addition: numba compiles it with ``fastmath`` off (no reassociation,
+no fused multiply-add, no flush of subnormals), so the bits are numpy's and the reference's.
+
+numba is imported on the first float contraction only (no kernel of integers or reduce-max pays for it), and the
+compiled loop is cached on disk (``cache=True``) so that a second process loads it instead of compiling.  Why a
+compiler: the numpy loop writes every product to memory and reads it back once per depth of the tree (a kernel's
+2^28 products are gigabytes of traffic), where the compiled loop keeps a step's products in registers and the
+first-level cache; a BLAS product cannot keep the tree's order.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from visa import fastpaths
+
+__all__ = ["JIT", "kernel", "available"]
+
+Array = npt.NDArray[Any]
+Kernel = Callable[[Array, Array, Array], None]
+
+JIT = fastpaths.register("contraction.float-steps-jit", "contraction.float-steps' loop compiled by numba (the "
+                         "optional `fast` extra), fastmath off: the same f32 operations in the same order")
+
+
+def _tree_steps(a: Array, w: Array, out: Array) -> None:  # pragma: no cover - compiled by numba
+    """The loop numba compiles (module docstring): ``a`` (b, s, m, j), ``w`` (b, s, j, n), ``out`` (b, m, n), f32."""
+    nb, ns, nm, nj = a.shape
+    nn = w.shape[3]
+    half = max(nj // 2, 1)
+    buf = np.empty((half, nn), dtype=np.float32)
+    for b in range(nb):
+        for s in range(ns):
+            for m in range(nm):
+                if nj == 1:
+                    x = a[b, s, m, 0]
+                    for n in range(nn):
+                        buf[0, n] = x * w[b, s, 0, n]
+                else:
+                    for i in range(half):
+                        x0 = a[b, s, m, 2 * i]
+                        x1 = a[b, s, m, 2 * i + 1]
+                        for n in range(nn):
+                            buf[i, n] = x0 * w[b, s, 2 * i, n] + x1 * w[b, s, 2 * i + 1, n]
+                    width = half
+                    while width > 1:
+                        width //= 2
+                        for i in range(width):
+                            for n in range(nn):
+                                buf[i, n] = buf[2 * i, n] + buf[2 * i + 1, n]
+                if s == 0:
+                    for n in range(nn):
+                        out[b, m, n] = buf[0, n]
+                else:
+                    for n in range(nn):
+                        out[b, m, n] += buf[0, n]
+
+
+@cache
+def _compiled() -> Kernel | None:
+    """The compiled loop, or None when numba is not installed (or cannot load with this numpy)."""
+    try:
+        numba = importlib.import_module("numba")
+    except ImportError:
+        return None
+    f32 = numba.float32
+    signature = numba.void(f32[:, :, :, ::1], f32[:, :, :, ::1], f32[:, :, ::1])
+    compiled: Kernel = numba.njit(signature, nogil=True, cache=True, fastmath=False, boundscheck=False)(_tree_steps)
+    return compiled
+
+
+def available() -> bool:
+    """Whether numba is installed and loads (the compiled loop exists)."""
+    return _compiled() is not None
+
+
+def kernel() -> Kernel | None:
+    """The compiled loop when this path is on and numba is installed, else None (numpy's loop then)."""
+    return _compiled() if JIT.on else None
