@@ -8,10 +8,10 @@ accumulator adds the tree's f32 outputs to its slots in the order they arrive, a
 L4415–4431).  The reference materialises every step's operands (a gather of the TRF window per step, the
 activation repeated over the tiling steps); this path takes the operands as :func:`visa.engines.contraction.
 compute._run` lays them out and writes them, a block of batch positions at a time, as ``A[b, s, m, j]`` and
-``W[b, s, j, n]`` (``b`` the labels both operands have, ``s`` the reduced Time steps in ascending order, ``m`` and
+``W[b, s, n, j]`` (``b`` the labels both operands have, ``s`` the reduced Time steps in ascending order, ``m`` and
 ``n`` the output labels of one operand only, ``j`` the tree's products; a label an operand lacks is a broadcast of
-it, an output label neither has is broadcast at the end).  Then for each step ``s`` the products
-``A[b, s, m, j] · W[b, s, j, n]``, the tree over ``j`` (pairs ``2i``, ``2i + 1``, rows of ``n`` at a time) and the
+it, an output label neither has is broadcast at the end; ``m`` and ``n`` in their operand's memory order, so that
+the copy reads runs of ``j``).  Then for each step ``s`` the products ``A[b, s, m, j] · W[b, s, n, j]``, the tree over ``j`` (pairs ``2i``, ``2i + 1``, rows of ``n`` at a time) and the
 accumulator's addition follow the reference's order exactly: by numpy on cache-sized blocks here, or by the
 compiled loop of ``contraction.float-steps-jit`` (:mod:`visa.engines.contraction.fast_steps_jit`) when numba is
 installed.  Every product and every sum is the same f32 operation as the reference's: the same bits
@@ -63,11 +63,11 @@ def _laid_out(x: Array, axes: list[int], shape: list[int], full: list[int]) -> A
 
 
 def tree_block(a: Array, w: Array, out: Array) -> None:
-    """numpy's loop of :func:`contract`: ``out[b, m, n] = Σ_s tree_j(a[b, s, m, j] · w[b, s, j, n])`` (f32 C-ordered
+    """numpy's loop of :func:`contract`: ``out[b, m, n] = Σ_s tree_j(a[b, s, m, j] · w[b, s, n, j])`` (f32 C-ordered
     arrays), the tree's adjacent pairs depth by depth and the steps in ascending order, each addition rounded to
     f32 — the reference's operations in its order, on blocks of batch positions that stay in cache."""
     nb, ns, nm, nj = a.shape
-    nn = w.shape[3]
+    nn = w.shape[2]
     per_b = max(1, nm * nj * nn)
     block = max(1, min(nb, _PRODUCT_ELEMENTS // per_b))
     for b0 in range(0, nb, block):
@@ -76,7 +76,7 @@ def tree_block(a: Array, w: Array, out: Array) -> None:
         levels = [prod[:, :, : max(1, nj >> d)] for d in range(1, max(1, nj.bit_length()))]
         acc = out[b0:b1]
         for s in range(ns):
-            np.multiply(a[b0:b1, s, :, :, None], w[b0:b1, s, None, :, :], out=prod)
+            np.multiply(a[b0:b1, s, :, :, None], w[b0:b1, s, None].transpose(0, 1, 3, 2), out=prod)
             x = prod
             for level in levels:  # (the tree: pairs 2i, 2i + 1 into i, in place, halving the count)
                 if x.shape[2] == 1:
@@ -103,8 +103,11 @@ def contract(a: Array, la: Sequence[str], w: Array, lw: Sequence[str], lo: Seque
     out_shape = [sizes[lab] for lab in lo]
     pos = {lab: k for k, lab in enumerate(order)}
     bb = [lab for lab in lo if av.shape[pos[lab]] > 1 and wv.shape[pos[lab]] > 1]
-    mm = [lab for lab in lo if av.shape[pos[lab]] > 1 and wv.shape[pos[lab]] == 1]
-    nn = [lab for lab in lo if av.shape[pos[lab]] == 1 and wv.shape[pos[lab]] > 1]
+    # (each operand's own labels in its memory order, outermost first: its copy reads runs of j)
+    mm = sorted((lab for lab in lo if av.shape[pos[lab]] > 1 and wv.shape[pos[lab]] == 1),
+                key=lambda lab: -abs(av.strides[pos[lab]]))
+    nn = sorted((lab for lab in lo if av.shape[pos[lab]] == 1 and wv.shape[pos[lab]] > 1),
+                key=lambda lab: -abs(wv.strides[pos[lab]]))
     nb, ns, nj = (math.prod(sizes[lab] for lab in bb), math.prod(sizes[lab] for lab in steps), sizes["j"])
     nm, n_n = math.prod(sizes[lab] for lab in mm), math.prod(sizes[lab] for lab in nn)
     res = np.empty((nb, nm, n_n), dtype=np.float32)
@@ -114,7 +117,7 @@ def contract(a: Array, la: Sequence[str], w: Array, lw: Sequence[str], lo: Seque
     bsz = [sizes[lab] for lab in bb]
     ssz = [sizes[lab] for lab in steps]
     a_axes = [pos[lab] for lab in [*bb, *steps, *mm, "j"]]
-    w_axes = [pos[lab] for lab in [*bb, *steps, "j", *nn]]
+    w_axes = [pos[lab] for lab in [*bb, *steps, *nn, "j"]]
     # only the batch's first label is cut in blocks (the layout of a block is then one view of each operand)
     first = bsz[0] if bsz else 1
     rest = nb // first
@@ -129,7 +132,7 @@ def contract(a: Array, la: Sequence[str], w: Array, lw: Sequence[str], lo: Seque
         wv_ = wv[(slice(None),) * pos[bb[0]] + sl] if bsz else wv
         nb_ = math.prod(cut)
         a2 = _laid_out(av_, a_axes, [nb_, ns, nm, nj], [*cut, *ssz, *(sizes[lab] for lab in mm), nj])
-        w2 = _laid_out(wv_, w_axes, [nb_, ns, nj, n_n], [*cut, *ssz, nj, *(sizes[lab] for lab in nn)])
+        w2 = _laid_out(wv_, w_axes, [nb_, ns, n_n, nj], [*cut, *ssz, *(sizes[lab] for lab in nn), nj])
         out = res[lo_ * rest: hi_ * rest]
         if jit is not None:
             jit(a2, w2, out)

@@ -2,9 +2,9 @@
 (optional; the ``fast`` extra installs numba, and without it :func:`visa.engines.contraction.fast_steps.tree_block`,
 numpy's loop, computes the same bits).
 
-``out[b, m, n] = Σ_s tree_j(a[b, s, m, j] · w[b, s, j, n])`` in the Reducer's order (docs/manual-notes.md, "Issue 23
-(i23d)"; L4386–4388, L4408, L4415–4431): for each batch position and step, each row ``m`` of the activation
-multiplies the step's ``j × n`` weights; the tree adds the products of adjacent pairs ``2i``, ``2i + 1`` depth by
+``out[b, m, n] = Σ_s tree_j(a[b, s, m, j] · w[b, s, n, j])`` in the Reducer's order (docs/manual-notes.md, "Issue 23
+(i23d)"; L4386–4388, L4408, L4415–4431): for each batch position and step, the step's ``n × j`` weights are
+transposed into a ``j × n`` block (in the first-level cache), each row ``m`` of the activation multiplies it; the tree adds the products of adjacent pairs ``2i``, ``2i + 1`` depth by
 depth, a row of ``n`` outputs at a time (independent sums side by side, which the compiler puts in vector lanes:
 no sum is reordered), and the accumulator stores the first step's tree output and adds each later one.  Every
 operation is an IEEE f32 multiplication or addition: numba compiles it with ``fastmath`` off (no reassociation,
@@ -39,24 +39,28 @@ JIT = fastpaths.register("contraction.float-steps-jit", "contraction.float-steps
 
 
 def _tree_steps(a: Array, w: Array, out: Array) -> None:  # pragma: no cover - compiled by numba
-    """The loop numba compiles (module docstring): ``a`` (b, s, m, j), ``w`` (b, s, j, n), ``out`` (b, m, n), f32."""
+    """The loop numba compiles (module docstring): ``a`` (b, s, m, j), ``w`` (b, s, n, j), ``out`` (b, m, n), f32."""
     nb, ns, nm, nj = a.shape
-    nn = w.shape[3]
+    nn = w.shape[2]
     half = max(nj // 2, 1)
     buf = np.empty((half, nn), dtype=np.float32)
+    wt = np.empty((nj, nn), dtype=np.float32)
     for b in range(nb):
         for s in range(ns):
+            for n in range(nn):
+                for j in range(nj):
+                    wt[j, n] = w[b, s, n, j]
             for m in range(nm):
                 if nj == 1:
                     x = a[b, s, m, 0]
                     for n in range(nn):
-                        buf[0, n] = x * w[b, s, 0, n]
+                        buf[0, n] = x * wt[0, n]
                 else:
                     for i in range(half):
                         x0 = a[b, s, m, 2 * i]
                         x1 = a[b, s, m, 2 * i + 1]
                         for n in range(nn):
-                            buf[i, n] = x0 * w[b, s, 2 * i, n] + x1 * w[b, s, 2 * i + 1, n]
+                            buf[i, n] = x0 * wt[2 * i, n] + x1 * wt[2 * i + 1, n]
                     width = half
                     while width > 1:
                         width //= 2
