@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from tests.engines.test_fast_compute import _every_slice, _two_slices
 from visa import bf16, fastpaths
 from visa.engines.contraction import fast_steps, fast_steps_jit
-from visa.engines.contraction.reference import in_order, tree
+from visa.engines.contraction.reference import in_order, one_nan, tree
 
 #: Values a bf16 operand may hold that stress the order: specials, signed zeros, subnormals, far exponents.
 SPECIAL = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-40, -3e-39, 9e-41, 3e38, -2e38, 1e-38, 2.0**-126,
@@ -41,7 +41,7 @@ def _brute(a: np.ndarray, la: list[str], w: np.ndarray, lw: list[str], lo: list[
                                [sizes[lab] for lab in order])
 
     c = tree(full(a, la) * full(w, lw))
-    return in_order(c, tuple(range(len(steps)))) if steps else c
+    return one_nan(in_order(c, tuple(range(len(steps)))) if steps else c)
 
 
 def _values(rng: np.random.Generator, shape: tuple[int, ...], special: float) -> np.ndarray:
@@ -107,6 +107,7 @@ def test_a_large_block_is_the_brute_force_order(variant: str) -> None:
         got = fast_steps.contract(a, la, w, lw, lo, sizes, ["t", "k", "j"])
     assert np.isnan(want).any() and np.isinf(want).any()  # (the poison reaches the outputs)
     assert np.array_equal(_bits(got), _bits(want))
+    assert set(_bits(got)[np.isnan(got)].tolist()) == {0x7FC00000}  # (one NaN, whichever operand order)
 
 
 def test_the_tree_rounds_every_pair() -> None:

@@ -11,12 +11,15 @@ compute._run` lays them out and writes them, a block of batch positions at a tim
 ``W[b, s, n, j]`` (``b`` the labels both operands have, ``s`` the reduced Time steps in ascending order, ``m`` and
 ``n`` the output labels of one operand only, ``j`` the tree's products; a label an operand lacks is a broadcast of
 it, an output label neither has is broadcast at the end; ``m`` and ``n`` in their operand's memory order, so that
-the copy reads runs of ``j``).  Then for each step ``s`` the products ``A[b, s, m, j] · W[b, s, n, j]``, the tree over ``j`` (pairs ``2i``, ``2i + 1``, rows of ``n`` at a time) and the
-accumulator's addition follow the reference's order exactly: by numpy on cache-sized blocks here, or by the
-compiled loop of ``contraction.float-steps-jit`` (:mod:`visa.engines.contraction.fast_steps_jit`) when numba is
-installed.  Every product and every sum is the same f32 operation as the reference's: the same bits
-(``tests/engines/test_fast_compute.py`` compares them on random configurations and poisoned values, and the
-differential fuzzer whole kernels).
+the copy reads runs of ``j``).  Then for each step ``s`` the products ``A[b, s, m, j] · W[b, s, n, j]``, the tree
+over ``j`` (pairs ``2i``, ``2i + 1``, rows of ``n`` at a time) and the accumulator's addition follow the
+reference's order exactly: by numpy on cache-sized blocks here, or by the compiled loop of
+``contraction.float-steps-jit`` (:mod:`visa.engines.contraction.fast_steps_jit`) when numba is installed.  Every
+product and every sum is the same f32 operation as the reference's: the same bits (every NaN the one quiet NaN,
+:func:`~visa.engines.contraction.reference.one_nan`) (``tests/engines/
+test_fast_steps.py`` compares both loops with the order written out by brute force on random configurations and
+poisoned values, ``tests/engines/test_fast_compute.py`` the engine with the reference, and the differential
+fuzzer whole kernels).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import numpy.typing as npt
 from visa import fastpaths
 from visa.engines.contraction import fast_steps_jit
 from visa.engines.contraction.blas import parallel_pieces
+from visa.engines.contraction.reference import one_nan
 
 __all__ = ["STEPS", "contract", "tree_block"]
 
@@ -141,7 +145,7 @@ def contract(a: Array, la: Sequence[str], w: Array, lw: Sequence[str], lo: Seque
 
     parallel_pieces(first, piece, run)
     cur = [*bb, *mm, *nn]
-    full = res.reshape([sizes[lab] for lab in cur] or [1])
+    full = one_nan(res).reshape([sizes[lab] for lab in cur] or [1])
     missing = [lab for lab in lo if lab not in cur]
     full = full.reshape(full.shape[: len(cur)] + (1,) * len(missing))
     cur += missing

@@ -4,9 +4,10 @@ numpy's loop, computes the same bits).
 
 ``out[b, m, n] = Σ_s tree_j(a[b, s, m, j] · w[b, s, n, j])`` in the Reducer's order (docs/manual-notes.md, "Issue 23
 (i23d)"; L4386–4388, L4408, L4415–4431): for each batch position and step, the step's ``n × j`` weights are
-transposed into a ``j × n`` block (in the first-level cache), each row ``m`` of the activation multiplies it; the tree adds the products of adjacent pairs ``2i``, ``2i + 1`` depth by
-depth, a row of ``n`` outputs at a time (independent sums side by side, which the compiler puts in vector lanes:
-no sum is reordered), and the accumulator stores the first step's tree output and adds each later one.  Every
+transposed into a ``j × n`` block (in the first-level cache), each row ``m`` of the activation multiplies it; the
+tree adds the products of adjacent pairs ``2i``, ``2i + 1`` depth by depth, a row of ``n`` outputs at a time
+(independent sums side by side, which the compiler puts in vector lanes: no sum is reordered), and the accumulator
+stores the first step's tree output and adds each later one.  Every
 operation is an IEEE f32 multiplication or addition: numba compiles it with ``fastmath`` off (no reassociation,
 no fused multiply-add, no flush of subnormals), so the bits are numpy's and the reference's.
 
