@@ -40,40 +40,68 @@ JIT = fastpaths.register("contraction.float-steps-jit", "contraction.float-steps
 
 
 def _tree_steps(a: Array, w: Array, out: Array) -> None:  # pragma: no cover - compiled by numba
-    """The loop numba compiles (module docstring): ``a`` (b, s, m, j), ``w`` (b, s, n, j), ``out`` (b, m, n), f32."""
+    """The loop numba compiles (module docstring): ``a`` (b, s, m, j), ``w`` (b, s, n, j), ``out`` (b, m, n), f32.
+    With four products or more, the tree's first two depths are computed in registers, ``(p0 + p1) + (p2 + p3)``,
+    for two rows ``m`` at once (each weight read once for both); the later depths in the buffers."""
     nb, ns, nm, nj = a.shape
     nn = w.shape[2]
-    half = max(nj // 2, 1)
-    buf = np.empty((half, nn), dtype=np.float32)
+    quarter = max(nj // 4, 1)
+    buf = np.empty((quarter, nn), dtype=np.float32)
+    buf2 = np.empty((quarter, nn), dtype=np.float32)
     wt = np.empty((nj, nn), dtype=np.float32)
     for b in range(nb):
         for s in range(ns):
             for n in range(nn):
                 for j in range(nj):
                     wt[j, n] = w[b, s, n, j]
-            for m in range(nm):
-                if nj == 1:
-                    x = a[b, s, m, 0]
-                    for n in range(nn):
-                        buf[0, n] = x * wt[0, n]
-                else:
-                    for i in range(half):
-                        x0 = a[b, s, m, 2 * i]
-                        x1 = a[b, s, m, 2 * i + 1]
+            for m0 in range(0, nm, 2):
+                rows = min(2, nm - m0)
+                for r in range(rows):
+                    dst = buf if r == 0 else buf2
+                    m = m0 + r
+                    if nj == 1:
+                        x = a[b, s, m, 0]
                         for n in range(nn):
-                            buf[i, n] = x0 * wt[2 * i, n] + x1 * wt[2 * i + 1, n]
-                    width = half
+                            dst[0, n] = x * wt[0, n]
+                    elif nj == 2:
+                        x0 = a[b, s, m, 0]
+                        x1 = a[b, s, m, 1]
+                        for n in range(nn):
+                            dst[0, n] = x0 * wt[0, n] + x1 * wt[1, n]
+                if nj >= 4:
+                    if rows == 2:
+                        for i in range(quarter):
+                            k = 4 * i
+                            x0, x1, x2, x3 = a[b, s, m0, k], a[b, s, m0, k + 1], a[b, s, m0, k + 2], a[b, s, m0, k + 3]
+                            y0, y1 = a[b, s, m0 + 1, k], a[b, s, m0 + 1, k + 1]
+                            y2, y3 = a[b, s, m0 + 1, k + 2], a[b, s, m0 + 1, k + 3]
+                            for n in range(nn):
+                                w0, w1, w2, w3 = wt[k, n], wt[k + 1, n], wt[k + 2, n], wt[k + 3, n]
+                                buf[i, n] = (x0 * w0 + x1 * w1) + (x2 * w2 + x3 * w3)
+                                buf2[i, n] = (y0 * w0 + y1 * w1) + (y2 * w2 + y3 * w3)
+                    else:
+                        for i in range(quarter):
+                            k = 4 * i
+                            x0, x1, x2, x3 = a[b, s, m0, k], a[b, s, m0, k + 1], a[b, s, m0, k + 2], a[b, s, m0, k + 3]
+                            for n in range(nn):
+                                buf[i, n] = (x0 * wt[k, n] + x1 * wt[k + 1, n]) + (x2 * wt[k + 2, n]
+                                                                                  + x3 * wt[k + 3, n])
+                    width = quarter
                     while width > 1:
                         width //= 2
                         for i in range(width):
                             for n in range(nn):
                                 buf[i, n] = buf[2 * i, n] + buf[2 * i + 1, n]
-                if s == 0:
-                    for n in range(nn):
-                        out[b, m, n] = buf[0, n]
-                else:
-                    for n in range(nn):
-                        out[b, m, n] += buf[0, n]
+                                buf2[i, n] = buf2[2 * i, n] + buf2[2 * i + 1, n]
+                for r in range(rows):
+                    src = buf if r == 0 else buf2
+                    m = m0 + r
+                    if s == 0:
+                        for n in range(nn):
+                            out[b, m, n] = src[0, n]
+                    else:
+                        for n in range(nn):
+                            out[b, m, n] += src[0, n]
 
 
 @cache
