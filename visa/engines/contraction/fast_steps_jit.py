@@ -113,7 +113,11 @@ def _compiled() -> Kernel | None:
         return None
     f32 = numba.float32
     signature = numba.void(f32[:, :, :, ::1], f32[:, :, :, ::1], f32[:, :, ::1])
-    compiled: Kernel = numba.njit(signature, nogil=True, cache=True, fastmath=False, boundscheck=False)(_tree_steps)
+    options = {"nogil": True, "fastmath": False, "boundscheck": False}
+    try:
+        compiled: Kernel = numba.njit(signature, cache=True, **options)(_tree_steps)
+    except RuntimeError:  # (no writable cache directory, e.g. a read-only install: compiled each process)
+        compiled = numba.njit(signature, cache=False, **options)(_tree_steps)
     return compiled
 
 
