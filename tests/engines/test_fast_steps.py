@@ -140,3 +140,20 @@ def test_engine_with_the_compiled_loop_off_is_the_reference(layout: Any, poison:
     for got, want in zip(fast, reference, strict=True):
         bits = np.dtype(f"u{got.itemsize}") if got.dtype.kind == "f" else got.dtype
         assert np.array_equal(np.ascontiguousarray(got).view(bits), np.ascontiguousarray(want).view(bits))
+
+
+def test_numba_is_imported_by_a_float_contraction_only() -> None:
+    """Importing visa and the Contraction Engine does not import numba (a kernel without float sums never pays
+    for it); the first float contraction does, when the compiled loop is on and numba installed."""
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np, ml_dtypes\n"
+            "import visa\n"
+            "from visa.engines.contraction import compute, fast_steps, fast_steps_jit\n"
+            "assert 'numba' not in sys.modules\n"
+            "a = np.ones((2, 4), dtype=ml_dtypes.bfloat16)\n"
+            "fast_steps.contract(a, ['m', 'j'], a, ['n', 'j'], ['m', 'n'], {'m': 2, 'n': 2, 'j': 4}, ['j'])\n"
+            "print(('numba' in sys.modules) == (fast_steps_jit.JIT.on and fast_steps_jit.available()))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True"
