@@ -287,7 +287,7 @@ class Step:
         self.ax = ax = AxisSet(T=t, V=c.vocab, D=c.dim, QKV=(q12 + c.kv_heads) * c.head_dim, QK=q12 * c.head_dim,
                                Q12=q12, Hq=c.heads, H=c.kv_heads, Dk=c.head_dim, Dr=c.head_dim, Dv=c.head_dim,
                                HO=c.heads * c.head_dim, S=s, HS=c.kv_heads * s, P=s, PG=s * c.group,
-                               F=c.ffn, F2=2 * c.ffn, Fh=c.ffn // 128, Fw=128, M3=c.group * t, R12=q12 * t,
+                               F=c.ffn, F2=2 * c.ffn, Fh=c.ffn // 128, Fw=128, M3=c.group * t, R12=q12 * t, L=1,
                                **({"C": self.chips} if self.chips > 1 else {}))
         self.m = ax.m
         chip = "C" if self.chips > 1 else "1"
@@ -315,6 +315,7 @@ class Step:
             self.table_rows = Embedding(ax, "P", "QK", rows="T", chip=chip)
             self.mask_rows = Rows(ax, "M3", "S", chip=chip)
             self.attention = Attention(ax, q="M3", s="S", dk="Dk", dv="Dv", scale=self.scale, chip=chip)
+            self.lm_last = Gemm(ax, "L", "V", "D", chip=chip, k_tile=whole("D"))  # one row's logits (``last``)
 
     def whole_k(self, k: str) -> int | None:
         """The K tile of a GEMM over ``k`` (:func:`whole_k_tile`): all of it when it fits one TRF Row (``4 × K``
@@ -331,9 +332,13 @@ class Step:
         return gemm.k_tiles > 1 and gemm.k_tile <= HALF_K
 
     # ---------------------------------------------------------------------------------------------------------
-    def body(self, ctx: Context, w: Weights, position: int, ids: Hbm, pos: Hbm, probe: bool) -> dict[str, Any]:
+    def body(self, ctx: Context, w: Weights, position: int, ids: Hbm, pos: Hbm, probe: bool,
+             last: int | None = None) -> dict[str, Any]:
         """The launch's body (module docstring): the tokens ``ids`` at positions ``pos`` (from ``position``);
-        returns the logits ``m["T, V"]``, the final normalised state ``h`` and, probing, each block's output."""
+        returns the logits ``m["T, V"]`` — or, with ``last`` (a prefill chunk), only row ``last``'s, ``m["L, V"]``
+        (the next token of a generation needs no other: the LM head a GEMV over one row instead of a GEMM over
+        all T, a fifth of a 32-token prefill's products) — the final normalised state ``h`` and, probing, each
+        block's output."""
         m, rd, arena = self.m, self.rows_d, self.arena
         out: dict[str, Any] = {}
         self.collective = 0
@@ -360,7 +365,11 @@ class Step:
                     out.update({f"{b}.{k}": v for k, v in stages.items()})
             h = self.norm(ctx, arena, x, w.g_out)
             out["h"] = h
-            out["logits"] = self.lm_head(ctx, arena, h, w.emb)  # the LM head tied to token_embd
+            if last is None or self.t == 1:
+                out["logits"] = self.lm_head(ctx, arena, h, w.emb)  # the LM head tied to token_embd
+            else:
+                h_last = h.view().tile(m["T"], 1, m["T = 1, D"], last).relabel(m["L, D"])
+                out["logits"] = self.lm_last(ctx, arena, h_last, w.emb)
         return out
 
     def block(self, ctx: Context, arena: Arena, x: Any, swap: Hbm, blk: dict[str, Hbm], cache: tuple[Hbm, Hbm],
@@ -469,13 +478,13 @@ class Step:
 
 
 def launch_kernel(step: Step, ctx: Context, w: Weights, position: int, ids: Hbm, pos: Hbm,
-                  probe: bool) -> dict[str, Any]:
+                  probe: bool, last: int | None = None) -> dict[str, Any]:
     """Launch :meth:`Step.body` as a ``@device`` kernel on the step's chips."""
     from visa.context import launch
 
     @device(chip=step.chips)
     def llama_step(ctx: Context, ids: Hbm, pos: Hbm) -> dict[str, Any]:
-        return step.body(ctx, w, position, ids, pos, probe)
+        return step.body(ctx, w, position, ids, pos, probe, last)
 
     return launch(llama_step, ctx, ids, pos)
 

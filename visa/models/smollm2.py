@@ -181,9 +181,10 @@ class SmolLM2:
         chip = ax.m[f"1 # {self.chips}" if self.chips > 1 else "1"]
         return host.to_hbm(chip, ax.m[text], self.ctx.pdma, self._slots[slot])
 
-    def run(self, ids: Sequence[int], position: int, *, probe: bool = False) -> dict[str, Any]:
+    def run(self, ids: Sequence[int], position: int, *, probe: bool = False, last: bool = False) -> dict[str, Any]:
         """One launch of the tokens ``ids`` at positions ``position …``: 1 token is a decode step, more a prefill
-        chunk (padded to 32 or 64 tokens with id 0).  Returns ``{"logits": [len(ids), vocab] float32, ...}``."""
+        chunk (padded to 32 or 64 tokens with id 0).  Returns ``{"logits": [len(ids), vocab] float32, ...}``;
+        with ``last``, the logits of the last token only (``[1, vocab]``: the LM head over that one row)."""
         from visa.models.device import launch_kernel
 
         n = len(ids)
@@ -199,13 +200,15 @@ class SmolLM2:
         mark = step.arena.hbm
         try:
             out = launch_kernel(step, self.ctx, self.w, position, self._ints(padded, 0),
-                                self._ints(list(range(position, position + t)), 1), probe)
+                                self._ints(list(range(position, position + t)), 1), probe,
+                                n - 1 if last and t > 1 else None)
             span = self.ctx.schedule.device_span(first)
-            got = {key: self._read(val, key, t)[:n] for key, val in out.items() if probe or key == "logits"}
+            got = {key: self._read(val, key, 1 if last and key == "logits" else t)[:n] for key, val in out.items()
+                   if probe or key == "logits"}
             if probe and self.chips > 1:  # every chip's stages ``[chips, n, …]`` (each chip's shard)
                 got.update({key: self._read(val, key, t, every_chip=True)[:, :n] for key, val in out.items()
                             if key != "logits"})
-                got["logits.chips"] = self._read(out["logits"], "logits", t, every_chip=True)[:, :n]
+                got["logits.chips"] = self._read(out["logits"], "logits", 1 if last else t, every_chip=True)[:, :n]
         finally:
             step.arena.hbm = mark
             release_freed()  # the launch's freed stream arrays go back: the record that grows per step reuses none
@@ -234,14 +237,15 @@ class SmolLM2:
                                      cache_bytes_per_position=2 * 2 * c.blocks * self.w.c.kv_heads * c.head_dim,
                                      length=self.length, chips=self.chips)
 
-    def prefill(self, ids: Sequence[int]) -> F32:
-        """Run the prompt ``ids`` from position 0 (chunks of at most 64 tokens); the logits ``[len(ids), vocab]``."""
+    def prefill(self, ids: Sequence[int], *, last: bool = False) -> F32:
+        """Run the prompt ``ids`` from position 0 (chunks of at most 64 tokens); the logits ``[len(ids), vocab]``,
+        or with ``last`` the last token's only (``[1, vocab]``; each chunk's LM head over its last row)."""
         out = []
         chunk = PREFILL_CHUNKS[-1]
         for p0 in range(0, len(ids), chunk):
             part = list(ids[p0:p0 + chunk])
-            out.append(self.run(part if len(part) > 1 else part, p0)["logits"])
-        return np.concatenate(out)
+            out.append(self.run(part, p0, last=last)["logits"])
+        return out[-1] if last else np.concatenate(out)
 
     # -- the API -----------------------------------------------------------------------------------------------
     def logits(self, ids: Sequence[int]) -> F32:
@@ -266,7 +270,7 @@ class SmolLM2:
                                      mapping='m["S"]', axis="S", fix="ask fewer tokens or load with a larger length=")
         rng = np.random.default_rng(seed)
         new: list[int] = []
-        last = self.prefill(ids)[-1]
+        last = self.prefill(ids, last=True)[-1]  # (the LM head over the prompt's last row only)
         for i in range(max_new_tokens):
             token = sample(last, temperature, top_k, rng)
             new.append(token)
