@@ -28,7 +28,7 @@ exact zeros, so each row is its own head's attention.  Prefill: per KV head, its
 all T tokens (``3·T`` rows ``(t, g)``, read through a mapping of the Q/K output, no copy) against its keys, plus
 the causal mask of ``s ≤ p0 + t`` (L8090–8100).  The mask's rows are gathered and moved into DM once per launch
 (:class:`~visa.kernels.Attention`'s ``mask`` given in DM); each block adds them to its scores by one
-:meth:`~visa.kernels.Rows.add` pass — the manual's ``scores_masked`` (L8097: ``s + 0 = s`` exactly, ``s + (−inf)
+:meth:`~visa.kernels.Rows.add` pass — the manual's ``scores_masked`` (L8096–8098: ``s + 0 = s`` exactly, ``s + (−inf)
 = −inf``), the same bits as masking by a branch log in each of the softmax's three passes (the two Logic ops of
 its Branch stage), at one Vector Engine pass per block instead of the Branch and Logic stages in three.  The
 caches are ``m["H, S, Dk"]`` (K) and ``m["Dv, H, S"]`` (V transposed: the layout the second GEMM reads);
@@ -336,9 +336,9 @@ class Step:
              last: int | None = None) -> dict[str, Any]:
         """The launch's body (module docstring): the tokens ``ids`` at positions ``pos`` (from ``position``);
         returns the logits ``m["T, V"]`` — or, with ``last`` (a prefill chunk), only row ``last``'s, ``m["L, V"]``
-        (the next token of a generation needs no other: the LM head a GEMV over one row instead of a GEMM over
-        all T, a fifth of a 32-token prefill's products) — the final normalised state ``h`` and, probing, each
-        block's output."""
+        ("in prefill phase, only the last token is used", L8196–8200: the LM head a GEMV over one row instead of
+        a GEMM over all T, a fifth of a 32-token prefill's products) — the final normalised state ``h`` and,
+        probing, each block's output."""
         m, rd, arena = self.m, self.rows_d, self.arena
         out: dict[str, Any] = {}
         self.collective = 0
