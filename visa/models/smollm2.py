@@ -214,7 +214,7 @@ class SmolLM2:
             if probe and self.chips > 1:  # every chip's stages ``[chips, n, …]`` (each chip's shard)
                 got.update({key: self._read(val, key, t, every_chip=True)[:, :n] for key, val in out.items()
                             if key != "logits"})
-                got["logits.chips"] = self._read(out["logits"], "logits", t, every_chip=True)[:, :n]
+                got["logits.chips"] = self._read(out["logits"], "logits", 1 if last else t, every_chip=True)[:, :n]
         finally:
             step.arena.hbm = mark
             release_freed()  # the launch's freed stream arrays go back: the record that grows per step reuses none
