@@ -35,7 +35,7 @@ import numpy.typing as npt
 from visa import dtypes as dt
 from visa import fastpaths
 from visa.errors import AddressError
-from visa.memory import fast_nest, fast_regions
+from visa.memory import fast_nest, fast_pending, fast_regions
 from visa.memory.arena import ARENA, Lease, lazy_zeros
 from visa.memory.known import all_true
 from visa.memory.pages import ALL, MIXED, PAGE_BYTES, PageMask, Units, nest_offsets
@@ -251,14 +251,20 @@ class DenseImage:
         out: ByteArray = rows[units if owner is None else owner, lo:hi]
         return out
 
-    def _sources(self, units: IntArray, lo: int, hi: int) -> IntArray | None:
+    def _sources(self, units: IntArray, lo: int, hi: int,
+                 pieces: Sequence[tuple[int, int]] | None = None) -> IntArray | None:
         """For a read of bytes ``[lo, hi)`` of the (flat) ``units``: the unit that holds each one's bytes now
         (itself, or the source of its pending copy), when a pending copy holds them all; then the caller reads
-        ``_bytes`` itself (no other pending write reaches those bytes).  None otherwise: read :meth:`_raw`."""
+        ``_bytes`` itself (no other pending write reaches those bytes).  None otherwise: read :meth:`_raw`.
+        ``pieces``: the ranges inside ``[lo, hi)`` the read reaches, for ``memory.pending-pieces``
+        (:mod:`visa.memory.fast_pending`)."""
         if not self._pending.copies:
             return None
         self._pending.make(self._bytes.reshape(-1, self.nbytes), lo, hi, copies=False)
-        return self._pending.sources(units, lo, hi)
+        owner = self._pending.sources(units, lo, hi)
+        if owner is None and pieces is not None and fast_pending.PIECES.on:
+            owner = fast_pending.sources(self._pending, units, pieces)
+        return owner
 
     # The bytes ``[lo, hi)`` of a unit (the same range in every unit) outside of which nothing was ever written
     # (``_dirty``): a unit that receives only poison there holds poison already (UnitSelection._changing).
