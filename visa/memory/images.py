@@ -35,7 +35,7 @@ import numpy.typing as npt
 from visa import dtypes as dt
 from visa import fastpaths
 from visa.errors import AddressError
-from visa.memory import fast_nest, fast_pending, fast_regions
+from visa.memory import fast_nest, fast_pending, fast_regions, fast_replica_sources
 from visa.memory.arena import ARENA, Lease, lazy_zeros
 from visa.memory.known import all_true
 from visa.memory.pages import ALL, MIXED, PAGE_BYTES, PageMask, Units, nest_offsets
@@ -309,7 +309,7 @@ class DenseImage:
         if hi > lo:
             d_lo, d_hi = self._dirty
             self._dirty = (lo, hi) if d_hi <= d_lo else (min(d_lo, lo), max(d_hi, hi))
-            self._forget(lo, hi)
+            self._forget(lo, hi, units if fast_replica_sources.FORGET_UNITS.on else None)
             if isinstance(units, slice):
                 u_lo, u_hi, _ = units.indices(self._pages.state.shape[0])
             elif units is not None and units.size:
@@ -319,13 +319,14 @@ class DenseImage:
             o_lo, o_hi = self._dirty_units
             self._dirty_units = (u_lo, u_hi) if o_hi <= o_lo else (min(o_lo, u_lo), max(o_hi, u_hi))
 
-    def _forget(self, lo: int, hi: int) -> None:
-        """Bytes ``[lo, hi)`` of some units change (their bytes or whether they are written): no unit is known
-        to replicate another there any more (:mod:`visa.memory.replicas`), and the image takes a new stamp
+    def _forget(self, lo: int, hi: int, units: Units | None = None) -> None:
+        """Bytes ``[lo, hi)`` of some units (``units``, when the caller knows which: ``memory.forget-units``,
+        :mod:`visa.memory.fast_replica_sources`) change (their bytes or whether they are written): no unit is
+        known to replicate another there any more (:mod:`visa.memory.replicas`), and the image takes a new stamp
         (:data:`STAMPS`)."""
         self._stamp = next(STAMPS)
         if self._replicas is not None:
-            self._replicas.forget(lo, hi)
+            self._replicas.forget(lo, hi, units)
 
     def record_replicas(self, units: IntArray, keys: IntArray, lo: int, hi: int) -> None:
         """Bytes ``[lo, hi)`` of the (flat) ``units`` were just written with known bytes, the same bytes in
