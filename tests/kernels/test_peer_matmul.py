@@ -40,7 +40,8 @@ def test_the_shared_row_paths_change_nothing_the_kernel_sees() -> None:
     shared = ["vector.inter-shared", "cast.shared-rows", "commit.shared-rows", "fetch.shared-rows",
               "vector.shared-rows", "collect.shared-rows", "collect.shared-load",
               # and those of the cluster reduce over them and of the pairwise adds' reads
-              "parallel_copy.replicas", "dma.replica-sources", "memory.forget-units", "memory.pending-pieces"]
+              "parallel_copy.replicas", "dma.replica-sources", "memory.forget-units", "memory.pending-pieces",
+              "transpose.shared-rows"]
     fast = peer.run_kernel(4096, rows=64, tiles=1, measure=False)
     with fastpaths.disabled(*shared):
         reference = peer.run_kernel(4096, rows=64, tiles=1, measure=False)
