@@ -574,6 +574,14 @@ class DenseImage:
         self._touch(lo, hi)
         return self._data.reshape(-1)
 
+    def flat_range(self, lo: int, hi: int, write: bool = True) -> ByteArray:
+        """:meth:`flat_data` for a caller that reads or writes bytes ``[lo, hi)`` of units only (``write``: it
+        writes them): what is pending there is made, what is pending elsewhere stays pending (issue 24: an
+        asymmetric slice of one partial does not make the pending copies of every other tensor in DM)."""
+        if write:
+            self._touch(lo, hi)
+        return self._flat_raw(lo, hi)
+
     def _flat_raw(self, lo: int, hi: int) -> ByteArray:
         """The bytes as a flat view (unit ``u`` at ``u * nbytes``), for a caller that reads or writes bytes
         ``[lo, hi)`` of units only, and says what it wrote by :meth:`mark_written` or :meth:`mask_for_write`
