@@ -32,6 +32,7 @@ import numpy as np
 from visa import AxisSet, Context, DmTensor, HostTensor, device, i32, launch
 from visa.engines.dma.shuffle import rotation
 from visa.engines.vector import FxpBinaryOp
+from visa.kernels.collectives import pair_add_axes
 
 N = 4  # chips of the runs in main(); the tests run 2, 4 and 8
 
@@ -41,19 +42,15 @@ Dm = DmTensor[Any, Any, Any, Any, Any]
 def add(ctx: Context, mm: Any, a: Dm, b: Dm, address: int) -> Dm:
     """Tensor addition (L7610): fetch ``a`` and ``b`` interleaved along ``I`` and add them in the Vector Engine
     (wrapping i32 add, L4826); the result has ``a``'s layout, at ``address``."""
-    element = a.levels["Element"]
-    packet, time, tile, split = element, mm["I"], mm["1 # 2"], mm["1"]
-    if element.size > 8:  # one 32-byte flit a time step (L3544): the rest of the Element goes to Time
-        packet, rest = mm[f"[{element}] % 8"], f"[{element}] / 8"
-        # the pair innermost: a group is one packet in the Vector Engine's 1 KiB register-file cache (L5154–5249)
-        time, tile, split = mm[f"{rest}, I"], mm[f"{rest}, 1 # 2"], mm[rest]
+    # an Element wider than one 32-byte flit: its rest in Time, the pair innermost (L3544, L5154–5249)
+    packet, time, tile, split = pair_add_axes(mm, a.levels["Element"], "I")
     out: Dm = (ctx.main.begin_interleaved(mm["I"], a.view(), b.view())
                .fetch(i32, time, packet).collect(time, packet)
                .vector_init()
                .vector_intra_slice_unzip("I", tile, split)
                .vector_fxp_zip(FxpBinaryOp.AddFxp)
                .vector_final()
-               .commit(element, address))
+               .commit(a.levels["Element"], address))
     return out
 
 

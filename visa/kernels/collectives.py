@@ -37,7 +37,7 @@ from visa.kernels.memory import Arena, pair_axis
 from visa.mapping import AxisSet
 from visa.tensors.handles import DmTensor
 
-__all__ = ["all_reduce", "add_pair", "cluster_all_reduce", "rounds"]
+__all__ = ["all_reduce", "add_pair", "cluster_all_reduce", "pair_add_axes", "rounds"]
 
 Dm = DmTensor[Any, Any, Any, Any, Any]
 
@@ -45,6 +45,19 @@ Dm = DmTensor[Any, Any, Any, Any, Any]
 def rounds(n: int, algorithm: str = "butterfly") -> int:
     """Shuffle-and-add rounds of an AllReduce over ``n`` chips: log2 n (butterfly) or n − 1 (ring)."""
     return (n.bit_length() - 1) if algorithm == "butterfly" else n - 1
+
+
+def pair_add_axes(mm: Any, element: Any, pair: str) -> tuple[Any, Any, Any, Any]:
+    """The mappings of an interleaved pairwise add of two tensors whose Element level is ``element``, fetched
+    interleaved along ``pair`` (an axis of size 2, L1843–1852): ``(packet, time, tile, split)`` — the fetch's
+    packet and Time, then the unzip's tile and split (L4826).  One 32-byte flit of 8 lanes is fetched a time
+    step (L3544): an Element wider than 8 puts the rest of it in Time, with the pair innermost, so that a group
+    of the unzip is one packet in the Vector Engine's 1 KiB register-file cache (L5154–5249).
+    ``mm`` is the axis set's mapping factory."""
+    if element.size <= 8:
+        return element, mm[pair], mm["1 # 2"], mm["1"]
+    rest = f"[{element}] / 8"
+    return mm[f"[{element}] % 8"], mm[f"{rest}, {pair}"], mm[f"{rest}, 1 # 2"], mm[rest]
 
 
 def add_pair(ctx: Context, ax: AxisSet, arena: Arena, a: Dm, b: Dm, out_dtype: Any = None) -> Dm:
@@ -56,11 +69,7 @@ def add_pair(ctx: Context, ax: AxisSet, arena: Arena, a: Dm, b: Dm, out_dtype: A
     element = a.levels["Element"]
     integer = a.dtype is dt.i32
     fetch = dt.i32 if integer else dt.f32
-    packet, time, tile, split = element, mm[pair], mm["1 # 2"], mm["1"]
-    if element.size > 8:  # one 32-byte flit of 8 lanes a time step (L3544): the rest of the Element is Time
-        packet, rest = mm[f"[{element}] % 8"], f"[{element}] / 8"
-        # the pair innermost: a group is one packet in the Vector Engine's 1 KiB register-file cache (issue 26)
-        time, tile, split = mm[f"{rest}, {pair}"], mm[f"{rest}, 1 # 2"], mm[rest]
+    packet, time, tile, split = pair_add_axes(mm, element, pair)
     s: Any = (ctx.main.begin_interleaved(mm[pair], a.view(), b.view())
               .fetch(fetch, time, packet).collect(time, packet)
               .vector_init()
