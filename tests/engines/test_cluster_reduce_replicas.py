@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.fastpath_switch import skip_unless
 from visa import RNGD, AxisSet, Context, fastpaths, i8
 from visa.testing import place_dm
 
@@ -42,6 +43,7 @@ def _reduce(seed: int) -> tuple[Any, ...]:
     return data, known, schedule, labels
 
 
+@skip_unless("memory.replicas", *PATHS)
 @pytest.mark.parametrize("off", [(), *[(p,) for p in PATHS]])
 def test_replicas_survive_the_cluster_reduce_and_change_nothing_else(off: tuple[str, ...]) -> None:
     with fastpaths.disabled(*off) if off else contextlib.nullcontext():  # (disabled() with no names: all off)

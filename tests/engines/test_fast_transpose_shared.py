@@ -8,6 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.fastpath_switch import skip_unless
 from visa import dtypes as dt
 from visa import fastpaths
 from visa.engines import transpose as T
@@ -17,6 +18,7 @@ from visa.hw import RNGD
 from visa.mapping import AxisSet
 
 
+@skip_unless("transpose.shared-rows")
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), rows=st.integers(1, 4), slices=st.sampled_from([4, 8]),
        poison=st.booleans())

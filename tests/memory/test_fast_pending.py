@@ -8,6 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.fastpath_switch import skip_unless
 from visa import fastpaths
 from visa.dtypes import i8
 from visa.memory.images import DenseImage, load_nest
@@ -32,6 +33,7 @@ def _image(seed: int, n_src: int, ranges: list[tuple[int, int]], same: bool) -> 
     return img
 
 
+@skip_unless("memory.pending-pieces")
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), n_src=st.sampled_from([1, 2, 4]), size=st.integers(1, 40),
        gap=st.integers(0, 60), same=st.booleans(), mask=st.integers(1, 2**UNITS - 1))

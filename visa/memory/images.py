@@ -118,7 +118,8 @@ class DenseImage:
     - shape: :attr:`nbytes`, :attr:`lead_shape`, :attr:`state` (the page states), ``name``;
     - reading: :meth:`read_data` with :meth:`all_written` / :meth:`known_bytes` (nothing changes),
       :meth:`read_view`, :meth:`gather`, :meth:`flat_image` (the image as one unit, for a flat byte index);
-    - writing: :meth:`scatter` (bytes at an index), :meth:`flat_data` with :meth:`mark_written` or
+    - writing: :meth:`scatter` (bytes at an index), :meth:`flat_data` (or :meth:`flat_range`, which makes only the
+      range's pending writes) with :meth:`mark_written` or
       :meth:`mask_for_write` and :meth:`settle` (a caller that writes a byte range of every unit: a DMA, a
       memset, a copy between slices), :meth:`poison` and :meth:`unwrite` (bytes back to unwritten), and the
       whole arrays :attr:`data` / :attr:`written` and :meth:`flat` (whoever takes them may write them);
