@@ -250,6 +250,19 @@ def test_generate_equals_the_reference_greedily(short: tuple[SmolLM2, Reference]
     assert 0 < report.utilisation <= 1 and report.cycles_per_token > report.decode_bound_cycles
 
 
+def test_generation_prefill_runs_the_head_for_the_last_token_alone(short: tuple[SmolLM2, Reference]) -> None:
+    """``prefill(ids, every=False)`` (what ``generate`` samples from): the LM head for the last token only, the
+    same bits as that row of every position's logits (each row is its own GEMV over the same K tile), in fewer
+    cycles; ``logits(ids)`` still gives every position."""
+    model, _ = short
+    every = model.logits(PROMPT_IDS)
+    full = model.report().steps[-1].cycles
+    last = model.prefill(PROMPT_IDS, every=False)
+    assert every.shape == (len(PROMPT_IDS), model.config.vocab) and last.shape == (1, model.config.vocab)
+    assert np.array_equal(last, every[-1:])
+    assert model.report().steps[-1].cycles < full
+
+
 def test_sampling_is_seeded() -> None:
     """temperature / top_k / seed: the host's draw from the device's logits (no launch needed to check it)."""
     from visa.models.smollm2 import sample

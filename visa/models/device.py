@@ -285,7 +285,7 @@ class Step:
         self.ax = ax = AxisSet(T=t, V=c.vocab, D=c.dim, QKV=(q12 + c.kv_heads) * c.head_dim, QK=q12 * c.head_dim,
                                Q12=q12, Hq=c.heads, H=c.kv_heads, Dk=c.head_dim, Dr=c.head_dim, Dv=c.head_dim,
                                HO=c.heads * c.head_dim, S=s, HS=c.kv_heads * s, P=s, PG=s * c.group,
-                               F=c.ffn, F2=2 * c.ffn, Fh=c.ffn // 128, Fw=128, M3=c.group * t, R12=q12 * t,
+                               F=c.ffn, F2=2 * c.ffn, Fh=c.ffn // 128, Fw=128, M3=c.group * t, R12=q12 * t, L=1,
                                **({"C": self.chips} if self.chips > 1 else {}))
         self.m = ax.m
         chip = "C" if self.chips > 1 else "1"
@@ -297,6 +297,7 @@ class Step:
         self.gate_up = Gemm(ax, "T", "F2", "D", chip=chip, k_tile=whole("D"))
         self.down = Gemm(ax, "T", "D", "F", chip=chip, k_tile=whole("F"))
         self.lm_head = Gemm(ax, "T", "V", "D", chip=chip, k_tile=whole("D"))
+        self.lm_last = Gemm(ax, "L", "V", "D", chip=chip, k_tile=whole("D"))  # one row's logits (generation)
         self.embed = Embedding(ax, "V", "D", rows="T", chip=chip)
         if t == 1:
             self.rows_f = Rows(ax, "Fh", "Fw", chip=chip)  # SwiGLU of [F] as rows of 128 (the VRF holds the log)
@@ -329,9 +330,12 @@ class Step:
         return gemm.k_tiles > 1 and gemm.k_tile <= HALF_K
 
     # ---------------------------------------------------------------------------------------------------------
-    def body(self, ctx: Context, w: Weights, position: int, ids: Hbm, pos: Hbm, probe: bool) -> dict[str, Any]:
+    def body(self, ctx: Context, w: Weights, position: int, ids: Hbm, pos: Hbm, probe: bool,
+             last: int | None = None) -> dict[str, Any]:
         """The launch's body (module docstring): the tokens ``ids`` at positions ``pos`` (from ``position``);
-        returns the logits ``m["T, V"]``, the final normalised state ``h`` and, probing, each block's output."""
+        returns the logits ``m["T, V"]``, the final normalised state ``h`` and, probing, each block's output.
+        ``last``: the LM head of token ``last`` alone, the logits ``m["L, V"]`` (one row: what generation samples
+        from; the head's 49,152 rows for one token rather than for all T)."""
         m, rd, arena = self.m, self.rows_d, self.arena
         out: dict[str, Any] = {}
         self.collective = 0
@@ -359,7 +363,11 @@ class Step:
                     out.update({f"{b}.{k}": v for k, v in stages.items()})
             h = self.norm(ctx, arena, x, w.g_out)
             out["h"] = h
-            out["logits"] = self.lm_head(ctx, arena, h, w.emb)  # the LM head tied to token_embd
+            if last is None:
+                out["logits"] = self.lm_head(ctx, arena, h, w.emb)  # the LM head tied to token_embd
+            else:
+                h_last = h.view().tile(m["T"], 1, m["D"], last).relabel(m["L, D"])
+                out["logits"] = self.lm_last(ctx, arena, h_last, w.emb)
         return out
 
     def block(self, ctx: Context, arena: Arena, x: Any, swap: Hbm, blk: dict[str, Hbm], cache: tuple[Hbm, Hbm],
@@ -467,13 +475,13 @@ class Step:
 
 
 def launch_kernel(step: Step, ctx: Context, w: Weights, position: int, ids: Hbm, pos: Hbm,
-                  probe: bool) -> dict[str, Any]:
+                  probe: bool, last: int | None = None) -> dict[str, Any]:
     """Launch :meth:`Step.body` as a ``@device`` kernel on the step's chips."""
     from visa.context import launch
 
     @device(chip=step.chips)
     def llama_step(ctx: Context, ids: Hbm, pos: Hbm) -> dict[str, Any]:
-        return step.body(ctx, w, position, ids, pos, probe)
+        return step.body(ctx, w, position, ids, pos, probe, last)
 
     return launch(llama_step, ctx, ids, pos)
 
