@@ -54,7 +54,7 @@ def run(steps: int = 7) -> Iterator[str]:
     model = SmolLM2.load()
     yield phase("load")
     ids = model.tokenizer.encode("The capital of France is")
-    token = int(np.argmax(model.prefill(ids)[-1]))
+    token = int(np.argmax(model.prefill(ids, every=False)[-1]))  # as generate: the head of the last token
     yield phase("prefill")
     for i in range(steps):
         token = int(np.argmax(model.run([token], len(ids) + i)["logits"][0]))

@@ -265,10 +265,13 @@ def test_dma_waits_for_the_pass_reading_its_destination_and_the_pass_for_the_dma
     assert np.array_equal(again.logical(), x)
 
 
-def _weights_kernel(double: bool, tiles: int = 3) -> tuple[Context, list[Any], list[Any], list[float]]:
+def _weights_kernel(double: bool, tiles: int = 3, timeline: bool = True
+                    ) -> tuple[Context, list[Any], list[Any], list[float]]:
     """A dot product per tile: the sub context loads tile k's weights into a TRF half, the main context
-    contracts the activation with them.  Double-buffered: tiles alternate halves; single: always FirstHalf."""
+    contracts the activation with them.  Double-buffered: tiles alternate halves; single: always FirstHalf.
+    ``timeline``: the schedule's record mode (``Schedule.timeline``)."""
     ctx = _ctx()
+    ctx.schedule.timeline = timeline
     ax = AxisSet(A=1024)
     mm = ax.m
     rng = np.random.default_rng(7)

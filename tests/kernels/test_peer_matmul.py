@@ -38,7 +38,10 @@ def test_the_shared_row_paths_change_nothing_the_kernel_sees() -> None:
     a slice, whole pages of DM, which the replica ids of their commits cover (the fetch then reads one slice of
     each class)."""
     shared = ["vector.inter-shared", "cast.shared-rows", "commit.shared-rows", "fetch.shared-rows",
-              "vector.shared-rows", "collect.shared-rows", "collect.shared-load"]
+              "vector.shared-rows", "collect.shared-rows", "collect.shared-load",
+              # and those of the cluster reduce over them and of the pairwise adds' reads
+              "parallel_copy.replicas", "dma.replica-sources", "memory.forget-units", "memory.pending-pieces",
+              "transpose.shared-rows"]
     fast = peer.run_kernel(4096, rows=64, tiles=1, measure=False)
     with fastpaths.disabled(*shared):
         reference = peer.run_kernel(4096, rows=64, tiles=1, measure=False)

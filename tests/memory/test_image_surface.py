@@ -9,8 +9,9 @@ from pathlib import Path
 from visa.memory.images import DenseImage
 
 SURFACE = {"nbytes", "lead_shape", "state", "name", "read_data", "all_written", "known_bytes", "read_view", "gather",
-           "flat_image", "scatter", "flat_data", "mark_written", "mask_for_write", "settle", "poison", "unwrite",
-           "data", "written", "flat", "record_replicas", "replica_labels", "add_reader"}
+           "flat_image", "scatter", "flat_data", "flat_range", "mark_written", "mask_for_write", "settle", "poison",
+           "unwrite", "data", "written", "flat", "record_replicas", "replica_labels",
+           "add_reader"}
 
 PACKAGE = Path(__file__).resolve().parents[2] / "visa"
 

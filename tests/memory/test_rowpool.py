@@ -8,6 +8,7 @@ holds is handed out again; and the fetch's streams are the same with the pool as
 from __future__ import annotations
 
 import gc
+import tracemalloc
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -71,6 +72,32 @@ def test_a_buffer_is_reused_once_free_and_its_old_rows_cleared() -> None:
     del out, again
     third, _ = pool.take((4, 2), np.dtype(np.int16), ~rows)
     assert pool.reused == 1 and not third[rows].any()  # the rows written before, cleared
+
+
+def test_the_pool_keeps_at_most_its_byte_cap_the_oldest_going_first() -> None:
+    """Buffers of many shapes given back (a model's prefill, then its decode steps): the pool keeps at most
+    ``max_bytes`` of them, the ones given back last; the memory held is what tracemalloc counts (issue 25)."""
+    mib = 1 << 20
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        pool = RowPool(per_shape=4, least=0, max_bytes=3 * mib)
+        shapes = [(4, mib // 4 + 64 * k) for k in range(6)]  # six shapes of just over 1 MiB of uint8
+        for shape in shapes:
+            buf, loan = pool.take(shape, np.dtype(np.uint8), np.ones(4, dtype=bool))
+            assert loan is not None
+            buf[...] = 1
+            loan.settle()
+            del buf
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert pool.kept_bytes <= 3 * mib and held <= 3 * mib + (1 << 16)
+    assert sorted(shape for shape, _ in pool._kept) == shapes[-2:]  # the last two given back (two fit, not three)
+    again, _ = pool.take(shapes[-1], np.dtype(np.uint8), np.zeros(4, dtype=bool))  # reused, cleared
+    assert pool.reused == 1 and not again.any()
 
 
 def test_a_small_or_disabled_pool_lends_nothing() -> None:

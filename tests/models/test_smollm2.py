@@ -236,6 +236,18 @@ def short(gguf: GgufModel, short_ref: Reference) -> tuple[SmolLM2, Reference]:
     return SmolLM2(short_ref.c, Tokenizer.from_gguf(gguf), gguf.weight, length=64), short_ref
 
 
+def test_the_last_rows_logits_are_the_full_prefills_last_row(short: tuple[SmolLM2, Reference]) -> None:
+    """``run(…, last=True)`` (generate's prefill): the LM head over the last token's row only, a GEMV — the same
+    bits as that row of the whole prefill's logits, in fewer cycles (the head's M 32 → 1)."""
+    model, _ = short
+    whole = model.run(PROMPT_IDS, 0)["logits"]
+    cycles = model.last.steps[-1].cycles
+    last = model.run(PROMPT_IDS, 0, last=True)["logits"]
+    assert whole.shape == (len(PROMPT_IDS), 49152) and last.shape == (1, 49152)
+    assert np.array_equal(last[0], whole[-1])
+    assert model.last.steps[-1].cycles < cycles
+
+
 def test_generate_equals_the_reference_greedily(short: tuple[SmolLM2, Reference]) -> None:
     """``generate``: a prefill, then a decode step on the device's cache, token for token the reference's greedy
     continuation; the tokens stream as they come; the report has the prefill and a decode per later token."""
@@ -248,6 +260,19 @@ def test_generate_equals_the_reference_greedily(short: tuple[SmolLM2, Reference]
     report = model.report()
     assert [s.kind for s in report.steps] == ["prefill", "decode"]
     assert 0 < report.utilisation <= 1 and report.cycles_per_token > report.decode_bound_cycles
+
+
+def test_generation_prefill_runs_the_head_for_the_last_token_alone(short: tuple[SmolLM2, Reference]) -> None:
+    """``prefill(ids, every=False)`` (what ``generate`` samples from): the LM head for the last token only, the
+    same bits as that row of every position's logits (each row is its own GEMV over the same K tile), in fewer
+    cycles; ``logits(ids)`` still gives every position."""
+    model, _ = short
+    every = model.logits(PROMPT_IDS)
+    full = model.report().steps[-1].cycles
+    last = model.prefill(PROMPT_IDS, every=False)
+    assert every.shape == (len(PROMPT_IDS), model.config.vocab) and last.shape == (1, model.config.vocab)
+    assert np.array_equal(last, every[-1:])
+    assert model.report().steps[-1].cycles < full
 
 
 def test_sampling_is_seeded() -> None:
@@ -269,8 +294,8 @@ def test_too_long_is_refused_before_any_launch(model: SmolLM2) -> None:
 
 
 def test_a_cache_too_long_is_refused_before_any_host_array() -> None:
-    """length=4096 needs 2.4 GB of tables and caches per chip (the decode log alone is 108·length² bytes): the
-    refusal comes before any weight is read or any table built (the allocation peak stays small)."""
+    """length=4096 needs 1.4 GB of weights, tables and caches per chip (the decode mask alone is 54·length²
+    bytes): the refusal comes before any weight is read or any table built (the allocation peak stays small)."""
     asked: list[str] = []
 
     def weight(name: str) -> Any:
@@ -284,7 +309,7 @@ def test_a_cache_too_long_is_refused_before_any_host_array() -> None:
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert asked == [] and peak < 16 << 20  # (a new context's own start: a few MB; the decode log: 1.8 GB)
+    assert asked == [] and peak < 16 << 20  # (a new context's own start: a few MB; the decode mask: 0.9 GB)
 
 
 def test_weights_past_the_room_are_refused_before_their_buffer() -> None:

@@ -6,8 +6,8 @@ position of each destination element, ``cfg.source``, times the element's bytes)
 slice keeps are an arithmetic pattern — the entries ``(outer, j, inner)`` of the split Element for a fixed ``j``
 — so the source is a strided view of each slice's bytes and the destination a contiguous run: one strided copy
 per cluster (chip), for the bytes and, when the source is not all written, for the written-mask.  The memory
-images are asked for their bytes and masks exactly as the reference asks (the same pending writes made, the
-same ranges marked written).
+images are asked for the source's and the result's ranges only (:meth:`~visa.memory.images.DenseImage.flat_range`:
+what is pending elsewhere stays pending), and mark the same ranges written.
 """
 
 from __future__ import annotations
@@ -66,8 +66,9 @@ def execute(cfg: SliceConfig, src: DenseImage, dst: DenseImage, chip: int, src_a
     lo, hi = dst_address, dst_address + real * nb
     s_lo = src_address + int(cfg.source.min()) * nb
     s_hi = src_address + (int(cfg.source.max()) + 1) * nb
-    sv = src.flat_data(0, 0).reshape(*lead, nbytes)
-    dv = dst.flat_data(lo, hi).reshape(*lead, nbytes)
+    # (what is pending in DM elsewhere stays pending: the source's range made, the destination's made and touched)
+    sv = src.flat_range(s_lo, s_hi, write=False).reshape(*lead, nbytes)
+    dv = dst.flat_range(lo, hi).reshape(*lead, nbytes)
     dense_strides = tuple(int(np.prod(sizes[d + 1:])) for d in range(len(sizes)))  # the destination: in order
 
     def entry(k: int) -> int:

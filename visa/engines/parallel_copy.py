@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from visa import dtypes as dt
-from visa.engines import fast_parallel_copy
+from visa.engines import fast_parallel_copy, fast_parallel_copy_replicas
 from visa.engines.cache import cached
 from visa.errors import AddressError, LayoutError, TypestateError, UnsupportedFeatureError
 from visa.hw import HardwareProfile
@@ -209,6 +209,13 @@ def execute(cfg: SliceConfig, src: DenseImage, dst: DenseImage, chip: int, src_a
             ) -> None:
     """Copy one chip's share: in every slice of cluster ``k`` (of this ``chip``), the result's element ``p'``
     is the source's element ``source[j][p']`` with ``j = indices[chip]`` (``indices[k]`` for a cluster slice)."""
+    _copy(cfg, src, dst, chip, src_address, dst_address)
+    if fast_parallel_copy_replicas.REPLICAS.on:  # (a source the copy overwrote has no labels left: none recorded)
+        fast_parallel_copy_replicas.record(cfg, src, dst, chip, src_address, dst_address)
+
+
+def _copy(cfg: SliceConfig, src: DenseImage, dst: DenseImage, chip: int, src_address: int, dst_address: int
+          ) -> None:
     if fast_parallel_copy.STRIDED.on and fast_parallel_copy.execute(cfg, src, dst, chip, src_address, dst_address):
         return
     nb = cfg.dtype.size_bits // 8

@@ -38,8 +38,10 @@ import numpy.typing as npt
 
 from visa import dtypes as dt
 from visa import fastpaths
+from visa.engines import fast_transpose_shared
 from visa.engines.cache import cached
 from visa.engines.common import StreamData, axes_text, divisors, refuse_in_sub_context
+from visa.engines.shared import SharedRows
 from visa.errors import HardwareLimitError, IncompatibleShapesError, UnsupportedFeatureError
 from visa.hw import HardwareProfile, TransposeEngine
 from visa.mapping import Mapping, pair_of
@@ -173,6 +175,8 @@ def execute(config: TransposeConfig, data: StreamData) -> StreamData:
     False, value zero).  The fast path ``transpose.tiles`` computes the same as views of each tile
     (:mod:`visa.engines.fast_transpose`)."""
     c = config
+    if fast_transpose_shared.SHARED.on and isinstance(data, SharedRows):  # the distinct rows only (each checked)
+        return fast_transpose_shared.execute(c, data)
     lead = data.values.shape[:3]
     expect = (*lead, c.in_time, c.in_packet)
     if data.values.shape != expect:

@@ -19,13 +19,14 @@ from visa.kernels.gemm import Gemm
 from visa.kernels.memory import Arena
 from visa.kernels.rows import Rows
 from visa.mapping import AxisSet
-from visa.tensors.handles import HbmTensor, HbmTensorView, VrfTensor
+from visa.tensors.handles import DmTensor, HbmTensor, HbmTensorView, VrfTensor
 
 __all__ = ["Attention"]
 
 Hbm = HbmTensor[Any, Any, Any]
 HbmIn = HbmTensor[Any, Any, Any] | HbmTensorView[Any, Any, Any]  # a tensor, or a view of one (tile, relabel)
 Vrf = VrfTensor[Any, Any, Any, Any, Any]
+Dm = DmTensor[Any, Any, Any, Any, Any]
 
 
 class Attention:
@@ -35,6 +36,8 @@ class Attention:
     ``S`` a multiple of 32 (a GEMM's N, then its K), ``Dk`` and ``Dv`` multiples of 32.  An additive ``mask``
     over S (bf16 in HBM, ``m["S"]``: 0 to keep a position, −inf to drop it) is added to the scores before the
     softmax (:meth:`Rows.add`; ``s + 0`` is exact and ``exp(−inf) = 0``), e.g. for a cache only partly filled;
+    or a mask over ``[Q, S]`` already in DM in the softmax's row layout (:meth:`Rows.load` of ``Rows(ax, q, s)``),
+    which many calls share (a model's causal mask, moved into DM once for all its layers);
     or a branch ``log`` masks them in the softmax passes (the manual's causal mask by the branch log,
     L8090–8100).  ``chip``: the Chip level of the parts (:class:`Gemm`), one head per chip with ``chip="C"``.
     ``scale`` (default ``1/√|Dk|``): the factor of the scores; ``scale=1.0`` when q already carries it (a model
@@ -50,7 +53,7 @@ class Attention:
         self.scale = 1.0 / math.sqrt(ax.size(dk)) if scale is None else scale
         self.ax, self.q, self.s = ax, q, s
 
-    def __call__(self, ctx: Context, arena: Arena, q: HbmIn, k: HbmIn, v_t: HbmIn, mask: HbmIn | None = None,
+    def __call__(self, ctx: Context, arena: Arena, q: HbmIn, k: HbmIn, v_t: HbmIn, mask: HbmIn | Dm | None = None,
                  *, log: Vrf | None = None) -> Hbm:
         """``q`` ``m["Q, Dk"]``, ``k`` ``m["S, Dk"]``, ``v_t`` ``m["Dv, S"]`` (all bf16 in HBM) → ``m["Q, Dv"]``.
 
@@ -59,7 +62,9 @@ class Attention:
         scores = self.scores(ctx, arena, q, k)
         rows = self.softmax
         s_dm = rows.load(ctx, arena, scores)
-        if mask is not None:
+        if isinstance(mask, DmTensor):  # rows of the mask in DM already
+            s_dm = rows.add(ctx, arena, s_dm, mask)
+        elif mask is not None:
             s_dm = rows.add(ctx, arena, s_dm, rows.load(ctx, arena, mask))  # the mask is broadcast over Q
         probs_dm = rows.softmax(ctx, arena, s_dm, scale=self.scale, log=log)
         probs = self.softmax.store(ctx, arena, probs_dm)

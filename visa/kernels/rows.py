@@ -3,10 +3,10 @@
 A :class:`Rows` is built from an :class:`~visa.mapping.AxisSet` and the names of its row and column axes; it
 derives every mapping the passes need from their sizes, and refuses shapes the layout cannot hold.  The layout
 is one row per slice (``Slice = m["T # 256"]``, manual L1081), the row's columns the DM Element (``m["D"]``,
-bf16).  Each pass fetches the row as f32 (the fetch's bf16 → f32 cast, L1960), four lanes per packet for the
-Way4 float stages (L4731, L4907), and writes f32 per-row statistics as one 32-byte flit per row
-(``m["1 # 8"]``).  A per-row statistic reaches the next pass as a VRF operand, loaded by the sub context and
-broadcast over the row's columns (L5063–5081).
+bf16).  Each pass fetches the row as f32 (the fetch's bf16 → f32 cast, L1960), eight lanes per packet (whole
+32-byte flits of data), split into two Way4 flits for the float stages (L4842–4864, L4731, L4907), and writes
+f32 per-row statistics as one 32-byte flit per row (``m["1 # 8"]``).  A per-row statistic reaches the next pass
+as a VRF operand, loaded by the sub context and broadcast over the row's columns (L5063–5081).
 
 The operations are the engines' own (``plan``/``execute`` live in ``visa.engines``): this module only chooses
 mappings, addresses and the order of passes.  Float results are f32-exact up to the documented roundings; the
@@ -78,7 +78,8 @@ class Rows:
         self.element: Mapping = m[cols]
         self.time4: Mapping = m[f"{cols} / 4"]
         self.packet4: Mapping = m[f"{cols} % 4"]
-        self.packet4x8: Mapping = m[f"{cols} % 4 # 8"]
+        self.time8: Mapping = m[f"{cols} / 8"]
+        self.packet8: Mapping = m[f"{cols} % 8"]
         self.stat: Mapping = m["1 # 8"]
 
     # -- moving rows in and out ----------------------------------------------------------------------------
@@ -120,13 +121,16 @@ class Rows:
                 .to_vrf(self.element, arena.take_vrf(4 * self.d)))
 
     def _row(self, ctx: Context, x: Dm, log: Vrf | None = None) -> Any:
-        """Fetch a row as f32, four lanes per packet, into the Vector Engine's Way4 stages.  With a branch ``log``
-        the Branch stage reads each element's ExecutionId from it (``BranchMode.Vrf``, L4802) and the elements of
-        group One become −inf by two Logic ops on the group (bits AND 0, then OR −inf's bits; Logic runs in Way8,
-        L4806, before the trim to Way4): the manual's ``scores_masked`` (L8090–8099)."""
+        """Fetch a row as f32, eight lanes per packet, split into the Vector Engine's Way4 stages (``vector_split``,
+        L4842–4864: the upper four lanes become the next time step, so the Way4 stream is the row's elements in
+        order, four at a time — the stream a fetch of four lanes padded to eight and trimmed gave, from flits that
+        carry data in all eight lanes: no copy to drop padding lanes).  With a branch ``log`` the Branch stage
+        reads each element's ExecutionId from it (``BranchMode.Vrf``, L4802) and the elements of group One become
+        −inf by two Logic ops on the group (bits AND 0, then OR −inf's bits; Logic runs in Way8, L4806, before the
+        split to Way4): the manual's ``scores_masked`` (L8090–8099)."""
         s: Any = (ctx.main.begin(x.view())
-                  .fetch(dt.f32, self.time4, self.packet4x8)
-                  .collect(self.time4, self.packet4x8)
+                  .fetch(dt.f32, self.time8, self.packet8)
+                  .collect(self.time8, self.packet8)
                   .vector_init())
         if log is None:
             s = s.vector_intra_slice_branch(BranchMode.Unconditional)
@@ -134,7 +138,7 @@ class Rows:
             s = (s.vector_intra_slice_branch(BranchMode.Vrf(log))
                  .vector_logic(LogicBinaryOpF32.BitAnd, VeBranchOperand.group(0.0, GroupId.One))
                  .vector_logic(LogicBinaryOpF32.BitOr, VeBranchOperand.group(NEG_INF_BITS, GroupId.One)))
-        return s.vector_trim_way4(self.packet4)
+        return s.vector_split(self.time4, self.packet4)
 
     def _reduce(self, ctx: Context, arena: Arena, s: Any, op: IntraSliceReduceOpF32) -> Dm:
         """Reduce the row's columns (Time and lanes) to one f32 per row, committed as one flit."""
@@ -253,11 +257,11 @@ class Rows:
         m = self.ax.m
         pair = pair_axis(self.ax)
         s = (ctx.main.begin_interleaved(m[pair], a.view(), b.view())  # the pair innermost (unzip cache, issue 26)
-             .fetch(dt.f32, m[f"{self.cols} / 4, {pair}"], self.packet4x8)
-             .collect(m[f"{self.cols} / 4, {pair}"], self.packet4x8)
+             .fetch(dt.f32, m[f"{self.cols} / 8, {pair}"], self.packet8)
+             .collect(m[f"{self.cols} / 8, {pair}"], self.packet8)
              .vector_init()
-             .vector_intra_slice_unzip(pair, m[f"{self.cols} / 4, 1 # 2"], self.time4)
-             .vector_trim_way4(self.packet4)
+             .vector_intra_slice_unzip(pair, m[f"{self.cols} / 8, 1 # 2"], self.time8)
+             .vector_split(self.time4, self.packet4)
              .vector_fp_zip(op))
         return self._rows_out(ctx, arena, s, address)
 
@@ -299,11 +303,11 @@ class Rows:
             r = self.to_vrf(ctx, arena, rstd)
             pair = pair_axis(self.ax)
             s = (ctx.main.begin_interleaved(m[pair], x.view(), gain.view())  # the pair innermost (issue 26)
-                 .fetch(dt.f32, m[f"{self.cols} / 4, {pair}"], self.packet4x8)
-                 .collect(m[f"{self.cols} / 4, {pair}"], self.packet4x8)
+                 .fetch(dt.f32, m[f"{self.cols} / 8, {pair}"], self.packet8)
+                 .collect(m[f"{self.cols} / 8, {pair}"], self.packet8)
                  .vector_init()
-                 .vector_intra_slice_unzip(pair, m[f"{self.cols} / 4, 1 # 2"], self.time4)
-                 .vector_trim_way4(self.packet4)
+                 .vector_intra_slice_unzip(pair, m[f"{self.cols} / 8, 1 # 2"], self.time8)
+                 .vector_split(self.time4, self.packet4)
                  .vector_fp_zip(FpBinaryOp.MulF(FpMulAlu.Mul0))
                  .vector_fp_binary(FpBinaryOp.MulF(FpMulAlu.Mul1), r))
             return self._rows_out(ctx, arena, s, out)

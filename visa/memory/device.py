@@ -16,7 +16,13 @@ from visa.memory.registry import Registry
 if TYPE_CHECKING:
     from visa.memory.usage import MemoryReport
 
-__all__ = ["ChipMemory", "DeviceMemory"]
+__all__ = ["ChipMemory", "DeviceMemory", "TRF_PAGE_BYTES"]
+
+#: The page of the TRF image's written-state (:mod:`visa.memory.pages`): a register load writes a few hundred bytes
+#: of every row (the reference's ``matmul_16384``: bytes 0–511 of 4,096 rows), which whole 4 KiB pages would leave
+#: partial, each load and each read then settling 16 MB of byte mask; pages of 256 bytes keep such loads whole
+#: pages (a state each, no mask).  The known bytes are the same at any page size (issue 24).
+TRF_PAGE_BYTES = 256
 
 
 class ChipMemory:
@@ -56,7 +62,7 @@ class ChipMemory:
         if self._trf is None:
             d, t = self.hw.dm, self.hw.trf
             self._trf = DenseImage((d.clusters_per_chip, d.slices_per_cluster, t.rows, 2 * t.row_bytes),
-                                   f"TRF row of chip {self.chip}")
+                                   f"TRF row of chip {self.chip}", page_bytes=TRF_PAGE_BYTES)
         return self._trf
 
     @property

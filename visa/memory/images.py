@@ -36,7 +36,7 @@ import numpy.typing as npt
 from visa import dtypes as dt
 from visa import fastpaths
 from visa.errors import AddressError
-from visa.memory import fast_nest, fast_regions
+from visa.memory import fast_nest, fast_pending, fast_regions, fast_replica_sources
 from visa.memory.arena import ARENA, Lease, lazy_zeros
 from visa.memory.known import all_true
 from visa.memory.pages import ALL, MIXED, PAGE_BYTES, PageMask, Units, nest_offsets
@@ -119,7 +119,8 @@ class DenseImage:
     - shape: :attr:`nbytes`, :attr:`lead_shape`, :attr:`state` (the page states), ``name``;
     - reading: :meth:`read_data` with :meth:`all_written` / :meth:`known_bytes` (nothing changes),
       :meth:`read_view`, :meth:`gather`, :meth:`flat_image` (the image as one unit, for a flat byte index);
-    - writing: :meth:`scatter` (bytes at an index), :meth:`flat_data` with :meth:`mark_written` or
+    - writing: :meth:`scatter` (bytes at an index), :meth:`flat_data` (or :meth:`flat_range`, which makes only the
+      range's pending writes) with :meth:`mark_written` or
       :meth:`mask_for_write` and :meth:`settle` (a caller that writes a byte range of every unit: a DMA, a
       memset, a copy between slices), :meth:`poison` and :meth:`unwrite` (bytes back to unwritten), and the
       whole arrays :attr:`data` / :attr:`written` and :meth:`flat` (whoever takes them may write them);
@@ -257,14 +258,20 @@ class DenseImage:
         out: ByteArray = rows[units if owner is None else owner, lo:hi]
         return out
 
-    def _sources(self, units: IntArray, lo: int, hi: int) -> IntArray | None:
+    def _sources(self, units: IntArray, lo: int, hi: int,
+                 pieces: Sequence[tuple[int, int]] | None = None) -> IntArray | None:
         """For a read of bytes ``[lo, hi)`` of the (flat) ``units``: the unit that holds each one's bytes now
         (itself, or the source of its pending copy), when a pending copy holds them all; then the caller reads
-        ``_bytes`` itself (no other pending write reaches those bytes).  None otherwise: read :meth:`_raw`."""
+        ``_bytes`` itself (no other pending write reaches those bytes).  None otherwise: read :meth:`_raw`.
+        ``pieces``: the ranges inside ``[lo, hi)`` the read reaches, for ``memory.pending-pieces``
+        (:mod:`visa.memory.fast_pending`)."""
         if not self._pending.copies:
             return None
         self._pending.make(self._bytes.reshape(-1, self.nbytes), lo, hi, copies=False)
-        return self._pending.sources(units, lo, hi)
+        owner = self._pending.sources(units, lo, hi)
+        if owner is None and pieces is not None and fast_pending.PIECES.on:
+            owner = fast_pending.sources(self._pending, units, pieces)
+        return owner
 
     # The bytes ``[lo, hi)`` of a unit (the same range in every unit) outside of which nothing was ever written
     # (``_dirty``): a unit that receives only poison there holds poison already (UnitSelection._changing).
@@ -309,7 +316,7 @@ class DenseImage:
         if hi > lo:
             d_lo, d_hi = self._dirty
             self._dirty = (lo, hi) if d_hi <= d_lo else (min(d_lo, lo), max(d_hi, hi))
-            self._forget(lo, hi)
+            self._forget(lo, hi, units if fast_replica_sources.FORGET_UNITS.on else None)
             if isinstance(units, slice):
                 u_lo, u_hi, _ = units.indices(self._pages.state.shape[0])
             elif units is not None and units.size:
@@ -319,13 +326,14 @@ class DenseImage:
             o_lo, o_hi = self._dirty_units
             self._dirty_units = (u_lo, u_hi) if o_hi <= o_lo else (min(o_lo, u_lo), max(o_hi, u_hi))
 
-    def _forget(self, lo: int, hi: int) -> None:
-        """Bytes ``[lo, hi)`` of some units change (their bytes or whether they are written): no unit is known
-        to replicate another there any more (:mod:`visa.memory.replicas`), and the image takes a new stamp
+    def _forget(self, lo: int, hi: int, units: Units | None = None) -> None:
+        """Bytes ``[lo, hi)`` of some units (``units``, when the caller knows which: ``memory.forget-units``,
+        :mod:`visa.memory.fast_replica_sources`) change (their bytes or whether they are written): no unit is
+        known to replicate another there any more (:mod:`visa.memory.replicas`), and the image takes a new stamp
         (:data:`STAMPS`)."""
         self._stamp = next(STAMPS)
         if self._replicas is not None:
-            self._replicas.forget(lo, hi)
+            self._replicas.forget(lo, hi, units)
         self._settle_readers()
 
     def add_reader(self, reader: Any) -> None:
@@ -587,6 +595,14 @@ class DenseImage:
         of units only (or nothing) and says what it wrote by :meth:`mark_written` or :meth:`mask_for_write`."""
         self._touch(lo, hi)
         return self._data.reshape(-1)
+
+    def flat_range(self, lo: int, hi: int, write: bool = True) -> ByteArray:
+        """:meth:`flat_data` for a caller that reads or writes bytes ``[lo, hi)`` of units only (``write``: it
+        writes them): what is pending there is made, what is pending elsewhere stays pending (issue 24: an
+        asymmetric slice of one partial does not make the pending copies of every other tensor in DM)."""
+        if write:
+            self._touch(lo, hi)
+        return self._flat_raw(lo, hi)
 
     def _flat_raw(self, lo: int, hi: int) -> ByteArray:
         """The bytes as a flat view (unit ``u`` at ``u * nbytes``), for a caller that reads or writes bytes

@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from visa.hw import HardwareProfile
+from visa.memory import fast_transfers
 
 __all__ = ["hbm_channel", "hbm_bank", "hbm_row", "dm_dmn", "dm_engine_time", "dm_busy", "hbm_transfers",
            "hbm_packet_transfers", "hbm_busy", "hbm_load", "HbmLoad", "dm_bank_runs", "sequence_bank_runs"]
@@ -173,6 +174,10 @@ def hbm_packet_transfers(hw: HardwareProfile, packets: IntArray, packet_bytes: i
     unit is a read-modify-write (about 50×, L2985).  Returns the unit address of every transfer in issue
     order, its cost factor (1, or the RMW penalty) and the index of the packet it belongs to.
     """
+    if fast_transfers.ALIGNED.on:
+        got = fast_transfers.transfers(hw, packets, packet_bytes, write)
+        if got is not None:
+            return got
     unit = hw.hbm.access_unit_bytes
     req = hw.dma.request_bytes
     nreq = -(-packet_bytes // req)

@@ -68,10 +68,11 @@ class ReplicaIds:
         self.page, self.n = page, n
         self.ids: IntArray = np.zeros((units, -(-n // page)), np.int64)
 
-    def forget(self, lo: int, hi: int) -> None:
-        """Bytes ``[lo, hi)`` of some units change: the pages they reach hold no id in any unit."""
+    def forget(self, lo: int, hi: int, units: slice | IntArray | None = None) -> None:
+        """Bytes ``[lo, hi)`` of ``units`` (of some units, when None) change: the pages they reach hold no id in
+        those units (in any unit)."""
         if hi > lo:
-            self.ids[:, lo // self.page: -(-hi // self.page)] = 0
+            self.ids[slice(None) if units is None else units, lo // self.page: -(-hi // self.page)] = 0
 
     def record(self, units: IntArray, keys: npt.NDArray[np.int64], lo: int, hi: int) -> None:
         """Bytes ``[lo, hi)`` of ``units`` were just written with known bytes, the same in units of equal

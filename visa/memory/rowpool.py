@@ -36,21 +36,25 @@ import numpy.typing as npt
 
 from visa import fastpaths
 
-__all__ = ["RowPool", "Loan", "ROW_POOL", "POOL"]
+__all__ = ["RowPool", "Loan", "ROW_POOL", "POOL", "MAX_BYTES"]
 
 POOL = fastpaths.register("memory.rowpool", "stream buffers are reused with their rows without data kept zero, "
                           "instead of allocated and zeroed for every fetch")
 
 BoolArray = npt.NDArray[np.bool_]
 
+#: Bytes a :class:`RowPool` keeps at most by default (over every shape).
+MAX_BYTES = 32 << 20
+
 
 class Loan:
     """One buffer lent by a :class:`RowPool`: the owner array and the rows that may hold non-zeros."""
 
-    __slots__ = ("owner", "dirty", "_pool")
+    __slots__ = ("owner", "dirty", "_pool", "stamp")
 
     def __init__(self, owner: npt.NDArray[Any], dirty: BoolArray, pool: RowPool) -> None:
         self.owner, self.dirty, self._pool = owner, dirty, pool
+        self.stamp = 0  # when it was last given back (the pool's count): the oldest goes first past the byte cap
 
     def settle(self, written: BoolArray | None = None) -> npt.NDArray[Any]:
         """The buffer, read-only, given back to the pool for when it dies: ``written`` (one bool per row) are
@@ -71,17 +75,27 @@ class Loan:
 class RowPool:
     """Buffers of dead streams by shape and type, with the rows that may hold non-zeros (module docstring).
 
-    ``per_shape`` bounds the buffers kept for one shape and type; ``least`` is the smallest buffer kept (in
-    bytes: a small one costs less to clear than to track); ``reused`` counts the buffers handed out again.
+    ``per_shape`` bounds the buffers kept for one shape and type; ``max_bytes`` the bytes kept over all shapes
+    (past it the buffers given back longest ago go first: a program that moves on to other shapes — a model's
+    prefill, then its decode steps — does not keep the old ones' buffers, issue 25); ``least`` is the smallest
+    buffer kept (in bytes: a small one costs less to clear than to track); ``reused`` counts the buffers handed
+    out again.
     """
 
-    __slots__ = ("_kept", "per_shape", "least", "reused", "enabled", "path")
+    __slots__ = ("_kept", "per_shape", "least", "reused", "enabled", "path", "max_bytes", "_given")
 
     def __init__(self, per_shape: int = 4, enabled: bool = True, least: int = 1 << 20,
-                 path: fastpaths.FastPath | None = None) -> None:
+                 path: fastpaths.FastPath | None = None, max_bytes: int = MAX_BYTES) -> None:
         self._kept: dict[tuple[tuple[int, ...], str], list[Loan]] = {}
         self.per_shape, self.least, self.reused, self.enabled = per_shape, least, 0, enabled
         self.path = path  # the fast path that switches this pool (the fetch's: memory.rowpool)
+        self.max_bytes = max_bytes
+        self._given = 0
+
+    @property
+    def kept_bytes(self) -> int:
+        """Bytes of the buffers the pool keeps (in use elsewhere or free)."""
+        return sum(loan.owner.nbytes for kept in self._kept.values() for loan in kept)
 
     def take(self, shape: tuple[int, ...], dtype: np.dtype[Any],
              data_rows: BoolArray) -> tuple[npt.NDArray[Any], Loan | None]:
@@ -116,7 +130,16 @@ class RowPool:
         if len(kept) >= self.per_shape:  # full: let go of one still in use elsewhere, else the oldest
             held = [i for i, k in enumerate(kept) if not k.free()]
             del kept[held[0] if held else 0]
+        self._given += 1
+        loan.stamp = self._given
         kept.append(loan)
+        total = self.kept_bytes
+        while total > self.max_bytes:  # over the byte cap: the one given back longest ago goes (maybe this one)
+            key, i = min(((k, i) for k, ls in self._kept.items() for i in range(len(ls))),
+                         key=lambda ki: self._kept[ki[0]][ki[1]].stamp)
+            total -= self._kept[key].pop(i).owner.nbytes
+            if not self._kept[key]:
+                del self._kept[key]
 
     def clear(self) -> None:
         """Let every kept buffer go."""

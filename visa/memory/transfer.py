@@ -39,7 +39,7 @@ import numpy.typing as npt
 from visa import fastpaths
 from visa.errors import AddressError
 from visa.hw import HardwareProfile
-from visa.memory import fast_runs, fast_split
+from visa.memory import fast_replica_sources, fast_runs, fast_split
 from visa.memory.images import BoolArray, ByteArray, DenseImage, IntArray, PagedImage
 from visa.memory.pages import PageMask
 
@@ -302,6 +302,11 @@ class DmEndpoint:
         (:meth:`visa.memory.images.DenseImage.record_replicas`)."""
         self._image(chip).record_replicas(units, keys, unit_lo, unit_hi)
 
+    def replica_labels(self, chip: int, units: IntArray, unit_lo: int, unit_hi: int) -> IntArray | None:
+        """The replica labels of the (flat) ``units`` over bytes ``[unit_lo, unit_hi)``
+        (:meth:`visa.memory.images.DenseImage.replica_labels`)."""
+        return self._image(chip).replica_labels(units, unit_lo, unit_hi)
+
     def cover(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> None:
         """The copy writes every byte ``[unit_lo, unit_hi)`` of every unit of ``[lo, hi)``
         (:meth:`visa.memory.images.DenseImage._cover`)."""
@@ -456,7 +461,8 @@ def _copy_chip(loops: Sequence[ByteLoop], sb: int, db: int, src: Endpoint, dst: 
                                    _view(s_data, s_off, shape, r.strides)):
                 _assign(d_data, d_off, w.strides, s_data, s_off, r.strides, shape)
             dst.mark_written(w.chip, w.lo, w.hi, w.unit_lo, w.unit_hi)
-            _record_replicas(loops, w, dst)
+            if not _record_replicas(loops, w, dst) and fast_replica_sources.SOURCES.on:
+                fast_replica_sources.record(loops, r, w, src, dst)
             return
         _assign(d_data, d_off, w.strides, s_data, s_off, r.strides, shape)
         d_written, m_at = dst.mask_for_write(w.chip, w.lo, w.hi, w.unit_lo, w.unit_hi)
@@ -548,16 +554,19 @@ def _defer_replicas(loops: Sequence[ByteLoop], w: _Resolved, dst: Endpoint, dv: 
     return True
 
 
-def _record_replicas(loops: Sequence[ByteLoop], w: _Resolved, dst: Endpoint) -> None:
+def _record_replicas(loops: Sequence[ByteLoop], w: _Resolved, dst: Endpoint) -> bool:
     """After a copy of known bytes that covered ``[unit_lo, unit_hi)`` of every destination unit: units whose
     bytes came from the same source offsets hold the same bytes (a source read again for each of them, a
-    stride-0 loop: :mod:`visa.memory.replicas`), so two units are replicas when their source offsets are equal."""
+    stride-0 loop: :mod:`visa.memory.replicas`), so two units are replicas when their source offsets are equal.
+    Whether it found such a loop."""
     record = getattr(dst, "record_replicas", None)
     if record is None:
-        return
+        return False
     unit, source, repeat = _unit_grid(loops, w, dst)
     if any(repeat):  # (else no source is read twice: no replicas)
         record(w.chip, unit.reshape(-1), source.reshape(-1), w.unit_lo, w.unit_hi)
+        return True
+    return False
 
 
 def _covers(side: _Resolved, space: AddressSpace, shape: tuple[int, ...]) -> bool:

@@ -34,6 +34,7 @@ from visa.memory.images import (
     DenseImage,
     IntArray,
     Nest,
+    _hulls,
     _known_words,
     _nest_bounds,
     _nest_known,
@@ -200,7 +201,9 @@ class UnitSelection(DenseImage):
                   known: BoolArray | None, signed: bool = False) -> bool:
         lo, hi = _nest_bounds(nest)
         r_lo, r_hi = byte_base + lo, byte_base + hi + nb
-        owner = self.base._sources(self.units, r_lo, r_hi)  # (not None: no other pending copy reaches the bytes)
+        # (not None: no other pending copy reaches the bytes the nest reads, the hulls of its steps)
+        pieces = [(byte_base + a, byte_base + b) for a, b in _hulls(nest, nb)] if self.base._pending.copies else None
+        owner = self.base._sources(self.units, r_lo, r_hi, pieces)
         wv = word_view(self.base._bytes if owner is not None else self.base._raw(r_lo, r_hi), nb)
         if wv is None:
             return False

@@ -21,14 +21,18 @@ one :class:`Gemm` against it (the manual's einsum, L8270–8284).  Prefill, each
 gathered by the positions (the prefill example's form).
 
 **Attention, grouped queries** (query head j reads KV head ``j // group``).  Decode: all query heads at once —
-the scores of the 9 query heads against the keys of all 3 KV heads (``[9, 3·S]``, one :class:`Gemm`), softmaxed
-with a branch log that keeps, in row j, only KV head ``j // group``'s block and its positions ``≤ p``
-(:data:`~visa.kernels.rows.MASKED_ID` elsewhere: probability exactly 0), then one :class:`Gemm` with all the
-values: the masked blocks add exact zeros, so each row is its own head's attention.  Prefill: per KV head, its
-``group`` query heads' rows of all T tokens (``3·T`` rows ``(t, g)``, read through a mapping of the Q/K output,
-no copy) against its keys, with the causal log ``s ≤ p0 + t`` (L8090–8100).  The caches are ``m["H, S, Dk"]``
-(K) and ``m["Dv, H, S"]`` (V transposed: the layout the second GEMM reads); positions after the last written
-hold zeros from the host or stale rows of a padded prefill, and are masked.
+the scores of the 9 query heads against the keys of all 3 KV heads (``[9, 3·S]``, one :class:`Gemm`), plus an
+additive mask that keeps (0), in row j, only KV head ``j // group``'s block and its positions ``≤ p`` (−inf
+elsewhere: probability exactly 0), softmaxed, then one :class:`Gemm` with all the values: the masked blocks add
+exact zeros, so each row is its own head's attention.  Prefill: per KV head, its ``group`` query heads' rows of
+all T tokens (``3·T`` rows ``(t, g)``, read through a mapping of the Q/K output, no copy) against its keys, plus
+the causal mask of ``s ≤ p0 + t`` (L8090–8100).  The mask's rows are gathered and moved into DM once per launch
+(:class:`~visa.kernels.Attention`'s ``mask`` given in DM); each block adds them to its scores by one
+:meth:`~visa.kernels.Rows.add` pass — the manual's ``scores_masked`` (L8096–8098: ``s + 0 = s`` exactly, ``s + (−inf)
+= −inf``), the same bits as masking by a branch log in each of the softmax's three passes (the two Logic ops of
+its Branch stage), at one Vector Engine pass per block instead of the Branch and Logic stages in three.  The
+caches are ``m["H, S, Dk"]`` (K) and ``m["Dv, H, S"]`` (V transposed: the layout the second GEMM reads);
+positions after the last written hold zeros from the host or stale rows of a padded prefill, and are masked.
 
 **On several chips** (``Step(chips=n)``, ``Weights(chips=n)``; :mod:`visa.models.parallel`) the same body runs
 in one ``@device(chip=n)`` launch with every kernel built with ``chip="C"``: ``c`` is then one chip's part (its
@@ -54,7 +58,6 @@ from visa.errors import HardwareLimitError
 from visa.kernels import Arena, Attention, Embedding, Gemm, Rows, all_reduce
 from visa.kernels.cache import rope_matrix
 from visa.kernels.gemm import HALF_K, ROW_K
-from visa.kernels.rows import MASKED_ID
 from visa.mapping import AxisSet
 from visa.models.loader import LlamaConfig
 from visa.models.parallel import BLOCK_LAYOUTS, block_shards, chip_config
@@ -64,7 +67,6 @@ __all__ = ["STAGES", "Step", "Weights", "decode_table", "prefill_table", "rope_t
 
 Hbm = HbmTensor[Any, Any, Any]
 F64 = npt.NDArray[np.float64]
-I32 = npt.NDArray[np.int32]
 
 #: The stages a probing launch returns per block (``"{b}.{stage}"``), with their logical axes after T.
 STAGES = {"n": "D", "qkv": "QKV", "rot": "Q12 Dk", "attn": "HO", "o": "D", "x_attn": "D", "n2": "D", "gu": "F2",
@@ -72,7 +74,7 @@ STAGES = {"n": "D", "qkv": "QKV", "rot": "Q12 Dk", "attn": "HO", "o": "D", "x_at
 
 #: The host-built tables on every chip (:meth:`Weights.add_globals`): attribute, layout, type.
 TABLES = (("rot", "P, Dr, Dk", dt.bf16), ("cos", "P, QK", dt.bf16), ("sin", "P, QK", dt.bf16),
-          ("swap", "Dr, Dk", dt.bf16), ("decode_mask", "P, Hq, HS", dt.i32), ("prefill_mask", "PG, S", dt.i32))
+          ("swap", "Dr, Dk", dt.bf16), ("decode_mask", "P, Hq, HS", dt.bf16), ("prefill_mask", "PG, S", dt.bf16))
 
 #: The layouts of a block's K and V caches.
 CACHE_LAYOUTS = ("H, S, Dk", "Dv, H, S")
@@ -81,22 +83,22 @@ CACHE_LAYOUTS = ("H, S, Dk", "Dv, H, S")
 PREFILL_CHUNKS = (32, 64)
 
 
-def decode_table(c: LlamaConfig, length: int) -> I32:
-    """ExecutionIds ``[P, heads, kv_heads·S]`` of the decode branch log: row ``(p, j)`` keeps (0) KV head ``j //
-    group``'s positions ``s ≤ p`` and masks (:data:`MASKED_ID`) the rest."""
+def decode_table(c: LlamaConfig, length: int) -> F64:
+    """The additive decode mask ``[P, heads, kv_heads·S]``: row ``(p, j)`` keeps (0) KV head ``j // group``'s
+    positions ``s ≤ p`` and masks (−inf) the rest."""
     p = np.arange(length)[:, None, None, None]
     j = np.arange(c.heads)[None, :, None, None]
     h = np.arange(c.kv_heads)[None, None, :, None]
     s = np.arange(length)[None, None, None, :]
     keep = (h == j // c.group) & (s <= p)
-    return np.where(keep, 0, MASKED_ID).astype(np.int32).reshape(length, c.heads, c.kv_heads * length)
+    return np.where(keep, 0.0, -np.inf).reshape(length, c.heads, c.kv_heads * length)
 
 
-def prefill_table(c: LlamaConfig, length: int) -> I32:
-    """ExecutionIds ``[P·group, S]`` of the prefill branch log: row ``(p, g)`` keeps ``s ≤ p`` (L8090–8096)."""
+def prefill_table(c: LlamaConfig, length: int) -> F64:
+    """The additive causal mask ``[P·group, S]`` of a prefill: row ``(p, g)`` keeps (0) ``s ≤ p`` and masks (−inf)
+    the rest (L8090–8096)."""
     keep = np.arange(length)[None, :] <= np.arange(length)[:, None]
-    ids = np.where(keep, 0, MASKED_ID).astype(np.int32)
-    return np.repeat(ids, c.group, axis=0)
+    return np.repeat(np.where(keep, 0.0, -np.inf), c.group, axis=0)
 
 
 def rope_tables(c: LlamaConfig, length: int) -> tuple[F64, F64, F64, F64]:
@@ -285,7 +287,7 @@ class Step:
         self.ax = ax = AxisSet(T=t, V=c.vocab, D=c.dim, QKV=(q12 + c.kv_heads) * c.head_dim, QK=q12 * c.head_dim,
                                Q12=q12, Hq=c.heads, H=c.kv_heads, Dk=c.head_dim, Dr=c.head_dim, Dv=c.head_dim,
                                HO=c.heads * c.head_dim, S=s, HS=c.kv_heads * s, P=s, PG=s * c.group,
-                               F=c.ffn, F2=2 * c.ffn, Fh=c.ffn // 128, Fw=128, M3=c.group * t, R12=q12 * t,
+                               F=c.ffn, F2=2 * c.ffn, Fh=c.ffn // 128, Fw=128, M3=c.group * t, R12=q12 * t, L=1,
                                **({"C": self.chips} if self.chips > 1 else {}))
         self.m = ax.m
         chip = "C" if self.chips > 1 else "1"
@@ -297,9 +299,10 @@ class Step:
         self.gate_up = Gemm(ax, "T", "F2", "D", chip=chip, k_tile=whole("D"))
         self.down = Gemm(ax, "T", "D", "F", chip=chip, k_tile=whole("F"))
         self.lm_head = Gemm(ax, "T", "V", "D", chip=chip, k_tile=whole("D"))
+        self.lm_last = Gemm(ax, "L", "V", "D", chip=chip, k_tile=whole("D"))  # one row's logits (generation)
         self.embed = Embedding(ax, "V", "D", rows="T", chip=chip)
         if t == 1:
-            self.rows_f = Rows(ax, "Fh", "Fw", chip=chip)  # SwiGLU of [F] as rows of 128 (the VRF holds the log)
+            self.rows_f = Rows(ax, "Fh", "Fw", chip=chip)  # SwiGLU of [F] as 12 rows of 128 on 12 slices
             self.rope = Gemm(ax, "Q12", "Dr", "Dk", chip=chip)
             self.rope_row = Embedding(ax, "P", "Dr, Dk", rows="1", chip=chip)
             self.mask_row = Embedding(ax, "P", "Hq, HS", rows="1", chip=chip)
@@ -313,6 +316,7 @@ class Step:
             self.table_rows = Embedding(ax, "P", "QK", rows="T", chip=chip)
             self.mask_rows = Rows(ax, "M3", "S", chip=chip)
             self.attention = Attention(ax, q="M3", s="S", dk="Dk", dv="Dv", scale=self.scale, chip=chip)
+            self.lm_last = Gemm(ax, "L", "V", "D", chip=chip, k_tile=whole("D"))  # one row's logits (``last``)
 
     def whole_k(self, k: str) -> int | None:
         """The K tile of a GEMM over ``k`` (:func:`whole_k_tile`): all of it when it fits one TRF Row (``4 × K``
@@ -329,9 +333,12 @@ class Step:
         return gemm.k_tiles > 1 and gemm.k_tile <= HALF_K
 
     # ---------------------------------------------------------------------------------------------------------
-    def body(self, ctx: Context, w: Weights, position: int, ids: Hbm, pos: Hbm, probe: bool) -> dict[str, Any]:
+    def body(self, ctx: Context, w: Weights, position: int, ids: Hbm, pos: Hbm, probe: bool,
+             last: int | None = None) -> dict[str, Any]:
         """The launch's body (module docstring): the tokens ``ids`` at positions ``pos`` (from ``position``);
-        returns the logits ``m["T, V"]``, the final normalised state ``h`` and, probing, each block's output."""
+        returns the logits ``m["T, V"]``, the final normalised state ``h`` and, probing, each block's output.
+        ``last``: the LM head of token ``last`` alone, the logits ``m["L, V"]`` (one row: what generation samples
+        from; the head's 49,152 rows for one token rather than for all T)."""
         m, rd, arena = self.m, self.rows_d, self.arena
         out: dict[str, Any] = {}
         self.collective = 0
@@ -342,28 +349,31 @@ class Step:
             if self.t == 1:
                 rope: Any = self.rope_row.to_hbm(ctx, arena, w.rot, pos)  # t_rope = gather(position, w_rope)
                 row = self.mask_row.to_hbm(ctx, arena, w.decode_mask, pos)
-                log = self.mask_rows.branch_log(ctx, arena, self.mask_rows.load(ctx, arena, row))
+                mask = self.mask_rows.load(ctx, arena, row)  # in DM for every block's scores
             else:
                 rope = (self.table_rows.to_hbm(ctx, arena, w.cos, pos), self.table_rows.to_hbm(ctx, arena, w.sin, pos))
                 g = self.c.group
                 table = w.prefill_mask.view().tile(m["PG"], g * self.t, m[f"PG = {g * self.t}, S"], g * position)
-                log = self.mask_rows.branch_log(ctx, arena, self.mask_rows.load(ctx, arena, table.relabel(
-                    m["M3, S"])))
+                mask = self.mask_rows.load(ctx, arena, table.relabel(m["M3, S"]))
             for b, (blk, cache) in enumerate(zip(w.blocks, w.caches, strict=True)):
                 stages: dict[str, Any] | None = {} if probe else None
                 with arena.scratch():
-                    x = self.block(ctx, arena, x, w.swap, blk, cache, rope, log, position, addresses[(b + 1) % 2],
+                    x = self.block(ctx, arena, x, w.swap, blk, cache, rope, mask, position, addresses[(b + 1) % 2],
                                    stages)
                 if stages is not None:
                     stages["out"] = rd.store(ctx, arena, x)
                     out.update({f"{b}.{k}": v for k, v in stages.items()})
             h = self.norm(ctx, arena, x, w.g_out)
             out["h"] = h
-            out["logits"] = self.lm_head(ctx, arena, h, w.emb)  # the LM head tied to token_embd
+            if last is None:
+                out["logits"] = self.lm_head(ctx, arena, h, w.emb)  # the LM head tied to token_embd
+            else:
+                h_last = h.view().tile(m["T"], 1, m["D"], last).relabel(m["L, D"])
+                out["logits"] = self.lm_last(ctx, arena, h_last, w.emb)
         return out
 
     def block(self, ctx: Context, arena: Arena, x: Any, swap: Hbm, blk: dict[str, Hbm], cache: tuple[Hbm, Hbm],
-              rope: Any, log: Any, position: int, out_address: int, stages: dict[str, Any] | None = None) -> Any:
+              rope: Any, mask: Any, position: int, out_address: int, stages: dict[str, Any] | None = None) -> Any:
         """One decoder block on the DM rows ``x``; its output at ``out_address``.  ``stages``, when given,
         receives every stage's output in HBM (:data:`STAGES`) for the checks."""
         m, rd, c, t = self.m, self.rows_d, self.c, self.t
@@ -385,7 +395,7 @@ class Step:
                                 m[f"T, QKV = {c.kv_heads * c.head_dim} # {qkv_cols}"], qk_cols)
         v_dst = v_cache.view().tile(m["S"], t, m[f"Dv, H, S = {t} # {s}"], position)
         v_src.relabel(m[f"S = {t}, H # {qkv_cols // c.head_dim}, Dv"]).to_hbm_view(v_dst, ctx.tdma)
-        attn = self.attend(ctx, arena, rot, k_cache, v_cache, log)  # [T, Hq, Dv] as [T, HO]
+        attn = self.attend(ctx, arena, rot, k_cache, v_cache, mask)  # [T, Hq, Dv] as [T, HO]
         o = self.o_proj(ctx, arena, attn, blk["w_o"])  # on several chips each chip's partial sum
         x_attn = rd.add(ctx, arena, x, self.reduce(ctx, arena, rd.load(ctx, arena, o)))
         n2 = self.norm(ctx, arena, x_attn, blk["g_ffn"])
@@ -397,7 +407,7 @@ class Step:
         else:
             gate, up = (gu.view().tile(m["F2"], f, m[f"T, F2 = {f} # {2 * f}"], at).relabel(m[f"T, F # {2 * f}"])
                         for at in (0, f))
-        with arena.scratch():  # the VRF holds the branch log across the blocks: SwiGLU's operand is temporary
+        with arena.scratch():  # SwiGLU's DM and VRF temporaries
             act = rf.store(ctx, arena, rf.swiglu(ctx, arena, rf.load(ctx, arena, gate), rf.load(ctx, arena, up)))
         down = self.down(ctx, arena, act.view().relabel(m["T, F"]), blk["w_down"],
                          double_buffer=self.double_buffer(self.down))
@@ -443,14 +453,15 @@ class Step:
                    rq.load(ctx, arena, sin.view().relabel(m["T, QK"])))
         return rq.store(ctx, arena, rq.add(ctx, arena, a, b))
 
-    def attend(self, ctx: Context, arena: Arena, rot: Hbm, k_cache: Hbm, v_cache: Hbm, log: Any) -> Hbm:
-        """Attention of every query head over the caches (module docstring); ``[T, HO]`` in HBM."""
+    def attend(self, ctx: Context, arena: Arena, rot: Hbm, k_cache: Hbm, v_cache: Hbm, mask: Any) -> Hbm:
+        """Attention of every query head over the caches (module docstring), ``mask`` the launch's additive mask
+        in DM; ``[T, HO]`` in HBM."""
         m, c, t, s = self.m, self.c, self.t, self.length
         q12 = c.heads + c.kv_heads
         if t == 1:
             q = rot.view().tile(m["Q12"], c.heads, m[f"Q12 = {c.heads}, Dk"], 0).relabel(m["Hq, Dk"])
             a: Hbm = self.attention(ctx, arena, q, k_cache.view().relabel(m["HS, Dk"]),
-                                    v_cache.view().relabel(m["Dv, HS"]), log=log)
+                                    v_cache.view().relabel(m["Dv, HS"]), mask)
             return a.view().relabel(m["T, HO"]).as_tensor()  # type: ignore[no-any-return]
         g = c.group
         attn = HbmTensor(ctx, dt.bf16, m["C" if self.chips > 1 else "1"], m["T, Hq, Dv"],
@@ -460,20 +471,20 @@ class Step:
                 m[f"M3 / {g}, M3 % {g} # {q12}, Dk"])  # rows (t, g) of KV head h's query heads
             k = k_cache.view().tile(m["H"], 1, m["S, Dk"], h)
             v = v_cache.view().tile(m["H"], 1, m[f"Dv, S # {c.kv_heads * s}"], h)
-            a = self.attention(ctx, arena, q, k, v, log=log)
+            a = self.attention(ctx, arena, q, k, v, mask)
             a.view().relabel(m[f"T, Hq = {g}, Dv"]).to_hbm_view(
                 attn.view().tile(m["Hq"], g, m[f"T, Hq = {g} # {c.heads}, Dv"], h * g), ctx.tdma)
         return attn.view().relabel(m["T, HO"]).as_tensor()  # type: ignore[no-any-return]
 
 
 def launch_kernel(step: Step, ctx: Context, w: Weights, position: int, ids: Hbm, pos: Hbm,
-                  probe: bool) -> dict[str, Any]:
+                  probe: bool, last: int | None = None) -> dict[str, Any]:
     """Launch :meth:`Step.body` as a ``@device`` kernel on the step's chips."""
     from visa.context import launch
 
     @device(chip=step.chips)
     def llama_step(ctx: Context, ids: Hbm, pos: Hbm) -> dict[str, Any]:
-        return step.body(ctx, w, position, ids, pos, probe)
+        return step.body(ctx, w, position, ids, pos, probe, last)
 
     return launch(llama_step, ctx, ids, pos)
 

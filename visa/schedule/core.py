@@ -29,7 +29,8 @@ import os
 import sys
 import warnings
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from visa.engines.common import EngineReport
 from visa.errors import BankStarvationWarning
@@ -77,7 +78,7 @@ def user_location() -> str:
     return f"{path}:{line}" if path else ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Dependency:
     """An earlier operation this one waited for, and why: ``"RAW"``, ``"WAR"`` and/or ``"WAW"`` (L7067–7069)."""
 
@@ -85,7 +86,7 @@ class Dependency:
     kinds: tuple[str, ...]
 
 
-@dataclass
+@dataclass(slots=True)
 class Operation:
     """One operation: a DMA, or a Tensor Unit pipeline pass (fetch … commit); manual "Scheduling", L7042–7070.
 
@@ -129,6 +130,29 @@ class Operation:
     def chips(self) -> list[int]:
         """The chips whose resources it occupies."""
         return sorted({c for c, _ in self.lanes})
+
+    def compact(self, shared: dict[Any, Any] | None = None) -> None:
+        """Let go of what only scheduling the operations after it reads (:attr:`Schedule.timeline` off): its
+        footprints, its bank loads and its engines' details, per-bank runs and HBM channel reservations.  What
+        the report, the trace and the cycles read stays: start, cycles, lanes, dependencies, traffic, each
+        engine's name, configuration, cycles, latency, bytes and MACs, the notes and the source line — the texts
+        interned, and equal engine reports and traffic one object each (``shared``; neither is changed once
+        recorded), so that a program that repeats itself (a model's decode steps) holds each once."""
+        shared = {} if shared is None else shared
+        self.reads = self.writes = EMPTY
+        self.bank_load = ()
+        self.name, self.source = sys.intern(self.name), sys.intern(self.source)
+        self.notes = tuple(sys.intern(n) for n in self.notes)
+        self.engines = tuple(_slim(r, shared) for r in self.engines)
+        self.traffic = shared.setdefault(("traffic", *self.traffic.items()), self.traffic)
+
+
+def _slim(r: EngineReport, shared: dict[Any, Any]) -> EngineReport:
+    """An engine report without the details the scheduling of later operations read (:meth:`Operation.compact`),
+    the one in ``shared`` equal to it if there is one (else it joins ``shared``)."""
+    slim = replace(r, config=sys.intern(r.config), details=(), bank_runs=(), hbm_channels=())
+    out: EngineReport = shared.setdefault(slim, slim)
+    return out
 
 
 def _hazards(earlier: Operation, reads: Footprint, writes: Footprint) -> tuple[str, ...]:
@@ -176,10 +200,17 @@ class Schedule:
 
     Only operations still in flight when the next one issues can delay it (issue is in order), so the
     scheduler keeps those (``active``) and compares a new operation's footprints with theirs alone.
+
+    ``timeline`` (the default) keeps every operation whole, footprints and all, for a user who inspects them;
+    off, an operation that leaves ``active`` is compacted (:meth:`Operation.compact`): the cycles, the report, the
+    trace and the critical path are the same, and a long run (a model generating token after token) holds a few
+    hundred bytes per operation rather than its footprints (issue 25's peak memory).
     """
 
-    def __init__(self, hw: HardwareProfile = RNGD) -> None:
+    def __init__(self, hw: HardwareProfile = RNGD, *, timeline: bool = True) -> None:
         self.hw = hw
+        self.timeline = timeline
+        self.shared: dict[Any, Any] = {}  # the compact record's engine reports and traffic, each once
         self.ops: list[Operation] = []
         self.free_at: dict[Lane, int] = {}
         self.owner: dict[Lane, int] = {}
@@ -234,7 +265,16 @@ class Schedule:
         notes += [f"{r.engine} slower by: {why}" for r in reports if (why := dict(r.details).get("slower by"))]
         handoff = self.hw.timing.context_handoff_cycles
         issue = self.ops[-1].start if self.ops else 0
-        self.active = [a for a in self.active if a.end + handoff > issue]
+        if self.timeline:
+            self.active = [a for a in self.active if a.end + handoff > issue]
+        else:
+            still = []
+            for a in self.active:
+                if a.end + handoff > issue:
+                    still.append(a)
+                else:
+                    a.compact(self.shared)
+            self.active = still
         load = _bank_load(reports, self.hw.dm.banks_per_slice)
         bank_run = max(load, default=0)
         if track in TU_TRACKS:

@@ -25,7 +25,12 @@ from visa.memory.footprint import Footprint, Span
 from visa.schedule.core import Operation
 from visa.schedule.footprints import span_of, tensor_dm_bytes
 
-__all__ = ["Lifetime", "DmOccupancy", "dm_bytes_in_use"]
+__all__ = ["Lifetime", "DmOccupancy", "dm_bytes_in_use", "CLOSED"]
+
+
+#: The span a closed :class:`Lifetime` keeps: none (its bytes and times are all :meth:`DmOccupancy.samples` reads;
+#: a run that frees tensor after tensor — a model generating token after token — holds no byte ranges for them).
+CLOSED = Span.of("dm", 0, [], [])
 
 
 @dataclass
@@ -52,7 +57,9 @@ class DmOccupancy:
         touches, and close those freed since (their end is the last operation that touched them)."""
         live = {r.ident: r for r in registry.live_regions("dm")}
         for ident in [k for k in self._open if k not in live]:
-            self.lifetimes[ident].live = False
+            closed = self.lifetimes[ident]
+            closed.live = False
+            closed.span = CLOSED  # only an open lifetime's bytes are compared with what an operation touches
             self._open.discard(ident)
         touched = op.reads + op.writes
         covered: dict[int, int] = {}

@@ -39,7 +39,7 @@ MODELS: dict[str, Snippet] = {
         _TINY, "model = SmolLM2(config, tokenizer, weight, length=64, chips=3)   # the butterfly pairs c, c XOR 2^k",
         "model = SmolLM2(config, tokenizer, weight, length=64, chips=1)"),
     "device.Weights.__init__ HardwareLimitError: the model's weights caches": module(
-        _TINY, "model = SmolLM2(config, tokenizer, weight, length=8192)   # the decode branch log alone: 1 GiB",
+        _TINY, "model = SmolLM2(config, tokenizer, weight, length=16384)   # the decode mask alone: 2 GiB",
         "model = SmolLM2(config, tokenizer, weight, length=64)"),
     "smollm2.SmolLM2.run ContextLengthError: tokens at position need": module(
         _TINY, _MODEL + '\nout = model.run([3], 64)   # position 64 is past the cache',

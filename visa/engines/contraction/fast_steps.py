@@ -1,16 +1,25 @@
-"""Float reduce-add over strided views of the operands, one block of reduced Time steps at a time: the fast path
-``contraction.float-steps`` beside :func:`visa.engines.contraction.reference.run`, whose bits it computes.
+"""Float reduce-add in the Reducer's order over the operands laid out as matrices, one block of batch positions at
+a time: the fast path ``contraction.float-steps`` beside :func:`visa.engines.contraction.reference.run`, whose bits
+it computes.
 
 A float sum rounds at every addition, so the Reducer's order is part of the result (docs/manual-notes.md,
 "Issue 23 (i23d)"): the tree adds adjacent pairs of the ``2^n`` products depth by depth (L4386–4388) and the
 accumulator adds the tree's f32 outputs to its slots in the order they arrive, ascending Time (L4408,
 L4415–4431).  The reference materialises every step's operands (a gather of the TRF window per step, the
 activation repeated over the tiling steps); this path takes the operands as :func:`visa.engines.contraction.
-compute._run` lays them out — the activation over its own Time digits, the weights as a strided view of the
-window over theirs, broadcasts never materialised — and multiplies them block by block of the reduced digits,
-in ascending order.  Every product is exact in f32 (bf16 and fp8 significands), every partial sum is the one
-the reference adds in the same order: the same bits (``tests/engines/test_fast_compute.py`` compares them on
-random configurations, and the differential fuzzer whole kernels).
+compute._run` lays them out and writes them, a block of batch positions at a time, as ``A[b, s, m, j]`` and
+``W[b, s, n, j]`` (``b`` the labels both operands have, ``s`` the reduced Time steps in ascending order, ``m`` and
+``n`` the output labels of one operand only, ``j`` the tree's products; a label an operand lacks is a broadcast of
+it, an output label neither has is broadcast at the end; ``m`` and ``n`` in their operand's memory order, so that
+the copy reads runs of ``j``).  Then for each step ``s`` the products ``A[b, s, m, j] · W[b, s, n, j]``, the tree
+over ``j`` (pairs ``2i``, ``2i + 1``, rows of ``n`` at a time) and the accumulator's addition follow the
+reference's order exactly: by numpy on cache-sized blocks here, or by the compiled loop of
+``contraction.float-steps-jit`` (:mod:`visa.engines.contraction.fast_steps_jit`) when numba is installed.  Every
+product and every sum is the same f32 operation as the reference's: the same bits (every NaN the one quiet NaN,
+:func:`~visa.engines.contraction.reference.one_nan`) (``tests/engines/
+test_fast_steps.py`` compares both loops with the order written out by brute force on random configurations and
+poisoned values, ``tests/engines/test_fast_compute.py`` the engine with the reference, and the differential
+fuzzer whole kernels).
 """
 
 from __future__ import annotations
@@ -23,17 +32,21 @@ import numpy as np
 import numpy.typing as npt
 
 from visa import fastpaths
-from visa.engines.contraction.reference import tree
+from visa.engines.contraction import fast_steps_jit
+from visa.engines.contraction.blas import parallel_pieces
+from visa.engines.contraction.reference import one_nan
 
-__all__ = ["STEPS", "contract"]
+__all__ = ["STEPS", "contract", "tree_block"]
 
 Array = npt.NDArray[Any]
 
-STEPS = fastpaths.register("contraction.float-steps", "float reduce-add over strided views of the operands, a block "
-                           "of reduced Time steps at a time, instead of the reference's gathered steps")
+STEPS = fastpaths.register("contraction.float-steps", "float reduce-add over the operands laid out as matrices, a "
+                           "block of batch positions at a time, instead of the reference's gathered steps")
 
-#: Products computed at once (a block of reduced steps; bounds the working memory).
-_BLOCK_ELEMENTS = 1 << 22
+#: Elements of the matrix operands laid out at once (one block of batch positions; bounds the working memory).
+_LAYOUT_ELEMENTS = 1 << 21
+#: Products computed at once by numpy (one step of a block of batch positions: stays in the second-level cache).
+_PRODUCT_ELEMENTS = 1 << 16
 
 
 def _aligned(x: Array, labels: Sequence[str], order: Sequence[str]) -> Array:
@@ -43,30 +56,41 @@ def _aligned(x: Array, labels: Sequence[str], order: Sequence[str]) -> Array:
     return view.reshape([x.shape[labels.index(lab)] if lab in labels else 1 for lab in order])
 
 
-class _Buffers:
-    """Work arrays reused from block to block (fresh ones would cost the operating system's page faults each
-    time): the products, then each depth of the tree."""
+def _laid_out(x: Array, axes: list[int], shape: list[int], full: list[int]) -> Array:
+    """The aligned view ``x`` with its axes ``axes`` first-to-last (its other axes have size 1), broadcast to
+    ``full`` (their sizes), as a C-ordered float32 array of ``shape`` (one pass: transpose, broadcast and
+    conversion)."""
+    kept = sorted(axes)
+    picked = x[tuple(slice(None) if k in axes else 0 for k in range(x.ndim))]
+    view = np.broadcast_to(picked.transpose([kept.index(k) for k in axes]), full)
+    return np.ascontiguousarray(view, dtype=np.float32).reshape(shape)
 
-    def __init__(self) -> None:
-        self.arrays: dict[tuple[int, tuple[int, ...]], Array] = {}
 
-    def _take(self, level: int, shape: tuple[int, ...]) -> Array:
-        key = (level, shape)
-        if key not in self.arrays:
-            self.arrays[key] = np.empty(shape, dtype=np.float32)
-        return self.arrays[key]
-
-    def tree(self, a: Array, w: Array) -> Array:
-        """:func:`~visa.engines.contraction.reference.tree` of the products ``a · w`` (broadcast; f32): the same
-        adjacent pairs depth by depth, computed into the work arrays."""
-        shape = np.broadcast_shapes(a.shape, w.shape)
-        x = np.multiply(a, w, out=self._take(0, shape))
-        level = 1
-        while x.shape[-1] > 1:
-            pairs = x.reshape(*x.shape[:-1], x.shape[-1] // 2, 2)
-            x = np.add(pairs[..., 0], pairs[..., 1], out=self._take(level, pairs.shape[:-1]))
-            level += 1
-        return x[..., 0]
+def tree_block(a: Array, w: Array, out: Array) -> None:
+    """numpy's loop of :func:`contract`: ``out[b, m, n] = Σ_s tree_j(a[b, s, m, j] · w[b, s, n, j])`` (f32 C-ordered
+    arrays), the tree's adjacent pairs depth by depth and the steps in ascending order, each addition rounded to
+    f32 — the reference's operations in its order, on blocks of batch positions that stay in cache."""
+    nb, ns, nm, nj = a.shape
+    nn = w.shape[2]
+    per_b = max(1, nm * nj * nn)
+    block = max(1, min(nb, _PRODUCT_ELEMENTS // per_b))
+    for b0 in range(0, nb, block):
+        b1 = min(nb, b0 + block)
+        prod = np.empty((b1 - b0, nm, nj, nn), dtype=np.float32)
+        levels = [prod[:, :, : max(1, nj >> d)] for d in range(1, max(1, nj.bit_length()))]
+        acc = out[b0:b1]
+        for s in range(ns):
+            np.multiply(a[b0:b1, s, :, :, None], w[b0:b1, s, None].transpose(0, 1, 3, 2), out=prod)
+            x = prod
+            for level in levels:  # (the tree: pairs 2i, 2i + 1 into i, in place, halving the count)
+                if x.shape[2] == 1:
+                    break
+                np.add(x[:, :, 0::2], x[:, :, 1::2], out=level)
+                x = level
+            if s == 0:
+                acc[...] = x[:, :, 0]  # (the first flit a slot receives is stored, L4431)
+            else:
+                acc += x[:, :, 0]
 
 
 def contract(a: Array, la: Sequence[str], w: Array, lw: Sequence[str], lo: Sequence[str], sizes: dict[str, int],
@@ -78,33 +102,51 @@ def contract(a: Array, la: Sequence[str], w: Array, lw: Sequence[str], lo: Seque
     lacks is a broadcast of it)."""
     steps = [lab for lab in reduced if lab != "j"]
     order = [*steps, *lo, "j"]
-    av = _aligned(np.asarray(a, dtype=np.float32), list(la), order)
-    wv = _aligned(np.asarray(w, dtype=np.float32), list(lw), order)
+    av = _aligned(np.asarray(a), list(la), order)
+    wv = _aligned(np.asarray(w), list(lw), order)
     out_shape = [sizes[lab] for lab in lo]
-    if not steps:
-        res = tree(av * wv)
-        return np.broadcast_to(res, out_shape)
-    outer = [sizes[lab] for lab in steps[:-1]]
-    last = sizes[steps[-1]]
-    lead = [max(p, q) for p, q in zip(av.shape[len(steps):], wv.shape[len(steps):], strict=True)]
-    block = max(1, min(last, _BLOCK_ELEMENTS // max(1, math.prod(lead))))
-    work = _Buffers()
-    acc: Array | None = None
-    for index in np.ndindex(*outer):
-        pick_a = tuple(i if av.shape[k] > 1 else 0 for k, i in enumerate(index))
-        pick_w = tuple(i if wv.shape[k] > 1 else 0 for k, i in enumerate(index))
-        a1, w1 = av[pick_a], wv[pick_w]  # (last step digit, *lo, j)
-        for k0 in range(0, last, block):
-            k1 = min(last, k0 + block)
-            sa = a1[k0:k1] if a1.shape[0] > 1 else a1
-            sw = w1[k0:k1] if w1.shape[0] > 1 else w1
-            c = work.tree(sa, sw)  # (block or 1, *lo): the tree's f32 outputs of these steps
-            if acc is None:
-                acc = c[0].copy()  # (the first flit a slot receives is stored, L4431)
-                first = 1
-            else:
-                first = 0
-            for k in range(first, k1 - k0):  # (the accumulator: each step added in arrival order)
-                acc += c[k if c.shape[0] > 1 else 0]
-    assert acc is not None
-    return np.broadcast_to(acc, out_shape)
+    pos = {lab: k for k, lab in enumerate(order)}
+    bb = [lab for lab in lo if av.shape[pos[lab]] > 1 and wv.shape[pos[lab]] > 1]
+    # (each operand's own labels in its memory order, outermost first: its copy reads runs of j)
+    mm = sorted((lab for lab in lo if av.shape[pos[lab]] > 1 and wv.shape[pos[lab]] == 1),
+                key=lambda lab: -abs(av.strides[pos[lab]]))
+    nn = sorted((lab for lab in lo if av.shape[pos[lab]] == 1 and wv.shape[pos[lab]] > 1),
+                key=lambda lab: -abs(wv.strides[pos[lab]]))
+    nb, ns, nj = (math.prod(sizes[lab] for lab in bb), math.prod(sizes[lab] for lab in steps), sizes["j"])
+    nm, n_n = math.prod(sizes[lab] for lab in mm), math.prod(sizes[lab] for lab in nn)
+    res = np.empty((nb, nm, n_n), dtype=np.float32)
+    if res.size == 0 or math.prod(out_shape) == 0:
+        return np.zeros(out_shape, dtype=np.float32)
+    assert ns > 0, "a float contraction over no steps"  # (no plan has an empty Time digit)
+    bsz = [sizes[lab] for lab in bb]
+    ssz = [sizes[lab] for lab in steps]
+    a_axes = [pos[lab] for lab in [*bb, *steps, *mm, "j"]]
+    w_axes = [pos[lab] for lab in [*bb, *steps, *nn, "j"]]
+    # only the batch's first label is cut in blocks (the layout of a block is then one view of each operand)
+    first = bsz[0] if bsz else 1
+    rest = nb // first
+    per = max(1, rest * ns * nj * (nm + n_n))
+    piece = max(1, min(-(-first // 2), _LAYOUT_ELEMENTS // per))
+    jit = fast_steps_jit.kernel()
+
+    def run(lo_: int, hi_: int) -> None:
+        sl = (slice(lo_, hi_),) if bsz else ()
+        cut = [hi_ - lo_, *bsz[1:]] if bsz else []
+        av_ = av[(slice(None),) * pos[bb[0]] + sl] if bsz else av
+        wv_ = wv[(slice(None),) * pos[bb[0]] + sl] if bsz else wv
+        nb_ = math.prod(cut)
+        a2 = _laid_out(av_, a_axes, [nb_, ns, nm, nj], [*cut, *ssz, *(sizes[lab] for lab in mm), nj])
+        w2 = _laid_out(wv_, w_axes, [nb_, ns, n_n, nj], [*cut, *ssz, *(sizes[lab] for lab in nn), nj])
+        out = res[lo_ * rest: hi_ * rest]
+        if jit is not None:
+            jit(a2, w2, out)
+        else:
+            tree_block(a2, w2, out)
+
+    parallel_pieces(first, piece, run)
+    cur = [*bb, *mm, *nn]
+    full = one_nan(res).reshape([sizes[lab] for lab in cur] or [1])
+    missing = [lab for lab in lo if lab not in cur]
+    full = full.reshape(full.shape[: len(cur)] + (1,) * len(missing))
+    cur += missing
+    return np.broadcast_to(full.transpose([cur.index(lab) for lab in lo]), out_shape)

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from visa.engines.contraction.compute import TrfWindow
     from visa.engines.contraction.reducer import ContractPlan
 
-__all__ = ["run", "step_addresses", "tree", "in_order"]
+__all__ = ["run", "step_addresses", "tree", "in_order", "one_nan"]
 
 Array = npt.NDArray[Any]
 BoolArray = npt.NDArray[np.bool_]
@@ -97,6 +97,17 @@ def in_order(x: Array, axes: tuple[int, ...]) -> Array:
     return acc
 
 
+def one_nan(x: Array) -> Array:
+    """``x`` (a float sum) with every NaN the one quiet NaN ``0x7fc00000``.  The manual gives no NaN's sign or
+    payload (the data paths carry f32, L4383); which NaN an IEEE addition of two NaNs returns depends on the order
+    of its operands, which compilers and numpy's vector loops are free to swap (docs/manual-notes.md, "Issue 24
+    (i24g)"), so every path writes this one and the bits are the same whichever computed them."""
+    nan = np.isnan(x)
+    if nan.any():
+        x = np.where(nan, np.float32(np.nan), x)
+    return x
+
+
 def run(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int, bool]], act: Array,
         act_known: BoolArray, window: TrfWindow, batch: IntArray, out_tail: list[str], keep_all_time: bool,
         act_digits: TimeDigits = ()) -> tuple[Array, BoolArray]:
@@ -144,6 +155,8 @@ def run(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int, 
         # the accumulator: the reduced Time digits (L4406–4434)
         acc: tuple[int, ...] = (len(ids), align.rows, *sizes, q)
         c, kc = _reduce(c.reshape(acc), None if kc is None else kc.reshape(acc), reduced, contract.reduce_op)
+        if contract.reduce_op == "Add" and ctype is np.float32:
+            c = one_nan(c)
         keep = [s for s, f in zip(sizes, kept, strict=True) if f]
         c = c.reshape(len(ids), align.rows, math.prod(keep), q)
         order = [0, 2, *(1 if lab == "r" else 3 for lab in out_tail)]

@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from visa.engines.cache import cached
-from visa.engines.dma import fast_cost
+from visa.engines.dma import fast_cost, fast_relative
 from visa.engines.dma.config import DmaCost, DmaLoop, DmaPlan
 from visa.hw import HardwareProfile
 from visa.memory import performance as perf
@@ -56,12 +56,12 @@ def _addresses(loops: Sequence[DmaLoop], idx: npt.NDArray[Any], base: tuple[int,
     return src, dst
 
 
-def _engine_bases(p: DmaPlan) -> list[tuple[int, int]]:
+def _engine_bases(spatial: Sequence[DmaLoop], base: tuple[int, int]) -> list[tuple[int, int]]:
     out = []
-    for combo in np.ndindex(*(lp.size for lp in p.spatial)):
-        out.append((p.base[0] + sum(i * lp.src for i, lp in zip(combo, p.spatial, strict=True)),
-                    p.base[1] + sum(i * lp.dst for i, lp in zip(combo, p.spatial, strict=True))))
-    return out or [p.base]
+    for combo in np.ndindex(*(lp.size for lp in spatial)):
+        out.append((base[0] + sum(i * lp.src for i, lp in zip(combo, spatial, strict=True)),
+                    base[1] + sum(i * lp.dst for i, lp in zip(combo, spatial, strict=True))))
+    return out or [base]
 
 
 def cycles(p: DmaPlan, indirect: tuple[Sequence[int], Sequence[int]] | None = None) -> DmaCost:
@@ -81,32 +81,43 @@ def cycles(p: DmaPlan, indirect: tuple[Sequence[int], Sequence[int]] | None = No
     return _cycles(p, ind)
 
 
-@cached(2048)
+@cached(2048, paths=(fast_relative.RELATIVE,))
 def _cycles(p: DmaPlan, indirect: tuple[tuple[int, ...], tuple[int, ...]] | None) -> DmaCost:
-    hw = p.hw
-    spaces = (address_space(hw, p.src.medium), address_space(hw, p.dst.medium))
-    nbytes = p.stride0
-    inner = p.loops[:-1]
-    npk = p.packets
+    if fast_relative.RELATIVE.on:
+        got = fast_relative.cycles(p, indirect, model, assemble)
+        if got is not None:
+            return got
+    return assemble(p, model(p.hw, (p.src.medium, p.dst.medium), p.spatial, p.commands, p.loops, p.base, indirect))
+
+
+def model(hw: HardwareProfile, media: tuple[str, str], spatial: tuple[DmaLoop, ...], commands: tuple[DmaLoop, ...],
+          loops: tuple[DmaLoop, ...], base: tuple[int, int],
+          indirect: tuple[tuple[int, ...], tuple[int, ...]] | None) -> Modelled:
+    """The model of a DMA given by its loops and bases (:func:`cycles`), before its HBM channels are named in a
+    :class:`DmaCost`: the cost's label-free fields, the HBM load, the sampling scale and the split reads."""
+    spaces = (address_space(hw, media[0]), address_space(hw, media[1]))
+    nbytes = loops[-1].size
+    inner = loops[:-1]
+    npk = math.prod(lp.size for lp in inner)
     offsets = None
     if indirect is not None:
         offsets = (np.asarray(indirect[0], dtype=np.int64), np.asarray(indirect[1], dtype=np.int64))
         npk *= len(indirect[0])
     requests = npk * hw.dma.requests(nbytes)
     startup = hw.dma.startup_cycles
-    engines = _engine_bases(p)
-    commands = [tuple(c) for c in np.ndindex(*(lp.size for lp in p.commands))] or [()]
-    runs = len(engines) * len(commands)
+    engines = _engine_bases(spatial, base)
+    command_combos = [tuple(c) for c in np.ndindex(*(lp.size for lp in commands))] or [()]
+    runs = len(engines) * len(command_combos)
     sides = sum(1 for sp in spaces if sp.medium in ("hbm", "dm"))
     idx, scale, seg = _packet_indices(npk, max(1, _SAMPLE // (runs * hw.dma.requests(nbytes) * max(1, sides))))
     shared_dm: dict[int, float] = {}
     parts: list[tuple[int, float, float, _Transfers]] = []
     for e, ebase in enumerate(engines):
-        for combo in commands:
-            base = (ebase[0] + sum(i * lp.src for i, lp in zip(combo, p.commands, strict=True)),
-                    ebase[1] + sum(i * lp.dst for i, lp in zip(combo, p.commands, strict=True)))
-            addr = _addresses(inner, idx, base, offsets)
-            pcie = _pcie_bytes(p, spaces, addr) * scale / hw.dma.pcie_bytes_per_cycle
+        for combo in command_combos:
+            cbase = (ebase[0] + sum(i * lp.src for i, lp in zip(combo, commands, strict=True)),
+                     ebase[1] + sum(i * lp.dst for i, lp in zip(combo, commands, strict=True)))
+            addr = _addresses(inner, idx, cbase, offsets)
+            pcie = _pcie_bytes(nbytes, spaces, addr) * scale / hw.dma.pcie_bytes_per_cycle
             dm = _dm_time(hw, spaces, addr, nbytes, scale, shared_dm)
             parts.append((e, pcie, dm, _hbm_transfers(hw, spaces, addr, nbytes, seg)))
     # HBM: every part (an engine's command) is a stretch of its own (no queue window spans two parts), so that the
@@ -134,12 +145,26 @@ def _cycles(p: DmaPlan, indirect: tuple[tuple[int, ...], tuple[int, ...]] | None
         worst = max(worst, (busy, dm, hbm, pcie))
     dm_peak = max(shared_dm.values(), default=0.0)
     total = max(max(engine_time), startup + max(dm_peak, shared_hbm))
-    channels = tuple((int(c), float(b) * scale) for c, b in enumerate(load.busy.tolist()) if b > 0)
-    cost = DmaCost(total=math.ceil(total), startup=startup * len(commands), issue=requests,
+    cost = DmaCost(total=math.ceil(total), startup=startup * len(command_combos), issue=requests,
                    dm=math.ceil(max(worst[1], dm_peak)), hbm=math.ceil(max(worst[2], shared_hbm)),
-                   pcie=math.ceil(worst[3]), engines=len(engines), commands=len(commands), packets=npk,
-                   nbytes=p.nbytes, channels=channels)
-    split = sum(t[4] for *_, t in parts)
+                   pcie=math.ceil(worst[3]), engines=len(engines), commands=len(command_combos), packets=npk,
+                   nbytes=math.prod(lp.size for lp in spatial + commands + inner) * nbytes)
+    return cost, load, scale, sum(t[4] for *_, t in parts)
+
+
+#: what :func:`model` finds: the cost without its channels and reasons, the HBM load (channels by number), the
+#: sampling scale, and how many modelled reads crossed a 256-byte boundary
+Modelled = tuple[DmaCost, perf.HbmLoad, float, int]
+
+
+def assemble(p: DmaPlan, found: Modelled) -> DmaCost:
+    """The :class:`DmaCost` of plan ``p`` from its model: the busy cycles of every HBM channel it uses, and the
+    manual's rules that slowed it (:func:`_why`)."""
+    cost, load, scale, split = found
+    hw = p.hw
+    spaces = (address_space(hw, p.src.medium), address_space(hw, p.dst.medium))
+    channels = tuple((int(c), float(b) * scale) for c, b in enumerate(load.busy.tolist()) if b > 0)
+    cost = replace(cost, channels=channels)
     return replace(cost, why=_why(hw, p, cost, load, scale, split, spaces))
 
 
@@ -225,12 +250,12 @@ def _hbm_transfers(hw: HardwareProfile, spaces: tuple[AddressSpace, AddressSpace
     return cat(0), cat(1), cat(2), cat(3), split
 
 
-def _pcie_bytes(p: DmaPlan, spaces: tuple[AddressSpace, AddressSpace], addr: tuple[npt.NDArray[Any], npt.NDArray[Any]]
-                ) -> float:
+def _pcie_bytes(nbytes: int, spaces: tuple[AddressSpace, AddressSpace],
+                addr: tuple[npt.NDArray[Any], npt.NDArray[Any]]) -> float:
     """Bytes of the modelled packets that cross PCIe: host ↔ HBM, or between chips (L2389, L2845)."""
     n = addr[0].size
     if "host" in (spaces[0].medium, spaces[1].medium):
-        return float(n * p.stride0)
+        return float(n * nbytes)
     crossing = (addr[0] // spaces[0].chip_bytes) != (addr[1] // spaces[1].chip_bytes)
-    return float(np.count_nonzero(crossing) * p.stride0)
+    return float(np.count_nonzero(crossing) * nbytes)
 

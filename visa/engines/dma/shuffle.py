@@ -188,6 +188,21 @@ class ShuffledEndpoint:
         data, at = got
         return data, at + shift
 
+    def replica_labels(self, chip: int, units: IntArray, unit_lo: int, unit_hi: int) -> IntArray | None:
+        """The replica labels of the (flat) ``units`` as read through the shuffle (the inner endpoint's, of the
+        units they read; ``dma.replica-sources``, :mod:`visa.memory.fast_replica_sources`); None with offsets."""
+        labels_of = getattr(self.inner, "replica_labels", None)
+        if labels_of is None or any(self._chip_off) or any(self._cluster_off):
+            return None
+        per = self._span // self.space.backed_bytes
+        k, s = np.divmod(units, per)
+        if self._clusters:
+            if bool((k >= len(self._clusters)).any()):
+                return None
+            k = np.asarray(self._clusters, dtype=np.int64)[k]
+        out: IntArray | None = labels_of(self._chip(chip), k * per + s, unit_lo, unit_hi)
+        return out
+
     def known(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> BoolArray | None:
         if self._cluster_off and self._shift(lo, hi) is None:
             return self.gather(chip, np.arange(lo, hi, dtype=np.int64))[1]  # (rare: the copy then gathers)

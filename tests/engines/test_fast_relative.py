@@ -1,0 +1,133 @@
+"""``dma.cost-relative`` (visa/engines/dma/fast_relative.py) against the reference's cost model (issue 24): the
+cost of random DMA shapes (skewed and negative strides, packets that cross 256-byte units or cover part of one,
+several engines and commands, IndirectLoop offsets) at random places — and the same shape moved to other
+blocks, chips and DMNs, which the path answers from its cache with the channels renamed — is the reference's,
+field by field (total, parts, every channel's cycles, the reasons)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from visa import RNGD, fastpaths, i8
+from visa.engines.dma import cost, fast_relative
+from visa.engines.dma.config import DmaPlan
+from visa.memory import performance as perf
+
+_model = cost._cycles.__wrapped__  # type: ignore[attr-defined]  # (the model, not the plan's cache)
+MEDIA = [("hbm", "dm"), ("dm", "hbm"), ("host", "hbm"), ("hbm", "host"), ("host", "dm"), ("dm", "host")]
+HBM_CHIP = RNGD.hbm.chip_bytes
+DM_CHIP = 512 * RNGD.dm.slice_address_space_bytes
+DMN = RNGD.dm.slices_per_dmn * RNGD.dm.slice_address_space_bytes
+
+strides = st.one_of(st.sampled_from([0, 32, 256, 512, 4096, 8192, 1 << 13, 1 << 17, 1 << 21, -256, -4096]),
+                    st.integers(-3000, 3000), st.integers(1, 1 << 22))
+loop = st.tuples(st.integers(1, 6), strides, strides)
+
+
+def _reference(p: DmaPlan, indirect: Any = None) -> Any:
+    with fastpaths.disabled("dma.cost-relative"):
+        return _model(p, indirect)
+
+
+def _fast(p: DmaPlan, indirect: Any = None) -> Any:
+    with fastpaths.only("dma.cost-relative"):
+        return _model(p, indirect)
+
+
+def _base(draw: Any, medium: str, chip: int) -> int:
+    if medium == "hbm":
+        return chip * HBM_CHIP + draw(st.integers(0, 1 << 34)) // draw(st.sampled_from([1, 256, 1 << 16]))
+    if medium == "dm":
+        return chip * DM_CHIP + draw(st.integers(0, 511)) * RNGD.dm.slice_address_space_bytes + draw(
+            st.integers(0, 1 << 18))
+    return draw(st.integers(0, 1 << 30))
+
+
+@st.composite
+def plans(draw: Any) -> tuple[DmaPlan, Any]:
+    media = draw(st.sampled_from(MEDIA))
+    packet = draw(st.sampled_from([1, 4, 32, 100, 256, 300, 4096]))
+    loops = [*draw(st.lists(loop, min_size=0, max_size=3)), (packet, 1, 1)]
+    spatial = draw(st.lists(loop, max_size=1))
+    commands = draw(st.lists(loop, max_size=1))
+    chip = draw(st.integers(0, 1))
+    base = (_base(draw, media[0], chip) + (1 << 20), _base(draw, media[1], chip) + (1 << 20))
+    indirect = None
+    if draw(st.booleans()):
+        n = draw(st.integers(1, 3))
+        indirect = (tuple(draw(st.lists(st.integers(0, 1 << 16), min_size=n, max_size=n))),
+                    tuple(draw(st.lists(st.integers(0, 1 << 16), min_size=n, max_size=n))))
+    p = DmaPlan.from_loops(RNGD, i8, media, loops, base, spatial=spatial, commands=commands)
+    return p, indirect
+
+
+def _moved(p: DmaPlan, by: tuple[int, int]) -> DmaPlan:
+    loops = [(lp.size, lp.src, lp.dst) for lp in p.loops]
+    spatial = [(lp.size, lp.src, lp.dst) for lp in p.spatial]
+    commands = [(lp.size, lp.src, lp.dst) for lp in p.commands]
+    base = (p.base[0] + by[0], p.base[1] + by[1])
+    return DmaPlan.from_loops(RNGD, i8, (p.src.medium, p.dst.medium), loops, base, spatial=spatial,
+                              commands=commands)
+
+
+@settings(max_examples=120, deadline=None)
+@given(plans(), st.integers(1, 64), st.integers(0, 1), st.integers(1, 8))
+def test_random_shapes_cost_the_references_here_and_moved(case: tuple[DmaPlan, Any], blocks: int, chip: int,
+                                                          dmns: int) -> None:
+    p, indirect = case
+    assert _fast(p, indirect) == _reference(p, indirect)
+    # the same shape moved by whole aligned blocks of its HBM side, a chip, and whole DMNs of its DM side
+    moves = []
+    for k, medium in enumerate((p.src.medium, p.dst.medium)):
+        got = fast_relative.placement(RNGD, medium, p.base[k], p.base[k])
+        if medium == "hbm":
+            span = max(1, p.nbytes).bit_length() + 1
+            moves.append(blocks << max(span, 8) if got is not None else 0)
+        elif medium == "dm":
+            moves.append(dmns * DMN)
+        else:
+            moves.append(blocks * 4096)
+    for by in ((moves[0], moves[1]), (chip * _chip(p.src.medium), chip * _chip(p.dst.medium))):
+        q = _moved(p, by)
+        assert _fast(q, indirect) == _reference(q, indirect)
+
+
+def _chip(medium: str) -> int:
+    return {"hbm": HBM_CHIP, "dm": DM_CHIP}.get(medium, 0)
+
+
+def test_a_tile_moved_is_a_cache_hit_with_its_channels_renamed() -> None:
+    """A 1 KiB tile of HBM moved to the next tiles (8 KiB apart) is modelled once; its channels follow the XOR
+    hash (bit 13 and up feed the channel, L2977)."""
+    fast_relative._STORE.clear()
+    costs = []
+    for tile in range(4):
+        p = DmaPlan.from_loops(RNGD, i8, ("hbm", "dm"), [(4, 256, 32), (256, 1, 1)],
+                               (tile << 13, 1 << 20))
+        costs.append(_fast(p))
+        assert costs[-1] == _reference(p)
+    with fastpaths.only("dma.cost-relative"):
+        on = fast_relative.RELATIVE.on  # (off under VISA_FASTPATHS=off: the reference ran, nothing was stored)
+    assert len(fast_relative._STORE) == (1 if on else 0)
+    assert len({c.channels for c in costs}) > 1  # the tiles use other channels (bits 13–16 feed the hash)
+
+
+def test_the_channel_hash_is_an_xor_of_disjoint_bits() -> None:
+    """What the renaming rests on: ``channel(low + high) = channel(low) ^ channel(high)`` when ``high`` is a
+    multiple of ``2^k`` above ``low`` (L2962–2977)."""
+    rng = np.random.default_rng(0)
+    for k in range(8, 36):
+        low = rng.integers(0, 1 << k, size=64)
+        high = (rng.integers(0, 1 << (36 - k), size=64)) << k
+        assert np.array_equal(perf.hbm_channel(RNGD, low + high),
+                              perf.hbm_channel(RNGD, low) ^ perf.hbm_channel(RNGD, high))
+
+
+def test_two_hbm_sides_run_the_reference() -> None:
+    """Two HBM sides share the channels: the path declines (the reference runs)."""
+    p = DmaPlan.from_loops(RNGD, i8, ("hbm", "hbm"), [(4, 256, 256), (256, 1, 1)], (0, 1 << 20))
+    assert fast_relative.cycles(p, None, cost.model, cost.assemble) is None

@@ -1,0 +1,159 @@
+"""``contraction.float-steps`` and ``contraction.float-steps-jit`` (visa/engines/contraction/fast_steps.py,
+fast_steps_jit.py) against the Reducer's order written out by brute force (the reference's ``tree`` over the
+``2^n`` products, L4386–4388, then ``in_order`` over the reduced Time steps, L4408, L4415–4431): the same bits on
+random label configurations (operands lacking labels, outputs neither operand has, several reduced digits) and on
+poisoned values (infinities, NaNs, signed zeros, subnormals, products that overflow or underflow f32, exponents
+far apart), with the compiled loop on and off (numpy's loop)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.engines.test_fast_compute import _every_slice, _two_slices
+from visa import bf16, fastpaths
+from visa.engines.contraction import fast_steps, fast_steps_jit
+from visa.engines.contraction.reference import in_order, one_nan, tree
+
+#: Values a bf16 operand may hold that stress the order: specials, signed zeros, subnormals, far exponents.
+SPECIAL = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-40, -3e-39, 9e-41, 3e38, -2e38, 1e-38, 2.0**-126,
+                    2.0**100, -(2.0**-100), 2.0**60, 1.0, -1.5, 2.0**-60, 7.0, 0.0078125], dtype=np.float32)
+
+VARIANTS = {"jit": (), "numpy": ("contraction.float-steps-jit",)}
+
+
+def _brute(a: np.ndarray, la: list[str], w: np.ndarray, lw: list[str], lo: list[str], sizes: dict[str, int],
+           reduced: list[str]) -> np.ndarray:
+    """Every product over (steps, lo, j), the tree over j, the accumulator over the steps in ascending order."""
+    steps = [lab for lab in reduced if lab != "j"]
+    order = [*steps, *lo, "j"]
+
+    def full(x: np.ndarray, labels: list[str]) -> np.ndarray:
+        own = [lab for lab in order if lab in labels]
+        v = x.astype(np.float32).transpose([labels.index(lab) for lab in own])
+        return np.broadcast_to(v.reshape([sizes[lab] if lab in labels else 1 for lab in order]),
+                               [sizes[lab] for lab in order])
+
+    c = tree(full(a, la) * full(w, lw))
+    return one_nan(in_order(c, tuple(range(len(steps)))) if steps else c)
+
+
+def _values(rng: np.random.Generator, shape: tuple[int, ...], special: float) -> np.ndarray:
+    x = (rng.standard_normal(shape) * 2.0 ** rng.integers(-30, 30, size=shape)).astype(np.float32)
+    pick = rng.random(shape) < special
+    x[pick] = rng.choice(SPECIAL, size=int(pick.sum()))
+    return x.astype(ml_dtypes.bfloat16)
+
+
+def _bits(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+
+
+def _variant(name: str) -> None:
+    if name == "jit" and not fast_steps_jit.available():
+        pytest.skip("numba is not installed (the `fast` extra)")
+    if not all(fastpaths.get(n).on for n in ("contraction.float-steps", "contraction.float-steps-jit")):
+        pytest.skip("switched off by VISA_FASTPATHS")
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), special=st.sampled_from([0.0, 0.05, 0.3]))
+def test_random_configurations_are_the_brute_force_order(variant: str, seed: int, special: float) -> None:
+    _variant(variant)
+    rng = np.random.default_rng(seed)
+    n_steps, n_out = int(rng.integers(0, 3)), int(rng.integers(1, 4))
+    steps = [f"s{k}" for k in range(n_steps)]
+    outs = [f"o{k}" for k in range(n_out)]
+    sizes = {lab: int(rng.integers(1, 5)) for lab in steps + outs}
+    sizes["j"] = 1 << int(rng.integers(0, 5))
+    lo = list(rng.permutation(outs))
+    # each label in the activation, the weights, both or (an output only) neither; j in both
+    la, lw = ["j"], ["j"]
+    for lab in steps + outs:
+        where = int(rng.integers(0, 4 if lab in outs else 3))
+        if where in (0, 2):
+            la.insert(int(rng.integers(0, len(la) + 1)), lab)
+        if where in (1, 2):
+            lw.insert(int(rng.integers(0, len(lw) + 1)), lab)
+    a = _values(rng, tuple(sizes[lab] for lab in la), special)
+    w = _values(rng, tuple(sizes[lab] for lab in lw), special)
+    reduced = [*steps, "j"]
+    want = _brute(a, la, w, lw, lo, sizes, reduced)
+    with fastpaths.disabled(*VARIANTS[variant]):
+        got = fast_steps.contract(a, la, w, lw, lo, sizes, reduced)
+    assert got.shape == want.shape
+    assert np.array_equal(_bits(got), _bits(want)), (la, lw, lo, sizes)
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_a_large_block_is_the_brute_force_order(variant: str) -> None:
+    """A GEMM-shaped call (batch, rows, two step digits, 32 products) with every kind of poisoned value: several
+    pieces and blocks of batch positions."""
+    _variant(variant)
+    rng = np.random.default_rng(7)
+    sizes = {"b": 24, "m": 16, "k": 8, "t": 3, "r": 8, "j": 32}
+    la, lw, lo = ["b", "t", "m", "k", "j"], ["b", "r", "k", "t", "j"], ["b", "m", "r"]
+    a = _values(rng, tuple(sizes[lab] for lab in la), 0.02)
+    w = _values(rng, tuple(sizes[lab] for lab in lw), 0.02)
+    want = _brute(a, la, w, lw, lo, sizes, ["t", "k", "j"])
+    with fastpaths.disabled(*VARIANTS[variant]):
+        got = fast_steps.contract(a, la, w, lw, lo, sizes, ["t", "k", "j"])
+    assert np.isnan(want).any() and np.isinf(want).any()  # (the poison reaches the outputs)
+    assert np.array_equal(_bits(got), _bits(want))
+    assert set(_bits(got)[np.isnan(got)].tolist()) == {0x7FC00000}  # (one NaN, whichever operand order)
+
+
+def test_the_tree_rounds_every_pair() -> None:
+    """Sums whose order changes the bits (exponents 2^±24 apart): the compiled and numpy loops agree with the
+    brute force, and a plain f32 sum in another order does not."""
+    a = np.array([[1.0, 2.0**-24, 2.0**-24, 2.0**-24]], dtype=np.float32).astype(ml_dtypes.bfloat16)
+    w = np.ones((1, 4), dtype=ml_dtypes.bfloat16)
+    sizes = {"m": 1, "n": 1, "j": 4}
+    want = _brute(a, ["m", "j"], w, ["n", "j"], ["m", "n"], sizes, ["j"])
+    assert want[0, 0] == np.float32(1.0) + np.float32(2.0**-23)  # ((1 + e) + (e + e)): 1 + 2e, e rounded away
+    for variant in VARIANTS.values():
+        if variant == () and not fast_steps_jit.available():
+            continue
+        with fastpaths.disabled(*variant):
+            got = fast_steps.contract(a, ["m", "j"], w, ["n", "j"], ["m", "n"], sizes, ["j"])
+        assert _bits(got)[0, 0] == _bits(want)[0, 0]
+    assert math.fsum([1.0, 2.0**-24, 2.0**-24, 2.0**-24]) != float(want[0, 0])
+
+
+@pytest.mark.parametrize("layout", [_two_slices, _every_slice])
+@pytest.mark.parametrize("poison", [False, True])
+def test_engine_with_the_compiled_loop_off_is_the_reference(layout: Any, poison: bool) -> None:
+    """The Contraction Engine's bf16 results, bytes and cycles with numpy's loop (the compiled one off) and with
+    every contraction path off (the reference's steps)."""
+    with fastpaths.disabled("contraction.float-steps-jit"):
+        fast, fast_cycles = layout(bf16, 512, poison, 3)
+    with fastpaths.disabled("contraction.float-steps", "contraction.float-steps-jit"):
+        reference, reference_cycles = layout(bf16, 512, poison, 3)
+    assert fast_cycles == reference_cycles
+    for got, want in zip(fast, reference, strict=True):
+        bits = np.dtype(f"u{got.itemsize}") if got.dtype.kind == "f" else got.dtype
+        assert np.array_equal(np.ascontiguousarray(got).view(bits), np.ascontiguousarray(want).view(bits))
+
+
+def test_numba_is_imported_by_a_float_contraction_only() -> None:
+    """Importing visa and the Contraction Engine does not import numba (a kernel without float sums never pays
+    for it); the first float contraction does, when the compiled loop is on and numba installed."""
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np, ml_dtypes\n"
+            "import visa\n"
+            "from visa.engines.contraction import compute, fast_steps, fast_steps_jit\n"
+            "assert 'numba' not in sys.modules\n"
+            "a = np.ones((2, 4), dtype=ml_dtypes.bfloat16)\n"
+            "fast_steps.contract(a, ['m', 'j'], a, ['n', 'j'], ['m', 'n'], {'m': 2, 'n': 2, 'j': 4}, ['j'])\n"
+            "print(('numba' in sys.modules) == (fast_steps_jit.JIT.on and fast_steps_jit.available()))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True"

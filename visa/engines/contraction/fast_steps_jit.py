@@ -1,0 +1,131 @@
+"""The loop of ``contraction.float-steps`` compiled by numba: the fast path ``contraction.float-steps-jit``
+(optional; the ``fast`` extra installs numba, and without it :func:`visa.engines.contraction.fast_steps.tree_block`,
+numpy's loop, computes the same bits).
+
+``out[b, m, n] = Σ_s tree_j(a[b, s, m, j] · w[b, s, n, j])`` in the Reducer's order (docs/manual-notes.md, "Issue 23
+(i23d)"; L4386–4388, L4408, L4415–4431): for each batch position and step, the step's ``n × j`` weights are
+transposed into a ``j × n`` block (in the first-level cache), each row ``m`` of the activation multiplies it; the
+tree adds the products of adjacent pairs ``2i``, ``2i + 1`` depth by depth, a row of ``n`` outputs at a time
+(independent sums side by side, which the compiler puts in vector lanes: no sum is reordered), and the accumulator
+stores the first step's tree output and adds each later one.  Every
+operation is an IEEE f32 multiplication or addition: numba compiles it with ``fastmath`` off (no reassociation,
+no fused multiply-add, no flush of subnormals), so the bits are numpy's and the reference's.
+
+numba is imported on the first float contraction only (no kernel of integers or reduce-max pays for it), and the
+compiled loop is cached on disk (``cache=True``) so that a second process loads it instead of compiling.  Why a
+compiler: the numpy loop writes every product to memory and reads it back once per depth of the tree (a kernel's
+2^28 products are gigabytes of traffic), where the compiled loop keeps a step's products in registers and the
+first-level cache; a BLAS product cannot keep the tree's order.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from visa import fastpaths
+
+__all__ = ["JIT", "kernel", "available"]
+
+Array = npt.NDArray[Any]
+Kernel = Callable[[Array, Array, Array], None]
+
+JIT = fastpaths.register("contraction.float-steps-jit", "contraction.float-steps' loop compiled by numba (the "
+                         "optional `fast` extra), fastmath off: the same f32 operations in the same order")
+
+
+def _tree_steps(a: Array, w: Array, out: Array) -> None:  # pragma: no cover - compiled by numba
+    """The loop numba compiles (module docstring): ``a`` (b, s, m, j), ``w`` (b, s, n, j), ``out`` (b, m, n), f32.
+    With four products or more, the tree's first two depths are computed in registers, ``(p0 + p1) + (p2 + p3)``,
+    for two rows ``m`` at once (each weight read once for both); the later depths in the buffers."""
+    nb, ns, nm, nj = a.shape
+    nn = w.shape[2]
+    quarter = max(nj // 4, 1)
+    buf = np.empty((quarter, nn), dtype=np.float32)
+    buf2 = np.empty((quarter, nn), dtype=np.float32)
+    wt = np.empty((nj, nn), dtype=np.float32)
+    for b in range(nb):
+        for s in range(ns):
+            for n in range(nn):
+                for j in range(nj):
+                    wt[j, n] = w[b, s, n, j]
+            for m0 in range(0, nm, 2):
+                rows = min(2, nm - m0)
+                for r in range(rows):
+                    dst = buf if r == 0 else buf2
+                    m = m0 + r
+                    if nj == 1:
+                        x = a[b, s, m, 0]
+                        for n in range(nn):
+                            dst[0, n] = x * wt[0, n]
+                    elif nj == 2:
+                        x0 = a[b, s, m, 0]
+                        x1 = a[b, s, m, 1]
+                        for n in range(nn):
+                            dst[0, n] = x0 * wt[0, n] + x1 * wt[1, n]
+                if nj >= 4:
+                    if rows == 2:
+                        for i in range(quarter):
+                            k = 4 * i
+                            x0, x1, x2, x3 = a[b, s, m0, k], a[b, s, m0, k + 1], a[b, s, m0, k + 2], a[b, s, m0, k + 3]
+                            y0, y1 = a[b, s, m0 + 1, k], a[b, s, m0 + 1, k + 1]
+                            y2, y3 = a[b, s, m0 + 1, k + 2], a[b, s, m0 + 1, k + 3]
+                            for n in range(nn):
+                                w0, w1, w2, w3 = wt[k, n], wt[k + 1, n], wt[k + 2, n], wt[k + 3, n]
+                                buf[i, n] = (x0 * w0 + x1 * w1) + (x2 * w2 + x3 * w3)
+                                buf2[i, n] = (y0 * w0 + y1 * w1) + (y2 * w2 + y3 * w3)
+                    else:
+                        for i in range(quarter):
+                            k = 4 * i
+                            x0, x1, x2, x3 = a[b, s, m0, k], a[b, s, m0, k + 1], a[b, s, m0, k + 2], a[b, s, m0, k + 3]
+                            for n in range(nn):
+                                buf[i, n] = (x0 * wt[k, n] + x1 * wt[k + 1, n]) + (x2 * wt[k + 2, n]
+                                                                                  + x3 * wt[k + 3, n])
+                    width = quarter
+                    while width > 1:
+                        width //= 2
+                        for i in range(width):
+                            for n in range(nn):
+                                buf[i, n] = buf[2 * i, n] + buf[2 * i + 1, n]
+                                buf2[i, n] = buf2[2 * i, n] + buf2[2 * i + 1, n]
+                for r in range(rows):
+                    src = buf if r == 0 else buf2
+                    m = m0 + r
+                    if s == 0:
+                        for n in range(nn):
+                            out[b, m, n] = src[0, n]
+                    else:
+                        for n in range(nn):
+                            out[b, m, n] += src[0, n]
+
+
+@cache
+def _compiled() -> Kernel | None:
+    """The compiled loop, or None when numba is not installed (or cannot load with this numpy)."""
+    try:
+        numba = importlib.import_module("numba")
+    except ImportError:
+        return None
+    f32 = numba.float32
+    signature = numba.void(f32[:, :, :, ::1], f32[:, :, :, ::1], f32[:, :, ::1])
+    options = {"nogil": True, "fastmath": False, "boundscheck": False}
+    try:
+        compiled: Kernel = numba.njit(signature, cache=True, **options)(_tree_steps)
+    except RuntimeError:  # (no writable cache directory, e.g. a read-only install: compiled each process)
+        compiled = numba.njit(signature, cache=False, **options)(_tree_steps)
+    return compiled
+
+
+def available() -> bool:
+    """Whether numba is installed and loads (the compiled loop exists)."""
+    return _compiled() is not None
+
+
+def kernel() -> Kernel | None:
+    """The compiled loop when this path is on and numba is installed, else None (numpy's loop then)."""
+    return _compiled() if JIT.on else None

@@ -1,0 +1,144 @@
+"""Fast path ``dma.cost-relative`` (issue 24): a DMA's cost model run once per *shape and placement relative to
+the address decoding*, not once per absolute address.
+
+The reference (:func:`visa.engines.dma.cost.cycles`) models every DMA plan afresh (its cache is keyed by the
+whole plan, absolute addresses included), so a kernel that moves tile after tile of one shape to new HBM
+addresses models each again (a tile of the reference's ``matmul_16384``).  What the model reads of an address:
+
+* HBM (L2960–2977): the chip, whether a packet crosses a 256-byte unit, and each unit's channel, bank and row.
+  If every byte a side touches lies in one aligned ``2^k``-byte block of one chip (``k ≥ 8``), each address is
+  ``low + high`` with ``high`` that block's base; the channel is an XOR of address bits, so
+  ``channel(low + high) = channel(low) ^ channel(high)`` (bits of ``low`` and ``high`` are disjoint), and bank and
+  row are fields of the bits, so ``high`` renames banks and rows one to one.  :func:`~visa.memory.performance.
+  hbm_load` uses banks and rows only through equality and sums every channel's windows in arrival order, so the
+  model of the side moved to ``high = 0`` on chip 0 gives the same floats channel by channel, channel ``c``
+  becoming ``chip · channels + (c ^ channel(high))``.
+* DM (L2866): each address's DMN (``address // (slice space · 32)``): a move by a multiple of that renames the
+  DMNs one to one, and the model uses them only through equality (runs, per-DMN sums, the busiest).
+* the host: nothing (the PCIe bytes are the packets' bytes whatever their addresses).
+* PCIe between chips: both non-host sides on one chip (else the reference runs).
+
+So the model is cached under the loops and the bases moved so (``dma.cost-relative`` off, or a DMA with two HBM
+or two DM sides — their channels or DMNs meet — runs the reference), and each plan's channels are renamed and
+its cost assembled from the cached model by the reference's own :func:`~visa.engines.dma.cost.assemble`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+
+import numpy as np
+
+from visa import fastpaths
+from visa.engines.cache import exact_key
+from visa.engines.dma import fast_cost
+from visa.engines.dma.config import DmaCost, DmaLoop, DmaPlan
+from visa.hw import HardwareProfile
+from visa.memory import performance as perf
+from visa.memory.performance import HbmLoad
+from visa.memory.transfer import address_space
+
+__all__ = ["RELATIVE", "cycles", "placement"]
+
+RELATIVE = fastpaths.register("dma.cost-relative", "a DMA's cost model cached by its loops and its bases relative "
+                              "to the HBM address decoding (aligned block, chip) and the DMNs, its channels "
+                              "renamed, instead of modelling every absolute address afresh")
+
+Indirect = tuple[tuple[int, ...], tuple[int, ...]] | None
+Model = tuple[DmaCost, HbmLoad, float, int]
+ModelFn = Callable[[HardwareProfile, tuple[str, str], tuple[DmaLoop, ...], tuple[DmaLoop, ...], tuple[DmaLoop, ...],
+                    tuple[int, int], Indirect], Model]
+
+_LIMIT = 4096
+_STORE: dict[Hashable, Model] = {}
+
+
+def _span(loops: tuple[DmaLoop, ...], side: int, extra: tuple[int, ...] | None) -> tuple[int, int]:
+    """The lowest and highest byte offset (from the base) a side touches: every loop at its extremes, the
+    packet's last byte, and the indirect offsets'."""
+    lo = hi = 0
+    for lp in loops[:-1]:
+        step = (lp.size - 1) * (lp.src if side == 0 else lp.dst)
+        lo, hi = lo + min(0, step), hi + max(0, step)
+    hi += loops[-1].size - 1
+    if extra is not None:
+        lo, hi = lo + min(extra), hi + max(extra)
+    return lo, hi
+
+
+def placement(hw: HardwareProfile, medium: str, lo: int, hi: int) -> tuple[int, int, int] | None:
+    """How a side touching bytes ``[lo, hi]`` (absolute, in its DMA address space) is moved to its canonical
+    place: ``(shift, chip, high)`` — the model of the side at ``address - shift`` names channel ``c`` as
+    ``chip · channels + (c ^ channel(high))`` — or ``None`` when no move keeps the model (see the module)."""
+    if medium == "host":
+        return lo, 0, 0
+    space = address_space(hw, medium)
+    chip = lo // space.chip_bytes
+    if lo < 0 or hi // space.chip_bytes != chip:
+        return None
+    first, last = lo - chip * space.chip_bytes, hi - chip * space.chip_bytes
+    if medium == "hbm":
+        h = hw.hbm
+        if h.stacks != 1 << len(h.stack_bits) or h.channels & (h.channels - 1):
+            return None  # the channel number is an XOR of address bits only for these
+        k = max((first ^ last).bit_length(), (h.access_unit_bytes - 1).bit_length())
+        high = (first >> k) << k
+        return chip * space.chip_bytes + high, chip, high
+    dmn = hw.dm.slice_address_space_bytes * hw.dm.slices_per_dmn
+    if space.chip_bytes % dmn:
+        return None
+    shift = chip * space.chip_bytes + (first // dmn) * dmn
+    if hi - shift >= space.chip_bytes:  # keep the canonical side on chip 0 (PCIe crossing)
+        shift = chip * space.chip_bytes
+    return shift, chip, 0
+
+
+def cycles(p: DmaPlan, indirect: Indirect, model: ModelFn, assemble: Callable[[DmaPlan, Model], DmaCost]
+           ) -> DmaCost | None:
+    """The cost of ``p`` from the model cached under its relative key (modelled now if new), or ``None`` when
+    the reference must run (two HBM or two DM sides, a side over two chips, two chips)."""
+    hw = p.hw
+    media = (p.src.medium, p.dst.medium)
+    if media.count("hbm") > 1 or media.count("dm") > 1 or (indirect is not None and not indirect[0]):
+        return None
+    loops = p.spatial + p.commands + p.loops
+    bases: list[int] = []
+    chips: list[int] = []
+    rename: tuple[int, int] | None = None
+    for k, medium in enumerate(media):
+        lo, hi = _span(loops, k, None if indirect is None else indirect[k])
+        got = placement(hw, medium, p.base[k] + lo, p.base[k] + hi)
+        if got is None:
+            return None
+        shift, chip, high = got
+        bases.append(p.base[k] - shift)
+        if medium != "host":
+            chips.append(chip)
+        if medium == "hbm":
+            rename = (chip * hw.hbm.channels, int(perf.hbm_channel(hw, np.array([high]))[0]))
+    if len(chips) == 2 and chips[0] != chips[1]:
+        return None
+    base = (bases[0], bases[1])
+    key = (exact_key(hw), media, tuple((lp.size, lp.src, lp.dst) for lp in loops),
+           len(p.spatial), len(p.commands), base, indirect, fast_cost.SHARED.on)
+    found = _STORE.get(key)
+    if found is None:
+        if len(_STORE) >= _LIMIT:
+            _STORE.clear()
+        found = _STORE[key] = model(hw, media, p.spatial, p.commands, p.loops, base, indirect)
+    if rename is not None:
+        found = (found[0], _renamed(found[1], *rename), found[2], found[3])
+    return assemble(p, found)
+
+
+def _renamed(load: HbmLoad, offset: int, xor: int) -> HbmLoad:
+    """The load with canonical channel ``c`` named ``offset + (c ^ xor)`` (arrays as long as the highest
+    channel used plus one, as :func:`~visa.memory.performance.hbm_load` makes them)."""
+    if (offset, xor) == (0, 0) or not load.bus.size:
+        return load
+    used = np.flatnonzero((load.bus != 0) | (load.busy != 0))
+    names = offset + (used ^ xor)
+    size = int(names.max()) + 1
+    busy, bus = np.zeros(size), np.zeros(size)
+    busy[names], bus[names] = load.busy[used], load.bus[used]
+    return HbmLoad(busy, bus, load.activations, load.transfers, load.rmw)
