@@ -125,3 +125,29 @@ def test_a_view_shows_the_bytes_as_fetched() -> None:
         assert bool(np.asarray(f.data.known).all()), k
         assert np.array_equal(np.asarray(c.data.values)[0].reshape(2, 256, 16), x), k
 
+
+def test_an_image_handed_out_is_read_at_the_fetch() -> None:
+    """Bytes written through an array :attr:`DenseImage.data` handed out before the fetch are not seen by the
+    image, so the fetch reads them at once (the path declines): its stream holds what it read (review of issue 24,
+    i24v)."""
+    m = AxisSet(C=2, S=256, E=16).m
+    x = np.arange(2 * 256 * 16, dtype=np.int32).reshape(2, 256, 16)
+    ctx = Context(RNGD)
+    t = place_dm(ctx, x, i32, m["1"], m["C"], m["S"], m["E"], 1024, axes="C S E")
+    handed = ctx.memory.chip(0).dm.data
+    f = ctx.main.begin(t.view()).fetch(i32, m["E / 8"], m["E % 8"])
+    handed[..., 1024:1088] = 0xFF
+    assert np.array_equal(np.asarray(f.data.values)[0].reshape(2, 256, 16), x)
+
+
+def test_a_dma_into_the_fetched_bytes_is_not_seen() -> None:
+    """A DMA writing into the very bytes a stream views (``to_dm_view``: no poison of the destination first, the
+    source placed before the fetch) has the stream read them before it writes (review of issue 24, i24v)."""
+    m = AxisSet(C=2, S=256, E=16).m
+    x = np.arange(2 * 256 * 16, dtype=np.int32).reshape(2, 256, 16)
+    ctx = Context(RNGD)
+    t = place_dm(ctx, x, i32, m["1"], m["C"], m["S"], m["E"], 1024, axes="C S E")
+    s = place_dm(ctx, -x - 1, i32, m["1"], m["C"], m["S"], m["E"], 4096, axes="C S E")
+    f = ctx.main.begin(t.view()).fetch(i32, m["E / 8"], m["E % 8"])
+    s.view().to_dm_view(t.view(), ctx.tdma)
+    assert np.array_equal(np.asarray(f.data.values)[0].reshape(2, 256, 16), x)

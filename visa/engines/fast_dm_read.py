@@ -102,7 +102,7 @@ def view_of(cfg: Any, images: Any, bases: npt.NDArray[np.int64], lv: npt.NDArray
             or bool(cfg.zero_points) != zero_points:
         return None
     image = images[0]
-    if not isinstance(image, DenseImage):
+    if not isinstance(image, DenseImage) or image.handed:  # (an array handed out may be written unseen)
         return None
     view = nest_view(cfg.src, enabled_units(image, lv[0]), nest[0], nest[1])
     if view is None or view.size != math.prod(shape):

@@ -291,6 +291,13 @@ class DenseImage:
         return out
 
     @property
+    def handed(self) -> bool:
+        """Whether the bytes or the written-mask were handed out whole (:attr:`data`, :attr:`written`): whoever
+        took them may write them without the image knowing, so nothing may view its bytes lazily
+        (``fetch.dm-read``) or remember replicas (:meth:`record_replicas`)."""
+        return self._handed
+
+    @property
     def data(self) -> ByteArray:
         """The bytes, ``(..., nbytes)`` (whoever takes the array may write it; writing bytes does not change
         whether they count as written).  The image then records no replicas any more (:meth:`record_replicas`):

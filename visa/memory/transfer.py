@@ -274,6 +274,8 @@ class DmEndpoint:
         if chip < 0:
             return None
         image = self._image(chip)  # (a write says which bytes: mark_written, mask_for_write)
+        if write:  # (the bytes change before mark_written says so: a stream viewing them reads them first)
+            image._settle_readers()
         data = image.flat_data(0, 0) if span is None else image._flat_raw(*span)
         if lo < 0 or hi > data.size:
             return None
