@@ -123,7 +123,8 @@ class DenseImage:
       range's pending writes) with :meth:`mark_written` or
       :meth:`mask_for_write` and :meth:`settle` (a caller that writes a byte range of every unit: a DMA, a
       memset, a copy between slices), :meth:`poison` and :meth:`unwrite` (bytes back to unwritten), and the
-      whole arrays :attr:`data` / :attr:`written` and :meth:`flat` (whoever takes them may write them);
+      whole arrays :attr:`data` / :attr:`written` and :meth:`flat` (whoever takes them may write them;
+      :attr:`handed` says whether they were taken);
     - replicas: :meth:`record_replicas`, :meth:`replica_labels` (units known to hold the same bytes,
       :mod:`visa.memory.replicas`);
     - deferred readers: :meth:`add_reader` (a view of the bytes read later, settled before any change: issue 24's
