@@ -119,8 +119,9 @@ class RowPool:
                 loan.dirty = np.ones(shape[0], dtype=bool)  # until settled: anything may be written
                 self.reused += 1
                 return loan.owner, loan
-        owner = np.empty(shape, dtype=dtype)
-        owner[~rows] = 0
+        # zeroed by the allocator (calloc: a large buffer's pages come zero from the OS, and those of rows without
+        # data are never touched unless read), not by a pass of writes over them
+        owner = np.zeros(shape, dtype=dtype)
         return owner, Loan(owner, np.ones(shape[0], dtype=bool), self)
 
     def _give(self, loan: Loan) -> None:
