@@ -24,7 +24,7 @@ from visa.mapping.canon import SkewAtom, axis_atoms
 from visa.mapping.evaluate import IntArray
 from visa.memory.known import is_everywhere, known_everywhere
 
-__all__ = ["factored", "apply_by_parts", "gather_view"]
+__all__ = ["factored", "apply_by_parts", "apply_occupied", "gather_view"]
 
 
 def factored(source: tuple[Mapping, ...], stream: tuple[Mapping, ...], src_axes: frozenset[str]) -> Gather | None:
@@ -59,7 +59,12 @@ def factored(source: tuple[Mapping, ...], stream: tuple[Mapping, ...], src_axes:
     if every:  # the index is built from the parts only if something asks for it
         return Gather(valid, None, np.broadcast_to(i_flat, i_shape).copy(), inner)
     index = np.asarray(o_flat)[lead] * inner + np.asarray(i_flat)
-    return Gather(valid, np.ascontiguousarray(np.where(valid, index, 0)))
+    occupied = occupied_inner = None
+    if bool(i_valid.all()):  # every inner position of the valid slices is read (vector.gather-occupied)
+        occupied = np.flatnonzero(o_valid)
+        occupied_inner = np.ascontiguousarray(np.broadcast_to(np.asarray(i_flat), i_shape)).reshape(-1)
+    return Gather(valid, np.ascontiguousarray(np.where(valid, index, 0)), occupied=occupied,
+                  occupied_inner=occupied_inner)
 
 
 def apply_by_parts(g: Gather, inner: IntArray, values: npt.NDArray[Any], known: npt.NDArray[np.bool_]
@@ -88,6 +93,24 @@ def apply_by_parts(g: Gather, inner: IntArray, values: npt.NDArray[Any], known: 
 
     k = known_everywhere(shape) if is_everywhere(known) else pick(np.asarray(known))
     return pick(values), k
+
+
+def apply_occupied(g: Gather, values: npt.NDArray[Any], known: npt.NDArray[np.bool_]
+                   ) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]:
+    """``relayout.apply_gather`` of a gather by parts whose valid slices read all their inner positions and whose
+    other slices read nothing (``g.occupied`` set; ``vector.gather-occupied``): each occupied slice reads its own
+    row of the source at ``g.occupied_inner``; every other position holds what the index gives it — the source's
+    first element, unknown — without an index over every position of the stream."""
+    assert g.occupied is not None and g.occupied_inner is not None
+    shape = g.used.shape
+    n_out = math.prod(shape[:3])
+    sel, flat = g.occupied, g.occupied_inner
+    v = np.full(shape, values.reshape(-1)[0], dtype=values.dtype)
+    k = np.zeros(shape, dtype=bool)
+    if sel.size:
+        v.reshape(n_out, -1)[sel] = values.reshape(n_out, -1)[sel][:, flat]
+        k.reshape(n_out, -1)[sel] = np.asarray(known).reshape(n_out, -1)[sel][:, flat]
+    return v, k
 
 
 def gather_view(g: Gather, values: npt.NDArray[Any], known: npt.NDArray[np.bool_]

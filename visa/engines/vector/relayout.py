@@ -44,6 +44,9 @@ BY_PARTS = fastpaths.register("vector.gather-by-parts", "a VRF or stash operand 
                               "separate is located over each part alone and read as a broadcast or a view")
 VIEW = fastpaths.register("vector.gather-view", "an operand gather that is a mixed-radix affine index is read as "
                           "a strided view of the source (no index array, no copy)")
+OCCUPIED = fastpaths.register("vector.gather-occupied", "an operand gather by parts over a stream whose padding "
+                              "slices read nothing is applied to the slices that read (a few of a decode step's "
+                              "512), the rest filled as the index gives them, not by an index over every position")
 
 
 #: ``(shape, strides, offset)``: the stream's shape with each axis split into digits (outermost first, their
@@ -64,6 +67,11 @@ class Gather:
     inner: IntArray | None = None
     #: the source's inner size (a slice's ``inner`` positions start at slice · ``inner_size``)
     inner_size: int = 0
+    #: when the gather is by parts, reads every inner position of some slices and nothing of the others (the
+    #: stream's padding slices): those slices' flat (Chip, Cluster, Slice) positions, each reading its own
+    #: :attr:`explicit` inner positions ``occupied_inner`` (the fast path ``vector.gather-occupied``)
+    occupied: IntArray | None = None
+    occupied_inner: IntArray | None = None
 
     @cached_property
     def index(self) -> IntArray:
@@ -229,6 +237,10 @@ def apply_gather(g: Gather, values: npt.NDArray[Any], known: npt.NDArray[np.bool
         from visa.engines.vector import fast_relayout
 
         return fast_relayout.apply_by_parts(g, g.inner, values, known)
+    if g.occupied is not None and OCCUPIED.on:
+        from visa.engines.vector import fast_relayout
+
+        return fast_relayout.apply_occupied(g, values, known)
     v = values.reshape(-1)[g.index]
     k = known.reshape(-1)[g.index] & g.used
     return v, k
