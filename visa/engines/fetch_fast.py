@@ -30,6 +30,7 @@ from visa import fastpaths
 from visa.engines.broadcast import BroadcastData, TimeDigits, normal_digits, place_values
 from visa.engines.cache import cached
 from visa.engines.common import StreamData
+from visa.engines.fast_cast_rows import cast_occupied
 from visa.engines.fast_dm_read import DM_READ, DmRead, view_of
 from visa.engines.fast_masked import MASKED, Cut, written_cut
 from visa.engines.fast_masked import fill as fill_masked
@@ -163,7 +164,11 @@ def execute(cfg: FetchConfig, images: Sequence[DenseImage], bit_bases: Sequence[
         fill_masked(values, math.prod(values.shape[:-1]), cut, np.asarray(cfg.mask.pad_value).astype(cfg.src.storage))
         mask = None  # (done: every position is known, the masked ones hold the pad value)
     if widen is None or values.dtype != np.dtype(widen.storage):  # (fetch.widen-read: the cast is done)
-        values, known = adapt(cfg, values, known, mask, tsel, n_t, table)
+        cast = cast_occupied(cfg, values, lv)  # (fetch.cast-occupied: the data rows alone)
+        if cast is None:
+            values, known = adapt(cfg, values, known, mask, tsel, n_t, table)
+        else:
+            values = cast
     out_shape = (len(images), cfg.cluster.size, cfg.slice.size, n_t, n_p)
     if copies is not None:  # (plain: values are the buffer read into) its rows of pending copies stay to be made
         if loan is not None:  # (values is the pooled buffer; the copies it makes write data rows only)
