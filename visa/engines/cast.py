@@ -36,6 +36,7 @@ from visa.engines import fast_shared
 from visa.engines.cache import cached
 from visa.engines.common import StreamData, axes_text, refuse_in_sub_context
 from visa.engines.deferred import PaddedLanes
+from visa.engines.fast_cast_rows import cast_stream_occupied
 from visa.engines.shared import SharedRows
 from visa.errors import DtypeError, HardwareLimitError, LayoutError
 from visa.hw import HardwareProfile
@@ -146,6 +147,9 @@ def execute(plan: CastPlan, data: StreamData) -> StreamData:
         raise ValueError(f"cast data of packet {values.shape[-1]} for a plan of {plan.in_elements}")
     # Poisoned inputs carry arbitrary storage; convert them as zeros so that no conversion can fail on them.
     every = all_true(data.known)  # (O(1) for a stream known everywhere: no mask is read or made)
+    fast = None if every else cast_stream_occupied(plan, values, data.known)  # (cast.occupied)
+    if fast is not None:
+        return PaddedLanes(fast[0], plan.out_elements, fast[1])
     src = values if every else np.where(data.known, values, np.zeros((), dtype=values.dtype))
     converted = dt.convert(src, plan.src, plan.dst, rounding=plan.rounding, overflow=plan.overflow)
     shape = (*lead, plan.out_elements)
