@@ -343,6 +343,8 @@ CODES: dict[str, str] = {
     "moe_wide.WideRouting.__init__ LayoutError: a token's experts fill": 'V3180',
     'sequencer._skew_mismatch IncompatibleShapesError: one side holds the': 'V3181',
     'fetch.begin_heterogeneous LayoutError: views is a heterogeneous': 'V3182',
+    'gemm.Gemm.__call__ LayoutError: a gemm in n': 'V3183',
+    'gemm.Gemm.__call__ LayoutError: a gemm whose x': 'V3184',
     'context.launch HardwareLimitError: the kernel needs chips': 'V4001',
     'cast._plan HardwareLimitError: the holds elements bytes': 'V4002',
     'collect._flit HardwareLimitError: a packet of elements': 'V4003',

@@ -247,9 +247,15 @@ class Gemm:
             block = (block + 1) // 2
         return block
 
-    def __call__(self, ctx: Context, arena: Arena, x: HbmIn, w: HbmIn, *, double_buffer: bool = True,
-                 stream: bool | None = None, prefetched: Prefetch | None = None) -> Hbm:
+    def __call__(self, ctx: Context, arena: Arena, x: HbmIn | Dm, w: HbmIn, *, double_buffer: bool = True,
+                 stream: bool | None = None, prefetched: Prefetch | None = None, out_dm: bool = False) -> Any:
         """Run the GEMM on HBM ``x`` (``m["M, K"]``) and ``w`` (``m["N, K"]``); returns HBM ``m["M, N"]`` bf16.
+
+        ``x`` may also be a DM tensor of those axes (any layout: a row-wise kernel's rows): one DMA DM → DM
+        (L2659–2681) moves it to the GEMM's layout, not a store to HBM and a load back.  ``out_dm``: the result
+        is the DM tensor the contractions commit (``m["M, N"]`` over the N tiles' slices, allocated from
+        ``arena`` before the GEMM's scratch), not moved to HBM — a decode step's next row-wise kernel reads it by
+        one DMA DM → DM.  Neither takes the streamed mode (its x tiles are read from HBM).
 
         ``stream`` (default: when x and w would take more than half a slice's DM, L138) moves one (N, K) tile of
         w and one K tile of x from HBM per step into two alternating DM buffers, so the tensor DMA of the next
@@ -258,6 +264,10 @@ class Gemm:
         not reading; it needs a K tile of at most one half (``k_tile`` ≤ 512, L4151–4154).
         """
         if self.parts:
+            if isinstance(x, DmTensor) or out_dm:
+                raise LayoutError("a GEMM in N parts takes x in HBM and gives its output in HBM",
+                                  call=f"visa.kernels.Gemm({self.m!r}, {self.n!r}, {self.k!r})", level="DM",
+                                  fix="pass x in HBM and take the output in HBM (out_dm=False)")
             return self._ragged(ctx, arena, x, w, double_buffer, stream)
         if double_buffer and self.k_tiles > 1 and self.k_tile > HALF_K:
             raise HardwareLimitError(
@@ -272,8 +282,21 @@ class Gemm:
             stream = True  # the prefetched tile is the first step of the streamed mode
         if stream is None:
             stream = self.resident_bytes() > ctx.hw.dm.slice_bytes // 2
-        with arena.scratch(vrf=False):  # every DM buffer is temporary: the result leaves in HBM
-            return self._run(ctx, arena, x, w, double_buffer, stream, prefetched)
+        in_dm = isinstance(x, DmTensor)
+        if (in_dm or out_dm) and stream:
+            raise LayoutError("a GEMM whose x or output is in DM runs resident (x and w moved into DM whole), and "
+                              "this one streams its tiles from HBM",
+                              call=f"visa.kernels.Gemm({self.m!r}, {self.n!r}, {self.k!r})", level="DM",
+                              fix="pass x in HBM and take the output in HBM (out_dm=False)")
+        out_at = arena.take_dm(2 * self._out_el().size) if out_dm else None  # (outlives the scratch below)
+        with arena.scratch(vrf=False):  # every DM buffer is temporary: the result leaves in HBM (or at out_at)
+            return self._run(ctx, arena, x, w, double_buffer, stream, prefetched, out_at)
+
+    def _out_el(self) -> Any:
+        """The Element mapping of the DM output: per slice, its 32 columns of every M row (and N and M tile)."""
+        nt_axis = f"{self.n} / {N_TILE}" if self.n_tiles > 1 else ""
+        mt_axis = f"{self.m} / {M_TILE}" if self.m_tiles > 1 else ""
+        return self.ax.m[self._outer(nt_axis, mt_axis, self.mi, f"{self.nin} % 32")]
 
     def _ragged(self, ctx: Context, arena: Arena, x: HbmIn, w: HbmIn, double_buffer: bool,
                 stream: bool | None) -> Hbm:
@@ -291,11 +314,12 @@ class Gemm:
             got.view().relabel(mm[f"{m}, {n} = {size}"]).to_hbm_view(cols, ctx.tdma)
         return out
 
-    def _run(self, ctx: Context, arena: Arena, x: HbmIn, w: HbmIn, double_buffer: bool, stream: bool,
-             prefetched: Prefetch | None = None) -> Hbm:
+    def _run(self, ctx: Context, arena: Arena, x: HbmIn | Dm, w: HbmIn, double_buffer: bool, stream: bool,
+             prefetched: Prefetch | None = None, out_at: int | None = None) -> Any:
         """The body of :meth:`__call__`: for each N tile, block of M tiles and K tile, one TRF load shared by the
         block's M tiles."""
         mm, m, n, k, kin, nin, mi = self.ax.m, self.m, self.n, self.k, self.kin, self.nin, self.mi
+        x_hbm: Any = x  # (the streamed mode's x, in HBM: __call__ refuses a DM x there)
         kt_axis = f"{k} / {self.k_tile}" if self.k_tiles > 1 else ""
         nt_axis = f"{n} / {N_TILE}" if self.n_tiles > 1 else ""
         mt_axis = f"{m} / {M_TILE}" if self.m_tiles > 1 else ""
@@ -315,9 +339,9 @@ class Gemm:
         if not stream:
             w_el = mm[self._outer(nt_axis, kt_axis, f"{nin} % 32", kin)]
             w_dm = w.to_dm(self.cluster, self.slice, w_el, ctx.tdma, arena.take_dm(2 * w_el.size))
-        out_el = mm[self._outer(nt_axis, mt_axis, mi, f"{nin} % 32")]
-        out: Dm = DmTensor(ctx, dt.bf16, self.chip, self.cluster, self.slice, out_el, arena.take_dm(2 * out_el.size),
-                           call="visa.kernels.Gemm")
+        out_el = self._out_el()
+        out: Dm = DmTensor(ctx, dt.bf16, self.chip, self.cluster, self.slice, out_el,
+                           arena.take_dm(2 * out_el.size) if out_at is None else out_at, call="visa.kernels.Gemm")
         rows = mm[f"{nin} % 8"]
         halves = ((TrfAddress.FirstHalf, TrfAddress.SecondHalf) if self.k_tile <= HALF_K else
                   (TrfAddress.Full, TrfAddress.Full))
@@ -348,7 +372,7 @@ class Gemm:
 
         def issue_x(step: int) -> None:
             if prefetch_x and step < steps:
-                x_ahead[step] = self._stream_x(ctx, x, 0, plan[step][2], x_slots[step % 2])
+                x_ahead[step] = self._stream_x(ctx, x_hbm, 0, plan[step][2], x_slots[step % 2])
 
         if prefetched is not None:
             w_ahead[0] = prefetched.first
@@ -376,7 +400,7 @@ class Gemm:
                 if prefetch_x:
                     xv = x_ahead.pop(step)
                 elif not x_resident:
-                    xv = self._stream_x(ctx, x, mt, kt, x_slots[x_count % 2])
+                    xv = self._stream_x(ctx, x_hbm, mt, kt, x_slots[x_count % 2])
                     x_count += 1
                 elif kt_axis or mt_axis:
                     xv = x_dm.view().tile(mm[self._outer(kt_axis, mt_axis)], 1, x_tile, kt * self.m_tiles + mt)
@@ -404,6 +428,8 @@ class Gemm:
                 else:
                     acc[j] = s.commit(partial_el, sums[j][kt % 2])
             issue_x(step + 1)
+        if out_at is not None:
+            return out
         return out.to_hbm(mm[f"{m}, {n}"], ctx.tdma, arena.take_hbm(2 * self.sm * self.sn))
 
     def _stream_w(self, ctx: Context, w: HbmIn, nt: int, kt: int, address: int) -> Any:

@@ -377,7 +377,8 @@ class Step:
         """One decoder block on the DM rows ``x``; its output at ``out_address``.  ``stages``, when given,
         receives every stage's output in HBM (:data:`STAGES`) for the checks."""
         m, rd, c, t = self.m, self.rows_d, self.c, self.t
-        n = self.norm(ctx, arena, x, blk["g_attn"])
+        dm = self.in_dm
+        n = self.norm(ctx, arena, x, blk["g_attn"], dm=dm)
         qkv = self.qkv(ctx, arena, n, blk["w_qkv"])  # [T, q | k | v]
         qk_cols = (c.heads + c.kv_heads) * c.head_dim
         qkv_cols = qk_cols + c.kv_heads * c.head_dim
@@ -396,9 +397,9 @@ class Step:
         v_dst = v_cache.view().tile(m["S"], t, m[f"Dv, H, S = {t} # {s}"], position)
         v_src.relabel(m[f"S = {t}, H # {qkv_cols // c.head_dim}, Dv"]).to_hbm_view(v_dst, ctx.tdma)
         attn = self.attend(ctx, arena, rot, k_cache, v_cache, mask)  # [T, Hq, Dv] as [T, HO]
-        o = self.o_proj(ctx, arena, attn, blk["w_o"])  # on several chips each chip's partial sum
+        o = self.o_proj(ctx, arena, attn, blk["w_o"], out_dm=dm)  # on several chips each chip's partial sum
         x_attn = rd.add(ctx, arena, x, self.reduce(ctx, arena, rd.load(ctx, arena, o)))
-        n2 = self.norm(ctx, arena, x_attn, blk["g_ffn"])
+        n2 = self.norm(ctx, arena, x_attn, blk["g_ffn"], dm=dm)
         gu = self.gate_up(ctx, arena, n2, blk["w_gu"])  # [T, gate | up]
         rf = self.rows_f
         f = c.ffn
@@ -410,8 +411,10 @@ class Step:
         with arena.scratch():  # SwiGLU's DM and VRF temporaries
             act = rf.store(ctx, arena, rf.swiglu(ctx, arena, rf.load(ctx, arena, gate), rf.load(ctx, arena, up)))
         down = self.down(ctx, arena, act.view().relabel(m["T, F"]), blk["w_down"],
-                         double_buffer=self.double_buffer(self.down))
-        if stages is not None:
+                         double_buffer=self.double_buffer(self.down), out_dm=dm)
+        if stages is not None:  # (in HBM: the rows and GEMM outputs kept in DM are stored for the checks)
+            n, o, n2, down = (v.to_hbm(m[text], ctx.tdma, arena.take_hbm(2 * self.ax.size(text.split(", ")[1])))
+                              if dm else v for v, text in ((n, "T, D"), (o, "T, D"), (n2, "T, D"), (down, "T, D")))
             stages.update(n=n, qkv=qkv, rot=rot, attn=attn, o=o, x_attn=rd.store(ctx, arena, x_attn), n2=n2, gu=gu,
                           act=act, down=down)
         return rd.add(ctx, arena, x_attn, self.reduce(ctx, arena, rd.load(ctx, arena, down)), address=out_address)
@@ -427,13 +430,21 @@ class Step:
         self.collective += sum(op.cycles for op in ctx.schedule.ops[first:])
         return out
 
-    def norm(self, ctx: Context, arena: Arena, x: Any, gain: Hbm) -> Hbm:
-        """RMSNorm of the DM rows ``x`` with the HBM ``gain``, into HBM (its DM and VRF temporaries freed)."""
+    @property
+    def in_dm(self) -> bool:
+        """Whether a block's normalised rows feed the next GEMM from DM, and the output and down projections give
+        their rows to the residual adds in DM (:meth:`Gemm.__call__`'s DM ``x`` and ``out_dm``): a decode step's,
+        whose GEMMs run resident.  Each such hand-over is one DMA DM → DM instead of a store to HBM and a load
+        back — 4 DMAs fewer per block (issue 25's wall time; the cycles change with the DMAs)."""
+        return self.t == 1
+
+    def norm(self, ctx: Context, arena: Arena, x: Any, gain: Hbm, *, dm: bool = False) -> Any:
+        """RMSNorm of the DM rows ``x`` with the HBM ``gain``, into HBM (its DM and VRF temporaries freed); ``dm``:
+        the DM rows themselves (the gain's DM and the result stay allocated in ``arena``; the VRF is freed)."""
         rd = self.rows_d
-        with arena.scratch():
-            out: Hbm = rd.store(ctx, arena, rd.rms_norm(ctx, arena, x, rd.load_broadcast(ctx, arena, gain),
-                                                        eps=self.c.eps))
-        return out
+        with arena.scratch(dm=not dm):
+            y = rd.rms_norm(ctx, arena, x, rd.load_broadcast(ctx, arena, gain), eps=self.c.eps)
+            return y if dm else rd.store(ctx, arena, y)
 
     def rotate(self, ctx: Context, arena: Arena, qk: Any, rope: Any, swap: Hbm) -> Hbm:
         """RoPE of the q and k heads ``[T, Q12, Dk]`` (module docstring)."""

@@ -1,0 +1,69 @@
+"""``Gemm`` with x in DM and its output kept in DM (``out_dm``; issue 25's decode step): the same bits as the
+HBM round trip (x stored to HBM and loaded back, the output stored and loaded into rows), by one DMA DM → DM
+each way (L2659–2681) instead of two; the refusals of a streamed GEMM and of one in N parts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from visa import RNGD, AxisSet, Context, HbmTensor, HostTensor, LayoutError, bf16, device, launch
+from visa.kernels import Arena, Gemm, Rows
+
+
+@pytest.mark.parametrize(("n", "k"), [(96, 64), (576, 576), (64, 1536)])
+def test_gemm_in_and_out_of_dm_is_the_hbm_round_trip(n: int, k: int) -> None:
+    ax = AxisSet(T=1, N=n, K=k)
+    m = ax.m
+    rng = np.random.default_rng(n + k)
+    xs = HostTensor.from_numpy(rng.standard_normal(k).astype(np.float32), bf16, m["T, K"], axes="K")
+    ws = HostTensor.from_numpy(rng.standard_normal((n, k)).astype(np.float32) / 8, bf16, m["N, K"], axes="N K")
+    gemm = Gemm(ax, "T", "N", "K", k_tile=k if k <= 1024 else 768)
+    rows_k, rows_n = Rows(ax, "T", "K"), Rows(ax, "T", "N")
+
+    def run(dm: bool) -> tuple[np.ndarray, int]:
+        ctx = Context(RNGD)
+        xh = xs.to_hbm(m["1"], m["T, K"], ctx.pdma, 0)
+        wh = ws.to_hbm(m["1"], m["N, K"], ctx.pdma, 1 << 28)
+
+        @device(chip=1)
+        def kernel(ctx: Context, x: HbmTensor[Any, Any, Any], w: HbmTensor[Any, Any, Any]) -> Any:
+            arena = Arena()
+            rows = rows_k.load(ctx, arena, x)  # x as a row-wise kernel leaves it: one row on slice 0
+            if dm:
+                out = gemm(ctx, arena, rows, w, double_buffer=False, out_dm=True)
+            else:
+                out = gemm(ctx, arena, rows_k.store(ctx, arena, rows), w, double_buffer=False)
+            return rows_n.store(ctx, arena, rows_n.load(ctx, arena, out))
+
+        got = launch(kernel, ctx, xh, wh).to_host(m["T, N"], ctx.pdma).numpy(axes="N")
+        return np.asarray(got, np.float32), sum(op.name.startswith(("dm.to_", "hbm.to_")) for op in ctx.schedule.ops)
+
+    (dm_v, dm_dmas), (hbm_v, hbm_dmas) = run(True), run(False)
+    assert np.array_equal(dm_v.view(np.uint32), hbm_v.view(np.uint32))
+    assert dm_dmas == hbm_dmas - 2  # (x: one DM → DM for a store and a load; the output: the same)
+
+
+def test_gemm_in_dm_refuses_the_streamed_mode_and_n_parts() -> None:
+    ax = AxisSet(T=1, N=96, K=64, V=8192 + 32)
+    m = ax.m
+    ctx = Context(RNGD)
+    x = HostTensor.from_numpy(np.ones(64, np.float32), bf16, m["T, K"], axes="K").to_hbm(m["1"], m["T, K"], ctx.pdma, 0)
+    w = HostTensor.from_numpy(np.ones((96, 64), np.float32), bf16, m["N, K"], axes="N K").to_hbm(
+        m["1"], m["N, K"], ctx.pdma, 1 << 28)
+
+    @device(chip=1)
+    def kernel(ctx: Context, x: HbmTensor[Any, Any, Any], w: HbmTensor[Any, Any, Any]) -> Any:
+        Gemm(ax, "T", "N", "K")(ctx, Arena(), x, w, stream=True, out_dm=True)
+
+    with pytest.raises(LayoutError, match="runs resident"):
+        launch(kernel, ctx, x, w)
+
+    @device(chip=1)
+    def parts(ctx: Context, x: HbmTensor[Any, Any, Any], w: HbmTensor[Any, Any, Any]) -> Any:
+        Gemm(ax, "T", "V", "K")(ctx, Arena(), x, w, out_dm=True)
+
+    with pytest.raises(LayoutError, match="in N parts"):
+        launch(parts, ctx, x, w)
