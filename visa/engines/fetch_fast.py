@@ -145,18 +145,19 @@ def execute(cfg: FetchConfig, images: Sequence[DenseImage], bit_bases: Sequence[
     masking = mask if cfg.mask is not None else None
     widen = widened_type(cfg)
     zp_read = ZP_READ.on and bool(cfg.zero_points) and tsel is None
+    written_all: bool | None = None  # (_all_known of the nest, once asked: _read asks the same)
     if (DM_READ.on or zp_read) and repeat is None:  # fetch.dm-read: the values a view of the DM bytes, read later
         nest = _nest(cfg, bases, entries)
         shape = (len(images), cfg.cluster.size, cfg.slice.size, n_t, n_p)
-        view = view_of(cfg, images, bases, lv, valid, nest, shape, zp_read) \
-            if nest is not None and _all_known(cfg.src, images, lv, nest, valid) else None
+        written_all = nest is not None and _all_known(cfg.src, images, lv, nest, valid)
+        view = view_of(cfg, images, bases, lv, valid, nest, shape, zp_read) if written_all else None
         if view is not None and not zp_read:
             return DmRead(view, images[0], _replicas(cfg, images, bases, lv, entries))
         got = None if view is None else subtract_read(view, cfg.dst, cfg.zero_points)
         if got is not None:  # fetch.zero-point-read: subtracted on the read, one pass
             return got
     values, known, loan, copies, cut = _read(cfg, images, bases, sel, off, valid, lv, entries, n_t, plain, masking,
-                                             widen)
+                                             widen, written_all)
     written: BoolArray | None = lv.reshape(-1)  # the rows of the pooled buffer that may hold non-zeros
     if masking is not None:
         written = None  # (every row: the padding of rows without data too)
@@ -212,7 +213,7 @@ def _replicas(cfg: FetchConfig, images: Sequence[DenseImage], bases: IntArray, l
 
 def _read(cfg: FetchConfig, images: Sequence[DenseImage], bases: IntArray, sel: IntArray, off: IntArray,
           valid: BoolArray, lv: BoolArray, entries: Sequence[Any], n_t: int, lazy: bool = False,
-          masking: BoolArray | None = None, widen: type[dt.Scalar] | None = None
+          masking: BoolArray | None = None, widen: type[dt.Scalar] | None = None, written_all: bool | None = None
           ) -> tuple[npt.NDArray[Any], BoolArray, Loan | None, tuple[IntArray, IntArray] | None, Cut | None]:
     """The sequencer's output ``(Chip, Cluster, Slice, Time · Packet)`` in ``cfg.src`` and its known-mask: a
     broadcast of True (no memory, :mod:`visa.memory.known`) when every byte read was written — then in a pooled
@@ -222,12 +223,14 @@ def _read(cfg: FetchConfig, images: Sequence[DenseImage], bases: IntArray, sel: 
     With ``masking`` (the masking stage's positions), a fetch whose unmasked positions were all written is read
     so too (``fetch.masked-known``): the last item is then the mask as a cut of the nest, for the caller to fill
     (:mod:`visa.engines.fast_masked`); the values read at the masked positions are not the stream's.
+    ``written_all``: :func:`_all_known` of the same nest when the caller asked it already (not asked again).
     With ``widen`` (a wider integer type, ``fetch.widen-read``), a fetch whose bytes were all written is read
     into that type, sign-extended (:mod:`visa.engines.fast_widen`): the values' dtype says whether it was."""
     src, n_p = cfg.src, cfg.packet.size
     nest = _nest(cfg, bases, entries) if LOOP_NEST.on or ALL_KNOWN.on or lazy else None
     shape = (len(images), cfg.cluster.size, cfg.slice.size, n_t * n_p)
-    whole = ALL_KNOWN.on and _all_known(src, images, lv, nest, valid)
+    whole = ALL_KNOWN.on and nest is not None and (
+        written_all if written_all is not None else _all_known(src, images, lv, nest, valid))
     cut = None if whole or not ALL_KNOWN.on else _masked_known(src, images, lv, nest, valid, masking)
     # fetch.padded-known: the stream's padding a cut of the nest, every other element written (fast_padded.py)
     padded = None if whole or cut is not None or masking is not None or not ALL_KNOWN.on \
