@@ -143,8 +143,20 @@ class Carried:
     seen: dict[int, tuple[Any, int]] = dataclasses.field(default_factory=dict)
 
     def with_(self, **changes: Any) -> Carried:
-        """A copy with ``changes`` (field names of this class)."""
-        return dataclasses.replace(self, **changes)
+        """A copy with ``changes`` (field names of this class; itself without any: it is frozen).  Every stage
+        hands one on, a few per operation: a shallow copy of the fields, not :func:`dataclasses.replace`'s
+        re-initialisation (the class has no ``__post_init__``)."""
+        if not changes:
+            return self
+        if not changes.keys() <= _CARRIED_FIELDS:
+            return dataclasses.replace(self, **changes)  # (its TypeError names the unknown field)
+        new = object.__new__(Carried)
+        new.__dict__.update(self.__dict__)
+        new.__dict__.update(changes)
+        return new
+
+
+_CARRIED_FIELDS = frozenset(f.name for f in dataclasses.fields(Carried))
 
 
 class StreamTensor(Generic[D, Chip, Cluster, Slice, Time, Packet]):
@@ -171,11 +183,14 @@ class StreamTensor(Generic[D, Chip, Cluster, Slice, Time, Packet]):
         self._used: str | None = None
         # the write count of each input's bytes when the pass first read it (a stage that reads them again, as
         # fetch does after begin, passes ``seen={}``): the pass may not end after a write of them
-        seen = dict(self.carried.seen)
+        seen = self.carried.seen
         for t in inputs:
             if t.region is not None and id(t.region) not in seen:
+                if seen is self.carried.seen:
+                    seen = dict(seen)  # (copied once something is added: the carried dict is shared)
                 seen[id(t.region)] = (t.region, t.region.writes)
-        self.carried = self.carried.with_(seen=seen)
+        if seen is not self.carried.seen:
+            self.carried = self.carried.with_(seen=seen)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Wrap each stage method so that a refusal leaves the stream unconsumed (see :func:`_keeps_on_refusal`)."""
