@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from visa.hw import HardwareProfile
-from visa.memory import fast_transfers
+from visa.memory import fast_load_order, fast_transfers
 
 __all__ = ["hbm_channel", "hbm_bank", "hbm_row", "dm_dmn", "dm_engine_time", "dm_busy", "hbm_transfers",
            "hbm_packet_transfers", "hbm_busy", "hbm_load", "HbmLoad", "dm_bank_runs", "sequence_bank_runs"]
@@ -256,7 +256,8 @@ def hbm_load(hw: HardwareProfile, chips: IntArray, units: IntArray, factor: npt.
     nseg = int(seg.max()) + 1
     cs = ch * nseg + seg
     ncs = nch * nseg
-    window = _ranks(cs, _stable_order(cs, ncs), ncs) // queue
+    by_stretch = _stable_order(cs, ncs)
+    window = _ranks(cs, by_stretch, ncs) // queue
     # one dense id per (channel, segment, window): each stretch's windows follow its channel's earlier ones
     windows = -(-np.bincount(cs, minlength=ncs) // queue)
     offset = np.zeros(ncs + 1, dtype=np.int64)
@@ -268,7 +269,7 @@ def hbm_load(hw: HardwareProfile, chips: IntArray, units: IntArray, factor: npt.
     cost = factor * t
     # one group per (window, bank, row) at its first arrival (a stable sort keeps arrivals in order)
     key = (batch * 64 + bank) << 15 | row  # bank ids (slice, bank group, bank bits) < 64; rows < 2^15
-    order = np.argsort(key, kind="stable")
+    order = fast_load_order.order(key, by_stretch) if fast_load_order.ORDER.on else np.argsort(key, kind="stable")
     k = key[order]
     first = np.ones(n, dtype=bool)
     first[1:] = k[1:] != k[:-1]
