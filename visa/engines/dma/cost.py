@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from visa.engines.cache import cached
-from visa.engines.dma import fast_cost, fast_relative
+from visa.engines.dma import fast_cost, fast_relative, fast_translates
 from visa.engines.dma.config import DmaCost, DmaLoop, DmaPlan
 from visa.hw import HardwareProfile
 from visa.memory import fast_transfers
@@ -82,7 +82,8 @@ def cycles(p: DmaPlan, indirect: tuple[Sequence[int], Sequence[int]] | None = No
     return _cycles(p, ind)
 
 
-@cached(2048, paths=(fast_relative.RELATIVE, fast_cost.SHARED, fast_transfers.ALIGNED))
+@cached(2048, paths=(fast_relative.RELATIVE, fast_cost.SHARED, fast_transfers.ALIGNED,
+                     fast_translates.TRANSLATED))
 def _cycles(p: DmaPlan, indirect: tuple[tuple[int, ...], tuple[int, ...]] | None) -> DmaCost:
     if fast_relative.RELATIVE.on:
         got = fast_relative.cycles(p, indirect, model, assemble)
@@ -122,11 +123,14 @@ def model(hw: HardwareProfile, media: tuple[str, str], spatial: tuple[DmaLoop, .
     # HBM: every part (an engine's command) is a stretch of its own (no queue window spans two parts), so that the
     # controller serves a part's requests alike whether the parts run on one engine or on many: more engines are
     # never slower than the same parts one after another
-    merged = [np.concatenate([t[k] for *_, t in parts]) for k in range(3)]
-    merged.append(np.concatenate([t[3] + k * _WINDOWS for k, (*_, t) in enumerate(parts)]))
     shared = runs > 1 and fast_cost.SHARED.on
-    load = perf.hbm_load(hw, merged[0], merged[1], merged[2], merged[3],
-                         fast_cost.groups(len(parts), _WINDOWS) if shared else None)
+    found = fast_translates.load(hw, [t for *_, t in parts]) if shared and fast_translates.TRANSLATED.on else None
+    if found is None:
+        merged = [np.concatenate([t[k] for *_, t in parts]) for k in range(3)]
+        merged.append(np.concatenate([t[3] + k * _WINDOWS for k, (*_, t) in enumerate(parts)]))
+        found = perf.hbm_load(hw, merged[0], merged[1], merged[2], merged[3],
+                              fast_cost.groups(len(parts), _WINDOWS) if shared else None)
+    load = found
     shared_hbm = float(load.busy.max()) * scale if load.busy.size else 0.0
     peaks = fast_cost.part_peaks(load, len(parts)) if shared else None
     engine_time = [0.0] * len(engines)
