@@ -4,10 +4,16 @@ move the same transfers at places an aligned block apart, modelled on one part a
 The reference (:func:`visa.engines.dma.cost.model`) gives :func:`~visa.memory.performance.hbm_load` the
 transfers of every part, each part stretches of its own (no window spans two, no row stays open from one to the
 next).  A tiled DMA's engines often move one shape each, whole aligned blocks apart (a 16 MiB ReLU's eight
-engines, 2 MiB each): part ``e``'s units are part 0's plus ``d_e``, a multiple of ``2^k`` where part 0 lies in one
-aligned ``2^k``-byte block ``B``.  Then, as :mod:`visa.engines.dma.fast_relative` argues (L2960–2977), every
-unit's channel is part 0's XOR ``channel(B) ^ channel(B + d_e)``, and banks and rows are renamed one to one, so
-each window of part ``e`` lasts as long as part 0's window it stands for.  So part 0 alone is modelled, and:
+engines, 2 MiB each): part ``e``'s units are part 0's plus ``d_e``, where either
+
+* ``d_e`` is a multiple of ``2^k`` and part 0 lies in one aligned ``2^k``-byte block ``B``: as
+  :mod:`visa.engines.dma.fast_relative` argues (L2960–2977), every unit's channel is part 0's XOR
+  ``channel(B) ^ channel(B + d_e)``, and banks and rows are renamed one to one; or
+* ``d_e`` sets only bits no unit of part 0 sets (a ring sum's engines 512 bytes apart, the units' bits 9 and 10
+  clear): ``u + d_e = u ^ d_e``, and channel, bank and row are XORs of address bits (linear over the bits), so
+  channel ``c`` becomes ``c ^ channel(d_e)`` and banks and rows are renamed one to one;
+
+so each window of part ``e`` lasts as long as part 0's window it stands for.  So part 0 alone is modelled, and:
 
 * each channel's busy cycles add the windows of every part in the reference's order (channel by channel, parts in
   order, a part's windows in order: ``HbmLoad.windows``, renamed part by part, summed by ``np.bincount`` as the
@@ -16,7 +22,7 @@ each window of part ``e`` lasts as long as part 0's window it stands for.  So pa
 * each part's own busy cycles per channel (``group_busy``) are part 0's, renamed;
 * the counts (activations, transfers, read-modify-writes) are part 0's times the parts.
 
-Anything else (parts of other shapes or factors, a move that is no multiple of part 0's block, parts on other
+Anything else (parts of other shapes or factors, a move that is neither, parts on other
 chips, a profile whose channel number is not an XOR of address bits) returns ``None``: the reference runs.
 """
 
@@ -59,7 +65,7 @@ def _moves(hw: HardwareProfile, parts: Sequence[Transfers]) -> list[int] | None:
         if t[1].size != n:
             return None
         d = int(t[1][0]) - int(units[0])
-        if d % (1 << k) or lo + d < 0:
+        if (d % (1 << k) or lo + d < 0) and (d < 0 or np.any(units & d)):
             return None
         moves.append(d)
     for t, d in zip(parts[1:], moves[1:], strict=True):
