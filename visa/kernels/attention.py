@@ -68,4 +68,5 @@ class Attention:
             s_dm = rows.add(ctx, arena, s_dm, rows.load(ctx, arena, mask))  # the mask is broadcast over Q
         probs_dm = rows.softmax(ctx, arena, s_dm, scale=self.scale, log=log)
         probs = self.softmax.store(ctx, arena, probs_dm)
-        return self.mix(ctx, arena, probs, v_t)
+        out: Hbm = self.mix(ctx, arena, probs, v_t)
+        return out
