@@ -30,7 +30,7 @@ Every DM buffer is scratch (:meth:`Arena.scratch`): the result leaves in HBM.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, overload
 
 from visa import dtypes as dt
 from visa.context import Context
@@ -246,6 +246,15 @@ class Gemm:
         while block > 1 and self._partial_bytes(block) > room:
             block = (block + 1) // 2
         return block
+
+    @overload
+    def __call__(self, ctx: Context, arena: Arena, x: HbmIn | Dm, w: HbmIn, *, double_buffer: bool = True,
+                 stream: bool | None = None, prefetched: Prefetch | None = None,
+                 out_dm: Literal[False] = False) -> Hbm: ...
+
+    @overload
+    def __call__(self, ctx: Context, arena: Arena, x: HbmIn | Dm, w: HbmIn, *, double_buffer: bool = True,
+                 stream: bool | None = None, prefetched: Prefetch | None = None, out_dm: bool) -> Any: ...
 
     def __call__(self, ctx: Context, arena: Arena, x: HbmIn | Dm, w: HbmIn, *, double_buffer: bool = True,
                  stream: bool | None = None, prefetched: Prefetch | None = None, out_dm: bool = False) -> Any:
