@@ -25,6 +25,7 @@ from visa import dtypes as dt
 from visa.errors import TypestateError
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping
+from visa.mapping.fast_validity import validity_of
 
 __all__ = ["StreamLayout", "StreamData", "LazyData", "EngineReport", "STREAM_LEVELS", "axes_text", "engine_call",
            "unit_validity", "refuse_in_sub_context", "divisors"]
@@ -66,9 +67,8 @@ def divisors(n: int) -> list[int]:
 def unit_validity(chip: Mapping, cluster: Mapping, slice_: Mapping) -> npt.NDArray[np.bool_]:
     """``(Chip, Cluster, Slice)`` array: True where every level holds an index, the units a stream or tensor
     occupies (the others are padding: the slice bitmap leaves them out, manual L2314–2319)."""
-    out: npt.NDArray[np.bool_] = (np.asarray(chip.evaluate().valid, dtype=bool)[:, None, None]
-                                  & np.asarray(cluster.evaluate().valid, dtype=bool)[None, :, None]
-                                  & np.asarray(slice_.evaluate().valid, dtype=bool)[None, None, :])
+    out: npt.NDArray[np.bool_] = (validity_of(chip)[:, None, None] & validity_of(cluster)[None, :, None]
+                                  & validity_of(slice_)[None, None, :])
     return out
 
 

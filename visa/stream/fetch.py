@@ -21,6 +21,8 @@ from visa.engines.common import EngineReport, StreamData, StreamLayout
 from visa.errors import LayoutError, VisaError
 from visa.mapping import Mapping
 from visa.mapping.core import ensure_mapping
+from visa.mapping.fast_validity import validity_of
+from visa.memory.known import broadcast_one
 from visa.validate import expect_dtype, wrong_type
 
 if TYPE_CHECKING:
@@ -43,8 +45,9 @@ def _check_view(tu: TuHandle, view: object, call: str, param: str = "view") -> D
 def _placeholder(layout: StreamLayout) -> StreamData:
     """The data of a BeginTensor: nothing has been read yet (broadcast poison, no memory)."""
     shape = layout.shape
-    return StreamData(np.broadcast_to(np.zeros((), dtype=layout.dtype.storage), shape),
-                      np.broadcast_to(np.zeros((), dtype=bool), shape))
+    zero, false = np.zeros(1, dtype=layout.dtype.storage), np.zeros(1, dtype=bool)
+    zero.flags.writeable = false.flags.writeable = False
+    return StreamData(broadcast_one(zero, shape), broadcast_one(false, shape))
 
 
 def begin(tu: TuHandle, view: DmTensorView[Any, Any, Any, Any, Any],
@@ -126,7 +129,7 @@ def _groups(lay: StreamLayout, name: str) -> npt.NDArray[np.int64]:
 
 def _units(lay: StreamLayout) -> int:
     """Slices per chip a stream occupies (its valid Cluster × Slice positions)."""
-    return (int(np.count_nonzero(lay.cluster.evaluate().valid)) * int(np.count_nonzero(lay.slice.evaluate().valid)))
+    return int(np.count_nonzero(validity_of(lay.cluster))) * int(np.count_nonzero(validity_of(lay.slice)))
 
 
 def fetch(stream: BeginTensor[Any, Any, Any, Any, Any, Any], dtype: Any, time: Mapping, packet: Mapping, *,
@@ -182,7 +185,7 @@ def fetch(stream: BeginTensor[Any, Any, Any, Any, Any, Any], dtype: Any, time: M
                           details=(("fetch_size", cfg.fetch_size), ("fetches_per_packet", cfg.fetches_per_packet),
                                    ("contiguous_sram_access_size", cfg.contiguous_sram_access_size),
                                    ("contiguous", engine.is_contiguous(cfg)), *hetero_details),
-                          nbytes=int(np.count_nonzero(lay.chip.evaluate().valid))
+                          nbytes=int(np.count_nonzero(validity_of(lay.chip)))
                           * math.prod(e.size for e in cfg.sequencer.entries) * lay.dtype.size_bits // 8 * _units(lay),
                           bank_run=max(bank), bank_runs=bank)
     layout = StreamLayout(dst, lay.chip, lay.cluster, lay.slice, time, packet)
