@@ -57,10 +57,14 @@ def _run(x: np.ndarray, new: np.ndarray, steps: list[tuple[int, int]]) -> list[t
 
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 6), st.sampled_from([0, 0, 3, -2])), min_size=1, max_size=5),
-       st.integers(0, 2**32 - 1))
-def test_fetches_between_changes_are_the_reference(steps: list[tuple[int, int]], seed: int) -> None:
+       st.integers(0, 2**32 - 1), st.booleans())
+def test_fetches_between_changes_are_the_reference(steps: list[tuple[int, int]], seed: int, edge: bool) -> None:
+    """(With ``edge``, the values reach the ends of i8: a zero point takes a difference out of range, which the
+    reference refuses, every time, the path kept or not.)"""
     rng = np.random.default_rng(seed)
     x = rng.integers(-100, 100, size=(2, 256, 32)).astype(np.int8)
+    if edge:
+        x[1, 7, 5], x[0, 3, 0] = -128, 127
     new = rng.integers(-128, 127, size=(2, 256, 32), endpoint=True).astype(np.int8)
     fast = _run(x, new, steps)
     with fastpaths.disabled("fetch.view-memo"):
