@@ -18,12 +18,12 @@ import numpy.typing as npt
 from visa.engines import channel
 from visa.engines import fetch as engine
 from visa.engines.common import EngineReport, StreamData, StreamLayout
+from visa.engines.fast_fetch_report import remembered_report
 from visa.errors import LayoutError, VisaError
 from visa.mapping import Mapping
 from visa.mapping.core import ensure_mapping
 from visa.mapping.fast_validity import validity_of
 from visa.memory.known import broadcast_one
-from visa.stream.fast_reports import remembered_report
 from visa.validate import expect_dtype, wrong_type
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
-"""``fetch.report-memo`` (visa/stream/fast_reports.py): a fetch's engine report kept per configuration, addresses and
-layout is the report the fetch builds (L2060, L2897–2941), for random fetches of random tensors (dtype, element
-count, address, context, zero point, interleaved pairs), asked twice, with the path on and off — the schedule's
-cycles the same."""
+"""``fetch.report-memo`` (visa/engines/fast_fetch_report.py): a fetch's engine report kept per configuration,
+addresses and layout is the report the fetch builds (L2060, L2897–2941), for random fetches of random tensors
+(dtype, element count, address, context, zero point, interleaved pairs), asked twice, with the path on and off —
+the schedule's cycles the same."""
 
 from __future__ import annotations
 
