@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 from typing_extensions import TypeVar as TypeVarD
 
 from visa import dtypes as dt
-from visa.engines.common import EngineReport, StreamData, StreamLayout
+from visa.engines.common import EngineReport, StreamData, StreamLayout, replaced
 from visa.errors import TypestateError, VisaError
 from visa.mapping import Mapping
 from visa.validate import expect_dtype, expect_int, expect_mapping
@@ -144,7 +144,7 @@ class Carried:
 
     def with_(self, **changes: Any) -> Carried:
         """A copy with ``changes`` (field names of this class)."""
-        return dataclasses.replace(self, **changes)
+        return replaced(self, **changes)
 
 
 class StreamTensor(Generic[D, Chip, Cluster, Slice, Time, Packet]):
