@@ -1,9 +1,10 @@
-"""``contraction.float-steps`` and ``contraction.float-steps-jit`` (visa/engines/contraction/fast_steps.py,
-fast_steps_jit.py) against the Reducer's order written out by brute force (the reference's ``tree`` over the
-``2^n`` products, L4386–4388, then ``in_order`` over the reduced Time steps, L4408, L4415–4431): the same bits on
-random label configurations (operands lacking labels, outputs neither operand has, several reduced digits) and on
-poisoned values (infinities, NaNs, signed zeros, subnormals, products that overflow or underflow f32, exponents
-far apart), with the compiled loop on and off (numpy's loop)."""
+"""``contraction.float-steps``, ``contraction.float-steps-jit`` and ``contraction.float-row-jit``
+(visa/engines/contraction/fast_steps.py, fast_steps_jit.py, fast_row_jit.py) against the Reducer's order written out
+by brute force (the reference's ``tree`` over the ``2^n`` products, L4386–4388, then ``in_order`` over the reduced
+Time steps, L4408, L4415–4431): the same bits on random label configurations (operands lacking labels, outputs
+neither operand has, several reduced digits) and on poisoned values (infinities, NaNs, signed zeros, subnormals,
+products that overflow or underflow f32, exponents far apart), with the compiled loop on and off (numpy's loop) and
+the one-row loop on and off."""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ from visa.engines.contraction.reference import in_order, one_nan, tree
 SPECIAL = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-40, -3e-39, 9e-41, 3e38, -2e38, 1e-38, 2.0**-126,
                     2.0**100, -(2.0**-100), 2.0**60, 1.0, -1.5, 2.0**-60, 7.0, 0.0078125], dtype=np.float32)
 
-VARIANTS = {"jit": (), "numpy": ("contraction.float-steps-jit",)}
+VARIANTS = {"jit": (), "jit-transposing": ("contraction.float-row-jit",), "numpy": ("contraction.float-steps-jit",)}
+PATHS = ("contraction.float-steps", "contraction.float-steps-jit", "contraction.float-row-jit")
 
 
 def _brute(a: np.ndarray, la: list[str], w: np.ndarray, lw: list[str], lo: list[str], sizes: dict[str, int],
@@ -56,9 +58,9 @@ def _bits(x: np.ndarray) -> np.ndarray:
 
 
 def _variant(name: str) -> None:
-    if name == "jit" and not fast_steps_jit.available():
+    if name.startswith("jit") and not fast_steps_jit.available():
         pytest.skip("numba is not installed (the `fast` extra)")
-    if not all(fastpaths.get(n).on for n in ("contraction.float-steps", "contraction.float-steps-jit")):
+    if not all(fastpaths.get(n).on for n in PATHS):
         pytest.skip("switched off by VISA_FASTPATHS")
 
 
@@ -110,6 +112,24 @@ def test_a_large_block_is_the_brute_force_order(variant: str) -> None:
     assert set(_bits(got)[np.isnan(got)].tolist()) == {0x7FC00000}  # (one NaN, whichever operand order)
 
 
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@pytest.mark.parametrize("nj", [1, 2, 4, 32])
+def test_one_activation_row_is_the_brute_force_order(variant: str, nj: int) -> None:
+    """A GEMV-shaped call (one activation row, a batch, two step digits, many weight columns) with poisoned
+    values: the one-row loop reads the weights in place (``contraction.float-row-jit``), the same bits as the
+    transposing loop, numpy's and the brute force."""
+    _variant(variant)
+    rng = np.random.default_rng(11 + nj)
+    sizes = {"b": 6, "k": 4, "t": 2, "n": 8, "r": 5, "j": nj}
+    la, lw, lo = ["t", "b", "k", "j"], ["b", "n", "k", "t", "r", "j"], ["b", "n", "r"]
+    a = _values(rng, tuple(sizes[lab] for lab in la), 0.02)
+    w = _values(rng, tuple(sizes[lab] for lab in lw), 0.02)
+    want = _brute(a, la, w, lw, lo, sizes, ["t", "k", "j"])
+    with fastpaths.disabled(*VARIANTS[variant]):
+        got = fast_steps.contract(a, la, w, lw, lo, sizes, ["t", "k", "j"])
+    assert np.array_equal(_bits(got), _bits(want))
+
+
 def test_the_tree_rounds_every_pair() -> None:
     """Sums whose order changes the bits (exponents 2^±24 apart): the compiled and numpy loops agree with the
     brute force, and a plain f32 sum in another order does not."""
@@ -118,8 +138,8 @@ def test_the_tree_rounds_every_pair() -> None:
     sizes = {"m": 1, "n": 1, "j": 4}
     want = _brute(a, ["m", "j"], w, ["n", "j"], ["m", "n"], sizes, ["j"])
     assert want[0, 0] == np.float32(1.0) + np.float32(2.0**-23)  # ((1 + e) + (e + e)): 1 + 2e, e rounded away
-    for variant in VARIANTS.values():
-        if variant == () and not fast_steps_jit.available():
+    for name, variant in VARIANTS.items():
+        if name.startswith("jit") and not fast_steps_jit.available():
             continue
         with fastpaths.disabled(*variant):
             got = fast_steps.contract(a, ["m", "j"], w, ["n", "j"], ["m", "n"], sizes, ["j"])

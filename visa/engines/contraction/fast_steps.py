@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from visa import fastpaths
-from visa.engines.contraction import fast_steps_jit
+from visa.engines.contraction import fast_row_jit, fast_steps_jit
 from visa.engines.contraction.blas import parallel_pieces
 from visa.engines.contraction.reference import one_nan
 
@@ -128,6 +128,8 @@ def contract(a: Array, la: Sequence[str], w: Array, lw: Sequence[str], lo: Seque
     per = max(1, rest * ns * nj * (nm + n_n))
     piece = max(1, min(-(-first // 2), _LAYOUT_ELEMENTS // per))
     jit = fast_steps_jit.kernel()
+    if jit is not None and nm == 1:  # (one activation row: the weights read in place, not transposed)
+        jit = fast_row_jit.kernel() or jit
 
     def run(lo_: int, hi_: int) -> None:
         sl = (slice(lo_, hi_),) if bsz else ()

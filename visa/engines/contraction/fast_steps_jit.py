@@ -30,7 +30,7 @@ import numpy.typing as npt
 
 from visa import fastpaths
 
-__all__ = ["JIT", "kernel", "available"]
+__all__ = ["JIT", "kernel", "available", "compile_loop"]
 
 Array = npt.NDArray[Any]
 Kernel = Callable[[Array, Array, Array], None]
@@ -104,9 +104,11 @@ def _tree_steps(a: Array, w: Array, out: Array) -> None:  # pragma: no cover - c
                             out[b, m, n] += src[0, n]
 
 
-@cache
-def _compiled() -> Kernel | None:
-    """The compiled loop, or None when numba is not installed (or cannot load with this numpy)."""
+def compile_loop(loop: Callable[..., None]) -> Kernel | None:
+    """``loop(a, w, out)`` (f32 C-ordered ``a`` (b, s, m, j), ``w`` (b, s, n, j), ``out`` (b, m, n)) compiled by
+    numba with fastmath off and cached on disk, or None when numba is not installed (or cannot load with this
+    numpy).  Shared by the compiled loops of :mod:`visa.engines.contraction` (this one and
+    :mod:`~visa.engines.contraction.fast_row_jit`)."""
     try:
         numba = importlib.import_module("numba")
     except ImportError:
@@ -115,10 +117,16 @@ def _compiled() -> Kernel | None:
     signature = numba.void(f32[:, :, :, ::1], f32[:, :, :, ::1], f32[:, :, ::1])
     options = {"nogil": True, "fastmath": False, "boundscheck": False}
     try:
-        compiled: Kernel = numba.njit(signature, cache=True, **options)(_tree_steps)
+        compiled: Kernel = numba.njit(signature, cache=True, **options)(loop)
     except RuntimeError:  # (no writable cache directory, e.g. a read-only install: compiled each process)
-        compiled = numba.njit(signature, cache=False, **options)(_tree_steps)
+        compiled = numba.njit(signature, cache=False, **options)(loop)
     return compiled
+
+
+@cache
+def _compiled() -> Kernel | None:
+    """The compiled loop, or None when numba is not installed (or cannot load with this numpy)."""
+    return compile_loop(_tree_steps)
 
 
 def available() -> bool:
