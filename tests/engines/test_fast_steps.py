@@ -27,7 +27,8 @@ SPECIAL = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-40, -3e-39, 9e-41, 3e
                     2.0**100, -(2.0**-100), 2.0**60, 1.0, -1.5, 2.0**-60, 7.0, 0.0078125], dtype=np.float32)
 
 VARIANTS = {"jit": (), "jit-transposing": ("contraction.float-row-jit",), "numpy": ("contraction.float-steps-jit",)}
-PATHS = ("contraction.float-steps", "contraction.float-steps-jit", "contraction.float-row-jit")
+PATHS = ("contraction.float-steps", "contraction.float-steps-jit", "contraction.float-row-jit",
+         "contraction.float-act-classes")
 
 
 def _brute(a: np.ndarray, la: list[str], w: np.ndarray, lw: list[str], lo: list[str], sizes: dict[str, int],
@@ -128,6 +129,44 @@ def test_one_activation_row_is_the_brute_force_order(variant: str, nj: int) -> N
     with fastpaths.disabled(*VARIANTS[variant]):
         got = fast_steps.contract(a, la, w, lw, lo, sizes, ["t", "k", "j"])
     assert np.array_equal(_bits(got), _bits(want))
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), rows=st.sampled_from([1, 3]))
+def test_replicated_activations_are_the_brute_force_order(variant: str, seed: int, rows: int) -> None:
+    """Batch positions whose activations are replicas (equal labels; a negative label is a position of its own)
+    share one laid-out block (``contraction.float-act-classes``): the same bits with the path on and off, with
+    one activation row (the one-row loop) and several."""
+    _variant(variant)
+    rng = np.random.default_rng(seed)
+    sizes = {"b": int(rng.integers(2, 9)), "c": int(rng.integers(1, 3)), "t": int(rng.integers(1, 3)), "m": rows,
+             "n": int(rng.integers(1, 6)), "j": 1 << int(rng.integers(0, 4))}
+    la, lw, lo = ["b", "t", "m", "c", "j"], ["b", "c", "n", "t", "j"], ["b", "c", "m", "n"]
+    labels = rng.integers(-2, 3, size=sizes["b"]).astype(np.int64)
+    blocks = _values(rng, (3, *(sizes[lab] for lab in la[1:])), 0.05)
+    a = np.stack([blocks[lab] if lab >= 0 else _values(rng, blocks.shape[1:], 0.05) for lab in labels])
+    w = _values(rng, tuple(sizes[lab] for lab in lw), 0.05)
+    want = _brute(a, la, w, lw, lo, sizes, ["t", "j"])
+    for off in [(), ("contraction.float-act-classes",)]:
+        with fastpaths.disabled(*VARIANTS[variant], *off):
+            got = fast_steps.contract(a, la, w, lw, lo, sizes, ["t", "j"], labels)
+        assert np.array_equal(_bits(got), _bits(want)), (labels, sizes, off)
+
+
+def test_labels_that_lie_are_caught_when_verifying(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``VISA_VERIFY_REPLICAS=1`` a label claiming equal activations the bytes do not hold is an internal
+    error, not a wrong number."""
+    if not fast_steps_jit.available() or not fastpaths.get("contraction.float-act-classes").on:
+        pytest.skip("the compiled loop or the path is off")
+    monkeypatch.setenv("VISA_VERIFY_REPLICAS", "1")
+    rng = np.random.default_rng(3)
+    a = _values(rng, (4, 2, 4), 0.0)
+    w = _values(rng, (4, 3, 4), 0.0)
+    sizes = {"b": 4, "m": 2, "n": 3, "j": 4}
+    with pytest.raises(AssertionError, match="replica labels"):
+        fast_steps.contract(a, ["b", "m", "j"], w, ["b", "n", "j"], ["b", "m", "n"], sizes, ["j"],
+                            np.array([5, 5, 5, 5], dtype=np.int64))
 
 
 def test_the_tree_rounds_every_pair() -> None:
