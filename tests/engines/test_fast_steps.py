@@ -26,9 +26,11 @@ from visa.engines.contraction.reference import in_order, one_nan, tree
 SPECIAL = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-40, -3e-39, 9e-41, 3e38, -2e38, 1e-38, 2.0**-126,
                     2.0**100, -(2.0**-100), 2.0**60, 1.0, -1.5, 2.0**-60, 7.0, 0.0078125], dtype=np.float32)
 
-VARIANTS = {"jit": (), "jit-transposing": ("contraction.float-row-jit",), "numpy": ("contraction.float-steps-jit",)}
+VARIANTS = {"jit": (), "jit-transposing": ("contraction.float-row-jit",),
+            "jit-buffered": ("contraction.float-row-jit", "contraction.float-tree32"),
+            "numpy": ("contraction.float-steps-jit",)}
 PATHS = ("contraction.float-steps", "contraction.float-steps-jit", "contraction.float-row-jit",
-         "contraction.float-act-classes")
+         "contraction.float-act-classes", "contraction.float-tree32")
 
 
 def _brute(a: np.ndarray, la: list[str], w: np.ndarray, lw: list[str], lo: list[str], sizes: dict[str, int],
@@ -75,7 +77,7 @@ def test_random_configurations_are_the_brute_force_order(variant: str, seed: int
     steps = [f"s{k}" for k in range(n_steps)]
     outs = [f"o{k}" for k in range(n_out)]
     sizes = {lab: int(rng.integers(1, 5)) for lab in steps + outs}
-    sizes["j"] = 1 << int(rng.integers(0, 5))
+    sizes["j"] = 1 << int(rng.integers(0, 6))
     lo = list(rng.permutation(outs))
     # each label in the activation, the weights, both or (an output only) neither; j in both
     la, lw = ["j"], ["j"]
@@ -141,7 +143,7 @@ def test_replicated_activations_are_the_brute_force_order(variant: str, seed: in
     _variant(variant)
     rng = np.random.default_rng(seed)
     sizes = {"b": int(rng.integers(2, 9)), "c": int(rng.integers(1, 3)), "t": int(rng.integers(1, 3)), "m": rows,
-             "n": int(rng.integers(1, 6)), "j": 1 << int(rng.integers(0, 4))}
+             "n": int(rng.integers(1, 6)), "j": 1 << int(rng.integers(0, 6))}
     la, lw, lo = ["b", "t", "m", "c", "j"], ["b", "c", "n", "t", "j"], ["b", "c", "m", "n"]
     labels = rng.integers(-2, 3, size=sizes["b"]).astype(np.int64)
     blocks = _values(rng, (3, *(sizes[lab] for lab in la[1:])), 0.05)

@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from visa import fastpaths
-from visa.engines.contraction import fast_classes, fast_row_jit, fast_steps_jit
+from visa.engines.contraction import fast_classes, fast_row_jit, fast_steps_jit, fast_tree32
 from visa.engines.contraction.blas import parallel_pieces
 from visa.engines.contraction.reference import one_nan
 from visa.memory.replicas import Labels
@@ -131,7 +131,9 @@ def contract(a: Array, la: Sequence[str], w: Array, lw: Sequence[str], lo: Seque
     piece = max(1, min(-(-first // 2), _LAYOUT_ELEMENTS // per))
     jit = fast_steps_jit.kernel()
     if jit is not None and nm == 1:  # (one activation row: the weights read in place, not transposed)
-        jit = fast_row_jit.kernel() or jit
+        jit = fast_row_jit.kernel() or fast_tree32.kernel(nj) or jit
+    elif jit is not None:  # (a tree of 32 products: whole in registers)
+        jit = fast_tree32.kernel(nj) or jit
 
     def run(lo_: int, hi_: int) -> None:
         sl = (slice(lo_, hi_),) if bsz else ()
