@@ -1352,8 +1352,9 @@ def store(dtype: type[dt.Scalar], image: Image, bit_offsets: npt.ArrayLike, valu
     bmask = None if sel is None else np.broadcast_to(sel[..., None], sel.shape + (nb,))
     if isinstance(image, DenseImage):
         lead = raw.shape[: raw.ndim - idx.ndim]
-        image.scatter(idx.reshape(-1), raw.reshape(*lead, -1),
-                      None if bmask is None else np.broadcast_to(bmask, raw.shape).reshape(*lead, -1))
+        flat = math.prod(raw.shape[len(lead):])  # (spelled out, not -1: a store into no unit has a lead of 0)
+        image.scatter(idx.reshape(-1), raw.reshape(*lead, flat),
+                      None if bmask is None else np.broadcast_to(bmask, raw.shape).reshape(*lead, flat))
     else:
         image.scatter(idx, np.broadcast_to(raw, idx.shape), bmask)
 
