@@ -537,16 +537,17 @@ def accumulate(align: AlignPlan, contract: ContractPlan, acc: AccumulatePlan, ac
     lead = act.shape[:3]
     batch = _batch(valid)
     rows = acc.rows
-    full = np.zeros((*lead, acc.out_time, acc.out_packet), dtype=contract.out_dtype.storage)
-    kfull = np.zeros(full.shape, dtype=bool)
+    shape = (*lead, acc.out_time, acc.out_packet)
     if acc.kind == "Interleaved":
         vals, known = _reduce_all(align, contract, acc.segments, act, act_known, window, batch, ["q", "r"], False,
                            act_digits, act_labels)
         body = vals.reshape(len(batch), acc.kept_time * acc.columns, rows)
         kbody = known.reshape(body.shape)
         if (fast_sums.WHOLE_OUTPUT.on and len(batch) == math.prod(lead) and rows == acc.out_packet
-                and body.dtype == full.dtype):  # every position, every lane: the product is the stream
-            return StreamData(body.reshape(full.shape), kbody.reshape(full.shape))
+                and body.dtype == contract.out_dtype.storage):  # every position, every lane: the product is the stream
+            return StreamData(body.reshape(shape), kbody.reshape(shape))
+        full = np.zeros(shape, dtype=contract.out_dtype.storage)
+        kfull = np.zeros(shape, dtype=bool)
         if len(batch) and int(batch[-1]) - int(batch[0]) + 1 == len(batch):  # consecutive positions: in place
             span = slice(int(batch[0]), int(batch[-1]) + 1)
             full.reshape(-1, acc.out_time, acc.out_packet)[span, :, :rows] = body
@@ -565,6 +566,8 @@ def accumulate(align: AlignPlan, contract: ContractPlan, acc: AccumulatePlan, ac
         kpad[..., : acc.columns] = known
         out = pad.reshape(len(batch), acc.out_time, acc.out_packet)
         kout = kpad.reshape(out.shape)
+        full = np.zeros(shape, dtype=contract.out_dtype.storage)
+        kfull = np.zeros(shape, dtype=bool)
     full.reshape(-1, acc.out_time, acc.out_packet)[batch] = out
     kfull.reshape(-1, acc.out_time, acc.out_packet)[batch] = kout
     return StreamData(full, kfull)
