@@ -42,8 +42,8 @@ def test_the_shared_row_paths_change_nothing_the_kernel_sees() -> None:
               # and those of the cluster reduce over them and of the pairwise adds' reads
               "parallel_copy.replicas", "dma.replica-sources", "memory.forget-units", "memory.pending-pieces",
               "transpose.shared-rows",
-              # the products written into the accumulation's output, the TRF window read through the load's copies
-              "contraction.product-into", "contraction.window-owed"]
+              # the products written into the output, the TRF window read through the load's copies, raw DMA runs
+              "contraction.product-into", "contraction.window-owed", "dma.raw-runs"]
     fast = peer.run_kernel(4096, rows=64, tiles=1, measure=False)
     with fastpaths.disabled(*shared):
         reference = peer.run_kernel(4096, rows=64, tiles=1, measure=False)
