@@ -11,6 +11,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.fastpath_switch import alone_and_without
 from visa import AxisSet, Context, HostTensor, fastpaths, i8
 
 
@@ -32,11 +33,8 @@ def _run(k: int, slices: int, rows: int, addr: int, seed: int) -> tuple[Any, ...
 @given(k=st.sampled_from([8, 16, 24, 32, 64, 96]), slices=st.sampled_from([2, 8]), rows=st.integers(2, 6),
        addr=st.integers(0, 8).map(lambda v: 32 * v), seed=st.integers(0, 2**16))
 def test_runs_as_raw_elements_write_what_words_write(k: int, slices: int, rows: int, addr: int, seed: int) -> None:
-    seen = []
-    for switch in (fastpaths.only, fastpaths.disabled):  # the path alone, then everything but it
-        with switch("dma.raw-runs"):
-            seen.append(_run(k, slices, rows, addr, seed))
-    (data, written, ops), (ref_data, ref_written, ref_ops) = seen
+    (data, written, ops), (ref_data, ref_written, ref_ops) = alone_and_without(
+        "dma.raw-runs", lambda: _run(k, slices, rows, addr, seed))
     assert np.array_equal(data, ref_data) and np.array_equal(written, ref_written) and ops == ref_ops
 
 
