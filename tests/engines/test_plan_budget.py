@@ -4,6 +4,7 @@ results and cycles."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,9 +25,11 @@ from visa.tensors.handles import HbmTensor, HostTensor
 
 def test_plan_nbytes_counts_each_array_once() -> None:
     a = np.zeros(1000, np.uint8)
-    assert plan_nbytes((a, a[10:], {"x": a})) == 1000  # views of one buffer: its bytes once
-    assert plan_nbytes([np.zeros(10, np.int64), np.broadcast_to(np.ones(1, bool), (10**6,))]) == 81
-    assert plan_nbytes((1, "text", None)) == 0
+    containers = sys.getsizeof((a, a, {})) + sys.getsizeof({"x": a})
+    assert plan_nbytes((a, a[10:], {"x": a})) == 1000 + containers  # views of one buffer: its bytes once
+    parts = [np.zeros(10, np.int64), np.broadcast_to(np.ones(1, bool), (10**6,))]
+    assert plan_nbytes(parts) == 81 + sys.getsizeof(parts)  # a broadcast: the bytes it was made from
+    assert plan_nbytes((1, "text", None, plan_nbytes, np)) == sys.getsizeof((1, 2, 3, 4, 5))  # shared: not counted
 
 
 def test_the_entry_used_longest_ago_goes_first_whichever_cache_holds_it() -> None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import sys
+import types
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
@@ -105,10 +107,11 @@ class _Hashed:
 
 
 def plan_nbytes(value: Any) -> int:
-    """The bytes of the arrays ``value`` holds (a plan: a dataclass, tuple, list or dict of arrays, mappings and
-    numbers, walked a few levels deep), each array's memory counted once (its base's, or its own for a broadcast
-    of something smaller); what a plan cache weighs an entry by (:class:`PlanBudget`).  Arrays a plan computes
-    later (a ``cached_property``) count from when they exist."""
+    """The bytes ``value`` holds (a plan: a dataclass, tuple, list or dict of arrays, mappings and numbers, walked
+    a few levels deep): each array's memory once (its base's, or its own for a broadcast of something smaller)
+    and each container's or object's own size (``sys.getsizeof``; not the numbers and strings in them, nor
+    mappings or hardware tables, which are shared); what a plan cache weighs an entry by (:class:`PlanBudget`).
+    Arrays a plan computes later (a ``cached_property``) count from when they exist."""
     seen: set[int] = set()
 
     def walk(v: Any, depth: int) -> int:
@@ -121,19 +124,25 @@ def plan_nbytes(value: Any) -> int:
             seen.add(id(base))
             owned = base.nbytes if base.base is None else 0  # (a view of other memory: a buffer, a mapping)
             return min(owned, v.nbytes) if 0 in v.strides else owned
-        if depth > 6 or id(v) in seen or isinstance(v, str | bytes | int | float | bool | type | Mapping) or \
+        if v is None or depth > 6 or id(v) in seen or isinstance(v, _SHARED) or \
                 type(v).__module__.startswith("visa.hw"):
             return 0  # (a hardware profile is shared, not the plan's)
         seen.add(id(v))
+        own = sys.getsizeof(v)
         if isinstance(v, tuple | list | set | frozenset):
-            return sum(walk(x, depth + 1) for x in v)
+            return own + sum(walk(x, depth + 1) for x in v)
         if isinstance(v, dict):
-            return sum(walk(x, depth + 1) for x in v.values())
-        total = sum(walk(getattr(v, name, None), depth + 1) for name in getattr(type(v), "__slots__", ()))
+            return own + sum(walk(x, depth + 1) for x in v.values())
+        own += sum(walk(getattr(v, name, None), depth + 1) for name in getattr(type(v), "__slots__", ()))
         fields = getattr(v, "__dict__", None)
-        return total + (walk(fields, depth + 1) if isinstance(fields, dict) else 0)
+        return own + (walk(fields, depth + 1) if isinstance(fields, dict) else 0)
 
     return walk(value, 0)
+
+
+#: What :func:`plan_nbytes` does not count or walk into: numbers, strings, types, functions, modules, mappings.
+_SHARED = (str, bytes, int, float, bool, complex, type, types.FunctionType, types.BuiltinFunctionType,
+           types.ModuleType, Mapping)
 
 
 class PlanBudget:
