@@ -124,15 +124,15 @@ def plan_nbytes(value: Any) -> int:
             seen.add(id(base))
             owned = base.nbytes if base.base is None else 0  # (a view of other memory: a buffer, a mapping)
             return min(owned, v.nbytes) if 0 in v.strides else owned
-        if v is None or depth > 6 or id(v) in seen or isinstance(v, _SHARED) or \
+        if v is None or depth > _DEPTH or id(v) in seen or isinstance(v, _SHARED) or \
                 type(v).__module__.startswith("visa.hw"):
             return 0  # (a hardware profile is shared, not the plan's)
         seen.add(id(v))
         own = sys.getsizeof(v)
         if isinstance(v, tuple | list | set | frozenset):
-            return own + sum(walk(x, depth + 1) for x in v)
+            return own + sum(walk(x, depth + 1) for x in v if type(x) not in _NUMBERS)
         if isinstance(v, dict):
-            return own + sum(walk(x, depth + 1) for x in v.values())
+            return own + sum(walk(x, depth + 1) for x in v.values() if type(x) not in _NUMBERS)
         own += sum(walk(getattr(v, name, None), depth + 1) for name in getattr(type(v), "__slots__", ()))
         fields = getattr(v, "__dict__", None)
         return own + (walk(fields, depth + 1) if isinstance(fields, dict) else 0)
@@ -141,6 +141,8 @@ def plan_nbytes(value: Any) -> int:
 
 
 #: What :func:`plan_nbytes` does not count or walk into: numbers, strings, types, functions, modules, mappings.
+_DEPTH = 3  # (deep enough for every plan's arrays; a DMA plan's deeper objects hold none)
+_NUMBERS = frozenset((int, float, bool, str, type(None)))  # (skipped without a call: a plan's long tuples of ints)
 _SHARED = (str, bytes, int, float, bool, complex, type, types.FunctionType, types.BuiltinFunctionType,
            types.ModuleType, Mapping)
 
