@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from visa import RNGD, fastpaths, i8
 from visa.engines.dma import cost, fast_relative
-from visa.engines.dma.config import DmaPlan
+from visa.engines.dma.config import DmaCost, DmaPlan
 from visa.memory import performance as perf
 
 _model = cost._cycles.__wrapped__  # type: ignore[attr-defined]  # (the model, not the plan's cache)
@@ -131,3 +131,41 @@ def test_two_hbm_sides_run_the_reference() -> None:
     """Two HBM sides share the channels: the path declines (the reference runs)."""
     p = DmaPlan.from_loops(RNGD, i8, ("hbm", "hbm"), [(4, 256, 256), (256, 1, 1)], (0, 1 << 20))
     assert fast_relative.cycles(p, None, cost.model, cost.assemble) is None
+
+
+def test_the_aligned_transfers_switch_is_part_of_the_key() -> None:
+    """``memory.aligned-transfers`` is read inside the model: with the cost path on, toggling it in one process
+    models the DMA again (a key of its own, not the other state's cached model), and both equal the reference."""
+    from visa.memory import fast_transfers
+
+    p = DmaPlan.from_loops(RNGD, i8, ("hbm", "dm"), [(8, 1 << 13, 512), (512, 1, 1)], (3 << 20, 1 << 20))
+    packets = np.arange(8, dtype=np.int64) << 13
+    assert fast_transfers.transfers(RNGD, packets, 512, False) is not None  # the aligned path applies here
+    fast_relative._STORE.clear()
+    cost._cycles.cache_clear()  # type: ignore[attr-defined]
+    with fastpaths.only("dma.cost-relative", "memory.aligned-transfers"):
+        both = cost.cycles(p)
+        states = [(fast_relative.RELATIVE.on, fast_transfers.ALIGNED.on)]
+    with fastpaths.only("dma.cost-relative"):
+        alone = cost.cycles(p)
+        states.append((fast_relative.RELATIVE.on, fast_transfers.ALIGNED.on))
+    assert both == alone == _reference(p)
+    # one stored model per state of the two switches (none under VISA_FASTPATHS=off: the reference ran)
+    assert len(fast_relative._STORE) == len({s for s in states if s[0]})
+
+
+def test_the_reasons_do_not_depend_on_the_channels_numbers() -> None:
+    """Two channels tie as the busiest, one bound by its bus, the other by its banks: the reasons name the
+    bank-bound one whichever numbers the channels have (a DMA moved to another block renames them,
+    :func:`fast_relative._renamed`), as the reference's text for that DMA."""
+    p = DmaPlan.from_loops(RNGD, i8, ("hbm", "dm"), [(4, 256, 32), (256, 1, 1)], (0, 1 << 20))
+    base = DmaCost(total=1000, startup=0, issue=4, dm=0, hbm=1000, pcie=0, engines=1, commands=1,
+                        packets=4, nbytes=1024)
+    busy, bus = np.array([1000.0, 1000.0, 0.0, 0.0]), np.array([1000.0, 400.0, 0.0, 0.0])
+    load = perf.HbmLoad(busy, bus, 10, 20, 0)
+    texts = set()
+    for xor in range(4):
+        moved = fast_relative._renamed(load, 0, xor)
+        texts.add(cost._why(RNGD, p, base, moved, 1.0, 0, (None, None)))  # type: ignore[arg-type]
+    assert len(texts) == 1
+    assert any("bank conflicts" in w and "against its bus's 400" in w for w in texts.pop())

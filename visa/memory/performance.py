@@ -26,10 +26,11 @@ import numpy as np
 import numpy.typing as npt
 
 from visa.hw import HardwareProfile
-from visa.memory import fast_transfers
+from visa.memory import fast_load_order, fast_transfers
 
 __all__ = ["hbm_channel", "hbm_bank", "hbm_row", "dm_dmn", "dm_engine_time", "dm_busy", "hbm_transfers",
-           "hbm_packet_transfers", "hbm_busy", "hbm_load", "HbmLoad", "dm_bank_runs", "sequence_bank_runs"]
+           "hbm_packet_transfers", "hbm_busy", "hbm_load", "HbmLoad", "unit_cycles", "dm_bank_runs",
+           "sequence_bank_runs"]
 
 IntArray = npt.NDArray[np.int64]
 
@@ -209,11 +210,19 @@ class HbmLoad:
     rmw: int
     #: with ``group`` given to :func:`hbm_load`: ``[group, channel]`` busy cycles of each group's stretches alone
     group_busy: npt.NDArray[np.float64] | None = None
+    #: every window's channel and busy cycles, in the order their channels' sums add them (channel by channel,
+    #: each stretch's windows in order): what a model of several stretches needs to add windows alike
+    windows: tuple[IntArray, npt.NDArray[np.float64]] | None = None
 
     @property
     def channels_used(self) -> int:
         """Channels that served at least one transfer."""
         return int(np.count_nonzero(self.bus))
+
+
+def unit_cycles(hw: HardwareProfile) -> float:
+    """Core cycles a 256-byte unit occupies its channel's data bus: 4 controller cycles at 0.75 GHz (L2980)."""
+    return hw.hbm.access_unit_channel_cycles * hw.clocks.core_hz / hw.clocks.hbm_controller_hz
 
 
 def hbm_load(hw: HardwareProfile, chips: IntArray, units: IntArray, factor: npt.NDArray[np.float64],
@@ -243,7 +252,7 @@ def hbm_load(hw: HardwareProfile, chips: IntArray, units: IntArray, factor: npt.
     burst to an open row (L2860, L2987).
     """
     h, clk = hw.hbm, hw.clocks
-    t = h.access_unit_channel_cycles * clk.core_hz / clk.hbm_controller_hz
+    t = unit_cycles(hw)
     switch = h.row_switch_ns[0] * clk.core_hz / 1e9
     n = int(units.size)
     if n == 0:
@@ -256,7 +265,8 @@ def hbm_load(hw: HardwareProfile, chips: IntArray, units: IntArray, factor: npt.
     nseg = int(seg.max()) + 1
     cs = ch * nseg + seg
     ncs = nch * nseg
-    window = _ranks(cs, _stable_order(cs, ncs), ncs) // queue
+    by_stretch = _stable_order(cs, ncs)
+    window = _ranks(cs, by_stretch, ncs) // queue
     # one dense id per (channel, segment, window): each stretch's windows follow its channel's earlier ones
     windows = -(-np.bincount(cs, minlength=ncs) // queue)
     offset = np.zeros(ncs + 1, dtype=np.int64)
@@ -268,7 +278,7 @@ def hbm_load(hw: HardwareProfile, chips: IntArray, units: IntArray, factor: npt.
     cost = factor * t
     # one group per (window, bank, row) at its first arrival (a stable sort keeps arrivals in order)
     key = (batch * 64 + bank) << 15 | row  # bank ids (slice, bank group, bank bits) < 64; rows < 2^15
-    order = np.argsort(key, kind="stable")
+    order = fast_load_order.order(key, by_stretch) if fast_load_order.ORDER.on else np.argsort(key, kind="stable")
     k = key[order]
     first = np.ones(n, dtype=bool)
     first[1:] = k[1:] != k[:-1]
@@ -320,7 +330,8 @@ def hbm_load(hw: HardwareProfile, chips: IntArray, units: IntArray, factor: npt.
         batch_group[batch] = np.asarray(group, dtype=np.int64)[seg]
         group_busy = np.asarray(np.bincount(batch_group * nch + batch_channel, weights=window_time,
                                             minlength=ng * nch), dtype=np.float64).reshape(ng, nch)
-    return HbmLoad(busy, bus, int(activate.sum()), n, int(np.count_nonzero(factor > 1)), group_busy)
+    return HbmLoad(busy, bus, int(activate.sum()), n, int(np.count_nonzero(factor > 1)), group_busy,
+                   (batch_channel, window_time))
 
 
 def hbm_busy(hw: HardwareProfile, chips: IntArray, units: IntArray, factor: npt.NDArray[np.float64],

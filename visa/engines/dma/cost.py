@@ -14,9 +14,10 @@ import numpy as np
 import numpy.typing as npt
 
 from visa.engines.cache import cached
-from visa.engines.dma import fast_cost, fast_relative
+from visa.engines.dma import fast_cost, fast_relative, fast_translates
 from visa.engines.dma.config import DmaCost, DmaLoop, DmaPlan
 from visa.hw import HardwareProfile
+from visa.memory import fast_transfers
 from visa.memory import performance as perf
 from visa.memory.transfer import AddressSpace, address_space
 
@@ -81,7 +82,8 @@ def cycles(p: DmaPlan, indirect: tuple[Sequence[int], Sequence[int]] | None = No
     return _cycles(p, ind)
 
 
-@cached(2048, paths=(fast_relative.RELATIVE,))
+@cached(2048, paths=(fast_relative.RELATIVE, fast_cost.SHARED, fast_transfers.ALIGNED,
+                     fast_translates.TRANSLATED))
 def _cycles(p: DmaPlan, indirect: tuple[tuple[int, ...], tuple[int, ...]] | None) -> DmaCost:
     if fast_relative.RELATIVE.on:
         got = fast_relative.cycles(p, indirect, model, assemble)
@@ -106,16 +108,14 @@ def model(hw: HardwareProfile, media: tuple[str, str], spatial: tuple[DmaLoop, .
     requests = npk * hw.dma.requests(nbytes)
     startup = hw.dma.startup_cycles
     engines = _engine_bases(spatial, base)
-    command_combos = [tuple(c) for c in np.ndindex(*(lp.size for lp in commands))] or [()]
-    runs = len(engines) * len(command_combos)
+    ncommands = max(1, math.prod(lp.size for lp in commands))  # as many as _engine_bases(commands, ·) gives
+    runs = len(engines) * ncommands
     sides = sum(1 for sp in spaces if sp.medium in ("hbm", "dm"))
     idx, scale, seg = _packet_indices(npk, max(1, _SAMPLE // (runs * hw.dma.requests(nbytes) * max(1, sides))))
     shared_dm: dict[int, float] = {}
     parts: list[tuple[int, float, float, _Transfers]] = []
     for e, ebase in enumerate(engines):
-        for combo in command_combos:
-            cbase = (ebase[0] + sum(i * lp.src for i, lp in zip(combo, commands, strict=True)),
-                     ebase[1] + sum(i * lp.dst for i, lp in zip(combo, commands, strict=True)))
+        for cbase in _engine_bases(commands, ebase):
             addr = _addresses(inner, idx, cbase, offsets)
             pcie = _pcie_bytes(nbytes, spaces, addr) * scale / hw.dma.pcie_bytes_per_cycle
             dm = _dm_time(hw, spaces, addr, nbytes, scale, shared_dm)
@@ -123,11 +123,14 @@ def model(hw: HardwareProfile, media: tuple[str, str], spatial: tuple[DmaLoop, .
     # HBM: every part (an engine's command) is a stretch of its own (no queue window spans two parts), so that the
     # controller serves a part's requests alike whether the parts run on one engine or on many: more engines are
     # never slower than the same parts one after another
-    merged = [np.concatenate([t[k] for *_, t in parts]) for k in range(3)]
-    merged.append(np.concatenate([t[3] + k * _WINDOWS for k, (*_, t) in enumerate(parts)]))
     shared = runs > 1 and fast_cost.SHARED.on
-    load = perf.hbm_load(hw, merged[0], merged[1], merged[2], merged[3],
-                         fast_cost.groups(len(parts), _WINDOWS) if shared else None)
+    found = fast_translates.load(hw, [t for *_, t in parts]) if shared and fast_translates.TRANSLATED.on else None
+    if found is None:
+        merged = [np.concatenate([t[k] for *_, t in parts]) for k in range(3)]
+        merged.append(np.concatenate([t[3] + k * _WINDOWS for k, (*_, t) in enumerate(parts)]))
+        found = perf.hbm_load(hw, merged[0], merged[1], merged[2], merged[3],
+                              fast_cost.groups(len(parts), _WINDOWS) if shared else None)
+    load = found
     shared_hbm = float(load.busy.max()) * scale if load.busy.size else 0.0
     peaks = fast_cost.part_peaks(load, len(parts)) if shared else None
     engine_time = [0.0] * len(engines)
@@ -145,9 +148,9 @@ def model(hw: HardwareProfile, media: tuple[str, str], spatial: tuple[DmaLoop, .
         worst = max(worst, (busy, dm, hbm, pcie))
     dm_peak = max(shared_dm.values(), default=0.0)
     total = max(max(engine_time), startup + max(dm_peak, shared_hbm))
-    cost = DmaCost(total=math.ceil(total), startup=startup * len(command_combos), issue=requests,
+    cost = DmaCost(total=math.ceil(total), startup=startup * ncommands, issue=requests,
                    dm=math.ceil(max(worst[1], dm_peak)), hbm=math.ceil(max(worst[2], shared_hbm)),
-                   pcie=math.ceil(worst[3]), engines=len(engines), commands=len(command_combos), packets=npk,
+                   pcie=math.ceil(worst[3]), engines=len(engines), commands=ncommands, packets=npk,
                    nbytes=math.prod(lp.size for lp in spatial + commands + inner) * nbytes)
     return cost, load, scale, sum(t[4] for *_, t in parts)
 
@@ -192,7 +195,9 @@ def _why(hw: HardwareProfile, p: DmaPlan, cost: DmaCost, load: perf.HbmLoad, sca
         if load.channels_used < chips * hw.hbm.channels:
             out.append(f"HBM: {load.channels_used} of {chips * hw.hbm.channels} channels serve the transfers "
                        "(channel interleaving: toggle the stack bit 8 and channel bits 9–12, L2861, L2962–2977)")
-        top = int(np.argmax(load.busy))
+        # the busiest channel, and of several tied the one whose bus is least busy: a choice by the values alone,
+        # not by the channels' numbers, so that a DMA moved elsewhere (its channels renamed) reads the same
+        top = int(np.lexsort((load.bus, -load.busy))[0])
         if load.busy[top] > load.bus[top] * (1 + 1e-9):
             out.append(f"HBM: {round(load.activations * scale):,} row activations for "
                        f"{round(load.transfers * scale):,} transfers; the busiest channel's banks keep it "

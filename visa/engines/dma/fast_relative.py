@@ -31,9 +31,10 @@ import numpy as np
 
 from visa import fastpaths
 from visa.engines.cache import exact_key
-from visa.engines.dma import fast_cost
+from visa.engines.dma import fast_cost, fast_translates
 from visa.engines.dma.config import DmaCost, DmaLoop, DmaPlan
 from visa.hw import HardwareProfile
+from visa.memory import fast_transfers
 from visa.memory import performance as perf
 from visa.memory.performance import HbmLoad
 from visa.memory.transfer import address_space
@@ -120,7 +121,8 @@ def cycles(p: DmaPlan, indirect: Indirect, model: ModelFn, assemble: Callable[[D
         return None
     base = (bases[0], bases[1])
     key = (exact_key(hw), media, tuple((lp.size, lp.src, lp.dst) for lp in loops),
-           len(p.spatial), len(p.commands), base, indirect, fast_cost.SHARED.on)
+           len(p.spatial), len(p.commands), base, indirect, fast_cost.SHARED.on, fast_transfers.ALIGNED.on,
+           fast_translates.TRANSLATED.on)  # the switches the model reads
     found = _STORE.get(key)
     if found is None:
         if len(_STORE) >= _LIMIT:

@@ -22,7 +22,7 @@ import numpy.typing as npt
 from visa import fastpaths
 from visa.engines.common import StreamData
 from visa.engines.shared import SharedRows
-from visa.engines.vector import fast_inter
+from visa.engines.vector import fast_inter, fast_row_classes
 from visa.memory.known import is_everywhere, known_everywhere
 
 if TYPE_CHECKING:
@@ -83,7 +83,8 @@ def _classes(cfg: InterReduceConfig) -> _Classes | None:
     rows = og.reshape(int(np.prod(og.shape[:3])), -1)
     found = None
     if rows.shape[0] > 1:
-        uniq, inverse = _unique_rows(rows)
+        got = fast_row_classes.unique_rows(rows) if fast_row_classes.ROWS.on else None
+        uniq, inverse = got if got is not None else _unique_rows(rows)
         if 2 * uniq.shape[0] <= rows.shape[0]:
             valid = uniq >= 0
             owner = inverse.reshape(-1).astype(np.int64)
