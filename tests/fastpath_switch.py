@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
+from typing import TypeVar
 
 import pytest
 
 from visa import fastpaths
+
+T = TypeVar("T")
 
 
 def needs(*names: str) -> None:
@@ -34,3 +37,12 @@ def skip_unless(*names: str) -> pytest.MarkDecorator:
     """A mark skipping a test that checks these fast paths' own structure when the environment turned one off."""
     off = [n for n in names if not fastpaths.get(n).on]
     return pytest.mark.skipif(bool(off), reason=f"fast path {off[0] if off else ''} is off (VISA_FASTPATHS)")
+
+
+def alone_and_without(name: str, run: Callable[[], T]) -> tuple[T, T]:
+    """``run()`` with the fast path ``name`` alone on, then with every path but it: what a test compares."""
+    with fastpaths.only(name):
+        alone = run()
+    with fastpaths.disabled(name):
+        without = run()
+    return alone, without

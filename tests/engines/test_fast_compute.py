@@ -17,7 +17,7 @@ from visa import AccumulationKind, AxisSet, Context, TrfAddress, bf16, fastpaths
 from visa.engines.contraction import fast_sums
 from visa.testing import place_dm, place_trf
 
-PATHS = ("contraction.f32-sums", "contraction.whole-output", "contraction.float-steps")
+PATHS = ("contraction.f32-sums", "contraction.whole-output", "contraction.float-steps", "contraction.product-into")
 
 
 def _operands(rng: np.random.Generator, dtype: Any, shape_a: tuple[int, ...], shape_w: tuple[int, ...]

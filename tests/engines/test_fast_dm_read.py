@@ -151,3 +151,46 @@ def test_a_dma_into_the_fetched_bytes_is_not_seen() -> None:
     f = ctx.main.begin(t.view()).fetch(i32, m["E / 8"], m["E % 8"])
     s.view().to_dm_view(t.view(), ctx.tdma)
     assert np.array_equal(np.asarray(f.data.values)[0].reshape(2, 256, 16), x)
+
+
+class _Reader:
+    """A reader of an image's bytes (``DenseImage.add_reader``): counts its settles."""
+
+    def __init__(self) -> None:
+        self.settled = 0
+
+    def settle(self) -> None:
+        self.settled += 1
+
+
+def test_readers_that_died_are_dropped_in_a_read_only_loop() -> None:
+    """``add_reader`` drops the readers that died, so that a loop only reading an image (no change to settle them)
+    keeps a bounded list; the readers still alive all settle at the next change."""
+    from visa.memory.images import DenseImage
+
+    img = DenseImage((2, 4, 64))
+    kept = [_Reader() for _ in range(40)]
+    for r in kept:
+        img.add_reader(r)
+    for _ in range(5000):
+        img.add_reader(_Reader())  # (dies at once: the loop holds no reference)
+    assert len(img._readers) <= 4 * len(kept) + 64
+    img.poison(0, 8)  # a change: every live reader settles, once
+    assert [r.settled for r in kept] == [1] * len(kept)
+    assert not img._readers
+
+
+def test_a_loop_of_fetches_keeps_the_readers_bounded() -> None:
+    """The fetches of a read-only loop over one DM tensor (each left a view, its stream then dropped) do not grow
+    the image's readers without bound."""
+    needs("fetch.dm-read", "fetch.all-known")
+    ctx = Context(RNGD)
+    m = AxisSet(C=2, S=256, E=16).m
+    x = np.arange(2 * 256 * 16, dtype=np.int32).reshape(2, 256, 16)
+    t = place_dm(ctx, x, i32, m["1"], m["C"], m["S"], m["E"], 0, axes="C S E")
+    dm = ctx.memory.chip(0).dm
+    for _ in range(1000):
+        f = ctx.main.begin(t.view()).fetch(i32, m["E / 8"], m["E % 8"])
+        assert isinstance(f.data, DmRead)
+    assert len(dm._readers) <= 128
+    assert np.array_equal(np.asarray(f.data.values)[0].reshape(2, 256, 16), x)

@@ -1,9 +1,10 @@
-"""``contraction.float-steps`` and ``contraction.float-steps-jit`` (visa/engines/contraction/fast_steps.py,
-fast_steps_jit.py) against the Reducer's order written out by brute force (the reference's ``tree`` over the
-``2^n`` products, L4386–4388, then ``in_order`` over the reduced Time steps, L4408, L4415–4431): the same bits on
-random label configurations (operands lacking labels, outputs neither operand has, several reduced digits) and on
-poisoned values (infinities, NaNs, signed zeros, subnormals, products that overflow or underflow f32, exponents
-far apart), with the compiled loop on and off (numpy's loop)."""
+"""``contraction.float-steps``, ``contraction.float-steps-jit`` and ``contraction.float-row-jit``
+(visa/engines/contraction/fast_steps.py, fast_steps_jit.py, fast_row_jit.py) against the Reducer's order written out
+by brute force (the reference's ``tree`` over the ``2^n`` products, L4386–4388, then ``in_order`` over the reduced
+Time steps, L4408, L4415–4431): the same bits on random label configurations (operands lacking labels, outputs
+neither operand has, several reduced digits) and on poisoned values (infinities, NaNs, signed zeros, subnormals,
+products that overflow or underflow f32, exponents far apart), with the compiled loop on and off (numpy's loop) and
+the one-row loop on and off."""
 
 from __future__ import annotations
 
@@ -25,7 +26,11 @@ from visa.engines.contraction.reference import in_order, one_nan, tree
 SPECIAL = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-40, -3e-39, 9e-41, 3e38, -2e38, 1e-38, 2.0**-126,
                     2.0**100, -(2.0**-100), 2.0**60, 1.0, -1.5, 2.0**-60, 7.0, 0.0078125], dtype=np.float32)
 
-VARIANTS = {"jit": (), "numpy": ("contraction.float-steps-jit",)}
+VARIANTS = {"jit": (), "jit-transposing": ("contraction.float-row-jit",),
+            "jit-buffered": ("contraction.float-row-jit", "contraction.float-tree32"),
+            "numpy": ("contraction.float-steps-jit",)}
+PATHS = ("contraction.float-steps", "contraction.float-steps-jit", "contraction.float-row-jit",
+         "contraction.float-act-classes", "contraction.float-tree32")
 
 
 def _brute(a: np.ndarray, la: list[str], w: np.ndarray, lw: list[str], lo: list[str], sizes: dict[str, int],
@@ -56,9 +61,9 @@ def _bits(x: np.ndarray) -> np.ndarray:
 
 
 def _variant(name: str) -> None:
-    if name == "jit" and not fast_steps_jit.available():
+    if name.startswith("jit") and not fast_steps_jit.available():
         pytest.skip("numba is not installed (the `fast` extra)")
-    if not all(fastpaths.get(n).on for n in ("contraction.float-steps", "contraction.float-steps-jit")):
+    if not all(fastpaths.get(n).on for n in PATHS):
         pytest.skip("switched off by VISA_FASTPATHS")
 
 
@@ -72,7 +77,7 @@ def test_random_configurations_are_the_brute_force_order(variant: str, seed: int
     steps = [f"s{k}" for k in range(n_steps)]
     outs = [f"o{k}" for k in range(n_out)]
     sizes = {lab: int(rng.integers(1, 5)) for lab in steps + outs}
-    sizes["j"] = 1 << int(rng.integers(0, 5))
+    sizes["j"] = 1 << int(rng.integers(0, 6))
     lo = list(rng.permutation(outs))
     # each label in the activation, the weights, both or (an output only) neither; j in both
     la, lw = ["j"], ["j"]
@@ -110,6 +115,62 @@ def test_a_large_block_is_the_brute_force_order(variant: str) -> None:
     assert set(_bits(got)[np.isnan(got)].tolist()) == {0x7FC00000}  # (one NaN, whichever operand order)
 
 
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@pytest.mark.parametrize("nj", [1, 2, 4, 32])
+def test_one_activation_row_is_the_brute_force_order(variant: str, nj: int) -> None:
+    """A GEMV-shaped call (one activation row, a batch, two step digits, many weight columns) with poisoned
+    values: the one-row loop reads the weights in place (``contraction.float-row-jit``), the same bits as the
+    transposing loop, numpy's and the brute force."""
+    _variant(variant)
+    rng = np.random.default_rng(11 + nj)
+    sizes = {"b": 6, "k": 4, "t": 2, "n": 8, "r": 5, "j": nj}
+    la, lw, lo = ["t", "b", "k", "j"], ["b", "n", "k", "t", "r", "j"], ["b", "n", "r"]
+    a = _values(rng, tuple(sizes[lab] for lab in la), 0.02)
+    w = _values(rng, tuple(sizes[lab] for lab in lw), 0.02)
+    want = _brute(a, la, w, lw, lo, sizes, ["t", "k", "j"])
+    with fastpaths.disabled(*VARIANTS[variant]):
+        got = fast_steps.contract(a, la, w, lw, lo, sizes, ["t", "k", "j"])
+    assert np.array_equal(_bits(got), _bits(want))
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), rows=st.sampled_from([1, 3]))
+def test_replicated_activations_are_the_brute_force_order(variant: str, seed: int, rows: int) -> None:
+    """Batch positions whose activations are replicas (equal labels; a negative label is a position of its own)
+    share one laid-out block (``contraction.float-act-classes``): the same bits with the path on and off, with
+    one activation row (the one-row loop) and several."""
+    _variant(variant)
+    rng = np.random.default_rng(seed)
+    sizes = {"b": int(rng.integers(2, 9)), "c": int(rng.integers(1, 3)), "t": int(rng.integers(1, 3)), "m": rows,
+             "n": int(rng.integers(1, 6)), "j": 1 << int(rng.integers(0, 6))}
+    la, lw, lo = ["b", "t", "m", "c", "j"], ["b", "c", "n", "t", "j"], ["b", "c", "m", "n"]
+    labels = rng.integers(-2, 3, size=sizes["b"]).astype(np.int64)
+    blocks = _values(rng, (3, *(sizes[lab] for lab in la[1:])), 0.05)
+    a = np.stack([blocks[lab] if lab >= 0 else _values(rng, blocks.shape[1:], 0.05) for lab in labels])
+    w = _values(rng, tuple(sizes[lab] for lab in lw), 0.05)
+    want = _brute(a, la, w, lw, lo, sizes, ["t", "j"])
+    for off in [(), ("contraction.float-act-classes",)]:
+        with fastpaths.disabled(*VARIANTS[variant], *off):
+            got = fast_steps.contract(a, la, w, lw, lo, sizes, ["t", "j"], labels)
+        assert np.array_equal(_bits(got), _bits(want)), (labels, sizes, off)
+
+
+def test_labels_that_lie_are_caught_when_verifying(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``VISA_VERIFY_REPLICAS=1`` a label claiming equal activations the bytes do not hold is an internal
+    error, not a wrong number."""
+    if not fast_steps_jit.available() or not fastpaths.get("contraction.float-act-classes").on:
+        pytest.skip("the compiled loop or the path is off")
+    monkeypatch.setenv("VISA_VERIFY_REPLICAS", "1")
+    rng = np.random.default_rng(3)
+    a = _values(rng, (4, 2, 4), 0.0)
+    w = _values(rng, (4, 3, 4), 0.0)
+    sizes = {"b": 4, "m": 2, "n": 3, "j": 4}
+    with pytest.raises(AssertionError, match="replica labels"):
+        fast_steps.contract(a, ["b", "m", "j"], w, ["b", "n", "j"], ["b", "m", "n"], sizes, ["j"],
+                            np.array([5, 5, 5, 5], dtype=np.int64))
+
+
 def test_the_tree_rounds_every_pair() -> None:
     """Sums whose order changes the bits (exponents 2^±24 apart): the compiled and numpy loops agree with the
     brute force, and a plain f32 sum in another order does not."""
@@ -118,8 +179,8 @@ def test_the_tree_rounds_every_pair() -> None:
     sizes = {"m": 1, "n": 1, "j": 4}
     want = _brute(a, ["m", "j"], w, ["n", "j"], ["m", "n"], sizes, ["j"])
     assert want[0, 0] == np.float32(1.0) + np.float32(2.0**-23)  # ((1 + e) + (e + e)): 1 + 2e, e rounded away
-    for variant in VARIANTS.values():
-        if variant == () and not fast_steps_jit.available():
+    for name, variant in VARIANTS.items():
+        if name.startswith("jit") and not fast_steps_jit.available():
             continue
         with fastpaths.disabled(*variant):
             got = fast_steps.contract(a, ["m", "j"], w, ["n", "j"], ["m", "n"], sizes, ["j"])

@@ -41,7 +41,9 @@ def test_the_shared_row_paths_change_nothing_the_kernel_sees() -> None:
               "vector.shared-rows", "collect.shared-rows", "collect.shared-load",
               # and those of the cluster reduce over them and of the pairwise adds' reads
               "parallel_copy.replicas", "dma.replica-sources", "memory.forget-units", "memory.pending-pieces",
-              "transpose.shared-rows"]
+              "transpose.shared-rows",
+              # the products written into the output, the TRF window read through the load's copies, raw DMA runs
+              "contraction.product-into", "contraction.window-owed", "dma.raw-runs"]
     fast = peer.run_kernel(4096, rows=64, tiles=1, measure=False)
     with fastpaths.disabled(*shared):
         reference = peer.run_kernel(4096, rows=64, tiles=1, measure=False)

@@ -11,7 +11,8 @@ import numpy as np
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from visa import AxisSet, Context, fastpaths, i8, i32
+from tests.fastpath_switch import alone_and_without
+from visa import AxisSet, Context, i8, i32
 from visa.memory.fast_runs import runs
 from visa.testing import place_dm
 
@@ -44,11 +45,8 @@ def _run(dst: int, src: int, wide: bool, swap: bool, poison: bool) -> tuple[Any,
 def test_moves_within_one_image_observe_what_numpy_assignment_does(dst: int, src: int, wide: bool, swap: bool,
                                                                   poison: bool) -> None:
     assume(abs(dst - src) >= (256 if wide else 64))  # (a result over its own input is refused before any DMA)
-    seen = []
-    for switch in (fastpaths.only, fastpaths.disabled):  # the path alone, then everything but it
-        with switch("dma.disjoint-runs"):
-            seen.append(_run(dst, src, wide, swap, poison))
-    (data, written, ops), (ref_data, ref_written, ref_ops) = seen
+    (data, written, ops), (ref_data, ref_written, ref_ops) = alone_and_without(
+        "dma.disjoint-runs", lambda: _run(dst, src, wide, swap, poison))
     assert np.array_equal(data, ref_data) and np.array_equal(written, ref_written) and ops == ref_ops
 
 

@@ -51,6 +51,7 @@ from visa.errors import AddressError, DtypeError, HardwareLimitError, LayoutErro
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping, pair_of
 from visa.mapping import canon as C
+from visa.mapping.fast_validity import validity_of
 from visa.mapping.sequencer import Entry, SequencerConfig, derive
 from visa.memory.images import DenseImage, store_nest, store_nest_into, store_stream
 from visa.memory.known import all_true
@@ -432,8 +433,8 @@ def _pad_room(weight: int, size: int, n: int, entries: Sequence[Entry]) -> int:
 
 def _bitmaps(chip: Mapping, cluster: Mapping, slice_: Mapping) -> tuple[int, ...]:
     """One slice bitmap per cluster: bit k set when slice k holds data (L2314–2319)."""
-    cv = np.asarray(cluster.evaluate().valid, dtype=bool) & bool(np.asarray(chip.evaluate().valid).any())
-    sv = np.asarray(slice_.evaluate().valid, dtype=bool)
+    cv = validity_of(cluster) & bool(validity_of(chip).any())
+    sv = validity_of(slice_)
     word = sum(1 << k for k in np.flatnonzero(sv).tolist())
     return tuple(word if ok else 0 for ok in cv.tolist())
 
@@ -550,7 +551,7 @@ def _static(cfg: CommitConfig) -> tuple[IntArray, IntArray, BoolArray]:
     for k, word in enumerate(cfg.bitmaps):
         for s in range(cfg.slice.size):
             enabled[:, k, s] = bool((word >> s) & 1)
-    enabled &= np.asarray(cfg.chip.evaluate().valid, dtype=bool)[:, None, None]
+    enabled &= validity_of(cfg.chip)[:, None, None]
     for a in (addr, pos, enabled):
         a.flags.writeable = False
     return addr[keep], pos, enabled

@@ -15,8 +15,8 @@ stream classes in :mod:`visa.stream` call them; the mypy plugin calls the same `
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -25,9 +25,10 @@ from visa import dtypes as dt
 from visa.errors import TypestateError
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping
+from visa.mapping.fast_validity import validity_of
 
 __all__ = ["StreamLayout", "StreamData", "LazyData", "EngineReport", "STREAM_LEVELS", "axes_text", "engine_call",
-           "unit_validity", "refuse_in_sub_context", "divisors"]
+           "replaced", "unit_validity", "refuse_in_sub_context", "divisors"]
 
 STREAM_LEVELS = ("Chip", "Cluster", "Slice", "Time", "Packet")
 
@@ -63,12 +64,34 @@ def divisors(n: int) -> list[int]:
     return sorted(set(small + [n // d for d in small]))
 
 
+T = TypeVar("T")
+
+
+def replaced(value: T, **changes: Any) -> T:
+    """``dataclasses.replace(value, **changes)`` for a frozen dataclass without ``__post_init__`` or init-only
+    fields: a new value with the same fields but ``changes``, built field by field (``replace`` goes through the
+    generated ``__init__``, several µs; a stage makes a few such copies).  Only the fields are copied: nothing
+    else the old value keeps in its ``__dict__`` (a memoised key, :mod:`visa.engines.cache`) carries over."""
+    names = _FIELDS.get(type(value))
+    if names is None:
+        names = _FIELDS[type(value)] = tuple(f.name for f in fields(value))  # type: ignore[arg-type]
+    unknown = changes.keys() - set(names)
+    if unknown:
+        raise TypeError(f"{type(value).__name__} has no field {sorted(unknown)[0]!r}")
+    old = value.__dict__
+    out = object.__new__(type(value))
+    out.__dict__.update({n: changes[n] if n in changes else old[n] for n in names})
+    return out
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
 def unit_validity(chip: Mapping, cluster: Mapping, slice_: Mapping) -> npt.NDArray[np.bool_]:
     """``(Chip, Cluster, Slice)`` array: True where every level holds an index, the units a stream or tensor
     occupies (the others are padding: the slice bitmap leaves them out, manual L2314–2319)."""
-    out: npt.NDArray[np.bool_] = (np.asarray(chip.evaluate().valid, dtype=bool)[:, None, None]
-                                  & np.asarray(cluster.evaluate().valid, dtype=bool)[None, :, None]
-                                  & np.asarray(slice_.evaluate().valid, dtype=bool)[None, None, :])
+    out: npt.NDArray[np.bool_] = (validity_of(chip)[:, None, None] & validity_of(cluster)[None, :, None]
+                                  & validity_of(slice_)[None, None, :])
     return out
 
 
@@ -120,7 +143,7 @@ class StreamLayout:
 
     def with_(self, **changes: Any) -> StreamLayout:
         """A copy with some fields replaced (``dtype=``, ``time=``, ``packet=``, ...)."""
-        return replace(self, **changes)
+        return replaced(self, **changes)
 
     @property
     def shape(self) -> tuple[int, int, int, int, int]:

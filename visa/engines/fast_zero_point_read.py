@@ -34,17 +34,20 @@ ZP_READ = fastpaths.register("fetch.zero-point-read", "a one-chip all-known fetc
                              "while reading the DM bytes into the stream buffer (one pass), not after a copy")
 
 
-def subtract_read(view: npt.NDArray[Any], dst: Any, zero_points: Sequence[int]) -> StreamData | None:
+def subtract_read(view: npt.NDArray[Any], dst: Any, zero_points: Sequence[int], in_range: bool = False
+                  ) -> StreamData | None:
     """The stream ``view − zp`` (``view``: the fetch's elements, a view of DM in ``(Chip, Cluster, Slice, Time,
     Packet)``) in ``dst``'s storage, every element known; None when this path does not compute it (more than one
-    zero point, a difference that may leave the target's range)."""
+    zero point, a difference that may leave the target's range).  ``in_range``: the caller knows that this
+    subtraction of these bytes was computed here before (``fetch.view-memo``, the same state of the image), so
+    every difference is in range and the checks are not made again."""
     storage = np.dtype(dst.storage)
     if len(set(zero_points)) != 1 or storage.kind != "i" or not dst.min <= zero_points[0] <= dst.max:
         return None
     z = int(zero_points[0])
     # the values fill dst's own storage: the difference is taken wrapping, and checked after on the result (below)
     wraps = view.dtype == storage and dst.bits == 8 * storage.itemsize
-    if not wraps and not bounded(view, dst, zero_points):
+    if not wraps and not in_range and not bounded(view, dst, zero_points):
         return None
     rows = math.prod(view.shape[:3])
     pooled, loan = ROW_POOL.take((rows, math.prod(view.shape[3:])), storage, np.ones(rows, dtype=bool))
@@ -52,7 +55,8 @@ def subtract_read(view: npt.NDArray[Any], dst: Any, zero_points: Sequence[int]) 
     np.subtract(view, storage.type(z), out=out, dtype=storage, casting="unsafe")
     # x − z wrapped out of range (z > 0: x < min + z) lands in [max + 1 − z, max], every exact one in [min, max − z]
     # (and symmetrically for z < 0): the result's extreme tells whether one did — then the reference names it
-    if wraps and ((z > 0 and int(out.max()) > dst.max - z) or (z < 0 and int(out.min()) < dst.min - z)):
+    if wraps and not in_range and ((z > 0 and int(out.max()) > dst.max - z)
+                                   or (z < 0 and int(out.min()) < dst.min - z)):
         if loan is not None:
             loan.settle(None)
         return None

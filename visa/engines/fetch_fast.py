@@ -31,6 +31,7 @@ from visa.engines.broadcast import BroadcastData, TimeDigits, normal_digits, pla
 from visa.engines.cache import cached
 from visa.engines.common import StreamData
 from visa.engines.fast_dm_read import DM_READ, DmRead, view_of
+from visa.engines.fast_fetch_view import in_range, note_in_range, remembered_view
 from visa.engines.fast_masked import MASKED, Cut, written_cut
 from visa.engines.fast_masked import fill as fill_masked
 from visa.engines.fast_padded import known_of as padded_known
@@ -147,12 +148,14 @@ def execute(cfg: FetchConfig, images: Sequence[DenseImage], bit_bases: Sequence[
     if (DM_READ.on or zp_read) and repeat is None:  # fetch.dm-read: the values a view of the DM bytes, read later
         nest = _nest(cfg, bases, entries)
         shape = (len(images), cfg.cluster.size, cfg.slice.size, n_t, n_p)
-        view = view_of(cfg, images, bases, lv, valid, nest, shape, zp_read) \
-            if nest is not None and _all_known(cfg.src, images, lv, nest, valid) else None
+        view, kept = remembered_view(cfg, images, bases, zp_read, lambda: view_of(
+            cfg, images, bases, lv, valid, nest, shape, zp_read)
+            if nest is not None and _all_known(cfg.src, images, lv, nest, valid) else None)
         if view is not None and not zp_read:
             return DmRead(view, images[0], _replicas(cfg, images, bases, lv, entries))
-        got = None if view is None else subtract_read(view, cfg.dst, cfg.zero_points)
+        got = None if view is None else subtract_read(view, cfg.dst, cfg.zero_points, in_range(kept))
         if got is not None:  # fetch.zero-point-read: subtracted on the read, one pass
+            note_in_range(kept)
             return got
     values, known, loan, copies, cut = _read(cfg, images, bases, sel, off, valid, lv, entries, n_t, plain, masking,
                                              widen)

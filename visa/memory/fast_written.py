@@ -24,7 +24,7 @@ from visa import fastpaths
 from visa.memory.images import DenseImage, Image, nest_elements_written
 from visa.memory.units import UnitSelection
 
-__all__ = ["MEMO", "elements_written", "LIMIT"]
+__all__ = ["MEMO", "elements_written", "LIMIT", "stamp_of"]
 
 MEMO = fastpaths.register("memory.written-memo", "whether every element of a loop nest was written is remembered "
                           "for the image's state (its stamp), not read again from the mask until the image changes")
@@ -46,6 +46,15 @@ def _key(image: Image) -> tuple[int, Any] | None:
     which = (tuple((s.start, s.stop) for s in units.box) if units.box is not None
              else units.units.tobytes())
     return base._stamp, which  # noqa: SLF001
+
+
+def stamp_of(image: Image) -> int | None:
+    """The stamp naming ``image``'s bytes and written-state now (:data:`visa.memory.images.STAMPS`), for an answer
+    about them to be remembered by; None when none may be: not an image owning its memory, its arrays handed out,
+    or pending copies (whose making changes bytes without a new stamp)."""
+    if type(image) is not DenseImage or image._handed or image._leases[0] is None or image._pending.copies:  # noqa: SLF001
+        return None
+    return image._stamp  # noqa: SLF001
 
 
 def elements_written(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: Sequence[tuple[int, int]]) -> bool:

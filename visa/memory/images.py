@@ -106,6 +106,9 @@ def _put_known(data: npt.NDArray[Any], written: npt.NDArray[Any], words: npt.NDA
 #: state of one image, never reused (what :mod:`visa.memory.fast_written` remembers answers by).
 STAMPS = itertools.count(1)
 
+#: ``DenseImage.add_reader`` drops its dead readers when their list reaches this length or a larger power of two.
+_PRUNE_FROM = 64
+
 
 class DenseImage:
     """A dense byte image ``(..., nbytes)`` with its written-state (a :class:`~visa.memory.pages.PageMask`
@@ -347,8 +350,14 @@ class DenseImage:
     def add_reader(self, reader: Any) -> None:
         """``reader`` (an object with a ``settle()`` method, held weakly) holds a view of this image's bytes that
         it reads later (issue 24, ``fetch.dm-read``): before any change to the image (:meth:`_forget`, a pending
-        copy), every reader still alive settles — reads its bytes as they are — and is forgotten."""
-        self._readers.append(weakref.ref(reader))
+        copy), every reader still alive settles — reads its bytes as they are — and is forgotten.  The readers
+        that died meanwhile are dropped here, each time the list reaches a power of two (from
+        :data:`_PRUNE_FROM`): a long read-only loop over the image keeps at most about twice the live ones."""
+        readers = self._readers
+        n = len(readers)
+        if n >= _PRUNE_FROM and not n & (n - 1):
+            readers[:] = [ref for ref in readers if ref() is not None]
+        readers.append(weakref.ref(reader))
 
     def _settle_readers(self) -> None:
         if self._readers:
@@ -1343,8 +1352,9 @@ def store(dtype: type[dt.Scalar], image: Image, bit_offsets: npt.ArrayLike, valu
     bmask = None if sel is None else np.broadcast_to(sel[..., None], sel.shape + (nb,))
     if isinstance(image, DenseImage):
         lead = raw.shape[: raw.ndim - idx.ndim]
-        image.scatter(idx.reshape(-1), raw.reshape(*lead, -1),
-                      None if bmask is None else np.broadcast_to(bmask, raw.shape).reshape(*lead, -1))
+        flat = math.prod(raw.shape[len(lead):])  # (spelled out, not -1: a store into no unit has a lead of 0)
+        image.scatter(idx.reshape(-1), raw.reshape(*lead, flat),
+                      None if bmask is None else np.broadcast_to(bmask, raw.shape).reshape(*lead, flat))
     else:
         image.scatter(idx, np.broadcast_to(raw, idx.shape), bmask)
 

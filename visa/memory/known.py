@@ -17,20 +17,31 @@ False
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["known_everywhere", "all_true", "is_everywhere", "writable", "known_and", "copy_known"]
+__all__ = ["known_everywhere", "broadcast_one", "all_true", "is_everywhere", "writable", "known_and", "copy_known"]
 
 BoolArray = npt.NDArray[np.bool_]
 
-_TRUE = np.ones((), dtype=bool)
+_TRUE = np.ones(1, dtype=bool)
+_TRUE.flags.writeable = False
 
 
 def known_everywhere(shape: int | Sequence[int]) -> BoolArray:
-    """A read-only ``known`` of ``shape`` that is True everywhere: a broadcast of one True (no memory)."""
-    out: BoolArray = np.broadcast_to(_TRUE, (shape,) if isinstance(shape, int) else tuple(shape))
+    """A read-only ``known`` of ``shape`` that is True everywhere: a broadcast of one True (no memory; made
+    directly as that view, every stride 0 — ``np.broadcast_to`` builds the same array in ten times the time, and a
+    pass asks for several)."""
+    return broadcast_one(_TRUE, shape)
+
+
+def broadcast_one(one: npt.NDArray[Any], shape: int | Sequence[int]) -> npt.NDArray[Any]:
+    """``np.broadcast_to(one[0], shape)`` for a read-only one-element array ``one``, made directly as that view
+    (every stride 0; read-only)."""
+    dims = (shape,) if isinstance(shape, int) else tuple(shape)
+    out: npt.NDArray[Any] = np.ndarray(dims, dtype=one.dtype, buffer=one, strides=(0,) * len(dims))
     return out
 
 

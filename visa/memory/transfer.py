@@ -39,7 +39,7 @@ import numpy.typing as npt
 from visa import fastpaths
 from visa.errors import AddressError
 from visa.hw import HardwareProfile
-from visa.memory import fast_replica_sources, fast_runs, fast_split
+from visa.memory import fast_raw_runs, fast_replica_sources, fast_runs, fast_split
 from visa.memory.images import BoolArray, ByteArray, DenseImage, IntArray, PagedImage
 from visa.memory.pages import PageMask
 
@@ -609,6 +609,8 @@ def _assign(dst: npt.NDArray[Any], d_off: int, d_strides: tuple[int, ...], src: 
     a time.  ``dst`` and ``src`` are flat arrays of one-byte items."""
     if src is not None and fast_runs.assign(dst, d_off, d_strides, src, s_off, s_strides, shape):
         return  # (dma.disjoint-runs: within one image, no temporary copy of the source)
+    if src is not None and fast_raw_runs.assign(dst, d_off, d_strides, src, s_off, s_strides, shape):
+        return  # (dma.raw-runs: two images, runs of 16 bytes or more as raw elements)
     k = 1
     flat = dst.itemsize == 1 and dst.strides == (1,) and (src is None or (src.itemsize == 1
                                                                            and src.strides == (1,)))

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from visa.memory import fast_nest
+from visa.memory import fast_nest, fast_units
 from visa.memory.images import (
     _ALL_WRITTEN,
     _WORD,
@@ -78,8 +78,8 @@ class UnitSelection(DenseImage):
         self.base = base
         self.name = base.name
         en = np.broadcast_to(np.asarray(enabled, dtype=bool), base.lead_shape)
-        self.units: IntArray = np.flatnonzero(en).astype(np.int64)
-        self.box = _box(en)
+        self.units: IntArray
+        self.units, self.box = fast_units.selection(en, _box)
 
     @property
     def nbytes(self) -> int:

@@ -17,6 +17,7 @@ from visa.engines.common import EngineReport, unit_validity
 from visa.engines.timing import pass_cost
 from visa.mapping import Mapping
 from visa.mapping.core import ensure_mapping
+from visa.mapping.fast_validity import validity_of
 from visa.validate import expect_instance, expect_int
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ def record_pass(stream: StreamTensor[Any, Any, Any, Any, Any, Any], report: Engi
     lanes: tuple[tuple[int, str], ...] = ()
     if stream.carried.dual_channel:  # the sub context's channel too (visa.engines.channel, L2127, L2142)
         reports = channel.dual(stream.ctx.hw, reports)
-        chips = np.flatnonzero(stream.layout.chip.evaluate().valid).tolist()
+        chips = np.flatnonzero(validity_of(stream.layout.chip)).tolist()
         lanes = tuple((int(c), "sub") for c in chips)
     name = " → ".join(r.engine for r in reports)
     cost = pass_cost(stream.ctx.hw, reports)

@@ -18,9 +18,12 @@ import numpy.typing as npt
 from visa.engines import channel
 from visa.engines import fetch as engine
 from visa.engines.common import EngineReport, StreamData, StreamLayout
+from visa.engines.fast_fetch_report import remembered_report
 from visa.errors import LayoutError, VisaError
 from visa.mapping import Mapping
 from visa.mapping.core import ensure_mapping
+from visa.mapping.fast_validity import validity_of
+from visa.memory.known import broadcast_one
 from visa.validate import expect_dtype, wrong_type
 
 if TYPE_CHECKING:
@@ -43,8 +46,9 @@ def _check_view(tu: TuHandle, view: object, call: str, param: str = "view") -> D
 def _placeholder(layout: StreamLayout) -> StreamData:
     """The data of a BeginTensor: nothing has been read yet (broadcast poison, no memory)."""
     shape = layout.shape
-    return StreamData(np.broadcast_to(np.zeros((), dtype=layout.dtype.storage), shape),
-                      np.broadcast_to(np.zeros((), dtype=bool), shape))
+    zero, false = np.zeros(1, dtype=layout.dtype.storage), np.zeros(1, dtype=bool)
+    zero.flags.writeable = false.flags.writeable = False
+    return StreamData(broadcast_one(zero, shape), broadcast_one(false, shape))
 
 
 def begin(tu: TuHandle, view: DmTensorView[Any, Any, Any, Any, Any],
@@ -126,7 +130,7 @@ def _groups(lay: StreamLayout, name: str) -> npt.NDArray[np.int64]:
 
 def _units(lay: StreamLayout) -> int:
     """Slices per chip a stream occupies (its valid Cluster × Slice positions)."""
-    return (int(np.count_nonzero(lay.cluster.evaluate().valid)) * int(np.count_nonzero(lay.slice.evaluate().valid)))
+    return int(np.count_nonzero(validity_of(lay.cluster))) * int(np.count_nonzero(validity_of(lay.slice)))
 
 
 def fetch(stream: BeginTensor[Any, Any, Any, Any, Any, Any], dtype: Any, time: Mapping, packet: Mapping, *,
@@ -173,20 +177,31 @@ def fetch(stream: BeginTensor[Any, Any, Any, Any, Any, Any], dtype: Any, time: M
     else:
         cfg = cfgs[0]
         data = engine.execute(cfg, images, bases, table)
+    if hetero:
+        report = fetch_report(hw, cfg, tuple(cfgs), tuple(bases), lay, hetero)
+    else:  # (fetch.report-memo: the same report for the same configuration, addresses and layout)
+        report = remembered_report((hw, cfg, tuple(bases), lay.dtype, lay.chip, lay.cluster, lay.slice),
+                                   lambda: fetch_report(hw, cfg, (cfg,), tuple(bases), lay, None))
+    layout = StreamLayout(dst, lay.chip, lay.cluster, lay.slice, time, packet)
+    return stream.then(FetchTensor, layout, data, report, fetch=cfg, seen={})  # the bytes are read now
+
+
+def fetch_report(hw: Any, cfg: Any, cfgs: tuple[Any, ...], bases: tuple[int, ...], lay: StreamLayout,
+                 hetero: str | None) -> EngineReport:
+    """The Fetch Engine's report of a fetch ``cfg`` (the slowest of ``cfgs``, one per heterogeneous sequencer) over
+    the tensors at bit ``bases``: its configuration, cycles (L2060), bytes moved and DM bank runs (L2897–2941)."""
     hetero_details = (("sequencers", f"heterogeneous: {len(cfgs)} slice groups over {hetero} (L1748)"),) \
         if hetero else ()
     pairs = list(zip(cfgs, bases, strict=True)) if hetero else [(cfg, b) for b in bases]
     # an interleaved pair: each tensor's runs, bank by bank the longer (their packets alternate, L1855–1868)
     bank = tuple(int(x) for x in np.max([engine.bank_runs(hw, c, b) for c, b in pairs], axis=0))
-    report = EngineReport("fetch", cfg.describe([b // 8 for b in bases]), engine.cycles(cfg), cfg.latency,
-                          details=(("fetch_size", cfg.fetch_size), ("fetches_per_packet", cfg.fetches_per_packet),
-                                   ("contiguous_sram_access_size", cfg.contiguous_sram_access_size),
-                                   ("contiguous", engine.is_contiguous(cfg)), *hetero_details),
-                          nbytes=int(np.count_nonzero(lay.chip.evaluate().valid))
-                          * math.prod(e.size for e in cfg.sequencer.entries) * lay.dtype.size_bits // 8 * _units(lay),
-                          bank_run=max(bank), bank_runs=bank)
-    layout = StreamLayout(dst, lay.chip, lay.cluster, lay.slice, time, packet)
-    return stream.then(FetchTensor, layout, data, report, fetch=cfg, seen={})  # the bytes are read now
+    return EngineReport("fetch", cfg.describe([b // 8 for b in bases]), engine.cycles(cfg), cfg.latency,
+                        details=(("fetch_size", cfg.fetch_size), ("fetches_per_packet", cfg.fetches_per_packet),
+                                 ("contiguous_sram_access_size", cfg.contiguous_sram_access_size),
+                                 ("contiguous", engine.is_contiguous(cfg)), *hetero_details),
+                        nbytes=int(np.count_nonzero(validity_of(lay.chip)))
+                        * math.prod(e.size for e in cfg.sequencer.entries) * lay.dtype.size_bits // 8 * _units(lay),
+                        bank_run=max(bank), bank_runs=bank)
 
 
 def lift(stream: FetchTensor[Any, Any, Any, Any, Any, Any], level: str, placement: Mapping,

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 from typing_extensions import TypeVar as TypeVarD
 
 from visa import dtypes as dt
-from visa.engines.common import EngineReport, StreamData, StreamLayout
+from visa.engines.common import EngineReport, StreamData, StreamLayout, replaced
 from visa.errors import TypestateError, VisaError
 from visa.mapping import Mapping
 from visa.validate import expect_dtype, expect_int, expect_mapping
@@ -144,7 +144,7 @@ class Carried:
 
     def with_(self, **changes: Any) -> Carried:
         """A copy with ``changes`` (field names of this class)."""
-        return dataclasses.replace(self, **changes)
+        return replaced(self, **changes)
 
 
 class StreamTensor(Generic[D, Chip, Cluster, Slice, Time, Packet]):
@@ -286,10 +286,10 @@ def _argument_checks(fn: Callable[..., Any]) -> dict[str, str]:
     return out
 
 
-def _check_arguments(sig: inspect.Signature, call: str, checks: dict[str, str], stream: object,
-                     args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    """Refuse a wrong Python type among a stage call's arguments, naming the parameter (issue 16)."""
-    positional = _positional(sig)
+def _check_arguments(sig: inspect.Signature, positional: tuple[str, ...], call: str, checks: dict[str, str],
+                     stream: object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Refuse a wrong Python type among a stage call's arguments, naming the parameter (issue 16);
+    ``positional`` is :func:`_positional` of ``sig`` (found once per method, not hashed at every call)."""
     if not kwargs and len(args) <= len(positional):  # (the usual call: no binding needed to name them)
         arguments: dict[str, Any] = dict(zip(positional, args, strict=False))
     else:
@@ -309,7 +309,6 @@ def _check_arguments(sig: inspect.Signature, call: str, checks: dict[str, str], 
             expect_dtype(value, name, call=call)
 
 
-@functools.cache
 def _positional(sig: inspect.Signature) -> tuple[str, ...]:
     """The names of a stage method's plain positional parameters after ``self``, up to the first that is not."""
     out = []
@@ -331,13 +330,14 @@ def _keeps_on_refusal(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     checks = _argument_checks(fn)
     sig = inspect.signature(fn) if checks else None
+    positional = _positional(sig) if sig is not None else ()
 
     @functools.wraps(fn)
     def method(self: StreamTensor[Any, Any, Any, Any, Any, Any], *args: Any, **kwargs: Any) -> Any:
         before = self._used
         try:
             if sig is not None:
-                _check_arguments(sig, fn.__name__, checks, self, args, kwargs)
+                _check_arguments(sig, positional, fn.__name__, checks, self, args, kwargs)
             return fn(self, *args, **kwargs)
         except VisaError:
             self._used = before

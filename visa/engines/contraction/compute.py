@@ -37,7 +37,7 @@ import numpy.typing as npt
 from visa import fastpaths
 from visa.engines.broadcast import TimeDigits, expand, place_values
 from visa.engines.common import StreamData
-from visa.engines.contraction import fast_steps, fast_sums, reference
+from visa.engines.contraction import fast_into, fast_steps, fast_sums, reference
 from visa.engines.contraction.aligner import AlignPlan
 from visa.engines.contraction.blas import batched_matmul, parallel_pieces
 from visa.engines.contraction.reducer import AccumulatePlan, ContractPlan
@@ -284,11 +284,12 @@ def _matmul(a2: Array, w2: Array, terms: int, ctype: type[np.floating[Any]],
 
 def _contract(a: Array, la: list[str], w: Array, lw: list[str], lo: list[str], sizes: dict[str, int],
               reduced: Sequence[str], ctype: type[np.floating[Any]], w_period: int = 0,
-              a_labels: Labels | None = None) -> Array:
+              a_labels: Labels | None = None, out: Array | None = None) -> Array:
     """``einsum(a, w → lo)`` summing every label not in ``lo``, as one batched matmul (labels not in ``lo`` nor
     in an operand multiply by their size; labels only in ``lo`` broadcast).  With ``w_period`` > 0, ``w``'s
     first axis holds one period of the batch ("b", which ``a`` holds whole): position ``b`` has ``w[b % period]``
-    (:class:`TrfWindow`)."""
+    (:class:`TrfWindow`).  ``out`` (laid out as ``lo``; given for integer sums exact in float32): the product may
+    be written there (``contraction.product-into``), and then ``out`` is returned."""
     from visa.engines.contraction import fast_compute
 
     if w_period and w.shape[0] == sizes["b"]:
@@ -335,6 +336,11 @@ def _contract(a: Array, la: list[str], w: Array, lw: list[str], lo: list[str], s
 
         res = fast_compute.contract_by_period(a, w, order_a, order_w, bshape, nm, nk, nn_, len(nn), period, terms,
                                               ctype, mtype, a_labels)
+    elif (out is not None and ctype is np.float32 and not terms and fast_into.INTO.on
+          and math.prod(sizes[lab] for lab in reduced if lab not in la and lab not in lw and lab not in lo) == 1
+          and fast_into.product_into(out, a, la, w, lw, lo, sizes, (batch, mm, kk, nn), _PIECE_ELEMENTS,
+                                     lambda x, order, shape: _matrix(x, order, shape, np.float32))):
+        return out
     elif bshape and bshape[0] > 1:
         # per piece of the first batch axis, on the worker threads: convert the piece (it stays in cache) and
         # multiply it; each worker's BLAS calls use one thread (blas.py)
@@ -406,7 +412,10 @@ def _run(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int,
     flat = act.reshape(-1, *act.shape[3:])
     flat_known = act_known.reshape(-1, *act_known.shape[3:])
     out_shape = [len(batch)] + [sizes[lab] for lab in lo[1:]]
-    values = np.empty(out_shape, dtype=ctype)  # (every batch position is written below, chunk by chunk)
+    # (every batch position is written below, chunk by chunk; with contraction.product-into, integer sums exact
+    # in float32 are written as the output's integers)
+    into = fast_into.INTO.on and contract.out_dtype.storage.kind == "i" and ctype is np.float32
+    values = np.empty(out_shape, dtype=contract.out_dtype.storage if into else ctype)
     poison: BoolArray | None = None  # made when a chunk has poison
     # elements per batch position: the (compact) activation and the weights (a strided view of the window unless
     # dense, then a gather over every step)
@@ -445,9 +454,12 @@ def _run(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int,
         labels = None if act_labels is None else act_labels[chunk]
         if contract.out_dtype.kind != "int":  # float sums: the Reducer's order (fast_steps)
             wf = w0[np.arange(len(chunk)) % period] if period else w0
-            values[sl] = fast_steps.contract(a0, la, wf, lw, lo, sizes, reduced)
+            values[sl] = fast_steps.contract(a0, la, wf, lw, lo, sizes, reduced, labels)
         else:
-            values[sl] = _contract(a0, la, w0, lw, lo, sizes, reduced, ctype, period, labels)
+            target = values[sl]
+            res = _contract(a0, la, w0, lw, lo, sizes, reduced, ctype, period, labels, target if into else None)
+            if res is not target:
+                values[sl] = res
         if not all_known:
             za, zw = ak & (a0 == 0), wk & (w0 == 0)
             bad = _contract((~ak).astype(np.float32), la, (~zw).astype(np.float32), lw, lo, sizes, reduced,
@@ -496,6 +508,8 @@ def _expand_time(x: Array, digits: TimeDigits, steps: int) -> Array:
 
 def _to_output(values: Array, contract: ContractPlan) -> Array:
     target = contract.out_dtype.storage
+    if values.dtype == target:  # (contraction.product-into wrote the output's integers)
+        return values
     fast = fast_sums.to_output(values, target)
     if fast is not None:
         return fast
@@ -523,16 +537,17 @@ def accumulate(align: AlignPlan, contract: ContractPlan, acc: AccumulatePlan, ac
     lead = act.shape[:3]
     batch = _batch(valid)
     rows = acc.rows
-    full = np.zeros((*lead, acc.out_time, acc.out_packet), dtype=contract.out_dtype.storage)
-    kfull = np.zeros(full.shape, dtype=bool)
+    shape = (*lead, acc.out_time, acc.out_packet)
     if acc.kind == "Interleaved":
         vals, known = _reduce_all(align, contract, acc.segments, act, act_known, window, batch, ["q", "r"], False,
                            act_digits, act_labels)
         body = vals.reshape(len(batch), acc.kept_time * acc.columns, rows)
         kbody = known.reshape(body.shape)
         if (fast_sums.WHOLE_OUTPUT.on and len(batch) == math.prod(lead) and rows == acc.out_packet
-                and body.dtype == full.dtype):  # every position, every lane: the product is the stream
-            return StreamData(body.reshape(full.shape), kbody.reshape(full.shape))
+                and body.dtype == contract.out_dtype.storage):  # every position, every lane: the product is the stream
+            return StreamData(body.reshape(shape), kbody.reshape(shape))
+        full = np.zeros(shape, dtype=contract.out_dtype.storage)
+        kfull = np.zeros(shape, dtype=bool)
         if len(batch) and int(batch[-1]) - int(batch[0]) + 1 == len(batch):  # consecutive positions: in place
             span = slice(int(batch[0]), int(batch[-1]) + 1)
             full.reshape(-1, acc.out_time, acc.out_packet)[span, :, :rows] = body
@@ -551,6 +566,8 @@ def accumulate(align: AlignPlan, contract: ContractPlan, acc: AccumulatePlan, ac
         kpad[..., : acc.columns] = known
         out = pad.reshape(len(batch), acc.out_time, acc.out_packet)
         kout = kpad.reshape(out.shape)
+        full = np.zeros(shape, dtype=contract.out_dtype.storage)
+        kfull = np.zeros(shape, dtype=bool)
     full.reshape(-1, acc.out_time, acc.out_packet)[batch] = out
     kfull.reshape(-1, acc.out_time, acc.out_packet)[batch] = kout
     return StreamData(full, kfull)

@@ -32,9 +32,10 @@ import numpy as np
 import numpy.typing as npt
 
 from visa import fastpaths
-from visa.engines.contraction import fast_steps_jit
+from visa.engines.contraction import fast_classes, fast_row_jit, fast_steps_jit, fast_tree32
 from visa.engines.contraction.blas import parallel_pieces
 from visa.engines.contraction.reference import one_nan
+from visa.memory.replicas import Labels
 
 __all__ = ["STEPS", "contract", "tree_block"]
 
@@ -94,12 +95,13 @@ def tree_block(a: Array, w: Array, out: Array) -> None:
 
 
 def contract(a: Array, la: Sequence[str], w: Array, lw: Sequence[str], lo: Sequence[str], sizes: dict[str, int],
-             reduced: Sequence[str]) -> Array:
+             reduced: Sequence[str], a_labels: Labels | None = None) -> Array:
     """``Σ a · w`` over ``reduced`` in the Reducer's order, as f32 over the labels ``lo``: ``j`` (the tree's
     ``2^n`` products) by :func:`~visa.engines.contraction.reference.tree`, then the other reduced labels (Time
     digits, outermost first: ascending Time) by :func:`~visa.engines.contraction.reference.in_order`.  ``a``
     and ``w`` are the operands over ``la`` / ``lw`` (any float type whose values f32 holds; a label an operand
-    lacks is a broadcast of it)."""
+    lacks is a broadcast of it).  ``a_labels``: the replica labels of the activation's positions along ``b``
+    (:mod:`~visa.engines.contraction.fast_classes`), when the stream has them."""
     steps = [lab for lab in reduced if lab != "j"]
     order = [*steps, *lo, "j"]
     av = _aligned(np.asarray(a), list(la), order)
@@ -128,6 +130,10 @@ def contract(a: Array, la: Sequence[str], w: Array, lw: Sequence[str], lo: Seque
     per = max(1, rest * ns * nj * (nm + n_n))
     piece = max(1, min(-(-first // 2), _LAYOUT_ELEMENTS // per))
     jit = fast_steps_jit.kernel()
+    if jit is not None and nm == 1:  # (one activation row: the weights read in place, not transposed)
+        jit = fast_row_jit.kernel() or fast_tree32.kernel(nj) or jit
+    elif jit is not None:  # (a tree of 32 products: whole in registers)
+        jit = fast_tree32.kernel(nj) or jit
 
     def run(lo_: int, hi_: int) -> None:
         sl = (slice(lo_, hi_),) if bsz else ()
@@ -135,11 +141,20 @@ def contract(a: Array, la: Sequence[str], w: Array, lw: Sequence[str], lo: Seque
         av_ = av[(slice(None),) * pos[bb[0]] + sl] if bsz else av
         wv_ = wv[(slice(None),) * pos[bb[0]] + sl] if bsz else wv
         nb_ = math.prod(cut)
-        a2 = _laid_out(av_, a_axes, [nb_, ns, nm, nj], [*cut, *ssz, *(sizes[lab] for lab in mm), nj])
         w2 = _laid_out(wv_, w_axes, [nb_, ns, n_n, nj], [*cut, *ssz, *(sizes[lab] for lab in nn), nj])
         out = res[lo_ * rest: hi_ * rest]
+        shared = (fast_classes.classes(a_labels[lo_:hi_], av_, pos["b"])
+                  if jit is not None and a_labels is not None and bb[:1] == ["b"] else None)
+        if shared is not None:  # (one laid-out block per class of replicated activations)
+            first_, inverse = shared
+            a2 = _laid_out(av_[(slice(None),) * pos["b"] + (first_,)], a_axes, [len(first_) * rest, ns, nm, nj],
+                           [len(first_), *cut[1:], *ssz, *(sizes[lab] for lab in mm), nj])
+            ai = (inverse[:, None] * rest + np.arange(rest, dtype=np.int64)).reshape(-1)
+        else:
+            a2 = _laid_out(av_, a_axes, [nb_, ns, nm, nj], [*cut, *ssz, *(sizes[lab] for lab in mm), nj])
+            ai = np.arange(nb_, dtype=np.int64)
         if jit is not None:
-            jit(a2, w2, out)
+            jit(a2, ai, w2, out)
         else:
             tree_block(a2, w2, out)
 

@@ -30,26 +30,29 @@ import numpy.typing as npt
 
 from visa import fastpaths
 
-__all__ = ["JIT", "kernel", "available"]
+__all__ = ["JIT", "kernel", "available", "compile_loop"]
 
 Array = npt.NDArray[Any]
-Kernel = Callable[[Array, Array, Array], None]
+Kernel = Callable[[Array, Array, Array, Array], None]
 
 JIT = fastpaths.register("contraction.float-steps-jit", "contraction.float-steps' loop compiled by numba (the "
                          "optional `fast` extra), fastmath off: the same f32 operations in the same order")
 
 
-def _tree_steps(a: Array, w: Array, out: Array) -> None:  # pragma: no cover - compiled by numba
-    """The loop numba compiles (module docstring): ``a`` (b, s, m, j), ``w`` (b, s, n, j), ``out`` (b, m, n), f32.
+def _tree_steps(a: Array, ai: Array, w: Array, out: Array) -> None:  # pragma: no cover - compiled by numba
+    """The loop numba compiles (module docstring): ``a`` (·, s, m, j), ``w`` (b, s, n, j), ``out`` (b, m, n), f32;
+    batch position ``b`` multiplies the activation block ``a[ai[b]]`` (positions holding the same activations
+    share one block, :mod:`~visa.engines.contraction.fast_classes`).
     With four products or more, the tree's first two depths are computed in registers, ``(p0 + p1) + (p2 + p3)``,
     for two rows ``m`` at once (each weight read once for both); the later depths in the buffers."""
-    nb, ns, nm, nj = a.shape
+    nb, ns, nm, nj = w.shape[0], a.shape[1], a.shape[2], a.shape[3]
     nn = w.shape[2]
     quarter = max(nj // 4, 1)
     buf = np.empty((quarter, nn), dtype=np.float32)
     buf2 = np.empty((quarter, nn), dtype=np.float32)
     wt = np.empty((nj, nn), dtype=np.float32)
     for b in range(nb):
+        ab = ai[b]
         for s in range(ns):
             for n in range(nn):
                 for j in range(nj):
@@ -60,21 +63,22 @@ def _tree_steps(a: Array, w: Array, out: Array) -> None:  # pragma: no cover - c
                     dst = buf if r == 0 else buf2
                     m = m0 + r
                     if nj == 1:
-                        x = a[b, s, m, 0]
+                        x = a[ab, s, m, 0]
                         for n in range(nn):
                             dst[0, n] = x * wt[0, n]
                     elif nj == 2:
-                        x0 = a[b, s, m, 0]
-                        x1 = a[b, s, m, 1]
+                        x0 = a[ab, s, m, 0]
+                        x1 = a[ab, s, m, 1]
                         for n in range(nn):
                             dst[0, n] = x0 * wt[0, n] + x1 * wt[1, n]
                 if nj >= 4:
                     if rows == 2:
                         for i in range(quarter):
                             k = 4 * i
-                            x0, x1, x2, x3 = a[b, s, m0, k], a[b, s, m0, k + 1], a[b, s, m0, k + 2], a[b, s, m0, k + 3]
-                            y0, y1 = a[b, s, m0 + 1, k], a[b, s, m0 + 1, k + 1]
-                            y2, y3 = a[b, s, m0 + 1, k + 2], a[b, s, m0 + 1, k + 3]
+                            x0, x1 = a[ab, s, m0, k], a[ab, s, m0, k + 1]
+                            x2, x3 = a[ab, s, m0, k + 2], a[ab, s, m0, k + 3]
+                            y0, y1 = a[ab, s, m0 + 1, k], a[ab, s, m0 + 1, k + 1]
+                            y2, y3 = a[ab, s, m0 + 1, k + 2], a[ab, s, m0 + 1, k + 3]
                             for n in range(nn):
                                 w0, w1, w2, w3 = wt[k, n], wt[k + 1, n], wt[k + 2, n], wt[k + 3, n]
                                 buf[i, n] = (x0 * w0 + x1 * w1) + (x2 * w2 + x3 * w3)
@@ -82,7 +86,8 @@ def _tree_steps(a: Array, w: Array, out: Array) -> None:  # pragma: no cover - c
                     else:
                         for i in range(quarter):
                             k = 4 * i
-                            x0, x1, x2, x3 = a[b, s, m0, k], a[b, s, m0, k + 1], a[b, s, m0, k + 2], a[b, s, m0, k + 3]
+                            x0, x1 = a[ab, s, m0, k], a[ab, s, m0, k + 1]
+                            x2, x3 = a[ab, s, m0, k + 2], a[ab, s, m0, k + 3]
                             for n in range(nn):
                                 buf[i, n] = (x0 * wt[k, n] + x1 * wt[k + 1, n]) + (x2 * wt[k + 2, n]
                                                                                   + x3 * wt[k + 3, n])
@@ -104,21 +109,30 @@ def _tree_steps(a: Array, w: Array, out: Array) -> None:  # pragma: no cover - c
                             out[b, m, n] += src[0, n]
 
 
-@cache
-def _compiled() -> Kernel | None:
-    """The compiled loop, or None when numba is not installed (or cannot load with this numpy)."""
+def compile_loop(loop: Callable[..., None]) -> Kernel | None:
+    """``loop(a, ai, w, out)`` (f32 C-ordered ``a`` (·, s, m, j), ``ai`` (b) int64 the activation block of each
+    batch position, ``w`` (b, s, n, j), ``out`` (b, m, n)) compiled by
+    numba with fastmath off and cached on disk, or None when numba is not installed (or cannot load with this
+    numpy).  Shared by the compiled loops of :mod:`visa.engines.contraction` (this one and
+    :mod:`~visa.engines.contraction.fast_row_jit`)."""
     try:
         numba = importlib.import_module("numba")
     except ImportError:
         return None
     f32 = numba.float32
-    signature = numba.void(f32[:, :, :, ::1], f32[:, :, :, ::1], f32[:, :, ::1])
+    signature = numba.void(f32[:, :, :, ::1], numba.int64[::1], f32[:, :, :, ::1], f32[:, :, ::1])
     options = {"nogil": True, "fastmath": False, "boundscheck": False}
     try:
-        compiled: Kernel = numba.njit(signature, cache=True, **options)(_tree_steps)
+        compiled: Kernel = numba.njit(signature, cache=True, **options)(loop)
     except RuntimeError:  # (no writable cache directory, e.g. a read-only install: compiled each process)
-        compiled = numba.njit(signature, cache=False, **options)(_tree_steps)
+        compiled = numba.njit(signature, cache=False, **options)(loop)
     return compiled
+
+
+@cache
+def _compiled() -> Kernel | None:
+    """The compiled loop, or None when numba is not installed (or cannot load with this numpy)."""
+    return compile_loop(_tree_steps)
 
 
 def available() -> bool:

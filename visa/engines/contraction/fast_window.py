@@ -6,7 +6,10 @@
 - ``contraction.window-in-place`` — one chip, every slice of a range of clusters, a window inside the element: the
   rows' bytes are read in place, the known-mask is a broadcast when every byte was written, and slices given the
   same weights keep one period (known from the replica ids, :mod:`visa.memory.replicas`, or found in the bytes;
-  :class:`~visa.engines.contraction.compute.TrfWindow` ``period``).
+  :class:`~visa.engines.contraction.compute.TrfWindow` ``period``);
+- ``contraction.window-owed`` — in that case, when no period is known from the writes, every slice's rows are
+  read through the pending copies a register load left (:func:`visa.memory.owed.read_units`, one gather), not by
+  making those copies and then copying the window (issue 24).
 """
 
 from __future__ import annotations
@@ -27,10 +30,13 @@ from visa.memory.known import known_everywhere
 from visa.memory.replicas import Labels, combine, period_of, verifying
 from visa.memory.units import UnitSelection
 
-__all__ = ["NEST", "IN_PLACE", "read_window"]
+__all__ = ["NEST", "IN_PLACE", "OWED", "read_window"]
 
 NEST = fastpaths.register("contraction.window-nest", "the TRF window is one strided copy of each row's bytes "
                           "instead of one address per element")
+OWED = fastpaths.register("contraction.window-owed", "a TRF window of every slice of a range of clusters with no "
+                          "period known from the writes read through the pending copies (one gather), not by "
+                          "making the copies and copying the window")
 IN_PLACE = fastpaths.register("contraction.window-in-place", "the TRF window over a range of clusters is read in "
                               "place: a broadcast known-mask, and one period of slices sharing weights")
 
@@ -94,6 +100,16 @@ def _byte_window(dtype: type[dt.Scalar], rows: int, element: Mapping, bit_offset
                 assert has_period(whole.view(np.dtype(f"u{word}")), period), \
                     "TRF replica ids claim a period the bytes do not have"
                 assert np.array_equal(whole[:period].view(dtype.storage).reshape(values.shape), values)
+            return TrfWindow(values, known_everywhere(values.shape), lo, period)
+        if written and OWED.on:
+            # every slice's rows through pending copies (one gather, a snapshot): the copies a register load
+            # left are not made (a later load over these rows drops them, memory.overwritten-copies)
+            bank = image.lead_shape[-1]
+            every = clusters.start * image.lead_shape[1] + np.arange(n, dtype=np.int64)
+            units = (every[:, None] * bank + np.arange(rows, dtype=np.int64)).reshape(-1)
+            snap = owed.read_units(image, units, b0, b1).reshape(n, rows, b1 - b0)
+            period = weight_period(snap.view(np.dtype(f"u{word}")))  # found in the bytes
+            values = snap[:period or n].view(dtype.storage).reshape(period or n, rows, hi - lo)
             return TrfWindow(values, known_everywhere(values.shape), lo, period)
         view = image.read_data()[clusters, :, :rows, b0:b1].reshape(n, rows, b1 - b0)
         if written:
