@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from visa import fastpaths
+from visa.engines.cache import PLANS
 from visa.engines.common import EngineReport
 from visa.errors import HardwareLimitError, LayoutError, TypestateError, VisaError
 from visa.hw import RNGD, HardwareProfile
@@ -234,6 +235,7 @@ def launch(kernel: Callable[..., R], ctx: Context, *args: Any, out: Any = None) 
     check_arguments_apart(ctx, args)
     previous = ctx.num_chips
     ctx.num_chips = chips
+    PLANS.new_launch()  # the plans this launch uses stay while it runs (the plan caches' byte budget)
     try:
         result = kernel(ctx, *args)
     finally:

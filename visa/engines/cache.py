@@ -11,15 +11,25 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import sys
+import types
+from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
+
+import numpy as np
 
 from visa.fastpaths import FastPath
 from visa.mapping import Mapping
 
-__all__ = ["exact_key", "cached"]
+__all__ = ["exact_key", "cached", "plan_nbytes", "PlanBudget", "PlanStore", "PLANS", "PLAN_BYTES", "MISS"]
 
 R = TypeVar("R")
+
+#: The bytes the engines' plan caches keep in all (:data:`PLANS`) beyond what the current launch uses: room for every
+#: plan a SmolLM2 decode step uses (16 MB of arrays; issue 25: the prefill's plans, 35 MB and dead weight under the
+#: decode steps, go as the decode steps' come, and the steps do not drop one another's).
+PLAN_BYTES = 32 << 20
 
 
 def exact_key(value: Any) -> Hashable:
@@ -96,27 +106,180 @@ class _Hashed:
         return isinstance(other, _Hashed) and (other.value is self.value or other.value == self.value)
 
 
+def plan_nbytes(value: Any) -> int:
+    """The bytes ``value`` holds (a plan: a dataclass, tuple, list or dict of arrays, mappings and numbers, walked
+    a few levels deep): each array's memory once (its base's, or its own for a broadcast of something smaller)
+    and each container's or object's own size (``sys.getsizeof``; not the numbers and strings in them, nor
+    mappings or hardware tables, which are shared); what a plan cache weighs an entry by (:class:`PlanBudget`).
+    Arrays a plan computes later (a ``cached_property``) count from when they exist."""
+    seen: set[int] = set()
+
+    def walk(v: Any, depth: int) -> int:
+        if isinstance(v, np.ndarray):
+            base = v
+            while isinstance(base.base, np.ndarray):
+                base = base.base
+            if id(base) in seen:
+                return 0
+            seen.add(id(base))
+            owned = base.nbytes if base.base is None else 0  # (a view of other memory: a buffer, a mapping)
+            return min(owned, v.nbytes) if 0 in v.strides else owned
+        if v is None or depth > _DEPTH or id(v) in seen or isinstance(v, _SHARED) or \
+                type(v).__module__.startswith("visa.hw"):
+            return 0  # (a hardware profile is shared, not the plan's)
+        seen.add(id(v))
+        own = sys.getsizeof(v)
+        if isinstance(v, tuple | list | set | frozenset):
+            return own + sum(walk(x, depth + 1) for x in v if type(x) not in _NUMBERS)
+        if isinstance(v, dict):
+            return own + sum(walk(x, depth + 1) for x in v.values() if type(x) not in _NUMBERS)
+        own += sum(walk(getattr(v, name, None), depth + 1) for name in getattr(type(v), "__slots__", ()))
+        fields = getattr(v, "__dict__", None)
+        return own + (walk(fields, depth + 1) if isinstance(fields, dict) else 0)
+
+    return walk(value, 0)
+
+
+#: What :func:`plan_nbytes` does not count or walk into: numbers, strings, types, functions, modules, mappings.
+_DEPTH = 3  # (deep enough for every plan's arrays; a DMA plan's deeper objects hold none)
+_NUMBERS = frozenset((int, float, bool, str, type(None)))  # (skipped without a call: a plan's long tuples of ints)
+_SHARED = (str, bytes, int, float, bool, complex, type, types.FunctionType, types.BuiltinFunctionType,
+           types.ModuleType, Mapping)
+
+
+class PlanBudget:
+    """Every plan cache's entries (:func:`cached`, and stores made by :meth:`store`) in one least-recently-used
+    order, bounded by the bytes of their arrays (:func:`plan_nbytes`): past :attr:`limit` the entry used longest
+    ago goes first, whichever cache holds it — but never one used since the current launch began
+    (:meth:`new_launch`): a launch whose own plans take more than the limit keeps them all (no plan is made twice
+    in a launch), and drops the earlier launches' instead.
+
+    A program that moves from one shape of work to another (a model's prefill, then its decode steps: issue 25)
+    keeps the plans it uses now rather than the first ones made; a cache's own entry count bounds it as before,
+    its oldest entry going.  Pure bookkeeping: an entry dropped is planned again when asked, the same plan.
+
+    >>> budget = PlanBudget(limit=1000)
+    >>> a, b = budget.store(8), budget.store(8)
+    >>> a.put("x", np.zeros(600, np.uint8)); b.put("y", np.zeros(300, np.uint8))
+    >>> budget.new_launch()
+    >>> _ = a.get("x")                        # x used in this launch
+    >>> b.put("z", np.zeros(300, np.uint8))   # 1,200 bytes: y, used in an earlier launch only, goes
+    >>> (a.get("x") is MISS, b.get("y") is MISS, budget.total)
+    (False, True, 900)
+    >>> a.put("w", np.zeros(600, np.uint8))   # 1,500 bytes, every one used in this launch: all stay
+    >>> budget.total
+    1500
+    """
+
+    __slots__ = ("limit", "total", "_order", "_launch", "hits", "misses")
+
+    def __init__(self, limit: int = PLAN_BYTES) -> None:
+        self.limit = limit
+        self.total = 0
+        #: every entry, least recently used first: (its store, its key) → [its bytes, the launch that used it last]
+        self._order: OrderedDict[tuple[PlanStore, Hashable], list[int]] = OrderedDict()
+        self._launch = 0
+        self.hits = 0
+        self.misses = 0
+
+    def store(self, limit: int) -> PlanStore:
+        """A new cache of at most ``limit`` entries under this budget."""
+        return PlanStore(self, limit)
+
+    def new_launch(self) -> None:
+        """A launch begins (:func:`visa.context.launch`): the entries used from now on stay until it ends."""
+        self._launch += 1
+
+    def _touch(self, store: PlanStore, key: Hashable) -> None:
+        self._order[(store, key)][1] = self._launch
+        self._order.move_to_end((store, key))
+
+    def _add(self, store: PlanStore, key: Hashable, nbytes: int) -> None:
+        self._order[(store, key)] = [nbytes, self._launch]
+        self.total += nbytes
+        while self.total > self.limit:
+            (old, old_key), (_, used) = next(iter(self._order.items()))
+            if used == self._launch:
+                break  # (every entry after it was used later: this launch's working set stays whole)
+            old._drop(old_key)
+
+    def _forget(self, store: PlanStore, key: Hashable) -> None:
+        self.total -= self._order.pop((store, key))[0]
+
+    def clear(self) -> None:
+        """Drop every entry of every cache under this budget."""
+        for store, key in list(self._order):
+            store._drop(key)
+
+
+class PlanStore:
+    """One plan cache under a :class:`PlanBudget`: at most :attr:`limit` entries, least recently used out first."""
+
+    __slots__ = ("budget", "limit", "_entries", "__weakref__")
+
+    def __init__(self, budget: PlanBudget, limit: int) -> None:
+        self.budget, self.limit = budget, limit
+        self._entries: OrderedDict[Hashable, Any] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: Hashable) -> Any:
+        """The entry of ``key`` (now the most recently used), or :data:`MISS`."""
+        hit = self._entries.get(key, MISS)
+        if hit is MISS:
+            self.budget.misses += 1
+            return MISS
+        self._entries.move_to_end(key)
+        self.budget._touch(self, key)
+        self.budget.hits += 1
+        return hit
+
+    def put(self, key: Hashable, value: Any) -> None:
+        """Keep ``value`` under ``key`` (weighed by :func:`plan_nbytes`), dropping what the limits ask."""
+        if key in self._entries:
+            self._drop(key)
+        while len(self._entries) >= max(self.limit, 1):
+            self._drop(next(iter(self._entries)))
+        self._entries[key] = value
+        self.budget._add(self, key, plan_nbytes(value))
+
+    def _drop(self, key: Hashable) -> None:
+        del self._entries[key]
+        self.budget._forget(self, key)
+
+    def clear(self) -> None:
+        """Drop every entry."""
+        for key in list(self._entries):
+            self._drop(key)
+
+
+#: What :meth:`PlanStore.get` returns for a key it does not hold (a plan may be None).
+MISS: Any = object()
+
+#: The budget of the engines' plan caches (:class:`PlanBudget`; ``PLANS.limit`` may be changed at run time).
+PLANS = PlanBudget()
+
+
 def cached(limit: int = 256, paths: tuple[FastPath, ...] = ()) -> Callable[[Callable[..., R]], Callable[..., R]]:
-    """Memoise a pure function on :func:`exact_key` of its positional arguments (at most ``limit`` entries):
-    two equivalent mappings (L1017–1028) may plan differently, so they never share an entry.  A function that
-    takes fast ``paths`` (:mod:`visa.fastpaths`) is keyed on whether each is on too (a plan made by a fast path
-    is never handed out with the path off)."""
+    """Memoise a pure function on :func:`exact_key` of its positional arguments (at most ``limit`` entries, and
+    under the bytes of :data:`PLANS`, least recently used out first): two equivalent mappings (L1017–1028) may
+    plan differently, so they never share an entry.  A function that takes fast ``paths`` (:mod:`visa.fastpaths`)
+    is keyed on whether each is on too (a plan made by a fast path is never handed out with the path off)."""
 
     def wrap(fn: Callable[..., R]) -> Callable[..., R]:
-        store: dict[Hashable, R] = {}
+        store = PLANS.store(limit)
 
         @functools.wraps(fn)
         def inner(*args: Any) -> R:
             key = tuple(exact_key(a) for a in args) + tuple(p.on for p in paths)
-            try:
-                return store[key]
-            except KeyError:
-                pass
-            if len(store) >= limit:
-                store.clear()
-            hit = fn(*args)
-            store[key] = hit
-            return hit
+            hit = store.get(key)
+            if hit is not MISS:
+                out: R = hit
+                return out
+            made = fn(*args)
+            store.put(key, made)
+            return made
 
         inner.cache_clear = store.clear  # type: ignore[attr-defined]
         return inner

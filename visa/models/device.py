@@ -366,10 +366,10 @@ class Step:
             h = self.norm(ctx, arena, x, w.g_out)
             out["h"] = h
             if last is None:
-                out["logits"] = self.lm_head(ctx, arena, h, w.emb)  # the LM head tied to token_embd
+                out["logits"] = self.lm_head(ctx, arena, h, w.emb, stream=True)  # the LM head tied to token_embd
             else:
                 h_last = h.view().tile(m["T"], 1, m["D"], last).relabel(m["L, D"])
-                out["logits"] = self.lm_last(ctx, arena, h_last, w.emb)
+                out["logits"] = self.lm_last(ctx, arena, h_last, w.emb, stream=True)
         return out
 
     def block(self, ctx: Context, arena: Arena, x: Any, swap: Hbm, blk: dict[str, Hbm], cache: tuple[Hbm, Hbm],

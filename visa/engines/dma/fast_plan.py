@@ -21,7 +21,7 @@ from dataclasses import replace
 
 from visa import dtypes as dt
 from visa import fastpaths
-from visa.engines.cache import exact_key
+from visa.engines.cache import MISS, PLANS, exact_key
 from visa.engines.dma.config import DmaPlan, Side
 from visa.errors import VisaError
 from visa.hw import HardwareProfile
@@ -82,8 +82,9 @@ def plan(hw: HardwareProfile, dtype: type[dt.Scalar], src: Side, dst: Side, call
         return None  # (a sub-byte start: the reference says what is wrong)
     key = (exact_key(hw), dtype, exact_key(src), src.name, exact_key(dst), dst.name, call, own_padding)
     done = _MOVED.get(key)
-    if done is not None:  # moved here before (a later launch of the same kernel): the same plan object
-        return done
+    if done is not MISS:  # moved here before (a later launch of the same kernel): the same plan object
+        got: DmaPlan = done
+        return got
     every = period(hw)
     home_src, home_dst = _home(hw, dtype, src, every), _home(hw, dtype, dst, every)
     if home_src is None or home_dst is None:
@@ -97,12 +98,11 @@ def plan(hw: HardwareProfile, dtype: type[dt.Scalar], src: Side, dst: Side, call
     except VisaError:
         return None  # a refusal: the reference raises it, naming the tensors at their own addresses
     moved = _moved(home, src, dst)
-    if len(_MOVED) >= 4096:
-        _MOVED.clear()
-    _MOVED[key] = moved
+    _MOVED.put(key, moved)
     return moved
 
 
 #: Plans already moved, by their exact arguments (mappings by their exact keys, :mod:`visa.engines.cache`; the
-#: sides' names too, which the plan carries into messages).
-_MOVED: dict[object, DmaPlan] = {}
+#: sides' names too, which the plan carries into messages): at most 4,096, under the plan caches' bytes
+#: (:data:`visa.engines.cache.PLANS`).
+_MOVED = PLANS.store(4096)

@@ -1,0 +1,150 @@
+"""The plan caches' byte budget (``visa.engines.cache.PLANS``, issue 25's peak memory): least recently used out
+first across every cache, never a plan the current launch used; an entry dropped is planned again, the same
+results and cycles."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.kernels.test_library import values
+from visa.context import Context, device, launch
+from visa.dtypes import bf16
+from visa.engines import cache
+from visa.engines.cache import MISS, PlanBudget, plan_nbytes
+from visa.kernels import Arena, Gemm
+from visa.mapping import AxisSet
+from visa.tensors.handles import HbmTensor, HostTensor
+
+
+def test_plan_nbytes_counts_each_array_once() -> None:
+    a = np.zeros(1000, np.uint8)
+    containers = sys.getsizeof((a, a, {})) + sys.getsizeof({"x": a})
+    assert plan_nbytes((a, a[10:], {"x": a})) == 1000 + containers  # views of one buffer: its bytes once
+    parts = [np.zeros(10, np.int64), np.broadcast_to(np.ones(1, bool), (10**6,))]
+    assert plan_nbytes(parts) == 81 + sys.getsizeof(parts)  # a broadcast: the bytes it was made from
+    assert plan_nbytes((1, "text", None, plan_nbytes, np)) == sys.getsizeof((1, 2, 3, 4, 5))  # shared: not counted
+
+
+def test_the_entry_used_longest_ago_goes_first_whichever_cache_holds_it() -> None:
+    budget = PlanBudget(limit=1000)
+    a, b = budget.store(8), budget.store(8)
+    a.put("x", np.zeros(400, np.uint8))
+    b.put("y", np.zeros(400, np.uint8))
+    budget.new_launch()
+    assert a.get("x") is not MISS  # x used last
+    b.put("z", np.zeros(400, np.uint8))  # 1,200 bytes: y goes (used in an earlier launch, longest ago)
+    assert b.get("y") is MISS and a.get("x") is not MISS and b.get("z") is not MISS
+    assert budget.total == 800 and len(a) == 1 and len(b) == 1
+
+
+def test_the_current_launchs_plans_stay_past_the_limit_and_go_at_the_next() -> None:
+    budget = PlanBudget(limit=1000)
+    s = budget.store(16)
+    budget.new_launch()
+    for k in range(5):
+        s.put(k, np.zeros(400, np.uint8))
+    assert budget.total == 2000 and all(s.get(k) is not MISS for k in range(5))  # none dropped mid-launch
+    budget.new_launch()
+    s.put("next", np.zeros(400, np.uint8))
+    assert budget.total <= 1000 and s.get("next") is not MISS
+    assert [s.get(k) is MISS for k in range(5)] == [True, True, True, True, False]  # the oldest went
+
+
+def test_a_store_keeps_its_own_entry_limit_oldest_out() -> None:
+    budget = PlanBudget(limit=1 << 30)
+    s = budget.store(3)
+    for k in range(3):
+        s.put(k, k)
+    assert s.get(0) == 0  # 0 used last: 1 is the oldest
+    s.put(3, 3)
+    assert len(s) == 3 and [s.get(k) is MISS for k in range(4)] == [False, True, False, False]
+    s.clear()
+    assert len(s) == 0 and budget.total == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["put", "get", "launch"]), st.integers(0, 2), st.integers(0, 5),
+                          st.integers(0, 300)), max_size=60), st.integers(0, 600))
+def test_the_budget_against_a_brute_force_model(steps: list[tuple[str, int, int, int]], limit: int) -> None:
+    """Every step checked against a list in use order: the totals, the bound, the entries held, the values."""
+    budget = PlanBudget(limit=limit)
+    stores = [budget.store(4) for _ in range(3)]
+    order: list[tuple[int, int, int, int]] = []  # (store, key, bytes, launch), least recently used first
+    launch = 0
+    for op, s, key, size in steps:
+        at = next((i for i, e in enumerate(order) if e[:2] == (s, key)), None)
+        if op == "launch":
+            budget.new_launch()
+            launch += 1
+        elif op == "get":
+            got = stores[s].get(key)
+            assert (got is MISS) == (at is None)
+            if at is not None:
+                assert got.size == order[at][2]
+                order.append((s, key, order.pop(at)[2], launch))
+        else:
+            stores[s].put(key, np.zeros(size, np.uint8))
+            if at is not None:
+                order.pop(at)
+            mine = [e for e in order if e[0] == s]
+            if len(mine) >= 4:
+                order.remove(mine[0])
+            order.append((s, key, size, launch))
+            while sum(e[2] for e in order) > limit and order[0][3] != launch:
+                order.pop(0)
+        assert budget.total == sum(e[2] for e in order)
+        if op == "put":  # (the bound is kept as entries come; a new launch alone drops nothing)
+            assert budget.total <= limit or all(e[3] == launch for e in order)
+        assert [len(x) for x in stores] == [sum(e[0] == k for e in order) for k in range(3)]
+
+
+@pytest.fixture
+def tiny_budget() -> Iterator[None]:
+    limit = cache.PLANS.limit
+    cache.PLANS.limit = 0  # every plan of an earlier launch goes as soon as a new one is made
+    try:
+        yield
+    finally:
+        cache.PLANS.limit = limit
+
+
+def _gemms() -> list[tuple[Any, list[int]]]:
+    """Three launches, GEMMs of two shapes (the first shape again last): each launch's output bits and the cycles
+    of its operations."""
+    out = []
+    for m, n, k in ((8, 256, 512), (4, 512, 256), (8, 256, 512)):
+        ax = AxisSet(M=m, N=n, K=k)
+        gemm = Gemm(ax)
+
+        @device(chip=1)
+        def kernel(ctx: Context, x: HbmTensor[Any, Any, Any], w: HbmTensor[Any, Any, Any],
+                   gemm: Gemm = gemm) -> HbmTensor[Any, Any, Any]:
+            return gemm(ctx, Arena(), x, w)
+
+        ctx = Context.acquire()
+        x = HostTensor.rand(bf16, ax.m["M, K"], np.random.default_rng(m + n))
+        w = HostTensor.rand(bf16, ax.m["N, K"], np.random.default_rng(k))
+        got = launch(kernel, ctx, x.to_hbm(ax.m["1"], ax.m["M, K"], ctx.pdma, 0),
+                     w.to_hbm(ax.m["1"], ax.m["N, K"], ctx.pdma, 1 << 28)).to_host(ax.m["M, N"], ctx.pdma)
+        out.append((values(got, "M N"), [op.cycles for op in ctx.schedule.ops]))
+    return out
+
+
+def test_dropped_plans_are_made_again_the_same(tiny_budget: None) -> None:
+    made = cache.PLANS.misses
+    small = _gemms()
+    replanned = cache.PLANS.misses - made
+    cache.PLANS.limit = 1 << 40
+    made = cache.PLANS.misses
+    _gemms()  # (warm: the plans of the first shape stay for its second launch)
+    whole = _gemms()
+    assert cache.PLANS.misses - made < replanned  # the tiny budget did drop plans that were asked again
+    for (a, ca), (b, cb) in zip(small, whole, strict=True):
+        assert np.array_equal(a, b) and ca == cb
