@@ -326,7 +326,9 @@ def _plan(hw: HardwareProfile, dtype: type[dt.Scalar], chip: Mapping, cluster: M
     bitmaps = _bitmaps(chip, cluster, slice_)
     # The compiler derives commit_in_size from the Element (L2236): every size that covers the positions the
     # Element holds and writes legally is a candidate; the fewest writes per step win, then the largest
-    # (a full flit where the Element has room for it, L7748-7752).
+    # (a full flit where the Element has room for it, L7748-7752).  A refusal is kept without its traceback: a
+    # traceback holds this frame and every caller's, the user's kernel and its tensors among them, in a cycle only
+    # the garbage collector breaks, so the DM counter would hold freed tensors until it runs.
     best: CommitConfig | None = None
     first_error: VisaError | None = None
     for commit_in in sorted(c.commit_in_sizes):
@@ -336,7 +338,7 @@ def _plan(hw: HardwareProfile, dtype: type[dt.Scalar], chip: Mapping, cluster: M
             cfg = _configure(hw, dtype, chip, cluster, slice_, time, packet, element, context, region, commit_in,
                              bitmaps)
         except VisaError as err:
-            first_error = first_error or err
+            first_error = first_error or err.with_traceback(None)
             continue
         if best is None or cfg.writes_per_step <= best.writes_per_step:
             best = cfg

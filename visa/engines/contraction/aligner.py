@@ -428,7 +428,7 @@ def _sequencer_of(hw: HardwareProfile, dtype: type[dt.Scalar], trf: TrfOperand, 
             try:
                 cfg = derive(trf.element, out_time, inner, limits=_Unlimited(), call=CALL)
             except VisaError as err:
-                errors.append(err)
+                errors.append(err.with_traceback(None))  # (a kept traceback would hold this frame: a cycle)
                 n //= 2
                 continue
             packet_entries = [e for e in cfg.entries if e.packet]

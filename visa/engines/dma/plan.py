@@ -235,7 +235,7 @@ def _derived(hw: HardwareProfile, dtype: type[dt.Scalar], src: Side, dst: Side, 
         try:
             tried.append(_attempt(hw, dtype, src, dst, sbuf, dbuf, offsets, None, None, dims, call))
         except VisaError as err:
-            errors.append(err)
+            errors.append(err.with_traceback(None))  # (a kept traceback would hold this frame: a cycle)
     if not tried:
         # an address that stays misaligned whatever the packet says more than the packet that padding fixed
         raise next((e for e in errors if isinstance(e, AddressError)), errors[0])
