@@ -114,6 +114,8 @@ def test_a_tile_moved_is_a_cache_hit_with_its_channels_renamed() -> None:
         on = fast_relative.RELATIVE.on  # (off under VISA_FASTPATHS=off: the reference ran, nothing was stored)
     assert len(fast_relative._STORE) == (1 if on else 0)
     assert len({c.channels for c in costs}) > 1  # the tiles use other channels (bits 13–16 feed the hash)
+    for kept in fast_relative._STORE.values():  # (a cached model keeps no per-window arrays: 128× its busy cycles)
+        assert all(v.windows is None for v in kept if isinstance(v, perf.HbmLoad))
 
 
 def test_the_channel_hash_is_an_xor_of_disjoint_bits() -> None:

@@ -148,3 +148,39 @@ def test_dropped_plans_are_made_again_the_same(tiny_budget: None) -> None:
     assert cache.PLANS.misses - made < replanned  # the tiny budget did drop plans that were asked again
     for (a, ca), (b, cb) in zip(small, whole, strict=True):
         assert np.array_equal(a, b) and ca == cb
+
+
+def test_arrays_inside_objects_inside_containers_are_weighed() -> None:
+    """An object's attributes are at its own depth: a plan holding a tuple of objects that hold arrays (the depth
+    a DMA or gather plan reaches) weighs their arrays (found by review: they weighed nothing)."""
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True)
+    class Inner:
+        a: np.ndarray
+
+    @dataclass(frozen=True)
+    class Outer:
+        parts: tuple[Inner, ...]
+
+    assert plan_nbytes(Outer((Inner(np.zeros(1 << 16, np.uint8)),))) > 1 << 16
+
+
+def test_an_array_an_entry_computes_after_it_was_weighed_counts_from_its_next_use() -> None:
+    from functools import cached_property
+
+    class Plan:
+        @cached_property
+        def index(self) -> np.ndarray:
+            return np.zeros(1 << 16, np.uint8)
+
+    budget = PlanBudget(limit=1 << 30)
+    store = budget.store(8)
+    plan = Plan()
+    store.put("p", plan)
+    before = budget.total
+    assert plan.index.nbytes == 1 << 16  # (computed after the put)
+    assert store.get("p") is plan
+    assert budget.total - before >= 1 << 16
+    store._drop("p")
+    assert budget.total == 0

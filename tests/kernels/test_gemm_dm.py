@@ -67,3 +67,29 @@ def test_gemm_in_dm_refuses_the_streamed_mode_and_n_parts() -> None:
 
     with pytest.raises(LayoutError, match="in N parts"):
         launch(parts, ctx, x, w)
+
+
+@pytest.mark.parametrize("case", ["streamed", "parts"])
+def test_gemm_refuses_a_view_of_a_dm_tensor_as_it_refuses_the_tensor(case: str) -> None:
+    """A view of a DM tensor is x in DM too: refused before any DMA, not failing mid-run in the streamed mode."""
+    ax = AxisSet(T=1, N=96, K=64, V=8192 + 32)
+    m = ax.m
+    ctx = Context(RNGD)
+    x = HostTensor.from_numpy(np.ones(64, np.float32), bf16, m["T, K"], axes="K").to_hbm(m["1"], m["T, K"], ctx.pdma, 0)
+    w = HostTensor.from_numpy(np.ones((96, 64), np.float32), bf16, m["N, K"], axes="N K").to_hbm(
+        m["1"], m["N, K"], ctx.pdma, 1 << 28)
+    seen: list[int] = []
+
+    @device(chip=1)
+    def kernel(ctx: Context, x: HbmTensor[Any, Any, Any], w: HbmTensor[Any, Any, Any]) -> Any:
+        arena = Arena()
+        view = Rows(ax, "T", "K").load(ctx, arena, x).view()
+        seen.append(len(ctx.schedule.ops))
+        if case == "streamed":
+            Gemm(ax, "T", "N", "K")(ctx, arena, view, w, stream=True)
+        else:
+            Gemm(ax, "T", "V", "K")(ctx, arena, view, w)
+
+    with pytest.raises(LayoutError, match="runs resident" if case == "streamed" else "in N parts"):
+        launch(kernel, ctx, x, w)
+    assert seen and len(ctx.schedule.ops) == seen[0]  # (refused before the GEMM scheduled anything)

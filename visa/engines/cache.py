@@ -111,7 +111,8 @@ def plan_nbytes(value: Any) -> int:
     a few levels deep): each array's memory once (its base's, or its own for a broadcast of something smaller)
     and each container's or object's own size (``sys.getsizeof``; not the numbers and strings in them, nor
     mappings or hardware tables, which are shared); what a plan cache weighs an entry by (:class:`PlanBudget`).
-    Arrays a plan computes later (a ``cached_property``) count from when they exist."""
+    The depth counts containers (an object's attributes are at its own depth).  Arrays an entry computes later (a
+    ``cached_property`` of the entry itself) count from its first use after they exist (:meth:`PlanStore.get`)."""
     seen: set[int] = set()
 
     def walk(v: Any, depth: int) -> int:
@@ -135,7 +136,9 @@ def plan_nbytes(value: Any) -> int:
             return own + sum(walk(x, depth + 1) for x in v.values() if type(x) not in _NUMBERS)
         own += sum(walk(getattr(v, name, None), depth + 1) for name in getattr(type(v), "__slots__", ()))
         fields = getattr(v, "__dict__", None)
-        return own + (walk(fields, depth + 1) if isinstance(fields, dict) else 0)
+        if not isinstance(fields, dict):
+            return own
+        return own + sys.getsizeof(fields) + sum(walk(x, depth + 1) for x in fields.values() if type(x) not in _NUMBERS)
 
     return walk(value, 0)
 
@@ -176,7 +179,8 @@ class PlanBudget:
     def __init__(self, limit: int = PLAN_BYTES) -> None:
         self.limit = limit
         self.total = 0
-        #: every entry, least recently used first: (its store, its key) → [its bytes, the launch that used it last]
+        #: every entry, least recently used first: (its store, its key) → [its bytes, the launch that used it last,
+        #: how many attributes it had when weighed (-1: none)]
         self._order: OrderedDict[tuple[PlanStore, Hashable], list[int]] = OrderedDict()
         self._launch = 0
         self.hits = 0
@@ -190,15 +194,28 @@ class PlanBudget:
         """A launch begins (:func:`visa.context.launch`): the entries used from now on stay until it ends."""
         self._launch += 1
 
-    def _touch(self, store: PlanStore, key: Hashable) -> None:
-        self._order[(store, key)][1] = self._launch
+    def _touch(self, store: PlanStore, key: Hashable, value: Any) -> None:
+        entry = self._order[(store, key)]
+        entry[1] = self._launch
         self._order.move_to_end((store, key))
+        attrs = getattr(value, "__dict__", None)
+        if attrs is not None and len(attrs) != entry[2]:  # (it has computed a cached_property since it was weighed)
+            entry[2] = len(attrs)
+            nbytes = plan_nbytes(value)
+            self.total += nbytes - entry[0]
+            entry[0] = nbytes
+            self._shrink()
 
-    def _add(self, store: PlanStore, key: Hashable, nbytes: int) -> None:
-        self._order[(store, key)] = [nbytes, self._launch]
+    def _add(self, store: PlanStore, key: Hashable, value: Any) -> None:
+        nbytes = plan_nbytes(value)
+        attrs = getattr(value, "__dict__", None)
+        self._order[(store, key)] = [nbytes, self._launch, -1 if attrs is None else len(attrs)]
         self.total += nbytes
+        self._shrink()
+
+    def _shrink(self) -> None:
         while self.total > self.limit:
-            (old, old_key), (_, used) = next(iter(self._order.items()))
+            (old, old_key), (_, used, _) = next(iter(self._order.items()))
             if used == self._launch:
                 break  # (every entry after it was used later: this launch's working set stays whole)
             old._drop(old_key)
@@ -231,7 +248,7 @@ class PlanStore:
             self.budget.misses += 1
             return MISS
         self._entries.move_to_end(key)
-        self.budget._touch(self, key)
+        self.budget._touch(self, key, hit)
         self.budget.hits += 1
         return hit
 
@@ -242,7 +259,7 @@ class PlanStore:
         while len(self._entries) >= max(self.limit, 1):
             self._drop(next(iter(self._entries)))
         self._entries[key] = value
-        self.budget._add(self, key, plan_nbytes(value))
+        self.budget._add(self, key, value)
 
     def _drop(self, key: Hashable) -> None:
         del self._entries[key]

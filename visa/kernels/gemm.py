@@ -272,8 +272,9 @@ class Gemm:
         ``double_buffer`` loads every TRF tile but the first from the sub context into the half the Reducer is
         not reading; it needs a K tile of at most one half (``k_tile`` ≤ 512, L4151–4154).
         """
+        in_dm = not isinstance(x, (HbmTensor, HbmTensorView))  # (a DM tensor or a view of one)
         if self.parts:
-            if isinstance(x, DmTensor) or out_dm:
+            if out_dm or not isinstance(x, (HbmTensor, HbmTensorView)):
                 raise LayoutError("a GEMM in N parts takes x in HBM and gives its output in HBM",
                                   call=f"visa.kernels.Gemm({self.m!r}, {self.n!r}, {self.k!r})", level="DM",
                                   fix="pass x in HBM and take the output in HBM (out_dm=False)")
@@ -291,7 +292,6 @@ class Gemm:
             stream = True  # the prefetched tile is the first step of the streamed mode
         if stream is None:
             stream = self.resident_bytes() > ctx.hw.dm.slice_bytes // 2
-        in_dm = isinstance(x, DmTensor)
         if (in_dm or out_dm) and stream:
             raise LayoutError("a GEMM whose x or output is in DM runs resident (x and w moved into DM whole), and "
                               "this one streams its tiles from HBM",

@@ -210,8 +210,9 @@ class HbmLoad:
     rmw: int
     #: with ``group`` given to :func:`hbm_load`: ``[group, channel]`` busy cycles of each group's stretches alone
     group_busy: npt.NDArray[np.float64] | None = None
-    #: every window's channel and busy cycles, in the order their channels' sums add them (channel by channel,
-    #: each stretch's windows in order): what a model of several stretches needs to add windows alike
+    #: with ``keep_windows`` given to :func:`hbm_load`: every window's channel and busy cycles, in the order their
+    #: channels' sums add them (channel by channel, each stretch's windows in order): what a model of several
+    #: stretches needs to add windows alike
     windows: tuple[IntArray, npt.NDArray[np.float64]] | None = None
 
     @property
@@ -226,8 +227,10 @@ def unit_cycles(hw: HardwareProfile) -> float:
 
 
 def hbm_load(hw: HardwareProfile, chips: IntArray, units: IntArray, factor: npt.NDArray[np.float64],
-             segment: IntArray | None = None, group: IntArray | None = None) -> HbmLoad:
+             segment: IntArray | None = None, group: IntArray | None = None, keep_windows: bool = False) -> HbmLoad:
     """The HBM channels serving these transfers, in arrival order (manual "High-Bandwidth Memory", L2948–3009).
+    With ``keep_windows``, :attr:`HbmLoad.windows` too (one entry per window: asked for by the model that renames
+    windows, not kept with every cached cost).
 
     * A 256-byte unit occupies its channel's data bus 4 controller cycles at 0.75 GHz: 16/3 core cycles (L2980);
       a read-modify-write (``factor`` 50, L2985) occupies it ``factor`` times as long.
@@ -331,7 +334,7 @@ def hbm_load(hw: HardwareProfile, chips: IntArray, units: IntArray, factor: npt.
         group_busy = np.asarray(np.bincount(batch_group * nch + batch_channel, weights=window_time,
                                             minlength=ng * nch), dtype=np.float64).reshape(ng, nch)
     return HbmLoad(busy, bus, int(activate.sum()), n, int(np.count_nonzero(factor > 1)), group_busy,
-                   (batch_channel, window_time))
+                   (batch_channel, window_time) if keep_windows else None)
 
 
 def hbm_busy(hw: HardwareProfile, chips: IntArray, units: IntArray, factor: npt.NDArray[np.float64],

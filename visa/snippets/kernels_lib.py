@@ -147,6 +147,12 @@ KERNELS_LIB: dict[str, Snippet] = {
         _LONG_K, _LONG_K | {"body": "return gemm(ctx, arena, x, w, double_buffer=False)"}),
     "gemm.Gemm.__call__ LayoutError: the prefetched tile is": _gemm(
         {"before": _W2, "body": _PREFETCH.format(w="w2")}, {"before": _W2, "body": _PREFETCH.format(w="w")}),
+    "gemm.Gemm.__call__ LayoutError: a gemm whose x": _gemm(
+        {"body": "return gemm(ctx, arena, x, w, stream=True, out_dm=True)   # the output kept in DM"},
+        {"body": "return gemm(ctx, arena, x, w, stream=True)"}),
+    "gemm.Gemm.__call__ LayoutError: a gemm in n": _gemm(
+        {"sizes": "M=1, N=8192 + 32, K=32", "body": "return gemm(ctx, arena, x, w, out_dm=True)   # two N parts"},
+        {"sizes": "M=1, N=8192 + 32, K=32"}),
     "gemm.Gemm.prefetch LayoutError: a gemm of two": _gemm(
         {"sizes": "M=1, N=8192 + 32, K=32", "body": _PREFETCH.format(w="w")},
         {"sizes": "M=1, N=8192 + 32, K=32"}),

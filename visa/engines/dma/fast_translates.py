@@ -82,7 +82,7 @@ def load(hw: HardwareProfile, parts: Sequence[Transfers]) -> HbmLoad | None:
     if moves is None:
         return None
     chips, units, factor = parts[0][0], parts[0][1], parts[0][2]
-    one = perf.hbm_load(hw, chips, units, factor, parts[0][3])
+    one = perf.hbm_load(hw, chips, units, factor, parts[0][3], keep_windows=True)
     if one.windows is None:
         return None
     block = int(units.min())
