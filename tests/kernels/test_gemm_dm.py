@@ -46,13 +46,19 @@ def test_gemm_in_and_out_of_dm_is_the_hbm_round_trip(n: int, k: int) -> None:
     assert dm_dmas == hbm_dmas - 2  # (x: one DM → DM for a store and a load; the output: the same)
 
 
-def test_gemm_in_dm_refuses_the_streamed_mode_and_n_parts() -> None:
-    ax = AxisSet(T=1, N=96, K=64, V=8192 + 32)
+def _operands(ax: AxisSet) -> tuple[Context, Any, Any]:
+    """A context with x (T, K) and w (N, K) of ones in HBM (the refusals' operands)."""
     m = ax.m
     ctx = Context(RNGD)
     x = HostTensor.from_numpy(np.ones(64, np.float32), bf16, m["T, K"], axes="K").to_hbm(m["1"], m["T, K"], ctx.pdma, 0)
     w = HostTensor.from_numpy(np.ones((96, 64), np.float32), bf16, m["N, K"], axes="N K").to_hbm(
         m["1"], m["N, K"], ctx.pdma, 1 << 28)
+    return ctx, x, w
+
+
+def test_gemm_in_dm_refuses_the_streamed_mode_and_n_parts() -> None:
+    ax = AxisSet(T=1, N=96, K=64, V=8192 + 32)
+    ctx, x, w = _operands(ax)
 
     @device(chip=1)
     def kernel(ctx: Context, x: HbmTensor[Any, Any, Any], w: HbmTensor[Any, Any, Any]) -> Any:
@@ -73,11 +79,7 @@ def test_gemm_in_dm_refuses_the_streamed_mode_and_n_parts() -> None:
 def test_gemm_refuses_a_view_of_a_dm_tensor_as_it_refuses_the_tensor(case: str) -> None:
     """A view of a DM tensor is x in DM too: refused before any DMA, not failing mid-run in the streamed mode."""
     ax = AxisSet(T=1, N=96, K=64, V=8192 + 32)
-    m = ax.m
-    ctx = Context(RNGD)
-    x = HostTensor.from_numpy(np.ones(64, np.float32), bf16, m["T, K"], axes="K").to_hbm(m["1"], m["T, K"], ctx.pdma, 0)
-    w = HostTensor.from_numpy(np.ones((96, 64), np.float32), bf16, m["N, K"], axes="N K").to_hbm(
-        m["1"], m["N, K"], ctx.pdma, 1 << 28)
+    ctx, x, w = _operands(ax)
     seen: list[int] = []
 
     @device(chip=1)
