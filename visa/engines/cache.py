@@ -136,9 +136,7 @@ def plan_nbytes(value: Any) -> int:
             return own + sum(walk(x, depth + 1) for x in v.values() if type(x) not in _NUMBERS)
         own += sum(walk(getattr(v, name, None), depth + 1) for name in getattr(type(v), "__slots__", ()))
         fields = getattr(v, "__dict__", None)
-        if not isinstance(fields, dict):
-            return own
-        return own + sys.getsizeof(fields) + sum(walk(x, depth + 1) for x in fields.values() if type(x) not in _NUMBERS)
+        return own + (walk(fields, depth) if isinstance(fields, dict) else 0)  # (its attributes at its own depth)
 
     return walk(value, 0)
 
@@ -198,9 +196,9 @@ class PlanBudget:
         entry = self._order[(store, key)]
         entry[1] = self._launch
         self._order.move_to_end((store, key))
-        attrs = getattr(value, "__dict__", None)
-        if attrs is not None and len(attrs) != entry[2]:  # (it has computed a cached_property since it was weighed)
-            entry[2] = len(attrs)
+        attrs = _attributes(value)
+        if attrs != entry[2]:  # (it has computed a cached_property since it was weighed)
+            entry[2] = attrs
             nbytes = plan_nbytes(value)
             self.total += nbytes - entry[0]
             entry[0] = nbytes
@@ -208,8 +206,7 @@ class PlanBudget:
 
     def _add(self, store: PlanStore, key: Hashable, value: Any) -> None:
         nbytes = plan_nbytes(value)
-        attrs = getattr(value, "__dict__", None)
-        self._order[(store, key)] = [nbytes, self._launch, -1 if attrs is None else len(attrs)]
+        self._order[(store, key)] = [nbytes, self._launch, _attributes(value)]
         self.total += nbytes
         self._shrink()
 
@@ -227,6 +224,13 @@ class PlanBudget:
         """Drop every entry of every cache under this budget."""
         for store, key in list(self._order):
             store._drop(key)
+
+
+def _attributes(value: Any) -> int:
+    """How many attributes ``value`` holds in its ``__dict__`` (-1: it has none): what tells the budget an entry
+    computed a ``cached_property`` since it was weighed."""
+    attrs = getattr(value, "__dict__", None)
+    return -1 if attrs is None else len(attrs)
 
 
 class PlanStore:
