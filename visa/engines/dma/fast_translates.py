@@ -83,8 +83,7 @@ def load(hw: HardwareProfile, parts: Sequence[Transfers]) -> HbmLoad | None:
         return None
     chips, units, factor = parts[0][0], parts[0][1], parts[0][2]
     one = perf.hbm_load(hw, chips, units, factor, parts[0][3], keep_windows=True)
-    if one.windows is None:
-        return None
+    assert one.windows is not None  # (asked for)
     block = int(units.min())
     base = int(chips[0]) * hw.hbm.channels
     xors = [int(v) for v in perf.hbm_channel(hw, np.array([block + d for d in moves], dtype=np.int64))]
