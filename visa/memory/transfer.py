@@ -39,7 +39,7 @@ import numpy.typing as npt
 from visa import fastpaths
 from visa.errors import AddressError
 from visa.hw import HardwareProfile
-from visa.memory import fast_raw_runs, fast_replica_sources, fast_runs, fast_split
+from visa.memory import fast_overwritten, fast_raw_runs, fast_replica_sources, fast_runs, fast_split
 from visa.memory.images import BoolArray, ByteArray, DenseImage, IntArray, PagedImage
 from visa.memory.pages import PageMask
 
@@ -314,6 +314,11 @@ class DmEndpoint:
         (:meth:`visa.memory.images.DenseImage._cover`)."""
         self._image(chip)._cover(self._units(lo, hi), unit_lo, unit_hi)
 
+    def pending_image(self, chip: int, lo: int, hi: int) -> tuple[DenseImage, slice]:
+        """The image of ``chip`` and its (flat) units of the range ``[lo, hi)``: where a DMA's pending copies are
+        (:mod:`visa.memory.fast_overwritten`)."""
+        return self._image(chip), self._units(lo, hi)
+
     def defer_copy(self, chip: int, dst: IntArray, src: IntArray, unit_lo: int, unit_hi: int) -> None:
         """Bytes ``[unit_lo, unit_hi)`` of units ``dst`` are to be those of units ``src`` (written now):
         :meth:`visa.memory.images.DenseImage._defer_copy`."""
@@ -449,6 +454,8 @@ def _copy_chip(loops: Sequence[ByteLoop], sb: int, db: int, src: Endpoint, dst: 
     cover = getattr(dst, "cover", None)
     if whole and cover is not None:  # every byte of the range is written below: no zeros owed there
         cover(w.chip, w.lo, w.hi, w.unit_lo, w.unit_hi)
+        if fast_overwritten.OVERWRITTEN.on:  # (nor copies owed wholly inside it: fast_overwritten)
+            fast_overwritten.drop(dst, w.chip, w.lo, w.hi, w.unit_lo, w.unit_hi)
     got = dst.contiguous(w.chip, w.lo, w.hi, span=(w.unit_lo, w.unit_hi)) if w.in_units else None
     if got is None:
         raise AddressError(f"the DMA would write bytes {w.lo}..{w.hi} of {dst.space.medium.upper()} chip {w.chip}, "
