@@ -48,7 +48,7 @@ from visa.engines.shared import SharedRows
 from visa.errors import HardwareLimitError, LayoutError
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping, pair_of
-from visa.memory import fast_unique, owed
+from visa.memory import owed
 from visa.memory.images import DenseImage, store_nest, store_stream
 from visa.memory.known import all_true, is_everywhere, known_everywhere
 from visa.memory.replicas import combine
@@ -364,7 +364,7 @@ def _load_replicas(cfg: RegisterLoadConfig, img: DenseImage, labels: npt.NDArray
     slices = np.flatnonzero(on)
     if slices.size < 2 or not bool((mine[slices] >= 0).all()):
         return False
-    _, first, inverse = fast_unique.unique(mine[slices], first=True)
+    _, first, inverse = np.unique(mine[slices], return_index=True, return_inverse=True)
     if 2 * first.size > slices.size:
         return False
     if held is not None and not bool((held[slices[first]] == slices[first]).all()):

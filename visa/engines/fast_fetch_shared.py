@@ -24,7 +24,6 @@ from visa.engines.common import StreamData
 from visa.engines.fast_widen import widened_type
 from visa.engines.fetch import FetchConfig, _static
 from visa.engines.shared import SharedRows
-from visa.memory import fast_unique
 from visa.memory.images import DenseImage, load_nest_values, load_nest_widened, nest_all_written
 from visa.memory.known import known_everywhere
 from visa.memory.replicas import combine
@@ -52,7 +51,8 @@ def _classes(cfg: FetchConfig, img: DenseImage, units: IntArray, bases: IntArray
     cls = parts[0] if len(parts) == 1 else combine(*parts)
     if not bool((cls >= 0).all()):
         return None
-    out = fast_unique.unique(cls)[2]
+    _, inverse = np.unique(cls, return_inverse=True)
+    out: IntArray = inverse.reshape(-1).astype(np.int64)
     return out if 2 * (int(out.max()) + 1) <= units.size else None
 
 
@@ -85,7 +85,7 @@ def execute(cfg: FetchConfig, images: Sequence[DenseImage], bit_bases: Sequence[
         cls = _classes(cfg, img, units, bases)
         if cls is None:
             return None
-        first = fast_unique.unique(cls, first=True)[1]
+        _, first = np.unique(cls, return_index=True)
         reps = np.sort(first)
         enabled = np.zeros(img.lead_shape, dtype=bool)
         enabled.reshape(-1)[reps] = True

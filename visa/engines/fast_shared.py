@@ -29,7 +29,7 @@ import numpy.typing as npt
 from visa import fastpaths
 from visa.engines.deferred import PaddedLanes
 from visa.engines.shared import SharedRows
-from visa.memory import fast_unique, owed
+from visa.memory import owed
 from visa.memory.images import DenseImage
 from visa.memory.known import all_true
 
@@ -83,7 +83,7 @@ def commit(cfg: CommitConfig, data: SharedRows, images: Sequence[DenseImage], bi
         compact = inner.lanes[..., :n]
     else:
         compact = inner.values[..., :n]
-    used = fast_unique.unique(data.owner[enabled.reshape(-1)])[0]  # the rows of the slices written (the others are not)
+    used = np.unique(data.owner[enabled.reshape(-1)])  # the rows of the slices written (the others are not)
     known = np.asarray(inner.known)
     if not all_true(known[..., :n] if known.shape[2] == 1 else known[:, :, used, :, :n]):
         return False
@@ -97,7 +97,7 @@ def commit(cfg: CommitConfig, data: SharedRows, images: Sequence[DenseImage], bi
         # a run of consecutive units at a time: the range each write covers is what lets it skip the zeros owed
         for run in np.split(units, np.flatnonzero(np.diff(units) != 1) + 1) if units.size else []:
             cls = data.owner[c * per: (c + 1) * per][run]
-            _, first, inverse = fast_unique.unique(cls, first=True)
+            _, first, inverse = np.unique(cls, return_index=True, return_inverse=True)
             plans.append((c, run, cls, first, inverse.reshape(-1)))
     if 2 * sum(p[3].size for p in plans) > int(enabled.sum()):
         return False  # (fewer than half of the slices repeat another)

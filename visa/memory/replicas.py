@@ -36,8 +36,6 @@ import os
 import numpy as np
 import numpy.typing as npt
 
-from visa.memory import fast_unique
-
 __all__ = ["ReplicaIds", "verifying", "period_of", "same_in_blocks", "combine", "Labels"]
 
 IntArray = npt.NDArray[np.int64]
@@ -84,7 +82,7 @@ class ReplicaIds:
         p1 = self.ids.shape[1] if hi >= self.n else hi // self.page  # (the last page may be short)
         if p1 <= p0 or not units.size:
             return
-        _, _, inverse = fast_unique.unique(keys)
+        _, inverse = np.unique(keys, return_inverse=True)
         first = _fresh(int(inverse.max()) + 1)
         self.ids[units, p0:p1] = (first + inverse.reshape(-1))[:, None]
 
@@ -109,7 +107,8 @@ def _classes(rows: IntArray) -> IntArray:
     """A class index per row of ``rows`` (``(n, k)``): equal rows, equal classes (``np.unique(axis=0)``'s
     inverse, without its sort of structured rows: one column when all columns agree, else a lexical sort)."""
     if rows.shape[1] == 1 or bool((rows == rows[:, :1]).all()):
-        return fast_unique.unique(rows[:, 0])[2]
+        inverse: npt.NDArray[np.int64] = np.unique(rows[:, 0], return_inverse=True)[1].reshape(-1).astype(np.int64)
+        return inverse
     order = np.lexsort(rows.T[::-1])
     ranked = rows[order]
     new = np.concatenate(([True], (ranked[1:] != ranked[:-1]).any(axis=1)))

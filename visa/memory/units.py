@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from visa.memory import fast_nest, fast_unique, fast_units
+from visa.memory import fast_nest, fast_units
 from visa.memory.images import (
     _ALL_WRITTEN,
     _WORD,
@@ -383,7 +383,7 @@ class UnitSelection(DenseImage):
 def _gather_rows(rows: npt.NDArray[Any], owner: IntArray, out: npt.NDArray[Any]) -> None:
     """``out[i] = rows[owner[i]]``: few distinct rows (replicas) are written one class at a time, each read
     once (no temporary of the whole result)."""
-    uniq, _, inverse = fast_unique.unique(owner)
+    uniq, inverse = np.unique(owner, return_inverse=True)
     if 4 * uniq.size > owner.size:
         out[...] = rows[owner]
         return
