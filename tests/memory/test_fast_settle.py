@@ -61,7 +61,7 @@ def test_a_strided_dma_into_hbm_marks_what_the_reference_marks(seed: int, page: 
     for on in (True, False):
         rng = np.random.default_rng(seed)
         img = PagedImage(size, page_bytes=page)
-        end = HbmEndpoint(RNGD, lambda chip: img)
+        end = HbmEndpoint(RNGD, lambda chip, img=img: img)
         copy([(size, 1, 1)], (0, 0), HostBuffer(np.zeros(size, np.uint8), np.zeros(size, bool)), end)
         for kind, lo, count in before:
             count = min(count, size - lo)
