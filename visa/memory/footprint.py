@@ -64,6 +64,8 @@ def intervals_overlap(alo: IntArray, ahi: IntArray, blo: IntArray, bhi: IntArray
         return False
     if ahi[-1] <= blo[0] or bhi[-1] <= alo[0]:
         return False
+    if alo.size == 1 and blo.size == 1:  # (two single intervals that are not apart share a byte)
+        return True
     if alo.size > blo.size:
         alo, ahi, blo, bhi = blo, bhi, alo, ahi
     # for each interval of A, the first interval of B that ends after A's start

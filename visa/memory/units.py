@@ -282,12 +282,13 @@ class UnitSelection(DenseImage):
             wv, kv = word_view(self.base._raw(r_lo, r_hi), nb), word_view(self.base._written, nb)
             if wv is None or kv is None:
                 return False
-            self.base._touch(r_lo, r_hi, self.units)
+            us = self.units if span is None else span  # (consecutive units as a slice: basic indexing)
+            self.base._touch(r_lo, r_hi, us)
             self._write_units(wv, byte_base, nest, words, None)
             if covering:
-                pm.mark(self.units, r_lo, r_hi, True)
-            elif not pm.all_known(self.units, r_lo, r_hi):
-                pm.materialise(self.units, r_lo, r_hi)
+                pm.mark(us, r_lo, r_hi, True)
+            elif not pm.all_known(us, r_lo, r_hi):
+                pm.materialise(us, r_lo, r_hi)
                 self._write_units(kv, byte_base, nest, ones, None)
             return True
         keep = self._changing(nb, byte_base, nest, known, (r_lo, r_hi))

@@ -332,6 +332,8 @@ class Schedule:
         to one DM bank, added to those of the other context's command in flight on the same slices, reach the
         limit (64) the waiting DMA request can bear (L2897–2941; the count is cumulative over concurrent commands,
         fetch and commit of both contexts, L2913)."""
+        if not load:  # (no bank this command accesses: nothing to add the others' runs to)
+            return ""
         limit = self.hw.dm.bank_starvation_limit
         issue = self.ops[-1].start if self.ops else 0
         parts = [(f"{track} {r.engine}", r.bank_runs or (r.bank_run,)) for r in reports if r.bank_run]
