@@ -259,8 +259,11 @@ class Schedule:
         reports = tuple(engines)
         if cycles is None:
             cycles = max((r.cycles for r in reports), default=0) + sum(r.latency for r in reports)
-        chips = (reads + writes).chip_indices()
-        lane_list = list(lanes) if lanes is not None else list(self.default_lanes(track, chips))
+        if lanes is not None:
+            lane_list = list(lanes)
+        else:
+            mask = reads.chips() | writes.chips()
+            lane_list = list(self.default_lanes(track, [c for c in range(mask.bit_length()) if mask >> c & 1]))
         notes: list[str] = [note] if note else []
         notes += [f"{r.engine} slower by: {why}" for r in reports if (why := dict(r.details).get("slower by"))]
         handoff = self.hw.timing.context_handoff_cycles
