@@ -111,6 +111,11 @@ def unit_indices(levels: dict[str, Any], slices_per_cluster: int) -> npt.NDArray
 
 def units_of(levels: dict[str, Any], slices_per_cluster: int) -> int:
     """:func:`unit_indices` as a bitmask."""
+    clusters, slices = valid_positions(levels["Cluster"]), valid_positions(levels["Slice"])
+    if clusters.size and slices.size == slices_per_cluster and int(slices[-1]) == slices_per_cluster - 1 \
+            and int(clusters[-1]) - int(clusters[0]) + 1 == clusters.size:
+        # (every slice of a run of clusters — positions ascend without repeats — is one run of units)
+        return ((1 << (clusters.size * slices_per_cluster)) - 1) << (int(clusters[0]) * slices_per_cluster)
     return index_mask(unit_indices(levels, slices_per_cluster))
 
 
