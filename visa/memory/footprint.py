@@ -144,14 +144,15 @@ class Span:
                    units if isinstance(units, int) else bitmask(units),
                    rows if isinstance(rows, int) else bitmask(rows), a, b)
 
-    @property
+    @functools.cached_property
     def bytes_per_unit(self) -> int:
-        """Bytes the intervals cover in one unit (one row of a TRF unit)."""
+        """Bytes the intervals cover in one unit (one row of a TRF unit); found once (a span never changes)."""
         return int((self.hi - self.lo).sum())
 
-    @property
+    @functools.cached_property
     def nbytes(self) -> int:
-        """Bytes covered in all (chips × units × rows × intervals); a unit or row set of -1 counts once."""
+        """Bytes covered in all (chips × units × rows × intervals); a unit or row set of -1 counts once.  Found
+        once: a span never changes (its intervals are read-only where it is shared, e.g. a tensor's own)."""
         n = self.bytes_per_unit * bin(self.chips).count("1")
         if self.units > 0:
             n *= bin(self.units).count("1")
