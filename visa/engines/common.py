@@ -203,8 +203,9 @@ class StreamData:
 
     def check(self, layout: StreamLayout) -> None:
         """Assert that the data has the layout's shape (an engine bug otherwise)."""
-        assert self.values.shape == layout.shape, (self.values.shape, layout.shape)
-        assert self.known.shape == layout.shape
+        shape = layout.shape
+        assert self.values.shape == shape, (self.values.shape, shape)
+        assert self.known.shape == shape
 
 
 class LazyData(StreamData):
