@@ -282,9 +282,9 @@ class UnitSelection(DenseImage):
             wv, kv = word_view(self.base._raw(r_lo, r_hi), nb), word_view(self.base._written, nb)
             if wv is None or kv is None:
                 return False
-            us = self.units if span is None else span  # (consecutive units as a slice: basic indexing)
-            self.base._touch(r_lo, r_hi, us)
+            self.base._touch(r_lo, r_hi, self.units)
             self._write_units(wv, byte_base, nest, words, None)
+            us = self.units if span is None else span  # (consecutive units as a slice: basic indexing)
             if covering:
                 pm.mark(us, r_lo, r_hi, True)
             elif not pm.all_known(us, r_lo, r_hi):
