@@ -27,19 +27,20 @@ TREE32 = fastpaths.register("contraction.float-tree32", "a tree of 32 products c
                             "compiled loop (the same pairs and order), not through a buffer depth by depth")
 
 
-def _tree32_steps(a: Array, ai: Array, w: Array, out: Array) -> None:  # pragma: no cover - compiled by numba
-    """The loop numba compiles (module docstring): ``a`` (·, s, m, 32), ``ai`` (b), ``w`` (b, s, n, 32), ``out``
-    (b, m, n) (as :func:`~visa.engines.contraction.fast_steps_jit.compile_loop` says); each step's weights
+def _tree32_steps(a: Array, ai: Array, w: Array, wi: Array,
+                  out: Array) -> None:  # pragma: no cover - compiled by numba
+    """The loop numba compiles (module docstring): ``a`` (·, s, m, 32), ``ai`` (b), ``w`` (·, s, n, 32), ``wi`` (b),
+    ``out`` (b, m, n) (as :func:`~visa.engines.contraction.fast_steps_jit.compile_loop` says); each step's weights
     transposed into a ``32 × n`` block in cache."""
-    nb, ns, nm, nj = w.shape[0], a.shape[1], a.shape[2], a.shape[3]
+    nb, ns, nm, nj = out.shape[0], a.shape[1], a.shape[2], a.shape[3]
     nn = w.shape[2]
     wt = np.empty((nj, nn), dtype=np.float32)
     for b in range(nb):
-        ab = ai[b]
+        ab, wb = ai[b], wi[b]
         for s in range(ns):
             for n in range(nn):
                 for j in range(nj):
-                    wt[j, n] = w[b, s, n, j]
+                    wt[j, n] = w[wb, s, n, j]
             for m in range(nm):
                 x = a[ab, s, m]
                 for n in range(nn):
