@@ -130,20 +130,25 @@ def contract(a: Array, la: Sequence[str], w: Array, lw: Sequence[str], lo: Seque
     bsz = [sizes[lab] for lab in bb]
     ssz = [sizes[lab] for lab in steps]
     a_axes = [pos[lab] for lab in [*bb, *steps, *mm, "j"]]
-    w_axes = [pos[lab] for lab in [*bb, *steps, *nn, "j"]]
+    tree32 = fast_tree32.kernel(nj) if jit is not None else None
+    if jit is not None and nm == 1:  # (one activation row: the weights read in place, not transposed)
+        jit = fast_row_jit.kernel() or tree32 or jit
+    elif jit is not None:  # (a tree of 32 products: whole in registers)
+        jit = tree32 or jit
+    # the weights' block of a step as (n, j), or as (j, n) for the 32-product loop (which reads rows of n)
+    by_rows = jit is not None and jit is tree32
+    w_inner = ["j", *nn] if by_rows else [*nn, "j"]
+    w_axes = [pos[lab] for lab in [*bb, *steps, *w_inner]]
+    w_nn = [sizes[lab] for lab in w_inner]
+    w_block = [nj, n_n] if by_rows else [n_n, nj]
     # only the batch's first label is cut in blocks (the layout of a block is then one view of each operand)
     first = bsz[0] if bsz else 1
     rest = nb // first
     per = max(1, rest * ns * nj * (nm + n_n))
     piece = max(1, min(-(-first // 2), _LAYOUT_ELEMENTS // per))
-    w_nn = [*(sizes[lab] for lab in nn), nj]
     # (weights repeating every w_period positions: the distinct blocks laid out once, fast_weight_period)
-    w_once = (_laid_out(wv, w_axes, [w_period * rest, ns, n_n, nj], [w_period, *bsz[1:], *ssz, *w_nn])
+    w_once = (_laid_out(wv, w_axes, [w_period * rest, ns, *w_block], [w_period, *bsz[1:], *ssz, *w_nn])
               if w_period else None)
-    if jit is not None and nm == 1:  # (one activation row: the weights read in place, not transposed)
-        jit = fast_row_jit.kernel() or fast_tree32.kernel(nj) or jit
-    elif jit is not None:  # (a tree of 32 products: whole in registers)
-        jit = fast_tree32.kernel(nj) or jit
 
     def run(lo_: int, hi_: int) -> None:
         sl = (slice(lo_, hi_),) if bsz else ()
@@ -154,7 +159,7 @@ def contract(a: Array, la: Sequence[str], w: Array, lw: Sequence[str], lo: Seque
         if w_once is not None:
             w2, wi = w_once, fast_weight_period.index(lo_, hi_, w_period, rest)
         else:
-            w2 = _laid_out(wv_, w_axes, [nb_, ns, n_n, nj], [*cut, *ssz, *w_nn])
+            w2 = _laid_out(wv_, w_axes, [nb_, ns, *w_block], [*cut, *ssz, *w_nn])
             wi = np.arange(nb_, dtype=np.int64)
         out = res[lo_ * rest: hi_ * rest]
         shared = (fast_classes.classes(a_labels[lo_:hi_], av_, pos["b"])
