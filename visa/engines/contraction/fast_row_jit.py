@@ -19,7 +19,7 @@ from functools import cache
 import numpy as np
 
 from visa import fastpaths
-from visa.engines.contraction.fast_steps_jit import Array, Kernel, compile_loop
+from visa.engines.contraction.fast_steps_jit import Array, Kernel, compile_loop, halve
 
 __all__ = ["ROW", "kernel"]
 
@@ -53,12 +53,7 @@ def _row_steps(a: Array, ai: Array, w: Array, wi: Array,
                     for n in range(nn):
                         buf[i, n] = (x0 * w[wb, s, n, k] + x1 * w[wb, s, n, k + 1]) + (x2 * w[wb, s, n, k + 2]
                                                                                     + x3 * w[wb, s, n, k + 3])
-                width = quarter
-                while width > 1:
-                    width //= 2
-                    for i in range(width):
-                        for n in range(nn):
-                            buf[i, n] = buf[2 * i, n] + buf[2 * i + 1, n]
+                halve(buf, quarter)
             if s == 0:
                 for n in range(nn):
                     out[b, 0, n] = buf[0, n]

@@ -21,6 +21,7 @@ first-level cache; a BLAS product cannot keep the tree's order.
 from __future__ import annotations
 
 import importlib
+import types
 from collections.abc import Callable
 from functools import cache
 from typing import Any
@@ -30,13 +31,24 @@ import numpy.typing as npt
 
 from visa import fastpaths
 
-__all__ = ["JIT", "kernel", "available", "compile_loop"]
+__all__ = ["JIT", "kernel", "available", "compile_loop", "halve"]
 
 Array = npt.NDArray[Any]
 Kernel = Callable[[Array, Array, Array, Array, Array], None]
 
 JIT = fastpaths.register("contraction.float-steps-jit", "contraction.float-steps' loop compiled by numba (the "
                          "optional `fast` extra), fastmath off: the same f32 operations in the same order")
+
+
+def halve(buf: Array, width: int) -> None:  # pragma: no cover - compiled by numba (inside the loops)
+    """The tree's later depths over the ``width`` partial sums (a power of two) in the rows of ``buf``, each
+    column a sum of its own: the pairs ``2i``, ``2i + 1`` added into ``i``, depth by depth, until row 0 holds the
+    tree's output (L4386–4388).  Called by the compiled loops, which :func:`compile_loop` compiles it into."""
+    while width > 1:
+        width //= 2
+        for i in range(width):
+            for n in range(buf.shape[1]):
+                buf[i, n] = buf[2 * i, n] + buf[2 * i + 1, n]
 
 
 def _tree_steps(a: Array, ai: Array, w: Array, wi: Array,
@@ -93,13 +105,8 @@ def _tree_steps(a: Array, ai: Array, w: Array, wi: Array,
                             for n in range(nn):
                                 buf[i, n] = (x0 * wt[k, n] + x1 * wt[k + 1, n]) + (x2 * wt[k + 2, n]
                                                                                   + x3 * wt[k + 3, n])
-                    width = quarter
-                    while width > 1:
-                        width //= 2
-                        for i in range(width):
-                            for n in range(nn):
-                                buf[i, n] = buf[2 * i, n] + buf[2 * i + 1, n]
-                                buf2[i, n] = buf2[2 * i, n] + buf2[2 * i + 1, n]
+                    halve(buf, quarter)
+                    halve(buf2, quarter)
                 for r in range(rows):
                     src = buf if r == 0 else buf2
                     m = m0 + r
@@ -124,10 +131,15 @@ def compile_loop(loop: Callable[..., None]) -> Kernel | None:
     f32 = numba.float32
     signature = numba.void(f32[:, :, :, ::1], numba.int64[::1], f32[:, :, :, ::1], numba.int64[::1], f32[:, :, ::1])
     options = {"nogil": True, "fastmath": False, "boundscheck": False}
+    # the loop sees the helpers it calls compiled (numba is not imported before this: the names in the loop's
+    # module are the plain functions)
+    helpers = {"halve": numba.njit(**options)(halve)}
+    func = types.FunctionType(loop.__code__, {**loop.__globals__, **helpers}, loop.__name__, loop.__defaults__,
+                              loop.__closure__)
     try:
-        compiled: Kernel = numba.njit(signature, cache=True, **options)(loop)
+        compiled: Kernel = numba.njit(signature, cache=True, **options)(func)
     except RuntimeError:  # (no writable cache directory, e.g. a read-only install: compiled each process)
-        compiled = numba.njit(signature, cache=False, **options)(loop)
+        compiled = numba.njit(signature, cache=False, **options)(func)
     return compiled
 
 
