@@ -135,20 +135,22 @@ def contract(a: Array, la: Sequence[str], w: Array, lw: Sequence[str], lo: Seque
         jit = fast_row_jit.kernel() or tree32 or jit
     elif jit is not None:  # (a tree of 32 products: whole in registers)
         jit = tree32 or jit
-    # the weights' block of a step as (n, j), or as (j, n) for the 32-product loop (which reads rows of n)
-    by_rows = jit is not None and jit is tree32
-    w_inner = ["j", *nn] if by_rows else [*nn, "j"]
-    w_axes = [pos[lab] for lab in [*bb, *steps, *w_inner]]
-    w_nn = [sizes[lab] for lab in w_inner]
-    w_block = [nj, n_n] if by_rows else [n_n, nj]
+    w_axes = [pos[lab] for lab in [*bb, *steps, *nn, "j"]]
+    w_nn = [*(sizes[lab] for lab in nn), nj]
+
+    def weights(view: Array, positions: list[int]) -> Array:
+        # the weights' block of each step as (n, j), or as (j, n) rows for the 32-product loop (which reads rows
+        # of n): transposed as f32 after the copy (the view's j is its contiguous axis, n's axes are small and far
+        # apart: transposing in the copy was 3x slower on the GEMM example's weights)
+        laid = _laid_out(view, w_axes, [math.prod(positions), ns, n_n, nj], [*positions, *ssz, *w_nn])
+        return np.ascontiguousarray(laid.transpose(0, 1, 3, 2)) if jit is not None and jit is tree32 else laid
     # only the batch's first label is cut in blocks (the layout of a block is then one view of each operand)
     first = bsz[0] if bsz else 1
     rest = nb // first
     per = max(1, rest * ns * nj * (nm + n_n))
     piece = max(1, min(-(-first // 2), _LAYOUT_ELEMENTS // per))
     # (weights repeating every w_period positions: the distinct blocks laid out once, fast_weight_period)
-    w_once = (_laid_out(wv, w_axes, [w_period * rest, ns, *w_block], [w_period, *bsz[1:], *ssz, *w_nn])
-              if w_period else None)
+    w_once = weights(wv, [w_period, *bsz[1:]]) if w_period else None
 
     def run(lo_: int, hi_: int) -> None:
         sl = (slice(lo_, hi_),) if bsz else ()
@@ -159,7 +161,7 @@ def contract(a: Array, la: Sequence[str], w: Array, lw: Sequence[str], lo: Seque
         if w_once is not None:
             w2, wi = w_once, fast_weight_period.index(lo_, hi_, w_period, rest)
         else:
-            w2 = _laid_out(wv_, w_axes, [nb_, ns, *w_block], [*cut, *ssz, *w_nn])
+            w2 = weights(wv_, cut)
             wi = np.arange(nb_, dtype=np.int64)
         out = res[lo_ * rest: hi_ * rest]
         shared = (fast_classes.classes(a_labels[lo_:hi_], av_, pos["b"])
