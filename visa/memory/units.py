@@ -283,6 +283,8 @@ class UnitSelection(DenseImage):
             if wv is None or kv is None:
                 return False
             self.base._touch(r_lo, r_hi, self.units)
+            if covering:
+                self.base._prefault(self.units, r_lo, r_hi)
             self._write_units(wv, byte_base, nest, words, None)
             if covering:
                 pm.mark(self.units, r_lo, r_hi, True)
@@ -340,6 +342,8 @@ class UnitSelection(DenseImage):
         except AttributeError:
             return False
         self.base._touch(r_lo, r_hi, self.units)
+        if math.prod(sizes) * nb == r_hi - r_lo:  # (every byte of the range about to be written)
+            self.base._prefault(self.units, r_lo, r_hi)
         if not produce(target):
             return False
         pm = self._pm()

@@ -1,0 +1,98 @@
+"""``memory.prefault`` (visa/memory/fast_prefault.py, issue 24): the pages a write covers are asked of the system
+before it, those pages only, and nothing a kernel observes changes: the bytes read zero until written, and a
+kernel that moves megabytes into fresh images (HBM → DM, the Vector Engine's commit into DM, DM → HBM) leaves
+the same bytes, written-state and schedule with the path alone as with it off."""
+
+from __future__ import annotations
+
+import mmap
+from typing import Any
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.fastpath_switch import alone_and_without, needs
+from visa import AxisSet, BranchMode, ClipBinaryOpF32, Context, HostTensor, f32
+from visa.memory import fast_prefault
+from visa.memory.arena import _mapped
+
+PAGE = mmap.PAGESIZE
+
+
+def _asked(mem: mmap.mmap) -> np.ndarray:
+    m = fast_prefault._MAPS.get(mem)
+    assert m is not None
+    return m.asked
+
+
+@settings(max_examples=40, deadline=None)
+@given(pages=st.integers(64, 300), count=st.integers(1, 12), length=st.integers(1, 5 * PAGE),
+       gap=st.integers(0, 6 * PAGE), at=st.integers(0, 3 * PAGE), shuffle=st.booleans())
+def test_only_the_pages_a_write_covers_are_asked(pages: int, count: int, length: int, gap: int, at: int,
+                                                shuffle: bool) -> None:
+    """Ranges ``[s, s + length)`` at a stride: exactly the pages holding a byte of one of them are asked for, the
+    bytes stay zero, and a second call over the same ranges asks nothing more."""
+    needs("memory.prefault")
+    mem = _mapped(pages * PAGE, least=1)
+    if mem is None or fast_prefault._MADVISE is None:
+        return  # (no mapping or no madvise here: nothing is asked, the writes fault their pages in)
+    arr = np.frombuffer(mem, np.uint8)
+    starts = at + np.arange(count, dtype=np.int64) * (length + gap)
+    keep = starts + length <= arr.size
+    starts = starts[keep]
+    if not starts.size:
+        return
+    if shuffle:
+        starts = starts[::-1].copy()
+    saved, fast_prefault._LEAST = fast_prefault._LEAST, 1
+    try:
+        fast_prefault.prefault(arr, starts, length)
+        want = np.zeros(pages, bool)
+        for s in starts.tolist():
+            want[s // PAGE:(s + length - 1) // PAGE + 1] = True
+        assert np.array_equal(_asked(mem), want)
+        assert not arr.any()
+        fast_prefault.prefault(arr[PAGE:], starts[starts >= PAGE] - PAGE, length)  # a view further in: same pages
+        assert np.array_equal(_asked(mem), want)
+    finally:
+        fast_prefault._LEAST = saved
+
+
+def test_memory_numpy_allocated_is_left_alone() -> None:
+    """An array not on a registered mapping (numpy's own memory) is not advised (nothing to find)."""
+    arr = np.zeros(1 << 20, np.uint8)
+    fast_prefault.prefault(arr, np.array([0], np.int64), arr.size)
+    assert fast_prefault._mapping(arr) is None and not arr.any()
+
+
+N = 1 << 18  # 1 MiB of f32: every move above the path's smallest write
+RELU = AxisSet(A=N)
+
+
+def _relu() -> tuple[Any, ...]:
+    """max(x, 0) through fresh DM and HBM (the first-launch ReLU at a quarter of its size): HBM → DM, the Vector
+    Engine's commit into DM, DM → HBM."""
+    m = RELU.m
+    per = N // 512
+    ctx = Context.acquire()
+    x = np.random.default_rng(5).standard_normal(N).astype(np.float32)
+    x_hbm = HostTensor.from_numpy(x, f32, m["A"]).to_hbm(m["1"], m["A"], ctx.pdma, 0)
+    dm = x_hbm.to_dm(m[f"A / {N // 2}"], m[f"A % {N // 2} / {per}"], m[f"A % {per}"], ctx.tdma, 0)
+    out = (ctx.main.begin(dm.view()).fetch(f32, m[f"A % {per} / 8"], m["A % 8"])
+           .collect(m[f"A % {per} / 8"], m["A % 8"])
+           .vector_init().vector_intra_slice_branch(BranchMode.Unconditional)
+           .vector_clip(ClipBinaryOpF32.Max, 0.0)
+           .vector_final().commit(m[f"A % {per}"], 1 << 16))
+    y = out.to_hbm(m["A"], ctx.tdma, 1 << 28).to_host(m["A"], ctx.pdma).numpy()
+    assert np.array_equal(y, np.maximum(x, np.float32(0)))
+    dmi = ctx.memory.chip(0).dm
+    hi = (1 << 16) + per * 4
+    ops = [(o.track, o.name, o.start, o.cycles) for o in ctx.schedule.ops]
+    return y, np.array(dmi.read_data()[..., :hi]), np.array(dmi.known_bytes(0, hi)), ops
+
+
+def test_a_kernel_into_fresh_images_is_the_same_with_pages_asked_first() -> None:
+    (y, data, known, ops), (ref_y, ref_data, ref_known, ref_ops) = alone_and_without("memory.prefault", _relu)
+    assert np.array_equal(y, ref_y) and np.array_equal(data, ref_data) and np.array_equal(known, ref_known)
+    assert ops == ref_ops
