@@ -205,7 +205,8 @@ def _first_and_repeat(name: str, fn: Any, theirs: float, check: Any, first_aim: 
     text = line(f"{name}, first launch", first, theirs, width=64, aim=first_aim)
     if moved is not None:
         got = first_call(moved)
-        text = same_movement(f"{text}   cpu {first_cpu * 1e3:.1f} ms", first, got, first_cpu)
+        text = f"{text}   cpu {first_cpu * 1e3:.1f} ms ({first_cpu / theirs:.0f}x)"
+        text = same_movement(text, first, got, first_cpu)
     return [text,
             line(f"{name}, repeat launch", best_of(fn, 3), theirs, width=64),
             _breakdown(fn)]
