@@ -7,9 +7,10 @@ first launch writes 8–16 MiB into fresh pages per move, one fault (trap, page 
 page: 2,048 faults for 8 MiB, a third to a half of a fresh process's first launch.  ``MADV_POPULATE_WRITE``
 allocates and clears the same pages as those write faults would, in the kernel, without a trap per page (measured
 on the 2-core VM: 16 MiB in 7.5 ms of CPU instead of 9; ``MAP_SHARED`` memory, which the images used before,
-took 12), for runs of at least :data:`_LEAST_RUN` pages.  Only pages a write covers are asked for (the first and last page of each range hold written bytes
-too), so memory never written stays unallocated: a sparse image costs what it did.  The pages hold zeros until
-written, as before: the bytes are the same, only when the system clears them moves.
+took 12), for runs of at least :data:`_LEAST_RUN` pages; the whole huge pages inside a run are asked for as huge
+pages (``MADV_HUGEPAGE``: 16 MiB in 2.5 ms).  Only pages a write covers are asked for (the first and last page of
+each range hold written bytes too), so memory never written stays unallocated: a sparse image costs what it did.
+The pages hold zeros until written, as before: the bytes are the same, only when the system clears them moves.
 
 Each mapping (:func:`register`, by :func:`visa.memory.arena._mapped`) keeps which of its pages were asked for
 already, so a write into memory mapped before (a later launch, the arena's reused buffers) asks nothing and
