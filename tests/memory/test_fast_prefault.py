@@ -12,8 +12,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from benchmarks.bench_first_launch import RELU, RELU_N, relu
 from tests.fastpath_switch import alone_and_without, needs
-from visa import AxisSet, BranchMode, ClipBinaryOpF32, Context, HostTensor, f32
+from visa import Context, HostTensor, f32, launch
 from visa.memory import fast_prefault
 from visa.memory.arena import _mapped
 
@@ -72,28 +73,17 @@ def test_memory_numpy_allocated_is_left_alone() -> None:
     assert fast_prefault._mapping(arr) is None and not arr.any()
 
 
-N = 1 << 18  # 1 MiB of f32: every move above the path's smallest write
-RELU = AxisSet(A=N)
-
-
 def _relu() -> tuple[Any, ...]:
-    """max(x, 0) through fresh DM and HBM (the first-launch ReLU at a quarter of its size): HBM → DM, the Vector
-    Engine's commit into DM, DM → HBM."""
+    """The first-launch benchmark's ReLU over 4M f32 (``benchmarks/bench_first_launch.py``) through fresh DM and
+    HBM: HBM → DM, the Vector Engine's commit into DM, DM → HBM, 16 MiB each."""
     m = RELU.m
-    per = N // 512
     ctx = Context.acquire()
-    x = np.random.default_rng(5).standard_normal(N).astype(np.float32)
+    x = np.random.default_rng(5).standard_normal(RELU_N).astype(np.float32)
     x_hbm = HostTensor.from_numpy(x, f32, m["A"]).to_hbm(m["1"], m["A"], ctx.pdma, 0)
-    dm = x_hbm.to_dm(m[f"A / {N // 2}"], m[f"A % {N // 2} / {per}"], m[f"A % {per}"], ctx.tdma, 0)
-    out = (ctx.main.begin(dm.view()).fetch(f32, m[f"A % {per} / 8"], m["A % 8"])
-           .collect(m[f"A % {per} / 8"], m["A % 8"])
-           .vector_init().vector_intra_slice_branch(BranchMode.Unconditional)
-           .vector_clip(ClipBinaryOpF32.Max, 0.0)
-           .vector_final().commit(m[f"A % {per}"], 1 << 16))
-    y = out.to_hbm(m["A"], ctx.tdma, 1 << 28).to_host(m["A"], ctx.pdma).numpy()
+    y = launch(relu, ctx, x_hbm).to_host(m["A"], ctx.pdma).numpy()
     assert np.array_equal(y, np.maximum(x, np.float32(0)))
     dmi = ctx.memory.chip(0).dm
-    hi = (1 << 16) + per * 4
+    hi = (1 << 16) + RELU_N // 512 * 4
     ops = [(o.track, o.name, o.start, o.cycles) for o in ctx.schedule.ops]
     return y, np.array(dmi.read_data()[..., :hi]), np.array(dmi.known_bytes(0, hi)), ops
 
