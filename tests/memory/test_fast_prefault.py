@@ -5,6 +5,7 @@ the same bytes, written-state and schedule with the path alone as with it off.""
 
 from __future__ import annotations
 
+import ctypes
 import mmap
 from typing import Any
 
@@ -19,6 +20,20 @@ from visa.memory import fast_prefault
 from visa.memory.arena import _mapped
 
 PAGE = mmap.PAGESIZE
+
+
+def _resident(arr: np.ndarray) -> np.ndarray | None:
+    """Which pages of ``arr`` (page-aligned, a whole mapping) the system holds now (Linux ``mincore``), or None."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.mincore
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    vec = np.zeros(-(-arr.size // PAGE), np.uint8)
+    if fn(arr.ctypes.data, arr.size, vec.ctypes.data) != 0:
+        return None
+    return (vec & 1).astype(bool)
 
 
 def _asked(mem: mmap.mmap) -> np.ndarray:
@@ -59,6 +74,9 @@ def test_only_the_pages_a_write_covers_are_asked(pages: int, count: int, length:
         for a, b in zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True):
             want[a:b] = b - a >= fast_prefault._LEAST_RUN
         assert np.array_equal(_asked(mem), want)
+        resident = _resident(arr)
+        if resident is not None:  # the system holds exactly those pages: nothing else was allocated
+            assert np.array_equal(resident, want)
         assert not arr.any()
         fast_prefault.prefault(arr[PAGE:], starts[starts >= PAGE] - PAGE, length)  # a view further in: same pages
         assert np.array_equal(_asked(mem), want)
