@@ -92,3 +92,76 @@ def test_compacting_keeps_the_engines_figures_the_report_reads() -> None:
     assert kept == {"engine": "fetch", "config": "cfg", "cycles": 10, "latency": 2, "nbytes": 64, "macs": 5,
                     "mac_dtype": "bf16", "bank_run": 4}
     assert slim.details == () and slim.bank_runs == () and slim.hbm_channels == ()
+
+
+def _launches(sched: Schedule, launches: int, fold: bool) -> list[int]:
+    """Record ``launches`` repetitions of one 24-operation program (two contexts alternating over overlapping
+    footprints: hazards, lanes, waits) in ``sched``, folding the record before each launch's first operation
+    (:meth:`Schedule.fold`, what a model does between decode steps) if ``fold``; the bytes tracemalloc counts as
+    held after each launch."""
+    held = []
+    for _ in range(launches):
+        first = len(sched.ops)
+        for k in range(24):
+            report = EngineReport("fetch", f"config {k % 6}", 10 + k % 5, latency=2, nbytes=4096, bank_run=3,
+                                  bank_runs=(3,) * 16)
+            sched.record("main" if k % 3 else "sub", f"op {k % 6}", [report], reads=_footprint(k, 8),
+                         writes=_footprint(k + 1, 8))
+        if fold:
+            sched.fold(first)
+        gc.collect()
+        held.append(tracemalloc.get_traced_memory()[0])
+    return held
+
+
+def test_a_folded_record_keeps_the_last_launch_and_does_not_grow() -> None:
+    """``Schedule.fold`` after every launch (issue 25: a model's decode steps): the record keeps the last launch's
+    24 operations, with the same starts, cycles and waits as the whole record's last 24 (renumbered from 0), the
+    same makespan, the report over those operations (its roofline's bytes theirs); its bytes stay flat from the
+    third launch to the twelfth, where the compact record without folding grows."""
+    from visa.schedule import report as profile
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        folded = Schedule(RNGD, timeline=False)
+        held = _launches(folded, 12, fold=True)
+        whole = Schedule(RNGD, timeline=False)
+        grown = _launches(whole, 12, fold=False)
+    finally:
+        tracemalloc.stop()
+    last = whole.ops[-24:]
+    base = whole.ops[-24].index
+    assert len(folded.ops) == 24 and folded.folded == 11 * 24 and [op.index for op in folded.ops] == list(range(24))
+    assert [(op.track, op.start, op.cycles, op.lanes) for op in folded.ops] == \
+        [(op.track, op.start, op.cycles, op.lanes) for op in last]
+    assert [op.waits_for for op in folded.ops] == [None if op.waits_for is None else op.waits_for - base
+                                                   for op in last]
+    assert folded.makespan == whole.makespan and folded.origin == last[0].start
+    assert all(d.op >= 0 for op in folded.ops for d in op.deps)
+    rep = profile.build(RNGD, folded)
+    assert rep.makespan == whole.makespan - last[0].start
+    assert rep.roofline.bytes == profile.roofline(RNGD, last, 1, 1).bytes
+    assert [folded.ops[i].start for i in rep.critical_path] == \
+        [op.start for op in whole.critical_path() if op.index >= base][-len(rep.critical_path):]
+    assert held[-1] - held[2] < 2048, f"the folded record grew by {held[-1] - held[2]} bytes over 9 launches"
+    assert grown[-1] - grown[2] > 9 * 24 * 100  # (the compact record holds a hundred bytes or more per operation)
+
+
+def test_a_context_folded_reports_and_traces_the_operations_it_kept() -> None:
+    """``Context.fold``: the report and the trace of the kept operations (the DM lifetimes closed before them
+    let go of), their numbers those of the same operations in the whole record."""
+    whole = _weights_kernel(double=True, tiles=4, timeline=False)[0]
+    ctx = _weights_kernel(double=True, tiles=4, timeline=False)[0]
+    cut = len(ctx.schedule.ops) // 2
+    before = len(ctx.dm_occupancy.lifetimes)
+    ctx.fold(cut)
+    kept = whole.schedule.ops[-len(ctx.schedule.ops):]
+    assert [(op.start, op.cycles) for op in ctx.schedule.ops] == [(op.start, op.cycles) for op in kept]
+    assert len(ctx.dm_occupancy.lifetimes) <= before
+    report = ctx.report()
+    assert report.makespan == whole.schedule.makespan - kept[0].start
+    assert report.engines == {e: sum(r.cycles for op in kept for r in op.engines if r.engine == e)
+                              for e in report.engines}
+    events = ctx.trace()["traceEvents"]
+    assert sum(1 for e in events if e.get("ph") == "X") >= len(ctx.schedule.ops)

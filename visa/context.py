@@ -137,6 +137,12 @@ class Context:
             observer(op)
         return op
 
+    def fold(self, first: int) -> None:
+        """Keep the record from operation ``first`` on (:meth:`visa.schedule.Schedule.fold`) and the DM lifetimes
+        it overlaps: :meth:`report` and :meth:`trace` then describe those operations alone."""
+        self.schedule.fold(first)
+        self.dm_occupancy.fold(self.schedule.origin)
+
     # -- reports -----------------------------------------------------------------------------------------
     def engine_cycles(self) -> dict[str, int]:
         """Total cycles per engine over every operation."""

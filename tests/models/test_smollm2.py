@@ -262,6 +262,30 @@ def test_generate_equals_the_reference_greedily(short: tuple[SmolLM2, Reference]
     assert 0 < report.utilisation <= 1 and report.cycles_per_token > report.decode_bound_cycles
 
 
+@launches
+def test_a_generation_keeps_one_launchs_record(short: tuple[SmolLM2, Reference]) -> None:
+    """Each launch folds the record before it (``Context.fold``; ``timeline=False``, the default): after every
+    decode step the schedule holds that step's operations alone and the DM lifetimes its window overlaps — the
+    same count after the second step as after the first, so that a long generation does not grow by the record
+    (issue 25's peak) — while the report's numbers are the launches' own: each step's cycles are what the kept
+    record spans, the report's cycles per token their mean."""
+    model, _ = short
+    kept: list[tuple[int, int, int, int]] = []
+
+    def seen(token: int, text: str) -> None:
+        s = model.ctx.schedule
+        kept.append((len(s.ops), len(model.ctx.dm_occupancy.lifetimes), s.folded, s.device_span(0)))
+
+    model.generate(PROMPT, max_new_tokens=3, stop_at_eos=False, on_token=seen)
+    report = model.report()
+    assert [s.kind for s in report.steps] == ["prefill", "decode", "decode"]
+    (_, _, folded0, span0), (ops1, lives1, folded1, span1), (ops2, lives2, folded2, span2) = kept
+    assert [span0, span1, span2] == [s.cycles for s in report.steps]
+    assert ops1 == ops2 and lives1 == lives2 and folded2 == folded1 + ops1
+    assert report.cycles_per_token == (span1 + span2) / 2
+    assert model.ctx.report().makespan >= span2 and model.ctx.report().operations == model.ctx.schedule.ops
+
+
 def test_generation_prefill_runs_the_head_for_the_last_token_alone(short: tuple[SmolLM2, Reference]) -> None:
     """``prefill(ids, every=False)`` (what ``generate`` samples from): the LM head for the last token only, the
     same bits as that row of every position's logits (each row is its own GEMV over the same K tile), in fewer

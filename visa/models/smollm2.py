@@ -132,9 +132,11 @@ class SmolLM2:
         """Upload the weights ``weight(name)`` returns (float32, named as in a GGUF file), one block at a time so
         that the host holds one block's float32 weights at once, to a new simulated device; ``chips`` (1, 2 or
         4): the tensor-parallel split over that many chips (:mod:`visa.models.parallel`).  ``timeline``: keep
-        every operation's footprints in the schedule (:attr:`visa.schedule.Schedule.timeline`); by default a
-        finished operation keeps only what the cycles, the report and the trace read, so that the record grows by
-        a few hundred bytes per operation as tokens are generated (the same numbers either way)."""
+        every launch's operations, footprints and all, in the schedule (:attr:`visa.schedule.Schedule.timeline`);
+        by default a finished operation keeps only what the cycles, the report and the trace read, and each launch
+        lets go of the launches before it (:meth:`visa.Context.fold`): ``self.ctx.report()`` and ``.trace()``
+        describe the last launch, :meth:`report` every launch's totals (:class:`StepRecord`), and the record does
+        not grow as tokens are generated (the same numbers either way)."""
         if chips not in (1, 2, 4):
             raise ContextLengthError(f"chips={chips}: the tensor-parallel split of SmolLM2 runs on 1, 2 or 4 chips "
                                      "(its butterfly AllReduce pairs chip c with c XOR 2^k, L7602; 8 would leave "
@@ -220,6 +222,8 @@ class SmolLM2:
             release_freed()  # the launch's freed stream arrays go back: the record that grows per step reuses none
         self.last.steps.append(StepRecord("decode" if t == 1 else "prefill", n, span, time.perf_counter() - t0,
                                           step.collective))
+        if not self.ctx.schedule.timeline:  # the record keeps this launch alone (``timeline``: every launch)
+            self.ctx.fold(first)
         return got
 
     def _read(self, tensor: Any, key: str, t: int, *, every_chip: bool = False) -> F32:

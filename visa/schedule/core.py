@@ -217,6 +217,8 @@ class Schedule:
         self.active: list[Operation] = []
         self.warnings: list[str] = []
         self.hbm_free: dict[int, float] = {}  # when each HBM channel (chip · channels + channel) is free
+        self.folded = 0  # operations let go of by :meth:`fold`
+        self.folded_end = 0  # the latest end among them
 
     # -- resources -----------------------------------------------------------------------------------------
     def dma_engines(self, chip: int) -> list[Lane]:
@@ -381,10 +383,40 @@ class Schedule:
             notes.append(f"waited {wait} cycles for HBM channels other DMAs were using (L2602, L2980)")
         return max(0, wait)
 
+    def fold(self, first: int) -> None:
+        """Let go of the operations before ``first`` (none still in flight: the cut moves back to the earliest one
+        that is), keeping of them only how many there were (:attr:`folded`) and their latest end: a long run that
+        needs no past launch's operations (a model generating token after token, :class:`visa.models.SmolLM2`)
+        holds the last launch's record, not every launch's.  The operations kept are renumbered from 0 (an index
+        is still a position in :attr:`ops`); a ``waits_for`` or a lane's owner among those let go becomes
+        negative (the critical path stops there) and a dependency on one is dropped; :attr:`origin` is the first
+        kept operation's start, where :meth:`visa.Context.report` counts the makespan from."""
+        cut = min([first, len(self.ops), *(a.index for a in self.active)])
+        if cut <= 0:
+            return
+        self.folded += cut
+        self.folded_end = max(self.folded_end, *(op.end for op in self.ops[:cut]))
+        del self.ops[:cut]
+        for op in self.ops:
+            op.index -= cut
+            if op.waits_for is not None:
+                op.waits_for -= cut
+            if op.deps:
+                op.deps = tuple(Dependency(d.op - cut, d.kinds) for d in op.deps if d.op >= cut)
+        self.owner = {lane: i - cut for lane, i in self.owner.items()}
+        self.shared = {}  # (the kept operations hold their own; the next launch's start sharing afresh)
+
+    @property
+    def origin(self) -> int:
+        """The cycle the record starts at: 0, or after :meth:`fold` the first kept operation's start (issue is in
+        order, so the earliest)."""
+        return self.ops[0].start if self.folded and self.ops else 0
+
     @property
     def makespan(self) -> int:
-        """Cycles from the first operation's start to the last one's end."""
-        return max((op.end for op in self.ops), default=0)
+        """Cycles from the first operation's start to the last one's end (the cycle the last one ends; after
+        :meth:`fold` counted from cycle 0 still, the operations let go of included)."""
+        return max(self.folded_end, max((op.end for op in self.ops), default=0))
 
     def device_span(self, first: int = 0) -> int:
         """Cycles from the first to the last device operation (``tdma``, ``main``, ``sub``; not the host's PCIe
@@ -408,6 +440,6 @@ class Schedule:
             # an operation that started when issued started with the one before it: follow what fixed that one
             while cur.waits_for is None and cur.start > 0 and cur.index > 0:
                 cur = self.ops[cur.index - 1]
-            op = self.ops[cur.waits_for] if cur.waits_for is not None else None
+            op = self.ops[cur.waits_for] if cur.waits_for is not None and cur.waits_for >= 0 else None
         path.reverse()
         return path

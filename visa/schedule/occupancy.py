@@ -83,6 +83,12 @@ class DmOccupancy:
             self.lifetimes[key] = Lifetime(f"bytes {op.name} touches through a handle that owns none", anonymous,
                                            Span.of("dm", anonymous, [0], [0]), op.start, op.end, live=False)
 
+    def fold(self, cycle: int) -> None:
+        """Let go of the lifetimes closed by ``cycle`` (:meth:`visa.schedule.Schedule.fold`: the record from there
+        on is all that is kept); the anonymous ones left are renumbered (their keys count the lifetimes)."""
+        kept = [(k, life) for k, life in self.lifetimes.items() if life.live or life.end > cycle]
+        self.lifetimes = {k if k >= 0 else -1 - i: life for i, (k, life) in enumerate(kept)}
+
     def samples(self, makespan: int) -> dict[int, list[tuple[int, int]]]:
         """Per chip, ``(cycle, bytes)`` in time order: the DM bytes held by tensors from that cycle on (one
         sample per change, starting with ``(0, 0)``)."""

@@ -214,7 +214,7 @@ def roofline(hw: HardwareProfile, ops: list[Operation], cycles: int, chips: int)
 def build(hw: HardwareProfile, schedule: Schedule) -> KernelReport:
     """The report of a schedule (:class:`KernelReport`)."""
     ops = schedule.ops
-    span = schedule.makespan
+    span = schedule.makespan - schedule.origin  # (after Schedule.fold: the kept operations' span)
     engines: dict[str, int] = {}
     for op in ops:
         for r in op.engines:
