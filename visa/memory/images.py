@@ -1199,7 +1199,8 @@ def store_nest(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: Seque
     nb, base, nest = got
     assert isinstance(image, DenseImage)
     vals = dt.as_storage(dtype, values)
-    k = np.broadcast_to(np.asarray(known, dtype=bool), vals.shape)
+    k = known if type(known) is np.ndarray and known.dtype == np.bool_ and known.shape == vals.shape \
+        else np.broadcast_to(np.asarray(known, dtype=bool), vals.shape)  # (already so: as it is; only read)
     return image._write_nest(nb, base, nest, _to_words(dtype, vals), k)
 
 
