@@ -39,7 +39,7 @@ import numpy.typing as npt
 from visa import fastpaths
 from visa.errors import AddressError
 from visa.hw import HardwareProfile
-from visa.memory import fast_raw_runs, fast_replica_sources, fast_runs, fast_split
+from visa.memory import fast_prefault, fast_raw_runs, fast_replica_sources, fast_runs, fast_split
 from visa.memory.images import BoolArray, ByteArray, DenseImage, IntArray, PagedImage
 from visa.memory.pages import PageMask
 
@@ -461,6 +461,7 @@ def _copy_chip(loops: Sequence[ByteLoop], sb: int, db: int, src: Endpoint, dst: 
         if whole:  # known bytes over whole ranges: no mask at all
             if not _defer_replicas(loops, w, dst, _view(d_data, d_off, shape, w.strides),
                                    _view(s_data, s_off, shape, r.strides)):
+                _prefault(d_data, d_at, w, dst.space)
                 _assign(d_data, d_off, w.strides, s_data, s_off, r.strides, shape)
             dst.mark_written(w.chip, w.lo, w.hi, w.unit_lo, w.unit_hi)
             if not _record_replicas(loops, w, dst) and fast_replica_sources.SOURCES.on:
@@ -569,6 +570,14 @@ def _record_replicas(loops: Sequence[ByteLoop], w: _Resolved, dst: Endpoint) -> 
         record(w.chip, unit.reshape(-1), source.reshape(-1), w.unit_lo, w.unit_hi)
         return True
     return False
+
+
+def _prefault(data: ByteArray, at: int, side: _Resolved, space: AddressSpace) -> None:
+    """Bytes ``[unit_lo, unit_hi)`` of every unit of ``side``'s span are about to be written, ``data[at]`` the
+    byte at ``side.lo``: their pages are asked of the system at once (``memory.prefault``)."""
+    b = space.backed_bytes
+    units = np.arange(side.lo // b, (side.hi - 1) // b + 1, dtype=np.int64)
+    fast_prefault.prefault(data, at - side.lo + units * b + side.unit_lo, side.unit_hi - side.unit_lo)
 
 
 def _covers(side: _Resolved, space: AddressSpace, shape: tuple[int, ...]) -> bool:
