@@ -21,6 +21,7 @@ it off) nothing is asked and the write faults its pages in as before.
 from __future__ import annotations
 
 import ctypes
+import errno
 import mmap
 import sys
 import weakref
@@ -48,6 +49,9 @@ _PAGE = mmap.PAGESIZE
 #: pages does (measured on the 2-core VM, 512 runs: 1 page 2.0 ms asked against 1.2 faulted, 8 pages 8.2 against
 #: 8.9, 32 pages 28 against 35).
 _LEAST_RUN = 16
+# madvise's answers that say the advice is not available here (before Linux 5.14, or not allowed), as opposed
+# to ENOMEM / EAGAIN / EINTR, which say only that this request could not be met now
+_FOR_GOOD = frozenset({errno.EINVAL, errno.ENOSYS, errno.EPERM})
 
 #: ``MADV_HUGEPAGE``: the system may back the range with huge pages (transparent huge pages).
 _HUGEPAGE = getattr(mmap, "MADV_HUGEPAGE", 14)
@@ -149,6 +153,7 @@ def prefault(arr: npt.NDArray[Any], starts: npt.NDArray[np.int64], length: int) 
             if hb > ha:
                 _MADVISE(m.addr + ha * _PAGE, (hb - ha) * _PAGE, _HUGEPAGE)
         if _MADVISE(m.addr + a * _PAGE, (b - a) * _PAGE, _POPULATE_WRITE) != 0:
-            _MADVISE = None  # (an older kernel, or no memory to give now: the writes fault their pages in)
-            return
+            if ctypes.get_errno() in _FOR_GOOD:  # (a kernel without the advice: never asked again)
+                _MADVISE = None
+            return  # (or no memory to give now: this write faults its pages in; a later one asks again)
         m.asked[a:b] = True

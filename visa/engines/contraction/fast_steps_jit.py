@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 from visa import fastpaths
 
-__all__ = ["JIT", "kernel", "available", "compile_loop", "halve"]
+__all__ = ["JIT", "kernel", "available", "compile_loop", "halve", "row_steps"]
 
 Array = npt.NDArray[Any]
 Kernel = Callable[[Array, Array, Array, Array, Array], None]
@@ -116,6 +116,44 @@ def _tree_steps(a: Array, ai: Array, w: Array, wi: Array,
                     else:
                         for n in range(nn):
                             out[b, m, n] += src[0, n]
+
+
+def row_steps(a: Array, ai: Array, w: Array, wi: Array,
+              out: Array) -> None:  # pragma: no cover - compiled by numba
+    """The one-row loop of ``contraction.float-row-jit`` (:mod:`~visa.engines.contraction.fast_row_jit`, whose
+    docstring says what it computes), kept in this file beside :func:`halve`, which it calls: numba's disk cache
+    knows a loop is stale only from its own file's date, so a loop and the helpers compiled into it share a file.
+    ``a`` (·, s, 1, j), ``ai`` (b), ``w`` (·, s, n, j), ``wi`` (b),
+    ``out`` (b, 1, n) (as :func:`compile_loop` says)."""
+    nb, ns, nj = out.shape[0], a.shape[1], a.shape[3]
+    nn = w.shape[2]
+    quarter = max(nj // 4, 1)
+    buf = np.empty((quarter, nn), dtype=np.float32)
+    for b in range(nb):
+        ab, wb = ai[b], wi[b]
+        for s in range(ns):
+            if nj == 1:
+                x = a[ab, s, 0, 0]
+                for n in range(nn):
+                    buf[0, n] = x * w[wb, s, n, 0]
+            elif nj == 2:
+                x0, x1 = a[ab, s, 0, 0], a[ab, s, 0, 1]
+                for n in range(nn):
+                    buf[0, n] = x0 * w[wb, s, n, 0] + x1 * w[wb, s, n, 1]
+            else:
+                for i in range(quarter):
+                    k = 4 * i
+                    x0, x1, x2, x3 = a[ab, s, 0, k], a[ab, s, 0, k + 1], a[ab, s, 0, k + 2], a[ab, s, 0, k + 3]
+                    for n in range(nn):
+                        buf[i, n] = (x0 * w[wb, s, n, k] + x1 * w[wb, s, n, k + 1]) + (x2 * w[wb, s, n, k + 2]
+                                                                                    + x3 * w[wb, s, n, k + 3])
+                halve(buf, quarter)
+            if s == 0:
+                for n in range(nn):
+                    out[b, 0, n] = buf[0, n]
+            else:
+                for n in range(nn):
+                    out[b, 0, n] += buf[0, n]
 
 
 def compile_loop(loop: Callable[..., None]) -> Kernel | None:
