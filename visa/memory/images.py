@@ -144,7 +144,7 @@ class DenseImage:
     """
 
     __slots__ = ("_bytes", "_written", "_pages", "_dirty", "_dirty_units", "name", "_leases", "_replicas", "_handed",
-                 "_pending", "_stamp", "_readers")
+                 "_pending", "_stamp", "_readers", "__weakref__")
 
     def __init__(self, shape: tuple[int, ...], name: str = "memory", page_bytes: int = PAGE_BYTES) -> None:
         self._bytes: ByteArray
