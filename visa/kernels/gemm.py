@@ -273,10 +273,14 @@ class Gemm:
         not reading; it needs a K tile of at most one half (``k_tile`` ≤ 512, L4151–4154).
         """
         in_dm = not isinstance(x, (HbmTensor, HbmTensorView))  # (a DM tensor or a view of one)
+        call = f"visa.kernels.Gemm({self.m!r}, {self.n!r}, {self.k!r})"
         if self.parts:
-            if out_dm or not isinstance(x, (HbmTensor, HbmTensorView)):
-                raise LayoutError("a GEMM in N parts takes x in HBM and gives its output in HBM",
-                                  call=f"visa.kernels.Gemm({self.m!r}, {self.n!r}, {self.k!r})", level="DM",
+            if out_dm or in_dm:
+                raise LayoutError(f"a GEMM in N parts ({self.n} = {self.sn} is not a whole number of N tiles of "
+                                  f"{N_TILE}: one GEMM per part, each output DMA'd into its columns in HBM) takes x "
+                                  f"in HBM and gives its output in HBM; here {self._in_dm_names(in_dm, out_dm)} in DM",
+                                  call=call, level="DM", mapping=self._in_dm_mapping(in_dm, out_dm),
+                                  axis=self.k if in_dm else self.n,
                                   fix="pass x in HBM and take the output in HBM (out_dm=False)")
             return self._ragged(ctx, arena, x, w, double_buffer, stream)
         if double_buffer and self.k_tiles > 1 and self.k_tile > HALF_K:
@@ -293,13 +297,28 @@ class Gemm:
         if stream is None:
             stream = self.resident_bytes() > ctx.hw.dm.slice_bytes // 2
         if (in_dm or out_dm) and stream:
-            raise LayoutError("a GEMM whose x or output is in DM runs resident (x and w moved into DM whole), and "
-                              "this one streams its tiles from HBM",
-                              call=f"visa.kernels.Gemm({self.m!r}, {self.n!r}, {self.k!r})", level="DM",
-                              fix="pass x in HBM and take the output in HBM (out_dm=False)")
+            raise LayoutError(f"a GEMM whose x or output is in DM runs resident (x and w moved into DM whole), and "
+                              f"this one streams its (N, K) tiles from HBM; here {self._in_dm_names(in_dm, out_dm)} "
+                              "in DM", call=call, level="DM", mapping=self._in_dm_mapping(in_dm, out_dm),
+                              axis=self.k if in_dm else self.n,
+                              fix="pass x in HBM and take the output in HBM (out_dm=False), or stream=False when x "
+                                  "and w fit half a slice's DM (L138)")
+        mark = arena.dm
         out_at = arena.take_dm(2 * self._out_el().size) if out_dm else None  # (outlives the scratch below)
-        with arena.scratch(vrf=False):  # every DM buffer is temporary: the result leaves in HBM (or at out_at)
-            return self._run(ctx, arena, x, w, double_buffer, stream, prefetched, out_at)
+        try:
+            with arena.scratch(vrf=False):  # every DM buffer is temporary: the result leaves in HBM (or at out_at)
+                return self._run(ctx, arena, x, w, double_buffer, stream, prefetched, out_at)
+        except BaseException:
+            arena.dm = mark  # a refusal inside the run leaves no DM taken for an output that never came
+            raise
+
+    def _in_dm_names(self, in_dm: bool, out_dm: bool) -> str:
+        """What a DM refusal found in DM: x, the output (``out_dm``), or both."""
+        return "x and the output are" if in_dm and out_dm else "x is" if in_dm else "the output is"
+
+    def _in_dm_mapping(self, in_dm: bool, out_dm: bool) -> str:
+        """The mapping a DM refusal names: x's ``m["M, K"]`` when x is in DM, else the output's ``m["M, N"]``."""
+        return f'm["{self.m}, {self.k}"]' if in_dm else f'm["{self.m}, {self.n}"]'
 
     def _out_el(self) -> Any:
         """The Element mapping of the DM output: per slice, its 32 columns of every M row (and N and M tile)."""
