@@ -30,7 +30,7 @@ Every DM buffer is scratch (:meth:`Arena.scratch`): the result leaves in HBM.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, overload
+from typing import Any, Literal, cast, overload
 
 from visa import dtypes as dt
 from visa.context import Context
@@ -282,7 +282,7 @@ class Gemm:
                                   call=call, level="DM", mapping=self._in_dm_mapping(in_dm, out_dm),
                                   axis=self.k if in_dm else self.n,
                                   fix="pass x in HBM and take the output in HBM (out_dm=False)")
-            return self._ragged(ctx, arena, x, w, double_buffer, stream)
+            return self._ragged(ctx, arena, cast(HbmIn, x), w, double_buffer, stream)  # (in HBM: refused above)
         if double_buffer and self.k_tiles > 1 and self.k_tile > HALF_K:
             raise HardwareLimitError(
                 f"double buffering with k_tile = {self.k_tile}: a K tile of 4 × {self.k_tile} bf16 fills a whole "

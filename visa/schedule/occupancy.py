@@ -65,7 +65,8 @@ class DmOccupancy:
         for ident in [k for k in self._open if k not in live]:
             closed = self.lifetimes[ident]
             closed.live = False
-            closed.span, closed.lo, closed.hi = CLOSED, 0, 0  # only an open lifetime's bytes are compared with what an operation touches
+            # only an open lifetime's bytes are compared with what an operation touches
+            closed.span, closed.lo, closed.hi = CLOSED, 0, 0
             self._open.discard(ident)
         touched = op.reads + op.writes
         dm = [sp for sp in touched.spans if sp.memory == "dm" and sp.lo.size]
