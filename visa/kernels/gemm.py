@@ -37,7 +37,7 @@ from visa.context import Context
 from visa.engines.vector import ClipBinaryOpF32
 from visa.errors import HardwareLimitError, LayoutError
 from visa.hw import RNGD
-from visa.kernels.memory import PAIR, Arena, pair_axis
+from visa.kernels.memory import PAIR, Arena, Maps, pair_axis
 from visa.mapping import AxisSet
 from visa.stream import AccumulationKind
 from visa.tensors.handles import DmTensor, HbmTensor, HbmTensorView, TrfAddress
@@ -143,6 +143,7 @@ class Gemm:
         if self.k_tiles_of(sk, k_tile) > 1:
             pair_axis(ax)  # the interleave axis of the K-partial adds
         self.ax, self.m, self.n, self.k = ax, m, n, k
+        self.maps = Maps(ax)  # (the mappings every call asks, parsed once)
         self.w_tiles = w_tiles
         self.sm, self.sn, self.sk = sm, sn, sk
         self.k_tile = k_tile
@@ -324,7 +325,7 @@ class Gemm:
         """The Element mapping of the DM output: per slice, its 32 columns of every M row (and N and M tile)."""
         nt_axis = f"{self.n} / {N_TILE}" if self.n_tiles > 1 else ""
         mt_axis = f"{self.m} / {M_TILE}" if self.m_tiles > 1 else ""
-        return self.ax.m[self._outer(nt_axis, mt_axis, self.mi, f"{self.nin} % 32")]
+        return self.maps[self._outer(nt_axis, mt_axis, self.mi, f"{self.nin} % 32")]
 
     def _ragged(self, ctx: Context, arena: Arena, x: HbmIn, w: HbmIn, double_buffer: bool,
                 stream: bool | None) -> Hbm:
@@ -346,7 +347,7 @@ class Gemm:
              prefetched: Prefetch | None = None, out_at: int | None = None) -> Any:
         """The body of :meth:`__call__`: for each N tile, block of M tiles and K tile, one TRF load shared by the
         block's M tiles."""
-        mm, m, n, k, kin, nin, mi = self.ax.m, self.m, self.n, self.k, self.kin, self.nin, self.mi
+        mm, m, n, k, kin, nin, mi = self.maps, self.m, self.n, self.k, self.kin, self.nin, self.mi
         x_hbm: Any = x  # (the streamed mode's x, in HBM: __call__ refuses a DM x there)
         kt_axis = f"{k} / {self.k_tile}" if self.k_tiles > 1 else ""
         nt_axis = f"{n} / {N_TILE}" if self.n_tiles > 1 else ""
@@ -462,7 +463,7 @@ class Gemm:
 
     def _stream_w(self, ctx: Context, w: HbmIn, nt: int, kt: int, address: int) -> Any:
         """w's (N, K) tile, HBM → DM (a view of the HBM tensor, L813–832)."""
-        mm, n, k, kin, nin = self.ax.m, self.n, self.k, self.kin, self.nin
+        mm, n, k, kin, nin = self.maps, self.n, self.k, self.kin, self.nin
         wv: Any = w.view() if isinstance(w, HbmTensor) else w
         n_el = f"{n} = {N_TILE}" if self.n_tiles > 1 else n
         if self.n_tiles > 1:
@@ -474,7 +475,7 @@ class Gemm:
 
     def _stream_x(self, ctx: Context, x: HbmIn, mt: int, kt: int, address: int) -> Any:
         """x's (M, K) tile, HBM → DM, broadcast to every slice."""
-        mm, m, k, kin, mi = self.ax.m, self.m, self.k, self.kin, self.mi
+        mm, m, k, kin, mi = self.maps, self.m, self.k, self.kin, self.mi
         xv: Any = (x.view() if isinstance(x, HbmTensor) else x).relabel(mm[f"{m}, {k}"])
         m_el = f"{m} = {M_TILE}" if self.m_tiles > 1 else m
         if self.m_tiles > 1:
@@ -485,7 +486,7 @@ class Gemm:
 
     def _pair(self, ctx: Context, a: Dm, b: Dm) -> Any:
         """``a + b`` in f32 by a split reduce (interleaved fetch, unzip, ``Add``; L7151–7381)."""
-        mm, m, nin = self.ax.m, self.mi, self.nin
+        mm, m, nin = self.maps, self.mi, self.nin
         pair = PAIR
         # the pair innermost in Time: one group waits in the Vector Engine's 1 KiB register-file cache while the
         # other streams in, so a group is one packet (the reference's unzip bound, docs/manual-notes.md issue 26)
