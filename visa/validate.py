@@ -51,9 +51,12 @@ def expect_int(value: object, param: str, *, call: str, lo: int | None = None, h
     Out of range raises ``error`` (the caller's :class:`~visa.errors.VisaError` subclass; ``ValueError``
     -compatible :class:`RangeError` by default).
     """
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    if type(value) is int:  # (the usual argument: no ABC check)
+        n = value
+    elif isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise wrong_type(param, value, "an int", call=call, fix=fix)
-    n = int(value)
+    else:
+        n = int(value)
     if (lo is not None and n < lo) or (hi is not None and n > hi):
         span = f"{'' if lo is None else lo}..{'' if hi is None else hi}"
         raise (error or RangeError)(f"parameter {param} must be in {span}, got {n}", call=call,
@@ -107,9 +110,7 @@ def expect_ints(value: object, param: str, *, call: str, expected: str = "a list
 
 def expect_mapping(value: object, param: str, *, call: str, level: str | None = None) -> Any:
     """``value`` if it is a :class:`~visa.mapping.Mapping` (a bare ``"A"`` is refused with the fix ``m["A"]``)."""
-    from visa.mapping.core import Mapping
-
-    if isinstance(value, Mapping):
+    if isinstance(value, _mapping_class()):
         return value
     hint = f' (m["{value}"], not the bare text)' if isinstance(value, str) else ""
     raise WrongTypeError(f"parameter {param} must be a mapping such as m[\"A\"], got {describe(value)}", call=call,
@@ -119,6 +120,8 @@ def expect_mapping(value: object, param: str, *, call: str, level: str | None = 
 def expect_dtype(value: object, param: str, *, call: str) -> Any:
     """The element type ``value`` names (a visa scalar class such as ``i32``, or its manual spelling ``"i32"``,
     manual L1962–1979); numpy types and anything else are refused."""
+    if isinstance(value, type) and value in _scalar_classes():  # (an element type: dtypes.scalar gives it back)
+        return value
     from visa import dtypes as dt
 
     try:
@@ -127,3 +130,28 @@ def expect_dtype(value: object, param: str, *, call: str) -> Any:
         raise wrong_type(param, value, "a visa element type such as i32 or bf16", call=call,
                          fix=f"pass one of {', '.join(dt.SCALARS)} (from visa import i32), not a numpy type"
                          ) from None
+
+
+_FOUND: dict[str, Any] = {}
+
+
+def _mapping_class() -> type:
+    """:class:`visa.mapping.Mapping` (imported on first use: the mapping layer imports this module)."""
+    got = _FOUND.get("mapping")
+    if got is None:
+        from visa.mapping.core import Mapping
+
+        got = _FOUND["mapping"] = Mapping
+    cls: type = got
+    return cls
+
+
+def _scalar_classes() -> frozenset[type]:
+    """The visa element type classes (``dtypes.SCALARS``' values), found on first use."""
+    got = _FOUND.get("scalars")
+    if got is None:
+        from visa import dtypes as dt
+
+        got = _FOUND["scalars"] = frozenset(dt.SCALARS.values())
+    classes: frozenset[type] = got
+    return classes

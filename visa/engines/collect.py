@@ -40,7 +40,7 @@ from visa import fastpaths
 from visa.engines import fast_dm_read, fast_shared
 from visa.engines.broadcast import BroadcastData
 from visa.engines.cache import cached
-from visa.engines.common import StreamData, axes_text
+from visa.engines.common import StreamData, axes_text, kept_text
 from visa.engines.fast_dm_read import DmRead
 from visa.engines.fetch import stream_validity
 from visa.engines.rows import CopiedRows
@@ -74,6 +74,7 @@ class CollectConfig:
     flits_per_packet: int
     pad_elements: int
 
+    @kept_text
     def __str__(self) -> str:
         pad = f", zero padding {self.pad_elements * self.dtype.size_bits // 8} B" if self.pad_elements else ""
         split = f", {self.flits_per_packet} flits per packet (flit axis innermost in Time)" \
@@ -205,6 +206,7 @@ class RegisterLoadConfig:
     address: str | int
     flits: int
 
+    @kept_text
     def __str__(self) -> str:
         where = f"TrfAddress.{self.address}" if self.memory == "trf" else f"VRF {self.address}"
         rows = f"Row {self.row!r} ({self.row.size}), " if self.row is not None else ""

@@ -14,7 +14,9 @@ stream classes in :mod:`visa.stream` call them; the mypy plugin calls the same `
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
@@ -28,7 +30,7 @@ from visa.mapping import Mapping
 from visa.mapping.fast_validity import validity_of
 
 __all__ = ["StreamLayout", "StreamData", "LazyData", "EngineReport", "STREAM_LEVELS", "axes_text", "engine_call",
-           "replaced", "unit_validity", "refuse_in_sub_context", "divisors"]
+           "replaced", "unit_validity", "refuse_in_sub_context", "divisors", "kept_text"]
 
 STREAM_LEVELS = ("Chip", "Cluster", "Slice", "Time", "Packet")
 
@@ -85,6 +87,25 @@ def replaced(value: T, **changes: Any) -> T:
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def kept_text(method: Callable[[T], str]) -> Callable[[T], str]:
+    """A frozen configuration's ``__str__`` (the text its engine report carries on every pass) made once and kept
+    on the value (in its ``__dict__``, not a field: ``==`` and the plan caches' keys ignore it; a copy made by
+    :func:`replaced` or ``dataclasses.replace`` starts without it): its fields never change, nor does the text."""
+
+    @functools.wraps(method)
+    def inner(self: T) -> str:
+        memo: dict[str, Any] = self.__dict__
+        text: str | None = memo.get(_TEXT)
+        if text is None:
+            text = memo[_TEXT] = method(self)
+        return text
+
+    return inner
+
+
+_TEXT = "_visa_text"
 
 
 def unit_validity(chip: Mapping, cluster: Mapping, slice_: Mapping) -> npt.NDArray[np.bool_]:
@@ -182,8 +203,9 @@ class StreamData:
 
     def check(self, layout: StreamLayout) -> None:
         """Assert that the data has the layout's shape (an engine bug otherwise)."""
-        assert self.values.shape == layout.shape, (self.values.shape, layout.shape)
-        assert self.known.shape == layout.shape
+        shape = layout.shape
+        assert self.values.shape == shape, (self.values.shape, shape)
+        assert self.known.shape == shape
 
 
 class LazyData(StreamData):

@@ -64,6 +64,8 @@ def intervals_overlap(alo: IntArray, ahi: IntArray, blo: IntArray, bhi: IntArray
         return False
     if ahi[-1] <= blo[0] or bhi[-1] <= alo[0]:
         return False
+    if alo.size == 1 and blo.size == 1:  # (two single intervals that are not apart share a byte)
+        return True
     if alo.size > blo.size:
         alo, ahi, blo, bhi = blo, bhi, alo, ahi
     # for each interval of A, the first interval of B that ends after A's start
@@ -109,6 +111,11 @@ def unit_indices(levels: dict[str, Any], slices_per_cluster: int) -> npt.NDArray
 
 def units_of(levels: dict[str, Any], slices_per_cluster: int) -> int:
     """:func:`unit_indices` as a bitmask."""
+    clusters, slices = valid_positions(levels["Cluster"]), valid_positions(levels["Slice"])
+    if clusters.size and slices.size == slices_per_cluster and int(slices[-1]) == slices_per_cluster - 1 \
+            and int(clusters[-1]) - int(clusters[0]) + 1 == clusters.size:
+        # (every slice of a run of clusters — positions ascend without repeats — is one run of units)
+        return ((1 << (clusters.size * slices_per_cluster)) - 1) << (int(clusters[0]) * slices_per_cluster)
     return index_mask(unit_indices(levels, slices_per_cluster))
 
 
@@ -137,14 +144,15 @@ class Span:
                    units if isinstance(units, int) else bitmask(units),
                    rows if isinstance(rows, int) else bitmask(rows), a, b)
 
-    @property
+    @functools.cached_property
     def bytes_per_unit(self) -> int:
-        """Bytes the intervals cover in one unit (one row of a TRF unit)."""
+        """Bytes the intervals cover in one unit (one row of a TRF unit); found once (a span never changes)."""
         return int((self.hi - self.lo).sum())
 
-    @property
+    @functools.cached_property
     def nbytes(self) -> int:
-        """Bytes covered in all (chips × units × rows × intervals); a unit or row set of -1 counts once."""
+        """Bytes covered in all (chips × units × rows × intervals); a unit or row set of -1 counts once.  Found
+        once: a span never changes (its intervals are read-only where it is shared, e.g. a tensor's own)."""
         n = self.bytes_per_unit * bin(self.chips).count("1")
         if self.units > 0:
             n *= bin(self.units).count("1")

@@ -139,16 +139,20 @@ def check_placement(hw: HardwareProfile, memory: str, dtype: type[dt.Scalar], le
         return
     need = element_bytes(dtype, element.size)
     cap = capacity_bytes(hw, memory, trf_half)
-    unit = {"hbm": "chip", "dm": "slice", "trf": "TRF row" + (" half" if trf_half else ""), "vrf": "slice",
-            "spm": "PE's SPM (4 KiB, the reference's figure)"}
     if need > cap:
         raise fail(HardwareLimitError, f"Element holds {element.size} × {dtype!r} = {need} bytes, more than the "
-                   f"{cap} bytes of one {unit[memory]} (manual L1088–1090)", "Element", element,
+                   f"{cap} bytes of one {_unit(memory, trf_half)} (manual L1088–1090)", "Element", element,
                    "move part of an axis to Slice/Time, or tile the tensor", _axis(element))
     if address + need > cap:
         raise fail(AddressError, f"bytes {address}..{address + need} run past the {cap} bytes of one "
-                   f"{unit[memory]} (manual L1091–1093)", "Element", element,
+                   f"{_unit(memory, trf_half)} (manual L1091–1093)", "Element", element,
                    f"use an address at most {cap - need}", _axis(element))
+
+
+def _unit(memory: str, trf_half: bool) -> str:
+    """What one unit of a memory is, as a capacity refusal names it."""
+    return {"hbm": "chip", "dm": "slice", "trf": "TRF row" + (" half" if trf_half else ""), "vrf": "slice",
+            "spm": "PE's SPM (4 KiB, the reference's figure)"}[memory]
 
 
 #: The Python parameter that carries each level's mapping (``slice`` is a Python builtin, hence ``slice_``).

@@ -284,10 +284,11 @@ class UnitSelection(DenseImage):
                 return False
             self.base._touch(r_lo, r_hi, self.units)
             self._write_units(wv, byte_base, nest, words, None)
+            us = self.units if span is None else span  # (consecutive units as a slice: basic indexing)
             if covering:
-                pm.mark(self.units, r_lo, r_hi, True)
-            elif not pm.all_known(self.units, r_lo, r_hi):
-                pm.materialise(self.units, r_lo, r_hi)
+                pm.mark(us, r_lo, r_hi, True)
+            elif not pm.all_known(us, r_lo, r_hi):
+                pm.materialise(us, r_lo, r_hi)
                 self._write_units(kv, byte_base, nest, ones, None)
             return True
         keep = self._changing(nb, byte_base, nest, known, (r_lo, r_hi))

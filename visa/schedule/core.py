@@ -259,8 +259,11 @@ class Schedule:
         reports = tuple(engines)
         if cycles is None:
             cycles = max((r.cycles for r in reports), default=0) + sum(r.latency for r in reports)
-        chips = (reads + writes).chip_indices()
-        lane_list = list(lanes) if lanes is not None else list(self.default_lanes(track, chips))
+        if lanes is not None:
+            lane_list = list(lanes)
+        else:
+            mask = reads.chips() | writes.chips()
+            lane_list = list(self.default_lanes(track, [c for c in range(mask.bit_length()) if mask >> c & 1]))
         notes: list[str] = [note] if note else []
         notes += [f"{r.engine} slower by: {why}" for r in reports if (why := dict(r.details).get("slower by"))]
         handoff = self.hw.timing.context_handoff_cycles
@@ -332,22 +335,26 @@ class Schedule:
         to one DM bank, added to those of the other context's command in flight on the same slices, reach the
         limit (64) the waiting DMA request can bear (L2897–2941; the count is cumulative over concurrent commands,
         fetch and commit of both contexts, L2913)."""
+        if not load:  # (no bank this command accesses: nothing to add the others' runs to)
+            return ""
         limit = self.hw.dm.bank_starvation_limit
         issue = self.ops[-1].start if self.ops else 0
-        parts = [(f"{track} {r.engine}", r.bank_runs or (r.bank_run,)) for r in reports if r.bank_run]
+        others: list[tuple[str, tuple[int, ...]]] = []
         total = list(load)
         for a in self.active:
+            if a.track not in TU_TRACKS or a.track == track or not a.bank_load or a.end <= issue:
+                continue
             # a command that already keeps DMA off (it was scheduled as occupying the engines) cannot starve it
             guarded = any(ln[1].startswith("dma") for ln in a.lanes)
-            if a.track in TU_TRACKS and a.track != track and a.bank_load and not guarded and a.end > issue and \
-                    _shares_dm_units(a, reads, writes):
-                parts.append((f"{a.track} #{a.index}", a.bank_load))
+            if not guarded and _shares_dm_units(a, reads, writes):
+                others.append((f"{a.track} #{a.index}", a.bank_load))
                 total = [x + y for x, y in zip(total, a.bank_load, strict=False)] if total else list(a.bank_load)
         # a bank this command accesses (the others' runs alone were checked when they were scheduled)
         mine = [b for b in range(len(total)) if b < len(load) and load[b]]
         if not mine or max(total[b] for b in mine) < limit:
             return ""
         bank = max(mine, key=lambda b: total[b])
+        parts = [(f"{track} {r.engine}", r.bank_runs or (r.bank_run,)) for r in reports if r.bank_run] + others
         terms = " + ".join(f"{who} {runs[bank]}" for who, runs in parts if bank < len(runs) and runs[bank])
         return (f"{name}: {terms} = {total[bank]} consecutive accesses to DM bank {bank} (limit {limit}, counted "
                 "over concurrent commands, L2913); concurrent DMA would starve and trip the 4096-cycle NoC timeout, "

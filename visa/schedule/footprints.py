@@ -66,9 +66,11 @@ def span_of(handle: Any) -> Span | None:
         base, element, offset = handle, None, 0
     else:
         return None
+    levels = base.levels
+    if element is None or (reach is None and offset == 0 and element == levels["Element"]):
+        return _whole(base)
     hw = base.ctx.hw
     memory = base.MEMORY
-    levels = base.levels
     bits = base.dtype.size_bits
     start = base.address
     if reach is not None and element is not None:  # a runtime tile start: every tile it could reach (API.md §8)
@@ -90,6 +92,27 @@ def span_of(handle: Any) -> Span | None:
         lo, hi = start + lo, start + hi
     chips, units, rows = _units(memory, levels, hw)
     return Span.of(memory, chips, lo, hi, units=units, rows=rows)
+
+
+def _whole(base: Any) -> Span:
+    """The span of a whole tensor: its Element's bytes from its address, in the units and rows its levels hold —
+    kept on the handle (``_span``) with the placement it was derived from (address, dtype and level mappings: an
+    alias handle made by ``relabel`` or ``as_tensor`` has its own), so that a pass reading or writing a tensor
+    derives it once."""
+    memo = base._span
+    levels, address, dtype = base.levels, base.address, base.dtype
+    if memo is not None and memo[0] is levels and memo[1] == address and memo[2] is dtype:
+        span: Span = memo[3]
+        return span
+    nbytes = element_bytes(dtype, levels["Element"].size)
+    chips, units, rows = _units(base.MEMORY, levels, base.ctx.hw)
+    lo = np.array([address] if nbytes > 0 else [], dtype=np.int64)
+    hi = lo + nbytes
+    lo.setflags(write=False)
+    hi.setflags(write=False)
+    span = Span(base.MEMORY, chips, units, rows, lo, hi)  # (one interval: already merged)
+    base._span = (levels, address, dtype, span)
+    return span
 
 
 def _intervals(element: Any, offset: int, bits: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:

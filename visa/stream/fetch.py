@@ -46,9 +46,19 @@ def _check_view(tu: TuHandle, view: object, call: str, param: str = "view") -> D
 def _placeholder(layout: StreamLayout) -> StreamData:
     """The data of a BeginTensor: nothing has been read yet (broadcast poison, no memory)."""
     shape = layout.shape
-    zero, false = np.zeros(1, dtype=layout.dtype.storage), np.zeros(1, dtype=bool)
-    zero.flags.writeable = false.flags.writeable = False
-    return StreamData(broadcast_one(zero, shape), broadcast_one(false, shape))
+    return StreamData(broadcast_one(_zero(layout.dtype.storage), shape), broadcast_one(_zero(np.bool_), shape))
+
+
+_ZEROS: dict[Any, npt.NDArray[Any]] = {}
+
+
+def _zero(storage: Any) -> npt.NDArray[Any]:
+    """One read-only zero of a storage type, the element every BeginTensor's placeholder broadcasts (made once)."""
+    got = _ZEROS.get(storage)
+    if got is None:
+        got = _ZEROS[storage] = np.zeros(1, dtype=storage)
+        got.flags.writeable = False
+    return got
 
 
 def begin(tu: TuHandle, view: DmTensorView[Any, Any, Any, Any, Any],

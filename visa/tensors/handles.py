@@ -496,7 +496,8 @@ class DeviceTensor:
     """Common part of the device tensor handles: dtype, level mappings, byte address, device (manual
     L1029–1093)."""
 
-    __slots__ = ("ctx", "dtype", "levels", "address", "region", "ready_at", "_alias", "origin", "__weakref__")
+    __slots__ = ("ctx", "dtype", "levels", "address", "region", "ready_at", "_alias", "origin", "_span",
+                 "__weakref__")
     MEMORY: ClassVar[str] = ""
 
     def __init__(self, ctx: Device, dtype: type[dt.Scalar], levels: dict[str, Mapping], address: int,
@@ -512,6 +513,9 @@ class DeviceTensor:
         self.ready_at = ready_at
         self.region: Region | None = None
         self._alias: DeviceTensor | None = None
+        #: the schedule's footprint of the whole tensor, with the placement it was derived from
+        #: (:func:`visa.schedule.footprints.span_of`)
+        self._span: tuple[Any, ...] | None = None
         check_placement(ctx.hw, self.MEMORY, dtype, levels, address if self.MEMORY != "trf" else 0,
                         num_chips=ctx.num_chips, trf_half=trf_half, call=call or None)
         if register:
@@ -571,6 +575,7 @@ class DeviceTensor:
                 object.__setattr__(out, extra, getattr(self, extra))
         out.levels = new
         out._alias = self
+        out._span = None
         return out
 
     def check_readable(self, call: str) -> None:
