@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import best_of, line
+from benchmarks.common import best_of, first_call, line, moved_once, same_movement
 from visa import (
     AxisSet,
     BranchMode,
@@ -136,9 +136,12 @@ def _timed(fn: Any, *args: Any) -> tuple[Any, float]:
     return out, wall
 
 
-def _with_cpu(text: str, theirs: float) -> str:
-    """``text`` (a :func:`line`) with the launch's CPU time and its ratio to numpy's time."""
-    return f"{text}   cpu {_CPU[-1] * 1e3:.1f} ms ({_CPU[-1] / theirs:.0f}x)" if _CPU else text
+def _with_cpu(text: str, theirs: float, ours: float, moved: tuple[float, float, object]) -> str:
+    """``text`` (a :func:`line`) with the launch's CPU time and its ratio to numpy's time, then numpy's first call
+    doing the same data movement in this process (``moved``, :func:`benchmarks.common.moved_once`) and the
+    launch's ratio to that."""
+    text = f"{text}   cpu {_CPU[-1] * 1e3:.1f} ms ({_CPU[-1] / theirs:.0f}x)" if _CPU else text
+    return same_movement(text, ours, moved, _CPU[-1] if _CPU else None)
 
 
 def one(name: str) -> str:
@@ -150,9 +153,13 @@ def one(name: str) -> str:
         v_hbm = HostTensor.from_numpy(v, f32, RELU.m["A"]).to_hbm(RELU.m["1"], RELU.m["A"], ctx.pdma, 0)
         out, ours = _timed(relu, ctx, v_hbm)
         got = out.to_host(RELU.m["A"], ctx.pdma).numpy()
-        assert np.array_equal(got, np.maximum(v, np.float32(0))), "ReLU differs from numpy"
+        want = np.maximum(v, np.float32(0))
+        assert np.array_equal(got, want), "ReLU differs from numpy"
+        moved = first_call(lambda: moved_once([v], lambda a, out: np.maximum(a, np.float32(0), out=out), v.shape,
+                                              v.dtype))
+        assert np.array_equal(moved[2], want), "numpy's same movement differs"
         theirs = best_of(lambda: np.maximum(v, np.float32(0)), 5)
-        return _with_cpu(line("ReLU 4M f32 (16 MiB), first launch", ours, theirs), theirs)
+        return _with_cpu(line("ReLU 4M f32 (16 MiB), first launch", ours, theirs), theirs, ours, moved)
     if name == "ring_sum":
         r = RING.m
         y = rng.integers(-2**20, 2**20, size=(4, RING_N), dtype=np.int32)  # sums far from saturating
@@ -160,8 +167,12 @@ def one(name: str) -> str:
         out, ours = _timed(ring_sum, ctx, y_hbm)
         got = out.to_host(r["A"], ctx.pdma).numpy()
         assert np.array_equal(got, y.sum(axis=0, dtype=np.int32)), "ring sum differs from numpy"
+        moved = first_call(lambda: moved_once([y], lambda a, out: a.sum(axis=0, dtype=np.int32, out=out), (RING_N,),
+                                              np.int32))
+        assert np.array_equal(moved[2], got), "numpy's same movement differs"
         theirs = best_of(lambda: y.sum(axis=0, dtype=np.int32), 5)
-        return _with_cpu(line("ring sum 4×262144 i32 (4 MiB), first launch", ours, theirs, aim=20), theirs)  # issue 24
+        return _with_cpu(line("ring sum 4×262144 i32 (4 MiB), first launch", ours, theirs, aim=20), theirs,  # issue 24
+                         ours, moved)
     m = GRID.m
     x = rng.integers(-2**31, 2**31 - 1, size=(ROWS, COLS), dtype=np.int32)
     x_hbm = HostTensor.from_numpy(x, i32, m["R, C"]).to_hbm(m["1"], m["R, C"], ctx.pdma, 0)
@@ -169,8 +180,11 @@ def one(name: str) -> str:
         out, ours = _timed(row_max, ctx, x_hbm)
         got = out.to_host(m["R"], ctx.pdma).numpy()
         assert np.array_equal(got, x.max(axis=1)), "row max differs from numpy"
+        moved = first_call(lambda: moved_once([x], lambda a, out: a.max(axis=1, out=out), (ROWS,), np.int32))
+        assert np.array_equal(moved[2], got), "numpy's same movement differs"
         theirs = best_of(lambda: x.max(axis=1), 5)
-        return _with_cpu(line("row max 512×4096 i32 (8 MiB), first launch", ours, theirs, aim=20), theirs)  # issue 24
+        return _with_cpu(line("row max 512×4096 i32 (8 MiB), first launch", ours, theirs, aim=20), theirs,  # issue 24
+                         ours, moved)
     if name == "row_bias":
         b = rng.integers(-2**31, 2**31 - 1, size=ROWS, dtype=np.int32)
         b_hbm = HostTensor.from_numpy(b, i32, m["R"]).to_hbm(m["1"], m["R, 1 # 8"], ctx.pdma, 1 << 27)
@@ -178,8 +192,12 @@ def one(name: str) -> str:
         got = out.to_host(m["R, C"], ctx.pdma).numpy()
         want = x - b[:, None]  # int32 arithmetic wraps, as SubFxp does
         assert np.array_equal(got, want), "row bias differs from numpy"
+        moved = first_call(lambda: moved_once([x, b], lambda a, c, out: np.subtract(a, c[:, None], out=out),
+                                              (ROWS, COLS), np.int32))
+        assert np.array_equal(moved[2], want), "numpy's same movement differs"
         theirs = best_of(lambda: x - b[:, None], 5)
-        return _with_cpu(line("row bias x - b[row] 512×4096 i32 (8 MiB), first launch", ours, theirs), theirs)
+        return _with_cpu(line("row bias x - b[row] 512×4096 i32 (8 MiB), first launch", ours, theirs), theirs, ours,
+                         moved)
     raise SystemExit(f"unknown kernel {name!r}")
 
 

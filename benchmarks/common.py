@@ -111,3 +111,59 @@ def breakdown(fn: Callable[[], object], stages: Stages, rest: str, heading: str,
     assert best is not None
     parts, total = best
     return f"{heading}: " + ", ".join(f"{k} {v * 1e3:.1f} ms ({v / total:.0%})" for k, v in parts)
+
+
+#: numpy's allocator asks the system for huge pages for arrays from this size up (``madvise(MADV_HUGEPAGE)`` in
+#: ``numpy/_core/src/multiarray/alloc.c``, on Linux); :func:`fresh` does the same, so its memory is what a new
+#: numpy array of that size gets where nothing freed is at hand.
+NUMPY_HUGE_FROM = 1 << 22
+
+
+def fresh(shape: tuple[int, ...], dtype: Any) -> Any:
+    """An array of zeros in memory nothing has touched yet: a new anonymous private mapping (its pages come from
+    the system at the first write, as a fresh process's first arrays' do), huge pages asked for as numpy does."""
+    import mmap
+
+    import numpy as np
+
+    dt = np.dtype(dtype)
+    nbytes = max(1, int(np.prod(shape, dtype=np.int64)) * dt.itemsize)
+    mem = mmap.mmap(-1, nbytes, flags=getattr(mmap, "MAP_PRIVATE", 0x02)) if os.name == "posix" else mmap.mmap(
+        -1, nbytes)
+    if nbytes >= NUMPY_HUGE_FROM and hasattr(mem, "madvise") and hasattr(mmap, "MADV_HUGEPAGE"):
+        mem.madvise(mmap.MADV_HUGEPAGE)
+    return np.frombuffer(mem, dtype=dt, count=int(np.prod(shape, dtype=np.int64))).reshape(shape)
+
+
+def first_call(fn: Callable[[], object]) -> tuple[float, float, object]:
+    """One call of ``fn`` (its first: nothing repeated, nothing warm): its wall time and CPU time (seconds, the
+    CPU time by ``time.process_time``) and what it returned."""
+    cpu, start = time.process_time(), time.perf_counter()
+    out = fn()
+    return time.perf_counter() - start, time.process_time() - cpu, out
+
+
+def moved_once(inputs: Sequence[Any], compute: Callable[..., Any], shape: tuple[int, ...], dtype: Any) -> Any:
+    """numpy doing a kernel's data movement once, as a first launch does (issue 24): every input copied into
+    untouched memory (the upload into device memory), the operation computed from there into untouched memory
+    (``compute(*copies, out=...)``, the engines writing their result) and the result copied out into untouched
+    memory (the move back to HBM).  Returns the copy out."""
+    copies = []
+    for x in inputs:
+        c = fresh(x.shape, x.dtype)
+        c[...] = x
+        copies.append(c)
+    result = fresh(shape, dtype)
+    compute(*copies, out=result)
+    out = fresh(shape, dtype)
+    out[...] = result
+    return out
+
+
+def same_movement(text: str, ours: float, moved: tuple[float, float, object], ours_cpu: float | None = None) -> str:
+    """``text`` (a :func:`line`) with numpy's first call doing the same data movement (:func:`moved_once`, timed
+    by :func:`first_call`) and the launch's ratio to it (wall, and CPU when ``ours_cpu`` is given), beside the
+    ratio to numpy's cached operation that ``text`` gives."""
+    wall, cpu, _ = moved
+    text += f"   numpy same movement, 1st call {wall * 1e3:.2f} ms: ratio {ours / wall:.1f}x"
+    return text + (f" (cpu {cpu * 1e3:.2f} ms: {ours_cpu / cpu:.1f}x)" if ours_cpu is not None and cpu > 0 else "")

@@ -5,6 +5,8 @@ off; and with nothing written between, the second fetch takes the first one's vi
 
 from __future__ import annotations
 
+import gc
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -14,6 +16,7 @@ from hypothesis import strategies as st
 
 from tests.fastpath_switch import needs
 from visa import RNGD, AxisSet, Context, fastpaths, i8, i32
+from visa.engines import fast_fetch_view
 from visa.engines.fast_dm_read import DmRead
 from visa.testing import place_dm
 
@@ -90,3 +93,21 @@ def test_a_second_fetch_takes_the_first_ones_view() -> None:
     h = ctx.main.begin(t2.view()).fetch(i32, m["E / 8"], m["E % 8"])
     assert np.array_equal(np.asarray(h.data.values)[0].reshape(2, 256, 16), -x)
     assert np.array_equal(np.asarray(g.data.values)[0].reshape(2, 256, 16), x)
+
+
+def test_the_memo_keeps_no_dead_image_alive() -> None:
+    """The views are kept per live image (weakly keyed): when the context dies its DM image goes, views and all
+    (the memo once held 16 views, and so the bytes of up to 16 dead contexts' DM images: issue 25)."""
+    needs("fetch.view-memo", "fetch.dm-read", "fetch.all-known")
+    before = {id(image) for image in list(fast_fetch_view._VIEWS.keys())}
+    ctx = Context(RNGD)
+    m = AxisSet(C=2, S=256, E=16).m
+    x = np.arange(2 * 256 * 16, dtype=np.int32).reshape(2, 256, 16)
+    t = place_dm(ctx, x, i32, m["1"], m["C"], m["S"], m["E"], 0, axes="C S E")
+    for _ in range(2):
+        ctx.main.begin(t.view()).fetch(i32, m["E / 8"], m["E % 8"])
+    new = [weakref.ref(image) for image in list(fast_fetch_view._VIEWS.keys()) if id(image) not in before]
+    assert new  # the view was kept, for the context's image
+    del ctx, t
+    gc.collect()
+    assert all(ref() is None for ref in new)

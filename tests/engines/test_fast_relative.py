@@ -171,3 +171,52 @@ def test_the_reasons_do_not_depend_on_the_channels_numbers() -> None:
         texts.add(cost._why(RNGD, p, base, moved, 1.0, 0, (None, None)))  # type: ignore[arg-type]
     assert len(texts) == 1
     assert any("bank conflicts" in w and "against its bus's 400" in w for w in texts.pop())
+
+
+@settings(max_examples=120, deadline=None)
+@given(plans(), st.integers(0, (1 << 28) - 1), st.integers(0, 1))
+def test_a_side_moved_by_bits_its_offsets_miss_costs_the_references(case: tuple[DmaPlan, Any], move: int,
+                                                                     chip: int) -> None:
+    """``dma.cost-relative-bits``: an HBM side moved by bits none of its offsets has (above the 256-byte unit)
+    is modelled once with its channels renamed; the cost there is the reference's, field by field."""
+    p, _ = case
+    if "hbm" not in (p.src.medium, p.dst.medium) or (p.src.medium, p.dst.medium).count("hbm") > 1:
+        return
+    k = (p.src.medium, p.dst.medium).index("hbm")
+    bits = fast_relative.offset_bits(p.spatial + p.commands + p.loops, k)
+    if bits is None:
+        return
+    unit = RNGD.hbm.access_unit_bytes - 1
+    base = p.base[k] & ~(bits & ~unit)  # (a base the path moves: none of the offsets' bits above the unit…)
+    if (base & unit) + (bits & unit) > unit:
+        base &= ~unit  # (… and its bytes within the unit plus the offsets' stay within it)
+    p = _moved(p, (base - p.base[k], 0) if k == 0 else (0, base - p.base[k]))
+    by = move & ~(bits | unit) & ~base
+    by += chip * HBM_CHIP if base + by + p.nbytes < 2 * HBM_CHIP else 0
+    q = _moved(p, (by, 0) if k == 0 else (0, by))
+    for r in (p, q):
+        lo, hi = fast_relative._span(r.spatial + r.commands + r.loops, k, None)
+        if lo == 0 and (hi + r.base[k]) // HBM_CHIP == r.base[k] // HBM_CHIP:
+            assert fast_relative.hbm_placement(RNGD, r.base[k], bits, r.base[k], r.base[k] + hi) is not None
+    with fastpaths.only("dma.cost-relative", "dma.cost-relative-bits"):
+        fast = (_model(p, None), _model(q, None))
+    assert fast == (_reference(p), _reference(q))
+
+
+def test_the_columns_of_a_row_of_tiles_share_a_model() -> None:
+    """The peer matmul's rhs tile (4,096 rows of 64 bytes, 16 KiB apart) at the columns ``64 · c``: the bits 6–13
+    of the base are missed by the rows' (14 and up) and the packet's (0–5): one model per base within the
+    256-byte unit (four), each column's cost the reference's, and other channels (bits 8–13 feed the hash)."""
+    fast_relative._STORE.clear()
+    costs = []
+    for c in range(16):
+        p = DmaPlan.from_loops(RNGD, i8, ("hbm", "dm"), [(4096, 1 << 14, 64), (64, 1, 1)], ((1 << 28) + 64 * c, 0))
+        with fastpaths.only("dma.cost-relative", "dma.cost-relative-bits"):
+            costs.append(_model(p, None))
+            on = fast_relative.FINE.on and fast_relative.RELATIVE.on
+        assert costs[-1] == _reference(p)
+    assert len(fast_relative._STORE) == (4 if on else 0)
+    assert len({c.channels for c in costs}) > 1
+    assert fast_relative.offset_bits(p.loops, 0) == (1 << 6) - 1 | ((1 << 26) - (1 << 14))
+    assert fast_relative.offset_bits(DmaPlan.from_loops(RNGD, i8, ("hbm", "dm"), [(3, 48, 64), (64, 1, 1)],
+                                                        (0, 0)).loops, 0) is None  # (rows meet the packet's bits)

@@ -30,7 +30,7 @@ VARIANTS = {"jit": (), "jit-transposing": ("contraction.float-row-jit",),
             "jit-buffered": ("contraction.float-row-jit", "contraction.float-tree32"),
             "numpy": ("contraction.float-steps-jit",)}
 PATHS = ("contraction.float-steps", "contraction.float-steps-jit", "contraction.float-row-jit",
-         "contraction.float-act-classes", "contraction.float-tree32")
+         "contraction.float-act-classes", "contraction.float-tree32", "contraction.float-weight-period")
 
 
 def _brute(a: np.ndarray, la: list[str], w: np.ndarray, lw: list[str], lo: list[str], sizes: dict[str, int],
@@ -154,6 +154,34 @@ def test_replicated_activations_are_the_brute_force_order(variant: str, seed: in
         with fastpaths.disabled(*VARIANTS[variant], *off):
             got = fast_steps.contract(a, la, w, lw, lo, sizes, ["t", "j"], labels)
         assert np.array_equal(_bits(got), _bits(want)), (labels, sizes, off)
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), rows=st.sampled_from([1, 3]), nj=st.sampled_from([1, 4, 32]))
+def test_weights_repeating_with_a_period_are_the_brute_force_order(variant: str, seed: int, rows: int,
+                                                                    nj: int) -> None:
+    """Weights given for one period of the batch positions (position ``b`` reads ``b mod period``, the TRF
+    window's ``period``) are laid out once per distinct block (``contraction.float-weight-period``): the same bits
+    as the brute force over the repeated weights, with the path on and off, with replicated activations too."""
+    _variant(variant)
+    rng = np.random.default_rng(seed)
+    period = int(rng.integers(1, 5))
+    sizes = {"b": period * int(rng.integers(1, 4)), "c": int(rng.integers(1, 3)), "t": int(rng.integers(1, 3)),
+             "m": rows, "n": int(rng.integers(1, 6)), "j": nj}
+    la, lw, lo = ["b", "t", "m", "c", "j"], ["b", "c", "n", "t", "j"], ["b", "c", "m", "n"]
+    a = _values(rng, tuple(sizes[lab] for lab in la), 0.05)
+    w = _values(rng, (period, *(sizes[lab] for lab in lw[1:])), 0.05)
+    whole = w[np.arange(sizes["b"]) % period]
+    want = _brute(a, la, whole, lw, lo, sizes, ["t", "j"])
+    labels = (np.arange(sizes["b"], dtype=np.int64) // period if rng.random() < 0.5 else None)
+    if labels is not None:  # (the activations replicated in blocks of `period` positions, as the GEMM example's)
+        a = np.ascontiguousarray(np.repeat(a[::period], period, axis=0))
+        want = _brute(a, la, whole, lw, lo, sizes, ["t", "j"])
+    for off in [(), ("contraction.float-weight-period",)]:
+        with fastpaths.disabled(*VARIANTS[variant], *off):
+            got = fast_steps.contract(a, la, w, lw, lo, sizes, ["t", "j"], labels, period)
+        assert np.array_equal(_bits(got), _bits(want)), (period, sizes, off)
 
 
 def test_labels_that_lie_are_caught_when_verifying(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,7 +4,9 @@ results and cycles."""
 
 from __future__ import annotations
 
+import gc
 import sys
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -184,3 +186,50 @@ def test_an_array_an_entry_computes_after_it_was_weighed_counts_from_its_next_us
     assert budget.total - before >= 1 << 16
     store._drop("p")
     assert budget.total == 0
+
+
+class _Config:
+    """A configuration a plan holds (weakly referable, as the engines' configurations are)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+
+def test_per_object_memo_is_weighed_in_the_budget_and_keeps_no_object_alive() -> None:
+    made: list[int] = []
+
+    @cache.per_object(4)
+    def derive(cfg: _Config) -> np.ndarray:
+        made.append(cfg.n)
+        return np.zeros(cfg.n, np.uint8)
+
+    store = derive.store  # type: ignore[attr-defined]
+    assert store.budget is cache.PLANS  # (one budget with every plan cache)
+    a = _Config(5000)
+    total = cache.PLANS.total
+    first = derive(a)
+    assert derive(a) is first and made == [5000]  # made once per object
+    assert cache.PLANS.total - total >= 5000  # the derived array is weighed in the budget
+    ref = weakref.ref(a)
+    del a
+    gc.collect()
+    assert ref() is None  # the memo held the object weakly: it died with its last holder
+    for n in range(8):  # new objects (one may reuse the dead one's id: found stale, made again)
+        keep = _Config(n)
+        assert derive(keep).size == n
+    assert made == [5000, *range(8)] and len(store) <= 4  # the entry limit, oldest out
+    derive.cache_clear()  # type: ignore[attr-defined]
+    assert len(store) == 0
+
+
+def test_the_fast_paths_per_configuration_memos_are_under_the_budget() -> None:
+    """``fast_inter``, ``fast_inter_shared`` and ``fast_parallel_copy`` keep what they derive per configuration in
+    :func:`visa.engines.cache.per_object` stores (weighed by :data:`~visa.engines.cache.PLANS`, configurations
+    held weakly), not in dictionaries of their own that kept up to 256 configurations alive."""
+    from visa.engines import fast_parallel_copy
+    from visa.engines.vector import fast_inter, fast_inter_shared
+
+    for fn in (fast_parallel_copy._factors, fast_inter._views, fast_inter_shared._classes):
+        assert fn.store.budget is cache.PLANS  # type: ignore[attr-defined]
+    for module in (fast_parallel_copy, fast_inter, fast_inter_shared):
+        assert not hasattr(module, "_CACHE")

@@ -13,6 +13,7 @@ import dataclasses
 import functools
 import sys
 import types
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
@@ -22,9 +23,10 @@ import numpy as np
 from visa.fastpaths import FastPath
 from visa.mapping import Mapping
 
-__all__ = ["exact_key", "cached", "plan_nbytes", "PlanBudget", "PlanStore", "PLANS", "PLAN_BYTES", "MISS"]
+__all__ = ["exact_key", "cached", "per_object", "plan_nbytes", "PlanBudget", "PlanStore", "PLANS", "PLAN_BYTES", "MISS"]
 
 R = TypeVar("R")
+O = TypeVar("O")
 
 #: The bytes the engines' plan caches keep in all (:data:`PLANS`) beyond what the current launch uses: room for every
 #: plan a SmolLM2 decode step uses (16 MB of arrays; issue 25: the prefill's plans, 35 MB and dead weight under the
@@ -303,6 +305,35 @@ def cached(limit: int = 256, paths: tuple[FastPath, ...] = ()) -> Callable[[Call
             return made
 
         inner.cache_clear = store.clear  # type: ignore[attr-defined]
+        return inner
+
+    return wrap
+
+
+def per_object(limit: int = 256) -> Callable[[Callable[[O], R]], Callable[[O], R]]:
+    """Memoise ``fn(obj)`` on the identity of ``obj`` (a plan, say a configuration a cached plan holds: what a
+    fast path derives from it once), under the bytes of :data:`PLANS` like :func:`cached` and at most ``limit``
+    entries, least recently used out first.  The entry holds ``obj`` weakly: it never keeps a plan alive that its
+    own cache dropped (issue 25: ``fast_inter``'s and ``fast_parallel_copy``'s per-configuration caches held up to
+    256 configurations and their index arrays outside the budget), and an entry whose object died is found stale
+    (its weak reference dead or another object's) and made again.  ``obj`` must accept weak references."""
+
+    def wrap(fn: Callable[[O], R]) -> Callable[[O], R]:
+        store = PLANS.store(limit)
+
+        @functools.wraps(fn)
+        def inner(obj: O) -> R:
+            key = id(obj)
+            hit = store.get(key)
+            if hit is not MISS and hit[0]() is obj:
+                out: R = hit[1]
+                return out
+            made = fn(obj)
+            store.put(key, (weakref.ref(obj), made))
+            return made
+
+        inner.cache_clear = store.clear  # type: ignore[attr-defined]
+        inner.store = store  # type: ignore[attr-defined]
         return inner
 
     return wrap

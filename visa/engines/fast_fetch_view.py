@@ -19,6 +19,7 @@ look at its result's extremes (a second pass over the stream, half of numpy's wh
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
@@ -35,32 +36,40 @@ VIEW_MEMO = fastpaths.register("fetch.view-memo", "a fetch's view of the DM byte
                                "fetch.zero-point-read) and whether all it reads was written kept for the DM image's "
                                "state (its stamp), not derived again until the image changes")
 
-#: Views kept (the oldest go first); each holds its image's bytes alive, so few.
+#: Views kept per image state (the oldest go first).
 LIMIT = 16
 
-_VIEWS: dict[Hashable, npt.NDArray[Any] | None] = {}
+#: Per live DM image, the stamp its views are for and the views (at most :data:`LIMIT`).  Keyed weakly by the image:
+#: a view holds its image's bytes, so an entry lives no longer than its image (issue 25: one list of 16 views kept
+#: the bytes of the DM images of dead contexts alive, and their mapped buffers out of ``memory.arena``'s reuse);
+#: and only the image's current state's views are kept (a stamp is never reused: an older state's views are dead).
+#: The views share the bytes of live images: the memo holds no bytes of its own.
+_VIEWS: weakref.WeakKeyDictionary[Any, tuple[int, dict[Hashable, npt.NDArray[Any] | None]]] = \
+    weakref.WeakKeyDictionary()
 
 
 def remembered_view(cfg: Any, images: Sequence[Any], bases: npt.NDArray[np.int64], zero_points: bool,
                     derive: Callable[[], npt.NDArray[Any] | None]) -> tuple[npt.NDArray[Any] | None, Hashable | None]:
     """``derive()`` (the fetch's view of the DM bytes, or None), kept for the one image's state (module
     docstring); and the key it is kept under (None when it is not), for :func:`in_range` and :func:`note_in_range`."""
-    stamp = stamp_of(images[0]) if VIEW_MEMO.on and len(images) == 1 else None
+    image = images[0]
+    stamp = stamp_of(image) if VIEW_MEMO.on and len(images) == 1 else None
     if stamp is None:
         return derive(), None
     rest = (exact_key(cfg), tuple(bases.tolist()), zero_points)
-    key = (stamp, *rest)
-    if key in _VIEWS:
-        return _VIEWS[key], key
+    kept = _VIEWS.get(image)
+    if kept is not None and kept[0] == stamp and rest in kept[1]:
+        return kept[1][rest], (stamp, *rest)
     got = derive()
-    after = stamp_of(images[0])  # (deriving changes no byte; asked again all the same)
+    after = stamp_of(image)  # (deriving changes no byte; asked again all the same)
     if after is None:
         return got, None
-    if len(_VIEWS) >= LIMIT:
-        del _VIEWS[next(iter(_VIEWS))]
-    key = (after, *rest)
-    _VIEWS[key] = got
-    return got, key
+    views = kept[1] if kept is not None and kept[0] == after else {}
+    if len(views) >= LIMIT:
+        del views[next(iter(views))]
+    views[rest] = got
+    _VIEWS[image] = (after, views)
+    return got, (after, *rest)
 
 
 def in_range(key: Hashable | None) -> bool:

@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from visa import fastpaths
 from visa.engines import affine
+from visa.engines.cache import per_object
 from visa.memory.images import DenseImage
 
 if TYPE_CHECKING:
@@ -29,19 +30,11 @@ __all__ = ["STRIDED", "execute"]
 STRIDED = fastpaths.register("parallel_copy.strided", "ParallelCopy as one strided copy per cluster (chip) instead "
                                                       "of a byte index gather and scatter")
 
-_CACHE: dict[int, tuple[Any, affine.Factors | None]] = {}
-
-
+@per_object(128)
 def _factors(cfg: SliceConfig) -> affine.Factors | None:
-    """The source positions of every entry of the digit as one mixed radix (cached per configuration)."""
-    hit = _CACHE.get(id(cfg))
-    if hit is not None and hit[0] is cfg:
-        return hit[1]
-    found = affine.factor(cfg.source) if cfg.source.size else None
-    if len(_CACHE) >= 128:
-        _CACHE.clear()
-    _CACHE[id(cfg)] = (cfg, found)
-    return found
+    """The source positions of every entry of the digit as one mixed radix (cached per configuration, under the
+    plan budget: :func:`~visa.engines.cache.per_object`)."""
+    return affine.factor(cfg.source) if cfg.source.size else None
 
 
 def _bytes(rows: npt.NDArray[Any], at: int, sizes: tuple[int, ...], strides: tuple[int, ...], nb: int

@@ -36,7 +36,7 @@ import numpy.typing as npt
 from visa import dtypes as dt
 from visa import fastpaths
 from visa.errors import AddressError
-from visa.memory import fast_nest, fast_pending, fast_regions, fast_replica_sources
+from visa.memory import fast_nest, fast_pending, fast_prefault, fast_regions, fast_replica_sources
 from visa.memory.arena import ARENA, Lease, lazy_zeros
 from visa.memory.known import all_true
 from visa.memory.pages import ALL, MIXED, PAGE_BYTES, PageMask, Units, nest_offsets
@@ -144,7 +144,7 @@ class DenseImage:
     """
 
     __slots__ = ("_bytes", "_written", "_pages", "_dirty", "_dirty_units", "name", "_leases", "_replicas", "_handed",
-                 "_pending", "_stamp", "_readers")
+                 "_pending", "_stamp", "_readers", "__weakref__")
 
     def __init__(self, shape: tuple[int, ...], name: str = "memory", page_bytes: int = PAGE_BYTES) -> None:
         self._bytes: ByteArray
@@ -336,6 +336,13 @@ class DenseImage:
                 u_lo, u_hi = 0, self._pages.state.shape[0]
             o_lo, o_hi = self._dirty_units
             self._dirty_units = (u_lo, u_hi) if o_hi <= o_lo else (min(o_lo, u_lo), max(o_hi, u_hi))
+
+    def _prefault(self, units: Units, lo: int, hi: int) -> None:
+        """Every byte ``[lo, hi)`` of the (flat) ``units`` is about to be written: their pages are asked of the
+        system at once, where they are new (``memory.prefault``, :mod:`visa.memory.fast_prefault`)."""
+        if fast_prefault.PREFAULT.on and hi > lo:
+            u = np.arange(*units.indices(self._pages.state.shape[0])) if isinstance(units, slice) else units
+            fast_prefault.prefault(self._bytes.reshape(-1), u.astype(np.int64) * self.nbytes + lo, hi - lo)
 
     def _forget(self, lo: int, hi: int, units: Units | None = None) -> None:
         """Bytes ``[lo, hi)`` of some units (``units``, when the caller knows which: ``memory.forget-units``,

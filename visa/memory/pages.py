@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from visa.memory import fast_settle
 from visa.memory.arena import lazy_zeros
 
 __all__ = ["PageMask", "NONE", "ALL", "MIXED", "PAGE_BYTES", "Units"]
@@ -303,8 +304,11 @@ class PageMask:
         uu, pp = np.nonzero(self.state[ids, p0:p1] == MIXED)
         for k in range(0, uu.size, 1024):  # a few MB of mask at a time
             units, pages = ids[uu[k: k + 1024]], p0 + pp[k: k + 1024].astype(np.int64)
-            block = self._blocks()[units, pages]
-            whole, empty = block.all(axis=1), ~block.any(axis=1)
+            if fast_settle.SAMPLES.on:
+                whole, empty = fast_settle.classify(self._blocks(), units, pages)
+            else:
+                block = self._blocks()[units, pages]
+                whole, empty = np.asarray(block.all(axis=1)), ~np.asarray(block.any(axis=1))
             if whole.any():
                 self._fill(units[whole], pages[whole], False)
                 self.state[units[whole], pages[whole]] = ALL

@@ -28,8 +28,8 @@ import numpy.typing as npt
 from visa.hw import HardwareProfile
 from visa.memory import fast_load_order, fast_transfers
 
-__all__ = ["hbm_channel", "hbm_bank", "hbm_row", "dm_dmn", "dm_engine_time", "dm_busy", "hbm_transfers",
-           "hbm_packet_transfers", "hbm_busy", "hbm_load", "HbmLoad", "unit_cycles", "dm_bank_runs",
+__all__ = ["hbm_channel", "hbm_bank", "hbm_row", "dm_dmn", "dm_engine_time", "dmn_engine_time", "dm_busy",
+           "hbm_transfers", "hbm_packet_transfers", "hbm_busy", "hbm_load", "HbmLoad", "unit_cycles", "dm_bank_runs",
            "sequence_bank_runs"]
 
 IntArray = npt.NDArray[np.int64]
@@ -141,11 +141,15 @@ def dm_engine_time(hw: HardwareProfile, packets: IntArray, packet_bytes: int) ->
     >>> dm_engine_time(RNGD, np.array([0, dmn, 0, dmn]), 256), dm_engine_time(RNGD, np.array([0, 0, 0, 0]), 256)
     (4.0, 8.0)
     """
-    n = int(packets.size)
+    return dmn_engine_time(hw, dm_dmn(hw, packets), packet_bytes)
+
+
+def dmn_engine_time(hw: HardwareProfile, dmn: IntArray, packet_bytes: int) -> float:
+    """:func:`dm_engine_time` of packets whose DMNs (:func:`dm_dmn`) are ``dmn``, in order."""
+    n = int(dmn.size)
     if n == 0:
         return 0.0
     c = -(-packet_bytes // hw.dm.dmn_bytes_per_cycle)
-    dmn = dm_dmn(hw, packets)
     same = int(np.count_nonzero(dmn[1:] == dmn[:-1]))
     if n == 1 or dmn[1] == dmn[0]:
         same += 1

@@ -39,7 +39,15 @@ import numpy.typing as npt
 from visa import fastpaths
 from visa.errors import AddressError
 from visa.hw import HardwareProfile
-from visa.memory import fast_raw_runs, fast_replica_sources, fast_runs, fast_split
+from visa.memory import (
+    fast_overwritten,
+    fast_prefault,
+    fast_raw_runs,
+    fast_replica_sources,
+    fast_runs,
+    fast_settle,
+    fast_split,
+)
 from visa.memory.images import BoolArray, ByteArray, DenseImage, IntArray, PagedImage
 from visa.memory.pages import PageMask
 
@@ -253,6 +261,18 @@ class HbmEndpoint:
         pages.materialise(slice(None), at + unit_lo - lo, at + unit_hi - lo)
         return pages.mask[0], at
 
+    def mask_for_view(self, chip: int, lo: int, hi: int, offset: int, shape: tuple[int, ...],
+                      strides: tuple[int, ...]) -> tuple[BoolArray, int] | None:
+        """:meth:`mask_for_write` for a write of the byte view at ``offset`` (from ``lo``) of ``shape`` and
+        ``strides`` only: the pages it touches made exact, the others left as they are
+        (``dma.mask-touched-pages``, :mod:`visa.memory.fast_settle`); None when the view is not runs of bytes."""
+        _, pages, at = self._image(chip).span(lo, hi, write=False)
+        touched = fast_settle.touched_pages(pages.page, at + offset, shape, strides)
+        if touched is None:
+            return None
+        pages.materialise_pairs(np.zeros(touched.size, np.int64), touched)
+        return pages.mask[0], at
+
     def settle(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> None:
         pages, a, b = self._pages(chip, lo, hi, unit_lo, unit_hi)
         pages.settle_range(slice(None), a, b)
@@ -313,6 +333,11 @@ class DmEndpoint:
         """The copy writes every byte ``[unit_lo, unit_hi)`` of every unit of ``[lo, hi)``
         (:meth:`visa.memory.images.DenseImage._cover`)."""
         self._image(chip)._cover(self._units(lo, hi), unit_lo, unit_hi)
+
+    def pending_image(self, chip: int, lo: int, hi: int) -> tuple[DenseImage, slice]:
+        """The image of ``chip`` and its (flat) units of the range ``[lo, hi)``: where a DMA's pending copies are
+        (:mod:`visa.memory.fast_overwritten`)."""
+        return self._image(chip), self._units(lo, hi)
 
     def defer_copy(self, chip: int, dst: IntArray, src: IntArray, unit_lo: int, unit_hi: int) -> None:
         """Bytes ``[unit_lo, unit_hi)`` of units ``dst`` are to be those of units ``src`` (written now):
@@ -449,6 +474,8 @@ def _copy_chip(loops: Sequence[ByteLoop], sb: int, db: int, src: Endpoint, dst: 
     cover = getattr(dst, "cover", None)
     if whole and cover is not None:  # every byte of the range is written below: no zeros owed there
         cover(w.chip, w.lo, w.hi, w.unit_lo, w.unit_hi)
+        if fast_overwritten.OVERWRITTEN.on:  # (nor copies owed wholly inside it: fast_overwritten)
+            fast_overwritten.drop(dst, w.chip, w.lo, w.hi, w.unit_lo, w.unit_hi)
     got = dst.contiguous(w.chip, w.lo, w.hi, span=(w.unit_lo, w.unit_hi)) if w.in_units else None
     if got is None:
         raise AddressError(f"the DMA would write bytes {w.lo}..{w.hi} of {dst.space.medium.upper()} chip {w.chip}, "
@@ -461,13 +488,16 @@ def _copy_chip(loops: Sequence[ByteLoop], sb: int, db: int, src: Endpoint, dst: 
         if whole:  # known bytes over whole ranges: no mask at all
             if not _defer_replicas(loops, w, dst, _view(d_data, d_off, shape, w.strides),
                                    _view(s_data, s_off, shape, r.strides)):
+                _prefault(d_data, d_at, w, dst.space)
                 _assign(d_data, d_off, w.strides, s_data, s_off, r.strides, shape)
             dst.mark_written(w.chip, w.lo, w.hi, w.unit_lo, w.unit_hi)
             if not _record_replicas(loops, w, dst) and fast_replica_sources.SOURCES.on:
                 fast_replica_sources.record(loops, r, w, src, dst)
             return
         _assign(d_data, d_off, w.strides, s_data, s_off, r.strides, shape)
-        d_written, m_at = dst.mask_for_write(w.chip, w.lo, w.hi, w.unit_lo, w.unit_hi)
+        view = getattr(dst, "mask_for_view", None) if known is None and fast_settle.TOUCHED.on else None
+        got_mask = None if view is None else view(w.chip, w.lo, w.hi, w.base - w.lo, shape, w.strides)
+        d_written, m_at = got_mask or dst.mask_for_write(w.chip, w.lo, w.hi, w.unit_lo, w.unit_hi)
         if known is None:
             _assign(d_written, m_at + (w.base - w.lo), w.strides, None, 0, (), shape)
         else:  # (known_span may return a non-contiguous view: the words are read from a flat copy)
@@ -569,6 +599,14 @@ def _record_replicas(loops: Sequence[ByteLoop], w: _Resolved, dst: Endpoint) -> 
         record(w.chip, unit.reshape(-1), source.reshape(-1), w.unit_lo, w.unit_hi)
         return True
     return False
+
+
+def _prefault(data: ByteArray, at: int, side: _Resolved, space: AddressSpace) -> None:
+    """Bytes ``[unit_lo, unit_hi)`` of every unit of ``side``'s span are about to be written, ``data[at]`` the
+    byte at ``side.lo``: their pages are asked of the system at once (``memory.prefault``)."""
+    b = space.backed_bytes
+    units = np.arange(side.lo // b, (side.hi - 1) // b + 1, dtype=np.int64)
+    fast_prefault.prefault(data, at - side.lo + units * b + side.unit_lo, side.unit_hi - side.unit_lo)
 
 
 def _covers(side: _Resolved, space: AddressSpace, shape: tuple[int, ...]) -> bool:

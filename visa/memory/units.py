@@ -283,6 +283,8 @@ class UnitSelection(DenseImage):
             if wv is None or kv is None:
                 return False
             self.base._touch(r_lo, r_hi, self.units)
+            if covering:
+                self.base._prefault(self.units, r_lo, r_hi)
             self._write_units(wv, byte_base, nest, words, None)
             us = self.units if span is None else span  # (consecutive units as a slice: basic indexing)
             if covering:
@@ -341,6 +343,8 @@ class UnitSelection(DenseImage):
         except AttributeError:
             return False
         self.base._touch(r_lo, r_hi, self.units)
+        if math.prod(sizes) * nb == r_hi - r_lo:  # (every byte of the range about to be written)
+            self.base._prefault(self.units, r_lo, r_hi)
         if not produce(target):
             return False
         pm = self._pm()

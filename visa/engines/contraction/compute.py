@@ -453,8 +453,7 @@ def _run(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int,
         w0 = w if all_known else np.where(wk, w, np.zeros((), dtype=w.dtype))
         labels = None if act_labels is None else act_labels[chunk]
         if contract.out_dtype.kind != "int":  # float sums: the Reducer's order (fast_steps)
-            wf = w0[np.arange(len(chunk)) % period] if period else w0
-            values[sl] = fast_steps.contract(a0, la, wf, lw, lo, sizes, reduced, labels)
+            values[sl] = fast_steps.contract(a0, la, w0, lw, lo, sizes, reduced, labels, period)
         else:
             target = values[sl]
             res = _contract(a0, la, w0, lw, lo, sizes, reduced, ctype, period, labels, target if into else None)

@@ -16,10 +16,8 @@ from __future__ import annotations
 
 from functools import cache
 
-import numpy as np
-
 from visa import fastpaths
-from visa.engines.contraction.fast_steps_jit import Array, Kernel, compile_loop
+from visa.engines.contraction.fast_steps_jit import Kernel, compile_loop, row_steps
 
 __all__ = ["ROW", "kernel"]
 
@@ -27,48 +25,9 @@ ROW = fastpaths.register("contraction.float-row-jit", "one activation row: the c
                          "weights in place (lanes over n, strided), not transposed into a block first")
 
 
-def _row_steps(a: Array, ai: Array, w: Array, out: Array) -> None:  # pragma: no cover - compiled by numba
-    """The loop numba compiles (module docstring): ``a`` (·, s, 1, j), ``ai`` (b), ``w`` (b, s, n, j), ``out``
-    (b, 1, n) (as :func:`~visa.engines.contraction.fast_steps_jit.compile_loop` says)."""
-    nb, ns, nj = w.shape[0], a.shape[1], a.shape[3]
-    nn = w.shape[2]
-    quarter = max(nj // 4, 1)
-    buf = np.empty((quarter, nn), dtype=np.float32)
-    for b in range(nb):
-        ab = ai[b]
-        for s in range(ns):
-            if nj == 1:
-                x = a[ab, s, 0, 0]
-                for n in range(nn):
-                    buf[0, n] = x * w[b, s, n, 0]
-            elif nj == 2:
-                x0, x1 = a[ab, s, 0, 0], a[ab, s, 0, 1]
-                for n in range(nn):
-                    buf[0, n] = x0 * w[b, s, n, 0] + x1 * w[b, s, n, 1]
-            else:
-                for i in range(quarter):
-                    k = 4 * i
-                    x0, x1, x2, x3 = a[ab, s, 0, k], a[ab, s, 0, k + 1], a[ab, s, 0, k + 2], a[ab, s, 0, k + 3]
-                    for n in range(nn):
-                        buf[i, n] = (x0 * w[b, s, n, k] + x1 * w[b, s, n, k + 1]) + (x2 * w[b, s, n, k + 2]
-                                                                                    + x3 * w[b, s, n, k + 3])
-                width = quarter
-                while width > 1:
-                    width //= 2
-                    for i in range(width):
-                        for n in range(nn):
-                            buf[i, n] = buf[2 * i, n] + buf[2 * i + 1, n]
-            if s == 0:
-                for n in range(nn):
-                    out[b, 0, n] = buf[0, n]
-            else:
-                for n in range(nn):
-                    out[b, 0, n] += buf[0, n]
-
-
 @cache
 def _compiled() -> Kernel | None:
-    return compile_loop(_row_steps)
+    return compile_loop(row_steps)
 
 
 def kernel() -> Kernel | None:

@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from visa import fastpaths
-from visa.engines.contraction import fast_classes, fast_row_jit, fast_steps_jit, fast_tree32
+from visa.engines.contraction import fast_classes, fast_row_jit, fast_steps_jit, fast_tree32, fast_weight_period
 from visa.engines.contraction.blas import parallel_pieces
 from visa.engines.contraction.reference import one_nan
 from visa.memory.replicas import Labels
@@ -95,24 +95,31 @@ def tree_block(a: Array, w: Array, out: Array) -> None:
 
 
 def contract(a: Array, la: Sequence[str], w: Array, lw: Sequence[str], lo: Sequence[str], sizes: dict[str, int],
-             reduced: Sequence[str], a_labels: Labels | None = None) -> Array:
+             reduced: Sequence[str], a_labels: Labels | None = None, w_period: int = 0) -> Array:
     """``Σ a · w`` over ``reduced`` in the Reducer's order, as f32 over the labels ``lo``: ``j`` (the tree's
     ``2^n`` products) by :func:`~visa.engines.contraction.reference.tree`, then the other reduced labels (Time
     digits, outermost first: ascending Time) by :func:`~visa.engines.contraction.reference.in_order`.  ``a``
     and ``w`` are the operands over ``la`` / ``lw`` (any float type whose values f32 holds; a label an operand
     lacks is a broadcast of it).  ``a_labels``: the replica labels of the activation's positions along ``b``
-    (:mod:`~visa.engines.contraction.fast_classes`), when the stream has them."""
+    (:mod:`~visa.engines.contraction.fast_classes`), when the stream has them.  ``w_period``: ``w``'s axis ``b``
+    holds the weights of the first ``w_period`` batch positions only, and position ``b`` reads ``b mod w_period``
+    (:class:`~visa.engines.contraction.compute.TrfWindow` ``period``; 0: ``w`` holds every position)."""
     steps = [lab for lab in reduced if lab != "j"]
     order = [*steps, *lo, "j"]
     av = _aligned(np.asarray(a), list(la), order)
     wv = _aligned(np.asarray(w), list(lw), order)
     out_shape = [sizes[lab] for lab in lo]
     pos = {lab: k for k, lab in enumerate(order)}
-    bb = [lab for lab in lo if av.shape[pos[lab]] > 1 and wv.shape[pos[lab]] > 1]
+    jit = fast_steps_jit.kernel()
+    if w_period and not (jit is not None and fast_weight_period.PERIOD.on and lo[:1] == ["b"]
+                             and av.shape[pos["b"]] > 1 and wv.shape[pos["b"]] == w_period):
+        wv, w_period = fast_weight_period.expand(wv, pos["b"], sizes["b"], w_period), 0  # (the repeats copied)
+    w_sizes = [sizes["b"] if w_period and k == pos.get("b") else n for k, n in enumerate(wv.shape)]
+    bb = [lab for lab in lo if av.shape[pos[lab]] > 1 and w_sizes[pos[lab]] > 1]
     # (each operand's own labels in its memory order, outermost first: its copy reads runs of j)
-    mm = sorted((lab for lab in lo if av.shape[pos[lab]] > 1 and wv.shape[pos[lab]] == 1),
+    mm = sorted((lab for lab in lo if av.shape[pos[lab]] > 1 and w_sizes[pos[lab]] == 1),
                 key=lambda lab: -abs(av.strides[pos[lab]]))
-    nn = sorted((lab for lab in lo if av.shape[pos[lab]] == 1 and wv.shape[pos[lab]] > 1),
+    nn = sorted((lab for lab in lo if av.shape[pos[lab]] == 1 and w_sizes[pos[lab]] > 1),
                 key=lambda lab: -abs(wv.strides[pos[lab]]))
     nb, ns, nj = (math.prod(sizes[lab] for lab in bb), math.prod(sizes[lab] for lab in steps), sizes["j"])
     nm, n_n = math.prod(sizes[lab] for lab in mm), math.prod(sizes[lab] for lab in nn)
@@ -123,17 +130,27 @@ def contract(a: Array, la: Sequence[str], w: Array, lw: Sequence[str], lo: Seque
     bsz = [sizes[lab] for lab in bb]
     ssz = [sizes[lab] for lab in steps]
     a_axes = [pos[lab] for lab in [*bb, *steps, *mm, "j"]]
+    tree32 = fast_tree32.kernel(nj) if jit is not None else None
+    if jit is not None and nm == 1:  # (one activation row: the weights read in place, not transposed)
+        jit = fast_row_jit.kernel() or tree32 or jit
+    elif jit is not None:  # (a tree of 32 products: whole in registers)
+        jit = tree32 or jit
     w_axes = [pos[lab] for lab in [*bb, *steps, *nn, "j"]]
+    w_nn = [*(sizes[lab] for lab in nn), nj]
+
+    def weights(view: Array, positions: list[int]) -> Array:
+        # the weights' block of each step as (n, j), or as (j, n) rows for the 32-product loop (which reads rows
+        # of n): transposed as f32 after the copy (the view's j is its contiguous axis, n's axes are small and far
+        # apart: transposing in the copy was 3x slower on the GEMM example's weights)
+        laid = _laid_out(view, w_axes, [math.prod(positions), ns, n_n, nj], [*positions, *ssz, *w_nn])
+        return np.ascontiguousarray(laid.transpose(0, 1, 3, 2)) if jit is not None and jit is tree32 else laid
     # only the batch's first label is cut in blocks (the layout of a block is then one view of each operand)
     first = bsz[0] if bsz else 1
     rest = nb // first
     per = max(1, rest * ns * nj * (nm + n_n))
     piece = max(1, min(-(-first // 2), _LAYOUT_ELEMENTS // per))
-    jit = fast_steps_jit.kernel()
-    if jit is not None and nm == 1:  # (one activation row: the weights read in place, not transposed)
-        jit = fast_row_jit.kernel() or fast_tree32.kernel(nj) or jit
-    elif jit is not None:  # (a tree of 32 products: whole in registers)
-        jit = fast_tree32.kernel(nj) or jit
+    # (weights repeating every w_period positions: the distinct blocks laid out once, fast_weight_period)
+    w_once = weights(wv, [w_period, *bsz[1:]]) if w_period else None
 
     def run(lo_: int, hi_: int) -> None:
         sl = (slice(lo_, hi_),) if bsz else ()
@@ -141,7 +158,11 @@ def contract(a: Array, la: Sequence[str], w: Array, lw: Sequence[str], lo: Seque
         av_ = av[(slice(None),) * pos[bb[0]] + sl] if bsz else av
         wv_ = wv[(slice(None),) * pos[bb[0]] + sl] if bsz else wv
         nb_ = math.prod(cut)
-        w2 = _laid_out(wv_, w_axes, [nb_, ns, n_n, nj], [*cut, *ssz, *(sizes[lab] for lab in nn), nj])
+        if w_once is not None:
+            w2, wi = w_once, fast_weight_period.index(lo_, hi_, w_period, rest)
+        else:
+            w2 = weights(wv_, cut)
+            wi = np.arange(nb_, dtype=np.int64)
         out = res[lo_ * rest: hi_ * rest]
         shared = (fast_classes.classes(a_labels[lo_:hi_], av_, pos["b"])
                   if jit is not None and a_labels is not None and bb[:1] == ["b"] else None)
@@ -154,7 +175,7 @@ def contract(a: Array, la: Sequence[str], w: Array, lw: Sequence[str], lo: Seque
             a2 = _laid_out(av_, a_axes, [nb_, ns, nm, nj], [*cut, *ssz, *(sizes[lab] for lab in mm), nj])
             ai = np.arange(nb_, dtype=np.int64)
         if jit is not None:
-            jit(a2, ai, w2, out)
+            jit(a2, ai, w2, wi, out)
         else:
             tree_block(a2, w2, out)
 

@@ -21,6 +21,7 @@ first-level cache; a BLAS product cannot keep the tree's order.
 from __future__ import annotations
 
 import importlib
+import types
 from collections.abc import Callable
 from functools import cache
 from typing import Any
@@ -30,33 +31,46 @@ import numpy.typing as npt
 
 from visa import fastpaths
 
-__all__ = ["JIT", "kernel", "available", "compile_loop"]
+__all__ = ["JIT", "kernel", "available", "compile_loop", "halve", "row_steps"]
 
 Array = npt.NDArray[Any]
-Kernel = Callable[[Array, Array, Array, Array], None]
+Kernel = Callable[[Array, Array, Array, Array, Array], None]
 
 JIT = fastpaths.register("contraction.float-steps-jit", "contraction.float-steps' loop compiled by numba (the "
                          "optional `fast` extra), fastmath off: the same f32 operations in the same order")
 
 
-def _tree_steps(a: Array, ai: Array, w: Array, out: Array) -> None:  # pragma: no cover - compiled by numba
-    """The loop numba compiles (module docstring): ``a`` (·, s, m, j), ``w`` (b, s, n, j), ``out`` (b, m, n), f32;
-    batch position ``b`` multiplies the activation block ``a[ai[b]]`` (positions holding the same activations
-    share one block, :mod:`~visa.engines.contraction.fast_classes`).
+def halve(buf: Array, width: int) -> None:  # pragma: no cover - compiled by numba (inside the loops)
+    """The tree's later depths over the ``width`` partial sums (a power of two) in the rows of ``buf``, each
+    column a sum of its own: the pairs ``2i``, ``2i + 1`` added into ``i``, depth by depth, until row 0 holds the
+    tree's output (L4386–4388).  Called by the compiled loops, which :func:`compile_loop` compiles it into."""
+    while width > 1:
+        width //= 2
+        for i in range(width):
+            for n in range(buf.shape[1]):
+                buf[i, n] = buf[2 * i, n] + buf[2 * i + 1, n]
+
+
+def _tree_steps(a: Array, ai: Array, w: Array, wi: Array,
+                out: Array) -> None:  # pragma: no cover - compiled by numba
+    """The loop numba compiles (module docstring): ``a`` (·, s, m, j), ``w`` (·, s, n, j), ``out`` (b, m, n), f32;
+    batch position ``b`` multiplies the activation block ``a[ai[b]]`` by the weight block ``w[wi[b]]`` (positions
+    holding the same activations or weights share one block, :mod:`~visa.engines.contraction.fast_classes`,
+    :mod:`~visa.engines.contraction.fast_weight_period`).
     With four products or more, the tree's first two depths are computed in registers, ``(p0 + p1) + (p2 + p3)``,
     for two rows ``m`` at once (each weight read once for both); the later depths in the buffers."""
-    nb, ns, nm, nj = w.shape[0], a.shape[1], a.shape[2], a.shape[3]
+    nb, ns, nm, nj = out.shape[0], a.shape[1], a.shape[2], a.shape[3]
     nn = w.shape[2]
     quarter = max(nj // 4, 1)
     buf = np.empty((quarter, nn), dtype=np.float32)
     buf2 = np.empty((quarter, nn), dtype=np.float32)
     wt = np.empty((nj, nn), dtype=np.float32)
     for b in range(nb):
-        ab = ai[b]
+        ab, wb = ai[b], wi[b]
         for s in range(ns):
             for n in range(nn):
                 for j in range(nj):
-                    wt[j, n] = w[b, s, n, j]
+                    wt[j, n] = w[wb, s, n, j]
             for m0 in range(0, nm, 2):
                 rows = min(2, nm - m0)
                 for r in range(rows):
@@ -91,13 +105,8 @@ def _tree_steps(a: Array, ai: Array, w: Array, out: Array) -> None:  # pragma: n
                             for n in range(nn):
                                 buf[i, n] = (x0 * wt[k, n] + x1 * wt[k + 1, n]) + (x2 * wt[k + 2, n]
                                                                                   + x3 * wt[k + 3, n])
-                    width = quarter
-                    while width > 1:
-                        width //= 2
-                        for i in range(width):
-                            for n in range(nn):
-                                buf[i, n] = buf[2 * i, n] + buf[2 * i + 1, n]
-                                buf2[i, n] = buf2[2 * i, n] + buf2[2 * i + 1, n]
+                    halve(buf, quarter)
+                    halve(buf2, quarter)
                 for r in range(rows):
                     src = buf if r == 0 else buf2
                     m = m0 + r
@@ -109,9 +118,47 @@ def _tree_steps(a: Array, ai: Array, w: Array, out: Array) -> None:  # pragma: n
                             out[b, m, n] += src[0, n]
 
 
+def row_steps(a: Array, ai: Array, w: Array, wi: Array,
+              out: Array) -> None:  # pragma: no cover - compiled by numba
+    """The one-row loop of ``contraction.float-row-jit`` (:mod:`~visa.engines.contraction.fast_row_jit`, whose
+    docstring says what it computes), kept in this file beside :func:`halve`, which it calls: numba's disk cache
+    knows a loop is stale only from its own file's date, so a loop and the helpers compiled into it share a file.
+    ``a`` (·, s, 1, j), ``ai`` (b), ``w`` (·, s, n, j), ``wi`` (b),
+    ``out`` (b, 1, n) (as :func:`compile_loop` says)."""
+    nb, ns, nj = out.shape[0], a.shape[1], a.shape[3]
+    nn = w.shape[2]
+    quarter = max(nj // 4, 1)
+    buf = np.empty((quarter, nn), dtype=np.float32)
+    for b in range(nb):
+        ab, wb = ai[b], wi[b]
+        for s in range(ns):
+            if nj == 1:
+                x = a[ab, s, 0, 0]
+                for n in range(nn):
+                    buf[0, n] = x * w[wb, s, n, 0]
+            elif nj == 2:
+                x0, x1 = a[ab, s, 0, 0], a[ab, s, 0, 1]
+                for n in range(nn):
+                    buf[0, n] = x0 * w[wb, s, n, 0] + x1 * w[wb, s, n, 1]
+            else:
+                for i in range(quarter):
+                    k = 4 * i
+                    x0, x1, x2, x3 = a[ab, s, 0, k], a[ab, s, 0, k + 1], a[ab, s, 0, k + 2], a[ab, s, 0, k + 3]
+                    for n in range(nn):
+                        buf[i, n] = (x0 * w[wb, s, n, k] + x1 * w[wb, s, n, k + 1]) + (x2 * w[wb, s, n, k + 2]
+                                                                                    + x3 * w[wb, s, n, k + 3])
+                halve(buf, quarter)
+            if s == 0:
+                for n in range(nn):
+                    out[b, 0, n] = buf[0, n]
+            else:
+                for n in range(nn):
+                    out[b, 0, n] += buf[0, n]
+
+
 def compile_loop(loop: Callable[..., None]) -> Kernel | None:
-    """``loop(a, ai, w, out)`` (f32 C-ordered ``a`` (·, s, m, j), ``ai`` (b) int64 the activation block of each
-    batch position, ``w`` (b, s, n, j), ``out`` (b, m, n)) compiled by
+    """``loop(a, ai, w, wi, out)`` (f32 C-ordered ``a`` (·, s, m, j), ``ai`` (b) int64 the activation block of each
+    batch position, ``w`` (·, s, n, j), ``wi`` (b) int64 its weight block, ``out`` (b, m, n)) compiled by
     numba with fastmath off and cached on disk, or None when numba is not installed (or cannot load with this
     numpy).  Shared by the compiled loops of :mod:`visa.engines.contraction` (this one and
     :mod:`~visa.engines.contraction.fast_row_jit`)."""
@@ -120,12 +167,17 @@ def compile_loop(loop: Callable[..., None]) -> Kernel | None:
     except ImportError:
         return None
     f32 = numba.float32
-    signature = numba.void(f32[:, :, :, ::1], numba.int64[::1], f32[:, :, :, ::1], f32[:, :, ::1])
+    signature = numba.void(f32[:, :, :, ::1], numba.int64[::1], f32[:, :, :, ::1], numba.int64[::1], f32[:, :, ::1])
     options = {"nogil": True, "fastmath": False, "boundscheck": False}
+    # the loop sees the helpers it calls compiled (numba is not imported before this: the names in the loop's
+    # module are the plain functions)
+    helpers = {"halve": numba.njit(**options)(halve)}
+    func = types.FunctionType(loop.__code__, {**loop.__globals__, **helpers}, loop.__name__, loop.__defaults__,
+                              loop.__closure__)
     try:
-        compiled: Kernel = numba.njit(signature, cache=True, **options)(loop)
+        compiled: Kernel = numba.njit(signature, cache=True, **options)(func)
     except RuntimeError:  # (no writable cache directory, e.g. a read-only install: compiled each process)
-        compiled = numba.njit(signature, cache=False, **options)(loop)
+        compiled = numba.njit(signature, cache=False, **options)(func)
     return compiled
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from visa.engines.cache import cached
-from visa.engines.dma import fast_cost, fast_relative, fast_translates
+from visa.engines.dma import fast_cost, fast_dm_time, fast_relative, fast_translates
 from visa.engines.dma.config import DmaCost, DmaLoop, DmaPlan
 from visa.hw import HardwareProfile
 from visa.memory import fast_transfers
@@ -82,8 +82,8 @@ def cycles(p: DmaPlan, indirect: tuple[Sequence[int], Sequence[int]] | None = No
     return _cycles(p, ind)
 
 
-@cached(2048, paths=(fast_relative.RELATIVE, fast_cost.SHARED, fast_transfers.ALIGNED,
-                     fast_translates.TRANSLATED))
+@cached(2048, paths=(fast_relative.RELATIVE, fast_relative.FINE, fast_cost.SHARED, fast_transfers.ALIGNED,
+                     fast_translates.TRANSLATED, fast_dm_time.ONCE))
 def _cycles(p: DmaPlan, indirect: tuple[tuple[int, ...], tuple[int, ...]] | None) -> DmaCost:
     if fast_relative.RELATIVE.on:
         got = fast_relative.cycles(p, indirect, model, assemble)
@@ -218,6 +218,10 @@ def _dm_time(hw: HardwareProfile, spaces: tuple[AddressSpace, AddressSpace],
     """One command's DM time (both sides add up when they share a DMN: reads and writes of one DMN are
     sequential, L2673), and the DMNs' busy cycles added to ``shared``."""
     sides = [k for k in (0, 1) if spaces[k].medium == "dm"]
+    if fast_dm_time.ONCE.on:
+        got = fast_dm_time.dm_time(hw, sides, addr, nbytes, scale, shared)
+        if got is not None:
+            return got
     times = [perf.dm_engine_time(hw, addr[k], nbytes) * scale for k in sides]
     for k in sides:
         for dmn, busy in perf.dm_busy(hw, addr[k], nbytes).items():

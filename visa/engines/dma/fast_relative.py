@@ -18,6 +18,12 @@ addresses models each again (a tile of the reference's ``matmul_16384``).  What 
 * the host: nothing (the PCIe bytes are the packets' bytes whatever their addresses).
 * PCIe between chips: both non-host sides on one chip (else the reference runs).
 
+``dma.cost-relative-bits`` moves an HBM side by more than the block above its span: when each loop's offsets and
+the packet's bytes have bit ranges of their own (:func:`offset_bits`: e.g. rows 16 KiB apart, 64-byte packets),
+every base bit outside those ranges and above the 256-byte unit is the ``high`` of the XOR above
+(:func:`hbm_placement`): the columns of a row of tiles (``64 · c`` bytes apart, bits 6–13 between a packet's and the
+rows' bits) share one model, their base within the unit kept in the key.
+
 So the model is cached under the loops and the bases moved so (``dma.cost-relative`` off, or a DMA with two HBM
 or two DM sides — their channels or DMNs meet — runs the reference), and each plan's channels are renamed and
 its cost assembled from the cached model by the reference's own :func:`~visa.engines.dma.cost.assemble`.
@@ -39,11 +45,15 @@ from visa.memory import performance as perf
 from visa.memory.performance import HbmLoad
 from visa.memory.transfer import address_space
 
-__all__ = ["RELATIVE", "cycles", "placement"]
+__all__ = ["RELATIVE", "FINE", "cycles", "placement", "hbm_placement", "offset_bits"]
 
 RELATIVE = fastpaths.register("dma.cost-relative", "a DMA's cost model cached by its loops and its bases relative "
                               "to the HBM address decoding (aligned block, chip) and the DMNs, its channels "
                               "renamed, instead of modelling every absolute address afresh")
+
+FINE = fastpaths.register("dma.cost-relative-bits", "with dma.cost-relative, an HBM side whose offsets' bits are "
+                          "known (disjoint per loop) moved by every base bit outside them, not only by the block "
+                          "above its span: the columns of a row of tiles share one model")
 
 Indirect = tuple[tuple[int, ...], tuple[int, ...]] | None
 Model = tuple[DmaCost, HbmLoad, float, int]
@@ -94,6 +104,49 @@ def placement(hw: HardwareProfile, medium: str, lo: int, hi: int) -> tuple[int, 
     return shift, chip, 0
 
 
+def offset_bits(loops: tuple[DmaLoop, ...], side: int) -> int | None:
+    """The bits any byte offset (from the base) a side touches may have, when each loop's offsets (``d ·
+    stride``, ``d < size``) and the packet's bytes lie in bit ranges of their own, disjoint from one another (so
+    every offset is their sum without a carry: their OR); None when two ranges meet or a stride is negative."""
+    ranges = []
+    for lp in loops[:-1]:
+        stride = lp.src if side == 0 else lp.dst
+        if stride < 0:
+            return None
+        if lp.size > 1 and stride:
+            ranges.append(((stride & -stride).bit_length() - 1, ((lp.size - 1) * stride).bit_length()))
+    if loops[-1].size > 1:
+        ranges.append((0, (loops[-1].size - 1).bit_length()))
+    mask = 0
+    for lo, hi in sorted(ranges):
+        if mask >> lo:
+            return None  # (two ranges meet: an offset may carry into another's bits)
+        mask |= (1 << hi) - (1 << lo)
+    return mask
+
+
+def hbm_placement(hw: HardwareProfile, base: int, bits: int, lo: int, hi: int) -> tuple[int, int, int] | None:
+    """As :func:`placement` for an HBM side at ``base`` touching ``[lo, hi]`` whose offsets from ``base`` have only
+    the bits ``bits`` (:func:`offset_bits`): the side moved by ``high``, every bit of the base outside ``bits`` and
+    above the 256-byte unit — a side moved within a block (the columns of a tile of rows, the next tile of a
+    row) keeps its model too.  Every address is ``high | low`` with ``low`` the canonical side's (no carry: the
+    base's bits above the unit miss ``bits``, and its bits within the unit plus the offsets' stay within it), so
+    channels, banks and rows are renamed by XOR as :func:`placement`'s; None when that does not hold."""
+    space = address_space(hw, "hbm")
+    chip = lo // space.chip_bytes
+    if lo < 0 or hi // space.chip_bytes != chip:
+        return None
+    h = hw.hbm
+    if h.stacks != 1 << len(h.stack_bits) or h.channels & (h.channels - 1):
+        return None
+    unit = h.access_unit_bytes - 1
+    own = base - chip * space.chip_bytes
+    if own & bits & ~unit or (own & unit) + (bits & unit) > unit:
+        return None
+    high = own & ~(bits | unit)
+    return chip * space.chip_bytes + high, chip, high
+
+
 def cycles(p: DmaPlan, indirect: Indirect, model: ModelFn, assemble: Callable[[DmaPlan, Model], DmaCost]
            ) -> DmaCost | None:
     """The cost of ``p`` from the model cached under its relative key (modelled now if new), or ``None`` when
@@ -108,7 +161,13 @@ def cycles(p: DmaPlan, indirect: Indirect, model: ModelFn, assemble: Callable[[D
     rename: tuple[int, int] | None = None
     for k, medium in enumerate(media):
         lo, hi = _span(loops, k, None if indirect is None else indirect[k])
-        got = placement(hw, medium, p.base[k] + lo, p.base[k] + hi)
+        got = None
+        if medium == "hbm" and indirect is None and FINE.on:
+            bits = offset_bits(loops, k)
+            if bits is not None:
+                got = hbm_placement(hw, p.base[k], bits, p.base[k] + lo, p.base[k] + hi)
+        if got is None:
+            got = placement(hw, medium, p.base[k] + lo, p.base[k] + hi)
         if got is None:
             return None
         shift, chip, high = got

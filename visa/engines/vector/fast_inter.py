@@ -23,6 +23,7 @@ import numpy.typing as npt
 
 from visa import fastpaths
 from visa.engines import affine
+from visa.engines.cache import per_object
 from visa.engines.common import StreamData
 from visa.engines.vector import arith
 from visa.memory.known import is_everywhere
@@ -60,19 +61,11 @@ class _Views:
     valid: npt.NDArray[np.bool_]  # read-only: ``out_group >= 0``, the known-mask when nothing is poison
 
 
-_CACHE: dict[int, tuple[Any, _Views | None]] = {}
-
-
+@per_object(256)
 def _views(cfg: InterReduceConfig) -> _Views | None:
-    """The strided form of ``cfg`` (cached on the configuration object, which the plan cache keeps), or None."""
-    hit = _CACHE.get(id(cfg))
-    if hit is not None and hit[0] is cfg:
-        return hit[1]
-    found = _derive(cfg)
-    if len(_CACHE) >= 256:
-        _CACHE.clear()
-    _CACHE[id(cfg)] = (cfg, found)
-    return found
+    """The strided form of ``cfg`` (cached per configuration, under the plan budget:
+    :func:`~visa.engines.cache.per_object`), or None."""
+    return _derive(cfg)
 
 
 def _derive(cfg: InterReduceConfig) -> _Views | None:

@@ -122,8 +122,12 @@ def groups(src: tuple[Mapping, ...], dst: tuple[Mapping, ...], kept: list[str]
         part = part + (np.arange(d.count, dtype=np.int64) * got[0]).reshape(view)
     if len(used) != len(keep):
         return None
-    out_group = np.full(shape, -1, dtype=np.int64)
-    out_group[tuple(slice(d.offset, d.offset + d.count) for d in so)] = part
+    if all(d.offset == 0 and d.count == d.size for d in so):  # every output position valid: one pass, no -1 fill
+        out_group = np.empty(shape, dtype=np.int64)
+        out_group[...] = part
+    else:
+        out_group = np.full(shape, -1, dtype=np.int64)
+        out_group[tuple(slice(d.offset, d.offset + d.count) for d in so)] = part
     factors = None
     if FACTORS.on:  # the members' digits; the valid outputs' box of digits, each with its group rank's step
         factors = (coarsest([(si[j].count, (si[j].weight,)) for j in (*keep, *ring)], (base,)),

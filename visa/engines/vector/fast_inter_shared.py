@@ -14,12 +14,13 @@ convert and write one slice per class.  A configuration whose output rows are mo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from visa import fastpaths
+from visa.engines.cache import per_object
 from visa.engines.common import StreamData
 from visa.engines.shared import SharedRows
 from visa.engines.vector import fast_inter, fast_row_classes
@@ -47,9 +48,6 @@ class _Classes:
     all_valid: bool
 
 
-_CACHE: dict[int, tuple[Any, _Classes | None]] = {}
-
-
 def _unique_rows(rows: IntArray, weights: IntArray | None = None) -> tuple[IntArray, IntArray]:
     """``np.unique(rows, axis=0, return_inverse=True)``, grouping by a hash of each row first: the rows of one
     hash are checked equal to their first (a collision falls back to the sort of whole rows), and only the
@@ -73,12 +71,10 @@ def _unique_rows(rows: IntArray, weights: IntArray | None = None) -> tuple[IntAr
     return uniq, order.reshape(-1)[by_key]
 
 
+@per_object(256)
 def _classes(cfg: InterReduceConfig) -> _Classes | None:
-    """The classes of ``cfg``'s output rows (cached on the configuration object, which the plan cache keeps), or
-    None when fewer than half of the rows repeat another."""
-    hit = _CACHE.get(id(cfg))
-    if hit is not None and hit[0] is cfg:
-        return hit[1]
+    """The classes of ``cfg``'s output rows (cached per configuration, under the plan budget:
+    :func:`~visa.engines.cache.per_object`), or None when fewer than half of the rows repeat another."""
     og = cfg.out_group
     rows = og.reshape(int(np.prod(og.shape[:3])), -1)
     found = None
@@ -91,9 +87,6 @@ def _classes(cfg: InterReduceConfig) -> _Classes | None:
             for a in (owner, valid):
                 a.flags.writeable = False
             found = _Classes(owner, np.where(valid, uniq, 0), valid, bool(valid.all()))
-    if len(_CACHE) >= 256:
-        _CACHE.clear()
-    _CACHE[id(cfg)] = (cfg, found)
     return found
 
 
