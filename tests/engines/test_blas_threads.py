@@ -50,3 +50,18 @@ def test_the_batch_equals_numpys_product() -> None:
     a = rng.standard_normal((6, 5, 7)).astype(np.float32)
     w = rng.standard_normal((6, 7, 3)).astype(np.float32)
     np.testing.assert_array_equal(blas.batched_matmul(a, w), np.matmul(a, w))
+
+
+def test_a_small_contraction_runs_in_the_callers_thread() -> None:
+    """Under ``SMALL_WORK`` multiply-adds the pieces run here (a decode step's GEMV: a hand-off costs more than the
+    product, issue 25); at or over it, on the workers."""
+    import threading
+
+    here = threading.get_ident()
+    small: list[int] = []
+    blas.parallel_pieces(4, 1, lambda lo, hi: small.append(threading.get_ident()), work=blas.SMALL_WORK - 1)
+    assert small == [here] * 4
+    _with_workers()
+    large: list[int] = []
+    blas.parallel_pieces(4, 1, lambda lo, hi: large.append(threading.get_ident()), work=blas.SMALL_WORK)
+    assert len(large) == 4 and here not in large

@@ -64,15 +64,22 @@ def test_gemm_in_dm_refuses_the_streamed_mode_and_n_parts() -> None:
     def kernel(ctx: Context, x: HbmTensor[Any, Any, Any], w: HbmTensor[Any, Any, Any]) -> Any:
         Gemm(ax, "T", "N", "K")(ctx, Arena(), x, w, stream=True, out_dm=True)
 
-    with pytest.raises(LayoutError, match="runs resident"):
+    with pytest.raises(LayoutError, match="runs resident") as streamed:
         launch(kernel, ctx, x, w)
+    # the refusal names the call, the level, the mapping and the axis (the output's: x is in HBM), and the fix
+    err = streamed.value
+    assert (err.call, err.level, err.mapping, err.axis) == ("visa.kernels.Gemm('T', 'N', 'K')", "DM", 'm["T, N"]', "N")
+    assert "the output is in DM" in str(err) and 'm["T, N"]' in str(err) and "stream=False" in str(err)
 
     @device(chip=1)
     def parts(ctx: Context, x: HbmTensor[Any, Any, Any], w: HbmTensor[Any, Any, Any]) -> Any:
         Gemm(ax, "T", "V", "K")(ctx, Arena(), x, w, out_dm=True)
 
-    with pytest.raises(LayoutError, match="in N parts"):
+    with pytest.raises(LayoutError, match="in N parts") as in_parts:
         launch(parts, ctx, x, w)
+    err = in_parts.value
+    assert (err.call, err.level, err.mapping, err.axis) == ("visa.kernels.Gemm('T', 'V', 'K')", "DM", 'm["T, V"]', "V")
+    assert "V = 8224 is not a whole number of N tiles" in str(err) and "out_dm=False" in str(err)
 
 
 @pytest.mark.parametrize("case", ["streamed", "parts"])
@@ -92,6 +99,29 @@ def test_gemm_refuses_a_view_of_a_dm_tensor_as_it_refuses_the_tensor(case: str) 
         else:
             Gemm(ax, "T", "V", "K")(ctx, arena, view, w)
 
-    with pytest.raises(LayoutError, match="runs resident" if case == "streamed" else "in N parts"):
+    with pytest.raises(LayoutError, match="runs resident" if case == "streamed" else "in N parts") as refused:
         launch(kernel, ctx, x, w)
     assert seen and len(ctx.schedule.ops) == seen[0]  # (refused before the GEMM scheduled anything)
+    assert (refused.value.mapping, refused.value.axis) == ('m["T, K"]', "K")  # x's: it is the one in DM
+    assert "x is in DM" in str(refused.value)
+
+
+def test_gemm_out_dm_gives_back_its_output_dm_when_the_run_is_refused() -> None:
+    """``out_dm=True`` takes the output's DM before the run; a refusal inside the run leaves the arena as it was."""
+    ax = AxisSet(T=1, N=96, K=64, M=128)
+    ctx, x, w = _operands(ax)
+    marks: list[tuple[int, int]] = []
+
+    @device(chip=1)
+    def kernel(ctx: Context, x: HbmTensor[Any, Any, Any], w: HbmTensor[Any, Any, Any]) -> Any:
+        arena = Arena()
+        arena.take_dm(64)
+        before = arena.dm
+        try:  # a w of 96 rows where the GEMM's N is 128: its DMA to DM refuses, inside the run
+            Gemm(ax, "T", "M", "K")(ctx, arena, x, w, double_buffer=False, out_dm=True)
+        finally:
+            marks.append((before, arena.dm))
+
+    with pytest.raises(LayoutError, match="does not use axis N"):
+        launch(kernel, ctx, x, w)
+    assert marks and marks[0][0] == marks[0][1]

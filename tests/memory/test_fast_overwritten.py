@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from tests.fastpath_switch import skip_unless
 from tests.memory.test_pending import _OPS, SHAPE, UNIT, UNITS, _run
 from visa import RNGD, fastpaths
+from visa.errors import AddressError
 from visa.memory.images import DenseImage
 from visa.memory.transfer import DmEndpoint, HostBuffer, copy
 
@@ -62,3 +63,20 @@ def test_a_broadcast_over_a_broadcast_never_makes_the_first_ones_copies(on: bool
     # on: the first broadcast's copies dropped, never made (the second's pending); off: made, then overwritten
     assert np.array_equal(made, left if on else np.broadcast_to(first, made.shape))
     assert not np.array_equal(left, made) or on
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_a_refused_dma_drops_no_copy(on: bool) -> None:
+    """A DMA whose destination runs past the chip's DM is refused before it changes anything: the pending copies
+    it would have overwritten stay owed (the last four units still read the broadcast, all written), with the path
+    on or off (a review found the copies dropped before the refusal)."""
+    img = DenseImage(SHAPE)
+    dm = DmEndpoint(RNGD, lambda chip: img)
+    seven, nine = np.full(1 << 16, 7, np.uint8), np.full(1 << 16, 9, np.uint8)
+    with fastpaths.disabled("memory.pending-pieces", *(() if on else ("dma.overwritten-copies",))):
+        copy([(4, 0, UNIT), (1 << 16, 1, 1)], (0, (UNITS - 4) * UNIT), HostBuffer(seven), dm)
+        assert img._pending.copies  # (a broadcast: one unit written, three owed)
+        with pytest.raises(AddressError, match="outside the memory that exists"):
+            copy([(8, 0, UNIT), (1 << 16, 1, 1)], (0, (UNITS - 4) * UNIT), HostBuffer(nine), dm)
+        data, written = img.read_data().reshape(UNITS, -1), img.read_view()[1].reshape(UNITS, -1)
+        assert (data[UNITS - 4:, :1 << 16] == 7).all() and written[UNITS - 4:, :1 << 16].all()

@@ -10,7 +10,7 @@ from visa.memory.images import DenseImage
 
 SURFACE = {"nbytes", "lead_shape", "state", "name", "read_data", "all_written", "known_bytes", "read_view", "gather",
            "flat_image", "scatter", "flat_data", "flat_range", "mark_written", "mask_for_write", "settle", "poison",
-           "unwrite", "data", "written", "flat", "record_replicas", "replica_labels",
+           "unwrite", "data", "written", "flat", "record_replicas", "replica_labels", "knows_replicas",
            "add_reader", "handed"}
 
 PACKAGE = Path(__file__).resolve().parents[2] / "visa"

@@ -316,16 +316,16 @@ def execute_load(cfg: RegisterLoadConfig, data: StreamData, images: Sequence[Den
     bits: npt.NDArray[np.int64] | None = None
     for c, img in enumerate(images):
         on = np.ones(n_cl * n_sl, dtype=bool) if units is None else units[c].reshape(-1)
-        if not on.any():
-            continue
         run = np.flatnonzero(on)
+        if not run.size:
+            continue
         pick: slice | npt.NDArray[np.bool_] = slice(int(run[0]), int(run[-1]) + 1) \
             if int(run[-1]) - int(run[0]) + 1 == run.size else on  # a range of slices: a view
         v = fast_dm_read.element_rows(flat_v[c][pick], e, (n_cl, n_sl)) if isinstance(data, DmRead) \
             else flat_v[c][pick].reshape(-1, e)
         k = flat_k[c][pick].reshape(v.shape)
         enabled = np.zeros(img.lead_shape, dtype=bool)
-        enabled.reshape(n_cl * n_sl, -1)[on] = True
+        enabled.reshape(n_cl * n_sl, -1)[pick] = True  # (the slices ``on``: a range of them as a slice)
         if cfg.memory == "trf":
             enabled[:, :, rows:] = False  # Row r is bank row r (L4114-4148)
         held_rows = None if owner is None else owner[c * on.size: (c + 1) * on.size] - c * on.size

@@ -201,6 +201,8 @@ def _replicas(cfg: FetchConfig, images: Sequence[DenseImage], bases: IntArray, l
     """Labels of the stream's ``(Chip, Cluster, Slice)`` positions (flat): slices whose DM bytes under the
     sequencer's loop nest are known replicas of one another (:mod:`visa.memory.replicas`) read the same stream.
     None when the addresses are no loop nest or no two slices are known to be equal."""
+    if not any(img.knows_replicas for img in images):
+        return None  # (no image ever recorded a replica: every chip's labels would be None)
     nest = _nest(cfg, bases, entries) if REPLICA_LABELS.on else None
     span = None if nest is None else nest_span(cfg.src, nest[0], nest[1])
     if span is None:

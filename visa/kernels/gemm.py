@@ -30,14 +30,14 @@ Every DM buffer is scratch (:meth:`Arena.scratch`): the result leaves in HBM.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, overload
+from typing import Any, Literal, cast, overload
 
 from visa import dtypes as dt
 from visa.context import Context
 from visa.engines.vector import ClipBinaryOpF32
 from visa.errors import HardwareLimitError, LayoutError
 from visa.hw import RNGD
-from visa.kernels.memory import PAIR, Arena, pair_axis
+from visa.kernels.memory import PAIR, Arena, Maps, pair_axis
 from visa.mapping import AxisSet
 from visa.stream import AccumulationKind
 from visa.tensors.handles import DmTensor, HbmTensor, HbmTensorView, TrfAddress
@@ -143,6 +143,7 @@ class Gemm:
         if self.k_tiles_of(sk, k_tile) > 1:
             pair_axis(ax)  # the interleave axis of the K-partial adds
         self.ax, self.m, self.n, self.k = ax, m, n, k
+        self.maps = Maps(ax)  # (the mappings every call asks, parsed once)
         self.w_tiles = w_tiles
         self.sm, self.sn, self.sk = sm, sn, sk
         self.k_tile = k_tile
@@ -273,12 +274,16 @@ class Gemm:
         not reading; it needs a K tile of at most one half (``k_tile`` ≤ 512, L4151–4154).
         """
         in_dm = not isinstance(x, (HbmTensor, HbmTensorView))  # (a DM tensor or a view of one)
+        call = f"visa.kernels.Gemm({self.m!r}, {self.n!r}, {self.k!r})"
         if self.parts:
-            if out_dm or not isinstance(x, (HbmTensor, HbmTensorView)):
-                raise LayoutError("a GEMM in N parts takes x in HBM and gives its output in HBM",
-                                  call=f"visa.kernels.Gemm({self.m!r}, {self.n!r}, {self.k!r})", level="DM",
+            if out_dm or in_dm:
+                raise LayoutError(f"a GEMM in N parts ({self.n} = {self.sn} is not a whole number of N tiles of "
+                                  f"{N_TILE}: one GEMM per part, each output DMA'd into its columns in HBM) takes x "
+                                  f"in HBM and gives its output in HBM; here {self._in_dm_names(in_dm, out_dm)} in DM",
+                                  call=call, level="DM", mapping=self._in_dm_mapping(in_dm, out_dm),
+                                  axis=self.k if in_dm else self.n,
                                   fix="pass x in HBM and take the output in HBM (out_dm=False)")
-            return self._ragged(ctx, arena, x, w, double_buffer, stream)
+            return self._ragged(ctx, arena, cast(HbmIn, x), w, double_buffer, stream)  # (in HBM: refused above)
         if double_buffer and self.k_tiles > 1 and self.k_tile > HALF_K:
             raise HardwareLimitError(
                 f"double buffering with k_tile = {self.k_tile}: a K tile of 4 × {self.k_tile} bf16 fills a whole "
@@ -293,19 +298,34 @@ class Gemm:
         if stream is None:
             stream = self.resident_bytes() > ctx.hw.dm.slice_bytes // 2
         if (in_dm or out_dm) and stream:
-            raise LayoutError("a GEMM whose x or output is in DM runs resident (x and w moved into DM whole), and "
-                              "this one streams its tiles from HBM",
-                              call=f"visa.kernels.Gemm({self.m!r}, {self.n!r}, {self.k!r})", level="DM",
-                              fix="pass x in HBM and take the output in HBM (out_dm=False)")
+            raise LayoutError(f"a GEMM whose x or output is in DM runs resident (x and w moved into DM whole), and "
+                              f"this one streams its (N, K) tiles from HBM; here {self._in_dm_names(in_dm, out_dm)} "
+                              "in DM", call=call, level="DM", mapping=self._in_dm_mapping(in_dm, out_dm),
+                              axis=self.k if in_dm else self.n,
+                              fix="pass x in HBM and take the output in HBM (out_dm=False), or stream=False when x "
+                                  "and w fit half a slice's DM (L138)")
+        mark = arena.dm
         out_at = arena.take_dm(2 * self._out_el().size) if out_dm else None  # (outlives the scratch below)
-        with arena.scratch(vrf=False):  # every DM buffer is temporary: the result leaves in HBM (or at out_at)
-            return self._run(ctx, arena, x, w, double_buffer, stream, prefetched, out_at)
+        try:
+            with arena.scratch(vrf=False):  # every DM buffer is temporary: the result leaves in HBM (or at out_at)
+                return self._run(ctx, arena, x, w, double_buffer, stream, prefetched, out_at)
+        except BaseException:
+            arena.dm = mark  # a refusal inside the run leaves no DM taken for an output that never came
+            raise
+
+    def _in_dm_names(self, in_dm: bool, out_dm: bool) -> str:
+        """What a DM refusal found in DM: x, the output (``out_dm``), or both."""
+        return "x and the output are" if in_dm and out_dm else "x is" if in_dm else "the output is"
+
+    def _in_dm_mapping(self, in_dm: bool, out_dm: bool) -> str:
+        """The mapping a DM refusal names: x's ``m["M, K"]`` when x is in DM, else the output's ``m["M, N"]``."""
+        return f'm["{self.m}, {self.k}"]' if in_dm else f'm["{self.m}, {self.n}"]'
 
     def _out_el(self) -> Any:
         """The Element mapping of the DM output: per slice, its 32 columns of every M row (and N and M tile)."""
         nt_axis = f"{self.n} / {N_TILE}" if self.n_tiles > 1 else ""
         mt_axis = f"{self.m} / {M_TILE}" if self.m_tiles > 1 else ""
-        return self.ax.m[self._outer(nt_axis, mt_axis, self.mi, f"{self.nin} % 32")]
+        return self.maps[self._outer(nt_axis, mt_axis, self.mi, f"{self.nin} % 32")]
 
     def _ragged(self, ctx: Context, arena: Arena, x: HbmIn, w: HbmIn, double_buffer: bool,
                 stream: bool | None) -> Hbm:
@@ -327,7 +347,7 @@ class Gemm:
              prefetched: Prefetch | None = None, out_at: int | None = None) -> Any:
         """The body of :meth:`__call__`: for each N tile, block of M tiles and K tile, one TRF load shared by the
         block's M tiles."""
-        mm, m, n, k, kin, nin, mi = self.ax.m, self.m, self.n, self.k, self.kin, self.nin, self.mi
+        mm, m, n, k, kin, nin, mi = self.maps, self.m, self.n, self.k, self.kin, self.nin, self.mi
         x_hbm: Any = x  # (the streamed mode's x, in HBM: __call__ refuses a DM x there)
         kt_axis = f"{k} / {self.k_tile}" if self.k_tiles > 1 else ""
         nt_axis = f"{n} / {N_TILE}" if self.n_tiles > 1 else ""
@@ -443,7 +463,7 @@ class Gemm:
 
     def _stream_w(self, ctx: Context, w: HbmIn, nt: int, kt: int, address: int) -> Any:
         """w's (N, K) tile, HBM → DM (a view of the HBM tensor, L813–832)."""
-        mm, n, k, kin, nin = self.ax.m, self.n, self.k, self.kin, self.nin
+        mm, n, k, kin, nin = self.maps, self.n, self.k, self.kin, self.nin
         wv: Any = w.view() if isinstance(w, HbmTensor) else w
         n_el = f"{n} = {N_TILE}" if self.n_tiles > 1 else n
         if self.n_tiles > 1:
@@ -455,7 +475,7 @@ class Gemm:
 
     def _stream_x(self, ctx: Context, x: HbmIn, mt: int, kt: int, address: int) -> Any:
         """x's (M, K) tile, HBM → DM, broadcast to every slice."""
-        mm, m, k, kin, mi = self.ax.m, self.m, self.k, self.kin, self.mi
+        mm, m, k, kin, mi = self.maps, self.m, self.k, self.kin, self.mi
         xv: Any = (x.view() if isinstance(x, HbmTensor) else x).relabel(mm[f"{m}, {k}"])
         m_el = f"{m} = {M_TILE}" if self.m_tiles > 1 else m
         if self.m_tiles > 1:
@@ -466,7 +486,7 @@ class Gemm:
 
     def _pair(self, ctx: Context, a: Dm, b: Dm) -> Any:
         """``a + b`` in f32 by a split reduce (interleaved fetch, unzip, ``Add``; L7151–7381)."""
-        mm, m, nin = self.ax.m, self.mi, self.nin
+        mm, m, nin = self.maps, self.mi, self.nin
         pair = PAIR
         # the pair innermost in Time: one group waits in the Vector Engine's 1 KiB register-file cache while the
         # other streams in, so a group is one packet (the reference's unzip bound, docs/manual-notes.md issue 26)

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from visa.mapping import AxisSet
+from visa.mapping import AxisSet, Mapping
 
-__all__ = ["Arena", "PAIR", "pair_axis"]
+__all__ = ["Arena", "Maps", "PAIR", "pair_axis"]
 
 #: The interleave axis (size 2, L1843–1868) the kernels declare in their AxisSet to fetch two tensors together.
 PAIR = "Pair_"
@@ -78,3 +78,21 @@ def pair_axis(ax: AxisSet) -> str:
     if PAIR not in ax:
         ax.declare(**{PAIR: 2})
     return PAIR
+
+
+class Maps:
+    """``maps["A, B"]``: ``ax.m["A, B"]`` parsed once per text for a kernel that asks the same mappings at every
+    call (a GEMM of a decode step asks about twenty per call, 200 calls per step: issue 25's wall time).  The axis
+    set may grow (:func:`pair_axis`); a text names the same mapping whenever it is asked."""
+
+    __slots__ = ("ax", "_seen")
+
+    def __init__(self, ax: AxisSet) -> None:
+        self.ax = ax
+        self._seen: dict[str, Mapping] = {}
+
+    def __getitem__(self, text: str) -> Mapping:
+        got = self._seen.get(text)
+        if got is None:
+            got = self._seen[text] = self.ax.m[text]
+        return got

@@ -33,7 +33,7 @@ from visa.engines.vector import (
     VeBranchOperand,
 )
 from visa.errors import HardwareLimitError, LayoutError
-from visa.kernels.memory import Arena, pair_axis
+from visa.kernels.memory import Arena, Maps, pair_axis
 from visa.mapping import AxisSet, Mapping
 from visa.tensors.handles import DmTensor, HbmTensor, HbmTensorView, VrfTensor
 
@@ -72,6 +72,7 @@ class Rows:
                               "(manual L1701, L4731)", call=call, level="Element", mapping=f'm["{cols}"]',
                               axis=cols, fix="pad the columns to a multiple of 8")
         m = ax.m
+        self.maps = Maps(ax)  # (the mappings every pass asks, parsed once)
         self.t, self.d = t, d
         self.chip, self.cluster = m[chip], m["1 # 2"]  # every pass keeps its input's Chip level (L1079)
         self.slice: Mapping = m[f"{rows} # 256"] if t < 256 else m[rows]
@@ -91,7 +92,7 @@ class Rows:
     def load_broadcast(self, ctx: Context, arena: Arena, g: HbmIn) -> Vrf:
         """A ``[cols]`` vector (e.g. RMSNorm's gain) into every row's slice, then into the VRF as f32."""
         dm = g.to_dm(self.cluster, self.slice, self.element, ctx.tdma, arena.take_dm(self.d * g.dtype.size_bits // 8))
-        m = self.ax.m
+        m = self.maps
         return (ctx.sub.begin(dm.view())
                 .fetch(dt.f32, m[f"{self.cols} / 8"], m[f"{self.cols} % 8"])
                 .collect(m[f"{self.cols} / 8"], m[f"{self.cols} % 8"])
@@ -100,13 +101,13 @@ class Rows:
     def store(self, ctx: Context, arena: Arena, x: Dm) -> Hbm:
         """DM rows → a new HBM ``[rows, cols]`` tensor."""
         addr = arena.take_hbm(self.t * self.d * x.dtype.size_bits // 8)
-        return x.to_hbm(self.ax.m[f"{self.rows}, {self.cols}"], ctx.tdma, addr)
+        return x.to_hbm(self.maps[f"{self.rows}, {self.cols}"], ctx.tdma, addr)
 
     def to_vrf(self, ctx: Context, arena: Arena, stat: Dm) -> Vrf:
         """A per-row statistic (one f32 per slice) into the VRF through the sub context (L5063)."""
         return (ctx.sub.begin(stat.view())
-                .fetch(dt.f32, self.ax.m["1"], self.stat)
-                .collect(self.ax.m["1"], self.stat)
+                .fetch(dt.f32, self.maps["1"], self.stat)
+                .collect(self.maps["1"], self.stat)
                 .to_vrf(self.stat, arena.take_vrf(32)))
 
     # -- passes ------------------------------------------------------------------------------------------
@@ -114,7 +115,7 @@ class Rows:
         """The branch log (L4802, L8090–8099): an i32 ``[rows, cols]`` DM tensor of ExecutionIds in this layout
         (0 to keep an element, :data:`MASKED_ID` to mask it), loaded into the VRF by the sub context — the
         "Branch Logger" of an earlier pass.  ``4·cols`` bytes of VRF per slice (8 KiB, L1090)."""
-        m = self.ax.m
+        m = self.maps
         return (ctx.sub.begin(ids.view())
                 .fetch(dt.i32, m[f"{self.cols} / 8"], m[f"{self.cols} % 8"])
                 .collect(m[f"{self.cols} / 8"], m[f"{self.cols} % 8"])
@@ -142,14 +143,14 @@ class Rows:
 
     def _reduce(self, ctx: Context, arena: Arena, s: Any, op: IntraSliceReduceOpF32) -> Dm:
         """Reduce the row's columns (Time and lanes) to one f32 per row, committed as one flit."""
-        out: Dm = (s.vector_intra_slice_reduce(self.cols, self.ax.m["1"], self.ax.m["1 # 4"], op)
+        out: Dm = (s.vector_intra_slice_reduce(self.cols, self.maps["1"], self.maps["1 # 4"], op)
                    .vector_pad_way8(self.stat).vector_final().commit(self.stat, arena.take_dm(32)))
         return out
 
     def _rows_out(self, ctx: Context, arena: Arena, s: Any, address: int | None = None) -> Dm:
         """Widen four-lane packets to eight, cast to bf16 and commit the row (L6756) at ``address`` (default: a
         new DM allocation)."""
-        m = self.ax.m
+        m = self.maps
         out: Dm = (s.vector_concat(m[f"{self.cols} / 8"], m[f"{self.cols} % 8"])
                    .vector_final()
                    .cast(dt.bf16, m[f"{self.cols} % 8 # 16"])
@@ -173,7 +174,7 @@ class Rows:
     def finish_stat(self, ctx: Context, arena: Arena, stat: Dm, *, scale: float = 1.0, add: float = 0.0,
                     sqrt: bool = False, reciprocal: bool = False) -> Dm:
         """One flit per row: ``v ← v·scale + add``, then √, then 1/v (the FpDiv stage, L4914), as asked."""
-        m = self.ax.m
+        m = self.maps
         s: Any = (ctx.main.begin(stat.view()).fetch(dt.f32, m["1"], self.stat).collect(m["1"], self.stat)
                   .vector_init().vector_intra_slice_branch(BranchMode.Unconditional).vector_trim_way4(m["1 # 4"]))
         if scale != 1.0:
@@ -235,7 +236,7 @@ class Rows:
 
     def scaled(self, ctx: Context, arena: Arena, x: Dm, scale: float) -> Dm:
         """``scale · x`` in f32, written back as f32 rows (no bf16 rounding before the softmax)."""
-        m = self.ax.m
+        m = self.maps
         s = self._row(ctx, x).vector_fp_binary(FpBinaryOp.MulF(FpMulAlu.Mul0), scale)
         out: Dm = (s.vector_concat(m[f"{self.cols} / 8"], m[f"{self.cols} % 8"]).vector_final()
                    .commit(self.element, arena.take_dm(4 * self.d)))
@@ -254,7 +255,7 @@ class Rows:
 
     def _zip(self, ctx: Context, arena: Arena, a: Dm, b: Dm, op: FpBinaryOp, address: int | None = None) -> Dm:
         """Two rows in one pass: interleaved fetch, unzip, the two groups combined by ``op``, cast to bf16."""
-        m = self.ax.m
+        m = self.maps
         pair = pair_axis(self.ax)
         s = (ctx.main.begin_interleaved(m[pair], a.view(), b.view())  # the pair innermost (unzip cache, issue 26)
              .fetch(dt.f32, m[f"{self.cols} / 8, {pair}"], self.packet8)
@@ -272,7 +273,7 @@ class Rows:
         VRF by the sub context; pass 2: ``up · silu`` with the VRF operand, cast to bf16.  The VRF holds
         ``4·cols`` bytes per slice of it: ``cols ≤ 2048`` (8 KiB, L1090).
         """
-        m = self.ax.m
+        m = self.maps
         out = arena.take_dm(2 * self.d)
         with arena.scratch():
             silu = (self._row(ctx, gate).vector_stash().vector_fp_unary(FpUnaryOp.Sigmoid)
@@ -295,7 +296,7 @@ class Rows:
         multiplies them (``MulF``) and by the VRF's rstd (``Mul1``), and casts to bf16: the same two f32 products
         as :meth:`rms_norm` in the other order, so the same bound (:func:`visa.kernels.bounds.rms_norm`).
         """
-        m = self.ax.m
+        m = self.maps
         out = arena.take_dm(2 * self.d)
         with arena.scratch():
             rstd = self.finish_stat(ctx, arena, self.sum_of_squares(ctx, arena, x), scale=1.0 / self.d, add=eps,

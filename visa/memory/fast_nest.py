@@ -23,6 +23,7 @@ WIDE = fastpaths.register("memory.nest-words", "a byte loop nest whose innermost
 
 #: Word sizes a run may be read as (bytes), largest first.
 _WORDS = (8, 4, 2)
+_UNSIGNED = {w: np.dtype(f"<u{w}") for w in _WORDS}  # (each word's type, made once)
 
 Nest = tuple[tuple[int, int], ...]
 
@@ -71,5 +72,5 @@ def widen_values(nb: int, nest: Nest, words: npt.NDArray[Any]) -> tuple[int, Nes
     word, wide = got
     if (words.shape[-1] * nb) % word:
         return None
-    out = words.view(np.dtype(f"<u{word}"))  # (the last axis contiguous: a view, no copy)
+    out = words.view(_UNSIGNED[word])  # (the last axis contiguous: a view, no copy)
     return word, wide, out

@@ -126,7 +126,11 @@ def prefault(arr: npt.NDArray[Any], starts: npt.NDArray[np.int64], length: int) 
     m = _mapping(arr)
     if m is None:
         return
-    s = np.sort(np.asarray(starts, dtype=np.int64)) + (arr.ctypes.data - m.addr)
+    off = arr.ctypes.data - m.addr
+    a, b = (int(starts.min()) + off) // _PAGE, (int(starts.max()) + off + length - 1) // _PAGE + 1
+    if 0 <= a and b <= m.asked.size and bool(m.asked[a:b].all()):
+        return  # (every page from the first range's to the last's was asked for: a write into warm memory)
+    s = np.sort(np.asarray(starts, dtype=np.int64)) + off
     first, last = s // _PAGE, (s + length - 1) // _PAGE + 1
     if first[0] < 0 or last[-1] > m.asked.size:
         return

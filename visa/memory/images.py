@@ -129,7 +129,7 @@ class DenseImage:
       whole arrays :attr:`data` / :attr:`written` and :meth:`flat` (whoever takes them may write them;
       :attr:`handed` says whether they were taken);
     - replicas: :meth:`record_replicas`, :meth:`replica_labels` (units known to hold the same bytes,
-      :mod:`visa.memory.replicas`);
+      :mod:`visa.memory.replicas`), :attr:`knows_replicas` (were any ever recorded);
     - deferred readers: :meth:`add_reader` (a view of the bytes read later, settled before any change: issue 24's
       ``fetch.dm-read``, :mod:`visa.memory.nest_view`).
 
@@ -384,6 +384,12 @@ class DenseImage:
         if self._replicas is None:
             self._replicas = ReplicaIds(self._pages.state.shape[0], self.nbytes, self._pages.page)
         self._replicas.record(units, keys, lo, hi)
+
+    @property
+    def knows_replicas(self) -> bool:
+        """Were units of this image ever recorded as replicas of others?  When not, :meth:`replica_labels` is None
+        for every range (a caller may skip what it would compute before asking)."""
+        return self._replicas is not None
 
     def replica_labels(self, units: IntArray, lo: int, hi: int) -> Labels | None:
         """Labels of the (flat) ``units``, in that order, for bytes ``[lo, hi)``: equal non-negative labels for
@@ -1206,7 +1212,8 @@ def store_nest(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: Seque
     nb, base, nest = got
     assert isinstance(image, DenseImage)
     vals = dt.as_storage(dtype, values)
-    k = np.broadcast_to(np.asarray(known, dtype=bool), vals.shape)
+    k = known if type(known) is np.ndarray and known.dtype == np.bool_ and known.shape == vals.shape \
+        else np.broadcast_to(np.asarray(known, dtype=bool), vals.shape)  # (already so: as it is; only read)
     return image._write_nest(nb, base, nest, _to_words(dtype, vals), k)
 
 

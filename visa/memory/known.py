@@ -53,9 +53,11 @@ def is_everywhere(known: BoolArray) -> bool:
 def all_true(known: npt.ArrayLike) -> bool:
     """``known.all()``, without reading a broadcast axis more than once: O(1) for a stride-0 broadcast of True
     (:func:`known_everywhere`, and any view of it), else the reduction over the axes that are not broadcast."""
-    arr = np.asarray(known)
+    arr = known if type(known) is np.ndarray else np.asarray(known)
     if arr.size == 0:
         return True
+    if arr.ndim and not any(arr.strides):  # (one value broadcast: a known_everywhere, or a view of one)
+        return bool(arr.item(0))
     if arr.ndim and any(s == 0 for s in arr.strides):
         arr = arr[tuple(slice(0, 1) if s == 0 else slice(None) for s in arr.strides)]
     return bool(arr.all())

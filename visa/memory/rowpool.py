@@ -43,8 +43,12 @@ POOL = fastpaths.register("memory.rowpool", "stream buffers are reused with thei
 
 BoolArray = npt.NDArray[np.bool_]
 
-#: Bytes a :class:`RowPool` keeps at most by default (over every shape).
-MAX_BYTES = 32 << 20
+#: Bytes a :class:`RowPool` keeps at most by default (over every shape): a SmolLM2 decode step's stream buffers
+#: (its weights' fetches of 512 rows × 32 columns × K: 25, 19, 7 and 2 MB, and the smaller ones) fit, so that they
+#: are reused step after step; at 32 MB each block's 25 MB and 19 MB buffers evicted each other, about 270 fresh
+#: allocations per step at 2–3 ms each (issue 25).  Nominal bytes: a buffer's pages are resident only where
+#: rows were written (its rows without data are never touched, :meth:`RowPool.take`).
+MAX_BYTES = 64 << 20
 
 
 class Loan:

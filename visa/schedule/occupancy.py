@@ -43,6 +43,12 @@ class Lifetime:
     start: int
     end: int
     live: bool = True
+    lo: int = field(init=False, default=0)  #: the span's first byte (with :attr:`hi`: a test that skips the span)
+    hi: int = field(init=False, default=0)  #: past its last byte
+
+    def __post_init__(self) -> None:
+        if self.span.lo.size:
+            self.lo, self.hi = int(self.span.lo[0]), int(self.span.hi[-1])
 
 
 @dataclass
@@ -59,9 +65,15 @@ class DmOccupancy:
         for ident in [k for k in self._open if k not in live]:
             closed = self.lifetimes[ident]
             closed.live = False
-            closed.span = CLOSED  # only an open lifetime's bytes are compared with what an operation touches
+            # only an open lifetime's bytes are compared with what an operation touches
+            closed.span, closed.lo, closed.hi = CLOSED, 0, 0
             self._open.discard(ident)
         touched = op.reads + op.writes
+        dm = [sp for sp in touched.spans if sp.memory == "dm" and sp.lo.size]
+        # the byte hull of what op touches in DM: a lifetime whose bytes lie outside it is not touched, without
+        # comparing its span with each of op's (most of a model's live tensors, at every operation)
+        lo = min((int(sp.lo[0]) for sp in dm), default=0)
+        hi = max((int(sp.hi[-1]) for sp in dm), default=0)
         covered: dict[int, int] = {}
         for ident, region in live.items():
             life = self.lifetimes.get(ident)
@@ -73,7 +85,7 @@ class DmOccupancy:
                 life = Lifetime(region.name, tensor_dm_bytes(region), span, op.start, op.end)
                 self.lifetimes[ident] = life
                 self._open.add(ident)
-            if _touches(touched, life.span):
+            if life.lo < hi and lo < life.hi and _touches(touched, life.span):
                 life.end = max(life.end, op.end)
                 for chip, n in life.nbytes.items():
                     covered[chip] = covered.get(chip, 0) + n

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from visa.engines import switch as engine
+from visa.engines.cache import cached
 from visa.engines.common import EngineReport, StreamLayout
 from visa.mapping.core import ensure_mapping
 
@@ -32,7 +33,15 @@ def report(plan: engine.SwitchPlan) -> EngineReport:
 
 def forwarding_report(hw: HardwareProfile, layout: StreamLayout) -> EngineReport:
     """The report of a forwarding pass through the ring (``collect()`` straight on a FetchTensor, L3120–3138)."""
-    return report(engine.forwarding(hw, layout.dtype, layout.slice, layout.time, layout.packet))
+    return _forwarding_report(hw, layout.dtype, layout.slice, layout.time, layout.packet)
+
+
+@cached(256)
+def _forwarding_report(hw: HardwareProfile, dtype: type[Any], slice_: Mapping, time: Mapping,
+                       packet: Mapping) -> EngineReport:
+    """:func:`forwarding_report`, planned once per layout (a pure function of its arguments; the report is
+    frozen, so every pass of the layout may share it)."""
+    return report(engine.forwarding(hw, dtype, slice_, time, packet))
 
 
 def switch(

@@ -29,6 +29,7 @@ from visa.memory.transfer import DmEndpoint, Endpoint, HbmEndpoint, HostBuffer
 from visa.tensors import fast_host
 from visa.tensors.device import Device, DmaContext, dma_device
 from visa.tensors.fast_host import PLAIN
+from visa.tensors.fast_poison import covers, written_whole
 from visa.validate import expect_int, expect_mapping, wrong_type
 
 if TYPE_CHECKING:
@@ -111,21 +112,6 @@ def _report(ctx: Device, track: str, name: str, p: DmaPlan, cost: DmaCost, reads
     return op.end
 
 
-def _covers(p: DmaPlan, nbytes: int) -> bool:
-    """Does the plan write each of the ``nbytes`` bytes from its destination base, on every chip it writes
-    (its destination strides, sorted, form a dense mixed radix of exactly ``nbytes``)?"""
-    loops = sorted((lp.dst, lp.size) for lp in p.all_loops() if lp.size > 1)
-    chip_loops = [lp for lp in loops if lp[0] >= nbytes]
-    place = 1
-    for stride, size in loops:
-        if (stride, size) in chip_loops:
-            continue
-        if stride != place:
-            return False
-        place *= size
-    return place == nbytes
-
-
 def _poison(ctx: Device, medium: str, chips: int, lo: int, hi: int, levels: dict[str, Mapping] | None = None) -> None:
     """Bytes ``[lo, hi)`` of a new tensor are fresh memory: on DM only in the slices its ``levels`` occupy (each
     slice has its own address space, L2874; padding slices are unused, L150–155)."""
@@ -153,9 +139,10 @@ def _destination(src: Any, medium: str, levels: dict[str, Mapping], dma: DmaCont
 
 
 def _allocate(ctx: Device, medium: str, dtype: type[dt.Scalar], levels: dict[str, Mapping], address: int,
-              reads: Sequence[Any], call: str) -> Any:
+              reads: Sequence[Any], call: str, p: DmaPlan | None = None) -> Any:
     """The new ``medium`` tensor a move writes (its regions overlapping ``reads`` allowed), its bytes poisoned
-    on every chip until the move's execution writes them."""
+    on every chip until the move's execution writes them (not when the move ``p`` writes every one of them,
+    ``dma.written-whole``: :mod:`visa.tensors.fast_poison`)."""
     from visa.tensors.handles import DmTensor, HbmTensor
 
     out: Any
@@ -164,8 +151,9 @@ def _allocate(ctx: Device, medium: str, dtype: type[dt.Scalar], levels: dict[str
     else:
         out = DmTensor(ctx, dtype, levels["Chip"], levels["Cluster"], levels["Slice"], levels["Element"],
                        address, reads=tuple(reads), call=call)
-    _poison(ctx, medium, levels["Chip"].size, address, address + element_bytes(dtype, levels["Element"].size),
-            levels)
+    nbytes = element_bytes(dtype, levels["Element"].size)
+    if not written_whole(p, medium, address, nbytes, reads):
+        _poison(ctx, medium, levels["Chip"].size, address, address + nbytes, levels)
     return out
 
 
@@ -220,7 +208,8 @@ def _to_device(src: Any, medium: str, levels: dict[str, Mapping], dma: DmaContex
     else:
         p, name = plan(ctx.hw, base.dtype, side, dst, stream=stream, call=call), ""
     cost = cycles(p)  # (every check, the cost model's too, before any byte changes)
-    out = _allocate(ctx, medium, base.dtype, levels, address, [r for r in (base.region,) if r is not None], call)
+    out = _allocate(ctx, medium, base.dtype, levels, address, [r for r in (base.region,) if r is not None], call,
+                    None if isinstance(stream, dict) else p)  # (a heterogeneous move's p is one DMN's)
     execute(p, _endpoint(ctx, side.medium), _endpoint(ctx, medium))
     out.ready_at = _report(ctx, kind, name or f"{call} → {out.describe()}", p, cost, [src], [out])
     return out
@@ -247,7 +236,7 @@ def host_to_hbm(host: HostTensor[Any, Any], chip: Mapping, element: Mapping, pdm
     cost = cycles(p)
     out: HbmTensor[Any, Any, Any] = HbmTensor(ctx, dtype, chip, element, address, call=call)
     nbytes = element_bytes(dtype, element.size)
-    if not _covers(p, nbytes):  # (a move that writes every byte of the tensor leaves nothing to poison)
+    if not covers(p, nbytes):  # (a move that writes every byte of the tensor leaves nothing to poison)
         _poison(ctx, "hbm", chip.size, address, address + nbytes)
     staged = p.src.level("Element")
     buffer, buffer_known = host.buffer()

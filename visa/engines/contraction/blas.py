@@ -31,10 +31,14 @@ try:  # the ``blas`` extra
 except ImportError:  # pragma: no cover - without it the products run on numpy's own threads
     threadpoolctl = None  # type: ignore[assignment]
 
-__all__ = ["batched_matmul", "parallel_pieces", "workers", "MAX_WORKERS"]
+__all__ = ["batched_matmul", "parallel_pieces", "workers", "MAX_WORKERS", "SMALL_WORK"]
 
 #: Worker threads at most (the product of a batch is split into this many parts).
 MAX_WORKERS = 4
+
+#: Multiply-adds below which :func:`parallel_pieces` runs its pieces in the caller's thread (a host-side choice:
+#: about a millisecond of one core's products, the order of a hand-off to a worker on a loaded machine).
+SMALL_WORK = 1 << 22
 
 _lock = threading.Lock()
 _state: dict[str, Any] = {}
@@ -115,12 +119,18 @@ def _on_workers(pool: ThreadPoolExecutor, calls: list[tuple[Callable[..., None],
             f.result()
 
 
-def parallel_pieces(n: int, piece: int, fn: Callable[[int, int], None]) -> None:
+def parallel_pieces(n: int, piece: int, fn: Callable[[int, int], None], *, work: int | None = None) -> None:
     """Run ``fn(lo, hi)`` over ``[0, n)`` in pieces of at most ``piece`` items, on the worker threads (each
-    with one BLAS thread), or in this thread when there are none.  The pieces must write disjoint outputs."""
+    with one BLAS thread), or in this thread when there are none.  The pieces must write disjoint outputs.
+
+    ``work`` (the multiply-adds of the whole call, when the caller knows them): below :data:`SMALL_WORK` the pieces
+    run in this thread — handing a GEMV of a decode step to the workers and waiting for them costs more than the
+    product (issue 25: a few hundred such calls per SmolLM2 decode step, each a thread hand-off and a BLAS
+    thread-count change, on a loaded 2-core machine whose workers wait to be scheduled).  The bytes are the same."""
     bounds = list(range(0, n, max(1, piece))) + [n]
     pairs = list(zip(bounds, bounds[1:], strict=False))
-    pool = _pool() if len(pairs) > 1 and _limit[-1:] != [1] else None
+    small = work is not None and work < SMALL_WORK
+    pool = _pool() if len(pairs) > 1 and _limit[-1:] != [1] and not small else None
     if pool is None:
         for lo, hi in pairs:
             fn(lo, hi)

@@ -179,7 +179,7 @@ def contract(a: Array, la: Sequence[str], w: Array, lw: Sequence[str], lo: Seque
         else:
             tree_block(a2, w2, out)
 
-    parallel_pieces(first, piece, run)
+    parallel_pieces(first, piece, run, work=nb * ns * nj * nm * n_n)
     cur = [*bb, *mm, *nn]
     full = one_nan(res).reshape([sizes[lab] for lab in cur] or [1])
     missing = [lab for lab in lo if lab not in cur]
