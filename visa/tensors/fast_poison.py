@@ -22,7 +22,8 @@ from visa.memory.footprint import valid_positions
 __all__ = ["WRITTEN_WHOLE", "covers", "written_whole"]
 
 WRITTEN_WHOLE = fastpaths.register("dma.written-whole", "a tensor DMA that writes every byte of its new destination "
-                                   "from another memory, on every chip the reference poisons, does not mark the bytes poison first")
+                                   "from another memory, on every chip the reference poisons, does not mark the "
+                                   "bytes poison first")
 
 
 def covers(p: DmaPlan, nbytes: int) -> bool:
