@@ -8,9 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 
 from tests.fastpath_switch import alone_and_without
-from visa import RNGD, AxisSet, Context, HbmTensor, HostTensor, bf16, device, launch
+from visa import RNGD, AxisSet, Context, DmTensor, HbmTensor, HostTensor, bf16, device, launch
+from visa.errors import PoisonError
 from visa.memory import owed
 from visa.tensors.fast_poison import covers
 
@@ -72,3 +74,74 @@ def test_covers_is_a_dense_mixed_radix_of_the_bytes() -> None:
     assert covers(loops((64, 2), (1, 64)), 128)
     assert not covers(loops((128, 2), (1, 64)), 256)  # every other run of 64 bytes left out
     assert not covers(loops((1, 64)), 128)  # half of the bytes
+
+
+def _read_back(out: Any, m: Any, ctx: Context, level: str) -> str:
+    try:
+        return str(out.to_host(m[level], ctx.pdma).numpy().tolist())
+    except PoisonError as e:
+        return f"PoisonError {str(e)[:60]}"
+
+
+def _from_addr_source() -> str:
+    """A source handle from an address (no region of its own) overlapping the new tensor: the move reads bytes
+    the reference has poisoned."""
+    m = AxisSet(T=4, D=64).m
+    ctx = Context(RNGD)
+    x = HostTensor.from_numpy(np.arange(256, dtype=np.float32).reshape(4, 64), bf16, m["T, D"], axes="T D")
+    xh = x.to_hbm(m["1"], m["T, D"], ctx.pdma, 0)
+
+    @device(chip=1)
+    def kernel(ctx: Context, xh: Any) -> Any:
+        xh.to_dm(m["1 # 2"], m["T # 256"], m["D"], ctx.tdma, 0)
+        raw = DmTensor.from_addr(ctx, bf16, m["1"], m["1 # 2"], m["T # 256"], m["D"], 0)
+        return raw.to_dm(m["1 # 2"], m["T # 256"], m["D"], ctx.tdma, 64).to_hbm(m["T, D"], ctx.tdma, 1 << 20)
+
+    return _read_back(launch(kernel, ctx, xh), m, ctx, "T, D")
+
+
+def _padding_chip() -> str:
+    """A Chip level with a padding chip: the reference poisons both chips' bytes, the move writes chip 0's."""
+    ax = AxisSet(T=4, D=64, C=2)
+    m = ax.m
+    ctx = Context(RNGD)
+    xh = HostTensor.from_numpy(np.ones((2, 4, 64), np.float32), bf16, m["C, T, D"], axes="C T D").to_hbm(
+        m["C"], m["T, D"], ctx.pdma, 0)
+    yh = HostTensor.from_numpy(np.full((4, 64), 2, np.float32), bf16, m["T, D"], axes="T D").to_hbm(
+        m["1 # 2"], m["T, D"], ctx.pdma, 1 << 16)
+
+    @device(chip=2)
+    def kernel(ctx: Context, xh: Any, yh: Any) -> Any:
+        yh.to_hbm(m["1 # 2"], m["T, D"], ctx.tdma, 0)
+        raw = HbmTensor.from_addr(ctx, bf16, m["C"], m["T, D"], 0)
+        return raw.to_hbm(m["C"], m["T, D"], ctx.tdma, 1 << 20)
+
+    return _read_back(launch(kernel, ctx, xh, yh), m, ctx, "C, T, D")
+
+
+def _over_read() -> str:
+    """The last packet of a DM → DM move reads past its source's end into the new tensor's first bytes (L7896)."""
+    m = AxisSet(T=4, D=60, E=64).m
+    ctx = Context(RNGD)
+    z = HostTensor.from_numpy(np.full((4, 64), 7, np.float32), bf16, m["T, E"], axes="T E").to_hbm(
+        m["1"], m["T, E"], ctx.pdma, 4096)
+    x = HostTensor.from_numpy(np.ones((4, 60), np.float32), bf16, m["T, D"], axes="T D").to_hbm(
+        m["1"], m["T, D"], ctx.pdma, 0)
+
+    @device(chip=1)
+    def kernel(ctx: Context, x: Any, z: Any) -> Any:
+        z.to_dm(m["1 # 2"], m["T # 256"], m["E"], ctx.tdma, 0)
+        src = x.to_dm(m["1 # 2"], m["T # 256"], m["D"], ctx.tdma, 0)
+        src.to_dm(m["1 # 2"], m["T # 256"], m["D # 64"], ctx.tdma, 120)
+        raw = DmTensor.from_addr(ctx, bf16, m["1"], m["1 # 2"], m["T # 256"], m["E"], 120)
+        return raw.to_hbm(m["T, E"], ctx.tdma, 1 << 20)
+
+    return _read_back(launch(kernel, ctx, x, z), m, ctx, "T, E")
+
+
+@pytest.mark.parametrize("program", [_from_addr_source, _padding_chip, _over_read])
+def test_moves_that_read_or_leave_poisoned_bytes_read_poison_either_way(program: Any) -> None:
+    """Three moves a review found the path got wrong (known stale values where the reference reads poison): each
+    reads poison with the path on, as with it off."""
+    got = alone_and_without("dma.written-whole", program)
+    assert got[0].startswith("PoisonError") and len(set(got)) == 1, got

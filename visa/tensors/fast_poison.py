@@ -6,7 +6,8 @@ undefined until written (manual L150–155, L1071–1093) — and then the move 
 image's pages each way, per DMA (about a fifth of a SmolLM2 decode step's DMA bookkeeping, issue 25).  When the
 plan's destination strides form a dense mixed radix of exactly the tensor's bytes (:func:`covers`: every byte
 written, no padding left) and the move does not read the bytes it writes (a source elsewhere: the poison would
-otherwise be what the overlapping read sees), the write leaves every byte written either way: the images, known
+otherwise be what the overlapping read sees), on every chip the tensor's Chip level names (no padding chip, which
+the reference poisons and the move does not write), the write leaves every byte written either way: the images, known
 masks, cycles and schedule are the reference's.
 """
 
@@ -16,11 +17,13 @@ from typing import Any
 
 from visa import fastpaths
 from visa.engines.dma.config import DmaPlan
+from visa.memory.footprint import valid_positions
 
 __all__ = ["WRITTEN_WHOLE", "covers", "written_whole"]
 
 WRITTEN_WHOLE = fastpaths.register("dma.written-whole", "a tensor DMA that writes every byte of its new destination "
-                                   "(and reads none of them) does not mark the bytes poison before writing them")
+                                   "from another memory, on every chip the reference poisons, does not mark the "
+                                   "bytes poison first")
 
 
 def covers(p: DmaPlan, nbytes: int) -> bool:
@@ -39,11 +42,14 @@ def covers(p: DmaPlan, nbytes: int) -> bool:
     return place == nbytes
 
 
-def written_whole(p: DmaPlan | None, medium: str, address: int, nbytes: int, reads: Any) -> bool:
-    """``dma.written-whole``: the move ``p`` writes every byte ``[address, address + nbytes)`` of its new
-    ``medium`` tensor (:func:`covers`), and none of the regions it reads (``reads``) lies in that medium's byte
-    range (so no read can see the bytes between poison and write)."""
-    if p is None or not WRITTEN_WHOLE.on or not covers(p, nbytes):
+def written_whole(p: DmaPlan | None, medium: str, nbytes: int, chip: Any) -> bool:
+    """``dma.written-whole``: the move ``p`` writes every byte of its new ``medium`` tensor of ``nbytes`` bytes
+    (:func:`covers`) on every chip the reference poisons, and reads nothing in that medium.
+
+    Both conditions are needed: the Chip level ``chip`` must hold no padding position (the reference poisons
+    every chip of the level, ``range(chip.size)``; the DMA writes only the chips that hold data), and the source
+    must lie in another memory — a source in the same memory (a handle from an address, or a last packet reading
+    past its tensor's end, L7896) could read the destination's bytes, which the reference reads as poison."""
+    if p is None or not WRITTEN_WHOLE.on or p.src.medium == medium or not covers(p, nbytes):
         return False
-    end = address + nbytes
-    return all(r.memory != medium or r.hi <= address or end <= r.lo for r in reads)
+    return bool(valid_positions(chip).size == chip.size)
