@@ -455,12 +455,6 @@ def _adopted(loops: Sequence[ByteLoop], sb: int, db: int, src: Endpoint, dst: En
     return bool(adopt(w.chip, w.lo, data[at: at + n]))
 
 
-def _outside(w: _Resolved, dst: Endpoint) -> AddressError:
-    """The refusal of a DMA whose destination bytes do not all exist."""
-    return AddressError(f"the DMA would write bytes {w.lo}..{w.hi} of {dst.space.medium.upper()} chip {w.chip}, "
-                        "outside the memory that exists", call="dma.execute")
-
-
 def _copy_chip(loops: Sequence[ByteLoop], sb: int, db: int, src: Endpoint, dst: Endpoint) -> None:
     loops = _coalesce(loops)
     shape = tuple(n for n, _, _ in loops)
@@ -483,15 +477,16 @@ def _copy_chip(loops: Sequence[ByteLoop], sb: int, db: int, src: Endpoint, dst: 
     known = None if got_src is None else src.known(r.chip, r.lo, r.hi, r.unit_lo, r.unit_hi)
     whole = got_src is not None and known is None and w.in_units and _covers(w, dst.space, shape)
     cover, holds = getattr(dst, "cover", None), getattr(dst, "holds", None)
-    if whole and holds is not None and not holds(w.chip, w.lo, w.hi):
-        raise _outside(w, dst)  # (before the cover and the dropped copies below change the image)
-    if whole and cover is not None:  # every byte of the range is written below: no zeros owed there
+    # (bytes that do not all exist are refused below, before the cover and the dropped copies change the image)
+    outside = whole and holds is not None and not holds(w.chip, w.lo, w.hi)
+    if whole and cover is not None and not outside:  # every byte of the range is written below: no zeros owed there
         cover(w.chip, w.lo, w.hi, w.unit_lo, w.unit_hi)
         if fast_overwritten.OVERWRITTEN.on:  # (nor copies owed wholly inside it: fast_overwritten)
             fast_overwritten.drop(dst, w.chip, w.lo, w.hi, w.unit_lo, w.unit_hi)
-    got = dst.contiguous(w.chip, w.lo, w.hi, span=(w.unit_lo, w.unit_hi)) if w.in_units else None
+    got = dst.contiguous(w.chip, w.lo, w.hi, span=(w.unit_lo, w.unit_hi)) if w.in_units and not outside else None
     if got is None:
-        raise _outside(w, dst)
+        raise AddressError(f"the DMA would write bytes {w.lo}..{w.hi} of {dst.space.medium.upper()} chip {w.chip}, "
+                           "outside the memory that exists", call="dma.execute")
     d_data, d_at = got
     d_off = d_at + (w.base - w.lo)
     if got_src is not None:
