@@ -217,6 +217,7 @@ def cases(w: World) -> list[Case]:
         ("DmTensorView.tile", dm.view().tile, dict(dim=m["J"], size=2, tile_mapping=m["J = 2"], start=0),
          dict(dim="mapping", size="int", tile_mapping="mapping", start="int")),
         ("Context.acquire", Context.acquire, dict(hw=RNGD), dict(hw="hw")),
+        ("Context.fold", Context.acquire().fold, dict(first=0), dict(first="int")),
         ("TuContext.begin", ctx.main.begin, dict(view=dm.view()), dict(view="view")),
         ("TuContext.begin_interleaved", ctx.main.begin_interleaved,
          dict(axis=m["1 # 2"], lhs=dm.view(), rhs=dm.view()), dict(axis="mapping", lhs="view", rhs="view")),

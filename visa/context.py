@@ -140,6 +140,7 @@ class Context:
     def fold(self, first: int) -> None:
         """Keep the record from operation ``first`` on (:meth:`visa.schedule.Schedule.fold`) and the DM lifetimes
         it overlaps: :meth:`report` and :meth:`trace` then describe those operations alone."""
+        first = expect_int(first, "first", call="Context.fold")
         self.schedule.fold(first)
         self.dm_occupancy.fold(self.schedule.origin)
 
