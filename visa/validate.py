@@ -14,6 +14,7 @@ visa.errors.WrongTypeError: pad: parameter n must be an int, got 5000.5 (float);
 
 from __future__ import annotations
 
+import functools
 import numbers
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -132,26 +133,17 @@ def expect_dtype(value: object, param: str, *, call: str) -> Any:
                          ) from None
 
 
-_FOUND: dict[str, Any] = {}
-
-
+@functools.cache
 def _mapping_class() -> type:
     """:class:`visa.mapping.Mapping` (imported on first use: the mapping layer imports this module)."""
-    got = _FOUND.get("mapping")
-    if got is None:
-        from visa.mapping.core import Mapping
+    from visa.mapping.core import Mapping
 
-        got = _FOUND["mapping"] = Mapping
-    cls: type = got
-    return cls
+    return Mapping
 
 
+@functools.cache
 def _scalar_classes() -> frozenset[type]:
     """The visa element type classes (``dtypes.SCALARS``' values), found on first use."""
-    got = _FOUND.get("scalars")
-    if got is None:
-        from visa import dtypes as dt
+    from visa import dtypes as dt
 
-        got = _FOUND["scalars"] = frozenset(dt.SCALARS.values())
-    classes: frozenset[type] = got
-    return classes
+    return frozenset(dt.SCALARS.values())
