@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 
+from visa.engines.dma import fast_pcie
 from visa.engines.dma.config import DmaPlan
 from visa.engines.dma.cost import cycles
 from visa.memory.footprint import Footprint
@@ -67,7 +68,7 @@ def _crosses(p: DmaPlan, reads: Footprint, writes: Footprint) -> bool:
     """Whether a tensor DMA moves bytes between chips: its sides' chips differ, or its cost model counts PCIe
     time (a chip permutation, L2389, L2845)."""
     rd, wr = reads.chips(), writes.chips()
-    return bool(rd and wr and rd != wr) or cycles(p).pcie > 0
+    return bool(rd and wr and rd != wr) or (not fast_pcie.same_chip(p) and cycles(p).pcie > 0)
 
 
 def _pcie_bytes(p: DmaPlan, reads: Footprint, writes: Footprint) -> int:

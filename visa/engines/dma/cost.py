@@ -82,8 +82,8 @@ def cycles(p: DmaPlan, indirect: tuple[Sequence[int], Sequence[int]] | None = No
     return _cycles(p, ind)
 
 
-@cached(2048, paths=(fast_relative.RELATIVE, fast_relative.FINE, fast_cost.SHARED, fast_transfers.ALIGNED,
-                     fast_translates.TRANSLATED, fast_dm_time.ONCE))
+@cached(2048, paths=(fast_relative.RELATIVE, fast_relative.FINE, fast_relative.PAIR, fast_cost.SHARED,
+                     fast_transfers.ALIGNED, fast_translates.TRANSLATED, fast_dm_time.ONCE))
 def _cycles(p: DmaPlan, indirect: tuple[tuple[int, ...], tuple[int, ...]] | None) -> DmaCost:
     if fast_relative.RELATIVE.on:
         got = fast_relative.cycles(p, indirect, model, assemble)

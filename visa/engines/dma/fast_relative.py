@@ -24,9 +24,18 @@ every base bit outside those ranges and above the 256-byte unit is the ``high`` 
 (:func:`hbm_placement`): the columns of a row of tiles (``64 · c`` bytes apart, bits 6–13 between a packet's and the
 rows' bits) share one model, their base within the unit kept in the key.
 
+``dma.cost-relative-dm-pair`` moves a DM → DM DMA (a chip shuffle's part, :func:`visa.engines.dma.shuffle.
+chip_parts`: one per chip, 16 commands each) whose sides each lie on one chip (:func:`dm_pair`).  Its model reads
+the DMNs of both sides only through equality — within a side, and between the sides for whether a command's reads
+and writes share a DMN — and PCIe only through whether a packet's two chips differ.  Sides on two chips: their
+DMNs never meet and every packet crosses, so each side moves by its own whole DMNs to the start of its chip and
+the chips are named 0 (source) and 1 (destination); sides on one chip: both move by the same whole DMNs to chip 0.
+The DMNs are renamed one to one, each DMN's busy cycles summed in the same order: the same floats.
+
 So the model is cached under the loops and the bases moved so (``dma.cost-relative`` off, or a DMA with two HBM
-or two DM sides — their channels or DMNs meet — runs the reference), and each plan's channels are renamed and
-its cost assembled from the cached model by the reference's own :func:`~visa.engines.dma.cost.assemble`.
+sides or two DM sides not placed so — their channels or DMNs meet — runs the reference), and each plan's channels
+are renamed and its cost assembled from the cached model by the reference's own :func:`~visa.engines.dma.cost.
+assemble`.
 """
 
 from __future__ import annotations
@@ -37,7 +46,7 @@ import numpy as np
 
 from visa import fastpaths
 from visa.engines.cache import exact_key
-from visa.engines.dma import fast_cost, fast_translates
+from visa.engines.dma import fast_cost, fast_dm_time, fast_translates
 from visa.engines.dma.config import DmaCost, DmaLoop, DmaPlan
 from visa.hw import HardwareProfile
 from visa.memory import fast_transfers
@@ -45,11 +54,16 @@ from visa.memory import performance as perf
 from visa.memory.performance import HbmLoad
 from visa.memory.transfer import address_space
 
-__all__ = ["RELATIVE", "FINE", "cycles", "placement", "hbm_placement", "offset_bits"]
+__all__ = ["RELATIVE", "FINE", "PAIR", "dm_pair", "cycles", "placement", "hbm_placement", "offset_bits"]
 
 RELATIVE = fastpaths.register("dma.cost-relative", "a DMA's cost model cached by its loops and its bases relative "
                               "to the HBM address decoding (aligned block, chip) and the DMNs, its channels "
                               "renamed, instead of modelling every absolute address afresh")
+
+PAIR = fastpaths.register("dma.cost-relative-dm-pair", "with dma.cost-relative, a DM → DM DMA (a chip shuffle's "
+                          "part) each of whose sides lies on one chip is modelled once per shape and DMN placement "
+                          "relative to its chips: the sides' chips renamed 0 and 1 (or both 0), each moved by whole "
+                          "DMNs")
 
 FINE = fastpaths.register("dma.cost-relative-bits", "with dma.cost-relative, an HBM side whose offsets' bits are "
                           "known (disjoint per loop) moved by every base bit outside them, not only by the block "
@@ -153,9 +167,12 @@ def cycles(p: DmaPlan, indirect: Indirect, model: ModelFn, assemble: Callable[[D
     the reference must run (two HBM or two DM sides, a side over two chips, two chips)."""
     hw = p.hw
     media = (p.src.medium, p.dst.medium)
+    loops = p.spatial + p.commands + p.loops
+    if media == ("dm", "dm") and PAIR.on and indirect is None:
+        moved = dm_pair(hw, loops, p.base)
+        return None if moved is None else assemble(p, _model(hw, media, p, moved, None, model))
     if media.count("hbm") > 1 or media.count("dm") > 1 or (indirect is not None and not indirect[0]):
         return None
-    loops = p.spatial + p.commands + p.loops
     bases: list[int] = []
     chips: list[int] = []
     rename: tuple[int, int] | None = None
@@ -178,18 +195,50 @@ def cycles(p: DmaPlan, indirect: Indirect, model: ModelFn, assemble: Callable[[D
             rename = (chip * hw.hbm.channels, int(perf.hbm_channel(hw, np.array([high]))[0]))
     if len(chips) == 2 and chips[0] != chips[1]:
         return None
-    base = (bases[0], bases[1])
+    found = _model(hw, media, p, (bases[0], bases[1]), indirect, model)
+    if rename is not None:
+        found = (found[0], _renamed(found[1], *rename), found[2], found[3])
+    return assemble(p, found)
+
+
+def _model(hw: HardwareProfile, media: tuple[str, str], p: DmaPlan, base: tuple[int, int], indirect: Indirect,
+           model: ModelFn) -> Model:
+    """The model of ``p``'s loops at the canonical bases ``base``, from the store (modelled now if new)."""
+    loops = p.spatial + p.commands + p.loops
     key = (exact_key(hw), media, tuple((lp.size, lp.src, lp.dst) for lp in loops),
            len(p.spatial), len(p.commands), base, indirect, fast_cost.SHARED.on, fast_transfers.ALIGNED.on,
-           fast_translates.TRANSLATED.on)  # the switches the model reads
+           fast_translates.TRANSLATED.on, fast_dm_time.ONCE.on)  # the switches the model reads
     found = _STORE.get(key)
     if found is None:
         if len(_STORE) >= _LIMIT:
             _STORE.clear()
         found = _STORE[key] = model(hw, media, p.spatial, p.commands, p.loops, base, indirect)
-    if rename is not None:
-        found = (found[0], _renamed(found[1], *rename), found[2], found[3])
-    return assemble(p, found)
+    return found
+
+
+def dm_pair(hw: HardwareProfile, loops: tuple[DmaLoop, ...], base: tuple[int, int]) -> tuple[int, int] | None:
+    """The canonical bases of a DM → DM DMA (``dma.cost-relative-dm-pair``, see the module) whose sides each lie
+    on one chip, or None.  Sides on two chips: each moved by its own whole DMNs to the start of its chip, the
+    source's chip named 0 and the destination's 1 (their DMNs stay apart, every packet still crosses PCIe);
+    sides on one chip: both moved by the same whole DMNs to chip 0 (their DMNs meet as before, none crosses)."""
+    space = address_space(hw, "dm")
+    cb = space.chip_bytes
+    dmn = hw.dm.slice_address_space_bytes * hw.dm.slices_per_dmn
+    if cb % dmn:
+        return None
+    chips, firsts = [], []
+    for k in (0, 1):
+        lo, hi = _span(loops, k, None)
+        lo, hi = base[k] + lo, base[k] + hi
+        chip = lo // cb
+        if lo < 0 or hi // cb != chip:
+            return None
+        chips.append(chip)
+        firsts.append((lo - chip * cb) // dmn * dmn)
+    if chips[0] == chips[1]:
+        common = min(firsts)
+        return base[0] - chips[0] * cb - common, base[1] - chips[1] * cb - common
+    return base[0] - chips[0] * cb - firsts[0], base[1] - chips[1] * cb - firsts[1] + cb
 
 
 def _renamed(load: HbmLoad, offset: int, xor: int) -> HbmLoad:
