@@ -53,6 +53,27 @@ def test_a_moved_plan_is_the_plan_derived_there(move: tuple[str, Any, str, Any],
     assert _fields(fast) == _fields(reference)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(MOVES), st.sampled_from([i8, bf16, i32]), st.integers(0, 63), st.integers(0, 63),
+       st.integers(1, 20), st.booleans())
+def test_a_plan_with_one_side_near_an_end_moves_the_other(move: tuple[str, Any, str, Any], dtype: Any, a: int,
+                                                          b: int, k: int, keep_src: bool) -> None:
+    """``dma.plan-rebase-one-side``: one side within its extent of the unit's start (not moved), the other far
+    from both ends at addresses ``k`` steps apart: the plan is the one the reference derives there."""
+    src_m, src_l, dst_m, dst_l = move
+    unit = 64
+    step = 1 << 12 if "dm" in (src_m, dst_m) else 1 << 20
+    far = 1 << 18
+    near = (a * unit, far + b * unit) if keep_src else (far + a * unit, b * unit)
+    for j in (0, k):
+        at = (near[0] + (0 if keep_src else j * step), near[1] + (j * step if keep_src else 0))
+        sides = (Side.of(src_m, src_l, at[0], name=f"x{j}"), Side.of(dst_m, dst_l, at[1], name=f"y{j}"))
+        fast = plan(RNGD, dtype, *sides)
+        with fastpaths.disabled("dma.plan-rebase-one-side", "dma.plan-rebase"):
+            reference = plan(RNGD, dtype, *sides)
+        assert _fields(fast) == _fields(reference)
+
+
 def test_a_misplaced_destination_is_the_references_refusal() -> None:
     src = Side.of("hbm", HBM, 0, name="x")
     plan(RNGD, i8, src, Side.of("dm", DM, 0, name="y"))

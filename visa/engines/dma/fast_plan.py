@@ -11,6 +11,12 @@ same remainder modulo :func:`period`, as far from the ends as the tensor's exten
 the new addresses — the two sides and the sequencers' bases shifted — after the destination's placement rules
 are checked at its own address.  Plans with a given
 stream (``stream=``) and host transfers (their staging side) are left to the reference.
+
+``dma.plan-rebase-one-side``: a side within its extent of an end of its unit (a tensor at address 0, as the ring
+AllReduce's ``X``, shuffled to three destinations) is not moved; the other side still is, when it can be.  The
+plan is derived with that side at its own address — every choice that depends on it (its remainder, its distance
+to the ends) is the reference's own — and the other side at its home, where its choices are those at its own
+address as above; moved, only the other side's base changes.
 """
 
 from __future__ import annotations
@@ -28,10 +34,15 @@ from visa.hw import HardwareProfile
 from visa.memory.layout import check_placement, element_bytes
 from visa.memory.transfer import address_space
 
-__all__ = ["REBASE", "period", "plan"]
+__all__ = ["ONE_SIDE", "REBASE", "period", "plan"]
 
 REBASE = fastpaths.register("dma.plan-rebase", "a DMA plan derived once per layout and address remainder, moved "
                                                "to other addresses instead of derived again")
+
+
+ONE_SIDE = fastpaths.register("dma.plan-rebase-one-side", "with dma.plan-rebase, a side too near an end of its "
+                              "unit to be moved stays at its own address while the other side is moved (a chip "
+                              "shuffle of one tensor at DM address 0 to several destinations: one derivation)")
 
 
 def period(hw: HardwareProfile) -> int:
@@ -88,7 +99,11 @@ def plan(hw: HardwareProfile, dtype: type[dt.Scalar], src: Side, dst: Side, call
     every = period(hw)
     home_src, home_dst = _home(hw, dtype, src, every), _home(hw, dtype, dst, every)
     if home_src is None or home_dst is None:
-        return None  # near an end of its unit: the reference derives it there
+        if not ONE_SIDE.on or (home_src is None and home_dst is None):
+            return None  # near an end of its unit: the reference derives it there
+        # (dma.plan-rebase-one-side: the side near an end stays where it is, the other is moved)
+        home_src = replace(src, name="") if home_src is None else home_src
+        home_dst = replace(dst, name="") if home_dst is None else home_dst
     if home_src.bit_address == src.bit_address and home_dst.bit_address == dst.bit_address:
         return None  # already at home: the reference's own cache
     try:
