@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from visa import RNGD, AxisSet, fastpaths, i32
 from visa.engines.common import StreamLayout
-from visa.engines.vector import InterSliceReduceOpI32, fast_inter_plan
+from visa.engines.vector import InterSliceReduceOpI32, fast_inter_plan, fast_row_classes
 from visa.engines.vector.inter import InterReduceConfig, plan_inter_reduce
 from visa.errors import VisaError
 
@@ -83,3 +83,36 @@ def test_a_layout_losing_an_index_takes_the_reference() -> None:
     src = (m["1"], m["1 # 2"], m["G, R"], m["T"], m["L"])
     dst = (m["1"], m["1 # 2"], m["G, 1 # 4"], m["T / 2"], m["L"])
     assert fast_inter_plan.groups(src, dst, ["G", "L", "T"]) is None
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.sampled_from(LAYOUTS), st.sampled_from([1, 2, 3]), st.sampled_from([2, 4]), st.sampled_from([2, 4, 6]))
+def test_row_labels_give_numpys_row_classes(layout: tuple[str, ...], g: int, r: int, t: int) -> None:
+    """``vector.inter-row-labels``: where the plan labels the output rows, one row per label sorted and ranked
+    (``fast_row_classes.from_labels``) is ``np.unique(rows, axis=0, return_inverse=True)`` of the group array."""
+    with fastpaths.only("vector.inter-plan-digits", "vector.inter-row-labels"):
+        cfg = _plan(layout, g, r, t)
+    if isinstance(cfg, VisaError) or cfg.labels is None:
+        return
+    rows = cfg.out_group.reshape(int(np.prod(cfg.out_group.shape[:3])), -1)
+    uniq, inverse = np.unique(rows, axis=0, return_inverse=True)
+    got = fast_row_classes.from_labels(rows, cfg.labels)
+    assert np.array_equal(got[0], uniq) and np.array_equal(got[1], inverse.reshape(-1))
+
+
+def test_the_first_launch_ring_sum_labels_its_rows() -> None:
+    """The first-launch ring sum's layout (A split over Slice, Time and Packet; the sum on each group's first
+    slice, ``1 # 4``): 512 rows in 65 classes, labelled from the digits when the path is on."""
+    ring = AxisSet(R=4, A=1 << 18)
+    m = ring.m
+    lay = StreamLayout(i32, m["1"], m["1 # 2"], m["A % 512 / 8, R"], m["A / 512"], m["A % 8"])
+    with fastpaths.only("vector.inter-plan-digits", "vector.inter-row-labels"):
+        on = fast_inter_plan.LABELS.on and fast_inter_plan.DIGITS.on
+        cfg = plan_inter_reduce(RNGD, lay, InterSliceReduceOpI32.AddSat, m["A % 512 / 8, 1 # 4"], m["A / 512"])
+    rows = cfg.out_group.reshape(512, -1)
+    uniq, inverse = np.unique(rows, axis=0, return_inverse=True)
+    assert uniq.shape[0] == 65
+    if on:
+        assert cfg.labels is not None
+        got = fast_row_classes.from_labels(rows, cfg.labels)
+        assert np.array_equal(got[0], uniq) and np.array_equal(got[1], inverse.reshape(-1))

@@ -15,6 +15,12 @@ group rank is the sum of its kept digits' ranks, each output digit standing for 
 and range.  Anything else (windows, skews, an output digit with no input digit of its weight: a layout the
 reference refuses or groups unevenly) takes the reference.  ``tests/engines/vector/test_fast_inter_plan.py``
 checks the plans equal, field by field, with the path off.
+
+``vector.inter-row-labels``: the same digits give the output rows' classes of equal groups (a label per row,
+:func:`_row_labels`), which :mod:`visa.engines.vector.fast_inter_shared` needs: without them it finds the equal
+rows by hashing and comparing every row of the 16 MiB group array (the first-launch ring sum: 512 rows of 4,096, 65
+classes); with them it reads one row per class, sorts those as ``np.unique`` does and ranks every row by its
+label (:func:`visa.engines.vector.fast_row_classes.from_labels`).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from visa import fastpaths
 from visa.engines.affine import Factors
@@ -31,10 +38,14 @@ from visa.mapping import Mapping, pair_of
 from visa.mapping.canon import Dim, Sym
 from visa.mapping.evaluate import IntArray, digit_weights
 
-__all__ = ["DIGITS", "groups"]
+__all__ = ["DIGITS", "LABELS", "groups"]
 
 DIGITS = fastpaths.register("vector.inter-plan-digits", "the inter-slice reduce's ring groups from the mappings' "
                                                         "digits (broadcast) instead of sorting every position")
+
+LABELS = fastpaths.register("vector.inter-row-labels", "with vector.inter-plan-digits, the output rows' classes of "
+                                                       "equal groups labelled from the digits, not found by hashing "
+                                                       "and comparing every row of the group array")
 
 
 @dataclass(frozen=True)
@@ -79,11 +90,12 @@ def _reach(digits: list[_Digit], axis: str) -> int:
 
 
 def groups(src: tuple[Mapping, ...], dst: tuple[Mapping, ...], kept: list[str]
-           ) -> tuple[IntArray, IntArray, tuple[Factors | None, Factors | None] | None] | None:
-    """``(members, out_group, factors)`` of the reference plan (every group full), or None (take the reference).
-    ``factors`` (with ``vector.inter-factors-digits`` on, else None) are :func:`visa.engines.affine.factor` of the
-    members (one row) and of the valid output positions with their groups (two rows), read off the digits
-    (:mod:`visa.engines.vector.fast_inter_factors`)."""
+           ) -> tuple[IntArray, IntArray, tuple[Factors | None, Factors | None] | None, IntArray | None] | None:
+    """``(members, out_group, factors, labels)`` of the reference plan (every group full), or None (take the
+    reference).  ``factors`` (with ``vector.inter-factors-digits`` on, else None) are
+    :func:`visa.engines.affine.factor` of the members (one row) and of the valid output positions with their
+    groups (two rows), read off the digits (:mod:`visa.engines.vector.fast_inter_factors`); ``labels`` (with
+    ``vector.inter-row-labels`` on, else None) the output rows' classes (:func:`_row_labels`)."""
     si, so = _digits(src), _digits(dst)
     if si is None or so is None:
         return None
@@ -128,9 +140,38 @@ def groups(src: tuple[Mapping, ...], dst: tuple[Mapping, ...], kept: list[str]
     else:
         out_group = np.full(shape, -1, dtype=np.int64)
         out_group[tuple(slice(d.offset, d.offset + d.count) for d in so)] = part
+    labels = _row_labels(so, ranks, tuple(m.size for m in dst)) if LABELS.on else None
     factors = None
     if FACTORS.on:  # the members' digits; the valid outputs' box of digits, each with its group rank's step
         factors = (coarsest([(si[j].count, (si[j].weight,)) for j in (*keep, *ring)], (base,)),
                    coarsest([(d.count, (d.weight, r)) for d, r in zip(so, ranks, strict=True)],
                             (sum(d.offset * d.weight for d in so), 0)))
-    return members, out_group.reshape(tuple(m.size for m in dst)), factors
+    return members, out_group.reshape(tuple(m.size for m in dst)), factors, labels
+
+
+def _row_labels(so: list[_Digit], ranks: list[int], sizes: tuple[int, ...]) -> IntArray | None:
+    """A label for each output row (the positions of the first three levels, Chip × Cluster × Slice, in order;
+    ``vector.inter-row-labels``): rows of one label hold the same groups, rows of two labels differ; None when
+    the rows do not fall on whole digits.
+
+    A position's group is ``Σ (p_j - offset_j) · rank_j`` over the digits when every digit is inside its valid
+    range, else -1 (:func:`groups`).  When the row length is the product of the innermost digits' sizes, a row
+    is its row digits' constant plus the same column pattern (every row alike): a row outside its digits' ranges
+    is all -1; the others are the pattern (some column is valid: every count is at least 1) shifted by their
+    constant, which is at least 0, so equal constants give equal rows and different ones differ at every valid
+    column.  The label: -1 for a row of no valid position, else its constant."""
+    cols = math.prod(sizes[3:])
+    k, inner = len(so), 1
+    while k > 0 and inner < cols:
+        k -= 1
+        inner *= so[k].size
+    if inner != cols or any(d.count < 1 for d in so):
+        return None
+    lab: IntArray = np.zeros((), dtype=np.int64)
+    ok: npt.NDArray[np.bool_] = np.ones((), dtype=bool)
+    for d, r in zip(so[:k], ranks[:k], strict=True):
+        idx = np.arange(d.size, dtype=np.int64)
+        lab = lab[..., None] + (idx - d.offset) * r
+        ok = ok[..., None] & (idx >= d.offset) & (idx < d.offset + d.count)
+    out: IntArray = np.where(ok, lab, -1).reshape(-1)
+    return out

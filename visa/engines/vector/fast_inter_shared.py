@@ -79,7 +79,11 @@ def _classes(cfg: InterReduceConfig) -> _Classes | None:
     rows = og.reshape(int(np.prod(og.shape[:3])), -1)
     found = None
     if rows.shape[0] > 1:
-        got = fast_row_classes.unique_rows(rows) if fast_row_classes.ROWS.on else None
+        got: tuple[IntArray, IntArray] | None = None
+        if cfg.labels is not None and cfg.labels.size == rows.shape[0]:  # (vector.inter-row-labels)
+            got = fast_row_classes.from_labels(rows, cfg.labels)
+        else:
+            got = fast_row_classes.unique_rows(rows) if fast_row_classes.ROWS.on else None
         uniq, inverse = got if got is not None else _unique_rows(rows)
         if 2 * uniq.shape[0] <= rows.shape[0]:
             valid = uniq >= 0

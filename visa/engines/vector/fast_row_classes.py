@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from visa import fastpaths
 
-__all__ = ["ROWS", "unique_rows"]
+__all__ = ["ROWS", "from_labels", "unique_rows"]
 
 ROWS = fastpaths.register("vector.inter-shared-rows", "the inter-shared row classes keyed by a few sampled columns, "
                                                       "checked row by row and sorted as bytes, not by a hash of "
@@ -31,7 +31,7 @@ ROWS = fastpaths.register("vector.inter-shared-rows", "the inter-shared row clas
 IntArray = npt.NDArray[np.int64]
 
 _COLUMNS = 64  # columns sampled into a row's key
-_BLOCK = 1 << 16  # elements compared at a time (a 512 KiB temporary: 8 rows of 8,192, not a gather per row)
+_BLOCK = 1 << 16  # elements compared at a time (a 512 KiB temporary: 16 rows of 4,096 a step, not 2)
 
 
 def unique_rows(rows: IntArray, weights: IntArray | None = None) -> tuple[IntArray, IntArray] | None:
@@ -58,10 +58,32 @@ def unique_rows(rows: IntArray, weights: IntArray | None = None) -> tuple[IntArr
     for s in range(0, n, step):
         if not np.array_equal(a[s: s + step], a[rep[s: s + step]]):
             return None
-    distinct = a[first]
+    return _ranked(a[first], by_key)
+
+
+def _ranked(distinct: IntArray, of: IntArray) -> tuple[IntArray, IntArray]:
+    """``distinct`` (one row per class, in any order) sorted as ``np.unique(axis=0)`` sorts rows, and the rank of
+    the class ``of[i]`` of each row in that order: each int64 as big-endian bytes with its sign bit flipped, so
+    that two rows' bytes compare as their elements do, first differing element first."""
     flipped = (distinct.view(np.uint64) ^ np.uint64(1 << 63)).astype(">u8")
     keyed = [flipped[k].tobytes() for k in range(distinct.shape[0])]
     order = np.array(sorted(range(len(keyed)), key=keyed.__getitem__), dtype=np.int64)
     rank = np.empty(order.size, dtype=np.int64)
     rank[order] = np.arange(order.size, dtype=np.int64)
-    return distinct[order], rank[by_key]
+    return distinct[order], rank[of]
+
+
+def from_labels(rows: IntArray, labels: IntArray) -> tuple[IntArray, IntArray]:
+    """``np.unique(rows, axis=0, return_inverse=True)`` (the inverse flat) of a 2-D integer array whose rows of
+    one label are equal and rows of two labels differ (``vector.inter-row-labels``,
+    :func:`visa.engines.vector.fast_inter_plan._row_labels`): one row of each label is read, not every row.
+
+    >>> r = np.array([[3, 1], [0, 2], [3, 1], [-1, 2], [0, 2]])
+    >>> u, inverse = np.unique(r, axis=0, return_inverse=True)
+    >>> got = from_labels(r, np.array([7, 4, 7, -1, 4]))
+    >>> [a.tolist() for a in got] == [u.tolist(), inverse.reshape(-1).tolist()]
+    True
+    """
+    a = np.asarray(rows, dtype=np.int64)
+    _, first, of = np.unique(np.asarray(labels, dtype=np.int64), return_index=True, return_inverse=True)
+    return _ranked(a[first], of.reshape(-1))

@@ -57,6 +57,9 @@ class InterReduceConfig:
     #: ``affine.factor`` of ``members`` (one row) and of the valid output positions with their groups, when the
     #: plan read them off the digits (``vector.inter-factors-digits``); None: ``fast_inter`` factors the arrays
     factors: tuple[Factors | None, Factors | None] | None = field(default=None, compare=False, repr=False)
+    #: a label per output row (``Chip × Cluster × Slice``): rows of one label hold the same groups, rows of two
+    #: differ, when the plan read them off the digits (``vector.inter-row-labels``); None: found from the rows
+    labels: IntArray | None = field(default=None, compare=False, repr=False)
 
     def describe(self) -> str:
         """The configuration for the pass report (reduced and broadcast axes, ring size)."""
@@ -71,7 +74,7 @@ def plan_inter_reduce(hw: HardwareProfile, layout: StreamLayout, op: InterSliceR
     return _plan(hw, layout, op.name, op.dtype, slice2, time2)
 
 
-@cached(paths=(fast_inter_plan.DIGITS, fast_inter_factors.FACTORS))
+@cached(paths=(fast_inter_plan.DIGITS, fast_inter_plan.LABELS, fast_inter_factors.FACTORS))
 def _plan(hw: HardwareProfile, layout: StreamLayout, op: str, op_dtype: str, slice2: Mapping,
           time2: Mapping) -> InterReduceConfig:
     v = hw.vector
@@ -114,9 +117,9 @@ def _plan(hw: HardwareProfile, layout: StreamLayout, op: str, op_dtype: str, sli
     kept = sorted(in_axes & out_axes)
     fast = fast_inter_plan.groups(src, dst, kept) if fast_inter_plan.DIGITS.on else None
     if fast is not None:  # plain digits: the same groups by broadcast (fast_inter_plan)
-        members, out_group, factors = fast
+        members, out_group, factors, labels = fast
         ring = _ring(members[0], tuple(m.size for m in src))
-        return InterReduceConfig(op, name, out, reduced, broadcast, members, out_group, ring, True, factors)
+        return InterReduceConfig(op, name, out, reduced, broadcast, members, out_group, ring, True, factors, labels)
     icoords, ivalid = joint_eval(src)
     ocoords, ovalid = joint_eval(dst)
     sizes = {a: int(max(int(icoords[a].max(initial=0)), int(ocoords[a].max(initial=0))) + 1) for a in kept}
