@@ -220,7 +220,8 @@ def dm_pair(hw: HardwareProfile, loops: tuple[DmaLoop, ...], base: tuple[int, in
     """The canonical bases of a DM → DM DMA (``dma.cost-relative-dm-pair``, see the module) whose sides each lie
     on one chip, or None.  Sides on two chips: each moved by its own whole DMNs to the start of its chip, the
     source's chip named 0 and the destination's 1 (their DMNs stay apart, every packet still crosses PCIe);
-    sides on one chip: both moved by the same whole DMNs to chip 0 (their DMNs meet as before, none crosses)."""
+    sides on one chip: both moved by the same whole DMNs to chip 0 (their DMNs meet as before, none crosses).  (The
+model reads a DM address only as its DMN, L2866, and a packet's two chips only as equal or not, L2389, L2845.)"""
     space = address_space(hw, "dm")
     cb = space.chip_bytes
     dmn = hw.dm.slice_address_space_bytes * hw.dm.slices_per_dmn
