@@ -74,6 +74,7 @@ def run() -> list[str]:
     whole, engine = [], []
     for _ in range(3):
         gc.collect()  # the previous run's context (see the module docstring)
+        settle()  # the previous run's BLAS threads (see settle)
         with Timer(contraction, ("align", "contract", "accumulate")) as timer:
             start = time.perf_counter()
             module.main()
@@ -85,10 +86,33 @@ def run() -> list[str]:
     lines = [
         report("GEMM example (512×1024 · 1024×512 bf16), whole run", min(whole), theirs, 10),
         report("GEMM example, Contraction Engine only", min(engine), theirs, 3),
-        breakdown(module.main, STAGES, "host side and the check", "  where the example's time goes"),
+        breakdown(module.main, STAGES, "host side and the check", "  where the example's time goes",
+                  before=settle),
         _floor(theirs),
     ]
     return lines
+
+
+#: Longest wait of :func:`settle` (seconds), and the slice of it it watches the process's CPU time over.
+SETTLE_LIMIT, SETTLE_STEP = 1.0, 0.02
+
+
+def settle() -> None:
+    """Wait until no thread of this process is running (at most :data:`SETTLE_LIMIT`), before a timed run.
+
+    After a threaded product numpy's OpenBLAS keeps its worker thread spinning for about 2^28 cycles (``OPENBLAS_
+    THREAD_TIMEOUT``, ~0.1 s) before it sleeps: measured on the 2-core VM, 30–40 ms of CPU in the 100 ms after one
+    512 × 1024 · 1024 × 512 product.  Each run ends with the example's own check (one such product) and the first
+    follows numpy's timing, so without this wait the next run's Contraction Engine shared the two cores between its
+    two workers and that spinning thread: its 2^28 products took about their one-thread CPU time (~9.5 ms, 4.5×)
+    instead of half.  A run of the example started on its own (no numpy product just before) never pays it; the
+    wait is outside the timed region, as the garbage collection before it is."""
+    deadline = time.perf_counter() + SETTLE_LIMIT
+    while time.perf_counter() < deadline:
+        cpu = time.process_time()
+        time.sleep(SETTLE_STEP)
+        if time.process_time() - cpu < SETTLE_STEP / 10:  # (nobody ran: the spinning has stopped)
+            return
 
 
 #: Bytes the example's layout puts in device memories every run: A's and B's 32 × 1024 bf16 tiles in each of
