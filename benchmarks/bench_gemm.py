@@ -35,6 +35,14 @@ slices and converted each copy to f32, and the 32-product loop transposed every 
 Now the distinct blocks are laid out once (``contraction.float-weight-period``), already as the loop's ``j × n``
 rows: the engine's CPU time on one thread (BLAS and the workers limited to one) 20.7–23.2 → 14.1–15.0 ms, of which
 the loop is 9.4 ms for its 2^28 products (numpy's f32 product of the same operands: 5.6 ms).
+Then (issue 24, i24e) the profile of a run, in CPU time on the 2-core VM: the compiled loop is 7.3–7.9 ms of one
+thread for the 2^28 products (numpy's f32 product of the same shape on one thread: 4.4 ms), the engine's own
+Python and layout on the calling thread 4–5 ms (the TRF window read 1.5 ms, the weights' f32 layout 0.5 ms, the
+hand-off to the workers 0.9 ms), and outside the engine, on one thread: DMA 8–12 ms, the two random tensors 5 ms,
+the check 4–5 ms (its product on numpy's two threads).  The loop's 2^28 products are split over the two workers,
+but they ran one after the other: each run follows a numpy product on two OpenBLAS threads (numpy's own timing,
+then the previous run's check), whose second thread spins for ~0.1 s before it sleeps (:func:`settle`), so
+the engine's two workers had one core between them.  Each timed run now starts once that thread sleeps.
 The last line of the report writes the bytes the layout requires with numpy alone, into fresh pages
 (what a first run pays) and into pages already mapped (what a repeat pays).
 """
