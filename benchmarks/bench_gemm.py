@@ -40,9 +40,10 @@ thread for the 2^28 products (numpy's f32 product of the same shape on one threa
 Python and layout on the calling thread 4–5 ms (the TRF window read 1.5 ms, the weights' f32 layout 0.5 ms, the
 hand-off to the workers 0.9 ms), and outside the engine, on one thread: DMA 8–12 ms, the two random tensors 5 ms,
 the check 4–5 ms (its product on numpy's two threads).  The loop's 2^28 products are split over the two workers,
-but they ran one after the other: each run follows a numpy product on two OpenBLAS threads (numpy's own timing,
-then the previous run's check), whose second thread spins for ~0.1 s before it sleeps (:func:`settle`), so
-the engine's two workers had one core between them.  Each timed run now starts once that thread sleeps.
+but each run followed a numpy product on two OpenBLAS threads (numpy's own timing, then the previous run's
+check), whose second thread spins for ~0.1 s before it sleeps (:func:`settle`): the engine's two workers and that
+thread had two cores between them (the engine's wall time about its CPU time).  Each timed run now starts once
+that thread sleeps.
 The last line of the report writes the bytes the layout requires with numpy alone, into fresh pages
 (what a first run pays) and into pages already mapped (what a repeat pays).
 """
@@ -111,10 +112,11 @@ def settle() -> None:
     After a threaded product numpy's OpenBLAS keeps its worker thread spinning for about 2^28 cycles (``OPENBLAS_
     THREAD_TIMEOUT``, ~0.1 s) before it sleeps: measured on the 2-core VM, 30–40 ms of CPU in the 100 ms after one
     512 × 1024 · 1024 × 512 product.  Each run ends with the example's own check (one such product) and the first
-    follows numpy's timing, so without this wait the next run's Contraction Engine shared the two cores between its
-    two workers and that spinning thread: its 2^28 products took about their one-thread CPU time (~9.5 ms, 4.5×)
-    instead of half.  A run of the example started on its own (no numpy product just before) never pays it; the
-    wait is outside the timed region, as the garbage collection before it is."""
+    follows numpy's timing, so without this wait the next run's Contraction Engine shares the two cores between its
+    two workers and that spinning thread (measured: the engine's wall time about its CPU time, ~9.5 ms, the 4.5× of
+    the idle make bench, where two free cores would take about half of its 7.8 ms loop off).  A run of the example
+    started on its own (no numpy product just before) never pays it; the wait is outside the timed region, as the
+    garbage collection before it is."""
     deadline = time.perf_counter() + SETTLE_LIMIT
     while time.perf_counter() < deadline:
         cpu = time.process_time()
