@@ -113,8 +113,11 @@ def settle() -> None:
     THREAD_TIMEOUT``, ~0.1 s) before it sleeps: measured on the 2-core VM, 30–40 ms of CPU in the 100 ms after one
     512 × 1024 · 1024 × 512 product.  Each run ends with the example's own check (one such product) and the first
     follows numpy's timing, so without this wait the next run's Contraction Engine shares the two cores between its
-    two workers and that spinning thread (measured: the engine's wall time about its CPU time, ~9.5 ms, the 4.5× of
-    the idle make bench, where two free cores would take about half of its 7.8 ms loop off).  A run of the example
+    two workers and that spinning thread.  Measured on the (loaded) VM, a numpy product just before the engine's
+    float loop: the process spent 9.5 ms of CPU in threads other than the caller and the loop (1.8 ms when
+    settled), the loop's 8.3 ms unchanged, and the engine's fastest wall time went 10.2 → 12.9 ms (median 25 → 39
+    ms); the idle make bench's 4.5× (~9.5 ms) is about the engine's CPU time, where two free cores take about half
+    of its 7.8 ms loop off.  A run of the example
     started on its own (no numpy product just before) never pays it; the wait is outside the timed region, as the
     garbage collection before it is."""
     deadline = time.perf_counter() + SETTLE_LIMIT
