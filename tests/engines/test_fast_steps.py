@@ -293,3 +293,32 @@ def test_weight_group_layouts_round_trip() -> None:
     assert np.array_equal(fast_tree32_wide.narrow(wide, 4), laid.transpose(0, 1, 3, 2))
     assert fast_tree32_wide.group(16, 32) == 8 and fast_tree32_wide.group(6, 32) == 2
     assert fast_tree32_wide.group(16, 200) == 1 and fast_tree32_wide.group(3, 32) == 1
+
+
+def test_the_gemm_example_is_the_same_with_the_weight_groups_off() -> None:
+    """The GEMM example (examples/gemm.py, whose 256 slices read 16 activation blocks and 16 weight blocks in the
+    runs ``contraction.float-tree32-wide`` takes): the same result bits and every op's cycles with the path off."""
+    if not fast_steps_jit.available() or not fastpaths.get("contraction.float-tree32-wide").on:
+        pytest.skip("the compiled loop or the path is off")
+    from benchmarks.common import load_example
+    from visa import Context, HostTensor, launch
+    from visa.mapping.axes import AXES_ATTR
+
+    module = load_example("gemm")
+    m = getattr(module, AXES_ATTR).m  # (the example's axes)
+
+    def run() -> tuple[np.ndarray, list[int]]:
+        ctx = Context.acquire()
+        rng = np.random.default_rng(5)
+        a = HostTensor.rand(bf16, m["I, K"], rng)
+        b = HostTensor.rand(bf16, m["K, J"], rng)
+        a_hbm = a.to_hbm(module.Chip, m["I, K"], ctx.pdma, 0)
+        b_hbm = b.to_hbm(module.Chip, m["J, K"], ctx.pdma, 1 << 28)
+        out = launch(module.kernel, ctx, a_hbm, b_hbm).to_host(m["I, J"], ctx.pdma)
+        return np.asarray(out.numpy(axes="I J")).view(np.uint16).copy(), [op.cycles for op in ctx.schedule.ops]
+
+    fast, fast_cycles = run()
+    with fastpaths.disabled("contraction.float-tree32-wide"):
+        slow, slow_cycles = run()
+    assert fast_cycles == slow_cycles
+    assert np.array_equal(fast, slow)
