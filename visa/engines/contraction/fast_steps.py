@@ -164,6 +164,8 @@ def contract(a: Array, la: Sequence[str], w: Array, lw: Sequence[str], lo: Seque
     w_wide = (fast_tree32_wide.layout(_laid_out(wv, w_axes, [w_period, ns, n_n, nj], [w_period, *ssz, *w_nn]), g)
               if g > 1 else None)
     w_once = weights(wv, [w_period, *bsz[1:]]) if w_period and w_wide is None else None
+    if g > 1:  # (pieces of whole runs)
+        piece = max(g, piece - piece % g)
     narrowed: list[Array] = []  # (w_wide as one block per weight, made once if a piece's positions are not in runs)
     lock = threading.Lock()
 
