@@ -88,15 +88,19 @@ class Timer:
 Stages = Sequence[tuple[str, str, tuple[str, ...]]]
 
 
-def breakdown(fn: Callable[[], object], stages: Stages, rest: str, heading: str, runs: int = 3) -> str:
-    """The fastest of ``runs`` calls of ``fn`` (each after a garbage collection) split by the stage its time is
-    spent in, the remainder under ``rest``: one line, ``heading`` then the stages, largest first."""
+def breakdown(fn: Callable[[], object], stages: Stages, rest: str, heading: str, runs: int = 3,
+              before: Callable[[], object] | None = None) -> str:
+    """The fastest of ``runs`` calls of ``fn`` (each after a garbage collection, and ``before()`` when given, both
+    untimed) split by the stage its time is spent in, the remainder under ``rest``: one line, ``heading`` then the
+    stages, largest first."""
     best: tuple[list[tuple[str, float]], float] | None = None
     for _ in range(runs):
         timers = [(label, Timer(importlib.import_module(mod), names)) for label, mod, names in stages]
         for _, t in timers:
             t.__enter__()
         gc.collect()
+        if before is not None:
+            before()
         start = time.perf_counter()
         try:
             fn()

@@ -246,3 +246,79 @@ def test_numba_is_imported_by_a_float_contraction_only() -> None:
             "print(('numba' in sys.modules) == (fast_steps_jit.JIT.on and fast_steps_jit.available()))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "True"
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), period=st.sampled_from([2, 4, 8, 16]), n=st.sampled_from([1, 3, 32, 40]),
+       labelling=st.sampled_from(["blocks", "none", "random"]))
+def test_weight_groups_side_by_side_are_the_brute_force_order(seed: int, period: int, n: int, labelling: str) -> None:
+    """Positions reading consecutive weight blocks with one activation block (the GEMM example's slices: the
+    activations repeat in blocks of ``period`` positions, the weights with the period) are multiplied by groups of
+    blocks laid side by side (``contraction.float-tree32-wide``): the same bits as the brute force with the path on
+    and off, also where the positions' activations do not come in such runs (every position its own, or random
+    classes: the blocks laid out one by one again)."""
+    _variant("jit")
+    rng = np.random.default_rng(seed)
+    sizes = {"b": period * int(rng.integers(1, 4)), "t": int(rng.integers(1, 3)), "m": int(rng.integers(1, 4)),
+             "n": n, "j": 32}
+    la, lw, lo = ["b", "t", "m", "j"], ["b", "n", "t", "j"], ["b", "m", "n"]
+    w = _values(rng, (period, *(sizes[lab] for lab in lw[1:])), 0.05)
+    whole = w[np.arange(sizes["b"]) % period]
+    if labelling == "blocks":  # (the GEMM example's: one activation block per run of `period` positions)
+        labels: np.ndarray | None = np.arange(sizes["b"], dtype=np.int64) // period
+    elif labelling == "random":
+        labels = rng.integers(0, 3, size=sizes["b"]).astype(np.int64)
+    else:
+        labels = None
+    a = _values(rng, tuple(sizes[lab] for lab in la), 0.05)
+    if labels is not None:  # (equal labels, equal activations)
+        a = np.ascontiguousarray(a[labels])
+    want = _brute(a, la, whole, lw, lo, sizes, ["t", "j"])
+    got = fast_steps.contract(a, la, w, lw, lo, sizes, ["t", "j"], labels, period)
+    assert np.array_equal(_bits(got), _bits(want)), (period, sizes, labelling)
+    with fastpaths.disabled("contraction.float-tree32-wide"):
+        got = fast_steps.contract(a, la, w, lw, lo, sizes, ["t", "j"], labels, period)
+    assert np.array_equal(_bits(got), _bits(want)), (period, sizes, labelling, "off")
+
+
+def test_weight_group_layouts_round_trip() -> None:
+    """:func:`~visa.engines.contraction.fast_tree32_wide.layout` puts block ``k·g + q``'s ``j × n`` rows at group
+    ``k``, columns ``q·n …``, and :func:`~visa.engines.contraction.fast_tree32_wide.narrow` gives the blocks back."""
+    from visa.engines.contraction import fast_tree32_wide
+
+    laid = np.arange(8 * 2 * 3 * 32, dtype=np.float32).reshape(8, 2, 3, 32)  # (blocks, s, n, j)
+    wide = fast_tree32_wide.layout(laid, 4)
+    assert wide.shape == (2, 2, 32, 12)
+    assert np.array_equal(wide[1, 1, :, 3:6], laid[5, 1].T)
+    assert np.array_equal(fast_tree32_wide.narrow(wide, 4), laid.transpose(0, 1, 3, 2))
+    assert fast_tree32_wide.group(16, 32) == 8 and fast_tree32_wide.group(6, 32) == 2
+    assert fast_tree32_wide.group(16, 200) == 1 and fast_tree32_wide.group(3, 32) == 1
+
+
+def test_the_gemm_example_is_the_same_with_the_weight_groups_off() -> None:
+    """The GEMM example (examples/gemm.py, whose 256 slices read 16 activation blocks and 16 weight blocks in the
+    runs ``contraction.float-tree32-wide`` takes): the same result bits and every op's cycles with the path off."""
+    if not fast_steps_jit.available() or not fastpaths.get("contraction.float-tree32-wide").on:
+        pytest.skip("the compiled loop or the path is off")
+    from benchmarks.common import load_example
+    from visa import Context, HostTensor, launch
+    from visa.mapping.axes import AXES_ATTR
+
+    module = load_example("gemm")
+    m = getattr(module, AXES_ATTR).m  # (the example's axes)
+
+    def run() -> tuple[np.ndarray, list[int]]:
+        ctx = Context.acquire()
+        rng = np.random.default_rng(5)
+        a = HostTensor.rand(bf16, m["I, K"], rng)
+        b = HostTensor.rand(bf16, m["K, J"], rng)
+        a_hbm = a.to_hbm(module.Chip, m["I, K"], ctx.pdma, 0)
+        b_hbm = b.to_hbm(module.Chip, m["J, K"], ctx.pdma, 1 << 28)
+        out = launch(module.kernel, ctx, a_hbm, b_hbm).to_host(m["I, J"], ctx.pdma)
+        return np.asarray(out.numpy(axes="I J")).view(np.uint16).copy(), [op.cycles for op in ctx.schedule.ops]
+
+    fast, fast_cycles = run()
+    with fastpaths.disabled("contraction.float-tree32-wide"):
+        slow, slow_cycles = run()
+    assert fast_cycles == slow_cycles
+    assert np.array_equal(fast, slow)

@@ -25,6 +25,7 @@ fuzzer whole kernels).
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,7 +33,14 @@ import numpy as np
 import numpy.typing as npt
 
 from visa import fastpaths
-from visa.engines.contraction import fast_classes, fast_row_jit, fast_steps_jit, fast_tree32, fast_weight_period
+from visa.engines.contraction import (
+    fast_classes,
+    fast_row_jit,
+    fast_steps_jit,
+    fast_tree32,
+    fast_tree32_wide,
+    fast_weight_period,
+)
 from visa.engines.contraction.blas import parallel_pieces
 from visa.engines.contraction.reference import one_nan
 from visa.memory.replicas import Labels
@@ -149,8 +157,24 @@ def contract(a: Array, la: Sequence[str], w: Array, lw: Sequence[str], lo: Seque
     rest = nb // first
     per = max(1, rest * ns * nj * (nm + n_n))
     piece = max(1, min(-(-first // 2), _LAYOUT_ELEMENTS // per))
-    # (weights repeating every w_period positions: the distinct blocks laid out once, fast_weight_period)
-    w_once = weights(wv, [w_period, *bsz[1:]]) if w_period else None
+    # (weights repeating every w_period positions: the distinct blocks laid out once, fast_weight_period; with
+    # contraction.float-tree32-wide, in groups of blocks side by side for the positions that read them in order)
+    wide = (fast_tree32_wide.kernel() if w_period and jit is not None and jit is tree32 and not bsz[1:] else None)
+    g = fast_tree32_wide.group(w_period, n_n) if wide is not None else 1
+    w_wide = (fast_tree32_wide.layout(_laid_out(wv, w_axes, [w_period, ns, n_n, nj], [w_period, *ssz, *w_nn]), g)
+              if g > 1 else None)
+    w_once = weights(wv, [w_period, *bsz[1:]]) if w_period and w_wide is None else None
+    if g > 1:  # (pieces of whole runs)
+        piece = max(g, piece - piece % g)
+    narrowed: list[Array] = []  # (w_wide as one block per weight, made once if a piece's positions are not in runs)
+    lock = threading.Lock()
+
+    def narrow() -> Array:
+        assert w_wide is not None
+        with lock:
+            if not narrowed:
+                narrowed.append(fast_tree32_wide.narrow(w_wide, g))
+            return narrowed[0]
 
     def run(lo_: int, hi_: int) -> None:
         sl = (slice(lo_, hi_),) if bsz else ()
@@ -158,7 +182,9 @@ def contract(a: Array, la: Sequence[str], w: Array, lw: Sequence[str], lo: Seque
         av_ = av[(slice(None),) * pos[bb[0]] + sl] if bsz else av
         wv_ = wv[(slice(None),) * pos[bb[0]] + sl] if bsz else wv
         nb_ = math.prod(cut)
-        if w_once is not None:
+        if w_wide is not None:
+            w2, wi = w_wide, fast_weight_period.index(lo_, hi_, w_period, rest)
+        elif w_once is not None:
             w2, wi = w_once, fast_weight_period.index(lo_, hi_, w_period, rest)
         else:
             w2 = weights(wv_, cut)
@@ -174,7 +200,11 @@ def contract(a: Array, la: Sequence[str], w: Array, lw: Sequence[str], lo: Seque
         else:
             a2 = _laid_out(av_, a_axes, [nb_, ns, nm, nj], [*cut, *ssz, *(sizes[lab] for lab in mm), nj])
             ai = np.arange(nb_, dtype=np.int64)
-        if jit is not None:
+        if w_wide is not None and wide is not None and fast_tree32_wide.full_runs(ai, wi, g):
+            wide(a2, ai, w2, wi, out)
+        elif w_wide is not None and jit is not None:
+            jit(a2, ai, narrow(), wi, out)
+        elif jit is not None:
             jit(a2, ai, w2, wi, out)
         else:
             tree_block(a2, w2, out)
