@@ -43,7 +43,9 @@ def test_the_shared_row_paths_change_nothing_the_kernel_sees() -> None:
               "parallel_copy.replicas", "dma.replica-sources", "memory.forget-units", "memory.pending-pieces",
               "transpose.shared-rows",
               # the products written into the output, the TRF window read through the load's copies, raw DMA runs
-              "contraction.product-into", "contraction.window-owed", "dma.raw-runs"]
+              "contraction.product-into", "contraction.window-owed", "dma.raw-runs",
+              # the TRF window's fold (one entry per period of each block of slices) and its product
+              "contraction.window-fold", "contraction.fold-into"]
     fast = peer.run_kernel(4096, rows=64, tiles=1, measure=False)
     with fastpaths.disabled(*shared):
         reference = peer.run_kernel(4096, rows=64, tiles=1, measure=False)

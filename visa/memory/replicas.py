@@ -31,12 +31,13 @@ against the bytes as well (:func:`verifying`).
 
 from __future__ import annotations
 
+import functools
 import os
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["ReplicaIds", "verifying", "period_of", "same_in_blocks", "combine", "Labels"]
+__all__ = ["ReplicaIds", "verifying", "period_of", "fold_of", "same_in_blocks", "combine", "Labels"]
 
 IntArray = npt.NDArray[np.int64]
 
@@ -144,6 +145,43 @@ def period_of(labels: Labels | None) -> int:
         if bool((block[0] >= 0).all()) and bool((block == block[:1]).all()):
             return p
     return 0
+
+
+def fold_of(labels: Labels | None) -> tuple[int, int]:
+    """``(period, span)``: the positions repeat with ``period`` within each block of ``span`` positions —
+    ``labels[b] == labels[(b // span) · span + b % period]`` (equal bytes) for every ``b`` — ``span`` dividing
+    ``n`` (the positions) and ``period`` dividing ``span``, the fold with the most positions per distinct entry
+    (``span / period``, at least 2; the larger span on a tie), or ``(0, 0)`` when the labels show none.  A
+    :func:`period_of` is a fold whose span is ``n``.
+
+    >>> fold_of(np.array([0, 1, 0, 1, 2, 3, 2, 3])), fold_of(np.array([0, 0, 1, 1])), fold_of(np.array([0, 1, 2]))
+    ((2, 4), (1, 2), (0, 0))
+    """
+    if labels is None:
+        return 0, 0
+    return _fold(np.ascontiguousarray(labels, dtype=np.int64).tobytes())
+
+
+@functools.lru_cache(maxsize=64)
+def _fold(data: bytes) -> tuple[int, int]:
+    """:func:`fold_of` of the labels whose int64 bytes are ``data`` (kept: a kernel's register loads give the same
+    labels again and again, and the search compares some dozens of reshapes)."""
+    labels = np.frombuffer(data, dtype=np.int64)
+    n = labels.size
+    best, found = 1, (0, 0)
+    for span in range(n, 1, -1):
+        if n % span or span <= best:
+            continue
+        for p in range(1, span):
+            if span % p:
+                continue
+            if span // p <= best:
+                break
+            block = labels.reshape(n // span, span // p, p)
+            if bool((block[:, 0] >= 0).all()) and bool((block == block[:, :1]).all()):
+                best, found = span // p, (p, span)
+                break
+    return found
 
 
 def same_in_blocks(labels: Labels | None, groups: int, period: int) -> bool:

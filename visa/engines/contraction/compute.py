@@ -72,26 +72,41 @@ class TrfWindow:
     With ``period`` > 0 the positions' TRF contents repeat every ``period`` positions (slices given the same
     weights, e.g. one column block of B broadcast to every row block of A): ``values``/``known`` then hold the
     first ``period`` positions only, and position ``b`` reads ``b % period`` (the repeats are never copied).
+    With ``span`` > 0 as well, they repeat so within each block of ``span`` positions only (a *fold*: the
+    reference's ``matmul_16384`` gives slice ``(cluster, row group, s)`` the weights of ``(cluster, s)``):
+    ``values`` hold the first ``period`` positions of every block, and position ``b`` reads
+    ``(b // span) · period + b % period`` (:meth:`entries`).
     ``known`` is a stride-0 broadcast of True when every element is known (:mod:`visa.memory.known`)."""
 
     values: Array
     known: BoolArray
     lo: int
     period: int = 0
+    span: int = 0
 
-    def positions(self, rows: slice) -> tuple[Array, BoolArray, int]:
-        """``(values, known, period)`` of the batch positions ``rows`` (a slice with a start and a stop): with
-        ``period`` > 0 the arrays hold one period, which ``rows`` repeats (it starts and ends on a period
-        boundary), else they hold the positions ``rows`` themselves (gathered from the period when ``rows``
-        does not cover whole periods)."""
-        p = self.period
+    def entries(self, ids: IntArray) -> IntArray:
+        """The entries of ``values`` the batch positions ``ids`` read."""
+        p, s = self.period, self.span
         if not p:
-            return self.values[rows], self.known[rows], 0
+            return ids
+        return ids % p if not s else ids // s * p + ids % p
+
+    def positions(self, rows: slice) -> tuple[Array, BoolArray, int, int]:
+        """``(values, known, period, span)`` of the batch positions ``rows`` (a slice with a start and a stop):
+        with ``period`` > 0 the arrays hold one period (of each block of ``span`` positions, when ``span`` > 0),
+        which ``rows`` repeats (it starts and ends on a period — block — boundary), else they hold the positions
+        ``rows`` themselves (gathered from the period when ``rows`` does not cover whole periods or blocks)."""
+        p, s = self.period, self.span
+        if not p:
+            return self.values[rows], self.known[rows], 0, 0
         start, stop = int(rows.start), int(rows.stop)
-        if start % p == 0 and stop % p == 0 and stop > start:
-            return self.values, self.known, p
-        idx = np.arange(start, stop, dtype=np.int64) % p
-        return self.values[idx], self.known[idx], 0
+        if not s and start % p == 0 and stop % p == 0 and stop > start:
+            return self.values, self.known, p, 0
+        if s and start % s == 0 and stop % s == 0 and stop > start:
+            sel = slice(start // s * p, stop // s * p)
+            return self.values[sel], self.known[sel], p, (0 if stop - start == s else s)
+        idx = self.entries(np.arange(start, stop, dtype=np.int64))
+        return self.values[idx], self.known[idx], 0, 0
 
 
 @dataclass(frozen=True)
@@ -165,19 +180,20 @@ def _digits(align: AlignPlan, segments: Sequence[tuple[int, bool]], dense: bool 
 
 
 def _gather_weights(align: AlignPlan, digits: Sequence[_Digit], window: TrfWindow, rows: slice,
-                    dense: bool) -> tuple[Array, BoolArray, list[str], int]:
+                    dense: bool) -> tuple[Array, BoolArray, list[str], int, int]:
     """W over ``(b, r, <weight digits>, packet)`` for the batch positions, gathered from the TRF window, and the
-    period of its first axis (0: one entry per position; else one period of positions, :class:`TrfWindow`)."""
+    period and span of its first axis (0: one entry per position; else one period of positions, of each block of
+    ``span`` when that is not 0, :class:`TrfWindow`)."""
     wd = [k for k, d in enumerate(digits) if d.stride != 0]
     labels = [f"d{k}" for k in wd]
-    vals, known, period = window.positions(rows)
+    vals, known, period, span = window.positions(rows)
     if not dense and align.out_packet <= align.rr_elements:
         # every index is base + Σ digit · stride + p: a strided view of the window, no gather (the indices lie
         # in the window by construction, window_range)
         shape = [digits[k].size for k in wd] + [align.out_packet]
         steps = [digits[k].stride for k in wd] + [1]
         return (_strided(vals, align.base - window.lo, shape, steps),
-                _strided(known, align.base - window.lo, shape, steps), labels, period)
+                _strided(known, align.base - window.lo, shape, steps), labels, period, span)
     idx = np.full((), align.base - window.lo, dtype=np.int64)
     nd = len(wd)
     if dense:
@@ -197,7 +213,17 @@ def _gather_weights(align: AlignPlan, digits: Sequence[_Digit], window: TrfWindo
         wk = known_everywhere((*known.shape[:-1], *idx.shape))
     else:
         wk = np.take(known, idx, axis=-1)
-    return np.take(vals, idx, axis=-1), wk, labels, period
+    return np.take(vals, idx, axis=-1), wk, labels, period, span
+
+
+def _unfold(x: Array, period: int, span: int, n: int) -> Array:
+    """``x`` (its first axis one period of each block of ``span`` positions, :class:`TrfWindow`) at each of the
+    ``n`` positions: a gather (a broadcast of True stays one)."""
+    if is_everywhere(x):
+        return known_everywhere((n, *x.shape[1:]))
+    ids = np.arange(n, dtype=np.int64)
+    out: Array = x[ids // span * period + ids % period]
+    return out
 
 
 def _strided(arr: Array, start: int, shape: Sequence[int], steps: Sequence[int]) -> Array:
@@ -284,21 +310,23 @@ def _matmul(a2: Array, w2: Array, terms: int, ctype: type[np.floating[Any]],
 
 def _contract(a: Array, la: list[str], w: Array, lw: list[str], lo: list[str], sizes: dict[str, int],
               reduced: Sequence[str], ctype: type[np.floating[Any]], w_period: int = 0,
-              a_labels: Labels | None = None, out: Array | None = None) -> Array:
+              a_labels: Labels | None = None, out: Array | None = None, w_span: int = 0) -> Array:
     """``einsum(a, w → lo)`` summing every label not in ``lo``, as one batched matmul (labels not in ``lo`` nor
     in an operand multiply by their size; labels only in ``lo`` broadcast).  With ``w_period`` > 0, ``w``'s
     first axis holds one period of the batch ("b", which ``a`` holds whole): position ``b`` has ``w[b % period]``
+    — with ``w_span`` > 0, one period of each block of ``w_span`` positions: ``w[b // span · period + b % period]``
     (:class:`TrfWindow`).  ``out`` (laid out as ``lo``; given for integer sums exact in float32): the product may
     be written there (``contraction.product-into``), and then ``out`` is returned."""
     from visa.engines.contraction import fast_compute
 
     if w_period and w.shape[0] == sizes["b"]:
-        w_period = 0  # (one period is the whole batch)
-    elif w_period and not (PERIOD.on and w_period >= _MIN_PERIOD and lw[0] == "b" and la[0] == "b" and lo[0] == "b"
-                           and all(sizes[x] == 1 for x in lo[1:] if x in la and x in lw)):
+        w_period = w_span = 0  # (one period is the whole batch)
+    elif w_period and not (PERIOD.on and w.shape[0] >= _MIN_PERIOD and lw[0] == "b" and la[0] == "b"
+                           and lo[0] == "b" and all(sizes[x] == 1 for x in lo[1:] if x in la and x in lw)):
         # the period is not used as such below: the positions' weights, repeated (a copy)
-        w = w[np.arange(sizes["b"], dtype=np.int64) % w_period]
-        w_period = 0
+        ids = np.arange(sizes["b"], dtype=np.int64)
+        w = w[ids // w_span * w_period + ids % w_period if w_span else ids % w_period]
+        w_period = w_span = 0
     for side, labels in ((0, la), (1, lw)):
         only = [lab for lab in labels if lab not in lo and lab not in (lw if side == 0 else la)]
         if only:
@@ -331,11 +359,16 @@ def _contract(a: Array, la: list[str], w: Array, lw: list[str], lo: list[str], s
         period = w_period
     else:
         period = fast_compute.weight_period(w) if bshape and bshape[0] > 1 and math.prod(bshape[1:]) == 1 else 0
-    if period >= _MIN_PERIOD:
+    if period and (w_span or period >= _MIN_PERIOD):
         from visa.engines.contraction import fast_compute
 
+        if (out is not None and ctype is np.float32 and not terms and fast_into.FOLD.on
+                and math.prod(sizes[lab] for lab in reduced if lab not in la and lab not in lw and lab not in lo) == 1
+                and fast_into.fold_into(out, a, la, w, lw, lo, sizes, (batch, mm, kk, nn), period, w_span,
+                                        _PIECE_ELEMENTS, lambda x, order, shape: _matrix(x, order, shape, np.float32))):
+            return out
         res = fast_compute.contract_by_period(a, w, order_a, order_w, bshape, nm, nk, nn_, len(nn), period, terms,
-                                              ctype, mtype, a_labels)
+                                              ctype, mtype, a_labels, w_span)
     elif (out is not None and ctype is np.float32 and not terms and fast_into.INTO.on
           and math.prod(sizes[lab] for lab in reduced if lab not in la and lab not in lw and lab not in lo) == 1
           and fast_into.product_into(out, a, la, w, lw, lo, sizes, (batch, mm, kk, nn), _PIECE_ELEMENTS,
@@ -438,7 +471,10 @@ def _run(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int,
         a = a.reshape(a_shape)[..., :q_keep, :]
         ak = ak.reshape(a_shape)[..., :q_keep, :]
         sl = slice(start, start + len(chunk))
-        w, wk, w_digits, period = _gather_weights(align, digits, window, sl, dense)
+        w, wk, w_digits, period, span = _gather_weights(align, digits, window, sl, dense)
+        if span and contract.out_dtype.kind != "int":  # (the float steps take a period only: the fold unrepeated)
+            w, wk = _unfold(w, period, span, len(chunk)), _unfold(wk, period, span, len(chunk))
+            period = span = 0
         w_shape = [w.shape[0], align.rows] + [sizes[lab] for lab in w_digits] + [contract.columns, n]
         w = w.reshape(w_shape)[..., :q_keep, :]
         wk = wk.reshape(w_shape)[..., :q_keep, :]
@@ -456,15 +492,16 @@ def _run(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int,
             values[sl] = fast_steps.contract(a0, la, w0, lw, lo, sizes, reduced, labels, period)
         else:
             target = values[sl]
-            res = _contract(a0, la, w0, lw, lo, sizes, reduced, ctype, period, labels, target if into else None)
+            res = _contract(a0, la, w0, lw, lo, sizes, reduced, ctype, period, labels, target if into else None,
+                            span)
             if res is not target:
                 values[sl] = res
         if not all_known:
             za, zw = ak & (a0 == 0), wk & (w0 == 0)
             bad = _contract((~ak).astype(np.float32), la, (~zw).astype(np.float32), lw, lo, sizes, reduced,
-                            np.float32, period)
+                            np.float32, period, w_span=span)
             bad = bad + _contract((~za).astype(np.float32), la, (~wk).astype(np.float32), lw, lo, sizes,
-                                  reduced, np.float32, period)
+                                  reduced, np.float32, period, w_span=span)
             if poison is None:
                 poison = np.zeros(out_shape, dtype=bool)
             poison[sl] = bad > 0

@@ -130,28 +130,29 @@ def _same_along(x: Array) -> bool:
 
 def contract_by_period(a: Array, w: Array, order_a: list[int], order_w: list[int], bshape: list[int], nm: int,
                        nk: int, nn_: int, n_w_labels: int, period: int, terms: int, ctype: type[np.floating[Any]],
-                       mtype: type[np.floating[Any]], a_labels: Labels | None) -> Array:
+                       mtype: type[np.floating[Any]], a_labels: Labels | None, span: int = 0) -> Array:
     """The batched product ``(batch, m, n)`` of ``compute._contract`` when the weights repeat every ``period``
-    batch positions (slices sharing a TRF content, e.g. one column block of B broadcast to every row block of A):
-    the activations of the positions that share weights are stacked into one taller product per distinct weight
-    matrix (the same products, fewer and larger BLAS calls); when the activations also repeat within each block
-    (one row block of A broadcast to every column block), one product of the distinct activations by the distinct
-    weights.  ``a``/``w`` are the operands (``w``'s first axis ``period`` or the whole batch), ``order_a``/
-    ``order_w`` their axes in (batch, m, k) / (batch, k, n) order, ``n_w_labels`` the weights' own axes."""
-    # the weights repeat every `period` batch positions (slices sharing a TRF content, e.g. one column block
-    # of B broadcast to every row block of A): the activations of the positions that share weights are stacked
-    # into one taller product per distinct weight matrix (the same products, fewer and larger BLAS calls)
-    groups = bshape[0] // period
+    batch positions (slices sharing a TRF content, e.g. one column block of B broadcast to every row block of A)
+    — within each block of ``span`` positions when ``span`` > 0 (a fold, :class:`~visa.engines.contraction.
+    compute.TrfWindow`): the activations of the positions that share weights are stacked into one taller product
+    per distinct weight matrix (the same products, fewer and larger BLAS calls); when the activations also repeat
+    within each block (one row block of A broadcast to every column block), one product of the distinct
+    activations by the distinct weights.  ``a``/``w`` are the operands (``w``'s first axis ``period`` — one
+    period per block — or the whole batch), ``order_a``/``order_w`` their axes in (batch, m, k) / (batch, k, n)
+    order, ``n_w_labels`` the weights' own axes."""
+    blocks = bshape[0] // span if span else 1
+    groups = (span or bshape[0]) // period
     res = np.empty((*bshape, nm, nn_), dtype=ctype if terms else mtype)
-    res4 = res.reshape(groups, period, nm, nn_)
+    res5 = res.reshape(blocks, groups, period, nm, nn_)
     ta = a.transpose(order_a)
-    ta = ta.reshape(groups, period, *ta.shape[1:])
+    ta = ta.reshape(blocks, groups, period, *ta.shape[1:])
     tw = w.transpose(order_w)
-    piece = max(1, min(-(-period // 8), _PIECE_ELEMENTS // max(1, groups * nm * nk + nk * nn_)))
-    if _activations_repeat(a, groups, period, a_labels):
+    entries = blocks * period
+    piece = max(1, min(-(-entries // 8), _PIECE_ELEMENTS // max(1, groups * nm * nk + nk * nn_)))
+    if blocks == 1 and _activations_repeat(a, groups, period, a_labels):
         # and the activations repeat within each block of `period` positions (one row block of A broadcast to
         # every column block): one product of the distinct activations by the distinct weights
-        a_u = _matrix(ta[:, 0], list(range(ta.ndim - 1)), (groups * nm, nk), mtype)
+        a_u = _matrix(ta[0, :, 0], list(range(ta.ndim - 2)), (groups * nm, nk), mtype)
         nkd = tw.ndim - 1 - n_w_labels  # the contracted axes of tw, after the batch axis
         w_order = [*range(1, 1 + nkd), 0, *range(1 + nkd, tw.ndim)]
 
@@ -159,19 +160,21 @@ def contract_by_period(a: Array, w: Array, order_a: list[int], order_w: list[int
             n = hi - lo
             w_u = _matrix(tw[lo:hi], w_order, (nk, n * nn_), mtype)
             out = _matmul(a_u, w_u, terms, ctype, np.matmul)
-            res4[:, lo:hi] = out.reshape(groups, nm, n, nn_).transpose(0, 2, 1, 3)
+            res5[0, :, lo:hi] = out.reshape(groups, nm, n, nn_).transpose(0, 2, 1, 3)
 
         parallel_pieces(period, max(1, -(-period // 4)), run_unique)
         return res
 
     def run_shared(lo: int, hi: int) -> None:
-        n = hi - lo
-        a2 = _matrix(ta[:, lo:hi], [1, 0, *range(2, ta.ndim)], (n, groups * nm, nk), mtype)
-        w2 = _matrix(tw[lo:hi], list(range(tw.ndim)), (n, nk, nn_), mtype)
-        out = _matmul(a2, w2, terms, ctype, np.matmul)
-        res4[:, lo:hi] = out.reshape(n, groups, nm, nn_).transpose(1, 0, 2, 3)
+        for x in range(lo // period, (hi - 1) // period + 1):  # (a piece may reach over blocks)
+            y0, y1 = max(lo - x * period, 0), min(hi - x * period, period)
+            n = y1 - y0
+            a2 = _matrix(ta[x, :, y0:y1], [1, 0, *range(2, ta.ndim - 1)], (n, groups * nm, nk), mtype)
+            w2 = _matrix(tw[x * period + y0: x * period + y1], list(range(tw.ndim)), (n, nk, nn_), mtype)
+            out = _matmul(a2, w2, terms, ctype, np.matmul)
+            res5[x, :, y0:y1] = out.reshape(n, groups, nm, nn_).transpose(1, 0, 2, 3)
 
-    parallel_pieces(period, piece, run_shared)
+    parallel_pieces(entries, piece, run_shared)
     return res
 
 

@@ -7,6 +7,10 @@
   rows' bytes are read in place, the known-mask is a broadcast when every byte was written, and slices given the
   same weights keep one period (known from the replica ids, :mod:`visa.memory.replicas`, or found in the bytes;
   :class:`~visa.engines.contraction.compute.TrfWindow` ``period``);
+- ``contraction.window-fold`` — in that case, when the replica ids show the slices' weights repeating with a
+  period within each block of slices only (a *fold*: the reference's ``matmul_16384`` gives slice ``(cluster,
+  row group, s)`` the weights of ``(cluster, s)``), the first period of each block is read (``TrfWindow`` ``period``
+  and ``span``), not every slice;
 - ``contraction.window-owed`` — in that case, when no period is known from the writes, every slice's rows are
   read through the pending copies a register load left (:func:`visa.memory.owed.read_units`, one gather), not by
   making those copies and then copying the window (issue 24).
@@ -27,16 +31,19 @@ from visa.mapping import Mapping
 from visa.memory import owed
 from visa.memory.images import DenseImage, load_nest
 from visa.memory.known import known_everywhere
-from visa.memory.replicas import Labels, combine, period_of, verifying
+from visa.memory.replicas import Labels, combine, fold_of, period_of, verifying
 from visa.memory.units import UnitSelection
 
-__all__ = ["NEST", "IN_PLACE", "OWED", "read_window"]
+__all__ = ["NEST", "IN_PLACE", "OWED", "FOLD", "read_window"]
 
 NEST = fastpaths.register("contraction.window-nest", "the TRF window is one strided copy of each row's bytes "
                           "instead of one address per element")
 OWED = fastpaths.register("contraction.window-owed", "a TRF window of every slice of a range of clusters with no "
                           "period known from the writes read through the pending copies (one gather), not by "
                           "making the copies and copying the window")
+FOLD = fastpaths.register("contraction.window-fold", "a TRF window whose slices' weights repeat with a period "
+                          "within blocks of slices (known from the writes) read one period of each block, not "
+                          "every slice")
 IN_PLACE = fastpaths.register("contraction.window-in-place", "the TRF window over a range of clusters is read in "
                               "place: a broadcast known-mask, and one period of slices sharing weights")
 
@@ -89,18 +96,28 @@ def _byte_window(dtype: type[dt.Scalar], rows: int, element: Mapping, bit_offset
         # slices given the same weights repeat with a period: copy one period (a snapshot, so a later to_trf
         # cannot change what this pass reads; L4063-4070).  Known from the writes (the replica ids), then only
         # the first period's rows are read (through pending copies: visa.memory.owed.read_units); or found in the bytes
-        period = period_of(_window_labels(image, clusters, rows, b0, b1)) if written else 0
+        labels = _window_labels(image, clusters, rows, b0, b1) if written else None
+        period, span = period_of(labels), 0
+        if not period and FOLD.on:  # (or with a period within blocks of slices only: one period of each block)
+            period, span = fold_of(labels)
         if period:
             bank = image.lead_shape[-1]
-            first = clusters.start * image.lead_shape[1] + np.arange(period, dtype=np.int64)
+            if span:
+                ids = (np.arange(n // span, dtype=np.int64)[:, None] * span + np.arange(period)).reshape(-1)
+            else:
+                ids = np.arange(period, dtype=np.int64)
+            first = clusters.start * image.lead_shape[1] + ids
             units = (first[:, None] * bank + np.arange(rows, dtype=np.int64)).reshape(-1)
-            values = owed.read_units(image, units, b0, b1).view(dtype.storage).reshape(period, rows, hi - lo)
+            values = owed.read_units(image, units, b0, b1).view(dtype.storage).reshape(ids.size, rows, hi - lo)
+            window = TrfWindow(values, known_everywhere(values.shape), lo, period, span)
             if verifying():
                 whole = image.read_data()[clusters, :, :rows, b0:b1].reshape(n, rows, b1 - b0)
-                assert has_period(whole.view(np.dtype(f"u{word}")), period), \
+                assert span or has_period(whole.view(np.dtype(f"u{word}")), period), \
                     "TRF replica ids claim a period the bytes do not have"
-                assert np.array_equal(whole[:period].view(dtype.storage).reshape(values.shape), values)
-            return TrfWindow(values, known_everywhere(values.shape), lo, period)
+                assert np.array_equal(whole.view(dtype.storage).reshape(n, rows, hi - lo),
+                                      values[window.entries(np.arange(n, dtype=np.int64))]), \
+                    "TRF replica ids claim a period the bytes do not have"
+            return window
         if written and OWED.on:
             # every slice's rows through pending copies (one gather, a snapshot): the copies a register load
             # left are not made (a later load over these rows drops them, memory.overwritten-copies)

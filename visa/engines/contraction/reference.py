@@ -136,7 +136,7 @@ def run(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int, 
         ids = np.arange(rows.start, rows.stop, dtype=np.int64)
         a = np.repeat(flat[batch[rows]], align.tiles, axis=1).astype(ctype)  # (b, t, p)
         ka = np.repeat(flat_known[batch[rows]], align.tiles, axis=1)
-        pos = ids % window.period if window.period else ids
+        pos = window.entries(ids)
         w = window.values[pos][:, :, idx].astype(ctype)  # (b, r, t, p)
         known: BoolArray | None = None  # (None: every product known)
         if not (w_all and bool(ka.all())):

@@ -69,9 +69,9 @@ def _views(cfg: InterReduceConfig) -> _Views | None:
 
 
 def _derive(cfg: InterReduceConfig) -> _Views | None:
-    if not cfg.full or cfg.members.size == 0:
+    groups, ring = cfg.members_shape
+    if not cfg.full or groups * ring == 0:
         return None
-    groups, ring = cfg.members.shape
     given = cfg.factors  # (read off the digits by the plan: vector.inter-factors-digits)
     f = given[0] if given is not None else affine.factor(cfg.members.reshape(1, -1))
     split = None if f is None else affine.split_inner(f, ring)
@@ -98,7 +98,7 @@ def _derive(cfg: InterReduceConfig) -> _Views | None:
     if g is None:
         return None
     out_sizes, (out_strides, group_strides), (out_base, group_base) = g
-    mask = valid.reshape(cfg.out_group.shape)
+    mask = valid.reshape(cfg.out_shape)
     mask.flags.writeable = False
     return _Views(in_sizes, in_strides, bases[0], ring_axes, rank_order, out_sizes, out_strides, out_base,
                   group_strides, group_base, bool(valid.all()), mask)
@@ -150,7 +150,7 @@ def execute(cfg: InterReduceConfig, data: StreamData) -> StreamData | None:
         bound = max(abs(int(vals.min())), abs(int(vals.max())))
     red = _fold(cfg.op, cfg.dtype, _members(vals, v), bound)
     ranked = np.ascontiguousarray(red.transpose(v.rank_order), dtype=vals.dtype).reshape(-1)
-    shape = cfg.out_group.shape
+    shape = cfg.out_shape
     out = np.empty(shape, dtype=vals.dtype) if v.all_valid else np.zeros(shape, dtype=vals.dtype)
     _scatter(out, ranked, v)
     if is_everywhere(data.known):

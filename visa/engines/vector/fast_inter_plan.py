@@ -26,7 +26,7 @@ label (:func:`visa.engines.vector.fast_row_classes.from_labels`).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -38,7 +38,7 @@ from visa.mapping import Mapping, pair_of
 from visa.mapping.canon import Dim, Sym
 from visa.mapping.evaluate import IntArray, digit_weights
 
-__all__ = ["DIGITS", "LABELS", "groups"]
+__all__ = ["DIGITS", "LABELS", "Groups", "groups"]
 
 DIGITS = fastpaths.register("vector.inter-plan-digits", "the inter-slice reduce's ring groups from the mappings' "
                                                         "digits (broadcast) instead of sorting every position")
@@ -89,13 +89,62 @@ def _reach(digits: list[_Digit], axis: str) -> int:
     return sum((d.count - 1) * d.stride for d in digits if d.axis == axis)
 
 
-def groups(src: tuple[Mapping, ...], dst: tuple[Mapping, ...], kept: list[str]
-           ) -> tuple[IntArray, IntArray, tuple[Factors | None, Factors | None] | None, IntArray | None] | None:
-    """``(members, out_group, factors, labels)`` of the reference plan (every group full), or None (take the
-    reference).  ``factors`` (with ``vector.inter-factors-digits`` on, else None) are
-    :func:`visa.engines.affine.factor` of the members (one row) and of the valid output positions with their
-    groups (two rows), read off the digits (:mod:`visa.engines.vector.fast_inter_factors`); ``labels`` (with
-    ``vector.inter-row-labels`` on, else None) the output rows' classes (:func:`_row_labels`)."""
+@dataclass(frozen=True)
+class Groups:
+    """The reference plan's ring groups, read off the digits (:func:`groups`): the shapes and factors at once, the
+    index arrays made when asked (:meth:`members`, :meth:`out_group`) and not kept — a plan over every position
+    of a large stream held them whole (the peer matmul's inter-slice reduce: 64 MB of int64 over 4 Mi positions,
+    more than the plan caches' whole budget, while its fast paths read the factors only)."""
+
+    members_shape: tuple[int, int]
+    out_shape: tuple[int, ...]
+    factors: tuple[Factors | None, Factors | None] | None
+    base: int
+    grid: tuple[tuple[int, int], ...]  # (count, weight) of the kept digits, then of the ring's
+    ring_digits: int  # how many of ``grid`` are the ring's (last)
+    out_digits: tuple[tuple[int, int, int, int], ...]  # per output digit: (size, count, offset, group rank step)
+    #: a label per output row (``vector.inter-row-labels``, else None): :func:`_row_labels`
+    labels: IntArray | None = field(default=None, compare=False, repr=False)
+
+    def _grid(self, digits: tuple[tuple[int, int], ...]) -> IntArray:
+        grid: IntArray = np.full((), self.base, dtype=np.int64)
+        for count, weight in digits:
+            grid = grid[..., None] + np.arange(count, dtype=np.int64) * weight
+        return grid
+
+    def members(self) -> IntArray:
+        """``(groups, ring)``: each group's flat input positions in ring order (the reference's ``members``)."""
+        return self._grid(self.grid).reshape(self.members_shape)
+
+    def first(self) -> IntArray:
+        """The first group's members (``members()[0]``)."""
+        return self._grid(self.grid[len(self.grid) - self.ring_digits:]).reshape(-1)
+
+    def out_group(self) -> IntArray:
+        """The group rank of every output position, -1 where invalid (the reference's ``out_group``)."""
+        n = len(self.out_digits)
+        part = np.zeros((1,) * n, dtype=np.int64)
+        for j, (_, count, _, step) in enumerate(self.out_digits):
+            if step:
+                view = [1] * n
+                view[j] = count
+                part = part + (np.arange(count, dtype=np.int64) * step).reshape(view)
+        shape = tuple(size for size, _, _, _ in self.out_digits)
+        if all(offset == 0 and count == size for size, count, offset, _ in self.out_digits):
+            out = np.empty(shape, dtype=np.int64)  # every output position valid: one pass, no -1 fill
+            out[...] = part
+        else:
+            out = np.full(shape, -1, dtype=np.int64)
+            out[tuple(slice(offset, offset + count) for _, count, offset, _ in self.out_digits)] = part
+        return out.reshape(self.out_shape)
+
+
+def groups(src: tuple[Mapping, ...], dst: tuple[Mapping, ...], kept: list[str]) -> Groups | None:
+    """The reference plan's groups (every group full) as :class:`Groups`, or None (take the reference).  Its
+    ``factors`` (with ``vector.inter-factors-digits`` on, else None) are :func:`visa.engines.affine.factor` of the
+    members (one row) and of the valid output positions with their groups (two rows), read off the digits
+    (:mod:`visa.engines.vector.fast_inter_factors`); its ``labels`` (with ``vector.inter-row-labels`` on, else None)
+    the output rows' classes (:func:`_row_labels`)."""
     si, so = _digits(src), _digits(dst)
     if si is None or so is None:
         return None
@@ -111,14 +160,10 @@ def groups(src: tuple[Mapping, ...], dst: tuple[Mapping, ...], kept: list[str]
             return None
     ring = [j for j, d in enumerate(si) if d.count > 1 and d.axis not in scale]  # (a dummy of several: replicas)
     base = sum(d.offset * d.weight for d in si)
-    grid: IntArray = np.full((), base, dtype=np.int64)
-    for j in (*keep, *ring):
-        grid = grid[..., None] + np.arange(si[j].count, dtype=np.int64) * si[j].weight
-    members = grid.reshape(math.prod(si[j].count for j in keep), -1)
+    n_groups = math.prod(si[j].count for j in keep)
+    members_shape = (n_groups, math.prod(si[j].count for j in ring))
     # the output: each kept digit is an input kept digit of the same weight and range, each input one once
     rank = {g(si[j]): (math.prod(si[i].count for i in keep[k + 1:]), si[j].count) for k, j in enumerate(keep)}
-    shape = tuple(d.size for d in so)
-    part = np.zeros((1,) * len(so), dtype=np.int64)
     used: set[int] = set()
     ranks = [0] * len(so)  # each output digit's step of the group rank (0: the group repeats over it)
     for j, d in enumerate(so):
@@ -129,24 +174,17 @@ def groups(src: tuple[Mapping, ...], dst: tuple[Mapping, ...], kept: list[str]
             return None
         used.add(g(d))
         ranks[j] = got[0]
-        view = [1] * len(so)
-        view[j] = d.count
-        part = part + (np.arange(d.count, dtype=np.int64) * got[0]).reshape(view)
     if len(used) != len(keep):
         return None
-    if all(d.offset == 0 and d.count == d.size for d in so):  # every output position valid: one pass, no -1 fill
-        out_group = np.empty(shape, dtype=np.int64)
-        out_group[...] = part
-    else:
-        out_group = np.full(shape, -1, dtype=np.int64)
-        out_group[tuple(slice(d.offset, d.offset + d.count) for d in so)] = part
     labels = _row_labels(so, ranks, tuple(m.size for m in dst)) if LABELS.on else None
     factors = None
     if FACTORS.on:  # the members' digits; the valid outputs' box of digits, each with its group rank's step
         factors = (coarsest([(si[j].count, (si[j].weight,)) for j in (*keep, *ring)], (base,)),
                    coarsest([(d.count, (d.weight, r)) for d, r in zip(so, ranks, strict=True)],
                             (sum(d.offset * d.weight for d in so), 0)))
-    return members, out_group.reshape(tuple(m.size for m in dst)), factors, labels
+    return Groups(members_shape, tuple(m.size for m in dst), factors, base,
+                  tuple((si[j].count, si[j].weight) for j in (*keep, *ring)), len(ring),
+                  tuple((d.size, d.count, d.offset, r) for d, r in zip(so, ranks, strict=True)), labels)
 
 
 def _row_labels(so: list[_Digit], ranks: list[int], sizes: tuple[int, ...]) -> IntArray | None:

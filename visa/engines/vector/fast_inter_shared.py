@@ -109,7 +109,7 @@ def execute(cfg: InterReduceConfig, data: StreamData) -> SharedRows | None:
     out = ranked[c.groups]
     if not c.all_valid:
         out[~c.valid] = 0
-    tail = cfg.out_group.shape[3:]
+    tail = cfg.out_shape[3:]
     inner_shape = (1, 1, c.groups.shape[0], *tail)
     if is_everywhere(data.known):
         known = known_everywhere(inner_shape) if c.all_valid else c.valid.reshape(inner_shape)
@@ -117,5 +117,5 @@ def execute(cfg: InterReduceConfig, data: StreamData) -> SharedRows | None:
         whole = np.asarray(fast_inter._members(np.ascontiguousarray(data.known).reshape(-1), v).all(axis=-1))
         kept = np.ascontiguousarray(whole.transpose(v.rank_order)).reshape(-1)
         known = (c.valid & kept[c.groups]).reshape(inner_shape)
-    lead = cfg.out_group.shape[:3]
+    lead = cfg.out_shape[:3]
     return SharedRows(StreamData(out.reshape(inner_shape), known), c.owner, (lead[0], lead[1], lead[2]))

@@ -50,16 +50,57 @@ class InterReduceConfig:
     out: StreamLayout
     reduced: tuple[str, ...]
     broadcast: tuple[str, ...]
-    members: IntArray  # (groups, r_max) flat input positions in ring order, -1 = none
-    out_group: IntArray  # output shape: the group of each output position (-1 = invalid)
+    #: (groups, r_max) flat input positions in ring order, -1 = none (:attr:`members`); None: ``lazy`` makes them
+    given_members: IntArray | None
+    #: output shape: the group of each output position, -1 = invalid (:attr:`out_group`); None: ``lazy`` makes it
+    given_out_group: IntArray | None
     ring: int
     full: bool = False  # every group has r_max members (no -1 in ``members``)
     #: ``affine.factor`` of ``members`` (one row) and of the valid output positions with their groups, when the
     #: plan read them off the digits (``vector.inter-factors-digits``); None: ``fast_inter`` factors the arrays
     factors: tuple[Factors | None, Factors | None] | None = field(default=None, compare=False, repr=False)
-    #: a label per output row (``Chip × Cluster × Slice``): rows of one label hold the same groups, rows of two
-    #: differ, when the plan read them off the digits (``vector.inter-row-labels``); None: found from the rows
-    labels: IntArray | None = field(default=None, compare=False, repr=False)
+    #: the groups read off the digits (``vector.inter-plan-digits``): the index arrays made when asked, not kept
+    lazy: fast_inter_plan.Groups | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def labels(self) -> IntArray | None:
+        """A label per output row (``Chip × Cluster × Slice``): rows of one label hold the same groups, rows of
+        two differ, when the plan read them off the digits (``vector.inter-row-labels``); None: found from the
+        rows."""
+        return None if self.lazy is None else self.lazy.labels
+
+    @property
+    def members(self) -> IntArray:
+        """``(groups, r_max)``: each group's flat input positions in ring order, -1 = none."""
+        if self.given_members is not None:
+            return self.given_members
+        assert self.lazy is not None
+        return self.lazy.members()
+
+    @property
+    def out_group(self) -> IntArray:
+        """Over the output's shape: the group of each output position, -1 = invalid."""
+        if self.given_out_group is not None:
+            return self.given_out_group
+        assert self.lazy is not None
+        return self.lazy.out_group()
+
+    @property
+    def members_shape(self) -> tuple[int, int]:
+        """The shape of :attr:`members` (without making it)."""
+        if self.given_members is not None:
+            groups, ring = self.given_members.shape
+            return int(groups), int(ring)
+        assert self.lazy is not None
+        return self.lazy.members_shape
+
+    @property
+    def out_shape(self) -> tuple[int, ...]:
+        """The shape of :attr:`out_group`: the output stream's (without making it)."""
+        if self.given_out_group is not None:
+            return tuple(int(n) for n in self.given_out_group.shape)
+        assert self.lazy is not None
+        return self.lazy.out_shape
 
     def describe(self) -> str:
         """The configuration for the pass report (reduced and broadcast axes, ring size)."""
@@ -116,10 +157,9 @@ def _plan(hw: HardwareProfile, layout: StreamLayout, op: str, op_dtype: str, sli
                           fix="leave the reduced axis out of Slice2 / Time2 (a dummy 1 # n keeps the slice count)")
     kept = sorted(in_axes & out_axes)
     fast = fast_inter_plan.groups(src, dst, kept) if fast_inter_plan.DIGITS.on else None
-    if fast is not None:  # plain digits: the same groups by broadcast (fast_inter_plan)
-        members, out_group, factors, labels = fast
-        ring = _ring(members[0], tuple(m.size for m in src))
-        return InterReduceConfig(op, name, out, reduced, broadcast, members, out_group, ring, True, factors, labels)
+    if fast is not None:  # plain digits: the same groups by broadcast (fast_inter_plan), the arrays made when asked
+        ring = _ring(fast.first(), tuple(m.size for m in src))
+        return InterReduceConfig(op, name, out, reduced, broadcast, None, None, ring, True, fast.factors, fast)
     icoords, ivalid = joint_eval(src)
     ocoords, ovalid = joint_eval(dst)
     sizes = {a: int(max(int(icoords[a].max(initial=0)), int(ocoords[a].max(initial=0))) + 1) for a in kept}
