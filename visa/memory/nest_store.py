@@ -54,6 +54,7 @@ class NestStore:
     target: npt.NDArray[Any]
     reshape: bool
     starts: npt.NDArray[np.int64]
+    asked: tuple[Any, int, int] | None
 
     def run(self, image: DenseImage, values: npt.NDArray[Any]) -> bool:
         """Write ``values`` (of the shape, strides and type planned for) into ``image`` as ``_write_nest`` does;
@@ -66,8 +67,10 @@ class NestStore:
             image._cover(self.span, lo, hi)
         image._raw(lo, hi)  # (what is pending in the range made)
         image._touch(lo, hi, self.units)
-        if fast_prefault.PREFAULT.on:  # (DenseImage._prefault, its starts planned)
-            fast_prefault.prefault(self.data.reshape(-1), self.starts, hi - lo)
+        if fast_prefault.PREFAULT.on:  # (DenseImage._prefault, its starts planned; nothing to ask: no call)
+            asked = self.asked
+            if asked is None or not asked[0][asked[1]:asked[2]].all():
+                fast_prefault.prefault(self.data.reshape(-1), self.starts, hi - lo)
         np.copyto(self.target, np.reshape(words, self.target.shape) if self.reshape else words)
         image._pages.mark(self.units if self.span is None else self.span, lo, hi, True)
         return True
@@ -112,4 +115,5 @@ def plan(dtype: type[dt.Scalar], image: DenseImage, bit_base: int, loops: tuple[
     units = sel.units
     starts = units.astype(np.int64) * image.nbytes + r_lo  # (DenseImage._prefault's, of the units)
     starts.flags.writeable = False
-    return NestStore(units, sel.span, r_lo, r_hi, words.dtype, image._bytes, target, reshape, starts)
+    asked = fast_prefault.asked_range(image._bytes.reshape(-1), starts, r_hi - r_lo)
+    return NestStore(units, sel.span, r_lo, r_hi, words.dtype, image._bytes, target, reshape, starts, asked)

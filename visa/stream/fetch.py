@@ -165,10 +165,22 @@ def fetch(stream: BeginTensor[Any, Any, Any, Any, Any, Any], dtype: Any, time: M
     lay = stream.layout
     hetero = stream.carried.hetero
     per_view = views if hetero else views[:1]
-    cfgs = [engine.plan(hw, lay.dtype, dst, lay.chip, lay.cluster, lay.slice, v.element if hetero else lay.packet,
-                        time, packet, context=stream.tu.kind, interleave=interleave,
-                        table=None if table is None else (table.din, table.dout), zero_points=zero_points,
-                        pad_value=pad_value) for v in per_view]
+    key = None
+    if not hetero and table is None and zero_points is None:  # (a plain fetch: its plan kept per layout, _PLANS)
+        key = (id(hw), lay.dtype, dst, lay.chip.key, lay.cluster.key, lay.slice.key, lay.packet.key, time.key,
+               packet.key, stream.tu.kind, None if interleave is None else interleave.key, pad_value)
+    kept = _PLANS.get(key) if key is not None else None
+    if kept is not None and kept[0] is hw:
+        cfgs = [kept[1]]
+    else:
+        cfgs = [engine.plan(hw, lay.dtype, dst, lay.chip, lay.cluster, lay.slice,
+                            v.element if hetero else lay.packet, time, packet, context=stream.tu.kind,
+                            interleave=interleave, table=None if table is None else (table.din, table.dout),
+                            zero_points=zero_points, pad_value=pad_value) for v in per_view]
+        if key is not None:
+            if len(_PLANS) >= _LIMIT:
+                del _PLANS[next(iter(_PLANS))]
+            _PLANS[key] = (hw, cfgs[0])
     for v in views:
         v.base.check_readable("fetch")
     bases = [engine.view_bit_base(hw, v.base.dtype, v.base.address, v.offset, v.element) for v in views]
@@ -194,6 +206,13 @@ def fetch(stream: BeginTensor[Any, Any, Any, Any, Any, Any], dtype: Any, time: M
                                    lambda: fetch_report(hw, cfg, (cfg,), tuple(bases), lay, None))
     layout = StreamLayout(dst, lay.chip, lay.cluster, lay.slice, time, packet)
     return stream.then(FetchTensor, layout, data, report, fetch=cfg, seen={})  # the bytes are read now
+
+
+#: A plain fetch's configuration (:func:`visa.engines.fetch.plan`, pure) per its layout's and arguments' exact keys
+#: and the hardware profile (kept with it: its id is in the key): a kernel's passes plan the fetch once, not again
+#: at every pass (nor make a new configuration object each time for a pad value).
+_PLANS: dict[Any, tuple[Any, Any]] = {}
+_LIMIT = 256
 
 
 def fetch_report(hw: Any, cfg: Any, cfgs: tuple[Any, ...], bases: tuple[int, ...], lay: StreamLayout,
