@@ -66,13 +66,14 @@ class NestStore:
         if self.span is not None:  # every byte of the range written: no zeros owed there
             image._cover(self.span, lo, hi)
         image._raw(lo, hi)  # (what is pending in the range made)
-        image._touch(lo, hi, self.units)
+        us = self.units if self.span is None else self.span  # (a range as a slice: the same units, no reductions)
+        image._touch(lo, hi, us)
         if fast_prefault.PREFAULT.on:  # (DenseImage._prefault, its starts planned; nothing to ask: no call)
             asked = self.asked
             if asked is None or not asked[0][asked[1]:asked[2]].all():
                 fast_prefault.prefault(self.data.reshape(-1), self.starts, hi - lo)
         np.copyto(self.target, np.reshape(words, self.target.shape) if self.reshape else words)
-        image._pages.mark(self.units if self.span is None else self.span, lo, hi, True)
+        image._pages.mark(us, lo, hi, True)
         return True
 
 

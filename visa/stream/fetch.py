@@ -44,9 +44,20 @@ def _check_view(tu: TuHandle, view: object, call: str, param: str = "view") -> D
 
 
 def _placeholder(layout: StreamLayout) -> StreamData:
-    """The data of a BeginTensor: nothing has been read yet (broadcast poison, no memory)."""
+    """The data of a BeginTensor: nothing has been read yet (broadcast poison, no memory; the two read-only
+    broadcasts kept per storage type and shape)."""
     shape = layout.shape
-    return StreamData(broadcast_one(_zero(layout.dtype.storage), shape), broadcast_one(_zero(np.bool_), shape))
+    key = (layout.dtype.storage, shape)
+    got = _PLACEHOLDERS.get(key)
+    if got is None:
+        if len(_PLACEHOLDERS) >= 256:
+            _PLACEHOLDERS.clear()
+        got = _PLACEHOLDERS[key] = (broadcast_one(_zero(layout.dtype.storage), shape),
+                                    broadcast_one(_zero(np.bool_), shape))
+    return StreamData(*got)
+
+
+_PLACEHOLDERS: dict[Any, tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]] = {}
 
 
 _ZEROS: dict[Any, npt.NDArray[Any]] = {}
