@@ -30,6 +30,7 @@ from visa import fastpaths
 from visa.engines.cache import exact_key
 from visa.engines.common import StreamData
 from visa.engines.fast_dm_read import DmRead, element_rows
+from visa.memory.fast_nest import WIDE
 from visa.memory.images import DenseImage
 from visa.memory.known import all_true
 from visa.memory.nest_store import NestStore, plan
@@ -67,7 +68,7 @@ def load(cfg: Any, data: StreamData, images: Sequence[DenseImage], bit_base: int
         return False
     dm = kind is DmRead
     key = (exact_key(cfg), bit_base, None if units is None else units.tobytes(), dm, vals.shape, vals.strides,
-           vals.dtype.str)
+           vals.dtype.str, WIDE.on)  # (memory.nest-words: whether the plan writes runs as wider words)
     n_chip, n_cl, n_sl = vals.shape[:3]
     e = cfg.element.size
     rows = cfg.row.size if cfg.row is not None else 1
