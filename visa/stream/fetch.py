@@ -86,7 +86,9 @@ def begin(tu: TuHandle, view: DmTensorView[Any, Any, Any, Any, Any],
     base = v.base
     layout = StreamLayout(base.dtype, base.levels["Chip"], base.levels["Cluster"], base.levels["Slice"],
                           Mapping.identity(v.element.axis_set), v.element)
-    return BeginTensor(tu, layout, _placeholder(layout), (), (base,), Carried(views=(v,), dual_channel=dual_channel))
+    seen = {} if base.region is None else {id(base.region): (base.region, base.region.writes)}  # (as __init__ notes)
+    return BeginTensor(tu, layout, _placeholder(layout), (), (base,),
+                       Carried(views=(v,), dual_channel=dual_channel, seen=seen))
 
 
 def begin_interleaved(tu: TuHandle, axis: Mapping, lhs: DmTensorView[Any, Any, Any, Any, Any],
@@ -216,7 +218,10 @@ def fetch(stream: BeginTensor[Any, Any, Any, Any, Any, Any], dtype: Any, time: M
         report = remembered_report((hw, cfg, tuple(bases), lay.dtype, lay.chip, lay.cluster, lay.slice),
                                    lambda: fetch_report(hw, cfg, (cfg,), tuple(bases), lay, None))
     layout = StreamLayout(dst, lay.chip, lay.cluster, lay.slice, time, packet)
-    return stream.then(FetchTensor, layout, data, report, fetch=cfg, seen={})  # the bytes are read now
+    # the bytes are read now: the write counts of the inputs' regions now (what the stage's __init__ notes in an
+    # empty ``seen``, given whole: the carried fields copied once)
+    seen = {id(t.region): (t.region, t.region.writes) for t in stream.inputs if t.region is not None}
+    return stream.then(FetchTensor, layout, data, report, fetch=cfg, seen=seen)
 
 
 #: A plain fetch's configuration (:func:`visa.engines.fetch.plan`, pure) per its layout's and arguments' exact keys
