@@ -22,6 +22,7 @@ import numpy as np
 
 from visa.fastpaths import FastPath
 from visa.mapping import Mapping
+from visa.mapping.core import HashedKey
 
 __all__ = ["exact_key", "cached", "per_object", "plan_nbytes", "PlanBudget", "PlanStore", "PLANS", "PLAN_BYTES", "MISS"]
 
@@ -60,8 +61,8 @@ def exact_key(value: Any) -> Hashable:
             key: Hashable = got
             return key
     key = (type(value), tuple(exact_key(getattr(value, name)) for name in kind))
-    if memo is not None:  # a frozen dataclass never changes: its key is kept on it (not a field: == ignores it)
-        memo[_MEMO] = key
+    if memo is not None:  # a frozen dataclass never changes: its key is kept on it (not a field: == ignores it),
+        key = memo[_MEMO] = HashedKey(key)  # its hash computed once (a plan cache hashes it at every lookup)
     return key
 
 

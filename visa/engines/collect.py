@@ -37,7 +37,7 @@ import numpy.typing as npt
 
 from visa import dtypes as dt
 from visa import fastpaths
-from visa.engines import fast_dm_read, fast_shared
+from visa.engines import fast_dm_read, fast_load_plan, fast_shared
 from visa.engines.broadcast import BroadcastData
 from visa.engines.cache import cached
 from visa.engines.common import StreamData, axes_text, kept_text
@@ -298,6 +298,8 @@ def execute_load(cfg: RegisterLoadConfig, data: StreamData, images: Sequence[Den
     (``(Chip, Cluster, Slice)``) are the slices the stream holds data in: only they load (the slice bitmap
     leaves the others out, L2314–2319, as for a commit); None loads every slice.
     """
+    if fast_load_plan.load(cfg, data, images, bit_base, units):  # collect.load-plan: the decisions kept
+        return
     if fast_shared.LOAD.on and isinstance(data, SharedRows):
         data = data.as_copied()
     copied = data if isinstance(data, CopiedRows) else None

@@ -74,19 +74,23 @@ def replaced(value: T, **changes: Any) -> T:
     fields: a new value with the same fields but ``changes``, built field by field (``replace`` goes through the
     generated ``__init__``, several µs; a stage makes a few such copies).  Only the fields are copied: nothing
     else the old value keeps in its ``__dict__`` (a memoised key, :mod:`visa.engines.cache`) carries over."""
-    names = _FIELDS.get(type(value))
-    if names is None:
-        names = _FIELDS[type(value)] = tuple(f.name for f in fields(value))  # type: ignore[arg-type]
-    unknown = changes.keys() - set(names)
-    if unknown:
-        raise TypeError(f"{type(value).__name__} has no field {sorted(unknown)[0]!r}")
+    got = _FIELDS.get(type(value))
+    if got is None:
+        names = tuple(f.name for f in fields(value))  # type: ignore[arg-type]
+        got = _FIELDS[type(value)] = (names, frozenset(names))
+    names, known = got
+    if not known.issuperset(changes):
+        raise TypeError(f"{type(value).__name__} has no field {sorted(changes.keys() - known)[0]!r}")
     old = value.__dict__
     out = object.__new__(type(value))
-    out.__dict__.update({n: changes[n] if n in changes else old[n] for n in names})
+    new = out.__dict__
+    for n in names:  # (the fields only: not what the old value keeps besides, a memoised key)
+        new[n] = old[n]
+    new.update(changes)
     return out
 
 
-_FIELDS: dict[type, tuple[str, ...]] = {}
+_FIELDS: dict[type, tuple[tuple[str, ...], frozenset[str]]] = {}
 
 
 def kept_text(method: Callable[[T], str]) -> Callable[[T], str]:

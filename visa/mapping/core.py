@@ -723,6 +723,8 @@ class MappingFactory:
         self.axis_set = axis_set
 
     def __getitem__(self, text: str) -> Mapping:
+        if isinstance(text, str) and "{" not in text:  # no escape: no scope to resolve one in (not copied)
+            return Mapping.parse(text, self.axis_set, None)
         frame = sys._getframe(1)
         scope = {**frame.f_globals, **_escape_locals(text, frame)}
         return Mapping.parse(text, self.axis_set, scope)

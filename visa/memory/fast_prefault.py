@@ -116,6 +116,22 @@ def _mapping(arr: npt.NDArray[Any]) -> _Mapping | None:
     return _MAPS.get(base) if isinstance(base, mmap.mmap) else None
 
 
+def asked_range(arr: npt.NDArray[Any], starts: npt.NDArray[np.int64], length: int) -> tuple[Any, int, int] | None:
+    """``(pages asked for, a, b)``: where :func:`prefault` of the same arguments looks whether every page from the
+    first range's to the last's was asked for already (``asked[a:b].all()``: then it asks nothing), for a caller
+    that writes the same ranges of the same array again (:mod:`visa.memory.nest_store`) and skips the call when
+    they were; None when :func:`prefault` would not look there (it asks nothing for such memory, or the path is
+    off: the caller calls it all the same)."""
+    if not PREFAULT.on or _MADVISE is None or length <= 0 or starts.size * length < _LEAST:
+        return None
+    m = _mapping(arr)
+    if m is None:
+        return None
+    off = arr.ctypes.data - m.addr
+    a, b = (int(starts.min()) + off) // _PAGE, (int(starts.max()) + off + length - 1) // _PAGE + 1
+    return (m.asked, a, b) if 0 <= a and b <= m.asked.size else None
+
+
 def prefault(arr: npt.NDArray[Any], starts: npt.NDArray[np.int64], length: int) -> None:
     """Bytes ``[s, s + length)`` of ``arr`` (a flat byte array) for every ``s`` in ``starts`` are about to be
     written, every one of them: ask the system for their pages now, those of a registered mapping

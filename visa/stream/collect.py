@@ -36,14 +36,40 @@ def collect(stream: StreamTensor[Any, Any, Any, Any, Any, Any], time: Mapping,
     time = ensure_mapping(time, "Time2", "collect", "Time")
     packet = ensure_mapping(packet, "Packet2", "collect", "Packet")
     lay = stream.layout
-    cfg = engine.plan(stream.ctx.hw, lay.dtype, lay.time, lay.packet, time, packet)
-    data = engine.execute(cfg, stream.data)
-    reports = [EngineReport("collect", str(cfg), engine.cycles(cfg), details=(("padding", cfg.pad_elements),))]
-    if isinstance(stream, FetchTensor):  # FetchTensor::collect(): the Switch Engine forwards (L3120-3138)
-        from visa.stream.switch import forwarding_report
+    hw = stream.ctx.hw
+    forwards = isinstance(stream, FetchTensor)  # FetchTensor::collect(): the Switch Engine forwards (L3120-3138)
+    key = (id(hw), lay.dtype, lay.slice.key, lay.time.key, lay.packet.key, time.key, packet.key, forwards)
+    got = _COLLECTS.get(key)
+    if got is None or got[0] is not hw:
+        cfg = engine.plan(hw, lay.dtype, lay.time, lay.packet, time, packet)
+        reports: tuple[EngineReport, ...] = (
+            EngineReport("collect", str(cfg), engine.cycles(cfg), details=(("padding", cfg.pad_elements),)),)
+        if forwards:
+            from visa.stream.switch import forwarding_report
 
-        reports.insert(0, forwarding_report(stream.ctx.hw, lay))
+            reports = (forwarding_report(hw, lay), *reports)
+        got = _remember(_COLLECTS, key, (hw, cfg, reports))
+    _, cfg, reports = got
+    data = engine.execute(cfg, stream.data)
     return stream.then(CollectTensor, lay.with_(time=time, packet=packet), data, *reports)
+
+
+#: A stage's configuration and reports per its layout's and arguments' exact keys (and the hardware profile, kept
+#: with them: its id is in the key): ``collect`` and the register loads of a kernel's passes plan their stage once,
+#: not again at every pass (the plans and reports are pure functions of those; frozen, shared by the passes).
+_COLLECTS: dict[Any, tuple[Any, ...]] = {}
+_LOADS: dict[Any, tuple[Any, ...]] = {}
+#: A pass's name, cycles and cost breakdown per its engines' reports (by identity: the entry holds them) — the same
+#: reports objects, from the stages' kept plans, give the same :func:`pass_cost`.
+_COSTS: dict[Any, tuple[Any, ...]] = {}
+_LIMIT = 256
+
+
+def _remember(store: dict[Any, tuple[Any, ...]], key: Any, value: tuple[Any, ...]) -> tuple[Any, ...]:
+    if len(store) >= _LIMIT:
+        del store[next(iter(store))]
+    store[key] = value
+    return value
 
 
 def pass_reads(stream: StreamTensor[Any, Any, Any, Any, Any, Any]) -> tuple[Any, ...]:
@@ -67,10 +93,15 @@ def record_pass(stream: StreamTensor[Any, Any, Any, Any, Any, Any], report: Engi
         reports = channel.dual(stream.ctx.hw, reports)
         chips = np.flatnonzero(validity_of(stream.layout.chip)).tolist()
         lanes = tuple((int(c), "sub") for c in chips)
-    name = " → ".join(r.engine for r in reports)
-    cost = pass_cost(stream.ctx.hw, reports)
+    hw = stream.ctx.hw
+    key = (id(hw), *map(id, reports))  # (the entry holds them: no other object has their ids while it lives)
+    got = _COSTS.get(key)
+    if got is None:
+        cost = pass_cost(hw, reports)
+        got = _remember(_COSTS, key, (hw, reports, " → ".join(r.engine for r in reports), cost.total, str(cost)))
+    _, _, name, total, note = got
     op = stream.ctx.record(stream.tu.kind, name, reports, reads=pass_reads(stream) + reads, writes=writes,
-                           cycles=cost.total, note=str(cost), extra_lanes=lanes)
+                           cycles=total, note=note, extra_lanes=lanes)
     return op.end
 
 
@@ -101,15 +132,33 @@ def to_trf(stream: CollectTensor[Any, Any, Any, Any, Any, Any], row: Mapping, el
     expect_instance(address, TrfAddress, "address", call="to_trf",
                     expected="a TrfAddress (Full, FirstHalf or SecondHalf)", fix="pass TrfAddress.Full")
     ctx, lay = stream.ctx, stream.layout
-    cfg = engine.plan_trf(ctx.hw, lay.dtype, lay.time, lay.packet, row, element, address.name)
+    cfg, report, units = _load_plan(ctx.hw, lay, row, element, address.name)
     tensor: TrfTensor[Any, Any, Any, Any, Any, Any] = TrfTensor(
         ctx, lay.dtype, lay.chip, lay.cluster, lay.slice, row, element, address,
         reads=input_regions(stream, "to_trf"), call="to_trf")
     images = [ctx.memory.chip(c).trf for c in range(lay.chip.size)]
-    engine.execute_load(cfg, stream.data, images, tensor.element_bit_offset(),
-                        unit_validity(lay.chip, lay.cluster, lay.slice))
-    tensor.ready_at = record_pass(stream, EngineReport("to_trf", str(cfg), engine.load_cycles(cfg)), (tensor,))
+    engine.execute_load(cfg, stream.data, images, tensor.element_bit_offset(), units)
+    tensor.ready_at = record_pass(stream, report, (tensor,))
     return tensor
+
+
+def _load_plan(hw: Any, lay: Any, row: Mapping | None, element: Mapping, address: str | int
+               ) -> tuple[engine.RegisterLoadConfig, EngineReport, Any]:
+    """A register load's configuration (``plan_trf`` with a ``row``, else ``plan_vrf``), its report and the
+    slices it loads (:func:`unit_validity`, read-only), kept per layout and arguments (:data:`_LOADS`)."""
+    key = (id(hw), lay.dtype, lay.chip.key, lay.cluster.key, lay.slice.key, lay.time.key, lay.packet.key,
+           None if row is None else row.key, element.key, address)
+    got = _LOADS.get(key)
+    if got is None or got[0] is not hw:
+        if row is None:
+            cfg = engine.plan_vrf(hw, lay.dtype, lay.time, lay.packet, element, int(address))
+        else:
+            cfg = engine.plan_trf(hw, lay.dtype, lay.time, lay.packet, row, element, str(address))
+        units = unit_validity(lay.chip, lay.cluster, lay.slice)
+        units.flags.writeable = False
+        got = _remember(_LOADS, key, (hw, cfg, EngineReport(f"to_{cfg.memory}", str(cfg), engine.load_cycles(cfg)),
+                                      units))
+    return got[1], got[2], got[3]
 
 
 def to_vrf(stream: CollectTensor[Any, Any, Any, Any, Any, Any], element: Mapping,
@@ -120,12 +169,11 @@ def to_vrf(stream: CollectTensor[Any, Any, Any, Any, Any, Any], element: Mapping
     element = ensure_mapping(element, "Element", "to_vrf", "Element")
     address = expect_int(address, "address", call="to_vrf")
     ctx, lay = stream.ctx, stream.layout
-    cfg = engine.plan_vrf(ctx.hw, lay.dtype, lay.time, lay.packet, element, address)
+    cfg, report, units = _load_plan(ctx.hw, lay, None, element, address)
     tensor: VrfTensor[Any, Any, Any, Any, Any] = VrfTensor(
         ctx, lay.dtype, lay.chip, lay.cluster, lay.slice, element, address, reads=input_regions(stream, "to_vrf"),
         call="to_vrf")
     images = [ctx.memory.chip(c).vrf for c in range(lay.chip.size)]
-    engine.execute_load(cfg, stream.data, images, tensor.element_bit_offset(),
-                        unit_validity(lay.chip, lay.cluster, lay.slice))
-    tensor.ready_at = record_pass(stream, EngineReport("to_vrf", str(cfg), engine.load_cycles(cfg)), (tensor,))
+    engine.execute_load(cfg, stream.data, images, tensor.element_bit_offset(), units)
+    tensor.ready_at = record_pass(stream, report, (tensor,))
     return tensor

@@ -44,9 +44,20 @@ def _check_view(tu: TuHandle, view: object, call: str, param: str = "view") -> D
 
 
 def _placeholder(layout: StreamLayout) -> StreamData:
-    """The data of a BeginTensor: nothing has been read yet (broadcast poison, no memory)."""
+    """The data of a BeginTensor: nothing has been read yet (broadcast poison, no memory; the two read-only
+    broadcasts kept per storage type and shape)."""
     shape = layout.shape
-    return StreamData(broadcast_one(_zero(layout.dtype.storage), shape), broadcast_one(_zero(np.bool_), shape))
+    key = (layout.dtype.storage, shape)
+    got = _PLACEHOLDERS.get(key)
+    if got is None:
+        if len(_PLACEHOLDERS) >= 256:
+            _PLACEHOLDERS.clear()
+        got = _PLACEHOLDERS[key] = (broadcast_one(_zero(layout.dtype.storage), shape),
+                                    broadcast_one(_zero(np.bool_), shape))
+    return StreamData(*got)
+
+
+_PLACEHOLDERS: dict[Any, tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]] = {}
 
 
 _ZEROS: dict[Any, npt.NDArray[Any]] = {}
@@ -75,7 +86,9 @@ def begin(tu: TuHandle, view: DmTensorView[Any, Any, Any, Any, Any],
     base = v.base
     layout = StreamLayout(base.dtype, base.levels["Chip"], base.levels["Cluster"], base.levels["Slice"],
                           Mapping.identity(v.element.axis_set), v.element)
-    return BeginTensor(tu, layout, _placeholder(layout), (), (base,), Carried(views=(v,), dual_channel=dual_channel))
+    seen = {} if base.region is None else {id(base.region): (base.region, base.region.writes)}  # (as __init__ notes)
+    return BeginTensor(tu, layout, _placeholder(layout), (), (base,),
+                       Carried(views=(v,), dual_channel=dual_channel, seen=seen))
 
 
 def begin_interleaved(tu: TuHandle, axis: Mapping, lhs: DmTensorView[Any, Any, Any, Any, Any],
@@ -165,10 +178,22 @@ def fetch(stream: BeginTensor[Any, Any, Any, Any, Any, Any], dtype: Any, time: M
     lay = stream.layout
     hetero = stream.carried.hetero
     per_view = views if hetero else views[:1]
-    cfgs = [engine.plan(hw, lay.dtype, dst, lay.chip, lay.cluster, lay.slice, v.element if hetero else lay.packet,
-                        time, packet, context=stream.tu.kind, interleave=interleave,
-                        table=None if table is None else (table.din, table.dout), zero_points=zero_points,
-                        pad_value=pad_value) for v in per_view]
+    key = None
+    if not hetero and table is None and zero_points is None:  # (a plain fetch: its plan kept per layout, _PLANS)
+        key = (id(hw), lay.dtype, dst, lay.chip.key, lay.cluster.key, lay.slice.key, lay.packet.key, time.key,
+               packet.key, stream.tu.kind, None if interleave is None else interleave.key, pad_value)
+    kept = _PLANS.get(key) if key is not None else None
+    if kept is not None and kept[0] is hw:
+        cfgs = [kept[1]]
+    else:
+        cfgs = [engine.plan(hw, lay.dtype, dst, lay.chip, lay.cluster, lay.slice,
+                            v.element if hetero else lay.packet, time, packet, context=stream.tu.kind,
+                            interleave=interleave, table=None if table is None else (table.din, table.dout),
+                            zero_points=zero_points, pad_value=pad_value) for v in per_view]
+        if key is not None:
+            if len(_PLANS) >= _LIMIT:
+                del _PLANS[next(iter(_PLANS))]
+            _PLANS[key] = (hw, cfgs[0])
     for v in views:
         v.base.check_readable("fetch")
     bases = [engine.view_bit_base(hw, v.base.dtype, v.base.address, v.offset, v.element) for v in views]
@@ -193,7 +218,17 @@ def fetch(stream: BeginTensor[Any, Any, Any, Any, Any, Any], dtype: Any, time: M
         report = remembered_report((hw, cfg, tuple(bases), lay.dtype, lay.chip, lay.cluster, lay.slice),
                                    lambda: fetch_report(hw, cfg, (cfg,), tuple(bases), lay, None))
     layout = StreamLayout(dst, lay.chip, lay.cluster, lay.slice, time, packet)
-    return stream.then(FetchTensor, layout, data, report, fetch=cfg, seen={})  # the bytes are read now
+    # the bytes are read now: the write counts of the inputs' regions now (what the stage's __init__ notes in an
+    # empty ``seen``, given whole: the carried fields copied once)
+    seen = {id(t.region): (t.region, t.region.writes) for t in stream.inputs if t.region is not None}
+    return stream.then(FetchTensor, layout, data, report, fetch=cfg, seen=seen)
+
+
+#: A plain fetch's configuration (:func:`visa.engines.fetch.plan`, pure) per its layout's and arguments' exact keys
+#: and the hardware profile (kept with it: its id is in the key): a kernel's passes plan the fetch once, not again
+#: at every pass (nor make a new configuration object each time for a pad value).
+_PLANS: dict[Any, tuple[Any, Any]] = {}
+_LIMIT = 256
 
 
 def fetch_report(hw: Any, cfg: Any, cfgs: tuple[Any, ...], bases: tuple[int, ...], lay: StreamLayout,

@@ -200,7 +200,8 @@ class StreamTensor(Generic[D, Chip, Cluster, Slice, Time, Packet]):
         """The next stage of this pass, carrying its reports, inputs and :class:`Carried` (with ``carried``'s
         fields changed)."""
         data.check(layout)
-        return cls(self.tu, layout, data, self.reports + reports, self.inputs, self.carried.with_(**carried))
+        kept = self.carried.with_(**carried) if carried else self.carried  # (frozen: shared when unchanged)
+        return cls(self.tu, layout, data, self.reports + reports, self.inputs, kept)
 
     if not TYPE_CHECKING:  # hidden from type checkers, so that they reject a method on the wrong stage
 
