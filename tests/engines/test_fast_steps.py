@@ -267,7 +267,7 @@ def test_weight_groups_side_by_side_are_the_brute_force_order(seed: int, period:
     if labelling == "blocks":  # (the GEMM example's: one activation block per run of `period` positions)
         labels: np.ndarray | None = np.arange(sizes["b"], dtype=np.int64) // period
     elif labelling == "random":
-        labels = rng.integers(0, 3, size=sizes["b"]).astype(np.int64)
+        labels = rng.integers(0, min(3, sizes["b"]), size=sizes["b"]).astype(np.int64)
     else:
         labels = None
     a = _values(rng, tuple(sizes[lab] for lab in la), 0.05)

@@ -159,7 +159,10 @@ def contract(a: Array, la: Sequence[str], w: Array, lw: Sequence[str], lo: Seque
     piece = max(1, min(-(-first // 2), _LAYOUT_ELEMENTS // per))
     # (weights repeating every w_period positions: the distinct blocks laid out once, fast_weight_period; with
     # contraction.float-tree32-wide, in groups of blocks side by side for the positions that read them in order)
-    wide = (fast_tree32_wide.kernel() if w_period and jit is not None and jit is tree32 and not bsz[1:] else None)
+    # (only where positions can share an activation block: replica labels on the batch's first axis; without
+    # them every position reads its own block, no run forms, and the wide layout would be made then narrowed)
+    wide = (fast_tree32_wide.kernel() if w_period and jit is not None and jit is tree32 and not bsz[1:]
+            and a_labels is not None and bb[:1] == ["b"] else None)
     g = fast_tree32_wide.group(w_period, n_n) if wide is not None else 1
     w_wide = (fast_tree32_wide.layout(_laid_out(wv, w_axes, [w_period, ns, n_n, nj], [w_period, *ssz, *w_nn]), g)
               if g > 1 else None)

@@ -91,7 +91,8 @@ def plan(hw: HardwareProfile, dtype: type[dt.Scalar], src: Side, dst: Side, call
         return None  # (host transfers stage a side; other media are refused by the reference)
     if src.bit_address % 8 or dst.bit_address % 8:
         return None  # (a sub-byte start: the reference says what is wrong)
-    key = (exact_key(hw), dtype, exact_key(src), src.name, exact_key(dst), dst.name, call, own_padding)
+    key = (exact_key(hw), dtype, exact_key(src), src.name, exact_key(dst), dst.name, call, own_padding,
+           ONE_SIDE.on)  # (a plan moved one side only is not the answer with dma.plan-rebase-one-side off)
     done = _MOVED.get(key)
     if done is not MISS:  # moved here before (a later launch of the same kernel): the same plan object
         got: DmaPlan = done
