@@ -60,7 +60,7 @@ class InterReduceConfig:
     #: plan read them off the digits (``vector.inter-factors-digits``); None: ``fast_inter`` factors the arrays
     factors: tuple[Factors | None, Factors | None] | None = field(default=None, compare=False, repr=False)
     #: the groups read off the digits (``vector.inter-plan-digits``): the index arrays made when asked, not kept
-    lazy: fast_inter_plan.Groups | None = field(default=None, compare=False, repr=False)
+    lazy: fast_inter_plan.Groups | None = field(default=None, repr=False)  # (compared: the groups it makes)
 
     @property
     def labels(self) -> IntArray | None:
