@@ -60,9 +60,9 @@ def exact_key(value: Any) -> Hashable:
         if got is not None:
             key: Hashable = got
             return key
-    key = (type(value), tuple(exact_key(getattr(value, name)) for name in kind))
+    key = (type(value), tuple([exact_key(getattr(value, name)) for name in kind]))
     if memo is not None:  # a frozen dataclass never changes: its key is kept on it (not a field: == ignores it),
-        key = memo[_MEMO] = HashedKey(key)  # its hash computed once (a plan cache hashes it at every lookup)
+        key = memo[_MEMO] = HashedKey(key)  # hashed once (equal to, and hashing like, the plain tuple)
     return key
 
 
@@ -180,9 +180,8 @@ class PlanBudget:
     def __init__(self, limit: int = PLAN_BYTES) -> None:
         self.limit = limit
         self.total = 0
-        #: every entry, least recently used first: (its store, its key) → [its bytes, the launch that used it last,
-        #: how many attributes it had when weighed (-1: none)]
-        self._order: OrderedDict[tuple[PlanStore, Hashable], list[int]] = OrderedDict()
+        #: every entry, least recently used first (keyed by the entry itself: no plan key is hashed again)
+        self._order: OrderedDict[_Entry, None] = OrderedDict()
         self._launch = 0
         self.hits = 0
         self.misses = 0
@@ -195,38 +194,50 @@ class PlanBudget:
         """A launch begins (:func:`visa.context.launch`): the entries used from now on stay until it ends."""
         self._launch += 1
 
-    def _touch(self, store: PlanStore, key: Hashable, value: Any) -> None:
-        entry = self._order[(store, key)]
-        entry[1] = self._launch
-        self._order.move_to_end((store, key))
-        attrs = _attributes(value)
-        if attrs != entry[2]:  # (it has computed a cached_property since it was weighed)
-            entry[2] = attrs
+    def _touch(self, entry: _Entry, value: Any) -> None:
+        entry.launch = self._launch
+        self._order.move_to_end(entry)
+        attrs = getattr(value, "__dict__", None)
+        if (-1 if attrs is None else len(attrs)) != entry.attrs:  # (it computed a cached_property since weighed)
+            entry.attrs = _attributes(value)
             nbytes = plan_nbytes(value)
-            self.total += nbytes - entry[0]
-            entry[0] = nbytes
+            self.total += nbytes - entry.nbytes
+            entry.nbytes = nbytes
             self._shrink()
 
-    def _add(self, store: PlanStore, key: Hashable, value: Any) -> None:
+    def _add(self, store: PlanStore, key: Hashable, value: Any) -> _Entry:
         nbytes = plan_nbytes(value)
-        self._order[(store, key)] = [nbytes, self._launch, _attributes(value)]
+        entry = _Entry(store, key, nbytes, self._launch, _attributes(value))
+        self._order[entry] = None
         self.total += nbytes
-        self._shrink()
+        return entry
 
     def _shrink(self) -> None:
         while self.total > self.limit:
-            (old, old_key), (_, used, _) = next(iter(self._order.items()))
-            if used == self._launch:
+            old = next(iter(self._order))
+            if old.launch == self._launch:
                 break  # (every entry after it was used later: this launch's working set stays whole)
-            old._drop(old_key)
+            old.store._drop(old.key)
 
-    def _forget(self, store: PlanStore, key: Hashable) -> None:
-        self.total -= self._order.pop((store, key))[0]
+    def _forget(self, entry: _Entry) -> None:
+        del self._order[entry]
+        self.total -= entry.nbytes
 
     def clear(self) -> None:
         """Drop every entry of every cache under this budget."""
-        for store, key in list(self._order):
-            store._drop(key)
+        for entry in list(self._order):
+            entry.store._drop(entry.key)
+
+
+class _Entry:
+    """One plan cache entry's place in its budget: its store and key, its bytes, the launch that used it last,
+    and how many attributes it had when weighed (-1: none).  Hashed by identity: moving it to the end of the
+    budget's order hashes no plan key."""
+
+    __slots__ = ("store", "key", "nbytes", "launch", "attrs")
+
+    def __init__(self, store: PlanStore, key: Hashable, nbytes: int, launch: int, attrs: int) -> None:
+        self.store, self.key, self.nbytes, self.launch, self.attrs = store, key, nbytes, launch, attrs
 
 
 def _attributes(value: Any) -> int:
@@ -243,21 +254,25 @@ class PlanStore:
 
     def __init__(self, budget: PlanBudget, limit: int) -> None:
         self.budget, self.limit = budget, limit
-        self._entries: OrderedDict[Hashable, Any] = OrderedDict()
+        #: key → (value, its place in the budget)
+        self._entries: OrderedDict[Hashable, tuple[Any, _Entry]] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._entries)
 
     def get(self, key: Hashable) -> Any:
         """The entry of ``key`` (now the most recently used), or :data:`MISS`."""
-        hit = self._entries.get(key, MISS)
-        if hit is MISS:
-            self.budget.misses += 1
+        entries = self._entries
+        hit = entries.get(key)
+        budget = self.budget
+        if hit is None:
+            budget.misses += 1
             return MISS
-        self._entries.move_to_end(key)
-        self.budget._touch(self, key, hit)
-        self.budget.hits += 1
-        return hit
+        entries.move_to_end(key)
+        value = hit[0]
+        budget._touch(hit[1], value)
+        budget.hits += 1
+        return value
 
     def put(self, key: Hashable, value: Any) -> None:
         """Keep ``value`` under ``key`` (weighed by :func:`plan_nbytes`), dropping what the limits ask."""
@@ -265,12 +280,12 @@ class PlanStore:
             self._drop(key)
         while len(self._entries) >= max(self.limit, 1):
             self._drop(next(iter(self._entries)))
-        self._entries[key] = value
-        self.budget._add(self, key, value)
+        entry = self.budget._add(self, key, value)
+        self._entries[key] = (value, entry)
+        self.budget._shrink()
 
     def _drop(self, key: Hashable) -> None:
-        del self._entries[key]
-        self.budget._forget(self, key)
+        self.budget._forget(self._entries.pop(key)[1])
 
     def clear(self) -> None:
         """Drop every entry."""
@@ -296,7 +311,7 @@ def cached(limit: int = 256, paths: tuple[FastPath, ...] = ()) -> Callable[[Call
 
         @functools.wraps(fn)
         def inner(*args: Any) -> R:
-            key = tuple(exact_key(a) for a in args) + tuple(p.on for p in paths)
+            key = (*map(exact_key, args), *[p.on for p in paths]) if paths else tuple(map(exact_key, args))
             hit = store.get(key)
             if hit is not MISS:
                 out: R = hit

@@ -110,13 +110,30 @@ def unit_indices(levels: dict[str, Any], slices_per_cluster: int) -> npt.NDArray
 
 
 def units_of(levels: dict[str, Any], slices_per_cluster: int) -> int:
-    """:func:`unit_indices` as a bitmask."""
-    clusters, slices = valid_positions(levels["Cluster"]), valid_positions(levels["Slice"])
+    """:func:`unit_indices` as a bitmask; kept per Cluster and Slice mapping (by their exact keys: a kernel's
+    tensors share a few) — a pure function of them."""
+    cluster, slice_ = levels["Cluster"], levels["Slice"]
+    key = (getattr(cluster, "key", None), getattr(slice_, "key", None), slices_per_cluster)
+    got = _UNITS_OF.get(key) if key[0] is not None and key[1] is not None else None
+    if got is None:
+        got = _units_of(cluster, slice_, slices_per_cluster)
+        if key[0] is not None and key[1] is not None:
+            if len(_UNITS_OF) >= 4096:
+                _UNITS_OF.clear()
+            _UNITS_OF[key] = got
+    return got
+
+
+_UNITS_OF: dict[tuple[object, object, int], int] = {}
+
+
+def _units_of(cluster: Any, slice_: Any, slices_per_cluster: int) -> int:
+    clusters, slices = valid_positions(cluster), valid_positions(slice_)
     if clusters.size and slices.size == slices_per_cluster and int(slices[-1]) == slices_per_cluster - 1 \
             and int(clusters[-1]) - int(clusters[0]) + 1 == clusters.size:
         # (every slice of a run of clusters — positions ascend without repeats — is one run of units)
         return ((1 << (clusters.size * slices_per_cluster)) - 1) << (int(clusters[0]) * slices_per_cluster)
-    return index_mask(unit_indices(levels, slices_per_cluster))
+    return index_mask((clusters[:, None] * slices_per_cluster + slices[None, :]).reshape(-1))
 
 
 @dataclass(frozen=True, eq=False)

@@ -72,12 +72,17 @@ class Registry:
     def __init__(self) -> None:
         self._regions: list[Region] = []
         self._next = 1
+        #: counts the owners that died (each region's weak reference tells it): no region can have died since the
+        #: last prune while the count is what it was then, and the prune is skipped
+        self._deaths = _Deaths()
+        self._pruned_at = 0
 
     def allocate(self, owner: object, memory: str, chips: frozenset[int], lo: int, hi: int, name: str, *,
                  rows: frozenset[int] | None = None, reads: tuple[Region, ...] = (), call: str = "",
                  units: int = -1) -> Region:
         """Register a new tensor's bytes; refuse an overlap with a tensor the same operation reads."""
-        region = Region(memory, chips, lo, hi, name, rows, weakref.ref(owner), ident=self._next, units=units)
+        region = Region(memory, chips, lo, hi, name, rows, weakref.ref(owner, self._deaths), ident=self._next,
+                        units=units)
         self._next += 1
         for src in reads:
             if src.live():
@@ -125,9 +130,26 @@ class Registry:
         self._regions = [r for r in self._regions if r is not region]
 
     def _prune(self) -> None:
+        deaths = self._deaths.count
+        if deaths == self._pruned_at:
+            return  # (every region here was made by :meth:`allocate` with a live owner, and none has died since)
+        self._pruned_at = deaths
         self._regions = [r for r in self._regions if r.live()]
 
     def live_regions(self, memory: str | None = None) -> list[Region]:
         """Live regions, optionally of one memory."""
         self._prune()
         return [r for r in self._regions if memory is None or r.memory == memory]
+
+
+class _Deaths:
+    """The callback of the registry's weak references to its tensors: counts the tensors that died (it holds no
+    reference to the registry, which its regions' weak references would otherwise keep in a cycle)."""
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, _ref: object) -> None:
+        self.count += 1

@@ -29,10 +29,10 @@ import os
 import sys
 import warnings
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
-from visa.engines.common import EngineReport
+from visa.engines.common import EngineReport, replaced
 from visa.errors import BankStarvationWarning
 from visa.hw import RNGD, HardwareProfile
 from visa.memory.footprint import EMPTY, Footprint
@@ -142,17 +142,25 @@ class Operation:
         self.reads = self.writes = EMPTY
         self.bank_load = ()
         self.name, self.source = sys.intern(self.name), sys.intern(self.source)
-        self.notes = tuple(sys.intern(n) for n in self.notes)
-        self.engines = tuple(_slim(r, shared) for r in self.engines)
+        if self.notes:
+            self.notes = tuple([sys.intern(n) for n in self.notes])
+        self.engines = tuple([_slim(r, shared) for r in self.engines])
         self.traffic = shared.setdefault(("traffic", *self.traffic.items()), self.traffic)
 
 
 def _slim(r: EngineReport, shared: dict[Any, Any]) -> EngineReport:
     """An engine report without the details the scheduling of later operations read (:meth:`Operation.compact`),
     the one in ``shared`` equal to it if there is one (else it joins ``shared``)."""
-    slim = replace(r, config=sys.intern(r.config), details=(), bank_runs=(), hbm_channels=())
-    out: EngineReport = shared.setdefault(slim, slim)
+    # keyed on the fields the slim report keeps (the others are empty in every slim one): what ``==`` of two slim
+    # reports compares, without building one to look it up
+    key = (_SLIM, type(r), r.engine, r.config, r.cycles, r.latency, r.nbytes, r.macs, r.mac_dtype, r.bank_run)
+    out: EngineReport | None = shared.get(key)
+    if out is None:
+        out = shared[key] = replaced(r, config=sys.intern(r.config), details=(), bank_runs=(), hbm_channels=())
     return out
+
+
+_SLIM = object()  # (a key of :attr:`Schedule.shared` that holds a slim engine report)
 
 
 def _hazards(earlier: Operation, reads: Footprint, writes: Footprint) -> tuple[str, ...]:

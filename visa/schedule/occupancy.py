@@ -68,8 +68,11 @@ class DmOccupancy:
             # only an open lifetime's bytes are compared with what an operation touches
             closed.span, closed.lo, closed.hi = CLOSED, 0, 0
             self._open.discard(ident)
-        touched = op.reads + op.writes
-        dm = [sp for sp in touched.spans if sp.memory == "dm" and sp.lo.size]
+        # op's DM spans, read and written (what every test below looks at; the other memories' are skipped once)
+        reads = [sp for sp in op.reads.spans if sp.memory == "dm"]
+        writes = [sp for sp in op.writes.spans if sp.memory == "dm"]
+        touched = reads + writes
+        dm = [sp for sp in touched if sp.lo.size]
         # the byte hull of what op touches in DM: a lifetime whose bytes lie outside it is not touched, without
         # comparing its span with each of op's (most of a model's live tensors, at every operation)
         lo = min((int(sp.lo[0]) for sp in dm), default=0)
@@ -85,11 +88,14 @@ class DmOccupancy:
                 life = Lifetime(region.name, tensor_dm_bytes(region), span, op.start, op.end)
                 self.lifetimes[ident] = life
                 self._open.add(ident)
-            if life.lo < hi and lo < life.hi and _touches(touched, life.span):
+            if life.lo < hi and lo < life.hi and any(sp.overlaps(life.span) for sp in touched):
                 life.end = max(life.end, op.end)
                 for chip, n in life.nbytes.items():
                     covered[chip] = covered.get(chip, 0) + n
-        anonymous = {c: n - covered.get(c, 0) for c in op.chips if (n := dm_bytes_in_use(op, c)) > covered.get(c, 0)}
+        if not touched:  # (no DM byte touched: no chip has bytes beyond the tensors')
+            return
+        anonymous = {c: n - covered.get(c, 0) for c in op.chips
+                     if (n := max(_dm_bytes(reads, c), _dm_bytes(writes, c))) > covered.get(c, 0)}
         if anonymous:
             key = -1 - len(self.lifetimes)
             self.lifetimes[key] = Lifetime(f"bytes {op.name} touches through a handle that owns none", anonymous,
@@ -136,8 +142,9 @@ def dm_bytes_in_use(op: Operation, chip: int) -> int:
 
 
 def _chip_bytes(fp: Footprint, chip: int) -> int:
-    return sum(s.bytes_per_unit * s.unit_count() for s in fp.spans if s.memory == "dm" and s.chips >> chip & 1)
+    return _dm_bytes([s for s in fp.spans if s.memory == "dm"], chip)
 
 
-def _touches(fp: Footprint, span: Span) -> bool:
-    return any(s.overlaps(span) for s in fp.spans if s.memory == "dm")
+def _dm_bytes(spans: list[Span], chip: int) -> int:
+    """The bytes per chip of the DM ``spans`` on ``chip``."""
+    return sum(s.bytes_per_unit * s.unit_count() for s in spans if s.chips >> chip & 1)

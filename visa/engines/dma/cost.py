@@ -78,12 +78,27 @@ def cycles(p: DmaPlan, indirect: tuple[Sequence[int], Sequence[int]] | None = No
     :func:`~visa.memory.performance.hbm_busy`).  Engines run in parallel but share the DMNs and HBM channels:
     the DMA also lasts at least as long as the busiest DMN or channel serving all of them (L2595–2605, L2705).
     """
-    ind = None if indirect is None else (tuple(int(x) for x in indirect[0]), tuple(int(x) for x in indirect[1]))
-    return _cycles(p, ind)
+    if indirect is not None:
+        return _cycles(p, (tuple(int(x) for x in indirect[0]), tuple(int(x) for x in indirect[1])))
+    # a plan is costed several times per DMA (the move itself, its lanes, its traffic): the cost, a pure function of
+    # the plan and the fast paths' switches, is kept on the plan (in its ``__dict__``, not a field: a copy made by
+    # ``replace`` starts without it) with the switches it was made under
+    state = tuple([path.on for path in _PATHS])
+    memo: dict[str, Any] = p.__dict__
+    kept: tuple[tuple[bool, ...], DmaCost] | None = memo.get(_KEPT)
+    if kept is not None and kept[0] == state:
+        return kept[1]
+    cost = _cycles(p, None)
+    memo[_KEPT] = (state, cost)
+    return cost
 
 
-@cached(2048, paths=(fast_relative.RELATIVE, fast_relative.FINE, fast_relative.PAIR, fast_cost.SHARED,
-                     fast_transfers.ALIGNED, fast_translates.TRANSLATED, fast_dm_time.ONCE))
+_PATHS = (fast_relative.RELATIVE, fast_relative.FINE, fast_relative.PAIR, fast_cost.SHARED, fast_transfers.ALIGNED,
+          fast_translates.TRANSLATED, fast_dm_time.ONCE)
+_KEPT = "_visa_dma_cost"
+
+
+@cached(2048, paths=_PATHS)
 def _cycles(p: DmaPlan, indirect: tuple[tuple[int, ...], tuple[int, ...]] | None) -> DmaCost:
     if fast_relative.RELATIVE.on:
         got = fast_relative.cycles(p, indirect, model, assemble)
