@@ -115,6 +115,15 @@ def rope_tables(c: LlamaConfig, length: int) -> tuple[F64, F64, F64, F64]:
     return rot, cos, sin, swap
 
 
+#: The parts of :func:`~visa.models.parallel.block_shards` that are norm gains (they go to :attr:`Weights.gains`).
+GAIN_PARTS = (0, 3)
+
+
+def gain_rows(c: LlamaConfig) -> int:
+    """Rows of the gains table: each block's attention and FFN norms (rows 2b, 2b + 1), then the final norm."""
+    return 2 * c.blocks + 1
+
+
 def whole_k_tile(size: int) -> int | None:
     """The K tile of the model's GEMMs over a K of ``size``: all of it when it fits one TRF Row (``4 × K`` bf16 ≤
     8 KiB, L1089), else the largest multiple of 32 up to a Row that divides it (1536 → 768: two K tiles, not three
@@ -159,7 +168,7 @@ class Weights:
         self.ax = AxisSet(V=c.vocab, D=c.dim, QKV=(c.heads + 2 * c.kv_heads) * c.head_dim, HO=c.heads * c.head_dim,
                           F2=2 * c.ffn, F=c.ffn, H=c.kv_heads, S=length, Dk=c.head_dim, Dv=c.head_dim,
                           Dr=c.head_dim, P=length, Hq=c.heads, HS=c.kv_heads * length, PG=length * c.group,
-                          Q12=c.heads + c.kv_heads, QK=(c.heads + c.kv_heads) * c.head_dim,
+                          Q12=c.heads + c.kv_heads, QK=(c.heads + c.kv_heads) * c.head_dim, G=gain_rows(c),
                           **({"C": chips} if chips > 1 else {}))
         self.chip = self.ax.m["C" if chips > 1 else "1"]
         self.q_scale = q_scale(c)
@@ -170,7 +179,10 @@ class Weights:
                                      "more than the 1 GiB below the kernels' arena", call="visa.models.Weights",
                                      level="HBM", mapping='m["S"]', axis="S", fix="use a shorter KV cache (length=)")
         self.weight_bytes = 0
-        self.blocks: list[dict[str, Hbm]] = []
+        #: every RMSNorm's gain, one row each (:func:`gain_rows`): a launch moves them into DM by one DMA
+        self.gains: Hbm = HbmTensor.from_addr(ctx, dt.bf16, self.chip, self.ax.m["G, D"],
+                                              self._take(self._bytes("G, D"), "G, D"))
+        self.blocks: list[dict[str, Any]] = []
         self.caches: list[tuple[Hbm, Hbm]] = []
 
     def _bytes(self, text: str, dtype: Any = dt.bf16) -> int:
@@ -181,8 +193,8 @@ class Weights:
     def fixed_bytes(self) -> int:
         """HBM bytes per chip of what :meth:`add_globals` and :meth:`add_block` place: the embedding and final
         gain, the tables, and every block's weights and KV caches (each 4 KiB-aligned, as placed)."""
-        glob = self._bytes("V, D") + self._bytes("D") + sum(self._bytes(t, d) for _, t, d in TABLES)
-        block = sum(self._bytes(t) for t in (*BLOCK_LAYOUTS, *CACHE_LAYOUTS))
+        glob = self._bytes("V, D") + self._bytes("G, D") + sum(self._bytes(t, d) for _, t, d in TABLES)
+        block = sum(self._bytes(t) for i, t in enumerate((*BLOCK_LAYOUTS, *CACHE_LAYOUTS)) if i not in GAIN_PARTS)
         return glob + self.full.blocks * block
 
     def put(self, array: npt.ArrayLike, text: str, dtype: Any = dt.bf16, *, shards: bool = False) -> Hbm:
@@ -243,9 +255,14 @@ class Weights:
     def add_block(self, w: dict[str, npt.NDArray[np.float32]]) -> None:
         """Upload one block's weights (GGUF names without the ``blk.i.`` prefix), stacked as the kernels read
         them (each chip its shard: :func:`~visa.models.parallel.block_shards`), and its zeroed KV caches."""
-        names = ("g_attn", "w_qkv", "w_o", "g_ffn", "w_gu", "w_down")
+        names = ("w_qkv", "w_o", "w_gu", "w_down")
         parts = block_shards(w, self.full, self.n, self.q_scale)
-        self.blocks.append(dict(zip(names, self.put_weights(parts), strict=True)))
+        b = len(self.blocks)
+        block: dict[str, Any] = dict(zip(names, self.put_weights([p for i, p in enumerate(parts)
+                                                                   if i not in GAIN_PARTS]), strict=True))
+        block.update(g_attn=self.put_gain(2 * b, parts[GAIN_PARTS[0]][0]),
+                     g_ffn=self.put_gain(2 * b + 1, parts[GAIN_PARTS[1]][0]))
+        self.blocks.append(block)
         c, s = self.c, self.length
         k, v = CACHE_LAYOUTS
         self.caches.append((self.put(np.zeros((c.kv_heads, s, c.head_dim)), k),
@@ -254,14 +271,25 @@ class Weights:
     def add_globals(self, emb: npt.NDArray[np.float32], g_out: npt.NDArray[np.float32]) -> None:
         """The embedding (also the LM head), the final norm's gain, the RoPE and mask tables (on every chip)."""
         c, s, n = self.c, self.length, self.n
-        self.emb, self.g_out = self.put_weights([(np.broadcast_to(emb, (n, *emb.shape)), "V, D"),
-                                                 (np.broadcast_to(g_out, (n, *g_out.shape)), "D")])
+        (self.emb,) = self.put_weights([(np.broadcast_to(emb, (n, *emb.shape)), "V, D")])
+        self.g_out = self.put_gain(gain_rows(c) - 1, np.broadcast_to(g_out, (n, *g_out.shape)))
         rot, cos, sin, swap = rope_tables(c, s)
         heads = c.heads + c.kv_heads
         arrays: tuple[npt.NDArray[Any], ...] = (rot, np.tile(cos, (1, heads)), np.tile(sin, (1, heads)), swap,
                                                 decode_table(c, s), prefill_table(c, s))
         for (name, text, dtype), array in zip(TABLES, arrays, strict=True):
             setattr(self, name, self.put(array, text, dtype))
+
+    def put_gain(self, row: int, gain: npt.ArrayLike) -> Any:
+        """Write a norm's gain ``[chips, D]`` (the same on every chip) as row ``row`` of :attr:`gains` (a host
+        DMA, bf16) and count it in :attr:`weight_bytes`; the row's view."""
+        m, n, d = self.ax.m, self.n, self.c.dim
+        arr = np.asarray(gain, np.float32).reshape(n, d)
+        host = (HostTensor.from_numpy(arr, dt.bf16, m["C, D"], axes="C D") if n > 1 else
+                HostTensor.from_numpy(arr[0], dt.bf16, m["D"], axes="D"))
+        host.to_hbm(self.chip, m["D"], self.ctx.pdma, self.gains.address + 2 * d * row)
+        self.weight_bytes += 2 * d
+        return self.gains.view().tile(m["G"], 1, m["D"], row)
 
     def reserve(self, nbytes: int) -> int:
         """An HBM address for ``nbytes`` the host rewrites at every launch (token ids, positions)."""
@@ -288,6 +316,7 @@ class Step:
                                Q12=q12, Hq=c.heads, H=c.kv_heads, Dk=c.head_dim, Dr=c.head_dim, Dv=c.head_dim,
                                HO=c.heads * c.head_dim, S=s, HS=c.kv_heads * s, P=s, PG=s * c.group,
                                F=c.ffn, F2=2 * c.ffn, Fh=c.ffn // 128, Fw=128, M3=c.group * t, R12=q12 * t, L=1,
+                               G=gain_rows(c),
                                **({"C": self.chips} if self.chips > 1 else {}))
         self.m = ax.m
         chip = "C" if self.chips > 1 else "1"
@@ -346,8 +375,14 @@ class Step:
             x = self.embed(ctx, arena, w.emb, ids)  # x_0 = gather(input, w_emb), row t on slice t (L8241)
             # the residual stream alternates between x's address and one more
             addresses = (x.address, arena.take_dm(2 * self.c.dim))
+            # every norm's gain into the rows' slices by one DMA (not one per norm): each norm reads its row into
+            # the VRF from there
+            g_dm = w.gains.to_dm(rd.cluster, rd.slice, m["G, D"], ctx.tdma, arena.take_dm(2 * self.ax.size("G") *
+                                                                                           self.c.dim))
+            gains = [g_dm.view().tile(m["G"], 1, m["D"], g) for g in range(self.ax.size("G"))]
             if self.t == 1:
                 rope: Any = self.rope_row.to_hbm(ctx, arena, w.rot, pos)  # t_rope = gather(position, w_rope)
+                rope = self.rope.load_w(ctx, arena, rope)  # into DM once: every block's RoPE GEMM reads it there
                 row = self.mask_row.to_hbm(ctx, arena, w.decode_mask, pos)
                 mask = self.mask_rows.load(ctx, arena, row)  # in DM for every block's scores
             else:
@@ -359,11 +394,11 @@ class Step:
                 stages: dict[str, Any] | None = {} if probe else None
                 with arena.scratch():
                     x = self.block(ctx, arena, x, w.swap, blk, cache, rope, mask, position, addresses[(b + 1) % 2],
-                                   stages)
+                                   stages, gains=(gains[2 * b], gains[2 * b + 1]))
                 if stages is not None:
                     stages["out"] = rd.store(ctx, arena, x)
                     out.update({f"{b}.{k}": v for k, v in stages.items()})
-            h = self.norm(ctx, arena, x, w.g_out)
+            h = self.norm(ctx, arena, x, gains[-1])
             out["h"] = h
             if last is None:
                 out["logits"] = self.lm_head(ctx, arena, h, w.emb, stream=True)  # the LM head tied to token_embd
@@ -373,12 +408,14 @@ class Step:
         return out
 
     def block(self, ctx: Context, arena: Arena, x: Any, swap: Hbm, blk: dict[str, Hbm], cache: tuple[Hbm, Hbm],
-              rope: Any, mask: Any, position: int, out_address: int, stages: dict[str, Any] | None = None) -> Any:
+              rope: Any, mask: Any, position: int, out_address: int, stages: dict[str, Any] | None = None, *,
+              gains: tuple[Any, Any]) -> Any:
         """One decoder block on the DM rows ``x``; its output at ``out_address``.  ``stages``, when given,
-        receives every stage's output in HBM (:data:`STAGES`) for the checks."""
+        receives every stage's output in HBM (:data:`STAGES`) for the checks; ``gains``: the two norms' gains in
+        the rows' slices of DM (views of the launch's table, :attr:`Weights.gains`)."""
         m, rd, c, t = self.m, self.rows_d, self.c, self.t
         dm = self.in_dm
-        n = self.norm(ctx, arena, x, blk["g_attn"], dm=dm)
+        n = self.norm(ctx, arena, x, gains[0], dm=dm)
         qkv = self.qkv(ctx, arena, n, blk["w_qkv"])  # [T, q | k | v]
         qk_cols = (c.heads + c.kv_heads) * c.head_dim
         qkv_cols = qk_cols + c.kv_heads * c.head_dim
@@ -399,7 +436,7 @@ class Step:
         attn = self.attend(ctx, arena, rot, k_cache, v_cache, mask)  # [T, Hq, Dv] as [T, HO]
         o = self.o_proj(ctx, arena, attn, blk["w_o"], out_dm=dm)  # on several chips each chip's partial sum
         x_attn = rd.add(ctx, arena, x, self.reduce(ctx, arena, rd.load(ctx, arena, o)))
-        n2 = self.norm(ctx, arena, x_attn, blk["g_ffn"], dm=dm)
+        n2 = self.norm(ctx, arena, x_attn, gains[1], dm=dm)
         gu = self.gate_up(ctx, arena, n2, blk["w_gu"])  # [T, gate | up]
         rf = self.rows_f
         f = c.ffn
@@ -438,12 +475,13 @@ class Step:
         back — 4 DMAs fewer per block (issue 25's wall time; the cycles change with the DMAs)."""
         return self.t == 1
 
-    def norm(self, ctx: Context, arena: Arena, x: Any, gain: Hbm, *, dm: bool = False) -> Any:
-        """RMSNorm of the DM rows ``x`` with the HBM ``gain``, into HBM (its DM and VRF temporaries freed); ``dm``:
-        the DM rows themselves (the gain's DM and the result stay allocated in ``arena``; the VRF is freed)."""
+    def norm(self, ctx: Context, arena: Arena, x: Any, gain: Any, *, dm: bool = False) -> Any:
+        """RMSNorm of the DM rows ``x`` with ``gain`` (a view of a row of the gains in DM, in the rows' slices),
+        into HBM (its DM and VRF temporaries freed); ``dm``: the DM rows themselves (the result stays allocated in
+        ``arena``; the VRF is freed)."""
         rd = self.rows_d
         with arena.scratch(dm=not dm):
-            y = rd.rms_norm(ctx, arena, x, rd.load_broadcast(ctx, arena, gain), eps=self.c.eps)
+            y = rd.rms_norm(ctx, arena, x, rd.vector_to_vrf(ctx, arena, gain), eps=self.c.eps)
             return y if dm else rd.store(ctx, arena, y)
 
     def rotate(self, ctx: Context, arena: Arena, qk: Any, rope: Any, swap: Hbm) -> Hbm:
