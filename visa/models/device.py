@@ -61,7 +61,7 @@ from visa.kernels.gemm import HALF_K, ROW_K
 from visa.mapping import AxisSet
 from visa.models.loader import LlamaConfig
 from visa.models.parallel import BLOCK_LAYOUTS, block_shards, chip_config
-from visa.tensors.handles import HbmTensor, HostTensor
+from visa.tensors.handles import DmTensor, HbmTensor, HostTensor
 
 __all__ = ["STAGES", "Step", "Weights", "decode_table", "prefill_table", "rope_tables", "PREFILL_CHUNKS"]
 
@@ -445,13 +445,20 @@ class Step:
         else:
             gate, up = (gu.view().tile(m["F2"], f, m[f"T, F2 = {f} # {2 * f}"], at).relabel(m[f"T, F # {2 * f}"])
                         for at in (0, f))
-        with arena.scratch():  # SwiGLU's DM and VRF temporaries
-            act = rf.store(ctx, arena, rf.swiglu(ctx, arena, rf.load(ctx, arena, gate), rf.load(ctx, arena, up)))
-        down = self.down(ctx, arena, act.view().relabel(m["T, F"]), blk["w_down"],
-                         double_buffer=self.double_buffer(self.down), out_dm=dm)
+        if dm:  # the rows of 128 on 12 slices, read as [T, F] by the down projection's one DMA DM → DM (its DM
+            # temporaries go with the block's)
+            act_dm = rf.swiglu(ctx, arena, rf.load(ctx, arena, gate), rf.load(ctx, arena, up))
+            act = rf.store(ctx, arena, act_dm) if stages is not None else act_dm
+            x_down: Any = act_dm.relabel(Slice=m["F / 128 # 256"], Element=m["F % 128"])
+        else:
+            with arena.scratch():  # SwiGLU's DM and VRF temporaries
+                act = rf.store(ctx, arena, rf.swiglu(ctx, arena, rf.load(ctx, arena, gate), rf.load(ctx, arena, up)))
+            x_down = act.view().relabel(m["T, F"])
+        down = self.down(ctx, arena, x_down, blk["w_down"], double_buffer=self.double_buffer(self.down), out_dm=dm)
         if stages is not None:  # (in HBM: the rows and GEMM outputs kept in DM are stored for the checks)
-            n, o, n2, down = (v.to_hbm(m[text], ctx.tdma, arena.take_hbm(2 * self.ax.size(text.split(", ")[1])))
-                              if dm else v for v, text in ((n, "T, D"), (o, "T, D"), (n2, "T, D"), (down, "T, D")))
+            n, o, n2, down, attn = (
+                v.to_hbm(m[text], ctx.tdma, arena.take_hbm(2 * self.ax.size(text.split(", ")[1]))) if dm else v
+                for v, text in ((n, "T, D"), (o, "T, D"), (n2, "T, D"), (down, "T, D"), (attn, "T, HO")))
             stages.update(n=n, qkv=qkv, rot=rot, attn=attn, o=o, x_attn=rd.store(ctx, arena, x_attn), n2=n2, gu=gu,
                           act=act, down=down)
         return rd.add(ctx, arena, x_attn, self.reduce(ctx, arena, rd.load(ctx, arena, down)), address=out_address)
@@ -502,16 +509,19 @@ class Step:
                    rq.load(ctx, arena, sin.view().relabel(m["T, QK"])))
         return rq.store(ctx, arena, rq.add(ctx, arena, a, b))
 
-    def attend(self, ctx: Context, arena: Arena, rot: Hbm, k_cache: Hbm, v_cache: Hbm, mask: Any) -> Hbm:
+    def attend(self, ctx: Context, arena: Arena, rot: Hbm, k_cache: Hbm, v_cache: Hbm, mask: Any) -> Any:
         """Attention of every query head over the caches (module docstring), ``mask`` the launch's additive mask
-        in DM; ``[T, HO]`` in HBM."""
+        in DM; ``[T, HO]`` in HBM, or a decode step's (:attr:`in_dm`) in DM as the second GEMM committed it."""
         m, c, t, s = self.m, self.c, self.t, self.length
         q12 = c.heads + c.kv_heads
         if t == 1:
             q = rot.view().tile(m["Q12"], c.heads, m[f"Q12 = {c.heads}, Dk"], 0).relabel(m["Hq, Dk"])
-            a: Hbm = self.attention(ctx, arena, q, k_cache.view().relabel(m["HS, Dk"]),
-                                    v_cache.view().relabel(m["Dv, HS"]), mask)
-            return a.view().relabel(m["T, HO"]).as_tensor()  # type: ignore[no-any-return]
+            a = self.attention(ctx, arena, q, k_cache.view().relabel(m["HS, Dk"]),
+                               v_cache.view().relabel(m["Dv, HS"]), mask, out_dm=self.in_dm)
+            if isinstance(a, DmTensor):  # [Hq, Dv] over the slices of Dv / 32, read as [T, HO] (HO = Hq·Dv + dv)
+                return a.relabel(Slice=m[f"HO % {c.head_dim} / 32 # 256"],
+                                 Element=m[f"HO / {c.head_dim}, HO % 32"])
+            return a.view().relabel(m["T, HO"]).as_tensor()
         g = c.group
         attn = HbmTensor(ctx, dt.bf16, m["C" if self.chips > 1 else "1"], m["T, Hq, Dv"],
                          arena.take_hbm(2 * t * c.heads * c.head_dim), call="visa.models.attention")
@@ -523,7 +533,7 @@ class Step:
             a = self.attention(ctx, arena, q, k, v, mask)
             a.view().relabel(m[f"T, Hq = {g}, Dv"]).to_hbm_view(
                 attn.view().tile(m["Hq"], g, m[f"T, Hq = {g} # {c.heads}, Dv"], h * g), ctx.tdma)
-        return attn.view().relabel(m["T, HO"]).as_tensor()  # type: ignore[no-any-return]
+        return attn.view().relabel(m["T, HO"]).as_tensor()
 
 
 def launch_kernel(step: Step, ctx: Context, w: Weights, position: int, ids: Hbm, pos: Hbm,
