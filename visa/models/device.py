@@ -9,7 +9,11 @@ a prompt (``T`` = 32 or 64, the prompt padded) or one decode step (``T`` = 1).  
    the stacked ``[w_q; w_k; w_v]``; RoPE on Q and K; **the KV-cache append** of K_rope and V by in-place DMAs into
    the caches kept in HBM across launches (L8286–8297); attention (below); the output projection and the
    residual; RMSNorm, gate and up in one :class:`Gemm` over ``[w_gate; w_up]``, SwiGLU, down, residual — the
-   residual stream stays in DM at two fixed addresses (:meth:`Rows.add` with ``address``);
+   residual stream stays in DM at two fixed addresses (:meth:`Rows.add` with ``address``); every norm's gain
+   comes from one table moved into DM once per launch (:attr:`Weights.gains`), and a decode step's RoPE rotation
+   and mask (a branch log in the VRF) are moved once for all blocks; a decode step hands every activation from
+   one kernel to the next in DM (:attr:`Step.in_dm`) except Q|K|V and the rotated heads, which the KV-cache
+   append reads from HBM;
 3. the final RMSNorm and the LM head, tied to the embedding table (the same HBM tensor, read N-major by the
    :class:`Gemm`: 49,152 rows in six N tiles of 8,192), give the logits of every one of the T positions.
 
@@ -441,10 +445,17 @@ class Step:
         o = self.o_proj(ctx, arena, attn, blk["w_o"], out_dm=dm)  # on several chips each chip's partial sum
         x_attn = rd.add(ctx, arena, x, self.reduce(ctx, arena, rd.load(ctx, arena, o)))
         n2 = self.norm(ctx, arena, x_attn, gains[1], dm=dm)
-        gu = self.gate_up(ctx, arena, n2, blk["w_gu"])  # [T, gate | up]
+        gu = self.gate_up(ctx, arena, n2, blk["w_gu"], out_dm=dm)  # [T, gate | up]
         rf = self.rows_f
         f = c.ffn
-        if t == 1:  # [F] as rows of 128
+        if dm:  # in DM as committed, 32 columns a slice: gate on the first F/32 slices, up on the next
+            # (F = 128·Fh + Fw: the SwiGLU's rows; each relabelled half moves into them by one DMA DM → DM)
+            cols = f // 32
+            slices = (f"[Fh, Fw / 32] + # {256 - cols}", f"# {cols} + [Fh, Fw / 32] + # {256 - 2 * cols}")
+            gate, up = (gu.relabel(Slice=m[text], Element=m["Fw % 32"]) for text in slices)
+            if stages is not None:
+                gu = gu.to_hbm(m["T, F2"], ctx.tdma, arena.take_hbm(4 * f))
+        elif t == 1:  # [F] as rows of 128
             gate, up = (gu.view().tile(m["F2"], f, m[f"F2 = {f}"], at).relabel(m["Fh, Fw"]) for at in (0, f))
         else:
             gate, up = (gu.view().tile(m["F2"], f, m[f"T, F2 = {f} # {2 * f}"], at).relabel(m[f"T, F # {2 * f}"])
