@@ -424,10 +424,18 @@ class Step:
         m, rd, c, t = self.m, self.rows_d, self.c, self.t
         dm = self.in_dm
         n = self.norm(ctx, arena, x, gains[0], dm=dm)
-        qkv = self.qkv(ctx, arena, n, blk["w_qkv"])  # [T, q | k | v]
+        qkv = self.qkv(ctx, arena, n, blk["w_qkv"], out_dm=dm)  # [T, q | k | v]
         qk_cols = (c.heads + c.kv_heads) * c.head_dim
         qkv_cols = qk_cols + c.kv_heads * c.head_dim
-        qk = qkv.view().tile(m["QKV"], qk_cols, m[f"T, QKV = {qk_cols} # {qkv_cols}"], 0)
+        v_dm: Any = None
+        if dm:  # in DM as committed, 32 columns a slice: q|k's heads on the first slices, v's on the next
+            qk: Any = qkv.relabel(Slice=m[f"[Q12, Dk / 32] + # {256 - qk_cols // 32}"], Element=m["Dk % 32"])
+            v_dm = qkv.relabel(Slice=m[f"# {qk_cols // 32} + [H, Dv / 32] + # {256 - qkv_cols // 32}"],
+                               Element=m["Dv % 32"])
+            if stages is not None:
+                qkv = qkv.to_hbm(m["T, QKV"], ctx.tdma, arena.take_hbm(2 * qkv_cols))
+        else:
+            qk = qkv.view().tile(m["QKV"], qk_cols, m[f"T, QKV = {qk_cols} # {qkv_cols}"], 0)
         # [T, Q12, Dk]: the rotated q and k heads
         rot = self.rotate(ctx, arena, qk, rope, swap).view().relabel(m["T, Q12, Dk"]).as_tensor()
         k_cache, v_cache = cache
@@ -437,10 +445,13 @@ class Step:
         k_src = rot.view().tile(m["Q12"], c.kv_heads, m[f"T, Q12 = {c.kv_heads} # {q12}, Dk"], c.heads)
         k_dst = k_cache.view().tile(m["S"], t, m[f"H, S = {t} # {s}, Dk"], position)
         k_src.relabel(m[f"S = {t}, H # {q12}, Dk"]).to_hbm_view(k_dst, ctx.tdma)
-        v_src = qkv.view().tile(m["QKV"], c.kv_heads * c.head_dim,
-                                m[f"T, QKV = {c.kv_heads * c.head_dim} # {qkv_cols}"], qk_cols)
         v_dst = v_cache.view().tile(m["S"], t, m[f"Dv, H, S = {t} # {s}"], position)
-        v_src.relabel(m[f"S = {t}, H # {qkv_cols // c.head_dim}, Dv"]).to_hbm_view(v_dst, ctx.tdma)
+        if v_dm is not None:  # from DM, where the Q|K|V GEMM committed it
+            v_dm.to_hbm_view(v_dst, ctx.tdma)
+        else:
+            v_src = qkv.view().tile(m["QKV"], c.kv_heads * c.head_dim,
+                                    m[f"T, QKV = {c.kv_heads * c.head_dim} # {qkv_cols}"], qk_cols)
+            v_src.relabel(m[f"S = {t}, H # {qkv_cols // c.head_dim}, Dv"]).to_hbm_view(v_dst, ctx.tdma)
         attn = self.attend(ctx, arena, rot, k_cache, v_cache, mask)  # [T, Hq, Dv] as [T, HO]
         o = self.o_proj(ctx, arena, attn, blk["w_o"], out_dm=dm)  # on several chips each chip's partial sum
         x_attn = rd.add(ctx, arena, x, self.reduce(ctx, arena, rd.load(ctx, arena, o)))
@@ -510,8 +521,11 @@ class Step:
         """RoPE of the q and k heads ``[T, Q12, Dk]`` (module docstring)."""
         m = self.m
         if self.t == 1:
+            if self.in_dm:  # (the Q|K|V GEMM's DM output read as [Q12, Dk]: one DMA DM → DM)
+                out: Hbm = self.rope(ctx, arena, qk, rope)
+                return out
             stride = self.ax.size("QKV") // self.c.head_dim
-            out: Hbm = self.rope(ctx, arena, qk.relabel(m[f"Q12 # {stride}, Dk"]), rope)
+            out = self.rope(ctx, arena, qk.relabel(m[f"Q12 # {stride}, Dk"]), rope)
             return out
         cos, sin = rope
         rq = self.rows_qk
