@@ -11,9 +11,9 @@ a prompt (``T`` = 32 or 64, the prompt padded) or one decode step (``T`` = 1).  
    residual; RMSNorm, gate and up in one :class:`Gemm` over ``[w_gate; w_up]``, SwiGLU, down, residual — the
    residual stream stays in DM at two fixed addresses (:meth:`Rows.add` with ``address``); every norm's gain
    comes from one table moved into DM once per launch (:attr:`Weights.gains`), and a decode step's RoPE rotation
-   and mask (a branch log in the VRF) are moved once for all blocks; a decode step hands every activation from
-   one kernel to the next in DM (:attr:`Step.in_dm`) except Q|K|V and the rotated heads, which the KV-cache
-   append reads from HBM;
+   and mask rows are moved once for all blocks; a decode step hands every activation from one kernel to the
+   next in DM (:attr:`Step.in_dm`) except the rotated heads, which the K-cache append and the scores read from
+   HBM;
 3. the final RMSNorm and the LM head, tied to the embedding table (the same HBM tensor, read N-major by the
    :class:`Gemm`: 49,152 rows in six N tiles of 8,192), give the logits of every one of the T positions.
 
@@ -25,17 +25,16 @@ one :class:`Gemm` against it (the manual's einsum, L8270–8284).  Prefill, each
 gathered by the positions (the prefill example's form).
 
 **Attention, grouped queries** (query head j reads KV head ``j // group``).  Decode: all query heads at once —
-the scores of the 9 query heads against the keys of all 3 KV heads (``[9, 3·S]``, one :class:`Gemm`), masked by
-a branch log that keeps (ExecutionId 0), in row j, only KV head ``j // group``'s block and its positions ``≤ p``
-(the rest read as −inf in each of the softmax's three passes, L8090–8100: probability exactly 0), softmaxed, then
-one :class:`Gemm` with all the values: the masked blocks add exact zeros, so each row is its own head's attention.
-The log's row of the position is gathered and loaded into the VRF once per launch; every block's softmax reads it
-there as an operand of its Branch stage (L4802) — no pass of its own, where an additive mask costs every block
-one Vector Engine pass (the same bits: ``s + 0 = s``, ``s + (−inf) = −inf``, L8096–8098).  Prefill: per KV head,
-its ``group`` query heads' rows of all T tokens (``3·T`` rows ``(t, g)``, read through a mapping of the Q/K
-output, no copy) against its keys, plus the causal mask of ``s ≤ p0 + t`` (L8090–8100), whose rows are moved
-into DM once per launch (:class:`~visa.kernels.Attention`'s ``mask`` given in DM) and added to each block's
-scores by one :meth:`~visa.kernels.Rows.add` pass (the manual's ``scores_masked``).  The
+the scores of the 9 query heads against the keys of all 3 KV heads (``[9, 3·S]``, one :class:`Gemm`), plus an
+additive mask that keeps (0), in row j, only KV head ``j // group``'s block and its positions ``≤ p`` (−inf
+elsewhere: probability exactly 0), softmaxed, then one :class:`Gemm` with all the values: the masked blocks add
+exact zeros, so each row is its own head's attention.  Prefill: per KV head, its ``group`` query heads' rows of
+all T tokens (``3·T`` rows ``(t, g)``, read through a mapping of the Q/K output, no copy) against its keys, plus
+the causal mask of ``s ≤ p0 + t`` (L8090–8100).  The mask's rows are gathered and moved into DM once per launch
+(:class:`~visa.kernels.Attention`'s ``mask`` given in DM); each block adds them to its scores by one
+:meth:`~visa.kernels.Rows.add` pass — the manual's ``scores_masked`` (L8096–8098: ``s + 0 = s`` exactly, ``s + (−inf)
+= −inf``), the same bits as masking by a branch log in each of the softmax's three passes (the two Logic ops of
+its Branch stage), at one Vector Engine pass per block instead of the Branch and Logic stages in three.  The
 caches are ``m["H, S, Dk"]`` (K) and ``m["Dv, H, S"]`` (V transposed: the layout the second GEMM reads);
 positions after the last written hold zeros from the host or stale rows of a padded prefill, and are masked.
 
@@ -63,7 +62,6 @@ from visa.errors import HardwareLimitError
 from visa.kernels import Arena, Attention, Embedding, Gemm, Rows, all_reduce
 from visa.kernels.cache import rope_matrix
 from visa.kernels.gemm import HALF_K, ROW_K
-from visa.kernels.rows import MASKED_ID
 from visa.mapping import AxisSet
 from visa.models.loader import LlamaConfig
 from visa.models.parallel import BLOCK_LAYOUTS, block_shards, chip_config
@@ -80,7 +78,7 @@ STAGES = {"n": "D", "qkv": "QKV", "rot": "Q12 Dk", "attn": "HO", "o": "D", "x_at
 
 #: The host-built tables on every chip (:meth:`Weights.add_globals`): attribute, layout, type.
 TABLES = (("rot", "P, Dr, Dk", dt.bf16), ("cos", "P, QK", dt.bf16), ("sin", "P, QK", dt.bf16),
-          ("swap", "Dr, Dk", dt.bf16), ("decode_log", "P, Hq, HS", dt.i32), ("prefill_mask", "PG, S", dt.bf16))
+          ("swap", "Dr, Dk", dt.bf16), ("decode_mask", "P, Hq, HS", dt.bf16), ("prefill_mask", "PG, S", dt.bf16))
 
 #: The layouts of a block's K and V caches.
 CACHE_LAYOUTS = ("H, S, Dk", "Dv, H, S")
@@ -89,16 +87,15 @@ CACHE_LAYOUTS = ("H, S, Dk", "Dv, H, S")
 PREFILL_CHUNKS = (32, 64)
 
 
-def decode_table(c: LlamaConfig, length: int) -> npt.NDArray[np.int32]:
-    """The decode step's branch log ``[P, heads, kv_heads·S]`` (ExecutionIds, L4802, L8090–8100): row ``(p, j)``
-    keeps (0) KV head ``j // group``'s positions ``s ≤ p`` and masks (:data:`~visa.kernels.rows.MASKED_ID`) the
-    rest."""
+def decode_table(c: LlamaConfig, length: int) -> F64:
+    """The additive decode mask ``[P, heads, kv_heads·S]``: row ``(p, j)`` keeps (0) KV head ``j // group``'s
+    positions ``s ≤ p`` and masks (−inf) the rest."""
     p = np.arange(length)[:, None, None, None]
     j = np.arange(c.heads)[None, :, None, None]
     h = np.arange(c.kv_heads)[None, None, :, None]
     s = np.arange(length)[None, None, None, :]
     keep = (h == j // c.group) & (s <= p)
-    return np.where(keep, 0, MASKED_ID).astype(np.int32).reshape(length, c.heads, c.kv_heads * length)
+    return np.where(keep, 0.0, -np.inf).reshape(length, c.heads, c.kv_heads * length)
 
 
 def prefill_table(c: LlamaConfig, length: int) -> F64:
@@ -166,7 +163,7 @@ class Weights:
     cos: Hbm
     sin: Hbm
     swap: Hbm
-    decode_log: Hbm
+    decode_mask: Hbm
     prefill_mask: Hbm
 
     def __init__(self, ctx: Context, c: LlamaConfig, length: int, chips: int = 1) -> None:
@@ -390,9 +387,8 @@ class Step:
             if self.t == 1:
                 rope: Any = self.rope_row.to_hbm(ctx, arena, w.rot, pos)  # t_rope = gather(position, w_rope)
                 rope = self.rope.load_w(ctx, arena, rope)  # into DM once: every block's RoPE GEMM reads it there
-                # the position's row of the branch log, into the VRF once for every block's softmax (L8090–8100)
-                row = self.mask_row.to_hbm(ctx, arena, w.decode_log, pos)
-                mask: Any = self.mask_rows.branch_log(ctx, arena, self.mask_rows.load(ctx, arena, row))
+                row = self.mask_row.to_hbm(ctx, arena, w.decode_mask, pos)
+                mask = self.mask_rows.load(ctx, arena, row)  # in DM for every block's scores
             else:
                 rope = (self.table_rows.to_hbm(ctx, arena, w.cos, pos), self.table_rows.to_hbm(ctx, arena, w.sin, pos))
                 g = self.c.group
@@ -546,7 +542,7 @@ class Step:
         if t == 1:
             q = rot.view().tile(m["Q12"], c.heads, m[f"Q12 = {c.heads}, Dk"], 0).relabel(m["Hq, Dk"])
             a = self.attention(ctx, arena, q, k_cache.view().relabel(m["HS, Dk"]),
-                               v_cache.view().relabel(m["Dv, HS"]), log=mask, out_dm=self.in_dm)
+                               v_cache.view().relabel(m["Dv, HS"]), mask, out_dm=self.in_dm)
             if isinstance(a, DmTensor):  # [Hq, Dv] over the slices of Dv / 32, read as [T, HO] (HO = Hq·Dv + dv)
                 return a.relabel(Slice=m[f"HO % {c.head_dim} / 32 # 256"],
                                  Element=m[f"HO / {c.head_dim}, HO % 32"])
