@@ -54,12 +54,18 @@ class Attention:
         self.ax, self.q, self.s = ax, q, s
 
     def __call__(self, ctx: Context, arena: Arena, q: HbmIn, k: HbmIn, v_t: HbmIn, mask: HbmIn | Dm | None = None,
-                 *, log: Vrf | None = None) -> Hbm:
+                 *, log: Vrf | None = None, out_dm: bool = False) -> Any:
         """``q`` ``m["Q, Dk"]``, ``k`` ``m["S, Dk"]``, ``v_t`` ``m["Dv, S"]`` (all bf16 in HBM) → ``m["Q, Dv"]``.
 
         ``log``: a branch log over ``[Q, S]`` (:meth:`Rows.branch_log`, :class:`~visa.kernels.CausalMask`) —
-        the positions it marks :data:`~visa.kernels.rows.MASKED_ID` are −inf in every softmax pass (L8090–8100)."""
-        scores = self.scores(ctx, arena, q, k)
+        the positions it marks :data:`~visa.kernels.rows.MASKED_ID` are −inf in every softmax pass (L8090–8100).
+        ``out_dm``: when the second GEMM runs resident, its output stays in DM (:class:`Gemm`'s ``out_dm``, the
+        layout its contractions commit: ``Dv`` over slices by 32) for the next kernel's one DMA DM → DM; else (and
+        by default) the result is in HBM."""
+        # a GEMM that runs resident hands its rows over in DM: the scores by one DMA DM → DM into the softmax's
+        # rows, the probabilities by one into the second GEMM's layout (no store to HBM and load back, L2659–2681)
+        resident = self.resident(ctx)
+        scores = self.scores(ctx, arena, q, k, out_dm=resident[0])
         rows = self.softmax
         s_dm = rows.load(ctx, arena, scores)
         if isinstance(mask, DmTensor):  # rows of the mask in DM already
@@ -67,6 +73,12 @@ class Attention:
         elif mask is not None:
             s_dm = rows.add(ctx, arena, s_dm, rows.load(ctx, arena, mask))  # the mask is broadcast over Q
         probs_dm = rows.softmax(ctx, arena, s_dm, scale=self.scale, log=log)
-        probs = self.softmax.store(ctx, arena, probs_dm)
-        out: Hbm = self.mix(ctx, arena, probs, v_t)
-        return out
+        probs = probs_dm if resident[1] else self.softmax.store(ctx, arena, probs_dm)
+        return self.mix(ctx, arena, probs, v_t, out_dm=out_dm and resident[1])
+
+    def resident(self, ctx: Context) -> tuple[bool, bool]:
+        """Whether the scores GEMM and the second GEMM run resident (x and w whole in DM, :class:`Gemm`'s
+        default when they take at most half a slice's DM, L138): the scores then stay in DM for the softmax and
+        the probabilities in DM for the second GEMM."""
+        half = ctx.hw.dm.slice_bytes // 2
+        return tuple(not g.parts and g.resident_bytes() <= half for g in (self.scores, self.mix))  # type: ignore[return-value]

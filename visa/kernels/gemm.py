@@ -249,15 +249,15 @@ class Gemm:
         return block
 
     @overload
-    def __call__(self, ctx: Context, arena: Arena, x: HbmIn | Dm, w: HbmIn, *, double_buffer: bool = True,
+    def __call__(self, ctx: Context, arena: Arena, x: HbmIn | Dm, w: HbmIn | Dm, *, double_buffer: bool = True,
                  stream: bool | None = None, prefetched: Prefetch | None = None,
                  out_dm: Literal[False] = False) -> Hbm: ...
 
     @overload
-    def __call__(self, ctx: Context, arena: Arena, x: HbmIn | Dm, w: HbmIn, *, double_buffer: bool = True,
+    def __call__(self, ctx: Context, arena: Arena, x: HbmIn | Dm, w: HbmIn | Dm, *, double_buffer: bool = True,
                  stream: bool | None = None, prefetched: Prefetch | None = None, out_dm: bool) -> Any: ...
 
-    def __call__(self, ctx: Context, arena: Arena, x: HbmIn | Dm, w: HbmIn, *, double_buffer: bool = True,
+    def __call__(self, ctx: Context, arena: Arena, x: HbmIn | Dm, w: HbmIn | Dm, *, double_buffer: bool = True,
                  stream: bool | None = None, prefetched: Prefetch | None = None, out_dm: bool = False) -> Any:
         """Run the GEMM on HBM ``x`` (``m["M, K"]``) and ``w`` (``m["N, K"]``); returns HBM ``m["M, N"]`` bf16.
 
@@ -272,6 +272,7 @@ class Gemm:
         tile overlaps the current contraction; otherwise x and w are moved into DM whole first.
         ``double_buffer`` loads every TRF tile but the first from the sub context into the half the Reducer is
         not reading; it needs a K tile of at most one half (``k_tile`` ≤ 512, L4151–4154).
+        ``w`` may also be a DM tensor from :meth:`load_w` (the resident layout), read in place.
         """
         in_dm = not isinstance(x, (HbmTensor, HbmTensorView))  # (a DM tensor or a view of one)
         call = f"visa.kernels.Gemm({self.m!r}, {self.n!r}, {self.k!r})"
@@ -283,7 +284,8 @@ class Gemm:
                                   call=call, level="DM", mapping=self._in_dm_mapping(in_dm, out_dm),
                                   axis=self.k if in_dm else self.n,
                                   fix="pass x in HBM and take the output in HBM (out_dm=False)")
-            return self._ragged(ctx, arena, cast(HbmIn, x), w, double_buffer, stream)  # (in HBM: refused above)
+            # (x in HBM: refused above; w in DM is no part's resident layout)
+            return self._ragged(ctx, arena, cast(HbmIn, x), cast(HbmIn, w), double_buffer, stream)
         if double_buffer and self.k_tiles > 1 and self.k_tile > HALF_K:
             raise HardwareLimitError(
                 f"double buffering with k_tile = {self.k_tile}: a K tile of 4 × {self.k_tile} bf16 fills a whole "
@@ -296,7 +298,7 @@ class Gemm:
                                   fix="pass the w that gemm.prefetch(ctx, w, slots) was given")
             stream = True  # the prefetched tile is the first step of the streamed mode
         if stream is None:
-            stream = self.resident_bytes() > ctx.hw.dm.slice_bytes // 2
+            stream = not self.holds_w(w) and self.resident_bytes() > ctx.hw.dm.slice_bytes // 2
         if (in_dm or out_dm) and stream:
             raise LayoutError(f"a GEMM whose x or output is in DM runs resident (x and w moved into DM whole), and "
                               f"this one streams its (N, K) tiles from HBM; here {self._in_dm_names(in_dm, out_dm)} "
@@ -343,7 +345,7 @@ class Gemm:
             got.view().relabel(mm[f"{m}, {n} = {size}"]).to_hbm_view(cols, ctx.tdma)
         return out
 
-    def _run(self, ctx: Context, arena: Arena, x: HbmIn | Dm, w: HbmIn, double_buffer: bool, stream: bool,
+    def _run(self, ctx: Context, arena: Arena, x: HbmIn | Dm, w: HbmIn | Dm, double_buffer: bool, stream: bool,
              prefetched: Prefetch | None = None, out_at: int | None = None) -> Any:
         """The body of :meth:`__call__`: for each N tile, block of M tiles and K tile, one TRF load shared by the
         block's M tiles."""
@@ -366,8 +368,7 @@ class Gemm:
             x_el = mm[self._outer(kt_axis, mt_axis, mi, kin)]
             x_dm = x.to_dm(self.cluster, self.slice, x_el, ctx.tdma, arena.take_dm(2 * x_el.size))
         if not stream:
-            w_el = mm[self._outer(nt_axis, kt_axis, f"{nin} % 32", kin)]
-            w_dm = w.to_dm(self.cluster, self.slice, w_el, ctx.tdma, arena.take_dm(2 * w_el.size))
+            w_dm: Dm = cast(Dm, w) if self.holds_w(w) else self.load_w(ctx, arena, cast(HbmIn, w))
         out_el = self._out_el()
         out: Dm = DmTensor(ctx, dt.bf16, self.chip, self.cluster, self.slice, out_el,
                            arena.take_dm(2 * out_el.size) if out_at is None else out_at, call="visa.kernels.Gemm")
@@ -397,7 +398,7 @@ class Gemm:
         def issue_w(step: int) -> None:
             if stream and step < steps:
                 nt_, _, kt_ = plan[step]
-                w_ahead[step] = self._stream_w(ctx, w, nt_, kt_, w_slots[step % 2])
+                w_ahead[step] = self._stream_w(ctx, cast(HbmIn, w), nt_, kt_, w_slots[step % 2])
 
         def issue_x(step: int) -> None:
             if prefetch_x and step < steps:
@@ -460,6 +461,25 @@ class Gemm:
         if out_at is not None:
             return out
         return out.to_hbm(mm[f"{m}, {n}"], ctx.tdma, arena.take_hbm(2 * self.sm * self.sn))
+
+    def _w_el(self) -> Any:
+        """The Element mapping of the resident w in DM: per slice, its 32 rows of every N and K tile."""
+        nt_axis = f"{self.n} / {N_TILE}" if self.n_tiles > 1 else ""
+        kt_axis = f"{self.k} / {self.k_tile}" if self.k_tiles > 1 else ""
+        return self.maps[self._outer(nt_axis, kt_axis, f"{self.nin} % 32", self.kin)]
+
+    def load_w(self, ctx: Context, arena: Arena, w: HbmIn) -> Dm:
+        """w moved into DM in the layout the resident mode contracts from (one tensor DMA): calls given this DM
+        tensor as their ``w`` read it in place — a weight shared by many calls (a decode step's RoPE rotation,
+        the same for all its layers, L8268–8284) then moves once, not once per call."""
+        w_el = self._w_el()
+        out: Dm = w.to_dm(self.cluster, self.slice, w_el, ctx.tdma, arena.take_dm(2 * w_el.size))
+        return out
+
+    def holds_w(self, w: Any) -> bool:
+        """Whether ``w`` is a DM tensor in the resident layout (:meth:`load_w`'s), read in place by a call."""
+        return (isinstance(w, DmTensor) and w.levels["Slice"] == self.slice and w.levels["Cluster"] == self.cluster
+                and w.levels["Element"] == self._w_el())
 
     def _stream_w(self, ctx: Context, w: HbmIn, nt: int, kt: int, address: int) -> Any:
         """w's (N, K) tile, HBM → DM (a view of the HBM tensor, L813–832)."""

@@ -84,16 +84,21 @@ class Rows:
         self.stat: Mapping = m["1 # 8"]
 
     # -- moving rows in and out ----------------------------------------------------------------------------
-    def load(self, ctx: Context, arena: Arena, x: HbmIn) -> Dm:
-        """HBM ``[rows, cols]`` → DM, one row per slice."""
+    def load(self, ctx: Context, arena: Arena, x: HbmIn | Dm) -> Dm:
+        """HBM ``[rows, cols]`` → DM, one row per slice (or DM in another layout → DM, one DMA, L2659–2681)."""
         addr = arena.take_dm(self.d * x.dtype.size_bits // 8)
         return x.to_dm(self.cluster, self.slice, self.element, ctx.tdma, addr)
 
     def load_broadcast(self, ctx: Context, arena: Arena, g: HbmIn) -> Vrf:
         """A ``[cols]`` vector (e.g. RMSNorm's gain) into every row's slice, then into the VRF as f32."""
         dm = g.to_dm(self.cluster, self.slice, self.element, ctx.tdma, arena.take_dm(self.d * g.dtype.size_bits // 8))
+        return self.vector_to_vrf(ctx, arena, dm.view())
+
+    def vector_to_vrf(self, ctx: Context, arena: Arena, g: Any) -> Vrf:
+        """A ``[cols]`` vector already in every row's slice of DM (a view: e.g. one row of a table of gains moved
+        into DM once for many norms) into the VRF as f32, by the sub context (L5063–5081)."""
         m = self.maps
-        return (ctx.sub.begin(dm.view())
+        return (ctx.sub.begin(g)
                 .fetch(dt.f32, m[f"{self.cols} / 8"], m[f"{self.cols} % 8"])
                 .collect(m[f"{self.cols} / 8"], m[f"{self.cols} % 8"])
                 .to_vrf(self.element, arena.take_vrf(4 * self.d)))
@@ -141,10 +146,15 @@ class Rows:
                  .vector_logic(LogicBinaryOpF32.BitOr, VeBranchOperand.group(NEG_INF_BITS, GroupId.One)))
         return s.vector_split(self.time4, self.packet4)
 
-    def _reduce(self, ctx: Context, arena: Arena, s: Any, op: IntraSliceReduceOpF32) -> Dm:
-        """Reduce the row's columns (Time and lanes) to one f32 per row, committed as one flit."""
-        out: Dm = (s.vector_intra_slice_reduce(self.cols, self.maps["1"], self.maps["1 # 4"], op)
-                   .vector_pad_way8(self.stat).vector_final().commit(self.stat, arena.take_dm(32)))
+    def _reduce(self, ctx: Context, arena: Arena, s: Any, op: IntraSliceReduceOpF32, *,
+                reciprocal: bool = False) -> Dm:
+        """Reduce the row's columns (Time and lanes) to one f32 per row, committed as one flit; ``reciprocal``:
+        ``1 / Σ`` by the FpDiv stage, which follows IntraSliceReduce in the same pass (L4907–4918, the stage
+        order of L4700–4712) — the same division :meth:`finish_stat` does in a pass of its own."""
+        r = s.vector_intra_slice_reduce(self.cols, self.maps["1"], self.maps["1 # 4"], op)
+        if reciprocal:
+            r = r.vector_fp_div_with_mode(FpDivBinaryOp.DivF, BinaryArgMode.Mode10, 1.0)  # 1 / v
+        out: Dm = r.vector_pad_way8(self.stat).vector_final().commit(self.stat, arena.take_dm(32))
         return out
 
     def _rows_out(self, ctx: Context, arena: Arena, s: Any, address: int | None = None) -> Dm:
@@ -166,10 +176,12 @@ class Rows:
         """max_cols x per row (f32); the elements a branch ``log`` masks count as −inf."""
         return self._reduce(ctx, arena, self._row(ctx, x, log), IntraSliceReduceOpF32.Max)
 
-    def sum_exp(self, ctx: Context, arena: Arena, x: Dm, mx: Vrf, log: Vrf | None = None) -> Dm:
-        """Σ_cols exp(x − max) per row (f32), ``mx`` the row max in the VRF; masked elements add exp(−inf) = 0."""
+    def sum_exp(self, ctx: Context, arena: Arena, x: Dm, mx: Vrf, log: Vrf | None = None, *,
+                reciprocal: bool = False) -> Dm:
+        """Σ_cols exp(x − max) per row (f32), ``mx`` the row max in the VRF; masked elements add exp(−inf) = 0.
+        ``reciprocal``: ``1 / Σ`` instead, in the same pass (:meth:`_reduce`)."""
         s = self._row(ctx, x, log).vector_fp_binary(FpBinaryOp.SubF, mx).vector_fp_unary(FpUnaryOp.Exp)
-        return self._reduce(ctx, arena, s, IntraSliceReduceOpF32.Add)
+        return self._reduce(ctx, arena, s, IntraSliceReduceOpF32.Add, reciprocal=reciprocal)
 
     def finish_stat(self, ctx: Context, arena: Arena, stat: Dm, *, scale: float = 1.0, add: float = 0.0,
                     sqrt: bool = False, reciprocal: bool = False) -> Dm:
@@ -211,7 +223,8 @@ class Rows:
 
         ``scale`` (e.g. 1/√d_k for attention scores) must be positive; it is applied to the bf16 scores as they
         are read.  Passes: the row max; Σ exp(x − max) and its reciprocal; ``exp(x − max) · (1/Σ)`` cast to
-        bf16.  The exponential is recomputed rather than stored (the row is read three times, written once).
+        bf16 (the reciprocal on the FpDiv stage of the sum's own pass, after its IntraSliceReduce, L4700–4712).  The
+        exponential is recomputed rather than stored (the row is read three times, written once).
         A branch ``log`` (:meth:`branch_log`) masks elements in each of the three passes: they read as −inf,
         so their probability is exactly 0 (the causal mask by the branch log, L8090–8100).  Every row must keep
         at least one element (a row of −inf has no softmax: its max is −inf and −inf − (−inf) is NaN).
@@ -226,8 +239,8 @@ class Rows:
             if scale != 1.0:
                 src = self.scaled(ctx, arena, x, scale)
             mx = self.to_vrf(ctx, arena, self.row_max(ctx, arena, src, log))
-            total = self.finish_stat(ctx, arena, self.sum_exp(ctx, arena, src, mx, log), reciprocal=True)
-            inv = self.to_vrf(ctx, arena, total)
+            # Σ exp(x − max) and its reciprocal in one pass: FpDiv follows IntraSliceReduce (L4700–4712)
+            inv = self.to_vrf(ctx, arena, self.sum_exp(ctx, arena, src, mx, log, reciprocal=True))
             s = (self._row(ctx, src, log)
                  .vector_fp_binary(FpBinaryOp.SubF, mx)
                  .vector_fp_unary(FpUnaryOp.Exp)

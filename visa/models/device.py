@@ -9,7 +9,11 @@ a prompt (``T`` = 32 or 64, the prompt padded) or one decode step (``T`` = 1).  
    the stacked ``[w_q; w_k; w_v]``; RoPE on Q and K; **the KV-cache append** of K_rope and V by in-place DMAs into
    the caches kept in HBM across launches (L8286–8297); attention (below); the output projection and the
    residual; RMSNorm, gate and up in one :class:`Gemm` over ``[w_gate; w_up]``, SwiGLU, down, residual — the
-   residual stream stays in DM at two fixed addresses (:meth:`Rows.add` with ``address``);
+   residual stream stays in DM at two fixed addresses (:meth:`Rows.add` with ``address``); every norm's gain
+   comes from one table moved into DM once per launch (:attr:`Weights.gains`), and a decode step's RoPE rotation
+   and mask rows are moved once for all blocks; a decode step hands every activation from one kernel to the
+   next in DM (:attr:`Step.in_dm`) except the rotated heads, which the K-cache append and the scores read from
+   HBM;
 3. the final RMSNorm and the LM head, tied to the embedding table (the same HBM tensor, read N-major by the
    :class:`Gemm`: 49,152 rows in six N tiles of 8,192), give the logits of every one of the T positions.
 
@@ -61,7 +65,7 @@ from visa.kernels.gemm import HALF_K, ROW_K
 from visa.mapping import AxisSet
 from visa.models.loader import LlamaConfig
 from visa.models.parallel import BLOCK_LAYOUTS, block_shards, chip_config
-from visa.tensors.handles import HbmTensor, HostTensor
+from visa.tensors.handles import DmTensor, HbmTensor, HostTensor
 
 __all__ = ["STAGES", "Step", "Weights", "decode_table", "prefill_table", "rope_tables", "PREFILL_CHUNKS"]
 
@@ -115,6 +119,15 @@ def rope_tables(c: LlamaConfig, length: int) -> tuple[F64, F64, F64, F64]:
     return rot, cos, sin, swap
 
 
+#: The parts of :func:`~visa.models.parallel.block_shards` that are norm gains (they go to :attr:`Weights.gains`).
+GAIN_PARTS = (0, 3)
+
+
+def gain_rows(c: LlamaConfig) -> int:
+    """Rows of the gains table: each block's attention and FFN norms (rows 2b, 2b + 1), then the final norm."""
+    return 2 * c.blocks + 1
+
+
 def whole_k_tile(size: int) -> int | None:
     """The K tile of the model's GEMMs over a K of ``size``: all of it when it fits one TRF Row (``4 × K`` bf16 ≤
     8 KiB, L1089), else the largest multiple of 32 up to a Row that divides it (1536 → 768: two K tiles, not three
@@ -159,7 +172,7 @@ class Weights:
         self.ax = AxisSet(V=c.vocab, D=c.dim, QKV=(c.heads + 2 * c.kv_heads) * c.head_dim, HO=c.heads * c.head_dim,
                           F2=2 * c.ffn, F=c.ffn, H=c.kv_heads, S=length, Dk=c.head_dim, Dv=c.head_dim,
                           Dr=c.head_dim, P=length, Hq=c.heads, HS=c.kv_heads * length, PG=length * c.group,
-                          Q12=c.heads + c.kv_heads, QK=(c.heads + c.kv_heads) * c.head_dim,
+                          Q12=c.heads + c.kv_heads, QK=(c.heads + c.kv_heads) * c.head_dim, G=gain_rows(c),
                           **({"C": chips} if chips > 1 else {}))
         self.chip = self.ax.m["C" if chips > 1 else "1"]
         self.q_scale = q_scale(c)
@@ -170,7 +183,10 @@ class Weights:
                                      "more than the 1 GiB below the kernels' arena", call="visa.models.Weights",
                                      level="HBM", mapping='m["S"]', axis="S", fix="use a shorter KV cache (length=)")
         self.weight_bytes = 0
-        self.blocks: list[dict[str, Hbm]] = []
+        #: every RMSNorm's gain, one row each (:func:`gain_rows`): a launch moves them into DM by one DMA
+        self.gains: Hbm = HbmTensor.from_addr(ctx, dt.bf16, self.chip, self.ax.m["G, D"],
+                                              self._take(self._bytes("G, D"), "G, D"))
+        self.blocks: list[dict[str, Any]] = []
         self.caches: list[tuple[Hbm, Hbm]] = []
 
     def _bytes(self, text: str, dtype: Any = dt.bf16) -> int:
@@ -181,8 +197,8 @@ class Weights:
     def fixed_bytes(self) -> int:
         """HBM bytes per chip of what :meth:`add_globals` and :meth:`add_block` place: the embedding and final
         gain, the tables, and every block's weights and KV caches (each 4 KiB-aligned, as placed)."""
-        glob = self._bytes("V, D") + self._bytes("D") + sum(self._bytes(t, d) for _, t, d in TABLES)
-        block = sum(self._bytes(t) for t in (*BLOCK_LAYOUTS, *CACHE_LAYOUTS))
+        glob = self._bytes("V, D") + self._bytes("G, D") + sum(self._bytes(t, d) for _, t, d in TABLES)
+        block = sum(self._bytes(t) for i, t in enumerate((*BLOCK_LAYOUTS, *CACHE_LAYOUTS)) if i not in GAIN_PARTS)
         return glob + self.full.blocks * block
 
     def put(self, array: npt.ArrayLike, text: str, dtype: Any = dt.bf16, *, shards: bool = False) -> Hbm:
@@ -243,9 +259,14 @@ class Weights:
     def add_block(self, w: dict[str, npt.NDArray[np.float32]]) -> None:
         """Upload one block's weights (GGUF names without the ``blk.i.`` prefix), stacked as the kernels read
         them (each chip its shard: :func:`~visa.models.parallel.block_shards`), and its zeroed KV caches."""
-        names = ("g_attn", "w_qkv", "w_o", "g_ffn", "w_gu", "w_down")
+        names = ("w_qkv", "w_o", "w_gu", "w_down")
         parts = block_shards(w, self.full, self.n, self.q_scale)
-        self.blocks.append(dict(zip(names, self.put_weights(parts), strict=True)))
+        b = len(self.blocks)
+        block: dict[str, Any] = dict(zip(names, self.put_weights([p for i, p in enumerate(parts)
+                                                                   if i not in GAIN_PARTS]), strict=True))
+        block.update(g_attn=self.put_gain(2 * b, parts[GAIN_PARTS[0]][0]),
+                     g_ffn=self.put_gain(2 * b + 1, parts[GAIN_PARTS[1]][0]))
+        self.blocks.append(block)
         c, s = self.c, self.length
         k, v = CACHE_LAYOUTS
         self.caches.append((self.put(np.zeros((c.kv_heads, s, c.head_dim)), k),
@@ -254,14 +275,25 @@ class Weights:
     def add_globals(self, emb: npt.NDArray[np.float32], g_out: npt.NDArray[np.float32]) -> None:
         """The embedding (also the LM head), the final norm's gain, the RoPE and mask tables (on every chip)."""
         c, s, n = self.c, self.length, self.n
-        self.emb, self.g_out = self.put_weights([(np.broadcast_to(emb, (n, *emb.shape)), "V, D"),
-                                                 (np.broadcast_to(g_out, (n, *g_out.shape)), "D")])
+        (self.emb,) = self.put_weights([(np.broadcast_to(emb, (n, *emb.shape)), "V, D")])
+        self.g_out = self.put_gain(gain_rows(c) - 1, np.broadcast_to(g_out, (n, *g_out.shape)))
         rot, cos, sin, swap = rope_tables(c, s)
         heads = c.heads + c.kv_heads
         arrays: tuple[npt.NDArray[Any], ...] = (rot, np.tile(cos, (1, heads)), np.tile(sin, (1, heads)), swap,
                                                 decode_table(c, s), prefill_table(c, s))
         for (name, text, dtype), array in zip(TABLES, arrays, strict=True):
             setattr(self, name, self.put(array, text, dtype))
+
+    def put_gain(self, row: int, gain: npt.ArrayLike) -> Any:
+        """Write a norm's gain ``[chips, D]`` (the same on every chip) as row ``row`` of :attr:`gains` (a host
+        DMA, bf16) and count it in :attr:`weight_bytes`; the row's view."""
+        m, n, d = self.ax.m, self.n, self.c.dim
+        arr = np.asarray(gain, np.float32).reshape(n, d)
+        host = (HostTensor.from_numpy(arr, dt.bf16, m["C, D"], axes="C D") if n > 1 else
+                HostTensor.from_numpy(arr[0], dt.bf16, m["D"], axes="D"))
+        host.to_hbm(self.chip, m["D"], self.ctx.pdma, self.gains.address + 2 * d * row)
+        self.weight_bytes += 2 * d
+        return self.gains.view().tile(m["G"], 1, m["D"], row)
 
     def reserve(self, nbytes: int) -> int:
         """An HBM address for ``nbytes`` the host rewrites at every launch (token ids, positions)."""
@@ -288,6 +320,7 @@ class Step:
                                Q12=q12, Hq=c.heads, H=c.kv_heads, Dk=c.head_dim, Dr=c.head_dim, Dv=c.head_dim,
                                HO=c.heads * c.head_dim, S=s, HS=c.kv_heads * s, P=s, PG=s * c.group,
                                F=c.ffn, F2=2 * c.ffn, Fh=c.ffn // 128, Fw=128, M3=c.group * t, R12=q12 * t, L=1,
+                               G=gain_rows(c),
                                **({"C": self.chips} if self.chips > 1 else {}))
         self.m = ax.m
         chip = "C" if self.chips > 1 else "1"
@@ -346,8 +379,14 @@ class Step:
             x = self.embed(ctx, arena, w.emb, ids)  # x_0 = gather(input, w_emb), row t on slice t (L8241)
             # the residual stream alternates between x's address and one more
             addresses = (x.address, arena.take_dm(2 * self.c.dim))
+            # every norm's gain into the rows' slices by one DMA (not one per norm): each norm reads its row into
+            # the VRF from there
+            g_dm = w.gains.to_dm(rd.cluster, rd.slice, m["G, D"], ctx.tdma, arena.take_dm(2 * self.ax.size("G") *
+                                                                                           self.c.dim))
+            gains = [g_dm.view().tile(m["G"], 1, m["D"], g) for g in range(self.ax.size("G"))]
             if self.t == 1:
                 rope: Any = self.rope_row.to_hbm(ctx, arena, w.rot, pos)  # t_rope = gather(position, w_rope)
+                rope = self.rope.load_w(ctx, arena, rope)  # into DM once: every block's RoPE GEMM reads it there
                 row = self.mask_row.to_hbm(ctx, arena, w.decode_mask, pos)
                 mask = self.mask_rows.load(ctx, arena, row)  # in DM for every block's scores
             else:
@@ -359,11 +398,11 @@ class Step:
                 stages: dict[str, Any] | None = {} if probe else None
                 with arena.scratch():
                     x = self.block(ctx, arena, x, w.swap, blk, cache, rope, mask, position, addresses[(b + 1) % 2],
-                                   stages)
+                                   stages, gains=(gains[2 * b], gains[2 * b + 1]))
                 if stages is not None:
                     stages["out"] = rd.store(ctx, arena, x)
                     out.update({f"{b}.{k}": v for k, v in stages.items()})
-            h = self.norm(ctx, arena, x, w.g_out)
+            h = self.norm(ctx, arena, x, gains[-1])
             out["h"] = h
             if last is None:
                 out["logits"] = self.lm_head(ctx, arena, h, w.emb, stream=True)  # the LM head tied to token_embd
@@ -373,16 +412,26 @@ class Step:
         return out
 
     def block(self, ctx: Context, arena: Arena, x: Any, swap: Hbm, blk: dict[str, Hbm], cache: tuple[Hbm, Hbm],
-              rope: Any, mask: Any, position: int, out_address: int, stages: dict[str, Any] | None = None) -> Any:
+              rope: Any, mask: Any, position: int, out_address: int, stages: dict[str, Any] | None = None, *,
+              gains: tuple[Any, Any]) -> Any:
         """One decoder block on the DM rows ``x``; its output at ``out_address``.  ``stages``, when given,
-        receives every stage's output in HBM (:data:`STAGES`) for the checks."""
+        receives every stage's output in HBM (:data:`STAGES`) for the checks; ``gains``: the two norms' gains in
+        the rows' slices of DM (views of the launch's table, :attr:`Weights.gains`)."""
         m, rd, c, t = self.m, self.rows_d, self.c, self.t
         dm = self.in_dm
-        n = self.norm(ctx, arena, x, blk["g_attn"], dm=dm)
-        qkv = self.qkv(ctx, arena, n, blk["w_qkv"])  # [T, q | k | v]
+        n = self.norm(ctx, arena, x, gains[0], dm=dm)
+        qkv = self.qkv(ctx, arena, n, blk["w_qkv"], out_dm=dm)  # [T, q | k | v]
         qk_cols = (c.heads + c.kv_heads) * c.head_dim
         qkv_cols = qk_cols + c.kv_heads * c.head_dim
-        qk = qkv.view().tile(m["QKV"], qk_cols, m[f"T, QKV = {qk_cols} # {qkv_cols}"], 0)
+        v_dm: Any = None
+        if dm:  # in DM as committed, 32 columns a slice: q|k's heads on the first slices, v's on the next
+            qk: Any = qkv.relabel(Slice=m[f"[Q12, Dk / 32] + # {256 - qk_cols // 32}"], Element=m["Dk % 32"])
+            v_dm = qkv.relabel(Slice=m[f"# {qk_cols // 32} + [H, Dv / 32] + # {256 - qkv_cols // 32}"],
+                               Element=m["Dv % 32"])
+            if stages is not None:
+                qkv = qkv.to_hbm(m["T, QKV"], ctx.tdma, arena.take_hbm(2 * qkv_cols))
+        else:
+            qk = qkv.view().tile(m["QKV"], qk_cols, m[f"T, QKV = {qk_cols} # {qkv_cols}"], 0)
         # [T, Q12, Dk]: the rotated q and k heads
         rot = self.rotate(ctx, arena, qk, rope, swap).view().relabel(m["T, Q12, Dk"]).as_tensor()
         k_cache, v_cache = cache
@@ -392,29 +441,46 @@ class Step:
         k_src = rot.view().tile(m["Q12"], c.kv_heads, m[f"T, Q12 = {c.kv_heads} # {q12}, Dk"], c.heads)
         k_dst = k_cache.view().tile(m["S"], t, m[f"H, S = {t} # {s}, Dk"], position)
         k_src.relabel(m[f"S = {t}, H # {q12}, Dk"]).to_hbm_view(k_dst, ctx.tdma)
-        v_src = qkv.view().tile(m["QKV"], c.kv_heads * c.head_dim,
-                                m[f"T, QKV = {c.kv_heads * c.head_dim} # {qkv_cols}"], qk_cols)
         v_dst = v_cache.view().tile(m["S"], t, m[f"Dv, H, S = {t} # {s}"], position)
-        v_src.relabel(m[f"S = {t}, H # {qkv_cols // c.head_dim}, Dv"]).to_hbm_view(v_dst, ctx.tdma)
+        if v_dm is not None:  # from DM, where the Q|K|V GEMM committed it
+            v_dm.to_hbm_view(v_dst, ctx.tdma)
+        else:
+            v_src = qkv.view().tile(m["QKV"], c.kv_heads * c.head_dim,
+                                    m[f"T, QKV = {c.kv_heads * c.head_dim} # {qkv_cols}"], qk_cols)
+            v_src.relabel(m[f"S = {t}, H # {qkv_cols // c.head_dim}, Dv"]).to_hbm_view(v_dst, ctx.tdma)
         attn = self.attend(ctx, arena, rot, k_cache, v_cache, mask)  # [T, Hq, Dv] as [T, HO]
         o = self.o_proj(ctx, arena, attn, blk["w_o"], out_dm=dm)  # on several chips each chip's partial sum
         x_attn = rd.add(ctx, arena, x, self.reduce(ctx, arena, rd.load(ctx, arena, o)))
-        n2 = self.norm(ctx, arena, x_attn, blk["g_ffn"], dm=dm)
-        gu = self.gate_up(ctx, arena, n2, blk["w_gu"])  # [T, gate | up]
+        n2 = self.norm(ctx, arena, x_attn, gains[1], dm=dm)
+        gu = self.gate_up(ctx, arena, n2, blk["w_gu"], out_dm=dm)  # [T, gate | up]
         rf = self.rows_f
         f = c.ffn
-        if t == 1:  # [F] as rows of 128
+        if dm:  # in DM as committed, 32 columns a slice: gate on the first F/32 slices, up on the next
+            # (F = 128·Fh + Fw: the SwiGLU's rows; each relabelled half moves into them by one DMA DM → DM)
+            cols = f // 32
+            slices = (f"[Fh, Fw / 32] + # {256 - cols}", f"# {cols} + [Fh, Fw / 32] + # {256 - 2 * cols}")
+            gate, up = (gu.relabel(Slice=m[text], Element=m["Fw % 32"]) for text in slices)
+            if stages is not None:
+                gu = gu.to_hbm(m["T, F2"], ctx.tdma, arena.take_hbm(4 * f))
+        elif t == 1:  # [F] as rows of 128
             gate, up = (gu.view().tile(m["F2"], f, m[f"F2 = {f}"], at).relabel(m["Fh, Fw"]) for at in (0, f))
         else:
             gate, up = (gu.view().tile(m["F2"], f, m[f"T, F2 = {f} # {2 * f}"], at).relabel(m[f"T, F # {2 * f}"])
                         for at in (0, f))
-        with arena.scratch():  # SwiGLU's DM and VRF temporaries
-            act = rf.store(ctx, arena, rf.swiglu(ctx, arena, rf.load(ctx, arena, gate), rf.load(ctx, arena, up)))
-        down = self.down(ctx, arena, act.view().relabel(m["T, F"]), blk["w_down"],
-                         double_buffer=self.double_buffer(self.down), out_dm=dm)
+        if dm:  # the rows of 128 on 12 slices, read as [T, F] by the down projection's one DMA DM → DM (its DM
+            # temporaries go with the block's)
+            act_dm = rf.swiglu(ctx, arena, rf.load(ctx, arena, gate), rf.load(ctx, arena, up))
+            act = rf.store(ctx, arena, act_dm) if stages is not None else act_dm
+            x_down: Any = act_dm.relabel(Slice=m["F / 128 # 256"], Element=m["F % 128"])
+        else:
+            with arena.scratch():  # SwiGLU's DM and VRF temporaries
+                act = rf.store(ctx, arena, rf.swiglu(ctx, arena, rf.load(ctx, arena, gate), rf.load(ctx, arena, up)))
+            x_down = act.view().relabel(m["T, F"])
+        down = self.down(ctx, arena, x_down, blk["w_down"], double_buffer=self.double_buffer(self.down), out_dm=dm)
         if stages is not None:  # (in HBM: the rows and GEMM outputs kept in DM are stored for the checks)
-            n, o, n2, down = (v.to_hbm(m[text], ctx.tdma, arena.take_hbm(2 * self.ax.size(text.split(", ")[1])))
-                              if dm else v for v, text in ((n, "T, D"), (o, "T, D"), (n2, "T, D"), (down, "T, D")))
+            n, o, n2, down, attn = (
+                v.to_hbm(m[text], ctx.tdma, arena.take_hbm(2 * self.ax.size(text.split(", ")[1]))) if dm else v
+                for v, text in ((n, "T, D"), (o, "T, D"), (n2, "T, D"), (down, "T, D"), (attn, "T, HO")))
             stages.update(n=n, qkv=qkv, rot=rot, attn=attn, o=o, x_attn=rd.store(ctx, arena, x_attn), n2=n2, gu=gu,
                           act=act, down=down)
         return rd.add(ctx, arena, x_attn, self.reduce(ctx, arena, rd.load(ctx, arena, down)), address=out_address)
@@ -438,20 +504,24 @@ class Step:
         back — 4 DMAs fewer per block (issue 25's wall time; the cycles change with the DMAs)."""
         return self.t == 1
 
-    def norm(self, ctx: Context, arena: Arena, x: Any, gain: Hbm, *, dm: bool = False) -> Any:
-        """RMSNorm of the DM rows ``x`` with the HBM ``gain``, into HBM (its DM and VRF temporaries freed); ``dm``:
-        the DM rows themselves (the gain's DM and the result stay allocated in ``arena``; the VRF is freed)."""
+    def norm(self, ctx: Context, arena: Arena, x: Any, gain: Any, *, dm: bool = False) -> Any:
+        """RMSNorm of the DM rows ``x`` with ``gain`` (a view of a row of the gains in DM, in the rows' slices),
+        into HBM (its DM and VRF temporaries freed); ``dm``: the DM rows themselves (the result stays allocated in
+        ``arena``; the VRF is freed)."""
         rd = self.rows_d
         with arena.scratch(dm=not dm):
-            y = rd.rms_norm(ctx, arena, x, rd.load_broadcast(ctx, arena, gain), eps=self.c.eps)
+            y = rd.rms_norm(ctx, arena, x, rd.vector_to_vrf(ctx, arena, gain), eps=self.c.eps)
             return y if dm else rd.store(ctx, arena, y)
 
     def rotate(self, ctx: Context, arena: Arena, qk: Any, rope: Any, swap: Hbm) -> Hbm:
         """RoPE of the q and k heads ``[T, Q12, Dk]`` (module docstring)."""
         m = self.m
         if self.t == 1:
+            if self.in_dm:  # (the Q|K|V GEMM's DM output read as [Q12, Dk]: one DMA DM → DM)
+                out: Hbm = self.rope(ctx, arena, qk, rope)
+                return out
             stride = self.ax.size("QKV") // self.c.head_dim
-            out: Hbm = self.rope(ctx, arena, qk.relabel(m[f"Q12 # {stride}, Dk"]), rope)
+            out = self.rope(ctx, arena, qk.relabel(m[f"Q12 # {stride}, Dk"]), rope)
             return out
         cos, sin = rope
         rq = self.rows_qk
@@ -464,16 +534,19 @@ class Step:
                    rq.load(ctx, arena, sin.view().relabel(m["T, QK"])))
         return rq.store(ctx, arena, rq.add(ctx, arena, a, b))
 
-    def attend(self, ctx: Context, arena: Arena, rot: Hbm, k_cache: Hbm, v_cache: Hbm, mask: Any) -> Hbm:
+    def attend(self, ctx: Context, arena: Arena, rot: Hbm, k_cache: Hbm, v_cache: Hbm, mask: Any) -> Any:
         """Attention of every query head over the caches (module docstring), ``mask`` the launch's additive mask
-        in DM; ``[T, HO]`` in HBM."""
+        in DM; ``[T, HO]`` in HBM, or a decode step's (:attr:`in_dm`) in DM as the second GEMM committed it."""
         m, c, t, s = self.m, self.c, self.t, self.length
         q12 = c.heads + c.kv_heads
         if t == 1:
             q = rot.view().tile(m["Q12"], c.heads, m[f"Q12 = {c.heads}, Dk"], 0).relabel(m["Hq, Dk"])
-            a: Hbm = self.attention(ctx, arena, q, k_cache.view().relabel(m["HS, Dk"]),
-                                    v_cache.view().relabel(m["Dv, HS"]), mask)
-            return a.view().relabel(m["T, HO"]).as_tensor()  # type: ignore[no-any-return]
+            a = self.attention(ctx, arena, q, k_cache.view().relabel(m["HS, Dk"]),
+                               v_cache.view().relabel(m["Dv, HS"]), mask, out_dm=self.in_dm)
+            if isinstance(a, DmTensor):  # [Hq, Dv] over the slices of Dv / 32, read as [T, HO] (HO = Hq·Dv + dv)
+                return a.relabel(Slice=m[f"HO % {c.head_dim} / 32 # 256"],
+                                 Element=m[f"HO / {c.head_dim}, HO % 32"])
+            return a.view().relabel(m["T, HO"]).as_tensor()
         g = c.group
         attn = HbmTensor(ctx, dt.bf16, m["C" if self.chips > 1 else "1"], m["T, Hq, Dv"],
                          arena.take_hbm(2 * t * c.heads * c.head_dim), call="visa.models.attention")
@@ -485,7 +558,7 @@ class Step:
             a = self.attention(ctx, arena, q, k, v, mask)
             a.view().relabel(m[f"T, Hq = {g}, Dv"]).to_hbm_view(
                 attn.view().tile(m["Hq"], g, m[f"T, Hq = {g} # {c.heads}, Dv"], h * g), ctx.tdma)
-        return attn.view().relabel(m["T, HO"]).as_tensor()  # type: ignore[no-any-return]
+        return attn.view().relabel(m["T, HO"]).as_tensor()
 
 
 def launch_kernel(step: Step, ctx: Context, w: Weights, position: int, ids: Hbm, pos: Hbm,
