@@ -17,7 +17,7 @@ from visa.engines.cache import cached
 from visa.engines.dma import fast_cost, fast_dm_time, fast_relative, fast_translates
 from visa.engines.dma.config import DmaCost, DmaLoop, DmaPlan
 from visa.hw import HardwareProfile
-from visa.memory import fast_transfers
+from visa.memory import fast_load_order, fast_transfers
 from visa.memory import performance as perf
 from visa.memory.transfer import AddressSpace, address_space
 
@@ -94,7 +94,7 @@ def cycles(p: DmaPlan, indirect: tuple[Sequence[int], Sequence[int]] | None = No
 
 
 _PATHS = (fast_relative.RELATIVE, fast_relative.FINE, fast_relative.PAIR, fast_cost.SHARED, fast_transfers.ALIGNED,
-          fast_translates.TRANSLATED, fast_dm_time.ONCE)
+          fast_translates.TRANSLATED, fast_dm_time.ONCE, fast_load_order.ORDER)
 _KEPT = "_visa_dma_cost"
 
 

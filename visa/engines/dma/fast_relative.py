@@ -49,7 +49,7 @@ from visa.engines.cache import exact_key
 from visa.engines.dma import fast_cost, fast_dm_time, fast_translates
 from visa.engines.dma.config import DmaCost, DmaLoop, DmaPlan
 from visa.hw import HardwareProfile
-from visa.memory import fast_transfers
+from visa.memory import fast_load_order, fast_transfers
 from visa.memory import performance as perf
 from visa.memory.performance import HbmLoad
 from visa.memory.transfer import address_space
@@ -207,7 +207,7 @@ def _model(hw: HardwareProfile, media: tuple[str, str], p: DmaPlan, base: tuple[
     loops = p.spatial + p.commands + p.loops
     key = (exact_key(hw), media, tuple((lp.size, lp.src, lp.dst) for lp in loops),
            len(p.spatial), len(p.commands), base, indirect, fast_cost.SHARED.on, fast_transfers.ALIGNED.on,
-           fast_translates.TRANSLATED.on, fast_dm_time.ONCE.on)  # the switches the model reads
+           fast_translates.TRANSLATED.on, fast_dm_time.ONCE.on, fast_load_order.ORDER.on)  # (the switches it reads)
     found = _STORE.get(key)
     if found is None:
         if len(_STORE) >= _LIMIT:
