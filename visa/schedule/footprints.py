@@ -18,6 +18,7 @@ from visa.memory.footprint import EMPTY, Footprint, Span, merge_intervals, units
 from visa.memory.footprint import index_mask as _mask
 from visa.memory.footprint import valid_positions as _valid
 from visa.memory.layout import element_bytes, sym_only
+from visa.tensors.handles import DeviceTensor, TensorView
 
 __all__ = ["footprint", "span_of", "units_of", "live_dm_bytes", "tensor_dm_bytes", "dependencies"]
 
@@ -56,8 +57,6 @@ def _runs(element: Any) -> tuple[npt.NDArray[np.int64], int] | None:
 
 def span_of(handle: Any) -> Span | None:
     """The span of a device tensor or a view of one (``None`` for a host tensor: the host is synchronous)."""
-    from visa.tensors.handles import DeviceTensor, TensorView
-
     reach = None
     if isinstance(handle, TensorView):
         base, element, offset = handle.base, handle.element, handle.offset
