@@ -58,10 +58,10 @@ def _classes(cfg: FetchConfig, img: DenseImage, units: IntArray, bases: IntArray
 
 def execute(cfg: FetchConfig, images: Sequence[DenseImage], bit_bases: Sequence[int]) -> SharedRows | None:
     """The fetch as :class:`~visa.engines.shared.SharedRows` (module docstring), or None (another path runs)."""
-    from visa.engines.fetch_fast import REPEAT, _nest, _repeat  # (that module imports this one)
-
     if not all(img.knows_replicas for img in images):
         return None  # (no replica labels in some chip's image: _classes would refuse it, after the checks below)
+    from visa.engines.fetch_fast import REPEAT, _nest, _repeat  # (that module imports this one)
+
     if REPEAT.on and _repeat(cfg) is not None:
         return None  # (a sequencer repeating whole packets along Time: fetch.repeat reads each packet once)
     if cfg.table is not None or cfg.mask is not None or cfg.zero_points or cfg.src.image_bits % 8:

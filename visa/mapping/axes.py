@@ -171,14 +171,25 @@ class AxisSet:
     @property
     def m(self) -> MappingFactory:
         """``ax.m["A, B"]``: parse mapping text against this axis set."""
-        from visa.mapping.core import MappingFactory
-
-        return MappingFactory(self)
+        factory = _FACTORY[0] if _FACTORY else _factory()
+        return factory(self)
 
     def __repr__(self) -> str:
         parts = [f"{k}={v}" for k, v in self._sizes.items()]
         parts += [f"{s.name}=skew({s.base})" for s in self._skews.values()]
         return f"AxisSet({', '.join(parts)})"
+
+
+#: :class:`~visa.mapping.core.MappingFactory`, once imported (that module imports this one: imported at the first
+#: :attr:`AxisSet.m`, not again at every one).
+_FACTORY: list[type[MappingFactory]] = []
+
+
+def _factory() -> type[MappingFactory]:
+    from visa.mapping.core import MappingFactory
+
+    _FACTORY.append(MappingFactory)
+    return MappingFactory
 
 
 def _py(name: str) -> str:

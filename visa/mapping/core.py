@@ -53,7 +53,7 @@ from visa.mapping.syntax import (
     items_of,
     parse,
 )
-from visa.validate import expect_instance, expect_int, wrong_type
+from visa.validate import expect_instance, expect_int, expect_mapping, wrong_type
 
 if TYPE_CHECKING:
     from visa.mapping import static as _static  # noqa: F401 - the static type of m["..."] (visa.mypy)
@@ -822,8 +822,6 @@ def ensure_mapping(value: object, what: str, call: str | None = None, level: str
     """Check that an argument (``what``, e.g. ``"OutTime"``) is a :class:`Mapping`; otherwise a
     :class:`~visa.errors.WrongTypeError` names the parameter, the ``call`` that took it and the ``level`` it was
     meant for (manual "Mapping Expressions", L582)."""
-    from visa.validate import expect_mapping
-
     param = _PARAMS.get(what, what)
     return expect_mapping(value, param if param == what else f"{param} ({what})", call=call or what,  # type: ignore[no-any-return]
                           level=level)

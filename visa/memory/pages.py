@@ -256,9 +256,9 @@ class PageMask:
         f1 = self.npages if hi >= self.n else hi // self.page
         target = ALL if known else NONE
         if f1 > f0:  # whole pages: mask bytes of MIXED ones back to zero, then the state
-            st = self.state[us, f0:f1]
-            uu, pp = np.nonzero(st == MIXED)
-            if uu.size:
+            mixed = self.state[us, f0:f1] == MIXED
+            if mixed.any():  # (np.nonzero only then: it costs a few µs even when nothing is found)
+                uu, pp = np.nonzero(mixed)
                 self._fill(self._ids(us)[uu], f0 + pp.astype(np.int64), False)
             self.state[us, f0:f1] = target
         edges = [p for p in {p0, p1 - 1} if not f0 <= p < f1]

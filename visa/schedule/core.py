@@ -197,6 +197,26 @@ def _bank_load(reports: tuple[EngineReport, ...], banks: int) -> tuple[int, ...]
     return tuple(total) if any(total) else ()
 
 
+#: :func:`_of_reports` per tuple of reports (by their ids; the reports, frozen, kept in the value) and bank count:
+#: the last few (the oldest go first).
+_OF_REPORTS: dict[tuple[int, ...], tuple[tuple[EngineReport, ...], tuple[int, ...], tuple[str, ...]]] = {}
+
+
+def _of_reports(reports: tuple[EngineReport, ...], banks: int) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """An operation's :func:`_bank_load` and its engines' "slower by" notes: pure functions of its reports (frozen),
+    kept for the same reports (a kernel's passes record the same remembered reports again and again)."""
+    key = (banks, *map(id, reports))
+    got = _OF_REPORTS.get(key)
+    if got is not None and all(a is b for a, b in zip(got[0], reports, strict=True)):
+        return got[1], got[2]
+    load = _bank_load(reports, banks)
+    slower = tuple(f"{r.engine} slower by: {why}" for r in reports if (why := dict(r.details).get("slower by")))
+    if len(_OF_REPORTS) >= 16:  # (a few: the reports it keeps alive are not the record's to hold)
+        del _OF_REPORTS[next(iter(_OF_REPORTS))]
+    _OF_REPORTS[key] = (reports, load, slower)
+    return load, slower
+
+
 def _shares_dm_units(a: Operation, reads: Footprint, writes: Footprint) -> bool:
     mine = [s for s in (reads + writes).spans if s.memory == "dm"]
     theirs = [s for s in (a.reads + a.writes).spans if s.memory == "dm"]
@@ -274,8 +294,9 @@ class Schedule:
         else:
             mask = reads.chips() | writes.chips()
             lane_list = list(self.default_lanes(track, [c for c in range(mask.bit_length()) if mask >> c & 1]))
+        load, slower = _of_reports(reports, self.hw.dm.banks_per_slice)
         notes: list[str] = [note] if note else []
-        notes += [f"{r.engine} slower by: {why}" for r in reports if (why := dict(r.details).get("slower by"))]
+        notes += slower
         handoff = self.hw.timing.context_handoff_cycles
         issue = self.ops[-1].start if self.ops else 0
         if self.timeline:
@@ -288,7 +309,6 @@ class Schedule:
                 else:
                     a.compact(self.shared)
             self.active = still
-        load = _bank_load(reports, self.hw.dm.banks_per_slice)
         bank_run = max(load, default=0)
         if track in TU_TRACKS:
             starving = self._starvation(track, name, reports, load, reads, writes)

@@ -18,6 +18,7 @@ from visa.memory.footprint import EMPTY, Footprint, Span, merge_intervals, units
 from visa.memory.footprint import index_mask as _mask
 from visa.memory.footprint import valid_positions as _valid
 from visa.memory.layout import element_bytes, sym_only
+from visa.tensors.handles import DeviceTensor, TensorView
 
 __all__ = ["footprint", "span_of", "units_of", "live_dm_bytes", "tensor_dm_bytes", "dependencies"]
 
@@ -56,8 +57,6 @@ def _runs(element: Any) -> tuple[npt.NDArray[np.int64], int] | None:
 
 def span_of(handle: Any) -> Span | None:
     """The span of a device tensor or a view of one (``None`` for a host tensor: the host is synchronous)."""
-    from visa.tensors.handles import DeviceTensor, TensorView
-
     reach = None
     if isinstance(handle, TensorView):
         base, element, offset = handle.base, handle.element, handle.offset
@@ -104,15 +103,28 @@ def _whole(base: Any) -> Span:
     if memo is not None and memo[0] is levels and memo[1] == address and memo[2] is dtype:
         span: Span = memo[3]
         return span
-    nbytes = element_bytes(dtype, levels["Element"].size)
-    chips, units, rows = _units(base.MEMORY, levels, base.ctx.hw)
-    lo = np.array([address] if nbytes > 0 else [], dtype=np.int64)
-    hi = lo + nbytes
-    lo.setflags(write=False)
-    hi.setflags(write=False)
-    span = Span(base.MEMORY, chips, units, rows, lo, hi)  # (one interval: already merged)
-    base._span = (levels, address, dtype, span)
-    return span
+    memory, hw = base.MEMORY, base.ctx.hw
+    key = (memory, hw.dm.slices_per_cluster, hw.spm.slices_per_pe if memory == "spm" else 0, dtype, address,
+           *[(name, mp.key) for name, mp in levels.items()])
+    got = _WHOLE.get(key)
+    if got is None:  # (a Span is immutable, its intervals read-only: tensors of one placement share it)
+        nbytes = element_bytes(dtype, levels["Element"].size)
+        chips, units, rows = _units(memory, levels, hw)
+        lo = np.array([address] if nbytes > 0 else [], dtype=np.int64)
+        hi = lo + nbytes
+        lo.setflags(write=False)
+        hi.setflags(write=False)
+        got = Span(memory, chips, units, rows, lo, hi)  # (one interval: already merged)
+        if len(_WHOLE) >= 4096:
+            _WHOLE.clear()
+        _WHOLE[key] = got
+    base._span = (levels, address, dtype, got)
+    return got
+
+
+#: :func:`_whole`'s span per placement: memory, the unit counts the units are found with, dtype, address and the level
+#: mappings (exact keys): a new handle of a placement seen before (a register load's result at every pass) finds it.
+_WHOLE: dict[tuple[Any, ...], Span] = {}
 
 
 def _intervals(element: Any, offset: int, bits: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from visa.stream import fetch as _fetch  # (begin, once imported: not again at every pass)
 from visa.stream.stages import (
     STAGE_METHODS,
     AccumulationKind,
@@ -72,9 +73,7 @@ class TuContext(TuHandle):
 def begin(tu: TuHandle, view: DmTensorView, dual_channel: bool = False) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
     """``ctx.main.begin(dm.view())``: a stream at the start of the pipeline (Time ``1``, Packet = Element;
     L1700–1743); ``dual_channel`` as :meth:`TuContext.begin`."""
-    import visa.stream.fetch as fetch
-
-    return fetch.begin(tu, view, dual_channel)
+    return _fetch.begin(tu, view, dual_channel)
 
 
 def begin_interleaved(tu: TuHandle, axis: Mapping, lhs: DmTensorView,

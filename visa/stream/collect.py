@@ -15,15 +15,17 @@ from visa.engines import channel
 from visa.engines import collect as engine
 from visa.engines.common import EngineReport, unit_validity
 from visa.engines.timing import pass_cost
+from visa.errors import StaleTensorError
 from visa.mapping import Mapping
 from visa.mapping.core import ensure_mapping
 from visa.mapping.fast_validity import validity_of
+from visa.stream.stages import CollectTensor, FetchTensor
+from visa.tensors.handles import TrfAddress, TrfTensor, VrfTensor
 from visa.validate import expect_instance, expect_int
 
 if TYPE_CHECKING:
     from visa.memory.registry import Region
-    from visa.stream.stages import CollectTensor, StreamTensor
-    from visa.tensors.handles import TrfAddress, TrfTensor, VrfTensor
+    from visa.stream.stages import StreamTensor
 
 __all__ = ["collect", "to_trf", "to_vrf", "record_pass", "pass_reads", "input_regions"]
 
@@ -31,8 +33,6 @@ __all__ = ["collect", "to_trf", "to_vrf", "record_pass", "pass_reads", "input_re
 def collect(stream: StreamTensor[Any, Any, Any, Any, Any, Any], time: Mapping,
             packet: Mapping) -> CollectTensor[Any, Any, Any, Any, Any, Any]:
     """``collect::<Time2, Packet2>()``: pad to 32-byte flits and split larger packets along Time (L3560–3564)."""
-    from visa.stream.stages import CollectTensor, FetchTensor
-
     time = ensure_mapping(time, "Time2", "collect", "Time")
     packet = ensure_mapping(packet, "Packet2", "collect", "Packet")
     lay = stream.layout
@@ -110,8 +110,6 @@ def input_regions(stream: StreamTensor[Any, Any, Any, Any, Any, Any], call: str)
     them (manual L150–155).  Every pass end calls it before it writes, so it also refuses a pass left open
     across a write of what it read (issue 23): its values came from the old bytes, while the schedule would
     run it after the write, reading the new ones."""
-    from visa.errors import StaleTensorError
-
     for region, writes in stream.carried.seen.values():
         if region.writes != writes:
             raise StaleTensorError(
@@ -125,8 +123,6 @@ def input_regions(stream: StreamTensor[Any, Any, Any, Any, Any, Any], call: str)
 def to_trf(stream: CollectTensor[Any, Any, Any, Any, Any, Any], row: Mapping, element: Mapping,
            address: TrfAddress) -> TrfTensor[Any, Any, Any, Any, Any, Any]:
     """``to_trf::<Row, Element>(address)``: the outermost stream axes become Row, the rest Element (L4049–4061)."""
-    from visa.tensors.handles import TrfAddress, TrfTensor
-
     row = ensure_mapping(row, "Row", "to_trf", "Row")
     element = ensure_mapping(element, "Element", "to_trf", "Element")
     expect_instance(address, TrfAddress, "address", call="to_trf",
@@ -164,8 +160,6 @@ def _load_plan(hw: Any, lay: Any, row: Mapping | None, element: Mapping, address
 def to_vrf(stream: CollectTensor[Any, Any, Any, Any, Any, Any], element: Mapping,
            address: int) -> VrfTensor[Any, Any, Any, Any, Any]:
     """``to_vrf(address)`` with Element ``element``: the flattened stream (L280–285, L5063–5081)."""
-    from visa.tensors.handles import VrfTensor
-
     element = ensure_mapping(element, "Element", "to_vrf", "Element")
     address = expect_int(address, "address", call="to_vrf")
     ctx, lay = stream.ctx, stream.layout

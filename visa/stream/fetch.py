@@ -24,10 +24,11 @@ from visa.mapping import Mapping
 from visa.mapping.core import ensure_mapping
 from visa.mapping.fast_validity import validity_of
 from visa.memory.known import broadcast_one
+from visa.stream.stages import BeginTensor, Carried, FetchTensor
+from visa.tensors.handles import TensorView
 from visa.validate import expect_dtype, wrong_type
 
 if TYPE_CHECKING:
-    from visa.stream.stages import BeginTensor, FetchTensor
     from visa.tensors.device import TuHandle
     from visa.tensors.handles import DmTensorView
 
@@ -35,8 +36,6 @@ __all__ = ["begin", "begin_interleaved", "fetch", "lift"]
 
 
 def _check_view(tu: TuHandle, view: object, call: str, param: str = "view") -> DmTensorView[Any, Any, Any, Any, Any]:
-    from visa.tensors.handles import TensorView
-
     if not isinstance(view, TensorView) or view.base.MEMORY != "dm":
         raise wrong_type(param, view, "a DM tensor view (dm.view())", call=call, fix="call .view() on a DmTensor")
     view.base.check_context(tu.ctx, call)
@@ -76,8 +75,6 @@ def begin(tu: TuHandle, view: DmTensorView[Any, Any, Any, Any, Any],
           dual_channel: bool = False) -> BeginTensor[Any, Any, Any, Any, Any, Any]:
     """``tu.begin(dm.view())``: the stream at the start of the pipeline, Time ``m["1"]``, Packet = Element (L1701);
     ``dual_channel=True`` (main context only) runs the pass in dual channel mode (:mod:`visa.engines.channel`)."""
-    from visa.stream.stages import BeginTensor, Carried
-
     if not isinstance(dual_channel, bool):
         raise wrong_type("dual_channel", dual_channel, "True or False", call="begin", fix="dual_channel=True")
     if dual_channel:
@@ -160,8 +157,6 @@ def fetch(stream: BeginTensor[Any, Any, Any, Any, Any, Any], dtype: Any, time: M
           table: Any = None, zero_points: tuple[int, ...] | None = None,
           pad_value: Any = None) -> FetchTensor[Any, Any, Any, Any, Any, Any]:
     """``fetch::<D2, Time2, Packet2>()`` (L1700–1718), with an optional table (L1949) or zero points (L2030)."""
-    from visa.stream.stages import FetchTensor
-
     ctx = stream.ctx
     hw = ctx.hw
     dst = expect_dtype(dtype, "dtype", call="fetch")

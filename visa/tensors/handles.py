@@ -491,6 +491,32 @@ def _check_context_type(ctx: object, call: str) -> None:
 #: The members of the :class:`~visa.tensors.device.Device` protocol (found at the first check).
 _DEVICE_MEMBERS: tuple[str, ...] | None = None
 
+#: The size of :data:`_PLACED` and :data:`_DESCRIBED` (cleared when full).
+_MEMO_LIMIT = 4096
+#: The placements :func:`~visa.memory.layout.check_placement` accepted (issue 24, a register load's handle at every
+#: pass): it is a pure function of the hardware profile (kept in the value: its id is in the key), the memory, the
+#: dtype, the level mappings (their exact keys: sizes included), the address, the chip count and the TRF half.
+_PLACED: dict[tuple[Any, ...], Any] = {}
+#: :meth:`DeviceTensor.describe` per memory, dtype, address and level mappings (by identity; the mappings are kept
+#: in the value): a mapping is immutable, its ``repr`` too.
+_DESCRIBED: dict[tuple[Any, ...], tuple[tuple[Mapping, ...], str]] = {}
+
+
+def _check_placement(hw: Any, memory: str, dtype: type[dt.Scalar], levels: dict[str, Mapping], address: int,
+                     num_chips: int | None, trf_half: bool, call: str | None) -> None:
+    """:func:`~visa.memory.layout.check_placement` (manual L1070–1093), asked once per placement it accepts
+    (:data:`_PLACED`; a refused one is asked again, and raises again)."""
+    key: tuple[Any, ...] | None = None
+    if type(address) is int and all(type(m) is Mapping for m in levels.values()):
+        key = (id(hw), memory, dtype, address, num_chips, trf_half, *[(k, m.key) for k, m in levels.items()])
+        if _PLACED.get(key) is hw:
+            return
+    check_placement(hw, memory, dtype, levels, address, num_chips=num_chips, trf_half=trf_half, call=call)
+    if key is not None:
+        if len(_PLACED) >= _MEMO_LIMIT:
+            _PLACED.clear()
+        _PLACED[key] = hw
+
 
 class DeviceTensor:
     """Common part of the device tensor handles: dtype, level mappings, byte address, device (manual
@@ -516,8 +542,8 @@ class DeviceTensor:
         #: the schedule's footprint of the whole tensor, with the placement it was derived from
         #: (:func:`visa.schedule.footprints.span_of`)
         self._span: tuple[Any, ...] | None = None
-        check_placement(ctx.hw, self.MEMORY, dtype, levels, address if self.MEMORY != "trf" else 0,
-                        num_chips=ctx.num_chips, trf_half=trf_half, call=call or None)
+        _check_placement(ctx.hw, self.MEMORY, dtype, levels, address if self.MEMORY != "trf" else 0,
+                         ctx.num_chips, trf_half, call or None)
         if register:
             chips = frozenset(range(levels["Chip"].size))
             nbytes = element_bytes(dtype, levels["Element"].size)
@@ -532,8 +558,18 @@ class DeviceTensor:
 
     def describe(self) -> str:
         """``DmTensor[i32, m["1"], ...] @ 4096``."""
-        inner = ", ".join([repr(self.dtype), *(repr(self.levels[k]) for k in LEVELS[self.MEMORY])])
-        return f"{self.type_name()}[{inner}] @ {self.address}"
+        names = LEVELS[self.MEMORY]
+        levels = tuple(self.levels[k] for k in names)
+        key = (self.MEMORY, self.dtype, self.address, *map(id, levels))
+        got = _DESCRIBED.get(key)
+        if got is not None and all(a is b for a, b in zip(got[0], levels, strict=True)):
+            return got[1]
+        inner = ", ".join([repr(self.dtype), *(repr(m) for m in levels)])
+        text = f"{self.type_name()}[{inner}] @ {self.address}"
+        if len(_DESCRIBED) >= _MEMO_LIMIT:
+            _DESCRIBED.clear()
+        _DESCRIBED[key] = (levels, text)  # (the mappings kept with it: their ids name no other mapping meanwhile)
+        return text
 
     def __repr__(self) -> str:
         return self.describe()
