@@ -477,7 +477,8 @@ class Gemm:
         return out
 
     def holds_w(self, w: Any) -> bool:
-        """Whether ``w`` is a DM tensor in the resident layout (:meth:`load_w`'s), read in place by a call."""
+        """Whether ``w`` is a DM tensor in the resident layout (:meth:`load_w`'s), read in place by a call (a DM
+        tensor is fetched where it lies, L8268–8284)."""
         return (isinstance(w, DmTensor) and w.levels["Slice"] == self.slice and w.levels["Cluster"] == self.cluster
                 and w.levels["Element"] == self._w_el())
 

@@ -119,12 +119,14 @@ def rope_tables(c: LlamaConfig, length: int) -> tuple[F64, F64, F64, F64]:
     return rot, cos, sin, swap
 
 
-#: The parts of :func:`~visa.models.parallel.block_shards` that are norm gains (they go to :attr:`Weights.gains`).
+#: The parts of :func:`~visa.models.parallel.block_shards` that are norm gains (they go to :attr:`Weights.gains`,
+#: one table moved into DM by one tensor DMA a launch, L44–47).
 GAIN_PARTS = (0, 3)
 
 
 def gain_rows(c: LlamaConfig) -> int:
-    """Rows of the gains table: each block's attention and FFN norms (rows 2b, 2b + 1), then the final norm."""
+    """Rows of the gains table: each block's attention and FFN norms (rows 2b, 2b + 1), then the final norm (one
+    table, one tensor DMA into DM a launch, L44–47)."""
     return 2 * c.blocks + 1
 
 
@@ -286,7 +288,7 @@ class Weights:
 
     def put_gain(self, row: int, gain: npt.ArrayLike) -> Any:
         """Write a norm's gain ``[chips, D]`` (the same on every chip) as row ``row`` of :attr:`gains` (a host
-        DMA, bf16) and count it in :attr:`weight_bytes`; the row's view."""
+        DMA over PCIe, ``ctx.pdma``, L44–47, bf16) and count it in :attr:`weight_bytes`; the row's view."""
         m, n, d = self.ax.m, self.n, self.c.dim
         arr = np.asarray(gain, np.float32).reshape(n, d)
         host = (HostTensor.from_numpy(arr, dt.bf16, m["C, D"], axes="C D") if n > 1 else
