@@ -330,7 +330,7 @@ def test_a_prompt_of_sixty_tokens_within_the_bounds(short: tuple[SmolLM2, Refere
     """Issue 25: a prompt of 60 tokens, one launch of 64 (its RoPE pair swap a GEMM of 12 · 64 rows read out of
     the Q|K|V output with gaps between them, streamed), every stage and the logits of every position within the
     derived bounds against the reference on the device's own inputs.  (Not the argmax against the reference run
-    on the ids alone: two blocks leave near-ties, e.g. a top two 0.03 apart, that bf16 roundings may swap.)"""
+    on the ids alone: two blocks leave near-ties — a top two 0.1 apart at position 9 — that bf16 roundings swap.)"""
     model, ref = short
     ids = model.tokenizer.encode(LONG_PROMPT)
     assert len(ids) == 60
