@@ -42,7 +42,8 @@ class Attention:
     L8090–8100).  ``chip``: the Chip level of the parts (:class:`Gemm`), one head per chip with ``chip="C"``.
     ``scale`` (default ``1/√|Dk|``): the factor of the scores; ``scale=1.0`` when q already carries it (a model
     whose query weights were scaled by ``2⁻³`` for d_k = 64, exactly, saves the scaling pass).  ``mix_k_tile``: the
-    K tile of the second GEMM (over S; :class:`Gemm`'s ``k_tile``, default its own choice).
+    K tile of the second GEMM (over S; :class:`Gemm`'s ``k_tile``, default its own choice); a tile wider than a TRF
+    half (> 512) loads without double buffering (L4151–4158), as no half is then free to load the next one into.
     """
 
     def __init__(self, ax: AxisSet, q: str = "Q", s: str = "S", dk: str = "Dk", dv: str = "Dv", *,

@@ -24,6 +24,8 @@ x is broadcast to every slice by the DMA (it does not depend on N) and w is read
 DM (512 KiB, L138) — a GEMV over a 70B-size weight, say — the kernel streams: one (N, K) tile of w and one K
 tile of x per step move from HBM into two alternating DM buffers, so the tensor DMA of the next tile overlaps
 the current contraction (the weights pass through DM once, as the decode of the manual does, L8225–8419).
+x and w may be HBM views with gaps between their rows (a head's rows out of a wider output, one KV head of a
+cache of several): w's streamed tiles keep the view's row pitch (L829–831), and such an x stays resident.
 Every DM buffer is scratch (:meth:`Arena.scratch`): the result leaves in HBM.
 """
 
