@@ -176,6 +176,72 @@ def test_gemm_with_a_last_narrower_n_tile_L7987() -> None:
         Gemm(AxisSet(M=1, N=8192 + 96, K=1024), w_tiles=True)
 
 
+def test_gemm_streams_views_with_padded_rows() -> None:
+    """Issue 25: streamed GEMMs over HBM views whose rows have gaps between them — a prefill's q|k heads read out
+    of the Q|K|V output (``m["R12 / 12, R12 % 12 # 15, Dk"]``, 64 tokens: 24 M tiles) as x, and one KV head's V^T
+    in the cache of three (``m["Dv, S # 3·S"]``, 2 K tiles of 512) as w: such an x has no (M, K) tiles to stream and
+    stays resident, and w's tiles keep the view's row pitch (L829).  The same bits as the resident mode, within
+    :func:`visa.kernels.bounds.gemm`."""
+    t, heads, d, s, h = 64, 12, 64, 1024, 3
+    ax = AxisSet(T=t, QKV=(heads + 3) * d, R12=heads * t, Dr=d, Dk=d, M=32, Dv=d, S=s, H=h)
+    m = ax.m
+    qkv, swap = host(ax, "T, QKV"), host(ax, "Dr, Dk")
+    x2, v = host(ax, "M, S"), host(ax, "Dv, H, S")
+    rows, mix = Gemm(ax, "R12", "Dr", "Dk"), Gemm(ax, "M", "Dv", "S")
+    assert mix.k_tiles == 2
+    results: list[list[F64]] = []
+    for stream in (False, True):
+        ctx = Context.acquire()
+        qkv_h = qkv.to_hbm(m["1"], m["T, QKV"], ctx.pdma, 0)
+        swap_h = swap.to_hbm(m["1"], m["Dr, Dk"], ctx.pdma, 1 << 24)
+        x2_h = x2.to_hbm(m["1"], m["M, S"], ctx.pdma, 2 << 24)
+        v_h = v.to_hbm(m["1"], m["Dv, H, S"], ctx.pdma, 3 << 24)
+
+        @device(chip=1)
+        def kernel(ctx: Context, a: Any, b: Any, c: Any, e: Any, stream: bool = stream) -> Any:
+            qk = a.view().tile(m["QKV"], heads * d, m[f"T, QKV = {heads * d} # {(heads + 3) * d}"], 0)
+            x = qk.relabel(m[f"R12 / {heads}, R12 % {heads} # {heads + 3}, Dk"])
+            head = e.view().tile(m["H"], 1, m[f"Dv, S # {h * s}"], 1)  # KV head 1's V^T
+            arena = Arena()  # (one arena: the two outputs at different HBM addresses)
+            return rows(ctx, arena, x, b, stream=stream), mix(ctx, arena, c, head, stream=stream)
+
+        got = launch(kernel, ctx, qkv_h, swap_h, x2_h, v_h)
+        results.append([values(got[0].to_host(m["R12, Dr"], ctx.pdma), "R12 Dr"),
+                        values(got[1].to_host(m["M, Dv"], ctx.pdma), "M Dv")])
+    xq = values(qkv, "T QKV")[:, :heads * d].reshape(t * heads, d)
+    xm, wv = values(x2, "M S"), values(v, "Dv H S")[:, 1, :]
+    for (x, w, k_tiles), got, resident in zip(((xq, values(swap, "Dr Dk"), 1), (xm, wv, 2)), results[1],
+                                              results[0], strict=True):
+        assert np.array_equal(got, resident)
+        assert np.all(np.abs(got - x @ w.T) <= bounds.gemm(x, w, k_tiles))
+
+
+@pytest.mark.parametrize(("length", "k_tile"), [(512, 768), (1024, 1024)])
+def test_attention_mix_with_whole_row_k_tiles(length: int, k_tile: int) -> None:
+    """Issue 25: a decode step's all-heads attention over a cache of 512 or 1024 positions of 3 KV heads — the
+    second GEMM's K (3·S = 1536, 3072) in K tiles of 768 or 1024, each a whole TRF Row (L1089), so they load
+    without double buffering (no half is free, L4151–4154) rather than being refused.  Within
+    :func:`visa.kernels.bounds.attention`."""
+    ax = AxisSet(Q=9, S=3 * length, Dk=64, Dv=64)
+    att = Attention(ax, mix_k_tile=k_tile)
+    assert att.mix.k_tiles == 3 * length // k_tile and not att.mix_double_buffer
+    q, k, vt = host(ax, "Q, Dk"), host(ax, "S, Dk"), host(ax, "Dv, S")
+
+    @device(chip=1)
+    def kernel(ctx: Context, qh: HbmTensor[Any, Any, Any], kh: HbmTensor[Any, Any, Any],
+               vh: HbmTensor[Any, Any, Any]) -> HbmTensor[Any, Any, Any]:
+        out: HbmTensor[Any, Any, Any] = att(ctx, Arena(), qh, kh, vh)
+        return out
+
+    ctx = Context.acquire()
+    out = launch(kernel, ctx, q.to_hbm(ax.m["1"], ax.m["Q, Dk"], ctx.pdma, 0),
+                 k.to_hbm(ax.m["1"], ax.m["S, Dk"], ctx.pdma, 1 << 26),
+                 vt.to_hbm(ax.m["1"], ax.m["Dv, S"], ctx.pdma, 2 << 26)).to_host(ax.m["Q, Dv"], ctx.pdma)
+    qv, kv, v = values(q, "Q Dk"), values(k, "S Dk"), values(vt, "Dv S").T
+    want, bound = bounds.attention(qv, kv, v, 1 / 8)  # (its γ counts the default K tiles of 512: more)
+    assert np.all(np.abs(values(out, "Q Dv") - want) <= bound)
+
+
 def test_gemm_refusals() -> None:
     with pytest.raises(HardwareLimitError) as e1:
         Gemm(AxisSet(M=48, N=256, K=512))  # M is tiled by 32 (the accumulator's 128 outputs per Row, L4434)

@@ -299,6 +299,63 @@ def test_generation_prefill_runs_the_head_for_the_last_token_alone(short: tuple[
     assert model.report().steps[-1].cycles < full
 
 
+#: A prompt of 60 tokens (a launch of 64): longer than the 32 of a short prompt's launch (issue 25).
+LONG_PROMPT = ("The Eiffel Tower, built for the 1889 World's Fair in Paris, was at first criticised by many of "
+               "France's leading artists and intellectuals, yet it became a global cultural icon of France and one "
+               "of the most recognisable structures in the world, visited by many millions.")
+
+
+def check_launch(model: SmolLM2, ref: Reference, out: dict[str, Any], x: Any, positions: Any,
+                 cache: bool = False) -> None:
+    """Every block's stages of the probing launch ``out`` (input rows ``x``) within their derived bounds
+    (:func:`visa.models.bounds.block_stages`), the cache's new rows the launch's K and V, and the logits within
+    :func:`visa.models.bounds.head_error`."""
+    c = ref.c
+    for b in range(c.blocks):
+        dev = stages_of(out, b)
+        keys_values = None
+        if cache:
+            k_cache, v_cache = model.w.caches[b]
+            keys_values = (np.asarray(k_cache.logical("H S Dk"), np.float64).transpose(1, 0, 2),
+                           np.asarray(v_cache.logical("Dv H S"), np.float64).transpose(2, 1, 0))
+        check(mb.block_stages(ref, b, x, dev, q_scale=q_scale(c), cols=model.length, positions=positions,
+                              cache=keys_values), f"block {b}")
+        x = dev["out"]
+    want, bound = mb.head_error(ref, x)
+    assert np.all(np.abs(out["logits"] - want) <= bound)
+
+
+@launches
+def test_a_prompt_of_sixty_tokens_within_the_bounds(short: tuple[SmolLM2, Reference]) -> None:
+    """Issue 25: a prompt of 60 tokens, one launch of 64 (its RoPE pair swap a GEMM of 12 · 64 rows read out of
+    the Q|K|V output with gaps between them, streamed), every stage and the logits of every position within the
+    derived bounds against the reference on the device's own inputs.  (Not the argmax against the reference run
+    on the ids alone: two blocks leave near-ties — a top two 0.1 apart at position 9 — that bf16 roundings swap.)"""
+    model, ref = short
+    ids = model.tokenizer.encode(LONG_PROMPT)
+    assert len(ids) == 60
+    out = model.run(ids, 0, probe=True)
+    assert out["logits"].shape == (60, ref.c.vocab)
+    check_launch(model, ref, out, np.asarray(ref.w["token_embd.weight"][ids], np.float64), np.arange(60))
+
+
+@launches
+def test_a_decode_step_over_a_cache_of_512(gguf: GgufModel, short_ref: Reference) -> None:
+    """Issue 25: ``length=512``: a decode step's attention contracts 3 · 512 keys' probabilities in two K tiles of
+    768 (each a whole TRF Row, L1089: loaded without double buffering, L4151–4154); after a prefill, the step's
+    every stage, its cache rows and its logits within the derived bounds, its token the reference's greedy one."""
+    model = SmolLM2(short_ref.c, Tokenizer.from_gguf(gguf), gguf.weight, length=512)
+    assert (model._step(1).attention.mix.k_tile, model._step(1).attention.mix.k_tiles) == (768, 2)
+    greedy = short_ref.generate(PROMPT_IDS, 2)
+    first = int(np.argmax(model.prefill(PROMPT_IDS, every=False)[-1]))
+    assert first == greedy[0]
+    p = len(PROMPT_IDS)
+    out = model.run([first], p, probe=True)
+    x = np.asarray(short_ref.w["token_embd.weight"][[first]], np.float64)
+    check_launch(model, short_ref, out, x, [p], cache=True)
+    assert int(np.argmax(out["logits"][-1])) == greedy[1]
+
+
 def test_sampling_is_seeded() -> None:
     """temperature / top_k / seed: the host's draw from the device's logits (no launch needed to check it)."""
     from visa.models.smollm2 import sample

@@ -15,7 +15,7 @@ import math
 from typing import Any
 
 from visa.context import Context
-from visa.kernels.gemm import Gemm
+from visa.kernels.gemm import HALF_K, Gemm
 from visa.kernels.memory import Arena
 from visa.kernels.rows import Rows
 from visa.mapping import AxisSet
@@ -42,7 +42,8 @@ class Attention:
     L8090–8100).  ``chip``: the Chip level of the parts (:class:`Gemm`), one head per chip with ``chip="C"``.
     ``scale`` (default ``1/√|Dk|``): the factor of the scores; ``scale=1.0`` when q already carries it (a model
     whose query weights were scaled by ``2⁻³`` for d_k = 64, exactly, saves the scaling pass).  ``mix_k_tile``: the
-    K tile of the second GEMM (over S; :class:`Gemm`'s ``k_tile``, default its own choice).
+    K tile of the second GEMM (over S; :class:`Gemm`'s ``k_tile``, default its own choice); a tile wider than a TRF
+    half (> 512) loads without double buffering (L4151–4158), as no half is then free to load the next one into.
     """
 
     def __init__(self, ax: AxisSet, q: str = "Q", s: str = "S", dk: str = "Dk", dv: str = "Dv", *,
@@ -50,6 +51,9 @@ class Attention:
         self.scores = Gemm(ax, m=q, n=s, k=dk, chip=chip)
         self.softmax = Rows(ax, q, s, chip=chip)
         self.mix = Gemm(ax, m=q, n=dv, k=s, chip=chip, k_tile=mix_k_tile)
+        # the second GEMM loads its later K tiles into the other TRF half only when a tile fits a half (L4151–4154):
+        # a whole-Row K tile (a long cache's S, ``mix_k_tile`` > 512) runs without double buffering
+        self.mix_double_buffer = self.mix.k_tile <= HALF_K
         self.scale = 1.0 / math.sqrt(ax.size(dk)) if scale is None else scale
         self.ax, self.q, self.s = ax, q, s
 
@@ -74,7 +78,7 @@ class Attention:
             s_dm = rows.add(ctx, arena, s_dm, rows.load(ctx, arena, mask))  # the mask is broadcast over Q
         probs_dm = rows.softmax(ctx, arena, s_dm, scale=self.scale, log=log)
         probs = probs_dm if resident[1] else self.softmax.store(ctx, arena, probs_dm)
-        return self.mix(ctx, arena, probs, v_t, out_dm=out_dm and resident[1])
+        return self.mix(ctx, arena, probs, v_t, double_buffer=self.mix_double_buffer, out_dm=out_dm and resident[1])
 
     def resident(self, ctx: Context) -> tuple[bool, bool]:
         """Whether the scores GEMM and the second GEMM run resident (x and w whole in DM, :class:`Gemm`'s

@@ -24,6 +24,8 @@ x is broadcast to every slice by the DMA (it does not depend on N) and w is read
 DM (512 KiB, L138) — a GEMV over a 70B-size weight, say — the kernel streams: one (N, K) tile of w and one K
 tile of x per step move from HBM into two alternating DM buffers, so the tensor DMA of the next tile overlaps
 the current contraction (the weights pass through DM once, as the decode of the manual does, L8225–8419).
+x and w may be HBM views with gaps between their rows (a head's rows out of a wider output, one KV head of a
+cache of several): w's streamed tiles keep the view's row pitch (L829–831), and such an x stays resident.
 Every DM buffer is scratch (:meth:`Arena.scratch`): the result leaves in HBM.
 """
 
@@ -357,7 +359,10 @@ class Gemm:
         x_tile, w_tile = mm[f"{mi}, {kin}"], mm[f"{nin} % 32, {kin}"]
         # x stays resident (one broadcast DMA) when it takes at most an eighth of a slice's DM (a GEMV's x up to
         # K = 32768); in stream mode only w then moves per step
-        x_resident = not stream or 2 * self.sm * self.sk <= ctx.hw.dm.slice_bytes // 8
+        # an x whose rows are not m["M, K"] (a view with padding between its rows, such as a prefill's q|k heads
+        # read out of the Q|K|V output) has no (M, K) tiles to stream: it stays resident too
+        x_resident = (not stream or 2 * self.sm * self.sk <= ctx.hw.dm.slice_bytes // 8
+                      or _element(x).size != self.sm * self.sk)
         block = self.block_of(ctx.hw.dm.slice_bytes, stream, x_resident)
         blocks = [list(range(b, min(b + block, self.m_tiles))) for b in range(0, self.m_tiles, block)]
         if stream:
@@ -487,10 +492,14 @@ class Gemm:
         mm, n, k, kin, nin = self.maps, self.n, self.k, self.kin, self.nin
         wv: Any = w.view() if isinstance(w, HbmTensor) else w
         n_el = f"{n} = {N_TILE}" if self.n_tiles > 1 else n
+        # elements from one row of w to the next: K, or more in a view with padding between its rows (a KV head's
+        # V^T in a cache of all heads, m["Dv, S # H·S"]): the tiles keep the base's strides (L829)
+        pitch = self.sk if wv.element.size == self.sn * self.sk else _pitch(wv.element, n, k, self.sk)
         if self.n_tiles > 1:
-            wv = wv.relabel(mm[f"{n}, {k}"]).tile(mm[n], N_TILE, mm[f"{n_el}, {k}"], nt * N_TILE)
+            wv = (wv.relabel(mm[f"{n}, {k}"]) if pitch == self.sk else wv).tile(
+                mm[n], N_TILE, mm[f"{n_el}, {k}" + (f" # {pitch}" if pitch != self.sk else "")], nt * N_TILE)
         if self.k_tiles > 1:
-            kt_, pad = self.k_tile, "" if self.w_tiles else f" # {self.sk}"  # tile-major: the tile's rows are adjacent
+            kt_, pad = self.k_tile, "" if self.w_tiles else f" # {pitch}"  # tile-major: the tile's rows are adjacent
             wv = wv.tile(mm[k], kt_, mm[f"{n_el}, {k} = {kt_}{pad}"], kt * kt_)
         return wv.to_dm(self.cluster, self.slice, mm[f"{nin} % 32, {kin}"], ctx.tdma, address).view()
 
@@ -518,3 +527,17 @@ class Gemm:
                 .vector_intra_slice_unzip(pair, mm[f"{m}, {nin} / 8 % 4, 1 # 2"], mm[f"{m}, {nin} / 8 % 4"])
                 .vector_clip_zip(ClipBinaryOpF32.Add)
                 .vector_final())
+
+
+def _element(x: Any) -> Any:
+    """The Element mapping of an HBM tensor or view."""
+    return x.view().element if isinstance(x, HbmTensor) else x.element
+
+
+def _pitch(element: Any, outer: str, inner: str, default: int) -> int:
+    """Elements between index 0 and index 1 of ``outer`` (at ``inner`` 0) in ``element``: the row pitch of a view
+    with padding between its rows; ``default`` when the mapping does not hold those indices by those names."""
+    if not {outer, inner} <= element.axes:  # (other axis names: the tile refuses it, naming the layout)
+        return default
+    first, second = element.position_of({outer: 0, inner: 0}), element.position_of({outer: 1, inner: 0})
+    return default if first is None or second is None or second <= first else int(second - first)
