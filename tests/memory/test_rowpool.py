@@ -100,6 +100,23 @@ def test_the_pool_keeps_at_most_its_byte_cap_the_oldest_going_first() -> None:
     assert pool.reused == 1 and not again.any()
 
 
+@pytest.mark.parametrize("dtype", [np.dtype(dt.bf16.storage), np.dtype(np.float32), np.dtype(np.int8)])
+def test_rows_are_zeroed_in_every_storage_type(dtype: np.dtype[Any]) -> None:
+    """The rows without data are zero bytes (what ``buf[rows] = 0`` writes) for a float and a bfloat16 storage
+    too, lent new (a small buffer, no loan) or reused (the stale rows of the last loan cleared)."""
+    rows = np.array([True, False, True, False, False])
+    buf, loan = RowPool(least=1 << 20).take((5, 3), dtype, rows)
+    assert loan is None and not buf.view(np.uint8)[~rows].any()
+    pool = RowPool(per_shape=1, least=0)
+    buf, loan = pool.take((5, 3), dtype, np.ones(5, dtype=bool))
+    assert loan is not None
+    buf.view(np.uint8)[...] = 0x3F  # every row written
+    out = loan.settle(None)
+    del buf, out
+    again, _ = pool.take((5, 3), dtype, rows)
+    assert pool.reused == 1 and not again.view(np.uint8)[~rows].any()
+
+
 def test_a_small_or_disabled_pool_lends_nothing() -> None:
     rows = np.array([False, True])
     for pool in (RowPool(least=1 << 20), RowPool(enabled=False, least=0)):

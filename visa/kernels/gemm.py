@@ -68,6 +68,50 @@ class Prefetch:
     first: Any
 
 
+class _Layout:
+    """What a call of a :class:`Gemm` in one mode decides from shapes alone (:meth:`Gemm._layout`): whether x stays
+    resident, the M block, the steps ``(N tile, M tiles, K tile)`` and the mappings of its DMAs and passes."""
+
+    __slots__ = ("x_resident", "block", "plan", "x_tile", "w_tile", "x_el", "out_el", "rows", "halves", "trf_el",
+                 "partial_el", "w_outer", "x_outer", "out_outer", "out_tile", "w_fetch", "w_collect", "k_in", "k16",
+                 "x_fetch", "x_collect", "x_align", "k32", "one", "cast_el", "out_hbm")
+
+    def __init__(self, g: Gemm, stream: bool, slice_bytes: int, plain_x: bool = True) -> None:
+        mm, m, n, k, kin, nin, mi = g.maps, g.m, g.n, g.k, g.kin, g.nin, g.mi
+        kt_axis = f"{k} / {g.k_tile}" if g.k_tiles > 1 else ""
+        nt_axis = f"{n} / {N_TILE}" if g.n_tiles > 1 else ""
+        mt_axis = f"{m} / {M_TILE}" if g.m_tiles > 1 else ""
+        self.x_tile, self.w_tile = mm[f"{mi}, {kin}"], mm[f"{nin} % 32, {kin}"]
+        # x stays resident (one broadcast DMA) when it takes at most an eighth of a slice's DM (a GEMV's x up to
+        # K = 32768); in stream mode only w then moves per step; an x whose rows are not plain [M, K] has no
+        # (M, K) tiles to stream: it stays resident too
+        self.x_resident = not stream or 2 * g.sm * g.sk <= slice_bytes // 8 or not plain_x
+        self.block = block = g.block_of(slice_bytes, stream, self.x_resident)
+        blocks = [tuple(range(b, min(b + block, g.m_tiles))) for b in range(0, g.m_tiles, block)]
+        # the steps: one TRF load each, (N tile, block, K tile) with K fastest
+        self.plan = tuple((nt, tiles, kt) for nt in range(g.n_tiles) for tiles in blocks for kt in range(g.k_tiles))
+        self.x_el: Any = mm[g._outer(kt_axis, mt_axis, mi, kin)] if self.x_resident else None
+        self.out_el = g._out_el()
+        self.rows = mm[f"{nin} % 8"]
+        self.halves = ((TrfAddress.FirstHalf, TrfAddress.SecondHalf) if g.k_tile <= HALF_K else
+                       (TrfAddress.Full, TrfAddress.Full))
+        self.trf_el = mm[f"{nin} / 8 % 4, {kin}"]
+        self.partial_el = mm[f"{mi}, {nin} / 8 % 4, {nin} % 8"]
+        w_outer, x_outer, out_outer = g._outer(nt_axis, kt_axis), g._outer(kt_axis, mt_axis), g._outer(nt_axis, mt_axis)
+        self.w_outer = mm[w_outer] if w_outer else None
+        self.x_outer = mm[x_outer] if x_outer else None
+        self.out_outer = mm[out_outer] if out_outer else None
+        self.out_tile = mm[f"{mi}, {nin} % 32"]
+        self.w_fetch, self.k_in = mm[f"{nin} % 8, {nin} / 8 % 4"], mm[kin]
+        self.w_collect, self.k16 = mm[f"{nin} % 8, {nin} / 8 % 4, {kin} / 16"], mm[f"{kin} % 16"]
+        self.x_fetch = mm[f"{mi}, {nin} / 8 % 4"]
+        self.x_collect = mm[f"{mi}, {nin} / 8 % 4, {kin} / 16"]
+        self.x_align, self.k32 = mm[f"{mi}, {nin} / 8 % 4, {kin} / 32"], mm[f"{kin} % 32"]
+        self.one = mm["1"]
+        self.cast_el = mm[f"{nin} % 8 # 16"]
+        self.out_hbm = mm[f"{m}, {n}"]
+
+
 def _declare(ax: AxisSet, name: str, size: int) -> str:
     """Declare the helper axis ``name`` (a part of a ragged N) in ``ax`` once; its name."""
     if name not in ax:
@@ -146,6 +190,7 @@ class Gemm:
             pair_axis(ax)  # the interleave axis of the K-partial adds
         self.ax, self.m, self.n, self.k = ax, m, n, k
         self.maps = Maps(ax)  # (the mappings every call asks, parsed once)
+        self._layouts: dict[tuple[bool, int, bool], _Layout] = {}  # (each mode's tiling, made once: _layout)
         self.w_tiles = w_tiles
         self.sm, self.sn, self.sk = sm, sn, sk
         self.k_tile = k_tile
@@ -347,50 +392,44 @@ class Gemm:
             got.view().relabel(mm[f"{m}, {n} = {size}"]).to_hbm_view(cols, ctx.tdma)
         return out
 
+    def _layout(self, stream: bool, slice_bytes: int, plain_x: bool = True) -> _Layout:
+        """The tiling of a call in mode ``stream`` on slices of ``slice_bytes`` DM, with an x laid out plainly
+        ``[M, K]`` or not (``plain_x``; :class:`_Layout`): a pure function of the GEMM's shapes, its choices and
+        those three, made once per triple (a decode step calls each GEMM with the same ones: issue 25's wall
+        time)."""
+        key = (stream, slice_bytes, plain_x)
+        got = self._layouts.get(key)
+        if got is None:
+            got = self._layouts[key] = _Layout(self, stream, slice_bytes, plain_x)
+        return got
+
     def _run(self, ctx: Context, arena: Arena, x: HbmIn | Dm, w: HbmIn | Dm, double_buffer: bool, stream: bool,
              prefetched: Prefetch | None = None, out_at: int | None = None) -> Any:
         """The body of :meth:`__call__`: for each N tile, block of M tiles and K tile, one TRF load shared by the
         block's M tiles."""
-        mm, m, n, k, kin, nin, mi = self.maps, self.m, self.n, self.k, self.kin, self.nin, self.mi
-        x_hbm: Any = x  # (the streamed mode's x, in HBM: __call__ refuses a DM x there)
-        kt_axis = f"{k} / {self.k_tile}" if self.k_tiles > 1 else ""
-        nt_axis = f"{n} / {N_TILE}" if self.n_tiles > 1 else ""
-        mt_axis = f"{m} / {M_TILE}" if self.m_tiles > 1 else ""
-        x_tile, w_tile = mm[f"{mi}, {kin}"], mm[f"{nin} % 32, {kin}"]
-        # x stays resident (one broadcast DMA) when it takes at most an eighth of a slice's DM (a GEMV's x up to
-        # K = 32768); in stream mode only w then moves per step
         # an x whose rows are not m["M, K"] (a view with padding between its rows, such as a prefill's q|k heads
-        # read out of the Q|K|V output) has no (M, K) tiles to stream: it stays resident too
-        x_resident = (not stream or 2 * self.sm * self.sk <= ctx.hw.dm.slice_bytes // 8
-                      or _element(x).size != self.sm * self.sk)
-        block = self.block_of(ctx.hw.dm.slice_bytes, stream, x_resident)
-        blocks = [list(range(b, min(b + block, self.m_tiles))) for b in range(0, self.m_tiles, block)]
+        # read out of the Q|K|V output) has no (M, K) tiles to stream: it stays resident
+        lay = self._layout(stream, ctx.hw.dm.slice_bytes, not stream or _element(x).size == self.sm * self.sk)
+        x_hbm: Any = x  # (the streamed mode's x, in HBM: __call__ refuses a DM x there)
+        x_resident, block, plan = lay.x_resident, lay.block, lay.plan
         if stream:
-            x_slots = [] if x_resident else [arena.take_dm(2 * x_tile.size) for _ in range(2)]
+            x_slots = [] if x_resident else [arena.take_dm(2 * lay.x_tile.size) for _ in range(2)]
             w_slots = (list(prefetched.slots) if prefetched is not None else
-                       [arena.take_dm(2 * w_tile.size) for _ in range(2)])
+                       [arena.take_dm(2 * lay.w_tile.size) for _ in range(2)])
         if x_resident:
-            x_el = mm[self._outer(kt_axis, mt_axis, mi, kin)]
-            x_dm = x.to_dm(self.cluster, self.slice, x_el, ctx.tdma, arena.take_dm(2 * x_el.size))
+            x_dm = x.to_dm(self.cluster, self.slice, lay.x_el, ctx.tdma, arena.take_dm(2 * lay.x_el.size))
         if not stream:
             w_dm: Dm = cast(Dm, w) if self.holds_w(w) else self.load_w(ctx, arena, cast(HbmIn, w))
-        out_el = self._out_el()
+        out_el = lay.out_el
         out: Dm = DmTensor(ctx, dt.bf16, self.chip, self.cluster, self.slice, out_el,
                            arena.take_dm(2 * out_el.size) if out_at is None else out_at, call="visa.kernels.Gemm")
-        rows = mm[f"{nin} % 8"]
-        halves = ((TrfAddress.FirstHalf, TrfAddress.SecondHalf) if self.k_tile <= HALF_K else
-                  (TrfAddress.Full, TrfAddress.Full))
-        trf_el = mm[f"{nin} / 8 % 4, {kin}"]
-        partial_el = mm[f"{mi}, {nin} / 8 % 4, {nin} % 8"]
+        rows, halves, partial_el = lay.rows, lay.halves, lay.partial_el
         many = self.k_tiles > 1
         parts = [arena.take_dm(4 * partial_el.size) for _ in range(2 if many else 0)]
         # per M tile of a block: the first K tile's partial, then the running sums alternating between two buffers
         firsts = [arena.take_dm(4 * partial_el.size) if many else 0 for _ in range(block)]
         sums = [[arena.take_dm(4 * partial_el.size) for _ in range(2 if self.k_tiles > 2 else 0)]
                 for _ in range(block)]
-        outer_out = self._outer(nt_axis, mt_axis)
-        # the steps: one TRF load each, (N tile, block, K tile) with K fastest
-        plan = [(nt, tiles, kt) for nt in range(self.n_tiles) for tiles in blocks for kt in range(self.k_tiles)]
         steps = len(plan)
         # stream mode issues w's DMA of step t + 1 before step t's TRF load and contractions, and x's DMA of step
         # t + 1 after them: operations issue in program order (L7046–7055), so the tensor DMA runs back to back
@@ -424,33 +463,33 @@ class Gemm:
                 wv = w_ahead.pop(step)
             else:
                 wv = w_dm.view()
-                if nt_axis or kt_axis:
-                    wv = wv.tile(mm[self._outer(nt_axis, kt_axis)], 1, w_tile, nt * self.k_tiles + kt)
+                if lay.w_outer is not None:
+                    wv = wv.tile(lay.w_outer, 1, lay.w_tile, nt * self.k_tiles + kt)
             loader = ctx.sub if double_buffer and step > 0 else ctx.main
             trf = (loader.begin(wv)
-                   .fetch(dt.bf16, mm[f"{nin} % 8, {nin} / 8 % 4"], mm[kin])
-                   .collect(mm[f"{nin} % 8, {nin} / 8 % 4, {kin} / 16"], mm[f"{kin} % 16"])
-                   .to_trf(rows, trf_el, halves[step % 2]))
+                   .fetch(dt.bf16, lay.w_fetch, lay.k_in)
+                   .collect(lay.w_collect, lay.k16)
+                   .to_trf(rows, lay.trf_el, halves[step % 2]))
             for j, mt in enumerate(tiles):
                 if prefetch_x:
                     xv = x_ahead.pop(step)
                 elif not x_resident:
                     xv = self._stream_x(ctx, x_hbm, mt, kt, x_slots[x_count % 2])
                     x_count += 1
-                elif kt_axis or mt_axis:
-                    xv = x_dm.view().tile(mm[self._outer(kt_axis, mt_axis)], 1, x_tile, kt * self.m_tiles + mt)
+                elif lay.x_outer is not None:
+                    xv = x_dm.view().tile(lay.x_outer, 1, lay.x_tile, kt * self.m_tiles + mt)
                 else:
                     xv = x_dm.view()
-                out_view = (out.view().tile(mm[outer_out], 1, mm[f"{mi}, {nin} % 32"], nt * self.m_tiles + mt)
-                            if outer_out else out.view())
+                out_view = (out.view().tile(lay.out_outer, 1, lay.out_tile, nt * self.m_tiles + mt)
+                            if lay.out_outer is not None else out.view())
                 acc_stream = (ctx.main.begin(xv)
-                              .fetch(dt.bf16, mm[f"{mi}, {nin} / 8 % 4"], mm[kin])
-                              .collect(mm[f"{mi}, {nin} / 8 % 4, {kin} / 16"], mm[f"{kin} % 16"])
-                              .align(mm[f"{mi}, {nin} / 8 % 4, {kin} / 32"], mm[f"{kin} % 32"], trf)
-                              .contract(mm["1"])
-                              .accumulate(mm[f"{mi}, {nin} / 8 % 4"], rows, AccumulationKind.Interleaved))
+                              .fetch(dt.bf16, lay.x_fetch, lay.k_in)
+                              .collect(lay.x_collect, lay.k16)
+                              .align(lay.x_align, lay.k32, trf)
+                              .contract(lay.one)
+                              .accumulate(lay.x_fetch, rows, AccumulationKind.Interleaved))
                 if not many:
-                    acc_stream.cast(dt.bf16, mm[f"{nin} % 8 # 16"]).commit_view(out_view)
+                    acc_stream.cast(dt.bf16, lay.cast_el).commit_view(out_view)
                     continue
                 prev = acc[j]
                 if prev is None:
@@ -459,13 +498,13 @@ class Gemm:
                 part = acc_stream.commit(partial_el, parts[(kt * block + j) % 2])
                 s = self._pair(ctx, prev, part)
                 if kt == self.k_tiles - 1:
-                    s.cast(dt.bf16, mm[f"{nin} % 8 # 16"]).commit_view(out_view)
+                    s.cast(dt.bf16, lay.cast_el).commit_view(out_view)
                 else:
                     acc[j] = s.commit(partial_el, sums[j][kt % 2])
             issue_x(step + 1)
         if out_at is not None:
             return out
-        return out.to_hbm(mm[f"{m}, {n}"], ctx.tdma, arena.take_hbm(2 * self.sm * self.sn))
+        return out.to_hbm(lay.out_hbm, ctx.tdma, arena.take_hbm(2 * self.sm * self.sn))
 
     def _w_el(self) -> Any:
         """The Element mapping of the resident w in DM: per slice, its 32 rows of every N and K tile."""

@@ -25,6 +25,7 @@ import numpy.typing as npt
 
 from visa import dtypes as dt
 from visa import fastpaths
+from visa.engines.cache import cached
 from visa.engines.contraction.compute import TrfWindow
 from visa.engines.contraction.fast_compute import has_period, weight_period
 from visa.mapping import Mapping
@@ -83,11 +84,11 @@ def _byte_window(dtype: type[dt.Scalar], rows: int, element: Mapping, bit_offset
     if c_hi <= c_lo:  # the window lies outside the element: poison
         return TrfWindow(np.zeros((len(chips), rows, hi - lo), dtype=dtype.storage),
                                 np.zeros((len(chips), rows, hi - lo), dtype=bool), lo)
-    held = np.asarray(element.evaluate(np.arange(c_lo, c_hi, dtype=np.int64)).valid)
+    held = _all_held(element, c_lo, c_hi)
     b0 = bit_offset // 8 + c_lo * nb
     b1 = b0 + (c_hi - c_lo) * nb
     clusters = _cluster_range(valid) if IN_PLACE.on else None
-    if clusters is not None and held.all() and (c_lo, c_hi) == (lo, hi):
+    if clusters is not None and held and (c_lo, c_hi) == (lo, hi):
         # one chip, every slice of a range of clusters, a window inside the element: the rows' bytes, in place
         image = images[0]
         n, box = len(chips), (clusters, slice(None), slice(0, rows))
@@ -161,6 +162,13 @@ def _byte_window(dtype: type[dt.Scalar], rows: int, element: Mapping, bit_offset
             every &= wr[..., k]
         known[sel, :, c_lo - lo: c_hi - lo] = every
     return TrfWindow(values, known, lo)
+
+
+@cached(256)
+def _all_held(element: Mapping, lo: int, hi: int) -> bool:
+    """Whether every element position ``lo .. hi - 1`` of ``element`` is held (no padding, L1017–1028): a pure
+    function of the mapping (a decode step's GEMMs ask it of the same TRF element at every call, issue 25)."""
+    return bool(np.asarray(element.evaluate(np.arange(lo, hi, dtype=np.int64)).valid).all())
 
 
 def _window_labels(image: DenseImage, clusters: slice, rows: int, b0: int, b1: int) -> Labels | None:
