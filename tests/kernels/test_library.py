@@ -216,6 +216,41 @@ def test_gemm_streams_views_with_padded_rows() -> None:
         assert np.all(np.abs(got - x @ w.T) <= bounds.gemm(x, w, k_tiles))
 
 
+def test_streamed_gemm_reads_other_layouts_or_refuses_them() -> None:
+    """Issue 25 (the i25f review): the streamed mode decides that x or w is plain ``[M, K]`` / ``[N, K]`` by its
+    layout, not its size. An x of the same size in another order (``K / 512, M, K % 512``) stays resident and gives
+    the resident mode's bits; a w still carrying a head axis (``N, H, K``: the head not tiled out) is refused by
+    the tile's stride check rather than streamed over head 0."""
+    ax = AxisSet(M=64, N=64, K=1024, H=3)
+    m = ax.m
+    x, w, wh = host(ax, "M, K"), host(ax, "N, K"), host(ax, "N, H, K")
+    gemm = Gemm(ax)
+    got: list[F64] = []
+    for stream in (False, True):
+        ctx = Context.acquire()
+        x_h = x.to_hbm(m["1"], m["K / 512, M, K % 512"], ctx.pdma, 0)
+        w_h = w.to_hbm(m["1"], m["N, K"], ctx.pdma, 1 << 24)
+
+        @device(chip=1)
+        def kernel(ctx: Context, a: Any, b: Any, stream: bool = stream) -> Any:
+            return gemm(ctx, Arena(), a, b, stream=stream)
+
+        got.append(values(launch(kernel, ctx, x_h, w_h).to_host(m["M, N"], ctx.pdma), "M N"))
+    xv, wv = values(x, "M K"), values(w, "N K")
+    assert np.array_equal(got[1], got[0])
+    assert np.all(np.abs(got[1] - xv @ wv.T) <= bounds.gemm(xv, wv, 2))
+    ctx = Context.acquire()
+    x_h = x.to_hbm(m["1"], m["M, K"], ctx.pdma, 0)
+    wh_h = wh.to_hbm(m["1"], m["N, H, K"], ctx.pdma, 1 << 24)
+
+    @device(chip=1)
+    def whole(ctx: Context, a: Any, b: Any) -> Any:
+        return gemm(ctx, Arena(), a, b, stream=True)
+
+    with pytest.raises(LayoutError, match="stride"):
+        launch(whole, ctx, x_h, wh_h)
+
+
 @pytest.mark.parametrize(("length", "k_tile"), [(512, 768), (1024, 1024)])
 def test_attention_mix_with_whole_row_k_tiles(length: int, k_tile: int) -> None:
     """Issue 25: a decode step's all-heads attention over a cache of 512 or 1024 positions of 3 KV heads — the

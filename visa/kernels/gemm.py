@@ -407,9 +407,10 @@ class Gemm:
              prefetched: Prefetch | None = None, out_at: int | None = None) -> Any:
         """The body of :meth:`__call__`: for each N tile, block of M tiles and K tile, one TRF load shared by the
         block's M tiles."""
-        # an x whose rows are not m["M, K"] (a view with padding between its rows, such as a prefill's q|k heads
-        # read out of the Q|K|V output) has no (M, K) tiles to stream: it stays resident
-        lay = self._layout(stream, ctx.hw.dm.slice_bytes, not stream or _element(x).size == self.sm * self.sk)
+        # an x not laid out m["M, K"] (a view with padding between its rows, such as a prefill's q|k heads read
+        # out of the Q|K|V output, or another order of the same size) has no (M, K) tiles to stream: it stays
+        # resident (whose DMA reads it by its own mapping, or refuses it)
+        lay = self._layout(stream, ctx.hw.dm.slice_bytes, not stream or _element(x) == self.maps[f"{self.m}, {self.k}"])
         x_hbm: Any = x  # (the streamed mode's x, in HBM: __call__ refuses a DM x there)
         x_resident, block, plan = lay.x_resident, lay.block, lay.plan
         if stream:
@@ -533,9 +534,12 @@ class Gemm:
         n_el = f"{n} = {N_TILE}" if self.n_tiles > 1 else n
         # elements from one row of w to the next: K, or more in a view with padding between its rows (a KV head's
         # V^T in a cache of all heads, m["Dv, S # H·S"]): the tiles keep the base's strides (L829)
-        pitch = self.sk if wv.element.size == self.sn * self.sk else _pitch(wv.element, n, k, self.sk)
+        # (only a w laid out m["N, K"] is renamed to it; any other — padded, another order of the same size — is
+        # tiled as it is, and the tile's stride check refuses what its strides cannot give)
+        plain = wv.element == mm[f"{n}, {k}"]
+        pitch = self.sk if plain else _pitch(wv.element, n, k, self.sk)
         if self.n_tiles > 1:
-            wv = (wv.relabel(mm[f"{n}, {k}"]) if pitch == self.sk else wv).tile(
+            wv = (wv.relabel(mm[f"{n}, {k}"]) if plain else wv).tile(
                 mm[n], N_TILE, mm[f"{n_el}, {k}" + (f" # {pitch}" if pitch != self.sk else "")], nt * N_TILE)
         if self.k_tiles > 1:
             kt_, pad = self.k_tile, "" if self.w_tiles else f" # {pitch}"  # tile-major: the tile's rows are adjacent
@@ -576,7 +580,8 @@ def _element(x: Any) -> Any:
 def _pitch(element: Any, outer: str, inner: str, default: int) -> int:
     """Elements between index 0 and index 1 of ``outer`` (at ``inner`` 0) in ``element``: the row pitch of a view
     with padding between its rows; ``default`` when the mapping does not hold those indices by those names."""
-    if not {outer, inner} <= element.axes:  # (other axis names: the tile refuses it, naming the layout)
+    if element.axes != {outer, inner}:  # (other or more axes: the tile refuses it, naming the layout)
         return default
     first, second = element.position_of({outer: 0, inner: 0}), element.position_of({outer: 1, inner: 0})
-    return default if first is None or second is None or second <= first else int(second - first)
+    # (rows nearer than a row's length are no padded rows: the default, and the tile's stride check refuses it)
+    return default if first is None or second is None or second - first < default else int(second - first)
