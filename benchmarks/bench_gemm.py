@@ -51,6 +51,13 @@ thread had two cores between them (the engine's wall time about its CPU time).  
 that thread sleeps.  And the loop multiplies each activation row by 8 weight blocks side by side (256 columns, one
 vectorised column loop, not 8 of 32 columns each after broadcasting the row): ``contraction.float-tree32-wide``, the
 same tree and order, the loop's CPU time in a run 8.0 → 6.2 ms.
+Then (issue 24, h24g) the profile of the timed part alone (``run()``, CPU time of the calling thread, 2-core VM at
+load 3–7, minimum of 15 runs): 13.3 ms on the calling thread — DMA 4.5 (host → HBM 1.7 for the two inputs, HBM →
+DM 1.4, DM → HBM 0.7, HBM → host 0.5; their schedule records ~0.3 ms in all), collect + to_trf 2.0, the Contraction
+Engine 1.9 (the TRF window 0.6, the weights' f32 layout 0.6, the hand-off 0.2), fetch 1.8, commit 1.1, cast 0.9
+(half of its stream is the padded cluster, converted as zeros), launch and handles ~1 — and the compiled loop's
+6–7 ms on the two workers (~3.5 ms of wall time on two free cores), the process 19.8 ms of CPU in all.  No stage
+dominates; each engine's Python is about a millisecond.
 The last line of the report writes the bytes the layout requires with numpy alone, into fresh pages
 (what a first run pays) and into pages already mapped (what a repeat pays).
 """
