@@ -25,6 +25,8 @@ The host code is omitted in the manual ("similar to previous examples", L486–4
 Run it with ``visa run examples/gemm.py``.
 """
 
+from typing import Any
+
 import numpy as np
 
 from visa import AccumulationKind, Context, HbmTensor, HostTensor, TrfAddress, axes, bf16, device, launch, m
@@ -76,20 +78,30 @@ def main() -> None:
     rng = np.random.default_rng(42)
     a = HostTensor.rand(bf16, m["I, K"], rng)
     b = HostTensor.rand(bf16, m["K, J"], rng)
+    out = run(ctx, a, b)
+    check(a, b, out)
+
+
+def run(ctx: Context, a: HostTensor[bf16, Any], b: HostTensor[bf16, Any]) -> HostTensor[bf16, Any]:
+    """The simulated part of :func:`main`: A and B to HBM, the kernel, C back to the host (manual L53, L193)."""
     a_hbm = a.to_hbm(Chip, m["I, K"], ctx.pdma, 0 << 28)
     b_hbm = b.to_hbm(Chip, m["J, K"], ctx.pdma, 1 << 28)  # B laid out J-major in HBM (see the docstring)
     out_hbm = launch(kernel, ctx, a_hbm, b_hbm)
-    out = out_hbm.to_host(m["I, J"], ctx.pdma)
+    return out_hbm.to_host(m["I, J"], ctx.pdma)
 
-    # numpy's float32 product of the same bf16 values (bf16 products are exact in f32).  With s the exact sum,
-    # S = |x| @ |y| and n = K = 1024 terms (u = 2^-24, f32's unit roundoff): the device sums in f32 (tree and
-    # accumulator) and numpy sums in f32 (BLAS), each within n·u·S of s (any summation order, gamma_(n-1) < n·u);
-    # the device then rounds to bf16, within 2^-8 of its sum (8 significant bits, round to nearest).  So
-    # |got - want| <= 2^-8·|got_f32| + 2·n·u·S, and |got_f32| <= |want| + 2·n·u·S:
-    #     |got - want| <= 2^-8·|want| + (1 + 2^-8)·n·2^-23·S,   S_ij <= ||x_i||·||y_j|| (Cauchy–Schwarz).
-    # The norms are f32 sums of exact squares (relative error below n·u = 2^-14, then a square root and a product):
-    # the margin 2^-10 covers them and the rounding of the bound's own few operations.  One f32 product, as
-    # numpy's own GEMM costs, and two row norms.
+
+def check(a: HostTensor[bf16, Any], b: HostTensor[bf16, Any], out: HostTensor[bf16, Any]) -> None:
+    """:func:`main`'s comparison of C with numpy's float32 product of the same bf16 values.
+
+    bf16 products are exact in f32.  With s the exact sum,
+    S = |x| @ |y| and n = K = 1024 terms (u = 2^-24, f32's unit roundoff): the device sums in f32 (tree and
+    accumulator) and numpy sums in f32 (BLAS), each within n·u·S of s (any summation order, gamma_(n-1) < n·u);
+    the device then rounds to bf16, within 2^-8 of its sum (8 significant bits, round to nearest).  So
+    |got - want| <= 2^-8·|got_f32| + 2·n·u·S, and |got_f32| <= |want| + 2·n·u·S:
+    |got - want| <= 2^-8·|want| + (1 + 2^-8)·n·2^-23·S,   S_ij <= ||x_i||·||y_j|| (Cauchy–Schwarz).
+    The norms are f32 sums of exact squares (relative error below n·u = 2^-14, then a square root and a product):
+    the margin 2^-10 covers them and the rounding of the bound's own few operations.  One f32 product, as
+    numpy's own GEMM costs, and two row norms."""
     x, y = a.numpy(axes="I K").astype(np.float32), b.numpy(axes="K J").astype(np.float32)
     want = x @ y
     got = np.asarray(out.numpy(axes="I J"), dtype=np.float32)
@@ -98,7 +110,6 @@ def main() -> None:
     bound = (np.abs(want) * np.float32(2.0**-8) + s * np.float32((1 + 2.0**-8) * n * 2.0**-23)) * np.float32(
         1 + 2.0**-10)
     assert np.all(np.abs(got - want) <= bound), float(np.max(np.abs(got - want) - bound))
-
 
 if __name__ == "__main__":
     main()
