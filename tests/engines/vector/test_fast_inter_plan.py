@@ -98,6 +98,9 @@ def test_row_labels_give_numpys_row_classes(layout: tuple[str, ...], g: int, r: 
     uniq, inverse = np.unique(rows, axis=0, return_inverse=True)
     got = fast_row_classes.from_labels(rows, cfg.labels)
     assert np.array_equal(got[0], uniq) and np.array_equal(got[1], inverse.reshape(-1))
+    # the labels are the rows' constants: their order is np.unique's, the rows read off the digits
+    got = fast_row_classes.from_row_constants(cfg.out_rows, cfg.labels)
+    assert np.array_equal(got[0], uniq) and np.array_equal(got[1], inverse.reshape(-1))
 
 
 def test_the_first_launch_ring_sum_labels_its_rows() -> None:
@@ -115,6 +118,8 @@ def test_the_first_launch_ring_sum_labels_its_rows() -> None:
     if on:
         assert cfg.labels is not None
         got = fast_row_classes.from_labels(rows, cfg.labels)
+        assert np.array_equal(got[0], uniq) and np.array_equal(got[1], inverse.reshape(-1))
+        got = fast_row_classes.from_row_constants(cfg.out_rows, cfg.labels)
         assert np.array_equal(got[0], uniq) and np.array_equal(got[1], inverse.reshape(-1))
 
 

@@ -160,7 +160,9 @@ class Groups:
         if inner == cols:  # the rows fall on whole digits: a row's part plus a column's part, broadcast
             r_group, r_ok = self._decode(np.asarray(rows, dtype=np.int64), self.out_digits[:k])
             c_group, c_ok = self._decode(np.arange(cols, dtype=np.int64), self.out_digits[k:])
-            out: IntArray = np.where(r_ok[:, None] & c_ok[None, :], r_group[:, None] + c_group[None, :], -1)
+            out: IntArray = r_group[:, None] + c_group[None, :]
+            if not (r_ok.all() and c_ok.all()):
+                np.copyto(out, -1, where=~(r_ok[:, None] & c_ok[None, :]))
             return out
         at = np.asarray(rows, dtype=np.int64).reshape(-1, 1) * cols + np.arange(cols, dtype=np.int64)
         group, ok = self._decode(at, self.out_digits)

@@ -80,7 +80,7 @@ def _classes(cfg: InterReduceConfig) -> _Classes | None:
     if n_rows > 1:
         got: tuple[IntArray, IntArray] | None = None
         if cfg.labels is not None and cfg.labels.size == n_rows:  # (vector.inter-row-labels: one row per label read)
-            got = fast_row_classes.from_labels(cfg.out_rows, cfg.labels)
+            got = fast_row_classes.from_row_constants(cfg.out_rows, cfg.labels)  # (the labels are the constants)
         else:
             og = cfg.out_group
             rows = og.reshape(n_rows, -1)
