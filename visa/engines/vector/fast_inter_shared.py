@@ -92,7 +92,10 @@ def _classes(cfg: InterReduceConfig) -> _Classes | None:
             owner = inverse.reshape(-1).astype(np.int64)
             for a in (owner, valid):
                 a.flags.writeable = False
-            found = _Classes(owner, np.where(valid, uniq, 0), valid, bool(valid.all()))
+            # (the rows found are a new array of their own, made above: their -1 become 0 in place, not in a copy)
+            groups = uniq if uniq.base is None and uniq.flags.writeable else np.array(uniq)
+            np.copyto(groups, 0, where=~valid)
+            found = _Classes(owner, groups, valid, bool(valid.all()))
     return found
 
 
