@@ -496,3 +496,40 @@ def test_generate_mode_writes_one_value_L2325_L2326() -> None:
     b = place_dm(ctx, np.zeros(4, np.int8), i8, m["1"], m["1 # 2"], m["1 # 256"], m["N, 1 # 2"], 1024)
     with pytest.raises(VisaError, match="single 32-bit value"):
         ctx.sub.generate(b.view().tile(m["N"], 1, m["N = 1, 1 # 2"], 0), 1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.integers(1, 4)), min_size=1, max_size=4))
+def test_the_configuration_chosen_from_the_largest_is_the_ascending_choice(writes: list[int | None]) -> None:
+    """``commit._choose`` (from the largest commit_in_size, stopping at one write per step) picks what trying every
+    size from the smallest and keeping the later of equals picks, and raises the smallest refused size's error
+    when none is legal (None: that size is refused)."""
+    sizes = [8, 16, 24, 32][: len(writes)]
+    by_size = dict(zip(sizes, writes, strict=True))
+    tried: list[int] = []
+
+    def configure(size: int) -> Any:
+        tried.append(size)
+        if by_size[size] is None:
+            raise LayoutError(f"size {size} refused", call="commit")
+        return type("Cfg", (), {"writes_per_step": by_size[size], "size": size})()
+
+    best, error = CM._choose(sizes, configure)
+    want, first = None, None
+    for size in sizes:  # the rule as stated: ascending, the later of equals
+        if by_size[size] is None:
+            first = first or f"size {size} refused"
+        elif want is None or by_size[size] <= by_size[want]:  # type: ignore[operator]
+            want = size
+    if want is None:
+        assert best is None and error is not None and error.message == first
+    else:
+        assert best is not None and best.size == want and error is None
+
+
+def test_the_commit_plans_one_configuration_when_the_largest_writes_once() -> None:
+    """The row max's commit (one i32 per slice, ``1 # 8``): the 32-byte flit written in one commit per step."""
+    ax = AxisSet(R=512)
+    m = ax.m
+    cfg = CM.plan(RNGD, i32, m["1"], m["R / 256"], m["R % 256"], m["1"], m["1 # 8"], m["1 # 8"])
+    assert (cfg.commit_in_size, cfg.writes_per_step) == (32, 1)

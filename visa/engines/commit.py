@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable, Sequence
 from collections.abc import Mapping as AbcMapping
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -329,28 +329,43 @@ def _plan(hw: HardwareProfile, dtype: type[dt.Scalar], chip: Mapping, cluster: M
     # (a full flit where the Element has room for it, L7748-7752).  A refusal is kept without its traceback: a
     # traceback holds this frame and every caller's, the user's kernel and its tensors among them, in a cycle only
     # the garbage collector breaks, so the DM counter would hold freed tensors until it runs.
-    best: CommitConfig | None = None
-    first_error: VisaError | None = None
-    for commit_in in sorted(c.commit_in_sizes):
-        if 8 * commit_in < need_bits or 8 * commit_in > in_bits:
-            continue
-        try:
-            cfg = _configure(hw, dtype, chip, cluster, slice_, time, packet, element, context, region, commit_in,
-                             bitmaps)
-        except VisaError as err:
-            first_error = first_error or err.with_traceback(None)
-            continue
-        if best is None or cfg.writes_per_step <= best.writes_per_step:
-            best = cfg
+    best, first_error = _choose([ci for ci in c.commit_in_sizes if need_bits <= 8 * ci <= in_bits], functools.partial(
+        _configure, hw, dtype, chip, cluster, slice_, time, packet, element, context, region, bitmaps=bitmaps))
     if best is None:
         assert first_error is not None
         raise first_error
     return best
 
 
+def _choose(sizes: Sequence[int], configure: Callable[[int], CommitConfig]
+           ) -> tuple[CommitConfig | None, VisaError | None]:
+    """Of the legal configurations ``configure(commit_in_size)`` over ``sizes``, the one with the fewest writes per
+    step, of equals the largest ``commit_in_size`` (L2236, L7748–7752), and the smallest size's error (None when
+    one is legal; without its traceback, see :func:`_plan`).
+
+    The sizes are tried from the largest: a smaller one replaces the best only with strictly fewer writes (the
+    choice that trying them from the smallest and keeping the later of equals makes), and one write per step (the
+    fewest there are: ``commit_size`` never exceeds ``commit_in_size``) ends the search, since no smaller size can
+    win then: a first launch configures one size where it configured all four.
+    """
+    best: CommitConfig | None = None
+    error: VisaError | None = None
+    for commit_in in sorted(sizes, reverse=True):
+        try:
+            cfg = configure(commit_in)
+        except VisaError as err:
+            error = err.with_traceback(None)  # (the last one tried: the smallest size refused)
+            continue
+        if best is None or cfg.writes_per_step < best.writes_per_step:
+            best = cfg
+        if best.writes_per_step <= 1:
+            return best, None
+    return best, None if best is not None else error
+
+
 def _configure(hw: HardwareProfile, dtype: type[dt.Scalar], chip: Mapping, cluster: Mapping, slice_: Mapping,
                time: Mapping, packet: Mapping, element: Mapping, context: str, region: tuple[Mapping, int] | None,
-               commit_in: int, bitmaps: tuple[int, ...]) -> CommitConfig:
+               commit_in: int, *, bitmaps: tuple[int, ...]) -> CommitConfig:
     """The commit with a given ``commit_in_size``, or the error that makes it illegal."""
     c = hw.commit
     n = 8 * commit_in // dtype.size_bits

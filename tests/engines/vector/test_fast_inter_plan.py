@@ -98,6 +98,9 @@ def test_row_labels_give_numpys_row_classes(layout: tuple[str, ...], g: int, r: 
     uniq, inverse = np.unique(rows, axis=0, return_inverse=True)
     got = fast_row_classes.from_labels(rows, cfg.labels)
     assert np.array_equal(got[0], uniq) and np.array_equal(got[1], inverse.reshape(-1))
+    # the labels are the rows' constants: their order is np.unique's, the rows read off the digits
+    got = fast_row_classes.from_row_constants(cfg.out_rows, cfg.labels)
+    assert np.array_equal(got[0], uniq) and np.array_equal(got[1], inverse.reshape(-1))
 
 
 def test_the_first_launch_ring_sum_labels_its_rows() -> None:
@@ -116,3 +119,40 @@ def test_the_first_launch_ring_sum_labels_its_rows() -> None:
         assert cfg.labels is not None
         got = fast_row_classes.from_labels(rows, cfg.labels)
         assert np.array_equal(got[0], uniq) and np.array_equal(got[1], inverse.reshape(-1))
+        got = fast_row_classes.from_row_constants(cfg.out_rows, cfg.labels)
+        assert np.array_equal(got[0], uniq) and np.array_equal(got[1], inverse.reshape(-1))
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.sampled_from(LAYOUTS), st.sampled_from([1, 2, 3]), st.sampled_from([2, 4]), st.sampled_from([2, 4, 6]),
+       st.integers(0, 2**32 - 1))
+def test_rows_and_validity_from_the_digits_are_the_group_arrays(layout: tuple[str, ...], g: int, r: int, t: int,
+                                                                 seed: int) -> None:
+    """``InterReduceConfig.out_rows`` / ``out_valid`` (the digits' :meth:`Groups.out_rows` / :meth:`Groups.out_valid`
+    with the paths on, the group array's rows and ``>= 0`` without them): the same arrays as the reference plan's
+    ``out_group`` read so, for any rows in any order (the row classes and the strided views read those, not the
+    whole group array)."""
+    with fastpaths.disabled("vector.inter-plan-digits"):
+        ref = _plan(layout, g, r, t)
+    if isinstance(ref, VisaError):
+        return
+    rows_ref = ref.out_group.reshape(int(np.prod(ref.out_group.shape[:3])), -1)
+    pick = np.random.default_rng(seed).integers(0, rows_ref.shape[0], size=5)
+    for cfg in (_plan(layout, g, r, t), ref):
+        assert isinstance(cfg, InterReduceConfig)
+        got = cfg.out_rows(pick)
+        assert got.dtype == np.int64 and np.array_equal(got, rows_ref[pick])
+        valid = cfg.out_valid()
+        assert valid.shape == ref.out_group.shape and np.array_equal(valid, ref.out_group >= 0)
+
+
+def test_the_first_launch_ring_sum_rows_from_the_digits() -> None:
+    """The first-launch ring sum's layout: every row and the validity from the digits are the group array's."""
+    ring = AxisSet(R=4, A=1 << 18)
+    m = ring.m
+    lay = StreamLayout(i32, m["1"], m["1 # 2"], m["A % 512 / 8, R"], m["A / 512"], m["A % 8"])
+    cfg = plan_inter_reduce(RNGD, lay, InterSliceReduceOpI32.AddSat, m["A % 512 / 8, 1 # 4"], m["A / 512"])
+    og = cfg.out_group
+    every = np.arange(512)[::-1]
+    assert np.array_equal(cfg.out_rows(every), og.reshape(512, -1)[every])
+    assert np.array_equal(cfg.out_valid(), og >= 0)

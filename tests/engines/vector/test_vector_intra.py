@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from visa import AxisSet, Context, f32, i32
+from visa.engines.common import StreamData
 from visa.engines.vector import BranchMode, IntraSliceReduceOpF32, IntraSliceReduceOpI32
 from visa.engines.vector.intra import plan_intra_reduce
 from visa.engines.vector.vcg import DISABLED, Gate, VcgConfig, configure, counters, generate
@@ -83,8 +84,9 @@ def test_t24_slice_time_packet_refused_unless_identity_padding_q12() -> None:
         n.vector_intra_slice_reduce("R", ax.m["1"], ax.m["1 # 4"], IMin)  # type: ignore[attr-defined]
     assert err.value.axis == "R"
     n2, ax = t24(x)
-    n2.data.values[~n2.data.known] = I32_MAX  # identity padding through the Fetch Engine's pad_value (L5556)
-    n2.data.known[:] = True
+    # identity padding through the Fetch Engine's pad_value (L5556); the trimmed stream is a read-only view of the
+    # fetched lanes, so the padded data replaces it
+    n2.data = StreamData(np.where(n2.data.known, n2.data.values, I32_MAX), np.ones_like(n2.data.known))
     out = n2.vector_intra_slice_reduce("R", ax.m["1"], ax.m["1 # 4"], IMin)  # type: ignore[attr-defined]
     got = logical(out, "R", allow_missing=True)
     assert got[0] == x[:8].min() and got[8] == x[8:].min()
@@ -387,7 +389,9 @@ def test_poison_in_a_reduced_element_poisons_the_result() -> None:
     ax = AxisSet(A=8, R=16)
     b = start(ax, i32, "A / 2", "R", "A % 2 # 8", rand_i32(RNG, (8, 16)), "A R")
     n = b.vector_trim_way4(ax.m["A % 2 # 4"])  # type: ignore[attr-defined]
-    n.data.known[0, 0, 0, 5, 0] = False
+    known = np.array(n.data.known)  # (the trimmed stream is a read-only view of the fetched lanes)
+    known[0, 0, 0, 5, 0] = False
+    n.data = StreamData(n.data.values, known)
     out = n.vector_intra_slice_reduce("R", ax.m["1"], ax.m["A % 2 # 4"], AddSat)
     assert not out.data.known[0, 0, 0, 0, 0] and out.data.known[0, 0, 0, 0, 1]
 

@@ -84,13 +84,14 @@ def _derive(cfg: InterReduceConfig) -> _Views | None:
     in_sizes = tuple(sizes[d] for d in order) + sizes[n_group:]
     in_strides = tuple(strides[0][d] for d in order) + strides[0][n_group:]
     rank_order = tuple(order.index(d) for d in range(n_group))
-    og = cfg.out_group.reshape(-1)
-    valid = og >= 0
-    if given is not None:
+    if given is not None:  # (the valid positions from the digits: the group array is not made)
+        valid = cfg.out_valid().reshape(-1)
         if not valid.any():
             return None
         g = given[1]
     else:
+        og = cfg.out_group.reshape(-1)
+        valid = og >= 0
         positions = np.flatnonzero(valid)
         if positions.size == 0:
             return None

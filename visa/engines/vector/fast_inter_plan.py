@@ -138,6 +138,52 @@ class Groups:
             out[tuple(slice(offset, offset + count) for _, count, offset, _ in self.out_digits)] = part
         return out.reshape(self.out_shape)
 
+    def out_valid(self) -> npt.NDArray[np.bool_]:
+        """``out_group() >= 0`` (where an output position holds a group), without making the group array: the
+        box of every digit's valid range."""
+        shape = tuple(size for size, _, _, _ in self.out_digits)
+        if all(offset == 0 and count == size for size, count, offset, _ in self.out_digits):
+            return np.ones(self.out_shape, dtype=bool)
+        out = np.zeros(shape, dtype=bool)
+        out[tuple(slice(offset, offset + count) for _, count, offset, _ in self.out_digits)] = True
+        return out.reshape(self.out_shape)
+
+    def out_rows(self, rows: IntArray) -> IntArray:
+        """``out_group().reshape(n, -1)[rows]`` (rows of the first three levels, Chip × Cluster × Slice), without
+        making the group array: each position's digits decoded from its flat index, its group the sum of
+        ``(digit - offset) · step`` where every digit lies in its valid range, else -1 (as :meth:`out_group`)."""
+        cols = math.prod(self.out_shape[3:])
+        k, inner = len(self.out_digits), 1
+        while k > 0 and inner < cols:
+            k -= 1
+            inner *= self.out_digits[k][0]
+        if inner == cols:  # the rows fall on whole digits: a row's part plus a column's part, broadcast
+            r_group, r_ok = self._decode(np.asarray(rows, dtype=np.int64), self.out_digits[:k])
+            c_group, c_ok = self._decode(np.arange(cols, dtype=np.int64), self.out_digits[k:])
+            out: IntArray = r_group[:, None] + c_group[None, :]
+            if not (r_ok.all() and c_ok.all()):
+                np.copyto(out, -1, where=~(r_ok[:, None] & c_ok[None, :]))
+            return out
+        at = np.asarray(rows, dtype=np.int64).reshape(-1, 1) * cols + np.arange(cols, dtype=np.int64)
+        group, ok = self._decode(at, self.out_digits)
+        out = np.where(ok, group, -1)
+        return out
+
+    @staticmethod
+    def _decode(at: IntArray, digits: tuple[tuple[int, int, int, int], ...]) -> tuple[IntArray, npt.NDArray[np.bool_]]:
+        """For flat indices ``at`` over ``digits`` (``(size, count, offset, step)``, outermost first): the sum of
+        ``(digit - offset) · step`` and whether every digit lies in its valid range."""
+        rest = at
+        group = np.zeros(at.shape, dtype=np.int64)
+        ok = np.ones(at.shape, dtype=bool)
+        for size, count, offset, step in reversed(digits):
+            rest, digit = np.divmod(rest, size)
+            if offset != 0 or count != size:
+                ok &= (digit >= offset) & (digit < offset + count)
+            if step:
+                group += (digit - offset) * step
+        return group, ok
+
 
 def groups(src: tuple[Mapping, ...], dst: tuple[Mapping, ...], kept: list[str]) -> Groups | None:
     """The reference plan's groups (every group full) as :class:`Groups`, or None (take the reference).  Its

@@ -75,22 +75,27 @@ def _unique_rows(rows: IntArray, weights: IntArray | None = None) -> tuple[IntAr
 def _classes(cfg: InterReduceConfig) -> _Classes | None:
     """The classes of ``cfg``'s output rows (cached per configuration, under the plan budget:
     :func:`~visa.engines.cache.per_object`), or None when fewer than half of the rows repeat another."""
-    og = cfg.out_group
-    rows = og.reshape(int(np.prod(og.shape[:3])), -1)
+    n_rows = int(np.prod(cfg.out_shape[:3]))
     found = None
-    if rows.shape[0] > 1:
+    if n_rows > 1:
         got: tuple[IntArray, IntArray] | None = None
-        if cfg.labels is not None and cfg.labels.size == rows.shape[0]:  # (vector.inter-row-labels)
-            got = fast_row_classes.from_labels(rows, cfg.labels)
+        if cfg.labels is not None and cfg.labels.size == n_rows:  # (vector.inter-row-labels: one row per label read)
+            got = fast_row_classes.from_row_constants(cfg.out_rows, cfg.labels)  # (the labels are the constants)
         else:
+            og = cfg.out_group
+            rows = og.reshape(n_rows, -1)
             got = fast_row_classes.unique_rows(rows) if fast_row_classes.ROWS.on else None
-        uniq, inverse = got if got is not None else _unique_rows(rows)
-        if 2 * uniq.shape[0] <= rows.shape[0]:
+            got = got if got is not None else _unique_rows(rows)
+        uniq, inverse = got
+        if 2 * uniq.shape[0] <= n_rows:
             valid = uniq >= 0
             owner = inverse.reshape(-1).astype(np.int64)
             for a in (owner, valid):
                 a.flags.writeable = False
-            found = _Classes(owner, np.where(valid, uniq, 0), valid, bool(valid.all()))
+            # (the rows found are a new array of their own, made above: their -1 become 0 in place, not in a copy)
+            groups = uniq if uniq.base is None and uniq.flags.writeable else np.array(uniq)
+            np.copyto(groups, 0, where=~valid)
+            found = _Classes(owner, groups, valid, bool(valid.all()))
     return found
 
 

@@ -11,6 +11,7 @@ and inter-slice reducers' reference folds compute (:mod:`visa.engines.vector.int
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,7 @@ import numpy.typing as npt
 
 from visa import fastpaths
 
-__all__ = ["SHORTCUTS", "LANES", "by_steps", "any_last"]
+__all__ = ["SHORTCUTS", "LANES", "ORDER_FREE", "by_steps", "any_last", "order_free"]
 
 SHORTCUTS = fastpaths.register("vector.reduce-shortcuts", "a reduction skips the identity of a configuration every "
                                "position contributes to, the poison mask of an all-known stream, the gather of time "
@@ -27,6 +28,29 @@ SHORTCUTS = fastpaths.register("vector.reduce-shortcuts", "a reduction skips the
 LANES = fastpaths.register("vector.any-lanes", "a poison mask is reduced over a last axis of 2, 4 or 8 lanes by "
                            "reading each position's lanes as one 2-, 4- or 8-byte word, not by a logical-or "
                            "reduction whose inner loop is the few lanes")
+
+
+ORDER_FREE = fastpaths.register("vector.intra-order-free", "an i32 Max or Min intra-slice reduce over the Packet's "
+                                "lanes and its time steps in one numpy reduction over both (an integer maximum or "
+                                "minimum is the same in any order), not the lane tree and then the fold in time order")
+
+
+def order_free(op: str, dtype: str, x: npt.NDArray[Any], perm: npt.NDArray[np.int64],
+               steps: Callable[[npt.NDArray[Any], npt.NDArray[np.int64]], npt.NDArray[Any]]
+               ) -> npt.NDArray[Any] | None:
+    """The intra-slice reducer's lane tree over ``x``'s last axis of 4 lanes (``arith.tree4``) then its fold of the
+    time steps ``perm`` (``steps(x, perm)``: ``(C, K, S, T', steps, 4)``) in order (``arith.sequential_reduce``),
+    for an i32 ``Max`` or ``Min``, in one reduction over the steps and the lanes at once: the greatest (least) of
+    some integers is one of them whatever the order they are compared in, so the result is the same integers, and
+    no lane-tree temporaries (three arrays of a quarter of the stream) are made.  None for another operator, f32
+    (whose ``fmax`` of ±0 and NaNs depends on the order), no steps, or with the path off."""
+    if not ORDER_FREE.on or dtype != "i32" or op not in ("Max", "Min") or x.shape[-1] != 4 or x.dtype != np.int32:
+        return None
+    y = steps(x, perm)
+    if y.shape[-2] == 0:
+        return None
+    out: npt.NDArray[Any] = np.asarray((np.max if op == "Max" else np.min)(y, axis=(-2, -1)), np.int32)
+    return out
 
 
 def any_last(x: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:

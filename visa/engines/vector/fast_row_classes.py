@@ -17,12 +17,14 @@ rows with ``np.unique(axis=0)`` (a structured sort: 14 ms for 65 rows × 4,096).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import numpy.typing as npt
 
 from visa import fastpaths
 
-__all__ = ["ROWS", "from_labels", "unique_rows"]
+__all__ = ["ROWS", "from_labels", "from_row_constants", "unique_rows"]
 
 ROWS = fastpaths.register("vector.inter-shared-rows", "the inter-shared row classes keyed by a few sampled columns, "
                                                       "checked row by row and sorted as bytes, not by a hash of "
@@ -73,7 +75,7 @@ def _ranked(distinct: IntArray, of: IntArray) -> tuple[IntArray, IntArray]:
     return distinct[order], rank[of]
 
 
-def from_labels(rows: IntArray, labels: IntArray) -> tuple[IntArray, IntArray]:
+def from_labels(rows: IntArray | Callable[[IntArray], IntArray], labels: IntArray) -> tuple[IntArray, IntArray]:
     """``np.unique(rows, axis=0, return_inverse=True)`` (the inverse flat) of a 2-D integer array whose rows of
     one label are equal and rows of two labels differ (``vector.inter-row-labels``,
     :func:`visa.engines.vector.fast_inter_plan._row_labels`): one row of each label is read, not every row.
@@ -84,6 +86,28 @@ def from_labels(rows: IntArray, labels: IntArray) -> tuple[IntArray, IntArray]:
     >>> [a.tolist() for a in got] == [u.tolist(), inverse.reshape(-1).tolist()]
     True
     """
-    a = np.asarray(rows, dtype=np.int64)
     _, first, of = np.unique(np.asarray(labels, dtype=np.int64), return_index=True, return_inverse=True)
-    return _ranked(a[first], of.reshape(-1))
+    picked = rows(first) if callable(rows) else np.asarray(rows, dtype=np.int64)[first]
+    return _ranked(np.asarray(picked, dtype=np.int64), of.reshape(-1))
+
+
+def from_row_constants(rows: IntArray | Callable[[IntArray], IntArray], labels: IntArray
+                       ) -> tuple[IntArray, IntArray]:
+    """:func:`from_labels` for labels that are the rows' constants (``vector.inter-row-labels``,
+    :func:`visa.engines.vector.fast_inter_plan._row_labels`): -1 for a row of no valid position (all -1), else a
+    constant ``k >= 0`` such that the row is ``k`` plus one column pattern of non-negative values where valid and -1
+    elsewhere, the same pattern in every row.  Such rows compare as their labels do: an all -1 row is below every
+    other (at the first column valid in the others, -1 against a value of at least 0), and two rows of constants
+    ``k1 < k2`` are -1 alike up to that column and ``k1 + c < k2 + c`` there.  So the labels' order is
+    ``np.unique``'s order of the rows, and the rows need not be compared or sorted: one row per label is read
+    (``rows`` the array, or a function giving the rows at the indices it is passed).
+
+    >>> r = np.array([[-1, 5, 6], [-1, -1, -1], [-1, 2, 3], [-1, 5, 6]])
+    >>> u, inverse = np.unique(r, axis=0, return_inverse=True)
+    >>> got = from_row_constants(r, np.array([3, -1, 0, 3]))
+    >>> [a.tolist() for a in got] == [u.tolist(), inverse.reshape(-1).tolist()]
+    True
+    """
+    _, first, of = np.unique(np.asarray(labels, dtype=np.int64), return_index=True, return_inverse=True)
+    picked = rows(first) if callable(rows) else np.asarray(rows, dtype=np.int64)[first]
+    return np.asarray(picked, dtype=np.int64), of.reshape(-1)

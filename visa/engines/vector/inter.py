@@ -85,6 +85,23 @@ class InterReduceConfig:
         assert self.lazy is not None
         return self.lazy.out_group()
 
+    def out_valid(self) -> npt.NDArray[np.bool_]:
+        """``out_group >= 0`` over the output's shape (from the digits when ``lazy`` has them: no group array)."""
+        if self.given_out_group is not None:
+            return np.asarray(self.given_out_group >= 0)
+        assert self.lazy is not None
+        return self.lazy.out_valid()
+
+    def out_rows(self, rows: IntArray) -> IntArray:
+        """``out_group`` as rows of ``Chip × Cluster × Slice``, rows ``rows`` only (from the digits when ``lazy``
+        has them: no group array)."""
+        if self.given_out_group is not None:
+            og = self.given_out_group
+            out: IntArray = og.reshape(int(np.prod(og.shape[:3])), -1)[np.asarray(rows, dtype=np.int64)]
+            return out
+        assert self.lazy is not None
+        return self.lazy.out_rows(rows)
+
     @property
     def members_shape(self) -> tuple[int, int]:
         """The shape of :attr:`members` (without making it)."""

@@ -25,7 +25,7 @@ import numpy.typing as npt
 from visa.engines.common import StreamData, StreamLayout
 from visa.engines.vector import arith, fast_intra_valid
 from visa.engines.vector.cache import cached
-from visa.engines.vector.fast_reduce import SHORTCUTS, any_last, by_steps
+from visa.engines.vector.fast_reduce import SHORTCUTS, any_last, by_steps, order_free
 from visa.engines.vector.ops import IntraSliceReduceOpF32, IntraSliceReduceOpI32, axis_name
 from visa.engines.vector.plan import digit_maps, dim_axes, dtype_name, remove_axis_dims, valid_mask
 from visa.engines.vector.vcg import VcgResult, check
@@ -203,17 +203,24 @@ def execute_intra_reduce(cfg: IntraReduceConfig, data: StreamData, exec_id: npt.
     # poison: a contributing element unknown
     bad_known: BoolArray | None = None if fast and all_true(known) else np.asarray(contrib & ~known)
     poison: BoolArray | None = bad_known
-    if cfg.packet_reduce:
-        x = arith.tree4(op, dtype, x)  # (C, K, S, T)
-        poison = None if bad_known is None else any_last(bad_known)
     perm = cfg.perm
     steps = by_steps if fast else _gather_steps
-    y = steps(x, perm)  # (C, K, S, T', steps, [P])
-    p = np.zeros((1,) * y.ndim, bool) if poison is None else steps(np.asarray(poison), perm)
+    # (vector.intra-order-free: an i32 Max / Min over the lanes and the steps in one reduction)
+    once = order_free(op, dtype, x, perm, steps) if cfg.packet_reduce else None
     if cfg.packet_reduce:
+        if once is None:
+            x = arith.tree4(op, dtype, x)  # (C, K, S, T)
+        poison = None if bad_known is None else any_last(bad_known)
+    if once is not None:  # (C, K, S, T')
+        red = once
+        pois = any_last(np.zeros((1,) * 5, bool) if poison is None else steps(np.asarray(poison), perm))
+    else:
+        y = steps(x, perm)  # (C, K, S, T', steps, [P])
+        p = np.zeros((1,) * y.ndim, bool) if poison is None else steps(np.asarray(poison), perm)
+    if once is None and cfg.packet_reduce:
         red = arith.sequential_reduce(op, dtype, y, axis=-1)
         pois = any_last(p)
-    else:
+    elif once is None:
         red = arith.sequential_reduce(op, dtype, np.moveaxis(y, 4, -1), axis=-1)
         pois = np.asarray(p.any(axis=4))
     shape = cfg.out.shape

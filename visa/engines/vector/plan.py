@@ -350,8 +350,10 @@ class LaneConfig:
                 return known_everywhere((*a.shape[:3], steps, lanes))
         if self.kind in ("split", "concat"):
             return a.reshape(*a.shape[:3], -1, lanes)
-        if self.kind == "trim":
-            return np.ascontiguousarray(a[..., :lanes])
+        if self.kind == "trim":  # a read-only view of the lower lanes (the stream's own memory, never written
+            view = a[..., :lanes]  # through), not a copy of them: the padded stream is not copied again
+            view.flags.writeable = False
+            return view
         return np.pad(a, [(0, 0)] * (a.ndim - 1) + [(0, lanes - a.shape[-1])])
 
 
