@@ -13,7 +13,7 @@ exact a·b+c).  Where the manual gives no semantics the choice is documented her
   ±inf or NaN), else a·b; ``MaskFmaF(a, b, c)`` is ``c + MaskMulF(a, b)`` with one rounding;
 * Clip ``AbsMin``/``AbsMax`` compare magnitudes exactly (|i32::MIN| = 2**31 is the largest) and return the
   second argument on ties; f32 ``Min``/``Max`` (Clip and reductions) return the non-NaN operand (numpy
-  ``fmin``/``fmax``);
+  ``fmin``/``fmax``), and of two zeros ``max(+0, −0) = +0``, ``min(+0, −0) = −0`` (:func:`fmax32`);
 * transcendental functions are computed in binary64 and rounded once to binary32 (the hardware's accuracy is
   not documented, L4874–4906).
 
@@ -38,7 +38,7 @@ from visa.errors import DtypeError
 __all__ = [
     "I32_MIN", "I32_MAX", "wrap32", "sat32", "logic_i32", "logic_f32", "fxp", "fxp_to_fp", "fp_to_fxp",
     "fp_unary", "fp_binary", "fp_ternary", "fma_f32", "clip_i32", "clip_f32", "reduce_identity",
-    "combine", "BINARY", "CONVERSIONS", "UFUNC",
+    "combine", "BINARY", "CONVERSIONS", "UFUNC", "fmax32", "fmin32",
 ]
 
 I32_MIN = -(2**31)
@@ -347,9 +347,9 @@ def clip_f32(name: str, a: Arr, b: Arr) -> Arr:
     a32, b32 = np.asarray(a, np.float32), np.asarray(b, np.float32)
     with np.errstate(all="ignore"):
         if name == "Min":
-            return np.asarray(np.fmin(a32, b32), np.float32)
+            return fmin32(a32, b32)
         if name == "Max":
-            return np.asarray(np.fmax(a32, b32), np.float32)
+            return fmax32(a32, b32)
         if name == "AbsMin":
             return np.asarray(np.where(np.abs(a32) < np.abs(b32), a32, b32), np.float32)
         if name == "AbsMax":
@@ -368,7 +368,7 @@ UFUNC: dict[str, dict[str, np.ufunc]] = {
     "LogicBinaryOpI32": {"BitAnd": np.bitwise_and, "BitOr": np.bitwise_or, "BitXor": np.bitwise_xor},
     "FpBinaryOp": {"AddF": np.add, "SubF": np.subtract, "MulF": np.multiply, "DivF": np.divide},
     "FpDivBinaryOp": {"DivF": np.divide},
-    "ClipBinaryOpF32": {"Min": np.fmin, "Max": np.fmax, "Add": np.add},
+    "ClipBinaryOpF32": {"Add": np.add},  # (Min/Max: numpy's fmin/fmax leave the sign of a ±0 pair open: fmax32)
 }
 
 #: The arithmetic of each binary operator family (``VeOp.FAMILY``), called with the operator's base name.
@@ -376,6 +376,56 @@ BINARY: dict[str, Callable[[str, Arr, Arr], Arr]] = {
     "LogicBinaryOpI32": logic_i32, "LogicBinaryOpF32": logic_f32, "FxpBinaryOp": fxp, "FpBinaryOp": fp_binary,
     "FpDivBinaryOp": fp_binary, "ClipBinaryOpI32": clip_i32, "ClipBinaryOpF32": clip_f32,
 }
+
+
+def fmax32(a: Arr, b: Arr) -> Arr:
+    """f32 ``max`` of ``ClipBinaryOpF32::Max`` (L4964–4972) and the Max reductions (L5390–5402), as the reference's
+    ``f32::max`` (the non-NaN operand, numpy's ``fmax``; spec digest 3, "f32 min
+    and max"), with the sign of a pair of zeros decided: ``max(+0, −0) = +0`` (IEEE 754-2019 ``maximumNumber``).
+    Neither the manual nor Rust fixes it, and numpy's ``fmax`` returns either sign depending on its inner loop
+    (a lane's position in the array), so the reference and a fast path over another layout disagreed.
+
+    >>> fmax32(np.float32([0.0, -0.0, -0.0]), np.float32([-0.0, 0.0, -0.0])).view(np.uint32).tolist()
+    [0, 0, 2147483648]
+    """
+    a32, b32 = np.asarray(a, np.float32), np.asarray(b, np.float32)
+    with np.errstate(all="ignore"):
+        return _pair_zeros(np.asarray(np.fmax(a32, b32), np.float32), a32, b32, np.bitwise_and)
+
+
+def fmin32(a: Arr, b: Arr) -> Arr:
+    """f32 ``min`` as :func:`fmax32`: the non-NaN operand, and ``min(+0, −0) = −0``.
+
+    >>> fmin32(np.float32([0.0, -0.0, 0.0]), np.float32([-0.0, 0.0, 0.0])).view(np.uint32).tolist()
+    [2147483648, 2147483648, 0]
+    """
+    a32, b32 = np.asarray(a, np.float32), np.asarray(b, np.float32)
+    with np.errstate(all="ignore"):
+        return _pair_zeros(np.asarray(np.fmin(a32, b32), np.float32), a32, b32, np.bitwise_or)
+
+
+def _pair_zeros(out: Arr, a: Arr, b: Arr, join: np.ufunc) -> Arr:
+    """``out`` with every lane where both operands are zeros set to their sign bits joined (AND: +0 unless both
+    are −0; OR: −0 unless both are +0); the other lanes are one operand exactly, whatever numpy's loop."""
+    both = (a == 0) & (b == 0)
+    if not both.any():
+        return out
+    bits = join(np.broadcast_to(a, out.shape).view(np.uint32), np.broadcast_to(b, out.shape).view(np.uint32))
+    return np.asarray(np.where(both, bits.view(np.float32), out), np.float32)
+
+
+def _reduce_zeros(out: Arr, x: Arr, *, positive: bool) -> Arr:
+    """An f32 ``Max`` (``positive``) or ``Min`` reduction ``out`` of ``x`` over its last axis with the sign of a
+    zero result decided as :func:`fmax32` / :func:`fmin32` decide it pair by pair, whatever the order: a zero
+    maximum is +0 if any member is +0, a zero minimum −0 if any member is −0."""
+    zero = out == 0
+    if not zero.any():
+        return out
+    sign = np.signbit(x)
+    member = (x == 0) & (~sign if positive else sign)
+    hit = member.any(axis=-1)
+    signed = np.where(hit, np.float32(0.0 if positive else -0.0), np.float32(-0.0 if positive else 0.0))
+    return np.asarray(np.where(zero, signed, out), np.float32)
 
 
 # ------------------------------------------------------------------------------------------- reductions
@@ -409,9 +459,9 @@ def combine(op: str, dtype: str, a: Arr, b: Arr) -> Arr:
             if op == "Mul":
                 return np.asarray(a32 * b32, np.float32)
             if op == "Max":
-                return np.asarray(np.fmax(a32, b32), np.float32)
+                return fmax32(a32, b32)
             if op == "Min":
-                return np.asarray(np.fmin(a32, b32), np.float32)
+                return fmin32(a32, b32)
     raise KeyError((op, dtype))
 
 
@@ -456,9 +506,9 @@ def sequential_reduce(op: str, dtype: str, x: Arr, axis: int = -1) -> Arr:
         return out
     with np.errstate(all="ignore"):
         if op == "Max":
-            return np.asarray(np.fmax.reduce(x, axis=-1), np.float32)
+            return _reduce_zeros(np.asarray(np.fmax.reduce(x, axis=-1), np.float32), x, positive=True)
         if op == "Min":
-            return np.asarray(np.fmin.reduce(x, axis=-1), np.float32)
+            return _reduce_zeros(np.asarray(np.fmin.reduce(x, axis=-1), np.float32), x, positive=False)
         if op == "Add":
             acc = np.add.accumulate(x, axis=-1, dtype=np.float32)[..., -1]
             return np.asarray(acc + np.float32(0.0), np.float32)
