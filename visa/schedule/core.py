@@ -379,6 +379,8 @@ class Schedule:
             if not guarded and _shares_dm_units(a, reads, writes):
                 others.append((f"{a.track} #{a.index}", a.bank_load))
                 total = [x + y for x, y in zip(total, a.bank_load, strict=False)] if total else list(a.bank_load)
+        if not others and max(load) < limit:  # (alone: the total is its own load, under the limit on every bank)
+            return ""
         # a bank this command accesses (the others' runs alone were checked when they were scheduled)
         mine = [b for b in range(len(total)) if b < len(load) and load[b]]
         if not mine or max(total[b] for b in mine) < limit:
