@@ -105,8 +105,9 @@ class Registry:
         what = f"{call} writing {writer} (bytes {target.lo}..{target.hi} of {target.memory.upper()})"
         target.writes += 1
         target.written_by = what
-        for r in self._regions:
-            if r is not target and r.live() and r.overlaps(target):
+        memory = target.memory
+        for r in self._regions:  # (another memory's regions never overlap: skipped before asking their owners)
+            if r.memory == memory and r is not target and r.live() and r.overlaps(target):
                 r.writes += 1
                 r.written_by = what
                 if r.stale_by is None:
