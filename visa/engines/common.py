@@ -170,9 +170,10 @@ class StreamLayout:
         """A copy with some fields replaced (``dtype=``, ``time=``, ``packet=``, ...)."""
         return replaced(self, **changes)
 
-    @property
+    @functools.cached_property
     def shape(self) -> tuple[int, int, int, int, int]:
-        """The data's shape: the five level sizes (``Chip::SIZE``, ..., ``Packet::SIZE``, L1123)."""
+        """The data's shape: the five level sizes (``Chip::SIZE``, ..., ``Packet::SIZE``, L1123); found once (a
+        layout never changes; every stage of a pass checks its data against it)."""
         return (self.chip.size, self.cluster.size, self.slice.size, self.time.size, self.packet.size)
 
     @property
