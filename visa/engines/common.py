@@ -170,11 +170,17 @@ class StreamLayout:
         """A copy with some fields replaced (``dtype=``, ``time=``, ``packet=``, ...)."""
         return replaced(self, **changes)
 
-    @functools.cached_property
+    @property
     def shape(self) -> tuple[int, int, int, int, int]:
         """The data's shape: the five level sizes (``Chip::SIZE``, ..., ``Packet::SIZE``, L1123); found once (a
-        layout never changes; every stage of a pass checks its data against it)."""
-        return (self.chip.size, self.cluster.size, self.slice.size, self.time.size, self.packet.size)
+        layout never changes; every stage of a pass checks its data against it) and kept beside the fields (not
+        one of them: ``==``, the hash and :func:`replaced` ignore it)."""
+        memo = self.__dict__
+        got: tuple[int, int, int, int, int] | None = memo.get("_shape")
+        if got is None:
+            got = memo["_shape"] = (self.chip.size, self.cluster.size, self.slice.size, self.time.size,
+                                    self.packet.size)
+        return got
 
     @property
     def packet_bytes(self) -> int:
