@@ -172,8 +172,15 @@ class StreamLayout:
 
     @property
     def shape(self) -> tuple[int, int, int, int, int]:
-        """The data's shape: the five level sizes (``Chip::SIZE``, ..., ``Packet::SIZE``, L1123)."""
-        return (self.chip.size, self.cluster.size, self.slice.size, self.time.size, self.packet.size)
+        """The data's shape: the five level sizes (``Chip::SIZE``, ..., ``Packet::SIZE``, L1123); found once (a
+        layout never changes; every stage of a pass checks its data against it) and kept beside the fields (not
+        one of them: ``==``, the hash and :func:`replaced` ignore it)."""
+        memo = self.__dict__
+        got: tuple[int, int, int, int, int] | None = memo.get("_shape")
+        if got is None:
+            got = memo["_shape"] = (self.chip.size, self.cluster.size, self.slice.size, self.time.size,
+                                    self.packet.size)
+        return got
 
     @property
     def packet_bytes(self) -> int:

@@ -76,14 +76,20 @@ class Registry:
         #: last prune while the count is what it was then, and the prune is skipped
         self._deaths = _Deaths()
         self._pruned_at = 0
+        #: the DM regions' own count of deaths, and of allocations and releases (:meth:`dm_generation`)
+        self._dm_deaths = _Deaths()
+        self._dm_changes = 0
 
     def allocate(self, owner: object, memory: str, chips: frozenset[int], lo: int, hi: int, name: str, *,
                  rows: frozenset[int] | None = None, reads: tuple[Region, ...] = (), call: str = "",
                  units: int = -1) -> Region:
         """Register a new tensor's bytes; refuse an overlap with a tensor the same operation reads."""
-        region = Region(memory, chips, lo, hi, name, rows, weakref.ref(owner, self._deaths), ident=self._next,
-                        units=units)
+        dm = memory == "dm"
+        region = Region(memory, chips, lo, hi, name, rows, weakref.ref(owner, self._dm_deaths if dm else self._deaths),
+                        ident=self._next, units=units)
         self._next += 1
+        if dm:
+            self._dm_changes += 1
         for src in reads:
             if src.live():
                 refuse_overlap(region, src, call)
@@ -99,8 +105,9 @@ class Registry:
         what = f"{call} writing {writer} (bytes {target.lo}..{target.hi} of {target.memory.upper()})"
         target.writes += 1
         target.written_by = what
-        for r in self._regions:
-            if r is not target and r.live() and r.overlaps(target):
+        memory = target.memory
+        for r in self._regions:  # (another memory's regions never overlap: skipped before asking their owners)
+            if r.memory == memory and r is not target and r.live() and r.overlaps(target):
                 r.writes += 1
                 r.written_by = what
                 if r.stale_by is None:
@@ -127,14 +134,22 @@ class Registry:
         """Forget a region: the tensor was freed explicitly, and every handle of it (aliases share the region)
         is refused from now on (:meth:`check_live`)."""
         region.freed = True
+        if region.memory == "dm":
+            self._dm_changes += 1
         self._regions = [r for r in self._regions if r is not region]
 
     def _prune(self) -> None:
-        deaths = self._deaths.count
+        deaths = self._deaths.count + self._dm_deaths.count
         if deaths == self._pruned_at:
             return  # (every region here was made by :meth:`allocate` with a live owner, and none has died since)
         self._pruned_at = deaths
         self._regions = [r for r in self._regions if r.live()]
+
+    def dm_generation(self) -> tuple[int, int]:
+        """A value that changes whenever the set of live DM regions may have (a DM tensor allocated, released or
+        dead): while it is what it was, :meth:`live_regions` of ``"dm"`` holds the same regions (the DM occupancy's
+        ``memory.occupancy-replay``, :mod:`visa.memory.fast_occupancy`)."""
+        return self._dm_changes, self._dm_deaths.count
 
     def live_regions(self, memory: str | None = None) -> list[Region]:
         """Live regions, optionally of one memory."""

@@ -217,6 +217,56 @@ def _of_reports(reports: tuple[EngineReport, ...], banks: int) -> tuple[tuple[in
     return load, slower
 
 
+#: Spans of at most this many intervals are kept as keys of :data:`_SPANS` and :data:`_HAZARDS` (a footprint with
+#: more is worked out afresh: the caches never hold a large view's intervals).
+_SMALL = 4
+_SPANS_LIMIT = 64
+
+#: Per Tensor Unit track and the spans read and written (the objects: a span never changes), the lanes the
+#: operation occupies by default (its track on each chip it touches) and its traffic (:func:`_traffic`): pure
+#: functions of those, kept for a kernel's passes that read and write the same spans again and again.
+_SPANS: dict[tuple[Any, ...], tuple[tuple[Lane, ...], dict[str, int]]] = {}
+
+#: :func:`_hazards` per the spans of the earlier operation's and this one's footprints (a pure function of them).
+_HAZARDS: dict[tuple[Any, ...], tuple[str, ...]] = {}
+
+
+def _small(fp: Footprint) -> bool:
+    return all(s.lo.size <= _SMALL for s in fp.spans)
+
+
+def _of_spans(track: str, reads: Footprint, writes: Footprint) -> tuple[tuple[Lane, ...], dict[str, int]] | None:
+    """The default lanes of a Tensor Unit command (``track`` on each chip its footprints touch, as
+    :meth:`Schedule.default_lanes` gives them) and its :func:`_traffic`, kept per track and spans (:data:`_SPANS`);
+    None for footprints with a large span (the caller works them out)."""
+    key = (track, reads.spans, writes.spans)
+    got = _SPANS.get(key)
+    if got is not None:
+        return got
+    if not (_small(reads) and _small(writes)):
+        return None
+    mask = reads.chips() | writes.chips()
+    lanes = tuple((c, track) for c in range(mask.bit_length()) if mask >> c & 1) or ((0, track),)
+    if len(_SPANS) >= _SPANS_LIMIT:
+        del _SPANS[next(iter(_SPANS))]
+    got = _SPANS[key] = (lanes, _traffic(track, reads, writes))
+    return got
+
+
+def _hazards_of(earlier: Operation, reads: Footprint, writes: Footprint) -> tuple[str, ...]:
+    """:func:`_hazards`, kept per the spans of the four footprints (:data:`_HAZARDS`) when they are small."""
+    key = (earlier.reads.spans, earlier.writes.spans, reads.spans, writes.spans)
+    got = _HAZARDS.get(key)
+    if got is not None:
+        return got
+    kinds = _hazards(earlier, reads, writes)
+    if _small(earlier.reads) and _small(earlier.writes) and _small(reads) and _small(writes):
+        if len(_HAZARDS) >= _SPANS_LIMIT:
+            del _HAZARDS[next(iter(_HAZARDS))]
+        _HAZARDS[key] = kinds
+    return kinds
+
+
 def _shares_dm_units(a: Operation, reads: Footprint, writes: Footprint) -> bool:
     mine = [s for s in (reads + writes).spans if s.memory == "dm"]
     theirs = [s for s in (a.reads + a.writes).spans if s.memory == "dm"]
@@ -289,8 +339,11 @@ class Schedule:
         reports = tuple(engines)
         if cycles is None:
             cycles = max((r.cycles for r in reports), default=0) + sum(r.latency for r in reports)
+        pure = _of_spans(track, reads, writes) if track in TU_TRACKS else None
         if lanes is not None:
             lane_list = list(lanes)
+        elif pure is not None:
+            lane_list = list(pure[0])
         else:
             mask = reads.chips() | writes.chips()
             lane_list = list(self.default_lanes(track, [c for c in range(mask.bit_length()) if mask >> c & 1]))
@@ -326,7 +379,7 @@ class Schedule:
         for a in self.active:
             if a.end + (handoff if a.track != track else 0) <= issue:
                 continue  # finished (and, from another context, signalled) before this one issues
-            kinds = _hazards(a, reads, writes)
+            kinds = _hazards_of(a, reads, writes)
             if kinds:
                 deps.append(Dependency(a.index, kinds))
                 bounds.append((a.end + (handoff if a.track != track else 0), a.index))
@@ -348,7 +401,7 @@ class Schedule:
                 stretch += contention
                 notes.append(f"stretched {contention} cycles sharing DM banks with the other context (L2927–2931)")
         if traffic is None:
-            traffic = _traffic(track, reads, writes)
+            traffic = pure[1] if pure is not None else _traffic(track, reads, writes)
         op = Operation(track, name, start, cycles + stretch, reports, len(self.ops), tuple(lane_list), reads,
                        writes, tuple(deps), waits_for, stretch, user_location(),
                        dict(traffic), bank_run, tuple(notes), in_kernel, load)
@@ -379,6 +432,8 @@ class Schedule:
             if not guarded and _shares_dm_units(a, reads, writes):
                 others.append((f"{a.track} #{a.index}", a.bank_load))
                 total = [x + y for x, y in zip(total, a.bank_load, strict=False)] if total else list(a.bank_load)
+        if not others and max(load) < limit:  # (alone: the total is its own load, under the limit on every bank)
+            return ""
         # a bank this command accesses (the others' runs alone were checked when they were scheduled)
         mine = [b for b in range(len(total)) if b < len(load) and load[b]]
         if not mine or max(total[b] for b in mine) < limit:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from visa.memory.fast_occupancy import REPLAY
 from visa.memory.footprint import Footprint, Span
 from visa.schedule.core import Operation
 from visa.schedule.footprints import span_of, tensor_dm_bytes
@@ -57,10 +58,40 @@ class DmOccupancy:
 
     lifetimes: dict[int, Lifetime] = field(default_factory=dict)
     _open: set[int] = field(default_factory=set)
+    #: the last note's inputs (the registry, its DM generation, the spans touched, the chips and the operation's
+    #: name) and what it did (the lifetimes it extended, the anonymous bytes): ``memory.occupancy-replay``
+    _last: tuple[Any, ...] | None = field(default=None, repr=False, compare=False)
 
     def note(self, registry: Any, op: Operation) -> None:
         """After ``op`` was recorded: start the tensors allocated since the last operation, extend those ``op``
-        touches, and close those freed since (their end is the last operation that touched them)."""
+        touches, and close those freed since (their end is the last operation that touched them).
+
+        ``memory.occupancy-replay``: when no DM tensor was allocated, released or has died since the last note
+        (:meth:`visa.memory.registry.Registry.dm_generation`), the live DM tensors are the ones the last note
+        left open, each with its lifetime and span unchanged (an open lifetime's span never changes): nothing to
+        start or close.  If ``op`` also touches the same spans (the same objects: a span never changes) on the
+        same chips, it touches the same lifetimes and leaves the same anonymous bytes, which the last note kept."""
+        key = (registry, registry.dm_generation(), op.reads.spans, op.writes.spans, op.lanes, op.name) \
+            if REPLAY.on else None
+        last = self._last
+        if key is not None and last is not None and last[0] == key:
+            for life in last[1]:
+                life.end = max(life.end, op.end)
+            if last[2]:
+                self.lifetimes[-1 - len(self.lifetimes)] = Lifetime(
+                    f"bytes {op.name} touches through a handle that owns none", dict(last[2]),
+                    Span.of("dm", last[2], [0], [0]), op.start, op.end, live=False)
+            return
+        self._last = None
+        extended: list[Lifetime] = []
+        anonymous: dict[int, int] = {}
+        self._note(registry, op, extended, anonymous)
+        if key is not None:
+            self._last = (key, tuple(extended), dict(anonymous))
+
+    def _note(self, registry: Any, op: Operation, extended: list[Lifetime], anonymous: dict[int, int]) -> None:
+        """:meth:`note` in full; the lifetimes ``op`` extended are added to ``extended``, its anonymous bytes to
+        ``anonymous``."""
         live = {r.ident: r for r in registry.live_regions("dm")}
         for ident in [k for k in self._open if k not in live]:
             closed = self.lifetimes[ident]
@@ -90,12 +121,13 @@ class DmOccupancy:
                 self._open.add(ident)
             if life.lo < hi and lo < life.hi and any(sp.overlaps(life.span) for sp in touched):
                 life.end = max(life.end, op.end)
+                extended.append(life)
                 for chip, n in life.nbytes.items():
                     covered[chip] = covered.get(chip, 0) + n
         if not touched:  # (no DM byte touched: no chip has bytes beyond the tensors')
             return
-        anonymous = {c: n - covered.get(c, 0) for c in op.chips
-                     if (n := max(_dm_bytes(reads, c), _dm_bytes(writes, c))) > covered.get(c, 0)}
+        anonymous.update({c: n - covered.get(c, 0) for c in op.chips
+                          if (n := max(_dm_bytes(reads, c), _dm_bytes(writes, c))) > covered.get(c, 0)})
         if anonymous:
             key = -1 - len(self.lifetimes)
             self.lifetimes[key] = Lifetime(f"bytes {op.name} touches through a handle that owns none", anonymous,
@@ -104,6 +136,7 @@ class DmOccupancy:
     def fold(self, cycle: int) -> None:
         """Let go of the lifetimes closed by ``cycle`` (:meth:`visa.schedule.Schedule.fold`: the record from there
         on is all that is kept); the anonymous ones left are renumbered (their keys count the lifetimes)."""
+        self._last = None
         kept = [(k, life) for k, life in self.lifetimes.items() if life.live or life.end > cycle]
         self.lifetimes = {k if k >= 0 else -1 - i: life for i, (k, life) in enumerate(kept)}
 

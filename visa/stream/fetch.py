@@ -18,7 +18,7 @@ import numpy.typing as npt
 from visa.engines import channel
 from visa.engines import fetch as engine
 from visa.engines.common import EngineReport, StreamData, StreamLayout
-from visa.engines.fast_fetch_report import remembered_report
+from visa.engines.fast_fetch_report import REPORT, remembered_report
 from visa.errors import LayoutError, VisaError
 from visa.mapping import Mapping
 from visa.mapping.core import ensure_mapping
@@ -191,7 +191,19 @@ def fetch(stream: BeginTensor[Any, Any, Any, Any, Any, Any], dtype: Any, time: M
             _PLANS[key] = (hw, cfgs[0])
     for v in views:
         v.base.check_readable("fetch")
-    bases = [engine.view_bit_base(hw, v.base.dtype, v.base.address, v.offset, v.element) for v in views]
+    # a plain fetch of one view: its bit base, report and output layout kept per the plan's key, the mapping objects
+    # (held by the entry, so their ids name no other meanwhile) and the view's dtype, address and offset
+    passed: tuple[Any, ...] | None = None
+    pkey: tuple[Any, ...] | None = None
+    if key is not None and len(views) == 1:
+        v0 = views[0]
+        pkey = (key, id(lay.chip), id(lay.cluster), id(lay.slice), id(time), id(packet), v0.base.dtype,
+                v0.base.address, v0.offset)
+        passed = _PASSES.get(pkey)
+        if passed is not None and passed[0] is not hw:
+            passed = None
+    bases = passed[1] if passed is not None else \
+        [engine.view_bit_base(hw, v.base.dtype, v.base.address, v.offset, v.element) for v in views]
     images = [ctx.memory.chip(c).dm for c in range(lay.chip.size)]
     if hetero:  # each slice group's own sequencer over its own view (L1748), in parallel
         groups = _groups(lay, hetero)
@@ -209,10 +221,19 @@ def fetch(stream: BeginTensor[Any, Any, Any, Any, Any, Any], dtype: Any, time: M
         data = engine.execute(cfg, images, bases, table)
     if hetero:
         report = fetch_report(hw, cfg, tuple(cfgs), tuple(bases), lay, hetero)
+    elif passed is not None and REPORT.on:  # (fetch.report-memo: the one remembered for this key)
+        report = passed[2]
     else:  # (fetch.report-memo: the same report for the same configuration, addresses and layout)
         report = remembered_report((hw, cfg, tuple(bases), lay.dtype, lay.chip, lay.cluster, lay.slice),
                                    lambda: fetch_report(hw, cfg, (cfg,), tuple(bases), lay, None))
-    layout = StreamLayout(dst, lay.chip, lay.cluster, lay.slice, time, packet)
+    if passed is not None:
+        layout = passed[3]
+    else:
+        layout = StreamLayout(dst, lay.chip, lay.cluster, lay.slice, time, packet)
+        if pkey is not None and REPORT.on:
+            if len(_PASSES) >= _LIMIT:
+                del _PASSES[next(iter(_PASSES))]
+            _PASSES[pkey] = (hw, bases, report, layout, lay, time, packet)
     # the bytes are read now: the write counts of the inputs' regions now (what the stage's __init__ notes in an
     # empty ``seen``, given whole: the carried fields copied once)
     seen = {id(t.region): (t.region, t.region.writes) for t in stream.inputs if t.region is not None}
@@ -224,6 +245,10 @@ def fetch(stream: BeginTensor[Any, Any, Any, Any, Any, Any], dtype: Any, time: M
 #: at every pass (nor make a new configuration object each time for a pad value).
 _PLANS: dict[Any, tuple[Any, Any]] = {}
 _LIMIT = 256
+#: A plain fetch's bit bases, report (``fetch.report-memo``'s) and output layout per :data:`_PLANS`' key, the ids of
+#: the stream's Chip, Cluster and Slice and of the Time and Packet mappings, and the view's dtype, address and offset:
+#: pure functions of those (the entry holds the mappings, through the layouts: their ids are theirs while it lives).
+_PASSES: dict[Any, tuple[Any, ...]] = {}
 
 
 def fetch_report(hw: Any, cfg: Any, cfgs: tuple[Any, ...], bases: tuple[int, ...], lay: StreamLayout,
