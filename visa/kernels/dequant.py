@@ -1,0 +1,180 @@
+"""Q4_1 weights kept 4-bit in HBM, dequantised on the device into the bf16 layout a :class:`~visa.kernels.Gemm`
+contracts from (issue 25, "better": a quarter of the weight bytes read from HBM; docs/manual-notes.md, "Issue 25:
+Q4_1 weights dequantised on the device").
+
+A Q4_1 matrix ``w[N, K]`` (llama.cpp's blocks of 32 along K, each with an f16 scale ``d`` and minimum ``m``:
+``w = d · q + m``, ``q`` an unsigned nibble 0…15) lives in HBM as two tensors:
+
+- ``q``: the nibbles as :data:`visa.dtypes.i4` laid out ``m["N, K"]`` (packed two per byte, element k of a row at
+  nibble k — the host reorders the file's nibbles, which put element j and j + 16 of a block in one byte, so the
+  fetch reads each row's elements in order: 0.5 byte a weight);
+- ``dm``: the scales and minimums as f16 ``m["S2, N, B"]`` (``S2 = 2``: d then m; ``B = K / 32``; 4 bytes a block,
+  as the file stores them: 0.125 byte a weight).
+
+:meth:`Q4Dequant.__call__` runs, per K tile of the Gemm:
+
+1. one tensor DMA of the tile's nibbles HBM → DM, each of the Gemm's slices its 32 rows (L2424–2427; the DMA
+   moves bytes, the i4 elements two a byte);
+2. the sub context loads the tile's scales and minimums from DM into the VRF as f32 by the fetch's f16 → f32 cast
+   (L1962–1972, L5063–5081), ``[N % 32, B]`` each: an operand the Vector Engine re-lays out by logical index,
+   broadcast over the 32 elements of a block (L5063–5081, the ``vrf_add`` example);
+3. one main-context pass: the fetch casts i4 → i32 (sign-extending, L1962–1972; 4-byte fetches, L1759),
+   ``vector_logic(BitAnd, 15)`` takes back the unsigned nibble (the Logic cluster, Way8, L4803–4815),
+   ``vector_fxp_to_fp(31)`` converts it to f32 exactly (L4837–4841), ``vector_split`` narrows to Way4
+   (L4842–4864), ``MulF(Mul0)`` by d and ``AddF`` of m (the Float cluster, two ALUs, L4889–4897) — two f32
+   roundings, the same two numpy makes in gguf's ``d * q + m`` — ``vector_concat`` widens back, and the Cast
+   Engine rounds f32 → bf16 (RNE, L6774–6779) as the host's ``astype(bfloat16)`` does; the commit writes the
+   Gemm's resident layout (:meth:`Gemm.load_w`'s), which the contraction then reads in place.
+
+The result is bit for bit the host's dequantisation rounded to bf16.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from visa import dtypes as dt
+from visa.context import Context
+from visa.engines.vector import BranchMode, FpBinaryOp, FpMulAlu, LogicBinaryOpI32
+from visa.errors import LayoutError
+from visa.kernels.gemm import Gemm
+from visa.kernels.memory import Arena
+from visa.mapping import AxisSet
+from visa.tensors.handles import DmTensor, HbmTensor
+
+__all__ = ["Q4Dequant", "Q4_BLOCK"]
+
+Dm = DmTensor[Any, Any, Any, Any, Any]
+Hbm = HbmTensor[Any, Any, Any]
+
+#: Weights per Q4_1 block (one scale and one minimum each).
+Q4_BLOCK = 32
+
+
+class Q4Dequant:
+    """The device dequantisation of a Q4_1 ``w[N, K]`` for the :class:`~visa.kernels.Gemm` ``gemm`` (its N, its K
+    and K tile): :meth:`__call__` turns the HBM nibbles and scales (module docstring) into the DM tensor in the
+    Gemm's resident layout, passed to the Gemm as its ``w``.  ``chip``: the Chip level, as the Gemm's."""
+
+    def __init__(self, gemm: Gemm, *, chip: str = "1") -> None:
+        call = "visa.kernels.Q4Dequant"
+        if gemm.parts or gemm.n_tiles > 1:
+            raise LayoutError(f"{gemm.n} = {gemm.sn}: a dequantised weight is one N tile (at most 8192 rows, one "
+                              "per 32 on a slice)", call=call, level="Slice", mapping=f'm["{gemm.n}"]',
+                              axis=gemm.n, fix="split w into GEMMs of at most 8192 rows")
+        self.gemm = gemm
+        n, kt, tile = gemm.sn, gemm.k_tiles, gemm.k_tile
+        sizes: dict[str, int] = {"QN": n, "QK": gemm.sk, "QB": gemm.sk // Q4_BLOCK, "QE": Q4_BLOCK, "S2": 2,
+                                 "QTB": tile // Q4_BLOCK}
+        if kt > 1:
+            sizes["QT"] = kt
+        if gemm.ax.size("C") > 1 if "C" in gemm.ax else False:
+            sizes["C"] = gemm.ax.size("C")
+        self.ax = ax = AxisSet(**sizes)
+        m = ax.m
+        self.chip = m[chip]
+        self.cluster = m["1 # 2"]
+        self.slice = m["QN / 32" + (" # 256" if n < 8192 else "")]
+        t = "QT, " if kt > 1 else ""
+        # per slice: its 32 rows of every K tile, K tile-major (the Gemm's resident layout, Gemm._w_el)
+        self.q_el = m[f"{t}QN % 32, QTB, QE"]
+        self.dm_el = m[f"S2, {t}QN % 32, QTB"]
+        self.tiles = kt
+        self.tile_q = m["QN % 32, QTB, QE"]
+        self.tile_s = m["QN % 32, QTB"]
+        self.time8 = m["QN % 32, QTB, QE / 8"]
+        self.packet8 = m["QE % 8"]
+        self.time4 = m["QN % 32, QTB, QE / 4"]
+        self.packet4 = m["QE % 4"]
+        self.s_time = m["[QN % 32, QTB] / 8"]
+        self.s_packet = m["[QN % 32, QTB] % 8"]
+        self.cast_el = m["QE % 8 # 16"]
+        self.q_hbm = m["QN, QK"]
+        self.dm_hbm = m["S2, QN, QB"]
+
+    @property
+    def q_bytes(self) -> int:
+        """HBM bytes of the nibbles (two a byte)."""
+        return self.gemm.sn * self.gemm.sk // 2
+
+    @property
+    def s_bytes(self) -> int:
+        """HBM bytes of the scales and minimums (f16, two a block)."""
+        return 2 * 2 * self.gemm.sn * (self.gemm.sk // Q4_BLOCK)
+
+    def upload(self, ctx: Context, w: Any, q_addr: int, s_addr: int) -> tuple[Hbm, Hbm]:
+        """Write the Q4_1 weight ``w`` (``.q`` nibbles 0…15 ``[N, K]``, ``.d`` and ``.m`` f16 ``[N, K / 32]``:
+        :class:`visa.models.loader.Q4Weight`) to HBM at ``q_addr`` (i4, each nibble's bits: 8…15 read as the
+        i4 values −8…−1) and ``s_addr`` (f16 ``[S2, N, B]``) by host DMAs (L44–47); the two HBM tensors."""
+        import numpy as np
+
+        from visa.tensors.handles import HostTensor
+
+        m = self.ax.m
+        q = np.asarray(w.q, np.int8)
+        if q.shape != (self.gemm.sn, self.gemm.sk) or q.min(initial=0) < 0 or q.max(initial=0) > 15:
+            raise LayoutError(f"Q4_1 nibbles of shape {q.shape}: expected values 0…15 of shape "
+                              f"{(self.gemm.sn, self.gemm.sk)}", call="visa.kernels.Q4Dequant.upload",
+                              level="HBM", mapping='m["N, K"]', axis=self.gemm.n,
+                              fix="pass the nibbles of the Gemm's w[N, K]")
+        signed = np.where(q > 7, q - 16, q).astype(np.int8)
+        scales = np.stack([np.asarray(w.d, np.float16), np.asarray(w.m, np.float16)]).astype(np.float32)
+        q_hbm: Hbm = HostTensor.from_numpy(signed, dt.i4, self.q_hbm, axes="QN QK").to_hbm(
+            self.chip, self.q_hbm, ctx.pdma, q_addr)
+        s_hbm: Hbm = HostTensor.from_numpy(scales, dt.f16, self.dm_hbm, axes="S2 QN QB").to_hbm(
+            self.chip, self.dm_hbm, ctx.pdma, s_addr)
+        del m
+        return q_hbm, s_hbm
+
+    def __call__(self, ctx: Context, arena: Arena, q: Hbm, scales: Hbm) -> Dm:
+        """``q`` (i4 ``m["N, K"]``) and ``scales`` (f16 ``m["S2, N, B"]``) from HBM to the bf16 DM tensor in the
+        Gemm's resident layout (allocated from ``arena`` before its scratch: it outlives the call)."""
+        g, m = self.gemm, self.ax.m
+        out_at = arena.take_dm(2 * g.k_tile * 32 * g.k_tiles)
+        t = "QT, " if self.tiles > 1 else ""
+        with arena.scratch():
+            qv = q.view().relabel(self.q_hbm) if q.view().element != self.q_hbm else q.view()
+            q_dm = qv.relabel(m[f"QN, {t}QTB, QE"]).to_dm(self.cluster, self.slice, self.q_el, ctx.tdma,
+                                                          arena.take_dm(g.k_tile * 32 * g.k_tiles // 2))
+            sv = scales.view().relabel(m[f"S2, QN, {t}QTB"])
+            s_dm = sv.to_dm(self.cluster, self.slice, self.dm_el, ctx.tdma,
+                            arena.take_dm(2 * 2 * 32 * (g.k_tile // Q4_BLOCK) * g.k_tiles))
+            out = DmTensor(ctx, dt.bf16, self.chip, self.cluster, self.slice, self.q_el, out_at,
+                           call="visa.kernels.Q4Dequant")
+            for kt in range(self.tiles):
+                with arena.scratch():
+                    d_vrf, m_vrf = (self._to_vrf(ctx, arena, s_dm, which, kt) for which in (0, 1))
+                    src = q_dm.view()
+                    dst = out.view()
+                    if self.tiles > 1:
+                        src = src.tile(m["QT"], 1, self.tile_q, kt)
+                        dst = dst.tile(m["QT"], 1, self.tile_q, kt)
+                    (ctx.main.begin(src)
+                     .fetch(dt.i32, self.time8, self.packet8)
+                     .collect(self.time8, self.packet8)
+                     .vector_init()
+                     .vector_intra_slice_branch(BranchMode.Unconditional)
+                     .vector_logic(LogicBinaryOpI32.BitAnd, 15)
+                     .vector_fxp_to_fp(31)
+                     .vector_split(self.time4, self.packet4)
+                     .vector_fp_binary(FpBinaryOp.MulF(FpMulAlu.Mul0), d_vrf)
+                     .vector_fp_binary(FpBinaryOp.AddF, m_vrf)
+                     .vector_concat(self.time8, self.packet8)
+                     .vector_final()
+                     .cast(dt.bf16, self.cast_el)
+                     .commit_view(dst))
+        res: Dm = out.relabel(Cluster=g.cluster, Slice=g.slice, Element=g._w_el())
+        return res
+
+    def _to_vrf(self, ctx: Context, arena: Arena, s_dm: Dm, which: int, kt: int) -> Any:
+        """Row ``which`` of the scales (0: d, 1: m) of K tile ``kt`` into the VRF as f32 ``[N % 32, B]`` by the
+        sub context (the fetch's f16 → f32 cast, L1962–1972; L5063–5081)."""
+        m = self.ax.m
+        t = "QT, " if self.tiles > 1 else ""
+        v = s_dm.view().tile(m["S2"], 1, m[f"{t}QN % 32, QTB"], which)
+        if self.tiles > 1:
+            v = v.tile(m["QT"], 1, self.tile_s, kt)
+        return (ctx.sub.begin(v)
+                .fetch(dt.f32, self.s_time, self.s_packet)
+                .collect(self.s_time, self.s_packet)
+                .to_vrf(self.tile_s, arena.take_vrf(4 * self.tile_s.size)))
