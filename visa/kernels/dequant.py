@@ -59,8 +59,10 @@ class Q4Dequant:
     def __init__(self, gemm: Gemm, *, chip: str = "1") -> None:
         self.gemm = gemm
         n, kt, tile = gemm.sn, gemm.k_tiles, gemm.k_tile
-        sizes: dict[str, int] = {"QN": n, "QK": gemm.sk, "QB": gemm.sk // Q4_BLOCK, "QE": Q4_BLOCK, "S2": 2,
-                                 "QTB": tile // Q4_BLOCK}
+        # N as slices QS of 32 rows QR (no axis shared by the Slice and the inner levels: a VRF operand's gather
+        # is then planned by parts, vector.gather-by-parts); K as tiles QT of QTB blocks of QE = 32
+        sizes: dict[str, int] = {"QS": n // 32, "QR": 32, "QK": gemm.sk, "QB": gemm.sk // Q4_BLOCK, "QE": Q4_BLOCK,
+                                 "S2": 2, "QTB": tile // Q4_BLOCK}
         if kt > 1:
             sizes["QT"] = kt
         if gemm.ax.size("C") > 1 if "C" in gemm.ax else False:
@@ -69,23 +71,23 @@ class Q4Dequant:
         m = ax.m
         self.chip = m[chip]
         self.cluster = m["1 # 2"]
-        self.slice = m["QN / 32" + (" # 256" if n < 8192 else "")]
+        self.slice = m["QS" + (" # 256" if n < 8192 else "")]
         t = "QT, " if kt > 1 else ""
         # per slice: its 32 rows of every K tile, K tile-major (the Gemm's resident layout, Gemm._w_el)
-        self.q_el = m[f"{t}QN % 32, QTB, QE"]
-        self.dm_el = m[f"S2, {t}QN % 32, QTB"]
+        self.q_el = m[f"{t}QR, QTB, QE"]
+        self.dm_el = m[f"S2, {t}QR, QTB"]
         self.tiles = kt
-        self.tile_q = m["QN % 32, QTB, QE"]
-        self.tile_s = m["QN % 32, QTB"]
-        self.time8 = m["QN % 32, QTB, QE / 8"]
+        self.tile_q = m["QR, QTB, QE"]
+        self.tile_s = m["QR, QTB"]
+        self.time8 = m["QR, QTB, QE / 8"]
         self.packet8 = m["QE % 8"]
-        self.time4 = m["QN % 32, QTB, QE / 4"]
+        self.time4 = m["QR, QTB, QE / 4"]
         self.packet4 = m["QE % 4"]
-        self.s_time = m["[QN % 32, QTB] / 8"]
-        self.s_packet = m["[QN % 32, QTB] % 8"]
+        self.s_time = m["[QR, QTB] / 8"]
+        self.s_packet = m["[QR, QTB] % 8"]
         self.cast_el = m["QE % 8 # 16"]
-        self.q_hbm = m["QN, QK"]
-        self.dm_hbm = m["S2, QN, QB"]
+        self.q_hbm = m["QS, QR, QK"]
+        self.dm_hbm = m["S2, QS, QR, QB"]
 
     @property
     def q_bytes(self) -> int:
@@ -108,12 +110,15 @@ class Q4Dequant:
 
         m = self.ax.m
         q = np.asarray(w.q, np.int8)
-        signed = np.where(q > 7, q - 16, q).astype(np.int8)
+        signed = np.where(q > 7, q - 16, q).astype(np.int8).reshape(q.shape[0] // 32, 32, q.shape[1])
         scales = np.stack([np.asarray(w.d, np.float16), np.asarray(w.m, np.float16)]).astype(np.float32)
-        q_hbm: Hbm = HostTensor.from_numpy(signed, dt.i4, self.q_hbm, axes="QN QK").to_hbm(
-            self.chip, self.q_hbm, ctx.pdma, q_addr)
-        s_hbm: Hbm = HostTensor.from_numpy(scales, dt.f16, self.dm_hbm, axes="S2 QN QB").to_hbm(
-            self.chip, self.dm_hbm, ctx.pdma, s_addr)
+        scales = scales.reshape(2, q.shape[0] // 32, 32, -1)
+        def host(a: Any, dtype: Any, mapping: Any, names: str) -> Any:  # (an axis of size 1 is no axis)
+            kept = [n for n in names.split() if self.ax.size(n) > 1]
+            return HostTensor.from_numpy(a.reshape([self.ax.size(n) for n in kept]), dtype, mapping, axes=kept)
+
+        q_hbm: Hbm = host(signed, dt.i4, self.q_hbm, "QS QR QK").to_hbm(self.chip, self.q_hbm, ctx.pdma, q_addr)
+        s_hbm: Hbm = host(scales, dt.f16, self.dm_hbm, "S2 QS QR QB").to_hbm(self.chip, self.dm_hbm, ctx.pdma, s_addr)
         del m
         return q_hbm, s_hbm
 
@@ -125,9 +130,9 @@ class Q4Dequant:
         t = "QT, " if self.tiles > 1 else ""
         with arena.scratch():
             qv = q.view().relabel(self.q_hbm) if q.view().element != self.q_hbm else q.view()
-            q_dm = qv.relabel(m[f"QN, {t}QTB, QE"]).to_dm(self.cluster, self.slice, self.q_el, ctx.tdma,
+            q_dm = qv.relabel(m[f"QS, QR, {t}QTB, QE"]).to_dm(self.cluster, self.slice, self.q_el, ctx.tdma,
                                                           arena.take_dm(g.k_tile * 32 * g.k_tiles // 2))
-            sv = scales.view().relabel(m[f"S2, QN, {t}QTB"])
+            sv = scales.view().relabel(m[f"S2, QS, QR, {t}QTB"])
             s_dm = sv.to_dm(self.cluster, self.slice, self.dm_el, ctx.tdma,
                             arena.take_dm(2 * 2 * 32 * (g.k_tile // Q4_BLOCK) * g.k_tiles))
             out = DmTensor(ctx, dt.bf16, self.chip, self.cluster, self.slice, self.q_el, out_at,
@@ -162,7 +167,7 @@ class Q4Dequant:
         sub context (the fetch's f16 → f32 cast, L1962–1972; L5063–5081)."""
         m = self.ax.m
         t = "QT, " if self.tiles > 1 else ""
-        v = s_dm.view().tile(m["S2"], 1, m[f"{t}QN % 32, QTB"], which)
+        v = s_dm.view().tile(m["S2"], 1, m[f"{t}QR, QTB"], which)
         if self.tiles > 1:
             v = v.tile(m["QT"], 1, self.tile_s, kt)
         return (ctx.sub.begin(v)
