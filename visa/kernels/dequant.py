@@ -122,43 +122,69 @@ class Q4Dequant:
         del m
         return q_hbm, s_hbm
 
+    @property
+    def q_dm_bytes(self) -> int:
+        """DM bytes a slice holds of the nibbles (32 rows of K, two a byte)."""
+        return self.gemm.k_tile * 32 * self.gemm.k_tiles // 2
+
+    @property
+    def s_dm_bytes(self) -> int:
+        """DM bytes a slice holds of the scales and minimums (f16, 32 rows of K / 32 blocks, two each)."""
+        return 2 * 2 * 32 * (self.gemm.k_tile // Q4_BLOCK) * self.gemm.k_tiles
+
+    def load(self, ctx: Context, q: Hbm, scales: Hbm, q_at: int, s_at: int) -> tuple[Dm, Dm]:
+        """Step 1 (module docstring): the tensor DMAs of ``q`` and ``scales`` from HBM into the Gemm's slices of DM
+        at ``q_at`` (:attr:`q_dm_bytes` a slice) and ``s_at`` (:attr:`s_dm_bytes`).  Issued ahead of :meth:`run`
+        (a prefetch while other work runs on the main context), they overlap it (L7046–7055)."""
+        m = self.ax.m
+        t = "QT, " if self.tiles > 1 else ""
+        qv = q.view().relabel(self.q_hbm) if q.view().element != self.q_hbm else q.view()
+        q_dm: Dm = qv.relabel(m[f"QS, QR, {t}QTB, QE"]).to_dm(self.cluster, self.slice, self.q_el, ctx.tdma, q_at)
+        s_dm: Dm = scales.view().relabel(m[f"S2, QS, QR, {t}QTB"]).to_dm(self.cluster, self.slice, self.dm_el,
+                                                                          ctx.tdma, s_at)
+        return q_dm, s_dm
+
     def __call__(self, ctx: Context, arena: Arena, q: Hbm, scales: Hbm) -> Dm:
         """``q`` (i4 ``m["N, K"]``) and ``scales`` (f16 ``m["S2, N, B"]``) from HBM to the bf16 DM tensor in the
-        Gemm's resident layout (allocated from ``arena`` before its scratch: it outlives the call)."""
-        g, m = self.gemm, self.ax.m
-        out_at = arena.take_dm(2 * g.k_tile * 32 * g.k_tiles)
-        t = "QT, " if self.tiles > 1 else ""
+        Gemm's resident layout (allocated from ``arena`` before its scratch: it outlives the call): :meth:`load`
+        into scratch DM, then :meth:`run`."""
+        out_at = arena.take_dm(2 * self.gemm.k_tile * 32 * self.gemm.k_tiles)
         with arena.scratch():
-            qv = q.view().relabel(self.q_hbm) if q.view().element != self.q_hbm else q.view()
-            q_dm = qv.relabel(m[f"QS, QR, {t}QTB, QE"]).to_dm(self.cluster, self.slice, self.q_el, ctx.tdma,
-                                                          arena.take_dm(g.k_tile * 32 * g.k_tiles // 2))
-            sv = scales.view().relabel(m[f"S2, QS, QR, {t}QTB"])
-            s_dm = sv.to_dm(self.cluster, self.slice, self.dm_el, ctx.tdma,
-                            arena.take_dm(2 * 2 * 32 * (g.k_tile // Q4_BLOCK) * g.k_tiles))
-            out = DmTensor(ctx, dt.bf16, self.chip, self.cluster, self.slice, self.q_el, out_at,
-                           call="visa.kernels.Q4Dequant")
-            for kt in range(self.tiles):
-                with arena.scratch():
-                    d_vrf, m_vrf = (self._to_vrf(ctx, arena, s_dm, which, kt) for which in (0, 1))
-                    src = q_dm.view()
-                    dst = out.view()
-                    if self.tiles > 1:
-                        src = src.tile(m["QT"], 1, self.tile_q, kt)
-                        dst = dst.tile(m["QT"], 1, self.tile_q, kt)
-                    (ctx.main.begin(src)
-                     .fetch(dt.i32, self.time8, self.packet8)
-                     .collect(self.time8, self.packet8)
-                     .vector_init()
-                     .vector_intra_slice_branch(BranchMode.Unconditional)
-                     .vector_logic(LogicBinaryOpI32.BitAnd, 15)
-                     .vector_fxp_to_fp(31)
-                     .vector_split(self.time4, self.packet4)
-                     .vector_fp_binary(FpBinaryOp.MulF(FpMulAlu.Mul0), d_vrf)
-                     .vector_fp_binary(FpBinaryOp.AddF, m_vrf)
-                     .vector_concat(self.time8, self.packet8)
-                     .vector_final()
-                     .cast(dt.bf16, self.cast_el)
-                     .commit_view(dst))
+            loaded = self.load(ctx, q, scales, arena.take_dm(self.q_dm_bytes), arena.take_dm(self.s_dm_bytes))
+            return self.run(ctx, arena, loaded, out_at)
+
+    def run(self, ctx: Context, arena: Arena, loaded: tuple[Dm, Dm], out_at: int | None = None) -> Dm:
+        """Steps 2 and 3 (module docstring) on the DM nibbles and scales :meth:`load` moved: the bf16 DM tensor
+        in the Gemm's resident layout at ``out_at`` (default: taken from ``arena`` first; the VRF operands are
+        scratch)."""
+        g, m = self.gemm, self.ax.m
+        if out_at is None:
+            out_at = arena.take_dm(2 * g.k_tile * 32 * g.k_tiles)
+        q_dm, s_dm = loaded
+        out = DmTensor(ctx, dt.bf16, self.chip, self.cluster, self.slice, self.q_el, out_at,
+                       call="visa.kernels.Q4Dequant")
+        for kt in range(self.tiles):
+            with arena.scratch():
+                d_vrf, m_vrf = (self._to_vrf(ctx, arena, s_dm, which, kt) for which in (0, 1))
+                src = q_dm.view()
+                dst = out.view()
+                if self.tiles > 1:
+                    src = src.tile(m["QT"], 1, self.tile_q, kt)
+                    dst = dst.tile(m["QT"], 1, self.tile_q, kt)
+                (ctx.main.begin(src)
+                 .fetch(dt.i32, self.time8, self.packet8)
+                 .collect(self.time8, self.packet8)
+                 .vector_init()
+                 .vector_intra_slice_branch(BranchMode.Unconditional)
+                 .vector_logic(LogicBinaryOpI32.BitAnd, 15)
+                 .vector_fxp_to_fp(31)
+                 .vector_split(self.time4, self.packet4)
+                 .vector_fp_binary(FpBinaryOp.MulF(FpMulAlu.Mul0), d_vrf)
+                 .vector_fp_binary(FpBinaryOp.AddF, m_vrf)
+                 .vector_concat(self.time8, self.packet8)
+                 .vector_final()
+                 .cast(dt.bf16, self.cast_el)
+                 .commit_view(dst))
         res: Dm = out.relabel(Cluster=g.cluster, Slice=g.slice, Element=g._w_el())
         return res
 

@@ -351,6 +351,19 @@ def q4_dequant(n: int, k: int) -> Q4Dequant:
 
 
 @dataclass
+class _Q4Plan:
+    """A launch's Q4_1 matrices in the order it dequantises them (each the pair of HBM nibbles and scales), their
+    dequantisations, the two DM slots their bytes alternate between, the next one's index, and the bytes already
+    moved (index → the DM nibbles and scales)."""
+
+    order: list[Any]
+    deqs: list[Q4Dequant]
+    slots: list[tuple[int, int]]
+    next: int = 0
+    loaded: dict[int, tuple[Any, Any]] = field(default_factory=dict)
+
+
+@dataclass
 class Step:
     """The kernels of a launch of ``t`` tokens (``t = 1``: a decode step; else a prefill chunk) against a cache of
     ``length`` positions, on ``chips`` chips (``c`` one chip's part of the model: :mod:`visa.models.parallel`)."""
@@ -364,6 +377,8 @@ class Step:
     collective: int = 0
     #: The dequantisation of each GEMM's Q4_1 weights (``weights="q4_1"``), made at the first use.
     _deq: dict[int, Q4Dequant] = field(default_factory=dict)
+    #: The launch's order of Q4_1 matrices and their DM slots (:meth:`plan_q4`); None with bf16 weights.
+    _q4: _Q4Plan | None = None
 
     def __post_init__(self) -> None:
         c, t, s = self.c, self.t, self.length
@@ -403,16 +418,48 @@ class Step:
             self.attention = Attention(ax, q="M3", s="S", dk="Dk", dv="Dv", scale=self.scale, chip=chip)
             self.lm_last = Gemm(ax, "L", "V", "D", chip=chip, k_tile=whole("D"))  # one row's logits (``last``)
 
-    def weight(self, ctx: Context, arena: Arena, gemm: Gemm, w: Any) -> Any:
-        """The ``w`` a block's ``gemm`` reads: the bf16 HBM tensor itself, or (``weights="q4_1"``: ``w`` the pair
-        of HBM nibbles and scales, :meth:`Weights.add_block_q4`) the bf16 DM tensor the device dequantises it
-        into, in the Gemm's resident layout (:class:`~visa.kernels.Q4Dequant`, allocated from ``arena``)."""
-        if not isinstance(w, tuple):
-            return w
+    def _dequant(self, gemm: Gemm) -> Q4Dequant:
+        """The dequantisation of ``gemm``'s Q4_1 weights, made at the first use."""
         deq = self._deq.get(id(gemm))
         if deq is None:
             deq = self._deq[id(gemm)] = Q4Dequant(gemm)
-        return deq(ctx, arena, *w)
+        return deq
+
+    def plan_q4(self, arena: Arena, w: Weights) -> None:
+        """Before a launch's blocks (``weights="q4_1"``): the order the launch dequantises the blocks' matrices in,
+        and two DM slots (taken from ``arena`` for the launch) that their nibbles and scales alternate between, so
+        that :meth:`weight` moves matrix j + 1's from HBM while matrix j is dequantised and contracted (a prefetch
+        on the tensor DMA, L7046–7055); nothing with bf16 weights."""
+        names = ((self.qkv, "w_qkv"), (self.o_proj, "w_o"), (self.gate_up, "w_gu"), (self.down, "w_down"))
+        order = [(gemm, blk[name]) for blk in w.blocks for gemm, name in names]
+        self._q4 = None
+        if not order or not isinstance(order[0][1], tuple):
+            return
+        deqs = [self._dequant(gemm) for gemm, _ in order]
+        q_bytes, s_bytes = max(d.q_dm_bytes for d in deqs), max(d.s_dm_bytes for d in deqs)
+        slots = [(arena.take_dm(q_bytes), arena.take_dm(s_bytes)) for _ in range(2)]
+        self._q4 = _Q4Plan([pair for _, pair in order], deqs, slots)
+
+    def weight(self, ctx: Context, arena: Arena, gemm: Gemm, w: Any) -> Any:
+        """The ``w`` a block's ``gemm`` reads: the bf16 HBM tensor itself, or (``weights="q4_1"``: ``w`` the pair
+        of HBM nibbles and scales, :meth:`Weights.add_block_q4`) the bf16 DM tensor the device dequantises it
+        into, in the Gemm's resident layout (:class:`~visa.kernels.Q4Dequant`, allocated from ``arena``); the
+        next matrix's nibbles and scales are moved into DM meanwhile (:meth:`plan_q4`)."""
+        if not isinstance(w, tuple):
+            return w
+        deq, plan = self._dequant(gemm), self._q4
+        if plan is None or plan.next >= len(plan.order) or plan.order[plan.next] is not w:
+            return deq(ctx, arena, *w)  # (outside the planned order: moved and dequantised here)
+        j = plan.next
+        loaded = plan.loaded.pop(j, None)
+        if loaded is None:
+            (q, scales), (q_at, s_at) = w, plan.slots[j % 2]
+            loaded = deq.load(ctx, q, scales, q_at, s_at)
+        if j + 1 < len(plan.order):  # the next matrix's bytes into the other slot, during this one's passes
+            (q, scales), (q_at, s_at) = plan.order[j + 1], plan.slots[(j + 1) % 2]
+            plan.loaded[j + 1] = plan.deqs[j + 1].load(ctx, q, scales, q_at, s_at)
+        plan.next = j + 1
+        return deq.run(ctx, arena, loaded)
 
     def whole_k(self, k: str) -> int | None:
         """The K tile of a GEMM over ``k`` (:func:`whole_k_tile`): all of it when it fits one TRF Row (``4 × K``
@@ -457,6 +504,7 @@ class Step:
                 g = self.c.group
                 table = w.prefill_mask.view().tile(m["PG"], g * self.t, m[f"PG = {g * self.t}, S"], g * position)
                 mask = self.mask_rows.load(ctx, arena, table.relabel(m["M3, S"]))
+            self.plan_q4(arena, w)  # (Q4_1 weights: the slots their bytes are prefetched into)
             for b, (blk, cache) in enumerate(zip(w.blocks, w.caches, strict=True)):
                 stages: dict[str, Any] | None = {} if probe else None
                 with arena.scratch():
