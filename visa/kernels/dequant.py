@@ -31,6 +31,7 @@ The result is bit for bit the host's dequantisation rounded to bf16.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from visa import dtypes as dt
@@ -153,10 +154,13 @@ class Q4Dequant:
             loaded = self.load(ctx, q, scales, arena.take_dm(self.q_dm_bytes), arena.take_dm(self.s_dm_bytes))
             return self.run(ctx, arena, loaded, out_at)
 
-    def run(self, ctx: Context, arena: Arena, loaded: tuple[Dm, Dm], out_at: int | None = None) -> Dm:
+    def run(self, ctx: Context, arena: Arena, loaded: tuple[Dm, Dm], out_at: int | None = None,
+            then: Callable[[], None] | None = None) -> Dm:
         """Steps 2 and 3 (module docstring) on the DM nibbles and scales :meth:`load` moved: the bf16 DM tensor
         in the Gemm's resident layout at ``out_at`` (default: taken from ``arena`` first; the VRF operands are
-        scratch)."""
+        scratch).  ``then`` is called once the first K tile's VRF loads are issued, before its pass: work issued
+        there (the next weight's :meth:`load`) queues behind them, not ahead (operations issue in program order,
+        L7046–7055)."""
         g, m = self.gemm, self.ax.m
         if out_at is None:
             out_at = arena.take_dm(2 * g.k_tile * 32 * g.k_tiles)
@@ -166,6 +170,8 @@ class Q4Dequant:
         for kt in range(self.tiles):
             with arena.scratch():
                 d_vrf, m_vrf = (self._to_vrf(ctx, arena, s_dm, which, kt) for which in (0, 1))
+                if then is not None and kt == 0:
+                    then()
                 src = q_dm.view()
                 dst = out.view()
                 if self.tiles > 1:

@@ -425,7 +425,7 @@ class Step:
             deq = self._deq[id(gemm)] = Q4Dequant(gemm)
         return deq
 
-    def plan_q4(self, arena: Arena, w: Weights) -> None:
+    def plan_q4(self, ctx: Context, arena: Arena, w: Weights) -> None:
         """Before a launch's blocks (``weights="q4_1"``): the order the launch dequantises the blocks' matrices in,
         and two DM slots (taken from ``arena`` for the launch) that their nibbles and scales alternate between, so
         that :meth:`weight` moves matrix j + 1's from HBM while matrix j is dequantised and contracted (a prefetch
@@ -439,6 +439,7 @@ class Step:
         q_bytes, s_bytes = max(d.q_dm_bytes for d in deqs), max(d.s_dm_bytes for d in deqs)
         slots = [(arena.take_dm(q_bytes), arena.take_dm(s_bytes)) for _ in range(2)]
         self._q4 = _Q4Plan([pair for _, pair in order], deqs, slots)
+        self._q4.loaded[0] = self._load(ctx, self._q4, 0)  # the first matrix's bytes move during the first norm
 
     def weight(self, ctx: Context, arena: Arena, gemm: Gemm, w: Any) -> Any:
         """The ``w`` a block's ``gemm`` reads: the bf16 HBM tensor itself, or (``weights="q4_1"``: ``w`` the pair
@@ -451,15 +452,20 @@ class Step:
         if plan is None or plan.next >= len(plan.order) or plan.order[plan.next] is not w:
             return deq(ctx, arena, *w)  # (outside the planned order: moved and dequantised here)
         j = plan.next
-        loaded = plan.loaded.pop(j, None)
-        if loaded is None:
-            (q, scales), (q_at, s_at) = w, plan.slots[j % 2]
-            loaded = deq.load(ctx, q, scales, q_at, s_at)
-        if j + 1 < len(plan.order):  # the next matrix's bytes into the other slot, during this one's passes
-            (q, scales), (q_at, s_at) = plan.order[j + 1], plan.slots[(j + 1) % 2]
-            plan.loaded[j + 1] = plan.deqs[j + 1].load(ctx, q, scales, q_at, s_at)
+        loaded = plan.loaded.pop(j, None) or self._load(ctx, plan, j)
         plan.next = j + 1
-        return deq.run(ctx, arena, loaded)
+
+        def prefetch() -> None:  # the next matrix's bytes into the other slot, during this one's pass
+            if j + 1 < len(plan.order):
+                plan.loaded[j + 1] = self._load(ctx, plan, j + 1)
+
+        return deq.run(ctx, arena, loaded, then=prefetch)
+
+    @staticmethod
+    def _load(ctx: Context, plan: _Q4Plan, j: int) -> tuple[Any, Any]:
+        """Matrix ``j``'s nibbles and scales moved into slot ``j % 2`` (:meth:`Q4Dequant.load`)."""
+        (q, scales), (q_at, s_at) = plan.order[j], plan.slots[j % 2]
+        return plan.deqs[j].load(ctx, q, scales, q_at, s_at)
 
     def whole_k(self, k: str) -> int | None:
         """The K tile of a GEMM over ``k`` (:func:`whole_k_tile`): all of it when it fits one TRF Row (``4 × K``
@@ -504,7 +510,7 @@ class Step:
                 g = self.c.group
                 table = w.prefill_mask.view().tile(m["PG"], g * self.t, m[f"PG = {g * self.t}, S"], g * position)
                 mask = self.mask_rows.load(ctx, arena, table.relabel(m["M3, S"]))
-            self.plan_q4(arena, w)  # (Q4_1 weights: the slots their bytes are prefetched into)
+            self.plan_q4(ctx, arena, w)  # (Q4_1 weights: the slots their bytes are prefetched into)
             for b, (blk, cache) in enumerate(zip(w.blocks, w.caches, strict=True)):
                 stages: dict[str, Any] | None = {} if probe else None
                 with arena.scratch():
