@@ -109,3 +109,17 @@ def test_unknown_weights_are_refused() -> None:
     with pytest.raises(VisaError) as err:
         SmolLM2.load(weights="q8")
     assert "q4_1" in (err.value.fix or "")
+
+
+def test_the_command_line_takes_the_weights() -> None:
+    """``visa generate … --weights q4_1`` reaches ``SmolLM2.load(weights=…)``; bf16 by default; others refused."""
+    import argparse
+
+    from visa.models.command import add_parser
+
+    parser = argparse.ArgumentParser(prog="visa")
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    assert parser.parse_args(["generate", "hi"]).weights == "bf16"
+    assert parser.parse_args(["generate", "hi", "--weights", "q4_1"]).weights == "q4_1"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["generate", "hi", "--weights", "q8"])
