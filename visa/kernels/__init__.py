@@ -25,9 +25,10 @@ from visa.kernels import bounds, moe
 from visa.kernels.attention import Attention
 from visa.kernels.cache import CausalMask, Embedding, KvCache
 from visa.kernels.collectives import all_reduce, cluster_all_reduce
+from visa.kernels.dequant import Q4Dequant
 from visa.kernels.gemm import Gemm
 from visa.kernels.memory import Arena
 from visa.kernels.rows import Rows
 
-__all__ = ["Arena", "Attention", "CausalMask", "Embedding", "Gemm", "KvCache", "Rows", "all_reduce", "bounds",
-           "cluster_all_reduce", "moe"]
+__all__ = ["Arena", "Attention", "CausalMask", "Embedding", "Gemm", "KvCache", "Q4Dequant", "Rows", "all_reduce",
+           "bounds", "cluster_all_reduce", "moe"]

@@ -1,6 +1,7 @@
-"""``visa generate "prompt" --max-tokens N [--chips N]``: SmolLM2-135M-Instruct on the simulator, the tokens
-streamed as they come (design API.md §8); ``--chips 2`` or ``4``: the tensor-parallel split
-(:mod:`visa.models.parallel`).
+"""``visa generate "prompt" --max-tokens N [--chips N] [--weights q4_1]``: SmolLM2-135M-Instruct on the simulator,
+the tokens streamed as they come (design API.md §8); ``--chips 2`` or ``4``: the tensor-parallel split
+(:mod:`visa.models.parallel`); ``--weights q4_1``: the blocks' matrices kept 4-bit in HBM and dequantised on the
+device (:class:`~visa.kernels.Q4Dequant`; default ``bf16``: dequantised on the host at load).
 
 Standard output gets the prompt and the continuation as it grows, then the summary: the simulated cycles of a
 decode step (per token), the tokens per second that makes at the profile's clock, the decode step's roofline
@@ -29,6 +30,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     gen.add_argument("--max-tokens", type=int, default=16, help="new tokens to generate (default 16)")
     gen.add_argument("--chips", type=int, default=1, choices=(1, 2, 4),
                      help="chips of the tensor-parallel split (default 1)")
+    gen.add_argument("--weights", default="bf16", choices=("bf16", "q4_1"),
+                     help="the blocks' matrices in HBM: bf16 (default, dequantised on the host) or q4_1 (4-bit, "
+                          "dequantised on the device before each GEMM; one chip)")
     gen.add_argument("--temperature", type=float, default=0.0, help="0 (default): greedy")
     gen.add_argument("--top-k", type=int, default=None)
     gen.add_argument("--seed", type=int, default=None)
@@ -51,8 +55,11 @@ def generate(args: argparse.Namespace) -> int:
                         transient=True, disable=not err.is_terminal)
     try:
         with progress:
-            task = progress.add_task("loading SmolLM2-135M-Instruct (dequantise, upload to HBM)", total=None)
-            model = SmolLM2.load(chips=args.chips)
+            weights = getattr(args, "weights", "bf16")
+            task = progress.add_task("loading SmolLM2-135M-Instruct (dequantise, upload to HBM)"
+                                     if weights == "bf16" else "loading SmolLM2-135M-Instruct (Q4_1 to HBM)",
+                                     total=None)
+            model = SmolLM2.load(chips=args.chips, weights=weights)
             loaded = time.perf_counter()
             ids = model.tokenizer.encode(args.prompt)
             progress.update(task, description=f"prefill: {len(ids)} prompt tokens")
@@ -83,8 +90,9 @@ def generate(args: argparse.Namespace) -> int:
     if decode:
         out.print(f"  decode: {report.cycles_per_token:,.0f} cycles/token = {report.tokens_per_s:,.0f} tokens/s at "
                   f"{report.clock_hz / 1e9:g} GHz; roofline utilisation {report.utilisation:.1%} (memory bound "
-                  f"{report.decode_bound_cycles:,.0f} cycles: {report.weight_bytes / 1e6:.0f} MB of bf16 weights "
-                  f"and the KV cache from HBM{' per chip' if args.chips > 1 else ''})", markup=False)
+                  f"{report.decode_bound_cycles:,.0f} cycles: {report.weight_bytes / 1e6:.0f} MB of "
+                  f"{report.weights} weights and the KV cache from HBM{' per chip' if args.chips > 1 else ''})",
+                  markup=False)
     if args.chips > 1 and decode:
         out.print(f"  {args.chips} chips, tensor-parallel (one launch over m[\"C\"]: each chip runs the cycles above "
                   f"on its shard): the AllReduces take {report.collective_per_token:,.0f} cycles of a decode step "

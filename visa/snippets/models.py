@@ -30,6 +30,16 @@ def weight(name: str) -> np.ndarray:
 '''
 _MODEL = "model = SmolLM2(config, tokenizer, weight, length=64)   # a KV cache of 64 positions"
 
+_Q4 = '''
+from visa.models.loader import Q4Weight
+
+
+def q4(name: str) -> Q4Weight:  # a matrix kept Q4_1: nibbles 0..15, an f16 scale and minimum per block of 32
+    n, k = shapes[name.split(".")[-2]]
+    return Q4Weight(rng.integers(0, 16, (n, k)).astype(np.int8), np.full((n, k // 32), 1 / 64, np.float16),
+                    np.full((n, k // 32), -1 / 8, np.float16))
+'''
+
 #: site key → the failing and the fixed program.
 MODELS: dict[str, Snippet] = {
     "smollm2.SmolLM2.__init__ ContextLengthError: a kv cache of": module(
@@ -38,6 +48,9 @@ MODELS: dict[str, Snippet] = {
     "smollm2.SmolLM2.__init__ ContextLengthError: chips the tensor-parallel split": module(
         _TINY, "model = SmolLM2(config, tokenizer, weight, length=64, chips=3)   # the butterfly pairs c, c XOR 2^k",
         "model = SmolLM2(config, tokenizer, weight, length=64, chips=1)"),
+    "smollm2.SmolLM2.__init__ ContextLengthError: q4_1 weights on chips": module(
+        _TINY + _Q4, "model = SmolLM2(config, tokenizer, weight, length=64, chips=2, quantized=q4)   # shards: bf16",
+        "model = SmolLM2(config, tokenizer, weight, length=64, chips=1, quantized=q4)"),
     "device.Weights.__init__ HardwareLimitError: the model's weights caches": module(
         _TINY, "model = SmolLM2(config, tokenizer, weight, length=16384)   # the decode mask alone: 2 GiB",
         "model = SmolLM2(config, tokenizer, weight, length=64)"),
