@@ -57,11 +57,6 @@ PROMPT_IDS = [504, 3575, 282, 4649, 314]
 
 
 @pytest.fixture(scope="module")
-def gguf() -> GgufModel:
-    return GgufModel(smollm2_path())
-
-
-@pytest.fixture(scope="module")
 def model() -> SmolLM2:
     return SmolLM2.load()
 
@@ -217,16 +212,6 @@ def test_greedy_continuation_begins_paris(model: SmolLM2, prefill: dict[str, Any
     token = int(np.argmax(prefill["logits"][-1]))
     assert model.tokenizer.decode([token]) == " Paris"
     assert token == greedy[0]
-
-
-@pytest.fixture(scope="module")
-def short_ref(gguf: GgufModel) -> Reference:
-    """The reference of the file's first two blocks, the final norm and the head."""
-    import dataclasses
-
-    c = dataclasses.replace(gguf.config(), blocks=2)
-    names = [n for n in gguf.tensors if not n.startswith("blk.") or int(n.split(".")[1]) < 2]
-    return Reference(c, {n: gguf.weight(n).astype(ml_dtypes.bfloat16) for n in names})
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,6 @@ part 2's "better"; visa.kernels.Q4Dequant).
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import os
 from typing import Any
@@ -21,7 +20,7 @@ import pytest
 
 from visa.context import Context, device, launch
 from visa.kernels import Arena
-from visa.models import GgufModel, SmolLM2, Tokenizer, smollm2_path
+from visa.models import GgufModel, SmolLM2, Tokenizer
 from visa.models import bounds as mb
 from visa.models.device import q4_dequant, q_scale
 from visa.models.reference import Reference
@@ -36,11 +35,6 @@ launches = pytest.mark.skipif(os.environ.get("VISA_FASTPATHS", "").strip().lower
                               reason="the model's launches on the reference paths are too slow for the suite")
 
 PROMPT_IDS = [504, 3575, 282, 4649, 314]
-
-
-@pytest.fixture(scope="module")
-def gguf() -> GgufModel:
-    return GgufModel(smollm2_path())
 
 
 @pytest.mark.parametrize("name", ["blk.0.attn_k.weight", "blk.1.attn_output.weight", "blk.0.ffn_down.weight"])
@@ -61,13 +55,6 @@ def test_device_dequantisation_is_ggufs(gguf: GgufModel, name: str) -> None:
     launch(kernel, ctx, q_hbm, s_hbm)
     bits = np.asarray(got["w"].logical("N K")).astype(ml_dtypes.bfloat16).view(np.uint16)
     assert np.array_equal(bits, gguf.weight(name).astype(ml_dtypes.bfloat16).view(np.uint16))
-
-
-@pytest.fixture(scope="module")
-def short_ref(gguf: GgufModel) -> Reference:
-    c = dataclasses.replace(gguf.config(), blocks=2)
-    names = [n for n in gguf.tensors if not n.startswith("blk.") or int(n.split(".")[1]) < 2]
-    return Reference(c, {n: gguf.weight(n).astype(ml_dtypes.bfloat16) for n in names})
 
 
 @pytest.fixture(scope="module")
