@@ -100,7 +100,7 @@ class Registry:
         target.writes += 1
         target.written_by = what
         for r in self._regions:
-            if r is not target and r.live() and r.overlaps(target):
+            if r is not target and r.memory == target.memory and r.live() and r.overlaps(target):
                 r.writes += 1
                 r.written_by = what
                 if r.stale_by is None:
