@@ -117,6 +117,8 @@ class RowPool:
         rows = np.asarray(data_rows, dtype=bool).reshape(shape[0])
         nbytes = int(np.prod(shape)) * dtype.itemsize
         if not self.enabled or (self.path is not None and not self.path.on) or nbytes < self.least:
+            if 2 * int(np.count_nonzero(rows)) <= rows.size:  # (most rows zeroed: the whole buffer at once, the
+                return np.zeros(shape, dtype=dtype), None  # data rows too — the caller writes them anyway)
             out = np.empty(shape, dtype=dtype)
             _zero_rows(out, ~rows)
             return out, None

@@ -149,11 +149,13 @@ class VeState:
 
     def step(self, stage: str, op: str, flits: int, **changes: Any) -> VeState:
         """The state after a stage: the stage, one more op in the report, one more section."""
-        return replace(self, stage=stage, ops=(*self.ops, op), sections=(*self.sections, flits), **changes)
+        # (``dataclasses.replace`` without its walk over the fields: every field is an init field, none derived)
+        return type(self)(**{**self.__dict__, "stage": stage, "ops": (*self.ops, op),
+                          "sections": (*self.sections, flits), **changes})
 
     def use(self, alu: str, call: str) -> VeState:
         """Consume ALU ``alu`` (each once per pass, L4750)."""
-        return replace(self, alus=claim(self.alus, alu, call), alu_order=(*self.alu_order, alu))
+        return type(self)(**{**self.__dict__, "alus": claim(self.alus, alu, call), "alu_order": (*self.alu_order, alu)})
 
 
 S = TypeVar("S", bound="VeBase[Any, Any, Any, Any, Any, Any, Any]")
