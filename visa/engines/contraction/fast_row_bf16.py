@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cache
-from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -73,5 +72,5 @@ def bits_view(view: Array, groups: Sequence[Sequence[int]], sizes: Sequence[Sequ
             return None
         shape.append(got[0])
         steps.append(got[1])
-    out: Any = np.lib.stride_tricks.as_strided(view.view(np.uint16), shape, steps, writeable=False)
+    out: Array = np.lib.stride_tricks.as_strided(view.view(np.uint16), shape, steps, writeable=False)
     return out
