@@ -167,28 +167,29 @@ def row_steps_bf16(a: Array, ai: Array, w: Array, wi: Array,
     nn = w.shape[2]
     quarter = max(nj // 4, 1)
     buf = np.empty((quarter, nn), dtype=np.float32)
-    bits = np.empty((nn, nj), dtype=np.uint32)
+    bits = np.empty((nj, nn), dtype=np.uint32)  # (the step's block as j × n rows: the lanes over n read a row)
     wf = bits.view(np.float32)
     for b in range(nb):
         ab, wb = ai[b], wi[b]
         for s in range(ns):
             for n in range(nn):
                 for j in range(nj):
-                    bits[n, j] = np.uint32(w[wb, s, n, j]) << np.uint32(16)
+                    bits[j, n] = np.uint32(w[wb, s, n, j]) << np.uint32(16)
             if nj == 1:
                 x = a[ab, s, 0, 0]
                 for n in range(nn):
-                    buf[0, n] = x * wf[n, 0]
+                    buf[0, n] = x * wf[0, n]
             elif nj == 2:
                 x0, x1 = a[ab, s, 0, 0], a[ab, s, 0, 1]
                 for n in range(nn):
-                    buf[0, n] = x0 * wf[n, 0] + x1 * wf[n, 1]
+                    buf[0, n] = x0 * wf[0, n] + x1 * wf[1, n]
             else:
                 for i in range(quarter):
                     k = 4 * i
                     x0, x1, x2, x3 = a[ab, s, 0, k], a[ab, s, 0, k + 1], a[ab, s, 0, k + 2], a[ab, s, 0, k + 3]
+                    w0, w1, w2, w3 = wf[k], wf[k + 1], wf[k + 2], wf[k + 3]
                     for n in range(nn):
-                        buf[i, n] = (x0 * wf[n, k] + x1 * wf[n, k + 1]) + (x2 * wf[n, k + 2] + x3 * wf[n, k + 3])
+                        buf[i, n] = (x0 * w0[n] + x1 * w1[n]) + (x2 * w2[n] + x3 * w3[n])
                 halve(buf, quarter)
             if s == 0:
                 for n in range(nn):
