@@ -39,7 +39,8 @@ def _compiled() -> Kernel | None:
 
 
 def kernel() -> Kernel | None:
-    """The compiled loop when this path is on and numba is installed, else None."""
+    """The compiled loop when this path is on and numba is installed, else None (the Reducer's tree and
+    accumulator order, L4386–4388, L4408)."""
     return _compiled() if ROW_BF16.on else None
 
 
@@ -61,7 +62,8 @@ def _merged(sizes: Sequence[int], strides: Sequence[int]) -> tuple[int, int] | N
 def bits_view(view: Array, groups: Sequence[Sequence[int]], sizes: Sequence[Sequence[int]]) -> Array | None:
     """The bf16 array ``view`` (axes of size 1 broadcast to their ``sizes``) as a uint16 view over one axis per
     group of its axes (``groups``, outermost first; ``sizes`` their sizes), when ``view`` is bf16 and each group
-    is one stride; else None (the weights are then laid out)."""
+    is one stride; else None (the weights are then laid out).  The view reads the TRF window's elements
+    (L4085–4100) where they are."""
     if view.dtype != _BF16:
         return None
     shape: list[int] = []
