@@ -1,5 +1,6 @@
-"""``contraction.float-steps``, ``contraction.float-steps-jit`` and ``contraction.float-row-jit``
-(visa/engines/contraction/fast_steps.py, fast_steps_jit.py, fast_row_jit.py) against the Reducer's order written out
+"""``contraction.float-steps``, ``contraction.float-steps-jit``, ``contraction.float-row-jit`` and
+``contraction.float-row-bf16`` (visa/engines/contraction/fast_steps.py, fast_steps_jit.py, fast_row_jit.py,
+fast_row_bf16.py) against the Reducer's order written out
 by brute force (the reference's ``tree`` over the ``2^n`` products, L4386–4388, then ``in_order`` over the reduced
 Time steps, L4408, L4415–4431): the same bits on random label configurations (operands lacking labels, outputs
 neither operand has, several reduced digits) and on poisoned values (infinities, NaNs, signed zeros, subnormals,
@@ -8,6 +9,7 @@ the one-row loop on and off."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Any
 
@@ -30,9 +32,11 @@ SPECIAL = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-40, -3e-39, 9e-41, 3e
                     2.0**100, -(2.0**-100), 2.0**60, 1.0, -1.5, 2.0**-60, 7.0, 0.0078125], dtype=np.float32)
 
 VARIANTS = {"jit": (), "jit-transposing": ("contraction.float-row-jit",),
+            "jit-f32-weights": ("contraction.float-row-bf16",),
             "jit-buffered": ("contraction.float-row-jit", "contraction.float-tree32"),
             "numpy": ("contraction.float-steps-jit",)}
 PATHS = ("contraction.float-steps", "contraction.float-steps-jit", "contraction.float-row-jit",
+         "contraction.float-row-bf16",
          "contraction.float-act-classes", "contraction.float-tree32", "contraction.float-weight-period")
 
 
@@ -61,6 +65,12 @@ def _values(rng: np.random.Generator, shape: tuple[int, ...], special: float) ->
 
 def _bits(x: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+
+
+def _switched(variant: str) -> Any:
+    """The fast paths the variant switches off (none: a context that changes nothing; ``fastpaths.disabled()``
+    with no name would switch every path off)."""
+    return fastpaths.disabled(*VARIANTS[variant]) if VARIANTS[variant] else contextlib.nullcontext()
 
 
 def _variant(name: str) -> None:
@@ -94,7 +104,7 @@ def test_random_configurations_are_the_brute_force_order(variant: str, seed: int
     w = _values(rng, tuple(sizes[lab] for lab in lw), special)
     reduced = [*steps, "j"]
     want = _brute(a, la, w, lw, lo, sizes, reduced)
-    with fastpaths.disabled(*VARIANTS[variant]):
+    with _switched(variant):
         got = fast_steps.contract(a, la, w, lw, lo, sizes, reduced)
     assert got.shape == want.shape
     assert np.array_equal(_bits(got), _bits(want)), (la, lw, lo, sizes)
@@ -111,7 +121,7 @@ def test_a_large_block_is_the_brute_force_order(variant: str) -> None:
     a = _values(rng, tuple(sizes[lab] for lab in la), 0.02)
     w = _values(rng, tuple(sizes[lab] for lab in lw), 0.02)
     want = _brute(a, la, w, lw, lo, sizes, ["t", "k", "j"])
-    with fastpaths.disabled(*VARIANTS[variant]):
+    with _switched(variant):
         got = fast_steps.contract(a, la, w, lw, lo, sizes, ["t", "k", "j"])
     assert np.isnan(want).any() and np.isinf(want).any()  # (the poison reaches the outputs)
     assert np.array_equal(_bits(got), _bits(want))
@@ -131,9 +141,31 @@ def test_one_activation_row_is_the_brute_force_order(variant: str, nj: int) -> N
     a = _values(rng, tuple(sizes[lab] for lab in la), 0.02)
     w = _values(rng, tuple(sizes[lab] for lab in lw), 0.02)
     want = _brute(a, la, w, lw, lo, sizes, ["t", "k", "j"])
-    with fastpaths.disabled(*VARIANTS[variant]):
+    with _switched(variant):
         got = fast_steps.contract(a, la, w, lw, lo, sizes, ["t", "k", "j"])
     assert np.array_equal(_bits(got), _bits(want))
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@pytest.mark.parametrize("nj", [1, 2, 4, 32])
+def test_a_decode_gemv_is_the_brute_force_order(variant: str, nj: int) -> None:
+    """A decode step's GEMV as the TRF window gives it (issue 25): the weights' output labels (Row, a column
+    digit) one stride in the window, a view of it (every other element of a wider window), poisoned values:
+    ``contraction.float-row-bf16`` reads the bits in place, the same bits as the other loops and the brute
+    force."""
+    _variant(variant)
+    rng = np.random.default_rng(29 + nj)
+    sizes = {"b": 5, "r": 8, "d": 4, "t": 6, "q": 1, "j": nj}
+    la, lw, lo = ["b", "t", "q", "j"], ["b", "r", "d", "t", "q", "j"], ["b", "d", "q", "r"]
+    a = _values(rng, tuple(sizes[lab] for lab in la), 0.02)
+    wide = _values(rng, tuple(sizes[lab] * (2 if lab == "t" else 1) for lab in lw), 0.02)
+    w = wide[:, :, :, ::2]  # (a strided view, as the window's steps)
+    want = _brute(a, la, w, lw, lo, sizes, ["t", "j"])
+    with _switched(variant):
+        got = fast_steps.contract(a, la, w, lw, lo, sizes, ["t", "j"])
+        contiguous = fast_steps.contract(a, la, np.ascontiguousarray(w), lw, lo, sizes, ["t", "j"])
+    assert np.array_equal(_bits(got), _bits(want))
+    assert np.array_equal(_bits(contiguous), _bits(want))
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))

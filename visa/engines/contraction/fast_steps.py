@@ -35,6 +35,7 @@ import numpy.typing as npt
 from visa import fastpaths
 from visa.engines.contraction import (
     fast_classes,
+    fast_row_bf16,
     fast_row_jit,
     fast_steps_jit,
     fast_tree32,
@@ -139,7 +140,9 @@ def contract(a: Array, la: Sequence[str], w: Array, lw: Sequence[str], lo: Seque
     ssz = [sizes[lab] for lab in steps]
     a_axes = [pos[lab] for lab in [*bb, *steps, *mm, "j"]]
     tree32 = fast_tree32.kernel(nj) if jit is not None else None
+    bits = None  # (one activation row on bf16 weights: the window's bits read in place, fast_row_bf16)
     if jit is not None and nm == 1:  # (one activation row: the weights read in place, not transposed)
+        bits = fast_row_bf16.kernel() if fast_row_jit.kernel() is not None and not w_period else None
         jit = fast_row_jit.kernel() or tree32 or jit
     elif jit is not None:  # (a tree of 32 products: whole in registers)
         jit = tree32 or jit
@@ -185,12 +188,16 @@ def contract(a: Array, la: Sequence[str], w: Array, lw: Sequence[str], lo: Seque
         av_ = av[(slice(None),) * pos[bb[0]] + sl] if bsz else av
         wv_ = wv[(slice(None),) * pos[bb[0]] + sl] if bsz else wv
         nb_ = math.prod(cut)
+        w16: Array | None = None
         if w_wide is not None:
             w2, wi = w_wide, fast_weight_period.index(lo_, hi_, w_period, rest)
         elif w_once is not None:
             w2, wi = w_once, fast_weight_period.index(lo_, hi_, w_period, rest)
         else:
-            w2 = weights(wv_, cut)
+            w16 = (fast_row_bf16.bits_view(wv_, [[pos[lab] for lab in bb], [pos[lab] for lab in steps],
+                                                [pos[lab] for lab in nn], [pos["j"]]],
+                                           [cut, ssz, w_nn[:-1], [nj]]) if bits is not None else None)
+            w2 = weights(wv_, cut) if w16 is None else w16
             wi = np.arange(nb_, dtype=np.int64)
         out = res[lo_ * rest: hi_ * rest]
         shared = (fast_classes.classes(a_labels[lo_:hi_], av_, pos["b"])
@@ -207,6 +214,8 @@ def contract(a: Array, la: Sequence[str], w: Array, lw: Sequence[str], lo: Seque
             wide(a2, ai, w2, wi, out)
         elif w_wide is not None and jit is not None:
             jit(a2, ai, narrow(), wi, out)
+        elif w16 is not None and bits is not None:
+            bits(a2, ai, w16, wi, out)
         elif jit is not None:
             jit(a2, ai, w2, wi, out)
         else:

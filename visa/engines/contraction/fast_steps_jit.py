@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 from visa import fastpaths
 
-__all__ = ["JIT", "kernel", "available", "compile_loop", "halve", "row_steps"]
+__all__ = ["JIT", "kernel", "available", "compile_loop", "halve", "row_steps", "row_steps_bf16"]
 
 Array = npt.NDArray[Any]
 Kernel = Callable[[Array, Array, Array, Array, Array], None]
@@ -156,18 +156,63 @@ def row_steps(a: Array, ai: Array, w: Array, wi: Array,
                     out[b, 0, n] += buf[0, n]
 
 
-def compile_loop(loop: Callable[..., None]) -> Kernel | None:
+def row_steps_bf16(a: Array, ai: Array, w: Array, wi: Array,
+                   out: Array) -> None:  # pragma: no cover - compiled by numba
+    """:func:`row_steps` on bf16 weights given as their bits (``contraction.float-row-bf16``,
+    :mod:`~visa.engines.contraction.fast_row_bf16`, whose docstring says what it computes): ``w`` (·, s, n, j)
+    uint16 with any strides (a view of the TRF window, not laid out), each step's ``n × j`` block widened to f32
+    in a small buffer (a bf16 is the f32 of its bits shifted left by 16: exact), then the same operations in the
+    same order as :func:`row_steps`.  ``a`` (·, s, 1, j) f32, ``ai`` (b), ``wi`` (b), ``out`` (b, 1, n)."""
+    nb, ns, nj = out.shape[0], a.shape[1], a.shape[3]
+    nn = w.shape[2]
+    quarter = max(nj // 4, 1)
+    buf = np.empty((quarter, nn), dtype=np.float32)
+    bits = np.empty((nj, nn), dtype=np.uint32)  # (the step's block as j × n rows: the lanes over n read a row)
+    wf = bits.view(np.float32)
+    for b in range(nb):
+        ab, wb = ai[b], wi[b]
+        for s in range(ns):
+            for n in range(nn):
+                for j in range(nj):
+                    bits[j, n] = np.uint32(w[wb, s, n, j]) << np.uint32(16)
+            if nj == 1:
+                x = a[ab, s, 0, 0]
+                for n in range(nn):
+                    buf[0, n] = x * wf[0, n]
+            elif nj == 2:
+                x0, x1 = a[ab, s, 0, 0], a[ab, s, 0, 1]
+                for n in range(nn):
+                    buf[0, n] = x0 * wf[0, n] + x1 * wf[1, n]
+            else:
+                for i in range(quarter):
+                    k = 4 * i
+                    x0, x1, x2, x3 = a[ab, s, 0, k], a[ab, s, 0, k + 1], a[ab, s, 0, k + 2], a[ab, s, 0, k + 3]
+                    w0, w1, w2, w3 = wf[k], wf[k + 1], wf[k + 2], wf[k + 3]
+                    for n in range(nn):
+                        buf[i, n] = (x0 * w0[n] + x1 * w1[n]) + (x2 * w2[n] + x3 * w3[n])
+                halve(buf, quarter)
+            if s == 0:
+                for n in range(nn):
+                    out[b, 0, n] = buf[0, n]
+            else:
+                for n in range(nn):
+                    out[b, 0, n] += buf[0, n]
+
+
+def compile_loop(loop: Callable[..., None], *, bits_weights: bool = False) -> Kernel | None:
     """``loop(a, ai, w, wi, out)`` (f32 C-ordered ``a`` (·, s, m, j), ``ai`` (b) int64 the activation block of each
     batch position, ``w`` (·, s, n, j), ``wi`` (b) int64 its weight block, ``out`` (b, m, n)) compiled by
     numba with fastmath off and cached on disk, or None when numba is not installed (or cannot load with this
     numpy).  Shared by the compiled loops of :mod:`visa.engines.contraction` (this one and
-    :mod:`~visa.engines.contraction.fast_row_jit`)."""
+    :mod:`~visa.engines.contraction.fast_row_jit`).  ``bits_weights``: ``w`` is uint16 (bf16 bits) with any
+    strides (:func:`row_steps_bf16`)."""
     try:
         numba = importlib.import_module("numba")
     except ImportError:
         return None
     f32 = numba.float32
-    signature = numba.void(f32[:, :, :, ::1], numba.int64[::1], f32[:, :, :, ::1], numba.int64[::1], f32[:, :, ::1])
+    w_type = numba.types.Array(numba.uint16, 4, "A", readonly=True) if bits_weights else f32[:, :, :, ::1]
+    signature = numba.void(f32[:, :, :, ::1], numba.int64[::1], w_type, numba.int64[::1], f32[:, :, ::1])
     options = {"nogil": True, "fastmath": False, "boundscheck": False}
     # the loop sees the helpers it calls compiled (numba is not imported before this: the names in the loop's
     # module are the plain functions)

@@ -13,7 +13,11 @@
   and ``span``), not every slice;
 - ``contraction.window-owed`` — in that case, when no period is known from the writes, every slice's rows are
   read through the pending copies a register load left (:func:`visa.memory.owed.read_units`, one gather), not by
-  making those copies and then copying the window (issue 24).
+  making those copies and then copying the window (issue 24);
+- ``contraction.window-run`` — one chip, a run of consecutive slices that is not whole clusters (a decode step's
+  GEMV loads the TRF of as many slices as its weights fill, issue 25), a window inside the element, every byte
+  written: the rows' bytes in one gather through the pending copies and a broadcast known-mask, not a loop-nest
+  read of the values and of a per-element known-mask.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from visa.memory.known import known_everywhere
 from visa.memory.replicas import Labels, combine, fold_of, period_of, verifying
 from visa.memory.units import UnitSelection
 
-__all__ = ["NEST", "IN_PLACE", "OWED", "FOLD", "read_window"]
+__all__ = ["NEST", "IN_PLACE", "OWED", "FOLD", "RUN", "read_window"]
 
 NEST = fastpaths.register("contraction.window-nest", "the TRF window is one strided copy of each row's bytes "
                           "instead of one address per element")
@@ -45,6 +49,9 @@ OWED = fastpaths.register("contraction.window-owed", "a TRF window of every slic
 FOLD = fastpaths.register("contraction.window-fold", "a TRF window whose slices' weights repeat with a period "
                           "within blocks of slices (known from the writes) read one period of each block, not "
                           "every slice")
+RUN = fastpaths.register("contraction.window-run", "a TRF window of a run of consecutive slices of one chip, every "
+                         "byte written, read in one gather through the pending copies with a broadcast known-mask, "
+                         "not a loop-nest read of values and per-element known-mask")
 IN_PLACE = fastpaths.register("contraction.window-in-place", "the TRF window over a range of clusters is read in "
                               "place: a broadcast known-mask, and one period of slices sharing weights")
 
@@ -141,6 +148,15 @@ def _byte_window(dtype: type[dt.Scalar], rows: int, element: Mapping, bit_offset
         for k in range(1, nb):  # (an element is known when all its bytes are)
             every &= wr[..., k]
         return TrfWindow(view.copy().view(dtype.storage).reshape(n, rows, hi - lo), every, lo)
+    run = _slice_run(valid) if RUN.on and held and (c_lo, c_hi) == (lo, hi) else None
+    if run is not None:  # (one chip, consecutive slices, every byte written: one gather, a broadcast known-mask)
+        image = images[0]
+        n_sl, bank = image.lead_shape[1], image.lead_shape[2]
+        flat = np.arange(run.start, run.stop, dtype=np.int64)
+        if image.all_written(b0, b1, (flat // n_sl, flat % n_sl, slice(0, rows))):
+            units = (flat[:, None] * bank + np.arange(rows, dtype=np.int64)).reshape(-1)
+            values = owed.read_units(image, units, b0, b1).view(dtype.storage).reshape(flat.size, rows, hi - lo)
+            return TrfWindow(values, known_everywhere(values.shape), lo)
     values = np.zeros((len(chips), rows, hi - lo), dtype=dtype.storage)
     known = np.zeros((len(chips), rows, hi - lo), dtype=bool)
     for c in np.unique(chips).tolist():
@@ -195,3 +211,14 @@ def _cluster_range(valid: npt.NDArray[np.bool_]) -> slice | None:
     return slice(int(on[0]), int(on[-1]) + 1)
 
 
+
+
+def _slice_run(valid: npt.NDArray[np.bool_]) -> slice | None:
+    """The valid ``(Chip, Cluster, Slice)`` positions as a run of consecutive (flat) slices of chip 0, if they are
+    that; else None."""
+    if valid.shape[0] != 1:
+        return None
+    on = np.flatnonzero(valid[0].reshape(-1))
+    if not on.size or int(on[-1]) - int(on[0]) + 1 != on.size:
+        return None
+    return slice(int(on[0]), int(on[-1]) + 1)
