@@ -71,6 +71,9 @@ class Registry:
 
     def __init__(self) -> None:
         self._regions: list[Region] = []
+        #: the same regions per memory, in the same order (dead ones dropped when :meth:`note_write` meets them):
+        #: a write looks at its own memory's regions only (another memory's never overlap)
+        self._of: dict[str, list[Region]] = {}
         self._next = 1
         #: counts the owners that died (each region's weak reference tells it): no region can have died since the
         #: last prune while the count is what it was then, and the prune is skipped
@@ -96,6 +99,7 @@ class Registry:
         self.note_write(region, call=call, writer=name)
         self._prune()
         self._regions.append(region)
+        self._of.setdefault(memory, []).append(region)
         return region
 
     def note_write(self, target: Region, *, call: str, writer: str) -> None:
@@ -106,12 +110,20 @@ class Registry:
         target.writes += 1
         target.written_by = what
         memory = target.memory
-        for r in self._regions:  # (another memory's regions never overlap: skipped before asking their owners)
-            if r.memory == memory and r is not target and r.live() and r.overlaps(target):
+        regions = self._of.get(memory, ())
+        dead = False
+        for r in regions:  # (another memory's regions never overlap: not looked at)
+            if r is target:
+                continue
+            if not r.live():
+                dead = True
+            elif r.overlaps(target):
                 r.writes += 1
                 r.written_by = what
                 if r.stale_by is None:
                     r.stale_by = what
+        if dead:
+            self._of[memory] = [r for r in regions if r.live()]
 
     def check_live(self, region: Region, *, call: str) -> None:
         """Refuse any use of a tensor after ``free()``: its bytes went back to the allocator, and another tensor
@@ -137,6 +149,8 @@ class Registry:
         if region.memory == "dm":
             self._dm_changes += 1
         self._regions = [r for r in self._regions if r is not region]
+        if region.memory in self._of:
+            self._of[region.memory] = [r for r in self._of[region.memory] if r is not region]
 
     def _prune(self) -> None:
         deaths = self._deaths.count + self._dm_deaths.count

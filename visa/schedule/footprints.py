@@ -104,6 +104,12 @@ def _whole(base: Any) -> Span:
         span: Span = memo[3]
         return span
     memory, hw = base.MEMORY, base.ctx.hw
+    maps = tuple(levels.values())
+    ident = (memory, id(hw), dtype, address, tuple(levels), *map(id, maps))
+    seen = _WHOLE_BY_ID.get(ident)
+    if seen is not None and seen[0] is hw and all(a is b for a, b in zip(seen[1], maps, strict=True)):
+        base._span = (levels, address, dtype, seen[2])
+        return seen[2]
     key = (memory, hw.dm.slices_per_cluster, hw.spm.slices_per_pe if memory == "spm" else 0, dtype, address,
            *[(name, mp.key) for name, mp in levels.items()])
     got = _WHOLE.get(key)
@@ -118,6 +124,9 @@ def _whole(base: Any) -> Span:
         if len(_WHOLE) >= 4096:
             _WHOLE.clear()
         _WHOLE[key] = got
+    if len(_WHOLE_BY_ID) >= 4096:
+        _WHOLE_BY_ID.clear()
+    _WHOLE_BY_ID[ident] = (hw, maps, got)
     base._span = (levels, address, dtype, got)
     return got
 
@@ -125,6 +134,10 @@ def _whole(base: Any) -> Span:
 #: :func:`_whole`'s span per placement: memory, the unit counts the units are found with, dtype, address and the level
 #: mappings (exact keys): a new handle of a placement seen before (a register load's result at every pass) finds it.
 _WHOLE: dict[tuple[Any, ...], Span] = {}
+#: :data:`_WHOLE`'s span found by the identity of the hardware profile and the level mappings (kept in the value, so
+#: that their ids name no other object meanwhile; both immutable): a handle of the same mapping objects finds it
+#: without building their exact keys.
+_WHOLE_BY_ID: dict[tuple[Any, ...], tuple[Any, tuple[Any, ...], Span]] = {}
 
 
 def _intervals(element: Any, offset: int, bits: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:

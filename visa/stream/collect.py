@@ -38,6 +38,21 @@ def collect(stream: StreamTensor[Any, Any, Any, Any, Any, Any], time: Mapping,
     lay = stream.layout
     hw = stream.ctx.hw
     forwards = isinstance(stream, FetchTensor)  # FetchTensor::collect(): the Switch Engine forwards (L3120-3138)
+    held = (hw, lay.slice, lay.time, lay.packet, time, packet)
+    ident = (lay.dtype, forwards, *map(id, held))
+    seen = _BY_ID.get(ident)
+    if seen is not None and all(a is b for a, b in zip(seen[0], held, strict=True)):
+        got = seen[1]
+    else:
+        got = _collect_plan(hw, lay, time, packet, forwards)
+        _remember(_BY_ID, ident, (held, got))
+    _, cfg, reports = got
+    data = engine.execute(cfg, stream.data)
+    return stream.then(CollectTensor, lay.with_(time=time, packet=packet), data, *reports)
+
+
+def _collect_plan(hw: Any, lay: Any, time: Mapping, packet: Mapping, forwards: bool) -> tuple[Any, ...]:
+    """``collect``'s configuration and reports, kept per its layout's and arguments' exact keys (:data:`_COLLECTS`)."""
     key = (id(hw), lay.dtype, lay.slice.key, lay.time.key, lay.packet.key, time.key, packet.key, forwards)
     got = _COLLECTS.get(key)
     if got is None or got[0] is not hw:
@@ -49,9 +64,7 @@ def collect(stream: StreamTensor[Any, Any, Any, Any, Any, Any], time: Mapping,
 
             reports = (forwarding_report(hw, lay), *reports)
         got = _remember(_COLLECTS, key, (hw, cfg, reports))
-    _, cfg, reports = got
-    data = engine.execute(cfg, stream.data)
-    return stream.then(CollectTensor, lay.with_(time=time, packet=packet), data, *reports)
+    return got
 
 
 #: A stage's configuration and reports per its layout's and arguments' exact keys (and the hardware profile, kept
@@ -59,6 +72,10 @@ def collect(stream: StreamTensor[Any, Any, Any, Any, Any, Any], time: Mapping,
 #: not again at every pass (the plans and reports are pure functions of those; frozen, shared by the passes).
 _COLLECTS: dict[Any, tuple[Any, ...]] = {}
 _LOADS: dict[Any, tuple[Any, ...]] = {}
+#: :data:`_COLLECTS`' and :data:`_LOADS`' entries per the identity of the hardware profile and the mappings their keys
+#: read (held by the entry: their ids are theirs while it lives), the dtype and the other arguments: a kernel's pass of
+#: the same objects finds its stage's plan without building the mappings' exact keys.
+_BY_ID: dict[Any, tuple[Any, ...]] = {}
 #: A pass's name, cycles and cost breakdown per its engines' reports (by identity: the entry holds them) — the same
 #: reports objects, from the stages' kept plans, give the same :func:`pass_cost`.
 _COSTS: dict[Any, tuple[Any, ...]] = {}
@@ -142,6 +159,12 @@ def _load_plan(hw: Any, lay: Any, row: Mapping | None, element: Mapping, address
                ) -> tuple[engine.RegisterLoadConfig, EngineReport, Any]:
     """A register load's configuration (``plan_trf`` with a ``row``, else ``plan_vrf``), its report and the
     slices it loads (:func:`unit_validity`, read-only), kept per layout and arguments (:data:`_LOADS`)."""
+    held = (hw, lay.chip, lay.cluster, lay.slice, lay.time, lay.packet, row, element)
+    ident = ("load", lay.dtype, address, *map(id, held))
+    seen = _BY_ID.get(ident)
+    if seen is not None and all(a is b for a, b in zip(seen[0], held, strict=True)):
+        kept: tuple[Any, ...] = seen[1]
+        return kept[1], kept[2], kept[3]
     key = (id(hw), lay.dtype, lay.chip.key, lay.cluster.key, lay.slice.key, lay.time.key, lay.packet.key,
            None if row is None else row.key, element.key, address)
     got = _LOADS.get(key)
@@ -154,6 +177,7 @@ def _load_plan(hw: Any, lay: Any, row: Mapping | None, element: Mapping, address
         units.flags.writeable = False
         got = _remember(_LOADS, key, (hw, cfg, EngineReport(f"to_{cfg.memory}", str(cfg), engine.load_cycles(cfg)),
                                       units))
+    _remember(_BY_ID, ident, (held, got))
     return got[1], got[2], got[3]
 
 

@@ -174,10 +174,26 @@ def fetch(stream: BeginTensor[Any, Any, Any, Any, Any, Any], dtype: Any, time: M
     hetero = stream.carried.hetero
     per_view = views if hetero else views[:1]
     key = None
-    if not hetero and table is None and zero_points is None:  # (a plain fetch: its plan kept per layout, _PLANS)
-        key = (id(hw), lay.dtype, dst, lay.chip.key, lay.cluster.key, lay.slice.key, lay.packet.key, time.key,
-               packet.key, stream.tu.kind, None if interleave is None else interleave.key, pad_value)
-    kept = _PLANS.get(key) if key is not None else None
+    # a plain fetch of one view seen before with the same objects: its plan key, configuration and _PASSES entry
+    ikey: tuple[Any, ...] | None = None
+    held: tuple[Any, ...] = ()
+    known_pass: tuple[Any, ...] | None = None
+    if not hetero and table is None and zero_points is None and len(views) == 1:
+        v0 = views[0]
+        held = (lay.chip, lay.cluster, lay.slice, lay.packet, time, packet, interleave)
+        ikey = (id(hw), lay.dtype, dst, stream.tu.kind, pad_value, v0.base.dtype, v0.base.address, v0.offset,
+                *map(id, held))
+        got = _BY_ID.get(ikey)
+        if got is not None and got[0] is hw and all(a is b for a, b in zip(got[1], held, strict=True)):
+            known_pass = got
+    if known_pass is not None:
+        key = known_pass[2]
+        kept: tuple[Any, Any] | None = (hw, known_pass[4])
+    else:
+        if not hetero and table is None and zero_points is None:  # (a plain fetch: its plan kept per layout, _PLANS)
+            key = (id(hw), lay.dtype, dst, lay.chip.key, lay.cluster.key, lay.slice.key, lay.packet.key, time.key,
+                   packet.key, stream.tu.kind, None if interleave is None else interleave.key, pad_value)
+        kept = _PLANS.get(key) if key is not None else None
     if kept is not None and kept[0] is hw:
         cfgs = [kept[1]]
     else:
@@ -195,7 +211,9 @@ def fetch(stream: BeginTensor[Any, Any, Any, Any, Any, Any], dtype: Any, time: M
     # (held by the entry, so their ids name no other meanwhile) and the view's dtype, address and offset
     passed: tuple[Any, ...] | None = None
     pkey: tuple[Any, ...] | None = None
-    if key is not None and len(views) == 1:
+    if known_pass is not None:
+        pkey, passed = known_pass[3], known_pass[5]
+    elif key is not None and len(views) == 1:
         v0 = views[0]
         pkey = (key, id(lay.chip), id(lay.cluster), id(lay.slice), id(time), id(packet), v0.base.dtype,
                 v0.base.address, v0.offset)
@@ -233,7 +251,11 @@ def fetch(stream: BeginTensor[Any, Any, Any, Any, Any, Any], dtype: Any, time: M
         if pkey is not None and REPORT.on:
             if len(_PASSES) >= _LIMIT:
                 del _PASSES[next(iter(_PASSES))]
-            _PASSES[pkey] = (hw, bases, report, layout, lay, time, packet)
+            passed = _PASSES[pkey] = (hw, bases, report, layout, lay, time, packet)
+    if ikey is not None and known_pass is None and passed is not None and REPORT.on:
+        if len(_BY_ID) >= _LIMIT:
+            del _BY_ID[next(iter(_BY_ID))]
+        _BY_ID[ikey] = (hw, held, key, pkey, cfg, passed)
     # the bytes are read now: the write counts of the inputs' regions now (what the stage's __init__ notes in an
     # empty ``seen``, given whole: the carried fields copied once)
     seen = {id(t.region): (t.region, t.region.writes) for t in stream.inputs if t.region is not None}
@@ -249,6 +271,11 @@ _LIMIT = 256
 #: the stream's Chip, Cluster and Slice and of the Time and Packet mappings, and the view's dtype, address and offset:
 #: pure functions of those (the entry holds the mappings, through the layouts: their ids are theirs while it lives).
 _PASSES: dict[Any, tuple[Any, ...]] = {}
+#: :data:`_PLANS`' and :data:`_PASSES`' keys, configuration and entry of a plain one-view fetch per the identity of its
+#: mapping objects (the stream's Chip, Cluster, Slice and Packet, the Time, Packet and interleave arguments: held by
+#: the entry, so their ids are theirs while it lives), the hardware profile (held), the dtypes, the stage's kind, the
+#: pad value and the view's address and offset: a pass of the same objects finds them without their exact keys.
+_BY_ID: dict[Any, tuple[Any, ...]] = {}
 
 
 def fetch_report(hw: Any, cfg: Any, cfgs: tuple[Any, ...], bases: tuple[int, ...], lay: StreamLayout,

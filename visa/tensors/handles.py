@@ -500,6 +500,12 @@ _PLACED: dict[tuple[Any, ...], Any] = {}
 #: :meth:`DeviceTensor.describe` per memory, dtype, address and level mappings (by identity; the mappings are kept
 #: in the value): a mapping is immutable, its ``repr`` too.
 _DESCRIBED: dict[tuple[Any, ...], tuple[tuple[Mapping, ...], str]] = {}
+#: What a new handle of an accepted placement derives from it (issue 24: a register load's handle at every pass):
+#: the placement check passed, its chips, bytes, :meth:`DeviceTensor.describe` text, rows and units — pure functions
+#: of the memory, the hardware profile, dtype, address, chip count, TRF half and the level mappings (by identity: the
+#: profile and the mappings are kept in the value, so their ids name no other object meanwhile; both immutable).
+_CREATED: dict[tuple[Any, ...], tuple[Any, tuple[Mapping, ...], frozenset[int], int, str, frozenset[int] | None,
+                                      int]] = {}
 
 
 def _check_placement(hw: Any, memory: str, dtype: type[dt.Scalar], levels: dict[str, Mapping], address: int,
@@ -542,15 +548,25 @@ class DeviceTensor:
         #: the schedule's footprint of the whole tensor, with the placement it was derived from
         #: (:func:`visa.schedule.footprints.span_of`)
         self._span: tuple[Any, ...] | None = None
-        _check_placement(ctx.hw, self.MEMORY, dtype, levels, address if self.MEMORY != "trf" else 0,
-                         ctx.num_chips, trf_half, call or None)
+        hw, num_chips = ctx.hw, ctx.num_chips
+        maps = tuple(levels.values())
+        key = (self.MEMORY, id(hw), dtype, address, num_chips, trf_half, tuple(levels), *map(id, maps))
+        got = _CREATED.get(key)
+        if got is None or got[0] is not hw or not all(a is b for a, b in zip(got[1], maps, strict=True)):
+            _check_placement(hw, self.MEMORY, dtype, levels, address if self.MEMORY != "trf" else 0,
+                             num_chips, trf_half, call or None)
+            got = (hw, maps, frozenset(range(levels["Chip"].size)), element_bytes(dtype, levels["Element"].size),
+                   self.describe(), frozenset(range(levels["Row"].size)) if "Row" in levels else None,
+                   units_of(levels, hw.dm.slices_per_cluster) if "Slice" in levels else -1)
+            if type(address) is int and all(type(m) is Mapping for m in maps):
+                if len(_CREATED) >= _MEMO_LIMIT:
+                    _CREATED.clear()
+                _CREATED[key] = got
         if register:
-            chips = frozenset(range(levels["Chip"].size))
-            nbytes = element_bytes(dtype, levels["Element"].size)
+            _, _, chips, nbytes, name, rows, units = got
             self.region = ctx.memory.registry.allocate(
-                self, self.MEMORY, chips, address, address + nbytes, self.describe(), reads=reads, call=call,
-                rows=frozenset(range(levels["Row"].size)) if "Row" in levels else None,
-                units=units_of(levels, ctx.hw.dm.slices_per_cluster) if "Slice" in levels else -1)
+                self, self.MEMORY, chips, address, address + nbytes, name, reads=reads, call=call, rows=rows,
+                units=units)
 
     def type_name(self) -> str:
         """``"DmTensor"``, ``"HbmTensor"``, ... (the manual's type, L1033–1069)."""
