@@ -10,6 +10,7 @@ part 2's "better"; visa.kernels.Q4Dequant).
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import os
 from typing import Any
@@ -110,3 +111,17 @@ def test_the_command_line_takes_the_weights() -> None:
     assert parser.parse_args(["generate", "hi", "--weights", "q4_1"]).weights == "q4_1"
     with pytest.raises(SystemExit):
         parser.parse_args(["generate", "hi", "--weights", "q8"])
+
+
+@launches
+def test_a_prompt_past_32_tokens_runs_with_q4_1_weights(gguf: GgufModel, short_ref: Reference) -> None:
+    """A prompt of 33 tokens or more runs in a 64-token chunk, whose tensors leave no DM for the two prefetch
+    slots: its matrices are moved and dequantised where they are used (found by a review: the chunk's FFN
+    tensor ran 896 bytes past the slice's DM); the logits are the bf16 mode's bit for bit."""
+    c = dataclasses.replace(short_ref.c, blocks=1)
+    tok = Tokenizer.from_gguf(gguf)
+    ids = tok.encode("The capital of France is Paris. " * 6)
+    assert len(ids) > 32
+    bf = SmolLM2(c, tok, gguf.weight, length=64)
+    q4 = SmolLM2(c, tok, gguf.weight, length=64, quantized=gguf.q4_1)
+    assert np.array_equal(bf.prefill(ids, every=False), q4.prefill(ids, every=False))

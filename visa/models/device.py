@@ -429,10 +429,14 @@ class Step:
         """Before a launch's blocks (``weights="q4_1"``): the order the launch dequantises the blocks' matrices in,
         and two DM slots (taken from ``arena`` for the launch) that their nibbles and scales alternate between, so
         that :meth:`weight` moves matrix j + 1's from HBM while matrix j is dequantised and contracted (a prefetch
-        on the tensor DMA, L7046–7055); nothing with bf16 weights."""
+        on the tensor DMA, L7046–7055); nothing with bf16 weights.  A 64-token prefill chunk takes no slots: its
+        FFN tensors and two slots (61,440 bytes a slice) overflow a slice's 512 KB of DM (L1075, L1088), so each
+        matrix is moved and dequantised where it is used (:meth:`weight`'s unplanned path)."""
+        self._q4 = None
+        if self.t > 32:
+            return
         names = ((self.qkv, "w_qkv"), (self.o_proj, "w_o"), (self.gate_up, "w_gu"), (self.down, "w_down"))
         order = [(gemm, blk[name]) for blk in w.blocks for gemm, name in names]
-        self._q4 = None
         if not order or not isinstance(order[0][1], tuple):
             return
         deqs = [self._dequant(gemm) for gemm, _ in order]
