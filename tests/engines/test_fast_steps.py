@@ -357,3 +357,17 @@ def test_the_gemm_example_is_the_same_with_the_weight_groups_off() -> None:
         slow, slow_cycles = run()
     assert fast_cycles == slow_cycles
     assert np.array_equal(fast, slow)
+
+
+def test_an_f32_activation_already_laid_out_reaches_the_compiled_loop() -> None:
+    """An f32 ``x`` already in the loop's layout was handed on as a read-only view, which the compiled loop's
+    signature refused (TypeError; found by a review, session 38): now the same bits as numpy's loop."""
+    rng = np.random.default_rng(0)
+    sizes = {"b": 5, "r": 4, "t": 2, "j": 16}
+    a = rng.standard_normal((5, 2, 16)).astype(np.float32)
+    w = rng.standard_normal((5, 4, 2, 16)).astype(ml_dtypes.bfloat16)
+    args = (a, ["b", "t", "j"], w, ["b", "r", "t", "j"], ["b", "r"], sizes, ["t", "j"])
+    got = fast_steps.contract(*args)
+    with fastpaths.disabled("contraction.float-steps-jit"):
+        want = fast_steps.contract(*args)
+    assert np.array_equal(_bits(got), _bits(want))

@@ -73,7 +73,9 @@ def _laid_out(x: Array, axes: list[int], shape: list[int], full: list[int]) -> A
     kept = sorted(axes)
     picked = x[tuple(slice(None) if k in axes else 0 for k in range(x.ndim))]
     view = np.broadcast_to(picked.transpose([kept.index(k) for k in axes]), full)
-    return np.ascontiguousarray(view, dtype=np.float32).reshape(shape)
+    out = np.ascontiguousarray(view, dtype=np.float32).reshape(shape)
+    return out if out.flags.writeable else out.copy()  # (an f32 x already laid out stays a read-only view: the
+    # compiled loops' signatures take writeable arrays)
 
 
 def tree_block(a: Array, w: Array, out: Array) -> None:
