@@ -63,11 +63,19 @@ def written_whole(p: DmaPlan | None, medium: str, nbytes: int, chip: Any, addres
     if p is None or not covers(p, nbytes):
         return False
     if p.src.medium == medium:  # (dma.written-whole-dm: only when no byte read is one the reference poisons)
-        if not (WRITTEN_WHOLE_DM.on and medium == "dm" and reads_apart(p, address, address + nbytes)):
+        if not (WRITTEN_WHOLE_DM.on and medium == "dm" and _writes_from(p, address)
+                and reads_apart(p, address, address + nbytes)):
             return False
     elif not WRITTEN_WHOLE.on:
         return False
     return bool(valid_positions(chip).size == chip.size)
+
+
+def _writes_from(p: DmaPlan, address: int) -> bool:
+    """Does the DM plan ``p`` write from byte ``address`` of its slices (its destination base's offset in a slice,
+    L2541), where :func:`covers` counts the bytes from?"""
+    space = address_space(p.hw, "dm")
+    return p.base[1] % space.chip_bytes % space.unit_bytes == address
 
 
 def reads_apart(p: DmaPlan, lo: int, hi: int) -> bool:
