@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.engines.test_fast_written_whole import _over_read
 from tests.fastpath_switch import alone_and_without
 from visa import RNGD, AxisSet, Context, DmTensor, HostTensor, bf16, device, fastpaths, launch
 from visa.errors import VisaError
@@ -80,31 +81,8 @@ def test_written_whole_dm_is_the_reference(seed: int) -> None:
     assert sum("Error" not in line for line in alone[3]) >= 3  # (moves made, not only refusals)
 
 
-def _over_read_onto_destination() -> str:
-    """A DM → DM move whose last packet reads past its source's end into the new tensor's own first bytes (L7896):
-    the reference reads them as poison; so must the path."""
-    m = AxisSet(T=4, D=60, E=64).m
-    ctx = Context(RNGD)
-    z = HostTensor.from_numpy(np.full((4, 64), 7, np.float32), bf16, m["T, E"], axes="T E").to_hbm(
-        m["1"], m["T, E"], ctx.pdma, 4096)
-    x = HostTensor.from_numpy(np.ones((4, 60), np.float32), bf16, m["T, D"], axes="T D").to_hbm(
-        m["1"], m["T, D"], ctx.pdma, 0)
-
-    @device(chip=1)
-    def kernel(ctx: Context, x: Any, z: Any) -> Any:
-        z.to_dm(m["1 # 2"], m["T # 256"], m["E"], ctx.tdma, 0)
-        src = x.to_dm(m["1 # 2"], m["T # 256"], m["D"], ctx.tdma, 0)
-        src.to_dm(m["1 # 2"], m["T # 256"], m["D # 64"], ctx.tdma, 120)
-        raw = DmTensor.from_addr(ctx, bf16, m["1"], m["1 # 2"], m["T # 256"], m["E"], 120)
-        return raw.to_hbm(m["T, E"], ctx.tdma, 1 << 20)
-
-    out = launch(kernel, ctx, x, z)
-    try:
-        return str(out.to_host(m["T, E"], ctx.pdma).numpy().tolist())
-    except VisaError as e:
-        return f"{type(e).__name__} {str(e)[:60]}"
-
-
 def test_an_over_read_onto_the_destination_reads_poison_either_way() -> None:
-    got = alone_and_without("dma.written-whole-dm", _over_read_onto_destination)
+    """A DM → DM move whose last packet reads past its source's end into the new tensor's own first bytes (L7896):
+    the reference reads them as poison; so must the path (the program of dma.written-whole's test)."""
+    got = alone_and_without("dma.written-whole-dm", _over_read)
     assert got[0].startswith("PoisonError") and len(set(got)) == 1, got
