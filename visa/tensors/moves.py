@@ -152,7 +152,7 @@ def _allocate(ctx: Device, medium: str, dtype: type[dt.Scalar], levels: dict[str
         out = DmTensor(ctx, dtype, levels["Chip"], levels["Cluster"], levels["Slice"], levels["Element"],
                        address, reads=tuple(reads), call=call)
     nbytes = element_bytes(dtype, levels["Element"].size)
-    if not written_whole(p, medium, nbytes, levels["Chip"]):
+    if not written_whole(p, medium, nbytes, levels["Chip"], address):
         _poison(ctx, medium, levels["Chip"].size, address, address + nbytes, levels)
     return out
 
