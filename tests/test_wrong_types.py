@@ -492,3 +492,19 @@ def test_launch_checks_the_results_dtype_and_mappings(world: World) -> None:
         launch(wrong_layout, ctx)
     assert err.value.level == "Element" and 'm["J, I"]' in str(err.value)
     assert launch(equivalent_layout, ctx) is world.hbm  # equal by the manual's equivalence (L1017–1028)
+
+
+def test_a_float_address_is_refused_after_the_equal_int_was_accepted() -> None:
+    """A tensor handle's placement memo (``handles._CREATED``) is looked up for int addresses only: 4096.0 and
+    False equal 4096 and 0 as keys, and once those were accepted a float or bool address skipped the type check
+    (found by a review, session 38)."""
+    from visa import AxisSet, Context, HbmTensor, bf16
+    from visa.errors import WrongTypeError
+
+    mm = AxisSet(I=256, J=64).m
+    ctx = Context.acquire()
+    keep = [HbmTensor(ctx, bf16, mm["1"], mm["I, J"], 4096), HbmTensor(ctx, bf16, mm["1"], mm["I, J"], 0)]
+    for address in (4096.0, False):
+        with pytest.raises(WrongTypeError, match="address must be an int"):
+            HbmTensor(ctx, bf16, mm["1"], mm["I, J"], address)  # type: ignore[arg-type]
+    assert [t.address for t in keep] == [4096, 0]

@@ -550,15 +550,17 @@ class DeviceTensor:
         self._span: tuple[Any, ...] | None = None
         hw, num_chips = ctx.hw, ctx.num_chips
         maps = tuple(levels.values())
+        # (only an int address is looked up: 4096.0 == 4096 as a key, and a float must meet the check every time)
+        exact = type(address) is int and all(type(m) is Mapping for m in maps)
         key = (self.MEMORY, id(hw), dtype, address, num_chips, trf_half, tuple(levels), *map(id, maps))
-        got = _CREATED.get(key)
+        got = _CREATED.get(key) if exact else None
         if got is None or got[0] is not hw or not all(a is b for a, b in zip(got[1], maps, strict=True)):
             _check_placement(hw, self.MEMORY, dtype, levels, address if self.MEMORY != "trf" else 0,
                              num_chips, trf_half, call or None)
             got = (hw, maps, frozenset(range(levels["Chip"].size)), element_bytes(dtype, levels["Element"].size),
                    self.describe(), frozenset(range(levels["Row"].size)) if "Row" in levels else None,
                    units_of(levels, hw.dm.slices_per_cluster) if "Slice" in levels else -1)
-            if type(address) is int and all(type(m) is Mapping for m in maps):
+            if exact:
                 if len(_CREATED) >= _MEMO_LIMIT:
                     _CREATED.clear()
                 _CREATED[key] = got
