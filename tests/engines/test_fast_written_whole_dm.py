@@ -86,3 +86,38 @@ def test_an_over_read_onto_the_destination_reads_poison_either_way() -> None:
     the reference reads them as poison; so must the path (the program of dma.written-whole's test)."""
     got = alone_and_without("dma.written-whole-dm", _over_read)
     assert got[0].startswith("PoisonError") and len(set(got)) == 1, got
+
+
+@pytest.mark.parametrize("from_dm", [True, False])
+def test_a_refused_move_leaves_its_destination_poisoned_either_way(from_dm: bool) -> None:
+    """A move refused at execution (Cluster and Slice on one axis: the DMA would write outside the memory,
+    V5015) after its destination's poison fill was skipped for the write that never came: the destination is
+    poisoned as the reference leaves it (found by a review, session 38; `dma.written-whole` had it too)."""
+    from visa.errors import AddressError, PoisonError
+
+    def run() -> list[str]:
+        ctx = Context(RNGD)
+        m = AxisSet(T=2, D=64, R=2, Q=2).m
+        x = HostTensor.from_numpy(np.ones((2, 64), np.float32), bf16, m["T, D"], axes="T D")
+        h = x.to_hbm(m["1"], m["T, D"], ctx.pdma, 0)
+        log: list[str] = []
+
+        @device(chip=1)
+        def kernel(ctx: Context, h: Any) -> Any:
+            h.to_dm(m["Q # 2"], m["[T, R] # 256"], m["D"], ctx.tdma, 512)  # known bytes where the move writes
+            s = h.to_dm(m["1 # 2"], m["T # 256"], m["D"], ctx.tdma, 0) if from_dm else h
+            with pytest.raises(AddressError):
+                s.to_dm(m["T # 2"], m["T # 256"], m["D"], ctx.tdma, 512)
+            raw = DmTensor.from_addr(ctx, bf16, m["1"], m["1 # 2"], m["T # 256"], m["D"], 512)
+            return raw.to_hbm(m["T, D"], ctx.tdma, 1 << 20)
+
+        out = launch(kernel, ctx, h)
+        try:
+            log.append(f"read {float(out.to_host(m['T, D'], ctx.pdma).numpy().sum())}")
+        except PoisonError:
+            log.append("poisoned")
+        return log
+
+    assert run() == ["poisoned"]
+    with fastpaths.disabled():
+        assert run() == ["poisoned"]

@@ -210,7 +210,14 @@ def _to_device(src: Any, medium: str, levels: dict[str, Mapping], dma: DmaContex
     cost = cycles(p)  # (every check, the cost model's too, before any byte changes)
     out = _allocate(ctx, medium, base.dtype, levels, address, [r for r in (base.region,) if r is not None], call,
                     None if isinstance(stream, dict) else p)  # (a heterogeneous move's p is one DMN's)
-    execute(p, _endpoint(ctx, side.medium), _endpoint(ctx, medium))
+    try:
+        execute(p, _endpoint(ctx, side.medium), _endpoint(ctx, medium))
+    except VisaError:  # refused before writing a byte (transfer.execute): the destination as the reference leaves
+        # it, poisoned, also where its fill was skipped for the write that never came (dma.written-whole(-dm))
+        nbytes = element_bytes(base.dtype, levels["Element"].size)
+        if not isinstance(stream, dict) and written_whole(p, medium, nbytes, levels["Chip"], address):
+            _poison(ctx, medium, levels["Chip"].size, address, address + nbytes, levels)
+        raise
     out.ready_at = _report(ctx, kind, name or f"{call} → {out.describe()}", p, cost, [src], [out])
     return out
 
