@@ -205,22 +205,16 @@ def execute_intra_reduce(cfg: IntraReduceConfig, data: StreamData, exec_id: npt.
     poison: BoolArray | None = bad_known
     perm = cfg.perm
     steps = by_steps if fast else _gather_steps
-    # (vector.intra-order-free: an i32 Max / Min over the lanes and the steps in one reduction)
-    once = order_free(op, dtype, x, perm, steps) if cfg.packet_reduce else None
-    if cfg.packet_reduce:
-        if once is None:
-            x = arith.tree4(op, dtype, x)  # (C, K, S, T)
+    if cfg.packet_reduce:  # (C, K, S, T'): the lanes' tree, then the steps in order
         poison = None if bad_known is None else any_last(bad_known)
-    if once is not None:  # (C, K, S, T')
-        red = once
         pois = any_last(np.zeros((1,) * 5, bool) if poison is None else steps(np.asarray(poison), perm))
+        # (vector.intra-order-free: an i32 Max / Min over the lanes and the steps in one reduction)
+        once = order_free(op, dtype, x, perm, steps)
+        red = once if once is not None else arith.sequential_reduce(
+            op, dtype, steps(arith.tree4(op, dtype, x), perm), axis=-1)  # (tree4: (C, K, S, T))
     else:
-        y = steps(x, perm)  # (C, K, S, T', steps, [P])
+        y = steps(x, perm)  # (C, K, S, T', steps, P)
         p = np.zeros((1,) * y.ndim, bool) if poison is None else steps(np.asarray(poison), perm)
-    if once is None and cfg.packet_reduce:
-        red = arith.sequential_reduce(op, dtype, y, axis=-1)
-        pois = any_last(p)
-    elif once is None:
         red = arith.sequential_reduce(op, dtype, np.moveaxis(y, 4, -1), axis=-1)
         pois = np.asarray(p.any(axis=4))
     shape = cfg.out.shape
