@@ -75,7 +75,7 @@ def _ranked(distinct: IntArray, of: IntArray) -> tuple[IntArray, IntArray]:
     return distinct[order], rank[of]
 
 
-def from_labels(rows: IntArray | Callable[[IntArray], IntArray], labels: IntArray) -> tuple[IntArray, IntArray]:
+def from_labels(rows: IntArray, labels: IntArray) -> tuple[IntArray, IntArray]:
     """``np.unique(rows, axis=0, return_inverse=True)`` (the inverse flat) of a 2-D integer array whose rows of
     one label are equal and rows of two labels differ (``vector.inter-row-labels``,
     :func:`visa.engines.vector.fast_inter_plan._row_labels`): one row of each label is read, not every row.
@@ -86,9 +86,8 @@ def from_labels(rows: IntArray | Callable[[IntArray], IntArray], labels: IntArra
     >>> [a.tolist() for a in got] == [u.tolist(), inverse.reshape(-1).tolist()]
     True
     """
-    _, first, of = np.unique(np.asarray(labels, dtype=np.int64), return_index=True, return_inverse=True)
-    picked = rows(first) if callable(rows) else np.asarray(rows, dtype=np.int64)[first]
-    return _ranked(np.asarray(picked, dtype=np.int64), of.reshape(-1))
+    picked, of = _one_row_each(rows, labels)
+    return _ranked(picked, of)
 
 
 def from_row_constants(rows: IntArray | Callable[[IntArray], IntArray], labels: IntArray
@@ -108,6 +107,12 @@ def from_row_constants(rows: IntArray | Callable[[IntArray], IntArray], labels: 
     >>> [a.tolist() for a in got] == [u.tolist(), inverse.reshape(-1).tolist()]
     True
     """
+    return _one_row_each(rows, labels)
+
+
+def _one_row_each(rows: IntArray | Callable[[IntArray], IntArray], labels: IntArray) -> tuple[IntArray, IntArray]:
+    """The first row of each distinct label in the labels' ascending order (``rows`` the array, or a function giving
+    the rows at the indices it is passed), and each row's index among them."""
     _, first, of = np.unique(np.asarray(labels, dtype=np.int64), return_index=True, return_inverse=True)
     picked = rows(first) if callable(rows) else np.asarray(rows, dtype=np.int64)[first]
     return np.asarray(picked, dtype=np.int64), of.reshape(-1)
