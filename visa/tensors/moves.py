@@ -151,10 +151,21 @@ def _allocate(ctx: Device, medium: str, dtype: type[dt.Scalar], levels: dict[str
     else:
         out = DmTensor(ctx, dtype, levels["Chip"], levels["Cluster"], levels["Slice"], levels["Element"],
                        address, reads=tuple(reads), call=call)
-    nbytes = element_bytes(dtype, levels["Element"].size)
-    if not written_whole(p, medium, nbytes, levels["Chip"], address):
-        _poison(ctx, medium, levels["Chip"].size, address, address + nbytes, levels)
+    if not _written_whole(p, medium, dtype, levels, address):
+        _poison_new(ctx, medium, dtype, levels, address)
     return out
+
+
+def _written_whole(p: DmaPlan | None, medium: str, dtype: type[dt.Scalar], levels: dict[str, Mapping],
+                   address: int) -> bool:
+    """Does the move ``p`` write every byte of its new ``medium`` tensor (``dma.written-whole``, ``-dm``:
+    :func:`visa.tensors.fast_poison.written_whole`), so that it need not be poisoned first?"""
+    return written_whole(p, medium, element_bytes(dtype, levels["Element"].size), levels["Chip"], address)
+
+
+def _poison_new(ctx: Device, medium: str, dtype: type[dt.Scalar], levels: dict[str, Mapping], address: int) -> None:
+    """Poison the bytes of a new ``medium`` tensor of ``dtype`` and ``levels`` at ``address`` (:func:`_poison`)."""
+    _poison(ctx, medium, levels["Chip"].size, address, address + element_bytes(dtype, levels["Element"].size), levels)
 
 
 def _dmns(hw: Any, side: Side) -> list[int]:
@@ -208,15 +219,15 @@ def _to_device(src: Any, medium: str, levels: dict[str, Mapping], dma: DmaContex
     else:
         p, name = plan(ctx.hw, base.dtype, side, dst, stream=stream, call=call), ""
     cost = cycles(p)  # (every check, the cost model's too, before any byte changes)
+    whole = None if isinstance(stream, dict) else p  # (a heterogeneous move's p is one DMN's)
     out = _allocate(ctx, medium, base.dtype, levels, address, [r for r in (base.region,) if r is not None], call,
-                    None if isinstance(stream, dict) else p)  # (a heterogeneous move's p is one DMN's)
+                    whole)
     try:
         execute(p, _endpoint(ctx, side.medium), _endpoint(ctx, medium))
     except VisaError:  # refused before writing a byte (transfer.execute): the destination as the reference leaves
         # it, poisoned, also where its fill was skipped for the write that never came (dma.written-whole(-dm))
-        nbytes = element_bytes(base.dtype, levels["Element"].size)
-        if not isinstance(stream, dict) and written_whole(p, medium, nbytes, levels["Chip"], address):
-            _poison(ctx, medium, levels["Chip"].size, address, address + nbytes, levels)
+        if _written_whole(whole, medium, base.dtype, levels, address):
+            _poison_new(ctx, medium, base.dtype, levels, address)
         raise
     out.ready_at = _report(ctx, kind, name or f"{call} → {out.describe()}", p, cost, [src], [out])
     return out
