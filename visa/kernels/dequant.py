@@ -34,13 +34,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from visa import dtypes as dt
 from visa.context import Context
 from visa.engines.vector import BranchMode, FpBinaryOp, FpMulAlu, LogicBinaryOpI32
 from visa.kernels.gemm import Gemm
 from visa.kernels.memory import Arena
 from visa.mapping import AxisSet
-from visa.tensors.handles import DmTensor, HbmTensor
+from visa.tensors.handles import DmTensor, HbmTensor, HostTensor
 
 __all__ = ["Q4Dequant", "Q4_BLOCK"]
 
@@ -105,28 +107,28 @@ class Q4Dequant:
         :class:`visa.models.loader.Q4Weight`) to HBM at ``q_addr`` (i4, each nibble's bits: 8…15 read as the
         i4 values −8…−1) and ``s_addr`` (f16 ``[S2, N, B]``) by host DMAs (L44–47); the two HBM tensors (a
         value outside 0…15 or a shape other than the Gemm's ``[N, K]`` is refused by the host tensor)."""
-        import numpy as np
-
-        from visa.tensors.handles import HostTensor
-
-        m = self.ax.m
         q = np.asarray(w.q, np.int8)
         signed = np.where(q > 7, q - 16, q).astype(np.int8).reshape(q.shape[0] // 32, 32, q.shape[1])
         scales = np.stack([np.asarray(w.d, np.float16), np.asarray(w.m, np.float16)]).astype(np.float32)
         scales = scales.reshape(2, q.shape[0] // 32, 32, -1)
+
         def host(a: Any, dtype: Any, mapping: Any, names: str) -> Any:  # (an axis of size 1 is no axis)
             kept = [n for n in names.split() if self.ax.size(n) > 1]
             return HostTensor.from_numpy(a.reshape([self.ax.size(n) for n in kept]), dtype, mapping, axes=kept)
 
         q_hbm: Hbm = host(signed, dt.i4, self.q_hbm, "QS QR QK").to_hbm(self.chip, self.q_hbm, ctx.pdma, q_addr)
         s_hbm: Hbm = host(scales, dt.f16, self.dm_hbm, "S2 QS QR QB").to_hbm(self.chip, self.dm_hbm, ctx.pdma, s_addr)
-        del m
         return q_hbm, s_hbm
 
     @property
     def q_dm_bytes(self) -> int:
         """DM bytes a slice holds of the nibbles (32 rows of K, two a byte)."""
         return self.gemm.k_tile * 32 * self.gemm.k_tiles // 2
+
+    @property
+    def out_dm_bytes(self) -> int:
+        """DM bytes a slice holds of the dequantised weights (bf16, 32 rows of K)."""
+        return 2 * self.gemm.k_tile * 32 * self.gemm.k_tiles
 
     @property
     def s_dm_bytes(self) -> int:
@@ -139,7 +141,9 @@ class Q4Dequant:
         (a prefetch while other work runs on the main context), they overlap it (L7046–7055)."""
         m = self.ax.m
         t = "QT, " if self.tiles > 1 else ""
-        qv = q.view().relabel(self.q_hbm) if q.view().element != self.q_hbm else q.view()
+        qv = q.view()
+        if qv.element != self.q_hbm:
+            qv = qv.relabel(self.q_hbm)
         q_dm: Dm = qv.relabel(m[f"QS, QR, {t}QTB, QE"]).to_dm(self.cluster, self.slice, self.q_el, ctx.tdma, q_at)
         s_dm: Dm = scales.view().relabel(m[f"S2, QS, QR, {t}QTB"]).to_dm(self.cluster, self.slice, self.dm_el,
                                                                           ctx.tdma, s_at)
@@ -149,7 +153,7 @@ class Q4Dequant:
         """``q`` (i4 ``m["N, K"]``) and ``scales`` (f16 ``m["S2, N, B"]``) from HBM to the bf16 DM tensor in the
         Gemm's resident layout (allocated from ``arena`` before its scratch: it outlives the call): :meth:`load`
         into scratch DM, then :meth:`run`."""
-        out_at = arena.take_dm(2 * self.gemm.k_tile * 32 * self.gemm.k_tiles)
+        out_at = arena.take_dm(self.out_dm_bytes)
         with arena.scratch():
             loaded = self.load(ctx, q, scales, arena.take_dm(self.q_dm_bytes), arena.take_dm(self.s_dm_bytes))
             return self.run(ctx, arena, loaded, out_at)
@@ -163,7 +167,7 @@ class Q4Dequant:
         L7046–7055)."""
         g, m = self.gemm, self.ax.m
         if out_at is None:
-            out_at = arena.take_dm(2 * g.k_tile * 32 * g.k_tiles)
+            out_at = arena.take_dm(self.out_dm_bytes)
         q_dm, s_dm = loaded
         out = DmTensor(ctx, dt.bf16, self.chip, self.cluster, self.slice, self.q_el, out_at,
                        call="visa.kernels.Q4Dequant")
