@@ -263,11 +263,15 @@ class Weights:
         them (each chip its shard: :func:`~visa.models.parallel.block_shards`), and its zeroed KV caches."""
         names = ("w_qkv", "w_o", "w_gu", "w_down")
         parts = block_shards(w, self.full, self.n, self.q_scale)
-        b = len(self.blocks)
         block: dict[str, Any] = dict(zip(names, self.put_weights([p for i, p in enumerate(parts)
                                                                    if i not in GAIN_PARTS]), strict=True))
-        block.update(g_attn=self.put_gain(2 * b, parts[GAIN_PARTS[0]][0]),
-                     g_ffn=self.put_gain(2 * b + 1, parts[GAIN_PARTS[1]][0]))
+        self._finish_block(block, parts[GAIN_PARTS[0]][0], parts[GAIN_PARTS[1]][0])
+
+    def _finish_block(self, block: dict[str, Any], g_attn: npt.ArrayLike, g_ffn: npt.ArrayLike) -> None:
+        """Add block ``block`` (its matrices uploaded) with its two norms' gains (rows 2b, 2b + 1 of
+        :attr:`gains`) and its zeroed KV caches."""
+        b = len(self.blocks)
+        block.update(g_attn=self.put_gain(2 * b, g_attn), g_ffn=self.put_gain(2 * b + 1, g_ffn))
         self.blocks.append(block)
         c, s = self.c, self.length
         k, v = CACHE_LAYOUTS
@@ -282,7 +286,6 @@ class Weights:
         the norms' gains and the KV caches as :meth:`add_block`.  The factor :func:`q_scale` folded into w_q goes
         into its rows' f16 scales and minimums (a power of two: exact unless a value leaves f16's normal range,
         which is refused)."""
-        c, b = self.c, len(self.blocks)
         s = self.q_scale
         q = w["attn_q.weight"]
         if s != 1.0:
@@ -308,12 +311,7 @@ class Weights:
             s_at = self._take(deq.s_bytes, name)
             block[name] = deq.upload(self.ctx, mat, q_at, s_at)
             self.weight_bytes += deq.q_bytes + deq.s_bytes
-        block.update(g_attn=self.put_gain(2 * b, norms["attn_norm.weight"][None]),
-                     g_ffn=self.put_gain(2 * b + 1, norms["ffn_norm.weight"][None]))
-        self.blocks.append(block)
-        k_l, v_l = CACHE_LAYOUTS
-        self.caches.append((self.put(np.zeros((c.kv_heads, self.length, c.head_dim)), k_l),
-                            self.put(np.zeros((c.head_dim, c.kv_heads, self.length)), v_l)))
+        self._finish_block(block, norms["attn_norm.weight"][None], norms["ffn_norm.weight"][None])
 
     def add_globals(self, emb: npt.NDArray[np.float32], g_out: npt.NDArray[np.float32]) -> None:
         """The embedding (also the LM head), the final norm's gain, the RoPE and mask tables (on every chip)."""
