@@ -17,21 +17,28 @@ from visa.testing import place_trf
 SLICES = RNGD.dm.slices_per_cluster
 
 
-def _window(weights: np.ndarray, clusters: int) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
-    """Weights placed in the TRF of the first ``clusters`` clusters' slices, 8 Rows; the window's values, known,
-    period, and its values again after a second load of the TRF (negated weights)."""
-    m = AxisSet(C=clusters, A=SLICES, R=8, K=64).m
+def window_twice(weights: np.ndarray, loaded: int, valid: np.ndarray, lo: int, hi: int,
+                 dtype: type = i8) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
+    """Weights placed in the TRF of the first ``loaded`` clusters' slices, 8 Rows; the window (elements ``lo`` …
+    ``hi - 1``) of the ``(Chip, Cluster, Slice)`` positions ``valid``: its values, known, period, and its values
+    again after a second load of the TRF (negated weights).  Shared with tests/engines/test_fast_window_run.py."""
+    m = AxisSet(C=loaded, A=SLICES, R=8, K=64).m
     ctx = Context()
     ctx.num_chips = 1
-    cl = m["C"] if clusters == 2 else m["C # 2"]
-    data, axes = (weights, "C A R K") if clusters == 2 else (weights[0], "A R K")  # (an axis of size 1 is none)
-    trf = place_trf(ctx, data, i8, m["1"], cl, m["A"], m["R"], m["K"], TrfAddress.Full, axes=axes)
+    cl = m["C"] if loaded == 2 else m["C # 2"]
+    data, axes = (weights, "C A R K") if loaded == 2 else (weights[0], "A R K")  # (an axis of size 1 is none)
+    trf = place_trf(ctx, data, dtype, m["1"], cl, m["A"], m["R"], m["K"], TrfAddress.Full, axes=axes)
+    window = SC.trf_window(trf, valid, lo, hi)
+    values, known = np.array(window.values), np.array(window.known)
+    place_trf(ctx, -data, dtype, m["1"], cl, m["A"], m["R"], m["K"], TrfAddress.Full, axes=axes)
+    return values, known, window.period, np.array(window.values)
+
+
+def _window(weights: np.ndarray, clusters: int) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
+    """:func:`window_twice` of every slice of the first ``clusters`` clusters, the whole element."""
     valid = np.zeros((1, RNGD.dm.clusters_per_chip, SLICES), bool)
     valid[0, :clusters] = True
-    window = SC.trf_window(trf, valid, 0, 64)
-    values, known = np.array(window.values), np.array(window.known)
-    place_trf(ctx, -data, i8, m["1"], cl, m["A"], m["R"], m["K"], TrfAddress.Full, axes=axes)
-    return values, known, window.period, np.array(window.values)
+    return window_twice(weights, clusters, valid, 0, 64)
 
 
 @settings(max_examples=8, deadline=None)

@@ -10,29 +10,17 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from visa import RNGD, AxisSet, Context, TrfAddress, bf16, fastpaths, i8
-from visa.stream import contraction as SC
-from visa.testing import place_trf
-
-SLICES = RNGD.dm.slices_per_cluster
+from tests.engines.test_fast_window_owed import SLICES, window_twice
+from visa import RNGD, bf16, fastpaths, i8
 
 
 def _window(weights: np.ndarray, loaded: int, start: int, stop: int, dtype: type) -> tuple[np.ndarray, ...]:
-    """Weights placed in the TRF of the first ``loaded`` clusters' slices, 8 Rows; the window (elements 8 … 56) of the
-    flat slices ``start … stop - 1``: its values, known, period, and its values again after a second load of the
-    TRF (negated weights)."""
-    m = AxisSet(C=loaded, A=SLICES, R=8, K=64).m
-    ctx = Context()
-    ctx.num_chips = 1
-    cl = m["C"] if loaded == 2 else m["C # 2"]
-    data, axes = (weights, "C A R K") if loaded == 2 else (weights[0], "A R K")  # (an axis of size 1 is none)
-    trf = place_trf(ctx, data, dtype, m["1"], cl, m["A"], m["R"], m["K"], TrfAddress.Full, axes=axes)
+    """:func:`window_twice` (weights in the first ``loaded`` clusters' slices) of the window (elements 8 … 56) of
+    the flat slices ``start … stop - 1``."""
     valid = np.zeros((1, RNGD.dm.clusters_per_chip, SLICES), bool)
     valid.reshape(-1)[start:stop] = True
-    window = SC.trf_window(trf, valid, 8, 56)
-    values, known = np.array(window.values), np.array(window.known)
-    place_trf(ctx, -data, dtype, m["1"], cl, m["A"], m["R"], m["K"], TrfAddress.Full, axes=axes)
-    return values, known, np.array(window.period), np.array(window.values)
+    values, known, period, again = window_twice(weights, loaded, valid, 8, 56, dtype)
+    return values, known, np.array(period), again
 
 
 @settings(max_examples=10, deadline=None)
