@@ -20,7 +20,7 @@ import pytest
 from tests.models import needs
 from visa.context import Context, device, launch
 from visa.kernels import Arena
-from visa.models import GgufModel, SmolLM2, Tokenizer
+from visa.models import GgufModel, ModelOptionError, SmolLM2, Tokenizer
 from visa.models import bounds as mb
 from visa.models.device import q4_dequant, q_scale
 from visa.models.reference import Reference
@@ -86,11 +86,45 @@ def test_q4_1_logits_are_the_bf16_modes_bit_for_bit(pair: tuple[SmolLM2, SmolLM2
 
 
 def test_unknown_weights_are_refused() -> None:
-    from visa.errors import VisaError
-
-    with pytest.raises(VisaError) as err:
+    """An unknown ``weights=`` is an option error (once a ContextLengthError, a review found), naming the
+    parameter, the value given and the values accepted, before the file is read."""
+    with pytest.raises(ModelOptionError) as err:
         SmolLM2.load(weights="q8")
-    assert "q4_1" in (err.value.fix or "")
+    e = err.value
+    assert isinstance(e, ValueError) and e.call == "SmolLM2.load" and e.code == "V0058"
+    assert e.message.startswith("weights='q8': ") and "'bf16'" in e.message and "'q4_1'" in e.message
+    assert e.fix == "use weights='bf16' or weights='q4_1'"
+
+
+def test_q4_1_on_several_chips_is_an_option_error() -> None:
+    """``weights='q4_1'`` with ``chips=2``: the two options named, with the values that go together."""
+    with pytest.raises(ModelOptionError) as err:
+        SmolLM2.load(weights="q4_1", chips=2)
+    e = err.value
+    assert (e.call, e.level, e.axis, e.code) == ("SmolLM2", "Chip", "C", "V0057")
+    assert e.message.startswith("weights='q4_1' (Q4_1 matrices) on chips=2: ")
+    assert e.fix == "use chips=1, or weights='bf16'"
+
+
+def test_the_command_line_names_its_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    """``visa generate --weights q4_1 --chips 2``: exit status 1 and the refusal in the flags' own words; the
+    values no option accepts are argparse's (``--chips 3``, ``--weights q8``: exit 2, the choices listed)."""
+    import argparse
+
+    from visa.models.command import add_parser
+
+    parser = argparse.ArgumentParser(prog="visa")
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["generate", "hi", "--weights", "q4_1", "--chips", "2"])
+    assert args.func(args) == 1
+    said = capsys.readouterr().err
+    assert "visa generate: SmolLM2: Chip m[\"C\"]: --weights q4_1 (Q4_1 matrices) on --chips 2: " in said
+    assert "fix: use --chips 1, or --weights bf16 [V0057]" in said
+    for flag, value in (("--chips", "3"), ("--weights", "q8")):
+        with pytest.raises(SystemExit) as code:
+            parser.parse_args(["generate", "hi", flag, value])
+        assert code.value.code == 2
+        assert f"argument {flag}: invalid choice" in capsys.readouterr().err
 
 
 def test_the_command_line_takes_the_weights() -> None:
