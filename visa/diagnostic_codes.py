@@ -48,6 +48,7 @@ CODES: dict[str, str] = {
     'smollm2.SmolLM2.__init__ ModelOptionError: chips the tensor-parallel split': 'V0056',
     "smollm2.SmolLM2.__init__ ModelOptionError: weights 'q4_1' q4_1 matrices": 'V0057',
     "smollm2.SmolLM2.load ModelOptionError: weights the blocks' matrices": 'V0058',
+    'device.Weights.add_block_q4 ModelFileError: blk the f16 of': 'V0059',
     'axes.AxisSet._declare_one AxisDeclarationError: is not an axis': 'V1001',
     'axes.AxisSet._declare_one AxisDeclarationError: axis needs an integer': 'V1002',
     'axes.AxisSet._declare_one AxisDeclarationError: axis must have a': 'V1003',

@@ -11,6 +11,7 @@ part 2's "better"; visa.kernels.Q4Dequant).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import ml_dtypes
@@ -20,9 +21,10 @@ import pytest
 from tests.models import needs
 from visa.context import Context, device, launch
 from visa.kernels import Arena
-from visa.models import GgufModel, ModelOptionError, SmolLM2, Tokenizer
+from visa.models import GgufModel, ModelFileError, ModelOptionError, SmolLM2, Tokenizer
 from visa.models import bounds as mb
 from visa.models.device import q4_dequant, q_scale
+from visa.models.loader import Q4Weight
 from visa.models.reference import Reference
 
 needs.the_model_file()
@@ -153,3 +155,52 @@ def test_a_prompt_past_32_tokens_runs_with_q4_1_weights(gguf: GgufModel, short_r
     bf = SmolLM2(c, tok, gguf.weight, length=64)
     q4 = SmolLM2(c, tok, gguf.weight, length=64, quantized=gguf.q4_1)
     assert np.array_equal(bf.prefill(ids, every=False), q4.prefill(ids, every=False))
+
+
+def _tiny_q4(corrupt: Callable[[str, Q4Weight], None]) -> SmolLM2:
+    """A one-block model of SmolLM2's shape (dim 64) with random Q4_1 matrices, ``corrupt(name, w)`` applied to each."""
+    from visa.models.loader import LlamaConfig
+
+    tokens = [chr(c) for c in range(97, 123)] + ["Ġ", "."] + [f"<|x{k}|>" for k in range(3)] + ["<|endoftext|>"]
+    tok = Tokenizer(tokens, [], [1] * 28 + [3] * 4, "smollm", eos=31)
+    c = LlamaConfig(blocks=1, dim=64, ffn=128, heads=2, kv_heads=2, head_dim=32, rope_base=1e4, eps=1e-5, vocab=32,
+                    context=64)
+    shapes = {"attn_q": (64, 64), "attn_k": (64, 64), "attn_v": (64, 64), "attn_output": (64, 64),
+              "ffn_gate": (128, 64), "ffn_up": (128, 64), "ffn_down": (64, 128), "token_embd": (32, 64)}
+    rng = np.random.default_rng(0)
+
+    def weight(name: str) -> Any:
+        return rng.standard_normal(shapes.get(name.split(".")[-2], (64,))).astype(np.float32) / 8
+
+    def q4(name: str) -> Q4Weight:
+        n, k = shapes[name.split(".")[-2]]
+        w = Q4Weight(rng.integers(0, 16, (n, k)).astype(np.int8), np.full((n, k // 32), 1 / 64, np.float16),
+                     np.full((n, k // 32), -1 / 8, np.float16))
+        corrupt(name, w)
+        return w
+
+    return SmolLM2(c, tok, weight, length=64, quantized=q4)
+
+
+@pytest.mark.parametrize(("tensor", "part", "value"), [("attn_q", "d", np.nan), ("attn_q", "m", np.nan),
+                                                       ("ffn_up", "d", np.inf), ("attn_output", "m", -np.inf)])
+def test_a_non_finite_scale_is_refused_as_such(tensor: str, part: str, value: float) -> None:
+    """A NaN (or infinite) scale or minimum in a Q4_1 block: refused at load as what it is, naming the tensor, the
+    row and the block (w_q's was refused as "w_q's scales times 1/√d leave f16's normal range", found by a review;
+    the other matrices' loaded, every weight of the block NaN)."""
+    def corrupt(name: str, w: Q4Weight) -> None:
+        if f".{tensor}." in name:
+            getattr(w, part)[5, 1] = value
+
+    with pytest.raises(ModelFileError) as err:
+        _tiny_q4(corrupt)
+    e = err.value
+    what = {"d": "scale", "m": "minimum"}[part]
+    assert e.message.startswith(f"blk.0.{tensor}.weight: the f16 {what} of row 5's Q4_1 block 1 (columns 32–63) is "
+                                f"{np.float16(value)} (1 such in the matrix)")
+    assert (e.call, e.code) == ("visa.models.Weights", "V0059") and "intact model file" in (e.fix or "")
+
+
+def test_finite_scales_load() -> None:
+    """The same tiny model with every scale finite loads (the check refuses nothing else)."""
+    assert _tiny_q4(lambda name, w: None).weights == "q4_1"
