@@ -20,6 +20,7 @@ import pytest
 
 from tests.models import needs
 from visa.context import Context, device, launch
+from visa.errors import HardwareLimitError
 from visa.kernels import Arena
 from visa.models import GgufModel, ModelFileError, ModelOptionError, SmolLM2, Tokenizer
 from visa.models import bounds as mb
@@ -157,20 +158,22 @@ def test_a_prompt_past_32_tokens_runs_with_q4_1_weights(gguf: GgufModel, short_r
     assert np.array_equal(bf.prefill(ids, every=False), q4.prefill(ids, every=False))
 
 
-def _tiny_q4(corrupt: Callable[[str, Q4Weight], None]) -> SmolLM2:
-    """A one-block model of SmolLM2's shape (dim 64) with random Q4_1 matrices, ``corrupt(name, w)`` applied to each."""
+def _tiny_q4(corrupt: Callable[[str, Q4Weight], None], head_dim: int = 32) -> SmolLM2:
+    """A one-block model of SmolLM2's shape (two heads of ``head_dim``) with random Q4_1 matrices, ``corrupt(name,
+    w)`` applied to each."""
     from visa.models.loader import LlamaConfig
 
     tokens = [chr(c) for c in range(97, 123)] + ["Ġ", "."] + [f"<|x{k}|>" for k in range(3)] + ["<|endoftext|>"]
     tok = Tokenizer(tokens, [], [1] * 28 + [3] * 4, "smollm", eos=31)
-    c = LlamaConfig(blocks=1, dim=64, ffn=128, heads=2, kv_heads=2, head_dim=32, rope_base=1e4, eps=1e-5, vocab=32,
-                    context=64)
-    shapes = {"attn_q": (64, 64), "attn_k": (64, 64), "attn_v": (64, 64), "attn_output": (64, 64),
-              "ffn_gate": (128, 64), "ffn_up": (128, 64), "ffn_down": (64, 128), "token_embd": (32, 64)}
+    d = 2 * head_dim
+    c = LlamaConfig(blocks=1, dim=d, ffn=128, heads=2, kv_heads=2, head_dim=head_dim, rope_base=1e4, eps=1e-5,
+                    vocab=32, context=64)
+    shapes = {"attn_q": (d, d), "attn_k": (d, d), "attn_v": (d, d), "attn_output": (d, d), "ffn_gate": (128, d),
+              "ffn_up": (128, d), "ffn_down": (d, 128), "token_embd": (32, d)}
     rng = np.random.default_rng(0)
 
     def weight(name: str) -> Any:
-        return rng.standard_normal(shapes.get(name.split(".")[-2], (64,))).astype(np.float32) / 8
+        return rng.standard_normal(shapes.get(name.split(".")[-2], (d,))).astype(np.float32) / 8
 
     def q4(name: str) -> Q4Weight:
         n, k = shapes[name.split(".")[-2]]
@@ -204,3 +207,27 @@ def test_a_non_finite_scale_is_refused_as_such(tensor: str, part: str, value: fl
 def test_finite_scales_load() -> None:
     """The same tiny model with every scale finite loads (the check refuses nothing else)."""
     assert _tiny_q4(lambda name, w: None).weights == "q4_1"
+
+
+@pytest.mark.parametrize("part", ["d", "m"])
+def test_w_qs_folded_factor_must_be_exact(part: str) -> None:
+    """With d = 64 the attention's 1/√d = 2⁻³ is folded into w_q's f16 scales and minimums at load (exact while
+    they stay in f16's normal range); one that the factor would take below it (the smallest normal plus one ulp,
+    2⁻¹⁴ + 2⁻²⁴: its eighth rounds to the subnormals' grid) is refused, V4075; the same value in w_k (no factor)
+    loads, as does an eighth that stays exact (2⁻¹⁴ · 8 = 2⁻¹¹)."""
+    def small(tensor: str, value: float) -> Callable[[str, Q4Weight], None]:
+        def corrupt(name: str, w: Q4Weight) -> None:
+            if f".{tensor}." in name:
+                getattr(w, part)[2, 1] = value
+        return corrupt
+
+    inexact = 2.0 ** -14 + 2.0 ** -24
+    assert np.float16(inexact) == inexact and np.float16(np.float32(inexact) / 8) != np.float32(inexact) / 8
+    with pytest.raises(HardwareLimitError) as err:
+        _tiny_q4(small("attn_q", inexact), head_dim=64)
+    e = err.value
+    assert e.code == "V4075" and (e.call, e.level, e.axis) == ("visa.models.Weights", "HBM", "QKV")
+    assert "w_q's scales times the attention's 1/√d leave f16's normal range" in e.message
+    assert e.fix == "use weights='bf16'"
+    assert _tiny_q4(small("attn_k", inexact), head_dim=64).weights == "q4_1"
+    assert _tiny_q4(small("attn_q", 2.0 ** -11), head_dim=64).weights == "q4_1"
