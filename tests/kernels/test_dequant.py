@@ -81,8 +81,19 @@ def test_the_padding_slices_run_but_keep_their_dm() -> None:
     w = Q4Weight(rng.integers(0, 16, (n, k)).astype(np.int8), np.full((n, k // 32), 1 / 64, np.float16),
                  np.full((n, k // 32), -1 / 8, np.float16))
     deq = Q4Dequant(Gemm(AxisSet(M=1, N=n, K=k), "M", "N", "K", k_tile=k))
+    ctx, w_dm = on_device(deq, w)
+    assert deq.slice.size == 256 and deq.cluster.size == 2
+    _, written = ctx.memory.chip(0).dm.read_view()
+    slices = written.reshape(*written.shape[:2], -1).any(axis=-1)
+    assert np.argwhere(slices).tolist() == [[0, 0], [0, 1]]
+    assert np.array_equal(np.asarray(w_dm.logical("N K"), np.float32), w.dequantize())
+
+
+def on_device(deq: Q4Dequant, w: Any, s_addr: int = 1 << 20) -> tuple[Context, Any]:
+    """The Q4_1 weight ``w`` uploaded to a fresh device (nibbles at 0, scales at ``s_addr``) and dequantised there
+    in one launch: the device and the bf16 DM tensor."""
     ctx = Context.acquire()
-    q_hbm, s_hbm = deq.upload(ctx, w, 0, 1 << 20)
+    q_hbm, s_hbm = deq.upload(ctx, w, 0, s_addr)
     got: dict[str, Any] = {}
 
     @device(chip=1)
@@ -90,8 +101,4 @@ def test_the_padding_slices_run_but_keep_their_dm() -> None:
         got["w"] = deq(ctx, Arena(), q, s)
 
     launch(kernel, ctx, q_hbm, s_hbm)
-    assert deq.slice.size == 256 and deq.cluster.size == 2
-    _, written = ctx.memory.chip(0).dm.read_view()
-    slices = written.reshape(*written.shape[:2], -1).any(axis=-1)
-    assert np.argwhere(slices).tolist() == [[0, 0], [0, 1]]
-    assert np.array_equal(np.asarray(got["w"].logical("N K"), np.float32), w.dequantize())
+    return ctx, got["w"]

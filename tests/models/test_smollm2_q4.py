@@ -18,10 +18,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from tests.kernels.test_dequant import on_device
 from tests.models import needs
-from visa.context import Context, device, launch
 from visa.errors import HardwareLimitError
-from visa.kernels import Arena
 from visa.models import GgufModel, ModelFileError, ModelOptionError, SmolLM2, Tokenizer
 from visa.models import bounds as mb
 from visa.models.device import q4_dequant, q_scale
@@ -41,17 +40,8 @@ def test_device_dequantisation_is_ggufs(gguf: GgufModel, name: str) -> None:
     ``gguf.quants.dequantize`` (the loader's :meth:`GgufModel.weight`) rounded once to bf16."""
     w = gguf.q4_1(name)
     n, k = w.q.shape
-    deq = q4_dequant(n, k)
-    ctx = Context.acquire()
-    q_hbm, s_hbm = deq.upload(ctx, w, 0, 1 << 22)
-    got: dict[str, Any] = {}
-
-    @device(chip=1)
-    def kernel(ctx: Context, q: Any, s: Any) -> None:
-        got["w"] = deq(ctx, Arena(), q, s)
-
-    launch(kernel, ctx, q_hbm, s_hbm)
-    bits = np.asarray(got["w"].logical("N K")).astype(ml_dtypes.bfloat16).view(np.uint16)
+    _, w_dm = on_device(q4_dequant(n, k), w, 1 << 22)
+    bits = np.asarray(w_dm.logical("N K")).astype(ml_dtypes.bfloat16).view(np.uint16)
     assert np.array_equal(bits, gguf.weight(name).astype(ml_dtypes.bfloat16).view(np.uint16))
 
 
