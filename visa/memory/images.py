@@ -1181,7 +1181,13 @@ def load_nest_values(dtype: type[dt.Scalar], image: Image, bit_base: int, loops:
     nb, base, nest = got
     assert isinstance(image, DenseImage)
     wide = fast_nest.widen(nb, nest) if fast_nest.WIDE.on else None
-    if wide is not None:  # runs of contiguous elements read as wider words (the same bytes, fast_nest.py)
+    if wide is not None and wide[1] and wide[1][-1][1] == wide[0] and wide[1][-1][0] > 1:
+        # a run of several words read as one opaque word (void_view: the same bytes, one numpy element a run)
+        run = wide[1][-1][0] * wide[0]
+        if not image._read_nest(run, base, wide[1][:-1], values.reshape(-1).view(np.dtype(f"V{run}")), None,
+                                void=True):
+            return False
+    elif wide is not None:  # runs of contiguous elements read as wider words (the same bytes, fast_nest.py)
         if not image._read_nest(wide[0], base, wide[1], values.reshape(-1).view(_WORD[wide[0]]), None):
             return False
     elif not image._read_nest(nb, base, nest, values.view(_WORD[nb]), None):
