@@ -93,12 +93,11 @@ def commit(cfg: CommitConfig, data: SharedRows, images: Sequence[DenseImage], bi
     else:
         compact = inner.values[..., :n]
     used = np.unique(data.owner[enabled.reshape(-1)])  # the rows of the slices written (the others are not)
+    if 2 * used.size > int(enabled.sum()):  # (each run of slices below has at least its share of these classes)
+        return False  # (fewer than half of the slices repeat another: the check below, known before the runs)
     known = np.asarray(inner.known)
     if not all_true(known[..., :n] if known.shape[2] == 1 else known[:, :, used, :, :n]):
         return False
-    # the distinct rows in memory order (the stream visits the run in the nest's order)
-    sizes = tuple(size for size, _ in loops)
-    rows = compact.reshape(data.rows, *sizes).transpose(0, *(1 + k for k in order)).reshape(data.rows, t * n)
     per = enabled[0].size
     plans = []
     for c in range(len(images)):
@@ -110,6 +109,9 @@ def commit(cfg: CommitConfig, data: SharedRows, images: Sequence[DenseImage], bi
             plans.append((c, run, cls, first, inverse.reshape(-1)))
     if 2 * sum(p[3].size for p in plans) > int(enabled.sum()):
         return False  # (fewer than half of the slices repeat another)
+    # the distinct rows in memory order (the stream visits the run in the nest's order)
+    sizes = tuple(size for size, _ in loops)
+    rows = compact.reshape(data.rows, *sizes).transpose(0, *(1 + k for k in order)).reshape(data.rows, t * n)
     for c, units, cls, first, inverse in plans:
         img = images[c]
         reps = np.sort(units[first])  # (in unit order: the store writes the enabled units in that order)
