@@ -196,7 +196,8 @@ def contract(a: Array, la: Sequence[str], w: Array, lw: Sequence[str], lo: Seque
     if g > 1 and dp is None:
         wide_f32()
     w_once = weights(wv, [w_period, *bsz[1:]]) if w_period and g == 1 else None
-    if g > 1:  # (pieces of whole runs)
+    if g > 1:  # (pieces of whole runs; the weights are laid out once, so a piece's own layout is its activations')
+        piece = max(1, min(-(-first // 2), _LAYOUT_ELEMENTS // max(1, rest * ns * nj * nm)))
         piece = max(g, piece - piece % g)
     narrowed: list[Array] = []  # (the groups as one block per weight, made once if a piece's positions are not in runs)
 
