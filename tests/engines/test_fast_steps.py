@@ -351,13 +351,16 @@ RANGES = {"ordinary": ((-20, 20), (-20, 20)), "least": ((-56, -50), (-56, -50)),
           "greatest": ((55, 63), (55, 63)), "above": ((55, 64), (55, 64)), "far": ((-110, -100), (90, 100))}
 
 
-@settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), period=st.sampled_from([2, 8, 16]), n=st.sampled_from([1, 3, 32]),
-       spread=st.sampled_from([*RANGES, "special", "special-activations"]), cancel=st.booleans())
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), period=st.sampled_from([2, 8, 16]), n=st.sampled_from([1, 3, 16, 32]),
+       spread=st.sampled_from([*RANGES, "special", "special-activations"]), cancel=st.booleans(),
+       weights=st.sampled_from(["groups", "period", "every"]))
 def test_the_bf16_pair_dot_product_is_the_brute_force_order(seed: int, period: int, n: int, spread: str,
-                                                            cancel: bool) -> None:
-    """The weight groups of the GEMM example's slices on bf16 operands (``contraction.float-tree32-bf16dp``: the
-    tree's first depth by the CPU's pair dot product where the exponents allow it, else the f32 loop): the same
+                                                            cancel: bool, weights: str) -> None:
+    """bf16 operands with 32 products a tree (``contraction.float-tree32-bf16dp``: the tree's first depth by the
+    CPU's pair dot product where the exponents allow it, else the f32 loop) — the GEMM example's weight groups
+    (``groups``: one activation block per run of ``period`` positions, the weights repeating with the period), the
+    weights laid out once per period without such runs (``period``), or every position's own (``every``): the same
     bits as the brute force with the path on and off — signed zeros, pairs cancelling to zero, exponents on the
     edges of the instruction's range and past them, infinities, NaNs and denormals."""
     _variant("jit")
@@ -365,7 +368,7 @@ def test_the_bf16_pair_dot_product_is_the_brute_force_order(seed: int, period: i
     sizes = {"b": period * int(rng.integers(1, 3)), "t": int(rng.integers(1, 3)), "m": int(rng.integers(1, 4)),
              "n": n, "j": 32}
     la, lw, lo = ["b", "t", "m", "j"], ["b", "n", "t", "j"], ["b", "m", "n"]
-    w_shape = (period, *(sizes[lab] for lab in lw[1:]))
+    w_shape = (period if weights != "every" else sizes["b"], *(sizes[lab] for lab in lw[1:]))
     if spread.startswith("special"):
         w = _values(rng, w_shape, 0.05) if spread == "special" else _scaled(rng, w_shape, -20, 20, cancel)
         a = _values(rng, tuple(sizes[lab] for lab in la), 0.05)
@@ -373,14 +376,16 @@ def test_the_bf16_pair_dot_product_is_the_brute_force_order(seed: int, period: i
         (alo, ahi), (wlo, whi) = RANGES[spread]
         w = _scaled(rng, w_shape, wlo, whi, cancel)
         a = _scaled(rng, tuple(sizes[lab] for lab in la), alo, ahi, cancel)
-    labels = np.arange(sizes["b"], dtype=np.int64) // period  # (one activation block per run of `period`)
-    a = np.ascontiguousarray(a[labels])
-    want = _brute(a, la, w[np.arange(sizes["b"]) % period], lw, lo, sizes, ["t", "j"])
-    got = fast_steps.contract(a, la, w, lw, lo, sizes, ["t", "j"], labels, period)
-    assert np.array_equal(_bits(got), _bits(want)), (period, sizes, spread)
+    labels = np.arange(sizes["b"], dtype=np.int64) // period if weights == "groups" else None
+    if labels is not None:  # (one activation block per run of `period`)
+        a = np.ascontiguousarray(a[labels])
+    w_period = period if weights != "every" else 0
+    want = _brute(a, la, w[np.arange(sizes["b"]) % w.shape[0]], lw, lo, sizes, ["t", "j"])
+    got = fast_steps.contract(a, la, w, lw, lo, sizes, ["t", "j"], labels, w_period)
+    assert np.array_equal(_bits(got), _bits(want)), (period, sizes, spread, weights)
     with fastpaths.disabled("contraction.float-tree32-bf16dp"):
-        got = fast_steps.contract(a, la, w, lw, lo, sizes, ["t", "j"], labels, period)
-    assert np.array_equal(_bits(got), _bits(want)), (period, sizes, spread, "off")
+        got = fast_steps.contract(a, la, w, lw, lo, sizes, ["t", "j"], labels, w_period)
+    assert np.array_equal(_bits(got), _bits(want)), (period, sizes, spread, weights, "off")
 
 
 @pytest.mark.parametrize("compiled", [True, False])

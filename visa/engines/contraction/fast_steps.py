@@ -175,27 +175,34 @@ def contract(a: Array, la: Sequence[str], w: Array, lw: Sequence[str], lo: Seque
             and a_labels is not None and bb[:1] == ["b"] else None)
     g = fast_tree32_wide.group(w_period, n_n) if wide is not None else 1
     # (bf16 operands: the tree's first depth by the CPU's pair dot product on their bits, contraction.float-tree32-
-    # bf16dp, where the weights' exponents allow it; the f32 layout then made only for pieces that need it)
-    dp = (fast_tree32_dp.kernel() if g > 1 and g * n_n % fast_tree32_dp.LANES == 0 and av.dtype == _BF16
-          and wv.dtype == _BF16 else None)
-    w_pairs = (fast_tree32_dp.layout(_laid_out(wv.view(np.uint16), w_axes, [w_period, ns, n_n, nj],
-                                               [w_period, *ssz, *w_nn], np.uint16), g) if dp is not None else None)
-    w_range = fast_tree32_dp.exponent_range(w_pairs.view(np.uint16)) if w_pairs is not None else None
-    if w_range is None:
+    # bf16dp, where the exponents allow it; the f32 layouts then made only for pieces that need them)
+    dp = (fast_tree32_dp.kernel() if jit is not None and jit is tree32 and g * n_n % fast_tree32_dp.LANES == 0
+          and av.dtype == _BF16 and wv.dtype == _BF16 else None)
+
+    def pairs(view: Array, positions: list[int], group: int) -> tuple[Array, tuple[int, int] | None]:
+        # the weights' bf16 bits as the instruction's pairs (groups of `group` blocks side by side) and their
+        # exponents
+        bits16 = _laid_out(view.view(np.uint16), w_axes, [math.prod(positions), ns, n_n, nj],
+                           [*positions, *ssz, *w_nn], np.uint16)
+        laid = fast_tree32_dp.layout(bits16, group)
+        return laid, fast_tree32_dp.exponent_range(laid.view(np.uint16))
+
+    w_pairs, w_range = pairs(wv, [w_period, *bsz[1:]], g) if dp is not None and w_period else (None, None)
+    if w_pairs is not None and w_range is None:
         dp = w_pairs = None
-    laid_wide: list[Array] = []  # (the f32 weight groups, made once)
+    laid_once: list[Array] = []  # (the f32 weight groups, or blocks, laid out once: made once, when needed)
     lock = threading.RLock()
 
-    def wide_f32() -> Array:
+    def once_f32() -> Array:
         with lock:
-            if not laid_wide:
-                laid_wide.append(fast_tree32_wide.layout(
-                    _laid_out(wv, w_axes, [w_period, ns, n_n, nj], [w_period, *ssz, *w_nn]), g))
-            return laid_wide[0]
+            if not laid_once:
+                laid_once.append(fast_tree32_wide.layout(
+                    _laid_out(wv, w_axes, [w_period, ns, n_n, nj], [w_period, *ssz, *w_nn]), g) if g > 1
+                    else weights(wv, [w_period, *bsz[1:]]))
+            return laid_once[0]
 
-    if g > 1 and dp is None:
-        wide_f32()
-    w_once = weights(wv, [w_period, *bsz[1:]]) if w_period and g == 1 else None
+    if w_period and w_pairs is None:
+        once_f32()
     if g > 1:  # (pieces of whole runs; the weights are laid out once, so a piece's own layout is its activations')
         piece = max(1, min(-(-first // 2), _LAYOUT_ELEMENTS // max(1, rest * ns * nj * nm)))
         piece = max(g, piece - piece % g)
@@ -204,7 +211,7 @@ def contract(a: Array, la: Sequence[str], w: Array, lw: Sequence[str], lo: Seque
     def narrow() -> Array:
         with lock:
             if not narrowed:
-                narrowed.append(fast_tree32_wide.narrow(wide_f32(), g))
+                narrowed.append(fast_tree32_wide.narrow(once_f32(), g))
             return narrowed[0]
 
     def run(lo_: int, hi_: int) -> None:
@@ -214,16 +221,12 @@ def contract(a: Array, la: Sequence[str], w: Array, lw: Sequence[str], lo: Seque
         wv_ = wv[(slice(None),) * pos[bb[0]] + sl] if bsz else wv
         nb_ = math.prod(cut)
         w16: Array | None = None
-        w2: Array | None = None
-        if g > 1:
+        if w_period:  # (the weights laid out once: each entry's block)
             wi = fast_weight_period.index(lo_, hi_, w_period, rest)
-        elif w_once is not None:
-            w2, wi = w_once, fast_weight_period.index(lo_, hi_, w_period, rest)
         else:
             w16 = (fast_row_bf16.bits_view(wv_, [[pos[lab] for lab in bb], [pos[lab] for lab in steps],
                                                 [pos[lab] for lab in nn], [pos["j"]]],
                                            [cut, ssz, w_nn[:-1], [nj]]) if bits is not None else None)
-            w2 = weights(wv_, cut) if w16 is None else w16
             wi = np.arange(nb_, dtype=np.int64)
         out = res[lo_ * rest: hi_ * rest]
         shared = (fast_classes.classes(a_labels[lo_:hi_], av_, pos["b"])
@@ -238,24 +241,26 @@ def contract(a: Array, la: Sequence[str], w: Array, lw: Sequence[str], lo: Seque
             src, a_shape, a_full = av_, [nb_, ns, nm, nj], [*cut, *ssz, *(sizes[lab] for lab in mm), nj]
             ai = np.arange(nb_, dtype=np.int64)
         runs = g > 1 and fast_tree32_wide.full_runs(ai, wi, g)
-        if runs and dp is not None and w_pairs is not None:
-            a16 = _laid_out(src.view(np.uint16), a_axes, a_shape, a_full, np.uint16)
-            if fast_tree32_dp.fits(fast_tree32_dp.exponent_range(a16), w_range):
-                dp(a16.view(np.uint32), ai, w_pairs, wi, out)
-                return
+        if dp is not None and (runs or g == 1):
+            wp, wr = (w_pairs, w_range) if w_pairs is not None else pairs(wv_, cut, 1)
+            if wr is not None:
+                a16 = _laid_out(src.view(np.uint16), a_axes, a_shape, a_full, np.uint16)
+                if fast_tree32_dp.fits(fast_tree32_dp.exponent_range(a16), wr):
+                    dp(a16.view(np.uint32), ai, wp, wi, out)
+                    return
         a2 = _laid_out(src, a_axes, a_shape, a_full)
         if runs and wide is not None:
-            wide(a2, ai, wide_f32(), wi, out)
+            wide(a2, ai, once_f32(), wi, out)
         elif g > 1 and jit is not None:
             jit(a2, ai, narrow(), wi, out)
         elif w16 is not None and bits is not None:
             bits(a2, ai, w16, wi, out)
-        elif jit is not None:
-            assert w2 is not None
-            jit(a2, ai, w2, wi, out)
         else:
-            assert w2 is not None
-            tree_block(a2, w2, out)
+            w2 = once_f32() if w_period else w16 if w16 is not None else weights(wv_, cut)
+            if jit is not None:
+                jit(a2, ai, w2, wi, out)
+            else:
+                tree_block(a2, w2, out)
 
     parallel_pieces(first, piece, run, work=nb * ns * nj * nm * n_n)
     cur = [*bb, *mm, *nn]

@@ -1,6 +1,8 @@
 """The 32-product tree's first depth by the CPU's bf16 pair dot product: the fast path
-``contraction.float-tree32-bf16dp`` beside the loop of ``contraction.float-tree32-wide``
-(:mod:`visa.engines.contraction.fast_tree32_wide`), whose bits it computes.
+``contraction.float-tree32-bf16dp`` beside the loops of ``contraction.float-tree32-wide``
+(:mod:`visa.engines.contraction.fast_tree32_wide`, the weight groups of the GEMM example's slices) and
+``contraction.float-tree32`` (:mod:`visa.engines.contraction.fast_tree32`, one weight block per position, here
+groups of one), whose bits it computes.
 
 The tree adds the products of adjacent pairs first (L4386–4388): ``d_i = fl(x_2i·w_2i + x_2i+1·w_2i+1)``.  Where both
 operands are bf16, each product has at most 16 significant bits and is exact in f32, so ``d_i`` is the exact sum of
@@ -16,9 +18,9 @@ GEMM example's 2^28 products 6.0 → 2.6 ms on one thread (2-core AMD EPYC VM).
 
 The operands are the bf16 bits laid out as the instruction reads them: the activation ``(blocks, s, m, 32)`` bf16
 is ``(blocks, s, m, 16)`` uint32 pairs as it is (a little-endian view), the weights ``(groups, s, 16, g·n)`` uint32
-(``g·n`` a multiple of :data:`LANES`), each lane the pair ``(w_2i, w_2i+1)`` of one column (:func:`layout`) — no
-widening to f32.  Only where the CPU has the instruction (``avx512bf16``, asked of LLVM's host feature list) and
-numba is installed.
+(``g·n`` a multiple of :data:`LANES`; ``g = 1``: one block per position), each lane the pair ``(w_2i, w_2i+1)`` of
+one column (:func:`layout`) — no widening to f32.  Only where the CPU has the instruction (``avx512bf16``, asked of
+LLVM's host feature list) and numba is installed.
 """
 
 from __future__ import annotations
