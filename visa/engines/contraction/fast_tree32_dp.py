@@ -135,9 +135,10 @@ def _compiled() -> tuple[Kernel, Exponents] | None:
     except ImportError:
         return None
     features = llvm.get_host_cpu_features()
-    if not (features.get("avx512f") and features.get("avx512bf16")):
+    asm_parser = getattr(llvm, "initialize_native_asmparser", None)
+    if not (features.get("avx512f") and features.get("avx512bf16")) or asm_parser is None:
         return None
-    llvm.initialize_native_asmparser()  # (the inline instruction is assembled)
+    asm_parser()  # (the inline instruction is assembled: without the parser LLVM aborts the process)
     u32, f32 = numba.uint32, numba.float32
     signature = numba.void(u32[:, :, :, ::1], numba.int64[::1], u32[:, :, :, ::1], numba.int64[::1],
                            f32[:, :, ::1])
@@ -151,6 +152,8 @@ def _compiled() -> tuple[Kernel, Exponents] | None:
     except RuntimeError:  # (no writable cache directory: compiled each process)
         compiled = numba.njit(signature, cache=False, **options)(func)
         exps = numba.njit(exps_signature, cache=False, **options)(_exponents)
+    except numba.core.errors.NumbaError:  # (a numba or llvmlite that cannot build the intrinsic: the f32 loop)
+        return None
     return compiled, exps
 
 
