@@ -58,6 +58,13 @@ Engine 1.9 (the TRF window 0.6, the weights' f32 layout 0.6, the hand-off 0.2), 
 (half of its stream is the padded cluster, converted as zeros), launch and handles ~1 — and the compiled loop's
 6–7 ms on the two workers (~3.5 ms of wall time on two free cores), the process 19.8 ms of CPU in all.  No stage
 dominates; each engine's Python is about a millisecond.
+Then (issue 24, h24g2) the loop's multiplications: at 32 multiplications and 31 additions per output it was bound by
+them (and by its weight loads alike) at 5.5–6.0 ms of one thread.  On a CPU with AVX512_BF16 the tree's first depth
+of the bf16 operands is now one ``VDPBF16PS`` per 16 columns and 32 products (``contraction.float-tree32-bf16dp``:
+the pair sums of exact products rounded once, the same bits while the operands' exponents keep them normal): the
+loop 6.0 → 2.1–2.6 ms on one thread; with the groups' pieces sized by their activations alone (4 pieces, not 8),
+the engine in a run, interleaved with the tree before (minimum of 15 runs, 2-core VM at load 3.5): CPU time
+8.2–8.5 → 4.4–5.2 ms, wall time 8.2–8.6 → 4.4–5.2 ms (its two workers seldom ran at once at that load).
 The last line of the report writes the bytes the layout requires with numpy alone, into fresh pages
 (what a first run pays) and into pages already mapped (what a repeat pays).
 """

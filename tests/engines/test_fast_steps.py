@@ -330,10 +330,97 @@ def test_weight_group_layouts_round_trip() -> None:
     assert fast_tree32_wide.group(16, 200) == 1 and fast_tree32_wide.group(3, 32) == 1
 
 
-def test_the_gemm_example_is_the_same_with_the_weight_groups_off() -> None:
+def _scaled(rng: np.random.Generator, shape: tuple[int, ...], low: int, high: int, cancel: bool) -> np.ndarray:
+    """bf16 values ``±m · 2^e`` with ``e`` in ``[low, high]`` (``m`` any 8-bit significand, or from a few small ones
+    whose products cancel in pairs, ``cancel``), a tenth of them zeros of either sign."""
+    e = rng.integers(low, high + 1, size=shape).astype(np.float64)
+    if cancel:
+        m = rng.choice(np.array([1.0, 1.25, 1.5, 1.75]), size=shape)
+    else:
+        m = 1.0 + rng.integers(0, 128, size=shape) / 128.0
+    x = np.where(rng.random(shape) < 0.5, -m, m) * np.exp2(e)
+    zero = rng.random(shape) < 0.1
+    x[zero] = np.where(rng.random(int(zero.sum())) < 0.5, -0.0, 0.0)
+    return x.astype(np.float32).astype(ml_dtypes.bfloat16)
+
+
+#: Exponent ranges of the activations and the weights: inside the instruction's range (products exact and normal,
+#: pair sums normal), on its edges (the least and greatest exponent sums it takes: 2^-56 · 2^-56, 2^63 · 2^63), just
+#: outside them (the f32 loop then); and the poisoned values of SPECIAL in both or in the activations only.
+RANGES = {"ordinary": ((-20, 20), (-20, 20)), "least": ((-56, -50), (-56, -50)), "below": ((-57, -50), (-57, -50)),
+          "greatest": ((55, 63), (55, 63)), "above": ((55, 64), (55, 64)), "far": ((-110, -100), (90, 100))}
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), period=st.sampled_from([2, 8, 16]), n=st.sampled_from([1, 3, 16, 32]),
+       spread=st.sampled_from([*RANGES, "special", "special-activations"]), cancel=st.booleans(),
+       weights=st.sampled_from(["groups", "period", "every"]))
+def test_the_bf16_pair_dot_product_is_the_brute_force_order(seed: int, period: int, n: int, spread: str,
+                                                            cancel: bool, weights: str) -> None:
+    """bf16 operands with 32 products a tree (``contraction.float-tree32-bf16dp``: the tree's first depth by the
+    CPU's pair dot product where the exponents allow it, else the f32 loop) — the GEMM example's weight groups
+    (``groups``: one activation block per run of ``period`` positions, the weights repeating with the period), the
+    weights laid out once per period without such runs (``period``), or every position's own (``every``): the same
+    bits as the brute force with the path on and off — signed zeros, pairs cancelling to zero, exponents on the
+    edges of the instruction's range and past them, infinities, NaNs and denormals."""
+    _variant("jit")
+    rng = np.random.default_rng(seed)
+    sizes = {"b": period * int(rng.integers(1, 3)), "t": int(rng.integers(1, 3)), "m": int(rng.integers(1, 4)),
+             "n": n, "j": 32}
+    la, lw, lo = ["b", "t", "m", "j"], ["b", "n", "t", "j"], ["b", "m", "n"]
+    w_shape = (period if weights != "every" else sizes["b"], *(sizes[lab] for lab in lw[1:]))
+    if spread.startswith("special"):
+        w = _values(rng, w_shape, 0.05) if spread == "special" else _scaled(rng, w_shape, -20, 20, cancel)
+        a = _values(rng, tuple(sizes[lab] for lab in la), 0.05)
+    else:
+        (alo, ahi), (wlo, whi) = RANGES[spread]
+        w = _scaled(rng, w_shape, wlo, whi, cancel)
+        a = _scaled(rng, tuple(sizes[lab] for lab in la), alo, ahi, cancel)
+    labels = np.arange(sizes["b"], dtype=np.int64) // period if weights == "groups" else None
+    if labels is not None:  # (one activation block per run of `period`)
+        a = np.ascontiguousarray(a[labels])
+    w_period = period if weights != "every" else 0
+    want = _brute(a, la, w[np.arange(sizes["b"]) % w.shape[0]], lw, lo, sizes, ["t", "j"])
+    got = fast_steps.contract(a, la, w, lw, lo, sizes, ["t", "j"], labels, w_period)
+    assert np.array_equal(_bits(got), _bits(want)), (period, sizes, spread, weights)
+    with fastpaths.disabled("contraction.float-tree32-bf16dp"):
+        got = fast_steps.contract(a, la, w, lw, lo, sizes, ["t", "j"], labels, w_period)
+    assert np.array_equal(_bits(got), _bits(want)), (period, sizes, spread, weights, "off")
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_the_pair_dot_products_exponent_checks(compiled: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """:func:`~visa.engines.contraction.fast_tree32_dp.exponent_range` (compiled, and numpy's when numba is
+    missing) and :func:`~visa.engines.contraction.fast_tree32_dp.fits`; :func:`~visa.engines.contraction.
+    fast_tree32_dp.layout` pairs adjacent products of one column, the first in the low half."""
+    from visa.engines.contraction import fast_tree32_dp
+
+    if not compiled:
+        monkeypatch.setattr(fast_tree32_dp, "_compiled", lambda: None)
+
+    def bits(*values: float) -> np.ndarray:
+        return np.array(values, dtype=np.float32).astype(ml_dtypes.bfloat16).view(np.uint16)
+
+    assert fast_tree32_dp.exponent_range(bits(1.0, -0.0, 2.0**-56, -(2.0**63))) == (71, 190)
+    assert fast_tree32_dp.exponent_range(bits(0.0, -0.0)) == (255, 0)
+    assert fast_tree32_dp.exponent_range(bits()) == (255, 0)
+    for bad in (np.inf, -np.inf, np.nan, 1e-40):
+        assert fast_tree32_dp.exponent_range(bits(1.0, bad)) is None
+    assert fast_tree32_dp.fits((71, 127), (71, 127)) and not fast_tree32_dp.fits((70, 127), (71, 127))
+    assert fast_tree32_dp.fits((127, 190), (100, 190)) and not fast_tree32_dp.fits((127, 191), (100, 190))
+    assert fast_tree32_dp.fits((255, 0), (1, 254)) and not fast_tree32_dp.fits(None, (127, 127))
+    laid = np.arange(4 * 2 * 3 * 32, dtype=np.uint16).reshape(4, 2, 3, 32)  # (blocks, s, n, j)
+    pairs = fast_tree32_dp.layout(laid, 2)
+    assert pairs.shape == (2, 2, 16, 6) and pairs.dtype == np.uint32
+    assert int(pairs[1, 1, 5, 4]) == int(laid[3, 1, 1, 10]) | int(laid[3, 1, 1, 11]) << 16
+
+
+@pytest.mark.parametrize("path", ["contraction.float-tree32-wide", "contraction.float-tree32-bf16dp"])
+def test_the_gemm_example_is_the_same_with_the_weight_groups_off(path: str) -> None:
     """The GEMM example (examples/gemm.py, whose 256 slices read 16 activation blocks and 16 weight blocks in the
-    runs ``contraction.float-tree32-wide`` takes): the same result bits and every op's cycles with the path off."""
-    if not fast_steps_jit.available() or not fastpaths.get("contraction.float-tree32-wide").on:
+    runs ``contraction.float-tree32-wide`` takes, on bf16 operands: ``contraction.float-tree32-bf16dp``): the same
+    result bits and every op's cycles with the path off."""
+    if not fast_steps_jit.available() or not fastpaths.get(path).on:
         pytest.skip("the compiled loop or the path is off")
     from benchmarks.common import load_example
     from visa import Context, HostTensor, launch
@@ -353,7 +440,7 @@ def test_the_gemm_example_is_the_same_with_the_weight_groups_off() -> None:
         return np.asarray(out.numpy(axes="I J")).view(np.uint16).copy(), [op.cycles for op in ctx.schedule.ops]
 
     fast, fast_cycles = run()
-    with fastpaths.disabled("contraction.float-tree32-wide"):
+    with fastpaths.disabled(path):
         slow, slow_cycles = run()
     assert fast_cycles == slow_cycles
     assert np.array_equal(fast, slow)

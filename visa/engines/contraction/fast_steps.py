@@ -29,6 +29,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 import numpy.typing as npt
 
@@ -39,6 +40,7 @@ from visa.engines.contraction import (
     fast_row_jit,
     fast_steps_jit,
     fast_tree32,
+    fast_tree32_dp,
     fast_tree32_wide,
     fast_weight_period,
 )
@@ -49,6 +51,8 @@ from visa.memory.replicas import Labels
 __all__ = ["STEPS", "contract", "tree_block"]
 
 Array = npt.NDArray[Any]
+
+_BF16 = np.dtype(ml_dtypes.bfloat16)
 
 STEPS = fastpaths.register("contraction.float-steps", "float reduce-add over the operands laid out as matrices, a "
                            "block of batch positions at a time, instead of the reference's gathered steps")
@@ -66,14 +70,15 @@ def _aligned(x: Array, labels: Sequence[str], order: Sequence[str]) -> Array:
     return view.reshape([x.shape[labels.index(lab)] if lab in labels else 1 for lab in order])
 
 
-def _laid_out(x: Array, axes: list[int], shape: list[int], full: list[int]) -> Array:
+def _laid_out(x: Array, axes: list[int], shape: list[int], full: list[int],
+              dtype: type[np.generic] = np.float32) -> Array:
     """The aligned view ``x`` with its axes ``axes`` first-to-last (its other axes have size 1), broadcast to
-    ``full`` (their sizes), as a C-ordered float32 array of ``shape`` (one pass: transpose, broadcast and
-    conversion)."""
+    ``full`` (their sizes), as a C-ordered array of ``dtype`` (float32, or ``x``'s own type) and of ``shape`` (one
+    pass: transpose, broadcast and conversion)."""
     kept = sorted(axes)
     picked = x[tuple(slice(None) if k in axes else 0 for k in range(x.ndim))]
     view = np.broadcast_to(picked.transpose([kept.index(k) for k in axes]), full)
-    out = np.ascontiguousarray(view, dtype=np.float32).reshape(shape)
+    out = np.ascontiguousarray(view, dtype=dtype).reshape(shape)
     return out if out.flags.writeable else out.copy()  # (an f32 x already laid out stays a read-only view: the
     # compiled loops' signatures take writeable arrays)
 
@@ -169,19 +174,44 @@ def contract(a: Array, la: Sequence[str], w: Array, lw: Sequence[str], lo: Seque
     wide = (fast_tree32_wide.kernel() if w_period and jit is not None and jit is tree32 and not bsz[1:]
             and a_labels is not None and bb[:1] == ["b"] else None)
     g = fast_tree32_wide.group(w_period, n_n) if wide is not None else 1
-    w_wide = (fast_tree32_wide.layout(_laid_out(wv, w_axes, [w_period, ns, n_n, nj], [w_period, *ssz, *w_nn]), g)
-              if g > 1 else None)
-    w_once = weights(wv, [w_period, *bsz[1:]]) if w_period and w_wide is None else None
-    if g > 1:  # (pieces of whole runs)
+    # (bf16 operands: the tree's first depth by the CPU's pair dot product on their bits, contraction.float-tree32-
+    # bf16dp, where the exponents allow it; the f32 layouts then made only for pieces that need them)
+    dp = (fast_tree32_dp.kernel() if jit is not None and jit is tree32 and g * n_n % fast_tree32_dp.LANES == 0
+          and av.dtype == _BF16 and wv.dtype == _BF16 else None)
+
+    def pairs(view: Array, positions: list[int], group: int) -> tuple[Array, tuple[int, int] | None]:
+        # the weights' bf16 bits as the instruction's pairs (groups of `group` blocks side by side) and their
+        # exponents
+        bits16 = _laid_out(view.view(np.uint16), w_axes, [math.prod(positions), ns, n_n, nj],
+                           [*positions, *ssz, *w_nn], np.uint16)
+        laid = fast_tree32_dp.layout(bits16, group)
+        return laid, fast_tree32_dp.exponent_range(laid.view(np.uint16))
+
+    w_pairs, w_range = pairs(wv, [w_period, *bsz[1:]], g) if dp is not None and w_period else (None, None)
+    if w_pairs is not None and w_range is None:
+        dp = w_pairs = None
+    laid_once: list[Array] = []  # (the f32 weight groups, or blocks, laid out once: made once, when needed)
+    lock = threading.RLock()
+
+    def once_f32() -> Array:
+        with lock:
+            if not laid_once:
+                laid_once.append(fast_tree32_wide.layout(
+                    _laid_out(wv, w_axes, [w_period, ns, n_n, nj], [w_period, *ssz, *w_nn]), g) if g > 1
+                    else weights(wv, [w_period, *bsz[1:]]))
+            return laid_once[0]
+
+    if w_period and w_pairs is None:
+        once_f32()
+    if g > 1:  # (pieces of whole runs; the weights are laid out once, so a piece's own layout is its activations')
+        piece = max(1, min(-(-first // 2), _LAYOUT_ELEMENTS // max(1, rest * ns * nj * nm)))
         piece = max(g, piece - piece % g)
-    narrowed: list[Array] = []  # (w_wide as one block per weight, made once if a piece's positions are not in runs)
-    lock = threading.Lock()
+    narrowed: list[Array] = []  # (the groups as one block per weight, made once if a piece's positions are not in runs)
 
     def narrow() -> Array:
-        assert w_wide is not None
         with lock:
             if not narrowed:
-                narrowed.append(fast_tree32_wide.narrow(w_wide, g))
+                narrowed.append(fast_tree32_wide.narrow(once_f32(), g))
             return narrowed[0]
 
     def run(lo_: int, hi_: int) -> None:
@@ -191,37 +221,46 @@ def contract(a: Array, la: Sequence[str], w: Array, lw: Sequence[str], lo: Seque
         wv_ = wv[(slice(None),) * pos[bb[0]] + sl] if bsz else wv
         nb_ = math.prod(cut)
         w16: Array | None = None
-        if w_wide is not None:
-            w2, wi = w_wide, fast_weight_period.index(lo_, hi_, w_period, rest)
-        elif w_once is not None:
-            w2, wi = w_once, fast_weight_period.index(lo_, hi_, w_period, rest)
+        if w_period:  # (the weights laid out once: each entry's block)
+            wi = fast_weight_period.index(lo_, hi_, w_period, rest)
         else:
             w16 = (fast_row_bf16.bits_view(wv_, [[pos[lab] for lab in bb], [pos[lab] for lab in steps],
                                                 [pos[lab] for lab in nn], [pos["j"]]],
                                            [cut, ssz, w_nn[:-1], [nj]]) if bits is not None else None)
-            w2 = weights(wv_, cut) if w16 is None else w16
             wi = np.arange(nb_, dtype=np.int64)
         out = res[lo_ * rest: hi_ * rest]
         shared = (fast_classes.classes(a_labels[lo_:hi_], av_, pos["b"])
                   if jit is not None and a_labels is not None and bb[:1] == ["b"] else None)
         if shared is not None:  # (one laid-out block per class of replicated activations)
             first_, inverse = shared
-            a2 = _laid_out(av_[(slice(None),) * pos["b"] + (first_,)], a_axes, [len(first_) * rest, ns, nm, nj],
-                           [len(first_), *cut[1:], *ssz, *(sizes[lab] for lab in mm), nj])
+            src = av_[(slice(None),) * pos["b"] + (first_,)]
+            a_shape = [len(first_) * rest, ns, nm, nj]
+            a_full = [len(first_), *cut[1:], *ssz, *(sizes[lab] for lab in mm), nj]
             ai = (inverse[:, None] * rest + np.arange(rest, dtype=np.int64)).reshape(-1)
         else:
-            a2 = _laid_out(av_, a_axes, [nb_, ns, nm, nj], [*cut, *ssz, *(sizes[lab] for lab in mm), nj])
+            src, a_shape, a_full = av_, [nb_, ns, nm, nj], [*cut, *ssz, *(sizes[lab] for lab in mm), nj]
             ai = np.arange(nb_, dtype=np.int64)
-        if w_wide is not None and wide is not None and fast_tree32_wide.full_runs(ai, wi, g):
-            wide(a2, ai, w2, wi, out)
-        elif w_wide is not None and jit is not None:
+        runs = g > 1 and fast_tree32_wide.full_runs(ai, wi, g)
+        if dp is not None and (runs or g == 1):
+            wp, wr = (w_pairs, w_range) if w_pairs is not None else pairs(wv_, cut, 1)
+            if wr is not None:
+                a16 = _laid_out(src.view(np.uint16), a_axes, a_shape, a_full, np.uint16)
+                if fast_tree32_dp.fits(fast_tree32_dp.exponent_range(a16), wr):
+                    dp(a16.view(np.uint32), ai, wp, wi, out)
+                    return
+        a2 = _laid_out(src, a_axes, a_shape, a_full)
+        if runs and wide is not None:
+            wide(a2, ai, once_f32(), wi, out)
+        elif g > 1 and jit is not None:
             jit(a2, ai, narrow(), wi, out)
         elif w16 is not None and bits is not None:
             bits(a2, ai, w16, wi, out)
-        elif jit is not None:
-            jit(a2, ai, w2, wi, out)
         else:
-            tree_block(a2, w2, out)
+            w2 = once_f32() if w_period else w16 if w16 is not None else weights(wv_, cut)
+            if jit is not None:
+                jit(a2, ai, w2, wi, out)
+            else:
+                tree_block(a2, w2, out)
 
     parallel_pieces(first, piece, run, work=nb * ns * nj * nm * n_n)
     cur = [*bb, *mm, *nn]
