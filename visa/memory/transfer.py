@@ -612,7 +612,10 @@ def _prefault(data: ByteArray, at: int, side: _Resolved, space: AddressSpace) ->
     """Bytes ``[unit_lo, unit_hi)`` of every unit of ``side``'s span are about to be written, ``data[at]`` the
     byte at ``side.lo``: their pages are asked of the system at once (``memory.prefault``)."""
     b = space.backed_bytes
-    units = np.arange(side.lo // b, (side.hi - 1) // b + 1, dtype=np.int64)
+    u0, u1 = side.lo // b, (side.hi - 1) // b + 1
+    if fast_prefault.asks_nothing(u1 - u0, b, side.unit_hi - side.unit_lo):
+        return  # (every unit's range on a few pages of its own: nothing would be asked)
+    units = np.arange(u0, u1, dtype=np.int64)
     fast_prefault.prefault(data, at - side.lo + units * b + side.unit_lo, side.unit_hi - side.unit_lo)
 
 
