@@ -599,8 +599,8 @@ def _record_replicas(loops: Sequence[ByteLoop], w: _Resolved, dst: Endpoint) -> 
     stride-0 loop: :mod:`visa.memory.replicas`), so two units are replicas when their source offsets are equal.
     Whether it found such a loop."""
     record = getattr(dst, "record_replicas", None)
-    if record is None:
-        return False
+    if record is None or not any(lvl and s == 0 for (_, s, _), lvl in zip(loops, w.unit_level, strict=True)):
+        return False  # (no unit-level loop reads one source again: no replicas, no grid to build)
     unit, source, repeat = _unit_grid(loops, w, dst)
     if any(repeat):  # (else no source is read twice: no replicas)
         record(w.chip, unit.reshape(-1), source.reshape(-1), w.unit_lo, w.unit_hi)
