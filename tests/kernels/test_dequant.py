@@ -68,3 +68,37 @@ def test_split_matches_gguf() -> None:
     raw = gq.quantize(rng.standard_normal((8, 96)).astype(np.float32), GGMLQuantizationType.Q4_1)
     ref = gq.dequantize(raw, GGMLQuantizationType.Q4_1).astype(np.float32)
     assert np.array_equal(q4_1_split(raw, 8, 96).dequantize().view(np.uint32), ref.view(np.uint32))
+
+
+def test_the_padding_slices_run_but_keep_their_dm() -> None:
+    """The passes span both clusters' 256 slices (the fetch requires Cluster 2 and Slice 256, L1709–1710; N's 2
+    slices of 32 rows padded, ``QS # 256``): only the occupied slices' DM is written, the other 510 slices' is
+    never touched (the padding computes nothing a tensor holds)."""
+    from visa.models.loader import Q4Weight
+
+    n, k = 64, 576
+    rng = np.random.default_rng(5)
+    w = Q4Weight(rng.integers(0, 16, (n, k)).astype(np.int8), np.full((n, k // 32), 1 / 64, np.float16),
+                 np.full((n, k // 32), -1 / 8, np.float16))
+    deq = Q4Dequant(Gemm(AxisSet(M=1, N=n, K=k), "M", "N", "K", k_tile=k))
+    ctx, w_dm = on_device(deq, w)
+    assert deq.slice.size == 256 and deq.cluster.size == 2
+    _, written = ctx.memory.chip(0).dm.read_view()
+    slices = written.reshape(*written.shape[:2], -1).any(axis=-1)
+    assert np.argwhere(slices).tolist() == [[0, 0], [0, 1]]
+    assert np.array_equal(np.asarray(w_dm.logical("N K"), np.float32), w.dequantize())
+
+
+def on_device(deq: Q4Dequant, w: Any, s_addr: int = 1 << 20) -> tuple[Context, Any]:
+    """The Q4_1 weight ``w`` uploaded to a fresh device (nibbles at 0, scales at ``s_addr``) and dequantised there
+    in one launch: the device and the bf16 DM tensor."""
+    ctx = Context.acquire()
+    q_hbm, s_hbm = deq.upload(ctx, w, 0, s_addr)
+    got: dict[str, Any] = {}
+
+    @device(chip=1)
+    def kernel(ctx: Context, q: Any, s: Any) -> None:
+        got["w"] = deq(ctx, Arena(), q, s)
+
+    launch(kernel, ctx, q_hbm, s_hbm)
+    return ctx, got["w"]

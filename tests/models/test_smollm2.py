@@ -33,7 +33,16 @@ from visa.context import Context
 from visa.errors import HardwareLimitError
 from visa.kernels import bounds as kb
 from visa.kernels.gemm import Gemm
-from visa.models import ContextLengthError, GgufModel, ModelFileError, SmolLM2, Tokenizer, loader, smollm2_path
+from visa.models import (
+    ContextLengthError,
+    GgufModel,
+    ModelFileError,
+    ModelOptionError,
+    SmolLM2,
+    Tokenizer,
+    loader,
+    smollm2_path,
+)
 from visa.models import bounds as mb
 from visa.models.device import Step, Weights, k_tiles, q_scale, whole_k_tile
 from visa.models.parallel import chip_config, padded
@@ -416,8 +425,9 @@ def test_split_pads_what_does_not_divide() -> None:
     two, four = chip_config(c, 2), chip_config(c, 4)
     assert (two.heads, two.kv_heads, two.ffn) == (6, 2, 1024) and (four.heads, four.kv_heads, four.ffn) == (3, 1, 384)
     assert chip_config(c, 1) is c
-    with pytest.raises(ContextLengthError, match="1, 2 or 4 chips"):
+    with pytest.raises(ModelOptionError, match=r'^SmolLM2: Chip m\["C"\]: chips=3: .* runs on 1, 2 or 4 chips') as err:
         SmolLM2(c, None, lambda name: np.zeros(1, np.float32), chips=3)  # type: ignore[arg-type]
+    assert (err.value.axis, err.value.fix, err.value.code) == ("C", "use chips=1, 2 or 4", "V0056")
 
 
 def test_gemm_k_tiles_fill_a_trf_row() -> None:

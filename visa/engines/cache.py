@@ -119,7 +119,10 @@ def plan_nbytes(value: Any) -> int:
     seen: set[int] = set()
 
     def walk(v: Any, depth: int) -> int:
-        if isinstance(v, np.ndarray):
+        kind = _WALK_KINDS.get(type(v))
+        if kind is None:  # (what a type is to the walk depends on the type alone: found once per type)
+            kind = _WALK_KINDS[type(v)] = _walk_kind(type(v))
+        if kind is _ARRAY:
             base = v
             while isinstance(base.base, np.ndarray):
                 base = base.base
@@ -128,20 +131,39 @@ def plan_nbytes(value: Any) -> int:
             seen.add(id(base))
             owned = base.nbytes if base.base is None else 0  # (a view of other memory: a buffer, a mapping)
             return min(owned, v.nbytes) if 0 in v.strides else owned
-        if v is None or depth > _DEPTH or id(v) in seen or isinstance(v, _SHARED) or \
-                type(v).__module__.startswith("visa.hw"):
+        if v is None or depth > _DEPTH or id(v) in seen or kind is _SKIP:
             return 0  # (a hardware profile is shared, not the plan's)
         seen.add(id(v))
         own = sys.getsizeof(v)
-        if isinstance(v, tuple | list | set | frozenset):
+        if kind is _ITEMS:
             return own + sum(walk(x, depth + 1) for x in v if type(x) not in _NUMBERS)
-        if isinstance(v, dict):
+        if kind is _VALUES:
             return own + sum(walk(x, depth + 1) for x in v.values() if type(x) not in _NUMBERS)
-        own += sum(walk(getattr(v, name, None), depth + 1) for name in getattr(type(v), "__slots__", ()))
+        own += sum(walk(getattr(v, name, None), depth + 1) for name in kind)
         fields = getattr(v, "__dict__", None)
         return own + (walk(fields, depth) if isinstance(fields, dict) else 0)  # (its attributes at its own depth)
 
     return walk(value, 0)
+
+
+#: What :func:`plan_nbytes` does with a value of each type (:func:`_walk_kind`), found once per type.
+_WALK_KINDS: dict[type, Any] = {}
+_ARRAY, _SKIP, _ITEMS, _VALUES = object(), object(), object(), object()
+
+
+def _walk_kind(t: type) -> Any:
+    """:func:`plan_nbytes`'s treatment of a value of type ``t``: an array, not counted or walked (numbers,
+    strings, types, functions, modules, mappings, hardware tables), a container of items, one of values, or an
+    object (then the names of its class's ``__slots__`` to walk, and its ``__dict__``)."""
+    if issubclass(t, np.ndarray):
+        return _ARRAY
+    if issubclass(t, _SHARED) or t.__module__.startswith("visa.hw"):
+        return _SKIP
+    if issubclass(t, tuple | list | set | frozenset):
+        return _ITEMS
+    if issubclass(t, dict):
+        return _VALUES
+    return tuple(getattr(t, "__slots__", ()))
 
 
 #: What :func:`plan_nbytes` does not count or walk into: numbers, strings, types, functions, modules, mappings.

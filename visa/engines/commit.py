@@ -597,6 +597,9 @@ def execute(cfg: CommitConfig, data: StreamData, images: Sequence[DenseImage], b
     if fast_shared.COMMIT.on and isinstance(data, SharedRows) and fast_shared.commit(cfg, data, images, bit_base, pos,
                                                                                     enabled):
         return
+    if fast_shared.GATHER.on and isinstance(data, SharedRows) and fast_shared.commit_gather(cfg, data, images, bit_base,
+                                                                                            pos, enabled):
+        return
     fused = FUSED.on and isinstance(data, DeferredData) and data.pending
     if fused and isinstance(data, DeferredData) and _execute_deferred(cfg, data, images, bit_base, pos, enabled):
         return

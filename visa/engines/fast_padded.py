@@ -11,11 +11,19 @@ are the bytes the nest reads, 0 at the padding (written by one strided assignmen
 :func:`visa.engines.fast_masked.fill`), and the known-mask is the validity broadcast over the slices that hold
 data (no bool per position read or computed).  The row max of ``benchmarks/bench_first_launch.py`` spent most of
 its fetch asking the page masks for every padded word's bytes and then blanking them.
+
+``fetch.padded-cut-read``: into a new pooled buffer (all zeros, :class:`~visa.memory.rowpool.Loan`'s ``zeroed``)
+the nest cut to its unpadded lanes is read straight into those lanes (:func:`~visa.memory.images.load_nest_view`,
+a strided view of the buffer): the padded lanes hold the zeros they were given, so they are neither read (the
+bytes past each packet's elements, which the zeroing then overwrote) nor zeroed — half the bytes read, no pass
+over the padding, the same stream.  A buffer handed out again (its rows hold the last stream's values) is read and
+zeroed as above.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -25,13 +33,23 @@ from visa import fastpaths
 from visa.engines.fast_masked import Cut, written_cut
 from visa.memory.images import DenseImage
 
-__all__ = ["PADDED", "padded_cut", "known_of"]
+__all__ = ["PADDED", "CUT_READ", "padded_cut", "known_of", "cut_view"]
 
 PADDED = fastpaths.register("fetch.padded-known", "a padded fetch whose other positions were all written is read in "
                             "one strided copy, its padding zeroed by one assignment, its known-mask the validity "
                             "as a broadcast")
 
+CUT_READ = fastpaths.register("fetch.padded-cut-read", "a padded fetch read into a new (zeroed) pooled buffer reads "
+                              "only its unpadded lanes, in place, instead of every lane then zeroing the padding")
+
 BoolArray = npt.NDArray[np.bool_]
+
+
+def cut_view(rows: npt.NDArray[Any], cut: Cut) -> npt.NDArray[Any]:
+    """The unmasked positions of ``rows`` (stream rows, each the nest's positions in C order) as a strided view
+    ``(rows, *cut sizes)``: the cut loop's indices ``lo`` to ``hi``."""
+    view = rows.reshape(rows.shape[0], *cut.sizes)
+    return view[(slice(None),) * (1 + cut.loop) + (slice(cut.lo, cut.hi),)]
 
 
 def padded_cut(src: type[dt.Scalar], images: Sequence[DenseImage], lv: BoolArray,

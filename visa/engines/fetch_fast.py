@@ -36,8 +36,8 @@ from visa.engines.fast_fetch_view import in_range, note_in_range, remembered_vie
 from visa.engines.fast_masked import MASKED, Cut, written_cut
 from visa.engines.fast_masked import fill as fill_masked
 from visa.engines.fast_masked_read import MASKED_READ, masked_read
+from visa.engines.fast_padded import CUT_READ, cut_view, padded_cut
 from visa.engines.fast_padded import known_of as padded_known
-from visa.engines.fast_padded import padded_cut
 from visa.engines.fast_widen import widened_type
 from visa.engines.fast_zero_point_read import ZP_READ, subtract_read
 from visa.engines.fetch import FetchConfig, LookupTable, _static, adapt
@@ -48,6 +48,7 @@ from visa.memory.images import (
     load,
     load_nest,
     load_nest_values,
+    load_nest_view,
     load_nest_widened,
     nest_all_written,
     nest_span,
@@ -266,18 +267,29 @@ def _read(cfg: FetchConfig, images: Sequence[DenseImage], bases: IntArray, sel: 
         pooled, loan = ROW_POOL.take((math.prod(shape[:-1]), shape[-1]), storage, lv.reshape(-1))
         values = pooled.reshape(shape)
         copies: list[tuple[IntArray, IntArray]] = []
+        # fetch.padded-cut-read: a new pooled buffer holds zeros at the padding already; only the lanes read
+        cut_read = padded is not None and nest is not None and CUT_READ.on and loan is not None and loan.zeroed \
+            and storage == np.dtype(src.storage)
         for c, img in enumerate(images):
             if not lv[c].any():
                 continue
             units = enabled_units(img, lv[c])
             rows = values[c].reshape(-1, n_t * n_p)
             if lazy and nest is not None and _read_sources(src, img, units, nest, rows, copies, c * rows.shape[0]):
+                cut_read = False  # (the rows read there hold the padding's bytes: zeroed below)
                 continue
+            if units.span is None or nest is None:
+                break  # (not expected: _all_known asked of the same nest) the general path below
+            if cut_read and padded is not None and load_nest_view(
+                    src, units, nest[0] + padded.shift * src.image_bits, padded.loops,
+                    cut_view(rows[units.span], padded)):
+                continue
+            cut_read = False  # (a chip read whole: its padding holds bytes read, zeroed below)
             read = load_nest_values if storage == np.dtype(src.storage) else load_nest_widened
-            if units.span is None or nest is None or not read(src, units, nest[0], nest[1], rows[units.span]):
+            if not read(src, units, nest[0], nest[1], rows[units.span]):
                 break  # (not expected: _all_known asked of the same nest) the general path below
         else:
-            if padded is not None:  # the padding is poison: 0 (its known-mask is False already)
+            if padded is not None and not cut_read:  # the padding is poison: 0 (its known-mask is False already)
                 fill_masked(values, math.prod(shape[:-1]), padded, np.zeros((), dtype=storage))
             pending = None if not copies else (np.concatenate([d for d, _ in copies]),
                                                np.concatenate([s_ for _, s_ in copies]))

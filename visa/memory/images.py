@@ -85,6 +85,17 @@ def word_view(arr: npt.NDArray[Any], nb: int) -> npt.NDArray[Any] | None:
     return out
 
 
+def void_view(arr: npt.NDArray[Any], nb: int) -> npt.NDArray[Any] | None:
+    """:func:`word_view` with the words as opaque ``nb``-byte runs (numpy's ``V{nb}``, any ``nb`` ≥ 1): a
+    strided copy of such words moves ``nb`` bytes per element (``fetch.padded-cut-read`` reads a packet's
+    elements so, one word each).  None if ``arr`` is not contiguous."""
+    if nb < 1 or not arr.flags.c_contiguous:
+        return None
+    shape = (*arr.shape[:-1], max(arr.shape[-1] - nb + 1, 0))
+    out: npt.NDArray[Any] = np.ndarray(shape, dtype=np.dtype(f"V{nb}"), buffer=arr, strides=(*arr.strides[:-1], 1))
+    return out
+
+
 def _all_written(words: npt.NDArray[Any], nb: int) -> BoolArray:
     """Elementwise: were all ``nb`` bytes written (``words`` from :func:`word_view` of a written-mask)."""
     out: BoolArray = np.equal(words, _ALL_WRITTEN[nb])
@@ -536,16 +547,18 @@ class DenseImage:
         return True
 
     def _read_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any],
-                  known: BoolArray | None, signed: bool = False) -> bool:
+                  known: BoolArray | None, signed: bool = False, void: bool = False) -> bool:
         """Copy the words a byte loop nest visits from ``byte_base`` into ``words``, and whether all their bytes
         were written into ``known`` (C-contiguous, ``leading × sizes`` elements; None: the caller knows they all
         were, :meth:`_nest_written`); False if the image cannot be seen as words.  The caller keeps the nest
         inside the image (:func:`load_nest`).  Where every page the nest reaches was written, no mask is read.
-        ``signed`` reads the words as signed integers (a wider ``words`` receives them sign-extended)."""
+        ``signed`` reads the words as signed integers (a wider ``words`` receives them sign-extended); ``void``
+        as opaque runs of ``nb`` bytes, any ``nb`` (:func:`void_view`, for :func:`load_nest_view`)."""
         lo, hi = _nest_bounds(nest)
         r_lo, r_hi = byte_base + lo, byte_base + hi + nb
         owner = self._sources(np.arange(self._pages.state.shape[0], dtype=np.int64), r_lo, r_hi)
-        wv = word_view(self._bytes if owner is not None else self._raw(r_lo, r_hi), nb)
+        raw = self._bytes if owner is not None else self._raw(r_lo, r_hi)
+        wv = void_view(raw, nb) if void else word_view(raw, nb)
         if wv is None:
             return False
         if signed:
@@ -1168,13 +1181,49 @@ def load_nest_values(dtype: type[dt.Scalar], image: Image, bit_base: int, loops:
     nb, base, nest = got
     assert isinstance(image, DenseImage)
     wide = fast_nest.widen(nb, nest) if fast_nest.WIDE.on else None
-    if wide is not None:  # runs of contiguous elements read as wider words (the same bytes, fast_nest.py)
+    if wide is not None and wide[1] and wide[1][-1][1] == wide[0] and wide[1][-1][0] > 1:
+        # a run of several words read as one opaque word (void_view: the same bytes, one numpy element a run)
+        run = wide[1][-1][0] * wide[0]
+        if not image._read_nest(run, base, wide[1][:-1], values.reshape(-1).view(np.dtype(f"V{run}")), None,
+                                void=True):
+            return False
+    elif wide is not None:  # runs of contiguous elements read as wider words (the same bytes, fast_nest.py)
         if not image._read_nest(wide[0], base, wide[1], values.reshape(-1).view(_WORD[wide[0]]), None):
             return False
     elif not image._read_nest(nb, base, nest, values.view(_WORD[nb]), None):
         return False
     _from_words(dtype, values.view(_WORD[nb]))  # the range check of i5 and i9 images
     return True
+
+
+def load_nest_view(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: Sequence[tuple[int, int]],
+                   view: npt.NDArray[Any]) -> bool:
+    """:func:`load_nest_values` into ``view``: a writable ``dtype.storage`` view ``(units, *sizes)`` of the loops'
+    sizes that may be strided — the unpadded lanes of a wider stream buffer (issue 24, ``fetch.padded-cut-read``,
+    :mod:`visa.engines.fast_padded`) — for a nest :func:`nest_all_written` says is all written.  Only for types
+    whose elements fill their storage (``i8``, ``i32``, ``bf16``, ``f32``…: no range check of the words read);
+    False (nothing read) for others, or when the nest cannot run on words."""
+    storage = np.dtype(dtype.storage)
+    if not (dtype.bits == dtype.image_bits == 8 * storage.itemsize) or view.dtype != storage or \
+            not view.flags.writeable:
+        return False
+    got = _byte_nest(dtype, image, bit_base, loops)
+    if got is None:
+        return False
+    nb, base, nest = got
+    assert isinstance(image, DenseImage)
+    words = view.view(_WORD[nb])  # (the same itemsize: a view of the same strided memory)
+    try:  # the nest's sizes (size-1 loops dropped): a view of the same memory, or not read at all
+        words.shape = (view.shape[0], *(n for n, _ in nest))
+    except AttributeError:
+        return False
+    if nest and nest[-1][1] == nb and words.strides[-1] == nb and int(words.shape[-1]) > 1:
+        # the innermost run of contiguous elements (contiguous in the view too) read as one opaque word each
+        run = nest[-1][0] * nb
+        runs = words.view(np.dtype(f"V{run}"))  # (the last axis: one run)
+        runs.shape = runs.shape[:-1]
+        return image._read_nest(run, base, nest[:-1], runs, None, void=True)
+    return image._read_nest(nb, base, nest, words, None)
 
 
 def load_nest_widened(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: Sequence[tuple[int, int]],

@@ -53,13 +53,16 @@ MAX_BYTES = 64 << 20
 
 
 class Loan:
-    """One buffer lent by a :class:`RowPool`: the owner array and the rows that may hold non-zeros."""
+    """One buffer lent by a :class:`RowPool`: the owner array and the rows that may hold non-zeros; ``zeroed``:
+    the buffer held only zeros when lent (new memory), so a borrower that writes some positions of its data rows
+    finds zeros at the others."""
 
-    __slots__ = ("owner", "dirty", "_pool", "stamp")
+    __slots__ = ("owner", "dirty", "_pool", "stamp", "zeroed")
 
-    def __init__(self, owner: npt.NDArray[Any], dirty: BoolArray, pool: RowPool) -> None:
+    def __init__(self, owner: npt.NDArray[Any], dirty: BoolArray, pool: RowPool, zeroed: bool = False) -> None:
         self.owner, self.dirty, self._pool = owner, dirty, pool
         self.stamp = 0  # when it was last given back (the pool's count): the oldest goes first past the byte cap
+        self.zeroed = zeroed
 
     def settle(self, written: BoolArray | None = None) -> npt.NDArray[Any]:
         """The buffer, read-only, given back to the pool for when it dies: ``written`` (one bool per row) are
@@ -132,12 +135,13 @@ class RowPool:
                 if stale.any():
                     _zero_rows(loan.owner, stale)
                 loan.dirty = np.ones(shape[0], dtype=bool)  # until settled: anything may be written
+                loan.zeroed = False  # (its data rows hold what the last borrower wrote)
                 self.reused += 1
                 return loan.owner, loan
         # zeroed by the allocator (calloc: a large buffer's pages come zero from the OS, and those of rows without
         # data are never touched unless read), not by a pass of writes over them
         owner = np.zeros(shape, dtype=dtype)
-        return owner, Loan(owner, np.ones(shape[0], dtype=bool), self)
+        return owner, Loan(owner, np.ones(shape[0], dtype=bool), self, zeroed=True)
 
     def _give(self, loan: Loan) -> None:
         kept = self._kept.setdefault((loan.owner.shape, loan.owner.dtype.str), [])

@@ -42,6 +42,7 @@ from visa.memory.images import (
     _nest_words_written,
     _put_known,
     unwrite,
+    void_view,
     word_view,
 )
 from visa.memory.known import all_true
@@ -198,13 +199,15 @@ class UnitSelection(DenseImage):
         return _nest_view(self._rows(words), byte_base, nest)
 
     def _read_nest(self, nb: int, byte_base: int, nest: Nest, words: npt.NDArray[Any],
-                  known: BoolArray | None, signed: bool = False) -> bool:
+                  known: BoolArray | None, signed: bool = False, void: bool = False) -> bool:
         lo, hi = _nest_bounds(nest)
         r_lo, r_hi = byte_base + lo, byte_base + hi + nb
         # (not None: no other pending copy reaches the bytes the nest reads, the hulls of its steps)
         pieces = [(byte_base + a, byte_base + b) for a, b in _hulls(nest, nb)] if self.base._pending.copies else None
         owner = self.base._sources(self.units, r_lo, r_hi, pieces)
-        wv = word_view(self.base._bytes if owner is not None else self.base._raw(r_lo, r_hi), nb)
+        # (``void``: the words as opaque runs of ``nb`` bytes, any ``nb``: :func:`~visa.memory.images.load_nest_view`)
+        raw = self.base._bytes if owner is not None else self.base._raw(r_lo, r_hi)
+        wv = void_view(raw, nb) if void else word_view(raw, nb)
         if wv is None:
             return False
         if signed:  # the words as signed integers: a wider ``words`` receives them sign-extended

@@ -8,8 +8,8 @@
 """
 
 from visa.models.loader import GgufModel, LlamaConfig, ModelFileError, smollm2_path
-from visa.models.smollm2 import ContextLengthError, GenerationReport, SmolLM2
+from visa.models.smollm2 import ContextLengthError, GenerationReport, ModelOptionError, SmolLM2
 from visa.models.tokenizer import Tokenizer
 
-__all__ = ["ContextLengthError", "GenerationReport", "GgufModel", "LlamaConfig", "ModelFileError", "SmolLM2",
-           "Tokenizer", "smollm2_path"]
+__all__ = ["ContextLengthError", "GenerationReport", "GgufModel", "LlamaConfig", "ModelFileError", "ModelOptionError",
+           "SmolLM2", "Tokenizer", "smollm2_path"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import re
 import sys
 import time
 
@@ -38,6 +39,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     gen.add_argument("--top-k", type=int, default=None)
     gen.add_argument("--seed", type=int, default=None)
     gen.set_defaults(func=generate)
+
+
+def _as_flags(message: str) -> str:
+    """A refusal's text as the command line's user reads it: the options ``chips=N`` and ``weights='w'``
+    (:class:`~visa.models.ModelOptionError`) as the flags that set them, ``--chips N`` and ``--weights w``."""
+    return re.sub(r"\b(chips|weights)=(?:'([\w.]+)'|([\w.]+))", lambda m: f"--{m[1]} {m[2] or m[3]}", message)
 
 
 def generate(args: argparse.Namespace) -> int:
@@ -81,7 +88,7 @@ def generate(args: argparse.Namespace) -> int:
                            seed=args.seed, on_token=on_token)
     except VisaError as exc:
         out.print()
-        err.print(f"visa generate: {exc}", markup=False)
+        err.print(f"visa generate: {_as_flags(str(exc))}", markup=False)
         return 1
     out.print()
     end = time.perf_counter()

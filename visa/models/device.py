@@ -63,7 +63,7 @@ from visa.kernels import Arena, Attention, Embedding, Gemm, Q4Dequant, Rows, all
 from visa.kernels.cache import rope_matrix
 from visa.kernels.gemm import HALF_K, ROW_K
 from visa.mapping import AxisSet
-from visa.models.loader import LlamaConfig, Q4Weight
+from visa.models.loader import LlamaConfig, ModelFileError, Q4Weight
 from visa.models.parallel import BLOCK_LAYOUTS, block_shards, chip_config
 from visa.tensors.handles import DmTensor, HbmTensor, HostTensor
 
@@ -285,7 +285,20 @@ class Weights:
         launch dequantises on the device before the GEMM;
         the norms' gains and the KV caches as :meth:`add_block`.  The factor :func:`q_scale` folded into w_q goes
         into its rows' f16 scales and minimums (a power of two: exact unless a value leaves f16's normal range,
-        which is refused)."""
+        which is refused).  A scale or minimum that is NaN or infinite (a corrupt file: its block's 32 weights
+        would all be NaN or infinite) is refused, naming the tensor, the row and the block."""
+        b = len(self.blocks)
+        for name, mat in w.items():
+            for part, values in (("scale", mat.d), ("minimum", mat.m)):
+                bad = np.argwhere(~np.isfinite(values))
+                if len(bad):
+                    r, j = (int(i) for i in bad[0])
+                    raise ModelFileError(f"blk.{b}.{name}: the f16 {part} of row {r}'s Q4_1 block {j} (columns "
+                                         f"{32 * j}–{32 * j + 31}) is {values[r, j]} ({len(bad)} such in the "
+                                         "matrix): each weight of the block, d·q + m, would be NaN or infinite",
+                                         call="visa.models.Weights", level="host", mapping="-", axis="-",
+                                         fix="use an intact model file (its Q4_1 blocks' scales and minimums "
+                                             "finite)")
         s = self.q_scale
         q = w["attn_q.weight"]
         if s != 1.0:

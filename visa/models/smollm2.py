@@ -35,13 +35,19 @@ from visa.models.loader import GgufModel, LlamaConfig, Q4Weight, smollm2_path
 from visa.models.tokenizer import Tokenizer
 from visa.tensors.handles import HostTensor
 
-__all__ = ["SmolLM2", "GenerationReport", "ContextLengthError"]
+__all__ = ["SmolLM2", "GenerationReport", "ContextLengthError", "ModelOptionError"]
 
 F32 = npt.NDArray[np.float32]
 
 
 class ContextLengthError(VisaError):
     """A prompt and its continuation need more positions than the model's KV cache holds."""
+
+
+class ModelOptionError(VisaError, ValueError):
+    """An option of :class:`SmolLM2` (``chips=``, ``weights=``; ``visa generate --chips/--weights``) names none of
+    the values it accepts, or two options that do not go together; the message names the option, the value given
+    and the values accepted.  Also a ``ValueError``."""
 
 
 @dataclass
@@ -144,18 +150,19 @@ class SmolLM2:
         dequantised on the device before each GEMM (:class:`~visa.kernels.Q4Dequant`); the norms, the embedding
         and the LM head as ``weight`` gives them."""
         if chips not in (1, 2, 4):
-            raise ContextLengthError(f"chips={chips}: the tensor-parallel split of SmolLM2 runs on 1, 2 or 4 chips "
-                                     "(its butterfly AllReduce pairs chip c with c XOR 2^k, L7602; 8 would leave "
-                                     "chips without a KV head)", call="SmolLM2", level="Chip", mapping='m["C"]',
-                                     axis="C", fix="use chips=1, 2 or 4")
+            raise ModelOptionError(f"chips={chips!r}: the tensor-parallel split of SmolLM2 runs on 1, 2 or 4 chips "
+                                   "(its butterfly AllReduce pairs chip c with c XOR 2^k, L7602; 8 would leave "
+                                   "chips without a KV head)", call="SmolLM2", level="Chip", mapping='m["C"]',
+                                   axis="C", fix="use chips=1, 2 or 4")
         if length % 32 or length < PREFILL_CHUNKS[-1]:
             raise ContextLengthError(f"a KV cache of {length} positions: it must be a multiple of 32 (the kernels' "
                                      f"S) and at least {PREFILL_CHUNKS[-1]}", call="SmolLM2", level="HBM",
                                      mapping='m["S"]', axis="S", fix="use length=256 (or another multiple of 32)")
         if quantized is not None and chips != 1:
-            raise ContextLengthError(f"Q4_1 weights on {chips} chips: the device dequantisation runs on one chip "
-                                     "(the tensor-parallel shards are bf16)", call="SmolLM2", level="Chip",
-                                     mapping='m["C"]', axis="C", fix="use chips=1, or the bf16 weights")
+            raise ModelOptionError(f"weights='q4_1' (Q4_1 matrices) on chips={chips}: the device dequantisation "
+                                   "runs on one chip (the tensor-parallel shards are bf16)", call="SmolLM2",
+                                   level="Chip", mapping='m["C"]', axis="C",
+                                   fix="use chips=1, or weights='bf16'")
         self.config, self.tokenizer, self.length, self.chips = config, tokenizer, length, chips
         self.ctx = Context.acquire(hw)
         self.ctx.schedule.timeline = timeline
@@ -187,10 +194,10 @@ class SmolLM2:
         nibbles, f16 scales and minimums: 5 bits a weight) and each launch dequantises them on the device into
         the bf16 its GEMMs read — the same bits the default's host dequantisation holds."""
         if weights not in ("bf16", "q4_1"):
-            raise ContextLengthError(f"weights={weights!r}: the blocks' matrices load as 'bf16' (dequantised on "
-                                     "the host) or 'q4_1' (4-bit in HBM, dequantised on the device)",
-                                     call="SmolLM2.load", level="host", mapping="-", axis="-",
-                                     fix="use weights='bf16' or weights='q4_1'")
+            raise ModelOptionError(f"weights={weights!r}: the blocks' matrices load as 'bf16' (dequantised on "
+                                   "the host) or 'q4_1' (4-bit in HBM, dequantised on the device)",
+                                   call="SmolLM2.load", level="host", mapping="-", axis="-",
+                                   fix="use weights='bf16' or weights='q4_1'")
         model = GgufModel(path if path is not None else smollm2_path())
         config = model.config()
         return cls(config, Tokenizer.from_gguf(model), model.weight, length=length, hw=hw, chips=chips,

@@ -40,17 +40,29 @@ def q4(name: str) -> Q4Weight:  # a matrix kept Q4_1: nibbles 0..15, an f16 scal
                     np.full((n, k // 32), -1 / 8, np.float16))
 '''
 
+_NAN = '''
+
+def corrupt(name: str) -> Q4Weight:  # the file's attn_k with a NaN scale in row 3's second block
+    w = q4(name)
+    if "attn_k" in name:
+        w.d[3, 1] = np.nan
+    return w
+'''
+
 #: site key → the failing and the fixed program.
 MODELS: dict[str, Snippet] = {
     "smollm2.SmolLM2.__init__ ContextLengthError: a kv cache of": module(
         _TINY, "model = SmolLM2(config, tokenizer, weight, length=48)   # not a multiple of 32 (or below 64)",
         "model = SmolLM2(config, tokenizer, weight, length=64)"),
-    "smollm2.SmolLM2.__init__ ContextLengthError: chips the tensor-parallel split": module(
+    "smollm2.SmolLM2.__init__ ModelOptionError: chips the tensor-parallel split": module(
         _TINY, "model = SmolLM2(config, tokenizer, weight, length=64, chips=3)   # the butterfly pairs c, c XOR 2^k",
         "model = SmolLM2(config, tokenizer, weight, length=64, chips=1)"),
-    "smollm2.SmolLM2.__init__ ContextLengthError: q4_1 weights on chips": module(
+    "smollm2.SmolLM2.__init__ ModelOptionError: weights 'q4_1' q4_1 matrices": module(
         _TINY + _Q4, "model = SmolLM2(config, tokenizer, weight, length=64, chips=2, quantized=q4)   # shards: bf16",
         "model = SmolLM2(config, tokenizer, weight, length=64, chips=1, quantized=q4)"),
+    "device.Weights.add_block_q4 ModelFileError: blk the f16 of": module(
+        _TINY + _Q4 + _NAN, "model = SmolLM2(config, tokenizer, weight, length=64, quantized=corrupt)   # a NaN scale",
+        "model = SmolLM2(config, tokenizer, weight, length=64, quantized=q4)"),
     "device.Weights.__init__ HardwareLimitError: the model's weights caches": module(
         _TINY, "model = SmolLM2(config, tokenizer, weight, length=16384)   # the decode mask alone: 2 GiB",
         "model = SmolLM2(config, tokenizer, weight, length=64)"),

@@ -78,7 +78,7 @@ WITHOUT_SNIPPET: dict[str, str] = {
     "device.Weights._take HardwareLimitError: the model's weights caches": (
         "`SmolLM2.load(length=N)` with a KV cache too long for the 1 GiB of HBM below the kernels' arena: the "
         "fix loads the 98 MB model file, too slow for an example; use a shorter `length=`."),
-    "smollm2.SmolLM2.load ContextLengthError: weights the blocks' matrices": (
+    "smollm2.SmolLM2.load ModelOptionError: weights the blocks' matrices": (
         "`SmolLM2.load(weights=...)` with a mode other than 'bf16' or 'q4_1': the fix loads the 98 MB model file, "
         "too slow for an example; use `weights='bf16'` (the default) or `weights='q4_1'`."),
     "device.Weights.add_block_q4 HardwareLimitError: w_q's scales times the": (

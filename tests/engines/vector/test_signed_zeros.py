@@ -45,8 +45,8 @@ def test_pairs_and_reductions_follow_the_rule(picks: list[int]) -> None:
         assert _bits(fn(a, b)) == want
         assert _bits(combine(op, "f32", a, b)) == want
         assert _bits(clip_f32(op, a, b)) == want
-        acc = x[0]
-        for v in x[1:]:  # in order, pair by pair: the rule makes the order irrelevant
+        acc = np.float32(-np.inf if op == "Max" else np.inf)  # from the identity (every member NaN: it)
+        for v in x:  # in order, pair by pair: the rule makes the order irrelevant
             acc = np.uint32(_pairwise(op, float(acc), float(v))).view(np.float32)
         assert _bits(sequential_reduce(op, "f32", x[None, :])) == [int(np.float32(acc).view(np.uint32))]
 

@@ -473,6 +473,11 @@ _STEPWISE = 16
 def sequential_reduce(op: str, dtype: str, x: Arr, axis: int = -1) -> Arr:
     """Reduce ``x`` along ``axis`` in index order, starting from the identity: ``op(…op(op(id, x0), x1)…)``.
 
+    f32 ``Max``/``Min`` are :func:`fmax32`/:func:`fmin32` (maximumNumber, minimumNumber: the non-NaN operand), so a
+    reduction whose every member is NaN gives the identity (−inf for Max, +inf for Min, L5398–5402), as one
+    with identity padding does (L5554–5560); numpy's ``fmax.reduce`` alone starts from the first member and gave
+    NaN (found by a review; docs/manual-notes.md).
+
     Vectorised: order-free operators reduce directly; f32 ``Add``/``Mul`` use numpy's sequential
     ``accumulate``; i32 ``AddSat`` saturates step by step over all rows at once when there are few steps (an
     inter-slice ring), else sums in int64 and replays step by step only where a partial sum leaves the i32 range
@@ -505,10 +510,10 @@ def sequential_reduce(op: str, dtype: str, x: Arr, axis: int = -1) -> Arr:
             out[over] = acc.astype(np.int32)
         return out
     with np.errstate(all="ignore"):
-        if op == "Max":
-            return _reduce_zeros(np.asarray(np.fmax.reduce(x, axis=-1), np.float32), x, positive=True)
-        if op == "Min":
-            return _reduce_zeros(np.asarray(np.fmin.reduce(x, axis=-1), np.float32), x, positive=False)
+        if op in ("Max", "Min"):  # from the identity: every member NaN gives it (−inf, +inf), as fmax32 pair by pair
+            ufunc = np.fmax if op == "Max" else np.fmin
+            red = ufunc(ufunc.reduce(x, axis=-1), np.float32(reduce_identity(op, dtype)))
+            return _reduce_zeros(np.asarray(red, np.float32), x, positive=op == "Max")
         if op == "Add":
             acc = np.add.accumulate(x, axis=-1, dtype=np.float32)[..., -1]
             return np.asarray(acc + np.float32(0.0), np.float32)

@@ -15,7 +15,9 @@ arrays are not affine, or whose groups have different sizes, takes the reference
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -58,7 +60,15 @@ class _Views:
     group_strides: tuple[int, ...]
     group_base: int
     all_valid: bool
-    valid: npt.NDArray[np.bool_]  # read-only: ``out_group >= 0``, the known-mask when nothing is poison
+    valid_of: Callable[[], npt.NDArray[np.bool_]] = field(repr=False, compare=False)
+
+    @cached_property
+    def valid(self) -> npt.NDArray[np.bool_]:
+        """Read-only: ``out_group >= 0``, the known-mask when nothing is poison (made when first asked: the
+        shared rows' path, ``vector.inter-shared``, never asks)."""
+        mask = self.valid_of()
+        mask.flags.writeable = False
+        return mask
 
 
 @per_object(256)
@@ -84,11 +94,17 @@ def _derive(cfg: InterReduceConfig) -> _Views | None:
     in_sizes = tuple(sizes[d] for d in order) + sizes[n_group:]
     in_strides = tuple(strides[0][d] for d in order) + strides[0][n_group:]
     rank_order = tuple(order.index(d) for d in range(n_group))
-    if given is not None:  # (the valid positions from the digits: the group array is not made)
-        valid = cfg.out_valid().reshape(-1)
-        if not valid.any():
+    if given is not None:  # (the valid positions from the digits: neither the group array nor the mask made)
+        every, some = cfg.out_valid_box()
+        if not some:
             return None
         g = given[1]
+        shape = cfg.out_shape
+        # (the groups' own method, not the configuration's: the cached views must not hold their key alive)
+        made = cfg.lazy.out_valid if cfg.lazy is not None and cfg.given_out_group is None else cfg.out_valid()
+
+        def valid_of() -> npt.NDArray[np.bool_]:
+            return (made() if callable(made) else made).reshape(shape)
     else:
         og = cfg.out_group.reshape(-1)
         valid = og >= 0
@@ -96,13 +112,16 @@ def _derive(cfg: InterReduceConfig) -> _Views | None:
         if positions.size == 0:
             return None
         g = affine.factor(np.stack([positions, og[positions]]))
+        every = bool(valid.all())
+        mask = valid.reshape(cfg.out_shape)
+
+        def valid_of() -> npt.NDArray[np.bool_]:
+            return mask
     if g is None:
         return None
     out_sizes, (out_strides, group_strides), (out_base, group_base) = g
-    mask = valid.reshape(cfg.out_shape)
-    mask.flags.writeable = False
     return _Views(in_sizes, in_strides, bases[0], ring_axes, rank_order, out_sizes, out_strides, out_base,
-                  group_strides, group_base, bool(valid.all()), mask)
+                  group_strides, group_base, every, valid_of)
 
 
 def _members(flat: npt.NDArray[Any], v: _Views) -> npt.NDArray[Any]:

@@ -138,6 +138,13 @@ class Groups:
             out[tuple(slice(offset, offset + count) for _, count, offset, _ in self.out_digits)] = part
         return out.reshape(self.out_shape)
 
+    def out_valid_box(self) -> tuple[bool, bool]:
+        """``(every, some)``: whether every output position holds a group, and whether one does — what
+        :meth:`out_valid` says with ``all()`` and ``any()``, read off the digits' valid ranges (no array)."""
+        every = all(offset == 0 and count == size for size, count, offset, _ in self.out_digits)
+        some = all(count > 0 for _, count, _, _ in self.out_digits) and math.prod(self.out_shape) > 0
+        return every and some, some
+
     def out_valid(self) -> npt.NDArray[np.bool_]:
         """``out_group() >= 0`` (where an output position holds a group), without making the group array: the
         box of every digit's valid range."""

@@ -92,6 +92,14 @@ class InterReduceConfig:
         assert self.lazy is not None
         return self.lazy.out_valid()
 
+    def out_valid_box(self) -> tuple[bool, bool]:
+        """``(out_valid().all(), out_valid().any())``, from the digits when ``lazy`` has them (no array)."""
+        if self.given_out_group is not None:
+            valid = self.given_out_group >= 0
+            return bool(valid.all()), bool(valid.any())
+        assert self.lazy is not None
+        return self.lazy.out_valid_box()
+
     def out_rows(self, rows: IntArray) -> IntArray:
         """``out_group`` as rows of ``Chip × Cluster × Slice``, rows ``rows`` only (from the digits when ``lazy``
         has them: no group array)."""
