@@ -41,6 +41,7 @@ from visa.errors import (
     UnsupportedFeatureError,
     UnsupportedOnProfileError,
     VisaError,
+    WrongTypeError,
 )
 from visa.hw import HardwareProfile
 from visa.testing import place_dm, stream_logical
@@ -552,3 +553,23 @@ def test_pad_value_has_the_zero_point_subtracted_L2022_L1898() -> None:
     with pytest.raises(HardwareLimitError, match="no masking stage"):
         ctx.sub.begin(t.view()).fetch_with_zero_point(i32, ax.m["1"], ax.m["A # 8"], 10,
                                                       pad_value=F.PadValue.Custom(10))
+
+
+def test_repeated_zero_point_fetches_of_the_same_objects_subtract_their_own_zero_point() -> None:
+    """L2022–2035: passes over the same view and mapping objects with zero points 3, 3, 5, 3.0 and −2 (the
+    fetch's remembered plan is keyed on the zero point's value, a Python int) each subtract their own; the
+    float is refused every time, after passes remembered with the int it equals."""
+    ctx = Context(RNGD)
+    m = AxisSet(C=2, S=256, E=64).m
+    x = np.random.default_rng(7).integers(-100, 100, size=(2, 256, 64)).astype(np.int8)
+    a = place_dm(ctx, x, i8, m["1"], m["C"], m["S"], m["E"], 64, axes="C S E")
+    view, time, packet = a.view(), m["E / 32"], m["E % 32"]
+    for z in (3, 3, 5, 3.0, -2):
+        if isinstance(z, float):
+            with pytest.raises(WrongTypeError, match="zero_point must be an int"):
+                ctx.main.begin(view).fetch_with_zero_point(i8, time, packet, z)
+            continue
+        s = ctx.main.begin(view).fetch_with_zero_point(i8, time, packet, z)
+        got = np.asarray(s.data.values)[0].reshape(2, 256, 64)
+        assert np.array_equal(got, (x.astype(np.int16) - z).astype(np.int8))
+        assert np.asarray(s.data.known).all()

@@ -75,6 +75,8 @@ def test_only_the_pages_a_write_covers_are_asked(pages: int, count: int, length:
         for a, b in zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True):
             want[a:b] = b - a >= fast_prefault._LEAST_RUN
         assert np.array_equal(_asked(mem), want)
+        if fast_prefault.asks_nothing(starts.size, length + gap, length):  # (its claim: not a page asked)
+            assert not want.any()
         resident = _resident(arr)
         if resident is not None:  # the system holds exactly those pages: nothing else was allocated
             assert np.array_equal(resident, want)
@@ -83,6 +85,21 @@ def test_only_the_pages_a_write_covers_are_asked(pages: int, count: int, length:
         assert np.array_equal(_asked(mem), want)
     finally:
         fast_prefault._LEAST = saved
+
+
+@settings(max_examples=200, deadline=None)
+@given(count=st.integers(1, 600), step=st.integers(1, 80 * PAGE), length=st.integers(1, 40 * PAGE),
+       at=st.integers(0, 3 * PAGE))
+def test_asks_nothing_only_where_every_run_of_pages_is_short(count: int, step: int, length: int, at: int) -> None:
+    """:func:`fast_prefault.asks_nothing` (a move's ranges at a stride) holds only where the ranges' pages, cut into
+    runs of touching pages as :func:`fast_prefault.prefault` cuts them, make no run of ``_LEAST_RUN`` pages."""
+    if not fast_prefault.asks_nothing(count, step, length):
+        return
+    s = at + np.arange(count, dtype=np.int64) * step
+    first, last = s // PAGE, (s + length - 1) // PAGE + 1
+    cut = np.flatnonzero(first[1:] > last[:-1]) + 1
+    lo, hi = first[np.r_[0, cut]], last[np.r_[cut - 1, last.size - 1]]
+    assert (hi - lo < fast_prefault._LEAST_RUN).all()
 
 
 def test_memory_numpy_allocated_is_left_alone() -> None:

@@ -13,6 +13,8 @@ left out), and the masked lanes are filled by one strided assignment (:func:`fil
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -62,8 +64,20 @@ def unmasked_cut(loops: Loops, mask: BoolArray) -> Cut | None:
     >>> m[0, 3] = True; unmasked_cut(((4, 8), (8, 1)), m.reshape(-1)) is None
     True
     """
+    if not loops or math.prod(n for n, _ in loops) != mask.size:
+        return None
+    # (a pure function of the loops and the mask's bits: remembered under them, packed — a fetch's mask is
+    # asked again on every launch, and finding the cut costs a dozen numpy calls)
+    return _cut_of(tuple(loops), mask.size, np.packbits(mask).tobytes())
+
+
+@functools.lru_cache(maxsize=256)
+def _cut_of(loops: Loops, size: int, bits: bytes) -> Cut | None:
+    """:func:`unmasked_cut` of the mask whose ``size`` bits are packed in ``bits`` (remembered: the result is
+    never modified)."""
     sizes = tuple(n for n, _ in loops)
-    if not sizes or int(np.prod(sizes)) != mask.size or not mask.any():
+    mask = np.unpackbits(np.frombuffer(bits, dtype=np.uint8), count=size).astype(bool)
+    if not mask.any():
         return None
     m = mask.reshape(sizes)
     for k, n in enumerate(sizes):

@@ -35,6 +35,7 @@ from visa.engines.fast_dm_read import DM_READ, DmRead, view_of
 from visa.engines.fast_fetch_view import in_range, note_in_range, remembered_view
 from visa.engines.fast_masked import MASKED, Cut, written_cut
 from visa.engines.fast_masked import fill as fill_masked
+from visa.engines.fast_masked_read import MASKED_READ, masked_read
 from visa.engines.fast_padded import CUT_READ, cut_view, padded_cut
 from visa.engines.fast_padded import known_of as padded_known
 from visa.engines.fast_widen import widened_type
@@ -164,6 +165,17 @@ def execute(cfg: FetchConfig, images: Sequence[DenseImage], bit_bases: Sequence[
         got = None if view is None else subtract_read(view, cfg.dst, cfg.zero_points, in_range(kept))
         if got is not None:  # fetch.zero-point-read: subtracted on the read, one pass
             note_in_range(kept)
+            return got
+    if masking is not None and repeat is None and tsel is None and MASKED_READ.on and ALL_KNOWN.on:
+        # fetch.masked-read: the masked-known fetch's elements and pad value written in one pass (as _read cuts it)
+        m_nest = _nest(cfg, bases, entries)
+        if m_nest is not None and written_all is None:
+            written_all = _all_known(cfg.src, images, lv, m_nest, valid)
+        m_cut = None if m_nest is None or written_all else _masked_known(cfg.src, images, lv, m_nest, valid, masking)
+        got = None if m_nest is None or m_cut is None else \
+            masked_read(cfg, images, lv, m_nest, m_cut, (len(images), cfg.cluster.size, cfg.slice.size, n_t, n_p))
+        if got is not None:
+            got.replicas = _replicas(cfg, images, bases, lv, entries)
             return got
     values, known, loan, copies, cut = _read(cfg, images, bases, sel, off, valid, lv, entries, n_t, plain, masking,
                                              widen, written_all)

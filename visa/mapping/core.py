@@ -686,7 +686,7 @@ def pair_of(*parts: Mapping) -> Mapping:
     return _built(Mapping(node, parts[0].axis_set))
 
 
-_CACHE: dict[tuple[str, int, tuple[tuple[str, int], ...]], Mapping] = {}
+_CACHE: dict[tuple[str, int, int], Mapping] = {}
 
 
 def _parse_cached(text: str, axis_set: AxisSet, scope: AbcMapping[str, Any] | None) -> Mapping:
@@ -700,7 +700,9 @@ def _parse_cached(text: str, axis_set: AxisSet, scope: AbcMapping[str, Any] | No
 
     key = None
     if isinstance(text, str) and "{" not in text:  # parse() refuses anything but text
-        key = (text, id(axis_set), tuple(sorted(axis_set.sizes.items())))
+        # (the axis set's object and how many axes it declares: declaring only adds an axis, never changes one's
+        # size, so the same object with as many axes has the same ones; the entry holds it, so its id is its own)
+        key = (text, id(axis_set), len(axis_set.sizes))
         hit = _CACHE.get(key)
         if hit is not None and hit.axis_set is axis_set:
             return hit

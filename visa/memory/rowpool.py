@@ -28,6 +28,7 @@ that no consumer can write a row the pool believes zero.
 
 from __future__ import annotations
 
+import math
 import sys
 from typing import Any
 
@@ -118,7 +119,7 @@ class RowPool:
         the rows in ``data_rows`` hold anything, and the caller writes every one of them, then calls
         :meth:`Loan.settle` (with no loan, the buffer is the caller's own)."""
         rows = np.asarray(data_rows, dtype=bool).reshape(shape[0])
-        nbytes = int(np.prod(shape)) * dtype.itemsize
+        nbytes = math.prod(shape) * dtype.itemsize  # (of a tuple of ints: numpy's prod makes an array of it first)
         if not self.enabled or (self.path is not None and not self.path.on) or nbytes < self.least:
             if 2 * int(np.count_nonzero(rows)) <= rows.size:  # (most rows zeroed: the whole buffer at once, the
                 return np.zeros(shape, dtype=dtype), None  # data rows too — the caller writes them anyway)

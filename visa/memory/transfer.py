@@ -599,8 +599,8 @@ def _record_replicas(loops: Sequence[ByteLoop], w: _Resolved, dst: Endpoint) -> 
     stride-0 loop: :mod:`visa.memory.replicas`), so two units are replicas when their source offsets are equal.
     Whether it found such a loop."""
     record = getattr(dst, "record_replicas", None)
-    if record is None:
-        return False
+    if record is None or not any(lvl and s == 0 for (_, s, _), lvl in zip(loops, w.unit_level, strict=True)):
+        return False  # (no unit-level loop reads one source again: no replicas, no grid to build)
     unit, source, repeat = _unit_grid(loops, w, dst)
     if any(repeat):  # (else no source is read twice: no replicas)
         record(w.chip, unit.reshape(-1), source.reshape(-1), w.unit_lo, w.unit_hi)
@@ -612,7 +612,10 @@ def _prefault(data: ByteArray, at: int, side: _Resolved, space: AddressSpace) ->
     """Bytes ``[unit_lo, unit_hi)`` of every unit of ``side``'s span are about to be written, ``data[at]`` the
     byte at ``side.lo``: their pages are asked of the system at once (``memory.prefault``)."""
     b = space.backed_bytes
-    units = np.arange(side.lo // b, (side.hi - 1) // b + 1, dtype=np.int64)
+    u0, u1 = side.lo // b, (side.hi - 1) // b + 1
+    if fast_prefault.asks_nothing(u1 - u0, b, side.unit_hi - side.unit_lo):
+        return  # (every unit's range on a few pages of its own: nothing would be asked)
+    units = np.arange(u0, u1, dtype=np.int64)
     fast_prefault.prefault(data, at - side.lo + units * b + side.unit_lo, side.unit_hi - side.unit_lo)
 
 

@@ -11,12 +11,13 @@ HBM, or between chips, L2389, L2845) also occupies the PCIe link of every chip i
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 from visa.engines.dma import fast_pcie
 from visa.engines.dma.config import DmaPlan
 from visa.engines.dma.cost import cycles
 from visa.memory.footprint import Footprint
-from visa.memory.transfer import address_space
+from visa.memory.transfer import AddressSpace, address_space
 from visa.schedule.core import Lane, Schedule, dma_lane
 
 __all__ = ["dma_lanes", "dma_traffic", "engine_parts"]
@@ -43,25 +44,47 @@ def dma_lanes(schedule: Schedule, p: DmaPlan, reads: Footprint, writes: Footprin
         pcie |= set((reads + writes).chip_indices())
         return tuple((c, "pcie") for c in sorted(pcie)) or ((0, "pcie"),)
     dm_side = 0 if media[0] == "dm" else 1 if media[1] == "dm" else None
-    d = hw.dm
-    for base in engine_parts(p):
+    if dm_side is not None:  # (the engines and chips of the parts: the plan's alone, kept on it)
+        memo: dict[str, Any] = p.__dict__
+        kept: tuple[tuple[Lane, ...], frozenset[int]] | None = memo.get(_PARTS)
+        if kept is None:
+            kept = memo[_PARTS] = _dm_parts(p, spaces, dm_side)
+        lanes, pcie = list(kept[0]), set(kept[1])
+    for base in engine_parts(p) if dm_side is None else ():
         chips = [base[k] // spaces[k].chip_bytes for k in (0, 1)]
         if chips[0] != chips[1]:
             pcie |= set(chips)
-        if dm_side is not None:
-            sp = spaces[dm_side]
-            chip, off = divmod(base[dm_side], sp.chip_bytes)
-            unit = off // sp.unit_bytes
-            engine = unit // d.slices_per_dmn // hw.dma.dmns_per_engine
-            lane = dma_lane(chip, engine)
-        else:
-            lane = schedule.earliest_engine(chips[0], lanes)
+        lane = schedule.earliest_engine(chips[0], lanes)
         if lane not in lanes:
             lanes.append(lane)
     # a chip loop inside one engine's commands still crosses PCIe (the cost model counts those bytes)
     if _crosses(p, reads, writes):
         pcie |= set((reads + writes).chip_indices())
     return tuple(lanes) + tuple((c, "pcie") for c in sorted(pcie))
+
+
+#: Where a plan with a DM side keeps its parts' engines and the chips they cross between (:func:`_dm_parts`: a pure
+#: function of the plan, a frozen dataclass, as the cost model keeps its cycles on it).
+_PARTS = "_visa_dma_parts"
+
+
+def _dm_parts(p: DmaPlan, spaces: tuple[AddressSpace, ...], dm_side: int) -> tuple[tuple[Lane, ...], frozenset[int]]:
+    """The DMA engines of the parts of a plan with a DM side, in the order the parts first name them — each part's
+    the one that owns its DM side's DMN pair (L2549) — and the chips of the parts whose sides lie on two chips."""
+    hw, d = p.hw, p.hw.dm
+    lanes: list[Lane] = []
+    pcie: set[int] = set()
+    sp = spaces[dm_side]
+    for base in engine_parts(p):
+        chips = [base[k] // spaces[k].chip_bytes for k in (0, 1)]
+        if chips[0] != chips[1]:
+            pcie |= set(chips)
+        chip, off = divmod(base[dm_side], sp.chip_bytes)
+        engine = off // sp.unit_bytes // d.slices_per_dmn // hw.dma.dmns_per_engine
+        lane = dma_lane(chip, engine)
+        if lane not in lanes:
+            lanes.append(lane)
+    return tuple(lanes), frozenset(pcie)
 
 
 def _crosses(p: DmaPlan, reads: Footprint, writes: Footprint) -> bool:

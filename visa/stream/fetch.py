@@ -178,11 +178,14 @@ def fetch(stream: BeginTensor[Any, Any, Any, Any, Any, Any], dtype: Any, time: M
     ikey: tuple[Any, ...] | None = None
     held: tuple[Any, ...] = ()
     known_pass: tuple[Any, ...] | None = None
-    if not hetero and table is None and zero_points is None and len(views) == 1:
+    # (zero points remembered by value when they are Python ints: a float or a numpy integer equal to one is
+    # planned, and so checked, every time)
+    plain_zp = zero_points is None or all(type(z) is int for z in zero_points)
+    if not hetero and table is None and plain_zp and len(views) == 1:
         v0 = views[0]
         held = (lay.chip, lay.cluster, lay.slice, lay.packet, time, packet, interleave)
-        ikey = (id(hw), lay.dtype, dst, stream.tu.kind, pad_value, v0.base.dtype, v0.base.address, v0.offset,
-                *map(id, held))
+        ikey = (id(hw), lay.dtype, dst, stream.tu.kind, pad_value, zero_points, v0.base.dtype, v0.base.address,
+                v0.offset, *map(id, held))
         got = _BY_ID.get(ikey)
         if got is not None and got[0] is hw and all(a is b for a, b in zip(got[1], held, strict=True)):
             known_pass = got
@@ -190,9 +193,10 @@ def fetch(stream: BeginTensor[Any, Any, Any, Any, Any, Any], dtype: Any, time: M
         key = known_pass[2]
         kept: tuple[Any, Any] | None = (hw, known_pass[4])
     else:
-        if not hetero and table is None and zero_points is None:  # (a plain fetch: its plan kept per layout, _PLANS)
+        if not hetero and table is None and plain_zp:  # (a plain fetch: its plan kept per layout, _PLANS)
             key = (id(hw), lay.dtype, dst, lay.chip.key, lay.cluster.key, lay.slice.key, lay.packet.key, time.key,
-                   packet.key, stream.tu.kind, None if interleave is None else interleave.key, pad_value)
+                   packet.key, stream.tu.kind, None if interleave is None else interleave.key, pad_value,
+                   zero_points)
         kept = _PLANS.get(key) if key is not None else None
     if kept is not None and kept[0] is hw:
         cfgs = [kept[1]]
@@ -262,9 +266,10 @@ def fetch(stream: BeginTensor[Any, Any, Any, Any, Any, Any], dtype: Any, time: M
     return stream.then(FetchTensor, layout, data, report, fetch=cfg, seen=seen)
 
 
-#: A plain fetch's configuration (:func:`visa.engines.fetch.plan`, pure) per its layout's and arguments' exact keys
-#: and the hardware profile (kept with it: its id is in the key): a kernel's passes plan the fetch once, not again
-#: at every pass (nor make a new configuration object each time for a pad value).
+#: A plain fetch's (or one with zero points, Python ints) configuration (:func:`visa.engines.fetch.plan`, pure) per
+#: its layout's and arguments' exact keys and the hardware profile (kept with it: its id is in the key): a kernel's
+#: passes plan the fetch once, not again at every pass (nor make a new configuration object each time for a pad
+#: value).
 _PLANS: dict[Any, tuple[Any, Any]] = {}
 _LIMIT = 256
 #: A plain fetch's bit bases, report (``fetch.report-memo``'s) and output layout per :data:`_PLANS`' key, the ids of

@@ -291,11 +291,17 @@ def _argument_checks(fn: Callable[..., Any]) -> dict[str, str]:
 
 
 def _check_arguments(sig: inspect.Signature, positional: tuple[str, ...], call: str, checks: dict[str, str],
-                     stream: object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+                     stream: object, args: tuple[Any, ...], kwargs: dict[str, Any],
+                     keywords: tuple[frozenset[str], frozenset[str]] | None = None) -> None:
     """Refuse a wrong Python type among a stage call's arguments, naming the parameter (issue 16);
-    ``positional`` is :func:`_positional` of ``sig`` (found once per method, not hashed at every call)."""
+    ``positional`` is :func:`_positional` of ``sig`` (found once per method, not hashed at every call), and
+    ``keywords`` :func:`_keywords` of it."""
     if not kwargs and len(args) <= len(positional):  # (the usual call: no binding needed to name them)
         arguments: dict[str, Any] = dict(zip(positional, args, strict=False))
+    elif keywords is not None and len(args) == len(positional) and kwargs.keys() <= keywords[0] \
+            and keywords[1] <= kwargs.keys():  # (every positional given, keyword-only ones by name: as bound)
+        arguments = dict(zip(positional, args, strict=True))
+        arguments.update(kwargs)
     else:
         try:
             arguments = sig.bind(stream, *args, **kwargs).arguments
@@ -323,6 +329,17 @@ def _positional(sig: inspect.Signature) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _keywords(sig: inspect.Signature, positional: tuple[str, ...]) -> tuple[frozenset[str], frozenset[str]] | None:
+    """The keyword-only parameters of a stage method and those of them without a default, when every parameter
+    after ``self`` and the ``positional`` ones is keyword-only (a call giving every positional one and keyword-only
+    ones by name then binds them as given); else None."""
+    rest = list(sig.parameters.values())[1 + len(positional):]
+    if any(p.kind is not inspect.Parameter.KEYWORD_ONLY for p in rest):
+        return None
+    return (frozenset(p.name for p in rest),
+            frozenset(p.name for p in rest if p.default is inspect.Parameter.empty))
+
+
 def _keeps_on_refusal(fn: Callable[..., Any]) -> Callable[..., Any]:
     """A stage method that gives the stream back when it is refused.
 
@@ -335,13 +352,14 @@ def _keeps_on_refusal(fn: Callable[..., Any]) -> Callable[..., Any]:
     checks = _argument_checks(fn)
     sig = inspect.signature(fn) if checks else None
     positional = _positional(sig) if sig is not None else ()
+    keywords = _keywords(sig, positional) if sig is not None else None
 
     @functools.wraps(fn)
     def method(self: StreamTensor[Any, Any, Any, Any, Any, Any], *args: Any, **kwargs: Any) -> Any:
         before = self._used
         try:
             if sig is not None:
-                _check_arguments(sig, positional, fn.__name__, checks, self, args, kwargs)
+                _check_arguments(sig, positional, fn.__name__, checks, self, args, kwargs, keywords)
             return fn(self, *args, **kwargs)
         except VisaError:
             self._used = before

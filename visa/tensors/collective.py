@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Generic
 
+import numpy as np
 from typing_extensions import TypeVar
 
 from visa.engines import parallel_copy as pcopy
@@ -28,6 +29,7 @@ from visa.engines.dma.slicing import SliceStep, check_constant_indices, check_dm
 from visa.engines.timing import pass_cost
 from visa.errors import VisaError
 from visa.mapping import Mapping
+from visa.mapping.fast_validity import validity_of
 from visa.memory.registry import refuse_overlap
 from visa.tensors.device import Device, DmaContext, Recorded, TuHandle
 from visa.tensors.moves import _allocate, _destination, _endpoint, _poison, dma_report
@@ -105,7 +107,7 @@ class ShuffledSource(Generic[V]):
             chip_off = tuple(chip_off[p] for p in new) if chip_off else ()
         if swap:
             cl = levels.get("Cluster")
-            held = int(cl.validity().sum()) if cl is not None else None
+            held = int(np.count_nonzero(validity_of(cl))) if cl is not None else None  # (mapping.validity-memo)
             new_c = engine.check_cluster_swap(t.ctx.hw, cl.size if cl is not None else 0, medium=t.MEMORY, held=held,
                                               mapping=repr(cl) if cl is not None else None, axis=axes_text(cl))
             clusters = tuple(clusters[k] for k in new_c) if clusters else new_c

@@ -31,7 +31,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from visa import fastpaths
+from visa.engines.cache import cached
 from visa.engines.dma.config import DmaCost, DmaLoop, DmaPlan
+from visa.engines.dma.cost import _PATHS as COST_PATHS
 from visa.engines.dma.cost import cycles as dma_cycles
 from visa.errors import LayoutError
 from visa.hw import HardwareProfile
@@ -305,16 +307,22 @@ def _crossing(real: int, part: DmaPlan) -> int:
     return total
 
 
+@cached(256)
 def pcie_bytes(sp: ShufflePlan) -> int:
-    """Bytes that cross chips over PCIe (L2389, L2843–2847), over every chip's part."""
+    """Bytes that cross chips over PCIe (L2389, L2843–2847), over every chip's part.  (A pure function of the
+    plan: remembered under its exact key, as :func:`cycles`.)"""
     return sum(_crossing(real, part) for _, real, part in chip_parts(sp))
 
 
+@cached(256, paths=COST_PATHS)
 def cycles(sp: ShufflePlan) -> DmaCost:
     """The shuffled DMA's cycles (see the module docstring): the slowest chip's part.  Each part is costed by
     the DMA model (:func:`visa.engines.dma.cost.cycles`) with its bytes read from the chip it really reads, and
     lasts at least the startup plus its bytes that cross chips over the chip's PCIe link at 30 B/cycle
-    (L2472, L2843–2847): the link is the chip's, shared by its DMA engines."""
+    (L2472, L2843–2847): the link is the chip's, shared by its DMA engines.  A pure function of the plan
+    (:func:`visa.engines.cache.cached`: its exact key, and which of the cost model's fast paths are on): a
+    repeated move is not split into parts and costed again (each part a new plan, keyed field by field by the
+    cost model's own cache)."""
     rate = sp.dma.hw.dma.pcie_bytes_per_cycle
     startup = sp.dma.hw.dma.startup_cycles
     costs: list[DmaCost] = []
