@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from visa.engines.common import StreamLayout
+from visa.engines.vector import fast_carry
 from visa.engines.vector.cache import cached
 from visa.engines.vector.ops import (
     BranchMode,
@@ -473,9 +474,13 @@ def carry_fill(values: Arr, known: npt.NDArray[np.bool_], exec_id: ExecIds | Non
     t = np.arange(values.shape[3]).reshape(1, 1, 1, -1, 1)
     last = np.where(w, t, -1)
     last = np.maximum.accumulate(last, axis=3)
-    idx = np.maximum(last, 0)
-    got = np.take_along_axis(values, idx, axis=3)
-    got_k = np.take_along_axis(known, idx, axis=3) & (last >= 0)
+    sparse = fast_carry.seen_sparse(values, known, last, t) if fast_carry.CARRY_FILL.on else None
+    if sparse is not None:
+        got, got_k = sparse
+    else:
+        idx = np.maximum(last, 0)
+        got = np.take_along_axis(values, idx, axis=3)
+        got_k = np.take_along_axis(known, idx, axis=3) & (last >= 0)
     if initial is not None:
         before = last < 0
         got = np.where(before, initial[0][:, :, :, None, :], got)
