@@ -1117,6 +1117,9 @@ def nest_elements_written(dtype: type[dt.Scalar], image: Image, bit_base: int,
         return False
     nb, base, nest = got
     assert isinstance(image, DenseImage)
+    split = fast_nest.pieces(nest, nb) if fast_nest.PIECES.on else None
+    if split is not None:  # (memory.written-pieces: each step of the widest loop apart)
+        return all(image._nest_words_written(nb, base + off, rest) for off, rest in split)
     return image._nest_words_written(nb, base, nest)
 
 
