@@ -42,3 +42,30 @@ def test_pieces_answer_as_the_elements_say(dtype: type, inner: int, steps: int, 
     assert got <= truth and ref <= got  # (exact where it answers; never less than the reference)
     if gap * nb >= page * 2 and span > 1 and fastpaths.get("memory.written-pieces").on:
         assert got == truth  # (each piece's pages written whole or not: the answer is exact)
+
+
+@settings(max_examples=80, deadline=None)
+@given(lead=st.lists(st.integers(1, 40), min_size=1, max_size=3), tail=st.lists(st.integers(1, 5), min_size=1,
+                                                                                 max_size=3),
+       step=st.integers(1, 3), seed=st.integers(0, 999))
+def test_a_split_copy_is_the_copy(lead: list[int], tail: list[int], step: int, seed: int) -> None:
+    """``memory.nest-copy-split``: a copy from a strided (and overlapping-read) view, split over its short
+    trailing axes, writes every element the plain copy writes, with the same value."""
+    from numpy.lib.stride_tricks import as_strided
+
+    from visa.memory.fast_nest import copy_split
+
+    shape = (*lead, *tail)
+    rng = np.random.default_rng(seed)
+    base = rng.integers(0, 2**63, size=int(np.prod(shape)) * step + 64, dtype=np.int64).view(np.uint64)
+    strides = []
+    acc = 8 * step
+    for n in reversed(shape):  # (each axis steps past the ones inside it, or overlaps them when step is 1)
+        strides.append(acc)
+        acc *= n
+    src = as_strided(base, shape=shape, strides=tuple(reversed(strides)))
+    got, want = np.zeros(shape, np.uint64), np.zeros(shape, np.uint64)
+    if not copy_split(got, src):
+        np.copyto(got, src)
+    np.copyto(want, src)
+    assert np.array_equal(got, want)
