@@ -25,6 +25,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from benchmarks.bench_elementwise import PER, RELU, N
 from benchmarks.common import best_of, line
 from visa import (
     AxisSet,
@@ -43,17 +44,13 @@ from visa import (
     launch,
 )
 
-N = 1 << 22
-PER = N // 512  # elements per slice
-SC = AxisSet(A=N)
+SC = RELU  # (the 4M-element stream of bench_elementwise, 8192 a slice)
 SCALE, LO, HI = 0.37, -1.5, 2.25
 
 D = 1 << 21
-DPER = D // 512
 DIF = AxisSet(A=D, P=2)
 
 B = 1 << 20
-BPER = B // 512
 MULB = AxisSet(A=B, P=2)
 
 
@@ -77,24 +74,31 @@ def scale_clamp(ctx: Context, x: HbmTensor[Any, Any, Any]) -> HbmTensor[Any, Any
     return res
 
 
+def _unzipped(ctx: Context, ax: AxisSet, n: int, x: HbmTensor[Any, Any, Any], y: HbmTensor[Any, Any, Any],
+              gap: int, dtype: Any, lanes: int, packet: str) -> tuple[Any, Any]:
+    """x and y (``n`` elements of ``A``) moved into DM ``gap`` bytes apart in each slice (``n / 512`` elements a
+    slice), fetched as one interleaved stream (``lanes`` elements a packet ``packet``) and unzipped into the two
+    groups (L5154–5249); and the Element mapping of a slice's elements."""
+    m, per = ax.m, n // 512
+    cluster, slice_, el = m[f"A / {n // 2}"], m[f"A % {n // 2} / {per}"], m[f"A % {per}"]
+    xd = x.to_dm(cluster, slice_, el, ctx.tdma, 0)
+    yd = y.to_dm(cluster, slice_, el, ctx.tdma, gap)
+    t = m[f"A % {per} / {lanes}, P"]
+    pair = (ctx.main.begin_interleaved(m["P"], xd.view(), yd.view())
+            .fetch(dtype, t, m[packet])
+            .collect(t, m[packet])
+            .vector_init()
+            .vector_intra_slice_unzip("P", m[f"A % {per} / {lanes}, 1 # 2"], m[f"A % {per} / {lanes}"]))
+    return pair, el
+
+
 @device(chip=1)
 def saturating_difference(ctx: Context, x: HbmTensor[Any, Any, Any], y: HbmTensor[Any, Any, Any]
                           ) -> HbmTensor[Any, Any, Any]:
     """clip(x − y) to i32 over 2M pairs, 4096 per slice: x and y interleaved along P, unzipped, SubFxpSat."""
-    m = DIF.m
-    cluster, slice_, el = m[f"A / {D // 2}"], m[f"A % {D // 2} / {DPER}"], m[f"A % {DPER}"]
-    xd = x.to_dm(cluster, slice_, el, ctx.tdma, 0)
-    yd = y.to_dm(cluster, slice_, el, ctx.tdma, 1 << 15)
-    t = m[f"A % {DPER} / 8, P"]
-    out = (ctx.main.begin_interleaved(m["P"], xd.view(), yd.view())
-           .fetch(i32, t, m["A % 8"])
-           .collect(t, m["A % 8"])
-           .vector_init()
-           .vector_intra_slice_unzip("P", m[f"A % {DPER} / 8, 1 # 2"], m[f"A % {DPER} / 8"])
-           .vector_fxp_zip(FxpBinaryOp.SubFxpSat)
-           .vector_final()
-           .commit(el, 1 << 16))
-    res: HbmTensor[Any, Any, Any] = out.to_hbm(m["A"], ctx.tdma, 1 << 28)
+    pair, el = _unzipped(ctx, DIF, D, x, y, 1 << 15, i32, 8, "A % 8")
+    out = pair.vector_fxp_zip(FxpBinaryOp.SubFxpSat).vector_final().commit(el, 1 << 16)
+    res: HbmTensor[Any, Any, Any] = out.to_hbm(DIF.m["A"], ctx.tdma, 1 << 28)
     return res
 
 
@@ -103,16 +107,8 @@ def bf16_multiply(ctx: Context, x: HbmTensor[Any, Any, Any], y: HbmTensor[Any, A
                   ) -> HbmTensor[Any, Any, Any]:
     """bf16(x · y) over 1M bf16 pairs, 2048 per slice, computed in f32 on the Way4 float cluster."""
     m = MULB.m
-    cluster, slice_, el = m[f"A / {B // 2}"], m[f"A % {B // 2} / {BPER}"], m[f"A % {BPER}"]
-    xd = x.to_dm(cluster, slice_, el, ctx.tdma, 0)
-    yd = y.to_dm(cluster, slice_, el, ctx.tdma, 1 << 14)
-    t = m[f"A % {BPER} / 4, P"]
-    out = (ctx.main.begin_interleaved(m["P"], xd.view(), yd.view())
-           .fetch(f32, t, m["A % 4 # 8"])
-           .collect(t, m["A % 4 # 8"])
-           .vector_init()
-           .vector_intra_slice_unzip("P", m[f"A % {BPER} / 4, 1 # 2"], m[f"A % {BPER} / 4"])
-           .vector_trim_way4(m["A % 4"])
+    pair, el = _unzipped(ctx, MULB, B, x, y, 1 << 14, f32, 4, "A % 4 # 8")
+    out = (pair.vector_trim_way4(m["A % 4"])
            .vector_fp_zip(FpBinaryOp.MulF(FpMulAlu.Mul0))
            .vector_pad_way8(m["A % 4 # 8"])
            .vector_final()
