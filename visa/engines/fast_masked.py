@@ -18,7 +18,6 @@ every row are whole 8-, 4- or 2-byte words of a C-ordered buffer, the same bytes
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -122,7 +121,7 @@ def _fill_words(values: npt.NDArray[Any], cut: Cut, pad: Any) -> bool:
     item = values.dtype.itemsize
     if not values.flags.c_contiguous or values.size == 0 or item >= 8:
         return False
-    inner = math.prod(cut.sizes[cut.loop + 1:]) * item  # bytes of one index of the cut loop
+    inner = int(np.prod(cut.sizes[cut.loop + 1:], dtype=np.int64)) * item  # bytes of one index of the cut loop
     run = cut.sizes[cut.loop] * inner  # bytes of one index of the loops outside it
     pieces = [(a * inner, b * inner) for a, b in ((0, cut.lo), (cut.hi, cut.sizes[cut.loop])) if b > a]
     for word in (8, 4, 2):
