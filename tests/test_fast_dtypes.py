@@ -73,3 +73,45 @@ def test_the_cast_engines_narrowing_is_the_reference(dst: type, steps: int, seed
     low = values.astype(np.int64) & ((1 << dst.bits) - 1)  # the low bits, two's complement
     signed = np.where(low >= 1 << (dst.bits - 1), low - (1 << dst.bits), low)
     assert np.array_equal(np.where(known, fast[0][..., :8], 0), np.where(known, signed, 0))
+
+
+FLOATS = [dt.bf16, dt.f16, dt.f32, dt.f8e4m3, dt.f8e5m2]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(FLOATS), st.sampled_from(FLOATS), st.integers(1, 300), st.integers(0, 2**32 - 1),
+       st.sampled_from(["none", "nan", "inf", "huge"]))
+def test_float_casts_are_the_reference(src: type, dst: type, n: int, seed: int, special: str) -> None:
+    """``dtypes.float-nan-after``: every float pair gives the reference's bits, NaN (made canonical, sign kept),
+    ±inf and values beyond the destination's range included."""
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal(n) * 10.0 ** rng.integers(-3, 4, size=n)).astype(np.float32)
+    if special == "nan":
+        x[rng.integers(0, n)] = -np.nan
+        x[rng.integers(0, n)] = np.nan
+    elif special == "inf":
+        x[rng.integers(0, n)] = -np.inf
+    elif special == "huge":
+        x[rng.integers(0, n)] = 1e30
+    vals = dt.convert(x, dt.f32, src, overflow="saturate" if src is dt.f8e4m3 else None)
+
+    def bits(a: np.ndarray) -> np.ndarray:
+        return a.view(np.dtype(f"u{a.dtype.itemsize}"))
+
+    try:
+        want = dt.convert(vals, src, dst)
+    except DtypeError as e:
+        with pytest.raises(DtypeError) as err, fastpaths.disabled("dtypes.float-nan-after"):
+            dt.convert(vals, src, dst)
+        assert str(err.value) == str(e)
+        return
+    with fastpaths.disabled("dtypes.float-nan-after"):
+        reference = dt.convert(vals, src, dst)
+    assert want.dtype == reference.dtype == np.dtype(dst.storage) and np.array_equal(bits(want), bits(reference))
+
+
+def test_a_bf16_nan_widens_to_the_canonical_f32_nan() -> None:
+    """A bf16 NaN with a payload becomes f32 0x7fc00000 with its sign (the reference's canonical NaN)."""
+    x = np.array([0x7F81, 0xFFC1, 0x3F80], dtype=np.uint16).view(dt.bf16.storage)
+    got = dt.convert(x, dt.bf16, dt.f32).view(np.uint32).tolist()
+    assert got == [0x7FC00000, 0xFFC00000, 0x3F800000]

@@ -839,6 +839,10 @@ def convert(
     if src.kind == "float" and rounding == "nearest_even" and overflow == "inf" and f.has_inf:
         # numpy's and ml_dtypes' float casts round once to nearest even and overflow to ±inf: the same
         # bits as below, except for NaN payloads (made canonical below)
+        if fast_dtypes.FLOAT_NAN_AFTER.on:
+            cast = fast_dtypes.float_cast_without_nan(arr, f.storage)
+            if cast is not None:
+                return cast
         with np.errstate(over="ignore", invalid="ignore"):
             if not np.isnan(arr).any():
                 out: npt.NDArray[Any] = arr.astype(f.storage)

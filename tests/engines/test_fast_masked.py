@@ -80,3 +80,29 @@ def test_a_mask_that_is_no_cut_of_one_loop_is_left_to_the_reference() -> None:
     assert unmasked_cut(((4, 8), (8, 1)), m.reshape(-1)) is None
     m[:, :] = True  # every position masked: nothing to read
     assert unmasked_cut(((4, 8), (8, 1)), m.reshape(-1)) is None
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.sampled_from([np.int8, np.int16, np.int32, np.uint16, np.float32, np.int64]),
+       st.lists(st.integers(1, 9), min_size=1, max_size=3), st.integers(1, 5), st.data())
+def test_fill_by_words_is_the_element_fill(storage: Any, sizes: list[int], rows: int, data: Any) -> None:
+    """``fetch.masked-fill-words``: the masked lanes filled a word at a time are the same bytes as filled an
+    element at a time (every cut of every loop, every element size, buffers whose lanes are no whole words)."""
+    from visa.engines.fast_masked import Cut, fill
+
+    loop = data.draw(st.integers(0, len(sizes) - 1))
+    lo = data.draw(st.integers(0, sizes[loop] - 1))
+    hi = data.draw(st.integers(lo + 1, sizes[loop]))
+    strides = [int(np.prod(sizes[k + 1:])) for k in range(len(sizes))]
+    cut = Cut(tuple(zip(sizes, strides, strict=True)), loop, lo, hi)
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    base = rng.integers(0, 256, size=rows * int(np.prod(sizes)) * np.dtype(storage).itemsize, dtype=np.uint8)
+    pad = np.asarray(rng.integers(0, 100)).astype(storage)
+    fast, want = base.view(storage).copy(), base.view(storage).copy()
+    fill(fast, rows, cut, pad)
+    with fastpaths.disabled("fetch.masked-fill-words"):
+        fill(want, rows, cut, pad)
+    assert np.array_equal(fast.view(np.uint8), want.view(np.uint8))
+    view = want.reshape(rows, *sizes)
+    lead = (slice(None),) * (1 + loop)
+    assert (view[(*lead, slice(0, lo))] == pad).all() and (view[(*lead, slice(hi, None))] == pad).all()

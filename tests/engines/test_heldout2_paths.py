@@ -46,10 +46,11 @@ from visa.testing import place_dm
 DTYPES = (i8, i16, i32)
 
 
-def _interleaved(monkeypatch: pytest.MonkeyPatch, general: bool, dtype: Any, n_e: int, time: str, packet: str,
-                 gap: int, written: int, seed: int) -> Any:
+def _interleaved(monkeypatch: pytest.MonkeyPatch | None, general: bool, dtype: Any, n_e: int, time: str, packet: str,
+                 gap: int, written: int, seed: int, dst: Any = None, pad: Any = None) -> Any:
     """Fetch a pair of ``n_e``-element tensors ``gap`` bytes apart (the second written only ``written`` elements
-    deep: the rest is poison), through the general path or not."""
+    deep: the rest is poison), through the general path or not; as ``dst`` (default ``dtype``), with the masking
+    stage's ``pad`` value when given."""
     with fastpaths.disabled("fetch.loop-nest", "fetch.all-known") if general else contextlib.nullcontext():
         ax = AxisSet(A=n_e, W=written, I=2)
         m = ax.m
@@ -62,7 +63,8 @@ def _interleaved(monkeypatch: pytest.MonkeyPatch, general: bool, dtype: Any, n_e
         place_dm(ctx, x[1][:written], dtype, m["1"], m["1 # 2"], m["1 # 256"], m["W"], first + gap)
         b = place_dm(ctx, x[1], dtype, m["1"], m["1 # 2"], m["1 # 256"], m["A"], first + gap) \
             if written == n_e else type(a).from_addr(ctx, dtype, m["1"], m["1 # 2"], m["1 # 256"], m["A"], first + gap)
-        s = ctx.main.begin_interleaved(m["I"], a.view(), b.view()).fetch(dtype, m[time], m[packet])
+        kw = {} if pad is None else {"pad_value": pad}
+        s = ctx.main.begin_interleaved(m["I"], a.view(), b.view()).fetch(dst or dtype, m[time], m[packet], **kw)
         return np.asarray(s.data.values).copy(), np.asarray(np.broadcast_to(s.data.known, s.data.values.shape)).copy()
 
 

@@ -4,6 +4,8 @@ states, mask bytes and data as the reference (every page read, every page of the
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -84,3 +86,47 @@ def test_a_strided_dma_into_hbm_marks_what_the_reference_marks(seed: int, page: 
     assert np.array_equal(s0, s1)
     assert (m0 is None and m1 is None) or np.array_equal(m0 if m0 is not None else np.zeros_like(m1),
                                                          m1 if m1 is not None else np.zeros_like(m0))
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), page=st.sampled_from([8, 64, 200]), units=st.integers(1, 4),
+       kinds=st.lists(st.integers(0, 5), min_size=1, max_size=6), data=st.data())
+def test_a_range_covering_no_page_whole_is_known_as_the_reference_says(seed: int, page: int, units: int,
+                                                                      kinds: list[int], data: st.DataObject) -> None:
+    """``memory.edge-pages-unsettled``: ``all_known`` of ranges inside one page or across one page boundary (and any
+    other range), over pages ALL, NONE and MIXED (wholly written, poison, a narrow written run, random), gives the
+    reference's answer, then the same answers again for every range (the pages it left unsettled included)."""
+    n = page * len(kinds) + 3
+    r = np.random.default_rng(seed)
+    mask0 = np.zeros((units, n), bool)
+    for p, kind in enumerate(kinds):
+        a, b = p * page, min(n, (p + 1) * page)
+        if kind in (0, 4):
+            mask0[:, a:b] = True
+        elif kind == 2:
+            lo = int(r.integers(a, b))
+            mask0[:, lo: min(b, lo + 5)] = True
+        elif kind == 3:
+            mask0[:, a:b] = r.random((units, b - a)) < 0.9
+    mask0[:, -3:] = r.random((units, 3)) < 0.7
+    ranges = [tuple(sorted(data.draw(st.tuples(st.integers(0, n), st.integers(0, n))))) for _ in range(6)]
+    ranges += [(p * page + 1, p * page + 4) for p in range(len(kinds))]
+    got = []
+    for on in (True, False):
+        mask = mask0.copy()
+        pm = PageMask(mask, page=page)
+        pm.materialise(slice(None), 0, n)
+        for p, kind in enumerate(kinds):  # (ALL and NONE pages: marked, not MIXED)
+            if kind == 4:
+                pm.mark(slice(None), p * page, min(n, (p + 1) * page), True)
+            elif kind == 1:
+                pm.mark(slice(None), p * page, min(n, (p + 1) * page), False)
+        units_sel = np.arange(units, dtype=np.int64)[::2]
+        with contextlib.nullcontext() if on else fastpaths.disabled("memory.edge-pages-unsettled"):
+            answers = [pm.all_known(us, lo, hi) for _ in range(2) for lo, hi in ranges
+                       for us in (slice(None), units_sel)]
+        got.append(answers)
+        want = [bool(mask0[us, lo:hi].all()) if hi > lo else True for _ in range(2) for lo, hi in ranges
+                for us in (slice(None), units_sel)]
+        assert answers == want
+    assert got[0] == got[1]

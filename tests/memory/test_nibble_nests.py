@@ -78,3 +78,26 @@ def test_rows_of_nibbles_take_the_nest_path() -> None:
 def test_a_poisoned_nibble_is_left_to_store_stream() -> None:
     img = DenseImage((1, 16))
     assert not store_nest(i4, img, 0, ((4, 1),), np.array([[1, 2, 3, 4]]), np.array([[True, False, True, True]]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(_nests(), st.integers(0, 1000), st.booleans())
+def test_nibbles_by_words_are_the_reference(nest: tuple[int, tuple[tuple[int, int], ...]], seed: int,
+                                            whole: bool) -> None:
+    """``memory.nibble-words``: the same values (every nibble, sign-extended, poison included) and known-mask as
+    the two strided passes, with some bytes unwritten or all written."""
+    from visa import fastpaths
+
+    base, loops = nest
+    img = _image(seed)
+    if whole:
+        offs = np.arange(192, dtype=np.int64) * 4
+        store(i4, img, offs, np.random.default_rng(seed).integers(-8, 8, size=(2, 192)), np.ones((2, 192), bool))
+    got = load_nest(i4, img, base, loops)
+    with fastpaths.disabled("memory.nibble-words"):
+        want = load_nest(i4, img, base, loops)
+    assert got is not None and want is not None
+    for a, b in zip(got, want, strict=True):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+    if whole:
+        assert got[1].all()

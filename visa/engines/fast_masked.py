@@ -9,6 +9,11 @@ ones.  Where the mask is one loop of the sequencer's nest cut to a range (a padd
 of the innermost loop), the written-state of the unmasked positions is asked of the image over the nest with that
 loop cut (:func:`visa.memory.images.nest_elements_written`: the elements' own bytes, the padding between them
 left out), and the masked lanes are filled by one strided assignment (:func:`fill`).
+
+``fetch.masked-fill-words``: that assignment writes the pad value an element at a time, a few elements a row (four
+bf16 lanes of eight: ``H0 % 4 # 8``), where numpy's loop costs more than the stores.  When the masked lanes of
+every row are whole 8-, 4- or 2-byte words of a C-ordered buffer, the same bytes are written a word at a time
+(the pad value's bytes repeated across the word): 1.6 → 0.12 ms for a 512 × 1024 × 8 bf16 stream.
 """
 
 from __future__ import annotations
@@ -27,11 +32,15 @@ from visa.memory.fast_written import elements_written
 from visa.memory.images import DenseImage
 from visa.memory.units import enabled_units
 
-__all__ = ["MASKED", "Cut", "unmasked_cut", "written_cut", "fill"]
+__all__ = ["MASKED", "FILL_WORDS", "Cut", "unmasked_cut", "written_cut", "fill"]
 
 MASKED = fastpaths.register("fetch.masked-known", "a masked fetch whose unmasked positions were all written is "
                             "known everywhere: asked of the nest without its masked lanes, read in one strided "
                             "copy, the masked lanes filled by one assignment")
+
+FILL_WORDS = fastpaths.register("fetch.masked-fill-words", "the masked lanes of a masked fetch filled with the pad "
+                                "value a whole word (8, 4 or 2 bytes: the pad's bytes repeated) at a time, not an "
+                                "element at a time")
 
 BoolArray = npt.NDArray[np.bool_]
 Loops = tuple[tuple[int, int], ...]
@@ -109,9 +118,33 @@ def written_cut(src: type[dt.Scalar], images: Sequence[DenseImage], lv: BoolArra
 def fill(values: npt.NDArray[Any], rows: int, cut: Cut, pad: Any) -> None:
     """Write ``pad`` at the masked positions of ``values`` (``rows`` stream rows, each the nest's positions in C
     order): the cut loop's indices below ``lo`` and from ``hi`` on, by strided assignment."""
+    if FILL_WORDS.on and _fill_words(values, cut, pad):
+        return
     view = values.reshape(rows, *cut.sizes)
     lead = (slice(None),) * (1 + cut.loop)  # the rows and the loops outside the cut one
     if cut.lo:
         view[(*lead, slice(0, cut.lo))] = pad
     if cut.hi < cut.sizes[cut.loop]:
         view[(*lead, slice(cut.hi, None))] = pad
+
+
+def _fill_words(values: npt.NDArray[Any], cut: Cut, pad: Any) -> bool:
+    """:func:`fill` by words (``fetch.masked-fill-words``): the same bytes, when ``values`` is C-ordered and the
+    masked lanes of every index of the loops outside the cut one are whole words of it; False (nothing written)
+    otherwise."""
+    item = values.dtype.itemsize
+    if not values.flags.c_contiguous or values.size == 0 or item >= 8:
+        return False
+    inner = int(np.prod(cut.sizes[cut.loop + 1:], dtype=np.int64)) * item  # bytes of one index of the cut loop
+    run = cut.sizes[cut.loop] * inner  # bytes of one index of the loops outside it
+    pieces = [(a * inner, b * inner) for a, b in ((0, cut.lo), (cut.hi, cut.sizes[cut.loop])) if b > a]
+    for word in (8, 4, 2):
+        if word <= item or word % item or run % word or any(a % word or b % word for a, b in pieces):
+            continue
+        kind = np.dtype(f"u{word}")
+        patt = np.full(word // item, pad, dtype=values.dtype).view(kind)[0]
+        words = values.reshape(-1).view(np.uint8).view(kind).reshape(-1, run // word)
+        for a, b in pieces:
+            words[:, a // word: b // word] = patt
+        return True
+    return False

@@ -69,6 +69,9 @@ ALL_KNOWN = fastpaths.register("fetch.all-known", "a fetch whose bytes were all 
                                "a broadcast of True and reads into a pooled buffer")
 PENDING_COPIES = fastpaths.register("fetch.pending-copies", "slices that are pending copies in DM are not read: "
                                     "the stream makes the copies when read (CopiedRows)")
+PAIR_PADDED = fastpaths.register("fetch.pair-padded-nest", "an interleaved pair far apart whose packet ends in "
+                                 "padding lanes is read as one loop nest: the padded lanes' reach past an element is "
+                                 "not a carry into the other tensor")
 LOOP_NEST = fastpaths.register("fetch.loop-nest", "the sequencer's loops run as one strided copy of the DM image "
                                "instead of one address per stream position")
 REPLICA_LABELS = fastpaths.register("fetch.replica-labels", "the stream carries which slices read bytes known to "
@@ -402,11 +405,32 @@ def _nest(cfg: FetchConfig, bases: IntArray, entries: Sequence[Any]) -> tuple[in
     loops = tuple((int(e.size), int(e.stride)) for e in entries)
     if len(bases) > 1 and any(int(b) != int(bases[0]) + k * cfg.element.size * cfg.src.image_bits
                               for k, b in enumerate(bases.tolist())):
-        return _pair_nest(cfg, bases, loops)
+        got = _pair_nest(cfg, bases, loops)
+        if got is None and PAIR_PADDED.on:  # (fetch.pair-padded-nest: the padded lanes left out of the reach)
+            tail = _padded_tail(cfg, loops)
+            got = _pair_nest(cfg, bases, loops, tail) if tail else None
+        return got
     return int(bases[0]) + seq.base * cfg.src.image_bits, loops
 
 
-def _pair_nest(cfg: FetchConfig, bases: IntArray, loops: tuple[tuple[int, int], ...]
+def _padded_tail(cfg: FetchConfig, loops: tuple[tuple[int, int], ...]) -> int:
+    """The positions at the end of the sequencer's innermost loop that are stream padding at every step of the
+    other loops (a packet ``A % 4 # 8``: 4), or 0."""
+    if not loops or loops[-1][1] != 1:
+        return 0
+    valid = _static(cfg)[2]
+    n = loops[-1][0]
+    if n < 2 or valid.size % n:
+        return 0
+    rows = valid.reshape(-1, n)
+    first = rows[0]
+    kept = int(np.count_nonzero(first))
+    if kept == 0 or kept == n or not bool(first[:kept].all()) or not bool((rows == first).all()):
+        return 0
+    return n - kept
+
+
+def _pair_nest(cfg: FetchConfig, bases: IntArray, loops: tuple[tuple[int, int], ...], tail: int = 0
                ) -> tuple[int, tuple[tuple[int, int], ...]] | None:
     """:func:`_nest` of an interleaved pair anywhere in the slice (the second tensor above the first, e.g. the
     collectives' ``acc`` and ``t``): buffer position ``p = k·E + e`` (``E = Element::SIZE``) is bit
@@ -414,7 +438,10 @@ def _pair_nest(cfg: FetchConfig, bases: IntArray, loops: tuple[tuple[int, int], 
     between the tensors instead.  A loop crossing from ``e`` into ``k`` (``size·stride`` a multiple of ``E``)
     is split there first; a second tensor below the first is a negative stride.  None when the positions are no
     such nest: the buffer base or the loops within an element reach past it (a carry from ``e`` into ``k``), or
-    a negative stride among the sequencer's loops."""
+    a negative stride among the sequencer's loops.  ``tail`` (``fetch.pair-padded-nest``): the last positions of
+    the innermost loop are stream padding everywhere (:func:`_padded_tail`), so its reach past the element is not
+    a carry into the next tensor: the nest gives those positions other bytes than the sequencer's, which the
+    fetch never reads as data (poison, or the masking stage's pad value)."""
     n_e, bits = cfg.element.size, cfg.src.image_bits
     gap = int(bases[1]) - int(bases[0])
     base = cfg.sequencer.base
@@ -422,7 +449,7 @@ def _pair_nest(cfg: FetchConfig, bases: IntArray, loops: tuple[tuple[int, int], 
         return None
     out: list[tuple[int, int]] = []
     within, across = base, 0  # the furthest element offset and tensor index the loops reach
-    for n, s in loops:
+    for k, (n, s) in enumerate(loops):
         if s < 0:
             return None
         if n == 1 or s == 0:
@@ -437,7 +464,7 @@ def _pair_nest(cfg: FetchConfig, bases: IntArray, loops: tuple[tuple[int, int], 
             within += (inner - 1) * s
         else:
             out.append((n, s))
-            within += (n - 1) * s
+            within += (n - 1 - (tail if k == len(loops) - 1 else 0)) * s
     if within >= n_e or across > 1:
         return None
     return int(bases[0]) + base * bits, tuple(out)

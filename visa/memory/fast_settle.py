@@ -18,6 +18,15 @@ writes the mask bytes it wrote and settles the range; the pages it did not touch
 ``ALL`` page whole again, a ``NONE`` page empty again) after a read of each.  Here only the pages the write's runs
 touch are made ``MIXED`` (:func:`touched_pages`): the others keep their state unread, the same state the
 reference's settle gives them back.
+
+``memory.edge-pages-unsettled`` (:meth:`~visa.memory.pages.PageMask.all_known`): a query whose range covers no page
+whole (every page it touches is cut by one of its ends: a 128-byte partial sum in each slice's 4 KiB page) is
+answered by the mask bytes of its ``MIXED`` pages over the range alone, which the reference reads after settling
+the range's pages; settling changes no answer (a page settles only to the state its mask bytes already say), and
+the pages such a query touches are the ones a narrow write left ``MIXED`` and that stay so.  The reference settles
+first (a sample of every such page of every slice, then the same mask read): most of a fetch of two partial sums
+of a streamed GEMV (issue 24).  The answer is the same (``tests/memory/test_fast_settle.py``); only whether those
+pages are settled now or at a later query differs.
 """
 
 from __future__ import annotations
@@ -27,7 +36,7 @@ import numpy.typing as npt
 
 from visa import fastpaths
 
-__all__ = ["SAMPLES", "TOUCHED", "classify", "touched_pages"]
+__all__ = ["SAMPLES", "TOUCHED", "EDGES", "classify", "touched_pages"]
 
 SAMPLES = fastpaths.register("memory.settle-samples", "a MIXED page with a written and an unwritten byte among a "
                                                       "few sampled stays MIXED unread; only the others are read "
@@ -35,6 +44,10 @@ SAMPLES = fastpaths.register("memory.settle-samples", "a MIXED page with a writt
 
 TOUCHED = fastpaths.register("dma.mask-touched-pages", "a strided DMA write into HBM makes MIXED only the pages its "
                                                        "runs touch, not every page of the range it spans")
+
+EDGES = fastpaths.register("memory.edge-pages-unsettled", "whether a range that covers no page whole was written is "
+                                                        "read from the mask of its MIXED pages without settling "
+                                                        "them first")
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]

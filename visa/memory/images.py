@@ -36,7 +36,7 @@ import numpy.typing as npt
 from visa import dtypes as dt
 from visa import fastpaths
 from visa.errors import AddressError
-from visa.memory import fast_nest, fast_pending, fast_prefault, fast_regions, fast_replica_sources
+from visa.memory import fast_nest, fast_nibbles, fast_pending, fast_prefault, fast_regions, fast_replica_sources
 from visa.memory.arena import ARENA, Lease, lazy_zeros
 from visa.memory.known import all_true
 from visa.memory.pages import ALL, MIXED, PAGE_BYTES, PageMask, Units, nest_offsets
@@ -1130,6 +1130,9 @@ def nest_elements_written(dtype: type[dt.Scalar], image: Image, bit_base: int,
         return False
     nb, base, nest = got
     assert isinstance(image, DenseImage)
+    split = fast_nest.pieces(nest, nb) if fast_nest.PIECES.on else None
+    if split is not None:  # (memory.written-pieces: each step of the widest loop apart)
+        return all(image._nest_words_written(nb, base + off, rest) for off, rest in split)
     return image._nest_words_written(nb, base, nest)
 
 
@@ -1317,6 +1320,8 @@ def _load_nibbles(dtype: type[dt.Scalar], image: Image, bit_base: int, loops: Se
     values, known = out
     if not (values.flags.c_contiguous and known.flags.c_contiguous and values.dtype == dtype.storage):
         return None
+    if dtype.kind == "int" and fast_nibbles.NIBBLE_WORDS.on and fast_nibbles.unpack(raw, raw_known, values, known):
+        return values.reshape(shape), known.reshape(shape)
     v, k = values.reshape(*pairs, 2), known.reshape(*pairs, 2)
     if dtype.kind == "int" and values.dtype == np.int8:  # two's complement: arithmetic shifts sign-extend
         np.right_shift(np.left_shift(raw, 4).view(np.int8), 4, out=v[..., 0])

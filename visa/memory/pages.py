@@ -133,6 +133,8 @@ class PageMask:
             return True
         if bool((st == NONE).any()):
             return False
+        if fast_settle.EDGES.on and p1 - p0 <= 2 and not self._covers_page(lo, hi):
+            return self._edges_known(self._ids(us), lo, hi)  # (memory.edge-pages-unsettled)
         # some pages keep a mask: those it shows wholly written lose it (a mask written by hand, a strided
         # copy), so that the next query reads none; then the pages the range covers in part
         self.settle_range(us, lo, hi)
@@ -142,6 +144,25 @@ class PageMask:
         if bool((st == NONE).any()):
             return False
         ids = self._ids(us)
+        if not self._edges_known(ids, lo, hi):
+            return False
+        inner = self.state[ids, p0:p1]  # the pages the range covers whole: settled, so MIXED is not all written
+        if p0 * self.page < lo:
+            inner = inner[:, 1:]
+        if p1 > p0 and self._end(p1 - 1) > hi and inner.shape[1]:
+            inner = inner[:, :-1]
+        return not bool((inner == MIXED).any())
+
+    def _covers_page(self, lo: int, hi: int) -> bool:
+        """Whether bytes ``[lo, hi)`` cover some page whole."""
+        p0, p1 = self._pages(lo, hi)
+        return any((max(lo, p * self.page), min(hi, self._end(p))) == (p * self.page, self._end(p))
+                   for p in range(p0, p1))
+
+    def _edges_known(self, ids: IntArray, lo: int, hi: int) -> bool:
+        """Were the bytes of ``[lo, hi)`` in the pages it covers in part (its first and last) written in every
+        unit ``ids`` whose page there is ``MIXED`` (the mask bytes read; the others are not asked)?"""
+        p0, p1 = self._pages(lo, hi)
         for p in sorted({p0, p1 - 1}):
             a, b = max(lo, p * self.page), min(hi, self._end(p))
             if a >= b or (a, b) == (p * self.page, self._end(p)):
@@ -149,12 +170,7 @@ class PageMask:
             units = ids[self.state[ids, p] == MIXED]
             if units.size and not bool(self.mask[units, a:b].all()):
                 return False
-        inner = self.state[ids, p0:p1]  # the pages the range covers whole: settled, so MIXED is not all written
-        if p0 * self.page < lo:
-            inner = inner[:, 1:]
-        if p1 > p0 and self._end(p1 - 1) > hi and inner.shape[1]:
-            inner = inner[:, :-1]
-        return not bool((inner == MIXED).any())
+        return True
 
     def none_known(self, us: Units, lo: int, hi: int) -> bool:
         """Was no byte ``[lo, hi)`` of the units written?"""

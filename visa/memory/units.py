@@ -217,7 +217,9 @@ class UnitSelection(DenseImage):
             _gather_rows(_nest_view(self._rows(wv), byte_base, nest), owner, words.reshape(self.count, *sizes))
         elif self.box is not None:
             src = self._nest(wv, byte_base, nest)
-            np.copyto(words.reshape(src.shape), src)
+            dst = words.reshape(src.shape)
+            if not (fast_nest.SPLIT.on and fast_nest.copy_split(dst, src)):  # (memory.nest-copy-split)
+                np.copyto(dst, src)
         else:
             words.reshape(self.count, *sizes)[...] = self._nest(wv, byte_base, nest)[self.units]
         if known is None:  # the caller knows every byte read was written (nest_written)

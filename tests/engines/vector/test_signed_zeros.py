@@ -71,3 +71,17 @@ def test_the_inter_slice_reduce_of_signed_zeros_is_one_answer(op: InterSliceRedu
     assert run() == want
     with fastpaths.disabled():
         assert run() == want
+
+
+@pytest.mark.parametrize("op", ["Max", "Min"])
+@pytest.mark.parametrize("constant", [0.0, -0.0, 1.0, -2.5])
+def test_a_clip_by_a_constant_decides_zeros_by_the_rule(op: str, constant: float) -> None:
+    """A clip by one constant (the operand broadcast against the stream, either side) follows the pairwise rule:
+    the sign of zeros is decided when the constant is a zero, and nothing changes when it is not."""
+    fn = fmax32 if op == "Max" else fmin32
+    x = np.tile(VALUES, 5)
+    c = np.float32(constant)
+    want = np.array([_pairwise(op, float(v), float(c)) for v in x], dtype=np.uint32)
+    assert np.array_equal(fn(x, c).view(np.uint32), want)
+    assert np.array_equal(fn(np.asarray(c), x).view(np.uint32),
+                          np.array([_pairwise(op, float(c), float(v)) for v in x], dtype=np.uint32))

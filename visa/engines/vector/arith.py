@@ -407,7 +407,11 @@ def fmin32(a: Arr, b: Arr) -> Arr:
 def _pair_zeros(out: Arr, a: Arr, b: Arr, join: np.ufunc) -> Arr:
     """``out`` with every lane where both operands are zeros set to their sign bits joined (AND: +0 unless both
     are −0; OR: −0 unless both are +0); the other lanes are one operand exactly, whatever numpy's loop."""
-    both = (a == 0) & (b == 0)
+    small, large = (a, b) if np.size(a) <= np.size(b) else (b, a)
+    zeros = small == 0  # (the smaller operand first: a clip by a nonzero constant has no pair of zeros)
+    if not zeros.any():
+        return out
+    both = (large == 0) & zeros
     if not both.any():
         return out
     bits = join(np.broadcast_to(a, out.shape).view(np.uint32), np.broadcast_to(b, out.shape).view(np.uint32))

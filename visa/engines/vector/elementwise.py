@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from visa.engines.common import StreamLayout
+from visa.engines.vector import fast_carry
 from visa.engines.vector.cache import cached
 from visa.engines.vector.ops import (
     BranchMode,
@@ -392,7 +393,10 @@ def _unfold(a: Arr, shape: tuple[int, ...]) -> Arr:
 
 
 def id_mask(ids: ExecIds, keep: frozenset[int] | set[int]) -> npt.NDArray[np.bool_]:
-    """Where the ExecutionId (4 bits, L4795) is one of ``keep``: a table lookup."""
+    """Where the ExecutionId (4 bits, L4795) is one of ``keep``: a table lookup (``vector.id-mask-compare``: one
+    comparison per id kept, when there are at most two — numpy's lookup converts a million ids to indices first)."""
+    if fast_carry.ID_COMPARE.on and len(keep) <= 2 and isinstance(ids, np.ndarray) and ids.dtype == np.uint8:
+        return fast_carry.id_mask(ids, keep)
     table = np.zeros(256, dtype=bool)
     table[sorted(keep)] = True
     out: npt.NDArray[np.bool_] = table[ids]
@@ -470,6 +474,9 @@ def carry_fill(values: Arr, known: npt.NDArray[np.bool_], exec_id: ExecIds | Non
     values, known = _fold(values, fold), _fold(known, fold)
     ids = np.zeros(values.shape, np.uint8) if exec_id is None else _fold(exec_id, fold)
     w = id_mask(ids, write)
+    sparse = fast_carry.seen_sparse(values, known, w, initial) if fast_carry.CARRY_FILL.on else None
+    if sparse is not None:
+        return _unfold(sparse[0], shape), _unfold(sparse[1], shape)
     t = np.arange(values.shape[3]).reshape(1, 1, 1, -1, 1)
     last = np.where(w, t, -1)
     last = np.maximum.accumulate(last, axis=3)

@@ -354,7 +354,9 @@ class LaneConfig:
             view = a[..., :lanes]  # through), not a copy of them: the padded stream is not copied again
             view.flags.writeable = False
             return view
-        return np.pad(a, [(0, 0)] * (a.ndim - 1) + [(0, lanes - a.shape[-1])])
+        out = np.zeros((*a.shape[:-1], lanes), dtype=a.dtype)  # (np.pad's zeros, in one allocation and one copy)
+        out[..., :a.shape[-1]] = a
+        return out
 
 
 def _mismatch(call: str, level: str, want: Mapping, got: Mapping, rule: str, line: int) -> LayoutError:
