@@ -4,10 +4,12 @@ issue 14), composed from :mod:`visa.kernels`, with the weights in HBM streamed t
 Full size (``LLAMA70B_FULL=1 visa run examples/llama70b_decode_layer.py``, or ``python
 examples/llama70b_decode_layer.py --full``): D = 8192, 64 query heads and 8 KV heads of d_k = 128 (L7990),
 F = 28672, bf16 weights in HBM (Q 8192×8192, K and V 1024×8192, O 8192×8192, gate, up 28672×8192, down
-8192×28672: 856M weights, 1.71 GB), a KV cache of S = 256 positions per KV head.  It takes about 40 s on this
-2-core machine (17.5 s writing the weights to HBM, 10 s the launch — the simulation — and 5 s the numpy check;
-about 60 s when the machine is loaded; README "Llama 3 70B decode layer") and about 2.2 GB peak memory (1.3× the
-weights; 4.8 GB before issue 24); the launch is 2,526,223 cycles, 44.1% of the memory-bound limit (1.71 GB at
+8192×28672: 856M weights, 1.71 GB), a KV cache of S = 256 positions per KV head.  It takes about 16 s on this
+2-core machine idle (8.5 s writing the weights to HBM, 3.5 s the launch — the simulation — and 3.9 s the numpy
+check: ``make bench``, 2026-11-29; several times that when the machine is loaded; README "Llama 3 70B decode
+layer") and a peak RSS of 2.18 GiB with the
+check (1.37× the weights' 1.59 GiB; 2.05 GiB, 1.29×, through setup and launch; ``VmHWM`` of its own process, issue
+24; 4.8 GB before issue 24); the launch is 2,502,439 cycles, 44.5% of the memory-bound limit (1.71 GB at
 the 1,536 B/cycle of the one HBM figure; 3,211,847 cycles before the timing model of issue 22, 71.1% of a limit
 taken at the 750 B/cycle read half).  By
 default (``visa run``, ``make run``, and the test ``tests/kernels/test_llama70b.py``) the same code runs at a
