@@ -197,6 +197,8 @@ def in_child(module: str) -> dict[str, Any]:
     import json
     import subprocess
 
-    done = subprocess.run([sys.executable, "-m", module, "--child"], check=True, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", module, "--child"], capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"python -m {module} --child failed ({done.returncode}):\n{done.stderr[-4000:]}")
     out: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return out
