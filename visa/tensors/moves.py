@@ -348,11 +348,12 @@ def _written_elements(p: DmaPlan, size: int) -> int:
     """Elements of a host staging buffer of ``size`` elements (the DMA's destination, ``p.dst``) up to the last
     byte the DMA writes (an even count for 4-bit types): a view of a larger HBM tensor (a tile) is staged as its
     layout is, the whole tensor's padding included, of which the DMA writes only the view's bytes.  ``size`` (the
-    count rounded up to even for 4-bit types) when a stride runs backwards or the plan writes to the end."""
+    count rounded up to even for 4-bit types) when a stride runs backwards, a loop is empty or the plan writes to
+    the end."""
     bits = p.dtype.size_bits
     full = size + (size % 2 if bits == 4 else 0)
     loops = p.all_loops()
-    if p.base[1] < 0 or any(lp.dst < 0 for lp in loops):
+    if p.base[1] < 0 or any(lp.dst < 0 or lp.size < 1 for lp in loops):
         return full
     reach = p.base[1] + sum((lp.size - 1) * lp.dst for lp in loops) + 1  # bytes: the last one written, plus one
     count = -(-reach * 8 // bits)
