@@ -44,9 +44,10 @@ is its own (``VmHWM``, :func:`benchmarks.common.peak_rss`), given twice: after t
 simulation), and after the check.  ``N`` (default 16384), ``ROWS`` (rows of lhs per slice, default 128) and
 ``TILES`` (how many tiles to run, default 8; 0 for all) in the environment; the suite's test runs ``N = 1024``
 exactly.  ``TIMELINE=0`` turns the schedule's timeline off (``Schedule.timeline``: an operation that left flight
-keeps its cycles, report and trace but lets go of its footprints — the same schedule), for long runs: with it on,
-the record holds about 0.6 MiB a tile at n = 16384 (the DMAs' footprints), 2.5 GiB over the whole 4,096 tiles;
-off, about 0.13 MiB.
+keeps its cycles, report and trace but lets go of its footprints — the same schedule), for long runs.  At n = 16384
+the peak of setup + launches grows with the tiles run: 1.16 GiB for 8, and for 512 1.42 GiB with the timeline on
+(the record holds the DMAs' footprints, about 0.6 MiB a tile by tracemalloc), 1.26 GiB off (C's HBM region, written
+tile by tile, grows too); the whole 4,096 tiles extrapolate to about 3.3 GiB (2.6×) on, 2.0 GiB off.
 """
 
 from __future__ import annotations
