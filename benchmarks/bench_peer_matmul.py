@@ -38,22 +38,29 @@ integer below 2^24, exact — summed in int64 and wrapped to int8).
 
 Reported: wall time per tile (the first tile, which plans every engine, and the rest) against numpy's float32
 product of the same tile, the whole kernel's time (measured over ``TILES`` tiles, the rest extrapolated when
-fewer than all run), and peak RSS against the tensors' bytes.  ``N`` (default 16384), ``ROWS`` (rows of lhs per
-slice, default 128) and ``TILES`` (how many tiles to run, default 8) in the environment; the suite's test runs
-``N = 1024`` exactly.
+fewer than all run), and peak RSS against the tensors' bytes (5·n²: the operands x and y on the host, which the
+check reads, and lhs, rhs and the result in HBM).  The benchmark runs in a fresh process (``--child``), so the peak
+is its own (``VmHWM``, :func:`benchmarks.common.peak_rss`), given twice: after the setup and the launches (the
+simulation), and after the check.  ``N`` (default 16384), ``ROWS`` (rows of lhs per slice, default 128) and
+``TILES`` (how many tiles to run, default 8; 0 for all) in the environment; the suite's test runs ``N = 1024``
+exactly.  ``TIMELINE=0`` turns the schedule's timeline off (``Schedule.timeline``: an operation that left flight
+keeps its cycles, report and trace but lets go of its footprints — the same schedule), for long runs.  At n = 16384
+the peak of setup + launches grows with the tiles run: 1.16 GiB for 8, and for 512 1.42 GiB with the timeline on
+(the record holds the DMAs' footprints, about 0.6 MiB a tile by tracemalloc), 1.26 GiB off (C's HBM region, written
+tile by tile, grows too); the whole 4,096 tiles extrapolate to about 3.3 GiB (2.6×) on, 2.0 GiB off.
 """
 
 from __future__ import annotations
 
+import json
 import os
-import resource
 import sys
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from benchmarks.common import clock
+from benchmarks.common import clock, in_child, peak_rss
 from visa import (
     AccumulationKind,
     AxisSet,
@@ -247,6 +254,7 @@ def numpy_tile(x: np.ndarray, y: np.ndarray, g: Geometry) -> float:
 def run_kernel(n: int, rows: int = 128, tiles: int | None = None, measure: bool = True) -> dict[str, Any]:
     """Run the first ``tiles`` output tiles (all by default) of the n³ product, check them exactly; the
     measurements (``measure``: numpy's time for a tile too), the tiles of C and the schedule."""
+    base = peak_rss()  # the interpreter, numpy and visa
     g = Geometry(n, rows)
     matmul, ax, tile_of = kernels(g)
     m = ax.m
@@ -255,6 +263,8 @@ def run_kernel(n: int, rows: int = 128, tiles: int | None = None, measure: bool 
     x = rng.integers(-128, 128, size=(n, n), dtype=np.int8)
     y = rng.integers(-128, 128, size=(n, n), dtype=np.int8)
     ctx = Context.acquire()
+    if os.environ.get("TIMELINE", "1") == "0":  # the record compacts what left flight (visa.schedule.Schedule)
+        ctx.schedule.timeline = False
     lhs = HostTensor.from_numpy(x.reshape(n, K_TILES, 2, g.slices_k, KS), i8, m["A, J, H, S, K"],
                                 axes="A J H S K")
     rhs = HostTensor.from_numpy(y.reshape(K_TILES, 2, g.slices_k, KS, n), i8, m["J, H, S, K, C"],
@@ -269,9 +279,10 @@ def run_kernel(n: int, rows: int = 128, tiles: int | None = None, measure: bool 
     if tiles > 1:
         launch(matmul, ctx, lhs_hbm, rhs_hbm, out, tiles)  # tile 0 again, then the rest
     rest = (clock() - start) / max(tiles, 1)
+    # x, y on the host (the check reads them); lhs, rhs, out in HBM
     result = {"n": n, "ti": g.ti, "tiles": tiles, "all_tiles": g.tiles, "first_s": first, "tile_s": rest,
-              "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-              "tensor_bytes": 3 * n * n + 2 * n * n, "cycles": ctx.schedule.makespan}
+              "base_rss": base, "launch_peak": peak_rss(), "tensor_bytes": 2 * n * n + 3 * n * n,
+              "cycles": ctx.schedule.makespan}
     result["schedule"] = [(op.track, op.name, op.start, op.end, op.cycles) for op in ctx.schedule.ops]
     result["c_tiles"] = []
     for t in range(max(tiles, 1)):
@@ -284,6 +295,7 @@ def run_kernel(n: int, rows: int = 128, tiles: int | None = None, measure: bool 
         result["c_tiles"].append(got)
     if measure:
         result["numpy_tile_s"] = numpy_tile(x, y, g)
+    result["peak_rss"] = peak_rss()
     return result
 
 
@@ -295,16 +307,29 @@ def describe(r: dict[str, Any]) -> list[str]:
             f"({r['first_s'] / npt:.1f}× numpy {npt * 1e3:.1f} ms)",
             f"peer matmul_{r['n']} per tile (mean of {r['tiles']}): {r['tile_s'] * 1e3:.0f} ms "
             f"({r['tile_s'] / npt:.1f}× numpy; aim ≤ 10×); whole {r['all_tiles']} tiles ≈ {whole / 60:.1f} min "
-            f"(aim ≤ 10 min); peak RSS {r['peak_rss'] / 2**30:.2f} GiB = "
-            f"{r['peak_rss'] / r['tensor_bytes']:.2f}× the tensors' bytes"]
+            f"(aim ≤ 10 min)",
+            f"peer matmul_{r['n']} peak RSS (its own process) of setup + launches "
+            f"{r['launch_peak'] / 2**30:.2f} GiB = {r['launch_peak'] / r['tensor_bytes']:.2f}×, with the check "
+            f"{r['peak_rss'] / 2**30:.2f} GiB = {r['peak_rss'] / r['tensor_bytes']:.2f}× the tensors' "
+            f"{r['tensor_bytes'] / 2**30:.2f} GiB (x, y on the host; lhs, rhs, C in HBM; aim ≤ 2×); "
+            f"{r['base_rss'] / 2**20:.0f} MiB of it the imports"]
 
 
-def run() -> list[str]:
+def measure_here() -> dict[str, Any]:
+    """The benchmark's measurements in this process (``N``, ``ROWS``, ``TILES`` from the environment)."""
     n = int(os.environ.get("N", "16384"))
     rows = int(os.environ.get("ROWS", "128"))
     tiles = int(os.environ.get("TILES", "8")) or None
-    return describe(run_kernel(n, rows, tiles))
+    r = run_kernel(n, rows, tiles)
+    return {k: v for k, v in r.items() if k not in ("schedule", "c_tiles")}
+
+
+def run() -> list[str]:
+    return describe(in_child("benchmarks.bench_peer_matmul"))  # a fresh process: the peak is its own
 
 
 if __name__ == "__main__":
-    print("\n".join(run()), file=sys.stdout)
+    if "--child" in sys.argv[1:]:
+        print(json.dumps(measure_here()))
+    else:
+        print("\n".join(run()), file=sys.stdout)

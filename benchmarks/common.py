@@ -171,3 +171,34 @@ def same_movement(text: str, ours: float, moved: tuple[float, float, object], ou
     wall, cpu, _ = moved
     text += f"   numpy same movement, 1st call {wall * 1e3:.2f} ms: ratio {ours / wall:.1f}x"
     return text + (f" (cpu {cpu * 1e3:.2f} ms: {ours_cpu / cpu:.1f}x)" if ours_cpu is not None and cpu > 0 else "")
+
+
+def peak_rss() -> int:
+    """This process's own peak resident set size, in bytes: Linux's ``VmHWM`` (the high-water mark of its address
+    space).  ``getrusage``'s ``ru_maxrss`` is not its own in a child: the kernel carries the parent's peak across
+    the fork and exec into it (a benchmark run by ``python -m benchmarks`` after a big one reads the big one's
+    peak).  ``ru_maxrss`` where there is no ``/proc``."""
+    try:
+        with open("/proc/self/status") as status:
+            for text in status:
+                if text.startswith("VmHWM:"):
+                    return int(text.split()[1]) * 1024
+    except OSError:
+        pass
+    import resource
+
+    scale = 1 if sys.platform == "darwin" else 1024  # (bytes on macOS, KiB elsewhere)
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
+
+
+def in_child(module: str) -> dict[str, Any]:
+    """Run ``python -m <module> --child`` in a fresh process (the environment inherited) and return the JSON object
+    its last line of output prints: a benchmark whose peak memory must be its own."""
+    import json
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", module, "--child"], capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"python -m {module} --child failed ({done.returncode}):\n{done.stderr[-4000:]}")
+    out: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return out

@@ -4,10 +4,12 @@ issue 14), composed from :mod:`visa.kernels`, with the weights in HBM streamed t
 Full size (``LLAMA70B_FULL=1 visa run examples/llama70b_decode_layer.py``, or ``python
 examples/llama70b_decode_layer.py --full``): D = 8192, 64 query heads and 8 KV heads of d_k = 128 (L7990),
 F = 28672, bf16 weights in HBM (Q 8192×8192, K and V 1024×8192, O 8192×8192, gate, up 28672×8192, down
-8192×28672: 856M weights, 1.71 GB), a KV cache of S = 256 positions per KV head.  It takes about 40 s on this
-2-core machine (17.5 s writing the weights to HBM, 10 s the launch — the simulation — and 5 s the numpy check;
-about 60 s when the machine is loaded; README "Llama 3 70B decode layer") and about 2.2 GB peak memory (1.3× the
-weights; 4.8 GB before issue 24); the launch is 2,526,223 cycles, 44.1% of the memory-bound limit (1.71 GB at
+8192×28672: 856M weights, 1.71 GB), a KV cache of S = 256 positions per KV head.  It takes about 16 s on this
+2-core machine idle (8.5 s writing the weights to HBM, 3.5 s the launch — the simulation — and 3.9 s the numpy
+check: ``make bench``, 2026-11-29; several times that when the machine is loaded; README "Llama 3 70B decode
+layer") and a peak RSS of 2.18 GiB with the
+check (1.37× the weights' 1.59 GiB; 2.05 GiB, 1.29×, through setup and launch; ``VmHWM`` of its own process, issue
+24; 4.8 GB before issue 24); the launch is 2,502,439 cycles, 44.5% of the memory-bound limit (1.71 GB at
 the 1,536 B/cycle of the one HBM figure; 3,211,847 cycles before the timing model of issue 22, 71.1% of a limit
 taken at the 750 B/cycle read half).  By
 default (``visa run``, ``make run``, and the test ``tests/kernels/test_llama70b.py``) the same code runs at a
@@ -347,6 +349,7 @@ def run(size: Size = REDUCED, seed: int = 8, tiles: bool = True,
                   args[8], args[9], args[10], args[11], args[12])
     span = ctx.schedule.device_span(first)
     t2 = time.perf_counter()
+    launch_peak = peak_mb()  # the setup's and the launch's: the check's own arrays come after
 
     def read(name: str, text: str, axes: str) -> F64:
         got = np.asarray(outs[name].to_host(m[text], ctx.pdma).numpy(axes=axes), np.float64)
@@ -409,8 +412,22 @@ def run(size: Size = REDUCED, seed: int = 8, tiles: bool = True,
     errors["makespan"] = float(span)
     errors["memory bound"] = (2 * sz.weights + cache_bytes) / per_cycle
     errors["setup s"], errors["launch s"], errors["check s"] = t1 - t0, t2 - t1, t3 - t2
-    errors["peak MB"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    errors["launch peak MB"], errors["peak MB"] = launch_peak, peak_mb()
     return errors
+
+
+def peak_mb() -> float:
+    """This process's peak resident set size so far, in MiB: Linux's ``VmHWM``, its own address space's high-water
+    mark (``getrusage``'s ``ru_maxrss`` also counts the parent's peak in a child process); ``ru_maxrss`` where
+    there is no ``/proc``."""
+    try:
+        with open("/proc/self/status") as status:
+            for text in status:
+                if text.startswith("VmHWM:"):
+                    return int(text.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (2**20 if sys.platform == "darwin" else 1024)
 
 
 def full_requested() -> bool:
@@ -431,8 +448,9 @@ def main() -> None:
                   f"bandwidth = {limit:.0f} cycles: memory-roofline utilisation {limit / value:.1%}")
         elif name.endswith(" s"):
             print(f"    {name:<18}{value:>12.1f} s (wall)")
-        elif name == "peak MB":
-            print(f"    {name:<18}{value:>12.0f} MB (resource.getrusage ru_maxrss)")
+        elif name.endswith("peak MB"):
+            when = "setup and launch" if name.startswith("launch") else "with the check"
+            print(f"    {name:<18}{value:>12.0f} MiB (peak RSS, VmHWM; {when})")
         elif name != "memory bound":
             print(f"    {name:<18}{value:>12.2e} max |error| (within its derived bound)")
 

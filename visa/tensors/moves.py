@@ -23,6 +23,7 @@ from visa.engines.dma.execute import execute
 from visa.engines.dma.plan import plan
 from visa.errors import LayoutError, VisaError
 from visa.mapping import Mapping
+from visa.memory.arena import lazy_zeros
 from visa.memory.footprint import unit_indices
 from visa.memory.layout import LEVEL_PARAMS, describe, element_bytes
 from visa.memory.transfer import DmEndpoint, Endpoint, HbmEndpoint, HostBuffer
@@ -322,21 +323,49 @@ def hbm_to_host(hbm: HbmTensor[Any, Any, Any] | HbmTensorView, element: Mapping,
              stream=stream, call=call)
     cost = cycles(p)
     staged = p.dst.level("Element")
-    n = staged.size + (staged.size % 2 if dtype.size_bits == 4 else 0)
+    n = _written_elements(p, staged.size)
     buf = HostBuffer(np.zeros(dtype.image_nbytes(n), np.uint8), written=False)
     execute(p, _endpoint(ctx, "hbm"), buf)
     staged_view = fast_host.staged_values(dtype, buf.data, n)  # (host.staged-view: the buffer is ours)
     values = (dt.from_bytes(dtype, buf.data, n) if staged_view is None else staged_view)[: staged.size]
-    if buf.constant is not None:  # every byte written (or none): no per-byte mask to reduce
+    if buf.constant is not None and n >= staged.size:  # every byte written (or none): no per-byte mask to reduce
         known = np.broadcast_to(np.bool_(buf.constant), (staged.size,))
+    elif buf.constant is not None:
+        known = np.full(n, buf.constant)
     elif dtype.size_bits == 4:
         known = np.repeat(buf.written, 2)[: staged.size]
     else:
         known = np.asarray(buf.written.reshape(-1, dtype.size_bits // 8).all(axis=1), dtype=bool)
+    if n < staged.size:  # the staged positions past the DMA's last byte: unwritten (zeros, lazily mapped)
+        values, known = _extended(values, staged.size), _extended(known, staged.size)
     values, known = _rearrange(values, known, staged, element)
     _report(ctx, "pdma", f"{call} → HostTensor[{dtype!r}, {element!r}]", p, cost, [hbm], [])
     return HostTensor(dtype, element, values, known, source=f"{call} (ctx.pdma) from {base.describe()}",
                       owned=True)
+
+
+def _written_elements(p: DmaPlan, size: int) -> int:
+    """Elements of a host staging buffer of ``size`` elements (the DMA's destination, ``p.dst``) up to the last
+    byte the DMA writes (an even count for 4-bit types): a view of a larger HBM tensor (a tile) is staged as its
+    layout is, the whole tensor's padding included, of which the DMA writes only the view's bytes.  ``size`` (the
+    count rounded up to even for 4-bit types) when a stride runs backwards, a loop is empty or the plan writes to
+    the end."""
+    bits = p.dtype.size_bits
+    full = size + (size % 2 if bits == 4 else 0)
+    loops = p.all_loops()
+    if p.base[1] < 0 or any(lp.dst < 0 or lp.size < 1 for lp in loops):
+        return full
+    reach = p.base[1] + sum((lp.size - 1) * lp.dst for lp in loops) + 1  # bytes: the last one written, plus one
+    count = -(-reach * 8 // bits)
+    return min(full, count + (count % 2 if bits == 4 else 0))
+
+
+def _extended(array: npt.NDArray[Any], size: int) -> npt.NDArray[Any]:
+    """``array`` followed by zeros (False) up to ``size`` elements (mapped zeros: pages nobody touches take no
+    memory, where the heap's recycled ``calloc`` would clear and keep them all)."""
+    out = lazy_zeros((size,), array.dtype)
+    out[: array.size] = array
+    return out
 
 
 def hbm_to_dm(hbm: HbmTensor[Any, Any, Any] | HbmTensorView, cluster: Mapping, slice_: Mapping, element: Mapping,
