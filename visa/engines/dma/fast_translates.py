@@ -73,10 +73,16 @@ def _moves(hw: HardwareProfile, parts: Sequence[Transfers]) -> list[int] | None:
             return None
         moves.append(d)
     for t, d in zip(parts[1:], moves[1:], strict=True):
-        if not (np.array_equal(t[0], chips) and np.array_equal(t[2], factor) and np.array_equal(t[3], seg)
+        # (a part made by ``shifted`` shares part 0's chips, factors and windows: the same arrays, equal without a
+        # look at their values — integers, and factors 1 or the write penalty, never NaN)
+        if not (_same(t[0], chips) and _same(t[2], factor) and _same(t[3], seg)
                 and np.array_equal(t[1] - d, units)):
             return None
     return moves
+
+
+def _same(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> bool:
+    return a is b or np.array_equal(a, b)
 
 
 def load(hw: HardwareProfile, parts: Sequence[Transfers]) -> HbmLoad | None:
