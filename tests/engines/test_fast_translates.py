@@ -1,4 +1,5 @@
-"""``dma.cost-translated-parts`` (visa/engines/dma/fast_translates.py) against the reference's cost model (issue
+"""``dma.cost-translated-parts``, ``dma.cost-shifted-transfers`` (visa/engines/dma/fast_translates.py) and
+``dma.cost-shifted-dm`` (visa/engines/dma/fast_dm_time.py) against the reference's cost model (issue
 24): DMAs of several engines and commands (tiles a power-of-two block apart, as a tiled DMA's engines are; moves
 into address bits the units leave clear; random strides that are neither) cost the reference's, field by field —
 total, parts, every HBM channel's cycles, the reasons — and a tiled one is answered by the path (it does not
@@ -121,11 +122,16 @@ def shifted_plans(draw: Any) -> DmaPlan:
 @settings(max_examples=300, deadline=None)
 @given(shifted_plans())
 def test_shifted_transfers_cost_the_references(p: DmaPlan) -> None:
-    """``dma.cost-shifted-transfers``: every command's HBM transfers read off the first command's cost what the
-    reference's, field by field, with the parts' load modelled either way."""
-    with fastpaths.disabled("dma.cost-shifted-transfers", "dma.cost-relative"):
+    """``dma.cost-shifted-transfers`` and ``dma.cost-shifted-dm``: every command's HBM transfers, DM time and
+    DMNs' busy cycles read off the first command's cost what the reference's, field by field, each path alone and
+    both, with the parts' load modelled either way and with the DMNs counted either way."""
+    with fastpaths.disabled("dma.cost-shifted-transfers", "dma.cost-shifted-dm", "dma.cost-relative"):
         want = _model(p, None)
     with fastpaths.disabled("dma.cost-relative"):
         assert _model(p, None) == want
-    with fastpaths.disabled("dma.cost-relative", "dma.cost-translated-parts"):
+    with fastpaths.disabled("dma.cost-relative", "dma.cost-translated-parts", "dma.cost-dm-once"):
+        assert _model(p, None) == want
+    with fastpaths.disabled("dma.cost-relative", "dma.cost-shifted-transfers"):
+        assert _model(p, None) == want
+    with fastpaths.disabled("dma.cost-relative", "dma.cost-shifted-dm"):
         assert _model(p, None) == want
