@@ -1,4 +1,5 @@
-"""``dma.cost-translated-parts`` (visa/engines/dma/fast_translates.py) against the reference's cost model (issue
+"""``dma.cost-translated-parts``, ``dma.cost-shifted-transfers`` (visa/engines/dma/fast_translates.py) and
+``dma.cost-shifted-dm`` (visa/engines/dma/fast_dm_time.py) against the reference's cost model (issue
 24): DMAs of several engines and commands (tiles a power-of-two block apart, as a tiled DMA's engines are; moves
 into address bits the units leave clear; random strides that are neither) cost the reference's, field by field —
 total, parts, every HBM channel's cycles, the reasons — and a tiled one is answered by the path (it does not
@@ -16,6 +17,7 @@ from visa import RNGD, fastpaths, i8
 from visa.engines.dma import cost, fast_translates
 from visa.engines.dma.config import DmaPlan
 from visa.memory import performance as perf
+from visa.memory.transfer import address_space
 
 _model = cost._cycles.__wrapped__  # type: ignore[attr-defined]  # (the model, not the plan's cache)
 MEDIA = [("hbm", "dm"), ("dm", "hbm"), ("host", "hbm"), ("hbm", "host")]
@@ -97,3 +99,39 @@ def test_moves_into_bits_the_units_use_decline() -> None:
         parts = [(chips, units + 512 * e, np.ones(64), np.zeros(64, dtype=np.int64), 0) for e in range(4)]
         assert (fast_translates.load(RNGD, parts) is not None) == answered
         assert _fast(p) == _reference(p)
+
+
+@st.composite
+def shifted_plans(draw: Any) -> DmaPlan:
+    """DMAs of several engines and commands whose HBM side's parts lie whole 256-byte units apart or not (odd
+    moves, moves across a chip's end), with packets aligned or not, reads and writes."""
+    media = draw(st.sampled_from(MEDIA + [("hbm", "hbm")]))
+    packet = draw(st.sampled_from([4, 32, 100, 256, 300, 512, 4096]))
+    inner = draw(st.lists(st.tuples(st.integers(1, 6), st.sampled_from([4, 256, 300, 512, 2048, 1 << 13, 1 << 20]),
+                                    st.sampled_from([4, 32, 256, 4096])), max_size=3))
+    moves = st.sampled_from([0, 4, 128, 256, 512, 768, 4096 + 256, 1 << 20, 3 << 20, 1 << 33, (1 << 34) - 256, 1 << 35])
+    spatial = [(draw(st.integers(2, 8)), draw(moves), draw(moves))] if draw(st.booleans()) else []
+    commands = [(draw(st.integers(2, 3)), draw(moves), draw(moves))] if draw(st.booleans()) or not spatial else []
+    chip = address_space(RNGD, "hbm").chip_bytes  # (48 GiB: a move may cross a chip's end)
+    starts = st.sampled_from([0, 1 << 20, (1 << 34) - (1 << 16), chip - (1 << 16), chip])
+    base = [draw(starts) + draw(st.integers(0, 1 << 12)) for _ in range(2)]
+    return DmaPlan.from_loops(RNGD, i8, media, [*inner, (packet, 1, 1)], (base[0], base[1]), spatial=spatial,
+                              commands=commands)
+
+
+@settings(max_examples=300, deadline=None)
+@given(shifted_plans())
+def test_shifted_transfers_cost_the_references(p: DmaPlan) -> None:
+    """``dma.cost-shifted-transfers`` and ``dma.cost-shifted-dm``: every command's HBM transfers, DM time and
+    DMNs' busy cycles read off the first command's cost what the reference's, field by field, each path alone and
+    both, with the parts' load modelled either way and with the DMNs counted either way."""
+    with fastpaths.disabled("dma.cost-shifted-transfers", "dma.cost-shifted-dm", "dma.cost-relative"):
+        want = _model(p, None)
+    with fastpaths.disabled("dma.cost-relative"):
+        assert _model(p, None) == want
+    with fastpaths.disabled("dma.cost-relative", "dma.cost-translated-parts", "dma.cost-dm-once"):
+        assert _model(p, None) == want
+    with fastpaths.disabled("dma.cost-relative", "dma.cost-shifted-transfers"):
+        assert _model(p, None) == want
+    with fastpaths.disabled("dma.cost-relative", "dma.cost-shifted-dm"):
+        assert _model(p, None) == want

@@ -94,7 +94,8 @@ def cycles(p: DmaPlan, indirect: tuple[Sequence[int], Sequence[int]] | None = No
 
 
 _PATHS = (fast_relative.RELATIVE, fast_relative.FINE, fast_relative.PAIR, fast_cost.SHARED, fast_transfers.ALIGNED,
-          fast_translates.TRANSLATED, fast_dm_time.ONCE, fast_load_order.ORDER)
+          fast_translates.TRANSLATED, fast_translates.SHIFTED, fast_dm_time.ONCE, fast_dm_time.SHIFTED,
+          fast_load_order.ORDER)
 _KEPT = "_visa_dma_cost"
 
 
@@ -129,12 +130,35 @@ def model(hw: HardwareProfile, media: tuple[str, str], spatial: tuple[DmaLoop, .
     idx, scale, seg = _packet_indices(npk, max(1, _SAMPLE // (runs * hw.dma.requests(nbytes) * max(1, sides))))
     shared_dm: dict[int, float] = {}
     parts: list[tuple[int, float, float, _Transfers]] = []
+    # every command walks the same loops from its own base: the addresses relative to base 0 are found once (digits,
+    # strides, indirect offsets) and each command adds its base (int64 sums: the same integers in any order)
+    rel = _addresses(inner, idx, (0, 0), offsets)
+    hbm_sides = [k for k in (0, 1) if spaces[k].medium == "hbm"]
+    span = (int(rel[hbm_sides[0]].min()), int(rel[hbm_sides[0]].max())) if len(hbm_sides) == 1 and idx.size else None
+    first: tuple[int, _Transfers] | None = None  # the first command's HBM side's base and transfers
+    dm_sides = [k for k in (0, 1) if spaces[k].medium == "dm"]
+    first_dm: tuple[int, float, dict[int, float]] | None = None  # its DM side's base, DM time and DMNs' busy cycles
     for e, ebase in enumerate(engines):
         for cbase in _engine_bases(commands, ebase):
-            addr = _addresses(inner, idx, cbase, offsets)
+            addr = (rel[0] + cbase[0], rel[1] + cbase[1])
             pcie = _pcie_bytes(nbytes, spaces, addr) * scale / hw.dma.pcie_bytes_per_cycle
-            dm = _dm_time(hw, spaces, addr, nbytes, scale, shared_dm)
-            parts.append((e, pcie, dm, _hbm_transfers(hw, spaces, addr, nbytes, seg)))
+            dm: float | None = None
+            if first_dm is not None and fast_dm_time.SHIFTED.on:
+                dm = fast_dm_time.shifted(hw, first_dm, cbase[dm_sides[0]], shared_dm)
+            if dm is None:
+                dm = _dm_time(hw, spaces, addr, nbytes, scale, shared_dm)
+            if not parts and len(dm_sides) == 1:  # (the first command: ``shared_dm`` holds its additions alone)
+                first_dm = (cbase[dm_sides[0]], dm, dict(shared_dm))
+            got = None
+            if first is not None and span is not None and fast_translates.SHIFTED.on:
+                k = hbm_sides[0]
+                got = fast_translates.shifted(hw, spaces[k].chip_bytes, first[1], first[0] + span[0],
+                                              first[0] + span[1], cbase[k] - first[0])
+            if got is None:
+                got = _hbm_transfers(hw, spaces, addr, nbytes, seg)
+            if first is None and span is not None:
+                first = (cbase[hbm_sides[0]], got)
+            parts.append((e, pcie, dm, got))
     # HBM: every part (an engine's command) is a stretch of its own (no queue window spans two parts), so that the
     # controller serves a part's requests alike whether the parts run on one engine or on many: more engines are
     # never slower than the same parts one after another

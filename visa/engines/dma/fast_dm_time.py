@@ -21,11 +21,15 @@ from visa import fastpaths
 from visa.hw import HardwareProfile
 from visa.memory import performance as perf
 
-__all__ = ["ONCE", "dm_time"]
+__all__ = ["ONCE", "SHIFTED", "dm_time", "shifted"]
 
 ONCE = fastpaths.register("dma.cost-dm-once", "a DMA command's DM time, DMN busy cycles and DMN sharing from one "
                                               "evaluation of its DMNs, counted by bincount (not three evaluations "
                                               "and np.unique/intersect1d sorts)")
+
+SHIFTED = fastpaths.register("dma.cost-shifted-dm", "the DM time and DMN busy cycles of a DMA's command whose only "
+                             "DM side walks the first command's loops whole DMNs away read off the first command's "
+                             "(its DMNs renamed), not evaluated packet by packet again")
 
 #: DMN numbers above this are counted by the reference (a count array that long is not worth it).
 _MOST = 1 << 16
@@ -50,3 +54,24 @@ def dm_time(hw: HardwareProfile, sides: list[int], addr: tuple[npt.NDArray[Any],
         if np.any((counts[0][:n] > 0) & (counts[1][:n] > 0)):
             return sum(times)
     return max(times, default=0.0)
+
+
+def shifted(hw: HardwareProfile, first: tuple[int, float, dict[int, float]], base: int,
+            shared: dict[int, float]) -> float | None:
+    """Path ``dma.cost-shifted-dm``: what ``cost._dm_time`` returns (and adds to ``shared``) for a command whose
+    only DM side's packets are those of the first command moved to ``base`` from ``first``'s base, given the first
+    command's ``(base, DM time, busy cycles it added per DMN)``; None when the move is not a whole number of DMNs.
+
+    A DM address counts only as its DMN, ``address // (slice bytes · slices per DMN)`` (L2541, L2866): a move by
+    ``m`` whole DMNs adds ``m`` to every packet's DMN.  The DM time counts only which packets' DMNs equal their
+    predecessors' (:func:`~visa.memory.performance.dmn_engine_time`, L2883–2893), which a renaming keeps, and DMN
+    ``d``'s busy cycles become DMN ``d + m``'s: the same floats, added in the same order (each command's additions
+    after the commands before it, DMN by DMN)."""
+    span = hw.dm.slice_address_space_bytes * hw.dm.slices_per_dmn
+    start, time, busy = first
+    if (base - start) % span:
+        return None
+    m = (base - start) // span
+    for dmn, cycles in busy.items():
+        shared[dmn + m] = shared.get(dmn + m, 0.0) + cycles
+    return time

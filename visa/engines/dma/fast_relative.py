@@ -207,7 +207,8 @@ def _model(hw: HardwareProfile, media: tuple[str, str], p: DmaPlan, base: tuple[
     loops = p.spatial + p.commands + p.loops
     key = (exact_key(hw), media, tuple((lp.size, lp.src, lp.dst) for lp in loops),
            len(p.spatial), len(p.commands), base, indirect, fast_cost.SHARED.on, fast_transfers.ALIGNED.on,
-           fast_translates.TRANSLATED.on, fast_dm_time.ONCE.on, fast_load_order.ORDER.on)  # (the switches it reads)
+           fast_translates.TRANSLATED.on, fast_translates.SHIFTED.on, fast_dm_time.ONCE.on,
+           fast_dm_time.SHIFTED.on, fast_load_order.ORDER.on)  # (the switches it reads)
     found = _STORE.get(key)
     if found is None:
         if len(_STORE) >= _LIMIT:

@@ -39,11 +39,15 @@ from visa.hw import HardwareProfile
 from visa.memory import performance as perf
 from visa.memory.performance import HbmLoad
 
-__all__ = ["TRANSLATED", "load"]
+__all__ = ["SHIFTED", "TRANSLATED", "load", "shifted"]
 
 TRANSLATED = fastpaths.register("dma.cost-translated-parts", "a DMA's HBM load modelled on one engine's command "
                                 "when the others move the same transfers whole aligned blocks away, its windows "
                                 "renamed and added in the reference's order, not modelled part by part")
+
+SHIFTED = fastpaths.register("dma.cost-shifted-transfers", "the HBM transfers of a DMA's command that walks the "
+                             "first command's loops a whole number of 256-byte units away on the same chip read off "
+                             "the first command's (units moved, factors kept), not split packet by packet again")
 
 #: one part's HBM transfers: (chips, unit addresses, cost factors, sample windows, split reads)
 Transfers = tuple[npt.NDArray[Any], npt.NDArray[Any], npt.NDArray[Any], npt.NDArray[Any], int]
@@ -69,10 +73,16 @@ def _moves(hw: HardwareProfile, parts: Sequence[Transfers]) -> list[int] | None:
             return None
         moves.append(d)
     for t, d in zip(parts[1:], moves[1:], strict=True):
-        if not (np.array_equal(t[0], chips) and np.array_equal(t[2], factor) and np.array_equal(t[3], seg)
+        # (a part made by ``shifted`` shares part 0's chips, factors and windows: the same arrays, equal without a
+        # look at their values — integers, and factors 1 or the write penalty, never NaN)
+        if not (_same(t[0], chips) and _same(t[2], factor) and _same(t[3], seg)
                 and np.array_equal(t[1] - d, units)):
             return None
     return moves
+
+
+def _same(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> bool:
+    return a is b or np.array_equal(a, b)
 
 
 def load(hw: HardwareProfile, parts: Sequence[Transfers]) -> HbmLoad | None:
@@ -102,3 +112,23 @@ def load(hw: HardwareProfile, parts: Sequence[Transfers]) -> HbmLoad | None:
     for e, x in enumerate(xors):
         group_busy[e, base + ((used - base) ^ x)] = one.busy[used]
     return HbmLoad(busy, bus, one.activations * p, one.transfers * p, one.rmw * p, group_busy)
+
+
+def shifted(hw: HardwareProfile, chip_bytes: int, first: Transfers, lo: int, hi: int, move: int) -> Transfers | None:
+    """Path ``dma.cost-shifted-transfers``: the reference's transfers (``cost._hbm_transfers``) of a command whose
+    only HBM side's packets are those of the first command (``first``, its packets' addresses in ``[lo, hi]``) moved
+    by ``move`` bytes, or None.
+
+    The reference splits each chip-relative packet address into requests and 256-byte units (L2469, L2981–2985):
+    a move by a whole number of units that keeps every packet on its chip (``lo`` and ``hi``, moved or not, on
+    one chip: the addresses in between too) moves every request's first and last unit by the same amount and
+    keeps which units a request crosses, how much of each it covers (the read-modify-write factor), the packet of
+    each transfer and so the issue order and the split reads.  So the units are the first's plus ``move``, the
+    rest the first's."""
+    if move % hw.hbm.access_unit_bytes or lo < 0:
+        return None
+    chip = lo // chip_bytes
+    if hi // chip_bytes != chip or (lo + move) // chip_bytes != chip or (hi + move) // chip_bytes != chip:
+        return None
+    chips, units, factor, seg, split = first
+    return chips, units + move, factor, seg, split
