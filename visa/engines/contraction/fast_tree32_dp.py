@@ -134,6 +134,12 @@ def _compiled() -> tuple[Kernel, Exponents] | None:
         llvm = importlib.import_module("llvmlite.binding")
     except ImportError:
         return None
+    config = numba.config
+    if (getattr(config, "DISABLE_JIT", False) or getattr(config, "CPU_NAME", None)
+            or getattr(config, "CPU_FEATURES", None) or not getattr(config, "ENABLE_AVX", True)):
+        # numba then compiles for another target than the host's (or not at all): the instruction may not be
+        # there to assemble, and LLVM exits the process rather than raise (found by a review)
+        return None
     features = llvm.get_host_cpu_features()
     asm_parser = getattr(llvm, "initialize_native_asmparser", None)
     if not (features.get("avx512f") and features.get("avx512bf16")) or asm_parser is None:
