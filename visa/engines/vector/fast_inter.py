@@ -60,13 +60,17 @@ class _Views:
     group_strides: tuple[int, ...]
     group_base: int
     all_valid: bool
-    valid_of: Callable[[], npt.NDArray[np.bool_]] = field(repr=False, compare=False)
+    #: ``out_group >= 0`` in some shape, or the groups' method that makes it: an array field (not a closure
+    #: holding it), so that the plan budget's walk weighs it (:func:`~visa.engines.cache.plan_nbytes`)
+    valid_src: npt.NDArray[np.bool_] | Callable[[], npt.NDArray[np.bool_]] = field(repr=False, compare=False)
+    valid_shape: tuple[int, ...] = field(repr=False, compare=False, default=())
 
     @cached_property
     def valid(self) -> npt.NDArray[np.bool_]:
         """Read-only: ``out_group >= 0``, the known-mask when nothing is poison (made when first asked: the
         shared rows' path, ``vector.inter-shared``, never asks)."""
-        mask = self.valid_of()
+        src = self.valid_src
+        mask = (src() if callable(src) else src).reshape(self.valid_shape)
         mask.flags.writeable = False
         return mask
 
@@ -101,10 +105,8 @@ def _derive(cfg: InterReduceConfig) -> _Views | None:
         g = given[1]
         shape = cfg.out_shape
         # (the groups' own method, not the configuration's: the cached views must not hold their key alive)
-        made = cfg.lazy.out_valid if cfg.lazy is not None and cfg.given_out_group is None else cfg.out_valid()
-
-        def valid_of() -> npt.NDArray[np.bool_]:
-            return (made() if callable(made) else made).reshape(shape)
+        made: npt.NDArray[np.bool_] | Callable[[], npt.NDArray[np.bool_]] = (
+            cfg.lazy.out_valid if cfg.lazy is not None and cfg.given_out_group is None else cfg.out_valid())
     else:
         og = cfg.out_group.reshape(-1)
         valid = og >= 0
@@ -113,15 +115,12 @@ def _derive(cfg: InterReduceConfig) -> _Views | None:
             return None
         g = affine.factor(np.stack([positions, og[positions]]))
         every = bool(valid.all())
-        mask = valid.reshape(cfg.out_shape)
-
-        def valid_of() -> npt.NDArray[np.bool_]:
-            return mask
+        made, shape = valid, cfg.out_shape
     if g is None:
         return None
     out_sizes, (out_strides, group_strides), (out_base, group_base) = g
     return _Views(in_sizes, in_strides, bases[0], ring_axes, rank_order, out_sizes, out_strides, out_base,
-                  group_strides, group_base, every, valid_of)
+                  group_strides, group_base, every, made, tuple(shape))
 
 
 def _members(flat: npt.NDArray[Any], v: _Views) -> npt.NDArray[Any]:
