@@ -83,3 +83,30 @@ def test_order_free_is_the_tree_then_the_fold(steps: int, outs: int, seed: int, 
         return
     want = arith.sequential_reduce(op, dtype, by_steps(arith.tree4(op, dtype, x), perm), axis=-1)
     assert got is not None and got.dtype == want.dtype and np.array_equal(got, want)
+
+
+@settings(max_examples=40, deadline=None)
+@given(steps=st.integers(60, 140), outs=st.integers(1, 3), seed=st.integers(0, 2**16),
+       op=st.sampled_from(["Max", "Min"]), lanes=st.sampled_from([4, 8]), shuffled=st.booleans(),
+       block=st.sampled_from([1 << 19, 1, 5000]))
+def test_order_free_by_lane_is_the_tree_then_the_fold(steps: int, outs: int, seed: int, op: str, lanes: int,
+                                                      shuffled: bool, block: int) -> None:
+    """Many steps of four lanes read from wider packets (a strided view, as a padded fetch trimmed to Way4) are
+    reduced lane by lane, block by block of outputs (one output a block, a few, all): still
+    ``sequential_reduce(tree4(x)[perm])``, also for steps in another order (a gather)."""
+    from visa.engines.vector import arith, fast_reduce
+
+    rng = np.random.default_rng(seed)
+    x = rand_i32(rng, (1, 2, 3, steps * outs, lanes))[..., :4]
+    n = steps * outs
+    perm = (rng.permutation(n) if shuffled else np.arange(n)).reshape(outs, steps).astype(np.int64)
+    kept, fast_reduce._BLOCK_BYTES = fast_reduce._BLOCK_BYTES, block
+    try:
+        got = order_free(op, "i32", x, perm, by_steps)
+    finally:
+        fast_reduce._BLOCK_BYTES = kept
+    if not ORDER_FREE.on:
+        assert got is None
+        return
+    want = arith.sequential_reduce(op, "i32", by_steps(arith.tree4(op, "i32", x), perm), axis=-1)
+    assert got is not None and got.dtype == want.dtype and np.array_equal(got, want)

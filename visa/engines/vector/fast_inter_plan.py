@@ -160,13 +160,9 @@ class Groups:
         making the group array: each position's digits decoded from its flat index, its group the sum of
         ``(digit - offset) · step`` where every digit lies in its valid range, else -1 (as :meth:`out_group`)."""
         cols = math.prod(self.out_shape[3:])
-        k, inner = len(self.out_digits), 1
-        while k > 0 and inner < cols:
-            k -= 1
-            inner *= self.out_digits[k][0]
-        if inner == cols:  # the rows fall on whole digits: a row's part plus a column's part, broadcast
-            r_group, r_ok = self._decode(np.asarray(rows, dtype=np.int64), self.out_digits[:k])
-            c_group, c_ok = self._decode(np.arange(cols, dtype=np.int64), self.out_digits[k:])
+        parts = self.out_row_parts(rows)
+        if parts is not None:  # the rows fall on whole digits: a row's part plus a column's part, broadcast
+            r_group, r_ok, c_group, c_ok = parts
             out: IntArray = r_group[:, None] + c_group[None, :]
             if not (r_ok.all() and c_ok.all()):
                 np.copyto(out, -1, where=~(r_ok[:, None] & c_ok[None, :]))
@@ -175,6 +171,22 @@ class Groups:
         group, ok = self._decode(at, self.out_digits)
         out = np.where(ok, group, -1)
         return out
+
+    def out_row_parts(self, rows: IntArray
+                      ) -> tuple[IntArray, npt.NDArray[np.bool_], IntArray, npt.NDArray[np.bool_]] | None:
+        """When the rows of the first three levels fall on whole output digits: :meth:`out_rows` as a row part and
+        a column part (``out_rows(rows)[i, j]`` is ``row[i] + col[j]`` where ``row_ok[i] and col_ok[j]``, else -1):
+        ``(row, row_ok, col, col_ok)``; else None."""
+        cols = math.prod(self.out_shape[3:])
+        k, inner = len(self.out_digits), 1
+        while k > 0 and inner < cols:
+            k -= 1
+            inner *= self.out_digits[k][0]
+        if inner != cols:
+            return None
+        r_group, r_ok = self._decode(np.asarray(rows, dtype=np.int64), self.out_digits[:k])
+        c_group, c_ok = self._decode(np.arange(cols, dtype=np.int64), self.out_digits[k:])
+        return r_group, r_ok, c_group, c_ok
 
     @staticmethod
     def _decode(at: IntArray, digits: tuple[tuple[int, int, int, int], ...]) -> tuple[IntArray, npt.NDArray[np.bool_]]:

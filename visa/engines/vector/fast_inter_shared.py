@@ -14,6 +14,7 @@ convert and write one slice per class.  A configuration whose output rows are mo
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -29,23 +30,43 @@ from visa.memory.known import is_everywhere, known_everywhere
 if TYPE_CHECKING:
     from visa.engines.vector.inter import InterReduceConfig
 
-__all__ = ["SHARED", "execute"]
+__all__ = ["SHARED", "STRIDED", "execute"]
 
 SHARED = fastpaths.register("vector.inter-shared", "an inter-slice reduce broadcast over slices computes one row per "
                                                    "class of equal slices (SharedRows) instead of every slice")
 
+STRIDED = fastpaths.register("vector.inter-shared-strided", "vector.inter-shared's class rows read as strided rows "
+                             "of the folded groups when each is a row part plus one column pattern whose digits never "
+                             "carry, not gathered by group through a transposed copy")
+
 IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
 
 
 @dataclass(frozen=True)
 class _Classes:
     """The output's rows in classes: each flat ``(Chip, Cluster, Slice)`` row's class, and per class the group
-    each position reads (0 where invalid) and where it is valid (``(classes, Time · Packet)``)."""
+    each position reads (0 where invalid) and where it is valid (``(classes, Time · Packet)``).  With ``parts``
+    (``(row, row_ok, col, col_ok)``: :meth:`~visa.engines.vector.fast_inter_plan.Groups.out_row_parts` of the
+    classes' rows) the groups are made when first asked."""
 
     owner: IntArray
-    groups: IntArray
-    valid: npt.NDArray[np.bool_]
+    made: IntArray | None
+    valid: BoolArray
     all_valid: bool
+    parts: tuple[IntArray, BoolArray, IntArray, BoolArray] | None = None
+
+    @cached_property
+    def groups(self) -> IntArray:
+        """Per class the group each position reads, 0 where invalid."""
+        if self.made is not None:
+            return self.made
+        assert self.parts is not None
+        row, _, col, _ = self.parts
+        out: IntArray = row[:, None] + col[None, :]
+        np.copyto(out, 0, where=~self.valid)
+        out.flags.writeable = False
+        return out
 
 
 def _unique_rows(rows: IntArray, weights: IntArray | None = None) -> tuple[IntArray, IntArray]:
@@ -80,6 +101,9 @@ def _classes(cfg: InterReduceConfig) -> _Classes | None:
     if n_rows > 1:
         got: tuple[IntArray, IntArray] | None = None
         if cfg.labels is not None and cfg.labels.size == n_rows:  # (vector.inter-row-labels: one row per label read)
+            parted = _parted(cfg, n_rows)
+            if parted is not None:
+                return parted
             got = fast_row_classes.from_row_constants(cfg.out_rows, cfg.labels)  # (the labels are the constants)
         else:
             og = cfg.out_group
@@ -99,6 +123,62 @@ def _classes(cfg: InterReduceConfig) -> _Classes | None:
     return found
 
 
+def _parted(cfg: InterReduceConfig, n_rows: int) -> _Classes | None:
+    """:func:`_classes` from the labels (``vector.inter-row-labels``) when the classes' rows are a row part plus a
+    column part of non-negative groups (:meth:`~visa.engines.vector.fast_inter_plan.Groups.out_row_parts`): the
+    same owners, valid positions and (made when asked) groups, none of the class rows made here; else None."""
+    lazy = cfg.lazy
+    if lazy is None or cfg.given_out_group is not None or cfg.labels is None:
+        return None
+    # (fast_row_classes.from_row_constants: one row per label, in the labels' ascending order)
+    _, first, of = np.unique(np.asarray(cfg.labels, dtype=np.int64), return_index=True, return_inverse=True)
+    parts = lazy.out_row_parts(first)
+    if parts is None:
+        return None
+    row, row_ok, col, col_ok = parts
+    if bool((row[row_ok] < 0).any()) or bool((col[col_ok] < 0).any()):
+        return None  # (a valid group below 0 would read as invalid in out_rows' -1: not so here)
+    if 2 * first.size > n_rows:
+        return None
+    valid = row_ok[:, None] & col_ok[None, :]
+    owner = of.reshape(-1).astype(np.int64)
+    for a in (owner, valid):
+        a.flags.writeable = False
+    return _Classes(owner, None, valid, bool(valid.all()), parts)
+
+
+def _strided_rows(red: npt.NDArray[np.generic], rank_order: tuple[int, ...],
+                  parts: tuple[IntArray, BoolArray, IntArray, BoolArray]) -> npt.NDArray[np.generic] | None:
+    """``red.transpose(rank_order).reshape(-1)[row[:, None] + col[None, :]]`` (valid rows; any value in the
+    others) as strided rows of ``red`` when that is one: every column valid, each group digit's largest row part
+    plus its largest column part below the digit's size (the sum then carries nowhere: a group's position in
+    ``red`` is its row part's plus its column part's), and the columns' positions evenly spaced.  Else None."""
+    row, row_ok, col, col_ok = parts
+    if not red.flags.c_contiguous or red.size == 0 or not bool(col_ok.all()) or col.size == 0:
+        return None
+    shape = tuple(red.shape[i] for i in rank_order)
+    steps = tuple(red.strides[i] // red.itemsize for i in rank_order)
+    rows = row[row_ok]
+    if rows.size == 0 or int(rows.max()) >= red.size or int(col.max()) >= red.size:
+        return None
+    r_digits, c_digits = np.unravel_index(rows, shape), np.unravel_index(col, shape)
+    if any(int(r.max()) + int(c.max()) >= n for r, c, n in zip(r_digits, c_digits, shape, strict=True)):
+        return None
+    r_pos = sum((d * w for d, w in zip(r_digits, steps, strict=True)), np.zeros(rows.shape, dtype=np.int64))
+    c_pos = sum((d * w for d, w in zip(c_digits, steps, strict=True)), np.zeros(col.shape, dtype=np.int64))
+    step = int(c_pos[1] - c_pos[0]) if c_pos.size > 1 else 0
+    if c_pos.size > 1 and not bool((np.diff(c_pos) == step).all()):
+        return None
+    start = np.full(row.shape, int(c_pos[0]), dtype=np.int64)  # (invalid rows: the columns' own groups)
+    start[row_ok] += r_pos
+    flat = red.reshape(-1)
+    # (rows of the view are read only at ``start``: every element read is a group's position in ``red``)
+    view = np.lib.stride_tricks.as_strided(flat, shape=(flat.size, col.size), strides=(red.itemsize,
+                                                                                       step * red.itemsize),
+                                           writeable=False)
+    return view[start]
+
+
 def execute(cfg: InterReduceConfig, data: StreamData) -> SharedRows | None:
     """The reference's result as :class:`~visa.engines.shared.SharedRows`, or None (another path runs)."""
     c = _classes(cfg)
@@ -110,17 +190,25 @@ def execute(cfg: InterReduceConfig, data: StreamData) -> SharedRows | None:
     if cfg.op == "AddSat" and vals.size:
         bound = max(abs(int(vals.min())), abs(int(vals.max())))
     red = fast_inter._fold(cfg.op, cfg.dtype, fast_inter._members(vals, v), bound)
-    ranked = np.ascontiguousarray(red.transpose(v.rank_order), dtype=vals.dtype).reshape(-1)  # by group rank
-    out = ranked[c.groups]
+    rows = _strided_rows(red, v.rank_order, c.parts) if c.parts is not None and STRIDED.on else None
+    if rows is not None:  # (vector.inter-shared-strided)
+        out = rows.astype(vals.dtype, copy=False)
+    else:
+        ranked = np.ascontiguousarray(red.transpose(v.rank_order), dtype=vals.dtype).reshape(-1)  # by group rank
+        out = ranked[c.groups]
     if not c.all_valid:
         out[~c.valid] = 0
     tail = cfg.out_shape[3:]
-    inner_shape = (1, 1, c.groups.shape[0], *tail)
+    inner_shape = (1, 1, c.valid.shape[0], *tail)
     if is_everywhere(data.known):
         known = known_everywhere(inner_shape) if c.all_valid else c.valid.reshape(inner_shape)
     else:  # a poisoned member poisons its group (as the reference)
         whole = np.asarray(fast_inter._members(np.ascontiguousarray(data.known).reshape(-1), v).all(axis=-1))
-        kept = np.ascontiguousarray(whole.transpose(v.rank_order)).reshape(-1)
-        known = (c.valid & kept[c.groups]).reshape(inner_shape)
+        got = _strided_rows(whole, v.rank_order, c.parts) if rows is not None and c.parts is not None else None
+        if got is not None:  # (vector.inter-shared-strided: the same digits as the values' rows)
+            known = (c.valid & np.asarray(got, dtype=bool)).reshape(inner_shape)
+        else:
+            kept = np.ascontiguousarray(whole.transpose(v.rank_order)).reshape(-1)
+            known = (c.valid & kept[c.groups]).reshape(inner_shape)
     lead = cfg.out_shape[:3]
     return SharedRows(StreamData(out.reshape(inner_shape), known), c.owner, (lead[0], lead[1], lead[2]))
