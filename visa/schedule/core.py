@@ -232,7 +232,7 @@ _HAZARDS: dict[tuple[Any, ...], tuple[str, ...]] = {}
 
 
 def _small(fp: Footprint) -> bool:
-    return all(s.lo.size <= _SMALL for s in fp.spans)
+    return all(s.rel_lo.size <= _SMALL for s in fp.spans)
 
 
 def _of_spans(track: str, reads: Footprint, writes: Footprint) -> tuple[tuple[Lane, ...], dict[str, int]] | None:
