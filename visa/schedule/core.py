@@ -313,7 +313,10 @@ class Schedule:
     ``timeline`` (the default) keeps every operation whole, footprints and all, for a user who inspects them;
     off, an operation that leaves ``active`` is compacted (:meth:`Operation.compact`): the cycles, the report, the
     trace and the critical path are the same, and a long run (a model generating token after token) holds a few
-    hundred bytes per operation rather than its footprints (issue 25's peak memory).
+    hundred bytes per operation rather than its footprints (issue 25's peak memory).  On, the record is bounded
+    per operation too (issue 24): a tile view's span shares its Element's intervals (the ``shift`` of
+    :class:`~visa.memory.footprint.Span`), equal engine reports of recent operations are one object
+    (:attr:`kept`) and the texts are interned.
     """
 
     def __init__(self, hw: HardwareProfile = RNGD, *, timeline: bool = True) -> None:
