@@ -173,15 +173,16 @@ _KEPT_LIMIT = 512
 
 def _kept(reports: tuple[EngineReport, ...], kept: dict[Any, EngineReport]) -> tuple[EngineReport, ...]:
     """The reports, each replaced by the one recorded recently that is equal to it field by field, with the same
-    types of its numbers and details' values (``kept``, which it updates): engine reports are frozen, so a
-    kernel's repeated passes hold each report once rather than a copy an operation (issue 24); a report that
-    cannot be hashed (a detail holding a list) is kept as it is."""
+    types of its numbers and of its details' values and their items (``kept``, which it updates): engine reports
+    are frozen, so a kernel's repeated passes hold each report once rather than a copy an operation (issue 24); a
+    report that cannot be hashed (a detail holding a list) is kept as it is."""
     out = []
     for r in reports:
         try:
             key = (type(r), r.engine, r.config, r.cycles, r.latency, r.nbytes, r.macs, r.mac_dtype, r.bank_run,
                    r.bank_runs, r.hbm_channels, r.details, type(r.cycles), type(r.latency), type(r.nbytes),
-                   type(r.macs), type(r.bank_run), *[type(v) for _, v in r.details])
+                   type(r.macs), type(r.bank_run),
+                   *[tuple(map(type, v)) if type(v) is tuple else type(v) for _, v in r.details])
             got = kept.get(key)
         except TypeError:  # (unhashable)
             out.append(r)
