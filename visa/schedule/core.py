@@ -167,6 +167,13 @@ def _interned(text: str) -> str:
     return sys.intern(text) if type(text) is str else text
 
 
+def _types(r: EngineReport) -> tuple[Any, ...]:
+    """The types of a report's numbers, of its details' values and of their items (what ``==`` overlooks)."""
+    return (type(r.cycles), type(r.latency), type(r.nbytes), type(r.macs), type(r.bank_run),
+            *[tuple(map(type, v)) if type(v) is tuple else type(v) for _, v in r.details],
+            *map(type, r.bank_runs), *[type(b) for _, b in r.hbm_channels])
+
+
 #: How many engine reports :func:`_kept` remembers (a kernel's passes repeat within a few hundred operations).
 _KEPT_LIMIT = 512
 
@@ -180,11 +187,12 @@ def _kept(reports: tuple[EngineReport, ...], kept: dict[Any, EngineReport]) -> t
     for r in reports:
         try:
             key = (type(r), r.engine, r.config, r.cycles, r.latency, r.nbytes, r.macs, r.mac_dtype, r.bank_run,
-                   r.bank_runs, r.hbm_channels, r.details, type(r.cycles), type(r.latency), type(r.nbytes),
-                   type(r.macs), type(r.bank_run),
-                   *[tuple(map(type, v)) if type(v) is tuple else type(v) for _, v in r.details])
+                   r.bank_runs, r.hbm_channels, r.details)
             got = kept.get(key)
         except TypeError:  # (unhashable)
+            out.append(r)
+            continue
+        if got is not None and got is not r and _types(got) != _types(r):  # (equal, but 1 and 1.0: not shared)
             out.append(r)
             continue
         if got is None:
