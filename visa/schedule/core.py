@@ -178,7 +178,8 @@ def _types(r: EngineReport) -> tuple[Any, ...]:
 _KEPT_LIMIT = 512
 
 
-def _kept(reports: tuple[EngineReport, ...], kept: dict[Any, EngineReport]) -> tuple[EngineReport, ...]:
+def _kept(reports: tuple[EngineReport, ...],
+          kept: dict[Any, tuple[EngineReport, tuple[Any, ...] | None]]) -> tuple[EngineReport, ...]:
     """The reports, each replaced by the one recorded recently that is equal to it field by field, with the same
     types of its numbers and of its details' values and their items (``kept``, which it updates): engine reports
     are frozen, so a kernel's repeated passes hold each report once rather than a copy an operation (issue 24); a
@@ -192,14 +193,21 @@ def _kept(reports: tuple[EngineReport, ...], kept: dict[Any, EngineReport]) -> t
         except TypeError:  # (unhashable)
             out.append(r)
             continue
-        if got is not None and got is not r and _types(got) != _types(r):  # (equal, but 1 and 1.0: not shared)
-            out.append(r)
-            continue
         if got is None:
             if len(kept) >= _KEPT_LIMIT:
                 del kept[next(iter(kept))]
-            got = kept[key] = r
-        out.append(got)
+            kept[key] = (r, None)
+            out.append(r)
+            continue
+        first, types = got
+        if first is not r:
+            if types is None:
+                types = _types(first)
+                kept[key] = (first, types)
+            if types != _types(r):  # (equal, but 1 and 1.0: not shared)
+                out.append(r)
+                continue
+        out.append(first)
     return tuple(out)
 
 
@@ -332,7 +340,8 @@ class Schedule:
         self.hw = hw
         self.timeline = timeline
         self.shared: dict[Any, Any] = {}  # the compact record's engine reports and traffic, each once
-        self.kept: dict[Any, EngineReport] = {}  # recent engine reports by value (:func:`_kept`)
+        # recent engine reports by value, with their types once found (:func:`_kept`)
+        self.kept: dict[Any, tuple[EngineReport, tuple[Any, ...] | None]] = {}
         self.ops: list[Operation] = []
         self.free_at: dict[Lane, int] = {}
         self.owner: dict[Lane, int] = {}
