@@ -45,9 +45,10 @@ simulation), and after the check.  ``N`` (default 16384), ``ROWS`` (rows of lhs 
 ``TILES`` (how many tiles to run, default 8; 0 for all) in the environment; the suite's test runs ``N = 1024``
 exactly.  ``TIMELINE=0`` turns the schedule's timeline off (``Schedule.timeline``: an operation that left flight
 keeps its cycles, report and trace but lets go of its footprints — the same schedule), for long runs.  At n = 16384
-the peak of setup + launches grows with the tiles run: 1.16 GiB for 8, and for 512 1.42 GiB with the timeline on
-(the record holds the DMAs' footprints, about 0.6 MiB a tile by tracemalloc), 1.26 GiB off (C's HBM region, written
-tile by tile, grows too); the whole 4,096 tiles extrapolate to about 3.3 GiB (2.6×) on, 2.0 GiB off.
+the peak of setup + launches grows with the tiles run (C's HBM region, written tile by tile, and the schedule's
+record): with the timeline on, 1.14 GiB for 48 tiles, 1.17 GiB for 256, 1.45 GiB for 1,024 (about 0.32 MiB a tile;
+before the record shared a tile view's intervals and equal engine reports, issue 24 h24s, 0.6 MiB a tile and
+1.73 GiB for 1,024); the whole 4,096 tiles extrapolate to about 2.4 GiB (1.9×) on, 2.0 GiB (1.6×) off.
 """
 
 from __future__ import annotations

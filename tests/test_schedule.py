@@ -68,6 +68,47 @@ def test_interval_sets_agree_with_byte_sets(a: list[tuple[int, int]], b: list[tu
     assert intervals_overlap(alo, ahi, blo, bhi) == bool(as_bytes(a) & as_bytes(b))
 
 
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 12)), max_size=6),
+       st.lists(st.tuples(st.integers(0, 40), st.integers(0, 12)), max_size=6),
+       st.integers(-50, 50), st.integers(-50, 50))
+def test_shifted_spans_agree_with_their_bytes(a: list[tuple[int, int]], b: list[tuple[int, int]], sa: int,
+                                              sb: int) -> None:
+    """A span kept as shared intervals and a shift (issue 24) covers and overlaps the bytes it names."""
+    def as_bytes(ivs: list[tuple[int, int]], shift: int) -> set[int]:
+        return {x + shift for lo, n in ivs for x in range(lo, lo + n)}
+
+    alo, ahi = merge_intervals([lo for lo, _ in a], [lo + n for lo, n in a])
+    blo, bhi = merge_intervals([lo for lo, _ in b], [lo + n for lo, n in b])
+    x, y = Span("dm", 1, 1, -1, alo, ahi, sa), Span("dm", 1, 1, -1, blo, bhi, sb)
+    assert {v for lo, hi in zip(x.lo.tolist(), x.hi.tolist(), strict=True) for v in range(lo, hi)} == \
+        as_bytes(a, sa)
+    assert x.overlaps(y) == y.overlaps(x) == bool(as_bytes(a, sa) & as_bytes(b, sb))
+    assert x.nbytes == len(as_bytes(a, sa)) and x.count == alo.size
+    assert x.extent() == ((min(as_bytes(a, sa)), max(as_bytes(a, sa)) + 1) if a and any(n for _, n in a) else (0, 0))
+
+
+def test_tile_views_share_their_elements_intervals() -> None:
+    """Two tiles of one tensor: spans of the same intervals, shifted (the schedule's record holds them once)."""
+    ax = AxisSet(N=256, K=1024)
+    ctx = Context.acquire()
+    w = HbmTensor(ctx, dt.i8, ax.m["1"], ax.m["N, K"], 1 << 20)
+    tiles = [w.view().tile(ax.m["K"], 256, ax.m["N, K = 256 # 1024"], k * 256) for k in range(2)]
+    s0, s1 = (footprint(t).spans[0] for t in tiles)
+    assert s0.rel_lo is s1.rel_lo and s1.shift - s0.shift == 256
+    assert s0.lo.tolist() == [(1 << 20) + 1024 * i for i in range(256)] and s0.hi.tolist() == (s0.lo + 256).tolist()
+    assert s1.lo.tolist() == (s0.lo + 256).tolist() and not s0.overlaps(s1)
+
+
+def test_equal_engine_reports_are_kept_once_with_their_types() -> None:
+    """Equal reports of two operations are one object; equal values of other types (1 and 1.0) are not merged."""
+    ctx = _ctx()
+    a = ctx.record("main", "a", [EngineReport("x", "c", 5, details=(("k", 1),))])
+    b = ctx.record("main", "b", [EngineReport("x", "c", 5, details=(("k", 1),))])
+    c = ctx.record("main", "c", [EngineReport("x", "c", 5, details=(("k", 1.0),))])
+    assert a.engines[0] is b.engines[0] and a.engines == b.engines
+    assert c.engines[0] is not a.engines[0] and repr(dict(c.engines[0].details)["k"]) == "1.0"
+
+
 def test_a_view_covers_its_bytes_only_and_aliases_are_the_same_bytes() -> None:
     ctx = _ctx()
     ax = AxisSet(R=8, C=64)

@@ -58,20 +58,22 @@ def merge_intervals(lo: npt.ArrayLike, hi: npt.ArrayLike) -> tuple[IntArray, Int
     return a[idx], reach[ends]
 
 
-def intervals_overlap(alo: IntArray, ahi: IntArray, blo: IntArray, bhi: IntArray) -> bool:
-    """Whether two sorted disjoint interval sets share a byte (vectorised: one ``searchsorted``)."""
+def intervals_overlap(alo: IntArray, ahi: IntArray, blo: IntArray, bhi: IntArray, shift: int = 0) -> bool:
+    """Whether two sorted disjoint interval sets share a byte, B's intervals moved by ``shift`` bytes
+    (``[blo + shift, bhi + shift)``; vectorised: one ``searchsorted``)."""
     if alo.size == 0 or blo.size == 0:
         return False
-    if ahi[-1] <= blo[0] or bhi[-1] <= alo[0]:
+    if ahi[-1] <= blo[0] + shift or bhi[-1] + shift <= alo[0]:
         return False
     if alo.size == 1 and blo.size == 1:  # (two single intervals that are not apart share a byte)
         return True
     if alo.size > blo.size:
-        alo, ahi, blo, bhi = blo, bhi, alo, ahi
+        alo, ahi, blo, bhi, shift = blo, bhi, alo, ahi, -shift
     # for each interval of A, the first interval of B that ends after A's start
-    k = np.searchsorted(bhi, alo, side="right")
+    k = np.searchsorted(bhi, alo - shift if shift else alo, side="right")
     ok = k < blo.size
-    return bool(np.any(blo[np.minimum(k, blo.size - 1)][ok] < ahi[ok]))
+    first = blo[np.minimum(k, blo.size - 1)][ok]
+    return bool(np.any((first + shift if shift else first) < ahi[ok]))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -141,14 +143,40 @@ class Span:
     """One memory's region set: ``chips`` × ``units`` × ``rows`` × byte intervals ``[lo[i], hi[i])``.
 
     ``units`` is ``-1`` (every unit) for HBM, whose unit is the chip; ``rows`` is ``-1`` (every row) outside
-    the TRF.  Byte intervals are relative to the unit (slice, or TRF row, or the chip's HBM)."""
+    the TRF.  Byte intervals are relative to the unit (slice, or TRF row, or the chip's HBM).  They are kept as
+    ``rel_lo``/``rel_hi`` moved by ``shift`` bytes (``lo = rel_lo + shift``): the views of one Element at
+    different offsets share its intervals (:func:`visa.schedule.footprints.span_of`), so that a schedule holding
+    many tiles' footprints holds a few bytes a span rather than a copy of the intervals each (issue 24)."""
 
     memory: str
     chips: int
     units: int
     rows: int
-    lo: IntArray
-    hi: IntArray
+    rel_lo: IntArray
+    rel_hi: IntArray
+    shift: int = 0
+
+    @property
+    def lo(self) -> IntArray:
+        """The intervals' starts (``rel_lo + shift``; a new array when the shift is not 0)."""
+        return self.rel_lo + self.shift if self.shift else self.rel_lo
+
+    @property
+    def hi(self) -> IntArray:
+        """The intervals' ends, exclusive (``rel_hi + shift``; a new array when the shift is not 0)."""
+        return self.rel_hi + self.shift if self.shift else self.rel_hi
+
+    @property
+    def count(self) -> int:
+        """How many intervals."""
+        return int(self.rel_lo.size)
+
+    def extent(self) -> tuple[int, int]:
+        """The first byte covered and one past the last (``(0, 0)`` without intervals), without building
+        :attr:`lo` and :attr:`hi`."""
+        if not self.rel_lo.size:
+            return 0, 0
+        return int(self.rel_lo[0]) + self.shift, int(self.rel_hi[-1]) + self.shift
 
     @classmethod
     def of(cls, memory: str, chips: Iterable[int] | int, lo: npt.ArrayLike, hi: npt.ArrayLike, *,
@@ -164,7 +192,7 @@ class Span:
     @functools.cached_property
     def bytes_per_unit(self) -> int:
         """Bytes the intervals cover in one unit (one row of a TRF unit); found once (a span never changes)."""
-        return int((self.hi - self.lo).sum())
+        return int((self.rel_hi - self.rel_lo).sum())
 
     @functools.cached_property
     def nbytes(self) -> int:
@@ -191,7 +219,7 @@ class Span:
             return False
         if not (self.units & other.units) or not (self.rows & other.rows):
             return False
-        return intervals_overlap(self.lo, self.hi, other.lo, other.hi)
+        return intervals_overlap(self.rel_lo, self.rel_hi, other.rel_lo, other.rel_hi, other.shift - self.shift)
 
     def shares_units(self, other: Span) -> bool:
         """Same memory and a shared chip and unit (bytes may differ): the banks they use may collide."""
@@ -199,8 +227,9 @@ class Span:
                 and bool(self.units & other.units))
 
     def __repr__(self) -> str:
-        ranges = ", ".join(f"{int(a)}..{int(b)}" for a, b in zip(self.lo[:3], self.hi[:3], strict=True))
-        more = f", … ({self.lo.size} ranges)" if self.lo.size > 3 else ""
+        ranges = ", ".join(f"{int(a) + self.shift}..{int(b) + self.shift}"
+                           for a, b in zip(self.rel_lo[:3], self.rel_hi[:3], strict=True))
+        more = f", … ({self.rel_lo.size} ranges)" if self.rel_lo.size > 3 else ""
         return (f"Span({self.memory.upper()}, chips {self.chip_list()}, {self.unit_count()} unit(s), "
                 f"bytes {ranges}{more})")
 

@@ -162,6 +162,54 @@ def _slim(r: EngineReport, shared: dict[Any, Any]) -> EngineReport:
 
 _SLIM = object()  # (a key of :attr:`Schedule.shared` that holds a slim engine report)
 
+def _interned(text: str) -> str:
+    """``sys.intern(text)`` for a plain ``str`` (the same text, one copy), a subclass as it is."""
+    return sys.intern(text) if type(text) is str else text
+
+
+def _types(r: EngineReport) -> tuple[Any, ...]:
+    """The types of a report's numbers, of its details' values and of their items (what ``==`` overlooks)."""
+    return (type(r.cycles), type(r.latency), type(r.nbytes), type(r.macs), type(r.bank_run),
+            *[tuple(map(type, v)) if type(v) is tuple else type(v) for _, v in r.details],
+            *map(type, r.bank_runs), *[type(b) for _, b in r.hbm_channels])
+
+
+#: How many engine reports :func:`_kept` remembers (a kernel's passes repeat within a few hundred operations).
+_KEPT_LIMIT = 512
+
+
+def _kept(reports: tuple[EngineReport, ...],
+          kept: dict[Any, tuple[EngineReport, tuple[Any, ...] | None]]) -> tuple[EngineReport, ...]:
+    """The reports, each replaced by the one recorded recently that is equal to it field by field, with the same
+    types of its numbers and of its details' values and their items (``kept``, which it updates): engine reports
+    are frozen, so a kernel's repeated passes hold each report once rather than a copy an operation (issue 24); a
+    report that cannot be hashed (a detail holding a list) is kept as it is."""
+    out = []
+    for r in reports:
+        try:
+            key = (type(r), r.engine, r.config, r.cycles, r.latency, r.nbytes, r.macs, r.mac_dtype, r.bank_run,
+                   r.bank_runs, r.hbm_channels, r.details)
+            got = kept.get(key)
+        except TypeError:  # (unhashable)
+            out.append(r)
+            continue
+        if got is None:
+            if len(kept) >= _KEPT_LIMIT:
+                del kept[next(iter(kept))]
+            kept[key] = (r, None)
+            out.append(r)
+            continue
+        first, types = got
+        if first is not r:
+            if types is None:
+                types = _types(first)
+                kept[key] = (first, types)
+            if types != _types(r):  # (equal, but 1 and 1.0: not shared)
+                out.append(r)
+                continue
+        out.append(first)
+    return tuple(out)
+
 
 def _hazards(earlier: Operation, reads: Footprint, writes: Footprint) -> tuple[str, ...]:
     kinds = []
@@ -232,7 +280,7 @@ _HAZARDS: dict[tuple[Any, ...], tuple[str, ...]] = {}
 
 
 def _small(fp: Footprint) -> bool:
-    return all(s.lo.size <= _SMALL for s in fp.spans)
+    return all(s.rel_lo.size <= _SMALL for s in fp.spans)
 
 
 def _of_spans(track: str, reads: Footprint, writes: Footprint) -> tuple[tuple[Lane, ...], dict[str, int]] | None:
@@ -282,13 +330,18 @@ class Schedule:
     ``timeline`` (the default) keeps every operation whole, footprints and all, for a user who inspects them;
     off, an operation that leaves ``active`` is compacted (:meth:`Operation.compact`): the cycles, the report, the
     trace and the critical path are the same, and a long run (a model generating token after token) holds a few
-    hundred bytes per operation rather than its footprints (issue 25's peak memory).
+    hundred bytes per operation rather than its footprints (issue 25's peak memory).  On, the record is bounded
+    per operation too (issue 24): a tile view's span shares its Element's intervals (the ``shift`` of
+    :class:`~visa.memory.footprint.Span`), equal engine reports of recent operations are one object
+    (:attr:`kept`) and the texts are interned.
     """
 
     def __init__(self, hw: HardwareProfile = RNGD, *, timeline: bool = True) -> None:
         self.hw = hw
         self.timeline = timeline
         self.shared: dict[Any, Any] = {}  # the compact record's engine reports and traffic, each once
+        # recent engine reports by value, with their types once found (:func:`_kept`)
+        self.kept: dict[Any, tuple[EngineReport, tuple[Any, ...] | None]] = {}
         self.ops: list[Operation] = []
         self.free_at: dict[Lane, int] = {}
         self.owner: dict[Lane, int] = {}
@@ -336,7 +389,7 @@ class Schedule:
         conflicts with — plus ``hw.timing.context_handoff_cycles`` when that operation ran in another context
         (the signal that its result is ready, or its source free); contention may then lengthen it.
         """
-        reports = tuple(engines)
+        reports = _kept(tuple(engines), self.kept)
         if cycles is None:
             cycles = max((r.cycles for r in reports), default=0) + sum(r.latency for r in reports)
         pure = _of_spans(track, reads, writes) if track in TU_TRACKS else None
@@ -402,9 +455,10 @@ class Schedule:
                 notes.append(f"stretched {contention} cycles sharing DM banks with the other context (L2927–2931)")
         if traffic is None:
             traffic = pure[1] if pure is not None else _traffic(track, reads, writes)
-        op = Operation(track, name, start, cycles + stretch, reports, len(self.ops), tuple(lane_list), reads,
-                       writes, tuple(deps), waits_for, stretch, user_location(),
-                       dict(traffic), bank_run, tuple(notes), in_kernel, load)
+        # (the texts interned: a kernel's repeated passes hold one copy of their name, source line and notes)
+        op = Operation(track, _interned(name), start, cycles + stretch, reports, len(self.ops), tuple(lane_list),
+                       reads, writes, tuple(deps), waits_for, stretch, _interned(user_location()),
+                       dict(traffic), bank_run, tuple([_interned(n) for n in notes]), in_kernel, load)
         self.ops.append(op)
         self.active.append(op)
         for lane in lane_list:

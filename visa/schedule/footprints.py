@@ -85,7 +85,7 @@ def span_of(handle: Any) -> Span | None:
         rel_lo, rel_hi = _relative(element, bits)
         shift = start + offset * bits // 8
         chips, units, rows = _units(memory, levels, hw)
-        return Span(memory, chips, units, rows, rel_lo + shift, rel_hi + shift)
+        return Span(memory, chips, units, rows, rel_lo, rel_hi, shift)  # (the Element's intervals, shared)
     else:
         lo, hi = _intervals(element, offset, bits)
         lo, hi = start + lo, start + hi

@@ -48,8 +48,8 @@ class Lifetime:
     hi: int = field(init=False, default=0)  #: past its last byte
 
     def __post_init__(self) -> None:
-        if self.span.lo.size:
-            self.lo, self.hi = int(self.span.lo[0]), int(self.span.hi[-1])
+        if self.span.count:
+            self.lo, self.hi = self.span.extent()
 
 
 @dataclass
@@ -103,11 +103,11 @@ class DmOccupancy:
         reads = [sp for sp in op.reads.spans if sp.memory == "dm"]
         writes = [sp for sp in op.writes.spans if sp.memory == "dm"]
         touched = reads + writes
-        dm = [sp for sp in touched if sp.lo.size]
+        dm = [sp.extent() for sp in touched if sp.count]
         # the byte hull of what op touches in DM: a lifetime whose bytes lie outside it is not touched, without
         # comparing its span with each of op's (most of a model's live tensors, at every operation)
-        lo = min((int(sp.lo[0]) for sp in dm), default=0)
-        hi = max((int(sp.hi[-1]) for sp in dm), default=0)
+        lo = min((e[0] for e in dm), default=0)
+        hi = max((e[1] for e in dm), default=0)
         covered: dict[int, int] = {}
         for ident, region in live.items():
             life = self.lifetimes.get(ident)
