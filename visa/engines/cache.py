@@ -219,9 +219,9 @@ class PlanBudget:
     def _touch(self, entry: _Entry, value: Any) -> None:
         entry.launch = self._launch
         self._order.move_to_end(entry)
-        attrs = getattr(value, "__dict__", None)
-        if (-1 if attrs is None else len(attrs)) != entry.attrs:  # (it computed a cached_property since weighed)
-            entry.attrs = _attributes(value)
+        attrs = _attributes(value)
+        if attrs != entry.attrs:  # (it computed a cached_property since weighed)
+            entry.attrs = attrs
             nbytes = plan_nbytes(value)
             self.total += nbytes - entry.nbytes
             entry.nbytes = nbytes
@@ -264,7 +264,10 @@ class _Entry:
 
 def _attributes(value: Any) -> int:
     """How many attributes ``value`` holds in its ``__dict__`` (-1: it has none): what tells the budget an entry
-    computed a ``cached_property`` since it was weighed."""
+    computed a ``cached_property`` since it was weighed.  A :func:`per_object` entry, ``(weak reference,
+    value)``, is read through to its value (a review found a cached ``groups`` array escaping the budget)."""
+    if type(value) is tuple and len(value) == 2 and type(value[0]) is weakref.ref:
+        value = value[1]
     attrs = getattr(value, "__dict__", None)
     return -1 if attrs is None else len(attrs)
 
