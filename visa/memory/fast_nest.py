@@ -133,5 +133,6 @@ def copy_split(dst: npt.NDArray[Any], src: npt.NDArray[Any]) -> bool:
     if peel == 0 or count == 1 or shape[-1 - peel] < 8 * _SHORT:
         return False
     for idx in np.ndindex(*shape[dst.ndim - peel:]):
-        np.copyto(dst[(Ellipsis, *idx)], src[(Ellipsis, *idx)])
+        key: tuple[Any, ...] = (Ellipsis, *idx)  # (typed: numpy 2.0's stubs refuse the literal tuple)
+        np.copyto(dst[key], src[key])
     return True

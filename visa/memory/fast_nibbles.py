@@ -39,7 +39,7 @@ def unpack(raw: npt.NDArray[np.uint8], raw_known: npt.NDArray[np.bool_], values:
     np.left_shift(raw, 4, out=words, dtype=np.uint16)
     words |= raw
     words &= 0x0F0F
-    sign = words & 0x0808
+    sign = words & np.uint16(0x0808)
     sign *= 30
     words |= sign
     if bool(np.all(raw_known)):
