@@ -174,21 +174,15 @@ def same_movement(text: str, ours: float, moved: tuple[float, float, object], ou
 
 
 def peak_rss() -> int:
-    """This process's own peak resident set size, in bytes: Linux's ``VmHWM`` (the high-water mark of its address
-    space).  ``getrusage``'s ``ru_maxrss`` is not its own in a child: the kernel carries the parent's peak across
-    the fork and exec into it (a benchmark run by ``python -m benchmarks`` after a big one reads the big one's
-    peak).  ``ru_maxrss`` where there is no ``/proc``."""
-    try:
-        with open("/proc/self/status") as status:
-            for text in status:
-                if text.startswith("VmHWM:"):
-                    return int(text.split()[1]) * 1024
-    except OSError:
-        pass
-    import resource
+    """This process's own peak resident set size, in bytes (:func:`visa.tune.worker.peak_bytes`: Linux's
+    ``VmHWM``; ``getrusage``'s ``ru_maxrss`` is not its own in a child — a benchmark run by ``python -m
+    benchmarks`` after a big one would read the big one's peak)."""
+    from visa.tune.worker import peak_bytes
 
-    scale = 1 if sys.platform == "darwin" else 1024  # (bytes on macOS, KiB elsewhere)
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
+    peak = peak_bytes()
+    if peak is None:
+        raise RuntimeError("no peak memory to read here: neither /proc/self/status nor the resource module")
+    return peak
 
 
 def in_child(module: str) -> dict[str, Any]:

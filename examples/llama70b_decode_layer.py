@@ -79,7 +79,6 @@ from __future__ import annotations
 
 import math
 import os
-import resource
 import sys
 import time
 from collections.abc import Iterator
@@ -93,6 +92,7 @@ from visa import AxisSet, Context, HbmTensor, HostTensor, bf16, device, launch
 from visa.hw import bandwidth
 from visa.kernels import Arena, Attention, Gemm, Rows, bounds
 from visa.kernels.cache import rope_matrix
+from visa.tune.worker import peak_bytes
 
 Hbm = HbmTensor[Any, Any, Any]
 F64 = npt.NDArray[np.float64]
@@ -417,17 +417,11 @@ def run(size: Size = REDUCED, seed: int = 8, tiles: bool = True,
 
 
 def peak_mb() -> float:
-    """This process's peak resident set size so far, in MiB: Linux's ``VmHWM``, its own address space's high-water
-    mark (``getrusage``'s ``ru_maxrss`` also counts the parent's peak in a child process); ``ru_maxrss`` where
-    there is no ``/proc``."""
-    try:
-        with open("/proc/self/status") as status:
-            for text in status:
-                if text.startswith("VmHWM:"):
-                    return int(text.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (2**20 if sys.platform == "darwin" else 1024)
+    """This process's peak resident set size so far, in MiB (:func:`visa.tune.worker.peak_bytes`: Linux's
+    ``VmHWM``, its own address space's high-water mark; ``getrusage``'s ``ru_maxrss`` also counts the parent's
+    peak in a child process); NaN where there is nothing to read it from."""
+    peak = peak_bytes()
+    return math.nan if peak is None else peak / 2**20
 
 
 def full_requested() -> bool:

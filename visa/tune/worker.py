@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Target", "target_of", "run_point", "Measured", "limit_threads"]
+__all__ = ["Target", "target_of", "run_point", "Measured", "limit_threads", "peak_bytes"]
 
 
 @dataclass(frozen=True)
@@ -145,8 +145,11 @@ def _peak_reset() -> bool:
         return False
 
 
-def _peak_bytes() -> int | None:
-    """This process's peak resident size in bytes (``VmHWM``; ``ru_maxrss`` where there is no /proc)."""
+def peak_bytes() -> int | None:
+    """This process's own peak resident size in bytes: Linux's ``VmHWM``, the high-water mark of its address space
+    (``getrusage``'s ``ru_maxrss`` is not a child's own: the kernel carries the parent's peak across the fork and
+    exec into it); ``ru_maxrss`` where there is no ``/proc``; None where neither is there.  What a sweep point's
+    ``peak`` and the benchmarks' peaks read (a host-side measurement: the manual has no part in it)."""
     try:
         with open("/proc/self/status") as f:
             for line in f:
@@ -203,9 +206,9 @@ def run_point(target: Target, params: dict[str, Any], threads: int | None = None
             result = fn(**params)
         cycles, util, bound = _metrics(result)
     except Exception as err:  # the point failed (its own check, a refusal): the sweep goes on
-        return Measured(None, None, None, time.perf_counter() - start, _peak_bytes() if reset else None,
+        return Measured(None, None, None, time.perf_counter() - start, peak_bytes() if reset else None,
                         _where(err))
-    return Measured(cycles, util, bound, time.perf_counter() - start, _peak_bytes() if reset else None, None)
+    return Measured(cycles, util, bound, time.perf_counter() - start, peak_bytes() if reset else None, None)
 
 
 def default_threads(workers: int) -> int:
