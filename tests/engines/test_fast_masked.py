@@ -106,3 +106,29 @@ def test_fill_by_words_is_the_element_fill(storage: Any, sizes: list[int], rows:
     view = want.reshape(rows, *sizes)
     lead = (slice(None),) * (1 + loop)
     assert (view[(*lead, slice(0, lo))] == pad).all() and (view[(*lead, slice(hi, None))] == pad).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from([np.int8, np.int16, np.int32, np.float32]), st.lists(st.integers(1, 9), min_size=1, max_size=3),
+       st.integers(1, 7), st.integers(1, 4), st.data())
+def test_fill_views_by_bands_is_the_fill(storage: Any, sizes: list[int], rows: int, band: int, data: Any) -> None:
+    """:func:`~visa.engines.fast_masked.fill_views` assigned a band of rows at a time (``fetch.masked-read``'s
+    loop) writes the same bytes as :func:`~visa.engines.fast_masked.fill` of the whole buffer, by words or by
+    elements (whichever ``fetch.masked-fill-words`` says)."""
+    from visa.engines.fast_masked import Cut, fill, fill_views
+
+    loop = data.draw(st.integers(0, len(sizes) - 1))
+    lo = data.draw(st.integers(0, sizes[loop] - 1))
+    hi = data.draw(st.integers(lo + 1, sizes[loop]))
+    strides = [int(np.prod(sizes[k + 1:])) for k in range(len(sizes))]
+    cut = Cut(tuple(zip(sizes, strides, strict=True)), loop, lo, hi)
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    base = rng.integers(0, 256, size=rows * int(np.prod(sizes)) * np.dtype(storage).itemsize, dtype=np.uint8)
+    pad = np.asarray(rng.integers(0, 100)).astype(storage)
+    banded, whole = base.view(storage).copy(), base.view(storage).copy()
+    views = fill_views(banded, rows, cut, pad)
+    for r in range(0, rows, band):
+        for view, value in views:
+            view[r:r + band] = value
+    fill(whole, rows, cut, pad)
+    assert np.array_equal(banded.view(np.uint8), whole.view(np.uint8))

@@ -32,7 +32,7 @@ from visa.memory.fast_written import elements_written
 from visa.memory.images import DenseImage
 from visa.memory.units import enabled_units
 
-__all__ = ["MASKED", "FILL_WORDS", "Cut", "unmasked_cut", "written_cut", "fill"]
+__all__ = ["MASKED", "FILL_WORDS", "Cut", "unmasked_cut", "written_cut", "fill", "fill_views"]
 
 MASKED = fastpaths.register("fetch.masked-known", "a masked fetch whose unmasked positions were all written is "
                             "known everywhere: asked of the nest without its masked lanes, read in one strided "
@@ -118,23 +118,36 @@ def written_cut(src: type[dt.Scalar], images: Sequence[DenseImage], lv: BoolArra
 def fill(values: npt.NDArray[Any], rows: int, cut: Cut, pad: Any) -> None:
     """Write ``pad`` at the masked positions of ``values`` (``rows`` stream rows, each the nest's positions in C
     order): the cut loop's indices below ``lo`` and from ``hi`` on, by strided assignment."""
-    if FILL_WORDS.on and _fill_words(values, cut, pad):
-        return
+    for view, value in fill_views(values, rows, cut, pad):
+        view[...] = value
+
+
+def fill_views(values: npt.NDArray[Any], rows: int, cut: Cut, pad: Any) -> list[tuple[npt.NDArray[Any], Any]]:
+    """The views of ``values`` that :func:`fill` assigns and the value each is assigned (the pad, or its bytes
+    repeated as a word by ``fetch.masked-fill-words``), each view's first axis the ``rows`` stream rows: assigning
+    the same rows of every view fills those rows (a band of them while in the cache,
+    :mod:`visa.engines.fast_masked_read`)."""
+    if FILL_WORDS.on:
+        words = _fill_words(values, rows, cut, pad)
+        if words is not None:
+            return words
     view = values.reshape(rows, *cut.sizes)
     lead = (slice(None),) * (1 + cut.loop)  # the rows and the loops outside the cut one
+    out = []
     if cut.lo:
-        view[(*lead, slice(0, cut.lo))] = pad
+        out.append((view[(*lead, slice(0, cut.lo))], pad))
     if cut.hi < cut.sizes[cut.loop]:
-        view[(*lead, slice(cut.hi, None))] = pad
+        out.append((view[(*lead, slice(cut.hi, None))], pad))
+    return out
 
 
-def _fill_words(values: npt.NDArray[Any], cut: Cut, pad: Any) -> bool:
-    """:func:`fill` by words (``fetch.masked-fill-words``): the same bytes, when ``values`` is C-ordered and the
-    masked lanes of every index of the loops outside the cut one are whole words of it; False (nothing written)
-    otherwise."""
+def _fill_words(values: npt.NDArray[Any], rows: int, cut: Cut,
+                pad: Any) -> list[tuple[npt.NDArray[Any], Any]] | None:
+    """:func:`fill_views` by words (``fetch.masked-fill-words``): the same bytes, when ``values`` is C-ordered and
+    the masked lanes of every index of the loops outside the cut one are whole words of it; None otherwise."""
     item = values.dtype.itemsize
     if not values.flags.c_contiguous or values.size == 0 or item >= 8:
-        return False
+        return None
     inner = int(np.prod(cut.sizes[cut.loop + 1:], dtype=np.int64)) * item  # bytes of one index of the cut loop
     run = cut.sizes[cut.loop] * inner  # bytes of one index of the loops outside it
     pieces = [(a * inner, b * inner) for a, b in ((0, cut.lo), (cut.hi, cut.sizes[cut.loop])) if b > a]
@@ -143,8 +156,6 @@ def _fill_words(values: npt.NDArray[Any], cut: Cut, pad: Any) -> bool:
             continue
         kind = np.dtype(f"u{word}")
         patt = np.full(word // item, pad, dtype=values.dtype).view(kind)[0]
-        words = values.reshape(-1).view(np.uint8).view(kind).reshape(-1, run // word)
-        for a, b in pieces:
-            words[:, a // word: b // word] = patt
-        return True
-    return False
+        words = values.reshape(-1).view(np.uint8).view(kind).reshape(rows, -1, run // word)
+        return [(words[:, :, a // word: b // word], patt) for a, b in pieces]
+    return None

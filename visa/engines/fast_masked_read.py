@@ -25,7 +25,7 @@ import numpy.typing as npt
 
 from visa import fastpaths
 from visa.engines.common import StreamData
-from visa.engines.fast_masked import Cut, fill
+from visa.engines.fast_masked import Cut, fill_views
 from visa.memory.known import known_everywhere
 from visa.memory.nest_view import nest_view
 from visa.memory.rowpool import ROW_POOL
@@ -66,10 +66,11 @@ def masked_read(cfg: Any, images: Any, lv: npt.NDArray[np.bool_], nest: tuple[in
         return None
     pad = np.asarray(cfg.mask.pad_value).astype(storage)
     pooled, loan = ROW_POOL.take((rows, positions), storage, lv.reshape(-1))
+    pads = fill_views(pooled, rows, cut, pad)  # (made once: a band's are their rows r to r + BAND)
     for r in range(0, rows, BAND):  # a band copied, then its masked positions filled while it is in the cache
-        band = pooled[r:r + BAND]
-        np.copyto(band, src[r:r + BAND])
-        fill(band, band.shape[0], cut, pad)
+        np.copyto(pooled[r:r + BAND], src[r:r + BAND])
+        for view, value in pads:
+            view[r:r + BAND] = value
     values = pooled if loan is None else loan.settle(None)  # (every row written: the padding of each too)
     return StreamData(values.reshape(shape), known_everywhere(shape))
 
