@@ -418,3 +418,33 @@ def test_the_tile_views_are_the_reference(case: tuple[Any, ...], seed: int, ever
         ref = T.execute(cfg, StreamData(values, known))
     np.testing.assert_array_equal(np.asarray(fast.known), np.asarray(ref.known))
     np.testing.assert_array_equal(fast.values, ref.values)
+
+
+@settings(max_examples=40, deadline=None)
+@given(case=_legal(), seed=st.integers(0, 2**16), kind=st.sampled_from(["same", "broadcast", "last", "middle"]))
+def test_known_rows_transposed_once_are_the_reference(case: tuple[Any, ...], seed: int, kind: str) -> None:
+    """``transpose.known-rows``: a known-mask the same in every slice (rows equal, or broadcast over the slices)
+    transposed once and broadcast gives the known-mask (and values) of the reference; a mask whose last or a middle
+    slice differs is not taken for one (the same result either way)."""
+    dtype, sizes, ti, pi, to, po = case
+    m = AxisSet(**sizes).m
+    cfg = T.plan(RNGD, dtype, m[ti], m[pi], m[to], m[po])
+    rng = np.random.default_rng(seed)
+    lead = (1, 2, 70)  # (more slices than a band of the comparison)
+    values = rng.integers(-100, 100, size=(*lead, cfg.in_time, cfg.in_packet)).astype(np.int16)
+    row = rng.random((cfg.in_time, cfg.in_packet)) < 0.7
+    if kind == "broadcast":
+        known = np.broadcast_to(row, values.shape)
+    else:
+        known = np.broadcast_to(row, values.shape).copy()
+        if kind != "same" and row.size:
+            at = (0, 1, 69) if kind == "last" else (0, 1, int(rng.integers(0, 69)))
+            known[at].reshape(-1)[int(rng.integers(0, row.size))] ^= True
+    fast = T.execute(cfg, StreamData(values, known))
+    with fastpaths.disabled("transpose.known-rows"):
+        tiles = T.execute(cfg, StreamData(values, known))
+    with fastpaths.disabled("transpose.tiles"):
+        ref = T.execute(cfg, StreamData(values, known))
+    for got in (fast, tiles):
+        np.testing.assert_array_equal(np.asarray(got.known), np.asarray(ref.known))
+        np.testing.assert_array_equal(got.values, ref.values)

@@ -56,6 +56,9 @@ CALL = "transpose"
 
 TILES = fastpaths.register("transpose.tiles", "the Unpack, Transpose, Trim and Align stages as views of each "
                            "[in_rows × in_cols] tile and the known-mask of an all-known stream as the tile's pattern")
+#: (registered here, with the module ``import visa`` imports; :mod:`visa.engines.fast_transpose` takes it)
+KNOWN_ROWS = fastpaths.register("transpose.known-rows", "a known-mask the same in every slice (broadcast, or its "
+                                "rows compared equal) transposed for one slice and broadcast, not for every slice")
 
 
 @dataclass(frozen=True)
