@@ -103,11 +103,12 @@ class DmOccupancy:
         reads = [sp for sp in op.reads.spans if sp.memory == "dm"]
         writes = [sp for sp in op.writes.spans if sp.memory == "dm"]
         touched = reads + writes
-        dm = [sp.extent() for sp in touched if sp.count]
+        # each span with bytes and its extent (a span without any shares no byte: Span.overlaps is False for it)
+        dm = [(sp, *sp.extent()) for sp in touched if sp.count]
         # the byte hull of what op touches in DM: a lifetime whose bytes lie outside it is not touched, without
         # comparing its span with each of op's (most of a model's live tensors, at every operation)
-        lo = min((e[0] for e in dm), default=0)
-        hi = max((e[1] for e in dm), default=0)
+        lo = min((e[1] for e in dm), default=0)
+        hi = max((e[2] for e in dm), default=0)
         covered: dict[int, int] = {}
         for ident, region in live.items():
             life = self.lifetimes.get(ident)
@@ -119,7 +120,10 @@ class DmOccupancy:
                 life = Lifetime(region.name, tensor_dm_bytes(region), span, op.start, op.end)
                 self.lifetimes[ident] = life
                 self._open.add(ident)
-            if life.lo < hi and lo < life.hi and any(sp.overlaps(life.span) for sp in touched):
+            # (nor is it by a span whose extent its own misses: Span.overlaps, whose first test of the intervals is
+            # that one on numpy scalars, is asked of the others only)
+            if life.lo < hi and lo < life.hi and any(a < life.hi and life.lo < b and sp.overlaps(life.span)
+                                                     for sp, a, b in dm):
                 life.end = max(life.end, op.end)
                 extended.append(life)
                 for chip, n in life.nbytes.items():
