@@ -8,8 +8,9 @@ a padded lane of every 32-byte packet is a write into every cache line, and by t
 fetch has left the cache (~0.2–0.26 ms of a 1.1 ms fetch, against ~0.14 ms for the same fill of a buffer in cache).
 Here the elements are a view of the one chip's DM bytes (:func:`visa.memory.nest_view.nest_view`: what is owed in
 the range made first, no pending copies), copied into the stream buffer :data:`BAND` rows (slices) at a time, each
-band's masked positions filled (:func:`~visa.engines.fast_masked.fill`, the same cut and pad value) right after its
-copy.  The same bytes land in the same places: the rows are disjoint and every row gets its copy, then its fill.
+band's masked positions filled right after its copy (the band's rows of :func:`~visa.engines.fast_masked.fill_views`,
+made once a fetch: what :func:`~visa.engines.fast_masked.fill` assigns, the same cut and pad value).  The same bytes
+land in the same places: the rows are disjoint and every row gets its copy, then its fill.
 The same mask, cut and written-state test as ``fetch.masked-known`` (:func:`~visa.engines.fast_masked.written_cut`,
 asked by the caller); one chip whose every slice holds the stream, no table, cast or zero point, no time
 selection; anything else, or a nest that is no view of the image, goes that path's way.
