@@ -1,0 +1,128 @@
+"""SmolLM2's options and arguments refused as visa diagnostics, before any work (session 40, h40x; reviews' open
+defects): ``SmolLM2.load`` refuses every option before it opens the file; the Q4_1-on-several-chips refusal
+(V0057) names the option the caller wrote (``weights=`` of ``load``, ``quantized=`` of the constructor); wrong
+types and out-of-range values of ``load``, the constructor, ``generate``, ``logits``, ``run`` and the tokenizer
+are diagnostics naming the call, the argument and the fix, never numpy's or the tokenizer's own exceptions.
+
+No model file is read: ``load``'s refusals come before it, the rest use the tiny random model of
+``visa/snippets/models.py``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from visa.errors import WrongTypeError
+from visa.models import ContextLengthError, ModelFileError, ModelOptionError, SmolLM2, Tokenizer
+from visa.models import smollm2 as smollm2_module
+from visa.models.loader import LlamaConfig
+
+pytest.importorskip("tokenizers")
+
+
+@pytest.fixture
+def no_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``SmolLM2.load`` may not open any file: finding or reading one fails the test."""
+    def opened(*args: object, **kwargs: object) -> Any:
+        raise AssertionError("SmolLM2.load opened the model file before refusing its options")
+
+    monkeypatch.setattr(smollm2_module, "GgufModel", opened)
+    monkeypatch.setattr(smollm2_module, "smollm2_path", opened)
+
+
+# -- 1. load refuses its options before any I/O ---------------------------------------------------------------------
+@pytest.mark.parametrize(("kwargs", "cls", "code", "start", "fix"), [
+    (dict(chips=3), ModelOptionError, "V0056", "chips=3: ", "use chips=1, 2 or 4"),
+    (dict(chips=2.0), ModelOptionError, "V0056", "chips=2.0: ", "use chips=1, 2 or 4"),
+    (dict(chips=True), ModelOptionError, "V0056", "chips=True: ", "use chips=1, 2 or 4"),
+    (dict(weights="q4_1", chips=4), ModelOptionError, "V0057", "weights='q4_1' (Q4_1 matrices) on chips=4: ",
+     "use chips=1, or weights='bf16'"),
+    (dict(length=48), ContextLengthError, "V0046", "a KV cache of 48 positions: ",
+     "use length=256 (or another multiple of 32)"),
+    (dict(weights="q8"), ModelOptionError, "V0058", "weights='q8': ", "use weights='bf16' or weights='q4_1'"),
+])
+def test_load_refuses_an_option_before_reading_the_file(no_file: None, kwargs: dict[str, Any], cls: type,
+                                                         code: str, start: str, fix: str) -> None:
+    """``SmolLM2.load(chips=3)`` read the whole file (metadata, tokenizer) before the constructor refused it;
+    every option is now checked first, under ``SmolLM2.load``'s name."""
+    with pytest.raises(cls) as err:
+        SmolLM2.load(**kwargs)
+    e = err.value
+    assert (e.call, e.code, e.fix) == ("SmolLM2.load", code, fix)
+    assert e.message.startswith(start)
+
+
+@pytest.mark.parametrize(("kwargs", "param"), [
+    (dict(length="256"), "length"), (dict(length=None), "length"), (dict(hw="RNGD"), "hw"),
+    (dict(timeline=1), "timeline"), (dict(path=3), "path"),
+])
+def test_load_refuses_a_wrong_type_before_reading_the_file(no_file: None, kwargs: dict[str, Any],
+                                                           param: str) -> None:
+    with pytest.raises(WrongTypeError) as err:
+        SmolLM2.load(**kwargs)
+    e = err.value
+    assert e.call == "SmolLM2.load" and e.message.startswith(f"parameter {param} must be ") and e.fix
+
+
+def test_a_path_that_is_no_gguf_file_is_a_model_file_error(tmp_path: Path) -> None:
+    """A missing file, a directory or a file of another format: ``ModelFileError`` naming it (gguf's
+    FileNotFoundError, IsADirectoryError and ``ValueError: GGUF magic invalid`` before)."""
+    pytest.importorskip("gguf")
+    text = tmp_path / "notes.gguf"
+    text.write_text("not a model")
+    for path, said in ((tmp_path / "missing.gguf", "no GGUF file"), (tmp_path, "(a directory)"),
+                       (text, "notes.gguf is no GGUF file gguf can read (GGUF magic invalid)")):
+        with pytest.raises(ModelFileError) as err:
+            SmolLM2.load(path)
+        assert said in err.value.message and "gguf" in (err.value.fix or "")
+
+
+# -- 2. V0057 names the option the caller wrote -----------------------------------------------------------------------
+def _tiny() -> tuple[LlamaConfig, Tokenizer, Any]:
+    """The one-block random model of ``visa/snippets/models.py`` (its 32-token vocabulary, dim 64)."""
+    tokens = [chr(c) for c in range(97, 123)] + ["Ġ", "."] + [f"<|x{k}|>" for k in range(3)] + ["<|endoftext|>"]
+    tokenizer = Tokenizer(tokens, [], [1] * 28 + [3] * 4, "smollm", eos=31)
+    config = LlamaConfig(blocks=1, dim=64, ffn=128, heads=2, kv_heads=2, head_dim=32, rope_base=1e4, eps=1e-5,
+                         vocab=32, context=64)
+    shapes = {"attn_norm": (64,), "attn_q": (64, 64), "attn_k": (64, 64), "attn_v": (64, 64),
+              "attn_output": (64, 64), "ffn_norm": (64,), "ffn_gate": (128, 64), "ffn_up": (128, 64),
+              "ffn_down": (64, 128), "token_embd": (32, 64), "output_norm": (64,)}
+    rng = np.random.default_rng(0)
+
+    def weight(name: str) -> Any:
+        return rng.standard_normal(shapes[name.split(".")[-2]]).astype(np.float32) / 8
+
+    return config, tokenizer, weight
+
+
+def test_q4_1_on_several_chips_names_the_constructors_argument() -> None:
+    """``SmolLM2(…, chips=2, quantized=…)``: the refusal names ``quantized=`` (the argument given), not ``load``'s
+    ``weights=``, and its fix ``quantized=None``."""
+    config, tokenizer, weight = _tiny()
+
+    def q4(name: str) -> Any:
+        raise AssertionError("no weight is read before the options are checked")
+
+    with pytest.raises(ModelOptionError) as err:
+        SmolLM2(config, tokenizer, weight, length=64, chips=2, quantized=q4)
+    e = err.value
+    assert (e.call, e.code, e.axis) == ("SmolLM2", "V0057", "C")
+    assert e.message.startswith("quantized=") and "q4 (Q4_1 matrices) on chips=2: " in e.message
+    assert "weights=" not in e.message and e.fix == "use chips=1, or quantized=None"
+
+
+@pytest.mark.parametrize(("kwargs", "param"), [
+    (dict(config=None), "config"), (dict(tokenizer="gpt2"), "tokenizer"), (dict(weight={}), "weight"),
+    (dict(quantized=3), "quantized"),
+])
+def test_the_constructor_refuses_a_wrong_type(kwargs: dict[str, Any], param: str) -> None:
+    config, tokenizer, weight = _tiny()
+    args: dict[str, Any] = dict(config=config, tokenizer=tokenizer, weight=weight) | kwargs
+    with pytest.raises(WrongTypeError) as err:
+        SmolLM2(args.pop("config"), args.pop("tokenizer"), args.pop("weight"), length=64, **args)
+    assert err.value.call == "SmolLM2" and err.value.message.startswith(f"parameter {param} must be ")
+
