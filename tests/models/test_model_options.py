@@ -126,3 +126,85 @@ def test_the_constructor_refuses_a_wrong_type(kwargs: dict[str, Any], param: str
         SmolLM2(args.pop("config"), args.pop("tokenizer"), args.pop("weight"), length=64, **args)
     assert err.value.call == "SmolLM2" and err.value.message.startswith(f"parameter {param} must be ")
 
+
+
+# -- 4. visa generate: its length flags, documented, and a prompt too long for the KV cache --------------------------
+def _parser() -> Any:
+    import argparse
+
+    from visa.models.command import add_parser
+
+    parser = argparse.ArgumentParser(prog="visa")
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    return parser
+
+
+@pytest.fixture
+def tiny_load(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """``SmolLM2.load`` builds the tiny random model instead of reading the file; the calls' options, listed."""
+    calls: list[dict[str, Any]] = []
+    config, tokenizer, weight = _tiny()
+
+    def load(cls: type[SmolLM2], path: object = None, **options: Any) -> SmolLM2:
+        calls.append(options)
+        return cls(config, tokenizer, weight, length=options.get("length", 256), chips=options.get("chips", 1))
+
+    monkeypatch.setattr(SmolLM2, "load", classmethod(load))
+    return calls
+
+
+def test_generate_help_documents_the_length_flags() -> None:
+    """``visa generate --help`` names ``--max-tokens`` and ``--length`` (the KV cache the prompt and the new tokens
+    share) and what a prompt too long for it does."""
+    sub = next(a for a in _parser()._actions if a.dest == "command").choices["generate"]
+    text = " ".join(sub.format_help().split())
+    assert "--max-tokens N" in text and "new tokens to generate, at least 1" in text
+    assert "--length N" in text and "positions of the KV cache: the prompt's tokens plus --max-tokens must fit" in text
+    assert "a longer prompt is refused, exit status 1, before any launch" in text
+    args = _parser().parse_args(["generate", "hi"])
+    assert (args.max_tokens, args.length, args.top_k, args.seed, args.temperature) == (16, 256, None, None, 0.0)
+
+
+@pytest.mark.parametrize(("flag", "value", "said"), [
+    ("--max-tokens", "0", "0 is below 1"), ("--max-tokens", "-3", "-3 is below 1"),
+    ("--max-tokens", "many", "'many' is not an int"), ("--length", "100", "100 is no multiple of 32"),
+    ("--length", "32", "32 is below 64"), ("--temperature", "nan", "nan is no finite number"),
+    ("--temperature", "-1", "-1.0 is no finite number of at least 0"), ("--top-k", "0", "0 is below 1"),
+    ("--seed", "-1", "-1 is below 0"),
+])
+def test_generate_refuses_a_flag_out_of_range_by_name(capsys: pytest.CaptureFixture[str], flag: str, value: str,
+                                                      said: str) -> None:
+    """Values no option accepts: argparse's refusal (exit status 2) naming the flag, before anything loads
+    (``--max-tokens -3`` generated nothing and printed a summary of one token; ``--temperature nan`` raised
+    numpy's ``ValueError: probabilities contain NaN`` after loading)."""
+    with pytest.raises(SystemExit) as code:
+        _parser().parse_args(["generate", "hi", flag, value])
+    assert code.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}: {said}" in err
+
+
+def test_generate_refuses_a_prompt_too_long_for_the_kv_cache(tiny_load: list[dict[str, Any]],
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """A prompt whose tokens and ``--max-tokens`` exceed ``--length``: exit status 1 and the refusal (V0050) with
+    its fix in the flags' words, no traceback; ``--max-tokens`` alone past ``--length`` before the model loads."""
+    parser = _parser()
+    args = parser.parse_args(["generate", "ab" * 30, "--max-tokens", "8", "--length", "64"])
+    assert args.func(args) == 1 and tiny_load == [dict(chips=1, weights="bf16", length=64)]
+    err = " ".join(capsys.readouterr().err.split())
+    assert "visa generate: SmolLM2.generate: HBM m[\"S\"]: 60 prompt tokens + 8 new ones exceed the KV cache's 64" \
+           " positions" in err
+    assert "fix: shorten the prompt, ask fewer --max-tokens or give a larger --length [V0050]" in err
+    assert "Traceback" not in err
+    args = parser.parse_args(["generate", "ab", "--max-tokens", "64", "--length", "64"])
+    assert args.func(args) == 1 and len(tiny_load) == 1  # (not loaded)
+    err = " ".join(capsys.readouterr().err.split())
+    assert "--max-tokens 64 and a prompt of at least one token exceed the KV cache's --length 64 positions" in err
+    assert "fix: ask fewer --max-tokens or give a larger --length" in err
+
+
+def test_generate_runs_within_the_length(tiny_load: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]) -> None:
+    args = _parser().parse_args(["generate", "ab", "--max-tokens", "2", "--length", "64", "--temperature", "0.5",
+                                 "--top-k", "4", "--seed", "1"])
+    assert args.func(args) == 0 and tiny_load == [dict(chips=1, weights="bf16", length=64)]
+    assert "tokens on 1 simulated" in capsys.readouterr().out
