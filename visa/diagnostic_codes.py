@@ -49,6 +49,8 @@ CODES: dict[str, str] = {
     'smollm2.SmolLM2._check_options ModelOptionError: q4_1 matrices on chips': 'V0057',
     "smollm2.SmolLM2.load ModelOptionError: weights the blocks' matrices": 'V0058',
     'device.Weights.add_block_q4 ModelFileError: blk the f16 of': 'V0059',
+    'smollm2.SmolLM2._ids ContextLengthError: no token ids a': 'V0060',
+    'smollm2.SmolLM2.generate ModelOptionError: temperature the sampler divides': 'V0061',
     'axes.AxisSet._declare_one AxisDeclarationError: is not an axis': 'V1001',
     'axes.AxisSet._declare_one AxisDeclarationError: axis needs an integer': 'V1002',
     'axes.AxisSet._declare_one AxisDeclarationError: axis must have a': 'V1003',

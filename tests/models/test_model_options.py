@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from visa.errors import WrongTypeError
+from visa.errors import RangeError, WrongTypeError
 from visa.models import ContextLengthError, ModelFileError, ModelOptionError, SmolLM2, Tokenizer
 from visa.models import smollm2 as smollm2_module
 from visa.models.loader import LlamaConfig
@@ -116,7 +116,7 @@ def test_q4_1_on_several_chips_names_the_constructors_argument() -> None:
 
 
 @pytest.mark.parametrize(("kwargs", "param"), [
-    (dict(config=None), "config"), (dict(tokenizer="gpt2"), "tokenizer"), (dict(weight={}), "weight"),
+    (dict(config=None), "config"), (dict(weight={}), "weight"),
     (dict(quantized=3), "quantized"),
 ])
 def test_the_constructor_refuses_a_wrong_type(kwargs: dict[str, Any], param: str) -> None:
@@ -208,3 +208,99 @@ def test_generate_runs_within_the_length(tiny_load: list[dict[str, Any]], capsys
                                  "--top-k", "4", "--seed", "1"])
     assert args.func(args) == 0 and tiny_load == [dict(chips=1, weights="bf16", length=64)]
     assert "tokens on 1 simulated" in capsys.readouterr().out
+
+
+# -- 5. the model's calls: wrong types and values out of range as visa diagnostics ------------------------------------
+@pytest.fixture(scope="module")
+def tiny() -> SmolLM2:
+    config, tokenizer, weight = _tiny()
+    return SmolLM2(config, tokenizer, weight, length=64)
+
+
+@pytest.mark.parametrize(("call", "param", "fn"), [
+    ("SmolLM2.generate", "prompt", lambda m: m.generate(123, 2)),
+    ("SmolLM2.generate", "max_new_tokens", lambda m: m.generate("ab", "4")),
+    ("SmolLM2.generate", "max_new_tokens", lambda m: m.generate("ab", 2.5)),
+    ("SmolLM2.generate", "temperature", lambda m: m.generate("ab", 2, temperature="x")),
+    ("SmolLM2.generate", "top_k", lambda m: m.generate("ab", 2, temperature=1.0, top_k=2.0)),
+    ("SmolLM2.generate", "seed", lambda m: m.generate("ab", 2, temperature=1.0, seed="a")),
+    ("SmolLM2.generate", "on_token", lambda m: m.generate("ab", 2, on_token=3)),
+    ("SmolLM2.logits", "ids", lambda m: m.logits("ab")),
+    ("SmolLM2.logits", "ids", lambda m: m.logits([1.5])),
+    ("SmolLM2.logits", "ids", lambda m: m.logits(3)),
+    ("SmolLM2.run", "position", lambda m: m.run([1], 1.5)),
+    ("SmolLM2.run", "probe", lambda m: m.run([1], 0, probe="yes")),
+    ("SmolLM2.prefill", "every", lambda m: m.prefill([1], every=None)),
+    ("Tokenizer.encode", "text", lambda m: m.tokenizer.encode(3)),
+    ("Tokenizer.decode", "ids", lambda m: m.tokenizer.decode(["a"])),
+])
+def test_a_wrong_type_is_refused_naming_call_and_argument(tiny: SmolLM2, call: str, param: str, fn: Any) -> None:
+    """Each was a raw ``TypeError``/``ValueError`` of Python, numpy or ``tokenizers`` (``'<=' not supported``,
+    ``TextInputSequence must be str``, ``Partition index must be integer`` …), raised mid-call."""
+    with pytest.raises(WrongTypeError) as err:
+        fn(tiny)
+    e = err.value
+    assert e.call == call and e.message.startswith(f"parameter {param} must be ") and e.fix
+
+
+@pytest.mark.parametrize(("call", "param", "fn", "span"), [
+    ("SmolLM2.generate", "max_new_tokens", lambda m: m.generate("ab", -1), "0.."),
+    ("SmolLM2.generate", "top_k", lambda m: m.generate("ab", 2, temperature=1.0, top_k=0), "1.."),
+    ("SmolLM2.generate", "top_k", lambda m: m.generate("ab", 2, temperature=1.0, top_k=-3), "1.."),
+    ("SmolLM2.generate", "seed", lambda m: m.generate("ab", 2, temperature=1.0, seed=-1), "0.."),
+    ("SmolLM2.logits", "ids[1]", lambda m: m.logits([3, 32]), "0..31"),
+    ("SmolLM2.logits", "ids[0]", lambda m: m.logits([-1]), "0..31"),
+    ("SmolLM2.run", "position", lambda m: m.run([1], -1), "0.."),
+    ("Tokenizer.decode", "ids[0]", lambda m: m.tokenizer.decode([99]), "0..31"),
+    ("Tokenizer.decode", "ids[0]", lambda m: m.tokenizer.decode([-1]), "0..31"),
+])
+def test_a_value_out_of_range_is_refused_naming_call_argument_and_range(tiny: SmolLM2, call: str, param: str,
+                                                                       fn: Any, span: str) -> None:
+    """``top_k=0`` sampled from every token (``-0`` is ``0``), ``decode([99])`` gave ``''`` and ``decode([-1])``
+    an ``OverflowError``, ``seed=-1`` numpy's ``ValueError``, ``run([1], -1)`` a DMA's refusal of index −1."""
+    with pytest.raises(RangeError) as err:
+        fn(tiny)
+    e = err.value
+    assert isinstance(e, ValueError) and e.call == call
+    assert e.message.startswith(f"parameter {param} must be in {span}, got ")
+    assert e.fix and (span in e.fix or param.split("[")[0] in e.fix)  # the fix: the range, or the argument
+
+
+def test_no_token_ids_and_a_nan_temperature_are_refused(tiny: SmolLM2) -> None:
+    """``logits([])`` raised numpy's ``need at least one array to concatenate``, ``run([], 0)`` ran a whole
+    32-token launch for nothing; ``temperature=nan`` raised numpy's ``probabilities contain NaN``."""
+    for call, fn in (("SmolLM2.logits", lambda: tiny.logits([])), ("SmolLM2.run", lambda: tiny.run([], 0)),
+                     ("SmolLM2.prefill", lambda: tiny.prefill([]))):
+        with pytest.raises(ContextLengthError) as err:
+            fn()
+        assert (err.value.call, err.value.code, err.value.fix) == (call, "V0060", "give one token id or more")
+    with pytest.raises(ModelOptionError) as opt:
+        tiny.generate("ab", 2, temperature=float("nan"))
+    e = opt.value
+    assert (e.call, e.code) == ("SmolLM2.generate", "V0061") and e.message.startswith("temperature=nan: ")
+    assert e.fix == "use temperature=0 (greedy) or a finite number above 0"
+
+
+def test_more_tokens_than_a_launch_takes_is_said_so(tiny: SmolLM2) -> None:
+    """``run`` of 65 tokens said "65 tokens at position 0 need 65 positions; the KV cache holds 256" — a cache
+    that holds them; it now says a launch takes at most 64 and that ``prefill`` runs them in chunks."""
+    config, tokenizer, weight = _tiny()
+    model = SmolLM2(config, tokenizer, weight, length=128)
+    with pytest.raises(ContextLengthError) as err:
+        model.run([1] * 65, 0)
+    e = err.value
+    assert e.code == "V0048" and e.message == "65 tokens at position 0 need one launch of 65, and a launch takes at " \
+                                              "most 64"
+    assert e.fix == "run them in chunks of at most 64 (prefill() does)"
+    with pytest.raises(ContextLengthError) as past:
+        tiny.run([3], 64)
+    assert past.value.message == "1 tokens at position 64 need 65 positions; the KV cache holds 64"
+
+
+def test_the_checked_calls_still_run(tiny: SmolLM2) -> None:
+    """The checks refuse nothing that ran: numpy ids, a 0-token generation, sampling with every option."""
+    assert tiny.logits(np.array([3, 4], np.int64)).shape == (2, 32)
+    assert tiny.generate("ab", 0) == ""
+    seen: list[int] = []
+    text = tiny.generate("ab", 2, temperature=0.7, top_k=4, seed=np.int64(1), on_token=lambda i, t: seen.append(i))
+    assert len(seen) in (1, 2) and text == tiny.tokenizer.decode(seen)

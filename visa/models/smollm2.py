@@ -16,6 +16,7 @@ come), and each block's weights go to HBM as one bf16 buffer that HBM shares
 
 from __future__ import annotations
 
+import math
 import numbers
 import time
 from collections.abc import Callable, Sequence
@@ -35,7 +36,7 @@ from visa.models.device import PREFILL_CHUNKS, STAGES, Step, Weights
 from visa.models.loader import GgufModel, LlamaConfig, Q4Weight, smollm2_path
 from visa.models.tokenizer import Tokenizer
 from visa.tensors.handles import HostTensor
-from visa.validate import describe, expect_callable, expect_instance, expect_int, wrong_type
+from visa.validate import describe, expect_callable, expect_instance, expect_int, expect_str, wrong_type
 
 __all__ = ["SmolLM2", "GenerationReport", "ContextLengthError", "ModelOptionError"]
 
@@ -184,7 +185,6 @@ class SmolLM2:
         self._check_options("SmolLM2", hw, chips, length, timeline,
                             None if quantized is None else f"quantized={_name(quantized)}", "quantized=None")
         expect_instance(config, LlamaConfig, "config", call="SmolLM2")
-        expect_instance(tokenizer, Tokenizer, "tokenizer", call="SmolLM2")
         expect_callable(weight, "weight", call="SmolLM2")
         if quantized is not None:
             expect_callable(quantized, "quantized", call="SmolLM2")
@@ -255,12 +255,20 @@ class SmolLM2:
         ``last``: the LM head runs for the last token alone, and the logits are its row ``[1, vocab]``."""
         from visa.models.device import launch_kernel
 
+        ids = self._ids(ids, "SmolLM2.run")
+        position = expect_int(position, "position", call="SmolLM2.run", lo=0, fix="start at position 0 or later")
+        expect_instance(probe, bool, "probe", call="SmolLM2.run")
+        expect_instance(last, bool, "last", call="SmolLM2.run")
         n = len(ids)
         t = 1 if n == 1 else next((c for c in PREFILL_CHUNKS if c >= n), 0)
         if t == 0 or position + t > self.length:
-            raise ContextLengthError(f"{n} tokens at position {position} need {position + max(t, n)} positions; the "
-                                     f"KV cache holds {self.length}", call="SmolLM2.run", level="HBM",
-                                     mapping='m["S"]', axis="S", fix="load the model with a larger length=")
+            # more tokens than one launch takes (a prefill chunk), or past the cache's end
+            need = (f"one launch of {n}, and a launch takes at most {PREFILL_CHUNKS[-1]}" if t == 0
+                    else f"{position + t} positions; the KV cache holds {self.length}")
+            fix = ("run them in chunks of at most 64 (prefill() does)" if t == 0
+                   else "load the model with a larger length=")
+            raise ContextLengthError(f"{n} tokens at position {position} need {need}", call="SmolLM2.run",
+                                     level="HBM", mapping='m["S"]', axis="S", fix=fix)
         step = self._step(t)
         padded = list(ids) + [0] * (t - n)
         t0 = time.perf_counter()
@@ -311,6 +319,8 @@ class SmolLM2:
         """Run the prompt ``ids`` from position 0 (chunks of at most 64 tokens); the logits ``[len(ids), vocab]``,
         or (``every=False``, what generation needs) the last position's alone, ``[1, vocab]``: each chunk's LM
         head then runs for its last token only."""
+        ids = self._ids(ids, "SmolLM2.prefill")
+        expect_instance(every, bool, "every", call="SmolLM2.prefill")
         out = []
         chunk = PREFILL_CHUNKS[-1]
         for p0 in range(0, len(ids), chunk):
@@ -321,8 +331,18 @@ class SmolLM2:
     # -- the API -----------------------------------------------------------------------------------------------
     def logits(self, ids: Sequence[int]) -> F32:
         """Next-token logits ``[len(ids), vocab]`` at every position, on the simulator (a prefill from position 0)."""
+        ids = self._ids(ids, "SmolLM2.logits")
         self._new_report()
         return self.prefill(ids)
+
+    def _ids(self, ids: object, call: str) -> list[int]:
+        """``ids`` as a list of token ids, refused naming ``call``: not a list of ints (``WrongTypeError``), an id
+        outside the vocabulary (``RangeError``, :meth:`Tokenizer.check_ids`), or none at all."""
+        out = list(self.tokenizer.check_ids(ids, call))
+        if not out:
+            raise ContextLengthError("no token ids: a launch runs one token at least", call=call, level="host",
+                                     mapping="-", axis="T", fix="give one token id or more")
+        return out
 
     def generate(self, prompt: str, max_new_tokens: int = 16, *, temperature: float = 0.0, top_k: int | None = None,
                  seed: int | None = None, stop_at_eos: bool = True,
@@ -330,6 +350,22 @@ class SmolLM2:
         """The continuation of ``prompt``: greedy (``temperature=0``, the default), or sampled from the softmax of
         ``logits / temperature`` over the ``top_k`` most likely tokens (all without ``top_k``) with a generator
         seeded by ``seed``.  ``on_token(id, text)`` is called as each token comes."""
+        call = "SmolLM2.generate"
+        expect_str(prompt, "prompt", call=call)
+        max_new_tokens = expect_int(max_new_tokens, "max_new_tokens", call=call, lo=0)
+        if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
+            raise wrong_type("temperature", temperature, "a number (0: greedy)", call=call)
+        if not math.isfinite(temperature):
+            raise ModelOptionError(f"temperature={temperature!r}: the sampler divides the logits by it", call=call,
+                                   level="host", mapping="-", axis="-",
+                                   fix="use temperature=0 (greedy) or a finite number above 0")
+        if top_k is not None:
+            top_k = expect_int(top_k, "top_k", call=call, lo=1, fix="pass top_k=1 or more, or None for every token")
+        if seed is not None:
+            seed = expect_int(seed, "seed", call=call, lo=0)
+        expect_instance(stop_at_eos, bool, "stop_at_eos", call=call)
+        if on_token is not None:
+            expect_callable(on_token, "on_token", call=call)
         self._new_report()
         ids = self.tokenizer.encode(prompt)
         if not ids:

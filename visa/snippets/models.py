@@ -75,4 +75,10 @@ MODELS: dict[str, Snippet] = {
     "smollm2.SmolLM2.generate ContextLengthError: prompt tokens new ones": module(
         _TINY, _MODEL + '\ntext = model.generate("ab", max_new_tokens=64)   # 2 + 64 positions',
         _MODEL + '\ntext = model.generate("ab", max_new_tokens=1)'),
+    "smollm2.SmolLM2._ids ContextLengthError: no token ids a": module(
+        _TINY, _MODEL + '\nlogits = model.logits([])   # no token to run',
+        _MODEL + '\nlogits = model.logits([3, 4])'),
+    "smollm2.SmolLM2.generate ModelOptionError: temperature the sampler divides": module(
+        _TINY, _MODEL + '\ntext = model.generate("ab", 1, temperature=float("nan"))',
+        _MODEL + '\ntext = model.generate("ab", 1, temperature=0.7, seed=1)'),
 }
