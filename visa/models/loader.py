@@ -188,7 +188,10 @@ class GgufModel:
 
     def kind(self, name: str) -> str:
         """The storage type of weight ``name`` (``"Q4_1"``, ``"Q8_0"``, ``"F32"``, ...)."""
-        return str(self.tensors[name].tensor_type.name)
+        t = self.tensors.get(name)
+        if t is None:  # (a KeyError before)
+            raise _missing(f"{self.path.name} has no tensor {name!r}", "use a llama-architecture GGUF file")
+        return str(t.tensor_type.name)
 
     def q4_1(self, name: str) -> Q4Weight:
         """Matrix ``name`` (stored Q4_1) as its nibbles, scales and minimums (:func:`q4_1_split`), numpy order."""
