@@ -24,30 +24,18 @@ import math
 import re
 import sys
 import time
-from collections.abc import Callable
 
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from visa.validate import option_int
+
 __all__ = ["add_parser", "generate"]
-
-
-def _count(lo: int, what: str) -> Callable[[str], int]:
-    """An argparse type: an int of at least ``lo`` (argparse's refusal names the flag: exit status 2)."""
-    def parse(text: str) -> int:
-        try:
-            n = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an int ({what})") from None
-        if n < lo:
-            raise argparse.ArgumentTypeError(f"{n} is below {lo} ({what})")
-        return n
-    return parse
 
 
 def _length(text: str) -> int:
     """An argparse type: the KV cache's positions, a multiple of 32 of at least 64 (SmolLM2's rule, V0046)."""
-    n = _count(64, "the KV cache's positions: a multiple of 32, at least 64")(text)
+    n = option_int(64, "the KV cache's positions: a multiple of 32, at least 64")(text)
     if n % 32:
         raise argparse.ArgumentTypeError(f"{n} is no multiple of 32 (the KV cache's positions: the kernels' S)")
     return n
@@ -72,7 +60,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                                      "their sum must not exceed --length (a longer prompt is refused, exit "
                                      "status 1, before any launch).")
     gen.add_argument("prompt", help="the text to continue (at least one token)")
-    gen.add_argument("--max-tokens", type=_count(1, "new tokens to generate"), default=16, metavar="N",
+    gen.add_argument("--max-tokens", type=option_int(1, "new tokens to generate"), default=16, metavar="N",
                      help="new tokens to generate, at least 1 (default 16; fewer if the model ends its text)")
     gen.add_argument("--length", type=_length, default=256, metavar="N",
                      help="positions of the KV cache: the prompt's tokens plus --max-tokens must fit "
@@ -84,10 +72,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                           "dequantised on the device before each GEMM; one chip)")
     gen.add_argument("--temperature", type=_temperature, default=0.0, metavar="T",
                      help="0 (default): greedy; above 0: sampled from softmax(logits / T)")
-    gen.add_argument("--top-k", type=_count(1, "the most likely tokens to sample from"), default=None,
+    gen.add_argument("--top-k", type=option_int(1, "the most likely tokens to sample from"), default=None,
                      metavar="K", help="sample from the K most likely tokens only (default: all; with "
                                        "--temperature above 0)")
-    gen.add_argument("--seed", type=_count(0, "the sampler's seed"), default=None, metavar="S",
+    gen.add_argument("--seed", type=option_int(0, "the sampler's seed"), default=None, metavar="S",
                      help="the sampler's seed (default: a fresh one)")
     gen.set_defaults(func=generate)
 

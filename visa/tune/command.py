@@ -20,6 +20,7 @@ from typing import Any
 
 from visa.errors import VisaError
 from visa.tune.worker import _script_module
+from visa.validate import option_int
 
 __all__ = ["add_arguments", "run", "parse_grid", "load"]
 
@@ -65,32 +66,19 @@ def load(spec: str) -> tuple[Callable[..., Any], Path, str]:
     return fn, path, name
 
 
-def _at_least(lo: int) -> Callable[[str], int]:
-    """An argparse type: an int of at least ``lo`` (argparse's refusal names the option: exit status 2)."""
-    def parse(text: str) -> int:
-        try:
-            n = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an int") from None
-        if n < lo:
-            raise argparse.ArgumentTypeError(f"{n} is below {lo}")
-        return n
-    return parse
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``visa tune`` options."""
     parser.add_argument("target", metavar="FILE:FUNCTION", help="the function that runs one point")
     parser.add_argument("--grid", action="append", default=[], metavar="NAME=V1,V2",
                         help="a parameter and the values to try (repeat for each parameter)")
-    parser.add_argument("--workers", type=_at_least(1), default=None,
+    parser.add_argument("--workers", type=option_int(1), default=None,
                         help="local worker processes, at least 1 (default: the cores)")
     parser.add_argument("--scheduler", default=None, metavar="ADDR",
                         help="a Dask scheduler's address (tcp://host:8786): run the points on its cluster")
-    parser.add_argument("--samples", type=_at_least(1), default=None,
+    parser.add_argument("--samples", type=option_int(1), default=None,
                         help="run this many points (at least 1) drawn from the grid")
     parser.add_argument("--seed", type=int, default=0, help="the seed of --samples")
-    parser.add_argument("--threads", type=_at_least(1), default=None, help="BLAS threads per point, at least 1")
+    parser.add_argument("--threads", type=option_int(1), default=None, help="BLAS threads per point, at least 1")
     parser.add_argument("--no-cache", action="store_true", help="run every point again (and store nothing)")
     parser.add_argument("--out", default=None, metavar="PREFIX", help="where the CSV and PNG go (default: beside FILE)")
 
