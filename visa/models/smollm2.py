@@ -265,7 +265,7 @@ class SmolLM2:
             # more tokens than one launch takes (a prefill chunk), or past the cache's end
             need = (f"one launch of {n}, and a launch takes at most {PREFILL_CHUNKS[-1]}" if t == 0
                     else f"{position + t} positions; the KV cache holds {self.length}")
-            fix = ("run them in chunks of at most 64 (prefill() does)" if t == 0
+            fix = (f"run them in chunks of at most {PREFILL_CHUNKS[-1]} (prefill() does)" if t == 0
                    else "load the model with a larger length=")
             raise ContextLengthError(f"{n} tokens at position {position} need {need}", call="SmolLM2.run",
                                      level="HBM", mapping='m["S"]', axis="S", fix=fix)
