@@ -541,7 +541,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     add_generate(sub)
     args = parser.parse_args(argv)
-    code: int = args.func(args)
+    try:
+        code: int = args.func(args)
+    except BrokenPipeError:  # the reader closed the pipe (``visa explain V0057 | head``): no traceback for that
+        # Python flushes standard output again at exit: point it at the null device, so that flush finds no pipe
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     return code
 
 
