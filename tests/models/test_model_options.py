@@ -304,6 +304,11 @@ def test_the_checked_calls_still_run(tiny: SmolLM2) -> None:
     seen: list[int] = []
     text = tiny.generate("ab", 2, temperature=0.7, top_k=4, seed=np.int64(1), on_token=lambda i, t: seen.append(i))
     assert len(seen) in (1, 2) and text == tiny.tokenizer.decode(seen)
+    config, _, weight = _tiny()  # a model without a tokenizer (as tests of the device build one) checks its ids
+    bare = SmolLM2(config, None, weight, length=64)  # type: ignore[arg-type]
+    assert bare.run([3], 0)["logits"].shape == (1, 32)
+    with pytest.raises(RangeError, match=r"parameter ids\[0\] must be in 0\.\.31"):
+        bare.run([32], 0)
 
 
 def test_a_tensor_the_file_lacks_is_a_model_file_error() -> None:

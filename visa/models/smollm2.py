@@ -34,7 +34,7 @@ from visa.hw import RNGD, HardwareProfile, bandwidth
 from visa.memory.arena import release_freed
 from visa.models.device import PREFILL_CHUNKS, STAGES, Step, Weights
 from visa.models.loader import GgufModel, LlamaConfig, Q4Weight, smollm2_path
-from visa.models.tokenizer import Tokenizer
+from visa.models.tokenizer import Tokenizer, token_ids
 from visa.tensors.handles import HostTensor
 from visa.validate import describe, expect_callable, expect_instance, expect_int, expect_str, wrong_type
 
@@ -337,8 +337,9 @@ class SmolLM2:
 
     def _ids(self, ids: object, call: str) -> list[int]:
         """``ids`` as a list of token ids, refused naming ``call``: not a list of ints (``WrongTypeError``), an id
-        outside the vocabulary (``RangeError``, :meth:`Tokenizer.check_ids`), or none at all."""
-        out = list(self.tokenizer.check_ids(ids, call))
+        outside the model's vocabulary (``RangeError``, :func:`~visa.models.tokenizer.token_ids`), or none at
+        all."""
+        out = list(token_ids(ids, self.config.vocab, call))
         if not out:
             raise ContextLengthError("no token ids: a launch runs one token at least", call=call, level="host",
                                      mapping="-", axis="T", fix="give one token id or more")

@@ -17,7 +17,7 @@ from typing import Any
 from visa.models.loader import GgufModel, ModelFileError
 from visa.validate import expect_int, expect_ints, expect_str
 
-__all__ = ["Tokenizer"]
+__all__ = ["Tokenizer", "token_ids"]
 
 #: GGUF token types (llama.cpp's ``llama_token_type``): CONTROL tokens are special.
 CONTROL = 3
@@ -87,11 +87,17 @@ class Tokenizer:
         return self.decode([i])
 
     def check_ids(self, ids: object, call: str) -> tuple[int, ...]:
-        """``ids`` as a tuple of ints, each a token id of the vocabulary, or the refusal naming ``call``, the
-        argument (``ids``, ``ids[k]``) and the range (:func:`visa.validate.expect_ints`, ``expect_int``)."""
-        out = expect_ints(ids, "ids", call=call, expected="a list of token ids (ints)")
-        top = self.vocab_size - 1
-        for k, i in enumerate(out):
-            if not 0 <= i <= top:
-                expect_int(i, f"ids[{k}]", call=call, lo=0, hi=top, fix=f"keep every token id in 0..{top}")
-        return out
+        """``ids`` as a tuple of token ids of this vocabulary, or the refusal naming ``call`` (:func:`token_ids`)."""
+        return token_ids(ids, self.vocab_size, call)
+
+
+def token_ids(ids: object, vocab: int, call: str) -> tuple[int, ...]:
+    """``ids`` as a tuple of ints, each a token id of a vocabulary of ``vocab`` tokens, or the refusal naming
+    ``call``, the argument (``ids``, ``ids[k]``) and the range (:func:`visa.validate.expect_ints`, ``expect_int``:
+    a ``WrongTypeError`` or a ``RangeError``)."""
+    out = expect_ints(ids, "ids", call=call, expected="a list of token ids (ints)")
+    top = vocab - 1
+    for k, i in enumerate(out):
+        if not 0 <= i <= top:
+            expect_int(i, f"ids[{k}]", call=call, lo=0, hi=top, fix=f"keep every token id in 0..{top}")
+    return out
