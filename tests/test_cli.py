@@ -446,3 +446,33 @@ def test_examples_copies_the_bundled_examples(tmp_path: Path, capsys: pytest.Cap
     assert copied == sorted(p.name for p in source.glob("*.py")) and "constant_add.py" in copied
     assert main(["examples", str(tmp_path / "mine")]) == 2  # never over a directory that holds something
     assert "is not empty" in capsys.readouterr().err
+
+
+def test_a_reader_that_closes_the_pipe_gets_no_traceback() -> None:
+    """``visa explain V0057 | head``: the reader closes the pipe before the text is written; ``visa`` stops with
+    exit status 1 and writes nothing to standard error (a ``BrokenPipeError`` traceback before, h40x)."""
+    import os
+    import subprocess
+
+    read, write = os.pipe()
+    os.close(read)  # every write to the pipe fails: the reader has gone
+    try:
+        done = subprocess.run([sys.executable, "-m", "visa.cli", "explain", "V0057"], stdout=write,
+                              stderr=subprocess.PIPE, text=True, timeout=120, check=False)
+    finally:
+        os.close(write)
+    assert done.returncode == 1 and "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
+
+
+def test_an_output_that_cannot_be_written_is_said_not_a_traceback(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """``visa trace -o`` into a folder that does not exist and ``visa examples`` under a file: exit status 2 and
+    the path with the system's reason (a ``FileNotFoundError`` traceback before, h40x)."""
+    missing = tmp_path / "no" / "such" / "trace.json"
+    assert main(["trace", str(tmp_path / "absent.py"), "-o", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert f"visa trace: cannot write {missing}: No such file or directory" in err
+    (tmp_path / "file").write_text("")
+    assert main(["examples", str(tmp_path / "file" / "examples")]) == 2
+    err = capsys.readouterr().err
+    assert f"visa examples: cannot write {tmp_path / 'file' / 'examples'}: " in err and "Traceback" not in err

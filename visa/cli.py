@@ -414,10 +414,15 @@ def _examples(args: argparse.Namespace) -> int:
     if target.exists() and any(target.iterdir()):
         print(f"visa examples: {target} is not empty; name a new directory", file=sys.stderr)
         return 2
-    target.mkdir(parents=True, exist_ok=True)
     names = sorted(p.name for p in source.glob("*.py"))
-    for name in names:
-        (target / name).write_bytes((source / name).read_bytes())
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        for name in names:
+            (target / name).write_bytes((source / name).read_bytes())
+    except OSError as err:  # a parent that is a file, no permission, …: said, not a traceback
+        print(f"visa examples: cannot write {target}: {err.strerror or err}; name a directory you can create",
+              file=sys.stderr)
+        return 2
     print(f"copied {len(names)} examples to {target}: visa run {target}/*.py")
     return 0
 
@@ -432,8 +437,13 @@ def _trace(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:  # Ctrl-C: the trace of the operations scheduled so far
             ok, status = False, 130
         trace = trace_all()  # a failed or stopped run still writes what it scheduled up to then (issue 11)
-    with open(args.output, "w") as fh:
-        json.dump(trace, fh)
+    try:
+        with open(args.output, "w") as fh:
+            json.dump(trace, fh)
+    except OSError as err:  # a folder that does not exist, no permission, …: said, not a traceback
+        print(f"visa trace: cannot write {args.output}: {err.strerror or err}; give -o a file in a folder that "
+              "exists", file=sys.stderr)
+        return 2
     what = "" if ok else " up to the failure" if status == 0 else " up to the interruption"
     print(f"wrote {args.output}: {len(trace['traceEvents'])} events{what} (open it in https://ui.perfetto.dev)")
     return status if status else 0 if ok else 1
@@ -541,7 +551,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     add_generate(sub)
     args = parser.parse_args(argv)
-    code: int = args.func(args)
+    try:
+        code: int = args.func(args)
+    except BrokenPipeError:  # the reader closed the pipe (``visa explain V0057 | head``): no traceback for that
+        # Python flushes standard output again at exit: point it at the null device, so that flush finds no pipe
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     return code
 
 

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from visa.errors import RangeError, VisaError, WrongTypeError
 
 __all__ = ["WrongTypeError", "RangeError", "describe", "wrong_type", "expect_int", "expect_instance", "expect_str",
-           "expect_choice", "expect_callable", "expect_ints", "expect_mapping", "expect_dtype"]
+           "expect_choice", "expect_callable", "expect_ints", "expect_mapping", "expect_dtype", "option_int"]
 
 T = TypeVar("T")
 
@@ -147,3 +147,26 @@ def _scalar_classes() -> frozenset[type]:
     from visa import dtypes as dt
 
     return frozenset(dt.SCALARS.values())
+
+
+def option_int(lo: int, what: str = "") -> Callable[[str], int]:
+    """A command-line option's type (``argparse``'s ``type=``): an int of at least ``lo``; ``what`` (the option's
+    meaning) is added to the refusal, which argparse prints naming the option (exit status 2).
+
+    >>> option_int(1, "new tokens")("0")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: 0 is below 1 (new tokens)
+    """
+    import argparse
+
+    said = f" ({what})" if what else ""
+
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an int{said}") from None
+        if n < lo:
+            raise argparse.ArgumentTypeError(f"{n} is below {lo}{said}")
+        return n
+    return parse

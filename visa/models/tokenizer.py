@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from visa.models.loader import GgufModel, ModelFileError
+from visa.validate import expect_int, expect_ints, expect_str
 
-__all__ = ["Tokenizer"]
+__all__ = ["Tokenizer", "token_ids"]
 
 #: GGUF token types (llama.cpp's ``llama_token_type``): CONTROL tokens are special.
 CONTROL = 3
@@ -71,12 +72,32 @@ class Tokenizer:
 
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text``; no BOS or other token added."""
+        expect_str(text, "text", call="Tokenizer.encode")
         return list(self._tok.encode(text, add_special_tokens=False).ids)
 
     def decode(self, ids: Sequence[int]) -> str:
-        """The text of ``ids`` (special tokens spelled out, so that ``decode(encode(s)) == s``)."""
-        return str(self._tok.decode(list(ids), skip_special_tokens=False))
+        """The text of ``ids`` (special tokens spelled out, so that ``decode(encode(s)) == s``); each id one of the
+        vocabulary's (``0 … vocab_size − 1``: ``tokenizers`` dropped a larger one silently and overflowed on a
+        negative one)."""
+        return str(self._tok.decode(list(self.check_ids(ids, "Tokenizer.decode")), skip_special_tokens=False))
 
     def token(self, i: int) -> str:
         """The text of one token id (as :meth:`decode` gives it)."""
+        expect_int(i, "i", call="Tokenizer.token", lo=0, hi=self.vocab_size - 1)
         return self.decode([i])
+
+    def check_ids(self, ids: object, call: str) -> tuple[int, ...]:
+        """``ids`` as a tuple of token ids of this vocabulary, or the refusal naming ``call`` (:func:`token_ids`)."""
+        return token_ids(ids, self.vocab_size, call)
+
+
+def token_ids(ids: object, vocab: int, call: str) -> tuple[int, ...]:
+    """``ids`` as a tuple of ints, each a token id of a vocabulary of ``vocab`` tokens, or the refusal naming
+    ``call``, the argument (``ids``, ``ids[k]``) and the range (:func:`visa.validate.expect_ints`, ``expect_int``:
+    a ``WrongTypeError`` or a ``RangeError``)."""
+    out = expect_ints(ids, "ids", call=call, expected="a list of token ids (ints)")
+    top = vocab - 1
+    for k, i in enumerate(out):
+        if not 0 <= i <= top:
+            expect_int(i, f"ids[{k}]", call=call, lo=0, hi=top, fix=f"keep every token id in 0..{top}")
+    return out

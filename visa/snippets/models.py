@@ -51,13 +51,13 @@ def corrupt(name: str) -> Q4Weight:  # the file's attn_k with a NaN scale in row
 
 #: site key → the failing and the fixed program.
 MODELS: dict[str, Snippet] = {
-    "smollm2.SmolLM2.__init__ ContextLengthError: a kv cache of": module(
+    "smollm2.SmolLM2._check_options ContextLengthError: a kv cache of": module(
         _TINY, "model = SmolLM2(config, tokenizer, weight, length=48)   # not a multiple of 32 (or below 64)",
         "model = SmolLM2(config, tokenizer, weight, length=64)"),
-    "smollm2.SmolLM2.__init__ ModelOptionError: chips the tensor-parallel split": module(
+    "smollm2.SmolLM2._check_options ModelOptionError: chips the tensor-parallel split": module(
         _TINY, "model = SmolLM2(config, tokenizer, weight, length=64, chips=3)   # the butterfly pairs c, c XOR 2^k",
         "model = SmolLM2(config, tokenizer, weight, length=64, chips=1)"),
-    "smollm2.SmolLM2.__init__ ModelOptionError: weights 'q4_1' q4_1 matrices": module(
+    "smollm2.SmolLM2._check_options ModelOptionError: q4_1 matrices on chips": module(
         _TINY + _Q4, "model = SmolLM2(config, tokenizer, weight, length=64, chips=2, quantized=q4)   # shards: bf16",
         "model = SmolLM2(config, tokenizer, weight, length=64, chips=1, quantized=q4)"),
     "device.Weights.add_block_q4 ModelFileError: blk the f16 of": module(
@@ -75,4 +75,10 @@ MODELS: dict[str, Snippet] = {
     "smollm2.SmolLM2.generate ContextLengthError: prompt tokens new ones": module(
         _TINY, _MODEL + '\ntext = model.generate("ab", max_new_tokens=64)   # 2 + 64 positions',
         _MODEL + '\ntext = model.generate("ab", max_new_tokens=1)'),
+    "smollm2.SmolLM2._ids ContextLengthError: no token ids a": module(
+        _TINY, _MODEL + '\nlogits = model.logits([])   # no token to run',
+        _MODEL + '\nlogits = model.logits([3, 4])'),
+    "smollm2.SmolLM2.generate ModelOptionError: temperature the sampler divides": module(
+        _TINY, _MODEL + '\ntext = model.generate("ab", 1, temperature=float("nan"))',
+        _MODEL + '\ntext = model.generate("ab", 1, temperature=0.7, seed=1)'),
 }

@@ -43,6 +43,7 @@ from visa.tune.cache import Cache, default_dir
 from visa.tune.result import Row, SweepResult
 from visa.tune.space import Point, Space, grid
 from visa.tune.worker import Measured, Target, default_threads, run_point, target_of
+from visa.validate import expect_callable, expect_instance, expect_int
 
 __all__ = ["sweep", "Row", "SweepResult", "grid"]
 
@@ -97,6 +98,7 @@ def sweep(fn: Callable[..., Any], space: Space, *, executor: Executor | None = N
     ``cache``: True (``~/.cache/visa/tune``, or ``$VISA_TUNE_CACHE``), a folder, or False.  ``progress`` shows a
     bar on a terminal; ``on_row(row, done, total)`` is called as each point finishes.
     """
+    _check(fn, executor, workers, threads, cache, progress, on_row)
     target: Target = target_of(fn)
     points = grid(space, samples=samples, seed=seed)
     names = list(dict.fromkeys(k for p in points for k in p))
@@ -152,6 +154,24 @@ def sweep(fn: Callable[..., Any], space: Space, *, executor: Executor | None = N
                             fut.cancel()
                         raise
     return SweepResult([r for r in rows if r is not None], names)
+
+
+def _check(fn: object, executor: object, workers: object, threads: object, cache: object, progress: object,
+           on_row: object) -> None:
+    """Refuse :func:`sweep`'s arguments of the wrong type or out of range before any point runs (each was a raw
+    ``TypeError``/``ValueError`` of the pool or the cache, or, for ``threads``, every point's recorded error)."""
+    call = "visa.tune.sweep"
+    expect_callable(fn, "fn", call=call)
+    if executor is not None:
+        expect_instance(executor, Executor, "executor", call=call, expected="a concurrent.futures.Executor")
+    if workers is not None:  # (workers=0 silently meant every core: ``0 or os.cpu_count()``)
+        expect_int(workers, "workers", call=call, lo=1, fix="pass workers=1 or more, or None for every core")
+    if threads is not None:
+        expect_int(threads, "threads", call=call, lo=1, fix="pass threads=1 or more, or None")
+    expect_instance(cache, (bool, str, Path), "cache", call=call, expected="True, False or a folder (str, Path)")
+    expect_instance(progress, bool, "progress", call=call)
+    if on_row is not None:
+        expect_callable(on_row, "on_row", call=call)
 
 
 @contextlib.contextmanager

@@ -20,6 +20,7 @@ from typing import Any
 
 from visa.errors import VisaError
 from visa.tune.worker import _script_module
+from visa.validate import option_int
 
 __all__ = ["add_arguments", "run", "parse_grid", "load"]
 
@@ -70,12 +71,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", metavar="FILE:FUNCTION", help="the function that runs one point")
     parser.add_argument("--grid", action="append", default=[], metavar="NAME=V1,V2",
                         help="a parameter and the values to try (repeat for each parameter)")
-    parser.add_argument("--workers", type=int, default=None, help="local worker processes (default: the cores)")
+    parser.add_argument("--workers", type=option_int(1), default=None,
+                        help="local worker processes, at least 1 (default: the cores)")
     parser.add_argument("--scheduler", default=None, metavar="ADDR",
                         help="a Dask scheduler's address (tcp://host:8786): run the points on its cluster")
-    parser.add_argument("--samples", type=int, default=None, help="run this many points drawn from the grid")
+    parser.add_argument("--samples", type=option_int(1), default=None,
+                        help="run this many points (at least 1) drawn from the grid")
     parser.add_argument("--seed", type=int, default=0, help="the seed of --samples")
-    parser.add_argument("--threads", type=int, default=None, help="BLAS threads per point")
+    parser.add_argument("--threads", type=option_int(1), default=None, help="BLAS threads per point, at least 1")
     parser.add_argument("--no-cache", action="store_true", help="run every point again (and store nothing)")
     parser.add_argument("--out", default=None, metavar="PREFIX", help="where the CSV and PNG go (default: beside FILE)")
 
@@ -83,6 +86,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """``visa tune``: run the sweep and write its table, CSV and plot; 0 when some point ran, else 1."""
     from rich.console import Console
+    from rich.markup import escape
 
     from visa.tune import sweep
 
@@ -98,8 +102,12 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"[red]visa tune[/]: {err}")
         return 2
     start = time.perf_counter()
-    result = sweep(fn, space, workers=args.workers, dask=args.scheduler, samples=args.samples, seed=args.seed,
-                   threads=args.threads, cache=not args.no_cache, progress=console.is_terminal)
+    try:
+        result = sweep(fn, space, workers=args.workers, dask=args.scheduler, samples=args.samples, seed=args.seed,
+                       threads=args.threads, cache=not args.no_cache, progress=console.is_terminal)
+    except VisaError as err:  # the sweep's own refusals (a lambda as FUNCTION, …): said, not a traceback
+        console.print(f"[red]visa tune[/]: {escape(str(err))}")
+        return 2
     wall = time.perf_counter() - start
     console.print(result.table())
     prefix = Path(args.out) if args.out else path.with_name(f"{path.stem}-{name}")

@@ -5,9 +5,12 @@ from __future__ import annotations
 import csv
 import io
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from visa.validate import expect_instance, expect_int
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -73,6 +76,7 @@ class SweepResult:
     def speedup(self, default: dict[str, Any]) -> float | None:
         """Cycles of the point ``default`` ÷ the best point's (how much the sweep gained over a default choice);
         None when either is missing."""
+        expect_instance(default, Mapping, "default", call="SweepResult.speedup", expected="a point {name: value}")
         best = self.best
         base = next((r for r in self.rows if r.params == default and r.ok), None)
         if best is None or base is None or not best.cycles:
@@ -83,6 +87,8 @@ class SweepResult:
         """A rich table of the rows, fastest first (the best marked), the failed points last with their errors."""
         from rich.table import Table
 
+        if limit is not None:  # (a str raised slicing's TypeError; -1 dropped the last row)
+            expect_int(limit, "limit", call="SweepResult.table", lo=0, fix="pass limit=N rows (N ≥ 0), or None")
         best = self.best
         table = Table(title=f"sweep: {len(self.rows)} points, {len(self.errors)} failed", title_justify="left")
         for name in self.names:
@@ -109,6 +115,8 @@ class SweepResult:
 
     def to_csv(self, path: str | Path) -> Path:
         """Write the rows (one column per parameter, then the measurements) to ``path``; returns it."""
+        expect_instance(path, (str, Path), "path", call="SweepResult.to_csv",
+                        expected="a file name (str or pathlib.Path)")
         path = Path(path)
         cols = ["cycles", "utilisation", "bound", "wall_s", "peak_memory_bytes", "error", "cached"]
         with path.open("w", newline="") as f:

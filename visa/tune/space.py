@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from visa.errors import VisaError
+from visa.validate import expect_int, wrong_type
 
 __all__ = ["Point", "Space", "grid", "size"]
 
@@ -64,17 +65,28 @@ def grid(space: Space, *, samples: int | None = None, seed: int | None = 0) -> l
     """The points of ``space`` in order: every combination of a grid (the last parameter fastest), or the given
     points; with ``samples``, that many points drawn without repeats (seeded by ``seed``) and kept in grid
     order, without building the whole grid (a sample of a huge grid is cheap)."""
+    call = "visa.tune.sweep"
+    if samples is not None:
+        samples = expect_int(samples, "samples", call=call, fix="pass samples=N (N ≥ 1), or None for every point")
+        if samples < 1:  # (a list of points was sampled to none, a grid refused: both refused)
+            raise VisaError(f"samples = {samples}: a sample holds at least one point", call="visa.tune.sweep",
+                            fix="use samples ≥ 1, or None for the whole grid")
+    if seed is not None:
+        seed = expect_int(seed, "seed", call=call)
     if isinstance(space, Mapping):
         axes = _axes(space)
         total = math.prod(len(v) for _, v in axes)
         if samples is None or samples >= total:
             indices: Iterable[int] = range(total)
         else:
-            if samples < 1:
-                raise VisaError(f"samples = {samples}: a sample holds at least one point", call="visa.tune.sweep",
-                                fix="use samples ≥ 1, or None for the whole grid")
             indices = sorted(random.Random(seed).sample(range(total), samples))
         return [_decode(axes, i) for i in indices]
+    if isinstance(space, (str, bytes)) or not isinstance(space, Sequence):
+        raise wrong_type("space", space, "a grid {name: [values…]} or a list of points [{name: value}, …]",
+                         call=call)
+    for k, p in enumerate(space):
+        if not isinstance(p, Mapping):
+            raise wrong_type(f"space[{k}]", p, "a point {name: value, …} (a dict)", call=call)
     points = [dict(p) for p in space]
     for p in points:
         _axes({k: [v] for k, v in p.items()})  # names must be identifiers

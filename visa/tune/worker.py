@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from visa.validate import wrong_type
+
 __all__ = ["Target", "target_of", "run_point", "Measured", "limit_threads", "peak_bytes"]
 
 
@@ -93,8 +95,10 @@ def target_of(fn: Callable[..., Any]) -> Target:
     source.  A lambda or a function nested in another has no name to look up and is refused."""
     qualname = getattr(fn, "__qualname__", None)
     module = getattr(fn, "__module__", None)
-    if qualname is None or "<" in qualname:
-        raise TypeError(f"{fn!r} has no importable name (a lambda or a nested function); define it at module level")
+    if qualname is None or "<" in qualname:  # (a WrongTypeError is a TypeError, as this refusal was)
+        raise wrong_type("fn", fn, "a function defined at module level (a worker loads it by its name; a lambda "
+                         "or a nested function has none)", call="visa.tune.sweep",
+                         fix="define the swept function at module level")
     mod = sys.modules.get(module or "")
     spec = getattr(mod, "__spec__", None)
     if module and module != "__main__" and module not in _SOURCES and spec is not None and spec.name == module:

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from visa.engines.contraction.compute import TrfWindow
     from visa.engines.contraction.reducer import ContractPlan
 
-__all__ = ["run", "step_addresses", "tree", "in_order", "one_nan"]
+__all__ = ["run", "step_addresses", "tree", "in_order", "one_nan", "max_f32"]
 
 Array = npt.NDArray[Any]
 BoolArray = npt.NDArray[np.bool_]
@@ -71,7 +71,7 @@ def _reduce(x: Array, known: BoolArray | None, axes: tuple[int, ...], op: str) -
         return x, known
     k = None if known is None else np.asarray(known.all(axis=axes))
     if op == "Max":
-        return np.asarray(x.max(axis=axes)), k
+        return (max_f32(x, axes) if x.dtype == np.float32 else np.asarray(x.max(axis=axes))), k
     if x.dtype == np.float32:
         return in_order(x, axes), k
     return np.asarray(x.sum(axis=axes, dtype=x.dtype)), k
@@ -95,6 +95,24 @@ def in_order(x: Array, axes: tuple[int, ...]) -> Array:
     for k in range(1, steps.shape[0]):
         acc += steps[k]
     return acc
+
+
+def max_f32(x: Array, axes: tuple[int, ...]) -> Array:
+    """Reduce-max of f32 products over ``axes`` (the tree's pairs, L4393–4395, and the accumulator's flits,
+    L4406–4434) with the chip's f32 ``max`` (Rust's ``f32::max``, the one the Vector Engine's Max uses: spec
+    digest 3, "f32 min and max"): a number wins over NaN, ``max(+0, −0) = +0`` (``maximumNumber``,
+    ``visa.engines.vector.arith.fmax32``).  So the result is the largest number whatever the order (+0 if a
+    member is +0 and none is larger), and NaN only where every member is NaN: the Reducer has no identity
+    element, its accumulator stores a slot's first flit and takes the maximum with the later ones (L4408,
+    L4415–4431), so a group of NaNs has no number to give — the one quiet NaN ``0x7fc00000`` (:func:`one_nan`,
+    as reduce-add writes).  docs/manual-notes.md, "h40x"."""
+    with np.errstate(invalid="ignore"):
+        out = np.asarray(np.fmax.reduce(x, axis=axes), np.float32)
+    zero = out == 0
+    if zero.any():  # numpy's fmax gives either zero of a pair by its loop's lane order: +0 if any member is +0
+        plus = ((x == 0) & ~np.signbit(x)).any(axis=axes)
+        out = np.where(zero, np.where(plus, np.float32(0.0), np.float32(-0.0)), out).astype(np.float32)
+    return one_nan(out)
 
 
 def one_nan(x: Array) -> Array:
@@ -144,7 +162,8 @@ def run(align: AlignPlan, contract: ContractPlan, segments: Sequence[tuple[int, 
             # an unknown factor's value is no number: zeros, so that a known zero times it stays zero
             a, w = np.where(ka, a, 0).astype(ctype), np.where(kw, w, 0).astype(ctype)
             known = (ka[:, None] & kw) | (ka[:, None] & (a[:, None] == 0)) | (kw & (w == 0))
-        prod = a[:, None] * w
+        with np.errstate(invalid="ignore", over="ignore"):  # (0 × ∞ is NaN: a value, no warning)
+            prod = a[:, None] * w
         # the tree: groups of 2^n products (L4384–4392), the first `kept` columns carried on (L4440)
         shape: tuple[int, ...] = (len(ids), align.rows, align.out_time, contract.columns, n)
         kc = None if known is None else known.reshape(shape)[..., :q, :].all(axis=4)
