@@ -578,7 +578,9 @@ def branch(self: VeBase[Any, Any, Any, Any, Any, Any, Any], mode: BranchMode, cl
     ids: ExecIds | None
     if isinstance(mode, BranchMode) and mode.name == "Vrf":
         plan_branch(self.hw, mode, dtype_name(self.dtype))
-        log = self._vrf(mode.ids, "i32", call, None)
+        # (a log broadcast along a stream axis reads as a strided view in the split shape: the ids are the
+        # stream's shape, one per element, L4802)
+        log = self._vrf(mode.ids, "i32", call, None).expand(self.data.values.shape)
         ids = vrf_branch_ids(self.hw, log.values, np.asarray(log.known, dtype=bool),
                              np.asarray(log.known, dtype=bool), call, mode.ids.mapping("Element"))
         inputs = (mode.ids,)
