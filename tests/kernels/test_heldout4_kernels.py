@@ -1,0 +1,65 @@
+"""The fourth round's held-out kernels (``benchmarks/bench_heldout4.py``) at small sizes, against numpy: the masked
+softmax through a branch log shared by a slice's rows (L4802, L8090–8099), the Switch Engine's broadcast with a
+moved axis (L3381–3458) and a paged-KV gather (L1684–1688)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from benchmarks.bench_heldout4 import (
+    gather_kernel,
+    numpy_spread,
+    softmax_check,
+    softmax_inputs,
+    softmax_kernel,
+    spread_kernel,
+)
+from visa import AxisSet, Context, HostTensor, bf16, i32, launch
+
+
+def test_masked_softmax_small() -> None:
+    """8 keys of 16 or fewer kept per (B, H); four rows a slice share the mask: masked keys exactly 0, the rest
+    within the derived f32-then-bf16 bound; a row with a single key is exactly 1."""
+    ax = AxisSet(B=64, H=8, Q=4, T=16)
+    m = ax.m
+    s, mask = softmax_inputs(ax, np.random.default_rng(1))
+    ctx = Context.acquire()
+    sh = HostTensor.from_numpy(s, bf16, m["B, H, Q, T"], axes="B H Q T").to_hbm(m["1"], m["B, H, Q, T"], ctx.pdma, 0)
+    mh = HostTensor.from_numpy(mask, i32, m["B, H, T"], axes="B H T").to_hbm(m["1"], m["B, H, T"], ctx.pdma, 1 << 24)
+    got = launch(softmax_kernel(ax), ctx, sh, mh).to_host(m["B, H, Q, T"], ctx.pdma).numpy(axes="B H Q T")
+    softmax_check(got, s, mask)
+    g = np.asarray(got, dtype=np.float64)
+    assert np.all(g[0, 0, :, 0] == 1.0) and np.all(g[0, 0, :, 1:] == 0.0)
+
+
+def test_switch_broadcast_with_a_moved_axis_small() -> None:
+    """out[c, p, y, b, q, v] = x[c, p, q, b, v], bit for bit."""
+    ax = AxisSet(C=2, P=64, Q=4, Y=4, B=2, V=16)
+    m = ax.m
+    ctx = Context.acquire()
+    xs = HostTensor.rand(bf16, m["C, P, Q, B, V"], np.random.default_rng(2))
+    xh = xs.to_hbm(m["1"], m["C, P, Q, B, V"], ctx.pdma, 0)
+    got = np.asarray(launch(spread_kernel(ax), ctx, xh).to_host(m["C, P, Y, B, Q, V"], ctx.pdma)
+                     .numpy(axes="C P Y B Q V"))
+    want = numpy_spread(xs.numpy(axes="C P Q B V"))
+    assert np.array_equal(got.view(np.uint16), want.view(np.uint16))
+
+
+def test_paged_gather_small() -> None:
+    """out[n] = pool[table[n]], bit for bit, a block named twice included; twice in one context (the second
+    launch reuses the kept row span) and with another table."""
+    ax = AxisSet(Pool=40, K=2, PB=16, HD=16, NB=32)
+    m = ax.m
+    rng = np.random.default_rng(3)
+    ctx = Context.acquire()
+    ps = HostTensor.rand(bf16, m["Pool, K, PB, HD"], rng)
+    ph = ps.to_hbm(m["1"], m["Pool, K, PB, HD"], ctx.pdma, 0)
+    pool = ps.numpy(axes="Pool K PB HD")
+    kernel = gather_kernel(ax)
+    for k, ids in enumerate((rng.integers(0, 40, 32), rng.integers(0, 40, 32), np.arange(32)[::-1])):
+        ids = ids.astype(np.int32)
+        th = HostTensor.from_numpy(ids, i32, m["NB"]).to_hbm(m["1"], m["NB"], ctx.pdma, (1 << 24) + k * 4096)
+        for _ in range(2):
+            got = np.asarray(launch(kernel, ctx, ph, th).to_host(m["NB, K, PB, HD"], ctx.pdma)
+                             .numpy(axes="NB K PB HD"))
+            assert np.array_equal(got.view(np.uint16), pool[ids].view(np.uint16))
