@@ -18,6 +18,12 @@ numpy and timed at its first launch and its best repeat in the same run.
   in each), then back to HBM as ``[NB, K, PB, HD]``.  Exact against ``pool[table]``.  This one was
   pathologically slow: the schedule's footprint of the gathered rows was located and merged position by position
   at every launch (now kept, docs/manual-notes.md).
+- **Dynamic per-token int8 quantisation, 4096 tokens × 1024 bf16** (a cast chain): one pass finds each token's
+  127 / max |x| (``BitAnd`` of the sign bit, L4803–4820; an f32 ``Max`` reduce, L5397–5402; ``DivF`` with the
+  operand first, ``Mode10``, L5094–5101), the sub context loads it into the VRF, and a second pass computes
+  ``x · s`` (``MulF``), ``FpToFxp`` (round half away from zero, L4948–4952), clips to ±127 (``ClipBinaryOpI32``,
+  L4953–4963) and narrows to i8 (the Cast Engine, L6774–6779).  Every step is one f32 rounding or exact, so the
+  int8 values and the f32 scales equal numpy's bit for bit.
 """
 
 from __future__ import annotations
@@ -29,12 +35,15 @@ import ml_dtypes
 import numpy as np
 
 from benchmarks.common import best_of, line
-from visa import AxisSet, Context, HbmTensor, HostTensor, bf16, device, f32, i32, launch
+from visa import AxisSet, Context, HbmTensor, HostTensor, bf16, device, f32, i8, i32, launch
 from visa.engines.switch import SwitchConfig
 from visa.engines.vector import (
+    BinaryArgMode,
     BranchMode,
+    ClipBinaryOpI32,
     FpBinaryOp,
     FpDivBinaryOp,
+    FpMulAlu,
     FpUnaryOp,
     FxpBinaryOp,
     GroupId,
@@ -46,6 +55,8 @@ from visa.engines.vector import (
 
 #: −inf's bits read as an f32 operand of the Logic cluster (L4803–4820).
 NEG_INF_BITS = float(np.array([0xFF800000], np.uint32).view(np.float32)[0])
+#: Every bit but the sign: ``BitAnd`` with it is |x| (L4803–4820).
+ABS_BITS = float(np.array([0x7FFFFFFF], np.uint32).view(np.float32)[0])
 
 # --- masked softmax -----------------------------------------------------------------------------------------
 SOFTMAX = AxisSet(B=64, H=8, Q=8, T=1024)
@@ -187,6 +198,64 @@ def gather_kernel(ax: AxisSet) -> Any:
     return paged_gather
 
 
+# --- dynamic per-token int8 quantisation --------------------------------------------------------------------
+QUANT = AxisSet(N=4096, H=1024)
+
+
+def quant_kernel(ax: AxisSet) -> Any:
+    """``[N, H]`` bf16 → i8 ``[N, H]`` and the f32 scales ``127 / max |x|`` ``[N]``: ``N / 512`` tokens a slice."""
+    m = ax.m
+    n = ax.size("N")
+    r = n // 512
+    q = min(r, 4)
+    tok = m[f"N % {r}"]
+
+    @device(chip=1)
+    def quantize(ctx: Context, x: HbmTensor[Any, Any, Any]) -> tuple[HbmTensor[Any, Any, Any],
+                                                                    HbmTensor[Any, Any, Any]]:
+        """q = clip(round(x · s), ±127), s = 127 / max |x| per token."""
+        xd = x.to_dm(m[f"N / {n // 2}"], m[f"N % {n // 2} / {r}"], m[f"N % {r}, H"], ctx.tdma, 0)
+
+        def rows() -> Any:
+            return (ctx.main.begin(xd.view()).fetch(f32, m[f"N % {r}, H / 8"], m["H % 8"])
+                    .collect(m[f"N % {r}, H / 8"], m["H % 8"]).vector_init()
+                    .vector_intra_slice_branch(BranchMode.Unconditional))
+
+        scale = (rows().vector_logic(LogicBinaryOpF32.BitAnd, ABS_BITS)
+                 .vector_split(m[f"N % {r}, H / 4"], m["H % 4"])
+                 .vector_intra_slice_reduce("H", tok, m["1 # 4"], IntraSliceReduceOpF32.Max)
+                 .vector_fp_div_with_mode(FpDivBinaryOp.DivF, BinaryArgMode.Mode10, 127.0)
+                 .vector_pad_way8(m["1 # 8"]).vector_final().commit(m[f"N % {r}, 1 # 2"], 1 << 15))
+        s_vrf = (ctx.sub.begin(scale.view()).fetch(f32, m[f"N % {r} / {q}"], m[f"N % {q}, 1 # 2"])
+                 .collect(m[f"N % {r} / {q}"], m[f"N % {q}, 1 # 2"]).to_vrf(m[f"N % {r}, 1 # 2"], 0))
+        out = (rows().vector_split(m[f"N % {r}, H / 4"], m["H % 4"])
+               .vector_fp_binary(FpBinaryOp.MulF(FpMulAlu.Mul0), s_vrf)
+               .vector_concat(m[f"N % {r}, H / 8"], m["H % 8"])
+               .vector_fp_to_fxp(31)
+               .vector_clip(ClipBinaryOpI32.Max, -127).vector_clip(ClipBinaryOpI32.Min, 127)
+               .vector_final().cast(i8, m["H % 8 # 32"]).commit(m[f"N % {r}, H"], 1 << 16))
+        return out.to_hbm(m["N, H"], ctx.tdma, 1 << 28), scale.to_hbm(m["N"], ctx.tdma, 1 << 29)
+
+    return quantize
+
+
+def quant_inputs(ax: AxisSet, rng: np.random.Generator) -> np.ndarray:
+    """Tokens of very different magnitudes (bf16), one whose values are all equal (each ``x · s`` is ±127)."""
+    n, h = ax.size("N"), ax.size("H")
+    x = (rng.standard_normal((n, h)) * rng.exponential(2.0, (n, 1))).astype(ml_dtypes.bfloat16)
+    x[1] = -3.5
+    return x
+
+
+def numpy_quant(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """numpy's same computation: f32 scales, the f32 product, rounded half away from zero, clipped, to int8."""
+    xf = x.astype(np.float32)
+    s = np.float32(127.0) / np.abs(xf).max(axis=1)
+    y = (xf * s[:, None]).astype(np.float64)  # (the f32 product; in binary64 y ± 0.5 is exact, in f32 it is not)
+    r = np.trunc(y + np.copysign(0.5, y))
+    return np.clip(r, -127, 127).astype(np.int8), s
+
+
 # --- timing -------------------------------------------------------------------------------------------------
 
 
@@ -259,8 +328,27 @@ def bench_gather() -> list[str]:
                              lambda: launch(kernel, ctx, ph, th), best_of(numpy_gather, 7), check)
 
 
+def bench_quant() -> list[str]:
+    """The int8 quantisation, exact (values and scales)."""
+    ax, m = QUANT, QUANT.m
+    x = quant_inputs(ax, np.random.default_rng(43))
+    ctx = Context.acquire()
+    xh = HostTensor.from_numpy(x, bf16, m["N, H"], axes="N H").to_hbm(m["1"], m["N, H"], ctx.pdma, 0)
+    want_q, want_s = numpy_quant(x)
+    kernel = quant_kernel(ax)
+
+    def check(out: Any) -> None:
+        q, s = (np.asarray(t.to_host(m[e], ctx.pdma).numpy(axes=a)) for t, e, a in ((out[0], "N, H", "N H"),
+                                                                                    (out[1], "N", "N")))
+        assert np.array_equal(s.view(np.uint32), want_s.view(np.uint32)), "the scales differ"
+        assert np.array_equal(q, want_q), "the int8 values differ"
+
+    return _first_and_repeat("held-out: per-token int8 quantisation 4M bf16 (cast chain)",
+                             lambda: launch(kernel, ctx, xh), best_of(lambda: numpy_quant(x), 5), check)
+
+
 def run() -> list[str]:
-    return [*bench_softmax(), *bench_spread(), *bench_gather()]
+    return [*bench_softmax(), *bench_spread(), *bench_gather(), *bench_quant()]
 
 
 if __name__ == "__main__":

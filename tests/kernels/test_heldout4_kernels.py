@@ -8,7 +8,10 @@ import numpy as np
 
 from benchmarks.bench_heldout4 import (
     gather_kernel,
+    numpy_quant,
     numpy_spread,
+    quant_inputs,
+    quant_kernel,
     softmax_check,
     softmax_inputs,
     softmax_kernel,
@@ -63,3 +66,20 @@ def test_paged_gather_small() -> None:
             got = np.asarray(launch(kernel, ctx, ph, th).to_host(m["NB, K, PB, HD"], ctx.pdma)
                              .numpy(axes="NB K PB HD"))
             assert np.array_equal(got.view(np.uint16), pool[ids].view(np.uint16))
+
+
+def test_int8_quantisation_small() -> None:
+    """Per-token scales 127 / max |x| and int8 values bit for bit against numpy (four tokens a slice, 64 values);
+    a token whose scale is 1 rounds its halves away from zero (L4948–4952)."""
+    ax = AxisSet(N=2048, H=64)
+    m = ax.m
+    x = quant_inputs(ax, np.random.default_rng(4))
+    x[2] = 0.0
+    x[2, :5] = [127.0, 0.5, -1.5, 2.5, -0.5]  # s = 1: 1, −2, 3, −1
+    ctx = Context.acquire()
+    xh = HostTensor.from_numpy(x, bf16, m["N, H"], axes="N H").to_hbm(m["1"], m["N, H"], ctx.pdma, 0)
+    q, s = launch(quant_kernel(ax), ctx, xh)
+    want_q, want_s = numpy_quant(x)
+    assert np.array_equal(np.asarray(s.to_host(m["N"], ctx.pdma).numpy()).view(np.uint32), want_s.view(np.uint32))
+    assert np.array_equal(np.asarray(q.to_host(m["N, H"], ctx.pdma).numpy(axes="N H")), want_q)
+    assert np.all(want_q[1] == -127) and want_q[2, :5].tolist() == [127, 1, -2, 3, -1]
