@@ -24,6 +24,11 @@ numpy and timed at its first launch and its best repeat in the same run.
   ``x · s`` (``MulF``), ``FpToFxp`` (round half away from zero, L4948–4952), clips to ±127 (``ClipBinaryOpI32``,
   L4953–4963) and narrows to i8 (the Cast Engine, L6774–6779).  Every step is one f32 rounding or exact, so the
   int8 values and the f32 scales equal numpy's bit for bit.
+- **RMSNorm with a shared gain, 512 slices × 8 tokens × 1024 bf16**: Σ x² by the stash (``vector_stash``, then
+  ``MulF`` by it, L5230–5249) and an f32 ``Add`` reduce, ``/ H`` on the divider, ``+ eps``, ``Sqrt`` and
+  ``1 / ·`` (``DivF`` ``Mode10``) into the VRF; then ``x · r · γ`` with γ ``[H]`` moved once into every slice and
+  read from the VRF by every token of the slice (an operand broadcast along the outer Time digit, L5063–5081),
+  rounded to bf16.  Within a derived bound of numpy's float64 RMSNorm.
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ from visa.engines.vector import (
     IntraSliceReduceOpF32,
     LogicBinaryOpF32,
     LogicBinaryOpI32,
+    Stash,
     VeBranchOperand,
 )
 
@@ -256,6 +262,84 @@ def numpy_quant(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.clip(r, -127, 127).astype(np.int8), s
 
 
+# --- RMSNorm with a gain shared by a slice's tokens ----------------------------------------------------------
+RMS = AxisSet(Ns=512, Nr=8, H=1024)
+EPS = 1e-5
+
+
+def rms_kernel(ax: AxisSet) -> Any:
+    """``[Ns, Nr, H]`` bf16 and a gain ``[H]`` bf16 → ``x / sqrt(mean(x²) + eps) · γ`` bf16: slice ``Ns``, its ``Nr``
+    tokens along Time (``Nr`` a multiple of 4)."""
+    m = ax.m
+    h = ax.size("H")
+    cl, sl = m["Ns / 256"], m["Ns % 256"]
+
+    @device(chip=1)
+    def rms_norm(ctx: Context, x: HbmTensor[Any, Any, Any], g: HbmTensor[Any, Any, Any]) -> HbmTensor[Any, Any, Any]:
+        """Two statistics passes (Σx², then 1 / sqrt(Σx² / H + eps)) and the scaling pass."""
+        xd = x.to_dm(cl, sl, m["Nr, H"], ctx.tdma, 0)
+        gd = g.to_dm(cl, sl, m["H"], ctx.tdma, 2 * ax.size("Nr") * h)  # (γ lacks Nr: one copy a slice)
+        g_vrf = (ctx.sub.begin(gd.view()).fetch(f32, m["H / 8"], m["H % 8"]).collect(m["H / 8"], m["H % 8"])
+                 .to_vrf(m["H"], 0))
+        stats = 2 * ax.size("Nr") * h + 2 * h
+
+        def rows() -> Any:
+            return (ctx.main.begin(xd.view()).fetch(f32, m["Nr, H / 8"], m["H % 8"]).collect(m["Nr, H / 8"], m["H % 8"])
+                    .vector_init().vector_intra_slice_branch(BranchMode.Unconditional)
+                    .vector_split(m["Nr, H / 4"], m["H % 4"]))
+
+        ms = (rows().vector_stash().vector_fp_binary(FpBinaryOp.MulF(FpMulAlu.Mul0), Stash)
+              .vector_intra_slice_reduce("H", m["Nr"], m["1 # 4"], IntraSliceReduceOpF32.Add)
+              .vector_fp_div(FpDivBinaryOp.DivF, float(h))
+              .vector_pad_way8(m["1 # 8"]).vector_final().commit(m["Nr, 1 # 2"], stats))
+        inv = (ctx.main.begin(ms.view()).fetch(f32, m["Nr / 4"], m["Nr % 4, 1 # 2"])
+               .collect(m["Nr / 4"], m["Nr % 4, 1 # 2"]).vector_init()
+               .vector_intra_slice_branch(BranchMode.Unconditional)
+               .vector_split(m["Nr / 4, Nr % 4 / 2"], m["Nr % 2, 1 # 2"])
+               .vector_fp_binary(FpBinaryOp.AddF, EPS).vector_fp_unary(FpUnaryOp.Sqrt)
+               .vector_fp_div_with_mode(FpDivBinaryOp.DivF, BinaryArgMode.Mode10, 1.0)
+               .vector_concat(m["Nr / 4"], m["Nr % 4, 1 # 2"]).vector_final()
+               .commit(m["Nr, 1 # 2"], stats + 8 * ax.size("Nr")))
+        inv_vrf = (ctx.sub.begin(inv.view()).fetch(f32, m["Nr / 4"], m["Nr % 4, 1 # 2"])
+                   .collect(m["Nr / 4"], m["Nr % 4, 1 # 2"]).to_vrf(m["Nr, 1 # 2"], 4 * h))
+        out = (rows().vector_fp_binary(FpBinaryOp.MulF(FpMulAlu.Mul0), inv_vrf)
+               .vector_fp_binary(FpBinaryOp.MulF(FpMulAlu.Mul1), g_vrf)
+               .vector_concat(m["Nr, H / 8"], m["H % 8"]).vector_final()
+               .cast(bf16, m["H % 8 # 16"]).commit(m["Nr, H"], stats + 16 * ax.size("Nr")))
+        res: HbmTensor[Any, Any, Any] = out.to_hbm(m["Ns, Nr, H"], ctx.tdma, 1 << 28)
+        return res
+
+    return rms_norm
+
+
+def rms_inputs(ax: AxisSet, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Tokens of very different magnitudes and a gain near 1 (bf16)."""
+    ns, nr, h = (ax.size(a) for a in ("Ns", "Nr", "H"))
+    x = (rng.standard_normal((ns, nr, h)) * rng.exponential(2.0, (ns, nr, 1))).astype(ml_dtypes.bfloat16)
+    g = (1 + 0.1 * rng.standard_normal(h)).astype(ml_dtypes.bfloat16)
+    return x, g
+
+
+def rms_check(got: np.ndarray, x: np.ndarray, g: np.ndarray) -> None:
+    """Within the bound: Σx² over H positive terms (γ_H), the division, the addition, the square root (half of its
+    argument's relative error, plus one rounding), the reciprocal and two products: (H/2 + 6) · 2⁻²⁴ relative to
+    first order, doubled; then one rounding to bf16 (2⁻⁸ of the result)."""
+    xf = x.astype(np.float64)
+    h = x.shape[-1]
+    ref = xf / np.sqrt((xf ** 2).mean(axis=-1, keepdims=True) + np.float64(np.float32(EPS))) * g.astype(np.float64)
+    out = np.asarray(got, dtype=np.float64)
+    bound = 2.0 ** -8 * np.abs(out) + 2 * (h / 2 + 6) * 2.0 ** -24 * np.abs(ref)
+    assert np.all(np.abs(out - ref) <= bound), "RMSNorm outside the derived bound"
+
+
+def numpy_rms(x: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """numpy's same computation in f32, rounded to bf16."""
+    xf = x.astype(np.float32)
+    r = np.float32(1) / np.sqrt((xf * xf).mean(axis=-1, keepdims=True) + np.float32(EPS))
+    out: np.ndarray = (xf * r * g.astype(np.float32)).astype(ml_dtypes.bfloat16)
+    return out
+
+
 # --- timing -------------------------------------------------------------------------------------------------
 
 
@@ -347,8 +431,24 @@ def bench_quant() -> list[str]:
                              lambda: launch(kernel, ctx, xh), best_of(lambda: numpy_quant(x), 5), check)
 
 
+def bench_rms() -> list[str]:
+    """The RMSNorm, within the derived bound."""
+    ax, m = RMS, RMS.m
+    x, g = rms_inputs(ax, np.random.default_rng(44))
+    ctx = Context.acquire()
+    xh = HostTensor.from_numpy(x, bf16, m["Ns, Nr, H"], axes="Ns Nr H").to_hbm(m["1"], m["Ns, Nr, H"], ctx.pdma, 0)
+    gh = HostTensor.from_numpy(g, bf16, m["H"]).to_hbm(m["1"], m["H"], ctx.pdma, 1 << 26)
+    kernel = rms_kernel(ax)
+
+    def check(out: Any) -> None:
+        rms_check(out.to_host(m["Ns, Nr, H"], ctx.pdma).numpy(axes="Ns Nr H"), x, g)
+
+    return _first_and_repeat("held-out: RMSNorm 4M bf16, a gain shared by 8 tokens",
+                             lambda: launch(kernel, ctx, xh, gh), best_of(lambda: numpy_rms(x, g), 5), check)
+
+
 def run() -> list[str]:
-    return [*bench_softmax(), *bench_spread(), *bench_gather(), *bench_quant()]
+    return [*bench_softmax(), *bench_spread(), *bench_gather(), *bench_quant(), *bench_rms()]
 
 
 if __name__ == "__main__":

@@ -12,6 +12,9 @@ from benchmarks.bench_heldout4 import (
     numpy_spread,
     quant_inputs,
     quant_kernel,
+    rms_check,
+    rms_inputs,
+    rms_kernel,
     softmax_check,
     softmax_inputs,
     softmax_kernel,
@@ -83,3 +86,16 @@ def test_int8_quantisation_small() -> None:
     assert np.array_equal(np.asarray(s.to_host(m["N"], ctx.pdma).numpy()).view(np.uint32), want_s.view(np.uint32))
     assert np.array_equal(np.asarray(q.to_host(m["N, H"], ctx.pdma).numpy(axes="N H")), want_q)
     assert np.all(want_q[1] == -127) and want_q[2, :5].tolist() == [127, 1, -2, 3, -1]
+
+
+def test_rms_norm_with_a_shared_gain_small() -> None:
+    """Four tokens a slice read one gain from the VRF (broadcast along the outer Time digit) and their own
+    statistic: within the derived bound of numpy's float64 RMSNorm."""
+    ax = AxisSet(Ns=512, Nr=4, H=32)
+    m = ax.m
+    x, g = rms_inputs(ax, np.random.default_rng(5))
+    ctx = Context.acquire()
+    xh = HostTensor.from_numpy(x, bf16, m["Ns, Nr, H"], axes="Ns Nr H").to_hbm(m["1"], m["Ns, Nr, H"], ctx.pdma, 0)
+    gh = HostTensor.from_numpy(g, bf16, m["H"]).to_hbm(m["1"], m["H"], ctx.pdma, 1 << 24)
+    got = launch(rms_kernel(ax), ctx, xh, gh).to_host(m["Ns, Nr, H"], ctx.pdma).numpy(axes="Ns Nr H")
+    rms_check(got, x, g)
