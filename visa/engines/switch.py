@@ -277,8 +277,8 @@ def execute(plan: SwitchPlan, data: StreamData) -> StreamData:
     """
     if isinstance(data, BroadcastData):  # a stream the fetch repeated along Time: gather from the compact one
         src, tim = routes(plan)
-        ct = compact_index(data.digits)[tim]
-        return StreamData(data.compact_values[:, :, src, ct, :], data.compact_known[:, :, src, ct, :])
+        flat = src * data.compact_values.shape[3] + compact_index(data.digits)[tim]
+        return StreamData(_take_packets(data.compact_values, flat), _take_packets(data.compact_known, flat))
     flat = _flat_routes(plan, data.values.shape[3])
     return StreamData(_take_packets(data.values, flat), _take_packets(data.known, flat))
 
