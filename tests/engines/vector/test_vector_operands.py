@@ -390,3 +390,18 @@ def test_branch_log_broadcast_over_a_stream_axis_l4802() -> None:
            .vector_final())
     want = np.where(keep[:, None, :] == 1, x.astype(np.int64) + 1, -7).astype(np.int32)
     assert np.array_equal(logical(out, "A Q T"), want)
+
+
+def test_branch_log_broadcast_with_a_bad_id_names_the_stream_position_l4795() -> None:
+    """An id past 15 in a branch log shared by the rows is refused (L4795), naming a stream position (chip,
+    cluster, slice, time, lane) as for a log of the stream's own shape."""
+    ctx = Context.acquire()
+    ax = AxisSet(A=512, Q=2, T=16)
+    m = ax.m
+    lay = layout(ax, i32, "1", "A / 256", "A % 256", "Q, T / 8", "T % 8")
+    ids = np.zeros((512, 16), np.int32)
+    ids[300, 13] = 16  # cluster 1, slice 44, key 13: time 1 (row 0), lane 5
+    log = place_vrf(ctx, ids, i32, m["1"], m["A / 256"], m["A % 256"], m["T"], 0)
+    with pytest.raises(LayoutError, match=r"holds 16 at chip 0, cluster 1, slice 44, time 1, lane 5"):
+        collect(ctx, lay, rand_i32(RNG, (512, 2, 16)), "A Q T").vector_init().vector_intra_slice_branch(
+            BranchMode.Vrf(log))
