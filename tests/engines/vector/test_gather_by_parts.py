@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -57,6 +58,11 @@ def _gather_case(draw: st.DrawFn) -> tuple[tuple[Mapping, ...], tuple[Mapping, .
     lead_axes = frozenset().union(*(x.axes for x in lead))
     rest = [a for a in sorted(SIZES) if a not in lead_axes]
     held = draw(st.lists(st.sampled_from(rest), unique=True)) if rest else []
+    # an axis cut between the slice levels and Time/Packet (N / r on Slice, N % r along Time): the source's Element
+    # often holds the stream's inner pieces of it, all or some of them (h40h, vector.gather-by-parts)
+    inner = [p for p, k in zip(order, spots, strict=True) if k >= 3 and p.split(" ")[0] in lead_axes]
+    if inner and draw(st.booleans()):
+        held = draw(st.permutations(inner))[: draw(st.integers(max(0, len(inner) - 1), len(inner)))] + held
     element = _level(draw, [a for a in held] or ["1"], m)
     return (*lead, element), levels
 
@@ -137,3 +143,43 @@ def test_the_paths_off_give_the_reference_gather_and_the_view_reads_it(
         ref_v, ref_k = apply_gather(g, vals, known)
         assert np.array_equal(np.broadcast_to(v, split).reshape(ref_v.shape), ref_v)
         assert bool(np.all(k)) and bool(np.all(ref_k))
+
+
+SPLIT = AxisSet(N=64, H=8, M=60, K=62)
+
+
+@pytest.mark.parametrize(("stream", "element", "parts"), [
+    # the tokens of a slice along Time, one scale each (bench_heldout4's quantisation, small): by parts
+    (("1", "N / 32", "N % 32 / 4", "N % 4, H / 4", "H % 4"), "N % 4, 1 # 2", True),
+    (("1", "N / 32", "N % 32 / 4", "H / 4, N % 4", "H % 4"), "N % 4 # 8", True),
+    (("1", "N / 32", "N % 32 / 2", "H / 4, N % 2", "H % 4"), "N % 2, H", True),
+    # the Element lacks a digit the stream walks: refused, as at every position
+    (("1", "N / 32", "N % 32 / 4", "N % 4, H / 4", "H % 4"), "N % 2, 1 # 4", False),
+    (("1", "N / 32", "N % 32 / 4", "N % 4, H / 4", "H % 4"), "1 # 8", False),
+    # the inner digit above a slice digit, and a cut that does not divide the axis: located at every position
+    (("1", "N / 32", "N % 4 # 8", "N % 32 / 4, H / 4", "H % 4"), "N % 32 / 4", False),
+    (("1", "[K # 64] / 32", "[K # 64] % 32 / 4", "[K # 64] % 4, H / 4", "H % 4"), "[K # 64] % 4, 1 # 2", False),
+    # a padded axis the inner cut divides: by parts (a slice part and an inner part never add past it)
+    (("1", "[M # 64] / 32", "[M # 64] % 32 / 4", "M % 4, H / 4", "H % 4"), "M % 4, 1 # 2", True),
+])
+def test_an_axis_cut_between_slices_and_time_is_located_by_parts(stream: tuple[str, ...], element: str,
+                                                                 parts: bool) -> None:
+    """An axis whose digits the slice levels and Time/Packet share (``N / r`` on Slice, ``N % r`` along Time) is
+    located by parts when its inner digits lie below the slice digits and divide the axis (h40h): the same gather
+    or the same refusal as the location at every position."""
+    m = SPLIT.m
+    lv = tuple(m[t] for t in stream)
+    source = (*lv[:3], m[element])
+    src_axes = frozenset().union(*(x.axes for x in source))
+    if fastpaths.get("vector.gather-by-parts").on:  # (what the path takes; the outcome is checked either way)
+        assert (fast_relayout.factored(source, lv, src_axes) is not None) == parts
+    plan_gather.cache_clear()  # type: ignore[attr-defined]
+    kind, got = _outcome(plan_gather, source, lv, "vector_fxp", "VRF operand")
+    want_kind, want = _outcome(plan_gather_full, source, lv, "vector_fxp", "VRF operand")
+    assert kind == want_kind
+    if kind == "ok":
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+        for (v, k), (v0, k0) in zip(got[2], want[2], strict=True):
+            assert np.array_equal(v, v0) and np.array_equal(k, k0)
+    else:
+        assert got == want
