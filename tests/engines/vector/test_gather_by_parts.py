@@ -183,3 +183,50 @@ def test_an_axis_cut_between_slices_and_time_is_located_by_parts(stream: tuple[s
             assert np.array_equal(v, v0) and np.array_equal(k, k0)
     else:
         assert got == want
+
+
+@st.composite
+def _cut_case(draw: st.DrawFn) -> tuple[tuple[Mapping, ...], tuple[Mapping, ...]]:
+    """An axis N cut between the slice levels (``N / r``, maybe over Cluster and Slice) and Time/Packet (``N % r``,
+    maybe cut again), with H along Time/Packet; the source keeps the stream's slices and holds some of N's inner
+    pieces (all, the lower ones, none), maybe H, maybe padded."""
+    n = draw(st.sampled_from([8, 12, 16, 24]))
+    m = AxisSet(N=n, H=4).m
+    r = draw(st.sampled_from([d for d in range(2, n) if n % d == 0]))
+    half = n // 2
+    if half % r == 0 and draw(st.booleans()):
+        lead = (m["1"], m[f"N / {half}"], m[f"N % {half} / {r}"])
+    else:
+        lead = (m["1"], m["1"], m[f"N / {r}"])
+    cut = [f"N % {r}"]
+    if r % 2 == 0 and r > 2 and draw(st.booleans()):
+        cut = [f"N % {r} / 2", "N % 2"]
+    items = draw(st.permutations([*cut, "H / 2", "H % 2"]))
+    k = draw(st.integers(0, len(items)))
+    time, packet = ", ".join(items[:k]) or "1", ", ".join(items[k:]) or "1"
+    held = draw(st.sampled_from([cut, cut[-1:], [], [f"N % {r}"]]))
+    if draw(st.booleans()):
+        held = [*held, draw(st.sampled_from(["H", "H / 2", "H % 2"]))]
+    element = ", ".join(draw(st.permutations(held))) or "1"
+    pad = draw(st.sampled_from([0, 0, 2]))
+    size = m[element].size
+    source = (*lead, m[f"[{element}] # {size + pad}"] if pad else m[element])
+    return source, (*lead, m[time], m[packet])
+
+
+@settings(max_examples=200, deadline=None)
+@given(_cut_case())
+def test_an_axis_cut_between_slices_and_time_gives_the_reference_gather(
+        case: tuple[tuple[Mapping, ...], tuple[Mapping, ...]]) -> None:
+    """By parts or not, the same gather (or the same refusal) as the location at every position."""
+    source, stream = case
+    plan_gather.cache_clear()  # type: ignore[attr-defined]
+    kind, got = _outcome(plan_gather, source, stream, "vector_fxp", "VRF operand")
+    want_kind, want = _outcome(plan_gather_full, source, stream, "vector_fxp", "VRF operand")
+    assert kind == want_kind, (kind, want_kind)
+    if kind == "ok":
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+        for (v, k), (v0, k0) in zip(got[2], want[2], strict=True):
+            assert np.array_equal(v, v0) and np.array_equal(k, k0)
+    else:
+        assert got == want
