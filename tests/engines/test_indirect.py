@@ -559,3 +559,28 @@ def test_an_in_place_write_into_an_inner_axis_tile_keeps_the_other_columns_l8286
     assert np.array_equal(dst.logical("Dv S"), want)
     op = ctx.schedule.ops[-1]
     assert "stride0 128" in op.engines[0].config  # one row of the tile per packet
+
+
+@pytest.mark.parametrize("dtype", [dt.i32, dt.i4])
+def test_rows_span_same_bytes_when_kept(dtype: Any) -> None:
+    """The rows a gather reads (``rows_span``, L1684–1688) are kept per (Element, axis, offset, width, rows): a
+    tile of the table at another offset, and the same rows asked again, cover the bytes the positions do."""
+    from visa.tensors.indirect import rows_span
+
+    ctx = Context.acquire()
+    m = AxisSet(V=64, D=32).m
+    _, tab = _table(ctx, m, 64, 32, dtype)
+    bits = dtype.size_bits
+    for view, offset in ((tab.view(), 0), (tab.view().tile(m["V"], 16, m["V = 16, D"], 8), 8 * 32)):
+        rows = np.array([5, 1, 5, 3, 0])
+        for _ in range(2):
+            span = rows_span(view, "V", rows)
+            pos = np.array([(r * 32 + d + offset) for r in (0, 1, 3, 5) for d in range(32)])
+            want = np.zeros(1 << 16, bool)
+            for q in pos.tolist():
+                want[(q * bits) // 8: ((q + 1) * bits + 7) // 8] = True
+            got = np.zeros_like(want)
+            for lo, hi in zip(span.lo.tolist(), span.hi.tolist(), strict=True):
+                got[lo - tab.address: hi - tab.address] = True
+            assert np.array_equal(got, want)
+            assert span.memory == "hbm" and span.chips == 1

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -275,11 +275,30 @@ def execute(plan: SwitchPlan, data: StreamData) -> StreamData:
     Every output packet is a copy of the source packet, values and poison alike (the switch never changes a
     value, L3085–3089); a :class:`~visa.engines.broadcast.BroadcastData` is read through its compact stream.
     """
-    src, tim = routes(plan)
     if isinstance(data, BroadcastData):  # a stream the fetch repeated along Time: gather from the compact one
-        ct = compact_index(data.digits)[tim]
-        return StreamData(data.compact_values[:, :, src, ct, :], data.compact_known[:, :, src, ct, :])
-    return StreamData(data.values[:, :, src, tim, :], data.known[:, :, src, tim, :])
+        src, tim = routes(plan)
+        flat = src * data.compact_values.shape[3] + compact_index(data.digits)[tim]
+        return StreamData(_take_packets(data.compact_values, flat), _take_packets(data.compact_known, flat))
+    flat = _flat_routes(plan, data.values.shape[3])
+    return StreamData(_take_packets(data.values, flat), _take_packets(data.known, flat))
+
+
+def _take_packets(a: npt.NDArray[Any], flat: IntArray) -> npt.NDArray[Any]:
+    """``a[:, :, src, tim, :]`` for ``flat = src · Time + tim``: Slice and Time merged into one axis (C order) and
+    gathered by ``np.take`` — the same packets, an order of magnitude faster than two index arrays in the middle
+    of the shape (4M bf16 lanes of the ring-4 broadcast: 10 → 0.4 ms; ``bench_heldout4``)."""
+    c, k, s, t = a.shape[:4]
+    return np.take(a.reshape(c, k, s * t, *a.shape[4:]), flat, axis=2)
+
+
+@cached(128)
+def _flat_routes(plan: SwitchPlan, time: int) -> IntArray:
+    """:func:`routes` as one index into the input's Slice × Time positions (``source_slice · time +
+    source_time``, ``time`` the input stream's Time size; read-only)."""
+    src, tim = routes(plan)
+    flat = src * time + tim
+    flat.flags.writeable = False
+    return flat
 
 
 # ------------------------------------------------------------------------------------------------ planning

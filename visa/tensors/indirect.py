@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from visa.engines.cache import cached
 from visa.engines.dma.config import NAMES, DmaCost, DmaPlan, Side
 from visa.engines.dma.cost import cycles
 from visa.engines.dma.execute import execute
@@ -31,7 +32,7 @@ from visa.engines.dma.indirect import execute as execute_indirect
 from visa.engines.dma.plan import plan
 from visa.errors import DtypeError, LayoutError, PoisonError, TypestateError
 from visa.mapping import Mapping
-from visa.memory.footprint import Span
+from visa.memory.footprint import IntArray, Span, bitmask, merge_intervals
 from visa.memory.layout import LEVELS
 from visa.memory.registry import refuse_overlap
 from visa.tensors.device import Device, DmaContext, Recorded, dma_device
@@ -67,28 +68,38 @@ def rows_span(view: TensorView, axis: str, rows: npt.NDArray[Any]) -> Span:
     slices (issue 27 item 7: the schedule then sees the rows an index names, not the whole table, so independent
     gathers and scatters of one table overlap; L1684–1688, L7067–7070)."""
     base = view.base
-    element = view.element
-    sizes = {a: element.axis_set.size(a) for a in element.axes}
-    others = [a for a in sorted(sizes) if a != axis]
-    grids = np.meshgrid(*(np.arange(sizes[a], dtype=np.int64) for a in others), indexing="ij") if others else []
-    per_row = int(np.prod([sizes[a] for a in others], dtype=np.int64)) if others else 1
     uniq = np.unique(np.asarray(rows, dtype=np.int64))
-    coords = {a: np.tile(g.reshape(-1), uniq.size) for a, g in zip(others, grids, strict=True)}
-    coords[axis] = np.repeat(uniq, per_row)
-    pos, held = element.locate(coords, (uniq.size * per_row,))
-    pos = np.asarray(pos)[np.asarray(held)] + view.offset
-    bits = base.dtype.size_bits
-    lo = base.address + (pos * bits) // 8
-    hi = base.address + ((pos + 1) * bits + 7) // 8
+    lo, hi = _rows_intervals(view.element, axis, view.offset, base.dtype.size_bits, uniq.tobytes())
     levels = base.levels
-    chips = np.flatnonzero(levels["Chip"].validity()).tolist()
+    chips = bitmask(np.flatnonzero(levels["Chip"].validity()).tolist())
     if base.MEMORY == "hbm":
-        return Span.of("hbm", chips, lo, hi)
+        return Span("hbm", chips, -1, -1, lo, hi, base.address)
     per_cluster = base.ctx.hw.dm.slices_per_cluster
     clusters = np.flatnonzero(levels["Cluster"].validity())
     slices = np.flatnonzero(levels["Slice"].validity())
     units = (clusters[:, None] * per_cluster + slices[None, :]).reshape(-1).tolist()
-    return Span.of(base.MEMORY, chips, lo, hi, units=units)
+    return Span(base.MEMORY, chips, bitmask(units), -1, lo, hi, base.address)
+
+
+@cached(limit=64)
+def _rows_intervals(element: Mapping, axis: str, offset: int, bits: int, rows: bytes) -> tuple[IntArray, IntArray]:
+    """The merged byte intervals, relative to the tensor's address, of the Element positions whose ``axis``
+    coordinate is one of ``rows`` (ascending distinct int64, as bytes) at element ``offset`` (:func:`rows_span`):
+    a pure function of them, kept for the gathers that name the same rows again (a paged KV cache's block table
+    at every decode step; issue 24).  Read-only (shared by every span made from it)."""
+    uniq = np.frombuffer(rows, dtype=np.int64)
+    sizes = {a: element.axis_set.size(a) for a in element.axes}
+    others = [a for a in sorted(sizes) if a != axis]
+    grids = np.meshgrid(*(np.arange(sizes[a], dtype=np.int64) for a in others), indexing="ij") if others else []
+    per_row = int(np.prod([sizes[a] for a in others], dtype=np.int64)) if others else 1
+    coords = {a: np.tile(g.reshape(-1), uniq.size) for a, g in zip(others, grids, strict=True)}
+    coords[axis] = np.repeat(uniq, per_row)
+    pos, held = element.locate(coords, (uniq.size * per_row,))
+    pos = np.asarray(pos)[np.asarray(held)] + offset
+    lo, hi = merge_intervals((pos * bits) // 8, ((pos + 1) * bits + 7) // 8)
+    lo.flags.writeable = False
+    hi.flags.writeable = False
+    return lo, hi
 
 
 def _iterations(p: IndirectPlan) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -57,6 +58,11 @@ def _gather_case(draw: st.DrawFn) -> tuple[tuple[Mapping, ...], tuple[Mapping, .
     lead_axes = frozenset().union(*(x.axes for x in lead))
     rest = [a for a in sorted(SIZES) if a not in lead_axes]
     held = draw(st.lists(st.sampled_from(rest), unique=True)) if rest else []
+    # an axis cut between the slice levels and Time/Packet (N / r on Slice, N % r along Time): the source's Element
+    # often holds the stream's inner pieces of it, all or some of them (h40h, vector.gather-by-parts)
+    inner = [p for p, k in zip(order, spots, strict=True) if k >= 3 and p.split(" ")[0] in lead_axes]
+    if inner and draw(st.booleans()):
+        held = draw(st.permutations(inner))[: draw(st.integers(max(0, len(inner) - 1), len(inner)))] + held
     element = _level(draw, [a for a in held] or ["1"], m)
     return (*lead, element), levels
 
@@ -137,3 +143,90 @@ def test_the_paths_off_give_the_reference_gather_and_the_view_reads_it(
         ref_v, ref_k = apply_gather(g, vals, known)
         assert np.array_equal(np.broadcast_to(v, split).reshape(ref_v.shape), ref_v)
         assert bool(np.all(k)) and bool(np.all(ref_k))
+
+
+SPLIT = AxisSet(N=64, H=8, M=60, K=62)
+
+
+@pytest.mark.parametrize(("stream", "element", "parts"), [
+    # the tokens of a slice along Time, one scale each (bench_heldout4's quantisation, small): by parts
+    (("1", "N / 32", "N % 32 / 4", "N % 4, H / 4", "H % 4"), "N % 4, 1 # 2", True),
+    (("1", "N / 32", "N % 32 / 4", "H / 4, N % 4", "H % 4"), "N % 4 # 8", True),
+    (("1", "N / 32", "N % 32 / 2", "H / 4, N % 2", "H % 4"), "N % 2, H", True),
+    # the Element lacks a digit the stream walks: refused, as at every position
+    (("1", "N / 32", "N % 32 / 4", "N % 4, H / 4", "H % 4"), "N % 2, 1 # 4", False),
+    (("1", "N / 32", "N % 32 / 4", "N % 4, H / 4", "H % 4"), "1 # 8", False),
+    # the inner digit above a slice digit, and a cut that does not divide the axis: located at every position
+    (("1", "N / 32", "N % 4 # 8", "N % 32 / 4, H / 4", "H % 4"), "N % 32 / 4", False),
+    (("1", "[K # 64] / 32", "[K # 64] % 32 / 4", "[K # 64] % 4, H / 4", "H % 4"), "[K # 64] % 4, 1 # 2", False),
+    # a padded axis the inner cut divides: by parts (a slice part and an inner part never add past it)
+    (("1", "[M # 64] / 32", "[M # 64] % 32 / 4", "M % 4, H / 4", "H % 4"), "M % 4, 1 # 2", True),
+])
+def test_an_axis_cut_between_slices_and_time_is_located_by_parts(stream: tuple[str, ...], element: str,
+                                                                 parts: bool) -> None:
+    """An axis whose digits the slice levels and Time/Packet share (``N / r`` on Slice, ``N % r`` along Time) is
+    located by parts when its inner digits lie below the slice digits and divide the axis (h40h): the same gather
+    or the same refusal as the location at every position."""
+    m = SPLIT.m
+    lv = tuple(m[t] for t in stream)
+    source = (*lv[:3], m[element])
+    src_axes = frozenset().union(*(x.axes for x in source))
+    if fastpaths.get("vector.gather-by-parts").on:  # (what the path takes; the outcome is checked either way)
+        assert (fast_relayout.factored(source, lv, src_axes) is not None) == parts
+    plan_gather.cache_clear()  # type: ignore[attr-defined]
+    kind, got = _outcome(plan_gather, source, lv, "vector_fxp", "VRF operand")
+    want_kind, want = _outcome(plan_gather_full, source, lv, "vector_fxp", "VRF operand")
+    assert kind == want_kind
+    if kind == "ok":
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+        for (v, k), (v0, k0) in zip(got[2], want[2], strict=True):
+            assert np.array_equal(v, v0) and np.array_equal(k, k0)
+    else:
+        assert got == want
+
+
+@st.composite
+def _cut_case(draw: st.DrawFn) -> tuple[tuple[Mapping, ...], tuple[Mapping, ...]]:
+    """An axis N cut between the slice levels (``N / r``, maybe over Cluster and Slice) and Time/Packet (``N % r``,
+    maybe cut again), with H along Time/Packet; the source keeps the stream's slices and holds some of N's inner
+    pieces (all, the lower ones, none), maybe H, maybe padded."""
+    n = draw(st.sampled_from([8, 12, 16, 24]))
+    m = AxisSet(N=n, H=4).m
+    r = draw(st.sampled_from([d for d in range(2, n) if n % d == 0]))
+    half = n // 2
+    if half % r == 0 and draw(st.booleans()):
+        lead = (m["1"], m[f"N / {half}"], m[f"N % {half} / {r}"])
+    else:
+        lead = (m["1"], m["1"], m[f"N / {r}"])
+    cut = [f"N % {r}"]
+    if r % 2 == 0 and r > 2 and draw(st.booleans()):
+        cut = [f"N % {r} / 2", "N % 2"]
+    items = draw(st.permutations([*cut, "H / 2", "H % 2"]))
+    k = draw(st.integers(0, len(items)))
+    time, packet = ", ".join(items[:k]) or "1", ", ".join(items[k:]) or "1"
+    held = draw(st.sampled_from([cut, cut[-1:], [], [f"N % {r}"]]))
+    if draw(st.booleans()):
+        held = [*held, draw(st.sampled_from(["H", "H / 2", "H % 2"]))]
+    element = ", ".join(draw(st.permutations(held))) or "1"
+    pad = draw(st.sampled_from([0, 0, 2]))
+    size = m[element].size
+    source = (*lead, m[f"[{element}] # {size + pad}"] if pad else m[element])
+    return source, (*lead, m[time], m[packet])
+
+
+@settings(max_examples=200, deadline=None)
+@given(_cut_case())
+def test_an_axis_cut_between_slices_and_time_gives_the_reference_gather(
+        case: tuple[tuple[Mapping, ...], tuple[Mapping, ...]]) -> None:
+    """By parts or not, the same gather (or the same refusal) as the location at every position."""
+    source, stream = case
+    plan_gather.cache_clear()  # type: ignore[attr-defined]
+    kind, got = _outcome(plan_gather, source, stream, "vector_fxp", "VRF operand")
+    want_kind, want = _outcome(plan_gather_full, source, stream, "vector_fxp", "VRF operand")
+    assert kind == want_kind, (kind, want_kind)
+    if kind == "ok":
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+        for (v, k), (v0, k0) in zip(got[2], want[2], strict=True):
+            assert np.array_equal(v, v0) and np.array_equal(k, k0)
+    else:
+        assert got == want

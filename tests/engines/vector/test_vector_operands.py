@@ -17,6 +17,7 @@ from visa.engines.vector import (
     FxpBinaryOp,
     GroupId,
     InputCmp,
+    LogicBinaryOpI32,
     Stash,
     VeBranchOperand,
     VeRhs,
@@ -366,3 +367,41 @@ def test_e23_execution_ids_are_four_bits_l5255() -> None:
     b = stream8(ctx, i32, rand_i32(RNG, (4, 8))).vector_intra_slice_branch(  # type: ignore[attr-defined]
         BranchMode.Comparison([c.True_()] * 4))
     assert int(b.ve.exec_id.max()) == 15
+
+
+def test_branch_log_broadcast_over_a_stream_axis_l4802() -> None:
+    """``BranchMode.Vrf(ids)`` (L4802) with a branch log that holds one id per key ``T`` and none per row ``Q``
+    (a key-padding mask shared by a slice's rows): each element's ExecutionId is the log's value at its own
+    ``T``.  The log is read as a strided view in the split shape (Q, T / 8), which the Branch stage took as the
+    ids' shape: the first Logic op with per-group constants crashed (numpy could not broadcast the group mask,
+    found by ``benchmarks/bench_heldout4``'s masked softmax)."""
+    ctx = Context.acquire()
+    ax = AxisSet(A=512, Q=2, T=16)
+    m = ax.m
+    lay = layout(ax, i32, "1", "A / 256", "A % 256", "Q, T / 8", "T % 8")
+    x = rand_i32(RNG, (512, 2, 16))
+    keep = RNG.integers(0, 2, size=(512, 16)).astype(np.int32)
+    log = place_vrf(ctx, np.where(keep == 1, 0, 8).astype(np.int32), i32, m["1"], m["A / 256"], m["A % 256"],
+                    m["T"], 0)
+    out = (collect(ctx, lay, x, "A Q T").vector_init().vector_intra_slice_branch(BranchMode.Vrf(log))
+           .vector_logic(LogicBinaryOpI32.BitAnd, VeBranchOperand.group(0, GroupId.One))
+           .vector_fxp(FxpBinaryOp.AddFxp, [VeBranchOperand.group(1, GroupId.Zero),
+                                            VeBranchOperand.group(-7, GroupId.One)])
+           .vector_final())
+    want = np.where(keep[:, None, :] == 1, x.astype(np.int64) + 1, -7).astype(np.int32)
+    assert np.array_equal(logical(out, "A Q T"), want)
+
+
+def test_branch_log_broadcast_with_a_bad_id_names_the_stream_position_l4795() -> None:
+    """An id past 15 in a branch log shared by the rows is refused (L4795), naming a stream position (chip,
+    cluster, slice, time, lane) as for a log of the stream's own shape."""
+    ctx = Context.acquire()
+    ax = AxisSet(A=512, Q=2, T=16)
+    m = ax.m
+    lay = layout(ax, i32, "1", "A / 256", "A % 256", "Q, T / 8", "T % 8")
+    ids = np.zeros((512, 16), np.int32)
+    ids[300, 13] = 16  # cluster 1, slice 44, key 13: time 1 (row 0), lane 5
+    log = place_vrf(ctx, ids, i32, m["1"], m["A / 256"], m["A % 256"], m["T"], 0)
+    with pytest.raises(LayoutError, match=r"holds 16 at chip 0, cluster 1, slice 44, time 1, lane 5"):
+        collect(ctx, lay, rand_i32(RNG, (512, 2, 16)), "A Q T").vector_init().vector_intra_slice_branch(
+            BranchMode.Vrf(log))

@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from visa import dtypes as dt
+from visa.engines.cache import cached
 from visa.engines.dma.config import TABLE, DmaCost, DmaPlan, Side
 from visa.engines.dma.cost import cycles
 from visa.engines.dma.plan import plan
@@ -228,7 +229,16 @@ def plan_indirect(hw: HardwareProfile, dtype: type[dt.Scalar], kind: str, src: S
                   ids_dtype: str, index_axes: tuple[str, ...], index_shape: tuple[int, ...], *,
                   call: str) -> IndirectPlan:
     """Plan a gather (``kind="gather"``: ``src`` is the table) or a scatter (``dst`` is the table) of the rows
-    of ``axis`` by an index tensor over ``index_axes`` (pure; raises the rule's ``VisaError``)."""
+    of ``axis`` by an index tensor over ``index_axes`` (pure; raises the rule's ``VisaError``; a plan is kept per
+    its arguments, by the mappings' exact identity: a gather launched again, say a decode step's block table,
+    plans nothing; L1684–1688)."""
+    return _plan_indirect(hw, dtype, kind, src, dst, axis, ids_dtype, tuple(index_axes), tuple(index_shape), call)
+
+
+@cached(64)
+def _plan_indirect(hw: HardwareProfile, dtype: type[dt.Scalar], kind: str, src: Side, dst: Side, axis: Mapping,
+                   ids_dtype: str, index_axes: tuple[str, ...], index_shape: tuple[int, ...],
+                   call: str) -> IndirectPlan:
     table, other = (src, dst) if kind == "gather" else (dst, src)
     other_axes = frozenset().union(*(mp.axes for _, mp in other.levels))
     region = check_indirect_types(kind, ids_dtype, axis, table.levels, index_axes, other_axes, call)

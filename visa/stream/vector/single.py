@@ -93,7 +93,8 @@ from visa.engines.vector.plan import (
     plan_write_operand,
     valid_mask,
 )
-from visa.errors import DtypeError, TypestateError
+from visa.errors import DtypeError, LayoutError, TypestateError
+from visa.hw import HardwareProfile
 from visa.mapping import Mapping
 from visa.memory.known import copy_known
 from visa.stream.stages import VectorFinalTensor
@@ -568,6 +569,27 @@ class VectorInitTensor(_Ops[D, Chip, Cluster, Slice, Time, Packet, IntraFirst]):
         return result
 
 
+def _log_ids(hw: HardwareProfile, log: Resolved, shape: tuple[int, ...], call: str, element: Any) -> ExecIds:
+    """The ExecutionIds a branch log gives (L4802), one per element of the stream ``shape``.  A log broadcast
+    along a stream axis reads as a strided view in the split shape (``Resolved.split``): its ids are found once per
+    log value (the digits both the values and their known-mask repeat with stride 0 taken once; the same values,
+    so the same ids and the same refusal, which is then named at a stream position from the whole view) and
+    spread to the stream's shape."""
+    known = np.asarray(log.known, dtype=bool)
+    if log.split is None:
+        return vrf_branch_ids(hw, log.values, known, known, call, element)
+    v, k = np.broadcast_to(log.values, log.split), np.broadcast_to(known, log.split)
+    once = tuple(slice(0, 1) if v.strides[d] == 0 and k.strides[d] == 0 else slice(None) for d in range(v.ndim))
+    try:
+        ids = vrf_branch_ids(hw, v[once], k[once], k[once], call, element)
+    except LayoutError:
+        whole = log.expand(shape)
+        known = np.asarray(whole.known, dtype=bool)
+        vrf_branch_ids(hw, whole.values, known, known, call, element)  # (raises, naming the stream position)
+        raise
+    return np.broadcast_to(ids, log.split).reshape(shape)
+
+
 def branch(self: VeBase[Any, Any, Any, Any, Any, Any, Any], mode: BranchMode, cls: type[V]) -> V:
     """``vector_intra_slice_branch(mode)`` from VectorInit or after an InterFirst inter-slice reduce."""
     call = "vector_intra_slice_branch"
@@ -578,9 +600,8 @@ def branch(self: VeBase[Any, Any, Any, Any, Any, Any, Any], mode: BranchMode, cl
     ids: ExecIds | None
     if isinstance(mode, BranchMode) and mode.name == "Vrf":
         plan_branch(self.hw, mode, dtype_name(self.dtype))
-        log = self._vrf(mode.ids, "i32", call, None)
-        ids = vrf_branch_ids(self.hw, log.values, np.asarray(log.known, dtype=bool),
-                             np.asarray(log.known, dtype=bool), call, mode.ids.mapping("Element"))
+        ids = _log_ids(self.hw, self._vrf(mode.ids, "i32", call, None), self.data.values.shape, call,
+                       mode.ids.mapping("Element"))
         inputs = (mode.ids,)
     else:
         ids = branch_ids(self.hw, mode, self.layout, self.data.values)
