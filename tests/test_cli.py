@@ -476,3 +476,5 @@ def test_an_output_that_cannot_be_written_is_said_not_a_traceback(tmp_path: Path
     assert main(["examples", str(tmp_path / "file" / "examples")]) == 2
     err = capsys.readouterr().err
     assert f"visa examples: cannot write {tmp_path / 'file' / 'examples'}: " in err and "Traceback" not in err
+    assert main(["examples", str(tmp_path / "file")]) == 2  # the file itself (NotADirectoryError before, review)
+    assert f"visa examples: {tmp_path / 'file'} is a file; name a new directory" in capsys.readouterr().err

@@ -411,7 +411,15 @@ def _examples(args: argparse.Namespace) -> int:
         print("visa examples: this installation has no examples", file=sys.stderr)
         return 2
     target = Path(args.directory)
-    if target.exists() and any(target.iterdir()):
+    if target.exists() and not target.is_dir():
+        print(f"visa examples: {target} is a file; name a new directory", file=sys.stderr)
+        return 2
+    try:
+        occupied = target.exists() and any(target.iterdir())
+    except OSError as err:  # a directory that cannot be read
+        print(f"visa examples: cannot read {target}: {err.strerror or err}; name a new directory", file=sys.stderr)
+        return 2
+    if occupied:
         print(f"visa examples: {target} is not empty; name a new directory", file=sys.stderr)
         return 2
     names = sorted(p.name for p in source.glob("*.py"))

@@ -115,6 +115,22 @@ def test_q4_1_on_several_chips_names_the_constructors_argument() -> None:
     assert "weights=" not in e.message and e.fix == "use chips=1, or quantized=None"
 
 
+def test_numpy_integers_for_chips_and_length_are_taken_as_ints() -> None:
+    """``chips=np.int64(1)``, ``length=np.int64(64)``: accepted by the option check and used as Python ints (they
+    reached the axis declarations and a DMA's ``bit_length`` as numpy integers before: an AttributeError, review)."""
+    config, tokenizer, weight = _tiny()
+    model = SmolLM2(config, tokenizer, weight, length=np.int64(64), chips=np.int64(1))
+    assert (model.chips, model.length) == (1, 64) and type(model.chips) is int and type(model.length) is int
+
+
+def test_a_length_refusal_names_the_flag() -> None:
+    """A refusal's ``(length=)`` reads ``(--length)`` on the command line (``_as_flags``, review)."""
+    from visa.models.command import _as_flags
+
+    assert _as_flags("fix: use a shorter KV cache (length=)") == "fix: use a shorter KV cache (--length)"
+    assert _as_flags("chips=3; fix: weights='bf16'") == "--chips 3; fix: --weights bf16"
+
+
 @pytest.mark.parametrize(("kwargs", "param"), [
     (dict(config=None), "config"), (dict(weight={}), "weight"),
     (dict(quantized=3), "quantized"),

@@ -87,8 +87,10 @@ def _as_flags(message: str) -> str:
     (``ask fewer tokens or load with a larger length=``) in the flags' words."""
     message = message.replace("ask fewer tokens or load with a larger length=",
                               "shorten the prompt, ask fewer --max-tokens or give a larger --length")
-    return re.sub(r"\b(chips|weights|length)=(?:'([\w.]+)'|([\w.]+))", lambda m: f"--{m[1]} {m[2] or m[3]}",
-                  message)
+    message = re.sub(r"\b(chips|weights|length)=(?:'([\w.]+)'|([\w.]+))", lambda m: f"--{m[1]} {m[2] or m[3]}",
+                     message)
+    return re.sub(r"\((chips|weights|length)=\)|\b(chips|weights|length)=(?![\w'])",
+                  lambda m: f"(--{m[1]})" if m[1] else f"--{m[2]}", message)
 
 
 def generate(args: argparse.Namespace) -> int:

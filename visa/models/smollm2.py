@@ -145,12 +145,13 @@ class SmolLM2:
 
     @staticmethod
     def _check_options(call: str, hw: object, chips: object, length: object, timeline: object, q4: str | None,
-                       bf16: str) -> None:
+                       bf16: str) -> tuple[int, int]:
         """Refuse the options of :class:`SmolLM2` (``call``: ``"SmolLM2"``, or ``"SmolLM2.load"``, which asks
         before it opens the file): ``hw`` a profile, ``chips`` 1, 2 or 4, ``length`` a multiple of 32 of at least
         the largest prefill chunk, ``timeline`` a bool, and ``q4`` (the option that asked for Q4_1 matrices as
         the caller wrote it, ``weights='q4_1'`` or ``quantized=…``; ``bf16``: the one that does not) on one chip
-        only."""
+        only.  Returns ``chips`` and ``length`` as Python ints (a numpy integer accepted, not carried into the
+        axis declarations)."""
         expect_instance(hw, HardwareProfile, "hw", call=call)
         expect_instance(timeline, bool, "timeline", call=call)
         if isinstance(chips, bool) or not isinstance(chips, numbers.Integral) or chips not in (1, 2, 4):
@@ -167,6 +168,7 @@ class SmolLM2:
             raise ModelOptionError(f"{q4} (Q4_1 matrices) on chips={chips}: the device dequantisation runs on one "
                                    "chip (the tensor-parallel shards are bf16)", call=call, level="Chip",
                                    mapping='m["C"]', axis="C", fix=f"use chips=1, or {bf16}")
+        return int(chips), length
 
     def __init__(self, config: LlamaConfig, tokenizer: Tokenizer, weight: Callable[[str], F32], *,
                  length: int = 256, hw: HardwareProfile = RNGD, chips: int = 1, timeline: bool = False,
@@ -182,7 +184,7 @@ class SmolLM2:
         :meth:`load`; one chip): the blocks' matrices as ``quantized(name)`` gives them, kept Q4_1 in HBM and
         dequantised on the device before each GEMM (:class:`~visa.kernels.Q4Dequant`); the norms, the embedding
         and the LM head as ``weight`` gives them."""
-        self._check_options("SmolLM2", hw, chips, length, timeline,
+        chips, length = self._check_options("SmolLM2", hw, chips, length, timeline,
                             None if quantized is None else f"quantized={_name(quantized)}", "quantized=None")
         expect_instance(config, LlamaConfig, "config", call="SmolLM2")
         expect_callable(weight, "weight", call="SmolLM2")
@@ -224,7 +226,7 @@ class SmolLM2:
                                    call="SmolLM2.load", level="host", mapping="-", axis="-",
                                    fix="use weights='bf16' or weights='q4_1'")
         # every option refused before the file is opened (its metadata alone is ~160 MB parsed)
-        cls._check_options("SmolLM2.load", hw, chips, length, timeline,
+        chips, length = cls._check_options("SmolLM2.load", hw, chips, length, timeline,
                            "weights='q4_1'" if weights == "q4_1" else None, "weights='bf16'")
         if path is not None and not isinstance(path, (str, Path)):
             raise wrong_type("path", path, "a str or pathlib.Path (a GGUF file), or None", call="SmolLM2.load")
