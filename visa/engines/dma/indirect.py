@@ -33,6 +33,7 @@ import numpy.typing as npt
 
 from visa import dtypes as dt
 from visa.engines.cache import cached
+from visa.engines.dma import fast_plan
 from visa.engines.dma.config import TABLE, DmaCost, DmaPlan, Side
 from visa.engines.dma.cost import cycles
 from visa.engines.dma.plan import plan
@@ -235,7 +236,7 @@ def plan_indirect(hw: HardwareProfile, dtype: type[dt.Scalar], kind: str, src: S
     return _plan_indirect(hw, dtype, kind, src, dst, axis, ids_dtype, tuple(index_axes), tuple(index_shape), call)
 
 
-@cached(64)
+@cached(64, paths=(fast_plan.REBASE, fast_plan.ONE_SIDE))  # (its rows' plans: never a rebased one with the path off)
 def _plan_indirect(hw: HardwareProfile, dtype: type[dt.Scalar], kind: str, src: Side, dst: Side, axis: Mapping,
                    ids_dtype: str, index_axes: tuple[str, ...], index_shape: tuple[int, ...],
                    call: str) -> IndirectPlan:

@@ -44,7 +44,7 @@ def factored(source: tuple[Mapping, ...], stream: tuple[Mapping, ...], src_axes:
         return None
     shared = outer & inner_axes
     if shared and not (all(a in m_axes for a in shared for m_axes in (_axes(stream[3:]), _axes(source[3:])))
-                       and _digits_apart(shared, stream[:3], (*stream[3:], *source[3:]))):
+                       and _digits_apart(shared, stream[:3], (stream[3:], source[3:]))):
         return None  # (an inner level without the axis would take it for a broadcast: the reference refuses it)
     o_shape, i_shape = tuple(m.size for m in stream[:3]), tuple(m.size for m in stream[3:])
     oc, o_valid = joint_eval(tuple(stream[:3]))
@@ -78,18 +78,21 @@ def _axes(levels: tuple[Mapping, ...]) -> frozenset[str]:
     return frozenset().union(*(m.axes for m in levels))
 
 
-def _digits_apart(shared: frozenset[str], outer: tuple[Mapping, ...], inner: tuple[Mapping, ...]) -> bool:
+def _digits_apart(shared: frozenset[str], outer: tuple[Mapping, ...], sides: tuple[tuple[Mapping, ...], ...]) -> bool:
     """Whether each axis of ``shared`` (used by both the slice levels and the inner levels) is cut into digits
-    that add without a carry: plain digits of the axis alone (no composite, no linear combination, no offset), the
-    inner levels' all below the slice levels' (every inner ``stride · count`` at most the least slice-level
-    stride ``s``), and ``s`` dividing the axis size (so a slice part and an inner part never add past the
-    axis).  The coordinate of a stream position is then its slice part plus its inner part (L674–716), and the
-    operand is located by parts as for axes of their own: the tokens of ``[N / r]`` slices with ``N % r`` along
-    Time reading one scale each (``bench_heldout4``'s quantisation: 393 of 502 ms of its first launch)."""
+    that add without a carry: plain digits of the axis alone (no composite, no linear combination, no offset),
+    every slice-level stride a multiple of the least one ``s``, ``s`` dividing the axis size, and on each inner
+    side (the stream's Time and Packet; the operand's Element) the largest inner part, Σ (count − 1) · stride over
+    its digits of the axis, below ``s`` (overlapping inner digits add: ``N % 4`` and ``N % 2`` reach 4) — so a
+    slice part and an inner part never add past a slice part's step nor past the axis.  The coordinate of a
+    stream position is then its slice part plus its inner part (L674–716), and the operand is located by parts as
+    for axes of their own: the tokens of ``[N / r]`` slices with ``N % r`` along Time reading one scale each
+    (``bench_heldout4``'s quantisation: 393 of 502 ms of its first launch)."""
     for a in shared:
         lows: list[int] = []
-        reach = 0
-        for group, is_outer in ((outer, True), (inner, False)):
+        reaches: list[int] = []
+        for group, is_outer in ((outer, True), *((side, False) for side in sides)):
+            reach = 0
             for m in group:
                 for d in m.canon:
                     if isinstance(d, Lin):
@@ -107,9 +110,14 @@ def _digits_apart(shared: frozenset[str], outer: tuple[Mapping, ...], inner: tup
                     if is_outer:
                         lows.append(d.stride)
                     else:
-                        reach = max(reach, d.stride * d.count)
+                        reach += (d.count - 1) * d.stride
+            if not is_outer:
+                reaches.append(reach)
+        if not lows:
+            return False
+        least = min(lows)
         size = outer[0].axis_set.size(a)
-        if not lows or reach > min(lows) or size % min(lows):
+        if size % least or any(low % least for low in lows) or any(reach >= least for reach in reaches):
             return False
     return True
 
