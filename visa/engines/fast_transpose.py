@@ -54,7 +54,7 @@ def execute(config: TransposeConfig, data: StreamData) -> StreamData:
     if one is not None:  # (transpose.known-rows: one slice's mask transposed, broadcast over the slices)
         return StreamData(run(data.values), np.broadcast_to(run(one[None, None, None]),
                                                             (*lead, c.out_time, c.output_alignment)))
-    return StreamData(run(data.values), run(known))
+    return StreamData(run(data.values), run(np.broadcast_to(known, data.values.shape)))  # (a mask of the values' shape)
 
 
 def same_rows(known: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_] | None:
