@@ -558,19 +558,18 @@ _VISITED_MAX = 1 << 12
 def _visited_units(space: AddressSpace, r: _Resolved) -> IntArray | None:
     """The (flat) units a side within units visits: its base's unit plus every step of its unit-level loops
     (their strides whole units of the image, :meth:`AddressSpace.real_stride`), sorted and distinct; None when
-    they are every unit of its span (nothing to gain) or too many to list."""
+    the loops take at least as many steps as its span has units (they may visit every one: nothing to gain) or
+    too many to list."""
     b = space.backed_bytes
     steps = [(s // b) for s, lvl in zip(r.strides, r.unit_level, strict=True) if lvl]
     sizes = [n for n, lvl in zip(r.sizes, r.unit_level, strict=True) if lvl]
-    if math.prod(sizes) > _VISITED_MAX:
+    visits = math.prod(sizes)
+    if visits > _VISITED_MAX or visits >= (r.hi - 1) // b + 1 - r.lo // b:
         return None
     units = np.full((), r.base // b, dtype=np.int64)
     for n, step in zip(sizes, steps, strict=True):
         units = units[..., None] + np.arange(n, dtype=np.int64) * step
-    flat = np.unique(units)
-    if flat.size >= (r.hi - 1) // b + 1 - r.lo // b:
-        return None
-    return flat
+    return np.unique(units)
 
 
 def _split(loops: Sequence[ByteLoop], sb: int, src: Endpoint, dst: Endpoint
