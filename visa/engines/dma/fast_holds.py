@@ -21,6 +21,7 @@ from visa import fastpaths
 from visa.engines.dma.config import Side
 from visa.mapping import canon as C
 from visa.mapping import pair_of
+from visa.mapping.evaluate import covers_once
 
 __all__ = ["HOLDS", "every_index"]
 
@@ -32,21 +33,16 @@ HOLDS = fastpaths.register("dma.holds-every-index", "a DMA plan's check that the
 def every_index(src_dims: Sequence[C.Dim], dst: Side) -> bool:
     """Whether ``dst`` holds every index of each of its axes and every digit of ``src_dims`` (the source's stream
     digits, ``plan._stream_dims``) is of one of them (see the module)."""
-    per: dict[C.Sym, list[tuple[int, int]]] = {}
+    digits: list[tuple[str, int, int]] = []
+    sizes: dict[str, int] = {}
     for d in pair_of(*(mp for _, mp in dst.levels)).canon:
         if not isinstance(d, C.Dim):
             return False
         if d.atom is None or d.count <= 1:  # padding, or a digit holding one index (its offset: 0)
             continue
-        if not isinstance(d.atom, C.Sym):
+        if not isinstance(d.atom, C.Sym) or sizes.setdefault(d.atom.name, d.atom.size) != d.atom.size:
             return False
-        per.setdefault(d.atom, []).append((d.stride, d.count))
-    for atom, digits in per.items():
-        step = 1
-        for stride, count in sorted(digits):
-            if stride != step:
-                return False
-            step *= count
-        if step != atom.size:
-            return False
-    return all(isinstance(d, C.Dim) and isinstance(d.atom, C.Sym) and d.atom in per for d in src_dims)
+        digits.append((d.atom.name, d.stride, d.count))
+    return covers_once(tuple(digits), sizes) and all(
+        isinstance(d, C.Dim) and isinstance(d.atom, C.Sym) and sizes.get(d.atom.name) == d.atom.size
+        for d in src_dims)
