@@ -30,7 +30,7 @@ import numpy.typing as npt
 from visa.errors import HardwareLimitError, IncompatibleShapesError, InsufficientInputError, LayoutError, VisaError
 from visa.hw import RNGD
 from visa.mapping import canon as C
-from visa.mapping import fast_atoms
+from visa.mapping import fast_atoms, fast_first
 from visa.mapping.core import Mapping, pair_of
 from visa.mapping.evaluate import (
     IntArray,
@@ -664,19 +664,26 @@ def _check_first(buffers: Sequence[Mapping], configs: list[SequencerConfig], tim
     The per-atom check (:func:`_check_held`) sees only the atoms the stream asks for; a stream asking none
     (``1``) of a buffer whose constant digits land on padding (``[# 1 + 1] / 2``) read padding (issue 15 review).
     """
-    try:
-        first = forward(pair_of(time, packet).canon, np.zeros(1, dtype=np.int64))  # not parsed from text
-    except RelationError:  # a linear combination relates a position to several indices: no single first index
-        return
-    if not bool(first.valid[0]):
+    plain = fast_first.FIRST.on
+    held = fast_first.valid_at((*time.canon, *packet.canon), 0) if plain else None
+    if held is None:
+        try:
+            first = forward(pair_of(time, packet).canon, np.zeros(1, dtype=np.int64))  # not parsed from text
+        except RelationError:  # a linear combination relates a position to several indices: no single first index
+            return
+        held = bool(first.valid[0])
+    if not held:
         return
     for buffer, config in zip(buffers, configs, strict=True):
-        try:
-            at = forward(buffer.canon, np.array([config.base], dtype=np.int64)) \
-                if 0 <= config.base < buffer.size else None
-        except RelationError:
-            continue
-        if at is None or not bool(at.valid[0]):
+        ok = fast_first.valid_at(buffer.canon, config.base) if plain else None
+        if ok is None:
+            try:
+                at = forward(buffer.canon, np.array([config.base], dtype=np.int64)) \
+                    if 0 <= config.base < buffer.size else None
+            except RelationError:
+                continue
+            ok = at is not None and bool(at.valid[0])
+        if not ok:
             raise InsufficientInputError(
                 f"the stream's first index is not held at the position the sequencer starts from ({config.base}) "
                 f"in the buffer {buffer!r} (insufficient input, manual §Sequencer, L1639-1659)", call=call,

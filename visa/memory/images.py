@@ -670,6 +670,11 @@ class DenseImage:
         (flat) ``units`` now wholly written (or wholly poison) keep no mask."""
         self._pages.settle_range(units, lo, hi)
 
+    def _all_known_units(self, units: IntArray, lo: int, hi: int) -> bool:
+        """Whether every byte ``[lo, hi)`` of each of the (flat) ``units`` was written (nothing changes but the
+        settling of pages the page mask shows wholly written, as :meth:`_known_units` does)."""
+        return self._pages.all_known(units, lo, hi)
+
     def _known_units(self, units: slice, lo: int, hi: int) -> BoolArray | None:
         """None if every byte ``[lo, hi)`` of the (flat) ``units`` was written, else whether each was:
         ``(units, hi - lo)`` (a new array; nothing changes)."""

@@ -65,6 +65,8 @@ SPLIT = fastpaths.register("dma.split-regions", "a DMA reading HBM bytes of seve
                            "region instead of merging the regions first")
 PENDING_COPIES = fastpaths.register("dma.pending-copies", "a DMA broadcasting known bytes over slices writes one "
                                     "slice of each class and leaves the others pending copies")
+VISITED_KNOWN = fastpaths.register("dma.visited-known", "whether a DMA's source bytes were all written asked of the "
+                                   "units its loops visit, not of every unit between its first and last")
 
 
 @dataclass(frozen=True)
@@ -304,6 +306,11 @@ class DmEndpoint:
     def known(self, chip: int, lo: int, hi: int, unit_lo: int, unit_hi: int) -> BoolArray | None:
         return self._image(chip)._known_units(self._units(lo, hi), unit_lo, unit_hi)
 
+    def all_known_units(self, chip: int, units: IntArray, unit_lo: int, unit_hi: int) -> bool:
+        """Whether every byte ``[unit_lo, unit_hi)`` of each of the (flat) ``units`` of ``chip`` was written
+        (``dma.visited-known``: the units a copy reads, not every unit of its span)."""
+        return self._image(chip)._all_known_units(units, unit_lo, unit_hi)
+
     def gather(self, chip: int, real: IntArray) -> tuple[ByteArray, BoolArray]:
         if chip < 0:
             return np.zeros(real.shape, np.uint8), np.zeros(real.shape, bool)
@@ -366,6 +373,7 @@ class _Resolved:
     unit_lo: int  # the bytes [unit_lo, unit_hi) of a unit that the side visits (in every unit it visits)
     unit_hi: int
     unit_level: tuple[bool, ...]  # which loops step from unit to unit
+    sizes: tuple[int, ...] = ()  # the loops' sizes
 
 
 def _resolve(space: AddressSpace, base: int, loops: Sequence[tuple[int, int]]) -> _Resolved:
@@ -383,7 +391,7 @@ def _resolve(space: AddressSpace, base: int, loops: Sequence[tuple[int, int]]) -
             b_lo, b_hi = b_lo + min(0, bspan), b_hi + max(0, bspan)
     in_units = b_lo >= 0 and b_hi < space.backed_bytes
     return _Resolved(chip, real_base, strides, lo, hi + 1, in_units, b_lo, b_hi + 1,
-                     tuple(space.is_unit_level(s) for _, s in loops))
+                     tuple(space.is_unit_level(s) for _, s in loops), tuple(n for n, _ in loops))
 
 
 def _view(arr: npt.NDArray[Any], offset: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> npt.NDArray[Any]:
@@ -474,7 +482,7 @@ def _copy_chip(loops: Sequence[ByteLoop], sb: int, db: int, src: Endpoint, dst: 
     r = _resolve(src.space, sb, [(n, s) for n, s, _ in loops])
     got_src = src.contiguous(r.chip, r.lo, r.hi, write=False, span=(r.unit_lo, r.unit_hi)) if r.in_units else None
     w = _resolve(dst.space, db, [(n, d) for n, _, d in loops])
-    known = None if got_src is None else src.known(r.chip, r.lo, r.hi, r.unit_lo, r.unit_hi)
+    known = None if got_src is None else _source_known(src, r)
     whole = got_src is not None and known is None and w.in_units and _covers(w, dst.space, shape)
     cover, holds = getattr(dst, "cover", None), getattr(dst, "holds", None)
     # (bytes that do not all exist are refused below, before the cover and the dropped copies change the image)
@@ -526,6 +534,42 @@ def _copy_chip(loops: Sequence[ByteLoop], sb: int, db: int, src: Endpoint, dst: 
     d_written, m_at = dst.mask_for_write(w.chip, w.lo, w.hi, w.unit_lo, w.unit_hi)
     _view(d_written, m_at + (w.base - w.lo), shape, w.strides)[...] = known_all
     dst.settle(w.chip, w.lo, w.hi, w.unit_lo, w.unit_hi)
+
+
+def _source_known(src: Endpoint, r: _Resolved) -> BoolArray | None:
+    """``src.known`` of the source side ``r`` (None: every byte it reads was written).  With ``dma.visited-known``
+    a source that visits some of the units between its first and last (a unit-level loop stepping over units:
+    the ring sum's result, one slice in four) is first asked of those units alone: when every byte ``[unit_lo,
+    unit_hi)`` of each was written, every byte the copy reads was (the reference asks every unit of the span,
+    and a unit it never reads, never written, makes it hand out the span's byte mask and write the destination's
+    mask byte by byte: the same bytes and written-state in the end)."""
+    ask = getattr(src, "all_known_units", None)
+    if VISITED_KNOWN.on and ask is not None and r.in_units and any(r.unit_level):
+        units = _visited_units(src.space, r)
+        if units is not None and ask(r.chip, units, r.unit_lo, r.unit_hi):
+            return None
+    return src.known(r.chip, r.lo, r.hi, r.unit_lo, r.unit_hi)
+
+
+#: :func:`_visited_units` lists at most this many units (a chip's DM has 512 slices).
+_VISITED_MAX = 1 << 12
+
+
+def _visited_units(space: AddressSpace, r: _Resolved) -> IntArray | None:
+    """The (flat) units a side within units visits: its base's unit plus every step of its unit-level loops
+    (their strides whole units of the image, :meth:`AddressSpace.real_stride`), sorted and distinct; None when
+    the loops take at least as many steps as its span has units (they may visit every one: nothing to gain) or
+    too many to list."""
+    b = space.backed_bytes
+    steps = [(s // b) for s, lvl in zip(r.strides, r.unit_level, strict=True) if lvl]
+    sizes = [n for n, lvl in zip(r.sizes, r.unit_level, strict=True) if lvl]
+    visits = math.prod(sizes)
+    if visits > _VISITED_MAX or visits >= (r.hi - 1) // b + 1 - r.lo // b:
+        return None
+    units = np.full((), r.base // b, dtype=np.int64)
+    for n, step in zip(sizes, steps, strict=True):
+        units = units[..., None] + np.arange(n, dtype=np.int64) * step
+    return np.unique(units)
 
 
 def _split(loops: Sequence[ByteLoop], sb: int, src: Endpoint, dst: Endpoint

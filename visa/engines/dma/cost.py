@@ -58,10 +58,11 @@ def _addresses(loops: Sequence[DmaLoop], idx: npt.NDArray[Any], base: tuple[int,
 
 
 def _engine_bases(spatial: Sequence[DmaLoop], base: tuple[int, int]) -> list[tuple[int, int]]:
-    out = []
-    for combo in np.ndindex(*(lp.size for lp in spatial)):
-        out.append((base[0] + sum(i * lp.src for i, lp in zip(combo, spatial, strict=True)),
-                    base[1] + sum(i * lp.dst for i, lp in zip(combo, spatial, strict=True))))
+    """The bases of every combination of the loops' indices, the last loop's fastest (``np.ndindex``'s order):
+    ``base`` plus each loop's index times its strides (integers: any order of the additions)."""
+    out = [base]
+    for lp in spatial:
+        out = [(s + i * lp.src, d + i * lp.dst) for s, d in out for i in range(lp.size)]
     return out or [base]
 
 

@@ -15,7 +15,7 @@ import numpy as np
 from visa import dtypes as dt
 from visa.engines.cache import cached
 from visa.engines.common import axes_text, divisors
-from visa.engines.dma import fast_plan
+from visa.engines.dma import fast_holds, fast_plan
 from visa.engines.dma.config import MEDIA, NAMES, TABLE, DmaLoop, DmaPlan, Side
 from visa.errors import (
     AddressError,
@@ -164,7 +164,7 @@ def _offset(side: Side, bits: int, call: str) -> int:
 def _check_holds(src: Side, dst: Side, sbuf: Mapping, dbuf: Mapping, call: str) -> None:
     """The destination must hold every index the source holds (read the source's stream from it)."""
     dims = _stream_dims(src, pad_inner=False)
-    if not dims:
+    if not dims or (fast_holds.HOLDS.on and fast_holds.every_index(dims, dst)):
         return
     try:
         derive_many([dbuf], Mapping.from_canon(tuple(dims)), IDENTITY, limits=_UNLIMITED, call=call)

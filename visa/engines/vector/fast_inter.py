@@ -33,10 +33,14 @@ from visa.memory.known import is_everywhere
 if TYPE_CHECKING:
     from visa.engines.vector.inter import InterReduceConfig
 
-__all__ = ["STRIDED", "execute"]
+__all__ = ["KNOWN_ROWS", "STRIDED", "execute", "members_known"]
 
 STRIDED = fastpaths.register("vector.inter-strided", "inter-slice reduce through strided views of the stream and "
                                                      "the output instead of index gathers (affine ring groups)")
+
+KNOWN_ROWS = fastpaths.register("vector.inter-known-rows", "whether each group's members are all known read off one "
+                                "flag per stream row when the known-mask is a broadcast along its rows (a fetch's "
+                                "per-slice mask), not from a flat copy of the whole mask")
 
 
 @dataclass(frozen=True)
@@ -130,6 +134,55 @@ def _members(flat: npt.NDArray[Any], v: _Views) -> npt.NDArray[Any]:
     return x if v.ring_axes == 1 else x.reshape(*v.in_sizes[: len(v.in_sizes) - v.ring_axes], -1)
 
 
+def members_known(known: npt.NDArray[np.bool_], v: _Views) -> npt.NDArray[np.bool_]:
+    """Whether every member of each group is known: ``_members(known, v).all(axis=-1)`` over the flat mask, a
+    contiguous array of the group digits' shape.  With ``vector.inter-known-rows`` a mask that is a broadcast along
+    its trailing axes (one flag per row: a fetch's known-mask of the slices holding data) is read row by row when
+    every member digit either steps whole rows or stays within a row (:func:`_known_by_row`): no flat copy of the
+    mask (a ring sum's 4 MiB, fresh pages)."""
+    got = _known_by_row(known, v) if KNOWN_ROWS.on else None
+    if got is not None:
+        return got
+    return np.ascontiguousarray(_members(np.ascontiguousarray(known).reshape(-1), v).all(axis=-1))
+
+
+def _known_by_row(known: npt.NDArray[np.bool_], v: _Views) -> npt.NDArray[np.bool_] | None:
+    """:func:`members_known` from one flag per row of ``known``, or None.  A row is the block of trailing axes
+    whose stride is 0 (``L`` positions of the flat mask, all equal).  A member at flat position ``p = base +
+    Σ d_k · s_k`` is in row ``p // L``; when every digit's stride is a multiple of ``L`` (it steps ``s_k / L`` rows)
+    or the digits that are not keep ``base % L`` plus their offsets within ``[0, L)`` (they stay in the row), that
+    row is ``base // L + Σ_rows d_k · s_k / L`` exactly: the members' flags are a strided view of the rows' flags
+    (stride 0 along the digits within a row).  The ring digits along which the view is constant are dropped from
+    the reduction (``all`` of equal values is the value; no digit is empty), the group digits along which it is
+    constant broadcast back."""
+    trailing = 0
+    while trailing < known.ndim and known.strides[known.ndim - 1 - trailing] == 0:
+        trailing += 1
+    if trailing == 0 or known.size == 0:
+        return None
+    row = int(np.prod(known.shape[known.ndim - trailing:], dtype=np.int64))
+    first: tuple[Any, ...] = (Ellipsis, *([0] * trailing))  # (each row's first position)
+    flags = np.ascontiguousarray(known[first]).reshape(-1)
+    b_row, b_in = divmod(v.in_base, row)
+    lo = hi = b_in
+    strides = []
+    for n, s in zip(v.in_sizes, v.in_strides, strict=True):
+        if s % row == 0:
+            strides.append(s // row)
+        else:
+            strides.append(0)
+            lo, hi = lo + min(0, (n - 1) * s), hi + max(0, (n - 1) * s)
+    if lo < 0 or hi >= row or any(n == 0 for n in v.in_sizes):
+        return None
+    n_group = len(v.in_sizes) - v.ring_axes
+    # the digits along which the flags change; the others taken once
+    sizes = tuple(n if st else 1 for n, st in zip(v.in_sizes, strides, strict=True))
+    x = affine.view(flags, sizes, tuple(strides), b_row)
+    small = x.all(axis=tuple(range(n_group, len(sizes)))) if v.ring_axes else x
+    out: npt.NDArray[np.bool_] = np.ascontiguousarray(np.broadcast_to(small, tuple(v.in_sizes[:n_group])))
+    return out
+
+
 def _fold(op: str, dtype: str, x: npt.NDArray[Any], bound: int) -> npt.NDArray[Any]:
     """``arith.sequential_reduce(op, dtype, x)`` over the last axis (the ring, in order), computed ring step by
     ring step over every group at once (the stream is read in memory order); ``bound`` is a bound of the
@@ -174,7 +227,7 @@ def execute(cfg: InterReduceConfig, data: StreamData) -> StreamData | None:
     _scatter(out, ranked, v)
     if is_everywhere(data.known):
         return StreamData(out, v.valid)
-    whole = np.asarray(_members(np.ascontiguousarray(data.known).reshape(-1), v).all(axis=-1))
+    whole = members_known(data.known, v)
     kept = np.ascontiguousarray(whole.transpose(v.rank_order)).reshape(-1)  # a poisoned member: the group poison
     known: npt.NDArray[np.bool_] = np.zeros(shape, dtype=bool)
     _scatter(known, kept, v)

@@ -203,7 +203,7 @@ def execute(cfg: InterReduceConfig, data: StreamData) -> SharedRows | None:
     if is_everywhere(data.known):
         known = known_everywhere(inner_shape) if c.all_valid else c.valid.reshape(inner_shape)
     else:  # a poisoned member poisons its group (as the reference)
-        whole = np.asarray(fast_inter._members(np.ascontiguousarray(data.known).reshape(-1), v).all(axis=-1))
+        whole = fast_inter.members_known(data.known, v)
         got = _strided_rows(whole, v.rank_order, c.parts) if rows is not None and c.parts is not None else None
         if got is not None:  # (vector.inter-shared-strided: the same digits as the values' rows)
             known = (c.valid & np.asarray(got, dtype=bool)).reshape(inner_shape)
