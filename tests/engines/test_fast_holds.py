@@ -94,3 +94,24 @@ def test_moves_plan_and_run_alike(layout: int) -> None:
 
     alone, without = alone_and_without("dma.holds-every-index", run)
     assert alone == without
+
+
+@pytest.mark.parametrize("element", ["R, C, [# 1 + 1] / 2", "[# 1 + R] / 5, R, C", "R, [# 2 + C] = 1, C"])
+def test_a_one_position_composite_that_is_padding_is_refused_alike(element: str) -> None:
+    """A destination digit of one position whose atom is a composite (``[# 1 + 1] / 2``: that position is
+    padding) holds no index: the path must not skip the check (a review found the path raising
+    InsufficientInputError where the reference raises LayoutError)."""
+    import contextlib
+
+    m = AxisSet(R=4, C=8).m
+    outcomes = []
+    for switch in (contextlib.nullcontext(), fastpaths.disabled("dma.holds-every-index")):
+        ctx = Context.acquire()
+        with switch:
+            try:
+                HostTensor.from_numpy(np.zeros((4, 8), np.int32), i32, m["R, C"]).to_hbm(m["1"], m[element],
+                                                                                          ctx.pdma, 0)
+                outcomes.append(("ok", ""))
+            except VisaError as err:
+                outcomes.append((type(err).__name__, str(err)))
+    assert outcomes[0] == outcomes[1] and outcomes[0][0] == "LayoutError", outcomes

@@ -38,7 +38,7 @@ def every_index(src_dims: Sequence[C.Dim], dst: Side) -> bool:
     for d in pair_of(*(mp for _, mp in dst.levels)).canon:
         if not isinstance(d, C.Dim):
             return False
-        if d.atom is None or d.count <= 1:  # padding, or a digit holding one index (its offset: 0)
+        if d.atom is None or (d.count <= 1 and isinstance(d.atom, C.Sym)):  # padding, or one index of an axis
             continue
         if not isinstance(d.atom, C.Sym) or sizes.setdefault(d.atom.name, d.atom.size) != d.atom.size:
             return False

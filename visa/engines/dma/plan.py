@@ -60,7 +60,7 @@ def plan(hw: HardwareProfile, dtype: type[dt.Scalar], src: Side, dst: Side, *,
     return _plan(hw, dtype, src, dst, stream, call, own_padding)
 
 
-@cached(2048)
+@cached(2048, paths=(fast_holds.HOLDS,))  # (a plan that skipped the check: never handed out with it off)
 def _plan(hw: HardwareProfile, dtype: type[dt.Scalar], src: Side, dst: Side,
           stream: tuple[Mapping, Mapping] | None, call: str, own_padding: bool = True) -> DmaPlan:
     _check_media(hw, dtype, src, dst, call)
