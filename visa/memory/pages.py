@@ -287,6 +287,11 @@ class PageMask:
             units = self._ids(us)[change]
             self.materialise_pairs(units, np.full(units.size, p, np.int64))
             self.mask[units, a:b] = known
+            if fast_settle.SAMPLES.on:  # (memory.settle-samples: one byte of the page outside [a, b) sampled —
+                # a unit whose byte there differs from ``known`` holds both, so its page stays MIXED unread)
+                c = b if a == p * self.page else p * self.page
+                outside = self.mask[units, c]
+                units = units[outside] if known else units[~outside]
             self.settle(units, p)
 
     def settle(self, units: IntArray, p: int) -> None:
