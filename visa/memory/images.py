@@ -1115,7 +1115,19 @@ def nest_all_written(dtype: type[dt.Scalar], image: Image, bit_base: int, loops:
         return False
     nb, base, nest = got
     assert isinstance(image, DenseImage)
-    return all(image._nest_written(base + lo, base + hi) for lo, hi in _hulls(nest, nb))
+    return all(image._nest_written(base + lo, base + hi) for lo, hi in _joined(_hulls(nest, nb)))
+
+
+def _joined(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``ranges`` (in order) with each run of ranges that meet end to start made one: the same bytes, asked of
+    the pages once (the hulls of a nest's steps that leave no gap: 8 loads of 32 bytes are the 256 they tile)."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in ranges:
+        if out and out[-1][1] == lo:
+            out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return out
 
 
 def nest_elements_written(dtype: type[dt.Scalar], image: Image, bit_base: int,
