@@ -139,7 +139,8 @@ def test_marking_ranges_by_samples_leaves_the_reference_states(seed: int, page: 
                                                                marks: list[tuple[int, int, bool]]) -> None:
     """``PageMask.mark`` of ranges that cut pages (the partial pages at the ends settled by a sampled byte
     outside the range first, memory.settle-samples), over pages MIXED, whole and empty: the states, mask bytes
-    and known bytes after each mark are the reference's."""
+    and known bytes after each mark are the reference's (units by all, by a range, by index: a range whose units
+    all change takes the slices, the others the gathers)."""
     n = 5 * page + 3
     got = []
     for on in (True, False):
@@ -147,12 +148,17 @@ def test_marking_ranges_by_samples_leaves_the_reference_states(seed: int, page: 
         pm = PageMask(mask, page=page)
         r = np.random.default_rng(seed)
         states = []
+        want = np.zeros((units, n), bool)  # (every byte's written-state, as the marks say)
         with fastpaths.only("memory.settle-samples") if on else fastpaths.disabled("memory.settle-samples"):
             for lo, size, known in marks:
                 lo = lo % n
-                us = slice(None) if r.random() < 0.5 else np.sort(r.choice(units, int(r.integers(1, units + 1)),
-                                                                            replace=False)).astype(np.int64)
+                pick = r.random()
+                u0 = int(r.integers(0, units))
+                us = slice(None) if pick < 0.35 else slice(u0, int(r.integers(u0 + 1, units + 1))) if pick < 0.6 \
+                    else np.sort(r.choice(units, int(r.integers(1, units + 1)), replace=False)).astype(np.int64)
                 pm.mark(us, lo, min(n, lo + size), known)
+                want[us, lo: min(n, lo + size)] = known
+                assert np.array_equal(pm.known_span(slice(None), 0, n), want)
                 states.append((pm.state.copy(), mask.copy(), pm.known_span(slice(None), 0, n)))
         got.append(states)
     for (s1, m1, k1), (s2, m2, k2) in zip(*got, strict=True):

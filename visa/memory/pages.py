@@ -284,13 +284,23 @@ class PageMask:
             change = np.flatnonzero(st != target)
             if not change.size:
                 continue
-            units = self._ids(us)[change]
-            self.materialise_pairs(units, np.full(units.size, p, np.int64))
-            self.mask[units, a:b] = known
-            if fast_settle.SAMPLES.on:  # (memory.settle-samples: one byte of the page outside [a, b) sampled —
-                # a unit whose byte there differs from ``known`` holds both, so its page stays MIXED unread)
-                c = b if a == p * self.page else p * self.page
-                outside = self.mask[units, c]
+            c = b if a == p * self.page else p * self.page  # (a byte of the page outside [a, b))
+            if isinstance(us, slice) and change.size == st.size:
+                # every unit of the range changes: the same steps on the range itself (slices, no gathers)
+                units = self._ids(us)
+                whole = st == ALL  # (materialise_pairs of every unit: its ALL pages' mask bytes filled first)
+                if whole.any():
+                    self._fill(units[whole], np.full(int(np.count_nonzero(whole)), p, np.int64), True)
+                self.state[us, p] = MIXED
+                self.mask[us, a:b] = known
+                outside = self.mask[us, c] if fast_settle.SAMPLES.on else None
+            else:
+                units = self._ids(us)[change]
+                self.materialise_pairs(units, np.full(units.size, p, np.int64))
+                self.mask[units, a:b] = known
+                outside = self.mask[units, c] if fast_settle.SAMPLES.on else None
+            if outside is not None:  # (memory.settle-samples: the byte at c sampled — a unit whose byte there
+                # differs from ``known`` holds both, so its page stays MIXED unread)
                 units = units[outside] if known else units[~outside]
             self.settle(units, p)
 
