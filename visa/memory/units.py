@@ -237,7 +237,8 @@ class UnitSelection(DenseImage):
 
     def _nest_written(self, lo: int, hi: int) -> bool:
         """Were bytes ``[lo, hi)`` of every selected unit written?  Reads no mask where the pages are all written."""
-        return self._pm().all_known(self.units, max(lo, 0), min(hi, self.nbytes))
+        span = self.span  # (the same units as a range: read through slices)
+        return self._pm().all_known(self.units if span is None else span, max(lo, 0), min(hi, self.nbytes))
 
     @property
     def span(self) -> slice | None:
