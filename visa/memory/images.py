@@ -1115,7 +1115,17 @@ def nest_all_written(dtype: type[dt.Scalar], image: Image, bit_base: int, loops:
         return False
     nb, base, nest = got
     assert isinstance(image, DenseImage)
-    return all(image._nest_written(base + lo, base + hi) for lo, hi in _joined(_hulls(nest, nb)))
+    ranges = _RANGES.get((nest, nb))  # (a pure function of the byte nest, Python ints: _byte_nest's)
+    if ranges is None:
+        if len(_RANGES) >= 256:
+            del _RANGES[next(iter(_RANGES))]
+        ranges = _RANGES[(nest, nb)] = tuple(_joined(_hulls(nest, nb)))
+    return all(image._nest_written(base + lo, base + hi) for lo, hi in ranges)
+
+
+#: :func:`nest_all_written`'s ranges (:func:`_joined` of :func:`_hulls`) per byte nest and word size: a kernel's passes
+#: ask of the same nests again and again (the oldest go first).
+_RANGES: dict[tuple[Any, ...], tuple[tuple[int, int], ...]] = {}
 
 
 def _joined(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -78,7 +78,9 @@ class UnitSelection(DenseImage):
     def __init__(self, base: DenseImage, enabled: npt.ArrayLike) -> None:  # noqa: D107
         self.base = base
         self.name = base.name
-        en = np.broadcast_to(np.asarray(enabled, dtype=bool), base.lead_shape)
+        en = np.asarray(enabled, dtype=bool)
+        if en.shape != base.lead_shape:  # (already the units' shape: read as it is, np.broadcast_to's view skipped)
+            en = np.broadcast_to(en, base.lead_shape)
         self.units: IntArray
         self.units, self.box = fast_units.selection(en, _box)
 
