@@ -153,11 +153,13 @@ def _launch(ids: np.ndarray, poison_row: int | None) -> tuple[Any, ...]:
         return (type(err).__name__, str(err))
     ops = [(o.track, o.name, o.start, o.cycles, o.deps, o.waits_for, o.traffic, [e.config for e in o.engines])
            for o in ctx.schedule.ops]
+    dm = ctx.memory.chip(0).dm
+    state = (dm.read_data()[..., :4096].tobytes(), dm.known_bytes(0, 4096).tobytes())
     try:
         got: Any = out.to_host(m["NB, K, PB, HD"], ctx.pdma).numpy(axes="NB K PB HD").view(np.uint16).tolist()
     except VisaError as err:
         got = (type(err).__name__, str(err))
-    return got, ops
+    return got, ops, state
 
 
 @pytest.mark.parametrize("ids, poison_row", [
@@ -167,10 +169,13 @@ def _launch(ids: np.ndarray, poison_row: int | None) -> tuple[Any, ...]:
     (np.r_[np.arange(30), -1, 3], None),
     (np.arange(32) % 7, 3),  # a poisoned block read
 ])
-def test_a_paged_gather_is_the_same_with_and_without_the_batch(ids: np.ndarray, poison_row: int | None) -> None:
-    """Output bits (or the refusal, word for word), cycles and schedule records with ``dma.gather-rows`` on and
-    off."""
+@pytest.mark.parametrize("path", ["dma.gather-rows", "dma.written-whole-gather"])
+def test_a_paged_gather_is_the_same_with_and_without_the_batch(ids: np.ndarray, poison_row: int | None,
+                                                              path: str) -> None:
+    """Output bits (or the refusal, word for word; a poisoned block's poison), cycles and schedule records with
+    ``dma.gather-rows`` (the rows as one batch) and ``dma.written-whole-gather`` (the new tensor not poisoned
+    first) on and off."""
     on = _launch(ids, poison_row)
-    with fastpaths.disabled("dma.gather-rows"):
+    with fastpaths.disabled(path):
         off = _launch(ids, poison_row)
     assert on == off
