@@ -300,8 +300,7 @@ class PageMask:
             full, empty = fast_settle.classify(self._blocks(), units, np.full(units.size, p, np.int64))
         else:
             block = self.mask[units, a:b]
-            full = block.all(axis=1)
-            empty = ~block.any(axis=1)
+            full, empty = np.asarray(block.all(axis=1)), ~np.asarray(block.any(axis=1))
         if full.any():
             self.mask[units[full], a:b] = False
             self.state[units[full], p] = ALL
