@@ -68,7 +68,7 @@ def _run(case: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> tuple[list[An
     loops = [(p, sp, UNIT), (k, sj, dstride), (run, 1, 1)]
     order = np.asarray(case["order"], np.int64)[: ids.size]
     sb = TABLE + ids * rb
-    db = case["u0"] * UNIT + off + order * p * UNIT
+    db = case["u0"] * UNIT + off + order * p * case.get("spread", 1) * UNIT  # (spread 2: runs of units apart)
     taken = _gather(loops, sb, db, hb, dm)
     data, mask = img.read_view()
     reads: list[Any] = [data[..., : SPAN + 64].copy(), mask[..., : SPAN + 64].copy(), hbm.regions()]
@@ -92,7 +92,7 @@ def _cases(draw: Any) -> dict[str, Any]:
         "covers": True,
         "ids": draw(st.lists(st.integers(0, 99), min_size=n, max_size=n)),  # (repeated, unordered)
         "order": draw(st.permutations(range(8))),  # (the destination rows, unordered)
-        "u0": draw(st.integers(0, 8)),
+        "u0": draw(st.integers(0, 8)), "spread": draw(st.sampled_from([1, 2])),
         "broadcasts": draw(st.lists(st.tuples(st.integers(2, 6), st.integers(0, 30), st.integers(0, 3000),
                                               st.integers(1, 1000)), max_size=2)),
         "poison": draw(st.lists(st.tuples(st.integers(0, 3000), st.integers(1, 800)), max_size=1)),
