@@ -1,7 +1,8 @@
 """Fast paths ``memory.settle-samples`` and ``dma.mask-touched-pages`` (issue 24), beside
 :mod:`visa.memory.pages` and :mod:`visa.memory.transfer`, whose written-masks they serve.
 
-``memory.settle-samples`` (:meth:`~visa.memory.pages.PageMask.settle_range`): which ``MIXED`` pages are wholly
+``memory.settle-samples`` (:meth:`~visa.memory.pages.PageMask.settle_range`, and :meth:`~visa.memory.pages.
+PageMask.settle` for the edge pages a mark cuts): which ``MIXED`` pages are wholly
 written or wholly poison, found by reading a few of each page's mask bytes first and the whole page only when
 those agree.
 

@@ -316,9 +316,11 @@ class PageMask:
         if not units.size:
             return
         a, b = p * self.page, self._end(p)
-        block = self.mask[units, a:b]
-        full = block.all(axis=1)
-        empty = ~block.any(axis=1)
+        if fast_settle.SAMPLES.on and b - a == self.page:  # (a few sampled bytes first: a page cut by a write)
+            full, empty = fast_settle.classify(self._blocks(), units, np.full(units.size, p, np.int64))
+        else:
+            block = self.mask[units, a:b]
+            full, empty = np.asarray(block.all(axis=1)), ~np.asarray(block.any(axis=1))
         if full.any():
             self.mask[units[full], a:b] = False
             self.state[units[full], p] = ALL

@@ -25,7 +25,7 @@ from visa.engines.dma.config import DmaPlan
 from visa.memory.footprint import valid_positions
 from visa.memory.transfer import address_space
 
-__all__ = ["WRITTEN_WHOLE", "WRITTEN_WHOLE_DM", "covers", "reads_apart", "written_whole"]
+__all__ = ["WRITTEN_WHOLE", "WRITTEN_WHOLE_DM", "covers", "dense", "reads_apart", "written_whole"]
 
 WRITTEN_WHOLE = fastpaths.register("dma.written-whole", "a tensor DMA that writes every byte of its new destination "
                                    "from another memory, on every chip the reference poisons, does not mark the "
@@ -39,7 +39,13 @@ def covers(p: DmaPlan, nbytes: int) -> bool:
     """Does the plan write each of the ``nbytes`` bytes from its destination base, on every chip (and DM unit)
     it writes (its destination strides, sorted, form a dense mixed radix of exactly ``nbytes``; the loops of
     stride ``nbytes`` or more step chips or units)?"""
-    loops = sorted((lp.dst, lp.size) for lp in p.all_loops() if lp.size > 1)
+    return dense([(lp.dst, lp.size) for lp in p.all_loops()], nbytes)
+
+
+def dense(loops: list[tuple[int, int]], nbytes: int) -> bool:
+    """:func:`covers` for destination loops ``(stride, size)``: the strides below ``nbytes``, sorted, form a dense
+    mixed radix of exactly ``nbytes`` (the others step chips or units)."""
+    loops = sorted((stride, size) for stride, size in loops if size > 1)
     chip_loops = [lp for lp in loops if lp[0] >= nbytes]
     place = 1
     for stride, size in loops:

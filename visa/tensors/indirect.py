@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from visa import dtypes as dt
+from visa import fastpaths
 from visa.engines.cache import cached
 from visa.engines.dma.config import NAMES, DmaCost, DmaPlan, Side
 from visa.engines.dma.cost import cycles
@@ -32,15 +34,20 @@ from visa.engines.dma.indirect import execute as execute_indirect
 from visa.engines.dma.plan import plan
 from visa.errors import DtypeError, LayoutError, PoisonError, TypestateError
 from visa.mapping import Mapping
-from visa.memory.footprint import IntArray, Span, bitmask, merge_intervals
-from visa.memory.layout import LEVELS
+from visa.memory.footprint import IntArray, Span, bitmask, merge_intervals, valid_positions
+from visa.memory.layout import LEVELS, element_bytes
 from visa.memory.registry import refuse_overlap
 from visa.tensors.device import Device, DmaContext, Recorded, dma_device
+from visa.tensors.fast_poison import dense
 from visa.tensors.moves import _allocate, _destination, _endpoint, _source, check_stream, dma_report
 from visa.validate import expect_mapping, wrong_type
 
 if TYPE_CHECKING:
     from visa.tensors.handles import DeviceTensor, DmTensor, DmTensorView, HbmTensor, HbmTensorView, TensorView
+
+WRITTEN_WHOLE_GATHER = fastpaths.register("dma.written-whole-gather", "a gather whose rows (every index position) "
+                                          "write every byte of its new destination from another memory does not "
+                                          "mark the bytes poison first")
 
 __all__ = ["GatherSource", "ScatterTarget", "to_view", "record_dma", "check_ids", "read_indices", "rows_span"]
 
@@ -100,6 +107,28 @@ def _rows_intervals(element: Mapping, axis: str, offset: int, bits: int, rows: b
     lo.flags.writeable = False
     hi.flags.writeable = False
     return lo, hi
+
+
+def _rows_write_whole(p: IndirectPlan, dtype: type[dt.Scalar], levels: dict[str, Mapping]) -> bool:
+    """``dma.written-whole-gather``: do the rows of every index position write each byte of the gather's new
+    destination tensor (of ``dtype`` and ``levels``) in every unit it occupies, on every chip its Chip level names?
+    The index steps must be an affine grid (one stride per index axis); with the row plan's destination loops their
+    strides then form a dense mixed radix of the tensor's bytes (:func:`visa.tensors.fast_poison.dense`, as for a
+    plain move's ``dma.written-whole``).  Then the rows leave every byte written as the source's bytes are, poisoned
+    first or not (a poisoned source byte is copied as poison either way), and the tensor need not be poisoned."""
+    if not WRITTEN_WHOLE_GATHER.on or p.kind != "gather":
+        return False
+    steps = np.asarray(p.index_steps, dtype=np.int64)
+    shape = p.index_shape
+    strides = [int(steps[int(np.prod(shape[k + 1:], dtype=np.int64))]) if n > 1 else 0 for k, n in enumerate(shape)]
+    grid = np.zeros(shape, dtype=np.int64)
+    for k, (n, stride) in enumerate(zip(shape, strides, strict=True)):
+        grid = grid + (np.arange(n, dtype=np.int64) * stride).reshape([-1 if j == k else 1 for j in range(len(shape))])
+    if steps.size != grid.size or not np.array_equal(steps, grid.reshape(-1)):
+        return False
+    loops = [(lp.dst, lp.size) for lp in p.row.all_loops()] + list(zip(strides, shape, strict=True))
+    nbytes = element_bytes(dtype, levels["Element"].size)
+    return dense(loops, nbytes) and bool(valid_positions(levels["Chip"]).size == levels["Chip"].size)
 
 
 def _iterations(p: IndirectPlan) -> int:
@@ -285,7 +314,8 @@ class GatherSource(_Staged):
         p, values = self._plan("gather", self.side(), dst, ctx, call, self.prefix)
         reads = [r for r in (base.region, self.ids.region) if r is not None]
         cost = indirect_cycles(p, values)  # (every check, the cost model's too, before any byte changes)
-        out = _allocate(ctx, medium, base.dtype, levels, address, reads, call)
+        whole = self.prefix is None and base.MEMORY != medium and _rows_write_whole(p, base.dtype, levels)
+        out = _allocate(ctx, medium, base.dtype, levels, address, reads, call, whole=whole)
         execute_indirect(p, values, _endpoint(ctx, base.MEMORY), _endpoint(ctx, medium))
         from visa.tensors.scalar import leaves
 

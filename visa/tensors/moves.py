@@ -140,10 +140,11 @@ def _destination(src: Any, medium: str, levels: dict[str, Mapping], dma: DmaCont
 
 
 def _allocate(ctx: Device, medium: str, dtype: type[dt.Scalar], levels: dict[str, Mapping], address: int,
-              reads: Sequence[Any], call: str, p: DmaPlan | None = None) -> Any:
+              reads: Sequence[Any], call: str, p: DmaPlan | None = None, whole: bool = False) -> Any:
     """The new ``medium`` tensor a move writes (its regions overlapping ``reads`` allowed), its bytes poisoned
     on every chip until the move's execution writes them (not when the move ``p`` writes every one of them,
-    ``dma.written-whole``: :mod:`visa.tensors.fast_poison`)."""
+    ``dma.written-whole``: :mod:`visa.tensors.fast_poison`; nor when the caller says it writes every one,
+    ``whole``: a gather's rows, ``dma.written-whole-gather``)."""
     from visa.tensors.handles import DmTensor, HbmTensor
 
     out: Any
@@ -152,7 +153,7 @@ def _allocate(ctx: Device, medium: str, dtype: type[dt.Scalar], levels: dict[str
     else:
         out = DmTensor(ctx, dtype, levels["Chip"], levels["Cluster"], levels["Slice"], levels["Element"],
                        address, reads=tuple(reads), call=call)
-    if not _written_whole(p, medium, dtype, levels, address):
+    if not (whole or _written_whole(p, medium, dtype, levels, address)):
         _poison_new(ctx, medium, dtype, levels, address)
     return out
 

@@ -41,6 +41,7 @@ from visa.errors import AddressError, DtypeError, LayoutError, UnsupportedFeatur
 from visa.hw import HardwareProfile
 from visa.mapping import Mapping, pair_of
 from visa.mapping import canon as C
+from visa.memory import fast_rows
 from visa.memory.transfer import Endpoint, address_space
 from visa.memory.transfer import copy as copy_bytes
 
@@ -299,6 +300,8 @@ def execute(p: IndirectPlan, ids: npt.NDArray[np.int64], src: Endpoint, dst: End
     """Run the DMA over the byte images, iteration after iteration (call :func:`check_indices` first)."""
     loops = [(lp.size, lp.src, lp.dst) for lp in p.row.all_loops()]
     so, do = p.offsets(ids.reshape(-1).astype(np.int64))
+    if fast_rows.copy_rows(loops, p.row.base[0] + so, p.row.base[1] + do, src, dst):
+        return  # (dma.gather-rows: the rows as one batch, the same bytes and written-state)
     for s, d in zip(so.tolist(), do.tolist(), strict=True):
         copy_bytes(loops, (p.row.base[0] + s, p.row.base[1] + d), src, dst)
 
