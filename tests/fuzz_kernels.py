@@ -53,6 +53,7 @@ from visa import (
 from visa import dtypes as dt
 from visa.errors import VisaError
 from visa.memory import owed
+from visa.memory.rowpool import ROW_POOL
 from visa.tensors.handles import DmTensor
 from visa.testing import _enter_kernel
 
@@ -131,6 +132,33 @@ def fetch_variant(a: dict[str, Any]) -> str:
     return ("plain", "masked", "widen")[(a["seed"] >> 1) % 3]
 
 
+def padded_variant(a: dict[str, Any]) -> bool:
+    """Does a plain stream step fetch a padded packet instead (half the packet's lanes hold elements, the rest
+    padding no masking stage blanks: the sub context, L1870; ``fetch.padded-known``, and in a pooled buffer
+    ``fetch.padded-cut-read``)?  From the step's data seed (the programs drawn stay as they were)."""
+    return fetch_variant(a) == "plain" and (a["seed"] >> 4) % 3 == 0
+
+
+def pooled_small(steps: list[Step]) -> bool:
+    """Does the program lend its small stream buffers from the row pool, as a large kernel's are (the pool's
+    ``least`` lowered to 0 for its run: :mod:`visa.memory.rowpool`, and the paths that read a new pooled buffer's
+    zeros, ``fetch.padded-cut-read``)?  From the first step's seed."""
+    return bool((steps[0].args["seed"] >> 6) % 2)
+
+
+def wide_gemm(a: dict[str, Any]) -> bool:
+    """Is a bf16 GEMM step the GEMM example's (examples/gemm.py) in small: 32 columns ``V``, 8 a TRF Row (the
+    Rows are 1, 2, 4 or 8: L4160–4168) and 4 per Row, the activations broadcast over the 4 by the fetch — weight
+    blocks 4 to a position, 32 lanes, in runs the pair dot product takes (``contraction.float-tree32-bf16dp``,
+    on a CPU with VDPBF16PS)?  From the step's seed (the programs drawn stay as they were)."""
+    return _gemm_dtype(a) is bf16 and bool((a["seed"] >> 5) % 2)
+
+
+def _gemm_places(a: dict[str, Any]) -> tuple[int, int]:
+    """A GEMM step's HBM and DM addresses (X there, W 2 KiB or 1 KiB after; the wide W's 4 KiB below the limits)."""
+    return ((a["hbm"] // 2048 * 1024, a["dm"] // 128 * 64) if wide_gemm(a) else (a["hbm"], a["dm"]))
+
+
 def inter_variant(a: dict[str, Any]) -> bool:
     """Does a stream step's Vector Engine op reduce over the slices (an inter-slice reduce broadcast over a new
     slice axis) instead of adding a constant?  From the step's data seed (the programs drawn stay as they were)."""
@@ -154,7 +182,7 @@ class Runner:
         a = steps[0].args
         self.chips = a["chips"]
         self.ax = AxisSet(A=a["n_a"], B=a["n_b"], R=2, C=2, P=32 // (a["dtype"].size_bits // 8), X=self.chips,
-                          I=GEMM["I"], J=GEMM["J"], K=GEMM["K"], Y=a["n_a"])
+                          I=GEMM["I"], J=GEMM["J"], V=4 * GEMM["J"], K=GEMM["K"], Y=a["n_a"])
         self.chip = self.ax.m["X"] if self.chips > 1 else self.ax.m["1"]
         self.ctx = Context()
         self.ctx.num_chips = self.chips
@@ -255,12 +283,14 @@ class Runner:
             self.hbm.append(self.host(x, a["dtype"], "A, B", "A B", a["hbm"])[0])
         elif step.kind == "gemm":
             kind = _gemm_dtype(a)
+            jn = "V" if wide_gemm(a) else "J"
+            hbm = _gemm_places(a)[0]
             x = dt.random_values(kind, (GEMM["I"], GEMM["K"]), rng)
-            w = dt.random_values(kind, (GEMM["J"], GEMM["K"]), rng)
+            w = dt.random_values(kind, (self.ax.size(jn), GEMM["K"]), rng)
             if kind is bf16:  # (products of many magnitudes: their sums round differently in other orders)
                 x, w = wide_range(x, rng), wide_range(w, rng)
-            (x_hbm, xs), (w_hbm, ws) = (self.host(x, kind, "I, K", "I K", a["hbm"]),
-                                        self.host(w, kind, "J, K", "J K", a["hbm"] + 2048))
+            (x_hbm, xs), (w_hbm, ws) = (self.host(x, kind, "I, K", "I K", hbm),
+                                        self.host(w, kind, f"{jn}, K", f"{jn} K", hbm + 2048))
             self.hbm += [x_hbm, w_hbm]
             self.operands = (xs, ws)
 
@@ -303,6 +333,14 @@ class Runner:
         n_b = a["n_b"]
         time, packet = m[f"B / {per}"], m[f"B % {per}"]
         variant = fetch_variant(a)
+        if step.kind == "stream" and padded_variant(a):  # half the lanes padding, not masked (fetch.padded-known)
+            half = max(1, per // 2)
+            time, packet = m[f"B / {half}"], m[f"B % {half} # {per}"]
+            c = ctx.sub.begin(src.view()).fetch(dtype, time, packet).collect(time, packet)
+            d = c.commit(m["B"] if n_b == lv["Element"].size else lv["Element"], DM_LIMIT // 2 + a["dm"] // 2)
+            assert isinstance(d, DmTensor)
+            self.dm.append(d)
+            return
         if variant == "masked" and step.kind != "switch":  # the last lane padding, masked (fetch.masked-known)
             packet = m[f"B % {per} = {per - 1} # {per}"]
             s = ctx.main.begin(src.view()).fetch(dtype, time, packet, pad_value=PadValue.Zero)
@@ -340,23 +378,29 @@ class Runner:
         main context's stream aligned, contracted and accumulated (Interleaved), committed to DM."""
         m, ctx = self.ax.m, self.ctx
         kind = _gemm_dtype(a)
+        wide = wide_gemm(a)
+        jn = "V" if wide else "J"  # (the columns: 8, or 32 as 8 Rows of 4)
         n = 64 if kind is i8 else 32  # the elements of a 64-byte computation packet (the tree's products)
         flit = n // 2
         x_hbm, w_hbm = self.hbm[-2], self.hbm[-1]
         rows = GEMM["I"] // 2
         slices = m[f"I / {rows} # 256"]
-        x_dm = x_hbm.to_dm(m[a["cluster"]], slices, m[f"I % {rows}, K"], ctx.tdma, a["dm"])
-        w_dm = w_hbm.to_dm(m[a["cluster"]], slices, m["J, K"], ctx.tdma, a["dm"] + 1024)
+        dm = _gemm_places(a)[1]
+        x_dm = x_hbm.to_dm(m[a["cluster"]], slices, m[f"I % {rows}, K"], ctx.tdma, dm)
+        w_dm = w_hbm.to_dm(m[a["cluster"]], slices, m["V % 8, V / 8, K" if wide else "J, K"], ctx.tdma, dm + 1024)
         self.dm += [x_dm, w_dm]
-        trf = (ctx.sub.begin(w_dm.view()).fetch(kind, m["J"], m["K"]).collect(m[f"J, K / {flit}"], m[f"K % {flit}"])
-               .to_trf(m["J"], m["K"], TrfAddress.Full))
-        c = (ctx.main.begin(x_dm.view()).fetch(kind, m[f"I % {rows}"], m["K"])
-             .collect(m[f"I % {rows}, K / {flit}"], m[f"K % {flit}"])
-             .align(m[f"I % {rows}, K / {n}"], m[f"K % {n}"], trf).contract(m["1"])
-             .accumulate(m[f"I % {rows}"], m["J"], AccumulationKind.Interleaved)
-             .commit(m[f"I % {rows}, J"], DM_LIMIT // 2 + a["dm"] // 2))
+        # the weights' Rows and the columns each Row holds; the activations' time (broadcast over the blocks)
+        row, per_row, time = ("V % 8", "V / 8, ", f"I % {rows}, V / 8") if wide else ("J", "", f"I % {rows}")
+        trf = (ctx.sub.begin(w_dm.view()).fetch(kind, m[row + (", V / 8" if wide else "")], m["K"])
+               .collect(m[f"{row}, {per_row}K / {flit}"], m[f"K % {flit}"])
+               .to_trf(m[row], m[f"{per_row}K"], TrfAddress.Full))
+        c = (ctx.main.begin(x_dm.view()).fetch(kind, m[time], m["K"])
+             .collect(m[f"{time}, K / {flit}"], m[f"K % {flit}"])
+             .align(m[f"{time}, K / {n}"], m[f"K % {n}"], trf).contract(m["1"])
+             .accumulate(m[time], m[row], AccumulationKind.Interleaved)
+             .commit(m[f"I % {rows}, {jn}"], DM_LIMIT // 2 + a["dm"] // 2))
         self.dm.append(c)
-        axes = ("X " if self.chips > 1 else "") + ("C " if a["cluster"] == "C" else "") + "I J"
+        axes = ("X " if self.chips > 1 else "") + ("C " if a["cluster"] == "C" else "") + f"I {jn}"
         if kind is bf16:  # f32, bit for bit
             want = manual_order(*self.operands, n).view(np.uint32)
             got = np.ascontiguousarray(c.logical(axes=axes)).view(np.uint32)
@@ -369,8 +413,15 @@ class Runner:
 
 
 def run(steps: list[Step], check: bool = False) -> Outcome:
-    """Run a program on a fresh context (and let the context go)."""
-    out = Runner(steps, check).run()
+    """Run a program on a fresh context (and let the context go); with :func:`pooled_small`, its stream buffers
+    lent by the row pool whatever their size."""
+    least = ROW_POOL.least
+    if pooled_small(steps):
+        ROW_POOL.least = 0
+    try:
+        out = Runner(steps, check).run()
+    finally:
+        ROW_POOL.least = least
     gc.collect()
     return out
 
