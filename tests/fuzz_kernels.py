@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from tests.reducer_order import manual_order, wide_range
@@ -154,9 +155,21 @@ def wide_gemm(a: dict[str, Any]) -> bool:
     return _gemm_dtype(a) is bf16 and bool((a["seed"] >> 5) % 2)
 
 
+def cast_gemm(a: dict[str, Any]) -> bool:
+    """Does a wide GEMM step (:func:`wide_gemm`) cast its f32 sums to bf16 before the commit, as the GEMM example
+    does (the Cast Engine, round to nearest even: ``cast.*``, ``commit.cast-lanes``)?  From the step's seed."""
+    return wide_gemm(a) and bool((a["seed"] >> 8) % 2)
+
+
 def _gemm_places(a: dict[str, Any]) -> tuple[int, int]:
     """A GEMM step's HBM and DM addresses (X there, W 2 KiB or 1 KiB after; the wide W's 4 KiB below the limits)."""
     return ((a["hbm"] // 2048 * 1024, a["dm"] // 128 * 64) if wide_gemm(a) else (a["hbm"], a["dm"]))
+
+
+def read_back(a: dict[str, Any]) -> bool:
+    """Does an ``h2d`` step on one chip read its HBM tensor back to the host after its DMA (a PCIe DMA, L197:
+    ``host.staged-view``) and check it against what the host wrote?  From the step's seed."""
+    return a["chips"] == 1 and bool((a["seed"] >> 7) % 2)
 
 
 def inter_variant(a: dict[str, Any]) -> bool:
@@ -190,6 +203,7 @@ class Runner:
         self.hbm: list[Any] = []
         self.dm: list[Any] = []
         self.operands: tuple[np.ndarray, np.ndarray] = (np.zeros(0), np.zeros(0))  # the last GEMM's X and W
+        self.written = np.zeros(0)  # what the last DMA step's source holds on each chip
         self.out = Outcome()
 
     # -- snapshots ------------------------------------------------------------------------------------------
@@ -280,7 +294,8 @@ class Runner:
         rng = np.random.default_rng(a["seed"])
         if step.kind in ("h2d", "dma-slices", "dma-tile", "h2d-padded-left"):
             x = dt.random_values(a["dtype"], (a["n_a"], a["n_b"]), rng)
-            self.hbm.append(self.host(x, a["dtype"], "A, B", "A B", a["hbm"])[0])
+            hbm, self.written = self.host(x, a["dtype"], "A, B", "A B", a["hbm"])
+            self.hbm.append(hbm)
         elif step.kind == "gemm":
             kind = _gemm_dtype(a)
             jn = "V" if wide_gemm(a) else "J"
@@ -311,6 +326,9 @@ class Runner:
                 return
             d = hbm.to_dm(m[a["cluster"]], m[_slices(a)], m[element], ctx.tdma, a["dm"])
             self.dm.append(d)
+            if step.kind == "h2d" and read_back(a):
+                back = hbm.to_host(m["A, B"], ctx.pdma).numpy(axes="A B")
+                assert np.array_equal(back, self.written[0]), "the HBM tensor read back differs from the host's"
             return
         if step.kind == "gemm":
             self.gemm(a)
@@ -397,11 +415,16 @@ class Runner:
         c = (ctx.main.begin(x_dm.view()).fetch(kind, m[time], m["K"])
              .collect(m[f"{time}, K / {flit}"], m[f"K % {flit}"])
              .align(m[f"{time}, K / {n}"], m[f"K % {n}"], trf).contract(m["1"])
-             .accumulate(m[time], m[row], AccumulationKind.Interleaved)
-             .commit(m[f"I % {rows}, {jn}"], DM_LIMIT // 2 + a["dm"] // 2))
+             .accumulate(m[time], m[row], AccumulationKind.Interleaved))
+        if cast_gemm(a):  # (the GEMM example's cast of the sums to bf16: the Cast Engine, L2169–2180)
+            c = c.cast(bf16, m["V % 8 # 16"])
+        c = c.commit(m[f"I % {rows}, {jn}"], DM_LIMIT // 2 + a["dm"] // 2)
         self.dm.append(c)
         axes = ("X " if self.chips > 1 else "") + ("C " if a["cluster"] == "C" else "") + f"I {jn}"
-        if kind is bf16:  # f32, bit for bit
+        if kind is bf16 and cast_gemm(a):  # f32, bit for bit, then rounded to bf16 (to nearest, ties to even)
+            want = manual_order(*self.operands, n).astype(ml_dtypes.bfloat16).view(np.uint16)
+            got = np.ascontiguousarray(c.logical(axes=axes)).view(np.uint16)
+        elif kind is bf16:  # f32, bit for bit
             want = manual_order(*self.operands, n).view(np.uint32)
             got = np.ascontiguousarray(c.logical(axes=axes)).view(np.uint32)
         else:
