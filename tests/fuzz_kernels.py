@@ -42,6 +42,7 @@ from visa import (
     FxpBinaryOp,
     HostTensor,
     InterSliceReduceOpI32,
+    IntraSliceReduceOpI32,
     PadValue,
     SwitchConfig,
     TrfAddress,
@@ -164,6 +165,13 @@ def cast_gemm(a: dict[str, Any]) -> bool:
 def _gemm_places(a: dict[str, Any]) -> tuple[int, int]:
     """A GEMM step's HBM and DM addresses (X there, W 2 KiB or 1 KiB after; the wide W's 4 KiB below the limits)."""
     return ((a["hbm"] // 2048 * 1024, a["dm"] // 128 * 64) if wide_gemm(a) else (a["hbm"], a["dm"]))
+
+
+def intra_variant(a: dict[str, Any]) -> bool:
+    """Does a plain stream step (of an i32 tensor) reduce within each slice (four lanes a packet, trimmed to Way4,
+    reduced over ``B`` by ``Max``, ``Min`` or ``AddSat``, padded back to Way8: L5278–5573; ``vector.intra-*``,
+    ``vector.reduce-shortcuts``, ``vector.any-lanes``)?  From the step's seed."""
+    return fetch_variant(a) == "plain" and not padded_variant(a) and bool((a["seed"] >> 9) % 2)
 
 
 def read_back(a: dict[str, Any]) -> bool:
@@ -351,6 +359,17 @@ class Runner:
         n_b = a["n_b"]
         time, packet = m[f"B / {per}"], m[f"B % {per}"]
         variant = fetch_variant(a)
+        if step.kind == "stream" and dtype is i32 and intra_variant(a):  # a reduce within each slice, over B
+            time, packet = m["B / 4"], m["B % 4 # 8"]
+            op = (IntraSliceReduceOpI32.Max, IntraSliceReduceOpI32.Min, IntraSliceReduceOpI32.AddSat)[a["half"] + (
+                a["seed"] >> 10) % 2]
+            c = (ctx.main.begin(src.view()).fetch(i32, time, packet).collect(time, packet).vector_init()
+                 .vector_intra_slice_branch(BranchMode.Unconditional).vector_trim_way4(m["B % 4"])
+                 .vector_intra_slice_reduce("B", m["1"], m["1 # 4"], op).vector_pad_way8(m["1 # 8"]).vector_final())
+            d = c.commit(m["1 # 8"], DM_LIMIT // 2 + a["dm"] // 2)
+            assert isinstance(d, DmTensor)
+            self.dm.append(d)
+            return
         if step.kind == "stream" and padded_variant(a):  # half the lanes padding, not masked (fetch.padded-known)
             half = max(1, per // 2)
             time, packet = m[f"B / {half}"], m[f"B % {half} # {per}"]
