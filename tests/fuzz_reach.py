@@ -1,10 +1,10 @@
 """Which registered fast paths the differential fuzzer (tests/fuzz_kernels.py) takes: its reach.
 
-``python -m tests.fuzz_reach [SEEDS] [TRIES]`` prints a table, one row a path: ``taken`` (turning the path off,
-alone, changes which lines of visa run in a program the fuzzer draws: the path changed what ran), ``asked`` (its
-owner read the switch, on, but the program ran the same lines with it off: the path declined), or ``never`` (no
-program asked).  A path the fuzzer never takes is checked against the reference by no fuzzed program; it needs
-a generator that reaches it, or a differential test of its own (docs/fastpaths.md).
+``python -m tests.fuzz_reach [SEEDS] [TRIES] [PATH,PATH…]`` prints a table, one row a path: ``taken`` (turning
+the path off, alone, changes which lines of visa run in a program the fuzzer draws: the path changed what ran),
+``asked`` (its owner read the switch, on, but the programs tried ran the same lines with it off: the path declined
+there), or ``never`` (no program asked).  A path the fuzzer never takes is checked against the reference by no
+fuzzed program; it needs a generator that reaches it, or a differential test of its own (docs/fastpaths.md).
 
 How: first every program of ``SEEDS`` is run once with each path's switch counted when read on (cheap); then for
 each path, up to ``TRIES`` programs that asked it are run traced line by line (``sys.settrace``, visa's files
@@ -84,9 +84,10 @@ def cold_lines(seed: int, off: str | None) -> set[tuple[str, int]]:
     return {(f, int(n)) for f, n in json.loads(out)}
 
 
-def reach(seeds: int, tries: int, workers: int = 2) -> dict[str, tuple[str, int, int]]:
-    """``{path: (state, programs that asked, first seed that took it or -1)}`` over ``range(seeds)``."""
-    names = [n for n in fastpaths.names() if not n.startswith(("test.", "doctest."))]
+def reach(seeds: int, tries: int, workers: int = 2, only: list[str] | None = None) -> dict[str, tuple[str, int, int]]:
+    """``{path: (state, programs that asked, first seed that took it or -1)}`` over ``range(seeds)`` (``only``:
+    those paths)."""
+    names = [n for n in fastpaths.names() if not n.startswith(("test.", "doctest.")) and (not only or n in only)]
     askers: dict[str, list[int]] = {n: [] for n in names}
     for seed in range(seeds):
         with asked() as seen:
@@ -118,7 +119,7 @@ def main(argv: list[str]) -> None:
         return
     seeds = int(argv[0]) if argv else 200
     tries = int(argv[1]) if len(argv) > 1 else 3
-    table = reach(seeds, tries)
+    table = reach(seeds, tries, only=argv[2].split(",") if len(argv) > 2 else None)
     states = Counter(state for state, _, _ in table.values())
     print(f"\n{seeds} programs: {states['taken']} paths taken, {states['asked']} asked but declined, "
           f"{states['never']} never asked (of {len(table)})")
