@@ -9,7 +9,8 @@ fuzzed program; it needs a generator that reaches it, or a differential test of 
 How: first every program of ``SEEDS`` is run once with each path's switch counted when read on (cheap); then for
 each path, up to ``TRIES`` programs that asked it are run traced line by line (``sys.settrace``, visa's files
 only), each in a fresh process (no cache filled by another run), with every path on and with that path off (the
-environment's ``-name``).  Lines that differ between two fresh runs with every path on are noise (left out).  No
+environment's ``-name``).  Lines that differ between two fresh runs with every path on are noise (left out).
+Leave the tree unchanged while it runs: each fresh process imports the generators as they are when it starts.  No
 assertion: a measurement (minutes).  ``VISA_FASTPATHS`` off turns every path off: nothing is then taken.
 """
 
