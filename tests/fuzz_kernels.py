@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from tests.reducer_order import manual_order, wide_range
@@ -41,6 +42,7 @@ from visa import (
     FxpBinaryOp,
     HostTensor,
     InterSliceReduceOpI32,
+    IntraSliceReduceOpI32,
     PadValue,
     SwitchConfig,
     TrfAddress,
@@ -53,6 +55,7 @@ from visa import (
 from visa import dtypes as dt
 from visa.errors import VisaError
 from visa.memory import owed
+from visa.memory.rowpool import ROW_POOL
 from visa.tensors.handles import DmTensor
 from visa.testing import _enter_kernel
 
@@ -131,6 +134,54 @@ def fetch_variant(a: dict[str, Any]) -> str:
     return ("plain", "masked", "widen")[(a["seed"] >> 1) % 3]
 
 
+def padded_variant(a: dict[str, Any]) -> bool:
+    """Does a plain stream step fetch a padded packet instead (half the packet's lanes hold elements, the rest
+    padding no masking stage blanks: the sub context, L1870; ``fetch.padded-known``, and in a pooled buffer
+    ``fetch.padded-cut-read``)?  From the step's data seed (the programs drawn stay as they were)."""
+    return fetch_variant(a) == "plain" and (a["seed"] >> 4) % 3 == 0
+
+
+def pooled_small(steps: list[Step]) -> bool:
+    """Does the program lend its small stream buffers from the row pool, as a large kernel's are (the pool's
+    ``least`` lowered to 0 for its run: :mod:`visa.memory.rowpool`, and the paths that read a new pooled buffer's
+    zeros, ``fetch.padded-cut-read``)?  From the first step's seed."""
+    return bool((steps[0].args["seed"] >> 6) % 2)
+
+
+def wide_gemm(a: dict[str, Any]) -> bool:
+    """Is a bf16 GEMM step the GEMM example's (examples/gemm.py) in small: 32 columns ``V``, 8 a TRF Row (the
+    Rows are 1, 2, 4 or 8: L4160–4168) and 4 per Row, the activations broadcast over the 4 by the fetch — weight
+    blocks 4 to a position, 32 lanes, in runs the pair dot product takes (``contraction.float-tree32-bf16dp``,
+    on a CPU with VDPBF16PS)?  From the step's seed (the programs drawn stay as they were)."""
+    return _gemm_dtype(a) is bf16 and bool((a["seed"] >> 5) % 2)
+
+
+def cast_gemm(a: dict[str, Any]) -> bool:
+    """Does a wide GEMM step (:func:`wide_gemm`) cast its f32 sums to bf16 before the commit, as the GEMM example
+    does (the Cast Engine, round to nearest even: ``cast.*``, ``commit.cast-lanes``)?  From the step's seed."""
+    return wide_gemm(a) and bool((a["seed"] >> 8) % 2)
+
+
+def _gemm_places(a: dict[str, Any]) -> tuple[int, int]:
+    """A GEMM step's HBM and DM addresses (X there, W 2 KiB or 1 KiB after; the wide W's 4 KiB below the limits)."""
+    return ((a["hbm"] // 2048 * 1024, a["dm"] // 128 * 64) if wide_gemm(a) else (a["hbm"], a["dm"]))
+
+
+def intra_variant(a: dict[str, Any]) -> bool:
+    """Does a plain stream step (of an i32 tensor; not one reducing over the slices) reduce within each slice (four
+    lanes a packet, trimmed to Way4, reduced over ``B`` by ``Max``, ``Min`` or ``AddSat``, padded back to Way8:
+    L5278–5573; ``vector.intra-*``, ``vector.reduce-shortcuts``, ``vector.any-lanes``)?  From the step's seed."""
+    return (fetch_variant(a) == "plain" and not padded_variant(a) and not (a["vector"] and inter_variant(a))
+            and bool((a["seed"] >> 9) % 2))
+
+
+def read_back(a: dict[str, Any]) -> bool:
+    """Does an ``h2d`` step on one chip, the program's last, read its HBM tensor back to the host after its DMA (a
+    PCIe DMA, L197: ``host.staged-view``) and check it against what the host wrote?  From the step's seed (last
+    only: a read earlier changed what the later steps' DMAs found, and the paths they took)."""
+    return a["chips"] == 1 and bool((a["seed"] >> 7) % 2)
+
+
 def inter_variant(a: dict[str, Any]) -> bool:
     """Does a stream step's Vector Engine op reduce over the slices (an inter-slice reduce broadcast over a new
     slice axis) instead of adding a constant?  From the step's data seed (the programs drawn stay as they were)."""
@@ -154,7 +205,7 @@ class Runner:
         a = steps[0].args
         self.chips = a["chips"]
         self.ax = AxisSet(A=a["n_a"], B=a["n_b"], R=2, C=2, P=32 // (a["dtype"].size_bits // 8), X=self.chips,
-                          I=GEMM["I"], J=GEMM["J"], K=GEMM["K"], Y=a["n_a"])
+                          I=GEMM["I"], J=GEMM["J"], V=4 * GEMM["J"], K=GEMM["K"], Y=a["n_a"])
         self.chip = self.ax.m["X"] if self.chips > 1 else self.ax.m["1"]
         self.ctx = Context()
         self.ctx.num_chips = self.chips
@@ -162,6 +213,7 @@ class Runner:
         self.hbm: list[Any] = []
         self.dm: list[Any] = []
         self.operands: tuple[np.ndarray, np.ndarray] = (np.zeros(0), np.zeros(0))  # the last GEMM's X and W
+        self.written = np.zeros(0)  # what the last DMA step's source holds on each chip
         self.out = Outcome()
 
     # -- snapshots ------------------------------------------------------------------------------------------
@@ -252,15 +304,18 @@ class Runner:
         rng = np.random.default_rng(a["seed"])
         if step.kind in ("h2d", "dma-slices", "dma-tile", "h2d-padded-left"):
             x = dt.random_values(a["dtype"], (a["n_a"], a["n_b"]), rng)
-            self.hbm.append(self.host(x, a["dtype"], "A, B", "A B", a["hbm"])[0])
+            hbm, self.written = self.host(x, a["dtype"], "A, B", "A B", a["hbm"])
+            self.hbm.append(hbm)
         elif step.kind == "gemm":
             kind = _gemm_dtype(a)
+            jn = "V" if wide_gemm(a) else "J"
+            hbm = _gemm_places(a)[0]
             x = dt.random_values(kind, (GEMM["I"], GEMM["K"]), rng)
-            w = dt.random_values(kind, (GEMM["J"], GEMM["K"]), rng)
+            w = dt.random_values(kind, (self.ax.size(jn), GEMM["K"]), rng)
             if kind is bf16:  # (products of many magnitudes: their sums round differently in other orders)
                 x, w = wide_range(x, rng), wide_range(w, rng)
-            (x_hbm, xs), (w_hbm, ws) = (self.host(x, kind, "I, K", "I K", a["hbm"]),
-                                        self.host(w, kind, "J, K", "J K", a["hbm"] + 2048))
+            (x_hbm, xs), (w_hbm, ws) = (self.host(x, kind, "I, K", "I K", hbm),
+                                        self.host(w, kind, f"{jn}, K", f"{jn} K", hbm + 2048))
             self.hbm += [x_hbm, w_hbm]
             self.operands = (xs, ws)
 
@@ -281,6 +336,9 @@ class Runner:
                 return
             d = hbm.to_dm(m[a["cluster"]], m[_slices(a)], m[element], ctx.tdma, a["dm"])
             self.dm.append(d)
+            if step.kind == "h2d" and read_back(a) and step is self.steps[-1]:  # (last: the steps before run as drawn)
+                back = hbm.to_host(m["A, B"], ctx.pdma).numpy(axes="A B")
+                assert np.array_equal(back, self.written[0]), "the HBM tensor read back differs from the host's"
             return
         if step.kind == "gemm":
             self.gemm(a)
@@ -303,6 +361,25 @@ class Runner:
         n_b = a["n_b"]
         time, packet = m[f"B / {per}"], m[f"B % {per}"]
         variant = fetch_variant(a)
+        if step.kind == "stream" and dtype is i32 and intra_variant(a):  # a reduce within each slice, over B
+            time, packet = m["B / 4"], m["B % 4 # 8"]
+            op = (IntraSliceReduceOpI32.Max, IntraSliceReduceOpI32.Min, IntraSliceReduceOpI32.AddSat)[a["half"] + (
+                a["seed"] >> 10) % 2]
+            c = (ctx.main.begin(src.view()).fetch(i32, time, packet).collect(time, packet).vector_init()
+                 .vector_intra_slice_branch(BranchMode.Unconditional).vector_trim_way4(m["B % 4"])
+                 .vector_intra_slice_reduce("B", m["1"], m["1 # 4"], op).vector_pad_way8(m["1 # 8"]).vector_final())
+            d = c.commit(m["1 # 8"], DM_LIMIT // 2 + a["dm"] // 2)
+            assert isinstance(d, DmTensor)
+            self.dm.append(d)
+            return
+        if step.kind == "stream" and padded_variant(a):  # half the lanes padding, not masked (fetch.padded-known)
+            half = max(1, per // 2)
+            time, packet = m[f"B / {half}"], m[f"B % {half} # {per}"]
+            c = ctx.sub.begin(src.view()).fetch(dtype, time, packet).collect(time, packet)
+            d = c.commit(m["B"] if n_b == lv["Element"].size else lv["Element"], DM_LIMIT // 2 + a["dm"] // 2)
+            assert isinstance(d, DmTensor)
+            self.dm.append(d)
+            return
         if variant == "masked" and step.kind != "switch":  # the last lane padding, masked (fetch.masked-known)
             packet = m[f"B % {per} = {per - 1} # {per}"]
             s = ctx.main.begin(src.view()).fetch(dtype, time, packet, pad_value=PadValue.Zero)
@@ -340,24 +417,35 @@ class Runner:
         main context's stream aligned, contracted and accumulated (Interleaved), committed to DM."""
         m, ctx = self.ax.m, self.ctx
         kind = _gemm_dtype(a)
+        wide = wide_gemm(a)
+        jn = "V" if wide else "J"  # (the columns: 8, or 32 as 8 Rows of 4)
         n = 64 if kind is i8 else 32  # the elements of a 64-byte computation packet (the tree's products)
         flit = n // 2
         x_hbm, w_hbm = self.hbm[-2], self.hbm[-1]
         rows = GEMM["I"] // 2
         slices = m[f"I / {rows} # 256"]
-        x_dm = x_hbm.to_dm(m[a["cluster"]], slices, m[f"I % {rows}, K"], ctx.tdma, a["dm"])
-        w_dm = w_hbm.to_dm(m[a["cluster"]], slices, m["J, K"], ctx.tdma, a["dm"] + 1024)
+        dm = _gemm_places(a)[1]
+        x_dm = x_hbm.to_dm(m[a["cluster"]], slices, m[f"I % {rows}, K"], ctx.tdma, dm)
+        w_dm = w_hbm.to_dm(m[a["cluster"]], slices, m["V % 8, V / 8, K" if wide else "J, K"], ctx.tdma, dm + 1024)
         self.dm += [x_dm, w_dm]
-        trf = (ctx.sub.begin(w_dm.view()).fetch(kind, m["J"], m["K"]).collect(m[f"J, K / {flit}"], m[f"K % {flit}"])
-               .to_trf(m["J"], m["K"], TrfAddress.Full))
-        c = (ctx.main.begin(x_dm.view()).fetch(kind, m[f"I % {rows}"], m["K"])
-             .collect(m[f"I % {rows}, K / {flit}"], m[f"K % {flit}"])
-             .align(m[f"I % {rows}, K / {n}"], m[f"K % {n}"], trf).contract(m["1"])
-             .accumulate(m[f"I % {rows}"], m["J"], AccumulationKind.Interleaved)
-             .commit(m[f"I % {rows}, J"], DM_LIMIT // 2 + a["dm"] // 2))
+        # the weights' Rows and the columns each Row holds; the activations' time (broadcast over the blocks)
+        row, per_row, time = ("V % 8", "V / 8, ", f"I % {rows}, V / 8") if wide else ("J", "", f"I % {rows}")
+        trf = (ctx.sub.begin(w_dm.view()).fetch(kind, m[row + (", V / 8" if wide else "")], m["K"])
+               .collect(m[f"{row}, {per_row}K / {flit}"], m[f"K % {flit}"])
+               .to_trf(m[row], m[f"{per_row}K"], TrfAddress.Full))
+        c = (ctx.main.begin(x_dm.view()).fetch(kind, m[time], m["K"])
+             .collect(m[f"{time}, K / {flit}"], m[f"K % {flit}"])
+             .align(m[f"{time}, K / {n}"], m[f"K % {n}"], trf).contract(m["1"])
+             .accumulate(m[time], m[row], AccumulationKind.Interleaved))
+        if cast_gemm(a):  # (the GEMM example's cast of the sums to bf16: the Cast Engine, L2169–2180)
+            c = c.cast(bf16, m["V % 8 # 16"])
+        c = c.commit(m[f"I % {rows}, {jn}"], DM_LIMIT // 2 + a["dm"] // 2)
         self.dm.append(c)
-        axes = ("X " if self.chips > 1 else "") + ("C " if a["cluster"] == "C" else "") + "I J"
-        if kind is bf16:  # f32, bit for bit
+        axes = ("X " if self.chips > 1 else "") + ("C " if a["cluster"] == "C" else "") + f"I {jn}"
+        if kind is bf16 and cast_gemm(a):  # f32, bit for bit, then rounded to bf16 (to nearest, ties to even)
+            want = manual_order(*self.operands, n).astype(ml_dtypes.bfloat16).view(np.uint16)
+            got = np.ascontiguousarray(c.logical(axes=axes)).view(np.uint16)
+        elif kind is bf16:  # f32, bit for bit
             want = manual_order(*self.operands, n).view(np.uint32)
             got = np.ascontiguousarray(c.logical(axes=axes)).view(np.uint32)
         else:
@@ -369,8 +457,15 @@ class Runner:
 
 
 def run(steps: list[Step], check: bool = False) -> Outcome:
-    """Run a program on a fresh context (and let the context go)."""
-    out = Runner(steps, check).run()
+    """Run a program on a fresh context (and let the context go); with :func:`pooled_small`, its stream buffers
+    lent by the row pool whatever their size."""
+    least = ROW_POOL.least
+    if pooled_small(steps):
+        ROW_POOL.least = 0
+    try:
+        out = Runner(steps, check).run()
+    finally:
+        ROW_POOL.least = least
     gc.collect()
     return out
 

@@ -8,7 +8,18 @@ from typing import Any
 
 import pytest
 
-from tests.fuzz_kernels import _gemm_dtype, budget, compare, fetch_variant, inter_variant, program
+from tests.fuzz_kernels import (
+    _gemm_dtype,
+    budget,
+    compare,
+    fetch_variant,
+    inter_variant,
+    padded_variant,
+    pooled_small,
+    program,
+    run,
+    wide_gemm,
+)
 from visa import bf16, i8, i16
 
 #: Programs run by ``make test`` (``make fuzz`` sets ``VISA_FUZZ_CASES``; the seeds continue from here).
@@ -51,3 +62,24 @@ def test_a_program_with_a_gemm_of_each_type(dtype: Any) -> None:
     23), and equal the order written out by hand (tests/reducer_order.py, checked inside the run)."""
     out = compare(_first_with_gemm(dtype))
     assert out.dm is not None
+
+
+def test_a_program_with_the_gemm_examples_weight_blocks() -> None:
+    """A bf16 GEMM shaped as the GEMM example's (4 weight blocks a TRF Row, the activations broadcast over them:
+    32 lanes, ``contraction.float-tree32-bf16dp`` on a CPU with VDPBF16PS) is the same bits on and off."""
+    seed = next(s for s in range(DEFAULT, DEFAULT + 1000)
+                if any(st.kind == "gemm" and wide_gemm(st.args) for st in program(s)))
+    out = compare(seed)
+    assert any(step.startswith("gemm: done") for step in out.steps)
+
+
+def test_a_program_with_a_padded_stream_in_pooled_buffers() -> None:
+    """A stream whose packet is half padding (not masked: the sub context) in a program whose stream buffers the
+    row pool lends, small as they are (``fetch.padded-known``; a new pooled buffer: ``fetch.padded-cut-read``)."""
+    for seed in range(DEFAULT, DEFAULT + 1000):  # (the first such program whose padded stream is done)
+        steps = program(seed)
+        padded = [i for i, st in enumerate(steps) if st.kind == "stream" and padded_variant(st.args)]
+        if pooled_small(steps) and padded and any(run(steps).steps[i] == "stream: done" for i in padded):
+            break
+    out = compare(seed)
+    assert any(out.steps[i] == "stream: done" for i in padded)

@@ -5,6 +5,7 @@ report; the Chrome trace at true time."""
 from __future__ import annotations
 
 import json
+import struct
 import warnings
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ from visa.engines.common import EngineReport
 from visa.errors import BankStarvationWarning
 from visa.hw import RNGD
 from visa.memory.footprint import Span, intervals_overlap, merge_intervals
-from visa.schedule import KernelReport, footprint
+from visa.schedule import KernelReport, Schedule, footprint
 from visa.tensors.handles import TrfTensor, VrfTensor
 from visa.testing import place_dm
 
@@ -87,6 +88,29 @@ def test_shifted_spans_agree_with_their_bytes(a: list[tuple[int, int]], b: list[
     assert x.extent() == ((min(as_bytes(a, sa)), max(as_bytes(a, sa)) + 1) if a and any(n for _, n in a) else (0, 0))
 
 
+_I64 = st.integers(-(1 << 63), (1 << 63) - 1)
+
+
+@given(st.lists(_I64, max_size=8), st.lists(_I64, max_size=8), st.integers(-(1 << 66), 1 << 66),
+       st.sampled_from([0, 1, -1, 1 << 63, -(1 << 63), 1 << 64, (1 << 63) - 1]))
+def test_intervals_overlap_for_any_shift_and_any_int64_bounds(a: list[int], b: list[int], shift: int,
+                                                              near: int) -> None:
+    """Interval sets anywhere in int64 and shifts 2^63 apart or more: the answer of Python's ints (no wrap, no
+    overflow), the shift given as a Python int or a numpy one."""
+    def intervals(points: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        p = sorted(set(points))[: len(set(points)) // 2 * 2]  # (sorted, disjoint: pairs of distinct points)
+        return np.array(p[0::2], dtype=np.int64), np.array(p[1::2], dtype=np.int64)
+
+    (alo, ahi), (blo, bhi) = intervals(a), intervals(b)
+    for s in (shift, near, near - 1, (int(alo[0]) - int(bhi[-1]) + 1) if alo.size and blo.size else 0):
+        want = any(max(x, y + s) < min(u, v + s) for x, u in zip(alo.tolist(), ahi.tolist(), strict=True)
+                   for y, v in zip(blo.tolist(), bhi.tolist(), strict=True))
+        assert intervals_overlap(alo, ahi, blo, bhi, s) == want, s
+        assert intervals_overlap(blo, bhi, alo, ahi, -s) == want, s
+        if -(1 << 63) <= s < (1 << 63) and s != -(1 << 63):
+            assert intervals_overlap(alo, ahi, blo, bhi, np.int64(s)) == want
+
+
 def test_tile_views_share_their_elements_intervals() -> None:
     """Two tiles of one tensor: spans of the same intervals, shifted (the schedule's record holds them once)."""
     ax = AxisSet(N=256, K=1024)
@@ -107,6 +131,44 @@ def test_equal_engine_reports_are_kept_once_with_their_types() -> None:
     c = ctx.record("main", "c", [EngineReport("x", "c", 5, details=(("k", 1.0),))])
     assert a.engines[0] is b.engines[0] and a.engines == b.engines
     assert c.engines[0] is not a.engines[0] and repr(dict(c.engines[0].details)["k"]) == "1.0"
+
+
+def test_engine_reports_are_shared_only_when_exactly_the_same() -> None:
+    """Reports equal by ``==`` but told apart by a nested type, a float's sign or a NaN's bits are each kept as
+    recorded, in the whole record and in the compact one (:meth:`Operation.compact`); the same bits are shared."""
+    nan, other_nan = float("nan"), struct.unpack("<d", struct.pack("<Q", 0x7FF8000000000001))[0]
+    pairs = [(("k", (1, (2,))), ("k", (1, (2.0,)))),  # a nested tuple's item: an int and a float
+             (("k", 0.0), ("k", -0.0)),  # the sign of zero
+             (("k", (0.0,)), ("k", (-0.0,))),
+             (("k", nan), ("k", other_nan)),  # two NaNs' payloads
+             (("k", np.float32(0.0)), ("k", np.float32(-0.0)))]
+    for first, second in pairs:
+        ctx = _ctx()
+        a = ctx.record("main", "a", [EngineReport("x", "c", 5, details=(first,), hbm_channels=((0, 0.0),))])
+        b = ctx.record("main", "b", [EngineReport("x", "c", 5, details=(second,), hbm_channels=((0, 0.0),))])
+        assert _bits(a.engines[0].details) == _bits((first,)) and _bits(b.engines[0].details) == _bits((second,))
+        assert a.engines[0] is not b.engines[0]
+    ctx = _ctx()
+    ops = [ctx.record("main", "a", [EngineReport("x", "c", 5, details=(("k", (0.0, -0.0)),))]) for _ in range(2)]
+    assert ops[0].engines[0] is ops[1].engines[0]  # (the same bits: one object)
+    # compact records (each engine's cycles and bytes kept, the details let go): a float's sign is kept
+    sched = Schedule(RNGD, timeline=False)
+    for cycles in (0.0, -0.0, 0):
+        op = sched.record("main", "a", [EngineReport("x", "c", cycles)])  # type: ignore[arg-type]
+        op.compact(sched.shared)
+        assert _bits(op.engines[0].cycles) == _bits(cycles)
+    op = sched.record("main", "a", [EngineReport("x", "c", 1)], traffic={"HBM": 1.0})  # type: ignore[dict-item]
+    op.compact(sched.shared)
+    assert type(op.traffic["HBM"]) is float
+
+
+def _bits(value: object) -> object:
+    """``value`` with every float as its bits and every item's type beside it (what ``==`` overlooks)."""
+    if isinstance(value, tuple):
+        return type(value), tuple(_bits(v) for v in value)
+    if isinstance(value, (float, np.floating)):
+        return type(value), np.asarray(value).tobytes()
+    return type(value), value
 
 
 def test_a_view_covers_its_bytes_only_and_aliases_are_the_same_bytes() -> None:

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.kernels.test_library import values
+from visa import fastpaths
 from visa.context import Context, device, launch
 from visa.dtypes import bf16
 from visa.engines import cache
@@ -233,3 +234,56 @@ def test_the_fast_paths_per_configuration_memos_are_under_the_budget() -> None:
         assert fn.store.budget is cache.PLANS  # type: ignore[attr-defined]
     for module in (fast_parallel_copy, fast_inter, fast_inter_shared):
         assert not hasattr(module, "_CACHE")
+
+
+def _reached(value: Any, seen: set[int]) -> int:
+    """The bytes of every array ``value`` keeps alive, walked without the budget's limits: any depth, through
+    objects' attributes and slots, bound methods' objects and closures' cells (mappings, hardware tables, types
+    and weak references skipped: shared, or holding nothing)."""
+    import types
+
+    from visa.mapping import Mapping
+
+    if isinstance(value, np.ndarray):
+        base = value
+        while isinstance(base.base, np.ndarray):
+            base = base.base
+        if id(base) in seen:
+            return 0
+        seen.add(id(base))
+        return base.nbytes if base.base is None else 0
+    if (value is None or id(value) in seen or type(value).__module__.startswith(("visa.hw", "numpy"))
+            or isinstance(value, str | bytes | int | float | type | types.ModuleType | Mapping | weakref.ref)):
+        return 0
+    seen.add(id(value))
+    if isinstance(value, tuple | list | set | frozenset):
+        return sum(_reached(v, seen) for v in value)
+    if isinstance(value, dict):
+        return sum(_reached(v, seen) for v in value.values())
+    if isinstance(value, types.MethodType):
+        return _reached(value.__self__, seen)
+    if isinstance(value, types.FunctionType):
+        return sum(_reached(c.cell_contents, seen) for c in value.__closure__ or ())
+    slots = [n for k in type(value).__mro__ for n in getattr(k, "__slots__", ()) if n not in ("__dict__",
+                                                                                              "__weakref__")]
+    return (sum(_reached(getattr(value, n, None), seen) for n in slots)
+            + _reached(getattr(value, "__dict__", None), seen))
+
+
+def test_every_array_a_per_configuration_memo_keeps_is_weighed() -> None:
+    """What ``fast_inter``, ``fast_inter_shared`` and ``fast_parallel_copy`` keep per configuration holds no array
+    the budget's walk misses (:func:`~visa.engines.cache.plan_nbytes`, re-weighed at an entry's next use): a review
+    found ``fast_inter``'s views holding the groups' bound method, whose groups and row labels (8 KiB a
+    configuration here) the walk did not reach.  Programs of the differential fuzzer with inter-slice reduces."""
+    from tests.fuzz_kernels import program, run
+    from visa.engines import fast_parallel_copy
+    from visa.engines.vector import fast_inter, fast_inter_shared
+
+    run(program(37))  # (an i8 stream widened to i32, reduced over the slices: vector.inter-strided)
+    entries = [v for fn in (fast_parallel_copy._factors, fast_inter._views, fast_inter_shared._classes)
+               for v, _ in fn.store._entries.values()]  # type: ignore[attr-defined]
+    for value in entries:
+        assert plan_nbytes(value) >= _reached(value, set()), value
+    if all(fastpaths.get(n).on for n in ("vector.inter-strided", "vector.inter-factors-digits")):
+        assert any(_reached(v, set()) for v in entries), "no views held arrays: the fuzzer's program 37 changed?"
+

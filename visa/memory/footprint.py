@@ -60,20 +60,30 @@ def merge_intervals(lo: npt.ArrayLike, hi: npt.ArrayLike) -> tuple[IntArray, Int
 
 def intervals_overlap(alo: IntArray, ahi: IntArray, blo: IntArray, bhi: IntArray, shift: int = 0) -> bool:
     """Whether two sorted disjoint interval sets share a byte, B's intervals moved by ``shift`` bytes
-    (``[blo + shift, bhi + shift)``; vectorised: one ``searchsorted``)."""
+    (``[blo + shift, bhi + shift)``; vectorised: one ``searchsorted``).  Exact for any integers: the bounds are
+    compared as Python ints, and the intervals moved in int64 only where no sum can wrap (else as Python ints)."""
     if alo.size == 0 or blo.size == 0:
         return False
-    if ahi[-1] <= blo[0] + shift or bhi[-1] + shift <= alo[0]:
+    shift = int(shift)  # (a numpy integer's ``-shift`` or sum could wrap; a Python int cannot)
+    a0, a1, b0, b1 = int(alo[0]), int(ahi[-1]), int(blo[0]), int(bhi[-1])
+    if a1 <= b0 + shift or b1 + shift <= a0:
         return False
     if alo.size == 1 and blo.size == 1:  # (two single intervals that are not apart share a byte)
         return True
     if alo.size > blo.size:
         alo, ahi, blo, bhi, shift = blo, bhi, alo, ahi, -shift
+        a0, a1, b0, b1 = b0, b1, a0, a1
+    if not (_I64[0] <= a0 - shift and a1 - shift <= _I64[1] and _I64[0] <= b0 + shift and b1 + shift <= _I64[1]
+            and alo.dtype == ahi.dtype == blo.dtype == bhi.dtype == np.int64):
+        alo, ahi, blo, bhi = (np.asarray(v).astype(object) for v in (alo, ahi, blo, bhi))  # (Python ints)
     # for each interval of A, the first interval of B that ends after A's start
     k = np.searchsorted(bhi, alo - shift if shift else alo, side="right")
     ok = k < blo.size
     first = blo[np.minimum(k, blo.size - 1)][ok]
     return bool(np.any((first + shift if shift else first) < ahi[ok]))
+
+
+_I64 = (int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max))
 
 
 @functools.lru_cache(maxsize=1024)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import os
+import struct
 import sys
 import warnings
 from collections.abc import Iterable
@@ -145,7 +146,9 @@ class Operation:
         if self.notes:
             self.notes = tuple([sys.intern(n) for n in self.notes])
         self.engines = tuple([_slim(r, shared) for r in self.engines])
-        self.traffic = shared.setdefault(("traffic", *self.traffic.items()), self.traffic)
+        items = tuple(self.traffic.items())
+        self.traffic = shared.setdefault(("traffic", *items, None if _plain(self.traffic.values()) else _exact(items)),
+                                         self.traffic)
 
 
 def _slim(r: EngineReport, shared: dict[Any, Any]) -> EngineReport:
@@ -153,7 +156,10 @@ def _slim(r: EngineReport, shared: dict[Any, Any]) -> EngineReport:
     the one in ``shared`` equal to it if there is one (else it joins ``shared``)."""
     # keyed on the fields the slim report keeps (the others are empty in every slim one): what ``==`` of two slim
     # reports compares, without building one to look it up
-    key = (_SLIM, type(r), r.engine, r.config, r.cycles, r.latency, r.nbytes, r.macs, r.mac_dtype, r.bank_run)
+    numbers = (r.cycles, r.latency, r.nbytes, r.macs, r.bank_run)
+    texts = (r.engine, r.config, r.mac_dtype)
+    exact = None if _plain(numbers) and _plain_text(texts) else _exact(texts + numbers)  # (0.0 and -0.0 apart)
+    key = (_SLIM, type(r), *texts, *numbers, exact)
     out: EngineReport | None = shared.get(key)
     if out is None:
         out = shared[key] = replaced(r, config=sys.intern(r.config), details=(), bank_runs=(), hbm_channels=())
@@ -167,11 +173,38 @@ def _interned(text: str) -> str:
     return sys.intern(text) if type(text) is str else text
 
 
-def _types(r: EngineReport) -> tuple[Any, ...]:
-    """The types of a report's numbers, of its details' values and of their items (what ``==`` overlooks)."""
-    return (type(r.cycles), type(r.latency), type(r.nbytes), type(r.macs), type(r.bank_run),
-            *[tuple(map(type, v)) if type(v) is tuple else type(v) for _, v in r.details],
-            *map(type, r.bank_runs), *[type(b) for _, b in r.hbm_channels])
+def _exact(value: object) -> object:
+    """``value`` as a key equal only to the same value: its type beside it, through nested tuples, and a float or
+    numpy scalar by its bits (``-0.0`` is not ``0.0``; a NaN is its own bits).  ``==`` overlooks all three (1 and
+    1.0, -0.0 and 0.0 are equal; a NaN equals nothing), so equal records are shared only when they are one."""
+    kind = type(value)
+    if isinstance(value, tuple):
+        return kind, tuple([_exact(v) for v in value])
+    if isinstance(value, float):
+        return kind, struct.pack("<d", value)
+    if isinstance(value, complex):
+        return kind, struct.pack("<dd", value.real, value.imag)
+    if not isinstance(value, (int, str, bytes)):
+        bits = getattr(value, "tobytes", None)  # (a numpy scalar: np.float32, np.int64, …)
+        if callable(bits):
+            return kind, bits()
+    return kind, value
+
+
+def _plain(numbers: Iterable[object]) -> bool:
+    """Whether every one is an ``int`` (not a subclass: ``==`` then tells them apart exactly)."""
+    return all(type(n) is int for n in numbers)
+
+
+def _plain_text(texts: Iterable[object]) -> bool:
+    """Whether every one is a ``str`` (not a subclass)."""
+    return all(type(t) is str for t in texts)
+
+
+def _types(r: EngineReport) -> object:
+    """A report's fields as :func:`_exact` keys them: types (nested through its details), float bits."""
+    return _exact((r.engine, r.config, r.cycles, r.latency, r.nbytes, r.macs, r.mac_dtype, r.bank_run, r.details,
+                   r.bank_runs, r.hbm_channels))
 
 
 #: How many engine reports :func:`_kept` remembers (a kernel's passes repeat within a few hundred operations).
@@ -179,7 +212,7 @@ _KEPT_LIMIT = 512
 
 
 def _kept(reports: tuple[EngineReport, ...],
-          kept: dict[Any, tuple[EngineReport, tuple[Any, ...] | None]]) -> tuple[EngineReport, ...]:
+          kept: dict[Any, tuple[EngineReport, object | None]]) -> tuple[EngineReport, ...]:
     """The reports, each replaced by the one recorded recently that is equal to it field by field, with the same
     types of its numbers and of its details' values and their items (``kept``, which it updates): engine reports
     are frozen, so a kernel's repeated passes hold each report once rather than a copy an operation (issue 24); a
@@ -204,7 +237,7 @@ def _kept(reports: tuple[EngineReport, ...],
             if types is None:
                 types = _types(first)
                 kept[key] = (first, types)
-            if types != _types(r):  # (equal, but 1 and 1.0: not shared)
+            if types != _types(r):  # (equal, but 1 and 1.0, -0.0 and 0.0, (1,) and (1.0,): not shared)
                 out.append(r)
                 continue
         out.append(first)
@@ -341,7 +374,7 @@ class Schedule:
         self.timeline = timeline
         self.shared: dict[Any, Any] = {}  # the compact record's engine reports and traffic, each once
         # recent engine reports by value, with their types once found (:func:`_kept`)
-        self.kept: dict[Any, tuple[EngineReport, tuple[Any, ...] | None]] = {}
+        self.kept: dict[Any, tuple[EngineReport, object | None]] = {}
         self.ops: list[Operation] = []
         self.free_at: dict[Lane, int] = {}
         self.owner: dict[Lane, int] = {}

@@ -15,7 +15,6 @@ arrays are not affine, or whose groups have different sizes, takes the reference
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -31,6 +30,7 @@ from visa.engines.vector import arith
 from visa.memory.known import is_everywhere
 
 if TYPE_CHECKING:
+    from visa.engines.vector.fast_inter_plan import Groups
     from visa.engines.vector.inter import InterReduceConfig
 
 __all__ = ["KNOWN_ROWS", "STRIDED", "execute", "members_known"]
@@ -64,9 +64,11 @@ class _Views:
     group_strides: tuple[int, ...]
     group_base: int
     all_valid: bool
-    #: ``out_group >= 0`` in some shape, or the groups' method that makes it: an array field (not a closure
-    #: holding it), so that the plan budget's walk weighs it (:func:`~visa.engines.cache.plan_nbytes`)
-    valid_src: npt.NDArray[np.bool_] | Callable[[], npt.NDArray[np.bool_]] = field(repr=False, compare=False)
+    #: ``out_group >= 0`` in some shape, or the groups that make it (:meth:`~.fast_inter_plan.Groups.out_valid`):
+    #: an array or an object field (not a closure or a bound method holding one), so that the plan budget's walk
+    #: weighs it and what it holds (:func:`~visa.engines.cache.plan_nbytes`; a review found a bound method's
+    #: groups and their row labels unweighed)
+    valid_src: npt.NDArray[np.bool_] | Groups = field(repr=False, compare=False)
     valid_shape: tuple[int, ...] = field(repr=False, compare=False, default=())
 
     @cached_property
@@ -74,7 +76,7 @@ class _Views:
         """Read-only: ``out_group >= 0``, the known-mask when nothing is poison (made when first asked: the
         shared rows' path, ``vector.inter-shared``, never asks)."""
         src = self.valid_src
-        mask = (src() if callable(src) else src).reshape(self.valid_shape)
+        mask = (src if isinstance(src, np.ndarray) else src.out_valid()).reshape(self.valid_shape)
         mask.flags.writeable = False
         return mask
 
@@ -108,9 +110,9 @@ def _derive(cfg: InterReduceConfig) -> _Views | None:
             return None
         g = given[1]
         shape = cfg.out_shape
-        # (the groups' own method, not the configuration's: the cached views must not hold their key alive)
-        made: npt.NDArray[np.bool_] | Callable[[], npt.NDArray[np.bool_]] = (
-            cfg.lazy.out_valid if cfg.lazy is not None and cfg.given_out_group is None else cfg.out_valid())
+        # (the groups, not the configuration: the cached views must not hold their key alive)
+        made: npt.NDArray[np.bool_] | Groups = (
+            cfg.lazy if cfg.lazy is not None and cfg.given_out_group is None else cfg.out_valid())
     else:
         og = cfg.out_group.reshape(-1)
         valid = og >= 0
