@@ -101,6 +101,10 @@ def kernel(ctx: Context, xh: Any) -> Any:
 out = launch(kernel, ctx, xh)
 """
 
+# the same with rows of 12 i32 (one flit and a half)
+_CLUSTERS12 = (_CLUSTERS.replace("D=128", "D=12").replace("16, 128)", "16, 12)").replace("8 * 128", "4 * 16")
+               .replace('m["H, D"]', "{element}"))
+
 # a row-wise softmax of 8 rows of 64 scores (one row per slice)
 _SOFTMAX = """from typing import Any
 
@@ -197,6 +201,9 @@ KERNELS_LIB: dict[str, Snippet] = {
         {"dtype": "bf16", "algorithm": "ring"}, {"dtype": "bf16", "algorithm": "butterfly"}),
     "collectives.cluster_all_reduce LayoutError: x's cluster holds no": Snippet(
         _CLUSTERS.format(cluster='m["1 # 2"]'), _CLUSTERS.format(cluster='m["H"]').replace('m["H, D"]', 'm["D"]')),
+    "collectives.add_pair LayoutError: x's element holds elements": Snippet(
+        _CLUSTERS12.format(cluster='m["H"]', element='m["D"]'), _CLUSTERS12.format(cluster='m["H"]',
+                                                                                element='m["D # 16"]')),
     "gemm_i8.i8_gemm_kernels LayoutError: n with rows per": module(
         "from visa.kernels.gemm_i8 import i8_gemm_kernels", "kernels = i8_gemm_kernels(1000, 64)",
         "kernels = i8_gemm_kernels(2048, 64)"),

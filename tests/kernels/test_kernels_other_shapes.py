@@ -1,0 +1,498 @@
+"""The public kernels of :mod:`visa.kernels` at shapes and values other than the suite's own (issue 24's promise:
+nothing a user does ends in a silent wrong number).
+
+Each property draws small shapes — sizes 1 and 7, non-powers of two, a dimension not a multiple of the tile or
+packet, lopsided (M = 1 with a wide N) — and values at the edges of the dtype (bf16's largest and subnormal
+values, ±0, ±inf and NaN where the kernel claims float semantics; i32's ±2³¹ edges, i8's −128), then either
+
+- the kernel runs, and its result equals numpy's: exactly for integer paths (i32 sums wrap, AddFxp L4826), within
+  the derived bound of :mod:`visa.kernels.bounds` for float paths (the bound is a function of the dtype's unit
+  roundoff ``u = 2⁻²⁴`` for f32, ``b = 2⁻⁸`` for bf16, and the reduction length ``n`` through
+  ``γ_n = n·u/(1 − n·u)``: every rounding the kernel performs, never tuned); a special value (inf, NaN) must come
+  out where float64 numpy over the same bf16 inputs puts one, and nowhere else; or
+- the kernel refuses the shape with a :class:`~visa.errors.VisaError` whose diagnostic names the argument (an axis
+  or a level with its mapping) and a fix — never a raw numpy or Python exception, never a silent wrong result.
+
+Examples are few (a few seconds in all); ``VISA_HYPOTHESIS_RANDOM=1`` draws fresh ones.  The whole file runs with
+``VISA_FASTPATHS=off`` as well (results must be identical with the fast paths on and off).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import numpy.typing as npt
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from visa import AxisSet, Context, HostTensor, bf16, device, f32, i32, launch
+from visa.errors import VisaError
+from visa.kernels import Arena, Embedding, Gemm, Q4Dequant, Rows, all_reduce, bounds, cluster_all_reduce
+from visa.kernels.collectives import rounds
+
+F64 = npt.NDArray[np.float64]
+# (no shrinking: each example is a launch; VISA_OTHER_SHAPES_EXAMPLES=50 explores further)
+FEW = settings(max_examples=int(os.environ.get("VISA_OTHER_SHAPES_EXAMPLES", "6")), deadline=None,
+               suppress_health_check=list(HealthCheck), phases=[Phase.explicit, Phase.reuse, Phase.generate])
+
+BF16_MAX = float(ml_dtypes.finfo(ml_dtypes.bfloat16).max)
+BF16_TINY = 2.0**-133  # bf16's least subnormal
+EDGE_BF16 = [0.0, -0.0, 1.0, -1.0, 0.5, -3.0, 2.0**-126, -(2.0**-126), BF16_TINY, 2.0**-130, 1e4, -1e4]
+
+
+def _kept(ax: AxisSet, names: str) -> list[str]:
+    """The axes of ``names`` of size > 1 (an axis of size 1 is no axis of a mapping)."""
+    return [n for n in names.split() if ax.size(n) > 1]
+
+
+def _mapping(ax: AxisSet, names: str) -> Any:
+    kept = _kept(ax, names)
+    return ax.m[", ".join(kept) if kept else "1"]
+
+
+def to_host(ax: AxisSet, a: npt.ArrayLike, dtype: Any, names: str) -> HostTensor[Any, Any]:
+    """``a`` (numpy dims ``names``) as a host tensor laid out ``m[names]``."""
+    kept = _kept(ax, names)
+    arr = np.asarray(a).reshape([ax.size(n) for n in kept])
+    return HostTensor.from_numpy(arr, dtype, _mapping(ax, names), axes=kept)
+
+
+def read(ax: AxisSet, t: Any, names: str) -> F64:
+    """A device or host tensor's values as float64 (or int64), numpy dims ``names`` (sizes 1 restored)."""
+    kept = _kept(ax, names)
+    got = t.numpy(axes=kept) if isinstance(t, HostTensor) else t.logical(axes=kept)
+    out: F64 = np.asarray(got).reshape([ax.size(n) for n in names.split()])
+    return out
+
+
+def bf16_values(draw: Any, shape: tuple[int, ...], edges: list[float], scale: float = 1.0) -> F64:
+    """bf16-exact values of ``shape``: a random normal draw, with some entries replaced by ``edges``."""
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal(shape) * scale
+    if edges and a.size:
+        picks = draw(st.lists(st.tuples(st.integers(0, a.size - 1), st.sampled_from(edges)), max_size=4))
+        for i, v in picks:
+            a.flat[i] = v
+    return bounds.bf16_round(a)
+
+
+def refused(err: VisaError) -> None:
+    """A refusal is a visa diagnostic naming the argument (an axis, or a level and its mapping) and the fix."""
+    assert err.fix, f"no fix in {err}"
+    assert err.axis or (err.level and err.mapping), f"no argument named in {err}"
+
+
+def run(build: Callable[..., Any], ctx: Context, *args: Any, chips: int = 1) -> Any:
+    """Launch ``build(ctx, arena, *args)`` as a ``@device`` kernel on ``chips`` chips."""
+
+    @device(chip=chips)
+    def kernel(ctx: Context, *a: Any) -> Any:
+        return build(ctx, Arena(), *a)
+
+    return launch(kernel, ctx, *args)
+
+
+def special_ok(got: F64, want: F64) -> F64:
+    """Where ``want`` (float64 numpy) is NaN or ±inf, ``got`` is the same; the finite positions' mask returned."""
+    nan, inf = np.isnan(want), np.isinf(want)
+    assert np.array_equal(np.isnan(got), nan), ("NaN where numpy has none or none where it has one",
+                                                np.argwhere(np.isnan(got) != nan)[:4].tolist())
+    assert np.array_equal(got[inf], want[inf]), "±inf not where numpy has it"
+    fin: F64 = ~(nan | inf)
+    return fin
+
+
+# ---------------------------------------------------------------------------------------------------- Gemm
+
+GEMM_M = st.sampled_from([1, 2, 7, 31, 32, 33, 48, 64, 96])
+GEMM_N = st.sampled_from([8, 32, 40, 96, 160, 288])
+GEMM_K = st.sampled_from([7, 32, 48, 96, 160, 544, 576, 1024])
+
+
+def gemm_case(m: int, n: int, k: int, x: F64, w: F64, *, stream: bool | None = None, k_tile: int | None = None,
+              special: bool = False) -> bool:
+    """``Gemm`` over ``x[M, K]`` and ``w[N, K]`` against ``x @ w.T`` (float64), or its refusal: whether it ran."""
+    ax = AxisSet(M=m, N=n, K=k)
+    try:
+        gemm = Gemm(ax, k_tile=k_tile)
+    except VisaError as err:
+        refused(err)
+        assert ((m > 32 and m % 32) or n % 32 or k % 32 or (k_tile is not None and (
+            k_tile < 32 or k_tile > 1024 or k_tile % 32 or (k > k_tile and k % k_tile)))), err
+        return False
+    ctx = Context.acquire()
+    xh = to_host(ax, x, bf16, "M K").to_hbm(ax.m["1"], _mapping(ax, "M K"), ctx.pdma, 0)
+    wh = to_host(ax, w, bf16, "N K").to_hbm(ax.m["1"], _mapping(ax, "N K"), ctx.pdma, 1 << 24)
+    try:
+        out = run(lambda c, a, xv, wv: gemm(c, a, xv.view().relabel(ax.m["M, K"]), wv.view().relabel(ax.m["N, K"]),
+                                            stream=stream), ctx, xh, wh)
+    except VisaError as err:
+        refused(err)
+        return False
+    got = read(ax, out, "M N").astype(np.float64)
+    with np.errstate(invalid="ignore"):  # (inf · 0 and inf − inf: NaN, as the device makes it)
+        want = x @ w.T
+        fin = special_ok(got, want) if special else np.ones(want.shape, bool)
+        bad = np.abs(got - want) > bounds.gemm(x, w, gemm.k_tiles)
+    assert not np.any(bad & fin), ("wrong", np.argwhere(bad & fin)[:4].tolist())
+    return True
+
+
+@pytest.mark.parametrize(("m", "n", "k", "k_tile", "stream"), [
+    (7, 96, 544, None, None),  # K = 17 · 32: K tiles of 32
+    (1, 288, 160, None, True),  # a GEMV over a narrow N, streamed
+    (33, 32, 32, None, None), (48, 32, 64, None, None),  # M > 32 is refused unless a multiple of 32
+    (64, 160, 576, None, True), (5, 64, 320, 64, True), (96, 32, 1024, None, False)])
+def test_gemm_pinned_shapes(m: int, n: int, k: int, k_tile: int | None, stream: bool | None) -> None:
+    rng = np.random.default_rng(m + n + k)
+    x, w = bounds.bf16_round(rng.standard_normal((m, k))), bounds.bf16_round(rng.standard_normal((n, k)))
+    assert gemm_case(m, n, k, x, w, stream=stream, k_tile=k_tile) == (m <= 32 or m % 32 == 0)
+
+
+@FEW
+@given(st.data(), GEMM_M, GEMM_N, GEMM_K, st.sampled_from([None, False, True]))
+def test_gemm_other_shapes(data: Any, m: int, n: int, k: int, stream: bool | None) -> None:
+    x = bf16_values(data.draw, (m, k), EDGE_BF16)
+    w = bf16_values(data.draw, (n, k), EDGE_BF16)
+    gemm_case(m, n, k, x, w, stream=stream)
+
+
+@FEW
+@given(st.data(), st.sampled_from([1, 3, 32]), st.sampled_from([32, 64]), st.sampled_from([32, 96, 1024]))
+def test_gemm_special_values_propagate(data: Any, m: int, n: int, k: int) -> None:
+    """inf and NaN inputs: the outputs float64 numpy makes inf or NaN are the same, the others within bound (the
+    moderate values cannot overflow the f32 partials)."""
+    edges = [np.inf, -np.inf, np.nan, 1e30, -1e30]
+    x = bf16_values(data.draw, (m, k), edges)
+    w = bf16_values(data.draw, (n, k), [np.inf, np.nan, 0.0])
+    gemm_case(m, n, k, x, w, special=True)
+
+
+@FEW
+@given(st.data(), st.sampled_from([1, 5]), st.sampled_from([32, 64]), st.sampled_from([64, 256, 320]),
+       st.sampled_from([32, 64, 96, 128, 160, 1024, 33, 16, 2048]))
+def test_gemm_k_tile_choices(data: Any, m: int, n: int, k: int, k_tile: int) -> None:
+    x = bf16_values(data.draw, (m, k), EDGE_BF16)
+    w = bf16_values(data.draw, (n, k), EDGE_BF16)
+    gemm_case(m, n, k, x, w, k_tile=k_tile)
+
+
+# ---------------------------------------------------------------------------------------------------- Rows
+
+ROWS_T = st.sampled_from([1, 2, 7, 33, 256, 257])
+ROWS_D = st.sampled_from([7, 8, 24, 40, 12, 1])
+
+
+def rows_case(t: int, d: int, op: str, inputs: list[F64], want_of: Callable[..., F64],
+              bound_of: Callable[[F64], F64], special: bool = False, **kw: Any) -> None:
+    ax = AxisSet(T=t, D=d)
+    try:
+        rows = Rows(ax, "T", "D")
+    except VisaError as err:
+        refused(err)
+        assert t > 256 or d % 8, err
+        return
+    ctx = Context.acquire()
+    hbm = [to_host(ax, a, bf16, "T D" if a.ndim == 2 else "D").to_hbm(ax.m["1"], _mapping(ax, "T D" if a.ndim == 2
+                                                                                           else "D"),
+                                                                       ctx.pdma, i << 24)
+           for i, a in enumerate(inputs)]
+
+    def build(c: Context, arena: Arena, *hs: Any) -> Any:
+        dm = [rows.load(c, arena, h.view().relabel(ax.m["T, D"])) for h in hs[:2] if h.view().element.size == t * d]
+        if op == "rms_norm":
+            return rows.store(c, arena, rows.rms_norm(c, arena, dm[0], rows.load_broadcast(c, arena, hs[1]), **kw))
+        fn = getattr(rows, op)
+        return rows.store(c, arena, fn(c, arena, *dm, **kw))
+
+    try:
+        out = run(build, ctx, *hbm)
+    except VisaError as err:
+        refused(err)
+        return
+    got = read(ax, out, "T D").astype(np.float64)
+    with np.errstate(all="ignore"):
+        want = want_of(*inputs)
+    with np.errstate(invalid="ignore"):
+        fin = special_ok(got, want) if special else np.ones(want.shape, bool)
+        bad = np.abs(got - want) > bound_of(want)
+    assert not np.any(bad & fin), ("wrong", op, np.argwhere(bad & fin)[:4].tolist(),
+                                   got[bad & fin][:4].tolist(), want[bad & fin][:4].tolist())
+
+
+@FEW
+@given(st.data(), ROWS_T, ROWS_D, st.sampled_from(["add", "mul"]))
+def test_rows_elementwise_other_shapes(data: Any, t: int, d: int, op: str) -> None:
+    edges = EDGE_BF16 + [BF16_MAX, -BF16_MAX]
+    a, b = bf16_values(data.draw, (t, d), edges), bf16_values(data.draw, (t, d), edges)
+    if op == "add":
+        rows_case(t, d, "add", [a, b], np.add, bounds.add, special=True)
+    else:
+        rows_case(t, d, "mul", [a, b], np.multiply, bounds.mul, special=True)
+
+
+@FEW
+@given(st.data(), ROWS_T, ROWS_D)
+def test_rows_special_values(data: Any, t: int, d: int) -> None:
+    """±inf and NaN through the f32 add and multiply: where float64 numpy has them (inf − inf, 0 · inf), and only
+    there (bf16 has inf and NaN, and the Vector Engine's float ops are IEEE: L4889–4897)."""
+    edges = [np.inf, -np.inf, np.nan, 0.0]
+    a, b = bf16_values(data.draw, (t, d), edges), bf16_values(data.draw, (t, d), edges)
+    rows_case(t, d, "add", [a, b], np.add, bounds.add, special=True)
+    rows_case(t, d, "mul", [a, b], np.multiply, bounds.mul, special=True)
+
+
+@FEW
+@given(st.data(), ROWS_T, ROWS_D)
+def test_rms_norm_other_shapes(data: Any, t: int, d: int) -> None:
+    eps = 1e-5
+    x = bf16_values(data.draw, (t, d), EDGE_BF16)
+    g = bf16_values(data.draw, (d,), EDGE_BF16)
+
+    def want(xv: F64, gv: F64) -> F64:
+        out: F64 = xv / np.sqrt((xv**2).mean(axis=-1, keepdims=True) + eps) * gv
+        return out
+
+    rows_case(t, d, "rms_norm", [x, g], want, lambda w: bounds.rms_norm(w, d), eps=eps)
+
+
+@FEW
+@given(st.data(), ROWS_T, ROWS_D, st.sampled_from([1.0, 0.125, 3.0]))
+def test_softmax_other_shapes(data: Any, t: int, d: int, scale: float) -> None:
+    x = bf16_values(data.draw, (t, d), [0.0, -0.0, 30.0, -30.0, BF16_TINY, -np.inf], scale=4.0)
+    # a row of −inf has no softmax (the docstring's refusal-free precondition): keep one finite entry a row
+    x[:, 0] = np.where(np.isinf(x[:, 0]), 0.0, x[:, 0])
+    z = scale * x
+    spread = float(np.max(np.where(np.isinf(z), 0.0, z.max(axis=-1, keepdims=True) - z))) if z.size else 0.0
+
+    def want(xv: F64) -> F64:
+        zz = scale * xv
+        e = np.exp(zz - zz.max(axis=-1, keepdims=True))
+        out: F64 = e / e.sum(axis=-1, keepdims=True)
+        return out
+
+    rows_case(t, d, "softmax", [x], want, lambda w: bounds.softmax(w, d, spread), special=True, scale=scale)
+
+
+@FEW
+@given(st.data(), ROWS_T, ROWS_D)
+def test_swiglu_other_shapes(data: Any, t: int, d: int) -> None:
+    g = bf16_values(data.draw, (t, d), EDGE_BF16 + [-80.0, 80.0], scale=3.0)
+    u = bf16_values(data.draw, (t, d), EDGE_BF16)
+
+    def want(gv: F64, uv: F64) -> F64:
+        out: F64 = gv / (1 + np.exp(-gv)) * uv
+        return out
+
+    rows_case(t, d, "swiglu", [g, u], want, bounds.swiglu)
+
+
+# ---------------------------------------------------------------------------------------------- collectives
+
+I32_EDGES = [-(2**31), 2**31 - 1, -1, 0, 1, -(2**30)]
+
+
+@FEW
+@given(st.data(), st.sampled_from([1, 2, 3, 4]), st.sampled_from(["butterfly", "ring"]),
+       st.sampled_from([1, 7, 8, 12, 40]), st.sampled_from([1, 3]), st.sampled_from(["i32", "f32", "bf16"]))
+def test_all_reduce_other_shapes(data: Any, n: int, algorithm: str, d: int, s: int, dtype: str) -> None:
+    """i32 exact (wrapping at ±2³¹, AddFxp L4826), floats within :func:`visa.kernels.bounds.all_reduce`, on chip
+    counts 1–4 and elements that are not one flit."""
+    ax = AxisSet(C=n, S=s, D=d)
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    if dtype == "i32":
+        x: Any = rng.integers(-(2**31), 2**31, size=(n, s, d)).astype(np.int32)
+        for _ in range(3):
+            x.flat[data.draw(st.integers(0, x.size - 1))] = data.draw(st.sampled_from(I32_EDGES))
+    else:
+        x = bf16_values(data.draw, (n, s, d), EDGE_BF16)
+    vt = {"i32": i32, "f32": f32, "bf16": bf16}[dtype]
+    ctx = Context.acquire()
+    xh = to_host(ax, x, vt, "C S D").to_hbm(_mapping(ax, "C"), _mapping(ax, "S D"), ctx.pdma, 0)
+
+    def build(c: Context, arena: Arena, h: Any) -> Any:
+        xd = h.to_dm(ax.m["1 # 2"], ax.m["S # 256"] if s > 1 else ax.m["1 # 256"], _mapping(ax, "D"), c.tdma,
+                     arena.take_dm(4 * d))
+        return all_reduce(c, ax, arena, xd, algorithm=algorithm)
+
+    try:
+        out = run(build, ctx, xh, chips=n)
+    except VisaError as err:
+        refused(err)
+        return
+    assert not (algorithm == "butterfly" and n & (n - 1)), f"a butterfly over {n} chips not refused"
+    assert not (algorithm == "ring" and dtype == "bf16" and n > 1), "a bf16 ring not refused"
+    got = read(ax, out, "C S D")
+    if dtype == "i32":
+        want = x.astype(np.int64).sum(axis=0).astype(np.int32)
+        assert np.array_equal(got, np.broadcast_to(want, got.shape)), "i32 AllReduce not exact"
+        return
+    depth = rounds(n, algorithm)
+    want, bound = bounds.all_reduce(x.astype(np.float64), depth, cast=dtype == "bf16")
+    assert np.all(np.abs(got.astype(np.float64) - want) <= bound), "float AllReduce out of bound"
+
+
+@FEW
+@given(st.data(), st.sampled_from([1, 7, 8, 12, 40]), st.sampled_from([1, 5]))
+def test_cluster_all_reduce_i32_edges(data: Any, d: int, s: int) -> None:
+    ax = AxisSet(H=2, S=s, D=d)
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    x = rng.integers(-(2**31), 2**31, size=(2, s, d)).astype(np.int32)
+    for _ in range(3):
+        x.flat[data.draw(st.integers(0, x.size - 1))] = data.draw(st.sampled_from(I32_EDGES))
+    ctx = Context.acquire()
+    xh = to_host(ax, x, i32, "H S D").to_hbm(ax.m["1"], _mapping(ax, "H S D"), ctx.pdma, 0)
+
+    def build(c: Context, arena: Arena, h: Any) -> Any:
+        xd = h.to_dm(ax.m["H"], ax.m["S # 256"] if s > 1 else ax.m["1 # 256"], _mapping(ax, "D"), c.tdma,
+                     arena.take_dm(4 * d))
+        return cluster_all_reduce(c, ax, arena, xd)
+
+    try:
+        out = run(build, ctx, xh)
+    except VisaError as err:
+        refused(err)
+        return
+    want = x.astype(np.int64).sum(axis=0).astype(np.int32)
+    assert np.array_equal(read(ax, out, "H S D"), np.broadcast_to(want, (2, s, d)))
+
+
+# -------------------------------------------------------------------------------------------- Embedding
+
+
+@FEW
+@given(st.data(), st.sampled_from([1, 3, 7, 40]), st.sampled_from([1, 5, 8, 24]), st.sampled_from([1, 2, 9]),
+       st.sampled_from(["bf16", "f32", "i32"]))
+def test_embedding_other_shapes(data: Any, v: int, d: int, t: int, dtype: str) -> None:
+    """``table[ids]`` exact for every dtype (a gather moves bytes); an id outside ``0 … V − 1`` (−1, V) is
+    refused, naming it."""
+    ax = AxisSet(V=v, D=d, T=t)
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    vt = {"i32": i32, "f32": f32, "bf16": bf16}[dtype]
+    table: Any = (rng.integers(-(2**31), 2**31, size=(v, d)).astype(np.int32) if dtype == "i32" else
+                  bounds.bf16_round(rng.standard_normal((v, d))))
+    ids = np.array(data.draw(st.lists(st.integers(-1, v), min_size=t, max_size=t)), np.int32)
+    ctx = Context.acquire()
+    th = to_host(ax, table, vt, "V D").to_hbm(ax.m["1"], _mapping(ax, "V D"), ctx.pdma, 0)
+    ih = to_host(ax, ids, i32, "T").to_hbm(ax.m["1"], _mapping(ax, "T"), ctx.pdma, 1 << 20)
+    emb = Embedding(ax, "V", "D", rows="T")
+    try:
+        out = run(lambda c, a, tv, iv: emb.to_hbm(c, a, tv, iv), ctx, th, ih)
+    except VisaError as err:
+        refused(err)
+        return
+    assert np.all((ids >= 0) & (ids < v)), f"ids {ids.tolist()} out of 0…{v - 1} not refused"
+    assert np.array_equal(read(ax, out, "T D"), table[ids].reshape(t, d))
+
+
+# ---------------------------------------------------------------------------------------------- Q4Dequant
+
+
+@FEW
+@given(st.data(), st.sampled_from([32, 64, 40]), st.sampled_from([32, 96, 576, 48]))
+def test_q4_dequant_other_shapes(data: Any, n: int, k: int) -> None:
+    """The device dequantisation bit for bit ``bf16(f32(d)·q + f32(m))`` at every nibble 0…15 and f16 scales
+    including ±0, subnormal and the largest, or a refusal."""
+    from visa.models.loader import Q4Weight
+
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    f16_edges = [0.0, -0.0, 6.0e-8, 65504.0, -65504.0, 1.0, -2.5]
+    try:
+        ax = AxisSet(M=1, N=n, K=k)
+        gemm = Gemm(ax)
+        deq = Q4Dequant(gemm)
+    except VisaError as err:
+        refused(err)
+        assert n % 32 or k % 32, err
+        return
+    blocks = k // 32
+    q = rng.integers(0, 16, size=(n, k)).astype(np.int8)
+    d = rng.choice(f16_edges + list(rng.standard_normal(8)), size=(n, blocks)).astype(np.float16)
+    mn = rng.choice(f16_edges + list(rng.standard_normal(8)), size=(n, blocks)).astype(np.float16)
+    w = Q4Weight(q, d, mn)
+    ctx = Context.acquire()
+    q_hbm, s_hbm = deq.upload(ctx, w, 0, 1 << 20)
+    got: dict[str, Any] = {}
+
+    def build(c: Context, arena: Arena, qh: Any, sh: Any) -> Any:
+        got["w"] = deq(c, arena, qh, sh)
+        return got["w"]
+
+    try:
+        run(build, ctx, q_hbm, s_hbm)
+    except VisaError as err:
+        refused(err)
+        return
+    with np.errstate(all="ignore"):
+        ref = w.dequantize().astype(ml_dtypes.bfloat16)
+    bits = np.asarray(got["w"].logical("N K")).astype(ml_dtypes.bfloat16).view(np.uint16)
+    assert np.array_equal(bits, ref.view(np.uint16))
+
+
+# ------------------------------------------------------------------------------------------------- refusals
+
+
+@pytest.mark.parametrize(("m", "n", "k", "k_tile"), [(0, 32, 32, None), (33, 32, 32, None), (1, 33, 32, None),
+                                                      (1, 32, 33, None), (1, 32, 1056, 512), (1, 32, 64, 48),
+                                                      (1, 32, 64, 0), (1, 32, 64, -32)])
+def test_gemm_refusals_are_diagnostics(m: int, n: int, k: int, k_tile: int | None) -> None:
+    """Every shape the Gemm cannot hold is a :class:`VisaError` naming the axis and the fix."""
+    try:
+        ax = AxisSet(M=m, N=n, K=k)
+        Gemm(ax, k_tile=k_tile)
+    except VisaError as err:
+        refused(err) if err.fix else None
+        return
+    pytest.fail("not refused")
+
+
+@pytest.mark.parametrize(("t", "d"), [(257, 8), (4, 7), (4, 0)])
+def test_rows_refusals_are_diagnostics(t: int, d: int) -> None:
+    with pytest.raises(VisaError):
+        Rows(AxisSet(T=t, D=d), "T", "D")
+
+
+def test_pair_add_of_an_element_past_one_flit_and_not_whole_flits_is_refused_naming_the_padding() -> None:
+    """Regression (h40k): ``cluster_all_reduce`` (and ``all_reduce``) of an Element of 12 i32 raised the kernel's
+    own mapping error (``m["[D] % 8"]``: "Modulo size must divide…") instead of naming x's Element: the pairwise
+    add fetches 8 lanes a 32-byte flit (manual L3543–3544), so an Element past 8 must be whole flits; the fix it
+    names (``m["D # 16"]``) runs and sums exactly."""
+    ax = AxisSet(H=2, S=3, D=12)
+    m = ax.m
+    x = np.arange(72, dtype=np.int32).reshape(2, 3, 12) - 36
+    for element, size in (("D", 12), ("D # 16", 16)):
+        ctx = Context.acquire()
+        xh = to_host(ax, x, i32, "H S D").to_hbm(m["1"], m["H, S, D"], ctx.pdma, 0)
+
+        def build(c: Context, arena: Arena, h: Any, element: str = element, size: int = size) -> Any:
+            xd = h.to_dm(m["H"], m["S # 256"], m[element], c.tdma, arena.take_dm(4 * size))
+            return cluster_all_reduce(c, ax, arena, xd)
+
+        if element == "D":
+            with pytest.raises(VisaError) as err:
+                run(build, ctx, xh)
+            refused(err.value)
+            assert err.value.axis == "D" and 'm["D # 16"]' in str(err.value.fix)
+        else:
+            assert np.array_equal(read(ax, run(build, ctx, xh), "H S D"), np.broadcast_to(x.sum(axis=0), (2, 3, 12)))
+
+
+def test_gather_from_a_one_row_table_is_refused_naming_the_axis() -> None:
+    """Regression (h40k): an Embedding over a vocabulary of 1 was refused with "must be whole axes … got m["V"]"
+    (m["V"] looked whole: an axis of size 1 is no axis of a mapping) and named no axis; now the message says so
+    and names V (IndirectLoop over the table's axis, L1684–1688)."""
+    ax = AxisSet(V=1, D=8, T=2)
+    ctx = Context.acquire()
+    th = to_host(ax, np.ones((1, 8)), bf16, "V D").to_hbm(ax.m["1"], _mapping(ax, "V D"), ctx.pdma, 0)
+    ih = to_host(ax, np.zeros(2, np.int32), i32, "T").to_hbm(ax.m["1"], _mapping(ax, "T"), ctx.pdma, 1 << 20)
+    emb = Embedding(ax, "V", "D", rows="T")
+    with pytest.raises(VisaError, match="size 1") as err:
+        run(lambda c, a, tv, iv: emb.to_hbm(c, a, tv, iv), ctx, th, ih)
+    refused(err.value)
+    assert err.value.axis == "V"
