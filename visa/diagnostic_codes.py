@@ -351,6 +351,7 @@ CODES: dict[str, str] = {
     'gemm.Gemm.__call__ LayoutError: a gemm in n': 'V3183',
     'gemm.Gemm.__call__ LayoutError: a gemm whose x': 'V3184',
     "collectives.add_pair LayoutError: x's element holds elements": 'V3185',
+    'dequant.Q4Dequant.__init__ LayoutError: a k tile of': 'V3186',
     'context.launch HardwareLimitError: the kernel needs chips': 'V4001',
     'cast._plan HardwareLimitError: the holds elements bytes': 'V4002',
     'collect._flit HardwareLimitError: a packet of elements': 'V4003',

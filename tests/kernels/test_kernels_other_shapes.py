@@ -27,7 +27,7 @@ import ml_dtypes
 import numpy as np
 import numpy.typing as npt
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 
 from visa import AxisSet, Context, HostTensor, bf16, device, f32, i32, launch
@@ -86,6 +86,15 @@ def refused(err: VisaError) -> None:
     """A refusal is a visa diagnostic naming the argument (an axis, or a level and its mapping) and the fix."""
     assert err.fix, f"no fix in {err}"
     assert err.axis or (err.level and err.mapping), f"no argument named in {err}"
+    _event(f"refused {err.code}")
+
+
+def _event(text: str) -> None:
+    """An outcome for ``--hypothesis-show-statistics`` (how many draws ran, how many each code refused)."""
+    try:
+        event(text)
+    except Exception:  # noqa: BLE001  (outside a hypothesis test: nothing to record)
+        pass
 
 
 def run(build: Callable[..., Any], ctx: Context, *args: Any, chips: int = 1) -> Any:
@@ -95,11 +104,19 @@ def run(build: Callable[..., Any], ctx: Context, *args: Any, chips: int = 1) -> 
     def kernel(ctx: Context, *a: Any) -> Any:
         return build(ctx, Arena(), *a)
 
-    return launch(kernel, ctx, *args)
+    out = launch(kernel, ctx, *args)
+    _event("ran")
+    return out
+
+
+#: The least magnitude a rounding to bf16 (nearest even) takes to ±inf: halfway from its largest value to 2¹²⁸.
+BF16_OVERFLOW = 2.0**127 * (2 - 2.0**-8)
 
 
 def special_ok(got: F64, want: F64) -> F64:
-    """Where ``want`` (float64 numpy) is NaN or ±inf, ``got`` is the same; the finite positions' mask returned."""
+    """Where ``want`` (float64 numpy, rounded to bf16: past :data:`BF16_OVERFLOW` it is ±inf) is NaN or ±inf,
+    ``got`` is the same; the finite positions' mask returned."""
+    want = np.where(np.abs(want) >= BF16_OVERFLOW, np.sign(want) * np.inf, want)
     nan, inf = np.isnan(want), np.isinf(want)
     assert np.array_equal(np.isnan(got), nan), ("NaN where numpy has none or none where it has one",
                                                 np.argwhere(np.isnan(got) != nan)[:4].tolist())
@@ -395,8 +412,9 @@ def test_embedding_other_shapes(data: Any, v: int, d: int, t: int, dtype: str) -
 
 
 @FEW
-@given(st.data(), st.sampled_from([32, 64, 40]), st.sampled_from([32, 96, 576, 48]))
-def test_q4_dequant_other_shapes(data: Any, n: int, k: int) -> None:
+@given(st.data(), st.sampled_from([32, 64, 40]), st.sampled_from([32, 96, 576, 48, 256, 1024]),
+       st.sampled_from([None, 96, 128]))
+def test_q4_dequant_other_shapes(data: Any, n: int, k: int, k_tile: int | None) -> None:
     """The device dequantisation bit for bit ``bf16(f32(d)·q + f32(m))`` at every nibble 0…15 and f16 scales
     including ±0, subnormal and the largest, or a refusal."""
     from visa.models.loader import Q4Weight
@@ -405,11 +423,12 @@ def test_q4_dequant_other_shapes(data: Any, n: int, k: int) -> None:
     f16_edges = [0.0, -0.0, 6.0e-8, 65504.0, -65504.0, 1.0, -2.5]
     try:
         ax = AxisSet(M=1, N=n, K=k)
-        gemm = Gemm(ax)
+        gemm = Gemm(ax, k_tile=k_tile)
         deq = Q4Dequant(gemm)
     except VisaError as err:
         refused(err)
-        assert n % 32 or k % 32, err
+        assert n % 32 or k % 32 or (k_tile is not None and k > k_tile and k % k_tile) or (
+            gemm.k_tiles > 1 and gemm.k_tile % 128), err
         return
     blocks = k // 32
     q = rng.integers(0, 16, size=(n, k)).astype(np.int8)
@@ -496,3 +515,165 @@ def test_gather_from_a_one_row_table_is_refused_naming_the_axis() -> None:
         run(lambda c, a, tv, iv: emb.to_hbm(c, a, tv, iv), ctx, th, ih)
     refused(err.value)
     assert err.value.axis == "V"
+
+
+# --------------------------------------------------------------------------------------------- i8 GEMM
+
+
+@FEW
+@given(st.data(), st.sampled_from([512, 1024, 0, 1000]), st.sampled_from([8, 16, 0, 12, -8]),
+       st.sampled_from(["rand", "min", "max"]))
+def test_i8_gemm_other_sizes_exact(data: Any, n: int, rows: int, fill: str) -> None:
+    """``i8_gemm_kernels(n, rows)`` exact (i32 sums, AddSat never saturating: |C| ≤ 2¹⁴·n) at i8's −128 and 127,
+    on the first row block; sizes it cannot tile (rows 0 or negative, n not a multiple) refused, naming I or K."""
+    from visa import HbmTensor, i8
+    from visa.kernels.gemm_i8 import i8_gemm_kernels
+
+    try:
+        kern = i8_gemm_kernels(n, rows)
+    except VisaError as err:
+        refused(err)
+        assert rows < 8 or rows % 8 or n < 512 or n % 512 or n % (8 * rows), err
+        return
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    x = rng.integers(-128, 128, size=(kern.tile_i, n), dtype=np.int8)
+    y = rng.integers(-128, 128, size=(n, kern.tile_j), dtype=np.int8)
+    if fill != "rand":
+        x[:] = -128
+        y[:] = -128 if fill == "min" else 127
+    full = AxisSet(I=kern.tile_i, J=kern.tile_j, K=n)
+    ctx = Context.acquire()
+    HostTensor.from_numpy(x, i8, full.m["I, K"]).to_hbm(full.m["1"], full.m["I, K"], ctx.pdma, 0)
+    HostTensor.from_numpy(y, i8, full.m["J, K"], axes="K J").to_hbm(full.m["1"], full.m["J, K"], ctx.pdma, 1 << 22)
+    m = kern.ax.m
+    a_dm = launch(kern.a_to_dm, ctx, HbmTensor.from_addr(ctx, i8, m["1"], kern.a_layout, 0))
+    b = HbmTensor.from_addr(ctx, i8, m["1"], kern.b_layout, 1 << 22)
+    got = launch(kern.tile, ctx, a_dm, b, 1 << 23).logical(axes="I J")
+    assert np.array_equal(got, x.astype(np.int64) @ y.astype(np.int64))
+
+
+def test_i8_gemm_of_zero_rows_is_refused_not_a_zero_division() -> None:
+    """Regression (h40k): ``i8_gemm_kernels(512, 0)`` raised ZeroDivisionError (``n % (8 · rows)``); rows of A per
+    slice must be a positive multiple of 8 (the Time of the contraction, accumulating 8 Rows, L4434)."""
+    from visa.kernels.gemm_i8 import i8_gemm_kernels
+
+    for rows in (0, -8):
+        with pytest.raises(VisaError, match="positive multiple of 8") as err:
+            i8_gemm_kernels(512, rows)
+        refused(err.value)
+        assert err.value.axis == "I"
+
+
+# --------------------------------------------------------------------------------- KV cache, masked softmax
+
+
+@FEW
+@given(st.data(), st.sampled_from([1, 2, 8, 40]), st.sampled_from([8, 16, 24]),
+       st.sampled_from([-1, 0, 1, 7, 39, 40, 41]))
+def test_kv_cache_append_any_position(data: Any, s: int, dk: int, position: int) -> None:
+    """``KvCache.append`` writes row ``position`` of K and column ``position`` of Vᵀ and nothing else, bit for
+    bit; a position outside ``0 … S − 1`` is refused (never a write elsewhere)."""
+    from visa.kernels import KvCache
+
+    ax = AxisSet(S=s, Dk=dk, Dv=dk, T=1)
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    k0, v0 = bounds.bf16_round(rng.standard_normal((s, dk))), bounds.bf16_round(rng.standard_normal((dk, s)))
+    kr, vr = bounds.bf16_round(rng.standard_normal(dk)), bounds.bf16_round(rng.standard_normal(dk))
+    ctx = Context.acquire()
+    kh = to_host(ax, k0, bf16, "S Dk").to_hbm(ax.m["1"], _mapping(ax, "S Dk"), ctx.pdma, 0)
+    vh = to_host(ax, v0, bf16, "Dv S").to_hbm(ax.m["1"], _mapping(ax, "Dv S"), ctx.pdma, 1 << 20)
+    krh = to_host(ax, kr, bf16, "Dk").to_hbm(ax.m["1"], _mapping(ax, "Dk"), ctx.pdma, 2 << 20)
+    vrh = to_host(ax, vr, bf16, "Dv").to_hbm(ax.m["1"], _mapping(ax, "Dv"), ctx.pdma, 3 << 20)
+    got: dict[str, Any] = {}
+
+    def build(c: Context, arena: Arena, k: Any, v: Any, kn: Any, vn: Any) -> Any:
+        got["k"], got["v"] = KvCache(ax, k, v, "S", "Dk", "Dv").append(c, kn, vn, position)
+        return got["k"]
+
+    try:
+        run(build, ctx, kh, vh, krh, vrh)
+    except VisaError as err:
+        refused(err)
+        return
+    assert 0 <= position < s, f"position {position} of a cache of {s} not refused"
+    k1, v1 = k0.copy(), v0.copy()
+    k1[position], v1[:, position] = kr, vr
+    assert np.array_equal(read(ax, got["k"], "S Dk"), k1)
+    assert np.array_equal(read(ax, got["v"], "Dv S"), v1)
+
+
+@FEW
+@given(st.data(), st.sampled_from([1, 3, 8, 33]), st.sampled_from([8, 24, 40]))
+def test_softmax_with_a_causal_branch_log(data: Any, t: int, d: int) -> None:
+    """``Rows.softmax`` with a :class:`~visa.kernels.CausalMask` prefill log: position j > i has probability
+    exactly 0, the others within :func:`visa.kernels.bounds.softmax` of the softmax over j ≤ i (L8090–8100)."""
+    from visa.kernels import CausalMask
+
+    ax = AxisSet(T=t, S=d, P=max(t, 2))
+    x = bf16_values(data.draw, (t, d), [0.0, 20.0, -20.0], scale=3.0)
+    table = CausalMask.table(t, d)
+    mask = CausalMask(ax, "T", "S", "P")
+    ctx = Context.acquire()
+    xh = to_host(ax, x, bf16, "T S").to_hbm(ax.m["1"], _mapping(ax, "T S"), ctx.pdma, 0)
+    th = to_host(ax, table, i32, "T S").to_hbm(ax.m["1"], _mapping(ax, "T S"), ctx.pdma, 1 << 20)
+
+    def build(c: Context, arena: Arena, xv: Any, tv: Any) -> Any:
+        rows = mask.rows
+        log = mask.prefill_log(c, arena, tv)
+        return rows.store(c, arena, rows.softmax(c, arena, rows.load(c, arena, xv), log=log))
+
+    try:
+        out = run(build, ctx, xh, th)
+    except VisaError as err:
+        refused(err)
+        return
+    got = read(ax, out, "T S").astype(np.float64)
+    keep = table == 0
+    z = np.where(keep, x, -np.inf)
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    want = e / e.sum(axis=-1, keepdims=True)
+    spread = float(np.max(np.where(keep, z.max(axis=-1, keepdims=True) - z, 0.0)))
+    assert np.all(got[~keep] == 0.0)
+    assert np.all(np.abs(got - want) <= bounds.softmax(want, d, spread))
+
+
+@pytest.mark.parametrize(("k", "k_tile", "runs"), [(32, None, True), (96, None, True), (256, 128, True),
+                                                    (576, None, False), (576, 576, True)])
+def test_q4_dequant_of_a_k_shorter_than_the_tile(k: int, k_tile: int | None, runs: bool) -> None:
+    """Regression (h40k): ``Q4Dequant`` of a Gemm whose K is shorter than its k_tile (K = 32 or 96: the Gemm's one
+    K tile is the whole K) took the k_tile (512) as the tile and raised its own relabel error (V3135, "a
+    relabelling keeps the size"); now it dequantises bit for bit and the Gemm over it is within
+    :func:`visa.kernels.bounds.gemm`.  K tiles of 9 blocks (K = 576 by 288) are refused naming K and the k_tile
+    (the scales' 8-byte DMA packets, L2424–2427)."""
+    from visa.models.loader import Q4Weight
+
+    n = 32
+    ax = AxisSet(M=1, N=n, K=k)
+    gemm = Gemm(ax, k_tile=k_tile)
+    if not runs:
+        with pytest.raises(VisaError, match="8-byte DMA packets") as err:
+            Q4Dequant(gemm)
+        refused(err.value)
+        assert err.value.axis == "K"
+        return
+    deq = Q4Dequant(gemm)
+    rng = np.random.default_rng(k)
+    w = Q4Weight(rng.integers(0, 16, (n, k)).astype(np.int8), rng.standard_normal((n, k // 32)).astype(np.float16),
+                 rng.standard_normal((n, k // 32)).astype(np.float16))
+    xs = bounds.bf16_round(rng.standard_normal(k))
+    ctx = Context.acquire()
+    q_hbm, s_hbm = deq.upload(ctx, w, 0, 1 << 20)
+    xh = to_host(ax, xs, bf16, "K").to_hbm(ax.m["1"], ax.m["K"], ctx.pdma, 2 << 20)
+    got: dict[str, Any] = {}
+
+    def build(c: Context, arena: Arena, qh: Any, sh: Any, xv: Any) -> Any:
+        got["w"] = deq(c, arena, qh, sh)
+        return gemm(c, arena, xv.view().relabel(ax.m["M, K"]), got["w"], double_buffer=False)
+
+    out = run(build, ctx, q_hbm, s_hbm, xh)
+    ref = w.dequantize().astype(ml_dtypes.bfloat16)
+    assert np.array_equal(np.asarray(got["w"].logical("N K")).astype(ml_dtypes.bfloat16).view(np.uint16),
+                          ref.view(np.uint16))
+    wv = ref.astype(np.float64)
+    y = read(ax, out, "M N").astype(np.float64)
+    assert np.all(np.abs(y - xs[None, :] @ wv.T) <= bounds.gemm(xs[None, :], wv, gemm.k_tiles))

@@ -204,6 +204,10 @@ KERNELS_LIB: dict[str, Snippet] = {
     "collectives.add_pair LayoutError: x's element holds elements": Snippet(
         _CLUSTERS12.format(cluster='m["H"]', element='m["D"]'), _CLUSTERS12.format(cluster='m["H"]',
                                                                                 element='m["D # 16"]')),
+    "dequant.Q4Dequant.__init__ LayoutError: a k tile of": module(
+        "from visa import AxisSet\nfrom visa.kernels import Gemm, Q4Dequant",
+        "deq = Q4Dequant(Gemm(AxisSet(M=1, N=32, K=576)))   # K tiles of 288: 9 blocks",
+        "deq = Q4Dequant(Gemm(AxisSet(M=1, N=32, K=576), k_tile=576))"),
     "gemm_i8.i8_gemm_kernels LayoutError: n with rows per": module(
         "from visa.kernels.gemm_i8 import i8_gemm_kernels", "kernels = i8_gemm_kernels(1000, 64)",
         "kernels = i8_gemm_kernels(2048, 64)"),
