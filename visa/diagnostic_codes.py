@@ -177,6 +177,7 @@ CODES: dict[str, str] = {
     "scalar.check_scalar_value DtypeError: is outside 's range": 'V2096',
     'dtypes._check_modes DtypeError: has no infinity and': 'V2097',
     'commit.plan_generate DtypeError: generate mode writes a': 'V2098',
+    'gemm.Gemm.__call__ DtypeError: is the gemm contracts': 'V2099',
     'context.check_argument_chips LayoutError: spans chip s the': 'V3001',
     'cast._plan LayoutError: outpacket is not the': 'V3002',
     'collect._plan LayoutError: packet2 is not the': 'V3003',

@@ -127,13 +127,14 @@ def special_ok(got: F64, want: F64) -> F64:
 
 # ---------------------------------------------------------------------------------------------------- Gemm
 
-GEMM_M = st.sampled_from([1, 2, 7, 31, 32, 33, 48, 64, 96])
-GEMM_N = st.sampled_from([8, 32, 40, 96, 160, 288])
-GEMM_K = st.sampled_from([7, 32, 48, 96, 160, 544, 576, 1024])
+# (mostly shapes the Gemm takes — tails of 7, 31, non-powers of two, K of 17 tiles of 32 — and some it refuses)
+GEMM_M = st.sampled_from([1, 2, 7, 31, 32, 64, 96, 33])
+GEMM_N = st.sampled_from([32, 96, 160, 288, 32, 40])
+GEMM_K = st.sampled_from([32, 96, 160, 544, 576, 1024, 48])
 
 
 def gemm_case(m: int, n: int, k: int, x: F64, w: F64, *, stream: bool | None = None, k_tile: int | None = None,
-              special: bool = False) -> bool:
+              special: bool = False, x_at: int = 0, dm_at: int = 0) -> bool:
     """``Gemm`` over ``x[M, K]`` and ``w[N, K]`` against ``x @ w.T`` (float64), or its refusal: whether it ran."""
     ax = AxisSet(M=m, N=n, K=k)
     try:
@@ -144,11 +145,11 @@ def gemm_case(m: int, n: int, k: int, x: F64, w: F64, *, stream: bool | None = N
             k_tile < 32 or k_tile > 1024 or k_tile % 32 or (k > k_tile and k % k_tile)))), err
         return False
     ctx = Context.acquire()
-    xh = to_host(ax, x, bf16, "M K").to_hbm(ax.m["1"], _mapping(ax, "M K"), ctx.pdma, 0)
-    wh = to_host(ax, w, bf16, "N K").to_hbm(ax.m["1"], _mapping(ax, "N K"), ctx.pdma, 1 << 24)
-    try:
-        out = run(lambda c, a, xv, wv: gemm(c, a, xv.view().relabel(ax.m["M, K"]), wv.view().relabel(ax.m["N, K"]),
-                                            stream=stream), ctx, xh, wh)
+    try:  # (an address the PCIe DMA refuses — odd for bf16, L1071 — is a refusal too)
+        xh = to_host(ax, x, bf16, "M K").to_hbm(ax.m["1"], _mapping(ax, "M K"), ctx.pdma, x_at)
+        wh = to_host(ax, w, bf16, "N K").to_hbm(ax.m["1"], _mapping(ax, "N K"), ctx.pdma, 1 << 24)
+        out = run(lambda c, a, xv, wv: gemm(c, Arena(dm=dm_at), xv.view().relabel(ax.m["M, K"]),
+                                            wv.view().relabel(ax.m["N, K"]), stream=stream), ctx, xh, wh)
     except VisaError as err:
         refused(err)
         return False
@@ -175,9 +176,12 @@ def test_gemm_pinned_shapes(m: int, n: int, k: int, k_tile: int | None, stream: 
 @FEW
 @given(st.data(), GEMM_M, GEMM_N, GEMM_K, st.sampled_from([None, False, True]))
 def test_gemm_other_shapes(data: Any, m: int, n: int, k: int, stream: bool | None) -> None:
+    """Also at HBM addresses of x other than 0 (odd, 2: refused by the DMAs, L1071, L2424–2427; 4096 + 64 runs)
+    and an arena whose DM starts elsewhere than 0."""
     x = bf16_values(data.draw, (m, k), EDGE_BF16)
     w = bf16_values(data.draw, (n, k), EDGE_BF16)
-    gemm_case(m, n, k, x, w, stream=stream)
+    gemm_case(m, n, k, x, w, stream=stream, x_at=data.draw(st.sampled_from([0, 0, 0, 4096 + 64, 2, 1])),
+              dm_at=data.draw(st.sampled_from([0, 32, 40, 4096])))
 
 
 @FEW
@@ -202,8 +206,8 @@ def test_gemm_k_tile_choices(data: Any, m: int, n: int, k: int, k_tile: int) -> 
 
 # ---------------------------------------------------------------------------------------------------- Rows
 
-ROWS_T = st.sampled_from([1, 2, 7, 33, 256, 257])
-ROWS_D = st.sampled_from([7, 8, 24, 40, 12, 1])
+ROWS_T = st.sampled_from([1, 2, 7, 33, 256, 3, 257])
+ROWS_D = st.sampled_from([8, 24, 40, 136, 8, 7, 12])
 
 
 def rows_case(t: int, d: int, op: str, inputs: list[F64], want_of: Callable[..., F64],
@@ -394,7 +398,9 @@ def test_embedding_other_shapes(data: Any, v: int, d: int, t: int, dtype: str) -
     vt = {"i32": i32, "f32": f32, "bf16": bf16}[dtype]
     table: Any = (rng.integers(-(2**31), 2**31, size=(v, d)).astype(np.int32) if dtype == "i32" else
                   bounds.bf16_round(rng.standard_normal((v, d))))
-    ids = np.array(data.draw(st.lists(st.integers(-1, v), min_size=t, max_size=t)), np.int32)
+    ids = np.array(data.draw(st.lists(st.integers(0, v - 1), min_size=t, max_size=t)), np.int32)
+    if data.draw(st.sampled_from([False, False, True])):  # one id out of range: −1 or V
+        ids[data.draw(st.integers(0, t - 1))] = data.draw(st.sampled_from([-1, v]))
     ctx = Context.acquire()
     th = to_host(ax, table, vt, "V D").to_hbm(ax.m["1"], _mapping(ax, "V D"), ctx.pdma, 0)
     ih = to_host(ax, ids, i32, "T").to_hbm(ax.m["1"], _mapping(ax, "T"), ctx.pdma, 1 << 20)
@@ -412,7 +418,7 @@ def test_embedding_other_shapes(data: Any, v: int, d: int, t: int, dtype: str) -
 
 
 @FEW
-@given(st.data(), st.sampled_from([32, 64, 40]), st.sampled_from([32, 96, 576, 48, 256, 1024]),
+@given(st.data(), st.sampled_from([32, 64, 32, 40]), st.sampled_from([32, 96, 576, 256, 1024, 48]),
        st.sampled_from([None, 96, 128]))
 def test_q4_dequant_other_shapes(data: Any, n: int, k: int, k_tile: int | None) -> None:
     """The device dequantisation bit for bit ``bf16(f32(d)·q + f32(m))`` at every nibble 0…15 and f16 scales
@@ -677,3 +683,25 @@ def test_q4_dequant_of_a_k_shorter_than_the_tile(k: int, k_tile: int | None, run
     wv = ref.astype(np.float64)
     y = read(ax, out, "M N").astype(np.float64)
     assert np.all(np.abs(y - xs[None, :] @ wv.T) <= bounds.gemm(xs[None, :], wv, gemm.k_tiles))
+
+
+@pytest.mark.parametrize("which", ["x", "w"])
+@pytest.mark.parametrize("dtype", ["f32", "f16", "i8", "i32"])
+def test_gemm_of_a_dtype_other_than_bf16_is_refused_naming_it(which: str, dtype: str) -> None:
+    """Regression (h40k): an f32 x was moved into a DM buffer sized for bf16 and the GEMM then refused with "was
+    overwritten by hbm.to_dm" (V5014), naming neither x nor its dtype; f16 and integer x were refused by the
+    fetch's cast (L1962–1979) naming the kernel's inner packet.  Now each is refused at the call, naming the
+    operand, its dtype and the fix (the GEMM contracts bf16, L7090–7150)."""
+    from visa import f16, i8
+
+    vt = {"f32": f32, "f16": f16, "i8": i8, "i32": i32}[dtype]
+    ax = AxisSet(M=4, N=32, K=64)
+    gemm = Gemm(ax)
+    ctx = Context.acquire()
+    ones = {"x": np.ones((4, 64), np.int64), "w": np.ones((32, 64), np.int64)}
+    xh = to_host(ax, ones["x"], vt if which == "x" else bf16, "M K").to_hbm(ax.m["1"], ax.m["M, K"], ctx.pdma, 0)
+    wh = to_host(ax, ones["w"], vt if which == "w" else bf16, "N K").to_hbm(ax.m["1"], ax.m["N, K"], ctx.pdma,
+                                                                            1 << 24)
+    with pytest.raises(VisaError, match=f"{which} is {dtype}") as err:
+        run(lambda c, a, x, w: gemm(c, a, x, w), ctx, xh, wh)
+    refused(err.value)

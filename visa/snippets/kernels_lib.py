@@ -204,6 +204,9 @@ KERNELS_LIB: dict[str, Snippet] = {
     "collectives.add_pair LayoutError: x's element holds elements": Snippet(
         _CLUSTERS12.format(cluster='m["H"]', element='m["D"]'), _CLUSTERS12.format(cluster='m["H"]',
                                                                                 element='m["D # 16"]')),
+    "gemm.Gemm.__call__ DtypeError: is the gemm contracts": _gemm(
+        {"before": "from visa import f32\nx32 = HostTensor.rand(f32, m[\"M, K\"], rng).to_hbm(m[\"1\"], m[\"M, K\"], "
+                   "ctx.pdma, 1 << 29)", "body": "return gemm(ctx, arena, x32, w)  # type: ignore[arg-type]"}),
     "dequant.Q4Dequant.__init__ LayoutError: a k tile of": module(
         "from visa import AxisSet\nfrom visa.kernels import Gemm, Q4Dequant",
         "deq = Q4Dequant(Gemm(AxisSet(M=1, N=32, K=576)))   # K tiles of 288: 9 blocks",
