@@ -705,3 +705,24 @@ def test_gemm_of_a_dtype_other_than_bf16_is_refused_naming_it(which: str, dtype:
     with pytest.raises(VisaError, match=f"{which} is {dtype}") as err:
         run(lambda c, a, x, w: gemm(c, a, x, w), ctx, xh, wh)
     refused(err.value)
+
+
+def test_rms_norm_of_a_row_whose_sum_of_squares_overflows_f32_is_the_f32_result() -> None:
+    """A row holding bf16's 3·10³⁸: Σx² overflows f32 (the Vector Engine's float adds are f32, L4889–4897) and the
+    row comes out zeros (rstd = 1/√inf = 0) — numpy's RMSNorm in float32 gives the same; float64's does not (the
+    documented f32 semantics of :meth:`visa.kernels.Rows.rms_norm`, found by this file's draws)."""
+    t, d, eps = 2, 16, 1e-5
+    rng = np.random.default_rng(4)
+    x = bounds.bf16_round(rng.standard_normal((t, d)))
+    x[1, 3] = bounds.bf16_round(3.0e38)
+    g = bounds.bf16_round(rng.standard_normal(d))
+
+    def f32_rms(xv: F64, gv: F64) -> F64:
+        with np.errstate(over="ignore"):
+            x32 = xv.astype(np.float32)
+            r = np.float32(1) / np.sqrt((x32 * x32).sum(axis=-1, keepdims=True) / np.float32(d) + np.float32(eps))
+            out: F64 = (x32 * r * gv.astype(np.float32)).astype(np.float64)
+        return out
+
+    assert np.all(f32_rms(x, g)[1] == 0.0)
+    rows_case(t, d, "rms_norm", [x, g], f32_rms, lambda w: bounds.rms_norm(w, d), eps=eps)
