@@ -30,7 +30,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 
-from visa import AxisSet, Context, HostTensor, bf16, device, f32, i32, launch
+from visa import AxisSet, Context, HostTensor, bf16, device, f16, f32, i32, launch
 from visa.errors import VisaError
 from visa.kernels import Arena, Embedding, Gemm, Q4Dequant, Rows, all_reduce, bounds, cluster_all_reduce
 from visa.kernels.collectives import rounds
@@ -211,7 +211,9 @@ ROWS_D = st.sampled_from([8, 24, 40, 136, 8, 7, 12])
 
 
 def rows_case(t: int, d: int, op: str, inputs: list[F64], want_of: Callable[..., F64],
-              bound_of: Callable[[F64], F64], special: bool = False, **kw: Any) -> None:
+              bound_of: Callable[[F64], F64], special: bool = False, dtype: Any = bf16, **kw: Any) -> None:
+    """``Rows.<op>`` over ``inputs`` (``[T, D]`` rows, or a ``[D]`` gain) held as ``dtype`` in HBM (bf16, f32 or
+    f16: each pass fetches them as f32, L1960–1972) against ``want_of`` over the values as ``dtype`` holds them."""
     ax = AxisSet(T=t, D=d)
     try:
         rows = Rows(ax, "T", "D")
@@ -220,10 +222,11 @@ def rows_case(t: int, d: int, op: str, inputs: list[F64], want_of: Callable[...,
         assert t > 256 or d % 8, err
         return
     ctx = Context.acquire()
-    hbm = [to_host(ax, a, bf16, "T D" if a.ndim == 2 else "D").to_hbm(ax.m["1"], _mapping(ax, "T D" if a.ndim == 2
-                                                                                           else "D"),
-                                                                       ctx.pdma, i << 24)
-           for i, a in enumerate(inputs)]
+    names = ["T D" if a.ndim == 2 else "D" for a in inputs]
+    hosts = [to_host(ax, a, dtype, n) for a, n in zip(inputs, names, strict=True)]
+    inputs = [read(ax, h, n).astype(np.float64) for h, n in zip(hosts, names, strict=True)]  # (as dtype holds them)
+    hbm = [h.to_hbm(ax.m["1"], _mapping(ax, n), ctx.pdma, i << 24) for i, (h, n) in enumerate(zip(hosts, names,
+                                                                                                   strict=True))]
 
     def build(c: Context, arena: Arena, *hs: Any) -> Any:
         dm = [rows.load(c, arena, h.view().relabel(ax.m["T, D"])) for h in hs[:2] if h.view().element.size == t * d]
@@ -247,15 +250,22 @@ def rows_case(t: int, d: int, op: str, inputs: list[F64], want_of: Callable[...,
                                    got[bad & fin][:4].tolist(), want[bad & fin][:4].tolist())
 
 
+ROWS_DTYPE = st.sampled_from(["bf16", "bf16", "f32", "f16"])
+DTYPES = {"bf16": bf16, "f32": f32, "f16": f16}
+
+
 @FEW
-@given(st.data(), ROWS_T, ROWS_D, st.sampled_from(["add", "mul"]))
-def test_rows_elementwise_other_shapes(data: Any, t: int, d: int, op: str) -> None:
-    edges = EDGE_BF16 + [BF16_MAX, -BF16_MAX]
+@given(st.data(), ROWS_T, ROWS_D, st.sampled_from(["add", "mul"]), ROWS_DTYPE)
+def test_rows_elementwise_other_shapes(data: Any, t: int, d: int, op: str, dtype: str) -> None:
+    edges = EDGE_BF16 + [BF16_MAX, -BF16_MAX] if dtype != "f16" else EDGE_BF16  # (f16 has no 3·10³⁸)
     a, b = bf16_values(data.draw, (t, d), edges), bf16_values(data.draw, (t, d), edges)
+    if dtype == "f32":  # values no bf16 holds: the f32 sum or product then rounds, within the same bound
+        a = a + bf16_values(data.draw, (t, d), []) * 2.0**-12
+    vt = DTYPES[dtype]
     if op == "add":
-        rows_case(t, d, "add", [a, b], np.add, bounds.add, special=True)
+        rows_case(t, d, "add", [a, b], np.add, bounds.add, special=True, dtype=vt)
     else:
-        rows_case(t, d, "mul", [a, b], np.multiply, bounds.mul, special=True)
+        rows_case(t, d, "mul", [a, b], np.multiply, bounds.mul, special=True, dtype=vt)
 
 
 @FEW
@@ -270,8 +280,8 @@ def test_rows_special_values(data: Any, t: int, d: int) -> None:
 
 
 @FEW
-@given(st.data(), ROWS_T, ROWS_D)
-def test_rms_norm_other_shapes(data: Any, t: int, d: int) -> None:
+@given(st.data(), ROWS_T, ROWS_D, ROWS_DTYPE)
+def test_rms_norm_other_shapes(data: Any, t: int, d: int, dtype: str) -> None:
     eps = 1e-5
     x = bf16_values(data.draw, (t, d), EDGE_BF16)
     g = bf16_values(data.draw, (d,), EDGE_BF16)
@@ -280,7 +290,7 @@ def test_rms_norm_other_shapes(data: Any, t: int, d: int) -> None:
         out: F64 = xv / np.sqrt((xv**2).mean(axis=-1, keepdims=True) + eps) * gv
         return out
 
-    rows_case(t, d, "rms_norm", [x, g], want, lambda w: bounds.rms_norm(w, d), eps=eps)
+    rows_case(t, d, "rms_norm", [x, g], want, lambda w: bounds.rms_norm(w, d), eps=eps, dtype=DTYPES[dtype])
 
 
 @FEW
@@ -692,7 +702,7 @@ def test_gemm_of_a_dtype_other_than_bf16_is_refused_naming_it(which: str, dtype:
     overwritten by hbm.to_dm" (V5014), naming neither x nor its dtype; f16 and integer x were refused by the
     fetch's cast (L1962–1979) naming the kernel's inner packet.  Now each is refused at the call, naming the
     operand, its dtype and the fix (the GEMM contracts bf16, L7090–7150)."""
-    from visa import f16, i8
+    from visa import i8
 
     vt = {"f32": f32, "f16": f16, "i8": i8, "i32": i32}[dtype]
     ax = AxisSet(M=4, N=32, K=64)
