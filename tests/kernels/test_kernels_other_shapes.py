@@ -736,3 +736,82 @@ def test_rms_norm_of_a_row_whose_sum_of_squares_overflows_f32_is_the_f32_result(
 
     assert np.all(f32_rms(x, g)[1] == 0.0)
     rows_case(t, d, "rms_norm", [x, g], f32_rms, lambda w: bounds.rms_norm(w, d), eps=eps)
+
+
+# ------------------------------------------------------------------------------- Attention, MoE token rows
+
+
+@FEW
+@given(st.data(), st.sampled_from([1, 3, 7, 32, 64, 33]), st.sampled_from([32, 64, 96, 40]),
+       st.sampled_from([32, 64]), st.sampled_from([32, 96]))
+def test_attention_other_shapes(data: Any, q: int, s: int, dk: int, dv: int) -> None:
+    """``Attention`` within :func:`visa.kernels.bounds.attention` (the two GEMMs' and the softmax's roundings, the
+    scores' error carried through the exponential) at Q of 1, 3, 7 and S not a power of two, or a refusal."""
+    from visa.kernels import Attention
+
+    ax = AxisSet(Q=q, S=s, Dk=dk, Dv=dv)
+    qv, kv = bf16_values(data.draw, (q, dk), EDGE_BF16), bf16_values(data.draw, (s, dk), EDGE_BF16)
+    vv = bf16_values(data.draw, (s, dv), EDGE_BF16)
+    try:
+        att = Attention(ax)
+    except VisaError as err:
+        refused(err)
+        assert (q > 32 and q % 32) or s % 32, err
+        return
+    ctx = Context.acquire()
+    qh = to_host(ax, qv, bf16, "Q Dk").to_hbm(ax.m["1"], _mapping(ax, "Q Dk"), ctx.pdma, 0)
+    kh = to_host(ax, kv, bf16, "S Dk").to_hbm(ax.m["1"], _mapping(ax, "S Dk"), ctx.pdma, 1 << 22)
+    vh = to_host(ax, vv.T, bf16, "Dv S").to_hbm(ax.m["1"], _mapping(ax, "Dv S"), ctx.pdma, 1 << 23)
+    try:
+        out = run(lambda c, a, x, y, z: att(c, a, x.view().relabel(ax.m["Q, Dk"]), y, z), ctx, qh, kh, vh)
+    except VisaError as err:
+        refused(err)
+        return
+    want, bound = bounds.attention(qv, kv, vv, att.scale)
+    assert np.all(np.abs(read(ax, out, "Q Dv").astype(np.float64) - want) <= bound)
+
+
+@FEW
+@given(st.data(), st.sampled_from([1, 2, 7, 256, 257]), st.sampled_from([2, 4, 3]), st.sampled_from([8, 12, 24, 1]))
+def test_moe_token_rows_other_shapes(data: Any, t: int, k: int, d: int) -> None:
+    """``TokenRows.softmax`` over K (f32, one token a slice) within :func:`visa.kernels.bounds.softmax_rel` with a
+    −inf score (an unselected expert), and ``weighted_sum`` within :func:`visa.kernels.bounds.weighted_sum`."""
+    from visa.kernels.moe import TokenRows
+
+    ax = AxisSet(T=t, K=k, D=d)
+    m = ax.m
+    try:
+        rows = TokenRows(ax)
+    except VisaError as err:
+        refused(err)
+        assert t > 256 or k not in (2, 4), err
+        return
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    s = (rng.standard_normal((t, k)) * 4).astype(np.float32).astype(np.float64)
+    if t > 1:
+        s[0, 0] = -np.inf
+    y = bounds.bf16_round(rng.standard_normal((t, k, d)))
+    ctx = Context.acquire()
+    sh = to_host(ax, s, f32, "T K").to_hbm(m["1"], _mapping(ax, "T K"), ctx.pdma, 0)
+    yh = to_host(ax, y, bf16, "T K D").to_hbm(m["1"], _mapping(ax, "T K D"), ctx.pdma, 1 << 20)
+    got: dict[str, Any] = {}
+
+    def build(c: Context, arena: Arena, sv: Any, yv: Any) -> Any:
+        got["w"] = w = rows.softmax(c, arena, rows.spread(c, arena, sv.view().relabel(m["T, K"])))
+        y_dm = yv.view().relabel(m["T, K, D"]).to_dm(rows.cluster, rows.slice, m["K, D"], c.tdma,
+                                                     arena.take_dm(2 * k * d))
+        return rows.weighted_sum(c, arena, y_dm, rows.to_vrf(c, arena, w))
+
+    try:
+        out = run(build, ctx, sh, yh)
+    except VisaError as err:
+        refused(err)
+        return
+    got_w = read(ax, got["w"], "T K").astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        want_w = np.exp(s - s.max(axis=1, keepdims=True))
+    want_w /= want_w.sum(axis=1, keepdims=True)
+    spread = float(np.max(np.where(np.isfinite(s), s.max(axis=1, keepdims=True) - s, 0.0)))
+    assert np.all(np.abs(got_w - want_w) <= bounds.softmax_rel(k, spread) * want_w + 2.0**-149)
+    want = np.einsum("tkd,tk->td", y, got_w)
+    assert np.all(np.abs(read(ax, out, "T D").astype(np.float64) - want) <= bounds.weighted_sum(y, got_w))
