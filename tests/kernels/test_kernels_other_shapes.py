@@ -166,7 +166,8 @@ def gemm_case(m: int, n: int, k: int, x: F64, w: F64, *, stream: bool | None = N
     (7, 96, 544, None, None),  # K = 17 · 32: K tiles of 32
     (1, 288, 160, None, True),  # a GEMV over a narrow N, streamed
     (33, 32, 32, None, None), (48, 32, 64, None, None),  # M > 32 is refused unless a multiple of 32
-    (64, 160, 576, None, True), (5, 64, 320, 64, True), (96, 32, 1024, None, False)])
+    (64, 160, 576, None, True), (5, 64, 320, 64, True), (96, 32, 1024, None, False),
+    (1, 8224, 32, None, None), (3, 8192 + 96, 64, None, None)])  # a ragged N: one whole N tile and a narrow one
 def test_gemm_pinned_shapes(m: int, n: int, k: int, k_tile: int | None, stream: bool | None) -> None:
     rng = np.random.default_rng(m + n + k)
     x, w = bounds.bf16_round(rng.standard_normal((m, k))), bounds.bf16_round(rng.standard_normal((n, k)))
@@ -232,6 +233,9 @@ def rows_case(t: int, d: int, op: str, inputs: list[F64], want_of: Callable[...,
         dm = [rows.load(c, arena, h.view().relabel(ax.m["T, D"])) for h in hs[:2] if h.view().element.size == t * d]
         if op == "rms_norm":
             return rows.store(c, arena, rows.rms_norm(c, arena, dm[0], rows.load_broadcast(c, arena, hs[1]), **kw))
+        if op == "rms_norm_streamed":  # the gain beside the row in DM (every row's slice), not in the VRF
+            gain = hs[1].to_dm(rows.cluster, rows.slice, rows.element, c.tdma, arena.take_dm(2 * d))
+            return rows.store(c, arena, rows.rms_norm_streamed(c, arena, dm[0], gain, **kw))
         fn = getattr(rows, op)
         return rows.store(c, arena, fn(c, arena, *dm, **kw))
 
@@ -280,8 +284,8 @@ def test_rows_special_values(data: Any, t: int, d: int) -> None:
 
 
 @FEW
-@given(st.data(), ROWS_T, ROWS_D, ROWS_DTYPE)
-def test_rms_norm_other_shapes(data: Any, t: int, d: int, dtype: str) -> None:
+@given(st.data(), ROWS_T, ROWS_D, ROWS_DTYPE, st.sampled_from(["rms_norm", "rms_norm_streamed"]))
+def test_rms_norm_other_shapes(data: Any, t: int, d: int, dtype: str, op: str) -> None:
     eps = 1e-5
     x = bf16_values(data.draw, (t, d), EDGE_BF16)
     g = bf16_values(data.draw, (d,), EDGE_BF16)
@@ -290,7 +294,9 @@ def test_rms_norm_other_shapes(data: Any, t: int, d: int, dtype: str) -> None:
         out: F64 = xv / np.sqrt((xv**2).mean(axis=-1, keepdims=True) + eps) * gv
         return out
 
-    rows_case(t, d, "rms_norm", [x, g], want, lambda w: bounds.rms_norm(w, d), eps=eps, dtype=DTYPES[dtype])
+    if op == "rms_norm_streamed" and dtype != "bf16":  # (the streamed gain is fetched interleaved with x: one dtype)
+        dtype = "bf16"
+    rows_case(t, d, op, [x, g], want, lambda w: bounds.rms_norm(w, d), eps=eps, dtype=DTYPES[dtype])
 
 
 @FEW
