@@ -821,3 +821,12 @@ def test_moe_token_rows_other_shapes(data: Any, t: int, k: int, d: int) -> None:
     assert np.all(np.abs(got_w - want_w) <= bounds.softmax_rel(k, spread) * want_w + 2.0**-149)
     want = np.einsum("tkd,tk->td", y, got_w)
     assert np.all(np.abs(read(ax, out, "T D").astype(np.float64) - want) <= bounds.weighted_sum(y, got_w))
+
+
+def test_attention_bound_of_scores_too_large_for_e_to_the_error_is_inf_not_an_overflow_error() -> None:
+    """Regression (h40k): :func:`visa.kernels.bounds.attention` raised OverflowError (``math.exp(2δ)``) for
+    scores of 10⁸ (q and k entries of −10⁴); the bound is then +inf (no bound), never a raw exception."""
+    q, k = np.full((1, 64), -1e4), np.full((96, 64), -1e4)
+    v = np.zeros((96, 32))
+    want, bound = bounds.attention(q, k, v, 0.125)
+    assert np.all(want == 0.0) and np.all(bound == np.inf)
