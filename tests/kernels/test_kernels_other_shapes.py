@@ -404,11 +404,11 @@ def test_cluster_all_reduce_i32_edges(data: Any, d: int, s: int) -> None:
 
 
 @FEW
-@given(st.data(), st.sampled_from([1, 3, 7, 40]), st.sampled_from([1, 5, 8, 24]), st.sampled_from([1, 2, 9]),
-       st.sampled_from(["bf16", "f32", "i32"]))
-def test_embedding_other_shapes(data: Any, v: int, d: int, t: int, dtype: str) -> None:
-    """``table[ids]`` exact for every dtype (a gather moves bytes); an id outside ``0 … V − 1`` (−1, V) is
-    refused, naming it."""
+@given(st.data(), st.sampled_from([1, 3, 7, 40]), st.sampled_from([1, 5, 8, 24]), st.sampled_from([1, 2, 9, 256, 257]),
+       st.sampled_from(["bf16", "f32", "i32"]), st.booleans())
+def test_embedding_other_shapes(data: Any, v: int, d: int, t: int, dtype: str, to_dm: bool) -> None:
+    """``table[ids]`` exact for every dtype (a gather moves bytes), into HBM or into DM one token a slice; an id
+    outside ``0 … V − 1`` (−1, V) is refused, naming it."""
     ax = AxisSet(V=v, D=d, T=t)
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     vt = {"i32": i32, "f32": f32, "bf16": bf16}[dtype]
@@ -422,11 +422,12 @@ def test_embedding_other_shapes(data: Any, v: int, d: int, t: int, dtype: str) -
     ih = to_host(ax, ids, i32, "T").to_hbm(ax.m["1"], _mapping(ax, "T"), ctx.pdma, 1 << 20)
     emb = Embedding(ax, "V", "D", rows="T")
     try:
-        out = run(lambda c, a, tv, iv: emb.to_hbm(c, a, tv, iv), ctx, th, ih)
+        out = run(lambda c, a, tv, iv: emb(c, a, tv, iv) if to_dm else emb.to_hbm(c, a, tv, iv), ctx, th, ih)
     except VisaError as err:
         refused(err)
         return
     assert np.all((ids >= 0) & (ids < v)), f"ids {ids.tolist()} out of 0…{v - 1} not refused"
+    assert t <= 256 or not to_dm, "more tokens than slices not refused"
     assert np.array_equal(read(ax, out, "T D"), table[ids].reshape(t, d))
 
 
