@@ -105,10 +105,13 @@ def attention(q: F64, k: F64, v: F64, scale: float, cols: int | None = None) -> 
     delta = float(np.max(gemm(q, k, 1))) * scale
     spread = float(np.max(s.max(axis=-1, keepdims=True) - s)) + 2 * delta
     n = k.shape[0] if cols is None else cols
-    rho = math.exp(2 * delta) * (1 + softmax_rel(n, spread)) * (1 + B) - 1
+    # (scores whose error bound δ is past ~354 make e^{2δ} no float: the bound is then no bound, +inf — never an
+    # OverflowError, and never NaN where a probability is 0)
+    rho = math.exp(2 * delta) * (1 + softmax_rel(n, spread)) * (1 + B) - 1 if 2 * delta < 709 else math.inf
     pv = p @ np.abs(v)
-    bound = rho * pv + B * (np.abs(want) + rho * pv) + gamma(n + Gemm.k_tiles_of(n)) * (1 + rho) * pv + T
-    return want, bound
+    with np.errstate(invalid="ignore", over="ignore"):
+        bound = rho * pv + B * (np.abs(want) + rho * pv) + gamma(n + Gemm.k_tiles_of(n)) * (1 + rho) * pv + T
+    return want, np.where(np.isnan(bound), math.inf, bound)
 
 
 def weighted_sum(y: F64, w: F64) -> F64:

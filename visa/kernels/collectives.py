@@ -60,6 +60,12 @@ def pair_add_axes(mm: Any, element: Any, pair: str) -> tuple[Any, Any, Any, Any]
     return mm[f"[{element}] % 8"], mm[f"{rest}, {pair}"], mm[f"{rest}, 1 # 2"], mm[rest]
 
 
+def _padded(element: Any) -> str:
+    """The text of ``element`` padded to whole flits of 8 lanes (``D # 16`` for a ``D`` of 12)."""
+    text = element.text if len(element.items()) == 1 else f"[{element.text}]"
+    return f"{text} # {-(-element.size // 8) * 8}"
+
+
 def add_pair(ctx: Context, ax: AxisSet, arena: Arena, a: Dm, b: Dm, out_dtype: Any = None) -> Dm:
     """``a + b`` elementwise (L7610): ``a`` and ``b`` fetched interleaved along an axis of size 2 (L1843–1852),
     unzipped and added in the Vector Engine — i32 by ``AddFxp`` (wrapping, L4826), floats in f32 by
@@ -67,6 +73,12 @@ def add_pair(ctx: Context, ax: AxisSet, arena: Arena, a: Dm, b: Dm, out_dtype: A
     ``out_dtype`` (bf16) before the commit (one rounding, L6756)."""
     mm, pair = ax.m, pair_axis(ax)
     element = a.levels["Element"]
+    if element.size > 8 and element.size % 8:
+        raise LayoutError(f"x's Element {element!r} holds {element.size} elements: the pairwise add fetches them "
+                          "8 lanes a 32-byte flit (L3544), so more than 8 must be whole flits, a multiple of 8 "
+                          "(an Element of at most 8 is one flit)", call="visa.kernels.collectives.add_pair",
+                          level="Element", mapping=repr(element), axis=", ".join(sorted(element.axes)) or None,
+                          fix=f"pad x's Element to a multiple of 8 elements: m[\"{_padded(element)}\"]")
     integer = a.dtype is dt.i32
     fetch = dt.i32 if integer else dt.f32
     packet, time, tile, split = pair_add_axes(mm, element, pair)

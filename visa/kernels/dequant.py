@@ -39,6 +39,7 @@ import numpy as np
 from visa import dtypes as dt
 from visa.context import Context
 from visa.engines.vector import BranchMode, FpBinaryOp, FpMulAlu, LogicBinaryOpI32
+from visa.errors import LayoutError
 from visa.kernels.gemm import Gemm
 from visa.kernels.memory import Arena
 from visa.mapping import AxisSet
@@ -61,7 +62,16 @@ class Q4Dequant:
 
     def __init__(self, gemm: Gemm, *, chip: str = "1") -> None:
         self.gemm = gemm
-        n, kt, tile = gemm.sn, gemm.k_tiles, gemm.k_tile
+        n, kt = gemm.sn, gemm.k_tiles
+        # the K tile the Gemm contracts: its k_tile, or the whole K when that is shorter (one tile, L4151–4154)
+        self.k_tile = tile = gemm.k_tile if kt > 1 else gemm.sk
+        if kt > 1 and tile // Q4_BLOCK % 4:
+            raise LayoutError(f"a K tile of {tile} holds {tile // Q4_BLOCK} Q4_1 blocks: its scales and minimums "
+                              f"(f16, {2 * (tile // Q4_BLOCK)} bytes a row) are no whole 8-byte DMA packets "
+                              "(manual L2424–2427)", call="visa.kernels.Q4Dequant", level="Element",
+                              mapping=f'm["{gemm.k}"]', axis=gemm.k,
+                              fix="build the Gemm with a k_tile that is a multiple of 128 (4 blocks), e.g. "
+                                  f"k_tile=512, or the whole {gemm.k} as one tile when it is at most 1024")
         # N as slices QS of 32 rows QR (no axis shared by the Slice and the inner levels: a VRF operand's gather
         # is then planned by parts, vector.gather-by-parts); K as tiles QT of QTB blocks of QE = 32
         sizes: dict[str, int] = {"QS": n // 32, "QR": 32, "QK": gemm.sk, "QB": gemm.sk // Q4_BLOCK, "QE": Q4_BLOCK,
@@ -123,17 +133,17 @@ class Q4Dequant:
     @property
     def q_dm_bytes(self) -> int:
         """DM bytes a slice holds of the nibbles (32 rows of K, two a byte)."""
-        return self.gemm.k_tile * 32 * self.gemm.k_tiles // 2
+        return self.k_tile * 32 * self.gemm.k_tiles // 2
 
     @property
     def out_dm_bytes(self) -> int:
         """DM bytes a slice holds of the dequantised weights (bf16, 32 rows of K)."""
-        return 2 * self.gemm.k_tile * 32 * self.gemm.k_tiles
+        return 2 * self.k_tile * 32 * self.gemm.k_tiles
 
     @property
     def s_dm_bytes(self) -> int:
         """DM bytes a slice holds of the scales and minimums (f16, 32 rows of K / 32 blocks, two each)."""
-        return 2 * 2 * 32 * (self.gemm.k_tile // Q4_BLOCK) * self.gemm.k_tiles
+        return 2 * 2 * 32 * (self.k_tile // Q4_BLOCK) * self.gemm.k_tiles
 
     def load(self, ctx: Context, q: Hbm, scales: Hbm, q_at: int, s_at: int) -> tuple[Dm, Dm]:
         """Step 1 (module docstring): the tensor DMAs of ``q`` and ``scales`` from HBM into the Gemm's slices of DM

@@ -37,7 +37,7 @@ from typing import Any, Literal, cast, overload
 from visa import dtypes as dt
 from visa.context import Context
 from visa.engines.vector import ClipBinaryOpF32
-from visa.errors import HardwareLimitError, LayoutError
+from visa.errors import DtypeError, HardwareLimitError, LayoutError
 from visa.hw import RNGD
 from visa.kernels.memory import PAIR, Arena, Maps, pair_axis
 from visa.mapping import AxisSet
@@ -323,6 +323,12 @@ class Gemm:
         """
         in_dm = not isinstance(x, (HbmTensor, HbmTensorView))  # (a DM tensor or a view of one)
         call = f"visa.kernels.Gemm({self.m!r}, {self.n!r}, {self.k!r})"
+        for name, t, axes in (("x", x, f"{self.m}, {self.k}"), ("w", w, f"{self.n}, {self.k}")):
+            if getattr(t, "dtype", dt.bf16) is not dt.bf16:  # (its DM buffers are sized for bf16 too)
+                raise DtypeError(f"{name} is {t.dtype.name}: the GEMM contracts bf16 x and w (bf16 products, f32 "
+                                 "partials, L7090–7150)", call=call, level="Element", mapping=f'm["{axes}"]',
+                                 axis=self.k, fix=f"give {name} as bf16 (HostTensor.from_numpy(…, bf16, …), or a "
+                                                  "Vector Engine pass that casts it to bf16)")
         if self.parts:
             if out_dm or in_dm:
                 raise LayoutError(f"a GEMM in N parts ({self.n} = {self.sn} is not a whole number of N tiles of "

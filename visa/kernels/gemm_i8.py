@@ -89,11 +89,14 @@ def i8_gemm_kernels(n: int, rows: int = 128) -> I8GemmKernels:
     2048 (a full TRF, L139)."""
     ks = n // GROUPS
     tile_i = COLUMN_GROUPS * rows
-    if n % tile_i or n % TILE_J or n % GROUPS or ks % 64 or 4 * ks > 8192 or rows % 8:
-        raise LayoutError(f"n = {n} with {rows} rows per slice: need n a multiple of {tile_i} and {TILE_J}, "
-                          f"n / {GROUPS} a multiple of 64 and at most 2048, rows a multiple of 8",
-                          call="i8_gemm_kernels", level="Slice", mapping=f"K / {max(ks, 1)}", axis="K",
-                          fix="choose n in 2048, 4096, …, 16384 (rows = 128), or smaller rows")
+    # (rows first: a rows of 0 would make the tile of I empty, and n % tile_i a ZeroDivisionError)
+    bad_rows = rows < 8 or rows % 8
+    if bad_rows or n < 1 or n % tile_i or n % TILE_J or n % GROUPS or ks % 64 or 4 * ks > 8192:
+        raise LayoutError(f"n = {n} with {rows} rows per slice: need n a multiple of {max(tile_i, 8)} and {TILE_J}, "
+                          f"n / {GROUPS} a multiple of 64 and at most 2048, rows a positive multiple of 8",
+                          call="i8_gemm_kernels", level="Slice",
+                          mapping=f"I / {rows}" if bad_rows else f"K / {max(ks, 1)}", axis="I" if bad_rows else "K",
+                          fix="choose n in 2048, 4096, …, 16384 (rows = 128), or smaller rows (8, 16, …)")
     ax = AxisSet(I=tile_i, J=TILE_J, H=2, K=n // 2)
     m = ax.m
     cluster, slice_ = m["H"], m[f"I / {rows}, J / 32, K / {ks}"]

@@ -207,6 +207,8 @@ class Rows:
         Three passes: Σx² per row; ``1 / sqrt(Σ/cols + eps)`` per row; ``x · rstd · gain`` (two multipliers,
         ``Mul0`` and ``Mul1``, L4890–4893), cast to bf16.  The gain (f32, ``4·cols`` bytes) and rstd (one flit)
         share the slice's 8 KiB VRF (L1090): ``cols ≤ 2040``; the VRF refuses more (an ``AddressError``).
+        Σx² is an f32 sum: a row with ``|x| ≳ 2⁶³`` overflows it to inf, so rstd is 0 and the row comes out
+        zeros — what an f32 RMSNorm computes (numpy's in float32, PyTorch's Llama RMSNorm), not float64's.
         """
         out = arena.take_dm(2 * self.d)
         with arena.scratch():

@@ -101,6 +101,10 @@ def kernel(ctx: Context, xh: Any) -> Any:
 out = launch(kernel, ctx, xh)
 """
 
+# the same with rows of 12 i32 (one flit and a half)
+_CLUSTERS12 = (_CLUSTERS.replace("D=128", "D=12").replace("16, 128)", "16, 12)").replace("8 * 128", "4 * 16")
+               .replace('m["H, D"]', "{element}"))
+
 # a row-wise softmax of 8 rows of 64 scores (one row per slice)
 _SOFTMAX = """from typing import Any
 
@@ -197,6 +201,16 @@ KERNELS_LIB: dict[str, Snippet] = {
         {"dtype": "bf16", "algorithm": "ring"}, {"dtype": "bf16", "algorithm": "butterfly"}),
     "collectives.cluster_all_reduce LayoutError: x's cluster holds no": Snippet(
         _CLUSTERS.format(cluster='m["1 # 2"]'), _CLUSTERS.format(cluster='m["H"]').replace('m["H, D"]', 'm["D"]')),
+    "collectives.add_pair LayoutError: x's element holds elements": Snippet(
+        _CLUSTERS12.format(cluster='m["H"]', element='m["D"]'), _CLUSTERS12.format(cluster='m["H"]',
+                                                                                element='m["D # 16"]')),
+    "gemm.Gemm.__call__ DtypeError: is the gemm contracts": _gemm(
+        {"before": "from visa import f32\nx32 = HostTensor.rand(f32, m[\"M, K\"], rng).to_hbm(m[\"1\"], m[\"M, K\"], "
+                   "ctx.pdma, 1 << 29)", "body": "return gemm(ctx, arena, x32, w)  # type: ignore[arg-type]"}),
+    "dequant.Q4Dequant.__init__ LayoutError: a k tile of": module(
+        "from visa import AxisSet\nfrom visa.kernels import Gemm, Q4Dequant",
+        "deq = Q4Dequant(Gemm(AxisSet(M=1, N=32, K=576)))   # K tiles of 288: 9 blocks",
+        "deq = Q4Dequant(Gemm(AxisSet(M=1, N=32, K=576), k_tile=576))"),
     "gemm_i8.i8_gemm_kernels LayoutError: n with rows per": module(
         "from visa.kernels.gemm_i8 import i8_gemm_kernels", "kernels = i8_gemm_kernels(1000, 64)",
         "kernels = i8_gemm_kernels(2048, 64)"),

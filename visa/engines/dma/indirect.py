@@ -86,10 +86,13 @@ def region_axes(axis: Mapping, call: str) -> tuple[str, ...]:
         d = dims[0] if len(dims) == 1 else None
         if not (isinstance(d, C.Dim) and isinstance(d.atom, C.Sym) and d.stride == 1 and d.offset == 0
                 and d.count == d.size == d.atom.size) or d.atom.name in names:
+            one = not axis.axes and axis.size == 1  # (an axis of size 1 is no axis of a mapping: no dims)
             raise LayoutError(f"the indexed region must be whole axes, each once (m[\"V\"] or m[\"A, C\"]), got "
-                              f"{axis!r}", call=call, mapping=repr(axis),
-                              axis=", ".join(sorted(axis.axes)) or None,
-                              fix='name whole axes of the table, e.g. m["V"] or m["A, C"]')
+                              f"{axis!r}" + (" of size 1, which is no axis of a mapping: a table of one row has no "
+                                             "rows to pick between" if one else ""), call=call, mapping=repr(axis),
+                              axis=", ".join(sorted(axis.axes)) or (axis.text if one else None),
+                              fix='move the one row itself (no gather), or give the table an axis of size ≥ 2'
+                              if one else 'name whole axes of the table, e.g. m["V"] or m["A, C"]')
         names.append(d.atom.name)
     if not names:
         raise LayoutError(f"the indexed region {axis!r} names no axis", call=call, mapping=repr(axis),
