@@ -460,12 +460,15 @@ def run(steps: list[Step], check: bool = False) -> Outcome:
     """Run a program on a fresh context (and let the context go); with :func:`pooled_small`, its stream buffers
     lent by the row pool whatever their size."""
     least = ROW_POOL.least
-    if pooled_small(steps):
+    small = pooled_small(steps)
+    if small:
         ROW_POOL.least = 0
     try:
         out = Runner(steps, check).run()
     finally:
         ROW_POOL.least = least
+        if small:  # (the small buffers it lent stay out of later programs: a fresh buffer is what a path asks)
+            ROW_POOL.clear()
     gc.collect()
     return out
 

@@ -111,6 +111,18 @@ def test_intervals_overlap_for_any_shift_and_any_int64_bounds(a: list[int], b: l
             assert intervals_overlap(alo, ahi, blo, bhi, np.int64(s)) == want
 
 
+def test_intervals_overlap_with_a_shift_past_int64() -> None:
+    """A shift outside int64 whose shifted bounds are inside it (a review's failing case: the int64 branch
+    computed ``alo - shift`` and overflowed)."""
+    big = 1 << 62
+    alo, ahi = np.array([-big - 100, -big + 50, -big + 200]), np.array([-big - 90, -big + 100, -big + 300])
+    blo, bhi = np.array([big, big + 60]), np.array([big + 30, big + 100])
+    s = -(1 << 63) - 10
+    want = any(max(x, y + s) < min(u, v + s) for x, u in zip(alo.tolist(), ahi.tolist(), strict=True)
+               for y, v in zip(blo.tolist(), bhi.tolist(), strict=True))
+    assert want and intervals_overlap(alo, ahi, blo, bhi, s) and intervals_overlap(blo, bhi, alo, ahi, -s)
+
+
 def test_tile_views_share_their_elements_intervals() -> None:
     """Two tiles of one tensor: spans of the same intervals, shifted (the schedule's record holds them once)."""
     ax = AxisSet(N=256, K=1024)

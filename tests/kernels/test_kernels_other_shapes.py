@@ -19,6 +19,7 @@ Examples are few (a few seconds in all); ``VISA_HYPOTHESIS_RANDOM=1`` draws fres
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from typing import Any
@@ -300,7 +301,7 @@ def test_rms_norm_other_shapes(data: Any, t: int, d: int, dtype: str, op: str) -
 
 
 @FEW
-@given(st.data(), ROWS_T, ROWS_D, st.sampled_from([1.0, 0.125, 3.0]))
+@given(st.data(), ROWS_T, ROWS_D, st.sampled_from([1.0, 0.125, 3.0, 0.3]))
 def test_softmax_other_shapes(data: Any, t: int, d: int, scale: float) -> None:
     x = bf16_values(data.draw, (t, d), [0.0, -0.0, 30.0, -30.0, BF16_TINY, -np.inf], scale=4.0)
     # a row of −inf has no softmax (the docstring's refusal-free precondition): keep one finite entry a row
@@ -314,7 +315,21 @@ def test_softmax_other_shapes(data: Any, t: int, d: int, scale: float) -> None:
         out: F64 = e / e.sum(axis=-1, keepdims=True)
         return out
 
-    rows_case(t, d, "softmax", [x], want, lambda w: bounds.softmax(w, d, spread), special=True, scale=scale)
+    # a scale that is no power of two rounds z = scale·x in f32 (0.3 · 4032: a review's failing row)
+    exact = float(np.float32(scale)) == scale and math.frexp(scale)[0] == 0.5
+    peak = 0.0 if exact or not z.size else float(np.max(np.abs(np.where(np.isinf(z), 0.0, z))))
+    rows_case(t, d, "softmax", [x], want, lambda w: bounds.softmax(w, d, spread, peak), special=True,
+              scale=scale)
+
+
+def test_softmax_with_an_inexact_scale_is_within_the_bound() -> None:
+    """``scale=0.3`` over a row near 4032: the f32 scaling's rounding is in the bound (a review's failing row)."""
+    x = np.array([[4032, 4032, 4032, 4032, 4032, 4048, 4032, 3984]], dtype=np.float64)
+    z = 0.3 * x
+    spread, peak = float((z.max() - z).max()), float(np.abs(z).max())
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    want = e / e.sum(axis=-1, keepdims=True)
+    rows_case(1, 8, "softmax", [x], lambda xv: want, lambda w: bounds.softmax(w, 8, spread, peak), scale=0.3)
 
 
 @FEW

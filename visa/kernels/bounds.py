@@ -59,17 +59,18 @@ def rms_norm(want: F64, cols: int) -> F64:
     return (B + gamma(cols + 6) * (1 + B)) * np.abs(want) + T
 
 
-def softmax_rel(cols: int, spread: float) -> float:
+def softmax_rel(cols: int, spread: float, peak: float = 0.0) -> float:
     """Relative f32 error of :meth:`~visa.kernels.Rows.softmax` before the bf16 rounding: ``z − max`` rounds
     (``u·|z − max|`` absolute, so ``e^…`` gains as much relative) and exp rounds (u), in the numerator and in the
-    sum (twice), the sum γ_cols, the reciprocal and the product 2u; ``spread = max (max z − z)``; the scaling
-    of the input (one u on z) is inside the first term."""
-    return 2 * (U * (1 + spread) + U) + gamma(cols) + 2 * U
+    sum (twice), the sum γ_cols, the reciprocal and the product 2u; ``spread = max (max z − z)``.  ``peak``: the
+    largest finite ``|z|`` when the scaling ``z = scale·x`` rounds (a scale that is no power of two): each z and
+    the max then move by ``u·|z|``, ``z − max`` by up to ``2u·peak`` more (0, the default, for an exact scaling)."""
+    return 2 * (U * (1 + spread + 2 * peak) + U) + gamma(cols) + 2 * U
 
 
-def softmax(want: F64, cols: int, spread: float) -> F64:
+def softmax(want: F64, cols: int, spread: float, peak: float = 0.0) -> F64:
     """:meth:`~visa.kernels.Rows.softmax`: :func:`softmax_rel`, then ``b``."""
-    return (B + softmax_rel(cols, spread) * (1 + B)) * want + T
+    return (B + softmax_rel(cols, spread, peak) * (1 + B)) * want + T
 
 
 def swiglu(want: F64) -> F64:
@@ -102,12 +103,16 @@ def attention(q: F64, k: F64, v: F64, scale: float, cols: int | None = None) -> 
     p = np.exp(s - s.max(axis=-1, keepdims=True))
     p /= p.sum(axis=-1, keepdims=True)
     want = p @ v
-    delta = float(np.max(gemm(q, k, 1))) * scale
-    spread = float(np.max(s.max(axis=-1, keepdims=True) - s)) + 2 * delta
+    # δ and the spread row by row (a row's probabilities move with its own scores' errors only: one large score
+    # elsewhere leaves this row's bound tight)
+    delta = np.max(gemm(q, k, 1), axis=-1, keepdims=True) * scale
+    spread = np.max(s.max(axis=-1, keepdims=True) - s, axis=-1, keepdims=True) + 2 * delta
     n = k.shape[0] if cols is None else cols
     # (scores whose error bound δ is past ~354 make e^{2δ} no float: the bound is then no bound, +inf — never an
-    # OverflowError, and never NaN where a probability is 0)
-    rho = math.exp(2 * delta) * (1 + softmax_rel(n, spread)) * (1 + B) - 1 if 2 * delta < 709 else math.inf
+    # OverflowError, and never NaN where a probability is 0); softmax_rel(n, spread) = softmax_rel(n, 0) + 2u·spread
+    with np.errstate(over="ignore", invalid="ignore"):
+        rho = np.where(2 * delta < 709, np.exp(np.minimum(2 * delta, 709)) * (1 + softmax_rel(n, 0.0) + 2 * U * spread)
+                       * (1 + B) - 1, math.inf)
     pv = p @ np.abs(v)
     with np.errstate(invalid="ignore", over="ignore"):
         bound = rho * pv + B * (np.abs(want) + rho * pv) + gamma(n + Gemm.k_tiles_of(n)) * (1 + rho) * pv + T

@@ -73,7 +73,8 @@ def intervals_overlap(alo: IntArray, ahi: IntArray, blo: IntArray, bhi: IntArray
     if alo.size > blo.size:
         alo, ahi, blo, bhi, shift = blo, bhi, alo, ahi, -shift
         a0, a1, b0, b1 = b0, b1, a0, a1
-    if not (_I64[0] <= a0 - shift and a1 - shift <= _I64[1] and _I64[0] <= b0 + shift and b1 + shift <= _I64[1]
+    if not (_I64[0] <= shift <= _I64[1] and _I64[0] <= a0 - shift and a1 - shift <= _I64[1]
+            and _I64[0] <= b0 + shift and b1 + shift <= _I64[1]
             and alo.dtype == ahi.dtype == blo.dtype == bhi.dtype == np.int64):
         alo, ahi, blo, bhi = (np.asarray(v).astype(object) for v in (alo, ahi, blo, bhi))  # (Python ints)
     # for each interval of A, the first interval of B that ends after A's start

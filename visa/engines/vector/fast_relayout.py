@@ -91,6 +91,7 @@ def _digits_apart(shared: frozenset[str], outer: tuple[Mapping, ...], sides: tup
     for a in shared:
         lows: list[int] = []
         reaches: list[int] = []
+        sizes: set[int] = set()
         for group, is_outer in ((outer, True), *((side, False) for side in sides)):
             reach = 0
             for m in group:
@@ -107,6 +108,7 @@ def _digits_apart(shared: frozenset[str], outer: tuple[Mapping, ...], sides: tup
                         continue
                     if d.offset:
                         return False
+                    sizes.add(d.atom.size)
                     if is_outer:
                         lows.append(d.stride)
                     else:
@@ -116,7 +118,9 @@ def _digits_apart(shared: frozenset[str], outer: tuple[Mapping, ...], sides: tup
         if not lows:
             return False
         least = min(lows)
-        size = outer[0].axis_set.size(a)
+        if len(sizes) != 1:  # (the axis's size as its digits hold it: the mypy plugin's mappings declare no set)
+            return False
+        size = sizes.pop()
         if size % least or any(low % least for low in lows) or any(reach >= least for reach in reaches):
             return False
     return True
