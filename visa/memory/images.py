@@ -893,13 +893,23 @@ class PagedImage:
         pages = PageMask((1, new_hi - new_lo), max(1, min(self.page_bytes, new_hi - new_lo)))
         for k in range(first, last):
             s = self._starts[k]
-            data[s - new_lo: s - new_lo + self._data[k].size] = self._data[k]
+            old = self._data[k]
+            # only the bytes asked: a region's other bytes (slack, memory.region-slack) were never written and
+            # are zero, as ``data`` is (copied, they would take memory: every page of the old slack)
+            for a, b in self._asked_within(s, s + old.size):
+                data[a - new_lo: b - new_lo] = old[a - s: b - s]
             pages.copy_from(self._pages[k], s - new_lo)
         self._starts[first:last] = [new_lo]
         self._data[first:last] = [data]
         self._pages[first:last] = [pages]
         self._shared[first:last] = [False]
         return data, pages, lo - new_lo
+
+    def _asked_within(self, lo: int, hi: int) -> list[tuple[int, int]]:
+        """The bytes asked (:meth:`_ask`) within ``[lo, hi)``, as ascending disjoint ranges."""
+        first = max(bisect.bisect_right(self._asked, lo, key=_start) - 1, 0)
+        last = bisect.bisect_left(self._asked, hi, key=_start)
+        return [(max(a, lo), min(b, hi)) for a, b in self._asked[first:last] if a < hi and lo < b]
 
     def _ask(self, lo: int, hi: int) -> None:
         """Note bytes ``[lo, hi)`` asked: they join the regions they overlap (:meth:`regions`, the reference's
