@@ -28,7 +28,7 @@ from visa.mapping import Index, Mapping, pair_of
 from visa.mapping import canon as C
 from visa.mapping.evaluate import IntArray, _axis_sizes
 from visa.memory.footprint import units_of
-from visa.memory.images import BoolArray, DenseImage, PagedImage, load
+from visa.memory.images import RESERVE_FROM, BoolArray, DenseImage, PagedImage, load
 from visa.memory.known import all_true
 from visa.memory.layout import LEVELS, TYPE_NAMES, check_placement, element_bytes, tile_offset
 from visa.memory.registry import Region
@@ -569,6 +569,9 @@ class DeviceTensor:
             self.region = ctx.memory.registry.allocate(
                 self, self.MEMORY, chips, address, address + nbytes, name, reads=reads, call=call, rows=rows,
                 units=units)
+            if self.MEMORY == "hbm" and nbytes >= RESERVE_FROM:  # (memory.region-reserve: one region a tensor)
+                for chip in chips:
+                    ctx.memory.chip(chip).hbm.reserve(address, address + nbytes)
 
     def type_name(self) -> str:
         """``"DmTensor"``, ``"HbmTensor"``, ... (the manual's type, L1033–1069)."""
