@@ -564,14 +564,14 @@ class DeviceTensor:
                 if len(_CREATED) >= _MEMO_LIMIT:
                     _CREATED.clear()
                 _CREATED[key] = got
+        if self.MEMORY == "hbm" and type(address) is int and got[3] >= RESERVE_FROM:  # (memory.region-reserve: its
+            for chip in got[2]:  # bytes, named by an allocation or by ``from_addr``, one region)
+                ctx.memory.chip(chip).hbm.reserve(address, address + got[3])
         if register:
             _, _, chips, nbytes, name, rows, units = got
             self.region = ctx.memory.registry.allocate(
                 self, self.MEMORY, chips, address, address + nbytes, name, reads=reads, call=call, rows=rows,
                 units=units)
-            if self.MEMORY == "hbm" and nbytes >= RESERVE_FROM:  # (memory.region-reserve: one region a tensor)
-                for chip in chips:
-                    ctx.memory.chip(chip).hbm.reserve(address, address + nbytes)
 
     def type_name(self) -> str:
         """``"DmTensor"``, ``"HbmTensor"``, ... (the manual's type, L1033–1069)."""
