@@ -121,3 +121,16 @@ def test_a_reserved_output_written_tile_by_tile_is_one_region() -> None:
         assert img._data[0] is first and len(img._data) == 1  # noqa: SLF001
         written[...] = True
     assert img.regions() == [(0, (rows - 1) * row + 64 * cols)]
+
+
+@skip_unless("memory.region-reserve")
+def test_an_hbm_tensor_notes_its_bytes_allocated_or_named() -> None:
+    """Issue 24: an HBM tensor's bytes (4 MiB and up) are noted whether it is allocated or named by ``from_addr``
+    (the peer matmul's output); a smaller one's are not."""
+    from visa import AxisSet, Context, HbmTensor, i8
+
+    m = AxisSet(A=4096, C=4096, B=64).m
+    ctx = Context.acquire()
+    HbmTensor.from_addr(ctx, i8, m["1"], m["A, C"], 1 << 26)
+    HbmTensor.from_addr(ctx, i8, m["1"], m["B, C"], 1 << 28)
+    assert ctx.memory.chip(0).hbm._reserved == [(1 << 26, (1 << 26) + (1 << 24))]  # noqa: SLF001
