@@ -49,8 +49,8 @@ the peak of setup + launches grows with the tiles run (C's HBM region, written t
 record): the whole 4,096 tiles in one launch, measured with the timeline on (issue 24 h40p, docs/manual-notes.md),
 peaked at 2.58 GiB (2.07×) before the merges of C's region as it grew copied only its written pages' states (not a
 byte of mask per byte) and its settled mask pages were given back, 1.88 GiB (1.50×) after (about 0.13 MiB a tile
-from 1,000 tiles on: the record and C's own bytes; C's region then still merged and was copied once near the end,
-which ``memory.region-reserve`` removes).
+from 1,000 tiles on: the record and C's own bytes; C's region then still merged and was copied once near the end),
+and 1.64 GiB (1.31×) with ``memory.region-reserve`` (C one region from its first tile, never copied).
 """
 
 from __future__ import annotations
