@@ -365,3 +365,75 @@ def test_an_adopted_or_read_hbm_region_keeps_no_mask() -> None:
     vals, known = img.gather(np.arange(60, 210))
     assert known.tolist() == [False] * 4 + [True] * 128 + [False] * 8 + [True] * 3 + [False] * 7
     assert vals[4:132].tolist() == list(range(128)) and vals[140:143].tolist() == [9] * 3
+
+
+@settings(max_examples=80, deadline=None)
+@given(page=st.integers(1, 9), pages=st.integers(1, 6), tail=st.integers(0, 8), at=st.integers(0, 30),
+       seed=st.integers(0, 2**32 - 1))
+def test_a_merged_region_keeps_its_known_bytes(page: int, pages: int, tail: int, at: int, seed: int) -> None:
+    """Issue 24 (the peer matmul's growth): a region's states taken into a larger one (:meth:`PageMask.copy_from`,
+    page by page where the offset is on a page boundary) know the same bytes; whole pages stay ``ALL`` (no mask
+    byte for them) and pages never written ``NONE``."""
+    rng = np.random.default_rng(seed)
+    n = pages * page + min(tail, page - 1)
+    old = PageMask((1, n), page=page)
+    known = np.zeros(n, bool)
+    for _ in range(int(rng.integers(0, 5))):
+        lo = int(rng.integers(0, n))
+        hi = int(rng.integers(lo, n + 1))
+        value = bool(rng.random() < 0.8)
+        old.mark(slice(None), lo, hi, value)
+        known[lo:hi] = value
+    new = PageMask((1, at + n + int(rng.integers(0, 2 * page))), page=page)
+    new.copy_from(old, at)
+    want = np.zeros(new.n, bool)
+    want[at: at + n] = known
+    assert new.known_span(slice(None), 0, new.n)[0].tolist() == want.tolist()
+    if at % page == 0:
+        whole = n // page
+        assert new.state[0, at // page: at // page + whole].tolist() == old.state[0, :whole].tolist()
+        if new.has_mask:
+            blocks = new.mask[0, at: at + whole * page].reshape(whole, page)
+            assert not blocks[old.state[0, :whole] != MIXED].any()
+
+
+def test_a_merge_copies_only_the_bytes_asked() -> None:
+    """Issue 24: a region grown with slack (``memory.region-slack``) and merged again copies the bytes asked, not
+    its slack (never written: zero, as the new region's bytes are); every byte reads back as before."""
+    img = PagedImage(1 << 20, page_bytes=16)
+    data, written = img.window(0, 100)
+    data[:] = np.arange(100, dtype=np.uint8)
+    written[:] = True
+    data, written = img.window(100, 110)  # grows the region (with slack, the path on)
+    data[:] = 7
+    written[:] = True
+    data, written = img.window(300, 310)  # a second region beyond the slack
+    data[:] = 5
+    written[:] = True
+    img.window(105, 305)  # merges both (writes nothing)
+    vals, known = img.gather(np.arange(320, dtype=np.int64))
+    assert known.tolist() == [True] * 110 + [False] * 190 + [True] * 10 + [False] * 10
+    assert vals[:100].tolist() == list(range(100)) and vals[100:105].tolist() == [7] * 5
+    assert vals[305:310].tolist() == [5] * 5
+
+
+def test_a_settled_page_of_a_mapped_mask_reads_as_before() -> None:
+    """Issue 24: whole pages of a mapped mask that settle (``ALL``) or are marked whole give their memory back
+    (zero again); the bytes known stay exact through written-in-part, settled and poisoned-in-part again."""
+    n = 1 << 22  # (mapped: lazy_zeros maps from 4 MiB)
+    pm = PageMask((1, n))
+    known = np.zeros(n, bool)
+    rng = np.random.default_rng(24)
+    for _ in range(40):
+        p = int(rng.integers(0, 8))
+        lo = p * 4096 + int(rng.integers(0, 4096))
+        hi = min(n, lo + int(rng.integers(1, 9000)))
+        value = bool(rng.random() < 0.75)
+        pm.mark(slice(None), lo, hi, value)
+        known[lo:hi] = value
+        if rng.random() < 0.3:  # complete a page: it settles
+            q = int(rng.integers(0, 8))
+            pm.mark(slice(None), q * 4096, (q + 1) * 4096, True)
+            known[q * 4096: (q + 1) * 4096] = True
+        np.testing.assert_array_equal(pm.known_span(slice(None), 0, 9 * 4096)[0], known[:9 * 4096])
+    assert pm.has_mask and not pm.mask[0][pm.state[0].repeat(4096)[:n] != MIXED].any()
