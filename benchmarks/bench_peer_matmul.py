@@ -46,11 +46,9 @@ simulation), and after the check.  ``N`` (default 16384), ``ROWS`` (rows of lhs 
 exactly.  ``TIMELINE=0`` turns the schedule's timeline off (``Schedule.timeline``: an operation that left flight
 keeps its cycles, report and trace but lets go of its footprints — the same schedule), for long runs.  At n = 16384
 the peak of setup + launches grows with the tiles run (C's HBM region, written tile by tile, and the schedule's
-record): the whole 4,096 tiles in one launch, measured with the timeline on (issue 24 h40p, docs/manual-notes.md),
-peaked at 2.58 GiB (2.07×) before the merges of C's region as it grew copied only its written pages' states (not a
-byte of mask per byte) and its settled mask pages were given back, 1.88 GiB (1.50×) after (about 0.13 MiB a tile
-from 1,000 tiles on: the record and C's own bytes; C's region then still merged and was copied once near the end),
-and 1.64 GiB (1.31×) with ``memory.region-reserve`` (C one region from its first tile, never copied).
+record): with the timeline on, 1.14 GiB for 48 tiles, 1.17 GiB for 256, 1.45 GiB for 1,024 (about 0.32 MiB a tile;
+before the record shared a tile view's intervals and equal engine reports, issue 24 h24s, 0.6 MiB a tile and
+1.73 GiB for 1,024); the whole 4,096 tiles extrapolate to about 2.4 GiB (1.9×) on, 2.0 GiB (1.6×) off.
 """
 
 from __future__ import annotations

@@ -49,15 +49,8 @@ __all__ = ["DenseImage", "PagedImage", "Image", "load", "store", "store_stream",
 
 _GAP = 1 << 20  # a scatter whose indices leave a larger hole writes separate regions
 
-#: The tensors :meth:`PagedImage.reserve` notes: from a mapped image's size (smaller ones gain nothing) up to 1 GiB
-#: (a region's address range, mapped lazily, stays bounded).
-RESERVE_FROM, RESERVE_UP_TO = 1 << 22, 1 << 30
-
 SLACK = fastpaths.register("memory.region-slack", "a sparse HBM region grown by an access next to it grows by "
                            "its own size at once (amortised) instead of to the bytes asked each time")
-RESERVE = fastpaths.register("memory.region-reserve", "a sparse HBM region made or grown over part of a tensor's "
-                             "bytes takes the whole tensor at once (mapped lazily) instead of growing and being "
-                             "copied as the tensor is written part by part")
 WORDS = fastpaths.register("memory.image-words", "load and store move each element as one machine word (a run of "
                            "consecutive elements as one strided copy) instead of byte by byte")
 REPLICAS = fastpaths.register("memory.replicas", "units written with the same known bytes are remembered as "
@@ -836,7 +829,7 @@ class PagedImage:
     ([0, 7, 7], [False, True, True], [(4096, 4104)])
     """
 
-    __slots__ = ("size", "name", "page_bytes", "_starts", "_data", "_pages", "_shared", "_asked", "_reserved")
+    __slots__ = ("size", "name", "page_bytes", "_starts", "_data", "_pages", "_shared", "_asked")
 
     def __init__(self, size: int, name: str = "HBM", page_bytes: int = PAGE_BYTES) -> None:
         self.size = size
@@ -847,34 +840,6 @@ class PagedImage:
         self._pages: list[PageMask] = []
         self._shared: list[bool] = []  # a region whose bytes are another owner's frozen buffer (see adopt)
         self._asked: list[tuple[int, int]] = []  # the regions the bytes asked make (an allocation may hold more)
-        self._reserved: list[tuple[int, int]] = []  # tensors' bytes (:meth:`reserve`), ascending, disjoint
-
-    def reserve(self, lo: int, hi: int) -> None:
-        """Note bytes ``[lo, hi)`` as one tensor's (its allocation, API.md §8): with ``memory.region-reserve`` a
-        region made or grown over part of them takes them all at once, mapped lazily (issue 24: the peer matmul
-        writes its 256 MiB result tile by tile; its region grew and was copied whole, the copy a transient of
-        the size written, up to 0.4 GiB at the last merge).  Nothing else changes: the bytes never asked are
-        unwritten, as outside every region.  From :data:`RESERVE_FROM` bytes up to :data:`RESERVE_UP_TO`."""
-        if not RESERVE_FROM <= hi - lo <= RESERVE_UP_TO:
-            return
-        first = bisect.bisect_right(self._reserved, lo, key=_start) - 1
-        if first >= 0 and self._reserved[first][1] < lo:
-            first += 1
-        first = max(first, 0)
-        last = bisect.bisect_right(self._reserved, hi, key=_start)
-        if last > first:
-            lo, hi = min(lo, self._reserved[first][0]), max(hi, self._reserved[last - 1][1])
-        self._reserved[first:last] = [(lo, hi)]
-
-    def _reach(self, lo: int, hi: int, floor: int, ceiling: int) -> tuple[int, int]:
-        """``[lo, hi)`` grown over the tensors' bytes (:meth:`reserve`) it overlaps, within ``[floor, ceiling)``
-        (the neighbouring regions)."""
-        first = max(bisect.bisect_right(self._reserved, lo, key=_start) - 1, 0)
-        last = bisect.bisect_left(self._reserved, hi, key=_start)
-        for a, b in self._reserved[first:last]:
-            if a < hi and lo < b:
-                lo, hi = min(lo, max(a, floor)), max(hi, min(b, ceiling))
-        return lo, hi
 
     @property
     def nbytes(self) -> int:
@@ -922,36 +887,24 @@ class PagedImage:
                 return self._data[first], self._pages[first], lo - s
         self._ask(lo, hi)
         new_lo, new_hi = lo, hi
-        floor = self._starts[first - 1] + self._data[first - 1].size if first else 0
-        ceiling = self._starts[last] if last < len(self._starts) else self.size
         if last > first:
             old_lo, old_hi = self._starts[first], self._starts[last - 1] + self._data[last - 1].size
             new_lo, new_hi = min(lo, old_lo), max(hi, old_hi)
             if SLACK.on:
+                floor = self._starts[first - 1] + self._data[first - 1].size if first else 0
+                ceiling = self._starts[last] if last < len(self._starts) else self.size
                 new_lo, new_hi = fast_regions.grown(new_lo, new_hi, old_lo, old_hi, floor, ceiling)
-        if self._reserved and RESERVE.on:
-            new_lo, new_hi = self._reach(new_lo, new_hi, floor, ceiling)
         data = lazy_zeros((new_hi - new_lo,), np.dtype(np.uint8))
         pages = PageMask((1, new_hi - new_lo), max(1, min(self.page_bytes, new_hi - new_lo)))
         for k in range(first, last):
             s = self._starts[k]
-            old = self._data[k]
-            # only the bytes asked: a region's other bytes (slack, memory.region-slack) were never written and
-            # are zero, as ``data`` is (copied, they would take memory: every page of the old slack)
-            for a, b in self._asked_within(s, s + old.size):
-                data[a - new_lo: b - new_lo] = old[a - s: b - s]
+            data[s - new_lo: s - new_lo + self._data[k].size] = self._data[k]
             pages.copy_from(self._pages[k], s - new_lo)
         self._starts[first:last] = [new_lo]
         self._data[first:last] = [data]
         self._pages[first:last] = [pages]
         self._shared[first:last] = [False]
         return data, pages, lo - new_lo
-
-    def _asked_within(self, lo: int, hi: int) -> list[tuple[int, int]]:
-        """The bytes asked (:meth:`_ask`) within ``[lo, hi)``, as ascending disjoint ranges."""
-        first = max(bisect.bisect_right(self._asked, lo, key=_start) - 1, 0)
-        last = bisect.bisect_left(self._asked, hi, key=_start)
-        return [(max(a, lo), min(b, hi)) for a, b in self._asked[first:last] if a < hi and lo < b]
 
     def _ask(self, lo: int, hi: int) -> None:
         """Note bytes ``[lo, hi)`` asked: they join the regions they overlap (:meth:`regions`, the reference's

@@ -31,7 +31,6 @@ the mask bytes as before.  Reads ask :meth:`PageMask.all_known` first and read n
 
 from __future__ import annotations
 
-import mmap
 from typing import Any
 
 import numpy as np
@@ -66,7 +65,7 @@ class PageMask:
     be shorter.  Every method takes the units it concerns as a slice or an array of unit indices.
     """
 
-    __slots__ = ("_mask", "shape", "state", "page", "n", "npages", "_mapped")
+    __slots__ = ("_mask", "shape", "state", "page", "n", "npages")
 
     def __init__(self, mask: BoolArray | tuple[int, int], page: int = PAGE_BYTES,
                  state: npt.NDArray[np.uint8] | None = None) -> None:
@@ -78,16 +77,12 @@ class PageMask:
         self.npages = -(-self.n // self.page)
         self.state: npt.NDArray[np.uint8] = (np.zeros((self.shape[0], self.npages), np.uint8) if state is None
                                              else state)
-        #: the mapping of a mask this made itself (:func:`lazy_zeros`) and the mask's byte offset in it, when its
-        #: pages are whole pages of the system's: what :meth:`_release` gives back (None: never; unset: not made)
-        self._mapped: tuple[mmap.mmap, int] | None = None
 
     @property
     def mask(self) -> BoolArray:
         """The byte mask, ``(units, n)`` bools (made on first use when only its shape was given)."""
         if self._mask is None:
             self._mask = lazy_zeros(self.shape, np.dtype(bool))
-            self._mapped = _mapping_of(self._mask, self.page)
         return self._mask
 
     @property
@@ -124,23 +119,8 @@ class PageMask:
         whole = pages < full
         if whole.any():
             self._blocks()[units[whole], pages[whole]] = value
-            if not value:
-                self._release(units[whole], pages[whole])
         if not whole.all():  # the shorter last page
             self.mask[units[~whole], full * self.page:] = value
-
-    def _release(self, units: IntArray, pages: IntArray) -> None:
-        """Give the system back the memory of whole pages ``(units[k], pages[k])`` of a mask this made itself,
-        whose bytes are all zero now (a page ``ALL`` or ``NONE`` again): they read back as zero, as before, and
-        take no memory until ``MIXED`` again (issue 24: the peer matmul's output, written 64 bytes a row per tile,
-        passes every page of its region's mask through ``MIXED``; kept, the mask held a byte per byte of C)."""
-        mapped = self._mapped
-        if mapped is None:
-            return
-        mem, offset = mapped
-        row = self.n  # (the mask is C-contiguous, one byte per byte: a unit's row is n bytes)
-        for u, p in zip(units.tolist(), pages.tolist(), strict=True):
-            mem.madvise(mmap.MADV_DONTNEED, offset + u * row + p * self.page, self.page)
 
     # -- queries --------------------------------------------------------------------------------------------
     def all_known(self, us: Units, lo: int, hi: int) -> bool:
@@ -344,8 +324,6 @@ class PageMask:
         if full.any():
             self.mask[units[full], a:b] = False
             self.state[units[full], p] = ALL
-            if b - a == self.page:
-                self._release(units[full], np.full(int(full.sum()), p, np.int64))
         if empty.any():
             self.state[units[empty], p] = NONE
 
@@ -377,55 +355,13 @@ class PageMask:
 
     def copy_from(self, other: PageMask, at: int) -> None:
         """Take ``other``'s states (one unit) as bytes ``[at, at + other.n)`` of unit 0 (a region merged into a
-        larger one: those bytes of this mask not written yet, as in a new mask).
-
-        Where ``at`` is on a page boundary (pages of one size), page by page: a whole page keeps its state and
-        only the ``MIXED`` pages' mask bytes are copied (issue 24, the peer matmul's output written tile by tile:
-        the whole range made ``MIXED`` held a byte of mask for every byte of the region, and the known bytes made
-        at once for it took twice the region's size again while it merged).  The same bytes known either way."""
+        larger one)."""
         n = other.n
         if other.all_known(slice(None), 0, n):
             self.mark(slice(None), at, at + n, True)
-            return
-        if other.none_known(slice(None), 0, n):
-            return
-        full = n // other.page
-        if other.page != self.page or at % self.page or not full:
+        elif not other.none_known(slice(None), 0, n):
             self.materialise(slice(None), at, at + n)
             self.mask[0, at: at + n] = other.known_span(slice(None), 0, n)[0]
-            return
-        q = at // self.page  # (pages q .. q + full - 1 of this mask: whole pages, NONE with zero mask bytes)
-        states = other.state[0, :full]
-        self.state[0, q: q + full] = states
-        mixed = np.flatnonzero(states == MIXED)
-        for k in range(0, mixed.size, 1024):  # (a few MB of mask at a time)
-            part = mixed[k: k + 1024]
-            self._blocks()[0, q + part] = other._blocks()[0, part]
-        lo = full * other.page  # other's shorter last page, if any: its bytes as a range
-        if lo < n:
-            last = int(other.state[0, full])
-            if last == ALL:
-                self.mark(slice(None), at + lo, at + n, True)
-            elif last == MIXED:
-                self.materialise(slice(None), at + lo, at + n)
-                self.mask[0, at + lo: at + n] = other.mask[0, lo:n]
-
-
-def _mapping_of(mask: BoolArray, page: int) -> tuple[mmap.mmap, int] | None:
-    """The anonymous private mapping ``mask`` is a view of (made by :func:`lazy_zeros`) and its offset there, if its
-    pages (of ``page`` bytes, rows of whole pages) are whole pages of the system's, so that a page given back
-    (``MADV_DONTNEED``) reads as zero again; None otherwise."""
-    if not hasattr(mmap, "MADV_DONTNEED") or page % mmap.PAGESIZE or (mask.shape[0] > 1 and mask.shape[1] % page) \
-            or not mask.flags.c_contiguous:
-        return None
-    root = mask
-    while isinstance(root.base, np.ndarray):
-        root = root.base
-    owner = root.base.obj if isinstance(root.base, memoryview) else root.base
-    if not isinstance(owner, mmap.mmap):
-        return None
-    offset = mask.__array_interface__["data"][0] - root.__array_interface__["data"][0]
-    return (owner, offset) if offset % mmap.PAGESIZE == 0 else None
 
 
 def nest_offsets(byte_base: int, nest: Any) -> IntArray:

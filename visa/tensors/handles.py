@@ -28,7 +28,7 @@ from visa.mapping import Index, Mapping, pair_of
 from visa.mapping import canon as C
 from visa.mapping.evaluate import IntArray, _axis_sizes
 from visa.memory.footprint import units_of
-from visa.memory.images import RESERVE_FROM, BoolArray, DenseImage, PagedImage, load
+from visa.memory.images import BoolArray, DenseImage, PagedImage, load
 from visa.memory.known import all_true
 from visa.memory.layout import LEVELS, TYPE_NAMES, check_placement, element_bytes, tile_offset
 from visa.memory.registry import Region
@@ -564,9 +564,6 @@ class DeviceTensor:
                 if len(_CREATED) >= _MEMO_LIMIT:
                     _CREATED.clear()
                 _CREATED[key] = got
-        if self.MEMORY == "hbm" and type(address) is int and got[3] >= RESERVE_FROM:  # (memory.region-reserve: its
-            for chip in got[2]:  # bytes, named by an allocation or by ``from_addr``, one region)
-                ctx.memory.chip(chip).hbm.reserve(address, address + got[3])
         if register:
             _, _, chips, nbytes, name, rows, units = got
             self.region = ctx.memory.registry.allocate(
