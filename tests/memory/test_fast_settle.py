@@ -124,42 +124,9 @@ def test_a_range_covering_no_page_whole_is_known_as_the_reference_says(seed: int
         units_sel = np.arange(units, dtype=np.int64)[::2]
         with contextlib.nullcontext() if on else fastpaths.disabled("memory.edge-pages-unsettled"):
             answers = [pm.all_known(us, lo, hi) for _ in range(2) for lo, hi in ranges
-                       for us in (slice(None), units_sel, slice(units // 2, units))]
+                       for us in (slice(None), units_sel)]
         got.append(answers)
         want = [bool(mask0[us, lo:hi].all()) if hi > lo else True for _ in range(2) for lo, hi in ranges
-                for us in (slice(None), units_sel, slice(units // 2, units))]
+                for us in (slice(None), units_sel)]
         assert answers == want
     assert got[0] == got[1]
-
-
-@settings(max_examples=100, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), page=st.sampled_from([8, 64, 200]), units=st.integers(1, 4),
-       marks=st.lists(st.tuples(st.integers(0, 700), st.integers(1, 300), st.booleans()), min_size=1, max_size=10))
-def test_marking_ranges_by_samples_leaves_the_reference_states(seed: int, page: int, units: int,
-                                                               marks: list[tuple[int, int, bool]]) -> None:
-    """``PageMask.mark`` of ranges that cut pages (the partial pages at the ends settled by a sampled byte
-    outside the range first, memory.settle-samples), over pages MIXED, whole and empty: the states, mask bytes
-    and known bytes after each mark are the reference's (units by all, by a range, by index: a range whose units
-    all change takes the slices, the others the gathers)."""
-    n = 5 * page + 3
-    got = []
-    for on in (True, False):
-        mask = np.zeros((units, n), bool)
-        pm = PageMask(mask, page=page)
-        r = np.random.default_rng(seed)
-        states = []
-        want = np.zeros((units, n), bool)  # (every byte's written-state, as the marks say)
-        with fastpaths.only("memory.settle-samples") if on else fastpaths.disabled("memory.settle-samples"):
-            for lo, size, known in marks:
-                lo = lo % n
-                pick = r.random()
-                u0 = int(r.integers(0, units))
-                us = slice(None) if pick < 0.35 else slice(u0, int(r.integers(u0 + 1, units + 1))) if pick < 0.6 \
-                    else np.sort(r.choice(units, int(r.integers(1, units + 1)), replace=False)).astype(np.int64)
-                pm.mark(us, lo, min(n, lo + size), known)
-                want[us, lo: min(n, lo + size)] = known
-                assert np.array_equal(pm.known_span(slice(None), 0, n), want)
-                states.append((pm.state.copy(), mask.copy(), pm.known_span(slice(None), 0, n)))
-        got.append(states)
-    for (s1, m1, k1), (s2, m2, k2) in zip(*got, strict=True):
-        assert np.array_equal(s1, s2) and np.array_equal(m1, m2) and np.array_equal(k1, k2)

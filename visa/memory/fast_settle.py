@@ -11,11 +11,7 @@ writes a narrow column tile into each row of a wide result (the peer matmul's 10
 16 KiB) leaves a page per row ``MIXED`` until its last tile, and reads 4 MiB of mask a tile to find that none is
 whole yet.  A page whose sampled bytes hold both a written and an unwritten one is neither whole nor empty, so it
 stays ``MIXED`` without being read; the others are read whole, as the reference does — the same pages settle
-(``tests/memory/test_fast_settle.py``).  The same rule serves :meth:`~visa.memory.pages.PageMask.mark` of a range that
-cuts a page: the range's bytes were just marked (all known, or all poison), so one byte of the page outside the
-range, read in every slice, is the second sample; a slice whose byte differs holds both and keeps its page
-``MIXED`` unread, the others are settled as before.  A pass that writes the first 256 bytes of every slice's VRF
-read 2 × 2 MiB of mask a pass (``all`` and ``any`` over 512 pages of 4 KiB) to find that none settles.
+(``tests/memory/test_fast_settle.py``).
 
 ``dma.mask-touched-pages`` (:func:`visa.memory.transfer.copy` into HBM, a strided write of known bytes): the
 reference makes every page of the range the DMA spans ``MIXED`` (:meth:`~visa.memory.pages.PageMask.materialise`),

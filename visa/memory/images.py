@@ -1120,29 +1120,7 @@ def nest_all_written(dtype: type[dt.Scalar], image: Image, bit_base: int, loops:
         return False
     nb, base, nest = got
     assert isinstance(image, DenseImage)
-    ranges = _RANGES.get((nest, nb))  # (a pure function of the byte nest, Python ints: _byte_nest's)
-    if ranges is None:
-        if len(_RANGES) >= 256:
-            del _RANGES[next(iter(_RANGES))]
-        ranges = _RANGES[(nest, nb)] = tuple(_joined(_hulls(nest, nb)))
-    return all(image._nest_written(base + lo, base + hi) for lo, hi in ranges)
-
-
-#: :func:`nest_all_written`'s ranges (:func:`_joined` of :func:`_hulls`) per byte nest and word size: a kernel's passes
-#: ask of the same nests again and again (the oldest go first).
-_RANGES: dict[tuple[Any, ...], tuple[tuple[int, int], ...]] = {}
-
-
-def _joined(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """``ranges`` (in order) with each run of ranges that meet end to start made one: the same bytes, asked of
-    the pages once (the hulls of a nest's steps that leave no gap: 8 loads of 32 bytes are the 256 they tile)."""
-    out: list[tuple[int, int]] = []
-    for lo, hi in ranges:
-        if out and out[-1][1] == lo:
-            out[-1] = (out[-1][0], hi)
-        else:
-            out.append((lo, hi))
-    return out
+    return all(image._nest_written(base + lo, base + hi) for lo, hi in _hulls(nest, nb))
 
 
 def nest_elements_written(dtype: type[dt.Scalar], image: Image, bit_base: int,

@@ -134,7 +134,7 @@ class PageMask:
         if bool((st == NONE).any()):
             return False
         if fast_settle.EDGES.on and p1 - p0 <= 2 and not self._covers_page(lo, hi):
-            return self._edges_known(self._ids(us), lo, hi, us)  # (memory.edge-pages-unsettled)
+            return self._edges_known(self._ids(us), lo, hi)  # (memory.edge-pages-unsettled)
         # some pages keep a mask: those it shows wholly written lose it (a mask written by hand, a strided
         # copy), so that the next query reads none; then the pages the range covers in part
         self.settle_range(us, lo, hi)
@@ -159,21 +159,16 @@ class PageMask:
         return any((max(lo, p * self.page), min(hi, self._end(p))) == (p * self.page, self._end(p))
                    for p in range(p0, p1))
 
-    def _edges_known(self, ids: IntArray, lo: int, hi: int, us: Units | None = None) -> bool:
+    def _edges_known(self, ids: IntArray, lo: int, hi: int) -> bool:
         """Were the bytes of ``[lo, hi)`` in the pages it covers in part (its first and last) written in every
-        unit ``ids`` whose page there is ``MIXED`` (the mask bytes read; the others are not asked)?  ``us``, when
-        given, names the same units as ``ids`` (a range of them is read through slices when all are ``MIXED``)."""
+        unit ``ids`` whose page there is ``MIXED`` (the mask bytes read; the others are not asked)?"""
         p0, p1 = self._pages(lo, hi)
         for p in sorted({p0, p1 - 1}):
             a, b = max(lo, p * self.page), min(hi, self._end(p))
             if a >= b or (a, b) == (p * self.page, self._end(p)):
                 continue
-            mixed = self.state[ids, p] == MIXED if not isinstance(us, slice) else self.state[us, p] == MIXED
-            if isinstance(us, slice) and bool(mixed.all()):  # (every unit of the range: its rows, no gather)
-                block = self.mask[us, a:b]
-            else:
-                block = self.mask[ids[mixed], a:b]
-            if block.size and not bool(block.all()):
+            units = ids[self.state[ids, p] == MIXED]
+            if units.size and not bool(self.mask[units, a:b].all()):
                 return False
         return True
 
@@ -289,24 +284,9 @@ class PageMask:
             change = np.flatnonzero(st != target)
             if not change.size:
                 continue
-            c = b if a == p * self.page else p * self.page  # (a byte of the page outside [a, b))
-            if isinstance(us, slice) and change.size == st.size:
-                # every unit of the range changes: the same steps on the range itself (slices, no gathers)
-                units = self._ids(us)
-                whole = st == ALL  # (materialise_pairs of every unit: its ALL pages' mask bytes filled first)
-                if whole.any():
-                    self._fill(units[whole], np.full(int(np.count_nonzero(whole)), p, np.int64), True)
-                self.state[us, p] = MIXED
-                self.mask[us, a:b] = known
-                outside = self.mask[us, c] if fast_settle.SAMPLES.on else None
-            else:
-                units = self._ids(us)[change]
-                self.materialise_pairs(units, np.full(units.size, p, np.int64))
-                self.mask[units, a:b] = known
-                outside = self.mask[units, c] if fast_settle.SAMPLES.on else None
-            if outside is not None:  # (memory.settle-samples: the byte at c sampled — a unit whose byte there
-                # differs from ``known`` holds both, so its page stays MIXED unread)
-                units = units[outside] if known else units[~outside]
+            units = self._ids(us)[change]
+            self.materialise_pairs(units, np.full(units.size, p, np.int64))
+            self.mask[units, a:b] = known
             self.settle(units, p)
 
     def settle(self, units: IntArray, p: int) -> None:

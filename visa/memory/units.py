@@ -78,9 +78,7 @@ class UnitSelection(DenseImage):
     def __init__(self, base: DenseImage, enabled: npt.ArrayLike) -> None:  # noqa: D107
         self.base = base
         self.name = base.name
-        en = np.asarray(enabled, dtype=bool)
-        if en.shape != base.lead_shape:  # (already the units' shape: read as it is, np.broadcast_to's view skipped)
-            en = np.broadcast_to(en, base.lead_shape)
+        en = np.broadcast_to(np.asarray(enabled, dtype=bool), base.lead_shape)
         self.units: IntArray
         self.units, self.box = fast_units.selection(en, _box)
 
@@ -239,8 +237,7 @@ class UnitSelection(DenseImage):
 
     def _nest_written(self, lo: int, hi: int) -> bool:
         """Were bytes ``[lo, hi)`` of every selected unit written?  Reads no mask where the pages are all written."""
-        span = self.span  # (the same units as a range: read through slices)
-        return self._pm().all_known(self.units if span is None else span, max(lo, 0), min(hi, self.nbytes))
+        return self._pm().all_known(self.units, max(lo, 0), min(hi, self.nbytes))
 
     @property
     def span(self) -> slice | None:

@@ -48,12 +48,7 @@ def collect(stream: StreamTensor[Any, Any, Any, Any, Any, Any], time: Mapping,
         _remember(_BY_ID, ident, (held, got))
     _, cfg, reports = got
     data = engine.execute(cfg, stream.data)
-    # (the output layout, a frozen value, kept per the identity of the input layout and the two mappings: held)
-    shape = (lay, time, packet)
-    made = _LAYOUTS.get(tuple(map(id, shape)))
-    if made is None or not all(a is b for a, b in zip(made[0], shape, strict=True)):
-        made = _remember(_LAYOUTS, tuple(map(id, shape)), (shape, lay.with_(time=time, packet=packet)))
-    return stream.then(CollectTensor, made[1], data, *reports)
+    return stream.then(CollectTensor, lay.with_(time=time, packet=packet), data, *reports)
 
 
 def _collect_plan(hw: Any, lay: Any, time: Mapping, packet: Mapping, forwards: bool) -> tuple[Any, ...]:
@@ -81,8 +76,6 @@ _LOADS: dict[Any, tuple[Any, ...]] = {}
 #: read (held by the entry: their ids are theirs while it lives), the dtype and the other arguments: a kernel's pass of
 #: the same objects finds its stage's plan without building the mappings' exact keys.
 _BY_ID: dict[Any, tuple[Any, ...]] = {}
-#: ``collect``'s output layout per the ids of its input layout and its Time and Packet mappings (the entry holds them).
-_LAYOUTS: dict[Any, tuple[Any, ...]] = {}
 #: A pass's name, cycles and cost breakdown per its engines' reports (by identity: the entry holds them) — the same
 #: reports objects, from the stages' kept plans, give the same :func:`pass_cost`.
 _COSTS: dict[Any, tuple[Any, ...]] = {}

@@ -57,24 +57,6 @@ def _plan(stream: StreamTensor[Any, Any, Any, Any, Any, Any], element: Mapping,
 
 
 def _report(hw: HardwareProfile, cfg: engine.CommitConfig, address: int) -> EngineReport:
-    """The Commit Engine's report of ``cfg`` at ``address``: kept per the profile and configuration (held by the
-    entry: their ids are theirs while it lives) and the address (an int), a pure function of them (frozen values)."""
-    key = (id(hw), id(cfg), address) if type(address) is int else None
-    got = _REPORTS.get(key) if key is not None else None
-    if got is not None and got[0] is hw and got[1] is cfg:
-        return got[2]
-    report = _new_report(hw, cfg, address)
-    if key is not None:
-        if len(_REPORTS) >= 256:
-            del _REPORTS[next(iter(_REPORTS))]
-        _REPORTS[key] = (hw, cfg, report)
-    return report
-
-
-_REPORTS: dict[tuple[int, int, int], tuple[Any, Any, EngineReport]] = {}
-
-
-def _new_report(hw: HardwareProfile, cfg: engine.CommitConfig, address: int) -> EngineReport:
     slices = sum(bin(b).count("1") for b in cfg.bitmaps)  # per chip
     nbytes = cfg.elements_written * cfg.time.size * cfg.dtype.size_bits // 8 * slices * cfg.chip.size
     runs = engine.bank_runs(hw, cfg, address)

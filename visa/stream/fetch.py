@@ -81,16 +81,8 @@ def begin(tu: TuHandle, view: DmTensorView[Any, Any, Any, Any, Any],
         channel.check_context(tu.kind)
     v = _check_view(tu, view, "begin")
     base = v.base
-    held = (base.levels["Chip"], base.levels["Cluster"], base.levels["Slice"], v.element)
-    key = (base.dtype, *map(id, held))
-    got = _BEGINS.get(key)
-    if got is not None and all(a is b for a, b in zip(got[0], held, strict=True)):
-        layout = got[1]
-    else:
-        layout = StreamLayout(base.dtype, *held[:3], Mapping.identity(v.element.axis_set), v.element)
-        if len(_BEGINS) >= _LIMIT:
-            del _BEGINS[next(iter(_BEGINS))]
-        _BEGINS[key] = (held, layout)
+    layout = StreamLayout(base.dtype, base.levels["Chip"], base.levels["Cluster"], base.levels["Slice"],
+                          Mapping.identity(v.element.axis_set), v.element)
     seen = {} if base.region is None else {id(base.region): (base.region, base.region.writes)}  # (as __init__ notes)
     return BeginTensor(tu, layout, _placeholder(layout), (), (base,),
                        Carried(views=(v,), dual_channel=dual_channel, seen=seen))
@@ -273,11 +265,6 @@ def fetch(stream: BeginTensor[Any, Any, Any, Any, Any, Any], dtype: Any, time: M
     seen = {id(t.region): (t.region, t.region.writes) for t in stream.inputs if t.region is not None}
     return stream.then(FetchTensor, layout, data, report, fetch=cfg, seen=seen)
 
-
-#: A BeginTensor's layout (a frozen value: shared) per the view's dtype and the identity of its tensor's Chip, Cluster
-#: and Slice and its Element (the entry holds them: their ids name no other mapping while it lives): a kernel's passes
-#: over the same tensor begin with one layout, its shape found once, not a new one a pass.
-_BEGINS: dict[Any, tuple[tuple[Any, ...], StreamLayout]] = {}
 
 #: A plain fetch's (or one with zero points, Python ints) configuration (:func:`visa.engines.fetch.plan`, pure) per
 #: its layout's and arguments' exact keys and the hardware profile (kept with it: its id is in the key): a kernel's
