@@ -82,6 +82,21 @@ def _outcome(fn: Any, *args: Any) -> tuple[str, Any]:
     return "ok", (np.asarray(g.index).copy(), np.asarray(g.used).copy(), read)
 
 
+def _assert_reference_gather(source: tuple[Mapping, ...], stream: tuple[Mapping, ...]) -> None:
+    """The gather planned (by parts when the path takes it; a fresh plan) is the location at every position's:
+    the same refusal, or the same index and used mask and the same values and known-mask read."""
+    plan_gather.cache_clear()  # type: ignore[attr-defined]
+    kind, got = _outcome(plan_gather, source, stream, "vector_fxp", "VRF operand")
+    want_kind, want = _outcome(plan_gather_full, source, stream, "vector_fxp", "VRF operand")
+    assert kind == want_kind, (kind, want_kind)
+    if kind == "ok":
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+        for (v, k), (v0, k0) in zip(got[2], want[2], strict=True):
+            assert np.array_equal(v, v0) and np.array_equal(k, k0)
+    else:
+        assert got == want
+
+
 @settings(max_examples=300, deadline=None)
 @given(_gather_case())
 def test_gather_by_parts_is_the_gather_at_every_position(case: tuple[tuple[Mapping, ...], tuple[Mapping, ...]]
@@ -173,16 +188,7 @@ def test_an_axis_cut_between_slices_and_time_is_located_by_parts(stream: tuple[s
     src_axes = frozenset().union(*(x.axes for x in source))
     if fastpaths.get("vector.gather-by-parts").on:  # (what the path takes; the outcome is checked either way)
         assert (fast_relayout.factored(source, lv, src_axes) is not None) == parts
-    plan_gather.cache_clear()  # type: ignore[attr-defined]
-    kind, got = _outcome(plan_gather, source, lv, "vector_fxp", "VRF operand")
-    want_kind, want = _outcome(plan_gather_full, source, lv, "vector_fxp", "VRF operand")
-    assert kind == want_kind
-    if kind == "ok":
-        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
-        for (v, k), (v0, k0) in zip(got[2], want[2], strict=True):
-            assert np.array_equal(v, v0) and np.array_equal(k, k0)
-    else:
-        assert got == want
+    _assert_reference_gather(source, lv)
 
 
 @st.composite
@@ -220,16 +226,7 @@ def test_an_axis_cut_between_slices_and_time_gives_the_reference_gather(
         case: tuple[tuple[Mapping, ...], tuple[Mapping, ...]]) -> None:
     """By parts or not, the same gather (or the same refusal) as the location at every position."""
     source, stream = case
-    plan_gather.cache_clear()  # type: ignore[attr-defined]
-    kind, got = _outcome(plan_gather, source, stream, "vector_fxp", "VRF operand")
-    want_kind, want = _outcome(plan_gather_full, source, stream, "vector_fxp", "VRF operand")
-    assert kind == want_kind, (kind, want_kind)
-    if kind == "ok":
-        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
-        for (v, k), (v0, k0) in zip(got[2], want[2], strict=True):
-            assert np.array_equal(v, v0) and np.array_equal(k, k0)
-    else:
-        assert got == want
+    _assert_reference_gather(source, stream)
 
 
 @pytest.mark.parametrize(("sizes", "stream", "element"), [
@@ -249,11 +246,4 @@ def test_digits_that_carry_are_not_located_by_parts(sizes: dict[str, int], strea
     m = AxisSet(**sizes).m
     levels = tuple(m[t] for t in stream)
     source = (*levels[:3], m[element])
-    plan_gather.cache_clear()  # type: ignore[attr-defined]
-    kind, got = _outcome(plan_gather, source, levels, "vector_fxp", "VRF operand")
-    want_kind, want = _outcome(plan_gather_full, source, levels, "vector_fxp", "VRF operand")
-    assert kind == want_kind, (kind, want_kind)
-    if kind == "ok":
-        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
-    else:
-        assert got == want
+    _assert_reference_gather(source, levels)
