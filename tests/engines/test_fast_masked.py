@@ -82,13 +82,10 @@ def test_a_mask_that_is_no_cut_of_one_loop_is_left_to_the_reference() -> None:
     assert unmasked_cut(((4, 8), (8, 1)), m.reshape(-1)) is None
 
 
-@settings(max_examples=80, deadline=None)
-@given(st.sampled_from([np.int8, np.int16, np.int32, np.uint16, np.float32, np.int64]),
-       st.lists(st.integers(1, 9), min_size=1, max_size=3), st.integers(1, 5), st.data())
-def test_fill_by_words_is_the_element_fill(storage: Any, sizes: list[int], rows: int, data: Any) -> None:
-    """``fetch.masked-fill-words``: the masked lanes filled a word at a time are the same bytes as filled an
-    element at a time (every cut of every loop, every element size, buffers whose lanes are no whole words)."""
-    from visa.engines.fast_masked import Cut, fill
+def _random_cut(storage: Any, sizes: list[int], rows: int, data: Any) -> tuple[Any, np.ndarray, Any]:
+    """A cut of one of the loops ``sizes`` (C order, drawn), random bytes for ``rows`` rows of them, and a pad
+    value of ``storage``."""
+    from visa.engines.fast_masked import Cut
 
     loop = data.draw(st.integers(0, len(sizes) - 1))
     lo = data.draw(st.integers(0, sizes[loop] - 1))
@@ -98,6 +95,19 @@ def test_fill_by_words_is_the_element_fill(storage: Any, sizes: list[int], rows:
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     base = rng.integers(0, 256, size=rows * int(np.prod(sizes)) * np.dtype(storage).itemsize, dtype=np.uint8)
     pad = np.asarray(rng.integers(0, 100)).astype(storage)
+    return cut, base, pad
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.sampled_from([np.int8, np.int16, np.int32, np.uint16, np.float32, np.int64]),
+       st.lists(st.integers(1, 9), min_size=1, max_size=3), st.integers(1, 5), st.data())
+def test_fill_by_words_is_the_element_fill(storage: Any, sizes: list[int], rows: int, data: Any) -> None:
+    """``fetch.masked-fill-words``: the masked lanes filled a word at a time are the same bytes as filled an
+    element at a time (every cut of every loop, every element size, buffers whose lanes are no whole words)."""
+    from visa.engines.fast_masked import fill
+
+    cut, base, pad = _random_cut(storage, sizes, rows, data)
+    loop, lo, hi = cut.loop, cut.lo, cut.hi
     fast, want = base.view(storage).copy(), base.view(storage).copy()
     fill(fast, rows, cut, pad)
     with fastpaths.disabled("fetch.masked-fill-words"):
@@ -115,16 +125,9 @@ def test_fill_views_by_bands_is_the_fill(storage: Any, sizes: list[int], rows: i
     """:func:`~visa.engines.fast_masked.fill_views` assigned a band of rows at a time (``fetch.masked-read``'s
     loop) writes the same bytes as :func:`~visa.engines.fast_masked.fill` of the whole buffer, by words or by
     elements (whichever ``fetch.masked-fill-words`` says)."""
-    from visa.engines.fast_masked import Cut, fill, fill_views
+    from visa.engines.fast_masked import fill, fill_views
 
-    loop = data.draw(st.integers(0, len(sizes) - 1))
-    lo = data.draw(st.integers(0, sizes[loop] - 1))
-    hi = data.draw(st.integers(lo + 1, sizes[loop]))
-    strides = [int(np.prod(sizes[k + 1:])) for k in range(len(sizes))]
-    cut = Cut(tuple(zip(sizes, strides, strict=True)), loop, lo, hi)
-    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
-    base = rng.integers(0, 256, size=rows * int(np.prod(sizes)) * np.dtype(storage).itemsize, dtype=np.uint8)
-    pad = np.asarray(rng.integers(0, 100)).astype(storage)
+    cut, base, pad = _random_cut(storage, sizes, rows, data)
     banded, whole = base.view(storage).copy(), base.view(storage).copy()
     views = fill_views(banded, rows, cut, pad)
     for r in range(0, rows, band):
