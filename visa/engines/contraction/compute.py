@@ -254,18 +254,11 @@ _PIECE_ELEMENTS = 1 << 19
 #: workers, and one stacked activation takes the memory of all of them at once).
 _MIN_PERIOD = 4
 
+
 def _reshape_view(a: Array, shape: tuple[int, ...]) -> Array:
-    """``a`` reshaped to ``shape`` as a view of its memory; ``ValueError`` when that needs a copy (what
-    ``np.reshape(a, shape, copy=False)`` does on numpy >= 2.1, spelled so that numpy 2.0 runs it too)."""
-    if _RESHAPE_COPY_KW:
-        return np.reshape(a, shape, copy=False)  # type: ignore[call-overload, no-any-return, unused-ignore]  # numpy 2.0
-    view = a.reshape(shape)  # (numpy 2.0: the copy is made, then dropped)
-    if view.size and not np.may_share_memory(view, a):
-        raise ValueError("the reshape needs a copy")
-    return view
-
-
-_RESHAPE_COPY_KW = tuple(int(p) for p in np.__version__.split(".")[:2]) >= (2, 1)
+    """``a`` reshaped to ``shape`` as a view of its memory; ``ValueError`` when that needs a copy (numpy >= 2.1's
+    ``copy=False``, the floor)."""
+    return np.reshape(a, shape, copy=False)  # type: ignore[call-overload, no-any-return, unused-ignore]
 
 
 def _matrix(x: Array, order: list[int], shape: tuple[int, ...], mtype: type[np.floating[Any]]) -> Array:
